@@ -1,0 +1,15 @@
+//! The vocabulary every iotoll crate shares: units, canonical metric names,
+//! the derived-metric formulas and the shape of a result document.
+
+pub mod metrics;
+pub mod result;
+pub mod units;
+
+pub use metrics::{derive_metrics, Metrics};
+pub use result::{
+    CpuCore, CpuModes, CpuReport, CpuSection, LatencyReport, ResultDoc, SeriesPoint, TopConsumer,
+};
+pub use units::{format_size, parse_duration, parse_size, UnitError};
+
+/// The version string stamped into every JSON document.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,136 @@
+//! The result document every `--json` prints (DESIGN.md, "JSON"); its JSON
+//! Schema is `docs/result.schema.json`.
+
+use crate::metrics::{self as mn, Metrics};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultDoc {
+    pub iotoll_version: String,
+    /// `disk`, `net-stream`, `net-rr`.
+    pub kind: String,
+    /// `complete`, or `interrupted` when the window was cut short (Ctrl-C).
+    pub status: String,
+    /// Start of the measurement window, RFC 3339 UTC.
+    pub started_at: String,
+    /// Configuration label given with `--config`.
+    pub config: Option<String>,
+    /// Every parameter actually used, defaults filled in.
+    pub spec: serde_json::Value,
+    pub metrics: Metrics,
+    pub cpu: CpuSection,
+    pub latency: Option<LatencyReport>,
+    pub series: Vec<SeriesPoint>,
+    /// Warnings that affect interpretation.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CpuSection {
+    /// Absent when the window was too short to measure (under one clock tick).
+    pub local: Option<CpuReport>,
+    pub remote: Option<CpuReport>,
+}
+
+/// Whole-host CPU over one measurement window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CpuReport {
+    /// CPUs present at both ends of the window (the denominator of every %).
+    pub cpus: u32,
+    pub window_s: f64,
+    /// Busy % of all CPUs: user+nice+system+irq+softirq+steal.
+    pub busy_pct: f64,
+    pub modes: CpuModes,
+    pub per_core: Vec<CpuCore>,
+    /// iotoll's own process, all threads, % of all CPUs.
+    pub self_pct: Option<f64>,
+    /// Processes and kernel threads that used the most CPU in the window.
+    pub top: Vec<TopConsumer>,
+    pub interrupts_s: Option<f64>,
+    pub ctx_switches_s: Option<f64>,
+    pub nominal_mhz: Option<f64>,
+    /// Where `nominal_mhz` was read from.
+    pub nominal_mhz_source: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// Each mode as % of all CPUs over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuModes {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub iowait: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuCore {
+    pub cpu: u32,
+    pub busy_pct: f64,
+    pub modes: CpuModes,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopConsumer {
+    pub pid: i32,
+    pub comm: String,
+    pub kernel_thread: bool,
+    /// Share of all CPUs over the window.
+    pub cpu_pct: f64,
+}
+
+impl CpuReport {
+    /// Writes the canonical CPU metrics of this window into `m`, with
+    /// `prefix` (`""` local, `"remote_"` for the peer).
+    pub fn write_metrics(&self, m: &mut Metrics, prefix: &str) {
+        let mut put = |k: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(format!("{prefix}{k}"), v);
+            }
+        };
+        put(mn::CPU_PCT, Some(self.busy_pct));
+        put(mn::CPU_USER_PCT, Some(self.modes.user + self.modes.nice));
+        put(mn::CPU_SYSTEM_PCT, Some(self.modes.system));
+        put(mn::CPU_IRQ_PCT, Some(self.modes.irq));
+        put(mn::CPU_SOFTIRQ_PCT, Some(self.modes.softirq));
+        put(mn::CPU_IOWAIT_PCT, Some(self.modes.iowait));
+        put(mn::CPU_STEAL_PCT, Some(self.modes.steal));
+        put(mn::CPU_SELF_PCT, self.self_pct);
+        put(mn::INTERRUPTS_S, self.interrupts_s);
+        put(mn::CTX_SWITCHES_S, self.ctx_switches_s);
+        put(mn::CPUS, Some(self.cpus as f64));
+        put(mn::CPU_NOMINAL_MHZ, self.nominal_mhz);
+    }
+}
+
+/// Response-time distribution, microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LatencyReport {
+    pub count: u64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    /// Keyed by percentile: "50", "90", "99", "99.9", "99.99".
+    pub percentiles_us: BTreeMap<String, f64>,
+    /// `[upper bound of the bucket in us, count]`, ascending; empty buckets omitted.
+    pub histogram: Vec<[f64; 2]>,
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the workload started (ramp-up included).
+    pub t_s: f64,
+    /// `ramp` or `measure`.
+    pub phase: String,
+    pub iops: Option<f64>,
+    pub mb_s: Option<f64>,
+    pub mbit_s: Option<f64>,
+    pub cpu_pct: Option<f64>,
+}

@@ -1,0 +1,143 @@
+//! Size and duration parsing, as DESIGN.md fixes them: sizes are binary
+//! multiples (k = 1024, as Iometer and fio), durations take ms/s/m/h.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("empty value")]
+    Empty,
+    #[error("'{0}' is not a size: use a whole number with an optional suffix k, m, g or t (binary multiples: 4k = 4096 bytes)")]
+    BadSize(String),
+    #[error("'{0}' is too large")]
+    Overflow(String),
+    #[error("'{0}' is not a duration: use a whole number with a unit, e.g. 500ms, 4s, 2m, 1h")]
+    BadDuration(String),
+}
+
+/// Parses `512`, `4k`, `64K`, `1m`, `4g`, `1t` (also `4KiB`, `4kb`: all binary).
+/// Zero is accepted here; callers that need a positive size check it, so the
+/// error can name their flag.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty);
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(UnitError::BadSize(s.to_string()));
+    }
+    let n: u64 = num.parse().map_err(|_| UnitError::Overflow(s.to_string()))?;
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(UnitError::BadSize(s.to_string())),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| UnitError::Overflow(s.to_string()))
+}
+
+/// Renders a byte count the way a user would type it back: `4k`, `1m`, `1536`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(u32, &str); 4] = [(40, "t"), (30, "g"), (20, "m"), (10, "k")];
+    for (shift, suffix) in UNITS {
+        let unit = 1u64 << shift;
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{}", bytes / unit, suffix);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Parses `500ms`, `4s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| UnitError::BadDuration(s.to_string()))?;
+    let secs_per_unit = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(UnitError::BadDuration(s.to_string())),
+    };
+    let secs = value * secs_per_unit;
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(UnitError::Overflow(s.to_string()));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("4g"), Ok(4 << 30));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(matches!(parse_size("-4k"), Err(UnitError::BadSize(_))));
+        assert!(matches!(parse_size("4x"), Err(UnitError::BadSize(_))));
+        assert!(matches!(parse_size("k"), Err(UnitError::BadSize(_))));
+        assert!(matches!(parse_size("1.5k"), Err(UnitError::BadSize(_))));
+        assert!(matches!(parse_size("99999999999t"), Err(UnitError::Overflow(_))));
+        assert_eq!(parse_size(""), Err(UnitError::Empty));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("4s"), Ok(Duration::from_secs(4)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("4d").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn format_round_trips_common_sizes() {
+        assert_eq!(format_size(4096), "4k");
+        assert_eq!(format_size(1536), "1536");
+        assert_eq!(format_size(1 << 30), "1g");
+    }
+
+    proptest! {
+        #[test]
+        fn size_roundtrip(n in 0u64..(1 << 40)) {
+            prop_assert_eq!(parse_size(&format_size(n)), Ok(n));
+        }
+
+        #[test]
+        fn suffix_multiplies(n in 0u64..1_000_000, s in prop::sample::select(vec![("k", 10u32), ("M", 20), ("g", 30)])) {
+            prop_assert_eq!(parse_size(&format!("{n}{}", s.0)), Ok(n << s.1));
+        }
+
+        #[test]
+        fn parse_size_never_panics(s in ".{0,12}") {
+            let _ = parse_size(&s);
+            let _ = parse_duration(&s);
+        }
+    }
+}

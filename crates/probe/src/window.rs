@@ -1,0 +1,121 @@
+//! A measurement window: CPU snapshots at its start and end.
+
+use crate::{clock, procs, stat, ProbeError};
+use iotoll_model::CpuReport;
+use std::time::Instant;
+
+/// How many top consumers a report lists.
+const TOP_N: usize = 5;
+
+/// Whole-host CPU over one window. Start it the moment the measurement
+/// window opens (after ramp-up) and finish it the moment it closes.
+pub struct CpuWindow {
+    procs: procs::ProcSnapshot,
+    stat: stat::StatSnapshot,
+    self_cpu_s: f64,
+    t0: Instant,
+}
+
+/// CPU seconds used by this process, all threads (getrusage is exact to the
+/// microsecond, unlike /proc/self/stat ticks).
+fn self_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+impl CpuWindow {
+    /// Opens the window. The process table is read first, so that reading
+    /// it costs CPU outside the /proc/stat window rather than inside it.
+    pub fn start() -> Result<Self, ProbeError> {
+        let procs = procs::snapshot();
+        let self_cpu_s = self_cpu_s();
+        let stat = stat::StatSnapshot::read()?;
+        Ok(CpuWindow {
+            procs,
+            stat,
+            self_cpu_s,
+            t0: Instant::now(),
+        })
+    }
+
+    /// Closes the window and computes the report.
+    pub fn finish(self) -> Result<CpuReport, ProbeError> {
+        let end = stat::StatSnapshot::read()?;
+        let window_s = self.t0.elapsed().as_secs_f64();
+        let self_end = self_cpu_s();
+        let end_procs = procs::snapshot();
+        let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
+        let self_s = self_end - self.self_cpu_s;
+        if self_s.is_finite() && window_s > 0.0 {
+            r.self_pct = Some(self_s / (window_s * r.cpus as f64) * 100.0);
+        }
+        r.top = procs::top_consumers(
+            &self.procs,
+            &end_procs,
+            window_s,
+            r.cpus,
+            procs::clk_tck(),
+            TOP_N,
+        );
+        if let Some((mhz, src)) = clock::nominal_mhz() {
+            r.nominal_mhz = Some(mhz);
+            r.nominal_mhz_source = Some(src);
+        }
+        Ok(r)
+    }
+}
+
+/// Whole-host busy % since the previous sample: the one-second series.
+pub struct HostSampler {
+    last: Option<stat::StatSnapshot>,
+}
+
+impl HostSampler {
+    pub fn new() -> Self {
+        HostSampler {
+            last: stat::StatSnapshot::read().ok(),
+        }
+    }
+
+    /// Busy % of all CPUs since the last call; None if unreadable or no tick passed.
+    pub fn sample(&mut self) -> Option<f64> {
+        let now = stat::StatSnapshot::read().ok()?;
+        let prev = self.last.replace(now.clone())?;
+        stat::cpu_report(&prev, &now, 1.0).ok().map(|r| r.busy_pct)
+    }
+}
+
+impl Default for HostSampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_thread_shows_up_in_self_and_host_cpu() {
+        let w = CpuWindow::start().unwrap();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 300 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let r = w.finish().unwrap();
+        let self_pct = r.self_pct.unwrap();
+        // One thread spinning for the whole window is 100 / cpus % of the host.
+        let expect = 100.0 / r.cpus as f64;
+        assert!(self_pct > expect * 0.7, "self {self_pct} expected ~{expect}");
+        assert!(r.busy_pct + 1.0 >= self_pct * 0.7, "host {} < self {self_pct}", r.busy_pct);
+        assert!(!r.top.is_empty());
+    }
+}
