@@ -11,7 +11,7 @@ pub mod stat;
 mod window;
 
 pub use iotoll_model::CpuReport;
-pub use window::{CpuWindow, HostSampler};
+pub use window::{ClosedWindow, CpuWindow, HostSampler};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

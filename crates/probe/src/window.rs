@@ -30,45 +30,69 @@ fn self_cpu_s() -> f64 {
 }
 
 impl CpuWindow {
-    /// Opens the window. The process table is read first, so that reading
-    /// it costs CPU outside the /proc/stat window rather than inside it.
-    pub fn start() -> Result<Self, ProbeError> {
+    /// Opens the window and calls `on_open` the moment it is open (the
+    /// caller flips its workload into the measured phase there). The
+    /// process table is read first, so that reading it costs CPU outside the
+    /// /proc/stat window rather than inside it.
+    pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let procs = procs::snapshot();
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
+        let t0 = Instant::now();
+        on_open();
         Ok(CpuWindow {
             procs,
             stat,
             self_cpu_s,
-            t0: Instant::now(),
+            t0,
         })
     }
 
-    /// Closes the window and computes the report.
-    pub fn finish(self) -> Result<CpuReport, ProbeError> {
-        let end = stat::StatSnapshot::read()?;
+    pub fn start() -> Result<Self, ProbeError> {
+        Self::start_with(|| {})
+    }
+
+    /// Closes the window, calls `on_close` the moment it is closed (the
+    /// caller stops counting there), then computes the report. The window
+    /// length is known even when no CPU figure can be given.
+    pub fn finish_with(self, on_close: impl FnOnce()) -> ClosedWindow {
+        let end = stat::StatSnapshot::read();
         let window_s = self.t0.elapsed().as_secs_f64();
         let self_end = self_cpu_s();
-        let end_procs = procs::snapshot();
-        let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
-        let self_s = self_end - self.self_cpu_s;
-        if self_s.is_finite() && window_s > 0.0 {
-            r.self_pct = Some(self_s / (window_s * r.cpus as f64) * 100.0);
-        }
-        r.top = procs::top_consumers(
-            &self.procs,
-            &end_procs,
-            window_s,
-            r.cpus,
-            procs::clk_tck(),
-            TOP_N,
-        );
-        if let Some((mhz, src)) = clock::nominal_mhz() {
-            r.nominal_mhz = Some(mhz);
-            r.nominal_mhz_source = Some(src);
-        }
-        Ok(r)
+        on_close();
+        let report = end.and_then(|end| {
+            let end_procs = procs::snapshot();
+            let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
+            let self_s = self_end - self.self_cpu_s;
+            if self_s.is_finite() && window_s > 0.0 {
+                r.self_pct = Some(self_s / (window_s * r.cpus as f64) * 100.0);
+            }
+            r.top = procs::top_consumers(
+                &self.procs,
+                &end_procs,
+                window_s,
+                r.cpus,
+                procs::clk_tck(),
+                TOP_N,
+            );
+            if let Some((mhz, src)) = clock::nominal_mhz() {
+                r.nominal_mhz = Some(mhz);
+                r.nominal_mhz_source = Some(src);
+            }
+            Ok(r)
+        });
+        ClosedWindow { window_s, report }
     }
+
+    pub fn finish(self) -> Result<CpuReport, ProbeError> {
+        self.finish_with(|| {}).report
+    }
+}
+
+/// A closed window: its exact length, and the CPU report if one could be made.
+pub struct ClosedWindow {
+    pub window_s: f64,
+    pub report: Result<CpuReport, ProbeError>,
 }
 
 /// Whole-host busy % since the previous sample: the one-second series.

@@ -1,0 +1,117 @@
+//! I/O engines behind one small trait, one file each (like fio's ioengine
+//! ops): the worker loop queues I/Os on numbered buffer slots and reaps
+//! completions; the engine decides how they reach the kernel.
+
+pub mod io_uring;
+pub mod psync;
+
+use crate::rng::Rng;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::File;
+use std::io;
+
+/// What a completion carries: bytes transferred, or a negative errno.
+pub type IoResult = i64;
+
+pub trait Engine {
+    fn name(&self) -> &'static str;
+    /// How many I/Os this engine keeps in flight at most (buffer slots
+    /// `0..depth`).
+    fn depth(&self) -> usize;
+    /// Queues a read or write of the whole buffer of `slot` at `offset`.
+    /// It is started no later than the next `submit_and_reap`.
+    fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()>;
+    /// Starts everything queued and waits for at least `min` completions
+    /// (0: do not wait); `done(slot, result)` is called once per completion.
+    fn submit_and_reap(&mut self, min: usize, done: &mut dyn FnMut(usize, IoResult))
+        -> io::Result<()>;
+}
+
+/// Which engine a worker builds. io_uring needs its ring created on the
+/// thread that uses it, so workers construct their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    IoUring,
+    Psync,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Psync => "psync",
+        }
+    }
+
+    /// Builds the engine for one worker: `qd` slots of `bs` bytes each.
+    /// The second value is a note about how the engine had to adapt.
+    pub fn open(self, file: File, qd: usize, bs: usize, seed: u64) -> io::Result<(Box<dyn Engine>, Option<String>)> {
+        match self {
+            EngineKind::IoUring => {
+                let (e, note) = io_uring::IoUringEngine::new(file, qd, bs, seed)?;
+                Ok((Box::new(e), note))
+            }
+            EngineKind::Psync => Ok((Box::new(psync::PsyncEngine::new(file, bs, seed)?), None)),
+        }
+    }
+}
+
+/// `slots` I/O buffers of `size` bytes in one page-aligned allocation
+/// (O_DIRECT needs aligned memory), filled with random data so writes do
+/// not send zeros a device could compress or skip.
+pub struct Buffers {
+    ptr: *mut u8,
+    layout: Layout,
+    size: usize,
+    slots: usize,
+}
+
+// SAFETY: the allocation is owned exclusively; engines hand raw pointers to
+// the kernel only while they own the Buffers.
+unsafe impl Send for Buffers {}
+
+const BUF_ALIGN: usize = 4096;
+
+impl Buffers {
+    pub fn new(slots: usize, size: usize, seed: u64) -> io::Result<Self> {
+        let total = slots
+            .checked_mul(size)
+            .filter(|t| *t > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "buffer size overflow"))?;
+        let layout = Layout::from_size_align(total, BUF_ALIGN)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // SAFETY: layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate I/O buffers"));
+        }
+        let mut b = Buffers { ptr, layout, size, slots };
+        // SAFETY: ptr is valid for `total` bytes and exclusively ours.
+        let all = unsafe { std::slice::from_raw_parts_mut(b.ptr, total) };
+        Rng::new(seed).fill(all);
+        b.slots = slots;
+        Ok(b)
+    }
+
+    pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
+        debug_assert!(slot < self.slots);
+        // SAFETY: slot < slots, so the offset stays inside the allocation.
+        unsafe { self.ptr.add(slot * self.size) }
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}

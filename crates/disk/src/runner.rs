@@ -1,0 +1,596 @@
+//! Runs one disk workload: workers with their engines, ramp-up, the
+//! measurement window with its whole-host CPU snapshots, the one-second
+//! series, and the result document.
+
+use crate::engines::{self, EngineKind, IoResult};
+use crate::pattern::IoGen;
+use crate::rng::Rng;
+use crate::spec::{DiskSpec, EngineChoice};
+use crate::target::{self, Target};
+use crate::DiskError;
+use hdrhistogram::Histogram;
+use iotoll_model::metrics as mn;
+use iotoll_model::{derive_metrics, CpuSection, LatencyReport, Metrics, ResultDoc, SeriesPoint};
+use iotoll_probe::{CpuWindow, HostSampler};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Where a run is; workers read it once per batch of completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    Ramp = 0,
+    Measure = 1,
+    Stop = 2,
+}
+
+impl Phase {
+    fn label(self) -> &'static str {
+        match self {
+            Phase::Ramp => "ramp",
+            Phase::Measure => "measure",
+            Phase::Stop => "stop",
+        }
+    }
+}
+
+/// Hooks for a user interface; every method has a silent default.
+pub trait Progress {
+    /// Test-file preparation: bytes written of total.
+    fn preparing(&mut self, _done: u64, _total: u64) {}
+    /// One second of the run has passed.
+    fn second(&mut self, _point: &SeriesPoint, _elapsed: Duration, _total: Duration) {}
+}
+
+/// Progress that shows nothing.
+pub struct Silent;
+impl Progress for Silent {}
+
+pub struct RunControl<'a> {
+    /// Set by a signal handler: stop cleanly and report what was measured.
+    pub interrupted: &'a AtomicBool,
+    pub progress: &'a mut dyn Progress,
+}
+
+/// Latency histogram range: 1 ns to 1 hour at 3 significant digits.
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+fn new_hist() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts.
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// Counters a worker publishes for the live series, on its own cache line.
+#[repr(align(128))]
+#[derive(Default)]
+struct Live {
+    ios: AtomicU64,
+    bytes: AtomicU64,
+}
+
+struct Shared {
+    phase: AtomicU8,
+    live: Vec<Live>,
+}
+
+impl Shared {
+    fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Relaxed) {
+            0 => Phase::Ramp,
+            1 => Phase::Measure,
+            _ => Phase::Stop,
+        }
+    }
+
+    fn set(&self, p: Phase) {
+        self.phase.store(p as u8, Ordering::Relaxed);
+    }
+}
+
+/// What one worker measured inside the window.
+struct WorkerOut {
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+    first_error: Option<String>,
+    hist: Histogram<u64>,
+}
+
+struct WorkerPlan {
+    index: u32,
+    kind: EngineKind,
+    spec: DiskSpec,
+    region: crate::pattern::Region,
+    align: u64,
+    seed: u64,
+}
+
+/// One worker: set up its engine, report readiness, then keep QD I/Os in
+/// flight until told to stop, counting only completions inside the window.
+fn worker(
+    plan: WorkerPlan,
+    file: std::fs::File,
+    shared: Arc<Shared>,
+    start: Arc<Barrier>,
+    ready: mpsc::Sender<Result<Option<String>, String>>,
+) -> Result<WorkerOut, String> {
+    let spec = &plan.spec;
+    let bs = spec.bs as usize;
+    let setup = plan.kind.open(file, spec.qd as usize, bs, plan.seed);
+    let (mut engine, note) = match setup {
+        Ok(x) => x,
+        Err(e) => {
+            let msg = format!("worker {}: cannot set up {}: {e}", plan.index, plan.kind.name());
+            let _ = ready.send(Err(msg.clone()));
+            start.wait();
+            return Err(msg);
+        }
+    };
+    let _ = ready.send(Ok(note));
+    start.wait();
+
+    let mut gen = IoGen::new(
+        plan.region,
+        spec.bs,
+        plan.align,
+        spec.read_pct,
+        spec.random_pct,
+        plan.index,
+        spec.workers,
+        plan.seed ^ 0x5EED,
+    );
+    let depth = engine.depth();
+    let now = Instant::now();
+    let mut issued_at = vec![now; depth];
+    let mut is_read = vec![false; depth];
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut inflight = 0usize;
+    let bursting = !spec.burst_delay.is_zero();
+    let mut in_burst = 0u32;
+    let live = &shared.live[plan.index as usize];
+    let (mut all_ios, mut all_bytes) = (0u64, 0u64);
+    let mut out = WorkerOut {
+        reads: 0,
+        writes: 0,
+        read_bytes: 0,
+        write_bytes: 0,
+        errors: 0,
+        first_error: None,
+        hist: new_hist(),
+    };
+
+    loop {
+        if shared.phase() != Phase::Stop {
+            while let Some(slot) = free.pop() {
+                if bursting && in_burst == spec.burst_len {
+                    // Iometer's transfer delay: wait before each burst, after
+                    // the previous burst has completed.
+                    if inflight > 0 {
+                        free.push(slot);
+                        break;
+                    }
+                    sleep_unless_stopped(spec.burst_delay, &shared);
+                    in_burst = 0;
+                    if shared.phase() == Phase::Stop {
+                        free.push(slot);
+                        break;
+                    }
+                }
+                let io = gen.next_io();
+                engine
+                    .queue(slot, io.read, io.offset)
+                    .map_err(|e| format!("worker {}: queueing I/O: {e}", plan.index))?;
+                is_read[slot] = io.read;
+                issued_at[slot] = Instant::now();
+                inflight += 1;
+                in_burst += 1;
+            }
+        }
+        if inflight == 0 {
+            if shared.phase() == Phase::Stop {
+                break;
+            }
+            continue;
+        }
+        // Completion time and phase are read once per batch: the batch
+        // completed before we woke, and finer stamps would not be truer.
+        let mut batch: Option<(Instant, bool)> = None;
+        engine
+            .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
+                let (t, measuring) = *batch.get_or_insert_with(|| {
+                    (Instant::now(), shared.phase() == Phase::Measure)
+                });
+                inflight -= 1;
+                free.push(slot);
+                let ok = res == bs as i64;
+                all_ios += 1;
+                if ok {
+                    all_bytes += bs as u64;
+                }
+                if !measuring {
+                    return;
+                }
+                if !ok {
+                    out.errors += 1;
+                    if out.first_error.is_none() {
+                        out.first_error = Some(if res < 0 {
+                            std::io::Error::from_raw_os_error(-res as i32).to_string()
+                        } else {
+                            format!("short transfer of {res} of {bs} bytes")
+                        });
+                    }
+                    return;
+                }
+                let ns = t.duration_since(issued_at[slot]).as_nanos() as u64;
+                out.hist.saturating_record(ns.max(1));
+                if is_read[slot] {
+                    out.reads += 1;
+                    out.read_bytes += bs as u64;
+                } else {
+                    out.writes += 1;
+                    out.write_bytes += bs as u64;
+                }
+            })
+            .map_err(|e| format!("worker {}: {}: {e}", plan.index, engine.name()))?;
+        live.ios.store(all_ios, Ordering::Relaxed);
+        live.bytes.store(all_bytes, Ordering::Relaxed);
+    }
+    Ok(out)
+}
+
+fn sleep_unless_stopped(d: Duration, shared: &Shared) {
+    let until = Instant::now() + d;
+    while shared.phase() != Phase::Stop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// Chooses the engine; a fallback is only taken when the user did not ask
+/// for io_uring by name, and it is always noted.
+fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
+    match choice {
+        EngineChoice::Psync => Ok(EngineKind::Psync),
+        EngineChoice::IoUring => engines::io_uring::probe()
+            .map(|_| EngineKind::IoUring)
+            .map_err(|msg| DiskError::EngineUnavailable {
+                engine: "io_uring",
+                msg,
+            }),
+        EngineChoice::Auto => match engines::io_uring::probe() {
+            Ok(()) => Ok(EngineKind::IoUring),
+            Err(e) => {
+                notes.push(format!(
+                    "io_uring is not available ({e}); fell back to the psync engine (one synchronous I/O at a time per worker)"
+                ));
+                Ok(EngineKind::Psync)
+            }
+        },
+    }
+}
+
+/// Samples the live counters and host CPU once per second.
+struct SeriesRecorder {
+    sampler: HostSampler,
+    t_run: Instant,
+    next: Instant,
+    last_ios: u64,
+    last_bytes: u64,
+    last_t: Instant,
+    points: Vec<SeriesPoint>,
+}
+
+impl SeriesRecorder {
+    fn new() -> Self {
+        let now = Instant::now();
+        SeriesRecorder {
+            sampler: HostSampler::new(),
+            t_run: now,
+            next: now + Duration::from_secs(1),
+            last_ios: 0,
+            last_bytes: 0,
+            last_t: now,
+            points: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self, shared: &Shared, progress: &mut dyn Progress, total: Duration) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next += Duration::from_secs(1);
+        let (ios, bytes) = shared.live.iter().fold((0, 0), |(i, b), l| {
+            (i + l.ios.load(Ordering::Relaxed), b + l.bytes.load(Ordering::Relaxed))
+        });
+        let dt = now.duration_since(self.last_t).as_secs_f64();
+        let p = SeriesPoint {
+            t_s: now.duration_since(self.t_run).as_secs_f64(),
+            phase: shared.phase().label().to_string(),
+            iops: Some((ios - self.last_ios) as f64 / dt),
+            mb_s: Some((bytes - self.last_bytes) as f64 / dt / 1e6),
+            mbit_s: None,
+            cpu_pct: self.sampler.sample(),
+        };
+        self.last_ios = ios;
+        self.last_bytes = bytes;
+        self.last_t = now;
+        progress.second(&p, now.duration_since(self.t_run), total);
+        self.points.push(p);
+    }
+}
+
+/// Sleeps until `until` in small steps, sampling the series; false if interrupted.
+fn wait_until(
+    until: Instant,
+    shared: &Shared,
+    series: &mut SeriesRecorder,
+    ctl: &mut RunControl,
+    total: Duration,
+) -> bool {
+    loop {
+        if ctl.interrupted.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        series.poll(shared, ctl.progress, total);
+        let step = until
+            .min(series.next)
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(50));
+        std::thread::sleep(step);
+    }
+}
+
+/// Runs the workload and returns its result document. On Ctrl-C during the
+/// measurement window the result covers the part measured and its status
+/// is `interrupted`; before the window there is nothing to report.
+pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError> {
+    spec.validate()?;
+    let mut notes = Vec::new();
+    let kind = choose_engine(spec.engine, &mut notes)?;
+    let target = {
+        let progress = &mut *ctl.progress;
+        target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
+    };
+    if kind == EngineKind::Psync && spec.qd > 1 {
+        notes.push(format!(
+            "the psync engine keeps one I/O in flight per worker; --qd {} has no effect",
+            spec.qd
+        ));
+    }
+    if spec.buffered {
+        notes.push("buffered I/O: the page cache serves or absorbs I/Os, so results describe memory as much as the device".into());
+    }
+
+    let shared = Arc::new(Shared {
+        phase: AtomicU8::new(Phase::Ramp as u8),
+        live: (0..spec.workers).map(|_| Live::default()).collect(),
+    });
+    let start = Arc::new(Barrier::new(spec.workers as usize + 1));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let base_seed = Rng::seed_from_time(spec.bs);
+    let mut handles = Vec::new();
+    for w in 0..spec.workers {
+        let file = target.open_for_io()?;
+        let plan = WorkerPlan {
+            index: w,
+            kind,
+            spec: spec.clone(),
+            region: target.region,
+            align: target.align,
+            seed: base_seed.wrapping_add(w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        };
+        let (sh, st, tx) = (shared.clone(), start.clone(), ready_tx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("iotoll-disk-{w}"))
+            .spawn(move || worker(plan, file, sh, st, tx))
+            .map_err(|e| DiskError::io("starting worker thread", e))?;
+        handles.push(h);
+    }
+    drop(ready_tx);
+    let mut setup_err = None;
+    for r in ready_rx.iter().take(spec.workers as usize) {
+        match r {
+            Ok(Some(n)) if !notes.contains(&n) => notes.push(n),
+            Ok(_) => {}
+            Err(e) => setup_err = setup_err.or(Some(e)),
+        }
+    }
+    if setup_err.is_some() {
+        shared.set(Phase::Stop);
+    }
+    start.wait();
+    if let Some(msg) = setup_err {
+        join_all(handles);
+        return Err(DiskError::EngineUnavailable {
+            engine: kind.name(),
+            msg,
+        });
+    }
+
+    let total = spec.ramp + spec.time;
+    let mut series = SeriesRecorder::new();
+    if !wait_until(series.t_run + spec.ramp, &shared, &mut series, &mut ctl, total) {
+        shared.set(Phase::Stop);
+        join_all(handles);
+        return Err(DiskError::Interrupted("during ramp-up"));
+    }
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let window = CpuWindow::start_with(|| shared.set(Phase::Measure))?;
+    let measure_end = Instant::now() + spec.time;
+    let completed = wait_until(measure_end, &shared, &mut series, &mut ctl, total);
+    let closed = window.finish_with(|| shared.set(Phase::Stop));
+    let outs = join_all(handles);
+
+    let mut merged = WorkerOut {
+        reads: 0,
+        writes: 0,
+        read_bytes: 0,
+        write_bytes: 0,
+        errors: 0,
+        first_error: None,
+        hist: new_hist(),
+    };
+    for o in outs {
+        let o = o.map_err(|msg| DiskError::EngineUnavailable {
+            engine: kind.name(),
+            msg,
+        })?;
+        merged.reads += o.reads;
+        merged.writes += o.writes;
+        merged.read_bytes += o.read_bytes;
+        merged.write_bytes += o.write_bytes;
+        merged.errors += o.errors;
+        merged.first_error = merged.first_error.or(o.first_error);
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = merged.hist.add(&o.hist);
+    }
+    if !completed {
+        notes.push(format!(
+            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
+            closed.window_s,
+            spec.time.as_secs_f64()
+        ));
+    }
+    if merged.errors > 0 {
+        notes.push(format!(
+            "{} I/Os failed; first error: {}",
+            merged.errors,
+            merged.first_error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let cpu = match closed.report {
+        Ok(r) => {
+            notes.extend(r.notes.iter().cloned());
+            Some(r)
+        }
+        Err(e) => {
+            notes.push(format!("CPU not measured: {e}"));
+            None
+        }
+    };
+    let metrics = disk_metrics(&merged, closed.window_s, cpu.as_ref());
+    Ok(ResultDoc {
+        iotoll_version: iotoll_model::VERSION.to_string(),
+        kind: "disk".into(),
+        status: if completed { "complete" } else { "interrupted" }.into(),
+        started_at,
+        config: spec.config.clone(),
+        spec: spec_json(spec, &target, kind),
+        metrics,
+        cpu: CpuSection {
+            local: cpu,
+            remote: None,
+        },
+        latency: latency_report(&merged.hist),
+        series: series.points,
+        notes,
+    })
+}
+
+fn join_all(
+    handles: Vec<std::thread::JoinHandle<Result<WorkerOut, String>>>,
+) -> Vec<Result<WorkerOut, String>> {
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or_else(|_| Err("worker thread panicked".into())))
+        .collect()
+}
+
+fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuReport>) -> Metrics {
+    let mut m = Metrics::new();
+    let mut put = |k: &str, v: f64| {
+        m.insert(k.to_string(), v);
+    };
+    put(mn::WINDOW_S, window_s);
+    put(mn::ERRORS, o.errors as f64);
+    if window_s > 0.0 {
+        let ios = (o.reads + o.writes) as f64;
+        let bytes = (o.read_bytes + o.write_bytes) as f64;
+        put(mn::IOPS, ios / window_s);
+        put(mn::READ_IOPS, o.reads as f64 / window_s);
+        put(mn::WRITE_IOPS, o.writes as f64 / window_s);
+        put(mn::MB_S, bytes / window_s / 1e6);
+        put(mn::READ_MB_S, o.read_bytes as f64 / window_s / 1e6);
+        put(mn::WRITE_MB_S, o.write_bytes as f64 / window_s / 1e6);
+        put(mn::MIB_S, bytes / window_s / 1048576.0);
+    }
+    let h = &o.hist;
+    if h.len() > 0 {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        put(mn::LAT_MEAN_US, h.mean() / 1000.0);
+        put(mn::LAT_MIN_US, us(h.min()));
+        put(mn::LAT_MAX_US, us(h.max()));
+        put(mn::LAT_P50_US, us(h.value_at_quantile(0.50)));
+        put(mn::LAT_P90_US, us(h.value_at_quantile(0.90)));
+        put(mn::LAT_P99_US, us(h.value_at_quantile(0.99)));
+        put(mn::LAT_P999_US, us(h.value_at_quantile(0.999)));
+        put(mn::LAT_P9999_US, us(h.value_at_quantile(0.9999)));
+    }
+    if let Some(c) = cpu {
+        c.write_metrics(&mut m, "");
+    }
+    derive_metrics(&mut m);
+    m
+}
+
+fn latency_report(h: &Histogram<u64>) -> Option<LatencyReport> {
+    if h.len() == 0 {
+        return None;
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let percentiles_us = [("50", 0.5), ("90", 0.9), ("99", 0.99), ("99.9", 0.999), ("99.99", 0.9999)]
+        .iter()
+        .map(|(k, q)| (k.to_string(), us(h.value_at_quantile(*q))))
+        .collect();
+    // Logarithmic buckets from 1 us, 25 % wide: compact, and fine enough to chart.
+    let histogram = h
+        .iter_log(1000, 1.25)
+        .filter(|v| v.count_since_last_iteration() > 0)
+        .map(|v| [us(v.value_iterated_to()), v.count_since_last_iteration() as f64])
+        .collect();
+    Some(LatencyReport {
+        count: h.len(),
+        min_us: us(h.min()),
+        max_us: us(h.max()),
+        mean_us: h.mean() / 1000.0,
+        stdev_us: h.stdev() / 1000.0,
+        percentiles_us,
+        histogram,
+    })
+}
+
+fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value {
+    serde_json::json!({
+        "spec": spec.spec_name,
+        "target": t.path.display().to_string(),
+        "target_kind": t.kind,
+        "target_size": t.size,
+        "bs": spec.bs,
+        "read_pct": spec.read_pct,
+        "random_pct": spec.random_pct,
+        "qd": spec.qd,
+        "workers": spec.workers,
+        "size": t.region.len,
+        "offset": t.region.start,
+        "align": t.align,
+        "logical_block_size": t.logical_block,
+        "burst_delay_s": spec.burst_delay.as_secs_f64(),
+        "burst_len": spec.burst_len,
+        "engine": kind.name(),
+        "engine_requested": spec.engine,
+        "direct": t.direct,
+        "ramp_s": spec.ramp.as_secs_f64(),
+        "time_s": spec.time.as_secs_f64(),
+    })
+}

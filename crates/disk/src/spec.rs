@@ -1,0 +1,223 @@
+//! A disk workload as the user asked for it, and the checks that need
+//! nothing but the request itself.
+
+use crate::{specs, DiskError};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineChoice {
+    /// io_uring, or psync with a note if io_uring is unavailable.
+    Auto,
+    IoUring,
+    Psync,
+}
+
+impl EngineChoice {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(EngineChoice::Auto),
+            "io_uring" | "io-uring" | "iouring" => Ok(EngineChoice::IoUring),
+            "psync" => Ok(EngineChoice::Psync),
+            _ => Err(format!("unknown engine '{s}': use io_uring or psync")),
+        }
+    }
+}
+
+/// Default size of a test file iotoll creates when `--size` is not given.
+pub const DEFAULT_TEST_FILE_SIZE: u64 = 256 << 20;
+
+#[derive(Debug, Clone)]
+pub struct DiskSpec {
+    /// None: a temporary test file, deleted afterwards.
+    pub target: Option<PathBuf>,
+    /// Create the test file at `target` if it does not exist.
+    pub create: bool,
+    /// Keep a test file iotoll created (temporary or `--create`).
+    pub keep: bool,
+    /// Name of the built-in spec the transfer parameters came from.
+    pub spec_name: Option<String>,
+    pub bs: u64,
+    pub read_pct: u32,
+    pub random_pct: u32,
+    /// Outstanding I/Os per worker.
+    pub qd: u32,
+    pub workers: u32,
+    /// Region length; None: the whole target past `offset` (or the default
+    /// test file size).
+    pub size: Option<u64>,
+    pub offset: u64,
+    /// None: the target's logical block size.
+    pub align: Option<u64>,
+    pub burst_delay: Duration,
+    pub burst_len: u32,
+    pub engine: EngineChoice,
+    pub buffered: bool,
+    pub ramp: Duration,
+    pub time: Duration,
+    pub config: Option<String>,
+    pub allow_destructive: bool,
+}
+
+impl Default for DiskSpec {
+    fn default() -> Self {
+        DiskSpec {
+            target: None,
+            create: false,
+            keep: false,
+            spec_name: None,
+            bs: 4096,
+            read_pct: 100,
+            random_pct: 100,
+            qd: 1,
+            workers: 1,
+            size: None,
+            offset: 0,
+            align: None,
+            burst_delay: Duration::ZERO,
+            burst_len: 1,
+            engine: EngineChoice::Auto,
+            buffered: false,
+            ramp: Duration::ZERO,
+            time: Duration::from_secs(10),
+            config: None,
+            allow_destructive: false,
+        }
+    }
+}
+
+/// Upper bounds that keep a typo from allocating the machine away.
+pub const MAX_QD: u32 = 65_536;
+pub const MAX_WORKERS: u32 = 1024;
+pub const MAX_BS: u64 = 1 << 30;
+
+impl DiskSpec {
+    /// Applies a built-in access specification's transfer size, mix and QD.
+    pub fn apply_builtin(&mut self, name: &str) -> Result<(), DiskError> {
+        let s = specs::find(name).ok_or_else(|| {
+            let names: Vec<_> = specs::BUILTIN_SPECS.iter().map(|s| s.name).collect();
+            DiskError::Invalid(format!(
+                "unknown spec '{name}'; built-in specs: {}",
+                names.join(", ")
+            ))
+        })?;
+        self.spec_name = Some(s.name.to_string());
+        self.bs = s.bs;
+        self.read_pct = s.read_pct;
+        self.random_pct = s.random_pct;
+        self.qd = s.qd;
+        Ok(())
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_pct < 100
+    }
+
+    /// Checks that need nothing but the request.
+    pub fn validate(&self) -> Result<(), DiskError> {
+        let bad = |m: String| Err(DiskError::Invalid(m));
+        if self.bs == 0 {
+            return bad("--bs must be positive".into());
+        }
+        if self.bs > MAX_BS {
+            return bad(format!("--bs {} is larger than the 1g limit", self.bs));
+        }
+        if self.read_pct > 100 {
+            return bad(format!("--read {} is outside 0-100", self.read_pct));
+        }
+        if self.random_pct > 100 {
+            return bad(format!("--random {} is outside 0-100", self.random_pct));
+        }
+        if self.qd == 0 || self.qd > MAX_QD {
+            return bad(format!("--qd must be between 1 and {MAX_QD}, got {}", self.qd));
+        }
+        if self.workers == 0 || self.workers > MAX_WORKERS {
+            return bad(format!(
+                "--workers must be between 1 and {MAX_WORKERS}, got {}",
+                self.workers
+            ));
+        }
+        if self.size == Some(0) {
+            return bad("--size must be positive".into());
+        }
+        if let Some(size) = self.size {
+            if size < self.bs {
+                return bad(format!(
+                    "--size {size} is smaller than one transfer (--bs {})",
+                    self.bs
+                ));
+            }
+        }
+        if self.align == Some(0) {
+            return bad("--align must be positive".into());
+        }
+        if self.burst_len == 0 {
+            return bad("--burst-len must be positive".into());
+        }
+        if self.time.is_zero() {
+            return bad("--time must be positive".into());
+        }
+        if self.create && self.target.is_none() {
+            return bad("--create needs --target PATH".into());
+        }
+        if let Some(c) = &self.config {
+            if c.trim().is_empty() {
+                return bad("--config must not be empty".into());
+            }
+        }
+        let buffers = self.bs as u128 * self.qd as u128 * self.workers as u128;
+        if buffers > 16 << 30 {
+            return bad(format!(
+                "--bs x --qd x --workers needs {} GiB of I/O buffers; the limit is 16 GiB",
+                buffers >> 30
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        DiskSpec::default().validate().unwrap();
+    }
+
+    #[test]
+    fn each_bad_value_is_named() {
+        let cases: Vec<(DiskSpec, &str)> = vec![
+            (DiskSpec { bs: 0, ..Default::default() }, "--bs"),
+            (DiskSpec { qd: 0, ..Default::default() }, "--qd"),
+            (DiskSpec { workers: 0, ..Default::default() }, "--workers"),
+            (DiskSpec { read_pct: 101, ..Default::default() }, "--read"),
+            (DiskSpec { random_pct: 101, ..Default::default() }, "--random"),
+            (DiskSpec { size: Some(0), ..Default::default() }, "--size"),
+            (DiskSpec { size: Some(512), ..Default::default() }, "--size"),
+            (DiskSpec { align: Some(0), ..Default::default() }, "--align"),
+            (DiskSpec { burst_len: 0, ..Default::default() }, "--burst-len"),
+            (DiskSpec { time: Duration::ZERO, ..Default::default() }, "--time"),
+            (DiskSpec { create: true, ..Default::default() }, "--create"),
+            (
+                DiskSpec { bs: 1 << 30, qd: 64, ..Default::default() },
+                "buffers",
+            ),
+        ];
+        for (s, flag) in cases {
+            let e = s.validate().unwrap_err();
+            assert!(e.is_usage());
+            assert!(e.to_string().contains(flag), "{e} should name {flag}");
+        }
+    }
+
+    #[test]
+    fn builtin_spec_applies() {
+        let mut s = DiskSpec::default();
+        s.apply_builtin("db-oltp-8k").unwrap();
+        assert_eq!((s.bs, s.read_pct, s.random_pct, s.qd), (8192, 70, 100, 28));
+        let e = s.apply_builtin("db-oltp-9k").unwrap_err();
+        assert!(e.to_string().contains("db-oltp-8k"), "lists the names: {e}");
+    }
+}

@@ -1,0 +1,440 @@
+//! Targets: a test file iotoll creates (and fills with non-repeating data,
+//! like Iometer's iobw.tst), or an existing file or block device, which may
+//! only be written with `--allow-destructive`.
+
+use crate::pattern::Region;
+use crate::rng::Rng;
+use crate::spec::{DiskSpec, DEFAULT_TEST_FILE_SIZE};
+use crate::DiskError;
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// A temporary test file, removed afterwards.
+    TempFile,
+    /// A test file created at the user's path with `--create`.
+    CreatedFile,
+    ExistingFile,
+    BlockDevice,
+}
+
+impl TargetKind {
+    fn created(self) -> bool {
+        matches!(self, TargetKind::TempFile | TargetKind::CreatedFile)
+    }
+}
+
+/// A prepared target. A test file iotoll created is removed when this is
+/// dropped (unless kept), whatever happened in between.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    pub region: Region,
+    /// Size of the file or device in bytes.
+    pub size: u64,
+    pub logical_block: u64,
+    pub align: u64,
+    pub direct: bool,
+    writes: bool,
+    remove_on_drop: bool,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if self.remove_on_drop {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Removes a half-made test file unless disarmed.
+struct RemoveGuard(Option<PathBuf>);
+
+impl Drop for RemoveGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+// _IOR(0x12, 114, size_t) on 64-bit Linux.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+
+fn block_device_geometry(f: &File) -> std::io::Result<(u64, u64)> {
+    let mut size: u64 = 0;
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: both ioctls write one integer of the type passed.
+    unsafe {
+        if libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET as _, &mut lbs) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((size, lbs.max(1) as u64))
+}
+
+/// The O_DIRECT offset alignment the kernel states for a file (statx
+/// STATX_DIOALIGN, Linux 6.1+), else 512: the smallest logical block size.
+fn file_dio_align(f: &File) -> u64 {
+    // SAFETY: statx writes into the zeroed struct; the empty path with
+    // AT_EMPTY_PATH refers to the descriptor itself.
+    unsafe {
+        let mut sx: libc::statx = std::mem::zeroed();
+        let rc = libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut sx,
+        );
+        if rc == 0 && sx.stx_mask & libc::STATX_DIOALIGN != 0 && sx.stx_dio_offset_align > 0 {
+            return sx.stx_dio_offset_align as u64;
+        }
+    }
+    512
+}
+
+fn io_err_msg(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::NotFound => "does not exist".into(),
+        _ => e.to_string(),
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Callback for test-file preparation: (bytes written, bytes total).
+pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Resolves, checks and (for test files) creates and fills the target.
+/// Nothing is written to an existing target here.
+pub fn prepare(
+    spec: &DiskSpec,
+    interrupted: &AtomicBool,
+    progress: PrepProgress,
+) -> Result<Target, DiskError> {
+    let direct = !spec.buffered;
+    let (path, kind) = match &spec.target {
+        None => {
+            let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
+            (p, TargetKind::TempFile)
+        }
+        Some(p) => match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => {
+                return Err(DiskError::target(
+                    p,
+                    "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
+                ))
+            }
+            Ok(m) if m.is_file() => (p.clone(), TargetKind::ExistingFile),
+            Ok(m) if m.file_type().is_block_device() => (p.clone(), TargetKind::BlockDevice),
+            Ok(_) => {
+                return Err(DiskError::target(
+                    p,
+                    "is neither a regular file nor a block device",
+                ))
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                if !spec.create {
+                    return Err(DiskError::target(
+                        p,
+                        "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
+                    ));
+                }
+                let parent = p
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !parent.is_dir() {
+                    return Err(DiskError::target(
+                        p,
+                        format!("directory {} does not exist", parent.display()),
+                    ));
+                }
+                (p.clone(), TargetKind::CreatedFile)
+            }
+            Err(e) => return Err(DiskError::target(p, io_err_msg(&e))),
+        },
+    };
+
+    if !kind.created() && spec.writes() && !spec.allow_destructive {
+        let what = if kind == TargetKind::BlockDevice {
+            "is a block device"
+        } else {
+            "is an existing file"
+        };
+        return Err(DiskError::Invalid(format!(
+            "target {} {what} and this workload writes ({}% read): its contents would be overwritten; add --allow-destructive if that is what you want, or use a read-only spec (--read 100)",
+            path.display(),
+            spec.read_pct
+        )));
+    }
+
+    let mut guard = RemoveGuard(None);
+    let (file, size, lbs) = if kind.created() {
+        let size = spec
+            .offset
+            .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
+            .ok_or_else(|| DiskError::Invalid("--offset + --size overflows".into()))?;
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| DiskError::target(&path, format!("cannot create test file: {}", io_err_msg(&e))))?;
+        guard.0 = Some(path.clone());
+        let lbs = file_dio_align(&f);
+        (f, size, lbs)
+    } else {
+        let f = OpenOptions::new()
+            .read(true)
+            .open(&path)
+            .map_err(|e| DiskError::target(&path, io_err_msg(&e)))?;
+        if kind == TargetKind::BlockDevice {
+            let (size, lbs) = block_device_geometry(&f)
+                .map_err(|e| DiskError::target(&path, format!("cannot read device geometry: {e}")))?;
+            (f, size, lbs)
+        } else {
+            let size = f
+                .metadata()
+                .map_err(|e| DiskError::target(&path, io_err_msg(&e)))?
+                .len();
+            let lbs = file_dio_align(&f);
+            (f, size, lbs)
+        }
+    };
+
+    let align = spec.align.unwrap_or(lbs);
+    if direct {
+        if align % lbs != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--align {align} is not a multiple of the target's logical block size {lbs} (required by O_DIRECT; use --buffered to go through the page cache)"
+            )));
+        }
+        if spec.bs % align != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--bs {} is not a multiple of the alignment {align} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})",
+                spec.bs
+            )));
+        }
+    }
+    if spec.offset % align != 0 {
+        return Err(DiskError::Invalid(format!(
+            "--offset {} is not a multiple of the alignment {align}",
+            spec.offset
+        )));
+    }
+    if spec.offset >= size {
+        return Err(DiskError::target(
+            &path,
+            format!("--offset {} is at or past its end ({size} bytes)", spec.offset),
+        ));
+    }
+    let len = spec.size.unwrap_or(size - spec.offset);
+    if spec.offset.saturating_add(len) > size {
+        return Err(DiskError::target(
+            &path,
+            format!(
+                "the region --offset {} + --size {len} = {} bytes is larger than the target ({size} bytes)",
+                spec.offset,
+                spec.offset + len
+            ),
+        ));
+    }
+    if len < spec.bs {
+        return Err(DiskError::target(
+            &path,
+            format!("the region ({len} bytes) is smaller than one transfer (--bs {})", spec.bs),
+        ));
+    }
+
+    if kind.created() {
+        fill_test_file(file, &path, size, interrupted, progress)?;
+    }
+    guard.0 = None;
+    Ok(Target {
+        remove_on_drop: kind.created() && !spec.keep,
+        path,
+        kind,
+        region: Region {
+            start: spec.offset,
+            len,
+        },
+        size,
+        logical_block: lbs,
+        align,
+        direct,
+        writes: spec.writes(),
+    })
+}
+
+/// Reserves the space, then writes non-repeating data so that no block of
+/// the file is a hole or a duplicate a smart device could shortcut, and
+/// drops it from the page cache so reads start cold.
+fn fill_test_file(
+    mut f: File,
+    path: &Path,
+    size: u64,
+    interrupted: &AtomicBool,
+    progress: PrepProgress,
+) -> Result<(), DiskError> {
+    let dir = path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    let no_space = |e: std::io::Error| {
+        if e.raw_os_error() == Some(libc::ENOSPC) {
+            DiskError::target(
+                path,
+                format!("not enough free space in '{dir}' for a {size}-byte test file (removed it); choose a smaller --size or another place"),
+            )
+        } else {
+            DiskError::io(format!("preparing test file {}", path.display()), e)
+        }
+    };
+    // SAFETY: plain syscall on an open descriptor.
+    let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, size as libc::off_t) };
+    // EOPNOTSUPP/EINVAL: the filesystem cannot reserve; the writes below still
+    // find a full disk, just later.
+    if rc == libc::ENOSPC || rc == libc::EFBIG {
+        return Err(no_space(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+    }
+    const CHUNK: usize = 1 << 20;
+    let mut buf = vec![0u8; CHUNK];
+    let mut rng = Rng::new(Rng::seed_from_time(size));
+    let mut done = 0u64;
+    while done < size {
+        if interrupted.load(Ordering::Relaxed) {
+            return Err(DiskError::Interrupted("while preparing the test file (removed it)"));
+        }
+        let n = (size - done).min(CHUNK as u64) as usize;
+        rng.fill(&mut buf[..n]);
+        f.write_all(&buf[..n]).map_err(no_space)?;
+        done += n as u64;
+        progress(done, size);
+    }
+    f.sync_data().map_err(no_space)?;
+    // SAFETY: advisory call on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    Ok(())
+}
+
+impl Target {
+    /// Opens the target for one worker's I/O: read-only unless the workload
+    /// writes; O_DIRECT unless buffered; a block device written to is
+    /// opened O_EXCL so a mounted one is refused.
+    pub fn open_for_io(&self) -> Result<File, DiskError> {
+        let mut o = OpenOptions::new();
+        o.read(true).write(self.writes);
+        let mut flags = 0;
+        if self.direct {
+            flags |= libc::O_DIRECT;
+        }
+        if self.writes && self.kind == TargetKind::BlockDevice {
+            flags |= libc::O_EXCL;
+        }
+        o.custom_flags(flags);
+        o.open(&self.path).map_err(|e| match e.raw_os_error() {
+            Some(libc::EINVAL) if self.direct => DiskError::target(
+                &self.path,
+                "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
+            ),
+            Some(libc::EBUSY) => DiskError::target(&self.path, "device is in use (mounted?); refusing to write to it"),
+            _ => DiskError::target(&self.path, io_err_msg(&e)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_at(dir: &Path, name: &str) -> DiskSpec {
+        DiskSpec {
+            target: Some(dir.join(name)),
+            size: Some(1 << 20),
+            ..Default::default()
+        }
+    }
+
+    fn prep(s: &DiskSpec) -> Result<Target, DiskError> {
+        prepare(s, &AtomicBool::new(false), &mut |_, _| {})
+    }
+
+    #[test]
+    fn created_file_is_filled_and_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = spec_at(d.path(), "t.tst");
+        s.create = true;
+        let t = prep(&s).unwrap();
+        let data = std::fs::read(&t.path).unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        assert_ne!(data[..4096], data[4096..8192], "non-repeating contents");
+        assert!(data.iter().any(|b| *b != 0));
+        let p = t.path.clone();
+        drop(t);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn missing_path_without_create_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let e = prep(&spec_at(d.path(), "nope")).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        assert!(!d.path().join("nope").exists());
+    }
+
+    #[test]
+    fn existing_file_needs_allow_destructive_to_write() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("data");
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        let mut s = spec_at(d.path(), "data");
+        s.read_pct = 70;
+        let e = prep(&s).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("--allow-destructive"), "{e}");
+        s.read_pct = 100;
+        let t = prep(&s).unwrap();
+        drop(t);
+        assert!(p.exists(), "an existing file is never removed");
+    }
+
+    #[test]
+    fn region_checks() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f"), vec![0u8; 64 << 10]).unwrap();
+        let mut s = spec_at(d.path(), "f");
+        s.size = Some(128 << 10);
+        assert!(prep(&s).unwrap_err().to_string().contains("larger than the target"));
+        s.size = None;
+        s.offset = 64 << 10;
+        assert!(prep(&s).unwrap_err().to_string().contains("past its end"));
+        s.offset = 1000;
+        assert!(prep(&s).unwrap_err().to_string().contains("--offset"));
+        s.offset = 0;
+        s.bs = 1000;
+        assert!(prep(&s).unwrap_err().to_string().contains("O_DIRECT"));
+        s.buffered = true;
+        let t = prep(&s).unwrap();
+        assert_eq!(t.region, Region { start: 0, len: 64 << 10 });
+    }
+
+    #[test]
+    fn interrupted_preparation_removes_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = spec_at(d.path(), "t.tst");
+        s.create = true;
+        let e = prepare(&s, &AtomicBool::new(true), &mut |_, _| {}).unwrap_err();
+        assert!(matches!(e, DiskError::Interrupted(_)));
+        assert!(!d.path().join("t.tst").exists());
+    }
+}
