@@ -1,1 +1,77 @@
-fn main(){}
+//! The `iotoll` binary: clap definitions and glue only.
+
+mod disk;
+mod output;
+mod progress;
+mod signals;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Parser)]
+#[command(
+    name = "iotoll",
+    version,
+    about = "What storage and network I/O cost the host: throughput, IOPS and latency beside whole-host CPU, on the same window",
+    long_about = None,
+    after_help = "Examples:\n  iotoll disk run --spec db-oltp-8k --time 10s\n  iotoll disk run --bs 64k --read 0 --random 0 --qd 4 --size 1g\n  iotoll disk specs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Disk workloads with Iometer access specifications.
+    #[command(subcommand)]
+    Disk(disk::DiskCmd),
+}
+
+/// An error that is the user's to fix on the command line: exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A run that was interrupted after printing what it measured.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Disk(c) => disk::main(c),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Interrupted>() => ExitCode::from(EXIT_INTERRUPTED),
+        Err(e) => {
+            eprintln!("iotoll: error: {e:#}");
+            if e.is::<UsageError>() {
+                ExitCode::from(2)
+            } else if signals::interrupted() {
+                ExitCode::from(EXIT_INTERRUPTED)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

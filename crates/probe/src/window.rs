@@ -65,7 +65,14 @@ impl CpuWindow {
             let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
             let self_s = self_end - self.self_cpu_s;
             if self_s.is_finite() && window_s > 0.0 {
-                r.self_pct = Some(self_s / (window_s * r.cpus as f64) * 100.0);
+                let self_pct = self_s / (window_s * r.cpus as f64) * 100.0;
+                r.self_pct = Some(self_pct);
+                if self_pct > r.busy_pct + 1.0 {
+                    r.notes.push(format!(
+                        "the host's tick-sampled counters (/proc/stat: {:.1} % busy) read below iotoll's own exactly accounted CPU ({self_pct:.1} %): with tickless idle, short bursts of work between idle periods are under-sampled, so whole-host CPU and service demand are understated here",
+                        r.busy_pct
+                    ));
+                }
             }
             r.top = procs::top_consumers(
                 &self.procs,

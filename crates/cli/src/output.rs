@@ -1,0 +1,206 @@
+//! Human and JSON renderings of a result document.
+
+use iotoll_model::metrics as mn;
+use iotoll_model::ResultDoc;
+use std::fmt::Write;
+
+pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(s.as_bytes())?;
+    Ok(())
+}
+
+/// Groups digits: 1234567.8 -> "1,234,568" (no decimals at or above 100).
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v.abs() < 100.0 && v.fract() != 0.0 {
+        return if v.abs() < 10.0 {
+            format!("{v:.2}")
+        } else {
+            format!("{v:.1}")
+        };
+    }
+    let raw = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in raw.chars().enumerate() {
+        if i > 0 && (raw.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+fn spec_line(doc: &ResultDoc) -> String {
+    let s = &doc.spec;
+    let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    let size = |k: &str| {
+        g(k).as_u64()
+            .map(iotoll_model::format_size)
+            .unwrap_or_else(|| "?".into())
+    };
+    let mut line = String::from("disk");
+    if let Some(name) = g("spec").as_str() {
+        let _ = write!(line, "  {name}");
+    }
+    let _ = write!(
+        line,
+        "  {} {}% read {}% random  QD {} x {} worker(s)  {} {}",
+        size("bs"),
+        g("read_pct"),
+        g("random_pct"),
+        g("qd"),
+        g("workers"),
+        g("engine").as_str().unwrap_or("?"),
+        if g("direct").as_bool() == Some(true) { "O_DIRECT" } else { "buffered" }
+    );
+    let _ = write!(
+        line,
+        "\ntarget {} ({}, region {} at {})",
+        g("target").as_str().unwrap_or("?"),
+        g("target_kind").as_str().unwrap_or("?"),
+        size("size"),
+        size("offset"),
+    );
+    line
+}
+
+/// The compact table printed after a run.
+pub fn human(doc: &ResultDoc) -> String {
+    let m = &doc.metrics;
+    let get = |k: &str| m.get(k).copied();
+    let mut o = String::new();
+    let _ = writeln!(o, "{}", spec_line(doc));
+    let _ = write!(
+        o,
+        "window {} s  {}",
+        get(mn::WINDOW_S).map(|v| format!("{v:.2}")).unwrap_or("-".into()),
+        doc.status
+    );
+    if let Some(c) = &doc.config {
+        let _ = write!(o, "  config {c}");
+    }
+    let _ = writeln!(o, "\n");
+
+    if let Some(iops) = get(mn::IOPS) {
+        let _ = writeln!(
+            o,
+            "  {:<12} {} IOPS (read {}, write {})   {} MB/s ({} MiB/s)   errors {}",
+            "throughput",
+            num(iops),
+            num(get(mn::READ_IOPS).unwrap_or(f64::NAN)),
+            num(get(mn::WRITE_IOPS).unwrap_or(f64::NAN)),
+            num(get(mn::MB_S).unwrap_or(f64::NAN)),
+            num(get(mn::MIB_S).unwrap_or(f64::NAN)),
+            num(get(mn::ERRORS).unwrap_or(0.0)),
+        );
+    }
+    if get(mn::LAT_MEAN_US).is_some() {
+        let mut l = format!("  {:<12}", "latency us");
+        for (label, k) in [
+            ("mean", mn::LAT_MEAN_US),
+            ("min", mn::LAT_MIN_US),
+            ("p50", mn::LAT_P50_US),
+            ("p90", mn::LAT_P90_US),
+            ("p99", mn::LAT_P99_US),
+            ("p99.9", mn::LAT_P999_US),
+            ("p99.99", mn::LAT_P9999_US),
+            ("max", mn::LAT_MAX_US),
+        ] {
+            if let Some(v) = get(k) {
+                let _ = write!(l, " {label} {}", num(v));
+            }
+        }
+        let _ = writeln!(o, "{l}");
+    }
+    match &doc.cpu.local {
+        Some(c) => {
+            let _ = writeln!(
+                o,
+                "  {:<12} {} % of {} CPUs busy   user {} sys {} irq {} softirq {} steal {}   iowait {}   iotoll itself {} %",
+                "cpu",
+                num(c.busy_pct),
+                c.cpus,
+                num(c.modes.user + c.modes.nice),
+                num(c.modes.system),
+                num(c.modes.irq),
+                num(c.modes.softirq),
+                num(c.modes.steal),
+                num(c.modes.iowait),
+                c.self_pct.map(num).unwrap_or("-".into()),
+            );
+            if c.interrupts_s.is_some() || c.ctx_switches_s.is_some() {
+                let _ = writeln!(
+                    o,
+                    "  {:<12} {} interrupts/s   {} context switches/s",
+                    "",
+                    c.interrupts_s.map(num).unwrap_or("-".into()),
+                    c.ctx_switches_s.map(num).unwrap_or("-".into()),
+                );
+            }
+            if !c.top.is_empty() {
+                let tops: Vec<String> = c
+                    .top
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{}{} {} %",
+                            t.comm,
+                            if t.kernel_thread { " [k]" } else { "" },
+                            num(t.cpu_pct)
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(o, "  {:<12} {}", "top cpu", tops.join(", "));
+            }
+        }
+        None => {
+            let _ = writeln!(o, "  {:<12} not measured (see notes)", "cpu");
+        }
+    }
+    let mut eff = Vec::new();
+    for (k, unit) in [
+        (mn::IOPS_PER_CPU_PCT, "IOPS per % CPU"),
+        (mn::MB_S_PER_CPU_PCT, "MB/s per % CPU"),
+        (mn::CPU_US_PER_IO, "CPU us per I/O"),
+        (mn::CYCLES_PER_IO, "cycles per I/O"),
+    ] {
+        if let Some(v) = get(k) {
+            eff.push(format!("{} {unit}", num(v)));
+        }
+    }
+    if !eff.is_empty() {
+        let _ = writeln!(o, "  {:<12} {}", "efficiency", eff.join("   "));
+    }
+    if !doc.notes.is_empty() {
+        let _ = writeln!(o, "\nnotes:");
+        for n in &doc.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn number_formatting() {
+        assert_eq!(num(1234567.8), "1,234,568");
+        assert_eq!(num(100.0), "100");
+        assert_eq!(num(12.345), "12.3");
+        assert_eq!(num(1.2345), "1.23");
+        assert_eq!(num(-4321.0), "-4,321");
+        assert_eq!(num(f64::NAN), "-");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(7.0), "7");
+    }
+}

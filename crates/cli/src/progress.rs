@@ -1,0 +1,75 @@
+//! The live progress line on stderr, shown only when stderr is a terminal.
+
+use iotoll_model::SeriesPoint;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+pub struct TermProgress {
+    enabled: bool,
+    drawn: bool,
+}
+
+impl TermProgress {
+    pub fn new(quiet: bool) -> Self {
+        TermProgress {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            drawn: false,
+        }
+    }
+
+    fn draw(&mut self, line: &str) {
+        if self.enabled {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[2K{line}");
+            let _ = e.flush();
+            self.drawn = true;
+        }
+    }
+
+    /// Erases the line before results are printed.
+    pub fn clear(&mut self) {
+        if self.drawn {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[2K");
+            let _ = e.flush();
+            self.drawn = false;
+        }
+    }
+}
+
+impl iotoll_disk::Progress for TermProgress {
+    fn preparing(&mut self, done: u64, total: u64) {
+        if done == total || done % (64 << 20) == 0 {
+            self.draw(&format!(
+                "preparing test file: {} / {} MiB",
+                done >> 20,
+                total >> 20
+            ));
+        }
+    }
+
+    fn second(&mut self, p: &SeriesPoint, elapsed: Duration, total: Duration) {
+        let mut line = format!(
+            "[{}] {:>4.0} / {:.0} s",
+            p.phase,
+            elapsed.as_secs_f64(),
+            total.as_secs_f64()
+        );
+        if let Some(v) = p.iops {
+            line += &format!("  {v:>10.0} IOPS");
+        }
+        if let Some(v) = p.mb_s {
+            line += &format!("  {v:>9.1} MB/s");
+        }
+        if let Some(v) = p.cpu_pct {
+            line += &format!("  cpu {v:>5.1} %");
+        }
+        self.draw(&line);
+    }
+}
+
+impl Drop for TermProgress {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
