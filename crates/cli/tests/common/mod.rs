@@ -1,0 +1,66 @@
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+pub fn iotoll() -> Command {
+    let mut c = Command::cargo_bin("iotoll").expect("binary built");
+    c.env_remove("TMPDIR");
+    c
+}
+
+pub fn bin_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("iotoll")
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a short real disk workload and returns its JSON document.
+pub fn disk_json(args: &[&str]) -> Value {
+    let out = iotoll()
+        .args(["disk", "run", "--json", "--ramp", "0s", "--time", "1s"])
+        .args(args)
+        .output()
+        .expect("run iotoll");
+    assert!(
+        out.status.success(),
+        "iotoll {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    validate(&doc);
+    doc
+}
+
+pub fn schema() -> Value {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/result.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
+}
+
+pub fn schema_errors(doc: &Value) -> Vec<String> {
+    let s = schema();
+    let v = jsonschema::validator_for(&s).expect("schema compiles");
+    v.iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect()
+}
+
+pub fn validate(doc: &Value) {
+    let errs = schema_errors(doc);
+    assert!(errs.is_empty(), "schema violations: {errs:#?}");
+}
+
+pub fn metric(doc: &Value, k: &str) -> f64 {
+    doc["metrics"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("metric {k} missing in {}", doc["metrics"]))
+}

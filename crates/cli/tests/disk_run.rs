@@ -1,0 +1,163 @@
+//! Real short workloads on temp files, through the binary.
+
+mod common;
+use common::*;
+
+fn check_accounting(doc: &serde_json::Value, bs: f64) {
+    let w = metric(doc, "window_s");
+    let ios = metric(doc, "iops") * w;
+    assert!(ios > 100.0, "too few I/Os to judge: {ios}");
+    let reads = metric(doc, "read_iops") * w;
+    let writes = metric(doc, "write_iops") * w;
+    assert!((reads + writes - ios).abs() < 0.5);
+    // Bytes counted are exactly I/Os x transfer size.
+    let bytes = metric(doc, "mb_s") * 1e6 * w;
+    assert!((bytes - ios * bs).abs() / bytes < 1e-9, "bytes {bytes} vs {ios} x {bs}");
+    let rb = metric(doc, "read_mb_s") * 1e6 * w;
+    assert!((rb - reads * bs).abs() <= bs * 1e-6 + 1.0);
+    assert_eq!(metric(doc, "errors"), 0.0);
+    let lat = &doc["latency"];
+    assert_eq!(lat["count"].as_f64().unwrap().round(), ios.round());
+    assert!(metric(doc, "lat_min_us") <= metric(doc, "lat_p50_us"));
+    assert!(metric(doc, "lat_p50_us") <= metric(doc, "lat_p99_us"));
+    assert!(metric(doc, "lat_p99_us") <= metric(doc, "lat_max_us") + 1.0);
+    // Whole-host CPU was measured on the window, and efficiency derived from it.
+    let cpu = metric(doc, "cpu_pct");
+    assert!(cpu > 0.0 && cpu <= 100.0);
+    let eff = metric(doc, "iops_per_cpu_pct");
+    assert!((eff - metric(doc, "iops") / cpu).abs() < 1e-6 * eff);
+    let n = metric(doc, "cpus");
+    let sd = metric(doc, "cpu_us_per_io");
+    assert!((sd - cpu / 100.0 * n * 1e6 / metric(doc, "iops")).abs() < 1e-6 * sd);
+    assert!(doc["cpu"]["local"]["per_core"].as_array().unwrap().len() as f64 == n);
+}
+
+#[test]
+fn io_uring_random_mixed() {
+    let doc = disk_json(&["--engine", "io_uring", "--bs", "4k", "--read", "70", "--random", "100", "--qd", "8", "--size", "16m"]);
+    assert_eq!(doc["status"], "complete");
+    assert_eq!(doc["spec"]["engine"], "io_uring");
+    assert_eq!(doc["spec"]["qd"], 8);
+    check_accounting(&doc, 4096.0);
+    let frac = metric(&doc, "read_iops") / metric(&doc, "iops");
+    assert!((frac - 0.70).abs() < 0.05, "read fraction {frac}");
+    // The temporary test file is gone.
+    let t = doc["spec"]["target"].as_str().unwrap();
+    assert!(!std::path::Path::new(t).exists(), "{t} left behind");
+}
+
+#[test]
+fn psync_sequential_write() {
+    let doc = disk_json(&["--engine", "psync", "--bs", "8k", "--read", "0", "--random", "0", "--size", "8m", "--qd", "4"]);
+    assert_eq!(doc["spec"]["engine"], "psync");
+    check_accounting(&doc, 8192.0);
+    assert_eq!(metric(&doc, "read_iops"), 0.0);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("--qd 4 has no effect"), "{notes}");
+}
+
+#[test]
+fn builtin_spec_and_workers() {
+    let doc = disk_json(&["--spec", "web-file-server-8k", "--workers", "2", "--size", "16m", "--config", "baseline"]);
+    assert_eq!(doc["spec"]["spec"], "web-file-server-8k");
+    assert_eq!(doc["spec"]["bs"], 8192);
+    assert_eq!(doc["spec"]["qd"], 28);
+    assert_eq!(doc["config"], "baseline");
+    check_accounting(&doc, 8192.0);
+    let frac = metric(&doc, "read_iops") / metric(&doc, "iops");
+    assert!((frac - 0.95).abs() < 0.03, "read fraction {frac}");
+}
+
+/// Writes land only on aligned offsets inside the region: every untouched
+/// byte of a zero-filled file stays zero, and written blocks hold random data.
+#[test]
+fn writes_honour_alignment_and_region() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("zeros");
+    let len = 1usize << 20;
+    std::fs::write(&p, vec![0u8; len]).unwrap();
+    let (off, size) = (64usize << 10, 256usize << 10);
+    disk_json(&[
+        "--target", p.to_str().unwrap(), "--allow-destructive", "--buffered",
+        "--bs", "4k", "--align", "8k", "--read", "0", "--random", "100",
+        "--offset", "64k", "--size", "256k",
+    ]);
+    let data = std::fs::read(&p).unwrap();
+    assert_eq!(data.len(), len, "file size unchanged");
+    assert!(data[..off].iter().all(|b| *b == 0), "bytes before --offset written");
+    assert!(data[off + size..].iter().all(|b| *b == 0), "bytes past the region written");
+    let mut written = 0;
+    for blk in (off..off + size).step_by(4096) {
+        let nonzero = data[blk..blk + 4096].iter().any(|b| *b != 0);
+        if (blk - off) % 8192 != 0 {
+            assert!(!nonzero, "unaligned block at {blk} written");
+        } else if nonzero {
+            written += 1;
+        }
+    }
+    // 32 aligned positions, thousands of random writes: all are hit.
+    assert_eq!(written, 32);
+}
+
+#[test]
+fn read_only_run_on_existing_file_leaves_it_unchanged() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("data");
+    let content: Vec<u8> = (0..(2u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&p, &content).unwrap();
+    let doc = disk_json(&["--target", p.to_str().unwrap(), "--read", "100", "--random", "0", "--bs", "64k"]);
+    assert_eq!(doc["spec"]["target_kind"], "existing-file");
+    assert_eq!(doc["spec"]["size"], 2 << 20);
+    assert_eq!(std::fs::read(&p).unwrap(), content);
+}
+
+#[test]
+fn created_test_file_is_kept_only_with_keep() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("t.tst");
+    disk_json(&["--target", p.to_str().unwrap(), "--create", "--size", "4m"]);
+    assert!(!p.exists());
+    disk_json(&["--target", p.to_str().unwrap(), "--create", "--keep", "--size", "4m"]);
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), 4 << 20);
+}
+
+#[test]
+fn burst_delay_limits_the_rate() {
+    // 10 ms before each burst of 2 I/Os: at most ~200 IOPS.
+    let doc = disk_json(&["--burst-delay", "10ms", "--burst-len", "2", "--qd", "4", "--size", "4m"]);
+    let iops = metric(&doc, "iops");
+    assert!(iops > 50.0 && iops <= 205.0, "iops {iops}");
+}
+
+#[test]
+fn human_output_has_the_table() {
+    let out = iotoll()
+        .args(["disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    for want in ["throughput", "IOPS", "latency us", "p99.99", "cpu", "% of", "efficiency", "CPU us per I/O"] {
+        assert!(s.contains(want), "missing {want:?} in:\n{s}");
+    }
+}
+
+#[test]
+fn specs_lists_the_twelve() {
+    let out = iotoll().args(["disk", "specs", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 12);
+    let out = iotoll().args(["disk", "specs"]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("video-on-demand-512k") && s.contains("exchange-email-4k"));
+}
+
+#[test]
+fn schema_rejects_a_wrong_document() {
+    let mut doc = disk_json(&["--size", "4m"]);
+    doc["metrics"]["made_up_metric"] = 1.0.into();
+    doc["metrics"]["cpu_pct"] = (-3.0).into();
+    let errs = schema_errors(&doc);
+    assert!(errs.len() >= 2, "{errs:?}");
+}
