@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Subcommand)]
 pub enum DiskCmd {
     /// Run a disk workload and measure it beside whole-host CPU.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the built-in access specifications.
     Specs {
         /// Print one JSON document on stdout.
@@ -29,9 +29,11 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 #[derive(Args)]
-#[command(after_help = "Without --target, iotoll creates a temporary test file (in $TMPDIR, 256m unless --size), fills it with non-repeating data and deletes it afterwards.
+#[command(
+    after_help = "Without --target, iotoll creates a temporary test file (in $TMPDIR, 256m unless --size), fills it with non-repeating data and deletes it afterwards.
 An existing file or block device is only written with --allow-destructive; read-only workloads (--read 100) may run on it without.
-Exit status: 0 done, 1 runtime failure, 2 bad input, 130 interrupted (Ctrl-C; the figures measured so far are printed).")]
+Exit status: 0 done, 1 runtime failure, 2 bad input, 130 interrupted (Ctrl-C; the figures measured so far are printed)."
+)]
 pub struct RunArgs {
     /// File or block device to test [default: a temporary test file].
     #[arg(long, value_name = "PATH")]
@@ -58,7 +60,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     qd: Option<u32>,
     /// Workers: each its own stream of I/Os over the same target.
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     workers: u32,
     /// Length of the region tested [default: the target past --offset; 256m for a test file].
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
@@ -73,7 +80,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "0ms")]
     burst_delay: Duration,
     /// I/Os per burst.
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     burst_len: u32,
     /// I/O engine: io_uring or psync [default: io_uring, psync with a note if unavailable].
     #[arg(long, value_name = "ENGINE", value_parser = EngineChoice::parse)]
@@ -143,7 +155,7 @@ impl RunArgs {
 pub fn main(cmd: DiskCmd) -> Result<()> {
     match cmd {
         DiskCmd::Specs { json } => specs(json),
-        DiskCmd::Run(a) => run(a),
+        DiskCmd::Run(a) => run(*a),
     }
 }
 
@@ -174,7 +186,9 @@ fn run(a: RunArgs) -> Result<()> {
         print!("{}", output::human(&doc));
     }
     if doc.status == "interrupted" {
-        eprintln!("iotoll: interrupted; the figures above cover the part of the window that was measured");
+        eprintln!(
+            "iotoll: interrupted; the figures above cover the part of the window that was measured"
+        );
         return Err(Interrupted.into());
     }
     Ok(())
@@ -185,7 +199,10 @@ fn specs(json: bool) -> Result<()> {
         output::print_json(&BUILTIN_SPECS)?;
         return Ok(());
     }
-    println!("{:<22} {:>6} {:>7} {:>9} {:>4}", "spec", "size", "read %", "random %", "QD");
+    println!(
+        "{:<22} {:>6} {:>7} {:>9} {:>4}",
+        "spec", "size", "read %", "random %", "QD"
+    );
     for s in BUILTIN_SPECS {
         println!(
             "{:<22} {:>6} {:>7} {:>9} {:>4}",

@@ -59,7 +59,11 @@ fn spec_line(doc: &ResultDoc) -> String {
         g("qd"),
         g("workers"),
         g("engine").as_str().unwrap_or("?"),
-        if g("direct").as_bool() == Some(true) { "O_DIRECT" } else { "buffered" }
+        if g("direct").as_bool() == Some(true) {
+            "O_DIRECT"
+        } else {
+            "buffered"
+        }
     );
     let _ = write!(
         line,
@@ -81,7 +85,9 @@ pub fn human(doc: &ResultDoc) -> String {
     let _ = write!(
         o,
         "window {} s  {}",
-        get(mn::WINDOW_S).map(|v| format!("{v:.2}")).unwrap_or("-".into()),
+        get(mn::WINDOW_S)
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or("-".into()),
         doc.status
     );
     if let Some(c) = &doc.config {

@@ -12,7 +12,10 @@ fn check_accounting(doc: &serde_json::Value, bs: f64) {
     assert!((reads + writes - ios).abs() < 0.5);
     // Bytes counted are exactly I/Os x transfer size.
     let bytes = metric(doc, "mb_s") * 1e6 * w;
-    assert!((bytes - ios * bs).abs() / bytes < 1e-9, "bytes {bytes} vs {ios} x {bs}");
+    assert!(
+        (bytes - ios * bs).abs() / bytes < 1e-9,
+        "bytes {bytes} vs {ios} x {bs}"
+    );
     let rb = metric(doc, "read_mb_s") * 1e6 * w;
     assert!((rb - reads * bs).abs() <= bs * 1e-6 + 1.0);
     assert_eq!(metric(doc, "errors"), 0.0);
@@ -34,7 +37,10 @@ fn check_accounting(doc: &serde_json::Value, bs: f64) {
 
 #[test]
 fn io_uring_random_mixed() {
-    let doc = disk_json(&["--engine", "io_uring", "--bs", "4k", "--read", "70", "--random", "100", "--qd", "8", "--size", "16m"]);
+    let doc = disk_json(&[
+        "--engine", "io_uring", "--bs", "4k", "--read", "70", "--random", "100", "--qd", "8",
+        "--size", "16m",
+    ]);
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["spec"]["engine"], "io_uring");
     assert_eq!(doc["spec"]["qd"], 8);
@@ -48,7 +54,10 @@ fn io_uring_random_mixed() {
 
 #[test]
 fn psync_sequential_write() {
-    let doc = disk_json(&["--engine", "psync", "--bs", "8k", "--read", "0", "--random", "0", "--size", "8m", "--qd", "4"]);
+    let doc = disk_json(&[
+        "--engine", "psync", "--bs", "8k", "--read", "0", "--random", "0", "--size", "8m", "--qd",
+        "4",
+    ]);
     assert_eq!(doc["spec"]["engine"], "psync");
     check_accounting(&doc, 8192.0);
     assert_eq!(metric(&doc, "read_iops"), 0.0);
@@ -58,7 +67,16 @@ fn psync_sequential_write() {
 
 #[test]
 fn builtin_spec_and_workers() {
-    let doc = disk_json(&["--spec", "web-file-server-8k", "--workers", "2", "--size", "16m", "--config", "baseline"]);
+    let doc = disk_json(&[
+        "--spec",
+        "web-file-server-8k",
+        "--workers",
+        "2",
+        "--size",
+        "16m",
+        "--config",
+        "baseline",
+    ]);
     assert_eq!(doc["spec"]["spec"], "web-file-server-8k");
     assert_eq!(doc["spec"]["bs"], 8192);
     assert_eq!(doc["spec"]["qd"], 28);
@@ -78,14 +96,33 @@ fn writes_honour_alignment_and_region() {
     std::fs::write(&p, vec![0u8; len]).unwrap();
     let (off, size) = (64usize << 10, 256usize << 10);
     disk_json(&[
-        "--target", p.to_str().unwrap(), "--allow-destructive", "--buffered",
-        "--bs", "4k", "--align", "8k", "--read", "0", "--random", "100",
-        "--offset", "64k", "--size", "256k",
+        "--target",
+        p.to_str().unwrap(),
+        "--allow-destructive",
+        "--buffered",
+        "--bs",
+        "4k",
+        "--align",
+        "8k",
+        "--read",
+        "0",
+        "--random",
+        "100",
+        "--offset",
+        "64k",
+        "--size",
+        "256k",
     ]);
     let data = std::fs::read(&p).unwrap();
     assert_eq!(data.len(), len, "file size unchanged");
-    assert!(data[..off].iter().all(|b| *b == 0), "bytes before --offset written");
-    assert!(data[off + size..].iter().all(|b| *b == 0), "bytes past the region written");
+    assert!(
+        data[..off].iter().all(|b| *b == 0),
+        "bytes before --offset written"
+    );
+    assert!(
+        data[off + size..].iter().all(|b| *b == 0),
+        "bytes past the region written"
+    );
     let mut written = 0;
     for blk in (off..off + size).step_by(4096) {
         let nonzero = data[blk..blk + 4096].iter().any(|b| *b != 0);
@@ -103,9 +140,20 @@ fn writes_honour_alignment_and_region() {
 fn read_only_run_on_existing_file_leaves_it_unchanged() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("data");
-    let content: Vec<u8> = (0..(2u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let content: Vec<u8> = (0..(2u32 << 20))
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     std::fs::write(&p, &content).unwrap();
-    let doc = disk_json(&["--target", p.to_str().unwrap(), "--read", "100", "--random", "0", "--bs", "64k"]);
+    let doc = disk_json(&[
+        "--target",
+        p.to_str().unwrap(),
+        "--read",
+        "100",
+        "--random",
+        "0",
+        "--bs",
+        "64k",
+    ]);
     assert_eq!(doc["spec"]["target_kind"], "existing-file");
     assert_eq!(doc["spec"]["size"], 2 << 20);
     assert_eq!(std::fs::read(&p).unwrap(), content);
@@ -117,14 +165,30 @@ fn created_test_file_is_kept_only_with_keep() {
     let p = d.path().join("t.tst");
     disk_json(&["--target", p.to_str().unwrap(), "--create", "--size", "4m"]);
     assert!(!p.exists());
-    disk_json(&["--target", p.to_str().unwrap(), "--create", "--keep", "--size", "4m"]);
+    disk_json(&[
+        "--target",
+        p.to_str().unwrap(),
+        "--create",
+        "--keep",
+        "--size",
+        "4m",
+    ]);
     assert_eq!(std::fs::metadata(&p).unwrap().len(), 4 << 20);
 }
 
 #[test]
 fn burst_delay_limits_the_rate() {
     // 10 ms before each burst of 2 I/Os: at most ~200 IOPS.
-    let doc = disk_json(&["--burst-delay", "10ms", "--burst-len", "2", "--qd", "4", "--size", "4m"]);
+    let doc = disk_json(&[
+        "--burst-delay",
+        "10ms",
+        "--burst-len",
+        "2",
+        "--qd",
+        "4",
+        "--size",
+        "4m",
+    ]);
     let iops = metric(&doc, "iops");
     assert!(iops > 50.0 && iops <= 205.0, "iops {iops}");
 }
@@ -132,12 +196,23 @@ fn burst_delay_limits_the_rate() {
 #[test]
 fn human_output_has_the_table() {
     let out = iotoll()
-        .args(["disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m"])
+        .args([
+            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    for want in ["throughput", "IOPS", "latency us", "p99.99", "cpu", "% of", "efficiency", "CPU us per I/O"] {
+    for want in [
+        "throughput",
+        "IOPS",
+        "latency us",
+        "p99.99",
+        "cpu",
+        "% of",
+        "efficiency",
+        "CPU us per I/O",
+    ] {
         assert!(s.contains(want), "missing {want:?} in:\n{s}");
     }
 }

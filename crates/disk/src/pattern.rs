@@ -86,7 +86,19 @@ mod tests {
     use proptest::prelude::*;
 
     fn gen(bs: u64, align: u64, read: u32, random: u32) -> IoGen {
-        IoGen::new(Region { start: 4096, len: 1 << 24 }, bs, align, read, random, 0, 1, 42)
+        IoGen::new(
+            Region {
+                start: 4096,
+                len: 1 << 24,
+            },
+            bs,
+            align,
+            read,
+            random,
+            0,
+            1,
+            42,
+        )
     }
 
     /// Fraction of reads and of I/Os that continue right after the previous one.
@@ -119,14 +131,29 @@ mod tests {
 
     #[test]
     fn sequential_wraps_at_region_end() {
-        let mut g = IoGen::new(Region { start: 0, len: 4 * 8192 }, 8192, 512, 100, 0, 0, 1, 1);
+        let mut g = IoGen::new(
+            Region {
+                start: 0,
+                len: 4 * 8192,
+            },
+            8192,
+            512,
+            100,
+            0,
+            0,
+            1,
+            1,
+        );
         let offs: Vec<u64> = (0..6).map(|_| g.next_io().offset).collect();
         assert_eq!(offs, vec![0, 8192, 16384, 24576, 0, 8192]);
     }
 
     #[test]
     fn workers_start_at_their_share() {
-        let r = Region { start: 0, len: 1 << 20 };
+        let r = Region {
+            start: 0,
+            len: 1 << 20,
+        };
         let starts: Vec<u64> = (0..4)
             .map(|w| IoGen::new(r, 4096, 4096, 100, 0, w, 4, 9).next_io().offset)
             .collect();
@@ -135,7 +162,19 @@ mod tests {
 
     #[test]
     fn random_covers_both_ends() {
-        let mut g = IoGen::new(Region { start: 0, len: 4 * 4096 }, 4096, 4096, 100, 100, 0, 1, 5);
+        let mut g = IoGen::new(
+            Region {
+                start: 0,
+                len: 4 * 4096,
+            },
+            4096,
+            4096,
+            100,
+            100,
+            0,
+            1,
+            5,
+        );
         let mut seen = [false; 4];
         for _ in 0..1000 {
             seen[(g.next_io().offset / 4096) as usize] = true;

@@ -123,7 +123,11 @@ fn worker(
     let (mut engine, note) = match setup {
         Ok(x) => x,
         Err(e) => {
-            let msg = format!("worker {}: cannot set up {}: {e}", plan.index, plan.kind.name());
+            let msg = format!(
+                "worker {}: cannot set up {}: {e}",
+                plan.index,
+                plan.kind.name()
+            );
             let _ = ready.send(Err(msg.clone()));
             start.wait();
             return Err(msg);
@@ -200,9 +204,8 @@ fn worker(
         let mut batch: Option<(Instant, bool)> = None;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-                let (t, measuring) = *batch.get_or_insert_with(|| {
-                    (Instant::now(), shared.phase() == Phase::Measure)
-                });
+                let (t, measuring) = *batch
+                    .get_or_insert_with(|| (Instant::now(), shared.phase() == Phase::Measure));
                 inflight -= 1;
                 free.push(slot);
                 let ok = res == bs as i64;
@@ -307,7 +310,10 @@ impl SeriesRecorder {
         }
         self.next += Duration::from_secs(1);
         let (ios, bytes) = shared.live.iter().fold((0, 0), |(i, b), l| {
-            (i + l.ios.load(Ordering::Relaxed), b + l.bytes.load(Ordering::Relaxed))
+            (
+                i + l.ios.load(Ordering::Relaxed),
+                b + l.bytes.load(Ordering::Relaxed),
+            )
         });
         let dt = now.duration_since(self.last_t).as_secs_f64();
         let p = SeriesPoint {
@@ -388,7 +394,9 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
             spec: spec.clone(),
             region: target.region,
             align: target.align,
-            seed: base_seed.wrapping_add(w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            seed: base_seed
+                .wrapping_add(w as u64)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
         let (sh, st, tx) = (shared.clone(), start.clone(), ready_tx.clone());
         let h = std::thread::Builder::new()
@@ -420,7 +428,13 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
 
     let total = spec.ramp + spec.time;
     let mut series = SeriesRecorder::new();
-    if !wait_until(series.t_run + spec.ramp, &shared, &mut series, &mut ctl, total) {
+    if !wait_until(
+        series.t_run + spec.ramp,
+        &shared,
+        &mut series,
+        &mut ctl,
+        total,
+    ) {
         shared.set(Phase::Stop);
         join_all(handles);
         return Err(DiskError::Interrupted("during ramp-up"));
@@ -503,7 +517,10 @@ fn join_all(
 ) -> Vec<Result<WorkerOut, String>> {
     handles
         .into_iter()
-        .map(|h| h.join().unwrap_or_else(|_| Err("worker thread panicked".into())))
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("worker thread panicked".into()))
+        })
         .collect()
 }
 
@@ -526,7 +543,7 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
         put(mn::MIB_S, bytes / window_s / 1048576.0);
     }
     let h = &o.hist;
-    if h.len() > 0 {
+    if !h.is_empty() {
         let us = |ns: u64| ns as f64 / 1000.0;
         put(mn::LAT_MEAN_US, h.mean() / 1000.0);
         put(mn::LAT_MIN_US, us(h.min()));
@@ -545,19 +562,30 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
 }
 
 fn latency_report(h: &Histogram<u64>) -> Option<LatencyReport> {
-    if h.len() == 0 {
+    if h.is_empty() {
         return None;
     }
     let us = |ns: u64| ns as f64 / 1000.0;
-    let percentiles_us = [("50", 0.5), ("90", 0.9), ("99", 0.99), ("99.9", 0.999), ("99.99", 0.9999)]
-        .iter()
-        .map(|(k, q)| (k.to_string(), us(h.value_at_quantile(*q))))
-        .collect();
+    let percentiles_us = [
+        ("50", 0.5),
+        ("90", 0.9),
+        ("99", 0.99),
+        ("99.9", 0.999),
+        ("99.99", 0.9999),
+    ]
+    .iter()
+    .map(|(k, q)| (k.to_string(), us(h.value_at_quantile(*q))))
+    .collect();
     // Logarithmic buckets from 1 us, 25 % wide: compact, and fine enough to chart.
     let histogram = h
         .iter_log(1000, 1.25)
         .filter(|v| v.count_since_last_iteration() > 0)
-        .map(|v| [us(v.value_iterated_to()), v.count_since_last_iteration() as f64])
+        .map(|v| {
+            [
+                us(v.value_iterated_to()),
+                v.count_since_last_iteration() as f64,
+            ]
+        })
         .collect();
     Some(LatencyReport {
         count: h.len(),

@@ -130,7 +130,10 @@ impl DiskSpec {
             return bad(format!("--random {} is outside 0-100", self.random_pct));
         }
         if self.qd == 0 || self.qd > MAX_QD {
-            return bad(format!("--qd must be between 1 and {MAX_QD}, got {}", self.qd));
+            return bad(format!(
+                "--qd must be between 1 and {MAX_QD}, got {}",
+                self.qd
+            ));
         }
         if self.workers == 0 || self.workers > MAX_WORKERS {
             return bad(format!(
@@ -189,19 +192,89 @@ mod tests {
     #[test]
     fn each_bad_value_is_named() {
         let cases: Vec<(DiskSpec, &str)> = vec![
-            (DiskSpec { bs: 0, ..Default::default() }, "--bs"),
-            (DiskSpec { qd: 0, ..Default::default() }, "--qd"),
-            (DiskSpec { workers: 0, ..Default::default() }, "--workers"),
-            (DiskSpec { read_pct: 101, ..Default::default() }, "--read"),
-            (DiskSpec { random_pct: 101, ..Default::default() }, "--random"),
-            (DiskSpec { size: Some(0), ..Default::default() }, "--size"),
-            (DiskSpec { size: Some(512), ..Default::default() }, "--size"),
-            (DiskSpec { align: Some(0), ..Default::default() }, "--align"),
-            (DiskSpec { burst_len: 0, ..Default::default() }, "--burst-len"),
-            (DiskSpec { time: Duration::ZERO, ..Default::default() }, "--time"),
-            (DiskSpec { create: true, ..Default::default() }, "--create"),
             (
-                DiskSpec { bs: 1 << 30, qd: 64, ..Default::default() },
+                DiskSpec {
+                    bs: 0,
+                    ..Default::default()
+                },
+                "--bs",
+            ),
+            (
+                DiskSpec {
+                    qd: 0,
+                    ..Default::default()
+                },
+                "--qd",
+            ),
+            (
+                DiskSpec {
+                    workers: 0,
+                    ..Default::default()
+                },
+                "--workers",
+            ),
+            (
+                DiskSpec {
+                    read_pct: 101,
+                    ..Default::default()
+                },
+                "--read",
+            ),
+            (
+                DiskSpec {
+                    random_pct: 101,
+                    ..Default::default()
+                },
+                "--random",
+            ),
+            (
+                DiskSpec {
+                    size: Some(0),
+                    ..Default::default()
+                },
+                "--size",
+            ),
+            (
+                DiskSpec {
+                    size: Some(512),
+                    ..Default::default()
+                },
+                "--size",
+            ),
+            (
+                DiskSpec {
+                    align: Some(0),
+                    ..Default::default()
+                },
+                "--align",
+            ),
+            (
+                DiskSpec {
+                    burst_len: 0,
+                    ..Default::default()
+                },
+                "--burst-len",
+            ),
+            (
+                DiskSpec {
+                    time: Duration::ZERO,
+                    ..Default::default()
+                },
+                "--time",
+            ),
+            (
+                DiskSpec {
+                    create: true,
+                    ..Default::default()
+                },
+                "--create",
+            ),
+            (
+                DiskSpec {
+                    bs: 1 << 30,
+                    qd: 64,
+                    ..Default::default()
+                },
                 "buffers",
             ),
         ];

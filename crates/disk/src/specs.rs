@@ -57,7 +57,10 @@ mod tests {
         n.dedup();
         assert_eq!(n.len(), 12);
         let d = find("dss-1m").unwrap();
-        assert_eq!((d.bs, d.read_pct, d.random_pct, d.qd), (1 << 20, 100, 100, 4));
+        assert_eq!(
+            (d.bs, d.read_pct, d.random_pct, d.qd),
+            (1 << 20, 100, 100, 4)
+        );
         assert!(find("nope").is_none());
     }
 }

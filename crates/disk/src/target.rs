@@ -132,12 +132,10 @@ pub fn prepare(
             (p, TargetKind::TempFile)
         }
         Some(p) => match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => {
-                return Err(DiskError::target(
-                    p,
-                    "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-                ))
-            }
+            Ok(m) if m.is_dir() => return Err(DiskError::target(
+                p,
+                "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
+            )),
             Ok(m) if m.is_file() => (p.clone(), TargetKind::ExistingFile),
             Ok(m) if m.file_type().is_block_device() => (p.clone(), TargetKind::BlockDevice),
             Ok(_) => {
@@ -193,7 +191,12 @@ pub fn prepare(
             .create_new(true)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| DiskError::target(&path, format!("cannot create test file: {}", io_err_msg(&e))))?;
+            .map_err(|e| {
+                DiskError::target(
+                    &path,
+                    format!("cannot create test file: {}", io_err_msg(&e)),
+                )
+            })?;
         guard.0 = Some(path.clone());
         let lbs = file_dio_align(&f);
         (f, size, lbs)
@@ -203,8 +206,9 @@ pub fn prepare(
             .open(&path)
             .map_err(|e| DiskError::target(&path, io_err_msg(&e)))?;
         if kind == TargetKind::BlockDevice {
-            let (size, lbs) = block_device_geometry(&f)
-                .map_err(|e| DiskError::target(&path, format!("cannot read device geometry: {e}")))?;
+            let (size, lbs) = block_device_geometry(&f).map_err(|e| {
+                DiskError::target(&path, format!("cannot read device geometry: {e}"))
+            })?;
             (f, size, lbs)
         } else {
             let size = f
@@ -239,7 +243,10 @@ pub fn prepare(
     if spec.offset >= size {
         return Err(DiskError::target(
             &path,
-            format!("--offset {} is at or past its end ({size} bytes)", spec.offset),
+            format!(
+                "--offset {} is at or past its end ({size} bytes)",
+                spec.offset
+            ),
         ));
     }
     let len = spec.size.unwrap_or(size - spec.offset);
@@ -256,7 +263,10 @@ pub fn prepare(
     if len < spec.bs {
         return Err(DiskError::target(
             &path,
-            format!("the region ({len} bytes) is smaller than one transfer (--bs {})", spec.bs),
+            format!(
+                "the region ({len} bytes) is smaller than one transfer (--bs {})",
+                spec.bs
+            ),
         ));
     }
 
@@ -290,7 +300,10 @@ fn fill_test_file(
     interrupted: &AtomicBool,
     progress: PrepProgress,
 ) -> Result<(), DiskError> {
-    let dir = path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let no_space = |e: std::io::Error| {
         if e.raw_os_error() == Some(libc::ENOSPC) {
             DiskError::target(
@@ -314,7 +327,9 @@ fn fill_test_file(
     let mut done = 0u64;
     while done < size {
         if interrupted.load(Ordering::Relaxed) {
-            return Err(DiskError::Interrupted("while preparing the test file (removed it)"));
+            return Err(DiskError::Interrupted(
+                "while preparing the test file (removed it)",
+            ));
         }
         let n = (size - done).min(CHUNK as u64) as usize;
         rng.fill(&mut buf[..n]);
@@ -401,7 +416,10 @@ mod tests {
         let mut s = spec_at(d.path(), "data");
         s.read_pct = 70;
         let e = prep(&s).unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("--allow-destructive"), "{e}");
+        assert!(
+            e.is_usage() && e.to_string().contains("--allow-destructive"),
+            "{e}"
+        );
         s.read_pct = 100;
         let t = prep(&s).unwrap();
         drop(t);
@@ -414,7 +432,10 @@ mod tests {
         std::fs::write(d.path().join("f"), vec![0u8; 64 << 10]).unwrap();
         let mut s = spec_at(d.path(), "f");
         s.size = Some(128 << 10);
-        assert!(prep(&s).unwrap_err().to_string().contains("larger than the target"));
+        assert!(prep(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("larger than the target"));
         s.size = None;
         s.offset = 64 << 10;
         assert!(prep(&s).unwrap_err().to_string().contains("past its end"));
@@ -425,7 +446,13 @@ mod tests {
         assert!(prep(&s).unwrap_err().to_string().contains("O_DIRECT"));
         s.buffered = true;
         let t = prep(&s).unwrap();
-        assert_eq!(t.region, Region { start: 0, len: 64 << 10 });
+        assert_eq!(
+            t.region,
+            Region {
+                start: 0,
+                len: 64 << 10
+            }
+        );
     }
 
     #[test]

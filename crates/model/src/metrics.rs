@@ -150,7 +150,11 @@ pub fn derive_metrics(m: &mut Metrics) {
     put(m, CYCLES_PER_BYTE, ratio(cycles_s, bytes_s));
 
     let per_conn = ratio(trans_s, get(m, CONNS));
-    put(m, LATENCY_ONE_WAY_US, ratio(Some(1e6), per_conn).map(|v| v / 2.0));
+    put(
+        m,
+        LATENCY_ONE_WAY_US,
+        ratio(Some(1e6), per_conn).map(|v| v / 2.0),
+    );
 }
 
 #[cfg(test)]

@@ -28,7 +28,9 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     if num.is_empty() {
         return Err(UnitError::BadSize(s.to_string()));
     }
-    let n: u64 = num.parse().map_err(|_| UnitError::Overflow(s.to_string()))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| UnitError::Overflow(s.to_string()))?;
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
@@ -99,7 +101,10 @@ mod tests {
         assert!(matches!(parse_size("4x"), Err(UnitError::BadSize(_))));
         assert!(matches!(parse_size("k"), Err(UnitError::BadSize(_))));
         assert!(matches!(parse_size("1.5k"), Err(UnitError::BadSize(_))));
-        assert!(matches!(parse_size("99999999999t"), Err(UnitError::Overflow(_))));
+        assert!(matches!(
+            parse_size("99999999999t"),
+            Err(UnitError::Overflow(_))
+        ));
         assert_eq!(parse_size(""), Err(UnitError::Empty));
     }
 

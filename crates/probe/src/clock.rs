@@ -50,7 +50,10 @@ pub fn nominal_mhz_from(
     if !has_cpufreq && flag("constant_tsc") && !flag("aperfmperf") {
         if let Some(mhz) = first("cpu MHz").and_then(|v| v.parse::<f64>().ok()) {
             if mhz > 0.0 {
-                return Some((mhz, "/proc/cpuinfo cpu MHz (constant TSC, no frequency scaling)".into()));
+                return Some((
+                    mhz,
+                    "/proc/cpuinfo cpu MHz (constant TSC, no frequency scaling)".into(),
+                ));
             }
         }
     }
@@ -117,8 +120,14 @@ mod tests {
             Some(2600.0)
         );
         let bare = "model name : Some CPU\ncpu MHz : 1796.2\nflags : fpu constant_tsc aperfmperf\n";
-        assert_eq!(nominal_mhz_from(Path::new(CF), fake(&[("/proc/cpuinfo", bare)])), None);
-        let scaled = [("/proc/cpuinfo", vm), ("/cf/scaling_driver", "acpi-cpufreq\n")];
+        assert_eq!(
+            nominal_mhz_from(Path::new(CF), fake(&[("/proc/cpuinfo", bare)])),
+            None
+        );
+        let scaled = [
+            ("/proc/cpuinfo", vm),
+            ("/cf/scaling_driver", "acpi-cpufreq\n"),
+        ];
         assert_eq!(nominal_mhz_from(Path::new(CF), fake(&scaled)), None);
     }
 }

@@ -315,7 +315,8 @@ ctxt 60000
             u32::MAX - 4
         ))
         .unwrap();
-        let b = StatSnapshot::parse("cpu0 100 0 0 300 0 0 0 0\ncpu 100 0 0 300 0 0 0 0\nctxt 5\n").unwrap();
+        let b = StatSnapshot::parse("cpu0 100 0 0 300 0 0 0 0\ncpu 100 0 0 300 0 0 0 0\nctxt 5\n")
+            .unwrap();
         let r = cpu_report(&a, &b, 1.0).unwrap();
         // user +200, idle +400
         assert!((r.busy_pct - 200.0 / 6.0).abs() < 1e-9);
@@ -341,7 +342,10 @@ ctxt 60000
     #[test]
     fn empty_window_is_an_error_not_zero() {
         let a = StatSnapshot::parse(A).unwrap();
-        assert!(matches!(cpu_report(&a, &a, 0.001), Err(ProbeError::EmptyWindow)));
+        assert!(matches!(
+            cpu_report(&a, &a, 0.001),
+            Err(ProbeError::EmptyWindow)
+        ));
     }
 
     #[test]

@@ -145,8 +145,15 @@ mod tests {
         let self_pct = r.self_pct.unwrap();
         // One thread spinning for the whole window is 100 / cpus % of the host.
         let expect = 100.0 / r.cpus as f64;
-        assert!(self_pct > expect * 0.7, "self {self_pct} expected ~{expect}");
-        assert!(r.busy_pct + 1.0 >= self_pct * 0.7, "host {} < self {self_pct}", r.busy_pct);
+        assert!(
+            self_pct > expect * 0.7,
+            "self {self_pct} expected ~{expect}"
+        );
+        assert!(
+            r.busy_pct + 1.0 >= self_pct * 0.7,
+            "host {} < self {self_pct}",
+            r.busy_pct
+        );
         assert!(!r.top.is_empty());
     }
 }

@@ -53,7 +53,8 @@ impl IoUringEngine {
         // Registered buffers are pinned and count against RLIMIT_MEMLOCK for
         // unprivileged users; without them every I/O maps its buffer anew.
         // SAFETY: the iovecs point into `bufs`, which lives as long as the ring.
-        let fixed_bufs = qd <= u16::MAX as usize && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let fixed_bufs = qd <= u16::MAX as usize
+            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         if !fixed_bufs {
             note = Some("io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         }
@@ -69,13 +70,32 @@ impl IoUringEngine {
         ))
     }
 
+    fn submit_now(&mut self) -> io::Result<()> {
+        loop {
+            match self.ring.submit() {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                // EBUSY/EAGAIN: completions must be reaped first; the next
+                // submit_and_reap submits what is still queued.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EAGAIN)) => {
+                    return Ok(())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     fn sqe(&self, slot: usize, read: bool, offset: u64) -> squeue::Entry {
         let ptr = self.bufs.slot_ptr(slot);
         let len = self.bufs.size() as u32;
         let fd = types::Fixed(0);
         let e = match (read, self.fixed_bufs) {
-            (true, true) => opcode::ReadFixed::new(fd, ptr, len, slot as u16).offset(offset).build(),
-            (false, true) => opcode::WriteFixed::new(fd, ptr, len, slot as u16).offset(offset).build(),
+            (true, true) => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
+                .offset(offset)
+                .build(),
+            (false, true) => opcode::WriteFixed::new(fd, ptr, len, slot as u16)
+                .offset(offset)
+                .build(),
             (true, false) => opcode::Read::new(fd, ptr, len).offset(offset).build(),
             (false, false) => opcode::Write::new(fd, ptr, len).offset(offset).build(),
         };
@@ -105,10 +125,19 @@ impl Engine for IoUringEngine {
             unsafe { self.ring.submission().push(&e) }
                 .map_err(|_| io::Error::other("io_uring submission queue full"))?;
         }
+        // Each I/O goes to the device the moment it exists, as Iometer and
+        // fio (iodepth_batch_submit=1) do. Batching the refill into one
+        // io_uring_enter held I/Os back in a plug and cost ~10 % IOPS at QD 32
+        // on virtio-blk, for no measurable CPU saving (BENCHMARKS.md).
+        self.submit_now()?;
         Ok(())
     }
 
-    fn submit_and_reap(&mut self, min: usize, done: &mut dyn FnMut(usize, IoResult)) -> io::Result<()> {
+    fn submit_and_reap(
+        &mut self,
+        min: usize,
+        done: &mut dyn FnMut(usize, IoResult),
+    ) -> io::Result<()> {
         loop {
             match self.ring.submit_and_wait(min) {
                 Ok(_) => break,

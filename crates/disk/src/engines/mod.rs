@@ -23,8 +23,11 @@ pub trait Engine {
     fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()>;
     /// Starts everything queued and waits for at least `min` completions
     /// (0: do not wait); `done(slot, result)` is called once per completion.
-    fn submit_and_reap(&mut self, min: usize, done: &mut dyn FnMut(usize, IoResult))
-        -> io::Result<()>;
+    fn submit_and_reap(
+        &mut self,
+        min: usize,
+        done: &mut dyn FnMut(usize, IoResult),
+    ) -> io::Result<()>;
 }
 
 /// Which engine a worker builds. io_uring needs its ring created on the
@@ -46,7 +49,13 @@ impl EngineKind {
 
     /// Builds the engine for one worker: `qd` slots of `bs` bytes each.
     /// The second value is a note about how the engine had to adapt.
-    pub fn open(self, file: File, qd: usize, bs: usize, seed: u64) -> io::Result<(Box<dyn Engine>, Option<String>)> {
+    pub fn open(
+        self,
+        file: File,
+        qd: usize,
+        bs: usize,
+        seed: u64,
+    ) -> io::Result<(Box<dyn Engine>, Option<String>)> {
         match self {
             EngineKind::IoUring => {
                 let (e, note) = io_uring::IoUringEngine::new(file, qd, bs, seed)?;
@@ -84,9 +93,17 @@ impl Buffers {
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate I/O buffers"));
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "cannot allocate I/O buffers",
+            ));
         }
-        let mut b = Buffers { ptr, layout, size, slots };
+        let mut b = Buffers {
+            ptr,
+            layout,
+            size,
+            slots,
+        };
         // SAFETY: ptr is valid for `total` bytes and exclusively ours.
         let all = unsafe { std::slice::from_raw_parts_mut(b.ptr, total) };
         Rng::new(seed).fill(all);

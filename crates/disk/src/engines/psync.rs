@@ -36,7 +36,11 @@ impl Engine for PsyncEngine {
         Ok(())
     }
 
-    fn submit_and_reap(&mut self, _min: usize, done: &mut dyn FnMut(usize, IoResult)) -> io::Result<()> {
+    fn submit_and_reap(
+        &mut self,
+        _min: usize,
+        done: &mut dyn FnMut(usize, IoResult),
+    ) -> io::Result<()> {
         let Some((read, offset)) = self.queued.take() else {
             return Ok(());
         };

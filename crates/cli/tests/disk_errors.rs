@@ -1,0 +1,299 @@
+//! Every bad input gets a clear message naming what is wrong, a non-zero
+//! exit status, and does no damage.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn run_fails(args: &[&str], code: i32, needle: &str) {
+    iotoll()
+        .args(["disk", "run", "--ramp", "0s", "--time", "1s"])
+        .args(args)
+        .assert()
+        .code(code)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(needle));
+}
+
+#[test]
+fn bad_numbers() {
+    run_fails(&["--bs", "0"], 2, "--bs must be positive");
+    run_fails(&["--bs", "-4k"], 2, "--bs");
+    run_fails(&["--bs", "4q"], 2, "not a size");
+    run_fails(&["--size", "0"], 2, "--size must be positive");
+    run_fails(&["--size", "-1m"], 2, "--size");
+    run_fails(&["--qd", "0"], 2, "--qd");
+    run_fails(&["--qd", "-3"], 2, "--qd");
+    run_fails(&["--workers", "0"], 2, "--workers");
+    run_fails(&["--read", "101"], 2, "--read");
+    run_fails(&["--read", "-1"], 2, "--read");
+    run_fails(&["--random", "150"], 2, "--random");
+    for (t, needle) in [
+        ("0s", "--time must be positive"),
+        ("soon", "not a duration"),
+    ] {
+        iotoll()
+            .args(["disk", "run", "--time", t])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+    run_fails(&["--engine", "aio"], 2, "unknown engine");
+    run_fails(&["--spec", "nope"], 2, "unknown spec 'nope'");
+    run_fails(
+        &["--spec", "dss-1m", "--bs", "4k"],
+        2,
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn transfer_size_not_a_multiple_of_alignment_under_o_direct() {
+    run_fails(
+        &["--bs", "1000", "--size", "1m"],
+        2,
+        "not a multiple of the alignment",
+    );
+    run_fails(
+        &["--bs", "4k", "--align", "8k", "--size", "1m"],
+        2,
+        "not a multiple of the alignment",
+    );
+    run_fails(
+        &["--bs", "4k", "--align", "100", "--size", "1m"],
+        2,
+        "logical block size",
+    );
+    run_fails(
+        &["--offset", "100", "--size", "1m", "--buffered"],
+        2,
+        "--offset 100",
+    );
+}
+
+#[test]
+fn region_larger_than_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("small");
+    std::fs::write(&p, vec![1u8; 64 << 10]).unwrap();
+    let t = p.to_str().unwrap();
+    run_fails(
+        &["--target", t, "--size", "128k"],
+        1,
+        "larger than the target",
+    );
+    run_fails(
+        &["--target", t, "--offset", "32k", "--size", "64k"],
+        1,
+        "larger than the target",
+    );
+    run_fails(&["--target", t, "--offset", "64k"], 1, "past its end");
+    assert_eq!(std::fs::read(&p).unwrap(), vec![1u8; 64 << 10]);
+}
+
+#[test]
+fn directory_and_missing_targets() {
+    let d = tempfile::tempdir().unwrap();
+    run_fails(
+        &["--target", d.path().to_str().unwrap()],
+        1,
+        "is a directory",
+    );
+    let missing = d.path().join("nope");
+    run_fails(
+        &["--target", missing.to_str().unwrap()],
+        1,
+        "does not exist",
+    );
+    assert!(!missing.exists(), "nothing created without --create");
+    let deep = d.path().join("no/such/dir/f.tst");
+    run_fails(
+        &["--target", deep.to_str().unwrap(), "--create"],
+        1,
+        "does not exist",
+    );
+    run_fails(&["--create"], 2, "--create needs --target");
+}
+
+/// An existing file with a writing spec and no --allow-destructive is left
+/// byte-for-byte unchanged (and its timestamps too).
+#[test]
+fn existing_file_is_not_written_without_allow_destructive() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("precious");
+    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&p, &content).unwrap();
+    let before = std::fs::metadata(&p).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    for args in [
+        vec!["--read", "99"],
+        vec!["--spec", "sql-server-log-64k"],
+        vec!["--spec", "db-oltp-8k"],
+    ] {
+        let mut a = vec!["--target", p.to_str().unwrap()];
+        a.extend(args);
+        run_fails(&a, 2, "--allow-destructive");
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), content);
+    let after = std::fs::metadata(&p).unwrap();
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+}
+
+#[test]
+fn no_permission() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("locked");
+    std::fs::write(&p, vec![0u8; 64 << 10]).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = if is_root() {
+        // Root ignores file modes: drop to nobody for this run.
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = assert_cmd::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin_path());
+        c
+    } else {
+        iotoll()
+    };
+    cmd.args([
+        "disk",
+        "run",
+        "--time",
+        "1s",
+        "--target",
+        p.to_str().unwrap(),
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("permission denied"));
+}
+
+/// A full disk during preparation: the half-made test file is removed.
+/// Needs root to mount a small tmpfs; as root (CI) it always runs.
+#[test]
+fn full_disk_during_preparation() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().to_str().unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount tmpfs");
+    let target = d.path().join("t.tst");
+    let res = std::panic::catch_unwind(|| {
+        run_fails(
+            &[
+                "--target",
+                target.to_str().unwrap(),
+                "--create",
+                "--size",
+                "16m",
+                "--buffered",
+            ],
+            1,
+            "not enough free space",
+        );
+        assert!(!target.exists(), "half-made test file left behind");
+    });
+    Command::new("umount").arg(mnt).status().unwrap();
+    res.unwrap();
+}
+
+/// A block device with a writing spec and no --allow-destructive is
+/// refused and left unchanged; a read-only spec runs on it.
+#[test]
+fn block_device() {
+    if !is_root() {
+        eprintln!("skipped: creating a loop device needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let backing = d.path().join("disk.img");
+    let content: Vec<u8> = (0..(8u32 << 20)).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&backing, &content).unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&backing)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        panic!("losetup failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let res = std::panic::catch_unwind(|| {
+        run_fails(&["--target", &dev, "--read", "50"], 2, "is a block device");
+        let doc = disk_json(&["--target", &dev, "--read", "100", "--bs", "4k", "--qd", "4"]);
+        assert_eq!(doc["spec"]["target_kind"], "block-device");
+        assert_eq!(doc["spec"]["target_size"], 8 << 20);
+    });
+    Command::new("losetup").args(["-d", &dev]).status().unwrap();
+    res.unwrap();
+    assert_eq!(std::fs::read(&backing).unwrap(), content);
+}
+
+fn sigint_after(cmd: &mut Command, wait: Duration) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(wait);
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ctrl_c_during_the_window_reports_what_was_measured() {
+    let mut c = Command::new(bin_path());
+    c.args([
+        "disk", "run", "--json", "--ramp", "0s", "--time", "60s", "--size", "8m",
+    ]);
+    let t = Instant::now();
+    let out = sigint_after(&mut c, Duration::from_millis(1500));
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "did not stop promptly"
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    validate(&doc);
+    assert_eq!(doc["status"], "interrupted");
+    let w = metric(&doc, "window_s");
+    assert!(w > 0.5 && w < 30.0, "window {w}");
+    assert!(metric(&doc, "iops") > 0.0);
+    assert!(doc["notes"].to_string().contains("interrupted"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    let target = doc["spec"]["target"].as_str().unwrap();
+    assert!(
+        !std::path::Path::new(target).exists(),
+        "test file left behind"
+    );
+}
+
+#[test]
+fn ctrl_c_during_preparation_removes_the_test_file() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin_path());
+    c.env("TMPDIR", d.path())
+        .args(["disk", "run", "--size", "16g", "--time", "1s"]);
+    let out = sigint_after(&mut c, Duration::from_millis(400));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("preparing"));
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test command of the README: installs what tests and benchmarks need
+# (when run as root on Debian), then checks formatting and lints, then
+# builds and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# command -> Debian package
+declare -A need=(
+  [fio]=fio                # bench/disk-vs-fio.sh
+  [setpriv]=util-linux     # permission test runs as nobody when root
+  [losetup]=mount          # block-device test
+  [mount]=mount            # full-disk test (small tmpfs)
+)
+missing=()
+for cmd in "${!need[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "test.sh: warning: missing packages ${missing[*]} (install them as root)" >&2
+  fi
+fi
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo test --workspace --locked
