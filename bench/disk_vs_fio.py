@@ -87,6 +87,7 @@ def main():
     ap.add_argument("--time", type=int, default=10, help="seconds per run")
     ap.add_argument("--dir", default="target/bench", help="where the test file goes")
     ap.add_argument("--size", default="1g")
+    ap.add_argument("--cases", default="qd32,qd1,rss", help="comma list of qd32, qd1, rss")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     path = os.path.join(a.dir, "disk-vs-fio.tst")
@@ -99,9 +100,10 @@ def main():
     fio_ver = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"file: {path} ({size >> 20} MiB)  fio {fio_ver}  {a.rounds} rounds x {a.time} s, alternating\n")
 
-    cases = [("4k randread QD32 io_uring", "4k", 32, "io_uring", "io_uring"),
-             ("4k randread QD1 psync", "4k", 1, "psync", "psync")]
-    for name, bs, qd, fio_engine, engine in cases:
+    cases = {"qd32": ("4k randread QD32 io_uring", "4k", 32, "io_uring", "io_uring"),
+             "qd1": ("4k randread QD1 psync", "4k", 1, "psync", "psync")}
+    wanted = a.cases.split(",")
+    for name, bs, qd, fio_engine, engine in (cases[c] for c in wanted if c in cases):
         res = {"fio": [], "iotoll": []}
         for r in range(a.rounds):
             order = ["fio", "iotoll"] if r % 2 == 0 else ["iotoll", "fio"]
@@ -122,6 +124,8 @@ def main():
               f"CPU per I/O {med['iotoll']['cpu_us_per_io'] / med['fio']['cpu_us_per_io']:.3f}")
         print(f"   (iotoll's own in-window cpu_us_per_io, median: {inwin:.2f})\n")
 
+    if "rss" not in wanted:
+        return
     rss = rss_check(a.iotoll, path, min(a.time, 5))
     print(f"== RSS, 4 workers x QD 256 x 64k: {rss / 1024:.1f} MiB max RSS (I/O buffers: 64.0 MiB)")
 

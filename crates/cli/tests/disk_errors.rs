@@ -230,13 +230,33 @@ fn block_device() {
     let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let res = std::panic::catch_unwind(|| {
         run_fails(&["--target", &dev, "--read", "50"], 2, "is a block device");
+        assert!(
+            std::fs::read(&backing).unwrap() == content,
+            "refused run wrote to the device"
+        );
         let doc = disk_json(&["--target", &dev, "--read", "100", "--bs", "4k", "--qd", "4"]);
         assert_eq!(doc["spec"]["target_kind"], "block-device");
         assert_eq!(doc["spec"]["target_size"], 8 << 20);
+        // With --allow-destructive two workers write to it (exclusive claim held once).
+        let doc = disk_json(&[
+            "--target",
+            &dev,
+            "--read",
+            "0",
+            "--workers",
+            "2",
+            "--allow-destructive",
+            "--size",
+            "1m",
+        ]);
+        assert!(metric(&doc, "write_iops") > 0.0);
     });
     Command::new("losetup").args(["-d", &dev]).status().unwrap();
     res.unwrap();
-    assert_eq!(std::fs::read(&backing).unwrap(), content);
+    // Only the first 1m was ever written, and only with --allow-destructive.
+    let after = std::fs::read(&backing).unwrap();
+    assert_eq!(after[1 << 20..], content[1 << 20..]);
+    assert_ne!(after[..1 << 20], content[..1 << 20]);
 }
 
 fn sigint_after(cmd: &mut Command, wait: Duration) -> std::process::Output {

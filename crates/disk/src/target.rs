@@ -44,6 +44,10 @@ pub struct Target {
     pub direct: bool,
     writes: bool,
     remove_on_drop: bool,
+    /// An exclusive open of a block device that will be written, held for
+    /// the whole run: the kernel refuses it while the device is mounted or
+    /// claimed, and it keeps others from claiming it meanwhile.
+    _claim: Option<File>,
 }
 
 impl Drop for Target {
@@ -270,6 +274,24 @@ pub fn prepare(
         ));
     }
 
+    let claim = if kind == TargetKind::BlockDevice && spec.writes() {
+        let c = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EBUSY) => DiskError::target(
+                    &path,
+                    "device is in use (mounted?); refusing to write to it",
+                ),
+                _ => DiskError::target(&path, io_err_msg(&e)),
+            })?;
+        Some(c)
+    } else {
+        None
+    };
+
     if kind.created() {
         fill_test_file(file, &path, size, interrupted, progress)?;
     }
@@ -287,6 +309,7 @@ pub fn prepare(
         align,
         direct,
         writes: spec.writes(),
+        _claim: claim,
     })
 }
 
@@ -345,25 +368,18 @@ fn fill_test_file(
 
 impl Target {
     /// Opens the target for one worker's I/O: read-only unless the workload
-    /// writes; O_DIRECT unless buffered; a block device written to is
-    /// opened O_EXCL so a mounted one is refused.
+    /// writes; O_DIRECT unless buffered.
     pub fn open_for_io(&self) -> Result<File, DiskError> {
         let mut o = OpenOptions::new();
         o.read(true).write(self.writes);
-        let mut flags = 0;
         if self.direct {
-            flags |= libc::O_DIRECT;
+            o.custom_flags(libc::O_DIRECT);
         }
-        if self.writes && self.kind == TargetKind::BlockDevice {
-            flags |= libc::O_EXCL;
-        }
-        o.custom_flags(flags);
         o.open(&self.path).map_err(|e| match e.raw_os_error() {
             Some(libc::EINVAL) if self.direct => DiskError::target(
                 &self.path,
                 "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
             ),
-            Some(libc::EBUSY) => DiskError::target(&self.path, "device is in use (mounted?); refusing to write to it"),
             _ => DiskError::target(&self.path, io_err_msg(&e)),
         })
     }
