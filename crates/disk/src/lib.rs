@@ -11,7 +11,8 @@ pub mod spec;
 pub mod specs;
 pub mod target;
 
-pub use runner::{run, Phase, Progress, RunControl};
+pub use iotoll_probe::{Phase, Progress, Silent};
+pub use runner::{run, RunControl};
 pub use spec::{DiskSpec, EngineChoice};
 pub use specs::{AccessSpec, BUILTIN_SPECS};
 

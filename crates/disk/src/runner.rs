@@ -10,42 +10,11 @@ use crate::target::{self, Target};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::{derive_metrics, CpuSection, LatencyReport, Metrics, ResultDoc, SeriesPoint};
-use iotoll_probe::{CpuWindow, HostSampler};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use iotoll_model::{derive_metrics, CpuSection, LatencyReport, Metrics, ResultDoc};
+use iotoll_probe::{wait_until, Counting, CpuWindow, Phase, PhaseCell, Progress, SeriesRecorder};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
-
-/// Where a run is; workers read it once per batch of completions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Phase {
-    Ramp = 0,
-    Measure = 1,
-    Stop = 2,
-}
-
-impl Phase {
-    fn label(self) -> &'static str {
-        match self {
-            Phase::Ramp => "ramp",
-            Phase::Measure => "measure",
-            Phase::Stop => "stop",
-        }
-    }
-}
-
-/// Hooks for a user interface; every method has a silent default.
-pub trait Progress {
-    /// Test-file preparation: bytes written of total.
-    fn preparing(&mut self, _done: u64, _total: u64) {}
-    /// One second of the run has passed.
-    fn second(&mut self, _point: &SeriesPoint, _elapsed: Duration, _total: Duration) {}
-}
-
-/// Progress that shows nothing.
-pub struct Silent;
-impl Progress for Silent {}
 
 pub struct RunControl<'a> {
     /// Set by a signal handler: stop cleanly and report what was measured.
@@ -70,21 +39,17 @@ struct Live {
 }
 
 struct Shared {
-    phase: AtomicU8,
+    phase: PhaseCell,
     live: Vec<Live>,
 }
 
 impl Shared {
     fn phase(&self) -> Phase {
-        match self.phase.load(Ordering::Relaxed) {
-            0 => Phase::Ramp,
-            1 => Phase::Measure,
-            _ => Phase::Stop,
-        }
+        self.phase.get()
     }
 
     fn set(&self, p: Phase) {
-        self.phase.store(p as u8, Ordering::Relaxed);
+        self.phase.set(p);
     }
 }
 
@@ -278,82 +243,29 @@ fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<Engine
     }
 }
 
-/// Samples the live counters and host CPU once per second.
-struct SeriesRecorder {
-    sampler: HostSampler,
-    t_run: Instant,
-    next: Instant,
-    last_ios: u64,
-    last_bytes: u64,
-    last_t: Instant,
-    points: Vec<SeriesPoint>,
-}
-
-impl SeriesRecorder {
-    fn new() -> Self {
-        let now = Instant::now();
-        SeriesRecorder {
-            sampler: HostSampler::new(),
-            t_run: now,
-            next: now + Duration::from_secs(1),
-            last_ios: 0,
-            last_bytes: 0,
-            last_t: now,
-            points: Vec::new(),
-        }
-    }
-
-    fn poll(&mut self, shared: &Shared, progress: &mut dyn Progress, total: Duration) {
-        let now = Instant::now();
-        if now < self.next {
-            return;
-        }
-        self.next += Duration::from_secs(1);
-        let (ios, bytes) = shared.live.iter().fold((0, 0), |(i, b), l| {
+impl Shared {
+    /// Running totals over all workers (I/Os, bytes), for the series.
+    fn totals(&self) -> (u64, u64) {
+        self.live.iter().fold((0, 0), |(i, b), l| {
             (
                 i + l.ios.load(Ordering::Relaxed),
                 b + l.bytes.load(Ordering::Relaxed),
             )
-        });
-        let dt = now.duration_since(self.last_t).as_secs_f64();
-        let p = SeriesPoint {
-            t_s: now.duration_since(self.t_run).as_secs_f64(),
-            phase: shared.phase().label().to_string(),
-            iops: Some((ios - self.last_ios) as f64 / dt),
-            mb_s: Some((bytes - self.last_bytes) as f64 / dt / 1e6),
-            mbit_s: None,
-            cpu_pct: self.sampler.sample(),
-        };
-        self.last_ios = ios;
-        self.last_bytes = bytes;
-        self.last_t = now;
-        progress.second(&p, now.duration_since(self.t_run), total);
-        self.points.push(p);
+        })
     }
-}
 
-/// Sleeps until `until` in small steps, sampling the series; false if interrupted.
-fn wait_until(
-    until: Instant,
-    shared: &Shared,
-    series: &mut SeriesRecorder,
-    ctl: &mut RunControl,
-    total: Duration,
-) -> bool {
-    loop {
-        if ctl.interrupted.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= until {
-            return true;
-        }
-        series.poll(shared, ctl.progress, total);
-        let step = until
-            .min(series.next)
-            .saturating_duration_since(now)
-            .min(Duration::from_millis(50));
-        std::thread::sleep(step);
+    /// Waits until `until` while sampling the series; false if interrupted.
+    fn wait(
+        &self,
+        until: Instant,
+        series: &mut SeriesRecorder,
+        ctl: &mut RunControl,
+        total: Duration,
+    ) -> bool {
+        wait_until(until, ctl.interrupted, || {
+            series.poll(self.phase(), || self.totals(), ctl.progress, total);
+            series.next_due()
+        })
     }
 }
 
@@ -379,7 +291,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     }
 
     let shared = Arc::new(Shared {
-        phase: AtomicU8::new(Phase::Ramp as u8),
+        phase: PhaseCell::new(Phase::Ramp),
         live: (0..spec.workers).map(|_| Live::default()).collect(),
     });
     let start = Arc::new(Barrier::new(spec.workers as usize + 1));
@@ -427,14 +339,8 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     }
 
     let total = spec.ramp + spec.time;
-    let mut series = SeriesRecorder::new();
-    if !wait_until(
-        series.t_run + spec.ramp,
-        &shared,
-        &mut series,
-        &mut ctl,
-        total,
-    ) {
+    let mut series = SeriesRecorder::new(Counting::DiskIo);
+    if !shared.wait(series.t_run() + spec.ramp, &mut series, &mut ctl, total) {
         shared.set(Phase::Stop);
         join_all(handles);
         return Err(DiskError::Interrupted("during ramp-up"));
@@ -442,7 +348,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let window = CpuWindow::start_with(|| shared.set(Phase::Measure))?;
     let measure_end = Instant::now() + spec.time;
-    let completed = wait_until(measure_end, &shared, &mut series, &mut ctl, total);
+    let completed = shared.wait(measure_end, &mut series, &mut ctl, total);
     let closed = window.finish_with(|| shared.set(Phase::Stop));
     let outs = join_all(handles);
 
@@ -507,7 +413,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
             remote: None,
         },
         latency: latency_report(&merged.hist),
-        series: series.points,
+        series: series.into_points(),
         notes,
     })
 }

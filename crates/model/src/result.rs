@@ -132,5 +132,6 @@ pub struct SeriesPoint {
     pub iops: Option<f64>,
     pub mb_s: Option<f64>,
     pub mbit_s: Option<f64>,
+    pub trans_s: Option<f64>,
     pub cpu_pct: Option<f64>,
 }
