@@ -1,6 +1,7 @@
 //! The `iotoll` binary: clap definitions and glue only.
 
 mod disk;
+mod net;
 mod output;
 mod progress;
 mod signals;
@@ -29,6 +30,9 @@ enum Cmd {
     /// Disk workloads with Iometer access specifications.
     #[command(subcommand)]
     Disk(disk::DiskCmd),
+    /// Network workloads: an endpoint, TCP streams and request/response.
+    #[command(subcommand)]
+    Net(net::NetCmd),
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Disk(c) => disk::main(c),
+        Cmd::Net(c) => net::main(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

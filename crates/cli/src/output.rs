@@ -38,7 +38,7 @@ pub fn num(v: f64) -> String {
     out
 }
 
-fn spec_line(doc: &ResultDoc) -> String {
+fn disk_spec_line(doc: &ResultDoc) -> String {
     let s = &doc.spec;
     let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
     let size = |k: &str| {
@@ -76,12 +76,119 @@ fn spec_line(doc: &ResultDoc) -> String {
     line
 }
 
+fn net_spec_line(doc: &ResultDoc) -> String {
+    let s = &doc.spec;
+    let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    let size = |k: &str| {
+        g(k).as_u64()
+            .map(iotoll_model::format_size)
+            .unwrap_or_else(|| "?".into())
+    };
+    let what = if doc.kind == "net-rr" {
+        format!(
+            "request/response {} / {}  burst {}",
+            size("req"),
+            size("resp"),
+            g("burst")
+        )
+    } else {
+        format!(
+            "stream {}  msg {}  sockbuf {}{}",
+            g("dir").as_str().unwrap_or("?"),
+            size("msg"),
+            g("sockbuf")
+                .as_u64()
+                .map(iotoll_model::format_size)
+                .unwrap_or("auto".into()),
+            if g("nodelay").as_bool() == Some(true) {
+                "  nodelay"
+            } else {
+                ""
+            }
+        )
+    };
+    format!(
+        "{}  {what}  {} connection(s)  {} thread(s)\npeer {}{}",
+        doc.kind,
+        g("conns"),
+        g("threads"),
+        g("peer").as_str().unwrap_or("?"),
+        if g("auth").as_bool() == Some(true) {
+            " (authenticated)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn cpu_line(o: &mut String, label: &str, c: &iotoll_model::CpuReport, with_self: bool) {
+    let _ =
+        writeln!(
+        o,
+        "  {:<12} {} % of {} CPUs busy   user {} sys {} irq {} softirq {} steal {}   iowait {}{}",
+        label,
+        num(c.busy_pct),
+        c.cpus,
+        num(c.modes.user + c.modes.nice),
+        num(c.modes.system),
+        num(c.modes.irq),
+        num(c.modes.softirq),
+        num(c.modes.steal),
+        num(c.modes.iowait),
+        if with_self {
+            format!("   iotoll itself {} %", c.self_pct.map(num).unwrap_or("-".into()))
+        } else {
+            String::new()
+        },
+    );
+}
+
+fn disclosure_lines(o: &mut String, d: &serde_json::Value) {
+    for side in ["local", "remote"] {
+        let i = &d[side]["interface"];
+        let t = &d[side]["tcp"];
+        let off = &i["offloads"];
+        let flag = |k: &str| match off[k].as_bool() {
+            Some(true) => k.to_string(),
+            Some(false) => format!("-{k}"),
+            None => String::new(),
+        };
+        let offs: Vec<String> = ["tso", "gso", "gro", "lro", "rx_checksum", "tx_checksum"]
+            .iter()
+            .map(|k| flag(k))
+            .filter(|s| !s.is_empty())
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {:<12} {} {}  mtu {}  speed {}  driver {}  [{}]  {} rmem {} wmem {}",
+            side,
+            i["name"].as_str().unwrap_or("?"),
+            i["address"].as_str().unwrap_or("?"),
+            i["mtu"],
+            i["speed_mbit"]
+                .as_u64()
+                .map(|v| format!("{v} Mbit/s"))
+                .unwrap_or("-".into()),
+            i["driver"].as_str().unwrap_or("-"),
+            offs.join(" "),
+            t["tcp_congestion_control"].as_str().unwrap_or("?"),
+            t["tcp_rmem"].as_str().unwrap_or("?"),
+            t["tcp_wmem"].as_str().unwrap_or("?"),
+        );
+    }
+}
+
 /// The compact table printed after a run.
 pub fn human(doc: &ResultDoc) -> String {
     let m = &doc.metrics;
     let get = |k: &str| m.get(k).copied();
     let mut o = String::new();
-    let _ = writeln!(o, "{}", spec_line(doc));
+    let header = if doc.kind == "disk" {
+        disk_spec_line(doc)
+    } else {
+        net_spec_line(doc)
+    };
+    let _ = writeln!(o, "{header}");
     let _ = write!(
         o,
         "window {} s  {}",
@@ -108,6 +215,54 @@ pub fn human(doc: &ResultDoc) -> String {
             num(get(mn::ERRORS).unwrap_or(0.0)),
         );
     }
+    if let Some(mbit) = get(mn::MBIT_S) {
+        let mut l = format!("  {:<12} {} Mbit/s", "goodput", num(mbit));
+        if let (Some(tx), Some(rx)) = (get(mn::TX_MBIT_S), get(mn::RX_MBIT_S)) {
+            let _ = write!(l, " (tx {}, rx {})", num(tx), num(rx));
+        }
+        if let (Some(lo), Some(hi)) = (get(mn::CONN_MBIT_S_MIN), get(mn::CONN_MBIT_S_MAX)) {
+            let _ = write!(l, "   per connection {} to {}", num(lo), num(hi));
+        }
+        if let Some(f) = get(mn::FAIRNESS) {
+            let _ = write!(l, "   fairness {f:.3}");
+        }
+        let _ = writeln!(o, "{l}");
+        let _ = writeln!(
+            o,
+            "  {:<12} {} retransmits   srtt {} us   connections up in {} s   errors {}",
+            "tcp",
+            num(get(mn::RETRANSMITS).unwrap_or(f64::NAN)),
+            get(mn::SRTT_US).map(num).unwrap_or("-".into()),
+            get(mn::CONNECT_S)
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or("-".into()),
+            num(get(mn::ERRORS).unwrap_or(0.0)),
+        );
+    }
+    if let Some(t) = get(mn::TRANS_S) {
+        let _ = writeln!(
+            o,
+            "  {:<12} {} transactions/s   one-way latency {} us   errors {}",
+            "rr",
+            num(t),
+            get(mn::LATENCY_ONE_WAY_US).map(num).unwrap_or("-".into()),
+            num(get(mn::ERRORS).unwrap_or(0.0)),
+        );
+        let mut l = format!("  {:<12}", "rtt us");
+        for (label, k) in [
+            ("mean", mn::RTT_MEAN_US),
+            ("p50", mn::RTT_P50_US),
+            ("p90", mn::RTT_P90_US),
+            ("p99", mn::RTT_P99_US),
+            ("p99.9", mn::RTT_P999_US),
+            ("max", mn::RTT_MAX_US),
+        ] {
+            if let Some(v) = get(k) {
+                let _ = write!(l, " {label} {}", num(v));
+            }
+        }
+        let _ = writeln!(o, "{l}");
+    }
     if get(mn::LAT_MEAN_US).is_some() {
         let mut l = format!("  {:<12}", "latency us");
         for (label, k) in [
@@ -128,20 +283,7 @@ pub fn human(doc: &ResultDoc) -> String {
     }
     match &doc.cpu.local {
         Some(c) => {
-            let _ = writeln!(
-                o,
-                "  {:<12} {} % of {} CPUs busy   user {} sys {} irq {} softirq {} steal {}   iowait {}   iotoll itself {} %",
-                "cpu",
-                num(c.busy_pct),
-                c.cpus,
-                num(c.modes.user + c.modes.nice),
-                num(c.modes.system),
-                num(c.modes.irq),
-                num(c.modes.softirq),
-                num(c.modes.steal),
-                num(c.modes.iowait),
-                c.self_pct.map(num).unwrap_or("-".into()),
-            );
+            cpu_line(&mut o, "cpu", c, true);
             if c.interrupts_s.is_some() || c.ctx_switches_s.is_some() {
                 let _ = writeln!(
                     o,
@@ -171,19 +313,34 @@ pub fn human(doc: &ResultDoc) -> String {
             let _ = writeln!(o, "  {:<12} not measured (see notes)", "cpu");
         }
     }
+    if let Some(c) = &doc.cpu.remote {
+        cpu_line(&mut o, "remote cpu", c, false);
+    }
     let mut eff = Vec::new();
     for (k, unit) in [
         (mn::IOPS_PER_CPU_PCT, "IOPS per % CPU"),
         (mn::MB_S_PER_CPU_PCT, "MB/s per % CPU"),
         (mn::CPU_US_PER_IO, "CPU us per I/O"),
         (mn::CYCLES_PER_IO, "cycles per I/O"),
+        (mn::MBIT_S_PER_CPU_PCT, "Mbit/s per % CPU (P/E)"),
+        (mn::REMOTE_MBIT_S_PER_CPU_PCT, "Mbit/s per % remote CPU"),
+        (mn::CPU_US_PER_KB, "CPU us per KB"),
+        (mn::CYCLES_PER_BYTE, "cycles per byte"),
+        (mn::CPU_US_PER_TRANS, "CPU us per transaction"),
     ] {
+        if doc.kind == "net-rr" && (k == mn::CPU_US_PER_KB || k == mn::CYCLES_PER_BYTE) {
+            continue;
+        }
         if let Some(v) = get(k) {
             eff.push(format!("{} {unit}", num(v)));
         }
     }
     if !eff.is_empty() {
         let _ = writeln!(o, "  {:<12} {}", "efficiency", eff.join("   "));
+    }
+    if let Some(d) = &doc.disclosure {
+        let _ = writeln!(o, "\nnetwork path:");
+        disclosure_lines(&mut o, d);
     }
     if !doc.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");

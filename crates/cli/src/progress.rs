@@ -37,7 +37,7 @@ impl TermProgress {
     }
 }
 
-impl iotoll_disk::Progress for TermProgress {
+impl iotoll_probe::Progress for TermProgress {
     fn preparing(&mut self, done: u64, total: u64) {
         if done == total || done % (64 << 20) == 0 {
             self.draw(&format!(
@@ -60,6 +60,12 @@ impl iotoll_disk::Progress for TermProgress {
         }
         if let Some(v) = p.mb_s {
             line += &format!("  {v:>9.1} MB/s");
+        }
+        if let Some(v) = p.trans_s {
+            line += &format!("  {v:>10.0} trans/s");
+        }
+        if let Some(v) = p.mbit_s {
+            line += &format!("  {v:>9.1} Mbit/s");
         }
         if let Some(v) = p.cpu_pct {
             line += &format!("  cpu {v:>5.1} %");

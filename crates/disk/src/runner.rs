@@ -10,25 +10,14 @@ use crate::target::{self, Target};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::{derive_metrics, CpuSection, LatencyReport, Metrics, ResultDoc};
-use iotoll_probe::{wait_until, Counting, CpuWindow, Phase, PhaseCell, Progress, SeriesRecorder};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
+use iotoll_probe::{
+    latency_report, new_histogram, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl,
+    SeriesRecorder,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
-
-pub struct RunControl<'a> {
-    /// Set by a signal handler: stop cleanly and report what was measured.
-    pub interrupted: &'a AtomicBool,
-    pub progress: &'a mut dyn Progress,
-}
-
-/// Latency histogram range: 1 ns to 1 hour at 3 significant digits.
-const HIST_MAX_NS: u64 = 3_600_000_000_000;
-
-fn new_hist() -> Histogram<u64> {
-    // Bounds are constants that hdrhistogram accepts.
-    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds")
-}
 
 /// Counters a worker publishes for the live series, on its own cache line.
 #[repr(align(128))]
@@ -128,7 +117,7 @@ fn worker(
         write_bytes: 0,
         errors: 0,
         first_error: None,
-        hist: new_hist(),
+        hist: new_histogram(),
     };
 
     loop {
@@ -359,7 +348,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         write_bytes: 0,
         errors: 0,
         first_error: None,
-        hist: new_hist(),
+        hist: new_histogram(),
     };
     for o in outs {
         let o = o.map_err(|msg| DiskError::EngineUnavailable {
@@ -415,6 +404,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         latency: latency_report(&merged.hist),
         series: series.into_points(),
         notes,
+        disclosure: None,
     })
 }
 
@@ -465,43 +455,6 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
     }
     derive_metrics(&mut m);
     m
-}
-
-fn latency_report(h: &Histogram<u64>) -> Option<LatencyReport> {
-    if h.is_empty() {
-        return None;
-    }
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let percentiles_us = [
-        ("50", 0.5),
-        ("90", 0.9),
-        ("99", 0.99),
-        ("99.9", 0.999),
-        ("99.99", 0.9999),
-    ]
-    .iter()
-    .map(|(k, q)| (k.to_string(), us(h.value_at_quantile(*q))))
-    .collect();
-    // Logarithmic buckets from 1 us, 25 % wide: compact, and fine enough to chart.
-    let histogram = h
-        .iter_log(1000, 1.25)
-        .filter(|v| v.count_since_last_iteration() > 0)
-        .map(|v| {
-            [
-                us(v.value_iterated_to()),
-                v.count_since_last_iteration() as f64,
-            ]
-        })
-        .collect();
-    Some(LatencyReport {
-        count: h.len(),
-        min_us: us(h.min()),
-        max_us: us(h.max()),
-        mean_us: h.mean() / 1000.0,
-        stdev_us: h.stdev() / 1000.0,
-        percentiles_us,
-        histogram,
-    })
 }
 
 fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value {

@@ -47,6 +47,7 @@ metric_registry! {
     TX_MBIT_S = "tx_mbit_s", "Mbit/s", "TCP goodput sent";
     RX_MBIT_S = "rx_mbit_s", "Mbit/s", "TCP goodput received";
     CONNS = "conns", "count", "connections";
+    CONNECT_S = "connect_s", "s", "time to establish all data connections";
     CONN_MBIT_S_MIN = "conn_mbit_s_min", "Mbit/s", "slowest connection";
     CONN_MBIT_S_MAX = "conn_mbit_s_max", "Mbit/s", "fastest connection";
     FAIRNESS = "fairness", "ratio", "Jain's fairness index over connections";

@@ -24,6 +24,9 @@ pub struct ResultDoc {
     pub series: Vec<SeriesPoint>,
     /// Warnings that affect interpretation.
     pub notes: Vec<String>,
+    /// What the run ran on, where it matters to the figures (network runs:
+    /// the interfaces and TCP settings of both ends).
+    pub disclosure: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,7 +37,7 @@ pub struct CpuSection {
 }
 
 /// Whole-host CPU over one measurement window.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuReport {
     /// CPUs present at both ends of the window (the denominator of every %).
     pub cpus: u32,

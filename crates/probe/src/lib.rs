@@ -6,13 +6,17 @@
 //! window and [`HostSampler`] gives the one-second series.
 
 pub mod clock;
+mod latency;
 mod pacing;
 pub mod procs;
 pub mod stat;
 mod window;
 
 pub use iotoll_model::CpuReport;
-pub use pacing::{wait_until, Counting, Phase, PhaseCell, Progress, SeriesRecorder, Silent};
+pub use latency::{latency_report, new_histogram};
+pub use pacing::{
+    wait_until, Counting, Phase, PhaseCell, Progress, RunControl, SeriesRecorder, Silent,
+};
 pub use window::{ClosedWindow, CpuWindow, HostSampler};
 
 #[derive(Debug, thiserror::Error)]

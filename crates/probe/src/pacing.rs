@@ -62,6 +62,13 @@ pub trait Progress {
 pub struct Silent;
 impl Progress for Silent {}
 
+/// What a measuring run gets from its caller.
+pub struct RunControl<'a> {
+    /// Set by a signal handler: stop cleanly and report what was measured.
+    pub interrupted: &'a AtomicBool,
+    pub progress: &'a mut dyn Progress,
+}
+
 /// What the live counters of a run count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Counting {

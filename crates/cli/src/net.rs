@@ -1,0 +1,279 @@
+//! `iotoll net serve | stream | rr`.
+
+use crate::{output, progress::TermProgress, signals, Interrupted, UsageError};
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use iotoll_model::{parse_duration, parse_size};
+use iotoll_net::auth::Key;
+use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
+use iotoll_probe::RunControl;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum NetCmd {
+    /// Run the endpoint that stream and rr tests connect to.
+    Serve(ServeArgs),
+    /// TCP goodput: bulk transfer over N connections, with CPU at both ends.
+    Stream(Box<StreamArgs>),
+    /// Request/response: transaction rate and round-trip latency.
+    Rr(Box<RrArgs>),
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn dir_arg(s: &str) -> Result<Dir, String> {
+    match s {
+        "tx" => Ok(Dir::Tx),
+        "rx" => Ok(Dir::Rx),
+        "bidir" => Ok(Dir::Bidir),
+        _ => Err(format!("unknown direction '{s}': use tx, rx or bidir")),
+    }
+}
+
+fn bind_arg(s: &str) -> Result<Vec<IpAddr>, String> {
+    s.split(',')
+        .map(|a| {
+            a.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("'{a}' is not an IP address"))
+        })
+        .collect()
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "The endpoint serves one test at a time; a client that arrives while a test runs is told it is busy.
+With --auth-key, clients must prove the same pre-shared key (HMAC-SHA256 challenge-response, both directions)."
+)]
+pub struct ServeArgs {
+    /// Address and port to listen on [default: [::]:7575, all IPv6 and IPv4 addresses].
+    #[arg(long, value_name = "ADDR[:PORT]")]
+    listen: Option<String>,
+    /// File holding a pre-shared key (at least 16 bytes) clients must prove.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// Serve one client, then exit.
+    #[arg(long)]
+    once: bool,
+    /// Most data connections a test may ask for.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_conns: u32,
+    /// Longest test (ramp + time) a client may ask for.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1h")]
+    max_time: Duration,
+    /// Largest message, request or response a client may ask for.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "16m")]
+    max_msg: u64,
+}
+
+/// Flags every client test shares.
+#[derive(Args)]
+pub struct CommonArgs {
+    /// The endpoint: HOST[:PORT] (port 7575 by default; [v6]:port for IPv6).
+    #[arg(value_name = "HOST[:PORT]")]
+    peer: String,
+    /// Data connections.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    conns: u32,
+    /// Ramp-up before the measurement window.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    ramp: Duration,
+    /// Length of the measurement window.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    time: Duration,
+    /// File holding the endpoint's pre-shared key.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// Configuration label recorded with the result.
+    #[arg(long, value_name = "LABEL")]
+    config: Option<String>,
+    /// Engine threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress line on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// tx: this host sends; rx: the endpoint sends; bidir: N connections each way.
+    #[arg(long, value_name = "DIR", value_parser = dir_arg, default_value = "tx")]
+    dir: Dir,
+    /// Size of each write (1 to 16m).
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "128k", allow_hyphen_values = true)]
+    msg: u64,
+    /// SO_SNDBUF and SO_RCVBUF at both ends [default: kernel autotuning].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    sockbuf: Option<u64>,
+    /// TCP_NODELAY on the data connections.
+    #[arg(long)]
+    nodelay: bool,
+    /// Local addresses to spread the connections over, round-robin (multi-adapter tests).
+    #[arg(long, value_name = "ADDR[,ADDR...]", value_parser = bind_arg)]
+    bind: Option<Vec<IpAddr>>,
+}
+
+#[derive(Args)]
+pub struct RrArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Request size.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "1", allow_hyphen_values = true)]
+    req: u64,
+    /// Response size.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "1", allow_hyphen_values = true)]
+    resp: u64,
+    /// Outstanding transactions per connection.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    burst: u32,
+}
+
+pub fn main(cmd: NetCmd) -> Result<()> {
+    match cmd {
+        NetCmd::Serve(a) => serve(a),
+        NetCmd::Stream(a) => {
+            let a = *a;
+            let spec = ClientSpec {
+                kind: TestKind::Stream,
+                dir: a.dir,
+                msg: a.msg,
+                sockbuf: a.sockbuf,
+                nodelay: a.nodelay,
+                bind: a.bind.unwrap_or_default(),
+                ..base_spec(&a.common)?
+            };
+            client(spec, &a.common)
+        }
+        NetCmd::Rr(a) => {
+            let a = *a;
+            let spec = ClientSpec {
+                kind: TestKind::Rr,
+                req: a.req,
+                resp: a.resp,
+                burst: a.burst,
+                ..base_spec(&a.common)?
+            };
+            client(spec, &a.common)
+        }
+    }
+}
+
+fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
+    p.as_ref()
+        .map(|p| Key::load(p).map_err(|e| UsageError(e).into()))
+        .transpose()
+}
+
+fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
+    Ok(ClientSpec {
+        peer: c.peer.clone(),
+        conns: c.conns,
+        ramp: c.ramp,
+        time: c.time,
+        key: load_key(&c.auth_key)?,
+        config: c.config.clone(),
+        threads: c.threads,
+        ..ClientSpec::default()
+    })
+}
+
+fn usage_or(e: NetError) -> anyhow::Error {
+    if e.is_usage() {
+        UsageError(e.to_string()).into()
+    } else {
+        e.into()
+    }
+}
+
+fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
+    if c.threads == Some(0) {
+        return Err(UsageError("--threads must be positive".into()).into());
+    }
+    let flag = signals::install();
+    let mut progress = TermProgress::new(c.quiet);
+    let res = iotoll_net::run(
+        &spec,
+        RunControl {
+            interrupted: &flag,
+            progress: &mut progress,
+        },
+    );
+    progress.clear();
+    let doc = res.map_err(usage_or)?;
+    if c.json {
+        output::print_json(&doc)?;
+    } else {
+        print!("{}", output::human(&doc));
+    }
+    if doc.status == "interrupted" {
+        eprintln!(
+            "iotoll: interrupted; the figures above cover the part of the window that was measured"
+        );
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
+fn serve(a: ServeArgs) -> Result<()> {
+    let listen = match &a.listen {
+        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(usage_or)?,
+        None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
+    };
+    if a.max_conns == 0 || a.max_msg == 0 || a.max_time.is_zero() {
+        return Err(
+            UsageError("--max-conns, --max-msg and --max-time must be positive".into()).into(),
+        );
+    }
+    let cfg = ServerConfig {
+        listen,
+        key: load_key(&a.auth_key)?,
+        once: a.once,
+        limits: Limits {
+            max_conns: a.max_conns,
+            max_time: a.max_time,
+            max_msg: a.max_msg,
+        },
+        threads: None,
+    };
+    let flag = signals::install();
+    let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
+    let r = iotoll_net::serve(&cfg, &flag, log.clone());
+    // No IPv6 on this host: listen on IPv4 instead of failing.
+    let r = match r {
+        Err(NetError::Io(_)) if a.listen.is_none() => {
+            let v4 = ServerConfig {
+                listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
+                ..cfg
+            };
+            iotoll_net::serve(&v4, &flag, log)
+        }
+        r => r,
+    };
+    r.map_err(usage_or)?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! Pre-shared-key authentication: HMAC-SHA256 challenge-response in both
+//! directions, compared in constant time.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::path::Path;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A pre-shared key read from a file.
+#[derive(Clone)]
+pub struct Key(Vec<u8>);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(..)")
+    }
+}
+
+impl Key {
+    /// Reads a key file; surrounding whitespace (a trailing newline) is not
+    /// part of the key.
+    pub fn load(path: &Path) -> Result<Key, String> {
+        let raw = std::fs::read(path).map_err(|e| format!("auth key {}: {e}", path.display()))?;
+        let start = raw
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(raw.len());
+        let end = raw
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .map_or(start, |i| i + 1);
+        let key = raw[start..end].to_vec();
+        if key.len() < 16 {
+            return Err(format!(
+                "auth key {}: {} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)",
+                path.display(),
+                key.len()
+            ));
+        }
+        Ok(Key(key))
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Key {
+        Key(b.to_vec())
+    }
+
+    fn hmac(&self, label: &str, a: &str, b: &str) -> HmacSha256 {
+        // HMAC takes keys of any length.
+        let mut m = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts any key length");
+        for part in [label, a, b] {
+            m.update(&(part.len() as u32).to_be_bytes());
+            m.update(part.as_bytes());
+        }
+        m
+    }
+
+    /// The proof for (`label`, `a`, `b`), hex.
+    pub fn mac(&self, label: &str, a: &str, b: &str) -> String {
+        hex(&self.hmac(label, a, b).finalize().into_bytes())
+    }
+
+    /// Constant-time check of a peer's proof.
+    pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
+        match unhex(mac_hex) {
+            Some(bytes) => self.hmac(label, a, b).verify_slice(&bytes).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// 16 random bytes from the kernel, hex.
+pub fn nonce() -> String {
+    let mut b = [0u8; 16];
+    // SAFETY: getrandom writes at most b.len() bytes into b.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        // Never reached on Linux >= 3.17; a time-based nonce still never repeats.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b.copy_from_slice(&t.to_le_bytes());
+    }
+    hex(&b)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || s.len() > 256 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proofs_verify_only_with_the_same_key_and_inputs() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let other = Key::from_bytes(b"0123456789abcdeX");
+        let m = k.mac("client", "n1", "n2");
+        assert!(k.verify("client", "n1", "n2", &m));
+        assert!(!other.verify("client", "n1", "n2", &m));
+        assert!(
+            !k.verify("server", "n1", "n2", &m),
+            "labels separate directions"
+        );
+        assert!(!k.verify("client", "n2", "n1", &m));
+        assert!(!k.verify("client", "n1", "n2", "zz"));
+        assert!(!k.verify("client", "n1", "n2", ""));
+    }
+
+    #[test]
+    fn nonces_differ() {
+        assert_ne!(nonce(), nonce());
+        assert_eq!(nonce().len(), 32);
+    }
+
+    #[test]
+    fn key_file() {
+        let d = std::env::temp_dir().join(format!("iotoll-key-{}", std::process::id()));
+        std::fs::write(&d, "  0123456789abcdef0123\n").unwrap();
+        let k = Key::load(&d).unwrap();
+        assert_eq!(k.0, b"0123456789abcdef0123");
+        std::fs::write(&d, "short\n").unwrap();
+        assert!(Key::load(&d).unwrap_err().contains("too short"));
+        std::fs::remove_file(&d).unwrap();
+        assert!(Key::load(&d).is_err());
+    }
+}

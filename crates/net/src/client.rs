@@ -1,0 +1,556 @@
+//! The clients: `iotoll net stream` and `iotoll net rr`. The client drives
+//! the test: it opens the data connections, runs the ramp-up, opens its CPU
+//! window and tells the endpoint to open its own, then closes both and
+//! merges the endpoint's report into one result.
+
+use crate::auth::{nonce, Key};
+use crate::engine::{Engine, EngineOut, Role};
+use crate::proto::{
+    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
+};
+use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
+use crate::{disclose, resolve, sock, NetError, DEFAULT_PORT};
+use iotoll_model::metrics as mn;
+use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
+use iotoll_probe::{
+    latency_report, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl, SeriesRecorder,
+};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+#[derive(Debug, Clone)]
+pub struct ClientSpec {
+    /// HOST[:PORT] of the endpoint.
+    pub peer: String,
+    pub kind: TestKind,
+    pub dir: Dir,
+    pub conns: u32,
+    pub msg: u64,
+    pub sockbuf: Option<u64>,
+    pub nodelay: bool,
+    /// Local addresses the data connections are spread over, round-robin.
+    pub bind: Vec<IpAddr>,
+    pub req: u64,
+    pub resp: u64,
+    pub burst: u32,
+    pub ramp: Duration,
+    pub time: Duration,
+    pub key: Option<Key>,
+    pub config: Option<String>,
+    /// Data-engine threads; None: one per core.
+    pub threads: Option<usize>,
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        ClientSpec {
+            peer: format!("127.0.0.1:{DEFAULT_PORT}"),
+            kind: TestKind::Stream,
+            dir: Dir::Tx,
+            conns: 1,
+            msg: 128 << 10,
+            sockbuf: None,
+            nodelay: false,
+            bind: Vec::new(),
+            req: 1,
+            resp: 1,
+            burst: 1,
+            ramp: Duration::from_secs(1),
+            time: Duration::from_secs(10),
+            key: None,
+            config: None,
+            threads: None,
+        }
+    }
+}
+
+/// Client-side limits: the endpoint enforces its own as well.
+pub const MAX_CONNS: u32 = 10_000;
+pub const MAX_MSG: u64 = 16 << 20;
+
+impl ClientSpec {
+    pub fn validate(&self) -> Result<(), NetError> {
+        let bad = |m: String| Err(NetError::Invalid(m));
+        if self.conns == 0 || self.conns > MAX_CONNS {
+            return bad(format!(
+                "--conns must be between 1 and {MAX_CONNS}, got {}",
+                self.conns
+            ));
+        }
+        let sizes: &[(&str, u64)] = match self.kind {
+            TestKind::Stream => &[("--msg", self.msg)],
+            TestKind::Rr => &[("--req", self.req), ("--resp", self.resp)],
+        };
+        for (flag, v) in sizes {
+            if *v == 0 || *v > MAX_MSG {
+                return bad(format!("{flag} must be between 1 byte and 16m, got {v}"));
+            }
+        }
+        if self.sockbuf == Some(0) {
+            return bad("--sockbuf must be positive".into());
+        }
+        if self.kind == TestKind::Rr && (self.burst == 0 || self.burst > 1024) {
+            return bad(format!(
+                "--burst must be between 1 and 1024, got {}",
+                self.burst
+            ));
+        }
+        if self.time.is_zero() {
+            return bad("--time must be positive".into());
+        }
+        if let Some(c) = &self.config {
+            if c.trim().is_empty() {
+                return bad("--config must not be empty".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn params(&self) -> TestParams {
+        TestParams {
+            kind: self.kind,
+            dir: if self.kind == TestKind::Rr {
+                Dir::Tx
+            } else {
+                self.dir
+            },
+            conns: self.conns,
+            msg: self.msg,
+            sockbuf: self.sockbuf,
+            nodelay: self.nodelay,
+            req: self.req,
+            resp: self.resp,
+            burst: self.burst,
+            ramp_ms: self.ramp.as_millis() as u64,
+            time_ms: self.time.as_millis() as u64,
+        }
+    }
+}
+
+fn peer_err(peer: &SocketAddr, msg: impl Into<String>) -> NetError {
+    NetError::Peer {
+        peer: peer.to_string(),
+        msg: msg.into(),
+    }
+}
+
+fn proto_err(peer: &SocketAddr, what: &str, e: ProtoError) -> NetError {
+    peer_err(peer, format!("{what}: {e}"))
+}
+
+/// Reads the next message, turning the endpoint's `error` into ours.
+fn recv(ctl: &mut Control, peer: &SocketAddr, what: &str, t: Duration) -> Result<Msg, NetError> {
+    match ctl.recv(t) {
+        Ok(Msg::Error { msg }) => Err(peer_err(peer, msg)),
+        Ok(Msg::Busy { msg }) => Err(NetError::Busy {
+            peer: peer.to_string(),
+            msg,
+        }),
+        Ok(m) => Ok(m),
+        Err(e) => Err(proto_err(peer, what, e)),
+    }
+}
+
+fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
+    peer_err(
+        peer,
+        format!("protocol error: expected {want}, got {got:?}"),
+    )
+}
+
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects, checks the endpoint's version and runs the mutual
+/// authentication; returns the control connection ready for a test.
+fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> {
+    let s = TcpStream::connect_timeout(addr, Duration::from_secs(5))
+        .map_err(|e| peer_err(addr, format!("cannot connect: {e}")))?;
+    let mut ctl = Control::new(s).map_err(|e| peer_err(addr, e.to_string()))?;
+    let (proto, sn, server_auth) = match recv(&mut ctl, addr, "hello", CONTROL_TIMEOUT)? {
+        Msg::Hello {
+            proto, nonce, auth, ..
+        } => (proto, nonce, auth),
+        other => return Err(unexpected(addr, "hello", &other)),
+    };
+    if proto != PROTO_VERSION {
+        return Err(peer_err(
+            addr,
+            format!("speaks control protocol {proto}, this iotoll speaks {PROTO_VERSION}; use the same iotoll version on both ends"),
+        ));
+    }
+    match (server_auth, key) {
+        (true, None) => return Err(peer_err(addr, "the endpoint requires a pre-shared key: add --auth-key FILE")),
+        (false, Some(_)) => {
+            return Err(peer_err(
+                addr,
+                "the endpoint has no key (started without --auth-key), so it cannot prove who it is; refusing because --auth-key was given",
+            ))
+        }
+        _ => {}
+    }
+    let cn = nonce();
+    ctl.send(&Msg::Auth {
+        nonce: cn.clone(),
+        mac: key.map(|k| k.mac("client", &sn, &cn)),
+    })
+    .map_err(|e| proto_err(addr, "auth", e))?;
+    match recv(&mut ctl, addr, "auth", CONTROL_TIMEOUT)? {
+        Msg::AuthOk { mac } => {
+            if let Some(k) = key {
+                let ok = mac.is_some_and(|m| k.verify("server", &cn, &sn, &m));
+                if !ok {
+                    return Err(peer_err(
+                        addr,
+                        "the endpoint failed to prove the pre-shared key",
+                    ));
+                }
+            }
+        }
+        other => return Err(unexpected(addr, "auth_ok", &other)),
+    }
+    Ok(ctl)
+}
+
+/// Opens the data connections: buffers set before connect (the window
+/// scale is chosen at the handshake), local addresses round-robin.
+fn open_data(
+    spec: &ClientSpec,
+    server: SocketAddr,
+    token: u64,
+    roles: &[Role],
+) -> Result<Vec<(TcpStream, Role)>, NetError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let mut out = Vec::with_capacity(roles.len());
+    for (i, role) in roles.iter().enumerate() {
+        let ctx = |what: &str, e: std::io::Error| {
+            peer_err(&server, format!("data connection {}: {what}: {e}", i + 1))
+        };
+        let s = Socket::new(
+            Domain::for_address(server),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )
+        .map_err(|e| ctx("socket", e))?;
+        if let Some(b) = spec.sockbuf {
+            sock::set_sockbuf(s.as_raw_fd(), b).map_err(|e| ctx("sockbuf", e))?;
+        }
+        if !spec.bind.is_empty() {
+            let ip = spec.bind[i % spec.bind.len()];
+            s.bind(&SocketAddr::new(ip, 0).into())
+                .map_err(|e| ctx(&format!("bind {ip}"), e))?;
+        }
+        s.connect_timeout(&server.into(), Duration::from_secs(5))
+            .map_err(|e| ctx("connect", e))?;
+        let mut t: TcpStream = s.into();
+        let mut h = [0u8; DATA_HEADER];
+        h[..8].copy_from_slice(&token.to_be_bytes());
+        h[8..12].copy_from_slice(&(i as u32).to_be_bytes());
+        h[12] = role.code();
+        t.write_all(&h).map_err(|e| ctx("header", e))?;
+        if spec.nodelay {
+            let _ = t.set_nodelay(true);
+        }
+        out.push((t, *role));
+    }
+    Ok(out)
+}
+
+/// Runs a stream or request/response test against an endpoint.
+pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError> {
+    spec.validate()?;
+    let addr = resolve(&spec.peer, DEFAULT_PORT)?;
+    let params = spec.params();
+    let roles: Vec<Role> = server_roles(&params)
+        .into_iter()
+        .map(Role::opposite)
+        .collect();
+    sock::ensure_nofile(roles.len() as u64 + 64).map_err(NetError::Io)?;
+
+    let mut ctl = handshake(&addr, spec.key.as_ref())?;
+    let local_ip = ctl
+        .stream
+        .local_addr()
+        .map_err(|e| NetError::Io(e.to_string()))?
+        .ip();
+    ctl.send(&Msg::Test {
+        params: params.clone(),
+    })
+    .map_err(|e| proto_err(&addr, "test", e))?;
+    let (data_port, token) = match recv(&mut ctl, &addr, "accept", CONTROL_TIMEOUT)? {
+        Msg::Accept { data_port, token } => (data_port, token),
+        other => return Err(unexpected(&addr, "accept", &other)),
+    };
+    let t_connect = Instant::now();
+    let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
+    let connect_s = t_connect.elapsed().as_secs_f64();
+    match recv(
+        &mut ctl,
+        &addr,
+        "ready",
+        CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
+    )? {
+        Msg::Ready => {}
+        other => return Err(unexpected(&addr, "ready", &other)),
+    }
+
+    let threads = spec.threads.unwrap_or_else(default_threads);
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(conns, engine_params(&params), phase.clone(), threads)
+        .map_err(|e| NetError::Io(format!("cannot start engine: {e}")))?;
+    let RunControl {
+        interrupted,
+        progress,
+    } = ctl_in;
+    let counting = match spec.kind {
+        TestKind::Stream => Counting::NetBytes,
+        TestKind::Rr => Counting::Transactions,
+    };
+    let total = spec.ramp + spec.time;
+    let mut series = SeriesRecorder::new(counting);
+    let mut tick = |series: &mut SeriesRecorder| {
+        series.poll(phase.get(), || engine.totals(), progress, total);
+        series.next_due()
+    };
+    if !wait_until(series.t_run() + spec.ramp, interrupted, || {
+        tick(&mut series)
+    }) {
+        let _ = ctl.send(&Msg::Stop);
+        phase.set(Phase::Stop);
+        engine.join();
+        return Err(NetError::Interrupted("during ramp-up"));
+    }
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))?;
+    ctl.send(&Msg::WindowStart)
+        .map_err(|e| proto_err(&addr, "window start", e))?;
+    let completed = wait_until(Instant::now() + spec.time, interrupted, || {
+        tick(&mut series)
+    });
+    let closed = window.finish_with(|| phase.set(Phase::Stop));
+    let ended = ctl
+        .send(&Msg::WindowEnd)
+        .map_err(|e| proto_err(&addr, "window end", e));
+    let out = engine.join();
+    ended?;
+    let report = match recv(&mut ctl, &addr, "report", CONTROL_TIMEOUT)? {
+        Msg::Report { report } => *report,
+        other => return Err(unexpected(&addr, "report", &other)),
+    };
+    let _ = ctl.send(&Msg::Stop);
+
+    let mut notes = Vec::new();
+    if !completed {
+        notes.push(format!(
+            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
+            closed.window_s,
+            spec.time.as_secs_f64()
+        ));
+    }
+    if addr.ip().is_loopback() || local_ip == addr.ip() {
+        notes.push("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into());
+    }
+    if out.errors > 0 {
+        notes.push(format!(
+            "{} connection(s) failed inside the window; first error: {}",
+            out.errors,
+            out.first_error.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let cpu = match closed.report {
+        Ok(r) => {
+            notes.extend(r.notes.iter().cloned());
+            Some(r)
+        }
+        Err(e) => {
+            notes.push(format!("local CPU not measured: {e}"));
+            None
+        }
+    };
+    if let Some(e) = &report.cpu_error {
+        notes.push(format!("endpoint CPU not measured: {e}"));
+    }
+    let metrics = net_metrics(
+        spec,
+        &out,
+        closed.window_s,
+        &report,
+        cpu.as_ref(),
+        connect_s,
+    );
+    let kind = match spec.kind {
+        TestKind::Stream => "net-stream",
+        TestKind::Rr => "net-rr",
+    };
+    Ok(ResultDoc {
+        iotoll_version: iotoll_model::VERSION.to_string(),
+        kind: kind.into(),
+        status: if completed { "complete" } else { "interrupted" }.into(),
+        started_at,
+        config: spec.config.clone(),
+        spec: spec_json(spec, &addr, threads),
+        metrics,
+        cpu: CpuSection {
+            local: cpu,
+            remote: report.cpu.clone(),
+        },
+        latency: latency_report(&out.rtt),
+        series: series.into_points(),
+        notes,
+        disclosure: Some(serde_json::json!({
+            "local": disclose::network(local_ip),
+            "remote": report.disclosure,
+        })),
+    })
+}
+
+/// Per-connection rate statistics over one or two windows.
+struct Rates {
+    n: f64,
+    sum: f64,
+    sum_sq: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Rates {
+    fn new() -> Self {
+        Rates {
+            n: 0.0,
+            sum: 0.0,
+            sum_sq: 0.0,
+            min: f64::INFINITY,
+            max: 0.0,
+        }
+    }
+
+    /// Adds connections whose byte counts are `b`, over `window_s`, in Mbit/s.
+    fn add(&mut self, b: &ByteStats, window_s: f64) {
+        if b.conns == 0 || window_s <= 0.0 {
+            return;
+        }
+        let k = 8.0 / 1e6 / window_s;
+        self.n += b.conns as f64;
+        self.sum += b.sum as f64 * k;
+        self.sum_sq += b.sum_sq * k * k;
+        self.min = self.min.min(b.min as f64 * k);
+        self.max = self.max.max(b.max as f64 * k);
+    }
+
+    fn fairness(&self) -> Option<f64> {
+        (self.n > 0.0 && self.sum_sq > 0.0).then(|| self.sum * self.sum / (self.n * self.sum_sq))
+    }
+}
+
+fn net_metrics(
+    spec: &ClientSpec,
+    out: &EngineOut,
+    window_s: f64,
+    report: &ServerReport,
+    cpu: Option<&iotoll_model::CpuReport>,
+    connect_s: f64,
+) -> Metrics {
+    let mut m = Metrics::new();
+    let mut put = |k: &str, v: f64| {
+        m.insert(k.to_string(), v);
+    };
+    put(mn::WINDOW_S, window_s);
+    put(mn::ERRORS, out.errors as f64);
+    put(mn::CONNECT_S, connect_s);
+    match spec.kind {
+        TestKind::Stream => {
+            // Goodput is what the receiving end counted in its window.
+            let client_rx = ByteStats::from_counts(
+                out.per_conn
+                    .iter()
+                    .filter(|(r, _)| *r == Role::Recv)
+                    .map(|(_, c)| c.rx),
+            );
+            let mut rates = Rates::new();
+            rates.add(&report.rx, report.window_s);
+            rates.add(&client_rx, window_s);
+            let tx = (report.rx.conns > 0 && report.window_s > 0.0)
+                .then(|| report.rx.sum as f64 * 8.0 / 1e6 / report.window_s);
+            let rx = (client_rx.conns > 0 && window_s > 0.0)
+                .then(|| client_rx.sum as f64 * 8.0 / 1e6 / window_s);
+            if let Some(v) = tx {
+                put(mn::TX_MBIT_S, v);
+            }
+            if let Some(v) = rx {
+                put(mn::RX_MBIT_S, v);
+            }
+            put(mn::MBIT_S, tx.unwrap_or(0.0) + rx.unwrap_or(0.0));
+            put(mn::CONNS, rates.n);
+            if rates.n > 0.0 {
+                put(mn::CONN_MBIT_S_MIN, rates.min);
+                put(mn::CONN_MBIT_S_MAX, rates.max);
+            }
+            if let Some(f) = rates.fairness() {
+                put(mn::FAIRNESS, f);
+            }
+            put(
+                mn::RETRANSMITS,
+                (out.retransmits + report.retransmits) as f64,
+            );
+            let srtts: Vec<f64> = [out.srtt_us, report.srtt_us]
+                .into_iter()
+                .flatten()
+                .collect();
+            if !srtts.is_empty() {
+                put(mn::SRTT_US, srtts.iter().sum::<f64>() / srtts.len() as f64);
+            }
+        }
+        TestKind::Rr => {
+            put(mn::CONNS, spec.conns as f64);
+            if window_s > 0.0 {
+                put(mn::TRANS_S, out.transactions as f64 / window_s);
+            }
+            let h = &out.rtt;
+            if !h.is_empty() {
+                let us = |ns: u64| ns as f64 / 1000.0;
+                put(mn::RTT_MEAN_US, h.mean() / 1000.0);
+                put(mn::RTT_P50_US, us(h.value_at_quantile(0.5)));
+                put(mn::RTT_P90_US, us(h.value_at_quantile(0.9)));
+                put(mn::RTT_P99_US, us(h.value_at_quantile(0.99)));
+                put(mn::RTT_P999_US, us(h.value_at_quantile(0.999)));
+                put(mn::RTT_MAX_US, us(h.max()));
+            }
+        }
+    }
+    if let Some(c) = cpu {
+        c.write_metrics(&mut m, "");
+    }
+    if let Some(c) = &report.cpu {
+        c.write_metrics(&mut m, "remote_");
+    }
+    derive_metrics(&mut m);
+    m
+}
+
+fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "peer": addr.to_string(),
+        "conns": spec.conns,
+        "sockbuf": spec.sockbuf,
+        "nodelay": spec.nodelay,
+        "bind": spec.bind.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        "ramp_s": spec.ramp.as_secs_f64(),
+        "time_s": spec.time.as_secs_f64(),
+        "threads": threads,
+        "auth": spec.key.is_some(),
+    });
+    match spec.kind {
+        TestKind::Stream => {
+            v["dir"] = serde_json::to_value(spec.dir).unwrap_or_default();
+            v["msg"] = spec.msg.into();
+        }
+        TestKind::Rr => {
+            v["req"] = spec.req.into();
+            v["resp"] = spec.resp.into();
+            v["burst"] = spec.burst.into();
+        }
+    }
+    v
+}

@@ -1,0 +1,602 @@
+//! The data engine: a small fixed pool of threads, each driving its share
+//! of the connections. A thread with several connections runs an epoll
+//! loop (mio, edge-triggered); a thread with exactly one uses plain blocking
+//! calls, which saves the epoll_wait per operation. Buffers belong to the
+//! thread and are reused; nothing is allocated per send or receive.
+
+use crate::sock;
+use hdrhistogram::Histogram;
+use iotoll_probe::{new_histogram, Phase, PhaseCell};
+use mio::{Events, Interest, Poll, Token};
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a connection does on this end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Writes `msg`-sized messages as fast as the socket takes them.
+    Send,
+    /// Reads and discards.
+    Recv,
+    /// Sends requests of `req` bytes, `burst` outstanding, times responses.
+    RrClient,
+    /// Answers every `req` bytes received with `resp` bytes.
+    RrServer,
+}
+
+impl Role {
+    pub fn code(self) -> u8 {
+        match self {
+            Role::Send => 0,
+            Role::Recv => 1,
+            Role::RrClient => 2,
+            Role::RrServer => 3,
+        }
+    }
+
+    /// The role the peer plays opposite this one.
+    pub fn opposite(self) -> Role {
+        match self {
+            Role::Send => Role::Recv,
+            Role::Recv => Role::Send,
+            Role::RrClient => Role::RrServer,
+            Role::RrServer => Role::RrClient,
+        }
+    }
+
+    pub fn from_code(c: u8) -> Option<Role> {
+        [Role::Send, Role::Recv, Role::RrClient, Role::RrServer]
+            .into_iter()
+            .find(|r| r.code() == c)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct EngineParams {
+    pub msg: usize,
+    pub req: u64,
+    pub resp: u64,
+    pub burst: u32,
+}
+
+/// Payload counted inside the window, per connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnCount {
+    pub rx: u64,
+    pub tx: u64,
+}
+
+pub struct EngineOut {
+    /// In the order the connections were given.
+    pub per_conn: Vec<(Role, ConnCount)>,
+    pub transactions: u64,
+    /// Transaction round trips in the window, ns.
+    pub rtt: Histogram<u64>,
+    /// Retransmitted segments of sending sockets during the window.
+    pub retransmits: u64,
+    /// Mean smoothed RTT of sending sockets at the end, us.
+    pub srtt_us: Option<f64>,
+    /// Connections that failed inside the window.
+    pub errors: u64,
+    pub first_error: Option<String>,
+}
+
+/// Running totals a thread publishes for the live series.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct Live {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+pub struct Engine {
+    threads: Vec<std::thread::JoinHandle<ThreadOut>>,
+    live: Arc<Vec<Live>>,
+    order: Vec<(usize, usize)>,
+    n: usize,
+}
+
+struct ThreadOut {
+    counts: Vec<(Role, ConnCount)>,
+    transactions: u64,
+    rtt: Histogram<u64>,
+    retransmits: u64,
+    srtt_sum: f64,
+    srtt_n: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+struct Conn<S> {
+    sock: S,
+    fd: RawFd,
+    role: Role,
+    /// Send: bytes of the current message already written.
+    partial: usize,
+    /// RR: bytes owed to the peer.
+    owed: u64,
+    /// RR: bytes of the current request/response already received.
+    rx_partial: u64,
+    /// RrClient: when each outstanding request was issued.
+    sent_at: VecDeque<Instant>,
+    count: ConnCount,
+    retrans_base: Option<u32>,
+    open: bool,
+}
+
+enum ReadOutcome {
+    Progress,
+    Nothing,
+    Eof,
+}
+
+struct ThreadState<'a> {
+    p: EngineParams,
+    phase: &'a PhaseCell,
+    transactions: u64,
+    rtt: Histogram<u64>,
+    ops_total: u64,
+    bytes_total: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl<S: Read + Write> Conn<S> {
+    fn new(sock: S, fd: RawFd, role: Role, p: &EngineParams) -> Self {
+        let mut c = Conn {
+            sock,
+            fd,
+            role,
+            partial: 0,
+            owed: 0,
+            rx_partial: 0,
+            sent_at: VecDeque::with_capacity(p.burst as usize),
+            count: ConnCount::default(),
+            retrans_base: None,
+            open: true,
+        };
+        if role == Role::RrClient {
+            let now = Instant::now();
+            c.owed = p.req * p.burst as u64;
+            c.sent_at.extend(std::iter::repeat_n(now, p.burst as usize));
+        }
+        c
+    }
+
+    fn sends(&self) -> bool {
+        self.role != Role::Recv
+    }
+
+    /// One write attempt; true if bytes went out.
+    fn try_write(&mut self, st: &mut ThreadState, sbuf: &[u8], phase: Phase) -> io::Result<bool> {
+        let want = match self.role {
+            Role::Send => st.p.msg - self.partial,
+            Role::RrClient | Role::RrServer => self.owed.min(sbuf.len() as u64) as usize,
+            Role::Recv => 0,
+        };
+        if want == 0 {
+            return Ok(false);
+        }
+        match self.sock.write(&sbuf[..want]) {
+            Ok(n) => {
+                match self.role {
+                    Role::Send => self.partial = (self.partial + n) % st.p.msg,
+                    _ => self.owed -= n as u64,
+                }
+                if phase == Phase::Measure {
+                    self.count.tx += n as u64;
+                }
+                st.bytes_total += n as u64;
+                Ok(n > 0)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One read attempt.
+    fn try_read(
+        &mut self,
+        st: &mut ThreadState,
+        buf: &mut [u8],
+        phase: Phase,
+    ) -> io::Result<ReadOutcome> {
+        let max = match self.role {
+            Role::Recv | Role::RrServer => buf.len(),
+            Role::RrClient => {
+                let expected = self.sent_at.len() as u64 * st.p.resp - self.rx_partial;
+                expected.min(buf.len() as u64) as usize
+            }
+            Role::Send => 0,
+        };
+        if max == 0 {
+            return Ok(ReadOutcome::Nothing);
+        }
+        let n = match self.sock.read(&mut buf[..max]) {
+            Ok(0) => return Ok(ReadOutcome::Eof),
+            Ok(n) => n as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Ok(ReadOutcome::Nothing)
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(ReadOutcome::Progress),
+            Err(e) => return Err(e),
+        };
+        let measuring = phase == Phase::Measure;
+        if measuring {
+            self.count.rx += n;
+        }
+        st.bytes_total += n;
+        match self.role {
+            Role::RrClient => {
+                self.rx_partial += n;
+                let now = Instant::now();
+                while self.rx_partial >= st.p.resp && !self.sent_at.is_empty() {
+                    self.rx_partial -= st.p.resp;
+                    let sent = self.sent_at.pop_front().unwrap_or(now);
+                    st.ops_total += 1;
+                    if measuring {
+                        st.transactions += 1;
+                        st.rtt
+                            .saturating_record(now.duration_since(sent).as_nanos().max(1) as u64);
+                    }
+                    if phase != Phase::Stop {
+                        self.owed += st.p.req;
+                        self.sent_at.push_back(now);
+                    }
+                }
+            }
+            Role::RrServer => {
+                self.rx_partial += n;
+                while self.rx_partial >= st.p.req {
+                    self.rx_partial -= st.p.req;
+                    self.owed += st.p.resp;
+                    st.ops_total += 1;
+                    if measuring {
+                        st.transactions += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(ReadOutcome::Progress)
+    }
+
+    /// Writes and reads until neither makes progress (what edge-triggered
+    /// readiness requires). False once the connection is finished.
+    fn drive(&mut self, st: &mut ThreadState, buf: &mut [u8], sbuf: &[u8]) -> bool {
+        loop {
+            let phase = st.phase.get();
+            let res = self
+                .try_write(st, sbuf, phase)
+                .and_then(|w| Ok((w, self.try_read(st, buf, phase)?)));
+            match res {
+                Ok((_, ReadOutcome::Eof)) => return self.close(st, phase, None),
+                Ok((false, ReadOutcome::Nothing)) => return true,
+                Ok(_) => {}
+                Err(e) => return self.close(st, phase, Some(e)),
+            }
+        }
+    }
+
+    fn close(&mut self, st: &mut ThreadState, phase: Phase, err: Option<io::Error>) -> bool {
+        self.open = false;
+        // Peers closing after the window are the normal end of a test.
+        if phase == Phase::Measure {
+            st.errors += 1;
+            if st.first_error.is_none() {
+                st.first_error = Some(match err {
+                    Some(e) => e.to_string(),
+                    None => "peer closed the connection".into(),
+                });
+            }
+        }
+        false
+    }
+
+    /// Takes the retransmit baseline when the window opens.
+    fn note_window_start(&mut self) {
+        if self.sends() && self.retrans_base.is_none() {
+            self.retrans_base = sock::tcp_info(self.fd).map(|t| t.0);
+        }
+    }
+}
+
+impl Engine {
+    /// Starts `threads` threads over `conns` (blocking std sockets, already
+    /// set up). The engine runs until `phase` is `Stop`.
+    pub fn start(
+        conns: Vec<(std::net::TcpStream, Role)>,
+        p: EngineParams,
+        phase: Arc<PhaseCell>,
+        threads: usize,
+    ) -> io::Result<Engine> {
+        let n = conns.len();
+        let threads = threads.clamp(1, n.max(1));
+        let mut shares: Vec<Vec<(std::net::TcpStream, Role)>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        let mut order = Vec::with_capacity(n);
+        for (i, c) in conns.into_iter().enumerate() {
+            let t = i % threads;
+            order.push((t, shares[t].len()));
+            shares[t].push(c);
+        }
+        let live: Arc<Vec<Live>> = Arc::new((0..threads).map(|_| Live::default()).collect());
+        let mut handles = Vec::with_capacity(threads);
+        for (t, share) in shares.into_iter().enumerate() {
+            let (phase, live) = (phase.clone(), live.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("iotoll-net-{t}"))
+                .spawn(move || run_thread(share, p, &phase, &live[t]))?;
+            handles.push(h);
+        }
+        Ok(Engine {
+            threads: handles,
+            live,
+            order,
+            n,
+        })
+    }
+
+    /// Running totals (operations, bytes) over all threads.
+    pub fn totals(&self) -> (u64, u64) {
+        self.live.iter().fold((0, 0), |(o, b), l| {
+            (
+                o + l.ops.load(Ordering::Relaxed),
+                b + l.bytes.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// Waits for the threads (after `phase` was set to `Stop`).
+    pub fn join(self) -> EngineOut {
+        let outs: Vec<Option<ThreadOut>> =
+            self.threads.into_iter().map(|h| h.join().ok()).collect();
+        let mut out = EngineOut {
+            per_conn: Vec::with_capacity(self.n),
+            transactions: 0,
+            rtt: new_histogram(),
+            retransmits: 0,
+            srtt_us: None,
+            errors: 0,
+            first_error: None,
+        };
+        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
+        for o in outs.iter().flatten() {
+            out.transactions += o.transactions;
+            let _ = out.rtt.add(&o.rtt);
+            out.retransmits += o.retransmits;
+            srtt_sum += o.srtt_sum;
+            srtt_n += o.srtt_n;
+            out.errors += o.errors;
+            if out.first_error.is_none() {
+                out.first_error = o.first_error.clone();
+            }
+        }
+        if outs.iter().any(|o| o.is_none()) {
+            out.errors += 1;
+            out.first_error
+                .get_or_insert_with(|| "engine thread panicked".into());
+        }
+        for (t, i) in self.order {
+            let c = outs[t].as_ref().and_then(|o| o.counts.get(i).copied());
+            out.per_conn
+                .push(c.unwrap_or((Role::Recv, ConnCount::default())));
+        }
+        out.srtt_us = (srtt_n > 0).then(|| srtt_sum / srtt_n as f64);
+        out
+    }
+}
+
+const POLL_TICK: Duration = Duration::from_millis(100);
+
+fn run_thread(
+    share: Vec<(std::net::TcpStream, Role)>,
+    p: EngineParams,
+    phase: &PhaseCell,
+    live: &Live,
+) -> ThreadOut {
+    let recv_len = p.msg.max(256 << 10);
+    let send_len = match share.first().map(|c| c.1) {
+        Some(Role::Send) => p.msg,
+        _ => (p.req.max(p.resp) as usize).clamp(1, 4 << 20),
+    }
+    .max(p.msg.min(4 << 20));
+    let mut buf = vec![0u8; recv_len];
+    // Payload bytes are not all zero, so nothing on the path can shortcut them.
+    let sbuf: Vec<u8> = (0..send_len)
+        .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
+        .collect();
+    let mut st = ThreadState {
+        p,
+        phase,
+        transactions: 0,
+        rtt: new_histogram(),
+        ops_total: 0,
+        bytes_total: 0,
+        errors: 0,
+        first_error: None,
+    };
+    // One connection with no pipelining: blocking calls, no epoll.
+    let single = share.len() == 1
+        && !(share[0].1 == Role::RrClient && p.burst > 1)
+        && !(share[0].1 == Role::RrServer && p.burst > 1);
+    let conns = if single {
+        run_blocking(share, &mut st, &mut buf, &sbuf, live)
+    } else {
+        run_poll(share, &mut st, &mut buf, &sbuf, live)
+    };
+    let mut out = ThreadOut {
+        counts: Vec::with_capacity(conns.len()),
+        transactions: st.transactions,
+        rtt: st.rtt,
+        retransmits: 0,
+        srtt_sum: 0.0,
+        srtt_n: 0,
+        errors: st.errors,
+        first_error: st.first_error,
+    };
+    for f in conns {
+        out.counts.push((f.role, f.count));
+        if let Some((retr, rtt)) = f.tcp {
+            out.retransmits += retr;
+            out.srtt_sum += rtt as f64;
+            out.srtt_n += 1;
+        }
+    }
+    out
+}
+
+/// What is kept of a connection once it is done, read before its socket
+/// closes: role, window counts, retransmits in the window and smoothed RTT
+/// (sending sockets only).
+struct Finished {
+    role: Role,
+    count: ConnCount,
+    tcp: Option<(u64, u32)>,
+}
+
+impl<S> Conn<S> {
+    fn finish(&self) -> Finished {
+        let tcp = if self.role != Role::Recv {
+            sock::tcp_info(self.fd).map(|(retr, rtt)| {
+                (
+                    retr.saturating_sub(self.retrans_base.unwrap_or(retr)) as u64,
+                    rtt,
+                )
+            })
+        } else {
+            None
+        };
+        Finished {
+            role: self.role,
+            count: self.count,
+            tcp,
+        }
+    }
+}
+
+fn publish(st: &ThreadState, live: &Live) {
+    live.ops.store(st.ops_total, Ordering::Relaxed);
+    live.bytes.store(st.bytes_total, Ordering::Relaxed);
+}
+
+fn run_blocking(
+    share: Vec<(std::net::TcpStream, Role)>,
+    st: &mut ThreadState,
+    buf: &mut [u8],
+    sbuf: &[u8],
+    live: &Live,
+) -> Vec<Finished> {
+    let mut out = Vec::new();
+    for (s, role) in share {
+        // Timeouts let the loop see the phase change while a call blocks.
+        let _ = s.set_read_timeout(Some(POLL_TICK));
+        let _ = s.set_write_timeout(Some(POLL_TICK));
+        let fd = s.as_raw_fd();
+        let mut c = Conn::new(s, fd, role, &st.p);
+        let mut in_window = false;
+        let mut n = 0u32;
+        while c.open {
+            let phase = st.phase.get();
+            if phase == Phase::Stop {
+                break;
+            }
+            if phase == Phase::Measure && !in_window {
+                in_window = true;
+                c.note_window_start();
+            }
+            let r = match c.try_write(st, sbuf, phase) {
+                Ok(true) => Ok(ReadOutcome::Progress),
+                Ok(false) => c.try_read(st, buf, phase),
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(ReadOutcome::Eof) => {
+                    c.close(st, phase, None);
+                }
+                Err(e) => {
+                    c.close(st, phase, Some(e));
+                }
+                _ => {}
+            }
+            n = n.wrapping_add(1);
+            if n % 64 == 0 {
+                publish(st, live);
+            }
+        }
+        publish(st, live);
+        out.push(c.finish());
+    }
+    out
+}
+
+fn run_poll(
+    share: Vec<(std::net::TcpStream, Role)>,
+    st: &mut ThreadState,
+    buf: &mut [u8],
+    sbuf: &[u8],
+    live: &Live,
+) -> Vec<Finished> {
+    let poll = Poll::new();
+    let mut conns: Vec<Conn<mio::net::TcpStream>> = Vec::with_capacity(share.len());
+    let Ok(mut poll) = poll else {
+        st.errors += share.len() as u64;
+        st.first_error = Some("cannot create epoll instance".into());
+        return share
+            .into_iter()
+            .map(|(s, role)| Conn::new(s, -1, role, &st.p).finish())
+            .collect();
+    };
+    for (i, (s, role)) in share.into_iter().enumerate() {
+        let fd = s.as_raw_fd();
+        let _ = s.set_nonblocking(true);
+        let mut ms = mio::net::TcpStream::from_std(s);
+        let interest = match role {
+            Role::Send => Interest::WRITABLE,
+            Role::Recv => Interest::READABLE,
+            _ => Interest::READABLE | Interest::WRITABLE,
+        };
+        if let Err(e) = poll.registry().register(&mut ms, Token(i), interest) {
+            st.errors += 1;
+            st.first_error
+                .get_or_insert_with(|| format!("epoll register: {e}"));
+        }
+        conns.push(Conn::new(ms, fd, role, &st.p));
+    }
+    for c in conns.iter_mut() {
+        c.drive(st, buf, sbuf);
+    }
+    let mut events = Events::with_capacity(1024);
+    let mut in_window = false;
+    loop {
+        let phase = st.phase.get();
+        if phase == Phase::Stop {
+            break;
+        }
+        if phase == Phase::Measure && !in_window {
+            in_window = true;
+            conns.iter_mut().for_each(|c| c.note_window_start());
+        }
+        if let Err(e) = poll.poll(&mut events, Some(POLL_TICK)) {
+            if e.kind() != ErrorKind::Interrupted {
+                st.first_error.get_or_insert_with(|| format!("epoll: {e}"));
+                break;
+            }
+        }
+        for ev in events.iter() {
+            if let Some(c) = conns.get_mut(ev.token().0) {
+                if c.open && !c.drive(st, buf, sbuf) {
+                    let _ = poll.registry().deregister(&mut c.sock);
+                }
+            }
+        }
+        publish(st, live);
+    }
+    publish(st, live);
+    conns.iter().map(|c| c.finish()).collect()
+}

@@ -1,0 +1,91 @@
+//! iotoll's network side: the endpoint server (`server`), the stream and
+//! request/response clients (`client`), the event-driven data engine
+//! (`engine`), the control protocol (`proto`) with pre-shared-key
+//! authentication (`auth`), and the disclosure of the network path
+//! (`disclose`).
+
+pub mod auth;
+pub mod client;
+pub mod disclose;
+pub mod engine;
+pub mod proto;
+pub mod server;
+pub mod sock;
+
+pub use client::{run, ClientSpec};
+pub use proto::{Dir, TestKind};
+pub use server::{serve, Limits, ServerConfig};
+
+/// The default endpoint port.
+pub const DEFAULT_PORT: u16 = 7575;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The request itself is wrong: a usage error.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{peer}: {msg}")]
+    Peer { peer: String, msg: String },
+    #[error("{peer} is busy with another test: {msg}")]
+    Busy { peer: String, msg: String },
+    #[error("{0}")]
+    Io(String),
+    #[error("interrupted {0}; nothing was measured")]
+    Interrupted(&'static str),
+    #[error(transparent)]
+    Probe(#[from] iotoll_probe::ProbeError),
+}
+
+impl NetError {
+    pub fn is_usage(&self) -> bool {
+        matches!(self, NetError::Invalid(_))
+    }
+}
+
+/// Resolves `HOST[:PORT]` (`[v6]:port`, a bare v6 address, a name) with
+/// the default port.
+pub fn resolve(spec: &str, default_port: u16) -> Result<std::net::SocketAddr, NetError> {
+    use std::net::ToSocketAddrs;
+    let s = spec.trim();
+    if s.is_empty() {
+        return Err(NetError::Invalid("empty address".into()));
+    }
+    let candidates: Vec<String> = if let Ok(ip) = s.parse::<std::net::IpAddr>() {
+        vec![std::net::SocketAddr::new(ip, default_port).to_string()]
+    } else if s.starts_with('[') && s.ends_with(']') {
+        vec![format!("{s}:{default_port}")]
+    } else if s.contains(':') {
+        vec![s.to_string()]
+    } else {
+        vec![format!("{s}:{default_port}")]
+    };
+    let bad = |e: String| NetError::Invalid(format!("cannot resolve '{spec}': {e}"));
+    candidates[0]
+        .to_socket_addrs()
+        .map_err(|e| bad(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad("no address".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(
+            resolve("127.0.0.1", 7575).unwrap().to_string(),
+            "127.0.0.1:7575"
+        );
+        assert_eq!(
+            resolve("127.0.0.1:9", 7575).unwrap().to_string(),
+            "127.0.0.1:9"
+        );
+        assert_eq!(resolve("::1", 7575).unwrap().to_string(), "[::1]:7575");
+        assert_eq!(resolve("[::1]", 7575).unwrap().to_string(), "[::1]:7575");
+        assert_eq!(resolve("[::1]:80", 7575).unwrap().to_string(), "[::1]:80");
+        assert!(resolve("localhost", 7575).is_ok());
+        assert!(resolve("", 7575).is_err());
+        assert!(resolve("127.0.0.1:notaport", 7575).is_err());
+    }
+}

@@ -1,0 +1,347 @@
+//! The control protocol: length-prefixed, strictly typed JSON messages on
+//! one TCP connection per test.
+//!
+//! A frame is a 4-byte big-endian length, then that many bytes of JSON. The
+//! length is capped at [`MAX_FRAME`]; every message is an object whose
+//! `type` picks the variant, and unknown or wrongly typed fields are an
+//! error, never a crash. Every read has a deadline.
+
+use iotoll_model::CpuReport;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
+
+/// Version of the control protocol; both ends must agree.
+pub const PROTO_VERSION: u32 = 1;
+/// Largest control frame accepted, bytes.
+pub const MAX_FRAME: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    Stream,
+    Rr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dir {
+    /// The client sends.
+    Tx,
+    /// The server sends.
+    Rx,
+    /// Both, on separate connections.
+    Bidir,
+}
+
+/// What the client asks the server to take part in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestParams {
+    pub kind: TestKind,
+    pub dir: Dir,
+    /// Connections per direction.
+    pub conns: u32,
+    /// Stream message (write) size, bytes.
+    pub msg: u64,
+    /// SO_SNDBUF/SO_RCVBUF on both ends; None: the kernel's autotuning.
+    pub sockbuf: Option<u64>,
+    pub nodelay: bool,
+    /// Request and response sizes (rr), bytes.
+    pub req: u64,
+    pub resp: u64,
+    /// Outstanding transactions per connection (rr).
+    pub burst: u32,
+    pub ramp_ms: u64,
+    pub time_ms: u64,
+}
+
+/// The server's side of the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerReport {
+    pub window_s: f64,
+    pub cpu: Option<CpuReport>,
+    pub cpu_error: Option<String>,
+    /// Payload the server received in the window: sum, per-connection
+    /// min/max and sum of squares (for Jain's fairness) in bytes.
+    pub rx: ByteStats,
+    pub tx_bytes: u64,
+    pub transactions: u64,
+    pub retransmits: u64,
+    pub srtt_us: Option<f64>,
+    pub disclosure: serde_json::Value,
+}
+
+/// Aggregates over per-connection byte counts, so a report's size does not
+/// grow with the number of connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByteStats {
+    pub conns: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum_sq: f64,
+}
+
+impl ByteStats {
+    pub fn from_counts(counts: impl IntoIterator<Item = u64>) -> Self {
+        let mut s = ByteStats {
+            min: u64::MAX,
+            ..Default::default()
+        };
+        for c in counts {
+            s.conns += 1;
+            s.sum += c;
+            s.min = s.min.min(c);
+            s.max = s.max.max(c);
+            s.sum_sq += (c as f64) * (c as f64);
+        }
+        if s.conns == 0 {
+            s.min = 0;
+        }
+        s
+    }
+
+    /// Jain's fairness index: (sum x)^2 / (n * sum x^2); None without data.
+    pub fn fairness(&self) -> Option<f64> {
+        (self.conns > 0 && self.sum_sq > 0.0)
+            .then(|| (self.sum as f64).powi(2) / (self.conns as f64 * self.sum_sq))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Msg {
+    /// Server -> client, first: protocol version and the challenge.
+    Hello {
+        proto: u32,
+        version: String,
+        nonce: String,
+        auth: bool,
+    },
+    /// Client -> server: its own challenge and its answer to the server's.
+    Auth {
+        nonce: String,
+        mac: Option<String>,
+    },
+    /// Server -> client: accepted, with the server's proof of the key.
+    AuthOk {
+        mac: Option<String>,
+    },
+    Test {
+        params: TestParams,
+    },
+    /// Server -> client: where to open the data connections.
+    Accept {
+        data_port: u16,
+        token: u64,
+    },
+    /// Server -> client: all data connections are in.
+    Ready,
+    /// Client -> server: ramp-up is over; open the CPU window now.
+    WindowStart,
+    /// Client -> server: close the CPU window now and report.
+    WindowEnd,
+    Report {
+        report: Box<ServerReport>,
+    },
+    /// Client -> server: the test is over.
+    Stop,
+    /// Server -> client: another test is running.
+    Busy {
+        msg: String,
+    },
+    Error {
+        msg: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    #[error("connection closed by peer")]
+    Closed,
+    #[error("no message within {0:?}")]
+    Timeout(Duration),
+    #[error("frame of {0} bytes exceeds the {MAX_FRAME}-byte limit")]
+    TooLarge(u64),
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Decodes one frame body. Never panics, whatever the bytes.
+pub fn decode(body: &[u8]) -> Result<Msg, ProtoError> {
+    serde_json::from_slice(body).map_err(|e| ProtoError::Malformed(e.to_string()))
+}
+
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    // Serializing our own types cannot fail (no maps with non-string keys).
+    let body = serde_json::to_vec(msg).unwrap_or_default();
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A control connection with a deadline on every read.
+pub struct Control {
+    pub stream: std::net::TcpStream,
+}
+
+impl Control {
+    pub fn new(stream: std::net::TcpStream) -> io::Result<Self> {
+        stream.set_nodelay(true)?;
+        stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Control { stream })
+    }
+
+    pub fn send(&mut self, msg: &Msg) -> Result<(), ProtoError> {
+        let frame = encode(msg);
+        if frame.len() - 4 > MAX_FRAME {
+            return Err(ProtoError::TooLarge(frame.len() as u64 - 4));
+        }
+        self.stream.write_all(&frame)?;
+        Ok(())
+    }
+
+    /// Reads one message, failing if it has not fully arrived within `timeout`.
+    pub fn recv(&mut self, timeout: Duration) -> Result<Msg, ProtoError> {
+        let deadline = Instant::now() + timeout;
+        let mut len = [0u8; 4];
+        self.read_exact_by(&mut len, deadline, timeout)?;
+        let n = u32::from_be_bytes(len) as u64;
+        if n as usize > MAX_FRAME {
+            return Err(ProtoError::TooLarge(n));
+        }
+        let mut body = vec![0u8; n as usize];
+        self.read_exact_by(&mut body, deadline, timeout)?;
+        decode(&body)
+    }
+
+    fn read_exact_by(
+        &mut self,
+        mut buf: &mut [u8],
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<(), ProtoError> {
+        while !buf.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ProtoError::Timeout(timeout));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(buf) {
+                Ok(0) => return Err(ProtoError::Closed),
+                Ok(n) => buf = &mut buf[n..],
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(ProtoError::Timeout(timeout))
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn params() -> TestParams {
+        TestParams {
+            kind: TestKind::Stream,
+            dir: Dir::Bidir,
+            conns: 4,
+            msg: 65536,
+            sockbuf: Some(262144),
+            nodelay: false,
+            req: 1,
+            resp: 1,
+            burst: 1,
+            ramp_ms: 0,
+            time_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        for m in [
+            Msg::Hello {
+                proto: 1,
+                version: "0.1.0".into(),
+                nonce: "ab".into(),
+                auth: true,
+            },
+            Msg::Test { params: params() },
+            Msg::Accept {
+                data_port: 4000,
+                token: 7,
+            },
+            Msg::WindowStart,
+            Msg::Busy { msg: "x".into() },
+        ] {
+            let f = encode(&m);
+            assert_eq!(
+                u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as usize,
+                f.len() - 4
+            );
+            assert_eq!(decode(&f[4..]).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn strict_typing() {
+        assert!(decode(br#"{"type":"window_start","extra":1}"#).is_err());
+        assert!(decode(br#"{"type":"accept","data_port":"80","token":1}"#).is_err());
+        assert!(decode(br#"{"type":"accept","data_port":70000,"token":1}"#).is_err());
+        assert!(decode(br#"{"type":"launch_missiles"}"#).is_err());
+        assert!(decode(br#"{"data_port":1}"#).is_err());
+        let mut p = serde_json::to_value(params()).unwrap();
+        p["conns"] = (-1).into();
+        let m = serde_json::json!({"type": "test", "params": p});
+        assert!(decode(m.to_string().as_bytes()).is_err());
+        let mut p = serde_json::to_value(params()).unwrap();
+        p["surprise"] = true.into();
+        let m = serde_json::json!({"type": "test", "params": p});
+        assert!(decode(m.to_string().as_bytes()).is_err());
+        assert!(decode(b"").is_err());
+    }
+
+    #[test]
+    fn fairness() {
+        let s = ByteStats::from_counts([10, 10, 10, 10]);
+        assert_eq!(s.fairness(), Some(1.0));
+        let s = ByteStats::from_counts([40, 0, 0, 0]);
+        assert_eq!(s.fairness(), Some(0.25));
+        assert_eq!((s.min, s.max, s.sum), (0, 40, 40));
+        assert_eq!(ByteStats::from_counts([]).fairness(), None);
+    }
+
+    proptest! {
+        // The fuzz target of the decoder: arbitrary bytes never panic.
+        #[test]
+        fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode(&bytes);
+        }
+
+        // Near-valid JSON: mutations of real messages.
+        #[test]
+        fn decode_survives_mutations(i in 0usize..200, b in any::<u8>(), cut in 0usize..200) {
+            let mut f = encode(&Msg::Test { params: params() })[4..].to_vec();
+            let n = f.len();
+            f[i % n] = b;
+            f.truncate(cut.max(1).min(n));
+            let _ = decode(&f);
+        }
+    }
+}
