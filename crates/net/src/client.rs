@@ -292,7 +292,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         "ready",
         CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
     )? {
-        Msg::Ready => {}
+        Msg::Ready {} => {}
         other => return Err(unexpected(&addr, "ready", &other)),
     }
 
@@ -317,21 +317,21 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     if !wait_until(series.t_run() + spec.ramp, interrupted, || {
         tick(&mut series)
     }) {
-        let _ = ctl.send(&Msg::Stop);
+        let _ = ctl.send(&Msg::Stop {});
         phase.set(Phase::Stop);
         engine.join();
         return Err(NetError::Interrupted("during ramp-up"));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let window = CpuWindow::start_with(|| phase.set(Phase::Measure))?;
-    ctl.send(&Msg::WindowStart)
+    ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(&addr, "window start", e))?;
     let completed = wait_until(Instant::now() + spec.time, interrupted, || {
         tick(&mut series)
     });
     let closed = window.finish_with(|| phase.set(Phase::Stop));
     let ended = ctl
-        .send(&Msg::WindowEnd)
+        .send(&Msg::WindowEnd {})
         .map_err(|e| proto_err(&addr, "window end", e));
     let out = engine.join();
     ended?;
@@ -339,7 +339,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         Msg::Report { report } => *report,
         other => return Err(unexpected(&addr, "report", &other)),
     };
-    let _ = ctl.send(&Msg::Stop);
+    let _ = ctl.send(&Msg::Stop {});
 
     let mut notes = Vec::new();
     if !completed {

@@ -139,16 +139,16 @@ pub enum Msg {
         token: u64,
     },
     /// Server -> client: all data connections are in.
-    Ready,
+    Ready {},
     /// Client -> server: ramp-up is over; open the CPU window now.
-    WindowStart,
+    WindowStart {},
     /// Client -> server: close the CPU window now and report.
-    WindowEnd,
+    WindowEnd {},
     Report {
         report: Box<ServerReport>,
     },
     /// Client -> server: the test is over.
-    Stop,
+    Stop {},
     /// Server -> client: another test is running.
     Busy {
         msg: String,
@@ -287,7 +287,7 @@ mod tests {
                 data_port: 4000,
                 token: 7,
             },
-            Msg::WindowStart,
+            Msg::WindowStart {},
             Msg::Busy { msg: "x".into() },
         ] {
             let f = encode(&m);

@@ -220,7 +220,7 @@ impl Drop for EngineGuard {
 
 fn expect(ctl: &mut Control, got: Result<Msg, ProtoError>, want: &str) -> Result<Msg, String> {
     match got {
-        Ok(Msg::Stop) => Err("client stopped the test".into()),
+        Ok(Msg::Stop {}) => Err("client stopped the test".into()),
         Ok(m) => Ok(m),
         Err(ProtoError::Malformed(e)) => {
             let _ = ctl.send(&Msg::Error {
@@ -304,7 +304,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         Err(e) => return refuse(&mut ctl, e),
     };
     drop(listener);
-    ctl.send(&Msg::Ready).map_err(|e| e.to_string())?;
+    ctl.send(&Msg::Ready {}).map_err(|e| e.to_string())?;
 
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(
@@ -321,7 +321,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
 
     let got = ctl.recv(Duration::from_millis(params.ramp_ms) + SLACK);
     match expect(&mut ctl, got, "window start")? {
-        Msg::WindowStart => {}
+        Msg::WindowStart {} => {}
         other => {
             return refuse(
                 &mut ctl,
@@ -332,7 +332,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
     let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(|e| e.to_string())?;
     let got = ctl.recv(Duration::from_millis(params.time_ms) + SLACK);
     match expect(&mut ctl, got, "window end")? {
-        Msg::WindowEnd => {}
+        Msg::WindowEnd {} => {}
         other => {
             return refuse(
                 &mut ctl,
@@ -386,11 +386,11 @@ fn msg_name(m: &Msg) -> &'static str {
         Msg::AuthOk { .. } => "auth_ok",
         Msg::Test { .. } => "test",
         Msg::Accept { .. } => "accept",
-        Msg::Ready => "ready",
-        Msg::WindowStart => "window_start",
-        Msg::WindowEnd => "window_end",
+        Msg::Ready {} => "ready",
+        Msg::WindowStart {} => "window_start",
+        Msg::WindowEnd {} => "window_end",
         Msg::Report { .. } => "report",
-        Msg::Stop => "stop",
+        Msg::Stop {} => "stop",
         Msg::Busy { .. } => "busy",
         Msg::Error { .. } => "error",
     }
