@@ -39,14 +39,19 @@ fn dir_arg(s: &str) -> Result<Dir, String> {
     }
 }
 
-fn bind_arg(s: &str) -> Result<Vec<IpAddr>, String> {
+/// A comma-separated list of local addresses.
+#[derive(Clone)]
+pub struct BindList(Vec<IpAddr>);
+
+fn bind_arg(s: &str) -> Result<BindList, String> {
     s.split(',')
         .map(|a| {
             a.trim()
                 .parse::<IpAddr>()
                 .map_err(|_| format!("'{a}' is not an IP address"))
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(BindList)
 }
 
 #[derive(Args)]
@@ -73,6 +78,9 @@ pub struct ServeArgs {
     /// Largest message, request or response a client may ask for.
     #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "16m")]
     max_msg: u64,
+    /// How long a connected client may take for each handshake message.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "5s")]
+    handshake_timeout: Duration,
 }
 
 /// Flags every client test shares.
@@ -130,7 +138,7 @@ pub struct StreamArgs {
     nodelay: bool,
     /// Local addresses to spread the connections over, round-robin (multi-adapter tests).
     #[arg(long, value_name = "ADDR[,ADDR...]", value_parser = bind_arg)]
-    bind: Option<Vec<IpAddr>>,
+    bind: Option<BindList>,
 }
 
 #[derive(Args)]
@@ -164,7 +172,7 @@ pub fn main(cmd: NetCmd) -> Result<()> {
                 msg: a.msg,
                 sockbuf: a.sockbuf,
                 nodelay: a.nodelay,
-                bind: a.bind.unwrap_or_default(),
+                bind: a.bind.map(|b| b.0).unwrap_or_default(),
                 ..base_spec(&a.common)?
             };
             client(spec, &a.common)
@@ -259,6 +267,7 @@ fn serve(a: ServeArgs) -> Result<()> {
             max_msg: a.max_msg,
         },
         threads: None,
+        handshake: a.handshake_timeout,
     };
     let flag = signals::install();
     let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));

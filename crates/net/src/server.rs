@@ -44,10 +44,14 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Data-engine threads; None: one per core.
     pub threads: Option<usize>,
+    /// Deadline for each handshake message (hello to test request).
+    pub handshake: Duration,
 }
 
-/// Deadline for each handshake message (a client that says nothing).
-const HANDSHAKE: Duration = Duration::from_secs(5);
+/// Default deadline for each handshake message: a client that connects and
+/// says nothing holds the endpoint this long at most.
+pub const HANDSHAKE: Duration = Duration::from_secs(5);
+
 /// Slack beyond the announced ramp/time before the server gives up.
 const SLACK: Duration = Duration::from_secs(10);
 /// Data-connection header: token (8), index (4), client role (1).
@@ -250,7 +254,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
     })
     .map_err(|e| e.to_string())?;
 
-    let got = ctl.recv(HANDSHAKE);
+    let got = ctl.recv(cfg.handshake);
     let (cn, mac) = match expect(&mut ctl, got, "auth")? {
         Msg::Auth { nonce, mac } => (nonce, mac),
         other => return refuse(&mut ctl, format!("expected auth, got {}", msg_name(&other))),
@@ -271,7 +275,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
     })
     .map_err(|e| e.to_string())?;
 
-    let got = ctl.recv(HANDSHAKE);
+    let got = ctl.recv(cfg.handshake);
     let params = match expect(&mut ctl, got, "test")? {
         Msg::Test { params } => params,
         other => return refuse(&mut ctl, format!("expected test, got {}", msg_name(&other))),

@@ -64,3 +64,30 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("metric {k} missing in {}", doc["metrics"]))
 }
+
+pub mod server;
+
+/// Runs a short network test; returns (exit code, stdout JSON if any, stderr).
+pub fn net_run(args: &[&str]) -> (i32, Option<Value>, String) {
+    let out = iotoll()
+        .args(["net"])
+        .args(args)
+        .args(["--json", "--quiet"])
+        .output()
+        .expect("run iotoll");
+    let doc = serde_json::from_slice::<Value>(&out.stdout).ok();
+    (
+        out.status.code().unwrap_or(-1),
+        doc,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A network test that must succeed; validated against the schema.
+pub fn net_json(args: &[&str]) -> Value {
+    let (code, doc, err) = net_run(args);
+    assert_eq!(code, 0, "iotoll net {args:?} failed: {err}");
+    let doc = doc.expect("JSON document");
+    validate(&doc);
+    doc
+}

@@ -1,0 +1,94 @@
+//! A real `iotoll net serve` child on a free loopback port.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+pub fn free_port(host: &str) -> u16 {
+    std::net::TcpListener::bind((host, 0))
+        .expect("bind a free port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    /// Starts an endpoint on `host` with extra flags; waits until it listens.
+    pub fn start(host: &str, extra: &[&str]) -> Server {
+        let port = free_port(host);
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let mut child = Command::new(super::bin_path())
+            .args([
+                "net",
+                "serve",
+                "--listen",
+                &addr,
+                "--handshake-timeout",
+                "1s",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let l2 = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                l2.lock().unwrap().push(line);
+            }
+        });
+        let s = Server { child, addr, log };
+        s.wait_log("listening", Duration::from_secs(10));
+        s
+    }
+
+    pub fn wait_log(&self, needle: &str, t: Duration) -> bool {
+        let end = Instant::now() + t;
+        while Instant::now() < end {
+            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,429 @@
+//! The network side through the binary: an endpoint on loopback and real
+//! stream and request/response tests against it.
+
+mod common;
+use common::server::Server;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+const SHORT: [&str; 4] = ["--ramp", "200ms", "--time", "1s"];
+
+fn stream(addr: &str, extra: &[&str]) -> serde_json::Value {
+    let mut a = vec!["stream", addr];
+    a.extend(SHORT);
+    a.extend(extra);
+    net_json(&a)
+}
+
+#[test]
+fn stream_tx_one_connection() {
+    let s = Server::start("127.0.0.1", &[]);
+    let d = stream(&s.addr, &["--msg", "64k", "--config", "lo-test"]);
+    assert_eq!(d["kind"], "net-stream");
+    assert_eq!(d["spec"]["dir"], "tx");
+    assert_eq!(d["config"], "lo-test");
+    let mbit = metric(&d, "mbit_s");
+    assert!(mbit > 10.0, "goodput {mbit}");
+    assert_eq!(metric(&d, "tx_mbit_s"), mbit);
+    assert!(
+        d["metrics"].get("rx_mbit_s").is_none(),
+        "no rx in a tx test"
+    );
+    assert_eq!(metric(&d, "conns"), 1.0);
+    assert!((metric(&d, "fairness") - 1.0).abs() < 1e-9);
+    // Both ends' CPU on the same window, and the P/E index of each.
+    assert!(metric(&d, "cpu_pct") > 0.0);
+    assert!(metric(&d, "remote_cpu_pct") > 0.0);
+    let pe = metric(&d, "mbit_s_per_cpu_pct");
+    assert!((pe - mbit / metric(&d, "cpu_pct")).abs() < 1e-6 * pe);
+    assert!(metric(&d, "remote_mbit_s_per_cpu_pct") > 0.0);
+    assert!(metric(&d, "cpu_us_per_kb") > 0.0);
+    assert!(d["metrics"].get("srtt_us").is_some());
+    assert!(d["metrics"].get("retransmits").is_some());
+    assert_eq!(d["disclosure"]["local"]["interface"]["name"], "lo");
+    assert_eq!(d["disclosure"]["remote"]["interface"]["name"], "lo");
+    assert!(d["cpu"]["remote"]["cpus"].as_u64().unwrap() >= 1);
+    assert!(d["notes"].to_string().contains("on this host"));
+    assert!(!d["series"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn stream_rx_and_bidir_many_connections() {
+    let s = Server::start("127.0.0.1", &[]);
+    let d = stream(
+        &s.addr,
+        &["--dir", "rx", "--conns", "4", "--sockbuf", "256k"],
+    );
+    assert_eq!(metric(&d, "conns"), 4.0);
+    assert!(metric(&d, "rx_mbit_s") > 10.0);
+    assert!(d["metrics"].get("tx_mbit_s").is_none());
+    let (lo, hi) = (metric(&d, "conn_mbit_s_min"), metric(&d, "conn_mbit_s_max"));
+    assert!(lo <= hi && lo > 0.0);
+    let f = metric(&d, "fairness");
+    assert!(f > 0.25 && f <= 1.0, "fairness {f}");
+
+    let d = stream(&s.addr, &["--dir", "bidir", "--conns", "3", "--nodelay"]);
+    assert_eq!(metric(&d, "conns"), 6.0, "3 each way");
+    let (tx, rx) = (metric(&d, "tx_mbit_s"), metric(&d, "rx_mbit_s"));
+    assert!(tx > 0.0 && rx > 0.0);
+    assert!((metric(&d, "mbit_s") - (tx + rx)).abs() < 1e-6);
+}
+
+#[test]
+fn thousand_connections() {
+    let s = Server::start("127.0.0.1", &[]);
+    let d = stream(&s.addr, &["--conns", "1000", "--msg", "64k"]);
+    assert_eq!(metric(&d, "conns"), 1000.0);
+    assert_eq!(metric(&d, "errors"), 0.0);
+    assert!(metric(&d, "mbit_s") > 10.0);
+    let c = metric(&d, "connect_s");
+    assert!(c < 10.0, "connecting took {c} s");
+}
+
+#[test]
+fn request_response() {
+    let s = Server::start("127.0.0.1", &[]);
+    let mut a = vec!["rr", s.addr.as_str()];
+    a.extend(SHORT);
+    let d = net_json(&a);
+    assert_eq!(d["kind"], "net-rr");
+    let t = metric(&d, "trans_s");
+    assert!(t > 100.0, "trans/s {t}");
+    // netperf's convention: one-way latency from the transaction rate per connection.
+    assert!((metric(&d, "latency_one_way_us") - 1e6 / t / 2.0).abs() < 1e-6);
+    // The measured round trip agrees with the rate on one connection, one outstanding.
+    let rtt = metric(&d, "rtt_mean_us");
+    assert!((rtt - 1e6 / t).abs() / rtt < 0.25, "rtt {rtt} vs rate {t}");
+    assert!(metric(&d, "rtt_p50_us") <= metric(&d, "rtt_p99_us"));
+    assert!(metric(&d, "rtt_p99_us") <= metric(&d, "rtt_max_us") + 1.0);
+    assert!(metric(&d, "cpu_us_per_trans") > 0.0);
+    assert!(d["latency"]["count"].as_u64().unwrap() > 100);
+
+    let mut a = vec![
+        "rr",
+        s.addr.as_str(),
+        "--conns",
+        "3",
+        "--burst",
+        "4",
+        "--req",
+        "512",
+        "--resp",
+        "1400",
+    ];
+    a.extend(SHORT);
+    let d = net_json(&a);
+    assert_eq!(d["spec"]["burst"], 4);
+    let t = metric(&d, "trans_s");
+    assert!((metric(&d, "latency_one_way_us") - 1e6 / (t / 3.0) / 2.0).abs() < 1e-6);
+}
+
+#[test]
+fn ipv6_loopback() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback on this host");
+        return;
+    }
+    let s = Server::start("::1", &[]);
+    let d = stream(&s.addr, &[]);
+    assert!(metric(&d, "mbit_s") > 0.0);
+    assert_eq!(d["disclosure"]["local"]["interface"]["name"], "lo");
+}
+
+#[test]
+fn auth_key_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    std::fs::write(&wrong, "incorrect horse battery staple\n").unwrap();
+    let (k, w) = (key.to_str().unwrap(), wrong.to_str().unwrap());
+    let s = Server::start("127.0.0.1", &["--auth-key", k]);
+    let rr = |extra: &[&str]| {
+        let mut a = vec!["rr", s.addr.as_str(), "--ramp", "0s", "--time", "300ms"];
+        a.extend(extra);
+        net_run(&a)
+    };
+    let (code, _, err) = rr(&[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("requires a pre-shared key"), "{err}");
+    let (code, _, err) = rr(&["--auth-key", w]);
+    assert_eq!(code, 1);
+    assert!(err.contains("authentication failed"), "{err}");
+    let (code, doc, err) = rr(&["--auth-key", k]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc.unwrap()["spec"]["auth"], true);
+
+    // A client with a key refuses an endpoint that cannot prove one.
+    let open = Server::start("127.0.0.1", &[]);
+    let (code, _, err) = net_run(&["rr", &open.addr, "--time", "300ms", "--auth-key", k]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot prove"), "{err}");
+}
+
+#[test]
+fn second_client_gets_busy_at_once() {
+    let s = Server::start("127.0.0.1", &[]);
+    let addr = s.addr.clone();
+    let first =
+        std::thread::spawn(move || net_run(&["stream", &addr, "--ramp", "0s", "--time", "3s"]));
+    std::thread::sleep(Duration::from_millis(800));
+    let t = Instant::now();
+    let (code, _, err) = net_run(&["rr", &s.addr, "--time", "1s"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "busy answer took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("busy"), "{err}");
+    let (code, _, err) = first.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn limits_and_bad_input() {
+    let s = Server::start(
+        "127.0.0.1",
+        &["--max-conns", "2", "--max-msg", "1m", "--max-time", "5s"],
+    );
+    let (code, _, err) = net_run(&["stream", &s.addr, "--conns", "3", "--time", "1s"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("this server's limit"), "{err}");
+    let (code, _, err) = net_run(&["stream", &s.addr, "--msg", "2m", "--time", "1s"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("msg must be"), "{err}");
+    let (code, _, err) = net_run(&["stream", &s.addr, "--time", "10s"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("at most 5 s"), "{err}");
+
+    for (args, needle) in [
+        (vec!["stream", "127.0.0.1", "--conns", "0"], "--conns"),
+        (vec!["stream", "127.0.0.1", "--conns", "10001"], "--conns"),
+        (vec!["stream", "127.0.0.1", "--msg", "0"], "--msg"),
+        (vec!["stream", "127.0.0.1", "--msg", "17m"], "--msg"),
+        (vec!["stream", "127.0.0.1", "--msg", "-1"], "--msg"),
+        (
+            vec!["stream", "127.0.0.1", "--dir", "sideways"],
+            "unknown direction",
+        ),
+        (
+            vec!["stream", "127.0.0.1", "--bind", "10.0.0.300"],
+            "not an IP address",
+        ),
+        (vec!["stream", "127.0.0.1", "--time", "0s"], "--time"),
+        (vec!["rr", "127.0.0.1", "--burst", "0"], "--burst"),
+        (vec!["rr", "127.0.0.1", "--req", "0"], "--req"),
+        (vec!["stream", "no.such.host.invalid"], "cannot resolve"),
+    ] {
+        let (code, doc, err) = net_run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(doc.is_none());
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // Nothing listening: a runtime error naming the peer.
+    let port = common::server::free_port("127.0.0.1").to_string();
+    let (code, _, err) = net_run(&["rr", &format!("127.0.0.1:{port}"), "--time", "1s"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&port) && err.contains("cannot connect"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "abc").unwrap();
+    let (code, _, err) = net_run(&["rr", &s.addr, "--auth-key", short.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("too short"), "{err}");
+}
+
+#[test]
+fn bind_spreads_connections_over_local_addresses() {
+    let s = Server::start("127.0.0.1", &[]);
+    let d = stream(&s.addr, &["--conns", "4", "--bind", "127.0.0.2,127.0.0.3"]);
+    assert_eq!(metric(&d, "conns"), 4.0);
+    assert_eq!(
+        d["spec"]["bind"],
+        serde_json::json!(["127.0.0.2", "127.0.0.3"])
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_stream_reports_what_was_measured() {
+    let s = Server::start("127.0.0.1", &[]);
+    let child = std::process::Command::new(bin_path())
+        .args([
+            "net", "stream", &s.addr, "--ramp", "0s", "--time", "30s", "--json", "--quiet",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate(&d);
+    assert_eq!(d["status"], "interrupted");
+    assert!(metric(&d, "window_s") < 20.0);
+    assert!(metric(&d, "mbit_s") > 0.0);
+}
+
+fn send_raw(addr: &str, bytes: &[u8]) -> TcpStream {
+    let mut c = TcpStream::connect(addr.trim_start_matches('[').replace("]:", ":").as_str())
+        .or_else(|_| TcpStream::connect(addr))
+        .unwrap();
+    // Read the hello first so the bytes land in the auth slot.
+    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut len = [0u8; 4];
+    c.read_exact(&mut len).unwrap();
+    let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+    c.read_exact(&mut hello).unwrap();
+    let _ = c.write_all(bytes);
+    c
+}
+
+fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+/// A valid test still runs (retrying while the endpoint finishes off an
+/// abusive session).
+fn still_serves(addr: &str) {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, doc, err) = net_run(&["rr", addr, "--ramp", "0s", "--time", "300ms"]);
+        if code == 0 {
+            assert!(metric(&doc.unwrap(), "trans_s") > 0.0);
+            return;
+        }
+        assert!(
+            err.contains("busy") && Instant::now() < end,
+            "endpoint stopped serving: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn endpoint_survives_abuse_without_leaking() {
+    let mut s = Server::start("127.0.0.1", &[]);
+    still_serves(&s.addr);
+    let fds_before = s.open_fds();
+
+    // Random bytes.
+    let mut junk = vec![0u8; 4096];
+    for (i, b) in junk.iter_mut().enumerate() {
+        *b = (i as u32).wrapping_mul(2654435761).to_le_bytes()[2];
+    }
+    drop(send_raw(&s.addr, &junk));
+    still_serves(&s.addr);
+    // A length prefix of 4 GiB.
+    drop(send_raw(&s.addr, &[0xff, 0xff, 0xff, 0xff, b'{']));
+    still_serves(&s.addr);
+    // A message of the wrong type, and one with wrongly typed fields.
+    drop(send_raw(&s.addr, &frame(r#"{"type":"window_end"}"#)));
+    still_serves(&s.addr);
+    drop(send_raw(
+        &s.addr,
+        &frame(r#"{"type":"auth","nonce":5,"mac":[1]}"#),
+    ));
+    still_serves(&s.addr);
+    // A client that connects and says nothing (held open past the deadline).
+    let silent = TcpStream::connect(&s.addr).unwrap();
+    still_serves(&s.addr);
+    drop(silent);
+    // A client that announces a frame and stops sending.
+    let stalled = send_raw(&s.addr, &[0, 0, 0, 100, b'{', b'"']);
+    still_serves(&s.addr);
+    drop(stalled);
+    // A client that asks for 5 data connections and opens 2.
+    {
+        let mut c = send_raw(
+            &s.addr,
+            &frame(r#"{"type":"auth","nonce":"00","mac":null}"#),
+        );
+        let mut len = [0u8; 4];
+        c.read_exact(&mut len).unwrap();
+        let mut ok = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut ok).unwrap();
+        let test = r#"{"type":"test","params":{"kind":"stream","dir":"tx","conns":5,"msg":1024,"sockbuf":null,"nodelay":false,"req":1,"resp":1,"burst":1,"ramp_ms":0,"time_ms":1000}}"#;
+        c.write_all(&frame(test)).unwrap();
+        c.read_exact(&mut len).unwrap();
+        let mut acc = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut acc).unwrap();
+        let acc: serde_json::Value = serde_json::from_slice(&acc).unwrap();
+        let port = acc["data_port"].as_u64().unwrap();
+        let _d1 = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let _d2 = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        // The endpoint gives up on its own (its deadline) and says why.
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c.read_exact(&mut len).unwrap();
+        let mut err = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut err).unwrap();
+        assert!(
+            String::from_utf8_lossy(&err).contains("only 0 of 5"),
+            "{}",
+            String::from_utf8_lossy(&err)
+        );
+    }
+    still_serves(&s.addr);
+    // 1,000 idle connections at once.
+    let idle: Vec<TcpStream> = (0..1000)
+        .filter_map(|_| TcpStream::connect(&s.addr).ok())
+        .collect();
+    assert!(idle.len() > 900);
+    std::thread::sleep(Duration::from_millis(300));
+    drop(idle);
+    still_serves(&s.addr);
+    // A bad auth key is a clean refusal.
+    drop(send_raw(
+        &s.addr,
+        &frame(r#"{"type":"auth","nonce":"00","mac":"abcd"}"#),
+    ));
+    still_serves(&s.addr);
+
+    // A client that disappears mid-test: the endpoint ends that test itself.
+    let mut victim = std::process::Command::new(bin_path())
+        .args([
+            "net", "stream", &s.addr, "--conns", "8", "--ramp", "0s", "--time", "30s", "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let t = Instant::now();
+    assert!(
+        s.wait_log("session ended", Duration::from_secs(5)),
+        "test not ended: {:?}",
+        s.log.lock().unwrap()
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    still_serves(&s.addr);
+
+    assert!(s.alive(), "endpoint died");
+    std::thread::sleep(Duration::from_millis(300));
+    let fds_after = s.open_fds();
+    assert!(
+        fds_after <= fds_before + 2,
+        "descriptors leaked: {fds_before} -> {fds_after}"
+    );
+    assert!(
+        s.log_count("refused, a test is running") > 0,
+        "the idle connections were told busy"
+    );
+}
