@@ -192,7 +192,9 @@ pub fn serve(cfg: &ServerConfig, stop: &AtomicBool, log: Log) -> Result<(), NetE
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
+                // Sleeps in the kernel until a client arrives; wakes a few
+                // times a second to see Ctrl-C and finished sessions.
+                sock::wait_readable(listener.as_raw_fd(), Duration::from_millis(200));
             }
             Err(e) => {
                 // EMFILE and the like: back off, keep serving.
@@ -422,7 +424,7 @@ fn accept_data(
         let mut s = match listener.accept() {
             Ok((s, _)) => s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(1));
+                sock::wait_readable(listener.as_raw_fd(), Duration::from_millis(50));
                 continue;
             }
             Err(e) => return Err(format!("accepting data connections: {e}")),

@@ -72,6 +72,18 @@ pub fn ensure_nofile(needed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Waits up to `timeout` for `fd` to become readable (a listener: for a
+/// connection to accept). Signals and timeouts simply return.
+pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
+}
+
 /// Re-listens with a deep backlog: std's 128 drops SYNs when a thousand
 /// connections arrive at once, and each retry costs a second.
 pub fn deepen_backlog(fd: RawFd) {
