@@ -8,6 +8,9 @@ cd "$(dirname "$0")"
 # command -> Debian package
 declare -A need=(
   [fio]=fio                # bench/disk-vs-fio.sh
+  [iperf3]=iperf3          # bench/net-vs-peers.sh
+  [iperf]=iperf            # bench/net-vs-peers.sh (iperf2)
+  [sockperf]=sockperf      # bench/net-vs-peers.sh
   [setpriv]=util-linux     # permission test runs as nobody when root
   [losetup]=mount          # block-device test
   [mount]=mount            # full-disk test (small tmpfs)

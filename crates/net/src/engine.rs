@@ -393,6 +393,13 @@ impl Engine {
 }
 
 const POLL_TICK: Duration = Duration::from_millis(100);
+const PAGE: usize = 4096;
+
+/// The `len` bytes of `v` (allocated `len + PAGE` long) that start on a page boundary.
+fn page_aligned(v: &mut [u8], len: usize) -> &mut [u8] {
+    let off = v.as_ptr().align_offset(PAGE).min(PAGE);
+    &mut v[off..off + len]
+}
 
 fn run_thread(
     share: Vec<(std::net::TcpStream, Role)>,
@@ -400,17 +407,38 @@ fn run_thread(
     phase: &PhaseCell,
     live: &Live,
 ) -> ThreadOut {
-    let recv_len = p.msg.max(256 << 10);
+    // One connection with no pipelining: blocking calls, no epoll.
+    let pipelined = share
+        .first()
+        .is_some_and(|c| matches!(c.1, Role::RrClient | Role::RrServer))
+        && p.burst > 1;
+    let single = share.len() == 1 && !pipelined;
+    // A lone blocking receiver returns to the kernel after each 64 KiB (one
+    // GRO/loopback segment), which reopens the window sooner: +5 % goodput at
+    // 1 connection against 256 KiB reads (BENCHMARKS.md). An epoll thread
+    // drains many sockets and saves syscalls with large reads.
+    let recv_len = if single {
+        64 << 10
+    } else {
+        p.msg.max(256 << 10)
+    };
     let send_len = match share.first().map(|c| c.1) {
         Some(Role::Send) => p.msg,
         _ => (p.req.max(p.resp) as usize).clamp(1, 4 << 20),
     }
     .max(p.msg.min(4 << 20));
-    let mut buf = vec![0u8; recv_len];
+    // Page-aligned buffers: the kernel's copy to and from user memory is
+    // measurably slower from a misaligned source (malloc puts large blocks at
+    // page + 16).
+    let mut rbuf = vec![0u8; recv_len + PAGE];
+    let buf = page_aligned(&mut rbuf, recv_len);
+    let mut sraw = vec![0u8; send_len + PAGE];
+    let sbuf = page_aligned(&mut sraw, send_len);
     // Payload bytes are not all zero, so nothing on the path can shortcut them.
-    let sbuf: Vec<u8> = (0..send_len)
-        .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[3])
-        .collect();
+    for (i, b) in sbuf.iter_mut().enumerate() {
+        *b = (i as u32).wrapping_mul(2654435761).to_le_bytes()[3];
+    }
+    let sbuf: &[u8] = sbuf;
     let mut st = ThreadState {
         p,
         phase,
@@ -421,14 +449,10 @@ fn run_thread(
         errors: 0,
         first_error: None,
     };
-    // One connection with no pipelining: blocking calls, no epoll.
-    let single = share.len() == 1
-        && !(share[0].1 == Role::RrClient && p.burst > 1)
-        && !(share[0].1 == Role::RrServer && p.burst > 1);
     let conns = if single {
-        run_blocking(share, &mut st, &mut buf, &sbuf, live)
+        run_blocking(share, &mut st, buf, sbuf, live)
     } else {
-        run_poll(share, &mut st, &mut buf, &sbuf, live)
+        run_poll(share, &mut st, buf, sbuf, live)
     };
     let mut out = ThreadOut {
         counts: Vec::with_capacity(conns.len()),
