@@ -440,7 +440,9 @@ impl Rates {
     }
 
     fn fairness(&self) -> Option<f64> {
-        (self.n > 0.0 && self.sum_sq > 0.0).then(|| self.sum * self.sum / (self.n * self.sum_sq))
+        // At most 1 by Cauchy-Schwarz; min() removes float rounding above it.
+        (self.n > 0.0 && self.sum_sq > 0.0)
+            .then(|| (self.sum * self.sum / (self.n * self.sum_sq)).min(1.0))
     }
 }
 
