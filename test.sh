@@ -14,6 +14,8 @@ declare -A need=(
   [setpriv]=util-linux     # permission test runs as nobody when root
   [losetup]=mount          # block-device test
   [mount]=mount            # full-disk test (small tmpfs)
+  [ip]=iproute2            # unreachable-host test (network namespace)
+  [ss]=iproute2            # --bind test (source addresses of live sockets)
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -23,7 +25,8 @@ if ((${#missing[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${missing[*]}" >&2
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # shellcheck disable=SC2046
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
   else
     echo "test.sh: warning: missing packages ${missing[*]} (install them as root)" >&2
   fi

@@ -10,6 +10,17 @@ use std::time::{Duration, Instant};
 
 const SHORT: [&str; 4] = ["--ramp", "200ms", "--time", "1s"];
 
+/// Both ends' counts agree: what the senders wrote in their windows and what
+/// the receivers got in theirs differ only by what socket buffers took in
+/// during the window — a few MB of gigabytes with a few connections.
+fn agree(d: &serde_json::Value) {
+    let (sent, got) = (metric(d, "sent_mbit_s"), metric(d, "mbit_s"));
+    assert!(
+        got > 0.0 && (sent - got).abs() / got < 0.05,
+        "sent {sent} vs received {got} Mbit/s"
+    );
+}
+
 fn stream(addr: &str, extra: &[&str]) -> serde_json::Value {
     let mut a = vec!["stream", addr];
     a.extend(SHORT);
@@ -27,6 +38,7 @@ fn stream_tx_one_connection() {
     let mbit = metric(&d, "mbit_s");
     assert!(mbit > 10.0, "goodput {mbit}");
     assert_eq!(metric(&d, "tx_mbit_s"), mbit);
+    agree(&d);
     assert!(
         d["metrics"].get("rx_mbit_s").is_none(),
         "no rx in a tx test"
@@ -63,12 +75,14 @@ fn stream_rx_and_bidir_many_connections() {
     assert!(lo <= hi && lo > 0.0);
     let f = metric(&d, "fairness");
     assert!(f > 0.25 && f <= 1.0, "fairness {f}");
+    agree(&d);
 
     let d = stream(&s.addr, &["--dir", "bidir", "--conns", "3", "--nodelay"]);
     assert_eq!(metric(&d, "conns"), 6.0, "3 each way");
     let (tx, rx) = (metric(&d, "tx_mbit_s"), metric(&d, "rx_mbit_s"));
     assert!(tx > 0.0 && rx > 0.0);
     assert!((metric(&d, "mbit_s") - (tx + rx)).abs() < 1e-6);
+    agree(&d);
 }
 
 #[test]
@@ -78,6 +92,10 @@ fn thousand_connections() {
     assert_eq!(metric(&d, "conns"), 1000.0);
     assert_eq!(metric(&d, "errors"), 0.0);
     assert!(metric(&d, "mbit_s") > 10.0);
+    // A thousand send buffers still growing after a short ramp can hold a
+    // large share of a 1 s window; nothing can arrive that was not sent.
+    let (sent, got) = (metric(&d, "sent_mbit_s"), metric(&d, "mbit_s"));
+    assert!(got <= sent * 1.02, "received {got} > sent {sent} Mbit/s");
     let c = metric(&d, "connect_s");
     assert!(c < 10.0, "connecting took {c} s");
 }
@@ -242,11 +260,86 @@ fn limits_and_bad_input() {
 #[test]
 fn bind_spreads_connections_over_local_addresses() {
     let s = Server::start("127.0.0.1", &[]);
-    let d = stream(&s.addr, &["--conns", "4", "--bind", "127.0.0.2,127.0.0.3"]);
+    let addr = s.addr.clone();
+    let run = std::thread::spawn(move || {
+        net_json(&[
+            "stream",
+            &addr,
+            "--conns",
+            "4",
+            "--bind",
+            "127.0.0.1,127.0.0.2",
+            "--ramp",
+            "0s",
+            "--time",
+            "2s",
+        ])
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    // The kernel's view of the data connections while they run.
+    let ss = std::process::Command::new("ss")
+        .args(["-Htn", "state", "established"])
+        .output();
+    let d = run.join().unwrap();
     assert_eq!(metric(&d, "conns"), 4.0);
     assert_eq!(
         d["spec"]["bind"],
-        serde_json::json!(["127.0.0.2", "127.0.0.3"])
+        serde_json::json!(["127.0.0.1", "127.0.0.2"])
+    );
+    let ss = String::from_utf8(ss.expect("ss from iproute2").stdout).unwrap();
+    let from = |ip: &str| {
+        ss.lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // Recv-Q Send-Q Local Peer: a client socket from `ip` to the endpoint's host.
+                f.len() >= 4
+                    && f[2].starts_with(&format!("{ip}:"))
+                    && f[3].starts_with("127.0.0.1:")
+            })
+            .count()
+    };
+    assert!(
+        from("127.0.0.2") >= 2,
+        "no data connections from 127.0.0.2:\n{ss}"
+    );
+}
+
+/// An unreachable host: a clear error, well within the connect timeout.
+/// A network namespace whose loopback is down has no route at all.
+#[test]
+fn unreachable_host() {
+    if !is_root() {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    let ns = format!("iotoll-test-{}", std::process::id());
+    let ok = std::process::Command::new("ip")
+        .args(["netns", "add", &ns])
+        .status()
+        .map(|s| s.success());
+    assert!(matches!(ok, Ok(true)), "ip netns add");
+    let t = Instant::now();
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns])
+        .arg(bin_path())
+        .args(["net", "rr", "127.0.0.1", "--time", "1s", "--quiet"])
+        .output();
+    let _ = std::process::Command::new("ip")
+        .args(["netns", "del", &ns])
+        .status();
+    let out = out.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("127.0.0.1:7575")
+            && err.contains("cannot connect")
+            && err.contains("unreachable"),
+        "{err}"
     );
 }
 

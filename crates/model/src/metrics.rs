@@ -46,6 +46,7 @@ metric_registry! {
     MBIT_S = "mbit_s", "Mbit/s", "TCP goodput (payload), tx + rx";
     TX_MBIT_S = "tx_mbit_s", "Mbit/s", "TCP goodput sent";
     RX_MBIT_S = "rx_mbit_s", "Mbit/s", "TCP goodput received";
+    SENT_MBIT_S = "sent_mbit_s", "Mbit/s", "payload the sending ends wrote into their sockets in their windows (goodput counts what arrived)";
     CONNS = "conns", "count", "connections";
     CONNECT_S = "connect_s", "s", "time to establish all data connections";
     CONN_MBIT_S_MIN = "conn_mbit_s_min", "Mbit/s", "slowest connection";

@@ -333,6 +333,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let ended = ctl
         .send(&Msg::WindowEnd {})
         .map_err(|e| proto_err(&addr, "window end", e));
+    // `out` keeps the data sockets open until the endpoint has reported.
     let out = engine.join();
     ended?;
     let report = match recv(&mut ctl, &addr, "report", CONTROL_TIMEOUT)? {
@@ -352,12 +353,16 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     if addr.ip().is_loopback() || local_ip == addr.ip() {
         notes.push("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into());
     }
-    if out.errors > 0 {
-        notes.push(format!(
-            "{} connection(s) failed inside the window; first error: {}",
-            out.errors,
-            out.first_error.as_deref().unwrap_or("unknown")
-        ));
+    for (end, errors, first) in [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", report.errors, &report.first_error),
+    ] {
+        if errors > 0 {
+            notes.push(format!(
+                "{errors} connection(s) failed inside {end}'s window; first error: {}",
+                first.as_deref().unwrap_or("unknown")
+            ));
+        }
     }
     let cpu = match closed.report {
         Ok(r) => {
@@ -459,7 +464,7 @@ fn net_metrics(
         m.insert(k.to_string(), v);
     };
     put(mn::WINDOW_S, window_s);
-    put(mn::ERRORS, out.errors as f64);
+    put(mn::ERRORS, (out.errors + report.errors) as f64);
     put(mn::CONNECT_S, connect_s);
     match spec.kind {
         TestKind::Stream => {
@@ -484,6 +489,18 @@ fn net_metrics(
                 put(mn::RX_MBIT_S, v);
             }
             put(mn::MBIT_S, tx.unwrap_or(0.0) + rx.unwrap_or(0.0));
+            // What the senders wrote, each end over its own window: the
+            // check that both ends' counts agree.
+            let mut sent = 0.0;
+            if window_s > 0.0 {
+                sent += out.per_conn.iter().map(|(_, c)| c.tx).sum::<u64>() as f64 * 8.0
+                    / 1e6
+                    / window_s;
+            }
+            if report.window_s > 0.0 {
+                sent += report.tx_bytes as f64 * 8.0 / 1e6 / report.window_s;
+            }
+            put(mn::SENT_MBIT_S, sent);
             put(mn::CONNS, rates.n);
             if rates.n > 0.0 {
                 put(mn::CONN_MBIT_S_MIN, rates.min);

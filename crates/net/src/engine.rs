@@ -10,6 +10,7 @@ use iotoll_probe::{new_histogram, Phase, PhaseCell};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -83,6 +84,9 @@ pub struct EngineOut {
     /// Connections that failed inside the window.
     pub errors: u64,
     pub first_error: Option<String>,
+    /// The sockets, still open: the caller closes them once the other end
+    /// has closed its window, so no end sees a close inside its window.
+    pub sockets: Vec<OwnedFd>,
 }
 
 /// Running totals a thread publishes for the live series.
@@ -101,6 +105,7 @@ pub struct Engine {
 }
 
 struct ThreadOut {
+    sockets: Vec<OwnedFd>,
     counts: Vec<(Role, ConnCount)>,
     transactions: u64,
     rtt: Histogram<u64>,
@@ -364,9 +369,12 @@ impl Engine {
             srtt_us: None,
             errors: 0,
             first_error: None,
+            sockets: Vec::with_capacity(self.n),
         };
         let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
-        for o in outs.iter().flatten() {
+        let mut outs = outs;
+        for o in outs.iter_mut().flatten() {
+            out.sockets.append(&mut o.sockets);
             out.transactions += o.transactions;
             let _ = out.rtt.add(&o.rtt);
             out.retransmits += o.retransmits;
@@ -455,6 +463,7 @@ fn run_thread(
         run_poll(share, &mut st, buf, sbuf, live)
     };
     let mut out = ThreadOut {
+        sockets: Vec::with_capacity(conns.len()),
         counts: Vec::with_capacity(conns.len()),
         transactions: st.transactions,
         rtt: st.rtt,
@@ -465,6 +474,7 @@ fn run_thread(
         first_error: st.first_error,
     };
     for f in conns {
+        out.sockets.push(f.socket);
         out.counts.push((f.role, f.count));
         if let Some((retr, rtt)) = f.tcp {
             out.retransmits += retr;
@@ -482,10 +492,11 @@ struct Finished {
     role: Role,
     count: ConnCount,
     tcp: Option<(u64, u32)>,
+    socket: OwnedFd,
 }
 
-impl<S> Conn<S> {
-    fn finish(&self) -> Finished {
+impl<S: IntoRawFd> Conn<S> {
+    fn finish(self) -> Finished {
         let tcp = if self.role != Role::Recv {
             sock::tcp_info(self.fd).map(|(retr, rtt)| {
                 (
@@ -500,6 +511,8 @@ impl<S> Conn<S> {
             role: self.role,
             count: self.count,
             tcp,
+            // SAFETY: into_raw_fd hands over sole ownership of the descriptor.
+            socket: unsafe { OwnedFd::from_raw_fd(self.sock.into_raw_fd()) },
         }
     }
 }
@@ -573,7 +586,10 @@ fn run_poll(
         st.first_error = Some("cannot create epoll instance".into());
         return share
             .into_iter()
-            .map(|(s, role)| Conn::new(s, -1, role, &st.p).finish())
+            .map(|(s, role)| {
+                let fd = s.as_raw_fd();
+                Conn::new(s, fd, role, &st.p).finish()
+            })
             .collect();
     };
     for (i, (s, role)) in share.into_iter().enumerate() {
@@ -622,5 +638,11 @@ fn run_poll(
         publish(st, live);
     }
     publish(st, live);
-    conns.iter().map(|c| c.finish()).collect()
+    conns
+        .into_iter()
+        .map(|mut c| {
+            let _ = poll.registry().deregister(&mut c.sock);
+            c.finish()
+        })
+        .collect()
 }

@@ -70,6 +70,9 @@ pub struct ServerReport {
     pub transactions: u64,
     pub retransmits: u64,
     pub srtt_us: Option<f64>,
+    /// Connections that failed inside the endpoint's window.
+    pub errors: u64,
+    pub first_error: Option<String>,
     pub disclosure: serde_json::Value,
 }
 
@@ -328,7 +331,9 @@ mod tests {
     }
 
     proptest! {
-        // The fuzz target of the decoder: arbitrary bytes never panic.
+        // The fuzz target of the decoder, bounded for CI: arbitrary bytes
+        // never panic.
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
         #[test]
         fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
             let _ = decode(&bytes);

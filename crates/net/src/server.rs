@@ -371,14 +371,18 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         transactions: out.transactions,
         retransmits: out.retransmits,
         srtt_us: out.srtt_us,
+        errors: out.errors,
+        first_error: out.first_error.clone(),
         disclosure: disclose::network(local_ip),
     };
     ctl.send(&Msg::Report {
         report: Box::new(report),
     })
     .map_err(|e| e.to_string())?;
-    // The client acknowledges with stop, or just closes.
+    // The client acknowledges with stop, or just closes; only then do the
+    // data connections close, so the client never sees a close in its window.
     let _ = ctl.recv(SLACK);
+    drop(out.sockets);
     Ok(format!(
         "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
         params.kind, params.dir, params.conns, closed.window_s
