@@ -520,3 +520,26 @@ fn endpoint_survives_abuse_without_leaking() {
         "the idle connections were told busy"
     );
 }
+
+#[test]
+fn client_notices_an_endpoint_that_stops_mid_test() {
+    let mut s = Server::start("127.0.0.1", &[]);
+    let addr = s.addr.clone();
+    let t = Instant::now();
+    let client =
+        std::thread::spawn(move || net_run(&["stream", &addr, "--ramp", "0s", "--time", "30s"]));
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
+    let (code, doc, err) = client.join().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(6),
+        "client took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(doc.is_none());
+    assert!(err.contains("closed the control connection"), "{err}");
+    assert!(s.wait_log("abandoned", Duration::from_secs(2)));
+    assert!(!s.alive() || s.child.wait().is_ok());
+}

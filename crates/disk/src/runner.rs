@@ -253,7 +253,7 @@ impl Shared {
     ) -> bool {
         wait_until(until, ctl.interrupted, || {
             series.poll(self.phase(), || self.totals(), ctl.progress, total);
-            series.next_due()
+            Some(series.next_due())
         })
     }
 }

@@ -163,6 +163,19 @@ fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The endpoint ended the test on its own: its error message, or that it left.
+fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
+    match ctl.recv(Duration::from_secs(1)) {
+        Ok(Msg::Error { msg }) => peer_err(addr, format!("the endpoint ended the test: {msg}")),
+        Ok(other) => unexpected(addr, "nothing during the test", &other),
+        Err(ProtoError::Closed) => peer_err(
+            addr,
+            "the endpoint closed the control connection during the test (stopped or crashed?)",
+        ),
+        Err(e) => proto_err(addr, "during the test", e),
+    }
+}
+
 /// Connects, checks the endpoint's version and runs the mutual
 /// authentication; returns the control connection ready for a test.
 fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> {
@@ -310,16 +323,21 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     };
     let total = spec.ramp + spec.time;
     let mut series = SeriesRecorder::new(counting);
-    let mut tick = |series: &mut SeriesRecorder| {
+    // Each tick samples the series and watches the control connection: an
+    // endpoint that closes it or speaks unasked has ended the test.
+    let mut tick = |series: &mut SeriesRecorder, ctl: &Control| {
         series.poll(phase.get(), || engine.totals(), progress, total);
-        series.next_due()
+        (!ctl.peer_spoke()).then(|| series.next_due())
     };
     if !wait_until(series.t_run() + spec.ramp, interrupted, || {
-        tick(&mut series)
+        tick(&mut series, &ctl)
     }) {
-        let _ = ctl.send(&Msg::Stop {});
         phase.set(Phase::Stop);
         engine.join();
+        if ctl.peer_spoke() {
+            return Err(endpoint_ended(&mut ctl, &addr));
+        }
+        let _ = ctl.send(&Msg::Stop {});
         return Err(NetError::Interrupted("during ramp-up"));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
@@ -327,9 +345,13 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(&addr, "window start", e))?;
     let completed = wait_until(Instant::now() + spec.time, interrupted, || {
-        tick(&mut series)
+        tick(&mut series, &ctl)
     });
     let closed = window.finish_with(|| phase.set(Phase::Stop));
+    if !completed && ctl.peer_spoke() {
+        engine.join();
+        return Err(endpoint_ended(&mut ctl, &addr));
+    }
     let ended = ctl
         .send(&Msg::WindowEnd {})
         .map_err(|e| proto_err(&addr, "window end", e));

@@ -159,11 +159,12 @@ impl SeriesRecorder {
 }
 
 /// Sleeps until `until` in small steps, calling `tick` between them (to
-/// sample the series); returns false as soon as `interrupted` is set.
+/// sample the series; it returns when it next wants to run, or None to stop
+/// waiting). Returns false as soon as `interrupted` is set or `tick` says stop.
 pub fn wait_until(
     until: Instant,
     interrupted: &AtomicBool,
-    mut tick: impl FnMut() -> Instant,
+    mut tick: impl FnMut() -> Option<Instant>,
 ) -> bool {
     loop {
         if interrupted.load(Ordering::Relaxed) {
@@ -173,7 +174,9 @@ pub fn wait_until(
         if now >= until {
             return true;
         }
-        let next_due = tick();
+        let Some(next_due) = tick() else {
+            return false;
+        };
         let step = until
             .min(next_due)
             .saturating_duration_since(now)
@@ -196,21 +199,21 @@ mod tests {
     }
 
     #[test]
-    fn wait_until_stops_on_interrupt() {
+    fn wait_until_stops_on_interrupt_or_when_tick_says_so() {
+        let now = || Some(Instant::now());
         let flag = AtomicBool::new(true);
         let t = Instant::now();
-        assert!(!wait_until(
-            t + Duration::from_secs(10),
-            &flag,
-            Instant::now
-        ));
+        assert!(!wait_until(t + Duration::from_secs(10), &flag, now));
         assert!(t.elapsed() < Duration::from_secs(1));
         let flag = AtomicBool::new(false);
         assert!(wait_until(
             Instant::now() + Duration::from_millis(20),
             &flag,
-            Instant::now
+            now
         ));
+        let t = Instant::now();
+        assert!(!wait_until(t + Duration::from_secs(10), &flag, || None));
+        assert!(t.elapsed() < Duration::from_secs(1));
     }
 
     #[test]
