@@ -1,9 +1,9 @@
 //! `iotoll disk run` and `iotoll disk specs`.
 
-use crate::{output, progress::TermProgress, signals, Interrupted, UsageError};
+use crate::{output, UsageError};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use iotoll_disk::{DiskError, DiskSpec, EngineChoice, RunControl, BUILTIN_SPECS};
+use iotoll_disk::{DiskError, DiskSpec, EngineChoice, BUILTIN_SPECS};
 use iotoll_model::{format_size, parse_duration, parse_size};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -169,29 +169,9 @@ fn usage_or(e: DiskError) -> anyhow::Error {
 
 fn run(a: RunArgs) -> Result<()> {
     let spec = a.to_spec().map_err(usage_or)?;
-    let flag = signals::install();
-    let mut progress = TermProgress::new(a.quiet);
-    let res = iotoll_disk::run(
-        &spec,
-        RunControl {
-            interrupted: &flag,
-            progress: &mut progress,
-        },
-    );
-    progress.clear();
-    let doc = res.map_err(usage_or)?;
-    if a.json {
-        output::print_json(&doc)?;
-    } else {
-        print!("{}", output::human(&doc));
-    }
-    if doc.status == "interrupted" {
-        eprintln!(
-            "iotoll: interrupted; the figures above cover the part of the window that was measured"
-        );
-        return Err(Interrupted.into());
-    }
-    Ok(())
+    crate::measure(a.json, a.quiet, DiskError::is_usage, |ctl| {
+        iotoll_disk::run(&spec, ctl)
+    })
 }
 
 fn specs(json: bool) -> Result<()> {

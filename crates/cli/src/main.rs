@@ -59,6 +59,47 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// Runs one measuring command: installs the Ctrl-C handler, shows progress
+/// on a terminal, prints the result (JSON or table) and turns an interrupted
+/// window into exit status 130. `is_usage` tells which errors are the
+/// user's to fix (exit 2).
+pub fn measure<E>(
+    json: bool,
+    quiet: bool,
+    is_usage: impl Fn(&E) -> bool,
+    run: impl FnOnce(iotoll_probe::RunControl) -> Result<iotoll_model::ResultDoc, E>,
+) -> anyhow::Result<()>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let flag = signals::install();
+    let mut progress = progress::TermProgress::new(quiet);
+    let res = run(iotoll_probe::RunControl {
+        interrupted: &flag,
+        progress: &mut progress,
+    });
+    progress.clear();
+    let doc = res.map_err(|e| -> anyhow::Error {
+        if is_usage(&e) {
+            UsageError(e.to_string()).into()
+        } else {
+            e.into()
+        }
+    })?;
+    if json {
+        output::print_json(&doc)?;
+    } else {
+        print!("{}", output::human(&doc));
+    }
+    if doc.status == "interrupted" {
+        eprintln!(
+            "iotoll: interrupted; the figures above cover the part of the window that was measured"
+        );
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {

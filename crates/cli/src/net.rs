@@ -1,12 +1,11 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{output, progress::TermProgress, signals, Interrupted, UsageError};
+use crate::{signals, UsageError};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
-use iotoll_probe::RunControl;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -222,29 +221,9 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
     if c.threads == Some(0) {
         return Err(UsageError("--threads must be positive".into()).into());
     }
-    let flag = signals::install();
-    let mut progress = TermProgress::new(c.quiet);
-    let res = iotoll_net::run(
-        &spec,
-        RunControl {
-            interrupted: &flag,
-            progress: &mut progress,
-        },
-    );
-    progress.clear();
-    let doc = res.map_err(usage_or)?;
-    if c.json {
-        output::print_json(&doc)?;
-    } else {
-        print!("{}", output::human(&doc));
-    }
-    if doc.status == "interrupted" {
-        eprintln!(
-            "iotoll: interrupted; the figures above cover the part of the window that was measured"
-        );
-        return Err(Interrupted.into());
-    }
-    Ok(())
+    crate::measure(c.json, c.quiet, NetError::is_usage, |ctl| {
+        iotoll_net::run(&spec, ctl)
+    })
 }
 
 fn serve(a: ServeArgs) -> Result<()> {

@@ -178,6 +178,17 @@ fn disclosure_lines(o: &mut String, d: &serde_json::Value) {
     }
 }
 
+/// One labelled line of the metrics present among `keys`.
+fn value_line(o: &mut String, title: &str, keys: &[(&str, &str)], m: &iotoll_model::Metrics) {
+    let mut l = format!("  {title:<12}");
+    for (label, k) in keys {
+        if let Some(v) = m.get(*k) {
+            let _ = write!(l, " {label} {}", num(*v));
+        }
+    }
+    let _ = writeln!(o, "{l}");
+}
+
 /// The compact table printed after a run.
 pub fn human(doc: &ResultDoc) -> String {
     let m = &doc.metrics;
@@ -248,38 +259,36 @@ pub fn human(doc: &ResultDoc) -> String {
             get(mn::LATENCY_ONE_WAY_US).map(num).unwrap_or("-".into()),
             num(get(mn::ERRORS).unwrap_or(0.0)),
         );
-        let mut l = format!("  {:<12}", "rtt us");
-        for (label, k) in [
-            ("mean", mn::RTT_MEAN_US),
-            ("p50", mn::RTT_P50_US),
-            ("p90", mn::RTT_P90_US),
-            ("p99", mn::RTT_P99_US),
-            ("p99.9", mn::RTT_P999_US),
-            ("max", mn::RTT_MAX_US),
-        ] {
-            if let Some(v) = get(k) {
-                let _ = write!(l, " {label} {}", num(v));
-            }
-        }
-        let _ = writeln!(o, "{l}");
+        value_line(
+            &mut o,
+            "rtt us",
+            &[
+                ("mean", mn::RTT_MEAN_US),
+                ("p50", mn::RTT_P50_US),
+                ("p90", mn::RTT_P90_US),
+                ("p99", mn::RTT_P99_US),
+                ("p99.9", mn::RTT_P999_US),
+                ("max", mn::RTT_MAX_US),
+            ],
+            m,
+        );
     }
     if get(mn::LAT_MEAN_US).is_some() {
-        let mut l = format!("  {:<12}", "latency us");
-        for (label, k) in [
-            ("mean", mn::LAT_MEAN_US),
-            ("min", mn::LAT_MIN_US),
-            ("p50", mn::LAT_P50_US),
-            ("p90", mn::LAT_P90_US),
-            ("p99", mn::LAT_P99_US),
-            ("p99.9", mn::LAT_P999_US),
-            ("p99.99", mn::LAT_P9999_US),
-            ("max", mn::LAT_MAX_US),
-        ] {
-            if let Some(v) = get(k) {
-                let _ = write!(l, " {label} {}", num(v));
-            }
-        }
-        let _ = writeln!(o, "{l}");
+        value_line(
+            &mut o,
+            "latency us",
+            &[
+                ("mean", mn::LAT_MEAN_US),
+                ("min", mn::LAT_MIN_US),
+                ("p50", mn::LAT_P50_US),
+                ("p90", mn::LAT_P90_US),
+                ("p99", mn::LAT_P99_US),
+                ("p99.9", mn::LAT_P999_US),
+                ("p99.99", mn::LAT_P9999_US),
+                ("max", mn::LAT_MAX_US),
+            ],
+            m,
+        );
     }
     match &doc.cpu.local {
         Some(c) => {

@@ -92,10 +92,11 @@ fn thousand_connections() {
     assert_eq!(metric(&d, "conns"), 1000.0);
     assert_eq!(metric(&d, "errors"), 0.0);
     assert!(metric(&d, "mbit_s") > 10.0);
-    // A thousand send buffers still growing after a short ramp can hold a
-    // large share of a 1 s window; nothing can arrive that was not sent.
+    // A thousand connections' socket buffers hold a large share of a 1 s
+    // window (filling after a short ramp, draining while the endpoint's window
+    // closes a little after the client's), so the counts agree only roughly.
     let (sent, got) = (metric(&d, "sent_mbit_s"), metric(&d, "mbit_s"));
-    assert!(got <= sent * 1.02, "received {got} > sent {sent} Mbit/s");
+    assert!((sent - got).abs() / got < 0.5, "sent {sent} vs received {got} Mbit/s");
     let c = metric(&d, "connect_s");
     assert!(c < 10.0, "connecting took {c} s");
 }

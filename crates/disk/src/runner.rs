@@ -53,6 +53,20 @@ struct WorkerOut {
     hist: Histogram<u64>,
 }
 
+impl WorkerOut {
+    fn new() -> Self {
+        WorkerOut {
+            reads: 0,
+            writes: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+            errors: 0,
+            first_error: None,
+            hist: new_histogram(),
+        }
+    }
+}
+
 struct WorkerPlan {
     index: u32,
     kind: EngineKind,
@@ -110,15 +124,7 @@ fn worker(
     let mut in_burst = 0u32;
     let live = &shared.live[plan.index as usize];
     let (mut all_ios, mut all_bytes) = (0u64, 0u64);
-    let mut out = WorkerOut {
-        reads: 0,
-        writes: 0,
-        read_bytes: 0,
-        write_bytes: 0,
-        errors: 0,
-        first_error: None,
-        hist: new_histogram(),
-    };
+    let mut out = WorkerOut::new();
 
     loop {
         if shared.phase() != Phase::Stop {
@@ -341,15 +347,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     let closed = window.finish_with(|| shared.set(Phase::Stop));
     let outs = join_all(handles);
 
-    let mut merged = WorkerOut {
-        reads: 0,
-        writes: 0,
-        read_bytes: 0,
-        write_bytes: 0,
-        errors: 0,
-        first_error: None,
-        hist: new_histogram(),
-    };
+    let mut merged = WorkerOut::new();
     for o in outs {
         let o = o.map_err(|msg| DiskError::EngineUnavailable {
             engine: kind.name(),
