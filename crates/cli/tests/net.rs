@@ -96,7 +96,10 @@ fn thousand_connections() {
     // window (filling after a short ramp, draining while the endpoint's window
     // closes a little after the client's), so the counts agree only roughly.
     let (sent, got) = (metric(&d, "sent_mbit_s"), metric(&d, "mbit_s"));
-    assert!((sent - got).abs() / got < 0.5, "sent {sent} vs received {got} Mbit/s");
+    assert!(
+        (sent - got).abs() / got < 0.5,
+        "sent {sent} vs received {got} Mbit/s"
+    );
     let c = metric(&d, "connect_s");
     assert!(c < 10.0, "connecting took {c} s");
 }

@@ -1,0 +1,606 @@
+//! The results database: SQLite (bundled), versioned schema with
+//! migrations, WAL, every repetition committed the moment it finishes.
+//!
+//! Runs hold tests; tests hold repetitions; each repetition keeps its whole
+//! result document (spec, metrics, CPU detail, latency histogram, series)
+//! and its metrics in a table of their own for querying.
+
+pub mod export;
+
+use iotoll_model::ResultDoc;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The schema this iotoll writes. A database with a higher version was
+/// written by a newer iotoll and is refused, never modified.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Migrations: entry i takes the schema from version i to i + 1.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    id          INTEGER PRIMARY KEY,
+    suite       TEXT NOT NULL,
+    config      TEXT,
+    notes       TEXT NOT NULL DEFAULT '[]',
+    started_at  TEXT NOT NULL,
+    finished_at TEXT,
+    status      TEXT NOT NULL CHECK (status IN ('running','complete','aborted','failed','incomplete')),
+    pid         INTEGER,
+    disclosure  TEXT,
+    suite_text  TEXT
+);
+CREATE TABLE tests (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    grp          TEXT,
+    params       TEXT NOT NULL,
+    select_rule  TEXT NOT NULL,
+    selected_rep INTEGER,
+    spread_pct   REAL,
+    repeatable   INTEGER,
+    summary      TEXT,
+    UNIQUE (run_id, name)
+);
+CREATE TABLE reps (
+    id      INTEGER PRIMARY KEY,
+    test_id INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+    rep     INTEGER NOT NULL,
+    status  TEXT NOT NULL,
+    doc     TEXT NOT NULL,
+    UNIQUE (test_id, rep)
+);
+CREATE TABLE metrics (
+    rep_id INTEGER NOT NULL REFERENCES reps(id) ON DELETE CASCADE,
+    name   TEXT NOT NULL,
+    value  REAL NOT NULL,
+    PRIMARY KEY (rep_id, name)
+);
+CREATE INDEX tests_run ON tests(run_id);
+CREATE INDEX reps_test ON reps(test_id);
+"#];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("results database {path}: {msg}")]
+    Open { path: PathBuf, msg: String },
+    #[error("results database {path} was written by a newer iotoll (schema {found}; this iotoll knows up to {known}); use that iotoll or another --db")]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("no run {0} in the results database")]
+    NoRun(String),
+    #[error("results database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("results database: stored document is damaged: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// `$XDG_DATA_HOME/iotoll/results.db`, else `~/.local/share/iotoll/results.db`.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("iotoll").join("results.db")
+}
+
+pub type RunId = i64;
+pub type TestId = i64;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    pub id: RunId,
+    pub suite: String,
+    pub config: Option<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: String,
+    pub notes: Vec<String>,
+    pub tests: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RepRow {
+    pub rep: i64,
+    pub status: String,
+    pub doc: ResultDoc,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TestRow {
+    pub seq: i64,
+    pub name: String,
+    pub kind: String,
+    pub group: Option<String>,
+    pub params: serde_json::Value,
+    pub select: String,
+    pub selected_rep: Option<i64>,
+    pub spread_pct: Option<f64>,
+    pub repeatable: Option<bool>,
+    /// The selection's metrics (the selected repetition's, or the means).
+    pub summary: Option<iotoll_model::Metrics>,
+    pub reps: Vec<RepRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub run: RunRow,
+    pub disclosure: Option<serde_json::Value>,
+    pub suite_text: Option<String>,
+    pub tests: Vec<TestRow>,
+}
+
+/// What a finished test records about its repetitions.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub rule: String,
+    pub selected_rep: Option<i64>,
+    pub spread_pct: Option<f64>,
+    pub repeatable: Option<bool>,
+    pub summary: Option<iotoll_model::Metrics>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+fn pid_alive(pid: i64) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0
+        && (unsafe { libc::kill(pid as i32, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+impl Store {
+    /// Opens (creating the directory and the database if needed), migrates,
+    /// and marks runs whose process died (`kill -9`) as `incomplete`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let err = |msg: String| StoreError::Open {
+            path: path.to_path_buf(),
+            msg,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        if path.is_dir() {
+            return Err(err("is a directory".into()));
+        }
+        let conn = Connection::open(path).map_err(|e| err(e.to_string()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| err(format!("not an iotoll results database ({e})")))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| err(format!("cannot write here ({e})")))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.migrate(version)?;
+        store.mark_incomplete()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self, from: i64) -> Result<(), StoreError> {
+        for v in from..SCHEMA_VERSION {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(MIGRATIONS[v as usize])?;
+            tx.pragma_update(None, "user_version", v + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Runs left `running` by a process that no longer exists.
+    fn mark_incomplete(&self) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, pid FROM runs WHERE status = 'running'")?;
+        let dead: Vec<i64> = st
+            .query_map([], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+            })?
+            .filter_map(|r| r.ok())
+            .filter(|(_, pid)| !pid.is_some_and(pid_alive))
+            .map(|(id, _)| id)
+            .collect();
+        for id in dead {
+            self.conn
+                .execute("UPDATE runs SET status = 'incomplete' WHERE id = ?1", [id])?;
+        }
+        Ok(())
+    }
+
+    pub fn begin_run(
+        &self,
+        suite: &str,
+        config: Option<&str>,
+        suite_text: &str,
+        disclosure: &serde_json::Value,
+        notes: &[String],
+    ) -> Result<RunId, StoreError> {
+        self.conn.execute(
+            "INSERT INTO runs (suite, config, notes, started_at, status, pid, disclosure, suite_text)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+            params![
+                suite,
+                config,
+                serde_json::to_string(notes)?,
+                now(),
+                std::process::id() as i64,
+                disclosure.to_string(),
+                suite_text
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_test(
+        &self,
+        run: RunId,
+        seq: i64,
+        name: &str,
+        kind: &str,
+        group: Option<&str>,
+        params: &serde_json::Value,
+        select: &str,
+    ) -> Result<TestId, StoreError> {
+        self.conn.execute(
+            "INSERT INTO tests (run_id, seq, name, kind, grp, params, select_rule) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run, seq, name, kind, group, params.to_string(), select],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores one repetition and its metrics in one transaction.
+    pub fn add_rep(&mut self, test: TestId, rep: i64, doc: &ResultDoc) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
+            params![test, rep, doc.status, serde_json::to_string(doc)?],
+        )?;
+        let rep_id = tx.last_insert_rowid();
+        {
+            let mut st =
+                tx.prepare("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
+            for (k, v) in &doc.metrics {
+                if v.is_finite() {
+                    st.execute(params![rep_id, k, v])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn finish_test(&self, test: TestId, sel: &Selection) -> Result<(), StoreError> {
+        let summary = sel
+            .summary
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?;
+        self.conn.execute(
+            "UPDATE tests SET selected_rep = ?2, spread_pct = ?3, repeatable = ?4, summary = ?5 WHERE id = ?1",
+            params![test, sel.selected_rep, sel.spread_pct, sel.repeatable, summary],
+        )?;
+        Ok(())
+    }
+
+    pub fn finish_run(&self, run: RunId, status: &str, notes: &[String]) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?2, finished_at = ?3, notes = ?4 WHERE id = ?1",
+            params![run, status, now(), serde_json::to_string(notes)?],
+        )?;
+        Ok(())
+    }
+
+    fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+        let notes: String = r.get(6)?;
+        Ok(RunRow {
+            id: r.get(0)?,
+            suite: r.get(1)?,
+            config: r.get(2)?,
+            started_at: r.get(3)?,
+            finished_at: r.get(4)?,
+            status: r.get(5)?,
+            notes: serde_json::from_str(&notes).unwrap_or_default(),
+            tests: r.get(7)?,
+        })
+    }
+
+    const RUN_COLS: &'static str = "r.id, r.suite, r.config, r.started_at, r.finished_at, r.status, r.notes, (SELECT COUNT(*) FROM tests t WHERE t.run_id = r.id)";
+
+    pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM runs r ORDER BY r.id",
+            Self::RUN_COLS
+        ))?;
+        let rows = st
+            .query_map([], Self::run_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// A run id, or a configuration label (its latest complete run, else its latest).
+    pub fn resolve(&self, what: &str) -> Result<RunId, StoreError> {
+        if let Ok(id) = what.parse::<i64>() {
+            let found: Option<i64> = self
+                .conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?;
+            if let Some(id) = found {
+                return Ok(id);
+            }
+        }
+        self.conn
+            .query_row(
+                "SELECT id FROM runs WHERE config = ?1 ORDER BY (status = 'complete') DESC, id DESC LIMIT 1",
+                [what],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoRun(what.to_string()))
+    }
+
+    pub fn run_detail(&self, id: RunId) -> Result<RunDetail, StoreError> {
+        let (run, disclosure, suite_text) = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {}, r.disclosure, r.suite_text FROM runs r WHERE r.id = ?1",
+                    Self::RUN_COLS
+                ),
+                [id],
+                |r| {
+                    Ok((
+                        Self::run_row(r)?,
+                        r.get::<_, Option<String>>(8)?,
+                        r.get::<_, Option<String>>(9)?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoRun(id.to_string()))?;
+        let mut st = self.conn.prepare(
+            "SELECT id, seq, name, kind, grp, params, select_rule, selected_rep, spread_pct, repeatable, summary
+             FROM tests WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let heads = st
+            .query_map([id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, Option<i64>>(7)?,
+                    r.get::<_, Option<f64>>(8)?,
+                    r.get::<_, Option<bool>>(9)?,
+                    r.get::<_, Option<String>>(10)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut tests = Vec::with_capacity(heads.len());
+        let mut rq = self
+            .conn
+            .prepare("SELECT rep, status, doc FROM reps WHERE test_id = ?1 ORDER BY rep")?;
+        for (
+            tid,
+            seq,
+            name,
+            kind,
+            group,
+            params,
+            select,
+            selected_rep,
+            spread_pct,
+            repeatable,
+            summary,
+        ) in heads
+        {
+            let reps = rq
+                .query_map([tid], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .map(|(rep, status, doc)| {
+                    Ok(RepRow {
+                        rep,
+                        status,
+                        doc: serde_json::from_str(&doc)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            tests.push(TestRow {
+                seq,
+                name,
+                kind,
+                group,
+                params: serde_json::from_str(&params)?,
+                select,
+                selected_rep,
+                spread_pct,
+                repeatable,
+                summary: summary.map(|s| serde_json::from_str(&s)).transpose()?,
+                reps,
+            });
+        }
+        Ok(RunDetail {
+            run,
+            disclosure: disclosure.and_then(|d| serde_json::from_str(&d).ok()),
+            suite_text,
+            tests,
+        })
+    }
+
+    pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
+        let n = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+        if n == 0 {
+            return Err(StoreError::NoRun(id.to_string()));
+        }
+        Ok(())
+    }
+
+    pub fn integrity_ok(&self) -> Result<bool, StoreError> {
+        let s: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        Ok(s == "ok")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(iops: f64) -> ResultDoc {
+        serde_json::from_value(serde_json::json!({
+            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
+            "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
+            "metrics": {"iops": iops, "cpu_pct": 10.0},
+            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [],
+            "disclosure": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn migration_from_an_empty_database_and_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/dir/results.db");
+        let mut s = Store::open(&p).unwrap();
+        let v: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let run = s
+            .begin_run(
+                "quick",
+                Some("base"),
+                "name = 'quick'",
+                &serde_json::json!({"host": "x"}),
+                &[],
+            )
+            .unwrap();
+        let t = s
+            .add_test(
+                run,
+                1,
+                "rr4k/qd=8",
+                "disk",
+                Some("read"),
+                &serde_json::json!({"qd": 8}),
+                "median:iops",
+            )
+            .unwrap();
+        s.add_rep(t, 1, &doc(100.0)).unwrap();
+        s.add_rep(t, 2, &doc(120.0)).unwrap();
+        s.finish_test(
+            t,
+            &Selection {
+                rule: "median:iops".into(),
+                selected_rep: Some(2),
+                spread_pct: Some(18.2),
+                repeatable: Some(false),
+                summary: Some(doc(120.0).metrics),
+            },
+        )
+        .unwrap();
+        s.finish_run(run, "complete", &["n".into()]).unwrap();
+        let runs = s.list_runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].status.as_str(), runs[0].tests), ("complete", 1));
+        let det = s.run_detail(run).unwrap();
+        assert_eq!(det.tests[0].reps.len(), 2);
+        assert_eq!(det.tests[0].repeatable, Some(false));
+        assert_eq!(det.tests[0].reps[1].doc.metrics["iops"], 120.0);
+        assert_eq!(s.resolve("base").unwrap(), run);
+        assert_eq!(s.resolve(&run.to_string()).unwrap(), run);
+        assert!(matches!(s.resolve("nope"), Err(StoreError::NoRun(_))));
+        assert!(s.integrity_ok().unwrap());
+        s.delete_run(run).unwrap();
+        assert!(s.list_runs().unwrap().is_empty());
+        let n: i64 = s
+            .conn
+            .query_row("SELECT COUNT(*) FROM metrics", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0, "cascade");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.pragma_update(None, "user_version", 99).unwrap();
+        }
+        let before = std::fs::read(&p).unwrap();
+        assert!(matches!(
+            Store::open(&p),
+            Err(StoreError::TooNew { found: 99, .. })
+        ));
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+    }
+
+    #[test]
+    fn a_dead_process_leaves_an_incomplete_run() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        let s = Store::open(&p).unwrap();
+        let run = s
+            .begin_run("quick", None, "", &serde_json::Value::Null, &[])
+            .unwrap();
+        // A pid that cannot exist.
+        s.conn
+            .execute("UPDATE runs SET pid = 2147483000 WHERE id = ?1", [run])
+            .unwrap();
+        drop(s);
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.list_runs().unwrap()[0].status, "incomplete");
+    }
+
+    #[test]
+    fn garbage_is_not_a_database() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        std::fs::write(&p, b"this is not sqlite at all, just text padding it out").unwrap();
+        assert!(matches!(Store::open(&p), Err(StoreError::Open { .. })));
+    }
+}
