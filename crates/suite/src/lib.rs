@@ -1,1 +1,12 @@
+//! Suites: TOML files of tests whose list-valued parameters are swept
+//! (cartesian product), run with repetitions, a selection rule and a
+//! repeatability check. `file` parses and expands, `select` picks the
+//! repetition (or mean) that represents a test, `runner` runs it all.
 
+pub mod builtin;
+pub mod file;
+pub mod runner;
+pub mod select;
+
+pub use file::{parse, Job, JobSpec, Suite, SuiteError};
+pub use select::{select, Rule};
