@@ -9,7 +9,7 @@ use crate::proto::{
     ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
 use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
-use crate::{disclose, resolve, sock, NetError, DEFAULT_PORT};
+use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
 use iotoll_probe::{
@@ -427,7 +427,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         series: series.into_points(),
         notes,
         disclosure: Some(serde_json::json!({
-            "local": disclose::network(local_ip),
+            "local": iotoll_probe::sysinfo::network(local_ip),
             "remote": report.disclosure,
         })),
     })

@@ -1,12 +1,11 @@
 //! iotoll's network side: the endpoint server (`server`), the stream and
 //! request/response clients (`client`), the event-driven data engine
 //! (`engine`), the control protocol (`proto`) with pre-shared-key
-//! authentication (`auth`), and the disclosure of the network path
-//! (`disclose`).
+//! authentication (`auth`); the network path is disclosed by
+//! `iotoll_probe::sysinfo`.
 
 pub mod auth;
 pub mod client;
-pub mod disclose;
 pub mod engine;
 pub mod proto;
 pub mod server;

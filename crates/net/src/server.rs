@@ -8,7 +8,7 @@ use crate::engine::{Engine, EngineParams, Role};
 use crate::proto::{
     ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
-use crate::{disclose, sock, NetError};
+use crate::{sock, NetError};
 use iotoll_probe::{CpuWindow, Phase, PhaseCell};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -375,7 +375,7 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         srtt_us: out.srtt_us,
         errors: out.errors,
         first_error: out.first_error.clone(),
-        disclosure: disclose::network(local_ip),
+        disclosure: iotoll_probe::sysinfo::network(local_ip),
     };
     ctl.send(&Msg::Report {
         report: Box::new(report),

@@ -2,7 +2,7 @@
 //!
 //! `stat` parses `/proc/stat` and turns two snapshots into a [`CpuReport`];
 //! `procs` finds the top consumers from `/proc/*/stat`; `clock` finds the
-//! nominal frequency; [`CpuWindow`] ties them together for a measurement
+//! nominal frequency; `sysinfo` discloses the system; [`CpuWindow`] ties them together for a measurement
 //! window and [`HostSampler`] gives the one-second series.
 
 pub mod clock;
@@ -10,6 +10,7 @@ mod latency;
 mod pacing;
 pub mod procs;
 pub mod stat;
+pub mod sysinfo;
 mod window;
 
 pub use iotoll_model::CpuReport;

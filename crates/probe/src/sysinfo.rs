@@ -1,0 +1,488 @@
+//! System disclosure: what a result was measured on. The whole host for
+//! `iotoll sysinfo` and every stored run (CPU, memory, kernel, every network
+//! interface with its offloads, block devices, TCP sysctls), the network
+//! path of one run (`network`), and the warnings worth reading before a
+//! suite starts.
+
+use serde_json::{json, Value};
+use std::ffi::CStr;
+use std::net::IpAddr;
+use std::path::Path;
+
+/// The TCP settings that change throughput and latency results.
+const TCP_SYSCTLS: &[&str] = &[
+    "net/ipv4/tcp_rmem",
+    "net/ipv4/tcp_wmem",
+    "net/ipv4/tcp_congestion_control",
+    "net/ipv4/tcp_timestamps",
+    "net/ipv4/tcp_sack",
+    "net/ipv4/tcp_window_scaling",
+    "net/ipv4/tcp_low_latency",
+    "net/core/rmem_max",
+    "net/core/wmem_max",
+    "net/core/default_qdisc",
+];
+
+fn read_trim(p: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Name of the local interface that holds `ip`.
+pub fn interface_of(ip: IpAddr) -> Option<String> {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    let mut found = None;
+    // SAFETY: getifaddrs allocates a list we walk read-only and free once.
+    unsafe {
+        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut head) != 0 {
+            return None;
+        }
+        let mut cur = head;
+        while !cur.is_null() {
+            let ifa = &*cur;
+            if sockaddr_ip(ifa.ifa_addr) == Some(ip) {
+                found = Some(CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned());
+                break;
+            }
+            cur = ifa.ifa_next;
+        }
+        libc::freeifaddrs(head);
+    }
+    found
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut EthtoolValue,
+    _pad: [u8; 16],
+}
+
+/// One legacy ethtool get-value command (the kernel answers these from the
+/// device's feature flags, for every driver including lo and veth).
+fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
+    let mut v = EthtoolValue { cmd, data: 0 };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        data: &mut v,
+        _pad: [0; 16],
+    };
+    for (d, s) in req
+        .name
+        .iter_mut()
+        .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCETHTOOL reads the name and writes one EthtoolValue.
+    let rc = unsafe { libc::ioctl(sock, SIOCETHTOOL as _, &mut req) };
+    (rc == 0).then_some(v.data)
+}
+
+fn offloads(ifname: &str) -> Value {
+    // SAFETY: a throwaway datagram socket for ioctls.
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if sock < 0 {
+        return Value::Null;
+    }
+    const GRXCSUM: u32 = 0x14;
+    const GTXCSUM: u32 = 0x16;
+    const GTSO: u32 = 0x1e;
+    const GGSO: u32 = 0x23;
+    const GFLAGS: u32 = 0x25;
+    const GGRO: u32 = 0x2b;
+    const FLAG_LRO: u32 = 1 << 15;
+    let b = |cmd| ethtool_get(sock, ifname, cmd).map(|v| v != 0);
+    let v = json!({
+        "tso": b(GTSO),
+        "gso": b(GGSO),
+        "gro": b(GGRO),
+        "lro": ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
+        "rx_checksum": b(GRXCSUM),
+        "tx_checksum": b(GTXCSUM),
+    });
+    // SAFETY: closing the socket we opened.
+    unsafe { libc::close(sock) };
+    v
+}
+
+fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
+    let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
+    let speed = sysfs("speed")
+        .and_then(|s| s.parse::<i64>().ok())
+        .filter(|s| *s > 0);
+    let driver = std::fs::read_link(format!("/sys/class/net/{name}/device/driver"))
+        .ok()
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    let mut v = json!({
+        "name": name,
+        "mtu": sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
+        "speed_mbit": speed,
+        "driver": driver,
+        "offloads": offloads(name),
+    });
+    if let Some(a) = address {
+        v["address"] = json!(a.to_string());
+    }
+    v
+}
+
+fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
+    if sa.is_null() {
+        return None;
+    }
+    // SAFETY: the family tells which sockaddr type the pointer holds.
+    unsafe {
+        match (*sa).sa_family as i32 {
+            libc::AF_INET => {
+                let s = &*(sa as *const libc::sockaddr_in);
+                Some(IpAddr::from(u32::from_be(s.sin_addr.s_addr).to_be_bytes()))
+            }
+            libc::AF_INET6 => {
+                let s = &*(sa as *const libc::sockaddr_in6);
+                Some(IpAddr::from(s.sin6_addr.s6_addr))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Everything about the path through `local_ip` that affects results.
+pub fn network(local_ip: IpAddr) -> Value {
+    let iface_json = match interface_of(local_ip) {
+        Some(name) => interface_json(&name, Some(local_ip)),
+        None => json!({ "name": null, "address": local_ip.to_string() }),
+    };
+    json!({ "interface": iface_json, "tcp": tcp_sysctls() })
+}
+
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+fn cpu() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut sockets = std::collections::BTreeSet::new();
+    let mut cores = std::collections::BTreeSet::new();
+    let mut threads = 0u32;
+    let (mut phys, mut core) = (String::new(), String::new());
+    for l in cpuinfo.lines() {
+        if let Some((k, v)) = l.split_once(':') {
+            match k.trim() {
+                "processor" => threads += 1,
+                "physical id" => phys = v.trim().to_string(),
+                "core id" => core = v.trim().to_string(),
+                _ => {}
+            }
+        } else if l.trim().is_empty() && threads > 0 {
+            sockets.insert(phys.clone());
+            cores.insert((phys.clone(), core.clone()));
+        }
+    }
+    let cpu0 = "/sys/devices/system/cpu/cpu0";
+    let caches: Vec<Value> = (0..8)
+        .filter_map(|i| {
+            let d = format!("{cpu0}/cache/index{i}");
+            Some(json!({
+                "level": read_trim(format!("{d}/level"))?,
+                "type": read_trim(format!("{d}/type")),
+                "size": read_trim(format!("{d}/size")),
+            }))
+        })
+        .collect();
+    let nominal = crate::clock::nominal_mhz();
+    json!({
+        "model": cpuinfo_field(&cpuinfo, "model name"),
+        "sockets": sockets.len().max(1),
+        "cores": cores.len().max(1),
+        "threads": threads,
+        "online": read_trim("/sys/devices/system/cpu/online"),
+        "smt": read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
+        "nominal_mhz": nominal.as_ref().map(|n| n.0),
+        "nominal_mhz_source": nominal.map(|n| n.1),
+        "current_mhz": cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse::<f64>().ok()),
+        "governor": read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
+        "scaling_driver": read_trim(format!("{cpu0}/cpufreq/scaling_driver")),
+        "caches": caches,
+    })
+}
+
+fn meminfo_kib(key: &str) -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    m.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn os_release() -> Option<String> {
+    let t = std::fs::read_to_string("/etc/os-release").ok()?;
+    t.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_string())
+}
+
+/// Every network interface, its addresses and offloads.
+fn interfaces() -> Value {
+    let mut addrs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    // SAFETY: getifaddrs list walked read-only and freed once.
+    unsafe {
+        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut head) == 0 {
+            let mut cur = head;
+            while !cur.is_null() {
+                let ifa = &*cur;
+                let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+                let entry = addrs.entry(name).or_default();
+                if let Some(ip) = sockaddr_ip(ifa.ifa_addr) {
+                    entry.push(ip.to_string());
+                }
+                cur = ifa.ifa_next;
+            }
+            libc::freeifaddrs(head);
+        }
+    }
+    let names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out: Vec<Value> = names
+        .iter()
+        .map(|n| {
+            let mut v = interface_json(n, None);
+            v["addresses"] = json!(addrs.get(n).cloned().unwrap_or_default());
+            v
+        })
+        .collect();
+    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Value::Array(out)
+}
+
+fn block_devices() -> Value {
+    let mut out: Vec<Value> = std::fs::read_dir("/sys/block")
+        .map(|d| {
+            d.flatten()
+                .map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    let b = format!("/sys/block/{n}");
+                    let sched = read_trim(format!("{b}/queue/scheduler")).map(|s| {
+                        s.split_whitespace()
+                            .find(|w| w.starts_with('['))
+                            .map(|w| w.trim_matches(['[', ']']).to_string())
+                            .unwrap_or(s)
+                    });
+                    json!({
+                        "name": n,
+                        "model": read_trim(format!("{b}/device/model")),
+                        "size_bytes": read_trim(format!("{b}/size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
+                        "rotational": read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
+                        "scheduler": sched,
+                        "queue_depth": read_trim(format!("{b}/device/queue_depth")).and_then(|s| s.parse::<u64>().ok()),
+                        "nr_requests": read_trim(format!("{b}/queue/nr_requests")).and_then(|s| s.parse::<u64>().ok()),
+                        "logical_block_size": read_trim(format!("{b}/queue/logical_block_size")).and_then(|s| s.parse::<u64>().ok()),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Value::Array(out)
+}
+
+fn tcp_sysctls() -> serde_json::Map<String, Value> {
+    TCP_SYSCTLS
+        .iter()
+        .map(|k| {
+            let short = k.rsplit('/').next().unwrap_or(k).to_string();
+            (
+                short,
+                read_trim(format!("/proc/sys/{k}")).map_or(Value::Null, Value::String),
+            )
+        })
+        .collect()
+}
+
+/// The whole host, for `iotoll sysinfo` and every stored run.
+pub fn host(version: &str, commit: Option<&str>) -> Value {
+    // SAFETY: uname fills the struct.
+    let (sysname, release, machine, nodename) = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        libc::uname(&mut u);
+        let f = |c: &[libc::c_char]| CStr::from_ptr(c.as_ptr()).to_string_lossy().into_owned();
+        (f(&u.sysname), f(&u.release), f(&u.machine), f(&u.nodename))
+    };
+    json!({
+        "host": nodename,
+        "iotoll": { "version": version, "commit": commit },
+        "os": { "kernel": format!("{sysname} {release}"), "arch": machine, "distribution": os_release() },
+        "cpu": cpu(),
+        "memory": {
+            "total_bytes": meminfo_kib("MemTotal").map(|k| k * 1024),
+            "swap_total_bytes": meminfo_kib("SwapTotal").map(|k| k * 1024),
+            "swap_used_bytes": meminfo_kib("SwapTotal").zip(meminfo_kib("SwapFree")).map(|(t, f)| t.saturating_sub(f) * 1024),
+        },
+        "interfaces": interfaces(),
+        "block_devices": block_devices(),
+        "tcp": tcp_sysctls(),
+    })
+}
+
+/// The filesystem type a path lives on, from /proc/self/mounts (longest
+/// matching mount point).
+pub fn fs_type(path: &Path) -> Option<String> {
+    let p = std::fs::canonicalize(path)
+        .or_else(|_| {
+            std::fs::canonicalize(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            )
+        })
+        .ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && p.starts_with(f[1])).then(|| (f[1].len(), f[2].to_string()))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, t)| t)
+}
+
+/// Warnings worth reading before a suite starts: each one can make results
+/// unrepresentative. `busy` lists (process, % of all CPUs) seen in a short
+/// sample before the start.
+pub fn warnings(
+    host: &Value,
+    disk_target: Option<&Path>,
+    peer_is_local: bool,
+    busy: &[(String, f64)],
+) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(g) = host["cpu"]["governor"].as_str() {
+        if g != "performance" {
+            w.push(format!("CPU frequency governor is '{g}', not 'performance': clocks may change during the run"));
+        }
+    }
+    for (name, pct) in busy {
+        w.push(format!(
+            "another process was already using {pct:.1} % of the CPUs before the start: {name}"
+        ));
+    }
+    if host["memory"]["swap_used_bytes"]
+        .as_u64()
+        .is_some_and(|u| u > 0)
+    {
+        w.push("swap is in use: memory pressure may distort the results".into());
+    }
+    if let Some(t) = disk_target {
+        if let Some(fs) = fs_type(t) {
+            if fs == "tmpfs" || fs == "ramfs" {
+                w.push(format!("the disk target {} is on {fs}: that is memory, not a device (and O_DIRECT may be impossible)", t.display()));
+            }
+        }
+    }
+    if peer_is_local {
+        w.push("the network peer is on this host: loopback results measure host-internal copies, not a NIC".into());
+    }
+    w
+}
+
+/// Processes other than `me` that used more than `threshold_pct` of all
+/// CPUs over `sample`.
+pub fn busy_processes(
+    sample: std::time::Duration,
+    threshold_pct: f64,
+    me: i32,
+) -> Vec<(String, f64)> {
+    let a = crate::procs::snapshot();
+    std::thread::sleep(sample);
+    let b = crate::procs::snapshot();
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    crate::procs::top_consumers(
+        &a,
+        &b,
+        sample.as_secs_f64(),
+        cpus,
+        crate::procs::clk_tck(),
+        10,
+    )
+    .into_iter()
+    .filter(|t| t.pid != me && t.cpu_pct > threshold_pct)
+    .map(|t| (format!("{} (pid {})", t.comm, t.pid), t.cpu_pct))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_record() {
+        let h = host("0.1.0", Some("abc"));
+        assert!(h["cpu"]["threads"].as_u64().unwrap() >= 1);
+        assert!(h["memory"]["total_bytes"].as_u64().unwrap() > 0);
+        assert!(h["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == "lo"));
+        assert_eq!(h["iotoll"]["commit"], "abc");
+        assert!(h["os"]["kernel"].as_str().unwrap().starts_with("Linux"));
+    }
+
+    #[test]
+    fn warnings_read_the_record() {
+        let h = json!({"cpu": {"governor": "powersave"}, "memory": {"swap_used_bytes": 4096}});
+        let w = warnings(
+            &h,
+            Some(Path::new("/dev/shm/x")),
+            true,
+            &[("hog (pid 1)".into(), 42.0)],
+        );
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(w[0].contains("powersave") && w[1].contains("hog") && w[2].contains("swap"));
+        assert!(w[3].contains("tmpfs") && w[4].contains("loopback"));
+        assert!(warnings(
+            &json!({"cpu": {"governor": "performance"}, "memory": {}}),
+            None,
+            false,
+            &[]
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn loopback_is_found_and_described() {
+        let d = network("127.0.0.1".parse().unwrap());
+        assert_eq!(d["interface"]["name"], "lo");
+        assert!(d["interface"]["mtu"].as_u64().unwrap() >= 1500);
+        assert!(d["tcp"]["tcp_rmem"].is_string());
+        assert!(d["interface"]["offloads"]["gso"].is_boolean(), "{d}");
+    }
+}
