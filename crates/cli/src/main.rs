@@ -4,7 +4,9 @@ mod disk;
 mod net;
 mod output;
 mod progress;
+mod results;
 mod signals;
+mod suite;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,6 +35,18 @@ enum Cmd {
     /// Network workloads: an endpoint, TCP streams and request/response.
     #[command(subcommand)]
     Net(net::NetCmd),
+    /// Suites: sweeps of tests with repetitions, into the results database.
+    #[command(subcommand)]
+    Suite(suite::SuiteCmd),
+    /// The results database: list, show, export, delete runs.
+    #[command(subcommand)]
+    Results(results::ResultsCmd),
+    /// Disclose this system: CPU, memory, kernel, interfaces, block devices, TCP settings.
+    Sysinfo {
+        /// Print one JSON document on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.
@@ -105,6 +119,9 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Disk(c) => disk::main(c),
         Cmd::Net(c) => net::main(c),
+        Cmd::Suite(c) => suite::main(c),
+        Cmd::Results(c) => results::main(c),
+        Cmd::Sysinfo { json } => suite::sysinfo(json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

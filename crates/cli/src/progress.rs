@@ -7,6 +7,7 @@ use std::time::Duration;
 pub struct TermProgress {
     enabled: bool,
     drawn: bool,
+    quiet: bool,
 }
 
 impl TermProgress {
@@ -14,6 +15,7 @@ impl TermProgress {
         TermProgress {
             enabled: !quiet && std::io::stderr().is_terminal(),
             drawn: false,
+            quiet,
         }
     }
 
@@ -24,6 +26,16 @@ impl TermProgress {
             let _ = e.flush();
             self.drawn = true;
         }
+    }
+
+    /// A line of its own on stderr (suite progress, warnings), unless quiet;
+    /// the live line is redrawn after it.
+    pub fn line(&mut self, msg: &str) {
+        if self.quiet {
+            return;
+        }
+        self.clear();
+        eprintln!("iotoll: {msg}");
     }
 
     /// Erases the line before results are printed.

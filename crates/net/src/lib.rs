@@ -13,7 +13,7 @@ pub mod sock;
 
 pub use client::{run, ClientSpec};
 pub use proto::{Dir, TestKind};
-pub use server::{serve, Limits, ServerConfig};
+pub use server::{serve, serve_on, Limits, ServerConfig};
 
 /// The default endpoint port.
 pub const DEFAULT_PORT: u16 = 7575;

@@ -135,6 +135,17 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 pub fn serve(cfg: &ServerConfig, stop: &AtomicBool, log: Log) -> Result<(), NetError> {
     let listener = TcpListener::bind(cfg.listen)
         .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", cfg.listen)))?;
+    serve_on(listener, cfg, stop, log)
+}
+
+/// Serves on a listener the caller bound (an in-process endpoint on an
+/// ephemeral port); `cfg.listen` is ignored.
+pub fn serve_on(
+    listener: TcpListener,
+    cfg: &ServerConfig,
+    stop: &AtomicBool,
+    log: Log,
+) -> Result<(), NetError> {
     listener
         .set_nonblocking(true)
         .map_err(|e| NetError::Io(e.to_string()))?;

@@ -1,1 +1,403 @@
+//! Runs a suite: every job, its repetitions (and reruns while it is not
+//! repeatable), the selection, and hands each result to a sink the moment
+//! it exists, so nothing finished is lost on Ctrl-C or a crash.
 
+use crate::file::{Job, JobSpec, Suite};
+use crate::select::{select, Rule, Selected};
+use iotoll_disk::DiskError;
+use iotoll_model::ResultDoc;
+use iotoll_net::auth::Key;
+use iotoll_net::NetError;
+use iotoll_probe::{Progress, RunControl};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Disk target for every disk test; None: one temporary test file.
+    pub target: Option<PathBuf>,
+    pub allow_destructive: bool,
+    /// Endpoint for every network test; None: an in-process one on loopback.
+    pub peer: Option<String>,
+    pub auth_key: Option<Key>,
+    /// Overrides every test's repetitions.
+    pub reps: Option<u32>,
+    pub config: Option<String>,
+}
+
+/// Where results go as they happen (the results database).
+pub trait Sink {
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, String>;
+    fn rep(&mut self, test: i64, rep: u32, doc: &ResultDoc) -> Result<(), String>;
+    fn end_test(&mut self, test: i64, job: &Job, outcome: &TestOutcome) -> Result<(), String>;
+}
+
+/// What one job came to.
+#[derive(Debug, Clone)]
+pub struct TestOutcome {
+    pub name: String,
+    pub group: String,
+    pub kind: String,
+    pub rule: Rule,
+    pub metric: String,
+    /// Repetition numbers (1-based) that completed, with their documents.
+    pub reps: Vec<(u32, ResultDoc)>,
+    pub selected: Selected,
+    pub repeatable: Option<bool>,
+    pub failures: Vec<String>,
+}
+
+impl TestOutcome {
+    /// 1-based repetition number of the selected one.
+    pub fn selected_rep(&self) -> Option<u32> {
+        self.selected
+            .index
+            .and_then(|i| self.reps.get(i))
+            .map(|r| r.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    /// Ctrl-C or SIGTERM: every finished repetition is kept.
+    Aborted,
+    /// Some repetitions failed; the others are kept.
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Aborted => "aborted",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+pub struct Outcome {
+    pub status: Status,
+    pub tests: Vec<TestOutcome>,
+    pub notes: Vec<String>,
+}
+
+/// Progress of the suite as a whole (one line per test and repetition).
+pub trait SuiteProgress: Progress {
+    fn test_start(
+        &mut self,
+        index: usize,
+        total: usize,
+        name: &str,
+        rep: u32,
+        reps: u32,
+        eta: Duration,
+    );
+    fn line(&mut self, msg: &str);
+}
+
+/// An endpoint inside this process, on an ephemeral loopback port.
+struct LocalEndpoint {
+    addr: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LocalEndpoint {
+    fn start(key: Option<Key>) -> Result<LocalEndpoint, String> {
+        let l =
+            TcpListener::bind("127.0.0.1:0").map_err(|e| format!("in-process endpoint: {e}"))?;
+        let addr = l.local_addr().map_err(|e| e.to_string())?.to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let cfg = iotoll_net::ServerConfig {
+            listen: l.local_addr().map_err(|e| e.to_string())?,
+            key,
+            once: false,
+            limits: iotoll_net::Limits::default(),
+            threads: None,
+            handshake: iotoll_net::server::HANDSHAKE,
+        };
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("iotoll-endpoint".into())
+            .spawn(move || {
+                let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(LocalEndpoint {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for LocalEndpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The suite's temporary test file, removed at the end.
+struct TempTarget(PathBuf);
+
+impl Drop for TempTarget {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+enum RepError {
+    Interrupted,
+    Failed(String),
+}
+
+fn run_one(
+    job: &Job,
+    opts: &Options,
+    target: Option<&PathBuf>,
+    endpoint: Option<&str>,
+    ctl: RunControl,
+) -> Result<ResultDoc, RepError> {
+    let res = match &job.spec {
+        JobSpec::Disk(d) => {
+            let mut d = d.clone();
+            d.config = opts.config.clone();
+            if let Some(t) = target {
+                d.target = Some(t.clone());
+                d.create = false;
+                d.allow_destructive = opts.allow_destructive || opts.target.is_none();
+            }
+            iotoll_disk::run(&d, ctl).map_err(|e| match e {
+                DiskError::Interrupted(_) => RepError::Interrupted,
+                e => RepError::Failed(e.to_string()),
+            })
+        }
+        JobSpec::Net(n) => {
+            let mut n = n.clone();
+            n.config = opts.config.clone();
+            n.key = opts.auth_key.clone();
+            if let Some(p) = endpoint {
+                n.peer = p.to_string();
+            }
+            // The endpoint may still be finishing the previous test (closing
+            // its sockets) when the next one starts: busy is retried briefly.
+            let RunControl {
+                interrupted,
+                progress,
+            } = ctl;
+            let t0 = Instant::now();
+            loop {
+                match iotoll_net::run(
+                    &n,
+                    RunControl {
+                        interrupted,
+                        progress: &mut *progress,
+                    },
+                ) {
+                    Err(NetError::Busy { .. })
+                        if t0.elapsed() < Duration::from_secs(10)
+                            && !interrupted.load(Ordering::Relaxed) =>
+                    {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    r => {
+                        break r.map_err(|e| match e {
+                            NetError::Interrupted(_) => RepError::Interrupted,
+                            e => RepError::Failed(e.to_string()),
+                        })
+                    }
+                }
+            }
+        }
+    }?;
+    if res.status == "interrupted" {
+        return Err(RepError::Interrupted);
+    }
+    Ok(res)
+}
+
+/// Runs every job of `suite` in order.
+pub fn run(
+    suite: &Suite,
+    opts: &Options,
+    interrupted: &AtomicBool,
+    progress: &mut dyn SuiteProgress,
+    sink: &mut dyn Sink,
+) -> Result<Outcome, String> {
+    let mut notes = Vec::new();
+    let needs_disk = suite
+        .jobs
+        .iter()
+        .any(|j| matches!(j.spec, JobSpec::Disk(_)));
+    let needs_net = suite.jobs.iter().any(|j| matches!(j.spec, JobSpec::Net(_)));
+
+    // One temporary test file for all disk tests, sized for the largest.
+    let mut _temp = None;
+    let target = match (&opts.target, needs_disk) {
+        (Some(t), _) => Some(t.clone()),
+        (None, true) => {
+            let size = suite
+                .jobs
+                .iter()
+                .filter_map(|j| match &j.spec {
+                    JobSpec::Disk(d) => {
+                        Some(d.offset + d.size.unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE))
+                    }
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
+            let path =
+                std::env::temp_dir().join(format!("iotoll-suite-{}.tst", std::process::id()));
+            let prep = iotoll_disk::DiskSpec {
+                target: Some(path.clone()),
+                create: true,
+                keep: true,
+                size: Some(size),
+                ..Default::default()
+            };
+            progress.line(&format!(
+                "preparing a {} MiB test file in {}",
+                size >> 20,
+                std::env::temp_dir().display()
+            ));
+            let t = iotoll_disk::target::prepare(&prep, interrupted, &mut |d, t| {
+                progress.preparing(d, t)
+            });
+            _temp = Some(TempTarget(path.clone()));
+            match t {
+                Ok(_) => Some(path),
+                Err(DiskError::Interrupted(_)) => {
+                    return Ok(Outcome {
+                        status: Status::Aborted,
+                        tests: Vec::new(),
+                        notes: vec!["interrupted while preparing the test file".into()],
+                    })
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        (None, false) => None,
+    };
+    let local = if needs_net && opts.peer.is_none() {
+        Some(LocalEndpoint::start(opts.auth_key.clone())?)
+    } else {
+        None
+    };
+    let endpoint = opts
+        .peer
+        .clone()
+        .or_else(|| local.as_ref().map(|l| l.addr.clone()));
+
+    let total = suite.jobs.len();
+    let t0 = Instant::now();
+    let planned: Duration = suite.estimated();
+    let mut tests = Vec::with_capacity(total);
+    let mut status = Status::Complete;
+    'jobs: for (i, job) in suite.jobs.iter().enumerate() {
+        let reps = opts.reps.unwrap_or(job.reps).max(1);
+        let id = sink.begin_test(i + 1, job)?;
+        let mut out = TestOutcome {
+            name: job.name.clone(),
+            group: job.group.clone(),
+            kind: job.kind.clone(),
+            rule: job.rule.clone(),
+            metric: job.metric.clone(),
+            reps: Vec::new(),
+            selected: Selected {
+                index: None,
+                metrics: None,
+                spread_pct: None,
+            },
+            repeatable: None,
+            failures: Vec::new(),
+        };
+        let mut rep = 0u32;
+        let mut limit = reps;
+        while rep < limit {
+            rep += 1;
+            let eta = planned.saturating_sub(t0.elapsed());
+            progress.test_start(i + 1, total, &job.name, rep, limit, eta);
+            let r = run_one(
+                job,
+                opts,
+                target.as_ref(),
+                endpoint.as_deref(),
+                RunControl {
+                    interrupted,
+                    progress: &mut *progress,
+                },
+            );
+            match r {
+                Ok(doc) => {
+                    sink.rep(id, rep, &doc)?;
+                    out.reps.push((rep, doc));
+                }
+                Err(RepError::Interrupted) => {
+                    status = Status::Aborted;
+                    notes.push(format!("interrupted during {} repetition {rep}", job.name));
+                    finish(&mut out, job, sink, id)?;
+                    tests.push(out);
+                    break 'jobs;
+                }
+                Err(RepError::Failed(e)) => {
+                    progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
+                    out.failures.push(format!("repetition {rep}: {e}"));
+                    status = Status::Failed;
+                }
+            }
+            if rep == limit {
+                // Not repeatable yet: up to `rerun` extra repetitions.
+                finish(&mut out, job, sink, None)?;
+                if out.repeatable == Some(false) && limit < reps + job.rerun {
+                    limit += 1;
+                }
+            }
+        }
+        finish(&mut out, job, sink, id)?;
+        if out.repeatable == Some(false) {
+            notes.push(format!(
+                "{}: not repeatable, spread {:.1} % > {} % of {}",
+                job.name,
+                out.selected.spread_pct.unwrap_or(f64::NAN),
+                job.repeatability_pct,
+                job.metric
+            ));
+        }
+        tests.push(out);
+    }
+    drop(local);
+    Ok(Outcome {
+        status,
+        tests,
+        notes,
+    })
+}
+
+/// Applies the selection rule and the repeatability check; with a test id
+/// the result is recorded.
+fn finish(
+    out: &mut TestOutcome,
+    job: &Job,
+    sink: &mut dyn Sink,
+    id: impl Into<Option<i64>>,
+) -> Result<(), String> {
+    let docs: Vec<&iotoll_model::Metrics> = out.reps.iter().map(|(_, d)| &d.metrics).collect();
+    out.selected = select(&docs, &job.rule, &job.metric);
+    out.repeatable = if out.reps.len() >= 2 {
+        out.selected.spread_pct.map(|s| s <= job.repeatability_pct)
+    } else {
+        None
+    };
+    if let Some(id) = id.into() {
+        sink.end_test(id, job, out)?;
+    }
+    Ok(())
+}

@@ -48,7 +48,8 @@ pub struct Selected {
     pub index: Option<usize>,
     /// The metrics that represent the test (None for `all`).
     pub metrics: Option<Metrics>,
-    /// (max - min) / median of `metric` over the repetitions, %.
+    /// (max - min) / median of `metric` over the repetitions, %; None with
+    /// fewer than two.
     pub spread_pct: Option<f64>,
 }
 
@@ -68,8 +69,11 @@ pub fn select(reps: &[&Metrics], rule: &Rule, metric: &str) -> Selected {
     let mut sorted = values.clone();
     sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
     let median = (!sorted.is_empty()).then(|| sorted[(sorted.len() - 1) / 2]);
+    // A spread needs at least two repetitions.
     let spread_pct = match (sorted.first(), sorted.last(), median) {
-        (Some(lo), Some(hi), Some((_, med))) if med > 0.0 => Some((hi.1 - lo.1) / med * 100.0),
+        (Some(lo), Some(hi), Some((_, med))) if med > 0.0 && sorted.len() >= 2 => {
+            Some((hi.1 - lo.1) / med * 100.0)
+        }
         _ => None,
     };
     match rule {
@@ -173,7 +177,7 @@ mod tests {
         }
 
         #[test]
-        fn spread_is_range_over_median(vals in prop::collection::vec(1.0f64..1e6, 1..12)) {
+        fn spread_is_range_over_median(vals in prop::collection::vec(1.0f64..1e6, 2..12)) {
             let reps: Vec<Metrics> = vals.iter().map(|v| m(*v, 1.0)).collect();
             let r: Vec<&Metrics> = reps.iter().collect();
             let s = select(&r, &Rule::All, "iops");

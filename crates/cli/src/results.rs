@@ -1,0 +1,146 @@
+//! `iotoll results list | show | export | delete`.
+
+use crate::output::num;
+use crate::UsageError;
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use iotoll_store::{export, Store};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct DbArg {
+    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH", global = true)]
+    db: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Csv,
+    Json,
+    IometerCsv,
+}
+
+#[derive(Subcommand)]
+pub enum ResultsCmd {
+    /// One run per line: id, configuration, suite, start, status.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// A run's tests, repetitions, selections and disclosure.
+    Show {
+        /// Run id, or a configuration label (its latest complete run).
+        run: String,
+        #[command(flatten)]
+        db: DbArg,
+        /// Print the run as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a run as long CSV, JSON, or Iometer's results.csv layout.
+    Export {
+        run: String,
+        #[arg(long, value_enum)]
+        format: Format,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Remove a run and everything it holds.
+    Delete {
+        run: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+}
+
+fn open(db: &DbArg) -> Result<Store> {
+    let p = db.db.clone().unwrap_or_else(iotoll_store::default_path);
+    Ok(Store::open(&p)?)
+}
+
+fn resolve(store: &Store, run: &str) -> Result<i64> {
+    store
+        .resolve(run)
+        .map_err(|e| UsageError(e.to_string()).into())
+}
+
+pub fn main(cmd: ResultsCmd) -> Result<()> {
+    match cmd {
+        ResultsCmd::List { db } => {
+            let s = open(&db)?;
+            for r in s.list_runs()? {
+                println!(
+                    "{:<5} {:<20} {:<30} {} {:<10} {} tests",
+                    r.id,
+                    r.config.as_deref().unwrap_or("-"),
+                    r.suite,
+                    r.started_at,
+                    r.status,
+                    r.tests
+                );
+            }
+            Ok(())
+        }
+        ResultsCmd::Show { run, db, json } => {
+            let s = open(&db)?;
+            let d = s.run_detail(resolve(&s, &run)?)?;
+            if json {
+                return crate::output::print_json(&d);
+            }
+            println!(
+                "run {}  suite {}  config {}  {}  {} -> {}",
+                d.run.id,
+                d.run.suite,
+                d.run.config.as_deref().unwrap_or("-"),
+                d.run.status,
+                d.run.started_at,
+                d.run.finished_at.as_deref().unwrap_or("-")
+            );
+            for t in &d.tests {
+                let m = export::selected_metrics(t);
+                let g = |k: &str| {
+                    m.and_then(|m| m.get(k).copied())
+                        .map(num)
+                        .unwrap_or("-".into())
+                };
+                println!(
+                    "  {:<40} {:<10} {} reps  {}  iops {}  mbit/s {}  trans/s {}  cpu % {}  spread % {}{}",
+                    t.name,
+                    t.group.as_deref().unwrap_or("-"),
+                    t.reps.len(),
+                    t.select,
+                    g("iops"),
+                    g("mbit_s"),
+                    g("trans_s"),
+                    g("cpu_pct"),
+                    t.spread_pct.map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+                    if t.repeatable == Some(false) { "  NOT REPEATABLE" } else { "" }
+                );
+            }
+            for n in &d.run.notes {
+                println!("  note: {n}");
+            }
+            Ok(())
+        }
+        ResultsCmd::Export { run, format, db } => {
+            let s = open(&db)?;
+            let d = s.run_detail(resolve(&s, &run)?)?;
+            let text = match format {
+                Format::Csv => export::csv(&d),
+                Format::Json => export::json(&d)?,
+                Format::IometerCsv => export::iometer_csv(&d),
+            };
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(())
+        }
+        ResultsCmd::Delete { run, db } => {
+            let s = open(&db)?;
+            let id = resolve(&s, &run)?;
+            s.delete_run(id)?;
+            eprintln!("iotoll: deleted run {id}");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,493 @@
+//! `iotoll suite list | show | run` and `iotoll sysinfo`.
+
+use crate::output::num;
+use crate::{progress::TermProgress, signals, Interrupted, UsageError};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use iotoll_model::metrics as mn;
+use iotoll_store::{Selection, Store};
+use iotoll_suite::file::Job;
+use iotoll_suite::{builtin, parse, Options, Sink, Suite, TestOutcome};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum SuiteCmd {
+    /// The built-in suites.
+    List,
+    /// A suite's expanded tests and estimated duration.
+    Show {
+        /// A built-in suite name or a suite file.
+        suite: String,
+    },
+    /// Run a suite: every test, its repetitions, into the results database.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback.
+Each repetition is committed to the database the moment it finishes. Ctrl-C stops the run, marks it aborted and keeps every finished repetition (exit 130)."
+)]
+pub struct RunArgs {
+    /// A built-in suite name (see `iotoll suite list`) or a suite file.
+    suite: String,
+    /// Configuration label of this run (e.g. "sw-initiator", "mtu9000").
+    #[arg(long, value_name = "LABEL")]
+    config: Option<String>,
+    /// Disk target for every disk test (file or block device).
+    #[arg(long, value_name = "PATH")]
+    target: Option<PathBuf>,
+    /// Allow writing to --target (destroys its contents).
+    #[arg(long)]
+    allow_destructive: bool,
+    /// Endpoint for every network test: HOST[:PORT] running `iotoll net serve`.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    peer: Option<String>,
+    /// Pre-shared key file for the endpoint.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// Repetitions of every test (overrides the suite).
+    #[arg(long, value_name = "N")]
+    reps: Option<u32>,
+    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Run even if the estimated duration exceeds 24 hours.
+    #[arg(long)]
+    yes: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// A built-in name or a file: (text, name for messages).
+pub fn load(which: &str) -> Result<Suite> {
+    let (text, file) = match builtin::find(which) {
+        Some(t) => (t.to_string(), format!("built-in suite '{which}'")),
+        None => {
+            let p = PathBuf::from(which);
+            if !p.exists() {
+                let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
+                return Err(UsageError(format!(
+                    "'{which}' is neither a built-in suite ({}) nor a file",
+                    names.join(", ")
+                ))
+                .into());
+            }
+            let t =
+                std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            (t, p.display().to_string())
+        }
+    };
+    parse(&text, &file).map_err(|e| UsageError(e.to_string()).into())
+}
+
+fn fmt_dur(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        _ => format!("{:.1} h", s as f64 / 3600.0),
+    }
+}
+
+pub fn main(cmd: SuiteCmd) -> Result<()> {
+    match cmd {
+        SuiteCmd::List => {
+            for (name, text) in builtin::BUILTIN {
+                let s = parse(text, name).map_err(|e| anyhow::anyhow!("{e}"))?;
+                println!(
+                    "{:<30} {:>3} tests  ~{:<8} {}",
+                    name,
+                    s.jobs.len(),
+                    fmt_dur(s.estimated()),
+                    s.description.as_deref().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        SuiteCmd::Show { suite } => {
+            let s = load(&suite)?;
+            println!(
+                "{}: {} tests, estimated {}",
+                s.name,
+                s.jobs.len(),
+                fmt_dur(s.estimated())
+            );
+            if let Some(t) = s.cpu_threshold_pct {
+                println!("CPU threshold {t} %");
+            }
+            println!(
+                "{:<44} {:<12} {:<10} {:>4} {:<14} {:>6} {:>6}",
+                "test", "group", "kind", "reps", "select", "ramp", "time"
+            );
+            for j in &s.jobs {
+                let (r, t) = j.ramp_time();
+                println!(
+                    "{:<44} {:<12} {:<10} {:>4} {:<14} {:>6} {:>6}",
+                    j.name,
+                    j.group,
+                    j.kind,
+                    j.reps,
+                    j.rule.label(),
+                    fmt_dur(r),
+                    fmt_dur(t)
+                );
+            }
+            Ok(())
+        }
+        SuiteCmd::Run(a) => run(a),
+    }
+}
+
+struct StoreSink<'a> {
+    store: &'a mut Store,
+    run: i64,
+}
+
+impl Sink for StoreSink<'_> {
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, String> {
+        self.store
+            .add_test(
+                self.run,
+                seq as i64,
+                &job.name,
+                &job.kind,
+                Some(&job.group),
+                &job.params,
+                &job.rule.label(),
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), String> {
+        self.store
+            .add_rep(test, rep as i64, doc)
+            .map_err(|e| e.to_string())
+    }
+
+    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), String> {
+        self.store
+            .finish_test(
+                test,
+                &Selection {
+                    rule: job.rule.label(),
+                    selected_rep: o.selected_rep().map(i64::from),
+                    spread_pct: o.selected.spread_pct,
+                    repeatable: o.repeatable,
+                    summary: o.selected.metrics.clone(),
+                },
+            )
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl iotoll_suite::SuiteProgress for TermProgress {
+    fn test_start(
+        &mut self,
+        index: usize,
+        total: usize,
+        name: &str,
+        rep: u32,
+        reps: u32,
+        eta: Duration,
+    ) {
+        self.line(&format!(
+            "[{index}/{total}] {name}  repetition {rep}/{reps}  suite ETA {}",
+            fmt_dur(eta)
+        ));
+    }
+
+    fn line(&mut self, msg: &str) {
+        TermProgress::line(self, msg);
+    }
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    let suite = load(&a.suite)?;
+    if a.reps == Some(0) {
+        return Err(UsageError("--reps must be at least 1".into()).into());
+    }
+    if let Some(c) = &a.config {
+        if c.trim().is_empty() {
+            return Err(UsageError("--config must not be empty".into()).into());
+        }
+    }
+    let est: Duration = suite
+        .jobs
+        .iter()
+        .map(|j| {
+            let (r, t) = j.ramp_time();
+            (r + t) * a.reps.unwrap_or(j.reps)
+        })
+        .sum();
+    if est > Duration::from_secs(24 * 3600) && !a.yes {
+        return Err(UsageError(format!(
+            "suite '{}' is estimated to take {}; add --yes to run it",
+            suite.name,
+            fmt_dur(est)
+        ))
+        .into());
+    }
+    let key = a
+        .auth_key
+        .as_ref()
+        .map(|p| iotoll_net::auth::Key::load(p).map_err(UsageError))
+        .transpose()?;
+    if let Some(p) = &a.peer {
+        iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(|e| UsageError(e.to_string()))?;
+    }
+    // The database is opened (and must be writable) before any workload.
+    let db = a.db.clone().unwrap_or_else(iotoll_store::default_path);
+    let mut store = Store::open(&db)?;
+
+    let host =
+        iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
+    let peer_local = match &a.peer {
+        None => suite.jobs.iter().any(|j| j.kind != "disk"),
+        Some(p) => {
+            iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).is_ok_and(|s| s.ip().is_loopback())
+        }
+    };
+    let busy = iotoll_probe::sysinfo::busy_processes(
+        Duration::from_millis(500),
+        5.0,
+        std::process::id() as i32,
+    );
+    let target_for_check = a.target.clone().unwrap_or_else(std::env::temp_dir);
+    let has_disk = suite.jobs.iter().any(|j| j.kind == "disk");
+    let warnings = iotoll_probe::sysinfo::warnings(
+        &host,
+        has_disk.then_some(target_for_check.as_path()),
+        peer_local,
+        &busy,
+    );
+    let mut progress = TermProgress::new(a.quiet);
+    for w in &warnings {
+        progress.line(&format!("warning: {w}"));
+    }
+    let run_id = store.begin_run(
+        &suite.name,
+        a.config.as_deref(),
+        &suite.text,
+        &host,
+        &warnings,
+    )?;
+    progress.line(&format!(
+        "run {run_id}: suite {} ({} tests, ~{}) into {}",
+        suite.name,
+        suite.jobs.len(),
+        fmt_dur(est),
+        db.display()
+    ));
+    let flag = signals::install();
+    let opts = Options {
+        target: a.target.clone(),
+        allow_destructive: a.allow_destructive,
+        peer: a.peer.clone(),
+        auth_key: key,
+        reps: a.reps,
+        config: a.config.clone(),
+    };
+    let res = {
+        let mut sink = StoreSink {
+            store: &mut store,
+            run: run_id,
+        };
+        iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink)
+    };
+    progress.clear();
+    let outcome = match res {
+        Ok(o) => o,
+        Err(e) => {
+            store.finish_run(run_id, "failed", std::slice::from_ref(&e))?;
+            anyhow::bail!("run {run_id} failed: {e}");
+        }
+    };
+    let mut notes = warnings;
+    notes.extend(outcome.notes.iter().cloned());
+    store.finish_run(run_id, outcome.status.as_str(), &notes)?;
+    print!(
+        "{}",
+        results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
+    );
+    for n in &outcome.notes {
+        println!("note: {n}");
+    }
+    println!(
+        "\nrun {run_id} {} — stored in {}",
+        outcome.status.as_str(),
+        db.display()
+    );
+    match outcome.status {
+        iotoll_suite::Status::Aborted => Err(Interrupted.into()),
+        iotoll_suite::Status::Failed => {
+            anyhow::bail!("some repetitions failed (see above); run {run_id} is marked failed")
+        }
+        iotoll_suite::Status::Complete => Ok(()),
+    }
+}
+
+/// The main figure of a test by kind: (value, unit, efficiency, its unit).
+fn headline(
+    kind: &str,
+    m: &iotoll_model::Metrics,
+) -> (Option<f64>, &'static str, Option<f64>, &'static str) {
+    let g = |k: &str| m.get(k).copied();
+    match kind {
+        "disk" => (g(mn::IOPS), "IOPS", g(mn::IOPS_PER_CPU_PCT), "IOPS/%CPU"),
+        "net-stream" => (
+            g(mn::MBIT_S),
+            "Mbit/s",
+            g(mn::MBIT_S_PER_CPU_PCT),
+            "Mbit/s/%CPU",
+        ),
+        _ => (
+            g(mn::TRANS_S),
+            "trans/s",
+            g(mn::CPU_US_PER_TRANS),
+            "CPU us/trans",
+        ),
+    }
+}
+
+pub fn results_table(
+    run: i64,
+    suite: &Suite,
+    tests: &[TestOutcome],
+    config: Option<&str>,
+) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "run {run}  suite {}  config {}",
+        suite.name,
+        config.unwrap_or("-")
+    );
+    let _ = writeln!(
+        o,
+        "{:<40} {:<10} {:>5} {:>14} {:<8} {:>9} {:>7} {:>12} {:<12} {:>8}",
+        "test", "group", "reps", "value", "unit", "MB/s", "cpu %", "efficiency", "", "spread %"
+    );
+    for t in tests {
+        let m = t.selected.metrics.as_ref();
+        let (v, unit, eff, eff_unit) = m
+            .map(|m| headline(&t.kind, m))
+            .unwrap_or((None, "", None, ""));
+        let g = |k: &str| m.and_then(|m| m.get(k).copied());
+        let flag = match t.repeatable {
+            Some(false) => "  NOT REPEATABLE",
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "{:<40} {:<10} {:>5} {:>14} {:<8} {:>9} {:>7} {:>12} {:<12} {:>8}{flag}",
+            t.name,
+            t.group,
+            format!("{}/{}", t.reps.len(), t.reps.len() + t.failures.len()),
+            v.map(num).unwrap_or("-".into()),
+            unit,
+            g(mn::MB_S).map(num).unwrap_or("-".into()),
+            g(mn::CPU_PCT).map(num).unwrap_or("-".into()),
+            eff.map(num).unwrap_or("-".into()),
+            eff_unit,
+            t.selected
+                .spread_pct
+                .map(|s| format!("{s:.1}"))
+                .unwrap_or("-".into()),
+        );
+    }
+    o
+}
+
+pub fn sysinfo(json: bool) -> Result<()> {
+    let h = iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
+    if json {
+        return crate::output::print_json(&h);
+    }
+    let s = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    println!("host         {}", s(&h["host"]));
+    println!(
+        "iotoll       {} ({})",
+        s(&h["iotoll"]["version"]),
+        s(&h["iotoll"]["commit"])
+    );
+    println!(
+        "os           {} {} ({})",
+        s(&h["os"]["kernel"]),
+        s(&h["os"]["arch"]),
+        s(&h["os"]["distribution"])
+    );
+    let c = &h["cpu"];
+    println!(
+        "cpu          {}  {} socket(s), {} core(s), {} thread(s)  nominal {} MHz ({})  current {} MHz  governor {}  smt {}",
+        s(&c["model"]), s(&c["sockets"]), s(&c["cores"]), s(&c["threads"]), s(&c["nominal_mhz"]),
+        s(&c["nominal_mhz_source"]), s(&c["current_mhz"]), s(&c["governor"]), s(&c["smt"])
+    );
+    let caches: Vec<String> = c["caches"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| format!("L{} {} {}", s(&x["level"]), s(&x["type"]), s(&x["size"])))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!("caches       {}", caches.join(", "));
+    let gib = |v: &serde_json::Value| {
+        v.as_u64()
+            .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or("-".into())
+    };
+    println!(
+        "memory       {}  swap {} (used {})",
+        gib(&h["memory"]["total_bytes"]),
+        gib(&h["memory"]["swap_total_bytes"]),
+        gib(&h["memory"]["swap_used_bytes"])
+    );
+    for i in h["interfaces"].as_array().into_iter().flatten() {
+        let offs: Vec<String> = i["offloads"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(_, v)| v.as_bool() == Some(true))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}] {}",
+            s(&i["name"]),
+            s(&i["mtu"]),
+            s(&i["speed_mbit"]),
+            s(&i["driver"]),
+            offs.join(" "),
+            i["addresses"]
+                .as_array()
+                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        );
+    }
+    for b in h["block_devices"].as_array().into_iter().flatten() {
+        println!(
+            "block        {:<10} {:<20} {} rotational {} scheduler {} queue depth {}",
+            s(&b["name"]),
+            s(&b["model"]),
+            gib(&b["size_bytes"]),
+            s(&b["rotational"]),
+            s(&b["scheduler"]),
+            s(&b["queue_depth"])
+        );
+    }
+    if let Some(t) = h["tcp"].as_object() {
+        for (k, v) in t {
+            println!("tcp          {k} = {}", s(v));
+        }
+    }
+    Ok(())
+}
