@@ -132,6 +132,83 @@ const RR_KEYS: &[&str] = &[
     "conns", "req", "resp", "size", "burst", "sockbuf", "nodelay", "threads",
 ];
 
+/// Whether a test of `kind` reports `metric` (CPU metrics: every kind).
+fn produces(kind: &str, metric: &str) -> bool {
+    const DISK: &[&str] = &[
+        "iops",
+        "read_iops",
+        "write_iops",
+        "mb_s",
+        "read_mb_s",
+        "write_mb_s",
+        "mib_s",
+        "lat_mean_us",
+        "lat_min_us",
+        "lat_max_us",
+        "lat_p50_us",
+        "lat_p90_us",
+        "lat_p99_us",
+        "lat_p999_us",
+        "lat_p9999_us",
+        "iops_per_cpu_pct",
+        "mb_s_per_cpu_pct",
+        "cpu_us_per_io",
+        "cycles_per_io",
+        "cpu_us_per_kb",
+        "cycles_per_byte",
+    ];
+    const STREAM: &[&str] = &[
+        "mbit_s",
+        "tx_mbit_s",
+        "rx_mbit_s",
+        "sent_mbit_s",
+        "conns",
+        "conn_mbit_s_min",
+        "conn_mbit_s_max",
+        "fairness",
+        "retransmits",
+        "srtt_us",
+        "connect_s",
+        "mbit_s_per_cpu_pct",
+        "remote_mbit_s_per_cpu_pct",
+        "cpu_us_per_kb",
+        "cycles_per_byte",
+    ];
+    const RR: &[&str] = &[
+        "trans_s",
+        "latency_one_way_us",
+        "rtt_mean_us",
+        "rtt_p50_us",
+        "rtt_p90_us",
+        "rtt_p99_us",
+        "rtt_p999_us",
+        "rtt_max_us",
+        "conns",
+        "connect_s",
+        "cpu_us_per_trans",
+    ];
+    let own = match kind {
+        "disk" => DISK,
+        "net-stream" => STREAM,
+        _ => RR,
+    };
+    let base = metric
+        .strip_prefix("remote_")
+        .filter(|_| kind != "disk")
+        .unwrap_or(metric);
+    own.contains(&metric)
+        || base.starts_with("cpu_") && base.ends_with("_pct")
+        || [
+            "window_s",
+            "errors",
+            "interrupts_s",
+            "ctx_switches_s",
+            "cpus",
+            "cpu_nominal_mhz",
+        ]
+        .contains(&base)
+}
+
 /// The line of `key` inside the `idx`-th `[[test]]` block (or the top of
 /// the file), for error messages.
 fn key_line(text: &str, idx: Option<usize>, key: &str) -> Option<usize> {
@@ -433,6 +510,14 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             Rule::Median(m) => m.clone(),
             _ => default_metric.to_string(),
         };
+        if !produces(&kind, &metric) {
+            let at = get("select").and_then(|x| x.1);
+            return Err(cx.err(
+                at.or(i),
+                Some("select"),
+                format!("a {kind} test has no metric '{metric}' to select by"),
+            ));
+        }
         let dur = |k: &str| -> Result<Option<Duration>, SuiteError> {
             match get(k) {
                 Some((v, at)) => as_duration(v).map(Some).map_err(|m| cx.err(at, Some(k), m)),

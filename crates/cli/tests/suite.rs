@@ -1,0 +1,394 @@
+//! Suites end to end through the binary, into a temporary database.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const TINY: &str = r#"
+name = "tiny"
+reps = 2
+ramp = "0s"
+time = "400ms"
+
+[[test]]
+name = "d"
+kind = "disk"
+select = "median:iops"
+bs = ["4k", "64k"]
+size = "8m"
+group = "disk"
+
+[[test]]
+name = "s"
+kind = "net-stream"
+conns = 2
+reps = 1
+
+[[test]]
+name = "r"
+kind = "net-rr"
+select = "mean"
+"#;
+
+fn write_suite(dir: &std::path::Path, text: &str) -> String {
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn suite_cmd(db: &str, args: &[&str]) -> assert_cmd::Command {
+    let mut c = iotoll();
+    c.args(["suite", "run", "--db", db, "--quiet"]).args(args);
+    c
+}
+
+#[test]
+fn a_short_suite_end_to_end() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let file = write_suite(d.path(), TINY);
+    let out = suite_cmd(db, &[&file, "--config", "base"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "d/bs=4k",
+        "d/bs=64k",
+        "IOPS",
+        "Mbit/s",
+        "trans/s",
+        "run 1 complete",
+    ] {
+        assert!(table.contains(want), "{want:?} missing:\n{table}");
+    }
+
+    let out = iotoll()
+        .args(["results", "list", "--db", db])
+        .output()
+        .unwrap();
+    let list = String::from_utf8(out.stdout).unwrap();
+    assert!(list.starts_with("1 "), "{list}");
+    assert!(
+        list.contains("base") && list.contains("tiny") && list.contains("complete"),
+        "{list}"
+    );
+
+    let out = iotoll()
+        .args(["results", "show", "base", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests = v["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 4);
+    let t0 = &tests[0];
+    assert_eq!(t0["reps"].as_array().unwrap().len(), 2);
+    assert_eq!(t0["select"], "median:iops");
+    let sel = t0["selected_rep"].as_i64().unwrap();
+    // The selected repetition is the one with the lower-middle IOPS (2 reps: the lower).
+    let iops: Vec<f64> = t0["reps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["doc"]["metrics"]["iops"].as_f64().unwrap())
+        .collect();
+    let want = if iops[0] <= iops[1] { 1 } else { 2 };
+    assert_eq!(sel, want, "{iops:?}");
+    assert!(t0["spread_pct"].as_f64().is_some());
+    // Every stored repetition is a valid result document.
+    for t in tests {
+        for r in t["reps"].as_array().unwrap() {
+            validate(&r["doc"]);
+        }
+    }
+    assert_eq!(tests[3]["select"], "mean");
+    assert!(tests[3]["summary"]["trans_s"].as_f64().unwrap() > 0.0);
+    assert!(v["disclosure"]["cpu"]["threads"].as_u64().is_some());
+    assert!(v["suite_text"]
+        .as_str()
+        .unwrap()
+        .contains("name = \"tiny\""));
+
+    let csv = iotoll()
+        .args(["results", "export", "1", "--format", "csv", "--db", db])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.starts_with("run,config,test,group,rep,selected,metric,value,unit\n"));
+    assert!(csv.contains("1,base,d/bs=4k,disk,1,"), "{}", &csv[..300]);
+    assert!(csv.contains(",r,r,mean,true,trans_s,"));
+    let io = iotoll()
+        .args([
+            "results",
+            "export",
+            "1",
+            "--format",
+            "iometer-csv",
+            "--db",
+            db,
+        ])
+        .output()
+        .unwrap();
+    let io = String::from_utf8(io.stdout).unwrap();
+    let header = io.lines().find(|l| l.starts_with("'Target Type")).unwrap();
+    for col in [
+        "IOps",
+        "MBps (Decimal)",
+        "Average Response Time",
+        "% CPU Utilization",
+        "CPU Effectiveness",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{col} missing");
+    }
+    assert_eq!(
+        io.lines().filter(|l| l.starts_with("ALL,")).count(),
+        2,
+        "one row per disk test"
+    );
+
+    iotoll()
+        .args(["results", "delete", "1", "--db", db])
+        .assert()
+        .success();
+    let out = iotoll()
+        .args(["results", "list", "--db", db])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty());
+    iotoll()
+        .args(["results", "show", "1", "--db", db])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no run 1"));
+}
+
+fn run_status(db: &str) -> String {
+    let out = iotoll()
+        .args(["results", "list", "--db", db])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const SLOW: &str = r#"
+name = "slow"
+reps = 3
+ramp = "0s"
+time = "700ms"
+[[test]]
+name = "d"
+kind = "disk"
+size = "8m"
+bs = ["4k", "8k", "16k"]
+"#;
+
+#[test]
+fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let file = write_suite(d.path(), SLOW);
+    let child = Command::new(bin_path())
+        .args(["suite", "run", &file, "--db", db, "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(run_status(db).contains("aborted"), "{}", run_status(db));
+    let out = iotoll()
+        .args(["results", "show", "1", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reps: usize = v["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["reps"].as_array().unwrap().len())
+        .sum();
+    assert!(reps >= 1, "finished repetitions kept");
+}
+
+#[test]
+fn sigkill_leaves_a_sound_database_and_an_incomplete_run() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    let file = write_suite(d.path(), SLOW);
+    let mut child = Command::new(bin_path())
+        .args(["suite", "run", &file, "--db", dbs, "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let s = iotoll_store::Store::open(&db).unwrap();
+    assert!(s.integrity_ok().unwrap());
+    drop(s);
+    assert!(
+        run_status(dbs).contains("incomplete"),
+        "{}",
+        run_status(dbs)
+    );
+}
+
+#[test]
+fn bad_suites_are_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    for (text, needle) in [
+        ("name = 't'\n[[test]\nname='x'\n", ":2"),
+        (
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nqd='deep'\n",
+            ":5: key 'qd'",
+        ),
+        (
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nfrobnicate=1\n",
+            ":5: key 'frobnicate'",
+        ),
+        (
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nspec=['db-oltp-9k']\n",
+            "unknown spec 'db-oltp-9k'",
+        ),
+        (
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[]\n",
+            "empty sweep",
+        ),
+        (
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='a'\nkind='disk'\n",
+            "duplicate test name",
+        ),
+    ] {
+        let file = write_suite(d.path(), text);
+        suite_cmd(dbs, &[&file])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle))
+            .stderr(predicate::str::contains("suite.toml"));
+    }
+    assert!(!db.exists(), "nothing was written");
+    suite_cmd(dbs, &["no-such-suite"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("quick"));
+    // Over 24 hours asks for --yes.
+    let file = write_suite(
+        d.path(),
+        "name='t'\ntime='25h'\n[[test]]\nname='a'\nkind='disk'\n",
+    );
+    suite_cmd(dbs, &[&file])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--yes"));
+    assert!(!db.exists());
+}
+
+#[test]
+fn database_paths() {
+    let d = tempfile::tempdir().unwrap();
+    // A missing directory is created.
+    let deep = d.path().join("a/b/c/r.db");
+    iotoll()
+        .args(["results", "list", "--db", deep.to_str().unwrap()])
+        .assert()
+        .success();
+    assert!(deep.exists());
+    // An unusable one is a clear error before any workload starts.
+    let file = d.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let bad = file.join("r.db");
+    let suite = write_suite(d.path(), TINY);
+    let out = suite_cmd(bad.to_str().unwrap(), &[&suite])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("results database") && err.contains("plain-file"),
+        "{err}"
+    );
+    assert!(!err.contains("[1/"), "a workload started: {err}");
+    // A database from a newer iotoll is refused, not touched.
+    let newer = d.path().join("newer.db");
+    Command::new("python3")
+        .args(["-c", &format!("import sqlite3; c=sqlite3.connect('{}'); c.execute('PRAGMA user_version=7'); c.commit()", newer.display())])
+        .status()
+        .unwrap();
+    iotoll()
+        .args(["results", "list", "--db", newer.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("newer iotoll"));
+}
+
+#[test]
+fn suite_list_and_show() {
+    let out = iotoll().args(["suite", "list"]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    for n in [
+        "quick",
+        "iscsi-initiator-study",
+        "adapter-vs-hba-study",
+        "hw-iscsi-study",
+        "ten-gig-adapter-study",
+        "bidirectional-transfer-study",
+    ] {
+        assert!(s.contains(n), "{n}");
+    }
+    let out = iotoll()
+        .args(["suite", "show", "ten-gig-adapter-study"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("27 tests"), "{s}");
+    assert!(
+        s.contains("conns/dir=rx,conns=1000") && s.contains("latency/size=1400"),
+        "{s}"
+    );
+}
+
+#[test]
+fn sysinfo_discloses_the_host() {
+    let out = iotoll().args(["sysinfo", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "host",
+        "iotoll",
+        "os",
+        "cpu",
+        "memory",
+        "interfaces",
+        "block_devices",
+        "tcp",
+    ] {
+        assert!(!v[k].is_null(), "{k} missing");
+    }
+    assert!(v["cpu"]["threads"].as_u64().unwrap() >= 1);
+    let out = iotoll().args(["sysinfo"]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        s.contains("cpu") && s.contains("interface") && s.contains("tcp_rmem"),
+        "{s}"
+    );
+}
