@@ -240,3 +240,100 @@ pub fn iometer_csv(run: &RunDetail) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RepRow, RunRow};
+
+    fn doc(iops: f64, read_iops: f64, cpu: f64) -> iotoll_model::ResultDoc {
+        serde_json::from_value(serde_json::json!({
+            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
+            "started_at": "2026-11-22T00:00:00Z", "config": "hba", "spec": {
+                "spec": "db-oltp-8k", "workers": 1, "qd": 28, "offset": 0, "size": 4294967296u64,
+                "logical_block_size": 512
+            },
+            "metrics": {
+                "window_s": 10.0, "iops": iops, "read_iops": read_iops, "write_iops": iops - read_iops,
+                "mb_s": iops * 8192.0 / 1e6, "read_mb_s": read_iops * 8192.0 / 1e6,
+                "write_mb_s": (iops - read_iops) * 8192.0 / 1e6, "lat_mean_us": 250.0, "lat_max_us": 4000.0,
+                "errors": 0.0, "cpu_pct": cpu, "cpu_user_pct": 1.0, "cpu_system_pct": cpu - 2.0,
+                "cpu_softirq_pct": 0.5, "cpu_irq_pct": 0.5, "cpu_nominal_mhz": 2600.0,
+                "interrupts_s": 5000.0, "iops_per_cpu_pct": iops / cpu
+            },
+            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
+        }))
+        .unwrap()
+    }
+
+    fn run() -> RunDetail {
+        let reps = vec![
+            RepRow {
+                rep: 1,
+                status: "complete".into(),
+                doc: doc(1000.0, 700.0, 10.0),
+            },
+            RepRow {
+                rep: 2,
+                status: "complete".into(),
+                doc: doc(1100.0, 770.0, 11.0),
+            },
+        ];
+        RunDetail {
+            run: RunRow {
+                id: 7,
+                suite: "iscsi-initiator-study".into(),
+                config: Some("hba, port 1".into()),
+                started_at: "2026-11-22T00:00:00Z".into(),
+                finished_at: Some("2026-11-22T01:00:00Z".into()),
+                status: "complete".into(),
+                notes: vec![],
+                tests: 1,
+            },
+            disclosure: None,
+            suite_text: None,
+            tests: vec![TestRow {
+                seq: 1,
+                name: "small-block/spec=db-oltp-8k".into(),
+                kind: "disk".into(),
+                group: Some("iops".into()),
+                params: serde_json::json!({"spec": "db-oltp-8k"}),
+                select: "median:iops".into(),
+                selected_rep: Some(1),
+                spread_pct: Some(10.0),
+                repeatable: Some(false),
+                summary: None,
+                reps,
+            }],
+        }
+    }
+
+    #[test]
+    fn long_csv() {
+        insta::assert_snapshot!(csv(&run()));
+    }
+
+    #[test]
+    fn iometer_results_csv() {
+        let out = iometer_csv(&run());
+        let header: Vec<&str> = out.lines().nth(7).unwrap().split(',').collect();
+        assert_eq!(header.len(), IOMETER_COLUMNS.len());
+        let row: Vec<&str> = out.lines().nth(8).unwrap().split(',').collect();
+        assert_eq!(row.len(), IOMETER_COLUMNS.len());
+        let col = |name: &str| row[IOMETER_COLUMNS.iter().position(|c| *c == name).unwrap()];
+        // The selected repetition (rep 1), Iometer's units: ms, decimal MB/s.
+        assert_eq!(col("IOps"), "1000");
+        assert_eq!(col("Average Response Time"), "0.25");
+        assert_eq!(col("MBps (Decimal)"), "8.192");
+        assert_eq!(col("% CPU Utilization"), "10");
+        assert_eq!(col("CPU Effectiveness"), "100");
+        assert_eq!(col("Read I/Os"), "7000");
+        assert_eq!(col("Maximum Size"), "8388608");
+        assert_eq!(
+            col("Average Read Response Time"),
+            "",
+            "not measured: empty, never 0"
+        );
+        insta::assert_snapshot!(out);
+    }
+}
