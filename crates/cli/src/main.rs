@@ -115,6 +115,10 @@ where
 }
 
 fn main() -> ExitCode {
+    // `iotoll ... | head` ends quietly, like any Unix tool. Sockets are
+    // unaffected: every socket write passes MSG_NOSIGNAL.
+    // SAFETY: restoring the default disposition of one signal at start-up.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Disk(c) => disk::main(c),

@@ -95,6 +95,54 @@ fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
     (rc == 0).then_some(v.data)
 }
 
+/// Driver firmware version (ETHTOOL_GDRVINFO), where the driver reports one.
+fn firmware(ifname: &str) -> Option<String> {
+    // struct ethtool_drvinfo: cmd, then driver, version, fw_version, bus_info,
+    // erom_version (32 bytes each), reserved (12), five u32 counters.
+    #[repr(C)]
+    struct DrvInfo {
+        cmd: u32,
+        driver: [u8; 32],
+        version: [u8; 32],
+        fw_version: [u8; 32],
+        rest: [u8; 32 + 32 + 12 + 20],
+    }
+    let mut info = DrvInfo {
+        cmd: 0x3,
+        driver: [0; 32],
+        version: [0; 32],
+        fw_version: [0; 32],
+        rest: [0; 96],
+    };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        data: (&mut info as *mut DrvInfo).cast(),
+        _pad: [0; 16],
+    };
+    for (d, s) in req
+        .name
+        .iter_mut()
+        .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: a datagram socket for one SIOCETHTOOL that fills `info`.
+    let ok = unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        if sock < 0 {
+            return None;
+        }
+        let rc = libc::ioctl(sock, SIOCETHTOOL as _, &mut req);
+        libc::close(sock);
+        rc == 0
+    };
+    let end = info.fw_version.iter().position(|b| *b == 0).unwrap_or(32);
+    let fw = String::from_utf8_lossy(&info.fw_version[..end])
+        .trim()
+        .to_string();
+    (ok && !fw.is_empty() && fw != "N/A").then_some(fw)
+}
+
 fn offloads(ifname: &str) -> Value {
     // SAFETY: a throwaway datagram socket for ioctls.
     let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
@@ -135,6 +183,7 @@ fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
         "mtu": sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
         "speed_mbit": speed,
         "driver": driver,
+        "firmware": firmware(name),
         "offloads": offloads(name),
     });
     if let Some(a) = address {

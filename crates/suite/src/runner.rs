@@ -381,6 +381,19 @@ pub fn run(
     })
 }
 
+/// The selection, and whether the repetitions agree within `limit_pct`
+/// (None with fewer than two).
+pub fn judge(
+    reps: &[&iotoll_model::Metrics],
+    rule: &Rule,
+    metric: &str,
+    limit_pct: f64,
+) -> (Selected, Option<bool>) {
+    let sel = select(reps, rule, metric);
+    let ok = sel.spread_pct.map(|s| s <= limit_pct);
+    (sel, ok)
+}
+
 /// Applies the selection rule and the repeatability check; with a test id
 /// the result is recorded.
 fn finish(
@@ -390,14 +403,46 @@ fn finish(
     id: impl Into<Option<i64>>,
 ) -> Result<(), String> {
     let docs: Vec<&iotoll_model::Metrics> = out.reps.iter().map(|(_, d)| &d.metrics).collect();
-    out.selected = select(&docs, &job.rule, &job.metric);
-    out.repeatable = if out.reps.len() >= 2 {
-        out.selected.spread_pct.map(|s| s <= job.repeatability_pct)
-    } else {
-        None
-    };
+    (out.selected, out.repeatable) = judge(&docs, &job.rule, &job.metric, job.repeatability_pct);
     if let Some(id) = id.into() {
         sink.end_test(id, job, out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(v: f64) -> iotoll_model::Metrics {
+        [("iops".to_string(), v)].into_iter().collect()
+    }
+
+    #[test]
+    fn repeatability_flagging() {
+        let rule = Rule::Median("iops".into());
+        let agree = [m(100.0), m(103.0), m(101.0)];
+        let r: Vec<_> = agree.iter().collect();
+        let (sel, ok) = judge(&r, &rule, "iops", 5.0);
+        assert_eq!(ok, Some(true));
+        assert!((sel.spread_pct.unwrap() - 3.0 / 101.0 * 100.0).abs() < 1e-9);
+        let disagree = [m(100.0), m(120.0), m(101.0)];
+        let r: Vec<_> = disagree.iter().collect();
+        assert_eq!(judge(&r, &rule, "iops", 5.0).1, Some(false));
+        assert_eq!(judge(&r, &rule, "iops", 25.0).1, Some(true));
+        let one = [m(100.0)];
+        let r: Vec<_> = one.iter().collect();
+        assert_eq!(
+            judge(&r, &rule, "iops", 5.0).1,
+            None,
+            "one repetition has no spread"
+        );
+        let none: [iotoll_model::Metrics; 2] = [Default::default(), Default::default()];
+        let r: Vec<_> = none.iter().collect();
+        assert_eq!(
+            judge(&r, &rule, "iops", 5.0).1,
+            None,
+            "no metric, no verdict"
+        );
+    }
 }
