@@ -111,6 +111,12 @@ pub struct RunArgs {
     /// Allow writing to an existing file or block device (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
+    /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Do not store the result.
+    #[arg(long, conflicts_with = "db")]
+    no_db: bool,
 }
 
 impl RunArgs {
@@ -169,9 +175,13 @@ fn usage_or(e: DiskError) -> anyhow::Error {
 
 fn run(a: RunArgs) -> Result<()> {
     let spec = a.to_spec().map_err(usage_or)?;
-    crate::measure(a.json, a.quiet, DiskError::is_usage, |ctl| {
-        iotoll_disk::run(&spec, ctl)
-    })
+    let o = crate::MeasureOpts {
+        json: a.json,
+        quiet: a.quiet,
+        db: a.db.clone(),
+        no_db: a.no_db,
+    };
+    crate::measure(&o, DiskError::is_usage, |ctl| iotoll_disk::run(&spec, ctl))
 }
 
 fn specs(json: bool) -> Result<()> {

@@ -73,21 +73,38 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Runs one measuring command: installs the Ctrl-C handler, shows progress
-/// on a terminal, prints the result (JSON or table) and turns an interrupted
-/// window into exit status 130. `is_usage` tells which errors are the
-/// user's to fix (exit 2).
+/// Output and storage choices every measuring command shares.
+pub struct MeasureOpts {
+    pub json: bool,
+    pub quiet: bool,
+    /// Results database; None: the default one.
+    pub db: Option<std::path::PathBuf>,
+    /// Do not store the result.
+    pub no_db: bool,
+}
+
+/// Runs one measuring command: opens the results database first (an
+/// unusable one is an error before any workload), installs the Ctrl-C
+/// handler, shows progress on a terminal, prints the result (JSON or
+/// table), stores it as a one-test run, and turns an interrupted window
+/// into exit status 130. `is_usage` tells which errors are the user's to
+/// fix (exit 2).
 pub fn measure<E>(
-    json: bool,
-    quiet: bool,
+    o: &MeasureOpts,
     is_usage: impl Fn(&E) -> bool,
     run: impl FnOnce(iotoll_probe::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
+    let mut store = if o.no_db {
+        None
+    } else {
+        let p = o.db.clone().unwrap_or_else(iotoll_store::default_path);
+        Some(iotoll_store::Store::open(&p)?)
+    };
     let flag = signals::install();
-    let mut progress = progress::TermProgress::new(quiet);
+    let mut progress = progress::TermProgress::new(o.quiet);
     let res = run(iotoll_probe::RunControl {
         interrupted: &flag,
         progress: &mut progress,
@@ -100,10 +117,16 @@ where
             e.into()
         }
     })?;
-    if json {
+    if o.json {
         output::print_json(&doc)?;
     } else {
         print!("{}", output::human(&doc));
+    }
+    if let Some(store) = store.as_mut() {
+        let id = store_single(store, &doc)?;
+        if !o.quiet {
+            eprintln!("iotoll: stored as run {id} in {}", store.path().display());
+        }
     }
     if doc.status == "interrupted" {
         eprintln!(
@@ -112,6 +135,47 @@ where
         return Err(Interrupted.into());
     }
     Ok(())
+}
+
+/// A single measurement becomes a run of one test and one repetition,
+/// comparable with suite runs by its configuration label.
+fn store_single(
+    store: &mut iotoll_store::Store,
+    doc: &iotoll_model::ResultDoc,
+) -> anyhow::Result<i64> {
+    let host =
+        iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
+    let name = doc
+        .spec
+        .get("spec")
+        .and_then(|v| v.as_str())
+        .unwrap_or(&doc.kind)
+        .to_string();
+    let run = store.begin_run(
+        &format!("single {}", doc.kind),
+        doc.config.as_deref(),
+        "",
+        &host,
+        &doc.notes,
+    )?;
+    let test = store.add_test(run, 1, &name, &doc.kind, None, &doc.spec, "all")?;
+    store.add_rep(test, 1, doc)?;
+    store.finish_test(
+        test,
+        &iotoll_store::Selection {
+            rule: "all".into(),
+            selected_rep: Some(1),
+            summary: Some(doc.metrics.clone()),
+            ..Default::default()
+        },
+    )?;
+    let status = if doc.status == "interrupted" {
+        "aborted"
+    } else {
+        "complete"
+    };
+    store.finish_run(run, status, &doc.notes)?;
+    Ok(run)
 }
 
 fn main() -> ExitCode {

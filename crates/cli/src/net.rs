@@ -117,6 +117,12 @@ pub struct CommonArgs {
     /// No progress line on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Do not store the result.
+    #[arg(long, conflicts_with = "db")]
+    no_db: bool,
 }
 
 #[derive(Args)]
@@ -221,9 +227,13 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
     if c.threads == Some(0) {
         return Err(UsageError("--threads must be positive".into()).into());
     }
-    crate::measure(c.json, c.quiet, NetError::is_usage, |ctl| {
-        iotoll_net::run(&spec, ctl)
-    })
+    let o = crate::MeasureOpts {
+        json: c.json,
+        quiet: c.quiet,
+        db: c.db.clone(),
+        no_db: c.no_db,
+    };
+    crate::measure(&o, NetError::is_usage, |ctl| iotoll_net::run(&spec, ctl))
 }
 
 fn serve(a: ServeArgs) -> Result<()> {

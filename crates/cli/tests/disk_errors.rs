@@ -165,6 +165,8 @@ fn no_permission() {
         "1s",
         "--target",
         p.to_str().unwrap(),
+        // nobody has no database to write; the target is what is tested.
+        "--no-db",
     ])
     .assert()
     .code(1)
@@ -273,7 +275,7 @@ fn sigint_after(cmd: &mut Command, wait: Duration) -> std::process::Output {
 
 #[test]
 fn ctrl_c_during_the_window_reports_what_was_measured() {
-    let mut c = Command::new(bin_path());
+    let mut c = raw();
     c.args([
         "disk", "run", "--json", "--ramp", "0s", "--time", "60s", "--size", "8m",
     ]);
@@ -302,7 +304,7 @@ fn ctrl_c_during_the_window_reports_what_was_measured() {
 #[test]
 fn ctrl_c_during_preparation_removes_the_test_file() {
     let d = tempfile::tempdir().unwrap();
-    let mut c = Command::new(bin_path());
+    let mut c = raw();
     c.env("TMPDIR", d.path())
         .args(["disk", "run", "--size", "16g", "--time", "1s"]);
     let out = sigint_after(&mut c, Duration::from_millis(400));

@@ -236,3 +236,35 @@ fn schema_rejects_a_wrong_document() {
     let errs = schema_errors(&doc);
     assert!(errs.len() >= 2, "{errs:?}");
 }
+
+#[test]
+fn a_single_run_is_stored_with_its_label() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    iotoll()
+        .args([
+            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m", "--config", "nvme-a",
+            "--db", db, "--quiet",
+        ])
+        .assert()
+        .success();
+    let out = iotoll()
+        .args(["results", "show", "nvme-a", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["suite"], "single disk");
+    assert_eq!(v["status"], "complete");
+    assert!(v["tests"][0]["summary"]["iops"].as_f64().unwrap() > 0.0);
+    validate(&v["tests"][0]["reps"][0]["doc"]);
+    // --no-db stores nothing.
+    iotoll()
+        .args([
+            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m", "--no-db", "--quiet",
+        ])
+        .env("XDG_DATA_HOME", d.path().join("elsewhere"))
+        .assert()
+        .success();
+    assert!(!d.path().join("elsewhere").exists());
+}

@@ -326,7 +326,15 @@ fn unreachable_host() {
     let out = std::process::Command::new("ip")
         .args(["netns", "exec", &ns])
         .arg(bin_path())
-        .args(["net", "rr", "127.0.0.1", "--time", "1s", "--quiet"])
+        .args([
+            "net",
+            "rr",
+            "127.0.0.1",
+            "--time",
+            "1s",
+            "--quiet",
+            "--no-db",
+        ])
         .output();
     let _ = std::process::Command::new("ip")
         .args(["netns", "del", &ns])
@@ -350,7 +358,7 @@ fn unreachable_host() {
 #[test]
 fn ctrl_c_during_a_stream_reports_what_was_measured() {
     let s = Server::start("127.0.0.1", &[]);
-    let child = std::process::Command::new(bin_path())
+    let child = raw()
         .args([
             "net", "stream", &s.addr, "--ramp", "0s", "--time", "30s", "--json", "--quiet",
         ])
@@ -492,7 +500,7 @@ fn endpoint_survives_abuse_without_leaking() {
     still_serves(&s.addr);
 
     // A client that disappears mid-test: the endpoint ends that test itself.
-    let mut victim = std::process::Command::new(bin_path())
+    let mut victim = raw()
         .args([
             "net", "stream", &s.addr, "--conns", "8", "--ramp", "0s", "--time", "30s", "--quiet",
         ])

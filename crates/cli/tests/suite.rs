@@ -195,7 +195,7 @@ fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
     let db = d.path().join("r.db");
     let db = db.to_str().unwrap();
     let file = write_suite(d.path(), SLOW);
-    let child = Command::new(bin_path())
+    let child = raw()
         .args(["suite", "run", &file, "--db", db, "--quiet"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -232,7 +232,7 @@ fn sigkill_leaves_a_sound_database_and_an_incomplete_run() {
     let db = d.path().join("r.db");
     let dbs = db.to_str().unwrap();
     let file = write_suite(d.path(), SLOW);
-    let mut child = Command::new(bin_path())
+    let mut child = raw()
         .args(["suite", "run", &file, "--db", dbs, "--quiet"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -208,9 +208,18 @@ impl Store {
         &self.path
     }
 
+    /// Brings the schema up to date. Each step runs in an immediate
+    /// (write-locked) transaction that re-reads the version, so processes
+    /// opening a new database at the same moment migrate it once.
     fn migrate(&mut self, from: i64) -> Result<(), StoreError> {
-        for v in from..SCHEMA_VERSION {
-            let tx = self.conn.transaction()?;
+        for _ in from..SCHEMA_VERSION {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if v >= SCHEMA_VERSION {
+                break;
+            }
             tx.execute_batch(MIGRATIONS[v as usize])?;
             tx.pragma_update(None, "user_version", v + 1)?;
             tx.commit()?;
@@ -594,6 +603,22 @@ mod tests {
         drop(s);
         let s = Store::open(&p).unwrap();
         assert_eq!(s.list_runs().unwrap()[0].status, "incomplete");
+    }
+
+    #[test]
+    fn concurrent_first_opens_migrate_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || Store::open(&p).map(|_| ()))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+        assert!(Store::open(&p).unwrap().integrity_ok().unwrap());
     }
 
     #[test]

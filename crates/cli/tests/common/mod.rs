@@ -4,9 +4,22 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// A results database per test process, so tests never touch the user's.
+pub fn data_home() -> PathBuf {
+    std::env::temp_dir().join(format!("iotoll-test-data-{}", std::process::id()))
+}
+
 pub fn iotoll() -> Command {
     let mut c = Command::cargo_bin("iotoll").expect("binary built");
     c.env_remove("TMPDIR");
+    c.env("XDG_DATA_HOME", data_home());
+    c
+}
+
+/// The binary as a plain process (for signals), with the test database.
+pub fn raw() -> std::process::Command {
+    let mut c = std::process::Command::new(bin_path());
+    c.env("XDG_DATA_HOME", data_home());
     c
 }
 
