@@ -1,0 +1,490 @@
+//! Comparison math. For every test (matched by name) and the chosen metric:
+//! each configuration's value, the difference in % as (candidate /
+//! baseline − 1), CPU % beside it; per group, the mean of the per-test
+//! differences (the published method: the mean of the ratios, not the ratio
+//! of the means) with min, max and wins; efficiency per configuration and
+//! its ratio; CPU-threshold counts; and the findings those numbers support.
+
+use iotoll_model::metrics as mn;
+use iotoll_model::Metrics;
+use iotoll_store::RunDetail;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One test of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestData {
+    pub name: String,
+    pub group: String,
+    pub kind: String,
+    /// The selected repetition's metrics (or the means).
+    pub metrics: Metrics,
+    pub repeatable: Option<bool>,
+    /// The metric the test was selected by (its main figure).
+    pub main_metric: String,
+}
+
+/// One configuration: a stored run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigData {
+    pub label: String,
+    pub run_id: i64,
+    pub tests: Vec<TestData>,
+    pub disclosure: Option<serde_json::Value>,
+}
+
+fn main_metric_of(kind: &str, select: &str) -> String {
+    if let Some(m) = select.strip_prefix("median:") {
+        return m.to_string();
+    }
+    match kind {
+        "disk" => mn::IOPS,
+        "net-stream" => mn::MBIT_S,
+        _ => mn::TRANS_S,
+    }
+    .to_string()
+}
+
+impl ConfigData {
+    pub fn from_run(run: &RunDetail) -> ConfigData {
+        let tests = run
+            .tests
+            .iter()
+            .filter_map(|t| {
+                let m = iotoll_store::export::selected_metrics(t)?.clone();
+                Some(TestData {
+                    name: t.name.clone(),
+                    group: t.group.clone().unwrap_or_else(|| t.kind.clone()),
+                    kind: t.kind.clone(),
+                    metrics: m,
+                    repeatable: t.repeatable,
+                    main_metric: main_metric_of(&t.kind, &t.select),
+                })
+            })
+            .collect();
+        ConfigData {
+            label: run
+                .run
+                .config
+                .clone()
+                .unwrap_or_else(|| format!("run {}", run.run.id)),
+            run_id: run.run.id,
+            tests,
+            disclosure: run.disclosure.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub test: String,
+    pub group: String,
+    pub metric: String,
+    /// Per configuration (baseline first); None where the test is missing
+    /// or the metric was not measured.
+    pub values: Vec<Option<f64>>,
+    pub cpu_pct: Vec<Option<f64>>,
+    /// Per candidate: (candidate / baseline − 1) × 100.
+    pub diff_pct: Vec<Option<f64>>,
+    /// Per configuration: CPU % at or under the threshold.
+    pub acceptable: Vec<Option<bool>>,
+    /// Some configuration's repetitions of this test disagreed.
+    pub not_repeatable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub candidate: String,
+    pub metric: String,
+    /// Tests with a value on both sides.
+    pub tests: usize,
+    pub mean_diff_pct: Option<f64>,
+    pub min_diff_pct: Option<f64>,
+    pub max_diff_pct: Option<f64>,
+    /// Tests where the candidate's value is higher (lower for latencies and
+    /// service demand).
+    pub wins: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Efficiency {
+    pub label: String,
+    /// Efficiency metric -> mean over the tests that have it.
+    pub means: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub configs: Vec<String>,
+    pub run_ids: Vec<i64>,
+    pub rows: Vec<Row>,
+    pub groups: Vec<GroupSummary>,
+    pub efficiency: Vec<Efficiency>,
+    pub cpu_threshold_pct: Option<f64>,
+    /// Per configuration: (tests at or under the threshold, tests with CPU).
+    pub threshold_counts: Vec<(usize, usize)>,
+    /// Tests present in some configurations only.
+    pub unmatched: Vec<String>,
+    pub findings: Vec<String>,
+}
+
+/// Metrics where less is better.
+pub fn lower_is_better(metric: &str) -> bool {
+    metric.starts_with("lat_")
+        || metric.starts_with("rtt_")
+        || metric.starts_with("cpu_")
+        || metric.starts_with("cycles_")
+        || matches!(
+            metric,
+            "latency_one_way_us" | "errors" | "retransmits" | "srtt_us" | "connect_s"
+        )
+}
+
+const EFFICIENCY: &[&str] = &[
+    mn::IOPS_PER_CPU_PCT,
+    mn::MB_S_PER_CPU_PCT,
+    mn::MBIT_S_PER_CPU_PCT,
+    mn::CPU_US_PER_IO,
+    mn::CPU_US_PER_KB,
+    mn::CPU_US_PER_TRANS,
+];
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Compares `configs[0]` (the baseline) with every other configuration.
+/// `metric` overrides each test's main metric; `by_group` false puts every
+/// test in one group.
+pub fn compare(
+    configs: &[ConfigData],
+    metric: Option<&str>,
+    by_group: bool,
+    cpu_threshold_pct: Option<f64>,
+) -> Comparison {
+    // Test order: the baseline's, then tests only others have.
+    let mut names: Vec<(String, String, String)> = Vec::new();
+    for c in configs {
+        for t in &c.tests {
+            if !names.iter().any(|n| n.0 == t.name) {
+                let m = metric
+                    .map(str::to_string)
+                    .unwrap_or_else(|| t.main_metric.clone());
+                let g = if by_group {
+                    t.group.clone()
+                } else {
+                    "all".to_string()
+                };
+                names.push((t.name.clone(), g, m));
+            }
+        }
+    }
+    let find = |c: &ConfigData, name: &str| c.tests.iter().find(|t| t.name == name).cloned();
+    let mut rows = Vec::new();
+    let mut unmatched = Vec::new();
+    for (name, group, m) in &names {
+        let per: Vec<Option<TestData>> = configs.iter().map(|c| find(c, name)).collect();
+        if per.iter().any(|t| t.is_none()) {
+            unmatched.push(name.clone());
+        }
+        let values: Vec<Option<f64>> = per
+            .iter()
+            .map(|t| t.as_ref().and_then(|t| t.metrics.get(m).copied()))
+            .collect();
+        let cpu_pct: Vec<Option<f64>> = per
+            .iter()
+            .map(|t| t.as_ref().and_then(|t| t.metrics.get(mn::CPU_PCT).copied()))
+            .collect();
+        let diff_pct = values[1..]
+            .iter()
+            .map(|v| match (values[0], v) {
+                (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
+                _ => None,
+            })
+            .collect();
+        let acceptable = cpu_pct
+            .iter()
+            .map(|c| cpu_threshold_pct.and_then(|th| c.map(|c| c <= th)))
+            .collect();
+        rows.push(Row {
+            test: name.clone(),
+            group: group.clone(),
+            metric: m.clone(),
+            values,
+            cpu_pct,
+            diff_pct,
+            acceptable,
+            not_repeatable: per.iter().flatten().any(|t| t.repeatable == Some(false)),
+        });
+    }
+
+    let mut groups = Vec::new();
+    let mut group_names: Vec<String> = Vec::new();
+    for r in &rows {
+        if !group_names.contains(&r.group) {
+            group_names.push(r.group.clone());
+        }
+    }
+    for (ci, cand) in configs.iter().enumerate().skip(1) {
+        for g in &group_names {
+            let in_group: Vec<&Row> = rows.iter().filter(|r| &r.group == g).collect();
+            let diffs: Vec<f64> = in_group.iter().filter_map(|r| r.diff_pct[ci - 1]).collect();
+            let metric = in_group
+                .first()
+                .map(|r| r.metric.clone())
+                .unwrap_or_default();
+            let wins = in_group
+                .iter()
+                .filter_map(|r| r.diff_pct[ci - 1].map(|d| (d, lower_is_better(&r.metric))))
+                .filter(|(d, lower)| if *lower { *d < 0.0 } else { *d > 0.0 })
+                .count();
+            groups.push(GroupSummary {
+                group: g.clone(),
+                candidate: cand.label.clone(),
+                metric,
+                tests: diffs.len(),
+                mean_diff_pct: mean(&diffs),
+                min_diff_pct: diffs.iter().copied().reduce(f64::min),
+                max_diff_pct: diffs.iter().copied().reduce(f64::max),
+                wins,
+            });
+        }
+    }
+
+    // Efficiency over the tests every configuration has.
+    let common: Vec<&String> = names
+        .iter()
+        .map(|n| &n.0)
+        .filter(|n| !unmatched.contains(n))
+        .collect();
+    let efficiency = configs
+        .iter()
+        .map(|c| {
+            let mut means = BTreeMap::new();
+            for e in EFFICIENCY {
+                let v: Vec<f64> = common
+                    .iter()
+                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(*e).copied()))
+                    .collect();
+                if v.len() == common.len() {
+                    if let Some(m) = mean(&v) {
+                        means.insert(e.to_string(), m);
+                    }
+                }
+            }
+            Efficiency {
+                label: c.label.clone(),
+                means,
+            }
+        })
+        .collect();
+    let threshold_counts = (0..configs.len())
+        .map(|i| {
+            let with: Vec<bool> = rows.iter().filter_map(|r| r.acceptable[i]).collect();
+            (with.iter().filter(|a| **a).count(), with.len())
+        })
+        .collect();
+    let mut c = Comparison {
+        configs: configs.iter().map(|c| c.label.clone()).collect(),
+        run_ids: configs.iter().map(|c| c.run_id).collect(),
+        rows,
+        groups,
+        efficiency,
+        cpu_threshold_pct,
+        threshold_counts,
+        unmatched,
+        findings: Vec::new(),
+    };
+    c.findings = findings(&c);
+    c
+}
+
+fn fmt_pct(v: f64) -> String {
+    format!("{:.1} %", v.abs())
+}
+
+/// Sentences drawn from the numbers only.
+pub fn findings(c: &Comparison) -> Vec<String> {
+    let mut f = Vec::new();
+    let base = &c.configs[0];
+    for g in &c.groups {
+        let (Some(mean), Some(lo), Some(hi)) = (g.mean_diff_pct, g.min_diff_pct, g.max_diff_pct)
+        else {
+            continue;
+        };
+        let word = if mean >= 0.0 { "higher" } else { "lower" };
+        let hint = if lower_is_better(&g.metric) {
+            " (lower is better)"
+        } else {
+            ""
+        };
+        let range = if g.tests > 1 {
+            format!(" ({} to {})", signed(lo), signed(hi))
+        } else {
+            String::new()
+        };
+        f.push(format!(
+            "{} achieved an average {} {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
+            g.candidate,
+            fmt_pct(mean),
+            g.metric,
+            g.group,
+            g.wins,
+            g.tests
+        ));
+    }
+    // Efficiency ratios: higher-is-better indices first.
+    for e in [
+        mn::IOPS_PER_CPU_PCT,
+        mn::MBIT_S_PER_CPU_PCT,
+        mn::MB_S_PER_CPU_PCT,
+    ] {
+        let b = c.efficiency[0].means.get(e);
+        for cand in c.efficiency.iter().skip(1) {
+            if let (Some(b), Some(v)) = (b, cand.means.get(e)) {
+                if *b > 0.0 {
+                    f.push(format!(
+                        "{} delivered {:.2} × {base}'s {e} (mean over the tests both have: {:.1} vs {:.1}).",
+                        cand.label,
+                        v / b,
+                        v,
+                        b
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(th) = c.cpu_threshold_pct {
+        for (i, (ok, n)) in c.threshold_counts.iter().enumerate() {
+            if *n > 0 {
+                f.push(format!(
+                    "{} stayed under {th} % CPU on {ok} of {n} tests.",
+                    c.configs[i]
+                ));
+            }
+        }
+    }
+    let flagged: Vec<&str> = c
+        .rows
+        .iter()
+        .filter(|r| r.not_repeatable)
+        .map(|r| r.test.as_str())
+        .collect();
+    if !flagged.is_empty() {
+        f.push(format!(
+            "Not repeatable (repetitions disagreed), read with care: {}.",
+            flagged.join(", ")
+        ));
+    }
+    if !c.unmatched.is_empty() {
+        f.push(format!(
+            "Compared only where every configuration has the test; {} test(s) missing somewhere: {}.",
+            c.unmatched.len(),
+            c.unmatched.join(", ")
+        ));
+    }
+    f
+}
+
+fn signed(v: f64) -> String {
+    format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
+        let mut m = Metrics::new();
+        m.insert("mb_s".into(), mb);
+        m.insert("cpu_pct".into(), cpu);
+        if cpu > 0.0 {
+            m.insert("mb_s_per_cpu_pct".into(), mb / cpu);
+        }
+        TestData {
+            name: name.into(),
+            group: group.into(),
+            kind: "disk".into(),
+            metrics: m,
+            repeatable: Some(true),
+            main_metric: "mb_s".into(),
+        }
+    }
+
+    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
+        ConfigData {
+            label: label.into(),
+            run_id: 1,
+            tests,
+            disclosure: None,
+        }
+    }
+
+    #[test]
+    fn mean_of_ratios_not_ratio_of_means() {
+        // Baseline 100 and 1000; candidate 200 (+100 %) and 1000 (0 %).
+        // Mean of ratios: +50 %. Ratio of means would be 1200/1100 - 1 = +9.1 %.
+        let b = cfg(
+            "base",
+            vec![t("a", "read", 100.0, 10.0), t("b", "read", 1000.0, 20.0)],
+        );
+        let c = cfg(
+            "cand",
+            vec![t("a", "read", 200.0, 5.0), t("b", "read", 1000.0, 40.0)],
+        );
+        let r = compare(&[b, c], None, true, Some(8.0));
+        let g = &r.groups[0];
+        assert!((g.mean_diff_pct.unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!((g.min_diff_pct, g.max_diff_pct), (Some(0.0), Some(100.0)));
+        assert_eq!((g.tests, g.wins), (2, 1));
+        assert_eq!(r.rows[0].diff_pct, vec![Some(100.0)]);
+        // Threshold 8 %: base 0 of 2 (10, 20), candidate 1 of 2 (5, 40).
+        assert_eq!(r.threshold_counts, vec![(0, 2), (1, 2)]);
+        assert_eq!(r.rows[0].acceptable, vec![Some(false), Some(true)]);
+        // Efficiency: base mean(10, 50) = 30; cand mean(40, 25) = 32.5.
+        assert!((r.efficiency[0].means["mb_s_per_cpu_pct"] - 30.0).abs() < 1e-9);
+        assert!((r.efficiency[1].means["mb_s_per_cpu_pct"] - 32.5).abs() < 1e-9);
+        insta::assert_snapshot!(r.findings.join("\n"));
+    }
+
+    #[test]
+    fn a_missing_test_and_zero_cpu() {
+        let b = cfg(
+            "base",
+            vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)],
+        );
+        let c = cfg("cand", vec![t("a", "g", 150.0, 10.0)]);
+        let r = compare(&[b, c], None, true, None);
+        assert_eq!(r.unmatched, vec!["only-base".to_string()]);
+        let missing = r.rows.iter().find(|x| x.test == "only-base").unwrap();
+        assert_eq!(missing.values, vec![Some(5.0), None]);
+        assert_eq!(missing.diff_pct, vec![None]);
+        // The group average uses only tests both sides have.
+        assert_eq!(r.groups[0].tests, 1);
+        assert!((r.groups[0].mean_diff_pct.unwrap() - 50.0).abs() < 1e-9);
+        // Zero CPU: no efficiency for the baseline, so no efficiency claim.
+        assert!(!r.efficiency[0].means.contains_key("mb_s_per_cpu_pct"));
+        assert!(!r.findings.iter().any(|f| f.contains("mb_s_per_cpu_pct")));
+        assert!(r.findings.iter().any(|f| f.contains("only-base")));
+        insta::assert_snapshot!(r.findings.join("\n"));
+    }
+
+    #[test]
+    fn lower_is_better_metrics_and_not_repeatable_flags() {
+        let mut b = t("rr", "lat", 0.0, 1.0);
+        b.metrics.insert("latency_one_way_us".into(), 50.0);
+        let mut c = t("rr", "lat", 0.0, 1.0);
+        c.metrics.insert("latency_one_way_us".into(), 40.0);
+        c.repeatable = Some(false);
+        let r = compare(
+            &[cfg("base", vec![b]), cfg("cand", vec![c])],
+            Some("latency_one_way_us"),
+            false,
+            None,
+        );
+        assert_eq!(r.groups[0].wins, 1, "20 % lower latency is a win");
+        assert!(r.rows[0].not_repeatable);
+        insta::assert_snapshot!(r.findings.join("\n"));
+    }
+}
