@@ -4,6 +4,7 @@ mod disk;
 mod net;
 mod output;
 mod progress;
+mod report;
 mod results;
 mod signals;
 mod suite;
@@ -41,6 +42,10 @@ enum Cmd {
     /// The results database: list, show, export, delete runs.
     #[command(subcommand)]
     Results(results::ResultsCmd),
+    /// Compare configurations test by test: differences, groups, efficiency, findings.
+    Compare(Box<report::CompareArgs>),
+    /// Report one or more runs: tables, charts, disclosure (HTML or Markdown).
+    Report(report::ReportArgs),
     /// Disclose this system: CPU, memory, kernel, interfaces, block devices, TCP settings.
     Sysinfo {
         /// Print one JSON document on stdout.
@@ -190,6 +195,8 @@ fn main() -> ExitCode {
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),
         Cmd::Sysinfo { json } => suite::sysinfo(json),
+        Cmd::Compare(a) => report::compare_cmd(*a),
+        Cmd::Report(a) => report::report_cmd(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,6 +22,10 @@ pub struct TestData {
     pub repeatable: Option<bool>,
     /// The metric the test was selected by (its main figure).
     pub main_metric: String,
+    /// The test's parameters (swept ones included).
+    pub params: serde_json::Value,
+    /// The one-second series of the selected (or first) repetition.
+    pub series: Vec<iotoll_model::SeriesPoint>,
 }
 
 /// One configuration: a stored run.
@@ -52,6 +56,11 @@ impl ConfigData {
             .iter()
             .filter_map(|t| {
                 let m = iotoll_store::export::selected_metrics(t)?.clone();
+                let rep = t
+                    .reps
+                    .iter()
+                    .find(|r| Some(r.rep) == t.selected_rep)
+                    .or(t.reps.first());
                 Some(TestData {
                     name: t.name.clone(),
                     group: t.group.clone().unwrap_or_else(|| t.kind.clone()),
@@ -59,6 +68,8 @@ impl ConfigData {
                     metrics: m,
                     repeatable: t.repeatable,
                     main_metric: main_metric_of(&t.kind, &t.select),
+                    params: t.params.clone(),
+                    series: rep.map(|r| r.doc.series.clone()).unwrap_or_default(),
                 })
             })
             .collect();
@@ -409,6 +420,8 @@ mod tests {
             metrics: m,
             repeatable: Some(true),
             main_metric: "mb_s".into(),
+            params: serde_json::json!({}),
+            series: Vec::new(),
         }
     }
 

@@ -3,5 +3,8 @@
 //! `html` with SVG charts).
 
 pub mod compare;
+pub mod disclosure;
+pub mod html;
+pub mod markdown;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};

@@ -1,0 +1,146 @@
+//! `iotoll compare` and `iotoll report`.
+
+use crate::UsageError;
+use anyhow::{Context, Result};
+use clap::Args;
+use iotoll_report::{compare, ConfigData};
+use iotoll_store::Store;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+#[command(
+    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run).
+Differences are (candidate / baseline - 1); per group, the mean of the per-test differences (the mean of the ratios)."
+)]
+pub struct CompareArgs {
+    /// The baseline configuration: run id or label.
+    baseline: String,
+    /// The candidate configuration: run id or label.
+    candidate: String,
+    /// More configurations to compare against the baseline.
+    #[arg(long = "with", value_name = "LABEL")]
+    with: Vec<String>,
+    /// Compare this metric instead of each test's main one (iops, mbit_s, trans_s, ...).
+    #[arg(long, value_name = "NAME")]
+    metric: Option<String>,
+    /// How to group tests: by their suite `group`, or all together.
+    #[arg(long, value_name = "group|none", default_value = "group")]
+    by: String,
+    /// Mark each configuration/test acceptable or not by CPU %.
+    #[arg(long, value_name = "PCT")]
+    cpu_threshold: Option<f64>,
+    /// Write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write a Markdown report here.
+    #[arg(long, value_name = "FILE")]
+    md: Option<PathBuf>,
+    /// Print the comparison as one JSON document.
+    #[arg(long)]
+    json: bool,
+    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Runs (ids or configuration labels); several are shown side by side.
+    #[arg(required = true, value_name = "RUN")]
+    runs: Vec<String>,
+    /// Write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write a Markdown report here.
+    #[arg(long, value_name = "FILE")]
+    md: Option<PathBuf>,
+    /// CPU threshold to mark tests by.
+    #[arg(long, value_name = "PCT")]
+    cpu_threshold: Option<f64>,
+    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+}
+
+fn load(db: &Option<PathBuf>, which: &[String]) -> Result<Vec<ConfigData>> {
+    let p = db.clone().unwrap_or_else(iotoll_store::default_path);
+    let store = Store::open(&p)?;
+    which
+        .iter()
+        .map(|w| {
+            let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
+            Ok(ConfigData::from_run(&store.run_detail(id)?))
+        })
+        .collect()
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("iotoll: wrote {}", path.display());
+    Ok(())
+}
+
+fn check_metric(m: &Option<String>) -> Result<()> {
+    if let Some(m) = m {
+        if iotoll_model::metrics::metric_def(m).is_none() {
+            return Err(UsageError(format!(
+                "--metric '{m}' is not a metric name (see docs/metrics.md)"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn check_threshold(t: Option<f64>) -> Result<()> {
+    if let Some(t) = t {
+        if !(0.0..=100.0).contains(&t) {
+            return Err(UsageError(format!("--cpu-threshold {t} is outside 0-100")).into());
+        }
+    }
+    Ok(())
+}
+
+pub fn compare_cmd(a: CompareArgs) -> Result<()> {
+    check_metric(&a.metric)?;
+    check_threshold(a.cpu_threshold)?;
+    let by_group = match a.by.as_str() {
+        "group" => true,
+        "none" => false,
+        other => return Err(UsageError(format!("--by '{other}': use group or none")).into()),
+    };
+    let mut which = vec![a.baseline.clone(), a.candidate.clone()];
+    which.extend(a.with.iter().cloned());
+    let configs = load(&a.db, &which)?;
+    let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
+    let md = iotoll_report::markdown::render(&c, &configs);
+    if let Some(p) = &a.md {
+        write(p, &md)?;
+    }
+    if let Some(p) = &a.html {
+        write(p, &iotoll_report::html::render(&c, &configs, "comparison"))?;
+    }
+    if a.json {
+        crate::output::print_json(&c)?;
+    } else {
+        print!("{md}");
+    }
+    Ok(())
+}
+
+pub fn report_cmd(a: ReportArgs) -> Result<()> {
+    check_threshold(a.cpu_threshold)?;
+    let configs = load(&a.db, &a.runs)?;
+    let c = compare(&configs, None, true, a.cpu_threshold);
+    let md = iotoll_report::markdown::render(&c, &configs);
+    if let Some(p) = &a.md {
+        write(p, &md)?;
+    }
+    if let Some(p) = &a.html {
+        write(p, &iotoll_report::html::render(&c, &configs, "report"))?;
+    }
+    if a.md.is_none() && a.html.is_none() {
+        print!("{md}");
+    }
+    Ok(())
+}
