@@ -4,7 +4,7 @@ use crate::output::num;
 use crate::UsageError;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use iotoll_store::{export, Store};
+use iotoll_store::{export, import, Store};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -19,6 +19,16 @@ pub enum Format {
     Csv,
     Json,
     IometerCsv,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ImportFormat {
+    /// CSV: a `test` column, an optional `group` column, one column per canonical metric.
+    Table,
+    /// fio --output-format=json.
+    FioJson,
+    /// iperf3 -J (client side).
+    Iperf3Json,
 }
 
 #[derive(Subcommand)]
@@ -43,6 +53,18 @@ pub enum ResultsCmd {
         run: String,
         #[arg(long, value_enum)]
         format: Format,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Results from elsewhere as a configuration to compare against.
+    Import {
+        /// The file: a CSV table, fio JSON output or iperf3 -J output.
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        format: ImportFormat,
+        /// The configuration label the results get.
+        #[arg(long, value_name = "LABEL")]
+        config: String,
         #[command(flatten)]
         db: DbArg,
     },
@@ -133,6 +155,37 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             };
             use std::io::Write;
             std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(())
+        }
+        ResultsCmd::Import {
+            file,
+            format,
+            config,
+            db,
+        } => {
+            if config.trim().is_empty() {
+                return Err(UsageError("--config must not be empty".into()).into());
+            }
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+            let src = file.display().to_string();
+            let (name, parsed) = match format {
+                ImportFormat::Table => ("table", import::table(&text, &src)),
+                ImportFormat::FioJson => ("fio-json", import::fio_json(&text, &src)),
+                ImportFormat::Iperf3Json => ("iperf3-json", import::iperf3_json(&text, &src)),
+            };
+            let tests = parsed.map_err(|e| UsageError(format!("{src}: {e}")))?;
+            let mut s = open(&db)?;
+            let id = s.import(name, &src, &config, &tests)?;
+            for t in &tests {
+                for n in t.doc.notes.iter().take(1) {
+                    eprintln!("iotoll: note: {}: {n}", t.name);
+                }
+            }
+            println!(
+                "imported {} test(s) from {src} as run {id} (config {config})",
+                tests.len()
+            );
             Ok(())
         }
         ResultsCmd::Delete { run, db } => {

@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
+    /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Run even if the estimated duration exceeds 24 hours.
     #[arg(long)]
     yes: bool,

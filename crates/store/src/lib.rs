@@ -6,6 +6,7 @@
 //! and its metrics in a table of their own for querying.
 
 pub mod export;
+pub mod import;
 
 use iotoll_model::ResultDoc;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -475,6 +476,52 @@ impl Store {
             suite_text,
             tests,
         })
+    }
+
+    /// Stores imported results as one complete run labelled `config`.
+    pub fn import(
+        &mut self,
+        format: &str,
+        source: &str,
+        config: &str,
+        tests: &[import::Imported],
+    ) -> Result<RunId, StoreError> {
+        let run = self.begin_run(
+            &format!("import {format}"),
+            Some(config),
+            "",
+            &serde_json::json!({ "imported_from": source }),
+            &[],
+        )?;
+        for (i, t) in tests.iter().enumerate() {
+            let id = self.add_test(
+                run,
+                i as i64 + 1,
+                &t.name,
+                &t.doc.kind,
+                t.group.as_deref(),
+                &t.doc.spec,
+                "all",
+            )?;
+            let mut doc = t.doc.clone();
+            doc.config = Some(config.to_string());
+            self.add_rep(id, 1, &doc)?;
+            self.finish_test(
+                id,
+                &Selection {
+                    rule: "all".into(),
+                    selected_rep: Some(1),
+                    summary: Some(doc.metrics.clone()),
+                    ..Default::default()
+                },
+            )?;
+        }
+        self.finish_run(
+            run,
+            "complete",
+            &[format!("imported from {source} ({format})")],
+        )?;
+        Ok(run)
     }
 
     pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
