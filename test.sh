@@ -16,6 +16,7 @@ declare -A need=(
   [mount]=mount            # full-disk test (small tmpfs)
   [ip]=iproute2            # unreachable-host test (network namespace)
   [ss]=iproute2            # --bind test (source addresses of live sockets)
+  [chromium]=chromium      # the HTML report, loaded headless
 )
 missing=()
 for cmd in "${!need[@]}"; do

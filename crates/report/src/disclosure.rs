@@ -80,3 +80,36 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(d: serde_json::Value) -> ConfigData {
+        ConfigData {
+            label: "x".into(),
+            run_id: 1,
+            tests: Vec::new(),
+            disclosure: Some(d),
+        }
+    }
+
+    #[test]
+    fn differing_rows_are_marked_and_interfaces_keyed_by_name() {
+        let a = cfg(
+            serde_json::json!({"cpu": {"model": "X"}, "interfaces": [{"name": "eth0", "mtu": 1500}, {"name": "lo", "mtu": 65536}]}),
+        );
+        let b = cfg(
+            serde_json::json!({"cpu": {"model": "X"}, "interfaces": [{"name": "lo", "mtu": 65536}, {"name": "eth0", "mtu": 9000}]}),
+        );
+        let t = table(&[a, b]);
+        let row = |k: &str| t.iter().find(|r| r.key == k).unwrap();
+        assert!(row("interfaces[eth0].mtu").differs);
+        assert_eq!(row("interfaces[eth0].mtu").values, vec!["1500", "9000"]);
+        assert!(
+            !row("interfaces[lo].mtu").differs,
+            "matched by name, not position"
+        );
+        assert!(!row("cpu.model").differs);
+    }
+}

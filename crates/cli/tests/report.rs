@@ -1,0 +1,397 @@
+//! Comparisons and reports through the binary, and the HTML report in a
+//! real headless browser.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+const SUITE: &str = r#"
+name = "cmp"
+reps = 2
+ramp = "0s"
+time = "400ms"
+
+[[test]]
+name = "seq"
+kind = "disk"
+read = 100
+random = 0
+bs = ["4k", "64k"]
+size = "8m"
+group = "read"
+
+[[test]]
+name = "conns"
+kind = "net-stream"
+conns = [1, 2]
+reps = 1
+time = "1500ms"
+group = "stream"
+"#;
+
+/// One database with configurations A and B, shared by the tests here.
+fn db() -> &'static Path {
+    static DB: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let d = DB.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        let suite = d.path().join("s.toml");
+        std::fs::write(&suite, SUITE).unwrap();
+        let db = d.path().join("r.db");
+        for label in ["A", "B"] {
+            iotoll()
+                .args([
+                    "suite",
+                    "run",
+                    suite.to_str().unwrap(),
+                    "--config",
+                    label,
+                    "--quiet",
+                    "--db",
+                    db.to_str().unwrap(),
+                ])
+                .assert()
+                .success();
+        }
+        d
+    });
+    Box::leak(Box::new(d.path().join("r.db")))
+}
+
+fn dbs() -> &'static str {
+    db().to_str().unwrap()
+}
+
+#[test]
+fn compare_json_and_markdown() {
+    let out = iotoll()
+        .args([
+            "compare",
+            "A",
+            "B",
+            "--json",
+            "--cpu-threshold",
+            "50",
+            "--db",
+            dbs(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["configs"], serde_json::json!(["A", "B"]));
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    // Each difference is candidate / baseline - 1.
+    for r in rows {
+        let (a, b) = (
+            r["values"][0].as_f64().unwrap(),
+            r["values"][1].as_f64().unwrap(),
+        );
+        let d = r["diff_pct"][0].as_f64().unwrap();
+        assert!((d - (b / a - 1.0) * 100.0).abs() < 1e-6);
+    }
+    // Group means are means of the per-test differences.
+    let read: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["group"] == "read")
+        .map(|r| r["diff_pct"][0].as_f64().unwrap())
+        .collect();
+    let g = c["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "read")
+        .unwrap();
+    assert!((g["mean_diff_pct"].as_f64().unwrap() - read.iter().sum::<f64>() / 2.0).abs() < 1e-6);
+    assert!(c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.as_str().unwrap().contains("on read tests")));
+
+    let out = iotoll()
+        .args(["compare", "A", "B", "--db", dbs()])
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("## Key findings") && md.contains("| seq/bs=4k"),
+        "{md}"
+    );
+}
+
+#[test]
+fn bad_compare_input() {
+    iotoll()
+        .args(["compare", "A", "nope", "--db", dbs()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no run nope"));
+    iotoll()
+        .args(["compare", "A", "B", "--metric", "speed", "--db", dbs()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--metric"));
+    iotoll()
+        .args(["compare", "A", "B", "--cpu-threshold", "150", "--db", dbs()])
+        .assert()
+        .code(2);
+    iotoll()
+        .args(["compare", "A", "B", "--by", "color", "--db", dbs()])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn imports_become_configurations() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../store/tests/fixtures");
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let table = d.path().join("published.csv");
+    std::fs::write(
+        &table,
+        "test,group,iops,cpu_pct\nseq/bs=4k,read,5000,20\nseq/bs=64k,read,2000,10\n",
+    )
+    .unwrap();
+    for (file, format, label) in [
+        (table.to_str().unwrap().to_string(), "table", "paper"),
+        (format!("{fixtures}/fio-randrw.json"), "fio-json", "fio"),
+        (
+            format!("{fixtures}/iperf3-tx.json"),
+            "iperf3-json",
+            "iperf3",
+        ),
+    ] {
+        iotoll()
+            .args([
+                "results", "import", &file, "--format", format, "--config", label, "--db", db,
+            ])
+            .assert()
+            .success();
+    }
+    let out = iotoll()
+        .args(["results", "list", "--db", db])
+        .output()
+        .unwrap();
+    let list = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(list.lines().count(), 3, "{list}");
+    let out = iotoll()
+        .args(["results", "show", "paper", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tests"][0]["summary"]["iops_per_cpu_pct"], 250.0);
+    // A bad file is refused with its reason, nothing stored.
+    std::fs::write(&table, "test,warp_factor\na,9\n").unwrap();
+    iotoll()
+        .args([
+            "results",
+            "import",
+            table.to_str().unwrap(),
+            "--format",
+            "table",
+            "--config",
+            "x",
+            "--db",
+            db,
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("warp_factor"));
+}
+
+fn html_report() -> (tempfile::TempDir, std::path::PathBuf, usize) {
+    let d = tempfile::tempdir().unwrap();
+    let html = d.path().join("report.html");
+    let md = d.path().join("report.md");
+    let out = iotoll()
+        .args([
+            "compare",
+            "A",
+            "B",
+            "--cpu-threshold",
+            "50",
+            "--html",
+            html.to_str().unwrap(),
+            "--md",
+            md.to_str().unwrap(),
+            "--db",
+            dbs(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("## Key findings"));
+    let text = std::fs::read_to_string(&html).unwrap();
+    let charts = text.matches("<svg").count();
+    (d, html, charts)
+}
+
+#[test]
+fn html_is_self_contained() {
+    let (_d, html, charts) = html_report();
+    let text = std::fs::read_to_string(&html).unwrap();
+    // 2 groups: bars each; "read" and "stream" sweep a parameter: 3 lines
+    // each; per-second series (only the stream tests last a full second):
+    // throughput and CPU per configuration.
+    assert_eq!(charts, 2 + 3 + 3 + 4, "charts");
+    for bad in [
+        "<script",
+        "<link",
+        "<img",
+        "<iframe",
+        " src=",
+        "href=",
+        "url(",
+        "@import",
+        "@font-face",
+    ] {
+        assert!(!text.contains(bad), "{bad} in the report");
+    }
+    // The only URLs are SVG namespace names, which are never fetched.
+    for (i, _) in text.match_indices("http") {
+        let ctx = &text[i.saturating_sub(8)..(i + 40).min(text.len())];
+        assert!(ctx.contains("www.w3.org/"), "a URL in the report: {ctx}");
+    }
+    assert!(text.contains("Key findings") && text.contains("System disclosure"));
+}
+
+/// Chromium's own service hosts: it phones home (time, component updates,
+/// accounts) even headless; those requests are the browser's, not the page's.
+fn browser_service(host: &str) -> bool {
+    let h = host.split(':').next().unwrap_or(host);
+    [
+        ".google.com",
+        ".googleapis.com",
+        ".gstatic.com",
+        ".gvt1.com",
+    ]
+    .iter()
+    .any(|d| h.ends_with(d))
+}
+
+/// Headless Chromium loads the report: the DOM has the charts and tables,
+/// the screenshot is not blank, and no request leaves the page (every
+/// request goes to a proxy that records it).
+#[test]
+fn the_report_in_a_real_browser() {
+    let browser = ["chromium", "chromium-browser"].into_iter().find(|b| {
+        std::process::Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(browser) = browser else {
+        assert!(
+            !is_root(),
+            "chromium is missing although test.sh installs it as root"
+        );
+        eprintln!("skipped: chromium is not installed (./test.sh installs it as root)");
+        return;
+    };
+    let (d, html, charts) = html_report();
+    let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    proxy.set_nonblocking(true).unwrap();
+    let page_requests = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let all = Arc::new(AtomicUsize::new(0));
+    let (p2, a2) = (page_requests.clone(), all.clone());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        use std::io::Read;
+        while !s2.load(Ordering::Relaxed) {
+            if let Ok((mut c, _)) = proxy.accept() {
+                a2.fetch_add(1, Ordering::Relaxed);
+                let _ = c.set_nonblocking(false);
+                let _ = c.set_read_timeout(Some(Duration::from_millis(500)));
+                let mut buf = [0u8; 512];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let line = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                // "CONNECT host:443 HTTP/1.1" or "GET http://host/path HTTP/1.1"
+                let target = line.split_whitespace().nth(1).unwrap_or("");
+                let host = target
+                    .trim_start_matches("http://")
+                    .split('/')
+                    .next()
+                    .unwrap_or("");
+                if !browser_service(host) {
+                    p2.lock().unwrap().push(line);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let run = |extra: &[&str]| {
+        std::process::Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1000,3000",
+                &format!("--proxy-server=127.0.0.1:{port}"),
+                &format!("--user-data-dir={}", d.path().join("profile").display()),
+            ])
+            .args(extra)
+            .arg(format!("file://{}", html.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = run(&["--dump-dom"]);
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<svg").count(), charts, "charts in the DOM");
+    assert!(dom.matches("<table").count() >= 4, "tables in the DOM");
+    let shot = d.path().join("shot.png");
+    let out = run(&[&format!("--screenshot={}", shot.display())]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    // A blank 1000x3000 page compresses to a few KB; charts and tables do not.
+    assert!(
+        png.len() > 40_000,
+        "screenshot looks blank ({} bytes)",
+        png.len()
+    );
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+    let page = page_requests.lock().unwrap();
+    assert!(page.is_empty(), "the page made network requests: {page:?}");
+    eprintln!(
+        "browser background requests ignored: {}",
+        all.load(Ordering::Relaxed)
+    );
+}
