@@ -241,6 +241,19 @@ fn run(a: RunArgs) -> Result<()> {
     if let Some(p) = &a.peer {
         iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(|e| UsageError(e.to_string()))?;
     }
+    if let Some(p) = &a.report {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() || p.is_dir() {
+            return Err(UsageError(format!(
+                "--report {}: no such directory, or a directory",
+                p.display()
+            ))
+            .into());
+        }
+    }
     // The database is opened (and must be writable) before any workload.
     let db = a.db.clone().unwrap_or_else(iotoll_store::default_path);
     let mut store = Store::open(&db)?;

@@ -35,6 +35,8 @@ pub struct ConfigData {
     pub run_id: i64,
     pub tests: Vec<TestData>,
     pub disclosure: Option<serde_json::Value>,
+    /// The run's warnings and repeatability notes.
+    pub notes: Vec<String>,
 }
 
 fn main_metric_of(kind: &str, select: &str) -> String {
@@ -82,6 +84,7 @@ impl ConfigData {
             run_id: run.run.id,
             tests,
             disclosure: run.disclosure.clone(),
+            notes: run.run.notes.clone(),
         }
     }
 }
@@ -431,6 +434,7 @@ mod tests {
             run_id: 1,
             tests,
             disclosure: None,
+            notes: Vec::new(),
         }
     }
 

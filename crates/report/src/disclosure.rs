@@ -91,6 +91,7 @@ mod tests {
             run_id: 1,
             tests: Vec::new(),
             disclosure: Some(d),
+            notes: Vec::new(),
         }
     }
 

@@ -496,6 +496,16 @@ pub fn render(c: &Comparison, configs: &[ConfigData], what: &str) -> String {
         }
         let _ = writeln!(o.html, "</table>");
     }
+    if configs.iter().any(|c| !c.notes.is_empty()) {
+        let _ = writeln!(o.html, "<h2 id=\"notes\">Warnings and notes</h2>");
+        for cfg in configs.iter().filter(|c| !c.notes.is_empty()) {
+            let _ = writeln!(o.html, "<h3>{}</h3><ul>", esc(&cfg.label));
+            for n in &cfg.notes {
+                let _ = writeln!(o.html, "<li class=\"warn\">{}</li>", esc(n));
+            }
+            let _ = writeln!(o.html, "</ul>");
+        }
+    }
     let rows = disclosure::table(configs);
     if !rows.is_empty() {
         let _ = write!(o.html, "<h2 id=\"disclosure\">System disclosure</h2><p>Rows that differ between configurations are highlighted.</p><table><tr><th>item</th>");

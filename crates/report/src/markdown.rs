@@ -118,6 +118,14 @@ pub fn render(c: &Comparison, configs: &[ConfigData]) -> String {
             let _ = writeln!(o);
         }
     }
+    if configs.iter().any(|c| !c.notes.is_empty()) {
+        let _ = writeln!(o, "\n## Warnings and notes\n");
+        for cfg in configs {
+            for n in &cfg.notes {
+                let _ = writeln!(o, "- {}: {n}", cfg.label);
+            }
+        }
+    }
     let diff = disclosure::table(configs);
     let differing: Vec<_> = diff.iter().filter(|r| r.differs).collect();
     if !differing.is_empty() {
