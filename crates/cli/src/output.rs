@@ -38,14 +38,21 @@ pub fn num(v: f64) -> String {
     out
 }
 
+fn spec_value(doc: &ResultDoc, k: &str) -> serde_json::Value {
+    doc.spec.get(k).cloned().unwrap_or(serde_json::Value::Null)
+}
+
+/// A size parameter as the user would type it (`4k`), or `?`.
+fn spec_size(doc: &ResultDoc, k: &str) -> String {
+    spec_value(doc, k)
+        .as_u64()
+        .map(iotoll_model::format_size)
+        .unwrap_or_else(|| "?".into())
+}
+
 fn disk_spec_line(doc: &ResultDoc) -> String {
-    let s = &doc.spec;
-    let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
-    let size = |k: &str| {
-        g(k).as_u64()
-            .map(iotoll_model::format_size)
-            .unwrap_or_else(|| "?".into())
-    };
+    let g = |k: &str| spec_value(doc, k);
+    let size = |k: &str| spec_size(doc, k);
     let mut line = String::from("disk");
     if let Some(name) = g("spec").as_str() {
         let _ = write!(line, "  {name}");
@@ -77,13 +84,8 @@ fn disk_spec_line(doc: &ResultDoc) -> String {
 }
 
 fn net_spec_line(doc: &ResultDoc) -> String {
-    let s = &doc.spec;
-    let g = |k: &str| s.get(k).cloned().unwrap_or(serde_json::Value::Null);
-    let size = |k: &str| {
-        g(k).as_u64()
-            .map(iotoll_model::format_size)
-            .unwrap_or_else(|| "?".into())
-    };
+    let g = |k: &str| spec_value(doc, k);
+    let size = |k: &str| spec_size(doc, k);
     let what = if doc.kind == "net-rr" {
         format!(
             "request/response {} / {}  burst {}",
