@@ -336,6 +336,19 @@ fn run(a: RunArgs) -> Result<()> {
         outcome.status.as_str(),
         db.display()
     );
+    // The report covers what was stored, complete or not.
+    if let Some(p) = &a.report {
+        let cfg = iotoll_report::ConfigData::from_run(&store.run_detail(run_id)?);
+        let configs = [cfg];
+        let c = iotoll_report::compare(&configs, None, true, suite.cpu_threshold_pct);
+        let text = if p.extension().is_some_and(|e| e == "md") {
+            iotoll_report::markdown::render(&c, &configs)
+        } else {
+            iotoll_report::html::render(&c, &configs, "report")
+        };
+        std::fs::write(p, text).with_context(|| format!("writing report {}", p.display()))?;
+        println!("report written to {}", p.display());
+    }
     match outcome.status {
         iotoll_suite::Status::Aborted => Err(Interrupted.into()),
         iotoll_suite::Status::Failed => {

@@ -50,9 +50,19 @@ fn a_short_suite_end_to_end() {
     let db = d.path().join("r.db");
     let db = db.to_str().unwrap();
     let file = write_suite(d.path(), TINY);
-    let out = suite_cmd(db, &[&file, "--config", "base"])
-        .output()
-        .unwrap();
+    let report = d.path().join("run.html");
+    let out = suite_cmd(
+        db,
+        &[
+            &file,
+            "--config",
+            "base",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -66,9 +76,15 @@ fn a_short_suite_end_to_end() {
         "Mbit/s",
         "trans/s",
         "run 1 complete",
+        "report written",
     ] {
         assert!(table.contains(want), "{want:?} missing:\n{table}");
     }
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("d/bs=64k"),
+        "the run's report"
+    );
 
     let out = iotoll()
         .args(["results", "list", "--db", db])
@@ -300,6 +316,11 @@ fn bad_suites_are_refused_before_anything_runs() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--yes"));
+    // A report nobody could write is refused before anything runs.
+    suite_cmd(dbs, &["quick", "--report", "/no/such/dir/r.html"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--report"));
     assert!(!db.exists());
 }
 
