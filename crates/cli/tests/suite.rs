@@ -413,3 +413,35 @@ fn sysinfo_discloses_the_host() {
         "{s}"
     );
 }
+
+/// With a 0 % repeatability bound two repetitions never agree exactly, so
+/// `rerun = 1` adds one repetition, and the test is still flagged.
+#[test]
+fn rerun_adds_repetitions_while_not_repeatable() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let file = write_suite(
+        d.path(),
+        "name='rr'\nreps=2\nrerun=1\nrepeatability_pct=0\nramp='0s'\ntime='300ms'\n[[test]]\nname='d'\nkind='disk'\nsize='4m'\n",
+    );
+    let out = suite_cmd(db, &[&file]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("NOT REPEATABLE") && table.contains("3/3"),
+        "{table}"
+    );
+    let out = iotoll()
+        .args(["results", "show", "1", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tests"][0]["reps"].as_array().unwrap().len(), 3);
+    assert_eq!(v["tests"][0]["repeatable"], false);
+    assert!(v["notes"].to_string().contains("not repeatable"));
+}
