@@ -21,7 +21,7 @@ pub const EXIT_INTERRUPTED: u8 = 130;
     version,
     about = "What storage and network I/O cost the host: throughput, IOPS and latency beside whole-host CPU, on the same window",
     long_about = None,
-    after_help = "Examples:\n  iotoll disk run --spec db-oltp-8k --time 10s\n  iotoll disk run --bs 64k --read 0 --random 0 --qd 4 --size 1g\n  iotoll disk specs"
+    after_help = "Examples:\n  iotoll suite run quick --report quick.html\n  iotoll disk run --spec db-oltp-8k --time 10s --config nvme-a\n  iotoll net serve                      (on the peer)\n  iotoll net stream PEER --conns 100 --msg 64k --config mtu9000\n  iotoll compare mtu1500 mtu9000 --html mtu.html\n  iotoll results list"
 )]
 struct Cli {
     #[command(subcommand)]
