@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use predicates::prelude::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn run_fails(args: &[&str], code: i32, needle: &str) {
@@ -259,18 +259,6 @@ fn block_device() {
     let after = std::fs::read(&backing).unwrap();
     assert_eq!(after[1 << 20..], content[1 << 20..]);
     assert_ne!(after[..1 << 20], content[..1 << 20]);
-}
-
-fn sigint_after(cmd: &mut Command, wait: Duration) -> std::process::Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(wait);
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    child.wait_with_output().unwrap()
 }
 
 #[test]

@@ -358,18 +358,12 @@ fn unreachable_host() {
 #[test]
 fn ctrl_c_during_a_stream_reports_what_was_measured() {
     let s = Server::start("127.0.0.1", &[]);
-    let child = raw()
-        .args([
+    let out = sigint_after(
+        raw().args([
             "net", "stream", &s.addr, "--ramp", "0s", "--time", "30s", "--json", "--quiet",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+        ]),
+        Duration::from_millis(1500),
+    );
     assert_eq!(
         out.status.code(),
         Some(130),

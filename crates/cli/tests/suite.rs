@@ -211,16 +211,10 @@ fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
     let db = d.path().join("r.db");
     let db = db.to_str().unwrap();
     let file = write_suite(d.path(), SLOW);
-    let child = raw()
-        .args(["suite", "run", &file, "--db", db, "--quiet"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = sigint_after(
+        raw().args(["suite", "run", &file, "--db", db, "--quiet"]),
+        Duration::from_millis(2500),
+    );
     assert_eq!(
         out.status.code(),
         Some(130),

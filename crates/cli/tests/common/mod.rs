@@ -104,3 +104,20 @@ pub fn net_json(args: &[&str]) -> Value {
     validate(&doc);
     doc
 }
+
+/// Starts `cmd`, sends it SIGINT after `wait`, and collects its output.
+pub fn sigint_after(
+    cmd: &mut std::process::Command,
+    wait: std::time::Duration,
+) -> std::process::Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iotoll");
+    std::thread::sleep(wait);
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().expect("wait for iotoll")
+}
