@@ -55,7 +55,7 @@ def fio_case(path, size, bs, qd, engine, secs):
 def iotoll_case(exe, path, bs, qd, engine, secs):
     cmd = [
         exe, "disk", "run", "--target", path, "--bs", bs, "--read", "100", "--random", "100",
-        "--qd", str(qd), "--engine", engine, "--align", bs, "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet",
+        "--qd", str(qd), "--engine", engine, "--align", bs, "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db",
     ]
     out, cpu_s, wall = run(cmd)
     d = json.loads(out)
@@ -72,7 +72,7 @@ def iotoll_case(exe, path, bs, qd, engine, secs):
 def rss_check(exe, path, secs):
     """Max RSS of 4 workers x QD 256 x 64k (buffers: 64 MiB)."""
     cmd = [exe, "disk", "run", "--target", path, "--bs", "64k", "--read", "100", "--random", "100",
-           "--qd", "256", "--workers", "4", "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet"]
+           "--qd", "256", "--workers", "4", "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
     if status != 0:
@@ -93,7 +93,7 @@ def main():
     path = os.path.join(a.dir, "disk-vs-fio.tst")
     if not os.path.exists(path):
         subprocess.run([a.iotoll, "disk", "run", "--target", path, "--create", "--keep", "--size", a.size,
-                        "--time", "1s", "--ramp", "0s", "--quiet", "--json"], check=True, stdout=subprocess.DEVNULL)
+                        "--time", "1s", "--ramp", "0s", "--quiet", "--json", "--no-db"], check=True, stdout=subprocess.DEVNULL)
     size = os.path.getsize(path)
     cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t")
     print(f"machine: {platform.node()}  {os.cpu_count()} CPUs  {cpu}  kernel {platform.release()}")

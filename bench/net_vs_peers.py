@@ -117,7 +117,7 @@ def main():
                         mbit, nbytes = e["bits_per_second"] / 1e6, e["bytes"]
                     else:
                         out, busy, user, _ = run([ex, "net", "stream", io_addr, "--msg", "128k", "--ramp", "0s",
-                                                  "--time", f"{T}s", "--json", "--quiet"], servers["iotoll"].pid)
+                                                  "--time", f"{T}s", "--json", "--quiet", "--no-db"], servers["iotoll"].pid)
                         m = json.loads(out)["metrics"]
                         mbit = m["mbit_s"]
                         nbytes = mbit * 1e6 / 8 * m["window_s"]
@@ -140,7 +140,7 @@ def main():
                         mbit = float(sums[-1])
                     else:
                         out, busy, user, _ = run([ex, "net", "stream", io_addr, "--conns", "1000", "--msg", "64k",
-                                                  "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet"], servers["iotoll"].pid)
+                                                  "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], servers["iotoll"].pid)
                         m = json.loads(out)["metrics"]
                         mbit = m["mbit_s"]
                         connect.append(m["connect_s"])
@@ -164,7 +164,7 @@ def main():
                             rate = int(m.group(3)) / float(m.group(1))
                         else:
                             out, busy, user, _ = run([ex, "net", "rr", io_addr, "--req", str(size), "--resp", str(size),
-                                                      "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet"], servers["iotoll"].pid)
+                                                      "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], servers["iotoll"].pid)
                             rate = json.loads(out)["metrics"]["trans_s"]
                         res[tool].append({"trans_s": rate})
                         print(f"  sockperf case ({size} B) round {r + 1} {tool:<8} {rate:10.0f} trans/s", file=sys.stderr)
@@ -175,7 +175,7 @@ def main():
             port = free_port()
             srv = start([ex, "net", "serve", "--listen", f"127.0.0.1:{port}"])
             out, busy, user, client_rss = run([ex, "net", "stream", f"127.0.0.1:{port}", "--conns", "10000", "--msg", "64k",
-                                               "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet"], srv.pid)
+                                               "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], srv.pid)
             with open(f"/proc/{srv.pid}/status") as f:
                 hwm = int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1))
             m = json.loads(out)["metrics"]
