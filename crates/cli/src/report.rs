@@ -80,6 +80,24 @@ fn write(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// One stored run's report at `path`: Markdown when the file ends in
+/// `.md`, else HTML (what `suite run --report` writes).
+pub fn write_run_report(
+    store: &Store,
+    run: i64,
+    cpu_threshold: Option<f64>,
+    path: &Path,
+) -> Result<()> {
+    let configs = [ConfigData::from_run(&store.run_detail(run)?)];
+    let c = compare(&configs, None, true, cpu_threshold);
+    let text = if path.extension().is_some_and(|e| e == "md") {
+        iotoll_report::markdown::render(&c, &configs)
+    } else {
+        iotoll_report::html::render(&c, &configs, "report")
+    };
+    write(path, &text)
+}
+
 fn check_metric(m: &Option<String>) -> Result<()> {
     if let Some(m) = m {
         if iotoll_model::metrics::metric_def(m).is_none() {

@@ -338,15 +338,7 @@ fn run(a: RunArgs) -> Result<()> {
     );
     // The report covers what was stored, complete or not.
     if let Some(p) = &a.report {
-        let cfg = iotoll_report::ConfigData::from_run(&store.run_detail(run_id)?);
-        let configs = [cfg];
-        let c = iotoll_report::compare(&configs, None, true, suite.cpu_threshold_pct);
-        let text = if p.extension().is_some_and(|e| e == "md") {
-            iotoll_report::markdown::render(&c, &configs)
-        } else {
-            iotoll_report::html::render(&c, &configs, "report")
-        };
-        std::fs::write(p, text).with_context(|| format!("writing report {}", p.display()))?;
+        crate::report::write_run_report(&store, run_id, suite.cpu_threshold_pct, p)?;
         println!("report written to {}", p.display());
     }
     match outcome.status {

@@ -11,7 +11,6 @@ pub mod spec;
 pub mod specs;
 pub mod target;
 
-pub use iotoll_probe::{Phase, Progress, RunControl, Silent};
 pub use runner::run;
 pub use spec::{DiskSpec, EngineChoice};
 pub use specs::{AccessSpec, BUILTIN_SPECS};
