@@ -3,7 +3,7 @@
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
-use iotoll_report::{compare, ConfigData};
+use iotoll_report::{compare, ConfigData, RunInfo};
 use iotoll_store::Store;
 use std::path::{Path, PathBuf};
 
@@ -62,16 +62,18 @@ pub struct ReportArgs {
     db: Option<PathBuf>,
 }
 
-fn load(db: &Option<PathBuf>, which: &[String]) -> Result<Vec<ConfigData>> {
+fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let p = db.clone().unwrap_or_else(iotoll_store::default_path);
     let store = Store::open(&p)?;
-    which
-        .iter()
-        .map(|w| {
-            let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
-            Ok(ConfigData::from_run(&store.run_detail(id)?))
-        })
-        .collect()
+    let mut configs = Vec::new();
+    let mut infos = Vec::new();
+    for w in which {
+        let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
+        let (c, i) = iotoll_report::load(&store.run_detail(id)?);
+        configs.push(c);
+        infos.push(i);
+    }
+    Ok((configs, infos))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -88,12 +90,13 @@ pub fn write_run_report(
     cpu_threshold: Option<f64>,
     path: &Path,
 ) -> Result<()> {
-    let configs = [ConfigData::from_run(&store.run_detail(run)?)];
+    let (config, info) = iotoll_report::load(&store.run_detail(run)?);
+    let (configs, infos) = ([config], [info]);
     let c = compare(&configs, None, true, cpu_threshold);
     let text = if path.extension().is_some_and(|e| e == "md") {
-        iotoll_report::markdown::render(&c, &configs)
+        iotoll_report::markdown::render(&c, &configs, &infos)
     } else {
-        iotoll_report::html::render(&c, &configs, "report")
+        iotoll_report::html::render(&c, &configs, &infos, "report")
     };
     write(path, &text)
 }
@@ -129,14 +132,17 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     };
     let mut which = vec![a.baseline.clone(), a.candidate.clone()];
     which.extend(a.with.iter().cloned());
-    let configs = load(&a.db, &which)?;
+    let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
-    let md = iotoll_report::markdown::render(&c, &configs);
+    let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;
     }
     if let Some(p) = &a.html {
-        write(p, &iotoll_report::html::render(&c, &configs, "comparison"))?;
+        write(
+            p,
+            &iotoll_report::html::render(&c, &configs, &infos, "comparison"),
+        )?;
     }
     if a.json {
         crate::output::print_json(&c)?;
@@ -148,14 +154,17 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 
 pub fn report_cmd(a: ReportArgs) -> Result<()> {
     check_threshold(a.cpu_threshold)?;
-    let configs = load(&a.db, &a.runs)?;
+    let (configs, infos) = load(&a.db, &a.runs)?;
     let c = compare(&configs, None, true, a.cpu_threshold);
-    let md = iotoll_report::markdown::render(&c, &configs);
+    let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;
     }
     if let Some(p) = &a.html {
-        write(p, &iotoll_report::html::render(&c, &configs, "report"))?;
+        write(
+            p,
+            &iotoll_report::html::render(&c, &configs, &infos, "report"),
+        )?;
     }
     if a.md.is_none() && a.html.is_none() {
         print!("{md}");
