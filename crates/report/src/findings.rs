@@ -204,23 +204,25 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
 }
 
 /// Caveats for any number of configurations: smoke runs, interference,
-/// a network peer on this host, and the count of notes.
-pub fn caveats(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<String> {
-    let mut f = Vec::new();
-    let many = configs.len() > 1;
-    let who = |cfg: &ConfigData| {
-        if many {
-            format!("{}: ", cfg.label)
+/// a network peer on this host. A caveat that holds for several
+/// configurations is said once, naming them.
+pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> {
+    // (sentence, configurations it holds for), in first-seen order.
+    let mut said: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut say = |s: String, who: &'a str| {
+        if let Some(x) = said.iter_mut().find(|x| x.0 == s) {
+            x.1.push(who);
         } else {
-            String::new()
+            said.push((s, vec![who]));
         }
     };
     for (cfg, info) in configs.iter().zip(infos) {
+        let who = cfg.label.as_str();
         if let Some(n) = &info.overridden {
-            f.push(format!(
-                "{}Smoke run, not a measurement to publish: {n}.",
-                who(cfg)
-            ));
+            say(
+                format!("Smoke run, not a measurement to publish: {n}."),
+                who,
+            );
         }
         let interfered: Vec<&str> = info
             .tests
@@ -228,33 +230,43 @@ pub fn caveats(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<String> {
             .filter(|t| t.interfered == Some(true))
             .map(|t| t.name.as_str())
             .collect();
-        let busy: Vec<&String> = cfg
+        let busy = cfg
             .notes
             .iter()
             .filter(|n| n.starts_with("interference:") || n.starts_with("another process"))
-            .collect();
+            .count();
         if !interfered.is_empty() {
-            f.push(format!(
-                "{}Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
-                who(cfg),
-                list(&interfered)
-            ));
-        } else if !busy.is_empty() {
-            f.push(format!(
-                "{}Other processes were using the CPU ({} note{}, see Warnings and notes); whole-host CPU counts them too.",
-                who(cfg),
-                busy.len(),
-                if busy.len() == 1 { "" } else { "s" }
-            ));
+            say(
+                format!(
+                    "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
+                    list(&interfered)
+                ),
+                who,
+            );
+        } else if busy > 0 {
+            say(
+                "Other processes were using the CPU (see Warnings and notes); whole-host CPU counts them too.".into(),
+                who,
+            );
         }
         if info.same_host() {
-            f.push(format!(
-                "{}The network peer was this host (same kernel): remote CPU is this host's CPU, not a second machine's, and is not shown as one.",
-                who(cfg)
-            ));
+            say(
+                "The network peer was this host (same kernel): remote CPU is this host's CPU, not a second machine's, and is not shown as one.".into(),
+                who,
+            );
         }
     }
-    f
+    said.into_iter()
+        .map(|(s, who)| {
+            if configs.len() == 1 {
+                s
+            } else if who.len() == configs.len() {
+                format!("All configurations: {s}")
+            } else {
+                format!("{}: {s}", who.join(", "))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -22,16 +22,18 @@ fn group(s: &str) -> String {
     format!("{sign}{out}{frac}")
 }
 
-/// Decimals for a table value: none from 100 up, one from 10, two below 10
-/// (three significant digits at least; more for large numbers).
+/// Decimals for a table value: none from 100 up, one from 10, two from 1,
+/// three below (three significant digits at least).
 fn decimals(v: f64) -> usize {
     let a = v.abs();
     if a >= 100.0 {
         0
     } else if a >= 10.0 {
         1
-    } else if a >= 0.01 || a == 0.0 {
+    } else if a >= 1.0 || a == 0.0 {
         2
+    } else if a >= 0.01 {
+        3
     } else {
         4
     }
@@ -101,11 +103,12 @@ mod tests {
         assert_eq!(num(Some(2.514)), "2.51");
         assert_eq!(num(Some(-1500.0)), "-1,500");
         assert_eq!(num(Some(0.0)), "0.00");
+        assert_eq!(num(Some(0.0694)), "0.069");
         assert_eq!(num(None), "–");
         assert_eq!(num(Some(f64::NAN)), "–");
         assert_eq!(count(Some(4.0)), "4");
         assert_eq!(count(Some(12345.0)), "12,345");
-        assert_eq!(count(Some(0.5)), "0.50");
+        assert_eq!(count(Some(0.5)), "0.500");
         assert_eq!(tick(50000.0), "50,000");
         assert_eq!(tick(2.5), "2.5");
         assert_eq!(tick(0.0), "0");

@@ -101,13 +101,21 @@ fn from_run(run: &RunDetail) -> RunInfo {
 /// offloads, TCP settings), as a `peer` object with its interfaces keyed
 /// by name, so a changed peer MTU shows among the system differences.
 fn peer_disclosure(run: &RunDetail) -> Option<Value> {
+    peer_from(
+        run.tests
+            .iter()
+            .flat_map(|t| &t.reps)
+            .filter_map(|r| r.doc.disclosure.as_ref()),
+    )
+}
+
+/// `peer_disclosure` over the results' disclosures.
+fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
     let mut interfaces: Vec<Value> = Vec::new();
     let mut tcp: Option<Value> = None;
-    for t in &run.tests {
-        for r in &t.reps {
-            let Some(remote) = r.doc.disclosure.as_ref().map(|d| &d["remote"]) else {
-                continue;
-            };
+    {
+        for d in docs {
+            let remote = &d["remote"];
             if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
                 let name = i["name"].as_str().unwrap_or("?");
                 if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
@@ -138,7 +146,12 @@ fn peer_disclosure(run: &RunDetail) -> Option<Value> {
 /// gains the peer's side (`peer.…`) from the network tests.
 pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     let mut cfg = ConfigData::from_run(run);
-    if let Some(peer) = peer_disclosure(run) {
+    add_peer(&mut cfg, peer_disclosure(run));
+    (cfg, from_run(run))
+}
+
+fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
+    if let Some(peer) = peer {
         match cfg.disclosure.as_mut() {
             Some(Value::Object(m)) => {
                 m.insert("peer".into(), peer);
@@ -146,5 +159,63 @@ pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
             _ => cfg.disclosure = Some(serde_json::json!({ "peer": peer })),
         }
     }
-    (cfg, from_run(run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net_doc(name: &str, mtu: u32) -> Value {
+        serde_json::json!({
+            "local": {"interface": {"name": "eth0", "mtu": 1500}},
+            "remote": {"interface": {"name": name, "mtu": mtu, "address": "192.0.2.9"},
+                       "tcp": {"tcp_congestion_control": "cubic"}}
+        })
+    }
+
+    fn cfg(peer_mtu: u32) -> ConfigData {
+        let mut c = ConfigData {
+            label: format!("mtu{peer_mtu}"),
+            run_id: 1,
+            tests: Vec::new(),
+            disclosure: Some(serde_json::json!({"host": "a"})),
+            notes: Vec::new(),
+        };
+        let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
+        add_peer(&mut c, peer_from(docs.iter()));
+        c
+    }
+
+    #[test]
+    fn a_changed_peer_mtu_shows_among_the_differences() {
+        let t = crate::disclosure::table(&[cfg(1500), cfg(9000)]);
+        let row = t
+            .iter()
+            .find(|r| r.key == "peer.interfaces[eth1].mtu")
+            .expect("the peer's MTU is disclosed");
+        assert!(row.differs);
+        assert_eq!(row.values, vec!["1500", "9000"]);
+        let tcp = t
+            .iter()
+            .find(|r| r.key == "peer.tcp.tcp_congestion_control")
+            .unwrap();
+        assert!(!tcp.differs);
+        assert!(!t.iter().find(|r| r.key == "host").unwrap().differs);
+    }
+
+    #[test]
+    fn loopback_peers_are_this_host() {
+        for (peer, want) in [
+            ("127.0.0.1:7575", Some(true)),
+            ("[::1]:7575", Some(true)),
+            ("192.0.2.9:7575", None),
+        ] {
+            assert_eq!(
+                loopback_peer(&serde_json::json!({ "peer": peer })),
+                want,
+                "{peer}"
+            );
+        }
+        assert_eq!(loopback_peer(&serde_json::json!({})), None);
+    }
 }

@@ -195,7 +195,10 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             })
             .collect();
         let used: Vec<usize> = (0..cols.len())
-            .filter(|i| all.iter().any(|r| r[*i].is_some()))
+            .filter(|i| {
+                all.iter()
+                    .any(|r| r[*i].as_ref().is_some_and(|v| !v.is_null()))
+            })
             .collect();
         let mut head = vec!["test".to_string()];
         if many {
