@@ -214,15 +214,13 @@ mod tests {
         assert!(differences(&[Some(("disk", &d1)), Some(("disk", &d2))]).is_empty());
         // A parameter one side does not state is not a difference.
         let imported = json!({"dir": "tx", "conns": 4, "msg": 65536});
-        assert!(differences(&[Some(("net-stream", &a)), Some(("net-stream", &imported))]).is_empty());
+        assert!(
+            differences(&[Some(("net-stream", &a)), Some(("net-stream", &imported))]).is_empty()
+        );
         // Three configurations, one missing the test.
         let c = json!({"dir": "tx", "conns": 8, "msg": 65536, "time_s": 60.0});
         assert_eq!(
-            differences(&[
-                Some(("net-stream", &a)),
-                None,
-                Some(("net-stream", &c))
-            ]),
+            differences(&[Some(("net-stream", &a)), None, Some(("net-stream", &c))]),
             vec!["conns 4 vs 8", "time 5s vs 60s"]
         );
         assert_eq!(
