@@ -475,12 +475,12 @@ pub fn findings(c: &Comparison) -> Vec<String> {
                         "delivered"
                     };
                     f.push(format!(
-                        "On {kind} tests {} {verb} {:.2} × {base}'s {name} (mean over the {} test(s) both have: {} vs {}).",
+                        "On {kind} tests {} {verb} {:.2} × {base}'s {name}: {} vs {}, the mean over the {} test(s) both have.",
                         cand.label,
                         v / bv,
-                        b.tests,
                         iotoll_model::units::format_number(*v),
-                        iotoll_model::units::format_number(*bv)
+                        iotoll_model::units::format_number(*bv),
+                        b.tests,
                     ));
                 }
             }
