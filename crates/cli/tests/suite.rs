@@ -91,7 +91,12 @@ fn a_short_suite_end_to_end() {
         .output()
         .unwrap();
     let list = String::from_utf8(out.stdout).unwrap();
-    assert!(list.starts_with("1 "), "{list}");
+    let mut lines = list.lines();
+    let header = lines.next().unwrap_or_default();
+    for col in ["id", "config", "suite", "started", "status", "tests"] {
+        assert!(header.split_whitespace().any(|c| c == col), "{list}");
+    }
+    assert!(lines.next().unwrap_or_default().starts_with("1 "), "{list}");
     assert!(
         list.contains("base") && list.contains("tiny") && list.contains("complete"),
         "{list}"
@@ -163,10 +168,26 @@ fn a_short_suite_end_to_end() {
     ] {
         assert!(header.split(',').any(|c| c == col), "{col} missing");
     }
-    assert_eq!(
-        io.lines().filter(|l| l.starts_with("ALL,")).count(),
-        2,
-        "one row per disk test"
+    let all: Vec<&str> = io.lines().filter(|l| l.starts_with("ALL,")).collect();
+    assert_eq!(all.len(), 4, "one row per test, network ones too:\n{io}");
+    let col = |row: &str, name: &str| -> String {
+        let i = header.split(',').position(|c| c == name).unwrap();
+        // Test names hold commas only inside quotes; these do not.
+        row.split(',').nth(i).unwrap_or_default().to_string()
+    };
+    let stream = all.iter().find(|l| l.starts_with("ALL,All,s,")).unwrap();
+    assert!(
+        col(stream, "MBps (Decimal)").parse::<f64>().unwrap() > 0.0,
+        "{stream}"
+    );
+    let rr = all.iter().find(|l| l.starts_with("ALL,All,r,")).unwrap();
+    assert!(
+        col(rr, "Transactions per Second").parse::<f64>().unwrap() > 0.0,
+        "{rr}"
+    );
+    assert!(
+        col(rr, "Average Transaction Time").parse::<f64>().unwrap() > 0.0,
+        "{rr}"
     );
 
     iotoll()
@@ -316,6 +337,38 @@ fn bad_suites_are_refused_before_anything_runs() {
         .code(2)
         .stderr(predicate::str::contains("--report"));
     assert!(!db.exists());
+}
+
+#[test]
+fn an_iometer_export_with_no_row_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    // A network result with CPU only: nothing Iometer's columns can hold.
+    let table = d.path().join("t.csv");
+    std::fs::write(&table, "test,cpu_pct\ncpu-only,12.5\n").unwrap();
+    iotoll()
+        .args(["results", "import", table.to_str().unwrap()])
+        .args(["--format", "table", "--config", "x", "--db", db])
+        .assert()
+        .success();
+    iotoll()
+        .args([
+            "results",
+            "export",
+            "1",
+            "--format",
+            "iometer-csv",
+            "--db",
+            db,
+        ])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("cpu-only"))
+        .stderr(predicate::str::contains(
+            "no throughput or transaction rate",
+        ));
 }
 
 #[test]
