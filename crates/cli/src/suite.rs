@@ -323,13 +323,7 @@ fn run(a: RunArgs) -> Result<()> {
         progress.line(n);
     }
     notes.extend(warnings);
-    let run_id = store.begin_run(
-        &suite.name,
-        a.config.as_deref(),
-        &suite.text,
-        &host,
-        &notes,
-    )?;
+    let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({} tests, ~{}) into {}",
         suite.name,

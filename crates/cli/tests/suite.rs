@@ -362,7 +362,10 @@ fn a_smoke_run_overrides_every_duration_and_says_so() {
         .unwrap();
     let show = String::from_utf8(out.stdout).unwrap();
     assert!(show.contains("2 tests, estimated 20 s"), "{show}");
-    assert!(show.contains("durations overridden: time 5s, ramp 0s"), "{show}");
+    assert!(
+        show.contains("durations overridden: time 5s, ramp 0s"),
+        "{show}"
+    );
     let report = d.path().join("smoke.html");
     let out = suite_cmd(
         db,

@@ -37,7 +37,13 @@ fn originals(ds: impl Iterator<Item = Duration>) -> String {
     }
     count
         .iter()
-        .map(|(d, n)| format!("{} ({n} test{})", dur_label(*d), if *n == 1 { "" } else { "s" }))
+        .map(|(d, n)| {
+            format!(
+                "{} ({n} test{})",
+                dur_label(*d),
+                if *n == 1 { "" } else { "s" }
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
