@@ -150,12 +150,10 @@ fn store_single(
 ) -> anyhow::Result<i64> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    let name = doc
-        .spec
-        .get("spec")
-        .and_then(|v| v.as_str())
-        .unwrap_or(&doc.kind)
-        .to_string();
+    // Named by its workload, as a suite names a swept test, so `compare`
+    // pairs a single run only with the same workload.
+    let name =
+        iotoll_model::workload::test_name(&doc.kind, &doc.spec).unwrap_or_else(|| doc.kind.clone());
     let run = store.begin_run(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),

@@ -14,28 +14,7 @@ pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
 
 /// Groups digits: 1234567.8 -> "1,234,568" (no decimals at or above 100).
 pub fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    if v.abs() < 100.0 && v.fract() != 0.0 {
-        return if v.abs() < 10.0 {
-            format!("{v:.2}")
-        } else {
-            format!("{v:.1}")
-        };
-    }
-    let raw = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in raw.chars().enumerate() {
-        if i > 0 && (raw.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if v < 0.0 {
-        out.insert(0, '-');
-    }
-    out
+    iotoll_model::units::format_number(v)
 }
 
 fn spec_value(doc: &ResultDoc, k: &str) -> serde_json::Value {

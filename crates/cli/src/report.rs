@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 #[derive(Args)]
 #[command(
     after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run).
+Tests are paired by name: a suite's test name with its swept values, or for a single run its workload
+(e.g. stream/dir=tx,conns=4,msg=64k). Paired tests whose workload parameters differ are flagged on their
+row and in the findings; --strict refuses them. What is meant to differ (MTU, engine, adapter) is the
+configuration, named by each run's --config label.
 Differences are (candidate / baseline - 1); per group, the mean of the per-test differences (the mean of the ratios)."
 )]
 pub struct CompareArgs {
@@ -38,6 +42,10 @@ pub struct CompareArgs {
     /// Print the comparison as one JSON document.
     #[arg(long)]
     json: bool,
+    /// Refuse (exit 1) when paired tests ran different workloads (other
+    /// transfer size, connections, queue depth, duration, ...).
+    #[arg(long)]
+    strict: bool,
     /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -134,6 +142,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     which.extend(a.with.iter().cloned());
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
+    comparable(&c, &configs, a.strict)?;
     let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;
@@ -148,6 +157,47 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         crate::output::print_json(&c)?;
     } else {
         print!("{md}");
+    }
+    Ok(())
+}
+
+/// A comparison that compares nothing, or (with `strict`) pairs different
+/// workloads, is an error rather than a table.
+fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: bool) -> Result<()> {
+    if c.rows
+        .iter()
+        .all(|r| r.diff_pct.iter().all(|d| d.is_none()))
+    {
+        let lists: Vec<String> = configs
+            .iter()
+            .map(|cfg| {
+                let names: Vec<&str> = cfg.tests.iter().map(|t| t.name.as_str()).collect();
+                format!("{} (run {}): {}", cfg.label, cfg.run_id, names.join(", "))
+            })
+            .collect();
+        anyhow::bail!(
+            "nothing to compare: no test has the same name and a value of {} in every configuration\n  {}",
+            c.rows.first().map(|r| r.metric.as_str()).unwrap_or("the metric"),
+            lists.join("\n  ")
+        );
+    }
+    let differing: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| !r.differs.is_empty())
+        .map(|r| format!("{}: {}", r.test, r.differs.join(", ")))
+        .collect();
+    if !differing.is_empty() {
+        if strict {
+            anyhow::bail!(
+                "--strict: paired tests ran different workloads (only the configuration may differ):\n  {}",
+                differing.join("\n  ")
+            );
+        }
+        eprintln!(
+            "iotoll: warning: {} paired test(s) ran different workloads (see the findings; --strict refuses)",
+            differing.len()
+        );
     }
     Ok(())
 }

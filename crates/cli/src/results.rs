@@ -76,9 +76,14 @@ pub enum ResultsCmd {
     },
 }
 
+impl DbArg {
+    fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(iotoll_store::default_path)
+    }
+}
+
 fn open(db: &DbArg) -> Result<Store> {
-    let p = db.db.clone().unwrap_or_else(iotoll_store::default_path);
-    Ok(Store::open(&p)?)
+    Ok(Store::open(&db.path())?)
 }
 
 fn resolve(store: &Store, run: &str) -> Result<i64> {
@@ -91,9 +96,19 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => {
             let s = open(&db)?;
-            for r in s.list_runs()? {
+            let runs = s.list_runs()?;
+            if runs.is_empty() {
+                eprintln!("iotoll: no runs stored in {}", db.path().display());
+                return Ok(());
+            }
+            // A header, then one run per line beginning with its id.
+            println!(
+                "{:<5} {:<20} {:<30} {:<25} {:<10} tests",
+                "id", "config", "suite", "started", "status"
+            );
+            for r in runs {
                 println!(
-                    "{:<5} {:<20} {:<30} {} {:<10} {} tests",
+                    "{:<5} {:<20} {:<30} {:<25} {:<10} {}",
                     r.id,
                     r.config.as_deref().unwrap_or("-"),
                     r.suite,
@@ -120,25 +135,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 d.run.finished_at.as_deref().unwrap_or("-")
             );
             for t in &d.tests {
-                let m = export::selected_metrics(t);
-                let g = |k: &str| {
-                    m.and_then(|m| m.get(k).copied())
-                        .map(num)
-                        .unwrap_or("-".into())
-                };
-                println!(
-                    "  {:<40} {:<10} {} reps  {}  iops {}  mbit/s {}  trans/s {}  cpu % {}  spread % {}{}",
-                    t.name,
-                    t.group.as_deref().unwrap_or("-"),
-                    t.reps.len(),
-                    t.select,
-                    g("iops"),
-                    g("mbit_s"),
-                    g("trans_s"),
-                    g("cpu_pct"),
-                    t.spread_pct.map(|v| format!("{v:.1}")).unwrap_or("-".into()),
-                    if t.repeatable == Some(false) { "  NOT REPEATABLE" } else { "" }
-                );
+                println!("  {}", test_line(t));
             }
             for n in &d.run.notes {
                 println!("  note: {n}");
@@ -151,7 +148,13 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             let text = match format {
                 Format::Csv => export::csv(&d),
                 Format::Json => export::json(&d)?,
-                Format::IometerCsv => export::iometer_csv(&d),
+                Format::IometerCsv => {
+                    let e = export::iometer_csv(&d).map_err(|e| UsageError(e.to_string()))?;
+                    for why in &e.skipped {
+                        eprintln!("iotoll: warning: iometer-csv: left out: {why}");
+                    }
+                    e.text
+                }
             };
             use std::io::Write;
             std::io::stdout().lock().write_all(text.as_bytes())?;
@@ -195,5 +198,109 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             eprintln!("iotoll: deleted run {id}");
             Ok(())
         }
+    }
+}
+
+/// The headline metrics of a test's kind, as (label, metric).
+fn shown_metrics(kind: &str) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        "disk" => &[
+            ("iops", "iops"),
+            ("MB/s", "mb_s"),
+            ("lat us", "lat_mean_us"),
+        ],
+        "net-stream" => &[("mbit/s", "mbit_s")],
+        "net-rr" => &[("trans/s", "trans_s"), ("rtt us", "rtt_mean_us")],
+        // Unknown (e.g. a newer kind): whichever of the headlines it has.
+        _ => &[
+            ("iops", "iops"),
+            ("mbit/s", "mbit_s"),
+            ("trans/s", "trans_s"),
+        ],
+    }
+}
+
+/// One `results show` line: only the fields that apply to the test's kind.
+fn test_line(t: &iotoll_store::TestRow) -> String {
+    let m = export::selected_metrics(t);
+    let g = |k: &str| m.and_then(|m| m.get(k).copied()).map(num);
+    let mut l = format!(
+        "{:<40} {:<10} {} reps  {}",
+        t.name,
+        t.group.as_deref().unwrap_or("-"),
+        t.reps.len(),
+        t.select
+    );
+    let unknown = !matches!(t.kind.as_str(), "disk" | "net-stream" | "net-rr");
+    for (label, k) in shown_metrics(&t.kind) {
+        match g(k) {
+            Some(v) => l.push_str(&format!("  {label} {v}")),
+            None if !unknown => l.push_str(&format!("  {label} -")),
+            None => {}
+        }
+    }
+    l.push_str(&format!(
+        "  cpu % {}  spread % {}",
+        g("cpu_pct").unwrap_or("-".into()),
+        t.spread_pct
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or("-".into())
+    ));
+    if t.repeatable == Some(false) {
+        l.push_str("  NOT REPEATABLE");
+    }
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: &str, metrics: serde_json::Value) -> iotoll_store::TestRow {
+        iotoll_store::TestRow {
+            seq: 1,
+            name: "t".into(),
+            kind: kind.into(),
+            group: None,
+            params: serde_json::json!({}),
+            select: "mean".into(),
+            selected_rep: None,
+            spread_pct: Some(1.25),
+            repeatable: Some(true),
+            summary: serde_json::from_value(metrics).ok(),
+            reps: vec![],
+        }
+    }
+
+    #[test]
+    fn show_prints_only_the_fields_of_the_kind() {
+        let net = test_line(&row(
+            "net-stream",
+            serde_json::json!({"mbit_s": 940.0, "cpu_pct": 12.0}),
+        ));
+        assert!(
+            net.contains("mbit/s 940 ") && net.contains("cpu % 12"),
+            "{net}"
+        );
+        assert!(!net.contains("iops") && !net.contains("trans/s"), "{net}");
+        let rr = test_line(&row("net-rr", serde_json::json!({"trans_s": 5000.0})));
+        assert!(
+            rr.contains("trans/s 5,000") && !rr.contains("mbit/s"),
+            "{rr}"
+        );
+        let disk = test_line(&row(
+            "disk",
+            serde_json::json!({"iops": 1000.0, "mb_s": 4.096, "cpu_pct": 3.0}),
+        ));
+        assert!(
+            disk.contains("iops 1,000") && disk.contains("MB/s 4.10"),
+            "{disk}"
+        );
+        assert!(
+            !disk.contains("mbit/s") && !disk.contains("trans/s"),
+            "{disk}"
+        );
+        // A metric of the kind that was not measured is shown as missing.
+        assert!(disk.contains("lat us -"), "{disk}");
     }
 }

@@ -19,9 +19,35 @@ pub enum SuiteCmd {
     Show {
         /// A built-in suite name or a suite file.
         suite: String,
+        #[command(flatten)]
+        durations: Durations,
+        /// Repetitions of every test (as `suite run --reps`).
+        #[arg(long, value_name = "N")]
+        reps: Option<u32>,
     },
     /// Run a suite: every test, its repetitions, into the results database.
     Run(RunArgs),
+}
+
+/// `--time` / `--ramp`: a smoke run of a long study.
+#[derive(Args, Clone, Copy)]
+pub struct Durations {
+    /// Window of every test, overriding the suite's (recorded as a run note).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    time: Option<Duration>,
+    /// Ramp-up of every test, overriding the suite's (recorded as a run note).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    ramp: Option<Duration>,
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    iotoll_model::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
+fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
+    iotoll_suite::durations::override_durations(suite, d.ramp, d.time)
+        .map_err(|e| UsageError(e).into())
 }
 
 #[derive(Args)]
@@ -50,6 +76,8 @@ pub struct RunArgs {
     /// Repetitions of every test (overrides the suite).
     #[arg(long, value_name = "N")]
     reps: Option<u32>,
+    #[command(flatten)]
+    durations: Durations,
     /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -110,14 +138,25 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             }
             Ok(())
         }
-        SuiteCmd::Show { suite } => {
-            let s = load(&suite)?;
+        SuiteCmd::Show {
+            suite,
+            durations,
+            reps,
+        } => {
+            let mut s = load(&suite)?;
+            if reps == Some(0) {
+                return Err(UsageError("--reps must be at least 1".into()).into());
+            }
+            let note = apply_durations(&mut s, durations)?;
             println!(
                 "{}: {} tests, estimated {}",
                 s.name,
                 s.jobs.len(),
-                fmt_dur(s.estimated())
+                fmt_dur(iotoll_suite::durations::planned(&s, reps))
             );
+            if let Some(n) = note {
+                println!("{n}");
+            }
             if let Some(t) = s.cpu_threshold_pct {
                 println!("CPU threshold {t} %");
             }
@@ -132,7 +171,7 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
                     j.name,
                     j.group,
                     j.kind,
-                    j.reps,
+                    reps.unwrap_or(j.reps),
                     j.rule.label(),
                     fmt_dur(r),
                     fmt_dur(t)
@@ -208,7 +247,7 @@ impl iotoll_suite::SuiteProgress for TermProgress {
 }
 
 fn run(a: RunArgs) -> Result<()> {
-    let suite = load(&a.suite)?;
+    let mut suite = load(&a.suite)?;
     if a.reps == Some(0) {
         return Err(UsageError("--reps must be at least 1".into()).into());
     }
@@ -217,14 +256,9 @@ fn run(a: RunArgs) -> Result<()> {
             return Err(UsageError("--config must not be empty".into()).into());
         }
     }
-    let est: Duration = suite
-        .jobs
-        .iter()
-        .map(|j| {
-            let (r, t) = j.ramp_time();
-            (r + t) * a.reps.unwrap_or(j.reps)
-        })
-        .sum();
+    // The durations in effect decide the estimate (and so --yes).
+    let override_note = apply_durations(&mut suite, a.durations)?;
+    let est = iotoll_suite::durations::planned(&suite, a.reps);
     if est > Duration::from_secs(24 * 3600) && !a.yes {
         return Err(UsageError(format!(
             "suite '{}' is estimated to take {}; add --yes to run it",
@@ -283,13 +317,13 @@ fn run(a: RunArgs) -> Result<()> {
     for w in &warnings {
         progress.line(&format!("warning: {w}"));
     }
-    let run_id = store.begin_run(
-        &suite.name,
-        a.config.as_deref(),
-        &suite.text,
-        &host,
-        &warnings,
-    )?;
+    // Run notes: the override first (it qualifies every number), then warnings.
+    let mut notes: Vec<String> = override_note.into_iter().collect();
+    if let Some(n) = notes.first() {
+        progress.line(n);
+    }
+    notes.extend(warnings);
+    let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({} tests, ~{}) into {}",
         suite.name,
@@ -317,18 +351,22 @@ fn run(a: RunArgs) -> Result<()> {
     let outcome = match res {
         Ok(o) => o,
         Err(e) => {
-            store.finish_run(run_id, "failed", std::slice::from_ref(&e))?;
+            let mut all = notes.clone();
+            all.push(e.clone());
+            store.finish_run(run_id, "failed", &all)?;
             anyhow::bail!("run {run_id} failed: {e}");
         }
     };
-    let mut notes = warnings;
     notes.extend(outcome.notes.iter().cloned());
     store.finish_run(run_id, outcome.status.as_str(), &notes)?;
     print!(
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
     );
-    for n in &outcome.notes {
+    let overridden = notes
+        .iter()
+        .filter(|n| n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE));
+    for n in overridden.chain(&outcome.notes) {
         println!("note: {n}");
     }
     println!(

@@ -88,17 +88,26 @@ fn stream_rx_and_bidir_many_connections() {
 #[test]
 fn thousand_connections() {
     let s = Server::start("127.0.0.1", &[]);
-    let d = stream(&s.addr, &["--conns", "1000", "--msg", "64k"]);
+    // Fixed 64 KiB socket buffers bound what the connections can hold.
+    let d = stream(
+        &s.addr,
+        &["--conns", "1000", "--msg", "64k", "--sockbuf", "64k"],
+    );
     assert_eq!(metric(&d, "conns"), 1000.0);
     assert_eq!(metric(&d, "errors"), 0.0);
     assert!(metric(&d, "mbit_s") > 10.0);
-    // A thousand connections' socket buffers hold a large share of a 1 s
-    // window (filling after a short ramp, draining while the endpoint's window
-    // closes a little after the client's), so the counts agree only roughly.
+    // What the senders wrote in their window and what arrived in the
+    // endpoint's differ by what sat in socket buffers at the window's edges
+    // (and by the edges' skew): at most the connections' buffer capacity —
+    // the kernel doubles SO_SNDBUF/SO_RCVBUF, so 2 × 64 KiB each way per
+    // connection — plus a quarter of the traffic for the skew on a loaded host.
     let (sent, got) = (metric(&d, "sent_mbit_s"), metric(&d, "mbit_s"));
+    let w = metric(&d, "window_s");
+    let gap_bytes = (sent - got).abs() * 1e6 / 8.0 * w;
+    let capacity = 1000.0 * 4.0 * 65536.0 + 0.25 * sent.max(got) * 1e6 / 8.0 * w;
     assert!(
-        (sent - got).abs() / got < 0.5,
-        "sent {sent} vs received {got} Mbit/s"
+        gap_bytes <= capacity,
+        "sent {sent} vs received {got} Mbit/s over {w} s: {gap_bytes} bytes apart, more than {capacity}"
     );
     let c = metric(&d, "connect_s");
     assert!(c < 10.0, "connecting took {c} s");

@@ -185,7 +185,11 @@ fn imports_become_configurations() {
         .output()
         .unwrap();
     let list = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(list.lines().count(), 3, "{list}");
+    assert_eq!(
+        list.lines().count(),
+        1 + 3,
+        "a header and three runs: {list}"
+    );
     let out = iotoll()
         .args(["results", "show", "paper", "--json", "--db", db])
         .output()

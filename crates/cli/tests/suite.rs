@@ -91,7 +91,12 @@ fn a_short_suite_end_to_end() {
         .output()
         .unwrap();
     let list = String::from_utf8(out.stdout).unwrap();
-    assert!(list.starts_with("1 "), "{list}");
+    let mut lines = list.lines();
+    let header = lines.next().unwrap_or_default();
+    for col in ["id", "config", "suite", "started", "status", "tests"] {
+        assert!(header.split_whitespace().any(|c| c == col), "{list}");
+    }
+    assert!(lines.next().unwrap_or_default().starts_with("1 "), "{list}");
     assert!(
         list.contains("base") && list.contains("tiny") && list.contains("complete"),
         "{list}"
@@ -163,10 +168,26 @@ fn a_short_suite_end_to_end() {
     ] {
         assert!(header.split(',').any(|c| c == col), "{col} missing");
     }
-    assert_eq!(
-        io.lines().filter(|l| l.starts_with("ALL,")).count(),
-        2,
-        "one row per disk test"
+    let all: Vec<&str> = io.lines().filter(|l| l.starts_with("ALL,")).collect();
+    assert_eq!(all.len(), 4, "one row per test, network ones too:\n{io}");
+    let col = |row: &str, name: &str| -> String {
+        let i = header.split(',').position(|c| c == name).unwrap();
+        // Test names hold commas only inside quotes; these do not.
+        row.split(',').nth(i).unwrap_or_default().to_string()
+    };
+    let stream = all.iter().find(|l| l.starts_with("ALL,All,s,")).unwrap();
+    assert!(
+        col(stream, "MBps (Decimal)").parse::<f64>().unwrap() > 0.0,
+        "{stream}"
+    );
+    let rr = all.iter().find(|l| l.starts_with("ALL,All,r,")).unwrap();
+    assert!(
+        col(rr, "Transactions per Second").parse::<f64>().unwrap() > 0.0,
+        "{rr}"
+    );
+    assert!(
+        col(rr, "Average Transaction Time").parse::<f64>().unwrap() > 0.0,
+        "{rr}"
     );
 
     iotoll()
@@ -316,6 +337,127 @@ fn bad_suites_are_refused_before_anything_runs() {
         .code(2)
         .stderr(predicate::str::contains("--report"));
     assert!(!db.exists());
+}
+
+#[test]
+fn a_smoke_run_overrides_every_duration_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    // 2 × 25 h as written: far over the 24 h that asks for --yes.
+    let file = write_suite(
+        d.path(),
+        "name='long'\nreps=2\nramp='1h'\ntime='25h'\n\
+         [[test]]\nname='d'\nkind='disk'\nsize='4m'\n\
+         [[test]]\nname='r'\nkind='net-rr'\ntime='2h'\n",
+    );
+    suite_cmd(db, &[&file])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--yes"));
+    // What `show` estimates follows the overrides and --reps.
+    let out = iotoll()
+        .args(["suite", "show", &file, "--time", "5s", "--ramp", "0s"])
+        .output()
+        .unwrap();
+    let show = String::from_utf8(out.stdout).unwrap();
+    assert!(show.contains("2 tests, estimated 20 s"), "{show}");
+    assert!(
+        show.contains("durations overridden: time 5s, ramp 0s"),
+        "{show}"
+    );
+    let report = d.path().join("smoke.html");
+    let out = suite_cmd(
+        db,
+        &[
+            &file,
+            "--time",
+            "300ms",
+            "--ramp",
+            "0s",
+            "--reps",
+            "1",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    )
+    .timeout(Duration::from_secs(120))
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "no --yes needed for 0.6 s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("note: durations overridden:"), "{stdout}");
+    let out = iotoll()
+        .args(["results", "show", "1", "--json", "--db", db])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("durations overridden:"))
+        .expect("the override is a run note");
+    assert!(
+        note.contains("time 300ms, ramp 0s")
+            && note.contains("time 2h (1 test), 25h (1 test); ramp 1h"),
+        "{note}"
+    );
+    let tests = v["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2);
+    for t in tests {
+        assert_eq!(t["params"]["time"], "300ms", "{t}");
+        assert_eq!(t["params"]["ramp"], "0s", "{t}");
+        let reps = t["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 1, "--reps 1");
+        let spec = &reps[0]["doc"]["spec"];
+        assert_eq!(spec["time_s"], 0.3, "{spec}");
+        assert_eq!(spec["ramp_s"], 0.0, "{spec}");
+    }
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("durations overridden"), "the report says so");
+    // A zero window is refused before anything runs.
+    suite_cmd(db, &[&file, "--time", "0s"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--time must be positive"));
+}
+
+#[test]
+fn an_iometer_export_with_no_row_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    // A network result with CPU only: nothing Iometer's columns can hold.
+    let table = d.path().join("t.csv");
+    std::fs::write(&table, "test,cpu_pct\ncpu-only,12.5\n").unwrap();
+    iotoll()
+        .args(["results", "import", table.to_str().unwrap()])
+        .args(["--format", "table", "--config", "x", "--db", db])
+        .assert()
+        .success();
+    iotoll()
+        .args([
+            "results",
+            "export",
+            "1",
+            "--format",
+            "iometer-csv",
+            "--db",
+            db,
+        ])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("cpu-only"))
+        .stderr(predicate::str::contains(
+            "no throughput or transaction rate",
+        ));
 }
 
 #[test]

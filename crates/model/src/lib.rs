@@ -4,8 +4,9 @@
 pub mod metrics;
 pub mod result;
 pub mod units;
+pub mod workload;
 
-pub use metrics::{derive_metrics, Metrics};
+pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
     CpuCore, CpuModes, CpuReport, CpuSection, LatencyReport, ResultDoc, SeriesPoint, TopConsumer,
 };

@@ -55,6 +55,34 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// A measured figure as a reader wants it: digits grouped, no decimals at
+/// or above 100, one below 100, two below 10 (`1,234,568`, `20.0`, `0.51`);
+/// whole numbers without decimals; `-` for a non-finite value.
+pub fn format_number(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v.abs() < 100.0 && v.fract() != 0.0 {
+        return if v.abs() < 10.0 {
+            format!("{v:.2}")
+        } else {
+            format!("{v:.1}")
+        };
+    }
+    let raw = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in raw.chars().enumerate() {
+        if i > 0 && (raw.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 && raw != "0" {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// Parses `500ms`, `4s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let t = s.trim();

@@ -95,40 +95,69 @@ fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
     (rc == 0).then_some(v.data)
 }
 
-/// Driver firmware version (ETHTOOL_GDRVINFO), where the driver reports one.
-fn firmware(ifname: &str) -> Option<String> {
-    // struct ethtool_drvinfo: cmd, then driver, version, fw_version, bus_info,
-    // erom_version (32 bytes each), reserved (12), five u32 counters.
+/// What ETHTOOL_GDRVINFO says about an interface's driver. Every field is
+/// None when the driver left it empty (or wrote "N/A").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriverInfo {
+    pub driver: Option<String>,
+    pub version: Option<String>,
+    pub firmware: Option<String>,
+    pub bus_info: Option<String>,
+}
+
+/// A NUL-terminated field of a kernel struct, None when empty or "N/A".
+fn c_field(b: &[u8]) -> Option<String> {
+    let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
+    let v = String::from_utf8_lossy(&b[..end]).trim().to_string();
+    (!v.is_empty() && v != "N/A").then_some(v)
+}
+
+/// The driver of `ifname` as the ethtool driver-info ioctl (SIOCETHTOOL
+/// with ETHTOOL_GDRVINFO) reports it: this also names drivers that have no
+/// sysfs `device/driver` link (veth, bridge, tun, bonding). None when the
+/// interface does not exist or its driver does not answer (loopback).
+pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
+    // struct ethtool_drvinfo (linux/ethtool.h): cmd, then driver, version,
+    // fw_version, bus_info, erom_version (32 bytes each), reserved2 (12),
+    // n_priv_flags, n_stats, testinfo_len, eedump_len, regdump_len (u32).
     #[repr(C)]
+    #[allow(dead_code)] // the kernel writes every field; we read four
     struct DrvInfo {
         cmd: u32,
         driver: [u8; 32],
         version: [u8; 32],
         fw_version: [u8; 32],
-        rest: [u8; 32 + 32 + 12 + 20],
+        bus_info: [u8; 32],
+        erom_version: [u8; 32],
+        reserved2: [u8; 12],
+        counts: [u32; 5],
+    }
+    const ETHTOOL_GDRVINFO: u32 = 0x3;
+    if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
+        return None;
     }
     let mut info = DrvInfo {
-        cmd: 0x3,
+        cmd: ETHTOOL_GDRVINFO,
         driver: [0; 32],
         version: [0; 32],
         fw_version: [0; 32],
-        rest: [0; 96],
+        bus_info: [0; 32],
+        erom_version: [0; 32],
+        reserved2: [0; 12],
+        counts: [0; 5],
     };
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
         data: (&mut info as *mut DrvInfo).cast(),
         _pad: [0; 16],
     };
-    for (d, s) in req
-        .name
-        .iter_mut()
-        .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
-    {
+    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
         *d = s as libc::c_char;
     }
-    // SAFETY: a datagram socket for one SIOCETHTOOL that fills `info`.
+    // SAFETY: a datagram socket for one SIOCETHTOOL that fills `info`
+    // (the kernel copies at most sizeof(struct ethtool_drvinfo) back).
     let ok = unsafe {
-        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if sock < 0 {
             return None;
         }
@@ -136,11 +165,12 @@ fn firmware(ifname: &str) -> Option<String> {
         libc::close(sock);
         rc == 0
     };
-    let end = info.fw_version.iter().position(|b| *b == 0).unwrap_or(32);
-    let fw = String::from_utf8_lossy(&info.fw_version[..end])
-        .trim()
-        .to_string();
-    (ok && !fw.is_empty() && fw != "N/A").then_some(fw)
+    ok.then(|| DriverInfo {
+        driver: c_field(&info.driver),
+        version: c_field(&info.version),
+        firmware: c_field(&info.fw_version),
+        bus_info: c_field(&info.bus_info),
+    })
 }
 
 fn offloads(ifname: &str) -> Value {
@@ -175,15 +205,21 @@ fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
     let speed = sysfs("speed")
         .and_then(|s| s.parse::<i64>().ok())
         .filter(|s| *s > 0);
+    let info = driver_info(name).unwrap_or_default();
+    // The sysfs link names the bound driver of a physical device; drivers
+    // without one (veth, bridge, tun) answer the ethtool ioctl.
     let driver = std::fs::read_link(format!("/sys/class/net/{name}/device/driver"))
         .ok()
-        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+        .or(info.driver);
     let mut v = json!({
         "name": name,
         "mtu": sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
         "speed_mbit": speed,
         "driver": driver,
-        "firmware": firmware(name),
+        "driver_version": info.version,
+        "firmware": info.firmware,
+        "bus_info": info.bus_info,
         "offloads": offloads(name),
     });
     if let Some(a) = address {
@@ -533,5 +569,85 @@ mod tests {
         assert!(d["interface"]["mtu"].as_u64().unwrap() >= 1500);
         assert!(d["tcp"]["tcp_rmem"].is_string());
         assert!(d["interface"]["offloads"]["gso"].is_boolean(), "{d}");
+    }
+
+    #[test]
+    fn loopback_and_missing_interfaces_have_no_driver_info() {
+        // lo's ethtool ops have no get_drvinfo: the ioctl fails, and that is
+        // "not reported", not an error.
+        assert_eq!(driver_info("lo"), None);
+        let d = network("127.0.0.1".parse().unwrap());
+        assert!(d["interface"]["driver"].is_null(), "{d}");
+        assert!(d["interface"]["driver_version"].is_null(), "{d}");
+        assert!(d["interface"]["bus_info"].is_null(), "{d}");
+        assert_eq!(driver_info("no-such-if0"), None);
+        assert_eq!(driver_info(""), None);
+        assert_eq!(driver_info("a-name-longer-than-ifnamsiz"), None);
+    }
+
+    #[test]
+    fn c_fields() {
+        assert_eq!(c_field(b"veth\0\0\0"), Some("veth".into()));
+        assert_eq!(c_field(b"N/A\0"), None);
+        assert_eq!(c_field(b"\0junk"), None);
+        assert_eq!(c_field(b"full"), Some("full".into()));
+    }
+
+    /// A veth pair in a namespace of our own: veth has no sysfs
+    /// `device/driver` link, so only the ethtool ioctl names its driver.
+    #[test]
+    fn veth_driver_comes_from_ethtool() {
+        use std::process::Command;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: creating a network namespace needs root");
+            return;
+        }
+        let ns = format!("disclosure-probe-{}", std::process::id());
+        let ip = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        };
+        if !ip(&["netns", "add", &ns]) {
+            eprintln!("skipped: `ip netns add` failed (no ip(8) or no namespace support)");
+            return;
+        }
+        struct Cleanup(String);
+        impl Drop for Cleanup {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &self.0])
+                    .status();
+            }
+        }
+        let _cleanup = Cleanup(ns.clone());
+        assert!(ip(&[
+            "-n", &ns, "link", "add", "dv0", "type", "veth", "peer", "name", "dv1"
+        ]));
+        let path = format!("/run/netns/{ns}");
+        // setns(CLONE_NEWNET) moves only the calling thread: do it in one.
+        let (info, iface) = std::thread::spawn(move || {
+            let f = std::fs::File::open(&path).unwrap();
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid namespace fd; this thread only.
+            let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            (driver_info("dv0"), interface_json("dv0", None))
+        })
+        .join()
+        .unwrap();
+        let info = info.expect("veth answers ETHTOOL_GDRVINFO");
+        assert_eq!(info.driver.as_deref(), Some("veth"));
+        assert!(info.version.is_some(), "{info:?}");
+        // sysfs here is our mount namespace's (no dv0 in it): the driver
+        // can only have come from the ioctl in the veth's namespace.
+        assert_eq!(iface["driver"], "veth", "{iface}");
+        assert_eq!(
+            iface["driver_version"],
+            info.version.as_deref().unwrap_or("")
+        );
     }
 }

@@ -134,20 +134,31 @@ mod tests {
 
     #[test]
     fn a_busy_thread_shows_up_in_self_and_host_cpu() {
+        // Spin until this thread has used 300 ms of CPU, however long a
+        // loaded host makes that take.
+        let thread_cpu_s = || {
+            let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+            // SAFETY: ts is a valid, writable timespec.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+        };
         let w = CpuWindow::start().unwrap();
-        let t = Instant::now();
+        let t0 = thread_cpu_s();
         let mut x = 0u64;
-        while t.elapsed().as_millis() < 300 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while thread_cpu_s() - t0 < 0.3 {
+            for _ in 0..1000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let r = w.finish().unwrap();
         let self_pct = r.self_pct.unwrap();
-        // One thread spinning for the whole window is 100 / cpus % of the host.
-        let expect = 100.0 / r.cpus as f64;
+        // Back to CPU-seconds: self_pct is a share of all CPUs over the window.
+        let self_s = self_pct / 100.0 * r.cpus as f64 * r.window_s;
         assert!(
-            self_pct > expect * 0.7,
-            "self {self_pct} expected ~{expect}"
+            (0.25..=r.cpus as f64 * r.window_s + 0.05).contains(&self_s),
+            "self {self_s} CPU-s for 0.3 s of spinning ({self_pct} % over {} s)",
+            r.window_s
         );
         assert!(
             r.busy_pct + 1.0 >= self_pct * 0.7,

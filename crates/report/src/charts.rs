@@ -256,13 +256,16 @@ pub fn scale_for(param: &str, xs: &[f64]) -> XScale {
     }
 }
 
+/// One configuration's line: its colour index, label and (x, y) points.
+pub type Line = (usize, String, Vec<(f64, f64)>);
+
 /// Lines, one per configuration (in its colour), of y against x.
 pub fn lines(
     title: &str,
     x_label: &str,
     scale: XScale,
     y_label: &str,
-    series: &[(usize, String, Vec<(f64, f64)>)],
+    series: &[Line],
 ) -> Result<String, String> {
     let mut svg = String::new();
     {
@@ -277,12 +280,12 @@ pub fn lines(
                 x.log2()
             }
         };
-        let pts: Vec<(usize, &String, Vec<(f64, f64)>)> = series
+        let pts: Vec<Line> = series
             .iter()
             .map(|(ci, l, p)| {
                 (
                     *ci,
-                    l,
+                    l.clone(),
                     p.iter()
                         .filter(|(x, y)| y.is_finite() && (scale == XScale::Linear || *x > 0.0))
                         .map(|(x, y)| (fx(*x), *y))
@@ -356,7 +359,7 @@ pub fn lines(
             chart
                 .draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled())))
                 .map_err(e)?;
-            entries.push((Mark::Line(c), (*label).clone()));
+            entries.push((Mark::Line(c), label.clone()));
         }
         legend(&strip, &entries)?;
         whole.present().map_err(e)?;

@@ -1,9 +1,15 @@
 //! Comparison math. For every test (matched by name) and the chosen metric:
 //! each configuration's value, the difference in % as (candidate /
-//! baseline − 1), CPU % beside it; per group, the mean of the per-test
-//! differences (the published method: the mean of the ratios, not the ratio
-//! of the means) with min, max and wins; efficiency per configuration and
-//! its ratio; CPU-threshold counts; and the findings those numbers support.
+//! baseline − 1), CPU % beside it, and the workload parameters in which the
+//! matched tests differ; per group, the mean of the per-test differences
+//! (the published method: the mean of the ratios, not the ratio of the
+//! means) with min, max and wins; efficiency per configuration and result
+//! kind and its ratio; CPU-threshold counts; and the findings those numbers
+//! support.
+//!
+//! A row's derived metrics (efficiency, service demand) are recomputed from
+//! that row's own values, so what is shown always equals its formula on the
+//! shown numbers, whatever selection produced them.
 
 use iotoll_model::metrics as mn;
 use iotoll_model::Metrics;
@@ -26,6 +32,12 @@ pub struct TestData {
     pub params: serde_json::Value,
     /// The one-second series of the selected (or first) repetition.
     pub series: Vec<iotoll_model::SeriesPoint>,
+    /// The selected (or first) repetition's spec: every parameter used.
+    pub spec: serde_json::Value,
+    /// The interference warnings of the repetitions that represent the test.
+    pub interference: Vec<String>,
+    /// The test's peer was this very host (same kernel boot id).
+    pub same_host_peer: bool,
 }
 
 /// One configuration: a stored run.
@@ -37,6 +49,8 @@ pub struct ConfigData {
     pub disclosure: Option<serde_json::Value>,
     /// The run's warnings and repeatability notes.
     pub notes: Vec<String>,
+    /// Some test's peer was this very host: no remote CPU is a second machine's.
+    pub same_host_peer: bool,
 }
 
 fn main_metric_of(kind: &str, select: &str) -> String {
@@ -53,16 +67,29 @@ fn main_metric_of(kind: &str, select: &str) -> String {
 
 impl ConfigData {
     pub fn from_run(run: &RunDetail) -> ConfigData {
-        let tests = run
+        let tests: Vec<TestData> = run
             .tests
             .iter()
             .filter_map(|t| {
-                let m = iotoll_store::export::selected_metrics(t)?.clone();
-                let rep = t
-                    .reps
+                let mut m = iotoll_store::export::selected_metrics(t)?.clone();
+                // The row's derived metrics follow from the row's values (a
+                // mean of per-repetition ratios is not the ratio of the means).
+                iotoll_model::rederive_metrics(&mut m);
+                let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
+                let rep = selected.or(t.reps.first());
+                // The repetitions that stand for the test: the selected one,
+                // or all of them when the rule averages or keeps them all.
+                let kept: Vec<&iotoll_model::ResultDoc> = match selected {
+                    Some(r) => vec![&r.doc],
+                    None => t.reps.iter().map(|r| &r.doc).collect(),
+                };
+                let interference = kept
                     .iter()
-                    .find(|r| Some(r.rep) == t.selected_rep)
-                    .or(t.reps.first());
+                    .flat_map(|d| d.notes.iter())
+                    .filter(|n| n.starts_with("interference:"))
+                    .cloned()
+                    .collect();
+                let same_host_peer = kept.iter().any(|d| same_host(d));
                 Some(TestData {
                     name: t.name.clone(),
                     group: t.group.clone().unwrap_or_else(|| t.kind.clone()),
@@ -72,9 +99,13 @@ impl ConfigData {
                     main_metric: main_metric_of(&t.kind, &t.select),
                     params: t.params.clone(),
                     series: rep.map(|r| r.doc.series.clone()).unwrap_or_default(),
+                    spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
+                    interference,
+                    same_host_peer,
                 })
             })
             .collect();
+        let same_host_peer = tests.iter().any(|t| t.same_host_peer);
         ConfigData {
             label: run
                 .run
@@ -85,8 +116,18 @@ impl ConfigData {
             tests,
             disclosure: run.disclosure.clone(),
             notes: run.run.notes.clone(),
+            same_host_peer,
         }
     }
+}
+
+/// The peer of a network result ran on this host (`cpu.same_host`, set
+/// when both ends reported the same kernel boot id).
+fn same_host(d: &iotoll_model::ResultDoc) -> bool {
+    serde_json::to_value(&d.cpu)
+        .ok()
+        .and_then(|c| c.get("same_host").and_then(|v| v.as_bool()))
+        .unwrap_or(false)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +145,13 @@ pub struct Row {
     pub acceptable: Vec<Option<bool>>,
     /// Some configuration's repetitions of this test disagreed.
     pub not_repeatable: bool,
+    /// Workload parameters in which the matched tests differ, e.g.
+    /// `"conns 4 vs 1"` (values in configuration order); empty when the
+    /// same workload ran everywhere.
+    pub differs: Vec<String>,
+    /// Per configuration: another process used the host's CPU during the
+    /// test's window beyond the interference threshold.
+    pub interfered: Vec<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,10 +169,17 @@ pub struct GroupSummary {
     pub wins: usize,
 }
 
+/// One configuration's efficiency over the tests of one result kind that
+/// every configuration has.
 #[derive(Debug, Clone, Serialize)]
 pub struct Efficiency {
     pub label: String,
-    /// Efficiency metric -> mean over the tests that have it.
+    /// `disk`, `net-stream`, `net-rr`.
+    pub kind: String,
+    /// How many tests the means are over.
+    pub tests: usize,
+    /// Efficiency metric -> mean of the per-test values (the mean of the
+    /// ratios, as for groups).
     pub means: BTreeMap<String, f64>,
 }
 
@@ -143,8 +198,9 @@ pub struct Comparison {
     pub findings: Vec<String>,
 }
 
-/// Metrics where less is better.
+/// Metrics where less is better (the peer's CPU as much as ours).
 pub fn lower_is_better(metric: &str) -> bool {
+    let metric = metric.strip_prefix("remote_").unwrap_or(metric);
     metric.starts_with("lat_")
         || metric.starts_with("rtt_")
         || metric.starts_with("cpu_")
@@ -155,14 +211,31 @@ pub fn lower_is_better(metric: &str) -> bool {
         )
 }
 
-const EFFICIENCY: &[&str] = &[
-    mn::IOPS_PER_CPU_PCT,
-    mn::MB_S_PER_CPU_PCT,
-    mn::MBIT_S_PER_CPU_PCT,
-    mn::CPU_US_PER_IO,
-    mn::CPU_US_PER_KB,
-    mn::CPU_US_PER_TRANS,
-];
+/// The efficiency metrics of each result kind, its headline index first.
+pub fn efficiency_metrics(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "disk" => &[
+            mn::IOPS_PER_CPU_PCT,
+            mn::MB_S_PER_CPU_PCT,
+            mn::CPU_US_PER_IO,
+            mn::CPU_US_PER_KB,
+        ],
+        "net-stream" => &[
+            mn::MBIT_S_PER_CPU_PCT,
+            mn::REMOTE_MBIT_S_PER_CPU_PCT,
+            mn::CPU_US_PER_KB,
+        ],
+        "net-rr" => &[mn::CPU_US_PER_TRANS],
+        _ => &[
+            mn::IOPS_PER_CPU_PCT,
+            mn::MB_S_PER_CPU_PCT,
+            mn::MBIT_S_PER_CPU_PCT,
+            mn::CPU_US_PER_IO,
+            mn::CPU_US_PER_KB,
+            mn::CPU_US_PER_TRANS,
+        ],
+    }
+}
 
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -221,6 +294,10 @@ pub fn compare(
             .iter()
             .map(|c| cpu_threshold_pct.and_then(|th| c.map(|c| c <= th)))
             .collect();
+        let specs: Vec<Option<(&str, &serde_json::Value)>> = per
+            .iter()
+            .map(|t| t.as_ref().map(|t| (t.kind.as_str(), &t.spec)))
+            .collect();
         rows.push(Row {
             test: name.clone(),
             group: group.clone(),
@@ -230,6 +307,11 @@ pub fn compare(
             diff_pct,
             acceptable,
             not_repeatable: per.iter().flatten().any(|t| t.repeatable == Some(false)),
+            differs: iotoll_model::workload::differences(&specs),
+            interfered: per
+                .iter()
+                .map(|t| t.as_ref().is_some_and(|t| !t.interference.is_empty()))
+                .collect(),
         });
     }
 
@@ -266,33 +348,49 @@ pub fn compare(
         }
     }
 
-    // Efficiency over the tests every configuration has.
+    // Efficiency per result kind, over the tests of that kind every
+    // configuration has (a mix of disk, stream and rr tests keeps each).
     let common: Vec<&String> = names
         .iter()
         .map(|n| &n.0)
         .filter(|n| !unmatched.contains(n))
         .collect();
-    let efficiency = configs
-        .iter()
-        .map(|c| {
+    let mut kinds: Vec<String> = Vec::new();
+    for n in &common {
+        if let Some(t) = find(&configs[0], n) {
+            if !kinds.contains(&t.kind) {
+                kinds.push(t.kind.clone());
+            }
+        }
+    }
+    let mut efficiency = Vec::new();
+    for kind in &kinds {
+        let of_kind: Vec<&String> = common
+            .iter()
+            .copied()
+            .filter(|n| find(&configs[0], n).is_some_and(|t| &t.kind == kind))
+            .collect();
+        for c in configs {
             let mut means = BTreeMap::new();
-            for e in EFFICIENCY {
-                let v: Vec<f64> = common
+            for e in efficiency_metrics(kind) {
+                let v: Vec<f64> = of_kind
                     .iter()
                     .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(*e).copied()))
                     .collect();
-                if v.len() == common.len() {
+                if v.len() == of_kind.len() {
                     if let Some(m) = mean(&v) {
                         means.insert(e.to_string(), m);
                     }
                 }
             }
-            Efficiency {
+            efficiency.push(Efficiency {
                 label: c.label.clone(),
+                kind: kind.clone(),
+                tests: of_kind.len(),
                 means,
-            }
-        })
-        .collect();
+            });
+        }
+    }
     let threshold_counts = (0..configs.len())
         .map(|i| {
             let with: Vec<bool> = rows.iter().filter_map(|r| r.acceptable[i]).collect();
@@ -348,22 +446,41 @@ pub fn findings(c: &Comparison) -> Vec<String> {
             g.tests
         ));
     }
-    // Efficiency ratios: higher-is-better indices first.
-    for e in [
-        mn::IOPS_PER_CPU_PCT,
-        mn::MBIT_S_PER_CPU_PCT,
-        mn::MB_S_PER_CPU_PCT,
-    ] {
-        let b = c.efficiency[0].means.get(e);
-        for cand in c.efficiency.iter().skip(1) {
-            if let (Some(b), Some(v)) = (b, cand.means.get(e)) {
-                if *b > 0.0 {
+    // Each kind's headline efficiency, candidate against baseline.
+    let kinds: Vec<&str> = {
+        let mut k: Vec<&str> = Vec::new();
+        for e in &c.efficiency {
+            if !k.contains(&e.kind.as_str()) {
+                k.push(&e.kind);
+            }
+        }
+        k
+    };
+    for kind in kinds {
+        let of_kind: Vec<&Efficiency> = c.efficiency.iter().filter(|e| e.kind == kind).collect();
+        let Some(b) = of_kind.first() else { continue };
+        let Some(e) = efficiency_metrics(kind)
+            .iter()
+            .find(|e| b.means.contains_key(**e))
+        else {
+            continue;
+        };
+        let name = metric_label(e);
+        for cand in of_kind.iter().skip(1) {
+            if let (Some(bv), Some(v)) = (b.means.get(*e), cand.means.get(*e)) {
+                if *bv > 0.0 {
+                    let verb = if lower_is_better(e) {
+                        "used"
+                    } else {
+                        "delivered"
+                    };
                     f.push(format!(
-                        "{} delivered {:.2} × {base}'s {e} (mean over the tests both have: {:.1} vs {:.1}).",
+                        "On {kind} tests {} {verb} {:.2} × {base}'s {name}: {} vs {}, the mean over the {} test(s) both have.",
                         cand.label,
-                        v / b,
-                        v,
-                        b
+                        v / bv,
+                        iotoll_model::units::format_number(*v),
+                        iotoll_model::units::format_number(*bv),
+                        b.tests,
                     ));
                 }
             }
@@ -378,6 +495,49 @@ pub fn findings(c: &Comparison) -> Vec<String> {
                 ));
             }
         }
+    }
+    if c.rows
+        .iter()
+        .all(|r| r.diff_pct.iter().all(|d| d.is_none()))
+        && c.configs.len() > 1
+    {
+        f.push(
+            "Nothing was compared: the configurations have no test with the same name and a value on both sides."
+                .to_string(),
+        );
+    }
+    let differing: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| !r.differs.is_empty())
+        .map(|r| format!("{} ({})", r.test, r.differs.join(", ")))
+        .collect();
+    if !differing.is_empty() {
+        f.push(format!(
+            "Different workloads were paired, so these differences are not the configurations' alone: {}. A comparison holds the workload fixed and lets only the configuration differ (MTU, engine, adapter: what the --config labels name); rerun with the same parameters, or use --strict to refuse such a comparison.",
+            differing.join("; ")
+        ));
+    }
+    let interfered: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| r.interfered.iter().any(|i| *i))
+        .map(|r| {
+            let who: Vec<&str> = r
+                .interfered
+                .iter()
+                .zip(&c.configs)
+                .filter(|(i, _)| **i)
+                .map(|(_, l)| l.as_str())
+                .collect();
+            format!("{} ({})", r.test, who.join(", "))
+        })
+        .collect();
+    if !interfered.is_empty() {
+        f.push(format!(
+            "Other processes used the host's CPU during these tests, so their CPU and efficiency figures include someone else's work: {}.",
+            interfered.join("; ")
+        ));
     }
     let flagged: Vec<&str> = c
         .rows
@@ -399,6 +559,20 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         ));
     }
     f
+}
+
+/// A metric as readers know it: `Mbit/s per % CPU`, not `mbit_s_per_cpu_pct`.
+pub fn metric_label(name: &str) -> String {
+    match name {
+        mn::IOPS_PER_CPU_PCT => "IOPS per % CPU".into(),
+        mn::MB_S_PER_CPU_PCT => "MB/s per % CPU".into(),
+        mn::MBIT_S_PER_CPU_PCT => "Mbit/s per % CPU (P/E index)".into(),
+        mn::REMOTE_MBIT_S_PER_CPU_PCT => "peer's Mbit/s per % CPU".into(),
+        mn::CPU_US_PER_IO => "CPU µs per I/O".into(),
+        mn::CPU_US_PER_KB => "CPU µs per KB".into(),
+        mn::CPU_US_PER_TRANS => "CPU µs per transaction".into(),
+        other => other.into(),
+    }
 }
 
 fn signed(v: f64) -> String {
@@ -425,6 +599,9 @@ mod tests {
             main_metric: "mb_s".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
+            spec: serde_json::json!({}),
+            interference: Vec::new(),
+            same_host_peer: false,
         }
     }
 
@@ -435,6 +612,7 @@ mod tests {
             tests,
             disclosure: None,
             notes: Vec::new(),
+            same_host_peer: false,
         }
     }
 
@@ -503,5 +681,137 @@ mod tests {
         assert_eq!(r.groups[0].wins, 1, "20 % lower latency is a win");
         assert!(r.rows[0].not_repeatable);
         insta::assert_snapshot!(r.findings.join("\n"));
+    }
+
+    fn with_spec(mut t: TestData, kind: &str, spec: serde_json::Value) -> TestData {
+        t.kind = kind.into();
+        t.spec = spec;
+        t
+    }
+
+    #[test]
+    fn differing_workloads_are_named_per_row_and_in_the_findings() {
+        let a = with_spec(
+            t("net-stream", "g", 100.0, 10.0),
+            "net-stream",
+            serde_json::json!({"dir": "tx", "conns": 4, "msg": 65536}),
+        );
+        let b = with_spec(
+            t("net-stream", "g", 104.0, 10.0),
+            "net-stream",
+            serde_json::json!({"dir": "rx", "conns": 1, "msg": 1024}),
+        );
+        let r = compare(
+            &[cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b])],
+            None,
+            true,
+            None,
+        );
+        assert_eq!(
+            r.rows[0].differs,
+            vec!["dir tx vs rx", "conns 4 vs 1", "msg 64k vs 1k"]
+        );
+        let f = r.findings.join("\n");
+        assert!(f.contains("Different workloads were paired"), "{f}");
+        assert!(f.contains("conns 4 vs 1"), "{f}");
+        assert!(f.contains("--config"), "{f}");
+    }
+
+    #[test]
+    fn efficiency_is_kept_per_kind_in_a_mixed_comparison() {
+        // A stream test has the P/E index, an rr test CPU µs per transaction:
+        // neither may hide the other.
+        let stream = |mbit: f64, cpu: f64| {
+            let mut x = t("s", "tx", 0.0, cpu);
+            x.kind = "net-stream".into();
+            x.metrics.clear();
+            x.metrics.insert("mbit_s".into(), mbit);
+            x.metrics.insert("cpu_pct".into(), cpu);
+            iotoll_model::rederive_metrics(&mut x.metrics);
+            x
+        };
+        let rr = |trans: f64, cpu: f64| {
+            let mut x = t("r", "rr", 0.0, cpu);
+            x.kind = "net-rr".into();
+            x.metrics.clear();
+            x.metrics.insert("trans_s".into(), trans);
+            x.metrics.insert("cpu_pct".into(), cpu);
+            x.metrics.insert("cpus".into(), 2.0);
+            iotoll_model::rederive_metrics(&mut x.metrics);
+            x
+        };
+        let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
+        let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);
+        let r = compare(&[base, cand], None, true, None);
+        let get = |label: &str, kind: &str, m: &str| {
+            r.efficiency
+                .iter()
+                .find(|e| e.label == label && e.kind == kind)
+                .and_then(|e| e.means.get(m).copied())
+        };
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
+        // 992 / 49.6 = 20; 990 / 24.75 = 40.
+        assert!(near(
+            get("mtu1500", "net-stream", "mbit_s_per_cpu_pct"),
+            20.0
+        ));
+        assert!(near(
+            get("mtu9000", "net-stream", "mbit_s_per_cpu_pct"),
+            40.0
+        ));
+        // 50 % of 2 CPUs = 1e6 busy µs per s over 10,000 transactions = 100 µs.
+        assert!(near(get("mtu1500", "net-rr", "cpu_us_per_trans"), 100.0));
+        assert!(near(get("mtu9000", "net-rr", "cpu_us_per_trans"), 50.0));
+        let f = r.findings.join("\n");
+        assert!(
+            f.contains("On net-stream tests mtu9000 delivered 2.00 × mtu1500's Mbit/s per % CPU"),
+            "{f}"
+        );
+        assert!(
+            f.contains("On net-rr tests mtu9000 used 0.50 × mtu1500's CPU µs per transaction"),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn interfered_tests_are_marked_for_their_configuration() {
+        let mut b = t("a", "g", 100.0, 10.0);
+        b.interference = vec!["interference: 40.1 % of the host by stress (pid 42)".into()];
+        let c = t("a", "g", 100.0, 10.0);
+        let r = compare(
+            &[cfg("base", vec![b]), cfg("cand", vec![c])],
+            None,
+            true,
+            None,
+        );
+        assert_eq!(r.rows[0].interfered, vec![true, false]);
+        assert!(r
+            .findings
+            .iter()
+            .any(|f| f.contains("someone else's work") && f.contains("a (base)")));
+    }
+
+    #[test]
+    fn nothing_in_common_is_said() {
+        let r = compare(
+            &[
+                cfg("a", vec![t("x", "g", 1.0, 1.0)]),
+                cfg("b", vec![t("y", "g", 1.0, 1.0)]),
+            ],
+            None,
+            true,
+            None,
+        );
+        assert!(r
+            .findings
+            .iter()
+            .any(|f| f.starts_with("Nothing was compared")));
+    }
+
+    #[test]
+    fn the_peers_cpu_is_lower_is_better() {
+        assert!(lower_is_better("remote_cpu_pct"));
+        assert!(lower_is_better("cpu_pct"));
+        assert!(!lower_is_better("remote_mbit_s_per_cpu_pct"));
     }
 }

@@ -111,6 +111,7 @@ mod tests {
             tests: Vec::new(),
             disclosure: Some(d),
             notes: Vec::new(),
+            same_host_peer: false,
         }
     }
 

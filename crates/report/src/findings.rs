@@ -235,7 +235,9 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
             .iter()
             .filter(|n| n.starts_with("interference:") || n.starts_with("another process"))
             .count();
-        if !interfered.is_empty() {
+        // With several configurations the comparison's findings name the
+        // interfered tests per configuration.
+        if !interfered.is_empty() && configs.len() == 1 {
             say(
                 format!(
                     "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
@@ -243,7 +245,7 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
                 ),
                 who,
             );
-        } else if busy > 0 {
+        } else if busy > 0 && interfered.is_empty() {
             say(
                 "Other processes were using the CPU (see Warnings and notes); whole-host CPU counts them too.".into(),
                 who,
@@ -286,6 +288,9 @@ mod tests {
             main_metric: "iops".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
+            spec: serde_json::json!({}),
+            interference: Vec::new(),
+            same_host_peer: false,
         }
     }
 
@@ -296,6 +301,7 @@ mod tests {
             tests,
             disclosure: None,
             notes,
+            same_host_peer: false,
         }
     }
 

@@ -6,7 +6,7 @@
 
 use crate::charts::{self, SecondSeries};
 use crate::compare::{Comparison, ConfigData, Row, TestData};
-use crate::fmt::{num, pct};
+use crate::fmt::pct;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use iotoll_model::metrics::{self as mn, label};
@@ -260,7 +260,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
             }
             let xl = param_label(&p);
             for m in ms {
-                let series: Vec<(usize, String, Vec<(f64, f64)>)> = configs
+                let series: Vec<charts::Line> = configs
                     .iter()
                     .enumerate()
                     .map(|(ci, cfg)| {
@@ -367,53 +367,9 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
         o.html.push_str(&tables::to_html(&t, "metrics"));
     }
-    let _ = writeln!(o.html, "<h3>Main metric by test</h3><table class=\"compare\"><thead><tr><th>test</th><th>group</th><th>metric</th>");
-    for l in &c.configs {
-        let _ = write!(o.html, "<th>{}</th><th>CPU %</th>", esc(l));
-    }
-    for l in &c.configs[1..] {
-        let _ = write!(o.html, "<th>Δ {}</th>", esc(l));
-    }
-    let _ = writeln!(o.html, "</tr></thead><tbody>");
-    for r in &c.rows {
-        let flag = if r.not_repeatable {
-            " <span class=\"warn\">⚠ not repeatable</span>"
-        } else {
-            ""
-        };
-        let _ = write!(
-            o.html,
-            "<tr><td>{}{flag}</td><td>{}</td><td>{}</td>",
-            esc(&r.test),
-            esc(&r.group),
-            esc(&label(&r.metric))
-        );
-        for (i, v) in r.values.iter().enumerate() {
-            let bad = if r.acceptable[i] == Some(false) {
-                " class=\"warn\""
-            } else {
-                ""
-            };
-            let _ = write!(
-                o.html,
-                "<td>{}</td><td{bad}>{}</td>",
-                num(*v),
-                num(r.cpu_pct[i])
-            );
-        }
-        for d in &r.diff_pct {
-            let _ = write!(o.html, "<td>{}</td>", pct(*d));
-        }
-        let _ = writeln!(o.html, "</tr>");
-    }
-    let _ = writeln!(o.html, "</tbody></table>");
-    if let Some(th) = c.cpu_threshold_pct {
-        let _ = writeln!(
-            o.html,
-            "<p class=\"note\">Red CPU %: above the {} % threshold.</p>",
-            crate::fmt::tick(th)
-        );
-    }
+    let t = tables::comparison(c);
+    let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
+    o.html.push_str(&tables::to_html(&t, "compare"));
     if !c.groups.is_empty() {
         let _ = writeln!(o.html, "<h3>By group (mean of the per-test differences)</h3><table><tr><th>group</th><th>candidate</th><th>metric</th><th>tests</th><th>mean Δ</th><th>min Δ</th><th>max Δ</th><th>wins</th></tr>");
         for g in &c.groups {
@@ -425,23 +381,9 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         }
         let _ = writeln!(o.html, "</table>");
     }
-    let mut keys: Vec<&String> = c.efficiency.iter().flat_map(|e| e.means.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    if !keys.is_empty() {
-        let _ = write!(o.html, "<h3>Efficiency (mean over the tests every configuration has)</h3><table><tr><th>configuration</th>");
-        for k in &keys {
-            let _ = write!(o.html, "<th>{}</th>", esc(&label(k)));
-        }
-        let _ = writeln!(o.html, "</tr>");
-        for e in &c.efficiency {
-            let _ = write!(o.html, "<tr><td>{}</td>", esc(&e.label));
-            for k in &keys {
-                let _ = write!(o.html, "<td>{}</td>", num(e.means.get(*k).copied()));
-            }
-            let _ = writeln!(o.html, "</tr>");
-        }
-        let _ = writeln!(o.html, "</table>");
+    for t in tables::efficiency(c, configs) {
+        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
+        o.html.push_str(&tables::to_html(&t, "efficiency"));
     }
     let _ = writeln!(o.html, "<h3>Every metric of every test</h3>");
     for t in tables::every_metric(configs, infos) {

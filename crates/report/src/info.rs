@@ -147,7 +147,20 @@ fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
 pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     let mut cfg = ConfigData::from_run(run);
     add_peer(&mut cfg, peer_disclosure(run));
-    (cfg, from_run(run))
+    let mut info = from_run(run);
+    // One answer for "same host" and "interfered" whoever looked.
+    for t in &mut info.tests {
+        if let Some(d) = cfg.tests.iter().find(|d| d.name == t.name) {
+            if d.same_host_peer {
+                t.same_host = Some(true);
+            }
+            if !d.interference.is_empty() {
+                t.interfered = Some(true);
+            }
+        }
+    }
+    cfg.same_host_peer |= info.same_host();
+    (cfg, info)
 }
 
 fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
@@ -180,6 +193,7 @@ mod tests {
             tests: Vec::new(),
             disclosure: Some(serde_json::json!({"host": "a"})),
             notes: Vec::new(),
+            same_host_peer: false,
         };
         let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
         add_peer(&mut c, peer_from(docs.iter()));

@@ -77,45 +77,8 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
     for t in tables::metrics(configs, infos) {
         let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
     }
-    let _ = writeln!(o, "### Main metric by test\n");
-    let mut head = String::from("| test | group | metric |");
-    let mut sep = String::from("|---|---|---|");
-    for l in &c.configs {
-        let _ = write!(head, " {l} | CPU % |");
-        sep.push_str("---:|---:|");
-    }
-    for l in &c.configs[1..] {
-        let _ = write!(head, " Δ {l} |");
-        sep.push_str("---:|");
-    }
-    let _ = writeln!(o, "{head}\n{sep}");
-    for r in &c.rows {
-        let mut line = format!(
-            "| {}{} | {} | {} |",
-            r.test,
-            if r.not_repeatable {
-                " ⚠ not repeatable"
-            } else {
-                ""
-            },
-            r.group,
-            label(&r.metric)
-        );
-        for (i, v) in r.values.iter().enumerate() {
-            let ok = match r.acceptable[i] {
-                Some(false) => " ✗",
-                _ => "",
-            };
-            let _ = write!(line, " {} | {}{ok} |", num(*v), num(r.cpu_pct[i]));
-        }
-        for d in &r.diff_pct {
-            let _ = write!(line, " {} |", pct(*d));
-        }
-        let _ = writeln!(o, "{line}");
-    }
-    if let Some(th) = c.cpu_threshold_pct {
-        let _ = writeln!(o, "\n✗: above the {th} % CPU threshold.");
-    }
+    let t = tables::comparison(c);
+    let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
     if !c.groups.is_empty() {
         let _ = writeln!(o, "\n## By group (mean of the per-test differences)\n");
         let _ = writeln!(o, "| group | candidate | metric | tests | mean Δ | min Δ | max Δ | wins |\n|---|---|---|---:|---:|---:|---:|---:|");
@@ -135,28 +98,10 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             g.tests
         );
     }
-    let keys: Vec<&String> = {
-        let mut k: Vec<&String> = c.efficiency.iter().flat_map(|e| e.means.keys()).collect();
-        k.sort();
-        k.dedup();
-        k
-    };
-    if !keys.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n## Efficiency (mean over the tests every configuration has)\n"
-        );
-        let _ = write!(o, "| configuration |");
-        for k in &keys {
-            let _ = write!(o, " {} |", label(k));
-        }
-        let _ = writeln!(o, "\n|---|{}", "---:|".repeat(keys.len()));
-        for e in &c.efficiency {
-            let _ = write!(o, "| {} |", e.label);
-            for k in &keys {
-                let _ = write!(o, " {} |", num(e.means.get(*k).copied()));
-            }
-            let _ = writeln!(o);
+    if !c.efficiency.is_empty() {
+        let _ = writeln!(o, "\n## Efficiency\n");
+        for t in tables::efficiency(c, configs) {
+            let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
         }
     }
     if configs.iter().any(|c| !c.notes.is_empty()) {

@@ -2,8 +2,8 @@
 //! parameters of every test, its key metrics by kind, and every metric of
 //! every test side by side.
 
-use crate::compare::{ConfigData, TestData};
-use crate::fmt::{count, num, size};
+use crate::compare::{Comparison, ConfigData, TestData};
+use crate::fmt::{count, num, pct, size};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
 use serde_json::Value;
@@ -101,7 +101,7 @@ fn show(key: &str, v: &Value) -> String {
     match v {
         Value::Null => "–".into(),
         Value::Number(n) if is_size(key) => n.as_f64().map(size).unwrap_or_default(),
-        Value::Number(n) => n.as_f64().map(|f| num_plain(f)).unwrap_or_default(),
+        Value::Number(n) => n.as_f64().map(num_plain).unwrap_or_default(),
         Value::String(s) => s.clone(),
         Value::Array(a) if a.is_empty() => "–".into(),
         Value::Array(a) => a
@@ -387,7 +387,7 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         head.extend(cols.iter().map(|m| label(m)));
         let mut rows = Vec::new();
         for n in &names {
-            for ci in 0..configs.len() {
+            for (ci, cfg) in configs.iter().enumerate() {
                 let Some(t) = find(ci, n) else { continue };
                 let sh = same_host(infos, ci, n);
                 let mut row = TRow {
@@ -405,7 +405,7 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     ..Default::default()
                 };
                 if many {
-                    row.cells.push(configs[ci].label.clone());
+                    row.cells.push(cfg.label.clone());
                 }
                 for m in &cols {
                     row.cells.push(if sh && remote_cpu_metric(m) {
@@ -500,6 +500,170 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         .collect()
 }
 
+/// The main metric of every test side by side: each configuration's value
+/// and CPU %, the differences against the baseline, and the workload
+/// parameters in which the paired tests differ.
+pub fn comparison(c: &Comparison) -> Table {
+    let many = c.configs.len() > 1;
+    let any_differs = c.rows.iter().any(|r| !r.differs.is_empty());
+    let mut head = vec!["test".to_string(), "group".into(), "metric".into()];
+    for l in &c.configs {
+        head.push(l.clone());
+        head.push(if many {
+            format!("CPU % {l}")
+        } else {
+            "CPU %".into()
+        });
+    }
+    for l in c.configs.iter().skip(1) {
+        head.push(format!("Δ {l}"));
+    }
+    if any_differs {
+        head.push("workload differs".into());
+    }
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            let mut cells = vec![
+                format!(
+                    "{}{}",
+                    r.test,
+                    if r.not_repeatable {
+                        " ⚠ not repeatable"
+                    } else {
+                        ""
+                    }
+                ),
+                r.group.clone(),
+                label(&r.metric),
+            ];
+            let mut cell_diff = vec![false; 3];
+            for (i, v) in r.values.iter().enumerate() {
+                let interfered = r.interfered.get(i).copied().unwrap_or(false);
+                cells.push(format!("{}{}", num(*v), if interfered { " ⚑" } else { "" }));
+                cells.push(format!(
+                    "{}{}",
+                    cpu_cell(r.cpu_pct[i]),
+                    if r.acceptable[i] == Some(false) {
+                        " ✗"
+                    } else {
+                        ""
+                    }
+                ));
+                cell_diff.extend([false, false]);
+            }
+            for d in &r.diff_pct {
+                cells.push(pct(*d));
+                cell_diff.push(false);
+            }
+            if any_differs {
+                cells.push(r.differs.join(", "));
+                cell_diff.push(!r.differs.is_empty());
+            }
+            TRow {
+                cells,
+                cell_diff,
+                config: None,
+                warn: r.not_repeatable,
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(th) = c.cpu_threshold_pct {
+        notes.push(format!(
+            "✗: CPU above the {} % threshold.",
+            crate::fmt::tick(th)
+        ));
+    }
+    if c.rows.iter().any(|r| r.interfered.iter().any(|i| *i)) {
+        notes.push("⚑: other processes used the CPU during this configuration's test (interference); its CPU figures include their work.".into());
+    }
+    if any_differs {
+        notes.push("Workload differs (highlighted): the paired tests did not run the same parameters, so their difference is not the configurations' alone.".into());
+    }
+    Table {
+        title: "Main metric by test".into(),
+        head,
+        rows,
+        note: (!notes.is_empty()).then(|| notes.join(" ")),
+    }
+}
+
+/// Per result kind: each configuration's mean efficiency over the tests of
+/// that kind every configuration has, and its ratio to the baseline.
+pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for e in &c.efficiency {
+        if !kinds.contains(&e.kind.as_str()) {
+            kinds.push(&e.kind);
+        }
+    }
+    kinds
+        .into_iter()
+        .filter_map(|kind| {
+            let of: Vec<&crate::compare::Efficiency> =
+                c.efficiency.iter().filter(|e| e.kind == kind).collect();
+            let metrics: Vec<&str> = crate::compare::efficiency_metrics(kind)
+                .iter()
+                .copied()
+                .filter(|m| of.iter().any(|e| e.means.contains_key(*m)) || remote_cpu_metric(m) && of.iter().any(|e| same_host_label(configs, &e.label)))
+                .collect();
+            if metrics.is_empty() {
+                return None;
+            }
+            let many = of.len() > 1;
+            let mut head = vec!["configuration".to_string(), "tests".into()];
+            for m in &metrics {
+                head.push(label(m));
+                if many {
+                    head.push(format!("× {}", of[0].label));
+                }
+            }
+            let rows = of
+                .iter()
+                .enumerate()
+                .map(|(ci, e)| {
+                    let sh = same_host_label(configs, &e.label);
+                    let mut cells = vec![e.label.clone(), e.tests.to_string()];
+                    for m in &metrics {
+                        let v = e.means.get(*m).copied();
+                        let b = of[0].means.get(*m).copied();
+                        cells.push(if sh && remote_cpu_metric(m) {
+                            "(same host)".into()
+                        } else {
+                            num(v)
+                        });
+                        if many {
+                            cells.push(match (v, b) {
+                                (Some(v), Some(b)) if b > 0.0 && ci > 0 => format!("{:.2} ×", v / b),
+                                _ => "–".into(),
+                            });
+                        }
+                    }
+                    let n = cells.len();
+                    TRow {
+                        cells,
+                        cell_diff: vec![false; n],
+                        config: many.then_some(ci),
+                        warn: false,
+                    }
+                })
+                .collect();
+            Some(Table {
+                title: format!("{}: efficiency", kind_title(kind)),
+                head,
+                rows,
+                note: Some("Mean of the per-test values over the tests of this kind that every configuration has. Higher is better for “per % CPU”, lower for CPU µs.".into()),
+            })
+        })
+        .collect()
+}
+
+fn same_host_label(configs: &[ConfigData], label: &str) -> bool {
+    configs.iter().any(|c| c.label == label && c.same_host_peer)
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -509,6 +673,12 @@ fn esc(s: &str) -> String {
 
 /// The table as HTML; `class` names it for the DOM.
 pub fn to_html(t: &Table, class: &str) -> String {
+    // The configuration's colour goes beside its name.
+    let swatch_col = t
+        .head
+        .iter()
+        .position(|h| h == "configuration")
+        .unwrap_or(usize::MAX);
     let mut o = format!("<table class=\"{class}\"><thead><tr>");
     for h in &t.head {
         o.push_str(&format!("<th>{}</th>", esc(h)));
@@ -530,7 +700,7 @@ pub fn to_html(t: &Table, class: &str) -> String {
                 format!(" class=\"{}\"", cls.join(" "))
             };
             let swatch = match (j, r.config) {
-                (1, Some(ci)) => format!(
+                (j, Some(ci)) if j == swatch_col => format!(
                     "<span class=\"sw\" style=\"background:{}\"></span>",
                     crate::charts::css_color(ci)
                 ),
@@ -600,6 +770,7 @@ mod tests {
             tests,
             disclosure: None,
             notes: Vec::new(),
+            same_host_peer: false,
         }
     }
 
@@ -616,6 +787,9 @@ mod tests {
             main_metric: "iops".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
+            spec: serde_json::json!({}),
+            interference: Vec::new(),
+            same_host_peer: false,
         }
     }
 

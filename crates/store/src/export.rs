@@ -143,7 +143,217 @@ pub const IOMETER_COLUMNS: &[&str] = &[
     "Segments Retransmitted/Second",
 ];
 
-pub fn iometer_csv(run: &RunDetail) -> String {
+/// Why `iometer_csv` wrote nothing: never an empty success.
+#[derive(Debug, thiserror::Error)]
+#[error("run {run} has no result the Iometer results.csv layout can hold: {}", reasons.join("; "))]
+pub struct IometerEmpty {
+    pub run: i64,
+    /// One line per test saying why it was left out.
+    pub reasons: Vec<String>,
+}
+
+/// The Iometer export of a run and the tests it left out (with why).
+#[derive(Debug)]
+pub struct IometerExport {
+    pub text: String,
+    pub skipped: Vec<String>,
+}
+
+/// One row: column name → cell. Columns not named stay empty.
+type Cells = std::collections::HashMap<&'static str, String>;
+
+fn line(cells: &Cells) -> String {
+    IOMETER_COLUMNS
+        .iter()
+        .map(|c| cells.get(c).cloned().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Iometer's CPU columns from one host's metrics (`prefix` "" for this host,
+/// "remote_" for the endpoint).
+fn cpu_cells(c: &mut Cells, m: &Metrics, prefix: &str) {
+    let g = |k: &str| m.get(&format!("{prefix}{k}")).copied();
+    let mut put = |col: &'static str, v: Option<f64>| {
+        if let Some(v) = v {
+            c.insert(col, num(v));
+        }
+    };
+    put("% CPU Utilization", g("cpu_pct"));
+    put("% User Time", g("cpu_user_pct"));
+    put("% Privileged Time", g("cpu_system_pct"));
+    put("% DPC Time", g("cpu_softirq_pct"));
+    put("% Interrupt Time", g("cpu_irq_pct"));
+    put("Processor Speed", g("cpu_nominal_mhz").map(|v| v * 1e6));
+    put("Interrupts per Second", g("interrupts_s"));
+}
+
+fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
+    let g = |k: &str| m.get(k).copied();
+    let spec = t.reps.first().map(|r| &r.doc.spec);
+    let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
+    let window = g("window_s");
+    let times = |rate: Option<f64>| rate.zip(window).map(|(r, w)| (r * w).round());
+    let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
+    let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
+    let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+    let mut c = Cells::new();
+    c.insert("'Target Type", "ALL".into());
+    c.insert("Target Name", "All".into());
+    c.insert(
+        "Access Specification Name",
+        csv_field(
+            spec.and_then(|s| s.get("spec"))
+                .and_then(|v| v.as_str())
+                .unwrap_or(&t.name),
+        ),
+    );
+    c.insert("# Managers", "1".into());
+    c.insert("# Disks", "1".into());
+    let vals: [(&'static str, Option<f64>); 29] = [
+        ("# Workers", sp("workers")),
+        ("IOps", g("iops")),
+        ("Read IOps", g("read_iops")),
+        ("Write IOps", g("write_iops")),
+        ("MBps (Binary)", mib(g("mb_s"))),
+        ("Read MBps (Binary)", mib(g("read_mb_s"))),
+        ("Write MBps (Binary)", mib(g("write_mb_s"))),
+        ("MBps (Decimal)", g("mb_s")),
+        ("Read MBps (Decimal)", g("read_mb_s")),
+        ("Write MBps (Decimal)", g("write_mb_s")),
+        // A disk transaction is one I/O in Iometer.
+        ("Transactions per Second", g("iops")),
+        ("Average Response Time", ms(g("lat_mean_us"))),
+        ("Average Transaction Time", ms(g("lat_mean_us"))),
+        ("Maximum Response Time", ms(g("lat_max_us"))),
+        ("Maximum Transaction Time", ms(g("lat_max_us"))),
+        ("Errors", g("errors")),
+        ("Bytes Read", bytes(g("read_mb_s"))),
+        ("Bytes Written", bytes(g("write_mb_s"))),
+        ("Read I/Os", times(g("read_iops"))),
+        ("Write I/Os", times(g("write_iops"))),
+        (
+            "Starting Sector",
+            sp("offset")
+                .zip(sp("logical_block_size"))
+                .map(|(o, b)| (o / b).floor()),
+        ),
+        (
+            "Maximum Size",
+            sp("size")
+                .zip(sp("logical_block_size"))
+                .map(|(s, b)| (s / b).floor()),
+        ),
+        ("Queue Depth", sp("qd")),
+        ("CPU Effectiveness", g("iops_per_cpu_pct")),
+        ("Packets/Second", None),
+        ("Packet Errors", None),
+        ("Segments Retransmitted/Second", None),
+        ("Connections", None),
+        ("Connections per Second", None),
+    ];
+    for (k, v) in vals {
+        if let Some(v) = v {
+            c.insert(k, num(v));
+        }
+    }
+    cpu_cells(&mut c, m, "");
+    c
+}
+
+/// A network test the way Iometer reports a network client worker: each
+/// message sent is a write I/O, each one received a read I/O, and a
+/// request/response pair is a transaction. `endpoint` gives the same test
+/// seen from the endpoint (its reads are the client's writes) with the
+/// endpoint's CPU. Returns None when the test has nothing Iometer's
+/// network columns can hold.
+fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
+    let g = |k: &str| m.get(k).copied();
+    let spec = t.reps.first().map(|r| &r.doc.spec);
+    let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
+    let window = g("window_s");
+    let mut c = Cells::new();
+    let put = |c: &mut Cells, col: &'static str, v: Option<f64>| {
+        if let Some(v) = v {
+            c.insert(col, num(v));
+        }
+    };
+    // (read MB/s, write MB/s, read I/Os per s, write I/Os per s) as the client saw them.
+    let (mut read_mb, mut write_mb, mut read_ios, mut write_ios) = match t.kind.as_str() {
+        "net-stream" => {
+            // Goodput as the receivers counted it; iotoll counts bytes, not
+            // send()/recv() calls, so the I/O counts stay empty.
+            let write_mb = g("tx_mbit_s").map(|v| v / 8.0);
+            let read_mb = g("rx_mbit_s").map(|v| v / 8.0);
+            if write_mb.is_none() && read_mb.is_none() {
+                return None;
+            }
+            put(
+                &mut c,
+                "Segments Retransmitted/Second",
+                g("retransmits")
+                    .zip(window)
+                    .filter(|(_, w)| *w > 0.0)
+                    .map(|(r, w)| r / w),
+            );
+            (read_mb, write_mb, None, None)
+        }
+        "net-rr" => {
+            let tps = g("trans_s")?;
+            put(&mut c, "Transactions per Second", Some(tps));
+            let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+            put(&mut c, "Average Transaction Time", ms(g("rtt_mean_us")));
+            put(&mut c, "Maximum Transaction Time", ms(g("rtt_max_us")));
+            put(&mut c, "Queue Depth", sp("burst"));
+            (
+                sp("resp").map(|b| tps * b / 1e6),
+                sp("req").map(|b| tps * b / 1e6),
+                Some(tps),
+                Some(tps),
+            )
+        }
+        _ => return None,
+    };
+    if endpoint {
+        std::mem::swap(&mut read_mb, &mut write_mb);
+        std::mem::swap(&mut read_ios, &mut write_ios);
+    }
+    let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    let iops = read_ios.zip(write_ios).map(|(r, w)| r + w);
+    let mb = sum(read_mb, write_mb);
+    let mib = |v: Option<f64>| v.map(|v| v * 1e6 / 1048576.0);
+    let total =
+        |rate: Option<f64>, unit: f64| rate.zip(window).map(|(r, w)| (r * unit * w).round());
+    put(&mut c, "IOps", iops);
+    put(&mut c, "Read IOps", read_ios);
+    put(&mut c, "Write IOps", write_ios);
+    put(&mut c, "MBps (Binary)", mib(mb));
+    put(&mut c, "Read MBps (Binary)", mib(read_mb));
+    put(&mut c, "Write MBps (Binary)", mib(write_mb));
+    put(&mut c, "MBps (Decimal)", mb);
+    put(&mut c, "Read MBps (Decimal)", read_mb);
+    put(&mut c, "Write MBps (Decimal)", write_mb);
+    put(&mut c, "Bytes Read", total(read_mb, 1e6));
+    put(&mut c, "Bytes Written", total(write_mb, 1e6));
+    put(&mut c, "Read I/Os", total(read_ios, 1.0));
+    put(&mut c, "Write I/Os", total(write_ios, 1.0));
+    put(&mut c, "Errors", g("errors"));
+    let prefix = if endpoint { "remote_" } else { "" };
+    cpu_cells(&mut c, m, prefix);
+    // Iometer's CPU Effectiveness: IOps per % CPU of the same manager.
+    let cpu = m.get(&format!("{prefix}cpu_pct")).copied();
+    put(
+        &mut c,
+        "CPU Effectiveness",
+        iops.zip(cpu).filter(|(_, c)| *c > 0.0).map(|(i, c)| i / c),
+    );
+    Some(c)
+}
+
+pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
     let mut o = String::new();
     let _ = writeln!(o, "'Test Type,Test Description");
     let _ = writeln!(o, "0,{}", csv_field(&run.run.suite));
@@ -153,92 +363,81 @@ pub fn iometer_csv(run: &RunDetail) -> String {
     let _ = writeln!(o, "{}", run.run.started_at);
     let _ = writeln!(o, "'Results");
     let _ = writeln!(o, "{}", IOMETER_COLUMNS.join(","));
-    for t in run.tests.iter().filter(|t| t.kind == "disk") {
+    let mut rows = 0;
+    let mut skipped = Vec::new();
+    let host = run
+        .disclosure
+        .as_ref()
+        .and_then(|d| d.get("host"))
+        .and_then(|h| h.as_str())
+        .unwrap_or("local");
+    for t in &run.tests {
         let Some(m) = selected_metrics(t) else {
+            skipped.push(format!(
+                "test '{}' has no selected repetition or means",
+                t.name
+            ));
             continue;
         };
-        let g = |k: &str| m.get(k).copied();
-        let spec = t.reps.first().map(|r| &r.doc.spec);
-        let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
-        let window = g("window_s");
-        let times = |rate: Option<f64>| rate.zip(window).map(|(r, w)| (r * w).round());
-        let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
-        let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
-        let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
-        let cells: Vec<Option<String>> = vec![
-            Some("ALL".into()),
-            Some("All".into()),
-            Some(csv_field(
-                spec.and_then(|s| s.get("spec"))
-                    .and_then(|v| v.as_str())
-                    .unwrap_or(&t.name),
-            )),
-            Some("1".into()),
-            sp("workers").map(num),
-            Some("1".into()),
-            g("iops").map(num),
-            g("read_iops").map(num),
-            g("write_iops").map(num),
-            mib(g("mb_s")).map(num),
-            mib(g("read_mb_s")).map(num),
-            mib(g("write_mb_s")).map(num),
-            g("mb_s").map(num),
-            g("read_mb_s").map(num),
-            g("write_mb_s").map(num),
-            g("iops").map(num),
-            None,
-            ms(g("lat_mean_us")).map(num),
-            None,
-            None,
-            ms(g("lat_mean_us")).map(num),
-            None,
-            ms(g("lat_max_us")).map(num),
-            None,
-            None,
-            ms(g("lat_max_us")).map(num),
-            None,
-            g("errors").map(num),
-            None,
-            None,
-            bytes(g("read_mb_s")).map(num),
-            bytes(g("write_mb_s")).map(num),
-            times(g("read_iops")).map(num),
-            times(g("write_iops")).map(num),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            sp("offset")
-                .zip(sp("logical_block_size"))
-                .map(|(o, b)| num((o / b).floor())),
-            sp("size")
-                .zip(sp("logical_block_size"))
-                .map(|(s, b)| num((s / b).floor())),
-            sp("qd").map(num),
-            g("cpu_pct").map(num),
-            g("cpu_user_pct").map(num),
-            g("cpu_system_pct").map(num),
-            g("cpu_softirq_pct").map(num),
-            g("cpu_irq_pct").map(num),
-            g("cpu_nominal_mhz").map(|v| num(v * 1e6)),
-            g("interrupts_s").map(num),
-            g("iops_per_cpu_pct").map(num),
-            None,
-            None,
-            None,
-        ];
-        debug_assert_eq!(cells.len(), IOMETER_COLUMNS.len());
-        let line: Vec<String> = cells.into_iter().map(Option::unwrap_or_default).collect();
-        let _ = writeln!(o, "{}", line.join(","));
+        if t.kind == "disk" {
+            let _ = writeln!(o, "{}", line(&disk_cells(t, m)));
+            rows += 1;
+            continue;
+        }
+        let Some(mut all) = net_cells(t, m, false) else {
+            skipped.push(if t.kind.starts_with("net-") {
+                format!(
+                    "test '{}' ({}) has no throughput or transaction rate",
+                    t.name, t.kind
+                )
+            } else {
+                format!(
+                    "test '{}' is of kind '{}', which Iometer has no row for",
+                    t.name, t.kind
+                )
+            });
+            continue;
+        };
+        let spec_name = csv_field(&t.name);
+        let peer = t
+            .reps
+            .first()
+            .and_then(|r| r.doc.spec.get("peer"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("endpoint");
+        let remote_cpu = m.contains_key("remote_cpu_pct");
+        all.insert("'Target Type", "ALL".into());
+        all.insert("Target Name", "All".into());
+        all.insert("Access Specification Name", spec_name.clone());
+        all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
+        let _ = writeln!(o, "{}", line(&all));
+        // This host's manager, then the endpoint's when its CPU was
+        // measured (Iometer writes one MANAGER row per Dynamo).
+        all.insert("'Target Type", "MANAGER".into());
+        all.insert("Target Name", csv_field(host));
+        all.remove("# Managers");
+        let _ = writeln!(o, "{}", line(&all));
+        if remote_cpu {
+            if let Some(mut ep) = net_cells(t, m, true) {
+                ep.insert("'Target Type", "MANAGER".into());
+                ep.insert("Target Name", csv_field(peer));
+                ep.insert("Access Specification Name", spec_name);
+                let _ = writeln!(o, "{}", line(&ep));
+            }
+        }
+        rows += 1;
     }
-    o
+    if rows == 0 {
+        return Err(IometerEmpty {
+            run: run.run.id,
+            reasons: if skipped.is_empty() {
+                vec!["it has no tests".into()]
+            } else {
+                skipped
+            },
+        });
+    }
+    Ok(IometerExport { text: o, skipped })
 }
 
 #[cfg(test)]
@@ -315,7 +514,9 @@ mod tests {
 
     #[test]
     fn iometer_results_csv() {
-        let out = iometer_csv(&run());
+        let e = iometer_csv(&run()).unwrap();
+        assert!(e.skipped.is_empty());
+        let out = e.text;
         let header: Vec<&str> = out.lines().nth(7).unwrap().split(',').collect();
         assert_eq!(header.len(), IOMETER_COLUMNS.len());
         let row: Vec<&str> = out.lines().nth(8).unwrap().split(',').collect();
@@ -335,5 +536,168 @@ mod tests {
             "not measured: empty, never 0"
         );
         insta::assert_snapshot!(out);
+    }
+
+    fn net_run(kind: &str, metrics: serde_json::Value, spec: serde_json::Value) -> RunDetail {
+        let doc: iotoll_model::ResultDoc = serde_json::from_value(serde_json::json!({
+            "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
+            "started_at": "2026-11-22T00:00:00Z", "config": "mtu9000", "spec": spec,
+            "metrics": metrics,
+            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
+        }))
+        .unwrap();
+        let mut r = run();
+        r.run.suite = "net-stream".into();
+        r.disclosure = Some(serde_json::json!({"host": "lab-a"}));
+        r.tests = vec![TestRow {
+            seq: 1,
+            name: if kind == "net-rr" {
+                "rr/req=1k,resp=16k,conns=2,burst=4".into()
+            } else {
+                "stream/dir=bidir,conns=4,msg=64k".into()
+            },
+            kind: kind.into(),
+            group: None,
+            params: serde_json::json!({}),
+            select: "median".into(),
+            selected_rep: Some(1),
+            spread_pct: None,
+            repeatable: None,
+            summary: None,
+            reps: vec![RepRow {
+                rep: 1,
+                status: "complete".into(),
+                doc,
+            }],
+        }];
+        r
+    }
+
+    /// One CSV line split into cells, quotes honoured.
+    fn cells(out: &str, line: usize) -> Vec<String> {
+        let l = out.lines().nth(line).unwrap();
+        let (mut row, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        for ch in l.chars() {
+            match ch {
+                '"' => quoted = !quoted,
+                ',' if !quoted => row.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        row.push(cur);
+        assert_eq!(row.len(), IOMETER_COLUMNS.len(), "{l}");
+        row
+    }
+
+    fn col<'a>(row: &'a [String], name: &str) -> &'a str {
+        &row[IOMETER_COLUMNS.iter().position(|c| *c == name).unwrap()]
+    }
+
+    #[test]
+    fn iometer_network_stream() {
+        let r = net_run(
+            "net-stream",
+            serde_json::json!({
+                "window_s": 10.0, "mbit_s": 1200.0, "tx_mbit_s": 800.0, "rx_mbit_s": 400.0,
+                "conns": 4.0, "retransmits": 25.0, "errors": 0.0,
+                "cpu_pct": 40.0, "cpu_user_pct": 2.0, "cpu_system_pct": 30.0,
+                "cpu_softirq_pct": 7.0, "cpu_irq_pct": 1.0, "interrupts_s": 20000.0,
+                "remote_cpu_pct": 20.0, "remote_cpu_user_pct": 1.0, "remote_cpu_system_pct": 15.0,
+                "mbit_s_per_cpu_pct": 30.0
+            }),
+            serde_json::json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "bidir", "msg": 65536}),
+        );
+        let out = iometer_csv(&r).unwrap().text;
+        // ALL, this host's MANAGER, the endpoint's MANAGER.
+        assert_eq!(out.lines().count(), 11, "{out}");
+        let all = cells(&out, 8);
+        let c = |name: &str| col(&all, name).to_string();
+        assert_eq!(c("'Target Type"), "ALL");
+        assert_eq!(
+            c("Access Specification Name"),
+            "stream/dir=bidir,conns=4,msg=64k"
+        );
+        assert_eq!(c("# Managers"), "2");
+        assert_eq!(c("MBps (Decimal)"), "150");
+        assert_eq!(c("Write MBps (Decimal)"), "100");
+        assert_eq!(c("Read MBps (Decimal)"), "50");
+        assert_eq!(c("Bytes Written"), "1000000000");
+        assert_eq!(c("% CPU Utilization"), "40");
+        assert_eq!(c("Segments Retransmitted/Second"), "2.5");
+        assert_eq!(
+            c("IOps"),
+            "",
+            "send/recv calls are not counted: empty, never 0"
+        );
+        assert_eq!(c("Transactions per Second"), "");
+        let ep = cells(&out, 10);
+        assert_eq!(col(&ep, "'Target Type"), "MANAGER");
+        assert_eq!(col(&ep, "Target Name"), "10.0.0.2:7575");
+        assert_eq!(
+            col(&ep, "% CPU Utilization"),
+            "20",
+            "the endpoint's own CPU"
+        );
+        assert_eq!(
+            col(&ep, "Read MBps (Decimal)"),
+            "100",
+            "the endpoint reads what we send"
+        );
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn iometer_network_rr() {
+        let r = net_run(
+            "net-rr",
+            serde_json::json!({
+                "window_s": 10.0, "trans_s": 20000.0, "conns": 2.0, "errors": 0.0,
+                "rtt_mean_us": 400.0, "rtt_max_us": 2500.0,
+                "cpu_pct": 25.0, "cpu_user_pct": 5.0, "cpu_system_pct": 15.0
+            }),
+            serde_json::json!({"peer": "[::1]:7575", "conns": 2, "req": 1000, "resp": 16000, "burst": 4}),
+        );
+        let out = iometer_csv(&r).unwrap().text;
+        // No endpoint CPU measured: ALL and this host's MANAGER only.
+        assert_eq!(out.lines().count(), 10, "{out}");
+        let all = cells(&out, 8);
+        let c = |name: &str| col(&all, name).to_string();
+        assert_eq!(c("Transactions per Second"), "20000");
+        assert_eq!(c("IOps"), "40000", "a request write and a response read");
+        assert_eq!(c("Write MBps (Decimal)"), "20");
+        assert_eq!(c("Read MBps (Decimal)"), "320");
+        assert_eq!(c("Average Transaction Time"), "0.4");
+        assert_eq!(c("Maximum Transaction Time"), "2.5");
+        assert_eq!(c("Queue Depth"), "4");
+        assert_eq!(c("CPU Effectiveness"), "1600");
+        assert_eq!(
+            c("Average Response Time"),
+            "",
+            "per-message latency is not measured"
+        );
+        assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn iometer_refuses_an_empty_export() {
+        let mut r = net_run(
+            "net-rr",
+            serde_json::json!({"window_s": 10.0}),
+            serde_json::json!({}),
+        );
+        let e = iometer_csv(&r).unwrap_err().to_string();
+        assert!(
+            e.contains("run 7") && e.contains("no throughput or transaction rate"),
+            "{e}"
+        );
+        r.tests[0].selected_rep = None;
+        let e = iometer_csv(&r).unwrap_err().to_string();
+        assert!(e.contains("no selected repetition"), "{e}");
+        r.tests.clear();
+        assert!(iometer_csv(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("no tests"));
     }
 }

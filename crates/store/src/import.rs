@@ -16,21 +16,39 @@ pub struct Imported {
     pub doc: ResultDoc,
 }
 
+/// The workload parameters the source states, in the native spec's keys
+/// (so `compare` can check them and the test gets the native run's name),
+/// and the source's own start time (seconds since the epoch).
+#[derive(Default)]
+struct Origin {
+    spec: serde_json::Map<String, Value>,
+    started_s: Option<f64>,
+}
+
 fn doc(
     kind: &str,
     source: &str,
     format: &str,
     mut metrics: Metrics,
     notes: Vec<String>,
+    origin: Origin,
 ) -> ResultDoc {
     derive_metrics(&mut metrics);
+    let started = origin
+        .started_s
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s))
+        .unwrap_or_else(std::time::SystemTime::now);
+    let mut spec = origin.spec;
+    spec.insert("imported_from".into(), source.into());
+    spec.insert("format".into(), format.into());
     ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: kind.to_string(),
         status: "complete".into(),
-        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        started_at: humantime::format_rfc3339_seconds(started).to_string(),
         config: None,
-        spec: serde_json::json!({ "imported_from": source, "format": format }),
+        spec: Value::Object(spec),
         metrics,
         cpu: CpuSection {
             local: None,
@@ -130,7 +148,7 @@ pub fn table(text: &str, source: &str) -> Result<Vec<Imported>, String> {
         };
         out.push(Imported {
             group: group_col.map(|g| f[g].clone()).filter(|g| !g.is_empty()),
-            doc: doc(kind, source, "table", m, Vec::new()),
+            doc: doc(kind, source, "table", m, Vec::new(), Origin::default()),
             name,
         });
     }
@@ -152,9 +170,9 @@ pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
     let jobs = v["jobs"]
         .as_array()
         .ok_or("no 'jobs' array: is this fio --output-format=json?")?;
-    let mut out = Vec::new();
+    let mut out: Vec<Imported> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
-        let name = j["jobname"]
+        let jobname = j["jobname"]
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| format!("job{i}"));
@@ -163,6 +181,18 @@ pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
             .as_f64()
             .filter(|r| *r > 0.0)
             .map(|r| r / 1000.0);
+        let (spec, sync_engine) = fio_spec(&v["global options"], &j["job options"]);
+        // fio stamps its output when the jobs end.
+        let started_s = v["timestamp"]
+            .as_f64()
+            .map(|t| t - runtime_s.unwrap_or(0.0));
+        let spec_v = Value::Object(spec.clone());
+        // The native run's name; jobs with equal parameters keep theirs apart.
+        let mut name =
+            iotoll_model::workload::test_name("disk", &spec_v).unwrap_or(jobname.clone());
+        if out.iter().any(|o| o.name == name) {
+            name = format!("{name}/job={jobname}");
+        }
         let (ri, wi) = (
             f("read", "iops").unwrap_or(0.0),
             f("write", "iops").unwrap_or(0.0),
@@ -227,21 +257,107 @@ pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
                 }
             }
         }
-        let notes = vec![format!(
+        let mut notes = vec![format!(
             "imported from fio: its CPU figures are the fio process's own (usr {} %, sys {} % of one CPU), not whole-host, so cpu_pct and the efficiency metrics are absent",
             j["usr_cpu"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
             j["sys_cpu"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
         )];
+        if sync_engine {
+            notes.push(
+                "fio's engine is synchronous: its queue depth is 1 whatever iodepth says".into(),
+            );
+        }
         out.push(Imported {
             name,
             group: None,
-            doc: doc("disk", source, "fio-json", m, notes),
+            doc: doc(
+                "disk",
+                source,
+                "fio-json",
+                m,
+                notes,
+                Origin { spec, started_s },
+            ),
         });
     }
     if out.is_empty() {
         return Err("fio's output has no jobs".into());
     }
     Ok(out)
+}
+
+/// fio's job options (over its global options) in the disk spec's keys;
+/// the flag says the engine is synchronous (queue depth 1). Options fio
+/// leaves at their defaults are filled in with fio's defaults.
+fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, bool) {
+    let opt = |k: &str| job[k].as_str().or_else(|| global[k].as_str());
+    let num = |k: &str, default: u64| {
+        opt(k)
+            .map(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(Some(default))
+    };
+    let mut spec = serde_json::Map::new();
+    // `bs=4k` only: a range or separate read/write sizes name no single size.
+    if let Some(bs) = opt("bs")
+        .or(opt("blocksize"))
+        .map_or(Some(4096), |b| iotoll_model::parse_size(b).ok())
+    {
+        spec.insert("bs".into(), bs.into());
+    }
+    let rw = opt("rw").or(opt("readwrite")).unwrap_or("read");
+    let mix = opt("rwmixread")
+        .and_then(|v| v.parse::<u64>().ok())
+        .or_else(|| {
+            opt("rwmixwrite")
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(|w| 100u64.saturating_sub(w))
+        })
+        .unwrap_or(50);
+    let (read, random) = match rw {
+        "read" => (Some(100), 0),
+        "write" => (Some(0), 0),
+        "randread" => (Some(100), 100),
+        "randwrite" => (Some(0), 100),
+        "rw" | "readwrite" => (Some(mix), 0),
+        "randrw" => (Some(mix), 100),
+        _ => (None, 0),
+    };
+    if let Some(r) = read {
+        spec.insert("read_pct".into(), r.into());
+        spec.insert("random_pct".into(), random.into());
+    }
+    let engine = opt("ioengine").unwrap_or("psync");
+    let sync_engine = matches!(engine, "sync" | "psync" | "vsync" | "pvsync" | "pvsync2");
+    let qd = if sync_engine {
+        Some(1)
+    } else {
+        num("iodepth", 1)
+    };
+    if let Some(q) = qd {
+        spec.insert("qd".into(), q.into());
+    }
+    if let Some(n) = num("numjobs", 1) {
+        spec.insert("workers".into(), n.into());
+    }
+    if let Some(s) = opt("size").and_then(|s| iotoll_model::parse_size(s).ok()) {
+        spec.insert("size".into(), s.into());
+    }
+    let secs = |k: &str| {
+        opt(k)
+            .and_then(|v| iotoll_model::parse_duration(v).ok())
+            .map(|d| d.as_secs_f64())
+    };
+    if let Some(t) = secs("runtime") {
+        spec.insert("time_s".into(), t.into());
+    }
+    if let Some(t) = secs("ramp_time") {
+        spec.insert("ramp_s".into(), t.into());
+    }
+    spec.insert("engine".into(), format!("fio {engine}").into());
+    if let Some(d) = opt("direct") {
+        spec.insert("direct".into(), (d == "1").into());
+    }
+    (spec, sync_engine)
 }
 
 /// iperf3 `-J` (client side): one stream test.
@@ -286,15 +402,46 @@ pub fn iperf3_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
         cpu["host_total"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
         cpu["remote_total"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
     )];
-    let name = format!(
-        "stream/dir={},conns={}",
-        if reverse { "rx" } else { "tx" },
-        ts["num_streams"].as_u64().unwrap_or(1)
+    let dir = if ts["bidir"].as_i64().unwrap_or(0) != 0 {
+        "bidir"
+    } else if reverse {
+        "rx"
+    } else {
+        "tx"
+    };
+    let mut spec = serde_json::Map::new();
+    spec.insert("dir".into(), dir.into());
+    spec.insert(
+        "conns".into(),
+        ts["num_streams"].as_u64().unwrap_or(1).into(),
     );
+    if let Some(b) = ts["blksize"].as_u64() {
+        spec.insert("msg".into(), b.into());
+    }
+    if let Some(d) = ts["duration"].as_f64() {
+        spec.insert("time_s".into(), d.into());
+    }
+    // iperf3's --omit is the ramp-up left out of the figures.
+    if let Some(o) = ts["omit"].as_f64() {
+        spec.insert("ramp_s".into(), o.into());
+    }
+    let spec_v = Value::Object(spec.clone());
+    let name =
+        iotoll_model::workload::test_name("net-stream", &spec_v).unwrap_or_else(|| "stream".into());
     Ok(vec![Imported {
         name,
-        group: Some(if reverse { "rx" } else { "tx" }.into()),
-        doc: doc("net-stream", source, "iperf3-json", m, notes),
+        group: Some(dir.into()),
+        doc: doc(
+            "net-stream",
+            source,
+            "iperf3-json",
+            m,
+            notes,
+            Origin {
+                spec,
+                started_s: v["start"]["timestamp"]["timesecs"].as_f64(),
+            },
+        ),
     }])
 }
 
@@ -310,7 +457,11 @@ mod tests {
         let r = fio_json(FIO, "fio-randrw.json").unwrap();
         assert_eq!(r.len(), 1);
         let m = &r[0].doc.metrics;
-        assert_eq!(r[0].name, "randread");
+        // The name the native run gets: randrw 70 % read, 4k, psync (QD 1).
+        assert_eq!(r[0].name, "disk/bs=4k,read=70,random=100,qd=1,workers=1");
+        // fio's own time (its stamp minus the 1 s runtime), not the import's.
+        assert_eq!(r[0].doc.started_at, "2026-11-22T01:33:15Z");
+        assert_eq!(r[0].doc.spec["size"], 16 << 20);
         assert!((m["read_iops"] - 12037.962038).abs() < 1e-6);
         assert!((m["iops"] - (12037.962038 + 5142.857143)).abs() < 1e-6);
         assert!((m["read_mb_s"] - 49.307492).abs() < 1e-9);
@@ -330,7 +481,8 @@ mod tests {
     fn iperf3_fixture_from_the_real_tool() {
         let r = iperf3_json(IPERF3, "iperf3-tx.json").unwrap();
         let m = &r[0].doc.metrics;
-        assert_eq!(r[0].name, "stream/dir=tx,conns=2");
+        assert_eq!(r[0].name, "stream/dir=tx,conns=2,msg=128k");
+        assert_eq!(r[0].doc.started_at, "2026-11-22T01:33:16Z");
         assert!((m["mbit_s"] - 23336.36218459598).abs() < 1e-6);
         assert_eq!(m["tx_mbit_s"], m["mbit_s"]);
         assert_eq!((m["conns"], m["retransmits"]), (2.0, 9.0));

@@ -521,6 +521,14 @@ impl Store {
             "complete",
             &[format!("imported from {source} ({format})")],
         )?;
+        // The run is dated by the tool that measured it, not by the import
+        // (RFC 3339 UTC strings sort by time).
+        if let Some(first) = tests.iter().map(|t| t.doc.started_at.as_str()).min() {
+            self.conn.execute(
+                "UPDATE runs SET started_at = ?1 WHERE id = ?2",
+                params![first, run],
+            )?;
+        }
         Ok(run)
     }
 

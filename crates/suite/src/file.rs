@@ -78,13 +78,7 @@ pub struct Suite {
 impl Suite {
     /// Ramp + time of every repetition (reruns and preparation excluded).
     pub fn estimated(&self) -> Duration {
-        self.jobs
-            .iter()
-            .map(|j| {
-                let (r, t) = j.ramp_time();
-                (r + t) * j.reps
-            })
-            .sum()
+        crate::durations::planned(self, None)
     }
 }
 

@@ -4,6 +4,7 @@
 //! repetition (or mean) that represents a test, `runner` runs it all.
 
 pub mod builtin;
+pub mod durations;
 pub mod file;
 pub mod runner;
 pub mod select;

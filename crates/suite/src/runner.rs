@@ -298,7 +298,7 @@ pub fn run(
 
     let total = suite.jobs.len();
     let t0 = Instant::now();
-    let planned: Duration = suite.estimated();
+    let mut eta = crate::durations::Eta::new(suite, opts.reps);
     let mut tests = Vec::with_capacity(total);
     let mut status = Status::Complete;
     'jobs: for (i, job) in suite.jobs.iter().enumerate() {
@@ -323,8 +323,8 @@ pub fn run(
         let mut limit = reps;
         while rep < limit {
             rep += 1;
-            let eta = planned.saturating_sub(t0.elapsed());
-            progress.test_start(i + 1, total, &job.name, rep, limit, eta);
+            let left = eta.at(i, rep, limit, t0.elapsed());
+            progress.test_start(i + 1, total, &job.name, rep, limit, left);
             let r = run_one(
                 job,
                 opts,
@@ -335,6 +335,7 @@ pub fn run(
                     progress: &mut *progress,
                 },
             );
+            eta.rep_done(i);
             match r {
                 Ok(doc) => {
                     sink.rep(id, rep, &doc)?;

@@ -1,0 +1,231 @@
+//! What a test measures, read from a result's `spec`: the workload
+//! parameters that must be equal for two results to be compared, the test
+//! name a single run gets from them (the suite scheme,
+//! `stream/dir=tx,conns=4,msg=64k`), and the differences between two specs
+//! ("conns 4 vs 1"). Single runs, imports and `compare` all go through here,
+//! so an fio or iperf3 import gets the name the equivalent native run gets.
+//!
+//! What is meant to differ between configurations — the engine, O_DIRECT,
+//! the target, MTU, the adapter — is not a workload parameter: it is the
+//! configuration, named by the run's `--config` label and its disclosure.
+
+use crate::units::format_size;
+use serde_json::Value;
+
+#[derive(Clone, Copy)]
+enum Fmt {
+    Size,
+    Int,
+    Text,
+    Secs,
+    OnOff,
+}
+
+/// One workload parameter: its key in `spec`, the short name shown, how its
+/// value is written, and whether it is part of a single run's test name.
+struct Param {
+    key: &'static str,
+    label: &'static str,
+    fmt: Fmt,
+    in_name: bool,
+}
+
+const fn p(key: &'static str, label: &'static str, fmt: Fmt, in_name: bool) -> Param {
+    Param {
+        key,
+        label,
+        fmt,
+        in_name,
+    }
+}
+
+const DISK: &[Param] = &[
+    p("bs", "bs", Fmt::Size, true),
+    p("read_pct", "read", Fmt::Int, true),
+    p("random_pct", "random", Fmt::Int, true),
+    p("qd", "qd", Fmt::Int, true),
+    p("workers", "workers", Fmt::Int, true),
+    p("size", "size", Fmt::Size, false),
+    p("align", "align", Fmt::Size, false),
+    p("burst_delay_s", "burst-delay", Fmt::Secs, false),
+    p("burst_len", "burst-len", Fmt::Int, false),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
+const STREAM: &[Param] = &[
+    p("dir", "dir", Fmt::Text, true),
+    p("conns", "conns", Fmt::Int, true),
+    p("msg", "msg", Fmt::Size, true),
+    p("sockbuf", "sockbuf", Fmt::Size, false),
+    p("nodelay", "nodelay", Fmt::OnOff, false),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
+const RR: &[Param] = &[
+    p("req", "req", Fmt::Size, true),
+    p("resp", "resp", Fmt::Size, true),
+    p("conns", "conns", Fmt::Int, true),
+    p("burst", "burst", Fmt::Int, true),
+    p("sockbuf", "sockbuf", Fmt::Size, false),
+    p("nodelay", "nodelay", Fmt::OnOff, false),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
+/// The parameters of a kind and the prefix of its single-run test names.
+fn table(kind: &str) -> Option<(&'static str, &'static [Param])> {
+    match kind {
+        "disk" => Some(("disk", DISK)),
+        "net-stream" => Some(("stream", STREAM)),
+        "net-rr" => Some(("rr", RR)),
+        _ => None,
+    }
+}
+
+fn show(fmt: Fmt, v: &Value) -> Option<String> {
+    Some(match (fmt, v) {
+        // An unset socket buffer is the kernel's autotuning.
+        (_, Value::Null) => "default".to_string(),
+        (Fmt::Size, v) => format_size(v.as_f64().filter(|x| *x >= 0.0)?.round() as u64),
+        (Fmt::Int, v) => format!("{}", v.as_f64()?),
+        (Fmt::Secs, v) => format!("{}s", v.as_f64()?),
+        (Fmt::OnOff, Value::Bool(b)) => if *b { "on" } else { "off" }.to_string(),
+        (_, Value::String(s)) => s.clone(),
+        _ => return None,
+    })
+}
+
+/// The workload parameters present in `spec`, as (short name, value shown).
+/// Keys the spec lacks (an import that does not know them) are left out.
+pub fn params(kind: &str, spec: &Value) -> Vec<(&'static str, String)> {
+    let Some((_, ps)) = table(kind) else {
+        return Vec::new();
+    };
+    ps.iter()
+        .filter_map(|p| {
+            spec.get(p.key)
+                .and_then(|v| show(p.fmt, v))
+                .map(|s| (p.label, s))
+        })
+        .collect()
+}
+
+/// The test name a single run (or an import of the equivalent run) gets:
+/// `disk/bs=4k,read=70,random=100,qd=28,workers=1`,
+/// `stream/dir=tx,conns=4,msg=64k`, `rr/req=1,resp=1,conns=1,burst=1`.
+/// None for a kind without workload parameters.
+pub fn test_name(kind: &str, spec: &Value) -> Option<String> {
+    let (prefix, ps) = table(kind)?;
+    let parts: Vec<String> = ps
+        .iter()
+        .filter(|p| p.in_name)
+        .filter_map(|p| {
+            spec.get(p.key)
+                .and_then(|v| show(p.fmt, v))
+                .map(|s| format!("{}={s}", p.label))
+        })
+        .collect();
+    Some(if parts.is_empty() {
+        prefix.to_string()
+    } else {
+        format!("{prefix}/{}", parts.join(","))
+    })
+}
+
+/// How the workloads of the same test differ across configurations, one
+/// entry per differing parameter, values in configuration order:
+/// `"conns 4 vs 1"`, `"kind disk vs net-rr"`. A parameter only some specs
+/// state is not a difference (an import may not know the socket buffer);
+/// `None` entries (a configuration without the test) are skipped.
+pub fn differences(tests: &[Option<(&str, &Value)>]) -> Vec<String> {
+    let present: Vec<(&str, &Value)> = tests.iter().flatten().copied().collect();
+    let Some((kind0, _)) = present.first() else {
+        return Vec::new();
+    };
+    if present.iter().any(|(k, _)| k != kind0) {
+        let kinds: Vec<&str> = present.iter().map(|(k, _)| *k).collect();
+        return vec![format!("kind {}", kinds.join(" vs "))];
+    }
+    let shown: Vec<Vec<(&str, String)>> = present.iter().map(|(k, s)| params(k, s)).collect();
+    let Some((_, ps)) = table(kind0) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in ps {
+        let vals: Vec<&String> = shown
+            .iter()
+            .filter_map(|v| v.iter().find(|(l, _)| *l == p.label).map(|(_, s)| s))
+            .collect();
+        if vals.len() == shown.len() && vals.iter().any(|v| *v != vals[0]) {
+            let joined: Vec<&str> = vals.iter().map(|s| s.as_str()).collect();
+            out.push(format!("{} {}", p.label, joined.join(" vs ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn single_run_names_follow_the_suite_scheme() {
+        let s = json!({"dir": "tx", "conns": 4, "msg": 65536, "sockbuf": null, "nodelay": false,
+                       "time_s": 5.0, "ramp_s": 1.0, "peer": "h:1"});
+        assert_eq!(
+            test_name("net-stream", &s).unwrap(),
+            "stream/dir=tx,conns=4,msg=64k"
+        );
+        let d = json!({"bs": 8192, "read_pct": 70, "random_pct": 100, "qd": 28, "workers": 1,
+                       "engine": "io_uring", "target": "/tmp/x"});
+        assert_eq!(
+            test_name("disk", &d).unwrap(),
+            "disk/bs=8k,read=70,random=100,qd=28,workers=1"
+        );
+        let r = json!({"req": 1, "resp": 1400, "conns": 1, "burst": 1});
+        assert_eq!(
+            test_name("net-rr", &r).unwrap(),
+            "rr/req=1,resp=1400,conns=1,burst=1"
+        );
+        assert_eq!(test_name("tape", &r), None);
+        // Floats from JSON written by another tool read the same.
+        let f = json!({"dir": "tx", "conns": 4.0, "msg": 65536.0});
+        assert_eq!(
+            test_name("net-stream", &f).unwrap(),
+            "stream/dir=tx,conns=4,msg=64k"
+        );
+    }
+
+    #[test]
+    fn differences_name_each_parameter() {
+        let a = json!({"dir": "tx", "conns": 4, "msg": 65536, "time_s": 5.0});
+        let b = json!({"dir": "rx", "conns": 1, "msg": 1024, "time_s": 5.0});
+        assert_eq!(
+            differences(&[Some(("net-stream", &a)), Some(("net-stream", &b))]),
+            vec!["dir tx vs rx", "conns 4 vs 1", "msg 64k vs 1k"]
+        );
+        assert!(differences(&[Some(("net-stream", &a)), Some(("net-stream", &a))]).is_empty());
+        // Engine and target are the configuration, not the workload.
+        let d1 = json!({"bs": 4096, "qd": 32, "engine": "io_uring", "target": "/a"});
+        let d2 = json!({"bs": 4096, "qd": 32, "engine": "psync", "target": "/b"});
+        assert!(differences(&[Some(("disk", &d1)), Some(("disk", &d2))]).is_empty());
+        // A parameter one side does not state is not a difference.
+        let imported = json!({"dir": "tx", "conns": 4, "msg": 65536});
+        assert!(
+            differences(&[Some(("net-stream", &a)), Some(("net-stream", &imported))]).is_empty()
+        );
+        // Three configurations, one missing the test.
+        let c = json!({"dir": "tx", "conns": 8, "msg": 65536, "time_s": 60.0});
+        assert_eq!(
+            differences(&[Some(("net-stream", &a)), None, Some(("net-stream", &c))]),
+            vec!["conns 4 vs 8", "time 5s vs 60s"]
+        );
+        assert_eq!(
+            differences(&[Some(("disk", &d1)), Some(("net-rr", &a))]),
+            vec!["kind disk vs net-rr"]
+        );
+    }
+}
