@@ -71,13 +71,12 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             .map(|c| format!(" at {} % CPU", num(Some(c))))
             .unwrap_or_default();
         let mut s = if tests.len() == 1 {
-            format!(
-                "{} ({}): {} {}{cpu}",
-                bt.name,
-                kind_name(kind),
-                num(Some(bv)),
-                label(head)
-            )
+            let what = if bt.name == kind_name(kind) || bt.name == kind {
+                bt.name.clone()
+            } else {
+                format!("{} ({})", bt.name, kind_name(kind))
+            };
+            format!("{what}: {} {}{cpu}", num(Some(bv)), label(head))
         } else {
             format!(
                 "{} tests ({}): the highest {} was {} on {}{cpu}",

@@ -96,7 +96,9 @@ td:first-child,th:first-child{text-align:left}tr.diff td,td.diff{background:#fff
 figure{margin:1.5em 0}figcaption{font-size:13px;color:#555}ul.findings li{margin:.3em 0}
 .sw{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .note{font-size:12px;color:#555}.smoke{background:#fde2e1;border:1px solid #a61b1b;padding:.5em 1em}
-details{margin:.3em 0}summary{cursor:pointer}table.disclosure td{text-align:left;max-width:520px;overflow-wrap:anywhere}";
+details{margin:.3em 0}summary{cursor:pointer}td{white-space:nowrap}td:first-child{white-space:normal}
+table.parameters td:last-child,table.compare td:last-child{white-space:normal}
+table.disclosure td{text-align:left;white-space:normal;max-width:520px;overflow-wrap:anywhere}";
 
 /// The per-second throughput of a test kind: the series field and its label.
 fn second_metric(kind: &str) -> (fn(&iotoll_model::SeriesPoint) -> Option<f64>, &'static str) {
@@ -228,7 +230,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         let _ = writeln!(o.html, "<h3>{}</h3>", esc(g));
         o.figure(
             charts::bars(
-                &format!("{g}: {metric} per configuration"),
+                &if single {
+                    format!("{g}: {metric} per test")
+                } else {
+                    format!("{g}: {metric} per configuration")
+                },
                 &metric,
                 &rows,
                 &c.configs,

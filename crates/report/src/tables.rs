@@ -270,6 +270,17 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 }
             }
         }
+        // No "other" column when nothing is in it.
+        if rows
+            .iter()
+            .all(|r| r.cells.last().is_some_and(|c| c.is_empty()))
+        {
+            head.pop();
+            for r in &mut rows {
+                r.cells.pop();
+                r.cell_diff.pop();
+            }
+        }
         out.push(Table {
             title: format!("{}: parameters", kind_title(&kind)),
             head,
@@ -629,6 +640,8 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                     for m in &metrics {
                         let v = e.means.get(*m).copied();
                         let b = of[0].means.get(*m).copied();
+                        let hide = remote_cpu_metric(m)
+                            && (sh || same_host_label(configs, &of[0].label));
                         cells.push(if sh && remote_cpu_metric(m) {
                             "(same host)".into()
                         } else {
@@ -636,7 +649,9 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                         });
                         if many {
                             cells.push(match (v, b) {
-                                (Some(v), Some(b)) if b > 0.0 && ci > 0 => format!("{:.2} ×", v / b),
+                                (Some(v), Some(b)) if b > 0.0 && ci > 0 && !hide => {
+                                    format!("{:.2} ×", v / b)
+                                }
                                 _ => "–".into(),
                             });
                         }
