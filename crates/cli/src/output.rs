@@ -145,6 +145,25 @@ fn cpu_line(o: &mut String, label: &str, c: &iotoll_model::CpuReport, with_self:
     );
 }
 
+/// `sh pid 4242 48.1 %`, with `[k]` for a kernel thread and what an iotoll
+/// process is to this run: `this iotoll`, `its endpoint`, `another iotoll`.
+pub fn consumer(t: &iotoll_model::TopConsumer) -> String {
+    use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF};
+    let role = match t.role.as_deref() {
+        Some(ROLE_SELF) => " (this iotoll)",
+        Some(ROLE_ENDPOINT) => " (its endpoint)",
+        Some(ROLE_IOTOLL) => " (another iotoll)",
+        _ => "",
+    };
+    format!(
+        "{} pid {}{}{role} {} %",
+        t.comm,
+        t.pid,
+        if t.kernel_thread { " [k]" } else { "" },
+        num(t.cpu_pct)
+    )
+}
+
 fn disclosure_lines(o: &mut String, d: &serde_json::Value) {
     for side in ["local", "remote"] {
         let i = &d[side]["interface"];
@@ -305,19 +324,18 @@ pub fn human(doc: &ResultDoc) -> String {
                 );
             }
             if !c.top.is_empty() {
-                let tops: Vec<String> = c
-                    .top
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "{}{} {} %",
-                            t.comm,
-                            if t.kernel_thread { " [k]" } else { "" },
-                            num(t.cpu_pct)
-                        )
-                    })
-                    .collect();
+                let tops: Vec<String> = c.top.iter().map(consumer).collect();
                 let _ = writeln!(o, "  {:<12} {}", "top cpu", tops.join(", "));
+            }
+            if let Some(i) = &c.interference {
+                let _ = writeln!(
+                    o,
+                    "  {:<12} {} % of the host by other processes (threshold {} %){}",
+                    "others",
+                    num(i.others_pct),
+                    num(i.threshold_pct),
+                    if i.interfered { "  INTERFERED" } else { "" }
+                );
             }
         }
         None => {
