@@ -382,7 +382,34 @@ pub fn human(doc: &ResultDoc) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{consumer, num};
+
+    #[test]
+    fn top_consumers_show_pids_and_iotoll_roles() {
+        let t = |pid: i32, comm: &str, k: bool, role: Option<&str>| iotoll_model::TopConsumer {
+            pid,
+            comm: comm.into(),
+            kernel_thread: k,
+            cpu_pct: 12.5,
+            role: role.map(str::to_string),
+        };
+        assert_eq!(
+            consumer(&t(7, "iotoll", false, Some("self"))),
+            "iotoll pid 7 (this iotoll) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(8, "iotoll", false, Some("endpoint"))),
+            "iotoll pid 8 (its endpoint) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(9, "iotoll", false, Some("iotoll"))),
+            "iotoll pid 9 (another iotoll) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(14, "ksoftirqd/0", true, None)),
+            "ksoftirqd/0 pid 14 [k] 12.5 %"
+        );
+    }
 
     #[test]
     fn number_formatting() {
