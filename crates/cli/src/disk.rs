@@ -111,6 +111,10 @@ pub struct RunArgs {
     /// Allow writing to an existing file or block device (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
+    /// Other processes using more than this % of the host's CPU in the
+    /// window make the result "interfered" (a warning; see docs/json.md).
+    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg, default_value = "5")]
+    interference_pct: f64,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -180,6 +184,7 @@ fn run(a: RunArgs) -> Result<()> {
         quiet: a.quiet,
         db: a.db.clone(),
         no_db: a.no_db,
+        interference_pct: a.interference_pct,
     };
     crate::measure(&o, DiskError::is_usage, |ctl| iotoll_disk::run(&spec, ctl))
 }

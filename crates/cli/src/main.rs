@@ -86,6 +86,17 @@ pub struct MeasureOpts {
     pub db: Option<std::path::PathBuf>,
     /// Do not store the result.
     pub no_db: bool,
+    /// `--interference-pct`.
+    pub interference_pct: f64,
+}
+
+/// A percentage of the host's CPU, 0 to 100.
+pub fn pct_arg(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=100.0).contains(v))
+        .ok_or_else(|| format!("'{s}' is not a percentage from 0 to 100"))
 }
 
 /// Runs one measuring command: opens the results database first (an
@@ -115,13 +126,14 @@ where
         progress: &mut progress,
     });
     progress.clear();
-    let doc = res.map_err(|e| -> anyhow::Error {
+    let mut doc = res.map_err(|e| -> anyhow::Error {
         if is_usage(&e) {
             UsageError(e.to_string()).into()
         } else {
             e.into()
         }
     })?;
+    doc.apply_interference_threshold(o.interference_pct);
     if o.json {
         output::print_json(&doc)?;
     } else {

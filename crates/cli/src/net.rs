@@ -117,6 +117,10 @@ pub struct CommonArgs {
     /// No progress line on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Other processes using more than this % of the host's CPU in the
+    /// window make the result "interfered" (a warning; see docs/json.md).
+    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg, default_value = "5")]
+    interference_pct: f64,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -232,6 +236,7 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
         quiet: c.quiet,
         db: c.db.clone(),
         no_db: c.no_db,
+        interference_pct: c.interference_pct,
     };
     crate::measure(&o, NetError::is_usage, |ctl| iotoll_net::run(&spec, ctl))
 }

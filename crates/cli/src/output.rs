@@ -124,6 +124,25 @@ fn cpu_line(o: &mut String, label: &str, c: &iotoll_model::CpuReport, with_self:
     );
 }
 
+/// `sh pid 4242 48.1 %`, with `[k]` for a kernel thread and what an iotoll
+/// process is to this run: `this iotoll`, `its endpoint`, `another iotoll`.
+pub fn consumer(t: &iotoll_model::TopConsumer) -> String {
+    use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF};
+    let role = match t.role.as_deref() {
+        Some(ROLE_SELF) => " (this iotoll)",
+        Some(ROLE_ENDPOINT) => " (its endpoint)",
+        Some(ROLE_IOTOLL) => " (another iotoll)",
+        _ => "",
+    };
+    format!(
+        "{} pid {}{}{role} {} %",
+        t.comm,
+        t.pid,
+        if t.kernel_thread { " [k]" } else { "" },
+        num(t.cpu_pct)
+    )
+}
+
 fn disclosure_lines(o: &mut String, d: &serde_json::Value) {
     for side in ["local", "remote"] {
         let i = &d[side]["interface"];
@@ -284,19 +303,18 @@ pub fn human(doc: &ResultDoc) -> String {
                 );
             }
             if !c.top.is_empty() {
-                let tops: Vec<String> = c
-                    .top
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "{}{} {} %",
-                            t.comm,
-                            if t.kernel_thread { " [k]" } else { "" },
-                            num(t.cpu_pct)
-                        )
-                    })
-                    .collect();
+                let tops: Vec<String> = c.top.iter().map(consumer).collect();
                 let _ = writeln!(o, "  {:<12} {}", "top cpu", tops.join(", "));
+            }
+            if let Some(i) = &c.interference {
+                let _ = writeln!(
+                    o,
+                    "  {:<12} {} % of the host by other processes (threshold {} %){}",
+                    "others",
+                    num(i.others_pct),
+                    num(i.threshold_pct),
+                    if i.interfered { "  INTERFERED" } else { "" }
+                );
             }
         }
         None => {
@@ -343,7 +361,34 @@ pub fn human(doc: &ResultDoc) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{consumer, num};
+
+    #[test]
+    fn top_consumers_show_pids_and_iotoll_roles() {
+        let t = |pid: i32, comm: &str, k: bool, role: Option<&str>| iotoll_model::TopConsumer {
+            pid,
+            comm: comm.into(),
+            kernel_thread: k,
+            cpu_pct: 12.5,
+            role: role.map(str::to_string),
+        };
+        assert_eq!(
+            consumer(&t(7, "iotoll", false, Some("self"))),
+            "iotoll pid 7 (this iotoll) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(8, "iotoll", false, Some("endpoint"))),
+            "iotoll pid 8 (its endpoint) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(9, "iotoll", false, Some("iotoll"))),
+            "iotoll pid 9 (another iotoll) 12.5 %"
+        );
+        assert_eq!(
+            consumer(&t(14, "ksoftirqd/0", true, None)),
+            "ksoftirqd/0 pid 14 [k] 12.5 %"
+        );
+    }
 
     #[test]
     fn number_formatting() {

@@ -136,6 +136,32 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             );
             for t in &d.tests {
                 println!("  {}", test_line(t));
+                // Repetitions other processes interfered with, and by whom.
+                for r in &t.reps {
+                    for (side, c) in [
+                        ("", &r.doc.cpu.local),
+                        ("endpoint host: ", &r.doc.cpu.remote),
+                    ] {
+                        if side.is_empty() || r.doc.cpu.same_host != Some(true) {
+                            if let Some(i) = c
+                                .as_ref()
+                                .and_then(|c| c.interference.as_ref())
+                                .filter(|i| i.interfered)
+                            {
+                                let who: Vec<String> =
+                                    i.processes.iter().map(crate::output::consumer).collect();
+                                println!(
+                                    "    rep {}{}: INTERFERED {side}others {} % of the host (threshold {} %): {}",
+                                    r.rep,
+                                    if t.selected_rep == Some(r.rep) { " (selected)" } else { "" },
+                                    num(i.others_pct),
+                                    num(i.threshold_pct),
+                                    who.join(", ")
+                                );
+                            }
+                        }
+                    }
+                }
             }
             for n in &d.run.notes {
                 println!("  note: {n}");

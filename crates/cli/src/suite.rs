@@ -3,11 +3,11 @@
 use crate::output::num;
 use crate::{progress::TermProgress, signals, Interrupted, UsageError};
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
-use iotoll_suite::{builtin, parse, Options, Sink, Suite, TestOutcome};
+use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,6 +50,12 @@ fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
         .map_err(|e| UsageError(e).into())
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnInterferenceArg {
+    Warn,
+    Rerun,
+}
+
 #[derive(Args)]
 #[command(
     after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback.
@@ -84,6 +90,16 @@ pub struct RunArgs {
     /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Other processes using more than this % of the host's CPU in a
+    /// repetition's window make it interfered [default: the suite's
+    /// interference_pct, else 5].
+    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg)]
+    interference_pct: Option<f64>,
+    /// What to do with an interfered repetition: warn (keep it; a clean one
+    /// is selected if any), or rerun (also run one more repetition, at most
+    /// 2 per test).
+    #[arg(long, value_name = "ACTION", value_enum, default_value = "warn")]
+    on_interference: OnInterferenceArg,
     /// Run even if the estimated duration exceeds 24 hours.
     #[arg(long)]
     yes: bool,
@@ -339,6 +355,11 @@ fn run(a: RunArgs) -> Result<()> {
         auth_key: key,
         reps: a.reps,
         config: a.config.clone(),
+        interference_pct: a.interference_pct,
+        on_interference: match a.on_interference {
+            OnInterferenceArg::Warn => OnInterference::Warn,
+            OnInterferenceArg::Rerun => OnInterference::Rerun,
+        },
     };
     let res = {
         let mut sink = StoreSink {
@@ -436,10 +457,14 @@ pub fn results_table(
             .map(|m| headline(&t.kind, m))
             .unwrap_or((None, "", None, ""));
         let g = |k: &str| m.and_then(|m| m.get(k).copied());
-        let flag = match t.repeatable {
-            Some(false) => "  NOT REPEATABLE",
-            _ => "",
+        let mut flag = match t.repeatable {
+            Some(false) => "  NOT REPEATABLE".to_string(),
+            _ => String::new(),
         };
+        if !t.interfered.is_empty() {
+            let reps: Vec<String> = t.interfered.iter().map(u32::to_string).collect();
+            flag.push_str(&format!("  INTERFERED (rep {})", reps.join(", ")));
+        }
         let _ = writeln!(
             o,
             "{:<40} {:<10} {:>5} {:>14} {:<8} {:>9} {:>7} {:>12} {:<12} {:>8}{flag}",

@@ -268,3 +268,27 @@ fn a_single_run_is_stored_with_its_label() {
         .success();
     assert!(!d.path().join("elsewhere").exists());
 }
+
+/// `--interference-pct` sets the threshold the window's other processes
+/// are judged against; the document always carries the measurement.
+#[test]
+fn interference_threshold_flag() {
+    let doc = disk_json(&["--size", "4m", "--no-db", "--interference-pct", "100"]);
+    let i = &doc["cpu"]["local"]["interference"];
+    assert_eq!(i["threshold_pct"], 100.0);
+    assert_eq!(i["interfered"], false, "nothing exceeds 100 % of the host");
+    assert!(!doc["notes"].to_string().contains("interference:"));
+    assert!(doc["metrics"]["cpu_others_pct"].as_f64().is_some());
+    let me = doc["cpu"]["local"]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["role"] == "self")
+        .count();
+    assert!(me <= 1);
+    iotoll()
+        .args(["disk", "run", "--interference-pct", "101"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--interference-pct"));
+}

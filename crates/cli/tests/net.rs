@@ -21,6 +21,21 @@ fn agree(d: &serde_json::Value) {
     );
 }
 
+/// The endpoint, a process of this host, is never "another iotoll" nor
+/// interference: in `cpu.local.top` it has role `endpoint`.
+fn endpoint_is_marked(d: &serde_json::Value, endpoint: u32) {
+    assert_eq!(d["disclosure"]["remote"]["identity"]["pid"], endpoint);
+    let local = &d["cpu"]["local"];
+    for t in local["top"].as_array().unwrap() {
+        if t["pid"] == endpoint {
+            assert_eq!(t["role"], "endpoint", "{t}");
+        }
+    }
+    let others = local["interference"]["processes"].as_array().unwrap();
+    assert!(others.iter().all(|p| p["pid"] != endpoint), "{others:?}");
+    assert!(d["metrics"].get("cpu_others_pct").is_some());
+}
+
 fn stream(addr: &str, extra: &[&str]) -> serde_json::Value {
     let mut a = vec!["stream", addr];
     a.extend(SHORT);
@@ -45,12 +60,16 @@ fn stream_tx_one_connection() {
     );
     assert_eq!(metric(&d, "conns"), 1.0);
     assert!((metric(&d, "fairness") - 1.0).abs() < 1e-9);
-    // Both ends' CPU on the same window, and the P/E index of each.
+    // Both ends' CPU on the same window; the endpoint is this host (same
+    // kernel boot id), so its CPU is not counted a second time as remote_*.
     assert!(metric(&d, "cpu_pct") > 0.0);
-    assert!(metric(&d, "remote_cpu_pct") > 0.0);
     let pe = metric(&d, "mbit_s_per_cpu_pct");
     assert!((pe - mbit / metric(&d, "cpu_pct")).abs() < 1e-6 * pe);
-    assert!(metric(&d, "remote_mbit_s_per_cpu_pct") > 0.0);
+    assert_eq!(d["cpu"]["same_host"], true);
+    for k in ["remote_cpu_pct", "remote_cpus", "remote_mbit_s_per_cpu_pct"] {
+        assert!(d["metrics"].get(k).is_none(), "{k} for a same-host peer");
+    }
+    endpoint_is_marked(&d, s.child.id());
     assert!(metric(&d, "cpu_us_per_kb") > 0.0);
     assert!(d["metrics"].get("srtt_us").is_some());
     assert!(d["metrics"].get("retransmits").is_some());
@@ -557,4 +576,133 @@ fn client_notices_an_endpoint_that_stops_mid_test() {
     assert!(err.contains("closed the control connection"), "{err}");
     assert!(s.wait_log("abandoned", Duration::from_secs(2)));
     assert!(!s.alive() || s.child.wait().is_ok());
+}
+
+/// Runs `ip ARGS`, panicking with its stderr on failure.
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two network namespaces of this host joined by a veth pair; both are
+/// deleted (with the pair) however the test ends.
+struct Netns {
+    client: String,
+    server: String,
+}
+
+impl Netns {
+    fn new() -> Netns {
+        let tag = std::process::id();
+        let n = Netns {
+            client: format!("suite-{tag}-c"),
+            server: format!("suite-{tag}-s"),
+        };
+        ip(&["netns", "add", &n.client]);
+        ip(&["netns", "add", &n.server]);
+        ip(&[
+            "-n", &n.client, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns",
+            &n.server,
+        ]);
+        for (ns, dev, addr) in [
+            (&n.client, "vc", "10.201.0.1/24"),
+            (&n.server, "vs", "10.201.0.2/24"),
+        ] {
+            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        n
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in [&self.client, &self.server] {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", ns])
+                .status();
+        }
+    }
+}
+
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An endpoint in another network namespace of this host, reached over a
+/// veth pair at another address: not loopback, not our address, yet the
+/// same kernel. The boot ids say so: `cpu.same_host`, a note, no remote_*
+/// CPU metrics, and the endpoint's PID marked in the local top list.
+#[test]
+fn a_peer_in_another_namespace_is_the_same_host() {
+    if !is_root() {
+        eprintln!("skipped: creating network namespaces needs root");
+        return;
+    }
+    let ns = Netns::new();
+    let server = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.server])
+        .arg(bin_path())
+        .args(["net", "serve", "--listen", "10.201.0.2:7575"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the endpoint");
+    let mut server = Kill(server);
+    // `ip netns exec` execs the command: the child is the endpoint itself.
+    let endpoint = server.0.id();
+    let mut line = String::new();
+    let mut err = std::io::BufReader::new(server.0.stderr.take().unwrap());
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.client])
+        .arg(bin_path())
+        .args([
+            "net",
+            "stream",
+            "10.201.0.2",
+            "--json",
+            "--quiet",
+            "--no-db",
+        ])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate(&d);
+    assert!(metric(&d, "mbit_s") > 0.0);
+    assert_eq!(d["disclosure"]["local"]["interface"]["name"], "vc");
+    assert_eq!(d["cpu"]["same_host"], true);
+    let notes = d["notes"].to_string();
+    assert!(
+        notes.contains("same kernel boot id") && notes.contains("namespace"),
+        "{notes}"
+    );
+    for k in ["remote_cpu_pct", "remote_mbit_s_per_cpu_pct"] {
+        assert!(d["metrics"].get(k).is_none(), "{k}");
+    }
+    assert!(
+        d["cpu"]["remote"]["cpus"].as_u64().is_some(),
+        "kept for transparency"
+    );
+    endpoint_is_marked(&d, endpoint);
 }

@@ -398,6 +398,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         cpu: CpuSection {
             local: cpu,
             remote: None,
+            same_host: None,
         },
         latency: latency_report(&merged.hist),
         series: series.into_points(),

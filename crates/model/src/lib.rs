@@ -8,7 +8,8 @@ pub mod workload;
 
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
-    CpuCore, CpuModes, CpuReport, CpuSection, LatencyReport, ResultDoc, SeriesPoint, TopConsumer,
+    CpuCore, CpuModes, CpuReport, CpuSection, Interference, LatencyReport, ResultDoc, SeriesPoint,
+    TopConsumer,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

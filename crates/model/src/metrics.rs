@@ -70,6 +70,7 @@ metric_registry! {
     CPU_IOWAIT_PCT = "cpu_iowait_pct", "%", "iowait (counted as idle in cpu_pct), % of all CPUs";
     CPU_STEAL_PCT = "cpu_steal_pct", "%", "steal, % of all CPUs";
     CPU_SELF_PCT = "cpu_self_pct", "%", "iotoll's own process (all threads), % of all CPUs";
+    CPU_OTHERS_PCT = "cpu_others_pct", "%", "user-space processes other than iotoll and its endpoint (other tenants), % of all CPUs; included in cpu_pct";
     INTERRUPTS_S = "interrupts_s", "1/s", "interrupts per second (/proc/stat intr)";
     CTX_SWITCHES_S = "ctx_switches_s", "1/s", "context switches per second (/proc/stat ctxt)";
     CPUS = "cpus", "count", "CPUs counted in cpu_pct (input to service demand)";
@@ -351,6 +352,38 @@ mod tests {
         let mut z = m(&[(IOPS, 0.0), (CPU_PCT, 10.0), (CPUS, 2.0)]);
         derive_metrics(&mut z);
         assert!(!z.contains_key(CPU_US_PER_IO), "zero I/Os: no per-I/O cost");
+    }
+
+    #[test]
+    fn derived_list_is_what_derive_metrics_makes() {
+        let mut x = m(&[
+            (IOPS, 1.0),
+            (MB_S, 1.0),
+            (MBIT_S, 1.0),
+            (TRANS_S, 1.0),
+            (CONNS, 1.0),
+            (CPU_PCT, 1.0),
+            (REMOTE_CPU_PCT, 1.0),
+            (CPUS, 1.0),
+            (CPU_NOMINAL_MHZ, 1.0),
+        ]);
+        let before: Vec<String> = x.keys().cloned().collect();
+        derive_metrics(&mut x);
+        let mut made: Vec<&str> = x
+            .keys()
+            .filter(|k| !before.contains(k))
+            .map(String::as_str)
+            .collect();
+        let mut want = DERIVED.to_vec();
+        made.sort();
+        want.sort();
+        assert_eq!(made, want);
+        // Stale derived values are replaced, measured ones kept.
+        x.insert(IOPS_PER_CPU_PCT.into(), 99.0);
+        x.insert(IOPS.into(), 4.0);
+        rederive_metrics(&mut x);
+        assert_eq!(x[IOPS_PER_CPU_PCT], 4.0);
+        assert_eq!(x[IOPS], 4.0);
     }
 
     #[test]

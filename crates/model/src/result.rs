@@ -34,6 +34,12 @@ pub struct CpuSection {
     /// Absent when the window was too short to measure (under one clock tick).
     pub local: Option<CpuReport>,
     pub remote: Option<CpuReport>,
+    /// Whether the peer runs on this very kernel (its boot id,
+    /// `/proc/sys/kernel/random/boot_id`, equals ours): `Some(true)` for
+    /// loopback, another network namespace or a container of this host.
+    /// None when there is no peer or it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_host: Option<bool>,
 }
 
 /// Whole-host CPU over one measurement window.
@@ -56,8 +62,51 @@ pub struct CpuReport {
     /// Where `nominal_mhz` was read from.
     pub nominal_mhz_source: Option<String>,
     pub notes: Vec<String>,
+    /// CPU used in the window by processes other than iotoll and its
+    /// endpoint (docs/json.md says what counts). Absent in documents made
+    /// before iotoll measured it.
+    #[serde(default)]
+    pub interference: Option<Interference>,
 }
 
+/// Other tenants' CPU over the window: what whole-host figures include
+/// that the measured I/O did not cause.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// `interfered` is `others_pct > threshold_pct`.
+    pub threshold_pct: f64,
+    /// User-space processes other than this iotoll and its endpoint
+    /// (kernel threads excluded), % of all CPUs.
+    pub others_pct: f64,
+    pub interfered: bool,
+    /// The largest of those processes, most CPU first (at most 5).
+    pub processes: Vec<TopConsumer>,
+}
+
+/// Default `threshold_pct`: other processes above 5 % of the host's CPU
+/// interfere with a CPU-efficiency measurement.
+pub const DEFAULT_INTERFERENCE_PCT: f64 = 5.0;
+
+/// Every note iotoll writes about interference begins with this.
+pub const INTERFERENCE_NOTE: &str = "interference:";
+
+impl Interference {
+    /// Re-judges against `threshold_pct`.
+    pub fn set_threshold(&mut self, threshold_pct: f64) {
+        self.threshold_pct = threshold_pct;
+        self.interfered = self.others_pct > threshold_pct;
+    }
+
+    /// `sh (pid 4242) 48.1 %, rustc (pid 77) 3.0 %`.
+    pub fn named(&self) -> String {
+        let v: Vec<String> = self
+            .processes
+            .iter()
+            .map(|p| format!("{} (pid {}) {:.1} %", p.comm, p.pid, p.cpu_pct))
+            .collect();
+        v.join(", ")
+    }
+}
 /// Each mode as % of all CPUs over the window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuModes {
@@ -83,9 +132,20 @@ pub struct TopConsumer {
     pub pid: i32,
     pub comm: String,
     pub kernel_thread: bool,
-    /// Share of all CPUs over the window.
+    /// Share of all CPUs over the window (with the children it reaped in
+    /// the window).
     pub cpu_pct: f64,
+    /// `self` (this iotoll process), `endpoint` (the iotoll endpoint of this
+    /// test, on this host), `iotoll` (another iotoll process); absent for
+    /// anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
+
+/// Values of [`TopConsumer::role`].
+pub const ROLE_SELF: &str = "self";
+pub const ROLE_ENDPOINT: &str = "endpoint";
+pub const ROLE_IOTOLL: &str = "iotoll";
 
 impl CpuReport {
     /// Writes the canonical CPU metrics of this window into `m`, with
@@ -108,6 +168,67 @@ impl CpuReport {
         put(mn::CTX_SWITCHES_S, self.ctx_switches_s);
         put(mn::CPUS, Some(self.cpus as f64));
         put(mn::CPU_NOMINAL_MHZ, self.nominal_mhz);
+        put(
+            mn::CPU_OTHERS_PCT,
+            self.interference.as_ref().map(|i| i.others_pct),
+        );
+    }
+}
+
+impl ResultDoc {
+    /// Re-judges this document's interference against `threshold_pct`
+    /// (local CPU, and the peer's when it is another host) and rewrites
+    /// its `interference:` note. Returns whether it is interfered.
+    pub fn apply_interference_threshold(&mut self, threshold_pct: f64) -> bool {
+        self.notes.retain(|n| !n.starts_with(INTERFERENCE_NOTE));
+        let same_host = self.cpu.same_host == Some(true);
+        let mut found = Vec::new();
+        if let Some(i) = self
+            .cpu
+            .local
+            .as_mut()
+            .and_then(|c| c.interference.as_mut())
+        {
+            i.set_threshold(threshold_pct);
+            if i.interfered {
+                found.push(format!(
+                    "{INTERFERENCE_NOTE} other processes used {:.1} % of this host's CPU in the window (threshold {} %), and whole-host CPU counts it: {}",
+                    i.others_pct,
+                    threshold_pct,
+                    i.named()
+                ));
+            }
+        }
+        if let Some(i) = self
+            .cpu
+            .remote
+            .as_mut()
+            .and_then(|c| c.interference.as_mut())
+        {
+            i.set_threshold(threshold_pct);
+            if i.interfered && !same_host {
+                found.push(format!(
+                    "{INTERFERENCE_NOTE} other processes used {:.1} % of the endpoint host's CPU in the window (threshold {} %): {}",
+                    i.others_pct,
+                    threshold_pct,
+                    i.named()
+                ));
+            }
+        }
+        let interfered = !found.is_empty();
+        self.notes.extend(found);
+        interfered
+    }
+
+    /// Whether this repetition is interfered (as last judged).
+    pub fn interfered(&self) -> bool {
+        let same_host = self.cpu.same_host == Some(true);
+        let hit = |c: &Option<CpuReport>| {
+            c.as_ref()
+                .and_then(|c| c.interference.as_ref())
+                .is_some_and(|i| i.interfered)
+        };
+        hit(&self.cpu.local) || (!same_host && hit(&self.cpu.remote))
     }
 }
 

@@ -6,11 +6,13 @@
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineOut, Role};
 use crate::proto::{
-    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
+    ByteStats, Control, Dir, Identity, Msg, ProtoError, ServerReport, TestKind, TestParams,
+    PROTO_VERSION,
 };
 use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
+use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
 use iotoll_probe::{
     latency_report, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl, SeriesRecorder,
@@ -347,7 +349,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let completed = wait_until(Instant::now() + spec.time, interrupted, || {
         tick(&mut series, &ctl)
     });
-    let closed = window.finish_with(|| phase.set(Phase::Stop));
+    let mut closed = window.finish_with(|| phase.set(Phase::Stop));
     if !completed && ctl.peer_spoke() {
         engine.join();
         return Err(endpoint_ended(&mut ctl, &addr));
@@ -364,6 +366,17 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     };
     let _ = ctl.send(&Msg::Stop {});
 
+    // Same kernel at both ends (loopback, another network namespace or a
+    // container of this host): the boot ids say so, whatever the addresses.
+    let me = Identity::this_process();
+    let peer = Identity::from_disclosure(&report.disclosure);
+    let same_host = me.same_host(&peer);
+    if same_host == Some(true) {
+        if let Some(pid) = peer.pid {
+            closed.mark_endpoint(pid);
+        }
+    }
+
     let mut notes = Vec::new();
     if !completed {
         notes.push(format!(
@@ -372,7 +385,17 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
             spec.time.as_secs_f64()
         ));
     }
-    if addr.ip().is_loopback() || local_ip == addr.ip() {
+    if same_host == Some(true) {
+        notes.push(format!(
+            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
+            me.boot_id.as_deref().unwrap_or("?"),
+            if addr.ip().is_loopback() || local_ip == addr.ip() {
+                ""
+            } else {
+                ", though at another address: a network namespace or container"
+            }
+        ));
+    } else if addr.ip().is_loopback() || local_ip == addr.ip() {
         notes.push("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into());
     }
     for (end, errors, first) in [
@@ -406,12 +429,15 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         &report,
         cpu.as_ref(),
         connect_s,
+        same_host == Some(true),
     );
     let kind = match spec.kind {
         TestKind::Stream => "net-stream",
         TestKind::Rr => "net-rr",
     };
-    Ok(ResultDoc {
+    let mut local_disclosure = iotoll_probe::sysinfo::network(local_ip);
+    me.insert_into(&mut local_disclosure);
+    let mut doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: kind.into(),
         status: if completed { "complete" } else { "interrupted" }.into(),
@@ -422,15 +448,18 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         cpu: CpuSection {
             local: cpu,
             remote: report.cpu.clone(),
+            same_host,
         },
         latency: latency_report(&out.rtt),
         series: series.into_points(),
         notes,
         disclosure: Some(serde_json::json!({
-            "local": iotoll_probe::sysinfo::network(local_ip),
+            "local": local_disclosure,
             "remote": report.disclosure,
         })),
-    })
+    };
+    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+    Ok(doc)
 }
 
 /// Per-connection rate statistics over one or two windows.
@@ -480,6 +509,7 @@ fn net_metrics(
     report: &ServerReport,
     cpu: Option<&iotoll_model::CpuReport>,
     connect_s: f64,
+    same_host: bool,
 ) -> Metrics {
     let mut m = Metrics::new();
     let mut put = |k: &str, v: f64| {
@@ -563,7 +593,8 @@ fn net_metrics(
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");
     }
-    if let Some(c) = &report.cpu {
+    // A peer on this kernel is this host: its CPU is already in ours.
+    if let Some(c) = report.cpu.as_ref().filter(|_| !same_host) {
         c.write_metrics(&mut m, "remote_");
     }
     derive_metrics(&mut m);

@@ -161,6 +161,68 @@ pub enum Msg {
     },
 }
 
+/// Who an end of a test is: its kernel's boot id and its process id. The
+/// endpoint sends its own inside its report's `disclosure` object, under
+/// `identity`: every typed message refuses unknown fields, in older iotoll
+/// builds too, while `disclosure` is free-form, so an older client ignores
+/// it and an older endpoint simply does not send it (then the client cannot
+/// tell whether the peer is this host, and says nothing).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: Option<String>,
+    pub pid: Option<i32>,
+}
+
+/// The key of [`Identity`] in a disclosure object.
+pub const IDENTITY_KEY: &str = "identity";
+
+impl Identity {
+    pub fn this_process() -> Identity {
+        Identity {
+            boot_id: iotoll_probe::sysinfo::boot_id(),
+            pid: i32::try_from(std::process::id()).ok(),
+        }
+    }
+
+    /// Reads a peer's identity from its disclosure. It is the peer's word:
+    /// anything missing or malformed (a boot id that is not a short string
+    /// of hex digits and dashes, a pid that is not a positive 32-bit
+    /// integer) is absent, never an error.
+    pub fn from_disclosure(d: &serde_json::Value) -> Identity {
+        let id = &d[IDENTITY_KEY];
+        let boot_id = id["boot_id"]
+            .as_str()
+            .filter(|s| {
+                !s.is_empty()
+                    && s.len() <= 64
+                    && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+            })
+            .map(str::to_string);
+        let pid = id["pid"]
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|p| *p > 0);
+        Identity { boot_id, pid }
+    }
+
+    /// Adds this identity to a disclosure object (nothing if it is not one).
+    pub fn insert_into(&self, d: &mut serde_json::Value) {
+        if let (Some(o), Ok(v)) = (d.as_object_mut(), serde_json::to_value(self)) {
+            o.insert(IDENTITY_KEY.to_string(), v);
+        }
+    }
+
+    /// Whether `peer` runs on the same kernel as `self`: None unless both
+    /// boot ids are known.
+    pub fn same_host(&self, peer: &Identity) -> Option<bool> {
+        match (&self.boot_id, &peer.boot_id) {
+            (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProtoError {
     #[error("connection closed by peer")]
@@ -340,6 +402,59 @@ mod tests {
         let m = serde_json::json!({"type": "test", "params": p});
         assert!(decode(m.to_string().as_bytes()).is_err());
         assert!(decode(b"").is_err());
+    }
+
+    #[test]
+    fn identity_in_disclosure() {
+        let me = Identity {
+            boot_id: Some("6c0a9b43-abe8-45f0-b667-ca18bde8c98e".into()),
+            pid: Some(42),
+        };
+        let mut d = serde_json::json!({"interface": {"name": "lo"}});
+        me.insert_into(&mut d);
+        assert_eq!(Identity::from_disclosure(&d), me);
+        assert_eq!(me.same_host(&Identity::from_disclosure(&d)), Some(true));
+        let other = Identity {
+            boot_id: Some("00000000-abe8-45f0-b667-ca18bde8c98e".into()),
+            pid: Some(42),
+        };
+        assert_eq!(me.same_host(&other), Some(false));
+        // An older endpoint says nothing: no verdict.
+        let old = Identity::from_disclosure(&serde_json::json!({"interface": {}}));
+        assert_eq!(old, Identity::default());
+        assert_eq!(me.same_host(&old), None);
+        // Peer input is checked, never trusted.
+        for bad in [
+            serde_json::json!({"identity": {"boot_id": 7, "pid": "x"}}),
+            serde_json::json!({"identity": {"boot_id": "not a boot id!", "pid": -1}}),
+            serde_json::json!({"identity": {"boot_id": "a".repeat(65), "pid": 1u64 << 40}}),
+            serde_json::json!({"identity": []}),
+            serde_json::json!(null),
+        ] {
+            assert_eq!(
+                Identity::from_disclosure(&bad),
+                Identity::default(),
+                "{bad}"
+            );
+        }
+        // The report, disclosure included, still decodes as before.
+        let r = ServerReport {
+            window_s: 1.0,
+            cpu: None,
+            cpu_error: None,
+            rx: ByteStats::default(),
+            tx_bytes: 0,
+            transactions: 0,
+            retransmits: 0,
+            srtt_us: None,
+            errors: 0,
+            first_error: None,
+            disclosure: d,
+        };
+        let m = Msg::Report {
+            report: Box::new(r.clone()),
+        };
+        assert_eq!(decode(&encode(&m)[4..]).unwrap(), m);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineParams, Role};
 use crate::proto::{
-    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
+    ByteStats, Control, Dir, Identity, Msg, ProtoError, ServerReport, TestKind, TestParams,
+    PROTO_VERSION,
 };
 use crate::{sock, NetError};
 use iotoll_probe::{CpuWindow, Phase, PhaseCell};
@@ -386,7 +387,11 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         srtt_us: out.srtt_us,
         errors: out.errors,
         first_error: out.first_error.clone(),
-        disclosure: iotoll_probe::sysinfo::network(local_ip),
+        disclosure: {
+            let mut d = iotoll_probe::sysinfo::network(local_ip);
+            Identity::this_process().insert_into(&mut d);
+            d
+        },
     };
     ctl.send(&Msg::Report {
         report: Box::new(report),

@@ -1,8 +1,16 @@
 //! Per-process CPU from `/proc/*/stat`: the top consumers of a window. This
 //! is what shows where a software initiator, io_uring workers or a softirq
-//! storm (ksoftirqd) spend the host's CPU.
+//! storm (ksoftirqd) spend the host's CPU, and which other tenants' processes
+//! ran in the window (interference).
+//!
+//! Two snapshots cannot see a process that starts and ends between them;
+//! but when a process ends, its parent collects its CPU time (cutime and
+//! cstime), so each process is charged its own time plus that of the
+//! children it reaped in the window. A hog started and reaped inside the
+//! window shows up under its parent (a shell, a make, a supervisor).
 
-use iotoll_model::TopConsumer;
+use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF};
+use iotoll_model::{Interference, TopConsumer};
 use std::collections::HashMap;
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -12,6 +20,9 @@ pub struct ProcTimes {
     pub comm: String,
     /// utime + stime, all threads, in clock ticks.
     pub ticks: u64,
+    /// cutime + cstime: the CPU of ended children it has reaped, ticks.
+    pub children: u64,
+    pub ppid: i32,
     pub kernel_thread: bool,
 }
 
@@ -29,8 +40,16 @@ pub fn parse_proc_stat(line: &str) -> Option<(i32, u64, ProcTimes)> {
     // Fields after ')' start at field 3 (state).
     let rest: Vec<&str> = line.get(close + 1..)?.split_ascii_whitespace().collect();
     let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+    let ppid = rest.get(1).and_then(|v| v.parse::<i32>().ok())?;
     let flags = field(9)?;
-    let ticks = field(14)? + field(15)?;
+    let ticks = field(14)?.checked_add(field(15)?)?;
+    // cutime and cstime are signed in the kernel's format; never negative.
+    let signed = |n: usize| {
+        rest.get(n - 3)
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(|v| v.max(0) as u64)
+    };
+    let children = signed(16)?.saturating_add(signed(17)?);
     let start = field(22)?;
     Some((
         pid,
@@ -38,6 +57,8 @@ pub fn parse_proc_stat(line: &str) -> Option<(i32, u64, ProcTimes)> {
         ProcTimes {
             comm,
             ticks,
+            children,
+            ppid,
             kernel_thread: flags & PF_KTHREAD != 0,
         },
     ))
@@ -69,39 +90,129 @@ pub fn snapshot() -> ProcSnapshot {
     out
 }
 
-/// The `n` processes with the most CPU between two snapshots, as % of all
-/// CPUs over `window_s`. A process born during the window counts in full.
-pub fn top_consumers(
-    start: &ProcSnapshot,
-    end: &ProcSnapshot,
-    window_s: f64,
-    cpus: u32,
-    clk_tck: f64,
-    n: usize,
-) -> Vec<TopConsumer> {
-    if window_s <= 0.0 || cpus == 0 || clk_tck <= 0.0 {
-        return Vec::new();
+/// One process's CPU between two snapshots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consumer {
+    pub pid: i32,
+    pub comm: String,
+    pub kernel_thread: bool,
+    /// Its own ticks in the window plus those of the children it reaped in
+    /// the window (a child that existed at the start is charged only what
+    /// it used after the start).
+    pub ticks: u64,
+}
+
+/// Every process that used CPU between two snapshots, most first. A
+/// process born during the window counts in full.
+pub fn consumers(start: &ProcSnapshot, end: &ProcSnapshot) -> Vec<Consumer> {
+    // Children present at the start and gone at the end were reaped (or
+    // orphaned): their parent's cutime grew by their whole life, of which
+    // the part before the window is removed here.
+    let mut before_window: HashMap<i32, u64> = HashMap::new();
+    for (key, s) in start {
+        if !end.contains_key(key) {
+            *before_window.entry(s.ppid).or_insert(0) += s.ticks.saturating_add(s.children);
+        }
     }
-    let mut v: Vec<(u64, TopConsumer)> = end
+    let mut v: Vec<Consumer> = end
         .iter()
         .filter_map(|(key, e)| {
-            let before = start.get(key).map_or(0, |s| s.ticks);
-            let d = e.ticks.saturating_sub(before);
-            (d > 0).then(|| {
-                (
-                    d,
-                    TopConsumer {
-                        pid: key.0,
-                        comm: e.comm.clone(),
-                        kernel_thread: e.kernel_thread,
-                        cpu_pct: d as f64 / clk_tck / (window_s * cpus as f64) * 100.0,
-                    },
-                )
+            let (own0, kids0) = start.get(key).map_or((0, 0), |s| (s.ticks, s.children));
+            let own = e.ticks.saturating_sub(own0);
+            let kids = e
+                .children
+                .saturating_sub(kids0)
+                .saturating_sub(before_window.get(&key.0).copied().unwrap_or(0));
+            let d = own.saturating_add(kids);
+            (d > 0).then(|| Consumer {
+                pid: key.0,
+                comm: e.comm.clone(),
+                kernel_thread: e.kernel_thread,
+                ticks: d,
             })
         })
         .collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.pid.cmp(&b.1.pid)));
-    v.into_iter().take(n).map(|(_, t)| t).collect()
+    v.sort_by(|a, b| b.ticks.cmp(&a.ticks).then(a.pid.cmp(&b.pid)));
+    v
+}
+
+/// Who is who in a measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles {
+    /// This iotoll process.
+    pub own_pid: i32,
+    /// The iotoll endpoint of this test when it runs on this host (same
+    /// kernel boot id) and told us its pid.
+    pub endpoint_pid: Option<i32>,
+}
+
+impl Roles {
+    pub fn this_process() -> Roles {
+        Roles {
+            own_pid: std::process::id() as i32,
+            endpoint_pid: None,
+        }
+    }
+
+    fn of(&self, c: &Consumer) -> Option<&'static str> {
+        let iotoll = !c.kernel_thread && c.comm == "iotoll";
+        if c.pid == self.own_pid {
+            Some(ROLE_SELF)
+        } else if iotoll && Some(c.pid) == self.endpoint_pid {
+            Some(ROLE_ENDPOINT)
+        } else if iotoll {
+            Some(ROLE_IOTOLL)
+        } else {
+            None
+        }
+    }
+}
+
+/// How many processes an interference report names.
+pub const INTERFERENCE_N: usize = 5;
+
+/// The `n` largest consumers, with their roles, and the interference: the
+/// user-space processes other than this iotoll and its endpoint (another
+/// iotoll counts; kernel threads do not, they do the I/O's own work), as %
+/// of all CPUs over `window_s`, judged against `threshold_pct`.
+pub fn attribute(
+    all: &[Consumer],
+    window_s: f64,
+    cpus: u32,
+    clk_tck: f64,
+    roles: &Roles,
+    n: usize,
+    threshold_pct: f64,
+) -> (Vec<TopConsumer>, Option<Interference>) {
+    if window_s <= 0.0 || cpus == 0 || clk_tck <= 0.0 {
+        return (Vec::new(), None);
+    }
+    let pct = |ticks: u64| ticks as f64 / clk_tck / (window_s * cpus as f64) * 100.0;
+    let top_of = |c: &Consumer| TopConsumer {
+        pid: c.pid,
+        comm: c.comm.clone(),
+        kernel_thread: c.kernel_thread,
+        cpu_pct: pct(c.ticks),
+        role: roles.of(c).map(str::to_string),
+    };
+    let top = all.iter().take(n).map(top_of).collect();
+    let others: Vec<&Consumer> = all
+        .iter()
+        .filter(|c| !c.kernel_thread && !matches!(roles.of(c), Some(ROLE_SELF | ROLE_ENDPOINT)))
+        .collect();
+    let others_pct = pct(others.iter().map(|c| c.ticks).sum());
+    let mut i = Interference {
+        threshold_pct,
+        others_pct,
+        interfered: false,
+        processes: others
+            .iter()
+            .take(INTERFERENCE_N)
+            .map(|c| top_of(c))
+            .collect(),
+    };
+    i.set_threshold(threshold_pct);
+    (top, Some(i))
 }
 
 /// Clock ticks per second for /proc/*/stat times.
@@ -120,9 +231,58 @@ mod tests {
     use super::*;
 
     fn line(pid: i32, comm: &str, flags: u64, utime: u64, stime: u64, start: u64) -> String {
+        fam(pid, 1, comm, flags, utime, stime, 0, start)
+    }
+
+    /// A stat line with a parent and reaped children's time.
+    #[allow(clippy::too_many_arguments)]
+    fn fam(
+        pid: i32,
+        ppid: i32,
+        comm: &str,
+        flags: u64,
+        utime: u64,
+        stime: u64,
+        cutime: u64,
+        start: u64,
+    ) -> String {
         format!(
-            "{pid} ({comm}) S 1 1 1 0 -1 {flags} 0 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} 0 0"
+            "{pid} ({comm}) S {ppid} 1 1 0 -1 {flags} 0 0 0 0 {utime} {stime} {cutime} 0 20 0 1 0 {start} 0 0"
         )
+    }
+
+    fn snap(lines: &[String]) -> ProcSnapshot {
+        lines
+            .iter()
+            .map(|l| {
+                let (p, s, t) = parse_proc_stat(l).unwrap();
+                ((p, s), t)
+            })
+            .collect()
+    }
+
+    fn top_consumers(
+        start: &ProcSnapshot,
+        end: &ProcSnapshot,
+        window_s: f64,
+        cpus: u32,
+        clk_tck: f64,
+        n: usize,
+    ) -> Vec<TopConsumer> {
+        let roles = Roles {
+            own_pid: -1,
+            endpoint_pid: None,
+        };
+        attribute(
+            &consumers(start, end),
+            window_s,
+            cpus,
+            clk_tck,
+            &roles,
+            n,
+            5.0,
+        )
+        .0
     }
 
     #[test]
@@ -132,6 +292,7 @@ mod tests {
         assert_eq!((pid, start), (42, 999));
         assert_eq!(t.comm, "a (b) c");
         assert_eq!(t.ticks, 10);
+        assert_eq!(t.ppid, 1);
         assert!(t.kernel_thread);
         assert!(parse_proc_stat("garbage").is_none());
     }
@@ -164,6 +325,69 @@ mod tests {
         assert!((top[0].cpu_pct - 75.0).abs() < 1e-9);
         assert_eq!(top[1].comm, "new");
         assert!(top[1].kernel_thread);
+    }
+
+    #[test]
+    fn reaped_children_are_charged_to_their_parent() {
+        let start = snap(&[
+            fam(10, 1, "sh", 0, 5, 0, 0, 1),
+            // A child with 40 ticks before the window, reaped in it.
+            fam(11, 10, "old-child", 0, 40, 0, 0, 2),
+        ]);
+        let end = snap(&[
+            // cutime grew by the old child's 40 + 60 ticks and by a child
+            // born and reaped inside the window (30 ticks).
+            fam(10, 1, "sh", 0, 5, 0, 130, 1),
+            // Born in the window, still running: counted in full.
+            fam(12, 1, "hog", 0, 70, 0, 0, 9),
+        ]);
+        let c = consumers(&start, &end);
+        let get = |pid: i32| c.iter().find(|c| c.pid == pid).map(|c| c.ticks);
+        assert_eq!(
+            get(10),
+            Some(90),
+            "60 after the start + 30, not the 40 before"
+        );
+        assert_eq!(get(12), Some(70));
+        assert_eq!(get(11), None);
+    }
+
+    #[test]
+    fn roles_and_interference() {
+        let start = snap(&[]);
+        let end = snap(&[
+            line(100, "iotoll", 0, 50, 0, 1),
+            line(200, "iotoll", 0, 30, 0, 1),
+            line(300, "iotoll", 0, 20, 0, 1),
+            line(400, "sh", 0, 15, 0, 1),
+            line(500, "kworker/0:1", PF_KTHREAD, 80, 0, 1),
+            line(600, "cron", 0, 1, 0, 1),
+        ]);
+        let roles = Roles {
+            own_pid: 100,
+            endpoint_pid: Some(200),
+        };
+        // 1 s window, 1 CPU, 100 ticks/s: ticks are percent.
+        let (top, i) = attribute(&consumers(&start, &end), 1.0, 1, 100.0, &roles, 5, 10.0);
+        let role = |pid: i32| {
+            top.iter()
+                .find(|t| t.pid == pid)
+                .and_then(|t| t.role.clone())
+        };
+        assert_eq!(top.len(), 5);
+        assert_eq!(role(100).as_deref(), Some("self"));
+        assert_eq!(role(200).as_deref(), Some("endpoint"));
+        assert_eq!(role(300).as_deref(), Some("iotoll"));
+        assert_eq!(role(400), None);
+        let i = i.unwrap();
+        // Another iotoll (20) + sh (15) + cron (1); not self, the endpoint
+        // or the kernel thread.
+        assert!((i.others_pct - 36.0).abs() < 1e-9, "{i:?}");
+        assert!(i.interfered);
+        let pids: Vec<i32> = i.processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [300, 400, 600]);
+        let (_, i) = attribute(&consumers(&start, &end), 1.0, 1, 100.0, &roles, 5, 40.0);
+        assert!(!i.unwrap().interfered, "36 % is not above 40 %");
     }
 
     #[test]

@@ -496,6 +496,16 @@ pub fn warnings(
     w
 }
 
+/// This kernel's boot id (`/proc/sys/kernel/random/boot_id`): equal on
+/// both ends of a test exactly when they run on the same kernel, whatever
+/// their network namespaces, containers or addresses.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 /// Processes other than `me` that used more than `threshold_pct` of all
 /// CPUs over `sample`.
 pub fn busy_processes(
@@ -509,14 +519,20 @@ pub fn busy_processes(
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    crate::procs::top_consumers(
-        &a,
-        &b,
+    let roles = crate::procs::Roles {
+        own_pid: me,
+        endpoint_pid: None,
+    };
+    crate::procs::attribute(
+        &crate::procs::consumers(&a, &b),
         sample.as_secs_f64(),
         cpus,
         crate::procs::clk_tck(),
+        &roles,
         10,
+        threshold_pct,
     )
+    .0
     .into_iter()
     .filter(|t| t.pid != me && t.cpu_pct > threshold_pct)
     .map(|t| (format!("{} (pid {})", t.comm, t.pid), t.cpu_pct))

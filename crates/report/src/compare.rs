@@ -78,18 +78,38 @@ impl ConfigData {
                 let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
                 let rep = selected.or(t.reps.first());
                 // The repetitions that stand for the test: the selected one,
-                // or all of them when the rule averages or keeps them all.
+                // or those a mean is over (the clean ones when there are any).
                 let kept: Vec<&iotoll_model::ResultDoc> = match selected {
                     Some(r) => vec![&r.doc],
+                    None if t.reps.iter().any(|r| !r.doc.interfered()) => t
+                        .reps
+                        .iter()
+                        .map(|r| &r.doc)
+                        .filter(|d| !d.interfered())
+                        .collect(),
                     None => t.reps.iter().map(|r| &r.doc).collect(),
                 };
                 let interference = kept
                     .iter()
-                    .flat_map(|d| d.notes.iter())
-                    .filter(|n| n.starts_with("interference:"))
-                    .cloned()
+                    .filter(|d| d.interfered())
+                    .flat_map(|d| {
+                        let said: Vec<String> = d
+                            .notes
+                            .iter()
+                            .filter(|n| n.starts_with(iotoll_model::result::INTERFERENCE_NOTE))
+                            .cloned()
+                            .collect();
+                        if said.is_empty() {
+                            vec![format!(
+                                "{} other processes",
+                                iotoll_model::result::INTERFERENCE_NOTE
+                            )]
+                        } else {
+                            said
+                        }
+                    })
                     .collect();
-                let same_host_peer = kept.iter().any(|d| same_host(d));
+                let same_host_peer = kept.iter().any(|d| d.cpu.same_host == Some(true));
                 Some(TestData {
                     name: t.name.clone(),
                     group: t.group.clone().unwrap_or_else(|| t.kind.clone()),
@@ -119,15 +139,6 @@ impl ConfigData {
             same_host_peer,
         }
     }
-}
-
-/// The peer of a network result ran on this host (`cpu.same_host`, set
-/// when both ends reported the same kernel boot id).
-fn same_host(d: &iotoll_model::ResultDoc) -> bool {
-    serde_json::to_value(&d.cpu)
-        .ok()
-        .and_then(|c| c.get("same_host").and_then(|v| v.as_bool()))
-        .unwrap_or(false)
 }
 
 #[derive(Debug, Clone, Serialize)]

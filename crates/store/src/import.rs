@@ -53,6 +53,7 @@ fn doc(
         cpu: CpuSection {
             local: None,
             remote: None,
+            same_host: None,
         },
         latency: None,
         series: Vec::new(),

@@ -54,6 +54,9 @@ pub struct Job {
     pub metric: String,
     pub repeatability_pct: f64,
     pub rerun: u32,
+    /// Other processes above this % of the host's CPU in a repetition's
+    /// window make it interfered.
+    pub interference_pct: f64,
 }
 
 impl Job {
@@ -89,6 +92,7 @@ const SUITE_KEYS: &[&str] = &[
     "select",
     "repeatability_pct",
     "rerun",
+    "interference_pct",
     "cpu_threshold_pct",
     "ramp",
     "time",
@@ -103,6 +107,7 @@ const META_KEYS: &[&str] = &[
     "select",
     "repeatability_pct",
     "rerun",
+    "interference_pct",
     "ramp",
     "time",
 ];
@@ -492,6 +497,20 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                 })?,
             None => 5.0,
         };
+        let interference_pct = match get("interference_pct") {
+            Some((v, at)) => v
+                .as_float()
+                .or(v.as_integer().map(|x| x as f64))
+                .filter(|x| (0.0..=100.0).contains(x))
+                .ok_or_else(|| {
+                    cx.err(
+                        at,
+                        Some("interference_pct"),
+                        "expected a number from 0 to 100 (% of the host's CPU)",
+                    )
+                })?,
+            None => iotoll_model::result::DEFAULT_INTERFERENCE_PCT,
+        };
         let rule = match get("select") {
             Some((v, at)) => Rule::parse(
                 as_str(v).map_err(|m| cx.err(at, Some("select"), m))?,
@@ -648,6 +667,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                 metric: metric.clone(),
                 repeatability_pct,
                 rerun,
+                interference_pct,
             });
         }
     }
@@ -794,6 +814,21 @@ group = "{dir}"
         assert!(e.msg.contains("no [[test]]"), "{e}");
         let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ngroup='{dir}'\n");
         assert!(e.msg.contains("{dir}"), "{e}");
+        let e = err("name='t'\ninterference_pct=150\n[[test]]\nname='a'\nkind='disk'\n");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("interference_pct")),
+            "{e}"
+        );
+        let s = parse(
+            "name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.jobs[0].interference_pct, s.jobs[1].interference_pct),
+            (2.0, 7.5)
+        );
         assert!(err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=0\n")
             .msg
             .contains("--qd"));

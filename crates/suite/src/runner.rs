@@ -3,8 +3,9 @@
 //! it exists, so nothing finished is lost on Ctrl-C or a crash.
 
 use crate::file::{Job, JobSpec, Suite};
-use crate::select::{select, Rule, Selected};
+use crate::select::{agreement, select_clean, Rule, Selected};
 use iotoll_disk::DiskError;
+use iotoll_model::result::INTERFERENCE_NOTE;
 use iotoll_model::ResultDoc;
 use iotoll_net::auth::Key;
 use iotoll_net::NetError;
@@ -26,7 +27,23 @@ pub struct Options {
     /// Overrides every test's repetitions.
     pub reps: Option<u32>,
     pub config: Option<String>,
+    /// Overrides every test's `interference_pct`.
+    pub interference_pct: Option<f64>,
+    pub on_interference: OnInterference,
 }
+
+/// What to do with a repetition other processes interfered with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnInterference {
+    /// Keep it, with its warning (it is chosen only if no clean one exists).
+    #[default]
+    Warn,
+    /// Also run one more repetition, at most [`MAX_INTERFERENCE_RERUNS`] per test.
+    Rerun,
+}
+
+/// Extra repetitions `--on-interference rerun` may add to one test.
+pub const MAX_INTERFERENCE_RERUNS: u32 = 2;
 
 /// Where results go as they happen (the results database).
 pub trait Sink {
@@ -48,6 +65,8 @@ pub struct TestOutcome {
     pub selected: Selected,
     pub repeatable: Option<bool>,
     pub failures: Vec<String>,
+    /// Repetition numbers (1-based) other processes interfered with.
+    pub interfered: Vec<u32>,
 }
 
 impl TestOutcome {
@@ -315,12 +334,17 @@ pub fn run(
                 index: None,
                 metrics: None,
                 spread_pct: None,
+                cpu_spread_pct: None,
+                disagree: Vec::new(),
             },
             repeatable: None,
             failures: Vec::new(),
+            interfered: Vec::new(),
         };
+        let threshold = opts.interference_pct.unwrap_or(job.interference_pct);
         let mut rep = 0u32;
         let mut limit = reps;
+        let mut interference_reruns = 0u32;
         while rep < limit {
             rep += 1;
             let left = eta.at(i, rep, limit, t0.elapsed());
@@ -337,7 +361,27 @@ pub fn run(
             );
             eta.rep_done(i);
             match r {
-                Ok(doc) => {
+                Ok(mut doc) => {
+                    if doc.apply_interference_threshold(threshold) {
+                        for n in doc
+                            .notes
+                            .iter()
+                            .filter(|n| n.starts_with(INTERFERENCE_NOTE))
+                        {
+                            progress.line(&format!("{} repetition {rep}: {n}", job.name));
+                            notes.push(format!("{} repetition {rep}: {n}", job.name));
+                        }
+                        if opts.on_interference == OnInterference::Rerun
+                            && interference_reruns < MAX_INTERFERENCE_RERUNS
+                        {
+                            interference_reruns += 1;
+                            limit += 1;
+                            progress.line(&format!(
+                                "{}: running one more repetition ({interference_reruns} of at most {MAX_INTERFERENCE_RERUNS} for interference)",
+                                job.name
+                            ));
+                        }
+                    }
                     sink.rep(id, rep, &doc)?;
                     out.reps.push((rep, doc));
                 }
@@ -357,7 +401,7 @@ pub fn run(
             if rep == limit {
                 // Not repeatable yet: up to `rerun` extra repetitions.
                 finish(&mut out, job, sink, None)?;
-                if out.repeatable == Some(false) && limit < reps + job.rerun {
+                if out.repeatable == Some(false) && limit < reps + job.rerun + interference_reruns {
                     limit += 1;
                 }
             }
@@ -365,11 +409,9 @@ pub fn run(
         finish(&mut out, job, sink, id)?;
         if out.repeatable == Some(false) {
             notes.push(format!(
-                "{}: not repeatable, spread {:.1} % > {} % of {}",
+                "{}: not repeatable: {}",
                 job.name,
-                out.selected.spread_pct.unwrap_or(f64::NAN),
-                job.repeatability_pct,
-                job.metric
+                out.selected.disagree.join("; ")
             ));
         }
         tests.push(out);
@@ -382,16 +424,20 @@ pub fn run(
     })
 }
 
-/// The selection, and whether the repetitions agree within `limit_pct`
-/// (None with fewer than two).
+/// The selection (clean repetitions preferred over `interfered` ones), and
+/// whether all the repetitions agree within `limit_pct` on `metric` and on
+/// whole-host CPU (None with fewer than two); `Selected::disagree` says
+/// what did not.
 pub fn judge(
     reps: &[&iotoll_model::Metrics],
+    interfered: &[bool],
     rule: &Rule,
     metric: &str,
     limit_pct: f64,
 ) -> (Selected, Option<bool>) {
-    let sel = select(reps, rule, metric);
-    let ok = sel.spread_pct.map(|s| s <= limit_pct);
+    let mut sel = select_clean(reps, interfered, rule, metric);
+    let (ok, disagree) = agreement(reps, metric, limit_pct);
+    sel.disagree = disagree;
     (sel, ok)
 }
 
@@ -404,7 +450,20 @@ fn finish(
     id: impl Into<Option<i64>>,
 ) -> Result<(), String> {
     let docs: Vec<&iotoll_model::Metrics> = out.reps.iter().map(|(_, d)| &d.metrics).collect();
-    (out.selected, out.repeatable) = judge(&docs, &job.rule, &job.metric, job.repeatability_pct);
+    let interfered: Vec<bool> = out.reps.iter().map(|(_, d)| d.interfered()).collect();
+    out.interfered = out
+        .reps
+        .iter()
+        .filter(|(_, d)| d.interfered())
+        .map(|(r, _)| *r)
+        .collect();
+    (out.selected, out.repeatable) = judge(
+        &docs,
+        &interfered,
+        &job.rule,
+        &job.metric,
+        job.repeatability_pct,
+    );
     if let Some(id) = id.into() {
         sink.end_test(id, job, out)?;
     }
@@ -424,24 +483,38 @@ mod tests {
         let rule = Rule::Median("iops".into());
         let agree = [m(100.0), m(103.0), m(101.0)];
         let r: Vec<_> = agree.iter().collect();
-        let (sel, ok) = judge(&r, &rule, "iops", 5.0);
+        let (sel, ok) = judge(&r, &[], &rule, "iops", 5.0);
         assert_eq!(ok, Some(true));
         assert!((sel.spread_pct.unwrap() - 3.0 / 101.0 * 100.0).abs() < 1e-9);
         let disagree = [m(100.0), m(120.0), m(101.0)];
         let r: Vec<_> = disagree.iter().collect();
-        assert_eq!(judge(&r, &rule, "iops", 5.0).1, Some(false));
-        assert_eq!(judge(&r, &rule, "iops", 25.0).1, Some(true));
+        assert_eq!(judge(&r, &[], &rule, "iops", 5.0).1, Some(false));
+        assert_eq!(judge(&r, &[], &rule, "iops", 25.0).1, Some(true));
         let one = [m(100.0)];
         let r: Vec<_> = one.iter().collect();
         assert_eq!(
-            judge(&r, &rule, "iops", 5.0).1,
+            judge(&r, &[], &rule, "iops", 5.0).1,
             None,
             "one repetition has no spread"
         );
+        // The reported case: the headline agrees within 0.2 %, host CPU
+        // was 93.7 % in one repetition and 5.7 % in the other.
+        let with_cpu = |iops: f64, cpu: f64| {
+            let mut x = m(iops);
+            x.insert("cpu_pct".into(), cpu);
+            x
+        };
+        let tenant = [with_cpu(1000.0, 93.7), with_cpu(1002.0, 5.7)];
+        let r: Vec<_> = tenant.iter().collect();
+        let (sel, ok) = judge(&r, &[true, false], &rule, "iops", 5.0);
+        assert_eq!(ok, Some(false), "CPU disagrees");
+        assert!(sel.spread_pct.unwrap() < 0.25);
+        assert!(sel.disagree.len() == 1 && sel.disagree[0].starts_with("cpu_pct"));
+        assert_eq!(sel.index, Some(1), "the clean repetition is kept");
         let none: [iotoll_model::Metrics; 2] = [Default::default(), Default::default()];
         let r: Vec<_> = none.iter().collect();
         assert_eq!(
-            judge(&r, &rule, "iops", 5.0).1,
+            judge(&r, &[], &rule, "iops", 5.0).1,
             None,
             "no metric, no verdict"
         );

@@ -1,6 +1,13 @@
 //! Which repetition represents a test, and whether its repetitions agree.
 
+use iotoll_model::metrics as mn;
 use iotoll_model::Metrics;
+
+/// Whole-host CPU figures that differ by at most this many points agree,
+/// whatever their ratio: below ~20 % busy, tick sampling and the host's own
+/// daemons move the figure by about a point, and 0.5 % vs 1.0 % is no
+/// evidence of a different run.
+pub const CPU_FLOOR_POINTS: f64 = 1.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
@@ -51,6 +58,59 @@ pub struct Selected {
     /// (max - min) / median of `metric` over the repetitions, %; None with
     /// fewer than two.
     pub spread_pct: Option<f64>,
+    /// The same for `cpu_pct`.
+    pub cpu_spread_pct: Option<f64>,
+    /// What disagreed beyond the repeatability limit, e.g.
+    /// `cpu_pct 5.7 to 93.7 % ...`; empty when the repetitions agree.
+    pub disagree: Vec<String>,
+}
+
+/// (max - min) / median %, min, max, median of `metric` over the reps that
+/// have it; None with fewer than two or a median that is not positive.
+fn spread(reps: &[&Metrics], metric: &str) -> Option<(f64, f64, f64, f64)> {
+    let mut v: Vec<f64> = reps
+        .iter()
+        .filter_map(|m| m.get(metric).copied().filter(|v| v.is_finite()))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let (lo, hi, med) = (*v.first()?, *v.last()?, v[(v.len() - 1) / 2]);
+    (v.len() >= 2 && med > 0.0).then(|| ((hi - lo) / med * 100.0, lo, hi, med))
+}
+
+/// Whether the repetitions agree within `limit_pct`: the headline `metric`
+/// by its spread, and whole-host `cpu_pct` by its spread or, for small CPU
+/// figures, within [`CPU_FLOOR_POINTS`]. None when neither can be judged
+/// (fewer than two repetitions with the metrics). Returns the verdict and
+/// what disagreed.
+pub fn agreement(reps: &[&Metrics], metric: &str, limit_pct: f64) -> (Option<bool>, Vec<String>) {
+    let mut disagree = Vec::new();
+    let head = spread(reps, metric).map(|(s, lo, hi, _)| {
+        let ok = s <= limit_pct;
+        if !ok {
+            disagree.push(format!(
+                "{metric} spread {s:.1} % > {limit_pct} % ({lo:.4} to {hi:.4})"
+            ));
+        }
+        ok
+    });
+    let cpu = if metric == mn::CPU_PCT {
+        None
+    } else {
+        spread(reps, mn::CPU_PCT).map(|(s, lo, hi, med)| {
+            let ok = hi - lo <= (limit_pct / 100.0 * med).max(CPU_FLOOR_POINTS);
+            if !ok {
+                disagree.push(format!(
+                    "cpu_pct spread {s:.1} % > {limit_pct} % ({lo:.1} to {hi:.1} % of the host, more than {CPU_FLOOR_POINTS} point apart)"
+                ));
+            }
+            ok
+        })
+    };
+    let verdict = match (head, cpu) {
+        (None, None) => None,
+        (h, c) => Some(h.unwrap_or(true) && c.unwrap_or(true)),
+    };
+    (verdict, disagree)
 }
 
 /// Applies `rule` to the repetitions' metrics; `metric` is the one the
@@ -76,27 +136,51 @@ pub fn select(reps: &[&Metrics], rule: &Rule, metric: &str) -> Selected {
         }
         _ => None,
     };
-    match rule {
-        Rule::Median(_) => Selected {
-            index: median.map(|(i, _)| i),
-            metrics: median.map(|(i, _)| reps[i].clone()),
-            spread_pct,
-        },
-        Rule::Mean => Selected {
-            index: None,
-            metrics: Some(mean(reps)),
-            spread_pct,
-        },
-        Rule::All => Selected {
-            index: None,
-            metrics: None,
-            spread_pct,
-        },
+    let cpu_spread_pct = spread(reps, mn::CPU_PCT).map(|s| s.0);
+    let (index, metrics) = match rule {
+        Rule::Median(_) => (median.map(|(i, _)| i), median.map(|(i, _)| reps[i].clone())),
+        Rule::Mean => (None, Some(mean(reps))),
+        Rule::All => (None, None),
+    };
+    Selected {
+        index,
+        metrics,
+        spread_pct,
+        cpu_spread_pct,
+        disagree: Vec::new(),
     }
 }
 
-/// Every metric averaged over the repetitions that have it.
+/// Like [`select`], but a repetition marked in `interfered` (other
+/// processes used the host's CPU in its window) is chosen or averaged only
+/// when no clean one exists; the spreads still cover every repetition.
+pub fn select_clean(reps: &[&Metrics], interfered: &[bool], rule: &Rule, metric: &str) -> Selected {
+    let clean: Vec<usize> = (0..reps.len())
+        .filter(|i| !interfered.get(*i).copied().unwrap_or(false))
+        .collect();
+    let all = select(reps, rule, metric);
+    if clean.is_empty() || clean.len() == reps.len() {
+        return all;
+    }
+    let kept: Vec<&Metrics> = clean.iter().map(|i| reps[*i]).collect();
+    let sel = select(&kept, rule, metric);
+    Selected {
+        index: sel.index.map(|i| clean[i]),
+        metrics: sel.metrics,
+        ..all
+    }
+}
+
+/// Every metric averaged over the repetitions that have it; then every
+/// derived metric (efficiency, service demand, one-way latency) is computed
+/// again from the means, since a mean of ratios is not the ratio of means.
 pub fn mean(reps: &[&Metrics]) -> Metrics {
+    let mut m = mean_each(reps);
+    iotoll_model::rederive_metrics(&mut m);
+    m
+}
+
+fn mean_each(reps: &[&Metrics]) -> Metrics {
     let mut sum: Metrics = Metrics::new();
     let mut n: std::collections::BTreeMap<String, f64> = Default::default();
     for m in reps {
@@ -151,7 +235,98 @@ mod tests {
         assert!((s.spread_pct.unwrap() - 100.0).abs() < 1e-9);
     }
 
+    #[test]
+    fn mean_rederives_efficiency() {
+        // The reported case: 992 Mbit/s at 49.7 % CPU must read 20.0 Mbit/s
+        // per % CPU, not the mean of the repetitions' ratios.
+        let rep = |mbit: f64, cpu: f64| -> Metrics {
+            let mut x: Metrics = [
+                (mn::MBIT_S.to_string(), mbit),
+                (mn::CPU_PCT.to_string(), cpu),
+                (mn::CPUS.to_string(), 2.0),
+            ]
+            .into_iter()
+            .collect();
+            iotoll_model::derive_metrics(&mut x);
+            x
+        };
+        let reps = [rep(990.0, 5.7), rep(994.0, 93.7)];
+        let r: Vec<&Metrics> = reps.iter().collect();
+        let got = select(&r, &Rule::Mean, mn::MBIT_S).metrics.unwrap();
+        assert!((got[mn::MBIT_S] - 992.0).abs() < 1e-9);
+        assert!((got[mn::CPU_PCT] - 49.7).abs() < 1e-9);
+        assert!((got[mn::MBIT_S_PER_CPU_PCT] - 992.0 / 49.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cpu_must_agree_too() {
+        let rep = |iops: f64, cpu: f64| m(iops, cpu);
+        // The reported case: the headline agrees (0.2 %), CPU does not.
+        let reps = [rep(1000.0, 93.7), rep(1002.0, 5.7)];
+        let r: Vec<&Metrics> = reps.iter().collect();
+        let (ok, why) = agreement(&r, "iops", 5.0);
+        assert_eq!(ok, Some(false));
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].starts_with("cpu_pct"), "{why:?}");
+        // Small CPU figures within a point agree, though 100 % apart.
+        let reps = [rep(1000.0, 0.5), rep(1002.0, 1.0)];
+        let r: Vec<&Metrics> = reps.iter().collect();
+        assert_eq!(agreement(&r, "iops", 5.0), (Some(true), vec![]));
+        // Both disagree: both named.
+        let reps = [rep(1000.0, 10.0), rep(2000.0, 40.0)];
+        let r: Vec<&Metrics> = reps.iter().collect();
+        let (ok, why) = agreement(&r, "iops", 5.0);
+        assert_eq!(ok, Some(false));
+        assert!(why[0].starts_with("iops") && why[1].starts_with("cpu_pct"));
+    }
+
+    #[test]
+    fn clean_repetitions_are_preferred() {
+        let reps = [m(100.0, 90.0), m(300.0, 9.0), m(200.0, 7.0)];
+        let r: Vec<&Metrics> = reps.iter().collect();
+        let rule = Rule::Median("iops".into());
+        // Without interference the median is rep 3 (index 2).
+        assert_eq!(select_clean(&r, &[false; 3], &rule, "iops").index, Some(2));
+        // Rep 3 interfered: the median of the clean ones (100, 300 -> lower middle).
+        let s = select_clean(&r, &[false, false, true], &rule, "iops");
+        assert_eq!(s.index, Some(0));
+        // The spread still covers all three.
+        assert!((s.spread_pct.unwrap() - 100.0).abs() < 1e-9);
+        let mean = select_clean(&r, &[true, false, false], &Rule::Mean, "iops");
+        assert_eq!(mean.metrics.unwrap()["iops"], 250.0);
+        // All interfered: chosen among all.
+        assert_eq!(select_clean(&r, &[true; 3], &rule, "iops").index, Some(2));
+    }
+
     proptest! {
+        #[test]
+        fn mean_efficiency_is_mean_value_over_mean_cpu(
+            reps in prop::collection::vec((1.0f64..1e6, 0.1f64..100.0), 1..8)
+        ) {
+            let ms: Vec<Metrics> = reps.iter().map(|(v, c)| {
+                let mut x: Metrics = [
+                    (mn::IOPS.to_string(), *v),
+                    (mn::MBIT_S.to_string(), *v / 10.0),
+                    (mn::TRANS_S.to_string(), *v),
+                    (mn::CONNS.to_string(), 2.0),
+                    (mn::CPU_PCT.to_string(), *c),
+                    (mn::CPUS.to_string(), 2.0),
+                ].into_iter().collect();
+                iotoll_model::derive_metrics(&mut x);
+                x
+            }).collect();
+            let r: Vec<&Metrics> = ms.iter().collect();
+            let got = select(&r, &Rule::Mean, "iops").metrics.unwrap();
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+            prop_assert!(close(got[mn::IOPS_PER_CPU_PCT], got[mn::IOPS] / got[mn::CPU_PCT]));
+            prop_assert!(close(got[mn::MBIT_S_PER_CPU_PCT], got[mn::MBIT_S] / got[mn::CPU_PCT]));
+            prop_assert!(close(
+                got[mn::CPU_US_PER_TRANS],
+                got[mn::CPU_PCT] / 100.0 * 2.0 * 1e6 / got[mn::TRANS_S]
+            ));
+            prop_assert!(close(got[mn::LATENCY_ONE_WAY_US], 1e6 / (got[mn::TRANS_S] / 2.0) / 2.0));
+        }
+
         #[test]
         fn median_is_the_median(vals in prop::collection::vec(1.0f64..1e6, 1..12)) {
             let reps: Vec<Metrics> = vals.iter().map(|v| m(*v, 1.0)).collect();
