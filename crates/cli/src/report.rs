@@ -62,12 +62,21 @@ pub struct ReportArgs {
     /// Write a Markdown report here.
     #[arg(long, value_name = "FILE")]
     md: Option<PathBuf>,
-    /// CPU threshold to mark tests by.
+    /// CPU threshold to mark tests by [default: the first run's suite
+    /// `cpu_threshold_pct`, if it has one].
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
     /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
+}
+
+/// The CPU threshold the run's suite file states, if any.
+fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
+    let text = run.suite_text.as_deref()?;
+    iotoll_suite::parse(text, &run.run.suite)
+        .ok()?
+        .cpu_threshold_pct
 }
 
 fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
@@ -77,7 +86,9 @@ fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<
     let mut infos = Vec::new();
     for w in which {
         let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
-        let (c, i) = iotoll_report::load(&store.run_detail(id)?);
+        let detail = store.run_detail(id)?;
+        let (c, mut i) = iotoll_report::load(&detail);
+        i.cpu_threshold_pct = suite_threshold(&detail);
         configs.push(c);
         infos.push(i);
     }
@@ -205,7 +216,10 @@ fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: boo
 pub fn report_cmd(a: ReportArgs) -> Result<()> {
     check_threshold(a.cpu_threshold)?;
     let (configs, infos) = load(&a.db, &a.runs)?;
-    let c = compare(&configs, None, true, a.cpu_threshold);
+    let threshold = a
+        .cpu_threshold
+        .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
+    let c = compare(&configs, None, true, threshold);
     let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;

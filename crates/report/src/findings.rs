@@ -218,10 +218,7 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
     for (cfg, info) in configs.iter().zip(infos) {
         let who = cfg.label.as_str();
         if let Some(n) = &info.overridden {
-            say(
-                format!("Smoke run, not a measurement to publish: {n}."),
-                who,
-            );
+            say(format!("Smoke run: {n}."), who);
         }
         let interfered: Vec<&str> = info
             .tests

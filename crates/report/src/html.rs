@@ -98,7 +98,7 @@ figure{margin:1.5em 0}figcaption{font-size:13px;color:#555}ul.findings li{margin
 .note{font-size:12px;color:#555}.smoke{background:#fde2e1;border:1px solid #a61b1b;padding:.5em 1em}
 details{margin:.3em 0}summary{cursor:pointer}td{white-space:nowrap}td:first-child{white-space:normal}
 table.parameters td:last-child,table.compare td:last-child{white-space:normal}
-table.disclosure td{text-align:left;white-space:normal;max-width:520px;overflow-wrap:anywhere}";
+table.disclosure td{text-align:left;white-space:normal;max-width:520px;overflow-wrap:anywhere}table.disclosure td:first-child{white-space:nowrap;overflow-wrap:normal}";
 
 /// The per-second throughput of a test kind: the series field and its label.
 fn second_metric(kind: &str) -> (fn(&iotoll_model::SeriesPoint) -> Option<f64>, &'static str) {
@@ -172,7 +172,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         if let Some(n) = &info.overridden {
             let _ = writeln!(
                 o.html,
-                "<p class=\"smoke\">⚠ Smoke run{}: {}. Its durations are shorter than the suite's; do not publish these numbers as the study.</p>",
+                "<p class=\"smoke\">⚠ Smoke run{}: {}. Do not publish these numbers as the study.</p>",
                 if single { String::new() } else { format!(" ({})", esc(&configs[i].label)) },
                 esc(n)
             );
@@ -397,12 +397,30 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         o.html.push_str(&tables::to_html(&t, "every-metric"));
         let _ = writeln!(o.html, "</details>");
     }
-    if configs.iter().any(|c| !c.notes.is_empty()) {
+    let test_notes = |i: usize| -> Vec<(String, String)> {
+        infos
+            .get(i)
+            .map(|info| {
+                info.tests
+                    .iter()
+                    .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if (0..configs.len()).any(|i| !configs[i].notes.is_empty() || !test_notes(i).is_empty()) {
         let _ = writeln!(o.html, "<h2 id=\"notes\">Warnings and notes</h2>");
-        for cfg in configs.iter().filter(|c| !c.notes.is_empty()) {
+        for (i, cfg) in configs.iter().enumerate() {
+            let tn = test_notes(i);
+            if cfg.notes.is_empty() && tn.is_empty() {
+                continue;
+            }
             let _ = writeln!(o.html, "<h3>{}</h3><ul>", esc(&cfg.label));
             for n in &cfg.notes {
                 let _ = writeln!(o.html, "<li class=\"warn\">{}</li>", esc(n));
+            }
+            for (t, n) in &tn {
+                let _ = writeln!(o.html, "<li class=\"warn\">{}: {}</li>", esc(t), esc(n));
             }
             let _ = writeln!(o.html, "</ul>");
         }

@@ -21,6 +21,8 @@ pub struct TestInfo {
     pub interfered: Option<bool>,
     pub reps: usize,
     pub spread_pct: Option<f64>,
+    /// The kept repetition's notes (engine fallback, peer on this host, ...).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -30,6 +32,9 @@ pub struct RunInfo {
     pub status: String,
     /// The run's `durations overridden:` note, if any (smoke runs).
     pub overridden: Option<String>,
+    /// The suite's `cpu_threshold_pct` (set by the caller, which can parse
+    /// suite files).
+    pub cpu_threshold_pct: Option<f64>,
     pub tests: Vec<TestInfo>,
 }
 
@@ -80,6 +85,7 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 interfered: cpu["local"]["interference"]["interfered"].as_bool(),
                 reps: t.reps.len(),
                 spread_pct: t.spread_pct,
+                notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),
             }
         })
         .collect();
@@ -93,6 +99,7 @@ fn from_run(run: &RunDetail) -> RunInfo {
             .iter()
             .find(|n| n.starts_with("durations overridden:"))
             .cloned(),
+        cpu_threshold_pct: None,
         tests,
     }
 }

@@ -104,12 +104,24 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
         }
     }
-    if configs.iter().any(|c| !c.notes.is_empty()) {
+    let test_notes: Vec<(usize, String, String)> = infos
+        .iter()
+        .enumerate()
+        .flat_map(|(i, info)| {
+            info.tests
+                .iter()
+                .flat_map(move |t| t.notes.iter().map(move |n| (i, t.name.clone(), n.clone())))
+        })
+        .collect();
+    if configs.iter().any(|c| !c.notes.is_empty()) || !test_notes.is_empty() {
         let _ = writeln!(o, "\n## Warnings and notes\n");
         for cfg in configs {
             for n in &cfg.notes {
                 let _ = writeln!(o, "- {}: {n}", cfg.label);
             }
+        }
+        for (i, t, n) in &test_notes {
+            let _ = writeln!(o, "- {} {t}: {n}", configs[*i].label);
         }
     }
     let diff = disclosure::table(configs);

@@ -270,6 +270,54 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 }
             }
         }
+        // What every row shares is said once, under the table: the items
+        // of "other" and the columns with one value throughout.
+        let first = if many { 2 } else { 1 };
+        let mut common: Vec<String> = Vec::new();
+        if rows.len() > 1 {
+            let other_items = |r: &TRow| -> Vec<String> {
+                r.cells
+                    .last()
+                    .map(|c| {
+                        c.split(", ")
+                            .filter(|x| !x.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let shared: Vec<String> = other_items(&rows[0])
+                .into_iter()
+                .filter(|x| rows.iter().all(|r| other_items(r).contains(x)))
+                .collect();
+            for r in &mut rows {
+                let rest: Vec<String> = other_items(r)
+                    .into_iter()
+                    .filter(|x| !shared.contains(x))
+                    .collect();
+                if let Some(c) = r.cells.last_mut() {
+                    *c = rest.join(", ");
+                }
+            }
+            let n = head.len() - 1;
+            let constant: Vec<usize> = (first..n)
+                .filter(|j| {
+                    rows.iter()
+                        .all(|r| r.cells[*j] == rows[0].cells[*j] && !r.cell_diff[*j])
+                })
+                .collect();
+            for j in &constant {
+                common.push(format!("{} {}", head[*j], rows[0].cells[*j]));
+            }
+            common.extend(shared);
+            for j in constant.iter().rev() {
+                head.remove(*j);
+                for r in &mut rows {
+                    r.cells.remove(*j);
+                    r.cell_diff.remove(*j);
+                }
+            }
+        }
         // No "other" column when nothing is in it.
         if rows
             .iter()
@@ -281,11 +329,18 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 r.cell_diff.pop();
             }
         }
+        let mut note = Vec::new();
+        if !common.is_empty() {
+            note.push(format!("Every test here: {}.", common.join(", ")));
+        }
+        if many {
+            note.push("\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an in-process endpoint's port do not count).".to_string());
+        }
         out.push(Table {
             title: format!("{}: parameters", kind_title(&kind)),
             head,
             rows,
-            note: many.then(|| "\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an in-process endpoint's port do not count).".into()),
+            note: (!note.is_empty()).then(|| note.join(" ")),
         });
     }
     out
@@ -829,12 +884,19 @@ mod tests {
         sb["engine"] = "psync".into();
         let p = parameters(&[a, b], &[info("x", sa, None), info("x", sb, None)]);
         let tab = &p[0];
-        let col = |h: &str| tab.head.iter().position(|x| x == h).unwrap();
-        assert_eq!(tab.rows[0].cells[col("block size")], "4k");
-        assert_eq!(tab.rows[0].cells[col("ramp (s)")], "1");
-        assert_eq!(tab.rows[0].cells[col("other")], "odd=3");
-        assert!(tab.rows[0].cell_diff[col("engine")] && tab.rows[1].cell_diff[col("engine")]);
-        assert!(!tab.rows[0].cell_diff[col("QD")]);
+        let col = |h: &str| tab.head.iter().position(|x| x == h);
+        // Only the differing engine keeps a column; the rest is said once.
+        assert_eq!(tab.head, vec!["test", "configuration", "engine"]);
+        let e = col("engine").unwrap();
+        assert!(tab.rows[0].cell_diff[e] && tab.rows[1].cell_diff[e]);
+        assert_eq!(
+            (tab.rows[0].cells[e].as_str(), tab.rows[1].cells[e].as_str()),
+            ("io_uring", "psync")
+        );
+        let note = tab.note.clone().unwrap();
+        for want in ["block size 4k", "QD 8", "ramp (s) 1", "time (s) 5", "odd=3"] {
+            assert!(note.contains(want), "{want} in {note}");
+        }
         assert!(to_md(tab).contains("**psync**"));
     }
 
