@@ -100,11 +100,15 @@ details{margin:.3em 0}summary{cursor:pointer}td{white-space:nowrap}td:first-chil
 table.parameters td:last-child,table.compare td:last-child{white-space:normal}
 table.disclosure td{text-align:left;white-space:normal;max-width:520px;overflow-wrap:anywhere}table.disclosure td:first-child{white-space:nowrap;overflow-wrap:normal}";
 
-/// The per-second throughput of a test kind: the series field and its label.
-fn second_metric(kind: &str) -> (fn(&iotoll_model::SeriesPoint) -> Option<f64>, &'static str) {
-    match kind {
-        "disk" => (|p| p.iops, mn::IOPS),
-        "net-rr" => (|p| p.trans_s, mn::TRANS_S),
+type Pick = fn(&iotoll_model::SeriesPoint) -> Option<f64>;
+
+/// The per-second throughput of a test: its main metric when the series
+/// has it (`mb_s` for a test selected by MB/s), else its kind's.
+fn second_metric(kind: &str, main: &str) -> (Pick, &'static str) {
+    match (kind, main) {
+        (_, mn::MB_S) => (|p| p.mb_s, mn::MB_S),
+        (_, mn::IOPS) | ("disk", _) => (|p| p.iops, mn::IOPS),
+        (_, mn::TRANS_S) | ("net-rr", _) => (|p| p.trans_s, mn::TRANS_S),
         _ => (|p| p.mbit_s, mn::MBIT_S),
     }
 }
@@ -312,16 +316,16 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
     // The per-second series of every test: each configuration's kept
     // repetition, ramp-up shaded.
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
-    let mut names: Vec<(&str, &str)> = Vec::new();
+    let mut names: Vec<(&str, &str, &str)> = Vec::new();
     for cfg in configs {
         for t in &cfg.tests {
             if !names.iter().any(|n| n.0 == t.name) {
-                names.push((&t.name, &t.kind));
+                names.push((&t.name, &t.kind, &t.main_metric));
             }
         }
     }
-    for (name, kind) in names {
-        let (f, m) = second_metric(kind);
+    for (name, kind, main) in names {
+        let (f, m) = second_metric(kind, main);
         let series: Vec<SecondSeries> = configs
             .iter()
             .enumerate()
