@@ -247,6 +247,26 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
                 who,
             );
         }
+        // Other processes cannot use more of the host than the host used:
+        // such a figure is an accounting artefact, and says so.
+        let impossible: Vec<&str> = cfg
+            .tests
+            .iter()
+            .filter(|t| match (get(t, "cpu_others_pct"), get(t, mn::CPU_PCT)) {
+                (Some(o), Some(c)) => o > c + 1.0,
+                _ => false,
+            })
+            .map(|t| t.name.as_str())
+            .collect();
+        if !impossible.is_empty() {
+            say(
+                format!(
+                    "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {} (CPU a process's reaped children used over a longer time is charged when they end); their interference figures are not a measurement.",
+                    list(&impossible)
+                ),
+                who,
+            );
+        }
         if info.same_host() {
             say(
                 "The network peer was this host (same kernel): remote CPU is this host's CPU, not a second machine's, and is not shown as one.".into(),
@@ -390,7 +410,11 @@ mod tests {
             vec![t(
                 "a",
                 "net-rr",
-                &[("trans_s", 20000.0), ("cpu_pct", 12.0)],
+                &[
+                    ("trans_s", 20000.0),
+                    ("cpu_pct", 12.0),
+                    ("cpu_others_pct", 300.0),
+                ],
                 None,
             )],
             Vec::new(),
@@ -407,5 +431,9 @@ mod tests {
         assert!(f.contains("ranged from 12.0 % to 12.0 %"), "{f}");
         assert!(f.contains("Each test ran once"), "{f}");
         assert!(!f.contains("CPU-bound") && !f.contains("Smoke"), "{f}");
+        assert!(
+            f.contains("Inconsistent: other processes' CPU % exceeds the whole-host CPU % on a"),
+            "{f}"
+        );
     }
 }

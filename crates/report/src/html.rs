@@ -205,9 +205,15 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         "<h2 id=\"findings\">Key findings</h2><ul class=\"findings\">"
     );
     for f in &findings {
-        let warn = ["Not repeatable", "CPU-bound", "Smoke run", "Interfered"]
-            .iter()
-            .any(|w| f.contains(w));
+        let warn = [
+            "Not repeatable",
+            "CPU-bound",
+            "Smoke run",
+            "Interfered",
+            "Inconsistent",
+        ]
+        .iter()
+        .any(|w| f.contains(w));
         let cls = if warn { " class=\"warn\"" } else { "" };
         let _ = writeln!(o.html, "<li{cls}>{}</li>", esc(f));
     }
