@@ -234,6 +234,13 @@ pub fn bars(
     Ok(svg)
 }
 
+/// Line width and marker radius of the `k`-th of `n` lines: the first
+/// drawn is the widest, so equal lines stay visible under later ones.
+fn under(k: usize, n: usize) -> (u32, u32) {
+    let up = n.saturating_sub(k + 1).min(2) as u32;
+    (2 + up * 3 / 2, 4 + up)
+}
+
 /// How an x axis is scaled and labelled.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum XScale {
@@ -351,13 +358,17 @@ pub fn lines(
             .draw()
             .map_err(e)?;
         let mut entries = Vec::new();
-        for (ci, label, p) in &pts {
+        let n = pts.len();
+        for (k, (ci, label, p)) in pts.iter().enumerate() {
             let c = color(*ci);
+            // Earlier lines are wider, so a line drawn over an equal one
+            // leaves it visible on both sides.
+            let (w, r) = under(k, n);
             chart
-                .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(2)))
+                .draw_series(LineSeries::new(p.iter().copied(), c.stroke_width(w)))
                 .map_err(e)?;
             chart
-                .draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled())))
+                .draw_series(p.iter().map(|q| Circle::new(*q, r, c.filled())))
                 .map_err(e)?;
             entries.push((Mark::Line(c), label.clone()));
         }
@@ -437,14 +448,15 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 .map_err(e)?;
             entries.push((Mark::Band(BLACK, 0.1), "ramp-up (not measured)".to_string()));
         }
-        for s in series {
+        for (k, s) in series.iter().enumerate() {
             let c = color(s.color);
+            let (w, _) = under(k, series.len());
             entries.push((Mark::Line(c), s.label.clone()));
             entries.push((Mark::Dashed(c), format!("{} CPU %", s.label)));
             chart
                 .draw_series(LineSeries::new(
                     s.throughput.iter().copied(),
-                    c.stroke_width(2),
+                    c.stroke_width(w),
                 ))
                 .map_err(e)?;
             chart
@@ -455,7 +467,7 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                     s.cpu.iter().copied(),
                     5,
                     4,
-                    c.stroke_width(2),
+                    c.stroke_width(w),
                 ))
                 .map_err(e)?;
         }

@@ -261,7 +261,7 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
         if !impossible.is_empty() {
             say(
                 format!(
-                    "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {} (CPU a process's reaped children used over a longer time is charged when they end); their interference figures are not a measurement.",
+                    "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {}, which cannot be: the per-process accounting is wrong there, so their interference figures are not a measurement.",
                     list(&impossible)
                 ),
                 who,
