@@ -564,3 +564,73 @@ fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value
         "time_s": spec.time.as_secs_f64(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(pairs: &[(&str, f64)]) -> Metrics {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn spec(qd: u32, workers: u32) -> DiskSpec {
+        DiskSpec {
+            qd,
+            workers,
+            ..DiskSpec::default()
+        }
+    }
+
+    #[test]
+    fn consistent_run_has_no_depth_notes() {
+        // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 400_000.0),
+            (mn::LAT_MEAN_US, 79.5),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 31.9),
+        ]);
+        assert!(depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0).is_empty());
+    }
+
+    #[test]
+    fn the_issue_example_fails_the_check() {
+        // 301k IOPS x 73 us = 22 outstanding while 32 were in flight: the
+        // latency was timed over the wrong interval.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 301_000.0),
+            (mn::LAT_MEAN_US, 73.0),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 31.9),
+        ]);
+        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
+        assert!(notes[0].contains("21.97"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_queue_kept_short_is_noted() {
+        // 22 of 32 outstanding, consistently timed: the queue was not full.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 301_000.0),
+            (mn::LAT_MEAN_US, 73.0),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 22.0),
+        ]);
+        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("below the 32 I/Os requested"),
+            "{notes:?}"
+        );
+        // psync keeps one I/O per worker, whatever --qd says.
+        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.9)]);
+        assert!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).is_empty());
+        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.5)]);
+        assert_eq!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).len(), 1);
+    }
+}
