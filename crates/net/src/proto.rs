@@ -433,6 +433,7 @@ mod tests {
         let me = Identity {
             boot_id: Some("6c0a9b43-abe8-45f0-b667-ca18bde8c98e".into()),
             pid: Some(42),
+            start_ticks: Some(4242),
         };
         let mut d = serde_json::json!({"interface": {"name": "lo"}});
         me.insert_into(&mut d);
@@ -441,8 +442,19 @@ mod tests {
         let other = Identity {
             boot_id: Some("00000000-abe8-45f0-b667-ca18bde8c98e".into()),
             pid: Some(42),
+            start_ticks: None,
         };
         assert_eq!(me.same_host(&other), Some(false));
+        // This very process is recognised by pid and start time; the same
+        // pid with another start time (another PID namespace) is not.
+        let this = Identity::this_process();
+        assert_eq!(this.local_pid_of(&this), this.pid);
+        let impostor = Identity {
+            start_ticks: this.start_ticks.map(|t| t + 1),
+            ..this.clone()
+        };
+        assert_eq!(this.local_pid_of(&impostor), None);
+        assert_eq!(this.local_pid_of(&other), None, "another host");
         // An older endpoint says nothing: no verdict.
         let old = Identity::from_disclosure(&serde_json::json!({"interface": {}}));
         assert_eq!(old, Identity::default());
