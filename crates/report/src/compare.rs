@@ -546,8 +546,10 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         .collect();
     if !interfered.is_empty() {
         f.push(format!(
-            "Other processes used the host's CPU during these tests, so their CPU and efficiency figures include someone else's work: {}.",
-            interfered.join("; ")
+            "Other processes used the host's CPU during {} of {} tests, so their CPU and efficiency figures include someone else's work (rows marked): {}.",
+            interfered.len(),
+            c.rows.len(),
+            some(&interfered, "; ")
         ));
     }
     let flagged: Vec<&str> = c
@@ -558,8 +560,10 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         .collect();
     if !flagged.is_empty() {
         f.push(format!(
-            "Not repeatable (repetitions disagreed), read with care: {}.",
-            flagged.join(", ")
+            "Not repeatable (repetitions disagreed) on {} of {} tests, read with care: {}.",
+            flagged.len(),
+            c.rows.len(),
+            some(&flagged, ", ")
         ));
     }
     if !c.unmatched.is_empty() {
@@ -584,6 +588,17 @@ pub fn metric_label(name: &str) -> String {
         mn::CPU_US_PER_TRANS => "CPU µs per transaction".into(),
         other => other.into(),
     }
+}
+
+/// The first few items of a long list, and how many more there are.
+fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
+    const SHOWN: usize = 6;
+    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
+    let mut out = head.join(sep);
+    if items.len() > SHOWN {
+        out.push_str(&format!("{sep}and {} more", items.len() - SHOWN));
+    }
+    out
 }
 
 fn signed(v: f64) -> String {
