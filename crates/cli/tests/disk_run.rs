@@ -110,12 +110,7 @@ fn io_uring_keeps_the_requested_depth_in_flight() {
         .args(["--qd", "16"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = ok_json(&out);
     validate(&doc);
     assert_eq!(doc["spec"]["direct"], true);
     let qd = metric(&doc, "qd_achieved");

@@ -687,12 +687,7 @@ fn a_peer_in_another_namespace_is_the_same_host() {
         .args(SHORT)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = ok_json(&out);
     validate(&d);
     assert!(metric(&d, "mbit_s") > 0.0);
     assert_eq!(d["disclosure"]["local"]["interface"]["name"], "vc");

@@ -72,6 +72,21 @@ pub fn validate(doc: &Value) {
     assert!(errs.is_empty(), "schema violations: {errs:#?}");
 }
 
+/// A command that must succeed and print one JSON document.
+pub fn ok_json(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 pub fn metric(doc: &Value, k: &str) -> f64 {
     doc["metrics"][k]
         .as_f64()
