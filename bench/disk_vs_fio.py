@@ -39,17 +39,28 @@ def run(cmd):
     return out, (b1 - b0) / CLK_TCK, t1 - t0
 
 
-def fio_case(path, size, bs, qd, engine, secs):
+def fio_case(path, size, bs, qd, engine, secs, extra=()):
     cmd = [
         "fio", "--name=bench", f"--filename={path}", "--direct=1", "--rw=randread",
         f"--bs={bs}", f"--iodepth={qd}", f"--ioengine={engine}", f"--size={size}",
         "--time_based", f"--runtime={secs}", "--ramp_time=0", "--norandommap",
-        "--randrepeat=0", "--output-format=json",
+        "--randrepeat=0", "--output-format=json", *extra,
     ]
     out, cpu_s, wall = run(cmd)
     j = json.loads(out)["jobs"][0]["read"]
     ios = j["total_ios"]
-    return {"iops": j["iops"], "cpu_us_per_io": cpu_s * 1e6 / ios, "wall": wall}
+    return {
+        "iops": j["iops"],
+        "cpu_us_per_io": cpu_s * 1e6 / ios,
+        # Little's law on fio's own figures: lat runs from fio's time stamp
+        # before it submits (start_time) to the completion it reaps, the
+        # interval iotoll's latency covers; clat starts after the submitting
+        # system call returned.
+        "qd_achieved": j["iops"] * j["lat_ns"]["mean"] / 1e9,
+        "qd_clat": j["iops"] * j["clat_ns"]["mean"] / 1e9,
+        "lat_mean_us": j["lat_ns"]["mean"] / 1e3,
+        "wall": wall,
+    }
 
 
 def iotoll_case(exe, path, bs, qd, engine, secs):
@@ -65,6 +76,11 @@ def iotoll_case(exe, path, bs, qd, engine, secs):
         "iops": m["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
         "in_window_cpu_us_per_io": m.get("cpu_us_per_io"),
+        # Measured directly (integral of the in-flight count), and by
+        # Little's law from iotoll's IOPS and mean latency.
+        "qd_achieved": m["qd_achieved"],
+        "qd_little": m["iops"] * m["lat_mean_us"] / 1e6,
+        "lat_mean_us": m["lat_mean_us"],
         "wall": wall,
     }
 
@@ -100,28 +116,52 @@ def main():
     fio_ver = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"file: {path} ({size >> 20} MiB)  fio {fio_ver}  {a.rounds} rounds x {a.time} s, alternating\n")
 
-    cases = {"qd32": ("4k randread QD32 io_uring", "4k", 32, "io_uring", "io_uring"),
-             "qd1": ("4k randread QD1 psync", "4k", 1, "psync", "psync")}
+    # io_uring: fio registers the file and the buffers as iotoll does
+    # (--registerfiles --fixedbufs), and submits the way iotoll does: every
+    # free slot refilled, then one io_uring_enter that submits them all and
+    # waits for a completion (iodepth_batch_submit=QD: fio commits what is
+    # queued before it waits; iodepth_batch_complete_min=1). "fio-each" is
+    # fio's default, one io_uring_enter per I/O, shown for reference.
+    def uring_fio(qd):
+        base = ["--registerfiles", "--fixedbufs"]
+        return [("fio", base + [f"--iodepth_batch_submit={qd}", "--iodepth_batch_complete_min=1",
+                                f"--iodepth_batch_complete_max={qd}"]),
+                ("fio-each", base)]
+    cases = {"qd32": ("4k randread QD32 io_uring", "4k", 32, "io_uring", "io_uring", uring_fio(32)),
+             "qd1": ("4k randread QD1 psync", "4k", 1, "psync", "psync", [("fio", [])])}
     wanted = a.cases.split(",")
-    for name, bs, qd, fio_engine, engine in (cases[c] for c in wanted if c in cases):
-        res = {"fio": [], "iotoll": []}
+    for name, bs, qd, fio_engine, engine, fios in (cases[c] for c in wanted if c in cases):
+        tools = [t for t, _ in fios] + ["iotoll"]
+        fio_args = dict(fios)
+        res = {t: [] for t in tools}
         for r in range(a.rounds):
-            order = ["fio", "iotoll"] if r % 2 == 0 else ["iotoll", "fio"]
+            # Rotate the order every round.
+            order = tools[r % len(tools):] + tools[:r % len(tools)]
             for tool in order:
-                if tool == "fio":
-                    res[tool].append(fio_case(path, size, bs, qd, fio_engine, a.time))
-                else:
+                if tool == "iotoll":
                     res[tool].append(iotoll_case(a.iotoll, path, bs, qd, engine, a.time))
+                else:
+                    res[tool].append(fio_case(path, size, bs, qd, fio_engine, a.time, fio_args[tool]))
                 x = res[tool][-1]
-                print(f"  round {r + 1} {tool:<6} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO", file=sys.stderr)
-        med = {t: {k: statistics.median(x[k] for x in v) for k in ("iops", "cpu_us_per_io")} for t, v in res.items()}
+                print(f"  round {r + 1} {tool:<8} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO"
+                      f"  lat {x['lat_mean_us']:8.1f} us  qd_achieved {x['qd_achieved']:5.2f}", file=sys.stderr)
+        keys = ("iops", "cpu_us_per_io", "lat_mean_us", "qd_achieved")
+        med = {t: {k: statistics.median(x[k] for x in v) for k in keys} for t, v in res.items()}
         inwin = statistics.median(x["in_window_cpu_us_per_io"] for x in res["iotoll"])
+        little = statistics.median(x["qd_little"] for x in res["iotoll"])
         print(f"== {name}")
-        print(f"   {'':8}{'median IOPS':>14}{'CPU us/IO (host)':>20}")
-        for t in ("fio", "iotoll"):
-            print(f"   {t:<8}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}")
-        print(f"   ratio iotoll/fio: IOPS {med['iotoll']['iops'] / med['fio']['iops']:.3f}   "
-              f"CPU per I/O {med['iotoll']['cpu_us_per_io'] / med['fio']['cpu_us_per_io']:.3f}")
+        print(f"   {'':10}{'median IOPS':>14}{'CPU us/IO (host)':>20}{'lat mean us':>14}{'qd_achieved':>14}")
+        for t in tools:
+            print(f"   {t:<10}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}"
+                  f"{med[t]['lat_mean_us']:>14.1f}{med[t]['qd_achieved']:>14.2f}")
+        for t in tools[:-1]:
+            print(f"   ratio iotoll/{t}: IOPS {med['iotoll']['iops'] / med[t]['iops']:.3f}   "
+                  f"CPU per I/O {med['iotoll']['cpu_us_per_io'] / med[t]['cpu_us_per_io']:.3f}")
+        print(f"   (qd_achieved: iotoll measured directly; fio = fio IOPS x fio mean lat."
+              f" iotoll's IOPS x mean lat, median: {little:.2f})")
+        if "qd_clat" in res[tools[0]][0]:
+            clat = {t: statistics.median(x["qd_clat"] for x in res[t]) for t in tools[:-1]}
+            print("   (fio IOPS x mean clat, median: " + ", ".join(f"{t} {v:.2f}" for t, v in clat.items()) + ")")
         print(f"   (iotoll's own in-window cpu_us_per_io, median: {inwin:.2f})\n")
 
     if "rss" not in wanted:

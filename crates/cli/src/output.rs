@@ -290,6 +290,9 @@ pub fn human(doc: &ResultDoc) -> String {
             m,
         );
     }
+    if let Some(qd) = get(mn::QD_ACHIEVED) {
+        queue_line(&mut o, doc, qd);
+    }
     match &doc.cpu.local {
         Some(c) => {
             cpu_line(&mut o, "cpu", c, true);
@@ -357,6 +360,28 @@ pub fn human(doc: &ResultDoc) -> String {
         }
     }
     o
+}
+
+/// The disk queue depth kept, beside the one requested and the Little's-law
+/// figure (IOPS x mean latency) a reader would check it against.
+fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
+    let m = &doc.metrics;
+    let spec = &doc.spec;
+    let workers = spec["workers"].as_u64();
+    let per_worker = if spec["engine"] == "psync" {
+        Some(1)
+    } else {
+        spec["qd"].as_u64()
+    };
+    let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
+    if let (Some(w), Some(q)) = (workers, per_worker) {
+        let _ = write!(l, " of {} requested", w * q);
+    }
+    l.push_str(" (mean I/Os outstanding)");
+    if let (Some(iops), Some(lat)) = (m.get(mn::IOPS), m.get(mn::LAT_MEAN_US)) {
+        let _ = write!(l, "   iops x mean latency {:.2}", iops * lat / 1e6);
+    }
+    let _ = writeln!(o, "{l}");
 }
 
 #[cfg(test)]

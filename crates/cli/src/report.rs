@@ -175,10 +175,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 /// A comparison that compares nothing, or (with `strict`) pairs different
 /// workloads, is an error rather than a table.
 fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: bool) -> Result<()> {
-    if c.rows
-        .iter()
-        .all(|r| r.diff_pct.iter().all(|d| d.is_none()))
-    {
+    if c.compared_nothing() {
         let lists: Vec<String> = configs
             .iter()
             .map(|cfg| {
@@ -192,12 +189,7 @@ fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: boo
             lists.join("\n  ")
         );
     }
-    let differing: Vec<String> = c
-        .rows
-        .iter()
-        .filter(|r| !r.differs.is_empty())
-        .map(|r| format!("{}: {}", r.test, r.differs.join(", ")))
-        .collect();
+    let differing = c.differing();
     if !differing.is_empty() {
         if strict {
             anyhow::bail!(

@@ -20,12 +20,7 @@ fn compare_json(db: &Path, args: &[&str]) -> Value {
         .args(args)
         .output()
         .expect("run iotoll");
-    assert!(
-        out.status.success(),
-        "compare {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
+    ok_json(&out)
 }
 
 fn run_suite(db: &Path, file: &Path, config: &str) {

@@ -4,6 +4,7 @@
 //! measures them against a whole-host CPU window.
 
 pub mod engines;
+pub mod occupancy;
 pub mod pattern;
 pub mod rng;
 pub mod runner;

@@ -3,6 +3,7 @@
 //! series, and the result document.
 
 use crate::engines::{self, EngineKind, IoResult};
+use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
 use crate::pattern::IoGen;
 use crate::rng::Rng;
 use crate::spec::{DiskSpec, EngineChoice};
@@ -51,6 +52,8 @@ struct WorkerOut {
     errors: u64,
     first_error: Option<String>,
     hist: Histogram<u64>,
+    /// Mean I/Os outstanding over the worker's view of the window.
+    qd_achieved: f64,
 }
 
 impl WorkerOut {
@@ -63,6 +66,7 @@ impl WorkerOut {
             errors: 0,
             first_error: None,
             hist: new_histogram(),
+            qd_achieved: 0.0,
         }
     }
 }
@@ -115,11 +119,15 @@ fn worker(
         plan.seed ^ 0x5EED,
     );
     let depth = engine.depth();
-    let now = Instant::now();
-    let mut issued_at = vec![now; depth];
+    let t0 = Instant::now();
+    let mut issued_at = vec![t0; depth];
     let mut is_read = vec![false; depth];
     let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut inflight = 0usize;
+    let mut pending: Vec<usize> = Vec::with_capacity(depth);
+    // I/Os outstanding over time, and its integral at the first batch seen
+    // inside the window and at the first one seen after it.
+    let mut occ = Occupancy::new(t0);
+    let (mut mark_start, mut mark_end) = (None::<(Instant, f64)>, None::<(Instant, f64)>);
     let bursting = !spec.burst_delay.is_zero();
     let mut in_burst = 0u32;
     let live = &shared.live[plan.index as usize];
@@ -132,7 +140,7 @@ fn worker(
                 if bursting && in_burst == spec.burst_len {
                     // Iometer's transfer delay: wait before each burst, after
                     // the previous burst has completed.
-                    if inflight > 0 {
+                    if occ.outstanding() > 0 || !pending.is_empty() {
                         free.push(slot);
                         break;
                     }
@@ -148,32 +156,45 @@ fn worker(
                     .queue(slot, io.read, io.offset)
                     .map_err(|e| format!("worker {}: queueing I/O: {e}", plan.index))?;
                 is_read[slot] = io.read;
-                issued_at[slot] = Instant::now();
-                inflight += 1;
                 in_burst += 1;
+                pending.push(slot);
             }
         }
-        if inflight == 0 {
+        if !pending.is_empty() {
+            // Every free slot is refilled, and all of them are handed to the
+            // kernel together by the one system call below, which then waits
+            // for the next completion. Their latency starts just before that
+            // call. (Submitting each I/O with its own call, as before, kept
+            // the last of N refills out of flight for N-1 system calls: at
+            // QD 32 some 3-10 slots were idle on average; docs/disk.md.)
+            let t = Instant::now();
+            for slot in pending.drain(..) {
+                issued_at[slot] = t;
+                occ.started(t);
+            }
+        }
+        if occ.outstanding() == 0 {
             if shared.phase() == Phase::Stop {
                 break;
             }
             continue;
         }
-        // Completion time and phase are read once per batch: the batch
-        // completed before we woke, and finer stamps would not be truer.
-        let mut batch: Option<(Instant, bool)> = None;
+        // Completion time and phase are read once per batch, the moment the
+        // completions are seen: they all completed before we woke, and finer
+        // stamps would not be truer.
+        let mut batch: Option<(Instant, Phase)> = None;
+        let mut n = 0u64;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-                let (t, measuring) = *batch
-                    .get_or_insert_with(|| (Instant::now(), shared.phase() == Phase::Measure));
-                inflight -= 1;
+                let (t, phase) = *batch.get_or_insert_with(|| (Instant::now(), shared.phase()));
+                n += 1;
                 free.push(slot);
                 let ok = res == bs as i64;
                 all_ios += 1;
                 if ok {
                     all_bytes += bs as u64;
                 }
-                if !measuring {
+                if phase != Phase::Measure {
                     return;
                 }
                 if !ok {
@@ -198,8 +219,33 @@ fn worker(
                 }
             })
             .map_err(|e| format!("worker {}: {}: {e}", plan.index, engine.name()))?;
+        if let Some((t, phase)) = batch {
+            match phase {
+                Phase::Measure if mark_start.is_none() => {
+                    mark_start = Some((t, occ.io_seconds_at(t)))
+                }
+                Phase::Stop if mark_start.is_some() && mark_end.is_none() => {
+                    mark_end = Some((t, occ.io_seconds_at(t)))
+                }
+                _ => {}
+            }
+            occ.completed(t, n);
+        }
         live.ios.store(all_ios, Ordering::Relaxed);
         live.bytes.store(all_bytes, Ordering::Relaxed);
+    }
+    if let Some((t0, a0)) = mark_start {
+        let (t1, a1) = mark_end.unwrap_or_else(|| {
+            let t = Instant::now();
+            (t, occ.io_seconds_at(t))
+        });
+        // The worker's own view of the window starts and ends a little
+        // after the probe's (at the first batch it reaps in each phase), so
+        // its mean is taken over that span.
+        let span = t1.saturating_duration_since(t0).as_secs_f64();
+        if span > 0.0 {
+            out.qd_achieved = (a1 - a0) / span;
+        }
     }
     Ok(out)
 }
@@ -358,6 +404,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         merged.read_bytes += o.read_bytes;
         merged.write_bytes += o.write_bytes;
         merged.errors += o.errors;
+        merged.qd_achieved += o.qd_achieved;
         merged.first_error = merged.first_error.or(o.first_error);
         // Same bounds on both sides, so adding cannot fail.
         let _ = merged.hist.add(&o.hist);
@@ -387,6 +434,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         }
     };
     let metrics = disk_metrics(&merged, closed.window_s, cpu.as_ref());
+    notes.extend(depth_notes(spec, kind, &metrics, merged.errors));
     Ok(ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: "disk".into(),
@@ -436,6 +484,7 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
         put(mn::READ_MB_S, o.read_bytes as f64 / window_s / 1e6);
         put(mn::WRITE_MB_S, o.write_bytes as f64 / window_s / 1e6);
         put(mn::MIB_S, bytes / window_s / 1048576.0);
+        put(mn::QD_ACHIEVED, o.qd_achieved);
     }
     let h = &o.hist;
     if !h.is_empty() {
@@ -454,6 +503,42 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
     }
     derive_metrics(&mut m);
     m
+}
+
+/// The queue depth kept, and the Little's-law check of the timing: when
+/// IOPS × mean latency disagrees with the measured depth, latency was not
+/// timed over the interval the I/Os were outstanding.
+fn depth_notes(spec: &DiskSpec, kind: EngineKind, m: &Metrics, errors: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    let get = |k: &str| m.get(k).copied();
+    let per_worker = if kind == EngineKind::Psync {
+        1
+    } else {
+        spec.qd
+    };
+    let requested = (per_worker * spec.workers) as f64;
+    let (Some(qd), Some(window_s)) = (get(mn::QD_ACHIEVED), get(mn::WINDOW_S)) else {
+        return notes;
+    };
+    if spec.burst_delay.is_zero() && qd < 0.9 * requested {
+        notes.push(format!(
+            "qd_achieved {qd:.1} is below the {requested} I/Os requested: the workers could not keep the queue full (CPU-bound, or completions handled slower than they arrive)"
+        ));
+    }
+    if let (Some(iops), Some(mean), Some(max), 0) = (
+        get(mn::IOPS),
+        get(mn::LAT_MEAN_US),
+        get(mn::LAT_MAX_US),
+        errors,
+    ) {
+        let little = littles_law_depth(iops, mean);
+        if (little - qd).abs() > littles_law_tolerance(qd, requested, max, window_s) {
+            notes.push(format!(
+                "Little's law check failed: iops x lat_mean_us = {little:.2} outstanding, measured {qd:.2}; the latency figures of this run are suspect"
+            ));
+        }
+    }
+    notes
 }
 
 fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value {
@@ -479,4 +564,74 @@ fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value
         "ramp_s": spec.ramp.as_secs_f64(),
         "time_s": spec.time.as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(pairs: &[(&str, f64)]) -> Metrics {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn spec(qd: u32, workers: u32) -> DiskSpec {
+        DiskSpec {
+            qd,
+            workers,
+            ..DiskSpec::default()
+        }
+    }
+
+    #[test]
+    fn consistent_run_has_no_depth_notes() {
+        // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 400_000.0),
+            (mn::LAT_MEAN_US, 79.5),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 31.9),
+        ]);
+        assert!(depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0).is_empty());
+    }
+
+    #[test]
+    fn the_issue_example_fails_the_check() {
+        // 301k IOPS x 73 us = 22 outstanding while 32 were in flight: the
+        // latency was timed over the wrong interval.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 301_000.0),
+            (mn::LAT_MEAN_US, 73.0),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 31.9),
+        ]);
+        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
+        assert!(notes[0].contains("21.97"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_queue_kept_short_is_noted() {
+        // 22 of 32 outstanding, consistently timed: the queue was not full.
+        let m = metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, 301_000.0),
+            (mn::LAT_MEAN_US, 73.0),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, 22.0),
+        ]);
+        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("below the 32 I/Os requested"),
+            "{notes:?}"
+        );
+        // psync keeps one I/O per worker, whatever --qd says.
+        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.9)]);
+        assert!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).is_empty());
+        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.5)]);
+        assert_eq!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).len(), 1);
+    }
 }

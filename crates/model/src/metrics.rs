@@ -42,6 +42,7 @@ metric_registry! {
     LAT_P99_US = "lat_p99_us", "us", "99th percentile I/O response time";
     LAT_P999_US = "lat_p999_us", "us", "99.9th percentile I/O response time";
     LAT_P9999_US = "lat_p9999_us", "us", "99.99th percentile I/O response time";
+    QD_ACHIEVED = "qd_achieved", "count", "mean I/Os outstanding over the window, all workers (measured: integral of the in-flight count over the window / the window; by Little's law ~ iops x lat_mean)";
     ERRORS = "errors", "count", "failed or short I/Os, or failed connections";
     MBIT_S = "mbit_s", "Mbit/s", "TCP goodput (payload), tx + rx";
     TX_MBIT_S = "tx_mbit_s", "Mbit/s", "TCP goodput sent";

@@ -371,10 +371,8 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let me = Identity::this_process();
     let peer = Identity::from_disclosure(&report.disclosure);
     let same_host = me.same_host(&peer);
-    if same_host == Some(true) {
-        if let Some(pid) = peer.pid {
-            closed.mark_endpoint(pid);
-        }
+    if let Some(pid) = me.local_pid_of(&peer) {
+        closed.mark_endpoint(pid);
     }
 
     let mut notes = Vec::new();

@@ -172,6 +172,11 @@ pub struct Identity {
     /// `/proc/sys/kernel/random/boot_id`.
     pub boot_id: Option<String>,
     pub pid: Option<i32>,
+    /// When that process started (clock ticks after boot): with the boot id
+    /// and pid it names one process, so a pid from another PID namespace
+    /// (a container) is never taken for an unrelated process of this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ticks: Option<u64>,
 }
 
 /// The key of [`Identity`] in a disclosure object.
@@ -179,9 +184,11 @@ pub const IDENTITY_KEY: &str = "identity";
 
 impl Identity {
     pub fn this_process() -> Identity {
+        let pid = i32::try_from(std::process::id()).ok();
         Identity {
             boot_id: iotoll_probe::sysinfo::boot_id(),
-            pid: i32::try_from(std::process::id()).ok(),
+            pid,
+            start_ticks: pid.and_then(iotoll_probe::procs::start_ticks),
         }
     }
 
@@ -203,7 +210,24 @@ impl Identity {
             .as_i64()
             .and_then(|p| i32::try_from(p).ok())
             .filter(|p| *p > 0);
-        Identity { boot_id, pid }
+        Identity {
+            boot_id,
+            pid,
+            start_ticks: id["start_ticks"].as_u64(),
+        }
+    }
+
+    /// The peer's process as seen on this host, when it runs here: its pid,
+    /// if that pid on this host is the process the peer described (same
+    /// start time); None for another host, another PID namespace, or a peer
+    /// that did not say.
+    pub fn local_pid_of(&self, peer: &Identity) -> Option<i32> {
+        if self.same_host(peer) != Some(true) {
+            return None;
+        }
+        let pid = peer.pid?;
+        let start = peer.start_ticks?;
+        (iotoll_probe::procs::start_ticks(pid) == Some(start)).then_some(pid)
     }
 
     /// Adds this identity to a disclosure object (nothing if it is not one).
@@ -409,6 +433,7 @@ mod tests {
         let me = Identity {
             boot_id: Some("6c0a9b43-abe8-45f0-b667-ca18bde8c98e".into()),
             pid: Some(42),
+            start_ticks: Some(4242),
         };
         let mut d = serde_json::json!({"interface": {"name": "lo"}});
         me.insert_into(&mut d);
@@ -417,8 +442,19 @@ mod tests {
         let other = Identity {
             boot_id: Some("00000000-abe8-45f0-b667-ca18bde8c98e".into()),
             pid: Some(42),
+            start_ticks: None,
         };
         assert_eq!(me.same_host(&other), Some(false));
+        // This very process is recognised by pid and start time; the same
+        // pid with another start time (another PID namespace) is not.
+        let this = Identity::this_process();
+        assert_eq!(this.local_pid_of(&this), this.pid);
+        let impostor = Identity {
+            start_ticks: this.start_ticks.map(|t| t + 1),
+            ..this.clone()
+        };
+        assert_eq!(this.local_pid_of(&impostor), None);
+        assert_eq!(this.local_pid_of(&other), None, "another host");
         // An older endpoint says nothing: no verdict.
         let old = Identity::from_disclosure(&serde_json::json!({"interface": {}}));
         assert_eq!(old, Identity::default());

@@ -209,6 +209,27 @@ pub struct Comparison {
     pub findings: Vec<String>,
 }
 
+impl Comparison {
+    /// No test has a value on both sides of any pair: nothing was compared.
+    pub fn compared_nothing(&self) -> bool {
+        self.configs.len() > 1
+            && self
+                .rows
+                .iter()
+                .all(|r| r.diff_pct.iter().all(|d| d.is_none()))
+    }
+
+    /// The rows whose paired tests ran different workloads, as
+    /// `test (conns 4 vs 1, msg 64k vs 1k)`.
+    pub fn differing(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| !r.differs.is_empty())
+            .map(|r| format!("{} ({})", r.test, r.differs.join(", ")))
+            .collect()
+    }
+}
+
 /// Metrics where less is better (the peer's CPU as much as ours).
 pub fn lower_is_better(metric: &str) -> bool {
     let metric = metric.strip_prefix("remote_").unwrap_or(metric);
@@ -507,22 +528,13 @@ pub fn findings(c: &Comparison) -> Vec<String> {
             }
         }
     }
-    if c.rows
-        .iter()
-        .all(|r| r.diff_pct.iter().all(|d| d.is_none()))
-        && c.configs.len() > 1
-    {
+    if c.compared_nothing() {
         f.push(
             "Nothing was compared: the configurations have no test with the same name and a value on both sides."
                 .to_string(),
         );
     }
-    let differing: Vec<String> = c
-        .rows
-        .iter()
-        .filter(|r| !r.differs.is_empty())
-        .map(|r| format!("{} ({})", r.test, r.differs.join(", ")))
-        .collect();
+    let differing = c.differing();
     if !differing.is_empty() {
         f.push(format!(
             "Different workloads were paired, so these differences are not the configurations' alone: {}. A comparison holds the workload fixed and lets only the configuration differ (MTU, engine, adapter: what the --config labels name); rerun with the same parameters, or use --strict to refuse such a comparison.",
@@ -546,8 +558,10 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         .collect();
     if !interfered.is_empty() {
         f.push(format!(
-            "Other processes used the host's CPU during these tests, so their CPU and efficiency figures include someone else's work: {}.",
-            interfered.join("; ")
+            "Other processes used the host's CPU during {} of {} tests, so their CPU and efficiency figures include someone else's work (rows marked): {}.",
+            interfered.len(),
+            c.rows.len(),
+            some(&interfered, "; ")
         ));
     }
     let flagged: Vec<&str> = c
@@ -558,8 +572,10 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         .collect();
     if !flagged.is_empty() {
         f.push(format!(
-            "Not repeatable (repetitions disagreed), read with care: {}.",
-            flagged.join(", ")
+            "Not repeatable (repetitions disagreed) on {} of {} tests, read with care: {}.",
+            flagged.len(),
+            c.rows.len(),
+            some(&flagged, ", ")
         ));
     }
     if !c.unmatched.is_empty() {
@@ -584,6 +600,17 @@ pub fn metric_label(name: &str) -> String {
         mn::CPU_US_PER_TRANS => "CPU µs per transaction".into(),
         other => other.into(),
     }
+}
+
+/// The first few items of a long list, and how many more there are.
+fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
+    const SHOWN: usize = 6;
+    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
+    let mut out = head.join(sep);
+    if items.len() > SHOWN {
+        out.push_str(&format!("{sep}and {} more", items.len() - SHOWN));
+    }
+    out
 }
 
 fn signed(v: f64) -> String {

@@ -149,6 +149,7 @@ fn produces(kind: &str, metric: &str) -> bool {
         "lat_p99_us",
         "lat_p999_us",
         "lat_p9999_us",
+        "qd_achieved",
         "iops_per_cpu_pct",
         "mb_s_per_cpu_pct",
         "cpu_us_per_io",

@@ -118,18 +118,13 @@ impl Engine for IoUringEngine {
         // completion is reaped (the worker only reuses a slot after `done`).
         let pushed = unsafe { self.ring.submission().push(&e) };
         if pushed.is_err() {
-            // The queue holds `depth` entries and at most `depth` are
-            // outstanding, so this means they were not submitted yet.
-            self.ring.submit()?;
+            // The queue holds at least `depth` entries and at most `depth` are
+            // outstanding, so this means some were not submitted yet.
+            self.submit_now()?;
             // SAFETY: as above.
             unsafe { self.ring.submission().push(&e) }
                 .map_err(|_| io::Error::other("io_uring submission queue full"))?;
         }
-        // Each I/O goes to the device the moment it exists, as Iometer and
-        // fio (iodepth_batch_submit=1) do. Batching the refill into one
-        // io_uring_enter held I/Os back in a plug and cost ~10 % IOPS at QD 32
-        // on virtio-blk, for no measurable CPU saving (BENCHMARKS.md).
-        self.submit_now()?;
         Ok(())
     }
 

@@ -18,11 +18,15 @@ pub trait Engine {
     /// How many I/Os this engine keeps in flight at most (buffer slots
     /// `0..depth`).
     fn depth(&self) -> usize;
-    /// Queues a read or write of the whole buffer of `slot` at `offset`.
-    /// It is started no later than the next `submit_and_reap`.
+    /// Prepares a read or write of the whole buffer of `slot` at `offset`
+    /// without starting it: it is handed to the kernel by the next
+    /// `submit_and_reap`. The worker takes an I/O's start time just before
+    /// that call, so latency covers the submission itself.
     fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()>;
-    /// Starts everything queued and waits for at least `min` completions
-    /// (0: do not wait); `done(slot, result)` is called once per completion.
+    /// Hands everything queued to the kernel in one go (io_uring: one
+    /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
+    /// at least `min` completions (0: do not wait); `done(slot, result)` is
+    /// called once per completion.
     fn submit_and_reap(
         &mut self,
         min: usize,
