@@ -89,6 +89,10 @@ pub struct SeriesRecorder {
     last: (u64, u64),
     last_t: Instant,
     points: Vec<SeriesPoint>,
+    /// The phase when the second being sampled began: a second that
+    /// started in the ramp-up is labelled `ramp` even if measuring began
+    /// during it.
+    interval_phase: Option<Phase>,
 }
 
 impl SeriesRecorder {
@@ -102,6 +106,7 @@ impl SeriesRecorder {
             last: (0, 0),
             last_t: now,
             points: Vec::new(),
+            interval_phase: None,
         }
     }
 
@@ -120,10 +125,12 @@ impl SeriesRecorder {
         total: Duration,
     ) {
         let now = Instant::now();
+        let began = *self.interval_phase.get_or_insert(phase);
         if now < self.next {
             return;
         }
         self.next += Duration::from_secs(1);
+        self.interval_phase = None;
         let (ops, bytes) = counters();
         let dt = now.duration_since(self.last_t).as_secs_f64();
         let d_ops = ops.saturating_sub(self.last.0) as f64 / dt;
@@ -135,7 +142,7 @@ impl SeriesRecorder {
         };
         let p = SeriesPoint {
             t_s: now.duration_since(self.t_run).as_secs_f64(),
-            phase: phase.label().to_string(),
+            phase: began.label().to_string(),
             iops,
             mb_s,
             mbit_s,
