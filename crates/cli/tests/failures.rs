@@ -220,3 +220,44 @@ fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
         assert!(line.contains("failed"), "{list}");
     }
 }
+
+/// In a suite, a repetition whose engine thread panics is a failed
+/// repetition: never stored as a result, the run marked failed, exit 1.
+#[test]
+fn a_panicking_repetition_in_a_suite_is_failed_not_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tmp_db(&dir);
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        "name = \"panics\"\nreps = 1\nramp = \"200ms\"\ntime = \"500ms\"\n\n[[test]]\nname = \"s\"\nkind = \"net-stream\"\nconns = 2\n",
+    )
+    .unwrap();
+    let out = iotoll()
+        .env("IOTOLL_INJECT_FAULT", "net-engine-panic")
+        .args(["suite", "run"])
+        .arg(&file)
+        .args(["--db", &db, "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("marked failed"), "{err}");
+    let list = results_list(&db);
+    let line = list.lines().find(|l| l.contains("panics")).expect(&list);
+    assert!(line.contains("failed"), "{list}");
+    let id = line.split_whitespace().next().unwrap();
+    let shown = ok_json(
+        &iotoll()
+            .args(["results", "show", id, "--json", "--db", &db])
+            .output()
+            .unwrap(),
+    );
+    let text = shown.to_string();
+    assert!(text.contains("panicked"), "{text}");
+    assert!(
+        shown["tests"][0]["reps"].as_array().unwrap().is_empty(),
+        "{text}"
+    );
+    assert!(shown["tests"][0]["summary"].is_null(), "{text}");
+}
