@@ -238,7 +238,7 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
         no_db: c.no_db,
         interference_pct: c.interference_pct,
     };
-    crate::measure(&o, NetError::is_usage, |ctl| iotoll_net::run(&spec, ctl))
+    crate::measure(&o, |ctl| iotoll_net::run(&spec, ctl))
 }
 
 fn serve(a: ServeArgs) -> Result<()> {

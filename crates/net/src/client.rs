@@ -402,10 +402,14 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     ] {
         if errors > 0 {
             notes.push(format!(
-                "{errors} connection(s) failed inside {end}'s window; first error: {}",
+                "{errors} connection(s) failed before {end}'s window closed; first error: {}",
                 first.as_deref().unwrap_or("unknown")
             ));
         }
+    }
+    let failure = failure(&out, &report, roles.len());
+    if let Some(f) = &failure {
+        notes.insert(0, format!("failed: {f}"));
     }
     let cpu = match closed.report {
         Ok(r) => {
@@ -457,7 +461,58 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         })),
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+    if let Some(msg) = failure {
+        doc.status = "failed".into();
+        return Err(NetError::Failed {
+            msg,
+            doc: Box::new(doc),
+        });
+    }
     Ok(doc)
+}
+
+/// Connections that may fail before a test is failed: 1 % of its data
+/// connections (both directions of a bidirectional test count), so none
+/// below 100 connections. A connection counts as failed when it ends
+/// before the window closes (a connection lost in the ramp-up is missing
+/// from the window); most failures are seen at both ends, so the larger of
+/// the two ends' counts is taken.
+pub fn tolerated_failures(data_conns: usize) -> u64 {
+    data_conns as u64 / 100
+}
+
+/// Why a test that ran to its end is nevertheless failed: an engine
+/// thread panicked at this host, or more connections failed than
+/// `tolerated_failures` allows (an engine thread panic at the endpoint
+/// fails all of that thread's connections). None: its figures are a result.
+fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<String> {
+    let failed = out.errors.max(report.errors);
+    if let Some(p) = &out.panic {
+        return Some(format!(
+            "the test failed: this host's {p} ({} of {data_conns} data connection(s) lost)",
+            out.errors
+        ));
+    }
+    if failed <= tolerated_failures(data_conns) {
+        return None;
+    }
+    let mut firsts = Vec::new();
+    for (end, errors, first) in [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", report.errors, &report.first_error),
+    ] {
+        if errors > 0 {
+            firsts.push(format!(
+                "{errors} at {end} (first: {})",
+                first.as_deref().unwrap_or("unknown")
+            ));
+        }
+    }
+    Some(format!(
+        "the test failed: {failed} of {data_conns} data connection(s) failed before the window closed, more than the {} tolerated: {}",
+        tolerated_failures(data_conns),
+        firsts.join("; ")
+    ))
 }
 
 /// Per-connection rate statistics over one or two windows.

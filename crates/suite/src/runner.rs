@@ -394,6 +394,9 @@ pub fn run(
                 }
                 Err(RepError::Failed(e)) => {
                     progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
+                    // The run's notes say why it is failed; the repetition's
+                    // partial figures are never stored as a result.
+                    notes.push(format!("{} repetition {rep} failed: {e}", job.name));
                     out.failures.push(format!("repetition {rep}: {e}"));
                     status = Status::Failed;
                 }
