@@ -362,6 +362,24 @@ fn back_to_back_tests_after_a_thousand_connections() {
         "0s",
     ]);
     assert_eq!(metric(&d, "conns"), 1000.0);
+
+    // By hand, acknowledging nothing: once the report is here, the endpoint
+    // has let go of the test although the client still holds its end.
+    let (mut c, port, token) = raw_test(&s.addr, None, stream_params(1000));
+    let data: Vec<TcpStream> = (0..1000).map(|i| data_conn(port, token, i)).collect();
+    let ready = read_frame(&mut c, Duration::from_secs(60)).unwrap();
+    assert_eq!(ready["type"], "ready", "{ready}");
+    write_frame(&mut c, &json!({"type": "window_start"}));
+    write_frame(&mut c, &json!({"type": "window_end"}));
+    let report = read_frame(&mut c, Duration::from_secs(30)).unwrap();
+    assert_eq!(report["type"], "report", "{report}");
+    let fds = s.open_fds();
+    assert!(
+        fds <= base + 4,
+        "the endpoint still held {fds} descriptors (was {base}) after reporting"
+    );
+    served_at_once(&s.addr, None, "while the previous client has not said stop");
+    drop((c, data));
 }
 
 #[test]
