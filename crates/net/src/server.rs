@@ -17,7 +17,7 @@ use std::io::Read;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Server-side limits on what a client may ask for.
@@ -156,8 +156,17 @@ const HS_DROPPED: u8 = 3;
 struct Pending {
     source: IpAddr,
     state: Arc<AtomicU8>,
-    /// A second handle on the socket, to shut it down when dropped.
-    sock: TcpStream,
+    /// A second handle on the socket, to shut it down when dropped; the
+    /// connection's thread closes it when the handshake ends, so it never
+    /// keeps a finished connection open.
+    sock: Arc<Mutex<Option<TcpStream>>>,
+}
+
+fn take_clone(sock: &Mutex<Option<TcpStream>>) -> Option<TcpStream> {
+    match sock.lock() {
+        Ok(mut g) => g.take(),
+        Err(p) => p.into_inner().take(),
+    }
 }
 
 /// What the accept loop and the sessions share.
@@ -205,22 +214,40 @@ fn source_of(ip: IpAddr) -> IpAddr {
 /// Drops the oldest pending handshake (of `source`, if given): unauthenticated
 /// ones first. False when there was none to drop.
 fn drop_oldest(pending: &mut Vec<Pending>, source: Option<IpAddr>) -> bool {
-    for want in [HS_OPEN, HS_AUTHED] {
-        let Some(i) = pending.iter().position(|p| {
-            source.is_none_or(|s| p.source == s) && p.state.load(Ordering::Acquire) == want
-        }) else {
-            continue;
+    loop {
+        let pick = [HS_OPEN, HS_AUTHED].into_iter().find_map(|want| {
+            pending
+                .iter()
+                .position(|p| {
+                    source.is_none_or(|s| p.source == s) && p.state.load(Ordering::Acquire) == want
+                })
+                .map(|i| (i, want))
+        });
+        let Some((i, want)) = pick else {
+            return false;
         };
-        let p = pending.remove(i);
-        if p.state
-            .compare_exchange(want, HS_DROPPED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            let _ = p.sock.shutdown(std::net::Shutdown::Both);
+        match pending[i].state.compare_exchange(
+            want,
+            HS_DROPPED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                let p = pending.remove(i);
+                if let Some(s) = take_clone(&p.sock) {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                return true;
+            }
+            // Its handshake ended meanwhile: room made all the same.
+            Err(now) if now >= HS_DONE => {
+                pending.remove(i);
+                return true;
+            }
+            // It has just proven the key: choose again.
+            Err(_) => {}
         }
-        return true;
     }
-    false
 }
 
 /// Makes room for one more pending handshake from `source`; returns how
@@ -310,19 +337,26 @@ pub fn serve_on(
                 let source = source_of(peer.ip());
                 dropped += make_room(&mut pending, source);
                 let sock = match stream.try_clone() {
-                    Ok(s) => s,
+                    Ok(s) => Arc::new(Mutex::new(Some(s))),
                     Err(e) => {
                         log(&format!("{peer}: cannot serve: {e}"));
                         continue;
                     }
                 };
                 let state = Arc::new(AtomicU8::new(HS_OPEN));
-                let (cfg2, state2, shared2, log2) =
-                    (cfg.clone(), state.clone(), shared.clone(), log.clone());
+                let (cfg2, state2, sock2, shared2, log2) = (
+                    cfg.clone(),
+                    state.clone(),
+                    sock.clone(),
+                    shared.clone(),
+                    log.clone(),
+                );
                 let spawned = std::thread::Builder::new()
                     .name("iotoll-session".into())
                     .stack_size(512 << 10)
-                    .spawn(move || connection(stream, peer, &cfg2, &state2, &shared2, &log2));
+                    .spawn(move || {
+                        connection(stream, peer, &cfg2, &state2, &sock2, &shared2, &log2)
+                    });
                 match spawned {
                     Ok(_) => pending.push(Pending {
                         source,
@@ -360,6 +394,7 @@ fn connection(
     peer: SocketAddr,
     cfg: &ServerConfig,
     state: &AtomicU8,
+    sock: &Mutex<Option<TcpStream>>,
     shared: &Arc<Shared>,
     log: &Log,
 ) {
@@ -367,6 +402,7 @@ fn connection(
     // Out of the accept loop's hands from here; a connection it dropped to
     // make room (and counted) ends without a word.
     let dropped = state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
+    drop(take_clone(sock));
     let (ctl, params) = match r {
         Ok(x) if !dropped => x,
         Ok(_) => return,
