@@ -314,6 +314,14 @@ impl<S: Read + Write> Conn<S> {
             return false;
         }
         self.open = false;
+        // The phase read before this I/O may be stale: the other end closes
+        // only after this end stopped its window, so a close seen now is
+        // inside the window only if the window is still open now.
+        let phase = if phase == Phase::Stop {
+            phase
+        } else {
+            st.phase.get()
+        };
         if phase != Phase::Stop {
             st.errors += 1;
             if st.first_error.is_none() {

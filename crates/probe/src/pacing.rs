@@ -38,7 +38,9 @@ impl PhaseCell {
 
     #[inline]
     pub fn get(&self) -> Phase {
-        match self.0.load(Ordering::Relaxed) {
+        // Acquire/Release: a thread that sees the effect of a phase change
+        // (e.g. the peer's close after window_end) also sees the phase.
+        match self.0.load(Ordering::Acquire) {
             0 => Phase::Ramp,
             1 => Phase::Measure,
             _ => Phase::Stop,
@@ -46,7 +48,7 @@ impl PhaseCell {
     }
 
     pub fn set(&self, p: Phase) {
-        self.0.store(p as u8, Ordering::Relaxed);
+        self.0.store(p as u8, Ordering::Release);
     }
 }
 
