@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run).
+    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run);
+`compare A B C` compares B and C each against A.
 Tests are paired by name: a suite's test name with its swept values, or for a single run its workload
 (e.g. stream/dir=tx,conns=4,msg=64k). Paired tests whose workload parameters differ are flagged on their
 row and in the findings; --strict refuses them. What is meant to differ (MTU, engine, adapter) is the
@@ -19,9 +20,12 @@ Differences are (candidate / baseline - 1); per group, the mean of the per-test 
 pub struct CompareArgs {
     /// The baseline configuration: run id or label.
     baseline: String,
-    /// The candidate configuration: run id or label.
-    candidate: String,
-    /// More configurations to compare against the baseline.
+    /// The candidate configuration(s): run ids or labels, each compared
+    /// against the baseline.
+    #[arg(required = true, value_name = "CANDIDATE")]
+    candidates: Vec<String>,
+    /// More configurations to compare against the baseline (the same as
+    /// further CANDIDATE arguments).
     #[arg(long = "with", value_name = "LABEL")]
     with: Vec<String>,
     /// Compare this metric instead of each test's main one (iops, mbit_s, trans_s, ...).
@@ -149,7 +153,8 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         "none" => false,
         other => return Err(UsageError(format!("--by '{other}': use group or none")).into()),
     };
-    let mut which = vec![a.baseline.clone(), a.candidate.clone()];
+    let mut which = vec![a.baseline.clone()];
+    which.extend(a.candidates.iter().cloned());
     which.extend(a.with.iter().cloned());
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);

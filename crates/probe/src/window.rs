@@ -148,14 +148,15 @@ impl ClosedWindow {
 /// reaps an orphan, its children's time grows by the orphan's whole life,
 /// part of which was before the window and is not known to be its. Per-
 /// process figures are bounded by these facts, and the interference
-/// verdict is taken on the bounded figure.
+/// verdict is taken on the bounded figure plus the window's steal.
 fn bound_by_host(r: &mut CpuReport) {
     let busy = r.busy_pct.max(0.0);
     for t in &mut r.top {
         t.cpu_pct = t.cpu_pct.min(busy);
     }
     if let Some(i) = &mut r.interference {
-        let room = (busy - r.self_pct.unwrap_or(0.0)).max(0.0);
+        i.steal_pct = r.modes.steal.max(0.0);
+        let room = (busy - r.self_pct.unwrap_or(0.0) - i.steal_pct).max(0.0);
         i.others_pct = i.others_pct.min(room);
         for p in &mut i.processes {
             p.cpu_pct = p.cpu_pct.min(room);
@@ -211,6 +212,7 @@ mod tests {
             interference: Some(iotoll_model::result::Interference {
                 threshold_pct: 5.0,
                 others_pct: 889.75,
+                steal_pct: 0.0,
                 interfered: true,
                 processes: Vec::new(),
             }),
@@ -221,6 +223,38 @@ mod tests {
         let i = r.interference.unwrap();
         assert!((i.others_pct - 20.07).abs() < 1e-9);
         assert!(i.interfered, "still over 5 % after bounding");
+    }
+
+    #[test]
+    fn steal_interferes_like_another_process() {
+        // Seen: 14.4 % steal inflated a disk test's whole-host CPU from
+        // about 13 % to 27.7 % with no process to blame.
+        let mut r = CpuReport {
+            busy_pct: 27.7,
+            self_pct: Some(10.3),
+            modes: iotoll_model::result::CpuModes {
+                steal: 14.4,
+                ..Default::default()
+            },
+            interference: Some(iotoll_model::result::Interference {
+                threshold_pct: 5.0,
+                others_pct: 0.5,
+                steal_pct: 0.0,
+                interfered: false,
+                processes: Vec::new(),
+            }),
+            ..Default::default()
+        };
+        bound_by_host(&mut r);
+        let i = r.interference.unwrap();
+        assert_eq!(i.steal_pct, 14.4);
+        assert!(i.interfered);
+        assert!(i.what().contains("14.4 % (steal"), "{}", i.what());
+        // Below the threshold together: clean.
+        let mut quiet = i.clone();
+        quiet.steal_pct = 1.5;
+        quiet.set_threshold(5.0);
+        assert!(!quiet.interfered);
     }
 
     #[test]

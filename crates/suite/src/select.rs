@@ -1,8 +1,8 @@
 //! Which repetition represents a test, and whether its repetitions agree.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::Metrics;
 use iotoll_model::units::format_number;
+use iotoll_model::Metrics;
 
 /// Whole-host CPU figures that differ by at most this many points agree,
 /// whatever their ratio: below ~20 % busy, tick sampling and the host's own
