@@ -238,32 +238,20 @@ fn store_failed(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
 ) -> anyhow::Result<i64> {
-    let host =
-        iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    let name =
-        iotoll_model::workload::test_name(&doc.kind, &doc.spec).unwrap_or_else(|| doc.kind.clone());
-    let run = store.begin_run(
-        &format!("single {}", doc.kind),
-        doc.config.as_deref(),
-        "",
-        &host,
-        &doc.notes,
-    )?;
-    store.add_test(run, 1, &name, &doc.kind, None, &doc.spec, "all")?;
+    let (run, _) = begin_single(store, doc)?;
     store.finish_run(run, "failed", &doc.notes)?;
     Ok(run)
 }
 
-/// A single measurement becomes a run of one test and one repetition,
-/// comparable with suite runs by its configuration label.
-fn store_single(
+/// A single measurement's run and its one test. The test is named by its
+/// workload, as a suite names a swept test, so `compare` pairs a single
+/// run only with the same workload.
+fn begin_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
-) -> anyhow::Result<i64> {
+) -> anyhow::Result<(i64, i64)> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    // Named by its workload, as a suite names a swept test, so `compare`
-    // pairs a single run only with the same workload.
     let name =
         iotoll_model::workload::test_name(&doc.kind, &doc.spec).unwrap_or_else(|| doc.kind.clone());
     let run = store.begin_run(
@@ -274,6 +262,16 @@ fn store_single(
         &doc.notes,
     )?;
     let test = store.add_test(run, 1, &name, &doc.kind, None, &doc.spec, "all")?;
+    Ok((run, test))
+}
+
+/// A single measurement becomes a run of one test and one repetition,
+/// comparable with suite runs by its configuration label.
+fn store_single(
+    store: &mut iotoll_store::Store,
+    doc: &iotoll_model::ResultDoc,
+) -> anyhow::Result<i64> {
+    let (run, test) = begin_single(store, doc)?;
     store.add_rep(test, 1, doc)?;
     store.finish_test(
         test,

@@ -4,7 +4,7 @@
 //! and the run's notes), and the caveats every report states whatever the
 //! number of configurations.
 
-use crate::compare::{ConfigData, TestData};
+use crate::compare::{Comparison, ConfigData, TestData};
 use crate::fmt::num;
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
@@ -285,6 +285,22 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
             }
         })
         .collect()
+}
+
+/// The findings a report shows: a single run's from its numbers, a
+/// comparison's with the caveats of every configuration.
+pub fn for_report(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Vec<String> {
+    if configs.len() == 1 {
+        single_run(
+            &configs[0],
+            &infos.first().cloned().unwrap_or_default(),
+            c.cpu_threshold_pct,
+        )
+    } else {
+        let mut f = c.findings.clone();
+        f.extend(caveats(configs, infos));
+        f
+    }
 }
 
 #[cfg(test)]

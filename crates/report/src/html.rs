@@ -189,17 +189,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
             esc(&c.configs[0])
         );
     }
-    let findings: Vec<String> = if single {
-        crate::findings::single_run(
-            &configs[0],
-            &infos.first().cloned().unwrap_or_default(),
-            c.cpu_threshold_pct,
-        )
-    } else {
-        let mut f = c.findings.clone();
-        f.extend(crate::findings::caveats(configs, infos));
-        f
-    };
+    let findings = crate::findings::for_report(c, configs, infos);
     let _ = writeln!(
         o.html,
         "<h2 id=\"findings\">Key findings</h2><ul class=\"findings\">"
