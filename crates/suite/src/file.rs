@@ -3,6 +3,7 @@
 
 use crate::select::Rule;
 use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units};
 use iotoll_net::{ClientSpec, Dir, TestKind};
 use std::time::Duration;
@@ -18,14 +19,15 @@ pub struct SuiteError {
 
 impl std::fmt::Display for SuiteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.file)?;
+        // Keys and messages quote the file: shown escaped, never raw.
+        write!(f, "{}", printable(&self.file))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if let Some(k) = &self.key {
-            write!(f, ": key '{k}'")?;
+            write!(f, ": key '{}'", printable(k))?;
         }
-        write!(f, ": {}", self.msg)
+        write!(f, ": {}", printable(&self.msg))
     }
 }
 
@@ -422,6 +424,13 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             .to_string(),
         None => return Err(cx.err(None, None, "the suite has no name = \"...\"")),
     };
+    if name.contains(char::is_control) {
+        return Err(cx.err(
+            None,
+            Some("name"),
+            "a suite name must not contain control characters",
+        ));
+    }
     let description = top("description")
         .and_then(|v| v.as_str())
         .map(str::to_string);
@@ -461,11 +470,11 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                 .to_string(),
             None => return Err(cx.err(i, None, "this [[test]] has no name")),
         };
-        if tname.is_empty() || tname.contains(['/', ',']) {
+        if tname.is_empty() || tname.contains(['/', ',']) || tname.contains(char::is_control) {
             return Err(cx.err(
                 i,
                 Some("name"),
-                "a test name must be non-empty, without '/' or ','",
+                "a test name must be non-empty, without '/', ',' or control characters",
             ));
         }
         if base_names.contains(&tname) {
@@ -923,6 +932,36 @@ group = "{dir}"
             "burst_len 0 (bs 4k) "
         );
         assert_eq!(flags_as_keys("no flags"), "no flags");
+    }
+
+    /// Seen: control characters in suite and test names reached the
+    /// terminal raw. They are refused, and errors quoting them escape them.
+    #[test]
+    fn control_characters_in_names_are_refused_and_escaped() {
+        // TOML basic strings decode \u001b to ESC.
+        let e = err(r#"name="a\u001b[2J"
+[[test]]
+name="a"
+kind="disk"
+"#);
+        assert!(e.msg.contains("control characters"), "{e}");
+        let e = err(r#"name="t"
+[[test]]
+name="x\u0007"
+kind="disk"
+"#);
+        assert!(e.msg.contains("control characters"), "{e}");
+        let e = err(r#"name="t"
+[[test]]
+name="a"
+kind="disk"
+"q\u001b]0;pwned\u0007"=1
+"#);
+        let shown = e.to_string();
+        assert!(
+            !shown.contains('\u{1b}') && shown.contains("\\u{1b}"),
+            "{shown}"
+        );
     }
 
     /// Seen: a sweep of 10^6 combinations made `suite show` run for over a
