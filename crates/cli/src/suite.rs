@@ -263,6 +263,10 @@ impl iotoll_suite::SuiteProgress for TermProgress {
 }
 
 fn run(a: RunArgs) -> Result<()> {
+    // First of all: a Ctrl-C or SIGTERM, however early, ends the run as
+    // interrupted (exit 130, the run stored as aborted), never by the
+    // signal's default action (143 and nothing stored).
+    let flag = signals::install();
     let mut suite = load(&a.suite)?;
     if a.reps == Some(0) {
         return Err(UsageError("--reps must be at least 1".into()).into());
@@ -347,7 +351,6 @@ fn run(a: RunArgs) -> Result<()> {
         fmt_dur(est),
         db.display()
     ));
-    let flag = signals::install();
     let opts = Options {
         target: a.target.clone(),
         allow_destructive: a.allow_destructive,

@@ -225,6 +225,15 @@ pub fn attribute(
     (top, Some(i))
 }
 
+/// Whether process `pid` exists (EPERM: it does, as another user's).
+pub fn pid_alive(pid: i64) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0
+        && pid <= i32::MAX as i64
+        && (unsafe { libc::kill(pid as i32, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
 /// Clock ticks per second for /proc/*/stat times.
 pub fn clk_tck() -> f64 {
     // SAFETY: sysconf has no preconditions.

@@ -11,7 +11,7 @@ use iotoll_net::auth::Key;
 use iotoll_net::NetError;
 use iotoll_probe::{Progress, RunControl};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -166,6 +166,38 @@ impl Drop for LocalEndpoint {
 /// The suite's temporary test file, removed at the end.
 struct TempTarget(PathBuf);
 
+/// Test files a suite run creates in `dir`: `iotoll-suite-PID.tst`.
+const TEMP_PREFIX: &str = "iotoll-suite-";
+const TEMP_SUFFIX: &str = ".tst";
+
+/// Removes the test files that runs killed with `kill -9` left in `dir`
+/// (their PID is gone), as the database marks their runs incomplete. A
+/// file whose PID is alive is left alone, whoever that process is; only
+/// regular files are removed. Returns what was removed.
+pub fn reclaim_stale_test_files(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|n| n.strip_suffix(TEMP_SUFFIX))
+            .and_then(|p| p.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let regular = e.file_type().is_ok_and(|t| t.is_file());
+        if regular && !iotoll_probe::procs::pid_alive(pid) && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed.push(e.path());
+        }
+    }
+    removed
+}
+
 impl Drop for TempTarget {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -249,8 +281,14 @@ pub fn run(
                 })
                 .max()
                 .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
-            let path =
-                std::env::temp_dir().join(format!("iotoll-suite-{}.tst", std::process::id()));
+            for p in reclaim_stale_test_files(&std::env::temp_dir()) {
+                progress.line(&format!(
+                    "removed {}, the test file of a run that was killed",
+                    p.display()
+                ));
+            }
+            let path = std::env::temp_dir()
+                .join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
             let prep = iotoll_disk::DiskSpec {
                 target: Some(path.clone()),
                 create: true,
