@@ -498,3 +498,63 @@ fn the_report_in_a_real_browser() {
         all.load(Ordering::Relaxed)
     );
 }
+
+/// Seen: the Markdown report wrote a test named `<script>` raw (the HTML
+/// report escaped it). Names from imports are text in both.
+#[test]
+fn hostile_names_are_text_in_markdown_and_html() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let table = d.path().join("t.csv");
+    std::fs::write(
+        &table,
+        "test,group,iops,cpu_pct\n\"<script>alert(1)</script>|x\",g*1,5000,20\n",
+    )
+    .unwrap();
+    for label in ["base_a", "cand|b"] {
+        iotoll()
+            .args(["results", "import", table.to_str().unwrap()])
+            .args(["--format", "table", "--config", label, "--db", db])
+            .assert()
+            .success();
+    }
+    let md = d.path().join("r.md");
+    let html = d.path().join("r.html");
+    iotoll()
+        .args(["compare", "base_a", "cand|b", "--db", db])
+        .args([
+            "--md",
+            md.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(!md.contains("<script>"), "{md}");
+    assert!(
+        md.contains("&lt;script&gt;alert(1)&lt;/script&gt;\\|x"),
+        "{md}"
+    );
+    assert!(md.contains("cand\\|b") && md.contains("base\\_a"), "{md}");
+    // Every table row still has its table's column count: the `|` in the
+    // name did not open a cell.
+    let lines: Vec<&str> = md.lines().collect();
+    let bars = |l: &str| l.replace("\\|", "").matches('|').count();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with('|') && line.contains("script") {
+            // The header is the line above the nearest separator above.
+            let sep = (0..i)
+                .rev()
+                .find(|&j| lines[j].starts_with("|---"))
+                .expect("a table header");
+            assert_eq!(bars(line), bars(lines[sep - 1]), "{line}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "{md}");
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(!html.contains("<script>alert"), "HTML escapes it too");
+}

@@ -1,5 +1,37 @@
 //! Numbers as people read them: thousands separators, no spurious
-//! decimals, sizes as `512`, `4k`, `64k`.
+//! decimals, sizes as `512`, `4k`, `64k`; and text from runs (test, suite
+//! and configuration names, notes, a peer's disclosure) made inert for
+//! HTML and Markdown.
+
+/// Text for HTML: `& < > "` as entities.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Text for Markdown, in running text or a table cell: what HTML would
+/// read (`& < >`) as entities, Markdown's active characters (`\ ` * _ [ ]
+/// | #`) escaped, control characters written as escapes. A test named
+/// `<script>` or `a|b` reads as itself.
+pub fn md(s: &str) -> String {
+    let s = iotoll_model::text::printable(s);
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// Groups the integer digits of `s` (an optional sign, digits, an optional
 /// fraction) by thousands with commas.

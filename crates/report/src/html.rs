@@ -6,18 +6,11 @@
 
 use crate::charts::{self, SecondSeries};
 use crate::compare::{Comparison, ConfigData, Row, TestData};
-use crate::fmt::pct;
+use crate::fmt::{esc, pct};
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use iotoll_model::metrics::{self as mn, label};
 use std::fmt::Write;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The swept numeric parameter of a group's tests, if there is one.
 fn swept_param(tests: &[&TestData]) -> Option<String> {

@@ -8,11 +8,14 @@ use crate::{disclosure, tables};
 use iotoll_model::metrics::label;
 use std::fmt::Write;
 
-pub use crate::fmt::{num, pct};
+pub use crate::fmt::{md, num, pct};
 
 pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
     let mut o = String::new();
     let single = configs.len() == 1;
+    // Everything from a run (names, notes, a peer's disclosure) is text,
+    // never Markdown or HTML.
+    let labels: Vec<String> = c.configs.iter().map(|l| md(l)).collect();
     let runs: Vec<String> = configs
         .iter()
         .enumerate()
@@ -20,11 +23,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             let info = infos.get(i).cloned().unwrap_or_default();
             format!(
                 "{} (run {}, suite {}, started {}, {}{})",
-                cfg.label,
+                md(&cfg.label),
                 cfg.run_id,
-                info.suite,
-                info.started_at,
-                info.status,
+                md(&info.suite),
+                md(&info.started_at),
+                md(&info.status),
                 if info.overridden.is_some() {
                     ", **smoke run**"
                 } else {
@@ -34,10 +37,10 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         })
         .collect();
     if single {
-        let _ = writeln!(o, "# iotoll report: {}\n", c.configs[0]);
+        let _ = writeln!(o, "# iotoll report: {}\n", md(&c.configs[0]));
         let _ = writeln!(o, "Run: {}.\n", runs[0]);
     } else {
-        let _ = writeln!(o, "# iotoll comparison: {}\n", c.configs.join(" vs "));
+        let _ = writeln!(o, "# iotoll comparison: {}\n", labels.join(" vs "));
         let _ = writeln!(
             o,
             "Baseline: {}. Compared: {}. Differences are candidate / baseline − 1.\n",
@@ -49,26 +52,27 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         if let Some(n) = &info.overridden {
             let _ = writeln!(
                 o,
-                "> ⚠ **Smoke run** ({}): {n}. Not a measurement to publish.\n",
-                configs[i].label
+                "> ⚠ **Smoke run** ({}): {}. Not a measurement to publish.\n",
+                md(&configs[i].label),
+                md(n)
             );
         }
     }
     let findings = crate::findings::for_report(c, configs, infos);
     let _ = writeln!(o, "## Key findings\n");
     for f in &findings {
-        let _ = writeln!(o, "- {f}");
+        let _ = writeln!(o, "- {}", md(f));
     }
     let _ = writeln!(o, "\n## Test parameters\n");
     for t in tables::parameters(configs, infos) {
-        let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
+        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
     }
     let _ = writeln!(o, "## Results\n");
     for t in tables::metrics(configs, infos) {
-        let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
+        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
     }
     let t = tables::comparison(c);
-    let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
+    let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
     if !c.groups.is_empty() {
         let _ = writeln!(o, "\n## By group (mean of the per-test differences)\n");
         let _ = writeln!(o, "| group | candidate | metric | tests | mean Δ | min Δ | max Δ | wins |\n|---|---|---|---:|---:|---:|---:|---:|");
@@ -77,9 +81,9 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} of {} |",
-            g.group,
-            g.candidate,
-            label(&g.metric),
+            md(&g.group),
+            md(&g.candidate),
+            md(&label(&g.metric)),
             g.tests,
             pct(g.mean_diff_pct),
             pct(g.min_diff_pct),
@@ -91,7 +95,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
     if !c.efficiency.is_empty() {
         let _ = writeln!(o, "\n## Efficiency\n");
         for t in tables::efficiency(c, configs) {
-            let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
+            let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
         }
     }
     let test_notes: Vec<(usize, String, String)> = infos
@@ -107,11 +111,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(o, "\n## Warnings and notes\n");
         for cfg in configs {
             for n in &cfg.notes {
-                let _ = writeln!(o, "- {}: {n}", cfg.label);
+                let _ = writeln!(o, "- {}: {}", md(&cfg.label), md(n));
             }
         }
         for (i, t, n) in &test_notes {
-            let _ = writeln!(o, "- {} {t}: {n}", configs[*i].label);
+            let _ = writeln!(o, "- {} {}: {}", md(&configs[*i].label), md(t), md(n));
         }
     }
     let diff = disclosure::table(configs);
@@ -121,11 +125,12 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(
             o,
             "| item | {} |\n|---|{}",
-            c.configs.join(" | "),
+            labels.join(" | "),
             "---|".repeat(c.configs.len())
         );
         for r in differing {
-            let _ = writeln!(o, "| {} | {} |", r.key, r.values.join(" | "));
+            let values: Vec<String> = r.values.iter().map(|v| md(v)).collect();
+            let _ = writeln!(o, "| {} | {} |", md(&r.key), values.join(" | "));
         }
     }
     o

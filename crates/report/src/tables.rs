@@ -3,7 +3,7 @@
 //! every test side by side.
 
 use crate::compare::{Comparison, ConfigData, TestData};
-use crate::fmt::{count, num, pct, size};
+use crate::fmt::{count, esc, md, num, pct, size};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
 use serde_json::Value;
@@ -734,13 +734,6 @@ fn same_host_label(configs: &[ConfigData], label: &str) -> bool {
     configs.iter().any(|c| c.label == label && c.same_host_peer)
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The table as HTML; `class` names it for the DOM.
 pub fn to_html(t: &Table, class: &str) -> String {
     // The configuration's colour goes beside its name.
@@ -787,19 +780,11 @@ pub fn to_html(t: &Table, class: &str) -> String {
     o
 }
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 /// The table as Markdown; differing cells in bold.
 pub fn to_md(t: &Table) -> String {
     let mut o = format!(
         "| {} |\n",
-        t.head
-            .iter()
-            .map(|h| md_cell(h))
-            .collect::<Vec<_>>()
-            .join(" | ")
+        t.head.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
     );
     o.push('|');
     for (i, _) in t.head.iter().enumerate() {
@@ -813,16 +798,16 @@ pub fn to_md(t: &Table) -> String {
             .enumerate()
             .map(|(j, c)| {
                 if r.cell_diff.get(j).copied().unwrap_or(false) {
-                    format!("**{}**", md_cell(c))
+                    format!("**{}**", md(c))
                 } else {
-                    md_cell(c)
+                    md(c)
                 }
             })
             .collect();
         o.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     if let Some(n) = &t.note {
-        o.push_str(&format!("\n{n}\n"));
+        o.push_str(&format!("\n{}\n", md(n)));
     }
     o
 }
