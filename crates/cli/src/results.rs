@@ -195,13 +195,18 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             if config.trim().is_empty() {
                 return Err(UsageError("--config must not be empty".into()).into());
             }
-            let text = std::fs::read_to_string(&file)
+            // Streamed: memory follows the results, not the file.
+            let f = std::fs::File::open(&file)
                 .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+            if !f.metadata().is_ok_and(|m| m.is_file()) {
+                return Err(UsageError(format!("{}: not a regular file", file.display())).into());
+            }
+            let input = std::io::BufReader::with_capacity(1 << 16, f);
             let src = file.display().to_string();
             let (name, parsed) = match format {
-                ImportFormat::Table => ("table", import::table(&text, &src)),
-                ImportFormat::FioJson => ("fio-json", import::fio_json(&text, &src)),
-                ImportFormat::Iperf3Json => ("iperf3-json", import::iperf3_json(&text, &src)),
+                ImportFormat::Table => ("table", import::table(input, &src)),
+                ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
+                ImportFormat::Iperf3Json => ("iperf3-json", import::iperf3_json(input, &src)),
             };
             let tests = parsed.map_err(|e| UsageError(format!("{src}: {e}")))?;
             let mut s = open(&db)?;

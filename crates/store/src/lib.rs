@@ -640,23 +640,32 @@ impl Store {
 
     /// Stores one repetition and its metrics in one transaction.
     pub fn add_rep(&mut self, test: TestId, rep: i64, doc: &ResultDoc) -> Result<(), StoreError> {
-        // A savepoint: its own transaction, or part of an import's.
-        let tx = self.conn.savepoint()?;
-        tx.execute(
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        Self::insert_rep(&tx, test, rep, doc)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn insert_rep(
+        conn: &Connection,
+        test: TestId,
+        rep: i64,
+        doc: &ResultDoc,
+    ) -> Result<(), StoreError> {
+        conn.prepare_cached(
             "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
-            params![test, rep, doc.status, serde_json::to_string(doc)?],
-        )?;
-        let rep_id = tx.last_insert_rowid();
-        {
-            let mut st =
-                tx.prepare_cached("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
-            for (k, v) in &doc.metrics {
-                if v.is_finite() {
-                    st.execute(params![rep_id, k, v])?;
-                }
+        )?
+        .execute(params![test, rep, doc.status, serde_json::to_string(doc)?])?;
+        let rep_id = conn.last_insert_rowid();
+        let mut st =
+            conn.prepare_cached("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
+        for (k, v) in &doc.metrics {
+            if v.is_finite() {
+                st.execute(params![rep_id, k, v])?;
             }
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -843,6 +852,8 @@ impl Store {
         tests: &[import::Imported],
     ) -> Result<RunId, StoreError> {
         let deadline = Instant::now() + BUSY_WAIT;
+        // Room for a large import's pages without spilling mid-transaction.
+        self.conn.pragma_update(None, "cache_size", -65536)?;
         retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE"))?;
         match self.import_body(format, source, config, tests) {
             Ok(run) => {
@@ -885,7 +896,8 @@ impl Store {
             )?;
             let mut doc = t.doc.clone();
             doc.config = Some(config.to_string());
-            self.add_rep(id, 1, &doc)?;
+            // Inside the import's transaction already.
+            Self::insert_rep(&self.conn, id, 1, &doc)?;
             self.finish_test(
                 id,
                 &Selection {

@@ -1,0 +1,256 @@
+//! Issue 9: imports that damage the database, database errors that
+//! mislead, sweeps and imports that hang, and the small ones in suites.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn fixture(name: &str) -> String {
+    let p = format!(
+        "{}/../store/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(p).expect("fixture")
+}
+
+fn import(db: &Path, file: &Path, format: &str) -> std::process::Output {
+    iotoll()
+        .args(["results", "import", s(file), "--format", format])
+        .args(["--config", "imp", "--db", s(db)])
+        .output()
+        .expect("run iotoll")
+}
+
+fn runs(db: &Path) -> usize {
+    if !db.exists() {
+        return 0;
+    }
+    iotoll_store::Store::open_read_only(db)
+        .map(|s| s.list_runs().unwrap().len())
+        .unwrap_or(0)
+}
+
+fn fio_with(edit: impl Fn(&mut serde_json::Value)) -> String {
+    let text = fixture("fio-randrw.json");
+    let mut v: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    edit(&mut v);
+    v.to_string()
+}
+
+/// Imports `text`; asserts exit 2 with `want` in the message and nothing stored.
+fn refused(dir: &Path, format: &str, text: &str, want: &str) {
+    let db = dir.join("r.db");
+    let f = dir.join("in.txt");
+    std::fs::write(&f, text).unwrap();
+    let before = runs(&db);
+    let o = import(&db, &f, format);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{want}: {err}");
+    assert!(err.contains(want), "want '{want}' in: {err}");
+    assert_eq!(runs(&db), before, "nothing stored: {want}");
+}
+
+#[test]
+fn imports_that_would_damage_the_database_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // 1e308 + 1e308 is infinite: refused, never stored as null.
+    let huge = fio_with(|v| {
+        v["jobs"][0]["read"]["iops"] = 1e308.into();
+        v["jobs"][0]["write"]["iops"] = 1e308.into();
+    });
+    refused(dir, "fio-json", &huge, "iops comes to inf");
+    let neg = fio_with(|v| v["jobs"][0]["read"]["iops"] = (-5.0).into());
+    refused(dir, "fio-json", &neg, "jobs[0].read.iops: -5 is negative");
+    let string = fio_with(|v| v["jobs"][0]["read"]["iops"] = "100".into());
+    refused(
+        dir,
+        "fio-json",
+        &string,
+        "jobs[0].read.iops: expected a number, got a string",
+    );
+    let jobs = fio_with(|v| {
+        let j = v["jobs"][0].clone();
+        v["jobs"] = serde_json::json!([j, null, 5, "x"]);
+    });
+    refused(
+        dir,
+        "fio-json",
+        &jobs,
+        "jobs[1]: expected a job object, got null",
+    );
+    let neg_lat = fio_with(|v| v["jobs"][0]["read"]["lat_ns"]["mean"] = (-1.0).into());
+    refused(dir, "fio-json", &neg_lat, "jobs[0].read.lat_ns.mean");
+    let neg_cpu = fio_with(|v| v["jobs"][0]["usr_cpu"] = (-3.0).into());
+    refused(dir, "fio-json", &neg_cpu, "jobs[0].usr_cpu");
+
+    let iperf = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&fixture("iperf3-tx.json")).unwrap();
+        edit(&mut v);
+        v.to_string()
+    };
+    refused(
+        dir,
+        "iperf3-json",
+        &iperf(&|v| v["start"]["test_start"]["num_streams"] = 2.5.into()),
+        "start.test_start.num_streams: expected a whole number",
+    );
+    refused(
+        dir,
+        "iperf3-json",
+        &iperf(&|v| v["start"]["test_start"]["reverse"] = true.into()),
+        "start.test_start.reverse: expected 0 or 1, got true",
+    );
+    refused(
+        dir,
+        "iperf3-json",
+        &iperf(&|v| v["end"]["sum_received"]["bits_per_second"] = (-1.0).into()),
+        "bits_per_second: -1 is negative",
+    );
+    refused(
+        dir,
+        "table",
+        "test,mb_s,mb_s\na,1,2\n",
+        "column 'mb_s' appears twice",
+    );
+    refused(dir, "table", "test,mb_s\na,-4\n", "is negative");
+    refused(
+        dir,
+        "table",
+        "test,iops\na,1e308\nb,1e309\n",
+        "not a number",
+    );
+
+    // What imported is readable everywhere afterwards.
+    let db = dir.join("r.db");
+    let f = dir.join("bom.csv");
+    std::fs::write(&f, "\u{feff}test,mb_s,cpu_pct\nread-4k,120,8\n").unwrap();
+    let o = import(&db, &f, "table");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for cmd in [
+        vec!["results", "show", "imp"],
+        vec!["results", "export", "imp", "--format", "json"],
+        vec!["report", "imp"],
+    ] {
+        let o = iotoll().args(&cmd).args(["--db", s(&db)]).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn fio_clones_sharing_a_job_name_import_whole() {
+    let d = tempfile::tempdir().unwrap();
+    // numjobs=3: three jobs with one name and equal parameters.
+    let three = fio_with(|v| {
+        let j = v["jobs"][0].clone();
+        v["jobs"] = serde_json::json!([j.clone(), j.clone(), j]);
+    });
+    let f = d.path().join("fio.json");
+    std::fs::write(&f, three).unwrap();
+    let db = d.path().join("r.db");
+    let o = import(&db, &f, "fio-json");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = iotoll_store::Store::open_read_only(&db).unwrap();
+    let det = s.run_detail(s.resolve("imp").unwrap()).unwrap();
+    let names: Vec<&str> = det.tests.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let uniq: std::collections::HashSet<_> = names.iter().collect();
+    assert_eq!(uniq.len(), 3, "{names:?}");
+}
+
+fn tv(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
+}
+
+/// Peak resident memory of a finished child, from wait4's rusage, KiB.
+fn run_measured(cmd: &mut std::process::Command) -> (std::process::ExitStatus, u64, f64, f64) {
+    use std::os::unix::process::ExitStatusExt;
+    let t0 = std::time::Instant::now();
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut status = 0;
+    // SAFETY: zeroed rusage out-parameter; waiting for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid);
+    (
+        std::process::ExitStatus::from_raw(status),
+        ru.ru_maxrss as u64,
+        t0.elapsed().as_secs_f64(),
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+    )
+}
+
+#[test]
+fn large_imports_take_linear_time_and_memory_of_the_result() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    // Table rows: 10 times the rows may not take much more than 10 times
+    // the CPU (it was quadratic: 80,000 rows took 34 s).
+    let table_cpu = |rows: usize| {
+        let mut t = String::from("test,group,iops,mb_s,cpu_pct\n");
+        for i in 0..rows {
+            t.push_str(&format!(
+                "t{i},g{},{},{},{}\n",
+                i % 7,
+                i + 1,
+                i % 500,
+                1 + i % 90
+            ));
+        }
+        let f = d.path().join(format!("big{rows}.csv"));
+        std::fs::write(&f, &t).unwrap();
+        let (st, rss, secs, cpu) = run_measured(
+            raw()
+                .args(["results", "import", s(&f), "--format", "table"])
+                .args(["--config", &format!("t{rows}"), "--db", s(&db)]),
+        );
+        assert!(st.success());
+        eprintln!(
+            "table {rows} rows: {secs:.1} s, CPU {cpu:.1} s, max RSS {} MiB",
+            rss / 1024
+        );
+        cpu
+    };
+    let small = table_cpu(4_000);
+    let large = table_cpu(40_000);
+    assert!(
+        large < 25.0 * small.max(0.05),
+        "4,000 rows: {small} s of CPU; 40,000 rows: {large} s"
+    );
+
+    // A 40 MB iperf3 document, nearly all per-second intervals.
+    let mut v: serde_json::Value = serde_json::from_str(&fixture("iperf3-tx.json")).unwrap();
+    let iv = v["intervals"][0].clone();
+    let one = iv.to_string().len();
+    let n = 40_000_000 / one.max(1);
+    v["intervals"] = serde_json::Value::Array(vec![iv; n]);
+    let f = d.path().join("big-iperf3.json");
+    std::fs::write(&f, v.to_string()).unwrap();
+    drop(v);
+    let size_mib = std::fs::metadata(&f).unwrap().len() >> 20;
+    let (st, rss, secs, _) = run_measured(
+        raw()
+            .args(["results", "import", s(&f), "--format", "iperf3-json"])
+            .args(["--config", "big3", "--db", s(&db)]),
+    );
+    assert!(st.success());
+    eprintln!(
+        "iperf3 {size_mib} MiB: {secs:.1} s, max RSS {} MiB",
+        rss / 1024
+    );
+    // Far less than the file (it took 30 times the file before).
+    assert!(rss / 1024 < size_mib, "RSS {} KiB for {size_mib} MiB", rss);
+}
