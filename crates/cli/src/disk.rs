@@ -186,7 +186,7 @@ fn run(a: RunArgs) -> Result<()> {
         no_db: a.no_db,
         interference_pct: a.interference_pct,
     };
-    crate::measure(&o, DiskError::is_usage, |ctl| iotoll_disk::run(&spec, ctl))
+    crate::measure(&o, |ctl| iotoll_disk::run(&spec, ctl))
 }
 
 fn specs(json: bool) -> Result<()> {

@@ -99,20 +99,64 @@ pub fn pct_arg(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a percentage from 0 to 100"))
 }
 
+/// What a measuring library's error says about the run.
+pub trait RunError: std::error::Error + Send + Sync + Sized + 'static {
+    /// The user's to fix on the command line (exit 2).
+    fn is_usage(&self) -> bool;
+    /// A run that went wrong after its workload started: the failure and
+    /// the partial result (status `failed`); otherwise the error back.
+    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self>;
+}
+
+impl RunError for iotoll_net::NetError {
+    fn is_usage(&self) -> bool {
+        iotoll_net::NetError::is_usage(self)
+    }
+    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
+        match self {
+            iotoll_net::NetError::Failed { msg, doc } => Ok((msg, *doc)),
+            e => Err(e),
+        }
+    }
+}
+
+impl RunError for iotoll_disk::DiskError {
+    fn is_usage(&self) -> bool {
+        iotoll_disk::DiskError::is_usage(self)
+    }
+    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
+        match self {
+            iotoll_disk::DiskError::Failed { msg, doc } => Ok((msg, *doc)),
+            e => Err(e),
+        }
+    }
+}
+
+/// A run that failed after its workload started; it was stored as failed.
+#[derive(Debug)]
+pub struct RunFailed(pub String);
+
+impl std::fmt::Display for RunFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunFailed {}
+
 /// Runs one measuring command: opens the results database first (an
 /// unusable one is an error before any workload), installs the Ctrl-C
 /// handler, shows progress on a terminal, prints the result (JSON or
 /// table), stores it as a one-test run, and turns an interrupted window
-/// into exit status 130. `is_usage` tells which errors are the user's to
-/// fix (exit 2).
-pub fn measure<E>(
+/// into exit status 130. A run that failed (an engine thread panic,
+/// connections or I/Os failed, an engine error mid-run) prints its partial
+/// figures marked `failed`, is stored as a failed run with no result, and
+/// exits 1 naming the failure; errors the user fixes on the command line
+/// exit 2.
+pub fn measure<E: RunError>(
     o: &MeasureOpts,
-    is_usage: impl Fn(&E) -> bool,
     run: impl FnOnce(iotoll_probe::RunControl) -> Result<iotoll_model::ResultDoc, E>,
-) -> anyhow::Result<()>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
+) -> anyhow::Result<()> {
     let mut store = if o.no_db {
         None
     } else {
@@ -126,13 +170,14 @@ where
         progress: &mut progress,
     });
     progress.clear();
-    let mut doc = res.map_err(|e| -> anyhow::Error {
-        if is_usage(&e) {
-            UsageError(e.to_string()).into()
-        } else {
-            e.into()
+    let mut doc = match res {
+        Ok(doc) => doc,
+        Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
+        Err(e) => {
+            let (msg, doc) = e.into_failed()?;
+            return Err(failed_run(o, store.as_mut(), msg, doc));
         }
-    })?;
+    };
     doc.apply_interference_threshold(o.interference_pct);
     if o.json {
         output::print_json(&doc)?;
@@ -154,16 +199,59 @@ where
     Ok(())
 }
 
-/// A single measurement becomes a run of one test and one repetition,
-/// comparable with suite runs by its configuration label.
-fn store_single(
+/// Prints a failed run's partial figures (stdout, marked failed) and stores
+/// the run as failed, with its test and the failure but no result.
+fn failed_run(
+    o: &MeasureOpts,
+    store: Option<&mut iotoll_store::Store>,
+    msg: String,
+    mut doc: iotoll_model::ResultDoc,
+) -> anyhow::Error {
+    doc.status = "failed".into();
+    if o.json {
+        if let Err(e) = output::print_json(&doc) {
+            return e;
+        }
+    } else {
+        print!("{}", output::human(&doc));
+    }
+    if let Some(store) = store {
+        match store_failed(store, &doc) {
+            Ok(id) => eprintln!(
+                "iotoll: stored as failed run {id} in {} (no result kept)",
+                store.path().display()
+            ),
+            Err(e) => eprintln!("iotoll: the failed run could not be recorded: {e:#}"),
+        }
+    }
+    RunFailed(format!(
+        "{msg} (the figures printed are partial and not a result)"
+    ))
+    .into()
+}
+
+/// The run of a single measurement that failed: status `failed`, its test
+/// (named by its workload, as `store_single` does) with no repetition and
+/// no summary, so no command ever takes its figures for a result; the
+/// notes (with the failure first) say why.
+fn store_failed(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
 ) -> anyhow::Result<i64> {
+    let (run, _) = begin_single(store, doc)?;
+    store.finish_run(run, "failed", &doc.notes)?;
+    Ok(run)
+}
+
+/// A single measurement's run and its one test. The test is named by its
+/// workload, as a suite names a swept test, so `compare` pairs a single
+/// run only with the same workload.
+fn begin_single(
+    store: &mut iotoll_store::Store,
+    doc: &iotoll_model::ResultDoc,
+) -> anyhow::Result<(i64, i64)> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    // Named by its workload, as a suite names a swept test, so `compare`
-    // pairs a single run only with the same workload.
     let name =
         iotoll_model::workload::test_name(&doc.kind, &doc.spec).unwrap_or_else(|| doc.kind.clone());
     let run = store.begin_run(
@@ -174,6 +262,16 @@ fn store_single(
         &doc.notes,
     )?;
     let test = store.add_test(run, 1, &name, &doc.kind, None, &doc.spec, "all")?;
+    Ok((run, test))
+}
+
+/// A single measurement becomes a run of one test and one repetition,
+/// comparable with suite runs by its configuration label.
+fn store_single(
+    store: &mut iotoll_store::Store,
+    doc: &iotoll_model::ResultDoc,
+) -> anyhow::Result<i64> {
+    let (run, test) = begin_single(store, doc)?;
     store.add_rep(test, 1, doc)?;
     store.finish_test(
         test,

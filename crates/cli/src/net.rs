@@ -55,7 +55,8 @@ fn bind_arg(s: &str) -> Result<BindList, String> {
 
 #[derive(Args)]
 #[command(
-    after_help = "The endpoint serves one test at a time; a client that arrives while a test runs is told it is busy.
+    after_help = "The endpoint serves one test at a time; a test request that arrives while a test runs is told the endpoint is busy (clients retry for --busy-wait, 10 s by default).
+Connections still in their handshake never make it busy: at most 16 per source address and 128 in all, the oldest dropped first.
 With --auth-key, clients must prove the same pre-shared key (HMAC-SHA256 challenge-response, both directions)."
 )]
 pub struct ServeArgs {
@@ -121,6 +122,9 @@ pub struct CommonArgs {
     /// window make the result "interfered" (a warning; see docs/json.md).
     #[arg(long, value_name = "PCT", value_parser = crate::pct_arg, default_value = "5")]
     interference_pct: f64,
+    /// How long to keep retrying an endpoint that is busy with another test (0s: fail at once).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    busy_wait: Duration,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
@@ -215,6 +219,7 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
         key: load_key(&c.auth_key)?,
         config: c.config.clone(),
         threads: c.threads,
+        busy_wait: c.busy_wait,
         ..ClientSpec::default()
     })
 }
@@ -238,7 +243,7 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
         no_db: c.no_db,
         interference_pct: c.interference_pct,
     };
-    crate::measure(&o, NetError::is_usage, |ctl| iotoll_net::run(&spec, ctl))
+    crate::measure(&o, |ctl| iotoll_net::run(&spec, ctl))
 }
 
 fn serve(a: ServeArgs) -> Result<()> {
@@ -246,6 +251,12 @@ fn serve(a: ServeArgs) -> Result<()> {
         Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(usage_or)?,
         None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
     };
+    if a.handshake_timeout.is_zero() {
+        return Err(UsageError(
+            "--handshake-timeout must be positive (0s would refuse every client)".into(),
+        )
+        .into());
+    }
     if a.max_conns == 0 || a.max_msg == 0 || a.max_time.is_zero() {
         return Err(
             UsageError("--max-conns, --max-msg and --max-time must be positive".into()).into(),

@@ -1,4 +1,6 @@
-//! The live progress line on stderr, shown only when stderr is a terminal.
+//! The live progress line on stderr, shown only when stderr is a terminal;
+//! with `IOTOLL_PROGRESS=lines` it is printed as one line a second wherever
+//! stderr goes (logs, CI, scripts that wait for the measurement to start).
 
 use iotoll_model::SeriesPoint;
 use std::io::{IsTerminal, Write};
@@ -8,19 +10,28 @@ pub struct TermProgress {
     enabled: bool,
     drawn: bool,
     quiet: bool,
+    /// One line each time instead of redrawing one line.
+    lines: bool,
 }
+
+/// The environment variable that asks for progress as plain lines.
+pub const PROGRESS_ENV: &str = "IOTOLL_PROGRESS";
 
 impl TermProgress {
     pub fn new(quiet: bool) -> Self {
+        let lines = std::env::var(PROGRESS_ENV).is_ok_and(|v| v == "lines");
         TermProgress {
-            enabled: !quiet && std::io::stderr().is_terminal(),
+            enabled: !quiet && (lines || std::io::stderr().is_terminal()),
             drawn: false,
             quiet,
+            lines,
         }
     }
 
     fn draw(&mut self, line: &str) {
-        if self.enabled {
+        if self.enabled && self.lines {
+            eprintln!("iotoll: {line}");
+        } else if self.enabled {
             let mut e = std::io::stderr().lock();
             let _ = write!(e, "\r\x1b[2K{line}");
             let _ = e.flush();

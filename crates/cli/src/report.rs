@@ -3,13 +3,14 @@
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
-use iotoll_report::{compare, ConfigData};
+use iotoll_report::{compare, ConfigData, RunInfo};
 use iotoll_store::Store;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run).
+    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run);
+`compare A B C` compares B and C each against A.
 Tests are paired by name: a suite's test name with its swept values, or for a single run its workload
 (e.g. stream/dir=tx,conns=4,msg=64k). Paired tests whose workload parameters differ are flagged on their
 row and in the findings; --strict refuses them. What is meant to differ (MTU, engine, adapter) is the
@@ -19,9 +20,12 @@ Differences are (candidate / baseline - 1); per group, the mean of the per-test 
 pub struct CompareArgs {
     /// The baseline configuration: run id or label.
     baseline: String,
-    /// The candidate configuration: run id or label.
-    candidate: String,
-    /// More configurations to compare against the baseline.
+    /// The candidate configuration(s): run ids or labels, each compared
+    /// against the baseline.
+    #[arg(required = true, value_name = "CANDIDATE")]
+    candidates: Vec<String>,
+    /// More configurations to compare against the baseline (the same as
+    /// further CANDIDATE arguments).
     #[arg(long = "with", value_name = "LABEL")]
     with: Vec<String>,
     /// Compare this metric instead of each test's main one (iops, mbit_s, trans_s, ...).
@@ -62,7 +66,8 @@ pub struct ReportArgs {
     /// Write a Markdown report here.
     #[arg(long, value_name = "FILE")]
     md: Option<PathBuf>,
-    /// CPU threshold to mark tests by.
+    /// CPU threshold to mark tests by [default: the first run's suite
+    /// `cpu_threshold_pct`, if it has one].
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
     /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
@@ -70,16 +75,28 @@ pub struct ReportArgs {
     db: Option<PathBuf>,
 }
 
-fn load(db: &Option<PathBuf>, which: &[String]) -> Result<Vec<ConfigData>> {
+/// The CPU threshold the run's suite file states, if any.
+fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
+    let text = run.suite_text.as_deref()?;
+    iotoll_suite::parse(text, &run.run.suite)
+        .ok()?
+        .cpu_threshold_pct
+}
+
+fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let p = db.clone().unwrap_or_else(iotoll_store::default_path);
     let store = Store::open(&p)?;
-    which
-        .iter()
-        .map(|w| {
-            let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
-            Ok(ConfigData::from_run(&store.run_detail(id)?))
-        })
-        .collect()
+    let mut configs = Vec::new();
+    let mut infos = Vec::new();
+    for w in which {
+        let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
+        let detail = store.run_detail(id)?;
+        let (c, mut i) = iotoll_report::load(&detail);
+        i.cpu_threshold_pct = suite_threshold(&detail);
+        configs.push(c);
+        infos.push(i);
+    }
+    Ok((configs, infos))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -96,12 +113,13 @@ pub fn write_run_report(
     cpu_threshold: Option<f64>,
     path: &Path,
 ) -> Result<()> {
-    let configs = [ConfigData::from_run(&store.run_detail(run)?)];
+    let (config, info) = iotoll_report::load(&store.run_detail(run)?);
+    let (configs, infos) = ([config], [info]);
     let c = compare(&configs, None, true, cpu_threshold);
     let text = if path.extension().is_some_and(|e| e == "md") {
-        iotoll_report::markdown::render(&c, &configs)
+        iotoll_report::markdown::render(&c, &configs, &infos)
     } else {
-        iotoll_report::html::render(&c, &configs, "report")
+        iotoll_report::html::render(&c, &configs, &infos, "report")
     };
     write(path, &text)
 }
@@ -135,17 +153,21 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         "none" => false,
         other => return Err(UsageError(format!("--by '{other}': use group or none")).into()),
     };
-    let mut which = vec![a.baseline.clone(), a.candidate.clone()];
+    let mut which = vec![a.baseline.clone()];
+    which.extend(a.candidates.iter().cloned());
     which.extend(a.with.iter().cloned());
-    let configs = load(&a.db, &which)?;
+    let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
     comparable(&c, &configs, a.strict)?;
-    let md = iotoll_report::markdown::render(&c, &configs);
+    let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;
     }
     if let Some(p) = &a.html {
-        write(p, &iotoll_report::html::render(&c, &configs, "comparison"))?;
+        write(
+            p,
+            &iotoll_report::html::render(&c, &configs, &infos, "comparison"),
+        )?;
     }
     if a.json {
         crate::output::print_json(&c)?;
@@ -190,14 +212,20 @@ fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: boo
 
 pub fn report_cmd(a: ReportArgs) -> Result<()> {
     check_threshold(a.cpu_threshold)?;
-    let configs = load(&a.db, &a.runs)?;
-    let c = compare(&configs, None, true, a.cpu_threshold);
-    let md = iotoll_report::markdown::render(&c, &configs);
+    let (configs, infos) = load(&a.db, &a.runs)?;
+    let threshold = a
+        .cpu_threshold
+        .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
+    let c = compare(&configs, None, true, threshold);
+    let md = iotoll_report::markdown::render(&c, &configs, &infos);
     if let Some(p) = &a.md {
         write(p, &md)?;
     }
     if let Some(p) = &a.html {
-        write(p, &iotoll_report::html::render(&c, &configs, "report"))?;
+        write(
+            p,
+            &iotoll_report::html::render(&c, &configs, &infos, "report"),
+        )?;
     }
     if a.md.is_none() && a.html.is_none() {
         print!("{md}");

@@ -23,6 +23,7 @@ read = 100
 random = 0
 bs = ["4k", "64k"]
 size = "8m"
+time = "1200ms"
 group = "read"
 
 [[test]]
@@ -252,8 +253,8 @@ fn html_is_self_contained() {
     let (_d, html, charts) = html_report();
     let text = std::fs::read_to_string(&html).unwrap();
     // 2 groups: bars each; "read" and "stream" sweep a parameter: 3 lines
-    // each; per-second series (only the stream tests last a full second):
-    // throughput and CPU per configuration.
+    // each; per-second series of every test (4), both configurations in
+    // each.
     assert_eq!(charts, 2 + 3 + 3 + 4, "charts");
     for bad in [
         "<script",
@@ -275,6 +276,101 @@ fn html_is_self_contained() {
     }
     assert!(text.contains("Key findings") && text.contains("System disclosure"));
 }
+
+/// The text of every SVG `<text>` element (axis names, ticks, titles,
+/// legends).
+fn svg_texts(html: &str) -> Vec<String> {
+    html.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// What every report must show, checked on its HTML (the file, or the DOM
+/// a browser built from it): findings, the parameters table, a per-second
+/// chart of every test, and no raw metric name in any chart.
+fn check_report_content(html: &str, tests: &[&str]) {
+    let findings = html
+        .split("<ul class=\"findings\">")
+        .nth(1)
+        .and_then(|s| s.split("</ul>").next())
+        .expect("a findings list");
+    assert!(findings.matches("<li").count() >= 2, "findings: {findings}");
+    assert!(
+        html.contains("<table class=\"parameters\">"),
+        "no parameters table"
+    );
+    let series: Vec<&str> = html.split("<figure class=\"series\">").skip(1).collect();
+    assert_eq!(series.len(), tests.len(), "one per-second chart per test");
+    for t in tests {
+        assert!(
+            series.iter().any(|f| f.contains(&format!("{t}: "))),
+            "no per-second chart of {t}"
+        );
+    }
+    let texts = svg_texts(html);
+    assert!(texts.len() > 50, "charts have text: {}", texts.len());
+    let raw: Vec<&str> = iotoll_model::metrics::METRICS
+        .iter()
+        .map(|m| m.name)
+        .filter(|n| n.contains('_') || *n == "iops")
+        .collect();
+    for t in &texts {
+        for r in &raw {
+            assert!(!t.contains(r), "raw metric name {r} in chart text {t:?}");
+        }
+    }
+    assert!(texts.iter().any(|t| t == "IOPS"), "IOPS axis");
+    assert!(texts.iter().any(|t| t == "Mbit/s per % CPU"), "P/E axis");
+    // Ticks have thousands separators and no spurious decimals.
+    assert!(
+        !texts.iter().any(|t| t.ends_with(".0")),
+        "a tick ends in .0"
+    );
+}
+
+#[test]
+fn single_run_report_has_findings_parameters_and_every_series() {
+    let d = tempfile::tempdir().unwrap();
+    let html = d.path().join("a.html");
+    let md = d.path().join("a.md");
+    iotoll()
+        .args([
+            "report",
+            "A",
+            "--html",
+            html.to_str().unwrap(),
+            "--md",
+            md.to_str().unwrap(),
+            "--db",
+            dbs(),
+        ])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    check_report_content(&text, &TESTS);
+    assert!(
+        !text.contains("against the first"),
+        "one configuration: nothing to compare"
+    );
+    // The peer is in-process on loopback: the same host, never a second machine.
+    assert!(text.contains("The network peer was this host"));
+    assert!(!text.contains("<th>remote CPU %</th>"));
+    let md = std::fs::read_to_string(&md).unwrap();
+    for want in [
+        "## Key findings",
+        "## Test parameters",
+        "| seq/bs=64k | 64k |",
+        "IOPS per % CPU",
+    ] {
+        assert!(md.contains(want), "{want} missing:\n{md}");
+    }
+}
+
+const TESTS: [&str; 4] = ["seq/bs=4k", "seq/bs=64k", "conns/conns=1", "conns/conns=2"];
 
 /// Chromium's own service hosts: it phones home (time, component updates,
 /// accounts) even headless; those requests are the browser's, not the page's.
@@ -377,6 +473,7 @@ fn the_report_in_a_real_browser() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert_eq!(dom.matches("<svg").count(), charts, "charts in the DOM");
     assert!(dom.matches("<table").count() >= 4, "tables in the DOM");
+    check_report_content(&dom, &TESTS);
     let shot = d.path().join("shot.png");
     let out = run(&[&format!("--screenshot={}", shot.display())]);
     assert!(

@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use predicates::prelude::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const TINY: &str = r#"
@@ -245,9 +245,11 @@ fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
     let db = d.path().join("r.db");
     let db = db.to_str().unwrap();
     let file = write_suite(d.path(), SLOW);
-    let out = sigint_after(
-        raw().args(["suite", "run", &file, "--db", db, "--quiet"]),
-        Duration::from_millis(2500),
+    // Interrupted once the first repetition is stored (the second starts).
+    let out = signal_when(
+        raw().args(["suite", "run", &file, "--db", db]),
+        libc::SIGINT,
+        |e| e.contains("repetition 2/"),
     );
     assert_eq!(
         out.status.code(),
@@ -276,15 +278,17 @@ fn sigkill_leaves_a_sound_database_and_an_incomplete_run() {
     let db = d.path().join("r.db");
     let dbs = db.to_str().unwrap();
     let file = write_suite(d.path(), SLOW);
-    let mut child = raw()
-        .args(["suite", "run", &file, "--db", dbs, "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Killed mid-suite, once the first repetition is stored.
+    let out = signal_when(
+        raw().args(["suite", "run", &file, "--db", dbs]),
+        libc::SIGKILL,
+        |e| e.contains("repetition 2/"),
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGKILL),
+        "killed mid-run, not finished"
+    );
     let s = iotoll_store::Store::open(&db).unwrap();
     assert!(s.integrity_ok().unwrap());
     drop(s);

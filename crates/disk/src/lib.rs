@@ -37,6 +37,14 @@ pub enum DiskError {
     EngineUnavailable { engine: &'static str, msg: String },
     #[error("interrupted {0}; nothing was measured")]
     Interrupted(&'static str),
+    /// The workload ran but failed (I/Os or the engine failed mid-run, a
+    /// worker panicked): never a result. `doc` holds the partial figures,
+    /// with status `failed`.
+    #[error("{msg}")]
+    Failed {
+        msg: String,
+        doc: Box<iotoll_model::ResultDoc>,
+    },
     #[error(transparent)]
     Probe(#[from] iotoll_probe::ProbeError),
 }

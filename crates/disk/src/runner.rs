@@ -31,6 +31,19 @@ struct Live {
 struct Shared {
     phase: PhaseCell,
     live: Vec<Live>,
+    /// A worker failed (an engine error or a panic): the run stops.
+    failed: std::sync::atomic::AtomicBool,
+}
+
+/// Sets `Shared::failed` if the worker ends by panicking.
+struct PanicFlag<'a>(&'a Shared);
+
+impl Drop for PanicFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.failed.store(true, Ordering::Release);
+        }
+    }
 }
 
 impl Shared {
@@ -73,6 +86,8 @@ impl WorkerOut {
 
 struct WorkerPlan {
     index: u32,
+    /// The target's path, for messages.
+    target: String,
     kind: EngineKind,
     spec: DiskSpec,
     region: crate::pattern::Region,
@@ -86,6 +101,29 @@ fn worker(
     plan: WorkerPlan,
     file: std::fs::File,
     shared: Arc<Shared>,
+    start: Arc<Barrier>,
+    ready: mpsc::Sender<Result<Option<String>, String>>,
+) -> Result<WorkerOut, String> {
+    let _flag = PanicFlag(&shared);
+    let r = work(plan, file, &shared, start, ready);
+    if r.is_err() {
+        shared.failed.store(true, Ordering::Release);
+    }
+    r
+}
+
+/// What an I/O was, for messages: "write of 4096 bytes at offset 8192 on PATH".
+fn io_desc(read: bool, bs: usize, offset: u64, target: &str) -> String {
+    format!(
+        "{} of {bs} bytes at offset {offset} on {target}",
+        if read { "read" } else { "write" }
+    )
+}
+
+fn work(
+    plan: WorkerPlan,
+    file: std::fs::File,
+    shared: &Shared,
     start: Arc<Barrier>,
     ready: mpsc::Sender<Result<Option<String>, String>>,
 ) -> Result<WorkerOut, String> {
@@ -122,6 +160,8 @@ fn worker(
     let t0 = Instant::now();
     let mut issued_at = vec![t0; depth];
     let mut is_read = vec![false; depth];
+    let mut offset_of = vec![0u64; depth];
+    let target = plan.target.as_str();
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut pending: Vec<usize> = Vec::with_capacity(depth);
     // I/Os outstanding over time, and its integral at the first batch seen
@@ -135,7 +175,10 @@ fn worker(
     let mut out = WorkerOut::new();
 
     loop {
-        if shared.phase() != Phase::Stop {
+        // After a failure (here or in another worker) no new I/O starts;
+        // those in flight are reaped.
+        let failed = shared.failed.load(Ordering::Relaxed);
+        if shared.phase() != Phase::Stop && !failed {
             while let Some(slot) = free.pop() {
                 if bursting && in_burst == spec.burst_len {
                     // Iometer's transfer delay: wait before each burst, after
@@ -144,7 +187,7 @@ fn worker(
                         free.push(slot);
                         break;
                     }
-                    sleep_unless_stopped(spec.burst_delay, &shared);
+                    sleep_unless_stopped(spec.burst_delay, shared);
                     in_burst = 0;
                     if shared.phase() == Phase::Stop {
                         free.push(slot);
@@ -152,14 +195,22 @@ fn worker(
                     }
                 }
                 let io = gen.next_io();
-                engine
-                    .queue(slot, io.read, io.offset)
-                    .map_err(|e| format!("worker {}: queueing I/O: {e}", plan.index))?;
+                engine.queue(slot, io.read, io.offset).map_err(|e| {
+                    format!(
+                        "worker {}: {}: queueing a {} failed: {e}",
+                        plan.index,
+                        engine.name(),
+                        io_desc(io.read, bs, io.offset, target)
+                    )
+                })?;
                 is_read[slot] = io.read;
+                offset_of[slot] = io.offset;
                 in_burst += 1;
                 pending.push(slot);
             }
         }
+        // The first I/O of this batch and how many, for an error message.
+        let batch_io = pending.first().map(|s| (*s, pending.len()));
         if !pending.is_empty() {
             // Every free slot is refilled, and all of them are handed to the
             // kernel together by the one system call below, which then waits
@@ -174,7 +225,7 @@ fn worker(
             }
         }
         if occ.outstanding() == 0 {
-            if shared.phase() == Phase::Stop {
+            if failed || shared.phase() == Phase::Stop {
                 break;
             }
             continue;
@@ -194,18 +245,24 @@ fn worker(
                 if ok {
                     all_bytes += bs as u64;
                 }
-                if phase != Phase::Measure {
-                    return;
-                }
-                if !ok {
+                if !ok && phase != Phase::Stop {
+                    // A failed I/O fails the run, in the ramp-up too, and
+                    // stops it: the figures could only get less true.
+                    shared.failed.store(true, Ordering::Release);
                     out.errors += 1;
                     if out.first_error.is_none() {
+                        let io = io_desc(is_read[slot], bs, offset_of[slot], target);
                         out.first_error = Some(if res < 0 {
-                            std::io::Error::from_raw_os_error(-res as i32).to_string()
+                            format!(
+                                "{io} failed: {}",
+                                std::io::Error::from_raw_os_error(-res as i32)
+                            )
                         } else {
-                            format!("short transfer of {res} of {bs} bytes")
+                            format!("{io} transferred only {res} bytes")
                         });
                     }
+                }
+                if !ok || phase != Phase::Measure {
                     return;
                 }
                 let ns = t.duration_since(issued_at[slot]).as_nanos() as u64;
@@ -218,7 +275,19 @@ fn worker(
                     out.write_bytes += bs as u64;
                 }
             })
-            .map_err(|e| format!("worker {}: {}: {e}", plan.index, engine.name()))?;
+            .map_err(|e| {
+                let what = match batch_io {
+                    Some((slot, n)) => format!(
+                        "submitting {n} I/O(s) (the first a {}) failed",
+                        io_desc(is_read[slot], bs, offset_of[slot], target)
+                    ),
+                    None => format!(
+                        "waiting for the completions of {} I/O(s) in flight on {target} failed",
+                        occ.outstanding()
+                    ),
+                };
+                format!("worker {}: {}: {what}: {e}", plan.index, engine.name())
+            })?;
         if let Some((t, phase)) = batch {
             match phase {
                 Phase::Measure if mark_start.is_none() => {
@@ -305,7 +374,7 @@ impl Shared {
     ) -> bool {
         wait_until(until, ctl.interrupted, || {
             series.poll(self.phase(), || self.totals(), ctl.progress, total);
-            Some(series.next_due())
+            (!self.failed.load(Ordering::Acquire)).then(|| series.next_due())
         })
     }
 }
@@ -334,6 +403,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     let shared = Arc::new(Shared {
         phase: PhaseCell::new(Phase::Ramp),
         live: (0..spec.workers).map(|_| Live::default()).collect(),
+        failed: Default::default(),
     });
     let start = Arc::new(Barrier::new(spec.workers as usize + 1));
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -343,6 +413,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         let file = target.open_for_io()?;
         let plan = WorkerPlan {
             index: w,
+            target: target.path.display().to_string(),
             kind,
             spec: spec.clone(),
             region: target.region,
@@ -383,8 +454,28 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     let mut series = SeriesRecorder::new(Counting::DiskIo);
     if !shared.wait(series.t_run() + spec.ramp, &mut series, &mut ctl, total) {
         shared.set(Phase::Stop);
-        join_all(handles);
-        return Err(DiskError::Interrupted("during ramp-up"));
+        let outs = join_all(handles);
+        if !shared.failed.load(Ordering::Acquire) {
+            return Err(DiskError::Interrupted("during ramp-up"));
+        }
+        // A worker failed before the window: no figures but the failure.
+        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let (merged, failure) = merge(outs);
+        let doc = Doc {
+            spec,
+            target: &target,
+            kind,
+            started_at,
+            merged: &merged,
+            window_s: 0.0,
+            cpu: None,
+            series,
+            notes,
+            status: "failed",
+        }
+        .build();
+        let why = failure.unwrap_or_else(|| "a worker failed".into());
+        return Err(failed(why, doc));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let window = CpuWindow::start_with(|| shared.set(Phase::Measure))?;
@@ -392,35 +483,12 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
     let completed = shared.wait(measure_end, &mut series, &mut ctl, total);
     let closed = window.finish_with(|| shared.set(Phase::Stop));
     let outs = join_all(handles);
-
-    let mut merged = WorkerOut::new();
-    for o in outs {
-        let o = o.map_err(|msg| DiskError::EngineUnavailable {
-            engine: kind.name(),
-            msg,
-        })?;
-        merged.reads += o.reads;
-        merged.writes += o.writes;
-        merged.read_bytes += o.read_bytes;
-        merged.write_bytes += o.write_bytes;
-        merged.errors += o.errors;
-        merged.qd_achieved += o.qd_achieved;
-        merged.first_error = merged.first_error.or(o.first_error);
-        // Same bounds on both sides, so adding cannot fail.
-        let _ = merged.hist.add(&o.hist);
-    }
-    if !completed {
+    let (merged, failure) = merge(outs);
+    if !completed && failure.is_none() {
         notes.push(format!(
             "interrupted after {:.1} s of the {} s window; figures cover the part measured",
             closed.window_s,
             spec.time.as_secs_f64()
-        ));
-    }
-    if merged.errors > 0 {
-        notes.push(format!(
-            "{} I/Os failed; first error: {}",
-            merged.errors,
-            merged.first_error.as_deref().unwrap_or("unknown")
         ));
     }
     let cpu = match closed.report {
@@ -433,26 +501,124 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
             None
         }
     };
-    let metrics = disk_metrics(&merged, closed.window_s, cpu.as_ref());
-    notes.extend(depth_notes(spec, kind, &metrics, merged.errors));
-    Ok(ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind: "disk".into(),
-        status: if completed { "complete" } else { "interrupted" }.into(),
+    let status = match (&failure, completed) {
+        (Some(_), _) => "failed",
+        (None, true) => "complete",
+        (None, false) => "interrupted",
+    };
+    let doc = Doc {
+        spec,
+        target: &target,
+        kind,
         started_at,
-        config: spec.config.clone(),
-        spec: spec_json(spec, &target, kind),
-        metrics,
-        cpu: CpuSection {
-            local: cpu,
-            remote: None,
-            same_host: None,
-        },
-        latency: latency_report(&merged.hist),
-        series: series.into_points(),
+        merged: &merged,
+        window_s: closed.window_s,
+        cpu,
+        series,
         notes,
-        disclosure: None,
-    })
+        status,
+    }
+    .build();
+    match failure {
+        Some(f) => Err(failed(f, doc)),
+        None => Ok(doc),
+    }
+}
+
+/// The workers' figures added up, and why the run failed if it did: a
+/// worker that failed (its engine failed mid-run, or it panicked), or any
+/// I/O that failed before the window closed.
+fn merge(outs: Vec<Result<WorkerOut, String>>) -> (WorkerOut, Option<String>) {
+    let mut merged = WorkerOut::new();
+    let mut failure = None;
+    for o in outs {
+        let o = match o {
+            Ok(o) => o,
+            Err(msg) => {
+                failure.get_or_insert(msg);
+                continue;
+            }
+        };
+        merged.reads += o.reads;
+        merged.writes += o.writes;
+        merged.read_bytes += o.read_bytes;
+        merged.write_bytes += o.write_bytes;
+        merged.errors += o.errors;
+        merged.qd_achieved += o.qd_achieved;
+        merged.first_error = merged.first_error.or(o.first_error);
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = merged.hist.add(&o.hist);
+    }
+    if failure.is_none() && merged.errors > 0 {
+        failure = Some(format!(
+            "{} I/O(s) failed; the first: {}",
+            merged.errors,
+            merged.first_error.as_deref().unwrap_or("unknown")
+        ));
+    } else if merged.errors > 0 {
+        failure = failure.map(|f| {
+            format!(
+                "{f}; besides, {} I/O(s) failed, the first: {}",
+                merged.errors,
+                merged.first_error.as_deref().unwrap_or("unknown")
+            )
+        });
+    }
+    (merged, failure)
+}
+
+fn failed(why: String, mut doc: ResultDoc) -> DiskError {
+    let msg = format!("the workload failed: {why}");
+    doc.notes.insert(0, format!("failed: {why}"));
+    DiskError::Failed {
+        msg,
+        doc: Box::new(doc),
+    }
+}
+
+/// Everything a result document is made of.
+struct Doc<'a> {
+    spec: &'a DiskSpec,
+    target: &'a Target,
+    kind: EngineKind,
+    started_at: String,
+    merged: &'a WorkerOut,
+    window_s: f64,
+    cpu: Option<iotoll_model::CpuReport>,
+    series: SeriesRecorder,
+    notes: Vec<String>,
+    status: &'static str,
+}
+
+impl Doc<'_> {
+    fn build(self) -> ResultDoc {
+        let metrics = disk_metrics(self.merged, self.window_s, self.cpu.as_ref());
+        let mut notes = self.notes;
+        notes.extend(depth_notes(
+            self.spec,
+            self.kind,
+            &metrics,
+            self.merged.errors,
+        ));
+        ResultDoc {
+            iotoll_version: iotoll_model::VERSION.to_string(),
+            kind: "disk".into(),
+            status: self.status.into(),
+            started_at: self.started_at,
+            config: self.spec.config.clone(),
+            spec: spec_json(self.spec, self.target, self.kind),
+            metrics,
+            cpu: CpuSection {
+                local: self.cpu,
+                remote: None,
+                same_host: None,
+            },
+            latency: latency_report(&self.merged.hist),
+            series: self.series.into_points(),
+            notes,
+            disclosure: None,
+        }
+    }
 }
 
 fn join_all(
@@ -580,6 +746,72 @@ mod tests {
             workers,
             ..DiskSpec::default()
         }
+    }
+
+    /// Issue 9: an engine error mid-run (here io_uring_enter failing with
+    /// EIO, injected, with 8 I/Os handed to the kernel) ends the run at
+    /// once as failed, saying what failed (the operation, target, offset,
+    /// errno) rather than "engine ... is not available", and the engine
+    /// drains all 8 in-flight I/Os before its buffers are freed.
+    #[test]
+    fn engine_failure_mid_run_fails_the_run_naming_what_failed() {
+        if let Err(e) = crate::engines::io_uring::probe() {
+            assert!(std::env::var_os("CI").is_none(), "io_uring in CI: {e}");
+            eprintln!("io_uring unavailable ({e}); test skipped");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("iotoll-runner-fault-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("target.bin");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(4 << 20).unwrap();
+        crate::engines::io_uring::test_fault::arm(&f, 100, libc::EIO);
+        let spec = DiskSpec {
+            target: Some(path.clone()),
+            bs: 4096,
+            read_pct: 100,
+            random_pct: 100,
+            qd: 8,
+            engine: EngineChoice::IoUring,
+            buffered: true,
+            ramp: Duration::ZERO,
+            time: Duration::from_secs(120),
+            ..DiskSpec::default()
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut silent = iotoll_probe::Silent;
+        let t0 = Instant::now();
+        let r = run(
+            &spec,
+            RunControl {
+                interrupted: &stop,
+                progress: &mut silent,
+            },
+        );
+        let took = t0.elapsed();
+        let drops = crate::engines::io_uring::test_fault::drops(&f);
+        let _ = std::fs::remove_dir_all(&dir);
+        let Err(DiskError::Failed { msg, doc }) = r else {
+            panic!("expected a failed run, got {r:?}");
+        };
+        assert!(took < Duration::from_secs(60), "the run went on: {took:?}");
+        for want in [
+            "the workload failed: worker 0: io_uring: submitting ",
+            "(the first a read of 4096 bytes at offset ",
+            &format!(" on {}", path.display()),
+            "Input/output error (os error 5)",
+        ] {
+            assert!(msg.contains(want), "{want:?} not in {msg:?}");
+        }
+        assert!(!msg.contains("not available"), "{msg}");
+        assert_eq!(doc.status, "failed");
+        assert!(
+            doc.notes[0].starts_with("failed: worker 0"),
+            "{:?}",
+            doc.notes
+        );
+        // Every I/O in flight at the failure was reaped before the buffers went.
+        assert_eq!(drops, vec![(8, 0)], "(drained, left in flight)");
     }
 
     #[test]

@@ -135,6 +135,15 @@ impl DiskSpec {
                 self.qd
             ));
         }
+        // What the engine can do: an io_uring ring holds at most 32768
+        // entries (psync keeps one I/O whatever --qd says).
+        let ring = crate::engines::io_uring::MAX_DEPTH;
+        if self.engine != EngineChoice::Psync && self.qd > ring {
+            return bad(format!(
+                "--qd {} is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries; use --qd {ring} or less (or --engine psync, which keeps one I/O per worker)",
+                self.qd
+            ));
+        }
         if self.workers == 0 || self.workers > MAX_WORKERS {
             return bad(format!(
                 "--workers must be between 1 and {MAX_WORKERS}, got {}",
@@ -183,6 +192,21 @@ impl DiskSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qd_is_checked_against_the_io_uring_ring() {
+        for engine in [EngineChoice::IoUring, EngineChoice::Auto] {
+            let s = DiskSpec {
+                qd: 40_000,
+                engine,
+                ..Default::default()
+            };
+            let e = s.validate().unwrap_err().to_string();
+            assert!(e.contains("--qd 40000") && e.contains("32768"), "{e}");
+            let s = DiskSpec { qd: 32_768, ..s };
+            s.validate().unwrap();
+        }
+    }
 
     #[test]
     fn defaults_are_valid() {

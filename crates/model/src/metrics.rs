@@ -94,6 +94,88 @@ pub fn metric_def(name: &str) -> Option<&'static MetricDef> {
     METRICS.iter().find(|m| m.name == name)
 }
 
+/// The human name of a metric, with its unit, for charts and report tables
+/// ("IOPS", "MB/s per % CPU", "mean latency (µs)"). The one place these
+/// names live; `label` falls back to the canonical name.
+pub fn human_label(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "window_s" => "window (s)",
+        "iops" => "IOPS",
+        "read_iops" => "read IOPS",
+        "write_iops" => "write IOPS",
+        "mb_s" => "MB/s",
+        "read_mb_s" => "read MB/s",
+        "write_mb_s" => "write MB/s",
+        "mib_s" => "MiB/s",
+        "lat_mean_us" => "mean latency (µs)",
+        "lat_min_us" => "min latency (µs)",
+        "lat_max_us" => "max latency (µs)",
+        "lat_p50_us" => "p50 latency (µs)",
+        "lat_p90_us" => "p90 latency (µs)",
+        "lat_p99_us" => "p99 latency (µs)",
+        "lat_p999_us" => "p99.9 latency (µs)",
+        "lat_p9999_us" => "p99.99 latency (µs)",
+        "qd_achieved" => "achieved queue depth",
+        "errors" => "errors",
+        "mbit_s" => "Mbit/s",
+        "tx_mbit_s" => "sent Mbit/s",
+        "rx_mbit_s" => "received Mbit/s",
+        "sent_mbit_s" => "written Mbit/s",
+        "conns" => "connections",
+        "connect_s" => "connect time (s)",
+        "conn_mbit_s_min" => "slowest connection (Mbit/s)",
+        "conn_mbit_s_max" => "fastest connection (Mbit/s)",
+        "fairness" => "fairness (Jain)",
+        "retransmits" => "retransmits",
+        "srtt_us" => "smoothed RTT (µs)",
+        "trans_s" => "transactions/s",
+        "latency_one_way_us" => "one-way latency (µs)",
+        "rtt_mean_us" => "mean round trip (µs)",
+        "rtt_p50_us" => "p50 round trip (µs)",
+        "rtt_p90_us" => "p90 round trip (µs)",
+        "rtt_p99_us" => "p99 round trip (µs)",
+        "rtt_p999_us" => "p99.9 round trip (µs)",
+        "rtt_max_us" => "max round trip (µs)",
+        "cpu_pct" => "CPU %",
+        "cpu_user_pct" => "user CPU %",
+        "cpu_system_pct" => "system CPU %",
+        "cpu_irq_pct" => "irq CPU %",
+        "cpu_softirq_pct" => "softirq CPU %",
+        "cpu_iowait_pct" => "iowait %",
+        "cpu_steal_pct" => "steal %",
+        "cpu_self_pct" => "iotoll's own CPU %",
+        "cpu_others_pct" => "other processes' CPU %",
+        "interrupts_s" => "interrupts/s",
+        "ctx_switches_s" => "context switches/s",
+        "cpus" => "CPUs",
+        "cpu_nominal_mhz" => "nominal clock (MHz)",
+        "remote_cpu_pct" => "remote CPU %",
+        "remote_cpus" => "remote CPUs",
+        "iops_per_cpu_pct" => "IOPS per % CPU",
+        "mb_s_per_cpu_pct" => "MB/s per % CPU",
+        "mbit_s_per_cpu_pct" => "Mbit/s per % CPU",
+        "remote_mbit_s_per_cpu_pct" => "Mbit/s per % remote CPU",
+        "cpu_us_per_io" => "CPU µs per I/O",
+        "cpu_us_per_kb" => "CPU µs per KB",
+        "cpu_us_per_trans" => "CPU µs per transaction",
+        "cycles_per_io" => "cycles per I/O",
+        "cycles_per_byte" => "cycles per byte",
+        _ => return None,
+    })
+}
+
+/// `human_label`, or for a `remote_` metric "remote " and its local label,
+/// or else the canonical name itself.
+pub fn label(name: &str) -> String {
+    if let Some(l) = human_label(name) {
+        return l.to_string();
+    }
+    if let Some(l) = name.strip_prefix("remote_").and_then(human_label) {
+        return format!("remote {l}");
+    }
+    name.to_string()
+}
+
 fn get(m: &Metrics, k: &str) -> Option<f64> {
     m.get(k).copied().filter(|v| v.is_finite())
 }
@@ -320,5 +402,19 @@ mod tests {
         names.dedup();
         assert_eq!(n, names.len());
         assert!(metric_def("cpu_pct").is_some());
+    }
+
+    #[test]
+    fn every_registered_metric_has_a_human_label() {
+        for m in METRICS {
+            assert!(
+                human_label(m.name).is_some(),
+                "{} has no human label",
+                m.name
+            );
+        }
+        assert_eq!(label("iops_per_cpu_pct"), "IOPS per % CPU");
+        assert_eq!(label("remote_cpu_user_pct"), "remote user CPU %");
+        assert_eq!(label("no_such_metric"), "no_such_metric");
     }
 }

@@ -73,11 +73,16 @@ pub struct CpuReport {
 /// that the measured I/O did not cause.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interference {
-    /// `interfered` is `others_pct > threshold_pct`.
+    /// `interfered` is `others_pct + steal_pct > threshold_pct`.
     pub threshold_pct: f64,
     /// User-space processes other than this iotoll and its endpoint
     /// (kernel threads excluded), % of all CPUs.
     pub others_pct: f64,
+    /// Steal: time the hypervisor gave these CPUs to other guests, % of
+    /// all CPUs. Whole-host CPU counts it as busy, so it interferes just
+    /// as another process does.
+    #[serde(default)]
+    pub steal_pct: f64,
     pub interfered: bool,
     /// The largest of those processes, most CPU first (at most 5).
     pub processes: Vec<TopConsumer>,
@@ -94,10 +99,35 @@ impl Interference {
     /// Re-judges against `threshold_pct`.
     pub fn set_threshold(&mut self, threshold_pct: f64) {
         self.threshold_pct = threshold_pct;
-        self.interfered = self.others_pct > threshold_pct;
+        self.interfered = self.others_pct + self.steal_pct > threshold_pct;
     }
 
     /// `sh (pid 4242) 48.1 %, rustc (pid 77) 3.0 %`.
+    /// What interfered, for a note: "other processes used 7.2 %" and/or
+    /// "the hypervisor took 14.4 % (steal)".
+    pub fn what(&self) -> String {
+        let mut parts = Vec::new();
+        if self.others_pct > 0.0 || self.steal_pct <= 0.0 {
+            parts.push(format!("other processes used {:.1} %", self.others_pct));
+        }
+        if self.steal_pct > 0.0 {
+            parts.push(format!(
+                "the hypervisor took {:.1} % (steal: other guests ran on these CPUs)",
+                self.steal_pct
+            ));
+        }
+        parts.join(" and ")
+    }
+
+    /// ": " and the processes, or nothing when none are named.
+    fn named_list(&self) -> String {
+        if self.processes.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", self.named())
+        }
+    }
+
     pub fn named(&self) -> String {
         let v: Vec<String> = self
             .processes
@@ -192,10 +222,10 @@ impl ResultDoc {
             i.set_threshold(threshold_pct);
             if i.interfered {
                 found.push(format!(
-                    "{INTERFERENCE_NOTE} other processes used {:.1} % of this host's CPU in the window (threshold {} %), and whole-host CPU counts it: {}",
-                    i.others_pct,
+                    "{INTERFERENCE_NOTE} {} of this host's CPU in the window (threshold {} %), and whole-host CPU counts it{}",
+                    i.what(),
                     threshold_pct,
-                    i.named()
+                    i.named_list()
                 ));
             }
         }
@@ -208,10 +238,10 @@ impl ResultDoc {
             i.set_threshold(threshold_pct);
             if i.interfered && !same_host {
                 found.push(format!(
-                    "{INTERFERENCE_NOTE} other processes used {:.1} % of the endpoint host's CPU in the window (threshold {} %): {}",
-                    i.others_pct,
+                    "{INTERFERENCE_NOTE} {} of the endpoint host's CPU in the window (threshold {} %){}",
+                    i.what(),
                     threshold_pct,
-                    i.named()
+                    i.named_list()
                 ));
             }
         }

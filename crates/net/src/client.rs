@@ -44,7 +44,13 @@ pub struct ClientSpec {
     pub config: Option<String>,
     /// Data-engine threads; None: one per core.
     pub threads: Option<usize>,
+    /// How long to keep retrying an endpoint that is busy with another
+    /// test (zero: fail at once).
+    pub busy_wait: Duration,
 }
+
+/// Default for [`ClientSpec::busy_wait`].
+pub const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 impl Default for ClientSpec {
     fn default() -> Self {
@@ -65,6 +71,7 @@ impl Default for ClientSpec {
             key: None,
             config: None,
             threads: None,
+            busy_wait: BUSY_WAIT,
         }
     }
 }
@@ -229,6 +236,72 @@ fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> 
     Ok(ctl)
 }
 
+/// Connects, authenticates and asks for the test; returns the control
+/// connection and the endpoint's data port and token.
+fn request_test(
+    addr: &SocketAddr,
+    key: Option<&Key>,
+    params: &TestParams,
+) -> Result<(Control, u16, u64), NetError> {
+    let mut ctl = handshake(addr, key)?;
+    ctl.send(&Msg::Test {
+        params: params.clone(),
+    })
+    .map_err(|e| proto_err(addr, "test", e))?;
+    match recv(&mut ctl, addr, "accept", CONTROL_TIMEOUT)? {
+        Msg::Accept { data_port, token } => Ok((ctl, data_port, token)),
+        other => Err(unexpected(addr, "accept", &other)),
+    }
+}
+
+/// [`request_test`], retrying for up to `spec.busy_wait` while the endpoint
+/// is busy with another test (saying so once on stderr), so two users of one
+/// endpoint queue instead of failing. The one retry loop of every client
+/// (`net stream`, `net rr`, suites).
+fn request_test_waiting(
+    addr: &SocketAddr,
+    spec: &ClientSpec,
+    params: &TestParams,
+    interrupted: &std::sync::atomic::AtomicBool,
+) -> Result<(Control, u16, u64), NetError> {
+    use std::sync::atomic::Ordering;
+    let t0 = Instant::now();
+    let end = t0 + spec.busy_wait;
+    let mut told = false;
+    loop {
+        let (peer, msg) = match request_test(addr, spec.key.as_ref(), params) {
+            Err(NetError::Busy { peer, msg }) => (peer, msg),
+            r => return r,
+        };
+        if Instant::now() >= end {
+            let msg = if told {
+                format!(
+                    "{msg} (still busy after waiting {:.0} s; --busy-wait sets how long)",
+                    t0.elapsed().as_secs_f64()
+                )
+            } else {
+                msg
+            };
+            return Err(NetError::Busy { peer, msg });
+        }
+        if !told {
+            eprintln!(
+                "iotoll: {peer} is busy with another test; retrying for up to {} (--busy-wait)",
+                humantime::format_duration(spec.busy_wait)
+            );
+            told = true;
+        }
+        // Retry a few times a second; Ctrl-C ends the wait.
+        let next = (Instant::now() + Duration::from_millis(200)).min(end);
+        while Instant::now() < next {
+            if interrupted.load(Ordering::Relaxed) {
+                return Err(NetError::Interrupted("while waiting for a busy endpoint"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Opens the data connections: buffers set before connect (the window
 /// scale is chosen at the handshake), local addresses round-robin.
 fn open_data(
@@ -284,20 +357,13 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         .collect();
     sock::ensure_nofile(roles.len() as u64 + 64).map_err(NetError::Io)?;
 
-    let mut ctl = handshake(&addr, spec.key.as_ref())?;
+    let (mut ctl, data_port, token) =
+        request_test_waiting(&addr, spec, &params, ctl_in.interrupted)?;
     let local_ip = ctl
         .stream
         .local_addr()
         .map_err(|e| NetError::Io(e.to_string()))?
         .ip();
-    ctl.send(&Msg::Test {
-        params: params.clone(),
-    })
-    .map_err(|e| proto_err(&addr, "test", e))?;
-    let (data_port, token) = match recv(&mut ctl, &addr, "accept", CONTROL_TIMEOUT)? {
-        Msg::Accept { data_port, token } => (data_port, token),
-        other => return Err(unexpected(&addr, "accept", &other)),
-    };
     let t_connect = Instant::now();
     let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
     let connect_s = t_connect.elapsed().as_secs_f64();
@@ -402,10 +468,14 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     ] {
         if errors > 0 {
             notes.push(format!(
-                "{errors} connection(s) failed inside {end}'s window; first error: {}",
+                "{errors} connection(s) failed before {end}'s window closed; first error: {}",
                 first.as_deref().unwrap_or("unknown")
             ));
         }
+    }
+    let failure = failure(&out, &report, roles.len());
+    if let Some(f) = &failure {
+        notes.insert(0, format!("failed: {f}"));
     }
     let cpu = match closed.report {
         Ok(r) => {
@@ -457,7 +527,58 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         })),
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+    if let Some(msg) = failure {
+        doc.status = "failed".into();
+        return Err(NetError::Failed {
+            msg,
+            doc: Box::new(doc),
+        });
+    }
     Ok(doc)
+}
+
+/// Connections that may fail before a test is failed: 1 % of its data
+/// connections (both directions of a bidirectional test count), so none
+/// below 100 connections. A connection counts as failed when it ends
+/// before the window closes (a connection lost in the ramp-up is missing
+/// from the window); most failures are seen at both ends, so the larger of
+/// the two ends' counts is taken.
+pub fn tolerated_failures(data_conns: usize) -> u64 {
+    data_conns as u64 / 100
+}
+
+/// Why a test that ran to its end is nevertheless failed: an engine
+/// thread panicked at this host, or more connections failed than
+/// `tolerated_failures` allows (an engine thread panic at the endpoint
+/// fails all of that thread's connections). None: its figures are a result.
+fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<String> {
+    let failed = out.errors.max(report.errors);
+    if let Some(p) = &out.panic {
+        return Some(format!(
+            "the test failed: this host's {p} ({} of {data_conns} data connection(s) lost)",
+            out.errors
+        ));
+    }
+    if failed <= tolerated_failures(data_conns) {
+        return None;
+    }
+    let mut firsts = Vec::new();
+    for (end, errors, first) in [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", report.errors, &report.first_error),
+    ] {
+        if errors > 0 {
+            firsts.push(format!(
+                "{errors} at {end} (first: {})",
+                first.as_deref().unwrap_or("unknown")
+            ));
+        }
+    }
+    Some(format!(
+        "the test failed: {failed} of {data_conns} data connection(s) failed before the window closed, more than the {} tolerated: {}",
+        tolerated_failures(data_conns),
+        firsts.join("; ")
+    ))
 }
 
 /// Per-connection rate statistics over one or two windows.

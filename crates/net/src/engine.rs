@@ -81,9 +81,15 @@ pub struct EngineOut {
     pub retransmits: u64,
     /// Mean smoothed RTT of sending sockets at the end, us.
     pub srtt_us: Option<f64>,
-    /// Connections that failed inside the window.
+    /// Connections that failed before the window closed (in the ramp-up or
+    /// inside the window; a connection lost in the ramp-up is missing from
+    /// the window), each counted once, including every connection of an
+    /// engine thread that panicked.
     pub errors: u64,
+    /// The first failure; an engine thread panic is preferred over any other.
     pub first_error: Option<String>,
+    /// An engine thread panicked: which one and its message.
+    pub panic: Option<String>,
     /// The sockets, still open: the caller closes them once the other end
     /// has closed its window, so no end sees a close inside its window.
     pub sockets: Vec<OwnedFd>,
@@ -98,7 +104,7 @@ pub struct Live {
 }
 
 pub struct Engine {
-    threads: Vec<std::thread::JoinHandle<ThreadOut>>,
+    threads: Vec<(String, std::thread::JoinHandle<ThreadOut>)>,
     live: Arc<Vec<Live>>,
     order: Vec<(usize, usize)>,
     n: usize,
@@ -142,6 +148,8 @@ enum ReadOutcome {
 struct ThreadState<'a> {
     p: EngineParams,
     phase: &'a PhaseCell,
+    /// Test-only fault: panic when the window opens (see `FAULT_ENV`).
+    inject_panic: bool,
     transactions: u64,
     rtt: Histogram<u64>,
     ops_total: u64,
@@ -182,7 +190,10 @@ impl<S: Read + Write> Conn<S> {
             Role::Send => st.p.msg - self.partial,
             Role::RrClient | Role::RrServer => self.owed.min(sbuf.len() as u64) as usize,
             Role::Recv => 0,
-        };
+        }
+        // The buffer is sized for the thread's roles (`send_len`); never
+        // index past it whatever the parameters are.
+        .min(sbuf.len());
         if want == 0 {
             return Ok(false);
         }
@@ -289,22 +300,42 @@ impl<S: Read + Write> Conn<S> {
     }
 
     fn close(&mut self, st: &mut ThreadState, phase: Phase, err: Option<io::Error>) -> bool {
+        let what = err.map(|e| e.to_string());
+        self.fail(st, phase, || {
+            what.unwrap_or_else(|| "peer closed the connection".into())
+        })
+    }
+
+    /// Ends the connection; before the window closes that is a failure,
+    /// counted once. Peers closing after the window are the normal end of
+    /// a test; a connection lost in the ramp-up is missing from the window.
+    fn fail(&mut self, st: &mut ThreadState, phase: Phase, what: impl FnOnce() -> String) -> bool {
+        if !self.open {
+            return false;
+        }
         self.open = false;
-        // Peers closing after the window are the normal end of a test.
-        if phase == Phase::Measure {
+        // The phase read before this I/O may be stale: the other end closes
+        // only after this end stopped its window, so a close seen now is
+        // inside the window only if the window is still open now.
+        let phase = if phase == Phase::Stop {
+            phase
+        } else {
+            st.phase.get()
+        };
+        if phase != Phase::Stop {
             st.errors += 1;
             if st.first_error.is_none() {
-                st.first_error = Some(match err {
-                    Some(e) => e.to_string(),
-                    None => "peer closed the connection".into(),
-                });
+                st.first_error = Some(what());
             }
         }
         false
     }
 
     /// Takes the retransmit baseline when the window opens.
-    fn note_window_start(&mut self) {
+    fn note_window_start(&mut self, st: &ThreadState) {
+        if st.inject_panic {
+            panic!("injected fault ({FAULT_ENV}={FAULT_NET_PANIC})");
+        }
         if self.sends() && self.retrans_base.is_none() {
             self.retrans_base = sock::tcp_info(self.fd).map(|t| t.0);
         }
@@ -320,6 +351,17 @@ impl Engine {
         phase: Arc<PhaseCell>,
         threads: usize,
     ) -> io::Result<Engine> {
+        Self::start_with(conns, p, phase, threads, injected_panic())
+    }
+
+    /// `start`, with thread 0 panicking when the window opens if `inject`.
+    fn start_with(
+        conns: Vec<(std::net::TcpStream, Role)>,
+        p: EngineParams,
+        phase: Arc<PhaseCell>,
+        threads: usize,
+        inject: bool,
+    ) -> io::Result<Engine> {
         let n = conns.len();
         let threads = threads.clamp(1, n.max(1));
         let mut shares: Vec<Vec<(std::net::TcpStream, Role)>> =
@@ -332,13 +374,20 @@ impl Engine {
         }
         let live: Arc<Vec<Live>> = Arc::new((0..threads).map(|_| Live::default()).collect());
         let mut handles = Vec::with_capacity(threads);
+        let (ready, set_up) = std::sync::mpsc::channel::<()>();
         for (t, share) in shares.into_iter().enumerate() {
-            let (phase, live) = (phase.clone(), live.clone());
+            let (phase, live, ready) = (phase.clone(), live.clone(), ready.clone());
+            let name = format!("iotoll-net-{t}");
             let h = std::thread::Builder::new()
-                .name(format!("iotoll-net-{t}"))
-                .spawn(move || run_thread(share, p, &phase, &live[t]))?;
-            handles.push(h);
+                .name(name.clone())
+                .spawn(move || run_thread(share, p, &phase, &live[t], inject && t == 0, ready))?;
+            handles.push((name, h));
         }
+        // Returns once every thread has its buffers (megabytes to fill for
+        // large messages), so the ramp-up is not spent setting up: each
+        // thread drops its sender when set up (or when it dies).
+        drop(ready);
+        let _ = set_up.recv();
         Ok(Engine {
             threads: handles,
             live,
@@ -359,8 +408,20 @@ impl Engine {
 
     /// Waits for the threads (after `phase` was set to `Stop`).
     pub fn join(self) -> EngineOut {
-        let outs: Vec<Option<ThreadOut>> =
-            self.threads.into_iter().map(|h| h.join().ok()).collect();
+        let mut panic = None;
+        let outs: Vec<Option<ThreadOut>> = self
+            .threads
+            .into_iter()
+            .map(|(name, h)| {
+                h.join()
+                    .map_err(|p| {
+                        panic.get_or_insert_with(|| {
+                            format!("engine thread {name} panicked: {}", panic_message(&*p))
+                        });
+                    })
+                    .ok()
+            })
+            .collect();
         let mut out = EngineOut {
             per_conn: Vec::with_capacity(self.n),
             transactions: 0,
@@ -369,6 +430,7 @@ impl Engine {
             srtt_us: None,
             errors: 0,
             first_error: None,
+            panic: None,
             sockets: Vec::with_capacity(self.n),
         };
         let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
@@ -385,10 +447,17 @@ impl Engine {
                 out.first_error = o.first_error.clone();
             }
         }
-        if outs.iter().any(|o| o.is_none()) {
-            out.errors += 1;
-            out.first_error
-                .get_or_insert_with(|| "engine thread panicked".into());
+        // A panicked thread's connections are all lost (its sockets closed
+        // as it unwound): each one counts as failed.
+        let lost = self
+            .order
+            .iter()
+            .filter(|(t, _)| outs[*t].is_none())
+            .count() as u64;
+        out.errors += lost;
+        if let Some(p) = panic {
+            out.first_error = Some(p.clone());
+            out.panic = Some(p);
         }
         for (t, i) in self.order {
             let c = outs[t].as_ref().and_then(|o| o.counts.get(i).copied());
@@ -398,6 +467,25 @@ impl Engine {
         out.srtt_us = (srtt_n > 0).then(|| srtt_sum / srtt_n as f64);
         out
     }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Test-only fault injection: with `IOTOLL_INJECT_FAULT=net-engine-panic`
+/// in its environment, the first engine thread of this process panics when
+/// the window opens. It exists so tests can check that a panic ends the run
+/// as failed (exit 1, stored as failed); nothing else reads it.
+pub const FAULT_ENV: &str = "IOTOLL_INJECT_FAULT";
+pub const FAULT_NET_PANIC: &str = "net-engine-panic";
+
+fn injected_panic() -> bool {
+    std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_NET_PANIC)
 }
 
 const POLL_TICK: Duration = Duration::from_millis(100);
@@ -414,6 +502,8 @@ fn run_thread(
     p: EngineParams,
     phase: &PhaseCell,
     live: &Live,
+    inject_panic: bool,
+    ready: std::sync::mpsc::Sender<()>,
 ) -> ThreadOut {
     // One connection with no pipelining: blocking calls, no epoll.
     let pipelined = share
@@ -430,11 +520,7 @@ fn run_thread(
     } else {
         p.msg.max(256 << 10)
     };
-    let send_len = match share.first().map(|c| c.1) {
-        Some(Role::Send) => p.msg,
-        _ => (p.req.max(p.resp) as usize).clamp(1, 4 << 20),
-    }
-    .max(p.msg.min(4 << 20));
+    let send_len = send_len(share.iter().map(|c| c.1), &p);
     // Page-aligned buffers: the kernel's copy to and from user memory is
     // measurably slower from a misaligned source (malloc puts large blocks at
     // page + 16).
@@ -442,14 +528,14 @@ fn run_thread(
     let buf = page_aligned(&mut rbuf, recv_len);
     let mut sraw = vec![0u8; send_len + PAGE];
     let sbuf = page_aligned(&mut sraw, send_len);
-    // Payload bytes are not all zero, so nothing on the path can shortcut them.
-    for (i, b) in sbuf.iter_mut().enumerate() {
-        *b = (i as u32).wrapping_mul(2654435761).to_le_bytes()[3];
-    }
+    fill_payload(sbuf);
     let sbuf: &[u8] = sbuf;
+    // Set up: the engine may start (see `Engine::start`).
+    drop(ready);
     let mut st = ThreadState {
         p,
         phase,
+        inject_panic,
         transactions: 0,
         rtt: new_histogram(),
         ops_total: 0,
@@ -483,6 +569,39 @@ fn run_thread(
         }
     }
     out
+}
+
+/// Payload bytes are not all zero, so nothing on the path can shortcut
+/// them: a pseudo-random 64 KiB pattern, repeated (copied, which is fast
+/// even unoptimised, where a byte loop over 16 MiB takes a second).
+fn fill_payload(buf: &mut [u8]) {
+    let first = buf.len().min(64 << 10);
+    for (i, b) in buf[..first].iter_mut().enumerate() {
+        *b = (i as u32).wrapping_mul(2654435761).to_le_bytes()[3];
+    }
+    let mut done = first;
+    while done < buf.len() {
+        let n = done.min(buf.len() - done);
+        buf.copy_within(..n, done);
+        done += n;
+    }
+}
+
+/// The send buffer a thread needs for the roles of all its connections
+/// (not only its first: a bidirectional test gives a thread receivers and
+/// senders): a whole message for a sender, a request or response (at most
+/// 4 MiB, written in pieces beyond) for request/response; a thread that
+/// only receives needs none.
+fn send_len(roles: impl Iterator<Item = Role>, p: &EngineParams) -> usize {
+    roles
+        .map(|r| match r {
+            Role::Send => p.msg,
+            Role::RrClient | Role::RrServer => (p.req.max(p.resp) as usize).clamp(1, 4 << 20),
+            Role::Recv => 0,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1)
 }
 
 /// What is kept of a connection once it is done, read before its socket
@@ -545,7 +664,7 @@ fn run_blocking(
             }
             if phase == Phase::Measure && !in_window {
                 in_window = true;
-                c.note_window_start();
+                c.note_window_start(st);
             }
             let r = match c.try_write(st, sbuf, phase) {
                 Ok(true) => Ok(ReadOutcome::Progress),
@@ -572,6 +691,15 @@ fn run_blocking(
     out
 }
 
+/// Ends every open connection of a thread that can no longer serve them
+/// (epoll failed), each counted as a failed connection.
+fn fail_all<S: Read + Write>(st: &mut ThreadState, conns: &mut [Conn<S>], what: &str) {
+    let phase = st.phase.get();
+    for c in conns.iter_mut() {
+        c.fail(st, phase, || what.to_string());
+    }
+}
+
 fn run_poll(
     share: Vec<(std::net::TcpStream, Role)>,
     st: &mut ThreadState,
@@ -581,16 +709,23 @@ fn run_poll(
 ) -> Vec<Finished> {
     let poll = Poll::new();
     let mut conns: Vec<Conn<mio::net::TcpStream>> = Vec::with_capacity(share.len());
-    let Ok(mut poll) = poll else {
-        st.errors += share.len() as u64;
-        st.first_error = Some("cannot create epoll instance".into());
-        return share
-            .into_iter()
-            .map(|(s, role)| {
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, role, &st.p).finish()
-            })
-            .collect();
+    let mut poll = match poll {
+        Ok(p) => p,
+        Err(e) => {
+            let mut conns: Vec<_> = share
+                .into_iter()
+                .map(|(s, role)| {
+                    let fd = s.as_raw_fd();
+                    Conn::new(s, fd, role, &st.p)
+                })
+                .collect();
+            fail_all(
+                st,
+                &mut conns,
+                &format!("cannot create an epoll instance: {e}"),
+            );
+            return conns.into_iter().map(Conn::finish).collect();
+        }
     };
     for (i, (s, role)) in share.into_iter().enumerate() {
         let fd = s.as_raw_fd();
@@ -601,14 +736,16 @@ fn run_poll(
             Role::Recv => Interest::READABLE,
             _ => Interest::READABLE | Interest::WRITABLE,
         };
-        if let Err(e) = poll.registry().register(&mut ms, Token(i), interest) {
-            st.errors += 1;
-            st.first_error
-                .get_or_insert_with(|| format!("epoll register: {e}"));
+        let registered = poll.registry().register(&mut ms, Token(i), interest);
+        let mut c = Conn::new(ms, fd, role, &st.p);
+        if let Err(e) = registered {
+            // Never served: a failed connection, not a silent zero.
+            let phase = st.phase.get();
+            c.fail(st, phase, || format!("epoll register: {e}"));
         }
-        conns.push(Conn::new(ms, fd, role, &st.p));
+        conns.push(c);
     }
-    for c in conns.iter_mut() {
+    for c in conns.iter_mut().filter(|c| c.open) {
         c.drive(st, buf, sbuf);
     }
     let mut events = Events::with_capacity(1024);
@@ -620,11 +757,12 @@ fn run_poll(
         }
         if phase == Phase::Measure && !in_window {
             in_window = true;
-            conns.iter_mut().for_each(|c| c.note_window_start());
+            conns.iter_mut().for_each(|c| c.note_window_start(st));
         }
         if let Err(e) = poll.poll(&mut events, Some(POLL_TICK)) {
             if e.kind() != ErrorKind::Interrupted {
-                st.first_error.get_or_insert_with(|| format!("epoll: {e}"));
+                // No more events: every connection still open is lost.
+                fail_all(st, &mut conns, &format!("epoll_wait: {e}"));
                 break;
             }
         }
@@ -645,4 +783,202 @@ fn run_poll(
             c.finish()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    fn params(msg: usize) -> EngineParams {
+        EngineParams {
+            msg,
+            req: 1,
+            resp: 1,
+            burst: 1,
+        }
+    }
+
+    /// Connected loopback pairs: (one end, the other end).
+    fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        (0..n)
+            .map(|_| {
+                let c = TcpStream::connect(a).unwrap();
+                let (s, _) = l.accept().unwrap();
+                (c, s)
+            })
+            .collect()
+    }
+
+    fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn payload_is_the_pattern_throughout() {
+        let mut b = vec![0u8; (200 << 10) + 7];
+        fill_payload(&mut b);
+        for (i, x) in b.iter().enumerate() {
+            let j = i % (64 << 10);
+            assert_eq!(*x, (j as u32).wrapping_mul(2654435761).to_le_bytes()[3]);
+        }
+        assert!(b.iter().any(|x| *x != 0));
+    }
+
+    #[test]
+    fn send_buffer_fits_every_role_of_the_thread() {
+        let p = params(8 << 20);
+        // A bidirectional thread whose first connection receives.
+        assert_eq!(send_len([Role::Recv, Role::Send].into_iter(), &p), 8 << 20);
+        assert_eq!(send_len([Role::Recv].into_iter(), &p), 1);
+        let rr = EngineParams {
+            req: 64 << 20,
+            resp: 10,
+            ..p
+        };
+        assert_eq!(send_len([Role::RrServer].into_iter(), &rr), 4 << 20);
+    }
+
+    /// The bug of issue 9: a thread given a receiver first and then a
+    /// sender of 8 MiB messages sized its send buffer for the receiver and
+    /// panicked on its first write. Both ends here have one thread with
+    /// a receiver and a sender, as the endpoint has in `--dir bidir`.
+    #[test]
+    fn bidirectional_8m_messages_flow_both_ways() {
+        let p = params(8 << 20);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (i, (x, y)) in pairs(2).into_iter().enumerate() {
+            let (ra, rb) = if i == 0 {
+                (Role::Recv, Role::Send)
+            } else {
+                (Role::Send, Role::Recv)
+            };
+            a.push((x, ra));
+            b.push((y, rb));
+        }
+        let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+        let ea = Engine::start_with(a, p, phase.clone(), 1, false).unwrap();
+        let eb = Engine::start_with(b, p, phase.clone(), 1, false).unwrap();
+        phase.set(Phase::Measure);
+        // Both directions move (each end's sender and receiver progress).
+        wait_for("32 MiB each way", || {
+            ea.totals().1 > 64 << 20 && eb.totals().1 > 64 << 20
+        });
+        phase.set(Phase::Stop);
+        let (oa, ob) = (ea.join(), eb.join());
+        for o in [&oa, &ob] {
+            assert_eq!(o.errors, 0, "{:?}", o.first_error);
+            assert!(o.panic.is_none(), "{:?}", o.panic);
+            assert_eq!(o.sockets.len(), 2);
+            let rx: u64 = o.per_conn.iter().map(|c| c.1.rx).sum();
+            let tx: u64 = o.per_conn.iter().map(|c| c.1.tx).sum();
+            assert!(rx > 0 && tx > 0, "rx {rx} tx {tx}");
+        }
+    }
+
+    #[test]
+    fn a_panicking_thread_fails_all_its_connections() {
+        let p = params(64 << 10);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (x, y) in pairs(4) {
+            a.push((x, Role::Send));
+            b.push((y, Role::Recv));
+        }
+        let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+        // Two threads: thread 0 (connections 0 and 2) panics.
+        let ea = Engine::start_with(a, p, phase.clone(), 2, true).unwrap();
+        let eb = Engine::start_with(b, p, phase.clone(), 2, false).unwrap();
+        phase.set(Phase::Measure);
+        wait_for("thread 0 to panic", || ea.threads[0].1.is_finished());
+        phase.set(Phase::Stop);
+        let oa = ea.join();
+        let ob = eb.join();
+        assert_eq!(oa.errors, 2, "{:?}", oa.first_error);
+        let msg = oa.panic.as_deref().unwrap_or_default();
+        assert!(msg.contains("engine thread iotoll-net-0 panicked"), "{msg}");
+        assert!(msg.contains("injected fault"), "{msg}");
+        assert_eq!(oa.first_error.as_deref(), Some(msg));
+        assert_eq!(oa.per_conn.len(), 4);
+        // Only the surviving thread's sockets are handed back.
+        assert_eq!(oa.sockets.len(), 2);
+        assert!(ob.panic.is_none());
+    }
+
+    /// An epoll failure ends every open connection of the thread, each
+    /// counted (before, only `first_error` was set, so nobody reported it).
+    #[test]
+    fn epoll_errors_count_every_open_connection() {
+        let phase = PhaseCell::new(Phase::Measure);
+        let p = params(4096);
+        let mut st = ThreadState {
+            p,
+            phase: &phase,
+            inject_panic: false,
+            transactions: 0,
+            rtt: new_histogram(),
+            ops_total: 0,
+            bytes_total: 0,
+            errors: 0,
+            first_error: None,
+        };
+        let ps = pairs(3);
+        let mut conns: Vec<Conn<TcpStream>> = ps
+            .iter()
+            .map(|(x, _)| {
+                let s = x.try_clone().unwrap();
+                let fd = s.as_raw_fd();
+                Conn::new(s, fd, Role::Recv, &p)
+            })
+            .collect();
+        // One connection already closed by its peer (counted then).
+        conns[1].close(&mut st, Phase::Measure, None);
+        assert_eq!(st.errors, 1);
+        fail_all(&mut st, &mut conns, "epoll_wait: Bad file descriptor");
+        assert_eq!(st.errors, 3, "each open connection counted once");
+        assert!(conns.iter().all(|c| !c.open));
+        assert_eq!(
+            st.first_error.as_deref(),
+            Some("peer closed the connection")
+        );
+        // After the window, ending connections is no failure.
+        let phase = PhaseCell::new(Phase::Stop);
+        st.phase = &phase;
+        let mut more: Vec<Conn<TcpStream>> = ps
+            .iter()
+            .map(|(x, _)| {
+                let s = x.try_clone().unwrap();
+                let fd = s.as_raw_fd();
+                Conn::new(s, fd, Role::Recv, &p)
+            })
+            .collect();
+        fail_all(&mut st, &mut more, "epoll_wait: x");
+        assert_eq!(st.errors, 3);
+        // A fresh thread: the epoll error is what is reported.
+        let phase = PhaseCell::new(Phase::Ramp);
+        st.phase = &phase;
+        st.first_error = None;
+        st.errors = 0;
+        fail_all(&mut st, &mut more, "epoll_wait: x");
+        assert_eq!(st.errors, 0, "already ended");
+        let mut fresh: Vec<Conn<TcpStream>> = ps
+            .iter()
+            .map(|(x, _)| {
+                let s = x.try_clone().unwrap();
+                let fd = s.as_raw_fd();
+                Conn::new(s, fd, Role::Recv, &p)
+            })
+            .collect();
+        fail_all(&mut st, &mut fresh, "epoll_wait: Bad file descriptor");
+        assert_eq!(st.errors, 3);
+        assert_eq!(
+            st.first_error.as_deref(),
+            Some("epoll_wait: Bad file descriptor")
+        );
+    }
 }

@@ -31,6 +31,14 @@ pub enum NetError {
     Io(String),
     #[error("interrupted {0}; nothing was measured")]
     Interrupted(&'static str),
+    /// The test ran but failed (an engine thread panicked, or connections
+    /// failed beyond `client::tolerated_failures`): never a result. `doc`
+    /// holds the partial figures, with status `failed`.
+    #[error("{msg}")]
+    Failed {
+        msg: String,
+        doc: Box<iotoll_model::ResultDoc>,
+    },
     #[error(transparent)]
     Probe(#[from] iotoll_probe::ProbeError),
 }

@@ -1,7 +1,9 @@
-//! The endpoint: `iotoll net serve`. One test at a time; a second client
-//! while a test runs is told "busy" at once. Every control read has a
-//! deadline, every failure ends the session and frees its sockets, and the
-//! accept loop never waits on a client.
+//! The endpoint: `iotoll net serve`. One test at a time; a valid test
+//! request while a test runs is told "busy" at once. Handshakes run
+//! concurrently (capped per source and in total, oldest dropped first), so
+//! a connection that says nothing holds up nobody; every control read has
+//! a deadline, every failure ends the session and frees its sockets, and
+//! the accept loop never waits on a client.
 
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineParams, Role};
@@ -12,10 +14,10 @@ use crate::proto::{
 use crate::{sock, NetError};
 use iotoll_probe::{CpuWindow, Phase, PhaseCell};
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Server-side limits on what a client may ask for.
@@ -132,7 +134,139 @@ pub fn default_threads() -> usize {
 /// Where the endpoint writes one line per event.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// Runs the endpoint until `stop` is set (or after one client with `once`).
+/// Most connections that may be in their handshake at once from one source
+/// (an IPv4 address, or an IPv6 /64) and in total; beyond them the oldest
+/// is dropped, so a flood cannot exhaust descriptors or threads and a new
+/// client always gets its turn.
+pub const MAX_PENDING_PER_SOURCE: usize = 16;
+pub const MAX_PENDING: usize = 128;
+
+/// Where a connection is in its handshake (see [`Pending`]).
+const HS_OPEN: u8 = 0;
+/// The client proved the key (only with a key): dropped only after every
+/// unauthenticated one.
+const HS_AUTHED: u8 = 1;
+/// The handshake is over: the connection holds the test slot, was told
+/// busy, or was refused.
+const HS_DONE: u8 = 2;
+/// Dropped by the endpoint to make room.
+const HS_DROPPED: u8 = 3;
+
+/// A connection still in its handshake, as the accept loop sees it.
+struct Pending {
+    source: IpAddr,
+    state: Arc<AtomicU8>,
+    /// A second handle on the socket, to shut it down when dropped; the
+    /// connection's thread closes it when the handshake ends, so it never
+    /// keeps a finished connection open.
+    sock: Arc<Mutex<Option<TcpStream>>>,
+}
+
+fn take_clone(sock: &Mutex<Option<TcpStream>>) -> Option<TcpStream> {
+    match sock.lock() {
+        Ok(mut g) => g.take(),
+        Err(p) => p.into_inner().take(),
+    }
+}
+
+/// What the accept loop and the sessions share.
+struct Shared {
+    /// The one-test slot: taken by a connection that has authenticated (when
+    /// a key is set) and sent a valid test request, freed when everything
+    /// its test held is released.
+    busy: AtomicBool,
+    /// Tests that have ended (for `--once`).
+    finished: AtomicU64,
+}
+
+/// Holds the test slot; frees it once, when released or dropped.
+struct Slot(Option<Arc<Shared>>);
+
+impl Slot {
+    fn release(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.busy.store(false, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The source a per-source cap applies to: the IPv4 address, or the /64 of
+/// an IPv6 one (one host usually owns a whole /64).
+fn source_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+/// Drops the oldest pending handshake (of `source`, if given): unauthenticated
+/// ones first. False when there was none to drop.
+fn drop_oldest(pending: &mut Vec<Pending>, source: Option<IpAddr>) -> bool {
+    loop {
+        let pick = [HS_OPEN, HS_AUTHED].into_iter().find_map(|want| {
+            pending
+                .iter()
+                .position(|p| {
+                    source.is_none_or(|s| p.source == s) && p.state.load(Ordering::Acquire) == want
+                })
+                .map(|i| (i, want))
+        });
+        let Some((i, want)) = pick else {
+            return false;
+        };
+        match pending[i].state.compare_exchange(
+            want,
+            HS_DROPPED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                let p = pending.remove(i);
+                if let Some(s) = take_clone(&p.sock) {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                return true;
+            }
+            // Its handshake ended meanwhile: room made all the same.
+            Err(now) if now >= HS_DONE => {
+                pending.remove(i);
+                return true;
+            }
+            // It has just proven the key: choose again.
+            Err(_) => {}
+        }
+    }
+}
+
+/// Makes room for one more pending handshake from `source`; returns how
+/// many were dropped.
+fn make_room(pending: &mut Vec<Pending>, source: IpAddr) -> u64 {
+    pending.retain(|p| p.state.load(Ordering::Acquire) < HS_DONE);
+    let mut dropped = 0;
+    while pending.iter().filter(|p| p.source == source).count() >= MAX_PENDING_PER_SOURCE
+        && drop_oldest(pending, Some(source))
+    {
+        dropped += 1;
+    }
+    while pending.len() >= MAX_PENDING && drop_oldest(pending, None) {
+        dropped += 1;
+    }
+    dropped
+}
+
+/// Runs the endpoint until `stop` is set (or after one test with `once`).
 pub fn serve(cfg: &ServerConfig, stop: &AtomicBool, log: Log) -> Result<(), NetError> {
     let listener = TcpListener::bind(cfg.listen)
         .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", cfg.listen)))?;
@@ -141,15 +275,29 @@ pub fn serve(cfg: &ServerConfig, stop: &AtomicBool, log: Log) -> Result<(), NetE
 
 /// Serves on a listener the caller bound (an in-process endpoint on an
 /// ephemeral port); `cfg.listen` is ignored.
+///
+/// Every connection gets its own thread for its handshake (at most
+/// [`MAX_PENDING`], oldest dropped first), so a silent or slow client holds
+/// nobody up; only a connection that has authenticated and sent a valid
+/// test request claims the one-test slot, and only such a request is ever
+/// told "busy".
 pub fn serve_on(
     listener: TcpListener,
     cfg: &ServerConfig,
     stop: &AtomicBool,
     log: Log,
 ) -> Result<(), NetError> {
+    if cfg.handshake.is_zero() {
+        return Err(NetError::Invalid(
+            "the handshake timeout must be positive".into(),
+        ));
+    }
     listener
         .set_nonblocking(true)
         .map_err(|e| NetError::Io(e.to_string()))?;
+    // Two descriptors per pending handshake, plus the header reads of a
+    // test's data port: raise the soft limit if it is low (best effort).
+    let _ = sock::ensure_nofile(2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64);
     log(&format!(
         "iotoll endpoint listening on {} ({})",
         listener
@@ -162,50 +310,65 @@ pub fn serve_on(
             "no authentication"
         }
     ));
-    let busy = Arc::new(AtomicBool::new(false));
-    let mut session: Option<std::thread::JoinHandle<()>> = None;
+    let shared = Arc::new(Shared {
+        busy: AtomicBool::new(false),
+        finished: AtomicU64::new(0),
+    });
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut dropped = 0u64;
+    let mut dropped_logged = Instant::now();
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        if session.as_ref().is_some_and(|h| h.is_finished()) {
-            if let Some(h) = session.take() {
-                let _ = h.join();
-            }
-            if cfg.once {
-                break;
-            }
+        if cfg.once && shared.finished.load(Ordering::Acquire) > 0 {
+            break;
+        }
+        if dropped > 0 && dropped_logged.elapsed() >= Duration::from_secs(1) {
+            log(&format!(
+                "dropped {dropped} connection(s) still in their handshake to make room (at most {MAX_PENDING_PER_SOURCE} per source, {MAX_PENDING} in all; oldest first)"
+            ));
+            dropped = 0;
+            dropped_logged = Instant::now();
         }
         match listener.accept() {
             Ok((stream, peer)) => {
                 let _ = stream.set_nonblocking(false);
-                if busy.load(Ordering::Acquire) {
-                    reject_busy(stream);
-                    log(&format!("{peer}: refused, a test is running"));
-                    continue;
-                }
-                busy.store(true, Ordering::Release);
-                let (cfg, busy2, log2) = (cfg.clone(), busy.clone(), log.clone());
+                let source = source_of(peer.ip());
+                dropped += make_room(&mut pending, source);
+                let sock = match stream.try_clone() {
+                    Ok(s) => Arc::new(Mutex::new(Some(s))),
+                    Err(e) => {
+                        log(&format!("{peer}: cannot serve: {e}"));
+                        continue;
+                    }
+                };
+                let state = Arc::new(AtomicU8::new(HS_OPEN));
+                let (cfg2, state2, sock2, shared2, log2) = (
+                    cfg.clone(),
+                    state.clone(),
+                    sock.clone(),
+                    shared.clone(),
+                    log.clone(),
+                );
                 let spawned = std::thread::Builder::new()
                     .name("iotoll-session".into())
+                    .stack_size(512 << 10)
                     .spawn(move || {
-                        match session_main(stream, &cfg) {
-                            Ok(summary) => log2(&format!("{peer}: {summary}")),
-                            Err(e) => log2(&format!("{peer}: session ended: {e}")),
-                        }
-                        busy2.store(false, Ordering::Release);
+                        connection(stream, peer, &cfg2, &state2, &sock2, &shared2, &log2)
                     });
                 match spawned {
-                    Ok(h) => session = Some(h),
-                    Err(e) => {
-                        busy.store(false, Ordering::Release);
-                        log(&format!("cannot start a session: {e}"));
-                    }
+                    Ok(_) => pending.push(Pending {
+                        source,
+                        state,
+                        sock,
+                    }),
+                    Err(e) => log(&format!("{peer}: cannot start a session: {e}")),
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Sleeps in the kernel until a client arrives; wakes a few
-                // times a second to see Ctrl-C and finished sessions.
+                // times a second to see Ctrl-C and finished tests.
                 sock::wait_readable(listener.as_raw_fd(), Duration::from_millis(200));
             }
             Err(e) => {
@@ -215,12 +378,66 @@ pub fn serve_on(
             }
         }
     }
+    // Handshakes still under way end now.
+    while drop_oldest(&mut pending, None) {}
     // Ctrl-C while a test runs: the process exits and the kernel closes its
     // sockets, so the client learns at once; waiting could take an hour.
-    if session.as_ref().is_some_and(|h| !h.is_finished()) {
+    if shared.busy.load(Ordering::Acquire) {
         log("stopping: the running test is abandoned");
     }
     Ok(())
+}
+
+/// One connection: its handshake, then (holding the slot) its test.
+fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    cfg: &ServerConfig,
+    state: &AtomicU8,
+    sock: &Mutex<Option<TcpStream>>,
+    shared: &Arc<Shared>,
+    log: &Log,
+) {
+    let r = handshake(stream, cfg, state);
+    // Out of the accept loop's hands from here; a connection it dropped to
+    // make room (and counted) ends without a word.
+    let dropped = state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
+    drop(take_clone(sock));
+    let (ctl, params) = match r {
+        Ok(x) if !dropped => x,
+        Ok(_) => return,
+        Err(e) => {
+            if !dropped {
+                log(&format!("{peer}: session ended: {e}"));
+            }
+            return;
+        }
+    };
+    if shared
+        .busy
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        reject_busy(ctl);
+        log(&format!("{peer}: refused, a test is running"));
+        return;
+    }
+    let mut ctl = ctl;
+    let mut slot = Slot(Some(shared.clone()));
+    let r = session(&mut ctl, params, cfg, &mut slot, peer, log);
+    // Everything the test held was released when `session` returned: free
+    // the slot before telling the client, so its next test finds it free.
+    slot.release();
+    match r {
+        Ok(summary) => log(&format!("{peer}: {summary}")),
+        Err(f) => {
+            if f.tell {
+                let _ = ctl.send(&Msg::Error { msg: f.msg.clone() });
+            }
+            log(&format!("{peer}: session ended: {}", f.msg));
+        }
+    }
+    shared.finished.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Stops the engine and frees its sockets however the session ends.
@@ -242,25 +459,69 @@ fn expect(ctl: &mut Control, got: Result<Msg, ProtoError>, want: &str) -> Result
     match got {
         Ok(Msg::Stop {}) => Err("client stopped the test".into()),
         Ok(m) => Ok(m),
-        Err(ProtoError::Malformed(e)) => {
-            let _ = ctl.send(&Msg::Error {
-                msg: format!("malformed message: {e}"),
-            });
-            Err(format!("malformed message while waiting for {want}: {e}"))
+        Err(e @ (ProtoError::Malformed(_) | ProtoError::TooLarge(_))) => {
+            let _ = ctl.send(&Msg::Error { msg: e.to_string() });
+            if matches!(e, ProtoError::TooLarge(_)) {
+                // The rest of the frame may still be arriving: closing with
+                // it unread would reset the connection and could destroy
+                // the message before the client reads it.
+                close_gently(ctl);
+            }
+            Err(format!("while waiting for {want}: {e}"))
         }
         Err(e) => Err(format!("while waiting for {want}: {e}")),
     }
 }
 
-fn refuse(ctl: &mut Control, msg: String) -> Result<String, String> {
+/// Half-closes and discards what the peer still sends, for a short while,
+/// so that an error message is delivered rather than reset.
+fn close_gently(ctl: &mut Control) {
+    let _ = ctl.stream.shutdown(std::net::Shutdown::Write);
+    let end = Instant::now() + Duration::from_millis(500);
+    let mut buf = [0u8; 16 << 10];
+    let mut left: usize = 4 << 20;
+    while left > 0 {
+        let t = end.saturating_duration_since(Instant::now());
+        if t.is_zero() || ctl.stream.set_read_timeout(Some(t)).is_err() {
+            break;
+        }
+        match ctl.stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
+/// Why a test ended early, and whether the client is to be told (it is not
+/// when the control connection failed, or `expect` already told it).
+struct Failure {
+    msg: String,
+    tell: bool,
+}
+
+impl Failure {
+    fn tell(msg: String) -> Failure {
+        Failure { msg, tell: true }
+    }
+
+    fn quiet(msg: String) -> Failure {
+        Failure { msg, tell: false }
+    }
+}
+
+fn refuse<T>(ctl: &mut Control, msg: String) -> Result<T, String> {
     let _ = ctl.send(&Msg::Error { msg: msg.clone() });
     Err(msg)
 }
 
-/// One client, from hello to report. Returns a summary line.
-fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String> {
+/// The handshake, from hello to a valid test request; every message within
+/// `cfg.handshake`. Claims nothing: the caller takes the slot afterwards.
+fn handshake(
+    stream: TcpStream,
+    cfg: &ServerConfig,
+    state: &AtomicU8,
+) -> Result<(Control, TestParams), String> {
     let mut ctl = Control::new(stream).map_err(|e| e.to_string())?;
-    let local_ip = ctl.stream.local_addr().map_err(|e| e.to_string())?.ip();
     let sn = nonce();
     ctl.send(&Msg::Hello {
         proto: PROTO_VERSION,
@@ -276,7 +537,10 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         other => return refuse(&mut ctl, format!("expected auth, got {}", msg_name(&other))),
     };
     match (&cfg.key, mac) {
-        (Some(k), Some(m)) if k.verify("client", &sn, &cn, &m) => {}
+        (Some(k), Some(m)) if k.verify("client", &sn, &cn, &m) => {
+            // Proven: dropped to make room only after every stranger.
+            let _ = state.compare_exchange(HS_OPEN, HS_AUTHED, Ordering::AcqRel, Ordering::Acquire);
+        }
         (Some(_), _) => return refuse(&mut ctl, "authentication failed".into()),
         (None, Some(_)) => {
             return refuse(
@@ -299,13 +563,39 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
     if let Err(e) = validate(&params, &cfg.limits) {
         return refuse(&mut ctl, e);
     }
+    Ok((ctl, params))
+}
+
+/// One test, holding the slot: from the data port to the report. The slot
+/// is freed, and every socket and thread of the test released, before the
+/// report is sent, so the client's next test finds the endpoint free.
+/// Returns a summary line.
+fn session(
+    ctl: &mut Control,
+    params: TestParams,
+    cfg: &ServerConfig,
+    slot: &mut Slot,
+    peer: SocketAddr,
+    log: &Log,
+) -> Result<String, Failure> {
+    let local_ip = ctl
+        .stream
+        .local_addr()
+        .map_err(|e| Failure::quiet(e.to_string()))?
+        .ip();
     let roles = server_roles(&params);
-    if let Err(e) = sock::ensure_nofile(roles.len() as u64 + 64) {
-        return refuse(&mut ctl, format!("endpoint: {e}"));
+    if let Err(e) =
+        sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)
+    {
+        return Err(Failure::tell(format!("endpoint: {e}")));
     }
     let listener = match TcpListener::bind(SocketAddr::new(local_ip, 0)) {
         Ok(l) => l,
-        Err(e) => return refuse(&mut ctl, format!("endpoint cannot open a data port: {e}")),
+        Err(e) => {
+            return Err(Failure::tell(format!(
+                "endpoint cannot open a data port: {e}"
+            )))
+        }
     };
     if let Some(b) = params.sockbuf {
         // Accepted sockets inherit the buffers, and the window scale is
@@ -313,18 +603,25 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         let _ = sock::set_sockbuf(listener.as_raw_fd(), b);
     }
     sock::deepen_backlog(listener.as_raw_fd());
-    let data_port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let data_port = listener
+        .local_addr()
+        .map_err(|e| Failure::quiet(e.to_string()))?
+        .port();
     let token = u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575);
     ctl.send(&Msg::Accept { data_port, token })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::quiet(e.to_string()))?;
+    log(&format!(
+        "{peer}: {:?} {:?} test with {} connection(s) accepted, data port {data_port}",
+        params.kind, params.dir, params.conns
+    ));
 
     let deadline = Instant::now() + SLACK + Duration::from_millis(roles.len() as u64);
-    let conns = match accept_data(&listener, token, &roles, &params, deadline) {
+    let conns = match accept_data(listener, ctl, token, &roles, &params, deadline) {
         Ok(c) => c,
-        Err(e) => return refuse(&mut ctl, e),
+        Err(e) => return Err(Failure::tell(e)),
     };
-    drop(listener);
-    ctl.send(&Msg::Ready {}).map_err(|e| e.to_string())?;
+    ctl.send(&Msg::Ready {})
+        .map_err(|e| Failure::quiet(e.to_string()))?;
 
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(
@@ -333,37 +630,39 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
         phase.clone(),
         cfg.threads.unwrap_or_else(default_threads),
     )
-    .map_err(|e| format!("cannot start engine: {e}"))?;
+    .map_err(|e| Failure::tell(format!("cannot start engine: {e}")))?;
     let mut guard = EngineGuard {
         phase: phase.clone(),
         engine: Some(engine),
     };
 
     let got = ctl.recv(Duration::from_millis(params.ramp_ms) + SLACK);
-    match expect(&mut ctl, got, "window start")? {
+    match expect(ctl, got, "window start").map_err(Failure::quiet)? {
         Msg::WindowStart {} => {}
         other => {
-            return refuse(
-                &mut ctl,
-                format!("expected window_start, got {}", msg_name(&other)),
-            )
+            return Err(Failure::tell(format!(
+                "expected window_start, got {}",
+                msg_name(&other)
+            )))
         }
     }
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(|e| e.to_string())?;
+    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))
+        .map_err(|e| Failure::tell(format!("endpoint CPU window: {e}")))?;
     let got = ctl.recv(Duration::from_millis(params.time_ms) + SLACK);
-    match expect(&mut ctl, got, "window end")? {
+    match expect(ctl, got, "window end").map_err(Failure::quiet)? {
         Msg::WindowEnd {} => {}
         other => {
-            return refuse(
-                &mut ctl,
-                format!("expected window_end, got {}", msg_name(&other)),
-            )
+            return Err(Failure::tell(format!(
+                "expected window_end, got {}",
+                msg_name(&other)
+            )))
         }
     }
     let closed = window.finish_with(|| phase.set(Phase::Stop));
     let out = guard.engine.take().map(|e| e.join());
+    drop(guard);
     let Some(out) = out else {
-        return Err("engine vanished".into());
+        return Err(Failure::quiet("engine vanished".into()));
     };
     let rx = ByteStats::from_counts(
         out.per_conn
@@ -393,14 +692,18 @@ fn session_main(stream: TcpStream, cfg: &ServerConfig) -> Result<String, String>
             d
         },
     };
+    // Everything the test held is released before the report goes out: the
+    // engine's threads have ended, its data sockets close now (the client's
+    // window is already closed: it sent window_end), and the slot is free,
+    // so the next test, from this client or another, can start at once.
+    drop(out.sockets);
+    slot.release();
     ctl.send(&Msg::Report {
         report: Box::new(report),
     })
-    .map_err(|e| e.to_string())?;
-    // The client acknowledges with stop, or just closes; only then do the
-    // data connections close, so the client never sees a close in its window.
-    let _ = ctl.recv(SLACK);
-    drop(out.sockets);
+    .map_err(|e| Failure::quiet(e.to_string()))?;
+    // The client acknowledges with stop, or just closes.
+    let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(
         "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
         params.kind, params.dir, params.conns, closed.window_s
@@ -424,71 +727,222 @@ fn msg_name(m: &Msg) -> &'static str {
     }
 }
 
+/// How long a data connection may take to send its header once accepted.
+/// The headers are read concurrently, so this bounds only how long a
+/// silent connection holds a descriptor, never the test.
+const HEADER_WAIT: Duration = Duration::from_secs(2);
+/// Most data connections whose header is still incomplete; beyond it the
+/// oldest is dropped (a real client sends its header with the connection,
+/// so it is read at once and never waits here).
+pub const MAX_HALF_OPEN: usize = 256;
+
+/// A data connection whose header has not fully arrived.
+struct HalfOpen {
+    s: TcpStream,
+    h: [u8; DATA_HEADER],
+    got: usize,
+    since: Instant,
+}
+
+enum HeaderRead {
+    Done,
+    More,
+    Gone,
+}
+
+impl HalfOpen {
+    /// Reads what has arrived of the header (the socket is non-blocking).
+    fn read(&mut self) -> HeaderRead {
+        while self.got < DATA_HEADER {
+            match self.s.read(&mut self.h[self.got..]) {
+                Ok(0) => return HeaderRead::Gone,
+                Ok(n) => self.got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return HeaderRead::More,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return HeaderRead::Gone,
+            }
+        }
+        HeaderRead::Done
+    }
+}
+
 /// Accepts the announced data connections, each identified by the test's
-/// token; strays are dropped. Fails at the deadline with a count.
+/// token; strays are dropped. Headers are read concurrently (an event
+/// loop), each within [`HEADER_WAIT`], so connections that say nothing
+/// neither slow the test nor fail it. Fails at the deadline with a count,
+/// and at once when the client's control connection closes (or speaks out
+/// of turn): a client that vanished never keeps the endpoint waiting.
 fn accept_data(
-    listener: &TcpListener,
+    listener: TcpListener,
+    ctl: &Control,
     token: u64,
     roles: &[Role],
     p: &TestParams,
     deadline: Instant,
 ) -> Result<Vec<(TcpStream, Role)>, String> {
-    let mut slots: Vec<Option<TcpStream>> = (0..roles.len()).map(|_| None).collect();
-    let mut got = 0;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    while got < roles.len() {
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "only {got} of {} data connections arrived in time",
-                roles.len()
-            ));
-        }
-        let mut s = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                sock::wait_readable(listener.as_raw_fd(), Duration::from_millis(50));
-                continue;
-            }
-            Err(e) => return Err(format!("accepting data connections: {e}")),
-        };
-        let _ = s.set_nonblocking(false);
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let mut h = [0u8; DATA_HEADER];
-        if s.read_exact(&mut h).is_err() {
-            continue;
-        }
-        let t = u64::from_be_bytes(h[..8].try_into().unwrap_or_default());
-        let idx = u32::from_be_bytes(h[8..12].try_into().unwrap_or_default()) as usize;
-        let client_role = Role::from_code(h[12]);
-        let fits = t == token
-            && idx < roles.len()
-            && slots[idx].is_none()
-            && client_role.map(Role::opposite) == Some(roles[idx]);
-        if !fits {
-            continue;
-        }
-        let _ = s.set_read_timeout(None);
+    use mio::unix::SourceFd;
+    use mio::{Interest, Poll, Token};
+    let io = |what: &str, e: std::io::Error| format!("accepting data connections: {what}: {e}");
+    let mut poll = Poll::new().map_err(|e| io("epoll", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| io("listener", e))?;
+    let lfd = listener.as_raw_fd();
+    let cfd = ctl.stream.as_raw_fd();
+    poll.registry()
+        .register(&mut SourceFd(&lfd), Token(0), Interest::READABLE)
+        .map_err(|e| io("epoll", e))?;
+    poll.registry()
+        .register(&mut SourceFd(&cfd), Token(1), Interest::READABLE)
+        .map_err(|e| io("epoll", e))?;
+    let result = accept_loop(&mut poll, &listener, ctl, token, roles, deadline);
+    let _ = poll.registry().deregister(&mut SourceFd(&cfd));
+    let slots = result?;
+    let mut out = Vec::with_capacity(slots.len());
+    for (s, r) in slots.into_iter().zip(roles) {
+        let Some(s) = s else { continue };
+        s.set_nonblocking(false).map_err(|e| io("socket", e))?;
         if p.nodelay {
             let _ = s.set_nodelay(true);
         }
         if let Some(b) = p.sockbuf {
             let _ = sock::set_sockbuf(s.as_raw_fd(), b);
         }
-        slots[idx] = Some(s);
-        got += 1;
+        out.push((s, *r));
     }
-    Ok(slots
-        .into_iter()
-        .zip(roles)
-        .filter_map(|(s, r)| s.map(|s| (s, *r)))
-        .collect())
+    Ok(out)
 }
 
-fn reject_busy(stream: TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    if let Ok(mut c) = Control::new(stream) {
-        let _ = c.send(&Msg::Busy {
-            msg: "a test is running; try again when it ends".into(),
-        });
+fn accept_loop(
+    poll: &mut mio::Poll,
+    listener: &TcpListener,
+    ctl: &Control,
+    token: u64,
+    roles: &[Role],
+    deadline: Instant,
+) -> Result<Vec<Option<TcpStream>>, String> {
+    use mio::unix::SourceFd;
+    use mio::{Events, Interest, Token};
+    use std::collections::HashMap;
+    const LISTEN: Token = Token(0);
+    let mut poll_events = Events::with_capacity(1024);
+    let mut slots: Vec<Option<TcpStream>> = (0..roles.len()).map(|_| None).collect();
+    let mut got = 0;
+    let mut half: HashMap<usize, HalfOpen> = HashMap::new();
+    let mut next_id = 2usize;
+    // Places a connection whose header is complete; false for a stray.
+    let place = |c: HalfOpen, slots: &mut Vec<Option<TcpStream>>| -> bool {
+        let h = c.h;
+        let t = u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+        let idx = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        let fits = t == token
+            && idx < roles.len()
+            && slots[idx].is_none()
+            && Role::from_code(h[12]).map(Role::opposite) == Some(roles[idx]);
+        if fits {
+            slots[idx] = Some(c.s);
+        }
+        fits
+    };
+    while got < roles.len() {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "only {got} of {} data connections arrived in time",
+                roles.len()
+            ));
+        }
+        if ctl.peer_spoke() {
+            return Err(format!(
+                "the client closed its control connection (or spoke out of turn) after {got} of {} data connections",
+                roles.len()
+            ));
+        }
+        // Silent connections past their time are dropped.
+        half.retain(|_, c| c.since + HEADER_WAIT > now);
+        let wait = deadline
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(200));
+        if let Err(e) = poll.poll(&mut poll_events, Some(wait)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(format!("accepting data connections: epoll: {e}"));
+            }
+        }
+        for ev in poll_events.iter() {
+            match ev.token() {
+                LISTEN => loop {
+                    let s = match listener.accept() {
+                        Ok((s, _)) => s,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(format!("accepting data connections: {e}")),
+                    };
+                    if s.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let mut c = HalfOpen {
+                        s,
+                        h: [0; DATA_HEADER],
+                        got: 0,
+                        since: Instant::now(),
+                    };
+                    match c.read() {
+                        HeaderRead::Done => {
+                            if place(c, &mut slots) {
+                                got += 1;
+                            }
+                        }
+                        HeaderRead::Gone => {}
+                        HeaderRead::More => {
+                            if half.len() >= MAX_HALF_OPEN {
+                                if let Some(oldest) =
+                                    half.iter().min_by_key(|(_, c)| c.since).map(|(k, _)| *k)
+                                {
+                                    half.remove(&oldest);
+                                }
+                            }
+                            let fd = c.s.as_raw_fd();
+                            if poll
+                                .registry()
+                                .register(&mut SourceFd(&fd), Token(next_id), Interest::READABLE)
+                                .is_ok()
+                            {
+                                half.insert(next_id, c);
+                                next_id += 1;
+                            }
+                        }
+                    }
+                },
+                Token(1) => {} // the control connection: checked above
+                Token(id) => {
+                    let Some(mut c) = half.remove(&id) else {
+                        continue;
+                    };
+                    match c.read() {
+                        HeaderRead::Done => {
+                            let fd = c.s.as_raw_fd();
+                            let _ = poll.registry().deregister(&mut SourceFd(&fd));
+                            if place(c, &mut slots) {
+                                got += 1;
+                            }
+                        }
+                        HeaderRead::More => {
+                            half.insert(id, c);
+                        }
+                        HeaderRead::Gone => {}
+                    }
+                }
+            }
+        }
     }
+    Ok(slots)
+}
+
+fn reject_busy(mut ctl: Control) {
+    let _ = ctl
+        .stream
+        .set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = ctl.send(&Msg::Busy {
+        msg: "a test is running; try again when it ends".into(),
+    });
 }

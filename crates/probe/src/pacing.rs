@@ -38,7 +38,9 @@ impl PhaseCell {
 
     #[inline]
     pub fn get(&self) -> Phase {
-        match self.0.load(Ordering::Relaxed) {
+        // Acquire/Release: a thread that sees the effect of a phase change
+        // (e.g. the peer's close after window_end) also sees the phase.
+        match self.0.load(Ordering::Acquire) {
             0 => Phase::Ramp,
             1 => Phase::Measure,
             _ => Phase::Stop,
@@ -46,7 +48,7 @@ impl PhaseCell {
     }
 
     pub fn set(&self, p: Phase) {
-        self.0.store(p as u8, Ordering::Relaxed);
+        self.0.store(p as u8, Ordering::Release);
     }
 }
 
@@ -89,6 +91,10 @@ pub struct SeriesRecorder {
     last: (u64, u64),
     last_t: Instant,
     points: Vec<SeriesPoint>,
+    /// The phase when the second being sampled began: a second that
+    /// started in the ramp-up is labelled `ramp` even if measuring began
+    /// during it.
+    interval_phase: Option<Phase>,
 }
 
 impl SeriesRecorder {
@@ -102,6 +108,7 @@ impl SeriesRecorder {
             last: (0, 0),
             last_t: now,
             points: Vec::new(),
+            interval_phase: None,
         }
     }
 
@@ -120,10 +127,12 @@ impl SeriesRecorder {
         total: Duration,
     ) {
         let now = Instant::now();
+        let began = *self.interval_phase.get_or_insert(phase);
         if now < self.next {
             return;
         }
         self.next += Duration::from_secs(1);
+        self.interval_phase = None;
         let (ops, bytes) = counters();
         let dt = now.duration_since(self.last_t).as_secs_f64();
         let d_ops = ops.saturating_sub(self.last.0) as f64 / dt;
@@ -135,7 +144,7 @@ impl SeriesRecorder {
         };
         let p = SeriesPoint {
             t_s: now.duration_since(self.t_run).as_secs_f64(),
-            phase: phase.label().to_string(),
+            phase: began.label().to_string(),
             iops,
             mb_s,
             mbit_s,

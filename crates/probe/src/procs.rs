@@ -212,6 +212,8 @@ pub fn attribute(
     let mut i = Interference {
         threshold_pct,
         others_pct,
+        // Filled in with the window's modes (window::bound_by_host).
+        steal_pct: 0.0,
         interfered: false,
         processes: others
             .iter()

@@ -86,6 +86,7 @@ impl CpuWindow {
                 TOP_N,
                 DEFAULT_INTERFERENCE_PCT,
             );
+            bound_by_host(&mut r);
             if let Some((mhz, src)) = clock::nominal_mhz() {
                 r.nominal_mhz = Some(mhz);
                 r.nominal_mhz_source = Some(src);
@@ -136,7 +137,32 @@ impl ClosedWindow {
                 TOP_N,
                 threshold,
             );
+            bound_by_host(r);
         }
+    }
+}
+
+/// No process can have used more CPU in the window than the whole host was
+/// busy, nor other processes more than the host's busy time beside iotoll's
+/// own. A reaper (pid 1, a subreaper) can still be charged more: when it
+/// reaps an orphan, its children's time grows by the orphan's whole life,
+/// part of which was before the window and is not known to be its. Per-
+/// process figures are bounded by these facts, and the interference
+/// verdict is taken on the bounded figure plus the window's steal.
+fn bound_by_host(r: &mut CpuReport) {
+    let busy = r.busy_pct.max(0.0);
+    for t in &mut r.top {
+        t.cpu_pct = t.cpu_pct.min(busy);
+    }
+    if let Some(i) = &mut r.interference {
+        i.steal_pct = r.modes.steal.max(0.0);
+        let room = (busy - r.self_pct.unwrap_or(0.0) - i.steal_pct).max(0.0);
+        i.others_pct = i.others_pct.min(room);
+        for p in &mut i.processes {
+            p.cpu_pct = p.cpu_pct.min(room);
+        }
+        let threshold = i.threshold_pct;
+        i.set_threshold(threshold);
     }
 }
 
@@ -169,6 +195,67 @@ impl Default for HostSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reapers_share_is_bounded_by_the_host() {
+        // Seen: a subreaper charged 889.75 % with the host 22.07 % busy.
+        let mut r = CpuReport {
+            busy_pct: 22.07,
+            self_pct: Some(2.0),
+            top: vec![iotoll_model::TopConsumer {
+                pid: 1057,
+                comm: "reaper".into(),
+                kernel_thread: false,
+                cpu_pct: 889.75,
+                role: None,
+            }],
+            interference: Some(iotoll_model::result::Interference {
+                threshold_pct: 5.0,
+                others_pct: 889.75,
+                steal_pct: 0.0,
+                interfered: true,
+                processes: Vec::new(),
+            }),
+            ..Default::default()
+        };
+        bound_by_host(&mut r);
+        assert_eq!(r.top[0].cpu_pct, 22.07);
+        let i = r.interference.unwrap();
+        assert!((i.others_pct - 20.07).abs() < 1e-9);
+        assert!(i.interfered, "still over 5 % after bounding");
+    }
+
+    #[test]
+    fn steal_interferes_like_another_process() {
+        // Seen: 14.4 % steal inflated a disk test's whole-host CPU from
+        // about 13 % to 27.7 % with no process to blame.
+        let mut r = CpuReport {
+            busy_pct: 27.7,
+            self_pct: Some(10.3),
+            modes: iotoll_model::result::CpuModes {
+                steal: 14.4,
+                ..Default::default()
+            },
+            interference: Some(iotoll_model::result::Interference {
+                threshold_pct: 5.0,
+                others_pct: 0.5,
+                steal_pct: 0.0,
+                interfered: false,
+                processes: Vec::new(),
+            }),
+            ..Default::default()
+        };
+        bound_by_host(&mut r);
+        let i = r.interference.unwrap();
+        assert_eq!(i.steal_pct, 14.4);
+        assert!(i.interfered);
+        assert!(i.what().contains("14.4 % (steal"), "{}", i.what());
+        // Below the threshold together: clean.
+        let mut quiet = i.clone();
+        quiet.steal_pct = 1.5;
+        quiet.set_threshold(5.0);
+        assert!(!quiet.interfered);
+    }
 
     #[test]
     fn a_busy_thread_shows_up_in_self_and_host_cpu() {

@@ -472,7 +472,7 @@ pub fn findings(c: &Comparison) -> Vec<String> {
             "{} achieved an average {} {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
             g.candidate,
             fmt_pct(mean),
-            g.metric,
+            iotoll_model::metrics::label(&g.metric),
             g.group,
             g.wins,
             g.tests
@@ -497,7 +497,7 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         else {
             continue;
         };
-        let name = metric_label(e);
+        let name = iotoll_model::metrics::label(e);
         for cand in of_kind.iter().skip(1) {
             if let (Some(bv), Some(v)) = (b.means.get(*e), cand.means.get(*e)) {
                 if *bv > 0.0 {
@@ -586,20 +586,6 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         ));
     }
     f
-}
-
-/// A metric as readers know it: `Mbit/s per % CPU`, not `mbit_s_per_cpu_pct`.
-pub fn metric_label(name: &str) -> String {
-    match name {
-        mn::IOPS_PER_CPU_PCT => "IOPS per % CPU".into(),
-        mn::MB_S_PER_CPU_PCT => "MB/s per % CPU".into(),
-        mn::MBIT_S_PER_CPU_PCT => "Mbit/s per % CPU (P/E index)".into(),
-        mn::REMOTE_MBIT_S_PER_CPU_PCT => "peer's Mbit/s per % CPU".into(),
-        mn::CPU_US_PER_IO => "CPU µs per I/O".into(),
-        mn::CPU_US_PER_KB => "CPU µs per KB".into(),
-        mn::CPU_US_PER_TRANS => "CPU µs per transaction".into(),
-        other => other.into(),
-    }
 }
 
 /// The first few items of a long list, and how many more there are.

@@ -24,7 +24,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
         }
         Value::Array(a) if a.iter().all(|x| x.get("name").is_some()) && !a.is_empty() => {
             // Interfaces, block devices: keyed by name, not position.
-            for x in a {
+            for x in a.iter().filter(|x| !unused_device(prefix, x)) {
                 let name = x["name"].as_str().unwrap_or("?");
                 flatten(&format!("{prefix}[{name}]"), x, out);
             }
@@ -32,10 +32,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
         Value::Array(a) => {
             out.insert(
                 prefix.to_string(),
-                a.iter()
-                    .map(|x| x.to_string().trim_matches('"').to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                a.iter().map(item).collect::<Vec<_>>().join(", "),
             );
         }
         Value::Null => {
@@ -48,6 +45,28 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
             out.insert(prefix.to_string(), other.to_string());
         }
     }
+}
+
+/// One element of a list: a string as is, a cache as `L2 Unified 512K`,
+/// another object as its values.
+fn item(x: &Value) -> String {
+    match x {
+        Value::String(s) => s.clone(),
+        Value::Object(m) if m.contains_key("level") && m.contains_key("size") => format!(
+            "L{} {} {}",
+            item(&m["level"]),
+            m.get("type").map(item).unwrap_or_default(),
+            item(&m["size"])
+        ),
+        Value::Object(m) => m.values().map(item).collect::<Vec<_>>().join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// A block device that holds nothing: size 0 (unattached loop devices, an
+/// unconfigured zram), which only lengthens the disclosure.
+fn unused_device(prefix: &str, x: &Value) -> bool {
+    prefix.ends_with("block_devices") && x["size_bytes"].as_f64() == Some(0.0)
 }
 
 pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
@@ -113,5 +132,30 @@ mod tests {
             "matched by name, not position"
         );
         assert!(!row("cpu.model").differs);
+    }
+
+    #[test]
+    fn empty_block_devices_are_left_out() {
+        let d = serde_json::json!({"cpu": {"caches": [{"level": "1", "size": "32K", "type": "Data"}]}, "block_devices": [
+            {"name": "loop0", "size_bytes": 0, "scheduler": "none"},
+            {"name": "zram0", "size_bytes": 0},
+            {"name": "loop1", "size_bytes": 1048576, "scheduler": "none"},
+            {"name": "vda", "size_bytes": 274877906944u64, "scheduler": "mq-deadline"}
+        ]});
+        let t = table(&[cfg(d)]);
+        let keys: Vec<&str> = t.iter().map(|r| r.key.as_str()).collect();
+        assert!(keys.contains(&"block_devices[vda].scheduler"), "{keys:?}");
+        assert!(
+            keys.contains(&"block_devices[loop1].size_bytes"),
+            "{keys:?}"
+        );
+        assert!(
+            !keys
+                .iter()
+                .any(|k| k.contains("loop0") || k.contains("zram0")),
+            "{keys:?}"
+        );
+        let caches = t.iter().find(|r| r.key == "cpu.caches").unwrap();
+        assert_eq!(caches.values, vec!["L1 Data 32K"]);
     }
 }

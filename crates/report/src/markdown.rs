@@ -1,91 +1,85 @@
-//! Markdown (and terminal) rendering: the findings, the side-by-side
-//! table, the group summary, efficiency and the disclosure differences.
+//! Markdown (and terminal) rendering: the findings, the parameters, the
+//! side-by-side tables, the group summary, efficiency and the disclosure
+//! differences.
 
 use crate::compare::{Comparison, ConfigData};
-use crate::disclosure;
+use crate::info::RunInfo;
+use crate::{disclosure, tables};
+use iotoll_model::metrics::label;
 use std::fmt::Write;
 
-pub fn num(v: Option<f64>) -> String {
-    match v {
-        None => "–".into(),
-        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
-        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.2}"),
-    }
-}
+pub use crate::fmt::{num, pct};
 
-pub fn pct(v: Option<f64>) -> String {
-    v.map(|v| format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs()))
-        .unwrap_or_else(|| "–".into())
-}
-
-pub fn render(c: &Comparison, configs: &[ConfigData]) -> String {
+pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# iotoll comparison: {}\n", c.configs.join(" vs "));
-    let runs: Vec<String> = c
-        .configs
+    let single = configs.len() == 1;
+    let runs: Vec<String> = configs
         .iter()
-        .zip(&c.run_ids)
-        .map(|(l, r)| format!("{l} (run {r})"))
+        .enumerate()
+        .map(|(i, cfg)| {
+            let info = infos.get(i).cloned().unwrap_or_default();
+            format!(
+                "{} (run {}, suite {}, started {}, {}{})",
+                cfg.label,
+                cfg.run_id,
+                info.suite,
+                info.started_at,
+                info.status,
+                if info.overridden.is_some() {
+                    ", **smoke run**"
+                } else {
+                    ""
+                }
+            )
+        })
         .collect();
-    let _ = writeln!(
-        o,
-        "Baseline: {}. Compared: {}.\n",
-        runs[0],
-        runs[1..].join(", ")
-    );
+    if single {
+        let _ = writeln!(o, "# iotoll report: {}\n", c.configs[0]);
+        let _ = writeln!(o, "Run: {}.\n", runs[0]);
+    } else {
+        let _ = writeln!(o, "# iotoll comparison: {}\n", c.configs.join(" vs "));
+        let _ = writeln!(
+            o,
+            "Baseline: {}. Compared: {}. Differences are candidate / baseline − 1.\n",
+            runs[0],
+            runs[1..].join(", ")
+        );
+    }
+    for (i, info) in infos.iter().enumerate() {
+        if let Some(n) = &info.overridden {
+            let _ = writeln!(
+                o,
+                "> ⚠ **Smoke run** ({}): {n}. Not a measurement to publish.\n",
+                configs[i].label
+            );
+        }
+    }
+    let findings = crate::findings::for_report(c, configs, infos);
     let _ = writeln!(o, "## Key findings\n");
-    for f in &c.findings {
+    for f in &findings {
         let _ = writeln!(o, "- {f}");
     }
-    let _ = writeln!(o, "\n## Results\n");
-    let mut head = String::from("| test | group | metric |");
-    let mut sep = String::from("|---|---|---|");
-    for l in &c.configs {
-        let _ = write!(head, " {l} | CPU % |");
-        sep.push_str("---:|---:|");
+    let _ = writeln!(o, "\n## Test parameters\n");
+    for t in tables::parameters(configs, infos) {
+        let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
     }
-    for l in &c.configs[1..] {
-        let _ = write!(head, " Δ {l} |");
-        sep.push_str("---:|");
+    let _ = writeln!(o, "## Results\n");
+    for t in tables::metrics(configs, infos) {
+        let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
     }
-    let _ = writeln!(o, "{head}\n{sep}");
-    for r in &c.rows {
-        let mut line = format!(
-            "| {}{} | {} | {} |",
-            r.test,
-            if r.not_repeatable {
-                " ⚠ not repeatable"
-            } else {
-                ""
-            },
-            r.group,
-            r.metric
-        );
-        for (i, v) in r.values.iter().enumerate() {
-            let ok = match r.acceptable[i] {
-                Some(false) => " ✗",
-                _ => "",
-            };
-            let _ = write!(line, " {} | {}{ok} |", num(*v), num(r.cpu_pct[i]));
-        }
-        for d in &r.diff_pct {
-            let _ = write!(line, " {} |", pct(*d));
-        }
-        let _ = writeln!(o, "{line}");
+    let t = tables::comparison(c);
+    let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
+    if !c.groups.is_empty() {
+        let _ = writeln!(o, "\n## By group (mean of the per-test differences)\n");
+        let _ = writeln!(o, "| group | candidate | metric | tests | mean Δ | min Δ | max Δ | wins |\n|---|---|---|---:|---:|---:|---:|---:|");
     }
-    if let Some(th) = c.cpu_threshold_pct {
-        let _ = writeln!(o, "\n✗: above the {th} % CPU threshold.");
-    }
-    let _ = writeln!(o, "\n## By group (mean of the per-test differences)\n");
-    let _ = writeln!(o, "| group | candidate | metric | tests | mean Δ | min Δ | max Δ | wins |\n|---|---|---|---:|---:|---:|---:|---:|");
     for g in &c.groups {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} of {} |",
             g.group,
             g.candidate,
-            g.metric,
+            label(&g.metric),
             g.tests,
             pct(g.mean_diff_pct),
             pct(g.min_diff_pct),
@@ -94,36 +88,30 @@ pub fn render(c: &Comparison, configs: &[ConfigData]) -> String {
             g.tests
         );
     }
-    let keys: Vec<&String> = {
-        let mut k: Vec<&String> = c.efficiency.iter().flat_map(|e| e.means.keys()).collect();
-        k.sort();
-        k.dedup();
-        k
-    };
-    if !keys.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n## Efficiency (mean over the tests every configuration has)\n"
-        );
-        let _ = write!(o, "| configuration |");
-        for k in &keys {
-            let _ = write!(o, " {k} |");
-        }
-        let _ = writeln!(o, "\n|---|{}", "---:|".repeat(keys.len()));
-        for e in &c.efficiency {
-            let _ = write!(o, "| {} |", e.label);
-            for k in &keys {
-                let _ = write!(o, " {} |", num(e.means.get(*k).copied()));
-            }
-            let _ = writeln!(o);
+    if !c.efficiency.is_empty() {
+        let _ = writeln!(o, "\n## Efficiency\n");
+        for t in tables::efficiency(c, configs) {
+            let _ = writeln!(o, "### {}\n\n{}", t.title, tables::to_md(&t));
         }
     }
-    if configs.iter().any(|c| !c.notes.is_empty()) {
+    let test_notes: Vec<(usize, String, String)> = infos
+        .iter()
+        .enumerate()
+        .flat_map(|(i, info)| {
+            info.tests
+                .iter()
+                .flat_map(move |t| t.notes.iter().map(move |n| (i, t.name.clone(), n.clone())))
+        })
+        .collect();
+    if configs.iter().any(|c| !c.notes.is_empty()) || !test_notes.is_empty() {
         let _ = writeln!(o, "\n## Warnings and notes\n");
         for cfg in configs {
             for n in &cfg.notes {
                 let _ = writeln!(o, "- {}: {n}", cfg.label);
             }
+        }
+        for (i, t, n) in &test_notes {
+            let _ = writeln!(o, "- {} {t}: {n}", configs[*i].label);
         }
     }
     let diff = disclosure::table(configs);

@@ -205,35 +205,11 @@ fn run_one(
             if let Some(p) = endpoint {
                 n.peer = p.to_string();
             }
-            // The endpoint may still be finishing the previous test (closing
-            // its sockets) when the next one starts: busy is retried briefly.
-            let RunControl {
-                interrupted,
-                progress,
-            } = ctl;
-            let t0 = Instant::now();
-            loop {
-                match iotoll_net::run(
-                    &n,
-                    RunControl {
-                        interrupted,
-                        progress: &mut *progress,
-                    },
-                ) {
-                    Err(NetError::Busy { .. })
-                        if t0.elapsed() < Duration::from_secs(10)
-                            && !interrupted.load(Ordering::Relaxed) =>
-                    {
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    r => {
-                        break r.map_err(|e| match e {
-                            NetError::Interrupted(_) => RepError::Interrupted,
-                            e => RepError::Failed(e.to_string()),
-                        })
-                    }
-                }
-            }
+            // A busy endpoint is retried by the client (`busy_wait`).
+            iotoll_net::run(&n, ctl).map_err(|e| match e {
+                NetError::Interrupted(_) => RepError::Interrupted,
+                e => RepError::Failed(e.to_string()),
+            })
         }
     }?;
     if res.status == "interrupted" {
@@ -394,6 +370,9 @@ pub fn run(
                 }
                 Err(RepError::Failed(e)) => {
                     progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
+                    // The run's notes say why it is failed; the repetition's
+                    // partial figures are never stored as a result.
+                    notes.push(format!("{} repetition {rep} failed: {e}", job.name));
                     out.failures.push(format!("repetition {rep}: {e}"));
                     status = Status::Failed;
                 }

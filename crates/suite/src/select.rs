@@ -1,6 +1,7 @@
 //! Which repetition represents a test, and whether its repetitions agree.
 
 use iotoll_model::metrics as mn;
+use iotoll_model::units::format_number;
 use iotoll_model::Metrics;
 
 /// Whole-host CPU figures that differ by at most this many points agree,
@@ -88,7 +89,9 @@ pub fn agreement(reps: &[&Metrics], metric: &str, limit_pct: f64) -> (Option<boo
         let ok = s <= limit_pct;
         if !ok {
             disagree.push(format!(
-                "{metric} spread {s:.1} % > {limit_pct} % ({lo:.4} to {hi:.4})"
+                "{metric} spread {s:.1} % > {limit_pct} % ({} to {})",
+                format_number(lo),
+                format_number(hi)
             ));
         }
         ok

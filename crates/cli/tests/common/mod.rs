@@ -5,8 +5,28 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// A results database per test process, so tests never touch the user's.
+/// It lives under cargo's target directory, not /tmp, and the first call
+/// removes those left by test processes that have ended.
 pub fn data_home() -> PathBuf {
-    std::env::temp_dir().join(format!("iotoll-test-data-{}", std::process::id()))
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.call_once(|| {
+        for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("iotoll-test-data-"))
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: signal 0 only asks whether the process exists.
+            if unsafe { libc::kill(pid, 0) } != 0 {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    root.join(format!("iotoll-test-data-{}", std::process::id()))
 }
 
 pub fn iotoll() -> Command {
@@ -30,6 +50,22 @@ pub fn bin_path() -> PathBuf {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether a test that needs `what` can run here. Outside CI a missing
+/// facility skips the test with a message; in CI (`CI` set, where the tests
+/// run as root on a host with IPv6) it fails the test: nothing is skipped
+/// silently where it can run.
+pub fn can_run(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} is unavailable, but CI must run this test"
+    );
+    eprintln!("skipped: needs {what}");
+    false
 }
 
 /// Runs a short real disk workload and returns its JSON document.
@@ -120,19 +156,70 @@ pub fn net_json(args: &[&str]) -> Value {
     doc
 }
 
-/// Starts `cmd`, sends it SIGINT after `wait`, and collects its output.
-pub fn sigint_after(
+/// Starts `cmd` with progress printed as lines on stderr, sends it `signal`
+/// as soon as `ready` holds for what it has written on stderr so far (an
+/// event, never a guessed delay), and collects its output. A child that
+/// ends first is simply collected (the test's assertions then say so); one
+/// that never gets ready within two minutes is killed and fails the test.
+pub fn signal_when(
     cmd: &mut std::process::Command,
-    wait: std::time::Duration,
+    signal: i32,
+    mut ready: impl FnMut(&str) -> bool,
 ) -> std::process::Output {
+    use std::io::{BufRead, Read};
     use std::process::Stdio;
-    let child = cmd
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    let mut child = cmd
+        .env("IOTOLL_PROGRESS", "lines")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iotoll");
-    std::thread::sleep(wait);
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    child.wait_with_output().expect("wait for iotoll")
+    let err = Arc::new(Mutex::new(String::new()));
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let e2 = err.clone();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+            e2.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().expect("wait for iotoll").is_some() {
+            break;
+        }
+        if ready(&err.lock().unwrap()) {
+            // SAFETY: sending a signal to our own child.
+            unsafe { libc::kill(child.id() as i32, signal) };
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("never ready: {}", err.lock().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().expect("wait for iotoll");
+    reader.join().expect("stderr reader");
+    let stdout = out_reader.join().expect("stdout reader");
+    let stderr = err.lock().unwrap().clone().into_bytes();
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// `[measure]` progress lines seen so far (each is one second of the window).
+pub fn measured_seconds(stderr: &str) -> usize {
+    stderr.lines().filter(|l| l.contains("[measure]")).count()
 }

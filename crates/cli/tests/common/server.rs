@@ -28,15 +28,15 @@ impl Server {
         } else {
             format!("{host}:{port}")
         };
+        // A short handshake deadline unless the test sets its own.
+        let handshake: &[&str] = if extra.contains(&"--handshake-timeout") {
+            &[]
+        } else {
+            &["--handshake-timeout", "1s"]
+        };
         let mut child = Command::new(super::bin_path())
-            .args([
-                "net",
-                "serve",
-                "--listen",
-                &addr,
-                "--handshake-timeout",
-                "1s",
-            ])
+            .args(["net", "serve", "--listen", &addr])
+            .args(handshake)
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

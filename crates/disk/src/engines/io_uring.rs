@@ -1,18 +1,45 @@
 //! io_uring: keeps QD I/Os in flight per worker from one ring, with the
 //! file and buffers registered once so the hot path neither allocates nor
 //! takes per-I/O file references.
+//!
+//! The kernel writes into (reads) and reads from (writes) the buffers of
+//! I/Os in flight until it posts their completions, so the engine never
+//! frees its buffers with I/Os in flight: dropping it (also on an error
+//! path) cancels them and reaps every completion, waiting at most
+//! `DRAIN_BOUND`; I/Os still not completed then (a hung device) keep their
+//! buffers, which are leaked rather than freed under the kernel.
 
 use super::{Buffers, Engine, IoResult};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::unix::io::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// The most entries an io_uring submission queue can have
+/// (IORING_MAX_ENTRIES): the deepest queue this engine keeps.
+pub const MAX_DEPTH: u32 = 32_768;
+
+/// How long dropping the engine waits for its in-flight I/Os.
+pub const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
+/// user_data of the engine's own requests (cancels, timeouts); I/Os carry
+/// their slot number.
+const CANCEL_TAG: u64 = u64::MAX;
+const TIMEOUT_TAG: u64 = u64::MAX - 1;
 
 pub struct IoUringEngine {
     ring: IoUring,
-    bufs: Buffers,
+    bufs: ManuallyDrop<Buffers>,
     depth: usize,
     fixed_bufs: bool,
+    /// Which slots have an I/O queued or in flight (its completion not yet
+    /// reaped), and how many.
+    busy: Vec<bool>,
+    in_flight: usize,
+    #[cfg(test)]
+    fault: Option<test_fault::Fault>,
     // Keeps the registered descriptor open.
     _file: File,
 }
@@ -39,6 +66,14 @@ pub fn probe() -> Result<(), String> {
 
 impl IoUringEngine {
     pub fn new(file: File, qd: usize, bs: usize, seed: u64) -> io::Result<(Self, Option<String>)> {
+        if qd == 0 || qd > MAX_DEPTH as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a queue depth of {qd} is outside 1-{MAX_DEPTH}, what an io_uring ring holds"
+                ),
+            ));
+        }
         let bufs = Buffers::new(qd, bs, seed)?;
         let entries = (qd as u32).next_power_of_two().max(2);
         let ring = build_ring(entries)?;
@@ -58,16 +93,104 @@ impl IoUringEngine {
         if !fixed_bufs {
             note = Some("io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         }
+        #[cfg(test)]
+        let fault = test_fault::lookup(&file);
         Ok((
             IoUringEngine {
                 ring,
-                bufs,
+                bufs: ManuallyDrop::new(bufs),
                 depth: qd,
                 fixed_bufs,
+                busy: vec![false; qd],
+                in_flight: 0,
+                #[cfg(test)]
+                fault,
                 _file: file,
             },
             note,
         ))
+    }
+
+    /// I/Os queued or in flight whose completions were not reaped yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Pushes one of the engine's own requests, submitting first if the
+    /// queue is full. False if it cannot be queued.
+    fn push_own(&mut self, e: &squeue::Entry) -> bool {
+        // SAFETY: cancel requests carry no buffer; a timeout's timespec is
+        // copied by the kernel when the request is submitted, which the
+        // caller does before the timespec goes out of scope.
+        if unsafe { self.ring.submission().push(e) }.is_ok() {
+            return true;
+        }
+        if self.submit_now().is_err() {
+            return false;
+        }
+        // SAFETY: as above.
+        unsafe { self.ring.submission().push(e) }.is_ok()
+    }
+
+    /// Reaps every completion posted; returns how many were I/Os.
+    fn reap_posted(&mut self, done: &mut dyn FnMut(usize, IoResult)) -> usize {
+        let mut n = 0;
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let slot = cqe.user_data();
+            if slot < self.depth as u64 && self.busy[slot as usize] {
+                self.busy[slot as usize] = false;
+                self.in_flight -= 1;
+                n += 1;
+                done(slot as usize, cqe.result() as i64);
+            }
+        }
+        n
+    }
+
+    /// Cancels every I/O in flight and reaps their completions (cancelled,
+    /// failed or done), waiting at most `bound`. Returns how many I/O
+    /// completions were reaped; `in_flight()` is 0 afterwards unless the
+    /// bound passed first.
+    pub fn drain(&mut self, bound: Duration) -> usize {
+        let deadline = Instant::now() + bound;
+        let ts = types::Timespec::new().nsec(50_000_000);
+        let mut reaped = self.reap_posted(&mut |_, _| {});
+        let mut cancelled = false;
+        while self.in_flight > 0 && Instant::now() < deadline {
+            if !cancelled {
+                // Queued but not yet submitted I/Os are submitted with the
+                // cancels; they are cancelled or complete like the others.
+                let slots: Vec<usize> = (0..self.depth).filter(|s| self.busy[*s]).collect();
+                for s in slots {
+                    let c = opcode::AsyncCancel::new(s as u64)
+                        .build()
+                        .user_data(CANCEL_TAG);
+                    if !self.push_own(&c) {
+                        break;
+                    }
+                }
+                cancelled = true;
+            }
+            // Wakes the wait below even if nothing completes.
+            let t = opcode::Timeout::new(&ts).build().user_data(TIMEOUT_TAG);
+            if !self.push_own(&t) {
+                break;
+            }
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                    ) => {}
+                // The ring cannot be entered any more: nothing to wait with.
+                Err(_) => break,
+            }
+            reaped += self.reap_posted(&mut |_, _| {});
+        }
+        reaped
     }
 
     fn submit_now(&mut self) -> io::Result<()> {
@@ -113,6 +236,12 @@ impl Engine for IoUringEngine {
     }
 
     fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()> {
+        if self.busy.get(slot) != Some(&false) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("slot {slot} is in use or out of range"),
+            ));
+        }
         let e = self.sqe(slot, read, offset);
         // SAFETY: the buffer of `slot` stays allocated and untouched until its
         // completion is reaped (the worker only reuses a slot after `done`).
@@ -125,6 +254,8 @@ impl Engine for IoUringEngine {
             unsafe { self.ring.submission().push(&e) }
                 .map_err(|_| io::Error::other("io_uring submission queue full"))?;
         }
+        self.busy[slot] = true;
+        self.in_flight += 1;
         Ok(())
     }
 
@@ -133,6 +264,13 @@ impl Engine for IoUringEngine {
         min: usize,
         done: &mut dyn FnMut(usize, IoResult),
     ) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(e) = test_fault::fire(&mut self.fault) {
+            // Hand the queued I/Os to the kernel, then fail as a real
+            // io_uring_enter error would: they are in flight.
+            let _ = self.ring.submit();
+            return Err(e);
+        }
         loop {
             match self.ring.submit_and_wait(min) {
                 Ok(_) => break,
@@ -142,9 +280,202 @@ impl Engine for IoUringEngine {
                 Err(e) => return Err(e),
             }
         }
-        for cqe in self.ring.completion() {
-            done(cqe.user_data() as usize, cqe.result() as i64);
-        }
+        self.reap_posted(done);
         Ok(())
+    }
+
+    fn drain(&mut self) -> usize {
+        IoUringEngine::drain(self, DRAIN_BOUND)
+    }
+}
+
+impl Drop for IoUringEngine {
+    fn drop(&mut self) {
+        let drained = self.drain(DRAIN_BOUND);
+        #[cfg(test)]
+        test_fault::record_drop(&self.fault, drained, self.in_flight);
+        let _ = drained;
+        if self.in_flight == 0 {
+            // SAFETY: no I/O is in flight, so the kernel holds no reference
+            // to the buffers any more; they are dropped exactly once.
+            unsafe { ManuallyDrop::drop(&mut self.bufs) };
+        }
+        // Otherwise the buffers are leaked: the kernel may still complete
+        // into them after the ring is closed.
+    }
+}
+
+/// Test-only failure injection: an engine opened on a file registered here
+/// fails its `submit_and_reap` after a number of calls, with its queued
+/// I/Os handed to the kernel first, and records what its drop drained.
+#[cfg(test)]
+pub mod test_fault {
+    use std::fs::File;
+    use std::io;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+
+    #[derive(Debug, Clone)]
+    pub struct Fault {
+        pub dev_ino: (u64, u64),
+        /// Calls of submit_and_reap that succeed before the failure.
+        pub after: u32,
+        pub errno: i32,
+    }
+
+    /// Armed faults, and (file, drained, left in flight) per dropped engine.
+    static FAULTS: Mutex<Vec<Fault>> = Mutex::new(Vec::new());
+    /// A dropped engine: its file, I/Os drained, I/Os left in flight.
+    type Dropped = ((u64, u64), usize, usize);
+    static DROPS: Mutex<Vec<Dropped>> = Mutex::new(Vec::new());
+
+    fn id(f: &File) -> Option<(u64, u64)> {
+        f.metadata().ok().map(|m| (m.dev(), m.ino()))
+    }
+
+    pub fn arm(file: &File, after: u32, errno: i32) {
+        let dev_ino = id(file).expect("stat");
+        FAULTS.lock().unwrap().push(Fault {
+            dev_ino,
+            after,
+            errno,
+        });
+    }
+
+    pub fn lookup(file: &File) -> Option<Fault> {
+        let id = id(file)?;
+        FAULTS
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|f| f.dev_ino == id)
+            .cloned()
+    }
+
+    pub fn fire(f: &mut Option<Fault>) -> Option<io::Error> {
+        let f = f.as_mut()?;
+        if f.after == 0 {
+            return Some(io::Error::from_raw_os_error(f.errno));
+        }
+        f.after -= 1;
+        None
+    }
+
+    pub fn record_drop(f: &Option<Fault>, drained: usize, left: usize) {
+        if let Some(f) = f {
+            DROPS.lock().unwrap().push((f.dev_ino, drained, left));
+        }
+    }
+
+    /// (drained, left in flight) of every dropped engine opened on `file`.
+    pub fn drops(file: &File) -> Vec<(usize, usize)> {
+        let id = id(file).expect("stat");
+        DROPS
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| d.0 == id)
+            .map(|d| (d.1, d.2))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    /// A pipe: (read end as a File, write end).
+    fn pipe() -> (File, File) {
+        let mut fds = [0; 2];
+        // SAFETY: fds has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors were just created and are ours alone.
+        unsafe {
+            (
+                File::from(OwnedFd::from_raw_fd(fds[0])),
+                File::from(OwnedFd::from_raw_fd(fds[1])),
+            )
+        }
+    }
+
+    fn ring_or_skip() -> bool {
+        match probe() {
+            Ok(()) => true,
+            Err(e) if std::env::var_os("CI").is_some() => panic!("io_uring unavailable in CI: {e}"),
+            Err(e) => {
+                eprintln!("io_uring unavailable here ({e}); test skipped");
+                false
+            }
+        }
+    }
+
+    /// Reads from an empty pipe stay in flight until cancelled: `drain`
+    /// cancels every one and reaps its completion, and none of them is
+    /// left to consume data written afterwards.
+    #[test]
+    fn drain_cancels_and_reaps_every_io_in_flight() {
+        if !ring_or_skip() {
+            return;
+        }
+        let (r, mut w) = pipe();
+        let (mut e, _) = IoUringEngine::new(r.try_clone().unwrap(), 4, 4096, 1).unwrap();
+        for slot in 0..4 {
+            e.queue(slot, true, 0).unwrap();
+        }
+        let mut early = 0;
+        e.submit_and_reap(0, &mut |_, _| early += 1).unwrap();
+        assert_eq!(early, 0, "nothing to read yet");
+        assert_eq!(e.in_flight(), 4);
+        let reaped = e.drain(Duration::from_secs(30));
+        assert_eq!(reaped, 4);
+        assert_eq!(e.in_flight(), 0);
+        // No read is left pending in the kernel: the data stays in the pipe.
+        w.write_all(b"still here").unwrap();
+        drop(w);
+        drop(e);
+        let mut got = String::new();
+        (&r).read_to_string(&mut got).unwrap();
+        assert_eq!(got, "still here");
+    }
+
+    /// The error path of issue 9: `submit_and_reap` fails with I/Os in
+    /// flight and the worker gives up on the engine; dropping it drains
+    /// them before the buffers are freed (before, the ring was closed and
+    /// the buffers freed with the reads still pending).
+    #[test]
+    fn dropping_after_a_failed_submit_drains_first() {
+        if !ring_or_skip() {
+            return;
+        }
+        let (r, mut w) = pipe();
+        test_fault::arm(&r, 0, libc::EIO);
+        let (mut e, _) = IoUringEngine::new(r.try_clone().unwrap(), 8, 512, 1).unwrap();
+        for slot in 0..8 {
+            e.queue(slot, true, 0).unwrap();
+        }
+        let err = e.submit_and_reap(1, &mut |_, _| {}).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO));
+        assert_eq!(e.in_flight(), 8);
+        drop(e);
+        assert_eq!(test_fault::drops(&r), vec![(8, 0)], "(drained, left)");
+        w.write_all(b"x").unwrap();
+        drop(w);
+        let mut got = Vec::new();
+        (&r).read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"x");
+    }
+
+    #[test]
+    fn depth_beyond_the_ring_is_refused() {
+        if !ring_or_skip() {
+            return;
+        }
+        let (r, _w) = pipe();
+        let err = IoUringEngine::new(r, MAX_DEPTH as usize + 1, 512, 1)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("32768"), "{err}");
     }
 }

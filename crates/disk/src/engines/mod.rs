@@ -32,6 +32,13 @@ pub trait Engine {
         min: usize,
         done: &mut dyn FnMut(usize, IoResult),
     ) -> io::Result<()>;
+    /// Cancels and reaps every I/O still in flight (bounded wait), before
+    /// an error path gives up on the engine; returns how many completions
+    /// were reaped. Dropping an engine drains it too: its buffers are never
+    /// freed while the kernel may still use them.
+    fn drain(&mut self) -> usize {
+        0
+    }
 }
 
 /// Which engine a worker builds. io_uring needs its ring created on the

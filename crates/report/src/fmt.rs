@@ -1,0 +1,122 @@
+//! Numbers as people read them: thousands separators, no spurious
+//! decimals, sizes as `512`, `4k`, `64k`.
+
+/// Groups the integer digits of `s` (an optional sign, digits, an optional
+/// fraction) by thousands with commas.
+fn group(s: &str) -> String {
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s),
+    };
+    let (int, frac) = match rest.find('.') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut out = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    format!("{sign}{out}{frac}")
+}
+
+/// Decimals for a table value: none from 100 up, one from 10, two from 1,
+/// three below (three significant digits at least).
+fn decimals(v: f64) -> usize {
+    let a = v.abs();
+    if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 || a == 0.0 {
+        2
+    } else if a >= 0.01 {
+        3
+    } else {
+        4
+    }
+}
+
+/// A table value: `52,301`, `47.3`, `2.51`, or `–` when absent.
+pub fn num(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => group(&format!("{v:.*}", decimals(v))),
+        _ => "–".into(),
+    }
+}
+
+/// A count (connections, errors, retransmits): whole numbers without
+/// decimals, anything else as `num`.
+pub fn count(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() && v.fract() == 0.0 => group(&format!("{v:.0}")),
+        other => num(other),
+    }
+}
+
+/// An axis tick: thousands separators and no trailing zeros (`50,000`,
+/// `2.5`, `0`).
+pub fn tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{v:.*}", decimals(v) + 1);
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if s == "-0" {
+        return "0".into();
+    }
+    group(&s)
+}
+
+/// A signed difference in %: `+12.5 %`, `−3.0 %`.
+pub fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs()))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// A byte count as Iometer and fio write it: `512`, `4k`, `64k`, `1m`
+/// (binary multiples); a count that is not a whole multiple keeps its
+/// digits.
+pub fn size(bytes: f64) -> String {
+    if bytes >= 1024.0 && bytes.fract() == 0.0 && bytes < 1.8e19 && (bytes as u64) % 1024 == 0 {
+        iotoll_model::format_size(bytes as u64)
+    } else {
+        tick(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(Some(52301.4)), "52,301");
+        assert_eq!(num(Some(1234567.0)), "1,234,567");
+        assert_eq!(num(Some(47.26)), "47.3");
+        assert_eq!(num(Some(2.514)), "2.51");
+        assert_eq!(num(Some(-1500.0)), "-1,500");
+        assert_eq!(num(Some(0.0)), "0.00");
+        assert_eq!(num(Some(0.0694)), "0.069");
+        assert_eq!(num(None), "–");
+        assert_eq!(num(Some(f64::NAN)), "–");
+        assert_eq!(count(Some(4.0)), "4");
+        assert_eq!(count(Some(12345.0)), "12,345");
+        assert_eq!(count(Some(0.5)), "0.500");
+        assert_eq!(tick(50000.0), "50,000");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(120.0), "120");
+        assert_eq!(size(512.0), "512");
+        assert_eq!(size(4096.0), "4k");
+        assert_eq!(size(65536.0), "64k");
+        assert_eq!(size(1048576.0), "1m");
+        assert_eq!(size(1000.0), "1,000");
+    }
+}

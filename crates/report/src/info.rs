@@ -1,0 +1,242 @@
+//! What a report shows about a run besides the compared numbers: its suite,
+//! start and status, whether its durations were overridden (a smoke run),
+//! and per test the parameters actually used, the ramp, whether the peer
+//! was this host and whether another process interfered.
+
+use crate::compare::ConfigData;
+use iotoll_store::RunDetail;
+use serde_json::Value;
+
+/// One test's facts from its kept repetition's result document.
+#[derive(Debug, Clone, Default)]
+pub struct TestInfo {
+    pub name: String,
+    /// Every parameter actually used (the result's `spec`).
+    pub spec: Value,
+    /// Ramp-up, seconds (0 when none).
+    pub ramp_s: f64,
+    /// `cpu.same_host`: the network peer ran on this host (same kernel).
+    pub same_host: Option<bool>,
+    /// `cpu.local.interference.interfered`.
+    pub interfered: Option<bool>,
+    pub reps: usize,
+    pub spread_pct: Option<f64>,
+    /// The kept repetition's notes (engine fallback, peer on this host, ...).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    pub suite: String,
+    pub started_at: String,
+    pub status: String,
+    /// The run's `durations overridden:` note, if any (smoke runs).
+    pub overridden: Option<String>,
+    /// The suite's `cpu_threshold_pct` (set by the caller, which can parse
+    /// suite files).
+    pub cpu_threshold_pct: Option<f64>,
+    pub tests: Vec<TestInfo>,
+}
+
+impl RunInfo {
+    pub fn test(&self, name: &str) -> Option<&TestInfo> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// Some network test's peer was this host.
+    pub fn same_host(&self) -> bool {
+        self.tests.iter().any(|t| t.same_host == Some(true))
+    }
+}
+
+/// A peer on a loopback address is this host, whatever the result says
+/// (results stored before `cpu.same_host` existed say nothing).
+fn loopback_peer(spec: &Value) -> Option<bool> {
+    let peer = spec["peer"].as_str()?;
+    let host = peer
+        .rsplit_once(':')
+        .map_or(peer, |x| x.0)
+        .trim_matches(|c| c == '[' || c == ']');
+    host.parse::<std::net::IpAddr>()
+        .ok()
+        .filter(|ip| ip.is_loopback())
+        .map(|_| true)
+}
+
+fn from_run(run: &RunDetail) -> RunInfo {
+    let tests = run
+        .tests
+        .iter()
+        .map(|t| {
+            let rep = t
+                .reps
+                .iter()
+                .find(|r| Some(r.rep) == t.selected_rep)
+                .or(t.reps.first());
+            let cpu = rep
+                .and_then(|r| serde_json::to_value(&r.doc.cpu).ok())
+                .unwrap_or(Value::Null);
+            let spec = rep.map(|r| r.doc.spec.clone()).unwrap_or(Value::Null);
+            TestInfo {
+                name: t.name.clone(),
+                same_host: cpu["same_host"].as_bool().or_else(|| loopback_peer(&spec)),
+                ramp_s: spec["ramp_s"].as_f64().unwrap_or(0.0),
+                spec,
+                interfered: cpu["local"]["interference"]["interfered"].as_bool(),
+                reps: t.reps.len(),
+                spread_pct: t.spread_pct,
+                notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    RunInfo {
+        suite: run.run.suite.clone(),
+        started_at: run.run.started_at.clone(),
+        status: run.run.status.clone(),
+        overridden: run
+            .run
+            .notes
+            .iter()
+            .find(|n| n.starts_with("durations overridden:"))
+            .cloned(),
+        cpu_threshold_pct: None,
+        tests,
+    }
+}
+
+/// The peer's side of the network tests' disclosure (interface, MTU,
+/// offloads, TCP settings), as a `peer` object with its interfaces keyed
+/// by name, so a changed peer MTU shows among the system differences.
+fn peer_disclosure(run: &RunDetail) -> Option<Value> {
+    peer_from(
+        run.tests
+            .iter()
+            .flat_map(|t| &t.reps)
+            .filter_map(|r| r.doc.disclosure.as_ref()),
+    )
+}
+
+/// `peer_disclosure` over the results' disclosures.
+fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
+    let mut interfaces: Vec<Value> = Vec::new();
+    let mut tcp: Option<Value> = None;
+    {
+        for d in docs {
+            let remote = &d["remote"];
+            if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
+                let name = i["name"].as_str().unwrap_or("?");
+                if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
+                    let mut i = i.clone();
+                    i["name"] = Value::String(name.to_string());
+                    interfaces.push(i);
+                }
+            }
+            if tcp.is_none() {
+                tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
+            }
+        }
+    }
+    if interfaces.is_empty() && tcp.is_none() {
+        return None;
+    }
+    let mut peer = serde_json::Map::new();
+    if !interfaces.is_empty() {
+        peer.insert("interfaces".into(), Value::Array(interfaces));
+    }
+    if let Some(t) = tcp {
+        peer.insert("tcp".into(), t);
+    }
+    Some(Value::Object(peer))
+}
+
+/// A stored run as a report configuration and its facts. The disclosure
+/// gains the peer's side (`peer.…`) from the network tests.
+pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
+    let mut cfg = ConfigData::from_run(run);
+    add_peer(&mut cfg, peer_disclosure(run));
+    let mut info = from_run(run);
+    // One answer for "same host" and "interfered" whoever looked.
+    for t in &mut info.tests {
+        if let Some(d) = cfg.tests.iter().find(|d| d.name == t.name) {
+            if d.same_host_peer {
+                t.same_host = Some(true);
+            }
+            if !d.interference.is_empty() {
+                t.interfered = Some(true);
+            }
+        }
+    }
+    cfg.same_host_peer |= info.same_host();
+    (cfg, info)
+}
+
+fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
+    if let Some(peer) = peer {
+        match cfg.disclosure.as_mut() {
+            Some(Value::Object(m)) => {
+                m.insert("peer".into(), peer);
+            }
+            _ => cfg.disclosure = Some(serde_json::json!({ "peer": peer })),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net_doc(name: &str, mtu: u32) -> Value {
+        serde_json::json!({
+            "local": {"interface": {"name": "eth0", "mtu": 1500}},
+            "remote": {"interface": {"name": name, "mtu": mtu, "address": "192.0.2.9"},
+                       "tcp": {"tcp_congestion_control": "cubic"}}
+        })
+    }
+
+    fn cfg(peer_mtu: u32) -> ConfigData {
+        let mut c = ConfigData {
+            label: format!("mtu{peer_mtu}"),
+            run_id: 1,
+            tests: Vec::new(),
+            disclosure: Some(serde_json::json!({"host": "a"})),
+            notes: Vec::new(),
+            same_host_peer: false,
+        };
+        let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
+        add_peer(&mut c, peer_from(docs.iter()));
+        c
+    }
+
+    #[test]
+    fn a_changed_peer_mtu_shows_among_the_differences() {
+        let t = crate::disclosure::table(&[cfg(1500), cfg(9000)]);
+        let row = t
+            .iter()
+            .find(|r| r.key == "peer.interfaces[eth1].mtu")
+            .expect("the peer's MTU is disclosed");
+        assert!(row.differs);
+        assert_eq!(row.values, vec!["1500", "9000"]);
+        let tcp = t
+            .iter()
+            .find(|r| r.key == "peer.tcp.tcp_congestion_control")
+            .unwrap();
+        assert!(!tcp.differs);
+        assert!(!t.iter().find(|r| r.key == "host").unwrap().differs);
+    }
+
+    #[test]
+    fn loopback_peers_are_this_host() {
+        for (peer, want) in [
+            ("127.0.0.1:7575", Some(true)),
+            ("[::1]:7575", Some(true)),
+            ("192.0.2.9:7575", None),
+        ] {
+            assert_eq!(
+                loopback_peer(&serde_json::json!({ "peer": peer })),
+                want,
+                "{peer}"
+            );
+        }
+        assert_eq!(loopback_peer(&serde_json::json!({})), None);
+    }
+}

@@ -1,0 +1,938 @@
+//! The report's tables, built once and rendered as HTML or Markdown: the
+//! parameters of every test, its key metrics by kind, and every metric of
+//! every test side by side.
+
+use crate::compare::{Comparison, ConfigData, TestData};
+use crate::fmt::{count, num, pct, size};
+use crate::info::RunInfo;
+use iotoll_model::metrics::{self as mn, label};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Default)]
+pub struct TRow {
+    pub cells: Vec<String>,
+    /// Cells that differ between configurations.
+    pub cell_diff: Vec<bool>,
+    /// The configuration this row belongs to (its colour).
+    pub config: Option<usize>,
+    pub warn: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub title: String,
+    pub head: Vec<String>,
+    pub rows: Vec<TRow>,
+    /// A note under the table.
+    pub note: Option<String>,
+}
+
+fn kind_title(kind: &str) -> &str {
+    match kind {
+        "disk" => "Disk tests",
+        "net-stream" => "Network stream tests",
+        "net-rr" => "Network request/response tests",
+        other => other,
+    }
+}
+
+/// The parameters worth a column, in order, per kind; the rest go into
+/// "other".
+fn param_columns(kind: &str) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        "disk" => &[
+            ("spec", "access spec"),
+            ("bs", "block size"),
+            ("read_pct", "read %"),
+            ("random_pct", "random %"),
+            ("qd", "QD"),
+            ("workers", "workers"),
+            ("engine", "engine"),
+            ("direct", "direct"),
+            ("ramp_s", "ramp (s)"),
+            ("time_s", "time (s)"),
+            ("target", "target"),
+            ("size", "size"),
+        ],
+        "net-stream" => &[
+            ("dir", "direction"),
+            ("conns", "connections"),
+            ("msg", "message"),
+            ("sockbuf", "socket buffer"),
+            ("nodelay", "nodelay"),
+            ("threads", "threads"),
+            ("ramp_s", "ramp (s)"),
+            ("time_s", "time (s)"),
+            ("peer", "peer"),
+        ],
+        "net-rr" => &[
+            ("conns", "connections"),
+            ("req", "request"),
+            ("resp", "response"),
+            ("burst", "burst"),
+            ("sockbuf", "socket buffer"),
+            ("nodelay", "nodelay"),
+            ("threads", "threads"),
+            ("ramp_s", "ramp (s)"),
+            ("time_s", "time (s)"),
+            ("peer", "peer"),
+        ],
+        _ => &[("ramp_s", "ramp (s)"), ("time_s", "time (s)")],
+    }
+}
+
+/// Keys left out of "other": internal or repeated elsewhere.
+const HIDDEN: &[&str] = &[
+    "engine_requested",
+    "target_kind",
+    "target_size",
+    "logical_block_size",
+    "auth",
+];
+
+fn is_size(key: &str) -> bool {
+    matches!(
+        key,
+        "bs" | "size" | "msg" | "req" | "resp" | "sockbuf" | "align" | "offset"
+    )
+}
+
+fn show(key: &str, v: &Value) -> String {
+    match v {
+        Value::Null => "–".into(),
+        Value::Number(n) if is_size(key) => n.as_f64().map(size).unwrap_or_default(),
+        Value::Number(n) => n.as_f64().map(num_plain).unwrap_or_default(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.is_empty() => "–".into(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string).unwrap_or(x.to_string()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// A parameter's number as written: `4`, `1.5`, `0.5`.
+fn num_plain(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// What a parameter's value is compared by: a temporary test file's name
+/// and an in-process endpoint's ephemeral port change from run to run
+/// without changing the workload.
+fn same_key(key: &str, v: &str) -> String {
+    match key {
+        "target" if v.contains("iotoll-suite-") => {
+            v.chars().filter(|c| !c.is_ascii_digit()).collect()
+        }
+        "peer" if v.starts_with("127.") || v.starts_with("[::1]") => {
+            v.rsplit_once(':').map_or(v, |x| x.0).to_string()
+        }
+        _ => v.to_string(),
+    }
+}
+
+fn kinds(configs: &[ConfigData]) -> Vec<String> {
+    let mut k: Vec<String> = Vec::new();
+    for c in configs {
+        for t in &c.tests {
+            if !k.contains(&t.kind) {
+                k.push(t.kind.clone());
+            }
+        }
+    }
+    k
+}
+
+/// Test names in order: the first configuration's, then the others'.
+fn test_names(configs: &[ConfigData], kind: &str) -> Vec<String> {
+    let mut n: Vec<String> = Vec::new();
+    for c in configs {
+        for t in c.tests.iter().filter(|t| t.kind == kind) {
+            if !n.contains(&t.name) {
+                n.push(t.name.clone());
+            }
+        }
+    }
+    n
+}
+
+/// Per kind: every test's parameters as run (one row per configuration
+/// when there are several, differing cells marked).
+pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
+    let many = configs.len() > 1;
+    let mut out = Vec::new();
+    for kind in kinds(configs) {
+        let cols = param_columns(&kind);
+        let names = test_names(configs, &kind);
+        let spec = |ci: usize, name: &str| -> Value {
+            infos
+                .get(ci)
+                .and_then(|i| i.test(name))
+                .map(|t| t.spec.clone())
+                .filter(|s| s.is_object())
+                .or_else(|| {
+                    configs[ci]
+                        .tests
+                        .iter()
+                        .find(|t| t.name == name)
+                        .map(|t| t.params.clone())
+                })
+                .unwrap_or(Value::Null)
+        };
+        // Only columns some test has; "other" for the rest.
+        let all: Vec<Vec<Option<Value>>> = names
+            .iter()
+            .flat_map(|n| (0..configs.len()).map(move |ci| (n, ci)))
+            .map(|(n, ci)| {
+                let s = spec(ci, n);
+                cols.iter().map(|(k, _)| s.get(*k).cloned()).collect()
+            })
+            .collect();
+        let used: Vec<usize> = (0..cols.len())
+            .filter(|i| {
+                all.iter()
+                    .any(|r| r[*i].as_ref().is_some_and(|v| !v.is_null()))
+            })
+            .collect();
+        let mut head = vec!["test".to_string()];
+        if many {
+            head.push("configuration".into());
+        }
+        head.extend(used.iter().map(|i| cols[*i].1.to_string()));
+        head.push("other".into());
+        let mut rows = Vec::new();
+        for name in &names {
+            let per: Vec<(usize, Vec<String>)> = (0..configs.len())
+                .filter(|ci| configs[*ci].tests.iter().any(|t| &t.name == name))
+                .map(|ci| {
+                    let s = spec(ci, name);
+                    let mut cells: Vec<String> = used
+                        .iter()
+                        .map(|i| {
+                            let k = cols[*i].0;
+                            s.get(k).map(|v| show(k, v)).unwrap_or_else(|| "–".into())
+                        })
+                        .collect();
+                    let other: Vec<String> = s
+                        .as_object()
+                        .map(|m| {
+                            m.iter()
+                                .filter(|(k, v)| {
+                                    !cols.iter().any(|c| c.0 == k.as_str())
+                                        && !HIDDEN.contains(&k.as_str())
+                                        && !v.is_null()
+                                        && v.as_array().is_none_or(|a| !a.is_empty())
+                                })
+                                .map(|(k, v)| format!("{k}={}", show(k, v)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    cells.push(other.join(", "));
+                    (ci, cells)
+                })
+                .collect();
+            let differs = |j: usize| {
+                let k = used.get(j).map(|i| cols[*i].0).unwrap_or("other");
+                per.iter()
+                    .any(|(_, o)| same_key(k, &o[j]) != same_key(k, &per[0].1[j]))
+            };
+            let cell_diff: Vec<bool> = (0..per.first().map_or(0, |p| p.1.len()))
+                .map(differs)
+                .collect();
+            // Configurations that ran the test alike share one row.
+            let alike = per.len() == configs.len() && !cell_diff.iter().any(|d| *d);
+            for (ci, cells) in &per {
+                let mut row = TRow {
+                    cells: vec![name.clone()],
+                    cell_diff: vec![false],
+                    config: (many && !alike).then_some(*ci),
+                    warn: false,
+                };
+                if many {
+                    row.cells.push(if alike {
+                        "all".into()
+                    } else {
+                        configs[*ci].label.clone()
+                    });
+                    row.cell_diff.push(false);
+                }
+                row.cells.extend(cells.iter().cloned());
+                row.cell_diff.extend(cell_diff.iter().copied());
+                rows.push(row);
+                if alike {
+                    break;
+                }
+            }
+        }
+        // What every row shares is said once, under the table: the items
+        // of "other" and the columns with one value throughout.
+        let first = if many { 2 } else { 1 };
+        let mut common: Vec<String> = Vec::new();
+        if rows.len() > 1 {
+            let other_items = |r: &TRow| -> Vec<String> {
+                r.cells
+                    .last()
+                    .map(|c| {
+                        c.split(", ")
+                            .filter(|x| !x.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let shared: Vec<String> = other_items(&rows[0])
+                .into_iter()
+                .filter(|x| rows.iter().all(|r| other_items(r).contains(x)))
+                .collect();
+            for r in &mut rows {
+                let rest: Vec<String> = other_items(r)
+                    .into_iter()
+                    .filter(|x| !shared.contains(x))
+                    .collect();
+                if let Some(c) = r.cells.last_mut() {
+                    *c = rest.join(", ");
+                }
+            }
+            let n = head.len() - 1;
+            let constant: Vec<usize> = (first..n)
+                .filter(|j| {
+                    rows.iter()
+                        .all(|r| r.cells[*j] == rows[0].cells[*j] && !r.cell_diff[*j])
+                })
+                .collect();
+            for j in &constant {
+                common.push(format!("{} {}", head[*j], rows[0].cells[*j]));
+            }
+            common.extend(shared);
+            for j in constant.iter().rev() {
+                head.remove(*j);
+                for r in &mut rows {
+                    r.cells.remove(*j);
+                    r.cell_diff.remove(*j);
+                }
+            }
+        }
+        // No "other" column when nothing is in it.
+        if rows
+            .iter()
+            .all(|r| r.cells.last().is_some_and(|c| c.is_empty()))
+        {
+            head.pop();
+            for r in &mut rows {
+                r.cells.pop();
+                r.cell_diff.pop();
+            }
+        }
+        let mut note = Vec::new();
+        if !common.is_empty() {
+            note.push(format!("Every test here: {}.", common.join(", ")));
+        }
+        if many {
+            note.push("\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an in-process endpoint's port do not count).".to_string());
+        }
+        out.push(Table {
+            title: format!("{}: parameters", kind_title(&kind)),
+            head,
+            rows,
+            note: (!note.is_empty()).then(|| note.join(" ")),
+        });
+    }
+    out
+}
+
+/// The columns of a kind's metrics table.
+fn metric_columns(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "disk" => &[
+            mn::IOPS,
+            mn::MB_S,
+            mn::LAT_MEAN_US,
+            mn::LAT_P99_US,
+            "qd_achieved",
+            mn::CPU_PCT,
+            "cpu_others_pct",
+            mn::IOPS_PER_CPU_PCT,
+            mn::MB_S_PER_CPU_PCT,
+            mn::CPU_US_PER_IO,
+        ],
+        "net-stream" => &[
+            mn::MBIT_S,
+            mn::CONNS,
+            mn::RETRANSMITS,
+            mn::FAIRNESS,
+            mn::CPU_PCT,
+            "cpu_others_pct",
+            mn::REMOTE_CPU_PCT,
+            mn::MBIT_S_PER_CPU_PCT,
+            mn::REMOTE_MBIT_S_PER_CPU_PCT,
+            mn::CPU_US_PER_KB,
+        ],
+        "net-rr" => &[
+            mn::TRANS_S,
+            mn::CONNS,
+            mn::RTT_MEAN_US,
+            mn::RTT_P99_US,
+            mn::LATENCY_ONE_WAY_US,
+            mn::CPU_PCT,
+            "cpu_others_pct",
+            mn::REMOTE_CPU_PCT,
+            mn::CPU_US_PER_TRANS,
+        ],
+        _ => &[mn::CPU_PCT],
+    }
+}
+
+/// A metric of the peer host (`remote_…`: its CPU, interrupts, P/E index):
+/// not shown when the peer was this host (it would be this host's CPU
+/// presented as a second machine's).
+pub fn remote_cpu_metric(m: &str) -> bool {
+    m.starts_with("remote_")
+}
+
+/// A CPU % cell: two decimals, so that the efficiency beside it can be
+/// checked against the shown values.
+fn cpu_cell(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.2}"),
+        _ => "–".into(),
+    }
+}
+
+fn cell(m: &str, v: Option<f64>) -> String {
+    if m.ends_with("_pct") && !m.contains("_per_") {
+        cpu_cell(v)
+    } else if mn::metric_def(m).is_some_and(|d| d.unit == "count") {
+        count(v)
+    } else {
+        num(v)
+    }
+}
+
+fn same_host(infos: &[RunInfo], ci: usize, test: &str) -> bool {
+    infos
+        .get(ci)
+        .and_then(|i| i.test(test))
+        .is_some_and(|t| t.same_host == Some(true))
+}
+
+/// Per kind: the key metrics of every test (a row per configuration when
+/// there are several).
+pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
+    let many = configs.len() > 1;
+    let mut out = Vec::new();
+    for kind in kinds(configs) {
+        let names = test_names(configs, &kind);
+        let find = |ci: usize, n: &str| -> Option<&TestData> {
+            configs[ci].tests.iter().find(|t| t.name == n)
+        };
+        let cols: Vec<&str> = metric_columns(&kind)
+            .iter()
+            .copied()
+            .filter(|m| {
+                names.iter().any(|n| {
+                    (0..configs.len()).any(|ci| {
+                        find(ci, n).is_some_and(|t| t.metrics.contains_key(*m))
+                            && !(remote_cpu_metric(m) && same_host(infos, ci, n))
+                    })
+                })
+            })
+            .collect();
+        let any_same_host = names
+            .iter()
+            .any(|n| (0..configs.len()).any(|ci| same_host(infos, ci, n)));
+        let mut head = vec!["test".to_string()];
+        if many {
+            head.push("configuration".into());
+        }
+        head.extend(cols.iter().map(|m| label(m)));
+        let mut rows = Vec::new();
+        for n in &names {
+            for (ci, cfg) in configs.iter().enumerate() {
+                let Some(t) = find(ci, n) else { continue };
+                let sh = same_host(infos, ci, n);
+                let mut row = TRow {
+                    cells: vec![format!(
+                        "{}{}",
+                        n,
+                        if t.repeatable == Some(false) {
+                            " ⚠ not repeatable"
+                        } else {
+                            ""
+                        }
+                    )],
+                    config: many.then_some(ci),
+                    warn: t.repeatable == Some(false),
+                    ..Default::default()
+                };
+                if many {
+                    row.cells.push(cfg.label.clone());
+                }
+                for m in &cols {
+                    row.cells.push(if sh && remote_cpu_metric(m) {
+                        "(same host)".into()
+                    } else {
+                        cell(m, t.metrics.get(*m).copied())
+                    });
+                }
+                row.cell_diff = vec![false; row.cells.len()];
+                rows.push(row);
+            }
+        }
+        let mut note = String::from(
+            "Efficiency = throughput / whole-host CPU % of the same row; service demand = busy CPU-µs of the whole host per unit.",
+        );
+        if any_same_host {
+            note.push_str(" (same host): the peer ran on this host, so its CPU is this host's and is not shown as a second machine's.");
+        }
+        out.push(Table {
+            title: format!("{}: results", kind_title(&kind)),
+            head,
+            rows,
+            note: Some(note),
+        });
+    }
+    out
+}
+
+/// Per test: every metric, one column per configuration.
+pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
+    let mut names: Vec<String> = Vec::new();
+    for c in configs {
+        for t in &c.tests {
+            if !names.contains(&t.name) {
+                names.push(t.name.clone());
+            }
+        }
+    }
+    names
+        .iter()
+        .map(|n| {
+            let per: Vec<Option<&TestData>> = configs
+                .iter()
+                .map(|c| c.tests.iter().find(|t| &t.name == n))
+                .collect();
+            let mut keys: Vec<&String> = per
+                .iter()
+                .flatten()
+                .flat_map(|t| t.metrics.keys())
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let mut head = vec!["metric".to_string()];
+            head.extend(configs.iter().map(|c| c.label.clone()));
+            let mut hidden = false;
+            let rows = keys
+                .iter()
+                .filter(|k| {
+                    let hide = remote_cpu_metric(k)
+                        && (0..configs.len())
+                            .all(|ci| per[ci].is_none() || same_host(infos, ci, n));
+                    hidden |= hide;
+                    !hide
+                })
+                .map(|k| {
+                    let mut cells = vec![format!("{} ({k})", label(k))];
+                    for (ci, t) in per.iter().enumerate() {
+                        cells.push(if remote_cpu_metric(k) && same_host(infos, ci, n) {
+                            "(same host)".into()
+                        } else {
+                            cell(k, t.and_then(|t| t.metrics.get(*k).copied()))
+                        });
+                    }
+                    let cell_diff = vec![false; cells.len()];
+                    TRow {
+                        cells,
+                        cell_diff,
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            Table {
+                title: n.clone(),
+                head,
+                rows,
+                note: hidden.then(|| {
+                    "The peer ran on this host: its CPU figures are this host's and are left out."
+                        .into()
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The main metric of every test side by side: each configuration's value
+/// and CPU %, the differences against the baseline, and the workload
+/// parameters in which the paired tests differ.
+pub fn comparison(c: &Comparison) -> Table {
+    let many = c.configs.len() > 1;
+    let any_differs = c.rows.iter().any(|r| !r.differs.is_empty());
+    let mut head = vec!["test".to_string(), "group".into(), "metric".into()];
+    for l in &c.configs {
+        head.push(l.clone());
+        head.push(if many {
+            format!("CPU % {l}")
+        } else {
+            "CPU %".into()
+        });
+    }
+    for l in c.configs.iter().skip(1) {
+        head.push(format!("Δ {l}"));
+    }
+    if any_differs {
+        head.push("workload differs".into());
+    }
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            let mut cells = vec![
+                format!(
+                    "{}{}",
+                    r.test,
+                    if r.not_repeatable {
+                        " ⚠ not repeatable"
+                    } else {
+                        ""
+                    }
+                ),
+                r.group.clone(),
+                label(&r.metric),
+            ];
+            let mut cell_diff = vec![false; 3];
+            for (i, v) in r.values.iter().enumerate() {
+                let interfered = r.interfered.get(i).copied().unwrap_or(false);
+                cells.push(format!("{}{}", num(*v), if interfered { " ⚑" } else { "" }));
+                cells.push(format!(
+                    "{}{}",
+                    cpu_cell(r.cpu_pct[i]),
+                    if r.acceptable[i] == Some(false) {
+                        " ✗"
+                    } else {
+                        ""
+                    }
+                ));
+                cell_diff.extend([false, false]);
+            }
+            for d in &r.diff_pct {
+                cells.push(pct(*d));
+                cell_diff.push(false);
+            }
+            if any_differs {
+                cells.push(r.differs.join(", "));
+                cell_diff.push(!r.differs.is_empty());
+            }
+            TRow {
+                cells,
+                cell_diff,
+                config: None,
+                warn: r.not_repeatable,
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(th) = c.cpu_threshold_pct {
+        notes.push(format!(
+            "✗: CPU above the {} % threshold.",
+            crate::fmt::tick(th)
+        ));
+    }
+    if c.rows.iter().any(|r| r.interfered.iter().any(|i| *i)) {
+        notes.push("⚑: other processes used the CPU during this configuration's test (interference); its CPU figures include their work.".into());
+    }
+    if any_differs {
+        notes.push("Workload differs (highlighted): the paired tests did not run the same parameters, so their difference is not the configurations' alone.".into());
+    }
+    Table {
+        title: "Main metric by test".into(),
+        head,
+        rows,
+        note: (!notes.is_empty()).then(|| notes.join(" ")),
+    }
+}
+
+/// Per result kind: each configuration's mean efficiency over the tests of
+/// that kind every configuration has, and its ratio to the baseline.
+pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for e in &c.efficiency {
+        if !kinds.contains(&e.kind.as_str()) {
+            kinds.push(&e.kind);
+        }
+    }
+    kinds
+        .into_iter()
+        .filter_map(|kind| {
+            let of: Vec<&crate::compare::Efficiency> =
+                c.efficiency.iter().filter(|e| e.kind == kind).collect();
+            let metrics: Vec<&str> = crate::compare::efficiency_metrics(kind)
+                .iter()
+                .copied()
+                .filter(|m| of.iter().any(|e| e.means.contains_key(*m)) || remote_cpu_metric(m) && of.iter().any(|e| same_host_label(configs, &e.label)))
+                .collect();
+            if metrics.is_empty() {
+                return None;
+            }
+            let many = of.len() > 1;
+            let mut head = vec!["configuration".to_string(), "tests".into()];
+            for m in &metrics {
+                head.push(label(m));
+                if many {
+                    head.push(format!("× {}", of[0].label));
+                }
+            }
+            let rows = of
+                .iter()
+                .enumerate()
+                .map(|(ci, e)| {
+                    let sh = same_host_label(configs, &e.label);
+                    let mut cells = vec![e.label.clone(), e.tests.to_string()];
+                    for m in &metrics {
+                        let v = e.means.get(*m).copied();
+                        let b = of[0].means.get(*m).copied();
+                        let hide = remote_cpu_metric(m)
+                            && (sh || same_host_label(configs, &of[0].label));
+                        cells.push(if sh && remote_cpu_metric(m) {
+                            "(same host)".into()
+                        } else {
+                            num(v)
+                        });
+                        if many {
+                            cells.push(match (v, b) {
+                                (Some(v), Some(b)) if b > 0.0 && ci > 0 && !hide => {
+                                    format!("{:.2} ×", v / b)
+                                }
+                                _ => "–".into(),
+                            });
+                        }
+                    }
+                    let n = cells.len();
+                    TRow {
+                        cells,
+                        cell_diff: vec![false; n],
+                        config: many.then_some(ci),
+                        warn: false,
+                    }
+                })
+                .collect();
+            Some(Table {
+                title: format!("{}: efficiency", kind_title(kind)),
+                head,
+                rows,
+                note: Some("Mean of the per-test values over the tests of this kind that every configuration has. Higher is better for “per % CPU”, lower for CPU µs.".into()),
+            })
+        })
+        .collect()
+}
+
+fn same_host_label(configs: &[ConfigData], label: &str) -> bool {
+    configs.iter().any(|c| c.label == label && c.same_host_peer)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The table as HTML; `class` names it for the DOM.
+pub fn to_html(t: &Table, class: &str) -> String {
+    // The configuration's colour goes beside its name.
+    let swatch_col = t
+        .head
+        .iter()
+        .position(|h| h == "configuration")
+        .unwrap_or(usize::MAX);
+    let mut o = format!("<table class=\"{class}\"><thead><tr>");
+    for h in &t.head {
+        o.push_str(&format!("<th>{}</th>", esc(h)));
+    }
+    o.push_str("</tr></thead><tbody>\n");
+    for r in &t.rows {
+        o.push_str("<tr>");
+        for (j, c) in r.cells.iter().enumerate() {
+            let mut cls = Vec::new();
+            if r.cell_diff.get(j).copied().unwrap_or(false) {
+                cls.push("diff");
+            }
+            if j == 0 && r.warn {
+                cls.push("warn");
+            }
+            let attr = if cls.is_empty() {
+                String::new()
+            } else {
+                format!(" class=\"{}\"", cls.join(" "))
+            };
+            let swatch = match (j, r.config) {
+                (j, Some(ci)) if j == swatch_col => format!(
+                    "<span class=\"sw\" style=\"background:{}\"></span>",
+                    crate::charts::css_color(ci)
+                ),
+                _ => String::new(),
+            };
+            o.push_str(&format!("<td{attr}>{swatch}{}</td>", esc(c)));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</tbody></table>\n");
+    if let Some(n) = &t.note {
+        o.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
+    }
+    o
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The table as Markdown; differing cells in bold.
+pub fn to_md(t: &Table) -> String {
+    let mut o = format!(
+        "| {} |\n",
+        t.head
+            .iter()
+            .map(|h| md_cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    o.push('|');
+    for (i, _) in t.head.iter().enumerate() {
+        o.push_str(if i == 0 { "---|" } else { "---:|" });
+    }
+    o.push('\n');
+    for r in &t.rows {
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                if r.cell_diff.get(j).copied().unwrap_or(false) {
+                    format!("**{}**", md_cell(c))
+                } else {
+                    md_cell(c)
+                }
+            })
+            .collect();
+        o.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    if let Some(n) = &t.note {
+        o.push_str(&format!("\n{n}\n"));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::info::TestInfo;
+    use iotoll_model::Metrics;
+
+    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
+        ConfigData {
+            label: label.into(),
+            run_id: 1,
+            tests,
+            disclosure: None,
+            notes: Vec::new(),
+            same_host_peer: false,
+        }
+    }
+
+    fn t(name: &str, kind: &str, m: &[(&str, f64)]) -> TestData {
+        TestData {
+            name: name.into(),
+            group: kind.into(),
+            kind: kind.into(),
+            metrics: m
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect::<Metrics>(),
+            repeatable: None,
+            main_metric: "iops".into(),
+            params: serde_json::json!({}),
+            series: Vec::new(),
+            spec: serde_json::json!({}),
+            interference: Vec::new(),
+            same_host_peer: false,
+        }
+    }
+
+    fn info(name: &str, spec: Value, same_host: Option<bool>) -> RunInfo {
+        RunInfo {
+            tests: vec![TestInfo {
+                name: name.into(),
+                spec,
+                same_host,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parameters_show_sizes_and_mark_differences() {
+        let a = cfg("A", vec![t("x", "disk", &[])]);
+        let b = cfg("B", vec![t("x", "disk", &[])]);
+        let sa = serde_json::json!({"bs": 4096, "qd": 8, "ramp_s": 1.0, "time_s": 5.0, "target": "/tmp/f", "engine": "io_uring", "odd": 3});
+        let mut sb = sa.clone();
+        sb["engine"] = "psync".into();
+        let p = parameters(&[a, b], &[info("x", sa, None), info("x", sb, None)]);
+        let tab = &p[0];
+        let col = |h: &str| tab.head.iter().position(|x| x == h);
+        // Only the differing engine keeps a column; the rest is said once.
+        assert_eq!(tab.head, vec!["test", "configuration", "engine"]);
+        let e = col("engine").unwrap();
+        assert!(tab.rows[0].cell_diff[e] && tab.rows[1].cell_diff[e]);
+        assert_eq!(
+            (tab.rows[0].cells[e].as_str(), tab.rows[1].cells[e].as_str()),
+            ("io_uring", "psync")
+        );
+        let note = tab.note.clone().unwrap();
+        for want in ["block size 4k", "QD 8", "ramp (s) 1", "time (s) 5", "odd=3"] {
+            assert!(note.contains(want), "{want} in {note}");
+        }
+        assert!(to_md(tab).contains("**psync**"));
+    }
+
+    #[test]
+    fn same_host_remote_cpu_is_not_a_second_machine() {
+        let m = [
+            ("mbit_s", 1000.0),
+            ("cpu_pct", 50.0),
+            ("remote_cpu_pct", 50.0),
+            ("mbit_s_per_cpu_pct", 20.0),
+        ];
+        let a = cfg("A", vec![t("s", "net-stream", &m)]);
+        let tabs = metrics(
+            std::slice::from_ref(&a),
+            &[info("s", Value::Null, Some(true))],
+        );
+        assert!(
+            !tabs[0].head.iter().any(|h| h.contains("remote")),
+            "{:?}",
+            tabs[0].head
+        );
+        let all = every_metric(
+            std::slice::from_ref(&a),
+            &[info("s", Value::Null, Some(true))],
+        );
+        assert!(!all[0].rows.iter().any(|r| r.cells[0].contains("remote")));
+        // A real second machine keeps its column.
+        let tabs = metrics(
+            std::slice::from_ref(&a),
+            &[info("s", Value::Null, Some(false))],
+        );
+        assert!(tabs[0].head.iter().any(|h| h == "remote CPU %"));
+        // Efficiency beside the CPU it is computed from: 1000 / 50.00 = 20.0.
+        let r = &tabs[0].rows[0].cells;
+        let col = |h: &str| tabs[0].head.iter().position(|x| x == h).unwrap();
+        assert_eq!(r[col("CPU %")], "50.00");
+        assert_eq!(r[col("Mbit/s per % CPU")], "20.0");
+    }
+}
