@@ -319,7 +319,8 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         let mut name = base.clone();
         if names.contains(&name) {
             name = format!("{base}/job={jobname}");
-            let mut k = 2;
+            // The third clone is #3 (the second has the plain job name).
+            let mut k = 3;
             while names.contains(&name) {
                 name = format!("{base}/job={jobname}#{k}");
                 k += 1;

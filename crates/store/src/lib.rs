@@ -654,6 +654,17 @@ impl Store {
         rep: i64,
         doc: &ResultDoc,
     ) -> Result<(), StoreError> {
+        // A non-finite figure would be stored as null and the document
+        // could never be read back: such figures are left out.
+        let clean;
+        let doc = if doc.metrics.values().all(|v| v.is_finite()) {
+            doc
+        } else {
+            let mut d = doc.clone();
+            d.metrics.retain(|_, v| v.is_finite());
+            clean = d;
+            &clean
+        };
         conn.prepare_cached(
             "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
         )?
@@ -1066,6 +1077,54 @@ mod tests {
             h.join().unwrap().unwrap();
         }
         assert!(Store::open(&p).unwrap().integrity_ok().unwrap());
+    }
+
+    fn imported(name: &str, iops: f64) -> import::Imported {
+        import::Imported {
+            name: name.into(),
+            group: None,
+            doc: doc(iops),
+        }
+    }
+
+    #[test]
+    fn an_import_is_all_or_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        let mut s = Store::open(&p).unwrap();
+        // The third test fails to store: nothing of the import stays.
+        let bad = [imported("a", 1.0), imported("b", 2.0), imported("a", 3.0)];
+        assert!(s.import("table", "t.csv", "imp", &bad).is_err());
+        assert!(s.list_runs().unwrap().is_empty());
+        let n: i64 = s
+            .conn
+            .query_row("SELECT COUNT(*) FROM tests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        // And the connection is usable afterwards.
+        let good = [imported("a", 1.0), imported("b", 2.0)];
+        let run = s.import("table", "t.csv", "imp", &good).unwrap();
+        assert_eq!(s.run_detail(run).unwrap().tests.len(), 2);
+    }
+
+    #[test]
+    fn non_finite_figures_never_damage_a_stored_document() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("r.db")).unwrap();
+        let run = s
+            .begin_run("quick", None, "", &serde_json::Value::Null, &[])
+            .unwrap();
+        let t = s
+            .add_test(run, 1, "t", "disk", None, &serde_json::json!({}), "all")
+            .unwrap();
+        let mut bad = doc(1.0);
+        bad.metrics.insert("iops".into(), f64::INFINITY);
+        bad.metrics.insert("mb_s".into(), f64::NAN);
+        s.add_rep(t, 1, &bad).unwrap();
+        let det = s.run_detail(run).expect("readable");
+        let m = &det.tests[0].reps[0].doc.metrics;
+        assert!(!m.contains_key("iops") && !m.contains_key("mb_s"));
+        assert_eq!(m["cpu_pct"], 10.0);
     }
 
     #[test]
