@@ -86,6 +86,15 @@ fn open(db: &DbArg) -> Result<Store> {
     Ok(Store::open(&db.path())?)
 }
 
+/// For commands that only read: never creates, migrates or writes, so a
+/// database on a read-only or full filesystem still answers.
+pub fn open_read(path: &std::path::Path) -> Result<Store> {
+    Store::open_read_only(path).map_err(|e| match e {
+        iotoll_store::StoreError::Missing(_) => UsageError(e.to_string()).into(),
+        e => e.into(),
+    })
+}
+
 fn resolve(store: &Store, run: &str) -> Result<i64> {
     store
         .resolve(run)
@@ -95,8 +104,11 @@ fn resolve(store: &Store, run: &str) -> Result<i64> {
 pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => {
-            let s = open(&db)?;
-            let runs = s.list_runs()?;
+            let s = match Store::open_read_only(&db.path()) {
+                Err(iotoll_store::StoreError::Missing(_)) => None,
+                r => Some(r?),
+            };
+            let runs = s.map(|s| s.list_runs()).transpose()?.unwrap_or_default();
             if runs.is_empty() {
                 eprintln!("iotoll: no runs stored in {}", db.path().display());
                 return Ok(());
@@ -120,7 +132,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Show { run, db, json } => {
-            let s = open(&db)?;
+            let s = open_read(&db.path())?;
             let d = s.run_detail(resolve(&s, &run)?)?;
             if json {
                 return crate::output::print_json(&d);
@@ -169,7 +181,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Export { run, format, db } => {
-            let s = open(&db)?;
+            let s = open_read(&db.path())?;
             let d = s.run_detail(resolve(&s, &run)?)?;
             let text = match format {
                 Format::Csv => export::csv(&d),

@@ -666,6 +666,34 @@ mod tests {
         );
     }
 
+    /// This thread's CPU time, seconds: unaffected by other processes.
+    fn thread_cpu() -> f64 {
+        // SAFETY: a zeroed out-parameter for clock_gettime.
+        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+    }
+
+    #[test]
+    fn table_parsing_is_linear_in_rows() {
+        let cpu = |rows: usize| {
+            let mut t = String::from("test,group,iops,mb_s\n");
+            for i in 0..rows {
+                t.push_str(&format!("t{i},g{},{},{}\n", i % 7, i + 1, i % 500));
+            }
+            let t0 = thread_cpu();
+            assert_eq!(table(t.as_bytes(), "t.csv").unwrap().len(), rows);
+            thread_cpu() - t0
+        };
+        // 8 times the rows: about 8 times the CPU (the duplicate check was
+        // quadratic: 64 times).
+        let (small, large) = (cpu(10_000), cpu(80_000));
+        assert!(
+            large < 20.0 * small.max(0.005),
+            "10,000 rows: {small:.3} s; 80,000 rows: {large:.3} s"
+        );
+    }
+
     #[test]
     fn published_table() {
         let t = "test,group,mb_s,cpu_pct\n\"read, 4k\",read,120.5,8\nwrite-4k,write,80,\n";

@@ -85,6 +85,43 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
 }
 
+/// Keeps a finished result the database could not take: its JSON document
+/// in a new file beside the database (else in the current directory, else
+/// the temporary directory). Returns where it is.
+pub fn keep_unstored(db: &Path, doc: &ResultDoc) -> Result<PathBuf, String> {
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    let name = format!(
+        "iotoll-unstored-{}-{}.json",
+        doc.started_at.replace(':', ""),
+        std::process::id()
+    );
+    let mut tried = Vec::new();
+    for dir in [dir_of(db), PathBuf::from("."), std::env::temp_dir()] {
+        let p = dir.join(&name);
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.write_all(b"\n")?;
+                f.sync_all()
+            });
+        match r {
+            Ok(()) => return Ok(std::path::absolute(&p).unwrap_or(p)),
+            Err(e) => {
+                // A partial file is no result: do not leave it.
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    let _ = std::fs::remove_file(&p);
+                }
+                tried.push(format!("{}: {e}", p.display()));
+            }
+        }
+    }
+    Err(tried.join("; "))
+}
+
 /// `$XDG_DATA_HOME/iotoll/results.db`, else `~/.local/share/iotoll/results.db`.
 pub fn default_path() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME")
@@ -383,7 +420,8 @@ fn quick_check(conn: &Connection, path: &Path, deadline: Instant) -> Result<(), 
     }) {
         Ok(s) if s == "ok" => Ok(()),
         Ok(s) => Err(format!(
-            "is corrupt ({s}); iotoll will not use it: restore a backup or give another --db"
+            "is corrupt ({}); iotoll will not use it: restore a backup or give another --db",
+            s.split_whitespace().collect::<Vec<_>>().join(" ")
         )),
         Err(e) => Err(describe(path, &e)),
     }
@@ -499,7 +537,7 @@ impl Store {
             // content outstanding the file alone is the whole database.
             Err(e)
                 if !busy(&e)
-                    && !Path::new(&wal).exists()
+                    && std::fs::metadata(&wal).map_or(true, |m| m.len() == 0)
                     && matches!(
                         e.sqlite_error_code(),
                         Some(
@@ -638,14 +676,64 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Stores one repetition and its metrics in one transaction.
+    /// Stores one repetition and its metrics in one transaction (or as
+    /// part of the one [`Store::atomically`] holds).
     pub fn add_rep(&mut self, test: TestId, rep: i64, doc: &ResultDoc) -> Result<(), StoreError> {
+        if !self.conn.is_autocommit() {
+            return Self::insert_rep(&self.conn, test, rep, doc);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         Self::insert_rep(&tx, test, rep, doc)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Runs `f` in one write transaction: everything it stores, or nothing.
+    /// Waits for another process's lock up to [`BUSY_WAIT`]; a lock held
+    /// longer is an error saying the database is locked.
+    pub fn atomically<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let deadline = Instant::now() + BUSY_WAIT;
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| match e.sqlite_error_code() {
+            // What is wrong with the database, not with what was stored.
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::DatabaseCorrupt
+                | ErrorCode::NotADatabase
+                | ErrorCode::DiskFull
+                | ErrorCode::ReadOnly
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied,
+            ) => StoreError::Open {
+                path: path.clone(),
+                msg: describe(&path, &e),
+            },
+            _ => StoreError::Sql(e),
+        };
+        retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE")).map_err(err)?;
+        match f(self) {
+            Ok(v) => match self.conn.execute_batch("COMMIT") {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    Err(err(e))
+                }
+            },
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(match e {
+                    StoreError::Sql(e) => err(e),
+                    e => e,
+                })
+            }
+        }
     }
 
     fn insert_rep(
@@ -862,23 +950,9 @@ impl Store {
         config: &str,
         tests: &[import::Imported],
     ) -> Result<RunId, StoreError> {
-        let deadline = Instant::now() + BUSY_WAIT;
         // Room for a large import's pages without spilling mid-transaction.
         self.conn.pragma_update(None, "cache_size", -65536)?;
-        retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE"))?;
-        match self.import_body(format, source, config, tests) {
-            Ok(run) => {
-                if let Err(e) = self.conn.execute_batch("COMMIT") {
-                    let _ = self.conn.execute_batch("ROLLBACK");
-                    return Err(e.into());
-                }
-                Ok(run)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        self.atomically(|s| s.import_body(format, source, config, tests))
     }
 
     fn import_body(
