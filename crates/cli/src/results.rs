@@ -215,23 +215,34 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             }
             let input = std::io::BufReader::with_capacity(1 << 16, f);
             let src = file.display().to_string();
-            let (name, parsed) = match format {
-                ImportFormat::Table => ("table", import::table(input, &src)),
-                ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
-                ImportFormat::Iperf3Json => ("iperf3-json", import::iperf3_json(input, &src)),
-            };
-            let tests = parsed.map_err(|e| UsageError(format!("{src}: {e}")))?;
-            let mut s = open(&db)?;
-            let id = s.import(name, &src, &config, &tests)?;
-            for t in &tests {
-                for n in t.doc.notes.iter().take(1) {
-                    eprintln!("iotoll: note: {}: {n}", t.name);
+            let bad = |e: String| UsageError(format!("{src}: {e}"));
+            let (id, n) = match format {
+                // Row by row into the database: memory of one row.
+                ImportFormat::Table => {
+                    let rows = import::table_rows(input, &src).map_err(bad)?;
+                    open(&db)?
+                        .import_stream("table", &src, &config, rows)
+                        .map_err(|e| match e {
+                            iotoll_store::StoreError::Input(m) => bad(m).into(),
+                            e => anyhow::Error::from(e),
+                        })?
                 }
-            }
-            println!(
-                "imported {} test(s) from {src} as run {id} (config {config})",
-                tests.len()
-            );
+                ImportFormat::FioJson | ImportFormat::Iperf3Json => {
+                    let (name, parsed) = match format {
+                        ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
+                        _ => ("iperf3-json", import::iperf3_json(input, &src)),
+                    };
+                    let tests = parsed.map_err(bad)?;
+                    let id = open(&db)?.import(name, &src, &config, &tests)?;
+                    for t in &tests {
+                        for n in t.doc.notes.iter().take(1) {
+                            eprintln!("iotoll: note: {}: {n}", t.name);
+                        }
+                    }
+                    (id, tests.len())
+                }
+            };
+            println!("imported {n} test(s) from {src} as run {id} (config {config})");
             Ok(())
         }
         ResultsCmd::Delete { run, db } => {

@@ -161,15 +161,38 @@ fn csv_fields(line: &str) -> Vec<String> {
 /// column, and one column per canonical metric. Read line by line: time
 /// linear in the rows, memory in the results.
 pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>, String> {
-    let mut lines = input
-        .lines()
-        .enumerate()
-        .map(|(n, l)| {
-            l.map(|l| (n, l))
-                .map_err(|e| format!("line {}: {e}", n + 1))
-        })
-        .filter(|r| r.as_ref().map_or(true, |(_, l)| !l.trim().is_empty()));
-    let (_, head) = lines.next().ok_or("the table is empty")??;
+    let out = table_rows(input, source)?.collect::<Result<Vec<_>, _>>()?;
+    if out.is_empty() {
+        return Err(NO_ROWS.into());
+    }
+    Ok(out)
+}
+
+/// What a table with a header and nothing else is told.
+pub const NO_ROWS: &str = "the table has a header but no rows";
+
+/// A table's rows one at a time, as they are read: what a large table
+/// imports through, holding one row in memory.
+pub struct TableRows<R> {
+    lines: std::iter::Enumerate<std::io::Lines<R>>,
+    cols: Vec<String>,
+    test_col: usize,
+    group_col: Option<usize>,
+    names: std::collections::HashSet<String>,
+    source: String,
+}
+
+/// Reads and checks a table's header; the rows follow from the iterator.
+pub fn table_rows<R: std::io::BufRead>(input: R, source: &str) -> Result<TableRows<R>, String> {
+    let mut lines = input.lines().enumerate();
+    let head = loop {
+        match lines.next() {
+            None => return Err("the table is empty".into()),
+            Some((n, Err(e))) => return Err(format!("line {}: {e}", n + 1)),
+            Some((_, Ok(l))) if l.trim().is_empty() => continue,
+            Some((_, Ok(l))) => break l,
+        }
+    };
     // Spreadsheets save UTF-8 with a byte-order mark.
     let head = head.strip_prefix('\u{feff}').unwrap_or(&head);
     let cols = csv_fields(head);
@@ -191,25 +214,49 @@ pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>
             ));
         }
     }
-    let mut out = Vec::new();
-    let mut names = std::collections::HashSet::new();
-    for r in lines {
-        let (n, line) = r?;
-        let f = csv_fields(&line);
+    Ok(TableRows {
+        lines,
+        cols,
+        test_col,
+        group_col,
+        names: std::collections::HashSet::new(),
+        source: source.to_string(),
+    })
+}
+
+impl<R: std::io::BufRead> Iterator for TableRows<R> {
+    type Item = Result<Imported, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (n, line) = self.lines.next()?;
+            let line = match line {
+                Ok(l) if l.trim().is_empty() => continue,
+                Ok(l) => l,
+                Err(e) => return Some(Err(format!("line {}: {e}", n + 1))),
+            };
+            return Some(self.row(n + 1, &line));
+        }
+    }
+}
+
+impl<R> TableRows<R> {
+    fn row(&mut self, n: usize, line: &str) -> Result<Imported, String> {
+        let cols = &self.cols;
+        let f = csv_fields(line);
         if f.len() != cols.len() {
             return Err(format!(
-                "line {}: {} fields, the header has {}",
-                n + 1,
+                "line {n}: {} fields, the header has {}",
                 f.len(),
                 cols.len()
             ));
         }
         let mut m = Metrics::new();
         for (i, v) in f.iter().enumerate() {
-            if i == test_col || Some(i) == group_col || v.is_empty() {
+            if i == self.test_col || Some(i) == self.group_col || v.is_empty() {
                 continue;
             }
-            let at = || format!("line {}: column '{}'", n + 1, cols[i]);
+            let at = || format!("line {n}: column '{}'", cols[i]);
             let x: f64 = v
                 .parse()
                 .ok()
@@ -220,12 +267,12 @@ pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>
             }
             m.insert(cols[i].clone(), x);
         }
-        let name = f[test_col].clone();
+        let name = f[self.test_col].clone();
         if name.is_empty() {
-            return Err(format!("line {}: empty test name", n + 1));
+            return Err(format!("line {n}: empty test name"));
         }
-        if !names.insert(name.clone()) {
-            return Err(format!("line {}: duplicate test '{name}'", n + 1));
+        if !self.names.insert(name.clone()) {
+            return Err(format!("line {n}: duplicate test '{name}'"));
         }
         let kind = if m.contains_key(mn::IOPS) || m.contains_key(mn::MB_S) {
             "disk"
@@ -234,18 +281,24 @@ pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>
         } else {
             "net-stream"
         };
-        let d = doc(kind, source, "table", m, Vec::new(), Origin::default());
-        all_finite(&d.metrics, &format!("line {}", n + 1))?;
-        out.push(Imported {
-            group: group_col.map(|g| f[g].clone()).filter(|g| !g.is_empty()),
+        let d = doc(
+            kind,
+            &self.source,
+            "table",
+            m,
+            Vec::new(),
+            Origin::default(),
+        );
+        all_finite(&d.metrics, &format!("line {n}"))?;
+        Ok(Imported {
+            group: self
+                .group_col
+                .map(|g| f[g].clone())
+                .filter(|g| !g.is_empty()),
             doc: d,
             name,
-        });
+        })
     }
-    if out.is_empty() {
-        return Err("the table has a header but no rows".into());
-    }
-    Ok(out)
 }
 
 /// Tools print notes before their JSON; the document starts at the first

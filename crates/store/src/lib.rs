@@ -83,6 +83,9 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("results database: stored document is damaged: {0}")]
     Json(#[from] serde_json::Error),
+    /// Input an import could not take (nothing was stored).
+    #[error("{0}")]
+    Input(String),
 }
 
 /// Keeps a finished result the database could not take: its JSON document
@@ -950,8 +953,32 @@ impl Store {
         config: &str,
         tests: &[import::Imported],
     ) -> Result<RunId, StoreError> {
-        // Room for a large import's pages without spilling mid-transaction.
-        self.conn.pragma_update(None, "cache_size", -65536)?;
+        self.import_stream(
+            format,
+            source,
+            config,
+            tests.iter().map(|t| {
+                Ok(import::Imported {
+                    name: t.name.clone(),
+                    group: t.group.clone(),
+                    doc: t.doc.clone(),
+                })
+            }),
+        )
+        .map(|(run, _)| run)
+    }
+
+    /// [`Store::import`] from tests as they are read: memory stays that of
+    /// one test whatever the size of the input. An input error (`Err` from
+    /// `tests`) is [`StoreError::Input`]; either way nothing is stored.
+    /// Returns the run and the number of tests.
+    pub fn import_stream(
+        &mut self,
+        format: &str,
+        source: &str,
+        config: &str,
+        tests: impl Iterator<Item = Result<import::Imported, String>>,
+    ) -> Result<(RunId, usize), StoreError> {
         self.atomically(|s| s.import_body(format, source, config, tests))
     }
 
@@ -960,8 +987,8 @@ impl Store {
         format: &str,
         source: &str,
         config: &str,
-        tests: &[import::Imported],
-    ) -> Result<RunId, StoreError> {
+        tests: impl Iterator<Item = Result<import::Imported, String>>,
+    ) -> Result<(RunId, usize), StoreError> {
         let run = self.begin_run(
             &format!("import {format}"),
             Some(config),
@@ -969,17 +996,21 @@ impl Store {
             &serde_json::json!({ "imported_from": source }),
             &[],
         )?;
-        for (i, t) in tests.iter().enumerate() {
+        let mut first: Option<String> = None;
+        let mut n = 0;
+        for t in tests {
+            let t = t.map_err(StoreError::Input)?;
+            n += 1;
             let id = self.add_test(
                 run,
-                i as i64 + 1,
+                n as i64,
                 &t.name,
                 &t.doc.kind,
                 t.group.as_deref(),
                 &t.doc.spec,
                 "all",
             )?;
-            let mut doc = t.doc.clone();
+            let mut doc = t.doc;
             doc.config = Some(config.to_string());
             // Inside the import's transaction already.
             Self::insert_rep(&self.conn, id, 1, &doc)?;
@@ -988,25 +1019,33 @@ impl Store {
                 &Selection {
                     rule: "all".into(),
                     selected_rep: Some(1),
-                    summary: Some(doc.metrics.clone()),
+                    summary: Some(doc.metrics),
                     ..Default::default()
                 },
             )?;
+            // RFC 3339 UTC strings sort by time.
+            if first.as_ref().is_none_or(|f| doc.started_at < *f) {
+                first = Some(doc.started_at);
+            }
+        }
+        if n == 0 {
+            // Only a table can get here empty: fio's and iperf3's parsers
+            // refuse documents without results.
+            return Err(StoreError::Input(import::NO_ROWS.into()));
         }
         self.finish_run(
             run,
             "complete",
             &[format!("imported from {source} ({format})")],
         )?;
-        // The run is dated by the tool that measured it, not by the import
-        // (RFC 3339 UTC strings sort by time).
-        if let Some(first) = tests.iter().map(|t| t.doc.started_at.as_str()).min() {
+        // The run is dated by the tool that measured it, not by the import.
+        if let Some(first) = first {
             self.conn.execute(
                 "UPDATE runs SET started_at = ?1 WHERE id = ?2",
                 params![first, run],
             )?;
         }
-        Ok(run)
+        Ok((run, n))
     }
 
     pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
