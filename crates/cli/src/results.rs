@@ -210,8 +210,17 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             // Streamed: memory follows the results, not the file.
             let f = std::fs::File::open(&file)
                 .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
-            if !f.metadata().is_ok_and(|m| m.is_file()) {
-                return Err(UsageError(format!("{}: not a regular file", file.display())).into());
+            // A file or a pipe; a directory or device (/dev/zero) is no input.
+            let kind = f.metadata().map(|m| m.file_type());
+            if !kind.is_ok_and(|k| {
+                use std::os::unix::fs::FileTypeExt;
+                k.is_file() || k.is_fifo() || k.is_socket()
+            }) {
+                return Err(UsageError(format!(
+                    "{}: not a file or a pipe (a directory or a device)",
+                    file.display()
+                ))
+                .into());
             }
             let input = std::io::BufReader::with_capacity(1 << 16, f);
             let src = file.display().to_string();

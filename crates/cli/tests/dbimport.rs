@@ -572,3 +572,29 @@ fn kept_path(err: &str) -> &str {
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("no file named: {err}"))
 }
+
+#[test]
+fn imports_read_pipes_and_refuse_devices() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let o = iotoll()
+        .args(["results", "import", "/dev/stdin", "--format", "table"])
+        .args(["--config", "piped", "--db", s(&db)])
+        .write_stdin("test,mb_s\na,1\n")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // An empty input; a device that never ends is refused at once, not
+    // read forever.
+    refused(d.path(), "table", "", "the table is empty");
+    let o = import(&db, Path::new("/dev/zero"), "table");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a device"));
+    // So is a line without end.
+    let f = d.path().join("one-line.csv");
+    std::fs::write(&f, vec![b'x'; 3 << 20]).unwrap();
+    let o = import(&db, &f, "table");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("longer than 1 MiB"));
+    assert_eq!(runs(&db), 1);
+}

@@ -174,7 +174,7 @@ pub const NO_ROWS: &str = "the table has a header but no rows";
 /// A table's rows one at a time, as they are read: what a large table
 /// imports through, holding one row in memory.
 pub struct TableRows<R> {
-    lines: std::iter::Enumerate<std::io::Lines<R>>,
+    lines: std::iter::Enumerate<Lines<R>>,
     cols: Vec<String>,
     test_col: usize,
     group_col: Option<usize>,
@@ -182,9 +182,45 @@ pub struct TableRows<R> {
     source: String,
 }
 
+/// The longest line a table may have: a file without line breaks (or a
+/// device that never ends one) is refused, not read into memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Lines of at most [`MAX_LINE`] bytes, of UTF-8.
+struct Lines<R>(R);
+
+impl<R: std::io::BufRead> Iterator for Lines<R> {
+    type Item = std::io::Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        let mut buf = Vec::new();
+        let limit = MAX_LINE as u64 + 1;
+        match self.0.by_ref().take(limit).read_until(b'\n', &mut buf) {
+            Ok(0) => None,
+            Err(e) => Some(Err(e)),
+            Ok(_) if buf.len() > MAX_LINE => Some(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("longer than {} MiB", MAX_LINE >> 20),
+            ))),
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                }
+                Some(String::from_utf8(buf).map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
+                }))
+            }
+        }
+    }
+}
+
 /// Reads and checks a table's header; the rows follow from the iterator.
 pub fn table_rows<R: std::io::BufRead>(input: R, source: &str) -> Result<TableRows<R>, String> {
-    let mut lines = input.lines().enumerate();
+    let mut lines = Lines(input).enumerate();
     let head = loop {
         match lines.next() {
             None => return Err("the table is empty".into()),
@@ -307,11 +343,13 @@ impl<R> TableRows<R> {
 fn json_body<T: serde::de::DeserializeOwned>(input: impl std::io::Read) -> Result<T, String> {
     use std::io::BufRead;
     let mut r = std::io::BufReader::with_capacity(1 << 16, input);
+    let mut skipped = 0;
     loop {
         let buf = r.fill_buf().map_err(|e| e.to_string())?;
-        if buf.is_empty() {
+        if buf.is_empty() || skipped > MAX_LINE {
             return Err("no JSON object in the file".into());
         }
+        skipped += buf.len();
         match buf.iter().position(|b| *b == b'{') {
             Some(i) => {
                 r.consume(i);
@@ -775,5 +813,15 @@ mod tests {
             .unwrap_err()
             .contains("duplicate"));
         assert!(table("".as_bytes(), "t").is_err());
+        // Windows line ends; a line without end is refused, not held.
+        assert_eq!(
+            table("test,mb_s\r\na,1\r\n".as_bytes(), "t").unwrap()[0].name,
+            "a"
+        );
+        let endless = std::io::Read::take(std::io::repeat(b'x'), 1 << 30);
+        let e = table(std::io::BufReader::new(endless), "t").unwrap_err();
+        assert!(e.contains("line 1: longer than 1 MiB"), "{e}");
+        let e = table(&b"test,mb_s\na,\xff\n"[..], "t");
+        assert!(e.unwrap_err().contains("line 2: not UTF-8"));
     }
 }
