@@ -393,6 +393,22 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
                 type_name(j)
             ));
         }
+        for part in [
+            "read",
+            "write",
+            "read.lat_ns",
+            "write.lat_ns",
+            "job options",
+        ] {
+            let v = part.split('.').fold(j, |v, k| &v[k]);
+            if !(v.is_null() || v.is_object()) {
+                return Err(format!(
+                    "{}: expected an object, got {}",
+                    at(part),
+                    type_name(v)
+                ));
+            }
+        }
         let jobname = text_field(&j["jobname"], &at("jobname"))?
             .map(str::to_string)
             .unwrap_or_else(|| format!("job{i}"));
@@ -736,6 +752,10 @@ mod tests {
         );
         assert!(!m.contains_key("cpu_pct"), "fio's CPU is per-process");
         assert!(r[0].doc.notes[0].contains("not whole-host"));
+        let mut v: Value = serde_json::from_str(&FIO[FIO.find('{').unwrap()..]).unwrap();
+        v["jobs"][0]["write"] = 5.into();
+        let e = fio_json(v.to_string().as_bytes(), "x").unwrap_err();
+        assert_eq!(e, "jobs[0].write: expected an object, got the number 5");
         assert!(fio_json("{}".as_bytes(), "x").is_err());
         assert!(fio_json("not json".as_bytes(), "x").is_err());
     }
