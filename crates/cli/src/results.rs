@@ -105,7 +105,10 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => {
             let s = match Store::open_read_only(&db.path()) {
-                Err(iotoll_store::StoreError::Missing(_)) => None,
+                // None yet: it is set up (as a measuring command would), so
+                // the path is known to be usable; where that fails there is
+                // still nothing stored to list.
+                Err(iotoll_store::StoreError::Missing(_)) => Store::open(&db.path()).ok(),
                 r => Some(r?),
             };
             let runs = s.map(|s| s.list_runs()).transpose()?.unwrap_or_default();
