@@ -598,3 +598,18 @@ fn imports_read_pipes_and_refuse_devices() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("longer than 1 MiB"));
     assert_eq!(runs(&db), 1);
 }
+
+#[test]
+fn a_database_locked_past_the_wait_is_refused_before_the_workload() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    seeded(&db);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    disk_run_refused(&db, "is locked by another process");
+    // Readers are not held up by a writer (WAL).
+    let (code, out, err) = run_db(&["results", "list"], &db);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(" imp "), "{out}");
+    conn.execute_batch("ROLLBACK").unwrap();
+}
