@@ -63,6 +63,10 @@ def start(cmd):
     return p
 
 
+# Peer rounds that produced no figure, by tool (reported beside the medians).
+peer_failed = {}
+
+
 def median(xs):
     return statistics.median(xs)
 
@@ -72,7 +76,10 @@ def report(title, res, keys):
     tools = list(res)
     print("   " + f"{'':10}" + "".join(f"{k:>22}" for k, _ in keys))
     for t in tools:
-        print("   " + f"{t:<10}" + "".join(f"{median([r[k] for r in res[t]]):>22.2f}" for k, _ in keys))
+        if not res[t]:
+            sys.exit(f"   {t}: no round produced a result")
+        print("   " + f"{t:<10}" + "".join(f"{median([r[k] for r in res[t]]):>22.2f}" for k, _ in keys)
+              + (f"   ({len(res[t])} rounds; {peer_failed[t]} failed)" if peer_failed.get(t) else ""))
     a, b = tools
     ratios = []
     for k, label in keys:
@@ -136,7 +143,13 @@ def main():
                                                   "-l", "64K", "-t", str(T), "-f", "m"], servers["iperf2"].pid)
                         sums = re.findall(r"\[SUM\].*?([\d.]+) Mbits/sec", out)
                         if not sums:
-                            sys.exit("no [SUM] line from iperf2:\n" + out[-2000:])
+                            # iperf2 prints its sum only when every one of
+                            # the 1,000 threads reported; on a loaded host
+                            # some do not. The peer's round is lost, not
+                            # guessed; the benchmark goes on.
+                            peer_failed["iperf2"] = peer_failed.get("iperf2", 0) + 1
+                            print(f"  iperf2 case round {r + 1} iperf2: no [SUM] line (some of its threads did not report); round left out", file=sys.stderr)
+                            continue
                         mbit = float(sums[-1])
                     else:
                         out, busy, user, _ = run([ex, "net", "stream", io_addr, "--conns", "1000", "--msg", "64k",

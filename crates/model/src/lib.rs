@@ -3,6 +3,7 @@
 
 pub mod metrics;
 pub mod result;
+pub mod text;
 pub mod units;
 pub mod workload;
 

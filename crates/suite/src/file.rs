@@ -3,7 +3,8 @@
 
 use crate::select::Rule;
 use iotoll_disk::{DiskSpec, EngineChoice};
-use iotoll_model::{parse_duration, parse_size};
+use iotoll_model::text::printable;
+use iotoll_model::{parse_duration, parse_size, units};
 use iotoll_net::{ClientSpec, Dir, TestKind};
 use std::time::Duration;
 use toml::Value;
@@ -18,14 +19,15 @@ pub struct SuiteError {
 
 impl std::fmt::Display for SuiteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.file)?;
+        // Keys and messages quote the file: shown escaped, never raw.
+        write!(f, "{}", printable(&self.file))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if let Some(k) = &self.key {
-            write!(f, ": key '{k}'")?;
+            write!(f, ": key '{}'", printable(k))?;
         }
-        write!(f, ": {}", self.msg)
+        write!(f, ": {}", printable(&self.msg))
     }
 }
 
@@ -84,6 +86,11 @@ impl Suite {
         crate::durations::planned(self, None)
     }
 }
+
+/// Most tests a suite may expand to. Beyond it a sweep is almost surely a
+/// mistake (10,000 tests of even 10 s are a day), and the expansion itself
+/// would take memory and time before anything runs.
+pub const MAX_TESTS: usize = 10_000;
 
 const SUITE_KEYS: &[&str] = &[
     "name",
@@ -211,6 +218,23 @@ fn produces(kind: &str, metric: &str) -> bool {
 
 /// The line of `key` inside the `idx`-th `[[test]]` block (or the top of
 /// the file), for error messages.
+/// "--burst-len 0 (--bs 4k)" as a suite file says it: "burst_len 0 (bs 4k)".
+fn flags_as_keys(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(at) = rest.find("--") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        out.push_str(&after[..end].replace('-', "_"));
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn key_line(text: &str, idx: Option<usize>, key: &str) -> Option<usize> {
     let mut block: Option<usize> = None;
     let mut seen = 0;
@@ -241,6 +265,18 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// An engine's validation error, which speaks of command-line flags
+    /// ("--qd must be ..."), told in the file's terms: the key it is about,
+    /// on that key's line, in the words of the file (`qd`, `burst_len`).
+    fn invalid(&self, idx: Option<usize>, msg: &str) -> SuiteError {
+        let key = msg
+            .strip_prefix("--")
+            .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
+            .and_then(|mut words| words.next())
+            .map(|flag| flag.replace('-', "_"));
+        self.err(idx, key.as_deref(), flags_as_keys(msg))
+    }
+
     fn err(&self, idx: Option<usize>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
         SuiteError {
             file: self.file.to_string(),
@@ -388,6 +424,13 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             .to_string(),
         None => return Err(cx.err(None, None, "the suite has no name = \"...\"")),
     };
+    if name.contains(char::is_control) {
+        return Err(cx.err(
+            None,
+            Some("name"),
+            "a suite name must not contain control characters",
+        ));
+    }
     let description = top("description")
         .and_then(|v| v.as_str())
         .map(str::to_string);
@@ -408,6 +451,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     };
 
     let mut jobs: Vec<Job> = Vec::new();
+    let mut names: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut base_names: Vec<String> = Vec::new();
     for (idx, t) in tests.iter().enumerate() {
         let i = Some(idx);
@@ -426,11 +470,11 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                 .to_string(),
             None => return Err(cx.err(i, None, "this [[test]] has no name")),
         };
-        if tname.is_empty() || tname.contains(['/', ',']) {
+        if tname.is_empty() || tname.contains(['/', ',']) || tname.contains(char::is_control) {
             return Err(cx.err(
                 i,
                 Some("name"),
-                "a test name must be non-empty, without '/' or ','",
+                "a test name must be non-empty, without '/', ',' or control characters",
             ));
         }
         if base_names.contains(&tname) {
@@ -582,7 +626,31 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             None => tname.clone(),
         };
 
-        let combos: usize = keys.iter().map(|(_, v)| v.len()).product();
+        // Counted before anything is expanded: a sweep of a million
+        // combinations is refused at once, not built.
+        let combos = keys
+            .iter()
+            .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()))
+            .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
+            .ok_or_else(|| {
+                let total = keys
+                    .iter()
+                    .fold(1f64, |acc, (_, v)| acc * v.len() as f64);
+                cx.err(
+                    i,
+                    None,
+                    format!(
+                        "test '{tname}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
+                        units::format_number(total),
+                        keys.iter()
+                            .filter(|(_, v)| v.len() > 1)
+                            .map(|(k, v)| format!("{k}: {}", v.len()))
+                            .collect::<Vec<_>>()
+                            .join(" x ")
+                    ),
+                )
+            })?;
+        jobs.reserve(combos);
         for n in 0..combos {
             // Mixed-radix digits of n pick one value per key.
             let mut rest = n;
@@ -617,12 +685,12 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                 JobSpec::Disk(d) => {
                     d.ramp = ramp.unwrap_or(d.ramp);
                     d.time = time.unwrap_or(d.time);
-                    d.validate().map_err(|e| cx.err(i, None, e.to_string()))?;
+                    d.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
                 }
                 JobSpec::Net(c) => {
                     c.ramp = ramp.unwrap_or(c.ramp);
                     c.time = time.unwrap_or(c.time);
-                    c.validate().map_err(|e| cx.err(i, None, e.to_string()))?;
+                    c.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
                 }
             }
             let label = |k: &str| {
@@ -650,7 +718,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
                     format!("'{}' names no parameter of this test", &group[open..]),
                 ));
             }
-            if jobs.iter().any(|j| j.name == name) {
+            if !names.insert(name.clone()) {
                 return Err(cx.err(
                     i,
                     Some("name"),
@@ -830,8 +898,113 @@ group = "{dir}"
             (s.jobs[0].interference_pct, s.jobs[1].interference_pct),
             (2.0, 7.5)
         );
-        assert!(err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=0\n")
-            .msg
-            .contains("--qd"));
+    }
+
+    /// Seen: `file:2: --qd must be ...` for `qd` on line 5 (and `conns`):
+    /// the error names the key, on its line, in the file's words.
+    #[test]
+    fn engine_limits_name_the_key_and_its_line() {
+        let e = err("name='t'\n\n[[test]]\nname='a'\nkind='disk'\nqd=0\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("qd")), "{e}");
+        assert!(e.msg.starts_with("qd must be between 1 and"), "{e}");
+        assert!(!e.to_string().contains("--"), "{e}");
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='net-stream'\ntime='2s'\nconns=[1, 0]\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("conns")), "{e}");
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbs='4k'\nburst_len=0\n");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(6), Some("burst_len")),
+            "{e}"
+        );
+        // A limit broken by two keys together names both in the file's terms.
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nsize='4k'\nbs='64k'\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("size")), "{e}");
+        assert!(
+            e.msg.contains("(bs 65536)") || e.msg.contains("(bs 64k)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn flags_read_as_keys() {
+        assert_eq!(
+            flags_as_keys("--burst-len 0 (--bs 4k) --"),
+            "burst_len 0 (bs 4k) "
+        );
+        assert_eq!(flags_as_keys("no flags"), "no flags");
+    }
+
+    /// Seen: control characters in suite and test names reached the
+    /// terminal raw. They are refused, and errors quoting them escape them.
+    #[test]
+    fn control_characters_in_names_are_refused_and_escaped() {
+        // TOML basic strings decode \u001b to ESC.
+        let e = err(r#"name="a\u001b[2J"
+[[test]]
+name="a"
+kind="disk"
+"#);
+        assert!(e.msg.contains("control characters"), "{e}");
+        let e = err(r#"name="t"
+[[test]]
+name="x\u0007"
+kind="disk"
+"#);
+        assert!(e.msg.contains("control characters"), "{e}");
+        let e = err(r#"name="t"
+[[test]]
+name="a"
+kind="disk"
+"q\u001b]0;pwned\u0007"=1
+"#);
+        let shown = e.to_string();
+        assert!(
+            !shown.contains('\u{1b}') && shown.contains("\\u{1b}"),
+            "{shown}"
+        );
+    }
+
+    /// Seen: a sweep of 10^6 combinations made `suite show` run for over a
+    /// minute and grow past 225 MB; now it is refused before expanding.
+    #[test]
+    fn huge_sweeps_are_refused_before_expanding() {
+        let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+        let list = values.join(",");
+        let text =
+            format!("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=[{list}]\nworkers=[{list}]\n");
+        let e = err(&text);
+        assert!(e.msg.contains("1,000,000 combinations"), "{e}");
+        assert!(e.msg.contains("qd: 1000 x workers: 1000"), "{e}");
+        assert_eq!(e.line, Some(2), "{e}");
+        // Counted over the whole suite, not per test.
+        let half: Vec<String> = (1..=6000).map(|v| format!("'{v}k'")).collect();
+        let half = half.join(",");
+        let text = format!(
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[{half}]\n[[test]]\nname='b'\nkind='disk'\nbs=[{half}]\n"
+        );
+        assert!(err(&text).msg.contains("more than 10000 tests"));
+        // An enormous product is refused without being built.
+        let big: Vec<String> = (1..=64).map(|v| v.to_string()).collect();
+        let big = big.join(",");
+        let keys = ["qd", "workers", "read", "random", "burst_len", "align"];
+        let mut text = "name='t'\n[[test]]\nname='a'\nkind='disk'\n".to_string();
+        for k in keys {
+            text.push_str(&format!("{k}=[{big}]\n"));
+        }
+        assert!(err(&text).msg.contains("combinations"));
+    }
+
+    /// Expansion is linear: 10,000 swept values expand at once (the
+    /// duplicate-name check was a scan of every earlier test).
+    #[test]
+    fn a_large_sweep_expands() {
+        let values: Vec<String> = (1..=10_000).map(|v| format!("'{v}k'")).collect();
+        let text = format!(
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[{}]\n",
+            values.join(",")
+        );
+        let s = parse(&text, "t").unwrap();
+        assert_eq!(s.jobs.len(), 10_000);
+        assert_eq!(s.jobs[9_999].name, "a/bs=10000k");
     }
 }
