@@ -161,7 +161,10 @@ pub fn measure<E: RunError>(
         None
     } else {
         let p = o.db.clone().unwrap_or_else(iotoll_store::default_path);
-        Some(iotoll_store::Store::open(&p)?)
+        let s = iotoll_store::Store::open(&p)?;
+        // Writable, unlocked, with room: before the workload, not after.
+        s.check_ready()?;
+        Some(s)
     };
     let flag = signals::install();
     let mut progress = progress::TermProgress::new(o.quiet);
@@ -185,9 +188,21 @@ pub fn measure<E: RunError>(
         print!("{}", output::human(&doc));
     }
     if let Some(store) = store.as_mut() {
-        let id = store_single(store, &doc)?;
-        if !o.quiet {
-            eprintln!("iotoll: stored as run {id} in {}", store.path().display());
+        match store_single(store, &doc) {
+            Ok(id) if !o.quiet => {
+                eprintln!("iotoll: stored as run {id} in {}", store.path().display())
+            }
+            Ok(_) => {}
+            // A finished result is never printed and then lost.
+            Err(e) => {
+                let kept = match iotoll_store::keep_unstored(store.path(), &doc) {
+                    Ok(f) => format!("the result is kept in {}", f.display()),
+                    Err(why) => format!(
+                        "the result could not be kept in a file either ({why}); the figures printed above are all there is"
+                    ),
+                };
+                return Err(anyhow::anyhow!("{e:#}; the result was not stored: {kept}"));
+            }
         }
     }
     if doc.status == "interrupted" {
@@ -249,7 +264,7 @@ fn store_failed(
 fn begin_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
-) -> anyhow::Result<(i64, i64)> {
+) -> Result<(i64, i64), iotoll_store::StoreError> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
     let name =
@@ -271,24 +286,27 @@ fn store_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
 ) -> anyhow::Result<i64> {
-    let (run, test) = begin_single(store, doc)?;
-    store.add_rep(test, 1, doc)?;
-    store.finish_test(
-        test,
-        &iotoll_store::Selection {
-            rule: "all".into(),
-            selected_rep: Some(1),
-            summary: Some(doc.metrics.clone()),
-            ..Default::default()
-        },
-    )?;
-    let status = if doc.status == "interrupted" {
-        "aborted"
-    } else {
-        "complete"
-    };
-    store.finish_run(run, status, &doc.notes)?;
-    Ok(run)
+    // All of the run or none of it: never a run left `running`.
+    Ok(store.atomically(|store| {
+        let (run, test) = begin_single(store, doc)?;
+        store.add_rep(test, 1, doc)?;
+        store.finish_test(
+            test,
+            &iotoll_store::Selection {
+                rule: "all".into(),
+                selected_rep: Some(1),
+                summary: Some(doc.metrics.clone()),
+                ..Default::default()
+            },
+        )?;
+        let status = if doc.status == "interrupted" {
+            "aborted"
+        } else {
+            "complete"
+        };
+        store.finish_run(run, status, &doc.notes)?;
+        Ok(run)
+    })?)
 }
 
 fn main() -> ExitCode {

@@ -85,7 +85,7 @@ fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
 
 fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let p = db.clone().unwrap_or_else(iotoll_store::default_path);
-    let store = Store::open(&p)?;
+    let store = crate::results::open_read(&p)?;
     let mut configs = Vec::new();
     let mut infos = Vec::new();
     for w in which {

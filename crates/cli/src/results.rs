@@ -86,6 +86,15 @@ fn open(db: &DbArg) -> Result<Store> {
     Ok(Store::open(&db.path())?)
 }
 
+/// For commands that only read: never creates, migrates or writes, so a
+/// database on a read-only or full filesystem still answers.
+pub fn open_read(path: &std::path::Path) -> Result<Store> {
+    Store::open_read_only(path).map_err(|e| match e {
+        iotoll_store::StoreError::Missing(_) => UsageError(e.to_string()).into(),
+        e => e.into(),
+    })
+}
+
 fn resolve(store: &Store, run: &str) -> Result<i64> {
     store
         .resolve(run)
@@ -95,8 +104,14 @@ fn resolve(store: &Store, run: &str) -> Result<i64> {
 pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => {
-            let s = open(&db)?;
-            let runs = s.list_runs()?;
+            let s = match Store::open_read_only(&db.path()) {
+                // None yet: it is set up (as a measuring command would), so
+                // the path is known to be usable; where that fails there is
+                // still nothing stored to list.
+                Err(iotoll_store::StoreError::Missing(_)) => Store::open(&db.path()).ok(),
+                r => Some(r?),
+            };
+            let runs = s.map(|s| s.list_runs()).transpose()?.unwrap_or_default();
             if runs.is_empty() {
                 eprintln!("iotoll: no runs stored in {}", db.path().display());
                 return Ok(());
@@ -120,7 +135,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Show { run, db, json } => {
-            let s = open(&db)?;
+            let s = open_read(&db.path())?;
             let d = s.run_detail(resolve(&s, &run)?)?;
             if json {
                 return crate::output::print_json(&d);
@@ -169,7 +184,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Export { run, format, db } => {
-            let s = open(&db)?;
+            let s = open_read(&db.path())?;
             let d = s.run_detail(resolve(&s, &run)?)?;
             let text = match format {
                 Format::Csv => export::csv(&d),
@@ -195,26 +210,51 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             if config.trim().is_empty() {
                 return Err(UsageError("--config must not be empty".into()).into());
             }
-            let text = std::fs::read_to_string(&file)
+            // Streamed: memory follows the results, not the file.
+            let f = std::fs::File::open(&file)
                 .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
-            let src = file.display().to_string();
-            let (name, parsed) = match format {
-                ImportFormat::Table => ("table", import::table(&text, &src)),
-                ImportFormat::FioJson => ("fio-json", import::fio_json(&text, &src)),
-                ImportFormat::Iperf3Json => ("iperf3-json", import::iperf3_json(&text, &src)),
-            };
-            let tests = parsed.map_err(|e| UsageError(format!("{src}: {e}")))?;
-            let mut s = open(&db)?;
-            let id = s.import(name, &src, &config, &tests)?;
-            for t in &tests {
-                for n in t.doc.notes.iter().take(1) {
-                    eprintln!("iotoll: note: {}: {n}", t.name);
-                }
+            // A file or a pipe; a directory or device (/dev/zero) is no input.
+            let kind = f.metadata().map(|m| m.file_type());
+            if !kind.is_ok_and(|k| {
+                use std::os::unix::fs::FileTypeExt;
+                k.is_file() || k.is_fifo() || k.is_socket()
+            }) {
+                return Err(UsageError(format!(
+                    "{}: not a file or a pipe (a directory or a device)",
+                    file.display()
+                ))
+                .into());
             }
-            println!(
-                "imported {} test(s) from {src} as run {id} (config {config})",
-                tests.len()
-            );
+            let input = std::io::BufReader::with_capacity(1 << 16, f);
+            let src = file.display().to_string();
+            let bad = |e: String| UsageError(format!("{src}: {e}"));
+            let (id, n) = match format {
+                // Row by row into the database: memory of one row.
+                ImportFormat::Table => {
+                    let rows = import::table_rows(input, &src).map_err(bad)?;
+                    open(&db)?
+                        .import_stream("table", &src, &config, rows)
+                        .map_err(|e| match e {
+                            iotoll_store::StoreError::Input(m) => bad(m).into(),
+                            e => anyhow::Error::from(e),
+                        })?
+                }
+                ImportFormat::FioJson | ImportFormat::Iperf3Json => {
+                    let (name, parsed) = match format {
+                        ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
+                        _ => ("iperf3-json", import::iperf3_json(input, &src)),
+                    };
+                    let tests = parsed.map_err(bad)?;
+                    let id = open(&db)?.import(name, &src, &config, &tests)?;
+                    for t in &tests {
+                        for n in t.doc.notes.iter().take(1) {
+                            eprintln!("iotoll: note: {}: {n}", t.name);
+                        }
+                    }
+                    (id, tests.len())
+                }
+            };
+            println!("imported {n} test(s) from {src} as run {id} (config {config})");
             Ok(())
         }
         ResultsCmd::Delete { run, db } => {

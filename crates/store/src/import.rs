@@ -62,6 +62,80 @@ fn doc(
     }
 }
 
+/// A number at `path`: absent (or null) is None; anything but a finite,
+/// non-negative number is an error naming the field.
+fn number(v: &Value, path: &str) -> Result<Option<f64>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            Some(x) if x.is_finite() => Err(format!("{path}: {x} is negative")),
+            _ => Err(format!("{path}: {n} is not a finite number")),
+        },
+        other => Err(format!(
+            "{path}: expected a number, got {}",
+            type_name(other)
+        )),
+    }
+}
+
+/// A whole, non-negative number at `path` (a count).
+fn count(v: &Value, path: &str) -> Result<Option<u64>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{path}: expected a whole number of 0 or more, got {n}")),
+        other => Err(format!(
+            "{path}: expected a whole number, got {}",
+            type_name(other)
+        )),
+    }
+}
+
+/// iperf3's 0/1 flags.
+fn flag(v: &Value, path: &str) -> Result<bool, String> {
+    match v {
+        Value::Null => Ok(false),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(false),
+        Value::Number(n) if n.as_u64() == Some(1) => Ok(true),
+        other => Err(format!("{path}: expected 0 or 1, got {other}")),
+    }
+}
+
+fn text_field<'a>(v: &'a Value, path: &str) -> Result<Option<&'a str>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        other => Err(format!(
+            "{path}: expected a string, got {}",
+            type_name(other)
+        )),
+    }
+}
+
+fn type_name(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("{b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("a string (\"{}\")", s.escape_debug()),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// After the arithmetic: every figure is a finite number.
+fn all_finite(m: &Metrics, what: &str) -> Result<(), String> {
+    match m.iter().find(|(_, v)| !v.is_finite()) {
+        Some((k, v)) => Err(format!(
+            "{what}: {k} comes to {v}: the figures are too large to be real"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Splits one CSV line (RFC 4180 quoting).
 fn csv_fields(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -84,14 +158,86 @@ fn csv_fields(line: &str) -> Vec<String> {
 }
 
 /// `test,group,mb_s,cpu_pct,...`: a `test` column, an optional `group`
-/// column, and one column per canonical metric.
-pub fn table(text: &str, source: &str) -> Result<Vec<Imported>, String> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, head) = lines.next().ok_or("the table is empty")?;
+/// column, and one column per canonical metric. Read line by line: time
+/// linear in the rows, memory in the results.
+pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>, String> {
+    let out = table_rows(input, source)?.collect::<Result<Vec<_>, _>>()?;
+    if out.is_empty() {
+        return Err(NO_ROWS.into());
+    }
+    Ok(out)
+}
+
+/// What a table with a header and nothing else is told.
+pub const NO_ROWS: &str = "the table has a header but no rows";
+
+/// A table's rows one at a time, as they are read: what a large table
+/// imports through, holding one row in memory.
+pub struct TableRows<R> {
+    lines: std::iter::Enumerate<Lines<R>>,
+    cols: Vec<String>,
+    test_col: usize,
+    group_col: Option<usize>,
+    names: std::collections::HashSet<String>,
+    source: String,
+}
+
+/// The longest line a table may have: a file without line breaks (or a
+/// device that never ends one) is refused, not read into memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Lines of at most [`MAX_LINE`] bytes, of UTF-8.
+struct Lines<R>(R);
+
+impl<R: std::io::BufRead> Iterator for Lines<R> {
+    type Item = std::io::Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        let mut buf = Vec::new();
+        let limit = MAX_LINE as u64 + 1;
+        match self.0.by_ref().take(limit).read_until(b'\n', &mut buf) {
+            Ok(0) => None,
+            Err(e) => Some(Err(e)),
+            Ok(_) if buf.len() > MAX_LINE => Some(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("longer than {} MiB", MAX_LINE >> 20),
+            ))),
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                }
+                Some(String::from_utf8(buf).map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
+                }))
+            }
+        }
+    }
+}
+
+/// Reads and checks a table's header; the rows follow from the iterator.
+pub fn table_rows<R: std::io::BufRead>(input: R, source: &str) -> Result<TableRows<R>, String> {
+    let mut lines = Lines(input).enumerate();
+    let head = loop {
+        match lines.next() {
+            None => return Err("the table is empty".into()),
+            Some((n, Err(e))) => return Err(format!("line {}: {e}", n + 1)),
+            Some((_, Ok(l))) if l.trim().is_empty() => continue,
+            Some((_, Ok(l))) => break l,
+        }
+    };
+    // Spreadsheets save UTF-8 with a byte-order mark.
+    let head = head.strip_prefix('\u{feff}').unwrap_or(&head);
     let cols = csv_fields(head);
+    let mut seen = std::collections::HashSet::new();
+    for c in &cols {
+        if !seen.insert(c.as_str()) {
+            return Err(format!("line 1: column '{c}' appears twice"));
+        }
+    }
     let test_col = cols
         .iter()
         .position(|c| c == "test")
@@ -104,41 +250,65 @@ pub fn table(text: &str, source: &str) -> Result<Vec<Imported>, String> {
             ));
         }
     }
-    let mut out = Vec::new();
-    for (n, line) in lines {
+    Ok(TableRows {
+        lines,
+        cols,
+        test_col,
+        group_col,
+        names: std::collections::HashSet::new(),
+        source: source.to_string(),
+    })
+}
+
+impl<R: std::io::BufRead> Iterator for TableRows<R> {
+    type Item = Result<Imported, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (n, line) = self.lines.next()?;
+            let line = match line {
+                Ok(l) if l.trim().is_empty() => continue,
+                Ok(l) => l,
+                Err(e) => return Some(Err(format!("line {}: {e}", n + 1))),
+            };
+            return Some(self.row(n + 1, &line));
+        }
+    }
+}
+
+impl<R> TableRows<R> {
+    fn row(&mut self, n: usize, line: &str) -> Result<Imported, String> {
+        let cols = &self.cols;
         let f = csv_fields(line);
         if f.len() != cols.len() {
             return Err(format!(
-                "line {}: {} fields, the header has {}",
-                n + 1,
+                "line {n}: {} fields, the header has {}",
                 f.len(),
                 cols.len()
             ));
         }
         let mut m = Metrics::new();
         for (i, v) in f.iter().enumerate() {
-            if i == test_col || Some(i) == group_col || v.is_empty() {
+            if i == self.test_col || Some(i) == self.group_col || v.is_empty() {
                 continue;
             }
+            let at = || format!("line {n}: column '{}'", cols[i]);
             let x: f64 = v
                 .parse()
                 .ok()
                 .filter(|x: &f64| x.is_finite())
-                .ok_or_else(|| {
-                    format!(
-                        "line {}: column '{}': '{v}' is not a number",
-                        n + 1,
-                        cols[i]
-                    )
-                })?;
+                .ok_or_else(|| format!("{}: '{v}' is not a number", at()))?;
+            if x < 0.0 {
+                return Err(format!("{}: {v} is negative", at()));
+            }
             m.insert(cols[i].clone(), x);
         }
-        let name = f[test_col].clone();
+        let name = f[self.test_col].clone();
         if name.is_empty() {
-            return Err(format!("line {}: empty test name", n + 1));
+            return Err(format!("line {n}: empty test name"));
         }
-        if out.iter().any(|o: &Imported| o.name == name) {
-            return Err(format!("line {}: duplicate test '{name}'", n + 1));
+        if !self.names.insert(name.clone()) {
+            return Err(format!("line {n}: duplicate test '{name}'"));
         }
         let kind = if m.contains_key(mn::IOPS) || m.contains_key(mn::MB_S) {
             "disk"
@@ -147,60 +317,130 @@ pub fn table(text: &str, source: &str) -> Result<Vec<Imported>, String> {
         } else {
             "net-stream"
         };
-        out.push(Imported {
-            group: group_col.map(|g| f[g].clone()).filter(|g| !g.is_empty()),
-            doc: doc(kind, source, "table", m, Vec::new(), Origin::default()),
+        let d = doc(
+            kind,
+            &self.source,
+            "table",
+            m,
+            Vec::new(),
+            Origin::default(),
+        );
+        all_finite(&d.metrics, &format!("line {n}"))?;
+        Ok(Imported {
+            group: self
+                .group_col
+                .map(|g| f[g].clone())
+                .filter(|g| !g.is_empty()),
+            doc: d,
             name,
-        });
+        })
     }
-    if out.is_empty() {
-        return Err("the table has a header but no rows".into());
-    }
-    Ok(out)
 }
 
-/// Tools print notes before their JSON; the document starts at the first '{'.
-fn json_body(text: &str) -> Result<Value, String> {
-    let start = text.find('{').ok_or("no JSON object in the file")?;
-    serde_json::from_str(&text[start..]).map_err(|e| format!("not valid JSON: {e}"))
+/// Tools print notes before their JSON; the document starts at the first
+/// '{'. Parsed straight from the reader into `T`, so parts of the file `T`
+/// does not keep (iperf3's per-second intervals) are never held in memory.
+fn json_body<T: serde::de::DeserializeOwned>(input: impl std::io::Read) -> Result<T, String> {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, input);
+    let mut skipped = 0;
+    loop {
+        let buf = r.fill_buf().map_err(|e| e.to_string())?;
+        if buf.is_empty() || skipped > MAX_LINE {
+            return Err("no JSON object in the file".into());
+        }
+        skipped += buf.len();
+        match buf.iter().position(|b| *b == b'{') {
+            Some(i) => {
+                r.consume(i);
+                break;
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    }
+    serde_json::from_reader(r).map_err(|e| format!("not valid JSON: {e}"))
+}
+
+#[derive(serde::Deserialize)]
+struct FioTop {
+    #[serde(default)]
+    jobs: Value,
+    #[serde(default, rename = "global options")]
+    global: Value,
+    #[serde(default)]
+    timestamp: Value,
 }
 
 /// fio `--output-format=json`: one test per job.
-pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
-    let v = json_body(text)?;
-    let jobs = v["jobs"]
-        .as_array()
-        .ok_or("no 'jobs' array: is this fio --output-format=json?")?;
+pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>, String> {
+    let v: FioTop = json_body(input)?;
+    let jobs = match &v.jobs {
+        Value::Array(a) => a,
+        Value::Null => return Err("no 'jobs' array: is this fio --output-format=json?".into()),
+        other => return Err(format!("jobs: expected a list, got {}", type_name(other))),
+    };
+    let timestamp = number(&v.timestamp, "timestamp")?;
     let mut out: Vec<Imported> = Vec::new();
+    let mut names = std::collections::HashSet::new();
     for (i, j) in jobs.iter().enumerate() {
-        let jobname = j["jobname"]
-            .as_str()
+        let at = |k: &str| format!("jobs[{i}].{k}");
+        if !j.is_object() {
+            return Err(format!(
+                "jobs[{i}]: expected a job object, got {}",
+                type_name(j)
+            ));
+        }
+        for part in [
+            "read",
+            "write",
+            "read.lat_ns",
+            "write.lat_ns",
+            "job options",
+        ] {
+            let v = part.split('.').fold(j, |v, k| &v[k]);
+            if !(v.is_null() || v.is_object()) {
+                return Err(format!(
+                    "{}: expected an object, got {}",
+                    at(part),
+                    type_name(v)
+                ));
+            }
+        }
+        let jobname = text_field(&j["jobname"], &at("jobname"))?
             .map(str::to_string)
             .unwrap_or_else(|| format!("job{i}"));
-        let f = |dir: &str, k: &str| j[dir][k].as_f64();
-        let runtime_s = j["job_runtime"]
-            .as_f64()
+        let f = |dir: &str, k: &str| number(&j[dir][k], &at(&format!("{dir}.{k}")));
+        let runtime_s = number(&j["job_runtime"], &at("job_runtime"))?
             .filter(|r| *r > 0.0)
             .map(|r| r / 1000.0);
-        let (spec, sync_engine) = fio_spec(&v["global options"], &j["job options"]);
+        let (spec, sync_engine) = fio_spec(&v.global, &j["job options"]);
         // fio stamps its output when the jobs end.
-        let started_s = v["timestamp"]
-            .as_f64()
-            .map(|t| t - runtime_s.unwrap_or(0.0));
+        let started_s = timestamp.map(|t| t - runtime_s.unwrap_or(0.0));
         let spec_v = Value::Object(spec.clone());
-        // The native run's name; jobs with equal parameters keep theirs apart.
-        let mut name =
-            iotoll_model::workload::test_name("disk", &spec_v).unwrap_or(jobname.clone());
-        if out.iter().any(|o| o.name == name) {
-            name = format!("{name}/job={jobname}");
+        // The native run's name; jobs with equal parameters keep theirs
+        // apart, and clones sharing a job name (numjobs) are numbered.
+        let base = iotoll_model::workload::test_name("disk", &spec_v).unwrap_or(jobname.clone());
+        let mut name = base.clone();
+        if names.contains(&name) {
+            name = format!("{base}/job={jobname}");
+            // The third clone is #3 (the second has the plain job name).
+            let mut k = 3;
+            while names.contains(&name) {
+                name = format!("{base}/job={jobname}#{k}");
+                k += 1;
+            }
         }
+        names.insert(name.clone());
         let (ri, wi) = (
-            f("read", "iops").unwrap_or(0.0),
-            f("write", "iops").unwrap_or(0.0),
+            f("read", "iops")?.unwrap_or(0.0),
+            f("write", "iops")?.unwrap_or(0.0),
         );
         let (rb, wb) = (
-            f("read", "bw_bytes").unwrap_or(0.0),
-            f("write", "bw_bytes").unwrap_or(0.0),
+            f("read", "bw_bytes")?.unwrap_or(0.0),
+            f("write", "bw_bytes")?.unwrap_or(0.0),
         );
         let mut m = Metrics::new();
         m.insert(mn::IOPS.into(), ri + wi);
@@ -212,31 +452,39 @@ pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
         if let Some(r) = runtime_s {
             m.insert(mn::WINDOW_S.into(), r);
         }
-        if let Some(e) = j["error"].as_f64() {
-            m.insert(mn::ERRORS.into(), e);
+        if let Some(e) = count(&j["error"], &at("error"))? {
+            m.insert(mn::ERRORS.into(), e as f64);
         }
         // Total latency (submission to completion): mean weighted by I/Os.
-        let n = |d: &str| j[d]["lat_ns"]["N"].as_f64().unwrap_or(0.0);
-        let (nr, nw) = (n("read"), n("write"));
+        let (nr, nw) = (
+            number(&j["read"]["lat_ns"]["N"], &at("read.lat_ns.N"))?.unwrap_or(0.0),
+            number(&j["write"]["lat_ns"]["N"], &at("write.lat_ns.N"))?.unwrap_or(0.0),
+        );
+        let lat = |d: &str, k: &str| number(&j[d]["lat_ns"][k], &at(&format!("{d}.lat_ns.{k}")));
         if nr + nw > 0.0 {
-            let mean = (j["read"]["lat_ns"]["mean"].as_f64().unwrap_or(0.0) * nr
-                + j["write"]["lat_ns"]["mean"].as_f64().unwrap_or(0.0) * nw)
+            let mean = (lat("read", "mean")?.unwrap_or(0.0) * nr
+                + lat("write", "mean")?.unwrap_or(0.0) * nw)
                 / (nr + nw);
             m.insert(mn::LAT_MEAN_US.into(), mean / 1000.0);
-            let ext = |k: &str, pick: fn(f64, f64) -> f64| {
-                let vals: Vec<f64> = ["read", "write"]
-                    .iter()
-                    .filter(|d| n(d) > 0.0)
-                    .filter_map(|d| j[d]["lat_ns"][k].as_f64())
-                    .collect();
-                vals.into_iter().reduce(pick).map(|v| v / 1000.0)
+            let dirs: Vec<&str> = [("read", nr), ("write", nw)]
+                .iter()
+                .filter(|(_, n)| *n > 0.0)
+                .map(|(d, _)| *d)
+                .collect();
+            let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
+                let mut vals = Vec::new();
+                for d in &dirs {
+                    if let Some(v) = lat(d, k)? {
+                        vals.push(v);
+                    }
+                }
+                if let Some(v) = vals.into_iter().reduce(pick) {
+                    m.insert(metric.into(), v / 1000.0);
+                }
+                Ok::<(), String>(())
             };
-            if let Some(v) = ext("min", f64::min) {
-                m.insert(mn::LAT_MIN_US.into(), v);
-            }
-            if let Some(v) = ext("max", f64::max) {
-                m.insert(mn::LAT_MAX_US.into(), v);
-            }
+            ext("min", f64::min, mn::LAT_MIN_US)?;
+            ext("max", f64::max, mn::LAT_MAX_US)?;
         }
         // Percentiles cannot be merged across directions: only when one
         // direction did all the I/O (fio's are completion latencies).
@@ -253,32 +501,40 @@ pub fn fio_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
                 ("99.900000", mn::LAT_P999_US),
                 ("99.990000", mn::LAT_P9999_US),
             ] {
-                if let Some(v) = j[d]["clat_ns"]["percentile"][key].as_f64() {
+                let p = &j[d]["clat_ns"]["percentile"][key];
+                if let Some(v) = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))? {
                     m.insert(metric.into(), v / 1000.0);
                 }
             }
         }
+        let cpu = |k: &str| -> Result<String, String> {
+            Ok(number(&j[k], &at(k))?
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or("?".into()))
+        };
         let mut notes = vec![format!(
             "imported from fio: its CPU figures are the fio process's own (usr {} %, sys {} % of one CPU), not whole-host, so cpu_pct and the efficiency metrics are absent",
-            j["usr_cpu"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
-            j["sys_cpu"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
+            cpu("usr_cpu")?,
+            cpu("sys_cpu")?,
         )];
         if sync_engine {
             notes.push(
                 "fio's engine is synchronous: its queue depth is 1 whatever iodepth says".into(),
             );
         }
+        let d = doc(
+            "disk",
+            source,
+            "fio-json",
+            m,
+            notes,
+            Origin { spec, started_s },
+        );
+        all_finite(&d.metrics, &format!("jobs[{i}] ({jobname})"))?;
         out.push(Imported {
             name,
             group: None,
-            doc: doc(
-                "disk",
-                source,
-                "fio-json",
-                m,
-                notes,
-                Origin { spec, started_s },
-            ),
+            doc: d,
         });
     }
     if out.is_empty() {
@@ -361,21 +617,33 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     (spec, sync_engine)
 }
 
+#[derive(serde::Deserialize)]
+struct Iperf3Top {
+    #[serde(default)]
+    start: Value,
+    #[serde(default)]
+    end: Value,
+    #[serde(default)]
+    error: Value,
+}
+
 /// iperf3 `-J` (client side): one stream test.
-pub fn iperf3_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
-    let v = json_body(text)?;
-    if let Some(e) = v["error"].as_str() {
+pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>, String> {
+    let v: Iperf3Top = json_body(input)?;
+    if let Some(e) = text_field(&v.error, "error")? {
         return Err(format!("iperf3 reported an error: {e}"));
     }
-    let recv = &v["end"]["sum_received"];
-    let bps = recv["bits_per_second"]
-        .as_f64()
+    let recv = &v.end["sum_received"];
+    let bps = number(&recv["bits_per_second"], "end.sum_received.bits_per_second")?
         .ok_or("no end.sum_received.bits_per_second: is this iperf3 -J output?")?;
-    let ts = &v["start"]["test_start"];
-    if ts["protocol"].as_str().is_some_and(|p| p != "TCP") {
+    let ts = &v.start["test_start"];
+    let tsp = |k: &str| format!("start.test_start.{k}");
+    if text_field(&ts["protocol"], &tsp("protocol"))?.is_some_and(|p| p != "TCP") {
         return Err("only TCP tests can be imported".into());
     }
-    let reverse = ts["reverse"].as_i64().unwrap_or(0) != 0;
+    let reverse = flag(&ts["reverse"], &tsp("reverse"))?;
+    let bidir = flag(&ts["bidir"], &tsp("bidir"))?;
+    let streams = count(&ts["num_streams"], &tsp("num_streams"))?;
     let mut m = Metrics::new();
     let mbit = bps / 1e6;
     m.insert(mn::MBIT_S.into(), mbit);
@@ -388,22 +656,32 @@ pub fn iperf3_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
         .into(),
         mbit,
     );
-    if let Some(s) = recv["seconds"].as_f64() {
+    if let Some(s) = number(&recv["seconds"], "end.sum_received.seconds")? {
         m.insert(mn::WINDOW_S.into(), s);
     }
-    if let Some(n) = ts["num_streams"].as_f64() {
-        m.insert(mn::CONNS.into(), n);
+    if let Some(n) = streams {
+        m.insert(mn::CONNS.into(), n as f64);
     }
-    if let Some(r) = v["end"]["sum_sent"]["retransmits"].as_f64() {
-        m.insert(mn::RETRANSMITS.into(), r);
+    if let Some(r) = count(
+        &v.end["sum_sent"]["retransmits"],
+        "end.sum_sent.retransmits",
+    )? {
+        m.insert(mn::RETRANSMITS.into(), r as f64);
     }
-    let cpu = &v["end"]["cpu_utilization_percent"];
+    let cpu = &v.end["cpu_utilization_percent"];
+    let pct = |k: &str| -> Result<String, String> {
+        Ok(
+            number(&cpu[k], &format!("end.cpu_utilization_percent.{k}"))?
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or("?".into()),
+        )
+    };
     let notes = vec![format!(
         "imported from iperf3: its CPU figures are per process (client {} %, server {} %), not whole-host, so cpu_pct and the P/E index are absent",
-        cpu["host_total"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
-        cpu["remote_total"].as_f64().map(|v| format!("{v:.1}")).unwrap_or("?".into()),
+        pct("host_total")?,
+        pct("remote_total")?,
     )];
-    let dir = if ts["bidir"].as_i64().unwrap_or(0) != 0 {
+    let dir = if bidir {
         "bidir"
     } else if reverse {
         "rx"
@@ -412,37 +690,37 @@ pub fn iperf3_json(text: &str, source: &str) -> Result<Vec<Imported>, String> {
     };
     let mut spec = serde_json::Map::new();
     spec.insert("dir".into(), dir.into());
-    spec.insert(
-        "conns".into(),
-        ts["num_streams"].as_u64().unwrap_or(1).into(),
-    );
-    if let Some(b) = ts["blksize"].as_u64() {
+    spec.insert("conns".into(), streams.unwrap_or(1).into());
+    if let Some(b) = count(&ts["blksize"], &tsp("blksize"))? {
         spec.insert("msg".into(), b.into());
     }
-    if let Some(d) = ts["duration"].as_f64() {
+    if let Some(d) = number(&ts["duration"], &tsp("duration"))? {
         spec.insert("time_s".into(), d.into());
     }
     // iperf3's --omit is the ramp-up left out of the figures.
-    if let Some(o) = ts["omit"].as_f64() {
+    if let Some(o) = number(&ts["omit"], &tsp("omit"))? {
         spec.insert("ramp_s".into(), o.into());
     }
     let spec_v = Value::Object(spec.clone());
     let name =
         iotoll_model::workload::test_name("net-stream", &spec_v).unwrap_or_else(|| "stream".into());
+    let started_s = number(
+        &v.start["timestamp"]["timesecs"],
+        "start.timestamp.timesecs",
+    )?;
+    let d = doc(
+        "net-stream",
+        source,
+        "iperf3-json",
+        m,
+        notes,
+        Origin { spec, started_s },
+    );
+    all_finite(&d.metrics, "iperf3 result")?;
     Ok(vec![Imported {
         name,
         group: Some(dir.into()),
-        doc: doc(
-            "net-stream",
-            source,
-            "iperf3-json",
-            m,
-            notes,
-            Origin {
-                spec,
-                started_s: v["start"]["timestamp"]["timesecs"].as_f64(),
-            },
-        ),
+        doc: d,
     }])
 }
 
@@ -455,7 +733,7 @@ mod tests {
 
     #[test]
     fn fio_fixture_from_the_real_tool() {
-        let r = fio_json(FIO, "fio-randrw.json").unwrap();
+        let r = fio_json(FIO.as_bytes(), "fio-randrw.json").unwrap();
         assert_eq!(r.len(), 1);
         let m = &r[0].doc.metrics;
         // The name the native run gets: randrw 70 % read, 4k, psync (QD 1).
@@ -474,13 +752,17 @@ mod tests {
         );
         assert!(!m.contains_key("cpu_pct"), "fio's CPU is per-process");
         assert!(r[0].doc.notes[0].contains("not whole-host"));
-        assert!(fio_json("{}", "x").is_err());
-        assert!(fio_json("not json", "x").is_err());
+        let mut v: Value = serde_json::from_str(&FIO[FIO.find('{').unwrap()..]).unwrap();
+        v["jobs"][0]["write"] = 5.into();
+        let e = fio_json(v.to_string().as_bytes(), "x").unwrap_err();
+        assert_eq!(e, "jobs[0].write: expected an object, got the number 5");
+        assert!(fio_json("{}".as_bytes(), "x").is_err());
+        assert!(fio_json("not json".as_bytes(), "x").is_err());
     }
 
     #[test]
     fn iperf3_fixture_from_the_real_tool() {
-        let r = iperf3_json(IPERF3, "iperf3-tx.json").unwrap();
+        let r = iperf3_json(IPERF3.as_bytes(), "iperf3-tx.json").unwrap();
         let m = &r[0].doc.metrics;
         assert_eq!(r[0].name, "stream/dir=tx,conns=2,msg=128k");
         assert_eq!(r[0].doc.started_at, "2026-11-22T01:33:16Z");
@@ -488,15 +770,45 @@ mod tests {
         assert_eq!(m["tx_mbit_s"], m["mbit_s"]);
         assert_eq!((m["conns"], m["retransmits"]), (2.0, 9.0));
         assert!(!m.contains_key("cpu_pct"));
-        assert!(iperf3_json(r#"{"error": "unable to connect"}"#, "x")
-            .unwrap_err()
-            .contains("unable to connect"));
+        assert!(
+            iperf3_json(r#"{"error": "unable to connect"}"#.as_bytes(), "x")
+                .unwrap_err()
+                .contains("unable to connect")
+        );
+    }
+
+    /// This thread's CPU time, seconds: unaffected by other processes.
+    fn thread_cpu() -> f64 {
+        // SAFETY: a zeroed out-parameter for clock_gettime.
+        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+    }
+
+    #[test]
+    fn table_parsing_is_linear_in_rows() {
+        let cpu = |rows: usize| {
+            let mut t = String::from("test,group,iops,mb_s\n");
+            for i in 0..rows {
+                t.push_str(&format!("t{i},g{},{},{}\n", i % 7, i + 1, i % 500));
+            }
+            let t0 = thread_cpu();
+            assert_eq!(table(t.as_bytes(), "t.csv").unwrap().len(), rows);
+            thread_cpu() - t0
+        };
+        // 8 times the rows: about 8 times the CPU (the duplicate check was
+        // quadratic: 64 times).
+        let (small, large) = (cpu(10_000), cpu(80_000));
+        assert!(
+            large < 20.0 * small.max(0.005),
+            "10,000 rows: {small:.3} s; 80,000 rows: {large:.3} s"
+        );
     }
 
     #[test]
     fn published_table() {
         let t = "test,group,mb_s,cpu_pct\n\"read, 4k\",read,120.5,8\nwrite-4k,write,80,\n";
-        let r = table(t, "t.csv").unwrap();
+        let r = table(t.as_bytes(), "t.csv").unwrap();
         assert_eq!(r[0].name, "read, 4k");
         assert_eq!(r[0].group.as_deref(), Some("read"));
         assert_eq!(
@@ -508,18 +820,28 @@ mod tests {
             !r[1].doc.metrics.contains_key("cpu_pct"),
             "empty cell: absent"
         );
-        assert!(table("test,bogus\na,1\n", "t")
+        assert!(table("test,bogus\na,1\n".as_bytes(), "t")
             .unwrap_err()
             .contains("'bogus'"));
-        assert!(table("test,mb_s\na,fast\n", "t")
+        assert!(table("test,mb_s\na,fast\n".as_bytes(), "t")
             .unwrap_err()
             .contains("line 2"));
-        assert!(table("group,mb_s\nx,1\n", "t")
+        assert!(table("group,mb_s\nx,1\n".as_bytes(), "t")
             .unwrap_err()
             .contains("'test'"));
-        assert!(table("test,mb_s\na,1\na,2\n", "t")
+        assert!(table("test,mb_s\na,1\na,2\n".as_bytes(), "t")
             .unwrap_err()
             .contains("duplicate"));
-        assert!(table("", "t").is_err());
+        assert!(table("".as_bytes(), "t").is_err());
+        // Windows line ends; a line without end is refused, not held.
+        assert_eq!(
+            table("test,mb_s\r\na,1\r\n".as_bytes(), "t").unwrap()[0].name,
+            "a"
+        );
+        let endless = std::io::Read::take(std::io::repeat(b'x'), 1 << 30);
+        let e = table(std::io::BufReader::new(endless), "t").unwrap_err();
+        assert!(e.contains("line 1: longer than 1 MiB"), "{e}");
+        let e = table(&b"test,mb_s\na,\xff\n"[..], "t");
+        assert!(e.unwrap_err().contains("line 2: not UTF-8"));
     }
 }

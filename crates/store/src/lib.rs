@@ -9,9 +9,10 @@ pub mod export;
 pub mod import;
 
 use iotoll_model::ResultDoc;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The schema this iotoll writes. A database with a higher version was
 /// written by a newer iotoll and is refused, never modified.
@@ -74,12 +75,54 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("no results database at {0} (nothing has been stored there yet)")]
+    Missing(PathBuf),
     #[error("no run {0} in the results database")]
     NoRun(String),
     #[error("results database: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("results database: stored document is damaged: {0}")]
     Json(#[from] serde_json::Error),
+    /// Input an import could not take (nothing was stored).
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Keeps a finished result the database could not take: its JSON document
+/// in a new file beside the database (else in the current directory, else
+/// the temporary directory). Returns where it is.
+pub fn keep_unstored(db: &Path, doc: &ResultDoc) -> Result<PathBuf, String> {
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    let name = format!(
+        "iotoll-unstored-{}-{}.json",
+        doc.started_at.replace(':', ""),
+        std::process::id()
+    );
+    let mut tried = Vec::new();
+    for dir in [dir_of(db), PathBuf::from("."), std::env::temp_dir()] {
+        let p = dir.join(&name);
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.write_all(b"\n")?;
+                f.sync_all()
+            });
+        match r {
+            Ok(()) => return Ok(std::path::absolute(&p).unwrap_or(p)),
+            Err(e) => {
+                // A partial file is no result: do not leave it.
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    let _ = std::fs::remove_file(&p);
+                }
+                tried.push(format!("{}: {e}", p.display()));
+            }
+        }
+    }
+    Err(tried.join("; "))
 }
 
 /// `$XDG_DATA_HOME/iotoll/results.db`, else `~/.local/share/iotoll/results.db`.
@@ -152,6 +195,7 @@ pub struct Selection {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    read_only: bool,
 }
 
 fn now() -> String {
@@ -165,26 +209,261 @@ fn pid_alive(pid: i64) -> bool {
             || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
+/// How long opening waits out other processes' locks, and how long each
+/// write waits for the database to be free.
+pub const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// Free space a measuring command needs before it runs a workload.
+const MIN_FREE_BYTES: u64 = 1 << 20;
+
+fn busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Runs `f` again while SQLite answers "busy" without having waited (its
+/// deadlock avoidance, WAL recovery, a journal-mode change racing another
+/// process), until `deadline`.
+fn retry_busy<T>(
+    deadline: Instant,
+    mut f: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match f() {
+            Err(e) if busy(&e) && Instant::now() < deadline => {
+                // Jitter keeps processes that collided from colliding again.
+                let jitter = Duration::from_micros(u64::from(std::process::id() % 997));
+                std::thread::sleep(pause + jitter);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn cpath(p: &Path) -> Option<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).ok()
+}
+
+fn statvfs(dir: &Path) -> Option<libc::statvfs> {
+    let c = cpath(dir)?;
+    // SAFETY: a valid C string and a zeroed out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then_some(st)
+}
+
+fn writable(p: &Path) -> bool {
+    // SAFETY: a valid C string.
+    cpath(p).is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+}
+
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    }
+}
+
+/// Free bytes for this user on the filesystem holding `dir`.
+#[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+fn free_bytes(dir: &Path) -> Option<u64> {
+    statvfs(dir).map(|s| s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+/// What keeps the database from being written, as the filesystem tells it.
+fn fs_problem(path: &Path) -> Option<String> {
+    let dir = dir_of(path);
+    let st = statvfs(&dir)?;
+    if st.f_flag & libc::ST_RDONLY != 0 {
+        return Some(format!(
+            "is read-only: {} is on a read-only filesystem",
+            dir.display()
+        ));
+    }
+    if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
+        return Some(format!(
+            "cannot be written: the filesystem holding {} is full",
+            dir.display()
+        ));
+    }
+    if !writable(&dir) {
+        return Some(format!(
+            "is read-only: no permission to create files in {}",
+            dir.display()
+        ));
+    }
+    if path.exists() && !writable(path) {
+        return Some("is read-only: no permission to write it".into());
+    }
+    None
+}
+
+/// Says what is wrong, in the user's terms, for an SQLite error.
+fn describe(path: &Path, e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "is locked by another process (waited {} s; another program, e.g. an sqlite3 shell or a backup, holds it): {e}",
+            BUSY_WAIT.as_secs()
+        ),
+        Some(ErrorCode::DatabaseCorrupt) => format!(
+            "is corrupt ({e}); iotoll will not use it: restore a backup or give another --db"
+        ),
+        Some(ErrorCode::NotADatabase) => format!("is not an iotoll results database ({e})"),
+        Some(ErrorCode::DiskFull) => format!(
+            "cannot be written: the filesystem holding {} is full",
+            dir_of(path).display()
+        ),
+        Some(
+            ErrorCode::ReadOnly
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::CannotOpen
+            | ErrorCode::PermissionDenied,
+        ) => match fs_problem(path) {
+            Some(p) => format!("{p} ({e})"),
+            None => format!("cannot be used: {e}"),
+        },
+        _ => format!("cannot be used: {e}"),
+    }
+}
+
+/// Percent-encodes a path for an SQLite `file:` URI.
+fn uri_path(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut s = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// A path iotoll may use as a database: absent, or a regular file
+/// (through symbolic links) — never a device, pipe or directory.
+fn check_kind(path: &Path) -> Result<bool, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(m) if m.is_dir() => Err("is a directory".into()),
+        Ok(_) => Err("is not a regular file (a device, pipe or socket); give a file path".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot be used: {e}")),
+    }
+}
+
+fn remove_db_files(p: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut f = p.as_os_str().to_owned();
+        f.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(f));
+    }
+}
+
+/// Builds a new database beside `path` (WAL set, schema migrated, while no
+/// other process can see it) and links it into place. Returns whether it
+/// was put there (false: another process created one first — use that).
+/// Nothing is left behind when it fails.
+fn create_new(path: &Path) -> Result<bool, String> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results.db".into());
+    let tmp = dir_of(path).join(format!(
+        ".{name}.new-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let build = || -> Result<(), String> {
+        let sql = |e: rusqlite::Error| describe(path, &e);
+        let conn = Connection::open_with_flags(
+            &tmp,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!(
+                "cannot be created: the filesystem does not support SQLite's WAL (journal mode stays {mode})"
+            ));
+        }
+        conn.execute_batch(&format!(
+            "BEGIN; {} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;",
+            MIGRATIONS.join("\n")
+        ))
+        .map_err(sql)?;
+        conn.close().map_err(|(_, e)| sql(e))
+    };
+    let out = match build() {
+        Err(e) => Err(e),
+        Ok(()) => match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            // No hard links here: the database is created in place.
+            Err(_) => Ok(false),
+        },
+    };
+    remove_db_files(&tmp);
+    out
+}
+
+fn quick_check(conn: &Connection, path: &Path, deadline: Instant) -> Result<(), String> {
+    match retry_busy(deadline, || {
+        conn.query_row("PRAGMA quick_check(1)", [], |r| r.get::<_, String>(0))
+    }) {
+        Ok(s) if s == "ok" => Ok(()),
+        Ok(s) => Err(format!(
+            "is corrupt ({}); iotoll will not use it: restore a backup or give another --db",
+            s.split_whitespace().collect::<Vec<_>>().join(" ")
+        )),
+        Err(e) => Err(describe(path, &e)),
+    }
+}
+
 impl Store {
-    /// Opens (creating the directory and the database if needed), migrates,
-    /// and marks runs whose process died (`kill -9`) as `incomplete`.
+    /// Opens for writing (creating the directory and the database if
+    /// needed), migrates, and marks runs whose process died (`kill -9`) as
+    /// `incomplete`. Takes the write lock once, so a database that is
+    /// read-only, full, locked or corrupt is refused here, before any
+    /// workload runs, with what is wrong.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let err = |msg: String| StoreError::Open {
             path: path.to_path_buf(),
             msg,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
+        let exists = check_kind(path).map_err(err)?;
+        let dir = dir_of(path);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
+        if !exists {
+            create_new(path).map_err(err)?;
+            // Whoever created it, it must be a regular file now.
+            check_kind(path).map_err(err)?;
         }
-        if path.is_dir() {
-            return Err(err("is a directory".into()));
-        }
-        let conn = Connection::open(path).map_err(|e| err(e.to_string()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| err(format!("not an iotoll results database ({e})")))?;
+        let deadline = Instant::now() + BUSY_WAIT;
+        let sql = |e: rusqlite::Error| err(describe(path, &e));
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        conn.busy_timeout(BUSY_WAIT).map_err(sql)?;
+        let version: i64 = retry_busy(deadline, || {
+            conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        })
+        .map_err(sql)?;
         if version > SCHEMA_VERSION {
             return Err(StoreError::TooNew {
                 path: path.to_path_buf(),
@@ -192,47 +471,158 @@ impl Store {
                 known: SCHEMA_VERSION,
             });
         }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| err(format!("cannot write here ({e})")))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // SQLite falls back to reading when it cannot write the file.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(err(fs_problem(path).unwrap_or_else(|| {
+                "is read-only: no permission to write it".into()
+            })));
+        }
+        quick_check(&conn, path, deadline).map_err(err)?;
+        // New databases are created in WAL mode; one made some other way
+        // (an empty file, a filesystem without hard links) switches here.
+        let mode: String = retry_busy(deadline, || {
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        })
+        .map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            retry_busy(deadline, || {
+                conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            })
+            .map_err(sql)?;
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql)?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            read_only: false,
         };
-        store.migrate(version)?;
-        store.mark_incomplete()?;
+        retry_busy(deadline, || store.migrate()).map_err(sql)?;
         Ok(store)
+    }
+
+    /// Opens for reading only: never creates, migrates or modifies the
+    /// file, so results on a read-only or full filesystem can still be
+    /// listed, shown, exported, reported and compared.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let err = |msg: String| StoreError::Open {
+            path: path.to_path_buf(),
+            msg,
+        };
+        if !check_kind(path).map_err(err)? {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let deadline = Instant::now() + BUSY_WAIT;
+        let sql = |e: rusqlite::Error| err(describe(path, &e));
+        let open = |immutable: bool| -> rusqlite::Result<(Connection, i64)> {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = if immutable {
+                Connection::open_with_flags(format!("{}?immutable=1", uri_path(path)), flags)?
+            } else {
+                Connection::open_with_flags(path, flags - OpenFlags::SQLITE_OPEN_URI)?
+            };
+            conn.busy_timeout(BUSY_WAIT)?;
+            let v = retry_busy(deadline, || {
+                conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            })?;
+            Ok((conn, v))
+        };
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let (conn, version) = match open(false) {
+            Ok(x) => x,
+            // A WAL database needs its shared-memory file, which cannot be
+            // created on a read-only or full filesystem; with no WAL
+            // content outstanding the file alone is the whole database.
+            Err(e)
+                if !busy(&e)
+                    && std::fs::metadata(&wal).map_or(true, |m| m.len() == 0)
+                    && matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            ErrorCode::CannotOpen
+                                | ErrorCode::ReadOnly
+                                | ErrorCode::SystemIoFailure
+                                | ErrorCode::DiskFull
+                        )
+                    ) =>
+            {
+                open(true).map_err(|_| sql(e))?
+            }
+            Err(e) => return Err(sql(e)),
+        };
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        if version < SCHEMA_VERSION {
+            // Never set up by iotoll: nothing stored in it yet.
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        quick_check(&conn, path, deadline).map_err(err)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            read_only: true,
+        })
+    }
+
+    /// Before a workload runs: the database takes a write and there is room
+    /// for a result.
+    pub fn check_ready(&self) -> Result<(), StoreError> {
+        let err = |msg: String| StoreError::Open {
+            path: self.path.clone(),
+            msg,
+        };
+        if self.read_only {
+            return Err(err("is opened read-only".into()));
+        }
+        let dir = dir_of(&self.path);
+        if let Some(free) = free_bytes(&dir).filter(|f| *f < MIN_FREE_BYTES) {
+            return Err(err(format!(
+                "cannot take a result: the filesystem holding {} is full ({} KiB free)",
+                dir.display(),
+                free / 1024
+            )));
+        }
+        let deadline = Instant::now() + BUSY_WAIT;
+        retry_busy(deadline, || {
+            self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+        })
+        .map_err(|e| err(describe(&self.path, &e)))
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Brings the schema up to date. Each step runs in an immediate
-    /// (write-locked) transaction that re-reads the version, so processes
-    /// opening a new database at the same moment migrate it once.
-    fn migrate(&mut self, from: i64) -> Result<(), StoreError> {
-        for _ in from..SCHEMA_VERSION {
-            let tx = self
-                .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-            if v >= SCHEMA_VERSION {
-                break;
-            }
-            tx.execute_batch(MIGRATIONS[v as usize])?;
-            tx.pragma_update(None, "user_version", v + 1)?;
-            tx.commit()?;
+    /// Brings the schema up to date and marks runs whose process died as
+    /// `incomplete`, in one immediate (write-locked) transaction that
+    /// re-reads the version, so processes opening a new database at the
+    /// same moment migrate it once.
+    fn migrate(&mut self) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for step in v.max(0)..SCHEMA_VERSION {
+            tx.execute_batch(MIGRATIONS[step as usize])?;
+            tx.pragma_update(None, "user_version", step + 1)?;
         }
-        Ok(())
+        Self::mark_incomplete(&tx)?;
+        tx.commit()
     }
 
     /// Runs left `running` by a process that no longer exists.
-    fn mark_incomplete(&self) -> Result<(), StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT id, pid FROM runs WHERE status = 'running'")?;
+    fn mark_incomplete(conn: &Connection) -> rusqlite::Result<()> {
+        let mut st = conn.prepare("SELECT id, pid FROM runs WHERE status = 'running'")?;
         let dead: Vec<i64> = st
             .query_map([], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
@@ -242,8 +632,7 @@ impl Store {
             .map(|(id, _)| id)
             .collect();
         for id in dead {
-            self.conn
-                .execute("UPDATE runs SET status = 'incomplete' WHERE id = ?1", [id])?;
+            conn.execute("UPDATE runs SET status = 'incomplete' WHERE id = ?1", [id])?;
         }
         Ok(())
     }
@@ -283,31 +672,102 @@ impl Store {
         params: &serde_json::Value,
         select: &str,
     ) -> Result<TestId, StoreError> {
-        self.conn.execute(
+        self.conn.prepare_cached(
             "INSERT INTO tests (run_id, seq, name, kind, grp, params, select_rule) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run, seq, name, kind, group, params.to_string(), select],
-        )?;
+        )?
+        .execute(params![run, seq, name, kind, group, params.to_string(), select])?;
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Stores one repetition and its metrics in one transaction.
+    /// Stores one repetition and its metrics in one transaction (or as
+    /// part of the one [`Store::atomically`] holds).
     pub fn add_rep(&mut self, test: TestId, rep: i64, doc: &ResultDoc) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
-            params![test, rep, doc.status, serde_json::to_string(doc)?],
-        )?;
-        let rep_id = tx.last_insert_rowid();
-        {
-            let mut st =
-                tx.prepare("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
-            for (k, v) in &doc.metrics {
-                if v.is_finite() {
-                    st.execute(params![rep_id, k, v])?;
+        if !self.conn.is_autocommit() {
+            return Self::insert_rep(&self.conn, test, rep, doc);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        Self::insert_rep(&tx, test, rep, doc)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Runs `f` in one write transaction: everything it stores, or nothing.
+    /// Waits for another process's lock up to [`BUSY_WAIT`]; a lock held
+    /// longer is an error saying the database is locked.
+    pub fn atomically<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let deadline = Instant::now() + BUSY_WAIT;
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| match e.sqlite_error_code() {
+            // What is wrong with the database, not with what was stored.
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::DatabaseCorrupt
+                | ErrorCode::NotADatabase
+                | ErrorCode::DiskFull
+                | ErrorCode::ReadOnly
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied,
+            ) => StoreError::Open {
+                path: path.clone(),
+                msg: describe(&path, &e),
+            },
+            _ => StoreError::Sql(e),
+        };
+        retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE")).map_err(err)?;
+        match f(self) {
+            Ok(v) => match self.conn.execute_batch("COMMIT") {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    Err(err(e))
                 }
+            },
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(match e {
+                    StoreError::Sql(e) => err(e),
+                    e => e,
+                })
             }
         }
-        tx.commit()?;
+    }
+
+    fn insert_rep(
+        conn: &Connection,
+        test: TestId,
+        rep: i64,
+        doc: &ResultDoc,
+    ) -> Result<(), StoreError> {
+        // A non-finite figure would be stored as null and the document
+        // could never be read back: such figures are left out.
+        let clean;
+        let doc = if doc.metrics.values().all(|v| v.is_finite()) {
+            doc
+        } else {
+            let mut d = doc.clone();
+            d.metrics.retain(|_, v| v.is_finite());
+            clean = d;
+            &clean
+        };
+        conn.prepare_cached(
+            "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![test, rep, doc.status, serde_json::to_string(doc)?])?;
+        let rep_id = conn.last_insert_rowid();
+        let mut st =
+            conn.prepare_cached("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
+        for (k, v) in &doc.metrics {
+            if v.is_finite() {
+                st.execute(params![rep_id, k, v])?;
+            }
+        }
         Ok(())
     }
 
@@ -317,10 +777,11 @@ impl Store {
             .as_ref()
             .map(serde_json::to_string)
             .transpose()?;
-        self.conn.execute(
-            "UPDATE tests SET selected_rep = ?2, spread_pct = ?3, repeatable = ?4, summary = ?5 WHERE id = ?1",
-            params![test, sel.selected_rep, sel.spread_pct, sel.repeatable, summary],
-        )?;
+        self.conn
+            .prepare_cached(
+                "UPDATE tests SET selected_rep = ?2, spread_pct = ?3, repeatable = ?4, summary = ?5 WHERE id = ?1",
+            )?
+            .execute(params![test, sel.selected_rep, sel.spread_pct, sel.repeatable, summary])?;
         Ok(())
     }
 
@@ -334,19 +795,24 @@ impl Store {
 
     fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         let notes: String = r.get(6)?;
+        let mut status: String = r.get(5)?;
+        // Read-only views do not mark dead runs; they show them as such.
+        if status == "running" && !r.get::<_, Option<i64>>(8)?.is_some_and(pid_alive) {
+            status = "incomplete".into();
+        }
         Ok(RunRow {
             id: r.get(0)?,
             suite: r.get(1)?,
             config: r.get(2)?,
             started_at: r.get(3)?,
             finished_at: r.get(4)?,
-            status: r.get(5)?,
+            status,
             notes: serde_json::from_str(&notes).unwrap_or_default(),
             tests: r.get(7)?,
         })
     }
 
-    const RUN_COLS: &'static str = "r.id, r.suite, r.config, r.started_at, r.finished_at, r.status, r.notes, (SELECT COUNT(*) FROM tests t WHERE t.run_id = r.id)";
+    const RUN_COLS: &'static str = "r.id, r.suite, r.config, r.started_at, r.finished_at, r.status, r.notes, (SELECT COUNT(*) FROM tests t WHERE t.run_id = r.id), r.pid";
 
     pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let mut st = self.conn.prepare(&format!(
@@ -392,8 +858,8 @@ impl Store {
                 |r| {
                     Ok((
                         Self::run_row(r)?,
-                        r.get::<_, Option<String>>(8)?,
                         r.get::<_, Option<String>>(9)?,
+                        r.get::<_, Option<String>>(10)?,
                     ))
                 },
             )
@@ -478,7 +944,8 @@ impl Store {
         })
     }
 
-    /// Stores imported results as one complete run labelled `config`.
+    /// Stores imported results as one complete run labelled `config`, in
+    /// one transaction: all of it or nothing.
     pub fn import(
         &mut self,
         format: &str,
@@ -486,6 +953,42 @@ impl Store {
         config: &str,
         tests: &[import::Imported],
     ) -> Result<RunId, StoreError> {
+        self.import_stream(
+            format,
+            source,
+            config,
+            tests.iter().map(|t| {
+                Ok(import::Imported {
+                    name: t.name.clone(),
+                    group: t.group.clone(),
+                    doc: t.doc.clone(),
+                })
+            }),
+        )
+        .map(|(run, _)| run)
+    }
+
+    /// [`Store::import`] from tests as they are read: memory stays that of
+    /// one test whatever the size of the input. An input error (`Err` from
+    /// `tests`) is [`StoreError::Input`]; either way nothing is stored.
+    /// Returns the run and the number of tests.
+    pub fn import_stream(
+        &mut self,
+        format: &str,
+        source: &str,
+        config: &str,
+        tests: impl Iterator<Item = Result<import::Imported, String>>,
+    ) -> Result<(RunId, usize), StoreError> {
+        self.atomically(|s| s.import_body(format, source, config, tests))
+    }
+
+    fn import_body(
+        &mut self,
+        format: &str,
+        source: &str,
+        config: &str,
+        tests: impl Iterator<Item = Result<import::Imported, String>>,
+    ) -> Result<(RunId, usize), StoreError> {
         let run = self.begin_run(
             &format!("import {format}"),
             Some(config),
@@ -493,43 +996,56 @@ impl Store {
             &serde_json::json!({ "imported_from": source }),
             &[],
         )?;
-        for (i, t) in tests.iter().enumerate() {
+        let mut first: Option<String> = None;
+        let mut n = 0;
+        for t in tests {
+            let t = t.map_err(StoreError::Input)?;
+            n += 1;
             let id = self.add_test(
                 run,
-                i as i64 + 1,
+                n as i64,
                 &t.name,
                 &t.doc.kind,
                 t.group.as_deref(),
                 &t.doc.spec,
                 "all",
             )?;
-            let mut doc = t.doc.clone();
+            let mut doc = t.doc;
             doc.config = Some(config.to_string());
-            self.add_rep(id, 1, &doc)?;
+            // Inside the import's transaction already.
+            Self::insert_rep(&self.conn, id, 1, &doc)?;
             self.finish_test(
                 id,
                 &Selection {
                     rule: "all".into(),
                     selected_rep: Some(1),
-                    summary: Some(doc.metrics.clone()),
+                    summary: Some(doc.metrics),
                     ..Default::default()
                 },
             )?;
+            // RFC 3339 UTC strings sort by time.
+            if first.as_ref().is_none_or(|f| doc.started_at < *f) {
+                first = Some(doc.started_at);
+            }
+        }
+        if n == 0 {
+            // Only a table can get here empty: fio's and iperf3's parsers
+            // refuse documents without results.
+            return Err(StoreError::Input(import::NO_ROWS.into()));
         }
         self.finish_run(
             run,
             "complete",
             &[format!("imported from {source} ({format})")],
         )?;
-        // The run is dated by the tool that measured it, not by the import
-        // (RFC 3339 UTC strings sort by time).
-        if let Some(first) = tests.iter().map(|t| t.doc.started_at.as_str()).min() {
+        // The run is dated by the tool that measured it, not by the import.
+        if let Some(first) = first {
             self.conn.execute(
                 "UPDATE runs SET started_at = ?1 WHERE id = ?2",
                 params![first, run],
             )?;
         }
-        Ok(run)
+        Ok((run, n))
     }
 
     pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
@@ -674,6 +1190,54 @@ mod tests {
             h.join().unwrap().unwrap();
         }
         assert!(Store::open(&p).unwrap().integrity_ok().unwrap());
+    }
+
+    fn imported(name: &str, iops: f64) -> import::Imported {
+        import::Imported {
+            name: name.into(),
+            group: None,
+            doc: doc(iops),
+        }
+    }
+
+    #[test]
+    fn an_import_is_all_or_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        let mut s = Store::open(&p).unwrap();
+        // The third test fails to store: nothing of the import stays.
+        let bad = [imported("a", 1.0), imported("b", 2.0), imported("a", 3.0)];
+        assert!(s.import("table", "t.csv", "imp", &bad).is_err());
+        assert!(s.list_runs().unwrap().is_empty());
+        let n: i64 = s
+            .conn
+            .query_row("SELECT COUNT(*) FROM tests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        // And the connection is usable afterwards.
+        let good = [imported("a", 1.0), imported("b", 2.0)];
+        let run = s.import("table", "t.csv", "imp", &good).unwrap();
+        assert_eq!(s.run_detail(run).unwrap().tests.len(), 2);
+    }
+
+    #[test]
+    fn non_finite_figures_never_damage_a_stored_document() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&d.path().join("r.db")).unwrap();
+        let run = s
+            .begin_run("quick", None, "", &serde_json::Value::Null, &[])
+            .unwrap();
+        let t = s
+            .add_test(run, 1, "t", "disk", None, &serde_json::json!({}), "all")
+            .unwrap();
+        let mut bad = doc(1.0);
+        bad.metrics.insert("iops".into(), f64::INFINITY);
+        bad.metrics.insert("mb_s".into(), f64::NAN);
+        s.add_rep(t, 1, &bad).unwrap();
+        let det = s.run_detail(run).expect("readable");
+        let m = &det.tests[0].reps[0].doc.metrics;
+        assert!(!m.contains_key("iops") && !m.contains_key("mb_s"));
+        assert_eq!(m["cpu_pct"], 10.0);
     }
 
     #[test]
