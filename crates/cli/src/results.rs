@@ -4,6 +4,7 @@ use crate::output::num;
 use crate::UsageError;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
+use iotoll_model::text::printable;
 use iotoll_store::{export, import, Store};
 use std::path::PathBuf;
 
@@ -125,9 +126,9 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 println!(
                     "{:<5} {:<20} {:<30} {:<25} {:<10} {}",
                     r.id,
-                    r.config.as_deref().unwrap_or("-"),
-                    r.suite,
-                    r.started_at,
+                    printable(r.config.as_deref().unwrap_or("-")),
+                    printable(&r.suite),
+                    printable(&r.started_at),
                     r.status,
                     r.tests
                 );
@@ -143,11 +144,11 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             println!(
                 "run {}  suite {}  config {}  {}  {} -> {}",
                 d.run.id,
-                d.run.suite,
-                d.run.config.as_deref().unwrap_or("-"),
+                printable(&d.run.suite),
+                printable(d.run.config.as_deref().unwrap_or("-")),
                 d.run.status,
-                d.run.started_at,
-                d.run.finished_at.as_deref().unwrap_or("-")
+                printable(&d.run.started_at),
+                printable(d.run.finished_at.as_deref().unwrap_or("-"))
             );
             for t in &d.tests {
                 println!("  {}", test_line(t));
@@ -179,7 +180,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 }
             }
             for n in &d.run.notes {
-                println!("  note: {n}");
+                println!("  note: {}", printable(n));
             }
             Ok(())
         }
@@ -248,7 +249,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                     let id = open(&db)?.import(name, &src, &config, &tests)?;
                     for t in &tests {
                         for n in t.doc.notes.iter().take(1) {
-                            eprintln!("iotoll: note: {}: {n}", t.name);
+                            eprintln!("iotoll: note: {}: {}", printable(&t.name), printable(n));
                         }
                     }
                     (id, tests.len())
@@ -292,8 +293,8 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
     let g = |k: &str| m.and_then(|m| m.get(k).copied()).map(num);
     let mut l = format!(
         "{:<40} {:<10} {} reps  {}",
-        t.name,
-        t.group.as_deref().unwrap_or("-"),
+        printable(&t.name),
+        printable(t.group.as_deref().unwrap_or("-")),
         t.reps.len(),
         t.select
     );

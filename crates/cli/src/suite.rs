@@ -220,9 +220,14 @@ impl Sink for StoreSink<'_> {
     }
 
     fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), String> {
-        self.store
-            .add_rep(test, rep as i64, doc)
-            .map_err(|e| e.to_string())
+        // A measured repetition the database cannot take is kept in a file
+        // and named, never just lost.
+        self.store.add_rep(test, rep as i64, doc).map_err(|e| {
+            match iotoll_store::keep_unstored(self.store.path(), doc) {
+                Ok(p) => format!("{e}; the repetition's result is kept in {}", p.display()),
+                Err(k) => format!("{e}; the result could not be kept either: {k}"),
+            }
+        })
     }
 
     fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), String> {
@@ -311,6 +316,7 @@ fn run(a: RunArgs) -> Result<()> {
     // The database is opened (and must be writable) before any workload.
     let db = a.db.clone().unwrap_or_else(iotoll_store::default_path);
     let mut store = Store::open(&db)?;
+    store.check_ready()?;
 
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
