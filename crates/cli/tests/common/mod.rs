@@ -156,67 +156,112 @@ pub fn net_json(args: &[&str]) -> Value {
     doc
 }
 
-/// Starts `cmd` with progress printed as lines on stderr, sends it `signal`
-/// as soon as `ready` holds for what it has written on stderr so far (an
-/// event, never a guessed delay), and collects its output. A child that
-/// ends first is simply collected (the test's assertions then say so); one
-/// that never gets ready within two minutes is killed and fails the test.
+/// A child iotoll started with progress printed as lines on stderr, its
+/// stdout and stderr collected as they come.
+pub struct Running {
+    pub child: std::process::Child,
+    err: std::sync::Arc<std::sync::Mutex<String>>,
+    readers: Option<(
+        std::thread::JoinHandle<()>,
+        std::thread::JoinHandle<Vec<u8>>,
+    )>,
+}
+
+impl Running {
+    /// Starts `cmd` and returns once `ready` holds for what it has written
+    /// on stderr so far (an event, never a guessed delay), or once it has
+    /// ended (the test's assertions then say so). One that is neither
+    /// within two minutes is killed and fails the test.
+    pub fn start_when(
+        cmd: &mut std::process::Command,
+        mut ready: impl FnMut(&str) -> bool,
+    ) -> Running {
+        use std::io::{BufRead, Read};
+        use std::process::Stdio;
+        use std::sync::{Arc, Mutex};
+        use std::time::{Duration, Instant};
+        let mut child = cmd
+            .env("IOTOLL_PROGRESS", "lines")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iotoll");
+        let err = Arc::new(Mutex::new(String::new()));
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let e2 = err.clone();
+        let reader = std::thread::spawn(move || {
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                e2.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        let mut stdout = child.stdout.take().expect("stdout");
+        let out_reader = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stdout.read_to_end(&mut v);
+            v
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().expect("wait for iotoll").is_none() {
+            if ready(&err.lock().unwrap()) {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("never ready: {}", err.lock().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Running {
+            child,
+            err,
+            readers: Some((reader, out_reader)),
+        }
+    }
+
+    /// Sends `signal` (if the child is still running).
+    pub fn signal(&mut self, signal: i32) {
+        if self.child.try_wait().expect("wait for iotoll").is_none() {
+            // SAFETY: sending a signal to our own child.
+            unsafe { libc::kill(self.child.id() as i32, signal) };
+        }
+    }
+
+    /// Waits for the child and returns what it wrote.
+    pub fn finish(mut self) -> std::process::Output {
+        let status = self.child.wait().expect("wait for iotoll");
+        let (reader, out_reader) = self.readers.take().expect("readers");
+        reader.join().expect("stderr reader");
+        let stdout = out_reader.join().expect("stdout reader");
+        let stderr = self.err.lock().unwrap().clone().into_bytes();
+        std::process::Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A test that failed half-way leaves no process behind.
+        if self.readers.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// [`Running::start_when`], then `signal`, then its output.
 pub fn signal_when(
     cmd: &mut std::process::Command,
     signal: i32,
-    mut ready: impl FnMut(&str) -> bool,
+    ready: impl FnMut(&str) -> bool,
 ) -> std::process::Output {
-    use std::io::{BufRead, Read};
-    use std::process::Stdio;
-    use std::sync::{Arc, Mutex};
-    use std::time::{Duration, Instant};
-    let mut child = cmd
-        .env("IOTOLL_PROGRESS", "lines")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iotoll");
-    let err = Arc::new(Mutex::new(String::new()));
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let e2 = err.clone();
-    let reader = std::thread::spawn(move || {
-        let mut line = String::new();
-        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-            e2.lock().unwrap().push_str(&line);
-            line.clear();
-        }
-    });
-    let mut stdout = child.stdout.take().expect("stdout");
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = stdout.read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait for iotoll").is_some() {
-            break;
-        }
-        if ready(&err.lock().unwrap()) {
-            // SAFETY: sending a signal to our own child.
-            unsafe { libc::kill(child.id() as i32, signal) };
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("never ready: {}", err.lock().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = child.wait().expect("wait for iotoll");
-    reader.join().expect("stderr reader");
-    let stdout = out_reader.join().expect("stdout reader");
-    let stderr = err.lock().unwrap().clone().into_bytes();
-    std::process::Output {
-        status,
-        stdout,
-        stderr,
-    }
+    let mut r = Running::start_when(cmd, ready);
+    r.signal(signal);
+    r.finish()
 }
 
 /// `[measure]` progress lines seen so far (each is one second of the window).
