@@ -521,38 +521,32 @@ fn a_finished_result_is_kept_when_a_lock_outlasts_the_wait() {
     let db = d.path().join("r.db");
     seeded(&db);
     let target = d.path().join("t.tst");
-    let mut child = raw()
-        .args([
-            "disk", "run", "--json", "--quiet", "--ramp", "0s", "--time", "5s",
-        ])
-        .args([
-            "--target",
-            s(&target),
-            "--create",
-            "--size",
-            "8m",
-            "--buffered",
-        ])
-        .args(["--db", s(&db)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The database was checked before the workload; the test file is
-    // created after it. Then someone else takes the database's write lock
-    // and keeps it until the run has ended.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !target.exists() {
-        assert!(Instant::now() < deadline, "the test file never appeared");
-        assert!(child.try_wait().unwrap().is_none(), "ended early");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The database was checked before the workload. Once the workload is
+    // measuring (its progress says so), someone else takes the database's
+    // write lock and keeps it until the run has ended.
+    let mut run = Running::start_when(
+        raw()
+            .args(["disk", "run", "--json", "--ramp", "0s", "--time", "120s"])
+            .args([
+                "--target",
+                s(&target),
+                "--create",
+                "--size",
+                "8m",
+                "--buffered",
+            ])
+            .args(["--db", s(&db)]),
+        |e| measured_seconds(e) >= 1,
+    );
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    let o = child.wait_with_output().unwrap();
+    // The lock is held: now end the workload (Ctrl-C keeps its result), so
+    // no timing decides whether the lock came first.
+    run.signal(libc::SIGINT);
+    let o = run.finish();
     conn.execute_batch("ROLLBACK").unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "the lock came too late? {err}");
+    assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("is locked"), "{err}");
     // The printed result is the one kept, in the file the message names.
     let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
