@@ -516,7 +516,6 @@ fn a_path_that_is_not_a_regular_file_is_refused() {
 
 #[test]
 fn a_finished_result_is_kept_when_a_lock_outlasts_the_wait() {
-    use std::time::{Duration, Instant};
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
     seeded(&db);

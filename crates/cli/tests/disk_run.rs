@@ -260,7 +260,9 @@ fn burst_delay_limits_the_rate() {
         "4m",
     ]);
     let iops = metric(&doc, "iops");
-    assert!(iops > 50.0 && iops <= 205.0, "iops {iops}");
+    // The ceiling is the pacing; the floor only says it ran (a loaded host
+    // may lag the pace, never beat it).
+    assert!(iops > 20.0 && iops <= 205.0, "iops {iops}");
 }
 
 #[test]
