@@ -10,6 +10,7 @@ mod signals;
 mod suite;
 
 use clap::{Parser, Subcommand};
+use iotoll_model::{ResultStatus, RunStatus};
 use std::process::ExitCode;
 
 /// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
@@ -205,7 +206,7 @@ pub fn measure<E: RunError>(
             }
         }
     }
-    if doc.status == "interrupted" {
+    if doc.status == ResultStatus::Interrupted {
         eprintln!(
             "iotoll: interrupted; the figures above cover the part of the window that was measured"
         );
@@ -222,7 +223,7 @@ fn failed_run(
     msg: String,
     mut doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
-    doc.status = "failed".into();
+    doc.status = ResultStatus::Failed;
     if o.json {
         if let Err(e) = output::print_json(&doc) {
             return e;
@@ -254,7 +255,7 @@ fn store_failed(
     doc: &iotoll_model::ResultDoc,
 ) -> anyhow::Result<i64> {
     let (run, _) = begin_single(store, doc)?;
-    store.finish_run(run, "failed", &doc.notes)?;
+    store.finish_run(run, RunStatus::Failed, &doc.notes)?;
     Ok(run)
 }
 
@@ -267,8 +268,7 @@ fn begin_single(
 ) -> Result<(i64, i64), iotoll_store::StoreError> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    let name =
-        iotoll_model::workload::test_name(&doc.kind, &doc.spec).unwrap_or_else(|| doc.kind.clone());
+    let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
     let run = store.begin_run(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),
@@ -276,7 +276,7 @@ fn begin_single(
         &host,
         &doc.notes,
     )?;
-    let test = store.add_test(run, 1, &name, &doc.kind, None, &doc.spec, "all")?;
+    let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;
     Ok((run, test))
 }
 
@@ -299,10 +299,10 @@ fn store_single(
                 ..Default::default()
             },
         )?;
-        let status = if doc.status == "interrupted" {
-            "aborted"
+        let status = if doc.status == ResultStatus::Interrupted {
+            RunStatus::Aborted
         } else {
-            "complete"
+            RunStatus::Complete
         };
         store.finish_run(run, status, &doc.notes)?;
         Ok(run)

@@ -1,7 +1,7 @@
 //! Human and JSON renderings of a result document.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::ResultDoc;
+use iotoll_model::{Kind, ResultDoc};
 use std::fmt::Write;
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
@@ -65,7 +65,7 @@ fn disk_spec_line(doc: &ResultDoc) -> String {
 fn net_spec_line(doc: &ResultDoc) -> String {
     let g = |k: &str| spec_value(doc, k);
     let size = |k: &str| spec_size(doc, k);
-    let what = if doc.kind == "net-rr" {
+    let what = if doc.kind == Kind::NetRr {
         format!(
             "request/response {} / {}  burst {}",
             size("req"),
@@ -194,7 +194,7 @@ pub fn human(doc: &ResultDoc) -> String {
     let m = &doc.metrics;
     let get = |k: &str| m.get(k).copied();
     let mut o = String::new();
-    let header = if doc.kind == "disk" {
+    let header = if doc.kind == Kind::Disk {
         disk_spec_line(doc)
     } else {
         net_spec_line(doc)
@@ -339,7 +339,7 @@ pub fn human(doc: &ResultDoc) -> String {
         (mn::CYCLES_PER_BYTE, "cycles per byte"),
         (mn::CPU_US_PER_TRANS, "CPU us per transaction"),
     ] {
-        if doc.kind == "net-rr" && (k == mn::CPU_US_PER_KB || k == mn::CYCLES_PER_BYTE) {
+        if doc.kind == Kind::NetRr && (k == mn::CPU_US_PER_KB || k == mn::CYCLES_PER_BYTE) {
             continue;
         }
         if let Some(v) = get(k) {

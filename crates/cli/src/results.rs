@@ -5,6 +5,7 @@ use crate::UsageError;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::text::printable;
+use iotoll_model::Kind;
 use iotoll_store::{export, import, Store};
 use std::path::PathBuf;
 
@@ -269,21 +270,15 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
 }
 
 /// The headline metrics of a test's kind, as (label, metric).
-fn shown_metrics(kind: &str) -> &'static [(&'static str, &'static str)] {
+fn shown_metrics(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
-        "disk" => &[
+        Kind::Disk => &[
             ("iops", "iops"),
             ("MB/s", "mb_s"),
             ("lat us", "lat_mean_us"),
         ],
-        "net-stream" => &[("mbit/s", "mbit_s")],
-        "net-rr" => &[("trans/s", "trans_s"), ("rtt us", "rtt_mean_us")],
-        // Unknown (e.g. a newer kind): whichever of the headlines it has.
-        _ => &[
-            ("iops", "iops"),
-            ("mbit/s", "mbit_s"),
-            ("trans/s", "trans_s"),
-        ],
+        Kind::NetStream => &[("mbit/s", "mbit_s")],
+        Kind::NetRr => &[("trans/s", "trans_s"), ("rtt us", "rtt_mean_us")],
     }
 }
 
@@ -298,13 +293,8 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
         t.reps.len(),
         t.select
     );
-    let unknown = !matches!(t.kind.as_str(), "disk" | "net-stream" | "net-rr");
-    for (label, k) in shown_metrics(&t.kind) {
-        match g(k) {
-            Some(v) => l.push_str(&format!("  {label} {v}")),
-            None if !unknown => l.push_str(&format!("  {label} -")),
-            None => {}
-        }
+    for (label, k) in shown_metrics(t.kind) {
+        l.push_str(&format!("  {label} {}", g(k).unwrap_or("-".into())));
     }
     l.push_str(&format!(
         "  cpu % {}  spread % {}",
@@ -327,7 +317,7 @@ mod tests {
         iotoll_store::TestRow {
             seq: 1,
             name: "t".into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             group: None,
             params: serde_json::json!({}),
             select: "mean".into(),

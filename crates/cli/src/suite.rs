@@ -5,6 +5,7 @@ use crate::{progress::TermProgress, signals, Interrupted, UsageError};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
+use iotoll_model::{Kind, RunStatus};
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
 use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
@@ -211,7 +212,7 @@ impl Sink for StoreSink<'_> {
                 self.run,
                 seq as i64,
                 &job.name,
-                &job.kind,
+                job.kind,
                 Some(&job.group),
                 &job.params,
                 &job.rule.label(),
@@ -321,7 +322,7 @@ fn run(a: RunArgs) -> Result<()> {
     let host =
         iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
     let peer_local = match &a.peer {
-        None => suite.jobs.iter().any(|j| j.kind != "disk"),
+        None => suite.jobs.iter().any(|j| j.kind != Kind::Disk),
         Some(p) => {
             iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).is_ok_and(|s| s.ip().is_loopback())
         }
@@ -332,7 +333,7 @@ fn run(a: RunArgs) -> Result<()> {
         std::process::id() as i32,
     );
     let target_for_check = a.target.clone().unwrap_or_else(std::env::temp_dir);
-    let has_disk = suite.jobs.iter().any(|j| j.kind == "disk");
+    let has_disk = suite.jobs.iter().any(|j| j.kind == Kind::Disk);
     let warnings = iotoll_probe::sysinfo::warnings(
         &host,
         has_disk.then_some(target_for_check.as_path()),
@@ -383,12 +384,12 @@ fn run(a: RunArgs) -> Result<()> {
         Err(e) => {
             let mut all = notes.clone();
             all.push(e.clone());
-            store.finish_run(run_id, "failed", &all)?;
+            store.finish_run(run_id, RunStatus::Failed, &all)?;
             anyhow::bail!("run {run_id} failed: {e}");
         }
     };
     notes.extend(outcome.notes.iter().cloned());
-    store.finish_run(run_id, outcome.status.as_str(), &notes)?;
+    store.finish_run(run_id, outcome.status, &notes)?;
     print!(
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
@@ -410,34 +411,11 @@ fn run(a: RunArgs) -> Result<()> {
         println!("report written to {}", p.display());
     }
     match outcome.status {
-        iotoll_suite::Status::Aborted => Err(Interrupted.into()),
-        iotoll_suite::Status::Failed => {
+        RunStatus::Aborted => Err(Interrupted.into()),
+        RunStatus::Failed => {
             anyhow::bail!("some repetitions failed (see above); run {run_id} is marked failed")
         }
-        iotoll_suite::Status::Complete => Ok(()),
-    }
-}
-
-/// The main figure of a test by kind: (value, unit, efficiency, its unit).
-fn headline(
-    kind: &str,
-    m: &iotoll_model::Metrics,
-) -> (Option<f64>, &'static str, Option<f64>, &'static str) {
-    let g = |k: &str| m.get(k).copied();
-    match kind {
-        "disk" => (g(mn::IOPS), "IOPS", g(mn::IOPS_PER_CPU_PCT), "IOPS/%CPU"),
-        "net-stream" => (
-            g(mn::MBIT_S),
-            "Mbit/s",
-            g(mn::MBIT_S_PER_CPU_PCT),
-            "Mbit/s/%CPU",
-        ),
-        _ => (
-            g(mn::TRANS_S),
-            "trans/s",
-            g(mn::CPU_US_PER_TRANS),
-            "CPU us/trans",
-        ),
+        _ => Ok(()),
     }
 }
 
@@ -457,15 +435,13 @@ pub fn results_table(
     );
     let _ = writeln!(
         o,
-        "{:<40} {:<10} {:>5} {:>14} {:<8} {:>9} {:>7} {:>12} {:<12} {:>8}",
+        "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8}",
         "test", "group", "reps", "value", "unit", "MB/s", "cpu %", "efficiency", "", "spread %"
     );
     for t in tests {
         let m = t.selected.metrics.as_ref();
-        let (v, unit, eff, eff_unit) = m
-            .map(|m| headline(&t.kind, m))
-            .unwrap_or((None, "", None, ""));
         let g = |k: &str| m.and_then(|m| m.get(k).copied());
+        let (head, eff) = (t.kind.headline(), t.kind.headline_efficiency());
         let mut flag = match t.repeatable {
             Some(false) => "  NOT REPEATABLE".to_string(),
             _ => String::new(),
@@ -476,16 +452,16 @@ pub fn results_table(
         }
         let _ = writeln!(
             o,
-            "{:<40} {:<10} {:>5} {:>14} {:<8} {:>9} {:>7} {:>12} {:<12} {:>8}{flag}",
+            "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8}{flag}",
             t.name,
             t.group,
             format!("{}/{}", t.reps.len(), t.reps.len() + t.failures.len()),
-            v.map(num).unwrap_or("-".into()),
-            unit,
+            g(head).map(num).unwrap_or("-".into()),
+            mn::label(head),
             g(mn::MB_S).map(num).unwrap_or("-".into()),
             g(mn::CPU_PCT).map(num).unwrap_or("-".into()),
-            eff.map(num).unwrap_or("-".into()),
-            eff_unit,
+            g(eff).map(num).unwrap_or("-".into()),
+            mn::label(eff),
             t.selected
                 .spread_pct
                 .map(|s| format!("{s:.1}"))

@@ -74,7 +74,8 @@ fn a_short_suite_end_to_end() {
         "d/bs=64k",
         "IOPS",
         "Mbit/s",
-        "trans/s",
+        "transactions/s",
+        "IOPS per % CPU",
         "run 1 complete",
         "report written",
     ] {

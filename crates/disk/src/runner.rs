@@ -11,7 +11,7 @@ use crate::target::{self, Target};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
+use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_probe::{
     latency_report, new_histogram, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl,
     SeriesRecorder,
@@ -471,7 +471,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
             cpu: None,
             series,
             notes,
-            status: "failed",
+            status: ResultStatus::Failed,
         }
         .build();
         let why = failure.unwrap_or_else(|| "a worker failed".into());
@@ -502,9 +502,9 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         }
     };
     let status = match (&failure, completed) {
-        (Some(_), _) => "failed",
-        (None, true) => "complete",
-        (None, false) => "interrupted",
+        (Some(_), _) => ResultStatus::Failed,
+        (None, true) => ResultStatus::Complete,
+        (None, false) => ResultStatus::Interrupted,
     };
     let doc = Doc {
         spec,
@@ -587,7 +587,7 @@ struct Doc<'a> {
     cpu: Option<iotoll_model::CpuReport>,
     series: SeriesRecorder,
     notes: Vec<String>,
-    status: &'static str,
+    status: ResultStatus,
 }
 
 impl Doc<'_> {
@@ -602,8 +602,8 @@ impl Doc<'_> {
         ));
         ResultDoc {
             iotoll_version: iotoll_model::VERSION.to_string(),
-            kind: "disk".into(),
-            status: self.status.into(),
+            kind: Kind::Disk,
+            status: self.status,
             started_at: self.started_at,
             config: self.spec.config.clone(),
             spec: spec_json(self.spec, self.target, self.kind),
@@ -804,7 +804,7 @@ mod tests {
             assert!(msg.contains(want), "{want:?} not in {msg:?}");
         }
         assert!(!msg.contains("not available"), "{msg}");
-        assert_eq!(doc.status, "failed");
+        assert_eq!(doc.status, ResultStatus::Failed);
         assert!(
             doc.notes[0].starts_with("failed: worker 0"),
             "{:?}",

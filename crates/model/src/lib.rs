@@ -1,12 +1,14 @@
 //! The vocabulary every iotoll crate shares: units, canonical metric names,
 //! the derived-metric formulas and the shape of a result document.
 
+pub mod kind;
 pub mod metrics;
 pub mod result;
 pub mod text;
 pub mod units;
 pub mod workload;
 
+pub use kind::{Kind, ResultStatus, RunStatus};
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
     CpuCore, CpuModes, CpuReport, CpuSection, Interference, LatencyReport, ResultDoc, SeriesPoint,

@@ -1,92 +1,201 @@
 //! Canonical metric names (DESIGN.md, "Metrics") and the one function that
 //! computes every derived metric, so that every command agrees on them.
 
+use crate::kind::Kind;
 use std::collections::BTreeMap;
 
 /// A flat map of canonical metric name to value. A metric that could not be
 /// measured or computed is absent, never zero.
 pub type Metrics = BTreeMap<String, f64>;
 
-/// One canonical metric: its name, unit and meaning. `METRICS` is the
-/// registry the JSON schema, docs and exports are checked against.
+/// Which direction of a metric is the better one, for comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+    /// A setting or a count of what was used (CPUs, connections): neither.
+    Neither,
+}
+
+/// Which kinds of result carry a metric (a set of [`Kind`]s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kinds(u8);
+
+pub const DISK: Kinds = Kinds(Kind::Disk.bit());
+pub const STREAM: Kinds = Kinds(Kind::NetStream.bit());
+pub const RR: Kinds = Kinds(Kind::NetRr.bit());
+pub const NET: Kinds = Kinds(STREAM.0 | RR.0);
+pub const DISK_STREAM: Kinds = Kinds(DISK.0 | STREAM.0);
+pub const ALL: Kinds = Kinds(DISK.0 | NET.0);
+
+impl Kinds {
+    pub const fn has(self, k: Kind) -> bool {
+        self.0 & k.bit() != 0
+    }
+}
+
+/// Everything known about one canonical metric. `METRICS` is the registry
+/// that every command, the JSON Schema and docs/metrics.md ask.
 #[derive(Debug, Clone, Copy)]
 pub struct MetricDef {
     pub name: &'static str,
     pub unit: &'static str,
+    /// What readers call it, with its unit ("MB/s per % CPU"): report
+    /// tables and charts.
+    pub label: &'static str,
+    /// One line: what it is.
     pub meaning: &'static str,
+    pub kinds: Kinds,
+    pub better: Better,
+    /// For an efficiency index or a service demand: the throughput metric
+    /// it is the efficiency of.
+    pub efficiency_of: Option<&'static str>,
+    /// The kind this metric is the headline of (the throughput, or with
+    /// `efficiency_of`, the efficiency index a report leads with).
+    pub headline: Option<Kind>,
+    /// The section of docs/metrics.md it is listed in.
+    pub section: &'static str,
+}
+
+impl MetricDef {
+    pub fn produced_by(&self, k: Kind) -> bool {
+        self.kinds.has(k)
+    }
+    pub fn lower_is_better(&self) -> bool {
+        self.better == Better::Lower
+    }
+}
+
+const fn m(
+    name: &'static str,
+    unit: &'static str,
+    label: &'static str,
+    kinds: Kinds,
+    better: Better,
+    meaning: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        unit,
+        label,
+        meaning,
+        kinds,
+        better,
+        efficiency_of: None,
+        headline: None,
+        section: "",
+    }
+}
+
+impl MetricDef {
+    const fn headline(mut self, k: Kind) -> Self {
+        self.headline = Some(k);
+        self
+    }
+    const fn efficiency_of(mut self, of: &'static str) -> Self {
+        self.efficiency_of = Some(of);
+        self
+    }
+    const fn in_section(mut self, section: &'static str) -> Self {
+        self.section = section;
+        self
+    }
 }
 
 macro_rules! metric_registry {
-    ($( $konst:ident = $name:literal, $unit:literal, $meaning:literal; )*) => {
-        $( pub const $konst: &str = $name; )*
+    ($( section $title:literal { $( $konst:ident = $def:expr; )* } )*) => {
+        $($( pub const $konst: &str = $def.name; )*)*
         pub const METRICS: &[MetricDef] = &[
-            $( MetricDef { name: $name, unit: $unit, meaning: $meaning }, )*
+            $($( $def.in_section($title), )*)*
         ];
     };
 }
 
+use Better::{Higher, Lower, Neither};
+
 metric_registry! {
-    WINDOW_S = "window_s", "s", "length of the measurement window (ramp-up excluded)";
-    IOPS = "iops", "1/s", "completed I/Os per second";
-    READ_IOPS = "read_iops", "1/s", "completed reads per second";
-    WRITE_IOPS = "write_iops", "1/s", "completed writes per second";
-    MB_S = "mb_s", "MB/s", "bytes transferred per second / 10^6";
-    READ_MB_S = "read_mb_s", "MB/s", "bytes read per second / 10^6";
-    WRITE_MB_S = "write_mb_s", "MB/s", "bytes written per second / 10^6";
-    MIB_S = "mib_s", "MiB/s", "bytes transferred per second / 2^20";
-    LAT_MEAN_US = "lat_mean_us", "us", "mean I/O response time";
-    LAT_MIN_US = "lat_min_us", "us", "minimum I/O response time";
-    LAT_MAX_US = "lat_max_us", "us", "maximum I/O response time";
-    LAT_P50_US = "lat_p50_us", "us", "median I/O response time";
-    LAT_P90_US = "lat_p90_us", "us", "90th percentile I/O response time";
-    LAT_P99_US = "lat_p99_us", "us", "99th percentile I/O response time";
-    LAT_P999_US = "lat_p999_us", "us", "99.9th percentile I/O response time";
-    LAT_P9999_US = "lat_p9999_us", "us", "99.99th percentile I/O response time";
-    QD_ACHIEVED = "qd_achieved", "count", "mean I/Os outstanding over the window, all workers (measured: integral of the in-flight count over the window / the window; by Little's law ~ iops x lat_mean)";
-    ERRORS = "errors", "count", "failed or short I/Os, or failed connections";
-    MBIT_S = "mbit_s", "Mbit/s", "TCP goodput (payload), tx + rx";
-    TX_MBIT_S = "tx_mbit_s", "Mbit/s", "TCP goodput sent";
-    RX_MBIT_S = "rx_mbit_s", "Mbit/s", "TCP goodput received";
-    SENT_MBIT_S = "sent_mbit_s", "Mbit/s", "payload the sending ends wrote into their sockets in their windows (goodput counts what arrived)";
-    CONNS = "conns", "count", "connections";
-    CONNECT_S = "connect_s", "s", "time to establish all data connections";
-    CONN_MBIT_S_MIN = "conn_mbit_s_min", "Mbit/s", "slowest connection";
-    CONN_MBIT_S_MAX = "conn_mbit_s_max", "Mbit/s", "fastest connection";
-    FAIRNESS = "fairness", "ratio", "Jain's fairness index over connections";
-    RETRANSMITS = "retransmits", "count", "TCP retransmits (TCP_INFO)";
-    SRTT_US = "srtt_us", "us", "smoothed RTT (TCP_INFO)";
-    TRANS_S = "trans_s", "1/s", "request/response transactions per second, all connections";
-    LATENCY_ONE_WAY_US = "latency_one_way_us", "us", "1e6 / (trans_s / conns) / 2 (netperf TCP_RR convention)";
-    RTT_MEAN_US = "rtt_mean_us", "us", "mean transaction round trip";
-    RTT_P50_US = "rtt_p50_us", "us", "median transaction round trip";
-    RTT_P90_US = "rtt_p90_us", "us", "90th percentile transaction round trip";
-    RTT_P99_US = "rtt_p99_us", "us", "99th percentile transaction round trip";
-    RTT_P999_US = "rtt_p999_us", "us", "99.9th percentile transaction round trip";
-    RTT_MAX_US = "rtt_max_us", "us", "maximum transaction round trip";
-    CPU_PCT = "cpu_pct", "%", "whole-host busy % of all CPUs (user+nice+system+irq+softirq+steal; iowait is idle)";
-    CPU_USER_PCT = "cpu_user_pct", "%", "user + nice, % of all CPUs";
-    CPU_SYSTEM_PCT = "cpu_system_pct", "%", "system, % of all CPUs";
-    CPU_IRQ_PCT = "cpu_irq_pct", "%", "hard interrupts, % of all CPUs";
-    CPU_SOFTIRQ_PCT = "cpu_softirq_pct", "%", "soft interrupts, % of all CPUs";
-    CPU_IOWAIT_PCT = "cpu_iowait_pct", "%", "iowait (counted as idle in cpu_pct), % of all CPUs";
-    CPU_STEAL_PCT = "cpu_steal_pct", "%", "steal, % of all CPUs";
-    CPU_SELF_PCT = "cpu_self_pct", "%", "iotoll's own process (all threads), % of all CPUs";
-    CPU_OTHERS_PCT = "cpu_others_pct", "%", "user-space processes other than iotoll and its endpoint (other tenants), % of all CPUs; included in cpu_pct";
-    INTERRUPTS_S = "interrupts_s", "1/s", "interrupts per second (/proc/stat intr)";
-    CTX_SWITCHES_S = "ctx_switches_s", "1/s", "context switches per second (/proc/stat ctxt)";
-    CPUS = "cpus", "count", "CPUs counted in cpu_pct (input to service demand)";
-    CPU_NOMINAL_MHZ = "cpu_nominal_mhz", "MHz", "nominal clock (input to cycles metrics); absent if unknown";
-    REMOTE_CPU_PCT = "remote_cpu_pct", "%", "the peer's whole-host busy %";
-    REMOTE_CPUS = "remote_cpus", "count", "the peer's CPU count";
-    IOPS_PER_CPU_PCT = "iops_per_cpu_pct", "1/s/%", "Iometer CPU Effectiveness: iops / cpu_pct";
-    MB_S_PER_CPU_PCT = "mb_s_per_cpu_pct", "MB/s/%", "mb_s / cpu_pct";
-    MBIT_S_PER_CPU_PCT = "mbit_s_per_cpu_pct", "Mbit/s/%", "Performance/Efficiency index: mbit_s / cpu_pct";
-    REMOTE_MBIT_S_PER_CPU_PCT = "remote_mbit_s_per_cpu_pct", "Mbit/s/%", "P/E index of the peer: mbit_s / remote_cpu_pct";
-    CPU_US_PER_IO = "cpu_us_per_io", "us", "service demand: busy CPU-microseconds of the whole host per I/O";
-    CPU_US_PER_KB = "cpu_us_per_kb", "us", "service demand: busy CPU-microseconds per KB (1024 bytes)";
-    CPU_US_PER_TRANS = "cpu_us_per_trans", "us", "service demand: busy CPU-microseconds per transaction";
-    CYCLES_PER_IO = "cycles_per_io", "cycles", "busy CPU-seconds x nominal Hz / I/Os";
-    CYCLES_PER_BYTE = "cycles_per_byte", "cycles", "busy CPU-seconds x nominal Hz / bytes";
+section "Throughput and latency (disk)" {
+    WINDOW_S = m("window_s", "s", "window (s)", ALL, Neither, "length of the measurement window (ramp-up excluded)");
+    IOPS = m("iops", "1/s", "IOPS", DISK, Higher, "I/Os that completed in full inside the window, per second").headline(Kind::Disk);
+    READ_IOPS = m("read_iops", "1/s", "read IOPS", DISK, Higher, "completed reads per second");
+    WRITE_IOPS = m("write_iops", "1/s", "write IOPS", DISK, Higher, "completed writes per second");
+    MB_S = m("mb_s", "MB/s", "MB/s", DISK, Higher, "bytes of those I/Os per second / 10^6");
+    READ_MB_S = m("read_mb_s", "MB/s", "read MB/s", DISK, Higher, "bytes read per second / 10^6");
+    WRITE_MB_S = m("write_mb_s", "MB/s", "write MB/s", DISK, Higher, "bytes written per second / 10^6");
+    MIB_S = m("mib_s", "MiB/s", "MiB/s", DISK, Higher, "bytes per second / 2^20");
+    LAT_MEAN_US = m("lat_mean_us", "us", "mean latency (µs)", DISK, Lower, "mean I/O response time, from submission to completion");
+    LAT_MIN_US = m("lat_min_us", "us", "min latency (µs)", DISK, Lower, "minimum I/O response time");
+    LAT_MAX_US = m("lat_max_us", "us", "max latency (µs)", DISK, Lower, "maximum I/O response time");
+    LAT_P50_US = m("lat_p50_us", "us", "p50 latency (µs)", DISK, Lower, "median I/O response time");
+    LAT_P90_US = m("lat_p90_us", "us", "p90 latency (µs)", DISK, Lower, "90th percentile I/O response time");
+    LAT_P99_US = m("lat_p99_us", "us", "p99 latency (µs)", DISK, Lower, "99th percentile I/O response time");
+    LAT_P999_US = m("lat_p999_us", "us", "p99.9 latency (µs)", DISK, Lower, "99.9th percentile I/O response time");
+    LAT_P9999_US = m("lat_p9999_us", "us", "p99.99 latency (µs)", DISK, Lower, "99.99th percentile I/O response time");
+    QD_ACHIEVED = m("qd_achieved", "count", "achieved queue depth", DISK, Neither, "mean I/Os outstanding over the window, all workers (measured; by Little's law ~ iops x lat_mean)");
+    ERRORS = m("errors", "count", "errors", ALL, Lower, "failed or short I/Os, or failed connections");
+}
+section "CPU (whole host, on the window)" {
+    CPU_PCT = m("cpu_pct", "%", "CPU %", ALL, Lower, "whole-host busy % of all CPUs (user+nice+system+irq+softirq+steal; iowait is idle)");
+    CPU_USER_PCT = m("cpu_user_pct", "%", "user CPU %", ALL, Lower, "user + nice, % of all CPUs");
+    CPU_SYSTEM_PCT = m("cpu_system_pct", "%", "system CPU %", ALL, Lower, "system, % of all CPUs");
+    CPU_IRQ_PCT = m("cpu_irq_pct", "%", "irq CPU %", ALL, Lower, "hard interrupts, % of all CPUs");
+    CPU_SOFTIRQ_PCT = m("cpu_softirq_pct", "%", "softirq CPU %", ALL, Lower, "soft interrupts, % of all CPUs");
+    CPU_IOWAIT_PCT = m("cpu_iowait_pct", "%", "iowait %", ALL, Lower, "iowait (counted as idle in cpu_pct), % of all CPUs");
+    CPU_STEAL_PCT = m("cpu_steal_pct", "%", "steal %", ALL, Lower, "steal, % of all CPUs");
+    CPU_SELF_PCT = m("cpu_self_pct", "%", "iotoll's own CPU %", ALL, Lower, "iotoll's own process (all threads), % of all CPUs");
+    CPU_OTHERS_PCT = m("cpu_others_pct", "%", "other processes' CPU %", ALL, Lower, "user-space processes other than iotoll and its endpoint (other tenants), % of all CPUs; included in cpu_pct");
+    INTERRUPTS_S = m("interrupts_s", "1/s", "interrupts/s", ALL, Neither, "interrupts per second (/proc/stat intr)");
+    CTX_SWITCHES_S = m("ctx_switches_s", "1/s", "context switches/s", ALL, Neither, "context switches per second (/proc/stat ctxt)");
+    CPUS = m("cpus", "count", "CPUs", ALL, Neither, "CPUs counted in cpu_pct (input to service demand)");
+    CPU_NOMINAL_MHZ = m("cpu_nominal_mhz", "MHz", "nominal clock (MHz)", ALL, Neither, "nominal clock (input to cycles metrics); absent if unknown");
+}
+section "Efficiency and service demand (derived)" {
+    IOPS_PER_CPU_PCT = m("iops_per_cpu_pct", "1/s/%", "IOPS per % CPU", DISK, Higher, "Iometer CPU Effectiveness: iops / cpu_pct").efficiency_of("iops").headline(Kind::Disk);
+    MB_S_PER_CPU_PCT = m("mb_s_per_cpu_pct", "MB/s/%", "MB/s per % CPU", DISK, Higher, "mb_s / cpu_pct").efficiency_of("mb_s");
+    MBIT_S_PER_CPU_PCT = m("mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % CPU", STREAM, Higher, "Performance/Efficiency index: mbit_s / cpu_pct").efficiency_of("mbit_s").headline(Kind::NetStream);
+    REMOTE_MBIT_S_PER_CPU_PCT = m("remote_mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % remote CPU", STREAM, Higher, "P/E index of the peer: mbit_s / remote_cpu_pct").efficiency_of("mbit_s");
+    CPU_US_PER_IO = m("cpu_us_per_io", "us", "CPU µs per I/O", DISK, Lower, "service demand: cpu_pct / 100 x cpus x 10^6 / iops, busy CPU-microseconds of the whole host per I/O").efficiency_of("iops");
+    CPU_US_PER_KB = m("cpu_us_per_kb", "us", "CPU µs per KB", DISK_STREAM, Lower, "service demand per KB (1024 bytes) of payload: network goodput when there is one, else disk bytes").efficiency_of("mb_s");
+    CPU_US_PER_TRANS = m("cpu_us_per_trans", "us", "CPU µs per transaction", RR, Lower, "service demand per request/response transaction").efficiency_of("trans_s").headline(Kind::NetRr);
+    CYCLES_PER_IO = m("cycles_per_io", "cycles", "cycles per I/O", DISK, Lower, "cpu_pct / 100 x cpus x cpu_nominal_mhz x 10^6 / iops");
+    CYCLES_PER_BYTE = m("cycles_per_byte", "cycles", "cycles per byte", DISK_STREAM, Lower, "the same per byte of payload");
+    LATENCY_ONE_WAY_US = m("latency_one_way_us", "us", "one-way latency (µs)", RR, Lower, "10^6 / (trans_s / conns) / 2 (netperf TCP_RR convention)");
+}
+section "Network" {
+    MBIT_S = m("mbit_s", "Mbit/s", "Mbit/s", STREAM, Higher, "TCP goodput (payload) counted by the receiving end inside its window, tx + rx").headline(Kind::NetStream);
+    TX_MBIT_S = m("tx_mbit_s", "Mbit/s", "sent Mbit/s", STREAM, Higher, "TCP goodput sent");
+    RX_MBIT_S = m("rx_mbit_s", "Mbit/s", "received Mbit/s", STREAM, Higher, "TCP goodput received");
+    SENT_MBIT_S = m("sent_mbit_s", "Mbit/s", "written Mbit/s", STREAM, Higher, "payload the sending ends wrote into their sockets in their windows (goodput counts what arrived)");
+    CONNS = m("conns", "count", "connections", NET, Neither, "data connections (both directions for bidir)");
+    CONNECT_S = m("connect_s", "s", "connect time (s)", NET, Lower, "time to establish all data connections");
+    CONN_MBIT_S_MIN = m("conn_mbit_s_min", "Mbit/s", "slowest connection (Mbit/s)", STREAM, Higher, "slowest connection");
+    CONN_MBIT_S_MAX = m("conn_mbit_s_max", "Mbit/s", "fastest connection (Mbit/s)", STREAM, Higher, "fastest connection");
+    FAIRNESS = m("fairness", "ratio", "fairness (Jain)", STREAM, Higher, "Jain's fairness index over the connections' rates: (sum x)^2 / (n sum x^2)");
+    RETRANSMITS = m("retransmits", "count", "retransmits", STREAM, Lower, "segments retransmitted by the sending sockets in the window (TCP_INFO)");
+    SRTT_US = m("srtt_us", "us", "smoothed RTT (µs)", STREAM, Lower, "smoothed RTT of the sending sockets at the end of the window, averaged (TCP_INFO)");
+    TRANS_S = m("trans_s", "1/s", "transactions/s", RR, Higher, "request/response transactions per second, all connections").headline(Kind::NetRr);
+    RTT_MEAN_US = m("rtt_mean_us", "us", "mean round trip (µs)", RR, Lower, "mean transaction round trip (request issued to whole response)");
+    RTT_P50_US = m("rtt_p50_us", "us", "p50 round trip (µs)", RR, Lower, "median transaction round trip");
+    RTT_P90_US = m("rtt_p90_us", "us", "p90 round trip (µs)", RR, Lower, "90th percentile transaction round trip");
+    RTT_P99_US = m("rtt_p99_us", "us", "p99 round trip (µs)", RR, Lower, "99th percentile transaction round trip");
+    RTT_P999_US = m("rtt_p999_us", "us", "p99.9 round trip (µs)", RR, Lower, "99.9th percentile transaction round trip");
+    RTT_MAX_US = m("rtt_max_us", "us", "max round trip (µs)", RR, Lower, "maximum transaction round trip");
+}
+section "The peer (network tests)" {
+    REMOTE_CPU_PCT = m("remote_cpu_pct", "%", "remote CPU %", NET, Lower, "the peer's whole-host busy %");
+    REMOTE_CPU_USER_PCT = m("remote_cpu_user_pct", "%", "remote user CPU %", NET, Lower, "the peer's user + nice");
+    REMOTE_CPU_SYSTEM_PCT = m("remote_cpu_system_pct", "%", "remote system CPU %", NET, Lower, "the peer's system");
+    REMOTE_CPU_IRQ_PCT = m("remote_cpu_irq_pct", "%", "remote irq CPU %", NET, Lower, "the peer's hard interrupts");
+    REMOTE_CPU_SOFTIRQ_PCT = m("remote_cpu_softirq_pct", "%", "remote softirq CPU %", NET, Lower, "the peer's soft interrupts");
+    REMOTE_CPU_IOWAIT_PCT = m("remote_cpu_iowait_pct", "%", "remote iowait %", NET, Lower, "the peer's iowait");
+    REMOTE_CPU_STEAL_PCT = m("remote_cpu_steal_pct", "%", "remote steal %", NET, Lower, "the peer's steal");
+    REMOTE_CPU_SELF_PCT = m("remote_cpu_self_pct", "%", "remote iotoll's own CPU %", NET, Lower, "the endpoint process's own CPU");
+    REMOTE_CPU_OTHERS_PCT = m("remote_cpu_others_pct", "%", "remote other processes' CPU %", NET, Lower, "other processes on the peer");
+    REMOTE_INTERRUPTS_S = m("remote_interrupts_s", "1/s", "remote interrupts/s", NET, Neither, "the peer's interrupts per second");
+    REMOTE_CTX_SWITCHES_S = m("remote_ctx_switches_s", "1/s", "remote context switches/s", NET, Neither, "the peer's context switches per second");
+    REMOTE_CPUS = m("remote_cpus", "count", "remote CPUs", NET, Neither, "the peer's CPU count");
+    REMOTE_CPU_NOMINAL_MHZ = m("remote_cpu_nominal_mhz", "MHz", "remote nominal clock (MHz)", NET, Neither, "the peer's nominal clock");
+}
 }
 
 /// Looks a metric up in the registry.
@@ -94,86 +203,60 @@ pub fn metric_def(name: &str) -> Option<&'static MetricDef> {
     METRICS.iter().find(|m| m.name == name)
 }
 
-/// The human name of a metric, with its unit, for charts and report tables
-/// ("IOPS", "MB/s per % CPU", "mean latency (µs)"). The one place these
-/// names live; `label` falls back to the canonical name.
-pub fn human_label(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "window_s" => "window (s)",
-        "iops" => "IOPS",
-        "read_iops" => "read IOPS",
-        "write_iops" => "write IOPS",
-        "mb_s" => "MB/s",
-        "read_mb_s" => "read MB/s",
-        "write_mb_s" => "write MB/s",
-        "mib_s" => "MiB/s",
-        "lat_mean_us" => "mean latency (µs)",
-        "lat_min_us" => "min latency (µs)",
-        "lat_max_us" => "max latency (µs)",
-        "lat_p50_us" => "p50 latency (µs)",
-        "lat_p90_us" => "p90 latency (µs)",
-        "lat_p99_us" => "p99 latency (µs)",
-        "lat_p999_us" => "p99.9 latency (µs)",
-        "lat_p9999_us" => "p99.99 latency (µs)",
-        "qd_achieved" => "achieved queue depth",
-        "errors" => "errors",
-        "mbit_s" => "Mbit/s",
-        "tx_mbit_s" => "sent Mbit/s",
-        "rx_mbit_s" => "received Mbit/s",
-        "sent_mbit_s" => "written Mbit/s",
-        "conns" => "connections",
-        "connect_s" => "connect time (s)",
-        "conn_mbit_s_min" => "slowest connection (Mbit/s)",
-        "conn_mbit_s_max" => "fastest connection (Mbit/s)",
-        "fairness" => "fairness (Jain)",
-        "retransmits" => "retransmits",
-        "srtt_us" => "smoothed RTT (µs)",
-        "trans_s" => "transactions/s",
-        "latency_one_way_us" => "one-way latency (µs)",
-        "rtt_mean_us" => "mean round trip (µs)",
-        "rtt_p50_us" => "p50 round trip (µs)",
-        "rtt_p90_us" => "p90 round trip (µs)",
-        "rtt_p99_us" => "p99 round trip (µs)",
-        "rtt_p999_us" => "p99.9 round trip (µs)",
-        "rtt_max_us" => "max round trip (µs)",
-        "cpu_pct" => "CPU %",
-        "cpu_user_pct" => "user CPU %",
-        "cpu_system_pct" => "system CPU %",
-        "cpu_irq_pct" => "irq CPU %",
-        "cpu_softirq_pct" => "softirq CPU %",
-        "cpu_iowait_pct" => "iowait %",
-        "cpu_steal_pct" => "steal %",
-        "cpu_self_pct" => "iotoll's own CPU %",
-        "cpu_others_pct" => "other processes' CPU %",
-        "interrupts_s" => "interrupts/s",
-        "ctx_switches_s" => "context switches/s",
-        "cpus" => "CPUs",
-        "cpu_nominal_mhz" => "nominal clock (MHz)",
-        "remote_cpu_pct" => "remote CPU %",
-        "remote_cpus" => "remote CPUs",
-        "iops_per_cpu_pct" => "IOPS per % CPU",
-        "mb_s_per_cpu_pct" => "MB/s per % CPU",
-        "mbit_s_per_cpu_pct" => "Mbit/s per % CPU",
-        "remote_mbit_s_per_cpu_pct" => "Mbit/s per % remote CPU",
-        "cpu_us_per_io" => "CPU µs per I/O",
-        "cpu_us_per_kb" => "CPU µs per KB",
-        "cpu_us_per_trans" => "CPU µs per transaction",
-        "cycles_per_io" => "cycles per I/O",
-        "cycles_per_byte" => "cycles per byte",
-        _ => return None,
-    })
+/// What readers call a metric ("IOPS", "p99 latency (µs)"), or its
+/// canonical name when it is not registered.
+pub fn label(name: &str) -> &str {
+    metric_def(name).map_or(name, |d| d.label)
 }
 
-/// `human_label`, or for a `remote_` metric "remote " and its local label,
-/// or else the canonical name itself.
-pub fn label(name: &str) -> String {
-    if let Some(l) = human_label(name) {
-        return l.to_string();
+/// Whether less of `metric` is better (the peer's CPU as much as ours).
+/// An unknown name is not.
+pub fn lower_is_better(name: &str) -> bool {
+    metric_def(name).is_some_and(MetricDef::lower_is_better)
+}
+
+/// Whether a result of `kind` carries `metric`.
+pub fn produces(kind: Kind, name: &str) -> bool {
+    metric_def(name).is_some_and(|d| d.produced_by(kind))
+}
+
+/// The metric table of docs/metrics.md, one section per registry section.
+pub fn markdown_table() -> String {
+    let mut out = String::new();
+    let mut section = "";
+    for d in METRICS {
+        if d.section != section {
+            section = d.section;
+            out.push_str(&format!(
+                "\n### {section}\n\n| name | unit | kinds | better | meaning |\n|---|---|---|---|---|\n"
+            ));
+        }
+        let kinds: Vec<&str> = Kind::ALL
+            .into_iter()
+            .filter(|k| d.produced_by(*k))
+            .map(Kind::as_str)
+            .collect();
+        let better = match d.better {
+            Higher => "higher",
+            Lower => "lower",
+            Neither => "",
+        };
+        let mut meaning = d.meaning.to_string();
+        if let Some(of) = d.efficiency_of {
+            meaning.push_str(&format!(" (efficiency of `{of}`)"));
+        }
+        if let Some(k) = d.headline {
+            meaning.push_str(&format!(" (**headline** of {k})"));
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {better} | {} |\n",
+            d.name,
+            d.unit,
+            kinds.join(", "),
+            meaning.replace('|', "\\|")
+        ));
     }
-    if let Some(l) = name.strip_prefix("remote_").and_then(human_label) {
-        return format!("remote {l}");
-    }
-    name.to_string()
+    out
 }
 
 fn get(m: &Metrics, k: &str) -> Option<f64> {
@@ -394,6 +477,26 @@ mod tests {
         assert_eq!(x[MIB_S], 0.5);
     }
 
+    /// docs/metrics.md's tables are what `markdown_table` makes;
+    /// `IOTOLL_BLESS=1` rewrites them.
+    #[test]
+    fn metrics_md_matches_the_registry() {
+        const BEGIN: &str = "<!-- generated from crates/model/src/metrics.rs: begin -->\n";
+        const END: &str = "<!-- generated: end -->";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (head, rest) = doc.split_once(BEGIN).expect("begin marker");
+        let (_, tail) = rest.split_once(END).expect("end marker");
+        let want = format!("{head}{BEGIN}{}{END}{tail}", markdown_table());
+        if std::env::var_os("IOTOLL_BLESS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        assert!(
+            doc == want,
+            "docs/metrics.md differs from the registry: run IOTOLL_BLESS=1 cargo test -p iotoll-model metrics_md"
+        );
+    }
+
     #[test]
     fn registry_names_are_unique() {
         let mut names: Vec<_> = METRICS.iter().map(|m| m.name).collect();
@@ -405,16 +508,49 @@ mod tests {
     }
 
     #[test]
-    fn every_registered_metric_has_a_human_label() {
-        for m in METRICS {
-            assert!(
-                human_label(m.name).is_some(),
-                "{} has no human label",
-                m.name
-            );
-        }
+    fn labels_and_directions() {
         assert_eq!(label("iops_per_cpu_pct"), "IOPS per % CPU");
         assert_eq!(label("remote_cpu_user_pct"), "remote user CPU %");
         assert_eq!(label("no_such_metric"), "no_such_metric");
+        // More peer CPU is no win (it was, before the registry said so).
+        assert!(lower_is_better("remote_cpu_pct"));
+        assert!(lower_is_better("cpu_us_per_io"));
+        assert!(!lower_is_better("remote_mbit_s_per_cpu_pct"));
+        assert!(!lower_is_better("conns"));
+    }
+
+    #[test]
+    fn every_remote_metric_the_engines_write_is_registered() {
+        // `CpuReport::write_metrics(.., "remote_")` writes these.
+        let mut m = Metrics::new();
+        let cpu = crate::CpuReport {
+            self_pct: Some(1.0),
+            interrupts_s: Some(1.0),
+            ctx_switches_s: Some(1.0),
+            nominal_mhz: Some(1.0),
+            interference: Some(Default::default()),
+            ..Default::default()
+        };
+        cpu.write_metrics(&mut m, "remote_");
+        cpu.write_metrics(&mut m, "");
+        for k in m.keys() {
+            let d = metric_def(k).unwrap_or_else(|| panic!("{k} is not registered"));
+            assert!(
+                d.produced_by(Kind::NetStream) && d.produced_by(Kind::NetRr),
+                "{k}"
+            );
+            assert_eq!(k.starts_with("remote_"), !d.produced_by(Kind::Disk), "{k}");
+        }
+        assert_eq!(m.len(), 26);
+    }
+
+    #[test]
+    fn every_kind_produces_cpu_and_its_headline() {
+        for k in Kind::ALL {
+            assert!(produces(k, CPU_PCT) && produces(k, k.headline()));
+        }
+        assert!(!produces(Kind::Disk, REMOTE_CPU_PCT));
+        assert!(produces(Kind::NetRr, REMOTE_CPU_SYSTEM_PCT));
+        assert!(!produces(Kind::NetRr, MBIT_S));
     }
 }

@@ -2,16 +2,16 @@
 //! Schema is `docs/result.schema.json`.
 
 use crate::metrics::{self as mn, Metrics};
+use crate::{Kind, ResultStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultDoc {
     pub iotoll_version: String,
-    /// `disk`, `net-stream`, `net-rr`.
-    pub kind: String,
-    /// `complete`, or `interrupted` when the window was cut short (Ctrl-C).
-    pub status: String,
+    pub kind: Kind,
+    /// `interrupted` when the window was cut short (Ctrl-C).
+    pub status: ResultStatus,
     /// Start of the measurement window, RFC 3339 UTC.
     pub started_at: String,
     /// Configuration label given with `--config`.

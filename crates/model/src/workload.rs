@@ -10,6 +10,7 @@
 //! configuration, named by the run's `--config` label and its disclosure.
 
 use crate::units::format_size;
+use crate::Kind;
 use serde_json::Value;
 
 #[derive(Clone, Copy)]
@@ -74,13 +75,12 @@ const RR: &[Param] = &[
     p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
-/// The parameters of a kind and the prefix of its single-run test names.
-fn table(kind: &str) -> Option<(&'static str, &'static [Param])> {
+/// The parameters of a kind.
+fn table(kind: Kind) -> &'static [Param] {
     match kind {
-        "disk" => Some(("disk", DISK)),
-        "net-stream" => Some(("stream", STREAM)),
-        "net-rr" => Some(("rr", RR)),
-        _ => None,
+        Kind::Disk => DISK,
+        Kind::NetStream => STREAM,
+        Kind::NetRr => RR,
     }
 }
 
@@ -99,11 +99,9 @@ fn show(fmt: Fmt, v: &Value) -> Option<String> {
 
 /// The workload parameters present in `spec`, as (short name, value shown).
 /// Keys the spec lacks (an import that does not know them) are left out.
-pub fn params(kind: &str, spec: &Value) -> Vec<(&'static str, String)> {
-    let Some((_, ps)) = table(kind) else {
-        return Vec::new();
-    };
-    ps.iter()
+pub fn params(kind: Kind, spec: &Value) -> Vec<(&'static str, String)> {
+    table(kind)
+        .iter()
         .filter_map(|p| {
             spec.get(p.key)
                 .and_then(|v| show(p.fmt, v))
@@ -115,10 +113,9 @@ pub fn params(kind: &str, spec: &Value) -> Vec<(&'static str, String)> {
 /// The test name a single run (or an import of the equivalent run) gets:
 /// `disk/bs=4k,read=70,random=100,qd=28,workers=1`,
 /// `stream/dir=tx,conns=4,msg=64k`, `rr/req=1,resp=1,conns=1,burst=1`.
-/// None for a kind without workload parameters.
-pub fn test_name(kind: &str, spec: &Value) -> Option<String> {
-    let (prefix, ps) = table(kind)?;
-    let parts: Vec<String> = ps
+pub fn test_name(kind: Kind, spec: &Value) -> String {
+    let prefix = kind.test_prefix();
+    let parts: Vec<String> = table(kind)
         .iter()
         .filter(|p| p.in_name)
         .filter_map(|p| {
@@ -127,11 +124,11 @@ pub fn test_name(kind: &str, spec: &Value) -> Option<String> {
                 .map(|s| format!("{}={s}", p.label))
         })
         .collect();
-    Some(if parts.is_empty() {
+    if parts.is_empty() {
         prefix.to_string()
     } else {
         format!("{prefix}/{}", parts.join(","))
-    })
+    }
 }
 
 /// How the workloads of the same test differ across configurations, one
@@ -139,21 +136,18 @@ pub fn test_name(kind: &str, spec: &Value) -> Option<String> {
 /// `"conns 4 vs 1"`, `"kind disk vs net-rr"`. A parameter only some specs
 /// state is not a difference (an import may not know the socket buffer);
 /// `None` entries (a configuration without the test) are skipped.
-pub fn differences(tests: &[Option<(&str, &Value)>]) -> Vec<String> {
-    let present: Vec<(&str, &Value)> = tests.iter().flatten().copied().collect();
+pub fn differences(tests: &[Option<(Kind, &Value)>]) -> Vec<String> {
+    let present: Vec<(Kind, &Value)> = tests.iter().flatten().copied().collect();
     let Some((kind0, _)) = present.first() else {
         return Vec::new();
     };
     if present.iter().any(|(k, _)| k != kind0) {
-        let kinds: Vec<&str> = present.iter().map(|(k, _)| *k).collect();
+        let kinds: Vec<&str> = present.iter().map(|(k, _)| k.as_str()).collect();
         return vec![format!("kind {}", kinds.join(" vs "))];
     }
-    let shown: Vec<Vec<(&str, String)>> = present.iter().map(|(k, s)| params(k, s)).collect();
-    let Some((_, ps)) = table(kind0) else {
-        return Vec::new();
-    };
+    let shown: Vec<Vec<(&str, String)>> = present.iter().map(|(k, s)| params(*k, s)).collect();
     let mut out = Vec::new();
-    for p in ps {
+    for p in table(*kind0) {
         let vals: Vec<&String> = shown
             .iter()
             .filter_map(|v| v.iter().find(|(l, _)| *l == p.label).map(|(_, s)| s))
@@ -176,25 +170,24 @@ mod tests {
         let s = json!({"dir": "tx", "conns": 4, "msg": 65536, "sockbuf": null, "nodelay": false,
                        "time_s": 5.0, "ramp_s": 1.0, "peer": "h:1"});
         assert_eq!(
-            test_name("net-stream", &s).unwrap(),
+            test_name(Kind::NetStream, &s),
             "stream/dir=tx,conns=4,msg=64k"
         );
         let d = json!({"bs": 8192, "read_pct": 70, "random_pct": 100, "qd": 28, "workers": 1,
                        "engine": "io_uring", "target": "/tmp/x"});
         assert_eq!(
-            test_name("disk", &d).unwrap(),
+            test_name(Kind::Disk, &d),
             "disk/bs=8k,read=70,random=100,qd=28,workers=1"
         );
         let r = json!({"req": 1, "resp": 1400, "conns": 1, "burst": 1});
         assert_eq!(
-            test_name("net-rr", &r).unwrap(),
+            test_name(Kind::NetRr, &r),
             "rr/req=1,resp=1400,conns=1,burst=1"
         );
-        assert_eq!(test_name("tape", &r), None);
         // Floats from JSON written by another tool read the same.
         let f = json!({"dir": "tx", "conns": 4.0, "msg": 65536.0});
         assert_eq!(
-            test_name("net-stream", &f).unwrap(),
+            test_name(Kind::NetStream, &f),
             "stream/dir=tx,conns=4,msg=64k"
         );
     }
@@ -204,27 +197,35 @@ mod tests {
         let a = json!({"dir": "tx", "conns": 4, "msg": 65536, "time_s": 5.0});
         let b = json!({"dir": "rx", "conns": 1, "msg": 1024, "time_s": 5.0});
         assert_eq!(
-            differences(&[Some(("net-stream", &a)), Some(("net-stream", &b))]),
+            differences(&[Some((Kind::NetStream, &a)), Some((Kind::NetStream, &b))]),
             vec!["dir tx vs rx", "conns 4 vs 1", "msg 64k vs 1k"]
         );
-        assert!(differences(&[Some(("net-stream", &a)), Some(("net-stream", &a))]).is_empty());
+        assert!(
+            differences(&[Some((Kind::NetStream, &a)), Some((Kind::NetStream, &a))]).is_empty()
+        );
         // Engine and target are the configuration, not the workload.
         let d1 = json!({"bs": 4096, "qd": 32, "engine": "io_uring", "target": "/a"});
         let d2 = json!({"bs": 4096, "qd": 32, "engine": "psync", "target": "/b"});
-        assert!(differences(&[Some(("disk", &d1)), Some(("disk", &d2))]).is_empty());
+        assert!(differences(&[Some((Kind::Disk, &d1)), Some((Kind::Disk, &d2))]).is_empty());
         // A parameter one side does not state is not a difference.
         let imported = json!({"dir": "tx", "conns": 4, "msg": 65536});
-        assert!(
-            differences(&[Some(("net-stream", &a)), Some(("net-stream", &imported))]).is_empty()
-        );
+        assert!(differences(&[
+            Some((Kind::NetStream, &a)),
+            Some((Kind::NetStream, &imported))
+        ])
+        .is_empty());
         // Three configurations, one missing the test.
         let c = json!({"dir": "tx", "conns": 8, "msg": 65536, "time_s": 60.0});
         assert_eq!(
-            differences(&[Some(("net-stream", &a)), None, Some(("net-stream", &c))]),
+            differences(&[
+                Some((Kind::NetStream, &a)),
+                None,
+                Some((Kind::NetStream, &c))
+            ]),
             vec!["conns 4 vs 8", "time 5s vs 60s"]
         );
         assert_eq!(
-            differences(&[Some(("disk", &d1)), Some(("net-rr", &a))]),
+            differences(&[Some((Kind::Disk, &d1)), Some((Kind::NetRr, &a))]),
             vec!["kind disk vs net-rr"]
         );
     }

@@ -13,7 +13,7 @@ use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
-use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
+use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_probe::{
     latency_report, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
@@ -500,15 +500,19 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         same_host == Some(true),
     );
     let kind = match spec.kind {
-        TestKind::Stream => "net-stream",
-        TestKind::Rr => "net-rr",
+        TestKind::Stream => Kind::NetStream,
+        TestKind::Rr => Kind::NetRr,
     };
     let mut local_disclosure = iotoll_probe::sysinfo::network(local_ip);
     me.insert_into(&mut local_disclosure);
     let mut doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
-        kind: kind.into(),
-        status: if completed { "complete" } else { "interrupted" }.into(),
+        kind,
+        status: if completed {
+            ResultStatus::Complete
+        } else {
+            ResultStatus::Interrupted
+        },
         started_at,
         config: spec.config.clone(),
         spec: spec_json(spec, &addr, threads),
@@ -528,7 +532,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
     if let Some(msg) = failure {
-        doc.status = "failed".into();
+        doc.status = ResultStatus::Failed;
         return Err(NetError::Failed {
             msg,
             doc: Box::new(doc),

@@ -12,7 +12,8 @@
 //! shown numbers, whatever selection produced them.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::Metrics;
+use iotoll_model::metrics::lower_is_better;
+use iotoll_model::{Kind, Metrics};
 use iotoll_store::RunDetail;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use std::collections::BTreeMap;
 pub struct TestData {
     pub name: String,
     pub group: String,
-    pub kind: String,
+    pub kind: Kind,
     /// The selected repetition's metrics (or the means).
     pub metrics: Metrics,
     pub repeatable: Option<bool>,
@@ -53,16 +54,11 @@ pub struct ConfigData {
     pub same_host_peer: bool,
 }
 
-fn main_metric_of(kind: &str, select: &str) -> String {
-    if let Some(m) = select.strip_prefix("median:") {
-        return m.to_string();
-    }
-    match kind {
-        "disk" => mn::IOPS,
-        "net-stream" => mn::MBIT_S,
-        _ => mn::TRANS_S,
-    }
-    .to_string()
+fn main_metric_of(kind: Kind, select: &str) -> String {
+    select
+        .strip_prefix("median:")
+        .unwrap_or(kind.headline())
+        .to_string()
 }
 
 impl ConfigData {
@@ -112,11 +108,11 @@ impl ConfigData {
                 let same_host_peer = kept.iter().any(|d| d.cpu.same_host == Some(true));
                 Some(TestData {
                     name: t.name.clone(),
-                    group: t.group.clone().unwrap_or_else(|| t.kind.clone()),
-                    kind: t.kind.clone(),
+                    group: t.group.clone().unwrap_or_else(|| t.kind.to_string()),
+                    kind: t.kind,
                     metrics: m,
                     repeatable: t.repeatable,
-                    main_metric: main_metric_of(&t.kind, &t.select),
+                    main_metric: main_metric_of(t.kind, &t.select),
                     params: t.params.clone(),
                     series: rep.map(|r| r.doc.series.clone()).unwrap_or_default(),
                     spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
@@ -185,8 +181,7 @@ pub struct GroupSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Efficiency {
     pub label: String,
-    /// `disk`, `net-stream`, `net-rr`.
-    pub kind: String,
+    pub kind: Kind,
     /// How many tests the means are over.
     pub tests: usize,
     /// Efficiency metric -> mean of the per-test values (the mean of the
@@ -230,43 +225,16 @@ impl Comparison {
     }
 }
 
-/// Metrics where less is better (the peer's CPU as much as ours).
-pub fn lower_is_better(metric: &str) -> bool {
-    let metric = metric.strip_prefix("remote_").unwrap_or(metric);
-    metric.starts_with("lat_")
-        || metric.starts_with("rtt_")
-        || metric.starts_with("cpu_")
-        || metric.starts_with("cycles_")
-        || matches!(
-            metric,
-            "latency_one_way_us" | "errors" | "retransmits" | "srtt_us" | "connect_s"
-        )
-}
-
-/// The efficiency metrics of each result kind, its headline index first.
-pub fn efficiency_metrics(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "disk" => &[
-            mn::IOPS_PER_CPU_PCT,
-            mn::MB_S_PER_CPU_PCT,
-            mn::CPU_US_PER_IO,
-            mn::CPU_US_PER_KB,
-        ],
-        "net-stream" => &[
-            mn::MBIT_S_PER_CPU_PCT,
-            mn::REMOTE_MBIT_S_PER_CPU_PCT,
-            mn::CPU_US_PER_KB,
-        ],
-        "net-rr" => &[mn::CPU_US_PER_TRANS],
-        _ => &[
-            mn::IOPS_PER_CPU_PCT,
-            mn::MB_S_PER_CPU_PCT,
-            mn::MBIT_S_PER_CPU_PCT,
-            mn::CPU_US_PER_IO,
-            mn::CPU_US_PER_KB,
-            mn::CPU_US_PER_TRANS,
-        ],
+/// The distinct values, in the order first seen (kinds of test, in the
+/// order a run has them).
+pub(crate) fn distinct<T: PartialEq>(it: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in it {
+        if !out.contains(&x) {
+            out.push(x);
+        }
     }
+    out
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -326,9 +294,9 @@ pub fn compare(
             .iter()
             .map(|c| cpu_threshold_pct.and_then(|th| c.map(|c| c <= th)))
             .collect();
-        let specs: Vec<Option<(&str, &serde_json::Value)>> = per
+        let specs: Vec<Option<(Kind, &serde_json::Value)>> = per
             .iter()
-            .map(|t| t.as_ref().map(|t| (t.kind.as_str(), &t.spec)))
+            .map(|t| t.as_ref().map(|t| (t.kind, &t.spec)))
             .collect();
         rows.push(Row {
             test: name.clone(),
@@ -387,27 +355,24 @@ pub fn compare(
         .map(|n| &n.0)
         .filter(|n| !unmatched.contains(n))
         .collect();
-    let mut kinds: Vec<String> = Vec::new();
-    for n in &common {
-        if let Some(t) = find(&configs[0], n) {
-            if !kinds.contains(&t.kind) {
-                kinds.push(t.kind.clone());
-            }
-        }
-    }
+    let kinds = distinct(
+        common
+            .iter()
+            .filter_map(|n| find(&configs[0], n).map(|t| t.kind)),
+    );
     let mut efficiency = Vec::new();
-    for kind in &kinds {
+    for &kind in &kinds {
         let of_kind: Vec<&String> = common
             .iter()
             .copied()
-            .filter(|n| find(&configs[0], n).is_some_and(|t| &t.kind == kind))
+            .filter(|n| find(&configs[0], n).is_some_and(|t| t.kind == kind))
             .collect();
         for c in configs {
             let mut means = BTreeMap::new();
-            for e in efficiency_metrics(kind) {
+            for e in kind.efficiency() {
                 let v: Vec<f64> = of_kind
                     .iter()
-                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(*e).copied()))
+                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(e).copied()))
                     .collect();
                 if v.len() == of_kind.len() {
                     if let Some(m) = mean(&v) {
@@ -417,7 +382,7 @@ pub fn compare(
             }
             efficiency.push(Efficiency {
                 label: c.label.clone(),
-                kind: kind.clone(),
+                kind,
                 tests: of_kind.len(),
                 means,
             });
@@ -479,27 +444,15 @@ pub fn findings(c: &Comparison) -> Vec<String> {
         ));
     }
     // Each kind's headline efficiency, candidate against baseline.
-    let kinds: Vec<&str> = {
-        let mut k: Vec<&str> = Vec::new();
-        for e in &c.efficiency {
-            if !k.contains(&e.kind.as_str()) {
-                k.push(&e.kind);
-            }
-        }
-        k
-    };
-    for kind in kinds {
+    for kind in distinct(c.efficiency.iter().map(|e| e.kind)) {
         let of_kind: Vec<&Efficiency> = c.efficiency.iter().filter(|e| e.kind == kind).collect();
         let Some(b) = of_kind.first() else { continue };
-        let Some(e) = efficiency_metrics(kind)
-            .iter()
-            .find(|e| b.means.contains_key(**e))
-        else {
+        let Some(e) = kind.efficiency().find(|e| b.means.contains_key(*e)) else {
             continue;
         };
         let name = iotoll_model::metrics::label(e);
         for cand in of_kind.iter().skip(1) {
-            if let (Some(bv), Some(v)) = (b.means.get(*e), cand.means.get(*e)) {
+            if let (Some(bv), Some(v)) = (b.means.get(e), cand.means.get(e)) {
                 if *bv > 0.0 {
                     let verb = if lower_is_better(e) {
                         "used"
@@ -617,7 +570,7 @@ mod tests {
         TestData {
             name: name.into(),
             group: group.into(),
-            kind: "disk".into(),
+            kind: Kind::Disk,
             metrics: m,
             repeatable: Some(true),
             main_metric: "mb_s".into(),
@@ -708,7 +661,7 @@ mod tests {
     }
 
     fn with_spec(mut t: TestData, kind: &str, spec: serde_json::Value) -> TestData {
-        t.kind = kind.into();
+        t.kind = kind.parse().unwrap();
         t.spec = spec;
         t
     }
@@ -747,7 +700,7 @@ mod tests {
         // neither may hide the other.
         let stream = |mbit: f64, cpu: f64| {
             let mut x = t("s", "tx", 0.0, cpu);
-            x.kind = "net-stream".into();
+            x.kind = Kind::NetStream;
             x.metrics.clear();
             x.metrics.insert("mbit_s".into(), mbit);
             x.metrics.insert("cpu_pct".into(), cpu);
@@ -756,7 +709,7 @@ mod tests {
         };
         let rr = |trans: f64, cpu: f64| {
             let mut x = t("r", "rr", 0.0, cpu);
-            x.kind = "net-rr".into();
+            x.kind = Kind::NetRr;
             x.metrics.clear();
             x.metrics.insert("trans_s".into(), trans);
             x.metrics.insert("cpu_pct".into(), cpu);
@@ -770,7 +723,7 @@ mod tests {
         let get = |label: &str, kind: &str, m: &str| {
             r.efficiency
                 .iter()
-                .find(|e| e.label == label && e.kind == kind)
+                .find(|e| e.label == label && e.kind.as_str() == kind)
                 .and_then(|e| e.means.get(m).copied())
         };
         let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);

@@ -4,38 +4,13 @@
 //! and the run's notes), and the caveats every report states whatever the
 //! number of configurations.
 
-use crate::compare::{Comparison, ConfigData, TestData};
+use crate::compare::{distinct, Comparison, ConfigData, TestData};
 use crate::fmt::num;
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
 
 /// CPU % at or above which a test is called CPU-bound.
 const SATURATED_PCT: f64 = 95.0;
-
-fn kind_name(kind: &str) -> &str {
-    match kind {
-        "disk" => "disk",
-        "net-stream" => "stream",
-        "net-rr" => "request/response",
-        other => other,
-    }
-}
-
-/// The headline throughput and the efficiency figures of a kind.
-fn kind_metrics(kind: &str) -> (&'static str, &'static [&'static str]) {
-    match kind {
-        "disk" => (
-            mn::IOPS,
-            &[
-                mn::IOPS_PER_CPU_PCT,
-                mn::MB_S_PER_CPU_PCT,
-                mn::CPU_US_PER_IO,
-            ],
-        ),
-        "net-stream" => (mn::MBIT_S, &[mn::MBIT_S_PER_CPU_PCT, mn::CPU_US_PER_KB]),
-        _ => (mn::TRANS_S, &[mn::CPU_US_PER_TRANS]),
-    }
-}
 
 fn get(t: &TestData, m: &str) -> Option<f64> {
     t.metrics.get(m).copied().filter(|v| v.is_finite())
@@ -53,15 +28,9 @@ fn list(names: &[&str]) -> String {
 /// The findings of one run.
 pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) -> Vec<String> {
     let mut f = Vec::new();
-    let mut kinds: Vec<&str> = Vec::new();
-    for t in &cfg.tests {
-        if !kinds.contains(&t.kind.as_str()) {
-            kinds.push(&t.kind);
-        }
-    }
-    for kind in kinds {
+    for kind in distinct(cfg.tests.iter().map(|t| t.kind)) {
         let tests: Vec<&TestData> = cfg.tests.iter().filter(|t| t.kind == kind).collect();
-        let (head, effs) = kind_metrics(kind);
+        let head = kind.headline();
         let best = tests
             .iter()
             .filter_map(|t| Some((*t, get(t, head)?)))
@@ -71,24 +40,24 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             .map(|c| format!(" at {} % CPU", num(Some(c))))
             .unwrap_or_default();
         let mut s = if tests.len() == 1 {
-            let what = if bt.name == kind_name(kind) || bt.name == kind {
+            let what = if bt.name == kind.noun() || bt.name == kind.as_str() {
                 bt.name.clone()
             } else {
-                format!("{} ({})", bt.name, kind_name(kind))
+                format!("{} ({})", bt.name, kind.noun())
             };
             format!("{what}: {} {}{cpu}", num(Some(bv)), label(head))
         } else {
             format!(
                 "{} tests ({}): the highest {} was {} on {}{cpu}",
                 tests.len(),
-                kind_name(kind),
+                kind.noun(),
                 label(head),
                 num(Some(bv)),
                 bt.name
             )
         };
         let mut parts = Vec::new();
-        for e in effs {
+        for e in kind.efficiency() {
             let v: Vec<f64> = tests.iter().filter_map(|t| get(t, e)).collect();
             if v.is_empty() {
                 continue;
@@ -314,7 +283,7 @@ mod tests {
         TestData {
             name: name.into(),
             group: kind.into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             metrics,
             repeatable,
             main_metric: "iops".into(),

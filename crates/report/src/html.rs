@@ -10,6 +10,7 @@ use crate::fmt::{esc, pct};
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use iotoll_model::metrics::{self as mn, label};
+use iotoll_model::Kind;
 use std::fmt::Write;
 
 /// The swept numeric parameter of a group's tests, if there is one.
@@ -97,13 +98,19 @@ type Pick = fn(&iotoll_model::SeriesPoint) -> Option<f64>;
 
 /// The per-second throughput of a test: its main metric when the series
 /// has it (`mb_s` for a test selected by MB/s), else its kind's.
-fn second_metric(kind: &str, main: &str) -> (Pick, &'static str) {
-    match (kind, main) {
-        (_, mn::MB_S) => (|p| p.mb_s, mn::MB_S),
-        (_, mn::IOPS) | ("disk", _) => (|p| p.iops, mn::IOPS),
-        (_, mn::TRANS_S) | ("net-rr", _) => (|p| p.trans_s, mn::TRANS_S),
-        _ => (|p| p.mbit_s, mn::MBIT_S),
-    }
+fn second_metric(kind: Kind, main: &str) -> (Pick, &'static str) {
+    let pick = |m: &str| -> Option<(Pick, &'static str)> {
+        Some(match m {
+            mn::MB_S => (|p| p.mb_s, mn::MB_S),
+            mn::IOPS => (|p| p.iops, mn::IOPS),
+            mn::TRANS_S => (|p| p.trans_s, mn::TRANS_S),
+            mn::MBIT_S => (|p| p.mbit_s, mn::MBIT_S),
+            _ => return None,
+        })
+    };
+    pick(main)
+        .or_else(|| pick(kind.headline()))
+        .unwrap_or((|p| p.mbit_s, mn::MBIT_S))
 }
 
 /// A series' samples at the middle of the second each one covers.
@@ -159,7 +166,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
             },
             esc(&info.suite),
             esc(&info.started_at),
-            esc(&info.status),
+            esc(info.status.as_str()),
             cfg.tests.len(),
             if info.overridden.is_some() { " — <b class=\"warn\">smoke run</b>" } else { "" }
         );
@@ -228,7 +235,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
                 } else {
                     format!("{g}: {metric} per configuration")
                 },
-                &metric,
+                metric,
                 &rows,
                 &c.configs,
                 c.cpu_threshold_pct,
@@ -247,14 +254,10 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
             .filter(|t| rows.iter().any(|r| r.test == t.name))
             .collect();
         if let Some(p) = swept_param(&tests) {
-            let kind = tests[0].kind.clone();
-            let eff = match kind.as_str() {
-                "disk" => mn::IOPS_PER_CPU_PCT,
-                "net-stream" => mn::MBIT_S_PER_CPU_PCT,
-                _ => mn::CPU_US_PER_TRANS,
-            };
+            let kind = tests[0].kind;
+            let eff = kind.headline_efficiency();
             let mut ms = vec![rows[0].metric.clone(), mn::CPU_PCT.into(), eff.into()];
-            if kind == "net-rr" {
+            if kind == Kind::NetRr {
                 ms.push(mn::RTT_MEAN_US.into());
             }
             let xl = param_label(&p);
@@ -285,7 +288,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
                             &format!("{g}: {desc} against {xl}"),
                             &xl,
                             scale,
-                            &desc,
+                            desc,
                             &series,
                         ),
                         &format!(
@@ -305,11 +308,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
     // The per-second series of every test: each configuration's kept
     // repetition, ramp-up shaded.
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
-    let mut names: Vec<(&str, &str, &str)> = Vec::new();
+    let mut names: Vec<(&str, Kind, &str)> = Vec::new();
     for cfg in configs {
         for t in &cfg.tests {
             if !names.iter().any(|n| n.0 == t.name) {
-                names.push((&t.name, &t.kind, &t.main_metric));
+                names.push((&t.name, t.kind, &t.main_metric));
             }
         }
     }
@@ -347,7 +350,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         let desc = label(m);
         let ramp = series.iter().map(|s| s.ramp_s).fold(0.0f64, f64::max);
         o.figure(
-            charts::seconds(&format!("{name}: {desc} per second"), &desc, &series),
+            charts::seconds(&format!("{name}: {desc} per second"), desc, &series),
             &format!(
                 "{desc} (solid, left axis) and whole-host CPU % (dashed, right axis) of {name}, each point the mean over one second{}.",
                 if ramp > 0.0 {
@@ -375,7 +378,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
             let _ = writeln!(
                 o.html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td></tr>",
-                esc(&g.group), esc(&g.candidate), esc(&label(&g.metric)), g.tests, pct(g.mean_diff_pct), pct(g.min_diff_pct), pct(g.max_diff_pct), g.wins, g.tests
+                esc(&g.group), esc(&g.candidate), esc(label(&g.metric)), g.tests, pct(g.mean_diff_pct), pct(g.min_diff_pct), pct(g.max_diff_pct), g.wins, g.tests
             );
         }
         let _ = writeln!(o.html, "</table>");

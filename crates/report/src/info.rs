@@ -29,7 +29,7 @@ pub struct TestInfo {
 pub struct RunInfo {
     pub suite: String,
     pub started_at: String,
-    pub status: String,
+    pub status: iotoll_model::RunStatus,
     /// The run's `durations overridden:` note, if any (smoke runs).
     pub overridden: Option<String>,
     /// The suite's `cpu_threshold_pct` (set by the caller, which can parse
@@ -92,7 +92,7 @@ fn from_run(run: &RunDetail) -> RunInfo {
     RunInfo {
         suite: run.run.suite.clone(),
         started_at: run.run.started_at.clone(),
-        status: run.run.status.clone(),
+        status: run.run.status,
         overridden: run
             .run
             .notes

@@ -27,7 +27,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
                 cfg.run_id,
                 md(&info.suite),
                 md(&info.started_at),
-                md(&info.status),
+                md(info.status.as_str()),
                 if info.overridden.is_some() {
                     ", **smoke run**"
                 } else {
@@ -83,7 +83,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             "| {} | {} | {} | {} | {} | {} | {} | {} of {} |",
             md(&g.group),
             md(&g.candidate),
-            md(&label(&g.metric)),
+            md(label(&g.metric)),
             g.tests,
             pct(g.mean_diff_pct),
             pct(g.min_diff_pct),

@@ -2,10 +2,11 @@
 //! parameters of every test, its key metrics by kind, and every metric of
 //! every test side by side.
 
-use crate::compare::{Comparison, ConfigData, TestData};
+use crate::compare::{distinct, Comparison, ConfigData, TestData};
 use crate::fmt::{count, esc, md, num, pct, size};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
+use iotoll_model::Kind;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Default)]
@@ -27,20 +28,19 @@ pub struct Table {
     pub note: Option<String>,
 }
 
-fn kind_title(kind: &str) -> &str {
+fn kind_title(kind: Kind) -> &'static str {
     match kind {
-        "disk" => "Disk tests",
-        "net-stream" => "Network stream tests",
-        "net-rr" => "Network request/response tests",
-        other => other,
+        Kind::Disk => "Disk tests",
+        Kind::NetStream => "Network stream tests",
+        Kind::NetRr => "Network request/response tests",
     }
 }
 
 /// The parameters worth a column, in order, per kind; the rest go into
 /// "other".
-fn param_columns(kind: &str) -> &'static [(&'static str, &'static str)] {
+fn param_columns(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
-        "disk" => &[
+        Kind::Disk => &[
             ("spec", "access spec"),
             ("bs", "block size"),
             ("read_pct", "read %"),
@@ -54,7 +54,7 @@ fn param_columns(kind: &str) -> &'static [(&'static str, &'static str)] {
             ("target", "target"),
             ("size", "size"),
         ],
-        "net-stream" => &[
+        Kind::NetStream => &[
             ("dir", "direction"),
             ("conns", "connections"),
             ("msg", "message"),
@@ -65,7 +65,7 @@ fn param_columns(kind: &str) -> &'static [(&'static str, &'static str)] {
             ("time_s", "time (s)"),
             ("peer", "peer"),
         ],
-        "net-rr" => &[
+        Kind::NetRr => &[
             ("conns", "connections"),
             ("req", "request"),
             ("resp", "response"),
@@ -77,7 +77,6 @@ fn param_columns(kind: &str) -> &'static [(&'static str, &'static str)] {
             ("time_s", "time (s)"),
             ("peer", "peer"),
         ],
-        _ => &[("ramp_s", "ramp (s)"), ("time_s", "time (s)")],
     }
 }
 
@@ -137,20 +136,12 @@ fn same_key(key: &str, v: &str) -> String {
     }
 }
 
-fn kinds(configs: &[ConfigData]) -> Vec<String> {
-    let mut k: Vec<String> = Vec::new();
-    for c in configs {
-        for t in &c.tests {
-            if !k.contains(&t.kind) {
-                k.push(t.kind.clone());
-            }
-        }
-    }
-    k
+fn kinds(configs: &[ConfigData]) -> Vec<Kind> {
+    distinct(configs.iter().flat_map(|c| c.tests.iter().map(|t| t.kind)))
 }
 
 /// Test names in order: the first configuration's, then the others'.
-fn test_names(configs: &[ConfigData], kind: &str) -> Vec<String> {
+fn test_names(configs: &[ConfigData], kind: Kind) -> Vec<String> {
     let mut n: Vec<String> = Vec::new();
     for c in configs {
         for t in c.tests.iter().filter(|t| t.kind == kind) {
@@ -168,8 +159,8 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
     let many = configs.len() > 1;
     let mut out = Vec::new();
     for kind in kinds(configs) {
-        let cols = param_columns(&kind);
-        let names = test_names(configs, &kind);
+        let cols = param_columns(kind);
+        let names = test_names(configs, kind);
         let spec = |ci: usize, name: &str| -> Value {
             infos
                 .get(ci)
@@ -337,7 +328,7 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             note.push("\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an in-process endpoint's port do not count).".to_string());
         }
         out.push(Table {
-            title: format!("{}: parameters", kind_title(&kind)),
+            title: format!("{}: parameters", kind_title(kind)),
             head,
             rows,
             note: (!note.is_empty()).then(|| note.join(" ")),
@@ -347,44 +338,43 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
 }
 
 /// The columns of a kind's metrics table.
-fn metric_columns(kind: &str) -> &'static [&'static str] {
+fn metric_columns(kind: Kind) -> &'static [&'static str] {
     match kind {
-        "disk" => &[
+        Kind::Disk => &[
             mn::IOPS,
             mn::MB_S,
             mn::LAT_MEAN_US,
             mn::LAT_P99_US,
-            "qd_achieved",
+            mn::QD_ACHIEVED,
             mn::CPU_PCT,
-            "cpu_others_pct",
+            mn::CPU_OTHERS_PCT,
             mn::IOPS_PER_CPU_PCT,
             mn::MB_S_PER_CPU_PCT,
             mn::CPU_US_PER_IO,
         ],
-        "net-stream" => &[
+        Kind::NetStream => &[
             mn::MBIT_S,
             mn::CONNS,
             mn::RETRANSMITS,
             mn::FAIRNESS,
             mn::CPU_PCT,
-            "cpu_others_pct",
+            mn::CPU_OTHERS_PCT,
             mn::REMOTE_CPU_PCT,
             mn::MBIT_S_PER_CPU_PCT,
             mn::REMOTE_MBIT_S_PER_CPU_PCT,
             mn::CPU_US_PER_KB,
         ],
-        "net-rr" => &[
+        Kind::NetRr => &[
             mn::TRANS_S,
             mn::CONNS,
             mn::RTT_MEAN_US,
             mn::RTT_P99_US,
             mn::LATENCY_ONE_WAY_US,
             mn::CPU_PCT,
-            "cpu_others_pct",
+            mn::CPU_OTHERS_PCT,
             mn::REMOTE_CPU_PCT,
             mn::CPU_US_PER_TRANS,
         ],
-        _ => &[mn::CPU_PCT],
     }
 }
 
@@ -427,11 +417,11 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
     let many = configs.len() > 1;
     let mut out = Vec::new();
     for kind in kinds(configs) {
-        let names = test_names(configs, &kind);
+        let names = test_names(configs, kind);
         let find = |ci: usize, n: &str| -> Option<&TestData> {
             configs[ci].tests.iter().find(|t| t.name == n)
         };
-        let cols: Vec<&str> = metric_columns(&kind)
+        let cols: Vec<&str> = metric_columns(kind)
             .iter()
             .copied()
             .filter(|m| {
@@ -450,7 +440,7 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         if many {
             head.push("configuration".into());
         }
-        head.extend(cols.iter().map(|m| label(m)));
+        head.extend(cols.iter().map(|m| label(m).to_string()));
         let mut rows = Vec::new();
         for n in &names {
             for (ci, cfg) in configs.iter().enumerate() {
@@ -491,7 +481,7 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             note.push_str(" (same host): the peer ran on this host, so its CPU is this host's and is not shown as a second machine's.");
         }
         out.push(Table {
-            title: format!("{}: results", kind_title(&kind)),
+            title: format!("{}: results", kind_title(kind)),
             head,
             rows,
             note: Some(note),
@@ -602,7 +592,7 @@ pub fn comparison(c: &Comparison) -> Table {
                     }
                 ),
                 r.group.clone(),
-                label(&r.metric),
+                label(&r.metric).to_string(),
             ];
             let mut cell_diff = vec![false; 3];
             for (i, v) in r.values.iter().enumerate() {
@@ -659,20 +649,13 @@ pub fn comparison(c: &Comparison) -> Table {
 /// Per result kind: each configuration's mean efficiency over the tests of
 /// that kind every configuration has, and its ratio to the baseline.
 pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
-    let mut kinds: Vec<&str> = Vec::new();
-    for e in &c.efficiency {
-        if !kinds.contains(&e.kind.as_str()) {
-            kinds.push(&e.kind);
-        }
-    }
-    kinds
+    distinct(c.efficiency.iter().map(|e| e.kind))
         .into_iter()
         .filter_map(|kind| {
             let of: Vec<&crate::compare::Efficiency> =
                 c.efficiency.iter().filter(|e| e.kind == kind).collect();
-            let metrics: Vec<&str> = crate::compare::efficiency_metrics(kind)
-                .iter()
-                .copied()
+            let metrics: Vec<&str> = kind
+                .efficiency()
                 .filter(|m| of.iter().any(|e| e.means.contains_key(*m)) || remote_cpu_metric(m) && of.iter().any(|e| same_host_label(configs, &e.label)))
                 .collect();
             if metrics.is_empty() {
@@ -681,7 +664,7 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
             let many = of.len() > 1;
             let mut head = vec!["configuration".to_string(), "tests".into()];
             for m in &metrics {
-                head.push(label(m));
+                head.push(label(m).to_string());
                 if many {
                     head.push(format!("× {}", of[0].label));
                 }
@@ -833,7 +816,7 @@ mod tests {
         TestData {
             name: name.into(),
             group: kind.into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             metrics: m
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))

@@ -4,7 +4,7 @@
 
 use crate::{RunDetail, TestRow};
 use iotoll_model::metrics::metric_def;
-use iotoll_model::Metrics;
+use iotoll_model::{Kind, Metrics};
 use std::fmt::Write;
 
 fn csv_field(s: &str) -> String {
@@ -279,8 +279,8 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
         }
     };
     // (read MB/s, write MB/s, read I/Os per s, write I/Os per s) as the client saw them.
-    let (mut read_mb, mut write_mb, mut read_ios, mut write_ios) = match t.kind.as_str() {
-        "net-stream" => {
+    let (mut read_mb, mut write_mb, mut read_ios, mut write_ios) = match t.kind {
+        Kind::NetStream => {
             // Goodput as the receivers counted it; iotoll counts bytes, not
             // send()/recv() calls, so the I/O counts stay empty.
             let write_mb = g("tx_mbit_s").map(|v| v / 8.0);
@@ -298,7 +298,7 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
             );
             (read_mb, write_mb, None, None)
         }
-        "net-rr" => {
+        Kind::NetRr => {
             let tps = g("trans_s")?;
             put(&mut c, "Transactions per Second", Some(tps));
             let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
@@ -312,7 +312,7 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
                 Some(tps),
             )
         }
-        _ => return None,
+        Kind::Disk => return None,
     };
     if endpoint {
         std::mem::swap(&mut read_mb, &mut write_mb);
@@ -379,23 +379,16 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        if t.kind == "disk" {
+        if t.kind == Kind::Disk {
             let _ = writeln!(o, "{}", line(&disk_cells(t, m)));
             rows += 1;
             continue;
         }
         let Some(mut all) = net_cells(t, m, false) else {
-            skipped.push(if t.kind.starts_with("net-") {
-                format!(
-                    "test '{}' ({}) has no throughput or transaction rate",
-                    t.name, t.kind
-                )
-            } else {
-                format!(
-                    "test '{}' is of kind '{}', which Iometer has no row for",
-                    t.name, t.kind
-                )
-            });
+            skipped.push(format!(
+                "test '{}' ({}) has no throughput or transaction rate",
+                t.name, t.kind
+            ));
             continue;
         };
         let spec_name = csv_field(&t.name);
@@ -469,12 +462,12 @@ mod tests {
         let reps = vec![
             RepRow {
                 rep: 1,
-                status: "complete".into(),
+                status: iotoll_model::ResultStatus::Complete,
                 doc: doc(1000.0, 700.0, 10.0),
             },
             RepRow {
                 rep: 2,
-                status: "complete".into(),
+                status: iotoll_model::ResultStatus::Complete,
                 doc: doc(1100.0, 770.0, 11.0),
             },
         ];
@@ -485,7 +478,7 @@ mod tests {
                 config: Some("hba, port 1".into()),
                 started_at: "2026-11-22T00:00:00Z".into(),
                 finished_at: Some("2026-11-22T01:00:00Z".into()),
-                status: "complete".into(),
+                status: iotoll_model::RunStatus::Complete,
                 notes: vec![],
                 tests: 1,
             },
@@ -494,7 +487,7 @@ mod tests {
             tests: vec![TestRow {
                 seq: 1,
                 name: "small-block/spec=db-oltp-8k".into(),
-                kind: "disk".into(),
+                kind: iotoll_model::Kind::Disk,
                 group: Some("iops".into()),
                 params: serde_json::json!({"spec": "db-oltp-8k"}),
                 select: "median:iops".into(),
@@ -556,7 +549,7 @@ mod tests {
             } else {
                 "stream/dir=bidir,conns=4,msg=64k".into()
             },
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             group: None,
             params: serde_json::json!({}),
             select: "median".into(),
@@ -566,7 +559,7 @@ mod tests {
             summary: None,
             reps: vec![RepRow {
                 rep: 1,
-                status: "complete".into(),
+                status: iotoll_model::ResultStatus::Complete,
                 doc,
             }],
         }];

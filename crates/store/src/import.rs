@@ -5,7 +5,7 @@
 //! figures are never passed off as whole-host CPU.
 
 use iotoll_model::metrics::{self as mn, metric_def};
-use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
+use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use serde_json::Value;
 
 /// One imported test: its name, group and result document.
@@ -26,7 +26,7 @@ struct Origin {
 }
 
 fn doc(
-    kind: &str,
+    kind: Kind,
     source: &str,
     format: &str,
     mut metrics: Metrics,
@@ -44,8 +44,8 @@ fn doc(
     spec.insert("format".into(), format.into());
     ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
-        kind: kind.to_string(),
-        status: "complete".into(),
+        kind,
+        status: ResultStatus::Complete,
         started_at: humantime::format_rfc3339_seconds(started).to_string(),
         config: None,
         spec: Value::Object(spec),
@@ -311,11 +311,11 @@ impl<R> TableRows<R> {
             return Err(format!("line {n}: duplicate test '{name}'"));
         }
         let kind = if m.contains_key(mn::IOPS) || m.contains_key(mn::MB_S) {
-            "disk"
+            Kind::Disk
         } else if m.contains_key(mn::TRANS_S) {
-            "net-rr"
+            Kind::NetRr
         } else {
-            "net-stream"
+            Kind::NetStream
         };
         let d = doc(
             kind,
@@ -422,7 +422,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         let spec_v = Value::Object(spec.clone());
         // The native run's name; jobs with equal parameters keep theirs
         // apart, and clones sharing a job name (numjobs) are numbered.
-        let base = iotoll_model::workload::test_name("disk", &spec_v).unwrap_or(jobname.clone());
+        let base = iotoll_model::workload::test_name(Kind::Disk, &spec_v);
         let mut name = base.clone();
         if names.contains(&name) {
             name = format!("{base}/job={jobname}");
@@ -523,7 +523,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             );
         }
         let d = doc(
-            "disk",
+            Kind::Disk,
             source,
             "fio-json",
             m,
@@ -702,14 +702,13 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
         spec.insert("ramp_s".into(), o.into());
     }
     let spec_v = Value::Object(spec.clone());
-    let name =
-        iotoll_model::workload::test_name("net-stream", &spec_v).unwrap_or_else(|| "stream".into());
+    let name = iotoll_model::workload::test_name(Kind::NetStream, &spec_v);
     let started_s = number(
         &v.start["timestamp"]["timesecs"],
         "start.timestamp.timesecs",
     )?;
     let d = doc(
-        "net-stream",
+        Kind::NetStream,
         source,
         "iperf3-json",
         m,

@@ -8,7 +8,7 @@
 pub mod export;
 pub mod import;
 
-use iotoll_model::ResultDoc;
+use iotoll_model::{Kind, ResultDoc, ResultStatus, RunStatus};
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -135,6 +135,14 @@ pub fn default_path() -> PathBuf {
     base.join("iotoll").join("results.db")
 }
 
+/// A word stored as text (a kind, a status) read back as its enum.
+fn word<T: serde::de::DeserializeOwned>(r: &rusqlite::Row, i: usize) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    serde_json::from_value(serde_json::Value::String(s)).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 pub type RunId = i64;
 pub type TestId = i64;
 
@@ -145,7 +153,7 @@ pub struct RunRow {
     pub config: Option<String>,
     pub started_at: String,
     pub finished_at: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
     pub notes: Vec<String>,
     pub tests: i64,
 }
@@ -153,7 +161,7 @@ pub struct RunRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct RepRow {
     pub rep: i64,
-    pub status: String,
+    pub status: ResultStatus,
     pub doc: ResultDoc,
 }
 
@@ -161,7 +169,7 @@ pub struct RepRow {
 pub struct TestRow {
     pub seq: i64,
     pub name: String,
-    pub kind: String,
+    pub kind: Kind,
     pub group: Option<String>,
     pub params: serde_json::Value,
     pub select: String,
@@ -667,7 +675,7 @@ impl Store {
         run: RunId,
         seq: i64,
         name: &str,
-        kind: &str,
+        kind: Kind,
         group: Option<&str>,
         params: &serde_json::Value,
         select: &str,
@@ -675,7 +683,7 @@ impl Store {
         self.conn.prepare_cached(
             "INSERT INTO tests (run_id, seq, name, kind, grp, params, select_rule) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
-        .execute(params![run, seq, name, kind, group, params.to_string(), select])?;
+        .execute(params![run, seq, name, kind.as_str(), group, params.to_string(), select])?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -759,7 +767,12 @@ impl Store {
         conn.prepare_cached(
             "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![test, rep, doc.status, serde_json::to_string(doc)?])?;
+        .execute(params![
+            test,
+            rep,
+            doc.status.as_str(),
+            serde_json::to_string(doc)?
+        ])?;
         let rep_id = conn.last_insert_rowid();
         let mut st =
             conn.prepare_cached("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
@@ -785,20 +798,25 @@ impl Store {
         Ok(())
     }
 
-    pub fn finish_run(&self, run: RunId, status: &str, notes: &[String]) -> Result<(), StoreError> {
+    pub fn finish_run(
+        &self,
+        run: RunId,
+        status: RunStatus,
+        notes: &[String],
+    ) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3, notes = ?4 WHERE id = ?1",
-            params![run, status, now(), serde_json::to_string(notes)?],
+            params![run, status.as_str(), now(), serde_json::to_string(notes)?],
         )?;
         Ok(())
     }
 
     fn run_row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         let notes: String = r.get(6)?;
-        let mut status: String = r.get(5)?;
+        let mut status = word(r, 5)?;
         // Read-only views do not mark dead runs; they show them as such.
-        if status == "running" && !r.get::<_, Option<i64>>(8)?.is_some_and(pid_alive) {
-            status = "incomplete".into();
+        if status == RunStatus::Running && !r.get::<_, Option<i64>>(8)?.is_some_and(pid_alive) {
+            status = RunStatus::Incomplete;
         }
         Ok(RunRow {
             id: r.get(0)?,
@@ -875,7 +893,7 @@ impl Store {
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
+                    word::<Kind>(r, 3)?,
                     r.get::<_, Option<String>>(4)?,
                     r.get::<_, String>(5)?,
                     r.get::<_, String>(6)?,
@@ -908,7 +926,7 @@ impl Store {
                 .query_map([tid], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
+                        word::<ResultStatus>(r, 1)?,
                         r.get::<_, String>(2)?,
                     ))
                 })?
@@ -1005,7 +1023,7 @@ impl Store {
                 run,
                 n as i64,
                 &t.name,
-                &t.doc.kind,
+                t.doc.kind,
                 t.group.as_deref(),
                 &t.doc.spec,
                 "all",
@@ -1035,7 +1053,7 @@ impl Store {
         }
         self.finish_run(
             run,
-            "complete",
+            RunStatus::Complete,
             &[format!("imported from {source} ({format})")],
         )?;
         // The run is dated by the tool that measured it, not by the import.
@@ -1103,7 +1121,7 @@ mod tests {
                 run,
                 1,
                 "rr4k/qd=8",
-                "disk",
+                Kind::Disk,
                 Some("read"),
                 &serde_json::json!({"qd": 8}),
                 "median:iops",
@@ -1122,10 +1140,11 @@ mod tests {
             },
         )
         .unwrap();
-        s.finish_run(run, "complete", &["n".into()]).unwrap();
+        s.finish_run(run, RunStatus::Complete, &["n".into()])
+            .unwrap();
         let runs = s.list_runs().unwrap();
         assert_eq!(runs.len(), 1);
-        assert_eq!((runs[0].status.as_str(), runs[0].tests), ("complete", 1));
+        assert_eq!((runs[0].status, runs[0].tests), (RunStatus::Complete, 1));
         let det = s.run_detail(run).unwrap();
         assert_eq!(det.tests[0].reps.len(), 2);
         assert_eq!(det.tests[0].repeatable, Some(false));
@@ -1173,7 +1192,7 @@ mod tests {
             .unwrap();
         drop(s);
         let s = Store::open(&p).unwrap();
-        assert_eq!(s.list_runs().unwrap()[0].status, "incomplete");
+        assert_eq!(s.list_runs().unwrap()[0].status, RunStatus::Incomplete);
     }
 
     #[test]
@@ -1228,7 +1247,7 @@ mod tests {
             .begin_run("quick", None, "", &serde_json::Value::Null, &[])
             .unwrap();
         let t = s
-            .add_test(run, 1, "t", "disk", None, &serde_json::json!({}), "all")
+            .add_test(run, 1, "t", Kind::Disk, None, &serde_json::json!({}), "all")
             .unwrap();
         let mut bad = doc(1.0);
         bad.metrics.insert("iops".into(), f64::INFINITY);

@@ -4,7 +4,7 @@
 use crate::select::Rule;
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_model::text::printable;
-use iotoll_model::{parse_duration, parse_size, units};
+use iotoll_model::{parse_duration, parse_size, units, Kind};
 use iotoll_net::{ClientSpec, Dir, TestKind};
 use std::time::Duration;
 use toml::Value;
@@ -45,8 +45,7 @@ pub struct Job {
     /// Unique: the test's name and its swept values, e.g. `rr4k/qd=8`.
     pub name: String,
     pub group: String,
-    /// `disk`, `net-stream`, `net-rr`.
-    pub kind: String,
+    pub kind: Kind,
     pub spec: JobSpec,
     /// Every parameter set for this job (swept ones included).
     pub params: serde_json::Value,
@@ -137,84 +136,6 @@ const STREAM_KEYS: &[&str] = &["dir", "conns", "msg", "sockbuf", "nodelay", "thr
 const RR_KEYS: &[&str] = &[
     "conns", "req", "resp", "size", "burst", "sockbuf", "nodelay", "threads",
 ];
-
-/// Whether a test of `kind` reports `metric` (CPU metrics: every kind).
-fn produces(kind: &str, metric: &str) -> bool {
-    const DISK: &[&str] = &[
-        "iops",
-        "read_iops",
-        "write_iops",
-        "mb_s",
-        "read_mb_s",
-        "write_mb_s",
-        "mib_s",
-        "lat_mean_us",
-        "lat_min_us",
-        "lat_max_us",
-        "lat_p50_us",
-        "lat_p90_us",
-        "lat_p99_us",
-        "lat_p999_us",
-        "lat_p9999_us",
-        "qd_achieved",
-        "iops_per_cpu_pct",
-        "mb_s_per_cpu_pct",
-        "cpu_us_per_io",
-        "cycles_per_io",
-        "cpu_us_per_kb",
-        "cycles_per_byte",
-    ];
-    const STREAM: &[&str] = &[
-        "mbit_s",
-        "tx_mbit_s",
-        "rx_mbit_s",
-        "sent_mbit_s",
-        "conns",
-        "conn_mbit_s_min",
-        "conn_mbit_s_max",
-        "fairness",
-        "retransmits",
-        "srtt_us",
-        "connect_s",
-        "mbit_s_per_cpu_pct",
-        "remote_mbit_s_per_cpu_pct",
-        "cpu_us_per_kb",
-        "cycles_per_byte",
-    ];
-    const RR: &[&str] = &[
-        "trans_s",
-        "latency_one_way_us",
-        "rtt_mean_us",
-        "rtt_p50_us",
-        "rtt_p90_us",
-        "rtt_p99_us",
-        "rtt_p999_us",
-        "rtt_max_us",
-        "conns",
-        "connect_s",
-        "cpu_us_per_trans",
-    ];
-    let own = match kind {
-        "disk" => DISK,
-        "net-stream" => STREAM,
-        _ => RR,
-    };
-    let base = metric
-        .strip_prefix("remote_")
-        .filter(|_| kind != "disk")
-        .unwrap_or(metric);
-    own.contains(&metric)
-        || base.starts_with("cpu_") && base.ends_with("_pct")
-        || [
-            "window_s",
-            "errors",
-            "interrupts_s",
-            "ctx_switches_s",
-            "cpus",
-            "cpu_nominal_mhz",
-        ]
-        .contains(&base)
-}
 
 /// The line of `key` inside the `idx`-th `[[test]]` block (or the top of
 /// the file), for error messages.
@@ -481,30 +402,24 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             return Err(cx.err(i, Some("name"), format!("duplicate test name '{tname}'")));
         }
         base_names.push(tname.clone());
-        let kind = match t.get("kind") {
+        let kind: Kind = match t.get("kind") {
             Some(v) => as_str(v)
-                .map_err(|m| cx.err(i, Some("kind"), m))?
-                .to_string(),
+                .and_then(str::parse)
+                .map_err(|m| cx.err(i, Some("kind"), m))?,
             None => {
                 return Err(cx.err(
                     i,
                     None,
-                    format!("test '{tname}' has no kind (disk, net-stream or net-rr)"),
+                    format!("test '{tname}' has no kind ({})", Kind::names()),
                 ))
             }
         };
-        let (params_allowed, default_metric): (&[&str], &str) = match kind.as_str() {
-            "disk" => (DISK_KEYS, "iops"),
-            "net-stream" => (STREAM_KEYS, "mbit_s"),
-            "net-rr" => (RR_KEYS, "trans_s"),
-            other => {
-                return Err(cx.err(
-                    i,
-                    Some("kind"),
-                    format!("unknown kind '{other}': use disk, net-stream or net-rr"),
-                ))
-            }
+        let params_allowed = match kind {
+            Kind::Disk => DISK_KEYS,
+            Kind::NetStream => STREAM_KEYS,
+            Kind::NetRr => RR_KEYS,
         };
+        let default_metric = kind.headline();
         for k in t.keys() {
             if !META_KEYS.contains(&k.as_str()) && !params_allowed.contains(&k.as_str()) {
                 return Err(cx.err(
@@ -568,7 +483,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             Rule::Median(m) => m.clone(),
             _ => default_metric.to_string(),
         };
-        if !produces(&kind, &metric) {
+        if !iotoll_model::metrics::produces(kind, &metric) {
             let at = get("select").and_then(|x| x.1);
             return Err(cx.err(
                 at.or(i),
@@ -661,17 +576,16 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             }
             pick.reverse();
             let mut params = serde_json::Map::new();
-            let mut spec = if kind == "disk" {
-                JobSpec::Disk(DiskSpec::default())
-            } else {
+            let net = |kind| {
                 JobSpec::Net(ClientSpec {
-                    kind: if kind == "net-rr" {
-                        TestKind::Rr
-                    } else {
-                        TestKind::Stream
-                    },
+                    kind,
                     ..ClientSpec::default()
                 })
+            };
+            let mut spec = match kind {
+                Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+                Kind::NetStream => net(TestKind::Stream),
+                Kind::NetRr => net(TestKind::Rr),
             };
             for (k, v) in &pick {
                 let r = match &mut spec {
@@ -728,7 +642,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             jobs.push(Job {
                 name,
                 group,
-                kind: kind.clone(),
+                kind,
                 spec,
                 params: serde_json::Value::Object(params),
                 reps,

@@ -6,7 +6,7 @@ use crate::file::{Job, JobSpec, Suite};
 use crate::select::{agreement, select_clean, Rule, Selected};
 use iotoll_disk::DiskError;
 use iotoll_model::result::INTERFERENCE_NOTE;
-use iotoll_model::ResultDoc;
+use iotoll_model::{Kind, ResultDoc, ResultStatus, RunStatus};
 use iotoll_net::auth::Key;
 use iotoll_net::NetError;
 use iotoll_probe::{Progress, RunControl};
@@ -57,7 +57,7 @@ pub trait Sink {
 pub struct TestOutcome {
     pub name: String,
     pub group: String,
-    pub kind: String,
+    pub kind: Kind,
     pub rule: Rule,
     pub metric: String,
     /// Repetition numbers (1-based) that completed, with their documents.
@@ -79,27 +79,8 @@ impl TestOutcome {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Complete,
-    /// Ctrl-C or SIGTERM: every finished repetition is kept.
-    Aborted,
-    /// Some repetitions failed; the others are kept.
-    Failed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Complete => "complete",
-            Status::Aborted => "aborted",
-            Status::Failed => "failed",
-        }
-    }
-}
-
 pub struct Outcome {
-    pub status: Status,
+    pub status: RunStatus,
     pub tests: Vec<TestOutcome>,
     pub notes: Vec<String>,
 }
@@ -244,7 +225,7 @@ fn run_one(
             })
         }
     }?;
-    if res.status == "interrupted" {
+    if res.status == ResultStatus::Interrupted {
         return Err(RepError::Interrupted);
     }
     Ok(res)
@@ -309,7 +290,7 @@ pub fn run(
                 Ok(_) => Some(path),
                 Err(DiskError::Interrupted(_)) => {
                     return Ok(Outcome {
-                        status: Status::Aborted,
+                        status: RunStatus::Aborted,
                         tests: Vec::new(),
                         notes: vec!["interrupted while preparing the test file".into()],
                     })
@@ -333,14 +314,14 @@ pub fn run(
     let t0 = Instant::now();
     let mut eta = crate::durations::Eta::new(suite, opts.reps);
     let mut tests = Vec::with_capacity(total);
-    let mut status = Status::Complete;
+    let mut status = RunStatus::Complete;
     'jobs: for (i, job) in suite.jobs.iter().enumerate() {
         let reps = opts.reps.unwrap_or(job.reps).max(1);
         let id = sink.begin_test(i + 1, job)?;
         let mut out = TestOutcome {
             name: job.name.clone(),
             group: job.group.clone(),
-            kind: job.kind.clone(),
+            kind: job.kind,
             rule: job.rule.clone(),
             metric: job.metric.clone(),
             reps: Vec::new(),
@@ -400,7 +381,7 @@ pub fn run(
                     out.reps.push((rep, doc));
                 }
                 Err(RepError::Interrupted) => {
-                    status = Status::Aborted;
+                    status = RunStatus::Aborted;
                     notes.push(format!("interrupted during {} repetition {rep}", job.name));
                     finish(&mut out, job, sink, id)?;
                     tests.push(out);
@@ -412,7 +393,7 @@ pub fn run(
                     // partial figures are never stored as a result.
                     notes.push(format!("{} repetition {rep} failed: {e}", job.name));
                     out.failures.push(format!("repetition {rep}: {e}"));
-                    status = Status::Failed;
+                    status = RunStatus::Failed;
                 }
             }
             if rep == limit {

@@ -1,0 +1,227 @@
+//! The kinds of result and the statuses of results and runs: the words
+//! every crate, the database and the JSON documents share. Each is an enum
+//! so that a new kind is taught once here and the compiler finds every
+//! place that must say something about it.
+
+use crate::metrics::{MetricDef, METRICS};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a result measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Disk,
+    NetStream,
+    NetRr,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Disk, Kind::NetStream, Kind::NetRr];
+
+    /// The name in JSON, suite files and the database.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Disk => "disk",
+            Kind::NetStream => "net-stream",
+            Kind::NetRr => "net-rr",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// "disk, net-stream or net-rr", for errors.
+    pub fn names() -> String {
+        let v: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        match v.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => v.join(""),
+        }
+    }
+
+    /// What a reader calls a test of this kind ("request/response").
+    pub const fn noun(self) -> &'static str {
+        match self {
+            Kind::Disk => "disk",
+            Kind::NetStream => "stream",
+            Kind::NetRr => "request/response",
+        }
+    }
+
+    /// The prefix of a single run's test name (`stream/dir=tx,...`).
+    pub const fn test_prefix(self) -> &'static str {
+        match self {
+            Kind::Disk => "disk",
+            Kind::NetStream => "stream",
+            Kind::NetRr => "rr",
+        }
+    }
+
+    pub(crate) const fn bit(self) -> u8 {
+        match self {
+            Kind::Disk => 1,
+            Kind::NetStream => 2,
+            Kind::NetRr => 4,
+        }
+    }
+
+    /// The metric that judges a test of this kind unless told otherwise:
+    /// what repetitions are selected by, what tables and charts lead with.
+    pub fn headline(self) -> &'static str {
+        self.headline_def(false)
+    }
+
+    /// The efficiency index a report leads with for this kind.
+    pub fn headline_efficiency(self) -> &'static str {
+        self.headline_def(true)
+    }
+
+    fn headline_def(self, efficiency: bool) -> &'static str {
+        METRICS
+            .iter()
+            .find(|d| d.headline == Some(self) && d.efficiency_of.is_some() == efficiency)
+            .map_or("", |d| d.name)
+    }
+
+    /// The efficiency metrics of this kind, its headline index first.
+    pub fn efficiency(self) -> impl Iterator<Item = &'static str> {
+        METRICS
+            .iter()
+            .filter(move |d| d.efficiency_of.is_some() && d.produced_by(self))
+            .map(|d| d.name)
+    }
+
+    /// Every metric a result of this kind may carry.
+    pub fn metrics(self) -> impl Iterator<Item = &'static MetricDef> {
+        METRICS.iter().filter(move |d| d.produced_by(self))
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        Kind::from_name(s).ok_or_else(|| format!("unknown kind '{s}': use {}", Kind::names()))
+    }
+}
+
+/// How a single measurement ended (`ResultDoc::status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultStatus {
+    Complete,
+    /// The window was cut short (Ctrl-C): the figures cover what ran.
+    Interrupted,
+    /// The workload failed: never a result, the figures are partial.
+    Failed,
+}
+
+/// How a run (a suite, or a single measurement's run) ended, as stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    #[default]
+    Complete,
+    /// Ctrl-C or SIGTERM: every finished repetition is kept.
+    Aborted,
+    /// Some repetitions failed; the others are kept.
+    Failed,
+    /// The process that ran it died (its PID is gone) while `running`.
+    Incomplete,
+}
+
+impl ResultStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Complete => "complete",
+            ResultStatus::Interrupted => "interrupted",
+            ResultStatus::Failed => "failed",
+        }
+    }
+}
+
+impl RunStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Aborted => "aborted",
+            RunStatus::Failed => "failed",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl fmt::Display for ResultStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialized_as_before() {
+        for k in Kind::ALL {
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::json!(k.as_str())
+            );
+            assert_eq!(k.as_str().parse::<Kind>(), Ok(k));
+        }
+        assert_eq!(
+            serde_json::to_value(ResultStatus::Interrupted).unwrap(),
+            "interrupted"
+        );
+        assert_eq!(
+            serde_json::to_value(RunStatus::Incomplete).unwrap(),
+            "incomplete"
+        );
+        assert_eq!(
+            "tape".parse::<Kind>().unwrap_err(),
+            "unknown kind 'tape': use disk, net-stream or net-rr"
+        );
+    }
+
+    #[test]
+    fn every_kind_has_a_headline_and_an_efficiency_index() {
+        let want = [
+            (Kind::Disk, "iops", "iops_per_cpu_pct"),
+            (Kind::NetStream, "mbit_s", "mbit_s_per_cpu_pct"),
+            (Kind::NetRr, "trans_s", "cpu_us_per_trans"),
+        ];
+        for (k, head, eff) in want {
+            assert_eq!(k.headline(), head);
+            assert_eq!(k.headline_efficiency(), eff);
+            assert_eq!(
+                k.efficiency().next(),
+                Some(eff),
+                "{k}: headline index first"
+            );
+        }
+        assert_eq!(
+            Kind::NetStream.efficiency().collect::<Vec<_>>(),
+            [
+                "mbit_s_per_cpu_pct",
+                "remote_mbit_s_per_cpu_pct",
+                "cpu_us_per_kb"
+            ]
+        );
+    }
+}
