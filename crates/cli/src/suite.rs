@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
-use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
+use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, SinkError, Suite, TestOutcome};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -205,7 +205,7 @@ struct StoreSink<'a> {
 }
 
 impl Sink for StoreSink<'_> {
-    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, String> {
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, SinkError> {
         self.store
             .add_test(
                 self.run,
@@ -216,10 +216,10 @@ impl Sink for StoreSink<'_> {
                 &job.params,
                 &job.rule.label(),
             )
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     }
 
-    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), String> {
+    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), SinkError> {
         // A measured repetition the database cannot take is kept in a file
         // and named, never just lost.
         self.store.add_rep(test, rep as i64, doc).map_err(|e| {
@@ -227,10 +227,11 @@ impl Sink for StoreSink<'_> {
                 Ok(p) => format!("{e}; the repetition's result is kept in {}", p.display()),
                 Err(k) => format!("{e}; the result could not be kept either: {k}"),
             }
+            .into()
         })
     }
 
-    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), String> {
+    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), SinkError> {
         self.store
             .finish_test(
                 test,
@@ -242,7 +243,7 @@ impl Sink for StoreSink<'_> {
                     summary: o.selected.metrics.clone(),
                 },
             )
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     }
 }
 
@@ -295,7 +296,7 @@ fn run(a: RunArgs) -> Result<()> {
     let key = a
         .auth_key
         .as_ref()
-        .map(|p| iotoll_net::auth::Key::load(p).map_err(UsageError))
+        .map(|p| iotoll_net::auth::Key::load(p).map_err(|e| UsageError(e.to_string())))
         .transpose()?;
     if let Some(p) = &a.peer {
         iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(|e| UsageError(e.to_string()))?;
@@ -382,7 +383,7 @@ fn run(a: RunArgs) -> Result<()> {
         Ok(o) => o,
         Err(e) => {
             let mut all = notes.clone();
-            all.push(e.clone());
+            all.push(e.to_string());
             store.finish_run(run_id, "failed", &all)?;
             anyhow::bail!("run {run_id} failed: {e}");
         }

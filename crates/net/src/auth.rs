@@ -3,9 +3,20 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 type HmacSha256 = Hmac<Sha256>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("auth key {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("auth key {}: {len} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)", path.display())]
+    TooShort { path: PathBuf, len: usize },
+}
 
 /// A pre-shared key read from a file.
 #[derive(Clone)]
@@ -20,8 +31,11 @@ impl std::fmt::Debug for Key {
 impl Key {
     /// Reads a key file; surrounding whitespace (a trailing newline) is not
     /// part of the key.
-    pub fn load(path: &Path) -> Result<Key, String> {
-        let raw = std::fs::read(path).map_err(|e| format!("auth key {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Key, KeyError> {
+        let raw = std::fs::read(path).map_err(|source| KeyError::Read {
+            path: path.into(),
+            source,
+        })?;
         let start = raw
             .iter()
             .position(|b| !b.is_ascii_whitespace())
@@ -32,11 +46,10 @@ impl Key {
             .map_or(start, |i| i + 1);
         let key = raw[start..end].to_vec();
         if key.len() < 16 {
-            return Err(format!(
-                "auth key {}: {} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)",
-                path.display(),
-                key.len()
-            ));
+            return Err(KeyError::TooShort {
+                path: path.into(),
+                len: key.len(),
+            });
         }
         Ok(Key(key))
     }
@@ -132,7 +145,10 @@ mod tests {
         let k = Key::load(&d).unwrap();
         assert_eq!(k.0, b"0123456789abcdef0123");
         std::fs::write(&d, "short\n").unwrap();
-        assert!(Key::load(&d).unwrap_err().contains("too short"));
+        assert!(matches!(
+            Key::load(&d),
+            Err(KeyError::TooShort { len: 5, .. })
+        ));
         std::fs::remove_file(&d).unwrap();
         assert!(Key::load(&d).is_err());
     }

@@ -13,7 +13,9 @@
 use iotoll_model::ResultDoc;
 use iotoll_probe::Progress;
 use iotoll_suite::file::Job;
-use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
+use iotoll_suite::runner::{
+    self, OnInterference, Options, Sink, SinkError, SuiteProgress, TestOutcome,
+};
 use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -49,20 +51,20 @@ struct KillAfterFirst {
 }
 
 impl Sink for KillAfterFirst {
-    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, String> {
+    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, SinkError> {
         Ok(1)
     }
 
-    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), String> {
+    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), SinkError> {
         if let Some(mut h) = self.hog.take() {
-            h.kill().map_err(|e| e.to_string())?;
-            h.wait().map_err(|e| e.to_string())?;
+            h.kill()?;
+            h.wait()?;
         }
         self.docs.push((rep, doc.clone()));
         Ok(())
     }
 
-    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), String> {
+    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), SinkError> {
         Ok(())
     }
 }
