@@ -7,7 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
-use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, SinkError, Suite, TestOutcome};
+use iotoll_suite::runner::SinkError;
+use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -9,13 +9,11 @@ type HmacSha256 = Hmac<Sha256>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("auth key {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("auth key {}: {len} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)", path.display())]
-    TooShort { path: PathBuf, len: usize },
+    #[error("auth key {path}: {1}", path = .0.display())]
+    Read(PathBuf, #[source] std::io::Error),
+    /// (the file, the key's length in bytes)
+    #[error("auth key {path}: {1} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)", path = .0.display())]
+    TooShort(PathBuf, usize),
 }
 
 /// A pre-shared key read from a file.
@@ -32,10 +30,7 @@ impl Key {
     /// Reads a key file; surrounding whitespace (a trailing newline) is not
     /// part of the key.
     pub fn load(path: &Path) -> Result<Key, KeyError> {
-        let raw = std::fs::read(path).map_err(|source| KeyError::Read {
-            path: path.into(),
-            source,
-        })?;
+        let raw = std::fs::read(path).map_err(|e| KeyError::Read(path.into(), e))?;
         let start = raw
             .iter()
             .position(|b| !b.is_ascii_whitespace())
@@ -46,10 +41,7 @@ impl Key {
             .map_or(start, |i| i + 1);
         let key = raw[start..end].to_vec();
         if key.len() < 16 {
-            return Err(KeyError::TooShort {
-                path: path.into(),
-                len: key.len(),
-            });
+            return Err(KeyError::TooShort(path.into(), key.len()));
         }
         Ok(Key(key))
     }
@@ -145,10 +137,7 @@ mod tests {
         let k = Key::load(&d).unwrap();
         assert_eq!(k.0, b"0123456789abcdef0123");
         std::fs::write(&d, "short\n").unwrap();
-        assert!(matches!(
-            Key::load(&d),
-            Err(KeyError::TooShort { len: 5, .. })
-        ));
+        assert!(matches!(Key::load(&d), Err(KeyError::TooShort(_, 5))));
         std::fs::remove_file(&d).unwrap();
         assert!(Key::load(&d).is_err());
     }

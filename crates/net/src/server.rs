@@ -60,8 +60,8 @@ const SLACK: Duration = Duration::from_secs(10);
 /// Data-connection header: token (8), index (4), client role (1).
 pub const DATA_HEADER: usize = 13;
 
-/// Why a handshake or a test ended early: logged, and sent to the client
-/// unless the control connection itself failed.
+/// Why a handshake or a test ended early: logged, and told to the client
+/// when it can be (see `tells_client`).
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// The endpoint will not go on with what the client asked for or did.
@@ -98,6 +98,13 @@ impl SessionError {
 
     fn unexpected(want: &'static str, got: &Msg) -> SessionError {
         SessionError::Unexpected(want, msg_name(got))
+    }
+
+    /// False when the control connection failed (nothing can be told), or
+    /// the client ended the test, or `expect` has told it already.
+    fn tells_client(&self) -> bool {
+        use SessionError::*;
+        !matches!(self, Io(_) | Proto(_) | Waiting(..) | Stopped)
     }
 }
 
@@ -472,12 +479,11 @@ fn connection(
     slot.release();
     match r {
         Ok(summary) => log(&format!("{peer}: {summary}")),
-        Err(f) => {
-            if f.tell {
-                let msg = f.err.to_string();
-                let _ = ctl.send(&Msg::Error { msg });
+        Err(e) => {
+            if e.tells_client() {
+                let _ = ctl.send(&Msg::Error { msg: e.to_string() });
             }
-            log(&format!("{peer}: session ended: {}", f.err));
+            log(&format!("{peer}: session ended: {e}"));
         }
     }
     shared.finished.fetch_add(1, Ordering::AcqRel);
@@ -537,25 +543,6 @@ fn close_gently(ctl: &mut Control) {
             Ok(0) | Err(_) => break,
             Ok(n) => left = left.saturating_sub(n),
         }
-    }
-}
-
-/// Why a test ended early, and whether the client is to be told (it is not
-/// when the control connection failed, or `expect` already told it).
-struct Failure {
-    err: SessionError,
-    tell: bool,
-}
-
-impl Failure {
-    fn tell(err: impl Into<SessionError>) -> Failure {
-        let err = err.into();
-        Failure { err, tell: true }
-    }
-
-    fn quiet(err: impl Into<SessionError>) -> Failure {
-        let err = err.into();
-        Failure { err, tell: false }
     }
 }
 
@@ -621,13 +608,12 @@ fn session(
     slot: &mut Slot,
     peer: SocketAddr,
     log: &Log,
-) -> Result<String, Failure> {
-    let local_ip = ctl.stream.local_addr().map_err(Failure::quiet)?.ip();
+) -> Result<String, SessionError> {
+    let local_ip = ctl.stream.local_addr()?.ip();
     let roles = server_roles(&params);
-    sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)
-        .map_err(Failure::tell)?;
+    sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)?;
     let listener = TcpListener::bind(SocketAddr::new(local_ip, 0))
-        .map_err(|e| Failure::tell(SessionError::io("endpoint cannot open a data port", e)))?;
+        .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
     if let Some(b) = params.sockbuf {
         // Accepted sockets inherit the buffers, and the window scale is
         // chosen from them at the handshake.
@@ -636,19 +622,17 @@ fn session(
     // std listens with a backlog of 128, which drops SYNs when a thousand
     // connections arrive at once, and each retry costs a second.
     let _ = socket2::SockRef::from(&listener).listen(8192);
-    let data_port = listener.local_addr().map_err(Failure::quiet)?.port();
+    let data_port = listener.local_addr()?.port();
     let token = u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575);
-    ctl.send(&Msg::Accept { data_port, token })
-        .map_err(Failure::quiet)?;
+    ctl.send(&Msg::Accept { data_port, token })?;
     log(&format!(
         "{peer}: {:?} {:?} test with {} connection(s) accepted, data port {data_port}",
         params.kind, params.dir, params.conns
     ));
 
     let deadline = Instant::now() + SLACK + Duration::from_millis(roles.len() as u64);
-    let conns =
-        accept_data(listener, ctl, token, &roles, &params, deadline).map_err(Failure::tell)?;
-    ctl.send(&Msg::Ready {}).map_err(Failure::quiet)?;
+    let conns = accept_data(listener, ctl, token, &roles, &params, deadline)?;
+    ctl.send(&Msg::Ready {})?;
 
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(
@@ -657,41 +641,28 @@ fn session(
         phase.clone(),
         cfg.threads.unwrap_or_else(default_threads),
     )
-    .map_err(|e| Failure::tell(SessionError::io("cannot start engine", e)))?;
+    .map_err(|e| SessionError::io("cannot start engine", e))?;
     let mut guard = EngineGuard {
         phase: phase.clone(),
         engine: Some(engine),
     };
 
     let got = ctl.recv(Duration::from_millis(params.ramp_ms) + SLACK);
-    match expect(ctl, got, "window start").map_err(Failure::quiet)? {
+    match expect(ctl, got, "window start")? {
         Msg::WindowStart {} => {}
-        other => {
-            return Err(Failure::tell(SessionError::unexpected(
-                "window_start",
-                &other,
-            )))
-        }
+        other => return Err(SessionError::unexpected("window_start", &other)),
     }
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))
-        .map_err(|e| Failure::tell(SessionError::Cpu(e)))?;
+    let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(SessionError::Cpu)?;
     let got = ctl.recv(Duration::from_millis(params.time_ms) + SLACK);
-    match expect(ctl, got, "window end").map_err(Failure::quiet)? {
+    match expect(ctl, got, "window end")? {
         Msg::WindowEnd {} => {}
-        other => {
-            return Err(Failure::tell(SessionError::unexpected(
-                "window_end",
-                &other,
-            )))
-        }
+        other => return Err(SessionError::unexpected("window_end", &other)),
     }
     let closed = window.finish_with(|| phase.set(Phase::Stop));
     let out = guard.engine.take().map(|e| e.join());
     drop(guard);
     let Some(out) = out else {
-        return Err(Failure::quiet(SessionError::Refused(
-            "engine vanished".into(),
-        )));
+        return Err(SessionError::Refused("engine vanished".into()));
     };
     let rx = ByteStats::from_counts(
         out.per_conn
@@ -729,8 +700,7 @@ fn session(
     slot.release();
     ctl.send(&Msg::Report {
         report: Box::new(report),
-    })
-    .map_err(Failure::quiet)?;
+    })?;
     // The client acknowledges with stop, or just closes.
     let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(

@@ -10,7 +10,5 @@ pub mod runner;
 pub mod select;
 
 pub use file::{parse, Job, JobSpec, Suite, SuiteError};
-pub use runner::{
-    OnInterference, Options, Outcome, RunError, Sink, SinkError, Status, SuiteProgress, TestOutcome,
-};
+pub use runner::{OnInterference, Options, Outcome, Sink, Status, SuiteProgress, TestOutcome};
 pub use select::{select, Rule};

@@ -13,9 +13,7 @@
 use iotoll_model::ResultDoc;
 use iotoll_probe::Progress;
 use iotoll_suite::file::Job;
-use iotoll_suite::runner::{
-    self, OnInterference, Options, Sink, SinkError, SuiteProgress, TestOutcome,
-};
+use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
 use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -51,11 +49,11 @@ struct KillAfterFirst {
 }
 
 impl Sink for KillAfterFirst {
-    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, SinkError> {
+    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, runner::SinkError> {
         Ok(1)
     }
 
-    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), SinkError> {
+    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), runner::SinkError> {
         if let Some(mut h) = self.hog.take() {
             h.kill()?;
             h.wait()?;
@@ -64,7 +62,7 @@ impl Sink for KillAfterFirst {
         Ok(())
     }
 
-    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), SinkError> {
+    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), runner::SinkError> {
         Ok(())
     }
 }
