@@ -64,7 +64,7 @@ pub enum RunError {
     #[error(transparent)]
     Disk(#[from] DiskError),
     #[error("in-process endpoint: {0}")]
-    Endpoint(#[from] std::io::Error),
+    Endpoint(#[source] std::io::Error),
 }
 
 /// What one job came to.
@@ -333,7 +333,7 @@ pub fn run(
         (None, false) => None,
     };
     let local = if needs_net && opts.peer.is_none() {
-        Some(LocalEndpoint::start(opts.auth_key.clone())?)
+        Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
     } else {
         None
     };
