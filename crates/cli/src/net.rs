@@ -206,7 +206,7 @@ pub fn main(cmd: NetCmd) -> Result<()> {
 
 fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
     p.as_ref()
-        .map(|p| Key::load(p).map_err(|e| UsageError(e).into()))
+        .map(|p| Key::load(p).map_err(|e| UsageError(e.to_string()).into()))
         .transpose()
 }
 
@@ -279,7 +279,7 @@ fn serve(a: ServeArgs) -> Result<()> {
     let r = iotoll_net::serve(&cfg, &flag, log.clone());
     // No IPv6 on this host: listen on IPv4 instead of failing.
     let r = match r {
-        Err(NetError::Io(_)) if a.listen.is_none() => {
+        Err(NetError::Io { .. }) if a.listen.is_none() => {
             let v4 = ServerConfig {
                 listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
                 ..cfg

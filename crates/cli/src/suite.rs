@@ -8,6 +8,7 @@ use iotoll_model::metrics as mn;
 use iotoll_model::{Kind, RunStatus};
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
+use iotoll_suite::runner::SinkError;
 use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -206,7 +207,7 @@ struct StoreSink<'a> {
 }
 
 impl Sink for StoreSink<'_> {
-    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, String> {
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, SinkError> {
         self.store
             .add_test(
                 self.run,
@@ -217,10 +218,10 @@ impl Sink for StoreSink<'_> {
                 &job.params,
                 &job.rule.label(),
             )
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     }
 
-    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), String> {
+    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), SinkError> {
         // A measured repetition the database cannot take is kept in a file
         // and named, never just lost.
         self.store.add_rep(test, rep as i64, doc).map_err(|e| {
@@ -228,10 +229,11 @@ impl Sink for StoreSink<'_> {
                 Ok(p) => format!("{e}; the repetition's result is kept in {}", p.display()),
                 Err(k) => format!("{e}; the result could not be kept either: {k}"),
             }
+            .into()
         })
     }
 
-    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), String> {
+    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), SinkError> {
         self.store
             .finish_test(
                 test,
@@ -243,7 +245,7 @@ impl Sink for StoreSink<'_> {
                     summary: o.selected.metrics.clone(),
                 },
             )
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     }
 }
 
@@ -296,7 +298,7 @@ fn run(a: RunArgs) -> Result<()> {
     let key = a
         .auth_key
         .as_ref()
-        .map(|p| iotoll_net::auth::Key::load(p).map_err(UsageError))
+        .map(|p| iotoll_net::auth::Key::load(p).map_err(|e| UsageError(e.to_string())))
         .transpose()?;
     if let Some(p) = &a.peer {
         iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(|e| UsageError(e.to_string()))?;
@@ -383,7 +385,7 @@ fn run(a: RunArgs) -> Result<()> {
         Ok(o) => o,
         Err(e) => {
             let mut all = notes.clone();
-            all.push(e.clone());
+            all.push(e.to_string());
             store.finish_run(run_id, RunStatus::Failed, &all)?;
             anyhow::bail!("run {run_id} failed: {e}");
         }

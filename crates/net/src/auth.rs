@@ -3,9 +3,18 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 type HmacSha256 = Hmac<Sha256>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("auth key {path}: {1}", path = .0.display())]
+    Read(PathBuf, #[source] std::io::Error),
+    /// (the file, the key's length in bytes)
+    #[error("auth key {path}: {1} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)", path = .0.display())]
+    TooShort(PathBuf, usize),
+}
 
 /// A pre-shared key read from a file.
 #[derive(Clone)]
@@ -20,8 +29,8 @@ impl std::fmt::Debug for Key {
 impl Key {
     /// Reads a key file; surrounding whitespace (a trailing newline) is not
     /// part of the key.
-    pub fn load(path: &Path) -> Result<Key, String> {
-        let raw = std::fs::read(path).map_err(|e| format!("auth key {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Key, KeyError> {
+        let raw = std::fs::read(path).map_err(|e| KeyError::Read(path.into(), e))?;
         let start = raw
             .iter()
             .position(|b| !b.is_ascii_whitespace())
@@ -32,11 +41,7 @@ impl Key {
             .map_or(start, |i| i + 1);
         let key = raw[start..end].to_vec();
         if key.len() < 16 {
-            return Err(format!(
-                "auth key {}: {} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)",
-                path.display(),
-                key.len()
-            ));
+            return Err(KeyError::TooShort(path.into(), key.len()));
         }
         Ok(Key(key))
     }
@@ -132,7 +137,7 @@ mod tests {
         let k = Key::load(&d).unwrap();
         assert_eq!(k.0, b"0123456789abcdef0123");
         std::fs::write(&d, "short\n").unwrap();
-        assert!(Key::load(&d).unwrap_err().contains("too short"));
+        assert!(matches!(Key::load(&d), Err(KeyError::TooShort(_, 5))));
         std::fs::remove_file(&d).unwrap();
         assert!(Key::load(&d).is_err());
     }

@@ -19,7 +19,6 @@ use iotoll_probe::{
 };
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::os::unix::io::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -323,7 +322,7 @@ fn open_data(
         )
         .map_err(|e| ctx("socket", e))?;
         if let Some(b) = spec.sockbuf {
-            sock::set_sockbuf(s.as_raw_fd(), b).map_err(|e| ctx("sockbuf", e))?;
+            sock::set_sockbuf(&s, b).map_err(|e| ctx("sockbuf", e))?;
         }
         if !spec.bind.is_empty() {
             let ip = spec.bind[i % spec.bind.len()];
@@ -355,14 +354,14 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         .into_iter()
         .map(Role::opposite)
         .collect();
-    sock::ensure_nofile(roles.len() as u64 + 64).map_err(NetError::Io)?;
+    sock::ensure_nofile(roles.len() as u64 + 64)?;
 
     let (mut ctl, data_port, token) =
         request_test_waiting(&addr, spec, &params, ctl_in.interrupted)?;
     let local_ip = ctl
         .stream
         .local_addr()
-        .map_err(|e| NetError::Io(e.to_string()))?
+        .map_err(|e| NetError::io("control connection: local address", e))?
         .ip();
     let t_connect = Instant::now();
     let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
@@ -380,7 +379,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(conns, engine_params(&params), phase.clone(), threads)
-        .map_err(|e| NetError::Io(format!("cannot start engine: {e}")))?;
+        .map_err(|e| NetError::io("cannot start engine", e))?;
     let RunControl {
         interrupted,
         progress,

@@ -27,8 +27,13 @@ pub enum NetError {
     Peer { peer: String, msg: String },
     #[error("{peer} is busy with another test: {msg}")]
     Busy { peer: String, msg: String },
-    #[error("{0}")]
-    Io(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Nofile(#[from] sock::NofileError),
     #[error("interrupted {0}; nothing was measured")]
     Interrupted(&'static str),
     /// The test ran but failed (an engine thread panicked, or connections
@@ -46,6 +51,13 @@ pub enum NetError {
 impl NetError {
     pub fn is_usage(&self) -> bool {
         matches!(self, NetError::Invalid(_))
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> NetError {
+        NetError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 

@@ -300,22 +300,10 @@ impl Control {
     /// unasked (during a test the endpoint speaks only when asked, so either
     /// means the test is over). Never blocks.
     pub fn peer_spoke(&self) -> bool {
-        use std::os::unix::io::AsRawFd;
-        let mut b = [0u8; 1];
-        // SAFETY: a one-byte peek into a local buffer.
-        let n = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                b.as_mut_ptr().cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        n >= 0
-            || !matches!(
-                io::Error::last_os_error().kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-            )
+        let mut b = [std::mem::MaybeUninit::uninit()];
+        let peek = socket2::SockRef::from(&self.stream)
+            .recv_with_flags(&mut b, libc::MSG_PEEK | libc::MSG_DONTWAIT);
+        !matches!(peek, Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted))
     }
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.

@@ -60,17 +60,66 @@ const SLACK: Duration = Duration::from_secs(10);
 /// Data-connection header: token (8), index (4), client role (1).
 pub const DATA_HEADER: usize = 13;
 
+/// Why a handshake or a test ended early: logged, and told to the client
+/// when it can be (see `tells_client`).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The endpoint will not go on with what the client asked for or did.
+    #[error("{0}")]
+    Refused(String),
+    #[error("authentication failed")]
+    AuthFailed,
+    #[error("this endpoint has no key (started without --auth-key)")]
+    NoKey,
+    #[error("client stopped the test")]
+    Stopped,
+    /// (what the endpoint expected, the message that came instead)
+    #[error("expected {0}, got {1}")]
+    Unexpected(&'static str, &'static str),
+    #[error("while waiting for {0}: {1}")]
+    Waiting(&'static str, #[source] ProtoError),
+    #[error(transparent)]
+    Proto(#[from] ProtoError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// (what the endpoint was doing, what failed)
+    #[error("{0}: {1}")]
+    IoIn(String, #[source] std::io::Error),
+    #[error("endpoint: {0}")]
+    Nofile(#[from] sock::NofileError),
+    #[error("endpoint CPU window: {0}")]
+    Cpu(#[source] iotoll_probe::ProbeError),
+}
+
+impl SessionError {
+    fn io(context: impl Into<String>, source: std::io::Error) -> SessionError {
+        SessionError::IoIn(context.into(), source)
+    }
+
+    fn unexpected(want: &'static str, got: &Msg) -> SessionError {
+        SessionError::Unexpected(want, msg_name(got))
+    }
+
+    /// False when the control connection failed (nothing can be told), or
+    /// the client ended the test, or `expect` has told it already.
+    fn tells_client(&self) -> bool {
+        use SessionError::*;
+        !matches!(self, Io(_) | Proto(_) | Waiting(..) | Stopped)
+    }
+}
+
 /// Checks a test request against the limits; the error goes to the client.
-pub fn validate(p: &TestParams, l: &Limits) -> Result<(), String> {
+pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
+    let refused = |m: String| Err(SessionError::Refused(m));
     if p.conns == 0 || p.conns > l.max_conns {
-        return Err(format!(
+        return refused(format!(
             "conns must be between 1 and {} (this server's limit)",
             l.max_conns
         ));
     }
     let time = Duration::from_millis(p.time_ms.saturating_add(p.ramp_ms));
     if p.time_ms == 0 || time > l.max_time {
-        return Err(format!(
+        return refused(format!(
             "ramp + time must be positive and at most {} s (this server's limit)",
             l.max_time.as_secs()
         ));
@@ -81,21 +130,21 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), String> {
     };
     for (name, v) in sizes {
         if *v == 0 || *v > l.max_msg {
-            return Err(format!(
+            return refused(format!(
                 "{name} must be between 1 and {} bytes (this server's limit)",
                 l.max_msg
             ));
         }
     }
     if p.kind == TestKind::Rr && (p.burst == 0 || p.burst > 1024) {
-        return Err("burst must be between 1 and 1024".into());
+        return refused("burst must be between 1 and 1024".into());
     }
     if p.kind == TestKind::Rr && p.dir != Dir::Tx {
-        return Err("request/response tests have no direction".into());
+        return refused("request/response tests have no direction".into());
     }
     if let Some(b) = p.sockbuf {
         if b == 0 || b > 1 << 30 {
-            return Err("sockbuf must be between 1 byte and 1 GiB".into());
+            return refused("sockbuf must be between 1 byte and 1 GiB".into());
         }
     }
     Ok(())
@@ -269,7 +318,7 @@ fn make_room(pending: &mut Vec<Pending>, source: IpAddr) -> u64 {
 /// Runs the endpoint until `stop` is set (or after one test with `once`).
 pub fn serve(cfg: &ServerConfig, stop: &AtomicBool, log: Log) -> Result<(), NetError> {
     let listener = TcpListener::bind(cfg.listen)
-        .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", cfg.listen)))?;
+        .map_err(|e| NetError::io(format!("cannot listen on {}", cfg.listen), e))?;
     serve_on(listener, cfg, stop, log)
 }
 
@@ -294,7 +343,7 @@ pub fn serve_on(
     }
     listener
         .set_nonblocking(true)
-        .map_err(|e| NetError::Io(e.to_string()))?;
+        .map_err(|e| NetError::io("listener", e))?;
     // Two descriptors per pending handshake, plus the header reads of a
     // test's data port: raise the soft limit if it is low (best effort).
     let _ = sock::ensure_nofile(2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64);
@@ -430,11 +479,11 @@ fn connection(
     slot.release();
     match r {
         Ok(summary) => log(&format!("{peer}: {summary}")),
-        Err(f) => {
-            if f.tell {
-                let _ = ctl.send(&Msg::Error { msg: f.msg.clone() });
+        Err(e) => {
+            if e.tells_client() {
+                let _ = ctl.send(&Msg::Error { msg: e.to_string() });
             }
-            log(&format!("{peer}: session ended: {}", f.msg));
+            log(&format!("{peer}: session ended: {e}"));
         }
     }
     shared.finished.fetch_add(1, Ordering::AcqRel);
@@ -455,9 +504,14 @@ impl Drop for EngineGuard {
     }
 }
 
-fn expect(ctl: &mut Control, got: Result<Msg, ProtoError>, want: &str) -> Result<Msg, String> {
+fn expect(
+    ctl: &mut Control,
+    got: Result<Msg, ProtoError>,
+    want: &'static str,
+) -> Result<Msg, SessionError> {
+    let waiting = |e| SessionError::Waiting(want, e);
     match got {
-        Ok(Msg::Stop {}) => Err("client stopped the test".into()),
+        Ok(Msg::Stop {}) => Err(SessionError::Stopped),
         Ok(m) => Ok(m),
         Err(e @ (ProtoError::Malformed(_) | ProtoError::TooLarge(_))) => {
             let _ = ctl.send(&Msg::Error { msg: e.to_string() });
@@ -467,9 +521,9 @@ fn expect(ctl: &mut Control, got: Result<Msg, ProtoError>, want: &str) -> Result
                 // the message before the client reads it.
                 close_gently(ctl);
             }
-            Err(format!("while waiting for {want}: {e}"))
+            Err(waiting(e))
         }
-        Err(e) => Err(format!("while waiting for {want}: {e}")),
+        Err(e) => Err(waiting(e)),
     }
 }
 
@@ -492,26 +546,10 @@ fn close_gently(ctl: &mut Control) {
     }
 }
 
-/// Why a test ended early, and whether the client is to be told (it is not
-/// when the control connection failed, or `expect` already told it).
-struct Failure {
-    msg: String,
-    tell: bool,
-}
-
-impl Failure {
-    fn tell(msg: String) -> Failure {
-        Failure { msg, tell: true }
-    }
-
-    fn quiet(msg: String) -> Failure {
-        Failure { msg, tell: false }
-    }
-}
-
-fn refuse<T>(ctl: &mut Control, msg: String) -> Result<T, String> {
-    let _ = ctl.send(&Msg::Error { msg: msg.clone() });
-    Err(msg)
+fn refuse<T>(ctl: &mut Control, err: SessionError) -> Result<T, SessionError> {
+    let msg = err.to_string();
+    let _ = ctl.send(&Msg::Error { msg });
+    Err(err)
 }
 
 /// The handshake, from hello to a valid test request; every message within
@@ -520,45 +558,38 @@ fn handshake(
     stream: TcpStream,
     cfg: &ServerConfig,
     state: &AtomicU8,
-) -> Result<(Control, TestParams), String> {
-    let mut ctl = Control::new(stream).map_err(|e| e.to_string())?;
+) -> Result<(Control, TestParams), SessionError> {
+    let mut ctl = Control::new(stream)?;
     let sn = nonce();
     ctl.send(&Msg::Hello {
         proto: PROTO_VERSION,
         version: iotoll_model::VERSION.to_string(),
         nonce: sn.clone(),
         auth: cfg.key.is_some(),
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
 
     let got = ctl.recv(cfg.handshake);
     let (cn, mac) = match expect(&mut ctl, got, "auth")? {
         Msg::Auth { nonce, mac } => (nonce, mac),
-        other => return refuse(&mut ctl, format!("expected auth, got {}", msg_name(&other))),
+        other => return refuse(&mut ctl, SessionError::unexpected("auth", &other)),
     };
     match (&cfg.key, mac) {
         (Some(k), Some(m)) if k.verify("client", &sn, &cn, &m) => {
             // Proven: dropped to make room only after every stranger.
             let _ = state.compare_exchange(HS_OPEN, HS_AUTHED, Ordering::AcqRel, Ordering::Acquire);
         }
-        (Some(_), _) => return refuse(&mut ctl, "authentication failed".into()),
-        (None, Some(_)) => {
-            return refuse(
-                &mut ctl,
-                "this endpoint has no key (started without --auth-key)".into(),
-            )
-        }
+        (Some(_), _) => return refuse(&mut ctl, SessionError::AuthFailed),
+        (None, Some(_)) => return refuse(&mut ctl, SessionError::NoKey),
         (None, None) => {}
     }
     ctl.send(&Msg::AuthOk {
         mac: cfg.key.as_ref().map(|k| k.mac("server", &cn, &sn)),
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
 
     let got = ctl.recv(cfg.handshake);
     let params = match expect(&mut ctl, got, "test")? {
         Msg::Test { params } => params,
-        other => return refuse(&mut ctl, format!("expected test, got {}", msg_name(&other))),
+        other => return refuse(&mut ctl, SessionError::unexpected("test", &other)),
     };
     if let Err(e) = validate(&params, &cfg.limits) {
         return refuse(&mut ctl, e);
@@ -577,51 +608,31 @@ fn session(
     slot: &mut Slot,
     peer: SocketAddr,
     log: &Log,
-) -> Result<String, Failure> {
-    let local_ip = ctl
-        .stream
-        .local_addr()
-        .map_err(|e| Failure::quiet(e.to_string()))?
-        .ip();
+) -> Result<String, SessionError> {
+    let local_ip = ctl.stream.local_addr()?.ip();
     let roles = server_roles(&params);
-    if let Err(e) =
-        sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)
-    {
-        return Err(Failure::tell(format!("endpoint: {e}")));
-    }
-    let listener = match TcpListener::bind(SocketAddr::new(local_ip, 0)) {
-        Ok(l) => l,
-        Err(e) => {
-            return Err(Failure::tell(format!(
-                "endpoint cannot open a data port: {e}"
-            )))
-        }
-    };
+    sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)?;
+    let listener = TcpListener::bind(SocketAddr::new(local_ip, 0))
+        .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
     if let Some(b) = params.sockbuf {
         // Accepted sockets inherit the buffers, and the window scale is
         // chosen from them at the handshake.
-        let _ = sock::set_sockbuf(listener.as_raw_fd(), b);
+        let _ = sock::set_sockbuf(&listener, b);
     }
-    sock::deepen_backlog(listener.as_raw_fd());
-    let data_port = listener
-        .local_addr()
-        .map_err(|e| Failure::quiet(e.to_string()))?
-        .port();
+    // std listens with a backlog of 128, which drops SYNs when a thousand
+    // connections arrive at once, and each retry costs a second.
+    let _ = socket2::SockRef::from(&listener).listen(8192);
+    let data_port = listener.local_addr()?.port();
     let token = u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575);
-    ctl.send(&Msg::Accept { data_port, token })
-        .map_err(|e| Failure::quiet(e.to_string()))?;
+    ctl.send(&Msg::Accept { data_port, token })?;
     log(&format!(
         "{peer}: {:?} {:?} test with {} connection(s) accepted, data port {data_port}",
         params.kind, params.dir, params.conns
     ));
 
     let deadline = Instant::now() + SLACK + Duration::from_millis(roles.len() as u64);
-    let conns = match accept_data(listener, ctl, token, &roles, &params, deadline) {
-        Ok(c) => c,
-        Err(e) => return Err(Failure::tell(e)),
-    };
-    ctl.send(&Msg::Ready {})
-        .map_err(|e| Failure::quiet(e.to_string()))?;
+    let conns = accept_data(listener, ctl, token, &roles, &params, deadline)?;
+    ctl.send(&Msg::Ready {})?;
 
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(
@@ -630,39 +641,28 @@ fn session(
         phase.clone(),
         cfg.threads.unwrap_or_else(default_threads),
     )
-    .map_err(|e| Failure::tell(format!("cannot start engine: {e}")))?;
+    .map_err(|e| SessionError::io("cannot start engine", e))?;
     let mut guard = EngineGuard {
         phase: phase.clone(),
         engine: Some(engine),
     };
 
     let got = ctl.recv(Duration::from_millis(params.ramp_ms) + SLACK);
-    match expect(ctl, got, "window start").map_err(Failure::quiet)? {
+    match expect(ctl, got, "window start")? {
         Msg::WindowStart {} => {}
-        other => {
-            return Err(Failure::tell(format!(
-                "expected window_start, got {}",
-                msg_name(&other)
-            )))
-        }
+        other => return Err(SessionError::unexpected("window_start", &other)),
     }
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))
-        .map_err(|e| Failure::tell(format!("endpoint CPU window: {e}")))?;
+    let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(SessionError::Cpu)?;
     let got = ctl.recv(Duration::from_millis(params.time_ms) + SLACK);
-    match expect(ctl, got, "window end").map_err(Failure::quiet)? {
+    match expect(ctl, got, "window end")? {
         Msg::WindowEnd {} => {}
-        other => {
-            return Err(Failure::tell(format!(
-                "expected window_end, got {}",
-                msg_name(&other)
-            )))
-        }
+        other => return Err(SessionError::unexpected("window_end", &other)),
     }
     let closed = window.finish_with(|| phase.set(Phase::Stop));
     let out = guard.engine.take().map(|e| e.join());
     drop(guard);
     let Some(out) = out else {
-        return Err(Failure::quiet("engine vanished".into()));
+        return Err(SessionError::Refused("engine vanished".into()));
     };
     let rx = ByteStats::from_counts(
         out.per_conn
@@ -700,8 +700,7 @@ fn session(
     slot.release();
     ctl.send(&Msg::Report {
         report: Box::new(report),
-    })
-    .map_err(|e| Failure::quiet(e.to_string()))?;
+    })?;
     // The client acknowledges with stop, or just closes.
     let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(
@@ -779,34 +778,34 @@ fn accept_data(
     roles: &[Role],
     p: &TestParams,
     deadline: Instant,
-) -> Result<Vec<(TcpStream, Role)>, String> {
+) -> Result<Vec<(TcpStream, Role)>, SessionError> {
     use mio::unix::SourceFd;
     use mio::{Interest, Poll, Token};
-    let io = |what: &str, e: std::io::Error| format!("accepting data connections: {what}: {e}");
-    let mut poll = Poll::new().map_err(|e| io("epoll", e))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| io("listener", e))?;
+    let io = |what: &'static str| {
+        move |e| SessionError::io(format!("accepting data connections: {what}"), e)
+    };
+    let mut poll = Poll::new().map_err(io("epoll"))?;
+    listener.set_nonblocking(true).map_err(io("listener"))?;
     let lfd = listener.as_raw_fd();
     let cfd = ctl.stream.as_raw_fd();
     poll.registry()
         .register(&mut SourceFd(&lfd), Token(0), Interest::READABLE)
-        .map_err(|e| io("epoll", e))?;
+        .map_err(io("epoll"))?;
     poll.registry()
         .register(&mut SourceFd(&cfd), Token(1), Interest::READABLE)
-        .map_err(|e| io("epoll", e))?;
+        .map_err(io("epoll"))?;
     let result = accept_loop(&mut poll, &listener, ctl, token, roles, deadline);
     let _ = poll.registry().deregister(&mut SourceFd(&cfd));
     let slots = result?;
     let mut out = Vec::with_capacity(slots.len());
     for (s, r) in slots.into_iter().zip(roles) {
         let Some(s) = s else { continue };
-        s.set_nonblocking(false).map_err(|e| io("socket", e))?;
+        s.set_nonblocking(false).map_err(io("socket"))?;
         if p.nodelay {
             let _ = s.set_nodelay(true);
         }
         if let Some(b) = p.sockbuf {
-            let _ = sock::set_sockbuf(s.as_raw_fd(), b);
+            let _ = sock::set_sockbuf(&s, b);
         }
         out.push((s, *r));
     }
@@ -820,7 +819,7 @@ fn accept_loop(
     token: u64,
     roles: &[Role],
     deadline: Instant,
-) -> Result<Vec<Option<TcpStream>>, String> {
+) -> Result<Vec<Option<TcpStream>>, SessionError> {
     use mio::unix::SourceFd;
     use mio::{Events, Interest, Token};
     use std::collections::HashMap;
@@ -847,16 +846,16 @@ fn accept_loop(
     while got < roles.len() {
         let now = Instant::now();
         if now >= deadline {
-            return Err(format!(
+            return Err(SessionError::Refused(format!(
                 "only {got} of {} data connections arrived in time",
                 roles.len()
-            ));
+            )));
         }
         if ctl.peer_spoke() {
-            return Err(format!(
+            return Err(SessionError::Refused(format!(
                 "the client closed its control connection (or spoke out of turn) after {got} of {} data connections",
                 roles.len()
-            ));
+            )));
         }
         // Silent connections past their time are dropped.
         half.retain(|_, c| c.since + HEADER_WAIT > now);
@@ -865,7 +864,7 @@ fn accept_loop(
             .min(Duration::from_millis(200));
         if let Err(e) = poll.poll(&mut poll_events, Some(wait)) {
             if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(format!("accepting data connections: epoll: {e}"));
+                return Err(SessionError::io("accepting data connections: epoll", e));
             }
         }
         for ev in poll_events.iter() {
@@ -875,7 +874,7 @@ fn accept_loop(
                         Ok((s, _)) => s,
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(format!("accepting data connections: {e}")),
+                        Err(e) => return Err(SessionError::io("accepting data connections", e)),
                     };
                     if s.set_nonblocking(true).is_err() {
                         continue;

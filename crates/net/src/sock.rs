@@ -1,36 +1,23 @@
 //! Socket options, TCP_INFO and the file-descriptor limit.
 
+use rlimit::Resource;
+use socket2::SockRef;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::io::RawFd;
-
-fn setsockopt_int(fd: RawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live c_int of the stated size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const i32).cast(),
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// SO_SNDBUF and SO_RCVBUF (the kernel doubles the value for bookkeeping and
 /// caps it at net.core.[rw]mem_max).
-pub fn set_sockbuf(fd: RawFd, bytes: u64) -> io::Result<()> {
-    let v = bytes.min(i32::MAX as u64) as i32;
-    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)?;
-    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v)
+pub fn set_sockbuf(s: &impl AsFd, bytes: u64) -> io::Result<()> {
+    let v = bytes.min(i32::MAX as u64) as usize;
+    let s = SockRef::from(s);
+    s.set_send_buffer_size(v)?;
+    s.set_recv_buffer_size(v)
 }
 
 /// (total retransmitted segments, smoothed RTT in us) of a TCP socket.
 pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
+    // socket2 has no TCP_INFO.
     // SAFETY: getsockopt writes at most `len` bytes into the zeroed struct.
     unsafe {
         let mut ti: libc::tcp_info = std::mem::zeroed();
@@ -46,30 +33,29 @@ pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum NofileError {
+    #[error("{needed} file descriptors are needed but the hard limit (ulimit -Hn) is {hard}; raise it (e.g. in /etc/security/limits.conf) or use fewer connections")]
+    HardLimit { needed: u64, hard: u64 },
+    #[error("{call}: {source}")]
+    Os {
+        call: &'static str,
+        source: io::Error,
+    },
+}
+
 /// Raises RLIMIT_NOFILE so that `needed` descriptors fit; a clear error if
 /// the hard limit is too low.
-pub fn ensure_nofile(needed: u64) -> Result<(), String> {
-    // SAFETY: get/setrlimit with a valid struct.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return Err(format!("getrlimit: {}", io::Error::last_os_error()));
-        }
-        if r.rlim_cur >= needed {
-            return Ok(());
-        }
-        if r.rlim_max < needed {
-            return Err(format!(
-                "{needed} file descriptors are needed but the hard limit (ulimit -Hn) is {}; raise it (e.g. in /etc/security/limits.conf) or use fewer connections",
-                r.rlim_max
-            ));
-        }
-        r.rlim_cur = needed.max(r.rlim_cur);
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
-            return Err(format!("setrlimit: {}", io::Error::last_os_error()));
-        }
+pub fn ensure_nofile(needed: u64) -> Result<(), NofileError> {
+    let os = |call| move |source| NofileError::Os { call, source };
+    let (soft, hard) = Resource::NOFILE.get().map_err(os("getrlimit"))?;
+    if soft >= needed {
+        return Ok(());
     }
-    Ok(())
+    if hard < needed {
+        return Err(NofileError::HardLimit { needed, hard });
+    }
+    Resource::NOFILE.set(needed, hard).map_err(os("setrlimit"))
 }
 
 /// Waits up to `timeout` for `fd` to become readable (a listener: for a
@@ -84,13 +70,6 @@ pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) {
     unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
 }
 
-/// Re-listens with a deep backlog: std's 128 drops SYNs when a thousand
-/// connections arrive at once, and each retry costs a second.
-pub fn deepen_backlog(fd: RawFd) {
-    // SAFETY: listen on a socket that is already listening only resizes the queue.
-    unsafe { libc::listen(fd, 8192) };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,7 +81,7 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (retrans, _rtt) = tcp_info(c.as_raw_fd()).unwrap();
         assert_eq!(retrans, 0);
-        set_sockbuf(c.as_raw_fd(), 256 << 10).unwrap();
+        set_sockbuf(&c, 256 << 10).unwrap();
         ensure_nofile(64).unwrap();
         assert!(ensure_nofile(u64::MAX).is_err());
     }

@@ -45,11 +45,26 @@ pub enum OnInterference {
 /// Extra repetitions `--on-interference rerun` may add to one test.
 pub const MAX_INTERFERENCE_RERUNS: u32 = 2;
 
+/// Why a sink could not take a result: its own error, kept whole.
+pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Where results go as they happen (the results database).
 pub trait Sink {
-    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, String>;
-    fn rep(&mut self, test: i64, rep: u32, doc: &ResultDoc) -> Result<(), String>;
-    fn end_test(&mut self, test: i64, job: &Job, outcome: &TestOutcome) -> Result<(), String>;
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, SinkError>;
+    fn rep(&mut self, test: i64, rep: u32, doc: &ResultDoc) -> Result<(), SinkError>;
+    fn end_test(&mut self, test: i64, job: &Job, outcome: &TestOutcome) -> Result<(), SinkError>;
+}
+
+/// Why a suite run stopped before its end (failed repetitions do not stop it).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// Preparing the temporary test file.
+    #[error(transparent)]
+    Disk(#[from] DiskError),
+    #[error("in-process endpoint: {0}")]
+    Endpoint(#[source] std::io::Error),
 }
 
 /// What one job came to.
@@ -107,13 +122,12 @@ struct LocalEndpoint {
 }
 
 impl LocalEndpoint {
-    fn start(key: Option<Key>) -> Result<LocalEndpoint, String> {
-        let l =
-            TcpListener::bind("127.0.0.1:0").map_err(|e| format!("in-process endpoint: {e}"))?;
-        let addr = l.local_addr().map_err(|e| e.to_string())?.to_string();
+    fn start(key: Option<Key>) -> std::io::Result<LocalEndpoint> {
+        let l = TcpListener::bind("127.0.0.1:0")?;
+        let listen = l.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let cfg = iotoll_net::ServerConfig {
-            listen: l.local_addr().map_err(|e| e.to_string())?,
+            listen,
             key,
             once: false,
             limits: iotoll_net::Limits::default(),
@@ -125,10 +139,9 @@ impl LocalEndpoint {
             .name("iotoll-endpoint".into())
             .spawn(move || {
                 let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         Ok(LocalEndpoint {
-            addr,
+            addr: listen.to_string(),
             stop,
             thread: Some(thread),
         })
@@ -238,7 +251,7 @@ pub fn run(
     interrupted: &AtomicBool,
     progress: &mut dyn SuiteProgress,
     sink: &mut dyn Sink,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RunError> {
     let mut notes = Vec::new();
     let needs_disk = suite
         .jobs
@@ -295,13 +308,13 @@ pub fn run(
                         notes: vec!["interrupted while preparing the test file".into()],
                     })
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         (None, false) => None,
     };
     let local = if needs_net && opts.peer.is_none() {
-        Some(LocalEndpoint::start(opts.auth_key.clone())?)
+        Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
     } else {
         None
     };
@@ -446,7 +459,7 @@ fn finish(
     job: &Job,
     sink: &mut dyn Sink,
     id: impl Into<Option<i64>>,
-) -> Result<(), String> {
+) -> Result<(), SinkError> {
     let docs: Vec<&iotoll_model::Metrics> = out.reps.iter().map(|(_, d)| &d.metrics).collect();
     let interfered: Vec<bool> = out.reps.iter().map(|(_, d)| d.interfered()).collect();
     out.interfered = out

@@ -49,20 +49,20 @@ struct KillAfterFirst {
 }
 
 impl Sink for KillAfterFirst {
-    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, String> {
+    fn begin_test(&mut self, _: usize, _: &Job) -> Result<i64, runner::SinkError> {
         Ok(1)
     }
 
-    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), String> {
+    fn rep(&mut self, _: i64, rep: u32, doc: &ResultDoc) -> Result<(), runner::SinkError> {
         if let Some(mut h) = self.hog.take() {
-            h.kill().map_err(|e| e.to_string())?;
-            h.wait().map_err(|e| e.to_string())?;
+            h.kill()?;
+            h.wait()?;
         }
         self.docs.push((rep, doc.clone()));
         Ok(())
     }
 
-    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), String> {
+    fn end_test(&mut self, _: i64, _: &Job, _: &TestOutcome) -> Result<(), runner::SinkError> {
         Ok(())
     }
 }
