@@ -284,3 +284,48 @@ fn an_iperf3_import_matches_the_native_run() {
         "iperf3 ran before the import"
     );
 }
+
+/// The two defects of copies kept apart from the registry: the peer's CPU
+/// counted as a win when it grew, and `remote_cpu_system_pct` and its
+/// siblings unknown to `--metric`, table import and CSV export's units.
+#[test]
+fn the_peers_cpu_metrics_come_from_the_registry() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    for (config, remote) in [("a", 20.0), ("b", 30.0)] {
+        let f = d.path().join(format!("{config}.csv"));
+        std::fs::write(
+            &f,
+            format!(
+                "test,mbit_s,cpu_pct,remote_cpu_pct,remote_cpu_system_pct,remote_cpu_softirq_pct\ns,900,10,{remote},{},3\n",
+                remote / 2.0
+            ),
+        )
+        .unwrap();
+        iotoll()
+            .args(["results", "import", s(&f), "--format", "table"])
+            .args(["--config", config, "--db", s(&db)])
+            .assert()
+            .success();
+    }
+    for metric in ["remote_cpu_pct", "remote_cpu_system_pct"] {
+        let c = compare_json(&db, &["a", "b", "--metric", metric]);
+        let g = &c["groups"][0];
+        assert_eq!(g["metric"], metric, "{c}");
+        // b's peer used more CPU: no win for b.
+        assert_eq!(g["wins"], 0, "{metric}: {c}");
+        assert!(g["mean_diff_pct"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let out = iotoll()
+        .args(["results", "export", "b", "--format", "csv", "--db", s(&db)])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    for m in ["remote_cpu_system_pct", "remote_cpu_softirq_pct"] {
+        assert!(
+            csv.lines()
+                .any(|l| l.contains(&format!(",{m},")) && l.ends_with(",%")),
+            "{m} has no unit:\n{csv}"
+        );
+    }
+}
