@@ -2,7 +2,7 @@
 //! measurement window with its whole-host CPU snapshots, the one-second
 //! series, and the result document.
 
-use crate::engines::{self, EngineKind, IoResult};
+use crate::engines::{self, Engine, EngineKind, IoResult};
 use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
 use crate::pattern::IoGen;
 use crate::rng::Rng;
@@ -12,21 +12,13 @@ use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
 use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
-use iotoll_probe::{
-    latency_report, new_histogram, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl,
-    SeriesRecorder,
+use iotoll_run::{
+    interrupted_note, latency_report, new_histogram, take_cpu_report, write_latency_metrics, Clock,
+    Counting, HostClock, Live, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
-
-/// Counters a worker publishes for the live series, on its own cache line.
-#[repr(align(128))]
-#[derive(Default)]
-struct Live {
-    ios: AtomicU64,
-    bytes: AtomicU64,
-}
 
 struct Shared {
     phase: PhaseCell,
@@ -103,9 +95,32 @@ fn worker(
     shared: Arc<Shared>,
     start: Arc<Barrier>,
     ready: mpsc::Sender<Result<Option<String>, String>>,
+    clock: impl Clock,
 ) -> Result<WorkerOut, String> {
     let _flag = PanicFlag(&shared);
-    let r = work(plan, file, &shared, start, ready);
+    let setup = plan.kind.open(
+        file,
+        plan.spec.qd as usize,
+        plan.spec.bs as usize,
+        plan.seed,
+    );
+    let r = match setup {
+        Ok((engine, note)) => {
+            let _ = ready.send(Ok(note));
+            start.wait();
+            work(&plan, engine, &shared, &clock)
+        }
+        Err(e) => {
+            let msg = format!(
+                "worker {}: cannot set up {}: {e}",
+                plan.index,
+                plan.kind.name()
+            );
+            let _ = ready.send(Err(msg.clone()));
+            start.wait();
+            Err(msg)
+        }
+    };
     if r.is_err() {
         shared.failed.store(true, Ordering::Release);
     }
@@ -120,32 +135,15 @@ fn io_desc(read: bool, bs: usize, offset: u64, target: &str) -> String {
     )
 }
 
+/// The worker loop on a ready engine.
 fn work(
-    plan: WorkerPlan,
-    file: std::fs::File,
+    plan: &WorkerPlan,
+    mut engine: Box<dyn Engine>,
     shared: &Shared,
-    start: Arc<Barrier>,
-    ready: mpsc::Sender<Result<Option<String>, String>>,
+    clock: &impl Clock,
 ) -> Result<WorkerOut, String> {
     let spec = &plan.spec;
     let bs = spec.bs as usize;
-    let setup = plan.kind.open(file, spec.qd as usize, bs, plan.seed);
-    let (mut engine, note) = match setup {
-        Ok(x) => x,
-        Err(e) => {
-            let msg = format!(
-                "worker {}: cannot set up {}: {e}",
-                plan.index,
-                plan.kind.name()
-            );
-            let _ = ready.send(Err(msg.clone()));
-            start.wait();
-            return Err(msg);
-        }
-    };
-    let _ = ready.send(Ok(note));
-    start.wait();
-
     let mut gen = IoGen::new(
         plan.region,
         spec.bs,
@@ -157,7 +155,7 @@ fn work(
         plan.seed ^ 0x5EED,
     );
     let depth = engine.depth();
-    let t0 = Instant::now();
+    let t0 = clock.now();
     let mut issued_at = vec![t0; depth];
     let mut is_read = vec![false; depth];
     let mut offset_of = vec![0u64; depth];
@@ -187,7 +185,7 @@ fn work(
                         free.push(slot);
                         break;
                     }
-                    sleep_unless_stopped(spec.burst_delay, shared);
+                    sleep_unless_stopped(spec.burst_delay, shared, clock);
                     in_burst = 0;
                     if shared.phase() == Phase::Stop {
                         free.push(slot);
@@ -218,7 +216,7 @@ fn work(
             // call. (Submitting each I/O with its own call, as before, kept
             // the last of N refills out of flight for N-1 system calls: at
             // QD 32 some 3-10 slots were idle on average; docs/disk.md.)
-            let t = Instant::now();
+            let t = clock.now();
             for slot in pending.drain(..) {
                 issued_at[slot] = t;
                 occ.started(t);
@@ -237,7 +235,7 @@ fn work(
         let mut n = 0u64;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-                let (t, phase) = *batch.get_or_insert_with(|| (Instant::now(), shared.phase()));
+                let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase()));
                 n += 1;
                 free.push(slot);
                 let ok = res == bs as i64;
@@ -300,12 +298,11 @@ fn work(
             }
             occ.completed(t, n);
         }
-        live.ios.store(all_ios, Ordering::Relaxed);
-        live.bytes.store(all_bytes, Ordering::Relaxed);
+        live.publish(all_ios, all_bytes);
     }
     if let Some((t0, a0)) = mark_start {
         let (t1, a1) = mark_end.unwrap_or_else(|| {
-            let t = Instant::now();
+            let t = clock.now();
             (t, occ.io_seconds_at(t))
         });
         // The worker's own view of the window starts and ends a little
@@ -319,14 +316,14 @@ fn work(
     Ok(out)
 }
 
-fn sleep_unless_stopped(d: Duration, shared: &Shared) {
-    let until = Instant::now() + d;
+fn sleep_unless_stopped(d: Duration, shared: &Shared, clock: &impl Clock) {
+    let until = clock.now() + d;
     while shared.phase() != Phase::Stop {
-        let left = until.saturating_duration_since(Instant::now());
+        let left = until.saturating_duration_since(clock.now());
         if left.is_zero() {
             return;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        clock.sleep(left.min(Duration::from_millis(50)));
     }
 }
 
@@ -335,6 +332,7 @@ fn sleep_unless_stopped(d: Duration, shared: &Shared) {
 fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
     match choice {
         EngineChoice::Psync => Ok(EngineKind::Psync),
+        EngineChoice::Null => Ok(EngineKind::Null),
         EngineChoice::IoUring => engines::io_uring::probe()
             .map(|_| EngineKind::IoUring)
             .map_err(|msg| DiskError::EngineUnavailable {
@@ -354,35 +352,40 @@ fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<Engine
 }
 
 impl Shared {
-    /// Running totals over all workers (I/Os, bytes), for the series.
-    fn totals(&self) -> (u64, u64) {
-        self.live.iter().fold((0, 0), |(i, b), l| {
-            (
-                i + l.ios.load(Ordering::Relaxed),
-                b + l.bytes.load(Ordering::Relaxed),
-            )
-        })
-    }
-
-    /// Waits until `until` while sampling the series; false if interrupted.
+    /// Waits until `until` while sampling the series; false if interrupted
+    /// or a worker failed.
     fn wait(
         &self,
+        clock: &impl Clock,
         until: Instant,
         series: &mut SeriesRecorder,
         ctl: &mut RunControl,
-        total: Duration,
     ) -> bool {
-        wait_until(until, ctl.interrupted, || {
-            series.poll(self.phase(), || self.totals(), ctl.progress, total);
-            (!self.failed.load(Ordering::Acquire)).then(|| series.next_due())
-        })
+        let go_on = || !self.failed.load(Ordering::Acquire);
+        series.wait(
+            clock,
+            until,
+            ctl,
+            &self.phase,
+            || Live::totals(&self.live),
+            go_on,
+        )
     }
 }
 
 /// Runs the workload and returns its result document. On Ctrl-C during the
 /// measurement window the result covers the part measured and its status
 /// is `interrupted`; before the window there is nothing to report.
-pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError> {
+pub fn run(spec: &DiskSpec, ctl: RunControl) -> Result<ResultDoc, DiskError> {
+    run_on(spec, ctl, HostClock)
+}
+
+/// [`run`] on the given clock and CPU source.
+fn run_on<C: Clock>(
+    spec: &DiskSpec,
+    mut ctl: RunControl,
+    clock: C,
+) -> Result<ResultDoc, DiskError> {
     spec.validate()?;
     let mut notes = Vec::new();
     let kind = choose_engine(spec.engine, &mut notes)?;
@@ -422,10 +425,15 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
                 .wrapping_add(w as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        let (sh, st, tx) = (shared.clone(), start.clone(), ready_tx.clone());
+        let (sh, st, tx, c) = (
+            shared.clone(),
+            start.clone(),
+            ready_tx.clone(),
+            clock.clone(),
+        );
         let h = std::thread::Builder::new()
             .name(format!("iotoll-disk-{w}"))
-            .spawn(move || worker(plan, file, sh, st, tx))
+            .spawn(move || worker(plan, file, sh, st, tx, c))
             .map_err(|e| DiskError::io("starting worker thread", e))?;
         handles.push(h);
     }
@@ -450,9 +458,8 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         });
     }
 
-    let total = spec.ramp + spec.time;
-    let mut series = SeriesRecorder::new(Counting::DiskIo);
-    if !shared.wait(series.t_run() + spec.ramp, &mut series, &mut ctl, total) {
+    let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
+    if !shared.wait(&clock, series.t_run() + spec.ramp, &mut series, &mut ctl) {
         shared.set(Phase::Stop);
         let outs = join_all(handles);
         if !shared.failed.load(Ordering::Acquire) {
@@ -478,29 +485,16 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         return Err(failed(why, doc));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = CpuWindow::start_with(|| shared.set(Phase::Measure))?;
-    let measure_end = Instant::now() + spec.time;
-    let completed = shared.wait(measure_end, &mut series, &mut ctl, total);
-    let closed = window.finish_with(|| shared.set(Phase::Stop));
+    let window = clock.open_window(|| shared.set(Phase::Measure))?;
+    let measure_end = clock.now() + spec.time;
+    let completed = shared.wait(&clock, measure_end, &mut series, &mut ctl);
+    let closed = clock.close_window(window, || shared.set(Phase::Stop));
     let outs = join_all(handles);
     let (merged, failure) = merge(outs);
     if !completed && failure.is_none() {
-        notes.push(format!(
-            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
-            closed.window_s,
-            spec.time.as_secs_f64()
-        ));
+        notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    let cpu = match closed.report {
-        Ok(r) => {
-            notes.extend(r.notes.iter().cloned());
-            Some(r)
-        }
-        Err(e) => {
-            notes.push(format!("CPU not measured: {e}"));
-            None
-        }
-    };
+    let cpu = take_cpu_report(closed.report, "CPU", &mut notes);
     let status = match (&failure, completed) {
         (Some(_), _) => "failed",
         (None, true) => "complete",
@@ -652,18 +646,7 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
         put(mn::MIB_S, bytes / window_s / 1048576.0);
         put(mn::QD_ACHIEVED, o.qd_achieved);
     }
-    let h = &o.hist;
-    if !h.is_empty() {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        put(mn::LAT_MEAN_US, h.mean() / 1000.0);
-        put(mn::LAT_MIN_US, us(h.min()));
-        put(mn::LAT_MAX_US, us(h.max()));
-        put(mn::LAT_P50_US, us(h.value_at_quantile(0.50)));
-        put(mn::LAT_P90_US, us(h.value_at_quantile(0.90)));
-        put(mn::LAT_P99_US, us(h.value_at_quantile(0.99)));
-        put(mn::LAT_P999_US, us(h.value_at_quantile(0.999)));
-        put(mn::LAT_P9999_US, us(h.value_at_quantile(0.9999)));
-    }
+    write_latency_metrics(&o.hist, "lat", &mut m);
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");
     }
@@ -779,7 +762,7 @@ mod tests {
             ..DiskSpec::default()
         };
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let mut silent = iotoll_probe::Silent;
+        let mut silent = iotoll_run::Silent;
         let t0 = Instant::now();
         let r = run(
             &spec,

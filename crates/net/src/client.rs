@@ -14,12 +14,15 @@ use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::{derive_metrics, CpuSection, Metrics, ResultDoc};
-use iotoll_probe::{
-    latency_report, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl, SeriesRecorder,
+use iotoll_probe::ClosedWindow;
+use iotoll_run::{
+    interrupted_note, jain_fairness, latency_report, take_cpu_report, write_latency_metrics, Clock,
+    Counting, HostClock, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::io::AsRawFd;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -262,7 +265,7 @@ fn request_test_waiting(
     addr: &SocketAddr,
     spec: &ClientSpec,
     params: &TestParams,
-    interrupted: &std::sync::atomic::AtomicBool,
+    interrupted: &AtomicBool,
 ) -> Result<(Control, u16, u64), NetError> {
     use std::sync::atomic::Ordering;
     let t0 = Instant::now();
@@ -347,9 +350,30 @@ fn open_data(
 }
 
 /// Runs a stream or request/response test against an endpoint.
-pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError> {
+pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
+    let setup = set_up(spec, &addr, rc.interrupted)?;
+    let measured = measure(spec, &addr, setup, &mut rc)?;
+    result_doc(spec, &addr, measured)
+}
+
+/// A test the endpoint accepted, with its data connections open.
+struct Setup {
+    ctl: Control,
+    params: TestParams,
+    local_ip: IpAddr,
+    conns: Vec<(TcpStream, Role)>,
+    connect_s: f64,
+}
+
+/// Asks the endpoint for the test and opens the data connections; the
+/// endpoint says when it has them all.
+fn set_up(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    interrupted: &AtomicBool,
+) -> Result<Setup, NetError> {
     let params = spec.params();
     let roles: Vec<Role> = server_roles(&params)
         .into_iter()
@@ -357,8 +381,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         .collect();
     sock::ensure_nofile(roles.len() as u64 + 64).map_err(NetError::Io)?;
 
-    let (mut ctl, data_port, token) =
-        request_test_waiting(&addr, spec, &params, ctl_in.interrupted)?;
+    let (mut ctl, data_port, token) = request_test_waiting(addr, spec, &params, interrupted)?;
     let local_ip = ctl
         .stream
         .local_addr()
@@ -369,69 +392,153 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let connect_s = t_connect.elapsed().as_secs_f64();
     match recv(
         &mut ctl,
-        &addr,
+        addr,
         "ready",
         CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
     )? {
         Msg::Ready {} => {}
-        other => return Err(unexpected(&addr, "ready", &other)),
+        other => return Err(unexpected(addr, "ready", &other)),
     }
+    Ok(Setup {
+        ctl,
+        params,
+        local_ip,
+        conns,
+        connect_s,
+    })
+}
 
+/// What both ends measured.
+struct Measured {
+    local_ip: IpAddr,
+    connect_s: f64,
+    data_conns: usize,
+    threads: usize,
+    started_at: String,
+    completed: bool,
+    closed: ClosedWindow,
+    out: EngineOut,
+    report: ServerReport,
+    series: SeriesRecorder,
+}
+
+/// Runs the ramp-up and the window at both ends, then collects the
+/// endpoint's report.
+fn measure(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    setup: Setup,
+    rc: &mut RunControl,
+) -> Result<Measured, NetError> {
+    let Setup {
+        mut ctl,
+        params,
+        local_ip,
+        conns,
+        connect_s,
+    } = setup;
+    let data_conns = conns.len();
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(conns, engine_params(&params), phase.clone(), threads)
         .map_err(|e| NetError::Io(format!("cannot start engine: {e}")))?;
-    let RunControl {
-        interrupted,
-        progress,
-    } = ctl_in;
     let counting = match spec.kind {
         TestKind::Stream => Counting::NetBytes,
         TestKind::Rr => Counting::Transactions,
     };
-    let total = spec.ramp + spec.time;
-    let mut series = SeriesRecorder::new(counting);
-    // Each tick samples the series and watches the control connection: an
+    let clock = HostClock;
+    let mut series = SeriesRecorder::new(counting, spec.ramp + spec.time, clock.now());
+    // Each wait samples the series and watches the control connection: an
     // endpoint that closes it or speaks unasked has ended the test.
-    let mut tick = |series: &mut SeriesRecorder, ctl: &Control| {
-        series.poll(phase.get(), || engine.totals(), progress, total);
-        (!ctl.peer_spoke()).then(|| series.next_due())
+    let wait = |series: &mut SeriesRecorder, until, rc: &mut RunControl, ctl: &Control| {
+        let go_on = || !ctl.peer_spoke();
+        series.wait(&clock, until, rc, &phase, || engine.totals(), go_on)
     };
-    if !wait_until(series.t_run() + spec.ramp, interrupted, || {
-        tick(&mut series, &ctl)
-    }) {
+    let ramp_end = series.t_run() + spec.ramp;
+    if !wait(&mut series, ramp_end, rc, &ctl) {
         phase.set(Phase::Stop);
         engine.join();
         if ctl.peer_spoke() {
-            return Err(endpoint_ended(&mut ctl, &addr));
+            return Err(endpoint_ended(&mut ctl, addr));
         }
         let _ = ctl.send(&Msg::Stop {});
         return Err(NetError::Interrupted("during ramp-up"));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))?;
+    let window = clock.open_window(|| phase.set(Phase::Measure))?;
     ctl.send(&Msg::WindowStart {})
-        .map_err(|e| proto_err(&addr, "window start", e))?;
-    let completed = wait_until(Instant::now() + spec.time, interrupted, || {
-        tick(&mut series, &ctl)
-    });
-    let mut closed = window.finish_with(|| phase.set(Phase::Stop));
+        .map_err(|e| proto_err(addr, "window start", e))?;
+    let completed = wait(&mut series, clock.now() + spec.time, rc, &ctl);
+    let closed = clock.close_window(window, || phase.set(Phase::Stop));
     if !completed && ctl.peer_spoke() {
         engine.join();
-        return Err(endpoint_ended(&mut ctl, &addr));
+        return Err(endpoint_ended(&mut ctl, addr));
     }
     let ended = ctl
         .send(&Msg::WindowEnd {})
-        .map_err(|e| proto_err(&addr, "window end", e));
+        .map_err(|e| proto_err(addr, "window end", e));
     // `out` keeps the data sockets open until the endpoint has reported.
     let out = engine.join();
     ended?;
-    let report = match recv(&mut ctl, &addr, "report", CONTROL_TIMEOUT)? {
+    let report = match recv(&mut ctl, addr, "report", CONTROL_TIMEOUT)? {
         Msg::Report { report } => *report,
-        other => return Err(unexpected(&addr, "report", &other)),
+        other => return Err(unexpected(addr, "report", &other)),
     };
     let _ = ctl.send(&Msg::Stop {});
+    Ok(Measured {
+        local_ip,
+        connect_s,
+        data_conns,
+        threads,
+        started_at,
+        completed,
+        closed,
+        out,
+        report,
+        series,
+    })
+}
 
+/// Says where the endpoint runs when it is this host.
+fn same_host_note(
+    me: &Identity,
+    same_host: Option<bool>,
+    addr: &SocketAddr,
+    local_ip: IpAddr,
+) -> Option<String> {
+    let local = addr.ip().is_loopback() || local_ip == addr.ip();
+    if same_host == Some(true) {
+        Some(format!(
+            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
+            me.boot_id.as_deref().unwrap_or("?"),
+            if local {
+                ""
+            } else {
+                ", though at another address: a network namespace or container"
+            }
+        ))
+    } else if local {
+        Some("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into())
+    } else {
+        None
+    }
+}
+
+/// Merges both ends' figures into the result, with the notes that say how
+/// to read them; a failed test is an error that carries it.
+fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<ResultDoc, NetError> {
+    let Measured {
+        local_ip,
+        connect_s,
+        data_conns,
+        threads,
+        started_at,
+        completed,
+        mut closed,
+        out,
+        report,
+        series,
+    } = m;
     // Same kernel at both ends (loopback, another network namespace or a
     // container of this host): the boot ids say so, whatever the addresses.
     let me = Identity::this_process();
@@ -443,25 +550,9 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
 
     let mut notes = Vec::new();
     if !completed {
-        notes.push(format!(
-            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
-            closed.window_s,
-            spec.time.as_secs_f64()
-        ));
+        notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    if same_host == Some(true) {
-        notes.push(format!(
-            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
-            me.boot_id.as_deref().unwrap_or("?"),
-            if addr.ip().is_loopback() || local_ip == addr.ip() {
-                ""
-            } else {
-                ", though at another address: a network namespace or container"
-            }
-        ));
-    } else if addr.ip().is_loopback() || local_ip == addr.ip() {
-        notes.push("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into());
-    }
+    notes.extend(same_host_note(&me, same_host, addr, local_ip));
     for (end, errors, first) in [
         ("this host", out.errors, &out.first_error),
         ("the endpoint", report.errors, &report.first_error),
@@ -473,20 +564,11 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
             ));
         }
     }
-    let failure = failure(&out, &report, roles.len());
+    let failure = failure(&out, &report, data_conns);
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = match closed.report {
-        Ok(r) => {
-            notes.extend(r.notes.iter().cloned());
-            Some(r)
-        }
-        Err(e) => {
-            notes.push(format!("local CPU not measured: {e}"));
-            None
-        }
-    };
+    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
     if let Some(e) = &report.cpu_error {
         notes.push(format!("endpoint CPU not measured: {e}"));
     }
@@ -511,7 +593,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         status: if completed { "complete" } else { "interrupted" }.into(),
         started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, &addr, threads),
+        spec: spec_json(spec, addr, threads),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -615,9 +697,7 @@ impl Rates {
     }
 
     fn fairness(&self) -> Option<f64> {
-        // At most 1 by Cauchy-Schwarz; min() removes float rounding above it.
-        (self.n > 0.0 && self.sum_sq > 0.0)
-            .then(|| (self.sum * self.sum / (self.n * self.sum_sq)).min(1.0))
+        jain_fairness(self.n, self.sum, self.sum_sq)
     }
 }
 
@@ -697,17 +777,10 @@ fn net_metrics(
             if window_s > 0.0 {
                 put(mn::TRANS_S, out.transactions as f64 / window_s);
             }
-            let h = &out.rtt;
-            if !h.is_empty() {
-                let us = |ns: u64| ns as f64 / 1000.0;
-                put(mn::RTT_MEAN_US, h.mean() / 1000.0);
-                put(mn::RTT_P50_US, us(h.value_at_quantile(0.5)));
-                put(mn::RTT_P90_US, us(h.value_at_quantile(0.9)));
-                put(mn::RTT_P99_US, us(h.value_at_quantile(0.99)));
-                put(mn::RTT_P999_US, us(h.value_at_quantile(0.999)));
-                put(mn::RTT_MAX_US, us(h.max()));
-            }
         }
+    }
+    if spec.kind == TestKind::Rr {
+        write_latency_metrics(&out.rtt, "rtt", &mut m);
     }
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");

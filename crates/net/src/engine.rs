@@ -6,13 +6,12 @@
 
 use crate::sock;
 use hdrhistogram::Histogram;
-use iotoll_probe::{new_histogram, Phase, PhaseCell};
+use iotoll_run::{new_histogram, Live, Phase, PhaseCell};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -93,14 +92,6 @@ pub struct EngineOut {
     /// The sockets, still open: the caller closes them once the other end
     /// has closed its window, so no end sees a close inside its window.
     pub sockets: Vec<OwnedFd>,
-}
-
-/// Running totals a thread publishes for the live series.
-#[repr(align(128))]
-#[derive(Default)]
-pub struct Live {
-    pub ops: AtomicU64,
-    pub bytes: AtomicU64,
 }
 
 pub struct Engine {
@@ -398,12 +389,7 @@ impl Engine {
 
     /// Running totals (operations, bytes) over all threads.
     pub fn totals(&self) -> (u64, u64) {
-        self.live.iter().fold((0, 0), |(o, b), l| {
-            (
-                o + l.ops.load(Ordering::Relaxed),
-                b + l.bytes.load(Ordering::Relaxed),
-            )
-        })
+        Live::totals(&self.live)
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).
@@ -637,8 +623,7 @@ impl<S: IntoRawFd> Conn<S> {
 }
 
 fn publish(st: &ThreadState, live: &Live) {
-    live.ops.store(st.ops_total, Ordering::Relaxed);
-    live.bytes.store(st.bytes_total, Ordering::Relaxed);
+    live.publish(st.ops_total, st.bytes_total);
 }
 
 fn run_blocking(

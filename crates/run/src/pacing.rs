@@ -1,0 +1,422 @@
+//! What every measuring run shares around its CPU window: the clock and CPU
+//! source it runs on, the phase its workers read, the one-second series,
+//! progress hooks, and the wait that paces ramp-up and window while
+//! watching for Ctrl-C.
+
+use iotoll_model::{CpuReport, SeriesPoint};
+use iotoll_probe::{ClosedWindow, CpuWindow, HostSampler, ProbeError};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Where a run reads the time, sleeps and measures CPU: the host
+/// ([`HostClock`]), or in tests a [`FakeClock`] that makes a run
+/// deterministic and fast. Workers read `now` once per batch of
+/// completions, so runners take it as a generic parameter (no dynamic call
+/// on the hot path).
+pub trait Clock: Clone + Send + Sync + 'static {
+    type Window;
+    fn now(&self) -> Instant;
+    fn sleep(&self, d: Duration);
+    /// Opens the CPU window and calls `on_open` the moment it is open.
+    fn open_window(&self, on_open: impl FnOnce()) -> Result<Self::Window, ProbeError>;
+    /// Closes it and calls `on_close` the moment it is closed.
+    fn close_window(&self, w: Self::Window, on_close: impl FnOnce()) -> ClosedWindow;
+}
+
+/// The host's monotonic clock and its whole-host CPU accounting.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostClock;
+
+impl Clock for HostClock {
+    type Window = CpuWindow;
+
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+
+    fn open_window(&self, on_open: impl FnOnce()) -> Result<CpuWindow, ProbeError> {
+        CpuWindow::start_with(on_open)
+    }
+
+    fn close_window(&self, w: CpuWindow, on_close: impl FnOnce()) -> ClosedWindow {
+        w.finish_with(on_close)
+    }
+}
+
+type Action = Box<dyn FnOnce() + Send>;
+
+/// A clock for tests. Its time stands still except when someone sleeps on
+/// it or calls `advance`: then it jumps at once, and the actions scheduled
+/// with `at` up to the new time run (e.g. a phase change at a given
+/// instant). Its CPU window reports the given CPU figures over the window's
+/// exact fake length.
+#[derive(Clone)]
+pub struct FakeClock(Arc<FakeState>);
+
+struct FakeState {
+    base: Instant,
+    cpu: CpuReport,
+    /// Nanoseconds since `base`, and the actions not yet due, by time.
+    now: Mutex<(u64, Vec<(u64, Action)>)>,
+}
+
+impl FakeClock {
+    pub fn new(cpu: CpuReport) -> Self {
+        FakeClock(Arc::new(FakeState {
+            base: Instant::now(),
+            cpu,
+            now: Mutex::new((0, Vec::new())),
+        }))
+    }
+
+    /// Runs `f` when the clock reaches `t` after its start.
+    pub fn at(&self, t: Duration, f: impl FnOnce() + Send + 'static) {
+        let mut g = self.0.now.lock().unwrap_or_else(PoisonError::into_inner);
+        g.1.push((t.as_nanos() as u64, Box::new(f)));
+        g.1.sort_by_key(|(t, _)| *t);
+    }
+
+    pub fn advance(&self, d: Duration) {
+        let due: Vec<Action> = {
+            let mut g = self.0.now.lock().unwrap_or_else(PoisonError::into_inner);
+            g.0 += d.as_nanos() as u64;
+            let n = g.1.partition_point(|(t, _)| *t <= g.0);
+            g.1.drain(..n).map(|(_, f)| f).collect()
+        };
+        // Outside the lock: an action may read the clock.
+        due.into_iter().for_each(|f| f());
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.now().duration_since(self.0.base)
+    }
+}
+
+impl Clock for FakeClock {
+    type Window = Instant;
+
+    fn now(&self) -> Instant {
+        let g = self.0.now.lock().unwrap_or_else(PoisonError::into_inner);
+        self.0.base + Duration::from_nanos(g.0)
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.advance(d);
+        // Let the threads that work meanwhile run.
+        std::thread::yield_now();
+    }
+
+    fn open_window(&self, on_open: impl FnOnce()) -> Result<Instant, ProbeError> {
+        let t0 = self.now();
+        on_open();
+        Ok(t0)
+    }
+
+    fn close_window(&self, t0: Instant, on_close: impl FnOnce()) -> ClosedWindow {
+        let window_s = self.now().duration_since(t0).as_secs_f64();
+        on_close();
+        let cpu = CpuReport {
+            window_s,
+            ..self.0.cpu.clone()
+        };
+        ClosedWindow::new(window_s, Ok(cpu))
+    }
+}
+
+/// Where a run is. Workers read it once per batch of completions and
+/// count only what completes in `Measure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    Ramp = 0,
+    Measure = 1,
+    Stop = 2,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Ramp => "ramp",
+            Phase::Measure => "measure",
+            Phase::Stop => "stop",
+        }
+    }
+}
+
+/// The shared, lock-free phase of a run.
+#[derive(Debug)]
+pub struct PhaseCell(AtomicU8);
+
+impl PhaseCell {
+    pub fn new(p: Phase) -> Self {
+        PhaseCell(AtomicU8::new(p as u8))
+    }
+
+    #[inline]
+    pub fn get(&self) -> Phase {
+        // Acquire/Release: a thread that sees the effect of a phase change
+        // (e.g. the peer's close after window_end) also sees the phase.
+        match self.0.load(Ordering::Acquire) {
+            0 => Phase::Ramp,
+            1 => Phase::Measure,
+            _ => Phase::Stop,
+        }
+    }
+
+    pub fn set(&self, p: Phase) {
+        self.0.store(p as u8, Ordering::Release);
+    }
+}
+
+/// Hooks for a user interface; every method has a silent default.
+pub trait Progress {
+    /// Preparation (e.g. a test file): units done of total.
+    fn preparing(&mut self, _done: u64, _total: u64) {}
+    /// One second of the run has passed.
+    fn second(&mut self, _point: &SeriesPoint, _elapsed: Duration, _total: Duration) {}
+}
+
+/// Progress that shows nothing.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// What a measuring run gets from its caller.
+pub struct RunControl<'a> {
+    /// Set by a signal handler: stop cleanly and report what was measured.
+    pub interrupted: &'a AtomicBool,
+    pub progress: &'a mut dyn Progress,
+}
+
+/// What the live counters of a run count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// I/Os and bytes: `iops`, `mb_s`.
+    DiskIo,
+    /// Payload bytes: `mbit_s`.
+    NetBytes,
+    /// Transactions and payload bytes: `trans_s`, `mbit_s`.
+    Transactions,
+}
+
+/// Samples live counters and host CPU once per second.
+pub struct SeriesRecorder {
+    counting: Counting,
+    /// Ramp-up and window together, for progress.
+    total: Duration,
+    sampler: HostSampler,
+    t_run: Instant,
+    next: Instant,
+    last: (u64, u64),
+    last_t: Instant,
+    points: Vec<SeriesPoint>,
+    /// The phase when the second being sampled began: a second that
+    /// started in the ramp-up is labelled `ramp` even if measuring began
+    /// during it.
+    interval_phase: Option<Phase>,
+}
+
+impl SeriesRecorder {
+    /// A series whose time zero is `now`.
+    pub fn new(counting: Counting, total: Duration, now: Instant) -> Self {
+        SeriesRecorder {
+            counting,
+            total,
+            sampler: HostSampler::new(),
+            t_run: now,
+            next: now + Duration::from_secs(1),
+            last: (0, 0),
+            last_t: now,
+            points: Vec::new(),
+            interval_phase: None,
+        }
+    }
+
+    /// When the run started (the series' time zero).
+    pub fn t_run(&self) -> Instant {
+        self.t_run
+    }
+
+    /// Records a point if a second has passed; `counters` gives the running
+    /// totals (operations, bytes) over all workers.
+    pub fn poll(
+        &mut self,
+        now: Instant,
+        phase: Phase,
+        counters: impl FnOnce() -> (u64, u64),
+        progress: &mut dyn Progress,
+    ) {
+        let began = *self.interval_phase.get_or_insert(phase);
+        if now < self.next {
+            return;
+        }
+        self.next += Duration::from_secs(1);
+        self.interval_phase = None;
+        let (ops, bytes) = counters();
+        let dt = now.duration_since(self.last_t).as_secs_f64();
+        let d_ops = ops.saturating_sub(self.last.0) as f64 / dt;
+        let d_bytes = bytes.saturating_sub(self.last.1) as f64 / dt;
+        let (iops, mb_s, mbit_s, trans_s) = match self.counting {
+            Counting::DiskIo => (Some(d_ops), Some(d_bytes / 1e6), None, None),
+            Counting::NetBytes => (None, None, Some(d_bytes * 8.0 / 1e6), None),
+            Counting::Transactions => (None, None, Some(d_bytes * 8.0 / 1e6), Some(d_ops)),
+        };
+        let p = SeriesPoint {
+            t_s: now.duration_since(self.t_run).as_secs_f64(),
+            phase: began.label().to_string(),
+            iops,
+            mb_s,
+            mbit_s,
+            trans_s,
+            cpu_pct: self.sampler.sample(),
+        };
+        self.last = (ops, bytes);
+        self.last_t = now;
+        progress.second(&p, now.duration_since(self.t_run), self.total);
+        self.points.push(p);
+    }
+
+    /// Waits until `until`, recording the series from the running totals
+    /// `counters` gives; false as soon as Ctrl-C is pressed or `go_on` says
+    /// the run cannot go on.
+    pub fn wait<C: Clock>(
+        &mut self,
+        clock: &C,
+        until: Instant,
+        ctl: &mut RunControl,
+        phase: &PhaseCell,
+        counters: impl Fn() -> (u64, u64),
+        go_on: impl Fn() -> bool,
+    ) -> bool {
+        wait_until(clock, until, ctl.interrupted, || {
+            self.poll(clock.now(), phase.get(), &counters, ctl.progress);
+            go_on().then_some(self.next)
+        })
+    }
+
+    pub fn into_points(self) -> Vec<SeriesPoint> {
+        self.points
+    }
+}
+
+/// Sleeps until `until` in small steps, calling `tick` between them (to
+/// sample the series; it returns when it next wants to run, or None to stop
+/// waiting). Returns false as soon as `interrupted` is set or `tick` says stop.
+pub fn wait_until(
+    clock: &impl Clock,
+    until: Instant,
+    interrupted: &AtomicBool,
+    mut tick: impl FnMut() -> Option<Instant>,
+) -> bool {
+    loop {
+        if interrupted.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = clock.now();
+        if now >= until {
+            return true;
+        }
+        let Some(next_due) = tick() else {
+            return false;
+        };
+        let step = until
+            .min(next_due)
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(50));
+        clock.sleep(step);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_cell_round_trips() {
+        let c = PhaseCell::new(Phase::Ramp);
+        for p in [Phase::Measure, Phase::Stop, Phase::Ramp] {
+            c.set(p);
+            assert_eq!(c.get(), p);
+        }
+    }
+
+    #[test]
+    fn wait_until_stops_on_interrupt_or_when_tick_says_so() {
+        let clock = FakeClock::new(CpuReport::default());
+        let t0 = clock.now();
+        // The series wants nothing before the deadline.
+        let now = || Some(t0 + Duration::from_secs(100));
+        let flag = AtomicBool::new(true);
+        assert!(!wait_until(
+            &clock,
+            t0 + Duration::from_secs(10),
+            &flag,
+            now
+        ));
+        assert_eq!(
+            clock.now(),
+            t0,
+            "an interrupt ends the wait before any sleep"
+        );
+        let flag = AtomicBool::new(false);
+        assert!(wait_until(&clock, t0 + Duration::from_secs(10), &flag, now));
+        assert_eq!(clock.now(), t0 + Duration::from_secs(10), "not a step more");
+        let t1 = clock.now();
+        assert!(!wait_until(
+            &clock,
+            t1 + Duration::from_secs(10),
+            &flag,
+            || None
+        ));
+        assert_eq!(clock.now(), t1);
+        // Ctrl-C during the wait ends it at the next step (50 ms at most).
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        clock.at(Duration::from_secs(11), move || {
+            f.store(true, Ordering::Relaxed)
+        });
+        assert!(!wait_until(
+            &clock,
+            t1 + Duration::from_secs(10),
+            &flag,
+            now
+        ));
+        assert_eq!(clock.now(), t1 + Duration::from_secs(1));
+    }
+
+    #[test]
+    fn series_rates_per_counting() {
+        let clock = FakeClock::new(CpuReport::default());
+        let mut s =
+            SeriesRecorder::new(Counting::Transactions, Duration::from_secs(2), clock.now());
+        let mut ctl = RunControl {
+            interrupted: &AtomicBool::new(false),
+            progress: &mut Silent,
+        };
+        let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+        let sent = std::cell::Cell::new((0, 0));
+        let p2 = phase.clone();
+        clock.at(Duration::from_millis(1500), move || p2.set(Phase::Measure));
+        let until = clock.now() + Duration::from_millis(3500);
+        let counters = || {
+            let (ops, bytes) = sent.get();
+            sent.set((ops + 1000, bytes + 125_000));
+            (ops + 1000, bytes + 125_000)
+        };
+        assert!(s.wait(&clock, until, &mut ctl, &phase, counters, || true));
+        let points = s.into_points();
+        // One point a second; the second that began in the ramp-up is `ramp`.
+        let phases: Vec<&str> = points.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(phases, ["ramp", "ramp", "measure"]);
+        for p in &points {
+            assert!(p.iops.is_none());
+            assert_eq!(p.trans_s, Some(1000.0));
+            assert_eq!(p.mbit_s, Some(1.0));
+        }
+    }
+}
