@@ -718,6 +718,8 @@ fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iotoll_run::FakeClock;
+    use std::sync::atomic::AtomicBool;
 
     fn metrics(pairs: &[(&str, f64)]) -> Metrics {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -795,6 +797,218 @@ mod tests {
         );
         // Every I/O in flight at the failure was reaped before the buffers went.
         assert_eq!(drops, vec![(8, 0)], "(drained, left in flight)");
+    }
+
+    /// The null engine with a service time on a fake clock: every batch
+    /// it is handed completes `service` later.
+    struct Timed {
+        inner: crate::engines::null::NullEngine,
+        clock: FakeClock,
+        service: Duration,
+    }
+
+    impl Engine for Timed {
+        fn name(&self) -> &'static str {
+            "null"
+        }
+        fn depth(&self) -> usize {
+            self.inner.depth()
+        }
+        fn queue(&mut self, slot: usize, read: bool, offset: u64) -> std::io::Result<()> {
+            self.inner.queue(slot, read, offset)
+        }
+        fn submit_and_reap(
+            &mut self,
+            min: usize,
+            done: &mut dyn FnMut(usize, IoResult),
+        ) -> std::io::Result<()> {
+            self.clock.advance(self.service);
+            self.inner.submit_and_reap(min, done)
+        }
+    }
+
+    /// One worker on a fake clock that moves only by the engine's service
+    /// time and the burst delays; the phases change at 1 s and 2 s.
+    fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (WorkerOut, (u64, u64)) {
+        let clock = FakeClock::new(iotoll_model::CpuReport::default());
+        let shared = Arc::new(Shared {
+            phase: PhaseCell::new(Phase::Ramp),
+            live: vec![Live::default()],
+            failed: Default::default(),
+        });
+        for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
+            let sh = shared.clone();
+            clock.at(Duration::from_secs(t), move || sh.set(p));
+        }
+        let plan = WorkerPlan {
+            index: 0,
+            target: "null".into(),
+            kind: EngineKind::Null,
+            region: crate::pattern::Region {
+                start: 0,
+                len: 1 << 20,
+            },
+            align: 4096,
+            seed: 1,
+            spec: spec.clone(),
+        };
+        let engine = Box::new(Timed {
+            inner: crate::engines::null::NullEngine::new(spec.qd as usize, spec.bs as usize),
+            clock: clock.clone(),
+            service,
+        });
+        let out = work(&plan, engine, &shared, &clock).unwrap();
+        (out, Live::totals(&shared.live))
+    }
+
+    /// Bursts of 4 I/Os of 100 us, then 9.6 ms of delay: one burst every
+    /// 10 ms, its I/Os completing 0.1-0.4 ms into it. Bursts 100-199
+    /// complete inside the 1 s window, so exactly 400 I/Os are measured,
+    /// of the 800 done.
+    #[test]
+    fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
+        let spec = DiskSpec {
+            read_pct: 50,
+            burst_len: 4,
+            burst_delay: Duration::from_micros(9_600),
+            ..spec(1, 1)
+        };
+        let (out, (all_ios, all_bytes)) = work_on_fake_clock(spec, Duration::from_micros(100));
+        assert_eq!(out.reads + out.writes, 400);
+        assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
+        assert!(out.reads > 0 && out.writes > 0);
+        assert_eq!(
+            (all_ios, all_bytes),
+            (800, 800 * 4096),
+            "ramp-up I/Os are done, not measured"
+        );
+        assert_eq!(out.hist.len(), 400);
+        assert!(
+            (out.hist.mean() - 100_000.0).abs() < 100.0,
+            "{}",
+            out.hist.mean()
+        );
+        // From the first completion in the window (1000.1 ms) to its end
+        // (2000 ms), 399 I/Os of 0.1 ms were outstanding.
+        assert!(
+            (out.qd_achieved - 39.9 / 999.9).abs() < 1e-9,
+            "{}",
+            out.qd_achieved
+        );
+        // Little's law on the exact clock: 400 I/O/s x 100 us.
+        let little = littles_law_depth(400.0, out.hist.mean() / 1000.0);
+        let tolerance = littles_law_tolerance(out.qd_achieved, 1.0, 100.0, 1.0);
+        assert!(
+            (little - out.qd_achieved).abs() <= tolerance,
+            "{little} {}",
+            out.qd_achieved
+        );
+    }
+
+    /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
+    /// so 80,000 measured in the window, a depth of 8 by both counts.
+    #[test]
+    fn a_full_queue_meets_littles_law_exactly() {
+        let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
+        assert_eq!(out.reads + out.writes, 80_000);
+        assert_eq!(all_ios, 160_000);
+        assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
+        let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
+        assert!((little - 8.0).abs() < 0.01, "{little}");
+    }
+
+    fn run_fake(
+        spec: &DiskSpec,
+        clock: &FakeClock,
+        interrupted: &AtomicBool,
+    ) -> Result<ResultDoc, DiskError> {
+        let mut silent = iotoll_run::Silent;
+        let ctl = RunControl {
+            interrupted,
+            progress: &mut silent,
+        };
+        run_on(spec, ctl, clock.clone())
+    }
+
+    fn null_spec(dir: &std::path::Path) -> DiskSpec {
+        DiskSpec {
+            target: Some(dir.join("t.bin")),
+            create: true,
+            size: Some(1 << 20),
+            engine: EngineChoice::Null,
+            qd: 4,
+            workers: 3,
+            read_pct: 70,
+            ramp: Duration::from_secs(1),
+            time: Duration::from_secs(2),
+            ..DiskSpec::default()
+        }
+    }
+
+    /// A whole run on the fake clock: it takes no real time, its window is
+    /// exactly as long as asked, the series goes ramp -> measure, and the
+    /// figures add up (rates x window = the I/Os in the latency histogram).
+    #[test]
+    fn a_null_run_on_the_fake_clock_accounts_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu = iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 50.0,
+            ..Default::default()
+        };
+        let clock = FakeClock::new(cpu);
+        let doc = run_fake(&null_spec(dir.path()), &clock, &AtomicBool::new(false)).unwrap();
+        assert_eq!(doc.status, "complete");
+        assert_eq!(doc.spec["engine"], "null");
+        let m = &doc.metrics;
+        assert_eq!(m[mn::WINDOW_S], 2.0);
+        assert_eq!(clock.elapsed(), Duration::from_secs(3));
+        let ios = m[mn::IOPS] * 2.0;
+        assert_eq!(m[mn::READ_IOPS] + m[mn::WRITE_IOPS], m[mn::IOPS]);
+        assert_eq!(m[mn::MB_S], m[mn::IOPS] * 4096.0 / 1e6);
+        let lat = doc.latency.as_ref().expect("I/Os were measured");
+        assert_eq!(lat.count as f64, ios);
+        assert_eq!(lat.histogram.iter().map(|b| b[1]).sum::<f64>(), ios);
+        assert_eq!(m[mn::CPU_PCT], 50.0);
+        let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
+        // A point a second, at 1 s and 2 s; the run ends at 3 s, before
+        // the next one is due.
+        assert_eq!(phases, ["ramp", "measure"]);
+        assert!(
+            doc.notes.iter().all(|n| !n.contains("interrupted")),
+            "{:?}",
+            doc.notes
+        );
+    }
+
+    /// Ctrl-C half a second into the window: an interrupted result over
+    /// that half second; in the ramp-up: nothing to report.
+    #[test]
+    fn ctrl_c_on_the_fake_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = null_spec(dir.path());
+        for (at, window) in [(1_500, Some(0.5)), (500, None)] {
+            let clock = FakeClock::new(Default::default());
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            clock.at(Duration::from_millis(at), move || {
+                f.store(true, Ordering::Relaxed)
+            });
+            match (run_fake(&spec, &clock, &flag), window) {
+                (Ok(doc), Some(w)) => {
+                    assert_eq!(doc.status, "interrupted");
+                    assert_eq!(doc.metrics[mn::WINDOW_S], w);
+                    let want = "interrupted after 0.5 s of the 2 s window";
+                    assert!(
+                        doc.notes.iter().any(|n| n.starts_with(want)),
+                        "{:?}",
+                        doc.notes
+                    );
+                }
+                (Err(DiskError::Interrupted(when)), None) => assert_eq!(when, "during ramp-up"),
+                (r, _) => panic!("Ctrl-C at {at} ms: {r:?}"),
+            }
+        }
     }
 
     #[test]
