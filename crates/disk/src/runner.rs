@@ -905,6 +905,21 @@ mod tests {
         );
     }
 
+    /// `--burst-delay 10ms --burst-len 2 --qd 4` paces a worker to exactly
+    /// 200 IOPS when its I/Os take no time (the CLI test can only bound
+    /// it from above on a real clock).
+    #[test]
+    fn burst_pacing_is_exact_on_the_fake_clock() {
+        let spec = DiskSpec {
+            burst_len: 2,
+            burst_delay: Duration::from_millis(10),
+            ..spec(4, 1)
+        };
+        let (out, (all_ios, _)) = work_on_fake_clock(spec, Duration::ZERO);
+        assert_eq!(out.reads + out.writes, 200);
+        assert_eq!(all_ios, 400);
+    }
+
     /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
     /// so 80,000 measured in the window, a depth of 8 by both counts.
     #[test]

@@ -353,9 +353,9 @@ fn open_data(
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
-    let setup = set_up(spec, &addr, rc.interrupted)?;
-    let measured = measure(spec, &addr, setup, &mut rc)?;
-    result_doc(spec, &addr, measured)
+    let mut setup = set_up(spec, &addr, rc.interrupted)?;
+    let measured = measure(spec, &addr, &mut setup, &mut rc)?;
+    result_doc(spec, &addr, &setup, measured)
 }
 
 /// A test the endpoint accepted, with its data connections open.
@@ -363,7 +363,9 @@ struct Setup {
     ctl: Control,
     params: TestParams,
     local_ip: IpAddr,
+    /// Handed to the engine when the test starts.
     conns: Vec<(TcpStream, Role)>,
+    data_conns: usize,
     connect_s: f64,
 }
 
@@ -399,20 +401,19 @@ fn set_up(
         Msg::Ready {} => {}
         other => return Err(unexpected(addr, "ready", &other)),
     }
+    let data_conns = conns.len();
     Ok(Setup {
         ctl,
         params,
         local_ip,
         conns,
+        data_conns,
         connect_s,
     })
 }
 
 /// What both ends measured.
 struct Measured {
-    local_ip: IpAddr,
-    connect_s: f64,
-    data_conns: usize,
     threads: usize,
     started_at: String,
     completed: bool,
@@ -427,20 +428,14 @@ struct Measured {
 fn measure(
     spec: &ClientSpec,
     addr: &SocketAddr,
-    setup: Setup,
+    setup: &mut Setup,
     rc: &mut RunControl,
 ) -> Result<Measured, NetError> {
-    let Setup {
-        mut ctl,
-        params,
-        local_ip,
-        conns,
-        connect_s,
-    } = setup;
-    let data_conns = conns.len();
+    let conns = std::mem::take(&mut setup.conns);
+    let ctl = &mut setup.ctl;
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(conns, engine_params(&params), phase.clone(), threads)
+    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
         .map_err(|e| NetError::Io(format!("cannot start engine: {e}")))?;
     let counting = match spec.kind {
         TestKind::Stream => Counting::NetBytes,
@@ -455,11 +450,11 @@ fn measure(
         series.wait(&clock, until, rc, &phase, || engine.totals(), go_on)
     };
     let ramp_end = series.t_run() + spec.ramp;
-    if !wait(&mut series, ramp_end, rc, &ctl) {
+    if !wait(&mut series, ramp_end, rc, ctl) {
         phase.set(Phase::Stop);
         engine.join();
         if ctl.peer_spoke() {
-            return Err(endpoint_ended(&mut ctl, addr));
+            return Err(endpoint_ended(ctl, addr));
         }
         let _ = ctl.send(&Msg::Stop {});
         return Err(NetError::Interrupted("during ramp-up"));
@@ -468,11 +463,11 @@ fn measure(
     let window = clock.open_window(|| phase.set(Phase::Measure))?;
     ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(addr, "window start", e))?;
-    let completed = wait(&mut series, clock.now() + spec.time, rc, &ctl);
+    let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
     let closed = clock.close_window(window, || phase.set(Phase::Stop));
     if !completed && ctl.peer_spoke() {
         engine.join();
-        return Err(endpoint_ended(&mut ctl, addr));
+        return Err(endpoint_ended(ctl, addr));
     }
     let ended = ctl
         .send(&Msg::WindowEnd {})
@@ -480,15 +475,12 @@ fn measure(
     // `out` keeps the data sockets open until the endpoint has reported.
     let out = engine.join();
     ended?;
-    let report = match recv(&mut ctl, addr, "report", CONTROL_TIMEOUT)? {
+    let report = match recv(ctl, addr, "report", CONTROL_TIMEOUT)? {
         Msg::Report { report } => *report,
         other => return Err(unexpected(addr, "report", &other)),
     };
     let _ = ctl.send(&Msg::Stop {});
     Ok(Measured {
-        local_ip,
-        connect_s,
-        data_conns,
         threads,
         started_at,
         completed,
@@ -526,19 +518,19 @@ fn same_host_note(
 
 /// Merges both ends' figures into the result, with the notes that say how
 /// to read them; a failed test is an error that carries it.
-fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<ResultDoc, NetError> {
+fn result_doc(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    setup: &Setup,
+    m: Measured,
+) -> Result<ResultDoc, NetError> {
     let Measured {
-        local_ip,
-        connect_s,
-        data_conns,
-        threads,
-        started_at,
-        completed,
         mut closed,
         out,
         report,
-        series,
+        ..
     } = m;
+    let (local_ip, completed) = (setup.local_ip, m.completed);
     // Same kernel at both ends (loopback, another network namespace or a
     // container of this host): the boot ids say so, whatever the addresses.
     let me = Identity::this_process();
@@ -553,10 +545,7 @@ fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<Resul
         notes.push(interrupted_note(closed.window_s, spec.time));
     }
     notes.extend(same_host_note(&me, same_host, addr, local_ip));
-    for (end, errors, first) in [
-        ("this host", out.errors, &out.first_error),
-        ("the endpoint", report.errors, &report.first_error),
-    ] {
+    for (end, errors, first) in ends(&out, &report) {
         if errors > 0 {
             notes.push(format!(
                 "{errors} connection(s) failed before {end}'s window closed; first error: {}",
@@ -564,7 +553,7 @@ fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<Resul
             ));
         }
     }
-    let failure = failure(&out, &report, data_conns);
+    let failure = failure(&out, &report, setup.data_conns);
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
@@ -578,7 +567,7 @@ fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<Resul
         closed.window_s,
         &report,
         cpu.as_ref(),
-        connect_s,
+        setup.connect_s,
         same_host == Some(true),
     );
     let kind = match spec.kind {
@@ -591,9 +580,9 @@ fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<Resul
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: kind.into(),
         status: if completed { "complete" } else { "interrupted" }.into(),
-        started_at,
+        started_at: m.started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, addr, threads),
+        spec: spec_json(spec, addr, m.threads),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -601,7 +590,7 @@ fn result_doc(spec: &ClientSpec, addr: &SocketAddr, m: Measured) -> Result<Resul
             same_host,
         },
         latency: latency_report(&out.rtt),
-        series: series.into_points(),
+        series: m.series.into_points(),
         notes,
         disclosure: Some(serde_json::json!({
             "local": local_disclosure,
@@ -629,6 +618,17 @@ pub fn tolerated_failures(data_conns: usize) -> u64 {
     data_conns as u64 / 100
 }
 
+/// Each end's failed connections and the first error.
+fn ends<'a>(
+    out: &'a EngineOut,
+    r: &'a ServerReport,
+) -> [(&'static str, u64, &'a Option<String>); 2] {
+    [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", r.errors, &r.first_error),
+    ]
+}
+
 /// Why a test that ran to its end is nevertheless failed: an engine
 /// thread panicked at this host, or more connections failed than
 /// `tolerated_failures` allows (an engine thread panic at the endpoint
@@ -645,10 +645,7 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
         return None;
     }
     let mut firsts = Vec::new();
-    for (end, errors, first) in [
-        ("this host", out.errors, &out.first_error),
-        ("the endpoint", report.errors, &report.first_error),
-    ] {
+    for (end, errors, first) in ends(out, report) {
         if errors > 0 {
             firsts.push(format!(
                 "{errors} at {end} (first: {})",

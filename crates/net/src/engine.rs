@@ -913,14 +913,16 @@ mod tests {
             first_error: None,
         };
         let ps = pairs(3);
-        let mut conns: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
+        let receivers = || -> Vec<Conn<TcpStream>> {
+            let conn = |s: TcpStream| {
                 let fd = s.as_raw_fd();
                 Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+            };
+            ps.iter()
+                .map(|(x, _)| conn(x.try_clone().unwrap()))
+                .collect()
+        };
+        let mut conns = receivers();
         // One connection already closed by its peer (counted then).
         conns[1].close(&mut st, Phase::Measure, None);
         assert_eq!(st.errors, 1);
@@ -934,14 +936,7 @@ mod tests {
         // After the window, ending connections is no failure.
         let phase = PhaseCell::new(Phase::Stop);
         st.phase = &phase;
-        let mut more: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+        let mut more = receivers();
         fail_all(&mut st, &mut more, "epoll_wait: x");
         assert_eq!(st.errors, 3);
         // A fresh thread: the epoll error is what is reported.
@@ -951,14 +946,7 @@ mod tests {
         st.errors = 0;
         fail_all(&mut st, &mut more, "epoll_wait: x");
         assert_eq!(st.errors, 0, "already ended");
-        let mut fresh: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+        let mut fresh = receivers();
         fail_all(&mut st, &mut fresh, "epoll_wait: Bad file descriptor");
         assert_eq!(st.errors, 3);
         assert_eq!(
