@@ -38,16 +38,6 @@ impl Drop for PanicFlag<'_> {
     }
 }
 
-impl Shared {
-    fn phase(&self) -> Phase {
-        self.phase.get()
-    }
-
-    fn set(&self, p: Phase) {
-        self.phase.set(p);
-    }
-}
-
 /// What one worker measured inside the window.
 struct WorkerOut {
     reads: u64,
@@ -176,7 +166,7 @@ fn work(
         // After a failure (here or in another worker) no new I/O starts;
         // those in flight are reaped.
         let failed = shared.failed.load(Ordering::Relaxed);
-        if shared.phase() != Phase::Stop && !failed {
+        if shared.phase.get() != Phase::Stop && !failed {
             while let Some(slot) = free.pop() {
                 if bursting && in_burst == spec.burst_len {
                     // Iometer's transfer delay: wait before each burst, after
@@ -187,7 +177,7 @@ fn work(
                     }
                     sleep_unless_stopped(spec.burst_delay, shared, clock);
                     in_burst = 0;
-                    if shared.phase() == Phase::Stop {
+                    if shared.phase.get() == Phase::Stop {
                         free.push(slot);
                         break;
                     }
@@ -223,7 +213,7 @@ fn work(
             }
         }
         if occ.outstanding() == 0 {
-            if failed || shared.phase() == Phase::Stop {
+            if failed || shared.phase.get() == Phase::Stop {
                 break;
             }
             continue;
@@ -235,7 +225,7 @@ fn work(
         let mut n = 0u64;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-                let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase()));
+                let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
                 n += 1;
                 free.push(slot);
                 let ok = res == bs as i64;
@@ -318,7 +308,7 @@ fn work(
 
 fn sleep_unless_stopped(d: Duration, shared: &Shared, clock: &impl Clock) {
     let until = clock.now() + d;
-    while shared.phase() != Phase::Stop {
+    while shared.phase.get() != Phase::Stop {
         let left = until.saturating_duration_since(clock.now());
         if left.is_zero() {
             return;
@@ -348,28 +338,6 @@ fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<Engine
                 Ok(EngineKind::Psync)
             }
         },
-    }
-}
-
-impl Shared {
-    /// Waits until `until` while sampling the series; false if interrupted
-    /// or a worker failed.
-    fn wait(
-        &self,
-        clock: &impl Clock,
-        until: Instant,
-        series: &mut SeriesRecorder,
-        ctl: &mut RunControl,
-    ) -> bool {
-        let go_on = || !self.failed.load(Ordering::Acquire);
-        series.wait(
-            clock,
-            until,
-            ctl,
-            &self.phase,
-            || Live::totals(&self.live),
-            go_on,
-        )
     }
 }
 
@@ -447,7 +415,7 @@ fn run_on<C: Clock>(
         }
     }
     if setup_err.is_some() {
-        shared.set(Phase::Stop);
+        shared.phase.set(Phase::Stop);
     }
     start.wait();
     if let Some(msg) = setup_err {
@@ -459,8 +427,21 @@ fn run_on<C: Clock>(
     }
 
     let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
-    if !shared.wait(&clock, series.t_run() + spec.ramp, &mut series, &mut ctl) {
-        shared.set(Phase::Stop);
+    // Waits while sampling the series; false if interrupted or a worker failed.
+    let wait = |series: &mut SeriesRecorder, until, ctl: &mut RunControl| {
+        let go_on = || !shared.failed.load(Ordering::Acquire);
+        series.wait(
+            &clock,
+            until,
+            ctl,
+            &shared.phase,
+            || Live::totals(&shared.live),
+            go_on,
+        )
+    };
+    let ramp_end = series.t_run() + spec.ramp;
+    if !wait(&mut series, ramp_end, &mut ctl) {
+        shared.phase.set(Phase::Stop);
         let outs = join_all(handles);
         if !shared.failed.load(Ordering::Acquire) {
             return Err(DiskError::Interrupted("during ramp-up"));
@@ -485,10 +466,10 @@ fn run_on<C: Clock>(
         return Err(failed(why, doc));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = clock.open_window(|| shared.set(Phase::Measure))?;
+    let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
     let measure_end = clock.now() + spec.time;
-    let completed = shared.wait(&clock, measure_end, &mut series, &mut ctl);
-    let closed = clock.close_window(window, || shared.set(Phase::Stop));
+    let completed = wait(&mut series, measure_end, &mut ctl);
+    let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
     let outs = join_all(handles);
     let (merged, failure) = merge(outs);
     if !completed && failure.is_none() {
@@ -725,6 +706,17 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
+    /// A 10 s window with a 2 ms maximum latency.
+    fn depth_metrics(iops: f64, lat_mean_us: f64, qd: f64) -> Metrics {
+        metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, iops),
+            (mn::LAT_MEAN_US, lat_mean_us),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, qd),
+        ])
+    }
+
     fn spec(qd: u32, workers: u32) -> DiskSpec {
         DiskSpec {
             qd,
@@ -799,38 +791,34 @@ mod tests {
         assert_eq!(drops, vec![(8, 0)], "(drained, left in flight)");
     }
 
-    /// The null engine with a service time on a fake clock: every batch
-    /// it is handed completes `service` later.
-    struct Timed {
-        inner: crate::engines::null::NullEngine,
-        clock: FakeClock,
-        service: Duration,
-    }
+    /// The null engine on a fake clock: each batch takes `.2` to complete.
+    struct Timed(crate::engines::null::NullEngine, FakeClock, Duration);
 
     impl Engine for Timed {
         fn name(&self) -> &'static str {
             "null"
         }
         fn depth(&self) -> usize {
-            self.inner.depth()
+            self.0.depth()
         }
         fn queue(&mut self, slot: usize, read: bool, offset: u64) -> std::io::Result<()> {
-            self.inner.queue(slot, read, offset)
+            self.0.queue(slot, read, offset)
         }
         fn submit_and_reap(
             &mut self,
-            min: usize,
-            done: &mut dyn FnMut(usize, IoResult),
+            m: usize,
+            f: &mut dyn FnMut(usize, i64),
         ) -> std::io::Result<()> {
-            self.clock.advance(self.service);
-            self.inner.submit_and_reap(min, done)
+            self.1.advance(self.2);
+            self.0.submit_and_reap(m, f)
         }
     }
 
     /// One worker on a fake clock that moves only by the engine's service
-    /// time and the burst delays; the phases change at 1 s and 2 s.
+    /// time and the burst delays; the window is from 1 s to 2 s. Returns
+    /// what it measured and its live totals (I/Os, bytes).
     fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (WorkerOut, (u64, u64)) {
-        let clock = FakeClock::new(iotoll_model::CpuReport::default());
+        let clock = FakeClock::new(Default::default(), 0);
         let shared = Arc::new(Shared {
             phase: PhaseCell::new(Phase::Ramp),
             live: vec![Live::default()],
@@ -838,8 +826,9 @@ mod tests {
         });
         for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
             let sh = shared.clone();
-            clock.at(Duration::from_secs(t), move || sh.set(p));
+            clock.at(Duration::from_secs(t), move || sh.phase.set(p));
         }
+        let null = crate::engines::null::NullEngine::new(spec.qd as usize, spec.bs as usize);
         let plan = WorkerPlan {
             index: 0,
             target: "null".into(),
@@ -850,39 +839,35 @@ mod tests {
             },
             align: 4096,
             seed: 1,
-            spec: spec.clone(),
+            spec,
         };
-        let engine = Box::new(Timed {
-            inner: crate::engines::null::NullEngine::new(spec.qd as usize, spec.bs as usize),
-            clock: clock.clone(),
-            service,
-        });
+        let engine = Box::new(Timed(null, clock.clone(), service));
         let out = work(&plan, engine, &shared, &clock).unwrap();
         (out, Live::totals(&shared.live))
     }
 
     /// Bursts of 4 I/Os of 100 us, then 9.6 ms of delay: one burst every
     /// 10 ms, its I/Os completing 0.1-0.4 ms into it. Bursts 100-199
-    /// complete inside the 1 s window, so exactly 400 I/Os are measured,
-    /// of the 800 done.
+    /// complete inside the window, so exactly 400 I/Os are measured, of
+    /// the 800 done.
     #[test]
     fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
+        let burst = Duration::from_micros(9_600);
         let spec = DiskSpec {
             read_pct: 50,
             burst_len: 4,
-            burst_delay: Duration::from_micros(9_600),
+            burst_delay: burst,
             ..spec(1, 1)
         };
-        let (out, (all_ios, all_bytes)) = work_on_fake_clock(spec, Duration::from_micros(100));
-        assert_eq!(out.reads + out.writes, 400);
+        let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
+        assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
         assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
         assert!(out.reads > 0 && out.writes > 0);
         assert_eq!(
-            (all_ios, all_bytes),
+            live,
             (800, 800 * 4096),
             "ramp-up I/Os are done, not measured"
         );
-        assert_eq!(out.hist.len(), 400);
         assert!(
             (out.hist.mean() - 100_000.0).abs() < 100.0,
             "{}",
@@ -910,14 +895,14 @@ mod tests {
     /// it from above on a real clock).
     #[test]
     fn burst_pacing_is_exact_on_the_fake_clock() {
+        let delay = Duration::from_millis(10);
         let spec = DiskSpec {
             burst_len: 2,
-            burst_delay: Duration::from_millis(10),
+            burst_delay: delay,
             ..spec(4, 1)
         };
         let (out, (all_ios, _)) = work_on_fake_clock(spec, Duration::ZERO);
-        assert_eq!(out.reads + out.writes, 200);
-        assert_eq!(all_ios, 400);
+        assert_eq!((out.reads + out.writes, all_ios), (200, 400));
     }
 
     /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
@@ -925,69 +910,78 @@ mod tests {
     #[test]
     fn a_full_queue_meets_littles_law_exactly() {
         let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
-        assert_eq!(out.reads + out.writes, 80_000);
-        assert_eq!(all_ios, 160_000);
+        assert_eq!((out.reads + out.writes, all_ios), (80_000, 160_000));
         assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
         let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
         assert!((little - 8.0).abs() < 0.01, "{little}");
     }
 
-    fn run_fake(
-        spec: &DiskSpec,
-        clock: &FakeClock,
-        interrupted: &AtomicBool,
-    ) -> Result<ResultDoc, DiskError> {
-        let mut silent = iotoll_run::Silent;
-        let ctl = RunControl {
-            interrupted,
-            progress: &mut silent,
-        };
-        run_on(spec, ctl, clock.clone())
-    }
-
-    fn null_spec(dir: &std::path::Path) -> DiskSpec {
-        DiskSpec {
-            target: Some(dir.join("t.bin")),
+    /// A whole null run (3 workers, ramp 1 s, window 2 s) on the fake clock,
+    /// its CPU `cpu`, Ctrl-C at `ctrl_c` after its start if given.
+    fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultDoc, DiskError> {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = DiskSpec {
+            target: Some(dir.path().join("t.bin")),
             create: true,
             size: Some(1 << 20),
             engine: EngineChoice::Null,
-            qd: 4,
-            workers: 3,
             read_pct: 70,
             ramp: Duration::from_secs(1),
             time: Duration::from_secs(2),
-            ..DiskSpec::default()
+            ..spec(4, 3)
+        };
+        // Each step of the main thread waits for 7 clock reads by the 3
+        // workers: one of them has then completed a batch in that step.
+        let clock = FakeClock::new(cpu, 2 * 3 + 1);
+        let flag = Arc::new(AtomicBool::new(false));
+        if let Some(ms) = ctrl_c {
+            let f = flag.clone();
+            clock.at(Duration::from_millis(ms), move || {
+                f.store(true, Ordering::Relaxed)
+            });
         }
+        let ctl = RunControl {
+            interrupted: &flag,
+            progress: &mut iotoll_run::Silent,
+        };
+        let t0 = clock.now();
+        let r = run_on(&spec, ctl, clock.clone());
+        let took = clock.now() - t0;
+        assert_eq!(
+            took,
+            Duration::from_millis(ctrl_c.map_or(3_000, |ms| ms.min(3_000)))
+        );
+        r
     }
 
-    /// A whole run on the fake clock: it takes no real time, its window is
-    /// exactly as long as asked, the series goes ramp -> measure, and the
-    /// figures add up (rates x window = the I/Os in the latency histogram).
+    /// The window is exactly as long as asked, the series goes ramp ->
+    /// measure, and the figures add up (rates x window = the I/Os in the
+    /// latency histogram).
     #[test]
     fn a_null_run_on_the_fake_clock_accounts_exactly() {
-        let dir = tempfile::tempdir().unwrap();
         let cpu = iotoll_model::CpuReport {
             cpus: 2,
             busy_pct: 50.0,
             ..Default::default()
         };
-        let clock = FakeClock::new(cpu);
-        let doc = run_fake(&null_spec(dir.path()), &clock, &AtomicBool::new(false)).unwrap();
-        assert_eq!(doc.status, "complete");
-        assert_eq!(doc.spec["engine"], "null");
+        let doc = run_fake(cpu, None).unwrap();
+        assert_eq!(
+            (doc.status.as_str(), &doc.spec["engine"]),
+            ("complete", &"null".into())
+        );
         let m = &doc.metrics;
-        assert_eq!(m[mn::WINDOW_S], 2.0);
-        assert_eq!(clock.elapsed(), Duration::from_secs(3));
-        let ios = m[mn::IOPS] * 2.0;
+        assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
         assert_eq!(m[mn::READ_IOPS] + m[mn::WRITE_IOPS], m[mn::IOPS]);
         assert_eq!(m[mn::MB_S], m[mn::IOPS] * 4096.0 / 1e6);
         let lat = doc.latency.as_ref().expect("I/Os were measured");
-        assert_eq!(lat.count as f64, ios);
-        assert_eq!(lat.histogram.iter().map(|b| b[1]).sum::<f64>(), ios);
-        assert_eq!(m[mn::CPU_PCT], 50.0);
-        let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(lat.count as f64, m[mn::IOPS] * 2.0);
+        assert_eq!(
+            lat.histogram.iter().map(|b| b[1]).sum::<f64>(),
+            lat.count as f64
+        );
         // A point a second, at 1 s and 2 s; the run ends at 3 s, before
         // the next one is due.
+        let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
         assert_eq!(phases, ["ramp", "measure"]);
         assert!(
             doc.notes.iter().all(|n| !n.contains("interrupted")),
@@ -1000,42 +994,28 @@ mod tests {
     /// that half second; in the ramp-up: nothing to report.
     #[test]
     fn ctrl_c_on_the_fake_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = null_spec(dir.path());
-        for (at, window) in [(1_500, Some(0.5)), (500, None)] {
-            let clock = FakeClock::new(Default::default());
-            let flag = Arc::new(AtomicBool::new(false));
-            let f = flag.clone();
-            clock.at(Duration::from_millis(at), move || {
-                f.store(true, Ordering::Relaxed)
-            });
-            match (run_fake(&spec, &clock, &flag), window) {
-                (Ok(doc), Some(w)) => {
-                    assert_eq!(doc.status, "interrupted");
-                    assert_eq!(doc.metrics[mn::WINDOW_S], w);
-                    let want = "interrupted after 0.5 s of the 2 s window";
-                    assert!(
-                        doc.notes.iter().any(|n| n.starts_with(want)),
-                        "{:?}",
-                        doc.notes
-                    );
-                }
-                (Err(DiskError::Interrupted(when)), None) => assert_eq!(when, "during ramp-up"),
-                (r, _) => panic!("Ctrl-C at {at} ms: {r:?}"),
-            }
-        }
+        let doc = run_fake(Default::default(), Some(1_500)).unwrap();
+        assert_eq!(
+            (doc.status.as_str(), doc.metrics[mn::WINDOW_S]),
+            ("interrupted", 0.5)
+        );
+        let want = "interrupted after 0.5 s of the 2 s window";
+        assert!(
+            doc.notes.iter().any(|n| n.starts_with(want)),
+            "{:?}",
+            doc.notes
+        );
+        let r = run_fake(Default::default(), Some(500));
+        assert!(
+            matches!(r, Err(DiskError::Interrupted("during ramp-up"))),
+            "{r:?}"
+        );
     }
 
     #[test]
     fn consistent_run_has_no_depth_notes() {
         // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 400_000.0),
-            (mn::LAT_MEAN_US, 79.5),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 31.9),
-        ]);
+        let m = depth_metrics(400_000.0, 79.5, 31.9);
         assert!(depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0).is_empty());
     }
 
@@ -1043,13 +1023,7 @@ mod tests {
     fn the_issue_example_fails_the_check() {
         // 301k IOPS x 73 us = 22 outstanding while 32 were in flight: the
         // latency was timed over the wrong interval.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 301_000.0),
-            (mn::LAT_MEAN_US, 73.0),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 31.9),
-        ]);
+        let m = depth_metrics(301_000.0, 73.0, 31.9);
         let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
@@ -1059,13 +1033,7 @@ mod tests {
     #[test]
     fn a_queue_kept_short_is_noted() {
         // 22 of 32 outstanding, consistently timed: the queue was not full.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 301_000.0),
-            (mn::LAT_MEAN_US, 73.0),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 22.0),
-        ]);
+        let m = depth_metrics(301_000.0, 73.0, 22.0);
         let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(

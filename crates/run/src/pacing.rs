@@ -5,7 +5,7 @@
 
 use iotoll_model::{CpuReport, SeriesPoint};
 use iotoll_probe::{ClosedWindow, CpuWindow, HostSampler, ProbeError};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,12 @@ type Action = Box<dyn FnOnce() + Send>;
 /// with `at` up to the new time run (e.g. a phase change at a given
 /// instant). Its CPU window reports the given CPU figures over the window's
 /// exact fake length.
+///
+/// With `lockstep` n > 0, a sleeper then waits until other threads have
+/// read the clock n times, so that work paced by a sleeping thread (a
+/// run's ramp-up and window) is sure to happen in each step, whatever the
+/// scheduler does. (A real-time bound of 10 s ends the wait if nobody is
+/// left to read.)
 #[derive(Clone)]
 pub struct FakeClock(Arc<FakeState>);
 
@@ -64,14 +70,18 @@ struct FakeState {
     cpu: CpuReport,
     /// Nanoseconds since `base`, and the actions not yet due, by time.
     now: Mutex<(u64, Vec<(u64, Action)>)>,
+    reads: AtomicU64,
+    lockstep: u64,
 }
 
 impl FakeClock {
-    pub fn new(cpu: CpuReport) -> Self {
+    pub fn new(cpu: CpuReport, lockstep: u64) -> Self {
         FakeClock(Arc::new(FakeState {
             base: Instant::now(),
             cpu,
             now: Mutex::new((0, Vec::new())),
+            reads: AtomicU64::new(0),
+            lockstep,
         }))
     }
 
@@ -92,24 +102,25 @@ impl FakeClock {
         // Outside the lock: an action may read the clock.
         due.into_iter().for_each(|f| f());
     }
-
-    pub fn elapsed(&self) -> Duration {
-        self.now().duration_since(self.0.base)
-    }
 }
 
 impl Clock for FakeClock {
     type Window = Instant;
 
     fn now(&self) -> Instant {
+        self.0.reads.fetch_add(1, Ordering::AcqRel);
         let g = self.0.now.lock().unwrap_or_else(PoisonError::into_inner);
         self.0.base + Duration::from_nanos(g.0)
     }
 
     fn sleep(&self, d: Duration) {
         self.advance(d);
-        // Let the threads that work meanwhile run.
-        std::thread::yield_now();
+        let (reads, bound) = (self.0.reads.load(Ordering::Acquire), Instant::now());
+        while self.0.reads.load(Ordering::Acquire) < reads + self.0.lockstep
+            && bound.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::yield_now();
+        }
     }
 
     fn open_window(&self, on_open: impl FnOnce()) -> Result<Instant, ProbeError> {
@@ -347,7 +358,7 @@ mod tests {
 
     #[test]
     fn wait_until_stops_on_interrupt_or_when_tick_says_so() {
-        let clock = FakeClock::new(CpuReport::default());
+        let clock = FakeClock::new(CpuReport::default(), 0);
         let t0 = clock.now();
         // The series wants nothing before the deadline.
         let now = || Some(t0 + Duration::from_secs(100));
@@ -391,7 +402,7 @@ mod tests {
 
     #[test]
     fn series_rates_per_counting() {
-        let clock = FakeClock::new(CpuReport::default());
+        let clock = FakeClock::new(CpuReport::default(), 0);
         let mut s =
             SeriesRecorder::new(Counting::Transactions, Duration::from_secs(2), clock.now());
         let mut ctl = RunControl {
