@@ -660,42 +660,16 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
     ))
 }
 
-/// Per-connection rate statistics over one or two windows.
-struct Rates {
-    n: f64,
-    sum: f64,
-    sum_sq: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Rates {
-    fn new() -> Self {
-        Rates {
-            n: 0.0,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: f64::INFINITY,
-            max: 0.0,
-        }
+/// Per-connection rates in Mbit/s, each end's connections over that end's
+/// window: how many, the slowest, the fastest, and Jain's fairness.
+fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
+    let (mut n, mut sum, mut sum_sq, mut min, mut max) = (0.0, 0.0, 0.0, f64::INFINITY, 0f64);
+    for (b, window_s) in ends.into_iter().filter(|(b, w)| b.conns > 0 && *w > 0.0) {
+        let (k, c) = (8.0 / 1e6 / window_s, b.conns as f64);
+        (n, sum, sum_sq) = (n + c, sum + b.sum as f64 * k, sum_sq + b.sum_sq * k * k);
+        (min, max) = (min.min(b.min as f64 * k), max.max(b.max as f64 * k));
     }
-
-    /// Adds connections whose byte counts are `b`, over `window_s`, in Mbit/s.
-    fn add(&mut self, b: &ByteStats, window_s: f64) {
-        if b.conns == 0 || window_s <= 0.0 {
-            return;
-        }
-        let k = 8.0 / 1e6 / window_s;
-        self.n += b.conns as f64;
-        self.sum += b.sum as f64 * k;
-        self.sum_sq += b.sum_sq * k * k;
-        self.min = self.min.min(b.min as f64 * k);
-        self.max = self.max.max(b.max as f64 * k);
-    }
-
-    fn fairness(&self) -> Option<f64> {
-        jain_fairness(self.n, self.sum, self.sum_sq)
-    }
+    (n, min, max, jain_fairness(n, sum, sum_sq))
 }
 
 fn net_metrics(
@@ -723,9 +697,8 @@ fn net_metrics(
                     .filter(|(r, _)| *r == Role::Recv)
                     .map(|(_, c)| c.rx),
             );
-            let mut rates = Rates::new();
-            rates.add(&report.rx, report.window_s);
-            rates.add(&client_rx, window_s);
+            let (n, min, max, fairness) =
+                conn_rates([(&report.rx, report.window_s), (&client_rx, window_s)]);
             let tx = (report.rx.conns > 0 && report.window_s > 0.0)
                 .then(|| report.rx.sum as f64 * 8.0 / 1e6 / report.window_s);
             let rx = (client_rx.conns > 0 && window_s > 0.0)
@@ -749,12 +722,12 @@ fn net_metrics(
                 sent += report.tx_bytes as f64 * 8.0 / 1e6 / report.window_s;
             }
             put(mn::SENT_MBIT_S, sent);
-            put(mn::CONNS, rates.n);
-            if rates.n > 0.0 {
-                put(mn::CONN_MBIT_S_MIN, rates.min);
-                put(mn::CONN_MBIT_S_MAX, rates.max);
+            put(mn::CONNS, n);
+            if n > 0.0 {
+                put(mn::CONN_MBIT_S_MIN, min);
+                put(mn::CONN_MBIT_S_MAX, max);
             }
-            if let Some(f) = rates.fairness() {
+            if let Some(f) = fairness {
                 put(mn::FAIRNESS, f);
             }
             put(
