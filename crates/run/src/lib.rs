@@ -1,18 +1,19 @@
 //! The mechanics every workload run shares: its phases and the pacing of
-//! ramp-up and window (`pacing`), the clock and CPU source it runs on, progress
-//! hooks, the live counters behind the one-second series (`counters`),
-//! latency histograms (`latency`) and the bookkeeping at the window's end.
-//! CPU accounting itself is `iotoll_probe`'s.
+//! ramp-up and window (`pacing`), the clock and CPU source it runs on
+//! (`clock`), progress hooks, the live counters behind the one-second
+//! series (`counters`), latency histograms (`latency`) and the bookkeeping
+//! at the window's end. CPU accounting itself is `iotoll_probe`'s.
 
+mod clock;
 mod counters;
 mod latency;
 mod pacing;
 
+pub use clock::{Clock, FakeClock, HostClock};
 pub use counters::{jain_fairness, Live};
 pub use latency::{latency_report, new_histogram, write_latency_metrics};
 pub use pacing::{
-    wait_until, Clock, Counting, FakeClock, HostClock, Phase, PhaseCell, Progress, RunControl,
-    SeriesRecorder, Silent,
+    wait_until, Counting, Phase, PhaseCell, Progress, RunControl, SeriesRecorder, Silent,
 };
 
 use iotoll_model::CpuReport;
