@@ -916,6 +916,29 @@ mod tests {
         assert!((little - 8.0).abs() < 0.01, "{little}");
     }
 
+    /// The run's figures are its workers' added up, histogram and depth too.
+    #[test]
+    fn merged_figures_are_the_workers_sums() {
+        let burst = Duration::from_micros(9_600);
+        let bursts = DiskSpec {
+            burst_len: 4,
+            burst_delay: burst,
+            ..spec(1, 1)
+        };
+        let outs = [bursts, spec(8, 1)].map(|s| {
+            work_on_fake_clock(DiskSpec { read_pct: 50, ..s }, Duration::from_micros(100)).0
+        });
+        let figures =
+            |o: &WorkerOut| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
+        let want: Vec<u64> = (0..5)
+            .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
+            .collect();
+        let qd: f64 = outs.iter().map(|o| o.qd_achieved).sum();
+        let (m, failure) = merge(outs.into_iter().map(Ok).collect());
+        assert!(failure.is_none(), "{failure:?}");
+        assert_eq!((figures(&m).to_vec(), m.qd_achieved), (want, qd));
+    }
+
     /// A whole null run (3 workers, ramp 1 s, window 2 s) on the fake clock,
     /// its CPU `cpu`, Ctrl-C at `ctrl_c` after its start if given.
     fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultDoc, DiskError> {
