@@ -87,7 +87,7 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     burst_len: u32,
-    /// I/O engine: io_uring or psync [default: io_uring, psync with a note if unavailable].
+    /// I/O engine: io_uring, psync or null (completes every I/O at once, touching nothing) [default: io_uring, psync with a note if unavailable].
     #[arg(long, value_name = "ENGINE", value_parser = EngineChoice::parse)]
     engine: Option<EngineChoice>,
     /// Go through the page cache instead of O_DIRECT.

@@ -156,7 +156,7 @@ impl std::error::Error for RunFailed {}
 /// exit 2.
 pub fn measure<E: RunError>(
     o: &MeasureOpts,
-    run: impl FnOnce(iotoll_probe::RunControl) -> Result<iotoll_model::ResultDoc, E>,
+    run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
     let mut store = if o.no_db {
         None
@@ -169,7 +169,7 @@ pub fn measure<E: RunError>(
     };
     let flag = signals::install();
     let mut progress = progress::TermProgress::new(o.quiet);
-    let res = run(iotoll_probe::RunControl {
+    let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,
     });

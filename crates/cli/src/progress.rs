@@ -60,7 +60,7 @@ impl TermProgress {
     }
 }
 
-impl iotoll_probe::Progress for TermProgress {
+impl iotoll_run::Progress for TermProgress {
     fn preparing(&mut self, done: u64, total: u64) {
         if done == total || done % (64 << 20) == 0 {
             self.draw(&format!(

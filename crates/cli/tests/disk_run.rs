@@ -227,6 +227,21 @@ fn read_only_run_on_existing_file_leaves_it_unchanged() {
     assert_eq!(doc["spec"]["target_kind"], "existing-file");
     assert_eq!(doc["spec"]["size"], 2 << 20);
     assert_eq!(std::fs::read(&p).unwrap(), content);
+    // The null engine completes writes without touching the target.
+    let t = p.to_str().unwrap();
+    let w = [
+        "--target",
+        t,
+        "--read",
+        "0",
+        "--allow-destructive",
+        "--engine",
+        "null",
+    ];
+    let doc = disk_json(&w);
+    assert_eq!(doc["spec"]["engine"], "null");
+    assert!(metric(&doc, "write_iops") > 0.0);
+    assert_eq!(std::fs::read(&p).unwrap(), content);
 }
 
 #[test]

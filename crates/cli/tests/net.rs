@@ -530,7 +530,16 @@ fn endpoint_survives_abuse_without_leaking() {
         .filter_map(|_| TcpStream::connect(&s.addr).ok())
         .collect();
     assert!(idle.len() > 900);
-    std::thread::sleep(Duration::from_millis(300));
+    // Held until the endpoint has dealt with the flood (it drops the
+    // oldest beyond its per-source limit and says so).
+    assert!(
+        s.wait_log(
+            "still in their handshake to make room",
+            Duration::from_secs(30)
+        ),
+        "the flood was not seen: {:?}",
+        s.log.lock().unwrap()
+    );
     drop(idle);
     still_serves(&s.addr);
     // A bad auth key is a clean refusal.

@@ -2,7 +2,7 @@
 //! measurement window with its whole-host CPU snapshots, the one-second
 //! series, and the result document.
 
-use crate::engines::{self, EngineKind, IoResult};
+use crate::engines::{self, Engine, EngineKind, IoResult};
 use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
 use crate::pattern::IoGen;
 use crate::rng::Rng;
@@ -12,21 +12,13 @@ use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
-use iotoll_probe::{
-    latency_report, new_histogram, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl,
-    SeriesRecorder,
+use iotoll_run::{
+    interrupted_note, latency_report, new_histogram, take_cpu_report, write_latency_metrics, Clock,
+    Counting, HostClock, Live, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
-
-/// Counters a worker publishes for the live series, on its own cache line.
-#[repr(align(128))]
-#[derive(Default)]
-struct Live {
-    ios: AtomicU64,
-    bytes: AtomicU64,
-}
 
 struct Shared {
     phase: PhaseCell,
@@ -43,16 +35,6 @@ impl Drop for PanicFlag<'_> {
         if std::thread::panicking() {
             self.0.failed.store(true, Ordering::Release);
         }
-    }
-}
-
-impl Shared {
-    fn phase(&self) -> Phase {
-        self.phase.get()
-    }
-
-    fn set(&self, p: Phase) {
-        self.phase.set(p);
     }
 }
 
@@ -103,9 +85,32 @@ fn worker(
     shared: Arc<Shared>,
     start: Arc<Barrier>,
     ready: mpsc::Sender<Result<Option<String>, String>>,
+    clock: impl Clock,
 ) -> Result<WorkerOut, String> {
     let _flag = PanicFlag(&shared);
-    let r = work(plan, file, &shared, start, ready);
+    let setup = plan.kind.open(
+        file,
+        plan.spec.qd as usize,
+        plan.spec.bs as usize,
+        plan.seed,
+    );
+    let r = match setup {
+        Ok((engine, note)) => {
+            let _ = ready.send(Ok(note));
+            start.wait();
+            work(&plan, engine, &shared, &clock)
+        }
+        Err(e) => {
+            let msg = format!(
+                "worker {}: cannot set up {}: {e}",
+                plan.index,
+                plan.kind.name()
+            );
+            let _ = ready.send(Err(msg.clone()));
+            start.wait();
+            Err(msg)
+        }
+    };
     if r.is_err() {
         shared.failed.store(true, Ordering::Release);
     }
@@ -120,32 +125,15 @@ fn io_desc(read: bool, bs: usize, offset: u64, target: &str) -> String {
     )
 }
 
+/// The worker loop on a ready engine.
 fn work(
-    plan: WorkerPlan,
-    file: std::fs::File,
+    plan: &WorkerPlan,
+    mut engine: Box<dyn Engine>,
     shared: &Shared,
-    start: Arc<Barrier>,
-    ready: mpsc::Sender<Result<Option<String>, String>>,
+    clock: &impl Clock,
 ) -> Result<WorkerOut, String> {
     let spec = &plan.spec;
     let bs = spec.bs as usize;
-    let setup = plan.kind.open(file, spec.qd as usize, bs, plan.seed);
-    let (mut engine, note) = match setup {
-        Ok(x) => x,
-        Err(e) => {
-            let msg = format!(
-                "worker {}: cannot set up {}: {e}",
-                plan.index,
-                plan.kind.name()
-            );
-            let _ = ready.send(Err(msg.clone()));
-            start.wait();
-            return Err(msg);
-        }
-    };
-    let _ = ready.send(Ok(note));
-    start.wait();
-
     let mut gen = IoGen::new(
         plan.region,
         spec.bs,
@@ -157,7 +145,7 @@ fn work(
         plan.seed ^ 0x5EED,
     );
     let depth = engine.depth();
-    let t0 = Instant::now();
+    let t0 = clock.now();
     let mut issued_at = vec![t0; depth];
     let mut is_read = vec![false; depth];
     let mut offset_of = vec![0u64; depth];
@@ -178,7 +166,7 @@ fn work(
         // After a failure (here or in another worker) no new I/O starts;
         // those in flight are reaped.
         let failed = shared.failed.load(Ordering::Relaxed);
-        if shared.phase() != Phase::Stop && !failed {
+        if shared.phase.get() != Phase::Stop && !failed {
             while let Some(slot) = free.pop() {
                 if bursting && in_burst == spec.burst_len {
                     // Iometer's transfer delay: wait before each burst, after
@@ -187,9 +175,9 @@ fn work(
                         free.push(slot);
                         break;
                     }
-                    sleep_unless_stopped(spec.burst_delay, shared);
+                    sleep_unless_stopped(spec.burst_delay, shared, clock);
                     in_burst = 0;
-                    if shared.phase() == Phase::Stop {
+                    if shared.phase.get() == Phase::Stop {
                         free.push(slot);
                         break;
                     }
@@ -218,14 +206,14 @@ fn work(
             // call. (Submitting each I/O with its own call, as before, kept
             // the last of N refills out of flight for N-1 system calls: at
             // QD 32 some 3-10 slots were idle on average; docs/disk.md.)
-            let t = Instant::now();
+            let t = clock.now();
             for slot in pending.drain(..) {
                 issued_at[slot] = t;
                 occ.started(t);
             }
         }
         if occ.outstanding() == 0 {
-            if failed || shared.phase() == Phase::Stop {
+            if failed || shared.phase.get() == Phase::Stop {
                 break;
             }
             continue;
@@ -237,7 +225,7 @@ fn work(
         let mut n = 0u64;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-                let (t, phase) = *batch.get_or_insert_with(|| (Instant::now(), shared.phase()));
+                let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
                 n += 1;
                 free.push(slot);
                 let ok = res == bs as i64;
@@ -300,12 +288,11 @@ fn work(
             }
             occ.completed(t, n);
         }
-        live.ios.store(all_ios, Ordering::Relaxed);
-        live.bytes.store(all_bytes, Ordering::Relaxed);
+        live.publish(all_ios, all_bytes);
     }
     if let Some((t0, a0)) = mark_start {
         let (t1, a1) = mark_end.unwrap_or_else(|| {
-            let t = Instant::now();
+            let t = clock.now();
             (t, occ.io_seconds_at(t))
         });
         // The worker's own view of the window starts and ends a little
@@ -319,14 +306,14 @@ fn work(
     Ok(out)
 }
 
-fn sleep_unless_stopped(d: Duration, shared: &Shared) {
-    let until = Instant::now() + d;
-    while shared.phase() != Phase::Stop {
-        let left = until.saturating_duration_since(Instant::now());
+fn sleep_unless_stopped(d: Duration, shared: &Shared, clock: &impl Clock) {
+    let until = clock.now() + d;
+    while shared.phase.get() != Phase::Stop {
+        let left = until.saturating_duration_since(clock.now());
         if left.is_zero() {
             return;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        clock.sleep(left.min(Duration::from_millis(50)));
     }
 }
 
@@ -335,6 +322,7 @@ fn sleep_unless_stopped(d: Duration, shared: &Shared) {
 fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
     match choice {
         EngineChoice::Psync => Ok(EngineKind::Psync),
+        EngineChoice::Null => Ok(EngineKind::Null),
         EngineChoice::IoUring => engines::io_uring::probe()
             .map(|_| EngineKind::IoUring)
             .map_err(|msg| DiskError::EngineUnavailable {
@@ -353,36 +341,19 @@ fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<Engine
     }
 }
 
-impl Shared {
-    /// Running totals over all workers (I/Os, bytes), for the series.
-    fn totals(&self) -> (u64, u64) {
-        self.live.iter().fold((0, 0), |(i, b), l| {
-            (
-                i + l.ios.load(Ordering::Relaxed),
-                b + l.bytes.load(Ordering::Relaxed),
-            )
-        })
-    }
-
-    /// Waits until `until` while sampling the series; false if interrupted.
-    fn wait(
-        &self,
-        until: Instant,
-        series: &mut SeriesRecorder,
-        ctl: &mut RunControl,
-        total: Duration,
-    ) -> bool {
-        wait_until(until, ctl.interrupted, || {
-            series.poll(self.phase(), || self.totals(), ctl.progress, total);
-            (!self.failed.load(Ordering::Acquire)).then(|| series.next_due())
-        })
-    }
-}
-
 /// Runs the workload and returns its result document. On Ctrl-C during the
 /// measurement window the result covers the part measured and its status
 /// is `interrupted`; before the window there is nothing to report.
-pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError> {
+pub fn run(spec: &DiskSpec, ctl: RunControl) -> Result<ResultDoc, DiskError> {
+    run_on(spec, ctl, HostClock)
+}
+
+/// [`run`] on the given clock and CPU source.
+fn run_on<C: Clock>(
+    spec: &DiskSpec,
+    mut ctl: RunControl,
+    clock: C,
+) -> Result<ResultDoc, DiskError> {
     spec.validate()?;
     let mut notes = Vec::new();
     let kind = choose_engine(spec.engine, &mut notes)?;
@@ -422,10 +393,15 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
                 .wrapping_add(w as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        let (sh, st, tx) = (shared.clone(), start.clone(), ready_tx.clone());
+        let (sh, st, tx, c) = (
+            shared.clone(),
+            start.clone(),
+            ready_tx.clone(),
+            clock.clone(),
+        );
         let h = std::thread::Builder::new()
             .name(format!("iotoll-disk-{w}"))
-            .spawn(move || worker(plan, file, sh, st, tx))
+            .spawn(move || worker(plan, file, sh, st, tx, c))
             .map_err(|e| DiskError::io("starting worker thread", e))?;
         handles.push(h);
     }
@@ -439,7 +415,7 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         }
     }
     if setup_err.is_some() {
-        shared.set(Phase::Stop);
+        shared.phase.set(Phase::Stop);
     }
     start.wait();
     if let Some(msg) = setup_err {
@@ -450,10 +426,22 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         });
     }
 
-    let total = spec.ramp + spec.time;
-    let mut series = SeriesRecorder::new(Counting::DiskIo);
-    if !shared.wait(series.t_run() + spec.ramp, &mut series, &mut ctl, total) {
-        shared.set(Phase::Stop);
+    let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
+    // Waits while sampling the series; false if interrupted or a worker failed.
+    let wait = |series: &mut SeriesRecorder, until, ctl: &mut RunControl| {
+        let go_on = || !shared.failed.load(Ordering::Acquire);
+        series.wait(
+            &clock,
+            until,
+            ctl,
+            &shared.phase,
+            || Live::totals(&shared.live),
+            go_on,
+        )
+    };
+    let ramp_end = series.t_run() + spec.ramp;
+    if !wait(&mut series, ramp_end, &mut ctl) {
+        shared.phase.set(Phase::Stop);
         let outs = join_all(handles);
         if !shared.failed.load(Ordering::Acquire) {
             return Err(DiskError::Interrupted("during ramp-up"));
@@ -478,29 +466,16 @@ pub fn run(spec: &DiskSpec, mut ctl: RunControl) -> Result<ResultDoc, DiskError>
         return Err(failed(why, doc));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = CpuWindow::start_with(|| shared.set(Phase::Measure))?;
-    let measure_end = Instant::now() + spec.time;
-    let completed = shared.wait(measure_end, &mut series, &mut ctl, total);
-    let closed = window.finish_with(|| shared.set(Phase::Stop));
+    let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
+    let measure_end = clock.now() + spec.time;
+    let completed = wait(&mut series, measure_end, &mut ctl);
+    let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
     let outs = join_all(handles);
     let (merged, failure) = merge(outs);
     if !completed && failure.is_none() {
-        notes.push(format!(
-            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
-            closed.window_s,
-            spec.time.as_secs_f64()
-        ));
+        notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    let cpu = match closed.report {
-        Ok(r) => {
-            notes.extend(r.notes.iter().cloned());
-            Some(r)
-        }
-        Err(e) => {
-            notes.push(format!("CPU not measured: {e}"));
-            None
-        }
-    };
+    let cpu = take_cpu_report(closed.report, "CPU", &mut notes);
     let status = match (&failure, completed) {
         (Some(_), _) => ResultStatus::Failed,
         (None, true) => ResultStatus::Complete,
@@ -652,18 +627,7 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
         put(mn::MIB_S, bytes / window_s / 1048576.0);
         put(mn::QD_ACHIEVED, o.qd_achieved);
     }
-    let h = &o.hist;
-    if !h.is_empty() {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        put(mn::LAT_MEAN_US, h.mean() / 1000.0);
-        put(mn::LAT_MIN_US, us(h.min()));
-        put(mn::LAT_MAX_US, us(h.max()));
-        put(mn::LAT_P50_US, us(h.value_at_quantile(0.50)));
-        put(mn::LAT_P90_US, us(h.value_at_quantile(0.90)));
-        put(mn::LAT_P99_US, us(h.value_at_quantile(0.99)));
-        put(mn::LAT_P999_US, us(h.value_at_quantile(0.999)));
-        put(mn::LAT_P9999_US, us(h.value_at_quantile(0.9999)));
-    }
+    write_latency_metrics(&o.hist, "lat", &mut m);
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");
     }
@@ -735,9 +699,22 @@ fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iotoll_run::FakeClock;
+    use std::sync::atomic::AtomicBool;
 
     fn metrics(pairs: &[(&str, f64)]) -> Metrics {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    /// A 10 s window with a 2 ms maximum latency.
+    fn depth_metrics(iops: f64, lat_mean_us: f64, qd: f64) -> Metrics {
+        metrics(&[
+            (mn::WINDOW_S, 10.0),
+            (mn::IOPS, iops),
+            (mn::LAT_MEAN_US, lat_mean_us),
+            (mn::LAT_MAX_US, 2_000.0),
+            (mn::QD_ACHIEVED, qd),
+        ])
     }
 
     fn spec(qd: u32, workers: u32) -> DiskSpec {
@@ -779,7 +756,7 @@ mod tests {
             ..DiskSpec::default()
         };
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let mut silent = iotoll_probe::Silent;
+        let mut silent = iotoll_run::Silent;
         let t0 = Instant::now();
         let r = run(
             &spec,
@@ -814,16 +791,254 @@ mod tests {
         assert_eq!(drops, vec![(8, 0)], "(drained, left in flight)");
     }
 
+    /// The null engine on a fake clock: each batch takes `.2` to complete.
+    struct Timed(crate::engines::null::NullEngine, FakeClock, Duration);
+
+    impl Engine for Timed {
+        fn name(&self) -> &'static str {
+            "null"
+        }
+        fn depth(&self) -> usize {
+            self.0.depth()
+        }
+        fn queue(&mut self, slot: usize, read: bool, offset: u64) -> std::io::Result<()> {
+            self.0.queue(slot, read, offset)
+        }
+        fn submit_and_reap(
+            &mut self,
+            m: usize,
+            f: &mut dyn FnMut(usize, i64),
+        ) -> std::io::Result<()> {
+            self.1.advance(self.2);
+            self.0.submit_and_reap(m, f)
+        }
+    }
+
+    /// One worker on a fake clock that moves only by the engine's service
+    /// time and the burst delays; the window is from 1 s to 2 s. Returns
+    /// what it measured and its live totals (I/Os, bytes).
+    fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (WorkerOut, (u64, u64)) {
+        let clock = FakeClock::new(Default::default(), 0);
+        let shared = Arc::new(Shared {
+            phase: PhaseCell::new(Phase::Ramp),
+            live: vec![Live::default()],
+            failed: Default::default(),
+        });
+        for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
+            let sh = shared.clone();
+            clock.at(Duration::from_secs(t), move || sh.phase.set(p));
+        }
+        let null = crate::engines::null::NullEngine::new(spec.qd as usize, spec.bs as usize);
+        let plan = WorkerPlan {
+            index: 0,
+            target: "null".into(),
+            kind: EngineKind::Null,
+            region: crate::pattern::Region {
+                start: 0,
+                len: 1 << 20,
+            },
+            align: 4096,
+            seed: 1,
+            spec,
+        };
+        let engine = Box::new(Timed(null, clock.clone(), service));
+        let out = work(&plan, engine, &shared, &clock).unwrap();
+        (out, Live::totals(&shared.live))
+    }
+
+    /// Bursts of 4 I/Os of 100 us, then 9.6 ms of delay: one burst every
+    /// 10 ms, its I/Os completing 0.1-0.4 ms into it. Bursts 100-199
+    /// complete inside the window, so exactly 400 I/Os are measured, of
+    /// the 800 done.
+    #[test]
+    fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
+        let burst = Duration::from_micros(9_600);
+        let spec = DiskSpec {
+            read_pct: 50,
+            burst_len: 4,
+            burst_delay: burst,
+            ..spec(1, 1)
+        };
+        let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
+        assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
+        assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
+        assert!(out.reads > 0 && out.writes > 0);
+        assert_eq!(
+            live,
+            (800, 800 * 4096),
+            "ramp-up I/Os are done, not measured"
+        );
+        assert!(
+            (out.hist.mean() - 100_000.0).abs() < 100.0,
+            "{}",
+            out.hist.mean()
+        );
+        // From the first completion in the window (1000.1 ms) to its end
+        // (2000 ms), 399 I/Os of 0.1 ms were outstanding.
+        assert!(
+            (out.qd_achieved - 39.9 / 999.9).abs() < 1e-9,
+            "{}",
+            out.qd_achieved
+        );
+        // Little's law on the exact clock: 400 I/O/s x 100 us.
+        let little = littles_law_depth(400.0, out.hist.mean() / 1000.0);
+        let tolerance = littles_law_tolerance(out.qd_achieved, 1.0, 100.0, 1.0);
+        assert!(
+            (little - out.qd_achieved).abs() <= tolerance,
+            "{little} {}",
+            out.qd_achieved
+        );
+    }
+
+    /// `--burst-delay 10ms --burst-len 2 --qd 4` paces a worker to exactly
+    /// 200 IOPS when its I/Os take no time (the CLI test can only bound
+    /// it from above on a real clock).
+    #[test]
+    fn burst_pacing_is_exact_on_the_fake_clock() {
+        let delay = Duration::from_millis(10);
+        let spec = DiskSpec {
+            burst_len: 2,
+            burst_delay: delay,
+            ..spec(4, 1)
+        };
+        let (out, (all_ios, _)) = work_on_fake_clock(spec, Duration::ZERO);
+        assert_eq!((out.reads + out.writes, all_ios), (200, 400));
+    }
+
+    /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
+    /// so 80,000 measured in the window, a depth of 8 by both counts.
+    #[test]
+    fn a_full_queue_meets_littles_law_exactly() {
+        let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
+        assert_eq!((out.reads + out.writes, all_ios), (80_000, 160_000));
+        assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
+        let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
+        assert!((little - 8.0).abs() < 0.01, "{little}");
+    }
+
+    /// The run's figures are its workers' added up, histogram and depth too.
+    #[test]
+    fn merged_figures_are_the_workers_sums() {
+        let burst = Duration::from_micros(9_600);
+        let bursts = DiskSpec {
+            burst_len: 4,
+            burst_delay: burst,
+            ..spec(1, 1)
+        };
+        let outs = [bursts, spec(8, 1)].map(|s| {
+            work_on_fake_clock(DiskSpec { read_pct: 50, ..s }, Duration::from_micros(100)).0
+        });
+        let figures =
+            |o: &WorkerOut| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
+        let want: Vec<u64> = (0..5)
+            .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
+            .collect();
+        let qd: f64 = outs.iter().map(|o| o.qd_achieved).sum();
+        let (m, failure) = merge(outs.into_iter().map(Ok).collect());
+        assert!(failure.is_none(), "{failure:?}");
+        assert_eq!((figures(&m).to_vec(), m.qd_achieved), (want, qd));
+    }
+
+    /// A whole null run (3 workers, ramp 1 s, window 2 s) on the fake clock,
+    /// its CPU `cpu`, Ctrl-C at `ctrl_c` after its start if given.
+    fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultDoc, DiskError> {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = DiskSpec {
+            target: Some(dir.path().join("t.bin")),
+            create: true,
+            size: Some(1 << 20),
+            engine: EngineChoice::Null,
+            read_pct: 70,
+            ramp: Duration::from_secs(1),
+            time: Duration::from_secs(2),
+            ..spec(4, 3)
+        };
+        // Each step of the main thread waits for 7 clock reads by the 3
+        // workers: one of them has then completed a batch in that step.
+        let clock = FakeClock::new(cpu, 2 * 3 + 1);
+        let flag = Arc::new(AtomicBool::new(false));
+        if let Some(ms) = ctrl_c {
+            let f = flag.clone();
+            clock.at(Duration::from_millis(ms), move || {
+                f.store(true, Ordering::Relaxed)
+            });
+        }
+        let ctl = RunControl {
+            interrupted: &flag,
+            progress: &mut iotoll_run::Silent,
+        };
+        let t0 = clock.now();
+        let r = run_on(&spec, ctl, clock.clone());
+        let took = clock.now() - t0;
+        assert_eq!(
+            took,
+            Duration::from_millis(ctrl_c.map_or(3_000, |ms| ms.min(3_000)))
+        );
+        r
+    }
+
+    /// The window is exactly as long as asked, the series goes ramp ->
+    /// measure, and the figures add up (rates x window = the I/Os in the
+    /// latency histogram).
+    #[test]
+    fn a_null_run_on_the_fake_clock_accounts_exactly() {
+        let cpu = iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 50.0,
+            ..Default::default()
+        };
+        let doc = run_fake(cpu, None).unwrap();
+        assert_eq!(
+            (doc.status.as_str(), &doc.spec["engine"]),
+            ("complete", &"null".into())
+        );
+        let m = &doc.metrics;
+        assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
+        assert_eq!(m[mn::READ_IOPS] + m[mn::WRITE_IOPS], m[mn::IOPS]);
+        assert_eq!(m[mn::MB_S], m[mn::IOPS] * 4096.0 / 1e6);
+        let lat = doc.latency.as_ref().expect("I/Os were measured");
+        assert_eq!(lat.count as f64, m[mn::IOPS] * 2.0);
+        assert_eq!(
+            lat.histogram.iter().map(|b| b[1]).sum::<f64>(),
+            lat.count as f64
+        );
+        // A point a second, at 1 s and 2 s; the run ends at 3 s, before
+        // the next one is due.
+        let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(phases, ["ramp", "measure"]);
+        assert!(
+            doc.notes.iter().all(|n| !n.contains("interrupted")),
+            "{:?}",
+            doc.notes
+        );
+    }
+
+    /// Ctrl-C half a second into the window: an interrupted result over
+    /// that half second; in the ramp-up: nothing to report.
+    #[test]
+    fn ctrl_c_on_the_fake_clock() {
+        let doc = run_fake(Default::default(), Some(1_500)).unwrap();
+        assert_eq!(
+            (doc.status.as_str(), doc.metrics[mn::WINDOW_S]),
+            ("interrupted", 0.5)
+        );
+        let want = "interrupted after 0.5 s of the 2 s window";
+        assert!(
+            doc.notes.iter().any(|n| n.starts_with(want)),
+            "{:?}",
+            doc.notes
+        );
+        let r = run_fake(Default::default(), Some(500));
+        assert!(
+            matches!(r, Err(DiskError::Interrupted("during ramp-up"))),
+            "{r:?}"
+        );
+    }
+
     #[test]
     fn consistent_run_has_no_depth_notes() {
         // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 400_000.0),
-            (mn::LAT_MEAN_US, 79.5),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 31.9),
-        ]);
+        let m = depth_metrics(400_000.0, 79.5, 31.9);
         assert!(depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0).is_empty());
     }
 
@@ -831,13 +1046,7 @@ mod tests {
     fn the_issue_example_fails_the_check() {
         // 301k IOPS x 73 us = 22 outstanding while 32 were in flight: the
         // latency was timed over the wrong interval.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 301_000.0),
-            (mn::LAT_MEAN_US, 73.0),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 31.9),
-        ]);
+        let m = depth_metrics(301_000.0, 73.0, 31.9);
         let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
@@ -847,13 +1056,7 @@ mod tests {
     #[test]
     fn a_queue_kept_short_is_noted() {
         // 22 of 32 outstanding, consistently timed: the queue was not full.
-        let m = metrics(&[
-            (mn::WINDOW_S, 10.0),
-            (mn::IOPS, 301_000.0),
-            (mn::LAT_MEAN_US, 73.0),
-            (mn::LAT_MAX_US, 2_000.0),
-            (mn::QD_ACHIEVED, 22.0),
-        ]);
+        let m = depth_metrics(301_000.0, 73.0, 22.0);
         let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(

@@ -12,6 +12,8 @@ pub enum EngineChoice {
     Auto,
     IoUring,
     Psync,
+    /// Completes every I/O at once, touching nothing.
+    Null,
 }
 
 impl EngineChoice {
@@ -20,7 +22,8 @@ impl EngineChoice {
             "auto" => Ok(EngineChoice::Auto),
             "io_uring" | "io-uring" | "iouring" => Ok(EngineChoice::IoUring),
             "psync" => Ok(EngineChoice::Psync),
-            _ => Err(format!("unknown engine '{s}': use io_uring or psync")),
+            "null" => Ok(EngineChoice::Null),
+            _ => Err(format!("unknown engine '{s}': use io_uring, psync or null")),
         }
     }
 }
@@ -138,7 +141,7 @@ impl DiskSpec {
         // What the engine can do: an io_uring ring holds at most 32768
         // entries (psync keeps one I/O whatever --qd says).
         let ring = crate::engines::io_uring::MAX_DEPTH;
-        if self.engine != EngineChoice::Psync && self.qd > ring {
+        if matches!(self.engine, EngineChoice::Auto | EngineChoice::IoUring) && self.qd > ring {
             return bad(format!(
                 "--qd {} is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries; use --qd {ring} or less (or --engine psync, which keeps one I/O per worker)",
                 self.qd

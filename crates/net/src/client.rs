@@ -14,11 +14,14 @@ use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
-use iotoll_probe::{
-    latency_report, wait_until, Counting, CpuWindow, Phase, PhaseCell, RunControl, SeriesRecorder,
+use iotoll_probe::ClosedWindow;
+use iotoll_run::{
+    interrupted_note, jain_fairness, latency_report, take_cpu_report, write_latency_metrics, Clock,
+    Counting, HostClock, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -261,7 +264,7 @@ fn request_test_waiting(
     addr: &SocketAddr,
     spec: &ClientSpec,
     params: &TestParams,
-    interrupted: &std::sync::atomic::AtomicBool,
+    interrupted: &AtomicBool,
 ) -> Result<(Control, u16, u64), NetError> {
     use std::sync::atomic::Ordering;
     let t0 = Instant::now();
@@ -346,9 +349,32 @@ fn open_data(
 }
 
 /// Runs a stream or request/response test against an endpoint.
-pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError> {
+pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
+    let mut setup = set_up(spec, &addr, rc.interrupted)?;
+    let measured = measure(spec, &addr, &mut setup, &mut rc)?;
+    result_doc(spec, &addr, &setup, measured)
+}
+
+/// A test the endpoint accepted, with its data connections open.
+struct Setup {
+    ctl: Control,
+    params: TestParams,
+    local_ip: IpAddr,
+    /// Handed to the engine when the test starts.
+    conns: Vec<(TcpStream, Role)>,
+    data_conns: usize,
+    connect_s: f64,
+}
+
+/// Asks the endpoint for the test and opens the data connections; the
+/// endpoint says when it has them all.
+fn set_up(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    interrupted: &AtomicBool,
+) -> Result<Setup, NetError> {
     let params = spec.params();
     let roles: Vec<Role> = server_roles(&params)
         .into_iter()
@@ -356,8 +382,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         .collect();
     sock::ensure_nofile(roles.len() as u64 + 64)?;
 
-    let (mut ctl, data_port, token) =
-        request_test_waiting(&addr, spec, &params, ctl_in.interrupted)?;
+    let (mut ctl, data_port, token) = request_test_waiting(addr, spec, &params, interrupted)?;
     let local_ip = ctl
         .stream
         .local_addr()
@@ -368,69 +393,143 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
     let connect_s = t_connect.elapsed().as_secs_f64();
     match recv(
         &mut ctl,
-        &addr,
+        addr,
         "ready",
         CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
     )? {
         Msg::Ready {} => {}
-        other => return Err(unexpected(&addr, "ready", &other)),
+        other => return Err(unexpected(addr, "ready", &other)),
     }
+    let data_conns = conns.len();
+    Ok(Setup {
+        ctl,
+        params,
+        local_ip,
+        conns,
+        data_conns,
+        connect_s,
+    })
+}
 
+/// What both ends measured.
+struct Measured {
+    threads: usize,
+    started_at: String,
+    completed: bool,
+    closed: ClosedWindow,
+    out: EngineOut,
+    report: ServerReport,
+    series: SeriesRecorder,
+}
+
+/// Runs the ramp-up and the window at both ends, then collects the
+/// endpoint's report.
+fn measure(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    setup: &mut Setup,
+    rc: &mut RunControl,
+) -> Result<Measured, NetError> {
+    let conns = std::mem::take(&mut setup.conns);
+    let ctl = &mut setup.ctl;
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(conns, engine_params(&params), phase.clone(), threads)
+    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
         .map_err(|e| NetError::io("cannot start engine", e))?;
-    let RunControl {
-        interrupted,
-        progress,
-    } = ctl_in;
     let counting = match spec.kind {
         TestKind::Stream => Counting::NetBytes,
         TestKind::Rr => Counting::Transactions,
     };
-    let total = spec.ramp + spec.time;
-    let mut series = SeriesRecorder::new(counting);
-    // Each tick samples the series and watches the control connection: an
+    let clock = HostClock;
+    let mut series = SeriesRecorder::new(counting, spec.ramp + spec.time, clock.now());
+    // Each wait samples the series and watches the control connection: an
     // endpoint that closes it or speaks unasked has ended the test.
-    let mut tick = |series: &mut SeriesRecorder, ctl: &Control| {
-        series.poll(phase.get(), || engine.totals(), progress, total);
-        (!ctl.peer_spoke()).then(|| series.next_due())
+    let wait = |series: &mut SeriesRecorder, until, rc: &mut RunControl, ctl: &Control| {
+        let go_on = || !ctl.peer_spoke();
+        series.wait(&clock, until, rc, &phase, || engine.totals(), go_on)
     };
-    if !wait_until(series.t_run() + spec.ramp, interrupted, || {
-        tick(&mut series, &ctl)
-    }) {
+    let ramp_end = series.t_run() + spec.ramp;
+    if !wait(&mut series, ramp_end, rc, ctl) {
         phase.set(Phase::Stop);
         engine.join();
         if ctl.peer_spoke() {
-            return Err(endpoint_ended(&mut ctl, &addr));
+            return Err(endpoint_ended(ctl, addr));
         }
         let _ = ctl.send(&Msg::Stop {});
         return Err(NetError::Interrupted("during ramp-up"));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure))?;
+    let window = clock.open_window(|| phase.set(Phase::Measure))?;
     ctl.send(&Msg::WindowStart {})
-        .map_err(|e| proto_err(&addr, "window start", e))?;
-    let completed = wait_until(Instant::now() + spec.time, interrupted, || {
-        tick(&mut series, &ctl)
-    });
-    let mut closed = window.finish_with(|| phase.set(Phase::Stop));
+        .map_err(|e| proto_err(addr, "window start", e))?;
+    let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
+    let closed = clock.close_window(window, || phase.set(Phase::Stop));
     if !completed && ctl.peer_spoke() {
         engine.join();
-        return Err(endpoint_ended(&mut ctl, &addr));
+        return Err(endpoint_ended(ctl, addr));
     }
     let ended = ctl
         .send(&Msg::WindowEnd {})
-        .map_err(|e| proto_err(&addr, "window end", e));
+        .map_err(|e| proto_err(addr, "window end", e));
     // `out` keeps the data sockets open until the endpoint has reported.
     let out = engine.join();
     ended?;
-    let report = match recv(&mut ctl, &addr, "report", CONTROL_TIMEOUT)? {
+    let report = match recv(ctl, addr, "report", CONTROL_TIMEOUT)? {
         Msg::Report { report } => *report,
-        other => return Err(unexpected(&addr, "report", &other)),
+        other => return Err(unexpected(addr, "report", &other)),
     };
     let _ = ctl.send(&Msg::Stop {});
+    Ok(Measured {
+        threads,
+        started_at,
+        completed,
+        closed,
+        out,
+        report,
+        series,
+    })
+}
 
+/// Says where the endpoint runs when it is this host.
+fn same_host_note(
+    me: &Identity,
+    same_host: Option<bool>,
+    addr: &SocketAddr,
+    local_ip: IpAddr,
+) -> Option<String> {
+    let local = addr.ip().is_loopback() || local_ip == addr.ip();
+    if same_host == Some(true) {
+        Some(format!(
+            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
+            me.boot_id.as_deref().unwrap_or("?"),
+            if local {
+                ""
+            } else {
+                ", though at another address: a network namespace or container"
+            }
+        ))
+    } else if local {
+        Some("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into())
+    } else {
+        None
+    }
+}
+
+/// Merges both ends' figures into the result, with the notes that say how
+/// to read them; a failed test is an error that carries it.
+fn result_doc(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    setup: &Setup,
+    m: Measured,
+) -> Result<ResultDoc, NetError> {
+    let Measured {
+        mut closed,
+        out,
+        report,
+        ..
+    } = m;
+    let (local_ip, completed) = (setup.local_ip, m.completed);
     // Same kernel at both ends (loopback, another network namespace or a
     // container of this host): the boot ids say so, whatever the addresses.
     let me = Identity::this_process();
@@ -442,29 +541,10 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
 
     let mut notes = Vec::new();
     if !completed {
-        notes.push(format!(
-            "interrupted after {:.1} s of the {} s window; figures cover the part measured",
-            closed.window_s,
-            spec.time.as_secs_f64()
-        ));
+        notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    if same_host == Some(true) {
-        notes.push(format!(
-            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
-            me.boot_id.as_deref().unwrap_or("?"),
-            if addr.ip().is_loopback() || local_ip == addr.ip() {
-                ""
-            } else {
-                ", though at another address: a network namespace or container"
-            }
-        ));
-    } else if addr.ip().is_loopback() || local_ip == addr.ip() {
-        notes.push("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into());
-    }
-    for (end, errors, first) in [
-        ("this host", out.errors, &out.first_error),
-        ("the endpoint", report.errors, &report.first_error),
-    ] {
+    notes.extend(same_host_note(&me, same_host, addr, local_ip));
+    for (end, errors, first) in ends(&out, &report) {
         if errors > 0 {
             notes.push(format!(
                 "{errors} connection(s) failed before {end}'s window closed; first error: {}",
@@ -472,20 +552,11 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
             ));
         }
     }
-    let failure = failure(&out, &report, roles.len());
+    let failure = failure(&out, &report, setup.data_conns);
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = match closed.report {
-        Ok(r) => {
-            notes.extend(r.notes.iter().cloned());
-            Some(r)
-        }
-        Err(e) => {
-            notes.push(format!("local CPU not measured: {e}"));
-            None
-        }
-    };
+    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
     if let Some(e) = &report.cpu_error {
         notes.push(format!("endpoint CPU not measured: {e}"));
     }
@@ -495,7 +566,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         closed.window_s,
         &report,
         cpu.as_ref(),
-        connect_s,
+        setup.connect_s,
         same_host == Some(true),
     );
     let kind = match spec.kind {
@@ -512,9 +583,9 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
         } else {
             ResultStatus::Interrupted
         },
-        started_at,
+        started_at: m.started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, &addr, threads),
+        spec: spec_json(spec, addr, m.threads),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -522,7 +593,7 @@ pub fn run(spec: &ClientSpec, ctl_in: RunControl) -> Result<ResultDoc, NetError>
             same_host,
         },
         latency: latency_report(&out.rtt),
-        series: series.into_points(),
+        series: m.series.into_points(),
         notes,
         disclosure: Some(serde_json::json!({
             "local": local_disclosure,
@@ -550,6 +621,17 @@ pub fn tolerated_failures(data_conns: usize) -> u64 {
     data_conns as u64 / 100
 }
 
+/// Each end's failed connections and the first error.
+fn ends<'a>(
+    out: &'a EngineOut,
+    r: &'a ServerReport,
+) -> [(&'static str, u64, &'a Option<String>); 2] {
+    [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", r.errors, &r.first_error),
+    ]
+}
+
 /// Why a test that ran to its end is nevertheless failed: an engine
 /// thread panicked at this host, or more connections failed than
 /// `tolerated_failures` allows (an engine thread panic at the endpoint
@@ -566,10 +648,7 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
         return None;
     }
     let mut firsts = Vec::new();
-    for (end, errors, first) in [
-        ("this host", out.errors, &out.first_error),
-        ("the endpoint", report.errors, &report.first_error),
-    ] {
+    for (end, errors, first) in ends(out, report) {
         if errors > 0 {
             firsts.push(format!(
                 "{errors} at {end} (first: {})",
@@ -584,44 +663,16 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
     ))
 }
 
-/// Per-connection rate statistics over one or two windows.
-struct Rates {
-    n: f64,
-    sum: f64,
-    sum_sq: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Rates {
-    fn new() -> Self {
-        Rates {
-            n: 0.0,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: f64::INFINITY,
-            max: 0.0,
-        }
+/// Per-connection rates in Mbit/s, each end's connections over that end's
+/// window: how many, the slowest, the fastest, and Jain's fairness.
+fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
+    let (mut n, mut sum, mut sum_sq, mut min, mut max) = (0.0, 0.0, 0.0, f64::INFINITY, 0f64);
+    for (b, window_s) in ends.into_iter().filter(|(b, w)| b.conns > 0 && *w > 0.0) {
+        let (k, c) = (8.0 / 1e6 / window_s, b.conns as f64);
+        (n, sum, sum_sq) = (n + c, sum + b.sum as f64 * k, sum_sq + b.sum_sq * k * k);
+        (min, max) = (min.min(b.min as f64 * k), max.max(b.max as f64 * k));
     }
-
-    /// Adds connections whose byte counts are `b`, over `window_s`, in Mbit/s.
-    fn add(&mut self, b: &ByteStats, window_s: f64) {
-        if b.conns == 0 || window_s <= 0.0 {
-            return;
-        }
-        let k = 8.0 / 1e6 / window_s;
-        self.n += b.conns as f64;
-        self.sum += b.sum as f64 * k;
-        self.sum_sq += b.sum_sq * k * k;
-        self.min = self.min.min(b.min as f64 * k);
-        self.max = self.max.max(b.max as f64 * k);
-    }
-
-    fn fairness(&self) -> Option<f64> {
-        // At most 1 by Cauchy-Schwarz; min() removes float rounding above it.
-        (self.n > 0.0 && self.sum_sq > 0.0)
-            .then(|| (self.sum * self.sum / (self.n * self.sum_sq)).min(1.0))
-    }
+    (n, min, max, jain_fairness(n, sum, sum_sq))
 }
 
 fn net_metrics(
@@ -649,9 +700,8 @@ fn net_metrics(
                     .filter(|(r, _)| *r == Role::Recv)
                     .map(|(_, c)| c.rx),
             );
-            let mut rates = Rates::new();
-            rates.add(&report.rx, report.window_s);
-            rates.add(&client_rx, window_s);
+            let (n, min, max, fairness) =
+                conn_rates([(&report.rx, report.window_s), (&client_rx, window_s)]);
             let tx = (report.rx.conns > 0 && report.window_s > 0.0)
                 .then(|| report.rx.sum as f64 * 8.0 / 1e6 / report.window_s);
             let rx = (client_rx.conns > 0 && window_s > 0.0)
@@ -675,12 +725,12 @@ fn net_metrics(
                 sent += report.tx_bytes as f64 * 8.0 / 1e6 / report.window_s;
             }
             put(mn::SENT_MBIT_S, sent);
-            put(mn::CONNS, rates.n);
-            if rates.n > 0.0 {
-                put(mn::CONN_MBIT_S_MIN, rates.min);
-                put(mn::CONN_MBIT_S_MAX, rates.max);
+            put(mn::CONNS, n);
+            if n > 0.0 {
+                put(mn::CONN_MBIT_S_MIN, min);
+                put(mn::CONN_MBIT_S_MAX, max);
             }
-            if let Some(f) = rates.fairness() {
+            if let Some(f) = fairness {
                 put(mn::FAIRNESS, f);
             }
             put(
@@ -700,17 +750,10 @@ fn net_metrics(
             if window_s > 0.0 {
                 put(mn::TRANS_S, out.transactions as f64 / window_s);
             }
-            let h = &out.rtt;
-            if !h.is_empty() {
-                let us = |ns: u64| ns as f64 / 1000.0;
-                put(mn::RTT_MEAN_US, h.mean() / 1000.0);
-                put(mn::RTT_P50_US, us(h.value_at_quantile(0.5)));
-                put(mn::RTT_P90_US, us(h.value_at_quantile(0.9)));
-                put(mn::RTT_P99_US, us(h.value_at_quantile(0.99)));
-                put(mn::RTT_P999_US, us(h.value_at_quantile(0.999)));
-                put(mn::RTT_MAX_US, us(h.max()));
-            }
         }
+    }
+    if spec.kind == TestKind::Rr {
+        write_latency_metrics(&out.rtt, "rtt", &mut m);
     }
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");

@@ -6,13 +6,12 @@
 
 use crate::sock;
 use hdrhistogram::Histogram;
-use iotoll_probe::{new_histogram, Phase, PhaseCell};
+use iotoll_run::{new_histogram, Live, Phase, PhaseCell};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -93,14 +92,6 @@ pub struct EngineOut {
     /// The sockets, still open: the caller closes them once the other end
     /// has closed its window, so no end sees a close inside its window.
     pub sockets: Vec<OwnedFd>,
-}
-
-/// Running totals a thread publishes for the live series.
-#[repr(align(128))]
-#[derive(Default)]
-pub struct Live {
-    pub ops: AtomicU64,
-    pub bytes: AtomicU64,
 }
 
 pub struct Engine {
@@ -398,12 +389,7 @@ impl Engine {
 
     /// Running totals (operations, bytes) over all threads.
     pub fn totals(&self) -> (u64, u64) {
-        self.live.iter().fold((0, 0), |(o, b), l| {
-            (
-                o + l.ops.load(Ordering::Relaxed),
-                b + l.bytes.load(Ordering::Relaxed),
-            )
-        })
+        Live::totals(&self.live)
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).
@@ -637,8 +623,7 @@ impl<S: IntoRawFd> Conn<S> {
 }
 
 fn publish(st: &ThreadState, live: &Live) {
-    live.ops.store(st.ops_total, Ordering::Relaxed);
-    live.bytes.store(st.bytes_total, Ordering::Relaxed);
+    live.publish(st.ops_total, st.bytes_total);
 }
 
 fn run_blocking(
@@ -928,14 +913,16 @@ mod tests {
             first_error: None,
         };
         let ps = pairs(3);
-        let mut conns: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
+        let receivers = || -> Vec<Conn<TcpStream>> {
+            let conn = |s: TcpStream| {
                 let fd = s.as_raw_fd();
                 Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+            };
+            ps.iter()
+                .map(|(x, _)| conn(x.try_clone().unwrap()))
+                .collect()
+        };
+        let mut conns = receivers();
         // One connection already closed by its peer (counted then).
         conns[1].close(&mut st, Phase::Measure, None);
         assert_eq!(st.errors, 1);
@@ -949,14 +936,7 @@ mod tests {
         // After the window, ending connections is no failure.
         let phase = PhaseCell::new(Phase::Stop);
         st.phase = &phase;
-        let mut more: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+        let mut more = receivers();
         fail_all(&mut st, &mut more, "epoll_wait: x");
         assert_eq!(st.errors, 3);
         // A fresh thread: the epoll error is what is reported.
@@ -966,14 +946,7 @@ mod tests {
         st.errors = 0;
         fail_all(&mut st, &mut more, "epoll_wait: x");
         assert_eq!(st.errors, 0, "already ended");
-        let mut fresh: Vec<Conn<TcpStream>> = ps
-            .iter()
-            .map(|(x, _)| {
-                let s = x.try_clone().unwrap();
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, Role::Recv, &p)
-            })
-            .collect();
+        let mut fresh = receivers();
         fail_all(&mut st, &mut fresh, "epoll_wait: Bad file descriptor");
         assert_eq!(st.errors, 3);
         assert_eq!(

@@ -109,8 +109,7 @@ impl ByteStats {
 
     /// Jain's fairness index: (sum x)^2 / (n * sum x^2); None without data.
     pub fn fairness(&self) -> Option<f64> {
-        (self.conns > 0 && self.sum_sq > 0.0)
-            .then(|| ((self.sum as f64).powi(2) / (self.conns as f64 * self.sum_sq)).min(1.0))
+        iotoll_run::jain_fairness(self.conns as f64, self.sum as f64, self.sum_sq)
     }
 }
 

@@ -12,7 +12,8 @@ use crate::proto::{
     PROTO_VERSION,
 };
 use crate::{sock, NetError};
-use iotoll_probe::{CpuWindow, Phase, PhaseCell};
+use iotoll_probe::CpuWindow;
+use iotoll_run::{Phase, PhaseCell};
 use std::io::Read;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;

@@ -1,4 +1,6 @@
-//! The CPU probe: whole-host CPU accounting on an exact window.
+//! The CPU probe: whole-host CPU accounting on an exact window, and the
+//! disclosure of the system measured. (The mechanics of a run around the
+//! window are `iotoll_run`'s.)
 //!
 //! `stat` parses `/proc/stat` and turns two snapshots into a [`CpuReport`];
 //! `procs` finds the top consumers from `/proc/*/stat`; `clock` finds the
@@ -6,18 +8,12 @@
 //! window and [`HostSampler`] gives the one-second series.
 
 pub mod clock;
-mod latency;
-mod pacing;
 pub mod procs;
 pub mod stat;
 pub mod sysinfo;
 mod window;
 
 pub use iotoll_model::CpuReport;
-pub use latency::{latency_report, new_histogram};
-pub use pacing::{
-    wait_until, Counting, Phase, PhaseCell, Progress, RunControl, SeriesRecorder, Silent,
-};
 pub use window::{ClosedWindow, CpuWindow, HostSampler};
 
 #[derive(Debug, thiserror::Error)]

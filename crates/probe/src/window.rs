@@ -114,6 +114,15 @@ pub struct ClosedWindow {
 }
 
 impl ClosedWindow {
+    /// A window measured elsewhere (e.g. on a test's clock): no process table.
+    pub fn new(window_s: f64, report: Result<CpuReport, ProbeError>) -> Self {
+        ClosedWindow {
+            window_s,
+            report,
+            consumers: Vec::new(),
+        }
+    }
+
     /// Marks `pid` as this test's endpoint, running on this host (the peer
     /// said its kernel boot id is ours): it gets role `endpoint` in the top
     /// list and stops counting as interference.

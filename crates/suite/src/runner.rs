@@ -9,7 +9,7 @@ use iotoll_model::result::INTERFERENCE_NOTE;
 use iotoll_model::{Kind, ResultDoc, ResultStatus, RunStatus};
 use iotoll_net::auth::Key;
 use iotoll_net::NetError;
-use iotoll_probe::{Progress, RunControl};
+use iotoll_run::{Progress, RunControl};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,7 +11,7 @@
 //! among the processes the interference report names.
 
 use iotoll_model::ResultDoc;
-use iotoll_probe::Progress;
+use iotoll_run::Progress;
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
 use std::process::{Child, Command};

@@ -3,6 +3,7 @@
 //! completions; the engine decides how they reach the kernel.
 
 pub mod io_uring;
+pub mod null;
 pub mod psync;
 
 use crate::rng::Rng;
@@ -48,6 +49,7 @@ pub trait Engine {
 pub enum EngineKind {
     IoUring,
     Psync,
+    Null,
 }
 
 impl EngineKind {
@@ -55,6 +57,7 @@ impl EngineKind {
         match self {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
+            EngineKind::Null => "null",
         }
     }
 
@@ -73,6 +76,7 @@ impl EngineKind {
                 Ok((Box::new(e), note))
             }
             EngineKind::Psync => Ok((Box::new(psync::PsyncEngine::new(file, bs, seed)?), None)),
+            EngineKind::Null => Ok((Box::new(null::NullEngine::new(qd, bs)), None)),
         }
     }
 }

@@ -2,8 +2,9 @@
 //! workers read, the one-second series, progress hooks, and the wait that
 //! paces ramp-up and window while watching for Ctrl-C.
 
-use crate::HostSampler;
+use crate::Clock;
 use iotoll_model::SeriesPoint;
+use iotoll_probe::HostSampler;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
@@ -85,6 +86,8 @@ pub enum Counting {
 /// Samples live counters and host CPU once per second.
 pub struct SeriesRecorder {
     counting: Counting,
+    /// Ramp-up and window together, for progress.
+    total: Duration,
     sampler: HostSampler,
     t_run: Instant,
     next: Instant,
@@ -98,10 +101,11 @@ pub struct SeriesRecorder {
 }
 
 impl SeriesRecorder {
-    pub fn new(counting: Counting) -> Self {
-        let now = Instant::now();
+    /// A series whose time zero is `now`.
+    pub fn new(counting: Counting, total: Duration, now: Instant) -> Self {
         SeriesRecorder {
             counting,
+            total,
             sampler: HostSampler::new(),
             t_run: now,
             next: now + Duration::from_secs(1),
@@ -121,12 +125,11 @@ impl SeriesRecorder {
     /// totals (operations, bytes) over all workers.
     pub fn poll(
         &mut self,
+        now: Instant,
         phase: Phase,
         counters: impl FnOnce() -> (u64, u64),
         progress: &mut dyn Progress,
-        total: Duration,
     ) {
-        let now = Instant::now();
         let began = *self.interval_phase.get_or_insert(phase);
         if now < self.next {
             return;
@@ -153,13 +156,26 @@ impl SeriesRecorder {
         };
         self.last = (ops, bytes);
         self.last_t = now;
-        progress.second(&p, now.duration_since(self.t_run), total);
+        progress.second(&p, now.duration_since(self.t_run), self.total);
         self.points.push(p);
     }
 
-    /// When the next point is due.
-    pub fn next_due(&self) -> Instant {
-        self.next
+    /// Waits until `until`, recording the series from the running totals
+    /// `counters` gives; false as soon as Ctrl-C is pressed or `go_on` says
+    /// the run cannot go on.
+    pub fn wait<C: Clock>(
+        &mut self,
+        clock: &C,
+        until: Instant,
+        ctl: &mut RunControl,
+        phase: &PhaseCell,
+        counters: impl Fn() -> (u64, u64),
+        go_on: impl Fn() -> bool,
+    ) -> bool {
+        wait_until(clock, until, ctl.interrupted, || {
+            self.poll(clock.now(), phase.get(), &counters, ctl.progress);
+            go_on().then_some(self.next)
+        })
     }
 
     pub fn into_points(self) -> Vec<SeriesPoint> {
@@ -171,6 +187,7 @@ impl SeriesRecorder {
 /// sample the series; it returns when it next wants to run, or None to stop
 /// waiting). Returns false as soon as `interrupted` is set or `tick` says stop.
 pub fn wait_until(
+    clock: &impl Clock,
     until: Instant,
     interrupted: &AtomicBool,
     mut tick: impl FnMut() -> Option<Instant>,
@@ -179,7 +196,7 @@ pub fn wait_until(
         if interrupted.load(Ordering::Relaxed) {
             return false;
         }
-        let now = Instant::now();
+        let now = clock.now();
         if now >= until {
             return true;
         }
@@ -190,13 +207,16 @@ pub fn wait_until(
             .min(next_due)
             .saturating_duration_since(now)
             .min(Duration::from_millis(50));
-        std::thread::sleep(step);
+        clock.sleep(step);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FakeClock;
+    use iotoll_model::CpuReport;
+    use std::sync::Arc;
 
     #[test]
     fn phase_cell_round_trips() {
@@ -209,40 +229,76 @@ mod tests {
 
     #[test]
     fn wait_until_stops_on_interrupt_or_when_tick_says_so() {
-        let now = || Some(Instant::now());
+        let clock = FakeClock::new(CpuReport::default(), 0);
+        let t0 = clock.now();
+        // The series wants nothing before the deadline.
+        let now = || Some(t0 + Duration::from_secs(100));
         let flag = AtomicBool::new(true);
-        let t = Instant::now();
-        assert!(!wait_until(t + Duration::from_secs(10), &flag, now));
-        // Well under the 10 s deadline, with room for a loaded machine.
-        assert!(t.elapsed() < Duration::from_secs(5));
-        let flag = AtomicBool::new(false);
-        assert!(wait_until(
-            Instant::now() + Duration::from_millis(20),
+        assert!(!wait_until(
+            &clock,
+            t0 + Duration::from_secs(10),
             &flag,
             now
         ));
-        let t = Instant::now();
-        assert!(!wait_until(t + Duration::from_secs(10), &flag, || None));
-        // Well under the 10 s deadline, with room for a loaded machine.
-        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            clock.now(),
+            t0,
+            "an interrupt ends the wait before any sleep"
+        );
+        let flag = AtomicBool::new(false);
+        assert!(wait_until(&clock, t0 + Duration::from_secs(10), &flag, now));
+        assert_eq!(clock.now(), t0 + Duration::from_secs(10), "not a step more");
+        let t1 = clock.now();
+        assert!(!wait_until(
+            &clock,
+            t1 + Duration::from_secs(10),
+            &flag,
+            || None
+        ));
+        assert_eq!(clock.now(), t1);
+        // Ctrl-C during the wait ends it at the next step (50 ms at most).
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        clock.at(Duration::from_secs(11), move || {
+            f.store(true, Ordering::Relaxed)
+        });
+        assert!(!wait_until(
+            &clock,
+            t1 + Duration::from_secs(10),
+            &flag,
+            now
+        ));
+        assert_eq!(clock.now(), t1 + Duration::from_secs(1));
     }
 
     #[test]
     fn series_rates_per_counting() {
-        let mut s = SeriesRecorder::new(Counting::Transactions);
-        s.next = Instant::now();
-        s.last_t = Instant::now() - Duration::from_secs(1);
-        s.poll(
-            Phase::Measure,
-            || (1000, 125_000),
-            &mut Silent,
-            Duration::from_secs(1),
-        );
-        let p = &s.into_points()[0];
-        assert!(p.iops.is_none());
-        let t = p.trans_s.unwrap();
-        assert!((900.0..=1000.0).contains(&t), "{t}");
-        let mbit = p.mbit_s.unwrap();
-        assert!((0.9..=1.0).contains(&mbit), "{mbit}");
+        let clock = FakeClock::new(CpuReport::default(), 0);
+        let mut s =
+            SeriesRecorder::new(Counting::Transactions, Duration::from_secs(2), clock.now());
+        let mut ctl = RunControl {
+            interrupted: &AtomicBool::new(false),
+            progress: &mut Silent,
+        };
+        let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+        let sent = std::cell::Cell::new((0, 0));
+        let p2 = phase.clone();
+        clock.at(Duration::from_millis(1500), move || p2.set(Phase::Measure));
+        let until = clock.now() + Duration::from_millis(3500);
+        let counters = || {
+            let (ops, bytes) = sent.get();
+            sent.set((ops + 1000, bytes + 125_000));
+            (ops + 1000, bytes + 125_000)
+        };
+        assert!(s.wait(&clock, until, &mut ctl, &phase, counters, || true));
+        let points = s.into_points();
+        // One point a second; the second that began in the ramp-up is `ramp`.
+        let phases: Vec<&str> = points.iter().map(|p| p.phase.as_str()).collect();
+        assert_eq!(phases, ["ramp", "ramp", "measure"]);
+        for p in &points {
+            assert!(p.iops.is_none());
+            assert_eq!(p.trans_s, Some(1000.0));
+            assert_eq!(p.mbit_s, Some(1.0));
+        }
     }
 }
