@@ -1,19 +1,12 @@
 //! `iotoll results list | show | export | delete`.
 
 use crate::output::num;
-use crate::UsageError;
+use crate::{DbArg, UsageError};
 use anyhow::Result;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Subcommand, ValueEnum};
 use iotoll_model::text::printable;
 use iotoll_store::{export, import, Store};
 use std::path::PathBuf;
-
-#[derive(Args)]
-pub struct DbArg {
-    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH", global = true)]
-    db: Option<PathBuf>,
-}
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
@@ -75,12 +68,6 @@ pub enum ResultsCmd {
         #[command(flatten)]
         db: DbArg,
     },
-}
-
-impl DbArg {
-    fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(iotoll_store::default_path)
-    }
 }
 
 fn open(db: &DbArg) -> Result<Store> {
