@@ -213,13 +213,12 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 ))
                 .into());
             }
-            let input = std::io::BufReader::with_capacity(1 << 16, f);
             let src = file.display().to_string();
             let bad = |e: String| UsageError(format!("{src}: {e}"));
             let (id, n) = match format {
                 // Row by row into the database: memory of one row.
                 ImportFormat::Table => {
-                    let rows = import::table_rows(input, &src).map_err(bad)?;
+                    let rows = import::table_rows(f, &src).map_err(bad)?;
                     open(&db)?
                         .import_stream("table", &src, &config, rows)
                         .map_err(|e| match e {
@@ -229,8 +228,8 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 }
                 ImportFormat::FioJson | ImportFormat::Iperf3Json => {
                     let (name, parsed) = match format {
-                        ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
-                        _ => ("iperf3-json", import::iperf3_json(input, &src)),
+                        ImportFormat::FioJson => ("fio-json", import::fio_json(f, &src)),
+                        _ => ("iperf3-json", import::iperf3_json(f, &src)),
                     };
                     let tests = parsed.map_err(bad)?;
                     let id = open(&db)?.import(name, &src, &config, &tests)?;

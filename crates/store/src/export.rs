@@ -5,14 +5,20 @@
 use crate::{RunDetail, TestRow};
 use iotoll_model::metrics::metric_def;
 use iotoll_model::Metrics;
-use std::fmt::Write;
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// `rows` as CSV, fields quoted where RFC 4180 needs it; rows may differ
+/// in length (Iometer's header block).
+fn to_csv<R: IntoIterator<Item = impl AsRef<[u8]>>>(rows: impl IntoIterator<Item = R>) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    for r in rows {
+        // Into memory: nothing to fail.
+        let _ = w.write_record(r);
     }
+    let _ = w.flush();
+    // Only UTF-8 text went in.
+    String::from_utf8_lossy(w.get_ref()).into_owned()
 }
 
 fn num(v: f64) -> String {
@@ -33,30 +39,31 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
 /// Long format: one row per repetition and metric, plus the means of a
 /// `mean` selection as rep `mean`.
 pub fn csv(run: &RunDetail) -> String {
-    let mut o = String::from("run,config,test,group,rep,selected,metric,value,unit\n");
+    let mut rows = vec![[
+        "run", "config", "test", "group", "rep", "selected", "metric", "value", "unit",
+    ]
+    .map(String::from)];
     let config = run.run.config.clone().unwrap_or_default();
     for t in &run.tests {
-        let mut row = |rep: &str, selected: bool, m: &Metrics| {
+        let mut add = |rep: &str, selected: bool, m: &Metrics| {
             for (k, v) in m {
                 let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
-                let _ = writeln!(
-                    o,
-                    "{},{},{},{},{},{},{},{},{}",
-                    run.run.id,
-                    csv_field(&config),
-                    csv_field(&t.name),
-                    csv_field(t.group.as_deref().unwrap_or("")),
-                    rep,
-                    selected,
-                    csv_field(k),
+                rows.push([
+                    run.run.id.to_string(),
+                    config.clone(),
+                    t.name.clone(),
+                    t.group.clone().unwrap_or_default(),
+                    rep.to_string(),
+                    selected.to_string(),
+                    k.clone(),
                     num(*v),
-                    csv_field(unit)
-                );
+                    unit.to_string(),
+                ]);
             }
         };
         let all = t.select == "all";
         for r in &t.reps {
-            row(
+            add(
                 &r.rep.to_string(),
                 all || Some(r.rep) == t.selected_rep,
                 &r.doc.metrics,
@@ -64,11 +71,11 @@ pub fn csv(run: &RunDetail) -> String {
         }
         if t.select == "mean" {
             if let Some(m) = &t.summary {
-                row("mean", true, m);
+                add("mean", true, m);
             }
         }
     }
-    o
+    to_csv(rows)
 }
 
 pub fn json(run: &RunDetail) -> Result<String, serde_json::Error> {
@@ -162,12 +169,11 @@ pub struct IometerExport {
 /// One row: column name → cell. Columns not named stay empty.
 type Cells = std::collections::HashMap<&'static str, String>;
 
-fn line(cells: &Cells) -> String {
+fn line(cells: &Cells) -> Vec<String> {
     IOMETER_COLUMNS
         .iter()
         .map(|c| cells.get(c).cloned().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect()
 }
 
 /// Iometer's CPU columns from one host's metrics (`prefix` "" for this host,
@@ -202,11 +208,10 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("Target Name", "All".into());
     c.insert(
         "Access Specification Name",
-        csv_field(
-            spec.and_then(|s| s.get("spec"))
-                .and_then(|v| v.as_str())
-                .unwrap_or(&t.name),
-        ),
+        spec.and_then(|s| s.get("spec"))
+            .and_then(|v| v.as_str())
+            .unwrap_or(&t.name)
+            .to_string(),
     );
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
@@ -354,15 +359,19 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
 }
 
 pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
-    let mut o = String::new();
-    let _ = writeln!(o, "'Test Type,Test Description");
-    let _ = writeln!(o, "0,{}", csv_field(&run.run.suite));
-    let _ = writeln!(o, "'Version");
-    let _ = writeln!(o, "1.1.0");
-    let _ = writeln!(o, "'Time Stamp");
-    let _ = writeln!(o, "{}", run.run.started_at);
-    let _ = writeln!(o, "'Results");
-    let _ = writeln!(o, "{}", IOMETER_COLUMNS.join(","));
+    let mut o: Vec<Vec<String>> = [
+        &["'Test Type", "Test Description"][..],
+        &["0", &run.run.suite],
+        &["'Version"],
+        &["1.1.0"],
+        &["'Time Stamp"],
+        &[&run.run.started_at],
+        &["'Results"],
+        IOMETER_COLUMNS,
+    ]
+    .iter()
+    .map(|r| r.iter().map(|f| f.to_string()).collect())
+    .collect();
     let mut rows = 0;
     let mut skipped = Vec::new();
     let host = run
@@ -380,7 +389,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if t.kind == "disk" {
-            let _ = writeln!(o, "{}", line(&disk_cells(t, m)));
+            o.push(line(&disk_cells(t, m)));
             rows += 1;
             continue;
         }
@@ -398,7 +407,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             });
             continue;
         };
-        let spec_name = csv_field(&t.name);
+        let spec_name = t.name.clone();
         let peer = t
             .reps
             .first()
@@ -410,19 +419,19 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", spec_name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
-        let _ = writeln!(o, "{}", line(&all));
+        o.push(line(&all));
         // This host's manager, then the endpoint's when its CPU was
         // measured (Iometer writes one MANAGER row per Dynamo).
         all.insert("'Target Type", "MANAGER".into());
-        all.insert("Target Name", csv_field(host));
+        all.insert("Target Name", host.to_string());
         all.remove("# Managers");
-        let _ = writeln!(o, "{}", line(&all));
+        o.push(line(&all));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true) {
                 ep.insert("'Target Type", "MANAGER".into());
-                ep.insert("Target Name", csv_field(peer));
+                ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", spec_name);
-                let _ = writeln!(o, "{}", line(&ep));
+                o.push(line(&ep));
             }
         }
         rows += 1;
@@ -437,7 +446,10 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             },
         });
     }
-    Ok(IometerExport { text: o, skipped })
+    Ok(IometerExport {
+        text: to_csv(o),
+        skipped,
+    })
 }
 
 #[cfg(test)]
@@ -510,6 +522,44 @@ mod tests {
     #[test]
     fn long_csv() {
         insta::assert_snapshot!(csv(&run()));
+    }
+
+    #[test]
+    fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
+        let mut r = run();
+        r.tests[0].name = "read,\n\"4k\"".into();
+        r.tests[0].group = Some("g,\r\n1".into());
+        let out = csv(&r);
+        // The selected repetition's rows become a table `results import` takes.
+        let mut table = vec![vec!["test".to_string(), "group".into()]];
+        let mut row = Vec::new();
+        for rec in csv::Reader::from_reader(out.as_bytes()).records() {
+            let rec = rec.unwrap();
+            assert_eq!((&rec[2], &rec[3]), (r.tests[0].name.as_str(), "g,\r\n1"));
+            if &rec[5] == "true" {
+                table[0].push(rec[6].to_string());
+                row.push(rec[7].to_string());
+            }
+        }
+        table.push([vec![r.tests[0].name.clone(), "g,\r\n1".into()], row].concat());
+        let back = crate::import::table(to_csv(table).as_bytes(), "t.csv").unwrap();
+        assert_eq!(back[0].name, r.tests[0].name);
+        assert_eq!(back[0].group.as_deref(), Some("g,\r\n1"));
+        assert_eq!(back[0].doc.metrics["iops"], 1000.0);
+        // Iometer's layout quotes the same way.
+        r.run.suite = "study,\n2".into();
+        r.tests[0].reps[0].doc.spec["spec"] = "x,\n\"y\"".into();
+        let text = iometer_csv(&r).unwrap().text;
+        let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes())
+            .records()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(recs.len(), 9);
+        assert_eq!(&recs[1][1], "study,\n2");
+        assert_eq!(&recs[8][2], "x,\n\"y\"");
     }
 
     #[test]
