@@ -1,6 +1,6 @@
 //! `iotoll disk run` and `iotoll disk specs`.
 
-use crate::{duration_arg, output, size_arg, UsageError};
+use crate::{duration_arg, output, size_arg};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::{DiskError, DiskSpec, EngineChoice, BUILTIN_SPECS};
@@ -140,16 +140,8 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
     }
 }
 
-fn usage_or(e: DiskError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError(e.to_string()).into()
-    } else {
-        e.into()
-    }
-}
-
 fn run(a: RunArgs) -> Result<()> {
-    let spec = a.to_spec().map_err(usage_or)?;
+    let spec = a.to_spec().map_err(crate::usage_or)?;
     crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
 }
 

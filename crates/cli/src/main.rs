@@ -179,6 +179,15 @@ impl RunError for iotoll_disk::DiskError {
     }
 }
 
+/// A library error for the binary: the user's to fix (exit 2) or not.
+pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
+    if e.is_usage() {
+        UsageError(e.to_string()).into()
+    } else {
+        e.into()
+    }
+}
+
 /// A run that failed after its workload started; it was stored as failed.
 #[derive(Debug)]
 pub struct RunFailed(pub String);

@@ -194,14 +194,6 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
     })
 }
 
-fn usage_or(e: NetError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError(e.to_string()).into()
-    } else {
-        e.into()
-    }
-}
-
 fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
     if c.threads == Some(0) {
         return Err(UsageError("--threads must be positive".into()).into());
@@ -211,7 +203,7 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
 
 fn serve(a: ServeArgs) -> Result<()> {
     let listen = match &a.listen {
-        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(usage_or)?,
+        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
         None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
     };
     if a.handshake_timeout.is_zero() {
@@ -251,6 +243,6 @@ fn serve(a: ServeArgs) -> Result<()> {
         }
         r => r,
     };
-    r.map_err(usage_or)?;
+    r.map_err(crate::usage_or)?;
     Ok(())
 }
