@@ -6,19 +6,18 @@ use crate::{RunDetail, TestRow};
 use iotoll_model::metrics::metric_def;
 use iotoll_model::Metrics;
 
-/// `rows` as CSV, fields quoted where RFC 4180 needs it; rows may differ
-/// in length (Iometer's header block).
-fn to_csv<R: IntoIterator<Item = impl AsRef<[u8]>>>(rows: impl IntoIterator<Item = R>) -> String {
-    let mut w = csv::WriterBuilder::new()
+/// A CSV writer into memory, quoting fields where RFC 4180 needs it; rows
+/// may differ in length (Iometer's header block). Writing to memory cannot
+/// fail, so its results are not checked.
+fn writer() -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
         .flexible(true)
-        .from_writer(Vec::new());
-    for r in rows {
-        // Into memory: nothing to fail.
-        let _ = w.write_record(r);
-    }
-    let _ = w.flush();
+        .from_writer(Vec::new())
+}
+
+fn text(w: csv::Writer<Vec<u8>>) -> String {
     // Only UTF-8 text went in.
-    String::from_utf8_lossy(w.get_ref()).into_owned()
+    String::from_utf8_lossy(&w.into_inner().unwrap_or_default()).into_owned()
 }
 
 fn num(v: f64) -> String {
@@ -39,31 +38,24 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
 /// Long format: one row per repetition and metric, plus the means of a
 /// `mean` selection as rep `mean`.
 pub fn csv(run: &RunDetail) -> String {
-    let mut rows = vec![[
-        "run", "config", "test", "group", "rep", "selected", "metric", "value", "unit",
-    ]
-    .map(String::from)];
-    let config = run.run.config.clone().unwrap_or_default();
+    let mut w = writer();
+    let head = "run,config,test,group,rep,selected,metric,value,unit";
+    let _ = w.write_record(head.split(','));
+    let id = run.run.id.to_string();
+    let config = run.run.config.as_deref().unwrap_or("");
     for t in &run.tests {
-        let mut add = |rep: &str, selected: bool, m: &Metrics| {
+        let group = t.group.as_deref().unwrap_or("");
+        let mut row = |rep: &str, selected: bool, m: &Metrics| {
             for (k, v) in m {
                 let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
-                rows.push([
-                    run.run.id.to_string(),
-                    config.clone(),
-                    t.name.clone(),
-                    t.group.clone().unwrap_or_default(),
-                    rep.to_string(),
-                    selected.to_string(),
-                    k.clone(),
-                    num(*v),
-                    unit.to_string(),
-                ]);
+                let sel = selected.to_string();
+                let r: [&str; 9] = [&id, config, &t.name, group, rep, &sel, k, &num(*v), unit];
+                let _ = w.write_record(r);
             }
         };
         let all = t.select == "all";
         for r in &t.reps {
-            add(
+            row(
                 &r.rep.to_string(),
                 all || Some(r.rep) == t.selected_rep,
                 &r.doc.metrics,
@@ -71,11 +63,11 @@ pub fn csv(run: &RunDetail) -> String {
         }
         if t.select == "mean" {
             if let Some(m) = &t.summary {
-                add("mean", true, m);
+                row("mean", true, m);
             }
         }
     }
-    to_csv(rows)
+    text(w)
 }
 
 pub fn json(run: &RunDetail) -> Result<String, serde_json::Error> {
@@ -359,7 +351,8 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
 }
 
 pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
-    let mut o: Vec<Vec<String>> = [
+    let mut w = writer();
+    for r in [
         &["'Test Type", "Test Description"][..],
         &["0", &run.run.suite],
         &["'Version"],
@@ -368,10 +361,9 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         &[&run.run.started_at],
         &["'Results"],
         IOMETER_COLUMNS,
-    ]
-    .iter()
-    .map(|r| r.iter().map(|f| f.to_string()).collect())
-    .collect();
+    ] {
+        let _ = w.write_record(r);
+    }
     let mut rows = 0;
     let mut skipped = Vec::new();
     let host = run
@@ -389,7 +381,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if t.kind == "disk" {
-            o.push(line(&disk_cells(t, m)));
+            let _ = w.write_record(line(&disk_cells(t, m)));
             rows += 1;
             continue;
         }
@@ -419,19 +411,19 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", spec_name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
-        o.push(line(&all));
+        let _ = w.write_record(line(&all));
         // This host's manager, then the endpoint's when its CPU was
         // measured (Iometer writes one MANAGER row per Dynamo).
         all.insert("'Target Type", "MANAGER".into());
         all.insert("Target Name", host.to_string());
         all.remove("# Managers");
-        o.push(line(&all));
+        let _ = w.write_record(line(&all));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true) {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", spec_name);
-                o.push(line(&ep));
+                let _ = w.write_record(line(&ep));
             }
         }
         rows += 1;
@@ -447,7 +439,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         });
     }
     Ok(IometerExport {
-        text: to_csv(o),
+        text: text(w),
         skipped,
     })
 }
@@ -542,7 +534,11 @@ mod tests {
             }
         }
         table.push([vec![r.tests[0].name.clone(), "g,\r\n1".into()], row].concat());
-        let back = crate::import::table(to_csv(table).as_bytes(), "t.csv").unwrap();
+        let mut w = writer();
+        for r in table {
+            w.write_record(r).unwrap();
+        }
+        let back = crate::import::table(text(w).as_bytes(), "t.csv").unwrap();
         assert_eq!(back[0].name, r.tests[0].name);
         assert_eq!(back[0].group.as_deref(), Some("g,\r\n1"));
         assert_eq!(back[0].doc.metrics["iops"], 1000.0);

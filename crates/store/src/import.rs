@@ -191,18 +191,17 @@ impl<R: std::io::Read> std::io::Read for Bounded<R> {
 
 /// Reads and checks a table's header; the rows follow from the iterator.
 pub fn table_rows<R: std::io::Read>(input: R, source: &str) -> Result<TableRows<R>, String> {
-    let bounded = Bounded {
-        inner: input,
-        read: 0,
-        record_start: 0,
-    };
     let mut t = TableRows {
         // Rows of the wrong length get this module's message; csv-core
         // skips empty lines and a UTF-8 byte-order mark (spreadsheets save one).
         csv: csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
-            .from_reader(bounded),
+            .from_reader(Bounded {
+                inner: input,
+                read: 0,
+                record_start: 0,
+            }),
         record: csv::StringRecord::new(),
         cols: Vec::new(),
         test_col: 0,
@@ -252,7 +251,6 @@ impl<R: std::io::Read> TableRows<R> {
                         csv::ErrorKind::Utf8 { pos: Some(p), .. } => {
                             (p.line(), "not UTF-8 text".into())
                         }
-                        csv::ErrorKind::Io(e) => (before.line(), e.to_string()),
                         _ => (before.line(), e.to_string()),
                     };
                     return Some(Err(format!("line {line}: {why}")));
