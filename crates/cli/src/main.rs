@@ -216,8 +216,8 @@ pub fn measure<E: RunError>(
     let mut store = if o.no_db {
         None
     } else {
-        let s =
-            iotoll_store::Store::open(&o.db.clone().unwrap_or_else(iotoll_store::default_path))?;
+        let p = o.db.clone().unwrap_or_else(iotoll_store::default_path);
+        let s = iotoll_store::Store::open(&p)?;
         // Writable, unlocked, with room: before the workload, not after.
         s.check_ready()?;
         Some(s)
