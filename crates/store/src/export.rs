@@ -518,44 +518,45 @@ mod tests {
 
     #[test]
     fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
+        let (name, group) = ("read,\n\"4k\"", "g,\r\n1");
         let mut r = run();
-        r.tests[0].name = "read,\n\"4k\"".into();
-        r.tests[0].group = Some("g,\r\n1".into());
+        (r.tests[0].name, r.tests[0].group) = (name.into(), Some(group.into()));
         let out = csv(&r);
-        // The selected repetition's rows become a table `results import` takes.
-        let mut table = vec![vec!["test".to_string(), "group".into()]];
-        let mut row = Vec::new();
-        for rec in csv::Reader::from_reader(out.as_bytes()).records() {
-            let rec = rec.unwrap();
-            assert_eq!((&rec[2], &rec[3]), (r.tests[0].name.as_str(), "g,\r\n1"));
-            if &rec[5] == "true" {
-                table[0].push(rec[6].to_string());
-                row.push(rec[7].to_string());
-            }
-        }
-        table.push([vec![r.tests[0].name.clone(), "g,\r\n1".into()], row].concat());
+        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+            .records()
+            .map(Result::unwrap)
+            .filter(|rec| &rec[5] == "true")
+            .collect();
+        assert!(recs.iter().all(|rec| (&rec[2], &rec[3]) == (name, group)));
+        // The selected repetition's rows as a table `results import` takes.
         let mut w = writer();
-        for r in table {
-            w.write_record(r).unwrap();
-        }
+        let _ = w.write_record(
+            ["test", "group"]
+                .into_iter()
+                .chain(recs.iter().map(|r| &r[6])),
+        );
+        let _ = w.write_record([name, group].into_iter().chain(recs.iter().map(|r| &r[7])));
         let back = crate::import::table(text(w).as_bytes(), "t.csv").unwrap();
-        assert_eq!(back[0].name, r.tests[0].name);
-        assert_eq!(back[0].group.as_deref(), Some("g,\r\n1"));
+        assert_eq!(
+            (back[0].name.as_str(), back[0].group.as_deref()),
+            (name, Some(group))
+        );
         assert_eq!(back[0].doc.metrics["iops"], 1000.0);
         // Iometer's layout quotes the same way.
         r.run.suite = "study,\n2".into();
-        r.tests[0].reps[0].doc.spec["spec"] = "x,\n\"y\"".into();
+        r.tests[0].reps[0].doc.spec["spec"] = name.into();
         let text = iometer_csv(&r).unwrap().text;
         let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
             .from_reader(text.as_bytes())
-            .records()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(recs.len(), 9);
-        assert_eq!(&recs[1][1], "study,\n2");
-        assert_eq!(&recs[8][2], "x,\n\"y\"");
+            .into_records()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            (recs.len(), &recs[1][1], &recs[8][2]),
+            (9, "study,\n2", name)
+        );
     }
 
     #[test]
