@@ -1,10 +1,10 @@
 //! `iotoll disk run` and `iotoll disk specs`.
 
-use crate::{output, UsageError};
+use crate::{duration_arg, output, size_arg};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::{DiskError, DiskSpec, EngineChoice, BUILTIN_SPECS};
-use iotoll_model::{format_size, parse_duration, parse_size};
+use iotoll_model::format_size;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -18,14 +18,6 @@ pub enum DiskCmd {
         #[arg(long)]
         json: bool,
     },
-}
-
-fn size_arg(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
-}
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args)]
@@ -93,34 +85,13 @@ pub struct RunArgs {
     /// Go through the page cache instead of O_DIRECT.
     #[arg(long)]
     buffered: bool,
-    /// Ramp-up before the measurement window (500ms, 4s, 2m, 1h).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
-    ramp: Duration,
-    /// Length of the measurement window.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
-    time: Duration,
-    /// Configuration label recorded with the result (e.g. "sw-initiator").
-    #[arg(long, value_name = "LABEL")]
-    config: Option<String>,
-    /// Print one JSON document on stdout (see docs/json.md).
-    #[arg(long)]
-    json: bool,
-    /// No progress line on stderr.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    window: crate::Window,
     /// Allow writing to an existing file or block device (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
-    /// Other processes using more than this % of the host's CPU in the
-    /// window make the result "interfered" (a warning; see docs/json.md).
-    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg, default_value = "5")]
-    interference_pct: f64,
-    /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
-    /// Do not store the result.
-    #[arg(long, conflicts_with = "db")]
-    no_db: bool,
+    #[command(flatten)]
+    measure: crate::MeasureOpts,
 }
 
 impl RunArgs {
@@ -137,9 +108,9 @@ impl RunArgs {
             burst_len: self.burst_len,
             engine: self.engine.unwrap_or(EngineChoice::Auto),
             buffered: self.buffered,
-            ramp: self.ramp,
-            time: self.time,
-            config: self.config.clone(),
+            ramp: self.window.ramp,
+            time: self.window.time,
+            config: self.measure.config.clone(),
             allow_destructive: self.allow_destructive,
             ..DiskSpec::default()
         };
@@ -169,24 +140,9 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
     }
 }
 
-fn usage_or(e: DiskError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError(e.to_string()).into()
-    } else {
-        e.into()
-    }
-}
-
 fn run(a: RunArgs) -> Result<()> {
-    let spec = a.to_spec().map_err(usage_or)?;
-    let o = crate::MeasureOpts {
-        json: a.json,
-        quiet: a.quiet,
-        db: a.db.clone(),
-        no_db: a.no_db,
-        interference_pct: a.interference_pct,
-    };
-    crate::measure(&o, |ctl| iotoll_disk::run(&spec, ctl))
+    let spec = a.to_spec().map_err(crate::usage_or)?;
+    crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
 }
 
 fn specs(json: bool) -> Result<()> {

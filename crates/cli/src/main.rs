@@ -9,9 +9,11 @@ mod results;
 mod signals;
 mod suite;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use iotoll_model::{ResultStatus, RunStatus};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -79,16 +81,61 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Output and storage choices every measuring command shares.
+/// Labelling, output and storage flags every measuring command shares.
+#[derive(Args)]
 pub struct MeasureOpts {
+    /// Configuration label recorded with the result (e.g. "sw-initiator").
+    #[arg(long, value_name = "LABEL")]
+    pub config: Option<String>,
+    /// Print one JSON document on stdout (see docs/json.md).
+    #[arg(long)]
     pub json: bool,
+    /// No progress line on stderr.
+    #[arg(long, short)]
     pub quiet: bool,
-    /// Results database; None: the default one.
-    pub db: Option<std::path::PathBuf>,
-    /// Do not store the result.
-    pub no_db: bool,
-    /// `--interference-pct`.
+    /// Other processes using more than this % of the host's CPU in the
+    /// window make the result "interfered" (a warning; see docs/json.md).
+    #[arg(long, value_name = "PCT", value_parser = pct_arg, default_value = "5")]
     pub interference_pct: f64,
+    /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not store the result.
+    #[arg(long, conflicts_with = "db")]
+    pub no_db: bool,
+}
+
+/// `--db` of the commands that read or manage stored runs.
+#[derive(Args)]
+pub struct DbArg {
+    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
+    #[arg(long, value_name = "PATH", global = true)]
+    db: Option<PathBuf>,
+}
+
+impl DbArg {
+    pub fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(iotoll_store::default_path)
+    }
+}
+
+/// `--ramp` and `--time` of a single measurement.
+#[derive(Args)]
+pub struct Window {
+    /// Ramp-up before the measurement window (500ms, 4s, 2m, 1h).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    pub ramp: Duration,
+    /// Length of the measurement window.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    pub time: Duration,
+}
+
+pub fn size_arg(s: &str) -> Result<u64, String> {
+    iotoll_model::parse_size(s).map_err(|e| e.to_string())
+}
+
+pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    iotoll_model::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// A percentage of the host's CPU, 0 to 100.
@@ -130,6 +177,15 @@ impl RunError for iotoll_disk::DiskError {
             iotoll_disk::DiskError::Failed { msg, doc } => Ok((msg, *doc)),
             e => Err(e),
         }
+    }
+}
+
+/// A library error for the binary: the user's to fix (exit 2) or not.
+pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
+    if e.is_usage() {
+        UsageError(e.to_string()).into()
+    } else {
+        e.into()
     }
 }
 

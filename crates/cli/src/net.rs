@@ -1,9 +1,8 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{signals, UsageError};
+use crate::{duration_arg, signals, size_arg, UsageError};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
 use std::net::IpAddr;
@@ -19,14 +18,6 @@ pub enum NetCmd {
     Stream(Box<StreamArgs>),
     /// Request/response: transaction rate and round-trip latency.
     Rr(Box<RrArgs>),
-}
-
-fn size_arg(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
-}
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn dir_arg(s: &str) -> Result<Dir, String> {
@@ -97,40 +88,19 @@ pub struct CommonArgs {
         allow_negative_numbers = true
     )]
     conns: u32,
-    /// Ramp-up before the measurement window.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
-    ramp: Duration,
-    /// Length of the measurement window.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
-    time: Duration,
+    #[command(flatten)]
+    window: crate::Window,
     /// File holding the endpoint's pre-shared key.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
-    /// Configuration label recorded with the result.
-    #[arg(long, value_name = "LABEL")]
-    config: Option<String>,
     /// Engine threads [default: one per core].
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// Print one JSON document on stdout.
-    #[arg(long)]
-    json: bool,
-    /// No progress line on stderr.
-    #[arg(long, short)]
-    quiet: bool,
-    /// Other processes using more than this % of the host's CPU in the
-    /// window make the result "interfered" (a warning; see docs/json.md).
-    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg, default_value = "5")]
-    interference_pct: f64,
     /// How long to keep retrying an endpoint that is busy with another test (0s: fail at once).
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
     busy_wait: Duration,
-    /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
-    /// Do not store the result.
-    #[arg(long, conflicts_with = "db")]
-    no_db: bool,
+    #[command(flatten)]
+    measure: crate::MeasureOpts,
 }
 
 #[derive(Args)]
@@ -214,41 +184,26 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
     Ok(ClientSpec {
         peer: c.peer.clone(),
         conns: c.conns,
-        ramp: c.ramp,
-        time: c.time,
+        ramp: c.window.ramp,
+        time: c.window.time,
         key: load_key(&c.auth_key)?,
-        config: c.config.clone(),
+        config: c.measure.config.clone(),
         threads: c.threads,
         busy_wait: c.busy_wait,
         ..ClientSpec::default()
     })
 }
 
-fn usage_or(e: NetError) -> anyhow::Error {
-    if e.is_usage() {
-        UsageError(e.to_string()).into()
-    } else {
-        e.into()
-    }
-}
-
 fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
     if c.threads == Some(0) {
         return Err(UsageError("--threads must be positive".into()).into());
     }
-    let o = crate::MeasureOpts {
-        json: c.json,
-        quiet: c.quiet,
-        db: c.db.clone(),
-        no_db: c.no_db,
-        interference_pct: c.interference_pct,
-    };
-    crate::measure(&o, |ctl| iotoll_net::run(&spec, ctl))
+    crate::measure(&c.measure, |ctl| iotoll_net::run(&spec, ctl))
 }
 
 fn serve(a: ServeArgs) -> Result<()> {
     let listen = match &a.listen {
-        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(usage_or)?,
+        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
         None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
     };
     if a.handshake_timeout.is_zero() {
@@ -288,6 +243,6 @@ fn serve(a: ServeArgs) -> Result<()> {
         }
         r => r,
     };
-    r.map_err(usage_or)?;
+    r.map_err(crate::usage_or)?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `iotoll compare` and `iotoll report`.
 
-use crate::UsageError;
+use crate::{DbArg, UsageError};
 use anyhow::{Context, Result};
 use clap::Args;
 use iotoll_report::{compare, ConfigData, RunInfo};
@@ -50,9 +50,8 @@ pub struct CompareArgs {
     /// transfer size, connections, queue depth, duration, ...).
     #[arg(long)]
     strict: bool,
-    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 #[derive(Args)]
@@ -70,9 +69,8 @@ pub struct ReportArgs {
     /// `cpu_threshold_pct`, if it has one].
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
-    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 /// The CPU threshold the run's suite file states, if any.
@@ -83,9 +81,8 @@ fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
         .cpu_threshold_pct
 }
 
-fn load(db: &Option<PathBuf>, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
-    let p = db.clone().unwrap_or_else(iotoll_store::default_path);
-    let store = crate::results::open_read(&p)?;
+fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
+    let store = crate::results::open_read(&db.path())?;
     let mut configs = Vec::new();
     let mut infos = Vec::new();
     for w in which {

@@ -1,20 +1,13 @@
 //! `iotoll results list | show | export | delete`.
 
 use crate::output::num;
-use crate::UsageError;
+use crate::{DbArg, UsageError};
 use anyhow::Result;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Subcommand, ValueEnum};
 use iotoll_model::text::printable;
 use iotoll_model::Kind;
 use iotoll_store::{export, import, Store};
 use std::path::PathBuf;
-
-#[derive(Args)]
-pub struct DbArg {
-    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH", global = true)]
-    db: Option<PathBuf>,
-}
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
@@ -76,12 +69,6 @@ pub enum ResultsCmd {
         #[command(flatten)]
         db: DbArg,
     },
-}
-
-impl DbArg {
-    fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(iotoll_store::default_path)
-    }
 }
 
 fn open(db: &DbArg) -> Result<Store> {
@@ -227,13 +214,12 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 ))
                 .into());
             }
-            let input = std::io::BufReader::with_capacity(1 << 16, f);
             let src = file.display().to_string();
             let bad = |e: String| UsageError(format!("{src}: {e}"));
             let (id, n) = match format {
                 // Row by row into the database: memory of one row.
                 ImportFormat::Table => {
-                    let rows = import::table_rows(input, &src).map_err(bad)?;
+                    let rows = import::table_rows(f, &src).map_err(bad)?;
                     open(&db)?
                         .import_stream("table", &src, &config, rows)
                         .map_err(|e| match e {
@@ -243,8 +229,8 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 }
                 ImportFormat::FioJson | ImportFormat::Iperf3Json => {
                     let (name, parsed) = match format {
-                        ImportFormat::FioJson => ("fio-json", import::fio_json(input, &src)),
-                        _ => ("iperf3-json", import::iperf3_json(input, &src)),
+                        ImportFormat::FioJson => ("fio-json", import::fio_json(f, &src)),
+                        _ => ("iperf3-json", import::iperf3_json(f, &src)),
                     };
                     let tests = parsed.map_err(bad)?;
                     let id = open(&db)?.import(name, &src, &config, &tests)?;

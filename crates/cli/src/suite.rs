@@ -1,7 +1,7 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
 use crate::output::num;
-use crate::{progress::TermProgress, signals, Interrupted, UsageError};
+use crate::{duration_arg, progress::TermProgress, signals, DbArg, Interrupted, UsageError};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
@@ -40,10 +40,6 @@ pub struct Durations {
     /// Ramp-up of every test, overriding the suite's (recorded as a run note).
     #[arg(long, value_name = "DUR", value_parser = duration_arg)]
     ramp: Option<Duration>,
-}
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    iotoll_model::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
@@ -86,9 +82,8 @@ pub struct RunArgs {
     reps: Option<u32>,
     #[command(flatten)]
     durations: Durations,
-    /// Results database [default: $XDG_DATA_HOME/iotoll/results.db].
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArg,
     /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -317,7 +312,7 @@ fn run(a: RunArgs) -> Result<()> {
         }
     }
     // The database is opened (and must be writable) before any workload.
-    let db = a.db.clone().unwrap_or_else(iotoll_store::default_path);
+    let db = a.db.path();
     let mut store = Store::open(&db)?;
     store.check_ready()?;
 

@@ -5,14 +5,19 @@
 use crate::{RunDetail, TestRow};
 use iotoll_model::metrics::metric_def;
 use iotoll_model::{Kind, Metrics};
-use std::fmt::Write;
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// A CSV writer into memory, quoting fields where RFC 4180 needs it; rows
+/// may differ in length (Iometer's header block). Writing to memory cannot
+/// fail, so its results are not checked.
+fn writer() -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new())
+}
+
+fn text(w: csv::Writer<Vec<u8>>) -> String {
+    // Only UTF-8 text went in.
+    String::from_utf8_lossy(&w.into_inner().unwrap_or_default()).into_owned()
 }
 
 fn num(v: f64) -> String {
@@ -33,25 +38,19 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
 /// Long format: one row per repetition and metric, plus the means of a
 /// `mean` selection as rep `mean`.
 pub fn csv(run: &RunDetail) -> String {
-    let mut o = String::from("run,config,test,group,rep,selected,metric,value,unit\n");
-    let config = run.run.config.clone().unwrap_or_default();
+    let mut w = writer();
+    let head = "run,config,test,group,rep,selected,metric,value,unit";
+    let _ = w.write_record(head.split(','));
+    let id = run.run.id.to_string();
+    let config = run.run.config.as_deref().unwrap_or("");
     for t in &run.tests {
+        let group = t.group.as_deref().unwrap_or("");
         let mut row = |rep: &str, selected: bool, m: &Metrics| {
             for (k, v) in m {
                 let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
-                let _ = writeln!(
-                    o,
-                    "{},{},{},{},{},{},{},{},{}",
-                    run.run.id,
-                    csv_field(&config),
-                    csv_field(&t.name),
-                    csv_field(t.group.as_deref().unwrap_or("")),
-                    rep,
-                    selected,
-                    csv_field(k),
-                    num(*v),
-                    csv_field(unit)
-                );
+                let sel = selected.to_string();
+                let r: [&str; 9] = [&id, config, &t.name, group, rep, &sel, k, &num(*v), unit];
+                let _ = w.write_record(r);
             }
         };
         let all = t.select == "all";
@@ -68,7 +67,7 @@ pub fn csv(run: &RunDetail) -> String {
             }
         }
     }
-    o
+    text(w)
 }
 
 pub fn json(run: &RunDetail) -> Result<String, serde_json::Error> {
@@ -162,12 +161,11 @@ pub struct IometerExport {
 /// One row: column name → cell. Columns not named stay empty.
 type Cells = std::collections::HashMap<&'static str, String>;
 
-fn line(cells: &Cells) -> String {
+fn line(cells: &Cells) -> Vec<String> {
     IOMETER_COLUMNS
         .iter()
         .map(|c| cells.get(c).cloned().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect()
 }
 
 /// Iometer's CPU columns from one host's metrics (`prefix` "" for this host,
@@ -202,11 +200,10 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("Target Name", "All".into());
     c.insert(
         "Access Specification Name",
-        csv_field(
-            spec.and_then(|s| s.get("spec"))
-                .and_then(|v| v.as_str())
-                .unwrap_or(&t.name),
-        ),
+        spec.and_then(|s| s.get("spec"))
+            .and_then(|v| v.as_str())
+            .unwrap_or(&t.name)
+            .to_string(),
     );
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
@@ -354,15 +351,19 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
 }
 
 pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
-    let mut o = String::new();
-    let _ = writeln!(o, "'Test Type,Test Description");
-    let _ = writeln!(o, "0,{}", csv_field(&run.run.suite));
-    let _ = writeln!(o, "'Version");
-    let _ = writeln!(o, "1.1.0");
-    let _ = writeln!(o, "'Time Stamp");
-    let _ = writeln!(o, "{}", run.run.started_at);
-    let _ = writeln!(o, "'Results");
-    let _ = writeln!(o, "{}", IOMETER_COLUMNS.join(","));
+    let mut w = writer();
+    for r in [
+        &["'Test Type", "Test Description"][..],
+        &["0", &run.run.suite],
+        &["'Version"],
+        &["1.1.0"],
+        &["'Time Stamp"],
+        &[&run.run.started_at],
+        &["'Results"],
+        IOMETER_COLUMNS,
+    ] {
+        let _ = w.write_record(r);
+    }
     let mut rows = 0;
     let mut skipped = Vec::new();
     let host = run
@@ -380,7 +381,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if t.kind == Kind::Disk {
-            let _ = writeln!(o, "{}", line(&disk_cells(t, m)));
+            let _ = w.write_record(line(&disk_cells(t, m)));
             rows += 1;
             continue;
         }
@@ -391,7 +392,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        let spec_name = csv_field(&t.name);
+        let spec_name = t.name.clone();
         let peer = t
             .reps
             .first()
@@ -403,19 +404,19 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", spec_name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
-        let _ = writeln!(o, "{}", line(&all));
+        let _ = w.write_record(line(&all));
         // This host's manager, then the endpoint's when its CPU was
         // measured (Iometer writes one MANAGER row per Dynamo).
         all.insert("'Target Type", "MANAGER".into());
-        all.insert("Target Name", csv_field(host));
+        all.insert("Target Name", host.to_string());
         all.remove("# Managers");
-        let _ = writeln!(o, "{}", line(&all));
+        let _ = w.write_record(line(&all));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true) {
                 ep.insert("'Target Type", "MANAGER".into());
-                ep.insert("Target Name", csv_field(peer));
+                ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", spec_name);
-                let _ = writeln!(o, "{}", line(&ep));
+                let _ = w.write_record(line(&ep));
             }
         }
         rows += 1;
@@ -430,7 +431,10 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             },
         });
     }
-    Ok(IometerExport { text: o, skipped })
+    Ok(IometerExport {
+        text: text(w),
+        skipped,
+    })
 }
 
 #[cfg(test)]
@@ -503,6 +507,49 @@ mod tests {
     #[test]
     fn long_csv() {
         insta::assert_snapshot!(csv(&run()));
+    }
+
+    #[test]
+    fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
+        let (name, group) = ("read,\n\"4k\"", "g,\r\n1");
+        let mut r = run();
+        (r.tests[0].name, r.tests[0].group) = (name.into(), Some(group.into()));
+        let out = csv(&r);
+        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+            .records()
+            .map(Result::unwrap)
+            .filter(|rec| &rec[5] == "true")
+            .collect();
+        assert!(recs.iter().all(|rec| (&rec[2], &rec[3]) == (name, group)));
+        // The selected repetition's rows as a table `results import` takes.
+        let mut w = writer();
+        let _ = w.write_record(
+            ["test", "group"]
+                .into_iter()
+                .chain(recs.iter().map(|r| &r[6])),
+        );
+        let _ = w.write_record([name, group].into_iter().chain(recs.iter().map(|r| &r[7])));
+        let back = crate::import::table(text(w).as_bytes(), "t.csv").unwrap();
+        assert_eq!(
+            (back[0].name.as_str(), back[0].group.as_deref()),
+            (name, Some(group))
+        );
+        assert_eq!(back[0].doc.metrics["iops"], 1000.0);
+        // Iometer's layout quotes the same way.
+        r.run.suite = "study,\n2".into();
+        r.tests[0].reps[0].doc.spec["spec"] = name.into();
+        let text = iometer_csv(&r).unwrap().text;
+        let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes())
+            .into_records()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            (recs.len(), &recs[1][1], &recs[8][2]),
+            (9, "study,\n2", name)
+        );
     }
 
     #[test]

@@ -136,31 +136,10 @@ fn all_finite(m: &Metrics, what: &str) -> Result<(), String> {
     }
 }
 
-/// Splits one CSV line (RFC 4180 quoting).
-fn csv_fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out.into_iter().map(|s| s.trim().to_string()).collect()
-}
-
 /// `test,group,mb_s,cpu_pct,...`: a `test` column, an optional `group`
-/// column, and one column per canonical metric. Read line by line: time
-/// linear in the rows, memory in the results.
-pub fn table(input: impl std::io::BufRead, source: &str) -> Result<Vec<Imported>, String> {
+/// column, and one column per canonical metric. Read record by record:
+/// time linear in the rows, memory in the results.
+pub fn table(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>, String> {
     let out = table_rows(input, source)?.collect::<Result<Vec<_>, _>>()?;
     if out.is_empty() {
         return Err(NO_ROWS.into());
@@ -174,7 +153,8 @@ pub const NO_ROWS: &str = "the table has a header but no rows";
 /// A table's rows one at a time, as they are read: what a large table
 /// imports through, holding one row in memory.
 pub struct TableRows<R> {
-    lines: std::iter::Enumerate<Lines<R>>,
+    csv: csv::Reader<Bounded<R>>,
+    record: csv::StringRecord,
     cols: Vec<String>,
     test_col: usize,
     group_col: Option<usize>,
@@ -182,104 +162,123 @@ pub struct TableRows<R> {
     source: String,
 }
 
-/// The longest line a table may have: a file without line breaks (or a
+/// The longest record a table may have: a file without line breaks (or a
 /// device that never ends one) is refused, not read into memory.
 pub const MAX_LINE: usize = 1 << 20;
 
-/// Lines of at most [`MAX_LINE`] bytes, of UTF-8.
-struct Lines<R>(R);
+/// The input, refused once the record being read passes [`MAX_LINE`]
+/// bytes: the csv reader asks for more only when it has parsed all it was
+/// given and the record has not ended.
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    record_start: u64,
+}
 
-impl<R: std::io::BufRead> Iterator for Lines<R> {
-    type Item = std::io::Result<String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        use std::io::{BufRead, Read};
-        let mut buf = Vec::new();
-        let limit = MAX_LINE as u64 + 1;
-        match self.0.by_ref().take(limit).read_until(b'\n', &mut buf) {
-            Ok(0) => None,
-            Err(e) => Some(Err(e)),
-            Ok(_) if buf.len() > MAX_LINE => Some(Err(std::io::Error::new(
+impl<R: std::io::Read> std::io::Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.read - self.record_start > MAX_LINE as u64 {
+            return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("longer than {} MiB", MAX_LINE >> 20),
-            ))),
-            Ok(_) => {
-                if buf.last() == Some(&b'\n') {
-                    buf.pop();
-                    if buf.last() == Some(&b'\r') {
-                        buf.pop();
-                    }
-                }
-                Some(String::from_utf8(buf).map_err(|_| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
-                }))
-            }
+            ));
         }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
     }
 }
 
 /// Reads and checks a table's header; the rows follow from the iterator.
-pub fn table_rows<R: std::io::BufRead>(input: R, source: &str) -> Result<TableRows<R>, String> {
-    let mut lines = Lines(input).enumerate();
-    let head = loop {
-        match lines.next() {
-            None => return Err("the table is empty".into()),
-            Some((n, Err(e))) => return Err(format!("line {}: {e}", n + 1)),
-            Some((_, Ok(l))) if l.trim().is_empty() => continue,
-            Some((_, Ok(l))) => break l,
-        }
+pub fn table_rows<R: std::io::Read>(input: R, source: &str) -> Result<TableRows<R>, String> {
+    let mut t = TableRows {
+        // Rows of the wrong length get this module's message; csv-core
+        // skips empty lines and a UTF-8 byte-order mark (spreadsheets save one).
+        csv: csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(Bounded {
+                inner: input,
+                read: 0,
+                record_start: 0,
+            }),
+        record: csv::StringRecord::new(),
+        cols: Vec::new(),
+        test_col: 0,
+        group_col: None,
+        names: std::collections::HashSet::new(),
+        source: source.to_string(),
     };
-    // Spreadsheets save UTF-8 with a byte-order mark.
-    let head = head.strip_prefix('\u{feff}').unwrap_or(&head);
-    let cols = csv_fields(head);
+    let cols = match t.next_record() {
+        None => return Err("the table is empty".into()),
+        Some(r) => r?.1,
+    };
     let mut seen = std::collections::HashSet::new();
     for c in &cols {
         if !seen.insert(c.as_str()) {
             return Err(format!("line 1: column '{c}' appears twice"));
         }
     }
-    let test_col = cols
+    t.test_col = cols
         .iter()
         .position(|c| c == "test")
         .ok_or("the header has no 'test' column")?;
-    let group_col = cols.iter().position(|c| c == "group");
+    t.group_col = cols.iter().position(|c| c == "group");
     for (i, c) in cols.iter().enumerate() {
-        if i != test_col && Some(i) != group_col && metric_def(c).is_none() {
+        if i != t.test_col && Some(i) != t.group_col && metric_def(c).is_none() {
             return Err(format!(
                 "line 1: column '{c}' is not a canonical metric name (see docs/metrics.md)"
             ));
         }
     }
-    Ok(TableRows {
-        lines,
-        cols,
-        test_col,
-        group_col,
-        names: std::collections::HashSet::new(),
-        source: source.to_string(),
-    })
+    t.cols = cols;
+    Ok(t)
 }
 
-impl<R: std::io::BufRead> Iterator for TableRows<R> {
-    type Item = Result<Imported, String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<R: std::io::Read> TableRows<R> {
+    /// The next record that is not a blank line: the line it starts on and
+    /// its trimmed fields.
+    fn next_record(&mut self) -> Option<Result<(usize, Vec<String>), String>> {
         loop {
-            let (n, line) = self.lines.next()?;
-            let line = match line {
-                Ok(l) if l.trim().is_empty() => continue,
-                Ok(l) => l,
-                Err(e) => return Some(Err(format!("line {}: {e}", n + 1))),
-            };
-            return Some(self.row(n + 1, &line));
+            let before = self.csv.position().clone();
+            self.csv.get_mut().record_start = before.byte();
+            let r = &mut self.record;
+            match self.csv.read_record(r) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    let (line, why) = match e.kind() {
+                        csv::ErrorKind::Utf8 { pos: Some(p), .. } => {
+                            (p.line(), "not UTF-8 text".into())
+                        }
+                        _ => (before.line(), e.to_string()),
+                    };
+                    return Some(Err(format!("line {line}: {why}")));
+                }
+            }
+            // The reader is past the record's line end; blank lines it
+            // skipped are before the record, newlines in quotes inside it.
+            let inside: u64 = r.iter().map(|f| f.matches('\n').count() as u64).sum();
+            let line = (self.csv.position().line().saturating_sub(inside + 1)).max(before.line());
+            let f: Vec<String> = r.iter().map(|f| f.trim().to_string()).collect();
+            if f.len() > 1 || !f[0].is_empty() {
+                return Some(Ok((line as usize, f)));
+            }
         }
     }
 }
 
+impl<R: std::io::Read> Iterator for TableRows<R> {
+    type Item = Result<Imported, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_record()?.and_then(|(n, f)| self.row(n, f)))
+    }
+}
+
 impl<R> TableRows<R> {
-    fn row(&mut self, n: usize, line: &str) -> Result<Imported, String> {
+    fn row(&mut self, n: usize, f: Vec<String>) -> Result<Imported, String> {
         let cols = &self.cols;
-        let f = csv_fields(line);
         if f.len() != cols.len() {
             return Err(format!(
                 "line {n}: {} fields, the header has {}",
@@ -838,9 +837,25 @@ mod tests {
             "a"
         );
         let endless = std::io::Read::take(std::io::repeat(b'x'), 1 << 30);
-        let e = table(std::io::BufReader::new(endless), "t").unwrap_err();
+        let e = table(endless, "t").unwrap_err();
         assert!(e.contains("line 1: longer than 1 MiB"), "{e}");
         let e = table(&b"test,mb_s\na,\xff\n"[..], "t");
         assert!(e.unwrap_err().contains("line 2: not UTF-8"));
+    }
+
+    #[test]
+    fn quoted_fields_may_hold_newlines_and_commas() {
+        let t = "test,group,mb_s\n\"read,\n4k\",\"a \"\"b\"\", c\",120\n\nw,,\"8\"\n";
+        let r = table(t.as_bytes(), "t.csv").unwrap();
+        assert_eq!(r[0].name, "read,\n4k");
+        assert_eq!(r[0].group.as_deref(), Some("a \"b\", c"));
+        assert_eq!(r[0].doc.metrics["mb_s"], 120.0);
+        assert_eq!((r[1].name.as_str(), r[1].group.as_deref()), ("w", None));
+        // Errors name the line a record starts on, past quoted newlines
+        // and blank lines.
+        let e = table("test,mb_s\n\"a\nb\",1\n\nc,fast\n".as_bytes(), "t").unwrap_err();
+        assert!(e.starts_with("line 5: column 'mb_s'"), "{e}");
+        let e = table("test,mb_s\n\"a\nb\",1,2\n".as_bytes(), "t").unwrap_err();
+        assert!(e.starts_with("line 2: 3 fields"), "{e}");
     }
 }
