@@ -1,14 +1,18 @@
-//! Suite files (TOML, docs/suites.md): parsing, checks with file, line and
-//! key, and expansion of swept parameters into jobs.
+//! Suite files (TOML, docs/suites.md): read through serde structs that
+//! reject unknown keys and keep each value's place in the file, checked
+//! with file, line and key, and expanded (swept parameters) into jobs.
 
 use crate::select::Rule;
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
 use iotoll_net::{ClientSpec, Dir, TestKind};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, IgnoredAny};
+use std::collections::HashSet;
+use std::ops::Range;
 use std::time::Duration;
-use toml::Value;
-
+use toml::de::{DeTable, DeValue, ValueDeserializer};
+use toml::{Spanned, Value};
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteError {
     pub file: String,
@@ -91,54 +95,128 @@ impl Suite {
 /// would take memory and time before anything runs.
 pub const MAX_TESTS: usize = 10_000;
 
-const SUITE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "reps",
-    "select",
-    "repeatability_pct",
-    "rerun",
-    "interference_pct",
-    "cpu_threshold_pct",
-    "ramp",
-    "time",
-    "test",
-];
-/// Keys any test may set, which are not workload parameters.
-const META_KEYS: &[&str] = &[
-    "name",
-    "kind",
-    "group",
-    "reps",
-    "select",
-    "repeatability_pct",
-    "rerun",
-    "interference_pct",
-    "ramp",
-    "time",
-];
-const DISK_KEYS: &[&str] = &[
-    "spec",
-    "bs",
-    "read",
-    "random",
-    "qd",
-    "workers",
-    "size",
-    "offset",
-    "align",
-    "burst_delay",
-    "burst_len",
-    "engine",
-    "buffered",
-];
-const STREAM_KEYS: &[&str] = &["dir", "conns", "msg", "sockbuf", "nodelay", "threads"];
-const RR_KEYS: &[&str] = &[
-    "conns", "req", "resp", "size", "burst", "sockbuf", "nodelay", "threads",
-];
+/// A value as written, with its place in the file. Values stay raw TOML
+/// until checked, so that each error says what was wrong with the value
+/// ("expected a whole number, got \"deep\"") in the file's words.
+type Raw = Spanned<Value>;
 
-/// The line of `key` inside the `idx`-th `[[test]]` block (or the top of
-/// the file), for error messages.
+/// A workload parameter as written: one value, or a list of values to sweep.
+struct Sweep {
+    span: Range<usize>,
+    values: Vec<Value>,
+}
+
+impl<'de> Deserialize<'de> for Sweep {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Raw::deserialize(d)?;
+        let span = raw.span();
+        let values = match raw.into_inner() {
+            Value::Array(a) => a,
+            one => vec![one],
+        };
+        Ok(Sweep { span, values })
+    }
+}
+
+/// The suite's own keys. The defaults it gives its tests are read by
+/// `Defaults` and the tests by kind (`DiskTest`, ...): here they are only
+/// known, so that any other key is refused.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SuiteKeys {
+    name: Option<Raw>,
+    description: Option<Raw>,
+    reps: Option<IgnoredAny>,
+    select: Option<IgnoredAny>,
+    repeatability_pct: Option<IgnoredAny>,
+    rerun: Option<IgnoredAny>,
+    interference_pct: Option<IgnoredAny>,
+    cpu_threshold_pct: Option<Raw>,
+    ramp: Option<IgnoredAny>,
+    time: Option<IgnoredAny>,
+    test: Option<IgnoredAny>,
+}
+
+/// Keys a test may set, else takes from the suite.
+#[derive(serde::Deserialize)]
+struct Defaults {
+    reps: Option<Raw>,
+    select: Option<Raw>,
+    repeatability_pct: Option<Raw>,
+    rerun: Option<Raw>,
+    interference_pct: Option<Raw>,
+    ramp: Option<Raw>,
+    time: Option<Raw>,
+}
+
+/// What a test is, read before its kind says which keys it may have.
+#[derive(serde::Deserialize)]
+struct Head {
+    name: Option<Raw>,
+    kind: Option<Raw>,
+    group: Option<Raw>,
+}
+
+/// A test table of one kind: the keys every test takes (read by `Head` and
+/// `Defaults`), then the kind's parameters, which are its command-line flags
+/// and are listed in the order expanded names show swept values.
+macro_rules! test_table {
+    ($ty:ident: $($param:ident),+) => {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct $ty {
+            name: Option<IgnoredAny>,
+            kind: Option<IgnoredAny>,
+            group: Option<IgnoredAny>,
+            reps: Option<IgnoredAny>,
+            select: Option<IgnoredAny>,
+            repeatability_pct: Option<IgnoredAny>,
+            rerun: Option<IgnoredAny>,
+            interference_pct: Option<IgnoredAny>,
+            ramp: Option<IgnoredAny>,
+            time: Option<IgnoredAny>,
+            $($param: Option<Sweep>,)+
+        }
+        impl $ty {
+            const PARAMS: &[&str] = &[$(stringify!($param)),+];
+            fn params(self) -> Vec<(&'static str, Sweep)> {
+                [$((stringify!($param), self.$param)),+]
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k, v?)))
+                    .collect()
+            }
+        }
+    };
+}
+test_table!(DiskTest: spec, bs, read, random, qd, workers, size, offset, align, burst_delay, burst_len, engine, buffered);
+test_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
+test_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
+
+/// A test's parameters, or serde's error with the keys its kind knows.
+#[allow(clippy::type_complexity)]
+fn kind_params(
+    kind: Kind,
+    t: &Spanned<DeValue>,
+) -> (
+    Result<Vec<(&'static str, Sweep)>, toml::de::Error>,
+    &'static [&'static str],
+) {
+    match kind {
+        Kind::Disk => (read::<DiskTest>(t).map(DiskTest::params), DiskTest::PARAMS),
+        Kind::NetStream => (
+            read::<StreamTest>(t).map(StreamTest::params),
+            StreamTest::PARAMS,
+        ),
+        Kind::NetRr => (read::<RrTest>(t).map(RrTest::params), RrTest::PARAMS),
+    }
+}
+
+fn read<T: DeserializeOwned>(v: &Spanned<DeValue>) -> Result<T, toml::de::Error> {
+    T::deserialize(ValueDeserializer::from(v.clone()))
+}
+
 /// "--burst-len 0 (--bs 4k)" as a suite file says it: "burst_len 0 (bs 4k)".
 fn flags_as_keys(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len());
@@ -156,57 +234,61 @@ fn flags_as_keys(msg: &str) -> String {
     out
 }
 
-fn key_line(text: &str, idx: Option<usize>, key: &str) -> Option<usize> {
-    let mut block: Option<usize> = None;
-    let mut seen = 0;
-    for (n, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with("[[test]]") {
-            block = Some(seen);
-            seen += 1;
-            if key.is_empty() && block == idx {
-                return Some(n + 1);
-            }
-            continue;
-        }
-        if block == idx {
-            if let Some((k, _)) = t.split_once('=') {
-                if k.trim().trim_matches('"') == key {
-                    return Some(n + 1);
-                }
-            }
-        }
-    }
-    None
-}
-
 struct Ctx<'a> {
     file: &'a str,
     text: &'a str,
 }
 
 impl Ctx<'_> {
+    fn err(
+        &self,
+        at: Option<Range<usize>>,
+        key: Option<&str>,
+        msg: impl Into<String>,
+    ) -> SuiteError {
+        let line = |offset: usize| {
+            let before = &self.text.as_bytes()[..offset.min(self.text.len())];
+            before.iter().filter(|b| **b == b'\n').count() + 1
+        };
+        SuiteError {
+            file: self.file.to_string(),
+            line: at.map(|s| line(s.start)),
+            key: key.map(str::to_string),
+            msg: msg.into(),
+        }
+    }
+
+    fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
+        self.err(Some(v.span()), Some(key), msg)
+    }
+
+    /// A serde error in today's words: an unknown key is named, on its line,
+    /// with the keys that are known there (`known` gets serde's list).
+    fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
+        let unknown = e
+            .message()
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split_once("`, expected "));
+        match unknown {
+            Some((key, expected)) => self.err(e.span(), Some(key), known(expected)),
+            None => self.err(e.span(), None, e.message()),
+        }
+    }
+
     /// An engine's validation error, which speaks of command-line flags
     /// ("--qd must be ..."), told in the file's terms: the key it is about,
-    /// on that key's line, in the words of the file (`qd`, `burst_len`).
-    fn invalid(&self, idx: Option<usize>, msg: &str) -> SuiteError {
+    /// on that key's line (else the test's), in the words of the file.
+    fn invalid(&self, test: &Test, msg: &str) -> SuiteError {
         let key = msg
             .strip_prefix("--")
             .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
             .and_then(|mut words| words.next())
             .map(|flag| flag.replace('-', "_"));
-        self.err(idx, key.as_deref(), flags_as_keys(msg))
-    }
-
-    fn err(&self, idx: Option<usize>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
-        SuiteError {
-            file: self.file.to_string(),
-            line: key
-                .and_then(|k| key_line(self.text, idx, k))
-                .or_else(|| idx.and_then(|i| key_line(self.text, Some(i), ""))),
-            key: key.map(str::to_string),
-            msg: msg.into(),
-        }
+        let at = key
+            .as_deref()
+            .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
+            .map_or(test.header.clone(), |(_, s)| s.span.clone());
+        self.err(Some(at), key.as_deref(), flags_as_keys(msg))
     }
 }
 
@@ -242,6 +324,10 @@ fn as_duration(v: &Value) -> Result<Duration, String> {
     parse_duration(as_str(v)?).map_err(|e| e.to_string())
 }
 
+fn as_number(v: &Value) -> Option<f64> {
+    v.as_float().or(v.as_integer().map(|i| i as f64))
+}
+
 fn pct(v: &Value) -> Result<u32, String> {
     let p = as_u32(v)?;
     if p > 100 {
@@ -255,7 +341,6 @@ fn cores() -> u32 {
         .map(|n| n.get() as u32)
         .unwrap_or(1)
 }
-
 fn apply_disk(s: &mut DiskSpec, key: &str, v: &Value) -> Result<(), String> {
     match key {
         "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
@@ -315,344 +400,58 @@ fn value_label(v: &Value) -> String {
     }
 }
 
+/// A [[test]] once checked: what each of its jobs is built from.
+struct Test {
+    name: String,
+    name_at: Range<usize>,
+    /// The `[[test]]` line: where errors about the whole test point.
+    header: Range<usize>,
+    kind: Kind,
+    group: String,
+    group_at: Range<usize>,
+    params: Vec<(&'static str, Sweep)>,
+    set: Settings,
+}
+
+/// What a test sets, else takes from the suite, else the default.
+struct Settings {
+    reps: u32,
+    rerun: u32,
+    repeatability_pct: f64,
+    interference_pct: f64,
+    rule: Rule,
+    metric: String,
+    ramp: Option<Duration>,
+    time: Option<Duration>,
+}
+
 /// Parses and expands a suite. `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let cx = Ctx { file, text };
-    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-        SuiteError {
-            file: file.to_string(),
-            line,
-            key: None,
-            msg: e.message().to_string(),
-        }
+    let root = cx.document()?;
+    let keys: SuiteKeys = read(&root).map_err(|e| {
+        cx.de_err(e, |known| {
+            let known = known.trim_start_matches("one of ").replace('`', "");
+            format!("unknown suite key; known: {known}")
+        })
     })?;
-    for k in doc.keys() {
-        if !SUITE_KEYS.contains(&k.as_str()) {
-            return Err(cx.err(
-                None,
-                Some(k),
-                format!("unknown suite key; known: {}", SUITE_KEYS.join(", ")),
-            ));
-        }
-    }
-    let top = |k: &str| doc.get(k);
-    let name = match top("name") {
-        Some(v) => as_str(v)
-            .map_err(|m| cx.err(None, Some("name"), m))?
-            .to_string(),
-        None => return Err(cx.err(None, None, "the suite has no name = \"...\"")),
-    };
-    if name.contains(char::is_control) {
-        return Err(cx.err(
-            None,
-            Some("name"),
-            "a suite name must not contain control characters",
-        ));
-    }
-    let description = top("description")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    let cpu_threshold_pct = match top("cpu_threshold_pct") {
+    let name = cx.suite_name(keys.name)?;
+    let description = keys
+        .description
+        .and_then(|v| v.into_inner().as_str().map(str::to_string));
+    let cpu_threshold_pct = match &keys.cpu_threshold_pct {
         Some(v) => Some(
-            v.as_float()
-                .or(v.as_integer().map(|i| i as f64))
-                .ok_or_else(|| cx.err(None, Some("cpu_threshold_pct"), "expected a number"))?,
+            as_number(v.get_ref())
+                .ok_or_else(|| cx.at(v, "cpu_threshold_pct", "expected a number"))?,
         ),
         None => None,
     };
-    let tests = match top("test") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) | None => {
-            return Err(cx.err(None, None, "the suite has no [[test]]"))
-        }
-        Some(_) => return Err(cx.err(None, Some("test"), "expected [[test]] tables")),
-    };
-
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut names: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let mut base_names: Vec<String> = Vec::new();
-    for (idx, t) in tests.iter().enumerate() {
-        let i = Some(idx);
-        let Value::Table(t) = t else {
-            return Err(cx.err(i, None, "a [[test]] must be a table"));
-        };
-        // Per-test value, else the suite's.
-        let get = |k: &str| {
-            t.get(k)
-                .map(|v| (v, i))
-                .or_else(|| doc.get(k).map(|v| (v, None)))
-        };
-        let tname = match t.get("name") {
-            Some(v) => as_str(v)
-                .map_err(|m| cx.err(i, Some("name"), m))?
-                .to_string(),
-            None => return Err(cx.err(i, None, "this [[test]] has no name")),
-        };
-        if tname.is_empty() || tname.contains(['/', ',']) || tname.contains(char::is_control) {
-            return Err(cx.err(
-                i,
-                Some("name"),
-                "a test name must be non-empty, without '/', ',' or control characters",
-            ));
-        }
-        if base_names.contains(&tname) {
-            return Err(cx.err(i, Some("name"), format!("duplicate test name '{tname}'")));
-        }
-        base_names.push(tname.clone());
-        let kind: Kind = match t.get("kind") {
-            Some(v) => as_str(v)
-                .and_then(str::parse)
-                .map_err(|m| cx.err(i, Some("kind"), m))?,
-            None => {
-                return Err(cx.err(
-                    i,
-                    None,
-                    format!("test '{tname}' has no kind ({})", Kind::names()),
-                ))
-            }
-        };
-        let params_allowed = match kind {
-            Kind::Disk => DISK_KEYS,
-            Kind::NetStream => STREAM_KEYS,
-            Kind::NetRr => RR_KEYS,
-        };
-        let default_metric = kind.headline();
-        for k in t.keys() {
-            if !META_KEYS.contains(&k.as_str()) && !params_allowed.contains(&k.as_str()) {
-                return Err(cx.err(
-                    i,
-                    Some(k),
-                    format!(
-                        "unknown key for a {kind} test; known: {}",
-                        params_allowed.join(", ")
-                    ),
-                ));
-            }
-        }
-        let reps = match get("reps") {
-            Some((v, at)) => as_u32(v)
-                .ok()
-                .filter(|r| *r >= 1)
-                .ok_or_else(|| cx.err(at, Some("reps"), "expected a whole number of at least 1"))?,
-            None => 1,
-        };
-        let rerun = match get("rerun") {
-            Some((v, at)) => as_u32(v).map_err(|m| cx.err(at, Some("rerun"), m))?,
-            None => 0,
-        };
-        let repeatability_pct = match get("repeatability_pct") {
-            Some((v, at)) => v
-                .as_float()
-                .or(v.as_integer().map(|x| x as f64))
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| {
-                    cx.err(
-                        at,
-                        Some("repeatability_pct"),
-                        "expected a number of 0 or more",
-                    )
-                })?,
-            None => 5.0,
-        };
-        let interference_pct = match get("interference_pct") {
-            Some((v, at)) => v
-                .as_float()
-                .or(v.as_integer().map(|x| x as f64))
-                .filter(|x| (0.0..=100.0).contains(x))
-                .ok_or_else(|| {
-                    cx.err(
-                        at,
-                        Some("interference_pct"),
-                        "expected a number from 0 to 100 (% of the host's CPU)",
-                    )
-                })?,
-            None => iotoll_model::result::DEFAULT_INTERFERENCE_PCT,
-        };
-        let rule = match get("select") {
-            Some((v, at)) => Rule::parse(
-                as_str(v).map_err(|m| cx.err(at, Some("select"), m))?,
-                default_metric,
-            )
-            .map_err(|m| cx.err(at, Some("select"), m))?,
-            None => Rule::Median(default_metric.to_string()),
-        };
-        let metric = match &rule {
-            Rule::Median(m) => m.clone(),
-            _ => default_metric.to_string(),
-        };
-        if !iotoll_model::metrics::produces(kind, &metric) {
-            let at = get("select").and_then(|x| x.1);
-            return Err(cx.err(
-                at.or(i),
-                Some("select"),
-                format!("a {kind} test has no metric '{metric}' to select by"),
-            ));
-        }
-        let dur = |k: &str| -> Result<Option<Duration>, SuiteError> {
-            match get(k) {
-                Some((v, at)) => as_duration(v).map(Some).map_err(|m| cx.err(at, Some(k), m)),
-                None => Ok(None),
-            }
-        };
-        let ramp = dur("ramp")?;
-        let time = dur("time")?;
-        if time == Some(Duration::ZERO) {
-            return Err(cx.err(
-                get("time").and_then(|x| x.1),
-                Some("time"),
-                "must be positive",
-            ));
-        }
-
-        // Parameters: a list is a sweep; `spec` is applied first so that
-        // explicit keys override the spec's values.
-        let mut keys: Vec<(&String, Vec<&Value>)> = Vec::new();
-        for (k, v) in t
-            .iter()
-            .filter(|(k, _)| params_allowed.contains(&k.as_str()))
-        {
-            let vals: Vec<&Value> = match v {
-                Value::Array(a) if a.is_empty() => {
-                    return Err(cx.err(i, Some(k), "empty sweep: give at least one value"))
-                }
-                Value::Array(a) => a.iter().collect(),
-                one => vec![one],
-            };
-            keys.push((k, vals));
-        }
-        keys.sort_by_key(|(k, _)| {
-            (
-                k.as_str() != "spec",
-                params_allowed.iter().position(|p| p == k),
-            )
-        });
-        let swept: Vec<&str> = keys
-            .iter()
-            .filter(|(_, v)| v.len() > 1)
-            .map(|(k, _)| k.as_str())
-            .collect();
-        let group_tpl = match t.get("group") {
-            Some(v) => as_str(v)
-                .map_err(|m| cx.err(i, Some("group"), m))?
-                .to_string(),
-            None => tname.clone(),
-        };
-
-        // Counted before anything is expanded: a sweep of a million
-        // combinations is refused at once, not built.
-        let combos = keys
-            .iter()
-            .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()))
-            .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
-            .ok_or_else(|| {
-                let total = keys
-                    .iter()
-                    .fold(1f64, |acc, (_, v)| acc * v.len() as f64);
-                cx.err(
-                    i,
-                    None,
-                    format!(
-                        "test '{tname}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
-                        units::format_number(total),
-                        keys.iter()
-                            .filter(|(_, v)| v.len() > 1)
-                            .map(|(k, v)| format!("{k}: {}", v.len()))
-                            .collect::<Vec<_>>()
-                            .join(" x ")
-                    ),
-                )
-            })?;
-        jobs.reserve(combos);
-        for n in 0..combos {
-            // Mixed-radix digits of n pick one value per key.
-            let mut rest = n;
-            let mut pick: Vec<(&str, &Value)> = Vec::with_capacity(keys.len());
-            for (k, vals) in keys.iter().rev() {
-                pick.push((k.as_str(), vals[rest % vals.len()]));
-                rest /= vals.len();
-            }
-            pick.reverse();
-            let mut params = serde_json::Map::new();
-            let net = |kind| {
-                JobSpec::Net(ClientSpec {
-                    kind,
-                    ..ClientSpec::default()
-                })
-            };
-            let mut spec = match kind {
-                Kind::Disk => JobSpec::Disk(DiskSpec::default()),
-                Kind::NetStream => net(TestKind::Stream),
-                Kind::NetRr => net(TestKind::Rr),
-            };
-            for (k, v) in &pick {
-                let r = match &mut spec {
-                    JobSpec::Disk(d) => apply_disk(d, k, v),
-                    JobSpec::Net(c) => apply_net(c, k, v),
-                };
-                r.map_err(|m| cx.err(i, Some(k), m))?;
-                params.insert(k.to_string(), value_json(v));
-            }
-            match &mut spec {
-                JobSpec::Disk(d) => {
-                    d.ramp = ramp.unwrap_or(d.ramp);
-                    d.time = time.unwrap_or(d.time);
-                    d.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
-                }
-                JobSpec::Net(c) => {
-                    c.ramp = ramp.unwrap_or(c.ramp);
-                    c.time = time.unwrap_or(c.time);
-                    c.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
-                }
-            }
-            let label = |k: &str| {
-                pick.iter()
-                    .find(|(pk, _)| *pk == k)
-                    .map(|(_, v)| value_label(v))
-            };
-            let suffix: Vec<String> = swept
-                .iter()
-                .filter_map(|k| label(k).map(|v| format!("{k}={v}")))
-                .collect();
-            let name = if suffix.is_empty() {
-                tname.clone()
-            } else {
-                format!("{tname}/{}", suffix.join(","))
-            };
-            let mut group = group_tpl.clone();
-            for (k, v) in &pick {
-                group = group.replace(&format!("{{{k}}}"), &value_label(v));
-            }
-            if let Some(open) = group.find('{') {
-                return Err(cx.err(
-                    i,
-                    Some("group"),
-                    format!("'{}' names no parameter of this test", &group[open..]),
-                ));
-            }
-            if !names.insert(name.clone()) {
-                return Err(cx.err(
-                    i,
-                    Some("name"),
-                    format!("duplicate test name '{name}' after expansion"),
-                ));
-            }
-            jobs.push(Job {
-                name,
-                group,
-                kind,
-                spec,
-                params: serde_json::Value::Object(params),
-                reps,
-                rule: rule.clone(),
-                metric: metric.clone(),
-                repeatability_pct,
-                rerun,
-                interference_pct,
-            });
-        }
+    let defaults: Defaults = cx.lenient(&root)?;
+    let mut jobs = Vec::new();
+    let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
+    for t in cx.tests(&root)? {
+        let test = cx.test(t, &defaults, &mut base_names)?;
+        cx.expand(&test, &mut jobs, &mut names)?;
     }
     Ok(Suite {
         name,
@@ -661,6 +460,297 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         cpu_threshold_pct,
         jobs,
     })
+}
+
+impl<'a> Ctx<'a> {
+    /// The file as a tree of values that know their place in it.
+    fn document(&self) -> Result<Spanned<DeValue<'a>>, SuiteError> {
+        let root = DeTable::parse(self.text).map_err(|e| self.err(e.span(), None, e.message()))?;
+        Ok(Spanned::new(root.span(), DeValue::Table(root.into_inner())))
+    }
+
+    /// For structs that take some of a table's keys and leave the rest.
+    fn lenient<T: DeserializeOwned>(&self, v: &Spanned<DeValue>) -> Result<T, SuiteError> {
+        read(v).map_err(|e| self.err(e.span(), None, e.message()))
+    }
+
+    fn suite_name(&self, name: Option<Raw>) -> Result<String, SuiteError> {
+        let Some(v) = name else {
+            return Err(self.err(None, None, "the suite has no name = \"...\""));
+        };
+        let name = as_str(v.get_ref()).map_err(|m| self.at(&v, "name", m))?;
+        if name.contains(char::is_control) {
+            let msg = "a suite name must not contain control characters";
+            return Err(self.at(&v, "name", msg));
+        }
+        Ok(name.to_string())
+    }
+
+    fn tests<'d>(
+        &self,
+        root: &'d Spanned<DeValue<'a>>,
+    ) -> Result<Vec<&'d Spanned<DeValue<'a>>>, SuiteError> {
+        match root.get_ref().as_table().and_then(|t| t.get("test")) {
+            Some(t) => match t.get_ref() {
+                DeValue::Array(a) if !a.is_empty() => Ok(a.iter().collect()),
+                DeValue::Array(_) => Err(self.err(None, None, "the suite has no [[test]]")),
+                _ => Err(self.err(Some(t.span()), Some("test"), "expected [[test]] tables")),
+            },
+            None => Err(self.err(None, None, "the suite has no [[test]]")),
+        }
+    }
+
+    /// Checks one [[test]]: its name, its kind, the keys that kind takes
+    /// and the settings it ends up with.
+    fn test(
+        &self,
+        t: &Spanned<DeValue>,
+        suite: &Defaults,
+        seen: &mut HashSet<String>,
+    ) -> Result<Test, SuiteError> {
+        let header = t.span();
+        if !t.get_ref().is_table() {
+            return Err(self.err(Some(header), None, "a [[test]] must be a table"));
+        }
+        let head: Head = self.lenient(t)?;
+        let Some(name_v) = head.name else {
+            return Err(self.err(Some(header), None, "this [[test]] has no name"));
+        };
+        let name = as_str(name_v.get_ref()).map_err(|m| self.at(&name_v, "name", m))?;
+        if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
+            let msg = "a test name must be non-empty, without '/', ',' or control characters";
+            return Err(self.at(&name_v, "name", msg));
+        }
+        if !seen.insert(name.to_string()) {
+            let msg = format!("duplicate test name '{name}'");
+            return Err(self.at(&name_v, "name", msg));
+        }
+        let kind: Kind = match &head.kind {
+            Some(v) => as_str(v.get_ref())
+                .and_then(str::parse)
+                .map_err(|m| self.at(v, "kind", m))?,
+            None => {
+                let msg = format!("test '{name}' has no kind ({})", Kind::names());
+                return Err(self.err(Some(header), None, msg));
+            }
+        };
+        let (params, known) = kind_params(kind, t);
+        let params = params.map_err(|e| {
+            self.de_err(e, |_| {
+                format!("unknown key for a {kind} test; known: {}", known.join(", "))
+            })
+        })?;
+        let set = self.settings(kind, &self.lenient(t)?, suite, &header)?;
+        if let Some((k, s)) = params.iter().find(|(_, s)| s.values.is_empty()) {
+            let msg = "empty sweep: give at least one value";
+            return Err(self.err(Some(s.span.clone()), Some(k), msg));
+        }
+        let (group, group_at) = match &head.group {
+            Some(g) => (
+                as_str(g.get_ref()).map_err(|m| self.at(g, "group", m))?,
+                g.span(),
+            ),
+            None => (name, header.clone()),
+        };
+        Ok(Test {
+            name: name.to_string(),
+            name_at: name_v.span(),
+            header,
+            kind,
+            group: group.to_string(),
+            group_at,
+            params,
+            set,
+        })
+    }
+
+    /// Each setting from the test, else the suite; an error points at the
+    /// value that was used.
+    fn settings(
+        &self,
+        kind: Kind,
+        test: &Defaults,
+        suite: &Defaults,
+        header: &Range<usize>,
+    ) -> Result<Settings, SuiteError> {
+        let get = |key: fn(&Defaults) -> &Option<Raw>| key(test).as_ref().or(key(suite).as_ref());
+        let reps = match get(|d| &d.reps) {
+            Some(v) => as_u32(v.get_ref())
+                .ok()
+                .filter(|r| *r >= 1)
+                .ok_or_else(|| self.at(v, "reps", "expected a whole number of at least 1"))?,
+            None => 1,
+        };
+        let rerun = match get(|d| &d.rerun) {
+            Some(v) => as_u32(v.get_ref()).map_err(|m| self.at(v, "rerun", m))?,
+            None => 0,
+        };
+        let repeatability_pct = match get(|d| &d.repeatability_pct) {
+            Some(v) => as_number(v.get_ref())
+                .filter(|x| *x >= 0.0)
+                .ok_or_else(|| self.at(v, "repeatability_pct", "expected a number of 0 or more"))?,
+            None => 5.0,
+        };
+        let interference_pct = match get(|d| &d.interference_pct) {
+            Some(v) => as_number(v.get_ref())
+                .filter(|x| (0.0..=100.0).contains(x))
+                .ok_or_else(|| {
+                    let msg = "expected a number from 0 to 100 (% of the host's CPU)";
+                    self.at(v, "interference_pct", msg)
+                })?,
+            None => iotoll_model::result::DEFAULT_INTERFERENCE_PCT,
+        };
+        let headline = kind.headline();
+        let rule = match get(|d| &d.select) {
+            Some(v) => as_str(v.get_ref())
+                .and_then(|s| Rule::parse(s, headline))
+                .map_err(|m| self.at(v, "select", m))?,
+            None => Rule::Median(headline.to_string()),
+        };
+        let metric = match &rule {
+            Rule::Median(m) => m.clone(),
+            _ => headline.to_string(),
+        };
+        if !iotoll_model::metrics::produces(kind, &metric) {
+            // A suite-wide rule this test cannot follow: the test is named.
+            let at = test.select.as_ref().map_or(header.clone(), Raw::span);
+            let msg = format!("a {kind} test has no metric '{metric}' to select by");
+            return Err(self.err(Some(at), Some("select"), msg));
+        }
+        let dur = |key: &str, v: Option<&Raw>| {
+            v.map(|v| as_duration(v.get_ref()).map_err(|m| self.at(v, key, m)))
+                .transpose()
+        };
+        let ramp = dur("ramp", get(|d| &d.ramp))?;
+        let time = dur("time", get(|d| &d.time))?;
+        if let (Some(Duration::ZERO), Some(v)) = (time, get(|d| &d.time)) {
+            return Err(self.at(v, "time", "must be positive"));
+        }
+        Ok(Settings {
+            reps,
+            rerun,
+            repeatability_pct,
+            interference_pct,
+            rule,
+            metric,
+            ramp,
+            time,
+        })
+    }
+
+    /// Adds the test's jobs, one per combination of swept values. They are
+    /// counted before any is built: a sweep of a million combinations is
+    /// refused at once, not built.
+    fn expand(
+        &self,
+        test: &Test,
+        jobs: &mut Vec<Job>,
+        names: &mut HashSet<String>,
+    ) -> Result<(), SuiteError> {
+        let lens = || test.params.iter().map(|(_, s)| s.values.len());
+        let combos = lens()
+            .try_fold(1usize, |acc, n| acc.checked_mul(n))
+            .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
+            .ok_or_else(|| {
+                let total = lens().fold(1f64, |acc, n| acc * n as f64);
+                let swept: Vec<String> = (test.params.iter())
+                    .filter(|(_, s)| s.values.len() > 1)
+                    .map(|(k, s)| format!("{k}: {}", s.values.len()))
+                    .collect();
+                let msg = format!(
+                    "test '{}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
+                    test.name,
+                    units::format_number(total),
+                    swept.join(" x ")
+                );
+                self.err(Some(test.header.clone()), None, msg)
+            })?;
+        jobs.reserve(combos);
+        for n in 0..combos {
+            let job = self.job(test, n)?;
+            if !names.insert(job.name.clone()) {
+                let msg = format!("duplicate test name '{}' after expansion", job.name);
+                return Err(self.err(Some(test.name_at.clone()), Some("name"), msg));
+            }
+            jobs.push(job);
+        }
+        Ok(())
+    }
+
+    /// The test's `n`th combination: the mixed-radix digits of `n` pick one
+    /// value per parameter.
+    fn job(&self, test: &Test, n: usize) -> Result<Job, SuiteError> {
+        let mut rest = n;
+        let mut pick: Vec<(&str, &Value, &Sweep)> = Vec::with_capacity(test.params.len());
+        for (k, s) in test.params.iter().rev() {
+            pick.push((k, &s.values[rest % s.values.len()], s));
+            rest /= s.values.len();
+        }
+        pick.reverse();
+        let net = |kind| {
+            JobSpec::Net(ClientSpec {
+                kind,
+                ..ClientSpec::default()
+            })
+        };
+        let mut spec = match test.kind {
+            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+            Kind::NetStream => net(TestKind::Stream),
+            Kind::NetRr => net(TestKind::Rr),
+        };
+        let mut params = serde_json::Map::new();
+        for (k, v, s) in &pick {
+            let applied = match &mut spec {
+                JobSpec::Disk(d) => apply_disk(d, k, v),
+                JobSpec::Net(c) => apply_net(c, k, v),
+            };
+            applied.map_err(|m| self.err(Some(s.span.clone()), Some(k), m))?;
+            params.insert(k.to_string(), value_json(v));
+        }
+        let Settings { ramp, time, .. } = test.set;
+        let valid = match &mut spec {
+            JobSpec::Disk(d) => {
+                (d.ramp, d.time) = (ramp.unwrap_or(d.ramp), time.unwrap_or(d.time));
+                d.validate().map_err(|e| e.to_string())
+            }
+            JobSpec::Net(c) => {
+                (c.ramp, c.time) = (ramp.unwrap_or(c.ramp), time.unwrap_or(c.time));
+                c.validate().map_err(|e| e.to_string())
+            }
+        };
+        valid.map_err(|m| self.invalid(test, &m))?;
+        let suffix: Vec<String> = (pick.iter())
+            .filter(|(_, _, s)| s.values.len() > 1)
+            .map(|(k, v, _)| format!("{k}={}", value_label(v)))
+            .collect();
+        let name = if suffix.is_empty() {
+            test.name.clone()
+        } else {
+            format!("{}/{}", test.name, suffix.join(","))
+        };
+        let mut group = test.group.clone();
+        for (k, v, _) in &pick {
+            group = group.replace(&format!("{{{k}}}"), &value_label(v));
+        }
+        if let Some(open) = group.find('{') {
+            let msg = format!("'{}' names no parameter of this test", &group[open..]);
+            return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
+        }
+        let set = &test.set;
+        Ok(Job {
+            name,
+            group,
+            kind: test.kind,
+            spec,
+            params: serde_json::Value::Object(params),
+            reps: set.reps,
+            rule: set.rule.clone(),
+            metric: set.metric.clone(),
+            repeatability_pct: set.repeatability_pct,
+            rerun: set.rerun,
+            interference_pct: set.interference_pct,
+        })
+    }
 }
 
 #[cfg(test)]
