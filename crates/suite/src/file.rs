@@ -7,12 +7,12 @@ use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
 use iotoll_net::{ClientSpec, Dir, TestKind};
-use serde::de::{Deserialize, DeserializeOwned, Deserializer, IgnoredAny};
+use serde::de::{DeserializeOwned, IgnoredAny};
 use std::collections::HashSet;
-use std::ops::Range;
 use std::time::Duration;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 use toml::{Spanned, Value};
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteError {
     pub file: String,
@@ -41,6 +41,73 @@ impl std::error::Error for SuiteError {}
 pub enum JobSpec {
     Disk(DiskSpec),
     Net(ClientSpec),
+}
+
+impl JobSpec {
+    /// Replaces the ramp-up and/or the window.
+    pub fn set_durations(&mut self, ramp: Option<Duration>, time: Option<Duration>) {
+        let (r, t) = match self {
+            JobSpec::Disk(d) => (&mut d.ramp, &mut d.time),
+            JobSpec::Net(c) => (&mut c.ramp, &mut c.time),
+        };
+        *r = ramp.unwrap_or(*r);
+        *t = time.unwrap_or(*t);
+    }
+
+    /// The engine's own checks, in its words (command-line flags).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            JobSpec::Disk(d) => d.validate().map_err(|e| e.to_string()),
+            JobSpec::Net(c) => c.validate().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Sets a suite file's parameter `key`.
+    fn apply(&mut self, key: &str, v: &Value) -> Result<(), String> {
+        match self {
+            JobSpec::Disk(s) => match key {
+                "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
+                "bs" => s.bs = as_size(v)?,
+                "read" => s.read_pct = pct(v)?,
+                "random" => s.random_pct = pct(v)?,
+                "qd" => s.qd = as_u32(v)?,
+                // 0: one worker per CPU core.
+                "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
+                "size" => s.size = Some(as_size(v)?),
+                "offset" => s.offset = as_size(v)?,
+                "align" => s.align = Some(as_size(v)?),
+                "burst_delay" => s.burst_delay = as_duration(v)?,
+                "burst_len" => s.burst_len = as_u32(v)?,
+                "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
+                "buffered" => s.buffered = as_bool(v)?,
+                _ => return Err("not a disk parameter".into()),
+            },
+            JobSpec::Net(s) => match key {
+                "dir" => {
+                    s.dir = match as_str(v)? {
+                        "tx" => Dir::Tx,
+                        "rx" => Dir::Rx,
+                        "bidir" => Dir::Bidir,
+                        d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
+                    }
+                }
+                "conns" => s.conns = as_u32(v)?,
+                "msg" => s.msg = as_size(v)?,
+                "sockbuf" => s.sockbuf = Some(as_size(v)?),
+                "nodelay" => s.nodelay = as_bool(v)?,
+                "threads" => s.threads = Some(as_u32(v)? as usize).filter(|t| *t > 0),
+                "req" => s.req = as_size(v)?,
+                "resp" => s.resp = as_size(v)?,
+                "size" => {
+                    s.req = as_size(v)?;
+                    s.resp = s.req;
+                }
+                "burst" => s.burst = as_u32(v)?,
+                _ => return Err("not a network parameter".into()),
+            },
+        }
+        Ok(())
+    }
 }
 
 /// One expanded test.
@@ -97,30 +164,29 @@ pub const MAX_TESTS: usize = 10_000;
 
 /// A value as written, with its place in the file. Values stay raw TOML
 /// until checked, so that each error says what was wrong with the value
-/// ("expected a whole number, got \"deep\"") in the file's words.
+/// ("expected a whole number, got \"deep\"") as it always has.
 type Raw = Spanned<Value>;
+type Span = std::ops::Range<usize>;
+/// A value of the parsed file with its place, e.g. a `[[test]]` table.
+type Node<'a> = Spanned<DeValue<'a>>;
+/// A test's parameters as written, in the order of its kind's keys.
+type Params = Vec<(&'static str, Sweep)>;
 
 /// A workload parameter as written: one value, or a list of values to sweep.
-struct Sweep {
-    span: Range<usize>,
-    values: Vec<Value>,
-}
+#[derive(serde::Deserialize)]
+struct Sweep(Raw);
 
-impl<'de> Deserialize<'de> for Sweep {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Raw::deserialize(d)?;
-        let span = raw.span();
-        let values = match raw.into_inner() {
+impl Sweep {
+    fn values(&self) -> &[Value] {
+        match self.0.get_ref() {
             Value::Array(a) => a,
-            one => vec![one],
-        };
-        Ok(Sweep { span, values })
+            one => std::slice::from_ref(one),
+        }
     }
 }
 
-/// The suite's own keys. The defaults it gives its tests are read by
-/// `Defaults` and the tests by kind (`DiskTest`, ...): here they are only
-/// known, so that any other key is refused.
+/// The suite's keys; any other is refused. The defaults it gives its tests
+/// are read as `Common`, the tests table by table (`Ctx::test`).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
@@ -138,9 +204,13 @@ struct SuiteKeys {
     test: Option<IgnoredAny>,
 }
 
-/// Keys a test may set, else takes from the suite.
+/// The keys every test takes (the kind says which others it may have),
+/// and the suite's defaults for them.
 #[derive(serde::Deserialize)]
-struct Defaults {
+struct Common {
+    name: Option<Raw>,
+    kind: Option<Raw>,
+    group: Option<Raw>,
     reps: Option<Raw>,
     select: Option<Raw>,
     repeatability_pct: Option<Raw>,
@@ -150,18 +220,10 @@ struct Defaults {
     time: Option<Raw>,
 }
 
-/// What a test is, read before its kind says which keys it may have.
-#[derive(serde::Deserialize)]
-struct Head {
-    name: Option<Raw>,
-    kind: Option<Raw>,
-    group: Option<Raw>,
-}
-
-/// A test table of one kind: the keys every test takes (read by `Head` and
-/// `Defaults`), then the kind's parameters, which are its command-line flags
-/// and are listed in the order expanded names show swept values.
-macro_rules! test_table {
+/// A test table of one kind, which refuses keys the kind does not take: the
+/// keys of `Common`, then the kind's parameters (its command-line flags) in
+/// the order expanded names list swept values.
+macro_rules! kind_table {
     ($ty:ident: $($param:ident),+) => {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -180,40 +242,20 @@ macro_rules! test_table {
             $($param: Option<Sweep>,)+
         }
         impl $ty {
-            const PARAMS: &[&str] = &[$(stringify!($param)),+];
-            fn params(self) -> Vec<(&'static str, Sweep)> {
-                [$((stringify!($param), self.$param)),+]
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k, v?)))
-                    .collect()
+            /// The test's parameters, or serde's error and the kind's keys.
+            fn params(t: &Node) -> Result<Params, (toml::de::Error, &'static [&'static str])> {
+                let table: Self = read(t).map_err(|e| (e, &[$(stringify!($param)),+][..]))?;
+                let all = [$((stringify!($param), table.$param)),+];
+                Ok(all.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
             }
         }
     };
 }
-test_table!(DiskTest: spec, bs, read, random, qd, workers, size, offset, align, burst_delay, burst_len, engine, buffered);
-test_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
-test_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
+kind_table!(DiskTest: spec, bs, read, random, qd, workers, size, offset, align, burst_delay, burst_len, engine, buffered);
+kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
+kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
 
-/// A test's parameters, or serde's error with the keys its kind knows.
-#[allow(clippy::type_complexity)]
-fn kind_params(
-    kind: Kind,
-    t: &Spanned<DeValue>,
-) -> (
-    Result<Vec<(&'static str, Sweep)>, toml::de::Error>,
-    &'static [&'static str],
-) {
-    match kind {
-        Kind::Disk => (read::<DiskTest>(t).map(DiskTest::params), DiskTest::PARAMS),
-        Kind::NetStream => (
-            read::<StreamTest>(t).map(StreamTest::params),
-            StreamTest::PARAMS,
-        ),
-        Kind::NetRr => (read::<RrTest>(t).map(RrTest::params), RrTest::PARAMS),
-    }
-}
-
-fn read<T: DeserializeOwned>(v: &Spanned<DeValue>) -> Result<T, toml::de::Error> {
+fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
     T::deserialize(ValueDeserializer::from(v.clone()))
 }
 
@@ -232,64 +274,6 @@ fn flags_as_keys(msg: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    fn err(
-        &self,
-        at: Option<Range<usize>>,
-        key: Option<&str>,
-        msg: impl Into<String>,
-    ) -> SuiteError {
-        let line = |offset: usize| {
-            let before = &self.text.as_bytes()[..offset.min(self.text.len())];
-            before.iter().filter(|b| **b == b'\n').count() + 1
-        };
-        SuiteError {
-            file: self.file.to_string(),
-            line: at.map(|s| line(s.start)),
-            key: key.map(str::to_string),
-            msg: msg.into(),
-        }
-    }
-
-    fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
-        self.err(Some(v.span()), Some(key), msg)
-    }
-
-    /// A serde error in today's words: an unknown key is named, on its line,
-    /// with the keys that are known there (`known` gets serde's list).
-    fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
-        let unknown = e
-            .message()
-            .strip_prefix("unknown field `")
-            .and_then(|rest| rest.split_once("`, expected "));
-        match unknown {
-            Some((key, expected)) => self.err(e.span(), Some(key), known(expected)),
-            None => self.err(e.span(), None, e.message()),
-        }
-    }
-
-    /// An engine's validation error, which speaks of command-line flags
-    /// ("--qd must be ..."), told in the file's terms: the key it is about,
-    /// on that key's line (else the test's), in the words of the file.
-    fn invalid(&self, test: &Test, msg: &str) -> SuiteError {
-        let key = msg
-            .strip_prefix("--")
-            .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
-            .and_then(|mut words| words.next())
-            .map(|flag| flag.replace('-', "_"));
-        let at = key
-            .as_deref()
-            .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
-            .map_or(test.header.clone(), |(_, s)| s.span.clone());
-        self.err(Some(at), key.as_deref(), flags_as_keys(msg))
-    }
 }
 
 fn as_size(v: &Value) -> Result<u64, String> {
@@ -341,54 +325,6 @@ fn cores() -> u32 {
         .map(|n| n.get() as u32)
         .unwrap_or(1)
 }
-fn apply_disk(s: &mut DiskSpec, key: &str, v: &Value) -> Result<(), String> {
-    match key {
-        "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
-        "bs" => s.bs = as_size(v)?,
-        "read" => s.read_pct = pct(v)?,
-        "random" => s.random_pct = pct(v)?,
-        "qd" => s.qd = as_u32(v)?,
-        // 0: one worker per CPU core.
-        "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
-        "size" => s.size = Some(as_size(v)?),
-        "offset" => s.offset = as_size(v)?,
-        "align" => s.align = Some(as_size(v)?),
-        "burst_delay" => s.burst_delay = as_duration(v)?,
-        "burst_len" => s.burst_len = as_u32(v)?,
-        "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
-        "buffered" => s.buffered = as_bool(v)?,
-        _ => return Err("not a disk parameter".into()),
-    }
-    Ok(())
-}
-
-fn apply_net(s: &mut ClientSpec, key: &str, v: &Value) -> Result<(), String> {
-    match key {
-        "dir" => {
-            s.dir = match as_str(v)? {
-                "tx" => Dir::Tx,
-                "rx" => Dir::Rx,
-                "bidir" => Dir::Bidir,
-                d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
-            }
-        }
-        "conns" => s.conns = as_u32(v)?,
-        "msg" => s.msg = as_size(v)?,
-        "sockbuf" => s.sockbuf = Some(as_size(v)?),
-        "nodelay" => s.nodelay = as_bool(v)?,
-        "threads" => s.threads = Some(as_u32(v)? as usize).filter(|t| *t > 0),
-        "req" => s.req = as_size(v)?,
-        "resp" => s.resp = as_size(v)?,
-        "size" => {
-            s.req = as_size(v)?;
-            s.resp = s.req;
-        }
-        "burst" => s.burst = as_u32(v)?,
-        _ => return Err("not a network parameter".into()),
-    }
-    Ok(())
-}
-
 fn value_json(v: &Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
@@ -403,50 +339,41 @@ fn value_label(v: &Value) -> String {
 /// A [[test]] once checked: what each of its jobs is built from.
 struct Test {
     name: String,
-    name_at: Range<usize>,
+    name_at: Span,
     /// The `[[test]]` line: where errors about the whole test point.
-    header: Range<usize>,
-    kind: Kind,
+    header: Span,
     group: String,
-    group_at: Range<usize>,
-    params: Vec<(&'static str, Sweep)>,
-    set: Settings,
-}
-
-/// What a test sets, else takes from the suite, else the default.
-struct Settings {
-    reps: u32,
-    rerun: u32,
-    repeatability_pct: f64,
-    interference_pct: f64,
-    rule: Rule,
-    metric: String,
-    ramp: Option<Duration>,
-    time: Option<Duration>,
+    group_at: Span,
+    params: Params,
+    /// Everything but the name, group and parameters of each job.
+    proto: Job,
 }
 
 /// Parses and expands a suite. `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let cx = Ctx { file, text };
-    let root = cx.document()?;
-    let keys: SuiteKeys = read(&root).map_err(|e| {
+    // The file as a tree of values that know their place in it.
+    let root = DeTable::parse(text).map_err(|e| cx.err(e.span(), None, e.message()))?;
+    let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+    let suite: SuiteKeys = read(&root).map_err(|e| {
         cx.de_err(e, |known| {
             let known = known.trim_start_matches("one of ").replace('`', "");
             format!("unknown suite key; known: {known}")
         })
     })?;
-    let name = cx.suite_name(keys.name)?;
-    let description = keys
-        .description
-        .and_then(|v| v.into_inner().as_str().map(str::to_string));
-    let cpu_threshold_pct = match &keys.cpu_threshold_pct {
-        Some(v) => Some(
-            as_number(v.get_ref())
-                .ok_or_else(|| cx.at(v, "cpu_threshold_pct", "expected a number"))?,
-        ),
-        None => None,
-    };
-    let defaults: Defaults = cx.lenient(&root)?;
+    let name = cx.check(suite.name.as_ref(), "name", |v| {
+        let name = as_str(v)?;
+        if name.contains(char::is_control) {
+            return Err("a suite name must not contain control characters".into());
+        }
+        Ok(name.to_string())
+    })?;
+    let name = name.ok_or_else(|| cx.err(None, None, "the suite has no name = \"...\""))?;
+    let cpu_threshold_pct =
+        cx.check(suite.cpu_threshold_pct.as_ref(), "cpu_threshold_pct", |v| {
+            as_number(v).ok_or_else(|| "expected a number".into())
+        })?;
+    let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
     let mut jobs = Vec::new();
     let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
     for t in cx.tests(&root)? {
@@ -455,41 +382,63 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     }
     Ok(Suite {
         name,
-        description,
+        description: (suite.description).and_then(|v| v.into_inner().as_str().map(str::to_string)),
         text: text.to_string(),
         cpu_threshold_pct,
         jobs,
     })
 }
 
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
 impl<'a> Ctx<'a> {
-    /// The file as a tree of values that know their place in it.
-    fn document(&self) -> Result<Spanned<DeValue<'a>>, SuiteError> {
-        let root = DeTable::parse(self.text).map_err(|e| self.err(e.span(), None, e.message()))?;
-        Ok(Spanned::new(root.span(), DeValue::Table(root.into_inner())))
-    }
-
-    /// For structs that take some of a table's keys and leave the rest.
-    fn lenient<T: DeserializeOwned>(&self, v: &Spanned<DeValue>) -> Result<T, SuiteError> {
-        read(v).map_err(|e| self.err(e.span(), None, e.message()))
-    }
-
-    fn suite_name(&self, name: Option<Raw>) -> Result<String, SuiteError> {
-        let Some(v) = name else {
-            return Err(self.err(None, None, "the suite has no name = \"...\""));
+    fn err(&self, at: Option<Span>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
+        let line = |offset: usize| {
+            let before = &self.text.as_bytes()[..offset.min(self.text.len())];
+            before.iter().filter(|b| **b == b'\n').count() + 1
         };
-        let name = as_str(v.get_ref()).map_err(|m| self.at(&v, "name", m))?;
-        if name.contains(char::is_control) {
-            let msg = "a suite name must not contain control characters";
-            return Err(self.at(&v, "name", msg));
+        SuiteError {
+            file: self.file.to_string(),
+            line: at.map(|s| line(s.start)),
+            key: key.map(str::to_string),
+            msg: msg.into(),
         }
-        Ok(name.to_string())
     }
 
-    fn tests<'d>(
-        &self,
-        root: &'d Spanned<DeValue<'a>>,
-    ) -> Result<Vec<&'d Spanned<DeValue<'a>>>, SuiteError> {
+    fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
+        self.err(Some(v.span()), Some(key), msg)
+    }
+
+    /// A serde error in the file's terms: an unknown key is named, on its
+    /// line, with the keys known there (`known` is given serde's list).
+    fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
+        let unknown = (e.message().strip_prefix("unknown field `"))
+            .and_then(|rest| rest.split_once("`, expected "));
+        match unknown {
+            Some((key, expected)) => self.err(e.span(), Some(key), known(expected)),
+            None => self.err(e.span(), None, e.message()),
+        }
+    }
+
+    /// An engine's validation error, which speaks of command-line flags
+    /// ("--qd must be ..."), told in the file's terms: the key it is about,
+    /// on that key's line (else the test's), in the words of the file.
+    fn invalid(&self, test: &Test, msg: &str) -> SuiteError {
+        let said = flags_as_keys(msg);
+        let key = (said
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next())
+        .filter(|_| msg.starts_with("--"));
+        let at = key
+            .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
+            .map_or(test.header.clone(), |(_, s)| s.0.span());
+        self.err(Some(at), key, said.as_str())
+    }
+
+    fn tests<'d>(&self, root: &'d Node<'a>) -> Result<Vec<&'d Node<'a>>, SuiteError> {
         match root.get_ref().as_table().and_then(|t| t.get("test")) {
             Some(t) => match t.get_ref() {
                 DeValue::Array(a) if !a.is_empty() => Ok(a.iter().collect()),
@@ -504,109 +453,104 @@ impl<'a> Ctx<'a> {
     /// and the settings it ends up with.
     fn test(
         &self,
-        t: &Spanned<DeValue>,
-        suite: &Defaults,
+        t: &Node,
+        suite: &Common,
         seen: &mut HashSet<String>,
     ) -> Result<Test, SuiteError> {
         let header = t.span();
         if !t.get_ref().is_table() {
             return Err(self.err(Some(header), None, "a [[test]] must be a table"));
         }
-        let head: Head = self.lenient(t)?;
-        let Some(name_v) = head.name else {
+        let common: Common = read(t).map_err(|e| self.de_err(e, str::to_string))?;
+        let name = self.check(common.name.as_ref(), "name", |v| {
+            let name = as_str(v)?;
+            if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
+                return Err(
+                    "a test name must be non-empty, without '/', ',' or control characters".into(),
+                );
+            }
+            Ok(name.to_string())
+        })?;
+        let Some((name, name_v)) = name.zip(common.name.as_ref()) else {
             return Err(self.err(Some(header), None, "this [[test]] has no name"));
         };
-        let name = as_str(name_v.get_ref()).map_err(|m| self.at(&name_v, "name", m))?;
-        if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
-            let msg = "a test name must be non-empty, without '/', ',' or control characters";
-            return Err(self.at(&name_v, "name", msg));
+        if !seen.insert(name.clone()) {
+            return Err(self.at(name_v, "name", format!("duplicate test name '{name}'")));
         }
-        if !seen.insert(name.to_string()) {
-            let msg = format!("duplicate test name '{name}'");
-            return Err(self.at(&name_v, "name", msg));
-        }
-        let kind: Kind = match &head.kind {
-            Some(v) => as_str(v.get_ref())
-                .and_then(str::parse)
-                .map_err(|m| self.at(v, "kind", m))?,
-            None => {
-                let msg = format!("test '{name}' has no kind ({})", Kind::names());
-                return Err(self.err(Some(header), None, msg));
-            }
+        let kind = self.check(common.kind.as_ref(), "kind", |v| as_str(v)?.parse::<Kind>())?;
+        let Some(kind) = kind else {
+            let msg = format!("test '{name}' has no kind ({})", Kind::names());
+            return Err(self.err(Some(header), None, msg));
         };
-        let (params, known) = kind_params(kind, t);
-        let params = params.map_err(|e| {
+        let params = match kind {
+            Kind::Disk => DiskTest::params(t),
+            Kind::NetStream => StreamTest::params(t),
+            Kind::NetRr => RrTest::params(t),
+        };
+        let params = params.map_err(|(e, known)| {
             self.de_err(e, |_| {
                 format!("unknown key for a {kind} test; known: {}", known.join(", "))
             })
         })?;
-        let set = self.settings(kind, &self.lenient(t)?, suite, &header)?;
-        if let Some((k, s)) = params.iter().find(|(_, s)| s.values.is_empty()) {
-            let msg = "empty sweep: give at least one value";
-            return Err(self.err(Some(s.span.clone()), Some(k), msg));
+        let proto = self.proto(kind, &common, suite, &header)?;
+        if let Some((k, s)) = params.iter().find(|(_, s)| s.values().is_empty()) {
+            return Err(self.at(&s.0, k, "empty sweep: give at least one value"));
         }
-        let (group, group_at) = match &head.group {
-            Some(g) => (
-                as_str(g.get_ref()).map_err(|m| self.at(g, "group", m))?,
-                g.span(),
-            ),
-            None => (name, header.clone()),
-        };
+        let group = self.check(common.group.as_ref(), "group", |v| {
+            Ok(as_str(v)?.to_string())
+        })?;
         Ok(Test {
-            name: name.to_string(),
+            group_at: common.group.as_ref().map_or(header.clone(), Raw::span),
+            group: group.unwrap_or_else(|| name.clone()),
+            name,
             name_at: name_v.span(),
             header,
-            kind,
-            group: group.to_string(),
-            group_at,
             params,
-            set,
+            proto,
         })
     }
 
-    /// Each setting from the test, else the suite; an error points at the
-    /// value that was used.
-    fn settings(
+    /// `v` checked by `check`; an error is told on the value's line.
+    fn check<T>(
+        &self,
+        v: Option<&Raw>,
+        key: &str,
+        check: impl FnOnce(&Value) -> Result<T, String>,
+    ) -> Result<Option<T>, SuiteError> {
+        v.map(|v| check(v.get_ref()).map_err(|m| self.at(v, key, m)))
+            .transpose()
+    }
+
+    /// The job each of the test's combinations starts from: the kind's
+    /// defaults, and each setting from the test, else the suite.
+    fn proto(
         &self,
         kind: Kind,
-        test: &Defaults,
-        suite: &Defaults,
-        header: &Range<usize>,
-    ) -> Result<Settings, SuiteError> {
-        let get = |key: fn(&Defaults) -> &Option<Raw>| key(test).as_ref().or(key(suite).as_ref());
-        let reps = match get(|d| &d.reps) {
-            Some(v) => as_u32(v.get_ref())
-                .ok()
-                .filter(|r| *r >= 1)
-                .ok_or_else(|| self.at(v, "reps", "expected a whole number of at least 1"))?,
-            None => 1,
-        };
-        let rerun = match get(|d| &d.rerun) {
-            Some(v) => as_u32(v.get_ref()).map_err(|m| self.at(v, "rerun", m))?,
-            None => 0,
-        };
-        let repeatability_pct = match get(|d| &d.repeatability_pct) {
-            Some(v) => as_number(v.get_ref())
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| self.at(v, "repeatability_pct", "expected a number of 0 or more"))?,
-            None => 5.0,
-        };
-        let interference_pct = match get(|d| &d.interference_pct) {
-            Some(v) => as_number(v.get_ref())
-                .filter(|x| (0.0..=100.0).contains(x))
-                .ok_or_else(|| {
-                    let msg = "expected a number from 0 to 100 (% of the host's CPU)";
-                    self.at(v, "interference_pct", msg)
-                })?,
-            None => iotoll_model::result::DEFAULT_INTERFERENCE_PCT,
-        };
+        test: &Common,
+        suite: &Common,
+        header: &Span,
+    ) -> Result<Job, SuiteError> {
+        let get = |key: fn(&Common) -> &Option<Raw>| key(test).as_ref().or(key(suite).as_ref());
+        let reps = self.check(get(|d| &d.reps), "reps", |v| {
+            let r = as_u32(v).ok().filter(|r| *r >= 1);
+            r.ok_or_else(|| "expected a whole number of at least 1".into())
+        })?;
+        let rerun = self.check(get(|d| &d.rerun), "rerun", as_u32)?;
+        let repeatability_pct =
+            self.check(get(|d| &d.repeatability_pct), "repeatability_pct", |v| {
+                let x = as_number(v).filter(|x| *x >= 0.0);
+                x.ok_or_else(|| "expected a number of 0 or more".into())
+            })?;
+        let interference_pct =
+            self.check(get(|d| &d.interference_pct), "interference_pct", |v| {
+                let x = as_number(v).filter(|x| (0.0..=100.0).contains(x));
+                x.ok_or_else(|| "expected a number from 0 to 100 (% of the host's CPU)".into())
+            })?;
         let headline = kind.headline();
-        let rule = match get(|d| &d.select) {
-            Some(v) => as_str(v.get_ref())
-                .and_then(|s| Rule::parse(s, headline))
-                .map_err(|m| self.at(v, "select", m))?,
-            None => Rule::Median(headline.to_string()),
-        };
+        let rule = self.check(get(|d| &d.select), "select", |v| {
+            Rule::parse(as_str(v)?, headline)
+        })?;
+        let rule = rule.unwrap_or_else(|| Rule::Median(headline.to_string()));
         let metric = match &rule {
             Rule::Median(m) => m.clone(),
             _ => headline.to_string(),
@@ -617,24 +561,36 @@ impl<'a> Ctx<'a> {
             let msg = format!("a {kind} test has no metric '{metric}' to select by");
             return Err(self.err(Some(at), Some("select"), msg));
         }
-        let dur = |key: &str, v: Option<&Raw>| {
-            v.map(|v| as_duration(v.get_ref()).map_err(|m| self.at(v, key, m)))
-                .transpose()
+        let ramp = self.check(get(|d| &d.ramp), "ramp", as_duration)?;
+        let time = self.check(get(|d| &d.time), "time", |v| {
+            let t = Some(as_duration(v)?).filter(|t| !t.is_zero());
+            t.ok_or_else(|| "must be positive".into())
+        })?;
+        let net = |kind| {
+            JobSpec::Net(ClientSpec {
+                kind,
+                ..ClientSpec::default()
+            })
         };
-        let ramp = dur("ramp", get(|d| &d.ramp))?;
-        let time = dur("time", get(|d| &d.time))?;
-        if let (Some(Duration::ZERO), Some(v)) = (time, get(|d| &d.time)) {
-            return Err(self.at(v, "time", "must be positive"));
-        }
-        Ok(Settings {
-            reps,
-            rerun,
-            repeatability_pct,
-            interference_pct,
+        let mut spec = match kind {
+            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+            Kind::NetStream => net(TestKind::Stream),
+            Kind::NetRr => net(TestKind::Rr),
+        };
+        spec.set_durations(ramp, time);
+        Ok(Job {
+            name: String::new(),
+            group: String::new(),
+            kind,
+            spec,
+            params: serde_json::Value::Null,
+            reps: reps.unwrap_or(1),
             rule,
             metric,
-            ramp,
-            time,
+            repeatability_pct: repeatability_pct.unwrap_or(5.0),
+            rerun: rerun.unwrap_or(0),
+            interference_pct: interference_pct
+                .unwrap_or(iotoll_model::result::DEFAULT_INTERFERENCE_PCT),
         })
     }
 
@@ -647,15 +603,15 @@ impl<'a> Ctx<'a> {
         jobs: &mut Vec<Job>,
         names: &mut HashSet<String>,
     ) -> Result<(), SuiteError> {
-        let lens = || test.params.iter().map(|(_, s)| s.values.len());
+        let lens = || test.params.iter().map(|(_, s)| s.values().len());
         let combos = lens()
             .try_fold(1usize, |acc, n| acc.checked_mul(n))
             .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
             .ok_or_else(|| {
                 let total = lens().fold(1f64, |acc, n| acc * n as f64);
                 let swept: Vec<String> = (test.params.iter())
-                    .filter(|(_, s)| s.values.len() > 1)
-                    .map(|(k, s)| format!("{k}: {}", s.values.len()))
+                    .filter(|(_, s)| s.values().len() > 1)
+                    .map(|(k, s)| format!("{k}: {}", s.values().len()))
                     .collect();
                 let msg = format!(
                     "test '{}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
@@ -683,73 +639,37 @@ impl<'a> Ctx<'a> {
         let mut rest = n;
         let mut pick: Vec<(&str, &Value, &Sweep)> = Vec::with_capacity(test.params.len());
         for (k, s) in test.params.iter().rev() {
-            pick.push((k, &s.values[rest % s.values.len()], s));
-            rest /= s.values.len();
+            let values = s.values();
+            pick.push((k, &values[rest % values.len()], s));
+            rest /= values.len();
         }
         pick.reverse();
-        let net = |kind| {
-            JobSpec::Net(ClientSpec {
-                kind,
-                ..ClientSpec::default()
-            })
-        };
-        let mut spec = match test.kind {
-            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
-            Kind::NetStream => net(TestKind::Stream),
-            Kind::NetRr => net(TestKind::Rr),
-        };
+        let mut job = test.proto.clone();
         let mut params = serde_json::Map::new();
         for (k, v, s) in &pick {
-            let applied = match &mut spec {
-                JobSpec::Disk(d) => apply_disk(d, k, v),
-                JobSpec::Net(c) => apply_net(c, k, v),
-            };
-            applied.map_err(|m| self.err(Some(s.span.clone()), Some(k), m))?;
+            job.spec.apply(k, v).map_err(|m| self.at(&s.0, k, m))?;
             params.insert(k.to_string(), value_json(v));
         }
-        let Settings { ramp, time, .. } = test.set;
-        let valid = match &mut spec {
-            JobSpec::Disk(d) => {
-                (d.ramp, d.time) = (ramp.unwrap_or(d.ramp), time.unwrap_or(d.time));
-                d.validate().map_err(|e| e.to_string())
-            }
-            JobSpec::Net(c) => {
-                (c.ramp, c.time) = (ramp.unwrap_or(c.ramp), time.unwrap_or(c.time));
-                c.validate().map_err(|e| e.to_string())
-            }
-        };
-        valid.map_err(|m| self.invalid(test, &m))?;
+        job.spec.validate().map_err(|m| self.invalid(test, &m))?;
         let suffix: Vec<String> = (pick.iter())
-            .filter(|(_, _, s)| s.values.len() > 1)
+            .filter(|(_, _, s)| s.values().len() > 1)
             .map(|(k, v, _)| format!("{k}={}", value_label(v)))
             .collect();
-        let name = if suffix.is_empty() {
+        job.name = if suffix.is_empty() {
             test.name.clone()
         } else {
             format!("{}/{}", test.name, suffix.join(","))
         };
-        let mut group = test.group.clone();
+        job.group = test.group.clone();
         for (k, v, _) in &pick {
-            group = group.replace(&format!("{{{k}}}"), &value_label(v));
+            job.group = job.group.replace(&format!("{{{k}}}"), &value_label(v));
         }
-        if let Some(open) = group.find('{') {
-            let msg = format!("'{}' names no parameter of this test", &group[open..]);
+        if let Some(open) = job.group.find('{') {
+            let msg = format!("'{}' names no parameter of this test", &job.group[open..]);
             return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
         }
-        let set = &test.set;
-        Ok(Job {
-            name,
-            group,
-            kind: test.kind,
-            spec,
-            params: serde_json::Value::Object(params),
-            reps: set.reps,
-            rule: set.rule.clone(),
-            metric: set.metric.clone(),
-            repeatability_pct: set.repeatability_pct,
-            rerun: set.rerun,
-            interference_pct: set.interference_pct,
-        })
+        job.params = serde_json::Value::Object(params);
+        Ok(job)
     }
 }
 
