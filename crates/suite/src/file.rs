@@ -166,11 +166,14 @@ pub const MAX_TESTS: usize = 10_000;
 /// until checked, so that each error says what was wrong with the value
 /// ("expected a whole number, got \"deep\"") as it always has.
 type Raw = Spanned<Value>;
-type Span = std::ops::Range<usize>;
+/// A key that is only known here and read elsewhere.
+type Known = Option<IgnoredAny>;
 /// A value of the parsed file with its place, e.g. a `[[test]]` table.
 type Node<'a> = Spanned<DeValue<'a>>;
 /// A test's parameters as written, in the order of its kind's keys.
 type Params = Vec<(&'static str, Sweep)>;
+type Span = std::ops::Range<usize>;
+type Checked<T> = Result<T, SuiteError>;
 
 /// A workload parameter as written: one value, or a list of values to sweep.
 #[derive(serde::Deserialize)]
@@ -193,15 +196,15 @@ impl Sweep {
 struct SuiteKeys {
     name: Option<Raw>,
     description: Option<Raw>,
-    reps: Option<IgnoredAny>,
-    select: Option<IgnoredAny>,
-    repeatability_pct: Option<IgnoredAny>,
-    rerun: Option<IgnoredAny>,
-    interference_pct: Option<IgnoredAny>,
+    reps: Known,
+    select: Known,
+    repeatability_pct: Known,
+    rerun: Known,
+    interference_pct: Known,
     cpu_threshold_pct: Option<Raw>,
-    ramp: Option<IgnoredAny>,
-    time: Option<IgnoredAny>,
-    test: Option<IgnoredAny>,
+    ramp: Known,
+    time: Known,
+    test: Known,
 }
 
 /// The keys every test takes (the kind says which others it may have),
@@ -229,16 +232,9 @@ macro_rules! kind_table {
         #[serde(deny_unknown_fields)]
         #[allow(dead_code)]
         struct $ty {
-            name: Option<IgnoredAny>,
-            kind: Option<IgnoredAny>,
-            group: Option<IgnoredAny>,
-            reps: Option<IgnoredAny>,
-            select: Option<IgnoredAny>,
-            repeatability_pct: Option<IgnoredAny>,
-            rerun: Option<IgnoredAny>,
-            interference_pct: Option<IgnoredAny>,
-            ramp: Option<IgnoredAny>,
-            time: Option<IgnoredAny>,
+            name: Known, kind: Known, group: Known, reps: Known, select: Known,
+            repeatability_pct: Known, rerun: Known, interference_pct: Known,
+            ramp: Known, time: Known,
             $($param: Option<Sweep>,)+
         }
         impl $ty {
@@ -313,18 +309,16 @@ fn as_number(v: &Value) -> Option<f64> {
 }
 
 fn pct(v: &Value) -> Result<u32, String> {
-    let p = as_u32(v)?;
-    if p > 100 {
-        return Err(format!("{p} is outside 0-100"));
+    match as_u32(v)? {
+        p if p > 100 => Err(format!("{p} is outside 0-100")),
+        p => Ok(p),
     }
-    Ok(p)
 }
 
 fn cores() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
+
 fn value_json(v: &Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
@@ -428,35 +422,31 @@ impl<'a> Ctx<'a> {
     /// on that key's line (else the test's), in the words of the file.
     fn invalid(&self, test: &Test, msg: &str) -> SuiteError {
         let said = flags_as_keys(msg);
-        let key = (said
+        // The flag the message is about comes first: "--qd must be ...".
+        let flag = said
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .next())
-        .filter(|_| msg.starts_with("--"));
+            .next();
+        let key = flag.filter(|_| msg.starts_with("--"));
         let at = key
             .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
             .map_or(test.header.clone(), |(_, s)| s.0.span());
         self.err(Some(at), key, said.as_str())
     }
 
-    fn tests<'d>(&self, root: &'d Node<'a>) -> Result<Vec<&'d Node<'a>>, SuiteError> {
-        match root.get_ref().as_table().and_then(|t| t.get("test")) {
-            Some(t) => match t.get_ref() {
-                DeValue::Array(a) if !a.is_empty() => Ok(a.iter().collect()),
-                DeValue::Array(_) => Err(self.err(None, None, "the suite has no [[test]]")),
-                _ => Err(self.err(Some(t.span()), Some("test"), "expected [[test]] tables")),
-            },
-            None => Err(self.err(None, None, "the suite has no [[test]]")),
+    fn tests<'d>(&self, root: &'d Node<'a>) -> Checked<Vec<&'d Node<'a>>> {
+        let test = root.get_ref().as_table().and_then(|t| t.get("test"));
+        match test.map(|t| (t.get_ref(), t.span())) {
+            Some((DeValue::Array(a), _)) if !a.is_empty() => Ok(a.iter().collect()),
+            Some((DeValue::Array(_), _)) | None => {
+                Err(self.err(None, None, "the suite has no [[test]]"))
+            }
+            Some((_, at)) => Err(self.err(Some(at), Some("test"), "expected [[test]] tables")),
         }
     }
 
     /// Checks one [[test]]: its name, its kind, the keys that kind takes
     /// and the settings it ends up with.
-    fn test(
-        &self,
-        t: &Node,
-        suite: &Common,
-        seen: &mut HashSet<String>,
-    ) -> Result<Test, SuiteError> {
+    fn test(&self, t: &Node, suite: &Common, seen: &mut HashSet<String>) -> Checked<Test> {
         let header = t.span();
         if !t.get_ref().is_table() {
             return Err(self.err(Some(header), None, "a [[test]] must be a table"));
@@ -465,9 +455,8 @@ impl<'a> Ctx<'a> {
         let name = self.check(common.name.as_ref(), "name", |v| {
             let name = as_str(v)?;
             if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
-                return Err(
-                    "a test name must be non-empty, without '/', ',' or control characters".into(),
-                );
+                let msg = "a test name must be non-empty, without '/', ',' or control characters";
+                return Err(msg.into());
             }
             Ok(name.to_string())
         })?;
@@ -516,20 +505,14 @@ impl<'a> Ctx<'a> {
         v: Option<&Raw>,
         key: &str,
         check: impl FnOnce(&Value) -> Result<T, String>,
-    ) -> Result<Option<T>, SuiteError> {
+    ) -> Checked<Option<T>> {
         v.map(|v| check(v.get_ref()).map_err(|m| self.at(v, key, m)))
             .transpose()
     }
 
     /// The job each of the test's combinations starts from: the kind's
     /// defaults, and each setting from the test, else the suite.
-    fn proto(
-        &self,
-        kind: Kind,
-        test: &Common,
-        suite: &Common,
-        header: &Span,
-    ) -> Result<Job, SuiteError> {
+    fn proto(&self, kind: Kind, test: &Common, suite: &Common, header: &Span) -> Checked<Job> {
         let get = |key: fn(&Common) -> &Option<Raw>| key(test).as_ref().or(key(suite).as_ref());
         let reps = self.check(get(|d| &d.reps), "reps", |v| {
             let r = as_u32(v).ok().filter(|r| *r >= 1);
@@ -597,12 +580,7 @@ impl<'a> Ctx<'a> {
     /// Adds the test's jobs, one per combination of swept values. They are
     /// counted before any is built: a sweep of a million combinations is
     /// refused at once, not built.
-    fn expand(
-        &self,
-        test: &Test,
-        jobs: &mut Vec<Job>,
-        names: &mut HashSet<String>,
-    ) -> Result<(), SuiteError> {
+    fn expand(&self, test: &Test, jobs: &mut Vec<Job>, names: &mut HashSet<String>) -> Checked<()> {
         let lens = || test.params.iter().map(|(_, s)| s.values().len());
         let combos = lens()
             .try_fold(1usize, |acc, n| acc.checked_mul(n))
@@ -635,7 +613,7 @@ impl<'a> Ctx<'a> {
 
     /// The test's `n`th combination: the mixed-radix digits of `n` pick one
     /// value per parameter.
-    fn job(&self, test: &Test, n: usize) -> Result<Job, SuiteError> {
+    fn job(&self, test: &Test, n: usize) -> Checked<Job> {
         let mut rest = n;
         let mut pick: Vec<(&str, &Value, &Sweep)> = Vec::with_capacity(test.params.len());
         for (k, s) in test.params.iter().rev() {
@@ -645,25 +623,19 @@ impl<'a> Ctx<'a> {
         }
         pick.reverse();
         let mut job = test.proto.clone();
-        let mut params = serde_json::Map::new();
+        (job.name, job.group) = (test.name.clone(), test.group.clone());
+        let (mut params, mut sep) = (serde_json::Map::new(), '/');
         for (k, v, s) in &pick {
             job.spec.apply(k, v).map_err(|m| self.at(&s.0, k, m))?;
             params.insert(k.to_string(), value_json(v));
+            let label = value_label(v);
+            if s.values().len() > 1 {
+                job.name += &format!("{sep}{k}={label}");
+                sep = ',';
+            }
+            job.group = job.group.replace(&format!("{{{k}}}"), &label);
         }
         job.spec.validate().map_err(|m| self.invalid(test, &m))?;
-        let suffix: Vec<String> = (pick.iter())
-            .filter(|(_, _, s)| s.values().len() > 1)
-            .map(|(k, v, _)| format!("{k}={}", value_label(v)))
-            .collect();
-        job.name = if suffix.is_empty() {
-            test.name.clone()
-        } else {
-            format!("{}/{}", test.name, suffix.join(","))
-        };
-        job.group = test.group.clone();
-        for (k, v, _) in &pick {
-            job.group = job.group.replace(&format!("{{{k}}}"), &value_label(v));
-        }
         if let Some(open) = job.group.find('{') {
             let msg = format!("'{}' names no parameter of this test", &job.group[open..]);
             return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
@@ -856,6 +828,21 @@ group = "{dir}"
             "burst_len 0 (bs 4k) "
         );
         assert_eq!(flags_as_keys("no flags"), "no flags");
+    }
+
+    /// Seen: `[[ test ]]` (spaces inside the brackets are valid TOML) was
+    /// missed by the line search, and errors in such a test had no line.
+    #[test]
+    fn spaced_test_headers_keep_lines() {
+        let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\n\n[[ test ]]\nname='b'\nkind='disk'\nqd=0\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(9), Some("qd")), "{e}");
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[ test ]]\nkind='disk'\n");
+        assert_eq!(
+            (e.line, e.msg.as_str()),
+            (Some(5), "this [[test]] has no name")
+        );
+        let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\nbogus=1\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
     }
 
     /// Seen: control characters in suite and test names reached the
