@@ -391,7 +391,11 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn err(&self, at: Option<Span>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
         let line = |offset: usize| {
-            let before = &self.text.as_bytes()[..offset.min(self.text.len())];
+            let mut before = &self.text.as_bytes()[..offset.min(self.text.len())];
+            if before.len() == self.text.len() {
+                // An error at the very end is told on the last line.
+                before = before.strip_suffix(b"\n").unwrap_or(before);
+            }
             before.iter().filter(|b| **b == b'\n').count() + 1
         };
         SuiteError {
