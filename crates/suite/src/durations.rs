@@ -2,7 +2,7 @@
 //! override every test's window and ramp-up (recorded as a run note), and
 //! the remaining time is estimated from what has actually run.
 
-use crate::file::{JobSpec, Suite};
+use crate::file::Suite;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -67,20 +67,8 @@ pub fn override_durations(
     let orig_ramp = originals(suite.jobs.iter().map(|j| j.ramp_time().0));
     let orig_time = originals(suite.jobs.iter().map(|j| j.ramp_time().1));
     for j in &mut suite.jobs {
-        match &mut j.spec {
-            JobSpec::Disk(d) => {
-                d.ramp = ramp.unwrap_or(d.ramp);
-                d.time = time.unwrap_or(d.time);
-                d.validate()
-                    .map_err(|e| format!("--time/--ramp for test '{}': {e}", j.name))?;
-            }
-            JobSpec::Net(c) => {
-                c.ramp = ramp.unwrap_or(c.ramp);
-                c.time = time.unwrap_or(c.time);
-                c.validate()
-                    .map_err(|e| format!("--time/--ramp for test '{}': {e}", j.name))?;
-            }
-        }
+        j.spec.set_durations(ramp, time);
+        (j.spec.validate()).map_err(|e| format!("--time/--ramp for test '{}': {e}", j.name))?;
         if let Some(p) = j.params.as_object_mut() {
             if let Some(r) = ramp {
                 p.insert("ramp".into(), dur_label(r).into());

@@ -1,13 +1,17 @@
-//! Suite files (TOML, docs/suites.md): parsing, checks with file, line and
-//! key, and expansion of swept parameters into jobs.
+//! Suite files (TOML, docs/suites.md): read through serde structs that
+//! reject unknown keys and keep each value's place in the file, checked
+//! with file, line and key, and expanded (swept parameters) into jobs.
 
 use crate::select::Rule;
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
 use iotoll_net::{ClientSpec, Dir, TestKind};
+use serde::de::{DeserializeOwned, IgnoredAny};
+use std::collections::HashSet;
 use std::time::Duration;
-use toml::Value;
+use toml::de::{DeTable, DeValue, ValueDeserializer};
+use toml::{Spanned, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteError {
@@ -37,6 +41,73 @@ impl std::error::Error for SuiteError {}
 pub enum JobSpec {
     Disk(DiskSpec),
     Net(ClientSpec),
+}
+
+impl JobSpec {
+    /// Replaces the ramp-up and/or the window.
+    pub fn set_durations(&mut self, ramp: Option<Duration>, time: Option<Duration>) {
+        let (r, t) = match self {
+            JobSpec::Disk(d) => (&mut d.ramp, &mut d.time),
+            JobSpec::Net(c) => (&mut c.ramp, &mut c.time),
+        };
+        *r = ramp.unwrap_or(*r);
+        *t = time.unwrap_or(*t);
+    }
+
+    /// The engine's own checks, in its words (command-line flags).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            JobSpec::Disk(d) => d.validate().map_err(|e| e.to_string()),
+            JobSpec::Net(c) => c.validate().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Sets a suite file's parameter `key`.
+    fn apply(&mut self, key: &str, v: &Value) -> Result<(), String> {
+        match self {
+            JobSpec::Disk(s) => match key {
+                "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
+                "bs" => s.bs = as_size(v)?,
+                "read" => s.read_pct = pct(v)?,
+                "random" => s.random_pct = pct(v)?,
+                "qd" => s.qd = as_u32(v)?,
+                // 0: one worker per CPU core.
+                "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
+                "size" => s.size = Some(as_size(v)?),
+                "offset" => s.offset = as_size(v)?,
+                "align" => s.align = Some(as_size(v)?),
+                "burst_delay" => s.burst_delay = as_duration(v)?,
+                "burst_len" => s.burst_len = as_u32(v)?,
+                "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
+                "buffered" => s.buffered = as_bool(v)?,
+                _ => return Err("not a disk parameter".into()),
+            },
+            JobSpec::Net(s) => match key {
+                "dir" => {
+                    s.dir = match as_str(v)? {
+                        "tx" => Dir::Tx,
+                        "rx" => Dir::Rx,
+                        "bidir" => Dir::Bidir,
+                        d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
+                    }
+                }
+                "conns" => s.conns = as_u32(v)?,
+                "msg" => s.msg = as_size(v)?,
+                "sockbuf" => s.sockbuf = Some(as_size(v)?),
+                "nodelay" => s.nodelay = as_bool(v)?,
+                "threads" => s.threads = Some(as_u32(v)? as usize).filter(|t| *t > 0),
+                "req" => s.req = as_size(v)?,
+                "resp" => s.resp = as_size(v)?,
+                "size" => {
+                    s.req = as_size(v)?;
+                    s.resp = s.req;
+                }
+                "burst" => s.burst = as_u32(v)?,
+                _ => return Err("not a network parameter".into()),
+            },
+        }
+        Ok(())
+    }
 }
 
 /// One expanded test.
@@ -91,54 +162,99 @@ impl Suite {
 /// would take memory and time before anything runs.
 pub const MAX_TESTS: usize = 10_000;
 
-const SUITE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "reps",
-    "select",
-    "repeatability_pct",
-    "rerun",
-    "interference_pct",
-    "cpu_threshold_pct",
-    "ramp",
-    "time",
-    "test",
-];
-/// Keys any test may set, which are not workload parameters.
-const META_KEYS: &[&str] = &[
-    "name",
-    "kind",
-    "group",
-    "reps",
-    "select",
-    "repeatability_pct",
-    "rerun",
-    "interference_pct",
-    "ramp",
-    "time",
-];
-const DISK_KEYS: &[&str] = &[
-    "spec",
-    "bs",
-    "read",
-    "random",
-    "qd",
-    "workers",
-    "size",
-    "offset",
-    "align",
-    "burst_delay",
-    "burst_len",
-    "engine",
-    "buffered",
-];
-const STREAM_KEYS: &[&str] = &["dir", "conns", "msg", "sockbuf", "nodelay", "threads"];
-const RR_KEYS: &[&str] = &[
-    "conns", "req", "resp", "size", "burst", "sockbuf", "nodelay", "threads",
-];
+/// A value as written, with its place in the file. Values stay raw TOML
+/// until checked, so that each error says what was wrong with the value
+/// ("expected a whole number, got \"deep\"") as it always has.
+type Raw = Spanned<Value>;
+/// A key that is only known here and read elsewhere.
+type Known = Option<IgnoredAny>;
+/// A value of the parsed file with its place, e.g. a `[[test]]` table.
+type Node<'a> = Spanned<DeValue<'a>>;
+/// A test's parameters as written, in the order of its kind's keys.
+type Params = Vec<(&'static str, Sweep)>;
+type Span = std::ops::Range<usize>;
+type Checked<T> = Result<T, SuiteError>;
 
-/// The line of `key` inside the `idx`-th `[[test]]` block (or the top of
-/// the file), for error messages.
+/// A workload parameter as written: one value, or a list of values to sweep.
+#[derive(serde::Deserialize)]
+struct Sweep(Raw);
+
+impl Sweep {
+    fn values(&self) -> &[Value] {
+        match self.0.get_ref() {
+            Value::Array(a) => a,
+            one => std::slice::from_ref(one),
+        }
+    }
+}
+
+/// The suite's keys; any other is refused. The defaults it gives its tests
+/// are read as `Common`, the tests table by table (`Ctx::test`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SuiteKeys {
+    name: Option<Raw>,
+    description: Option<Raw>,
+    reps: Known,
+    select: Known,
+    repeatability_pct: Known,
+    rerun: Known,
+    interference_pct: Known,
+    cpu_threshold_pct: Option<Raw>,
+    ramp: Known,
+    time: Known,
+    test: Known,
+}
+
+/// The keys every test takes (the kind says which others it may have),
+/// and the suite's defaults for them.
+#[derive(serde::Deserialize)]
+struct Common {
+    name: Option<Raw>,
+    kind: Option<Raw>,
+    group: Option<Raw>,
+    reps: Option<Raw>,
+    select: Option<Raw>,
+    repeatability_pct: Option<Raw>,
+    rerun: Option<Raw>,
+    interference_pct: Option<Raw>,
+    ramp: Option<Raw>,
+    time: Option<Raw>,
+}
+
+/// A test table of one kind, which refuses keys the kind does not take: the
+/// keys of `Common`, then the kind's parameters (its command-line flags) in
+/// the order expanded names list swept values.
+macro_rules! kind_table {
+    ($ty:ident: $($param:ident),+) => {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct $ty {
+            name: Known, kind: Known, group: Known, reps: Known, select: Known,
+            repeatability_pct: Known, rerun: Known, interference_pct: Known,
+            ramp: Known, time: Known,
+            $($param: Option<Sweep>,)+
+        }
+        impl $ty {
+            /// The test's parameters, or serde's error and the kind's keys.
+            fn params(t: &Node) -> Result<Params, (toml::de::Error, &'static [&'static str])> {
+                let table: Self = read(t).map_err(|e| (e, &[$(stringify!($param)),+][..]))?;
+                let all = [$((stringify!($param), table.$param)),+];
+                Ok(all.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+            }
+        }
+    };
+}
+kind_table!(DiskTest: spec, bs, read, random, qd, workers, size, offset, align, burst_delay, burst_len, engine, buffered);
+kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
+kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
+
+fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
+    T::deserialize(ValueDeserializer::from(v.clone()))
+}
+
 /// "--burst-len 0 (--bs 4k)" as a suite file says it: "burst_len 0 (bs 4k)".
 fn flags_as_keys(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len());
@@ -154,60 +270,6 @@ fn flags_as_keys(msg: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-fn key_line(text: &str, idx: Option<usize>, key: &str) -> Option<usize> {
-    let mut block: Option<usize> = None;
-    let mut seen = 0;
-    for (n, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with("[[test]]") {
-            block = Some(seen);
-            seen += 1;
-            if key.is_empty() && block == idx {
-                return Some(n + 1);
-            }
-            continue;
-        }
-        if block == idx {
-            if let Some((k, _)) = t.split_once('=') {
-                if k.trim().trim_matches('"') == key {
-                    return Some(n + 1);
-                }
-            }
-        }
-    }
-    None
-}
-
-struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    /// An engine's validation error, which speaks of command-line flags
-    /// ("--qd must be ..."), told in the file's terms: the key it is about,
-    /// on that key's line, in the words of the file (`qd`, `burst_len`).
-    fn invalid(&self, idx: Option<usize>, msg: &str) -> SuiteError {
-        let key = msg
-            .strip_prefix("--")
-            .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
-            .and_then(|mut words| words.next())
-            .map(|flag| flag.replace('-', "_"));
-        self.err(idx, key.as_deref(), flags_as_keys(msg))
-    }
-
-    fn err(&self, idx: Option<usize>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
-        SuiteError {
-            file: self.file.to_string(),
-            line: key
-                .and_then(|k| key_line(self.text, idx, k))
-                .or_else(|| idx.and_then(|i| key_line(self.text, Some(i), ""))),
-            key: key.map(str::to_string),
-            msg: msg.into(),
-        }
-    }
 }
 
 fn as_size(v: &Value) -> Result<u64, String> {
@@ -242,66 +304,19 @@ fn as_duration(v: &Value) -> Result<Duration, String> {
     parse_duration(as_str(v)?).map_err(|e| e.to_string())
 }
 
+fn as_number(v: &Value) -> Option<f64> {
+    v.as_float().or(v.as_integer().map(|i| i as f64))
+}
+
 fn pct(v: &Value) -> Result<u32, String> {
-    let p = as_u32(v)?;
-    if p > 100 {
-        return Err(format!("{p} is outside 0-100"));
+    match as_u32(v)? {
+        p if p > 100 => Err(format!("{p} is outside 0-100")),
+        p => Ok(p),
     }
-    Ok(p)
 }
 
 fn cores() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
-}
-
-fn apply_disk(s: &mut DiskSpec, key: &str, v: &Value) -> Result<(), String> {
-    match key {
-        "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
-        "bs" => s.bs = as_size(v)?,
-        "read" => s.read_pct = pct(v)?,
-        "random" => s.random_pct = pct(v)?,
-        "qd" => s.qd = as_u32(v)?,
-        // 0: one worker per CPU core.
-        "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
-        "size" => s.size = Some(as_size(v)?),
-        "offset" => s.offset = as_size(v)?,
-        "align" => s.align = Some(as_size(v)?),
-        "burst_delay" => s.burst_delay = as_duration(v)?,
-        "burst_len" => s.burst_len = as_u32(v)?,
-        "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
-        "buffered" => s.buffered = as_bool(v)?,
-        _ => return Err("not a disk parameter".into()),
-    }
-    Ok(())
-}
-
-fn apply_net(s: &mut ClientSpec, key: &str, v: &Value) -> Result<(), String> {
-    match key {
-        "dir" => {
-            s.dir = match as_str(v)? {
-                "tx" => Dir::Tx,
-                "rx" => Dir::Rx,
-                "bidir" => Dir::Bidir,
-                d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
-            }
-        }
-        "conns" => s.conns = as_u32(v)?,
-        "msg" => s.msg = as_size(v)?,
-        "sockbuf" => s.sockbuf = Some(as_size(v)?),
-        "nodelay" => s.nodelay = as_bool(v)?,
-        "threads" => s.threads = Some(as_u32(v)? as usize).filter(|t| *t > 0),
-        "req" => s.req = as_size(v)?,
-        "resp" => s.resp = as_size(v)?,
-        "size" => {
-            s.req = as_size(v)?;
-            s.resp = s.req;
-        }
-        "burst" => s.burst = as_u32(v)?,
-        _ => return Err("not a network parameter".into()),
-    }
-    Ok(())
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
 fn value_json(v: &Value) -> serde_json::Value {
@@ -315,352 +330,323 @@ fn value_label(v: &Value) -> String {
     }
 }
 
+/// A [[test]] once checked: what each of its jobs is built from.
+struct Test {
+    name: String,
+    name_at: Span,
+    /// The `[[test]]` line: where errors about the whole test point.
+    header: Span,
+    group: String,
+    group_at: Span,
+    params: Params,
+    /// Everything but the name, group and parameters of each job.
+    proto: Job,
+}
+
 /// Parses and expands a suite. `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let cx = Ctx { file, text };
-    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-        SuiteError {
-            file: file.to_string(),
-            line,
-            key: None,
-            msg: e.message().to_string(),
-        }
+    // The file as a tree of values that know their place in it.
+    let root = DeTable::parse(text).map_err(|e| cx.err(e.span(), None, e.message()))?;
+    let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+    let suite: SuiteKeys = read(&root).map_err(|e| {
+        cx.de_err(e, |known| {
+            let known = known.trim_start_matches("one of ").replace('`', "");
+            format!("unknown suite key; known: {known}")
+        })
     })?;
-    for k in doc.keys() {
-        if !SUITE_KEYS.contains(&k.as_str()) {
-            return Err(cx.err(
-                None,
-                Some(k),
-                format!("unknown suite key; known: {}", SUITE_KEYS.join(", ")),
-            ));
+    let name = cx.check(suite.name.as_ref(), "name", |v| {
+        let name = as_str(v)?;
+        if name.contains(char::is_control) {
+            return Err("a suite name must not contain control characters".into());
         }
-    }
-    let top = |k: &str| doc.get(k);
-    let name = match top("name") {
-        Some(v) => as_str(v)
-            .map_err(|m| cx.err(None, Some("name"), m))?
-            .to_string(),
-        None => return Err(cx.err(None, None, "the suite has no name = \"...\"")),
-    };
-    if name.contains(char::is_control) {
-        return Err(cx.err(
-            None,
-            Some("name"),
-            "a suite name must not contain control characters",
-        ));
-    }
-    let description = top("description")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    let cpu_threshold_pct = match top("cpu_threshold_pct") {
-        Some(v) => Some(
-            v.as_float()
-                .or(v.as_integer().map(|i| i as f64))
-                .ok_or_else(|| cx.err(None, Some("cpu_threshold_pct"), "expected a number"))?,
-        ),
-        None => None,
-    };
-    let tests = match top("test") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) | None => {
-            return Err(cx.err(None, None, "the suite has no [[test]]"))
-        }
-        Some(_) => return Err(cx.err(None, Some("test"), "expected [[test]] tables")),
-    };
-
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut names: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let mut base_names: Vec<String> = Vec::new();
-    for (idx, t) in tests.iter().enumerate() {
-        let i = Some(idx);
-        let Value::Table(t) = t else {
-            return Err(cx.err(i, None, "a [[test]] must be a table"));
-        };
-        // Per-test value, else the suite's.
-        let get = |k: &str| {
-            t.get(k)
-                .map(|v| (v, i))
-                .or_else(|| doc.get(k).map(|v| (v, None)))
-        };
-        let tname = match t.get("name") {
-            Some(v) => as_str(v)
-                .map_err(|m| cx.err(i, Some("name"), m))?
-                .to_string(),
-            None => return Err(cx.err(i, None, "this [[test]] has no name")),
-        };
-        if tname.is_empty() || tname.contains(['/', ',']) || tname.contains(char::is_control) {
-            return Err(cx.err(
-                i,
-                Some("name"),
-                "a test name must be non-empty, without '/', ',' or control characters",
-            ));
-        }
-        if base_names.contains(&tname) {
-            return Err(cx.err(i, Some("name"), format!("duplicate test name '{tname}'")));
-        }
-        base_names.push(tname.clone());
-        let kind: Kind = match t.get("kind") {
-            Some(v) => as_str(v)
-                .and_then(str::parse)
-                .map_err(|m| cx.err(i, Some("kind"), m))?,
-            None => {
-                return Err(cx.err(
-                    i,
-                    None,
-                    format!("test '{tname}' has no kind ({})", Kind::names()),
-                ))
-            }
-        };
-        let params_allowed = match kind {
-            Kind::Disk => DISK_KEYS,
-            Kind::NetStream => STREAM_KEYS,
-            Kind::NetRr => RR_KEYS,
-        };
-        let default_metric = kind.headline();
-        for k in t.keys() {
-            if !META_KEYS.contains(&k.as_str()) && !params_allowed.contains(&k.as_str()) {
-                return Err(cx.err(
-                    i,
-                    Some(k),
-                    format!(
-                        "unknown key for a {kind} test; known: {}",
-                        params_allowed.join(", ")
-                    ),
-                ));
-            }
-        }
-        let reps = match get("reps") {
-            Some((v, at)) => as_u32(v)
-                .ok()
-                .filter(|r| *r >= 1)
-                .ok_or_else(|| cx.err(at, Some("reps"), "expected a whole number of at least 1"))?,
-            None => 1,
-        };
-        let rerun = match get("rerun") {
-            Some((v, at)) => as_u32(v).map_err(|m| cx.err(at, Some("rerun"), m))?,
-            None => 0,
-        };
-        let repeatability_pct = match get("repeatability_pct") {
-            Some((v, at)) => v
-                .as_float()
-                .or(v.as_integer().map(|x| x as f64))
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| {
-                    cx.err(
-                        at,
-                        Some("repeatability_pct"),
-                        "expected a number of 0 or more",
-                    )
-                })?,
-            None => 5.0,
-        };
-        let interference_pct = match get("interference_pct") {
-            Some((v, at)) => v
-                .as_float()
-                .or(v.as_integer().map(|x| x as f64))
-                .filter(|x| (0.0..=100.0).contains(x))
-                .ok_or_else(|| {
-                    cx.err(
-                        at,
-                        Some("interference_pct"),
-                        "expected a number from 0 to 100 (% of the host's CPU)",
-                    )
-                })?,
-            None => iotoll_model::result::DEFAULT_INTERFERENCE_PCT,
-        };
-        let rule = match get("select") {
-            Some((v, at)) => Rule::parse(
-                as_str(v).map_err(|m| cx.err(at, Some("select"), m))?,
-                default_metric,
-            )
-            .map_err(|m| cx.err(at, Some("select"), m))?,
-            None => Rule::Median(default_metric.to_string()),
-        };
-        let metric = match &rule {
-            Rule::Median(m) => m.clone(),
-            _ => default_metric.to_string(),
-        };
-        if !iotoll_model::metrics::produces(kind, &metric) {
-            let at = get("select").and_then(|x| x.1);
-            return Err(cx.err(
-                at.or(i),
-                Some("select"),
-                format!("a {kind} test has no metric '{metric}' to select by"),
-            ));
-        }
-        let dur = |k: &str| -> Result<Option<Duration>, SuiteError> {
-            match get(k) {
-                Some((v, at)) => as_duration(v).map(Some).map_err(|m| cx.err(at, Some(k), m)),
-                None => Ok(None),
-            }
-        };
-        let ramp = dur("ramp")?;
-        let time = dur("time")?;
-        if time == Some(Duration::ZERO) {
-            return Err(cx.err(
-                get("time").and_then(|x| x.1),
-                Some("time"),
-                "must be positive",
-            ));
-        }
-
-        // Parameters: a list is a sweep; `spec` is applied first so that
-        // explicit keys override the spec's values.
-        let mut keys: Vec<(&String, Vec<&Value>)> = Vec::new();
-        for (k, v) in t
-            .iter()
-            .filter(|(k, _)| params_allowed.contains(&k.as_str()))
-        {
-            let vals: Vec<&Value> = match v {
-                Value::Array(a) if a.is_empty() => {
-                    return Err(cx.err(i, Some(k), "empty sweep: give at least one value"))
-                }
-                Value::Array(a) => a.iter().collect(),
-                one => vec![one],
-            };
-            keys.push((k, vals));
-        }
-        keys.sort_by_key(|(k, _)| {
-            (
-                k.as_str() != "spec",
-                params_allowed.iter().position(|p| p == k),
-            )
-        });
-        let swept: Vec<&str> = keys
-            .iter()
-            .filter(|(_, v)| v.len() > 1)
-            .map(|(k, _)| k.as_str())
-            .collect();
-        let group_tpl = match t.get("group") {
-            Some(v) => as_str(v)
-                .map_err(|m| cx.err(i, Some("group"), m))?
-                .to_string(),
-            None => tname.clone(),
-        };
-
-        // Counted before anything is expanded: a sweep of a million
-        // combinations is refused at once, not built.
-        let combos = keys
-            .iter()
-            .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()))
-            .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
-            .ok_or_else(|| {
-                let total = keys
-                    .iter()
-                    .fold(1f64, |acc, (_, v)| acc * v.len() as f64);
-                cx.err(
-                    i,
-                    None,
-                    format!(
-                        "test '{tname}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
-                        units::format_number(total),
-                        keys.iter()
-                            .filter(|(_, v)| v.len() > 1)
-                            .map(|(k, v)| format!("{k}: {}", v.len()))
-                            .collect::<Vec<_>>()
-                            .join(" x ")
-                    ),
-                )
-            })?;
-        jobs.reserve(combos);
-        for n in 0..combos {
-            // Mixed-radix digits of n pick one value per key.
-            let mut rest = n;
-            let mut pick: Vec<(&str, &Value)> = Vec::with_capacity(keys.len());
-            for (k, vals) in keys.iter().rev() {
-                pick.push((k.as_str(), vals[rest % vals.len()]));
-                rest /= vals.len();
-            }
-            pick.reverse();
-            let mut params = serde_json::Map::new();
-            let net = |kind| {
-                JobSpec::Net(ClientSpec {
-                    kind,
-                    ..ClientSpec::default()
-                })
-            };
-            let mut spec = match kind {
-                Kind::Disk => JobSpec::Disk(DiskSpec::default()),
-                Kind::NetStream => net(TestKind::Stream),
-                Kind::NetRr => net(TestKind::Rr),
-            };
-            for (k, v) in &pick {
-                let r = match &mut spec {
-                    JobSpec::Disk(d) => apply_disk(d, k, v),
-                    JobSpec::Net(c) => apply_net(c, k, v),
-                };
-                r.map_err(|m| cx.err(i, Some(k), m))?;
-                params.insert(k.to_string(), value_json(v));
-            }
-            match &mut spec {
-                JobSpec::Disk(d) => {
-                    d.ramp = ramp.unwrap_or(d.ramp);
-                    d.time = time.unwrap_or(d.time);
-                    d.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
-                }
-                JobSpec::Net(c) => {
-                    c.ramp = ramp.unwrap_or(c.ramp);
-                    c.time = time.unwrap_or(c.time);
-                    c.validate().map_err(|e| cx.invalid(i, &e.to_string()))?;
-                }
-            }
-            let label = |k: &str| {
-                pick.iter()
-                    .find(|(pk, _)| *pk == k)
-                    .map(|(_, v)| value_label(v))
-            };
-            let suffix: Vec<String> = swept
-                .iter()
-                .filter_map(|k| label(k).map(|v| format!("{k}={v}")))
-                .collect();
-            let name = if suffix.is_empty() {
-                tname.clone()
-            } else {
-                format!("{tname}/{}", suffix.join(","))
-            };
-            let mut group = group_tpl.clone();
-            for (k, v) in &pick {
-                group = group.replace(&format!("{{{k}}}"), &value_label(v));
-            }
-            if let Some(open) = group.find('{') {
-                return Err(cx.err(
-                    i,
-                    Some("group"),
-                    format!("'{}' names no parameter of this test", &group[open..]),
-                ));
-            }
-            if !names.insert(name.clone()) {
-                return Err(cx.err(
-                    i,
-                    Some("name"),
-                    format!("duplicate test name '{name}' after expansion"),
-                ));
-            }
-            jobs.push(Job {
-                name,
-                group,
-                kind,
-                spec,
-                params: serde_json::Value::Object(params),
-                reps,
-                rule: rule.clone(),
-                metric: metric.clone(),
-                repeatability_pct,
-                rerun,
-                interference_pct,
-            });
-        }
+        Ok(name.to_string())
+    })?;
+    let name = name.ok_or_else(|| cx.err(None, None, "the suite has no name = \"...\""))?;
+    let cpu_threshold_pct =
+        cx.check(suite.cpu_threshold_pct.as_ref(), "cpu_threshold_pct", |v| {
+            as_number(v).ok_or_else(|| "expected a number".into())
+        })?;
+    let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
+    let mut jobs = Vec::new();
+    let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
+    for t in cx.tests(&root)? {
+        let test = cx.test(t, &defaults, &mut base_names)?;
+        cx.expand(&test, &mut jobs, &mut names)?;
     }
     Ok(Suite {
         name,
-        description,
+        description: (suite.description).and_then(|v| v.into_inner().as_str().map(str::to_string)),
         text: text.to_string(),
         cpu_threshold_pct,
         jobs,
     })
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl<'a> Ctx<'a> {
+    fn err(&self, at: Option<Span>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
+        let line = |offset: usize| {
+            let mut before = &self.text.as_bytes()[..offset.min(self.text.len())];
+            if before.len() == self.text.len() {
+                // An error at the very end is told on the last line.
+                before = before.strip_suffix(b"\n").unwrap_or(before);
+            }
+            before.iter().filter(|b| **b == b'\n').count() + 1
+        };
+        SuiteError {
+            file: self.file.to_string(),
+            line: at.map(|s| line(s.start)),
+            key: key.map(str::to_string),
+            msg: msg.into(),
+        }
+    }
+
+    fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
+        self.err(Some(v.span()), Some(key), msg)
+    }
+
+    /// A serde error in the file's terms: an unknown key is named, on its
+    /// line, with the keys known there (`known` is given serde's list).
+    fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
+        let unknown = (e.message().strip_prefix("unknown field `"))
+            .and_then(|rest| rest.split_once("`, expected "));
+        match unknown {
+            Some((key, expected)) => self.err(e.span(), Some(key), known(expected)),
+            None => self.err(e.span(), None, e.message()),
+        }
+    }
+
+    /// An engine's validation error, which speaks of command-line flags
+    /// ("--qd must be ..."), told in the file's terms: the key it is about,
+    /// on that key's line (else the test's), in the words of the file.
+    fn invalid(&self, test: &Test, msg: &str) -> SuiteError {
+        let said = flags_as_keys(msg);
+        // The flag the message is about comes first: "--qd must be ...".
+        let flag = said
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next();
+        let key = flag.filter(|_| msg.starts_with("--"));
+        let at = key
+            .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
+            .map_or(test.header.clone(), |(_, s)| s.0.span());
+        self.err(Some(at), key, said.as_str())
+    }
+
+    fn tests<'d>(&self, root: &'d Node<'a>) -> Checked<Vec<&'d Node<'a>>> {
+        let test = root.get_ref().as_table().and_then(|t| t.get("test"));
+        match test.map(|t| (t.get_ref(), t.span())) {
+            Some((DeValue::Array(a), _)) if !a.is_empty() => Ok(a.iter().collect()),
+            Some((DeValue::Array(_), _)) | None => {
+                Err(self.err(None, None, "the suite has no [[test]]"))
+            }
+            Some((_, at)) => Err(self.err(Some(at), Some("test"), "expected [[test]] tables")),
+        }
+    }
+
+    /// Checks one [[test]]: its name, its kind, the keys that kind takes
+    /// and the settings it ends up with.
+    fn test(&self, t: &Node, suite: &Common, seen: &mut HashSet<String>) -> Checked<Test> {
+        let header = t.span();
+        if !t.get_ref().is_table() {
+            return Err(self.err(Some(header), None, "a [[test]] must be a table"));
+        }
+        let common: Common = read(t).map_err(|e| self.de_err(e, str::to_string))?;
+        let name = self.check(common.name.as_ref(), "name", |v| {
+            let name = as_str(v)?;
+            if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
+                let msg = "a test name must be non-empty, without '/', ',' or control characters";
+                return Err(msg.into());
+            }
+            Ok(name.to_string())
+        })?;
+        let Some((name, name_v)) = name.zip(common.name.as_ref()) else {
+            return Err(self.err(Some(header), None, "this [[test]] has no name"));
+        };
+        if !seen.insert(name.clone()) {
+            return Err(self.at(name_v, "name", format!("duplicate test name '{name}'")));
+        }
+        let kind = self.check(common.kind.as_ref(), "kind", |v| as_str(v)?.parse::<Kind>())?;
+        let Some(kind) = kind else {
+            let msg = format!("test '{name}' has no kind ({})", Kind::names());
+            return Err(self.err(Some(header), None, msg));
+        };
+        let params = match kind {
+            Kind::Disk => DiskTest::params(t),
+            Kind::NetStream => StreamTest::params(t),
+            Kind::NetRr => RrTest::params(t),
+        };
+        let params = params.map_err(|(e, known)| {
+            self.de_err(e, |_| {
+                format!("unknown key for a {kind} test; known: {}", known.join(", "))
+            })
+        })?;
+        let proto = self.proto(kind, &common, suite, &header)?;
+        if let Some((k, s)) = params.iter().find(|(_, s)| s.values().is_empty()) {
+            return Err(self.at(&s.0, k, "empty sweep: give at least one value"));
+        }
+        let group = self.check(common.group.as_ref(), "group", |v| {
+            Ok(as_str(v)?.to_string())
+        })?;
+        Ok(Test {
+            group_at: common.group.as_ref().map_or(header.clone(), Raw::span),
+            group: group.unwrap_or_else(|| name.clone()),
+            name,
+            name_at: name_v.span(),
+            header,
+            params,
+            proto,
+        })
+    }
+
+    /// `v` checked by `check`; an error is told on the value's line.
+    fn check<T>(
+        &self,
+        v: Option<&Raw>,
+        key: &str,
+        check: impl FnOnce(&Value) -> Result<T, String>,
+    ) -> Checked<Option<T>> {
+        v.map(|v| check(v.get_ref()).map_err(|m| self.at(v, key, m)))
+            .transpose()
+    }
+
+    /// The job each of the test's combinations starts from: the kind's
+    /// defaults, and each setting from the test, else the suite.
+    fn proto(&self, kind: Kind, test: &Common, suite: &Common, header: &Span) -> Checked<Job> {
+        let get = |key: fn(&Common) -> &Option<Raw>| key(test).as_ref().or(key(suite).as_ref());
+        let reps = self.check(get(|d| &d.reps), "reps", |v| {
+            let r = as_u32(v).ok().filter(|r| *r >= 1);
+            r.ok_or_else(|| "expected a whole number of at least 1".into())
+        })?;
+        let rerun = self.check(get(|d| &d.rerun), "rerun", as_u32)?;
+        let repeatability_pct =
+            self.check(get(|d| &d.repeatability_pct), "repeatability_pct", |v| {
+                let x = as_number(v).filter(|x| *x >= 0.0);
+                x.ok_or_else(|| "expected a number of 0 or more".into())
+            })?;
+        let interference_pct =
+            self.check(get(|d| &d.interference_pct), "interference_pct", |v| {
+                let x = as_number(v).filter(|x| (0.0..=100.0).contains(x));
+                x.ok_or_else(|| "expected a number from 0 to 100 (% of the host's CPU)".into())
+            })?;
+        let headline = kind.headline();
+        let rule = self.check(get(|d| &d.select), "select", |v| {
+            Rule::parse(as_str(v)?, headline)
+        })?;
+        let rule = rule.unwrap_or_else(|| Rule::Median(headline.to_string()));
+        let metric = match &rule {
+            Rule::Median(m) => m.clone(),
+            _ => headline.to_string(),
+        };
+        if !iotoll_model::metrics::produces(kind, &metric) {
+            // A suite-wide rule this test cannot follow: the test is named.
+            let at = test.select.as_ref().map_or(header.clone(), Raw::span);
+            let msg = format!("a {kind} test has no metric '{metric}' to select by");
+            return Err(self.err(Some(at), Some("select"), msg));
+        }
+        let ramp = self.check(get(|d| &d.ramp), "ramp", as_duration)?;
+        let time = self.check(get(|d| &d.time), "time", |v| {
+            let t = Some(as_duration(v)?).filter(|t| !t.is_zero());
+            t.ok_or_else(|| "must be positive".into())
+        })?;
+        let net = |kind| {
+            JobSpec::Net(ClientSpec {
+                kind,
+                ..ClientSpec::default()
+            })
+        };
+        let mut spec = match kind {
+            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+            Kind::NetStream => net(TestKind::Stream),
+            Kind::NetRr => net(TestKind::Rr),
+        };
+        spec.set_durations(ramp, time);
+        Ok(Job {
+            name: String::new(),
+            group: String::new(),
+            kind,
+            spec,
+            params: serde_json::Value::Null,
+            reps: reps.unwrap_or(1),
+            rule,
+            metric,
+            repeatability_pct: repeatability_pct.unwrap_or(5.0),
+            rerun: rerun.unwrap_or(0),
+            interference_pct: interference_pct
+                .unwrap_or(iotoll_model::result::DEFAULT_INTERFERENCE_PCT),
+        })
+    }
+
+    /// Adds the test's jobs, one per combination of swept values. They are
+    /// counted before any is built: a sweep of a million combinations is
+    /// refused at once, not built.
+    fn expand(&self, test: &Test, jobs: &mut Vec<Job>, names: &mut HashSet<String>) -> Checked<()> {
+        let lens = || test.params.iter().map(|(_, s)| s.values().len());
+        let combos = lens()
+            .try_fold(1usize, |acc, n| acc.checked_mul(n))
+            .filter(|c| jobs.len().saturating_add(*c) <= MAX_TESTS)
+            .ok_or_else(|| {
+                let total = lens().fold(1f64, |acc, n| acc * n as f64);
+                let swept: Vec<String> = (test.params.iter())
+                    .filter(|(_, s)| s.values().len() > 1)
+                    .map(|(k, s)| format!("{k}: {}", s.values().len()))
+                    .collect();
+                let msg = format!(
+                    "test '{}' sweeps {} combinations ({}), and the suite would have more than {MAX_TESTS} tests: split it into several suites or sweep fewer values",
+                    test.name,
+                    units::format_number(total),
+                    swept.join(" x ")
+                );
+                self.err(Some(test.header.clone()), None, msg)
+            })?;
+        jobs.reserve(combos);
+        for n in 0..combos {
+            let job = self.job(test, n)?;
+            if !names.insert(job.name.clone()) {
+                let msg = format!("duplicate test name '{}' after expansion", job.name);
+                return Err(self.err(Some(test.name_at.clone()), Some("name"), msg));
+            }
+            jobs.push(job);
+        }
+        Ok(())
+    }
+
+    /// The test's `n`th combination: the mixed-radix digits of `n` pick one
+    /// value per parameter.
+    fn job(&self, test: &Test, n: usize) -> Checked<Job> {
+        let mut rest = n;
+        let mut pick: Vec<(&str, &Value, &Sweep)> = Vec::with_capacity(test.params.len());
+        for (k, s) in test.params.iter().rev() {
+            let values = s.values();
+            pick.push((k, &values[rest % values.len()], s));
+            rest /= values.len();
+        }
+        pick.reverse();
+        let mut job = test.proto.clone();
+        (job.name, job.group) = (test.name.clone(), test.group.clone());
+        let (mut params, mut sep) = (serde_json::Map::new(), '/');
+        for (k, v, s) in &pick {
+            job.spec.apply(k, v).map_err(|m| self.at(&s.0, k, m))?;
+            params.insert(k.to_string(), value_json(v));
+            let label = value_label(v);
+            if s.values().len() > 1 {
+                job.name += &format!("{sep}{k}={label}");
+                sep = ',';
+            }
+            job.group = job.group.replace(&format!("{{{k}}}"), &label);
+        }
+        job.spec.validate().map_err(|m| self.invalid(test, &m))?;
+        if let Some(open) = job.group.find('{') {
+            let msg = format!("'{}' names no parameter of this test", &job.group[open..]);
+            return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
+        }
+        job.params = serde_json::Value::Object(params);
+        Ok(job)
+    }
 }
 
 #[cfg(test)]
@@ -846,6 +832,21 @@ group = "{dir}"
             "burst_len 0 (bs 4k) "
         );
         assert_eq!(flags_as_keys("no flags"), "no flags");
+    }
+
+    /// Seen: `[[ test ]]` (spaces inside the brackets are valid TOML) was
+    /// missed by the line search, and errors in such a test had no line.
+    #[test]
+    fn spaced_test_headers_keep_lines() {
+        let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\n\n[[ test ]]\nname='b'\nkind='disk'\nqd=0\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(9), Some("qd")), "{e}");
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[ test ]]\nkind='disk'\n");
+        assert_eq!(
+            (e.line, e.msg.as_str()),
+            (Some(5), "this [[test]] has no name")
+        );
+        let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\nbogus=1\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
     }
 
     /// Seen: control characters in suite and test names reached the
