@@ -7,31 +7,59 @@ use crate::metrics::{MetricDef, METRICS};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// What a result measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    Disk,
-    NetStream,
-    NetRr,
+/// An enum of words: serialized, stored and printed as the given names.
+macro_rules! words {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vm])* #[serde(rename = $s)] $v,)* }
+        impl $name {
+            pub const ALL: &[$name] = &[$($name::$v,)*];
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$v => $s,)* }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+words! {
+    /// What a result measured.
+    Kind { Disk = "disk", NetStream = "net-stream", NetRr = "net-rr", }
+}
+
+words! {
+    /// How a single measurement ended (`ResultDoc::status`).
+    ResultStatus {
+        Complete = "complete",
+        /// The window was cut short (Ctrl-C): the figures cover what ran.
+        Interrupted = "interrupted",
+        /// The workload failed: never a result, the figures are partial.
+        Failed = "failed",
+    }
+}
+
+words! {
+    /// How a run (a suite, or a single measurement's run) ended, as stored.
+    #[derive(Default)]
+    RunStatus {
+        Running = "running",
+        #[default]
+        Complete = "complete",
+        /// Ctrl-C or SIGTERM: every finished repetition is kept.
+        Aborted = "aborted",
+        /// Some repetitions failed; the others are kept.
+        Failed = "failed",
+        /// The process that ran it died (its PID is gone) while `running`.
+        Incomplete = "incomplete",
+    }
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Disk, Kind::NetStream, Kind::NetRr];
-
-    /// The name in JSON, suite files and the database.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Kind::Disk => "disk",
-            Kind::NetStream => "net-stream",
-            Kind::NetRr => "net-rr",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
     /// "disk, net-stream or net-rr", for errors.
     pub fn names() -> String {
         let v: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
@@ -99,76 +127,14 @@ impl Kind {
     }
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl std::str::FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Kind, String> {
-        Kind::from_name(s).ok_or_else(|| format!("unknown kind '{s}': use {}", Kind::names()))
-    }
-}
-
-/// How a single measurement ended (`ResultDoc::status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResultStatus {
-    Complete,
-    /// The window was cut short (Ctrl-C): the figures cover what ran.
-    Interrupted,
-    /// The workload failed: never a result, the figures are partial.
-    Failed,
-}
-
-/// How a run (a suite, or a single measurement's run) ended, as stored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    #[default]
-    Complete,
-    /// Ctrl-C or SIGTERM: every finished repetition is kept.
-    Aborted,
-    /// Some repetitions failed; the others are kept.
-    Failed,
-    /// The process that ran it died (its PID is gone) while `running`.
-    Incomplete,
-}
-
-impl ResultStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ResultStatus::Complete => "complete",
-            ResultStatus::Interrupted => "interrupted",
-            ResultStatus::Failed => "failed",
-        }
-    }
-}
-
-impl RunStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Complete => "complete",
-            RunStatus::Aborted => "aborted",
-            RunStatus::Failed => "failed",
-            RunStatus::Incomplete => "incomplete",
-        }
-    }
-}
-
-impl fmt::Display for ResultStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        Kind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown kind '{s}': use {}", Kind::names()))
     }
 }
 
@@ -178,7 +144,7 @@ mod tests {
 
     #[test]
     fn serialized_as_before() {
-        for k in Kind::ALL {
+        for &k in Kind::ALL {
             assert_eq!(
                 serde_json::to_value(k).unwrap(),
                 serde_json::json!(k.as_str())

@@ -232,9 +232,9 @@ pub fn markdown_table() -> String {
             ));
         }
         let kinds: Vec<&str> = Kind::ALL
-            .into_iter()
-            .filter(|k| d.produced_by(*k))
-            .map(Kind::as_str)
+            .iter()
+            .filter(|k| d.produced_by(**k))
+            .map(|k| k.as_str())
             .collect();
         let better = match d.better {
             Higher => "higher",
@@ -546,7 +546,7 @@ mod tests {
 
     #[test]
     fn every_kind_produces_cpu_and_its_headline() {
-        for k in Kind::ALL {
+        for &k in Kind::ALL {
             assert!(produces(k, CPU_PCT) && produces(k, k.headline()));
         }
         assert!(!produces(Kind::Disk, REMOTE_CPU_PCT));
