@@ -4,6 +4,7 @@
 //! path of one run (`network`), and the warnings worth reading before a
 //! suite starts.
 
+use iotoll_model::spec::{to_json, Identity, Interface, Link, NetSide, Offloads};
 use serde_json::{json, Value};
 use std::ffi::CStr;
 use std::net::IpAddr;
@@ -173,11 +174,11 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     })
 }
 
-fn offloads(ifname: &str) -> Value {
+fn offloads(ifname: &str) -> Option<Offloads> {
     // SAFETY: a throwaway datagram socket for ioctls.
     let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     if sock < 0 {
-        return Value::Null;
+        return None;
     }
     const GRXCSUM: u32 = 0x14;
     const GTXCSUM: u32 = 0x16;
@@ -187,20 +188,20 @@ fn offloads(ifname: &str) -> Value {
     const GGRO: u32 = 0x2b;
     const FLAG_LRO: u32 = 1 << 15;
     let b = |cmd| ethtool_get(sock, ifname, cmd).map(|v| v != 0);
-    let v = json!({
-        "tso": b(GTSO),
-        "gso": b(GGSO),
-        "gro": b(GGRO),
-        "lro": ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
-        "rx_checksum": b(GRXCSUM),
-        "tx_checksum": b(GTXCSUM),
-    });
+    let v = Offloads {
+        tso: b(GTSO),
+        gso: b(GGSO),
+        gro: b(GGRO),
+        lro: ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
+        rx_checksum: b(GRXCSUM),
+        tx_checksum: b(GTXCSUM),
+    };
     // SAFETY: closing the socket we opened.
     unsafe { libc::close(sock) };
-    v
+    Some(v)
 }
 
-fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
+fn link(name: &str) -> Link {
     let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
     let speed = sysfs("speed")
         .and_then(|s| s.parse::<i64>().ok())
@@ -212,20 +213,15 @@ fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
         .or(info.driver);
-    let mut v = json!({
-        "name": name,
-        "mtu": sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
-        "speed_mbit": speed,
-        "driver": driver,
-        "driver_version": info.version,
-        "firmware": info.firmware,
-        "bus_info": info.bus_info,
-        "offloads": offloads(name),
-    });
-    if let Some(a) = address {
-        v["address"] = json!(a.to_string());
+    Link {
+        mtu: sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
+        speed_mbit: speed.map(|s| s as u64),
+        driver,
+        driver_version: info.version,
+        firmware: info.firmware,
+        bus_info: info.bus_info,
+        offloads: offloads(name),
     }
-    v
 }
 
 fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
@@ -248,13 +244,29 @@ fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
     }
 }
 
-/// Everything about the path through `local_ip` that affects results.
-pub fn network(local_ip: IpAddr) -> Value {
-    let iface_json = match interface_of(local_ip) {
-        Some(name) => interface_json(&name, Some(local_ip)),
-        None => json!({ "name": null, "address": local_ip.to_string() }),
-    };
-    json!({ "interface": iface_json, "tcp": tcp_sysctls() })
+/// Everything about the path through `local_ip` that affects results, and
+/// who this end is.
+pub fn network(local_ip: IpAddr) -> NetSide {
+    let name = interface_of(local_ip);
+    NetSide {
+        interface: Interface {
+            link: name.as_deref().map(link),
+            name,
+            address: local_ip.to_string(),
+        },
+        tcp: tcp_sysctls(),
+        identity: Some(identity()),
+    }
+}
+
+/// This process: this kernel's boot id, its pid and start time.
+pub fn identity() -> Identity {
+    let pid = i32::try_from(std::process::id()).ok();
+    Identity {
+        boot_id: boot_id(),
+        pid,
+        start_ticks: pid.and_then(crate::procs::start_ticks),
+    }
 }
 
 fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
@@ -356,7 +368,8 @@ fn interfaces() -> Value {
     let mut out: Vec<Value> = names
         .iter()
         .map(|n| {
-            let mut v = interface_json(n, None);
+            let mut v = to_json(&link(n));
+            v["name"] = json!(n);
             v["addresses"] = json!(addrs.get(n).cloned().unwrap_or_default());
             v
         })
@@ -396,15 +409,12 @@ fn block_devices() -> Value {
     Value::Array(out)
 }
 
-fn tcp_sysctls() -> serde_json::Map<String, Value> {
+fn tcp_sysctls() -> std::collections::BTreeMap<String, Option<String>> {
     TCP_SYSCTLS
         .iter()
         .map(|k| {
             let short = k.rsplit('/').next().unwrap_or(k).to_string();
-            (
-                short,
-                read_trim(format!("/proc/sys/{k}")).map_or(Value::Null, Value::String),
-            )
+            (short, read_trim(format!("/proc/sys/{k}")))
         })
         .collect()
 }
