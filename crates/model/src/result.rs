@@ -231,6 +231,17 @@ impl CpuReport {
 }
 
 impl ResultDoc {
+    /// `spec` as a kind's type (`DiskSpec`, `StreamSpec`, `RrSpec`): None
+    /// for an import, which states only part of it.
+    pub fn spec_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(&self.spec).ok()
+    }
+
+    /// The network disclosure: None for a disk run or an import.
+    pub fn net_disclosure(&self) -> Option<crate::spec::NetDisclosure> {
+        crate::spec::NetDisclosure::deserialize(self.disclosure.as_ref()?).ok()
+    }
+
     /// Re-judges this document's interference against `threshold_pct`
     /// (local CPU, and the peer's when it is another host) and rewrites
     /// its `interference:` note. Returns whether it is interfered.

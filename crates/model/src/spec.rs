@@ -127,6 +127,13 @@ pub struct NetDisclosure {
     pub remote: serde_json::Value,
 }
 
+impl NetDisclosure {
+    /// The endpoint's side, when it has this version's shape.
+    pub fn remote_side(&self) -> Option<NetSide> {
+        NetSide::deserialize(&self.remote).ok()
+    }
+}
+
 /// One end of a network path: what affects results there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -178,6 +185,20 @@ pub struct Offloads {
     pub lro: Option<bool>,
     pub rx_checksum: Option<bool>,
     pub tx_checksum: Option<bool>,
+}
+
+impl Offloads {
+    /// Each flag by its name, in the order `ethtool -k` shows them.
+    pub fn flags(&self) -> [(&'static str, Option<bool>); 6] {
+        [
+            ("tso", self.tso),
+            ("gso", self.gso),
+            ("gro", self.gro),
+            ("lro", self.lro),
+            ("rx_checksum", self.rx_checksum),
+            ("tx_checksum", self.tx_checksum),
+        ]
+    }
 }
 
 /// Who an end of a test is: its kernel's boot id and its process id
