@@ -305,7 +305,8 @@ fn specs_lists_the_twelve() {
 #[test]
 fn schema_rejects_a_wrong_document() {
     let doc = disk_json(&["--size", "4m"]);
-    let wrong: [(&str, fn(&mut serde_json::Value)); 9] = [
+    type Edit = fn(&mut serde_json::Value);
+    let wrong: [(&str, Edit); 9] = [
         ("not a kind", |d| d["kind"] = "nvme".into()),
         ("a disk spec under another kind", |d| {
             d["kind"] = "net-rr".into()

@@ -591,10 +591,12 @@ mod tests {
     #[test]
     fn loopback_is_found_and_described() {
         let d = network("127.0.0.1".parse().unwrap());
-        assert_eq!(d["interface"]["name"], "lo");
-        assert!(d["interface"]["mtu"].as_u64().unwrap() >= 1500);
-        assert!(d["tcp"]["tcp_rmem"].is_string());
-        assert!(d["interface"]["offloads"]["gso"].is_boolean(), "{d}");
+        assert_eq!(d.interface.name.as_deref(), Some("lo"));
+        let link = d.interface.link.expect("lo is described");
+        assert!(link.mtu.unwrap() >= 1500);
+        assert!(d.tcp["tcp_rmem"].is_some());
+        assert!(link.offloads.unwrap().gso.is_some());
+        assert_eq!(d.identity, Some(identity()));
     }
 
     #[test]
@@ -602,10 +604,12 @@ mod tests {
         // lo's ethtool ops have no get_drvinfo: the ioctl fails, and that is
         // "not reported", not an error.
         assert_eq!(driver_info("lo"), None);
-        let d = network("127.0.0.1".parse().unwrap());
-        assert!(d["interface"]["driver"].is_null(), "{d}");
-        assert!(d["interface"]["driver_version"].is_null(), "{d}");
-        assert!(d["interface"]["bus_info"].is_null(), "{d}");
+        let d = network("127.0.0.1".parse().unwrap())
+            .interface
+            .link
+            .unwrap();
+        assert!(d.driver.is_none() && d.driver_version.is_none(), "{d:?}");
+        assert!(d.bus_info.is_none(), "{d:?}");
         assert_eq!(driver_info("no-such-if0"), None);
         assert_eq!(driver_info(""), None);
         assert_eq!(driver_info("a-name-longer-than-ifnamsiz"), None);
@@ -666,7 +670,7 @@ mod tests {
             // SAFETY: a valid namespace fd; this thread only.
             let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            (driver_info("dv0"), interface_json("dv0", None))
+            (driver_info("dv0"), link("dv0"))
         })
         .join()
         .unwrap();
@@ -675,10 +679,7 @@ mod tests {
         assert!(info.version.is_some(), "{info:?}");
         // sysfs here is our mount namespace's (no dv0 in it): the driver
         // can only have come from the ioctl in the veth's namespace.
-        assert_eq!(iface["driver"], "veth", "{iface}");
-        assert_eq!(
-            iface["driver_version"],
-            info.version.as_deref().unwrap_or("")
-        );
+        assert_eq!(iface.driver.as_deref(), Some("veth"), "{iface:?}");
+        assert_eq!(iface.driver_version, info.version);
     }
 }

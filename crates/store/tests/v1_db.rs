@@ -16,9 +16,13 @@ fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     (d, db)
 }
 
-/// Every repetition's document as the old binary wrote it, by (run, test
-/// name, rep), and each repetition's rows of the metrics table.
-fn raw(db: &std::path::Path) -> Vec<((i64, String, i64), Value, Vec<(String, f64)>)> {
+/// (run, test name, rep).
+type Key = (i64, String, i64);
+/// A repetition as stored: its key, document and rows of the metrics table.
+type Stored = (Key, Value, Vec<(String, f64)>);
+
+/// Every repetition as the old binary wrote it.
+fn raw(db: &std::path::Path) -> Vec<Stored> {
     let c = rusqlite::Connection::open(db).unwrap();
     let mut st = c
         .prepare(
