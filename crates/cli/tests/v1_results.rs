@@ -29,19 +29,23 @@ fn run(args: &[&str], db: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Each test's headline figure as the old version stored it, per run.
-fn headlines(db: &str) -> Vec<(i64, Vec<(String, f64)>)> {
+/// Per run: each test's headline figure, and every repetition's document,
+/// as the old version stored them.
+type Stored = (i64, Vec<(String, f64)>, Vec<Value>);
+
+fn stored(db: &str) -> Vec<Stored> {
     let s = iotoll_store::Store::open_read_only(std::path::Path::new(db)).unwrap();
-    s.list_runs()
-        .unwrap()
-        .iter()
+    let runs = s.list_runs().unwrap();
+    runs.iter()
         .map(|r| {
-            let d = s.run_detail(r.id).unwrap();
-            let v = d.tests.iter().map(|t| {
+            let tests = s.run_detail(r.id).unwrap().tests;
+            let heads = tests.iter().map(|t| {
                 let m = t.summary.as_ref().unwrap();
                 (t.name.clone(), m[t.kind.headline()])
             });
-            (r.id, v.collect())
+            let docs = tests.iter().flat_map(|t| &t.reps);
+            let docs = docs.map(|r| serde_json::to_value(&r.doc).unwrap());
+            (r.id, heads.collect(), docs.collect())
         })
         .collect()
 }
@@ -49,11 +53,10 @@ fn headlines(db: &str) -> Vec<(i64, Vec<(String, f64)>)> {
 #[test]
 fn a_v1_database_shows_exports_and_reports_what_it_stored() {
     let (d, db) = fixture();
-    let raw = stored_docs(&db);
-    let heads = headlines(&db);
-    assert_eq!(heads.len(), 10);
+    let runs = stored(&db);
+    assert_eq!(runs.len(), 10);
     assert_eq!(run(&["results", "list"], &db).lines().count(), 11);
-    for (id, tests) in &heads {
+    for (id, tests, want) in &runs {
         let id = id.to_string();
         let shown = run(&["results", "show", &id], &db);
         let exported: Value =
@@ -65,12 +68,7 @@ fn a_v1_database_shows_exports_and_reports_what_it_stored() {
             .iter()
             .flat_map(|t| t["reps"].as_array().unwrap().iter().map(|r| &r["doc"]))
             .collect();
-        let want: Vec<&Value> = raw
-            .iter()
-            .filter(|(r, _)| *r == id)
-            .map(|(_, d)| d)
-            .collect();
-        assert_eq!(docs, want, "run {id}: the documents as stored");
+        assert_eq!(docs, want.iter().collect::<Vec<_>>(), "run {id}: as stored");
         run(&["results", "export", &id, "--format", "csv"], &db);
         let md = d.path().join(format!("report{id}.md"));
         run(&["report", &id, "--md", md.to_str().unwrap()], &db);
@@ -83,25 +81,11 @@ fn a_v1_database_shows_exports_and_reports_what_it_stored() {
     }
 }
 
-/// Every repetition's document, as stored, with its run id.
-fn stored_docs(db: &str) -> Vec<(String, Value)> {
-    let s = iotoll_store::Store::open_read_only(std::path::Path::new(db)).unwrap();
-    let mut out = Vec::new();
-    for r in s.list_runs().unwrap() {
-        for t in s.run_detail(r.id).unwrap().tests {
-            for rep in t.reps {
-                out.push((r.id.to_string(), serde_json::to_value(rep.doc).unwrap()));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_v1_database_compares_native_runs_and_imports() {
     let (d, db) = fixture();
-    let heads = headlines(&db);
-    let fig = |run: i64| heads.iter().find(|(r, _)| *r == run).unwrap().1[0].1;
+    let runs = stored(&db);
+    let fig = |run: i64| runs.iter().find(|r| r.0 == run).unwrap().1[0].1;
     // Disk runs against each other and an fio import of the same workload;
     // streams against an iperf3 import.
     let md = d.path().join("c.md");
