@@ -178,6 +178,7 @@ pub struct Link {
 
 /// The ethtool feature flags; null where the driver does not answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Offloads {
     pub tso: Option<bool>,
     pub gso: Option<bool>,
@@ -264,4 +265,24 @@ pub fn to_json<T: Serialize>(v: &T) -> serde_json::Value {
 /// engines' own enums name themselves in the document this way.
 pub fn word<T: Serialize>(v: &T) -> String {
     to_json(v).as_str().unwrap_or_default().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An interface read back is written as it was: details absent when no
+    /// interface held the address, present (nulls too) when one did.
+    #[test]
+    fn interfaces_round_trip_with_and_without_details() {
+        let bare = json!({"name": null, "address": "192.0.2.1"});
+        let full = json!({"name": "lo", "address": "127.0.0.1", "mtu": 65536, "speed_mbit": null,
+            "driver": null, "driver_version": null, "firmware": null, "bus_info": null, "offloads": null});
+        for v in [bare, full] {
+            let i: Interface = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(i.link.is_some(), v.get("mtu").is_some());
+            assert_eq!(to_json(&i), v);
+        }
+    }
 }
