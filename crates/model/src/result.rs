@@ -312,6 +312,8 @@ pub struct LatencyReport {
     #[schemars(extend("required" = ["50", "90", "99", "99.9", "99.99"]))]
     pub percentiles_us: BTreeMap<String, f64>,
     /// `[upper bound of the bucket in us, count]`, ascending; empty buckets omitted.
+    #[schemars(extend("items" = {"type": "array", "minItems": 2, "maxItems": 2,
+        "prefixItems": [{"type": "number"}, {"type": "number", "minimum": 1}]}))]
     pub histogram: Vec<[f64; 2]>,
 }
 
