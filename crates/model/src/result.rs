@@ -50,6 +50,7 @@ pub struct CpuSection {
     /// loopback, another network namespace or a container of this host.
     /// None when there is no peer or it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
     pub same_host: Option<bool>,
 }
 

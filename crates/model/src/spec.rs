@@ -143,6 +143,7 @@ pub struct NetSide {
     pub tcp: BTreeMap<String, Option<String>>,
     /// Absent from an older endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Identity")]
     pub identity: Option<Identity>,
 }
 
@@ -215,6 +216,7 @@ pub struct Identity {
     /// a pid from another PID namespace (a container) is never taken for an
     /// unrelated process of this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub start_ticks: Option<u64>,
 }
 
