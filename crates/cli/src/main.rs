@@ -329,7 +329,7 @@ fn begin_single(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),
         "",
-        &host,
+        &iotoll_model::spec::to_json(&host),
         &doc.notes,
     )?;
     let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;

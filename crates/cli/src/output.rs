@@ -1,7 +1,8 @@
 //! Human and JSON renderings of a result document.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::{Kind, ResultDoc};
+use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, RrSpec, StreamSpec};
+use iotoll_model::{format_size, Kind, ResultDoc};
 use std::fmt::Write;
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
@@ -17,89 +18,65 @@ pub fn num(v: f64) -> String {
     iotoll_model::units::format_number(v)
 }
 
-fn spec_value(doc: &ResultDoc, k: &str) -> serde_json::Value {
-    doc.spec.get(k).cloned().unwrap_or(serde_json::Value::Null)
-}
-
-/// A size parameter as the user would type it (`4k`), or `?`.
-fn spec_size(doc: &ResultDoc, k: &str) -> String {
-    spec_value(doc, k)
-        .as_u64()
-        .map(iotoll_model::format_size)
-        .unwrap_or_else(|| "?".into())
-}
-
-fn disk_spec_line(doc: &ResultDoc) -> String {
-    let g = |k: &str| spec_value(doc, k);
-    let size = |k: &str| spec_size(doc, k);
+fn disk_spec_line(s: &DiskSpec) -> String {
     let mut line = String::from("disk");
-    if let Some(name) = g("spec").as_str() {
+    if let Some(name) = &s.spec {
         let _ = write!(line, "  {name}");
     }
     let _ = write!(
         line,
-        "  {} {}% read {}% random  QD {} x {} worker(s)  {} {}",
-        size("bs"),
-        g("read_pct"),
-        g("random_pct"),
-        g("qd"),
-        g("workers"),
-        g("engine").as_str().unwrap_or("?"),
-        if g("direct").as_bool() == Some(true) {
-            "O_DIRECT"
-        } else {
-            "buffered"
-        }
-    );
-    let _ = write!(
-        line,
-        "\ntarget {} ({}, region {} at {})",
-        g("target").as_str().unwrap_or("?"),
-        g("target_kind").as_str().unwrap_or("?"),
-        size("size"),
-        size("offset"),
+        "  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
+        format_size(s.bs),
+        s.read_pct,
+        s.random_pct,
+        s.qd,
+        s.workers,
+        s.engine,
+        if s.direct { "O_DIRECT" } else { "buffered" },
+        s.target,
+        s.target_kind,
+        format_size(s.size),
+        format_size(s.offset),
     );
     line
 }
 
-fn net_spec_line(doc: &ResultDoc) -> String {
-    let g = |k: &str| spec_value(doc, k);
-    let size = |k: &str| spec_size(doc, k);
-    let what = if doc.kind == Kind::NetRr {
-        format!(
-            "request/response {} / {}  burst {}",
-            size("req"),
-            size("resp"),
-            g("burst")
-        )
-    } else {
-        format!(
-            "stream {}  msg {}  sockbuf {}{}",
-            g("dir").as_str().unwrap_or("?"),
-            size("msg"),
-            g("sockbuf")
-                .as_u64()
-                .map(iotoll_model::format_size)
-                .unwrap_or("auto".into()),
-            if g("nodelay").as_bool() == Some(true) {
-                "  nodelay"
-            } else {
-                ""
-            }
-        )
-    };
+fn net_spec_line(kind: Kind, net: &NetSpec, what: String) -> String {
     format!(
-        "{}  {what}  {} connection(s)  {} thread(s)\npeer {}{}",
-        doc.kind,
-        g("conns"),
-        g("threads"),
-        g("peer").as_str().unwrap_or("?"),
-        if g("auth").as_bool() == Some(true) {
-            " (authenticated)"
-        } else {
-            ""
-        }
+        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}",
+        net.conns,
+        net.threads,
+        net.peer,
+        if net.auth { " (authenticated)" } else { "" }
     )
+}
+
+/// The first lines of the table: what ran, from the spec of its kind.
+fn spec_lines(doc: &ResultDoc) -> Option<String> {
+    Some(match doc.kind {
+        Kind::Disk => disk_spec_line(&doc.spec_as::<DiskSpec>()?),
+        Kind::NetStream => {
+            let s: StreamSpec = doc.spec_as()?;
+            let what = format!(
+                "stream {}  msg {}  sockbuf {}{}",
+                s.dir,
+                format_size(s.msg),
+                s.net.sockbuf.map(format_size).unwrap_or("auto".into()),
+                if s.net.nodelay { "  nodelay" } else { "" }
+            );
+            net_spec_line(doc.kind, &s.net, what)
+        }
+        Kind::NetRr => {
+            let s: RrSpec = doc.spec_as()?;
+            let what = format!(
+                "request/response {} / {}  burst {}",
+                format_size(s.req),
+                format_size(s.resp),
+                s.burst
+            );
+            net_spec_line(doc.kind, &s.net, what)
+        }
+    })
 }
 
 fn cpu_line(o: &mut String, label: &str, c: &iotoll_model::CpuReport, with_self: bool) {
@@ -143,37 +120,35 @@ pub fn consumer(t: &iotoll_model::TopConsumer) -> String {
     )
 }
 
-fn disclosure_lines(o: &mut String, d: &serde_json::Value) {
-    for side in ["local", "remote"] {
-        let i = &d[side]["interface"];
-        let t = &d[side]["tcp"];
-        let off = &i["offloads"];
-        let flag = |k: &str| match off[k].as_bool() {
-            Some(true) => k.to_string(),
-            Some(false) => format!("-{k}"),
-            None => String::new(),
-        };
-        let offs: Vec<String> = ["tso", "gso", "gro", "lro", "rx_checksum", "tx_checksum"]
-            .iter()
-            .map(|k| flag(k))
-            .filter(|s| !s.is_empty())
+fn disclosure_lines(o: &mut String, d: &NetDisclosure) {
+    let remote = d.remote_side();
+    for (side, s) in [("local", Some(&d.local)), ("remote", remote.as_ref())] {
+        let Some(s) = s else { continue };
+        let i = &s.interface;
+        let link = i.link.clone().unwrap_or_default();
+        let offs: Vec<String> = link
+            .offloads
+            .map(|f| f.flags())
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, on)| on.map(|on| if on { k.to_string() } else { format!("-{k}") }))
             .collect();
+        let t = |k: &str| s.tcp.get(k).cloned().flatten().unwrap_or("?".into());
         let _ = writeln!(
             o,
             "  {:<12} {} {}  mtu {}  speed {}  driver {}  [{}]  {} rmem {} wmem {}",
             side,
-            i["name"].as_str().unwrap_or("?"),
-            i["address"].as_str().unwrap_or("?"),
-            i["mtu"],
-            i["speed_mbit"]
-                .as_u64()
+            i.name.as_deref().unwrap_or("?"),
+            i.address,
+            link.mtu.map_or("null".into(), |m| m.to_string()),
+            link.speed_mbit
                 .map(|v| format!("{v} Mbit/s"))
                 .unwrap_or("-".into()),
-            i["driver"].as_str().unwrap_or("-"),
+            link.driver.as_deref().unwrap_or("-"),
             offs.join(" "),
-            t["tcp_congestion_control"].as_str().unwrap_or("?"),
-            t["tcp_rmem"].as_str().unwrap_or("?"),
-            t["tcp_wmem"].as_str().unwrap_or("?"),
+            t("tcp_congestion_control"),
+            t("tcp_rmem"),
+            t("tcp_wmem"),
         );
     }
 }
@@ -194,11 +169,7 @@ pub fn human(doc: &ResultDoc) -> String {
     let m = &doc.metrics;
     let get = |k: &str| m.get(k).copied();
     let mut o = String::new();
-    let header = if doc.kind == Kind::Disk {
-        disk_spec_line(doc)
-    } else {
-        net_spec_line(doc)
-    };
+    let header = spec_lines(doc).unwrap_or_else(|| doc.kind.to_string());
     let _ = writeln!(o, "{header}");
     let _ = write!(
         o,
@@ -349,9 +320,9 @@ pub fn human(doc: &ResultDoc) -> String {
     if !eff.is_empty() {
         let _ = writeln!(o, "  {:<12} {}", "efficiency", eff.join("   "));
     }
-    if let Some(d) = &doc.disclosure {
+    if let Some(d) = doc.net_disclosure() {
         let _ = writeln!(o, "\nnetwork path:");
-        disclosure_lines(&mut o, d);
+        disclosure_lines(&mut o, &d);
     }
     if !doc.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");
@@ -366,16 +337,15 @@ pub fn human(doc: &ResultDoc) -> String {
 /// figure (IOPS x mean latency) a reader would check it against.
 fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     let m = &doc.metrics;
-    let spec = &doc.spec;
-    let workers = spec["workers"].as_u64();
-    let per_worker = if spec["engine"] == "psync" {
-        Some(1)
-    } else {
-        spec["qd"].as_u64()
-    };
     let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
-    if let (Some(w), Some(q)) = (workers, per_worker) {
-        let _ = write!(l, " of {} requested", w * q);
+    if let Some(s) = doc.spec_as::<DiskSpec>() {
+        // psync keeps one I/O in flight per worker whatever QD says.
+        let per_worker = if s.engine == "psync" { 1 } else { s.qd };
+        let _ = write!(
+            l,
+            " of {} requested",
+            u64::from(s.workers) * u64::from(per_worker)
+        );
     }
     l.push_str(" (mean I/Os outstanding)");
     if let (Some(iops), Some(lat)) = (m.get(mn::IOPS), m.get(mn::LAT_MEAN_US)) {

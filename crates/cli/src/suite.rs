@@ -347,6 +347,7 @@ fn run(a: RunArgs) -> Result<()> {
         progress.line(n);
     }
     notes.extend(warnings);
+    let host = iotoll_model::spec::to_json(&host);
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({} tests, ~{}) into {}",
@@ -471,89 +472,82 @@ pub fn results_table(
 pub fn sysinfo(json: bool) -> Result<()> {
     let h = iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
     if json {
-        return crate::output::print_json(&h);
+        // Through a JSON value: keys in the order every stored record has.
+        return crate::output::print_json(&iotoll_model::spec::to_json(&h));
     }
-    let s = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".into(),
-        other => other.to_string(),
-    };
-    println!("host         {}", s(&h["host"]));
+    // As JSON writes it (2300.0, not 2300), "-" for what could not be read.
+    fn s<T: serde::Serialize>(v: &T) -> String {
+        match iotoll_model::spec::to_json(v) {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Null => "-".into(),
+            other => other.to_string(),
+        }
+    }
+    println!("host         {}", h.host);
     println!(
         "iotoll       {} ({})",
-        s(&h["iotoll"]["version"]),
-        s(&h["iotoll"]["commit"])
+        h.iotoll.version,
+        s(&h.iotoll.commit)
     );
     println!(
         "os           {} {} ({})",
-        s(&h["os"]["kernel"]),
-        s(&h["os"]["arch"]),
-        s(&h["os"]["distribution"])
+        h.os.kernel,
+        h.os.arch,
+        s(&h.os.distribution)
     );
-    let c = &h["cpu"];
+    let c = &h.cpu;
     println!(
         "cpu          {}  {} socket(s), {} core(s), {} thread(s)  nominal {} MHz ({})  current {} MHz  governor {}  smt {}",
-        s(&c["model"]), s(&c["sockets"]), s(&c["cores"]), s(&c["threads"]), s(&c["nominal_mhz"]),
-        s(&c["nominal_mhz_source"]), s(&c["current_mhz"]), s(&c["governor"]), s(&c["smt"])
+        s(&c.model), c.sockets, c.cores, c.threads, s(&c.nominal_mhz),
+        s(&c.nominal_mhz_source), s(&c.current_mhz), s(&c.governor), s(&c.smt)
     );
-    let caches: Vec<String> = c["caches"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|x| format!("L{} {} {}", s(&x["level"]), s(&x["type"]), s(&x["size"])))
-                .collect()
-        })
-        .unwrap_or_default();
+    let caches: Vec<String> = c
+        .caches
+        .iter()
+        .map(|x| format!("L{} {} {}", x.level, s(&x.kind), s(&x.size)))
+        .collect();
     println!("caches       {}", caches.join(", "));
-    let gib = |v: &serde_json::Value| {
-        v.as_u64()
-            .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
-            .unwrap_or("-".into())
-    };
+    let gib = |v: Option<u64>| s(&v.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)));
+    let m = &h.memory;
     println!(
         "memory       {}  swap {} (used {})",
-        gib(&h["memory"]["total_bytes"]),
-        gib(&h["memory"]["swap_total_bytes"]),
-        gib(&h["memory"]["swap_used_bytes"])
+        gib(m.total_bytes),
+        gib(m.swap_total_bytes),
+        gib(m.swap_used_bytes)
     );
-    for i in h["interfaces"].as_array().into_iter().flatten() {
-        let offs: Vec<String> = i["offloads"]
-            .as_object()
-            .map(|o| {
-                o.iter()
-                    .filter(|(_, v)| v.as_bool() == Some(true))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
+    for i in &h.interfaces {
+        let l = &i.link;
+        let mut offs: Vec<&str> = l
+            .offloads
+            .iter()
+            .flat_map(|o| o.flags())
+            .filter(|(_, on)| *on == Some(true))
+            .map(|(k, _)| k)
+            .collect();
+        offs.sort_unstable();
         println!(
             "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}] {}",
-            s(&i["name"]),
-            s(&i["mtu"]),
-            s(&i["speed_mbit"]),
-            s(&i["driver"]),
+            i.name,
+            s(&l.mtu),
+            s(&l.speed_mbit),
+            s(&l.driver),
             offs.join(" "),
-            i["addresses"]
-                .as_array()
-                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(" "))
-                .unwrap_or_default()
+            i.addresses.join(" ")
         );
     }
-    for b in h["block_devices"].as_array().into_iter().flatten() {
+    for b in &h.block_devices {
         println!(
             "block        {:<10} {:<20} {} rotational {} scheduler {} queue depth {}",
-            s(&b["name"]),
-            s(&b["model"]),
-            gib(&b["size_bytes"]),
-            s(&b["rotational"]),
-            s(&b["scheduler"]),
-            s(&b["queue_depth"])
+            b.name,
+            s(&b.model),
+            gib(b.size_bytes),
+            s(&b.rotational),
+            s(&b.scheduler),
+            s(&b.queue_depth)
         );
     }
-    if let Some(t) = h["tcp"].as_object() {
-        for (k, v) in t {
-            println!("tcp          {k} = {}", s(v));
-        }
+    for (k, v) in &h.tcp {
+        println!("tcp          {k} = {}", s(v));
     }
     Ok(())
 }

@@ -319,11 +319,36 @@ fn specs_lists_the_twelve() {
 
 #[test]
 fn schema_rejects_a_wrong_document() {
-    let mut doc = disk_json(&["--size", "4m"]);
-    doc["metrics"]["made_up_metric"] = 1.0.into();
-    doc["metrics"]["cpu_pct"] = (-3.0).into();
-    let errs = schema_errors(&doc);
-    assert!(errs.len() >= 2, "{errs:?}");
+    let doc = disk_json(&["--size", "4m"]);
+    type Edit = fn(&mut serde_json::Value);
+    let wrong: [(&str, Edit); 9] = [
+        ("not a kind", |d| d["kind"] = "nvme".into()),
+        ("a disk spec under another kind", |d| {
+            d["kind"] = "net-rr".into()
+        }),
+        ("an unknown top-level key", |d| d["surprise"] = 1.into()),
+        ("a metric not in the registry", |d| {
+            d["metrics"]["made_up_metric"] = 1.0.into()
+        }),
+        ("a string for a metric", |d| {
+            d["metrics"]["iops"] = "100".into()
+        }),
+        ("a negative share of CPU", |d| {
+            d["metrics"]["cpu_pct"] = (-3.0).into()
+        }),
+        ("a string for a size", |d| d["spec"]["bs"] = "4k".into()),
+        ("an unknown spec key", |d| {
+            d["spec"]["surprise"] = true.into()
+        }),
+        ("a disclosure for a disk", |d| {
+            d["disclosure"] = serde_json::json!({"local": {}, "remote": {}})
+        }),
+    ];
+    for (what, edit) in wrong {
+        let mut d = doc.clone();
+        edit(&mut d);
+        assert!(!schema_errors(&d).is_empty(), "accepted {what}");
+    }
 }
 
 #[test]

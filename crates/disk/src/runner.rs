@@ -672,27 +672,28 @@ fn depth_notes(spec: &DiskSpec, kind: EngineKind, m: &Metrics, errors: u64) -> V
 }
 
 fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value {
-    serde_json::json!({
-        "spec": spec.spec_name,
-        "target": t.path.display().to_string(),
-        "target_kind": t.kind,
-        "target_size": t.size,
-        "bs": spec.bs,
-        "read_pct": spec.read_pct,
-        "random_pct": spec.random_pct,
-        "qd": spec.qd,
-        "workers": spec.workers,
-        "size": t.region.len,
-        "offset": t.region.start,
-        "align": t.align,
-        "logical_block_size": t.logical_block,
-        "burst_delay_s": spec.burst_delay.as_secs_f64(),
-        "burst_len": spec.burst_len,
-        "engine": kind.name(),
-        "engine_requested": spec.engine,
-        "direct": t.direct,
-        "ramp_s": spec.ramp.as_secs_f64(),
-        "time_s": spec.time.as_secs_f64(),
+    use iotoll_model::spec::{to_json, word};
+    to_json(&iotoll_model::spec::DiskSpec {
+        spec: spec.spec_name.clone(),
+        target: t.path.display().to_string(),
+        target_kind: word(&t.kind),
+        target_size: t.size,
+        bs: spec.bs,
+        read_pct: spec.read_pct,
+        random_pct: spec.random_pct,
+        qd: spec.qd,
+        workers: spec.workers,
+        size: t.region.len,
+        offset: t.region.start,
+        align: t.align,
+        logical_block_size: t.logical_block,
+        burst_delay_s: spec.burst_delay.as_secs_f64(),
+        burst_len: spec.burst_len,
+        engine: kind.name().to_string(),
+        engine_requested: word(&spec.engine),
+        direct: t.direct,
+        ramp_s: spec.ramp.as_secs_f64(),
+        time_s: spec.time.as_secs_f64(),
     })
 }
 

@@ -4,6 +4,7 @@
 //! place that must say something about it.
 
 use crate::metrics::{MetricDef, METRICS};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -11,7 +12,7 @@ use std::fmt;
 macro_rules! words {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal,)* }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
         pub enum $name { $($(#[$vm])* #[serde(rename = $s)] $v,)* }
         impl $name {
             pub const ALL: &[$name] = &[$($name::$v,)*];

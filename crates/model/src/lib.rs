@@ -4,6 +4,8 @@
 pub mod kind;
 pub mod metrics;
 pub mod result;
+pub mod schema;
+pub mod spec;
 pub mod text;
 pub mod units;
 pub mod workload;

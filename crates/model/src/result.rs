@@ -1,23 +1,32 @@
 //! The result document every `--json` prints (DESIGN.md, "JSON"); its JSON
-//! Schema is `docs/result.schema.json`.
+//! Schema, `docs/result.schema.json`, is generated from these types
+//! ([`crate::schema`]).
 
 use crate::metrics::{self as mn, Metrics};
 use crate::{Kind, ResultStatus};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What `iotoll disk run --json`, `iotoll net stream --json` and `iotoll net rr --json` print on stdout. See docs/json.md.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "iotoll result document", deny_unknown_fields)]
 pub struct ResultDoc {
+    #[schemars(regex(pattern = r"^[0-9]+\.[0-9]+\.[0-9]+"))]
     pub iotoll_version: String,
     pub kind: Kind,
     /// `interrupted` when the window was cut short (Ctrl-C).
     pub status: ResultStatus,
     /// Start of the measurement window, RFC 3339 UTC.
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"))]
     pub started_at: String,
     /// Configuration label given with `--config`.
     pub config: Option<String>,
-    /// Every parameter actually used, defaults filled in.
+    /// Every parameter actually used, defaults filled in (the spec type of
+    /// the kind), or what an import states.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub spec: serde_json::Value,
+    #[schemars(schema_with = "crate::schema::metrics")]
     pub metrics: Metrics,
     pub cpu: CpuSection,
     pub latency: Option<LatencyReport>,
@@ -26,10 +35,12 @@ pub struct ResultDoc {
     pub notes: Vec<String>,
     /// What the run ran on, where it matters to the figures (network runs:
     /// the interfaces and TCP settings of both ends).
+    #[schemars(with = "Option<crate::spec::NetDisclosure>")]
     pub disclosure: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CpuSection {
     /// Absent when the window was too short to measure (under one clock tick).
     pub local: Option<CpuReport>,
@@ -39,25 +50,32 @@ pub struct CpuSection {
     /// loopback, another network namespace or a container of this host.
     /// None when there is no peer or it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
     pub same_host: Option<bool>,
 }
 
 /// Whole-host CPU over one measurement window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CpuReport {
     /// CPUs present at both ends of the window (the denominator of every %).
+    #[schemars(range(min = 1))]
     pub cpus: u32,
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub window_s: f64,
     /// Busy % of all CPUs: user+nice+system+irq+softirq+steal.
+    #[schemars(schema_with = "crate::schema::pct")]
     pub busy_pct: f64,
     pub modes: CpuModes,
     pub per_core: Vec<CpuCore>,
     /// iotoll's own process, all threads, % of all CPUs.
     pub self_pct: Option<f64>,
     /// Processes and kernel threads that used the most CPU in the window.
+    #[schemars(length(max = 5))]
     pub top: Vec<TopConsumer>,
     pub interrupts_s: Option<f64>,
     pub ctx_switches_s: Option<f64>,
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub nominal_mhz: Option<f64>,
     /// Where `nominal_mhz` was read from.
     pub nominal_mhz_source: Option<String>,
@@ -71,9 +89,11 @@ pub struct CpuReport {
 
 /// Other tenants' CPU over the window: what whole-host figures include
 /// that the measured I/O did not cause.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Interference {
     /// `interfered` is `others_pct + steal_pct > threshold_pct`.
+    #[schemars(schema_with = "crate::schema::pct")]
     pub threshold_pct: f64,
     /// User-space processes other than this iotoll and its endpoint
     /// (kernel threads excluded), % of all CPUs.
@@ -85,6 +105,7 @@ pub struct Interference {
     pub steal_pct: f64,
     pub interfered: bool,
     /// The largest of those processes, most CPU first (at most 5).
+    #[schemars(length(max = 5))]
     pub processes: Vec<TopConsumer>,
 }
 
@@ -138,7 +159,8 @@ impl Interference {
     }
 }
 /// Each mode as % of all CPUs over the window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, transform = crate::schema::pct_properties)]
 pub struct CpuModes {
     pub user: f64,
     pub nice: f64,
@@ -150,14 +172,17 @@ pub struct CpuModes {
     pub idle: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CpuCore {
     pub cpu: u32,
+    #[schemars(schema_with = "crate::schema::pct")]
     pub busy_pct: f64,
     pub modes: CpuModes,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TopConsumer {
     pub pid: i32,
     pub comm: String,
@@ -169,6 +194,7 @@ pub struct TopConsumer {
     /// test, on this host), `iotoll` (another iotoll process); absent for
     /// anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = [ROLE_SELF, ROLE_ENDPOINT, ROLE_IOTOLL]))]
     pub role: Option<String>,
 }
 
@@ -206,6 +232,17 @@ impl CpuReport {
 }
 
 impl ResultDoc {
+    /// `spec` as a kind's type (`DiskSpec`, `StreamSpec`, `RrSpec`): None
+    /// for an import, which states only part of it.
+    pub fn spec_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(&self.spec).ok()
+    }
+
+    /// The network disclosure: None for a disk run or an import.
+    pub fn net_disclosure(&self) -> Option<crate::spec::NetDisclosure> {
+        crate::spec::NetDisclosure::deserialize(self.disclosure.as_ref()?).ok()
+    }
+
     /// Re-judges this document's interference against `threshold_pct`
     /// (local CPU, and the peer's when it is another host) and rewrites
     /// its `interference:` note. Returns whether it is interfered.
@@ -263,29 +300,37 @@ impl ResultDoc {
 }
 
 /// Response-time distribution, microseconds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LatencyReport {
+    #[schemars(range(min = 1))]
     pub count: u64,
     pub min_us: f64,
     pub max_us: f64,
     pub mean_us: f64,
     pub stdev_us: f64,
     /// Keyed by percentile: "50", "90", "99", "99.9", "99.99".
+    #[schemars(extend("required" = ["50", "90", "99", "99.9", "99.99"]))]
     pub percentiles_us: BTreeMap<String, f64>,
     /// `[upper bound of the bucket in us, count]`, ascending; empty buckets omitted.
+    #[schemars(extend("items" = {"type": "array", "minItems": 2, "maxItems": 2,
+        "prefixItems": [{"type": "number"}, {"type": "number", "minimum": 1}]}))]
     pub histogram: Vec<[f64; 2]>,
 }
 
 /// One second of the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SeriesPoint {
     /// Seconds since the workload started (ramp-up included).
     pub t_s: f64,
     /// `ramp` or `measure`.
+    #[schemars(extend("enum" = ["ramp", "measure", "stop"]))]
     pub phase: String,
     pub iops: Option<f64>,
     pub mb_s: Option<f64>,
     pub mbit_s: Option<f64>,
     pub trans_s: Option<f64>,
+    #[schemars(range(max = 100.0001))]
     pub cpu_pct: Option<f64>,
 }

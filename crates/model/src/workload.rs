@@ -192,6 +192,26 @@ mod tests {
         );
     }
 
+    /// The keys read here are fields of the spec type each kind writes.
+    #[test]
+    fn parameters_are_fields_of_the_spec_types() {
+        use crate::spec::{DiskSpec, RrSpec, StreamSpec};
+        for kind in Kind::ALL {
+            let schema = match kind {
+                Kind::Disk => schemars::schema_for!(DiskSpec),
+                Kind::NetStream => schemars::schema_for!(StreamSpec),
+                Kind::NetRr => schemars::schema_for!(RrSpec),
+            };
+            for p in table(*kind) {
+                assert!(
+                    schema.as_value()["properties"].get(p.key).is_some(),
+                    "{kind}: {}",
+                    p.key
+                );
+            }
+        }
+    }
+
     #[test]
     fn differences_name_each_parameter() {
         let a = json!({"dir": "tx", "conns": 4, "msg": 65536, "time_s": 5.0});

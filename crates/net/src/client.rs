@@ -13,6 +13,7 @@ use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
+use iotoll_model::spec::NetDisclosure;
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_probe::ClosedWindow;
 use iotoll_run::{
@@ -532,10 +533,11 @@ fn result_doc(
     let (local_ip, completed) = (setup.local_ip, m.completed);
     // Same kernel at both ends (loopback, another network namespace or a
     // container of this host): the boot ids say so, whatever the addresses.
-    let me = Identity::this_process();
+    let local_disclosure = iotoll_probe::sysinfo::network(local_ip);
+    let me = local_disclosure.identity.clone().unwrap_or_default();
     let peer = Identity::from_disclosure(&report.disclosure);
     let same_host = me.same_host(&peer);
-    if let Some(pid) = me.local_pid_of(&peer) {
+    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
         closed.mark_endpoint(pid);
     }
 
@@ -573,8 +575,6 @@ fn result_doc(
         TestKind::Stream => Kind::NetStream,
         TestKind::Rr => Kind::NetRr,
     };
-    let mut local_disclosure = iotoll_probe::sysinfo::network(local_ip);
-    me.insert_into(&mut local_disclosure);
     let mut doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind,
@@ -595,9 +595,9 @@ fn result_doc(
         latency: latency_report(&out.rtt),
         series: m.series.into_points(),
         notes,
-        disclosure: Some(serde_json::json!({
-            "local": local_disclosure,
-            "remote": report.disclosure,
+        disclosure: Some(iotoll_model::spec::to_json(&NetDisclosure {
+            local: local_disclosure,
+            remote: report.disclosure.clone(),
         })),
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
@@ -767,27 +767,29 @@ fn net_metrics(
 }
 
 fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "peer": addr.to_string(),
-        "conns": spec.conns,
-        "sockbuf": spec.sockbuf,
-        "nodelay": spec.nodelay,
-        "bind": spec.bind.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-        "ramp_s": spec.ramp.as_secs_f64(),
-        "time_s": spec.time.as_secs_f64(),
-        "threads": threads,
-        "auth": spec.key.is_some(),
-    });
+    use iotoll_model::spec::{to_json, NetSpec, RrSpec, StreamSpec};
+    let net = NetSpec {
+        peer: addr.to_string(),
+        conns: spec.conns,
+        sockbuf: spec.sockbuf,
+        nodelay: spec.nodelay,
+        bind: spec.bind.iter().map(|a| a.to_string()).collect(),
+        ramp_s: spec.ramp.as_secs_f64(),
+        time_s: spec.time.as_secs_f64(),
+        threads,
+        auth: spec.key.is_some(),
+    };
     match spec.kind {
-        TestKind::Stream => {
-            v["dir"] = serde_json::to_value(spec.dir).unwrap_or_default();
-            v["msg"] = spec.msg.into();
-        }
-        TestKind::Rr => {
-            v["req"] = spec.req.into();
-            v["resp"] = spec.resp.into();
-            v["burst"] = spec.burst.into();
-        }
+        TestKind::Stream => to_json(&StreamSpec {
+            net,
+            dir: iotoll_model::spec::word(&spec.dir),
+            msg: spec.msg,
+        }),
+        TestKind::Rr => to_json(&RrSpec {
+            net,
+            req: spec.req,
+            resp: spec.resp,
+            burst: spec.burst,
+        }),
     }
-    v
 }

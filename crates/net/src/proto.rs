@@ -160,90 +160,25 @@ pub enum Msg {
     },
 }
 
-/// Who an end of a test is: its kernel's boot id and its process id. The
-/// endpoint sends its own inside its report's `disclosure` object, under
-/// `identity`: every typed message refuses unknown fields, in older iotoll
-/// builds too, while `disclosure` is free-form, so an older client ignores
-/// it and an older endpoint simply does not send it (then the client cannot
-/// tell whether the peer is this host, and says nothing).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Identity {
-    /// `/proc/sys/kernel/random/boot_id`.
-    pub boot_id: Option<String>,
-    pub pid: Option<i32>,
-    /// When that process started (clock ticks after boot): with the boot id
-    /// and pid it names one process, so a pid from another PID namespace
-    /// (a container) is never taken for an unrelated process of this host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_ticks: Option<u64>,
-}
+/// Who an end of a test is. The endpoint sends its own inside its report's
+/// `disclosure` object, under `identity`: every typed message refuses
+/// unknown fields, in older iotoll builds too, while `disclosure` is
+/// free-form, so an older client ignores it and an older endpoint simply
+/// does not send it (then the client cannot tell whether the peer is this
+/// host, and says nothing).
+pub use iotoll_model::spec::Identity;
 
-/// The key of [`Identity`] in a disclosure object.
-pub const IDENTITY_KEY: &str = "identity";
-
-impl Identity {
-    pub fn this_process() -> Identity {
-        let pid = i32::try_from(std::process::id()).ok();
-        Identity {
-            boot_id: iotoll_probe::sysinfo::boot_id(),
-            pid,
-            start_ticks: pid.and_then(iotoll_probe::procs::start_ticks),
-        }
+/// The peer's process as seen on this host, when it runs here: its pid, if
+/// that pid on this host is the process the peer described (same start
+/// time); None for another host, another PID namespace, or a peer that did
+/// not say.
+pub fn local_pid_of(me: &Identity, peer: &Identity) -> Option<i32> {
+    if me.same_host(peer) != Some(true) {
+        return None;
     }
-
-    /// Reads a peer's identity from its disclosure. It is the peer's word:
-    /// anything missing or malformed (a boot id that is not a short string
-    /// of hex digits and dashes, a pid that is not a positive 32-bit
-    /// integer) is absent, never an error.
-    pub fn from_disclosure(d: &serde_json::Value) -> Identity {
-        let id = &d[IDENTITY_KEY];
-        let boot_id = id["boot_id"]
-            .as_str()
-            .filter(|s| {
-                !s.is_empty()
-                    && s.len() <= 64
-                    && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
-            })
-            .map(str::to_string);
-        let pid = id["pid"]
-            .as_i64()
-            .and_then(|p| i32::try_from(p).ok())
-            .filter(|p| *p > 0);
-        Identity {
-            boot_id,
-            pid,
-            start_ticks: id["start_ticks"].as_u64(),
-        }
-    }
-
-    /// The peer's process as seen on this host, when it runs here: its pid,
-    /// if that pid on this host is the process the peer described (same
-    /// start time); None for another host, another PID namespace, or a peer
-    /// that did not say.
-    pub fn local_pid_of(&self, peer: &Identity) -> Option<i32> {
-        if self.same_host(peer) != Some(true) {
-            return None;
-        }
-        let pid = peer.pid?;
-        let start = peer.start_ticks?;
-        (iotoll_probe::procs::start_ticks(pid) == Some(start)).then_some(pid)
-    }
-
-    /// Adds this identity to a disclosure object (nothing if it is not one).
-    pub fn insert_into(&self, d: &mut serde_json::Value) {
-        if let (Some(o), Ok(v)) = (d.as_object_mut(), serde_json::to_value(self)) {
-            o.insert(IDENTITY_KEY.to_string(), v);
-        }
-    }
-
-    /// Whether `peer` runs on the same kernel as `self`: None unless both
-    /// boot ids are known.
-    pub fn same_host(&self, peer: &Identity) -> Option<bool> {
-        match (&self.boot_id, &peer.boot_id) {
-            (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
-            _ => None,
-        }
-    }
+    let pid = peer.pid?;
+    let start = peer.start_ticks?;
+    (iotoll_probe::procs::start_ticks(pid) == Some(start)).then_some(pid)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -422,8 +357,7 @@ mod tests {
             pid: Some(42),
             start_ticks: Some(4242),
         };
-        let mut d = serde_json::json!({"interface": {"name": "lo"}});
-        me.insert_into(&mut d);
+        let d = serde_json::json!({"interface": {"name": "lo"}, "identity": me});
         assert_eq!(Identity::from_disclosure(&d), me);
         assert_eq!(me.same_host(&Identity::from_disclosure(&d)), Some(true));
         let other = Identity {
@@ -434,14 +368,14 @@ mod tests {
         assert_eq!(me.same_host(&other), Some(false));
         // This very process is recognised by pid and start time; the same
         // pid with another start time (another PID namespace) is not.
-        let this = Identity::this_process();
-        assert_eq!(this.local_pid_of(&this), this.pid);
+        let this = iotoll_probe::sysinfo::identity();
+        assert_eq!(local_pid_of(&this, &this), this.pid);
         let impostor = Identity {
             start_ticks: this.start_ticks.map(|t| t + 1),
             ..this.clone()
         };
-        assert_eq!(this.local_pid_of(&impostor), None);
-        assert_eq!(this.local_pid_of(&other), None, "another host");
+        assert_eq!(local_pid_of(&this, &impostor), None);
+        assert_eq!(local_pid_of(&this, &other), None, "another host");
         // An older endpoint says nothing: no verdict.
         let old = Identity::from_disclosure(&serde_json::json!({"interface": {}}));
         assert_eq!(old, Identity::default());

@@ -8,8 +8,7 @@
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineParams, Role};
 use crate::proto::{
-    ByteStats, Control, Dir, Identity, Msg, ProtoError, ServerReport, TestKind, TestParams,
-    PROTO_VERSION,
+    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
 use crate::{sock, NetError};
 use iotoll_probe::CpuWindow;
@@ -687,11 +686,7 @@ fn session(
         srtt_us: out.srtt_us,
         errors: out.errors,
         first_error: out.first_error.clone(),
-        disclosure: {
-            let mut d = iotoll_probe::sysinfo::network(local_ip);
-            Identity::this_process().insert_into(&mut d);
-            d
-        },
+        disclosure: iotoll_model::spec::to_json(&iotoll_probe::sysinfo::network(local_ip)),
     };
     // Everything the test held is released before the report goes out: the
     // engine's threads have ended, its data sockets close now (the client's

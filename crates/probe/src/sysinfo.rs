@@ -4,7 +4,9 @@
 //! path of one run (`network`), and the warnings worth reading before a
 //! suite starts.
 
-use serde_json::{json, Value};
+use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::net::IpAddr;
 use std::path::Path;
@@ -22,6 +24,84 @@ const TCP_SYSCTLS: &[&str] = &[
     "net/core/wmem_max",
     "net/core/default_qdisc",
 ];
+
+/// The whole host: what `iotoll sysinfo` shows and every run stores. A
+/// value that cannot be read is null.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Host {
+    pub host: String,
+    pub iotoll: Build,
+    pub os: Os,
+    pub cpu: Cpu,
+    pub memory: Memory,
+    pub interfaces: Vec<HostInterface>,
+    pub block_devices: Vec<BlockDevice>,
+    pub tcp: BTreeMap<String, Option<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Build {
+    pub version: String,
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Os {
+    pub kernel: String,
+    pub arch: String,
+    pub distribution: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cpu {
+    pub model: Option<String>,
+    pub sockets: usize,
+    pub cores: usize,
+    pub threads: u32,
+    pub online: Option<String>,
+    pub smt: Option<bool>,
+    pub nominal_mhz: Option<f64>,
+    pub nominal_mhz_source: Option<String>,
+    pub current_mhz: Option<f64>,
+    pub governor: Option<String>,
+    pub scaling_driver: Option<String>,
+    pub caches: Vec<Cache>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cache {
+    pub level: String,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub size: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Memory {
+    pub total_bytes: Option<u64>,
+    pub swap_total_bytes: Option<u64>,
+    pub swap_used_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostInterface {
+    pub name: String,
+    pub addresses: Vec<String>,
+    #[serde(flatten)]
+    pub link: Link,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BlockDevice {
+    pub name: String,
+    pub model: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub rotational: Option<bool>,
+    pub scheduler: Option<String>,
+    pub queue_depth: Option<u64>,
+    pub nr_requests: Option<u64>,
+    pub logical_block_size: Option<u64>,
+}
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(p)
@@ -173,11 +253,11 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     })
 }
 
-fn offloads(ifname: &str) -> Value {
+fn offloads(ifname: &str) -> Option<Offloads> {
     // SAFETY: a throwaway datagram socket for ioctls.
     let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     if sock < 0 {
-        return Value::Null;
+        return None;
     }
     const GRXCSUM: u32 = 0x14;
     const GTXCSUM: u32 = 0x16;
@@ -187,20 +267,20 @@ fn offloads(ifname: &str) -> Value {
     const GGRO: u32 = 0x2b;
     const FLAG_LRO: u32 = 1 << 15;
     let b = |cmd| ethtool_get(sock, ifname, cmd).map(|v| v != 0);
-    let v = json!({
-        "tso": b(GTSO),
-        "gso": b(GGSO),
-        "gro": b(GGRO),
-        "lro": ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
-        "rx_checksum": b(GRXCSUM),
-        "tx_checksum": b(GTXCSUM),
-    });
+    let v = Offloads {
+        tso: b(GTSO),
+        gso: b(GGSO),
+        gro: b(GGRO),
+        lro: ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
+        rx_checksum: b(GRXCSUM),
+        tx_checksum: b(GTXCSUM),
+    };
     // SAFETY: closing the socket we opened.
     unsafe { libc::close(sock) };
-    v
+    Some(v)
 }
 
-fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
+fn link(name: &str) -> Link {
     let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
     let speed = sysfs("speed")
         .and_then(|s| s.parse::<i64>().ok())
@@ -212,20 +292,15 @@ fn interface_json(name: &str, address: Option<IpAddr>) -> Value {
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
         .or(info.driver);
-    let mut v = json!({
-        "name": name,
-        "mtu": sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
-        "speed_mbit": speed,
-        "driver": driver,
-        "driver_version": info.version,
-        "firmware": info.firmware,
-        "bus_info": info.bus_info,
-        "offloads": offloads(name),
-    });
-    if let Some(a) = address {
-        v["address"] = json!(a.to_string());
+    Link {
+        mtu: sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
+        speed_mbit: speed.map(|s| s as u64),
+        driver,
+        driver_version: info.version,
+        firmware: info.firmware,
+        bus_info: info.bus_info,
+        offloads: offloads(name),
     }
-    v
 }
 
 fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
@@ -248,13 +323,29 @@ fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
     }
 }
 
-/// Everything about the path through `local_ip` that affects results.
-pub fn network(local_ip: IpAddr) -> Value {
-    let iface_json = match interface_of(local_ip) {
-        Some(name) => interface_json(&name, Some(local_ip)),
-        None => json!({ "name": null, "address": local_ip.to_string() }),
-    };
-    json!({ "interface": iface_json, "tcp": tcp_sysctls() })
+/// Everything about the path through `local_ip` that affects results, and
+/// who this end is.
+pub fn network(local_ip: IpAddr) -> NetSide {
+    let name = interface_of(local_ip);
+    NetSide {
+        interface: Interface {
+            link: name.as_deref().map(link),
+            name,
+            address: local_ip.to_string(),
+        },
+        tcp: tcp_sysctls(),
+        identity: Some(identity()),
+    }
+}
+
+/// This process: this kernel's boot id, its pid and start time.
+pub fn identity() -> Identity {
+    let pid = i32::try_from(std::process::id()).ok();
+    Identity {
+        boot_id: boot_id(),
+        pid,
+        start_ticks: pid.and_then(crate::procs::start_ticks),
+    }
 }
 
 fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
@@ -264,7 +355,7 @@ fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
     })
 }
 
-fn cpu() -> Value {
+fn cpu() -> Cpu {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let mut sockets = std::collections::BTreeSet::new();
     let mut cores = std::collections::BTreeSet::new();
@@ -284,31 +375,31 @@ fn cpu() -> Value {
         }
     }
     let cpu0 = "/sys/devices/system/cpu/cpu0";
-    let caches: Vec<Value> = (0..8)
+    let caches = (0..8)
         .filter_map(|i| {
             let d = format!("{cpu0}/cache/index{i}");
-            Some(json!({
-                "level": read_trim(format!("{d}/level"))?,
-                "type": read_trim(format!("{d}/type")),
-                "size": read_trim(format!("{d}/size")),
-            }))
+            Some(Cache {
+                level: read_trim(format!("{d}/level"))?,
+                kind: read_trim(format!("{d}/type")),
+                size: read_trim(format!("{d}/size")),
+            })
         })
         .collect();
     let nominal = crate::clock::nominal_mhz();
-    json!({
-        "model": cpuinfo_field(&cpuinfo, "model name"),
-        "sockets": sockets.len().max(1),
-        "cores": cores.len().max(1),
-        "threads": threads,
-        "online": read_trim("/sys/devices/system/cpu/online"),
-        "smt": read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
-        "nominal_mhz": nominal.as_ref().map(|n| n.0),
-        "nominal_mhz_source": nominal.map(|n| n.1),
-        "current_mhz": cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse::<f64>().ok()),
-        "governor": read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
-        "scaling_driver": read_trim(format!("{cpu0}/cpufreq/scaling_driver")),
-        "caches": caches,
-    })
+    Cpu {
+        model: cpuinfo_field(&cpuinfo, "model name"),
+        sockets: sockets.len().max(1),
+        cores: cores.len().max(1),
+        threads,
+        online: read_trim("/sys/devices/system/cpu/online"),
+        smt: read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
+        nominal_mhz: nominal.as_ref().map(|n| n.0),
+        nominal_mhz_source: nominal.map(|n| n.1),
+        current_mhz: cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse::<f64>().ok()),
+        governor: read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
+        scaling_driver: read_trim(format!("{cpu0}/cpufreq/scaling_driver")),
+        caches,
+    }
 }
 
 fn meminfo_kib(key: &str) -> Option<u64> {
@@ -327,8 +418,8 @@ fn os_release() -> Option<String> {
 }
 
 /// Every network interface, its addresses and offloads.
-fn interfaces() -> Value {
-    let mut addrs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+fn interfaces() -> Vec<HostInterface> {
+    let mut addrs: BTreeMap<String, Vec<String>> = Default::default();
     // SAFETY: getifaddrs list walked read-only and freed once.
     unsafe {
         let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
@@ -353,20 +444,20 @@ fn interfaces() -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    let mut out: Vec<Value> = names
-        .iter()
-        .map(|n| {
-            let mut v = interface_json(n, None);
-            v["addresses"] = json!(addrs.get(n).cloned().unwrap_or_default());
-            v
+    let mut out: Vec<HostInterface> = names
+        .into_iter()
+        .map(|n| HostInterface {
+            link: link(&n),
+            addresses: addrs.remove(&n).unwrap_or_default(),
+            name: n,
         })
         .collect();
-    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    Value::Array(out)
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
-fn block_devices() -> Value {
-    let mut out: Vec<Value> = std::fs::read_dir("/sys/block")
+fn block_devices() -> Vec<BlockDevice> {
+    let mut out: Vec<BlockDevice> = std::fs::read_dir("/sys/block")
         .map(|d| {
             d.flatten()
                 .map(|e| {
@@ -378,39 +469,38 @@ fn block_devices() -> Value {
                             .map(|w| w.trim_matches(['[', ']']).to_string())
                             .unwrap_or(s)
                     });
-                    json!({
-                        "name": n,
-                        "model": read_trim(format!("{b}/device/model")),
-                        "size_bytes": read_trim(format!("{b}/size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
-                        "rotational": read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
-                        "scheduler": sched,
-                        "queue_depth": read_trim(format!("{b}/device/queue_depth")).and_then(|s| s.parse::<u64>().ok()),
-                        "nr_requests": read_trim(format!("{b}/queue/nr_requests")).and_then(|s| s.parse::<u64>().ok()),
-                        "logical_block_size": read_trim(format!("{b}/queue/logical_block_size")).and_then(|s| s.parse::<u64>().ok()),
-                    })
+                    let num =
+                        |f: &str| read_trim(format!("{b}/{f}")).and_then(|s| s.parse::<u64>().ok());
+                    BlockDevice {
+                        model: read_trim(format!("{b}/device/model")),
+                        size_bytes: num("size").map(|s| s * 512),
+                        rotational: read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
+                        scheduler: sched,
+                        queue_depth: num("device/queue_depth"),
+                        nr_requests: num("queue/nr_requests"),
+                        logical_block_size: num("queue/logical_block_size"),
+                        name: n,
+                    }
                 })
                 .collect()
         })
         .unwrap_or_default();
-    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    Value::Array(out)
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
-fn tcp_sysctls() -> serde_json::Map<String, Value> {
+fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
     TCP_SYSCTLS
         .iter()
         .map(|k| {
             let short = k.rsplit('/').next().unwrap_or(k).to_string();
-            (
-                short,
-                read_trim(format!("/proc/sys/{k}")).map_or(Value::Null, Value::String),
-            )
+            (short, read_trim(format!("/proc/sys/{k}")))
         })
         .collect()
 }
 
 /// The whole host, for `iotoll sysinfo` and every stored run.
-pub fn host(version: &str, commit: Option<&str>) -> Value {
+pub fn host(version: &str, commit: Option<&str>) -> Host {
     // SAFETY: uname fills the struct.
     let (sysname, release, machine, nodename) = unsafe {
         let mut u: libc::utsname = std::mem::zeroed();
@@ -418,20 +508,30 @@ pub fn host(version: &str, commit: Option<&str>) -> Value {
         let f = |c: &[libc::c_char]| CStr::from_ptr(c.as_ptr()).to_string_lossy().into_owned();
         (f(&u.sysname), f(&u.release), f(&u.machine), f(&u.nodename))
     };
-    json!({
-        "host": nodename,
-        "iotoll": { "version": version, "commit": commit },
-        "os": { "kernel": format!("{sysname} {release}"), "arch": machine, "distribution": os_release() },
-        "cpu": cpu(),
-        "memory": {
-            "total_bytes": meminfo_kib("MemTotal").map(|k| k * 1024),
-            "swap_total_bytes": meminfo_kib("SwapTotal").map(|k| k * 1024),
-            "swap_used_bytes": meminfo_kib("SwapTotal").zip(meminfo_kib("SwapFree")).map(|(t, f)| t.saturating_sub(f) * 1024),
+    let kib = |k| meminfo_kib(k).map(|k| k * 1024);
+    Host {
+        host: nodename,
+        iotoll: Build {
+            version: version.into(),
+            commit: commit.map(Into::into),
         },
-        "interfaces": interfaces(),
-        "block_devices": block_devices(),
-        "tcp": tcp_sysctls(),
-    })
+        os: Os {
+            kernel: format!("{sysname} {release}"),
+            arch: machine,
+            distribution: os_release(),
+        },
+        cpu: cpu(),
+        memory: Memory {
+            total_bytes: kib("MemTotal"),
+            swap_total_bytes: kib("SwapTotal"),
+            swap_used_bytes: kib("SwapTotal")
+                .zip(kib("SwapFree"))
+                .map(|(t, f)| t.saturating_sub(f)),
+        },
+        interfaces: interfaces(),
+        block_devices: block_devices(),
+        tcp: tcp_sysctls(),
+    }
 }
 
 /// The filesystem type a path lives on, from /proc/self/mounts (longest
@@ -461,13 +561,13 @@ pub fn fs_type(path: &Path) -> Option<String> {
 /// unrepresentative. `busy` lists (process, % of all CPUs) seen in a short
 /// sample before the start.
 pub fn warnings(
-    host: &Value,
+    host: &Host,
     disk_target: Option<&Path>,
     peer_is_local: bool,
     busy: &[(String, f64)],
 ) -> Vec<String> {
     let mut w = Vec::new();
-    if let Some(g) = host["cpu"]["governor"].as_str() {
+    if let Some(g) = &host.cpu.governor {
         if g != "performance" {
             w.push(format!("CPU frequency governor is '{g}', not 'performance': clocks may change during the run"));
         }
@@ -477,10 +577,7 @@ pub fn warnings(
             "another process was already using {pct:.1} % of the CPUs before the start: {name}"
         ));
     }
-    if host["memory"]["swap_used_bytes"]
-        .as_u64()
-        .is_some_and(|u| u > 0)
-    {
+    if host.memory.swap_used_bytes.is_some_and(|u| u > 0) {
         w.push("swap is in use: memory pressure may distort the results".into());
     }
     if let Some(t) = disk_target {
@@ -546,20 +643,18 @@ mod tests {
     #[test]
     fn host_record() {
         let h = host("0.1.0", Some("abc"));
-        assert!(h["cpu"]["threads"].as_u64().unwrap() >= 1);
-        assert!(h["memory"]["total_bytes"].as_u64().unwrap() > 0);
-        assert!(h["interfaces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|i| i["name"] == "lo"));
-        assert_eq!(h["iotoll"]["commit"], "abc");
-        assert!(h["os"]["kernel"].as_str().unwrap().starts_with("Linux"));
+        assert!(h.cpu.threads >= 1);
+        assert!(h.memory.total_bytes.unwrap() > 0);
+        assert!(h.interfaces.iter().any(|i| i.name == "lo"));
+        assert_eq!(h.iotoll.commit.as_deref(), Some("abc"));
+        assert!(h.os.kernel.starts_with("Linux"));
     }
 
     #[test]
     fn warnings_read_the_record() {
-        let h = json!({"cpu": {"governor": "powersave"}, "memory": {"swap_used_bytes": 4096}});
+        let mut h = Host::default();
+        h.cpu.governor = Some("powersave".into());
+        h.memory.swap_used_bytes = Some(4096);
         let w = warnings(
             &h,
             Some(Path::new("/dev/shm/x")),
@@ -569,22 +664,20 @@ mod tests {
         assert_eq!(w.len(), 5, "{w:?}");
         assert!(w[0].contains("powersave") && w[1].contains("hog") && w[2].contains("swap"));
         assert!(w[3].contains("tmpfs") && w[4].contains("loopback"));
-        assert!(warnings(
-            &json!({"cpu": {"governor": "performance"}, "memory": {}}),
-            None,
-            false,
-            &[]
-        )
-        .is_empty());
+        h.cpu.governor = Some("performance".into());
+        h.memory.swap_used_bytes = None;
+        assert!(warnings(&h, None, false, &[]).is_empty());
     }
 
     #[test]
     fn loopback_is_found_and_described() {
         let d = network("127.0.0.1".parse().unwrap());
-        assert_eq!(d["interface"]["name"], "lo");
-        assert!(d["interface"]["mtu"].as_u64().unwrap() >= 1500);
-        assert!(d["tcp"]["tcp_rmem"].is_string());
-        assert!(d["interface"]["offloads"]["gso"].is_boolean(), "{d}");
+        assert_eq!(d.interface.name.as_deref(), Some("lo"));
+        let link = d.interface.link.expect("lo is described");
+        assert!(link.mtu.unwrap() >= 1500);
+        assert!(d.tcp["tcp_rmem"].is_some());
+        assert!(link.offloads.unwrap().gso.is_some());
+        assert_eq!(d.identity, Some(identity()));
     }
 
     #[test]
@@ -592,10 +685,12 @@ mod tests {
         // lo's ethtool ops have no get_drvinfo: the ioctl fails, and that is
         // "not reported", not an error.
         assert_eq!(driver_info("lo"), None);
-        let d = network("127.0.0.1".parse().unwrap());
-        assert!(d["interface"]["driver"].is_null(), "{d}");
-        assert!(d["interface"]["driver_version"].is_null(), "{d}");
-        assert!(d["interface"]["bus_info"].is_null(), "{d}");
+        let d = network("127.0.0.1".parse().unwrap())
+            .interface
+            .link
+            .unwrap();
+        assert!(d.driver.is_none() && d.driver_version.is_none(), "{d:?}");
+        assert!(d.bus_info.is_none(), "{d:?}");
         assert_eq!(driver_info("no-such-if0"), None);
         assert_eq!(driver_info(""), None);
         assert_eq!(driver_info("a-name-longer-than-ifnamsiz"), None);
@@ -656,7 +751,7 @@ mod tests {
             // SAFETY: a valid namespace fd; this thread only.
             let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            (driver_info("dv0"), interface_json("dv0", None))
+            (driver_info("dv0"), link("dv0"))
         })
         .join()
         .unwrap();
@@ -665,10 +760,7 @@ mod tests {
         assert!(info.version.is_some(), "{info:?}");
         // sysfs here is our mount namespace's (no dv0 in it): the driver
         // can only have come from the ioctl in the veth's namespace.
-        assert_eq!(iface["driver"], "veth", "{iface}");
-        assert_eq!(
-            iface["driver_version"],
-            info.version.as_deref().unwrap_or("")
-        );
+        assert_eq!(iface.driver.as_deref(), Some("veth"), "{iface:?}");
+        assert_eq!(iface.driver_version, info.version);
     }
 }

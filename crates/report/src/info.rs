@@ -73,16 +73,19 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 .iter()
                 .find(|r| Some(r.rep) == t.selected_rep)
                 .or(t.reps.first());
-            let cpu = rep
-                .and_then(|r| serde_json::to_value(&r.doc.cpu).ok())
-                .unwrap_or(Value::Null);
+            let cpu = rep.map(|r| &r.doc.cpu);
             let spec = rep.map(|r| r.doc.spec.clone()).unwrap_or(Value::Null);
             TestInfo {
                 name: t.name.clone(),
-                same_host: cpu["same_host"].as_bool().or_else(|| loopback_peer(&spec)),
+                same_host: cpu
+                    .and_then(|c| c.same_host)
+                    .or_else(|| loopback_peer(&spec)),
+                // An import's spec may not say (the key is shared by every kind).
                 ramp_s: spec["ramp_s"].as_f64().unwrap_or(0.0),
                 spec,
-                interfered: cpu["local"]["interference"]["interfered"].as_bool(),
+                interfered: cpu
+                    .and_then(|c| c.local.as_ref()?.interference.as_ref())
+                    .map(|i| i.interfered),
                 reps: t.reps.len(),
                 spread_pct: t.spread_pct,
                 notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),

@@ -1,0 +1,290 @@
+//! The typed parts of a result document: the `spec` of each kind and the
+//! network disclosure (docs/json.md). The engines build these; the JSON
+//! Schema is generated from them ([`crate::schema`]).
+//!
+//! [`ResultDoc`](crate::ResultDoc) keeps `spec` and `disclosure` as JSON
+//! values: they also hold what imports state (a partial spec plus
+//! `imported_from` and `format`), what older versions wrote, and the
+//! endpoint's own disclosure, which is the peer's word and travels
+//! free-form so that endpoints of other versions interoperate. Native runs
+//! write exactly these types into them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `spec` of a disk run: every parameter used, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// The built-in access specification, or null for a custom one.
+    pub spec: Option<String>,
+    pub target: String,
+    #[schemars(extend("enum" = ["temp-file", "created-file", "existing-file", "block-device"]))]
+    pub target_kind: String,
+    /// Size of the file or device, bytes.
+    #[schemars(range(min = 1))]
+    pub target_size: u64,
+    /// Transfer size, bytes.
+    #[schemars(range(min = 1))]
+    pub bs: u64,
+    #[schemars(range(max = 100))]
+    pub read_pct: u32,
+    #[schemars(range(max = 100))]
+    pub random_pct: u32,
+    /// Outstanding I/Os per worker.
+    #[schemars(range(min = 1))]
+    pub qd: u32,
+    #[schemars(range(min = 1))]
+    pub workers: u32,
+    /// The region tested: its length and offset, bytes.
+    #[schemars(range(min = 1))]
+    pub size: u64,
+    pub offset: u64,
+    #[schemars(range(min = 1))]
+    pub align: u64,
+    #[schemars(range(min = 1))]
+    pub logical_block_size: u64,
+    /// Iometer's transfer delay and burst length.
+    #[schemars(range(min = 0.0))]
+    pub burst_delay_s: f64,
+    #[schemars(range(min = 1))]
+    pub burst_len: u32,
+    /// The engine that ran, and what was asked.
+    #[schemars(extend("enum" = ["io_uring", "psync", "null"]))]
+    pub engine: String,
+    #[schemars(extend("enum" = ["auto", "io_uring", "psync", "null"]))]
+    pub engine_requested: String,
+    /// O_DIRECT (false with `--buffered`).
+    pub direct: bool,
+    #[schemars(range(min = 0.0))]
+    pub ramp_s: f64,
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub time_s: f64,
+}
+
+/// What `spec` holds for every network kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NetSpec {
+    /// The endpoint's address and port.
+    pub peer: String,
+    /// Connections (per direction for bidir).
+    #[schemars(range(min = 1))]
+    pub conns: u32,
+    /// SO_SNDBUF/SO_RCVBUF; null: the kernel's autotuning.
+    #[schemars(range(min = 1))]
+    pub sockbuf: Option<u64>,
+    pub nodelay: bool,
+    /// Local addresses used round-robin.
+    pub bind: Vec<String>,
+    #[schemars(range(min = 0.0))]
+    pub ramp_s: f64,
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub time_s: f64,
+    /// Engine threads.
+    #[schemars(range(min = 1))]
+    pub threads: usize,
+    /// Whether the key was proved.
+    pub auth: bool,
+}
+
+/// `spec` of a `net-stream` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct StreamSpec {
+    #[serde(flatten)]
+    pub net: NetSpec,
+    #[schemars(extend("enum" = ["tx", "rx", "bidir"]))]
+    pub dir: String,
+    /// Write size, bytes.
+    #[schemars(range(min = 1))]
+    pub msg: u64,
+}
+
+/// `spec` of a `net-rr` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RrSpec {
+    #[serde(flatten)]
+    pub net: NetSpec,
+    /// Request and response sizes, bytes.
+    #[schemars(range(min = 1))]
+    pub req: u64,
+    #[schemars(range(min = 1))]
+    pub resp: u64,
+    /// Outstanding transactions per connection.
+    #[schemars(range(min = 1))]
+    pub burst: u32,
+}
+
+/// `disclosure` of a network run: this end, and the endpoint's as it
+/// reported it (the same shape, from the peer: kept as sent).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NetDisclosure {
+    pub local: NetSide,
+    #[schemars(with = "NetSide")]
+    pub remote: serde_json::Value,
+}
+
+impl NetDisclosure {
+    /// The endpoint's side, when it has this version's shape.
+    pub fn remote_side(&self) -> Option<NetSide> {
+        NetSide::deserialize(&self.remote).ok()
+    }
+}
+
+/// One end of a network path: what affects results there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NetSide {
+    pub interface: Interface,
+    /// sysctl name → value (null when unreadable).
+    pub tcp: BTreeMap<String, Option<String>>,
+    /// Absent from an older endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Identity")]
+    pub identity: Option<Identity>,
+}
+
+/// The interface a test's traffic used. When no local interface holds the
+/// address, only `name` (null) and `address` are known, and the rest is
+/// absent rather than null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Interface {
+    pub name: Option<String>,
+    pub address: String,
+    #[serde(flatten)]
+    pub link: Option<Link>,
+}
+
+/// What sysfs and ethtool say about a known interface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Link {
+    #[schemars(range(min = 1))]
+    pub mtu: Option<u64>,
+    #[schemars(range(min = 1))]
+    pub speed_mbit: Option<u64>,
+    /// The sysfs `device/driver` link, else the ethtool driver-info ioctl.
+    pub driver: Option<String>,
+    pub driver_version: Option<String>,
+    pub firmware: Option<String>,
+    pub bus_info: Option<String>,
+    /// Null when the ethtool ioctls cannot be made. Required when present,
+    /// so that an interface without these details reads back without them.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub offloads: Option<Offloads>,
+}
+
+/// The ethtool feature flags; null where the driver does not answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Offloads {
+    pub tso: Option<bool>,
+    pub gso: Option<bool>,
+    pub gro: Option<bool>,
+    pub lro: Option<bool>,
+    pub rx_checksum: Option<bool>,
+    pub tx_checksum: Option<bool>,
+}
+
+impl Offloads {
+    /// Each flag by its name, in the order `ethtool -k` shows them.
+    pub fn flags(&self) -> [(&'static str, Option<bool>); 6] {
+        [
+            ("tso", self.tso),
+            ("gso", self.gso),
+            ("gro", self.gro),
+            ("lro", self.lro),
+            ("rx_checksum", self.rx_checksum),
+            ("tx_checksum", self.tx_checksum),
+        ]
+    }
+}
+
+/// Who an end of a test is: its kernel's boot id and its process id
+/// (equal boot ids mean the same host).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Identity {
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: Option<String>,
+    pub pid: Option<i32>,
+    /// When that process started (clock ticks after boot, field 22 of
+    /// /proc/PID/stat): with the boot id and pid it names one process, so
+    /// a pid from another PID namespace (a container) is never taken for an
+    /// unrelated process of this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub start_ticks: Option<u64>,
+}
+
+impl Identity {
+    /// Reads a peer's identity from its disclosure. It is the peer's word:
+    /// anything missing or malformed (a boot id that is not a short string
+    /// of hex digits and dashes, a pid that is not a positive 32-bit
+    /// integer) is absent, never an error.
+    pub fn from_disclosure(d: &serde_json::Value) -> Identity {
+        let id = &d["identity"];
+        let boot_id = id["boot_id"]
+            .as_str()
+            .filter(|s| {
+                !s.is_empty()
+                    && s.len() <= 64
+                    && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+            })
+            .map(str::to_string);
+        let pid = id["pid"]
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|p| *p > 0);
+        Identity {
+            boot_id,
+            pid,
+            start_ticks: id["start_ticks"].as_u64(),
+        }
+    }
+
+    /// Whether `peer` runs on the same kernel as `self`: None unless both
+    /// boot ids are known.
+    pub fn same_host(&self, peer: &Identity) -> Option<bool> {
+        match (&self.boot_id, &peer.boot_id) {
+            (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
+            _ => None,
+        }
+    }
+}
+
+/// A typed spec or disclosure as the JSON object a document holds.
+pub fn to_json<T: Serialize>(v: &T) -> serde_json::Value {
+    // These types are plain data with string keys: serializing them into
+    // a Value cannot fail.
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// The word a unit enum serializes to (`temp-file`, `io_uring`): the
+/// engines' own enums name themselves in the document this way.
+pub fn word<T: Serialize>(v: &T) -> String {
+    to_json(v).as_str().unwrap_or_default().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An interface read back is written as it was: details absent when no
+    /// interface held the address, present (nulls too) when one did.
+    #[test]
+    fn interfaces_round_trip_with_and_without_details() {
+        let bare = json!({"name": null, "address": "192.0.2.1"});
+        let full = json!({"name": "lo", "address": "127.0.0.1", "mtu": 65536, "speed_mbit": null,
+            "driver": null, "driver_version": null, "firmware": null, "bus_info": null, "offloads": null});
+        for v in [bare, full] {
+            let i: Interface = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(i.link.is_some(), v.get("mtu").is_some());
+            assert_eq!(to_json(&i), v);
+        }
+    }
+}
