@@ -3,6 +3,7 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::process::Output;
 
 /// A results database per test process, so tests never touch the user's.
 /// It lives under cargo's target directory, not /tmp, and the first call
@@ -110,17 +111,127 @@ pub fn validate(doc: &Value) {
 
 /// A command that must succeed and print one JSON document.
 pub fn ok_json(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not one JSON document ({e}): {}",
             String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// What a process wrote on stderr, for assertions and failure messages.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Running a command and judging how it ended; every failure message shows
+/// what the command wrote on stderr (or the stdout that is not JSON).
+pub trait Run {
+    fn out(&mut self) -> Output;
+
+    /// Must succeed; returns stdout.
+    fn succeeds(&mut self) -> String {
+        let out = self.out();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).expect("stdout is UTF-8")
+    }
+
+    /// Must succeed and print one JSON document.
+    fn json(&mut self) -> Value {
+        ok_json(&self.out())
+    }
+
+    /// Must exit with `code` and name `needle` on stderr; returns stderr.
+    fn fails(&mut self, code: i32, needle: &str) -> String {
+        let out = self.out();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+        err
+    }
+}
+
+impl Run for Command {
+    fn out(&mut self) -> Output {
+        self.output().expect("run iotoll")
+    }
+}
+
+impl Run for std::process::Command {
+    fn out(&mut self) -> Output {
+        self.output().expect("run the command")
+    }
+}
+
+/// `iotoll` with `words` (split at whitespace: none of them holds a space).
+pub fn cmd(words: &str) -> Command {
+    let mut c = iotoll();
+    c.args(words.split_whitespace());
+    c
+}
+
+/// [`cmd`] on the results database `db`.
+pub fn db_cmd(db: &str, words: &str) -> Command {
+    let mut c = cmd(words);
+    c.args(["--db", db]);
+    c
+}
+
+/// `results show RUN --json` of `db`.
+pub fn show(db: &str, run: &str) -> Value {
+    db_cmd(db, "results show --json").arg(run).json()
+}
+
+/// `results list` of `db`, one line per run.
+pub fn list(db: &str) -> String {
+    db_cmd(db, "results list").succeeds()
+}
+
+/// A temporary directory for a test's files and its results database.
+pub struct Tmp {
+    pub dir: tempfile::TempDir,
+    /// The database's path (`r.db` in the directory; created by its first use).
+    pub db: String,
+}
+
+impl Tmp {
+    pub fn new() -> Tmp {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = String::new();
+        let mut t = Tmp { dir, db };
+        t.db = t.path("r.db");
+        t
+    }
+
+    /// The path of `name` here (as an argument for the command line).
+    pub fn path(&self, name: &str) -> String {
+        self.dir
+            .path()
+            .join(name)
+            .to_str()
+            .expect("utf-8")
+            .to_string()
+    }
+
+    /// Writes the file `name` here; returns its path.
+    pub fn file(&self, name: &str, content: impl AsRef<[u8]>) -> String {
+        let p = self.path(name);
+        std::fs::write(&p, content).expect("write a test file");
+        p
+    }
+
+    pub fn cmd(&self, words: &str) -> Command {
+        db_cmd(&self.db, words)
+    }
+
+    pub fn show(&self, run: &str) -> Value {
+        show(&self.db, run)
+    }
+
+    pub fn list(&self) -> String {
+        list(&self.db)
+    }
 }
 
 pub fn metric(doc: &Value, k: &str) -> f64 {
