@@ -171,7 +171,8 @@ pub fn cmd(words: &str) -> Command {
     c
 }
 
-/// [`cmd`] on the results database `db`.
+/// [`cmd`] on the results database `db` (`--db DB` follows the words, so
+/// they must not end in a flag that takes a value).
 pub fn db_cmd(db: &str, words: &str) -> Command {
     let mut c = cmd(words);
     c.args(["--db", db]);
