@@ -243,6 +243,26 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
 
 pub mod server;
 
+/// Arguments of `iotoll net`: the test `kind`, the endpoint's address and
+/// `words` (split at whitespace).
+pub fn net_args<'a>(kind: &'a str, addr: &'a str, words: &'a str) -> Vec<&'a str> {
+    let mut a = vec![kind, addr];
+    a.extend(words.split_whitespace());
+    a
+}
+
+/// Whether `done` holds within `t`, asked every 20 ms.
+pub fn within(t: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + t;
+    while !done() {
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
 /// Runs a short network test; returns (exit code, stdout JSON if any, stderr).
 pub fn net_run(args: &[&str]) -> (i32, Option<Value>, String) {
     let out = iotoll()

@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Server {
     pub child: Child,
@@ -56,14 +56,12 @@ impl Server {
     }
 
     pub fn wait_log(&self, needle: &str, t: Duration) -> bool {
-        let end = Instant::now() + t;
-        while Instant::now() < end {
-            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        super::within(t, || self.log_count(needle) > 0)
+    }
+
+    /// Waits (20 s at most) until the endpoint has logged `needle` `n` times.
+    pub fn wait_count(&self, needle: &str, n: usize) -> bool {
+        super::within(Duration::from_secs(20), || self.log_count(needle) >= n)
     }
 
     pub fn log_count(&self, needle: &str) -> usize {
@@ -79,6 +77,17 @@ impl Server {
         std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
             .map(|d| d.count())
             .unwrap_or(0)
+    }
+
+    /// The endpoint's open descriptors once they are at most `bound` (they
+    /// close as the endpoint sees our ends close), or after `t`.
+    pub fn fds_at_most(&self, bound: usize, t: Duration) -> usize {
+        let mut n = 0;
+        super::within(t, || {
+            n = self.open_fds();
+            n <= bound
+        });
+        n
     }
 
     pub fn alive(&mut self) -> bool {
