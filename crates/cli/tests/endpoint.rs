@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::server::Server;
+use common::server::{read_frame, write_frame, Server};
 use common::{cmd, metric, net_args, net_json, net_run, Run};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::Role;
@@ -23,22 +23,6 @@ use std::time::{Duration, Instant};
 /// Generous: a valid client is served far sooner; the old endpoint made it
 /// wait for the 30 s handshake deadline of a silent connection.
 const SERVED_WITHIN: Duration = Duration::from_secs(10);
-
-fn read_frame(s: &mut TcpStream, t: Duration) -> std::io::Result<Value> {
-    s.set_read_timeout(Some(t))?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body)?;
-    serde_json::from_slice(&body).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
-}
-
-fn write_frame(s: &mut TcpStream, v: &Value) {
-    let body = v.to_string();
-    let mut f = (body.len() as u32).to_be_bytes().to_vec();
-    f.extend_from_slice(body.as_bytes());
-    s.write_all(&f).expect("write a frame");
-}
 
 /// A TCP connection from the local address `src` (any of 127.0.0.0/8).
 fn connect_from(src: Ipv4Addr, addr: &str) -> TcpStream {
