@@ -69,6 +69,18 @@ pub fn can_run(what: &str, available: bool) -> bool {
     false
 }
 
+/// The words of a command line (none of them holds a space).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// [`disk_json`] on `target` with `line`'s words.
+pub fn disk_json_on(target: &str, line: &str) -> Value {
+    let mut a = vec!["--target", target];
+    a.extend(line.split_whitespace());
+    disk_json(&a)
+}
+
 /// Runs a short real disk workload and returns its JSON document.
 pub fn disk_json(args: &[&str]) -> Value {
     let out = iotoll()
@@ -245,9 +257,9 @@ pub mod server;
 
 /// Arguments of `iotoll net`: the test `kind`, the endpoint's address and
 /// `words` (split at whitespace).
-pub fn net_args<'a>(kind: &'a str, addr: &'a str, words: &'a str) -> Vec<&'a str> {
+pub fn net_args<'a>(kind: &'a str, addr: &'a str, line: &'a str) -> Vec<&'a str> {
     let mut a = vec![kind, addr];
-    a.extend(words.split_whitespace());
+    a.extend(line.split_whitespace());
     a
 }
 
