@@ -36,6 +36,13 @@ fn endpoint_is_marked(d: &serde_json::Value, endpoint: u32) {
     assert!(d["metrics"].get("cpu_others_pct").is_some());
 }
 
+/// `iotoll net stream ADDR` with `line`'s words, as a plain process.
+fn raw_stream(addr: &str, line: &str) -> std::process::Command {
+    let mut c = raw();
+    c.arg("net").args(net_args("stream", addr, line));
+    c
+}
+
 /// A short test of `kind` with `words`: must succeed.
 fn short(kind: &str, addr: &str, words: &str) -> serde_json::Value {
     let mut a = net_args(kind, addr, words);
@@ -198,10 +205,7 @@ fn auth_key_both_ways() {
 #[test]
 fn second_client_gets_busy_at_once() {
     let s = Server::start("127.0.0.1", &[]);
-    let mut first = Running::start_when(
-        raw().args(["net", "stream", &s.addr, "--ramp", "0s", "--time", "60s"]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut first = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 60s"));
     let t = Instant::now();
     let (code, _, err) = net_run(&["rr", &s.addr, "--time", "1s", "--busy-wait", "0s"]);
     // The first test has most of a minute to go: an answer within 20 s was
@@ -272,14 +276,10 @@ fn limits_and_bad_input() {
 fn bind_spreads_connections_over_local_addresses() {
     let s = Server::start("127.0.0.1", &[]);
     // Caught measuring (an event), its data connections are established.
-    let mut run = Running::start_when(
-        raw().arg("net").args(net_args(
-            "stream",
-            &s.addr,
-            "--conns 4 --bind 127.0.0.1,127.0.0.2 --ramp 0s --time 60s --json --no-db",
-        )),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut run = measuring(&mut raw_stream(
+        &s.addr,
+        "--conns 4 --bind 127.0.0.1,127.0.0.2 --ramp 0s --time 60s --json --no-db",
+    ));
     // The kernel's view of the data connections while they run.
     let ss = std::process::Command::new("ss")
         .args(["-Htn", "state", "established"])
@@ -352,13 +352,9 @@ fn unreachable_host() {
 #[test]
 fn ctrl_c_during_a_stream_reports_what_was_measured() {
     let s = Server::start("127.0.0.1", &[]);
-    let out = signal_when(
-        raw().args([
-            "net", "stream", &s.addr, "--ramp", "0s", "--time", "30s", "--json",
-        ]),
-        libc::SIGINT,
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut run = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 30s --json"));
+    run.signal(libc::SIGINT);
+    let out = run.finish();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     validate(&d);
@@ -471,12 +467,7 @@ fn endpoint_survives_abuse_without_leaking() {
     still_serves(&s.addr);
 
     // A client that disappears mid-test: the endpoint ends that test itself.
-    let mut victim = Running::start_when(
-        raw().args([
-            "net", "stream", &s.addr, "--conns", "8", "--ramp", "0s", "--time", "60s",
-        ]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut victim = measuring(&mut raw_stream(&s.addr, "--conns 8 --ramp 0s --time 60s"));
     let ended = s.log_count("session ended");
     victim.signal(libc::SIGKILL);
     drop(victim.finish());
@@ -510,10 +501,7 @@ fn endpoint_survives_abuse_without_leaking() {
 #[test]
 fn client_notices_an_endpoint_that_stops_mid_test() {
     let mut s = Server::start("127.0.0.1", &[]);
-    let client = Running::start_when(
-        raw().args(["net", "stream", &s.addr, "--ramp", "0s", "--time", "60s"]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let client = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 60s"));
     let t = Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };

@@ -408,6 +408,12 @@ pub fn signal_when(
     r.finish()
 }
 
+/// [`Running::start_when`] it has measured a second of its window (so its
+/// connections are established and it is mid-test).
+pub fn measuring(cmd: &mut std::process::Command) -> Running {
+    Running::start_when(cmd, |e| measured_seconds(e) >= 1)
+}
+
 /// `[measure]` progress lines seen so far (each is one second of the window).
 pub fn measured_seconds(stderr: &str) -> usize {
     stderr.lines().filter(|l| l.contains("[measure]")).count()
