@@ -7,7 +7,7 @@
 mod common;
 
 use common::server::{read_frame, write_frame, Server};
-use common::{cmd, metric, net_args, net_json, net_run, Run};
+use common::{cmd, metric, net_args, net_fails, net_json, net_run, Run};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::Role;
 use serde_json::{json, Value};
@@ -107,18 +107,19 @@ fn key_file() -> KeyFile {
     KeyFile { _dir: dir, path }
 }
 
-/// A short request/response test that must not meet a busy endpoint.
-fn rr_now(addr: &str, key: Option<&KeyFile>) -> (i32, Option<Value>, String) {
+/// The arguments of a short request/response test that must not meet a
+/// busy endpoint.
+fn rr_now<'a>(addr: &'a str, key: Option<&'a KeyFile>) -> Vec<&'a str> {
     let mut a = net_args("rr", addr, "--ramp 0s --time 300ms --busy-wait 0s");
     if let Some(k) = key {
         a.extend(["--auth-key", k.path.to_str().unwrap()]);
     }
-    net_run(&a)
+    a
 }
 
 fn served_at_once(addr: &str, key: Option<&KeyFile>, what: &str) {
     let t = Instant::now();
-    let (code, doc, err) = rr_now(addr, key);
+    let (code, doc, err) = net_run(&rr_now(addr, key));
     assert_eq!(code, 0, "{what}: {err}");
     assert!(metric(&doc.unwrap(), "trans_s") > 0.0);
     assert!(
@@ -197,9 +198,7 @@ fn silent_connections_never_make_the_endpoint_busy() {
         // A client without the key is refused, and does not block either.
         if keyed {
             let held = silent(&s.addr);
-            let (code, _, err) = rr_now(&s.addr, None);
-            assert_eq!(code, 1);
-            assert!(err.contains("requires a pre-shared key"), "{err}");
+            net_fails(&rr_now(&s.addr, None), 1, "requires a pre-shared key");
             served_at_once(&s.addr, key, "keyed, after a client without the key");
             drop(held);
         }
@@ -348,9 +347,7 @@ fn a_second_client_queues_while_a_test_runs() {
     let first =
         std::thread::spawn(move || net_run(&net_args("stream", &addr, "--ramp 0s --time 3s")));
     assert!(s.wait_count("accepted", 3));
-    let (code, _, err) = rr_now(&s.addr, None);
-    assert_eq!(code, 1);
-    assert!(err.contains("busy with another test"), "{err}");
+    let err = net_fails(&rr_now(&s.addr, None), 1, "busy with another test");
     assert!(!err.contains("retrying"), "{err}");
     let (code, _, err) = first.join().unwrap();
     assert_eq!(code, 0, "{err}");
@@ -440,9 +437,7 @@ fn a_client_that_vanishes_after_accept_frees_the_endpoint_at_once() {
     // A real client whose --bind fails after accept.
     let before = s.log_count("session ended");
     let args = "--bind 192.0.2.1 --ramp 0s --time 1s --busy-wait 0s";
-    let (code, _, err) = net_run(&net_args("stream", &s.addr, args));
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("bind 192.0.2.1"), "{err}");
+    net_fails(&net_args("stream", &s.addr, args), 1, "bind 192.0.2.1");
     session_ends_soon(&s, before);
     served_at_once(&s.addr, None, "after a client whose --bind failed");
 

@@ -177,26 +177,21 @@ fn auth_key_both_ways() {
     let w = t.file("wrong", "incorrect horse battery staple\n");
     let (k, w) = (k.as_str(), w.as_str());
     let s = Server::start("127.0.0.1", &["--auth-key", k]);
-    let rr = |extra: &[&str]| {
-        let mut a = net_args("rr", &s.addr, "--ramp 0s --time 300ms");
-        a.extend(extra);
-        net_run(&a)
-    };
-    let (code, _, err) = rr(&[]);
-    assert_eq!(code, 1);
-    assert!(err.contains("requires a pre-shared key"), "{err}");
-    let (code, _, err) = rr(&["--auth-key", w]);
-    assert_eq!(code, 1);
-    assert!(err.contains("authentication failed"), "{err}");
-    let (code, doc, err) = rr(&["--auth-key", k]);
+    let rr = net_args("rr", &s.addr, "--ramp 0s --time 300ms");
+    let keyed = |key| [&rr[..], &["--auth-key", key]].concat();
+    net_fails(&rr, 1, "requires a pre-shared key");
+    net_fails(&keyed(w), 1, "authentication failed");
+    let (code, doc, err) = net_run(&keyed(k));
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc.unwrap()["spec"]["auth"], true);
 
     // A client with a key refuses an endpoint that cannot prove one.
     let open = Server::start("127.0.0.1", &[]);
-    let (code, _, err) = net_run(&["rr", &open.addr, "--time", "300ms", "--auth-key", k]);
-    assert_eq!(code, 1);
-    assert!(err.contains("cannot prove"), "{err}");
+    net_fails(
+        &["rr", &open.addr, "--time", "300ms", "--auth-key", k],
+        1,
+        "cannot prove",
+    );
 }
 
 /// While a test runs, another client is told "busy" at once (it does not
@@ -207,7 +202,11 @@ fn second_client_gets_busy_at_once() {
     let s = Server::start("127.0.0.1", &[]);
     let mut first = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 60s"));
     let t = Instant::now();
-    let (code, _, err) = net_run(&["rr", &s.addr, "--time", "1s", "--busy-wait", "0s"]);
+    net_fails(
+        &net_args("rr", &s.addr, "--time 1s --busy-wait 0s"),
+        1,
+        "busy",
+    );
     // The first test has most of a minute to go: an answer within 20 s was
     // not a wait for it.
     assert!(
@@ -215,8 +214,6 @@ fn second_client_gets_busy_at_once() {
         "busy answer took {:?}",
         t.elapsed()
     );
-    assert_eq!(code, 1);
-    assert!(err.contains("busy"), "{err}");
     first.signal(libc::SIGINT);
     let out = first.finish();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
@@ -233,9 +230,7 @@ fn limits_and_bad_input() {
         ("--msg 2m --time 1s", "msg must be"),
         ("--time 10s", "at most 5 s"),
     ] {
-        let (code, _, err) = net_run(&net_args("stream", &s.addr, words));
-        assert_eq!(code, 1, "{words}: {err}");
-        assert!(err.contains(needle), "{words}: {err}");
+        net_fails(&net_args("stream", &s.addr, words), 1, needle);
     }
 
     for (words, needle) in [
@@ -259,17 +254,12 @@ fn limits_and_bad_input() {
     }
     // Nothing listening: a runtime error naming the peer.
     let port = common::server::free_port("127.0.0.1").to_string();
-    let (code, _, err) = net_run(&["rr", &format!("127.0.0.1:{port}"), "--time", "1s"]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains(&port) && err.contains("cannot connect"),
-        "{err}"
-    );
+    let peer = format!("127.0.0.1:{port}");
+    let err = net_fails(&["rr", &peer, "--time", "1s"], 1, "cannot connect");
+    assert!(err.contains(&port), "{err}");
     let t = Tmp::new();
     let key = t.file("short", "abc");
-    let (code, _, err) = net_run(&["rr", &s.addr, "--auth-key", &key]);
-    assert_eq!(code, 2);
-    assert!(err.contains("too short"), "{err}");
+    net_fails(&["rr", &s.addr, "--auth-key", &key], 2, "too short");
 }
 
 #[test]

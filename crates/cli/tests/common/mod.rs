@@ -83,22 +83,7 @@ pub fn disk_json_on(target: &str, line: &str) -> Value {
 
 /// Runs a short real disk workload and returns its JSON document.
 pub fn disk_json(args: &[&str]) -> Value {
-    let out = iotoll()
-        .args(["disk", "run", "--json", "--ramp", "0s", "--time", "1s"])
-        .args(args)
-        .output()
-        .expect("run iotoll");
-    assert!(
-        out.status.success(),
-        "iotoll {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let doc = cmd("disk run --json --ramp 0s --time 1s").args(args).json();
     validate(&doc);
     doc
 }
@@ -289,6 +274,15 @@ pub fn net_run(args: &[&str]) -> (i32, Option<Value>, String) {
         doc,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// A network test that must exit with `code`, naming `needle`; returns
+/// its stderr.
+pub fn net_fails(args: &[&str], code: i32, needle: &str) -> String {
+    let (got, _, err) = net_run(args);
+    assert_eq!(got, code, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in: {err}");
+    err
 }
 
 /// A network test that must succeed; validated against the schema.
