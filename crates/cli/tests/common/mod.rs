@@ -76,9 +76,7 @@ pub fn words(line: &str) -> Vec<&str> {
 
 /// [`disk_json`] on `target` with `line`'s words.
 pub fn disk_json_on(target: &str, line: &str) -> Value {
-    let mut a = vec!["--target", target];
-    a.extend(line.split_whitespace());
-    disk_json(&a)
+    disk_json(&[&["--target", target][..], &words(line)].concat())
 }
 
 /// Runs a short real disk workload and returns its JSON document.
@@ -161,17 +159,17 @@ impl Run for std::process::Command {
     }
 }
 
-/// `iotoll` with `words` (split at whitespace: none of them holds a space).
-pub fn cmd(words: &str) -> Command {
+/// `iotoll` with `line`'s [`words`].
+pub fn cmd(line: &str) -> Command {
     let mut c = iotoll();
-    c.args(words.split_whitespace());
+    c.args(words(line));
     c
 }
 
 /// [`cmd`] on the results database `db` (`--db DB` follows the words, so
-/// they must not end in a flag that takes a value).
-pub fn db_cmd(db: &str, words: &str) -> Command {
-    let mut c = cmd(words);
+/// `line` must not end in a flag that takes a value).
+pub fn db_cmd(db: &str, line: &str) -> Command {
+    let mut c = cmd(line);
     c.args(["--db", db]);
     c
 }
@@ -196,20 +194,14 @@ pub struct Tmp {
 impl Tmp {
     pub fn new() -> Tmp {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = String::new();
-        let mut t = Tmp { dir, db };
-        t.db = t.path("r.db");
-        t
+        let db = dir.path().join("r.db").to_str().expect("utf-8").to_string();
+        Tmp { dir, db }
     }
 
     /// The path of `name` here (as an argument for the command line).
     pub fn path(&self, name: &str) -> String {
-        self.dir
-            .path()
-            .join(name)
-            .to_str()
-            .expect("utf-8")
-            .to_string()
+        let p = self.dir.path().join(name);
+        p.to_str().expect("utf-8").to_string()
     }
 
     /// Writes the file `name` here; returns its path.
@@ -219,8 +211,8 @@ impl Tmp {
         p
     }
 
-    pub fn cmd(&self, words: &str) -> Command {
-        db_cmd(&self.db, words)
+    pub fn cmd(&self, line: &str) -> Command {
+        db_cmd(&self.db, line)
     }
 
     pub fn show(&self, run: &str) -> Value {
@@ -241,11 +233,9 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
 pub mod server;
 
 /// Arguments of `iotoll net`: the test `kind`, the endpoint's address and
-/// `words` (split at whitespace).
+/// `line`'s [`words`].
 pub fn net_args<'a>(kind: &'a str, addr: &'a str, line: &'a str) -> Vec<&'a str> {
-    let mut a = vec![kind, addr];
-    a.extend(line.split_whitespace());
-    a
+    [&[kind, addr][..], &words(line)].concat()
 }
 
 /// Whether `done` holds within `t`, asked every 20 ms.
@@ -402,8 +392,8 @@ pub fn signal_when(
     r.finish()
 }
 
-/// [`Running::start_when`] it has measured a second of its window (so its
-/// connections are established and it is mid-test).
+/// Starts `cmd` and returns once it has measured a second of its window:
+/// its connections are established and it is mid-test.
 pub fn measuring(cmd: &mut std::process::Command) -> Running {
     Running::start_when(cmd, |e| measured_seconds(e) >= 1)
 }
