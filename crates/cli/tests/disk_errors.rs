@@ -183,12 +183,8 @@ fn block_device() {
     let out = Command::new("losetup")
         .args(["-f", "--show"])
         .arg(&backing)
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        panic!("losetup failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        .succeeds();
+    let dev = out.trim().to_string();
     let res = std::panic::catch_unwind(|| {
         run_fails(&["--target", &dev, "--read", "50"], 2, "is a block device");
         assert!(

@@ -496,7 +496,7 @@ fn client_notices_an_endpoint_that_stops_mid_test() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
     let out = client.finish();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     // The test had most of a minute to go.
     assert!(
         t.elapsed() < Duration::from_secs(20),
@@ -513,15 +513,7 @@ fn client_notices_an_endpoint_that_stops_mid_test() {
 
 /// Runs `ip ARGS`, panicking with its stderr on failure.
 fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::process::Command::new("ip").args(args).succeeds();
 }
 
 /// Two network namespaces of this host joined by a veth pair; both are
@@ -587,8 +579,8 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     let ns = Netns::new();
     // The endpoint is told apart by pid and start time, not by its binary's
     // name: run it from a copy named otherwise.
-    let dir = tempfile::tempdir().unwrap();
-    let renamed = dir.path().join("lab-endpoint");
+    let t = Tmp::new();
+    let renamed = t.path("lab-endpoint");
     std::fs::copy(bin_path(), &renamed).unwrap();
     let server = std::process::Command::new("ip")
         .args(["netns", "exec", &ns.server])
@@ -605,21 +597,12 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     let mut err = std::io::BufReader::new(server.0.stderr.take().unwrap());
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
     assert!(line.contains("listening"), "{line}");
-    let out = std::process::Command::new("ip")
+    let d = std::process::Command::new("ip")
         .args(["netns", "exec", &ns.client])
         .arg(bin_path())
-        .args([
-            "net",
-            "stream",
-            "10.201.0.2",
-            "--json",
-            "--quiet",
-            "--no-db",
-        ])
+        .args(words("net stream 10.201.0.2 --json --quiet --no-db"))
         .args(SHORT)
-        .output()
-        .unwrap();
-    let d = ok_json(&out);
+        .json();
     validate(&d);
     assert!(metric(&d, "mbit_s") > 0.0);
     assert_eq!(d["disclosure"]["local"]["interface"]["name"], "vc");

@@ -49,7 +49,7 @@ fn sigterm_before_the_suite_is_read_is_an_interruption() {
     // Now let it read the suite (opening the FIFO's write end unblocks it).
     std::fs::write(&fifo, TINY).unwrap();
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     let list = t.list();
     assert!(
