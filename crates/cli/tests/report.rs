@@ -138,19 +138,23 @@ fn imports_become_configurations() {
         .fails(2, "warp_factor");
 }
 
-fn html_report() -> (Tmp, String, usize) {
+/// Runs the report command `line` of the shared database into an HTML and
+/// a Markdown file; returns their directory, the HTML file and both texts.
+fn render(line: &str) -> (Tmp, String, String, String) {
     let t = Tmp::new();
     let (html, md) = (t.path("report.html"), t.path("report.md"));
-    db_cmd(db(), "compare A B --cpu-threshold 50")
+    db_cmd(db(), line)
         .args(["--html", &html, "--md", &md])
         .succeeds();
+    let text = std::fs::read_to_string(&html).unwrap();
     let md = std::fs::read_to_string(&md).unwrap();
+    (t, html, text, md)
+}
+
+fn html_report() -> (Tmp, String, usize) {
+    let (t, html, text, md) = render("compare A B --cpu-threshold 50");
     assert!(md.contains("## Key findings"));
-    let charts = std::fs::read_to_string(&html)
-        .unwrap()
-        .matches("<svg")
-        .count();
-    (t, html, charts)
+    (t, html, text.matches("<svg").count())
 }
 
 #[test]
@@ -239,12 +243,7 @@ fn check_report_content(html: &str, tests: &[&str]) {
 
 #[test]
 fn single_run_report_has_findings_parameters_and_every_series() {
-    let t = Tmp::new();
-    let (html, md) = (t.path("a.html"), t.path("a.md"));
-    db_cmd(db(), "report A")
-        .args(["--html", &html, "--md", &md])
-        .succeeds();
-    let text = std::fs::read_to_string(&html).unwrap();
+    let (_t, _, text, md) = render("report A");
     check_report_content(&text, &TESTS);
     assert!(
         !text.contains("against the first"),
@@ -253,7 +252,6 @@ fn single_run_report_has_findings_parameters_and_every_series() {
     // The peer is in-process on loopback: the same host, never a second machine.
     assert!(text.contains("The network peer was this host"));
     assert!(!text.contains("<th>remote CPU %</th>"));
-    let md = std::fs::read_to_string(&md).unwrap();
     for want in [
         "## Key findings",
         "## Test parameters",
