@@ -7,77 +7,44 @@ mod common;
 use common::server::{free_port, Server};
 use common::*;
 use serde_json::Value;
-use std::path::Path;
 use std::process::Command as Std;
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-fn compare_json(db: &Path, args: &[&str]) -> Value {
-    let out = iotoll()
-        .args(["compare", "--json", "--db", s(db)])
-        .args(args)
-        .output()
-        .expect("run iotoll");
-    ok_json(&out)
-}
-
-fn run_suite(db: &Path, file: &Path, config: &str) {
-    iotoll()
-        .args(["suite", "run", s(file), "--quiet", "--config", config])
-        .args(["--db", s(db)])
-        .assert()
-        .success();
+/// `suite run FILE --config CONFIG`: must succeed.
+fn run_suite(t: &Tmp, file: &str, config: &str) {
+    t.cmd("suite run --quiet")
+        .args([file, "--config", config])
+        .succeeds();
 }
 
 /// The issue's case: 4 connections of 64k tx against 1 connection of 1k rx
 /// were compared as "3.8 % higher". Now they are different tests.
 #[test]
 fn single_runs_are_named_by_workload_and_different_ones_never_pair() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
+    let t = Tmp::new();
     let srv = Server::start("127.0.0.1", &[]);
-    for (config, extra) in [
-        ("mtu1500", &["--conns", "4", "--msg", "64k"][..]),
-        (
-            "mtu9000",
-            &["--conns", "1", "--msg", "1k", "--dir", "rx"][..],
-        ),
-    ] {
-        iotoll()
-            .args(["net", "stream", &srv.addr, "--time", "1s", "--ramp", "0s"])
-            .args(extra)
-            .args(["--config", config, "--quiet", "--db", s(&db)])
-            .assert()
-            .success();
-    }
-    let show = iotoll()
-        .args(["results", "show", "mtu1500", "--db", s(&db)])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&show.stdout);
+    let stream = |config: &str, workload: &str| {
+        t.cmd("net stream --time 1s --ramp 0s --quiet")
+            .arg(&srv.addr)
+            .args(workload.split_whitespace())
+            .args(["--config", config])
+            .succeeds();
+    };
+    stream("mtu1500", "--conns 4 --msg 64k");
+    stream("mtu9000", "--conns 1 --msg 1k --dir rx");
+    let text = t.cmd("results show mtu1500").succeeds();
     assert!(
         text.contains("stream/dir=tx,conns=4,msg=64k"),
         "single run named by its workload: {text}"
     );
-    let out = iotoll()
-        .args(["compare", "mtu1500", "mtu9000", "--db", s(&db)])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "nothing in common is no result");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("nothing to compare"), "{err}");
+    // Nothing in common is no result.
+    let err = t
+        .cmd("compare mtu1500 mtu9000")
+        .fails(1, "nothing to compare");
     assert!(err.contains("stream/dir=rx,conns=1,msg=1k"), "{err}");
 
     // The same workload again under the second label pairs with the first.
-    iotoll()
-        .args(["net", "stream", &srv.addr, "--time", "1s", "--ramp", "0s"])
-        .args(["--conns", "4", "--msg", "64k"])
-        .args(["--config", "mtu9000", "--quiet", "--db", s(&db)])
-        .assert()
-        .success();
-    let c = compare_json(&db, &["mtu1500", "mtu9000", "--strict"]);
+    stream("mtu9000", "--conns 4 --msg 64k");
+    let c = t.cmd("compare --json mtu1500 mtu9000 --strict").json();
     assert_eq!(c["rows"].as_array().unwrap().len(), 1);
     assert_eq!(c["rows"][0]["test"], "stream/dir=tx,conns=4,msg=64k");
     assert_eq!(c["rows"][0]["differs"], serde_json::json!([]));
@@ -87,31 +54,25 @@ fn single_runs_are_named_by_workload_and_different_ones_never_pair() {
 /// on the row and in the findings; `--strict` refuses.
 #[test]
 fn matched_tests_with_other_parameters_are_flagged_and_refused_when_strict() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
+    let t = Tmp::new();
     for (label, conns) in [("one", 1), ("two", 2)] {
-        let f = d.path().join(format!("{label}.toml"));
-        std::fs::write(
-            &f,
+        let f = t.file(
+            &format!("{label}.toml"),
             format!(
                 "name = \"s\"\nreps = 1\nramp = \"0s\"\ntime = \"1s\"\n\
                  [[test]]\nname = \"conns\"\nkind = \"net-stream\"\nconns = {conns}\nmsg = \"64k\"\n"
             ),
-        )
-        .unwrap();
-        run_suite(&db, &f, label);
+        );
+        run_suite(&t, &f, label);
     }
-    let c = compare_json(&db, &["one", "two"]);
+    let c = t.cmd("compare --json one two").json();
     assert_eq!(c["rows"][0]["differs"], serde_json::json!(["conns 1 vs 2"]));
     let findings = c["findings"].to_string();
     assert!(findings.contains("conns 1 vs 2"), "{findings}");
     assert!(findings.contains("--config"), "{findings}");
-    let out = iotoll()
-        .args(["compare", "one", "two", "--strict", "--db", s(&db)])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = t.cmd("compare one two --strict").out();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("--strict") && err.contains("conns 1 vs 2"),
         "{err}"
@@ -126,11 +87,9 @@ fn matched_tests_with_other_parameters_are_flagged_and_refused_when_strict() {
 /// per kind, and each equal to the row's value over the row's CPU.
 #[test]
 fn mixed_kinds_keep_efficiency_and_mean_rows_add_up() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let f = d.path().join("mix.toml");
-    std::fs::write(
-        &f,
+    let t = Tmp::new();
+    let f = t.file(
+        "mix.toml",
         r#"
 name = "mix"
 reps = 2
@@ -157,11 +116,10 @@ msg = "64k"
 name = "rr"
 kind = "net-rr"
 "#,
-    )
-    .unwrap();
-    run_suite(&db, &f, "A");
-    run_suite(&db, &f, "B");
-    let c = compare_json(&db, &["A", "B"]);
+    );
+    run_suite(&t, &f, "A");
+    run_suite(&t, &f, "B");
+    let c = t.cmd("compare --json A B").json();
     let eff = c["efficiency"].as_array().unwrap();
     let mean_of = |label: &str, kind: &str, m: &str| -> f64 {
         eff.iter()
@@ -179,26 +137,21 @@ kind = "net-rr"
     };
     for (i, label) in ["A", "B"].iter().enumerate() {
         // One test per kind: the kind's mean is that row's own ratio.
-        let r = row("rand");
-        let (v, cpu) = (
-            r["values"][i].as_f64().unwrap(),
-            r["cpu_pct"][i].as_f64().unwrap(),
-        );
-        let got = mean_of(label, "disk", "iops_per_cpu_pct");
-        assert!(
-            (got - v / cpu).abs() <= 1e-9 * got,
-            "{label}: IOPS per % CPU {got} != {v} / {cpu}"
-        );
-        let r = row("stream");
-        let (v, cpu) = (
-            r["values"][i].as_f64().unwrap(),
-            r["cpu_pct"][i].as_f64().unwrap(),
-        );
-        let got = mean_of(label, "net-stream", "mbit_s_per_cpu_pct");
-        assert!(
-            (got - v / cpu).abs() <= 1e-9 * got,
-            "{label}: P/E {got} != {v} / {cpu}"
-        );
+        for (test, kind, m, what) in [
+            ("rand", "disk", "iops_per_cpu_pct", "IOPS per % CPU"),
+            ("stream", "net-stream", "mbit_s_per_cpu_pct", "P/E"),
+        ] {
+            let r = row(test);
+            let (v, cpu) = (
+                r["values"][i].as_f64().unwrap(),
+                r["cpu_pct"][i].as_f64().unwrap(),
+            );
+            let got = mean_of(label, kind, m);
+            assert!(
+                (got - v / cpu).abs() <= 1e-9 * got,
+                "{label}: {what} {got} != {v} / {cpu}"
+            );
+        }
         assert!(mean_of(label, "net-rr", "cpu_us_per_trans") > 0.0);
     }
     let findings = c["findings"].to_string();
@@ -214,8 +167,7 @@ kind = "net-rr"
 /// workload, and keeps iperf3's timestamp.
 #[test]
 fn an_iperf3_import_matches_the_native_run() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
+    let t = Tmp::new();
     let port = free_port("127.0.0.1").to_string();
     let mut iperf = match Std::new("iperf3")
         .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port])
@@ -244,22 +196,16 @@ fn an_iperf3_import_matches_the_native_run() {
     let _ = iperf.kill();
     let _ = iperf.wait();
     assert!(!json.is_empty(), "iperf3 client never connected");
-    let file = d.path().join("iperf3.json");
-    std::fs::write(&file, &json).unwrap();
+    let file = t.file("iperf3.json", &json);
     let before = std::time::SystemTime::now();
-    iotoll()
-        .args(["results", "import", s(&file), "--format", "iperf3-json"])
-        .args(["--config", "iperf3", "--db", s(&db)])
-        .assert()
-        .success();
+    t.cmd("results import --format iperf3-json --config iperf3")
+        .arg(&file)
+        .succeeds();
     let srv = Server::start("127.0.0.1", &[]);
-    iotoll()
-        .args(["net", "stream", &srv.addr, "--conns", "2", "--msg", "128k"])
-        .args(["--time", "1s", "--ramp", "0s", "--config", "native"])
-        .args(["--quiet", "--db", s(&db)])
-        .assert()
-        .success();
-    let c = compare_json(&db, &["iperf3", "native", "--strict"]);
+    t.cmd("net stream --conns 2 --msg 128k --time 1s --ramp 0s --config native --quiet")
+        .arg(&srv.addr)
+        .succeeds();
+    let c = t.cmd("compare --json iperf3 native --strict").json();
     let rows = c["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["test"], "stream/dir=tx,conns=2,msg=128k");
@@ -270,15 +216,8 @@ fn an_iperf3_import_matches_the_native_run() {
     let secs = v["start"]["timestamp"]["timesecs"].as_u64().unwrap();
     let date = Std::new("date")
         .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .expect("date");
-    let want = String::from_utf8_lossy(&date.stdout).trim().to_string();
-    let out = iotoll()
-        .args(["results", "show", "iperf3", "--json", "--db", s(&db)])
-        .output()
-        .unwrap();
-    let shown: Value = serde_json::from_slice(&out.stdout).expect("results show --json");
-    assert_eq!(shown["started_at"], want.as_str());
+        .succeeds();
+    assert_eq!(t.show("iperf3")["started_at"], date.trim());
     assert!(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs) <= before,
         "iperf3 ran before the import"
@@ -290,37 +229,31 @@ fn an_iperf3_import_matches_the_native_run() {
 /// siblings unknown to `--metric`, table import and CSV export's units.
 #[test]
 fn the_peers_cpu_metrics_come_from_the_registry() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
+    let t = Tmp::new();
     for (config, remote) in [("a", 20.0), ("b", 30.0)] {
-        let f = d.path().join(format!("{config}.csv"));
-        std::fs::write(
-            &f,
+        let f = t.file(
+            &format!("{config}.csv"),
             format!(
                 "test,mbit_s,cpu_pct,remote_cpu_pct,remote_cpu_system_pct,remote_cpu_softirq_pct\ns,900,10,{remote},{},3\n",
                 remote / 2.0
             ),
-        )
-        .unwrap();
-        iotoll()
-            .args(["results", "import", s(&f), "--format", "table"])
-            .args(["--config", config, "--db", s(&db)])
-            .assert()
-            .success();
+        );
+        t.cmd("results import --format table")
+            .args([&f, "--config", config])
+            .succeeds();
     }
     for metric in ["remote_cpu_pct", "remote_cpu_system_pct"] {
-        let c = compare_json(&db, &["a", "b", "--metric", metric]);
+        let c = t
+            .cmd("compare --json a b")
+            .args(["--metric", metric])
+            .json();
         let g = &c["groups"][0];
         assert_eq!(g["metric"], metric, "{c}");
         // b's peer used more CPU: no win for b.
         assert_eq!(g["wins"], 0, "{metric}: {c}");
         assert!(g["mean_diff_pct"].as_f64().unwrap() > 0.0, "{c}");
     }
-    let out = iotoll()
-        .args(["results", "export", "b", "--format", "csv", "--db", s(&db)])
-        .output()
-        .unwrap();
-    let csv = String::from_utf8_lossy(&out.stdout);
+    let csv = t.cmd("results export b --format csv").succeeds();
     for m in ["remote_cpu_system_pct", "remote_cpu_softirq_pct"] {
         assert!(
             csv.lines()

@@ -19,58 +19,45 @@ fn run_fails(args: &[&str], code: i32, needle: &str) {
 
 #[test]
 fn bad_numbers() {
-    run_fails(&["--bs", "0"], 2, "--bs must be positive");
-    run_fails(&["--bs", "-4k"], 2, "--bs");
-    run_fails(&["--bs", "4q"], 2, "not a size");
-    run_fails(&["--size", "0"], 2, "--size must be positive");
-    run_fails(&["--size", "-1m"], 2, "--size");
-    run_fails(&["--qd", "0"], 2, "--qd");
-    run_fails(&["--qd", "-3"], 2, "--qd");
-    run_fails(&["--workers", "0"], 2, "--workers");
-    run_fails(&["--read", "101"], 2, "--read");
-    run_fails(&["--read", "-1"], 2, "--read");
-    run_fails(&["--random", "150"], 2, "--random");
+    for (line, needle) in [
+        ("--bs 0", "--bs must be positive"),
+        ("--bs -4k", "--bs"),
+        ("--bs 4q", "not a size"),
+        ("--size 0", "--size must be positive"),
+        ("--size -1m", "--size"),
+        ("--qd 0", "--qd"),
+        ("--qd -3", "--qd"),
+        ("--workers 0", "--workers"),
+        ("--read 101", "--read"),
+        ("--read -1", "--read"),
+        ("--random 150", "--random"),
+        ("--engine aio", "unknown engine"),
+        ("--spec nope", "unknown spec 'nope'"),
+        ("--spec dss-1m --bs 4k", "cannot be used with"),
+    ] {
+        run_fails(&words(line), 2, needle);
+    }
     for (t, needle) in [
         ("0s", "--time must be positive"),
         ("soon", "not a duration"),
     ] {
-        iotoll()
-            .args(["disk", "run", "--time", t])
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(needle));
+        cmd("disk run --time").arg(t).fails(2, needle);
     }
-    run_fails(&["--engine", "aio"], 2, "unknown engine");
-    run_fails(&["--spec", "nope"], 2, "unknown spec 'nope'");
-    run_fails(
-        &["--spec", "dss-1m", "--bs", "4k"],
-        2,
-        "cannot be used with",
-    );
 }
 
 #[test]
 fn transfer_size_not_a_multiple_of_alignment_under_o_direct() {
-    run_fails(
-        &["--bs", "1000", "--size", "1m"],
-        2,
-        "not a multiple of the alignment",
-    );
-    run_fails(
-        &["--bs", "4k", "--align", "8k", "--size", "1m"],
-        2,
-        "not a multiple of the alignment",
-    );
-    run_fails(
-        &["--bs", "4k", "--align", "100", "--size", "1m"],
-        2,
-        "logical block size",
-    );
-    run_fails(
-        &["--offset", "100", "--size", "1m", "--buffered"],
-        2,
-        "--offset 100",
-    );
+    for (line, needle) in [
+        ("--bs 1000 --size 1m", "not a multiple of the alignment"),
+        (
+            "--bs 4k --align 8k --size 1m",
+            "not a multiple of the alignment",
+        ),
+        ("--bs 4k --align 100 --size 1m", "logical block size"),
+        ("--offset 100 --size 1m --buffered", "--offset 100"),
+    ] {
+        run_fails(&words(line), 2, needle);
+    }
 }
 
 #[test]
@@ -79,41 +66,33 @@ fn region_larger_than_the_file() {
     let p = d.path().join("small");
     std::fs::write(&p, vec![1u8; 64 << 10]).unwrap();
     let t = p.to_str().unwrap();
-    run_fails(
-        &["--target", t, "--size", "128k"],
-        1,
-        "larger than the target",
-    );
-    run_fails(
-        &["--target", t, "--offset", "32k", "--size", "64k"],
-        1,
-        "larger than the target",
-    );
-    run_fails(&["--target", t, "--offset", "64k"], 1, "past its end");
+    for (line, needle) in [
+        ("--size 128k", "larger than the target"),
+        ("--offset 32k --size 64k", "larger than the target"),
+        ("--offset 64k", "past its end"),
+    ] {
+        let mut a = vec!["--target", t];
+        a.extend(words(line));
+        run_fails(&a, 1, needle);
+    }
     assert_eq!(std::fs::read(&p).unwrap(), vec![1u8; 64 << 10]);
 }
 
 #[test]
 fn directory_and_missing_targets() {
-    let d = tempfile::tempdir().unwrap();
+    let t = Tmp::new();
+    let (missing, deep) = (t.path("nope"), t.path("no/such/dir/f.tst"));
     run_fails(
-        &["--target", d.path().to_str().unwrap()],
+        &["--target", t.dir.path().to_str().unwrap()],
         1,
         "is a directory",
     );
-    let missing = d.path().join("nope");
-    run_fails(
-        &["--target", missing.to_str().unwrap()],
-        1,
-        "does not exist",
+    run_fails(&["--target", &missing], 1, "does not exist");
+    assert!(
+        !std::path::Path::new(&missing).exists(),
+        "nothing created without --create"
     );
-    assert!(!missing.exists(), "nothing created without --create");
-    let deep = d.path().join("no/such/dir/f.tst");
-    run_fails(
-        &["--target", deep.to_str().unwrap(), "--create"],
-        1,
-        "does not exist",
-    );
+    run_fails(&["--target", &deep, "--create"], 1, "does not exist");
     run_fails(&["--create"], 2, "--create needs --target");
 }
 
@@ -158,19 +137,10 @@ fn no_permission() {
     } else {
         iotoll()
     };
-    cmd.args([
-        "disk",
-        "run",
-        "--time",
-        "1s",
-        "--target",
-        p.to_str().unwrap(),
-        // nobody has no database to write; the target is what is tested.
-        "--no-db",
-    ])
-    .assert()
-    .code(1)
-    .stderr(predicate::str::contains("permission denied"));
+    // nobody has no database to write; the target is what is tested.
+    cmd.args(words("disk run --time 1s --no-db --target"))
+        .arg(&p)
+        .fails(1, "permission denied");
 }
 
 /// A full disk during preparation: the half-made test file is removed.
@@ -190,18 +160,9 @@ fn full_disk_during_preparation() {
     assert!(ok, "mount tmpfs");
     let target = d.path().join("t.tst");
     let res = std::panic::catch_unwind(|| {
-        run_fails(
-            &[
-                "--target",
-                target.to_str().unwrap(),
-                "--create",
-                "--size",
-                "16m",
-                "--buffered",
-            ],
-            1,
-            "not enough free space",
-        );
+        let mut a = vec!["--target", target.to_str().unwrap()];
+        a.extend(words("--create --size 16m --buffered"));
+        run_fails(&a, 1, "not enough free space");
         assert!(!target.exists(), "half-made test file left behind");
     });
     Command::new("umount").arg(mnt).status().unwrap();
@@ -222,33 +183,19 @@ fn block_device() {
     let out = Command::new("losetup")
         .args(["-f", "--show"])
         .arg(&backing)
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        panic!("losetup failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        .succeeds();
+    let dev = out.trim().to_string();
     let res = std::panic::catch_unwind(|| {
         run_fails(&["--target", &dev, "--read", "50"], 2, "is a block device");
         assert!(
             std::fs::read(&backing).unwrap() == content,
             "refused run wrote to the device"
         );
-        let doc = disk_json(&["--target", &dev, "--read", "100", "--bs", "4k", "--qd", "4"]);
+        let doc = disk_json_on(&dev, "--read 100 --bs 4k --qd 4");
         assert_eq!(doc["spec"]["target_kind"], "block-device");
         assert_eq!(doc["spec"]["target_size"], 8 << 20);
         // With --allow-destructive two workers write to it (exclusive claim held once).
-        let doc = disk_json(&[
-            "--target",
-            &dev,
-            "--read",
-            "0",
-            "--workers",
-            "2",
-            "--allow-destructive",
-            "--size",
-            "1m",
-        ]);
+        let doc = disk_json_on(&dev, "--read 0 --workers 2 --allow-destructive --size 1m");
         assert!(metric(&doc, "write_iops") > 0.0);
     });
     Command::new("losetup").args(["-d", &dev]).status().unwrap();
@@ -262,9 +209,7 @@ fn block_device() {
 #[test]
 fn ctrl_c_during_the_window_reports_what_was_measured() {
     let mut c = raw();
-    c.args([
-        "disk", "run", "--json", "--ramp", "0s", "--time", "60s", "--size", "8m",
-    ]);
+    c.args(words("disk run --json --ramp 0s --time 60s --size 8m"));
     let t = Instant::now();
     // Interrupted once a second of the window has been measured.
     let out = signal_when(&mut c, libc::SIGINT, |e| measured_seconds(e) >= 1);
@@ -280,7 +225,7 @@ fn ctrl_c_during_the_window_reports_what_was_measured() {
     assert!(w > 0.5 && w < 30.0, "window {w}");
     assert!(metric(&doc, "iops") > 0.0);
     assert!(doc["notes"].to_string().contains("interrupted"));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(stderr(&out).contains("interrupted"));
     let target = doc["spec"]["target"].as_str().unwrap();
     assert!(
         !std::path::Path::new(target).exists(),
@@ -296,14 +241,10 @@ fn ctrl_c_during_preparation_removes_the_test_file() {
         .args(["disk", "run", "--size", "16g", "--time", "1s"]);
     // Interrupted while the 16 GiB file is being prepared.
     let out = signal_when(&mut c, libc::SIGINT, |e| e.contains("preparing"));
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(out.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("preparing"));
+    assert!(err.contains("preparing"), "{err}");
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }

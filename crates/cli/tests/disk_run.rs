@@ -69,10 +69,9 @@ fn check_littles_law(doc: &serde_json::Value) {
 
 #[test]
 fn io_uring_random_mixed() {
-    let doc = disk_json(&[
-        "--engine", "io_uring", "--bs", "4k", "--read", "70", "--random", "100", "--qd", "8",
-        "--size", "16m",
-    ]);
+    let doc = disk_json(&words(
+        "--engine io_uring --bs 4k --read 70 --random 100 --qd 8 --size 16m",
+    ));
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["spec"]["engine"], "io_uring");
     assert_eq!(doc["spec"]["qd"], 8);
@@ -95,22 +94,11 @@ fn io_uring_random_mixed() {
 fn io_uring_keeps_the_requested_depth_in_flight() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = dir.path().join("qd.tst");
-    let out = iotoll()
-        .args(["disk", "run", "--json", "--ramp", "200ms", "--time", "2s"])
-        .args([
-            "--target",
-            target.to_str().unwrap(),
-            "--create",
-            "--size",
-            "64m",
-        ])
-        .args([
-            "--engine", "io_uring", "--bs", "4k", "--read", "100", "--random", "100",
-        ])
-        .args(["--qd", "16"])
-        .output()
-        .unwrap();
-    let doc = ok_json(&out);
+    let doc = cmd("disk run --json --ramp 200ms --time 2s --create --size 64m")
+        .args(["--engine", "io_uring", "--bs", "4k", "--read", "100"])
+        .args(["--random", "100", "--qd", "16", "--target"])
+        .arg(&target)
+        .json();
     validate(&doc);
     assert_eq!(doc["spec"]["direct"], true);
     let qd = metric(&doc, "qd_achieved");
@@ -124,10 +112,9 @@ fn io_uring_keeps_the_requested_depth_in_flight() {
 
 #[test]
 fn psync_sequential_write() {
-    let doc = disk_json(&[
-        "--engine", "psync", "--bs", "8k", "--read", "0", "--random", "0", "--size", "8m", "--qd",
-        "4",
-    ]);
+    let doc = disk_json(&words(
+        "--engine psync --bs 8k --read 0 --random 0 --size 8m --qd 4",
+    ));
     assert_eq!(doc["spec"]["engine"], "psync");
     check_accounting(&doc, 8192.0);
     assert_eq!(metric(&doc, "read_iops"), 0.0);
@@ -137,16 +124,9 @@ fn psync_sequential_write() {
 
 #[test]
 fn builtin_spec_and_workers() {
-    let doc = disk_json(&[
-        "--spec",
-        "web-file-server-8k",
-        "--workers",
-        "2",
-        "--size",
-        "16m",
-        "--config",
-        "baseline",
-    ]);
+    let doc = disk_json(&words(
+        "--spec web-file-server-8k --workers 2 --size 16m --config baseline",
+    ));
     assert_eq!(doc["spec"]["spec"], "web-file-server-8k");
     assert_eq!(doc["spec"]["bs"], 8192);
     assert_eq!(doc["spec"]["qd"], 28);
@@ -165,24 +145,11 @@ fn writes_honour_alignment_and_region() {
     let len = 1usize << 20;
     std::fs::write(&p, vec![0u8; len]).unwrap();
     let (off, size) = (64usize << 10, 256usize << 10);
-    disk_json(&[
-        "--target",
+    disk_json_on(
         p.to_str().unwrap(),
-        "--allow-destructive",
-        "--buffered",
-        "--bs",
-        "4k",
-        "--align",
-        "8k",
-        "--read",
-        "0",
-        "--random",
-        "100",
-        "--offset",
-        "64k",
-        "--size",
-        "256k",
-    ]);
+        "--allow-destructive --buffered --bs 4k --align 8k --read 0 --random 100 \
+         --offset 64k --size 256k",
+    );
     let data = std::fs::read(&p).unwrap();
     assert_eq!(data.len(), len, "file size unchanged");
     assert!(
@@ -214,31 +181,13 @@ fn read_only_run_on_existing_file_leaves_it_unchanged() {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     std::fs::write(&p, &content).unwrap();
-    let doc = disk_json(&[
-        "--target",
-        p.to_str().unwrap(),
-        "--read",
-        "100",
-        "--random",
-        "0",
-        "--bs",
-        "64k",
-    ]);
+    let t = p.to_str().unwrap();
+    let doc = disk_json_on(t, "--read 100 --random 0 --bs 64k");
     assert_eq!(doc["spec"]["target_kind"], "existing-file");
     assert_eq!(doc["spec"]["size"], 2 << 20);
     assert_eq!(std::fs::read(&p).unwrap(), content);
     // The null engine completes writes without touching the target.
-    let t = p.to_str().unwrap();
-    let w = [
-        "--target",
-        t,
-        "--read",
-        "0",
-        "--allow-destructive",
-        "--engine",
-        "null",
-    ];
-    let doc = disk_json(&w);
+    let doc = disk_json_on(t, "--read 0 --allow-destructive --engine null");
     assert_eq!(doc["spec"]["engine"], "null");
     assert!(metric(&doc, "write_iops") > 0.0);
     assert_eq!(std::fs::read(&p).unwrap(), content);
@@ -248,32 +197,16 @@ fn read_only_run_on_existing_file_leaves_it_unchanged() {
 fn created_test_file_is_kept_only_with_keep() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("t.tst");
-    disk_json(&["--target", p.to_str().unwrap(), "--create", "--size", "4m"]);
+    disk_json_on(p.to_str().unwrap(), "--create --size 4m");
     assert!(!p.exists());
-    disk_json(&[
-        "--target",
-        p.to_str().unwrap(),
-        "--create",
-        "--keep",
-        "--size",
-        "4m",
-    ]);
+    disk_json_on(p.to_str().unwrap(), "--create --keep --size 4m");
     assert_eq!(std::fs::metadata(&p).unwrap().len(), 4 << 20);
 }
 
 #[test]
 fn burst_delay_limits_the_rate() {
     // 10 ms before each burst of 2 I/Os: at most ~200 IOPS.
-    let doc = disk_json(&[
-        "--burst-delay",
-        "10ms",
-        "--burst-len",
-        "2",
-        "--qd",
-        "4",
-        "--size",
-        "4m",
-    ]);
+    let doc = disk_json(&words("--burst-delay 10ms --burst-len 2 --qd 4 --size 4m"));
     let iops = metric(&doc, "iops");
     // The ceiling is the pacing; the floor only says it ran (a loaded host
     // may lag the pace, never beat it).
@@ -282,14 +215,7 @@ fn burst_delay_limits_the_rate() {
 
 #[test]
 fn human_output_has_the_table() {
-    let out = iotoll()
-        .args([
-            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let s = String::from_utf8(out.stdout).unwrap();
+    let s = cmd("disk run --ramp 0s --time 1s --size 4m").succeeds();
     for want in [
         "throughput",
         "IOPS",
@@ -308,12 +234,9 @@ fn human_output_has_the_table() {
 
 #[test]
 fn specs_lists_the_twelve() {
-    let out = iotoll().args(["disk", "specs", "--json"]).output().unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cmd("disk specs --json").json();
     assert_eq!(v.as_array().unwrap().len(), 12);
-    let out = iotoll().args(["disk", "specs"]).output().unwrap();
-    let s = String::from_utf8(out.stdout).unwrap();
+    let s = cmd("disk specs").succeeds();
     assert!(s.contains("video-on-demand-512k") && s.contains("exchange-email-4k"));
 }
 
@@ -353,34 +276,20 @@ fn schema_rejects_a_wrong_document() {
 
 #[test]
 fn a_single_run_is_stored_with_its_label() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    iotoll()
-        .args([
-            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m", "--config", "nvme-a",
-            "--db", db, "--quiet",
-        ])
-        .assert()
-        .success();
-    let out = iotoll()
-        .args(["results", "show", "nvme-a", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = Tmp::new();
+    t.cmd("disk run --ramp 0s --time 1s --size 4m --config nvme-a --quiet")
+        .succeeds();
+    let v = t.show("nvme-a");
     assert_eq!(v["suite"], "single disk");
     assert_eq!(v["status"], "complete");
     assert!(v["tests"][0]["summary"]["iops"].as_f64().unwrap() > 0.0);
     validate(&v["tests"][0]["reps"][0]["doc"]);
     // --no-db stores nothing.
-    iotoll()
-        .args([
-            "disk", "run", "--ramp", "0s", "--time", "1s", "--size", "4m", "--no-db", "--quiet",
-        ])
-        .env("XDG_DATA_HOME", d.path().join("elsewhere"))
-        .assert()
-        .success();
-    assert!(!d.path().join("elsewhere").exists());
+    let elsewhere = t.path("elsewhere");
+    cmd("disk run --ramp 0s --time 1s --size 4m --no-db --quiet")
+        .env("XDG_DATA_HOME", &elsewhere)
+        .succeeds();
+    assert!(!std::path::Path::new(&elsewhere).exists());
 }
 
 /// `--interference-pct` sets the threshold the window's other processes
@@ -400,9 +309,5 @@ fn interference_threshold_flag() {
         .filter(|t| t["role"] == "self")
         .count();
     assert!(me <= 1);
-    iotoll()
-        .args(["disk", "run", "--interference-pct", "101"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--interference-pct"));
+    cmd("disk run --interference-pct 101").fails(2, "--interference-pct");
 }

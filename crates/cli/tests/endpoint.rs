@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::server::Server;
-use common::{iotoll, metric, net_json, net_run};
+use common::server::{read_frame, write_frame, Server};
+use common::{cmd, metric, net_args, net_fails, net_json, net_run, Run};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::Role;
 use serde_json::{json, Value};
@@ -23,22 +23,6 @@ use std::time::{Duration, Instant};
 /// Generous: a valid client is served far sooner; the old endpoint made it
 /// wait for the 30 s handshake deadline of a silent connection.
 const SERVED_WITHIN: Duration = Duration::from_secs(10);
-
-fn read_frame(s: &mut TcpStream, t: Duration) -> std::io::Result<Value> {
-    s.set_read_timeout(Some(t))?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body)?;
-    serde_json::from_slice(&body).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
-}
-
-fn write_frame(s: &mut TcpStream, v: &Value) {
-    let body = v.to_string();
-    let mut f = (body.len() as u32).to_be_bytes().to_vec();
-    f.extend_from_slice(body.as_bytes());
-    s.write_all(&f).expect("write a frame");
-}
 
 /// A TCP connection from the local address `src` (any of 127.0.0.0/8).
 fn connect_from(src: Ipv4Addr, addr: &str) -> TcpStream {
@@ -78,31 +62,6 @@ fn silent_from(src: Ipv4Addr, addr: &str) -> TcpStream {
 
 fn silent(addr: &str) -> TcpStream {
     silent_from(Ipv4Addr::LOCALHOST, addr)
-}
-
-/// Waits (20 s at most) until the endpoint has logged `needle` `n` times.
-fn wait_count(s: &Server, needle: &str, n: usize) -> bool {
-    let end = Instant::now() + Duration::from_secs(20);
-    while s.log_count(needle) < n {
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
-/// The endpoint's open descriptors once they are at most `bound` (a dropped
-/// handshake's thread closes its socket when it next runs), or after 10 s.
-fn fds_at_most(s: &Server, bound: usize) -> usize {
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        let n = s.open_fds();
-        if n <= bound || Instant::now() >= end {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Whether the endpoint has closed `s` (EOF or reset), waiting up to `t`.
@@ -148,27 +107,19 @@ fn key_file() -> KeyFile {
     KeyFile { _dir: dir, path }
 }
 
-/// A short request/response test that must not meet a busy endpoint.
-fn rr_now(addr: &str, key: Option<&KeyFile>) -> (i32, Option<Value>, String) {
-    let mut a = vec![
-        "rr",
-        addr,
-        "--ramp",
-        "0s",
-        "--time",
-        "300ms",
-        "--busy-wait",
-        "0s",
-    ];
+/// The arguments of a short request/response test that must not meet a
+/// busy endpoint.
+fn rr_now<'a>(addr: &'a str, key: Option<&'a KeyFile>) -> Vec<&'a str> {
+    let mut a = net_args("rr", addr, "--ramp 0s --time 300ms --busy-wait 0s");
     if let Some(k) = key {
         a.extend(["--auth-key", k.path.to_str().unwrap()]);
     }
-    net_run(&a)
+    a
 }
 
 fn served_at_once(addr: &str, key: Option<&KeyFile>, what: &str) {
     let t = Instant::now();
-    let (code, doc, err) = rr_now(addr, key);
+    let (code, doc, err) = net_run(&rr_now(addr, key));
     assert_eq!(code, 0, "{what}: {err}");
     assert!(metric(&doc.unwrap(), "trans_s") > 0.0);
     assert!(
@@ -206,6 +157,20 @@ fn raw_test(addr: &str, key: Option<&Key>, params: Value) -> (TcpStream, u16, u6
     )
 }
 
+/// Waits for the endpoint's `ready` to a test by hand.
+fn ready(c: &mut TcpStream) {
+    let ready = read_frame(c, Duration::from_secs(60)).unwrap();
+    assert_eq!(ready["type"], "ready", "{ready}");
+}
+
+/// Opens and closes the window of a test by hand and reads the report.
+fn window_to_report(c: &mut TcpStream) {
+    write_frame(c, &json!({"type": "window_start"}));
+    write_frame(c, &json!({"type": "window_end"}));
+    let report = read_frame(c, Duration::from_secs(30)).unwrap();
+    assert_eq!(report["type"], "report", "{report}");
+}
+
 fn data_conn(port: u16, token: u64, idx: u32) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut h = token.to_be_bytes().to_vec();
@@ -233,9 +198,7 @@ fn silent_connections_never_make_the_endpoint_busy() {
         // A client without the key is refused, and does not block either.
         if keyed {
             let held = silent(&s.addr);
-            let (code, _, err) = rr_now(&s.addr, None);
-            assert_eq!(code, 1);
-            assert!(err.contains("requires a pre-shared key"), "{err}");
+            net_fails(&rr_now(&s.addr, None), 1, "requires a pre-shared key");
             served_at_once(&s.addr, key, "keyed, after a client without the key");
             drop(held);
         }
@@ -256,7 +219,7 @@ fn handshake_flood_drops_the_oldest_per_source_and_in_all() {
         closed_by_peer(&mut flood[0], Duration::from_secs(10)),
         "the oldest connection of the flood was not dropped (its deadline is 30 s)"
     );
-    let fds = fds_at_most(&s, base + 2 * (16 + 4) + 8);
+    let fds = s.fds_at_most(base + 2 * (16 + 4) + 8, Duration::from_secs(10));
     assert!(
         fds <= base + 2 * (16 + 4) + 8,
         "{fds} descriptors open with 204 handshakes pending (was {base})"
@@ -282,7 +245,7 @@ fn handshake_flood_drops_the_oldest_per_source_and_in_all() {
         "the oldest handshake was not dropped at the total cap"
     );
     assert!(still_open(wide.last().unwrap()));
-    let fds = fds_at_most(&s, base + 2 * 128 + 8);
+    let fds = s.fds_at_most(base + 2 * 128 + 8, Duration::from_secs(10));
     assert!(
         fds <= base + 2 * 128 + 8,
         "{fds} descriptors open with 150 handshakes pending (was {base})"
@@ -334,64 +297,30 @@ fn a_reconnecting_attacker_on_another_address_never_blocks_a_keyed_client() {
 fn back_to_back_tests_after_a_thousand_connections() {
     let s = Server::start("127.0.0.1", &[]);
     let base = s.open_fds();
-    let d = net_json(&[
-        "stream",
-        &s.addr,
-        "--conns",
-        "1000",
-        "--msg",
-        "64k",
-        "--sockbuf",
-        "64k",
-        "--ramp",
-        "0s",
-        "--time",
-        "1s",
-        "--busy-wait",
-        "0s",
-    ]);
-    assert_eq!(metric(&d, "conns"), 1000.0);
     // The report came after the endpoint released the test's sockets.
-    let fds = s.open_fds();
-    assert!(
-        fds <= base + 4,
-        "the endpoint still held {fds} descriptors (was {base}) after reporting"
-    );
+    let released = || {
+        let fds = s.open_fds();
+        assert!(
+            fds <= base + 4,
+            "the endpoint still held {fds} descriptors (was {base}) after reporting"
+        );
+    };
+    let args = "--conns 1000 --msg 64k --sockbuf 64k --ramp 0s --time 1s --busy-wait 0s";
+    let d = net_json(&net_args("stream", &s.addr, args));
+    assert_eq!(metric(&d, "conns"), 1000.0);
+    released();
     // The next test, at once, never meets "busy".
     served_at_once(&s.addr, None, "right after the 1,000-connection stream");
-    let d = net_json(&[
-        "stream",
-        &s.addr,
-        "--conns",
-        "1000",
-        "--msg",
-        "64k",
-        "--sockbuf",
-        "64k",
-        "--ramp",
-        "0s",
-        "--time",
-        "1s",
-        "--busy-wait",
-        "0s",
-    ]);
+    let d = net_json(&net_args("stream", &s.addr, args));
     assert_eq!(metric(&d, "conns"), 1000.0);
 
     // By hand, acknowledging nothing: once the report is here, the endpoint
     // has let go of the test although the client still holds its end.
     let (mut c, port, token) = raw_test(&s.addr, None, stream_params(1000));
     let data: Vec<TcpStream> = (0..1000).map(|i| data_conn(port, token, i)).collect();
-    let ready = read_frame(&mut c, Duration::from_secs(60)).unwrap();
-    assert_eq!(ready["type"], "ready", "{ready}");
-    write_frame(&mut c, &json!({"type": "window_start"}));
-    write_frame(&mut c, &json!({"type": "window_end"}));
-    let report = read_frame(&mut c, Duration::from_secs(30)).unwrap();
-    assert_eq!(report["type"], "report", "{report}");
-    let fds = s.open_fds();
-    assert!(
-        fds <= base + 4,
-        "the endpoint still held {fds} descriptors (was {base}) after reporting"
-    );
+    ready(&mut c);
+    window_to_report(&mut c);
+    released();
     served_at_once(&s.addr, None, "while the previous client has not said stop");
     drop((c, data));
 }
@@ -401,9 +330,9 @@ fn a_second_client_queues_while_a_test_runs() {
     let s = Server::start("127.0.0.1", &[]);
     let addr = s.addr.clone();
     let first =
-        std::thread::spawn(move || net_run(&["stream", &addr, "--ramp", "0s", "--time", "3s"]));
+        std::thread::spawn(move || net_run(&net_args("stream", &addr, "--ramp 0s --time 3s")));
     assert!(s.wait_log("accepted", Duration::from_secs(20)));
-    let (code, doc, err) = net_run(&["rr", &s.addr, "--ramp", "0s", "--time", "300ms"]);
+    let (code, doc, err) = net_run(&net_args("rr", &s.addr, "--ramp 0s --time 300ms"));
     assert_eq!(code, 0, "{err}");
     assert!(metric(&doc.unwrap(), "trans_s") > 0.0);
     assert!(
@@ -416,11 +345,9 @@ fn a_second_client_queues_while_a_test_runs() {
     // With --busy-wait 0s a busy endpoint is an error at once.
     let addr = s.addr.clone();
     let first =
-        std::thread::spawn(move || net_run(&["stream", &addr, "--ramp", "0s", "--time", "3s"]));
-    assert!(wait_count(&s, "accepted", 3));
-    let (code, _, err) = rr_now(&s.addr, None);
-    assert_eq!(code, 1);
-    assert!(err.contains("busy with another test"), "{err}");
+        std::thread::spawn(move || net_run(&net_args("stream", &addr, "--ramp 0s --time 3s")));
+    assert!(s.wait_count("accepted", 3));
+    let err = net_fails(&rr_now(&s.addr, None), 1, "busy with another test");
     assert!(!err.contains("retrying"), "{err}");
     let (code, _, err) = first.join().unwrap();
     assert_eq!(code, 0, "{err}");
@@ -433,16 +360,11 @@ fn two_clients_started_together_both_succeed() {
         .map(|_| {
             let addr = s.addr.clone();
             std::thread::spawn(move || {
-                net_run(&[
+                net_run(&net_args(
                     "rr",
                     &addr,
-                    "--ramp",
-                    "0s",
-                    "--time",
-                    "1s",
-                    "--busy-wait",
-                    "30s",
-                ])
+                    "--ramp 0s --time 1s --busy-wait 30s",
+                ))
             })
         })
         .collect();
@@ -468,13 +390,9 @@ fn keyed_data_port(s: &Server, key: &Key, silent: bool) -> f64 {
         Vec::new()
     };
     let data: Vec<TcpStream> = (0..n).map(|i| data_conn(port, token, i)).collect();
-    let ready = read_frame(&mut c, Duration::from_secs(60)).unwrap();
+    ready(&mut c);
     let took = t.elapsed().as_secs_f64();
-    assert_eq!(ready["type"], "ready", "{ready}");
-    write_frame(&mut c, &json!({"type": "window_start"}));
-    write_frame(&mut c, &json!({"type": "window_end"}));
-    let report = read_frame(&mut c, Duration::from_secs(30)).unwrap();
-    assert_eq!(report["type"], "report", "{report}");
+    window_to_report(&mut c);
     write_frame(&mut c, &json!({"type": "stop"}));
     drop((strays, data));
     took
@@ -518,74 +436,49 @@ fn a_client_that_vanishes_after_accept_frees_the_endpoint_at_once() {
 
     // A real client whose --bind fails after accept.
     let before = s.log_count("session ended");
-    let (code, _, err) = net_run(&[
-        "stream",
-        &s.addr,
-        "--bind",
-        "192.0.2.1",
-        "--ramp",
-        "0s",
-        "--time",
-        "1s",
-        "--busy-wait",
-        "0s",
-    ]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("bind 192.0.2.1"), "{err}");
-    let t = Instant::now();
-    wait_count(&s, "session ended", before + 1);
-    assert!(
-        t.elapsed() < Duration::from_secs(8),
-        "the endpoint noticed only after {:?}",
-        t.elapsed()
-    );
+    let args = "--bind 192.0.2.1 --ramp 0s --time 1s --busy-wait 0s";
+    net_fails(&net_args("stream", &s.addr, args), 1, "bind 192.0.2.1");
+    session_ends_soon(&s, before);
     served_at_once(&s.addr, None, "after a client whose --bind failed");
 
     // A real client killed while it opens its connections.
     let mut victim = common::raw()
-        .args([
-            "net", "stream", &s.addr, "--conns", "5000", "--ramp", "0s", "--time", "30s", "--quiet",
-        ])
+        .arg("net")
+        .args(net_args(
+            "stream",
+            &s.addr,
+            "--conns 5000 --ramp 0s --time 30s --quiet",
+        ))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let seen = wait_count(&s, "5000 connection(s) accepted", 2);
+    let seen = s.wait_count("5000 connection(s) accepted", 2);
     let before = s.log_count("session ended");
     victim.kill().unwrap();
     victim.wait().unwrap();
     assert!(seen, "{:?}", s.log.lock().unwrap());
+    session_ends_soon(&s, before);
+    served_at_once(&s.addr, None, "after a killed client");
+}
+
+/// The endpoint ends the session after the `before` ended ones within 8 s.
+fn session_ends_soon(s: &Server, before: usize) {
     let t = Instant::now();
-    wait_count(&s, "session ended", before + 1);
+    s.wait_count("session ended", before + 1);
     assert!(
         t.elapsed() < Duration::from_secs(8),
         "the endpoint noticed only after {:?}: {:?}",
         t.elapsed(),
         s.log.lock().unwrap()
     );
-    served_at_once(&s.addr, None, "after a killed client");
 }
 
 #[test]
 fn a_zero_handshake_timeout_is_refused() {
-    let out = iotoll()
-        .args([
-            "net",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--handshake-timeout",
-            "0s",
-        ])
+    cmd("net serve --listen 127.0.0.1:0 --handshake-timeout 0s")
         .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--handshake-timeout must be positive"),
-        "{err}"
-    );
+        .fails(2, "--handshake-timeout must be positive");
 }
 
 #[test]

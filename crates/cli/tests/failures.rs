@@ -6,27 +6,10 @@ mod common;
 use common::server::Server;
 use common::*;
 use serde_json::Value;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 const SHORT: [&str; 4] = ["--ramp", "200ms", "--time", "1s"];
-
-fn tmp_db(dir: &tempfile::TempDir) -> String {
-    dir.path().join("r.db").display().to_string()
-}
-
-/// `results list` of a database, one line per run.
-fn results_list(db: &str) -> String {
-    let out = iotoll()
-        .args(["results", "list", "--db", db])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A network test that may meet the endpoint still finishing the previous
 /// test ("busy"): retried within a generous deadline.
@@ -78,54 +61,40 @@ fn bidir_8m_messages_complete_and_the_endpoint_survives() {
 #[test]
 fn engine_thread_panic_fails_the_run_and_is_stored_as_failed() {
     let mut s = Server::start("127.0.0.1", &[]);
-    let dir = tempfile::tempdir().unwrap();
-    let db = tmp_db(&dir);
+    let t = Tmp::new();
     let end = Instant::now() + Duration::from_secs(60);
     let out = loop {
-        let out = iotoll()
+        let out = t
+            .cmd("net stream --conns 2 --threads 1 --json --quiet --config panicky")
             .env("IOTOLL_INJECT_FAULT", "net-engine-panic")
-            .args(["net", "stream", &s.addr, "--conns", "2", "--threads", "1"])
+            .arg(&s.addr)
             .args(SHORT)
-            .args(["--json", "--quiet", "--db", &db, "--config", "panicky"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        if !err.contains("busy") || Instant::now() > end {
+            .out();
+        if !stderr(&out).contains("busy") || Instant::now() > end {
             break out;
         }
     };
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("iotoll: error: the test failed"), "{err}");
-    assert!(err.contains("engine thread iotoll-net-0 panicked"), "{err}");
-    assert!(err.contains("injected fault"), "{err}");
-    assert!(err.contains("stored as failed run"), "{err}");
+    for want in [
+        "iotoll: error: the test failed",
+        "engine thread iotoll-net-0 panicked",
+        "injected fault",
+        "stored as failed run",
+    ] {
+        assert!(err.contains(want), "{want:?} not in: {err}");
+    }
     // The partial figures: one JSON document, marked failed, saying why.
-    let d: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    validate(&d);
-    assert_eq!(d["status"], "failed");
+    let d = failed_doc(&out);
     assert!(
         d["notes"][0].as_str().unwrap().starts_with("failed: "),
         "{}",
         d["notes"]
     );
     // Stored as failed, never as a result.
-    let list = results_list(&db);
-    let line = list.lines().find(|l| l.contains("panicky")).expect(&list);
-    assert!(line.contains("failed"), "{list}");
-    let id = line.split_whitespace().next().unwrap();
-    let show = iotoll()
-        .args(["results", "show", id, "--json", "--db", &db])
-        .output()
-        .unwrap();
-    let shown = ok_json(&show);
+    let shown = stored_as_failed(&t, "panicky");
     assert_eq!(shown["status"], "failed", "{shown}");
-    let text = shown.to_string();
-    assert!(text.contains("panicked"), "{text}");
-    let tests = shown["tests"].as_array().unwrap();
-    assert_eq!(tests.len(), 1);
-    assert!(tests[0]["reps"].as_array().unwrap().is_empty(), "{text}");
-    assert!(tests[0]["summary"].is_null(), "{text}");
+    assert_eq!(shown["tests"].as_array().unwrap().len(), 1);
     // The endpoint is unharmed and serves the next client.
     assert!(s.alive());
     let mut next = vec!["stream", &s.addr, "--no-db"];
@@ -134,17 +103,34 @@ fn engine_thread_panic_fails_the_run_and_is_stored_as_failed() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// The one JSON document on stdout: valid, and marked failed.
+fn failed_doc(out: &Output) -> Value {
+    let d: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    validate(&d);
+    assert_eq!(d["status"], "failed", "{d}");
+    d
+}
+
+/// The run of `label` in the list is failed; its first test holds no
+/// repetition and no summary, and says what panicked. Returns the run.
+fn stored_as_failed(t: &Tmp, label: &str) -> Value {
+    let list = t.list();
+    let line = list.lines().find(|l| l.contains(label)).expect(&list);
+    assert!(line.contains("failed"), "{list}");
+    let shown = t.show(line.split_whitespace().next().unwrap());
+    let text = shown.to_string();
+    assert!(text.contains("panicked"), "{text}");
+    let test = &shown["tests"][0];
+    assert!(test["reps"].as_array().unwrap().is_empty(), "{text}");
+    assert!(test["summary"].is_null(), "{text}");
+    shown
+}
+
 /// `--qd` beyond what an io_uring ring holds used to pass validation and
 /// then fail as "engine io_uring is not available".
 #[test]
 fn qd_beyond_the_ring_is_a_usage_error() {
-    let out = iotoll()
-        .args(["disk", "run", "--qd", "40000", "--time", "1s", "--no-db"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--qd 40000"), "{err}");
+    let err = cmd("disk run --qd 40000 --time 1s --no-db").fails(2, "--qd 40000");
     assert!(err.contains("32768"), "{err}");
     assert!(!err.contains("not available"), "{err}");
 }
@@ -156,9 +142,8 @@ fn qd_beyond_the_ring_is_a_usage_error() {
 #[test]
 fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
     use std::os::unix::process::CommandExt;
-    let dir = tempfile::tempdir().unwrap();
-    let db = tmp_db(&dir);
-    let target = dir.path().join("target.bin");
+    let t = Tmp::new();
+    let target = t.path("target.bin");
     std::fs::File::create(&target)
         .unwrap()
         .set_len(16 << 20)
@@ -170,7 +155,7 @@ fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
             .args(["--allow-destructive", "--read", "0", "--random", "0"])
             .args(["--bs", "4k", "--qd", "4", "--engine", engine])
             .args(["--ramp", "0s", "--time", "120s", "--json", "--quiet"])
-            .args(["--db", &db, "--config", &format!("efbig-{engine}")]);
+            .args(["--db", &t.db, "--config", &format!("efbig-{engine}")]);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -201,18 +186,16 @@ fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
         for want in [
             "iotoll: error: the workload failed: ",
             "I/O(s) failed; the first: write of 4096 bytes at offset ",
-            &format!(" on {}", target.display()),
+            &format!(" on {target}"),
             "File too large (os error 27)",
             "stored as failed run",
         ] {
             assert!(err.contains(want), "{engine}: {want:?} not in {err}");
         }
         assert!(!err.contains("not available"), "{err}");
-        let d: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-        validate(&d);
-        assert_eq!(d["status"], "failed");
+        let d = failed_doc(&out);
         assert!(metric(&d, "errors") >= 1.0);
-        let list = results_list(&db);
+        let list = t.list();
         let line = list
             .lines()
             .find(|l| l.contains(&format!("efbig-{engine}")))
@@ -225,39 +208,14 @@ fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
 /// repetition: never stored as a result, the run marked failed, exit 1.
 #[test]
 fn a_panicking_repetition_in_a_suite_is_failed_not_a_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = tmp_db(&dir);
-    let file = dir.path().join("s.toml");
-    std::fs::write(
-        &file,
+    let t = Tmp::new();
+    let file = t.file(
+        "s.toml",
         "name = \"panics\"\nreps = 1\nramp = \"200ms\"\ntime = \"500ms\"\n\n[[test]]\nname = \"s\"\nkind = \"net-stream\"\nconns = 2\n",
-    )
-    .unwrap();
-    let out = iotoll()
+    );
+    t.cmd("suite run --quiet")
         .env("IOTOLL_INJECT_FAULT", "net-engine-panic")
-        .args(["suite", "run"])
         .arg(&file)
-        .args(["--db", &db, "--quiet"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("marked failed"), "{err}");
-    let list = results_list(&db);
-    let line = list.lines().find(|l| l.contains("panics")).expect(&list);
-    assert!(line.contains("failed"), "{list}");
-    let id = line.split_whitespace().next().unwrap();
-    let shown = ok_json(
-        &iotoll()
-            .args(["results", "show", id, "--json", "--db", &db])
-            .output()
-            .unwrap(),
-    );
-    let text = shown.to_string();
-    assert!(text.contains("panicked"), "{text}");
-    assert!(
-        shown["tests"][0]["reps"].as_array().unwrap().is_empty(),
-        "{text}"
-    );
-    assert!(shown["tests"][0]["summary"].is_null(), "{text}");
+        .fails(1, "marked failed");
+    stored_as_failed(&t, "panics");
 }

@@ -2,9 +2,9 @@
 //! stream and request/response tests against it.
 
 mod common;
-use common::server::Server;
+use common::server::{frame, read_frame, Server};
 use common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -36,17 +36,24 @@ fn endpoint_is_marked(d: &serde_json::Value, endpoint: u32) {
     assert!(d["metrics"].get("cpu_others_pct").is_some());
 }
 
-fn stream(addr: &str, extra: &[&str]) -> serde_json::Value {
-    let mut a = vec!["stream", addr];
+/// `iotoll net stream ADDR` with `line`'s words, as a plain process.
+fn raw_stream(addr: &str, line: &str) -> std::process::Command {
+    let mut c = raw();
+    c.arg("net").args(net_args("stream", addr, line));
+    c
+}
+
+/// A short test of `kind` with `words`: must succeed.
+fn short(kind: &str, addr: &str, words: &str) -> serde_json::Value {
+    let mut a = net_args(kind, addr, words);
     a.extend(SHORT);
-    a.extend(extra);
     net_json(&a)
 }
 
 #[test]
 fn stream_tx_one_connection() {
     let s = Server::start("127.0.0.1", &[]);
-    let d = stream(&s.addr, &["--msg", "64k", "--config", "lo-test"]);
+    let d = short("stream", &s.addr, "--msg 64k --config lo-test");
     assert_eq!(d["kind"], "net-stream");
     assert_eq!(d["spec"]["dir"], "tx");
     assert_eq!(d["config"], "lo-test");
@@ -83,10 +90,7 @@ fn stream_tx_one_connection() {
 #[test]
 fn stream_rx_and_bidir_many_connections() {
     let s = Server::start("127.0.0.1", &[]);
-    let d = stream(
-        &s.addr,
-        &["--dir", "rx", "--conns", "4", "--sockbuf", "256k"],
-    );
+    let d = short("stream", &s.addr, "--dir rx --conns 4 --sockbuf 256k");
     assert_eq!(metric(&d, "conns"), 4.0);
     assert!(metric(&d, "rx_mbit_s") > 10.0);
     assert!(d["metrics"].get("tx_mbit_s").is_none());
@@ -96,7 +100,7 @@ fn stream_rx_and_bidir_many_connections() {
     assert!(f > 0.25 && f <= 1.0, "fairness {f}");
     agree(&d);
 
-    let d = stream(&s.addr, &["--dir", "bidir", "--conns", "3", "--nodelay"]);
+    let d = short("stream", &s.addr, "--dir bidir --conns 3 --nodelay");
     assert_eq!(metric(&d, "conns"), 6.0, "3 each way");
     let (tx, rx) = (metric(&d, "tx_mbit_s"), metric(&d, "rx_mbit_s"));
     assert!(tx > 0.0 && rx > 0.0);
@@ -108,10 +112,7 @@ fn stream_rx_and_bidir_many_connections() {
 fn thousand_connections() {
     let s = Server::start("127.0.0.1", &[]);
     // Fixed 64 KiB socket buffers bound what the connections can hold.
-    let d = stream(
-        &s.addr,
-        &["--conns", "1000", "--msg", "64k", "--sockbuf", "64k"],
-    );
+    let d = short("stream", &s.addr, "--conns 1000 --msg 64k --sockbuf 64k");
     assert_eq!(metric(&d, "conns"), 1000.0);
     assert_eq!(metric(&d, "errors"), 0.0);
     assert!(metric(&d, "mbit_s") > 10.0);
@@ -135,9 +136,7 @@ fn thousand_connections() {
 #[test]
 fn request_response() {
     let s = Server::start("127.0.0.1", &[]);
-    let mut a = vec!["rr", s.addr.as_str()];
-    a.extend(SHORT);
-    let d = net_json(&a);
+    let d = short("rr", &s.addr, "");
     assert_eq!(d["kind"], "net-rr");
     let t = metric(&d, "trans_s");
     assert!(t > 100.0, "trans/s {t}");
@@ -151,20 +150,7 @@ fn request_response() {
     assert!(metric(&d, "cpu_us_per_trans") > 0.0);
     assert!(d["latency"]["count"].as_u64().unwrap() > 100);
 
-    let mut a = vec![
-        "rr",
-        s.addr.as_str(),
-        "--conns",
-        "3",
-        "--burst",
-        "4",
-        "--req",
-        "512",
-        "--resp",
-        "1400",
-    ];
-    a.extend(SHORT);
-    let d = net_json(&a);
+    let d = short("rr", &s.addr, "--conns 3 --burst 4 --req 512 --resp 1400");
     assert_eq!(d["spec"]["burst"], 4);
     let t = metric(&d, "trans_s");
     assert!((metric(&d, "latency_one_way_us") - 1e6 / (t / 3.0) / 2.0).abs() < 1e-6);
@@ -179,40 +165,33 @@ fn ipv6_loopback() {
         return;
     }
     let s = Server::start("::1", &[]);
-    let d = stream(&s.addr, &[]);
+    let d = short("stream", &s.addr, "");
     assert!(metric(&d, "mbit_s") > 0.0);
     assert_eq!(d["disclosure"]["local"]["interface"]["name"], "lo");
 }
 
 #[test]
 fn auth_key_both_ways() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key");
-    let wrong = dir.path().join("wrong");
-    std::fs::write(&key, "correct horse battery staple\n").unwrap();
-    std::fs::write(&wrong, "incorrect horse battery staple\n").unwrap();
-    let (k, w) = (key.to_str().unwrap(), wrong.to_str().unwrap());
+    let t = Tmp::new();
+    let k = t.file("key", "correct horse battery staple\n");
+    let w = t.file("wrong", "incorrect horse battery staple\n");
+    let (k, w) = (k.as_str(), w.as_str());
     let s = Server::start("127.0.0.1", &["--auth-key", k]);
-    let rr = |extra: &[&str]| {
-        let mut a = vec!["rr", s.addr.as_str(), "--ramp", "0s", "--time", "300ms"];
-        a.extend(extra);
-        net_run(&a)
-    };
-    let (code, _, err) = rr(&[]);
-    assert_eq!(code, 1);
-    assert!(err.contains("requires a pre-shared key"), "{err}");
-    let (code, _, err) = rr(&["--auth-key", w]);
-    assert_eq!(code, 1);
-    assert!(err.contains("authentication failed"), "{err}");
-    let (code, doc, err) = rr(&["--auth-key", k]);
+    let rr = net_args("rr", &s.addr, "--ramp 0s --time 300ms");
+    let keyed = |key| [&rr[..], &["--auth-key", key]].concat();
+    net_fails(&rr, 1, "requires a pre-shared key");
+    net_fails(&keyed(w), 1, "authentication failed");
+    let (code, doc, err) = net_run(&keyed(k));
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc.unwrap()["spec"]["auth"], true);
 
     // A client with a key refuses an endpoint that cannot prove one.
     let open = Server::start("127.0.0.1", &[]);
-    let (code, _, err) = net_run(&["rr", &open.addr, "--time", "300ms", "--auth-key", k]);
-    assert_eq!(code, 1);
-    assert!(err.contains("cannot prove"), "{err}");
+    net_fails(
+        &["rr", &open.addr, "--time", "300ms", "--auth-key", k],
+        1,
+        "cannot prove",
+    );
 }
 
 /// While a test runs, another client is told "busy" at once (it does not
@@ -221,12 +200,13 @@ fn auth_key_both_ways() {
 #[test]
 fn second_client_gets_busy_at_once() {
     let s = Server::start("127.0.0.1", &[]);
-    let mut first = Running::start_when(
-        raw().args(["net", "stream", &s.addr, "--ramp", "0s", "--time", "60s"]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut first = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 60s"));
     let t = Instant::now();
-    let (code, _, err) = net_run(&["rr", &s.addr, "--time", "1s", "--busy-wait", "0s"]);
+    net_fails(
+        &net_args("rr", &s.addr, "--time 1s --busy-wait 0s"),
+        1,
+        "busy",
+    );
     // The first test has most of a minute to go: an answer within 20 s was
     // not a wait for it.
     assert!(
@@ -234,16 +214,9 @@ fn second_client_gets_busy_at_once() {
         "busy answer took {:?}",
         t.elapsed()
     );
-    assert_eq!(code, 1);
-    assert!(err.contains("busy"), "{err}");
     first.signal(libc::SIGINT);
     let out = first.finish();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
 }
 
 #[test]
@@ -252,35 +225,28 @@ fn limits_and_bad_input() {
         "127.0.0.1",
         &["--max-conns", "2", "--max-msg", "1m", "--max-time", "5s"],
     );
-    let (code, _, err) = net_run(&["stream", &s.addr, "--conns", "3", "--time", "1s"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("this server's limit"), "{err}");
-    let (code, _, err) = net_run(&["stream", &s.addr, "--msg", "2m", "--time", "1s"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("msg must be"), "{err}");
-    let (code, _, err) = net_run(&["stream", &s.addr, "--time", "10s"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("at most 5 s"), "{err}");
-
-    for (args, needle) in [
-        (vec!["stream", "127.0.0.1", "--conns", "0"], "--conns"),
-        (vec!["stream", "127.0.0.1", "--conns", "10001"], "--conns"),
-        (vec!["stream", "127.0.0.1", "--msg", "0"], "--msg"),
-        (vec!["stream", "127.0.0.1", "--msg", "17m"], "--msg"),
-        (vec!["stream", "127.0.0.1", "--msg", "-1"], "--msg"),
-        (
-            vec!["stream", "127.0.0.1", "--dir", "sideways"],
-            "unknown direction",
-        ),
-        (
-            vec!["stream", "127.0.0.1", "--bind", "10.0.0.300"],
-            "not an IP address",
-        ),
-        (vec!["stream", "127.0.0.1", "--time", "0s"], "--time"),
-        (vec!["rr", "127.0.0.1", "--burst", "0"], "--burst"),
-        (vec!["rr", "127.0.0.1", "--req", "0"], "--req"),
-        (vec!["stream", "no.such.host.invalid"], "cannot resolve"),
+    for (words, needle) in [
+        ("--conns 3 --time 1s", "this server's limit"),
+        ("--msg 2m --time 1s", "msg must be"),
+        ("--time 10s", "at most 5 s"),
     ] {
+        net_fails(&net_args("stream", &s.addr, words), 1, needle);
+    }
+
+    for (words, needle) in [
+        ("stream 127.0.0.1 --conns 0", "--conns"),
+        ("stream 127.0.0.1 --conns 10001", "--conns"),
+        ("stream 127.0.0.1 --msg 0", "--msg"),
+        ("stream 127.0.0.1 --msg 17m", "--msg"),
+        ("stream 127.0.0.1 --msg -1", "--msg"),
+        ("stream 127.0.0.1 --dir sideways", "unknown direction"),
+        ("stream 127.0.0.1 --bind 10.0.0.300", "not an IP address"),
+        ("stream 127.0.0.1 --time 0s", "--time"),
+        ("rr 127.0.0.1 --burst 0", "--burst"),
+        ("rr 127.0.0.1 --req 0", "--req"),
+        ("stream no.such.host.invalid", "cannot resolve"),
+    ] {
+        let args: Vec<&str> = words.split_whitespace().collect();
         let (code, doc, err) = net_run(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(doc.is_none());
@@ -288,42 +254,22 @@ fn limits_and_bad_input() {
     }
     // Nothing listening: a runtime error naming the peer.
     let port = common::server::free_port("127.0.0.1").to_string();
-    let (code, _, err) = net_run(&["rr", &format!("127.0.0.1:{port}"), "--time", "1s"]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains(&port) && err.contains("cannot connect"),
-        "{err}"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let short = dir.path().join("short");
-    std::fs::write(&short, "abc").unwrap();
-    let (code, _, err) = net_run(&["rr", &s.addr, "--auth-key", short.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(err.contains("too short"), "{err}");
+    let peer = format!("127.0.0.1:{port}");
+    let err = net_fails(&["rr", &peer, "--time", "1s"], 1, "cannot connect");
+    assert!(err.contains(&port), "{err}");
+    let t = Tmp::new();
+    let key = t.file("short", "abc");
+    net_fails(&["rr", &s.addr, "--auth-key", &key], 2, "too short");
 }
 
 #[test]
 fn bind_spreads_connections_over_local_addresses() {
     let s = Server::start("127.0.0.1", &[]);
     // Caught measuring (an event), its data connections are established.
-    let mut run = Running::start_when(
-        raw().args([
-            "net",
-            "stream",
-            &s.addr,
-            "--conns",
-            "4",
-            "--bind",
-            "127.0.0.1,127.0.0.2",
-            "--ramp",
-            "0s",
-            "--time",
-            "60s",
-            "--json",
-            "--no-db",
-        ]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut run = measuring(&mut raw_stream(
+        &s.addr,
+        "--conns 4 --bind 127.0.0.1,127.0.0.2 --ramp 0s --time 60s --json --no-db",
+    ));
     // The kernel's view of the data connections while they run.
     let ss = std::process::Command::new("ss")
         .args(["-Htn", "state", "established"])
@@ -372,15 +318,7 @@ fn unreachable_host() {
     let out = std::process::Command::new("ip")
         .args(["netns", "exec", &ns])
         .arg(bin_path())
-        .args([
-            "net",
-            "rr",
-            "127.0.0.1",
-            "--time",
-            "1s",
-            "--quiet",
-            "--no-db",
-        ])
+        .args("net rr 127.0.0.1 --time 1s --quiet --no-db".split_whitespace())
         .output();
     let _ = std::process::Command::new("ip")
         .args(["netns", "del", &ns])
@@ -391,8 +329,8 @@ fn unreachable_host() {
         "took {:?}",
         t.elapsed()
     );
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("127.0.0.1:7575")
             && err.contains("cannot connect")
@@ -404,19 +342,10 @@ fn unreachable_host() {
 #[test]
 fn ctrl_c_during_a_stream_reports_what_was_measured() {
     let s = Server::start("127.0.0.1", &[]);
-    let out = signal_when(
-        raw().args([
-            "net", "stream", &s.addr, "--ramp", "0s", "--time", "30s", "--json",
-        ]),
-        libc::SIGINT,
-        |e| measured_seconds(e) >= 1,
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut run = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 30s --json"));
+    run.signal(libc::SIGINT);
+    let out = run.finish();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     validate(&d);
     assert_eq!(d["status"], "interrupted");
@@ -424,24 +353,14 @@ fn ctrl_c_during_a_stream_reports_what_was_measured() {
     assert!(metric(&d, "mbit_s") > 0.0);
 }
 
+/// A connection that reads the hello, so `bytes` land in the auth slot.
 fn send_raw(addr: &str, bytes: &[u8]) -> TcpStream {
     let mut c = TcpStream::connect(addr.trim_start_matches('[').replace("]:", ":").as_str())
         .or_else(|_| TcpStream::connect(addr))
         .unwrap();
-    // Read the hello first so the bytes land in the auth slot.
-    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let mut len = [0u8; 4];
-    c.read_exact(&mut len).unwrap();
-    let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
-    c.read_exact(&mut hello).unwrap();
+    read_frame(&mut c, Duration::from_secs(2)).expect("the hello");
     let _ = c.write_all(bytes);
     c
-}
-
-fn frame(json: &str) -> Vec<u8> {
-    let mut v = (json.len() as u32).to_be_bytes().to_vec();
-    v.extend_from_slice(json.as_bytes());
-    v
 }
 
 /// A valid test still runs (retrying while the endpoint finishes off an
@@ -500,29 +419,17 @@ fn endpoint_survives_abuse_without_leaking() {
             &s.addr,
             &frame(r#"{"type":"auth","nonce":"00","mac":null}"#),
         );
-        let mut len = [0u8; 4];
-        c.read_exact(&mut len).unwrap();
-        let mut ok = vec![0u8; u32::from_be_bytes(len) as usize];
-        c.read_exact(&mut ok).unwrap();
+        let t = Duration::from_secs(2);
+        read_frame(&mut c, t).expect("auth_ok");
         let test = r#"{"type":"test","params":{"kind":"stream","dir":"tx","conns":5,"msg":1024,"sockbuf":null,"nodelay":false,"req":1,"resp":1,"burst":1,"ramp_ms":0,"time_ms":1000}}"#;
         c.write_all(&frame(test)).unwrap();
-        c.read_exact(&mut len).unwrap();
-        let mut acc = vec![0u8; u32::from_be_bytes(len) as usize];
-        c.read_exact(&mut acc).unwrap();
-        let acc: serde_json::Value = serde_json::from_slice(&acc).unwrap();
+        let acc = read_frame(&mut c, t).expect("accept");
         let port = acc["data_port"].as_u64().unwrap();
         let _d1 = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
         let _d2 = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
         // The endpoint gives up on its own (its deadline) and says why.
-        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        c.read_exact(&mut len).unwrap();
-        let mut err = vec![0u8; u32::from_be_bytes(len) as usize];
-        c.read_exact(&mut err).unwrap();
-        assert!(
-            String::from_utf8_lossy(&err).contains("only 0 of 5"),
-            "{}",
-            String::from_utf8_lossy(&err)
-        );
+        let err = read_frame(&mut c, Duration::from_secs(20)).expect("the reason");
+        assert!(err.to_string().contains("only 0 of 5"), "{err}");
     }
     still_serves(&s.addr);
     // 1,000 idle connections at once.
@@ -550,23 +457,15 @@ fn endpoint_survives_abuse_without_leaking() {
     still_serves(&s.addr);
 
     // A client that disappears mid-test: the endpoint ends that test itself.
-    let mut victim = Running::start_when(
-        raw().args([
-            "net", "stream", &s.addr, "--conns", "8", "--ramp", "0s", "--time", "60s",
-        ]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let mut victim = measuring(&mut raw_stream(&s.addr, "--conns 8 --ramp 0s --time 60s"));
     let ended = s.log_count("session ended");
     victim.signal(libc::SIGKILL);
     drop(victim.finish());
-    let t = Instant::now();
     // The test had most of a minute to go: the endpoint ending it within
     // 20 s noticed the client's loss, it did not run the test out.
-    while s.log_count("session ended") == ended && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
     assert!(
-        s.log_count("session ended") > ended,
+        within(Duration::from_secs(20), || s.log_count("session ended")
+            > ended),
         "test not ended: {:?}",
         s.log.lock().unwrap()
     );
@@ -575,12 +474,7 @@ fn endpoint_survives_abuse_without_leaking() {
     assert!(s.alive(), "endpoint died");
     // Every connection above is closed at our end; the endpoint's
     // descriptors come back down as it sees them close.
-    let t = Instant::now();
-    let mut fds_after = s.open_fds();
-    while fds_after > fds_before + 2 && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-        fds_after = s.open_fds();
-    }
+    let fds_after = s.fds_at_most(fds_before + 2, Duration::from_secs(30));
     assert!(
         fds_after <= fds_before + 2,
         "descriptors leaked: {fds_before} -> {fds_after}"
@@ -597,15 +491,12 @@ fn endpoint_survives_abuse_without_leaking() {
 #[test]
 fn client_notices_an_endpoint_that_stops_mid_test() {
     let mut s = Server::start("127.0.0.1", &[]);
-    let client = Running::start_when(
-        raw().args(["net", "stream", &s.addr, "--ramp", "0s", "--time", "60s"]),
-        |e| measured_seconds(e) >= 1,
-    );
+    let client = measuring(&mut raw_stream(&s.addr, "--ramp 0s --time 60s"));
     let t = Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) };
     let out = client.finish();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     // The test had most of a minute to go.
     assert!(
         t.elapsed() < Duration::from_secs(20),
@@ -622,15 +513,7 @@ fn client_notices_an_endpoint_that_stops_mid_test() {
 
 /// Runs `ip ARGS`, panicking with its stderr on failure.
 fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::process::Command::new("ip").args(args).succeeds();
 }
 
 /// Two network namespaces of this host joined by a veth pair; both are
@@ -696,8 +579,8 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     let ns = Netns::new();
     // The endpoint is told apart by pid and start time, not by its binary's
     // name: run it from a copy named otherwise.
-    let dir = tempfile::tempdir().unwrap();
-    let renamed = dir.path().join("lab-endpoint");
+    let t = Tmp::new();
+    let renamed = t.path("lab-endpoint");
     std::fs::copy(bin_path(), &renamed).unwrap();
     let server = std::process::Command::new("ip")
         .args(["netns", "exec", &ns.server])
@@ -714,21 +597,12 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     let mut err = std::io::BufReader::new(server.0.stderr.take().unwrap());
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
     assert!(line.contains("listening"), "{line}");
-    let out = std::process::Command::new("ip")
+    let d = std::process::Command::new("ip")
         .args(["netns", "exec", &ns.client])
         .arg(bin_path())
-        .args([
-            "net",
-            "stream",
-            "10.201.0.2",
-            "--json",
-            "--quiet",
-            "--no-db",
-        ])
+        .args(words("net stream 10.201.0.2 --json --quiet --no-db"))
         .args(SHORT)
-        .output()
-        .unwrap();
-    let d = ok_json(&out);
+        .json();
     validate(&d);
     assert!(metric(&d, "mbit_s") > 0.0);
     assert_eq!(d["disclosure"]["local"]["interface"]["name"], "vc");

@@ -3,9 +3,7 @@
 
 mod common;
 use common::*;
-use predicates::prelude::*;
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -36,58 +34,24 @@ group = "stream"
 "#;
 
 /// One database with configurations A and B, shared by the tests here.
-fn db() -> &'static Path {
-    static DB: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let d = DB.get_or_init(|| {
-        let d = tempfile::tempdir().unwrap();
-        let suite = d.path().join("s.toml");
-        std::fs::write(&suite, SUITE).unwrap();
-        let db = d.path().join("r.db");
+fn db() -> &'static str {
+    static DB: OnceLock<Tmp> = OnceLock::new();
+    let t = DB.get_or_init(|| {
+        let t = Tmp::new();
+        let suite = t.file("s.toml", SUITE);
         for label in ["A", "B"] {
-            iotoll()
-                .args([
-                    "suite",
-                    "run",
-                    suite.to_str().unwrap(),
-                    "--config",
-                    label,
-                    "--quiet",
-                    "--db",
-                    db.to_str().unwrap(),
-                ])
-                .assert()
-                .success();
+            t.cmd("suite run --quiet")
+                .args([&suite, "--config", label])
+                .succeeds();
         }
-        d
+        t
     });
-    Box::leak(Box::new(d.path().join("r.db")))
-}
-
-fn dbs() -> &'static str {
-    db().to_str().unwrap()
+    &t.db
 }
 
 #[test]
 fn compare_json_and_markdown() {
-    let out = iotoll()
-        .args([
-            "compare",
-            "A",
-            "B",
-            "--json",
-            "--cpu-threshold",
-            "50",
-            "--db",
-            dbs(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = db_cmd(db(), "compare A B --json --cpu-threshold 50").json();
     assert_eq!(c["configs"], serde_json::json!(["A", "B"]));
     let rows = c["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
@@ -119,11 +83,7 @@ fn compare_json_and_markdown() {
         .iter()
         .any(|f| f.as_str().unwrap().contains("on read tests")));
 
-    let out = iotoll()
-        .args(["compare", "A", "B", "--db", dbs()])
-        .output()
-        .unwrap();
-    let md = String::from_utf8(out.stdout).unwrap();
+    let md = db_cmd(db(), "compare A B").succeeds();
     assert!(
         md.contains("## Key findings") && md.contains("| seq/bs=4k"),
         "{md}"
@@ -132,40 +92,26 @@ fn compare_json_and_markdown() {
 
 #[test]
 fn bad_compare_input() {
-    iotoll()
-        .args(["compare", "A", "nope", "--db", dbs()])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no run nope"));
-    iotoll()
-        .args(["compare", "A", "B", "--metric", "speed", "--db", dbs()])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--metric"));
-    iotoll()
-        .args(["compare", "A", "B", "--cpu-threshold", "150", "--db", dbs()])
-        .assert()
-        .code(2);
-    iotoll()
-        .args(["compare", "A", "B", "--by", "color", "--db", dbs()])
-        .assert()
-        .code(2);
+    for (words, needle) in [
+        ("compare A nope", "no run nope"),
+        ("compare A B --metric speed", "--metric"),
+        ("compare A B --cpu-threshold 150", ""),
+        ("compare A B --by color", ""),
+    ] {
+        db_cmd(db(), words).fails(2, needle);
+    }
 }
 
 #[test]
 fn imports_become_configurations() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../store/tests/fixtures");
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let table = d.path().join("published.csv");
-    std::fs::write(
-        &table,
+    let t = Tmp::new();
+    let table = t.file(
+        "published.csv",
         "test,group,iops,cpu_pct\nseq/bs=4k,read,5000,20\nseq/bs=64k,read,2000,10\n",
-    )
-    .unwrap();
+    );
     for (file, format, label) in [
-        (table.to_str().unwrap().to_string(), "table", "paper"),
+        (table.clone(), "table", "paper"),
         (format!("{fixtures}/fio-randrw.json"), "fio-json", "fio"),
         (
             format!("{fixtures}/iperf3-tx.json"),
@@ -173,79 +119,42 @@ fn imports_become_configurations() {
             "iperf3",
         ),
     ] {
-        iotoll()
-            .args([
-                "results", "import", &file, "--format", format, "--config", label, "--db", db,
-            ])
-            .assert()
-            .success();
+        t.cmd("results import")
+            .args([&file, "--format", format, "--config", label])
+            .succeeds();
     }
-    let out = iotoll()
-        .args(["results", "list", "--db", db])
-        .output()
-        .unwrap();
-    let list = String::from_utf8(out.stdout).unwrap();
+    let list = t.list();
     assert_eq!(
         list.lines().count(),
         1 + 3,
         "a header and three runs: {list}"
     );
-    let out = iotoll()
-        .args(["results", "show", "paper", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = t.show("paper");
     assert_eq!(v["tests"][0]["summary"]["iops_per_cpu_pct"], 250.0);
     // A bad file is refused with its reason, nothing stored.
-    std::fs::write(&table, "test,warp_factor\na,9\n").unwrap();
-    iotoll()
-        .args([
-            "results",
-            "import",
-            table.to_str().unwrap(),
-            "--format",
-            "table",
-            "--config",
-            "x",
-            "--db",
-            db,
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("warp_factor"));
+    t.file("published.csv", "test,warp_factor\na,9\n");
+    t.cmd("results import --format table --config x")
+        .arg(&table)
+        .fails(2, "warp_factor");
 }
 
-fn html_report() -> (tempfile::TempDir, std::path::PathBuf, usize) {
-    let d = tempfile::tempdir().unwrap();
-    let html = d.path().join("report.html");
-    let md = d.path().join("report.md");
-    let out = iotoll()
-        .args([
-            "compare",
-            "A",
-            "B",
-            "--cpu-threshold",
-            "50",
-            "--html",
-            html.to_str().unwrap(),
-            "--md",
-            md.to_str().unwrap(),
-            "--db",
-            dbs(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(std::fs::read_to_string(&md)
-        .unwrap()
-        .contains("## Key findings"));
+/// Runs the report command `line` of the shared database into an HTML and
+/// a Markdown file; returns their directory, the HTML file and both texts.
+fn render(line: &str) -> (Tmp, String, String, String) {
+    let t = Tmp::new();
+    let (html, md) = (t.path("report.html"), t.path("report.md"));
+    db_cmd(db(), line)
+        .args(["--html", &html, "--md", &md])
+        .succeeds();
     let text = std::fs::read_to_string(&html).unwrap();
-    let charts = text.matches("<svg").count();
-    (d, html, charts)
+    let md = std::fs::read_to_string(&md).unwrap();
+    (t, html, text, md)
+}
+
+fn html_report() -> (Tmp, String, usize) {
+    let (t, html, text, md) = render("compare A B --cpu-threshold 50");
+    assert!(md.contains("## Key findings"));
+    (t, html, text.matches("<svg").count())
 }
 
 #[test]
@@ -334,23 +243,7 @@ fn check_report_content(html: &str, tests: &[&str]) {
 
 #[test]
 fn single_run_report_has_findings_parameters_and_every_series() {
-    let d = tempfile::tempdir().unwrap();
-    let html = d.path().join("a.html");
-    let md = d.path().join("a.md");
-    iotoll()
-        .args([
-            "report",
-            "A",
-            "--html",
-            html.to_str().unwrap(),
-            "--md",
-            md.to_str().unwrap(),
-            "--db",
-            dbs(),
-        ])
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&html).unwrap();
+    let (_t, _, text, md) = render("report A");
     check_report_content(&text, &TESTS);
     assert!(
         !text.contains("against the first"),
@@ -359,7 +252,6 @@ fn single_run_report_has_findings_parameters_and_every_series() {
     // The peer is in-process on loopback: the same host, never a second machine.
     assert!(text.contains("The network peer was this host"));
     assert!(!text.contains("<th>remote CPU %</th>"));
-    let md = std::fs::read_to_string(&md).unwrap();
     for want in [
         "## Key findings",
         "## Test parameters",
@@ -405,7 +297,7 @@ fn the_report_in_a_real_browser() {
         eprintln!("skipped: chromium is not installed (./test.sh installs it as root)");
         return;
     };
-    let (d, html, charts) = html_report();
+    let (t, html, charts) = html_report();
     let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = proxy.local_addr().unwrap().port();
     proxy.set_nonblocking(true).unwrap();
@@ -414,7 +306,7 @@ fn the_report_in_a_real_browser() {
     let (p2, a2) = (page_requests.clone(), all.clone());
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
-    let t = std::thread::spawn(move || {
+    let proxy = std::thread::spawn(move || {
         use std::io::Read;
         while !s2.load(Ordering::Relaxed) {
             if let Ok((mut c, _)) = proxy.accept() {
@@ -444,43 +336,31 @@ fn the_report_in_a_real_browser() {
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    let run = |extra: &[&str]| {
-        std::process::Command::new(browser)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--window-size=1000,3000",
-                &format!("--proxy-server=127.0.0.1:{port}"),
-                &format!("--user-data-dir={}", d.path().join("profile").display()),
-            ])
-            .args(extra)
-            .arg(format!("file://{}", html.display()))
-            .output()
-            .unwrap()
+    let browse = |extra: &str| {
+        let mut c = std::process::Command::new(browser);
+        c.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1000,3000",
+            &format!("--proxy-server=127.0.0.1:{port}"),
+            &format!("--user-data-dir={}", t.path("profile")),
+            extra,
+            &format!("file://{html}"),
+        ]);
+        c
     };
-    let dom = run(&["--dump-dom"]);
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    let dom = browse("--dump-dom").succeeds();
     assert_eq!(dom.matches("<svg").count(), charts, "charts in the DOM");
     assert!(dom.matches("<table").count() >= 4, "tables in the DOM");
     check_report_content(&dom, &TESTS);
-    let shot = d.path().join("shot.png");
-    let out = run(&[&format!("--screenshot={}", shot.display())]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shot = t.path("shot.png");
+    browse(&format!("--screenshot={shot}")).succeeds();
     let png = std::fs::read(&shot).unwrap();
     assert_eq!(&png[1..4], b"PNG");
     // A blank 1000x3000 page compresses to a few KB; charts and tables do not.
@@ -490,7 +370,7 @@ fn the_report_in_a_real_browser() {
         png.len()
     );
     stop.store(true, Ordering::Relaxed);
-    t.join().unwrap();
+    proxy.join().unwrap();
     let page = page_requests.lock().unwrap();
     assert!(page.is_empty(), "the page made network requests: {page:?}");
     eprintln!(
@@ -503,34 +383,20 @@ fn the_report_in_a_real_browser() {
 /// report escaped it). Names from imports are text in both.
 #[test]
 fn hostile_names_are_text_in_markdown_and_html() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let table = d.path().join("t.csv");
-    std::fs::write(
-        &table,
+    let t = Tmp::new();
+    let table = t.file(
+        "t.csv",
         "test,group,iops,cpu_pct\n\"<script>alert(1)</script>|x\",g*1,5000,20\n",
-    )
-    .unwrap();
+    );
     for label in ["base_a", "cand|b"] {
-        iotoll()
-            .args(["results", "import", table.to_str().unwrap()])
-            .args(["--format", "table", "--config", label, "--db", db])
-            .assert()
-            .success();
+        t.cmd("results import --format table")
+            .args([&table, "--config", label])
+            .succeeds();
     }
-    let md = d.path().join("r.md");
-    let html = d.path().join("r.html");
-    iotoll()
-        .args(["compare", "base_a", "cand|b", "--db", db])
-        .args([
-            "--md",
-            md.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
-        ])
-        .assert()
-        .success();
+    let (md, html) = (t.path("r.md"), t.path("r.html"));
+    t.cmd("compare base_a cand|b")
+        .args(["--md", &md, "--html", &html])
+        .succeeds();
     let md = std::fs::read_to_string(md).unwrap();
     assert!(!md.contains("<script>"), "{md}");
     assert!(

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use predicates::prelude::*;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -32,43 +33,21 @@ kind = "net-rr"
 select = "mean"
 "#;
 
-fn write_suite(dir: &std::path::Path, text: &str) -> String {
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
-fn suite_cmd(db: &str, args: &[&str]) -> assert_cmd::Command {
-    let mut c = iotoll();
-    c.args(["suite", "run", "--db", db, "--quiet"]).args(args);
+/// `suite run FILE --quiet` into the test's database.
+fn suite_run(t: &Tmp, file: &str) -> assert_cmd::Command {
+    let mut c = t.cmd("suite run --quiet");
+    c.arg(file);
     c
 }
 
 #[test]
 fn a_short_suite_end_to_end() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let file = write_suite(d.path(), TINY);
-    let report = d.path().join("run.html");
-    let out = suite_cmd(
-        db,
-        &[
-            &file,
-            "--config",
-            "base",
-            "--report",
-            report.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8(out.stdout).unwrap();
+    let t = Tmp::new();
+    let file = t.file("suite.toml", TINY);
+    let report = t.path("run.html");
+    let table = suite_run(&t, &file)
+        .args(["--config", "base", "--report", &report])
+        .succeeds();
     for want in [
         "d/bs=4k",
         "d/bs=64k",
@@ -87,11 +66,7 @@ fn a_short_suite_end_to_end() {
         "the run's report"
     );
 
-    let out = iotoll()
-        .args(["results", "list", "--db", db])
-        .output()
-        .unwrap();
-    let list = String::from_utf8(out.stdout).unwrap();
+    let list = t.list();
     let mut lines = list.lines();
     let header = lines.next().unwrap_or_default();
     for col in ["id", "config", "suite", "started", "status", "tests"] {
@@ -103,29 +78,22 @@ fn a_short_suite_end_to_end() {
         "{list}"
     );
 
-    let out = iotoll()
-        .args(["results", "show", "base", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = t.show("base");
     let tests = v["tests"].as_array().unwrap();
     assert_eq!(tests.len(), 4);
     let t0 = &tests[0];
-    assert_eq!(t0["reps"].as_array().unwrap().len(), 2);
+    let reps = t0["reps"].as_array().unwrap();
+    assert_eq!(reps.len(), 2);
     assert_eq!(t0["select"], "median:iops");
     let sel = t0["selected_rep"].as_i64().unwrap();
     // The selected repetition is the one with the lower-middle IOPS (2 reps: the lower).
-    let iops: Vec<f64> = t0["reps"]
-        .as_array()
-        .unwrap()
+    let iops: Vec<f64> = reps
         .iter()
         .map(|r| r["doc"]["metrics"]["iops"].as_f64().unwrap())
         .collect();
     // Among the clean ones, if exactly one was interfered (other tenants of
     // a shared machine): a clean repetition is selected when there is one.
-    let interfered: Vec<bool> = t0["reps"]
-        .as_array()
-        .unwrap()
+    let interfered: Vec<bool> = reps
         .iter()
         .map(|r| r["doc"]["cpu"]["local"]["interference"]["interfered"] == true)
         .collect();
@@ -146,32 +114,14 @@ fn a_short_suite_end_to_end() {
     assert_eq!(tests[3]["select"], "mean");
     assert!(tests[3]["summary"]["trans_s"].as_f64().unwrap() > 0.0);
     assert!(v["disclosure"]["cpu"]["threads"].as_u64().is_some());
-    assert!(v["suite_text"]
-        .as_str()
-        .unwrap()
-        .contains("name = \"tiny\""));
+    let text = v["suite_text"].as_str().unwrap();
+    assert!(text.contains("name = \"tiny\""));
 
-    let csv = iotoll()
-        .args(["results", "export", "1", "--format", "csv", "--db", db])
-        .output()
-        .unwrap();
-    let csv = String::from_utf8(csv.stdout).unwrap();
+    let csv = t.cmd("results export 1 --format csv").succeeds();
     assert!(csv.starts_with("run,config,test,group,rep,selected,metric,value,unit\n"));
     assert!(csv.contains("1,base,d/bs=4k,disk,1,"), "{}", &csv[..300]);
     assert!(csv.contains(",r,r,mean,true,trans_s,"));
-    let io = iotoll()
-        .args([
-            "results",
-            "export",
-            "1",
-            "--format",
-            "iometer-csv",
-            "--db",
-            db,
-        ])
-        .output()
-        .unwrap();
-    let io = String::from_utf8(io.stdout).unwrap();
+    let io = t.cmd("results export 1 --format iometer-csv").succeeds();
     let header = io.lines().find(|l| l.starts_with("'Target Type")).unwrap();
     for col in [
         "IOps",
@@ -184,48 +134,24 @@ fn a_short_suite_end_to_end() {
     }
     let all: Vec<&str> = io.lines().filter(|l| l.starts_with("ALL,")).collect();
     assert_eq!(all.len(), 4, "one row per test, network ones too:\n{io}");
-    let col = |row: &str, name: &str| -> String {
+    // The value in column `name` of the row of test `test`, above zero.
+    let positive = |test: &str, name: &str| {
+        let row = all
+            .iter()
+            .find(|l| l.starts_with(&format!("ALL,All,{test},")))
+            .unwrap();
         let i = header.split(',').position(|c| c == name).unwrap();
         // Test names hold commas only inside quotes; these do not.
-        row.split(',').nth(i).unwrap_or_default().to_string()
+        let v = row.split(',').nth(i).unwrap_or_default();
+        assert!(v.parse::<f64>().unwrap() > 0.0, "{name}: {row}");
     };
-    let stream = all.iter().find(|l| l.starts_with("ALL,All,s,")).unwrap();
-    assert!(
-        col(stream, "MBps (Decimal)").parse::<f64>().unwrap() > 0.0,
-        "{stream}"
-    );
-    let rr = all.iter().find(|l| l.starts_with("ALL,All,r,")).unwrap();
-    assert!(
-        col(rr, "Transactions per Second").parse::<f64>().unwrap() > 0.0,
-        "{rr}"
-    );
-    assert!(
-        col(rr, "Average Transaction Time").parse::<f64>().unwrap() > 0.0,
-        "{rr}"
-    );
+    positive("s", "MBps (Decimal)");
+    positive("r", "Transactions per Second");
+    positive("r", "Average Transaction Time");
 
-    iotoll()
-        .args(["results", "delete", "1", "--db", db])
-        .assert()
-        .success();
-    let out = iotoll()
-        .args(["results", "list", "--db", db])
-        .output()
-        .unwrap();
-    assert!(out.stdout.is_empty());
-    iotoll()
-        .args(["results", "show", "1", "--db", db])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no run 1"));
-}
-
-fn run_status(db: &str) -> String {
-    let out = iotoll()
-        .args(["results", "list", "--db", db])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    t.cmd("results delete 1").succeeds();
+    assert!(t.list().is_empty());
+    t.cmd("results show 1").fails(2, "no run 1");
 }
 
 const SLOW: &str = r#"
@@ -240,31 +166,25 @@ size = "8m"
 bs = ["4k", "8k", "16k"]
 "#;
 
+/// Runs SLOW and sends `signal` once its first repetition is stored (the
+/// second starts).
+fn signal_after_the_first_repetition(t: &Tmp, signal: i32) -> std::process::Output {
+    let file = t.file("suite.toml", SLOW);
+    signal_when(
+        raw().args(["suite", "run", &file, "--db", &t.db]),
+        signal,
+        |e| e.contains("repetition 2/"),
+    )
+}
+
 #[test]
 fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let file = write_suite(d.path(), SLOW);
-    // Interrupted once the first repetition is stored (the second starts).
-    let out = signal_when(
-        raw().args(["suite", "run", &file, "--db", db]),
-        libc::SIGINT,
-        |e| e.contains("repetition 2/"),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(run_status(db).contains("aborted"), "{}", run_status(db));
-    let out = iotoll()
-        .args(["results", "show", "1", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let reps: usize = v["tests"]
+    let t = Tmp::new();
+    let out = signal_after_the_first_repetition(&t, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let list = t.list();
+    assert!(list.contains("aborted"), "{list}");
+    let reps: usize = t.show("1")["tests"]
         .as_array()
         .unwrap()
         .iter()
@@ -275,36 +195,23 @@ fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
 
 #[test]
 fn sigkill_leaves_a_sound_database_and_an_incomplete_run() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let dbs = db.to_str().unwrap();
-    let file = write_suite(d.path(), SLOW);
-    // Killed mid-suite, once the first repetition is stored.
-    let out = signal_when(
-        raw().args(["suite", "run", &file, "--db", dbs]),
-        libc::SIGKILL,
-        |e| e.contains("repetition 2/"),
-    );
+    let t = Tmp::new();
+    let out = signal_after_the_first_repetition(&t, libc::SIGKILL);
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&out.status),
         Some(libc::SIGKILL),
         "killed mid-run, not finished"
     );
-    let s = iotoll_store::Store::open(&db).unwrap();
+    let s = iotoll_store::Store::open(Path::new(&t.db)).unwrap();
     assert!(s.integrity_ok().unwrap());
     drop(s);
-    assert!(
-        run_status(dbs).contains("incomplete"),
-        "{}",
-        run_status(dbs)
-    );
+    let list = t.list();
+    assert!(list.contains("incomplete"), "{list}");
 }
 
 #[test]
 fn bad_suites_are_refused_before_anything_runs() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let dbs = db.to_str().unwrap();
+    let t = Tmp::new();
     for (text, needle) in [
         ("name = 't'\n[[test]\nname='x'\n", ":2"),
         (
@@ -328,92 +235,52 @@ fn bad_suites_are_refused_before_anything_runs() {
             "duplicate test name",
         ),
     ] {
-        let file = write_suite(d.path(), text);
-        suite_cmd(dbs, &[&file])
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(needle))
-            .stderr(predicate::str::contains("suite.toml"));
+        let file = t.file("suite.toml", text);
+        let err = suite_run(&t, &file).fails(2, needle);
+        assert!(err.contains("suite.toml"), "{err}");
     }
-    assert!(!db.exists(), "nothing was written");
-    suite_cmd(dbs, &["no-such-suite"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("quick"));
+    assert!(!Path::new(&t.db).exists(), "nothing was written");
+    suite_run(&t, "no-such-suite").fails(2, "quick");
     // Over 24 hours asks for --yes.
-    let file = write_suite(
-        d.path(),
+    let file = t.file(
+        "suite.toml",
         "name='t'\ntime='25h'\n[[test]]\nname='a'\nkind='disk'\n",
     );
-    suite_cmd(dbs, &[&file])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--yes"));
+    suite_run(&t, &file).fails(2, "--yes");
     // A report nobody could write is refused before anything runs.
-    suite_cmd(dbs, &["quick", "--report", "/no/such/dir/r.html"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--report"));
-    assert!(!db.exists());
+    suite_run(&t, "quick")
+        .args(["--report", "/no/such/dir/r.html"])
+        .fails(2, "--report");
+    assert!(!Path::new(&t.db).exists());
 }
 
 #[test]
 fn a_smoke_run_overrides_every_duration_and_says_so() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
+    let t = Tmp::new();
     // 2 × 25 h as written: far over the 24 h that asks for --yes.
-    let file = write_suite(
-        d.path(),
+    let file = t.file(
+        "suite.toml",
         "name='long'\nreps=2\nramp='1h'\ntime='25h'\n\
          [[test]]\nname='d'\nkind='disk'\nsize='4m'\n\
          [[test]]\nname='r'\nkind='net-rr'\ntime='2h'\n",
     );
-    suite_cmd(db, &[&file])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--yes"));
+    suite_run(&t, &file).fails(2, "--yes");
     // What `show` estimates follows the overrides and --reps.
-    let out = iotoll()
-        .args(["suite", "show", &file, "--time", "5s", "--ramp", "0s"])
-        .output()
-        .unwrap();
-    let show = String::from_utf8(out.stdout).unwrap();
+    let show = cmd("suite show --time 5s --ramp 0s").arg(&file).succeeds();
     assert!(show.contains("2 tests, estimated 20 s"), "{show}");
     assert!(
         show.contains("durations overridden: time 5s, ramp 0s"),
         "{show}"
     );
-    let report = d.path().join("smoke.html");
-    let out = suite_cmd(
-        db,
-        &[
-            &file,
-            "--time",
-            "300ms",
-            "--ramp",
-            "0s",
-            "--reps",
-            "1",
-            "--report",
-            report.to_str().unwrap(),
-        ],
-    )
-    .timeout(Duration::from_secs(120))
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "no --yes needed for 0.6 s: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = t.path("smoke.html");
+    // No --yes needed for 0.6 s.
+    let stdout = suite_run(&t, &file)
+        .args(["--time", "300ms", "--ramp", "0s", "--reps", "1"])
+        .args(["--report", &report])
+        .timeout(Duration::from_secs(120))
+        .succeeds();
     assert!(stdout.contains("note: durations overridden:"), "{stdout}");
-    let out = iotoll()
-        .args(["results", "show", "1", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = t.show("1");
     let note = v["notes"]
         .as_array()
         .unwrap()
@@ -440,35 +307,20 @@ fn a_smoke_run_overrides_every_duration_and_says_so() {
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("durations overridden"), "the report says so");
     // A zero window is refused before anything runs.
-    suite_cmd(db, &[&file, "--time", "0s"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--time must be positive"));
+    suite_run(&t, &file)
+        .args(["--time", "0s"])
+        .fails(2, "--time must be positive");
 }
 
 #[test]
 fn an_iometer_export_with_no_row_is_an_error() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
+    let t = Tmp::new();
     // A network result with CPU only: nothing Iometer's columns can hold.
-    let table = d.path().join("t.csv");
-    std::fs::write(&table, "test,cpu_pct\ncpu-only,12.5\n").unwrap();
-    iotoll()
-        .args(["results", "import", table.to_str().unwrap()])
-        .args(["--format", "table", "--config", "x", "--db", db])
-        .assert()
-        .success();
-    iotoll()
-        .args([
-            "results",
-            "export",
-            "1",
-            "--format",
-            "iometer-csv",
-            "--db",
-            db,
-        ])
+    let table = t.file("t.csv", "test,cpu_pct\ncpu-only,12.5\n");
+    t.cmd("results import --format table --config x")
+        .arg(&table)
+        .succeeds();
+    t.cmd("results export 1 --format iometer-csv")
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty())
@@ -480,46 +332,30 @@ fn an_iometer_export_with_no_row_is_an_error() {
 
 #[test]
 fn database_paths() {
-    let d = tempfile::tempdir().unwrap();
+    let t = Tmp::new();
     // A missing directory is created.
-    let deep = d.path().join("a/b/c/r.db");
-    iotoll()
-        .args(["results", "list", "--db", deep.to_str().unwrap()])
-        .assert()
-        .success();
-    assert!(deep.exists());
+    let deep = t.path("a/b/c/r.db");
+    db_cmd(&deep, "results list").succeeds();
+    assert!(Path::new(&deep).exists());
     // An unusable one is a clear error before any workload starts.
-    let file = d.path().join("plain-file");
-    std::fs::write(&file, "x").unwrap();
-    let bad = file.join("r.db");
-    let suite = write_suite(d.path(), TINY);
-    let out = suite_cmd(bad.to_str().unwrap(), &[&suite])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("results database") && err.contains("plain-file"),
-        "{err}"
-    );
+    let bad = format!("{}/r.db", t.file("plain-file", "x"));
+    let suite = t.file("suite.toml", TINY);
+    let err = db_cmd(&bad, "suite run --quiet")
+        .arg(&suite)
+        .fails(1, "results database");
+    assert!(err.contains("plain-file"), "{err}");
     assert!(!err.contains("[1/"), "a workload started: {err}");
     // A database from a newer iotoll is refused, not touched.
-    let newer = d.path().join("newer.db");
-    Command::new("python3")
-        .args(["-c", &format!("import sqlite3; c=sqlite3.connect('{}'); c.execute('PRAGMA user_version=7'); c.commit()", newer.display())])
-        .status()
-        .unwrap();
-    iotoll()
-        .args(["results", "list", "--db", newer.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("newer iotoll"));
+    let newer = t.path("newer.db");
+    let c = rusqlite::Connection::open(&newer).unwrap();
+    c.pragma_update(None, "user_version", 7).unwrap();
+    drop(c);
+    db_cmd(&newer, "results list").fails(1, "newer iotoll");
 }
 
 #[test]
 fn suite_list_and_show() {
-    let out = iotoll().args(["suite", "list"]).output().unwrap();
-    let s = String::from_utf8(out.stdout).unwrap();
+    let s = cmd("suite list").succeeds();
     for n in [
         "quick",
         "iscsi-initiator-study",
@@ -530,11 +366,7 @@ fn suite_list_and_show() {
     ] {
         assert!(s.contains(n), "{n}");
     }
-    let out = iotoll()
-        .args(["suite", "show", "ten-gig-adapter-study"])
-        .output()
-        .unwrap();
-    let s = String::from_utf8(out.stdout).unwrap();
+    let s = cmd("suite show ten-gig-adapter-study").succeeds();
     assert!(s.contains("27 tests"), "{s}");
     assert!(
         s.contains("conns/dir=rx,conns=1000") && s.contains("latency/size=1400"),
@@ -544,9 +376,7 @@ fn suite_list_and_show() {
 
 #[test]
 fn sysinfo_discloses_the_host() {
-    let out = iotoll().args(["sysinfo", "--json"]).output().unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cmd("sysinfo --json").json();
     for k in [
         "host",
         "iotoll",
@@ -560,8 +390,7 @@ fn sysinfo_discloses_the_host() {
         assert!(!v[k].is_null(), "{k} missing");
     }
     assert!(v["cpu"]["threads"].as_u64().unwrap() >= 1);
-    let out = iotoll().args(["sysinfo"]).output().unwrap();
-    let s = String::from_utf8(out.stdout).unwrap();
+    let s = cmd("sysinfo").succeeds();
     assert!(
         s.contains("cpu") && s.contains("interface") && s.contains("tcp_rmem"),
         "{s}"
@@ -572,29 +401,17 @@ fn sysinfo_discloses_the_host() {
 /// `rerun = 1` adds one repetition, and the test is still flagged.
 #[test]
 fn rerun_adds_repetitions_while_not_repeatable() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let file = write_suite(
-        d.path(),
+    let t = Tmp::new();
+    let file = t.file(
+        "suite.toml",
         "name='rr'\nreps=2\nrerun=1\nrepeatability_pct=0\nramp='0s'\ntime='300ms'\n[[test]]\nname='d'\nkind='disk'\nsize='4m'\n",
     );
-    let out = suite_cmd(db, &[&file]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8(out.stdout).unwrap();
+    let table = suite_run(&t, &file).succeeds();
     assert!(
         table.contains("NOT REPEATABLE") && table.contains("3/3"),
         "{table}"
     );
-    let out = iotoll()
-        .args(["results", "show", "1", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = t.show("1");
     assert_eq!(v["tests"][0]["reps"].as_array().unwrap().len(), 3);
     assert_eq!(v["tests"][0]["repeatable"], false);
     assert!(v["notes"].to_string().contains("not repeatable"));
@@ -607,11 +424,9 @@ fn rerun_adds_repetitions_while_not_repeatable() {
 /// machine); the threshold, 1 % of the host, is far below its share.
 #[test]
 fn on_interference_rerun_is_bounded_and_results_show_names_the_hog() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let file = write_suite(
-        d.path(),
+    let t = Tmp::new();
+    let file = t.file(
+        "suite.toml",
         "name='hog'\nreps=1\nramp='0s'\ntime='500ms'\n[[test]]\nname='d'\nkind='disk'\nsize='4m'\n",
     );
     let mut hog = Command::new("sh")
@@ -623,47 +438,26 @@ fn on_interference_rerun_is_bounded_and_results_show_names_the_hog() {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, -5);
     }
-    let out = suite_cmd(
-        db,
-        &[
-            &file,
-            "--on-interference",
-            "rerun",
-            "--interference-pct",
-            "1",
-        ],
-    )
-    .output()
-    .unwrap();
+    let out = suite_run(&t, &file)
+        .args(["--on-interference", "rerun", "--interference-pct", "1"])
+        .out();
     let _ = hog.kill();
     let _ = hog.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
         table.contains("3/3") && table.contains("INTERFERED (rep 1, 2, 3)"),
         "{table}"
     );
     assert!(table.contains(&format!("pid {pid}")), "{table}");
-    let show = iotoll()
-        .args(["results", "show", "1", "--db", db])
-        .output()
-        .unwrap();
-    let show = String::from_utf8(show.stdout).unwrap();
+    let show = t.cmd("results show 1").succeeds();
     assert!(
         show.contains("rep 1")
             && show.contains("INTERFERED")
             && show.contains(&format!("sh pid {pid}")),
         "{show}"
     );
-    let out = iotoll()
-        .args(["results", "show", "1", "--json", "--db", db])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = t.show("1");
     let reps = v["tests"][0]["reps"].as_array().unwrap();
     assert_eq!(reps.len(), 3, "one repetition + at most 2 reruns");
     for r in reps {
@@ -682,14 +476,6 @@ fn on_interference_rerun_is_bounded_and_results_show_names_the_hog() {
 
 #[test]
 fn interference_flags_are_checked() {
-    iotoll()
-        .args(["suite", "run", "quick", "--interference-pct", "150"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--interference-pct"));
-    iotoll()
-        .args(["suite", "run", "quick", "--on-interference", "ignore"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--on-interference"));
+    cmd("suite run quick --interference-pct 150").fails(2, "--interference-pct");
+    cmd("suite run quick --on-interference ignore").fails(2, "--on-interference");
 }

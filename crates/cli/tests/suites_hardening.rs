@@ -2,12 +2,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 /// Whether `pid` has a handler installed for `sig` (/proc/PID/status SigCgt).
 fn catches(pid: u32, sig: i32) -> bool {
@@ -29,14 +24,13 @@ const TINY: &str = "name = \"tiny\"\n[[test]]\nname = \"d\"\nkind = \"disk\"\nbs
 /// catch SIGTERM there, and then end as interrupted (130, run aborted).
 #[test]
 fn sigterm_before_the_suite_is_read_is_an_interruption() {
-    let d = tempfile::tempdir().unwrap();
-    let fifo = d.path().join("suite.toml");
-    let db = d.path().join("r.db");
-    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    let t = Tmp::new();
+    let fifo = t.path("suite.toml");
+    let c = std::ffi::CString::new(fifo.as_str()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let mut child = raw()
-        .args(["suite", "run", s(&fifo), "--quiet", "--db", s(&db)])
+        .args(["suite", "run", &fifo, "--quiet", "--db", &t.db])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -55,13 +49,9 @@ fn sigterm_before_the_suite_is_read_is_an_interruption() {
     // Now let it read the suite (opening the FIFO's write end unblocks it).
     std::fs::write(&fifo, TINY).unwrap();
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    let runs = iotoll()
-        .args(["results", "list", "--db", s(&db)])
-        .output()
-        .unwrap();
-    let list = String::from_utf8_lossy(&runs.stdout);
+    let list = t.list();
     assert!(
         list.contains("aborted"),
         "the run is stored as aborted: {list}"
@@ -73,8 +63,8 @@ fn sigterm_before_the_suite_is_read_is_an_interruption() {
 /// those.
 #[test]
 fn test_files_of_killed_runs_are_reclaimed() {
-    let d = tempfile::tempdir().unwrap();
-    let tmp = d.path().join("tmp");
+    let t = Tmp::new();
+    let tmp = t.dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     // A PID that has ended: a child we waited for.
     let mut gone = std::process::Command::new("true").spawn().unwrap();
@@ -86,21 +76,14 @@ fn test_files_of_killed_runs_are_reclaimed() {
     for f in [&stale, &live, &other] {
         std::fs::write(f, b"x").unwrap();
     }
-    let suite = d.path().join("tiny.toml");
-    std::fs::write(&suite, TINY).unwrap();
-    let out = iotoll()
+    let suite = t.file("tiny.toml", TINY);
+    cmd("suite run --reps 0")
         .env("TMPDIR", &tmp)
-        .args(["suite", "run", s(&suite), "--reps", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .arg(&suite)
+        .fails(2, "");
     assert!(stale.exists(), "nothing is removed by a refused command");
-    let out = iotoll()
-        .env("TMPDIR", &tmp)
-        .args(["suite", "run", s(&suite), "--db", s(&d.path().join("r.db"))])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = t.cmd("suite run").env("TMPDIR", &tmp).arg(&suite).out();
+    let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(!stale.exists(), "the dead run's file is removed: {err}");
     assert!(

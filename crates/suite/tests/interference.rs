@@ -10,7 +10,7 @@
 //! when run as root) it outweighs any ordinary process there, so it is
 //! among the processes the interference report names.
 
-use iotoll_model::ResultDoc;
+use iotoll_model::{Interference, ResultDoc};
 use iotoll_run::Progress;
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
@@ -76,6 +76,12 @@ impl Drop for KillAfterFirst {
     }
 }
 
+/// The interference report of a repetition's local CPU window.
+fn interference(doc: &ResultDoc) -> &Interference {
+    let local = doc.cpu.local.as_ref().expect("a local CPU window");
+    local.interference.as_ref().expect("an interference report")
+}
+
 #[test]
 fn a_hog_in_one_repetition_is_flagged_by_pid_and_not_selected() {
     let suite = iotoll_suite::parse(SUITE, "hog.toml").unwrap();
@@ -109,14 +115,7 @@ fn a_hog_in_one_repetition_is_flagged_by_pid_and_not_selected() {
 
     // Repetition 1 ran with the hog: interfered, the hog named by its PID.
     let first = &t.reps[0].1;
-    let i = first
-        .cpu
-        .local
-        .as_ref()
-        .unwrap()
-        .interference
-        .as_ref()
-        .unwrap();
+    let i = interference(first);
     assert!(i.interfered, "{i:?}");
     assert_eq!(i.threshold_pct, 1.0);
     let named = i.processes.iter().find(|p| p.pid == hog_pid);
@@ -142,15 +141,10 @@ fn a_hog_in_one_repetition_is_flagged_by_pid_and_not_selected() {
 
     // Repetition 2 ran after the hog was reaped.
     let second = &t.reps[1].1;
-    let i2 = second
-        .cpu
-        .local
-        .as_ref()
-        .unwrap()
-        .interference
-        .as_ref()
-        .unwrap();
-    assert!(i2.processes.iter().all(|p| p.pid != hog_pid));
+    assert!(interference(second)
+        .processes
+        .iter()
+        .all(|p| p.pid != hog_pid));
     // The clean repetition is selected when there is one (other tenants of
     // a shared machine may have interfered with it too).
     if !second.interfered() {

@@ -3,6 +3,7 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::process::Output;
 
 /// A results database per test process, so tests never touch the user's.
 /// It lives under cargo's target directory, not /tmp, and the first call
@@ -68,24 +69,19 @@ pub fn can_run(what: &str, available: bool) -> bool {
     false
 }
 
+/// The words of a command line (none of them holds a space).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// [`disk_json`] on `target` with `line`'s words.
+pub fn disk_json_on(target: &str, line: &str) -> Value {
+    disk_json(&[&["--target", target][..], &words(line)].concat())
+}
+
 /// Runs a short real disk workload and returns its JSON document.
 pub fn disk_json(args: &[&str]) -> Value {
-    let out = iotoll()
-        .args(["disk", "run", "--json", "--ramp", "0s", "--time", "1s"])
-        .args(args)
-        .output()
-        .expect("run iotoll");
-    assert!(
-        out.status.success(),
-        "iotoll {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let doc = cmd("disk run --json --ramp 0s --time 1s").args(args).json();
     validate(&doc);
     doc
 }
@@ -110,17 +106,122 @@ pub fn validate(doc: &Value) {
 
 /// A command that must succeed and print one JSON document.
 pub fn ok_json(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not one JSON document ({e}): {}",
             String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// What a process wrote on stderr, for assertions and failure messages.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Running a command and judging how it ended; every failure message shows
+/// what the command wrote on stderr (or the stdout that is not JSON).
+pub trait Run {
+    fn out(&mut self) -> Output;
+
+    /// Must succeed; returns stdout.
+    fn succeeds(&mut self) -> String {
+        let out = self.out();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).expect("stdout is UTF-8")
+    }
+
+    /// Must succeed and print one JSON document.
+    fn json(&mut self) -> Value {
+        ok_json(&self.out())
+    }
+
+    /// Must exit with `code` and name `needle` on stderr; returns stderr.
+    fn fails(&mut self, code: i32, needle: &str) -> String {
+        let out = self.out();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+        err
+    }
+}
+
+impl Run for Command {
+    fn out(&mut self) -> Output {
+        self.output().expect("run iotoll")
+    }
+}
+
+impl Run for std::process::Command {
+    fn out(&mut self) -> Output {
+        self.output().expect("run the command")
+    }
+}
+
+/// `iotoll` with `line`'s [`words`].
+pub fn cmd(line: &str) -> Command {
+    let mut c = iotoll();
+    c.args(words(line));
+    c
+}
+
+/// [`cmd`] on the results database `db` (`--db DB` follows the words, so
+/// `line` must not end in a flag that takes a value).
+pub fn db_cmd(db: &str, line: &str) -> Command {
+    let mut c = cmd(line);
+    c.args(["--db", db]);
+    c
+}
+
+/// `results show RUN --json` of `db`.
+pub fn show(db: &str, run: &str) -> Value {
+    db_cmd(db, "results show --json").arg(run).json()
+}
+
+/// `results list` of `db`, one line per run.
+pub fn list(db: &str) -> String {
+    db_cmd(db, "results list").succeeds()
+}
+
+/// A temporary directory for a test's files and its results database.
+pub struct Tmp {
+    pub dir: tempfile::TempDir,
+    /// The database's path (`r.db` in the directory; created by its first use).
+    pub db: String,
+}
+
+impl Tmp {
+    pub fn new() -> Tmp {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = dir.path().join("r.db").to_str().expect("utf-8").to_string();
+        Tmp { dir, db }
+    }
+
+    /// The path of `name` here (as an argument for the command line).
+    pub fn path(&self, name: &str) -> String {
+        let p = self.dir.path().join(name);
+        p.to_str().expect("utf-8").to_string()
+    }
+
+    /// Writes the file `name` here; returns its path.
+    pub fn file(&self, name: &str, content: impl AsRef<[u8]>) -> String {
+        let p = self.path(name);
+        std::fs::write(&p, content).expect("write a test file");
+        p
+    }
+
+    pub fn cmd(&self, line: &str) -> Command {
+        db_cmd(&self.db, line)
+    }
+
+    pub fn show(&self, run: &str) -> Value {
+        show(&self.db, run)
+    }
+
+    pub fn list(&self) -> String {
+        list(&self.db)
+    }
 }
 
 pub fn metric(doc: &Value, k: &str) -> f64 {
@@ -130,6 +231,24 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
 }
 
 pub mod server;
+
+/// Arguments of `iotoll net`: the test `kind`, the endpoint's address and
+/// `line`'s [`words`].
+pub fn net_args<'a>(kind: &'a str, addr: &'a str, line: &'a str) -> Vec<&'a str> {
+    [&[kind, addr][..], &words(line)].concat()
+}
+
+/// Whether `done` holds within `t`, asked every 20 ms.
+pub fn within(t: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + t;
+    while !done() {
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
 
 /// Runs a short network test; returns (exit code, stdout JSON if any, stderr).
 pub fn net_run(args: &[&str]) -> (i32, Option<Value>, String) {
@@ -145,6 +264,15 @@ pub fn net_run(args: &[&str]) -> (i32, Option<Value>, String) {
         doc,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// A network test that must exit with `code`, naming `needle`; returns
+/// its stderr.
+pub fn net_fails(args: &[&str], code: i32, needle: &str) -> String {
+    let (got, _, err) = net_run(args);
+    assert_eq!(got, code, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in: {err}");
+    err
 }
 
 /// A network test that must succeed; validated against the schema.
@@ -262,6 +390,12 @@ pub fn signal_when(
     let mut r = Running::start_when(cmd, ready);
     r.signal(signal);
     r.finish()
+}
+
+/// Starts `cmd` and returns once it has measured a second of its window:
+/// its connections are established and it is mid-test.
+pub fn measuring(cmd: &mut std::process::Command) -> Running {
+    Running::start_when(cmd, |e| measured_seconds(e) >= 1)
 }
 
 /// `[measure]` progress lines seen so far (each is one second of the window).

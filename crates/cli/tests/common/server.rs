@@ -1,9 +1,32 @@
 //! A real `iotoll net serve` child on a free loopback port.
 
-use std::io::{BufRead, BufReader};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// A control frame: its length (4 bytes, big-endian), then `json`.
+pub fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+/// Reads one control frame, waiting `t` at most.
+pub fn read_frame(s: &mut TcpStream, t: Duration) -> std::io::Result<Value> {
+    s.set_read_timeout(Some(t))?;
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body)?;
+    serde_json::from_slice(&body).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
+}
+
+pub fn write_frame(s: &mut TcpStream, v: &Value) {
+    s.write_all(&frame(&v.to_string())).expect("write a frame");
+}
 
 pub struct Server {
     pub child: Child,
@@ -56,14 +79,12 @@ impl Server {
     }
 
     pub fn wait_log(&self, needle: &str, t: Duration) -> bool {
-        let end = Instant::now() + t;
-        while Instant::now() < end {
-            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        super::within(t, || self.log_count(needle) > 0)
+    }
+
+    /// Waits (20 s at most) until the endpoint has logged `needle` `n` times.
+    pub fn wait_count(&self, needle: &str, n: usize) -> bool {
+        super::within(Duration::from_secs(20), || self.log_count(needle) >= n)
     }
 
     pub fn log_count(&self, needle: &str) -> usize {
@@ -79,6 +100,17 @@ impl Server {
         std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
             .map(|d| d.count())
             .unwrap_or(0)
+    }
+
+    /// The endpoint's open descriptors once they are at most `bound` (they
+    /// close as the endpoint sees our ends close), or after `t`.
+    pub fn fds_at_most(&self, bound: usize, t: Duration) -> usize {
+        let mut n = 0;
+        super::within(t, || {
+            n = self.open_fds();
+            n <= bound
+        });
+        n
     }
 
     pub fn alive(&mut self) -> bool {
