@@ -85,20 +85,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn gen(bs: u64, align: u64, read: u32, random: u32) -> IoGen {
-        IoGen::new(
-            Region {
-                start: 4096,
-                len: 1 << 24,
-            },
-            bs,
-            align,
-            read,
-            random,
-            0,
-            1,
-            42,
-        )
+    /// One worker's stream over `len` bytes from `start`.
+    fn gen_at(start: u64, len: u64, bs: u64, align: u64, mix: (u32, u32), seed: u64) -> IoGen {
+        let (read, random) = mix;
+        IoGen::new(Region { start, len }, bs, align, read, random, 0, 1, seed)
     }
 
     /// Fraction of reads and of I/Os that continue right after the previous one.
@@ -118,7 +108,7 @@ mod tests {
     #[test]
     fn read_and_random_fractions_within_tolerance() {
         for (read, random) in [(95, 75), (70, 100), (67, 100), (0, 0), (100, 0), (50, 50)] {
-            let mut g = gen(4096, 4096, read, random);
+            let mut g = gen_at(4096, 1 << 24, 4096, 4096, (read, random), 42);
             let (r, s) = fractions(&mut g, 200_000);
             // 200k Bernoulli trials: 3 sigma is below 0.35 percentage points.
             assert!((r - read as f64 / 100.0).abs() < 0.005, "read {read}: {r}");
@@ -131,19 +121,7 @@ mod tests {
 
     #[test]
     fn sequential_wraps_at_region_end() {
-        let mut g = IoGen::new(
-            Region {
-                start: 0,
-                len: 4 * 8192,
-            },
-            8192,
-            512,
-            100,
-            0,
-            0,
-            1,
-            1,
-        );
+        let mut g = gen_at(0, 4 * 8192, 8192, 512, (100, 0), 1);
         let offs: Vec<u64> = (0..6).map(|_| g.next_io().offset).collect();
         assert_eq!(offs, vec![0, 8192, 16384, 24576, 0, 8192]);
     }
@@ -162,19 +140,7 @@ mod tests {
 
     #[test]
     fn random_covers_both_ends() {
-        let mut g = IoGen::new(
-            Region {
-                start: 0,
-                len: 4 * 4096,
-            },
-            4096,
-            4096,
-            100,
-            100,
-            0,
-            1,
-            5,
-        );
+        let mut g = gen_at(0, 4 * 4096, 4096, 4096, (100, 100), 5);
         let mut seen = [false; 4];
         for _ in 0..1000 {
             seen[(g.next_io().offset / 4096) as usize] = true;

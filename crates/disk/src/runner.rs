@@ -27,6 +27,16 @@ struct Shared {
     failed: std::sync::atomic::AtomicBool,
 }
 
+impl Shared {
+    fn new(workers: u32) -> Self {
+        Shared {
+            phase: PhaseCell::new(Phase::Ramp),
+            live: (0..workers).map(|_| Live::default()).collect(),
+            failed: Default::default(),
+        }
+    }
+}
+
 /// Sets `Shared::failed` if the worker ends by panicking.
 struct PanicFlag<'a>(&'a Shared);
 
@@ -88,29 +98,15 @@ fn worker(
     clock: impl Clock,
 ) -> Result<WorkerOut, String> {
     let _flag = PanicFlag(&shared);
-    let setup = plan.kind.open(
-        file,
-        plan.spec.qd as usize,
-        plan.spec.bs as usize,
-        plan.seed,
-    );
-    let r = match setup {
-        Ok((engine, note)) => {
-            let _ = ready.send(Ok(note));
-            start.wait();
-            work(&plan, engine, &shared, &clock)
-        }
-        Err(e) => {
-            let msg = format!(
-                "worker {}: cannot set up {}: {e}",
-                plan.index,
-                plan.kind.name()
-            );
-            let _ = ready.send(Err(msg.clone()));
-            start.wait();
-            Err(msg)
-        }
-    };
+    let (qd, bs) = (plan.spec.qd as usize, plan.spec.bs as usize);
+    let setup = plan.kind.open(file, qd, bs, plan.seed).map_err(|e| {
+        let kind = plan.kind.name();
+        format!("worker {}: cannot set up {kind}: {e}", plan.index)
+    });
+    let note = setup.as_ref().map(|(_, note)| note.clone());
+    let _ = ready.send(note.map_err(String::clone));
+    start.wait();
+    let r = setup.and_then(|(engine, _)| work(&plan, engine, &shared, &clock));
     if r.is_err() {
         shared.failed.store(true, Ordering::Release);
     }
@@ -187,7 +183,7 @@ fn work(
                     format!(
                         "worker {}: {}: queueing a {} failed: {e}",
                         plan.index,
-                        engine.name(),
+                        plan.kind.name(),
                         io_desc(io.read, bs, io.offset, target)
                     )
                 })?;
@@ -274,7 +270,7 @@ fn work(
                         occ.outstanding()
                     ),
                 };
-                format!("worker {}: {}: {what}: {e}", plan.index, engine.name())
+                format!("worker {}: {}: {what}: {e}", plan.index, plan.kind.name())
             })?;
         if let Some((t, phase)) = batch {
             match phase {
@@ -370,12 +366,93 @@ fn run_on<C: Clock>(
     if spec.buffered {
         notes.push("buffered I/O: the page cache serves or absorbs I/Os, so results describe memory as much as the device".into());
     }
+    let shared = Arc::new(Shared::new(spec.workers));
+    let handles = start_workers(spec, kind, &target, &shared, &clock, &mut notes)?;
 
-    let shared = Arc::new(Shared {
-        phase: PhaseCell::new(Phase::Ramp),
-        live: (0..spec.workers).map(|_| Live::default()).collect(),
-        failed: Default::default(),
-    });
+    let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
+    // Waits while sampling the series; false if interrupted or a worker failed.
+    let wait = |series: &mut SeriesRecorder, until, ctl: &mut RunControl| {
+        let go_on = || !shared.failed.load(Ordering::Acquire);
+        series.wait(
+            &clock,
+            until,
+            ctl,
+            &shared.phase,
+            || Live::totals(&shared.live),
+            go_on,
+        )
+    };
+    let ramp_end = series.t_run() + spec.ramp;
+    let ramped = wait(&mut series, ramp_end, &mut ctl);
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let (completed, closed) = if ramped {
+        let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
+        let measure_end = clock.now() + spec.time;
+        let completed = wait(&mut series, measure_end, &mut ctl);
+        let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
+        (completed, Some(closed))
+    } else {
+        shared.phase.set(Phase::Stop);
+        (false, None)
+    };
+    let outs = join_all(handles);
+    if !ramped && !shared.failed.load(Ordering::Acquire) {
+        return Err(DiskError::Interrupted("during ramp-up"));
+    }
+    let (merged, failure) = merge(outs);
+    // A worker that failed before the window leaves no figures but the failure.
+    let failure = match ramped {
+        true => failure,
+        false => Some(failure.unwrap_or_else(|| "a worker failed".into())),
+    };
+    let window_s = closed.as_ref().map_or(0.0, |c| c.window_s);
+    if !completed && failure.is_none() {
+        notes.push(interrupted_note(window_s, spec.time));
+    }
+    let cpu = closed.and_then(|c| take_cpu_report(c.report, "CPU", &mut notes));
+    let status = match (&failure, completed) {
+        (Some(_), _) => ResultStatus::Failed,
+        (None, true) => ResultStatus::Complete,
+        (None, false) => ResultStatus::Interrupted,
+    };
+    let metrics = disk_metrics(&merged, window_s, cpu.as_ref());
+    notes.extend(depth_notes(spec, kind, &metrics, merged.errors));
+    let doc = ResultDoc {
+        iotoll_version: iotoll_model::VERSION.to_string(),
+        kind: Kind::Disk,
+        status,
+        started_at,
+        config: spec.config.clone(),
+        spec: spec_json(spec, &target, kind),
+        metrics,
+        cpu: CpuSection {
+            local: cpu,
+            remote: None,
+            same_host: None,
+        },
+        latency: latency_report(&merged.hist),
+        series: series.into_points(),
+        notes,
+        disclosure: None,
+    };
+    match failure {
+        Some(why) => Err(failed(why, doc)),
+        None => Ok(doc),
+    }
+}
+
+type Handle = std::thread::JoinHandle<Result<WorkerOut, String>>;
+
+/// Starts the workers and waits until each has set up its engine (their
+/// notes join `notes`); if one could not, all are stopped and joined.
+fn start_workers<C: Clock>(
+    spec: &DiskSpec,
+    kind: EngineKind,
+    target: &Target,
+    shared: &Arc<Shared>,
+    clock: &C,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Handle>, DiskError> {
     let start = Arc::new(Barrier::new(spec.workers as usize + 1));
     let (ready_tx, ready_rx) = mpsc::channel();
     let base_seed = Rng::seed_from_time(spec.bs);
@@ -418,85 +495,15 @@ fn run_on<C: Clock>(
         shared.phase.set(Phase::Stop);
     }
     start.wait();
-    if let Some(msg) = setup_err {
-        join_all(handles);
-        return Err(DiskError::EngineUnavailable {
-            engine: kind.name(),
-            msg,
-        });
-    }
-
-    let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
-    // Waits while sampling the series; false if interrupted or a worker failed.
-    let wait = |series: &mut SeriesRecorder, until, ctl: &mut RunControl| {
-        let go_on = || !shared.failed.load(Ordering::Acquire);
-        series.wait(
-            &clock,
-            until,
-            ctl,
-            &shared.phase,
-            || Live::totals(&shared.live),
-            go_on,
-        )
-    };
-    let ramp_end = series.t_run() + spec.ramp;
-    if !wait(&mut series, ramp_end, &mut ctl) {
-        shared.phase.set(Phase::Stop);
-        let outs = join_all(handles);
-        if !shared.failed.load(Ordering::Acquire) {
-            return Err(DiskError::Interrupted("during ramp-up"));
+    match setup_err {
+        Some(msg) => {
+            join_all(handles);
+            Err(DiskError::EngineUnavailable {
+                engine: kind.name(),
+                msg,
+            })
         }
-        // A worker failed before the window: no figures but the failure.
-        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        let (merged, failure) = merge(outs);
-        let doc = Doc {
-            spec,
-            target: &target,
-            kind,
-            started_at,
-            merged: &merged,
-            window_s: 0.0,
-            cpu: None,
-            series,
-            notes,
-            status: ResultStatus::Failed,
-        }
-        .build();
-        let why = failure.unwrap_or_else(|| "a worker failed".into());
-        return Err(failed(why, doc));
-    }
-    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
-    let measure_end = clock.now() + spec.time;
-    let completed = wait(&mut series, measure_end, &mut ctl);
-    let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
-    let outs = join_all(handles);
-    let (merged, failure) = merge(outs);
-    if !completed && failure.is_none() {
-        notes.push(interrupted_note(closed.window_s, spec.time));
-    }
-    let cpu = take_cpu_report(closed.report, "CPU", &mut notes);
-    let status = match (&failure, completed) {
-        (Some(_), _) => ResultStatus::Failed,
-        (None, true) => ResultStatus::Complete,
-        (None, false) => ResultStatus::Interrupted,
-    };
-    let doc = Doc {
-        spec,
-        target: &target,
-        kind,
-        started_at,
-        merged: &merged,
-        window_s: closed.window_s,
-        cpu,
-        series,
-        notes,
-        status,
-    }
-    .build();
-    match failure {
-        Some(f) => Err(failed(f, doc)),
-        None => Ok(doc),
+        None => Ok(handles),
     }
 }
 
@@ -524,19 +531,12 @@ fn merge(outs: Vec<Result<WorkerOut, String>>) -> (WorkerOut, Option<String>) {
         // Same bounds on both sides, so adding cannot fail.
         let _ = merged.hist.add(&o.hist);
     }
-    if failure.is_none() && merged.errors > 0 {
-        failure = Some(format!(
-            "{} I/O(s) failed; the first: {}",
-            merged.errors,
-            merged.first_error.as_deref().unwrap_or("unknown")
-        ));
-    } else if merged.errors > 0 {
-        failure = failure.map(|f| {
-            format!(
-                "{f}; besides, {} I/O(s) failed, the first: {}",
-                merged.errors,
-                merged.first_error.as_deref().unwrap_or("unknown")
-            )
+    if merged.errors > 0 {
+        let (n, first) = (merged.errors, merged.first_error.as_deref());
+        let first = first.unwrap_or("unknown");
+        failure = Some(match failure {
+            None => format!("{n} I/O(s) failed; the first: {first}"),
+            Some(f) => format!("{f}; besides, {n} I/O(s) failed, the first: {first}"),
         });
     }
     (merged, failure)
@@ -551,54 +551,7 @@ fn failed(why: String, mut doc: ResultDoc) -> DiskError {
     }
 }
 
-/// Everything a result document is made of.
-struct Doc<'a> {
-    spec: &'a DiskSpec,
-    target: &'a Target,
-    kind: EngineKind,
-    started_at: String,
-    merged: &'a WorkerOut,
-    window_s: f64,
-    cpu: Option<iotoll_model::CpuReport>,
-    series: SeriesRecorder,
-    notes: Vec<String>,
-    status: ResultStatus,
-}
-
-impl Doc<'_> {
-    fn build(self) -> ResultDoc {
-        let metrics = disk_metrics(self.merged, self.window_s, self.cpu.as_ref());
-        let mut notes = self.notes;
-        notes.extend(depth_notes(
-            self.spec,
-            self.kind,
-            &metrics,
-            self.merged.errors,
-        ));
-        ResultDoc {
-            iotoll_version: iotoll_model::VERSION.to_string(),
-            kind: Kind::Disk,
-            status: self.status,
-            started_at: self.started_at,
-            config: self.spec.config.clone(),
-            spec: spec_json(self.spec, self.target, self.kind),
-            metrics,
-            cpu: CpuSection {
-                local: self.cpu,
-                remote: None,
-                same_host: None,
-            },
-            latency: latency_report(&self.merged.hist),
-            series: self.series.into_points(),
-            notes,
-            disclosure: None,
-        }
-    }
-}
-
-fn join_all(
-    handles: Vec<std::thread::JoinHandle<Result<WorkerOut, String>>>,
-) -> Vec<Result<WorkerOut, String>> {
+fn join_all(handles: Vec<Handle>) -> Vec<Result<WorkerOut, String>> {
     handles
         .into_iter()
         .map(|h| {
@@ -796,9 +749,6 @@ mod tests {
     struct Timed(crate::engines::null::NullEngine, FakeClock, Duration);
 
     impl Engine for Timed {
-        fn name(&self) -> &'static str {
-            "null"
-        }
         fn depth(&self) -> usize {
             self.0.depth()
         }
@@ -820,11 +770,7 @@ mod tests {
     /// what it measured and its live totals (I/Os, bytes).
     fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (WorkerOut, (u64, u64)) {
         let clock = FakeClock::new(Default::default(), 0);
-        let shared = Arc::new(Shared {
-            phase: PhaseCell::new(Phase::Ramp),
-            live: vec![Live::default()],
-            failed: Default::default(),
-        });
+        let shared = Arc::new(Shared::new(1));
         for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
             let sh = shared.clone();
             clock.at(Duration::from_secs(t), move || sh.phase.set(p));

@@ -218,94 +218,24 @@ mod tests {
 
     #[test]
     fn each_bad_value_is_named() {
-        let cases: Vec<(DiskSpec, &str)> = vec![
-            (
-                DiskSpec {
-                    bs: 0,
-                    ..Default::default()
-                },
-                "--bs",
-            ),
-            (
-                DiskSpec {
-                    qd: 0,
-                    ..Default::default()
-                },
-                "--qd",
-            ),
-            (
-                DiskSpec {
-                    workers: 0,
-                    ..Default::default()
-                },
-                "--workers",
-            ),
-            (
-                DiskSpec {
-                    read_pct: 101,
-                    ..Default::default()
-                },
-                "--read",
-            ),
-            (
-                DiskSpec {
-                    random_pct: 101,
-                    ..Default::default()
-                },
-                "--random",
-            ),
-            (
-                DiskSpec {
-                    size: Some(0),
-                    ..Default::default()
-                },
-                "--size",
-            ),
-            (
-                DiskSpec {
-                    size: Some(512),
-                    ..Default::default()
-                },
-                "--size",
-            ),
-            (
-                DiskSpec {
-                    align: Some(0),
-                    ..Default::default()
-                },
-                "--align",
-            ),
-            (
-                DiskSpec {
-                    burst_len: 0,
-                    ..Default::default()
-                },
-                "--burst-len",
-            ),
-            (
-                DiskSpec {
-                    time: Duration::ZERO,
-                    ..Default::default()
-                },
-                "--time",
-            ),
-            (
-                DiskSpec {
-                    create: true,
-                    ..Default::default()
-                },
-                "--create",
-            ),
-            (
-                DiskSpec {
-                    bs: 1 << 30,
-                    qd: 64,
-                    ..Default::default()
-                },
-                "buffers",
-            ),
+        type Spoil = fn(&mut DiskSpec);
+        let cases: [(Spoil, &str); 12] = [
+            (|s| s.bs = 0, "--bs"),
+            (|s| s.qd = 0, "--qd"),
+            (|s| s.workers = 0, "--workers"),
+            (|s| s.read_pct = 101, "--read"),
+            (|s| s.random_pct = 101, "--random"),
+            (|s| s.size = Some(0), "--size"),
+            (|s| s.size = Some(512), "--size"),
+            (|s| s.align = Some(0), "--align"),
+            (|s| s.burst_len = 0, "--burst-len"),
+            (|s| s.time = Duration::ZERO, "--time"),
+            (|s| s.create = true, "--create"),
+            (|s| (s.bs, s.qd) = (1 << 30, 64), "buffers"),
         ];
-        for (s, flag) in cases {
+        for (bad, flag) in cases {
+            let mut s = DiskSpec::default();
+            bad(&mut s);
             let e = s.validate().unwrap_err();
             assert!(e.is_usage());
             assert!(e.to_string().contains(flag), "{e} should name {flag}");

@@ -48,14 +48,11 @@ pub struct IoUringEngine {
 /// single issuer + deferred task work (6.1+) means completions are run when
 /// we ask for them, not by interrupting the worker.
 fn build_ring(entries: u32) -> io::Result<IoUring> {
-    let fast = IoUring::builder()
+    IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
-        .build(entries);
-    match fast {
-        Ok(r) => Ok(r),
-        Err(_) => IoUring::builder().build(entries),
-    }
+        .build(entries)
+        .or_else(|_| IoUring::builder().build(entries))
 }
 
 /// Whether this kernel lets us create a ring at all (seccomp, sysctl
@@ -84,15 +81,12 @@ impl IoUringEngine {
                 iov_len: bs,
             })
             .collect();
-        let mut note = None;
         // Registered buffers are pinned and count against RLIMIT_MEMLOCK for
         // unprivileged users; without them every I/O maps its buffer anew.
         // SAFETY: the iovecs point into `bufs`, which lives as long as the ring.
         let fixed_bufs = qd <= u16::MAX as usize
             && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
-        if !fixed_bufs {
-            note = Some("io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
-        }
+        let note = (!fixed_bufs).then(|| "io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         #[cfg(test)]
         let fault = test_fault::lookup(&file);
         Ok((
@@ -227,10 +221,6 @@ impl IoUringEngine {
 }
 
 impl Engine for IoUringEngine {
-    fn name(&self) -> &'static str {
-        "io_uring"
-    }
-
     fn depth(&self) -> usize {
         self.depth
     }

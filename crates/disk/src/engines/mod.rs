@@ -15,7 +15,6 @@ use std::io;
 pub type IoResult = i64;
 
 pub trait Engine {
-    fn name(&self) -> &'static str;
     /// How many I/Os this engine keeps in flight at most (buffer slots
     /// `0..depth`).
     fn depth(&self) -> usize;
@@ -113,17 +112,14 @@ impl Buffers {
                 "cannot allocate I/O buffers",
             ));
         }
-        let mut b = Buffers {
+        // SAFETY: ptr is valid for `total` bytes and exclusively ours.
+        Rng::new(seed).fill(unsafe { std::slice::from_raw_parts_mut(ptr, total) });
+        Ok(Buffers {
             ptr,
             layout,
             size,
             slots,
-        };
-        // SAFETY: ptr is valid for `total` bytes and exclusively ours.
-        let all = unsafe { std::slice::from_raw_parts_mut(b.ptr, total) };
-        Rng::new(seed).fill(all);
-        b.slots = slots;
-        Ok(b)
+        })
     }
 
     pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
@@ -134,10 +130,6 @@ impl Buffers {
 
     pub fn size(&self) -> usize {
         self.size
-    }
-
-    pub fn slots(&self) -> usize {
-        self.slots
     }
 }
 

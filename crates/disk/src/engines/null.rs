@@ -22,10 +22,6 @@ impl NullEngine {
 }
 
 impl Engine for NullEngine {
-    fn name(&self) -> &'static str {
-        "null"
-    }
-
     fn depth(&self) -> usize {
         self.depth
     }

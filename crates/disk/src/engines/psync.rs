@@ -23,10 +23,6 @@ impl PsyncEngine {
 }
 
 impl Engine for PsyncEngine {
-    fn name(&self) -> &'static str {
-        "psync"
-    }
-
     fn depth(&self) -> usize {
         1
     }
