@@ -679,6 +679,15 @@ mod tests {
         }
     }
 
+    /// One worker at `qd`, `burst_len` I/Os a burst, `delay_us` before each.
+    fn bursts(qd: u32, burst_len: u32, delay_us: u64) -> DiskSpec {
+        DiskSpec {
+            burst_len,
+            burst_delay: Duration::from_micros(delay_us),
+            ..spec(qd, 1)
+        }
+    }
+
     /// Issue 9: an engine error mid-run (here io_uring_enter failing with
     /// EIO, injected, with 8 I/Os handed to the kernel) ends the run at
     /// once as failed, saying what failed (the operation, target, offset,
@@ -799,14 +808,12 @@ mod tests {
     /// the 800 done.
     #[test]
     fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
-        let burst = Duration::from_micros(9_600);
         let spec = DiskSpec {
             read_pct: 50,
-            burst_len: 4,
-            burst_delay: burst,
-            ..spec(1, 1)
+            ..bursts(1, 4, 9_600)
         };
         let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
+        let (mean, qd) = (out.hist.mean(), out.qd_achieved);
         assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
         assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
         assert!(out.reads > 0 && out.writes > 0);
@@ -815,26 +822,14 @@ mod tests {
             (800, 800 * 4096),
             "ramp-up I/Os are done, not measured"
         );
-        assert!(
-            (out.hist.mean() - 100_000.0).abs() < 100.0,
-            "{}",
-            out.hist.mean()
-        );
+        assert!((mean - 100_000.0).abs() < 100.0, "{mean}");
         // From the first completion in the window (1000.1 ms) to its end
         // (2000 ms), 399 I/Os of 0.1 ms were outstanding.
-        assert!(
-            (out.qd_achieved - 39.9 / 999.9).abs() < 1e-9,
-            "{}",
-            out.qd_achieved
-        );
+        assert!((qd - 39.9 / 999.9).abs() < 1e-9, "{qd}");
         // Little's law on the exact clock: 400 I/O/s x 100 us.
-        let little = littles_law_depth(400.0, out.hist.mean() / 1000.0);
-        let tolerance = littles_law_tolerance(out.qd_achieved, 1.0, 100.0, 1.0);
-        assert!(
-            (little - out.qd_achieved).abs() <= tolerance,
-            "{little} {}",
-            out.qd_achieved
-        );
+        let little = littles_law_depth(400.0, mean / 1000.0);
+        let tolerance = littles_law_tolerance(qd, 1.0, 100.0, 1.0);
+        assert!((little - qd).abs() <= tolerance, "{little} {qd}");
     }
 
     /// `--burst-delay 10ms --burst-len 2 --qd 4` paces a worker to exactly
@@ -842,13 +837,7 @@ mod tests {
     /// it from above on a real clock).
     #[test]
     fn burst_pacing_is_exact_on_the_fake_clock() {
-        let delay = Duration::from_millis(10);
-        let spec = DiskSpec {
-            burst_len: 2,
-            burst_delay: delay,
-            ..spec(4, 1)
-        };
-        let (out, (all_ios, _)) = work_on_fake_clock(spec, Duration::ZERO);
+        let (out, (all_ios, _)) = work_on_fake_clock(bursts(4, 2, 10_000), Duration::ZERO);
         assert_eq!((out.reads + out.writes, all_ios), (200, 400));
     }
 
@@ -866,13 +855,7 @@ mod tests {
     /// The run's figures are its workers' added up, histogram and depth too.
     #[test]
     fn merged_figures_are_the_workers_sums() {
-        let burst = Duration::from_micros(9_600);
-        let bursts = DiskSpec {
-            burst_len: 4,
-            burst_delay: burst,
-            ..spec(1, 1)
-        };
-        let outs = [bursts, spec(8, 1)].map(|s| {
+        let outs = [bursts(1, 4, 9_600), spec(8, 1)].map(|s| {
             work_on_fake_clock(DiskSpec { read_pct: 50, ..s }, Duration::from_micros(100)).0
         });
         let figures =
@@ -982,38 +965,40 @@ mod tests {
         );
     }
 
+    /// The notes on the depth kept: (metrics, workers at --qd 32, engine,
+    /// what the one note says if there is one).
     #[test]
-    fn consistent_run_has_no_depth_notes() {
-        // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
-        let m = depth_metrics(400_000.0, 79.5, 31.9);
-        assert!(depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0).is_empty());
-    }
-
-    #[test]
-    fn the_issue_example_fails_the_check() {
-        // 301k IOPS x 73 us = 22 outstanding while 32 were in flight: the
-        // latency was timed over the wrong interval.
-        let m = depth_metrics(301_000.0, 73.0, 31.9);
-        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
-        assert!(notes[0].contains("21.97"), "{notes:?}");
-    }
-
-    #[test]
-    fn a_queue_kept_short_is_noted() {
-        // 22 of 32 outstanding, consistently timed: the queue was not full.
-        let m = depth_metrics(301_000.0, 73.0, 22.0);
-        let notes = depth_notes(&spec(32, 1), EngineKind::IoUring, &m, 0);
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(
-            notes[0].contains("below the 32 I/Os requested"),
-            "{notes:?}"
-        );
-        // psync keeps one I/O per worker, whatever --qd says.
-        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.9)]);
-        assert!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).is_empty());
-        let m = metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, 1.5)]);
-        assert_eq!(depth_notes(&spec(32, 2), EngineKind::Psync, &m, 0).len(), 1);
+    fn depth_notes_check_the_queue_and_littles_law() {
+        let short = |qd| metrics(&[(mn::WINDOW_S, 10.0), (mn::QD_ACHIEVED, qd)]);
+        let (uring, psync) = (EngineKind::IoUring, EngineKind::Psync);
+        let cases = [
+            // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
+            (depth_metrics(400_000.0, 79.5, 31.9), 1, uring, vec![]),
+            // 301k IOPS x 73 us = 22 outstanding while 32 were in flight:
+            // the latency was timed over the wrong interval.
+            (
+                depth_metrics(301_000.0, 73.0, 31.9),
+                1,
+                uring,
+                vec!["Little's law check failed", "21.97"],
+            ),
+            // 22 of 32 outstanding, consistently timed: the queue was not full.
+            (
+                depth_metrics(301_000.0, 73.0, 22.0),
+                1,
+                uring,
+                vec!["below the 32 I/Os requested"],
+            ),
+            // psync keeps one I/O per worker, whatever --qd says.
+            (short(1.9), 2, psync, vec![]),
+            (short(1.5), 2, psync, vec!["below the 2 I/Os requested"]),
+        ];
+        for (m, workers, kind, want) in cases {
+            let notes = depth_notes(&spec(32, workers), kind, &m, 0);
+            assert_eq!(notes.len(), usize::from(!want.is_empty()), "{notes:?}");
+            for w in want {
+                assert!(notes[0].contains(w), "{w:?} not in {notes:?}");
+            }
+        }
     }
 }

@@ -30,8 +30,7 @@ impl TargetKind {
     }
 }
 
-/// A prepared target. A test file iotoll created is removed when this is
-/// dropped (unless kept), whatever happened in between.
+/// A prepared target.
 #[derive(Debug)]
 pub struct Target {
     pub path: PathBuf,
@@ -43,22 +42,17 @@ pub struct Target {
     pub align: u64,
     pub direct: bool,
     writes: bool,
-    remove_on_drop: bool,
+    /// A test file iotoll created is removed when the target is dropped
+    /// (unless kept), whatever happened in between.
+    _remove: RemoveGuard,
     /// An exclusive open of a block device that will be written, held for
     /// the whole run: the kernel refuses it while the device is mounted or
     /// claimed, and it keeps others from claiming it meanwhile.
     _claim: Option<File>,
 }
 
-impl Drop for Target {
-    fn drop(&mut self) {
-        if self.remove_on_drop {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Removes a half-made test file unless disarmed.
+/// Removes a (half-made) test file unless disarmed.
+#[derive(Debug)]
 struct RemoveGuard(Option<PathBuf>);
 
 impl Drop for RemoveGuard {
@@ -121,6 +115,40 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Callback for test-file preparation: (bytes written, bytes total).
 pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// Where the target is and what it is: a path that does not exist yet is
+/// a test file to create, only with --create and in a directory that exists.
+fn resolve(spec: &DiskSpec) -> Result<(PathBuf, TargetKind), DiskError> {
+    let Some(p) = &spec.target else {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
+        return Ok((p, TargetKind::TempFile));
+    };
+    let bad = |msg: &str| Err(DiskError::target(p, msg));
+    let kind = match std::fs::metadata(p) {
+        Ok(m) if m.is_dir() => return bad(
+            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
+        ),
+        Ok(m) if m.is_file() => TargetKind::ExistingFile,
+        Ok(m) if m.file_type().is_block_device() => TargetKind::BlockDevice,
+        Ok(_) => return bad("is neither a regular file nor a block device"),
+        Err(e) if e.kind() != ErrorKind::NotFound => return bad(&io_err_msg(&e)),
+        Err(_) if !spec.create => return bad(
+            "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
+        ),
+        Err(_) => {
+            let parent = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return bad(&format!("directory {} does not exist", parent.display()));
+            }
+            TargetKind::CreatedFile
+        }
+    };
+    Ok((p.clone(), kind))
+}
+
 /// Resolves, checks and (for test files) creates and fills the target.
 /// Nothing is written to an existing target here.
 pub fn prepare(
@@ -129,48 +157,7 @@ pub fn prepare(
     progress: PrepProgress,
 ) -> Result<Target, DiskError> {
     let direct = !spec.buffered;
-    let (path, kind) = match &spec.target {
-        None => {
-            let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
-            (p, TargetKind::TempFile)
-        }
-        Some(p) => match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => return Err(DiskError::target(
-                p,
-                "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-            )),
-            Ok(m) if m.is_file() => (p.clone(), TargetKind::ExistingFile),
-            Ok(m) if m.file_type().is_block_device() => (p.clone(), TargetKind::BlockDevice),
-            Ok(_) => {
-                return Err(DiskError::target(
-                    p,
-                    "is neither a regular file nor a block device",
-                ))
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                if !spec.create {
-                    return Err(DiskError::target(
-                        p,
-                        "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
-                    ));
-                }
-                let parent = p
-                    .parent()
-                    .filter(|d| !d.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                if !parent.is_dir() {
-                    return Err(DiskError::target(
-                        p,
-                        format!("directory {} does not exist", parent.display()),
-                    ));
-                }
-                (p.clone(), TargetKind::CreatedFile)
-            }
-            Err(e) => return Err(DiskError::target(p, io_err_msg(&e))),
-        },
-    };
-
+    let (path, kind) = resolve(spec)?;
     if !kind.created() && spec.writes() && !spec.allow_destructive {
         let what = if kind == TargetKind::BlockDevice {
             "is a block device"
@@ -184,6 +171,7 @@ pub fn prepare(
         )));
     }
 
+    let io_err = |e: std::io::Error| DiskError::target(&path, io_err_msg(&e));
     let mut guard = RemoveGuard(None);
     let (file, size, lbs) = if kind.created() {
         let size = spec
@@ -205,72 +193,49 @@ pub fn prepare(
         let lbs = file_dio_align(&f);
         (f, size, lbs)
     } else {
-        let f = OpenOptions::new()
-            .read(true)
-            .open(&path)
-            .map_err(|e| DiskError::target(&path, io_err_msg(&e)))?;
-        if kind == TargetKind::BlockDevice {
-            let (size, lbs) = block_device_geometry(&f).map_err(|e| {
+        let f = File::open(&path).map_err(io_err)?;
+        let (size, lbs) = if kind == TargetKind::BlockDevice {
+            block_device_geometry(&f).map_err(|e| {
                 DiskError::target(&path, format!("cannot read device geometry: {e}"))
-            })?;
-            (f, size, lbs)
+            })?
         } else {
-            let size = f
-                .metadata()
-                .map_err(|e| DiskError::target(&path, io_err_msg(&e)))?
-                .len();
-            let lbs = file_dio_align(&f);
-            (f, size, lbs)
-        }
+            (f.metadata().map_err(io_err)?.len(), file_dio_align(&f))
+        };
+        (f, size, lbs)
     };
 
-    let align = spec.align.unwrap_or(lbs);
-    if direct {
-        if align % lbs != 0 {
-            return Err(DiskError::Invalid(format!(
-                "--align {align} is not a multiple of the target's logical block size {lbs} (required by O_DIRECT; use --buffered to go through the page cache)"
-            )));
-        }
-        if spec.bs % align != 0 {
-            return Err(DiskError::Invalid(format!(
-                "--bs {} is not a multiple of the alignment {align} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})",
-                spec.bs
-            )));
-        }
-    }
-    if spec.offset % align != 0 {
+    let (align, offset, bs) = (spec.align.unwrap_or(lbs), spec.offset, spec.bs);
+    if direct && align % lbs != 0 {
         return Err(DiskError::Invalid(format!(
-            "--offset {} is not a multiple of the alignment {align}",
-            spec.offset
+            "--align {align} is not a multiple of the target's logical block size {lbs} (required by O_DIRECT; use --buffered to go through the page cache)"
         )));
     }
-    if spec.offset >= size {
-        return Err(DiskError::target(
-            &path,
-            format!(
-                "--offset {} is at or past its end ({size} bytes)",
-                spec.offset
-            ),
+    if direct && bs % align != 0 {
+        return Err(DiskError::Invalid(format!(
+            "--bs {bs} is not a multiple of the alignment {align} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
+        )));
+    }
+    if offset % align != 0 {
+        return Err(DiskError::Invalid(format!(
+            "--offset {offset} is not a multiple of the alignment {align}"
+        )));
+    }
+    let region_err = |msg: String| Err(DiskError::target(&path, msg));
+    if offset >= size {
+        return region_err(format!(
+            "--offset {offset} is at or past its end ({size} bytes)"
         ));
     }
-    let len = spec.size.unwrap_or(size - spec.offset);
-    if spec.offset.saturating_add(len) > size {
-        return Err(DiskError::target(
-            &path,
-            format!(
-                "the region --offset {} + --size {len} = {} bytes is larger than the target ({size} bytes)",
-                spec.offset,
-                spec.offset + len
-            ),
+    let len = spec.size.unwrap_or(size - offset);
+    if offset.saturating_add(len) > size {
+        return region_err(format!(
+            "the region --offset {offset} + --size {len} = {} bytes is larger than the target ({size} bytes)",
+            offset + len
         ));
     }
-    if len < spec.bs {
-        return Err(DiskError::target(
-            &path,
-            format!(
-                "the region ({len} bytes) is smaller than one transfer (--bs {})",
-                spec.bs
-            ),
+    if len < bs {
+        return region_err(format!(
+            "the region ({len} bytes) is smaller than one transfer (--bs {bs})"
         ));
     }
 
@@ -285,7 +250,7 @@ pub fn prepare(
                     &path,
                     "device is in use (mounted?); refusing to write to it",
                 ),
-                _ => DiskError::target(&path, io_err_msg(&e)),
+                _ => io_err(e),
             })?;
         Some(c)
     } else {
@@ -295,15 +260,14 @@ pub fn prepare(
     if kind.created() {
         fill_test_file(file, &path, size, interrupted, progress)?;
     }
-    guard.0 = None;
+    if spec.keep {
+        guard.0 = None;
+    }
     Ok(Target {
-        remove_on_drop: kind.created() && !spec.keep,
+        _remove: guard,
         path,
         kind,
-        region: Region {
-            start: spec.offset,
-            len,
-        },
+        region: Region { start: offset, len },
         size,
         logical_block: lbs,
         align,
@@ -447,19 +411,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("f"), vec![0u8; 64 << 10]).unwrap();
         let mut s = spec_at(d.path(), "f");
-        s.size = Some(128 << 10);
-        assert!(prep(&s)
-            .unwrap_err()
-            .to_string()
-            .contains("larger than the target"));
-        s.size = None;
-        s.offset = 64 << 10;
-        assert!(prep(&s).unwrap_err().to_string().contains("past its end"));
-        s.offset = 1000;
-        assert!(prep(&s).unwrap_err().to_string().contains("--offset"));
-        s.offset = 0;
-        s.bs = 1000;
-        assert!(prep(&s).unwrap_err().to_string().contains("O_DIRECT"));
+        for (size, offset, bs, want) in [
+            (Some(128 << 10), 0, 4096, "larger than the target"),
+            (None, 64 << 10, 4096, "past its end"),
+            (None, 1000, 4096, "--offset"),
+            (None, 0, 1000, "O_DIRECT"),
+        ] {
+            (s.size, s.offset, s.bs) = (size, offset, bs);
+            let e = prep(&s).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
         s.buffered = true;
         let t = prep(&s).unwrap();
         assert_eq!(
