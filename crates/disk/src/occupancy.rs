@@ -96,6 +96,18 @@ mod tests {
         base + Duration::from_micros(us)
     }
 
+    /// The starts and completions of I/Os (start, latency), by time;
+    /// completions before starts at the same instant (either order gives
+    /// the same integral; this keeps the count non-negative).
+    fn timeline(ios: &[(u64, u64)]) -> Vec<(u64, bool)> {
+        let mut events: Vec<_> = ios
+            .iter()
+            .flat_map(|&(s, l)| [(s, true), (s + l, false)])
+            .collect();
+        events.sort_by_key(|&(t, start)| (t, start));
+        events
+    }
+
     #[test]
     fn integrates_a_known_timeline() {
         let b = Instant::now();
@@ -140,16 +152,8 @@ mod tests {
         ) {
             let b = Instant::now();
             let window_us = 1_100_000u64;
-            let mut events: Vec<(u64, bool)> = Vec::new();
-            for &(s, l) in &ios {
-                events.push((s, true));
-                events.push((s + l, false));
-            }
-            // Completions before starts at the same instant (either order
-            // gives the same integral; this keeps the count non-negative).
-            events.sort_by_key(|&(t, start)| (t, start));
             let mut o = Occupancy::new(b);
-            for (t, start) in events {
+            for (t, start) in timeline(&ios) {
                 if start { o.started(at(b, t)) } else { o.completed(at(b, t), 1) }
             }
             prop_assert_eq!(o.outstanding(), 0);
@@ -169,16 +173,10 @@ mod tests {
         ) {
             let b = Instant::now();
             let (w0, w1) = (500_000u64, 1_500_000u64);
-            let mut events: Vec<(u64, bool)> = Vec::new();
-            for &(s, l) in &ios {
-                events.push((s, true));
-                events.push((s + l, false));
-            }
-            events.sort_by_key(|&(t, start)| (t, start));
             let mut o = Occupancy::new(b);
             let mut a0 = None;
             let mut a1 = None;
-            for (t, start) in events {
+            for (t, start) in timeline(&ios) {
                 if a0.is_none() && t >= w0 { a0 = Some(o.io_seconds_at(at(b, w0))); }
                 if a1.is_none() && t >= w1 { a1 = Some(o.io_seconds_at(at(b, w1))); }
                 if start { o.started(at(b, t)) } else { o.completed(at(b, t), 1) }

@@ -370,25 +370,17 @@ fn run_on<C: Clock>(
     let handles = start_workers(spec, kind, &target, &shared, &clock, &mut notes)?;
 
     let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
-    // Waits while sampling the series; false if interrupted or a worker failed.
-    let wait = |series: &mut SeriesRecorder, until, ctl: &mut RunControl| {
-        let go_on = || !shared.failed.load(Ordering::Acquire);
-        series.wait(
-            &clock,
-            until,
-            ctl,
-            &shared.phase,
-            || Live::totals(&shared.live),
-            go_on,
-        )
-    };
     let ramp_end = series.t_run() + spec.ramp;
-    let ramped = wait(&mut series, ramp_end, &mut ctl);
+    let totals = || Live::totals(&shared.live);
+    let go_on = || !shared.failed.load(Ordering::Acquire);
+    // Waits while sampling the series; false if interrupted or a worker failed.
+    let mut wait = |until| series.wait(&clock, until, &mut ctl, &shared.phase, totals, go_on);
+    let ramped = wait(ramp_end);
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let (completed, closed) = if ramped {
         let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
         let measure_end = clock.now() + spec.time;
-        let completed = wait(&mut series, measure_end, &mut ctl);
+        let completed = wait(measure_end);
         let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
         (completed, Some(closed))
     } else {
@@ -700,9 +692,8 @@ mod tests {
             eprintln!("io_uring unavailable ({e}); test skipped");
             return;
         }
-        let dir = std::env::temp_dir().join(format!("iotoll-runner-fault-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("target.bin");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("target.bin");
         let f = std::fs::File::create(&path).unwrap();
         f.set_len(4 << 20).unwrap();
         crate::engines::io_uring::test_fault::arm(&f, 100, libc::EIO);
@@ -718,19 +709,14 @@ mod tests {
             time: Duration::from_secs(120),
             ..DiskSpec::default()
         };
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let mut silent = iotoll_run::Silent;
+        let ctl = RunControl {
+            interrupted: &AtomicBool::new(false),
+            progress: &mut iotoll_run::Silent,
+        };
         let t0 = Instant::now();
-        let r = run(
-            &spec,
-            RunControl {
-                interrupted: &stop,
-                progress: &mut silent,
-            },
-        );
+        let r = run(&spec, ctl);
         let took = t0.elapsed();
         let drops = crate::engines::io_uring::test_fault::drops(&f);
-        let _ = std::fs::remove_dir_all(&dir);
         let Err(DiskError::Failed { msg, doc }) = r else {
             panic!("expected a failed run, got {r:?}");
         };

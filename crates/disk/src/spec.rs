@@ -156,13 +156,11 @@ impl DiskSpec {
         if self.size == Some(0) {
             return bad("--size must be positive".into());
         }
-        if let Some(size) = self.size {
-            if size < self.bs {
-                return bad(format!(
-                    "--size {size} is smaller than one transfer (--bs {})",
-                    self.bs
-                ));
-            }
+        if let Some(size) = self.size.filter(|s| *s < self.bs) {
+            return bad(format!(
+                "--size {size} is smaller than one transfer (--bs {})",
+                self.bs
+            ));
         }
         if self.align == Some(0) {
             return bad("--align must be positive".into());
@@ -176,10 +174,8 @@ impl DiskSpec {
         if self.create && self.target.is_none() {
             return bad("--create needs --target PATH".into());
         }
-        if let Some(c) = &self.config {
-            if c.trim().is_empty() {
-                return bad("--config must not be empty".into());
-            }
+        if self.config.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            return bad("--config must not be empty".into());
         }
         let buffers = self.bs as u128 * self.qd as u128 * self.workers as u128;
         if buffers > 16 << 30 {

@@ -230,31 +230,21 @@ mod tests {
     #[test]
     fn wait_until_stops_on_interrupt_or_when_tick_says_so() {
         let clock = FakeClock::new(CpuReport::default(), 0);
-        let t0 = clock.now();
+        let (t0, ten_s) = (clock.now(), Duration::from_secs(10));
         // The series wants nothing before the deadline.
         let now = || Some(t0 + Duration::from_secs(100));
         let flag = AtomicBool::new(true);
-        assert!(!wait_until(
-            &clock,
-            t0 + Duration::from_secs(10),
-            &flag,
-            now
-        ));
+        assert!(!wait_until(&clock, t0 + ten_s, &flag, now));
         assert_eq!(
             clock.now(),
             t0,
             "an interrupt ends the wait before any sleep"
         );
         let flag = AtomicBool::new(false);
-        assert!(wait_until(&clock, t0 + Duration::from_secs(10), &flag, now));
-        assert_eq!(clock.now(), t0 + Duration::from_secs(10), "not a step more");
+        assert!(wait_until(&clock, t0 + ten_s, &flag, now));
+        assert_eq!(clock.now(), t0 + ten_s, "not a step more");
         let t1 = clock.now();
-        assert!(!wait_until(
-            &clock,
-            t1 + Duration::from_secs(10),
-            &flag,
-            || None
-        ));
+        assert!(!wait_until(&clock, t1 + ten_s, &flag, || None));
         assert_eq!(clock.now(), t1);
         // Ctrl-C during the wait ends it at the next step (50 ms at most).
         let flag = Arc::new(AtomicBool::new(false));
@@ -262,12 +252,7 @@ mod tests {
         clock.at(Duration::from_secs(11), move || {
             f.store(true, Ordering::Relaxed)
         });
-        assert!(!wait_until(
-            &clock,
-            t1 + Duration::from_secs(10),
-            &flag,
-            now
-        ));
+        assert!(!wait_until(&clock, t1 + ten_s, &flag, now));
         assert_eq!(clock.now(), t1 + Duration::from_secs(1));
     }
 
