@@ -119,72 +119,47 @@ impl DiskSpec {
 
     /// Checks that need nothing but the request.
     pub fn validate(&self) -> Result<(), DiskError> {
-        let bad = |m: String| Err(DiskError::Invalid(m));
-        if self.bs == 0 {
-            return bad("--bs must be positive".into());
-        }
-        if self.bs > MAX_BS {
-            return bad(format!("--bs {} is larger than the 1g limit", self.bs));
-        }
-        if self.read_pct > 100 {
-            return bad(format!("--read {} is outside 0-100", self.read_pct));
-        }
-        if self.random_pct > 100 {
-            return bad(format!("--random {} is outside 0-100", self.random_pct));
-        }
-        if self.qd == 0 || self.qd > MAX_QD {
-            return bad(format!(
-                "--qd must be between 1 and {MAX_QD}, got {}",
-                self.qd
-            ));
-        }
+        let (bs, qd, workers) = (self.bs, self.qd, self.workers);
         // What the engine can do: an io_uring ring holds at most 32768
         // entries (psync keeps one I/O whatever --qd says).
         let ring = crate::engines::io_uring::MAX_DEPTH;
-        if matches!(self.engine, EngineChoice::Auto | EngineChoice::IoUring) && self.qd > ring {
-            return bad(format!(
-                "--qd {} is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries; use --qd {ring} or less (or --engine psync, which keeps one I/O per worker)",
-                self.qd
-            ));
-        }
-        if self.workers == 0 || self.workers > MAX_WORKERS {
-            return bad(format!(
-                "--workers must be between 1 and {MAX_WORKERS}, got {}",
-                self.workers
-            ));
-        }
-        if self.size == Some(0) {
-            return bad("--size must be positive".into());
-        }
-        if let Some(size) = self.size.filter(|s| *s < self.bs) {
-            return bad(format!(
-                "--size {size} is smaller than one transfer (--bs {})",
-                self.bs
-            ));
-        }
-        if self.align == Some(0) {
-            return bad("--align must be positive".into());
-        }
-        if self.burst_len == 0 {
-            return bad("--burst-len must be positive".into());
-        }
-        if self.time.is_zero() {
-            return bad("--time must be positive".into());
-        }
-        if self.create && self.target.is_none() {
-            return bad("--create needs --target PATH".into());
-        }
-        if self.config.as_deref().is_some_and(|c| c.trim().is_empty()) {
-            return bad("--config must not be empty".into());
-        }
-        let buffers = self.bs as u128 * self.qd as u128 * self.workers as u128;
-        if buffers > 16 << 30 {
-            return bad(format!(
-                "--bs x --qd x --workers needs {} GiB of I/O buffers; the limit is 16 GiB",
-                buffers >> 30
-            ));
-        }
-        Ok(())
+        let uring = matches!(self.engine, EngineChoice::Auto | EngineChoice::IoUring);
+        let buffers = bs as u128 * qd as u128 * workers as u128;
+        let problem = if bs == 0 {
+            "--bs must be positive".to_string()
+        } else if bs > MAX_BS {
+            format!("--bs {bs} is larger than the 1g limit")
+        } else if self.read_pct > 100 {
+            format!("--read {} is outside 0-100", self.read_pct)
+        } else if self.random_pct > 100 {
+            format!("--random {} is outside 0-100", self.random_pct)
+        } else if qd == 0 || qd > MAX_QD {
+            format!("--qd must be between 1 and {MAX_QD}, got {qd}")
+        } else if uring && qd > ring {
+            format!("--qd {qd} is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries; use --qd {ring} or less (or --engine psync, which keeps one I/O per worker)")
+        } else if workers == 0 || workers > MAX_WORKERS {
+            format!("--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+        } else if self.size == Some(0) {
+            "--size must be positive".to_string()
+        } else if let Some(size) = self.size.filter(|s| *s < bs) {
+            format!("--size {size} is smaller than one transfer (--bs {bs})")
+        } else if self.align == Some(0) {
+            "--align must be positive".to_string()
+        } else if self.burst_len == 0 {
+            "--burst-len must be positive".to_string()
+        } else if self.time.is_zero() {
+            "--time must be positive".to_string()
+        } else if self.create && self.target.is_none() {
+            "--create needs --target PATH".to_string()
+        } else if self.config.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            "--config must not be empty".to_string()
+        } else if buffers > 16 << 30 {
+            let gib = buffers >> 30;
+            format!("--bs x --qd x --workers needs {gib} GiB of I/O buffers; the limit is 16 GiB")
+        } else {
+            return Ok(());
+        };
+        Err(DiskError::Invalid(problem))
     }
 }
 
