@@ -503,16 +503,10 @@ fn start_workers<C: Clock>(
 /// worker that failed (its engine failed mid-run, or it panicked), or any
 /// I/O that failed before the window closed.
 fn merge(outs: Vec<Result<WorkerOut, String>>) -> (WorkerOut, Option<String>) {
+    let (outs, failures): (Vec<_>, Vec<_>) = outs.into_iter().partition(Result::is_ok);
+    let mut failure = failures.into_iter().find_map(Result::err);
     let mut merged = WorkerOut::new();
-    let mut failure = None;
-    for o in outs {
-        let o = match o {
-            Ok(o) => o,
-            Err(msg) => {
-                failure.get_or_insert(msg);
-                continue;
-            }
-        };
+    for o in outs.into_iter().flatten() {
         merged.reads += o.reads;
         merged.writes += o.writes;
         merged.read_bytes += o.read_bytes;
