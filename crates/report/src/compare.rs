@@ -556,24 +556,20 @@ fn signed(v: f64) -> String {
     format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs())
 }
 
+/// Tests and configurations for the crate's unit tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_data {
+    use super::{ConfigData, TestData};
 
-    fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
-        let mut m = Metrics::new();
-        m.insert("mb_s".into(), mb);
-        m.insert("cpu_pct".into(), cpu);
-        if cpu > 0.0 {
-            m.insert("mb_s_per_cpu_pct".into(), mb / cpu);
-        }
+    /// A test of `kind` (`"disk"`, `"net-stream"`, ...), which is its group too.
+    pub fn test(name: &str, kind: &str, metrics: &[(&str, f64)]) -> TestData {
         TestData {
             name: name.into(),
-            group: group.into(),
-            kind: Kind::Disk,
-            metrics: m,
-            repeatable: Some(true),
-            main_metric: "mb_s".into(),
+            group: kind.into(),
+            kind: kind.parse().unwrap(),
+            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            repeatable: None,
+            main_metric: "iops".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
             spec: serde_json::json!({}),
@@ -582,7 +578,7 @@ mod tests {
         }
     }
 
-    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
+    pub fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
         ConfigData {
             label: label.into(),
             run_id: 1,
@@ -591,6 +587,25 @@ mod tests {
             notes: Vec::new(),
             same_host_peer: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_data::{cfg, test};
+    use super::*;
+
+    fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
+        let mut x = TestData {
+            group: group.into(),
+            repeatable: Some(true),
+            main_metric: "mb_s".into(),
+            ..test(name, "disk", &[("mb_s", mb), ("cpu_pct", cpu)])
+        };
+        if cpu > 0.0 {
+            x.metrics.insert("mb_s_per_cpu_pct".into(), mb / cpu);
+        }
+        x
     }
 
     #[test]

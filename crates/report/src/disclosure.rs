@@ -106,12 +106,8 @@ mod tests {
 
     fn cfg(d: serde_json::Value) -> ConfigData {
         ConfigData {
-            label: "x".into(),
-            run_id: 1,
-            tests: Vec::new(),
             disclosure: Some(d),
-            notes: Vec::new(),
-            same_host_peer: false,
+            ..crate::compare::test_data::cfg("x", Vec::new())
         }
     }
 

@@ -275,34 +275,20 @@ pub fn for_report(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::test_data::{self, test};
     use crate::info::TestInfo;
-    use iotoll_model::Metrics;
 
     fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) -> TestData {
-        let metrics: Metrics = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         TestData {
-            name: name.into(),
-            group: kind.into(),
-            kind: kind.parse().unwrap(),
-            metrics,
             repeatable,
-            main_metric: "iops".into(),
-            params: serde_json::json!({}),
-            series: Vec::new(),
-            spec: serde_json::json!({}),
-            interference: Vec::new(),
-            same_host_peer: false,
+            ..test(name, kind, pairs)
         }
     }
 
     fn cfg(tests: Vec<TestData>, notes: Vec<String>) -> ConfigData {
         ConfigData {
-            label: "x".into(),
-            run_id: 1,
-            tests,
-            disclosure: None,
             notes,
-            same_host_peer: false,
+            ..test_data::cfg("x", tests)
         }
     }
 

@@ -198,12 +198,8 @@ mod tests {
 
     fn cfg(peer_mtu: u32) -> ConfigData {
         let mut c = ConfigData {
-            label: format!("mtu{peer_mtu}"),
-            run_id: 1,
-            tests: Vec::new(),
             disclosure: Some(serde_json::json!({"host": "a"})),
-            notes: Vec::new(),
-            same_host_peer: false,
+            ..crate::compare::test_data::cfg(&format!("mtu{peer_mtu}"), Vec::new())
         };
         let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
         add_peer(&mut c, peer_from(docs.iter()));

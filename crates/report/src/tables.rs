@@ -798,38 +798,8 @@ pub fn to_md(t: &Table) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::test_data::{cfg, test as t};
     use crate::info::TestInfo;
-    use iotoll_model::Metrics;
-
-    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
-        ConfigData {
-            label: label.into(),
-            run_id: 1,
-            tests,
-            disclosure: None,
-            notes: Vec::new(),
-            same_host_peer: false,
-        }
-    }
-
-    fn t(name: &str, kind: &str, m: &[(&str, f64)]) -> TestData {
-        TestData {
-            name: name.into(),
-            group: kind.into(),
-            kind: kind.parse().unwrap(),
-            metrics: m
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect::<Metrics>(),
-            repeatable: None,
-            main_metric: "iops".into(),
-            params: serde_json::json!({}),
-            series: Vec::new(),
-            spec: serde_json::json!({}),
-            interference: Vec::new(),
-            same_host_peer: false,
-        }
-    }
 
     fn info(name: &str, spec: Value, same_host: Option<bool>) -> RunInfo {
         RunInfo {
