@@ -11,6 +11,7 @@
 //! that row's own values, so what is shown always equals its formula on the
 //! shown numbers, whatever selection produced them.
 
+use crate::fmt::pct;
 use iotoll_model::metrics as mn;
 use iotoll_model::metrics::lower_is_better;
 use iotoll_model::{Kind, Metrics};
@@ -237,6 +238,18 @@ pub(crate) fn distinct<T: PartialEq>(it: impl IntoIterator<Item = T>) -> Vec<T> 
     out
 }
 
+/// Each test name's first test, in order: the baseline's tests, then
+/// those only others have.
+pub(crate) fn first_tests(configs: &[ConfigData]) -> Vec<&TestData> {
+    let mut out: Vec<&TestData> = Vec::new();
+    for t in configs.iter().flat_map(|c| &c.tests) {
+        if !out.iter().any(|o| o.name == t.name) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
@@ -250,23 +263,14 @@ pub fn compare(
     by_group: bool,
     cpu_threshold_pct: Option<f64>,
 ) -> Comparison {
-    // Test order: the baseline's, then tests only others have.
-    let mut names: Vec<(String, String, String)> = Vec::new();
-    for c in configs {
-        for t in &c.tests {
-            if !names.iter().any(|n| n.0 == t.name) {
-                let m = metric
-                    .map(str::to_string)
-                    .unwrap_or_else(|| t.main_metric.clone());
-                let g = if by_group {
-                    t.group.clone()
-                } else {
-                    "all".to_string()
-                };
-                names.push((t.name.clone(), g, m));
-            }
-        }
-    }
+    let names: Vec<(String, String, String)> = first_tests(configs)
+        .into_iter()
+        .map(|t| {
+            let m = metric.unwrap_or(&t.main_metric).to_string();
+            let g = if by_group { &t.group } else { "all" };
+            (t.name.clone(), g.to_string(), m)
+        })
+        .collect();
     let find = |c: &ConfigData, name: &str| c.tests.iter().find(|t| t.name == name).cloned();
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
@@ -316,12 +320,7 @@ pub fn compare(
     }
 
     let mut groups = Vec::new();
-    let mut group_names: Vec<String> = Vec::new();
-    for r in &rows {
-        if !group_names.contains(&r.group) {
-            group_names.push(r.group.clone());
-        }
-    }
+    let group_names = distinct(rows.iter().map(|r| r.group.clone()));
     for (ci, cand) in configs.iter().enumerate().skip(1) {
         for g in &group_names {
             let in_group: Vec<&Row> = rows.iter().filter(|r| &r.group == g).collect();
@@ -409,10 +408,6 @@ pub fn compare(
     c
 }
 
-fn fmt_pct(v: f64) -> String {
-    format!("{:.1} %", v.abs())
-}
-
 /// Sentences drawn from the numbers only.
 pub fn findings(c: &Comparison) -> Vec<String> {
     let mut f = Vec::new();
@@ -429,14 +424,14 @@ pub fn findings(c: &Comparison) -> Vec<String> {
             ""
         };
         let range = if g.tests > 1 {
-            format!(" ({} to {})", signed(lo), signed(hi))
+            format!(" ({} to {})", pct(Some(lo)), pct(Some(hi)))
         } else {
             String::new()
         };
         f.push(format!(
-            "{} achieved an average {} {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
+            "{} achieved an average {:.1} % {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
             g.candidate,
-            fmt_pct(mean),
+            mean.abs(),
             iotoll_model::metrics::label(&g.metric),
             g.group,
             g.wins,
@@ -550,10 +545,6 @@ fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
         out.push_str(&format!("{sep}and {} more", items.len() - SHOWN));
     }
     out
-}
-
-fn signed(v: f64) -> String {
-    format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs())
 }
 
 /// Tests and configurations for the crate's unit tests.

@@ -5,7 +5,7 @@
 //! side by side.
 
 use crate::charts::{self, SecondSeries};
-use crate::compare::{Comparison, ConfigData, Row, TestData};
+use crate::compare::{distinct, first_tests, Comparison, ConfigData, Row, TestData};
 use crate::fmt::{esc, pct};
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
@@ -243,13 +243,7 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     let single = configs.len() == 1;
     // Charts per group.
     let _ = writeln!(o.html, "<h2 id=\"charts\">Charts</h2>");
-    let mut groups: Vec<&str> = Vec::new();
-    for r in &c.rows {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
-    for g in &groups {
+    for g in &distinct(c.rows.iter().map(|r| r.group.as_str())) {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.group == *g).collect();
         let metric = label(&rows[0].metric);
         let _ = writeln!(o.html, "<h3>{}</h3>", esc(g));
@@ -341,16 +335,9 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
 /// repetition, ramp-up shaded.
 fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
-    let mut names: Vec<(&str, Kind, &str)> = Vec::new();
-    for cfg in configs {
-        for t in &cfg.tests {
-            if !names.iter().any(|n| n.0 == t.name) {
-                names.push((&t.name, t.kind, &t.main_metric));
-            }
-        }
-    }
-    for (name, kind, main) in names {
-        let (f, m) = second_metric(kind, main);
+    for first in first_tests(configs) {
+        let name = first.name.as_str();
+        let (f, m) = second_metric(first.kind, &first.main_metric);
         let series: Vec<SecondSeries> = configs
             .iter()
             .enumerate()

@@ -57,10 +57,8 @@ fn loopback_peer(spec: &Value) -> Option<bool> {
         .rsplit_once(':')
         .map_or(peer, |x| x.0)
         .trim_matches(|c| c == '[' || c == ']');
-    host.parse::<std::net::IpAddr>()
-        .ok()
-        .filter(|ip| ip.is_loopback())
-        .map(|_| true)
+    let ip: std::net::IpAddr = host.parse().ok()?;
+    ip.is_loopback().then_some(true)
 }
 
 fn from_run(run: &RunDetail) -> RunInfo {
@@ -123,20 +121,18 @@ fn peer_disclosure(run: &RunDetail) -> Option<Value> {
 fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
     let mut interfaces: Vec<Value> = Vec::new();
     let mut tcp: Option<Value> = None;
-    {
-        for d in docs {
-            let remote = &d["remote"];
-            if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
-                let name = i["name"].as_str().unwrap_or("?");
-                if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
-                    let mut i = i.clone();
-                    i["name"] = Value::String(name.to_string());
-                    interfaces.push(i);
-                }
+    for d in docs {
+        let remote = &d["remote"];
+        if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
+            let name = i["name"].as_str().unwrap_or("?");
+            if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
+                let mut i = i.clone();
+                i["name"] = Value::String(name.to_string());
+                interfaces.push(i);
             }
-            if tcp.is_none() {
-                tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
-            }
+        }
+        if tcp.is_none() {
+            tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
         }
     }
     if interfaces.is_empty() && tcp.is_none() {

@@ -2,7 +2,7 @@
 //! parameters of every test, its key metrics by kind, and every metric of
 //! every test side by side.
 
-use crate::compare::{distinct, Comparison, ConfigData, TestData};
+use crate::compare::{distinct, first_tests, Comparison, ConfigData, TestData};
 use crate::fmt::{count, esc, md, num, pct, size};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
@@ -17,6 +17,19 @@ pub struct TRow {
     /// The configuration this row belongs to (its colour).
     pub config: Option<usize>,
     pub warn: bool,
+}
+
+impl TRow {
+    /// A row with no cell marked as differing.
+    fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
+        let cell_diff = vec![false; cells.len()];
+        TRow {
+            cells,
+            cell_diff,
+            config,
+            warn,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -142,15 +155,12 @@ fn kinds(configs: &[ConfigData]) -> Vec<Kind> {
 
 /// Test names in order: the first configuration's, then the others'.
 fn test_names(configs: &[ConfigData], kind: Kind) -> Vec<String> {
-    let mut n: Vec<String> = Vec::new();
-    for c in configs {
-        for t in c.tests.iter().filter(|t| t.kind == kind) {
-            if !n.contains(&t.name) {
-                n.push(t.name.clone());
-            }
-        }
-    }
-    n
+    distinct(configs.iter().flat_map(|c| {
+        c.tests
+            .iter()
+            .filter(|t| t.kind == kind)
+            .map(|t| t.name.clone())
+    }))
 }
 
 /// Per kind: every test's parameters as run (one row per configuration
@@ -394,8 +404,22 @@ fn cpu_cell(v: Option<f64>) -> String {
     }
 }
 
-fn cell(m: &str, v: Option<f64>) -> String {
-    if m.ends_with("_pct") && !m.contains("_per_") {
+/// A test's name, flagged when its repetitions disagreed.
+fn test_cell(name: &str, not_repeatable: bool) -> String {
+    let flag = if not_repeatable {
+        " ⚠ not repeatable"
+    } else {
+        ""
+    };
+    format!("{name}{flag}")
+}
+
+/// A metric's value; the peer's CPU is not a second machine's when the peer
+/// was this host.
+fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
+    if same_host && remote_cpu_metric(m) {
+        "(same host)".into()
+    } else if m.ends_with("_pct") && !m.contains("_per_") {
         cpu_cell(v)
     } else if mn::metric_def(m).is_some_and(|d| d.unit == "count") {
         count(v)
@@ -446,32 +470,15 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             for (ci, cfg) in configs.iter().enumerate() {
                 let Some(t) = find(ci, n) else { continue };
                 let sh = same_host(infos, ci, n);
-                let mut row = TRow {
-                    cells: vec![format!(
-                        "{}{}",
-                        n,
-                        if t.repeatable == Some(false) {
-                            " ⚠ not repeatable"
-                        } else {
-                            ""
-                        }
-                    )],
-                    config: many.then_some(ci),
-                    warn: t.repeatable == Some(false),
-                    ..Default::default()
-                };
+                let warn = t.repeatable == Some(false);
+                let mut cells = vec![test_cell(n, warn)];
                 if many {
-                    row.cells.push(cfg.label.clone());
+                    cells.push(cfg.label.clone());
                 }
                 for m in &cols {
-                    row.cells.push(if sh && remote_cpu_metric(m) {
-                        "(same host)".into()
-                    } else {
-                        cell(m, t.metrics.get(*m).copied())
-                    });
+                    cells.push(metric_cell(m, t.metrics.get(*m).copied(), sh));
                 }
-                row.cell_diff = vec![false; row.cells.len()];
-                rows.push(row);
+                rows.push(TRow::plain(cells, many.then_some(ci), warn));
             }
         }
         let mut note = String::from(
@@ -492,17 +499,10 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
 
 /// Per test: every metric, one column per configuration.
 pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
-    let mut names: Vec<String> = Vec::new();
-    for c in configs {
-        for t in &c.tests {
-            if !names.contains(&t.name) {
-                names.push(t.name.clone());
-            }
-        }
-    }
-    names
+    first_tests(configs)
         .iter()
-        .map(|n| {
+        .map(|t| {
+            let n = &t.name;
             let per: Vec<Option<&TestData>> = configs
                 .iter()
                 .map(|c| c.tests.iter().find(|t| &t.name == n))
@@ -529,18 +529,10 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .map(|k| {
                     let mut cells = vec![format!("{} ({k})", label(k))];
                     for (ci, t) in per.iter().enumerate() {
-                        cells.push(if remote_cpu_metric(k) && same_host(infos, ci, n) {
-                            "(same host)".into()
-                        } else {
-                            cell(k, t.and_then(|t| t.metrics.get(*k).copied()))
-                        });
+                        let v = t.and_then(|t| t.metrics.get(*k).copied());
+                        cells.push(metric_cell(k, v, same_host(infos, ci, n)));
                     }
-                    let cell_diff = vec![false; cells.len()];
-                    TRow {
-                        cells,
-                        cell_diff,
-                        ..Default::default()
-                    }
+                    TRow::plain(cells, None, false)
                 })
                 .collect();
             Table {
@@ -582,15 +574,7 @@ pub fn comparison(c: &Comparison) -> Table {
         .iter()
         .map(|r| {
             let mut cells = vec![
-                format!(
-                    "{}{}",
-                    r.test,
-                    if r.not_repeatable {
-                        " ⚠ not repeatable"
-                    } else {
-                        ""
-                    }
-                ),
+                test_cell(&r.test, r.not_repeatable),
                 r.group.clone(),
                 label(&r.metric).to_string(),
             ];
@@ -694,13 +678,7 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                             });
                         }
                     }
-                    let n = cells.len();
-                    TRow {
-                        cells,
-                        cell_diff: vec![false; n],
-                        config: many.then_some(ci),
-                        warn: false,
-                    }
+                    TRow::plain(cells, many.then_some(ci), false)
                 })
                 .collect();
             Some(Table {
