@@ -279,14 +279,11 @@ pub fn compare(
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
         }
-        let values: Vec<Option<f64>> = per
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| t.metrics.get(m).copied()))
-            .collect();
-        let cpu_pct: Vec<Option<f64>> = per
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| t.metrics.get(mn::CPU_PCT).copied()))
-            .collect();
+        let of = |m: &str| -> Vec<Option<f64>> {
+            let get = |t: &Option<TestData>| t.as_ref()?.metrics.get(m).copied();
+            per.iter().map(get).collect()
+        };
+        let (values, cpu_pct) = (of(m), of(mn::CPU_PCT));
         let diff_pct = values[1..]
             .iter()
             .map(|v| match (values[0], v) {
@@ -704,24 +701,24 @@ mod tests {
     fn efficiency_is_kept_per_kind_in_a_mixed_comparison() {
         // A stream test has the P/E index, an rr test CPU µs per transaction:
         // neither may hide the other.
-        let stream = |mbit: f64, cpu: f64| {
-            let mut x = t("s", "tx", 0.0, cpu);
-            x.kind = Kind::NetStream;
-            x.metrics.clear();
-            x.metrics.insert("mbit_s".into(), mbit);
-            x.metrics.insert("cpu_pct".into(), cpu);
+        let net = |name: &str, group: &str, kind: Kind, m: &[(&str, f64)]| {
+            let mut x = t(name, group, 0.0, 0.0);
+            x.kind = kind;
+            x.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
             iotoll_model::rederive_metrics(&mut x.metrics);
             x
         };
+        let stream = |mbit: f64, cpu: f64| {
+            net(
+                "s",
+                "tx",
+                Kind::NetStream,
+                &[("mbit_s", mbit), ("cpu_pct", cpu)],
+            )
+        };
         let rr = |trans: f64, cpu: f64| {
-            let mut x = t("r", "rr", 0.0, cpu);
-            x.kind = Kind::NetRr;
-            x.metrics.clear();
-            x.metrics.insert("trans_s".into(), trans);
-            x.metrics.insert("cpu_pct".into(), cpu);
-            x.metrics.insert("cpus".into(), 2.0);
-            iotoll_model::rederive_metrics(&mut x.metrics);
-            x
+            let m = [("trans_s", trans), ("cpu_pct", cpu), ("cpus", 2.0)];
+            net("r", "rr", Kind::NetRr, &m)
         };
         let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
         let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);

@@ -38,11 +38,9 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
         Value::Null => {
             out.insert(prefix.to_string(), "–".into());
         }
-        Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
+        // A string as is, anything else as JSON.
         other => {
-            out.insert(prefix.to_string(), other.to_string());
+            out.insert(prefix.to_string(), item(other));
         }
     }
 }

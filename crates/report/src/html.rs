@@ -63,6 +63,11 @@ struct Out {
 }
 
 impl Out {
+    fn table(&mut self, t: &tables::Table, class: &str) {
+        let _ = writeln!(self.html, "<h3>{}</h3>", esc(&t.title));
+        self.html.push_str(&tables::to_html(t, class));
+    }
+
     fn figure(&mut self, svg: Result<String, String>, caption: &str, class: &str) {
         match svg {
             Ok(svg) => {
@@ -232,8 +237,7 @@ fn findings(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInf
 fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"parameters\">Test parameters</h2>");
     for t in tables::parameters(configs, infos) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "parameters"));
+        o.table(&t, "parameters");
     }
 }
 
@@ -388,12 +392,9 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
 fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"tables\">Results</h2>");
     for t in tables::metrics(configs, infos) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "metrics"));
+        o.table(&t, "metrics");
     }
-    let t = tables::comparison(c);
-    let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-    o.html.push_str(&tables::to_html(&t, "compare"));
+    o.table(&tables::comparison(c), "compare");
     if !c.groups.is_empty() {
         let _ = writeln!(o.html, "<h3>By group (mean of the per-test differences)</h3><table><tr><th>group</th><th>candidate</th><th>metric</th><th>tests</th><th>mean Δ</th><th>min Δ</th><th>max Δ</th><th>wins</th></tr>");
         for g in &c.groups {
@@ -406,8 +407,7 @@ fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[R
         let _ = writeln!(o.html, "</table>");
     }
     for t in tables::efficiency(c, configs) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "efficiency"));
+        o.table(&t, "efficiency");
     }
     let _ = writeln!(o.html, "<h3>Every metric of every test</h3>");
     for t in tables::every_metric(configs, infos) {

@@ -187,25 +187,23 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .unwrap_or(Value::Null)
         };
         // Only columns some test has; "other" for the rest.
-        let all: Vec<Vec<Option<Value>>> = names
+        let specs: Vec<Value> = names
             .iter()
-            .flat_map(|n| (0..configs.len()).map(move |ci| (n, ci)))
-            .map(|(n, ci)| {
-                let s = spec(ci, n);
-                cols.iter().map(|(k, _)| s.get(*k).cloned()).collect()
-            })
+            .flat_map(|n| (0..configs.len()).map(move |ci| spec(ci, n)))
             .collect();
-        let used: Vec<usize> = (0..cols.len())
-            .filter(|i| {
-                all.iter()
-                    .any(|r| r[*i].as_ref().is_some_and(|v| !v.is_null()))
+        let used: Vec<&(&str, &str)> = cols
+            .iter()
+            .filter(|(k, _)| {
+                specs
+                    .iter()
+                    .any(|s| s.get(*k).is_some_and(|v| !v.is_null()))
             })
             .collect();
         let mut head = vec!["test".to_string()];
         if many {
             head.push("configuration".into());
         }
-        head.extend(used.iter().map(|i| cols[*i].1.to_string()));
+        head.extend(used.iter().map(|c| c.1.to_string()));
         head.push("other".into());
         let mut rows = Vec::new();
         for name in &names {
@@ -215,31 +213,23 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     let s = spec(ci, name);
                     let mut cells: Vec<String> = used
                         .iter()
-                        .map(|i| {
-                            let k = cols[*i].0;
-                            s.get(k).map(|v| show(k, v)).unwrap_or_else(|| "–".into())
-                        })
+                        .map(|(k, _)| s.get(*k).map(|v| show(k, v)).unwrap_or_else(|| "–".into()))
                         .collect();
-                    let other: Vec<String> = s
-                        .as_object()
-                        .map(|m| {
-                            m.iter()
-                                .filter(|(k, v)| {
-                                    !cols.iter().any(|c| c.0 == k.as_str())
-                                        && !HIDDEN.contains(&k.as_str())
-                                        && !v.is_null()
-                                        && v.as_array().is_none_or(|a| !a.is_empty())
-                                })
-                                .map(|(k, v)| format!("{k}={}", show(k, v)))
-                                .collect()
+                    let other: Vec<String> = (s.as_object().into_iter().flatten())
+                        .filter(|(k, v)| {
+                            !cols.iter().any(|c| c.0 == k.as_str())
+                                && !HIDDEN.contains(&k.as_str())
+                                && !v.is_null()
+                                && v.as_array().is_none_or(|a| !a.is_empty())
                         })
-                        .unwrap_or_default();
+                        .map(|(k, v)| format!("{k}={}", show(k, v)))
+                        .collect();
                     cells.push(other.join(", "));
                     (ci, cells)
                 })
                 .collect();
             let differs = |j: usize| {
-                let k = used.get(j).map(|i| cols[*i].0).unwrap_or("other");
+                let k = used.get(j).map_or("other", |c| c.0);
                 per.iter()
                     .any(|(_, o)| same_key(k, &o[j]) != same_key(k, &per[0].1[j]))
             };
@@ -711,17 +701,11 @@ pub fn to_html(t: &Table, class: &str) -> String {
     for r in &t.rows {
         o.push_str("<tr>");
         for (j, c) in r.cells.iter().enumerate() {
-            let mut cls = Vec::new();
-            if r.cell_diff.get(j).copied().unwrap_or(false) {
-                cls.push("diff");
-            }
-            if j == 0 && r.warn {
-                cls.push("warn");
-            }
-            let attr = if cls.is_empty() {
-                String::new()
-            } else {
-                format!(" class=\"{}\"", cls.join(" "))
+            let attr = match (r.cell_diff.get(j) == Some(&true), j == 0 && r.warn) {
+                (false, false) => "",
+                (true, false) => " class=\"diff\"",
+                (false, true) => " class=\"warn\"",
+                (true, true) => " class=\"diff warn\"",
             };
             let swatch = match (j, r.config) {
                 (j, Some(ci)) if j == swatch_col => format!(
