@@ -76,15 +76,11 @@ impl ConfigData {
                 let rep = selected.or(t.reps.first());
                 // The repetitions that stand for the test: the selected one,
                 // or those a mean is over (the clean ones when there are any).
+                let docs = t.reps.iter().map(|r| &r.doc);
+                let clean = docs.clone().any(|d| !d.interfered());
                 let kept: Vec<&iotoll_model::ResultDoc> = match selected {
                     Some(r) => vec![&r.doc],
-                    None if t.reps.iter().any(|r| !r.doc.interfered()) => t
-                        .reps
-                        .iter()
-                        .map(|r| &r.doc)
-                        .filter(|d| !d.interfered())
-                        .collect(),
-                    None => t.reps.iter().map(|r| &r.doc).collect(),
+                    None => docs.filter(|d| !clean || !d.interfered()).collect(),
                 };
                 let interference = kept
                     .iter()
@@ -240,9 +236,11 @@ pub(crate) fn distinct<T: PartialEq>(it: impl IntoIterator<Item = T>) -> Vec<T> 
 
 /// Each test name's first test, in order: the baseline's tests, then
 /// those only others have.
-pub(crate) fn first_tests(configs: &[ConfigData]) -> Vec<&TestData> {
+pub(crate) fn first_tests<'a>(
+    configs: impl IntoIterator<Item = &'a ConfigData>,
+) -> Vec<&'a TestData> {
     let mut out: Vec<&TestData> = Vec::new();
-    for t in configs.iter().flat_map(|c| &c.tests) {
+    for t in configs.into_iter().flat_map(|c| &c.tests) {
         if !out.iter().any(|o| o.name == t.name) {
             out.push(t);
         }
@@ -346,22 +344,16 @@ pub fn compare(
 
     // Efficiency per result kind, over the tests of that kind every
     // configuration has (a mix of disk, stream and rr tests keeps each).
-    let common: Vec<&String> = names
-        .iter()
-        .map(|n| &n.0)
-        .filter(|n| !unmatched.contains(n))
+    let common: Vec<&TestData> = first_tests(configs.iter().take(1))
+        .into_iter()
+        .filter(|t| !unmatched.contains(&t.name))
         .collect();
-    let kinds = distinct(
-        common
-            .iter()
-            .filter_map(|n| find(&configs[0], n).map(|t| t.kind)),
-    );
     let mut efficiency = Vec::new();
-    for &kind in &kinds {
+    for kind in distinct(common.iter().map(|t| t.kind)) {
         let of_kind: Vec<&String> = common
             .iter()
-            .copied()
-            .filter(|n| find(&configs[0], n).is_some_and(|t| t.kind == kind))
+            .filter(|t| t.kind == kind)
+            .map(|t| &t.name)
             .collect();
         for c in configs {
             let mut means = BTreeMap::new();

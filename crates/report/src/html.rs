@@ -15,20 +15,15 @@ use std::fmt::Write;
 
 /// The swept numeric parameter of a group's tests, if there is one.
 fn swept_param(tests: &[&TestData]) -> Option<String> {
-    let first = tests.first()?;
-    let keys = first
-        .params
-        .as_object()?
-        .keys()
-        .cloned()
-        .collect::<Vec<_>>();
-    keys.into_iter().find(|k| {
+    let mut keys = tests.first()?.params.as_object()?.keys();
+    keys.find(|k| {
         let vals: Vec<f64> = tests
             .iter()
-            .filter_map(|t| param_num(&t.params[k]))
+            .filter_map(|t| param_num(&t.params[k.as_str()]))
             .collect();
         vals.len() == tests.len() && vals.iter().any(|v| *v != vals[0])
     })
+    .cloned()
 }
 
 fn param_num(v: &serde_json::Value) -> Option<f64> {
@@ -162,16 +157,13 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
 /// What was run, when; smoke runs marked.
 fn runs(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) {
     let single = configs.len() == 1;
-    // Header: what was run, when; smoke runs marked.
     let _ = writeln!(o.html, "<ul class=\"runs\">");
     for (i, cfg) in configs.iter().enumerate() {
         let info = infos.get(i).cloned().unwrap_or_default();
-        let role = if single {
-            String::new()
-        } else if i == 0 {
-            " — baseline".into()
-        } else {
-            " — candidate".into()
+        let role = match (single, i) {
+            (true, _) => "",
+            (false, 0) => " — baseline",
+            _ => " — candidate",
         };
         let _ = writeln!(
             o.html,
@@ -245,7 +237,6 @@ fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
 /// parameter when the group sweeps one.
 fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     let single = configs.len() == 1;
-    // Charts per group.
     let _ = writeln!(o.html, "<h2 id=\"charts\">Charts</h2>");
     for g in &distinct(c.rows.iter().map(|r| r.group.as_str())) {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.group == *g).collect();
