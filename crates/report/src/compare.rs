@@ -715,34 +715,29 @@ mod tests {
         let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
         let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);
         let r = compare(&[base, cand], None, true, None);
-        let get = |label: &str, kind: &str, m: &str| {
-            r.efficiency
-                .iter()
+        for (label, kind, m, want) in [
+            // 992 / 49.6 = 20; 990 / 24.75 = 40.
+            ("mtu1500", "net-stream", "mbit_s_per_cpu_pct", 20.0),
+            ("mtu9000", "net-stream", "mbit_s_per_cpu_pct", 40.0),
+            // 50 % of 2 CPUs = 1e6 busy µs per s over 10,000 transactions = 100 µs.
+            ("mtu1500", "net-rr", "cpu_us_per_trans", 100.0),
+            ("mtu9000", "net-rr", "cpu_us_per_trans", 50.0),
+        ] {
+            let v = (r.efficiency.iter())
                 .find(|e| e.label == label && e.kind.as_str() == kind)
-                .and_then(|e| e.means.get(m).copied())
-        };
-        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
-        // 992 / 49.6 = 20; 990 / 24.75 = 40.
-        assert!(near(
-            get("mtu1500", "net-stream", "mbit_s_per_cpu_pct"),
-            20.0
-        ));
-        assert!(near(
-            get("mtu9000", "net-stream", "mbit_s_per_cpu_pct"),
-            40.0
-        ));
-        // 50 % of 2 CPUs = 1e6 busy µs per s over 10,000 transactions = 100 µs.
-        assert!(near(get("mtu1500", "net-rr", "cpu_us_per_trans"), 100.0));
-        assert!(near(get("mtu9000", "net-rr", "cpu_us_per_trans"), 50.0));
+                .and_then(|e| e.means.get(m).copied());
+            assert!(
+                v.is_some_and(|v| (v - want).abs() < 1e-9),
+                "{label} {m}: {v:?}"
+            );
+        }
         let f = r.findings.join("\n");
-        assert!(
-            f.contains("On net-stream tests mtu9000 delivered 2.00 × mtu1500's Mbit/s per % CPU"),
-            "{f}"
-        );
-        assert!(
-            f.contains("On net-rr tests mtu9000 used 0.50 × mtu1500's CPU µs per transaction"),
-            "{f}"
-        );
+        for want in [
+            "On net-stream tests mtu9000 delivered 2.00 × mtu1500's Mbit/s per % CPU",
+            "On net-rr tests mtu9000 used 0.50 × mtu1500's CPU µs per transaction",
+        ] {
+            assert!(f.contains(want), "{f}");
+        }
     }
 
     #[test]

@@ -342,36 +342,23 @@ mod tests {
         };
         let f = single_run(&c, &info, Some(50.0));
         let all = f.join("\n");
-        assert!(
-            all.contains("2 tests (disk): the highest IOPS was 3,000 on b at 97.0 % CPU"),
-            "{all}"
-        );
-        // Mean of 100 and 30.93 = 65.46.
-        assert!(
-            all.contains("65.5 IOPS per % CPU (mean of 2 tests, 30.9 to 100)"),
-            "{all}"
-        );
-        assert!(
-            all.contains(
-                "s (stream): 9,000 Mbit/s at 45.0 % CPU; efficiency: 200 Mbit/s per % CPU."
-            ),
-            "{all}"
-        );
-        assert!(
-            all.contains("under the 50.0 % threshold on 2 of 3 tests (above it: b)"),
-            "{all}"
-        );
-        assert!(all.contains("CPU-bound") && all.contains("(b)"), "{all}");
-        assert!(
-            all.contains("Not repeatable") && all.contains(": b."),
-            "{all}"
-        );
-        assert!(all.contains("Smoke run"), "{all}");
-        assert!(
-            all.contains("Interfered") && all.contains("during s"),
-            "{all}"
-        );
-        assert!(all.contains("The network peer was this host"), "{all}");
+        for want in [
+            "2 tests (disk): the highest IOPS was 3,000 on b at 97.0 % CPU",
+            // Mean of 100 and 30.93 = 65.46.
+            "65.5 IOPS per % CPU (mean of 2 tests, 30.9 to 100)",
+            "s (stream): 9,000 Mbit/s at 45.0 % CPU; efficiency: 200 Mbit/s per % CPU.",
+            "under the 50.0 % threshold on 2 of 3 tests (above it: b)",
+            "CPU-bound",
+            "(b)",
+            "Not repeatable",
+            ": b.",
+            "Smoke run",
+            "Interfered",
+            "during s",
+            "The network peer was this host",
+        ] {
+            assert!(all.contains(want), "{want} in {all}");
+        }
         assert!(!all.contains("iops_per_cpu_pct"), "human names only: {all}");
     }
 
