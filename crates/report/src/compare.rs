@@ -723,7 +723,9 @@ mod tests {
             ("mtu1500", "net-rr", "cpu_us_per_trans", 100.0),
             ("mtu9000", "net-rr", "cpu_us_per_trans", 50.0),
         ] {
-            let v = (r.efficiency.iter())
+            let v = r
+                .efficiency
+                .iter()
                 .find(|e| e.label == label && e.kind.as_str() == kind)
                 .and_then(|e| e.means.get(m).copied());
             assert!(

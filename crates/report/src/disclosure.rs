@@ -3,7 +3,7 @@
 
 use crate::compare::ConfigData;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub struct DiffRow {
     pub key: String,
@@ -78,9 +78,7 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
             m
         })
         .collect();
-    let mut keys: Vec<&String> = flat.iter().flat_map(|m| m.keys()).collect();
-    keys.sort();
-    keys.dedup();
+    let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     keys.into_iter()
         .filter(|k| !k.ends_with(".name"))
         .map(|k| {

@@ -410,17 +410,7 @@ fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[R
 
 /// Every configuration's warnings and its tests' notes.
 fn notes(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
-    let test_notes = |i: usize| -> Vec<(String, String)> {
-        infos
-            .get(i)
-            .map(|info| {
-                info.tests
-                    .iter()
-                    .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let test_notes = |i: usize| infos.get(i).map(RunInfo::test_notes).unwrap_or_default();
     if (0..configs.len()).any(|i| !configs[i].notes.is_empty() || !test_notes(i).is_empty()) {
         let _ = writeln!(o.html, "<h2 id=\"notes\">Warnings and notes</h2>");
         for (i, cfg) in configs.iter().enumerate() {

@@ -43,6 +43,14 @@ impl RunInfo {
         self.tests.iter().find(|t| t.name == name)
     }
 
+    /// Every test's notes, as (test, note).
+    pub fn test_notes(&self) -> Vec<(String, String)> {
+        self.tests
+            .iter()
+            .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
+            .collect()
+    }
+
     /// Some network test's peer was this host.
     pub fn same_host(&self) -> bool {
         self.tests.iter().any(|t| t.same_host == Some(true))

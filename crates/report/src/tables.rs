@@ -8,6 +8,7 @@ use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
 use iotoll_model::Kind;
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Default)]
 pub struct TRow {
@@ -215,7 +216,10 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                         .iter()
                         .map(|(k, _)| s.get(*k).map(|v| show(k, v)).unwrap_or_else(|| "–".into()))
                         .collect();
-                    let other: Vec<String> = (s.as_object().into_iter().flatten())
+                    let other: Vec<String> = s
+                        .as_object()
+                        .into_iter()
+                        .flatten()
                         .filter(|(k, v)| {
                             !cols.iter().any(|c| c.0 == k.as_str())
                                 && !HIDDEN.contains(&k.as_str())
@@ -497,13 +501,11 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .iter()
                 .map(|c| c.tests.iter().find(|t| &t.name == n))
                 .collect();
-            let mut keys: Vec<&String> = per
+            let keys: BTreeSet<&String> = per
                 .iter()
                 .flatten()
                 .flat_map(|t| t.metrics.keys())
                 .collect();
-            keys.sort();
-            keys.dedup();
             let mut head = vec!["metric".to_string()];
             head.extend(configs.iter().map(|c| c.label.clone()));
             let mut hidden = false;
