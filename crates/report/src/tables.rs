@@ -242,27 +242,19 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .collect();
             // Configurations that ran the test alike share one row.
             let alike = per.len() == configs.len() && !cell_diff.iter().any(|d| *d);
-            for (ci, cells) in &per {
-                let mut row = TRow {
-                    cells: vec![name.clone()],
-                    cell_diff: vec![false],
-                    config: (many && !alike).then_some(*ci),
-                    warn: false,
-                };
+            for (ci, cells) in per.iter().take(if alike { 1 } else { per.len() }) {
+                let mut lead = vec![name.clone()];
                 if many {
-                    row.cells.push(if alike {
+                    lead.push(if alike {
                         "all".into()
                     } else {
                         configs[*ci].label.clone()
                     });
-                    row.cell_diff.push(false);
                 }
+                let mut row = TRow::plain(lead, (many && !alike).then_some(*ci), false);
                 row.cells.extend(cells.iter().cloned());
                 row.cell_diff.extend(cell_diff.iter().copied());
                 rows.push(row);
-                if alike {
-                    break;
-                }
             }
         }
         // What every row shares is said once, under the table: the items
@@ -271,15 +263,11 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         let mut common: Vec<String> = Vec::new();
         if rows.len() > 1 {
             let other_items = |r: &TRow| -> Vec<String> {
-                r.cells
-                    .last()
-                    .map(|c| {
-                        c.split(", ")
-                            .filter(|x| !x.is_empty())
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                let items = r.cells.last().into_iter().flat_map(|c| c.split(", "));
+                items
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect()
             };
             let shared: Vec<String> = other_items(&rows[0])
                 .into_iter()
