@@ -798,26 +798,15 @@ mod tests {
             ("remote_cpu_pct", 50.0),
             ("mbit_s_per_cpu_pct", 20.0),
         ];
-        let a = cfg("A", vec![t("s", "net-stream", &m)]);
-        let tabs = metrics(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(true))],
-        );
-        assert!(
-            !tabs[0].head.iter().any(|h| h.contains("remote")),
-            "{:?}",
-            tabs[0].head
-        );
-        let all = every_metric(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(true))],
-        );
+        let a = [cfg("A", vec![t("s", "net-stream", &m)])];
+        let same_host = |yes: bool| [info("s", Value::Null, Some(yes))];
+        let tabs = metrics(&a, &same_host(true));
+        let head = &tabs[0].head;
+        assert!(!head.iter().any(|h| h.contains("remote")), "{head:?}");
+        let all = every_metric(&a, &same_host(true));
         assert!(!all[0].rows.iter().any(|r| r.cells[0].contains("remote")));
         // A real second machine keeps its column.
-        let tabs = metrics(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(false))],
-        );
+        let tabs = metrics(&a, &same_host(false));
         assert!(tabs[0].head.iter().any(|h| h == "remote CPU %"));
         // Efficiency beside the CPU it is computed from: 1000 / 50.00 = 20.0.
         let r = &tabs[0].rows[0].cells;
