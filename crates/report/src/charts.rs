@@ -6,6 +6,7 @@
 
 use crate::compare::Row;
 use crate::fmt::{size, tick};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 pub const W: u32 = 900;
@@ -57,7 +58,7 @@ const LEGEND_H: u32 = 30;
 
 /// The legend as a strip under the chart, so it never hides a point.
 fn legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
+    area: &DrawingArea<DB, Shift>,
     entries: &[(Mark, String)],
 ) -> Result<(), String> {
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
@@ -96,6 +97,30 @@ fn legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A chart `h` pixels high with the legend strip under it: `draw` draws the
+/// chart and returns the legend's entries.
+fn svg(
+    h: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let whole = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
+        whole.fill(&WHITE).map_err(e)?;
+        let (root, strip) = whole.split_vertically(h - LEGEND_H);
+        legend(&strip, &draw(&root)?)?;
+        whole.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+/// The style of every axis: its labels and its description.
+macro_rules! axis_style {
+    ($axes:expr) => {
+        $axes.label_style((FONT, 13)).axis_desc_style((FONT, 14))
+    };
+}
+
 /// The CPU % point of a configuration: its colour, with a black rim and a
 /// white centre so it shows on a bar of the same colour.
 macro_rules! cpu_point {
@@ -118,11 +143,7 @@ pub fn bars(
     configs: &[String],
     threshold: Option<f64>,
 ) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let whole = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        whole.fill(&WHITE).map_err(e)?;
-        let (root, strip) = whole.split_vertically(H - LEGEND_H);
+    svg(H, |root| {
         let n = rows.len();
         let vmax = rows
             .iter()
@@ -137,7 +158,7 @@ pub fn bars(
             .map(|r| r.test.rsplit('/').next().unwrap_or(&r.test).to_string())
             .collect();
         let x1 = n as f64 - 0.5;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(12)
             .x_label_area_size(40)
@@ -146,12 +167,9 @@ pub fn bars(
             .build_cartesian_2d(-0.5f64..x1, 0f64..nice_max(vmax))
             .map_err(e)?
             .set_secondary_coord(-0.5f64..x1, 0f64..nice_max(cmax).clamp(1.0, 105.0));
-        chart
-            .configure_mesh()
+        axis_style!(chart.configure_mesh())
             .disable_x_mesh()
             .light_line_style(TRANSPARENT)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
             .x_labels(n.max(1))
             .x_label_formatter(&|x| {
                 let i = x.round();
@@ -165,10 +183,7 @@ pub fn bars(
             .y_desc(y_label)
             .draw()
             .map_err(e)?;
-        chart
-            .configure_secondary_axes()
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+        axis_style!(chart.configure_secondary_axes())
             .y_label_formatter(&|v| tick(*v))
             .y_desc("CPU % (points)")
             .draw()
@@ -228,10 +243,8 @@ pub fn bars(
             Mark::Ring,
             "CPU % (right axis), in each configuration's colour".into(),
         ));
-        legend(&strip, &entries)?;
-        whole.present().map_err(e)?;
-    }
-    Ok(svg)
+        Ok(entries)
+    })
 }
 
 /// Line width and marker radius of the `k`-th of `n` lines: the first
@@ -274,11 +287,7 @@ pub fn lines(
     y_label: &str,
     series: &[Line],
 ) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let whole = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        whole.fill(&WHITE).map_err(e)?;
-        let (root, strip) = whole.split_vertically(H - LEGEND_H);
+    svg(H, |root| {
         let percent = y_label.contains('%') && !y_label.contains(" per ");
         let fx = |x: f64| {
             if scale == XScale::Linear {
@@ -331,7 +340,7 @@ pub fn lines(
             XScale::Size => size(2f64.powi(x.round() as i32)),
             XScale::Log => tick(2f64.powi(x.round() as i32)),
         };
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(12)
             .x_label_area_size(45)
@@ -345,11 +354,8 @@ pub fn lines(
                 },
             )
             .map_err(e)?;
-        chart
-            .configure_mesh()
+        axis_style!(chart.configure_mesh())
             .light_line_style(TRANSPARENT)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
             .x_labels(ticks)
             .x_label_formatter(&xfmt)
             .y_label_formatter(&|v| tick(*v))
@@ -372,10 +378,8 @@ pub fn lines(
                 .map_err(e)?;
             entries.push((Mark::Line(c), label.clone()));
         }
-        legend(&strip, &entries)?;
-        whole.present().map_err(e)?;
-    }
-    Ok(svg)
+        Ok(entries)
+    })
 }
 
 /// One configuration's per-second series of a test.
@@ -391,11 +395,7 @@ pub struct SecondSeries {
 /// Throughput (solid, left axis) and whole-host CPU % (dashed, right axis)
 /// second by second, one colour per configuration, the ramp-up shaded.
 pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let whole = SVGBackend::with_string(&mut svg, (W, 320)).into_drawing_area();
-        whole.fill(&WHITE).map_err(e)?;
-        let (root, strip) = whole.split_vertically(320 - LEGEND_H);
+    svg(320, |root| {
         let tmax = series
             .iter()
             .flat_map(|s| s.throughput.iter().chain(&s.cpu).map(|p| p.0 + 0.5))
@@ -409,7 +409,7 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             .flat_map(|s| s.cpu.iter().map(|p| p.1))
             .fold(0.0f64, f64::max);
         let ramp = series.iter().map(|s| s.ramp_s).fold(0.0f64, f64::max);
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 16))
             .margin(10)
             .x_label_area_size(40)
@@ -418,21 +418,15 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             .build_cartesian_2d(0f64..tmax, 0f64..nice_max(ymax))
             .map_err(e)?
             .set_secondary_coord(0f64..tmax, 0f64..nice_max(cmax).clamp(1.0, 105.0));
-        chart
-            .configure_mesh()
+        axis_style!(chart.configure_mesh())
             .light_line_style(TRANSPARENT)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .x_desc("seconds since the workload started")
             .y_desc(y_label)
             .draw()
             .map_err(e)?;
-        chart
-            .configure_secondary_axes()
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+        axis_style!(chart.configure_secondary_axes())
             .y_label_formatter(&|v| tick(*v))
             .y_desc("CPU % (dashed)")
             .draw()
@@ -471,8 +465,6 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 ))
                 .map_err(e)?;
         }
-        legend(&strip, &entries)?;
-        whole.present().map_err(e)?;
-    }
-    Ok(svg)
+        Ok(entries)
+    })
 }

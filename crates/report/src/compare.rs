@@ -11,6 +11,7 @@
 //! that row's own values, so what is shown always equals its formula on the
 //! shown numbers, whatever selection produced them.
 
+use crate::fmt::pct;
 use iotoll_model::metrics as mn;
 use iotoll_model::metrics::lower_is_better;
 use iotoll_model::{Kind, Metrics};
@@ -75,15 +76,11 @@ impl ConfigData {
                 let rep = selected.or(t.reps.first());
                 // The repetitions that stand for the test: the selected one,
                 // or those a mean is over (the clean ones when there are any).
+                let docs = t.reps.iter().map(|r| &r.doc);
+                let clean = docs.clone().any(|d| !d.interfered());
                 let kept: Vec<&iotoll_model::ResultDoc> = match selected {
                     Some(r) => vec![&r.doc],
-                    None if t.reps.iter().any(|r| !r.doc.interfered()) => t
-                        .reps
-                        .iter()
-                        .map(|r| &r.doc)
-                        .filter(|d| !d.interfered())
-                        .collect(),
-                    None => t.reps.iter().map(|r| &r.doc).collect(),
+                    None => docs.filter(|d| !clean || !d.interfered()).collect(),
                 };
                 let interference = kept
                     .iter()
@@ -237,6 +234,20 @@ pub(crate) fn distinct<T: PartialEq>(it: impl IntoIterator<Item = T>) -> Vec<T> 
     out
 }
 
+/// Each test name's first test, in order: the baseline's tests, then
+/// those only others have.
+pub(crate) fn first_tests<'a>(
+    configs: impl IntoIterator<Item = &'a ConfigData>,
+) -> Vec<&'a TestData> {
+    let mut out: Vec<&TestData> = Vec::new();
+    for t in configs.into_iter().flat_map(|c| &c.tests) {
+        if !out.iter().any(|o| o.name == t.name) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
@@ -250,23 +261,14 @@ pub fn compare(
     by_group: bool,
     cpu_threshold_pct: Option<f64>,
 ) -> Comparison {
-    // Test order: the baseline's, then tests only others have.
-    let mut names: Vec<(String, String, String)> = Vec::new();
-    for c in configs {
-        for t in &c.tests {
-            if !names.iter().any(|n| n.0 == t.name) {
-                let m = metric
-                    .map(str::to_string)
-                    .unwrap_or_else(|| t.main_metric.clone());
-                let g = if by_group {
-                    t.group.clone()
-                } else {
-                    "all".to_string()
-                };
-                names.push((t.name.clone(), g, m));
-            }
-        }
-    }
+    let names: Vec<(String, String, String)> = first_tests(configs)
+        .into_iter()
+        .map(|t| {
+            let m = metric.unwrap_or(&t.main_metric).to_string();
+            let g = if by_group { &t.group } else { "all" };
+            (t.name.clone(), g.to_string(), m)
+        })
+        .collect();
     let find = |c: &ConfigData, name: &str| c.tests.iter().find(|t| t.name == name).cloned();
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
@@ -275,14 +277,11 @@ pub fn compare(
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
         }
-        let values: Vec<Option<f64>> = per
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| t.metrics.get(m).copied()))
-            .collect();
-        let cpu_pct: Vec<Option<f64>> = per
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| t.metrics.get(mn::CPU_PCT).copied()))
-            .collect();
+        let of = |m: &str| -> Vec<Option<f64>> {
+            let get = |t: &Option<TestData>| t.as_ref()?.metrics.get(m).copied();
+            per.iter().map(get).collect()
+        };
+        let (values, cpu_pct) = (of(m), of(mn::CPU_PCT));
         let diff_pct = values[1..]
             .iter()
             .map(|v| match (values[0], v) {
@@ -316,12 +315,7 @@ pub fn compare(
     }
 
     let mut groups = Vec::new();
-    let mut group_names: Vec<String> = Vec::new();
-    for r in &rows {
-        if !group_names.contains(&r.group) {
-            group_names.push(r.group.clone());
-        }
-    }
+    let group_names = distinct(rows.iter().map(|r| r.group.clone()));
     for (ci, cand) in configs.iter().enumerate().skip(1) {
         for g in &group_names {
             let in_group: Vec<&Row> = rows.iter().filter(|r| &r.group == g).collect();
@@ -350,22 +344,16 @@ pub fn compare(
 
     // Efficiency per result kind, over the tests of that kind every
     // configuration has (a mix of disk, stream and rr tests keeps each).
-    let common: Vec<&String> = names
-        .iter()
-        .map(|n| &n.0)
-        .filter(|n| !unmatched.contains(n))
+    let common: Vec<&TestData> = first_tests(configs.iter().take(1))
+        .into_iter()
+        .filter(|t| !unmatched.contains(&t.name))
         .collect();
-    let kinds = distinct(
-        common
-            .iter()
-            .filter_map(|n| find(&configs[0], n).map(|t| t.kind)),
-    );
     let mut efficiency = Vec::new();
-    for &kind in &kinds {
+    for kind in distinct(common.iter().map(|t| t.kind)) {
         let of_kind: Vec<&String> = common
             .iter()
-            .copied()
-            .filter(|n| find(&configs[0], n).is_some_and(|t| t.kind == kind))
+            .filter(|t| t.kind == kind)
+            .map(|t| &t.name)
             .collect();
         for c in configs {
             let mut means = BTreeMap::new();
@@ -409,10 +397,6 @@ pub fn compare(
     c
 }
 
-fn fmt_pct(v: f64) -> String {
-    format!("{:.1} %", v.abs())
-}
-
 /// Sentences drawn from the numbers only.
 pub fn findings(c: &Comparison) -> Vec<String> {
     let mut f = Vec::new();
@@ -429,14 +413,14 @@ pub fn findings(c: &Comparison) -> Vec<String> {
             ""
         };
         let range = if g.tests > 1 {
-            format!(" ({} to {})", signed(lo), signed(hi))
+            format!(" ({} to {})", pct(Some(lo)), pct(Some(hi)))
         } else {
             String::new()
         };
         f.push(format!(
-            "{} achieved an average {} {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
+            "{} achieved an average {:.1} % {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
             g.candidate,
-            fmt_pct(mean),
+            mean.abs(),
             iotoll_model::metrics::label(&g.metric),
             g.group,
             g.wins,
@@ -552,28 +536,20 @@ fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
     out
 }
 
-fn signed(v: f64) -> String {
-    format!("{}{:.1} %", if v < 0.0 { "−" } else { "+" }, v.abs())
-}
-
+/// Tests and configurations for the crate's unit tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_data {
+    use super::{ConfigData, TestData};
 
-    fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
-        let mut m = Metrics::new();
-        m.insert("mb_s".into(), mb);
-        m.insert("cpu_pct".into(), cpu);
-        if cpu > 0.0 {
-            m.insert("mb_s_per_cpu_pct".into(), mb / cpu);
-        }
+    /// A test of `kind` (`"disk"`, `"net-stream"`, ...), which is its group too.
+    pub fn test(name: &str, kind: &str, metrics: &[(&str, f64)]) -> TestData {
         TestData {
             name: name.into(),
-            group: group.into(),
-            kind: Kind::Disk,
-            metrics: m,
-            repeatable: Some(true),
-            main_metric: "mb_s".into(),
+            group: kind.into(),
+            kind: kind.parse().unwrap(),
+            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            repeatable: None,
+            main_metric: "iops".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
             spec: serde_json::json!({}),
@@ -582,7 +558,7 @@ mod tests {
         }
     }
 
-    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
+    pub fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
         ConfigData {
             label: label.into(),
             run_id: 1,
@@ -591,6 +567,25 @@ mod tests {
             notes: Vec::new(),
             same_host_peer: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_data::{cfg, test};
+    use super::*;
+
+    fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
+        let mut x = TestData {
+            group: group.into(),
+            repeatable: Some(true),
+            main_metric: "mb_s".into(),
+            ..test(name, "disk", &[("mb_s", mb), ("cpu_pct", cpu)])
+        };
+        if cpu > 0.0 {
+            x.metrics.insert("mb_s_per_cpu_pct".into(), mb / cpu);
+        }
+        x
     }
 
     #[test]
@@ -698,56 +693,53 @@ mod tests {
     fn efficiency_is_kept_per_kind_in_a_mixed_comparison() {
         // A stream test has the P/E index, an rr test CPU µs per transaction:
         // neither may hide the other.
-        let stream = |mbit: f64, cpu: f64| {
-            let mut x = t("s", "tx", 0.0, cpu);
-            x.kind = Kind::NetStream;
-            x.metrics.clear();
-            x.metrics.insert("mbit_s".into(), mbit);
-            x.metrics.insert("cpu_pct".into(), cpu);
+        let net = |name: &str, group: &str, kind: Kind, m: &[(&str, f64)]| {
+            let mut x = t(name, group, 0.0, 0.0);
+            x.kind = kind;
+            x.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
             iotoll_model::rederive_metrics(&mut x.metrics);
             x
         };
+        let stream = |mbit: f64, cpu: f64| {
+            net(
+                "s",
+                "tx",
+                Kind::NetStream,
+                &[("mbit_s", mbit), ("cpu_pct", cpu)],
+            )
+        };
         let rr = |trans: f64, cpu: f64| {
-            let mut x = t("r", "rr", 0.0, cpu);
-            x.kind = Kind::NetRr;
-            x.metrics.clear();
-            x.metrics.insert("trans_s".into(), trans);
-            x.metrics.insert("cpu_pct".into(), cpu);
-            x.metrics.insert("cpus".into(), 2.0);
-            iotoll_model::rederive_metrics(&mut x.metrics);
-            x
+            let m = [("trans_s", trans), ("cpu_pct", cpu), ("cpus", 2.0)];
+            net("r", "rr", Kind::NetRr, &m)
         };
         let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
         let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);
         let r = compare(&[base, cand], None, true, None);
-        let get = |label: &str, kind: &str, m: &str| {
-            r.efficiency
+        for (label, kind, m, want) in [
+            // 992 / 49.6 = 20; 990 / 24.75 = 40.
+            ("mtu1500", "net-stream", "mbit_s_per_cpu_pct", 20.0),
+            ("mtu9000", "net-stream", "mbit_s_per_cpu_pct", 40.0),
+            // 50 % of 2 CPUs = 1e6 busy µs per s over 10,000 transactions = 100 µs.
+            ("mtu1500", "net-rr", "cpu_us_per_trans", 100.0),
+            ("mtu9000", "net-rr", "cpu_us_per_trans", 50.0),
+        ] {
+            let v = r
+                .efficiency
                 .iter()
                 .find(|e| e.label == label && e.kind.as_str() == kind)
-                .and_then(|e| e.means.get(m).copied())
-        };
-        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
-        // 992 / 49.6 = 20; 990 / 24.75 = 40.
-        assert!(near(
-            get("mtu1500", "net-stream", "mbit_s_per_cpu_pct"),
-            20.0
-        ));
-        assert!(near(
-            get("mtu9000", "net-stream", "mbit_s_per_cpu_pct"),
-            40.0
-        ));
-        // 50 % of 2 CPUs = 1e6 busy µs per s over 10,000 transactions = 100 µs.
-        assert!(near(get("mtu1500", "net-rr", "cpu_us_per_trans"), 100.0));
-        assert!(near(get("mtu9000", "net-rr", "cpu_us_per_trans"), 50.0));
+                .and_then(|e| e.means.get(m).copied());
+            assert!(
+                v.is_some_and(|v| (v - want).abs() < 1e-9),
+                "{label} {m}: {v:?}"
+            );
+        }
         let f = r.findings.join("\n");
-        assert!(
-            f.contains("On net-stream tests mtu9000 delivered 2.00 × mtu1500's Mbit/s per % CPU"),
-            "{f}"
-        );
-        assert!(
-            f.contains("On net-rr tests mtu9000 used 0.50 × mtu1500's CPU µs per transaction"),
-            "{f}"
-        );
+        for want in [
+            "On net-stream tests mtu9000 delivered 2.00 × mtu1500's Mbit/s per % CPU",
+            "On net-rr tests mtu9000 used 0.50 × mtu1500's CPU µs per transaction",
+        ] {
+            assert!(f.contains(want), "{f}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::compare::ConfigData;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub struct DiffRow {
     pub key: String,
@@ -38,11 +38,9 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
         Value::Null => {
             out.insert(prefix.to_string(), "–".into());
         }
-        Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
+        // A string as is, anything else as JSON.
         other => {
-            out.insert(prefix.to_string(), other.to_string());
+            out.insert(prefix.to_string(), item(other));
         }
     }
 }
@@ -80,9 +78,7 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
             m
         })
         .collect();
-    let mut keys: Vec<&String> = flat.iter().flat_map(|m| m.keys()).collect();
-    keys.sort();
-    keys.dedup();
+    let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     keys.into_iter()
         .filter(|k| !k.ends_with(".name"))
         .map(|k| {
@@ -106,12 +102,8 @@ mod tests {
 
     fn cfg(d: serde_json::Value) -> ConfigData {
         ConfigData {
-            label: "x".into(),
-            run_id: 1,
-            tests: Vec::new(),
             disclosure: Some(d),
-            notes: Vec::new(),
-            same_host_peer: false,
+            ..crate::compare::test_data::cfg("x", Vec::new())
         }
     }
 

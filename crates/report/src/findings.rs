@@ -275,34 +275,20 @@ pub fn for_report(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::test_data::{self, test};
     use crate::info::TestInfo;
-    use iotoll_model::Metrics;
 
     fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) -> TestData {
-        let metrics: Metrics = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         TestData {
-            name: name.into(),
-            group: kind.into(),
-            kind: kind.parse().unwrap(),
-            metrics,
             repeatable,
-            main_metric: "iops".into(),
-            params: serde_json::json!({}),
-            series: Vec::new(),
-            spec: serde_json::json!({}),
-            interference: Vec::new(),
-            same_host_peer: false,
+            ..test(name, kind, pairs)
         }
     }
 
     fn cfg(tests: Vec<TestData>, notes: Vec<String>) -> ConfigData {
         ConfigData {
-            label: "x".into(),
-            run_id: 1,
-            tests,
-            disclosure: None,
             notes,
-            same_host_peer: false,
+            ..test_data::cfg("x", tests)
         }
     }
 
@@ -356,36 +342,23 @@ mod tests {
         };
         let f = single_run(&c, &info, Some(50.0));
         let all = f.join("\n");
-        assert!(
-            all.contains("2 tests (disk): the highest IOPS was 3,000 on b at 97.0 % CPU"),
-            "{all}"
-        );
-        // Mean of 100 and 30.93 = 65.46.
-        assert!(
-            all.contains("65.5 IOPS per % CPU (mean of 2 tests, 30.9 to 100)"),
-            "{all}"
-        );
-        assert!(
-            all.contains(
-                "s (stream): 9,000 Mbit/s at 45.0 % CPU; efficiency: 200 Mbit/s per % CPU."
-            ),
-            "{all}"
-        );
-        assert!(
-            all.contains("under the 50.0 % threshold on 2 of 3 tests (above it: b)"),
-            "{all}"
-        );
-        assert!(all.contains("CPU-bound") && all.contains("(b)"), "{all}");
-        assert!(
-            all.contains("Not repeatable") && all.contains(": b."),
-            "{all}"
-        );
-        assert!(all.contains("Smoke run"), "{all}");
-        assert!(
-            all.contains("Interfered") && all.contains("during s"),
-            "{all}"
-        );
-        assert!(all.contains("The network peer was this host"), "{all}");
+        for want in [
+            "2 tests (disk): the highest IOPS was 3,000 on b at 97.0 % CPU",
+            // Mean of 100 and 30.93 = 65.46.
+            "65.5 IOPS per % CPU (mean of 2 tests, 30.9 to 100)",
+            "s (stream): 9,000 Mbit/s at 45.0 % CPU; efficiency: 200 Mbit/s per % CPU.",
+            "under the 50.0 % threshold on 2 of 3 tests (above it: b)",
+            "CPU-bound",
+            "(b)",
+            "Not repeatable",
+            ": b.",
+            "Smoke run",
+            "Interfered",
+            "during s",
+            "The network peer was this host",
+        ] {
+            assert!(all.contains(want), "{want} in {all}");
+        }
         assert!(!all.contains("iops_per_cpu_pct"), "human names only: {all}");
     }
 

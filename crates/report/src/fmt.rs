@@ -36,14 +36,8 @@ pub fn md(s: &str) -> String {
 /// Groups the integer digits of `s` (an optional sign, digits, an optional
 /// fraction) by thousands with commas.
 fn group(s: &str) -> String {
-    let (sign, rest) = match s.strip_prefix('-') {
-        Some(r) => ("-", r),
-        None => ("", s),
-    };
-    let (int, frac) = match rest.find('.') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
+    let (int, frac) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
     let mut out = String::new();
     for (i, ch) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {

@@ -5,7 +5,7 @@
 //! side by side.
 
 use crate::charts::{self, SecondSeries};
-use crate::compare::{Comparison, ConfigData, Row, TestData};
+use crate::compare::{distinct, first_tests, Comparison, ConfigData, Row, TestData};
 use crate::fmt::{esc, pct};
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
@@ -15,20 +15,15 @@ use std::fmt::Write;
 
 /// The swept numeric parameter of a group's tests, if there is one.
 fn swept_param(tests: &[&TestData]) -> Option<String> {
-    let first = tests.first()?;
-    let keys = first
-        .params
-        .as_object()?
-        .keys()
-        .cloned()
-        .collect::<Vec<_>>();
-    keys.into_iter().find(|k| {
+    let mut keys = tests.first()?.params.as_object()?.keys();
+    keys.find(|k| {
         let vals: Vec<f64> = tests
             .iter()
-            .filter_map(|t| param_num(&t.params[k]))
+            .filter_map(|t| param_num(&t.params[k.as_str()]))
             .collect();
         vals.len() == tests.len() && vals.iter().any(|v| *v != vals[0])
     })
+    .cloned()
 }
 
 fn param_num(v: &serde_json::Value) -> Option<f64> {
@@ -63,6 +58,11 @@ struct Out {
 }
 
 impl Out {
+    fn table(&mut self, t: &tables::Table, class: &str) {
+        let _ = writeln!(self.html, "<h3>{}</h3>", esc(&t.title));
+        self.html.push_str(&tables::to_html(t, class));
+    }
+
     fn figure(&mut self, svg: Result<String, String>, caption: &str, class: &str) {
         match svg {
             Ok(svg) => {
@@ -157,16 +157,13 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
 /// What was run, when; smoke runs marked.
 fn runs(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) {
     let single = configs.len() == 1;
-    // Header: what was run, when; smoke runs marked.
     let _ = writeln!(o.html, "<ul class=\"runs\">");
     for (i, cfg) in configs.iter().enumerate() {
         let info = infos.get(i).cloned().unwrap_or_default();
-        let role = if single {
-            String::new()
-        } else if i == 0 {
-            " — baseline".into()
-        } else {
-            " — candidate".into()
+        let role = match (single, i) {
+            (true, _) => "",
+            (false, 0) => " — baseline",
+            _ => " — candidate",
         };
         let _ = writeln!(
             o.html,
@@ -232,8 +229,7 @@ fn findings(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInf
 fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"parameters\">Test parameters</h2>");
     for t in tables::parameters(configs, infos) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "parameters"));
+        o.table(&t, "parameters");
     }
 }
 
@@ -241,15 +237,8 @@ fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
 /// parameter when the group sweeps one.
 fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     let single = configs.len() == 1;
-    // Charts per group.
     let _ = writeln!(o.html, "<h2 id=\"charts\">Charts</h2>");
-    let mut groups: Vec<&str> = Vec::new();
-    for r in &c.rows {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
-    for g in &groups {
+    for g in &distinct(c.rows.iter().map(|r| r.group.as_str())) {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.group == *g).collect();
         let metric = label(&rows[0].metric);
         let _ = writeln!(o.html, "<h3>{}</h3>", esc(g));
@@ -341,16 +330,9 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
 /// repetition, ramp-up shaded.
 fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
-    let mut names: Vec<(&str, Kind, &str)> = Vec::new();
-    for cfg in configs {
-        for t in &cfg.tests {
-            if !names.iter().any(|n| n.0 == t.name) {
-                names.push((&t.name, t.kind, &t.main_metric));
-            }
-        }
-    }
-    for (name, kind, main) in names {
-        let (f, m) = second_metric(kind, main);
+    for first in first_tests(configs) {
+        let name = first.name.as_str();
+        let (f, m) = second_metric(first.kind, &first.main_metric);
         let series: Vec<SecondSeries> = configs
             .iter()
             .enumerate()
@@ -401,12 +383,9 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
 fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"tables\">Results</h2>");
     for t in tables::metrics(configs, infos) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "metrics"));
+        o.table(&t, "metrics");
     }
-    let t = tables::comparison(c);
-    let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-    o.html.push_str(&tables::to_html(&t, "compare"));
+    o.table(&tables::comparison(c), "compare");
     if !c.groups.is_empty() {
         let _ = writeln!(o.html, "<h3>By group (mean of the per-test differences)</h3><table><tr><th>group</th><th>candidate</th><th>metric</th><th>tests</th><th>mean Δ</th><th>min Δ</th><th>max Δ</th><th>wins</th></tr>");
         for g in &c.groups {
@@ -419,8 +398,7 @@ fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[R
         let _ = writeln!(o.html, "</table>");
     }
     for t in tables::efficiency(c, configs) {
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&t.title));
-        o.html.push_str(&tables::to_html(&t, "efficiency"));
+        o.table(&t, "efficiency");
     }
     let _ = writeln!(o.html, "<h3>Every metric of every test</h3>");
     for t in tables::every_metric(configs, infos) {
@@ -432,17 +410,7 @@ fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[R
 
 /// Every configuration's warnings and its tests' notes.
 fn notes(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
-    let test_notes = |i: usize| -> Vec<(String, String)> {
-        infos
-            .get(i)
-            .map(|info| {
-                info.tests
-                    .iter()
-                    .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let test_notes = |i: usize| infos.get(i).map(RunInfo::test_notes).unwrap_or_default();
     if (0..configs.len()).any(|i| !configs[i].notes.is_empty() || !test_notes(i).is_empty()) {
         let _ = writeln!(o.html, "<h2 id=\"notes\">Warnings and notes</h2>");
         for (i, cfg) in configs.iter().enumerate() {

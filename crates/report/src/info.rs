@@ -43,6 +43,14 @@ impl RunInfo {
         self.tests.iter().find(|t| t.name == name)
     }
 
+    /// Every test's notes, as (test, note).
+    pub fn test_notes(&self) -> Vec<(String, String)> {
+        self.tests
+            .iter()
+            .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
+            .collect()
+    }
+
     /// Some network test's peer was this host.
     pub fn same_host(&self) -> bool {
         self.tests.iter().any(|t| t.same_host == Some(true))
@@ -57,10 +65,8 @@ fn loopback_peer(spec: &Value) -> Option<bool> {
         .rsplit_once(':')
         .map_or(peer, |x| x.0)
         .trim_matches(|c| c == '[' || c == ']');
-    host.parse::<std::net::IpAddr>()
-        .ok()
-        .filter(|ip| ip.is_loopback())
-        .map(|_| true)
+    let ip: std::net::IpAddr = host.parse().ok()?;
+    ip.is_loopback().then_some(true)
 }
 
 fn from_run(run: &RunDetail) -> RunInfo {
@@ -123,20 +129,18 @@ fn peer_disclosure(run: &RunDetail) -> Option<Value> {
 fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
     let mut interfaces: Vec<Value> = Vec::new();
     let mut tcp: Option<Value> = None;
-    {
-        for d in docs {
-            let remote = &d["remote"];
-            if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
-                let name = i["name"].as_str().unwrap_or("?");
-                if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
-                    let mut i = i.clone();
-                    i["name"] = Value::String(name.to_string());
-                    interfaces.push(i);
-                }
+    for d in docs {
+        let remote = &d["remote"];
+        if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
+            let name = i["name"].as_str().unwrap_or("?");
+            if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
+                let mut i = i.clone();
+                i["name"] = Value::String(name.to_string());
+                interfaces.push(i);
             }
-            if tcp.is_none() {
-                tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
-            }
+        }
+        if tcp.is_none() {
+            tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
         }
     }
     if interfaces.is_empty() && tcp.is_none() {
@@ -198,12 +202,8 @@ mod tests {
 
     fn cfg(peer_mtu: u32) -> ConfigData {
         let mut c = ConfigData {
-            label: format!("mtu{peer_mtu}"),
-            run_id: 1,
-            tests: Vec::new(),
             disclosure: Some(serde_json::json!({"host": "a"})),
-            notes: Vec::new(),
-            same_host_peer: false,
+            ..crate::compare::test_data::cfg(&format!("mtu{peer_mtu}"), Vec::new())
         };
         let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
         add_peer(&mut c, peer_from(docs.iter()));

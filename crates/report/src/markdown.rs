@@ -101,11 +101,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
     let test_notes: Vec<(usize, String, String)> = infos
         .iter()
         .enumerate()
-        .flat_map(|(i, info)| {
-            info.tests
-                .iter()
-                .flat_map(move |t| t.notes.iter().map(move |n| (i, t.name.clone(), n.clone())))
-        })
+        .flat_map(|(i, info)| info.test_notes().into_iter().map(move |(t, n)| (i, t, n)))
         .collect();
     if configs.iter().any(|c| !c.notes.is_empty()) || !test_notes.is_empty() {
         let _ = writeln!(o, "\n## Warnings and notes\n");

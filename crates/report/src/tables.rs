@@ -2,12 +2,13 @@
 //! parameters of every test, its key metrics by kind, and every metric of
 //! every test side by side.
 
-use crate::compare::{distinct, Comparison, ConfigData, TestData};
+use crate::compare::{distinct, first_tests, Comparison, ConfigData, TestData};
 use crate::fmt::{count, esc, md, num, pct, size};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
 use iotoll_model::Kind;
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Default)]
 pub struct TRow {
@@ -17,6 +18,19 @@ pub struct TRow {
     /// The configuration this row belongs to (its colour).
     pub config: Option<usize>,
     pub warn: bool,
+}
+
+impl TRow {
+    /// A row with no cell marked as differing.
+    fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
+        let cell_diff = vec![false; cells.len()];
+        TRow {
+            cells,
+            cell_diff,
+            config,
+            warn,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -142,15 +156,12 @@ fn kinds(configs: &[ConfigData]) -> Vec<Kind> {
 
 /// Test names in order: the first configuration's, then the others'.
 fn test_names(configs: &[ConfigData], kind: Kind) -> Vec<String> {
-    let mut n: Vec<String> = Vec::new();
-    for c in configs {
-        for t in c.tests.iter().filter(|t| t.kind == kind) {
-            if !n.contains(&t.name) {
-                n.push(t.name.clone());
-            }
-        }
-    }
-    n
+    distinct(configs.iter().flat_map(|c| {
+        c.tests
+            .iter()
+            .filter(|t| t.kind == kind)
+            .map(|t| t.name.clone())
+    }))
 }
 
 /// Per kind: every test's parameters as run (one row per configuration
@@ -177,25 +188,23 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .unwrap_or(Value::Null)
         };
         // Only columns some test has; "other" for the rest.
-        let all: Vec<Vec<Option<Value>>> = names
+        let specs: Vec<Value> = names
             .iter()
-            .flat_map(|n| (0..configs.len()).map(move |ci| (n, ci)))
-            .map(|(n, ci)| {
-                let s = spec(ci, n);
-                cols.iter().map(|(k, _)| s.get(*k).cloned()).collect()
-            })
+            .flat_map(|n| (0..configs.len()).map(move |ci| spec(ci, n)))
             .collect();
-        let used: Vec<usize> = (0..cols.len())
-            .filter(|i| {
-                all.iter()
-                    .any(|r| r[*i].as_ref().is_some_and(|v| !v.is_null()))
+        let used: Vec<&(&str, &str)> = cols
+            .iter()
+            .filter(|(k, _)| {
+                specs
+                    .iter()
+                    .any(|s| s.get(*k).is_some_and(|v| !v.is_null()))
             })
             .collect();
         let mut head = vec!["test".to_string()];
         if many {
             head.push("configuration".into());
         }
-        head.extend(used.iter().map(|i| cols[*i].1.to_string()));
+        head.extend(used.iter().map(|c| c.1.to_string()));
         head.push("other".into());
         let mut rows = Vec::new();
         for name in &names {
@@ -205,31 +214,26 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     let s = spec(ci, name);
                     let mut cells: Vec<String> = used
                         .iter()
-                        .map(|i| {
-                            let k = cols[*i].0;
-                            s.get(k).map(|v| show(k, v)).unwrap_or_else(|| "–".into())
-                        })
+                        .map(|(k, _)| s.get(*k).map(|v| show(k, v)).unwrap_or_else(|| "–".into()))
                         .collect();
                     let other: Vec<String> = s
                         .as_object()
-                        .map(|m| {
-                            m.iter()
-                                .filter(|(k, v)| {
-                                    !cols.iter().any(|c| c.0 == k.as_str())
-                                        && !HIDDEN.contains(&k.as_str())
-                                        && !v.is_null()
-                                        && v.as_array().is_none_or(|a| !a.is_empty())
-                                })
-                                .map(|(k, v)| format!("{k}={}", show(k, v)))
-                                .collect()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, v)| {
+                            !cols.iter().any(|c| c.0 == k.as_str())
+                                && !HIDDEN.contains(&k.as_str())
+                                && !v.is_null()
+                                && v.as_array().is_none_or(|a| !a.is_empty())
                         })
-                        .unwrap_or_default();
+                        .map(|(k, v)| format!("{k}={}", show(k, v)))
+                        .collect();
                     cells.push(other.join(", "));
                     (ci, cells)
                 })
                 .collect();
             let differs = |j: usize| {
-                let k = used.get(j).map(|i| cols[*i].0).unwrap_or("other");
+                let k = used.get(j).map_or("other", |c| c.0);
                 per.iter()
                     .any(|(_, o)| same_key(k, &o[j]) != same_key(k, &per[0].1[j]))
             };
@@ -238,27 +242,19 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .collect();
             // Configurations that ran the test alike share one row.
             let alike = per.len() == configs.len() && !cell_diff.iter().any(|d| *d);
-            for (ci, cells) in &per {
-                let mut row = TRow {
-                    cells: vec![name.clone()],
-                    cell_diff: vec![false],
-                    config: (many && !alike).then_some(*ci),
-                    warn: false,
-                };
+            for (ci, cells) in per.iter().take(if alike { 1 } else { per.len() }) {
+                let mut lead = vec![name.clone()];
                 if many {
-                    row.cells.push(if alike {
+                    lead.push(if alike {
                         "all".into()
                     } else {
                         configs[*ci].label.clone()
                     });
-                    row.cell_diff.push(false);
                 }
+                let mut row = TRow::plain(lead, (many && !alike).then_some(*ci), false);
                 row.cells.extend(cells.iter().cloned());
                 row.cell_diff.extend(cell_diff.iter().copied());
                 rows.push(row);
-                if alike {
-                    break;
-                }
             }
         }
         // What every row shares is said once, under the table: the items
@@ -267,15 +263,11 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         let mut common: Vec<String> = Vec::new();
         if rows.len() > 1 {
             let other_items = |r: &TRow| -> Vec<String> {
-                r.cells
-                    .last()
-                    .map(|c| {
-                        c.split(", ")
-                            .filter(|x| !x.is_empty())
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                let items = r.cells.last().into_iter().flat_map(|c| c.split(", "));
+                items
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect()
             };
             let shared: Vec<String> = other_items(&rows[0])
                 .into_iter()
@@ -394,8 +386,22 @@ fn cpu_cell(v: Option<f64>) -> String {
     }
 }
 
-fn cell(m: &str, v: Option<f64>) -> String {
-    if m.ends_with("_pct") && !m.contains("_per_") {
+/// A test's name, flagged when its repetitions disagreed.
+fn test_cell(name: &str, not_repeatable: bool) -> String {
+    let flag = if not_repeatable {
+        " ⚠ not repeatable"
+    } else {
+        ""
+    };
+    format!("{name}{flag}")
+}
+
+/// A metric's value; the peer's CPU is not a second machine's when the peer
+/// was this host.
+fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
+    if same_host && remote_cpu_metric(m) {
+        "(same host)".into()
+    } else if m.ends_with("_pct") && !m.contains("_per_") {
         cpu_cell(v)
     } else if mn::metric_def(m).is_some_and(|d| d.unit == "count") {
         count(v)
@@ -446,32 +452,15 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             for (ci, cfg) in configs.iter().enumerate() {
                 let Some(t) = find(ci, n) else { continue };
                 let sh = same_host(infos, ci, n);
-                let mut row = TRow {
-                    cells: vec![format!(
-                        "{}{}",
-                        n,
-                        if t.repeatable == Some(false) {
-                            " ⚠ not repeatable"
-                        } else {
-                            ""
-                        }
-                    )],
-                    config: many.then_some(ci),
-                    warn: t.repeatable == Some(false),
-                    ..Default::default()
-                };
+                let warn = t.repeatable == Some(false);
+                let mut cells = vec![test_cell(n, warn)];
                 if many {
-                    row.cells.push(cfg.label.clone());
+                    cells.push(cfg.label.clone());
                 }
                 for m in &cols {
-                    row.cells.push(if sh && remote_cpu_metric(m) {
-                        "(same host)".into()
-                    } else {
-                        cell(m, t.metrics.get(*m).copied())
-                    });
+                    cells.push(metric_cell(m, t.metrics.get(*m).copied(), sh));
                 }
-                row.cell_diff = vec![false; row.cells.len()];
-                rows.push(row);
+                rows.push(TRow::plain(cells, many.then_some(ci), warn));
             }
         }
         let mut note = String::from(
@@ -492,28 +481,19 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
 
 /// Per test: every metric, one column per configuration.
 pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
-    let mut names: Vec<String> = Vec::new();
-    for c in configs {
-        for t in &c.tests {
-            if !names.contains(&t.name) {
-                names.push(t.name.clone());
-            }
-        }
-    }
-    names
+    first_tests(configs)
         .iter()
-        .map(|n| {
+        .map(|t| {
+            let n = &t.name;
             let per: Vec<Option<&TestData>> = configs
                 .iter()
                 .map(|c| c.tests.iter().find(|t| &t.name == n))
                 .collect();
-            let mut keys: Vec<&String> = per
+            let keys: BTreeSet<&String> = per
                 .iter()
                 .flatten()
                 .flat_map(|t| t.metrics.keys())
                 .collect();
-            keys.sort();
-            keys.dedup();
             let mut head = vec!["metric".to_string()];
             head.extend(configs.iter().map(|c| c.label.clone()));
             let mut hidden = false;
@@ -529,18 +509,10 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .map(|k| {
                     let mut cells = vec![format!("{} ({k})", label(k))];
                     for (ci, t) in per.iter().enumerate() {
-                        cells.push(if remote_cpu_metric(k) && same_host(infos, ci, n) {
-                            "(same host)".into()
-                        } else {
-                            cell(k, t.and_then(|t| t.metrics.get(*k).copied()))
-                        });
+                        let v = t.and_then(|t| t.metrics.get(*k).copied());
+                        cells.push(metric_cell(k, v, same_host(infos, ci, n)));
                     }
-                    let cell_diff = vec![false; cells.len()];
-                    TRow {
-                        cells,
-                        cell_diff,
-                        ..Default::default()
-                    }
+                    TRow::plain(cells, None, false)
                 })
                 .collect();
             Table {
@@ -582,15 +554,7 @@ pub fn comparison(c: &Comparison) -> Table {
         .iter()
         .map(|r| {
             let mut cells = vec![
-                format!(
-                    "{}{}",
-                    r.test,
-                    if r.not_repeatable {
-                        " ⚠ not repeatable"
-                    } else {
-                        ""
-                    }
-                ),
+                test_cell(&r.test, r.not_repeatable),
                 r.group.clone(),
                 label(&r.metric).to_string(),
             ];
@@ -694,13 +658,7 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                             });
                         }
                     }
-                    let n = cells.len();
-                    TRow {
-                        cells,
-                        cell_diff: vec![false; n],
-                        config: many.then_some(ci),
-                        warn: false,
-                    }
+                    TRow::plain(cells, many.then_some(ci), false)
                 })
                 .collect();
             Some(Table {
@@ -733,17 +691,11 @@ pub fn to_html(t: &Table, class: &str) -> String {
     for r in &t.rows {
         o.push_str("<tr>");
         for (j, c) in r.cells.iter().enumerate() {
-            let mut cls = Vec::new();
-            if r.cell_diff.get(j).copied().unwrap_or(false) {
-                cls.push("diff");
-            }
-            if j == 0 && r.warn {
-                cls.push("warn");
-            }
-            let attr = if cls.is_empty() {
-                String::new()
-            } else {
-                format!(" class=\"{}\"", cls.join(" "))
+            let attr = match (r.cell_diff.get(j) == Some(&true), j == 0 && r.warn) {
+                (false, false) => "",
+                (true, false) => " class=\"diff\"",
+                (false, true) => " class=\"warn\"",
+                (true, true) => " class=\"diff warn\"",
             };
             let swatch = match (j, r.config) {
                 (j, Some(ci)) if j == swatch_col => format!(
@@ -798,38 +750,8 @@ pub fn to_md(t: &Table) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::test_data::{cfg, test as t};
     use crate::info::TestInfo;
-    use iotoll_model::Metrics;
-
-    fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
-        ConfigData {
-            label: label.into(),
-            run_id: 1,
-            tests,
-            disclosure: None,
-            notes: Vec::new(),
-            same_host_peer: false,
-        }
-    }
-
-    fn t(name: &str, kind: &str, m: &[(&str, f64)]) -> TestData {
-        TestData {
-            name: name.into(),
-            group: kind.into(),
-            kind: kind.parse().unwrap(),
-            metrics: m
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect::<Metrics>(),
-            repeatable: None,
-            main_metric: "iops".into(),
-            params: serde_json::json!({}),
-            series: Vec::new(),
-            spec: serde_json::json!({}),
-            interference: Vec::new(),
-            same_host_peer: false,
-        }
-    }
 
     fn info(name: &str, spec: Value, same_host: Option<bool>) -> RunInfo {
         RunInfo {
@@ -876,26 +798,15 @@ mod tests {
             ("remote_cpu_pct", 50.0),
             ("mbit_s_per_cpu_pct", 20.0),
         ];
-        let a = cfg("A", vec![t("s", "net-stream", &m)]);
-        let tabs = metrics(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(true))],
-        );
-        assert!(
-            !tabs[0].head.iter().any(|h| h.contains("remote")),
-            "{:?}",
-            tabs[0].head
-        );
-        let all = every_metric(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(true))],
-        );
+        let a = [cfg("A", vec![t("s", "net-stream", &m)])];
+        let same_host = |yes: bool| [info("s", Value::Null, Some(yes))];
+        let tabs = metrics(&a, &same_host(true));
+        let head = &tabs[0].head;
+        assert!(!head.iter().any(|h| h.contains("remote")), "{head:?}");
+        let all = every_metric(&a, &same_host(true));
         assert!(!all[0].rows.iter().any(|r| r.cells[0].contains("remote")));
         // A real second machine keeps its column.
-        let tabs = metrics(
-            std::slice::from_ref(&a),
-            &[info("s", Value::Null, Some(false))],
-        );
+        let tabs = metrics(&a, &same_host(false));
         assert!(tabs[0].head.iter().any(|h| h == "remote CPU %"));
         // Efficiency beside the CPU it is computed from: 1000 / 50.00 = 20.0.
         let r = &tabs[0].rows[0].cells;
