@@ -117,18 +117,10 @@ impl RunArgs {
         if let Some(name) = &self.spec {
             s.apply_builtin(name)?;
         }
-        if let Some(v) = self.bs {
-            s.bs = v;
-        }
-        if let Some(v) = self.read {
-            s.read_pct = v;
-        }
-        if let Some(v) = self.random {
-            s.random_pct = v;
-        }
-        if let Some(v) = self.qd {
-            s.qd = v;
-        }
+        s.bs = self.bs.unwrap_or(s.bs);
+        s.read_pct = self.read.unwrap_or(s.read_pct);
+        s.random_pct = self.random.unwrap_or(s.random_pct);
+        s.qd = self.qd.unwrap_or(s.qd);
         Ok(s)
     }
 }

@@ -1,6 +1,6 @@
 //! `iotoll compare` and `iotoll report`.
 
-use crate::{DbArg, UsageError};
+use crate::{usage, DbArg};
 use anyhow::{Context, Result};
 use clap::Args;
 use iotoll_report::{compare, ConfigData, RunInfo};
@@ -86,7 +86,7 @@ fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)>
     let mut configs = Vec::new();
     let mut infos = Vec::new();
     for w in which {
-        let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
+        let id = store.resolve(w).map_err(usage)?;
         let detail = store.run_detail(id)?;
         let (c, mut i) = iotoll_report::load(&detail);
         i.cpu_threshold_pct = suite_threshold(&detail);
@@ -113,42 +113,57 @@ pub fn write_run_report(
     let (config, info) = iotoll_report::load(&store.run_detail(run)?);
     let (configs, infos) = ([config], [info]);
     let c = compare(&configs, None, true, cpu_threshold);
-    let text = if path.extension().is_some_and(|e| e == "md") {
-        iotoll_report::markdown::render(&c, &configs, &infos)
+    let md = path.extension().is_some_and(|e| e == "md");
+    let (md, html) = if md {
+        (Some(path), None)
     } else {
-        iotoll_report::html::render(&c, &configs, &infos, "report")
+        (None, Some(path))
     };
-    write(path, &text)
+    write_reports(&c, &configs, &infos, md, html, "report")?;
+    Ok(())
 }
 
-fn check_metric(m: &Option<String>) -> Result<()> {
-    if let Some(m) = m {
-        if iotoll_model::metrics::metric_def(m).is_none() {
-            return Err(UsageError(format!(
-                "--metric '{m}' is not a metric name (see docs/metrics.md)"
-            ))
-            .into());
-        }
+/// The Markdown report, and what `--md` and `--html` ask for written out.
+fn write_reports(
+    c: &iotoll_report::Comparison,
+    configs: &[ConfigData],
+    infos: &[RunInfo],
+    md_path: Option<&Path>,
+    html_path: Option<&Path>,
+    title: &str,
+) -> Result<String> {
+    let md = iotoll_report::markdown::render(c, configs, infos);
+    if let Some(p) = md_path {
+        write(p, &md)?;
     }
-    Ok(())
+    if let Some(p) = html_path {
+        write(p, &iotoll_report::html::render(c, configs, infos, title))?;
+    }
+    Ok(md)
 }
 
 fn check_threshold(t: Option<f64>) -> Result<()> {
-    if let Some(t) = t {
-        if !(0.0..=100.0).contains(&t) {
-            return Err(UsageError(format!("--cpu-threshold {t} is outside 0-100")).into());
-        }
+    let outside = t.filter(|t| !(0.0..=100.0).contains(t));
+    match outside {
+        Some(t) => Err(usage(format!("--cpu-threshold {t} is outside 0-100"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    check_metric(&a.metric)?;
+    if let Some(m) = a.metric.as_ref() {
+        anyhow::ensure!(
+            iotoll_model::metrics::metric_def(m).is_some(),
+            usage(format!(
+                "--metric '{m}' is not a metric name (see docs/metrics.md)"
+            ))
+        );
+    }
     check_threshold(a.cpu_threshold)?;
     let by_group = match a.by.as_str() {
         "group" => true,
         "none" => false,
-        other => return Err(UsageError(format!("--by '{other}': use group or none")).into()),
+        other => return Err(usage(format!("--by '{other}': use group or none"))),
     };
     let mut which = vec![a.baseline.clone()];
     which.extend(a.candidates.iter().cloned());
@@ -156,16 +171,8 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
     comparable(&c, &configs, a.strict)?;
-    let md = iotoll_report::markdown::render(&c, &configs, &infos);
-    if let Some(p) = &a.md {
-        write(p, &md)?;
-    }
-    if let Some(p) = &a.html {
-        write(
-            p,
-            &iotoll_report::html::render(&c, &configs, &infos, "comparison"),
-        )?;
-    }
+    let (md, html) = (a.md.as_deref(), a.html.as_deref());
+    let md = write_reports(&c, &configs, &infos, md, html, "comparison")?;
     if a.json {
         crate::output::print_json(&c)?;
     } else {
@@ -214,16 +221,8 @@ pub fn report_cmd(a: ReportArgs) -> Result<()> {
         .cpu_threshold
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
-    let md = iotoll_report::markdown::render(&c, &configs, &infos);
-    if let Some(p) = &a.md {
-        write(p, &md)?;
-    }
-    if let Some(p) = &a.html {
-        write(
-            p,
-            &iotoll_report::html::render(&c, &configs, &infos, "report"),
-        )?;
-    }
+    let (md, html) = (a.md.as_deref(), a.html.as_deref());
+    let md = write_reports(&c, &configs, &infos, md, html, "report")?;
     if a.md.is_none() && a.html.is_none() {
         print!("{md}");
     }
