@@ -142,8 +142,7 @@ fn disclosure_lines(o: &mut String, d: &NetDisclosure) {
             i.address,
             link.mtu.map_or("null".into(), |m| m.to_string()),
             link.speed_mbit
-                .map(|v| format!("{v} Mbit/s"))
-                .unwrap_or("-".into()),
+                .map_or("-".into(), |v| format!("{v} Mbit/s")),
             link.driver.as_deref().unwrap_or("-"),
             offs.join(" "),
             t("tcp_congestion_control"),
@@ -174,9 +173,7 @@ pub fn human(doc: &ResultDoc) -> String {
     let _ = write!(
         o,
         "window {} s  {}",
-        get(mn::WINDOW_S)
-            .map(|v| format!("{v:.2}"))
-            .unwrap_or("-".into()),
+        get(mn::WINDOW_S).map_or("-".into(), |v| format!("{v:.2}")),
         doc.status
     );
     if let Some(c) = &doc.config {
@@ -215,9 +212,7 @@ pub fn human(doc: &ResultDoc) -> String {
             "tcp",
             num(get(mn::RETRANSMITS).unwrap_or(f64::NAN)),
             get(mn::SRTT_US).map(num).unwrap_or("-".into()),
-            get(mn::CONNECT_S)
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or("-".into()),
+            get(mn::CONNECT_S).map_or("-".into(), |v| format!("{v:.3}")),
             num(get(mn::ERRORS).unwrap_or(0.0)),
         );
     }
@@ -341,11 +336,8 @@ fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     if let Some(s) = doc.spec_as::<DiskSpec>() {
         // psync keeps one I/O in flight per worker whatever QD says.
         let per_worker = if s.engine == "psync" { 1 } else { s.qd };
-        let _ = write!(
-            l,
-            " of {} requested",
-            u64::from(s.workers) * u64::from(per_worker)
-        );
+        let requested = u64::from(s.workers) * u64::from(per_worker);
+        let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");
     if let (Some(iops), Some(lat)) = (m.get(mn::IOPS), m.get(mn::LAT_MEAN_US)) {

@@ -278,9 +278,7 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
     l.push_str(&format!(
         "  cpu % {}  spread % {}",
         g("cpu_pct").unwrap_or("-".into()),
-        t.spread_pct
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or("-".into())
+        t.spread_pct.map_or("-".into(), |v| format!("{v:.1}"))
     ));
     if t.repeatable == Some(false) {
         l.push_str("  NOT REPEATABLE");

@@ -454,8 +454,7 @@ pub fn results_table(
             mn::label(eff),
             t.selected
                 .spread_pct
-                .map(|s| format!("{s:.1}"))
-                .unwrap_or("-".into()),
+                .map_or("-".into(), |s| format!("{s:.1}")),
         );
     }
     o
