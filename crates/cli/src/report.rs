@@ -37,12 +37,8 @@ pub struct CompareArgs {
     /// Mark each configuration/test acceptable or not by CPU %.
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
-    /// Write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Write a Markdown report here.
-    #[arg(long, value_name = "FILE")]
-    md: Option<PathBuf>,
+    #[command(flatten)]
+    files: ReportFiles,
     /// Print the comparison as one JSON document.
     #[arg(long)]
     json: bool,
@@ -59,18 +55,25 @@ pub struct ReportArgs {
     /// Runs (ids or configuration labels); several are shown side by side.
     #[arg(required = true, value_name = "RUN")]
     runs: Vec<String>,
-    /// Write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Write a Markdown report here.
-    #[arg(long, value_name = "FILE")]
-    md: Option<PathBuf>,
+    #[command(flatten)]
+    files: ReportFiles,
     /// CPU threshold to mark tests by [default: the first run's suite
     /// `cpu_threshold_pct`, if it has one].
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
     #[command(flatten)]
     db: DbArg,
+}
+
+/// `--html` and `--md` of the commands that write reports.
+#[derive(Args)]
+struct ReportFiles {
+    /// Write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write a Markdown report here.
+    #[arg(long, value_name = "FILE")]
+    md: Option<PathBuf>,
 }
 
 /// The CPU threshold the run's suite file states, if any.
@@ -114,32 +117,32 @@ pub fn write_run_report(
     let (configs, infos) = ([config], [info]);
     let c = compare(&configs, None, true, cpu_threshold);
     let md = path.extension().is_some_and(|e| e == "md");
-    let (md, html) = if md {
-        (Some(path), None)
-    } else {
-        (None, Some(path))
+    let files = ReportFiles {
+        html: (!md).then(|| path.to_owned()),
+        md: md.then(|| path.to_owned()),
     };
-    write_reports(&c, &configs, &infos, md, html, "report")?;
+    files.write(&c, &configs, &infos, "report")?;
     Ok(())
 }
 
-/// The Markdown report, and what `--md` and `--html` ask for written out.
-fn write_reports(
-    c: &iotoll_report::Comparison,
-    configs: &[ConfigData],
-    infos: &[RunInfo],
-    md_path: Option<&Path>,
-    html_path: Option<&Path>,
-    title: &str,
-) -> Result<String> {
-    let md = iotoll_report::markdown::render(c, configs, infos);
-    if let Some(p) = md_path {
-        write(p, &md)?;
+impl ReportFiles {
+    /// The Markdown report, after writing the files asked for.
+    fn write(
+        &self,
+        c: &iotoll_report::Comparison,
+        configs: &[ConfigData],
+        infos: &[RunInfo],
+        title: &str,
+    ) -> Result<String> {
+        let md = iotoll_report::markdown::render(c, configs, infos);
+        if let Some(p) = &self.md {
+            write(p, &md)?;
+        }
+        if let Some(p) = &self.html {
+            write(p, &iotoll_report::html::render(c, configs, infos, title))?;
+        }
+        Ok(md)
     }
-    if let Some(p) = html_path {
-        write(p, &iotoll_report::html::render(c, configs, infos, title))?;
-    }
-    Ok(md)
 }
 
 fn check_threshold(t: Option<f64>) -> Result<()> {
@@ -171,8 +174,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
     comparable(&c, &configs, a.strict)?;
-    let (md, html) = (a.md.as_deref(), a.html.as_deref());
-    let md = write_reports(&c, &configs, &infos, md, html, "comparison")?;
+    let md = a.files.write(&c, &configs, &infos, "comparison")?;
     if a.json {
         crate::output::print_json(&c)?;
     } else {
@@ -221,9 +223,8 @@ pub fn report_cmd(a: ReportArgs) -> Result<()> {
         .cpu_threshold
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
-    let (md, html) = (a.md.as_deref(), a.html.as_deref());
-    let md = write_reports(&c, &configs, &infos, md, html, "report")?;
-    if a.md.is_none() && a.html.is_none() {
+    let md = a.files.write(&c, &configs, &infos, "report")?;
+    if a.files.md.is_none() && a.files.html.is_none() {
         print!("{md}");
     }
     Ok(())
