@@ -128,13 +128,11 @@ impl RunArgs {
 pub fn main(cmd: DiskCmd) -> Result<()> {
     match cmd {
         DiskCmd::Specs { json } => specs(json),
-        DiskCmd::Run(a) => run(*a),
+        DiskCmd::Run(a) => {
+            let spec = a.to_spec().map_err(crate::usage_or)?;
+            crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
+        }
     }
-}
-
-fn run(a: RunArgs) -> Result<()> {
-    let spec = a.to_spec().map_err(crate::usage_or)?;
-    crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
 }
 
 fn specs(json: bool) -> Result<()> {

@@ -34,14 +34,12 @@ fn dir_arg(s: &str) -> Result<Dir, String> {
 pub struct BindList(Vec<IpAddr>);
 
 fn bind_arg(s: &str) -> Result<BindList, String> {
-    s.split(',')
-        .map(|a| {
-            a.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| format!("'{a}' is not an IP address"))
-        })
-        .collect::<Result<_, _>>()
-        .map(BindList)
+    let ip = |a: &str| {
+        a.trim()
+            .parse()
+            .map_err(|_| format!("'{a}' is not an IP address"))
+    };
+    s.split(',').map(ip).collect::<Result<_, _>>().map(BindList)
 }
 
 #[derive(Args)]

@@ -88,6 +88,12 @@ fn resolve(store: &Store, run: &str) -> Result<i64> {
     store.resolve(run).map_err(usage)
 }
 
+/// A stored run by its id or label, read only.
+fn detail(db: &DbArg, run: &str) -> Result<iotoll_store::RunDetail> {
+    let s = open_read(&db.path())?;
+    Ok(s.run_detail(resolve(&s, run)?)?)
+}
+
 pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => {
@@ -122,8 +128,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Show { run, db, json } => {
-            let s = open_read(&db.path())?;
-            let d = s.run_detail(resolve(&s, &run)?)?;
+            let d = detail(&db, &run)?;
             if json {
                 return crate::output::print_json(&d);
             }
@@ -169,8 +174,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Export { run, format, db } => {
-            let s = open_read(&db.path())?;
-            let d = s.run_detail(resolve(&s, &run)?)?;
+            let d = detail(&db, &run)?;
             let text = match format {
                 Format::Csv => export::csv(&d),
                 Format::Json => export::json(&d)?,
