@@ -137,8 +137,7 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
 
 fn specs(json: bool) -> Result<()> {
     if json {
-        output::print_json(&BUILTIN_SPECS)?;
-        return Ok(());
+        return output::print_json(&BUILTIN_SPECS);
     }
     println!(
         "{:<22} {:>6} {:>7} {:>9} {:>4}",
