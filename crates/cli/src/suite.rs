@@ -286,25 +286,20 @@ fn run(a: RunArgs) -> Result<()> {
         ))
     );
     let key = crate::net::load_key(&a.auth_key)?;
-    let peer = a
-        .peer
-        .as_ref()
-        .map(|p| iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT));
-    if let Some(Err(e)) = &peer {
-        return Err(usage(e));
-    }
+    let peer = match &a.peer {
+        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
+        None => None,
+    };
     if let Some(p) = &a.report {
         let dir = p
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
-        anyhow::ensure!(
-            dir.is_dir() && !p.is_dir(),
-            usage(format!(
-                "--report {}: no such directory, or a directory",
-                p.display()
-            ))
+        let msg = format!(
+            "--report {}: no such directory, or a directory",
+            p.display()
         );
+        anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
     }
     // The database is opened (and must be writable) before any workload.
     let db = a.db.path();
@@ -314,7 +309,7 @@ fn run(a: RunArgs) -> Result<()> {
     let host = crate::host();
     let peer_local = match peer {
         None => suite.jobs.iter().any(|j| j.kind != Kind::Disk),
-        Some(s) => s.is_ok_and(|s| s.ip().is_loopback()),
+        Some(s) => s.ip().is_loopback(),
     };
     let busy = iotoll_probe::sysinfo::busy_processes(
         Duration::from_millis(500),
@@ -361,13 +356,11 @@ fn run(a: RunArgs) -> Result<()> {
             OnInterferenceArg::Rerun => OnInterference::Rerun,
         },
     };
-    let res = {
-        let mut sink = StoreSink {
-            store: &mut store,
-            run: run_id,
-        };
-        iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink)
+    let mut sink = StoreSink {
+        store: &mut store,
+        run: run_id,
     };
+    let res = iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink);
     progress.clear();
     let outcome = match res {
         Ok(o) => o,
