@@ -19,13 +19,9 @@ pub fn num(v: f64) -> String {
 }
 
 fn disk_spec_line(s: &DiskSpec) -> String {
-    let mut line = String::from("disk");
-    if let Some(name) = &s.spec {
-        let _ = write!(line, "  {name}");
-    }
-    let _ = write!(
-        line,
-        "  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
+    let name = s.spec.as_ref().map_or(String::new(), |n| format!("  {n}"));
+    format!(
+        "disk{name}  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
         format_size(s.bs),
         s.read_pct,
         s.random_pct,
@@ -37,8 +33,7 @@ fn disk_spec_line(s: &DiskSpec) -> String {
         s.target_kind,
         format_size(s.size),
         format_size(s.offset),
-    );
-    line
+    )
 }
 
 fn net_spec_line(kind: Kind, net: &NetSpec, what: String) -> String {

@@ -505,8 +505,7 @@ pub fn sysinfo(json: bool) -> Result<()> {
             .offloads
             .iter()
             .flat_map(|o| o.flags())
-            .filter(|(_, on)| *on == Some(true))
-            .map(|(k, _)| k)
+            .filter_map(|(k, on)| (on == Some(true)).then_some(k))
             .collect();
         offs.sort_unstable();
         println!(
