@@ -117,18 +117,10 @@ impl RunArgs {
         if let Some(name) = &self.spec {
             s.apply_builtin(name)?;
         }
-        if let Some(v) = self.bs {
-            s.bs = v;
-        }
-        if let Some(v) = self.read {
-            s.read_pct = v;
-        }
-        if let Some(v) = self.random {
-            s.random_pct = v;
-        }
-        if let Some(v) = self.qd {
-            s.qd = v;
-        }
+        s.bs = self.bs.unwrap_or(s.bs);
+        s.read_pct = self.read.unwrap_or(s.read_pct);
+        s.random_pct = self.random.unwrap_or(s.random_pct);
+        s.qd = self.qd.unwrap_or(s.qd);
         Ok(s)
     }
 }
@@ -136,19 +128,16 @@ impl RunArgs {
 pub fn main(cmd: DiskCmd) -> Result<()> {
     match cmd {
         DiskCmd::Specs { json } => specs(json),
-        DiskCmd::Run(a) => run(*a),
+        DiskCmd::Run(a) => {
+            let spec = a.to_spec().map_err(crate::usage_or)?;
+            crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
+        }
     }
-}
-
-fn run(a: RunArgs) -> Result<()> {
-    let spec = a.to_spec().map_err(crate::usage_or)?;
-    crate::measure(&a.measure, |ctl| iotoll_disk::run(&spec, ctl))
 }
 
 fn specs(json: bool) -> Result<()> {
     if json {
-        output::print_json(&BUILTIN_SPECS)?;
-        return Ok(());
+        return output::print_json(&BUILTIN_SPECS);
     }
     println!(
         "{:<22} {:>6} {:>7} {:>9} {:>4}",

@@ -69,6 +69,11 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// An error the user fixes on the command line (exit 2), saying `msg`.
+pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(msg.to_string()).into()
+}
+
 /// A run that was interrupted after printing what it measured.
 #[derive(Debug)]
 pub struct Interrupted;
@@ -115,8 +120,17 @@ pub struct DbArg {
 
 impl DbArg {
     pub fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(iotoll_store::default_path)
+        db_path(&self.db)
     }
+}
+
+fn db_path(db: &Option<PathBuf>) -> PathBuf {
+    db.clone().unwrap_or_else(iotoll_store::default_path)
+}
+
+/// This host's disclosure, as `iotoll sysinfo` shows it and every run stores it.
+pub fn host() -> iotoll_probe::sysinfo::Host {
+    iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"))
 }
 
 /// `--ramp` and `--time` of a single measurement.
@@ -156,50 +170,32 @@ pub trait RunError: std::error::Error + Send + Sync + Sized + 'static {
     fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self>;
 }
 
-impl RunError for iotoll_net::NetError {
-    fn is_usage(&self) -> bool {
-        iotoll_net::NetError::is_usage(self)
-    }
-    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
-        match self {
-            iotoll_net::NetError::Failed { msg, doc } => Ok((msg, *doc)),
-            e => Err(e),
+macro_rules! run_error {
+    ($($e:path),*) => {$(
+        impl RunError for $e {
+            fn is_usage(&self) -> bool {
+                <$e>::is_usage(self)
+            }
+            fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
+                match self {
+                    Self::Failed { msg, doc } => Ok((msg, *doc)),
+                    e => Err(e),
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl RunError for iotoll_disk::DiskError {
-    fn is_usage(&self) -> bool {
-        iotoll_disk::DiskError::is_usage(self)
-    }
-    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
-        match self {
-            iotoll_disk::DiskError::Failed { msg, doc } => Ok((msg, *doc)),
-            e => Err(e),
-        }
-    }
-}
+run_error!(iotoll_net::NetError, iotoll_disk::DiskError);
 
 /// A library error for the binary: the user's to fix (exit 2) or not.
 pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
     if e.is_usage() {
-        UsageError(e.to_string()).into()
+        usage(e)
     } else {
         e.into()
     }
 }
-
-/// A run that failed after its workload started; it was stored as failed.
-#[derive(Debug)]
-pub struct RunFailed(pub String);
-
-impl std::fmt::Display for RunFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RunFailed {}
 
 /// Runs one measuring command: opens the results database first (an
 /// unusable one is an error before any workload), installs the Ctrl-C
@@ -217,8 +213,7 @@ pub fn measure<E: RunError>(
     let mut store = if o.no_db {
         None
     } else {
-        let p = o.db.clone().unwrap_or_else(iotoll_store::default_path);
-        let s = iotoll_store::Store::open(&p)?;
+        let s = iotoll_store::Store::open(&db_path(&o.db))?;
         // Writable, unlocked, with room: before the workload, not after.
         s.check_ready()?;
         Some(s)
@@ -232,18 +227,14 @@ pub fn measure<E: RunError>(
     progress.clear();
     let mut doc = match res {
         Ok(doc) => doc,
-        Err(e) if e.is_usage() => return Err(UsageError(e.to_string()).into()),
+        Err(e) if e.is_usage() => return Err(usage(e)),
         Err(e) => {
             let (msg, doc) = e.into_failed()?;
             return Err(failed_run(o, store.as_mut(), msg, doc));
         }
     };
     doc.apply_interference_threshold(o.interference_pct);
-    if o.json {
-        output::print_json(&doc)?;
-    } else {
-        print!("{}", output::human(&doc));
-    }
+    print_doc(o, &doc)?;
     if let Some(store) = store.as_mut() {
         match store_single(store, &doc) {
             Ok(id) if !o.quiet => {
@@ -280,12 +271,8 @@ fn failed_run(
     mut doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
     doc.status = ResultStatus::Failed;
-    if o.json {
-        if let Err(e) = output::print_json(&doc) {
-            return e;
-        }
-    } else {
-        print!("{}", output::human(&doc));
+    if let Err(e) = print_doc(o, &doc) {
+        return e;
     }
     if let Some(store) = store {
         match store_failed(store, &doc) {
@@ -296,10 +283,16 @@ fn failed_run(
             Err(e) => eprintln!("iotoll: the failed run could not be recorded: {e:#}"),
         }
     }
-    RunFailed(format!(
-        "{msg} (the figures printed are partial and not a result)"
-    ))
-    .into()
+    anyhow::anyhow!("{msg} (the figures printed are partial and not a result)")
+}
+
+/// A result on stdout: one JSON document with `--json`, else the table.
+fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<()> {
+    if o.json {
+        return output::print_json(doc);
+    }
+    print!("{}", output::human(doc));
+    Ok(())
 }
 
 /// The run of a single measurement that failed: status `failed`, its test
@@ -322,14 +315,12 @@ fn begin_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
 ) -> Result<(i64, i64), iotoll_store::StoreError> {
-    let host =
-        iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
     let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
     let run = store.begin_run(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),
         "",
-        &iotoll_model::spec::to_json(&host),
+        &iotoll_model::spec::to_json(&host()),
         &doc.notes,
     )?;
     let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;

@@ -1,6 +1,6 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{duration_arg, signals, size_arg, UsageError};
+use crate::{duration_arg, signals, size_arg, usage};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_net::auth::Key;
@@ -34,14 +34,12 @@ fn dir_arg(s: &str) -> Result<Dir, String> {
 pub struct BindList(Vec<IpAddr>);
 
 fn bind_arg(s: &str) -> Result<BindList, String> {
-    s.split(',')
-        .map(|a| {
-            a.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| format!("'{a}' is not an IP address"))
-        })
-        .collect::<Result<_, _>>()
-        .map(BindList)
+    let ip = |a: &str| {
+        a.trim()
+            .parse()
+            .map_err(|_| format!("'{a}' is not an IP address"))
+    };
+    s.split(',').map(ip).collect::<Result<_, _>>().map(BindList)
 }
 
 #[derive(Args)]
@@ -147,9 +145,8 @@ pub struct RrArgs {
 pub fn main(cmd: NetCmd) -> Result<()> {
     match cmd {
         NetCmd::Serve(a) => serve(a),
-        NetCmd::Stream(a) => {
-            let a = *a;
-            let spec = ClientSpec {
+        NetCmd::Stream(a) => client(
+            ClientSpec {
                 kind: TestKind::Stream,
                 dir: a.dir,
                 msg: a.msg,
@@ -157,27 +154,25 @@ pub fn main(cmd: NetCmd) -> Result<()> {
                 nodelay: a.nodelay,
                 bind: a.bind.map(|b| b.0).unwrap_or_default(),
                 ..base_spec(&a.common)?
-            };
-            client(spec, &a.common)
-        }
-        NetCmd::Rr(a) => {
-            let a = *a;
-            let spec = ClientSpec {
+            },
+            &a.common,
+        ),
+        NetCmd::Rr(a) => client(
+            ClientSpec {
                 kind: TestKind::Rr,
                 req: a.req,
                 resp: a.resp,
                 burst: a.burst,
                 ..base_spec(&a.common)?
-            };
-            client(spec, &a.common)
-        }
+            },
+            &a.common,
+        ),
     }
 }
 
-fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
-    p.as_ref()
-        .map(|p| Key::load(p).map_err(|e| UsageError(e.to_string()).into()))
-        .transpose()
+/// The pre-shared key in the file `--auth-key` names, if any.
+pub fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
+    p.as_ref().map(|p| Key::load(p).map_err(usage)).transpose()
 }
 
 fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
@@ -195,9 +190,7 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
 }
 
 fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
-    if c.threads == Some(0) {
-        return Err(UsageError("--threads must be positive".into()).into());
-    }
+    anyhow::ensure!(c.threads != Some(0), usage("--threads must be positive"));
     crate::measure(&c.measure, |ctl| iotoll_net::run(&spec, ctl))
 }
 
@@ -206,17 +199,14 @@ fn serve(a: ServeArgs) -> Result<()> {
         Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
         None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
     };
-    if a.handshake_timeout.is_zero() {
-        return Err(UsageError(
-            "--handshake-timeout must be positive (0s would refuse every client)".into(),
-        )
-        .into());
-    }
-    if a.max_conns == 0 || a.max_msg == 0 || a.max_time.is_zero() {
-        return Err(
-            UsageError("--max-conns, --max-msg and --max-time must be positive".into()).into(),
-        );
-    }
+    anyhow::ensure!(
+        !a.handshake_timeout.is_zero(),
+        usage("--handshake-timeout must be positive (0s would refuse every client)")
+    );
+    anyhow::ensure!(
+        a.max_conns > 0 && a.max_msg > 0 && !a.max_time.is_zero(),
+        usage("--max-conns, --max-msg and --max-time must be positive")
+    );
     let cfg = ServerConfig {
         listen,
         key: load_key(&a.auth_key)?,
@@ -231,9 +221,8 @@ fn serve(a: ServeArgs) -> Result<()> {
     };
     let flag = signals::install();
     let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
-    let r = iotoll_net::serve(&cfg, &flag, log.clone());
-    // No IPv6 on this host: listen on IPv4 instead of failing.
-    let r = match r {
+    match iotoll_net::serve(&cfg, &flag, log.clone()) {
+        // No IPv6 on this host: listen on IPv4 instead of failing.
         Err(NetError::Io { .. }) if a.listen.is_none() => {
             let v4 = ServerConfig {
                 listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
@@ -242,7 +231,6 @@ fn serve(a: ServeArgs) -> Result<()> {
             iotoll_net::serve(&v4, &flag, log)
         }
         r => r,
-    };
-    r.map_err(crate::usage_or)?;
-    Ok(())
+    }
+    .map_err(crate::usage_or)
 }

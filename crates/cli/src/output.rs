@@ -19,13 +19,9 @@ pub fn num(v: f64) -> String {
 }
 
 fn disk_spec_line(s: &DiskSpec) -> String {
-    let mut line = String::from("disk");
-    if let Some(name) = &s.spec {
-        let _ = write!(line, "  {name}");
-    }
-    let _ = write!(
-        line,
-        "  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
+    let name = s.spec.as_ref().map_or(String::new(), |n| format!("  {n}"));
+    format!(
+        "disk{name}  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
         format_size(s.bs),
         s.read_pct,
         s.random_pct,
@@ -37,8 +33,7 @@ fn disk_spec_line(s: &DiskSpec) -> String {
         s.target_kind,
         format_size(s.size),
         format_size(s.offset),
-    );
-    line
+    )
 }
 
 fn net_spec_line(kind: Kind, net: &NetSpec, what: String) -> String {
@@ -142,8 +137,7 @@ fn disclosure_lines(o: &mut String, d: &NetDisclosure) {
             i.address,
             link.mtu.map_or("null".into(), |m| m.to_string()),
             link.speed_mbit
-                .map(|v| format!("{v} Mbit/s"))
-                .unwrap_or("-".into()),
+                .map_or("-".into(), |v| format!("{v} Mbit/s")),
             link.driver.as_deref().unwrap_or("-"),
             offs.join(" "),
             t("tcp_congestion_control"),
@@ -174,9 +168,7 @@ pub fn human(doc: &ResultDoc) -> String {
     let _ = write!(
         o,
         "window {} s  {}",
-        get(mn::WINDOW_S)
-            .map(|v| format!("{v:.2}"))
-            .unwrap_or("-".into()),
+        get(mn::WINDOW_S).map_or("-".into(), |v| format!("{v:.2}")),
         doc.status
     );
     if let Some(c) = &doc.config {
@@ -215,9 +207,7 @@ pub fn human(doc: &ResultDoc) -> String {
             "tcp",
             num(get(mn::RETRANSMITS).unwrap_or(f64::NAN)),
             get(mn::SRTT_US).map(num).unwrap_or("-".into()),
-            get(mn::CONNECT_S)
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or("-".into()),
+            get(mn::CONNECT_S).map_or("-".into(), |v| format!("{v:.3}")),
             num(get(mn::ERRORS).unwrap_or(0.0)),
         );
     }
@@ -341,11 +331,8 @@ fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     if let Some(s) = doc.spec_as::<DiskSpec>() {
         // psync keeps one I/O in flight per worker whatever QD says.
         let per_worker = if s.engine == "psync" { 1 } else { s.qd };
-        let _ = write!(
-            l,
-            " of {} requested",
-            u64::from(s.workers) * u64::from(per_worker)
-        );
+        let requested = u64::from(s.workers) * u64::from(per_worker);
+        let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");
     if let (Some(iops), Some(lat)) = (m.get(mn::IOPS), m.get(mn::LAT_MEAN_US)) {

@@ -78,21 +78,17 @@ impl iotoll_run::Progress for TermProgress {
             elapsed.as_secs_f64(),
             total.as_secs_f64()
         );
-        if let Some(v) = p.iops {
-            line += &format!("  {v:>10.0} IOPS");
-        }
-        if let Some(v) = p.mb_s {
-            line += &format!("  {v:>9.1} MB/s");
-        }
-        if let Some(v) = p.trans_s {
-            line += &format!("  {v:>10.0} trans/s");
-        }
-        if let Some(v) = p.mbit_s {
-            line += &format!("  {v:>9.1} Mbit/s");
-        }
-        if let Some(v) = p.cpu_pct {
-            line += &format!("  cpu {v:>5.1} %");
-        }
+        line.extend(
+            [
+                p.iops.map(|v| format!("  {v:>10.0} IOPS")),
+                p.mb_s.map(|v| format!("  {v:>9.1} MB/s")),
+                p.trans_s.map(|v| format!("  {v:>10.0} trans/s")),
+                p.mbit_s.map(|v| format!("  {v:>9.1} Mbit/s")),
+                p.cpu_pct.map(|v| format!("  cpu {v:>5.1} %")),
+            ]
+            .into_iter()
+            .flatten(),
+        );
         self.draw(&line);
     }
 }

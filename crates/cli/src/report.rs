@@ -1,6 +1,6 @@
 //! `iotoll compare` and `iotoll report`.
 
-use crate::{DbArg, UsageError};
+use crate::{usage, DbArg};
 use anyhow::{Context, Result};
 use clap::Args;
 use iotoll_report::{compare, ConfigData, RunInfo};
@@ -37,12 +37,8 @@ pub struct CompareArgs {
     /// Mark each configuration/test acceptable or not by CPU %.
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
-    /// Write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Write a Markdown report here.
-    #[arg(long, value_name = "FILE")]
-    md: Option<PathBuf>,
+    #[command(flatten)]
+    files: ReportFiles,
     /// Print the comparison as one JSON document.
     #[arg(long)]
     json: bool,
@@ -59,18 +55,25 @@ pub struct ReportArgs {
     /// Runs (ids or configuration labels); several are shown side by side.
     #[arg(required = true, value_name = "RUN")]
     runs: Vec<String>,
-    /// Write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Write a Markdown report here.
-    #[arg(long, value_name = "FILE")]
-    md: Option<PathBuf>,
+    #[command(flatten)]
+    files: ReportFiles,
     /// CPU threshold to mark tests by [default: the first run's suite
     /// `cpu_threshold_pct`, if it has one].
     #[arg(long, value_name = "PCT")]
     cpu_threshold: Option<f64>,
     #[command(flatten)]
     db: DbArg,
+}
+
+/// `--html` and `--md` of the commands that write reports.
+#[derive(Args)]
+struct ReportFiles {
+    /// Write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write a Markdown report here.
+    #[arg(long, value_name = "FILE")]
+    md: Option<PathBuf>,
 }
 
 /// The CPU threshold the run's suite file states, if any.
@@ -86,7 +89,7 @@ fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)>
     let mut configs = Vec::new();
     let mut infos = Vec::new();
     for w in which {
-        let id = store.resolve(w).map_err(|e| UsageError(e.to_string()))?;
+        let id = store.resolve(w).map_err(usage)?;
         let detail = store.run_detail(id)?;
         let (c, mut i) = iotoll_report::load(&detail);
         i.cpu_threshold_pct = suite_threshold(&detail);
@@ -113,42 +116,57 @@ pub fn write_run_report(
     let (config, info) = iotoll_report::load(&store.run_detail(run)?);
     let (configs, infos) = ([config], [info]);
     let c = compare(&configs, None, true, cpu_threshold);
-    let text = if path.extension().is_some_and(|e| e == "md") {
-        iotoll_report::markdown::render(&c, &configs, &infos)
-    } else {
-        iotoll_report::html::render(&c, &configs, &infos, "report")
+    let md = path.extension().is_some_and(|e| e == "md");
+    let files = ReportFiles {
+        html: (!md).then(|| path.to_owned()),
+        md: md.then(|| path.to_owned()),
     };
-    write(path, &text)
+    files.write(&c, &configs, &infos, "report")?;
+    Ok(())
 }
 
-fn check_metric(m: &Option<String>) -> Result<()> {
-    if let Some(m) = m {
-        if iotoll_model::metrics::metric_def(m).is_none() {
-            return Err(UsageError(format!(
-                "--metric '{m}' is not a metric name (see docs/metrics.md)"
-            ))
-            .into());
+impl ReportFiles {
+    /// The Markdown report, after writing the files asked for.
+    fn write(
+        &self,
+        c: &iotoll_report::Comparison,
+        configs: &[ConfigData],
+        infos: &[RunInfo],
+        title: &str,
+    ) -> Result<String> {
+        let md = iotoll_report::markdown::render(c, configs, infos);
+        if let Some(p) = &self.md {
+            write(p, &md)?;
         }
+        if let Some(p) = &self.html {
+            write(p, &iotoll_report::html::render(c, configs, infos, title))?;
+        }
+        Ok(md)
     }
-    Ok(())
 }
 
 fn check_threshold(t: Option<f64>) -> Result<()> {
-    if let Some(t) = t {
-        if !(0.0..=100.0).contains(&t) {
-            return Err(UsageError(format!("--cpu-threshold {t} is outside 0-100")).into());
-        }
+    let outside = t.filter(|t| !(0.0..=100.0).contains(t));
+    match outside {
+        Some(t) => Err(usage(format!("--cpu-threshold {t} is outside 0-100"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    check_metric(&a.metric)?;
+    if let Some(m) = a.metric.as_ref() {
+        anyhow::ensure!(
+            iotoll_model::metrics::metric_def(m).is_some(),
+            usage(format!(
+                "--metric '{m}' is not a metric name (see docs/metrics.md)"
+            ))
+        );
+    }
     check_threshold(a.cpu_threshold)?;
     let by_group = match a.by.as_str() {
         "group" => true,
         "none" => false,
-        other => return Err(UsageError(format!("--by '{other}': use group or none")).into()),
+        other => return Err(usage(format!("--by '{other}': use group or none"))),
     };
     let mut which = vec![a.baseline.clone()];
     which.extend(a.candidates.iter().cloned());
@@ -156,16 +174,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
     comparable(&c, &configs, a.strict)?;
-    let md = iotoll_report::markdown::render(&c, &configs, &infos);
-    if let Some(p) = &a.md {
-        write(p, &md)?;
-    }
-    if let Some(p) = &a.html {
-        write(
-            p,
-            &iotoll_report::html::render(&c, &configs, &infos, "comparison"),
-        )?;
-    }
+    let md = a.files.write(&c, &configs, &infos, "comparison")?;
     if a.json {
         crate::output::print_json(&c)?;
     } else {
@@ -214,17 +223,8 @@ pub fn report_cmd(a: ReportArgs) -> Result<()> {
         .cpu_threshold
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
-    let md = iotoll_report::markdown::render(&c, &configs, &infos);
-    if let Some(p) = &a.md {
-        write(p, &md)?;
-    }
-    if let Some(p) = &a.html {
-        write(
-            p,
-            &iotoll_report::html::render(&c, &configs, &infos, "report"),
-        )?;
-    }
-    if a.md.is_none() && a.html.is_none() {
+    let md = a.files.write(&c, &configs, &infos, "report")?;
+    if a.files.md.is_none() && a.files.html.is_none() {
         print!("{md}");
     }
     Ok(())

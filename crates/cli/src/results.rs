@@ -1,7 +1,7 @@
 //! `iotoll results list | show | export | delete`.
 
 use crate::output::num;
-use crate::{DbArg, UsageError};
+use crate::{usage, DbArg};
 use anyhow::Result;
 use clap::{Subcommand, ValueEnum};
 use iotoll_model::text::printable;
@@ -79,15 +79,19 @@ fn open(db: &DbArg) -> Result<Store> {
 /// database on a read-only or full filesystem still answers.
 pub fn open_read(path: &std::path::Path) -> Result<Store> {
     Store::open_read_only(path).map_err(|e| match e {
-        iotoll_store::StoreError::Missing(_) => UsageError(e.to_string()).into(),
+        iotoll_store::StoreError::Missing(_) => usage(e),
         e => e.into(),
     })
 }
 
 fn resolve(store: &Store, run: &str) -> Result<i64> {
-    store
-        .resolve(run)
-        .map_err(|e| UsageError(e.to_string()).into())
+    store.resolve(run).map_err(usage)
+}
+
+/// A stored run by its id or label, read only.
+fn detail(db: &DbArg, run: &str) -> Result<iotoll_store::RunDetail> {
+    let s = open_read(&db.path())?;
+    Ok(s.run_detail(resolve(&s, run)?)?)
 }
 
 pub fn main(cmd: ResultsCmd) -> Result<()> {
@@ -124,8 +128,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Show { run, db, json } => {
-            let s = open_read(&db.path())?;
-            let d = s.run_detail(resolve(&s, &run)?)?;
+            let d = detail(&db, &run)?;
             if json {
                 return crate::output::print_json(&d);
             }
@@ -140,30 +143,28 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             );
             for t in &d.tests {
                 println!("  {}", test_line(t));
-                // Repetitions other processes interfered with, and by whom.
+                // Repetitions other processes interfered with, and by whom;
+                // the endpoint's side only when it is another host.
                 for r in &t.reps {
-                    for (side, c) in [
-                        ("", &r.doc.cpu.local),
-                        ("endpoint host: ", &r.doc.cpu.remote),
-                    ] {
-                        if side.is_empty() || r.doc.cpu.same_host != Some(true) {
-                            if let Some(i) = c
-                                .as_ref()
-                                .and_then(|c| c.interference.as_ref())
-                                .filter(|i| i.interfered)
-                            {
-                                let who: Vec<String> =
-                                    i.processes.iter().map(crate::output::consumer).collect();
-                                println!(
-                                    "    rep {}{}: INTERFERED {side}others {} % of the host (threshold {} %): {}",
-                                    r.rep,
-                                    if t.selected_rep == Some(r.rep) { " (selected)" } else { "" },
-                                    num(i.others_pct),
-                                    num(i.threshold_pct),
-                                    who.join(", ")
-                                );
-                            }
+                    let cpu = &r.doc.cpu;
+                    let remote = cpu.remote.as_ref().filter(|_| cpu.same_host != Some(true));
+                    for (side, c) in [("", cpu.local.as_ref()), ("endpoint host: ", remote)] {
+                        let Some(i) = c.and_then(|c| c.interference.as_ref()) else {
+                            continue;
+                        };
+                        if !i.interfered {
+                            continue;
                         }
+                        let who: Vec<String> =
+                            i.processes.iter().map(crate::output::consumer).collect();
+                        println!(
+                            "    rep {}{}: INTERFERED {side}others {} % of the host (threshold {} %): {}",
+                            r.rep,
+                            if t.selected_rep == Some(r.rep) { " (selected)" } else { "" },
+                            num(i.others_pct),
+                            num(i.threshold_pct),
+                            who.join(", ")
+                        );
                     }
                 }
             }
@@ -173,13 +174,12 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             Ok(())
         }
         ResultsCmd::Export { run, format, db } => {
-            let s = open_read(&db.path())?;
-            let d = s.run_detail(resolve(&s, &run)?)?;
+            let d = detail(&db, &run)?;
             let text = match format {
                 Format::Csv => export::csv(&d),
                 Format::Json => export::json(&d)?,
                 Format::IometerCsv => {
-                    let e = export::iometer_csv(&d).map_err(|e| UsageError(e.to_string()))?;
+                    let e = export::iometer_csv(&d).map_err(usage)?;
                     for why in &e.skipped {
                         eprintln!("iotoll: warning: iometer-csv: left out: {why}");
                     }
@@ -196,26 +196,23 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             config,
             db,
         } => {
-            if config.trim().is_empty() {
-                return Err(UsageError("--config must not be empty".into()).into());
-            }
+            anyhow::ensure!(
+                !config.trim().is_empty(),
+                usage("--config must not be empty")
+            );
+            let src = file.display().to_string();
+            let bad = |e: String| usage(format!("{src}: {e}"));
             // Streamed: memory follows the results, not the file.
-            let f = std::fs::File::open(&file)
-                .map_err(|e| UsageError(format!("{}: {e}", file.display())))?;
+            let f = std::fs::File::open(&file).map_err(|e| bad(e.to_string()))?;
             // A file or a pipe; a directory or device (/dev/zero) is no input.
             let kind = f.metadata().map(|m| m.file_type());
-            if !kind.is_ok_and(|k| {
-                use std::os::unix::fs::FileTypeExt;
-                k.is_file() || k.is_fifo() || k.is_socket()
-            }) {
-                return Err(UsageError(format!(
-                    "{}: not a file or a pipe (a directory or a device)",
-                    file.display()
-                ))
-                .into());
-            }
-            let src = file.display().to_string();
-            let bad = |e: String| UsageError(format!("{src}: {e}"));
+            anyhow::ensure!(
+                kind.is_ok_and(|k| {
+                    use std::os::unix::fs::FileTypeExt;
+                    k.is_file() || k.is_fifo() || k.is_socket()
+                }),
+                bad("not a file or a pipe (a directory or a device)".into())
+            );
             let (id, n) = match format {
                 // Row by row into the database: memory of one row.
                 ImportFormat::Table => {
@@ -223,8 +220,8 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                     open(&db)?
                         .import_stream("table", &src, &config, rows)
                         .map_err(|e| match e {
-                            iotoll_store::StoreError::Input(m) => bad(m).into(),
-                            e => anyhow::Error::from(e),
+                            iotoll_store::StoreError::Input(m) => bad(m),
+                            e => e.into(),
                         })?
                 }
                 ImportFormat::FioJson | ImportFormat::Iperf3Json => {
@@ -285,9 +282,7 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
     l.push_str(&format!(
         "  cpu % {}  spread % {}",
         g("cpu_pct").unwrap_or("-".into()),
-        t.spread_pct
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or("-".into())
+        t.spread_pct.map_or("-".into(), |v| format!("{v:.1}"))
     ));
     if t.repeatable == Some(false) {
         l.push_str("  NOT REPEATABLE");

@@ -1,7 +1,7 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
 use crate::output::num;
-use crate::{duration_arg, progress::TermProgress, signals, DbArg, Interrupted, UsageError};
+use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interrupted};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
@@ -44,8 +44,7 @@ pub struct Durations {
 
 /// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
 fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
-    iotoll_suite::durations::override_durations(suite, d.ramp, d.time)
-        .map_err(|e| UsageError(e).into())
+    iotoll_suite::durations::override_durations(suite, d.ramp, d.time).map_err(usage)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -113,18 +112,21 @@ pub fn load(which: &str) -> Result<Suite> {
             let p = PathBuf::from(which);
             if !p.exists() {
                 let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
-                return Err(UsageError(format!(
-                    "'{which}' is neither a built-in suite ({}) nor a file",
-                    names.join(", ")
-                ))
-                .into());
+                let names = names.join(", ");
+                let msg = format!("'{which}' is neither a built-in suite ({names}) nor a file");
+                return Err(usage(msg));
             }
             let t =
                 std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
             (t, p.display().to_string())
         }
     };
-    parse(&text, &file).map_err(|e| UsageError(e.to_string()).into())
+    parse(&text, &file).map_err(usage)
+}
+
+fn check_reps(reps: Option<u32>) -> Result<()> {
+    anyhow::ensure!(reps != Some(0), usage("--reps must be at least 1"));
+    Ok(())
 }
 
 fn fmt_dur(d: Duration) -> String {
@@ -157,9 +159,7 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             reps,
         } => {
             let mut s = load(&suite)?;
-            if reps == Some(0) {
-                return Err(UsageError("--reps must be at least 1".into()).into());
-            }
+            check_reps(reps)?;
             let note = apply_durations(&mut s, durations)?;
             println!(
                 "{}: {} tests, estimated {}",
@@ -271,58 +271,45 @@ fn run(a: RunArgs) -> Result<()> {
     // signal's default action (143 and nothing stored).
     let flag = signals::install();
     let mut suite = load(&a.suite)?;
-    if a.reps == Some(0) {
-        return Err(UsageError("--reps must be at least 1".into()).into());
-    }
-    if let Some(c) = &a.config {
-        if c.trim().is_empty() {
-            return Err(UsageError("--config must not be empty".into()).into());
-        }
-    }
+    check_reps(a.reps)?;
+    let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
+    anyhow::ensure!(!blank, usage("--config must not be empty"));
     // The durations in effect decide the estimate (and so --yes).
     let override_note = apply_durations(&mut suite, a.durations)?;
     let est = iotoll_suite::durations::planned(&suite, a.reps);
-    if est > Duration::from_secs(24 * 3600) && !a.yes {
-        return Err(UsageError(format!(
+    anyhow::ensure!(
+        est <= Duration::from_secs(24 * 3600) || a.yes,
+        usage(format!(
             "suite '{}' is estimated to take {}; add --yes to run it",
             suite.name,
             fmt_dur(est)
         ))
-        .into());
-    }
-    let key = a
-        .auth_key
-        .as_ref()
-        .map(|p| iotoll_net::auth::Key::load(p).map_err(|e| UsageError(e.to_string())))
-        .transpose()?;
-    if let Some(p) = &a.peer {
-        iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(|e| UsageError(e.to_string()))?;
-    }
+    );
+    let key = crate::net::load_key(&a.auth_key)?;
+    let peer = match &a.peer {
+        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
+        None => None,
+    };
     if let Some(p) = &a.report {
         let dir = p
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
-        if !dir.is_dir() || p.is_dir() {
-            return Err(UsageError(format!(
-                "--report {}: no such directory, or a directory",
-                p.display()
-            ))
-            .into());
-        }
+        let msg = format!(
+            "--report {}: no such directory, or a directory",
+            p.display()
+        );
+        anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
     }
     // The database is opened (and must be writable) before any workload.
     let db = a.db.path();
     let mut store = Store::open(&db)?;
     store.check_ready()?;
 
-    let host =
-        iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
-    let peer_local = match &a.peer {
+    let host = crate::host();
+    let peer_local = match peer {
         None => suite.jobs.iter().any(|j| j.kind != Kind::Disk),
-        Some(p) => {
-            iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).is_ok_and(|s| s.ip().is_loopback())
-        }
+        Some(s) => s.ip().is_loopback(),
     };
     let busy = iotoll_probe::sysinfo::busy_processes(
         Duration::from_millis(500),
@@ -369,13 +356,11 @@ fn run(a: RunArgs) -> Result<()> {
             OnInterferenceArg::Rerun => OnInterference::Rerun,
         },
     };
-    let res = {
-        let mut sink = StoreSink {
-            store: &mut store,
-            run: run_id,
-        };
-        iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink)
+    let mut sink = StoreSink {
+        store: &mut store,
+        run: run_id,
     };
+    let res = iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink);
     progress.clear();
     let outcome = match res {
         Ok(o) => o,
@@ -462,15 +447,14 @@ pub fn results_table(
             mn::label(eff),
             t.selected
                 .spread_pct
-                .map(|s| format!("{s:.1}"))
-                .unwrap_or("-".into()),
+                .map_or("-".into(), |s| format!("{s:.1}")),
         );
     }
     o
 }
 
 pub fn sysinfo(json: bool) -> Result<()> {
-    let h = iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"));
+    let h = crate::host();
     if json {
         // Through a JSON value: keys in the order every stored record has.
         return crate::output::print_json(&iotoll_model::spec::to_json(&h));
@@ -521,8 +505,7 @@ pub fn sysinfo(json: bool) -> Result<()> {
             .offloads
             .iter()
             .flat_map(|o| o.flags())
-            .filter(|(_, on)| *on == Some(true))
-            .map(|(k, _)| k)
+            .filter_map(|(k, on)| (on == Some(true)).then_some(k))
             .collect();
         offs.sort_unstable();
         println!(
