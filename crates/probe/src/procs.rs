@@ -77,18 +77,13 @@ pub fn snapshot() -> ProcSnapshot {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
     };
-    let mut path = String::with_capacity(32);
     for entry in dir.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if !name.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        path.clear();
-        path.push_str("/proc/");
-        path.push_str(name);
-        path.push_str("/stat");
-        if let Ok(line) = std::fs::read_to_string(&path) {
+        if let Ok(line) = std::fs::read_to_string(format!("/proc/{name}/stat")) {
             if let Some((pid, start, t)) = parse_proc_stat(&line) {
                 out.insert((pid, start), t);
             }
@@ -318,25 +313,17 @@ mod tests {
 
     #[test]
     fn ranks_by_delta_and_handles_pid_reuse() {
-        let parse = |l: String| {
-            let (p, s, t) = parse_proc_stat(&l).unwrap();
-            ((p, s), t)
-        };
-        let start: ProcSnapshot = [
-            parse(line(1, "busy", 0, 100, 0, 1)),
-            parse(line(2, "idle", 0, 50, 0, 1)),
-            parse(line(3, "old", 0, 500, 0, 1)),
-        ]
-        .into_iter()
-        .collect();
-        let end: ProcSnapshot = [
-            parse(line(1, "busy", 0, 300, 100, 1)),
-            parse(line(2, "idle", 0, 50, 0, 1)),
+        let start = snap(&[
+            line(1, "busy", 0, 100, 0, 1),
+            line(2, "idle", 0, 50, 0, 1),
+            line(3, "old", 0, 500, 0, 1),
+        ]);
+        let end = snap(&[
+            line(1, "busy", 0, 300, 100, 1),
+            line(2, "idle", 0, 50, 0, 1),
             // pid 3 recycled by a new process: its 20 ticks are all in the window.
-            parse(line(3, "new", PF_KTHREAD, 20, 0, 77)),
-        ]
-        .into_iter()
-        .collect();
+            line(3, "new", PF_KTHREAD, 20, 0, 77),
+        ]);
         let top = top_consumers(&start, &end, 2.0, 2, 100.0, 5);
         assert_eq!(top.len(), 2);
         assert_eq!(top[0].comm, "busy");

@@ -348,13 +348,6 @@ pub fn identity() -> Identity {
     }
 }
 
-fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
-}
-
 fn cpu() -> Cpu {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let mut sockets = std::collections::BTreeSet::new();
@@ -387,7 +380,7 @@ fn cpu() -> Cpu {
         .collect();
     let nominal = crate::clock::nominal_mhz();
     Cpu {
-        model: cpuinfo_field(&cpuinfo, "model name"),
+        model: crate::clock::cpuinfo_field(&cpuinfo, "model name"),
         sockets: sockets.len().max(1),
         cores: cores.len().max(1),
         threads,
@@ -395,7 +388,8 @@ fn cpu() -> Cpu {
         smt: read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
         nominal_mhz: nominal.as_ref().map(|n| n.0),
         nominal_mhz_source: nominal.map(|n| n.1),
-        current_mhz: cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse::<f64>().ok()),
+        current_mhz: crate::clock::cpuinfo_field(&cpuinfo, "cpu MHz")
+            .and_then(|v| v.parse::<f64>().ok()),
         governor: read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
         scaling_driver: read_trim(format!("{cpu0}/cpufreq/scaling_driver")),
         caches,
