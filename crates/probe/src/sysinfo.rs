@@ -9,6 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::net::IpAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 /// The TCP settings that change throughput and latency results.
@@ -118,25 +119,29 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
             .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     };
-    let mut found = None;
+    let found = if_addrs().into_iter().find(|(_, a)| *a == Some(ip));
+    found.map(|(name, _)| name)
+}
+
+/// Every (interface name, address) pair of getifaddrs, in its order.
+fn if_addrs() -> Vec<(String, Option<IpAddr>)> {
+    let mut out = Vec::new();
     // SAFETY: getifaddrs allocates a list we walk read-only and free once.
     unsafe {
         let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
         if libc::getifaddrs(&mut head) != 0 {
-            return None;
+            return out;
         }
         let mut cur = head;
         while !cur.is_null() {
             let ifa = &*cur;
-            if sockaddr_ip(ifa.ifa_addr) == Some(ip) {
-                found = Some(CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned());
-                break;
-            }
+            let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+            out.push((name, sockaddr_ip(ifa.ifa_addr)));
             cur = ifa.ifa_next;
         }
         libc::freeifaddrs(head);
     }
-    found
+    out
 }
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
@@ -150,17 +155,24 @@ struct EthtoolValue {
 #[repr(C)]
 struct IfReq {
     name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut EthtoolValue,
+    data: *mut libc::c_void,
     _pad: [u8; 16],
 }
 
-/// One legacy ethtool get-value command (the kernel answers these from the
-/// device's feature flags, for every driver including lo and veth).
-fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
-    let mut v = EthtoolValue { cmd, data: 0 };
+/// A datagram socket for ethtool ioctls, closed when dropped.
+fn ethtool_socket() -> Option<OwnedFd> {
+    // SAFETY: socket has no preconditions; the fd it returns is ours alone.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    // SAFETY: a valid fd that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
+/// `data`, the ethtool command struct the kernel reads and fills.
+fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        data: &mut v,
+        data: (data as *mut T).cast(),
         _pad: [0; 16],
     };
     for (d, s) in req
@@ -170,9 +182,9 @@ fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
     {
         *d = s as libc::c_char;
     }
-    // SAFETY: SIOCETHTOOL reads the name and writes one EthtoolValue.
-    let rc = unsafe { libc::ioctl(sock, SIOCETHTOOL as _, &mut req) };
-    (rc == 0).then_some(v.data)
+    // SAFETY: SIOCETHTOOL reads the name and the command struct `data`
+    // points to, and writes at most that struct back.
+    unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) == 0 }
 }
 
 /// What ETHTOOL_GDRVINFO says about an interface's driver. Every field is
@@ -201,6 +213,7 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     // fw_version, bus_info, erom_version (32 bytes each), reserved2 (12),
     // n_priv_flags, n_stats, testinfo_len, eedump_len, regdump_len (u32).
     #[repr(C)]
+    #[derive(Default)]
     #[allow(dead_code)] // the kernel writes every field; we read four
     struct DrvInfo {
         cmd: u32,
@@ -218,34 +231,9 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     }
     let mut info = DrvInfo {
         cmd: ETHTOOL_GDRVINFO,
-        driver: [0; 32],
-        version: [0; 32],
-        fw_version: [0; 32],
-        bus_info: [0; 32],
-        erom_version: [0; 32],
-        reserved2: [0; 12],
-        counts: [0; 5],
+        ..Default::default()
     };
-    let mut req = IfReq {
-        name: [0; libc::IFNAMSIZ],
-        data: (&mut info as *mut DrvInfo).cast(),
-        _pad: [0; 16],
-    };
-    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: a datagram socket for one SIOCETHTOOL that fills `info`
-    // (the kernel copies at most sizeof(struct ethtool_drvinfo) back).
-    let ok = unsafe {
-        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if sock < 0 {
-            return None;
-        }
-        let rc = libc::ioctl(sock, SIOCETHTOOL as _, &mut req);
-        libc::close(sock);
-        rc == 0
-    };
-    ok.then(|| DriverInfo {
+    ethtool(&ethtool_socket()?, ifname, &mut info).then(|| DriverInfo {
         driver: c_field(&info.driver),
         version: c_field(&info.version),
         firmware: c_field(&info.fw_version),
@@ -254,11 +242,7 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
 }
 
 fn offloads(ifname: &str) -> Option<Offloads> {
-    // SAFETY: a throwaway datagram socket for ioctls.
-    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
-    if sock < 0 {
-        return None;
-    }
+    let sock = ethtool_socket()?;
     const GRXCSUM: u32 = 0x14;
     const GTXCSUM: u32 = 0x16;
     const GTSO: u32 = 0x1e;
@@ -266,18 +250,21 @@ fn offloads(ifname: &str) -> Option<Offloads> {
     const GFLAGS: u32 = 0x25;
     const GGRO: u32 = 0x2b;
     const FLAG_LRO: u32 = 1 << 15;
-    let b = |cmd| ethtool_get(sock, ifname, cmd).map(|v| v != 0);
-    let v = Offloads {
+    // A legacy ethtool get-value command (the kernel answers these from the
+    // device's feature flags, for every driver including lo and veth).
+    let get = |cmd| {
+        let mut v = EthtoolValue { cmd, data: 0 };
+        ethtool(&sock, ifname, &mut v).then_some(v.data)
+    };
+    let b = |cmd| get(cmd).map(|v| v != 0);
+    Some(Offloads {
         tso: b(GTSO),
         gso: b(GGSO),
         gro: b(GGRO),
-        lro: ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
+        lro: get(GFLAGS).map(|f| f & FLAG_LRO != 0),
         rx_checksum: b(GRXCSUM),
         tx_checksum: b(GTXCSUM),
-    };
-    // SAFETY: closing the socket we opened.
-    unsafe { libc::close(sock) };
-    Some(v)
+    })
 }
 
 fn link(name: &str) -> Link {
@@ -414,21 +401,9 @@ fn os_release() -> Option<String> {
 /// Every network interface, its addresses and offloads.
 fn interfaces() -> Vec<HostInterface> {
     let mut addrs: BTreeMap<String, Vec<String>> = Default::default();
-    // SAFETY: getifaddrs list walked read-only and freed once.
-    unsafe {
-        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-        if libc::getifaddrs(&mut head) == 0 {
-            let mut cur = head;
-            while !cur.is_null() {
-                let ifa = &*cur;
-                let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
-                let entry = addrs.entry(name).or_default();
-                if let Some(ip) = sockaddr_ip(ifa.ifa_addr) {
-                    entry.push(ip.to_string());
-                }
-                cur = ifa.ifa_next;
-            }
-            libc::freeifaddrs(head);
+    for (name, ip) in if_addrs() {
+        if let Some(ip) = ip {
+            addrs.entry(name).or_default().push(ip.to_string());
         }
     }
     let names: Vec<String> = std::fs::read_dir("/sys/class/net")
