@@ -157,13 +157,12 @@ impl Roles {
     }
 
     fn of(&self, c: &Consumer) -> Option<&'static str> {
-        let iotoll = !c.kernel_thread && c.comm == "iotoll";
         if c.pid == self.own_pid {
             Some(ROLE_SELF)
         } else if !c.kernel_thread && Some(c.pid) == self.endpoint_pid {
             // Whatever its binary is called: the caller verified the pid.
             Some(ROLE_ENDPOINT)
-        } else if iotoll {
+        } else if !c.kernel_thread && c.comm == "iotoll" {
             Some(ROLE_IOTOLL)
         } else {
             None
@@ -275,30 +274,6 @@ mod tests {
             .collect()
     }
 
-    fn top_consumers(
-        start: &ProcSnapshot,
-        end: &ProcSnapshot,
-        window_s: f64,
-        cpus: u32,
-        clk_tck: f64,
-        n: usize,
-    ) -> Vec<TopConsumer> {
-        let roles = Roles {
-            own_pid: -1,
-            endpoint_pid: None,
-        };
-        attribute(
-            &consumers(start, end),
-            window_s,
-            cpus,
-            clk_tck,
-            &roles,
-            n,
-            5.0,
-        )
-        .0
-    }
-
     #[test]
     fn parses_awkward_names() {
         let l = line(42, "a (b) c", PF_KTHREAD | 0x40, 7, 3, 999);
@@ -324,7 +299,11 @@ mod tests {
             // pid 3 recycled by a new process: its 20 ticks are all in the window.
             line(3, "new", PF_KTHREAD, 20, 0, 77),
         ]);
-        let top = top_consumers(&start, &end, 2.0, 2, 100.0, 5);
+        let nobody = Roles {
+            own_pid: -1,
+            endpoint_pid: None,
+        };
+        let (top, _) = attribute(&consumers(&start, &end), 2.0, 2, 100.0, &nobody, 5, 5.0);
         assert_eq!(top.len(), 2);
         assert_eq!(top[0].comm, "busy");
         // 300 ticks = 3 CPU-s over 2 s x 2 CPUs = 75 %.

@@ -406,56 +406,49 @@ fn interfaces() -> Vec<HostInterface> {
             addrs.entry(name).or_default().push(ip.to_string());
         }
     }
-    let names: Vec<String> = std::fs::read_dir("/sys/class/net")
+    let interface = |name: String| HostInterface {
+        link: link(&name),
+        addresses: addrs.remove(&name).unwrap_or_default(),
+        name,
+    };
+    dir_names("/sys/class/net")
+        .into_iter()
+        .map(interface)
+        .collect()
+}
+
+/// The names in a directory, sorted; none when it cannot be read.
+fn dir_names(dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default();
-    let mut out: Vec<HostInterface> = names
-        .into_iter()
-        .map(|n| HostInterface {
-            link: link(&n),
-            addresses: addrs.remove(&n).unwrap_or_default(),
-            name: n,
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    names.sort();
+    names
 }
 
-fn block_devices() -> Vec<BlockDevice> {
-    let mut out: Vec<BlockDevice> = std::fs::read_dir("/sys/block")
-        .map(|d| {
-            d.flatten()
-                .map(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    let b = format!("/sys/block/{n}");
-                    let sched = read_trim(format!("{b}/queue/scheduler")).map(|s| {
-                        s.split_whitespace()
-                            .find(|w| w.starts_with('['))
-                            .map(|w| w.trim_matches(['[', ']']).to_string())
-                            .unwrap_or(s)
-                    });
-                    let num =
-                        |f: &str| read_trim(format!("{b}/{f}")).and_then(|s| s.parse::<u64>().ok());
-                    BlockDevice {
-                        model: read_trim(format!("{b}/device/model")),
-                        size_bytes: num("size").map(|s| s * 512),
-                        rotational: read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
-                        scheduler: sched,
-                        queue_depth: num("device/queue_depth"),
-                        nr_requests: num("queue/nr_requests"),
-                        logical_block_size: num("queue/logical_block_size"),
-                        name: n,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+fn block_device(name: String) -> BlockDevice {
+    let b = format!("/sys/block/{name}");
+    let sched = read_trim(format!("{b}/queue/scheduler")).map(|s| {
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(['[', ']']).to_string())
+            .unwrap_or(s)
+    });
+    let num = |f: &str| read_trim(format!("{b}/{f}")).and_then(|s| s.parse::<u64>().ok());
+    BlockDevice {
+        model: read_trim(format!("{b}/device/model")),
+        size_bytes: num("size").map(|s| s * 512),
+        rotational: read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
+        scheduler: sched,
+        queue_depth: num("device/queue_depth"),
+        nr_requests: num("queue/nr_requests"),
+        logical_block_size: num("queue/logical_block_size"),
+        name,
+    }
 }
 
 fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
@@ -498,7 +491,10 @@ pub fn host(version: &str, commit: Option<&str>) -> Host {
                 .map(|(t, f)| t.saturating_sub(f)),
         },
         interfaces: interfaces(),
-        block_devices: block_devices(),
+        block_devices: dir_names("/sys/block")
+            .into_iter()
+            .map(block_device)
+            .collect(),
         tcp: tcp_sysctls(),
     }
 }
