@@ -11,6 +11,9 @@
 
 use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF};
 use iotoll_model::{Interference, TopConsumer};
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::{sysconf, Pid, SysconfVar};
 use std::collections::HashMap;
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -221,22 +224,16 @@ pub fn attribute(
 
 /// Whether process `pid` exists (EPERM: it does, as another user's).
 pub fn pid_alive(pid: i64) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    pid > 0
-        && pid <= i32::MAX as i64
-        && (unsafe { libc::kill(pid as i32, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
 }
 
 /// Clock ticks per second for /proc/*/stat times.
 pub fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 {
-        v as f64
-    } else {
-        100.0
-    }
+    let v = sysconf(SysconfVar::CLK_TCK).ok().flatten();
+    v.filter(|v| *v > 0).map_or(100.0, |v| v as f64)
 }
 
 #[cfg(test)]
@@ -373,6 +370,13 @@ mod tests {
         assert_eq!(pids, [300, 400, 600]);
         let (_, i) = attribute(&consumers(&start, &end), 1.0, 1, 100.0, &roles, 5, 40.0);
         assert!(!i.unwrap().interfered, "36 % is not above 40 %");
+    }
+
+    #[test]
+    fn pids_alive_and_not() {
+        assert!(pid_alive(std::process::id() as i64) && pid_alive(1));
+        assert!(!pid_alive(0) && !pid_alive(-1) && !pid_alive(i64::MAX));
+        assert_eq!(clk_tck(), 100.0, "USER_HZ on Linux");
     }
 
     #[test]

@@ -5,11 +5,14 @@
 //! suite starts.
 
 use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
+use nix::ifaddrs::InterfaceAddress;
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType, SockaddrStorage};
+use nix::sys::utsname::{uname, UtsName};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ffi::CStr;
+use std::ffi::OsStr;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// The TCP settings that change throughput and latency results.
@@ -125,23 +128,16 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
 
 /// Every (interface name, address) pair of getifaddrs, in its order.
 fn if_addrs() -> Vec<(String, Option<IpAddr>)> {
-    let mut out = Vec::new();
-    // SAFETY: getifaddrs allocates a list we walk read-only and free once.
-    unsafe {
-        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-        if libc::getifaddrs(&mut head) != 0 {
-            return out;
-        }
-        let mut cur = head;
-        while !cur.is_null() {
-            let ifa = &*cur;
-            let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
-            out.push((name, sockaddr_ip(ifa.ifa_addr)));
-            cur = ifa.ifa_next;
-        }
-        libc::freeifaddrs(head);
-    }
-    out
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    let ip = |a: SockaddrStorage| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+        (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
+        (_, Some(v6)) => Some(IpAddr::V6(v6.ip())),
+        _ => None,
+    };
+    let pair = |a: InterfaceAddress| (a.interface_name, a.address.and_then(ip));
+    addrs.map(pair).collect()
 }
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
@@ -161,10 +157,13 @@ struct IfReq {
 
 /// A datagram socket for ethtool ioctls, closed when dropped.
 fn ethtool_socket() -> Option<OwnedFd> {
-    // SAFETY: socket has no preconditions; the fd it returns is ours alone.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    // SAFETY: a valid fd that nothing else owns.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .ok()
 }
 
 /// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
@@ -287,26 +286,6 @@ fn link(name: &str) -> Link {
         firmware: info.firmware,
         bus_info: info.bus_info,
         offloads: offloads(name),
-    }
-}
-
-fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
-    if sa.is_null() {
-        return None;
-    }
-    // SAFETY: the family tells which sockaddr type the pointer holds.
-    unsafe {
-        match (*sa).sa_family as i32 {
-            libc::AF_INET => {
-                let s = &*(sa as *const libc::sockaddr_in);
-                Some(IpAddr::from(u32::from_be(s.sin_addr.s_addr).to_be_bytes()))
-            }
-            libc::AF_INET6 => {
-                let s = &*(sa as *const libc::sockaddr_in6);
-                Some(IpAddr::from(s.sin6_addr.s6_addr))
-            }
-            _ => None,
-        }
     }
 }
 
@@ -463,23 +442,21 @@ fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
 
 /// The whole host, for `iotoll sysinfo` and every stored run.
 pub fn host(version: &str, commit: Option<&str>) -> Host {
-    // SAFETY: uname fills the struct.
-    let (sysname, release, machine, nodename) = unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        libc::uname(&mut u);
-        let f = |c: &[libc::c_char]| CStr::from_ptr(c.as_ptr()).to_string_lossy().into_owned();
-        (f(&u.sysname), f(&u.release), f(&u.machine), f(&u.nodename))
+    let u = uname().ok();
+    let f = |g: fn(&UtsName) -> &OsStr| {
+        u.as_ref()
+            .map_or(String::new(), |u| g(u).to_string_lossy().into())
     };
     let kib = |k| meminfo_kib(k).map(|k| k * 1024);
     Host {
-        host: nodename,
+        host: f(UtsName::nodename),
         iotoll: Build {
             version: version.into(),
             commit: commit.map(Into::into),
         },
         os: Os {
-            kernel: format!("{sysname} {release}"),
-            arch: machine,
+            kernel: format!("{} {}", f(UtsName::sysname), f(UtsName::release)),
+            arch: f(UtsName::machine),
             distribution: os_release(),
         },
         cpu: cpu(),

@@ -3,6 +3,8 @@
 use crate::{clock, procs, stat, ProbeError};
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::CpuReport;
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::TimeVal;
 use std::time::Instant;
 
 /// How many top consumers a report lists.
@@ -20,14 +22,9 @@ pub struct CpuWindow {
 /// CPU seconds used by this process, all threads (getrusage is exact to the
 /// microsecond, unlike /proc/self/stat ticks).
 fn self_cpu_s() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let s = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    let usage = getrusage(UsageWho::RUSAGE_SELF);
+    usage.map_or(f64::NAN, |u| s(u.user_time()) + s(u.system_time()))
 }
 
 impl CpuWindow {
