@@ -42,16 +42,13 @@ pub fn parse_proc_stat(line: &str) -> Option<(i32, u64, ProcTimes)> {
     let comm = line.get(open + 1..close)?.to_string();
     // Fields after ')' start at field 3 (state).
     let rest: Vec<&str> = line.get(close + 1..)?.split_ascii_whitespace().collect();
-    let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
-    let ppid = rest.get(1).and_then(|v| v.parse::<i32>().ok())?;
+    let raw = |n: usize| rest.get(n - 3).copied();
+    let field = |n: usize| raw(n)?.parse::<u64>().ok();
+    let ppid = raw(4)?.parse::<i32>().ok()?;
     let flags = field(9)?;
     let ticks = field(14)?.checked_add(field(15)?)?;
     // cutime and cstime are signed in the kernel's format; never negative.
-    let signed = |n: usize| {
-        rest.get(n - 3)
-            .and_then(|v| v.parse::<i64>().ok())
-            .map(|v| v.max(0) as u64)
-    };
+    let signed = |n: usize| raw(n)?.parse::<i64>().ok().map(|v| v.max(0) as u64);
     let children = signed(16)?.saturating_add(signed(17)?);
     let start = field(22)?;
     Some((

@@ -115,14 +115,9 @@ fn read_trim(p: impl AsRef<Path>) -> Option<String> {
 
 /// Name of the local interface that holds `ip`.
 pub fn interface_of(ip: IpAddr) -> Option<String> {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    };
-    let found = if_addrs().into_iter().find(|(_, a)| *a == Some(ip));
+    // An IPv4-mapped IPv6 address is held as its IPv4 address.
+    let ip = Some(ip.to_canonical());
+    let found = if_addrs().into_iter().find(|(_, a)| *a == ip);
     found.map(|(name, _)| name)
 }
 
@@ -344,7 +339,7 @@ fn cpu() -> Cpu {
             })
         })
         .collect();
-    let nominal = crate::clock::nominal_mhz();
+    let (nominal_mhz, nominal_mhz_source) = crate::clock::nominal_mhz().unzip();
     Cpu {
         model: crate::clock::cpuinfo_field(&cpuinfo, "model name"),
         sockets: sockets.len().max(1),
@@ -352,8 +347,8 @@ fn cpu() -> Cpu {
         threads,
         online: read_trim("/sys/devices/system/cpu/online"),
         smt: read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
-        nominal_mhz: nominal.as_ref().map(|n| n.0),
-        nominal_mhz_source: nominal.map(|n| n.1),
+        nominal_mhz,
+        nominal_mhz_source,
         current_mhz: crate::clock::cpuinfo_field(&cpuinfo, "cpu MHz")
             .and_then(|v| v.parse::<f64>().ok()),
         governor: read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
@@ -615,6 +610,8 @@ mod tests {
     fn loopback_is_found_and_described() {
         let d = network("127.0.0.1".parse().unwrap());
         assert_eq!(d.interface.name.as_deref(), Some("lo"));
+        let mapped = interface_of("::ffff:127.0.0.1".parse().unwrap());
+        assert_eq!(mapped.as_deref(), Some("lo"), "IPv4-mapped is IPv4");
         let link = d.interface.link.expect("lo is described");
         assert!(link.mtu.unwrap() >= 1500);
         assert!(d.tcp["tcp_rmem"].is_some());

@@ -74,10 +74,7 @@ impl CpuWindow {
                 }
             }
             consumers = procs::consumers(&self.procs, &end_procs);
-            if let Some((mhz, src)) = clock::nominal_mhz() {
-                r.nominal_mhz = Some(mhz);
-                r.nominal_mhz_source = Some(src);
-            }
+            (r.nominal_mhz, r.nominal_mhz_source) = clock::nominal_mhz().unzip();
             Ok(r)
         });
         let mut closed = ClosedWindow {
