@@ -6,7 +6,8 @@
 
 use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
 use nix::ifaddrs::InterfaceAddress;
-use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType, SockaddrStorage};
+use nix::sys::socket::SockaddrStorage;
+use nix::sys::socket::{socket, AddressFamily::Inet, SockFlag, SockType::Datagram};
 use nix::sys::utsname::{uname, UtsName};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -152,13 +153,7 @@ struct IfReq {
 
 /// A datagram socket for ethtool ioctls, closed when dropped.
 fn ethtool_socket() -> Option<OwnedFd> {
-    socket(
-        AddressFamily::Inet,
-        SockType::Datagram,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )
-    .ok()
+    socket(Inet, Datagram, SockFlag::SOCK_CLOEXEC, None).ok()
 }
 
 /// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
@@ -263,9 +258,6 @@ fn offloads(ifname: &str) -> Option<Offloads> {
 
 fn link(name: &str) -> Link {
     let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
-    let speed = sysfs("speed")
-        .and_then(|s| s.parse::<i64>().ok())
-        .filter(|s| *s > 0);
     let info = driver_info(name).unwrap_or_default();
     // The sysfs link names the bound driver of a physical device; drivers
     // without one (veth, bridge, tun) answer the ethtool ioctl.
@@ -275,7 +267,10 @@ fn link(name: &str) -> Link {
         .or(info.driver);
     Link {
         mtu: sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
-        speed_mbit: speed.map(|s| s as u64),
+        // The kernel prints an unknown speed as -1 (or 0).
+        speed_mbit: sysfs("speed")
+            .and_then(|s| s.parse().ok())
+            .filter(|s| *s > 0),
         driver,
         driver_version: info.version,
         firmware: info.firmware,
@@ -648,8 +643,7 @@ mod tests {
     #[test]
     fn veth_driver_comes_from_ethtool() {
         use std::process::Command;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !nix::unistd::geteuid().is_root() {
             assert!(std::env::var_os("CI").is_none(), "CI runs as root");
             eprintln!("skipped: creating a network namespace needs root");
             return;
@@ -659,8 +653,7 @@ mod tests {
             Command::new("ip")
                 .args(args)
                 .status()
-                .map(|s| s.success())
-                .unwrap_or(false)
+                .is_ok_and(|s| s.success())
         };
         if !ip(&["netns", "add", &ns]) {
             assert!(
@@ -686,10 +679,8 @@ mod tests {
         // setns(CLONE_NEWNET) moves only the calling thread: do it in one.
         let (info, iface) = std::thread::spawn(move || {
             let f = std::fs::File::open(&path).unwrap();
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid namespace fd; this thread only.
-            let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            let netns = nix::sched::CloneFlags::CLONE_NEWNET;
+            nix::sched::setns(f, netns).unwrap_or_else(|e| panic!("setns: {e}"));
             (driver_info("dv0"), link("dv0"))
         })
         .join()
