@@ -6,8 +6,8 @@
 
 use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
 use nix::ifaddrs::InterfaceAddress;
-use nix::sys::socket::SockaddrStorage;
-use nix::sys::socket::{socket, AddressFamily::Inet, SockFlag, SockType::Datagram};
+use nix::sys::socket::{socket, SockFlag, SockaddrStorage};
+use nix::sys::socket::{AddressFamily::Inet, SockType::Datagram};
 use nix::sys::utsname::{uname, UtsName};
 use serde::Serialize;
 use std::collections::BTreeMap;
