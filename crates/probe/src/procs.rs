@@ -73,23 +73,19 @@ pub fn start_ticks(pid: i32) -> Option<u64> {
 
 /// Reads every process. Processes that exit while we read are skipped.
 pub fn snapshot() -> ProcSnapshot {
-    let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
+        return HashMap::new();
     };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(line) = std::fs::read_to_string(format!("/proc/{name}/stat")) {
-            if let Some((pid, start, t)) = parse_proc_stat(&line) {
-                out.insert((pid, start), t);
-            }
-        }
-    }
-    out
+    let read = |name: String| {
+        let line = std::fs::read_to_string(format!("/proc/{name}/stat")).ok()?;
+        let (pid, start, t) = parse_proc_stat(&line)?;
+        Some(((pid, start), t))
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(read)
+        .collect()
 }
 
 /// One process's CPU between two snapshots.
