@@ -30,12 +30,7 @@ pub fn nominal_mhz_from(
         return Some((k / 1000.0, "cpufreq base_frequency".into()));
     }
     let cpuinfo = read(Path::new("/proc/cpuinfo")).unwrap_or_default();
-    let first = |key: &str| {
-        cpuinfo.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().to_string())
-        })
-    };
+    let first = |key: &str| cpuinfo_field(&cpuinfo, key);
     if let Some(model) = first("model name") {
         if let Some(mhz) = rated_clock_mhz(&model) {
             return Some((mhz, "cpu model name".into()));
@@ -47,29 +42,30 @@ pub fn nominal_mhz_from(
     }
     let flags = first("flags").unwrap_or_default();
     let flag = |f: &str| flags.split_ascii_whitespace().any(|x| x == f);
-    if !has_cpufreq && flag("constant_tsc") && !flag("aperfmperf") {
-        if let Some(mhz) = first("cpu MHz").and_then(|v| v.parse::<f64>().ok()) {
-            if mhz > 0.0 {
-                return Some((
-                    mhz,
-                    "/proc/cpuinfo cpu MHz (constant TSC, no frequency scaling)".into(),
-                ));
-            }
-        }
+    if has_cpufreq || !flag("constant_tsc") || flag("aperfmperf") {
+        return None;
     }
-    None
+    let mhz = first("cpu MHz")?.parse::<f64>().ok().filter(|v| *v > 0.0)?;
+    Some((
+        mhz,
+        "/proc/cpuinfo cpu MHz (constant TSC, no frequency scaling)".into(),
+    ))
+}
+
+/// The value of the first `key : value` line of /proc/cpuinfo text.
+pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
 }
 
 /// `Intel(R) Xeon(R) Gold 6126 CPU @ 2.60GHz` -> 2600.
 fn rated_clock_mhz(model: &str) -> Option<f64> {
-    let at = model.rfind('@')?;
-    let t = model[at + 1..].trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("GHz") {
-        (n, 1000.0)
-    } else if let Some(n) = t.strip_suffix("MHz") {
-        (n, 1.0)
-    } else {
-        return None;
+    let t = model.rsplit_once('@')?.1.trim();
+    let (num, mult) = match t.strip_suffix("GHz") {
+        Some(n) => (n, 1000.0),
+        None => (t.strip_suffix("MHz")?, 1.0),
     };
     num.trim().parse::<f64>().ok().map(|v| v * mult)
 }

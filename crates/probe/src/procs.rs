@@ -11,6 +11,9 @@
 
 use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF};
 use iotoll_model::{Interference, TopConsumer};
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::{sysconf, Pid, SysconfVar};
 use std::collections::HashMap;
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -39,16 +42,13 @@ pub fn parse_proc_stat(line: &str) -> Option<(i32, u64, ProcTimes)> {
     let comm = line.get(open + 1..close)?.to_string();
     // Fields after ')' start at field 3 (state).
     let rest: Vec<&str> = line.get(close + 1..)?.split_ascii_whitespace().collect();
-    let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
-    let ppid = rest.get(1).and_then(|v| v.parse::<i32>().ok())?;
+    let raw = |n: usize| rest.get(n - 3).copied();
+    let field = |n: usize| raw(n)?.parse::<u64>().ok();
+    let ppid = raw(4)?.parse::<i32>().ok()?;
     let flags = field(9)?;
     let ticks = field(14)?.checked_add(field(15)?)?;
     // cutime and cstime are signed in the kernel's format; never negative.
-    let signed = |n: usize| {
-        rest.get(n - 3)
-            .and_then(|v| v.parse::<i64>().ok())
-            .map(|v| v.max(0) as u64)
-    };
+    let signed = |n: usize| raw(n)?.parse::<i64>().ok().map(|v| v.max(0) as u64);
     let children = signed(16)?.saturating_add(signed(17)?);
     let start = field(22)?;
     Some((
@@ -73,28 +73,19 @@ pub fn start_ticks(pid: i32) -> Option<u64> {
 
 /// Reads every process. Processes that exit while we read are skipped.
 pub fn snapshot() -> ProcSnapshot {
-    let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
+        return HashMap::new();
     };
-    let mut path = String::with_capacity(32);
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        path.clear();
-        path.push_str("/proc/");
-        path.push_str(name);
-        path.push_str("/stat");
-        if let Ok(line) = std::fs::read_to_string(&path) {
-            if let Some((pid, start, t)) = parse_proc_stat(&line) {
-                out.insert((pid, start), t);
-            }
-        }
-    }
-    out
+    let read = |name: String| {
+        let line = std::fs::read_to_string(format!("/proc/{name}/stat")).ok()?;
+        let (pid, start, t) = parse_proc_stat(&line)?;
+        Some(((pid, start), t))
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(read)
+        .collect()
 }
 
 /// One process's CPU between two snapshots.
@@ -162,13 +153,12 @@ impl Roles {
     }
 
     fn of(&self, c: &Consumer) -> Option<&'static str> {
-        let iotoll = !c.kernel_thread && c.comm == "iotoll";
         if c.pid == self.own_pid {
             Some(ROLE_SELF)
         } else if !c.kernel_thread && Some(c.pid) == self.endpoint_pid {
             // Whatever its binary is called: the caller verified the pid.
             Some(ROLE_ENDPOINT)
-        } else if iotoll {
+        } else if !c.kernel_thread && c.comm == "iotoll" {
             Some(ROLE_IOTOLL)
         } else {
             None
@@ -227,22 +217,16 @@ pub fn attribute(
 
 /// Whether process `pid` exists (EPERM: it does, as another user's).
 pub fn pid_alive(pid: i64) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    pid > 0
-        && pid <= i32::MAX as i64
-        && (unsafe { libc::kill(pid as i32, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
 }
 
 /// Clock ticks per second for /proc/*/stat times.
 pub fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 {
-        v as f64
-    } else {
-        100.0
-    }
+    let v = sysconf(SysconfVar::CLK_TCK).ok().flatten();
+    v.filter(|v| *v > 0).map_or(100.0, |v| v as f64)
 }
 
 #[cfg(test)]
@@ -280,30 +264,6 @@ mod tests {
             .collect()
     }
 
-    fn top_consumers(
-        start: &ProcSnapshot,
-        end: &ProcSnapshot,
-        window_s: f64,
-        cpus: u32,
-        clk_tck: f64,
-        n: usize,
-    ) -> Vec<TopConsumer> {
-        let roles = Roles {
-            own_pid: -1,
-            endpoint_pid: None,
-        };
-        attribute(
-            &consumers(start, end),
-            window_s,
-            cpus,
-            clk_tck,
-            &roles,
-            n,
-            5.0,
-        )
-        .0
-    }
-
     #[test]
     fn parses_awkward_names() {
         let l = line(42, "a (b) c", PF_KTHREAD | 0x40, 7, 3, 999);
@@ -318,26 +278,22 @@ mod tests {
 
     #[test]
     fn ranks_by_delta_and_handles_pid_reuse() {
-        let parse = |l: String| {
-            let (p, s, t) = parse_proc_stat(&l).unwrap();
-            ((p, s), t)
-        };
-        let start: ProcSnapshot = [
-            parse(line(1, "busy", 0, 100, 0, 1)),
-            parse(line(2, "idle", 0, 50, 0, 1)),
-            parse(line(3, "old", 0, 500, 0, 1)),
-        ]
-        .into_iter()
-        .collect();
-        let end: ProcSnapshot = [
-            parse(line(1, "busy", 0, 300, 100, 1)),
-            parse(line(2, "idle", 0, 50, 0, 1)),
+        let start = snap(&[
+            line(1, "busy", 0, 100, 0, 1),
+            line(2, "idle", 0, 50, 0, 1),
+            line(3, "old", 0, 500, 0, 1),
+        ]);
+        let end = snap(&[
+            line(1, "busy", 0, 300, 100, 1),
+            line(2, "idle", 0, 50, 0, 1),
             // pid 3 recycled by a new process: its 20 ticks are all in the window.
-            parse(line(3, "new", PF_KTHREAD, 20, 0, 77)),
-        ]
-        .into_iter()
-        .collect();
-        let top = top_consumers(&start, &end, 2.0, 2, 100.0, 5);
+            line(3, "new", PF_KTHREAD, 20, 0, 77),
+        ]);
+        let nobody = Roles {
+            own_pid: -1,
+            endpoint_pid: None,
+        };
+        let (top, _) = attribute(&consumers(&start, &end), 2.0, 2, 100.0, &nobody, 5, 5.0);
         assert_eq!(top.len(), 2);
         assert_eq!(top[0].comm, "busy");
         // 300 ticks = 3 CPU-s over 2 s x 2 CPUs = 75 %.
@@ -407,6 +363,13 @@ mod tests {
         assert_eq!(pids, [300, 400, 600]);
         let (_, i) = attribute(&consumers(&start, &end), 1.0, 1, 100.0, &roles, 5, 40.0);
         assert!(!i.unwrap().interfered, "36 % is not above 40 %");
+    }
+
+    #[test]
+    fn pids_alive_and_not() {
+        assert!(pid_alive(std::process::id() as i64) && pid_alive(1));
+        assert!(!pid_alive(0) && !pid_alive(-1) && !pid_alive(i64::MAX));
+        assert_eq!(clk_tck(), 100.0, "USER_HZ on Linux");
     }
 
     #[test]

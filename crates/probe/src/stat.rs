@@ -4,66 +4,33 @@ use crate::ProbeError;
 use iotoll_model::{CpuCore, CpuModes, CpuReport};
 use std::collections::BTreeMap;
 
-/// Jiffy counters of one CPU (or the aggregate line), in /proc/stat order.
-/// guest and guest_nice are already included in user and nice by the
-/// kernel, so they are not kept (counting them would count twice).
+/// Jiffy counters of one CPU (or the aggregate line), in /proc/stat order:
+/// user, nice, system, idle, iowait, irq, softirq, steal. guest and
+/// guest_nice are already included in user and nice by the kernel, so they
+/// are not kept (counting them would count twice).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    pub user: u64,
-    pub nice: u64,
-    pub system: u64,
-    pub idle: u64,
-    pub iowait: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub steal: u64,
-}
+pub struct CpuTimes(pub [u64; 8]);
 
 impl CpuTimes {
-    fn fields(&self) -> [u64; 8] {
-        [
-            self.user,
-            self.nice,
-            self.system,
-            self.idle,
-            self.iowait,
-            self.irq,
-            self.softirq,
-            self.steal,
-        ]
-    }
-
-    fn from_fields(f: [u64; 8]) -> Self {
-        CpuTimes {
-            user: f[0],
-            nice: f[1],
-            system: f[2],
-            idle: f[3],
-            iowait: f[4],
-            irq: f[5],
-            softirq: f[6],
-            steal: f[7],
-        }
-    }
-
     /// Field-wise `later - self`, see [`counter_delta`].
     pub fn delta_to(&self, later: &CpuTimes) -> CpuTimes {
-        let (a, b) = (self.fields(), later.fields());
-        CpuTimes::from_fields(std::array::from_fn(|i| counter_delta(a[i], b[i])))
+        CpuTimes(std::array::from_fn(|i| {
+            counter_delta(self.0[i], later.0[i])
+        }))
     }
 
     fn add(&mut self, o: &CpuTimes) {
-        let (a, b) = (self.fields(), o.fields());
-        *self = CpuTimes::from_fields(std::array::from_fn(|i| a[i].wrapping_add(b[i])));
+        *self = CpuTimes(std::array::from_fn(|i| self.0[i].wrapping_add(o.0[i])));
     }
 
     pub fn total(&self) -> u64 {
-        self.fields().iter().sum()
+        self.0.iter().sum()
     }
 
     /// user+nice+system+irq+softirq+steal: iowait is idle (as Iometer and mpstat).
     pub fn busy(&self) -> u64 {
-        self.user + self.nice + self.system + self.irq + self.softirq + self.steal
+        let [user, nice, system, _idle, _iowait, irq, softirq, steal] = self.0;
+        user + nice + system + irq + softirq + steal
     }
 }
 
@@ -127,7 +94,7 @@ impl StatSnapshot {
                         None => return Err(bad(format!("'{key}' has too few fields"))),
                     }
                 }
-                let t = CpuTimes::from_fields(f);
+                let t = CpuTimes(f);
                 if id.is_empty() {
                     snap.all = t;
                     saw_all = true;
@@ -149,16 +116,17 @@ impl StatSnapshot {
 }
 
 fn modes_pct(d: &CpuTimes, total: u64) -> CpuModes {
-    let p = |v: u64| v as f64 * 100.0 / total as f64;
+    let [user, nice, system, idle, iowait, irq, softirq, steal] =
+        d.0.map(|v| v as f64 * 100.0 / total as f64);
     CpuModes {
-        user: p(d.user),
-        nice: p(d.nice),
-        system: p(d.system),
-        irq: p(d.irq),
-        softirq: p(d.softirq),
-        iowait: p(d.iowait),
-        steal: p(d.steal),
-        idle: p(d.idle),
+        user,
+        nice,
+        system,
+        irq,
+        softirq,
+        iowait,
+        steal,
+        idle,
     }
 }
 
@@ -196,18 +164,11 @@ pub fn cpu_report(
                 });
             }
         }
-        let gone: Vec<String> = start
-            .per_cpu
-            .keys()
-            .filter(|k| !end.per_cpu.contains_key(k))
-            .map(|k| k.to_string())
-            .collect();
-        let came: Vec<String> = end
-            .per_cpu
-            .keys()
-            .filter(|k| !start.per_cpu.contains_key(k))
-            .map(|k| k.to_string())
-            .collect();
+        let only_in = |a: &StatSnapshot, b: &StatSnapshot| -> Vec<String> {
+            let keys = a.per_cpu.keys().filter(|k| !b.per_cpu.contains_key(k));
+            keys.map(|k| k.to_string()).collect()
+        };
+        let (gone, came) = (only_in(start, end), only_in(end, start));
         if !gone.is_empty() || !came.is_empty() {
             notes.push(format!(
                 "CPU set changed during the window (offline: [{}], online: [{}]); percentages are of the {} CPUs present throughout",
@@ -306,12 +267,9 @@ ctxt 60000
         assert_eq!(counter_delta(5, 15), 10);
         // A 64-bit counter going backwards (iowait accounting) counts as zero.
         assert_eq!(counter_delta(1 << 40, (1 << 40) - 3), 0);
+        let w = u32::MAX - 99;
         let a = StatSnapshot::parse(&format!(
-            "cpu0 {} 0 0 {} 0 0 0 0\ncpu {} 0 0 {} 0 0 0 0\nctxt {}\n",
-            u32::MAX - 99,
-            u32::MAX - 99,
-            u32::MAX - 99,
-            u32::MAX - 99,
+            "cpu0 {w} 0 0 {w} 0 0 0 0\ncpu {w} 0 0 {w} 0 0 0 0\nctxt {}\n",
             u32::MAX - 4
         ))
         .unwrap();

@@ -5,10 +5,15 @@
 //! suite starts.
 
 use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
+use nix::ifaddrs::InterfaceAddress;
+use nix::sys::socket::{socket, SockFlag, SockaddrStorage};
+use nix::sys::socket::{AddressFamily::Inet, SockType::Datagram};
+use nix::sys::utsname::{uname, UtsName};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ffi::CStr;
+use std::ffi::OsStr;
 use std::net::IpAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// The TCP settings that change throughput and latency results.
@@ -111,32 +116,24 @@ fn read_trim(p: impl AsRef<Path>) -> Option<String> {
 
 /// Name of the local interface that holds `ip`.
 pub fn interface_of(ip: IpAddr) -> Option<String> {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
+    // An IPv4-mapped IPv6 address is held as its IPv4 address.
+    let ip = Some(ip.to_canonical());
+    let found = if_addrs().into_iter().find(|(_, a)| *a == ip);
+    found.map(|(name, _)| name)
+}
+
+/// Every (interface name, address) pair of getifaddrs, in its order.
+fn if_addrs() -> Vec<(String, Option<IpAddr>)> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
     };
-    let mut found = None;
-    // SAFETY: getifaddrs allocates a list we walk read-only and free once.
-    unsafe {
-        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-        if libc::getifaddrs(&mut head) != 0 {
-            return None;
-        }
-        let mut cur = head;
-        while !cur.is_null() {
-            let ifa = &*cur;
-            if sockaddr_ip(ifa.ifa_addr) == Some(ip) {
-                found = Some(CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned());
-                break;
-            }
-            cur = ifa.ifa_next;
-        }
-        libc::freeifaddrs(head);
-    }
-    found
+    let ip = |a: SockaddrStorage| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+        (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
+        (_, Some(v6)) => Some(IpAddr::V6(v6.ip())),
+        _ => None,
+    };
+    let pair = |a: InterfaceAddress| (a.interface_name, a.address.and_then(ip));
+    addrs.map(pair).collect()
 }
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
@@ -150,17 +147,21 @@ struct EthtoolValue {
 #[repr(C)]
 struct IfReq {
     name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut EthtoolValue,
+    data: *mut libc::c_void,
     _pad: [u8; 16],
 }
 
-/// One legacy ethtool get-value command (the kernel answers these from the
-/// device's feature flags, for every driver including lo and veth).
-fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
-    let mut v = EthtoolValue { cmd, data: 0 };
+/// A datagram socket for ethtool ioctls, closed when dropped.
+fn ethtool_socket() -> Option<OwnedFd> {
+    socket(Inet, Datagram, SockFlag::SOCK_CLOEXEC, None).ok()
+}
+
+/// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
+/// `data`, the ethtool command struct the kernel reads and fills.
+fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        data: &mut v,
+        data: (data as *mut T).cast(),
         _pad: [0; 16],
     };
     for (d, s) in req
@@ -170,9 +171,9 @@ fn ethtool_get(sock: i32, ifname: &str, cmd: u32) -> Option<u32> {
     {
         *d = s as libc::c_char;
     }
-    // SAFETY: SIOCETHTOOL reads the name and writes one EthtoolValue.
-    let rc = unsafe { libc::ioctl(sock, SIOCETHTOOL as _, &mut req) };
-    (rc == 0).then_some(v.data)
+    // SAFETY: SIOCETHTOOL reads the name and the command struct `data`
+    // points to, and writes at most that struct back.
+    unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) == 0 }
 }
 
 /// What ETHTOOL_GDRVINFO says about an interface's driver. Every field is
@@ -201,6 +202,7 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     // fw_version, bus_info, erom_version (32 bytes each), reserved2 (12),
     // n_priv_flags, n_stats, testinfo_len, eedump_len, regdump_len (u32).
     #[repr(C)]
+    #[derive(Default)]
     #[allow(dead_code)] // the kernel writes every field; we read four
     struct DrvInfo {
         cmd: u32,
@@ -218,34 +220,9 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
     }
     let mut info = DrvInfo {
         cmd: ETHTOOL_GDRVINFO,
-        driver: [0; 32],
-        version: [0; 32],
-        fw_version: [0; 32],
-        bus_info: [0; 32],
-        erom_version: [0; 32],
-        reserved2: [0; 12],
-        counts: [0; 5],
+        ..Default::default()
     };
-    let mut req = IfReq {
-        name: [0; libc::IFNAMSIZ],
-        data: (&mut info as *mut DrvInfo).cast(),
-        _pad: [0; 16],
-    };
-    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: a datagram socket for one SIOCETHTOOL that fills `info`
-    // (the kernel copies at most sizeof(struct ethtool_drvinfo) back).
-    let ok = unsafe {
-        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if sock < 0 {
-            return None;
-        }
-        let rc = libc::ioctl(sock, SIOCETHTOOL as _, &mut req);
-        libc::close(sock);
-        rc == 0
-    };
-    ok.then(|| DriverInfo {
+    ethtool(&ethtool_socket()?, ifname, &mut info).then(|| DriverInfo {
         driver: c_field(&info.driver),
         version: c_field(&info.version),
         firmware: c_field(&info.fw_version),
@@ -254,11 +231,7 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
 }
 
 fn offloads(ifname: &str) -> Option<Offloads> {
-    // SAFETY: a throwaway datagram socket for ioctls.
-    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
-    if sock < 0 {
-        return None;
-    }
+    let sock = ethtool_socket()?;
     const GRXCSUM: u32 = 0x14;
     const GTXCSUM: u32 = 0x16;
     const GTSO: u32 = 0x1e;
@@ -266,25 +239,25 @@ fn offloads(ifname: &str) -> Option<Offloads> {
     const GFLAGS: u32 = 0x25;
     const GGRO: u32 = 0x2b;
     const FLAG_LRO: u32 = 1 << 15;
-    let b = |cmd| ethtool_get(sock, ifname, cmd).map(|v| v != 0);
-    let v = Offloads {
+    // A legacy ethtool get-value command (the kernel answers these from the
+    // device's feature flags, for every driver including lo and veth).
+    let get = |cmd| {
+        let mut v = EthtoolValue { cmd, data: 0 };
+        ethtool(&sock, ifname, &mut v).then_some(v.data)
+    };
+    let b = |cmd| get(cmd).map(|v| v != 0);
+    Some(Offloads {
         tso: b(GTSO),
         gso: b(GGSO),
         gro: b(GGRO),
-        lro: ethtool_get(sock, ifname, GFLAGS).map(|f| f & FLAG_LRO != 0),
+        lro: get(GFLAGS).map(|f| f & FLAG_LRO != 0),
         rx_checksum: b(GRXCSUM),
         tx_checksum: b(GTXCSUM),
-    };
-    // SAFETY: closing the socket we opened.
-    unsafe { libc::close(sock) };
-    Some(v)
+    })
 }
 
 fn link(name: &str) -> Link {
     let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
-    let speed = sysfs("speed")
-        .and_then(|s| s.parse::<i64>().ok())
-        .filter(|s| *s > 0);
     let info = driver_info(name).unwrap_or_default();
     // The sysfs link names the bound driver of a physical device; drivers
     // without one (veth, bridge, tun) answer the ethtool ioctl.
@@ -294,32 +267,15 @@ fn link(name: &str) -> Link {
         .or(info.driver);
     Link {
         mtu: sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
-        speed_mbit: speed.map(|s| s as u64),
+        // The kernel prints an unknown speed as -1 (or 0).
+        speed_mbit: sysfs("speed")
+            .and_then(|s| s.parse().ok())
+            .filter(|s| *s > 0),
         driver,
         driver_version: info.version,
         firmware: info.firmware,
         bus_info: info.bus_info,
         offloads: offloads(name),
-    }
-}
-
-fn sockaddr_ip(sa: *const libc::sockaddr) -> Option<IpAddr> {
-    if sa.is_null() {
-        return None;
-    }
-    // SAFETY: the family tells which sockaddr type the pointer holds.
-    unsafe {
-        match (*sa).sa_family as i32 {
-            libc::AF_INET => {
-                let s = &*(sa as *const libc::sockaddr_in);
-                Some(IpAddr::from(u32::from_be(s.sin_addr.s_addr).to_be_bytes()))
-            }
-            libc::AF_INET6 => {
-                let s = &*(sa as *const libc::sockaddr_in6);
-                Some(IpAddr::from(s.sin6_addr.s6_addr))
-            }
-            _ => None,
-        }
     }
 }
 
@@ -346,13 +302,6 @@ pub fn identity() -> Identity {
         pid,
         start_ticks: pid.and_then(crate::procs::start_ticks),
     }
-}
-
-fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
 }
 
 fn cpu() -> Cpu {
@@ -385,17 +334,18 @@ fn cpu() -> Cpu {
             })
         })
         .collect();
-    let nominal = crate::clock::nominal_mhz();
+    let (nominal_mhz, nominal_mhz_source) = crate::clock::nominal_mhz().unzip();
     Cpu {
-        model: cpuinfo_field(&cpuinfo, "model name"),
+        model: crate::clock::cpuinfo_field(&cpuinfo, "model name"),
         sockets: sockets.len().max(1),
         cores: cores.len().max(1),
         threads,
         online: read_trim("/sys/devices/system/cpu/online"),
         smt: read_trim("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
-        nominal_mhz: nominal.as_ref().map(|n| n.0),
-        nominal_mhz_source: nominal.map(|n| n.1),
-        current_mhz: cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse::<f64>().ok()),
+        nominal_mhz,
+        nominal_mhz_source,
+        current_mhz: crate::clock::cpuinfo_field(&cpuinfo, "cpu MHz")
+            .and_then(|v| v.parse::<f64>().ok()),
         governor: read_trim(format!("{cpu0}/cpufreq/scaling_governor")),
         scaling_driver: read_trim(format!("{cpu0}/cpufreq/scaling_driver")),
         caches,
@@ -420,73 +370,54 @@ fn os_release() -> Option<String> {
 /// Every network interface, its addresses and offloads.
 fn interfaces() -> Vec<HostInterface> {
     let mut addrs: BTreeMap<String, Vec<String>> = Default::default();
-    // SAFETY: getifaddrs list walked read-only and freed once.
-    unsafe {
-        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-        if libc::getifaddrs(&mut head) == 0 {
-            let mut cur = head;
-            while !cur.is_null() {
-                let ifa = &*cur;
-                let name = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
-                let entry = addrs.entry(name).or_default();
-                if let Some(ip) = sockaddr_ip(ifa.ifa_addr) {
-                    entry.push(ip.to_string());
-                }
-                cur = ifa.ifa_next;
-            }
-            libc::freeifaddrs(head);
+    for (name, ip) in if_addrs() {
+        if let Some(ip) = ip {
+            addrs.entry(name).or_default().push(ip.to_string());
         }
     }
-    let names: Vec<String> = std::fs::read_dir("/sys/class/net")
+    let interface = |name: String| HostInterface {
+        link: link(&name),
+        addresses: addrs.remove(&name).unwrap_or_default(),
+        name,
+    };
+    dir_names("/sys/class/net")
+        .into_iter()
+        .map(interface)
+        .collect()
+}
+
+/// The names in a directory, sorted; none when it cannot be read.
+fn dir_names(dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default();
-    let mut out: Vec<HostInterface> = names
-        .into_iter()
-        .map(|n| HostInterface {
-            link: link(&n),
-            addresses: addrs.remove(&n).unwrap_or_default(),
-            name: n,
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    names.sort();
+    names
 }
 
-fn block_devices() -> Vec<BlockDevice> {
-    let mut out: Vec<BlockDevice> = std::fs::read_dir("/sys/block")
-        .map(|d| {
-            d.flatten()
-                .map(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    let b = format!("/sys/block/{n}");
-                    let sched = read_trim(format!("{b}/queue/scheduler")).map(|s| {
-                        s.split_whitespace()
-                            .find(|w| w.starts_with('['))
-                            .map(|w| w.trim_matches(['[', ']']).to_string())
-                            .unwrap_or(s)
-                    });
-                    let num =
-                        |f: &str| read_trim(format!("{b}/{f}")).and_then(|s| s.parse::<u64>().ok());
-                    BlockDevice {
-                        model: read_trim(format!("{b}/device/model")),
-                        size_bytes: num("size").map(|s| s * 512),
-                        rotational: read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
-                        scheduler: sched,
-                        queue_depth: num("device/queue_depth"),
-                        nr_requests: num("queue/nr_requests"),
-                        logical_block_size: num("queue/logical_block_size"),
-                        name: n,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+fn block_device(name: String) -> BlockDevice {
+    let b = format!("/sys/block/{name}");
+    let sched = read_trim(format!("{b}/queue/scheduler")).map(|s| {
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(['[', ']']).to_string())
+            .unwrap_or(s)
+    });
+    let num = |f: &str| read_trim(format!("{b}/{f}")).and_then(|s| s.parse::<u64>().ok());
+    BlockDevice {
+        model: read_trim(format!("{b}/device/model")),
+        size_bytes: num("size").map(|s| s * 512),
+        rotational: read_trim(format!("{b}/queue/rotational")).map(|v| v == "1"),
+        scheduler: sched,
+        queue_depth: num("device/queue_depth"),
+        nr_requests: num("queue/nr_requests"),
+        logical_block_size: num("queue/logical_block_size"),
+        name,
+    }
 }
 
 fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
@@ -501,23 +432,21 @@ fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
 
 /// The whole host, for `iotoll sysinfo` and every stored run.
 pub fn host(version: &str, commit: Option<&str>) -> Host {
-    // SAFETY: uname fills the struct.
-    let (sysname, release, machine, nodename) = unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        libc::uname(&mut u);
-        let f = |c: &[libc::c_char]| CStr::from_ptr(c.as_ptr()).to_string_lossy().into_owned();
-        (f(&u.sysname), f(&u.release), f(&u.machine), f(&u.nodename))
+    let u = uname().ok();
+    let f = |g: fn(&UtsName) -> &OsStr| {
+        u.as_ref()
+            .map_or(String::new(), |u| g(u).to_string_lossy().into())
     };
     let kib = |k| meminfo_kib(k).map(|k| k * 1024);
     Host {
-        host: nodename,
+        host: f(UtsName::nodename),
         iotoll: Build {
             version: version.into(),
             commit: commit.map(Into::into),
         },
         os: Os {
-            kernel: format!("{sysname} {release}"),
-            arch: machine,
+            kernel: format!("{} {}", f(UtsName::sysname), f(UtsName::release)),
+            arch: f(UtsName::machine),
             distribution: os_release(),
         },
         cpu: cpu(),
@@ -529,7 +458,10 @@ pub fn host(version: &str, commit: Option<&str>) -> Host {
                 .map(|(t, f)| t.saturating_sub(f)),
         },
         interfaces: interfaces(),
-        block_devices: block_devices(),
+        block_devices: dir_names("/sys/block")
+            .into_iter()
+            .map(block_device)
+            .collect(),
         tcp: tcp_sysctls(),
     }
 }
@@ -673,6 +605,8 @@ mod tests {
     fn loopback_is_found_and_described() {
         let d = network("127.0.0.1".parse().unwrap());
         assert_eq!(d.interface.name.as_deref(), Some("lo"));
+        let mapped = interface_of("::ffff:127.0.0.1".parse().unwrap());
+        assert_eq!(mapped.as_deref(), Some("lo"), "IPv4-mapped is IPv4");
         let link = d.interface.link.expect("lo is described");
         assert!(link.mtu.unwrap() >= 1500);
         assert!(d.tcp["tcp_rmem"].is_some());
@@ -709,8 +643,7 @@ mod tests {
     #[test]
     fn veth_driver_comes_from_ethtool() {
         use std::process::Command;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !nix::unistd::geteuid().is_root() {
             assert!(std::env::var_os("CI").is_none(), "CI runs as root");
             eprintln!("skipped: creating a network namespace needs root");
             return;
@@ -720,8 +653,7 @@ mod tests {
             Command::new("ip")
                 .args(args)
                 .status()
-                .map(|s| s.success())
-                .unwrap_or(false)
+                .is_ok_and(|s| s.success())
         };
         if !ip(&["netns", "add", &ns]) {
             assert!(
@@ -747,10 +679,8 @@ mod tests {
         // setns(CLONE_NEWNET) moves only the calling thread: do it in one.
         let (info, iface) = std::thread::spawn(move || {
             let f = std::fs::File::open(&path).unwrap();
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid namespace fd; this thread only.
-            let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            let netns = nix::sched::CloneFlags::CLONE_NEWNET;
+            nix::sched::setns(f, netns).unwrap_or_else(|e| panic!("setns: {e}"));
             (driver_info("dv0"), link("dv0"))
         })
         .join()

@@ -3,6 +3,8 @@
 use crate::{clock, procs, stat, ProbeError};
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::CpuReport;
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::TimeVal;
 use std::time::Instant;
 
 /// How many top consumers a report lists.
@@ -20,14 +22,9 @@ pub struct CpuWindow {
 /// CPU seconds used by this process, all threads (getrusage is exact to the
 /// microsecond, unlike /proc/self/stat ticks).
 fn self_cpu_s() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let s = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    let usage = getrusage(UsageWho::RUSAGE_SELF);
+    usage.map_or(f64::NAN, |u| s(u.user_time()) + s(u.system_time()))
 }
 
 impl CpuWindow {
@@ -77,27 +74,16 @@ impl CpuWindow {
                 }
             }
             consumers = procs::consumers(&self.procs, &end_procs);
-            (r.top, r.interference) = procs::attribute(
-                &consumers,
-                window_s,
-                r.cpus,
-                procs::clk_tck(),
-                &procs::Roles::this_process(),
-                TOP_N,
-                DEFAULT_INTERFERENCE_PCT,
-            );
-            bound_by_host(&mut r);
-            if let Some((mhz, src)) = clock::nominal_mhz() {
-                r.nominal_mhz = Some(mhz);
-                r.nominal_mhz_source = Some(src);
-            }
+            (r.nominal_mhz, r.nominal_mhz_source) = clock::nominal_mhz().unzip();
             Ok(r)
         });
-        ClosedWindow {
+        let mut closed = ClosedWindow {
             window_s,
             report,
             consumers,
-        }
+        };
+        closed.attribute(&procs::Roles::this_process());
+        closed
     }
 
     pub fn finish(self) -> Result<CpuReport, ProbeError> {
@@ -127,22 +113,26 @@ impl ClosedWindow {
     /// said its kernel boot id is ours): it gets role `endpoint` in the top
     /// list and stops counting as interference.
     pub fn mark_endpoint(&mut self, pid: i32) {
-        let consumers = &self.consumers;
+        self.attribute(&procs::Roles {
+            endpoint_pid: Some(pid),
+            ..procs::Roles::this_process()
+        });
+    }
+
+    /// The top list and interference under `roles` (at the threshold
+    /// already set, or the default), bounded by the host.
+    fn attribute(&mut self, roles: &procs::Roles) {
         if let Ok(r) = &mut self.report {
             let threshold = r
                 .interference
                 .as_ref()
                 .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
-            let roles = procs::Roles {
-                endpoint_pid: Some(pid),
-                ..procs::Roles::this_process()
-            };
             (r.top, r.interference) = procs::attribute(
-                consumers,
+                &self.consumers,
                 self.window_s,
                 r.cpus,
                 procs::clk_tck(),
-                &roles,
+                roles,
                 TOP_N,
                 threshold,
             );
@@ -204,6 +194,18 @@ impl Default for HostSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iotoll_model::result::Interference;
+
+    /// At the 5 % threshold, with no steal and no processes named.
+    fn interference(others_pct: f64, interfered: bool) -> Option<Interference> {
+        Some(Interference {
+            threshold_pct: 5.0,
+            others_pct,
+            steal_pct: 0.0,
+            interfered,
+            processes: Vec::new(),
+        })
+    }
 
     #[test]
     fn a_reapers_share_is_bounded_by_the_host() {
@@ -218,13 +220,7 @@ mod tests {
                 cpu_pct: 889.75,
                 role: None,
             }],
-            interference: Some(iotoll_model::result::Interference {
-                threshold_pct: 5.0,
-                others_pct: 889.75,
-                steal_pct: 0.0,
-                interfered: true,
-                processes: Vec::new(),
-            }),
+            interference: interference(889.75, true),
             ..Default::default()
         };
         bound_by_host(&mut r);
@@ -245,13 +241,7 @@ mod tests {
                 steal: 14.4,
                 ..Default::default()
             },
-            interference: Some(iotoll_model::result::Interference {
-                threshold_pct: 5.0,
-                others_pct: 0.5,
-                steal_pct: 0.0,
-                interfered: false,
-                processes: Vec::new(),
-            }),
+            interference: interference(0.5, false),
             ..Default::default()
         };
         bound_by_host(&mut r);
