@@ -31,15 +31,7 @@ impl Key {
     /// part of the key.
     pub fn load(path: &Path) -> Result<Key, KeyError> {
         let raw = std::fs::read(path).map_err(|e| KeyError::Read(path.into(), e))?;
-        let start = raw
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(raw.len());
-        let end = raw
-            .iter()
-            .rposition(|b| !b.is_ascii_whitespace())
-            .map_or(start, |i| i + 1);
-        let key = raw[start..end].to_vec();
+        let key = raw.trim_ascii().to_vec();
         if key.len() < 16 {
             return Err(KeyError::TooShort(path.into(), key.len()));
         }

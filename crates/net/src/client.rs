@@ -694,12 +694,7 @@ fn net_metrics(
     match spec.kind {
         TestKind::Stream => {
             // Goodput is what the receiving end counted in its window.
-            let client_rx = ByteStats::from_counts(
-                out.per_conn
-                    .iter()
-                    .filter(|(r, _)| *r == Role::Recv)
-                    .map(|(_, c)| c.rx),
-            );
+            let client_rx = out.rx_stats();
             let (n, min, max, fairness) =
                 conn_rates([(&report.rx, report.window_s), (&client_rx, window_s)]);
             let tx = (report.rx.conns > 0 && report.window_s > 0.0)

@@ -57,7 +57,7 @@ pub struct TestParams {
 }
 
 /// The server's side of the window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerReport {
     pub window_s: f64,
@@ -158,6 +158,14 @@ pub enum Msg {
     Error {
         msg: String,
     },
+}
+
+impl Msg {
+    /// The message's `type` on the wire.
+    pub fn name(&self) -> String {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        v["type"].as_str().unwrap_or_default().to_string()
+    }
 }
 
 /// Who an end of a test is. The endpoint sends its own inside its report's
@@ -330,6 +338,9 @@ mod tests {
             );
             assert_eq!(decode(&f[4..]).unwrap(), m);
         }
+        // The name in error messages is the wire's `type`.
+        assert_eq!(Msg::AuthOk { mac: None }.name(), "auth_ok");
+        assert_eq!(Msg::WindowEnd {}.name(), "window_end");
     }
 
     #[test]
@@ -339,14 +350,12 @@ mod tests {
         assert!(decode(br#"{"type":"accept","data_port":70000,"token":1}"#).is_err());
         assert!(decode(br#"{"type":"launch_missiles"}"#).is_err());
         assert!(decode(br#"{"data_port":1}"#).is_err());
-        let mut p = serde_json::to_value(params()).unwrap();
-        p["conns"] = (-1).into();
-        let m = serde_json::json!({"type": "test", "params": p});
-        assert!(decode(m.to_string().as_bytes()).is_err());
-        let mut p = serde_json::to_value(params()).unwrap();
-        p["surprise"] = true.into();
-        let m = serde_json::json!({"type": "test", "params": p});
-        assert!(decode(m.to_string().as_bytes()).is_err());
+        for (field, v) in [("conns", (-1).into()), ("surprise", true.into())] {
+            let mut p = serde_json::to_value(params()).unwrap();
+            p[field] = v;
+            let m = serde_json::json!({"type": "test", "params": p});
+            assert!(decode(m.to_string().as_bytes()).is_err());
+        }
         assert!(decode(b"").is_err());
     }
 
@@ -395,22 +404,12 @@ mod tests {
             );
         }
         // The report, disclosure included, still decodes as before.
-        let r = ServerReport {
+        let report = Box::new(ServerReport {
             window_s: 1.0,
-            cpu: None,
-            cpu_error: None,
-            rx: ByteStats::default(),
-            tx_bytes: 0,
-            transactions: 0,
-            retransmits: 0,
-            srtt_us: None,
-            errors: 0,
-            first_error: None,
             disclosure: d,
-        };
-        let m = Msg::Report {
-            report: Box::new(r.clone()),
-        };
+            ..Default::default()
+        });
+        let m = Msg::Report { report };
         assert_eq!(decode(&encode(&m)[4..]).unwrap(), m);
     }
 

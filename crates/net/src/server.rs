@@ -8,7 +8,7 @@
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineParams, Role};
 use crate::proto::{
-    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
+    Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
 use crate::{sock, NetError};
 use iotoll_probe::CpuWindow;
@@ -75,7 +75,7 @@ pub enum SessionError {
     Stopped,
     /// (what the endpoint expected, the message that came instead)
     #[error("expected {0}, got {1}")]
-    Unexpected(&'static str, &'static str),
+    Unexpected(&'static str, String),
     #[error("while waiting for {0}: {1}")]
     Waiting(&'static str, #[source] ProtoError),
     #[error(transparent)]
@@ -97,7 +97,7 @@ impl SessionError {
     }
 
     fn unexpected(want: &'static str, got: &Msg) -> SessionError {
-        SessionError::Unexpected(want, msg_name(got))
+        SessionError::Unexpected(want, got.name())
     }
 
     /// False when the control connection failed (nothing can be told), or
@@ -664,13 +664,6 @@ fn session(
     let Some(out) = out else {
         return Err(SessionError::Refused("engine vanished".into()));
     };
-    let rx = ByteStats::from_counts(
-        out.per_conn
-            .iter()
-            .filter(|(r, _)| matches!(r, Role::Recv))
-            .map(|(_, c)| c.rx),
-    );
-    let tx_bytes: u64 = out.per_conn.iter().map(|(_, c)| c.tx).sum();
     let (cpu, cpu_error) = match closed.report {
         Ok(r) => (Some(r), None),
         Err(e) => (None, Some(e.to_string())),
@@ -679,8 +672,8 @@ fn session(
         window_s: closed.window_s,
         cpu,
         cpu_error,
-        rx,
-        tx_bytes,
+        rx: out.rx_stats(),
+        tx_bytes: out.tx_bytes(),
         transactions: out.transactions,
         retransmits: out.retransmits,
         srtt_us: out.srtt_us,
@@ -703,23 +696,6 @@ fn session(
         "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
         params.kind, params.dir, params.conns, closed.window_s
     ))
-}
-
-fn msg_name(m: &Msg) -> &'static str {
-    match m {
-        Msg::Hello { .. } => "hello",
-        Msg::Auth { .. } => "auth",
-        Msg::AuthOk { .. } => "auth_ok",
-        Msg::Test { .. } => "test",
-        Msg::Accept { .. } => "accept",
-        Msg::Ready {} => "ready",
-        Msg::WindowStart {} => "window_start",
-        Msg::WindowEnd {} => "window_end",
-        Msg::Report { .. } => "report",
-        Msg::Stop {} => "stop",
-        Msg::Busy { .. } => "busy",
-        Msg::Error { .. } => "error",
-    }
 }
 
 /// How long a data connection may take to send its header once accepted.
