@@ -201,7 +201,9 @@ const HS_DONE: u8 = 2;
 /// Dropped by the endpoint to make room.
 const HS_DROPPED: u8 = 3;
 
-/// A connection still in its handshake, as the accept loop sees it.
+/// A connection still in its handshake, as the accept loop sees it (and,
+/// cloned, its own thread).
+#[derive(Clone)]
 struct Pending {
     source: IpAddr,
     state: Arc<AtomicU8>,
@@ -220,6 +222,8 @@ fn take_clone(sock: &Mutex<Option<TcpStream>>) -> Option<TcpStream> {
 
 /// What the accept loop and the sessions share.
 struct Shared {
+    cfg: ServerConfig,
+    log: Log,
     /// The one-test slot: taken by a connection that has authenticated (when
     /// a key is set) and sent a valid test request, freed when everything
     /// its test held is released.
@@ -360,6 +364,8 @@ pub fn serve_on(
         }
     ));
     let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        log: log.clone(),
         busy: AtomicBool::new(false),
         finished: AtomicU64::new(0),
     });
@@ -393,25 +399,18 @@ pub fn serve_on(
                     }
                 };
                 let state = Arc::new(AtomicU8::new(HS_OPEN));
-                let (cfg2, state2, sock2, shared2, log2) = (
-                    cfg.clone(),
-                    state.clone(),
-                    sock.clone(),
-                    shared.clone(),
-                    log.clone(),
-                );
+                let p = Pending {
+                    source,
+                    state,
+                    sock,
+                };
+                let (mine, shared) = (p.clone(), shared.clone());
                 let spawned = std::thread::Builder::new()
                     .name("iotoll-session".into())
                     .stack_size(512 << 10)
-                    .spawn(move || {
-                        connection(stream, peer, &cfg2, &state2, &sock2, &shared2, &log2)
-                    });
+                    .spawn(move || connection(stream, peer, &mine, &shared));
                 match spawned {
-                    Ok(_) => pending.push(Pending {
-                        source,
-                        state,
-                        sock,
-                    }),
+                    Ok(_) => pending.push(p),
                     Err(e) => log(&format!("{peer}: cannot start a session: {e}")),
                 }
             }
@@ -438,29 +437,17 @@ pub fn serve_on(
 }
 
 /// One connection: its handshake, then (holding the slot) its test.
-fn connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    cfg: &ServerConfig,
-    state: &AtomicU8,
-    sock: &Mutex<Option<TcpStream>>,
-    shared: &Arc<Shared>,
-    log: &Log,
-) {
-    let r = handshake(stream, cfg, state);
+fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Shared>) {
+    let (cfg, log) = (&shared.cfg, &shared.log);
+    let r = handshake(stream, cfg, &hs.state);
     // Out of the accept loop's hands from here; a connection it dropped to
     // make room (and counted) ends without a word.
-    let dropped = state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
-    drop(take_clone(sock));
-    let (ctl, params) = match r {
-        Ok(x) if !dropped => x,
-        Ok(_) => return,
-        Err(e) => {
-            if !dropped {
-                log(&format!("{peer}: session ended: {e}"));
-            }
-            return;
-        }
+    let dropped = hs.state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
+    drop(take_clone(&hs.sock));
+    let (mut ctl, params) = match r {
+        _ if dropped => return,
+        Ok(x) => x,
+        Err(e) => return log(&format!("{peer}: session ended: {e}")),
     };
     if shared
         .busy
@@ -471,7 +458,6 @@ fn connection(
         log(&format!("{peer}: refused, a test is running"));
         return;
     }
-    let mut ctl = ctl;
     let mut slot = Slot(Some(shared.clone()));
     let r = session(&mut ctl, params, cfg, &mut slot, peer, log);
     // Everything the test held was released when `session` returned: free
@@ -760,12 +746,12 @@ fn accept_data(
     listener.set_nonblocking(true).map_err(io("listener"))?;
     let lfd = listener.as_raw_fd();
     let cfd = ctl.stream.as_raw_fd();
-    poll.registry()
-        .register(&mut SourceFd(&lfd), Token(0), Interest::READABLE)
-        .map_err(io("epoll"))?;
-    poll.registry()
-        .register(&mut SourceFd(&cfd), Token(1), Interest::READABLE)
-        .map_err(io("epoll"))?;
+    for (fd, t) in [(lfd, 0), (cfd, 1)] {
+        let r = poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(t), Interest::READABLE);
+        r.map_err(io("epoll"))?;
+    }
     let result = accept_loop(&mut poll, &listener, ctl, token, roles, deadline);
     let _ = poll.registry().deregister(&mut SourceFd(&cfd));
     let slots = result?;
@@ -858,11 +844,7 @@ fn accept_loop(
                         since: Instant::now(),
                     };
                     match c.read() {
-                        HeaderRead::Done => {
-                            if place(c, &mut slots) {
-                                got += 1;
-                            }
-                        }
+                        HeaderRead::Done => got += usize::from(place(c, &mut slots)),
                         HeaderRead::Gone => {}
                         HeaderRead::More => {
                             if half.len() >= MAX_HALF_OPEN {
@@ -893,9 +875,7 @@ fn accept_loop(
                         HeaderRead::Done => {
                             let fd = c.s.as_raw_fd();
                             let _ = poll.registry().deregister(&mut SourceFd(&fd));
-                            if place(c, &mut slots) {
-                                got += 1;
-                            }
+                            got += usize::from(place(c, &mut slots));
                         }
                         HeaderRead::More => {
                             half.insert(id, c);
