@@ -59,10 +59,7 @@ impl Key {
 
     /// Constant-time check of a peer's proof.
     pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
-        match unhex(mac_hex) {
-            Some(bytes) => self.hmac(label, a, b).verify_slice(&bytes).is_ok(),
-            None => false,
-        }
+        unhex(mac_hex).is_some_and(|bytes| self.hmac(label, a, b).verify_slice(&bytes).is_ok())
     }
 }
 

@@ -222,19 +222,13 @@ fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> 
         mac: key.map(|k| k.mac("client", &sn, &cn)),
     })
     .map_err(|e| proto_err(addr, "auth", e))?;
-    match recv(&mut ctl, addr, "auth", CONTROL_TIMEOUT)? {
-        Msg::AuthOk { mac } => {
-            if let Some(k) = key {
-                let ok = mac.is_some_and(|m| k.verify("server", &cn, &sn, &m));
-                if !ok {
-                    return Err(peer_err(
-                        addr,
-                        "the endpoint failed to prove the pre-shared key",
-                    ));
-                }
-            }
-        }
+    let mac = match recv(&mut ctl, addr, "auth", CONTROL_TIMEOUT)? {
+        Msg::AuthOk { mac } => mac,
         other => return Err(unexpected(addr, "auth_ok", &other)),
+    };
+    if key.is_some_and(|k| !mac.is_some_and(|m| k.verify("server", &cn, &sn, &m))) {
+        let msg = "the endpoint failed to prove the pre-shared key";
+        return Err(peer_err(addr, msg));
     }
     Ok(ctl)
 }
@@ -392,22 +386,17 @@ fn set_up(
     let t_connect = Instant::now();
     let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
     let connect_s = t_connect.elapsed().as_secs_f64();
-    match recv(
-        &mut ctl,
-        addr,
-        "ready",
-        CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
-    )? {
+    let t = CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64);
+    match recv(&mut ctl, addr, "ready", t)? {
         Msg::Ready {} => {}
         other => return Err(unexpected(addr, "ready", &other)),
     }
-    let data_conns = conns.len();
     Ok(Setup {
         ctl,
         params,
         local_ip,
+        data_conns: conns.len(),
         conns,
-        data_conns,
         connect_s,
     })
 }

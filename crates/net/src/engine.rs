@@ -600,16 +600,11 @@ struct Finished {
 
 impl<S: IntoRawFd> Conn<S> {
     fn finish(self) -> Finished {
-        let tcp = if self.role != Role::Recv {
-            sock::tcp_info(self.fd).map(|(retr, rtt)| {
-                (
-                    retr.saturating_sub(self.retrans_base.unwrap_or(retr)) as u64,
-                    rtt,
-                )
-            })
-        } else {
-            None
-        };
+        let tcp = (self.role != Role::Recv)
+            .then(|| sock::tcp_info(self.fd))
+            .flatten();
+        let base = self.retrans_base;
+        let tcp = tcp.map(|(retr, rtt)| (retr.saturating_sub(base.unwrap_or(retr)) as u64, rtt));
         Finished {
             role: self.role,
             count: self.count,
@@ -618,10 +613,6 @@ impl<S: IntoRawFd> Conn<S> {
             socket: unsafe { OwnedFd::from_raw_fd(self.sock.into_raw_fd()) },
         }
     }
-}
-
-fn publish(st: &ThreadState, live: &Live) {
-    live.publish(st.ops_total, st.bytes_total);
 }
 
 fn run_blocking(
@@ -664,10 +655,10 @@ fn run_blocking(
             }
             n = n.wrapping_add(1);
             if n % 64 == 0 {
-                publish(st, live);
+                live.publish(st.ops_total, st.bytes_total);
             }
         }
-        publish(st, live);
+        live.publish(st.ops_total, st.bytes_total);
         out.push(c.finish());
     }
     out
@@ -747,9 +738,9 @@ fn run_poll(
                 }
             }
         }
-        publish(st, live);
+        live.publish(st.ops_total, st.bytes_total);
     }
-    publish(st, live);
+    live.publish(st.ops_total, st.bytes_total);
     conns
         .into_iter()
         .map(|mut c| {

@@ -214,10 +214,7 @@ struct Pending {
 }
 
 fn take_clone(sock: &Mutex<Option<TcpStream>>) -> Option<TcpStream> {
-    match sock.lock() {
-        Ok(mut g) => g.take(),
-        Err(p) => p.into_inner().take(),
-    }
+    sock.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// What the accept loop and the sessions share.
@@ -351,17 +348,14 @@ pub fn serve_on(
     // Two descriptors per pending handshake, plus the header reads of a
     // test's data port: raise the soft limit if it is low (best effort).
     let _ = sock::ensure_nofile(2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64);
+    let addr = listener.local_addr().map(|a| a.to_string());
+    let auth = match cfg.key {
+        Some(_) => "pre-shared key required",
+        None => "no authentication",
+    };
     log(&format!(
-        "iotoll endpoint listening on {} ({})",
-        listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default(),
-        if cfg.key.is_some() {
-            "pre-shared key required"
-        } else {
-            "no authentication"
-        }
+        "iotoll endpoint listening on {} ({auth})",
+        addr.unwrap_or_default()
     ));
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
@@ -650,14 +644,10 @@ fn session(
     let Some(out) = out else {
         return Err(SessionError::Refused("engine vanished".into()));
     };
-    let (cpu, cpu_error) = match closed.report {
-        Ok(r) => (Some(r), None),
-        Err(e) => (None, Some(e.to_string())),
-    };
     let report = ServerReport {
         window_s: closed.window_s,
-        cpu,
-        cpu_error,
+        cpu: closed.report.as_ref().ok().cloned(),
+        cpu_error: closed.report.as_ref().err().map(|e| e.to_string()),
         rx: out.rx_stats(),
         tx_bytes: out.tx_bytes(),
         transactions: out.transactions,
