@@ -113,10 +113,8 @@ impl ClientSpec {
         if self.time.is_zero() {
             return bad("--time must be positive".into());
         }
-        if let Some(c) = &self.config {
-            if c.trim().is_empty() {
-                return bad("--config must not be empty".into());
-            }
+        if self.config.as_ref().is_some_and(|c| c.trim().is_empty()) {
+            return bad("--config must not be empty".into());
         }
         Ok(())
     }
@@ -167,10 +165,8 @@ fn recv(ctl: &mut Control, peer: &SocketAddr, what: &str, t: Duration) -> Result
 }
 
 fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
-    peer_err(
-        peer,
-        format!("protocol error: expected {want}, got {got:?}"),
-    )
+    let msg = format!("protocol error: expected {want}, got {got:?}");
+    peer_err(peer, msg)
 }
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);

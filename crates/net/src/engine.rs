@@ -108,8 +108,8 @@ impl EngineOut {
 pub struct Engine {
     threads: Vec<(String, std::thread::JoinHandle<ThreadOut>)>,
     live: Arc<Vec<Live>>,
+    /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
-    n: usize,
 }
 
 struct ThreadOut {
@@ -406,7 +406,6 @@ impl Engine {
             threads: handles,
             live,
             order,
-            n,
         })
     }
 
@@ -451,7 +450,7 @@ impl Engine {
             errors: lost,
             first_error: None,
             panic: None,
-            sockets: Vec::with_capacity(self.n),
+            sockets: Vec::with_capacity(self.order.len()),
         };
         let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
         for o in outs.into_iter().flatten() {

@@ -8,6 +8,7 @@
 
 use iotoll_model::CpuReport;
 use serde::{Deserialize, Serialize};
+use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -245,7 +246,7 @@ impl Control {
         let mut b = [std::mem::MaybeUninit::uninit()];
         let peek = socket2::SockRef::from(&self.stream)
             .recv_with_flags(&mut b, libc::MSG_PEEK | libc::MSG_DONTWAIT);
-        !matches!(peek, Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted))
+        !matches!(peek, Err(e) if matches!(e.kind(), WouldBlock | Interrupted))
     }
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.
@@ -277,15 +278,10 @@ impl Control {
             match self.stream.read(buf) {
                 Ok(0) => return Err(ProtoError::Closed),
                 Ok(n) => buf = &mut buf[n..],
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => {
                     return Err(ProtoError::Timeout(timeout))
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }

@@ -142,10 +142,8 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
     if p.kind == TestKind::Rr && p.dir != Dir::Tx {
         return refused("request/response tests have no direction".into());
     }
-    if let Some(b) = p.sockbuf {
-        if b == 0 || b > 1 << 30 {
-            return refused("sockbuf must be between 1 byte and 1 GiB".into());
-        }
+    if p.sockbuf.is_some_and(|b| b == 0 || b > 1 << 30) {
+        return refused("sockbuf must be between 1 byte and 1 GiB".into());
     }
     Ok(())
 }
