@@ -31,15 +31,7 @@ impl Key {
     /// part of the key.
     pub fn load(path: &Path) -> Result<Key, KeyError> {
         let raw = std::fs::read(path).map_err(|e| KeyError::Read(path.into(), e))?;
-        let start = raw
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(raw.len());
-        let end = raw
-            .iter()
-            .rposition(|b| !b.is_ascii_whitespace())
-            .map_or(start, |i| i + 1);
-        let key = raw[start..end].to_vec();
+        let key = raw.trim_ascii().to_vec();
         if key.len() < 16 {
             return Err(KeyError::TooShort(path.into(), key.len()));
         }
@@ -67,10 +59,7 @@ impl Key {
 
     /// Constant-time check of a peer's proof.
     pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
-        match unhex(mac_hex) {
-            Some(bytes) => self.hmac(label, a, b).verify_slice(&bytes).is_ok(),
-            None => false,
-        }
+        unhex(mac_hex).is_some_and(|bytes| self.hmac(label, a, b).verify_slice(&bytes).is_ok())
     }
 }
 

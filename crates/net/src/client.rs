@@ -113,10 +113,8 @@ impl ClientSpec {
         if self.time.is_zero() {
             return bad("--time must be positive".into());
         }
-        if let Some(c) = &self.config {
-            if c.trim().is_empty() {
-                return bad("--config must not be empty".into());
-            }
+        if self.config.as_ref().is_some_and(|c| c.trim().is_empty()) {
+            return bad("--config must not be empty".into());
         }
         Ok(())
     }
@@ -167,10 +165,8 @@ fn recv(ctl: &mut Control, peer: &SocketAddr, what: &str, t: Duration) -> Result
 }
 
 fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
-    peer_err(
-        peer,
-        format!("protocol error: expected {want}, got {got:?}"),
-    )
+    let msg = format!("protocol error: expected {want}, got {got:?}");
+    peer_err(peer, msg)
 }
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -222,19 +218,13 @@ fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> 
         mac: key.map(|k| k.mac("client", &sn, &cn)),
     })
     .map_err(|e| proto_err(addr, "auth", e))?;
-    match recv(&mut ctl, addr, "auth", CONTROL_TIMEOUT)? {
-        Msg::AuthOk { mac } => {
-            if let Some(k) = key {
-                let ok = mac.is_some_and(|m| k.verify("server", &cn, &sn, &m));
-                if !ok {
-                    return Err(peer_err(
-                        addr,
-                        "the endpoint failed to prove the pre-shared key",
-                    ));
-                }
-            }
-        }
+    let mac = match recv(&mut ctl, addr, "auth", CONTROL_TIMEOUT)? {
+        Msg::AuthOk { mac } => mac,
         other => return Err(unexpected(addr, "auth_ok", &other)),
+    };
+    if key.is_some_and(|k| !mac.is_some_and(|m| k.verify("server", &cn, &sn, &m))) {
+        let msg = "the endpoint failed to prove the pre-shared key";
+        return Err(peer_err(addr, msg));
     }
     Ok(ctl)
 }
@@ -392,22 +382,17 @@ fn set_up(
     let t_connect = Instant::now();
     let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
     let connect_s = t_connect.elapsed().as_secs_f64();
-    match recv(
-        &mut ctl,
-        addr,
-        "ready",
-        CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64),
-    )? {
+    let t = CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64);
+    match recv(&mut ctl, addr, "ready", t)? {
         Msg::Ready {} => {}
         other => return Err(unexpected(addr, "ready", &other)),
     }
-    let data_conns = conns.len();
     Ok(Setup {
         ctl,
         params,
         local_ip,
+        data_conns: conns.len(),
         conns,
-        data_conns,
         connect_s,
     })
 }
@@ -546,14 +531,9 @@ fn result_doc(
         notes.push(interrupted_note(closed.window_s, spec.time));
     }
     notes.extend(same_host_note(&me, same_host, addr, local_ip));
-    for (end, errors, first) in ends(&out, &report) {
-        if errors > 0 {
-            notes.push(format!(
-                "{errors} connection(s) failed before {end}'s window closed; first error: {}",
-                first.as_deref().unwrap_or("unknown")
-            ));
-        }
-    }
+    notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
+        format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
+    }));
     let failure = failure(&out, &report, setup.data_conns);
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
@@ -621,15 +601,18 @@ pub fn tolerated_failures(data_conns: usize) -> u64 {
     data_conns as u64 / 100
 }
 
-/// Each end's failed connections and the first error.
-fn ends<'a>(
+/// Each end with failed connections: which, how many, the first error.
+fn failed_ends<'a>(
     out: &'a EngineOut,
     r: &'a ServerReport,
-) -> [(&'static str, u64, &'a Option<String>); 2] {
+) -> impl Iterator<Item = (&'static str, u64, &'a str)> {
     [
         ("this host", out.errors, &out.first_error),
         ("the endpoint", r.errors, &r.first_error),
     ]
+    .into_iter()
+    .filter(|(_, errors, _)| *errors > 0)
+    .map(|(end, errors, first)| (end, errors, first.as_deref().unwrap_or("unknown")))
 }
 
 /// Why a test that ran to its end is nevertheless failed: an engine
@@ -647,15 +630,9 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
     if failed <= tolerated_failures(data_conns) {
         return None;
     }
-    let mut firsts = Vec::new();
-    for (end, errors, first) in ends(out, report) {
-        if errors > 0 {
-            firsts.push(format!(
-                "{errors} at {end} (first: {})",
-                first.as_deref().unwrap_or("unknown")
-            ));
-        }
-    }
+    let firsts: Vec<String> = failed_ends(out, report)
+        .map(|(end, errors, first)| format!("{errors} at {end} (first: {first})"))
+        .collect();
     Some(format!(
         "the test failed: {failed} of {data_conns} data connection(s) failed before the window closed, more than the {} tolerated: {}",
         tolerated_failures(data_conns),
@@ -675,6 +652,11 @@ fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
     (n, min, max, jain_fairness(n, sum, sum_sq))
 }
 
+/// `bytes` over `window_s` in Mbit/s; None without a window.
+fn mbit_s(bytes: u64, window_s: f64) -> Option<f64> {
+    (window_s > 0.0).then(|| bytes as f64 * 8.0 / 1e6 / window_s)
+}
+
 fn net_metrics(
     spec: &ClientSpec,
     out: &EngineOut,
@@ -685,75 +667,47 @@ fn net_metrics(
     same_host: bool,
 ) -> Metrics {
     let mut m = Metrics::new();
-    let mut put = |k: &str, v: f64| {
-        m.insert(k.to_string(), v);
-    };
-    put(mn::WINDOW_S, window_s);
-    put(mn::ERRORS, (out.errors + report.errors) as f64);
-    put(mn::CONNECT_S, connect_s);
+    let mut put = |k: &str, v: Option<f64>| m.extend(v.map(|v| (k.to_string(), v)));
+    put(mn::WINDOW_S, Some(window_s));
+    put(mn::ERRORS, Some((out.errors + report.errors) as f64));
+    put(mn::CONNECT_S, Some(connect_s));
     match spec.kind {
         TestKind::Stream => {
             // Goodput is what the receiving end counted in its window.
-            let client_rx = ByteStats::from_counts(
-                out.per_conn
-                    .iter()
-                    .filter(|(r, _)| *r == Role::Recv)
-                    .map(|(_, c)| c.rx),
-            );
+            let client_rx = out.rx_stats();
             let (n, min, max, fairness) =
                 conn_rates([(&report.rx, report.window_s), (&client_rx, window_s)]);
-            let tx = (report.rx.conns > 0 && report.window_s > 0.0)
-                .then(|| report.rx.sum as f64 * 8.0 / 1e6 / report.window_s);
-            let rx = (client_rx.conns > 0 && window_s > 0.0)
-                .then(|| client_rx.sum as f64 * 8.0 / 1e6 / window_s);
-            if let Some(v) = tx {
-                put(mn::TX_MBIT_S, v);
-            }
-            if let Some(v) = rx {
-                put(mn::RX_MBIT_S, v);
-            }
-            put(mn::MBIT_S, tx.unwrap_or(0.0) + rx.unwrap_or(0.0));
+            let tx = mbit_s(report.rx.sum, report.window_s).filter(|_| report.rx.conns > 0);
+            let rx = mbit_s(client_rx.sum, window_s).filter(|_| client_rx.conns > 0);
+            put(mn::TX_MBIT_S, tx);
+            put(mn::RX_MBIT_S, rx);
+            put(mn::MBIT_S, Some(tx.unwrap_or(0.0) + rx.unwrap_or(0.0)));
             // What the senders wrote, each end over its own window: the
             // check that both ends' counts agree.
-            let mut sent = 0.0;
-            if window_s > 0.0 {
-                sent += out.per_conn.iter().map(|(_, c)| c.tx).sum::<u64>() as f64 * 8.0
-                    / 1e6
-                    / window_s;
-            }
-            if report.window_s > 0.0 {
-                sent += report.tx_bytes as f64 * 8.0 / 1e6 / report.window_s;
-            }
-            put(mn::SENT_MBIT_S, sent);
-            put(mn::CONNS, n);
-            if n > 0.0 {
-                put(mn::CONN_MBIT_S_MIN, min);
-                put(mn::CONN_MBIT_S_MAX, max);
-            }
-            if let Some(f) = fairness {
-                put(mn::FAIRNESS, f);
-            }
-            put(
-                mn::RETRANSMITS,
-                (out.retransmits + report.retransmits) as f64,
-            );
+            let sent = mbit_s(out.tx_bytes(), window_s).unwrap_or(0.0)
+                + mbit_s(report.tx_bytes, report.window_s).unwrap_or(0.0);
+            put(mn::SENT_MBIT_S, Some(sent));
+            put(mn::CONNS, Some(n));
+            put(mn::CONN_MBIT_S_MIN, (n > 0.0).then_some(min));
+            put(mn::CONN_MBIT_S_MAX, (n > 0.0).then_some(max));
+            put(mn::FAIRNESS, fairness);
+            let retransmits = out.retransmits + report.retransmits;
+            put(mn::RETRANSMITS, Some(retransmits as f64));
             let srtts: Vec<f64> = [out.srtt_us, report.srtt_us]
                 .into_iter()
                 .flatten()
                 .collect();
-            if !srtts.is_empty() {
-                put(mn::SRTT_US, srtts.iter().sum::<f64>() / srtts.len() as f64);
-            }
+            let srtt = srtts.iter().sum::<f64>() / srtts.len() as f64;
+            put(mn::SRTT_US, (!srtts.is_empty()).then_some(srtt));
         }
         TestKind::Rr => {
-            put(mn::CONNS, spec.conns as f64);
-            if window_s > 0.0 {
-                put(mn::TRANS_S, out.transactions as f64 / window_s);
-            }
+            put(mn::CONNS, Some(spec.conns as f64));
+            put(
+                mn::TRANS_S,
+                (window_s > 0.0).then(|| out.transactions as f64 / window_s),
+            );
+            write_latency_metrics(&out.rtt, "rtt", &mut m);
         }
-    }
-    if spec.kind == TestKind::Rr {
-        write_latency_metrics(&out.rtt, "rtt", &mut m);
     }
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");

@@ -4,6 +4,7 @@
 //! calls, which saves the epoll_wait per operation. Buffers belong to the
 //! thread and are reused; nothing is allocated per send or receive.
 
+use crate::proto::ByteStats;
 use crate::sock;
 use hdrhistogram::Histogram;
 use iotoll_run::{new_histogram, Live, Phase, PhaseCell};
@@ -16,26 +17,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a connection does on this end.
+/// The discriminant is the role's code in a data connection's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Role {
     /// Writes `msg`-sized messages as fast as the socket takes them.
-    Send,
+    Send = 0,
     /// Reads and discards.
-    Recv,
+    Recv = 1,
     /// Sends requests of `req` bytes, `burst` outstanding, times responses.
-    RrClient,
+    RrClient = 2,
     /// Answers every `req` bytes received with `resp` bytes.
-    RrServer,
+    RrServer = 3,
 }
 
 impl Role {
     pub fn code(self) -> u8 {
-        match self {
-            Role::Send => 0,
-            Role::Recv => 1,
-            Role::RrClient => 2,
-            Role::RrServer => 3,
-        }
+        self as u8
     }
 
     /// The role the peer plays opposite this one.
@@ -94,21 +92,30 @@ pub struct EngineOut {
     pub sockets: Vec<OwnedFd>,
 }
 
+impl EngineOut {
+    /// What this end's receivers counted in the window.
+    pub fn rx_stats(&self) -> ByteStats {
+        let recv = self.per_conn.iter().filter(|(r, _)| *r == Role::Recv);
+        ByteStats::from_counts(recv.map(|(_, c)| c.rx))
+    }
+
+    /// What this end's connections wrote in the window, bytes.
+    pub fn tx_bytes(&self) -> u64 {
+        self.per_conn.iter().map(|(_, c)| c.tx).sum()
+    }
+}
+
 pub struct Engine {
     threads: Vec<(String, std::thread::JoinHandle<ThreadOut>)>,
     live: Arc<Vec<Live>>,
+    /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
-    n: usize,
 }
 
 struct ThreadOut {
-    sockets: Vec<OwnedFd>,
-    counts: Vec<(Role, ConnCount)>,
+    conns: Vec<Finished>,
     transactions: u64,
     rtt: Histogram<u64>,
-    retransmits: u64,
-    srtt_sum: f64,
-    srtt_n: u64,
     errors: u64,
     first_error: Option<String>,
 }
@@ -149,11 +156,27 @@ struct ThreadState<'a> {
     first_error: Option<String>,
 }
 
-impl<S: Read + Write> Conn<S> {
-    fn new(sock: S, fd: RawFd, role: Role, p: &EngineParams) -> Self {
+impl<'a> ThreadState<'a> {
+    fn new(p: EngineParams, phase: &'a PhaseCell, inject_panic: bool) -> Self {
+        ThreadState {
+            p,
+            phase,
+            inject_panic,
+            transactions: 0,
+            rtt: new_histogram(),
+            ops_total: 0,
+            bytes_total: 0,
+            errors: 0,
+            first_error: None,
+        }
+    }
+}
+
+impl<S: Read + Write + AsRawFd> Conn<S> {
+    fn new(sock: S, role: Role, p: &EngineParams) -> Self {
         let mut c = Conn {
+            fd: sock.as_raw_fd(),
             sock,
-            fd,
             role,
             partial: 0,
             owed: 0,
@@ -383,7 +406,6 @@ impl Engine {
             threads: handles,
             live,
             order,
-            n,
         })
     }
 
@@ -408,31 +430,6 @@ impl Engine {
                     .ok()
             })
             .collect();
-        let mut out = EngineOut {
-            per_conn: Vec::with_capacity(self.n),
-            transactions: 0,
-            rtt: new_histogram(),
-            retransmits: 0,
-            srtt_us: None,
-            errors: 0,
-            first_error: None,
-            panic: None,
-            sockets: Vec::with_capacity(self.n),
-        };
-        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
-        let mut outs = outs;
-        for o in outs.iter_mut().flatten() {
-            out.sockets.append(&mut o.sockets);
-            out.transactions += o.transactions;
-            let _ = out.rtt.add(&o.rtt);
-            out.retransmits += o.retransmits;
-            srtt_sum += o.srtt_sum;
-            srtt_n += o.srtt_n;
-            out.errors += o.errors;
-            if out.first_error.is_none() {
-                out.first_error = o.first_error.clone();
-            }
-        }
         // A panicked thread's connections are all lost (its sockets closed
         // as it unwound): each one counts as failed.
         let lost = self
@@ -440,15 +437,39 @@ impl Engine {
             .iter()
             .filter(|(t, _)| outs[*t].is_none())
             .count() as u64;
-        out.errors += lost;
+        let per_conn = self.order.iter().map(|&(t, i)| {
+            let f = outs[t].as_ref().and_then(|o| o.conns.get(i));
+            f.map_or((Role::Recv, ConnCount::default()), |f| (f.role, f.count))
+        });
+        let mut out = EngineOut {
+            per_conn: per_conn.collect(),
+            transactions: 0,
+            rtt: new_histogram(),
+            retransmits: 0,
+            srtt_us: None,
+            errors: lost,
+            first_error: None,
+            panic: None,
+            sockets: Vec::with_capacity(self.order.len()),
+        };
+        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
+        for o in outs.into_iter().flatten() {
+            out.transactions += o.transactions;
+            let _ = out.rtt.add(&o.rtt);
+            out.errors += o.errors;
+            out.first_error = out.first_error.or(o.first_error);
+            for f in o.conns {
+                out.sockets.push(f.socket);
+                if let Some((retr, rtt)) = f.tcp {
+                    out.retransmits += retr;
+                    srtt_sum += rtt as f64;
+                    srtt_n += 1;
+                }
+            }
+        }
         if let Some(p) = panic {
             out.first_error = Some(p.clone());
             out.panic = Some(p);
-        }
-        for (t, i) in self.order {
-            let c = outs[t].as_ref().and_then(|o| o.counts.get(i).copied());
-            out.per_conn
-                .push(c.unwrap_or((Role::Recv, ConnCount::default())));
         }
         out.srtt_us = (srtt_n > 0).then(|| srtt_sum / srtt_n as f64);
         out
@@ -518,43 +539,19 @@ fn run_thread(
     let sbuf: &[u8] = sbuf;
     // Set up: the engine may start (see `Engine::start`).
     drop(ready);
-    let mut st = ThreadState {
-        p,
-        phase,
-        inject_panic,
-        transactions: 0,
-        rtt: new_histogram(),
-        ops_total: 0,
-        bytes_total: 0,
-        errors: 0,
-        first_error: None,
-    };
+    let mut st = ThreadState::new(p, phase, inject_panic);
     let conns = if single {
         run_blocking(share, &mut st, buf, sbuf, live)
     } else {
         run_poll(share, &mut st, buf, sbuf, live)
     };
-    let mut out = ThreadOut {
-        sockets: Vec::with_capacity(conns.len()),
-        counts: Vec::with_capacity(conns.len()),
+    ThreadOut {
+        conns,
         transactions: st.transactions,
         rtt: st.rtt,
-        retransmits: 0,
-        srtt_sum: 0.0,
-        srtt_n: 0,
         errors: st.errors,
         first_error: st.first_error,
-    };
-    for f in conns {
-        out.sockets.push(f.socket);
-        out.counts.push((f.role, f.count));
-        if let Some((retr, rtt)) = f.tcp {
-            out.retransmits += retr;
-            out.srtt_sum += rtt as f64;
-            out.srtt_n += 1;
-        }
     }
-    out
 }
 
 /// Payload bytes are not all zero, so nothing on the path can shortcut
@@ -602,16 +599,11 @@ struct Finished {
 
 impl<S: IntoRawFd> Conn<S> {
     fn finish(self) -> Finished {
-        let tcp = if self.role != Role::Recv {
-            sock::tcp_info(self.fd).map(|(retr, rtt)| {
-                (
-                    retr.saturating_sub(self.retrans_base.unwrap_or(retr)) as u64,
-                    rtt,
-                )
-            })
-        } else {
-            None
-        };
+        let tcp = (self.role != Role::Recv)
+            .then(|| sock::tcp_info(self.fd))
+            .flatten();
+        let base = self.retrans_base;
+        let tcp = tcp.map(|(retr, rtt)| (retr.saturating_sub(base.unwrap_or(retr)) as u64, rtt));
         Finished {
             role: self.role,
             count: self.count,
@@ -620,10 +612,6 @@ impl<S: IntoRawFd> Conn<S> {
             socket: unsafe { OwnedFd::from_raw_fd(self.sock.into_raw_fd()) },
         }
     }
-}
-
-fn publish(st: &ThreadState, live: &Live) {
-    live.publish(st.ops_total, st.bytes_total);
 }
 
 fn run_blocking(
@@ -638,8 +626,7 @@ fn run_blocking(
         // Timeouts let the loop see the phase change while a call blocks.
         let _ = s.set_read_timeout(Some(POLL_TICK));
         let _ = s.set_write_timeout(Some(POLL_TICK));
-        let fd = s.as_raw_fd();
-        let mut c = Conn::new(s, fd, role, &st.p);
+        let mut c = Conn::new(s, role, &st.p);
         let mut in_window = false;
         let mut n = 0u32;
         while c.open {
@@ -667,10 +654,10 @@ fn run_blocking(
             }
             n = n.wrapping_add(1);
             if n % 64 == 0 {
-                publish(st, live);
+                live.publish(st.ops_total, st.bytes_total);
             }
         }
-        publish(st, live);
+        live.publish(st.ops_total, st.bytes_total);
         out.push(c.finish());
     }
     out
@@ -678,7 +665,7 @@ fn run_blocking(
 
 /// Ends every open connection of a thread that can no longer serve them
 /// (epoll failed), each counted as a failed connection.
-fn fail_all<S: Read + Write>(st: &mut ThreadState, conns: &mut [Conn<S>], what: &str) {
+fn fail_all<S: Read + Write + AsRawFd>(st: &mut ThreadState, conns: &mut [Conn<S>], what: &str) {
     let phase = st.phase.get();
     for c in conns.iter_mut() {
         c.fail(st, phase, || what.to_string());
@@ -692,28 +679,20 @@ fn run_poll(
     sbuf: &[u8],
     live: &Live,
 ) -> Vec<Finished> {
-    let poll = Poll::new();
-    let mut conns: Vec<Conn<mio::net::TcpStream>> = Vec::with_capacity(share.len());
-    let mut poll = match poll {
+    let mut poll = match Poll::new() {
         Ok(p) => p,
         Err(e) => {
+            let what = format!("cannot create an epoll instance: {e}");
             let mut conns: Vec<_> = share
                 .into_iter()
-                .map(|(s, role)| {
-                    let fd = s.as_raw_fd();
-                    Conn::new(s, fd, role, &st.p)
-                })
+                .map(|(s, role)| Conn::new(s, role, &st.p))
                 .collect();
-            fail_all(
-                st,
-                &mut conns,
-                &format!("cannot create an epoll instance: {e}"),
-            );
+            fail_all(st, &mut conns, &what);
             return conns.into_iter().map(Conn::finish).collect();
         }
     };
+    let mut conns = Vec::with_capacity(share.len());
     for (i, (s, role)) in share.into_iter().enumerate() {
-        let fd = s.as_raw_fd();
         let _ = s.set_nonblocking(true);
         let mut ms = mio::net::TcpStream::from_std(s);
         let interest = match role {
@@ -722,7 +701,7 @@ fn run_poll(
             _ => Interest::READABLE | Interest::WRITABLE,
         };
         let registered = poll.registry().register(&mut ms, Token(i), interest);
-        let mut c = Conn::new(ms, fd, role, &st.p);
+        let mut c = Conn::new(ms, role, &st.p);
         if let Err(e) = registered {
             // Never served: a failed connection, not a silent zero.
             let phase = st.phase.get();
@@ -758,9 +737,9 @@ fn run_poll(
                 }
             }
         }
-        publish(st, live);
+        live.publish(st.ops_total, st.bytes_total);
     }
-    publish(st, live);
+    live.publish(st.ops_total, st.bytes_total);
     conns
         .into_iter()
         .map(|mut c| {
@@ -901,25 +880,11 @@ mod tests {
     fn epoll_errors_count_every_open_connection() {
         let phase = PhaseCell::new(Phase::Measure);
         let p = params(4096);
-        let mut st = ThreadState {
-            p,
-            phase: &phase,
-            inject_panic: false,
-            transactions: 0,
-            rtt: new_histogram(),
-            ops_total: 0,
-            bytes_total: 0,
-            errors: 0,
-            first_error: None,
-        };
+        let mut st = ThreadState::new(p, &phase, false);
         let ps = pairs(3);
         let receivers = || -> Vec<Conn<TcpStream>> {
-            let conn = |s: TcpStream| {
-                let fd = s.as_raw_fd();
-                Conn::new(s, fd, Role::Recv, &p)
-            };
             ps.iter()
-                .map(|(x, _)| conn(x.try_clone().unwrap()))
+                .map(|(x, _)| Conn::new(x.try_clone().unwrap(), Role::Recv, &p))
                 .collect()
         };
         let mut conns = receivers();

@@ -69,17 +69,15 @@ pub fn resolve(spec: &str, default_port: u16) -> Result<std::net::SocketAddr, Ne
     if s.is_empty() {
         return Err(NetError::Invalid("empty address".into()));
     }
-    let candidates: Vec<String> = if let Ok(ip) = s.parse::<std::net::IpAddr>() {
-        vec![std::net::SocketAddr::new(ip, default_port).to_string()]
-    } else if s.starts_with('[') && s.ends_with(']') {
-        vec![format!("{s}:{default_port}")]
-    } else if s.contains(':') {
-        vec![s.to_string()]
+    let target = if let Ok(ip) = s.parse::<std::net::IpAddr>() {
+        std::net::SocketAddr::new(ip, default_port).to_string()
+    } else if (s.starts_with('[') && s.ends_with(']')) || !s.contains(':') {
+        format!("{s}:{default_port}")
     } else {
-        vec![format!("{s}:{default_port}")]
+        s.to_string()
     };
     let bad = |e: String| NetError::Invalid(format!("cannot resolve '{spec}': {e}"));
-    candidates[0]
+    target
         .to_socket_addrs()
         .map_err(|e| bad(e.to_string()))?
         .next()
@@ -92,17 +90,15 @@ mod tests {
 
     #[test]
     fn addresses() {
-        assert_eq!(
-            resolve("127.0.0.1", 7575).unwrap().to_string(),
-            "127.0.0.1:7575"
-        );
-        assert_eq!(
-            resolve("127.0.0.1:9", 7575).unwrap().to_string(),
-            "127.0.0.1:9"
-        );
-        assert_eq!(resolve("::1", 7575).unwrap().to_string(), "[::1]:7575");
-        assert_eq!(resolve("[::1]", 7575).unwrap().to_string(), "[::1]:7575");
-        assert_eq!(resolve("[::1]:80", 7575).unwrap().to_string(), "[::1]:80");
+        for (spec, want) in [
+            ("127.0.0.1", "127.0.0.1:7575"),
+            ("127.0.0.1:9", "127.0.0.1:9"),
+            ("::1", "[::1]:7575"),
+            ("[::1]", "[::1]:7575"),
+            ("[::1]:80", "[::1]:80"),
+        ] {
+            assert_eq!(resolve(spec, 7575).unwrap().to_string(), want, "{spec}");
+        }
         assert!(resolve("localhost", 7575).is_ok());
         assert!(resolve("", 7575).is_err());
         assert!(resolve("127.0.0.1:notaport", 7575).is_err());

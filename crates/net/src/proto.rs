@@ -8,6 +8,7 @@
 
 use iotoll_model::CpuReport;
 use serde::{Deserialize, Serialize};
+use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,7 @@ pub struct TestParams {
 }
 
 /// The server's side of the window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerReport {
     pub window_s: f64,
@@ -160,6 +161,14 @@ pub enum Msg {
     },
 }
 
+impl Msg {
+    /// The message's `type` on the wire.
+    pub fn name(&self) -> String {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        v["type"].as_str().unwrap_or_default().to_string()
+    }
+}
+
 /// Who an end of a test is. The endpoint sends its own inside its report's
 /// `disclosure` object, under `identity`: every typed message refuses
 /// unknown fields, in older iotoll builds too, while `disclosure` is
@@ -237,7 +246,7 @@ impl Control {
         let mut b = [std::mem::MaybeUninit::uninit()];
         let peek = socket2::SockRef::from(&self.stream)
             .recv_with_flags(&mut b, libc::MSG_PEEK | libc::MSG_DONTWAIT);
-        !matches!(peek, Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted))
+        !matches!(peek, Err(e) if matches!(e.kind(), WouldBlock | Interrupted))
     }
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.
@@ -269,15 +278,10 @@ impl Control {
             match self.stream.read(buf) {
                 Ok(0) => return Err(ProtoError::Closed),
                 Ok(n) => buf = &mut buf[n..],
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => {
                     return Err(ProtoError::Timeout(timeout))
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -330,6 +334,9 @@ mod tests {
             );
             assert_eq!(decode(&f[4..]).unwrap(), m);
         }
+        // The name in error messages is the wire's `type`.
+        assert_eq!(Msg::AuthOk { mac: None }.name(), "auth_ok");
+        assert_eq!(Msg::WindowEnd {}.name(), "window_end");
     }
 
     #[test]
@@ -339,14 +346,12 @@ mod tests {
         assert!(decode(br#"{"type":"accept","data_port":70000,"token":1}"#).is_err());
         assert!(decode(br#"{"type":"launch_missiles"}"#).is_err());
         assert!(decode(br#"{"data_port":1}"#).is_err());
-        let mut p = serde_json::to_value(params()).unwrap();
-        p["conns"] = (-1).into();
-        let m = serde_json::json!({"type": "test", "params": p});
-        assert!(decode(m.to_string().as_bytes()).is_err());
-        let mut p = serde_json::to_value(params()).unwrap();
-        p["surprise"] = true.into();
-        let m = serde_json::json!({"type": "test", "params": p});
-        assert!(decode(m.to_string().as_bytes()).is_err());
+        for (field, v) in [("conns", (-1).into()), ("surprise", true.into())] {
+            let mut p = serde_json::to_value(params()).unwrap();
+            p[field] = v;
+            let m = serde_json::json!({"type": "test", "params": p});
+            assert!(decode(m.to_string().as_bytes()).is_err());
+        }
         assert!(decode(b"").is_err());
     }
 
@@ -395,22 +400,12 @@ mod tests {
             );
         }
         // The report, disclosure included, still decodes as before.
-        let r = ServerReport {
+        let report = Box::new(ServerReport {
             window_s: 1.0,
-            cpu: None,
-            cpu_error: None,
-            rx: ByteStats::default(),
-            tx_bytes: 0,
-            transactions: 0,
-            retransmits: 0,
-            srtt_us: None,
-            errors: 0,
-            first_error: None,
             disclosure: d,
-        };
-        let m = Msg::Report {
-            report: Box::new(r.clone()),
-        };
+            ..Default::default()
+        });
+        let m = Msg::Report { report };
         assert_eq!(decode(&encode(&m)[4..]).unwrap(), m);
     }
 

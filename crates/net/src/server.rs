@@ -8,7 +8,7 @@
 use crate::auth::{nonce, Key};
 use crate::engine::{Engine, EngineParams, Role};
 use crate::proto::{
-    ByteStats, Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
+    Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
 use crate::{sock, NetError};
 use iotoll_probe::CpuWindow;
@@ -75,7 +75,7 @@ pub enum SessionError {
     Stopped,
     /// (what the endpoint expected, the message that came instead)
     #[error("expected {0}, got {1}")]
-    Unexpected(&'static str, &'static str),
+    Unexpected(&'static str, String),
     #[error("while waiting for {0}: {1}")]
     Waiting(&'static str, #[source] ProtoError),
     #[error(transparent)]
@@ -97,7 +97,7 @@ impl SessionError {
     }
 
     fn unexpected(want: &'static str, got: &Msg) -> SessionError {
-        SessionError::Unexpected(want, msg_name(got))
+        SessionError::Unexpected(want, got.name())
     }
 
     /// False when the control connection failed (nothing can be told), or
@@ -142,10 +142,8 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
     if p.kind == TestKind::Rr && p.dir != Dir::Tx {
         return refused("request/response tests have no direction".into());
     }
-    if let Some(b) = p.sockbuf {
-        if b == 0 || b > 1 << 30 {
-            return refused("sockbuf must be between 1 byte and 1 GiB".into());
-        }
+    if p.sockbuf.is_some_and(|b| b == 0 || b > 1 << 30) {
+        return refused("sockbuf must be between 1 byte and 1 GiB".into());
     }
     Ok(())
 }
@@ -201,7 +199,9 @@ const HS_DONE: u8 = 2;
 /// Dropped by the endpoint to make room.
 const HS_DROPPED: u8 = 3;
 
-/// A connection still in its handshake, as the accept loop sees it.
+/// A connection still in its handshake, as the accept loop sees it (and,
+/// cloned, its own thread).
+#[derive(Clone)]
 struct Pending {
     source: IpAddr,
     state: Arc<AtomicU8>,
@@ -212,14 +212,13 @@ struct Pending {
 }
 
 fn take_clone(sock: &Mutex<Option<TcpStream>>) -> Option<TcpStream> {
-    match sock.lock() {
-        Ok(mut g) => g.take(),
-        Err(p) => p.into_inner().take(),
-    }
+    sock.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// What the accept loop and the sessions share.
 struct Shared {
+    cfg: ServerConfig,
+    log: Log,
     /// The one-test slot: taken by a connection that has authenticated (when
     /// a key is set) and sent a valid test request, freed when everything
     /// its test held is released.
@@ -347,19 +346,18 @@ pub fn serve_on(
     // Two descriptors per pending handshake, plus the header reads of a
     // test's data port: raise the soft limit if it is low (best effort).
     let _ = sock::ensure_nofile(2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64);
+    let addr = listener.local_addr().map(|a| a.to_string());
+    let auth = match cfg.key {
+        Some(_) => "pre-shared key required",
+        None => "no authentication",
+    };
     log(&format!(
-        "iotoll endpoint listening on {} ({})",
-        listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default(),
-        if cfg.key.is_some() {
-            "pre-shared key required"
-        } else {
-            "no authentication"
-        }
+        "iotoll endpoint listening on {} ({auth})",
+        addr.unwrap_or_default()
     ));
     let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        log: log.clone(),
         busy: AtomicBool::new(false),
         finished: AtomicU64::new(0),
     });
@@ -393,25 +391,18 @@ pub fn serve_on(
                     }
                 };
                 let state = Arc::new(AtomicU8::new(HS_OPEN));
-                let (cfg2, state2, sock2, shared2, log2) = (
-                    cfg.clone(),
-                    state.clone(),
-                    sock.clone(),
-                    shared.clone(),
-                    log.clone(),
-                );
+                let p = Pending {
+                    source,
+                    state,
+                    sock,
+                };
+                let (mine, shared) = (p.clone(), shared.clone());
                 let spawned = std::thread::Builder::new()
                     .name("iotoll-session".into())
                     .stack_size(512 << 10)
-                    .spawn(move || {
-                        connection(stream, peer, &cfg2, &state2, &sock2, &shared2, &log2)
-                    });
+                    .spawn(move || connection(stream, peer, &mine, &shared));
                 match spawned {
-                    Ok(_) => pending.push(Pending {
-                        source,
-                        state,
-                        sock,
-                    }),
+                    Ok(_) => pending.push(p),
                     Err(e) => log(&format!("{peer}: cannot start a session: {e}")),
                 }
             }
@@ -438,29 +429,17 @@ pub fn serve_on(
 }
 
 /// One connection: its handshake, then (holding the slot) its test.
-fn connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    cfg: &ServerConfig,
-    state: &AtomicU8,
-    sock: &Mutex<Option<TcpStream>>,
-    shared: &Arc<Shared>,
-    log: &Log,
-) {
-    let r = handshake(stream, cfg, state);
+fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Shared>) {
+    let (cfg, log) = (&shared.cfg, &shared.log);
+    let r = handshake(stream, cfg, &hs.state);
     // Out of the accept loop's hands from here; a connection it dropped to
     // make room (and counted) ends without a word.
-    let dropped = state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
-    drop(take_clone(sock));
-    let (ctl, params) = match r {
-        Ok(x) if !dropped => x,
-        Ok(_) => return,
-        Err(e) => {
-            if !dropped {
-                log(&format!("{peer}: session ended: {e}"));
-            }
-            return;
-        }
+    let dropped = hs.state.swap(HS_DONE, Ordering::AcqRel) == HS_DROPPED;
+    drop(take_clone(&hs.sock));
+    let (mut ctl, params) = match r {
+        _ if dropped => return,
+        Ok(x) => x,
+        Err(e) => return log(&format!("{peer}: session ended: {e}")),
     };
     if shared
         .busy
@@ -471,7 +450,6 @@ fn connection(
         log(&format!("{peer}: refused, a test is running"));
         return;
     }
-    let mut ctl = ctl;
     let mut slot = Slot(Some(shared.clone()));
     let r = session(&mut ctl, params, cfg, &mut slot, peer, log);
     // Everything the test held was released when `session` returned: free
@@ -664,23 +642,12 @@ fn session(
     let Some(out) = out else {
         return Err(SessionError::Refused("engine vanished".into()));
     };
-    let rx = ByteStats::from_counts(
-        out.per_conn
-            .iter()
-            .filter(|(r, _)| matches!(r, Role::Recv))
-            .map(|(_, c)| c.rx),
-    );
-    let tx_bytes: u64 = out.per_conn.iter().map(|(_, c)| c.tx).sum();
-    let (cpu, cpu_error) = match closed.report {
-        Ok(r) => (Some(r), None),
-        Err(e) => (None, Some(e.to_string())),
-    };
     let report = ServerReport {
         window_s: closed.window_s,
-        cpu,
-        cpu_error,
-        rx,
-        tx_bytes,
+        cpu: closed.report.as_ref().ok().cloned(),
+        cpu_error: closed.report.as_ref().err().map(|e| e.to_string()),
+        rx: out.rx_stats(),
+        tx_bytes: out.tx_bytes(),
         transactions: out.transactions,
         retransmits: out.retransmits,
         srtt_us: out.srtt_us,
@@ -703,23 +670,6 @@ fn session(
         "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
         params.kind, params.dir, params.conns, closed.window_s
     ))
-}
-
-fn msg_name(m: &Msg) -> &'static str {
-    match m {
-        Msg::Hello { .. } => "hello",
-        Msg::Auth { .. } => "auth",
-        Msg::AuthOk { .. } => "auth_ok",
-        Msg::Test { .. } => "test",
-        Msg::Accept { .. } => "accept",
-        Msg::Ready {} => "ready",
-        Msg::WindowStart {} => "window_start",
-        Msg::WindowEnd {} => "window_end",
-        Msg::Report { .. } => "report",
-        Msg::Stop {} => "stop",
-        Msg::Busy { .. } => "busy",
-        Msg::Error { .. } => "error",
-    }
 }
 
 /// How long a data connection may take to send its header once accepted.
@@ -784,12 +734,12 @@ fn accept_data(
     listener.set_nonblocking(true).map_err(io("listener"))?;
     let lfd = listener.as_raw_fd();
     let cfd = ctl.stream.as_raw_fd();
-    poll.registry()
-        .register(&mut SourceFd(&lfd), Token(0), Interest::READABLE)
-        .map_err(io("epoll"))?;
-    poll.registry()
-        .register(&mut SourceFd(&cfd), Token(1), Interest::READABLE)
-        .map_err(io("epoll"))?;
+    for (fd, t) in [(lfd, 0), (cfd, 1)] {
+        let r = poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(t), Interest::READABLE);
+        r.map_err(io("epoll"))?;
+    }
     let result = accept_loop(&mut poll, &listener, ctl, token, roles, deadline);
     let _ = poll.registry().deregister(&mut SourceFd(&cfd));
     let slots = result?;
@@ -882,11 +832,7 @@ fn accept_loop(
                         since: Instant::now(),
                     };
                     match c.read() {
-                        HeaderRead::Done => {
-                            if place(c, &mut slots) {
-                                got += 1;
-                            }
-                        }
+                        HeaderRead::Done => got += usize::from(place(c, &mut slots)),
                         HeaderRead::Gone => {}
                         HeaderRead::More => {
                             if half.len() >= MAX_HALF_OPEN {
@@ -917,9 +863,7 @@ fn accept_loop(
                         HeaderRead::Done => {
                             let fd = c.s.as_raw_fd();
                             let _ = poll.registry().deregister(&mut SourceFd(&fd));
-                            if place(c, &mut slots) {
-                                got += 1;
-                            }
+                            got += usize::from(place(c, &mut slots));
                         }
                         HeaderRead::More => {
                             half.insert(id, c);
