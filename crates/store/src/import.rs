@@ -9,7 +9,7 @@ use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultS
 use serde_json::Value;
 
 /// One imported test: its name, group and result document.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Imported {
     pub name: String,
     pub group: Option<String>,
