@@ -72,10 +72,7 @@ fn number(v: &Value, path: &str) -> Result<Option<f64>, String> {
             Some(x) if x.is_finite() => Err(format!("{path}: {x} is negative")),
             _ => Err(format!("{path}: {n} is not a finite number")),
         },
-        other => Err(format!(
-            "{path}: expected a number, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a number", other)),
     }
 }
 
@@ -87,10 +84,7 @@ fn count(v: &Value, path: &str) -> Result<Option<u64>, String> {
             .as_u64()
             .map(Some)
             .ok_or_else(|| format!("{path}: expected a whole number of 0 or more, got {n}")),
-        other => Err(format!(
-            "{path}: expected a whole number, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a whole number", other)),
     }
 }
 
@@ -108,11 +102,24 @@ fn text_field<'a>(v: &'a Value, path: &str) -> Result<Option<&'a str>, String> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s)),
-        other => Err(format!(
-            "{path}: expected a string, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a string", other)),
     }
+}
+
+/// The value at `path` under `v`: object keys separated by dots (null
+/// where there is none).
+fn get<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| &v[k])
+}
+
+/// A CPU figure for a note: one decimal place, `?` where it is absent.
+fn cpu_figure(v: &Value, path: &str) -> Result<String, String> {
+    Ok(number(v, path)?.map_or("?".into(), |v| format!("{v:.1}")))
+}
+
+/// The error for `v` at `path` where `want` was expected.
+fn wrong(path: &str, want: &str, v: &Value) -> String {
+    format!("{path}: expected {want}, got {}", type_name(v))
 }
 
 fn type_name(v: &Value) -> String {
@@ -379,18 +386,16 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
     let jobs = match &v.jobs {
         Value::Array(a) => a,
         Value::Null => return Err("no 'jobs' array: is this fio --output-format=json?".into()),
-        other => return Err(format!("jobs: expected a list, got {}", type_name(other))),
+        other => return Err(wrong("jobs", "a list", other)),
     };
     let timestamp = number(&v.timestamp, "timestamp")?;
     let mut out: Vec<Imported> = Vec::new();
     let mut names = std::collections::HashSet::new();
     for (i, j) in jobs.iter().enumerate() {
         let at = |k: &str| format!("jobs[{i}].{k}");
+        let num = |k: &str| number(get(j, k), &at(k));
         if !j.is_object() {
-            return Err(format!(
-                "jobs[{i}]: expected a job object, got {}",
-                type_name(j)
-            ));
+            return Err(wrong(&format!("jobs[{i}]"), "a job object", j));
         }
         for part in [
             "read",
@@ -399,22 +404,15 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             "write.lat_ns",
             "job options",
         ] {
-            let v = part.split('.').fold(j, |v, k| &v[k]);
+            let v = get(j, part);
             if !(v.is_null() || v.is_object()) {
-                return Err(format!(
-                    "{}: expected an object, got {}",
-                    at(part),
-                    type_name(v)
-                ));
+                return Err(wrong(&at(part), "an object", v));
             }
         }
         let jobname = text_field(&j["jobname"], &at("jobname"))?
             .map(str::to_string)
             .unwrap_or_else(|| format!("job{i}"));
-        let f = |dir: &str, k: &str| number(&j[dir][k], &at(&format!("{dir}.{k}")));
-        let runtime_s = number(&j["job_runtime"], &at("job_runtime"))?
-            .filter(|r| *r > 0.0)
-            .map(|r| r / 1000.0);
+        let runtime_s = num("job_runtime")?.filter(|r| *r > 0.0).map(|r| r / 1000.0);
         let (spec, sync_engine) = fio_spec(&v.global, &j["job options"]);
         // fio stamps its output when the jobs end.
         let started_s = timestamp.map(|t| t - runtime_s.unwrap_or(0.0));
@@ -433,14 +431,10 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             }
         }
         names.insert(name.clone());
-        let (ri, wi) = (
-            f("read", "iops")?.unwrap_or(0.0),
-            f("write", "iops")?.unwrap_or(0.0),
-        );
-        let (rb, wb) = (
-            f("read", "bw_bytes")?.unwrap_or(0.0),
-            f("write", "bw_bytes")?.unwrap_or(0.0),
-        );
+        let ri = num("read.iops")?.unwrap_or(0.0);
+        let wi = num("write.iops")?.unwrap_or(0.0);
+        let rb = num("read.bw_bytes")?.unwrap_or(0.0);
+        let wb = num("write.bw_bytes")?.unwrap_or(0.0);
         let mut m = Metrics::new();
         m.insert(mn::IOPS.into(), ri + wi);
         m.insert(mn::READ_IOPS.into(), ri);
@@ -455,28 +449,20 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             m.insert(mn::ERRORS.into(), e as f64);
         }
         // Total latency (submission to completion): mean weighted by I/Os.
-        let (nr, nw) = (
-            number(&j["read"]["lat_ns"]["N"], &at("read.lat_ns.N"))?.unwrap_or(0.0),
-            number(&j["write"]["lat_ns"]["N"], &at("write.lat_ns.N"))?.unwrap_or(0.0),
-        );
-        let lat = |d: &str, k: &str| number(&j[d]["lat_ns"][k], &at(&format!("{d}.lat_ns.{k}")));
+        let nr = num("read.lat_ns.N")?.unwrap_or(0.0);
+        let nw = num("write.lat_ns.N")?.unwrap_or(0.0);
+        let lat = |d: &str, k: &str| num(&format!("{d}.lat_ns.{k}"));
         if nr + nw > 0.0 {
             let mean = (lat("read", "mean")?.unwrap_or(0.0) * nr
                 + lat("write", "mean")?.unwrap_or(0.0) * nw)
                 / (nr + nw);
             m.insert(mn::LAT_MEAN_US.into(), mean / 1000.0);
-            let dirs: Vec<&str> = [("read", nr), ("write", nw)]
-                .iter()
-                .filter(|(_, n)| *n > 0.0)
-                .map(|(d, _)| *d)
-                .collect();
+            let dirs = [("read", nr), ("write", nw)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0.0);
             let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
-                let mut vals = Vec::new();
-                for d in &dirs {
-                    if let Some(v) = lat(d, k)? {
-                        vals.push(v);
-                    }
-                }
+                let vals = dirs.clone().filter_map(|(d, _)| lat(d, k).transpose());
+                let vals: Vec<f64> = vals.collect::<Result<_, _>>()?;
                 if let Some(v) = vals.into_iter().reduce(pick) {
                     m.insert(metric.into(), v / 1000.0);
                 }
@@ -506,11 +492,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
                 }
             }
         }
-        let cpu = |k: &str| -> Result<String, String> {
-            Ok(number(&j[k], &at(k))?
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or("?".into()))
-        };
+        let cpu = |k: &str| cpu_figure(&j[k], &at(k));
         let mut notes = vec![format!(
             "imported from fio: its CPU figures are the fio process's own (usr {} %, sys {} % of one CPU), not whole-host, so cpu_pct and the efficiency metrics are absent",
             cpu("usr_cpu")?,
@@ -628,84 +610,69 @@ struct Iperf3Top {
 
 /// iperf3 `-J` (client side): one stream test.
 pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>, String> {
-    let v: Iperf3Top = json_body(input)?;
-    if let Some(e) = text_field(&v.error, "error")? {
+    let top: Iperf3Top = json_body(input)?;
+    if let Some(e) = text_field(&top.error, "error")? {
         return Err(format!("iperf3 reported an error: {e}"));
     }
-    let recv = &v.end["sum_received"];
-    let bps = number(&recv["bits_per_second"], "end.sum_received.bits_per_second")?
+    let v = serde_json::json!({ "start": top.start, "end": top.end });
+    // The figure at `p` (a path under `v`, as errors name it).
+    let num = |p: &str| number(get(&v, p), p);
+    let whole = |p: &str| count(get(&v, p), p);
+    let flag_at = |p: &str| flag(get(&v, p), p);
+    let bps = num("end.sum_received.bits_per_second")?
         .ok_or("no end.sum_received.bits_per_second: is this iperf3 -J output?")?;
-    let ts = &v.start["test_start"];
-    let tsp = |k: &str| format!("start.test_start.{k}");
-    if text_field(&ts["protocol"], &tsp("protocol"))?.is_some_and(|p| p != "TCP") {
+    let protocol = "start.test_start.protocol";
+    if text_field(get(&v, protocol), protocol)?.is_some_and(|p| p != "TCP") {
         return Err("only TCP tests can be imported".into());
     }
-    let reverse = flag(&ts["reverse"], &tsp("reverse"))?;
-    let bidir = flag(&ts["bidir"], &tsp("bidir"))?;
-    let streams = count(&ts["num_streams"], &tsp("num_streams"))?;
+    let reverse = flag_at("start.test_start.reverse")?;
+    let bidir = flag_at("start.test_start.bidir")?;
+    let streams = whole("start.test_start.num_streams")?;
     let mut m = Metrics::new();
     let mbit = bps / 1e6;
     m.insert(mn::MBIT_S.into(), mbit);
-    m.insert(
-        if reverse {
-            mn::RX_MBIT_S
-        } else {
-            mn::TX_MBIT_S
-        }
-        .into(),
-        mbit,
-    );
-    if let Some(s) = number(&recv["seconds"], "end.sum_received.seconds")? {
+    let one_way = if reverse {
+        mn::RX_MBIT_S
+    } else {
+        mn::TX_MBIT_S
+    };
+    m.insert(one_way.into(), mbit);
+    if let Some(s) = num("end.sum_received.seconds")? {
         m.insert(mn::WINDOW_S.into(), s);
     }
     if let Some(n) = streams {
         m.insert(mn::CONNS.into(), n as f64);
     }
-    if let Some(r) = count(
-        &v.end["sum_sent"]["retransmits"],
-        "end.sum_sent.retransmits",
-    )? {
+    if let Some(r) = whole("end.sum_sent.retransmits")? {
         m.insert(mn::RETRANSMITS.into(), r as f64);
     }
-    let cpu = &v.end["cpu_utilization_percent"];
-    let pct = |k: &str| -> Result<String, String> {
-        Ok(
-            number(&cpu[k], &format!("end.cpu_utilization_percent.{k}"))?
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or("?".into()),
-        )
-    };
+    let pct = |k: &str| cpu_figure(get(&v, k), k);
     let notes = vec![format!(
         "imported from iperf3: its CPU figures are per process (client {} %, server {} %), not whole-host, so cpu_pct and the P/E index are absent",
-        pct("host_total")?,
-        pct("remote_total")?,
+        pct("end.cpu_utilization_percent.host_total")?,
+        pct("end.cpu_utilization_percent.remote_total")?,
     )];
-    let dir = if bidir {
-        "bidir"
-    } else if reverse {
-        "rx"
-    } else {
-        "tx"
+    let dir = match (bidir, reverse) {
+        (true, _) => "bidir",
+        (false, true) => "rx",
+        (false, false) => "tx",
     };
     let mut spec = serde_json::Map::new();
     spec.insert("dir".into(), dir.into());
     spec.insert("conns".into(), streams.unwrap_or(1).into());
-    if let Some(b) = count(&ts["blksize"], &tsp("blksize"))? {
+    if let Some(b) = whole("start.test_start.blksize")? {
         spec.insert("msg".into(), b.into());
     }
-    if let Some(d) = number(&ts["duration"], &tsp("duration"))? {
+    if let Some(d) = num("start.test_start.duration")? {
         spec.insert("time_s".into(), d.into());
     }
     // iperf3's --omit is the ramp-up left out of the figures.
-    if let Some(o) = number(&ts["omit"], &tsp("omit"))? {
+    if let Some(o) = num("start.test_start.omit")? {
         spec.insert("ramp_s".into(), o.into());
     }
     let spec_v = Value::Object(spec.clone());
     let name = iotoll_model::workload::test_name(Kind::NetStream, &spec_v);
-    let started_s = number(
-        &v.start["timestamp"]["timesecs"],
-        "start.timestamp.timesecs",
-    )?;
+    let started_s = num("start.timestamp.timesecs")?;
     let d = doc(
         Kind::NetStream,
         source,
@@ -818,18 +785,15 @@ mod tests {
             !r[1].doc.metrics.contains_key("cpu_pct"),
             "empty cell: absent"
         );
-        assert!(table("test,bogus\na,1\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("'bogus'"));
-        assert!(table("test,mb_s\na,fast\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("line 2"));
-        assert!(table("group,mb_s\nx,1\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("'test'"));
-        assert!(table("test,mb_s\na,1\na,2\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("duplicate"));
+        for (t, want) in [
+            ("test,bogus\na,1\n", "'bogus'"),
+            ("test,mb_s\na,fast\n", "line 2"),
+            ("group,mb_s\nx,1\n", "'test'"),
+            ("test,mb_s\na,1\na,2\n", "duplicate"),
+        ] {
+            let e = table(t.as_bytes(), "t").unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
         assert!(table("".as_bytes(), "t").is_err());
         // Windows line ends; a line without end is refused, not held.
         assert_eq!(
