@@ -117,6 +117,11 @@ fn cpu_figure(v: &Value, path: &str) -> Result<String, String> {
     Ok(number(v, path)?.map_or("?".into(), |v| format!("{v:.1}")))
 }
 
+/// Sets `key` in `map` where there is a value for it.
+fn put<V>(map: &mut impl Extend<(String, V)>, key: &str, v: Option<impl Into<V>>) {
+    map.extend(v.map(|v| (key.to_string(), v.into())));
+}
+
 /// The error for `v` at `path` where `want` was expected.
 fn wrong(path: &str, want: &str, v: &Value) -> String {
     format!("{path}: expected {want}, got {}", type_name(v))
@@ -442,12 +447,9 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         m.insert(mn::MB_S.into(), (rb + wb) / 1e6);
         m.insert(mn::READ_MB_S.into(), rb / 1e6);
         m.insert(mn::WRITE_MB_S.into(), wb / 1e6);
-        if let Some(r) = runtime_s {
-            m.insert(mn::WINDOW_S.into(), r);
-        }
-        if let Some(e) = count(&j["error"], &at("error"))? {
-            m.insert(mn::ERRORS.into(), e as f64);
-        }
+        put(&mut m, mn::WINDOW_S, runtime_s);
+        let errors = count(&j["error"], &at("error"))?;
+        put(&mut m, mn::ERRORS, errors.map(|e| e as f64));
         // Total latency (submission to completion): mean weighted by I/Os.
         let nr = num("read.lat_ns.N")?.unwrap_or(0.0);
         let nw = num("write.lat_ns.N")?.unwrap_or(0.0);
@@ -463,9 +465,11 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
                 let vals = dirs.clone().filter_map(|(d, _)| lat(d, k).transpose());
                 let vals: Vec<f64> = vals.collect::<Result<_, _>>()?;
-                if let Some(v) = vals.into_iter().reduce(pick) {
-                    m.insert(metric.into(), v / 1000.0);
-                }
+                put(
+                    &mut m,
+                    metric,
+                    vals.into_iter().reduce(pick).map(|v| v / 1000.0),
+                );
                 Ok::<(), String>(())
             };
             ext("min", f64::min, mn::LAT_MIN_US)?;
@@ -487,9 +491,8 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
                 ("99.990000", mn::LAT_P9999_US),
             ] {
                 let p = &j[d]["clat_ns"]["percentile"][key];
-                if let Some(v) = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))? {
-                    m.insert(metric.into(), v / 1000.0);
-                }
+                let v = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))?;
+                put(&mut m, metric, v.map(|v| v / 1000.0));
             }
         }
         let cpu = |k: &str| cpu_figure(&j[k], &at(k));
@@ -536,12 +539,12 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     };
     let mut spec = serde_json::Map::new();
     // `bs=4k` only: a range or separate read/write sizes name no single size.
-    if let Some(bs) = opt("bs")
-        .or(opt("blocksize"))
-        .map_or(Some(4096), |b| iotoll_model::parse_size(b).ok())
-    {
-        spec.insert("bs".into(), bs.into());
-    }
+    let bs = opt("bs").or(opt("blocksize"));
+    put(
+        &mut spec,
+        "bs",
+        bs.map_or(Some(4096), |b| iotoll_model::parse_size(b).ok()),
+    );
     let rw = opt("rw").or(opt("readwrite")).unwrap_or("read");
     let mix = opt("rwmixread")
         .and_then(|v| v.parse::<u64>().ok())
@@ -571,30 +574,19 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     } else {
         num("iodepth", 1)
     };
-    if let Some(q) = qd {
-        spec.insert("qd".into(), q.into());
-    }
-    if let Some(n) = num("numjobs", 1) {
-        spec.insert("workers".into(), n.into());
-    }
-    if let Some(s) = opt("size").and_then(|s| iotoll_model::parse_size(s).ok()) {
-        spec.insert("size".into(), s.into());
-    }
+    put(&mut spec, "qd", qd);
+    put(&mut spec, "workers", num("numjobs", 1));
+    let size = opt("size").and_then(|s| iotoll_model::parse_size(s).ok());
+    put(&mut spec, "size", size);
     let secs = |k: &str| {
         opt(k)
             .and_then(|v| iotoll_model::parse_duration(v).ok())
             .map(|d| d.as_secs_f64())
     };
-    if let Some(t) = secs("runtime") {
-        spec.insert("time_s".into(), t.into());
-    }
-    if let Some(t) = secs("ramp_time") {
-        spec.insert("ramp_s".into(), t.into());
-    }
+    put(&mut spec, "time_s", secs("runtime"));
+    put(&mut spec, "ramp_s", secs("ramp_time"));
     spec.insert("engine".into(), format!("fio {engine}").into());
-    if let Some(d) = opt("direct") {
-        spec.insert("direct".into(), (d == "1").into());
-    }
+    put(&mut spec, "direct", opt("direct").map(|d| d == "1"));
     (spec, sync_engine)
 }
 
@@ -637,15 +629,10 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
         mn::TX_MBIT_S
     };
     m.insert(one_way.into(), mbit);
-    if let Some(s) = num("end.sum_received.seconds")? {
-        m.insert(mn::WINDOW_S.into(), s);
-    }
-    if let Some(n) = streams {
-        m.insert(mn::CONNS.into(), n as f64);
-    }
-    if let Some(r) = whole("end.sum_sent.retransmits")? {
-        m.insert(mn::RETRANSMITS.into(), r as f64);
-    }
+    put(&mut m, mn::WINDOW_S, num("end.sum_received.seconds")?);
+    put(&mut m, mn::CONNS, streams.map(|n| n as f64));
+    let retransmits = whole("end.sum_sent.retransmits")?;
+    put(&mut m, mn::RETRANSMITS, retransmits.map(|r| r as f64));
     let pct = |k: &str| cpu_figure(get(&v, k), k);
     let notes = vec![format!(
         "imported from iperf3: its CPU figures are per process (client {} %, server {} %), not whole-host, so cpu_pct and the P/E index are absent",
@@ -660,16 +647,10 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
     let mut spec = serde_json::Map::new();
     spec.insert("dir".into(), dir.into());
     spec.insert("conns".into(), streams.unwrap_or(1).into());
-    if let Some(b) = whole("start.test_start.blksize")? {
-        spec.insert("msg".into(), b.into());
-    }
-    if let Some(d) = num("start.test_start.duration")? {
-        spec.insert("time_s".into(), d.into());
-    }
+    put(&mut spec, "msg", whole("start.test_start.blksize")?);
+    put(&mut spec, "time_s", num("start.test_start.duration")?);
     // iperf3's --omit is the ramp-up left out of the figures.
-    if let Some(o) = num("start.test_start.omit")? {
-        spec.insert("ramp_s".into(), o.into());
-    }
+    put(&mut spec, "ramp_s", num("start.test_start.omit")?);
     let spec_v = Value::Object(spec.clone());
     let name = iotoll_model::workload::test_name(Kind::NetStream, &spec_v);
     let started_s = num("start.timestamp.timesecs")?;
