@@ -300,10 +300,8 @@ fn writable(p: &Path) -> bool {
 }
 
 fn dir_of(path: &Path) -> PathBuf {
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from("."),
-    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Free bytes for this user on the filesystem holding `dir`.
@@ -316,28 +314,22 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 fn fs_problem(path: &Path) -> Option<String> {
     let dir = dir_of(path);
     let st = statvfs(&dir)?;
+    let d = dir.display();
     if st.f_flag & libc::ST_RDONLY != 0 {
-        return Some(format!(
-            "is read-only: {} is on a read-only filesystem",
-            dir.display()
-        ));
+        Some(format!("is read-only: {d} is on a read-only filesystem"))
+    } else if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
+        Some(format!(
+            "cannot be written: the filesystem holding {d} is full"
+        ))
+    } else if !writable(&dir) {
+        Some(format!(
+            "is read-only: no permission to create files in {d}"
+        ))
+    } else if path.exists() && !writable(path) {
+        Some("is read-only: no permission to write it".into())
+    } else {
+        None
     }
-    if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
-        return Some(format!(
-            "cannot be written: the filesystem holding {} is full",
-            dir.display()
-        ));
-    }
-    if !writable(&dir) {
-        return Some(format!(
-            "is read-only: no permission to create files in {}",
-            dir.display()
-        ));
-    }
-    if path.exists() && !writable(path) {
-        return Some("is read-only: no permission to write it".into());
-    }
-    None
 }
 
 /// Says what is wrong, in the user's terms, for an SQLite error.
@@ -395,6 +387,12 @@ fn check_kind(path: &Path) -> Result<bool, String> {
     }
 }
 
+fn open_rw(p: &Path) -> rusqlite::Result<Connection> {
+    use OpenFlags as F;
+    let flags = F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(p, flags)
+}
+
 fn remove_db_files(p: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut f = p.as_os_str().to_owned();
@@ -420,13 +418,7 @@ fn create_new(path: &Path) -> Result<bool, String> {
     ));
     let build = || -> Result<(), String> {
         let sql = |e: rusqlite::Error| describe(path, &e);
-        let conn = Connection::open_with_flags(
-            &tmp,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
+        let conn = open_rw(&tmp).map_err(sql)?;
         // No other process can see it yet: nothing to wait for.
         let mode: String = pragma(&conn, Instant::now(), "PRAGMA journal_mode=WAL").map_err(sql)?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -484,13 +476,7 @@ impl Store {
         }
         let deadline = Instant::now() + BUSY_WAIT;
         let sql = |e: rusqlite::Error| err(describe(path, &e));
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
+        let conn = open_rw(path).map_err(sql)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql)?;
         let version = pragma(&conn, deadline, "PRAGMA user_version").map_err(sql)?;
         check_version(path, version)?;
