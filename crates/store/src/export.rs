@@ -197,16 +197,13 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
     let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
     let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+    let lbs = sp("logical_block_size");
+    let sectors = |bytes: Option<f64>| bytes.zip(lbs).map(|(b, lbs)| (b / lbs).floor());
     let mut c = Cells::new();
     c.insert("'Target Type", "ALL".into());
     c.insert("Target Name", "All".into());
-    c.insert(
-        "Access Specification Name",
-        spec.and_then(|s| s.get("spec"))
-            .and_then(|v| v.as_str())
-            .unwrap_or(&t.name)
-            .to_string(),
-    );
+    let name = spec.and_then(|s| s.get("spec")).and_then(|v| v.as_str());
+    c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
     let vals: [(&'static str, Option<f64>); 29] = [
@@ -231,18 +228,8 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Bytes Written", bytes(g("write_mb_s"))),
         ("Read I/Os", times(g("read_iops"))),
         ("Write I/Os", times(g("write_iops"))),
-        (
-            "Starting Sector",
-            sp("offset")
-                .zip(sp("logical_block_size"))
-                .map(|(o, b)| (o / b).floor()),
-        ),
-        (
-            "Maximum Size",
-            sp("size")
-                .zip(sp("logical_block_size"))
-                .map(|(s, b)| (s / b).floor()),
-        ),
+        ("Starting Sector", sectors(sp("offset"))),
+        ("Maximum Size", sectors(sp("size"))),
         ("Queue Depth", sp("qd")),
         ("CPU Effectiveness", g("iops_per_cpu_pct")),
         ("Packets/Second", None),
@@ -337,11 +324,8 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
     cpu_cells(&mut c, m, prefix);
     // Iometer's CPU Effectiveness: IOps per % CPU of the same manager.
     let cpu = m.get(&format!("{prefix}cpu_pct")).copied();
-    put(
-        &mut c,
-        "CPU Effectiveness",
-        iops.zip(cpu).filter(|(_, c)| *c > 0.0).map(|(i, c)| i / c),
-    );
+    let effectiveness = iops.zip(cpu).filter(|(_, c)| *c > 0.0).map(|(i, c)| i / c);
+    put(&mut c, "CPU Effectiveness", effectiveness);
     Some(c)
 }
 
@@ -387,7 +371,6 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        let spec_name = t.name.clone();
         let peer = t
             .reps
             .first()
@@ -397,7 +380,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         let remote_cpu = m.contains_key("remote_cpu_pct");
         all.insert("'Target Type", "ALL".into());
         all.insert("Target Name", "All".into());
-        all.insert("Access Specification Name", spec_name.clone());
+        all.insert("Access Specification Name", t.name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
         let _ = w.write_record(line(&all));
         // This host's manager, then the endpoint's when its CPU was
@@ -410,7 +393,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             if let Some(mut ep) = net_cells(t, m, true) {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
-                ep.insert("Access Specification Name", spec_name);
+                ep.insert("Access Specification Name", t.name.clone());
                 let _ = w.write_record(line(&ep));
             }
         }

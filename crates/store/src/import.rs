@@ -221,15 +221,10 @@ pub fn table_rows<R: std::io::Read>(input: R, source: &str) -> Result<TableRows<
         names: std::collections::HashSet::new(),
         source: source.to_string(),
     };
-    let cols = match t.next_record() {
-        None => return Err("the table is empty".into()),
-        Some(r) => r?.1,
-    };
+    let cols = t.next_record().ok_or("the table is empty")??.1;
     let mut seen = std::collections::HashSet::new();
-    for c in &cols {
-        if !seen.insert(c.as_str()) {
-            return Err(format!("line 1: column '{c}' appears twice"));
-        }
+    if let Some(c) = cols.iter().find(|c| !seen.insert(c.as_str())) {
+        return Err(format!("line 1: column '{c}' appears twice"));
     }
     t.test_col = cols
         .iter()
