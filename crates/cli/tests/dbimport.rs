@@ -154,12 +154,25 @@ fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-/// Runs `cmd` to its end: its exit status, wall time and CPU time (user
-/// and system, from wait4's rusage: the child's own, whatever the load).
+/// Runs `cmd` to its end with at most `bytes` of address space (a process
+/// that holds more fails to allocate, exit by abort, whatever the machine)
+/// and asserts it succeeded. Returns its wall time and CPU time (user and
+/// system, from wait4's rusage: the child's own, whatever the load).
 #[allow(clippy::zombie_processes)] // reaped by wait4, which gives its rusage
-fn run_measured(cmd: &mut std::process::Command) -> (std::process::ExitStatus, String, f64, f64) {
+fn run_measured(cmd: &mut std::process::Command, bytes: u64) -> (f64, f64) {
     use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let lim = libc::rlimit {
+        rlim_cur: bytes as libc::rlim_t,
+        rlim_max: bytes as libc::rlim_t,
+    };
+    // SAFETY: setrlimit is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || match libc::setrlimit(libc::RLIMIT_AS, &lim) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
     let t0 = std::time::Instant::now();
     let mut child = cmd
         .stdout(std::process::Stdio::null())
@@ -176,32 +189,12 @@ fn run_measured(cmd: &mut std::process::Command) -> (std::process::ExitStatus, S
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid);
+    let status = std::process::ExitStatus::from_raw(status);
+    assert!(status.success(), "{status:?} {err}");
     (
-        std::process::ExitStatus::from_raw(status),
-        err,
         t0.elapsed().as_secs_f64(),
         tv(ru.ru_utime) + tv(ru.ru_stime),
     )
-}
-
-/// Runs the command with at most `bytes` of address space: a process that
-/// holds more fails to allocate (exit by abort), whatever the machine.
-fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe; the closure allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: bytes as libc::rlim_t,
-                rlim_max: bytes as libc::rlim_t,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
 }
 
 #[test]
@@ -221,9 +214,7 @@ fn table_imports_take_linear_time_and_memory_of_one_row() {
             .args(["--config", &format!("t{rows}"), "--db", &t.db]);
         // Rows go into the database as they are read (all of them held
         // took 3.5 KiB each: 40,000 rows, 140 MiB).
-        limit_address_space(&mut cmd, 128 << 20);
-        let (st, err, secs, cpu) = run_measured(&mut cmd);
-        assert!(st.success(), "{err}");
+        let (secs, cpu) = run_measured(&mut cmd, 128 << 20);
         eprintln!("table {rows} rows: {secs:.1} s, CPU {cpu:.2} s");
         cpu
     };
@@ -246,16 +237,11 @@ fn big_iperf3(path: &str, bytes: usize) {
     let text = v.to_string();
     let (head, tail) = text.split_once("\"@INTERVALS@\"").unwrap();
     let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    w.write_all(head.as_bytes()).unwrap();
-    w.write_all(b"[").unwrap();
-    for i in 0..bytes / (iv.len() + 1) {
-        if i > 0 {
-            w.write_all(b",").unwrap();
-        }
-        w.write_all(iv.as_bytes()).unwrap();
+    write!(w, "{head}[{iv}").unwrap();
+    for _ in 1..bytes / (iv.len() + 1) {
+        write!(w, ",{iv}").unwrap();
     }
-    w.write_all(b"]").unwrap();
-    w.write_all(tail.as_bytes()).unwrap();
+    write!(w, "]{tail}").unwrap();
     w.flush().unwrap();
 }
 
@@ -269,9 +255,7 @@ fn a_large_iperf3_document_imports_in_memory_of_the_result() {
         .args(["--config", "big3", "--db", &t.db]);
     // At most 128 MiB of address space (code, stacks and heap): the 40 MiB
     // file alone parsed into a tree took 10 times the file (430 MiB).
-    limit_address_space(&mut cmd, 128 << 20);
-    let (st, err, secs, cpu) = run_measured(&mut cmd);
-    assert!(st.success(), "{st:?} {err}");
+    let (secs, cpu) = run_measured(&mut cmd, 128 << 20);
     eprintln!("iperf3 40 MiB in 128 MiB of address space: {secs:.1} s, CPU {cpu:.2} s");
     let det = detail(&t.db, "big3");
     assert_eq!(det.tests[0].name, "stream/dir=tx,conns=2,msg=128k");
