@@ -930,73 +930,65 @@ impl Store {
         config: &str,
         tests: impl Iterator<Item = Result<import::Imported, String>>,
     ) -> Result<(RunId, usize), StoreError> {
-        self.atomically(|s| s.import_body(format, source, config, tests))
-    }
-
-    fn import_body(
-        &mut self,
-        format: &str,
-        source: &str,
-        config: &str,
-        tests: impl Iterator<Item = Result<import::Imported, String>>,
-    ) -> Result<(RunId, usize), StoreError> {
-        let run = self.begin_run(
-            &format!("import {format}"),
-            Some(config),
-            "",
-            &serde_json::json!({ "imported_from": source }),
-            &[],
-        )?;
-        let mut first: Option<String> = None;
-        let mut n = 0;
-        for t in tests {
-            let t = t.map_err(StoreError::Input)?;
-            n += 1;
-            let id = self.add_test(
-                run,
-                n as i64,
-                &t.name,
-                t.doc.kind,
-                t.group.as_deref(),
-                &t.doc.spec,
-                "all",
+        self.atomically(|s| {
+            let run = s.begin_run(
+                &format!("import {format}"),
+                Some(config),
+                "",
+                &serde_json::json!({ "imported_from": source }),
+                &[],
             )?;
-            let mut doc = t.doc;
-            doc.config = Some(config.to_string());
-            // Inside the import's transaction already.
-            Self::insert_rep(&self.conn, id, 1, &doc)?;
-            self.finish_test(
-                id,
-                &Selection {
-                    rule: "all".into(),
-                    selected_rep: Some(1),
-                    summary: Some(doc.metrics),
-                    ..Default::default()
-                },
-            )?;
-            // RFC 3339 UTC strings sort by time.
-            if first.as_ref().is_none_or(|f| doc.started_at < *f) {
-                first = Some(doc.started_at);
+            let mut first: Option<String> = None;
+            let mut n = 0;
+            for t in tests {
+                let t = t.map_err(StoreError::Input)?;
+                n += 1;
+                let id = s.add_test(
+                    run,
+                    n as i64,
+                    &t.name,
+                    t.doc.kind,
+                    t.group.as_deref(),
+                    &t.doc.spec,
+                    "all",
+                )?;
+                let mut doc = t.doc;
+                doc.config = Some(config.to_string());
+                // Inside the import's transaction already.
+                Self::insert_rep(&s.conn, id, 1, &doc)?;
+                s.finish_test(
+                    id,
+                    &Selection {
+                        rule: "all".into(),
+                        selected_rep: Some(1),
+                        summary: Some(doc.metrics),
+                        ..Default::default()
+                    },
+                )?;
+                // RFC 3339 UTC strings sort by time.
+                if first.as_ref().is_none_or(|f| doc.started_at < *f) {
+                    first = Some(doc.started_at);
+                }
             }
-        }
-        if n == 0 {
-            // Only a table can get here empty: fio's and iperf3's parsers
-            // refuse documents without results.
-            return Err(StoreError::Input(import::NO_ROWS.into()));
-        }
-        self.finish_run(
-            run,
-            RunStatus::Complete,
-            &[format!("imported from {source} ({format})")],
-        )?;
-        // The run is dated by the tool that measured it, not by the import.
-        if let Some(first) = first {
-            self.conn.execute(
-                "UPDATE runs SET started_at = ?1 WHERE id = ?2",
-                params![first, run],
+            if n == 0 {
+                // Only a table can get here empty: fio's and iperf3's parsers
+                // refuse documents without results.
+                return Err(StoreError::Input(import::NO_ROWS.into()));
+            }
+            s.finish_run(
+                run,
+                RunStatus::Complete,
+                &[format!("imported from {source} ({format})")],
             )?;
-        }
-        Ok((run, n))
+            // The run is dated by the tool that measured it, not by the import.
+            if let Some(first) = first {
+                s.conn.execute(
+                    "UPDATE runs SET started_at = ?1 WHERE id = ?2",
+                    params![first, run],
+                )?;
+            }
+            Ok((run, n))
+        })
     }
 
     pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
