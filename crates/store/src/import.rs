@@ -356,15 +356,11 @@ fn json_body<T: serde::de::DeserializeOwned>(input: impl std::io::Read) -> Resul
             return Err("no JSON object in the file".into());
         }
         skipped += buf.len();
-        match buf.iter().position(|b| *b == b'{') {
-            Some(i) => {
-                r.consume(i);
-                break;
-            }
-            None => {
-                let n = buf.len();
-                r.consume(n);
-            }
+        let brace = buf.iter().position(|b| *b == b'{');
+        let n = brace.unwrap_or(buf.len());
+        r.consume(n);
+        if brace.is_some() {
+            break;
         }
     }
     serde_json::from_reader(r).map_err(|e| format!("not valid JSON: {e}"))
@@ -416,10 +412,9 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         let (spec, sync_engine) = fio_spec(&v.global, &j["job options"]);
         // fio stamps its output when the jobs end.
         let started_s = timestamp.map(|t| t - runtime_s.unwrap_or(0.0));
-        let spec_v = Value::Object(spec.clone());
         // The native run's name; jobs with equal parameters keep theirs
         // apart, and clones sharing a job name (numjobs) are numbered.
-        let base = iotoll_model::workload::test_name(Kind::Disk, &spec_v);
+        let base = iotoll_model::workload::test_name(Kind::Disk, &Value::Object(spec.clone()));
         let mut name = base.clone();
         if names.contains(&name) {
             name = format!("{base}/job={jobname}");
@@ -646,8 +641,7 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
     put(&mut spec, "time_s", num("start.test_start.duration")?);
     // iperf3's --omit is the ramp-up left out of the figures.
     put(&mut spec, "ramp_s", num("start.test_start.omit")?);
-    let spec_v = Value::Object(spec.clone());
-    let name = iotoll_model::workload::test_name(Kind::NetStream, &spec_v);
+    let name = iotoll_model::workload::test_name(Kind::NetStream, &Value::Object(spec.clone()));
     let started_s = num("start.timestamp.timesecs")?;
     let d = doc(
         Kind::NetStream,
