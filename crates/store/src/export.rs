@@ -161,6 +161,13 @@ pub struct IometerExport {
 /// One row: column name → cell. Columns not named stay empty.
 type Cells = std::collections::HashMap<&'static str, String>;
 
+/// Fills column `col` when there is a value for it.
+fn put(c: &mut Cells, col: &'static str, v: Option<f64>) {
+    if let Some(v) = v {
+        c.insert(col, num(v));
+    }
+}
+
 fn line(cells: &Cells) -> Vec<String> {
     IOMETER_COLUMNS
         .iter()
@@ -172,18 +179,13 @@ fn line(cells: &Cells) -> Vec<String> {
 /// "remote_" for the endpoint).
 fn cpu_cells(c: &mut Cells, m: &Metrics, prefix: &str) {
     let g = |k: &str| m.get(&format!("{prefix}{k}")).copied();
-    let mut put = |col: &'static str, v: Option<f64>| {
-        if let Some(v) = v {
-            c.insert(col, num(v));
-        }
-    };
-    put("% CPU Utilization", g("cpu_pct"));
-    put("% User Time", g("cpu_user_pct"));
-    put("% Privileged Time", g("cpu_system_pct"));
-    put("% DPC Time", g("cpu_softirq_pct"));
-    put("% Interrupt Time", g("cpu_irq_pct"));
-    put("Processor Speed", g("cpu_nominal_mhz").map(|v| v * 1e6));
-    put("Interrupts per Second", g("interrupts_s"));
+    put(c, "% CPU Utilization", g("cpu_pct"));
+    put(c, "% User Time", g("cpu_user_pct"));
+    put(c, "% Privileged Time", g("cpu_system_pct"));
+    put(c, "% DPC Time", g("cpu_softirq_pct"));
+    put(c, "% Interrupt Time", g("cpu_irq_pct"));
+    put(c, "Processor Speed", g("cpu_nominal_mhz").map(|v| v * 1e6));
+    put(c, "Interrupts per Second", g("interrupts_s"));
 }
 
 fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
@@ -195,16 +197,13 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
     let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
     let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+    let lbs = sp("logical_block_size");
+    let sectors = |bytes: Option<f64>| bytes.zip(lbs).map(|(b, lbs)| (b / lbs).floor());
     let mut c = Cells::new();
     c.insert("'Target Type", "ALL".into());
     c.insert("Target Name", "All".into());
-    c.insert(
-        "Access Specification Name",
-        spec.and_then(|s| s.get("spec"))
-            .and_then(|v| v.as_str())
-            .unwrap_or(&t.name)
-            .to_string(),
-    );
+    let name = spec.and_then(|s| s.get("spec")).and_then(|v| v.as_str());
+    c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
     let vals: [(&'static str, Option<f64>); 29] = [
@@ -229,18 +228,8 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Bytes Written", bytes(g("write_mb_s"))),
         ("Read I/Os", times(g("read_iops"))),
         ("Write I/Os", times(g("write_iops"))),
-        (
-            "Starting Sector",
-            sp("offset")
-                .zip(sp("logical_block_size"))
-                .map(|(o, b)| (o / b).floor()),
-        ),
-        (
-            "Maximum Size",
-            sp("size")
-                .zip(sp("logical_block_size"))
-                .map(|(s, b)| (s / b).floor()),
-        ),
+        ("Starting Sector", sectors(sp("offset"))),
+        ("Maximum Size", sectors(sp("size"))),
         ("Queue Depth", sp("qd")),
         ("CPU Effectiveness", g("iops_per_cpu_pct")),
         ("Packets/Second", None),
@@ -250,9 +239,7 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Connections per Second", None),
     ];
     for (k, v) in vals {
-        if let Some(v) = v {
-            c.insert(k, num(v));
-        }
+        put(&mut c, k, v);
     }
     cpu_cells(&mut c, m, "");
     c
@@ -270,11 +257,6 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
     let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
     let window = g("window_s");
     let mut c = Cells::new();
-    let put = |c: &mut Cells, col: &'static str, v: Option<f64>| {
-        if let Some(v) = v {
-            c.insert(col, num(v));
-        }
-    };
     // (read MB/s, write MB/s, read I/Os per s, write I/Os per s) as the client saw them.
     let (mut read_mb, mut write_mb, mut read_ios, mut write_ios) = match t.kind {
         Kind::NetStream => {
@@ -342,11 +324,8 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
     cpu_cells(&mut c, m, prefix);
     // Iometer's CPU Effectiveness: IOps per % CPU of the same manager.
     let cpu = m.get(&format!("{prefix}cpu_pct")).copied();
-    put(
-        &mut c,
-        "CPU Effectiveness",
-        iops.zip(cpu).filter(|(_, c)| *c > 0.0).map(|(i, c)| i / c),
-    );
+    let effectiveness = iops.zip(cpu).filter(|(_, c)| *c > 0.0).map(|(i, c)| i / c);
+    put(&mut c, "CPU Effectiveness", effectiveness);
     Some(c)
 }
 
@@ -392,7 +371,6 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        let spec_name = t.name.clone();
         let peer = t
             .reps
             .first()
@@ -402,7 +380,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         let remote_cpu = m.contains_key("remote_cpu_pct");
         all.insert("'Target Type", "ALL".into());
         all.insert("Target Name", "All".into());
-        all.insert("Access Specification Name", spec_name.clone());
+        all.insert("Access Specification Name", t.name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
         let _ = w.write_record(line(&all));
         // This host's manager, then the endpoint's when its CPU was
@@ -415,7 +393,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             if let Some(mut ep) = net_cells(t, m, true) {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
-                ep.insert("Access Specification Name", spec_name);
+                ep.insert("Access Specification Name", t.name.clone());
                 let _ = w.write_record(line(&ep));
             }
         }
@@ -441,39 +419,43 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
 mod tests {
     use super::*;
     use crate::{RepRow, RunRow};
+    use serde_json::{json, Value};
 
-    fn doc(iops: f64, read_iops: f64, cpu: f64) -> iotoll_model::ResultDoc {
-        serde_json::from_value(serde_json::json!({
-            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": "hba", "spec": {
-                "spec": "db-oltp-8k", "workers": 1, "qd": 28, "offset": 0, "size": 4294967296u64,
-                "logical_block_size": 512
-            },
-            "metrics": {
-                "window_s": 10.0, "iops": iops, "read_iops": read_iops, "write_iops": iops - read_iops,
-                "mb_s": iops * 8192.0 / 1e6, "read_mb_s": read_iops * 8192.0 / 1e6,
-                "write_mb_s": (iops - read_iops) * 8192.0 / 1e6, "lat_mean_us": 250.0, "lat_max_us": 4000.0,
-                "errors": 0.0, "cpu_pct": cpu, "cpu_user_pct": 1.0, "cpu_system_pct": cpu - 2.0,
-                "cpu_softirq_pct": 0.5, "cpu_irq_pct": 0.5, "cpu_nominal_mhz": 2600.0,
-                "interrupts_s": 5000.0, "iops_per_cpu_pct": iops / cpu
-            },
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
-        }))
-        .unwrap()
+    /// Repetition `rep`: a complete result of `kind` with `spec` and `metrics`.
+    fn result(rep: i64, kind: &str, config: &str, spec: Value, metrics: Value) -> RepRow {
+        RepRow {
+            rep,
+            status: iotoll_model::ResultStatus::Complete,
+            doc: serde_json::from_value(json!({
+                "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
+                "started_at": "2026-11-22T00:00:00Z", "config": config, "spec": spec,
+                "metrics": metrics,
+                "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
+            }))
+            .unwrap(),
+        }
+    }
+
+    fn disk_rep(rep: i64, iops: f64, read_iops: f64, cpu: f64) -> RepRow {
+        let spec = json!({
+            "spec": "db-oltp-8k", "workers": 1, "qd": 28, "offset": 0, "size": 4294967296u64,
+            "logical_block_size": 512
+        });
+        let metrics = json!({
+            "window_s": 10.0, "iops": iops, "read_iops": read_iops, "write_iops": iops - read_iops,
+            "mb_s": iops * 8192.0 / 1e6, "read_mb_s": read_iops * 8192.0 / 1e6,
+            "write_mb_s": (iops - read_iops) * 8192.0 / 1e6, "lat_mean_us": 250.0, "lat_max_us": 4000.0,
+            "errors": 0.0, "cpu_pct": cpu, "cpu_user_pct": 1.0, "cpu_system_pct": cpu - 2.0,
+            "cpu_softirq_pct": 0.5, "cpu_irq_pct": 0.5, "cpu_nominal_mhz": 2600.0,
+            "interrupts_s": 5000.0, "iops_per_cpu_pct": iops / cpu
+        });
+        result(rep, "disk", "hba", spec, metrics)
     }
 
     fn run() -> RunDetail {
         let reps = vec![
-            RepRow {
-                rep: 1,
-                status: iotoll_model::ResultStatus::Complete,
-                doc: doc(1000.0, 700.0, 10.0),
-            },
-            RepRow {
-                rep: 2,
-                status: iotoll_model::ResultStatus::Complete,
-                doc: doc(1100.0, 770.0, 11.0),
-            },
+            disk_rep(1, 1000.0, 700.0, 10.0),
+            disk_rep(2, 1100.0, 770.0, 11.0),
         ];
         RunDetail {
             run: RunRow {
@@ -493,7 +475,7 @@ mod tests {
                 name: "small-block/spec=db-oltp-8k".into(),
                 kind: iotoll_model::Kind::Disk,
                 group: Some("iops".into()),
-                params: serde_json::json!({"spec": "db-oltp-8k"}),
+                params: json!({"spec": "db-oltp-8k"}),
                 select: "median:iops".into(),
                 selected_rep: Some(1),
                 spread_pct: Some(10.0),
@@ -557,11 +539,9 @@ mod tests {
         let e = iometer_csv(&run()).unwrap();
         assert!(e.skipped.is_empty());
         let out = e.text;
-        let header: Vec<&str> = out.lines().nth(7).unwrap().split(',').collect();
-        assert_eq!(header.len(), IOMETER_COLUMNS.len());
-        let row: Vec<&str> = out.lines().nth(8).unwrap().split(',').collect();
-        assert_eq!(row.len(), IOMETER_COLUMNS.len());
-        let col = |name: &str| row[IOMETER_COLUMNS.iter().position(|c| *c == name).unwrap()];
+        assert_eq!(cells(&out, 7), IOMETER_COLUMNS, "the header");
+        let row = cells(&out, 8);
+        let col = |name: &str| col(&row, name).to_string();
         // The selected repetition (rep 1), Iometer's units: ms, decimal MB/s.
         assert_eq!(col("IOps"), "1000");
         assert_eq!(col("Average Response Time"), "0.25");
@@ -578,17 +558,10 @@ mod tests {
         insta::assert_snapshot!(out);
     }
 
-    fn net_run(kind: &str, metrics: serde_json::Value, spec: serde_json::Value) -> RunDetail {
-        let doc: iotoll_model::ResultDoc = serde_json::from_value(serde_json::json!({
-            "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": "mtu9000", "spec": spec,
-            "metrics": metrics,
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
-        }))
-        .unwrap();
+    fn net_run(kind: &str, metrics: Value, spec: Value) -> RunDetail {
         let mut r = run();
         r.run.suite = "net-stream".into();
-        r.disclosure = Some(serde_json::json!({"host": "lab-a"}));
+        r.disclosure = Some(json!({"host": "lab-a"}));
         r.tests = vec![TestRow {
             seq: 1,
             name: if kind == "net-rr" {
@@ -598,17 +571,13 @@ mod tests {
             },
             kind: kind.parse().unwrap(),
             group: None,
-            params: serde_json::json!({}),
+            params: json!({}),
             select: "median".into(),
             selected_rep: Some(1),
             spread_pct: None,
             repeatable: None,
             summary: None,
-            reps: vec![RepRow {
-                rep: 1,
-                status: iotoll_model::ResultStatus::Complete,
-                doc,
-            }],
+            reps: vec![result(1, kind, "mtu9000", spec, metrics)],
         }];
         r
     }
@@ -616,15 +585,13 @@ mod tests {
     /// One CSV line split into cells, quotes honoured.
     fn cells(out: &str, line: usize) -> Vec<String> {
         let l = out.lines().nth(line).unwrap();
-        let (mut row, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-        for ch in l.chars() {
-            match ch {
-                '"' => quoted = !quoted,
-                ',' if !quoted => row.push(std::mem::take(&mut cur)),
-                c => cur.push(c),
-            }
-        }
-        row.push(cur);
+        let mut r = csv::ReaderBuilder::new();
+        let rec = r
+            .has_headers(false)
+            .from_reader(l.as_bytes())
+            .into_records()
+            .next();
+        let row: Vec<String> = rec.unwrap().unwrap().iter().map(String::from).collect();
         assert_eq!(row.len(), IOMETER_COLUMNS.len(), "{l}");
         row
     }
@@ -637,7 +604,7 @@ mod tests {
     fn iometer_network_stream() {
         let r = net_run(
             "net-stream",
-            serde_json::json!({
+            json!({
                 "window_s": 10.0, "mbit_s": 1200.0, "tx_mbit_s": 800.0, "rx_mbit_s": 400.0,
                 "conns": 4.0, "retransmits": 25.0, "errors": 0.0,
                 "cpu_pct": 40.0, "cpu_user_pct": 2.0, "cpu_system_pct": 30.0,
@@ -645,7 +612,7 @@ mod tests {
                 "remote_cpu_pct": 20.0, "remote_cpu_user_pct": 1.0, "remote_cpu_system_pct": 15.0,
                 "mbit_s_per_cpu_pct": 30.0
             }),
-            serde_json::json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "bidir", "msg": 65536}),
+            json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "bidir", "msg": 65536}),
         );
         let out = iometer_csv(&r).unwrap().text;
         // ALL, this host's MANAGER, the endpoint's MANAGER.
@@ -690,12 +657,12 @@ mod tests {
     fn iometer_network_rr() {
         let r = net_run(
             "net-rr",
-            serde_json::json!({
+            json!({
                 "window_s": 10.0, "trans_s": 20000.0, "conns": 2.0, "errors": 0.0,
                 "rtt_mean_us": 400.0, "rtt_max_us": 2500.0,
                 "cpu_pct": 25.0, "cpu_user_pct": 5.0, "cpu_system_pct": 15.0
             }),
-            serde_json::json!({"peer": "[::1]:7575", "conns": 2, "req": 1000, "resp": 16000, "burst": 4}),
+            json!({"peer": "[::1]:7575", "conns": 2, "req": 1000, "resp": 16000, "burst": 4}),
         );
         let out = iometer_csv(&r).unwrap().text;
         // No endpoint CPU measured: ALL and this host's MANAGER only.
@@ -721,11 +688,7 @@ mod tests {
 
     #[test]
     fn iometer_refuses_an_empty_export() {
-        let mut r = net_run(
-            "net-rr",
-            serde_json::json!({"window_s": 10.0}),
-            serde_json::json!({}),
-        );
+        let mut r = net_run("net-rr", json!({"window_s": 10.0}), json!({}));
         let e = iometer_csv(&r).unwrap_err().to_string();
         assert!(
             e.contains("run 7") && e.contains("no throughput or transaction rate"),

@@ -9,7 +9,7 @@ use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultS
 use serde_json::Value;
 
 /// One imported test: its name, group and result document.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Imported {
     pub name: String,
     pub group: Option<String>,
@@ -72,10 +72,7 @@ fn number(v: &Value, path: &str) -> Result<Option<f64>, String> {
             Some(x) if x.is_finite() => Err(format!("{path}: {x} is negative")),
             _ => Err(format!("{path}: {n} is not a finite number")),
         },
-        other => Err(format!(
-            "{path}: expected a number, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a number", other)),
     }
 }
 
@@ -87,10 +84,7 @@ fn count(v: &Value, path: &str) -> Result<Option<u64>, String> {
             .as_u64()
             .map(Some)
             .ok_or_else(|| format!("{path}: expected a whole number of 0 or more, got {n}")),
-        other => Err(format!(
-            "{path}: expected a whole number, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a whole number", other)),
     }
 }
 
@@ -108,11 +102,29 @@ fn text_field<'a>(v: &'a Value, path: &str) -> Result<Option<&'a str>, String> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s)),
-        other => Err(format!(
-            "{path}: expected a string, got {}",
-            type_name(other)
-        )),
+        other => Err(wrong(path, "a string", other)),
     }
+}
+
+/// The value at `path` under `v`: object keys separated by dots (null
+/// where there is none).
+fn get<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| &v[k])
+}
+
+/// A CPU figure for a note: one decimal place, `?` where it is absent.
+fn cpu_figure(v: &Value, path: &str) -> Result<String, String> {
+    Ok(number(v, path)?.map_or("?".into(), |v| format!("{v:.1}")))
+}
+
+/// Sets `key` in `map` where there is a value for it.
+fn put<V>(map: &mut impl Extend<(String, V)>, key: &str, v: Option<impl Into<V>>) {
+    map.extend(v.map(|v| (key.to_string(), v.into())));
+}
+
+/// The error for `v` at `path` where `want` was expected.
+fn wrong(path: &str, want: &str, v: &Value) -> String {
+    format!("{path}: expected {want}, got {}", type_name(v))
 }
 
 fn type_name(v: &Value) -> String {
@@ -209,15 +221,10 @@ pub fn table_rows<R: std::io::Read>(input: R, source: &str) -> Result<TableRows<
         names: std::collections::HashSet::new(),
         source: source.to_string(),
     };
-    let cols = match t.next_record() {
-        None => return Err("the table is empty".into()),
-        Some(r) => r?.1,
-    };
+    let cols = t.next_record().ok_or("the table is empty")??.1;
     let mut seen = std::collections::HashSet::new();
-    for c in &cols {
-        if !seen.insert(c.as_str()) {
-            return Err(format!("line 1: column '{c}' appears twice"));
-        }
+    if let Some(c) = cols.iter().find(|c| !seen.insert(c.as_str())) {
+        return Err(format!("line 1: column '{c}' appears twice"));
     }
     t.test_col = cols
         .iter()
@@ -349,15 +356,11 @@ fn json_body<T: serde::de::DeserializeOwned>(input: impl std::io::Read) -> Resul
             return Err("no JSON object in the file".into());
         }
         skipped += buf.len();
-        match buf.iter().position(|b| *b == b'{') {
-            Some(i) => {
-                r.consume(i);
-                break;
-            }
-            None => {
-                let n = buf.len();
-                r.consume(n);
-            }
+        let brace = buf.iter().position(|b| *b == b'{');
+        let n = brace.unwrap_or(buf.len());
+        r.consume(n);
+        if brace.is_some() {
+            break;
         }
     }
     serde_json::from_reader(r).map_err(|e| format!("not valid JSON: {e}"))
@@ -379,18 +382,16 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
     let jobs = match &v.jobs {
         Value::Array(a) => a,
         Value::Null => return Err("no 'jobs' array: is this fio --output-format=json?".into()),
-        other => return Err(format!("jobs: expected a list, got {}", type_name(other))),
+        other => return Err(wrong("jobs", "a list", other)),
     };
     let timestamp = number(&v.timestamp, "timestamp")?;
     let mut out: Vec<Imported> = Vec::new();
     let mut names = std::collections::HashSet::new();
     for (i, j) in jobs.iter().enumerate() {
         let at = |k: &str| format!("jobs[{i}].{k}");
+        let num = |k: &str| number(get(j, k), &at(k));
         if !j.is_object() {
-            return Err(format!(
-                "jobs[{i}]: expected a job object, got {}",
-                type_name(j)
-            ));
+            return Err(wrong(&format!("jobs[{i}]"), "a job object", j));
         }
         for part in [
             "read",
@@ -399,29 +400,21 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             "write.lat_ns",
             "job options",
         ] {
-            let v = part.split('.').fold(j, |v, k| &v[k]);
+            let v = get(j, part);
             if !(v.is_null() || v.is_object()) {
-                return Err(format!(
-                    "{}: expected an object, got {}",
-                    at(part),
-                    type_name(v)
-                ));
+                return Err(wrong(&at(part), "an object", v));
             }
         }
         let jobname = text_field(&j["jobname"], &at("jobname"))?
             .map(str::to_string)
             .unwrap_or_else(|| format!("job{i}"));
-        let f = |dir: &str, k: &str| number(&j[dir][k], &at(&format!("{dir}.{k}")));
-        let runtime_s = number(&j["job_runtime"], &at("job_runtime"))?
-            .filter(|r| *r > 0.0)
-            .map(|r| r / 1000.0);
+        let runtime_s = num("job_runtime")?.filter(|r| *r > 0.0).map(|r| r / 1000.0);
         let (spec, sync_engine) = fio_spec(&v.global, &j["job options"]);
         // fio stamps its output when the jobs end.
         let started_s = timestamp.map(|t| t - runtime_s.unwrap_or(0.0));
-        let spec_v = Value::Object(spec.clone());
         // The native run's name; jobs with equal parameters keep theirs
         // apart, and clones sharing a job name (numjobs) are numbered.
-        let base = iotoll_model::workload::test_name(Kind::Disk, &spec_v);
+        let base = iotoll_model::workload::test_name(Kind::Disk, &Value::Object(spec.clone()));
         let mut name = base.clone();
         if names.contains(&name) {
             name = format!("{base}/job={jobname}");
@@ -433,14 +426,10 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
             }
         }
         names.insert(name.clone());
-        let (ri, wi) = (
-            f("read", "iops")?.unwrap_or(0.0),
-            f("write", "iops")?.unwrap_or(0.0),
-        );
-        let (rb, wb) = (
-            f("read", "bw_bytes")?.unwrap_or(0.0),
-            f("write", "bw_bytes")?.unwrap_or(0.0),
-        );
+        let ri = num("read.iops")?.unwrap_or(0.0);
+        let wi = num("write.iops")?.unwrap_or(0.0);
+        let rb = num("read.bw_bytes")?.unwrap_or(0.0);
+        let wb = num("write.bw_bytes")?.unwrap_or(0.0);
         let mut m = Metrics::new();
         m.insert(mn::IOPS.into(), ri + wi);
         m.insert(mn::READ_IOPS.into(), ri);
@@ -448,38 +437,29 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         m.insert(mn::MB_S.into(), (rb + wb) / 1e6);
         m.insert(mn::READ_MB_S.into(), rb / 1e6);
         m.insert(mn::WRITE_MB_S.into(), wb / 1e6);
-        if let Some(r) = runtime_s {
-            m.insert(mn::WINDOW_S.into(), r);
-        }
-        if let Some(e) = count(&j["error"], &at("error"))? {
-            m.insert(mn::ERRORS.into(), e as f64);
-        }
+        put(&mut m, mn::WINDOW_S, runtime_s);
+        let errors = count(&j["error"], &at("error"))?;
+        put(&mut m, mn::ERRORS, errors.map(|e| e as f64));
         // Total latency (submission to completion): mean weighted by I/Os.
-        let (nr, nw) = (
-            number(&j["read"]["lat_ns"]["N"], &at("read.lat_ns.N"))?.unwrap_or(0.0),
-            number(&j["write"]["lat_ns"]["N"], &at("write.lat_ns.N"))?.unwrap_or(0.0),
-        );
-        let lat = |d: &str, k: &str| number(&j[d]["lat_ns"][k], &at(&format!("{d}.lat_ns.{k}")));
+        let nr = num("read.lat_ns.N")?.unwrap_or(0.0);
+        let nw = num("write.lat_ns.N")?.unwrap_or(0.0);
+        let lat = |d: &str, k: &str| num(&format!("{d}.lat_ns.{k}"));
         if nr + nw > 0.0 {
             let mean = (lat("read", "mean")?.unwrap_or(0.0) * nr
                 + lat("write", "mean")?.unwrap_or(0.0) * nw)
                 / (nr + nw);
             m.insert(mn::LAT_MEAN_US.into(), mean / 1000.0);
-            let dirs: Vec<&str> = [("read", nr), ("write", nw)]
-                .iter()
-                .filter(|(_, n)| *n > 0.0)
-                .map(|(d, _)| *d)
-                .collect();
+            let dirs = [("read", nr), ("write", nw)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0.0);
             let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
-                let mut vals = Vec::new();
-                for d in &dirs {
-                    if let Some(v) = lat(d, k)? {
-                        vals.push(v);
-                    }
-                }
-                if let Some(v) = vals.into_iter().reduce(pick) {
-                    m.insert(metric.into(), v / 1000.0);
-                }
+                let vals = dirs.clone().filter_map(|(d, _)| lat(d, k).transpose());
+                let vals: Vec<f64> = vals.collect::<Result<_, _>>()?;
+                put(
+                    &mut m,
+                    metric,
+                    vals.into_iter().reduce(pick).map(|v| v / 1000.0),
+                );
                 Ok::<(), String>(())
             };
             ext("min", f64::min, mn::LAT_MIN_US)?;
@@ -501,16 +481,11 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
                 ("99.990000", mn::LAT_P9999_US),
             ] {
                 let p = &j[d]["clat_ns"]["percentile"][key];
-                if let Some(v) = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))? {
-                    m.insert(metric.into(), v / 1000.0);
-                }
+                let v = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))?;
+                put(&mut m, metric, v.map(|v| v / 1000.0));
             }
         }
-        let cpu = |k: &str| -> Result<String, String> {
-            Ok(number(&j[k], &at(k))?
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or("?".into()))
-        };
+        let cpu = |k: &str| cpu_figure(&j[k], &at(k));
         let mut notes = vec![format!(
             "imported from fio: its CPU figures are the fio process's own (usr {} %, sys {} % of one CPU), not whole-host, so cpu_pct and the efficiency metrics are absent",
             cpu("usr_cpu")?,
@@ -554,12 +529,12 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     };
     let mut spec = serde_json::Map::new();
     // `bs=4k` only: a range or separate read/write sizes name no single size.
-    if let Some(bs) = opt("bs")
-        .or(opt("blocksize"))
-        .map_or(Some(4096), |b| iotoll_model::parse_size(b).ok())
-    {
-        spec.insert("bs".into(), bs.into());
-    }
+    let bs = opt("bs").or(opt("blocksize"));
+    put(
+        &mut spec,
+        "bs",
+        bs.map_or(Some(4096), |b| iotoll_model::parse_size(b).ok()),
+    );
     let rw = opt("rw").or(opt("readwrite")).unwrap_or("read");
     let mix = opt("rwmixread")
         .and_then(|v| v.parse::<u64>().ok())
@@ -589,30 +564,19 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     } else {
         num("iodepth", 1)
     };
-    if let Some(q) = qd {
-        spec.insert("qd".into(), q.into());
-    }
-    if let Some(n) = num("numjobs", 1) {
-        spec.insert("workers".into(), n.into());
-    }
-    if let Some(s) = opt("size").and_then(|s| iotoll_model::parse_size(s).ok()) {
-        spec.insert("size".into(), s.into());
-    }
+    put(&mut spec, "qd", qd);
+    put(&mut spec, "workers", num("numjobs", 1));
+    let size = opt("size").and_then(|s| iotoll_model::parse_size(s).ok());
+    put(&mut spec, "size", size);
     let secs = |k: &str| {
         opt(k)
             .and_then(|v| iotoll_model::parse_duration(v).ok())
             .map(|d| d.as_secs_f64())
     };
-    if let Some(t) = secs("runtime") {
-        spec.insert("time_s".into(), t.into());
-    }
-    if let Some(t) = secs("ramp_time") {
-        spec.insert("ramp_s".into(), t.into());
-    }
+    put(&mut spec, "time_s", secs("runtime"));
+    put(&mut spec, "ramp_s", secs("ramp_time"));
     spec.insert("engine".into(), format!("fio {engine}").into());
-    if let Some(d) = opt("direct") {
-        spec.insert("direct".into(), (d == "1").into());
-    }
+    put(&mut spec, "direct", opt("direct").map(|d| d == "1"));
     (spec, sync_engine)
 }
 
@@ -628,84 +592,57 @@ struct Iperf3Top {
 
 /// iperf3 `-J` (client side): one stream test.
 pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>, String> {
-    let v: Iperf3Top = json_body(input)?;
-    if let Some(e) = text_field(&v.error, "error")? {
+    let top: Iperf3Top = json_body(input)?;
+    if let Some(e) = text_field(&top.error, "error")? {
         return Err(format!("iperf3 reported an error: {e}"));
     }
-    let recv = &v.end["sum_received"];
-    let bps = number(&recv["bits_per_second"], "end.sum_received.bits_per_second")?
+    let v = serde_json::json!({ "start": top.start, "end": top.end });
+    // The figure at `p` (a path under `v`, as errors name it).
+    let num = |p: &str| number(get(&v, p), p);
+    let whole = |p: &str| count(get(&v, p), p);
+    let flag_at = |p: &str| flag(get(&v, p), p);
+    let bps = num("end.sum_received.bits_per_second")?
         .ok_or("no end.sum_received.bits_per_second: is this iperf3 -J output?")?;
-    let ts = &v.start["test_start"];
-    let tsp = |k: &str| format!("start.test_start.{k}");
-    if text_field(&ts["protocol"], &tsp("protocol"))?.is_some_and(|p| p != "TCP") {
+    let protocol = "start.test_start.protocol";
+    if text_field(get(&v, protocol), protocol)?.is_some_and(|p| p != "TCP") {
         return Err("only TCP tests can be imported".into());
     }
-    let reverse = flag(&ts["reverse"], &tsp("reverse"))?;
-    let bidir = flag(&ts["bidir"], &tsp("bidir"))?;
-    let streams = count(&ts["num_streams"], &tsp("num_streams"))?;
+    let reverse = flag_at("start.test_start.reverse")?;
+    let bidir = flag_at("start.test_start.bidir")?;
+    let streams = whole("start.test_start.num_streams")?;
     let mut m = Metrics::new();
     let mbit = bps / 1e6;
     m.insert(mn::MBIT_S.into(), mbit);
-    m.insert(
-        if reverse {
-            mn::RX_MBIT_S
-        } else {
-            mn::TX_MBIT_S
-        }
-        .into(),
-        mbit,
-    );
-    if let Some(s) = number(&recv["seconds"], "end.sum_received.seconds")? {
-        m.insert(mn::WINDOW_S.into(), s);
-    }
-    if let Some(n) = streams {
-        m.insert(mn::CONNS.into(), n as f64);
-    }
-    if let Some(r) = count(
-        &v.end["sum_sent"]["retransmits"],
-        "end.sum_sent.retransmits",
-    )? {
-        m.insert(mn::RETRANSMITS.into(), r as f64);
-    }
-    let cpu = &v.end["cpu_utilization_percent"];
-    let pct = |k: &str| -> Result<String, String> {
-        Ok(
-            number(&cpu[k], &format!("end.cpu_utilization_percent.{k}"))?
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or("?".into()),
-        )
+    let one_way = if reverse {
+        mn::RX_MBIT_S
+    } else {
+        mn::TX_MBIT_S
     };
+    m.insert(one_way.into(), mbit);
+    put(&mut m, mn::WINDOW_S, num("end.sum_received.seconds")?);
+    put(&mut m, mn::CONNS, streams.map(|n| n as f64));
+    let retransmits = whole("end.sum_sent.retransmits")?;
+    put(&mut m, mn::RETRANSMITS, retransmits.map(|r| r as f64));
+    let pct = |k: &str| cpu_figure(get(&v, k), k);
     let notes = vec![format!(
         "imported from iperf3: its CPU figures are per process (client {} %, server {} %), not whole-host, so cpu_pct and the P/E index are absent",
-        pct("host_total")?,
-        pct("remote_total")?,
+        pct("end.cpu_utilization_percent.host_total")?,
+        pct("end.cpu_utilization_percent.remote_total")?,
     )];
-    let dir = if bidir {
-        "bidir"
-    } else if reverse {
-        "rx"
-    } else {
-        "tx"
+    let dir = match (bidir, reverse) {
+        (true, _) => "bidir",
+        (false, true) => "rx",
+        (false, false) => "tx",
     };
     let mut spec = serde_json::Map::new();
     spec.insert("dir".into(), dir.into());
     spec.insert("conns".into(), streams.unwrap_or(1).into());
-    if let Some(b) = count(&ts["blksize"], &tsp("blksize"))? {
-        spec.insert("msg".into(), b.into());
-    }
-    if let Some(d) = number(&ts["duration"], &tsp("duration"))? {
-        spec.insert("time_s".into(), d.into());
-    }
+    put(&mut spec, "msg", whole("start.test_start.blksize")?);
+    put(&mut spec, "time_s", num("start.test_start.duration")?);
     // iperf3's --omit is the ramp-up left out of the figures.
-    if let Some(o) = number(&ts["omit"], &tsp("omit"))? {
-        spec.insert("ramp_s".into(), o.into());
-    }
-    let spec_v = Value::Object(spec.clone());
-    let name = iotoll_model::workload::test_name(Kind::NetStream, &spec_v);
-    let started_s = number(
-        &v.start["timestamp"]["timesecs"],
-        "start.timestamp.timesecs",
-    )?;
+    put(&mut spec, "ramp_s", num("start.test_start.omit")?);
+    let name = iotoll_model::workload::test_name(Kind::NetStream, &Value::Object(spec.clone()));
+    let started_s = num("start.timestamp.timesecs")?;
     let d = doc(
         Kind::NetStream,
         source,
@@ -818,18 +755,15 @@ mod tests {
             !r[1].doc.metrics.contains_key("cpu_pct"),
             "empty cell: absent"
         );
-        assert!(table("test,bogus\na,1\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("'bogus'"));
-        assert!(table("test,mb_s\na,fast\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("line 2"));
-        assert!(table("group,mb_s\nx,1\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("'test'"));
-        assert!(table("test,mb_s\na,1\na,2\n".as_bytes(), "t")
-            .unwrap_err()
-            .contains("duplicate"));
+        for (t, want) in [
+            ("test,bogus\na,1\n", "'bogus'"),
+            ("test,mb_s\na,fast\n", "line 2"),
+            ("group,mb_s\nx,1\n", "'test'"),
+            ("test,mb_s\na,1\na,2\n", "duplicate"),
+        ] {
+            let e = table(t.as_bytes(), "t").unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
         assert!(table("".as_bytes(), "t").is_err());
         // Windows line ends; a line without end is refused, not held.
         assert_eq!(

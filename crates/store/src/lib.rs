@@ -252,6 +252,36 @@ fn retry_busy<T>(
     }
 }
 
+/// A pragma's answer, asked again while SQLite answers "busy" (see
+/// [`retry_busy`]) until `deadline`.
+fn pragma<T: rusqlite::types::FromSql>(
+    conn: &Connection,
+    deadline: Instant,
+    sql: &str,
+) -> rusqlite::Result<T> {
+    retry_busy(deadline, || conn.query_row(sql, [], |r| r.get(0)))
+}
+
+/// An [`StoreError::Open`] of `path` saying `msg`.
+fn open_err(path: &Path) -> impl Fn(String) -> StoreError + Copy + '_ {
+    move |msg| StoreError::Open {
+        path: path.to_path_buf(),
+        msg,
+    }
+}
+
+/// A database written by a newer iotoll is refused.
+fn check_version(path: &Path, found: i64) -> Result<(), StoreError> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
 fn cpath(p: &Path) -> Option<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::CString::new(p.as_os_str().as_bytes()).ok()
@@ -270,10 +300,8 @@ fn writable(p: &Path) -> bool {
 }
 
 fn dir_of(path: &Path) -> PathBuf {
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from("."),
-    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Free bytes for this user on the filesystem holding `dir`.
@@ -286,28 +314,22 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 fn fs_problem(path: &Path) -> Option<String> {
     let dir = dir_of(path);
     let st = statvfs(&dir)?;
+    let d = dir.display();
     if st.f_flag & libc::ST_RDONLY != 0 {
-        return Some(format!(
-            "is read-only: {} is on a read-only filesystem",
-            dir.display()
-        ));
+        Some(format!("is read-only: {d} is on a read-only filesystem"))
+    } else if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
+        Some(format!(
+            "cannot be written: the filesystem holding {d} is full"
+        ))
+    } else if !writable(&dir) {
+        Some(format!(
+            "is read-only: no permission to create files in {d}"
+        ))
+    } else if path.exists() && !writable(path) {
+        Some("is read-only: no permission to write it".into())
+    } else {
+        None
     }
-    if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
-        return Some(format!(
-            "cannot be written: the filesystem holding {} is full",
-            dir.display()
-        ));
-    }
-    if !writable(&dir) {
-        return Some(format!(
-            "is read-only: no permission to create files in {}",
-            dir.display()
-        ));
-    }
-    if path.exists() && !writable(path) {
-        return Some("is read-only: no permission to write it".into());
-    }
-    None
 }
 
 /// Says what is wrong, in the user's terms, for an SQLite error.
@@ -365,6 +387,12 @@ fn check_kind(path: &Path) -> Result<bool, String> {
     }
 }
 
+fn open_rw(p: &Path) -> rusqlite::Result<Connection> {
+    use OpenFlags as F;
+    let flags = F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(p, flags)
+}
+
 fn remove_db_files(p: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut f = p.as_os_str().to_owned();
@@ -390,16 +418,9 @@ fn create_new(path: &Path) -> Result<bool, String> {
     ));
     let build = || -> Result<(), String> {
         let sql = |e: rusqlite::Error| describe(path, &e);
-        let conn = Connection::open_with_flags(
-            &tmp,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+        let conn = open_rw(&tmp).map_err(sql)?;
+        // No other process can see it yet: nothing to wait for.
+        let mode: String = pragma(&conn, Instant::now(), "PRAGMA journal_mode=WAL").map_err(sql)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(format!(
                 "cannot be created: the filesystem does not support SQLite's WAL (journal mode stays {mode})"
@@ -426,9 +447,7 @@ fn create_new(path: &Path) -> Result<bool, String> {
 }
 
 fn quick_check(conn: &Connection, path: &Path, deadline: Instant) -> Result<(), String> {
-    match retry_busy(deadline, || {
-        conn.query_row("PRAGMA quick_check(1)", [], |r| r.get::<_, String>(0))
-    }) {
+    match pragma::<String>(conn, deadline, "PRAGMA quick_check(1)") {
         Ok(s) if s == "ok" => Ok(()),
         Ok(s) => Err(format!(
             "is corrupt ({}); iotoll will not use it: restore a backup or give another --db",
@@ -445,10 +464,7 @@ impl Store {
     /// read-only, full, locked or corrupt is refused here, before any
     /// workload runs, with what is wrong.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let err = |msg: String| StoreError::Open {
-            path: path.to_path_buf(),
-            msg,
-        };
+        let err = open_err(path);
         let exists = check_kind(path).map_err(err)?;
         let dir = dir_of(path);
         std::fs::create_dir_all(&dir)
@@ -460,25 +476,10 @@ impl Store {
         }
         let deadline = Instant::now() + BUSY_WAIT;
         let sql = |e: rusqlite::Error| err(describe(path, &e));
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
+        let conn = open_rw(path).map_err(sql)?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql)?;
-        let version: i64 = retry_busy(deadline, || {
-            conn.query_row("PRAGMA user_version", [], |r| r.get(0))
-        })
-        .map_err(sql)?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found: version,
-                known: SCHEMA_VERSION,
-            });
-        }
+        let version = pragma(&conn, deadline, "PRAGMA user_version").map_err(sql)?;
+        check_version(path, version)?;
         // SQLite falls back to reading when it cannot write the file.
         if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
             return Err(err(fs_problem(path).unwrap_or_else(|| {
@@ -488,19 +489,11 @@ impl Store {
         quick_check(&conn, path, deadline).map_err(err)?;
         // New databases are created in WAL mode; one made some other way
         // (an empty file, a filesystem without hard links) switches here.
-        let mode: String = retry_busy(deadline, || {
-            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        })
-        .map_err(sql)?;
+        let mode: String = pragma(&conn, deadline, "PRAGMA journal_mode").map_err(sql)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            retry_busy(deadline, || {
-                conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-            })
-            .map_err(sql)?;
+            pragma::<String>(&conn, deadline, "PRAGMA journal_mode=WAL").map_err(sql)?;
         }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sql)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(sql)?;
         let mut store = Store {
             conn,
@@ -515,10 +508,7 @@ impl Store {
     /// file, so results on a read-only or full filesystem can still be
     /// listed, shown, exported, reported and compared.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        let err = |msg: String| StoreError::Open {
-            path: path.to_path_buf(),
-            msg,
-        };
+        let err = open_err(path);
         if !check_kind(path).map_err(err)? {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
@@ -534,9 +524,7 @@ impl Store {
                 Connection::open_with_flags(path, flags - OpenFlags::SQLITE_OPEN_URI)?
             };
             conn.busy_timeout(BUSY_WAIT)?;
-            let v = retry_busy(deadline, || {
-                conn.query_row("PRAGMA user_version", [], |r| r.get(0))
-            })?;
+            let v = pragma(&conn, deadline, "PRAGMA user_version")?;
             Ok((conn, v))
         };
         let mut wal = path.as_os_str().to_owned();
@@ -563,13 +551,7 @@ impl Store {
             }
             Err(e) => return Err(sql(e)),
         };
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found: version,
-                known: SCHEMA_VERSION,
-            });
-        }
+        check_version(path, version)?;
         if version < SCHEMA_VERSION {
             // Never set up by iotoll: nothing stored in it yet.
             return Err(StoreError::Missing(path.to_path_buf()));
@@ -585,10 +567,7 @@ impl Store {
     /// Before a workload runs: the database takes a write and there is room
     /// for a result.
     pub fn check_ready(&self) -> Result<(), StoreError> {
-        let err = |msg: String| StoreError::Open {
-            path: self.path.clone(),
-            msg,
-        };
+        let err = open_err(&self.path);
         if self.read_only {
             return Err(err("is opened read-only".into()));
         }
@@ -722,10 +701,7 @@ impl Store {
                 | ErrorCode::SystemIoFailure
                 | ErrorCode::CannotOpen
                 | ErrorCode::PermissionDenied,
-            ) => StoreError::Open {
-                path: path.clone(),
-                msg: describe(&path, &e),
-            },
+            ) => open_err(&path)(describe(&path, &e)),
             _ => StoreError::Sql(e),
         };
         retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE")).map_err(err)?;
@@ -777,9 +753,7 @@ impl Store {
         let mut st =
             conn.prepare_cached("INSERT INTO metrics (rep_id, name, value) VALUES (?1, ?2, ?3)")?;
         for (k, v) in &doc.metrics {
-            if v.is_finite() {
-                st.execute(params![rep_id, k, v])?;
-            }
+            st.execute(params![rep_id, k, v])?;
         }
         Ok(())
     }
@@ -887,78 +861,48 @@ impl Store {
             "SELECT id, seq, name, kind, grp, params, select_rule, selected_rep, spread_pct, repeatable, summary
              FROM tests WHERE run_id = ?1 ORDER BY seq",
         )?;
-        let heads = st
+        // The JSON columns are parsed below: a damaged one is a
+        // `StoreError::Json`, not an SQL error.
+        let mut tests = st
             .query_map([id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    word::<Kind>(r, 3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, Option<i64>>(7)?,
-                    r.get::<_, Option<f64>>(8)?,
-                    r.get::<_, Option<bool>>(9)?,
-                    r.get::<_, Option<String>>(10)?,
-                ))
+                let json: (String, Option<String>) = (r.get(5)?, r.get(10)?);
+                let t = TestRow {
+                    seq: r.get(1)?,
+                    name: r.get(2)?,
+                    kind: word(r, 3)?,
+                    group: r.get(4)?,
+                    params: serde_json::Value::Null,
+                    select: r.get(6)?,
+                    selected_rep: r.get(7)?,
+                    spread_pct: r.get(8)?,
+                    repeatable: r.get(9)?,
+                    summary: None,
+                    reps: Vec::new(),
+                };
+                Ok((r.get::<_, i64>(0)?, json, t))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        let mut tests = Vec::with_capacity(heads.len());
         let mut rq = self
             .conn
             .prepare("SELECT rep, status, doc FROM reps WHERE test_id = ?1 ORDER BY rep")?;
-        for (
-            tid,
-            seq,
-            name,
-            kind,
-            group,
-            params,
-            select,
-            selected_rep,
-            spread_pct,
-            repeatable,
-            summary,
-        ) in heads
-        {
+        for (tid, (params, summary), t) in &mut tests {
             let reps = rq
-                .query_map([tid], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        word::<ResultStatus>(r, 1)?,
-                        r.get::<_, String>(2)?,
-                    ))
+                .query_map([*tid], |r| {
+                    Ok((r.get(0)?, word(r, 1)?, r.get::<_, String>(2)?))
                 })?
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .map(|(rep, status, doc)| {
-                    Ok(RepRow {
-                        rep,
-                        status,
-                        doc: serde_json::from_str(&doc)?,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            tests.push(TestRow {
-                seq,
-                name,
-                kind,
-                group,
-                params: serde_json::from_str(&params)?,
-                select,
-                selected_rep,
-                spread_pct,
-                repeatable,
-                summary: summary.map(|s| serde_json::from_str(&s)).transpose()?,
-                reps,
-            });
+                .collect::<Result<Vec<_>, _>>()?;
+            for (rep, status, doc) in reps {
+                let doc = serde_json::from_str(&doc)?;
+                t.reps.push(RepRow { rep, status, doc });
+            }
+            t.params = serde_json::from_str(params)?;
+            t.summary = summary.as_deref().map(serde_json::from_str).transpose()?;
         }
         Ok(RunDetail {
             run,
             disclosure: disclosure.and_then(|d| serde_json::from_str(&d).ok()),
             suite_text,
-            tests,
+            tests: tests.into_iter().map(|(_, _, t)| t).collect(),
         })
     }
 
@@ -971,19 +915,8 @@ impl Store {
         config: &str,
         tests: &[import::Imported],
     ) -> Result<RunId, StoreError> {
-        self.import_stream(
-            format,
-            source,
-            config,
-            tests.iter().map(|t| {
-                Ok(import::Imported {
-                    name: t.name.clone(),
-                    group: t.group.clone(),
-                    doc: t.doc.clone(),
-                })
-            }),
-        )
-        .map(|(run, _)| run)
+        self.import_stream(format, source, config, tests.iter().cloned().map(Ok))
+            .map(|(run, _)| run)
     }
 
     /// [`Store::import`] from tests as they are read: memory stays that of
@@ -997,73 +930,65 @@ impl Store {
         config: &str,
         tests: impl Iterator<Item = Result<import::Imported, String>>,
     ) -> Result<(RunId, usize), StoreError> {
-        self.atomically(|s| s.import_body(format, source, config, tests))
-    }
-
-    fn import_body(
-        &mut self,
-        format: &str,
-        source: &str,
-        config: &str,
-        tests: impl Iterator<Item = Result<import::Imported, String>>,
-    ) -> Result<(RunId, usize), StoreError> {
-        let run = self.begin_run(
-            &format!("import {format}"),
-            Some(config),
-            "",
-            &serde_json::json!({ "imported_from": source }),
-            &[],
-        )?;
-        let mut first: Option<String> = None;
-        let mut n = 0;
-        for t in tests {
-            let t = t.map_err(StoreError::Input)?;
-            n += 1;
-            let id = self.add_test(
-                run,
-                n as i64,
-                &t.name,
-                t.doc.kind,
-                t.group.as_deref(),
-                &t.doc.spec,
-                "all",
+        self.atomically(|s| {
+            let run = s.begin_run(
+                &format!("import {format}"),
+                Some(config),
+                "",
+                &serde_json::json!({ "imported_from": source }),
+                &[],
             )?;
-            let mut doc = t.doc;
-            doc.config = Some(config.to_string());
-            // Inside the import's transaction already.
-            Self::insert_rep(&self.conn, id, 1, &doc)?;
-            self.finish_test(
-                id,
-                &Selection {
-                    rule: "all".into(),
-                    selected_rep: Some(1),
-                    summary: Some(doc.metrics),
-                    ..Default::default()
-                },
-            )?;
-            // RFC 3339 UTC strings sort by time.
-            if first.as_ref().is_none_or(|f| doc.started_at < *f) {
-                first = Some(doc.started_at);
+            let mut first: Option<String> = None;
+            let mut n = 0;
+            for t in tests {
+                let t = t.map_err(StoreError::Input)?;
+                n += 1;
+                let id = s.add_test(
+                    run,
+                    n as i64,
+                    &t.name,
+                    t.doc.kind,
+                    t.group.as_deref(),
+                    &t.doc.spec,
+                    "all",
+                )?;
+                let mut doc = t.doc;
+                doc.config = Some(config.to_string());
+                // Inside the import's transaction already.
+                Self::insert_rep(&s.conn, id, 1, &doc)?;
+                s.finish_test(
+                    id,
+                    &Selection {
+                        rule: "all".into(),
+                        selected_rep: Some(1),
+                        summary: Some(doc.metrics),
+                        ..Default::default()
+                    },
+                )?;
+                // RFC 3339 UTC strings sort by time.
+                if first.as_ref().is_none_or(|f| doc.started_at < *f) {
+                    first = Some(doc.started_at);
+                }
             }
-        }
-        if n == 0 {
-            // Only a table can get here empty: fio's and iperf3's parsers
-            // refuse documents without results.
-            return Err(StoreError::Input(import::NO_ROWS.into()));
-        }
-        self.finish_run(
-            run,
-            RunStatus::Complete,
-            &[format!("imported from {source} ({format})")],
-        )?;
-        // The run is dated by the tool that measured it, not by the import.
-        if let Some(first) = first {
-            self.conn.execute(
-                "UPDATE runs SET started_at = ?1 WHERE id = ?2",
-                params![first, run],
+            if n == 0 {
+                // Only a table can get here empty: fio's and iperf3's parsers
+                // refuse documents without results.
+                return Err(StoreError::Input(import::NO_ROWS.into()));
+            }
+            s.finish_run(
+                run,
+                RunStatus::Complete,
+                &[format!("imported from {source} ({format})")],
             )?;
-        }
-        Ok((run, n))
+            // The run is dated by the tool that measured it, not by the import.
+            if let Some(first) = first {
+                s.conn.execute(
+                    "UPDATE runs SET started_at = ?1 WHERE id = ?2",
+                    params![first, run],
+                )?;
+            }
+            Ok((run, n))
+        })
     }
 
     pub fn delete_run(&self, id: RunId) -> Result<(), StoreError> {
@@ -1097,16 +1022,29 @@ mod tests {
         .unwrap()
     }
 
+    /// A temporary directory and the path `r.db` in it.
+    fn temp_db() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.db");
+        (d, p)
+    }
+
+    /// The one number `sql` selects.
+    fn number(s: &Store, sql: &str) -> i64 {
+        s.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    fn running(s: &Store) -> RunId {
+        s.begin_run("quick", None, "", &serde_json::Value::Null, &[])
+            .unwrap()
+    }
+
     #[test]
     fn migration_from_an_empty_database_and_round_trip() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("sub/dir/results.db");
         let mut s = Store::open(&p).unwrap();
-        let v: i64 = s
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
+        assert_eq!(number(&s, "PRAGMA user_version"), SCHEMA_VERSION);
         let run = s
             .begin_run(
                 "quick",
@@ -1155,17 +1093,12 @@ mod tests {
         assert!(s.integrity_ok().unwrap());
         s.delete_run(run).unwrap();
         assert!(s.list_runs().unwrap().is_empty());
-        let n: i64 = s
-            .conn
-            .query_row("SELECT COUNT(*) FROM metrics", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 0, "cascade");
+        assert_eq!(number(&s, "SELECT COUNT(*) FROM metrics"), 0, "cascade");
     }
 
     #[test]
     fn a_newer_schema_is_refused_and_left_alone() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.db");
+        let (_d, p) = temp_db();
         {
             let c = Connection::open(&p).unwrap();
             c.pragma_update(None, "user_version", 99).unwrap();
@@ -1180,12 +1113,9 @@ mod tests {
 
     #[test]
     fn a_dead_process_leaves_an_incomplete_run() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.db");
+        let (_d, p) = temp_db();
         let s = Store::open(&p).unwrap();
-        let run = s
-            .begin_run("quick", None, "", &serde_json::Value::Null, &[])
-            .unwrap();
+        let run = running(&s);
         // A pid that cannot exist.
         s.conn
             .execute("UPDATE runs SET pid = 2147483000 WHERE id = ?1", [run])
@@ -1197,8 +1127,7 @@ mod tests {
 
     #[test]
     fn concurrent_first_opens_migrate_once() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.db");
+        let (_d, p) = temp_db();
         let handles: Vec<_> = (0..8)
             .map(|_| {
                 let p = p.clone();
@@ -1221,18 +1150,13 @@ mod tests {
 
     #[test]
     fn an_import_is_all_or_nothing() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.db");
+        let (_d, p) = temp_db();
         let mut s = Store::open(&p).unwrap();
         // The third test fails to store: nothing of the import stays.
         let bad = [imported("a", 1.0), imported("b", 2.0), imported("a", 3.0)];
         assert!(s.import("table", "t.csv", "imp", &bad).is_err());
         assert!(s.list_runs().unwrap().is_empty());
-        let n: i64 = s
-            .conn
-            .query_row("SELECT COUNT(*) FROM tests", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 0);
+        assert_eq!(number(&s, "SELECT COUNT(*) FROM tests"), 0);
         // And the connection is usable afterwards.
         let good = [imported("a", 1.0), imported("b", 2.0)];
         let run = s.import("table", "t.csv", "imp", &good).unwrap();
@@ -1241,11 +1165,9 @@ mod tests {
 
     #[test]
     fn non_finite_figures_never_damage_a_stored_document() {
-        let d = tempfile::tempdir().unwrap();
-        let mut s = Store::open(&d.path().join("r.db")).unwrap();
-        let run = s
-            .begin_run("quick", None, "", &serde_json::Value::Null, &[])
-            .unwrap();
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let run = running(&s);
         let t = s
             .add_test(run, 1, "t", Kind::Disk, None, &serde_json::json!({}), "all")
             .unwrap();
@@ -1261,8 +1183,7 @@ mod tests {
 
     #[test]
     fn garbage_is_not_a_database() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.db");
+        let (_d, p) = temp_db();
         std::fs::write(&p, b"this is not sqlite at all, just text padding it out").unwrap();
         assert!(matches!(Store::open(&p), Err(StoreError::Open { .. })));
     }
