@@ -36,7 +36,8 @@ fn doc(
     derive_metrics(&mut metrics);
     let started = origin
         .started_s
-        .filter(|s| s.is_finite() && *s > 0.0)
+        // Past year 9999 no RFC 3339 date can say it: the import's time then.
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 253_402_300_800.0)
         .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s))
         .unwrap_or_else(std::time::SystemTime::now);
     let mut spec = origin.spec;
@@ -662,6 +663,20 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seen: a finite but huge tool timestamp (1e308) panicked the import.
+    #[test]
+    fn an_impossible_timestamp_is_the_imports_time() {
+        for s in [1e308, 253_402_300_800.0, -1.0, f64::NAN] {
+            let o = Origin {
+                started_s: Some(s),
+                ..Default::default()
+            };
+            let d = doc(Kind::Disk, "x", "table", Metrics::new(), vec![], o);
+            assert!(d.started_at.starts_with("20"), "{s}: {}", d.started_at);
+        }
+    }
+
 
     const FIO: &str = include_str!("../tests/fixtures/fio-randrw.json");
     const IPERF3: &str = include_str!("../tests/fixtures/iperf3-tx.json");
