@@ -677,7 +677,6 @@ mod tests {
         }
     }
 
-
     const FIO: &str = include_str!("../tests/fixtures/fio-randrw.json");
     const IPERF3: &str = include_str!("../tests/fixtures/iperf3-tx.json");
 
