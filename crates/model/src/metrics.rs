@@ -64,6 +64,18 @@ impl MetricDef {
     pub fn lower_is_better(&self) -> bool {
         self.better == Better::Lower
     }
+    const fn headline(mut self, k: Kind) -> Self {
+        self.headline = Some(k);
+        self
+    }
+    const fn efficiency_of(mut self, of: &'static str) -> Self {
+        self.efficiency_of = Some(of);
+        self
+    }
+    const fn in_section(mut self, section: &'static str) -> Self {
+        self.section = section;
+        self
+    }
 }
 
 const fn m(
@@ -84,21 +96,6 @@ const fn m(
         efficiency_of: None,
         headline: None,
         section: "",
-    }
-}
-
-impl MetricDef {
-    const fn headline(mut self, k: Kind) -> Self {
-        self.headline = Some(k);
-        self
-    }
-    const fn efficiency_of(mut self, of: &'static str) -> Self {
-        self.efficiency_of = Some(of);
-        self
-    }
-    const fn in_section(mut self, section: &'static str) -> Self {
-        self.section = section;
-        self
     }
 }
 
