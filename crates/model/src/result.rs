@@ -37,6 +37,85 @@ pub struct ResultDoc {
     /// the interfaces and TCP settings of both ends).
     #[schemars(with = "Option<crate::spec::NetDisclosure>")]
     pub disclosure: Option<serde_json::Value>,
+    /// A disk run's figures per target, per worker and per access-spec
+    /// line; their counts add up to the totals in `metrics`. Absent for
+    /// network runs, imports and documents made before iotoll wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<DiskBreakdown>,
+}
+
+/// Per-target, per-worker and per-line figures of a disk run, over the
+/// same window as its totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiskBreakdown {
+    pub targets: Vec<TargetFigures>,
+    pub workers: Vec<WorkerFigures>,
+    pub lines: Vec<LineFigures>,
+}
+
+/// What a part of a disk run did in the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IoFigures {
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// I/Os that failed (any fails the run).
+    pub errors: u64,
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mb_s: f64,
+    /// Absent when no I/O completed in the window.
+    pub lat_mean_us: Option<f64>,
+    pub lat_p99_us: Option<f64>,
+    pub lat_max_us: Option<f64>,
+}
+
+/// One target: the I/Os its workers did on it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TargetFigures {
+    /// Its place in `spec.targets`.
+    pub target: u32,
+    pub path: String,
+    /// The workers that had it.
+    pub workers: Vec<u32>,
+    pub io: IoFigures,
+}
+
+/// One worker: the I/Os it did, on all its targets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WorkerFigures {
+    pub worker: u32,
+    /// Its targets (places in `spec.targets`).
+    pub targets: Vec<u32>,
+    /// The CPU it was pinned to; absent: not pinned.
+    pub pinned: Option<u32>,
+    /// The CPUs it was seen running on in the window (`sched_getcpu`,
+    /// sampled once per batch of completions).
+    pub ran_on: Vec<u32>,
+    /// Busy % of the CPU it was pinned to, over the window (from
+    /// `cpu.local.per_core`).
+    pub pinned_busy_pct: Option<f64>,
+    pub io: IoFigures,
+}
+
+/// One access-spec line: what was asked and what was done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LineFigures {
+    /// Its place in `spec.lines`.
+    pub line: u32,
+    pub share_pct: u32,
+    pub bs: u64,
+    /// I/Os and bytes of this line in the window, and their shares of all.
+    pub ios: u64,
+    pub bytes: u64,
+    pub ios_pct: f64,
+    pub bytes_pct: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 //! fails when they differ; `IOTOLL_BLESS=1` rewrites it).
 
 use crate::metrics::{MetricDef, METRICS};
-use crate::spec::{DiskSpec, NetDisclosure, RrSpec, StreamSpec};
+use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, StreamSpec};
 use crate::{Kind, ResultDoc};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{RecursiveTransform, Transform};
@@ -23,7 +23,10 @@ pub fn result_schema() -> Value {
     let shapes: Vec<_> = Kind::ALL
         .iter()
         .map(|&k| match k {
-            Kind::Disk => (k, g.subschema_for::<DiskSpec>(), json!({"type": "null"})),
+            Kind::Disk => {
+                let d = g.subschema_for::<Option<DiskDisclosure>>();
+                (k, g.subschema_for::<DiskSpec>(), d.to_value())
+            }
             Kind::NetStream => (k, g.subschema_for::<StreamSpec>(), net.clone().to_value()),
             Kind::NetRr => (k, g.subschema_for::<RrSpec>(), net.clone().to_value()),
         })

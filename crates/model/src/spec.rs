@@ -19,37 +19,72 @@ use std::collections::BTreeMap;
 pub struct DiskSpec {
     /// The built-in access specification, or null for a custom one.
     pub spec: Option<String>,
+    /// The first target (`targets` lists them all).
     pub target: String,
-    #[schemars(extend("enum" = ["temp-file", "created-file", "existing-file", "block-device"]))]
+    #[schemars(extend("enum" = TARGET_KINDS))]
     pub target_kind: String,
-    /// Size of the file or device, bytes.
+    /// Size of the first target's file or device, bytes.
     #[schemars(range(min = 1))]
     pub target_size: u64,
-    /// Transfer size, bytes.
+    /// Every target, in the order given. Absent in documents made before
+    /// iotoll took several targets.
+    #[serde(default)]
+    pub targets: Vec<TargetSpec>,
+    /// How many targets, written only when more than one (so that a
+    /// single-target test keeps its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2))]
+    pub ntargets: Option<u32>,
+    /// Transfer size, bytes: the single line's (absent for a mixed spec;
+    /// see `lines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    pub bs: u64,
+    pub bs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 100))]
-    pub read_pct: u32,
+    pub read_pct: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 100))]
-    pub random_pct: u32,
-    /// Outstanding I/Os per worker.
+    pub random_pct: Option<u32>,
+    /// The access specification's lines (one for a simple spec). Absent in
+    /// documents made before iotoll took mixed specs.
+    #[serde(default)]
+    pub lines: Vec<LineSpec>,
+    /// A mixed spec in one word for test names: the built-in's name, or
+    /// its lines written out. Absent for a single-line spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
+    /// Outstanding I/Os per worker and target (Iometer counts them per target).
     #[schemars(range(min = 1))]
     pub qd: u32,
+    /// Workers per target, or in all with `spread`.
     #[schemars(range(min = 1))]
     pub workers: u32,
-    /// The region tested: its length and offset, bytes.
+    /// Every worker works on every target (round-robin), instead of a
+    /// worker per target. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spread: bool,
+    /// CPUs the workers were pinned to, round-robin; absent: not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// The region tested on each target: its length and offset, bytes.
     #[schemars(range(min = 1))]
     pub size: u64,
     pub offset: u64,
+    /// The single line's alignment (absent for a mixed spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    pub align: u64,
+    pub align: Option<u64>,
     #[schemars(range(min = 1))]
     pub logical_block_size: u64,
-    /// Iometer's transfer delay and burst length.
+    /// Iometer's transfer delay and burst length of the single line
+    /// (absent for a mixed spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0))]
-    pub burst_delay_s: f64,
+    pub burst_delay_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    pub burst_len: u32,
+    pub burst_len: Option<u32>,
     /// The engine that ran, and what was asked.
     #[schemars(extend("enum" = ["io_uring", "psync", "null"]))]
     pub engine: String,
@@ -61,6 +96,75 @@ pub struct DiskSpec {
     pub ramp_s: f64,
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub time_s: f64,
+}
+
+/// What a target can be.
+pub const TARGET_KINDS: [&str; 4] = ["temp-file", "created-file", "existing-file", "block-device"];
+
+/// One target of a disk run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TargetSpec {
+    pub path: String,
+    #[schemars(extend("enum" = TARGET_KINDS))]
+    pub kind: String,
+    /// Size of the file or device, bytes.
+    #[schemars(range(min = 1))]
+    pub size: u64,
+    #[schemars(range(min = 1))]
+    pub logical_block_size: u64,
+}
+
+/// One line of an access specification (Iometer's "% of access" and the
+/// transfer parameters it applies to).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LineSpec {
+    /// Share of the I/Os this line makes, percent; the lines add up to 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub share_pct: u32,
+    #[schemars(range(min = 1))]
+    pub bs: u64,
+    #[schemars(range(max = 100))]
+    pub read_pct: u32,
+    #[schemars(range(max = 100))]
+    pub random_pct: u32,
+    #[schemars(range(min = 0.0))]
+    pub burst_delay_s: f64,
+    #[schemars(range(min = 1))]
+    pub burst_len: u32,
+    /// Offset alignment, bytes.
+    #[schemars(range(min = 1))]
+    pub align: u64,
+}
+
+/// `disclosure` of a disk run: where its workers ran and where the
+/// interrupts of its devices go.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiskDisclosure {
+    /// The block devices behind the targets (a file's filesystem's device).
+    pub devices: Vec<String>,
+    /// Interrupt lines of those devices and of the network interfaces
+    /// (`/proc/interrupts`), with their CPU affinity.
+    pub irqs: Vec<IrqAffinity>,
+    /// Why devices or IRQs could not be read, if they could not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One interrupt line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IrqAffinity {
+    /// Its number (or name, for the architecture's own lines).
+    pub irq: String,
+    /// The name `/proc/interrupts` gives its handler (e.g. `nvme0q1`).
+    pub name: String,
+    /// `/proc/irq/N/smp_affinity_list`, e.g. `0-3`; absent if unreadable.
+    pub affinity: Option<String>,
+    /// Interrupts taken so far, per CPU (`/proc/interrupts` columns).
+    pub per_cpu: Vec<u64>,
 }
 
 /// What `spec` holds for every network kind.

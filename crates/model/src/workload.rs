@@ -44,8 +44,12 @@ const DISK: &[Param] = &[
     p("bs", "bs", Fmt::Size, true),
     p("read_pct", "read", Fmt::Int, true),
     p("random_pct", "random", Fmt::Int, true),
+    // Written only for a mixed spec, several targets, spread workers.
+    p("mix", "mix", Fmt::Text, true),
     p("qd", "qd", Fmt::Int, true),
     p("workers", "workers", Fmt::Int, true),
+    p("ntargets", "targets", Fmt::Int, true),
+    p("spread", "spread", Fmt::OnOff, true),
     p("size", "size", Fmt::Size, false),
     p("align", "align", Fmt::Size, false),
     p("burst_delay_s", "burst-delay", Fmt::Secs, false),
