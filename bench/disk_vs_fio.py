@@ -162,6 +162,11 @@ def iotoll_run(cmd):
         x["ios"] = ios
     if b.get("workers"):
         x["per_worker_iops"] = [w["io"]["iops"] for w in b["workers"]]
+        # metrics.qd_achieved is the run's total in flight; per worker, as
+        # fio's figure (one job per worker) is printed.
+        n = len(b["workers"])
+        x["qd_achieved"] /= n
+        x["qd_little"] /= n
     if b.get("lines"):
         x["lines"] = [(ln["bs"], ln["share_pct"], ln["ios_pct"]) for ln in b["lines"]]
     x["read_pct"] = 100 * m["read_iops"] / m["iops"] if m.get("iops") else None
@@ -334,7 +339,7 @@ def main():
             print(f"   ratio iotoll/{t}: IOPS {med['iotoll']['iops'] / med[t]['iops']:.3f}   "
                   f"CPU per I/O {med['iotoll']['cpu_us_per_io'] / med[t]['cpu_us_per_io']:.3f}")
         print(f"   (qd_achieved: iotoll measured directly; fio = fio IOPS x fio mean lat"
-              f"{' / jobs' if cname == 'multi' else ''}. iotoll's IOPS x mean lat, median: {little:.2f})")
+              f"{'; both per worker (fio job)' if cname == 'multi' else ''}. iotoll's IOPS x mean lat, median: {little:.2f})")
         if "qd_clat" in res[tools[0]][0]:
             clat = {t: statistics.median(x["qd_clat"] for x in res[t]) for t in tools[:-1]}
             print("   (fio IOPS x mean clat, median: " + ", ".join(f"{t} {v:.2f}" for t, v in clat.items()) + ")")
