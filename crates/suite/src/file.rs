@@ -700,7 +700,7 @@ mod tests {
         assert_eq!(j.reps, 3);
         let JobSpec::Disk(d) = &j.spec else { panic!() };
         assert_eq!(
-            (d.bs, d.qd, d.workers, d.size),
+            (d.lines[0].bs, d.qd, d.workers, d.size),
             (1 << 20, 4, 1, Some(4 << 30))
         );
         assert_eq!(
@@ -751,7 +751,7 @@ group = "{dir}"
         let JobSpec::Disk(d) = &s.jobs[1].spec else {
             panic!()
         };
-        assert_eq!((d.bs, d.qd), (8192, 4));
+        assert_eq!((d.lines[0].bs, d.qd), (8192, 4));
         assert_eq!(s.jobs[1].name, "a/qd=4");
     }
 
