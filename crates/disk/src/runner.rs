@@ -1319,6 +1319,8 @@ mod tests {
 
     /// A file's (device, inode).
     type FileId = (u64, u64);
+    /// The (file, request) pairs one worker's engine was asked for.
+    type Asked = Vec<(FileId, Request)>;
 
     /// Two targets of 4 MiB, two workers each or two spread over both, a
     /// File Server mix: returns the document and, per worker, the files
