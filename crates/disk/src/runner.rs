@@ -1325,7 +1325,7 @@ mod tests {
     /// Two targets of 4 MiB, two workers each or two spread over both, a
     /// File Server mix: returns the document and, per worker, the files
     /// (device, inode) and requests its null engine was asked for.
-    fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Vec<(FileId, Request)>>) {
+    fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Asked>) {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];
