@@ -1203,6 +1203,489 @@ fn write_worker(o: &mut String, w: &Worker) {
     let _ = writeln!(o, "'End worker");
 }
 
+/// An .icf as a suite file: its TOML, and what the mapping had to say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Import {
+    /// A suite file (docs/suites.md) that `file::parse` checks as any other.
+    pub toml: String,
+    /// For each line of `toml` (0-based), the .icf line it comes from.
+    pub origin: Vec<Option<usize>>,
+    /// Iometer's disk targets in order of first appearance: the n-th is
+    /// the n-th `--target`.
+    pub targets: Vec<String>,
+    /// What the file says that iotoll does not do, or does its own way.
+    pub notes: Vec<String>,
+}
+
+impl Import {
+    /// The .icf line a line of the generated TOML came from.
+    pub fn icf_line(&self, toml_line: usize) -> Option<usize> {
+        self.origin
+            .get(toml_line.checked_sub(1)?)
+            .copied()
+            .flatten()
+    }
+}
+
+/// TOML text with the .icf line of each of its lines.
+#[derive(Default)]
+struct Out {
+    text: String,
+    origin: Vec<Option<usize>>,
+}
+
+impl Out {
+    fn line(&mut self, at: Option<usize>, l: impl AsRef<str>) {
+        self.text.push_str(l.as_ref());
+        self.text.push('\n');
+        self.origin.push(at);
+    }
+}
+
+/// A TOML string.
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A name iotoll takes for a test: no '/', ',' or control characters.
+pub fn test_name(s: &str) -> String {
+    let n: String = (s.trim().chars())
+        .filter(|c| !c.is_control())
+        .map(|c| if c == '/' || c == ',' { '-' } else { c })
+        .collect();
+    n.trim().to_string()
+}
+
+/// The values Iometer's cycling steps through, from `start` up to `end`:
+/// `start + k * step`, or `start * step^k` when exponential.
+pub fn cycle_values(start: u32, end: u32, step: u32, exponential: bool) -> Vec<u32> {
+    let mut out = Vec::new();
+    let (mut v, mut k) = (start as u64, 1u32);
+    while v <= end as u64 && out.len() < 10_000 {
+        out.push(v as u32);
+        v = if !exponential || step == 1 {
+            v + step as u64
+        } else {
+            match (step as u64).checked_pow(k) {
+                Some(p) => start as u64 * p,
+                None => break,
+            }
+        };
+        k += 1;
+        if step == 0 {
+            break;
+        }
+    }
+    out
+}
+
+/// One access-spec position of the workers' assigned lists: the spec and
+/// the workers that run it (Iometer runs the n-th spec of every worker
+/// at once; a worker whose n-th is `Idle`, or who has none, rests).
+struct Step<'a> {
+    spec: &'a str,
+    workers: Vec<&'a Worker>,
+}
+
+const IDLE: &str = "Idle";
+
+/// Maps an .icf onto a suite: access specs become `[[spec]]`s; the test
+/// setup, ramp and time and the cycling sweeps; the workers and their
+/// targets, `workers` and `spread` over the targets given with
+/// `--target`. `stem` names the suite (the file's name without .icf).
+/// What cannot be expressed is an error naming each thing and its line.
+pub fn import(icf: &Icf, file: &str, stem: &str) -> Result<Import, IcfError> {
+    let mut problems: Vec<(Option<usize>, String)> = Vec::new();
+    let mut notes = Vec::new();
+    let setup = icf.setup.clone().unwrap_or_default();
+    let has_setup = icf.setup.is_some();
+    let at = |n: usize| Some(n).filter(|n| *n > 0);
+    // The disk workers that run: with targets and access specs.
+    let mut active: Vec<(&Manager, &Worker)> = Vec::new();
+    for m in icf.managers.iter().flatten() {
+        for w in &m.workers {
+            let runs = w.targets.as_ref().is_some_and(|t| !t.is_empty())
+                && (w.specs.as_ref())
+                    .is_some_and(|s| s.iter().any(|s| !s.eq_ignore_ascii_case(IDLE)));
+            match (w.kind, runs) {
+                (WorkerKind::Disk, true) => active.push((m, w)),
+                (_, true) => problems.push((
+                    at(w.at),
+                    format!(
+                        "worker '{}' on manager '{}' is a network worker with targets: iotoll measures networks with net-stream and net-rr tests, not Iometer's network workers; remove it from the file",
+                        w.name, m.name
+                    ),
+                )),
+                _ => {}
+            }
+        }
+    }
+    let mut hosts: Vec<&str> = active.iter().map(|(m, _)| m.name.as_str()).collect();
+    hosts.dedup();
+    if hosts.len() > 1 {
+        problems.push((
+            at(active[0].0.at),
+            format!(
+                "workers on {} managers ({}): iotoll runs every worker on this host; keep one manager",
+                hosts.len(),
+                hosts.join(", ")
+            ),
+        ));
+    }
+    // Targets in order of first appearance.
+    let mut targets: Vec<(String, String)> = Vec::new();
+    for (_, w) in &active {
+        let mut mine: Vec<String> = Vec::new();
+        for t in w.targets.iter().flatten() {
+            let key = t.disk_key();
+            if mine.contains(&key) {
+                problems.push((
+                    at(t.at),
+                    format!("worker '{}' has target '{}' twice", w.name, t.name),
+                ));
+            }
+            mine.push(key.clone());
+            if !targets.iter().any(|(k, _)| *k == key) {
+                targets.push((key, t.name.clone()));
+            }
+        }
+    }
+    let keys =
+        |w: &Worker| -> Vec<String> { w.targets.iter().flatten().map(Target::disk_key).collect() };
+    // The specs in the order they run, and who runs each.
+    let longest = active
+        .iter()
+        .map(|(_, w)| w.specs.as_ref().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0);
+    let mut steps: Vec<Step> = Vec::new();
+    for i in 0..longest {
+        let running: Vec<(&Worker, &str)> = (active.iter())
+            .filter_map(|(_, w)| Some((*w, w.specs.as_ref()?.get(i)?.as_str())))
+            .filter(|(_, s)| !s.eq_ignore_ascii_case(IDLE))
+            .collect();
+        let Some((first, spec)) = running.first().copied() else {
+            continue;
+        };
+        if let Some((w, other)) = running.iter().find(|(_, s)| *s != spec) {
+            problems.push((
+                at(w.at),
+                format!(
+                    "access spec {} of the workers' lists: worker '{}' runs '{spec}', worker '{}' runs '{other}' at the same time; an iotoll test runs one access spec on all its workers",
+                    i + 1,
+                    first.name,
+                    w.name
+                ),
+            ));
+            continue;
+        }
+        steps.push(Step {
+            spec,
+            workers: running.into_iter().map(|(w, _)| w).collect(),
+        });
+    }
+    for s in &steps {
+        if !icf.specs.iter().any(|f| f.name == s.spec) {
+            problems.push((
+                at(s.workers[0].at),
+                format!(
+                    "worker '{}' is assigned access spec '{}', which the file's ACCESS SPECIFICATIONS do not define (iotoll does not know Iometer's own default specs)",
+                    s.workers[0].name, s.spec
+                ),
+            ));
+        }
+    }
+    // Layout: k workers on each target, or workers spread over them all.
+    let all: Vec<String> = targets.iter().map(|(k, _)| k.clone()).collect();
+    let layout = |s: &Step| -> Result<(u32, bool), String> {
+        let mut per = vec![0u32; all.len()];
+        let single = s.workers.iter().all(|w| keys(w).len() == 1);
+        if single {
+            for w in &s.workers {
+                let k = &keys(w)[0];
+                per[all.iter().position(|t| t == k).unwrap()] += 1;
+            }
+            if per.iter().all(|n| *n == per[0]) {
+                return Ok((per[0], false));
+            }
+        }
+        let mut sorted = all.clone();
+        sorted.sort();
+        let spread = s.workers.iter().all(|w| {
+            let mut k = keys(w);
+            k.sort();
+            k == sorted
+        });
+        if spread {
+            return Ok((s.workers.len() as u32, true));
+        }
+        let each: Vec<String> = (s.workers.iter())
+            .map(|w| {
+                let names: Vec<String> =
+                    w.targets.iter().flatten().map(|t| t.name.clone()).collect();
+                format!("'{}' on {}", w.name, names.join(" + "))
+            })
+            .collect();
+        Err(format!(
+            "access spec '{}': the workers' targets cannot be expressed ({}): iotoll runs the same number of workers on each target, each on one, or workers that each have all the targets (spread)",
+            s.spec,
+            each.join(", ")
+        ))
+    };
+    let mut shape: Option<(u32, bool)> = None;
+    for s in &steps {
+        match layout(s) {
+            Ok(l) if shape.is_none_or(|p| p == l) => shape = Some(l),
+            Ok(l) => problems.push((
+                at(s.workers[0].at),
+                format!(
+                    "access spec '{}' runs {} worker(s){} and an earlier one {} worker(s){}: an iotoll test keeps its workers for every spec it sweeps",
+                    s.spec,
+                    l.0,
+                    if l.1 { " spread over all targets" } else { " per target" },
+                    shape.unwrap().0,
+                    if shape.unwrap().1 { " spread over all targets" } else { " per target" },
+                ),
+            )),
+            Err(m) => problems.push((at(s.workers[0].at), m)),
+        }
+    }
+    // One region for all: Iometer's maximum disk size and starting sector.
+    let first = active.first().map(|(_, w)| *w);
+    if let Some(w) = active.iter().map(|(_, w)| *w).find(|w| {
+        Some((w.disk_size, w.start_sector)) != first.map(|f| (f.disk_size, f.start_sector))
+    }) {
+        problems.push((
+            at(w.at),
+            format!(
+                "worker '{}' has maximum disk size {} and starting sector {}, worker '{}' {} and {}: iotoll tests one region on every target",
+                w.name, w.disk_size, w.start_sector, first.unwrap().name, first.unwrap().disk_size, first.unwrap().start_sector
+            ),
+        ));
+    }
+    // QD: each spec's from the workers that run it, unless cycled.
+    let mut t = setup.test_type;
+    let trivial_targets = all.len() <= 1 || shape.is_some_and(|(_, spread)| !spread);
+    match t {
+        TestType::CycleTargets if trivial_targets => {
+            notes.push("Test Type CYCLE_TARGETS: each worker has one target, so there is nothing to cycle".to_string());
+            t = TestType::Normal;
+        }
+        TestType::CycleOutstandingIosAndTargets if trivial_targets => {
+            notes.push("Test Type CYCLE_OUTSTANDING_IOS_AND_TARGETS: each worker has one target, so only the queue depth is cycled".to_string());
+            t = TestType::CycleOutstandingIos;
+        }
+        TestType::Normal | TestType::CycleOutstandingIos => {}
+        TestType::CycleWorkers if shape.is_none_or(|(k, spread)| spread || all.len() <= 1 || k == 1 && all.len() == 1) => {}
+        other => problems.push((
+            at(setup.test_type_at),
+            format!(
+                "Test Type {}: iotoll cannot express it (it runs every test on all the targets given, with one layout of workers); use NORMAL, CYCLE_OUTSTANDING_IOS, or CYCLE_WORKERS with workers spread over all targets",
+                other.as_str()
+            ),
+        )),
+    }
+    let mut spec_qd: Vec<(&str, Option<u32>)> = Vec::new();
+    for s in &steps {
+        let qd = s.workers[0].qd;
+        if let Some(w) = s.workers.iter().find(|w| w.qd != qd) {
+            if t != TestType::CycleOutstandingIos {
+                problems.push((
+                    at(w.at),
+                    format!(
+                        "access spec '{}': worker '{}' has {} outstanding I/Os, worker '{}' {}: an iotoll test runs all its workers at one queue depth",
+                        s.spec, s.workers[0].name, qd, w.name, w.qd
+                    ),
+                ));
+            }
+        }
+        match spec_qd.iter_mut().find(|(n, _)| *n == s.spec) {
+            Some((_, q)) if *q != Some(qd) => *q = None,
+            Some(_) => {}
+            None => spec_qd.push((s.spec, Some(qd))),
+        }
+    }
+    if t != TestType::CycleOutstandingIos {
+        if let Some((name, _)) = spec_qd.iter().find(|(_, q)| q.is_none()) {
+            problems.push((
+                at(setup.test_type_at),
+                format!("access spec '{name}' runs at more than one queue depth in the workers' lists: an iotoll spec has one"),
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort_by_key(|(l, _)| *l);
+        problems.dedup();
+        return Err(IcfError {
+            file: file.into(),
+            problems,
+        });
+    }
+    // Notes: what is read but not done.
+    if icf.managers.is_none() {
+        notes.push("no MANAGER LIST: one test runs every access specification in the file, in order, with iotoll's default workers".into());
+    }
+    if !has_setup {
+        notes.push("no TEST SETUP: iotoll's default ramp-up and window".into());
+    } else if setup.run_secs() == 0 {
+        notes.push(
+            "Run Time 0 (Iometer: until stopped): iotoll uses its default window; give --time"
+                .into(),
+        );
+    }
+    if active
+        .iter()
+        .any(|(_, w)| w.disk_size > 0 || w.start_sector > 0)
+    {
+        notes.push("maximum disk size and starting sector are counted in 512-byte sectors".into());
+    }
+    if active
+        .iter()
+        .any(|(_, w)| w.data_pattern.is_some_and(|p| p != 0))
+    {
+        notes.push("the workers' data pattern is not used: iotoll writes its own".into());
+    }
+    if active.iter().any(|(_, w)| w.fixed_seed.is_some()) {
+        notes.push("the fixed random seed is not used".into());
+    }
+    let used = |n: &str| steps.iter().any(|s| s.spec == n) || icf.managers.is_none();
+    if icf
+        .specs
+        .iter()
+        .filter(|s| used(&s.name))
+        .flat_map(|s| &s.lines)
+        .any(|l| l.reply > 0)
+    {
+        notes.push("reply sizes are not used (they apply to Iometer's network workers)".into());
+    }
+    // The suite.
+    let mut o = Out::default();
+    o.line(
+        None,
+        format!(
+            "# Imported from {} (Iometer {})",
+            file.replace('\n', " "),
+            icf.version
+        ),
+    );
+    o.line(None, format!("name = {}", quote(stem)));
+    if !setup.description.is_empty() {
+        o.line(
+            at(setup.at),
+            format!("description = {}", quote(&setup.description)),
+        );
+    }
+    if has_setup {
+        o.line(at(setup.at), format!("ramp = \"{}s\"", setup.ramp_s));
+        if setup.run_secs() > 0 {
+            o.line(
+                at(setup.run_time_at),
+                format!("time = \"{}s\"", setup.run_secs()),
+            );
+        }
+    }
+    for s in &icf.specs {
+        o.line(None, "");
+        o.line(at(s.at), "[[spec]]");
+        o.line(at(s.at), format!("name = {}", quote(&s.name)));
+        if let Some((_, Some(q))) = spec_qd.iter().find(|(n, _)| *n == s.name) {
+            o.line(at(s.at), format!("qd = {q}"));
+        }
+        o.line(at(s.at), "lines = [");
+        for l in &s.lines {
+            let align = match l.align {
+                0 => String::new(),
+                a => format!(", align = {a}"),
+            };
+            o.line(
+                at(l.at),
+                format!(
+                    "  {{ share = {}, bs = {}, read = {}, random = {}, delay = \"{}ms\", burst = {}{align} }},",
+                    l.share, l.size, l.reads, l.random, l.delay_ms, l.burst
+                ),
+            );
+        }
+        o.line(at(s.at), "]");
+    }
+    let name = Some(test_name(&setup.description))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| test_name(stem));
+    let name = if name.is_empty() {
+        "icf".to_string()
+    } else {
+        name
+    };
+    let list = |v: Vec<String>| match v.len() {
+        1 => v[0].clone(),
+        _ => format!("[{}]", v.join(", ")),
+    };
+    o.line(None, "");
+    o.line(at(setup.at), "[[test]]");
+    o.line(at(setup.at), format!("name = {}", quote(&name)));
+    o.line(None, "kind = \"disk\"");
+    let specs: Vec<String> = match icf.managers {
+        Some(_) => steps.iter().map(|s| quote(s.spec)).collect(),
+        None => icf.specs.iter().map(|s| quote(&s.name)).collect(),
+    };
+    let spec_at = steps
+        .first()
+        .map_or(icf.specs.first().map(|s| s.at), |s| at(s.workers[0].at));
+    if specs.is_empty() {
+        return Err(IcfError::one(file, None, "no access specification runs: no disk worker has both targets and assigned access specs"));
+    }
+    o.line(spec_at, format!("spec = {}", list(specs)));
+    let w_at = first.map(|w| w.at);
+    if let Some((k, spread)) = shape {
+        if t == TestType::CycleWorkers {
+            let c = setup.worker_cycling;
+            let mut v = cycle_values(c.start, k, c.step, c.exponential);
+            if v.last() != Some(&k) {
+                // Iometer's last step runs every worker.
+                v.push(k);
+            }
+            let v: Vec<String> = v.iter().filter(|n| **n > 0).map(u32::to_string).collect();
+            o.line(at(setup.test_type_at), format!("workers = {}", list(v)));
+        } else {
+            o.line(w_at, format!("workers = {k}"));
+        }
+        if spread {
+            o.line(w_at, "spread = true");
+        }
+    }
+    if t == TestType::CycleOutstandingIos {
+        let q = setup.queue_cycling;
+        let v: Vec<String> = cycle_values(q.start, q.end, q.step, q.exponential)
+            .iter()
+            .map(u32::to_string)
+            .collect();
+        if v.is_empty() {
+            return Err(IcfError::one(
+                file,
+                at(setup.test_type_at),
+                format!(
+                    "Queue Depth Cycling from {} to {} runs nothing",
+                    q.start, q.end
+                ),
+            ));
+        }
+        o.line(at(setup.test_type_at), format!("qd = {}", list(v)));
+    }
+    if let Some(w) = first {
+        if w.disk_size > 0 {
+            o.line(w_at, format!("size = {}", w.disk_size * 512));
+        }
+        if w.start_sector > 0 {
+            o.line(w_at, format!("offset = {}", w.start_sector * 512));
+        }
+    }
+    Ok(Import {
+        toml: o.text,
+        origin: o.origin,
+        targets: targets.into_iter().map(|(_, n)| n).collect(),
+        notes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1368,5 +1851,68 @@ mod tests {
         let cut = &TWO[..TWO.find("'End worker").unwrap()];
         let e = parse(cut, "x").unwrap_err();
         assert!(e.to_string().contains("ends inside"), "{e}");
+    }
+
+    #[test]
+    fn imports_the_two_workers_fixture() {
+        let icf = parse(TWO, "two-workers.icf").unwrap();
+        let imp = import(&icf, "two-workers.icf", "two-workers").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(imp.targets, ["E: \"DATA1\"", "PHYSICALDRIVE:2"]);
+        let t = &imp.toml;
+        assert!(t.contains("name = \"two-workers\"\n"), "{t}");
+        assert!(t.contains("ramp = \"5s\"\ntime = \"30s\"\n"), "{t}");
+        assert!(t.contains("[[spec]]\nname = \"mail store\"\nqd = 1\nlines = [\n  { share = 60, bs = 4096, read = 70, random = 100, delay = \"0ms\", burst = 1 },\n  { share = 30, bs = 8192, read = 50, random = 100, delay = \"0ms\", burst = 1, align = 4096 },\n  { share = 10, bs = 65536, read = 0, random = 0, delay = \"2ms\", burst = 4 },\n]\n"), "{t}");
+        assert!(t.contains("[[test]]\nname = \"mixed-qd\"\nkind = \"disk\"\nspec = \"mail store\"\nworkers = 1\nqd = [1, 2, 4, 8, 16]\nsize = 1073741824\n"), "{t}");
+        assert_eq!(
+            imp.notes,
+            ["maximum disk size and starting sector are counted in 512-byte sectors"]
+        );
+        // Each TOML line knows where it came from.
+        let qd_line = t.lines().position(|l| l.starts_with("qd = [")).unwrap() + 1;
+        assert_eq!(imp.icf_line(qd_line), Some(25));
+    }
+
+    #[test]
+    fn cycles_step_as_iometer_does() {
+        assert_eq!(cycle_values(1, 16, 2, true), [1, 2, 4, 8, 16]);
+        assert_eq!(cycle_values(2, 20, 3, true), [2, 6, 18]);
+        assert_eq!(cycle_values(1, 10, 4, false), [1, 5, 9]);
+        assert_eq!(cycle_values(4, 4, 1, true), [4]);
+        assert_eq!(cycle_values(5, 4, 1, false), Vec::<u32>::new());
+        assert_eq!(cycle_values(1, 3, 0, false), [1]);
+    }
+
+    #[test]
+    fn one_worker_on_every_target_is_spread() {
+        let text = TWO.replace(
+            "'Target\n\tE: \"DATA1\"\n'Target type\n\tDISK\n'End target\n",
+            "'Target\n\tE: \"DATA1\"\n'Target type\n\tDISK\n'End target\n'Target\n\tPHYSICALDRIVE:2\n'Target type\n\tDISK\n'End target\n",
+        );
+        // Worker 2 keeps only PHYSICALDRIVE:2: not expressible.
+        let icf = parse(&text, "x.icf").unwrap();
+        let e = import(&icf, "x.icf", "x").unwrap_err();
+        assert!(e.to_string().contains("cannot be expressed ('Worker 1' on E: \"DATA1\" + PHYSICALDRIVE:2, 'Worker 2' on PHYSICALDRIVE:2)"), "{e}");
+        // Without worker 2, worker 1 is spread over both.
+        let cut = text.find("'Worker\n\tWorker 2").unwrap();
+        let end = text.find("'End manager").unwrap();
+        let one = format!("{}{}", &text[..cut], &text[end..]);
+        let imp = import(&parse(&one, "x.icf").unwrap(), "x.icf", "x").unwrap();
+        assert!(
+            imp.toml.contains("workers = 1\nspread = true\n"),
+            "{}",
+            imp.toml
+        );
+    }
+
+    #[test]
+    fn uneven_targets_are_refused_with_the_workers() {
+        let icf = parse(&fixture("uneven-targets.icf"), "u.icf").unwrap();
+        let e = import(&icf, "u.icf", "u").unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "u.icf:50: access spec 'mail store': the workers' targets cannot be expressed"
+            ),
+            "{e}"
+        );
     }
 }
