@@ -11,10 +11,11 @@ pub mod runner;
 pub mod spec;
 pub mod specs;
 pub mod target;
+pub mod topology;
 
 pub use runner::run;
 pub use spec::{DiskSpec, EngineChoice};
-pub use specs::{AccessSpec, BUILTIN_SPECS};
+pub use specs::{builtin_specs, AccessLine, AccessSpec};
 
 use std::path::PathBuf;
 

@@ -2,16 +2,20 @@
 //! measurement window with its whole-host CPU snapshots, the one-second
 //! series, and the result document.
 
-use crate::engines::{self, Engine, EngineKind, IoResult};
+use crate::engines::{self, Engine, EngineKind, IoResult, Request};
 use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
-use crate::pattern::IoGen;
+use crate::pattern::{Io, IoGen, Line};
 use crate::rng::Rng;
 use crate::spec::{DiskSpec, EngineChoice};
 use crate::target::{self, Target};
+use crate::topology::{self, Assignment};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::{
+    derive_metrics, CpuSection, DiskBreakdown, IoFigures, Kind, LineFigures, Metrics, ResultDoc,
+    ResultStatus, TargetFigures, WorkerFigures,
+};
 use iotoll_run::{
     interrupted_note, latency_report, new_histogram, take_cpu_report, write_latency_metrics, Clock,
     Counting, HostClock, Live, Phase, PhaseCell, RunControl, SeriesRecorder,
@@ -28,7 +32,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(workers: u32) -> Self {
+    fn new(workers: usize) -> Self {
         Shared {
             phase: PhaseCell::new(Phase::Ramp),
             live: (0..workers).map(|_| Live::default()).collect(),
@@ -48,60 +52,127 @@ impl Drop for PanicFlag<'_> {
     }
 }
 
-/// What one worker measured inside the window.
-struct WorkerOut {
+/// What was done on one target (by one worker, or in all) in the window.
+struct Counts {
     reads: u64,
     writes: u64,
     read_bytes: u64,
     write_bytes: u64,
     errors: u64,
-    first_error: Option<String>,
     hist: Histogram<u64>,
-    /// Mean I/Os outstanding over the worker's view of the window.
-    qd_achieved: f64,
 }
 
-impl WorkerOut {
+impl Counts {
     fn new() -> Self {
-        WorkerOut {
+        Counts {
             reads: 0,
             writes: 0,
             read_bytes: 0,
             write_bytes: 0,
             errors: 0,
-            first_error: None,
             hist: new_histogram(),
-            qd_achieved: 0.0,
+        }
+    }
+
+    fn add(&mut self, o: &Counts) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.errors += o.errors;
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.hist.add(&o.hist);
+    }
+
+    fn figures(&self, window_s: f64) -> IoFigures {
+        let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
+        let lat = latency_report(&self.hist);
+        IoFigures {
+            reads: self.reads,
+            writes: self.writes,
+            read_bytes: self.read_bytes,
+            write_bytes: self.write_bytes,
+            errors: self.errors,
+            iops: per_s(self.reads + self.writes),
+            mb_s: per_s(self.read_bytes + self.write_bytes) / 1e6,
+            lat_mean_us: lat.as_ref().map(|l| l.mean_us),
+            lat_p99_us: (lat.as_ref()).and_then(|l| l.percentiles_us.get("99").copied()),
+            lat_max_us: lat.as_ref().map(|l| l.max_us),
         }
     }
 }
 
+/// What one worker measured inside the window.
+struct WorkerOut {
+    /// Per target of the worker, in its order.
+    targets: Vec<Counts>,
+    /// I/Os and bytes of each access-spec line.
+    lines: Vec<(u64, u64)>,
+    first_error: Option<String>,
+    /// Mean I/Os outstanding over the worker's view of the window.
+    qd_achieved: f64,
+    /// The CPUs it was seen on in the window.
+    ran_on: Vec<u32>,
+}
+
+impl WorkerOut {
+    fn new(targets: usize, lines: usize) -> Self {
+        WorkerOut {
+            targets: (0..targets).map(|_| Counts::new()).collect(),
+            lines: vec![(0, 0); lines],
+            first_error: None,
+            qd_achieved: 0.0,
+            ran_on: Vec::new(),
+        }
+    }
+}
+
+/// One of a worker's targets.
+struct PlanTarget {
+    /// The target's path, for messages.
+    path: String,
+    region: crate::pattern::Region,
+    /// Each line's alignment on it.
+    aligns: Vec<u64>,
+    /// The worker's place among the target's workers, and their number.
+    place: (u32, u32),
+}
+
 struct WorkerPlan {
     index: u32,
-    /// The target's path, for messages.
-    target: String,
     kind: EngineKind,
     spec: DiskSpec,
-    region: crate::pattern::Region,
-    align: u64,
+    targets: Vec<PlanTarget>,
+    cpu: Option<u32>,
     seed: u64,
 }
 
-/// One worker: set up its engine, report readiness, then keep QD I/Os in
-/// flight until told to stop, counting only completions inside the window.
+/// One worker: pin itself, set up its engine, report readiness, then keep
+/// QD I/Os in flight on each target until told to stop, counting only
+/// completions inside the window.
 fn worker(
     plan: WorkerPlan,
-    file: std::fs::File,
+    files: Vec<std::fs::File>,
     shared: Arc<Shared>,
     start: Arc<Barrier>,
     ready: mpsc::Sender<Result<Option<String>, String>>,
     clock: impl Clock,
 ) -> Result<WorkerOut, String> {
     let _flag = PanicFlag(&shared);
-    let (qd, bs) = (plan.spec.qd as usize, plan.spec.bs as usize);
-    let setup = plan.kind.open(file, qd, bs, plan.seed).map_err(|e| {
-        let kind = plan.kind.name();
-        format!("worker {}: cannot set up {kind}: {e}", plan.index)
+    let kind = plan.kind.name();
+    // Pinned before the engine is built, so that its ring and buffers are
+    // allocated on the CPU's memory node.
+    let pinned = match plan.cpu {
+        Some(cpu) => iotoll_probe::affinity::pin_current_thread(cpu)
+            .map_err(|e| format!("worker {}: cannot pin to CPU {cpu}: {e}", plan.index)),
+        None => Ok(()),
+    };
+    let depth = plan.spec.qd as usize * plan.targets.len();
+    let bs = plan.spec.max_bs() as usize;
+    let setup = pinned.and_then(|()| {
+        plan.kind
+            .open(files, depth, bs, plan.seed)
+            .map_err(|e| format!("worker {}: cannot set up {kind}: {e}", plan.index))
     });
     let note = setup.as_ref().map(|(_, note)| note.clone());
     let _ = ready.send(note.map_err(String::clone));
@@ -114,10 +185,12 @@ fn worker(
 }
 
 /// What an I/O was, for messages: "write of 4096 bytes at offset 8192 on PATH".
-fn io_desc(read: bool, bs: usize, offset: u64, target: &str) -> String {
+fn io_desc(rq: &Request, target: &str) -> String {
     format!(
-        "{} of {bs} bytes at offset {offset} on {target}",
-        if read { "read" } else { "write" }
+        "{} of {} bytes at offset {} on {target}",
+        if rq.read { "read" } else { "write" },
+        rq.len,
+        rq.offset
     )
 }
 
@@ -129,34 +202,54 @@ fn work(
     clock: &impl Clock,
 ) -> Result<WorkerOut, String> {
     let spec = &plan.spec;
-    let bs = spec.bs as usize;
-    let mut gen = IoGen::new(
-        plan.region,
-        spec.bs,
-        plan.align,
-        spec.read_pct,
-        spec.random_pct,
-        plan.index,
-        spec.workers,
-        plan.seed ^ 0x5EED,
-    );
+    let mut gens: Vec<IoGen> = (plan.targets.iter().enumerate())
+        .map(|(i, t)| {
+            let lines: Vec<Line> = (spec.lines.iter().zip(&t.aligns))
+                .map(|(l, &align)| Line {
+                    share_pct: l.share_pct,
+                    bs: l.bs,
+                    align,
+                    read_pct: l.read_pct,
+                    random_pct: l.random_pct,
+                })
+                .collect();
+            let seed = plan.seed ^ 0x5EED ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            IoGen::new(t.region, &lines, t.place.0, t.place.1, seed)
+        })
+        .collect();
+    let nt = gens.len();
     let depth = engine.depth();
+    // Each target has `qd` slots of its own (slot s serves target s % nt,
+    // so the first fill goes round-robin); an engine with fewer slots than
+    // targets (psync) takes the targets in turn.
+    let fixed = depth >= nt;
+    let mut turn = 0usize;
     let t0 = clock.now();
     let mut issued_at = vec![t0; depth];
-    let mut is_read = vec![false; depth];
-    let mut offset_of = vec![0u64; depth];
-    let target = plan.target.as_str();
+    let mut reqs = vec![
+        Request {
+            file: 0,
+            read: true,
+            offset: 0,
+            len: 0
+        };
+        depth
+    ];
+    let mut line_of = vec![0usize; depth];
+    // An I/O drawn for a slot but held back by a burst delay.
+    let mut held: Vec<Option<(usize, Io)>> = vec![None; depth];
+    let name = |file: usize| plan.targets[file].path.as_str();
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut pending: Vec<usize> = Vec::with_capacity(depth);
     // I/Os outstanding over time, and its integral at the first batch seen
     // inside the window and at the first one seen after it.
     let mut occ = Occupancy::new(t0);
     let (mut mark_start, mut mark_end) = (None::<(Instant, f64)>, None::<(Instant, f64)>);
-    let bursting = !spec.burst_delay.is_zero();
+    let bursting = spec.lines.iter().any(|l| !l.burst_delay.is_zero());
     let mut in_burst = 0u32;
     let live = &shared.live[plan.index as usize];
     let (mut all_ios, mut all_bytes) = (0u64, 0u64);
-    let mut out = WorkerOut::new();
+    let mut out = WorkerOut::new(nt, spec.lines.len());
 
     loop {
         // After a failure (here or in another worker) no new I/O starts;
@@ -164,31 +257,44 @@ fn work(
         let failed = shared.failed.load(Ordering::Relaxed);
         if shared.phase.get() != Phase::Stop && !failed {
             while let Some(slot) = free.pop() {
-                if bursting && in_burst == spec.burst_len {
+                let (file, io) = held[slot].take().unwrap_or_else(|| {
+                    let file = if fixed { slot % nt } else { turn };
+                    turn = (turn + 1) % nt;
+                    (file, gens[file].next_io())
+                });
+                let line = &spec.lines[io.line];
+                if bursting && !line.burst_delay.is_zero() && in_burst >= line.burst_len {
                     // Iometer's transfer delay: wait before each burst, after
                     // the previous burst has completed.
+                    held[slot] = Some((file, io));
                     if occ.outstanding() > 0 || !pending.is_empty() {
                         free.push(slot);
                         break;
                     }
-                    sleep_unless_stopped(spec.burst_delay, shared, clock);
+                    sleep_unless_stopped(line.burst_delay, shared, clock);
                     in_burst = 0;
                     if shared.phase.get() == Phase::Stop {
                         free.push(slot);
                         break;
                     }
+                    held[slot] = None;
                 }
-                let io = gen.next_io();
-                engine.queue(slot, io.read, io.offset).map_err(|e| {
+                let rq = Request {
+                    file,
+                    read: io.read,
+                    offset: io.offset,
+                    len: io.len as usize,
+                };
+                engine.queue(slot, rq).map_err(|e| {
                     format!(
                         "worker {}: {}: queueing a {} failed: {e}",
                         plan.index,
                         plan.kind.name(),
-                        io_desc(io.read, bs, io.offset, target)
+                        io_desc(&rq, name(file))
                     )
                 })?;
-                is_read[slot] = io.read;
-                offset_of[slot] = io.offset;
+                reqs[slot] = rq;
+                line_of[slot] = io.line;
                 in_burst += 1;
                 pending.push(slot);
             }
@@ -224,18 +330,21 @@ fn work(
                 let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
                 n += 1;
                 free.push(slot);
-                let ok = res == bs as i64;
+                let rq = &reqs[slot];
+                let len = rq.len as u64;
+                let ok = res == len as i64;
                 all_ios += 1;
                 if ok {
-                    all_bytes += bs as u64;
+                    all_bytes += len;
                 }
+                let c = &mut out.targets[rq.file];
                 if !ok && phase != Phase::Stop {
                     // A failed I/O fails the run, in the ramp-up too, and
                     // stops it: the figures could only get less true.
                     shared.failed.store(true, Ordering::Release);
-                    out.errors += 1;
+                    c.errors += 1;
                     if out.first_error.is_none() {
-                        let io = io_desc(is_read[slot], bs, offset_of[slot], target);
+                        let io = io_desc(rq, name(rq.file));
                         out.first_error = Some(if res < 0 {
                             format!(
                                 "{io} failed: {}",
@@ -250,23 +359,26 @@ fn work(
                     return;
                 }
                 let ns = t.duration_since(issued_at[slot]).as_nanos() as u64;
-                out.hist.saturating_record(ns.max(1));
-                if is_read[slot] {
-                    out.reads += 1;
-                    out.read_bytes += bs as u64;
+                c.hist.saturating_record(ns.max(1));
+                if rq.read {
+                    c.reads += 1;
+                    c.read_bytes += len;
                 } else {
-                    out.writes += 1;
-                    out.write_bytes += bs as u64;
+                    c.writes += 1;
+                    c.write_bytes += len;
                 }
+                let l = &mut out.lines[line_of[slot]];
+                l.0 += 1;
+                l.1 += len;
             })
             .map_err(|e| {
                 let what = match batch_io {
                     Some((slot, n)) => format!(
                         "submitting {n} I/O(s) (the first a {}) failed",
-                        io_desc(is_read[slot], bs, offset_of[slot], target)
+                        io_desc(&reqs[slot], name(reqs[slot].file))
                     ),
                     None => format!(
-                        "waiting for the completions of {} I/O(s) in flight on {target} failed",
+                        "waiting for the completions of {} I/O(s) in flight failed",
                         occ.outstanding()
                     ),
                 };
@@ -281,6 +393,14 @@ fn work(
                     mark_end = Some((t, occ.io_seconds_at(t)))
                 }
                 _ => {}
+            }
+            if phase == Phase::Measure {
+                // Where the worker really ran, not where it was asked to.
+                if let Some(cpu) = iotoll_probe::affinity::current_cpu() {
+                    if !out.ran_on.contains(&cpu) {
+                        out.ran_on.push(cpu);
+                    }
+                }
             }
             occ.completed(t, n);
         }
@@ -299,6 +419,7 @@ fn work(
             out.qd_achieved = (a1 - a0) / span;
         }
     }
+    out.ran_on.sort_unstable();
     Ok(out)
 }
 
@@ -351,12 +472,23 @@ fn run_on<C: Clock>(
     clock: C,
 ) -> Result<ResultDoc, DiskError> {
     spec.validate()?;
+    if let Some(cpus) = &spec.cpus {
+        iotoll_probe::affinity::check_cpus(cpus).map_err(DiskError::Invalid)?;
+    }
     let mut notes = Vec::new();
     let kind = choose_engine(spec.engine, &mut notes)?;
-    let target = {
+    let targets = {
         let progress = &mut *ctl.progress;
         target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
     };
+    let online = iotoll_probe::affinity::online_cpus();
+    let assigned = topology::assign(
+        targets.len(),
+        spec.workers,
+        spec.spread,
+        spec.cpus.as_deref(),
+        &online,
+    );
     if kind == EngineKind::Psync && spec.qd > 1 {
         notes.push(format!(
             "the psync engine keeps one I/O in flight per worker; --qd {} has no effect",
@@ -366,8 +498,8 @@ fn run_on<C: Clock>(
     if spec.buffered {
         notes.push("buffered I/O: the page cache serves or absorbs I/Os, so results describe memory as much as the device".into());
     }
-    let shared = Arc::new(Shared::new(spec.workers));
-    let handles = start_workers(spec, kind, &target, &shared, &clock, &mut notes)?;
+    let shared = Arc::new(Shared::new(assigned.len()));
+    let handles = start_workers(spec, kind, &targets, &assigned, &shared, &clock, &mut notes)?;
 
     let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
     let ramp_end = series.t_run() + spec.ramp;
@@ -391,7 +523,7 @@ fn run_on<C: Clock>(
     if !ramped && !shared.failed.load(Ordering::Acquire) {
         return Err(DiskError::Interrupted("during ramp-up"));
     }
-    let (merged, failure) = merge(outs);
+    let (merged, failure) = merge(outs, &assigned, targets.len(), spec.lines.len());
     // A worker that failed before the window leaves no figures but the failure.
     let failure = match ramped {
         true => failure,
@@ -407,25 +539,30 @@ fn run_on<C: Clock>(
         (None, true) => ResultStatus::Complete,
         (None, false) => ResultStatus::Interrupted,
     };
-    let metrics = disk_metrics(&merged, window_s, cpu.as_ref());
-    notes.extend(depth_notes(spec, kind, &metrics, merged.errors));
+    let metrics = disk_metrics(&merged.total, merged.qd_achieved, window_s, cpu.as_ref());
+    notes.extend(depth_notes(spec, kind, &assigned, &metrics, merged.total.errors));
+    let breakdown = breakdown(&merged, spec, &targets, &assigned, window_s, cpu.as_ref());
+    notes.extend(pinning_notes(&breakdown));
+    let paths: Vec<std::path::PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
+    let disclosure = iotoll_probe::affinity::disk_disclosure(&paths);
     let doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: Kind::Disk,
         status,
         started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, &target, kind),
+        spec: spec_json(spec, &targets, &assigned, kind),
         metrics,
         cpu: CpuSection {
             local: cpu,
             remote: None,
             same_host: None,
         },
-        latency: latency_report(&merged.hist),
+        latency: latency_report(&merged.total.hist),
         series: series.into_points(),
         notes,
-        disclosure: None,
+        disclosure: Some(iotoll_model::spec::to_json(&disclosure)),
+        breakdown: Some(breakdown),
     };
     match failure {
         Some(why) => Err(failed(why, doc)),
@@ -440,24 +577,39 @@ type Handle = std::thread::JoinHandle<Result<WorkerOut, String>>;
 fn start_workers<C: Clock>(
     spec: &DiskSpec,
     kind: EngineKind,
-    target: &Target,
+    targets: &[Target],
+    assigned: &[Assignment],
     shared: &Arc<Shared>,
     clock: &C,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Handle>, DiskError> {
-    let start = Arc::new(Barrier::new(spec.workers as usize + 1));
+    let start = Arc::new(Barrier::new(assigned.len() + 1));
     let (ready_tx, ready_rx) = mpsc::channel();
-    let base_seed = Rng::seed_from_time(spec.bs);
+    let base_seed = Rng::seed_from_time(spec.max_bs());
+    let places = topology::places(assigned, targets.len());
+    // Every worker's files are opened before any worker starts.
+    let files = (assigned.iter())
+        .map(|a| {
+            (a.targets.iter())
+                .map(|&t| targets[t].open_for_io())
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut handles = Vec::new();
-    for w in 0..spec.workers {
-        let file = target.open_for_io()?;
+    for (w, ((a, places), files)) in assigned.iter().zip(places).zip(files).enumerate() {
         let plan = WorkerPlan {
-            index: w,
-            target: target.path.display().to_string(),
+            index: w as u32,
             kind,
             spec: spec.clone(),
-            region: target.region,
-            align: target.align,
+            targets: (a.targets.iter().zip(places))
+                .map(|(&t, place)| PlanTarget {
+                    path: targets[t].path.display().to_string(),
+                    region: targets[t].region,
+                    aligns: targets[t].aligns.clone(),
+                    place,
+                })
+                .collect(),
+            cpu: a.cpu,
             seed: base_seed
                 .wrapping_add(w as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -470,13 +622,13 @@ fn start_workers<C: Clock>(
         );
         let h = std::thread::Builder::new()
             .name(format!("iotoll-disk-{w}"))
-            .spawn(move || worker(plan, file, sh, st, tx, c))
+            .spawn(move || worker(plan, files, sh, st, tx, c))
             .map_err(|e| DiskError::io("starting worker thread", e))?;
         handles.push(h);
     }
     drop(ready_tx);
     let mut setup_err = None;
-    for r in ready_rx.iter().take(spec.workers as usize) {
+    for r in ready_rx.iter().take(assigned.len()) {
         match r {
             Ok(Some(n)) if !notes.contains(&n) => notes.push(n),
             Ok(_) => {}
@@ -499,33 +651,67 @@ fn start_workers<C: Clock>(
     }
 }
 
+/// The workers' figures added up: in all, per target, per worker, per line.
+struct Merged {
+    total: Counts,
+    targets: Vec<Counts>,
+    workers: Vec<Counts>,
+    ran_on: Vec<Vec<u32>>,
+    lines: Vec<(u64, u64)>,
+    qd_achieved: f64,
+}
+
 /// The workers' figures added up, and why the run failed if it did: a
 /// worker that failed (its engine failed mid-run, or it panicked), or any
 /// I/O that failed before the window closed.
-fn merge(outs: Vec<Result<WorkerOut, String>>) -> (WorkerOut, Option<String>) {
-    let (outs, failures): (Vec<_>, Vec<_>) = outs.into_iter().partition(Result::is_ok);
-    let mut failure = failures.into_iter().find_map(Result::err);
-    let mut merged = WorkerOut::new();
-    for o in outs.into_iter().flatten() {
-        merged.reads += o.reads;
-        merged.writes += o.writes;
-        merged.read_bytes += o.read_bytes;
-        merged.write_bytes += o.write_bytes;
-        merged.errors += o.errors;
-        merged.qd_achieved += o.qd_achieved;
-        merged.first_error = merged.first_error.or(o.first_error);
-        // Same bounds on both sides, so adding cannot fail.
-        let _ = merged.hist.add(&o.hist);
+fn merge(
+    outs: Vec<Result<WorkerOut, String>>,
+    assigned: &[Assignment],
+    ntargets: usize,
+    nlines: usize,
+) -> (Merged, Option<String>) {
+    let mut failure = None;
+    let mut first_error = None;
+    let mut m = Merged {
+        total: Counts::new(),
+        targets: (0..ntargets).map(|_| Counts::new()).collect(),
+        workers: Vec::new(),
+        ran_on: Vec::new(),
+        lines: vec![(0, 0); nlines],
+        qd_achieved: 0.0,
+    };
+    for (o, a) in outs.into_iter().zip(assigned) {
+        let mut mine = Counts::new();
+        match o {
+            Ok(o) => {
+                for (c, &t) in o.targets.iter().zip(&a.targets) {
+                    mine.add(c);
+                    m.targets[t].add(c);
+                }
+                for (l, o) in m.lines.iter_mut().zip(&o.lines) {
+                    (l.0, l.1) = (l.0 + o.0, l.1 + o.1);
+                }
+                m.qd_achieved += o.qd_achieved;
+                first_error = first_error.or(o.first_error);
+                m.ran_on.push(o.ran_on);
+            }
+            Err(e) => {
+                failure = failure.or(Some(e));
+                m.ran_on.push(Vec::new());
+            }
+        }
+        m.total.add(&mine);
+        m.workers.push(mine);
     }
-    if merged.errors > 0 {
-        let (n, first) = (merged.errors, merged.first_error.as_deref());
+    if m.total.errors > 0 {
+        let (n, first) = (m.total.errors, first_error.as_deref());
         let first = first.unwrap_or("unknown");
         failure = Some(match failure {
             None => format!("{n} I/O(s) failed; the first: {first}"),
             Some(f) => format!("{f}; besides, {n} I/O(s) failed, the first: {first}"),
         });
     }
-    (merged, failure)
+    (m, failure)
 }
 
 fn failed(why: String, mut doc: ResultDoc) -> DiskError {
@@ -547,7 +733,12 @@ fn join_all(handles: Vec<Handle>) -> Vec<Result<WorkerOut, String>> {
         .collect()
 }
 
-fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuReport>) -> Metrics {
+fn disk_metrics(
+    o: &Counts,
+    qd_achieved: f64,
+    window_s: f64,
+    cpu: Option<&iotoll_model::CpuReport>,
+) -> Metrics {
     let mut m = Metrics::new();
     let mut put = |k: &str, v: f64| {
         m.insert(k.to_string(), v);
@@ -555,16 +746,18 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
     put(mn::WINDOW_S, window_s);
     put(mn::ERRORS, o.errors as f64);
     if window_s > 0.0 {
-        let ios = (o.reads + o.writes) as f64;
-        let bytes = (o.read_bytes + o.write_bytes) as f64;
-        put(mn::IOPS, ios / window_s);
+        let f = o.figures(window_s);
+        put(mn::IOPS, f.iops);
         put(mn::READ_IOPS, o.reads as f64 / window_s);
         put(mn::WRITE_IOPS, o.writes as f64 / window_s);
-        put(mn::MB_S, bytes / window_s / 1e6);
+        put(mn::MB_S, f.mb_s);
         put(mn::READ_MB_S, o.read_bytes as f64 / window_s / 1e6);
         put(mn::WRITE_MB_S, o.write_bytes as f64 / window_s / 1e6);
-        put(mn::MIB_S, bytes / window_s / 1048576.0);
-        put(mn::QD_ACHIEVED, o.qd_achieved);
+        put(
+            mn::MIB_S,
+            (o.read_bytes + o.write_bytes) as f64 / window_s / 1048576.0,
+        );
+        put(mn::QD_ACHIEVED, qd_achieved);
     }
     write_latency_metrics(&o.hist, "lat", &mut m);
     if let Some(c) = cpu {
@@ -574,22 +767,101 @@ fn disk_metrics(o: &WorkerOut, window_s: f64, cpu: Option<&iotoll_model::CpuRepo
     m
 }
 
+/// Per target, per worker and per line, over the window.
+fn breakdown(
+    m: &Merged,
+    spec: &DiskSpec,
+    targets: &[Target],
+    assigned: &[Assignment],
+    window_s: f64,
+    cpu: Option<&iotoll_model::CpuReport>,
+) -> DiskBreakdown {
+    let all_ios: u64 = m.lines.iter().map(|l| l.0).sum();
+    let all_bytes: u64 = m.lines.iter().map(|l| l.1).sum();
+    let pct = |x: u64, of: u64| if of > 0 { x as f64 * 100.0 / of as f64 } else { 0.0 };
+    let busy = |c: u32| {
+        cpu.and_then(|r| r.per_core.iter().find(|k| k.cpu == c))
+            .map(|k| k.busy_pct)
+    };
+    DiskBreakdown {
+        targets: (targets.iter().zip(&m.targets).enumerate())
+            .map(|(i, (t, c))| TargetFigures {
+                target: i as u32,
+                path: t.path.display().to_string(),
+                workers: (assigned.iter().enumerate())
+                    .filter(|(_, a)| a.targets.contains(&i))
+                    .map(|(w, _)| w as u32)
+                    .collect(),
+                io: c.figures(window_s),
+            })
+            .collect(),
+        workers: (assigned.iter().zip(&m.workers).zip(&m.ran_on).enumerate())
+            .map(|(w, ((a, c), ran_on))| WorkerFigures {
+                worker: w as u32,
+                targets: a.targets.iter().map(|t| *t as u32).collect(),
+                pinned: a.cpu,
+                ran_on: ran_on.clone(),
+                pinned_busy_pct: a.cpu.and_then(busy),
+                io: c.figures(window_s),
+            })
+            .collect(),
+        lines: (spec.lines.iter().zip(&m.lines).enumerate())
+            .map(|(i, (l, &(ios, bytes)))| LineFigures {
+                line: i as u32,
+                share_pct: l.share_pct,
+                bs: l.bs,
+                ios,
+                bytes,
+                ios_pct: pct(ios, all_ios),
+                bytes_pct: pct(bytes, all_bytes),
+            })
+            .collect(),
+    }
+}
+
+/// A pinned worker seen on another CPU: the pinning did not hold (a
+/// cgroup's cpuset, or the CPU went offline).
+fn pinning_notes(b: &DiskBreakdown) -> Vec<String> {
+    (b.workers.iter())
+        .filter_map(|w| {
+            let cpu = w.pinned?;
+            let off: Vec<u32> = w.ran_on.iter().copied().filter(|c| *c != cpu).collect();
+            (!off.is_empty()).then(|| {
+                format!(
+                    "worker {} was pinned to CPU {cpu} but ran on CPU {}",
+                    w.worker,
+                    iotoll_probe::affinity::format_cpu_list(&off)
+                )
+            })
+        })
+        .collect()
+}
+
 /// The queue depth kept, and the Little's-law check of the timing: when
 /// IOPS × mean latency disagrees with the measured depth, latency was not
 /// timed over the interval the I/Os were outstanding.
-fn depth_notes(spec: &DiskSpec, kind: EngineKind, m: &Metrics, errors: u64) -> Vec<String> {
+fn depth_notes(
+    spec: &DiskSpec,
+    kind: EngineKind,
+    assigned: &[Assignment],
+    m: &Metrics,
+    errors: u64,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let get = |k: &str| m.get(k).copied();
-    let per_worker = if kind == EngineKind::Psync {
-        1
-    } else {
-        spec.qd
-    };
-    let requested = (per_worker * spec.workers) as f64;
+    // psync keeps one I/O per worker, whatever --qd says.
+    let requested: u32 = (assigned.iter())
+        .map(|a| match kind {
+            EngineKind::Psync => 1,
+            _ => spec.qd * a.targets.len() as u32,
+        })
+        .sum();
+    let requested = requested as f64;
     let (Some(qd), Some(window_s)) = (get(mn::QD_ACHIEVED), get(mn::WINDOW_S)) else {
         return notes;
     };
-    if spec.burst_delay.is_zero() && qd < 0.9 * requested {
+    let bursting = spec.lines.iter().any(|l| !l.burst_delay.is_zero());
+    if !bursting && qd < 0.9 * requested {
         notes.push(format!(
             "qd_achieved {qd:.1} is below the {requested} I/Os requested: the workers could not keep the queue full (CPU-bound, or completions handled slower than they arrive)"
         ));
@@ -610,24 +882,83 @@ fn depth_notes(spec: &DiskSpec, kind: EngineKind, m: &Metrics, errors: u64) -> V
     notes
 }
 
-fn spec_json(spec: &DiskSpec, t: &Target, kind: EngineKind) -> serde_json::Value {
-    use iotoll_model::spec::{to_json, word};
+/// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
+/// built-in's name.
+fn mix_word(spec: &DiskSpec) -> Option<String> {
+    if spec.lines.len() < 2 {
+        return None;
+    }
+    if let Some(n) = &spec.spec_name {
+        return Some(n.clone());
+    }
+    let parts: Vec<String> = (spec.lines.iter())
+        .map(|l| {
+            format!(
+                "{}%{}r{}x{}",
+                l.share_pct,
+                iotoll_model::format_size(l.bs),
+                l.read_pct,
+                l.random_pct
+            )
+        })
+        .collect();
+    Some(parts.join("+"))
+}
+
+fn spec_json(
+    spec: &DiskSpec,
+    targets: &[Target],
+    assigned: &[Assignment],
+    kind: EngineKind,
+) -> serde_json::Value {
+    use iotoll_model::spec::{to_json, word, LineSpec, TargetSpec};
+    let t = &targets[0];
+    let single = (spec.lines.len() == 1).then(|| &spec.lines[0]);
+    let workers = match spec.spread {
+        true => assigned.len(),
+        false => assigned.len() / targets.len().max(1),
+    };
     to_json(&iotoll_model::spec::DiskSpec {
         spec: spec.spec_name.clone(),
         target: t.path.display().to_string(),
         target_kind: word(&t.kind),
         target_size: t.size,
-        bs: spec.bs,
-        read_pct: spec.read_pct,
-        random_pct: spec.random_pct,
+        targets: (targets.iter())
+            .map(|t| TargetSpec {
+                path: t.path.display().to_string(),
+                kind: word(&t.kind),
+                size: t.size,
+                logical_block_size: t.logical_block,
+            })
+            .collect(),
+        ntargets: (targets.len() > 1).then_some(targets.len() as u32),
+        bs: single.map(|l| l.bs),
+        read_pct: single.map(|l| l.read_pct),
+        random_pct: single.map(|l| l.random_pct),
+        lines: (spec.lines.iter().zip(&t.aligns))
+            .map(|(l, &align)| LineSpec {
+                share_pct: l.share_pct,
+                bs: l.bs,
+                read_pct: l.read_pct,
+                random_pct: l.random_pct,
+                burst_delay_s: l.burst_delay.as_secs_f64(),
+                burst_len: l.burst_len,
+                align,
+            })
+            .collect(),
+        mix: mix_word(spec),
         qd: spec.qd,
-        workers: spec.workers,
+        workers: workers as u32,
+        spread: spec.spread,
+        cpus: (assigned.iter().map(|a| a.cpu))
+            .collect::<Option<Vec<u32>>>()
+            .filter(|c| !c.is_empty()),
         size: t.region.len,
         offset: t.region.start,
-        align: t.align,
+        align: single.map(|_| t.aligns[0]),
         logical_block_size: t.logical_block,
-        burst_delay_s: spec.burst_delay.as_secs_f64(),
-        burst_len: spec.burst_len,
+        burst_delay_s: single.map(|l| l.burst_delay.as_secs_f64()),
+        burst_len: single.map(|l| l.burst_len),
         engine: kind.name().to_string(),
         engine_requested: word(&spec.engine),
         direct: t.direct,
@@ -667,11 +998,15 @@ mod tests {
 
     /// One worker at `qd`, `burst_len` I/Os a burst, `delay_us` before each.
     fn bursts(qd: u32, burst_len: u32, delay_us: u64) -> DiskSpec {
-        DiskSpec {
-            burst_len,
-            burst_delay: Duration::from_micros(delay_us),
-            ..spec(qd, 1)
-        }
+        let mut s = spec(qd, 1);
+        s.lines[0].burst_len = burst_len;
+        s.lines[0].burst_delay = Duration::from_micros(delay_us);
+        s
+    }
+
+    fn read_pct(mut s: DiskSpec, pct: u32) -> DiskSpec {
+        s.lines[0].read_pct = pct;
+        s
     }
 
     /// Issue 9: an engine error mid-run (here io_uring_enter failing with
@@ -692,10 +1027,7 @@ mod tests {
         f.set_len(4 << 20).unwrap();
         crate::engines::io_uring::test_fault::arm(&f, 100, libc::EIO);
         let spec = DiskSpec {
-            target: Some(path.clone()),
-            bs: 4096,
-            read_pct: 100,
-            random_pct: 100,
+            targets: vec![path.clone()],
             qd: 8,
             engine: EngineChoice::IoUring,
             buffered: true,
@@ -741,8 +1073,8 @@ mod tests {
         fn depth(&self) -> usize {
             self.0.depth()
         }
-        fn queue(&mut self, slot: usize, read: bool, offset: u64) -> std::io::Result<()> {
-            self.0.queue(slot, read, offset)
+        fn queue(&mut self, slot: usize, rq: Request) -> std::io::Result<()> {
+            self.0.queue(slot, rq)
         }
         fn submit_and_reap(
             &mut self,
@@ -757,29 +1089,51 @@ mod tests {
     /// One worker on a fake clock that moves only by the engine's service
     /// time and the burst delays; the window is from 1 s to 2 s. Returns
     /// what it measured and its live totals (I/Os, bytes).
-    fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (WorkerOut, (u64, u64)) {
+    fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (One, (u64, u64)) {
         let clock = FakeClock::new(Default::default(), 0);
         let shared = Arc::new(Shared::new(1));
+        let bs = spec.lines[0].bs;
         for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
             let sh = shared.clone();
             clock.at(Duration::from_secs(t), move || sh.phase.set(p));
         }
-        let null = crate::engines::null::NullEngine::new(spec.qd as usize, spec.bs as usize);
+        let null = crate::engines::null::NullEngine::new(spec.qd as usize);
         let plan = WorkerPlan {
             index: 0,
-            target: "null".into(),
             kind: EngineKind::Null,
-            region: crate::pattern::Region {
-                start: 0,
-                len: 1 << 20,
-            },
-            align: 4096,
+            targets: vec![PlanTarget {
+                path: "null".into(),
+                region: crate::pattern::Region {
+                    start: 0,
+                    len: 1 << 20,
+                },
+                aligns: vec![bs],
+                place: (0, 1),
+            }],
+            cpu: None,
             seed: 1,
             spec,
         };
         let engine = Box::new(Timed(null, clock.clone(), service));
         let out = work(&plan, engine, &shared, &clock).unwrap();
-        (out, Live::totals(&shared.live))
+        let one = One {
+            qd_achieved: out.qd_achieved,
+            c: out.targets.into_iter().next().unwrap(),
+        };
+        (one, Live::totals(&shared.live))
+    }
+
+    /// A one-target worker's figures.
+    struct One {
+        c: Counts,
+        qd_achieved: f64,
+    }
+
+    impl std::ops::Deref for One {
+        type Target = Counts;
+        fn deref(&self) -> &Counts {
+            &self.c
+        }
     }
 
     /// Bursts of 4 I/Os of 100 us, then 9.6 ms of delay: one burst every
@@ -788,10 +1142,7 @@ mod tests {
     /// the 800 done.
     #[test]
     fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
-        let spec = DiskSpec {
-            read_pct: 50,
-            ..bursts(1, 4, 9_600)
-        };
+        let spec = read_pct(bursts(1, 4, 9_600), 50);
         let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
         let (mean, qd) = (out.hist.mean(), out.qd_achieved);
         assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
@@ -835,18 +1186,25 @@ mod tests {
     /// The run's figures are its workers' added up, histogram and depth too.
     #[test]
     fn merged_figures_are_the_workers_sums() {
-        let outs = [bursts(1, 4, 9_600), spec(8, 1)].map(|s| {
-            work_on_fake_clock(DiskSpec { read_pct: 50, ..s }, Duration::from_micros(100)).0
-        });
-        let figures =
-            |o: &WorkerOut| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
+        let outs = [bursts(1, 4, 9_600), spec(8, 1)]
+            .map(|s| work_on_fake_clock(read_pct(s, 50), Duration::from_micros(100)).0);
+        let figures = |o: &Counts| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
         let want: Vec<u64> = (0..5)
             .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
             .collect();
         let qd: f64 = outs.iter().map(|o| o.qd_achieved).sum();
-        let (m, failure) = merge(outs.into_iter().map(Ok).collect());
+        let outs: Vec<_> = (outs.into_iter())
+            .map(|o| {
+                let mut w = WorkerOut::new(0, 1);
+                (w.targets, w.qd_achieved) = (vec![o.c], o.qd_achieved);
+                Ok(w)
+            })
+            .collect();
+        let assigned = topology::assign(1, 2, false, None, &[0]);
+        let (m, failure) = merge(outs, &assigned, 1, 1);
         assert!(failure.is_none(), "{failure:?}");
-        assert_eq!((figures(&m).to_vec(), m.qd_achieved), (want, qd));
+        assert_eq!((figures(&m.total).to_vec(), m.qd_achieved), (want, qd));
+        assert_eq!(figures(&m.targets[0]), figures(&m.total));
     }
 
     /// A whole null run (3 workers, ramp 1 s, window 2 s) on the fake clock,
@@ -854,18 +1212,36 @@ mod tests {
     fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultDoc, DiskError> {
         let dir = tempfile::tempdir().unwrap();
         let spec = DiskSpec {
-            target: Some(dir.path().join("t.bin")),
+            targets: vec![dir.path().join("t.bin")],
+            ..null_spec(spec(4, 3))
+        };
+        run_fake_with(read_pct(spec, 70), 3, cpu, ctrl_c)
+    }
+
+    /// `s` on the null engine over 1 MiB test files it creates, ramp 1 s,
+    /// window 2 s.
+    fn null_spec(s: DiskSpec) -> DiskSpec {
+        DiskSpec {
             create: true,
             size: Some(1 << 20),
             engine: EngineChoice::Null,
-            read_pct: 70,
             ramp: Duration::from_secs(1),
             time: Duration::from_secs(2),
-            ..spec(4, 3)
-        };
-        // Each step of the main thread waits for 7 clock reads by the 3
-        // workers: one of them has then completed a batch in that step.
-        let clock = FakeClock::new(cpu, 2 * 3 + 1);
+            ..s
+        }
+    }
+
+    /// Runs `spec`, which has `workers` workers in all, on the fake clock.
+    fn run_fake_with(
+        spec: DiskSpec,
+        workers: u32,
+        cpu: iotoll_model::CpuReport,
+        ctrl_c: Option<u64>,
+    ) -> Result<ResultDoc, DiskError> {
+        // Each step of the main thread waits for 2 clock reads by each
+        // worker and one more: one of them has then completed a batch in
+        // that step.
+        let clock = FakeClock::new(cpu, 2 * workers as u64 + 1);
         let flag = Arc::new(AtomicBool::new(false));
         if let Some(ms) = ctrl_c {
             let f = flag.clone();
@@ -923,6 +1299,92 @@ mod tests {
         );
     }
 
+    /// Two targets of 4 MiB, two workers each or two spread over both, a
+    /// File Server mix: returns the document and, per worker, the files
+    /// (device, inode) and requests its null engine was asked for.
+    fn multi_target_run(
+        spread: bool,
+    ) -> (ResultDoc, Vec<(u64, u64)>, Vec<Vec<((u64, u64), Request)>>) {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];
+        let mut s = DiskSpec {
+            targets: paths.clone(),
+            spread,
+            buffered: true,
+            size: Some(4 << 20),
+            keep: true,
+            ..null_spec(spec(4, 2))
+        };
+        s.apply_spec(crate::specs::find("file-server").unwrap());
+        s.qd = 4;
+        // Inodes are reused once a file is deleted: earlier runs' records go.
+        crate::engines::null::record::ASKED.lock().unwrap().clear();
+        let workers = if spread { 2 } else { 4 };
+        let doc = run_fake_with(s, workers, Default::default(), None).unwrap();
+        let ids: Vec<(u64, u64)> = (paths.iter())
+            .map(|p| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap())
+            .collect();
+        let asked = crate::engines::null::record::ASKED.lock().unwrap().clone();
+        let per_worker = (0..workers)
+            .map(|w| {
+                let me = format!("iotoll-disk-{w}");
+                (asked.iter())
+                    .filter(|a| a.thread == me && ids.contains(&a.file))
+                    .map(|a| (a.file, a.rq))
+                    .collect()
+            })
+            .collect();
+        (doc, ids, per_worker)
+    }
+
+    /// Issue 11: the per-target, per-worker and per-line counts add up to
+    /// the totals exactly; each target only received I/Os from its own
+    /// workers, inside its region; each line's share of the I/Os is
+    /// within 5 sigma of the share asked.
+    #[test]
+    fn several_targets_break_down_exactly() {
+        for spread in [false, true] {
+            let (doc, ids, asked) = multi_target_run(spread);
+            let b = doc.breakdown.as_ref().unwrap();
+            let ios = |f: &IoFigures| f.reads + f.writes;
+            let bytes = |f: &IoFigures| f.read_bytes + f.write_bytes;
+            let total = doc.latency.as_ref().unwrap().count;
+            let window = doc.metrics[mn::WINDOW_S];
+            assert_eq!(window, 2.0);
+            assert_eq!(doc.metrics[mn::IOPS] * window, total as f64);
+            assert_eq!(b.targets.iter().map(|t| ios(&t.io)).sum::<u64>(), total);
+            assert_eq!(b.workers.iter().map(|w| ios(&w.io)).sum::<u64>(), total);
+            assert_eq!(b.lines.iter().map(|l| l.ios).sum::<u64>(), total);
+            let all_bytes: u64 = b.targets.iter().map(|t| bytes(&t.io)).sum();
+            assert_eq!(b.workers.iter().map(|w| bytes(&w.io)).sum::<u64>(), all_bytes);
+            assert_eq!(b.lines.iter().map(|l| l.bytes).sum::<u64>(), all_bytes);
+            assert_eq!(doc.metrics[mn::MB_S] * window * 1e6, all_bytes as f64);
+            assert_eq!(doc.spec["spread"].as_bool().unwrap_or(false), spread);
+            assert_eq!(doc.spec["ntargets"], 2);
+            // Who had which target: two workers each, or both spread over both.
+            let workers: Vec<Vec<u32>> = b.targets.iter().map(|t| t.workers.clone()).collect();
+            let want = if spread { [[0, 1], [0, 1]] } else { [[0, 1], [2, 3]] };
+            assert_eq!(workers, want);
+            for (w, asked) in asked.iter().enumerate() {
+                let mine: Vec<(u64, u64)> = b.workers[w].targets.iter().map(|&t| ids[t as usize]).collect();
+                assert!(!asked.is_empty(), "worker {w} asked for nothing");
+                for (file, rq) in asked {
+                    assert!(mine.contains(file), "worker {w} did I/O on a target not its own");
+                    assert!(rq.offset + rq.len as u64 <= 4 << 20, "{rq:?}");
+                    assert_eq!(mine[rq.file], *file, "the engine's file index is the target's");
+                }
+                let touched: std::collections::HashSet<_> = asked.iter().map(|(f, _)| f).collect();
+                assert_eq!(touched.len(), mine.len(), "worker {w} used all its targets");
+            }
+            for l in &b.lines {
+                let p = l.share_pct as f64 / 100.0;
+                let sigma = (p * (1.0 - p) / total as f64).sqrt();
+                assert!((l.ios_pct / 100.0 - p).abs() < 5.0 * sigma, "{l:?} of {total}");
+            }
+        }
+    }
+
     /// Ctrl-C half a second into the window: an interrupted result over
     /// that half second; in the ramp-up: nothing to report.
     #[test]
@@ -974,7 +1436,8 @@ mod tests {
             (short(1.5), 2, psync, vec!["below the 2 I/Os requested"]),
         ];
         for (m, workers, kind, want) in cases {
-            let notes = depth_notes(&spec(32, workers), kind, &m, 0);
+            let assigned = topology::assign(1, workers, false, None, &[0]);
+            let notes = depth_notes(&spec(32, workers), kind, &assigned, &m, 0);
             assert_eq!(notes.len(), usize::from(!want.is_empty()), "{notes:?}");
             for w in want {
                 assert!(notes[0].contains(w), "{w:?} not in {notes:?}");

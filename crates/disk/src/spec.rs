@@ -1,7 +1,8 @@
 //! A disk workload as the user asked for it, and the checks that need
 //! nothing but the request itself.
 
-use crate::{specs, DiskError};
+use crate::specs::{self, AccessLine, AccessSpec};
+use crate::DiskError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,28 +34,29 @@ pub const DEFAULT_TEST_FILE_SIZE: u64 = 256 << 20;
 
 #[derive(Debug, Clone)]
 pub struct DiskSpec {
-    /// None: a temporary test file, deleted afterwards.
-    pub target: Option<PathBuf>,
-    /// Create the test file at `target` if it does not exist.
+    /// Files or block devices, each tested over the same region; empty:
+    /// one temporary test file, deleted afterwards.
+    pub targets: Vec<PathBuf>,
+    /// Create a test file at each target that does not exist.
     pub create: bool,
-    /// Keep a test file iotoll created (temporary or `--create`).
+    /// Keep the test files iotoll created (temporary or `--create`).
     pub keep: bool,
-    /// Name of the built-in spec the transfer parameters came from.
+    /// Name of the access specification the lines came from.
     pub spec_name: Option<String>,
-    pub bs: u64,
-    pub read_pct: u32,
-    pub random_pct: u32,
-    /// Outstanding I/Os per worker.
+    /// The access specification's lines; their shares add up to 100.
+    pub lines: Vec<AccessLine>,
+    /// Outstanding I/Os per worker and target (Iometer counts them per target).
     pub qd: u32,
+    /// Workers per target; with `spread`, workers in all, each on every
+    /// target. 0: one per CPU (of `cpus`, else every online CPU), pinned.
     pub workers: u32,
-    /// Region length; None: the whole target past `offset` (or the default
-    /// test file size).
+    pub spread: bool,
+    /// Pin workers to these CPUs, round-robin.
+    pub cpus: Option<Vec<u32>>,
+    /// Region length on each target; None: the whole target past `offset`
+    /// (or the default test file size).
     pub size: Option<u64>,
     pub offset: u64,
-    /// None: the target's logical block size.
-    pub align: Option<u64>,
-    pub burst_delay: Duration,
-    pub burst_len: u32,
     pub engine: EngineChoice,
     pub buffered: bool,
     pub ramp: Duration,
@@ -66,20 +68,17 @@ pub struct DiskSpec {
 impl Default for DiskSpec {
     fn default() -> Self {
         DiskSpec {
-            target: None,
+            targets: Vec::new(),
             create: false,
             keep: false,
             spec_name: None,
-            bs: 4096,
-            read_pct: 100,
-            random_pct: 100,
+            lines: vec![AccessLine::default()],
             qd: 1,
             workers: 1,
+            spread: false,
+            cpus: None,
             size: None,
             offset: 0,
-            align: None,
-            burst_delay: Duration::ZERO,
-            burst_len: 1,
             engine: EngineChoice::Auto,
             buffered: false,
             ramp: Duration::ZERO,
@@ -94,72 +93,131 @@ impl Default for DiskSpec {
 pub const MAX_QD: u32 = 65_536;
 pub const MAX_WORKERS: u32 = 1024;
 pub const MAX_BS: u64 = 1 << 30;
+pub const MAX_TARGETS: usize = 256;
 
 impl DiskSpec {
-    /// Applies a built-in access specification's transfer size, mix and QD.
+    /// Applies an access specification's lines and QD.
+    pub fn apply_spec(&mut self, spec: AccessSpec) {
+        self.spec_name = Some(spec.name);
+        self.lines = spec.lines;
+        self.qd = spec.qd;
+    }
+
+    /// Applies a built-in access specification.
     pub fn apply_builtin(&mut self, name: &str) -> Result<(), DiskError> {
         let s = specs::find(name).ok_or_else(|| {
-            let names: Vec<_> = specs::BUILTIN_SPECS.iter().map(|s| s.name).collect();
             DiskError::Invalid(format!(
                 "unknown spec '{name}'; built-in specs: {}",
-                names.join(", ")
+                specs::builtin_names().join(", ")
             ))
         })?;
-        self.spec_name = Some(s.name.to_string());
-        self.bs = s.bs;
-        self.read_pct = s.read_pct;
-        self.random_pct = s.random_pct;
-        self.qd = s.qd;
+        self.apply_spec(s);
         Ok(())
     }
 
+    /// The one line of a single-line spec, to set its transfer; an error
+    /// naming `key` for a mixed spec, whose lines say it.
+    pub fn single_line(&mut self, key: &str) -> Result<&mut AccessLine, DiskError> {
+        match self.lines.as_mut_slice() {
+            [one] => Ok(one),
+            lines => Err(DiskError::Invalid(format!(
+                "--{key} sets the transfer of a single-line spec; spec '{}' has {} lines, each with its own",
+                self.spec_name.as_deref().unwrap_or("?"),
+                lines.len()
+            ))),
+        }
+    }
+
     pub fn writes(&self) -> bool {
-        self.read_pct < 100
+        self.lines.iter().any(|l| l.read_pct < 100)
+    }
+
+    /// The largest transfer: the size of each I/O buffer.
+    pub fn max_bs(&self) -> u64 {
+        self.lines.iter().map(|l| l.bs).max().unwrap_or(0)
     }
 
     /// Checks that need nothing but the request.
     pub fn validate(&self) -> Result<(), DiskError> {
-        let (bs, qd, workers) = (self.bs, self.qd, self.workers);
+        let (qd, workers) = (self.qd, self.workers);
+        let spec = match &self.spec_name {
+            Some(n) if self.lines.len() > 1 => format!("spec '{n}'"),
+            _ => "the access specification".to_string(),
+        };
+        specs::check_lines(&self.lines, &spec)?;
+        for (i, l) in self.lines.iter().enumerate() {
+            // A mixed spec's problems are told with the line they are on.
+            let on = match self.lines.len() {
+                1 => String::new(),
+                _ => format!(" (line {} of {spec})", i + 1),
+            };
+            let problem = if l.bs == 0 {
+                "--bs must be positive".to_string()
+            } else if l.bs > MAX_BS {
+                format!("--bs {} is larger than the 1g limit", l.bs)
+            } else if l.read_pct > 100 {
+                format!("--read {} is outside 0-100", l.read_pct)
+            } else if l.random_pct > 100 {
+                format!("--random {} is outside 0-100", l.random_pct)
+            } else if l.align == Some(0) {
+                "--align must be positive".to_string()
+            } else if l.burst_len == 0 {
+                "--burst-len must be positive".to_string()
+            } else if let Some(size) = self.size.filter(|s| *s < l.bs) {
+                format!("--size {size} is smaller than one transfer (--bs {})", l.bs)
+            } else {
+                continue;
+            };
+            return Err(DiskError::Invalid(format!("{problem}{on}")));
+        }
         // What the engine can do: an io_uring ring holds at most 32768
         // entries (psync keeps one I/O whatever --qd says).
         let ring = crate::engines::io_uring::MAX_DEPTH;
         let uring = matches!(self.engine, EngineChoice::Auto | EngineChoice::IoUring);
-        let buffers = bs as u128 * qd as u128 * workers as u128;
-        let problem = if bs == 0 {
-            "--bs must be positive".to_string()
-        } else if bs > MAX_BS {
-            format!("--bs {bs} is larger than the 1g limit")
-        } else if self.read_pct > 100 {
-            format!("--read {} is outside 0-100", self.read_pct)
-        } else if self.random_pct > 100 {
-            format!("--random {} is outside 0-100", self.random_pct)
-        } else if qd == 0 || qd > MAX_QD {
+        let targets = self.targets.len().max(1) as u64;
+        // Each worker keeps qd I/Os per target it has.
+        let per_worker = qd as u64 * if self.spread { targets } else { 1 };
+        let all_workers = match (workers, self.spread) {
+            (0, _) => self.cpus.as_ref().map_or(64, |c| c.len() as u64),
+            (w, true) => w as u64,
+            (w, false) => w as u64 * targets,
+        };
+        let buffers = self.max_bs() as u128 * per_worker as u128 * all_workers as u128;
+        let problem = if qd == 0 || qd > MAX_QD {
             format!("--qd must be between 1 and {MAX_QD}, got {qd}")
-        } else if uring && qd > ring {
-            format!("--qd {qd} is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries; use --qd {ring} or less (or --engine psync, which keeps one I/O per worker)")
-        } else if workers == 0 || workers > MAX_WORKERS {
-            format!("--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+        } else if uring && per_worker > ring as u64 {
+            format!("--qd {qd} x {targets} targets per worker is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries (or use --engine psync, which keeps one I/O per worker)")
+        } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
+            format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")
         } else if self.size == Some(0) {
             "--size must be positive".to_string()
-        } else if let Some(size) = self.size.filter(|s| *s < bs) {
-            format!("--size {size} is smaller than one transfer (--bs {bs})")
-        } else if self.align == Some(0) {
-            "--align must be positive".to_string()
-        } else if self.burst_len == 0 {
-            "--burst-len must be positive".to_string()
         } else if self.time.is_zero() {
             "--time must be positive".to_string()
-        } else if self.create && self.target.is_none() {
+        } else if self.create && self.targets.is_empty() {
             "--create needs --target PATH".to_string()
+        } else if self.targets.len() > MAX_TARGETS {
+            format!("{} targets given; at most {MAX_TARGETS}", self.targets.len())
+        } else if let Some(t) = self.twice() {
+            format!("--target {} is given twice", t.display())
+        } else if self.cpus.as_ref().is_some_and(|c| c.is_empty()) {
+            "--cpus must name at least one CPU".to_string()
         } else if self.config.as_deref().is_some_and(|c| c.trim().is_empty()) {
             "--config must not be empty".to_string()
         } else if buffers > 16 << 30 {
             let gib = buffers >> 30;
-            format!("--bs x --qd x --workers needs {gib} GiB of I/O buffers; the limit is 16 GiB")
+            format!("--bs x --qd x targets x --workers needs {gib} GiB of I/O buffers; the limit is 16 GiB")
         } else {
             return Ok(());
         };
         Err(DiskError::Invalid(problem))
+    }
+
+    /// A target named twice, also through another path to the same file
+    /// (a symlink, `./`), which would double its workers unnoticed.
+    fn twice(&self) -> Option<&PathBuf> {
+        let key = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        let mut seen = std::collections::HashSet::new();
+        self.targets.iter().find(|p| !seen.insert(key(p)))
     }
 }
 
@@ -179,6 +237,15 @@ mod tests {
             assert!(e.contains("--qd 40000") && e.contains("32768"), "{e}");
             let s = DiskSpec { qd: 32_768, ..s };
             s.validate().unwrap();
+            // A spread worker keeps the QD on each of its targets.
+            let spread = DiskSpec {
+                qd: 20_000,
+                spread: true,
+                targets: vec!["/a".into(), "/b".into()],
+                ..s
+            };
+            let e = spread.validate().unwrap_err().to_string();
+            assert!(e.contains("x 2 targets per worker"), "{e}");
         }
     }
 
@@ -190,19 +257,22 @@ mod tests {
     #[test]
     fn each_bad_value_is_named() {
         type Spoil = fn(&mut DiskSpec);
-        let cases: [(Spoil, &str); 12] = [
-            (|s| s.bs = 0, "--bs"),
+        let cases: [(Spoil, &str); 15] = [
+            (|s| s.lines[0].bs = 0, "--bs"),
             (|s| s.qd = 0, "--qd"),
-            (|s| s.workers = 0, "--workers"),
-            (|s| s.read_pct = 101, "--read"),
-            (|s| s.random_pct = 101, "--random"),
+            (|s| s.workers = 2000, "--workers"),
+            (|s| s.lines[0].read_pct = 101, "--read"),
+            (|s| s.lines[0].random_pct = 101, "--random"),
             (|s| s.size = Some(0), "--size"),
             (|s| s.size = Some(512), "--size"),
-            (|s| s.align = Some(0), "--align"),
-            (|s| s.burst_len = 0, "--burst-len"),
+            (|s| s.lines[0].align = Some(0), "--align"),
+            (|s| s.lines[0].burst_len = 0, "--burst-len"),
             (|s| s.time = Duration::ZERO, "--time"),
             (|s| s.create = true, "--create"),
-            (|s| (s.bs, s.qd) = (1 << 30, 64), "buffers"),
+            (|s| (s.lines[0].bs, s.qd) = (1 << 30, 64), "buffers"),
+            (|s| s.targets = vec!["/x".into(), "/y".into(), "/x".into()], "--target /x is given twice"),
+            (|s| s.cpus = Some(vec![]), "--cpus"),
+            (|s| s.lines[0].share_pct = 90, "add up to 90 %"),
         ];
         for (bad, flag) in cases {
             let mut s = DiskSpec::default();
@@ -213,12 +283,35 @@ mod tests {
         }
     }
 
+    /// The same file through two paths is one target given twice.
+    #[test]
+    fn a_target_is_the_file_not_the_path() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        let s = DiskSpec {
+            targets: vec![f.clone(), d.path().join(".").join("f")],
+            ..Default::default()
+        };
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("given twice"), "{e}");
+    }
+
     #[test]
     fn builtin_spec_applies() {
         let mut s = DiskSpec::default();
         s.apply_builtin("db-oltp-8k").unwrap();
-        assert_eq!((s.bs, s.read_pct, s.random_pct, s.qd), (8192, 70, 100, 28));
+        assert_eq!(s.lines, [AccessLine::new(100, 8192, 70, 100)]);
+        assert_eq!(s.qd, 28);
         let e = s.apply_builtin("db-oltp-9k").unwrap_err();
         assert!(e.to_string().contains("db-oltp-8k"), "lists the names: {e}");
+        s.apply_builtin("file-server").unwrap();
+        assert_eq!((s.lines.len(), s.max_bs(), s.writes()), (8, 65536, true));
+        let e = s.single_line("bs").unwrap_err().to_string();
+        assert!(e.contains("--bs") && e.contains("'file-server' has 8 lines"), "{e}");
+        // A mixed spec's bad line is told with its number.
+        s.lines[2].bs = 0;
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("(line 3 of spec 'file-server')"), "{e}");
     }
 }

@@ -39,7 +39,8 @@ pub struct Target {
     /// Size of the file or device in bytes.
     pub size: u64,
     pub logical_block: u64,
-    pub align: u64,
+    /// Offset alignment of each access-spec line.
+    pub aligns: Vec<u64>,
     pub direct: bool,
     writes: bool,
     /// A test file iotoll created is removed when the target is dropped
@@ -115,10 +116,11 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Callback for test-file preparation: (bytes written, bytes total).
 pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// Where the target is and what it is: a path that does not exist yet is
-/// a test file to create, only with --create and in a directory that exists.
-fn resolve(spec: &DiskSpec) -> Result<(PathBuf, TargetKind), DiskError> {
-    let Some(p) = &spec.target else {
+/// Where a target is and what it is: a path that does not exist yet is
+/// a test file to create, only with --create and in a directory that
+/// exists; None is a temporary test file.
+fn resolve(p: Option<&Path>, create: bool) -> Result<(PathBuf, TargetKind), DiskError> {
+    let Some(p) = p else {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
         return Ok((p, TargetKind::TempFile));
@@ -132,7 +134,7 @@ fn resolve(spec: &DiskSpec) -> Result<(PathBuf, TargetKind), DiskError> {
         Ok(m) if m.file_type().is_block_device() => TargetKind::BlockDevice,
         Ok(_) => return bad("is neither a regular file nor a block device"),
         Err(e) if e.kind() != ErrorKind::NotFound => return bad(&io_err_msg(&e)),
-        Err(_) if !spec.create => return bad(
+        Err(_) if !create => return bad(
             "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
         ),
         Err(_) => {
@@ -146,31 +148,60 @@ fn resolve(spec: &DiskSpec) -> Result<(PathBuf, TargetKind), DiskError> {
             TargetKind::CreatedFile
         }
     };
-    Ok((p.clone(), kind))
+    Ok((p.to_path_buf(), kind))
 }
 
-/// Resolves, checks and (for test files) creates and fills the target.
+/// Resolves and checks every target, then creates and fills the test
+/// files: a bad target (missing, too small, existing and to be written
+/// without --allow-destructive) is refused before any test file is made.
 /// Nothing is written to an existing target here.
 pub fn prepare(
     spec: &DiskSpec,
     interrupted: &AtomicBool,
     progress: PrepProgress,
+) -> Result<Vec<Target>, DiskError> {
+    let given: Vec<Option<&Path>> = match spec.targets.as_slice() {
+        [] => vec![None],
+        t => t.iter().map(|p| Some(p.as_path())).collect(),
+    };
+    let resolved = (given.into_iter())
+        .map(|p| resolve(p, spec.create))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (path, kind) in &resolved {
+        if !kind.created() && spec.writes() && !spec.allow_destructive {
+            let what = if *kind == TargetKind::BlockDevice {
+                "is a block device"
+            } else {
+                "is an existing file"
+            };
+            let reads: Vec<String> = spec.lines.iter().map(|l| l.read_pct.to_string()).collect();
+            return Err(DiskError::Invalid(format!(
+                "target {} {what} and this workload writes ({}% read): its contents would be overwritten; add --allow-destructive if that is what you want, or use a read-only spec (--read 100)",
+                path.display(),
+                reads.join("/")
+            )));
+        }
+    }
+    // Existing targets are opened and checked first, so that one of them
+    // being wrong leaves no test file behind.
+    let (created, existing): (Vec<_>, Vec<_>) = (resolved.into_iter().enumerate())
+        .partition(|(_, (_, kind))| kind.created());
+    let mut out: Vec<(usize, Target)> = Vec::new();
+    for (i, (path, kind)) in existing.into_iter().chain(created) {
+        out.push((i, prepare_one(spec, path, kind, interrupted, &mut *progress)?));
+    }
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out.into_iter().map(|(_, t)| t).collect())
+}
+
+fn prepare_one(
+    spec: &DiskSpec,
+    path: PathBuf,
+    kind: TargetKind,
+    interrupted: &AtomicBool,
+    progress: PrepProgress,
 ) -> Result<Target, DiskError> {
     let direct = !spec.buffered;
-    let (path, kind) = resolve(spec)?;
-    if !kind.created() && spec.writes() && !spec.allow_destructive {
-        let what = if kind == TargetKind::BlockDevice {
-            "is a block device"
-        } else {
-            "is an existing file"
-        };
-        return Err(DiskError::Invalid(format!(
-            "target {} {what} and this workload writes ({}% read): its contents would be overwritten; add --allow-destructive if that is what you want, or use a read-only spec (--read 100)",
-            path.display(),
-            spec.read_pct
-        )));
-    }
-
     let io_err = |e: std::io::Error| DiskError::target(&path, io_err_msg(&e));
     let mut guard = RemoveGuard(None);
     let (file, size, lbs) = if kind.created() {
@@ -204,21 +235,27 @@ pub fn prepare(
         (f, size, lbs)
     };
 
-    let (align, offset, bs) = (spec.align.unwrap_or(lbs), spec.offset, spec.bs);
-    if direct && align % lbs != 0 {
-        return Err(DiskError::Invalid(format!(
-            "--align {align} is not a multiple of the target's logical block size {lbs} (required by O_DIRECT; use --buffered to go through the page cache)"
-        )));
-    }
-    if direct && bs % align != 0 {
-        return Err(DiskError::Invalid(format!(
-            "--bs {bs} is not a multiple of the alignment {align} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
-        )));
-    }
-    if offset % align != 0 {
-        return Err(DiskError::Invalid(format!(
-            "--offset {offset} is not a multiple of the alignment {align}"
-        )));
+    let offset = spec.offset;
+    let aligns: Vec<u64> = spec.lines.iter().map(|l| l.align.unwrap_or(lbs)).collect();
+    for (l, &align) in spec.lines.iter().zip(&aligns) {
+        let bs = l.bs;
+        if direct && align % lbs != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--align {align} is not a multiple of the logical block size {lbs} of {} (required by O_DIRECT; use --buffered to go through the page cache)",
+                path.display()
+            )));
+        }
+        if direct && bs % align != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--bs {bs} is not a multiple of the alignment {align} of {} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})",
+                path.display()
+            )));
+        }
+        if offset % align != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--offset {offset} is not a multiple of the alignment {align}"
+            )));
+        }
     }
     let region_err = |msg: String| Err(DiskError::target(&path, msg));
     if offset >= size {
@@ -233,6 +270,7 @@ pub fn prepare(
             offset + len
         ));
     }
+    let bs = spec.max_bs();
     if len < bs {
         return region_err(format!(
             "the region ({len} bytes) is smaller than one transfer (--bs {bs})"
@@ -270,7 +308,7 @@ pub fn prepare(
         region: Region { start: offset, len },
         size,
         logical_block: lbs,
-        align,
+        aligns,
         direct,
         writes: spec.writes(),
         _claim: claim,
@@ -355,14 +393,16 @@ mod tests {
 
     fn spec_at(dir: &Path, name: &str) -> DiskSpec {
         DiskSpec {
-            target: Some(dir.join(name)),
+            targets: vec![dir.join(name)],
             size: Some(1 << 20),
             ..Default::default()
         }
     }
 
     fn prep(s: &DiskSpec) -> Result<Target, DiskError> {
-        prepare(s, &AtomicBool::new(false), &mut |_, _| {})
+        let mut t = prepare(s, &AtomicBool::new(false), &mut |_, _| {})?;
+        assert_eq!(t.len(), 1);
+        Ok(t.remove(0))
     }
 
     #[test]
@@ -394,13 +434,13 @@ mod tests {
         let p = d.path().join("data");
         std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
         let mut s = spec_at(d.path(), "data");
-        s.read_pct = 70;
+        s.lines[0].read_pct = 70;
         let e = prep(&s).unwrap_err();
         assert!(
             e.is_usage() && e.to_string().contains("--allow-destructive"),
             "{e}"
         );
-        s.read_pct = 100;
+        s.lines[0].read_pct = 100;
         let t = prep(&s).unwrap();
         drop(t);
         assert!(p.exists(), "an existing file is never removed");
@@ -417,7 +457,7 @@ mod tests {
             (None, 1000, 4096, "--offset"),
             (None, 0, 1000, "O_DIRECT"),
         ] {
-            (s.size, s.offset, s.bs) = (size, offset, bs);
+            (s.size, s.offset, s.lines[0].bs) = (size, offset, bs);
             let e = prep(&s).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
@@ -430,6 +470,30 @@ mod tests {
                 len: 64 << 10
             }
         );
+    }
+
+    /// One bad target among several: refused before any test file is
+    /// made, and the test file to create at the other is not left behind.
+    #[test]
+    fn a_bad_target_among_several_leaves_no_test_file() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("small"), vec![0u8; 64 << 10]).unwrap();
+        let mut s = spec_at(d.path(), "new.tst");
+        s.create = true;
+        s.targets.push(d.path().join("small"));
+        let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("larger than the target"), "{e}");
+        assert!(!d.path().join("new.tst").exists());
+        // Writing: the existing file is refused before anything is made.
+        s.size = Some(4096);
+        s.lines[0].read_pct = 50;
+        let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("--allow-destructive"), "{e}");
+        assert!(!d.path().join("new.tst").exists());
+        s.lines[0].read_pct = 100;
+        let t = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
+        let paths: Vec<_> = t.iter().map(|t| t.path.file_name().unwrap()).collect();
+        assert_eq!(paths, ["new.tst", "small"], "in the order given");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! `stat` parses `/proc/stat` and turns two snapshots into a [`CpuReport`];
 //! `procs` finds the top consumers from `/proc/*/stat`; `clock` finds the
 //! nominal frequency; `sysinfo` discloses the system; [`CpuWindow`] ties them together for a measurement
-//! window and [`HostSampler`] gives the one-second series.
+//! window and [`HostSampler`] gives the one-second series. `affinity` pins
+//! disk workers to CPUs and discloses where their devices' interrupts go.
 
+pub mod affinity;
 pub mod clock;
 pub mod procs;
 pub mod stat;

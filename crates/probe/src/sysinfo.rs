@@ -108,7 +108,7 @@ pub struct BlockDevice {
     pub logical_block_size: Option<u64>,
 }
 
-fn read_trim(p: impl AsRef<Path>) -> Option<String> {
+pub(crate) fn read_trim(p: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -387,7 +387,7 @@ fn interfaces() -> Vec<HostInterface> {
 }
 
 /// The names in a directory, sorted; none when it cannot be read.
-fn dir_names(dir: &str) -> Vec<String> {
+pub(crate) fn dir_names(dir: impl AsRef<Path>) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()

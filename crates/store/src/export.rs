@@ -4,6 +4,7 @@
 
 use crate::{RunDetail, TestRow};
 use iotoll_model::metrics::metric_def;
+use iotoll_model::result::{DiskBreakdown, IoFigures, WorkerFigures};
 use iotoll_model::{Kind, Metrics};
 
 /// A CSV writer into memory, quoting fields where RFC 4180 needs it; rows
@@ -79,7 +80,9 @@ pub fn json(run: &RunDetail) -> Result<String, serde_json::Error> {
 
 /// Iometer 1.1.0 results.csv: its header block, then its results header
 /// row with one `ALL` row per disk test (the selected repetition, or the
-/// means). Columns iotoll does not measure are left empty.
+/// means), followed by `MANAGER`, `WORKER` and `DISK` rows when the
+/// selected repetition has a breakdown ([`disk_breakdown_rows`]). Columns
+/// iotoll does not measure are left empty.
 pub const IOMETER_COLUMNS: &[&str] = &[
     "'Target Type",
     "Target Name",
@@ -245,6 +248,160 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c
 }
 
+/// The breakdown of the one repetition a disk test's figures are: None
+/// when they are the means of several (no one repetition's parts add up to
+/// them), when nothing is selected, or when the document has none (network
+/// results, imports, documents made before iotoll wrote it).
+fn selected_breakdown(t: &TestRow) -> Option<&DiskBreakdown> {
+    if t.select == "mean" {
+        return None;
+    }
+    let rep = t.selected_rep?;
+    let b = t
+        .reps
+        .iter()
+        .find(|r| r.rep == rep)?
+        .doc
+        .breakdown
+        .as_ref()?;
+    (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
+}
+
+/// Iometer's I/O columns from the figures of one part of a disk run (a
+/// worker, or a target). The read and write shares of `iops` and `mb_s`
+/// go by the part's counts, so that Read + Write is the total as on
+/// Iometer's rows. Latency per direction is not measured: empty. No CPU
+/// columns: per-worker CPU is not measured (Iometer leaves them empty on
+/// its WORKER and DISK rows too).
+fn io_cells(io: &IoFigures) -> Cells {
+    // `of` split as `part` is of `whole`. Nothing counted: 0 of a 0 rate,
+    // and no split of a rate the counts do not explain.
+    let share = |part: u64, whole: u64, of: f64| match whole {
+        0 => (of == 0.0).then_some(0.0),
+        w => Some(of * part as f64 / w as f64),
+    };
+    let ios = io.reads.saturating_add(io.writes);
+    let bytes = io.read_bytes.saturating_add(io.write_bytes);
+    let (read_iops, write_iops) = (
+        share(io.reads, ios, io.iops),
+        share(io.writes, ios, io.iops),
+    );
+    let read_mb = share(io.read_bytes, bytes, io.mb_s);
+    let write_mb = share(io.write_bytes, bytes, io.mb_s);
+    let mib = |v: Option<f64>| v.map(|v| v * 1e6 / 1048576.0);
+    let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+    let mut c = Cells::new();
+    let vals: [(&'static str, Option<f64>); 20] = [
+        ("IOps", Some(io.iops)),
+        ("Read IOps", read_iops),
+        ("Write IOps", write_iops),
+        ("MBps (Binary)", mib(Some(io.mb_s))),
+        ("Read MBps (Binary)", mib(read_mb)),
+        ("Write MBps (Binary)", mib(write_mb)),
+        ("MBps (Decimal)", Some(io.mb_s)),
+        ("Read MBps (Decimal)", read_mb),
+        ("Write MBps (Decimal)", write_mb),
+        // A disk transaction is one I/O in Iometer.
+        ("Transactions per Second", Some(io.iops)),
+        ("Average Response Time", ms(io.lat_mean_us)),
+        ("Average Transaction Time", ms(io.lat_mean_us)),
+        ("Maximum Response Time", ms(io.lat_max_us)),
+        ("Maximum Transaction Time", ms(io.lat_max_us)),
+        ("Errors", Some(io.errors as f64)),
+        ("Bytes Read", Some(io.read_bytes as f64)),
+        ("Bytes Written", Some(io.write_bytes as f64)),
+        ("Read I/Os", Some(io.reads as f64)),
+        ("Write I/Os", Some(io.writes as f64)),
+        ("Connections", None),
+    ];
+    for (k, v) in vals {
+        put(&mut c, k, v);
+    }
+    c
+}
+
+/// A disk test with a breakdown, the rows Iometer writes for one manager
+/// (`ManagerList::SaveResults`, `Manager::SaveResults`,
+/// `Worker::SaveResults`): the `ALL` row, a `MANAGER` row for this host
+/// (the same figures: one host runs every worker), then each worker's
+/// `WORKER` row followed by a `DISK` row for each of its targets.
+///
+/// Iometer's DISK row under a worker holds that worker's I/Os on that
+/// target. iotoll measures those when a worker has one target (a worker
+/// per target, the default, however many workers share a target): then
+/// the rows nest as Iometer's do, the target's DISK row under each of its
+/// workers with that worker's figures. With `spread` every worker has
+/// every target, and the breakdown holds per-worker and per-target totals,
+/// not each worker's share of each target: then all `WORKER` rows come
+/// first and one `DISK` row per target follows with the target's totals
+/// (all its workers). Either way the WORKER rows add up to the ALL row, and
+/// so do the DISK rows.
+///
+/// `# Workers` and `# Disks` count as Iometer does: workers, and targets
+/// per worker (a target two workers have counts twice). Iometer's
+/// PROCESSOR rows (one per CPU, between MANAGER and WORKER) are not
+/// written.
+fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cells> {
+    let assigned: usize = b.workers.iter().map(|w| w.targets.len()).sum();
+    let disks = if assigned > 0 {
+        assigned
+    } else {
+        b.targets.len()
+    };
+    all.insert("# Workers", b.workers.len().to_string());
+    all.insert("# Disks", disks.to_string());
+    let mut manager = all.clone();
+    manager.insert("'Target Type", "MANAGER".into());
+    manager.insert("Target Name", host.to_string());
+    manager.remove("# Managers");
+    // Settings Iometer repeats on its WORKER and DISK rows (the worker's).
+    let settings: Vec<(&'static str, String)> = ["Starting Sector", "Maximum Size", "Queue Depth"]
+        .into_iter()
+        .filter_map(|k| all.get(k).map(|v| (k, v.clone())))
+        .collect();
+    let part = |kind: &str, name: String, io: &IoFigures| {
+        let mut c = io_cells(io);
+        c.insert("'Target Type", kind.into());
+        c.insert("Target Name", name);
+        c.extend(settings.iter().cloned());
+        c
+    };
+    let spec_name = all.get("Access Specification Name").cloned();
+    let worker = |w: &WorkerFigures| {
+        let mut c = part("WORKER", format!("Worker {}", w.worker), &w.io);
+        if let Some(s) = &spec_name {
+            c.insert("Access Specification Name", s.clone());
+        }
+        c.insert("# Disks", w.targets.len().to_string());
+        c
+    };
+    let path = |n: u32| {
+        b.targets
+            .iter()
+            .find(|t| t.target == n)
+            .map(|t| t.path.clone())
+            .unwrap_or_else(|| format!("target {n}"))
+    };
+    let mut rows = vec![all, manager];
+    let nested = !b.workers.is_empty() && b.workers.iter().all(|w| w.targets.len() <= 1);
+    if nested {
+        for w in &b.workers {
+            rows.push(worker(w));
+            if let Some(&n) = w.targets.first() {
+                rows.push(part("DISK", path(n), &w.io));
+            }
+        }
+    } else {
+        rows.extend(b.workers.iter().map(worker));
+        rows.extend(
+            b.targets
+                .iter()
+                .map(|t| part("DISK", t.path.clone(), &t.io)),
+        );
+    }
+    rows
+}
+
 /// A network test the way Iometer reports a network client worker: each
 /// message sent is a write I/O, each one received a read I/O, and a
 /// request/response pair is a transaction. `endpoint` gives the same test
@@ -360,7 +517,17 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if t.kind == Kind::Disk {
-            let _ = w.write_record(line(&disk_cells(t, m)));
+            let all = disk_cells(t, m);
+            match selected_breakdown(t) {
+                Some(b) => {
+                    for c in disk_breakdown_rows(all, b, host) {
+                        let _ = w.write_record(line(&c));
+                    }
+                }
+                None => {
+                    let _ = w.write_record(line(&all));
+                }
+            }
             rows += 1;
             continue;
         }
@@ -684,6 +851,254 @@ mod tests {
         );
         assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
         insta::assert_snapshot!(out);
+    }
+
+    /// `IoFigures` of `reads` and `writes` 8 KiB I/Os over run()'s 10 s window.
+    fn io(reads: u64, writes: u64, lat_mean_us: f64) -> Value {
+        let (ios, bytes) = (reads + writes, (reads + writes) * 8192);
+        json!({
+            "reads": reads, "writes": writes, "read_bytes": reads * 8192,
+            "write_bytes": writes * 8192, "errors": 0, "iops": ios as f64 / 10.0,
+            "mb_s": bytes as f64 / 10.0 / 1e6, "lat_mean_us": lat_mean_us,
+            "lat_p99_us": 900.0, "lat_max_us": 4000.0
+        })
+    }
+
+    fn target(n: u32, path: &str, workers: &[u32], reads: u64, writes: u64) -> Value {
+        json!({"target": n, "path": path, "workers": workers, "io": io(reads, writes, 250.0)})
+    }
+
+    fn worker(n: u32, targets: &[u32], reads: u64, writes: u64, lat: f64) -> Value {
+        json!({"worker": n, "targets": targets, "pinned": null, "ran_on": [n],
+               "pinned_busy_pct": null, "io": io(reads, writes, lat)})
+    }
+
+    /// run() with `breakdown` on the selected repetition (rep 1: 7000 reads
+    /// and 3000 writes in 10 s, 1000 IOPS).
+    fn run_with(breakdown: Value) -> RunDetail {
+        let mut r = run();
+        r.tests[0].reps[0].doc.breakdown = Some(serde_json::from_value(breakdown).unwrap());
+        r
+    }
+
+    /// `spread`: 2 workers, each on both targets; per-worker and per-target
+    /// totals only.
+    fn spread_run() -> RunDetail {
+        run_with(json!({
+            "targets": [
+                target(0, "/dev/sdb", &[0, 1], 5000, 1500),
+                target(1, "/dev/sdc", &[0, 1], 2000, 1500)
+            ],
+            "workers": [worker(0, &[0, 1], 4000, 2000, 240.0), worker(1, &[0, 1], 3000, 1000, 265.0)],
+            "lines": []
+        }))
+    }
+
+    /// A worker per target, 2 per target: 4 workers, each on one target.
+    fn nested_run() -> RunDetail {
+        run_with(json!({
+            "targets": [
+                target(0, "/dev/sdb", &[0, 1], 5000, 1500),
+                target(1, "/dev/sdc", &[2, 3], 2000, 1500)
+            ],
+            "workers": [
+                worker(0, &[0], 2500, 750, 240.0), worker(1, &[0], 2500, 750, 250.0),
+                worker(2, &[1], 1000, 750, 255.0), worker(3, &[1], 1000, 750, 260.0)
+            ],
+            "lines": []
+        }))
+    }
+
+    /// The results rows (after the header block) as cells.
+    fn result_rows(out: &str) -> Vec<Vec<String>> {
+        (8..out.lines().count()).map(|i| cells(out, i)).collect()
+    }
+
+    fn kinds_and_names(rows: &[Vec<String>]) -> Vec<(String, String)> {
+        rows.iter()
+            .map(|r| (col(r, "'Target Type").into(), col(r, "Target Name").into()))
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn iometer_breakdown_spread_rows() {
+        let out = iometer_csv(&spread_run()).unwrap().text;
+        let rows = result_rows(&out);
+        assert_eq!(
+            kinds_and_names(&rows),
+            pairs(&[
+                ("ALL", "All"),
+                ("MANAGER", "local"),
+                ("WORKER", "Worker 0"),
+                ("WORKER", "Worker 1"),
+                ("DISK", "/dev/sdb"),
+                ("DISK", "/dev/sdc"),
+            ])
+        );
+        let c = |row: usize, name: &str| col(&rows[row], name).to_string();
+        // Iometer's counts: 2 workers, 2 targets each.
+        assert_eq!(
+            (c(0, "# Workers"), c(0, "# Disks")),
+            ("2".into(), "4".into())
+        );
+        assert_eq!(
+            c(1, "# Managers"),
+            "",
+            "Iometer leaves it empty on MANAGER rows"
+        );
+        for k in [
+            "IOps",
+            "% CPU Utilization",
+            "CPU Effectiveness",
+            "Read I/Os",
+        ] {
+            assert_eq!(c(1, k), c(0, k), "MANAGER = ALL: {k}");
+        }
+        assert_eq!(c(2, "IOps"), "600");
+        assert_eq!(c(2, "Read IOps"), "400");
+        assert_eq!(c(2, "Write IOps"), "200");
+        assert_eq!(c(2, "Read I/Os"), "4000");
+        assert_eq!(c(2, "Bytes Written"), "16384000");
+        assert_eq!(c(2, "Average Response Time"), "0.24");
+        assert_eq!(c(2, "Transactions per Second"), "600");
+        assert_eq!(c(2, "# Disks"), "2");
+        assert_eq!(c(2, "Access Specification Name"), "db-oltp-8k");
+        assert_eq!(c(2, "Queue Depth"), "28");
+        assert_eq!(c(4, "IOps"), "650", "the target's totals, all its workers");
+        assert_eq!(c(4, "Access Specification Name"), "");
+        for row in 2..6 {
+            for k in [
+                "% CPU Utilization",
+                "% User Time",
+                "Processor Speed",
+                "CPU Effectiveness",
+            ] {
+                assert_eq!(c(row, k), "", "per-worker CPU is not measured: {k}");
+            }
+            assert_eq!(c(row, "Average Read Response Time"), "");
+        }
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn iometer_breakdown_nests_disks_under_their_worker() {
+        let out = iometer_csv(&nested_run()).unwrap().text;
+        let rows = result_rows(&out);
+        assert_eq!(
+            kinds_and_names(&rows),
+            pairs(&[
+                ("ALL", "All"),
+                ("MANAGER", "local"),
+                ("WORKER", "Worker 0"),
+                ("DISK", "/dev/sdb"),
+                ("WORKER", "Worker 1"),
+                ("DISK", "/dev/sdb"),
+                ("WORKER", "Worker 2"),
+                ("DISK", "/dev/sdc"),
+                ("WORKER", "Worker 3"),
+                ("DISK", "/dev/sdc"),
+            ])
+        );
+        let c = |row: usize, name: &str| col(&rows[row], name).to_string();
+        assert_eq!(
+            (c(0, "# Workers"), c(0, "# Disks")),
+            ("4".into(), "4".into())
+        );
+        // Each DISK row: its worker's I/Os on that target.
+        for (w, d) in [(2, 3), (4, 5), (6, 7), (8, 9)] {
+            for k in [
+                "IOps",
+                "Read IOps",
+                "MBps (Decimal)",
+                "Write I/Os",
+                "Average Response Time",
+            ] {
+                assert_eq!(c(d, k), c(w, k), "row {d}: {k}");
+            }
+        }
+        assert_eq!(c(3, "IOps"), "325");
+        assert_eq!(c(7, "Read IOps"), "100");
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn iometer_breakdown_rows_add_up_to_all() {
+        for r in [spread_run(), nested_run()] {
+            let rows = result_rows(&iometer_csv(&r).unwrap().text);
+            let num = |row: &[String], k: &str| col(row, k).parse::<f64>().unwrap();
+            for k in [
+                "IOps",
+                "Read IOps",
+                "Write IOps",
+                "MBps (Decimal)",
+                "MBps (Binary)",
+                "Read I/Os",
+                "Bytes Written",
+            ] {
+                let all = num(&rows[0], k);
+                for kind in ["WORKER", "DISK"] {
+                    let sum: f64 = rows
+                        .iter()
+                        .filter(|row| col(row, "'Target Type") == kind)
+                        .map(|row| num(row, k))
+                        .sum();
+                    assert!(
+                        (sum - all).abs() <= 1e-9 * all,
+                        "{kind} rows' {k}: {sum} vs ALL {all}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn iometer_without_a_usable_breakdown_is_unchanged() {
+        let before = iometer_csv(&run()).unwrap().text;
+        // Only the selected repetition's breakdown counts.
+        let mut r = run();
+        r.tests[0].reps[1].doc.breakdown = spread_run().tests[0].reps[0].doc.breakdown.clone();
+        assert_eq!(
+            iometer_csv(&r).unwrap().text,
+            before,
+            "a breakdown on another rep"
+        );
+        // Means: no one repetition's parts add up to them.
+        let mut r = spread_run();
+        r.tests[0].select = "mean".into();
+        r.tests[0].summary = Some(run().tests[0].reps[0].doc.metrics.clone());
+        assert_eq!(iometer_csv(&r).unwrap().text, before, "means");
+        // An empty breakdown says nothing.
+        let r = run_with(json!({"targets": [], "workers": [], "lines": []}));
+        assert_eq!(iometer_csv(&r).unwrap().text, before, "empty");
+    }
+
+    #[test]
+    fn iometer_breakdown_of_an_odd_document() {
+        // A worker naming a target the breakdown does not list, a worker
+        // with no I/O, and no targets at all: rows, no panic.
+        let r = run_with(json!({
+            "targets": [],
+            "workers": [worker(0, &[7], 7000, 3000, 250.0), worker(1, &[], 0, 0, 250.0)],
+            "lines": []
+        }));
+        let rows = result_rows(&iometer_csv(&r).unwrap().text);
+        assert_eq!(
+            kinds_and_names(&rows),
+            pairs(&[
+                ("ALL", "All"),
+                ("MANAGER", "local"),
+                ("WORKER", "Worker 0"),
+                ("DISK", "target 7"),
+                ("WORKER", "Worker 1"),
+            ])
+        );
+        assert_eq!(col(&rows[4], "Read IOps"), "0");
     }
 
     #[test]

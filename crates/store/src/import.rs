@@ -60,6 +60,8 @@ fn doc(
         series: Vec::new(),
         notes,
         disclosure: None,
+        // Imports state totals only.
+        breakdown: None,
     }
 }
 

@@ -9,7 +9,7 @@
 //! `DRAIN_BOUND`; I/Os still not completed then (a hung device) keep their
 //! buffers, which are leaked rather than freed under the kernel.
 
-use super::{Buffers, Engine, IoResult};
+use super::{Buffers, Engine, IoResult, Request};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::io;
@@ -40,8 +40,8 @@ pub struct IoUringEngine {
     in_flight: usize,
     #[cfg(test)]
     fault: Option<test_fault::Fault>,
-    // Keeps the registered descriptor open.
-    _file: File,
+    // Keeps the registered descriptors open.
+    _files: Vec<File>,
 }
 
 /// Builds a ring with the cheapest completion mode the kernel offers:
@@ -62,7 +62,12 @@ pub fn probe() -> Result<(), String> {
 }
 
 impl IoUringEngine {
-    pub fn new(file: File, qd: usize, bs: usize, seed: u64) -> io::Result<(Self, Option<String>)> {
+    pub fn new(
+        files: Vec<File>,
+        qd: usize,
+        bs: usize,
+        seed: u64,
+    ) -> io::Result<(Self, Option<String>)> {
         if qd == 0 || qd > MAX_DEPTH as usize {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -74,7 +79,8 @@ impl IoUringEngine {
         let bufs = Buffers::new(qd, bs, seed)?;
         let entries = (qd as u32).next_power_of_two().max(2);
         let ring = build_ring(entries)?;
-        ring.submitter().register_files(&[file.as_raw_fd()])?;
+        let fds: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
+        ring.submitter().register_files(&fds)?;
         let iovecs: Vec<libc::iovec> = (0..qd)
             .map(|s| libc::iovec {
                 iov_base: bufs.slot_ptr(s).cast(),
@@ -88,7 +94,7 @@ impl IoUringEngine {
             && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         let note = (!fixed_bufs).then(|| "io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         #[cfg(test)]
-        let fault = test_fault::lookup(&file);
+        let fault = files.first().and_then(test_fault::lookup);
         Ok((
             IoUringEngine {
                 ring,
@@ -99,7 +105,7 @@ impl IoUringEngine {
                 in_flight: 0,
                 #[cfg(test)]
                 fault,
-                _file: file,
+                _files: files,
             },
             note,
         ))
@@ -202,10 +208,13 @@ impl IoUringEngine {
         }
     }
 
-    fn sqe(&self, slot: usize, read: bool, offset: u64) -> squeue::Entry {
+    fn sqe(&self, slot: usize, rq: Request) -> squeue::Entry {
+        let Request {
+            file, read, offset, ..
+        } = rq;
         let ptr = self.bufs.slot_ptr(slot);
-        let len = self.bufs.size() as u32;
-        let fd = types::Fixed(0);
+        let len = rq.len as u32;
+        let fd = types::Fixed(file as u32);
         let e = match (read, self.fixed_bufs) {
             (true, true) => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
                 .offset(offset)
@@ -225,14 +234,14 @@ impl Engine for IoUringEngine {
         self.depth
     }
 
-    fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()> {
-        if self.busy.get(slot) != Some(&false) {
+    fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()> {
+        if self.busy.get(slot) != Some(&false) || rq.file >= self._files.len() || rq.len > self.bufs.size() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("slot {slot} is in use or out of range"),
+                format!("slot {slot} is in use or out of range, or a bad request {rq:?}"),
             ));
         }
-        let e = self.sqe(slot, read, offset);
+        let e = self.sqe(slot, rq);
         // SAFETY: the buffer of `slot` stays allocated and untouched until its
         // completion is reaped (the worker only reuses a slot after `done`).
         let pushed = unsafe { self.ring.submission().push(&e) };
@@ -410,9 +419,9 @@ mod tests {
             return;
         }
         let (r, mut w) = pipe();
-        let (mut e, _) = IoUringEngine::new(r.try_clone().unwrap(), 4, 4096, 1).unwrap();
+        let (mut e, _) = IoUringEngine::new(vec![r.try_clone().unwrap()], 4, 4096, 1).unwrap();
         for slot in 0..4 {
-            e.queue(slot, true, 0).unwrap();
+            e.queue(slot, read_at_0(4096)).unwrap();
         }
         let mut early = 0;
         e.submit_and_reap(0, &mut |_, _| early += 1).unwrap();
@@ -441,9 +450,9 @@ mod tests {
         }
         let (r, mut w) = pipe();
         test_fault::arm(&r, 0, libc::EIO);
-        let (mut e, _) = IoUringEngine::new(r.try_clone().unwrap(), 8, 512, 1).unwrap();
+        let (mut e, _) = IoUringEngine::new(vec![r.try_clone().unwrap()], 8, 512, 1).unwrap();
         for slot in 0..8 {
-            e.queue(slot, true, 0).unwrap();
+            e.queue(slot, read_at_0(512)).unwrap();
         }
         let err = e.submit_and_reap(1, &mut |_, _| {}).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EIO));
@@ -457,13 +466,22 @@ mod tests {
         assert_eq!(got, b"x");
     }
 
+    fn read_at_0(len: usize) -> Request {
+        Request {
+            file: 0,
+            read: true,
+            offset: 0,
+            len,
+        }
+    }
+
     #[test]
     fn depth_beyond_the_ring_is_refused() {
         if !ring_or_skip() {
             return;
         }
         let (r, _w) = pipe();
-        let err = IoUringEngine::new(r, MAX_DEPTH as usize + 1, 512, 1)
+        let err = IoUringEngine::new(vec![r], MAX_DEPTH as usize + 1, 512, 1)
             .err()
             .unwrap();
         assert!(err.to_string().contains("32768"), "{err}");

@@ -14,15 +14,26 @@ use std::io;
 /// What a completion carries: bytes transferred, or a negative errno.
 pub type IoResult = i64;
 
+/// One I/O as the worker asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Which of the engine's files (the worker's targets, in order).
+    pub file: usize,
+    pub read: bool,
+    pub offset: u64,
+    /// Bytes, at most the buffer size.
+    pub len: usize,
+}
+
 pub trait Engine {
     /// How many I/Os this engine keeps in flight at most (buffer slots
     /// `0..depth`).
     fn depth(&self) -> usize;
-    /// Prepares a read or write of the whole buffer of `slot` at `offset`
-    /// without starting it: it is handed to the kernel by the next
-    /// `submit_and_reap`. The worker takes an I/O's start time just before
-    /// that call, so latency covers the submission itself.
-    fn queue(&mut self, slot: usize, read: bool, offset: u64) -> io::Result<()>;
+    /// Prepares the I/O `rq` on the buffer of `slot` without starting it:
+    /// it is handed to the kernel by the next `submit_and_reap`. The worker
+    /// takes an I/O's start time just before that call, so latency covers
+    /// the submission itself.
+    fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()>;
     /// Hands everything queued to the kernel in one go (io_uring: one
     /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
@@ -60,22 +71,23 @@ impl EngineKind {
         }
     }
 
-    /// Builds the engine for one worker: `qd` slots of `bs` bytes each.
-    /// The second value is a note about how the engine had to adapt.
+    /// Builds the engine for one worker over its `files`: `depth` slots of
+    /// `bs` bytes each (the largest transfer). The second value is a note
+    /// about how the engine had to adapt.
     pub fn open(
         self,
-        file: File,
-        qd: usize,
+        files: Vec<File>,
+        depth: usize,
         bs: usize,
         seed: u64,
     ) -> io::Result<(Box<dyn Engine>, Option<String>)> {
         match self {
             EngineKind::IoUring => {
-                let (e, note) = io_uring::IoUringEngine::new(file, qd, bs, seed)?;
+                let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
                 Ok((Box::new(e), note))
             }
-            EngineKind::Psync => Ok((Box::new(psync::PsyncEngine::new(file, bs, seed)?), None)),
-            EngineKind::Null => Ok((Box::new(null::NullEngine::new(qd, bs)), None)),
+            EngineKind::Psync => Ok((Box::new(psync::PsyncEngine::new(files, bs, seed)?), None)),
+            EngineKind::Null => Ok((Box::new(null::NullEngine::on(depth, &files)), None)),
         }
     }
 }

@@ -2,21 +2,63 @@
 //! fio's engines/null.c). It measures the runner itself, and lets tests run
 //! the worker loop without a device.
 
-use super::{Engine, IoResult};
+use super::{Engine, IoResult, Request};
 use std::io;
 
 pub struct NullEngine {
     depth: usize,
-    bs: usize,
-    queued: Vec<usize>,
+    /// Queued I/Os: (slot, bytes).
+    queued: Vec<(usize, usize)>,
+    /// The files' (device, inode), to record which target each I/O was for.
+    #[cfg(test)]
+    ids: Vec<(u64, u64)>,
 }
 
 impl NullEngine {
-    pub fn new(qd: usize, bs: usize) -> Self {
+    pub fn new(depth: usize) -> Self {
         NullEngine {
-            depth: qd.max(1),
-            bs,
-            queued: Vec::with_capacity(qd),
+            depth: depth.max(1),
+            queued: Vec::with_capacity(depth),
+            #[cfg(test)]
+            ids: Vec::new(),
+        }
+    }
+
+    /// An engine for a worker's files, which it never touches (tests
+    /// record which file each I/O was for).
+    pub fn on(depth: usize, _files: &[std::fs::File]) -> Self {
+        #[allow(unused_mut)]
+        let mut e = Self::new(depth);
+        #[cfg(test)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let id = |f: &std::fs::File| f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()));
+            e.ids = _files.iter().map(id).collect();
+        }
+        e
+    }
+}
+
+/// Every I/O the null engines of this test process were asked for, with
+/// the (device, inode) of its file and the thread that asked.
+#[cfg(test)]
+pub mod record {
+    use super::Request;
+    use std::sync::Mutex;
+
+    #[derive(Debug, Clone)]
+    pub struct Asked {
+        pub file: (u64, u64),
+        pub thread: String,
+        pub rq: Request,
+    }
+
+    pub static ASKED: Mutex<Vec<Asked>> = Mutex::new(Vec::new());
+
+    pub(super) fn push(file: (u64, u64), rq: Request) {
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        if let Ok(mut v) = ASKED.lock() {
+            v.push(Asked { file, thread, rq });
         }
     }
 }
@@ -26,8 +68,12 @@ impl Engine for NullEngine {
         self.depth
     }
 
-    fn queue(&mut self, slot: usize, _read: bool, _offset: u64) -> io::Result<()> {
-        self.queued.push(slot);
+    fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()> {
+        self.queued.push((slot, rq.len));
+        #[cfg(test)]
+        if let Some(id) = self.ids.get(rq.file) {
+            record::push(*id, rq);
+        }
         Ok(())
     }
 
@@ -36,8 +82,8 @@ impl Engine for NullEngine {
         _min: usize,
         done: &mut dyn FnMut(usize, IoResult),
     ) -> io::Result<()> {
-        for slot in self.queued.drain(..) {
-            done(slot, self.bs as IoResult);
+        for (slot, len) in self.queued.drain(..) {
+            done(slot, len as IoResult);
         }
         Ok(())
     }

@@ -1,21 +1,21 @@
 //! psync: one synchronous pread/pwrite at a time per worker. The baseline
 //! engine, and the fallback where io_uring is unavailable.
 
-use super::{Buffers, Engine, IoResult};
+use super::{Buffers, Engine, IoResult, Request};
 use std::fs::File;
 use std::io;
 use std::os::unix::io::AsRawFd;
 
 pub struct PsyncEngine {
-    file: File,
+    files: Vec<File>,
     bufs: Buffers,
-    queued: Option<(bool, u64)>,
+    queued: Option<Request>,
 }
 
 impl PsyncEngine {
-    pub fn new(file: File, bs: usize, seed: u64) -> io::Result<Self> {
+    pub fn new(files: Vec<File>, bs: usize, seed: u64) -> io::Result<Self> {
         Ok(PsyncEngine {
-            file,
+            files,
             bufs: Buffers::new(1, bs, seed)?,
             queued: None,
         })
@@ -27,8 +27,14 @@ impl Engine for PsyncEngine {
         1
     }
 
-    fn queue(&mut self, _slot: usize, read: bool, offset: u64) -> io::Result<()> {
-        self.queued = Some((read, offset));
+    fn queue(&mut self, _slot: usize, rq: Request) -> io::Result<()> {
+        if rq.file >= self.files.len() || rq.len > self.bufs.size() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no file {} or more than a buffer: {rq:?}", rq.file),
+            ));
+        }
+        self.queued = Some(rq);
         Ok(())
     }
 
@@ -37,11 +43,17 @@ impl Engine for PsyncEngine {
         _min: usize,
         done: &mut dyn FnMut(usize, IoResult),
     ) -> io::Result<()> {
-        let Some((read, offset)) = self.queued.take() else {
+        let Some(Request {
+            file,
+            read,
+            offset,
+            len,
+        }) = self.queued.take()
+        else {
             return Ok(());
         };
-        let fd = self.file.as_raw_fd();
-        let (ptr, len) = (self.bufs.slot_ptr(0), self.bufs.size());
+        let fd = self.files[file].as_raw_fd();
+        let ptr = self.bufs.slot_ptr(0);
         let res = loop {
             // SAFETY: ptr is valid for len bytes for the lifetime of self.bufs.
             let r = unsafe {

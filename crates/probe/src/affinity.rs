@@ -1,0 +1,1106 @@
+//! Where a disk run's work happens: the CPUs its workers may be pinned to
+//! (Iometer's topology of workers on cores), and the devices and interrupt
+//! lines behind its targets. A worker pinned to a core its device's
+//! interrupts also land on measures a different machine from one pinned
+//! away from them, so the disclosure records both.
+//!
+//! CPU masks are handled through the raw `sched_*affinity` calls with a
+//! mask of [`MASK_BITS`] bits rather than `cpu_set_t`: glibc's set stops at
+//! CPU 1023, and `--cpus` accepts CPUs up to [`MAX_CPU`].
+
+use crate::sysinfo::{dir_names, read_trim};
+use iotoll_model::spec::{DiskDisclosure, IrqAffinity};
+use std::collections::BTreeSet;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The largest CPU number `--cpus` accepts. Larger numbers are far more
+/// likely a typo than a machine, and the affinity mask must hold them.
+pub const MAX_CPU: u32 = 4095;
+
+/// Bits in the affinity masks passed to the kernel: twice [`MAX_CPU`]'s
+/// range, so `sched_getaffinity` still succeeds on a kernel built for 8192
+/// CPUs (it refuses a mask shorter than its own).
+const MASK_BITS: usize = 8192;
+
+/// How deep stacked devices (dm on md on a loop file on a disk) are
+/// followed: deeper is a loop, not a real stack.
+const MAX_DEPTH: usize = 4;
+
+// ---------------------------------------------------------------- cpu lists
+
+/// A `--cpus` value in the kernel's cpu-list syntax (`0-3,8,10-11`), in the
+/// order written, since the order is the order workers are given CPUs.
+/// A range may carry a stride (`0-7:2` as taskset reads it: 0,2,4,6) or the
+/// kernel's group pattern (`0-7:1/4`: the first 1 of every 4, i.e. 0,4).
+/// A CPU listed twice is an error rather than silently two workers on one
+/// core.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    parse_list(s).map_err(|e| format!("--cpus '{s}': {e}"))
+}
+
+/// [`parse_cpu_list`] without the `--cpus` context, for lists the kernel
+/// writes.
+fn parse_list(s: &str) -> Result<Vec<u32>, String> {
+    if s.trim().is_empty() {
+        return Err("the list is empty".into());
+    }
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err("empty item (two commas in a row, or one at an end)".into());
+        }
+        for cpu in parse_item(item)? {
+            if !seen.insert(cpu) {
+                return Err(format!("CPU {cpu} is listed twice"));
+            }
+            out.push(cpu);
+        }
+    }
+    Ok(out)
+}
+
+/// One comma-separated item: `N`, `A-B`, `A-B:S` or `A-B:U/G`.
+fn parse_item(item: &str) -> Result<Vec<u32>, String> {
+    let (range, pattern) = match item.split_once(':') {
+        Some((r, p)) => (r, Some(p)),
+        None => (item, None),
+    };
+    let (lo, hi) = match range.split_once('-') {
+        Some((a, b)) => (cpu_number(a, item)?, cpu_number(b, item)?),
+        None if pattern.is_some() => {
+            return Err(format!("'{item}': a stride needs a range, as in 0-7:2"))
+        }
+        None => {
+            let n = cpu_number(range, item)?;
+            (n, n)
+        }
+    };
+    if lo > hi {
+        return Err(format!("range {lo}-{hi} is reversed"));
+    }
+    let count = |t: &str| -> Result<u32, String> {
+        match t.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "'{item}': '{t}' after ':' must be a count of 1 or more"
+            )),
+        }
+    };
+    // Every `group` CPUs from `lo`, the first `used` of them.
+    let (used, group) = match pattern {
+        None => (1, 1),
+        Some(p) => match p.split_once('/') {
+            None => (1, count(p)?),
+            Some((u, g)) => {
+                let (u, g) = (count(u)?, count(g)?);
+                if u > g {
+                    return Err(format!(
+                        "'{item}': uses {u} CPUs of every {g}, more than a group holds"
+                    ));
+                }
+                (u, g)
+            }
+        },
+    };
+    Ok((lo..=hi).filter(|c| (c - lo) % group < used).collect())
+}
+
+/// One CPU number of `item`, bounded by [`MAX_CPU`].
+fn cpu_number(t: &str, item: &str) -> Result<u32, String> {
+    let t = t.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'{item}' is not a CPU number or range"));
+    }
+    match t.parse::<u32>() {
+        Ok(n) if n <= MAX_CPU => Ok(n),
+        _ => Err(format!(
+            "CPU {t} is beyond the largest supported, {MAX_CPU}"
+        )),
+    }
+}
+
+/// A CPU list as the kernel writes one (`0-3,8`), for messages and the
+/// human table. Runs are compressed in the order given, not sorted, so
+/// that it reads back through [`parse_cpu_list`] as the same list.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j].checked_add(1) == Some(cpus[j + 1]) {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+// ---------------------------------------------------------------- affinity
+
+/// An affinity mask wider than `cpu_set_t` (see the module comment).
+struct Mask([libc::c_ulong; MASK_BITS / libc::c_ulong::BITS as usize]);
+
+impl Mask {
+    const WORD: usize = libc::c_ulong::BITS as usize;
+
+    fn empty() -> Self {
+        Mask([0; MASK_BITS / Self::WORD])
+    }
+
+    fn set(&mut self, cpu: usize) {
+        self.0[cpu / Self::WORD] |= 1 << (cpu % Self::WORD);
+    }
+
+    fn cpus(&self) -> Vec<u32> {
+        (0..MASK_BITS)
+            .filter(|c| self.0[c / Self::WORD] & (1 << (c % Self::WORD)) != 0)
+            .filter_map(|c| u32::try_from(c).ok())
+            .collect()
+    }
+}
+
+/// The CPUs this process may run on (taskset, cgroup cpusets): pinning to
+/// any other fails even when it is online. None if the kernel will not say.
+pub fn allowed_cpus() -> Option<Vec<u32>> {
+    let mut m = Mask::empty();
+    // SAFETY: the kernel writes at most `size_of::<Mask>()` bytes into `m`;
+    // glibc passes the size through unchanged.
+    let r = unsafe {
+        libc::sched_getaffinity(
+            0,
+            std::mem::size_of::<Mask>(),
+            (&mut m as *mut Mask).cast::<libc::cpu_set_t>(),
+        )
+    };
+    (r == 0).then(|| m.cpus())
+}
+
+/// The CPUs that are online, in ascending order: what `--cpus` is checked
+/// against and what the table shows. Falls back to the process's allowed
+/// set, then to `0..available_parallelism`, where /sys is not mounted.
+pub fn online_cpus() -> Vec<u32> {
+    let sysfs = read_trim("/sys/devices/system/cpu/online").and_then(|s| parse_list(&s).ok());
+    if let Some(cpus) = sysfs.filter(|c| !c.is_empty()) {
+        return cpus;
+    }
+    if let Some(cpus) = allowed_cpus().filter(|c| !c.is_empty()) {
+        return cpus;
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..u32::try_from(n).unwrap_or(1)).collect()
+}
+
+/// Refuses `--cpus` before a run starts rather than failing one worker's
+/// pin midway: every CPU must be online and allowed to this process.
+pub fn check_cpus(cpus: &[u32]) -> Result<(), String> {
+    check_against(cpus, &online_cpus(), allowed_cpus().as_deref())
+}
+
+/// [`check_cpus`] over given sets; `allowed` None skips that check (the
+/// kernel would not say, and the pin itself will then report).
+fn check_against(cpus: &[u32], online: &[u32], allowed: Option<&[u32]>) -> Result<(), String> {
+    let these = |v: &[u32]| match v {
+        [c] => format!("CPU {c} is"),
+        _ => format!("CPUs {} are", format_cpu_list(v)),
+    };
+    let mut errs = Vec::new();
+    let offline: Vec<u32> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !online.contains(c))
+        .collect();
+    if !offline.is_empty() {
+        errs.push(format!(
+            "{} not online (online: {})",
+            these(&offline),
+            format_cpu_list(online)
+        ));
+    }
+    if let Some(allowed) = allowed {
+        let refused: Vec<u32> = cpus
+            .iter()
+            .copied()
+            .filter(|c| online.contains(c) && !allowed.contains(c))
+            .collect();
+        if !refused.is_empty() {
+            errs.push(format!(
+                "{} not allowed to this process (allowed: {}; taskset or a cgroup cpuset restricts it)",
+                these(&refused),
+                format_cpu_list(allowed)
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("--cpus: {}", errs.join("; ")))
+    }
+}
+
+/// Pins the calling thread (not the process: other workers keep their own
+/// CPUs) to `cpu`. The kernel moves the thread before this returns.
+pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
+    let bit = usize::try_from(cpu)
+        .ok()
+        .filter(|c| *c < MASK_BITS)
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond the largest supported, {MAX_CPU}"),
+            )
+        })?;
+    let mut m = Mask::empty();
+    m.set(bit);
+    // SAFETY: the kernel reads `size_of::<Mask>()` bytes from `m`; tid 0
+    // is the calling thread.
+    let r = unsafe {
+        libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<Mask>(),
+            (&m as *const Mask).cast::<libc::cpu_set_t>(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread runs on now: proof a pin took, and the
+/// per-worker CPU the report shows. None where the kernel cannot say.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: no arguments; returns -1 on failure.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
+
+// ---------------------------------------------------------- /proc/interrupts
+
+/// One numbered line of `/proc/interrupts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IrqRow {
+    irq: u32,
+    /// The handler name(s), `, `-separated when the line is shared.
+    name: String,
+    per_cpu: Vec<u64>,
+}
+
+/// The numbered lines of `/proc/interrupts`. The header's `CPUn` columns
+/// say how many counts each line has; what follows them is the chip, the
+/// hardware IRQ (and on some architectures its trigger), then the handler
+/// names. Architecture lines (NMI, LOC, ...) belong to no device and are
+/// skipped.
+fn parse_interrupts(text: &str) -> Vec<IrqRow> {
+    let mut lines = text.lines();
+    let ncpu = lines.next().map_or(0, |h| {
+        h.split_whitespace()
+            .filter(|w| w.starts_with("CPU"))
+            .count()
+    });
+    lines
+        .filter_map(|l| {
+            let (num, rest) = l.split_once(':')?;
+            let irq = num.trim().parse::<u32>().ok()?;
+            let mut words = rest.split_whitespace().peekable();
+            let mut per_cpu = Vec::with_capacity(ncpu);
+            while per_cpu.len() < ncpu {
+                match words.peek().and_then(|w| w.parse::<u64>().ok()) {
+                    Some(n) => {
+                        per_cpu.push(n);
+                        words.next();
+                    }
+                    None => break,
+                }
+            }
+            let _chip = words.next();
+            let tail: Vec<&str> = words.skip_while(|w| is_hwirq_word(w)).collect();
+            Some(IrqRow {
+                irq,
+                name: tail.join(" "),
+                per_cpu,
+            })
+        })
+        .collect()
+}
+
+/// A word between the chip and the handler name: the hardware IRQ number,
+/// alone (`27`) or with its flow (`524288-edge`), the trigger (`Level`,
+/// `Edge` on ARM), or Xen's `-virq`/`-event`.
+fn is_hwirq_word(w: &str) -> bool {
+    let digits = w.split('-').next().unwrap_or("");
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        || w.starts_with('-')
+        || matches!(w, "Level" | "Edge" | "level" | "edge")
+}
+
+/// Whether a handler name belongs to `key`, a device-level name (`nvme0`,
+/// `virtio1`, `eth0`): `key` must stand alone in it, bounded by anything
+/// but a letter or digit, except that NVMe's queue suffix `qN` follows
+/// directly (`nvme0q3`). So `virtio1` does not claim `virtio10-req.0` and
+/// `eth1` does not claim `eth10-TxRx-0`.
+fn handler_matches(name: &str, key: &str) -> bool {
+    if key.is_empty() {
+        return false;
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    name.match_indices(key).any(|(i, _)| {
+        let before = name[..i].chars().next_back();
+        let after = &name[i + key.len()..];
+        let nvme_queue = after
+            .strip_prefix('q')
+            .is_some_and(|q| q.starts_with(|c: char| c.is_ascii_digit()));
+        !alnum(before) && (!alnum(after.chars().next()) || nvme_queue)
+    })
+}
+
+/// What identifies the interrupt lines of the devices involved.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Keys {
+    /// Device-level names handler names carry (`nvme0`, `virtio1`, `eth0`).
+    names: Vec<String>,
+    /// IRQ numbers the PCI functions own (`msi_irqs`), for drivers whose
+    /// handler names carry no device name (ahci, mlx5).
+    irqs: BTreeSet<u32>,
+}
+
+impl Keys {
+    fn add_name(&mut self, n: String) {
+        if !self.names.contains(&n) {
+            self.names.push(n);
+        }
+    }
+}
+
+fn select_irqs(rows: Vec<IrqRow>, keys: &Keys) -> Vec<IrqRow> {
+    rows.into_iter()
+        .filter(|r| {
+            keys.irqs.contains(&r.irq) || keys.names.iter().any(|k| handler_matches(&r.name, k))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------- sysfs
+
+/// The driver-level names and the PCI function in a canonical sysfs device
+/// path (`/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda`): a
+/// virtio disk's interrupts are `virtio1-*`, an NVMe namespace's are its
+/// controller's `nvme0qN`, whatever the block device is called.
+fn path_keys(path: &str) -> (Vec<String>, Option<String>) {
+    let numbered = |c: &str, prefix: &str| {
+        c.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let names = comps
+        .iter()
+        .filter(|c| numbered(c, "virtio") || numbered(c, "nvme"))
+        .map(|c| c.to_string())
+        .collect();
+    let pci = comps
+        .iter()
+        .rev()
+        .find(|c| is_pci_address(c))
+        .map(|c| c.to_string());
+    (names, pci)
+}
+
+/// `0000:00:02.0`: domain, bus, device, function.
+fn is_pci_address(c: &str) -> bool {
+    let b = c.as_bytes();
+    b.len() == 12
+        && b.iter().enumerate().all(|(i, x)| match i {
+            4 | 7 => *x == b':',
+            10 => *x == b'.',
+            _ => x.is_ascii_hexdigit(),
+        })
+}
+
+/// The controller of an NVMe namespace by name (`nvme0n1` → `nvme0`,
+/// `nvme0c1n1` → `nvme0`), for multipath namespaces whose sysfs path is
+/// under the subsystem and names no controller.
+fn nvme_controller(disk: &str) -> Option<String> {
+    let rest = disk.strip_prefix("nvme")?;
+    let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let after = &rest[n.len()..];
+    (!n.is_empty() && (after.starts_with('n') || after.starts_with('c')))
+        .then(|| format!("nvme{n}"))
+}
+
+/// The filesystem type and source of the mount of device `maj:min` in
+/// `/proc/self/mountinfo`, for filesystems whose `st_dev` is anonymous
+/// (btrfs reports `0:N` while its source is a real device).
+fn mount_of(mountinfo: &str, maj: u32, min: u32) -> Option<(String, String)> {
+    let dev = format!("{maj}:{min}");
+    mountinfo.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        (pre.split_whitespace().nth(2)? == dev).then_some(())?;
+        let mut p = post.split_whitespace();
+        Some((p.next()?.to_string(), p.next()?.to_string()))
+    })
+}
+
+/// What a disclosure is built from: a sysfs root (a fake one in tests),
+/// and what was found so far.
+struct Finder<'a> {
+    sys: &'a Path,
+    devices: Vec<String>,
+    keys: Keys,
+    notes: Vec<String>,
+}
+
+impl Finder<'_> {
+    fn add_device(&mut self, d: &str) {
+        if !self.devices.iter().any(|x| x == d) {
+            self.devices.push(d.to_string());
+        }
+    }
+
+    /// The PCI function's MSI lines, or its legacy line when it uses none.
+    fn add_pci(&mut self, pci: &str) {
+        let dir = self.sys.join("bus/pci/devices").join(pci);
+        let msi: Vec<u32> = dir_names(dir.join("msi_irqs"))
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        if msi.is_empty() {
+            let legacy = read_trim(dir.join("irq")).and_then(|s| s.parse::<u32>().ok());
+            self.keys.irqs.extend(legacy.filter(|i| *i > 0));
+        }
+        self.keys.irqs.extend(msi);
+    }
+
+    /// A target path: the device it is (block device) or lives on (file).
+    fn target(&mut self, path: &Path, depth: usize) {
+        let shown = path.display();
+        // A target the run will create lives on its directory's device.
+        let mut at = path;
+        let meta = loop {
+            match std::fs::metadata(at) {
+                Ok(m) => break m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && at != Path::new(".") => {
+                    at = match at.parent() {
+                        Some(p) if !p.as_os_str().is_empty() => p,
+                        _ => Path::new("."),
+                    }
+                }
+                Err(e) => {
+                    self.notes.push(format!("cannot stat {shown}: {e}"));
+                    return;
+                }
+            }
+        };
+        if at != path {
+            self.notes.push(format!(
+                "{shown} does not exist yet: the device of {} is given",
+                at.display()
+            ));
+        }
+        let ft = meta.file_type();
+        if ft.is_char_device() {
+            self.notes
+                .push(format!("{shown} is a character device, not a block device"));
+            return;
+        }
+        let dev = if ft.is_block_device() {
+            meta.rdev()
+        } else {
+            meta.dev()
+        };
+        let (mut maj, mut min) = (libc::major(dev), libc::minor(dev));
+        if maj == 0 {
+            let mount = std::fs::read_to_string("/proc/self/mountinfo")
+                .ok()
+                .and_then(|m| mount_of(&m, maj, min));
+            let backing = mount.as_ref().and_then(|(_, src)| {
+                let m = std::fs::metadata(src).ok()?;
+                m.file_type().is_block_device().then(|| m.rdev())
+            });
+            match (backing, mount) {
+                (Some(rdev), _) => (maj, min) = (libc::major(rdev), libc::minor(rdev)),
+                (None, fs) => {
+                    let fs = fs.map_or("tmpfs/overlay?".into(), |(t, _)| t);
+                    self.notes.push(format!(
+                        "{shown} is on a filesystem without a block device ({fs})"
+                    ));
+                    return;
+                }
+            }
+        }
+        self.block(maj, min, &shown.to_string(), depth);
+    }
+
+    /// Block device `maj:min`: itself, its whole disk if it is a partition,
+    /// and what it is stacked on (dm/md slaves, a loop device's file).
+    fn block(&mut self, maj: u32, min: u32, what: &str, depth: usize) {
+        let link = self.sys.join(format!("dev/block/{maj}:{min}"));
+        match std::fs::canonicalize(&link) {
+            Ok(p) => self.sysfs_device(&p, depth),
+            Err(e) => self.notes.push(format!(
+                "{what}: device {maj}:{min} has no sysfs entry ({}: {e})",
+                link.display()
+            )),
+        }
+    }
+
+    /// A block device by its canonical sysfs directory.
+    fn sysfs_device(&mut self, dir: &Path, depth: usize) {
+        let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            return;
+        };
+        self.add_device(&name);
+        let disk_dir = if dir.join("partition").exists() {
+            match dir.parent() {
+                Some(p) => p.to_path_buf(),
+                None => return,
+            }
+        } else {
+            dir.to_path_buf()
+        };
+        let Some(disk) = disk_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+        else {
+            return;
+        };
+        self.add_device(&disk);
+        let (mut names, pci) = path_keys(&disk_dir.to_string_lossy());
+        if !names.iter().any(|n| n.starts_with("nvme")) {
+            names.extend(nvme_controller(&disk));
+        }
+        for n in names {
+            self.keys.add_name(n);
+        }
+        if let Some(pci) = pci {
+            self.add_pci(&pci);
+        }
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        for slave in dir_names(disk_dir.join("slaves")) {
+            match std::fs::canonicalize(self.sys.join("class/block").join(&slave)) {
+                Ok(p) => self.sysfs_device(&p, depth + 1),
+                Err(e) => self.notes.push(format!("{disk}: slave {slave}: {e}")),
+            }
+        }
+        if let Some(file) = read_trim(disk_dir.join("loop/backing_file")) {
+            self.notes
+                .push(format!("{disk} is backed by the file {file}"));
+            self.target(Path::new(&file), depth + 1);
+        }
+    }
+
+    /// The network interfaces that are up (their interrupts compete with
+    /// the disk's for the same CPUs), by name and by the device behind.
+    fn interfaces(&mut self) -> Vec<String> {
+        let class = self.sys.join("class/net");
+        let mut up = Vec::new();
+        for ifname in dir_names(&class) {
+            if ifname == "lo" {
+                continue;
+            }
+            let d = class.join(&ifname);
+            let flags = read_trim(d.join("flags"))
+                .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok());
+            let is_up = match flags {
+                Some(f) => f & libc::IFF_UP as u32 != 0,
+                None => read_trim(d.join("operstate")).as_deref() == Some("up"),
+            };
+            if !is_up {
+                continue;
+            }
+            self.keys.add_name(ifname.clone());
+            if let Ok(p) = std::fs::canonicalize(&d) {
+                let (names, pci) = path_keys(&p.to_string_lossy());
+                for n in names {
+                    self.keys.add_name(n);
+                }
+                if let Some(pci) = pci {
+                    self.add_pci(&pci);
+                }
+            }
+            up.push(ifname);
+        }
+        up
+    }
+}
+
+/// The `disclosure` of a disk run: the block devices behind `paths` and
+/// the interrupt lines of those devices and of the network interfaces that
+/// are up, with where each may be delivered. What cannot be found becomes
+/// a note, never an error: a run on tmpfs is still a run.
+pub fn disk_disclosure(paths: &[PathBuf]) -> DiskDisclosure {
+    disclose(Path::new("/sys"), Path::new("/proc"), paths)
+}
+
+fn disclose(sys: &Path, proc: &Path, paths: &[PathBuf]) -> DiskDisclosure {
+    let mut f = Finder::new(sys);
+    for p in paths {
+        f.target(p, 0);
+    }
+    f.finish(proc)
+}
+
+impl<'a> Finder<'a> {
+    fn new(sys: &'a Path) -> Self {
+        Finder {
+            sys,
+            devices: Vec::new(),
+            keys: Keys::default(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds the network interfaces and reads which interrupt lines belong
+    /// to all that was found, and where each may go.
+    fn finish(mut self, proc: &Path) -> DiskDisclosure {
+        let up = self.interfaces();
+        let path = proc.join("interrupts");
+        let irqs = match std::fs::read_to_string(&path) {
+            Ok(text) => select_irqs(parse_interrupts(&text), &self.keys),
+            Err(e) => {
+                self.notes
+                    .push(format!("cannot read {}: {e}", path.display()));
+                Vec::new()
+            }
+        };
+        if irqs.is_empty() {
+            let list = |v: &[String]| match v {
+                [] => "none".to_string(),
+                v => v.join(", "),
+            };
+            self.notes.push(format!(
+                "no interrupt line found for the devices ({}) or the network interfaces that are up ({})",
+                list(&self.devices),
+                list(&up)
+            ));
+        }
+        DiskDisclosure {
+            devices: self.devices,
+            irqs: irqs
+                .into_iter()
+                .map(|r| IrqAffinity {
+                    affinity: read_trim(proc.join(format!("irq/{}/smp_affinity_list", r.irq))),
+                    irq: r.irq.to_string(),
+                    name: r.name,
+                    per_cpu: r.per_cpu,
+                })
+                .collect(),
+            notes: self.notes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn cpu_lists_keep_the_order_written() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11").unwrap(),
+            [0, 1, 2, 3, 8, 10, 11]
+        );
+        assert_eq!(parse_cpu_list("8,0-1").unwrap(), [8, 0, 1]);
+        assert_eq!(parse_cpu_list(" 3 , 1 ").unwrap(), [3, 1]);
+        assert_eq!(parse_cpu_list("5").unwrap(), [5]);
+        assert_eq!(parse_cpu_list("4-4").unwrap(), [4]);
+        assert_eq!(parse_cpu_list("4095").unwrap(), [4095]);
+    }
+
+    #[test]
+    fn cpu_lists_take_strides_and_kernel_groups() {
+        assert_eq!(parse_cpu_list("0-7:2").unwrap(), [0, 2, 4, 6]);
+        assert_eq!(parse_cpu_list("1-8:3").unwrap(), [1, 4, 7]);
+        // The kernel's used/group form: the first 2 of every 4.
+        assert_eq!(parse_cpu_list("0-9:2/4").unwrap(), [0, 1, 4, 5, 8, 9]);
+        assert_eq!(parse_cpu_list("0-3:1").unwrap(), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn cpu_list_errors_say_what_is_wrong() {
+        let e = |s| parse_cpu_list(s).unwrap_err();
+        assert_eq!(e("3-1"), "--cpus '3-1': range 3-1 is reversed");
+        assert_eq!(e("0-3,2"), "--cpus '0-3,2': CPU 2 is listed twice");
+        assert_eq!(e(""), "--cpus '': the list is empty");
+        assert_eq!(e("  "), "--cpus '  ': the list is empty");
+        assert_eq!(e("abc"), "--cpus 'abc': 'abc' is not a CPU number or range");
+        assert_eq!(
+            e("0,,1"),
+            "--cpus '0,,1': empty item (two commas in a row, or one at an end)"
+        );
+        assert!(e("1,").contains("empty item"));
+        assert!(e("-1").contains("'-1' is not a CPU number or range"));
+        assert!(e("1-2-3").contains("'1-2-3' is not a CPU"));
+        assert!(e("0x1").contains("'0x1' is not a CPU"));
+        assert!(e("+1").contains("'+1' is not a CPU"));
+        assert_eq!(
+            e("4096"),
+            "--cpus '4096': CPU 4096 is beyond the largest supported, 4095"
+        );
+        assert!(e("0-99999999999999").contains("CPU 99999999999999 is beyond"));
+        assert!(e("0-7:0").contains("'0' after ':' must be a count of 1 or more"));
+        assert!(e("0-7:x").contains("after ':'"));
+        assert!(e("3:2").contains("a stride needs a range"));
+        assert!(e("0-7:3/2").contains("uses 3 CPUs of every 2"));
+    }
+
+    #[test]
+    fn cpu_lists_format_and_read_back() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(format_cpu_list(&[]), "");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[0, 1]), "0-1");
+        assert_eq!(format_cpu_list(&[3, 0, 1, 2]), "3,0-2");
+        assert_eq!(format_cpu_list(&[0, 2, 4]), "0,2,4");
+        assert_eq!(format_cpu_list(&[u32::MAX, 0]), format!("{},0", u32::MAX));
+        for s in ["0-3,8,10-11", "8,0-1", "4095", "7,6,5", "0-7:2", "0-9:2/4"] {
+            let cpus = parse_cpu_list(s).unwrap();
+            let back = parse_cpu_list(&format_cpu_list(&cpus)).unwrap();
+            assert_eq!(back, cpus, "{s}");
+        }
+    }
+
+    #[test]
+    fn checks_name_the_offending_cpus() {
+        let online = [0, 1];
+        assert_eq!(check_against(&[1, 0], &online, Some(&online)), Ok(()));
+        assert_eq!(check_against(&[0], &online, None), Ok(()));
+        assert_eq!(
+            check_against(&[0, 5], &online, Some(&online)).unwrap_err(),
+            "--cpus: CPU 5 is not online (online: 0-1)"
+        );
+        assert_eq!(
+            check_against(&[5, 6, 7, 9], &online, None).unwrap_err(),
+            "--cpus: CPUs 5-7,9 are not online (online: 0-1)"
+        );
+        let e = check_against(&[0, 1, 4], &online, Some(&[0])).unwrap_err();
+        assert_eq!(
+            e,
+            "--cpus: CPU 4 is not online (online: 0-1); CPU 1 is not allowed to this \
+             process (allowed: 0; taskset or a cgroup cpuset restricts it)"
+        );
+    }
+
+    #[test]
+    fn this_machine_accepts_its_online_cpus() {
+        let online = online_cpus();
+        assert!(!online.is_empty());
+        assert!(online.windows(2).all(|w| w[0] < w[1]), "{online:?}");
+        let allowed = allowed_cpus().expect("sched_getaffinity answers");
+        let usable: Vec<u32> = online
+            .iter()
+            .copied()
+            .filter(|c| allowed.contains(c))
+            .collect();
+        assert!(!usable.is_empty());
+        assert_eq!(check_cpus(&usable), Ok(()));
+        if !online.contains(&MAX_CPU) {
+            let e = check_cpus(&[MAX_CPU]).unwrap_err();
+            assert!(e.contains("CPU 4095 is not online (online: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_where_it_was_pinned() {
+        let allowed = allowed_cpus().expect("sched_getaffinity answers");
+        let cpus: Vec<u32> = online_cpus()
+            .into_iter()
+            .filter(|c| allowed.contains(c))
+            .collect();
+        std::thread::spawn(move || {
+            for &cpu in cpus.iter().chain(cpus.iter().rev()) {
+                pin_current_thread(cpu).unwrap_or_else(|e| panic!("pin to {cpu}: {e}"));
+                assert_eq!(current_cpu(), Some(cpu));
+                assert_eq!(allowed_cpus(), Some(vec![cpu]));
+            }
+            let e = pin_current_thread(u32::MAX).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+            if !online_cpus().contains(&MAX_CPU) {
+                let e = pin_current_thread(MAX_CPU).unwrap_err();
+                assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Four CPUs; NVMe (two controllers), virtio disk and NIC, a shared
+    /// line, look-alike names, a PCI device without its name in the
+    /// handler, and architecture lines.
+    const INTERRUPTS: &str = "\
+            CPU0       CPU1       CPU2       CPU3       
+   0:         44          0          0          0   IO-APIC   2-edge      timer
+   9:          0          4          0          0   IO-APIC   9-fasteoi   acpi, i801_smbus
+  24:          0          0          0          3  IR-PCI-MSI 65536-edge      nvme0q0
+  25:      12345          0          0          0  IR-PCI-MSI 65537-edge      nvme0q1
+  26:          0      23456          0          0  IR-PCI-MSI 65538-edge      nvme0q2
+  27:          0          0          7          0  IR-PCI-MSI 524288-edge      nvme1q1
+  30:          0          0          0          0  PCI-MSIX-0000:00:02.0   0-edge      virtio1-config
+  31:          0    9825904          0          0  PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0
+  32:          0          0          0          5  PCI-MSIX-0000:00:0a.0   1-edge      virtio10-req.0
+  33:          0       7527          0          0  PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
+  34:       5711          0          0          0  PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0
+  35:          1          2          3          4  IR-PCI-MSI 1048576-edge      eth1-TxRx-0
+  36:          1          2          3          4  IR-PCI-MSI 1048577-edge      eth10-TxRx-0
+  37:          9          0          0          0  IR-PCI-MSI 327680-edge      ahci[0000:00:17.0]
+ NMI:          0          0          0          0   Non-maskable interrupts
+ LOC:   11858173   10658470   11858173   10658470   Local timer interrupts
+ ERR:          0
+ MIS:          0
+";
+
+    #[test]
+    fn interrupts_are_parsed() {
+        let rows = parse_interrupts(INTERRUPTS);
+        let irqs: Vec<u32> = rows.iter().map(|r| r.irq).collect();
+        assert_eq!(irqs, [0, 9, 24, 25, 26, 27, 30, 31, 32, 33, 34, 35, 36, 37]);
+        assert_eq!(rows[1].name, "acpi, i801_smbus");
+        assert_eq!(rows[2].name, "nvme0q0");
+        assert_eq!(rows[2].per_cpu, [0, 0, 0, 3]);
+        assert_eq!(rows[7].name, "virtio1-req.0");
+        assert_eq!(rows[7].per_cpu, [0, 9825904, 0, 0]);
+        assert_eq!(rows[13].name, "ahci[0000:00:17.0]");
+        assert!(rows.iter().all(|r| r.per_cpu.len() == 4));
+    }
+
+    #[test]
+    fn interrupts_of_other_architectures_are_parsed() {
+        let arm = "\
+           CPU0       CPU1
+ 11:       8888       7777     GICv3  27 Level     arch_timer
+ 50:         10          0   ITS-MSI 524288 Edge      nvme0q1
+ 60:          0          0  xen-dyn     -event     xenbus
+  1:          3          0   IO-APIC-edge      i8042
+ 77:          1          1   PCI-MSI 458752-edge      PCIe PME, pciehp
+IPI0:        10         20       Rescheduling interrupts
+";
+        let rows = parse_interrupts(arm);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "arch_timer",
+                "nvme0q1",
+                "xenbus",
+                "i8042",
+                "PCIe PME, pciehp"
+            ]
+        );
+        assert_eq!(rows[0].per_cpu, [8888, 7777]);
+        assert!(parse_interrupts("").is_empty());
+        assert!(parse_interrupts("garbage\n 1: x y z\n")
+            .iter()
+            .all(|r| r.per_cpu.is_empty()));
+    }
+
+    #[test]
+    fn handler_names_match_whole_device_names() {
+        assert!(handler_matches("nvme0q3", "nvme0"));
+        assert!(!handler_matches("nvme10q3", "nvme1"));
+        assert!(!handler_matches("nvme1q3", "nvme10"));
+        assert!(handler_matches("virtio1-req.0", "virtio1"));
+        assert!(!handler_matches("virtio10-req.0", "virtio1"));
+        assert!(handler_matches("eth0", "eth0"));
+        assert!(handler_matches("i40e-eth0-TxRx-0", "eth0"));
+        assert!(!handler_matches("eth0q1x", "eth"));
+        assert!(!handler_matches("enp1s0f0-TxRx-0", "enp1s0"));
+        assert!(handler_matches("acpi, eth0-rx", "eth0"));
+        assert!(!handler_matches("veth0", "eth0"));
+        assert!(!handler_matches("anything", ""));
+    }
+
+    #[test]
+    fn only_the_devices_lines_are_kept() {
+        let keys = Keys {
+            names: vec!["nvme0".into(), "virtio1".into(), "eth1".into()],
+            irqs: [37].into(),
+        };
+        let kept: Vec<u32> = select_irqs(parse_interrupts(INTERRUPTS), &keys)
+            .iter()
+            .map(|r| r.irq)
+            .collect();
+        assert_eq!(kept, [24, 25, 26, 30, 31, 35, 37]);
+        assert!(select_irqs(parse_interrupts(INTERRUPTS), &Keys::default()).is_empty());
+    }
+
+    #[test]
+    fn sysfs_paths_name_the_driver_level_device() {
+        let k = path_keys("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+        assert_eq!(k, (vec!["virtio1".into()], Some("0000:00:02.0".into())));
+        let k = path_keys("/sys/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1");
+        assert_eq!(k, (vec!["nvme0".into()], Some("0000:3d:00.0".into())));
+        let scsi =
+            "/sys/devices/pci0000:00/0000:00:04.0/virtio3/host0/target0:0:0/0:0:0:0/block/sda";
+        assert_eq!(path_keys(scsi).0, ["virtio3"]);
+        let ahci = "/sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda";
+        assert_eq!(path_keys(ahci), (vec![], Some("0000:00:17.0".into())));
+        assert_eq!(
+            path_keys("/sys/devices/virtual/block/loop0"),
+            (vec![], None)
+        );
+        assert!(is_pci_address("0000:00:1f.7") && !is_pci_address("pci0000:00"));
+        assert_eq!(nvme_controller("nvme0n1").as_deref(), Some("nvme0"));
+        assert_eq!(nvme_controller("nvme12c3n1").as_deref(), Some("nvme12"));
+        assert_eq!(nvme_controller("nvme0"), None);
+        assert_eq!(nvme_controller("vda"), None);
+    }
+
+    #[test]
+    fn anonymous_devices_are_found_in_mountinfo() {
+        let mi = "\
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24684096k
+44 27 0:45 /@home /home rw shared:1 - btrfs /dev/nvme0n1p2 rw,ssd
+";
+        assert_eq!(mount_of(mi, 0, 27), Some(("tmpfs".into(), "tmpfs".into())));
+        assert_eq!(
+            mount_of(mi, 0, 45),
+            Some(("btrfs".into(), "/dev/nvme0n1p2".into()))
+        );
+        assert_eq!(mount_of(mi, 0, 99), None);
+    }
+
+    /// A sysfs and procfs of our own: an LVM volume (dm-0) on an NVMe
+    /// partition, a virtio NIC that is up and one that is down.
+    fn fake_system(root: &Path) -> (PathBuf, PathBuf) {
+        let (sys, proc) = (root.join("sys"), root.join("proc"));
+        let mk = |p: &Path| std::fs::create_dir_all(p).unwrap();
+        let write = |p: PathBuf, s: &str| {
+            mk(p.parent().unwrap());
+            std::fs::write(p, s).unwrap();
+        };
+        let nvme = sys.join("devices/pci0000:00/0000:00:06.0/0000:02:00.0/nvme/nvme0/nvme0n1");
+        write(nvme.join("nvme0n1p2/partition"), "2\n");
+        let dm = sys.join("devices/virtual/block/dm-0");
+        mk(&dm.join("slaves"));
+        symlink(nvme.join("nvme0n1p2"), dm.join("slaves/nvme0n1p2")).unwrap();
+        mk(&sys.join("dev/block"));
+        symlink(&dm, sys.join("dev/block/253:0")).unwrap();
+        symlink(nvme.join("nvme0n1p2"), sys.join("dev/block/259:2")).unwrap();
+        mk(&sys.join("class/block"));
+        symlink(nvme.join("nvme0n1p2"), sys.join("class/block/nvme0n1p2")).unwrap();
+        for i in ["24", "25"] {
+            write(
+                sys.join("bus/pci/devices/0000:02:00.0/msi_irqs").join(i),
+                "msi\n",
+            );
+        }
+        let net = sys.join("class/net");
+        mk(&net);
+        for (ifname, virtio, flags) in
+            [("eth0", "virtio2", "0x1003"), ("eth9", "virtio9", "0x1002")]
+        {
+            let d = sys.join(format!(
+                "devices/pci0000:00/0000:00:03.0/{virtio}/net/{ifname}"
+            ));
+            write(d.join("flags"), flags);
+            symlink(&d, net.join(ifname)).unwrap();
+        }
+        write(net.join("lo/flags"), "0x9");
+        write(proc.join("interrupts"), INTERRUPTS);
+        write(proc.join("irq/25/smp_affinity_list"), "0-1\n");
+        (sys, proc)
+    }
+
+    #[test]
+    fn a_stacked_device_is_followed_to_its_disk_and_interrupts() {
+        let root = tempfile::tempdir().unwrap();
+        let (sys, proc) = fake_system(root.path());
+        let mut f = Finder::new(&sys);
+        f.block(253, 0, "/data/file", 0);
+        let d = f.finish(&proc);
+        assert_eq!(d.devices, ["dm-0", "nvme0n1p2", "nvme0n1"]);
+        let irqs: Vec<(&str, &str)> = d
+            .irqs
+            .iter()
+            .map(|i| (i.irq.as_str(), i.name.as_str()))
+            .collect();
+        // nvme0's queues (by name and by msi_irqs), eth0's virtio2; not
+        // nvme1, not the down eth9's.
+        assert_eq!(
+            irqs,
+            [
+                ("24", "nvme0q0"),
+                ("25", "nvme0q1"),
+                ("26", "nvme0q2"),
+                ("33", "virtio2-input.0"),
+                ("34", "virtio2-output.0")
+            ]
+        );
+        assert_eq!(d.irqs[1].affinity.as_deref(), Some("0-1"));
+        assert_eq!(d.irqs[0].affinity, None);
+        assert_eq!(d.irqs[1].per_cpu, [12345, 0, 0, 0]);
+        assert!(d.notes.is_empty(), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn what_cannot_be_found_becomes_notes() {
+        let root = tempfile::tempdir().unwrap();
+        let (sys, proc) = fake_system(root.path());
+        std::fs::remove_file(sys.join("class/net/eth0")).unwrap();
+        let mut f = Finder::new(&sys);
+        f.block(8, 0, "/mnt/x", 0);
+        let d = f.finish(&proc);
+        assert!(d.devices.is_empty() && d.irqs.is_empty());
+        assert_eq!(d.notes.len(), 2, "{:?}", d.notes);
+        assert!(d.notes[0].starts_with("/mnt/x: device 8:0 has no sysfs entry"));
+        assert_eq!(
+            d.notes[1],
+            "no interrupt line found for the devices (none) or the network interfaces that are up (none)"
+        );
+        let d = Finder::new(&sys).finish(&root.path().join("no-proc"));
+        assert!(d.notes[0].starts_with("cannot read "), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn this_machine_discloses_without_failing() {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        let file = dir.path().join("target");
+        std::fs::write(&file, b"x").unwrap();
+        for t in [file.clone(), "/".into()] {
+            let one = disk_disclosure(std::slice::from_ref(&t));
+            let json = serde_json::to_string_pretty(&one).unwrap();
+            eprintln!("{}: {json}", t.display());
+        }
+        let d = disk_disclosure(&[file.clone(), "/".into()]);
+        assert!(
+            !d.devices.is_empty() || !d.notes.is_empty(),
+            "either devices or why not: {d:?}"
+        );
+        assert!(d.irqs.iter().all(|i| !i.per_cpu.is_empty()), "{d:?}");
+        if d.irqs.is_empty() {
+            assert!(
+                d.notes.iter().any(|n| n.starts_with("no interrupt line")),
+                "{d:?}"
+            );
+        }
+        // A target that does not exist yet is on its directory's device.
+        let later = disk_disclosure(&[dir.path().join("not-yet")]);
+        let here = disk_disclosure(&[dir.path().to_path_buf()]);
+        assert_eq!(later.devices, here.devices);
+        assert!(later.notes[0].contains("does not exist yet"), "{later:?}");
+        eprintln!("{}", later.notes[0]);
+        // tmpfs has no block device: a note, not a failure.
+        if crate::sysinfo::fs_type(Path::new("/dev/shm")).as_deref() == Some("tmpfs") {
+            let shm = disk_disclosure(&["/dev/shm".into()]);
+            eprintln!("{}", serde_json::to_string_pretty(&shm).unwrap());
+            assert!(shm.devices.is_empty(), "{shm:?}");
+            assert_eq!(
+                shm.notes[0],
+                "/dev/shm is on a filesystem without a block device (tmpfs)"
+            );
+        }
+        let null = disk_disclosure(&["/dev/null".into()]);
+        assert!(null.notes[0].contains("character device"), "{null:?}");
+    }
+}
