@@ -3,7 +3,7 @@
 use crate::{duration_arg, output, size_arg};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use iotoll_disk::{DiskError, DiskSpec, EngineChoice, BUILTIN_SPECS};
+use iotoll_disk::{builtin_specs, DiskError, DiskSpec, EngineChoice};
 use iotoll_model::format_size;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,20 +23,21 @@ pub enum DiskCmd {
 #[derive(Args)]
 #[command(
     after_help = "Without --target, iotoll creates a temporary test file (in $TMPDIR, 256m unless --size), fills it with non-repeating data and deletes it afterwards.
+Several targets (--target A --target B, or --target A,B) are tested at once, each over the same region: --workers N workers per target (Iometer's worker per target), or with --spread N workers that each have every target, --qd I/Os outstanding on each (docs/disk.md draws both).
 An existing file or block device is only written with --allow-destructive; read-only workloads (--read 100) may run on it without.
 Exit status: 0 done, 1 runtime failure, 2 bad input, 130 interrupted (Ctrl-C; the figures measured so far are printed)."
 )]
 pub struct RunArgs {
-    /// File or block device to test [default: a temporary test file].
-    #[arg(long, value_name = "PATH")]
-    target: Option<PathBuf>,
-    /// Create a test file at --target if it does not exist (removed afterwards unless --keep).
+    /// File or block device to test; repeat it (or give a comma list) for several targets [default: a temporary test file].
+    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    target: Vec<PathBuf>,
+    /// Create a test file at each --target that does not exist (removed afterwards unless --keep).
     #[arg(long)]
     create: bool,
-    /// Keep the test file iotoll created.
+    /// Keep the test files iotoll created.
     #[arg(long)]
     keep: bool,
-    /// Built-in access specification (see `iotoll disk specs`); --qd may still override its QD.
+    /// Access specification, built-in (see `iotoll disk specs`), single-line or mixed; --qd may still override its QD.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["bs", "read", "random"])]
     spec: Option<String>,
     /// Transfer size (512, 4k, 64k, 1m: k = 1024) [default: 4k].
@@ -48,10 +49,10 @@ pub struct RunArgs {
     /// Percent of I/Os at random offsets (the rest continue sequentially), 0-100 [default: 100].
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100), allow_negative_numbers = true)]
     random: Option<u32>,
-    /// Outstanding I/Os per worker [default: 1, or the spec's].
+    /// Outstanding I/Os per worker and target (Iometer counts them per target) [default: 1, or the spec's].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     qd: Option<u32>,
-    /// Workers: each its own stream of I/Os over the same target.
+    /// Workers per target (in all with --spread), each its own stream of I/Os; 0: one per CPU (of --cpus, else every online CPU), each pinned to its CPU.
     #[arg(
         long,
         value_name = "N",
@@ -59,16 +60,22 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     workers: u32,
+    /// Give every worker all the targets, I/Os going round-robin over them, instead of workers of their own per target.
+    #[arg(long)]
+    spread: bool,
+    /// Pin the workers to these CPUs, round-robin (e.g. 0-3,8).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    cpus: Option<CpuList>,
     /// Length of the region tested [default: the target past --offset; 256m for a test file].
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     size: Option<u64>,
     /// Start of the region tested.
     #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "0", allow_hyphen_values = true)]
     offset: u64,
-    /// Alignment of I/O offsets [default: the target's logical block size].
+    /// Alignment of I/O offsets, on every line of the spec [default: the target's logical block size].
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     align: Option<u64>,
-    /// Delay before each burst of I/Os (Iometer's transfer delay).
+    /// Delay before each burst of I/Os (Iometer's transfer delay), on every line of the spec.
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "0ms")]
     burst_delay: Duration,
     /// I/Os per burst.
@@ -94,18 +101,25 @@ pub struct RunArgs {
     measure: crate::MeasureOpts,
 }
 
+/// A `--cpus` list (a newtype: clap takes a bare Vec for a repeated flag).
+#[derive(Clone)]
+pub struct CpuList(Vec<u32>);
+
+fn cpu_list(s: &str) -> Result<CpuList, String> {
+    iotoll_probe::affinity::parse_cpu_list(s).map(CpuList)
+}
+
 impl RunArgs {
     fn to_spec(&self) -> Result<DiskSpec, DiskError> {
         let mut s = DiskSpec {
-            target: self.target.clone(),
+            targets: self.target.clone(),
             create: self.create,
             keep: self.keep,
             workers: self.workers,
+            spread: self.spread,
+            cpus: self.cpus.as_ref().map(|c| c.0.clone()),
             size: self.size,
             offset: self.offset,
-            align: self.align,
-            burst_delay: self.burst_delay,
-            burst_len: self.burst_len,
             engine: self.engine.unwrap_or(EngineChoice::Auto),
             buffered: self.buffered,
             ramp: self.window.ramp,
@@ -117,9 +131,20 @@ impl RunArgs {
         if let Some(name) = &self.spec {
             s.apply_builtin(name)?;
         }
-        s.bs = self.bs.unwrap_or(s.bs);
-        s.read_pct = self.read.unwrap_or(s.read_pct);
-        s.random_pct = self.random.unwrap_or(s.random_pct);
+        for l in &mut s.lines {
+            l.align = self.align.or(l.align);
+            l.burst_delay = self.burst_delay;
+            l.burst_len = self.burst_len;
+        }
+        if let Some(bs) = self.bs {
+            s.single_line("bs")?.bs = bs;
+        }
+        if let Some(r) = self.read {
+            s.single_line("read")?.read_pct = r;
+        }
+        if let Some(r) = self.random {
+            s.single_line("random")?.random_pct = r;
+        }
         s.qd = self.qd.unwrap_or(s.qd);
         Ok(s)
     }
@@ -136,22 +161,34 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
 }
 
 fn specs(json: bool) -> Result<()> {
+    let all = builtin_specs();
     if json {
-        return output::print_json(&BUILTIN_SPECS);
+        return output::print_json(&all);
     }
-    println!(
-        "{:<22} {:>6} {:>7} {:>9} {:>4}",
-        "spec", "size", "read %", "random %", "QD"
-    );
-    for s in BUILTIN_SPECS {
+    let row = |name: &str, share: &str, l: &iotoll_disk::AccessLine, qd: &str| {
         println!(
-            "{:<22} {:>6} {:>7} {:>9} {:>4}",
-            s.name,
-            format_size(s.bs),
-            s.read_pct,
-            s.random_pct,
-            s.qd
-        );
+            "{name:<22} {share:>7} {:>6} {:>7} {:>9} {qd:>4}",
+            format_size(l.bs),
+            l.read_pct,
+            l.random_pct,
+        )
+    };
+    println!(
+        "{:<22} {:>7} {:>6} {:>7} {:>9} {:>4}",
+        "spec", "share %", "size", "read %", "random %", "QD"
+    );
+    for s in &all {
+        let qd = s.qd.to_string();
+        for (i, l) in s.lines.iter().enumerate() {
+            // A mixed spec's name and QD on its first line only.
+            let (name, qd) = if i == 0 {
+                (s.name.as_str(), qd.as_str())
+            } else {
+                ("", "")
+            };
+            row(name, &l.share_pct.to_string(), l, qd);
+        }
     }
+    println!("\nMixed specs draw each I/O's line by its share; file-server, web-server, database and workstation are Iometer's classic patterns (docs/disk.md cites them).");
     Ok(())
 }

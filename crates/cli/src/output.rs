@@ -20,20 +20,128 @@ pub fn num(v: f64) -> String {
 
 fn disk_spec_line(s: &DiskSpec) -> String {
     let name = s.spec.as_ref().map_or(String::new(), |n| format!("  {n}"));
-    format!(
-        "disk{name}  {} {}% read {}% random  QD {} x {} worker(s)  {} {}\ntarget {} ({}, region {} at {})",
-        format_size(s.bs),
-        s.read_pct,
-        s.random_pct,
+    let what = match (s.bs, s.read_pct, s.random_pct) {
+        (Some(bs), Some(r), Some(x)) => format!("{} {r}% read {x}% random", format_size(bs)),
+        _ => format!("{} lines (below)", s.lines.len()),
+    };
+    let workers = match (s.spread, s.targets.len()) {
+        (_, 0 | 1) => format!("{} worker(s)", s.workers),
+        (true, _) => format!("{} worker(s) each on every target", s.workers),
+        (false, _) => format!("{} worker(s) per target", s.workers),
+    };
+    let pinned = s.cpus.as_ref().map_or(String::new(), |c| {
+        format!(
+            "  pinned to CPU {}",
+            iotoll_probe::affinity::format_cpu_list(c)
+        )
+    });
+    let mut o = format!(
+        "disk{name}  {what}  QD {} x {workers}{pinned}  {} {}",
         s.qd,
-        s.workers,
         s.engine,
         if s.direct { "O_DIRECT" } else { "buffered" },
-        s.target,
-        s.target_kind,
+    );
+    let region = format!(
+        "region {} at {}",
         format_size(s.size),
-        format_size(s.offset),
-    )
+        format_size(s.offset)
+    );
+    if s.targets.len() > 1 {
+        let _ = write!(o, "\n{} targets, each {region}", s.targets.len());
+    } else {
+        let _ = write!(o, "\ntarget {} ({}, {region})", s.target, s.target_kind);
+    }
+    o
+}
+
+/// The per-target, per-worker and per-line figures of a disk run, where
+/// there is more than one of them (or the workers were pinned).
+fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
+    let Some(b) = &doc.breakdown else { return };
+    let lat = |v: Option<f64>| v.map(num).unwrap_or("-".into());
+    let row = |o: &mut String, what: &str, extra: &str, f: &iotoll_model::IoFigures| {
+        let _ = writeln!(
+            o,
+            "  {what:<28} {:>10} {:>9} {:>10} {:>10} {:>6}  {extra}",
+            num(f.iops),
+            num(f.mb_s),
+            lat(f.lat_mean_us),
+            lat(f.lat_p99_us),
+            f.errors
+        );
+    };
+    let header = |o: &mut String, title: &str, extra: &str| {
+        let _ = writeln!(
+            o,
+            "\n{title:<30} {:>10} {:>9} {:>10} {:>10} {:>6}  {extra}",
+            "IOPS", "MB/s", "mean us", "p99 us", "errors"
+        );
+    };
+    if b.targets.len() > 1 {
+        header(o, "per target:", "workers");
+        for t in &b.targets {
+            let w: Vec<String> = t.workers.iter().map(u32::to_string).collect();
+            row(o, &format!("{} {}", t.target, t.path), &w.join(","), &t.io);
+        }
+    }
+    let pinned = b.workers.iter().any(|w| w.pinned.is_some());
+    if b.workers.len() > 1 || pinned {
+        header(o, "per worker:", "targets   pinned to (busy %)   ran on");
+        for w in &b.workers {
+            let t: Vec<String> = w.targets.iter().map(u32::to_string).collect();
+            let pin = w.pinned.map_or("-".into(), |c| {
+                format!(
+                    "CPU {c} ({})",
+                    w.pinned_busy_pct.map(num).unwrap_or("-".into())
+                )
+            });
+            let ran = iotoll_probe::affinity::format_cpu_list(&w.ran_on);
+            let extra = format!("{:<9} {pin:<20} {ran}", t.join(","));
+            row(o, &format!("worker {}", w.worker), &extra, &w.io);
+        }
+    }
+    if b.lines.len() > 1 {
+        let _ = writeln!(
+            o,
+            "\n{:<30} {:>8} {:>10} {:>12} {:>10}",
+            "per line (size):", "asked %", "I/Os %", "I/Os", "bytes %"
+        );
+        for l in &b.lines {
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>8} {:>10.2} {:>12} {:>10.2}",
+                format!("{} {}", l.line + 1, format_size(l.bs)),
+                l.share_pct,
+                l.ios_pct,
+                num(l.ios as f64),
+                l.bytes_pct
+            );
+        }
+    }
+}
+
+/// Where the interrupts of the devices and NICs involved go.
+fn irq_lines(o: &mut String, doc: &ResultDoc) {
+    let Some(d) = doc
+        .disclosure
+        .as_ref()
+        .and_then(|d| serde_json::from_value::<iotoll_model::spec::DiskDisclosure>(d.clone()).ok())
+    else {
+        return;
+    };
+    if d.devices.is_empty() && d.irqs.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\ndevices: {}", d.devices.join(", "));
+    for i in &d.irqs {
+        let _ = writeln!(
+            o,
+            "  irq {:<5} {:<24} affinity {}",
+            i.irq,
+            i.name,
+            i.affinity.as_deref().unwrap_or("?")
+        );
+    }
 }
 
 fn net_spec_line(kind: Kind, net: &NetSpec, what: String) -> String {
@@ -310,6 +418,10 @@ pub fn human(doc: &ResultDoc) -> String {
     if !eff.is_empty() {
         let _ = writeln!(o, "  {:<12} {}", "efficiency", eff.join("   "));
     }
+    breakdown_lines(&mut o, doc);
+    if doc.kind == Kind::Disk {
+        irq_lines(&mut o, doc);
+    }
     if let Some(d) = doc.net_disclosure() {
         let _ = writeln!(o, "\nnetwork path:");
         disclosure_lines(&mut o, &d);
@@ -329,9 +441,15 @@ fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     let m = &doc.metrics;
     let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
     if let Some(s) = doc.spec_as::<DiskSpec>() {
-        // psync keeps one I/O in flight per worker whatever QD says.
-        let per_worker = if s.engine == "psync" { 1 } else { s.qd };
-        let requested = u64::from(s.workers) * u64::from(per_worker);
+        // psync keeps one I/O in flight per worker whatever QD says; a
+        // worker keeps QD on each of its targets.
+        let targets = s.targets.len().max(1) as u64;
+        let (workers, per_worker) = match s.spread {
+            true => (u64::from(s.workers), u64::from(s.qd) * targets),
+            false => (u64::from(s.workers) * targets, u64::from(s.qd)),
+        };
+        let per_worker = if s.engine == "psync" { 1 } else { per_worker };
+        let requested = workers * per_worker;
         let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");

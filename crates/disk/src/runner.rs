@@ -85,7 +85,13 @@ impl Counts {
     }
 
     fn figures(&self, window_s: f64) -> IoFigures {
-        let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
+        let per_s = |x: u64| {
+            if window_s > 0.0 {
+                x as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         let lat = latency_report(&self.hist);
         IoFigures {
             reads: self.reads,
@@ -540,7 +546,13 @@ fn run_on<C: Clock>(
         (None, false) => ResultStatus::Interrupted,
     };
     let metrics = disk_metrics(&merged.total, merged.qd_achieved, window_s, cpu.as_ref());
-    notes.extend(depth_notes(spec, kind, &assigned, &metrics, merged.total.errors));
+    notes.extend(depth_notes(
+        spec,
+        kind,
+        &assigned,
+        &metrics,
+        merged.total.errors,
+    ));
     let breakdown = breakdown(&merged, spec, &targets, &assigned, window_s, cpu.as_ref());
     notes.extend(pinning_notes(&breakdown));
     let paths: Vec<std::path::PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
@@ -778,7 +790,13 @@ fn breakdown(
 ) -> DiskBreakdown {
     let all_ios: u64 = m.lines.iter().map(|l| l.0).sum();
     let all_bytes: u64 = m.lines.iter().map(|l| l.1).sum();
-    let pct = |x: u64, of: u64| if of > 0 { x as f64 * 100.0 / of as f64 } else { 0.0 };
+    let pct = |x: u64, of: u64| {
+        if of > 0 {
+            x as f64 * 100.0 / of as f64
+        } else {
+            0.0
+        }
+    };
     let busy = |c: u32| {
         cpu.and_then(|r| r.per_core.iter().find(|k| k.cpu == c))
             .map(|k| k.busy_pct)
@@ -1357,22 +1375,39 @@ mod tests {
             assert_eq!(b.workers.iter().map(|w| ios(&w.io)).sum::<u64>(), total);
             assert_eq!(b.lines.iter().map(|l| l.ios).sum::<u64>(), total);
             let all_bytes: u64 = b.targets.iter().map(|t| bytes(&t.io)).sum();
-            assert_eq!(b.workers.iter().map(|w| bytes(&w.io)).sum::<u64>(), all_bytes);
+            assert_eq!(
+                b.workers.iter().map(|w| bytes(&w.io)).sum::<u64>(),
+                all_bytes
+            );
             assert_eq!(b.lines.iter().map(|l| l.bytes).sum::<u64>(), all_bytes);
             assert_eq!(doc.metrics[mn::MB_S] * window * 1e6, all_bytes as f64);
             assert_eq!(doc.spec["spread"].as_bool().unwrap_or(false), spread);
             assert_eq!(doc.spec["ntargets"], 2);
             // Who had which target: two workers each, or both spread over both.
             let workers: Vec<Vec<u32>> = b.targets.iter().map(|t| t.workers.clone()).collect();
-            let want = if spread { [[0, 1], [0, 1]] } else { [[0, 1], [2, 3]] };
+            let want = if spread {
+                [[0, 1], [0, 1]]
+            } else {
+                [[0, 1], [2, 3]]
+            };
             assert_eq!(workers, want);
             for (w, asked) in asked.iter().enumerate() {
-                let mine: Vec<(u64, u64)> = b.workers[w].targets.iter().map(|&t| ids[t as usize]).collect();
+                let mine: Vec<(u64, u64)> = b.workers[w]
+                    .targets
+                    .iter()
+                    .map(|&t| ids[t as usize])
+                    .collect();
                 assert!(!asked.is_empty(), "worker {w} asked for nothing");
                 for (file, rq) in asked {
-                    assert!(mine.contains(file), "worker {w} did I/O on a target not its own");
+                    assert!(
+                        mine.contains(file),
+                        "worker {w} did I/O on a target not its own"
+                    );
                     assert!(rq.offset + rq.len as u64 <= 4 << 20, "{rq:?}");
-                    assert_eq!(mine[rq.file], *file, "the engine's file index is the target's");
+                    assert_eq!(
+                        mine[rq.file], *file,
+                        "the engine's file index is the target's"
+                    );
                 }
                 let touched: std::collections::HashSet<_> = asked.iter().map(|(f, _)| f).collect();
                 assert_eq!(touched.len(), mine.len(), "worker {w} used all its targets");
@@ -1380,7 +1415,10 @@ mod tests {
             for l in &b.lines {
                 let p = l.share_pct as f64 / 100.0;
                 let sigma = (p * (1.0 - p) / total as f64).sqrt();
-                assert!((l.ios_pct / 100.0 - p).abs() < 5.0 * sigma, "{l:?} of {total}");
+                assert!(
+                    (l.ios_pct / 100.0 - p).abs() < 5.0 * sigma,
+                    "{l:?} of {total}"
+                );
             }
         }
     }

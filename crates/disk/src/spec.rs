@@ -196,7 +196,10 @@ impl DiskSpec {
         } else if self.create && self.targets.is_empty() {
             "--create needs --target PATH".to_string()
         } else if self.targets.len() > MAX_TARGETS {
-            format!("{} targets given; at most {MAX_TARGETS}", self.targets.len())
+            format!(
+                "{} targets given; at most {MAX_TARGETS}",
+                self.targets.len()
+            )
         } else if let Some(t) = self.twice() {
             format!("--target {} is given twice", t.display())
         } else if self.cpus.as_ref().is_some_and(|c| c.is_empty()) {
@@ -270,7 +273,10 @@ mod tests {
             (|s| s.time = Duration::ZERO, "--time"),
             (|s| s.create = true, "--create"),
             (|s| (s.lines[0].bs, s.qd) = (1 << 30, 64), "buffers"),
-            (|s| s.targets = vec!["/x".into(), "/y".into(), "/x".into()], "--target /x is given twice"),
+            (
+                |s| s.targets = vec!["/x".into(), "/y".into(), "/x".into()],
+                "--target /x is given twice",
+            ),
             (|s| s.cpus = Some(vec![]), "--cpus"),
             (|s| s.lines[0].share_pct = 90, "add up to 90 %"),
         ];
@@ -308,7 +314,10 @@ mod tests {
         s.apply_builtin("file-server").unwrap();
         assert_eq!((s.lines.len(), s.max_bs(), s.writes()), (8, 65536, true));
         let e = s.single_line("bs").unwrap_err().to_string();
-        assert!(e.contains("--bs") && e.contains("'file-server' has 8 lines"), "{e}");
+        assert!(
+            e.contains("--bs") && e.contains("'file-server' has 8 lines"),
+            "{e}"
+        );
         // A mixed spec's bad line is told with its number.
         s.lines[2].bs = 0;
         let e = s.validate().unwrap_err().to_string();

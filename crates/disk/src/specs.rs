@@ -109,7 +109,13 @@ struct Builtin {
 
 const K: u64 = 1024;
 
-const fn one(name: &'static str, bs: &'static [(u32, u64)], read: u32, random: u32, qd: u32) -> Builtin {
+const fn one(
+    name: &'static str,
+    bs: &'static [(u32, u64)],
+    read: u32,
+    random: u32,
+    qd: u32,
+) -> Builtin {
     Builtin {
         name,
         sizes: bs,
@@ -124,7 +130,12 @@ const fn one(name: &'static str, bs: &'static [(u32, u64)], read: u32, random: u
 /// come from); run at QD 16 unless told otherwise.
 const IOMETER: &str = "Iometer's classic access patterns (docs/disk.md, \"The mixed built-ins\")";
 
-const fn classic(name: &'static str, sizes: &'static [(u32, u64)], read: u32, random: u32) -> Builtin {
+const fn classic(
+    name: &'static str,
+    sizes: &'static [(u32, u64)],
+    read: u32,
+    random: u32,
+) -> Builtin {
     Builtin {
         source: Some(IOMETER),
         ..one(name, sizes, read, random, 16)
@@ -231,11 +242,25 @@ mod tests {
     #[test]
     fn the_classic_mixes_have_their_published_lines() {
         let sizes = |n: &str| -> Vec<(u32, u64)> {
-            find(n).unwrap().lines.iter().map(|l| (l.share_pct, l.bs)).collect()
+            find(n)
+                .unwrap()
+                .lines
+                .iter()
+                .map(|l| (l.share_pct, l.bs))
+                .collect()
         };
         assert_eq!(
             sizes("file-server"),
-            [(10, 512), (5, 1024), (5, 2048), (60, 4096), (2, 8192), (4, 16384), (4, 32768), (10, 65536)]
+            [
+                (10, 512),
+                (5, 1024),
+                (5, 2048),
+                (60, 4096),
+                (2, 8192),
+                (4, 16384),
+                (4, 32768),
+                (10, 65536)
+            ]
         );
         assert_eq!(sizes("web-server").len(), 10);
         assert_eq!(sizes("web-server")[9], (1, 512 * 1024));
@@ -252,11 +277,19 @@ mod tests {
     #[test]
     fn shares_must_add_up_to_100() {
         let l = |share| AccessLine::new(share, 4096, 100, 100);
-        let e = check_lines(&[l(60), l(30)], "spec 'x'").unwrap_err().to_string();
-        assert!(e.contains("spec 'x'") && e.contains("90 % (60 + 30)"), "{e}");
+        let e = check_lines(&[l(60), l(30)], "spec 'x'")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("spec 'x'") && e.contains("90 % (60 + 30)"),
+            "{e}"
+        );
         let e = check_lines(&[l(100), l(0)], "s").unwrap_err().to_string();
         assert!(e.contains("line 2 has a share of 0 %"), "{e}");
-        assert!(check_lines(&[], "s").unwrap_err().to_string().contains("no lines"));
+        assert!(check_lines(&[], "s")
+            .unwrap_err()
+            .to_string()
+            .contains("no lines"));
         check_lines(&[l(40), l(60)], "s").unwrap();
     }
 }

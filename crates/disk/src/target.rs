@@ -184,11 +184,14 @@ pub fn prepare(
     }
     // Existing targets are opened and checked first, so that one of them
     // being wrong leaves no test file behind.
-    let (created, existing): (Vec<_>, Vec<_>) = (resolved.into_iter().enumerate())
-        .partition(|(_, (_, kind))| kind.created());
+    let (created, existing): (Vec<_>, Vec<_>) =
+        (resolved.into_iter().enumerate()).partition(|(_, (_, kind))| kind.created());
     let mut out: Vec<(usize, Target)> = Vec::new();
     for (i, (path, kind)) in existing.into_iter().chain(created) {
-        out.push((i, prepare_one(spec, path, kind, interrupted, &mut *progress)?));
+        out.push((
+            i,
+            prepare_one(spec, path, kind, interrupted, &mut *progress)?,
+        ));
     }
     out.sort_by_key(|(i, _)| *i);
     Ok(out.into_iter().map(|(_, t)| t).collect())

@@ -66,7 +66,11 @@ pub fn places(workers: &[Assignment], ntargets: usize) -> Vec<Vec<(u32, u32)>> {
         })
         .collect();
     (workers.iter().zip(placed))
-        .map(|(w, p)| (w.targets.iter().zip(p)).map(|(&t, i)| (i, count[t])).collect())
+        .map(|(w, p)| {
+            (w.targets.iter().zip(p))
+                .map(|(&t, i)| (i, count[t]))
+                .collect()
+        })
         .collect()
 }
 

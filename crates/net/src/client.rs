@@ -579,6 +579,7 @@ fn result_doc(
             local: local_disclosure,
             remote: report.disclosure.clone(),
         })),
+        breakdown: None,
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
     if let Some(msg) = failure {

@@ -67,17 +67,27 @@ impl JobSpec {
         match self {
             JobSpec::Disk(s) => match key {
                 "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
-                "bs" => s.bs = as_size(v)?,
-                "read" => s.read_pct = pct(v)?,
-                "random" => s.random_pct = pct(v)?,
+                "bs" => line(s, "bs")?.bs = as_size(v)?,
+                "read" => line(s, "read")?.read_pct = pct(v)?,
+                "random" => line(s, "random")?.random_pct = pct(v)?,
                 "qd" => s.qd = as_u32(v)?,
                 // 0: one worker per CPU core.
                 "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
                 "size" => s.size = Some(as_size(v)?),
                 "offset" => s.offset = as_size(v)?,
-                "align" => s.align = Some(as_size(v)?),
-                "burst_delay" => s.burst_delay = as_duration(v)?,
-                "burst_len" => s.burst_len = as_u32(v)?,
+                // These apply to every line of a mixed spec.
+                "align" => {
+                    let a = as_size(v)?;
+                    s.lines.iter_mut().for_each(|l| l.align = Some(a));
+                }
+                "burst_delay" => {
+                    let d = as_duration(v)?;
+                    s.lines.iter_mut().for_each(|l| l.burst_delay = d);
+                }
+                "burst_len" => {
+                    let n = as_u32(v)?;
+                    s.lines.iter_mut().for_each(|l| l.burst_len = n);
+                }
                 "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
                 "buffered" => s.buffered = as_bool(v)?,
                 _ => return Err("not a disk parameter".into()),
@@ -270,6 +280,11 @@ fn flags_as_keys(msg: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The single line of a disk test's spec, for `key` to set.
+fn line<'a>(s: &'a mut DiskSpec, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
+    s.single_line(key).map_err(|e| e.to_string())
 }
 
 fn as_size(v: &Value) -> Result<u64, String> {

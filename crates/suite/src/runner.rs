@@ -215,7 +215,7 @@ fn run_one(
             let mut d = d.clone();
             d.config = opts.config.clone();
             if let Some(t) = target {
-                d.target = Some(t.clone());
+                d.targets = vec![t.clone()];
                 d.create = false;
                 d.allow_destructive = opts.allow_destructive || opts.target.is_none();
             }
@@ -284,7 +284,7 @@ pub fn run(
             let path = std::env::temp_dir()
                 .join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
             let prep = iotoll_disk::DiskSpec {
-                target: Some(path.clone()),
+                targets: vec![path.clone()],
                 create: true,
                 keep: true,
                 size: Some(size),

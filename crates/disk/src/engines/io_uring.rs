@@ -235,7 +235,10 @@ impl Engine for IoUringEngine {
     }
 
     fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()> {
-        if self.busy.get(slot) != Some(&false) || rq.file >= self._files.len() || rq.len > self.bufs.size() {
+        if self.busy.get(slot) != Some(&false)
+            || rq.file >= self._files.len()
+            || rq.len > self.bufs.size()
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("slot {slot} is in use or out of range, or a bad request {rq:?}"),
