@@ -425,7 +425,7 @@ impl<'a> Reader<'a> {
 
     fn unknown(&mut self, at: usize, what: &str, key: &str) {
         self.problems
-            .push((Some(at), format!("unknown key {key} in {what}")));
+            .push((Some(at), format!("unknown key '{}' in {what}", &key[1..])));
     }
 }
 
@@ -498,11 +498,11 @@ pub fn parse(text: &str, file: &str) -> Result<Icf, IcfError> {
         }
         let Some(section) = SECTIONS.iter().find(|s| starts_with_ci(l, s)) else {
             if l.starts_with('\'') {
-                let name = l.trim_end_matches(['=', ' ']);
+                let name = l[1..].trim_end_matches(['=', ' ']);
                 r.problems.push((
                     Some(at),
                     format!(
-                        "unknown section {name}; known: TEST SETUP, RESULTS DISPLAY, ACCESS SPECIFICATIONS, MANAGER LIST"
+                        "unknown section '{name}'; known: TEST SETUP, RESULTS DISPLAY, ACCESS SPECIFICATIONS, MANAGER LIST"
                     ),
                 ));
             } else {
@@ -2104,10 +2104,13 @@ mod tests {
             .collect();
         assert_eq!(e.problems.len(), 2, "{e}");
         assert!(
-            msgs[0].starts_with("Some(14) unknown key 'Record Resolts in TEST SETUP"),
+            msgs[0].starts_with("Some(14) unknown key 'Record Resolts' in TEST SETUP"),
             "{e}"
         );
-        assert!(msgs[1].contains("unknown section 'NETWORK TOPOLOGY"), "{e}");
+        assert!(
+            msgs[1].contains("unknown section 'NETWORK TOPOLOGY';"),
+            "{e}"
+        );
     }
 
     #[test]
