@@ -10,7 +10,7 @@ use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::SinkError;
 use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -129,7 +129,20 @@ pub struct RunArgs {
 
 /// A target given twice (the same file or device by any path).
 fn check_targets(targets: &[PathBuf]) -> Result<()> {
-    let key = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+    // A path that does not exist yet is compared by its directory's.
+    let key = |p: &PathBuf| {
+        std::fs::canonicalize(p)
+            .or_else(|e| {
+                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                std::fs::canonicalize(dir).map(|d| d.join(name))
+            })
+            .unwrap_or_else(|_| p.clone())
+    };
     let mut seen = std::collections::HashSet::new();
     if let Some(t) = targets.iter().find(|p| !seen.insert(key(p))) {
         return Err(usage(format!("--target {} is given twice", t.display())));
