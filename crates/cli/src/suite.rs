@@ -172,7 +172,7 @@ pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, 
             n.join(", ")
         };
         let (want, given) = (imp.targets.len(), targets.len());
-        if given > 0 && given < want || run && given < want {
+        if given < want && (given > 0 || run) {
             return Err(usage(format!(
                 "{which} names {want} Iometer target(s) ({}), {given} --target given: give one --target for each, in this order",
                 names(0)

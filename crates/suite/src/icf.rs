@@ -497,8 +497,8 @@ pub fn parse(text: &str, file: &str) -> Result<Icf, IcfError> {
             continue;
         }
         let Some(section) = SECTIONS.iter().find(|s| starts_with_ci(l, s)) else {
-            if l.starts_with('\'') {
-                let name = l[1..].trim_end_matches(['=', ' ']);
+            if let Some(name) = l.strip_prefix('\'') {
+                let name = name.trim_end_matches(['=', ' ']);
                 r.problems.push((
                     Some(at),
                     format!(
