@@ -2298,4 +2298,130 @@ mod tests {
         let e = export(&s, &ExportOptions::default()).unwrap_err();
         assert!(e.contains("workers differs"), "{e}");
     }
+
+    /// An .icf of one manager with `workers` (name, QD, specs, targets).
+    fn setup_with(test_type: &str, workers: &[(&str, u32, &[&str], &[&str])]) -> String {
+        let mut t =
+            TWO[..TWO.find("'Worker\n").unwrap()].replace("CYCLE_OUTSTANDING_IOS", test_type);
+        t = t.replace("'END access specifications", "'Access specification name,default assignment\n\tseq,NONE\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t65536,100,100,0,0,1,0,0\n'END access specifications");
+        let icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
+        let mut icf = icf;
+        let m = &mut icf.managers.as_mut().unwrap()[0];
+        for (name, qd, specs, targets) in workers {
+            let mut w = Worker::new(name, WorkerKind::Disk);
+            w.qd = *qd;
+            w.specs = Some(specs.iter().map(|s| s.to_string()).collect());
+            w.targets = Some(
+                (targets.iter())
+                    .map(|n| Target {
+                        name: n.to_string(),
+                        kind: WorkerKind::Disk,
+                        manager: None,
+                        at: 0,
+                    })
+                    .collect(),
+            );
+            m.workers.push(w);
+        }
+        write(&icf)
+    }
+
+    #[test]
+    fn worker_cycling_over_spread_workers() {
+        let both: &[&str] = &["E:", "F:"];
+        let w: Vec<(&str, u32, &[&str], &[&str])> =
+            (0..4).map(|_| ("W", 4, &["seq"][..], both)).collect();
+        let mut text = setup_with("CYCLE_WORKERS", &w);
+        text = text.replace(
+            "'Worker Cycling\n'\tstart      step       step type\n\t1          1          LINEAR",
+            "'Worker Cycling\n'\tstart      step       step type\n\t1          3          LINEAR",
+        );
+        let (s, imp) = suite(&text, "w.icf").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(
+            imp.toml.contains("workers = [1, 4]\nspread = true\n"),
+            "{}",
+            imp.toml
+        );
+        let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["mixed-qd/workers=1", "mixed-qd/workers=4"]);
+        // Workers of their own per target cannot be cycled.
+        let w = [
+            ("A", 4, &["seq"][..], &["E:"][..]),
+            ("B", 4, &["seq"][..], &["F:"][..]),
+        ];
+        let e = suite(&setup_with("CYCLE_WORKERS", &w), "w.icf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Test Type CYCLE_WORKERS: iotoll cannot express it"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn specs_in_turn_with_idle_and_their_own_qd() {
+        let w = [
+            ("A", 4, &["mail store", "Idle"][..], &["E:"][..]),
+            ("B", 32, &["Idle", "seq"][..], &["E:"][..]),
+        ];
+        let (s, _) = suite(&setup_with("NORMAL", &w), "i.icf").unwrap();
+        let got: Vec<(String, u32, usize)> = (s.jobs.iter())
+            .map(|j| {
+                let crate::JobSpec::Disk(d) = &j.spec else {
+                    panic!()
+                };
+                (j.name.clone(), d.qd, d.lines.len())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mixed-qd/spec=mail store".into(), 4, 3),
+                ("mixed-qd/spec=seq".into(), 32, 1)
+            ]
+        );
+        // Two workers at different QDs on the same spec at once: refused.
+        let w = [
+            ("A", 4, &["seq"][..], &["E:"][..]),
+            ("B", 8, &["seq"][..], &["F:"][..]),
+        ];
+        let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("worker 'A' has 4 outstanding I/Os, worker 'B' 8"),
+            "{e}"
+        );
+        // Different specs at once: refused.
+        let w = [
+            ("A", 4, &["seq"][..], &["E:"][..]),
+            ("B", 4, &["mail store"][..], &["F:"][..]),
+        ];
+        let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("an iotoll test runs one access spec on all its workers"),
+            "{e}"
+        );
+        // A spec the file does not define.
+        let w = [("A", 4, &["Default"][..], &["E:"][..])];
+        let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'Default', which the file's ACCESS SPECIFICATIONS do not define"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn specs_without_managers_run_in_order() {
+        let cut = TWO.find("'MANAGER LIST").unwrap();
+        let text = format!("{}Version 1.1.0\n", &TWO[..cut]);
+        let (s, imp) = suite(&text, "n.icf").unwrap();
+        assert!(imp.targets.is_empty());
+        assert!(
+            imp.notes[0].starts_with("no MANAGER LIST"),
+            "{:?}",
+            imp.notes
+        );
+        assert_eq!(s.jobs.len(), 5);
+    }
 }
