@@ -1317,12 +1317,15 @@ mod tests {
         );
     }
 
+    /// A file's (device, inode).
+    type FileId = (u64, u64);
+    /// The (file, request) pairs one worker's engine was asked for.
+    type Asked = Vec<(FileId, Request)>;
+
     /// Two targets of 4 MiB, two workers each or two spread over both, a
     /// File Server mix: returns the document and, per worker, the files
     /// (device, inode) and requests its null engine was asked for.
-    fn multi_target_run(
-        spread: bool,
-    ) -> (ResultDoc, Vec<(u64, u64)>, Vec<Vec<((u64, u64), Request)>>) {
+    fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Asked>) {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];

@@ -145,6 +145,9 @@ impl DiskSpec {
             _ => "the access specification".to_string(),
         };
         specs::check_lines(&self.lines, &spec)?;
+        if self.size == Some(0) {
+            return Err(DiskError::Invalid("--size must be positive".into()));
+        }
         for (i, l) in self.lines.iter().enumerate() {
             // A mixed spec's problems are told with the line they are on.
             let on = match self.lines.len() {
@@ -189,8 +192,6 @@ impl DiskSpec {
             format!("--qd {qd} x {targets} targets per worker is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
             format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")
-        } else if self.size == Some(0) {
-            "--size must be positive".to_string()
         } else if self.time.is_zero() {
             "--time must be positive".to_string()
         } else if self.create && self.targets.is_empty() {

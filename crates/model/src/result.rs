@@ -33,9 +33,10 @@ pub struct ResultDoc {
     pub series: Vec<SeriesPoint>,
     /// Warnings that affect interpretation.
     pub notes: Vec<String>,
-    /// What the run ran on, where it matters to the figures (network runs:
-    /// the interfaces and TCP settings of both ends).
-    #[schemars(with = "Option<crate::spec::NetDisclosure>")]
+    /// What the run ran on, where it matters to the figures: network runs,
+    /// the interfaces and TCP settings of both ends; disk runs, their
+    /// devices and where those devices' and the NICs' interrupts go.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub disclosure: Option<serde_json::Value>,
     /// A disk run's figures per target, per worker and per access-spec
     /// line; their counts add up to the totals in `metrics`. Absent for
