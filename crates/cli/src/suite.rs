@@ -157,7 +157,10 @@ pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, 
     let icf = which.to_ascii_lowercase().ends_with(".icf");
     let text = match builtin::find(which) {
         Some(_) => None,
-        None if icf || std::path::Path::new(which).is_file() => {
+        None if icf && !Path::new(which).is_file() => {
+            return Err(usage(format!("{which}: no such file")));
+        }
+        None if icf || Path::new(which).is_file() => {
             Some(std::fs::read_to_string(which).with_context(|| format!("reading {which}"))?)
         }
         None => None,

@@ -156,6 +156,7 @@ fn bad_icf_inputs_are_refused_before_anything_runs() {
     );
     assert!(err.contains("'E: \"DATA1\"', 'PHYSICALDRIVE:2'"), "{err}");
     refused(&t, &["run", &two], "give one --target for each");
+    refused(&t, &["run", "missing.icf"], "missing.icf: no such file");
     // A target given twice (by any path).
     refused(
         &t,

@@ -2401,6 +2401,14 @@ mod tests {
                 .contains("an iotoll test runs one access spec on all its workers"),
             "{e}"
         );
+        // A target twice on one worker.
+        let w = [("A", 4, &["seq"][..], &["E:", "e: \"DATA\""][..])];
+        let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("worker 'A' has target 'e: \"DATA\"' twice"),
+            "{e}"
+        );
         // A spec the file does not define.
         let w = [("A", 4, &["Default"][..], &["E:"][..])];
         let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
