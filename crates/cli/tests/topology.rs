@@ -109,7 +109,7 @@ fn workers_run_on_the_cpus_they_are_pinned_to() {
 /// the published share, every line's I/Os of its size.
 #[test]
 fn a_mixed_spec_keeps_its_shares() {
-    let doc = disk_json(&words("--engine null --size 8m --spec file-server"));
+    let doc = disk_json(&words("--engine null --size 8m --spec iometer-file-server"));
     let n = measured(&doc);
     assert!(n > 1000, "too few I/Os to judge shares: {n}");
     let lines = doc["breakdown"]["lines"].as_array().unwrap();
@@ -128,14 +128,14 @@ fn a_mixed_spec_keeps_its_shares() {
         (mb - all_bytes as f64).abs() < 1e-6 * mb,
         "{mb} vs {all_bytes}"
     );
-    assert_eq!(doc["spec"]["mix"], "file-server");
+    assert_eq!(doc["spec"]["mix"], "iometer-file-server");
     assert!(
         doc["spec"].get("bs").is_none(),
         "a mixed spec has no one bs"
     );
     // The test name carries the mix, not a made-up transfer size.
     let name = doc["spec"]["mix"].as_str().unwrap();
-    assert_eq!(name, "file-server");
+    assert_eq!(name, "iometer-file-server");
 }
 
 /// Bad topology input: a clear message, exit 2 (1 for a target that
@@ -169,7 +169,7 @@ fn bad_topology_input_is_refused_before_any_file_is_created() {
             "--allow-destructive",
         ),
         (
-            format!("--target {a} --spec web-server --read 50"),
+            format!("--target {a} --spec iometer-web-server --read 50"),
             2,
             "cannot be used with",
         ),

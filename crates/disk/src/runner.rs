@@ -1337,7 +1337,7 @@ mod tests {
             keep: true,
             ..null_spec(spec(4, 2))
         };
-        s.apply_spec(crate::specs::find("file-server").unwrap());
+        s.apply_spec(crate::specs::find("iometer-file-server").unwrap());
         s.qd = 4;
         // Inodes are reused once a file is deleted: earlier runs' records go.
         crate::engines::null::record::ASKED.lock().unwrap().clear();

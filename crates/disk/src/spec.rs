@@ -312,16 +312,16 @@ mod tests {
         assert_eq!(s.qd, 28);
         let e = s.apply_builtin("db-oltp-9k").unwrap_err();
         assert!(e.to_string().contains("db-oltp-8k"), "lists the names: {e}");
-        s.apply_builtin("file-server").unwrap();
+        s.apply_builtin("iometer-file-server").unwrap();
         assert_eq!((s.lines.len(), s.max_bs(), s.writes()), (8, 65536, true));
         let e = s.single_line("bs").unwrap_err().to_string();
         assert!(
-            e.contains("--bs") && e.contains("'file-server' has 8 lines"),
+            e.contains("--bs") && e.contains("'iometer-file-server' has 8 lines"),
             "{e}"
         );
         // A mixed spec's bad line is told with its number.
         s.lines[2].bs = 0;
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("(line 3 of spec 'file-server')"), "{e}");
+        assert!(e.contains("(line 3 of spec 'iometer-file-server')"), "{e}");
     }
 }

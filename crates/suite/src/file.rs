@@ -247,7 +247,7 @@ struct SuiteKeys {
 
 /// A `[[spec]]` table: an access specification for the file's disk tests.
 /// Its transfer is `lines`, or for a single line `bs`, `read`, `random`
-/// (and `delay`, `burst`, `align`) on the table itself.
+/// (and `burst_delay`, `burst_len`, `align`) on the table itself.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SpecTable {
@@ -258,8 +258,8 @@ struct SpecTable {
     bs: Option<Raw>,
     read: Option<Raw>,
     random: Option<Raw>,
-    delay: Option<Raw>,
-    burst: Option<Raw>,
+    burst_delay: Option<Raw>,
+    burst_len: Option<Raw>,
     align: Option<Raw>,
 }
 
@@ -271,8 +271,8 @@ impl SpecTable {
             bs: self.bs.take(),
             read: self.read.take(),
             random: self.random.take(),
-            delay: self.delay.take(),
-            burst: self.burst.take(),
+            burst_delay: self.burst_delay.take(),
+            burst_len: self.burst_len.take(),
             align: self.align.take(),
         }
     }
@@ -286,8 +286,8 @@ struct LineKeys {
     bs: Option<Raw>,
     read: Option<Raw>,
     random: Option<Raw>,
-    delay: Option<Raw>,
-    burst: Option<Raw>,
+    burst_delay: Option<Raw>,
+    burst_len: Option<Raw>,
     align: Option<Raw>,
 }
 
@@ -298,8 +298,8 @@ impl LineKeys {
             ("bs", &self.bs),
             ("read", &self.read),
             ("random", &self.random),
-            ("delay", &self.delay),
-            ("burst", &self.burst),
+            ("burst_delay", &self.burst_delay),
+            ("burst_len", &self.burst_len),
             ("align", &self.align),
         ]
         .into_iter()
@@ -566,7 +566,7 @@ impl<'a> Ctx<'a> {
             }
             let mut table: SpecTable = read(t).map_err(|e| {
                 self.de_err(e, |_| {
-                    "unknown key for a [[spec]]; known: name, qd, lines, and for a single line share, bs, read, random, delay, burst, align".into()
+                    "unknown key for a [[spec]]; known: name, qd, lines, and for a single line share, bs, read, random, burst_delay, burst_len, align".into()
                 })
             })?;
             let name = self.check(table.name.as_ref(), "name", |v| {
@@ -606,7 +606,7 @@ impl<'a> Ctx<'a> {
                     for item in items {
                         let keys: LineKeys = read(item).map_err(|e| {
                             self.de_err(e, |_| {
-                                "unknown key for a line; known: share, bs, read, random, delay, burst, align".into()
+                                "unknown key for a line; known: share, bs, read, random, burst_delay, burst_len, align".into()
                             })
                         })?;
                         lines.push(self.line(&keys, many, item.span(), &what)?);
@@ -657,10 +657,10 @@ impl<'a> Ctx<'a> {
         if let Some(p) = self.check(k.random.as_ref(), "random", pct)? {
             l.random_pct = p;
         }
-        if let Some(d) = self.check(k.delay.as_ref(), "delay", as_duration)? {
+        if let Some(d) = self.check(k.burst_delay.as_ref(), "burst_delay", as_duration)? {
             l.burst_delay = d;
         }
-        if let Some(b) = self.check(k.burst.as_ref(), "burst", as_u32)? {
+        if let Some(b) = self.check(k.burst_len.as_ref(), "burst_len", as_u32)? {
             l.burst_len = b;
         }
         l.align = self.check(k.align.as_ref(), "align", as_size)?;
@@ -680,10 +680,10 @@ impl<'a> Ctx<'a> {
             let (key, raw) = match key {
                 Some("bs") => (Some("bs"), k.bs.as_ref()),
                 Some("align") => (Some("align"), k.align.as_ref()),
-                Some(_) => (Some("burst"), k.burst.as_ref()),
+                Some(_) => (Some("burst_len"), k.burst_len.as_ref()),
                 None => (None, None),
             };
-            let msg = format!("{what}: {}", msg.replacen("burst_len", "burst", 1));
+            let msg = format!("{what}: {msg}");
             return Err(self.err(Some(raw.map_or(at, Raw::span)), key, msg));
         }
         Ok(l)
@@ -1183,7 +1183,7 @@ qd = 8
 lines = [
   { share = 60, bs = "4k", read = 70, random = 100 },
   { share = 30, bs = 8192, read = 50, random = 100, align = "4k" },
-  { share = 10, bs = "64k", read = 0, random = 0, delay = "2ms", burst = 4 },
+  { share = 10, bs = "64k", read = 0, random = 0, burst_delay = "2ms", burst_len = 4 },
 ]
 
 [[spec]]
@@ -1258,8 +1258,8 @@ spec = ["mail", "seq-read", "db-oltp-8k"]
         assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("share")), "{e}");
         let e = err(&MIXED.replace("bs = \"1m\"", "bs = \"2g\""));
         assert_eq!((e.line, e.key.as_deref()), (Some(13), Some("bs")), "{e}");
-        let e = err(&MIXED.replace("burst = 4", "burst = 0"));
-        assert_eq!((e.line, e.key.as_deref()), (Some(8), Some("burst")), "{e}");
+        let e = err(&MIXED.replace("burst_len = 4", "burst_len = 0"));
+        assert_eq!((e.line, e.key.as_deref()), (Some(8), Some("burst_len")), "{e}");
         let e = err(&MIXED.replace("name = \"seq-read\"", "name = \"mail\""));
         assert!(
             e.msg.contains("a second [[spec]] named 'mail'") && e.line == Some(12),

@@ -1601,7 +1601,7 @@ pub fn import(icf: &Icf, file: &str, stem: &str) -> Result<Import, IcfError> {
             o.line(
                 at(l.at),
                 format!(
-                    "  {{ share = {}, bs = {}, read = {}, random = {}, delay = \"{}ms\", burst = {}{align} }},",
+                    "  {{ share = {}, bs = {}, read = {}, random = {}, burst_delay = \"{}ms\", burst_len = {}{align} }},",
                     l.share, l.size, l.reads, l.random, l.delay_ms, l.burst
                 ),
             );
@@ -2150,7 +2150,7 @@ mod tests {
         let t = &imp.toml;
         assert!(t.contains("name = \"two-workers\"\n"), "{t}");
         assert!(t.contains("ramp = \"5s\"\ntime = \"30s\"\n"), "{t}");
-        assert!(t.contains("[[spec]]\nname = \"mail store\"\nqd = 1\nlines = [\n  { share = 60, bs = 4096, read = 70, random = 100, delay = \"0ms\", burst = 1 },\n  { share = 30, bs = 8192, read = 50, random = 100, delay = \"0ms\", burst = 1, align = 4096 },\n  { share = 10, bs = 65536, read = 0, random = 0, delay = \"2ms\", burst = 4 },\n]\n"), "{t}");
+        assert!(t.contains("[[spec]]\nname = \"mail store\"\nqd = 1\nlines = [\n  { share = 60, bs = 4096, read = 70, random = 100, burst_delay = \"0ms\", burst_len = 1 },\n  { share = 30, bs = 8192, read = 50, random = 100, burst_delay = \"0ms\", burst_len = 1, align = 4096 },\n  { share = 10, bs = 65536, read = 0, random = 0, burst_delay = \"2ms\", burst_len = 4 },\n]\n"), "{t}");
         assert!(t.contains("[[test]]\nname = \"mixed-qd\"\nkind = \"disk\"\nspec = \"mail store\"\nworkers = 1\nqd = [1, 2, 4, 8, 16]\nsize = 1073741824\n"), "{t}");
         assert_eq!(
             imp.notes,
