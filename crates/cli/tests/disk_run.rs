@@ -244,7 +244,10 @@ fn specs_lists_the_twelve_and_the_four_mixes() {
         let total: u64 = lines.iter().map(|l| l["share_pct"].as_u64().unwrap()).sum();
         assert_eq!(total, 100, "{s}");
     }
-    let fs = all.iter().find(|s| s["name"] == "iometer-file-server").unwrap();
+    let fs = all
+        .iter()
+        .find(|s| s["name"] == "iometer-file-server")
+        .unwrap();
     assert_eq!(fs["lines"].as_array().unwrap().len(), 8);
     let s = cmd("disk specs").succeeds();
     for want in [

@@ -9,12 +9,15 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-fn ios(f: &Value) -> u64 {
-    u(&f["reads"]) + u(&f["writes"])
+/// A part's I/Os and bytes, from its `counts`.
+fn ios(part: &Value) -> u64 {
+    let c = &part["counts"];
+    u(&c["reads"]) + u(&c["writes"])
 }
 
-fn bytes(f: &Value) -> u64 {
-    u(&f["read_bytes"]) + u(&f["write_bytes"])
+fn bytes(part: &Value) -> u64 {
+    let c = &part["counts"];
+    u(&c["read_bytes"]) + u(&c["write_bytes"])
 }
 
 /// The I/Os of the window, from the latency histogram (every measured I/O
@@ -42,28 +45,28 @@ fn several_targets_add_up_to_the_totals() {
         let line = format!("--create --size 4m --workers 2 --qd 2 --read 70 {spread}");
         let doc = disk_json_on(&targets, &line);
         let n = measured(&doc);
-        let br = &doc["breakdown"];
         let (targets_, workers, lines) = (
-            br["targets"].as_array().unwrap(),
-            br["workers"].as_array().unwrap(),
-            br["lines"].as_array().unwrap(),
+            doc["targets"].as_array().unwrap(),
+            doc["workers"].as_array().unwrap(),
+            doc["lines"].as_array().unwrap(),
         );
-        assert_eq!(targets_.iter().map(|t| ios(&t["io"])).sum::<u64>(), n);
-        assert_eq!(workers.iter().map(|w| ios(&w["io"])).sum::<u64>(), n);
+        assert_eq!(targets_.iter().map(ios).sum::<u64>(), n);
+        assert_eq!(workers.iter().map(ios).sum::<u64>(), n);
         assert_eq!(lines.iter().map(|l| u(&l["ios"])).sum::<u64>(), n);
-        let all_bytes: u64 = targets_.iter().map(|t| bytes(&t["io"])).sum();
-        assert_eq!(
-            workers.iter().map(|w| bytes(&w["io"])).sum::<u64>(),
-            all_bytes
-        );
+        let all_bytes: u64 = targets_.iter().map(bytes).sum();
+        assert_eq!(workers.iter().map(bytes).sum::<u64>(), all_bytes);
         assert_eq!(n * 4096, all_bytes);
         let had: Vec<Vec<u64>> = (targets_.iter())
             .map(|t| t["workers"].as_array().unwrap().iter().map(u).collect())
             .collect();
         assert_eq!(had, want_workers.map(|w| w.to_vec()));
         for (t, path) in targets_.iter().zip([&a, &b]) {
-            assert_eq!(t["path"], path.as_str());
-            assert!(ios(&t["io"]) > 0, "target {path} got no I/O");
+            assert_eq!(t["target"], path.as_str());
+            assert_eq!(t["target_kind"], "created-file");
+            assert!(ios(t) > 0, "target {path} got no I/O");
+            for k in ["iops", "mb_s", "lat_mean_us", "lat_p99_us", "errors"] {
+                assert!(t["metrics"][k].is_number(), "{k} in {t}");
+            }
         }
         let spec = &doc["spec"];
         assert_eq!((u(&spec["ntargets"]), u(&spec["workers"])), (2, 2));
@@ -86,10 +89,11 @@ fn several_targets_add_up_to_the_totals() {
 fn workers_run_on_the_cpus_they_are_pinned_to() {
     let online = iotoll_probe::affinity::online_cpus();
     let doc = disk_json(&words("--engine null --size 4m --workers 0"));
-    let workers = doc["breakdown"]["workers"].as_array().unwrap();
+    let workers = doc["workers"].as_array().unwrap();
     assert_eq!(workers.len(), online.len(), "one worker per online CPU");
-    for (w, cpu) in workers.iter().zip(&online) {
-        assert_eq!(u(&w["pinned"]), *cpu as u64);
+    for (i, (w, cpu)) in workers.iter().zip(&online).enumerate() {
+        assert_eq!((u(&w["id"]), u(&w["pinned"])), (i as u64, *cpu as u64));
+        assert_eq!(u(&w["cpu"]), *cpu as u64, "{w}");
         assert_eq!(w["ran_on"], serde_json::json!([cpu]), "{w}");
         assert!(w["pinned_busy_pct"].as_f64().is_some(), "{w}");
     }
@@ -97,7 +101,7 @@ fn workers_run_on_the_cpus_they_are_pinned_to() {
     let doc = disk_json(&words(&format!(
         "--engine null --size 4m --workers 2 --cpus {last}"
     )));
-    for w in doc["breakdown"]["workers"].as_array().unwrap() {
+    for w in doc["workers"].as_array().unwrap() {
         assert_eq!(w["ran_on"], serde_json::json!([last]), "{w}");
     }
     assert_eq!(doc["spec"]["cpus"], serde_json::json!([last, last]));
@@ -112,7 +116,7 @@ fn a_mixed_spec_keeps_its_shares() {
     let doc = disk_json(&words("--engine null --size 8m --spec iometer-file-server"));
     let n = measured(&doc);
     assert!(n > 1000, "too few I/Os to judge shares: {n}");
-    let lines = doc["breakdown"]["lines"].as_array().unwrap();
+    let lines = doc["lines"].as_array().unwrap();
     let sizes: Vec<u64> = lines.iter().map(|l| u(&l["bs"])).collect();
     assert_eq!(sizes, [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]);
     let all_bytes: u64 = lines.iter().map(|l| u(&l["bytes"])).sum();

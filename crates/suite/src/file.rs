@@ -1259,7 +1259,11 @@ spec = ["mail", "seq-read", "db-oltp-8k"]
         let e = err(&MIXED.replace("bs = \"1m\"", "bs = \"2g\""));
         assert_eq!((e.line, e.key.as_deref()), (Some(13), Some("bs")), "{e}");
         let e = err(&MIXED.replace("burst_len = 4", "burst_len = 0"));
-        assert_eq!((e.line, e.key.as_deref()), (Some(8), Some("burst_len")), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(8), Some("burst_len")),
+            "{e}"
+        );
         let e = err(&MIXED.replace("name = \"seq-read\"", "name = \"mail\""));
         assert!(
             e.msg.contains("a second [[spec]] named 'mail'") && e.line == Some(12),
