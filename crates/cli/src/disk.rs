@@ -189,6 +189,6 @@ fn specs(json: bool) -> Result<()> {
             row(name, &l.share_pct.to_string(), l, qd);
         }
     }
-    println!("\nMixed specs draw each I/O's line by its share; file-server, web-server, database and workstation are Iometer's classic patterns (docs/disk.md cites them).");
+    println!("\nMixed specs draw each I/O's line by its share; the iometer-* specs are Iometer's classic patterns (docs/disk.md cites them).");
     Ok(())
 }

@@ -57,17 +57,17 @@ fn disk_spec_line(s: &DiskSpec) -> String {
 /// The per-target, per-worker and per-line figures of a disk run, where
 /// there is more than one of them (or the workers were pinned).
 fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
-    let Some(b) = &doc.breakdown else { return };
-    let lat = |v: Option<f64>| v.map(num).unwrap_or("-".into());
-    let row = |o: &mut String, what: &str, extra: &str, f: &iotoll_model::IoFigures| {
+    let b = doc;
+    let row = |o: &mut String, what: &str, extra: &str, m: &iotoll_model::Metrics| {
+        let get = |k: &str| m.get(k).copied().map(num).unwrap_or("-".into());
         let _ = writeln!(
             o,
             "  {what:<28} {:>10} {:>9} {:>10} {:>10} {:>6}  {extra}",
-            num(f.iops),
-            num(f.mb_s),
-            lat(f.lat_mean_us),
-            lat(f.lat_p99_us),
-            f.errors
+            get(mn::IOPS),
+            get(mn::MB_S),
+            get(mn::LAT_MEAN_US),
+            get(mn::LAT_P99_US),
+            get(mn::ERRORS),
         );
     };
     let header = |o: &mut String, title: &str, extra: &str| {
@@ -81,7 +81,7 @@ fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
         header(o, "per target:", "workers");
         for t in &b.targets {
             let w: Vec<String> = t.workers.iter().map(u32::to_string).collect();
-            row(o, &format!("{} {}", t.target, t.path), &w.join(","), &t.io);
+            row(o, &t.target, &w.join(","), &t.metrics);
         }
     }
     let pinned = b.workers.iter().any(|w| w.pinned.is_some());
@@ -97,7 +97,7 @@ fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
             });
             let ran = iotoll_probe::affinity::format_cpu_list(&w.ran_on);
             let extra = format!("{:<9} {pin:<20} {ran}", t.join(","));
-            row(o, &format!("worker {}", w.worker), &extra, &w.io);
+            row(o, &format!("worker {}", w.id), &extra, &w.metrics);
         }
     }
     if b.lines.len() > 1 {

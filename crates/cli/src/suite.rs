@@ -10,7 +10,7 @@ use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::SinkError;
 use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -19,8 +19,11 @@ pub enum SuiteCmd {
     List,
     /// A suite's expanded tests and estimated duration.
     Show {
-        /// A built-in suite name or a suite file.
+        /// A built-in suite name, a suite file, or an Iometer .icf file.
         suite: String,
+        /// The targets disk tests would run on (an .icf's targets map onto them in order).
+        #[arg(long, value_name = "PATH", value_delimiter = ',')]
+        target: Vec<PathBuf>,
         #[command(flatten)]
         durations: Durations,
         /// Repetitions of every test (as `suite run --reps`).
@@ -29,6 +32,26 @@ pub enum SuiteCmd {
     },
     /// Run a suite: every test, its repetitions, into the results database.
     Run(RunArgs),
+    /// Write a suite's disk test (access specs, test setup, workers) as an Iometer .icf.
+    #[command(
+        after_help = "An .icf holds one test setup: a suite with several disk tests needs --test. Access specs run at different queue depths become one group of workers per queue depth, each resting on Iometer's Idle spec while another runs; a queue depth sweep becomes Iometer's queue depth cycling. Read it back with `iotoll suite show|run FILE.icf --target ...`."
+    )]
+    ExportIcf {
+        /// A built-in suite name, a suite file, or an .icf.
+        suite: String,
+        /// The disk test to write [default: the suite's only one].
+        #[arg(long, value_name = "NAME")]
+        test: Option<String>,
+        /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        target: Vec<String>,
+        /// The manager (Dynamo host) name to write [default: this host's name].
+        #[arg(long, value_name = "NAME")]
+        manager: Option<String>,
+        /// Write here [default: standard output].
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// `--time` / `--ramp`: a smoke run of a long study.
@@ -64,9 +87,9 @@ pub struct RunArgs {
     /// Configuration label of this run (e.g. "sw-initiator", "mtu9000").
     #[arg(long, value_name = "LABEL")]
     config: Option<String>,
-    /// Disk target for every disk test (file or block device).
-    #[arg(long, value_name = "PATH")]
-    target: Option<PathBuf>,
+    /// Disk target of every disk test (file or block device); repeat it, or give a comma list, for several (an .icf's targets map onto them in order).
+    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    target: Vec<PathBuf>,
     /// Allow writing to --target (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
@@ -104,8 +127,75 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// A built-in name or a file: (text, name for messages).
-pub fn load(which: &str) -> Result<Suite> {
+/// A target given twice (the same file or device by any path).
+fn check_targets(targets: &[PathBuf]) -> Result<()> {
+    // A path that does not exist yet is compared by its directory's.
+    let key = |p: &PathBuf| {
+        std::fs::canonicalize(p)
+            .or_else(|e| {
+                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                std::fs::canonicalize(dir).map(|d| d.join(name))
+            })
+            .unwrap_or_else(|_| p.clone())
+    };
+    let mut seen = std::collections::HashSet::new();
+    if let Some(t) = targets.iter().find(|p| !seen.insert(key(p))) {
+        return Err(usage(format!("--target {} is given twice", t.display())));
+    }
+    Ok(())
+}
+
+/// A suite, and for an .icf the lines saying which of its targets became
+/// which `--target` and what it leaves out. `run`: the targets must all
+/// be given (for `show` they may be left out, and are listed).
+pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
+    let icf = which.to_ascii_lowercase().ends_with(".icf");
+    let text = match builtin::find(which) {
+        Some(_) => None,
+        None if icf && !Path::new(which).is_file() => {
+            return Err(usage(format!("{which}: no such file")));
+        }
+        None if icf || Path::new(which).is_file() => {
+            Some(std::fs::read_to_string(which).with_context(|| format!("reading {which}"))?)
+        }
+        None => None,
+    };
+    if let Some(text) = text.filter(|t| icf || iotoll_suite::icf::looks_like_icf(t)) {
+        let (suite, imp) = iotoll_suite::icf::suite(&text, which).map_err(usage)?;
+        let names = |from: usize| {
+            let n: Vec<String> = imp.targets[from..]
+                .iter()
+                .map(|t| format!("'{t}'"))
+                .collect();
+            n.join(", ")
+        };
+        let (want, given) = (imp.targets.len(), targets.len());
+        if given < want && (given > 0 || run) {
+            return Err(usage(format!(
+                "{which} names {want} Iometer target(s) ({}), {given} --target given: give one --target for each, in this order",
+                names(0)
+            )));
+        }
+        if want > 0 && given > want {
+            return Err(usage(format!(
+                "{which} names {want} Iometer target(s) ({}), {given} --target given: give one for each",
+                names(0)
+            )));
+        }
+        let mut lines: Vec<String> = (imp.targets.iter().enumerate())
+            .map(|(i, t)| match targets.get(i) {
+                Some(p) => format!("Iometer target '{t}' -> {}", p.display()),
+                None => format!("Iometer target '{t}' -> (give --target)"),
+            })
+            .collect();
+        lines.extend(imp.notes.iter().map(|n| format!("{which}: {n}")));
+        return Ok((suite, lines));
+    }
     let (text, file) = match builtin::find(which) {
         Some(t) => (t.to_string(), format!("built-in suite '{which}'")),
         None => {
@@ -121,7 +211,7 @@ pub fn load(which: &str) -> Result<Suite> {
             (t, p.display().to_string())
         }
     };
-    parse(&text, &file).map_err(usage)
+    Ok((parse(&text, &file).map_err(usage)?, Vec::new()))
 }
 
 fn check_reps(reps: Option<u32>) -> Result<()> {
@@ -155,11 +245,16 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
         }
         SuiteCmd::Show {
             suite,
+            target,
             durations,
             reps,
         } => {
-            let mut s = load(&suite)?;
+            check_targets(&target)?;
+            let (mut s, mapping) = load_with(&suite, &target, false)?;
             check_reps(reps)?;
+            for m in &mapping {
+                println!("{m}");
+            }
             let note = apply_durations(&mut s, durations)?;
             println!(
                 "{}: {} tests, estimated {}",
@@ -193,7 +288,65 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             Ok(())
         }
         SuiteCmd::Run(a) => run(a),
+        SuiteCmd::ExportIcf {
+            suite,
+            test,
+            target,
+            manager,
+            out,
+        } => export_icf(&suite, test, target, manager, out),
     }
+}
+
+fn export_icf(
+    which: &str,
+    test: Option<String>,
+    targets: Vec<String>,
+    manager: Option<String>,
+    out: Option<PathBuf>,
+) -> Result<()> {
+    let (suite, _) = load_with(which, &[], false)?;
+    if let Some(t) = targets
+        .iter()
+        .find(|t| t.trim().is_empty() || t.contains(char::is_control))
+    {
+        return Err(usage(format!(
+            "--target '{}' is not a name Iometer can show",
+            t.escape_debug()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(t) = targets
+        .iter()
+        .find(|t| !seen.insert(t.to_ascii_uppercase()))
+    {
+        return Err(usage(format!("--target {t} is given twice")));
+    }
+    let manager = manager.unwrap_or_else(|| {
+        let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        Some(h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
+    });
+    let o = iotoll_suite::icf::ExportOptions {
+        test,
+        targets,
+        manager,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+    };
+    let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
+    let text = iotoll_suite::icf::write(&icf);
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    match out {
+        Some(p) => {
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
 }
 
 struct StoreSink<'a> {
@@ -270,7 +423,8 @@ fn run(a: RunArgs) -> Result<()> {
     // interrupted (exit 130, the run stored as aborted), never by the
     // signal's default action (143 and nothing stored).
     let flag = signals::install();
-    let mut suite = load(&a.suite)?;
+    check_targets(&a.target)?;
+    let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
     check_reps(a.reps)?;
     let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
     anyhow::ensure!(!blank, usage("--config must not be empty"));
@@ -316,7 +470,7 @@ fn run(a: RunArgs) -> Result<()> {
         5.0,
         std::process::id() as i32,
     );
-    let target_for_check = a.target.clone().unwrap_or_else(std::env::temp_dir);
+    let target_for_check = a.target.first().cloned().unwrap_or_else(std::env::temp_dir);
     let has_disk = suite.jobs.iter().any(|j| j.kind == Kind::Disk);
     let warnings = iotoll_probe::sysinfo::warnings(
         &host,
@@ -333,6 +487,11 @@ fn run(a: RunArgs) -> Result<()> {
     if let Some(n) = notes.first() {
         progress.line(n);
     }
+    // An .icf's targets as mapped, and what it leaves out.
+    for m in &mapping {
+        progress.line(m);
+    }
+    notes.extend(mapping);
     notes.extend(warnings);
     let host = iotoll_model::spec::to_json(&host);
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
@@ -344,7 +503,7 @@ fn run(a: RunArgs) -> Result<()> {
         db.display()
     ));
     let opts = Options {
-        target: a.target.clone(),
+        targets: a.target.clone(),
         allow_destructive: a.allow_destructive,
         peer: a.peer.clone(),
         auth_key: key,

@@ -232,12 +232,34 @@ fn human_output_has_the_table() {
     }
 }
 
+/// The twelve of the studies and Iometer's four mixed patterns, each
+/// with its lines, their shares adding up to 100.
 #[test]
-fn specs_lists_the_twelve() {
+fn specs_lists_the_twelve_and_the_four_mixes() {
     let v = cmd("disk specs --json").json();
-    assert_eq!(v.as_array().unwrap().len(), 12);
+    let all = v.as_array().unwrap();
+    assert_eq!(all.len(), 16);
+    for s in all {
+        let lines = s["lines"].as_array().unwrap();
+        let total: u64 = lines.iter().map(|l| l["share_pct"].as_u64().unwrap()).sum();
+        assert_eq!(total, 100, "{s}");
+    }
+    let fs = all
+        .iter()
+        .find(|s| s["name"] == "iometer-file-server")
+        .unwrap();
+    assert_eq!(fs["lines"].as_array().unwrap().len(), 8);
     let s = cmd("disk specs").succeeds();
-    assert!(s.contains("video-on-demand-512k") && s.contains("exchange-email-4k"));
+    for want in [
+        "video-on-demand-512k",
+        "exchange-email-4k",
+        "iometer-file-server",
+        "iometer-web-server",
+        "iometer-database",
+        "iometer-workstation",
+    ] {
+        assert!(s.contains(want), "{want} in:\n{s}");
+    }
 }
 
 #[test]

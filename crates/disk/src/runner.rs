@@ -13,8 +13,8 @@ use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
 use iotoll_model::{
-    derive_metrics, CpuSection, DiskBreakdown, IoFigures, Kind, LineFigures, Metrics, ResultDoc,
-    ResultStatus, TargetFigures, WorkerFigures,
+    derive_metrics, CpuSection, IoCounts, Kind, LineFigures, Metrics, ResultDoc, ResultStatus,
+    TargetFigures, WorkerFigures,
 };
 use iotoll_run::{
     interrupted_note, latency_report, new_histogram, take_cpu_report, write_latency_metrics, Clock,
@@ -84,27 +84,35 @@ impl Counts {
         let _ = self.hist.add(&o.hist);
     }
 
-    fn figures(&self, window_s: f64) -> IoFigures {
-        let per_s = |x: u64| {
-            if window_s > 0.0 {
-                x as f64 / window_s
-            } else {
-                0.0
-            }
-        };
-        let lat = latency_report(&self.hist);
-        IoFigures {
+    fn counts(&self) -> IoCounts {
+        IoCounts {
             reads: self.reads,
             writes: self.writes,
             read_bytes: self.read_bytes,
             write_bytes: self.write_bytes,
-            errors: self.errors,
-            iops: per_s(self.reads + self.writes),
-            mb_s: per_s(self.read_bytes + self.write_bytes) / 1e6,
-            lat_mean_us: lat.as_ref().map(|l| l.mean_us),
-            lat_p99_us: (lat.as_ref()).and_then(|l| l.percentiles_us.get("99").copied()),
-            lat_max_us: lat.as_ref().map(|l| l.max_us),
         }
+    }
+
+    /// The rates, errors and latency of these counts over the window: the
+    /// totals' metrics, or a part's.
+    fn metrics(&self, window_s: f64) -> Metrics {
+        let mut m = Metrics::new();
+        let mut put = |k: &str, v: f64| {
+            m.insert(k.to_string(), v);
+        };
+        put(mn::ERRORS, self.errors as f64);
+        if window_s > 0.0 {
+            let c = self.counts();
+            put(mn::IOPS, c.ios() as f64 / window_s);
+            put(mn::READ_IOPS, self.reads as f64 / window_s);
+            put(mn::WRITE_IOPS, self.writes as f64 / window_s);
+            put(mn::MB_S, c.bytes() as f64 / window_s / 1e6);
+            put(mn::READ_MB_S, self.read_bytes as f64 / window_s / 1e6);
+            put(mn::WRITE_MB_S, self.write_bytes as f64 / window_s / 1e6);
+            put(mn::MIB_S, c.bytes() as f64 / window_s / 1048576.0);
+        }
+        write_latency_metrics(&self.hist, "lat", &mut m);
+        m
     }
 }
 
@@ -574,7 +582,9 @@ fn run_on<C: Clock>(
         series: series.into_points(),
         notes,
         disclosure: Some(iotoll_model::spec::to_json(&disclosure)),
-        breakdown: Some(breakdown),
+        targets: breakdown.targets,
+        workers: breakdown.workers,
+        lines: breakdown.lines,
     };
     match failure {
         Some(why) => Err(failed(why, doc)),
@@ -751,27 +761,11 @@ fn disk_metrics(
     window_s: f64,
     cpu: Option<&iotoll_model::CpuReport>,
 ) -> Metrics {
-    let mut m = Metrics::new();
-    let mut put = |k: &str, v: f64| {
-        m.insert(k.to_string(), v);
-    };
-    put(mn::WINDOW_S, window_s);
-    put(mn::ERRORS, o.errors as f64);
+    let mut m = o.metrics(window_s);
+    m.insert(mn::WINDOW_S.to_string(), window_s);
     if window_s > 0.0 {
-        let f = o.figures(window_s);
-        put(mn::IOPS, f.iops);
-        put(mn::READ_IOPS, o.reads as f64 / window_s);
-        put(mn::WRITE_IOPS, o.writes as f64 / window_s);
-        put(mn::MB_S, f.mb_s);
-        put(mn::READ_MB_S, o.read_bytes as f64 / window_s / 1e6);
-        put(mn::WRITE_MB_S, o.write_bytes as f64 / window_s / 1e6);
-        put(
-            mn::MIB_S,
-            (o.read_bytes + o.write_bytes) as f64 / window_s / 1048576.0,
-        );
-        put(mn::QD_ACHIEVED, qd_achieved);
+        m.insert(mn::QD_ACHIEVED.to_string(), qd_achieved);
     }
-    write_latency_metrics(&o.hist, "lat", &mut m);
     if let Some(c) = cpu {
         c.write_metrics(&mut m, "");
     }
@@ -780,6 +774,12 @@ fn disk_metrics(
 }
 
 /// Per target, per worker and per line, over the window.
+struct Parts {
+    targets: Vec<TargetFigures>,
+    workers: Vec<WorkerFigures>,
+    lines: Vec<LineFigures>,
+}
+
 fn breakdown(
     m: &Merged,
     spec: &DiskSpec,
@@ -787,7 +787,7 @@ fn breakdown(
     assigned: &[Assignment],
     window_s: f64,
     cpu: Option<&iotoll_model::CpuReport>,
-) -> DiskBreakdown {
+) -> Parts {
     let all_ios: u64 = m.lines.iter().map(|l| l.0).sum();
     let all_bytes: u64 = m.lines.iter().map(|l| l.1).sum();
     let pct = |x: u64, of: u64| {
@@ -801,26 +801,32 @@ fn breakdown(
         cpu.and_then(|r| r.per_core.iter().find(|k| k.cpu == c))
             .map(|k| k.busy_pct)
     };
-    DiskBreakdown {
+    Parts {
         targets: (targets.iter().zip(&m.targets).enumerate())
             .map(|(i, (t, c))| TargetFigures {
-                target: i as u32,
-                path: t.path.display().to_string(),
+                target: t.path.display().to_string(),
+                target_kind: iotoll_model::spec::word(&t.kind),
                 workers: (assigned.iter().enumerate())
                     .filter(|(_, a)| a.targets.contains(&i))
                     .map(|(w, _)| w as u32)
                     .collect(),
-                io: c.figures(window_s),
+                counts: c.counts(),
+                metrics: c.metrics(window_s),
             })
             .collect(),
         workers: (assigned.iter().zip(&m.workers).zip(&m.ran_on).enumerate())
             .map(|(w, ((a, c), ran_on))| WorkerFigures {
-                worker: w as u32,
-                targets: a.targets.iter().map(|t| *t as u32).collect(),
-                pinned: a.cpu,
+                id: w as u32,
+                cpu: match ran_on.as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                },
                 ran_on: ran_on.clone(),
+                pinned: a.cpu,
                 pinned_busy_pct: a.cpu.and_then(busy),
-                io: c.figures(window_s),
+                targets: a.targets.iter().map(|t| *t as u32).collect(),
+                counts: c.counts(),
+                metrics: c.metrics(window_s),
             })
             .collect(),
         lines: (spec.lines.iter().zip(&m.lines).enumerate())
@@ -839,7 +845,7 @@ fn breakdown(
 
 /// A pinned worker seen on another CPU: the pinning did not hold (a
 /// cgroup's cpuset, or the CPU went offline).
-fn pinning_notes(b: &DiskBreakdown) -> Vec<String> {
+fn pinning_notes(b: &Parts) -> Vec<String> {
     (b.workers.iter())
         .filter_map(|w| {
             let cpu = w.pinned?;
@@ -847,7 +853,7 @@ fn pinning_notes(b: &DiskBreakdown) -> Vec<String> {
             (!off.is_empty()).then(|| {
                 format!(
                     "worker {} was pinned to CPU {cpu} but ran on CPU {}",
-                    w.worker,
+                    w.id,
                     iotoll_probe::affinity::format_cpu_list(&off)
                 )
             })
@@ -1317,12 +1323,15 @@ mod tests {
         );
     }
 
+    /// A file's (device, inode).
+    type FileId = (u64, u64);
+    /// The (file, request) pairs one worker's engine was asked for.
+    type Asked = Vec<(FileId, Request)>;
+
     /// Two targets of 4 MiB, two workers each or two spread over both, a
     /// File Server mix: returns the document and, per worker, the files
     /// (device, inode) and requests its null engine was asked for.
-    fn multi_target_run(
-        spread: bool,
-    ) -> (ResultDoc, Vec<(u64, u64)>, Vec<Vec<((u64, u64), Request)>>) {
+    fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Asked>) {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];
@@ -1334,7 +1343,7 @@ mod tests {
             keep: true,
             ..null_spec(spec(4, 2))
         };
-        s.apply_spec(crate::specs::find("file-server").unwrap());
+        s.apply_spec(crate::specs::find("iometer-file-server").unwrap());
         s.qd = 4;
         // Inodes are reused once a file is deleted: earlier runs' records go.
         crate::engines::null::record::ASKED.lock().unwrap().clear();
@@ -1364,19 +1373,17 @@ mod tests {
     fn several_targets_break_down_exactly() {
         for spread in [false, true] {
             let (doc, ids, asked) = multi_target_run(spread);
-            let b = doc.breakdown.as_ref().unwrap();
-            let ios = |f: &IoFigures| f.reads + f.writes;
-            let bytes = |f: &IoFigures| f.read_bytes + f.write_bytes;
+            let b = &doc;
             let total = doc.latency.as_ref().unwrap().count;
             let window = doc.metrics[mn::WINDOW_S];
             assert_eq!(window, 2.0);
             assert_eq!(doc.metrics[mn::IOPS] * window, total as f64);
-            assert_eq!(b.targets.iter().map(|t| ios(&t.io)).sum::<u64>(), total);
-            assert_eq!(b.workers.iter().map(|w| ios(&w.io)).sum::<u64>(), total);
+            assert_eq!(b.targets.iter().map(|t| t.counts.ios()).sum::<u64>(), total);
+            assert_eq!(b.workers.iter().map(|w| w.counts.ios()).sum::<u64>(), total);
             assert_eq!(b.lines.iter().map(|l| l.ios).sum::<u64>(), total);
-            let all_bytes: u64 = b.targets.iter().map(|t| bytes(&t.io)).sum();
+            let all_bytes: u64 = b.targets.iter().map(|t| t.counts.bytes()).sum();
             assert_eq!(
-                b.workers.iter().map(|w| bytes(&w.io)).sum::<u64>(),
+                b.workers.iter().map(|w| w.counts.bytes()).sum::<u64>(),
                 all_bytes
             );
             assert_eq!(b.lines.iter().map(|l| l.bytes).sum::<u64>(), all_bytes);

@@ -145,6 +145,9 @@ impl DiskSpec {
             _ => "the access specification".to_string(),
         };
         specs::check_lines(&self.lines, &spec)?;
+        if self.size == Some(0) {
+            return Err(DiskError::Invalid("--size must be positive".into()));
+        }
         for (i, l) in self.lines.iter().enumerate() {
             // A mixed spec's problems are told with the line they are on.
             let on = match self.lines.len() {
@@ -189,8 +192,6 @@ impl DiskSpec {
             format!("--qd {qd} x {targets} targets per worker is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
             format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")
-        } else if self.size == Some(0) {
-            "--size must be positive".to_string()
         } else if self.time.is_zero() {
             "--time must be positive".to_string()
         } else if self.create && self.targets.is_empty() {
@@ -311,16 +312,16 @@ mod tests {
         assert_eq!(s.qd, 28);
         let e = s.apply_builtin("db-oltp-9k").unwrap_err();
         assert!(e.to_string().contains("db-oltp-8k"), "lists the names: {e}");
-        s.apply_builtin("file-server").unwrap();
+        s.apply_builtin("iometer-file-server").unwrap();
         assert_eq!((s.lines.len(), s.max_bs(), s.writes()), (8, 65536, true));
         let e = s.single_line("bs").unwrap_err().to_string();
         assert!(
-            e.contains("--bs") && e.contains("'file-server' has 8 lines"),
+            e.contains("--bs") && e.contains("'iometer-file-server' has 8 lines"),
             "{e}"
         );
         // A mixed spec's bad line is told with its number.
         s.lines[2].bs = 0;
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("(line 3 of spec 'file-server')"), "{e}");
+        assert!(e.contains("(line 3 of spec 'iometer-file-server')"), "{e}");
     }
 }

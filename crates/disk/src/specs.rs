@@ -156,7 +156,7 @@ const BUILTINS: &[Builtin] = &[
     one("os-drive-8k", &[(100, 8 * K)], 70, 100, 28),
     one("video-on-demand-512k", &[(100, 512 * K)], 100, 100, 4),
     classic(
-        "file-server",
+        "iometer-file-server",
         &[
             (10, 512),
             (5, K),
@@ -171,7 +171,7 @@ const BUILTINS: &[Builtin] = &[
         100,
     ),
     classic(
-        "web-server",
+        "iometer-web-server",
         &[
             (22, 512),
             (15, K),
@@ -187,8 +187,8 @@ const BUILTINS: &[Builtin] = &[
         100,
         100,
     ),
-    classic("database", &[(100, 8 * K)], 67, 100),
-    classic("workstation", &[(100, 8 * K)], 80, 80),
+    classic("iometer-database", &[(100, 8 * K)], 67, 100),
+    classic("iometer-workstation", &[(100, 8 * K)], 80, 80),
 ];
 
 impl Builtin {
@@ -250,7 +250,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            sizes("file-server"),
+            sizes("iometer-file-server"),
             [
                 (10, 512),
                 (5, 1024),
@@ -262,16 +262,16 @@ mod tests {
                 (10, 65536)
             ]
         );
-        assert_eq!(sizes("web-server").len(), 10);
-        assert_eq!(sizes("web-server")[9], (1, 512 * 1024));
+        assert_eq!(sizes("iometer-web-server").len(), 10);
+        assert_eq!(sizes("iometer-web-server")[9], (1, 512 * 1024));
         let mix = |n: &str| {
             let l = &find(n).unwrap().lines[0];
             (l.bs, l.read_pct, l.random_pct)
         };
-        assert_eq!(mix("file-server"), (512, 80, 100));
-        assert_eq!(mix("web-server"), (512, 100, 100));
-        assert_eq!(mix("database"), (8192, 67, 100));
-        assert_eq!(mix("workstation"), (8192, 80, 80));
+        assert_eq!(mix("iometer-file-server"), (512, 80, 100));
+        assert_eq!(mix("iometer-web-server"), (512, 100, 100));
+        assert_eq!(mix("iometer-database"), (8192, 67, 100));
+        assert_eq!(mix("iometer-workstation"), (8192, 80, 80));
     }
 
     #[test]

@@ -13,8 +13,8 @@ pub mod workload;
 pub use kind::{Kind, ResultStatus, RunStatus};
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
-    CpuCore, CpuModes, CpuReport, CpuSection, DiskBreakdown, Interference, IoFigures,
-    LatencyReport, LineFigures, ResultDoc, SeriesPoint, TargetFigures, TopConsumer, WorkerFigures,
+    CpuCore, CpuModes, CpuReport, CpuSection, Interference, IoCounts, LatencyReport, LineFigures,
+    ResultDoc, SeriesPoint, TargetFigures, TopConsumer, WorkerFigures,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

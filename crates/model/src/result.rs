@@ -33,74 +33,83 @@ pub struct ResultDoc {
     pub series: Vec<SeriesPoint>,
     /// Warnings that affect interpretation.
     pub notes: Vec<String>,
-    /// What the run ran on, where it matters to the figures (network runs:
-    /// the interfaces and TCP settings of both ends).
-    #[schemars(with = "Option<crate::spec::NetDisclosure>")]
+    /// What the run ran on, where it matters to the figures: network runs,
+    /// the interfaces and TCP settings of both ends; disk runs, their
+    /// devices and where those devices' and the NICs' interrupts go.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub disclosure: Option<serde_json::Value>,
-    /// A disk run's figures per target, per worker and per access-spec
-    /// line; their counts add up to the totals in `metrics`. Absent for
-    /// network runs, imports and documents made before iotoll wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub breakdown: Option<DiskBreakdown>,
-}
-
-/// Per-target, per-worker and per-line figures of a disk run, over the
-/// same window as its totals.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct DiskBreakdown {
+    /// A disk run's figures per target (DESIGN.md: `target`,
+    /// `target_kind`, `metrics`), over the same window as the totals; the
+    /// counts of `targets`, of `workers` and of `lines` each add up to
+    /// them. Absent for network runs, imports and older documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetFigures>,
+    /// A disk run's figures per worker (`id`, the `cpu` it ran on,
+    /// `targets`, `metrics`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerFigures>,
+    /// A disk run's access-spec lines: the share asked and achieved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineFigures>,
 }
 
-/// What a part of a disk run did in the window.
+/// The I/Os a part of a disk run completed in the window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct IoFigures {
+pub struct IoCounts {
     pub reads: u64,
     pub writes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
-    /// I/Os that failed (any fails the run).
-    pub errors: u64,
-    pub iops: f64,
-    /// 10^6 bytes per second.
-    pub mb_s: f64,
-    /// Absent when no I/O completed in the window.
-    pub lat_mean_us: Option<f64>,
-    pub lat_p99_us: Option<f64>,
-    pub lat_max_us: Option<f64>,
+}
+
+impl IoCounts {
+    pub fn ios(&self) -> u64 {
+        self.reads + self.writes
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
 }
 
 /// One target: the I/Os its workers did on it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct TargetFigures {
-    /// Its place in `spec.targets`.
-    pub target: u32,
-    pub path: String,
-    /// The workers that had it.
+    /// Its path, as in `spec.targets`.
+    pub target: String,
+    #[schemars(extend("enum" = crate::spec::TARGET_KINDS))]
+    pub target_kind: String,
+    /// The workers that had it (their `id`s).
     pub workers: Vec<u32>,
-    pub io: IoFigures,
+    pub counts: IoCounts,
+    /// `iops`, `read_iops`, `write_iops`, `mb_s`, `errors` and, when an
+    /// I/O completed, `lat_mean_us`, `lat_p99_us`, `lat_max_us`.
+    #[schemars(schema_with = "crate::schema::metrics")]
+    pub metrics: Metrics,
 }
 
 /// One worker: the I/Os it did, on all its targets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct WorkerFigures {
-    pub worker: u32,
-    /// Its targets (places in `spec.targets`).
-    pub targets: Vec<u32>,
-    /// The CPU it was pinned to; absent: not pinned.
-    pub pinned: Option<u32>,
-    /// The CPUs it was seen running on in the window (`sched_getcpu`,
-    /// sampled once per batch of completions).
+    pub id: u32,
+    /// The CPU it ran on (`sched_getcpu`, sampled once per batch of
+    /// completions in the window); null if it was seen on several.
+    pub cpu: Option<u32>,
+    /// Every CPU it was seen on in the window.
     pub ran_on: Vec<u32>,
-    /// Busy % of the CPU it was pinned to, over the window (from
+    /// The CPU it was pinned to; null: not pinned.
+    pub pinned: Option<u32>,
+    /// Busy % of the CPU it was pinned to over the window (from
     /// `cpu.local.per_core`).
     pub pinned_busy_pct: Option<f64>,
-    pub io: IoFigures,
+    /// Its targets (places in `spec.targets`).
+    pub targets: Vec<u32>,
+    pub counts: IoCounts,
+    #[schemars(schema_with = "crate::schema::metrics")]
+    pub metrics: Metrics,
 }
 
 /// One access-spec line: what was asked and what was done.

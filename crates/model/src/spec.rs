@@ -28,7 +28,7 @@ pub struct DiskSpec {
     pub target_size: u64,
     /// Every target, in the order given. Absent in documents made before
     /// iotoll took several targets.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetSpec>,
     /// How many targets, written only when more than one (so that a
     /// single-target test keeps its name).
@@ -48,7 +48,7 @@ pub struct DiskSpec {
     pub random_pct: Option<u32>,
     /// The access specification's lines (one for a simple spec). Absent in
     /// documents made before iotoll took mixed specs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineSpec>,
     /// A mixed spec in one word for test names: the built-in's name, or
     /// its lines written out. Absent for a single-line spec.

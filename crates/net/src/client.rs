@@ -579,7 +579,9 @@ fn result_doc(
             local: local_disclosure,
             remote: report.disclosure.clone(),
         })),
-        breakdown: None,
+        targets: Vec::new(),
+        workers: Vec::new(),
+        lines: Vec::new(),
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
     if let Some(msg) = failure {

@@ -3,8 +3,9 @@
 //! working). A value that was not measured is an empty cell, never 0.
 
 use crate::{RunDetail, TestRow};
-use iotoll_model::metrics::metric_def;
-use iotoll_model::result::{DiskBreakdown, IoFigures, WorkerFigures};
+use iotoll_model::metrics::{self as mn, metric_def};
+use iotoll_model::result::WorkerFigures;
+use iotoll_model::{IoCounts, ResultDoc};
 use iotoll_model::{Kind, Metrics};
 
 /// A CSV writer into memory, quoting fields where RFC 4180 needs it; rows
@@ -252,18 +253,12 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
 /// when they are the means of several (no one repetition's parts add up to
 /// them), when nothing is selected, or when the document has none (network
 /// results, imports, documents made before iotoll wrote it).
-fn selected_breakdown(t: &TestRow) -> Option<&DiskBreakdown> {
+fn selected_breakdown(t: &TestRow) -> Option<&ResultDoc> {
     if t.select == "mean" {
         return None;
     }
     let rep = t.selected_rep?;
-    let b = t
-        .reps
-        .iter()
-        .find(|r| r.rep == rep)?
-        .doc
-        .breakdown
-        .as_ref()?;
+    let b = &t.reps.iter().find(|r| r.rep == rep)?.doc;
     (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
 }
 
@@ -273,41 +268,30 @@ fn selected_breakdown(t: &TestRow) -> Option<&DiskBreakdown> {
 /// Iometer's rows. Latency per direction is not measured: empty. No CPU
 /// columns: per-worker CPU is not measured (Iometer leaves them empty on
 /// its WORKER and DISK rows too).
-fn io_cells(io: &IoFigures) -> Cells {
-    // `of` split as `part` is of `whole`. Nothing counted: 0 of a 0 rate,
-    // and no split of a rate the counts do not explain.
-    let share = |part: u64, whole: u64, of: f64| match whole {
-        0 => (of == 0.0).then_some(0.0),
-        w => Some(of * part as f64 / w as f64),
-    };
-    let ios = io.reads.saturating_add(io.writes);
-    let bytes = io.read_bytes.saturating_add(io.write_bytes);
-    let (read_iops, write_iops) = (
-        share(io.reads, ios, io.iops),
-        share(io.writes, ios, io.iops),
-    );
-    let read_mb = share(io.read_bytes, bytes, io.mb_s);
-    let write_mb = share(io.write_bytes, bytes, io.mb_s);
+fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
+    let get = |k: &str| m.get(k).copied();
     let mib = |v: Option<f64>| v.map(|v| v * 1e6 / 1048576.0);
     let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
+    let (iops, mb_s) = (get(mn::IOPS), get(mn::MB_S));
+    let (read_mb, write_mb) = (get(mn::READ_MB_S), get(mn::WRITE_MB_S));
     let mut c = Cells::new();
     let vals: [(&'static str, Option<f64>); 20] = [
-        ("IOps", Some(io.iops)),
-        ("Read IOps", read_iops),
-        ("Write IOps", write_iops),
-        ("MBps (Binary)", mib(Some(io.mb_s))),
+        ("IOps", iops),
+        ("Read IOps", get(mn::READ_IOPS)),
+        ("Write IOps", get(mn::WRITE_IOPS)),
+        ("MBps (Binary)", mib(mb_s)),
         ("Read MBps (Binary)", mib(read_mb)),
         ("Write MBps (Binary)", mib(write_mb)),
-        ("MBps (Decimal)", Some(io.mb_s)),
+        ("MBps (Decimal)", mb_s),
         ("Read MBps (Decimal)", read_mb),
         ("Write MBps (Decimal)", write_mb),
         // A disk transaction is one I/O in Iometer.
-        ("Transactions per Second", Some(io.iops)),
-        ("Average Response Time", ms(io.lat_mean_us)),
-        ("Average Transaction Time", ms(io.lat_mean_us)),
-        ("Maximum Response Time", ms(io.lat_max_us)),
-        ("Maximum Transaction Time", ms(io.lat_max_us)),
-        ("Errors", Some(io.errors as f64)),
+        ("Transactions per Second", iops),
+        ("Average Response Time", ms(get(mn::LAT_MEAN_US))),
+        ("Average Transaction Time", ms(get(mn::LAT_MEAN_US))),
+        ("Maximum Response Time", ms(get(mn::LAT_MAX_US))),
+        ("Maximum Transaction Time", ms(get(mn::LAT_MAX_US))),
+        ("Errors", get(mn::ERRORS)),
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
         ("Read I/Os", Some(io.reads as f64)),
@@ -341,7 +325,7 @@ fn io_cells(io: &IoFigures) -> Cells {
 /// per worker (a target two workers have counts twice). Iometer's
 /// PROCESSOR rows (one per CPU, between MANAGER and WORKER) are not
 /// written.
-fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cells> {
+fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> {
     let assigned: usize = b.workers.iter().map(|w| w.targets.len()).sum();
     let disks = if assigned > 0 {
         assigned
@@ -359,8 +343,8 @@ fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cel
         .into_iter()
         .filter_map(|k| all.get(k).map(|v| (k, v.clone())))
         .collect();
-    let part = |kind: &str, name: String, io: &IoFigures| {
-        let mut c = io_cells(io);
+    let part = |kind: &str, name: String, io: &IoCounts, m: &Metrics| {
+        let mut c = io_cells(io, m);
         c.insert("'Target Type", kind.into());
         c.insert("Target Name", name);
         c.extend(settings.iter().cloned());
@@ -368,7 +352,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cel
     };
     let spec_name = all.get("Access Specification Name").cloned();
     let worker = |w: &WorkerFigures| {
-        let mut c = part("WORKER", format!("Worker {}", w.worker), &w.io);
+        let mut c = part("WORKER", format!("Worker {}", w.id), &w.counts, &w.metrics);
         if let Some(s) = &spec_name {
             c.insert("Access Specification Name", s.clone());
         }
@@ -376,10 +360,8 @@ fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cel
         c
     };
     let path = |n: u32| {
-        b.targets
-            .iter()
-            .find(|t| t.target == n)
-            .map(|t| t.path.clone())
+        (b.targets.get(n as usize))
+            .map(|t| t.target.clone())
             .unwrap_or_else(|| format!("target {n}"))
     };
     let mut rows = vec![all, manager];
@@ -388,7 +370,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cel
         for w in &b.workers {
             rows.push(worker(w));
             if let Some(&n) = w.targets.first() {
-                rows.push(part("DISK", path(n), &w.io));
+                rows.push(part("DISK", path(n), &w.counts, &w.metrics));
             }
         }
     } else {
@@ -396,7 +378,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &DiskBreakdown, host: &str) -> Vec<Cel
         rows.extend(
             b.targets
                 .iter()
-                .map(|t| part("DISK", t.path.clone(), &t.io)),
+                .map(|t| part("DISK", t.target.clone(), &t.counts, &t.metrics)),
         );
     }
     rows
@@ -853,31 +835,45 @@ mod tests {
         insta::assert_snapshot!(out);
     }
 
-    /// `IoFigures` of `reads` and `writes` 8 KiB I/Os over run()'s 10 s window.
-    fn io(reads: u64, writes: u64, lat_mean_us: f64) -> Value {
+    /// The `counts` and `metrics` of `reads` and `writes` 8 KiB I/Os over
+    /// run()'s 10 s window.
+    fn io(reads: u64, writes: u64, lat_mean_us: f64) -> (Value, Value) {
         let (ios, bytes) = (reads + writes, (reads + writes) * 8192);
-        json!({
-            "reads": reads, "writes": writes, "read_bytes": reads * 8192,
-            "write_bytes": writes * 8192, "errors": 0, "iops": ios as f64 / 10.0,
-            "mb_s": bytes as f64 / 10.0 / 1e6, "lat_mean_us": lat_mean_us,
+        let counts = json!({"reads": reads, "writes": writes, "read_bytes": reads * 8192,
+            "write_bytes": writes * 8192});
+        let metrics = json!({
+            "errors": 0, "iops": ios as f64 / 10.0, "read_iops": reads as f64 / 10.0,
+            "write_iops": writes as f64 / 10.0, "mb_s": bytes as f64 / 10.0 / 1e6,
+            "read_mb_s": (reads * 8192) as f64 / 10.0 / 1e6,
+            "write_mb_s": (writes * 8192) as f64 / 10.0 / 1e6, "lat_mean_us": lat_mean_us,
             "lat_p99_us": 900.0, "lat_max_us": 4000.0
-        })
+        });
+        (counts, metrics)
     }
 
-    fn target(n: u32, path: &str, workers: &[u32], reads: u64, writes: u64) -> Value {
-        json!({"target": n, "path": path, "workers": workers, "io": io(reads, writes, 250.0)})
+    fn target(path: &str, workers: &[u32], reads: u64, writes: u64) -> Value {
+        let (counts, metrics) = io(reads, writes, 250.0);
+        json!({"target": path, "target_kind": "block-device", "workers": workers,
+               "counts": counts, "metrics": metrics})
     }
 
     fn worker(n: u32, targets: &[u32], reads: u64, writes: u64, lat: f64) -> Value {
-        json!({"worker": n, "targets": targets, "pinned": null, "ran_on": [n],
-               "pinned_busy_pct": null, "io": io(reads, writes, lat)})
+        let (counts, metrics) = io(reads, writes, lat);
+        json!({"id": n, "cpu": n, "targets": targets, "pinned": null, "ran_on": [n],
+               "pinned_busy_pct": null, "counts": counts, "metrics": metrics})
     }
 
-    /// run() with `breakdown` on the selected repetition (rep 1: 7000 reads
-    /// and 3000 writes in 10 s, 1000 IOPS).
-    fn run_with(breakdown: Value) -> RunDetail {
+    /// Sets the per-target and per-worker figures of `doc` from `parts`.
+    fn set_parts(doc: &mut iotoll_model::ResultDoc, parts: &Value) {
+        doc.targets = serde_json::from_value(parts["targets"].clone()).unwrap();
+        doc.workers = serde_json::from_value(parts["workers"].clone()).unwrap();
+    }
+
+    /// run() with per-target and per-worker figures on the selected
+    /// repetition (rep 1: 7000 reads and 3000 writes in 10 s, 1000 IOPS).
+    fn run_with(parts: Value) -> RunDetail {
         let mut r = run();
-        r.tests[0].reps[0].doc.breakdown = Some(serde_json::from_value(breakdown).unwrap());
+        set_parts(&mut r.tests[0].reps[0].doc, &parts);
         r
     }
 
@@ -886,8 +882,8 @@ mod tests {
     fn spread_run() -> RunDetail {
         run_with(json!({
             "targets": [
-                target(0, "/dev/sdb", &[0, 1], 5000, 1500),
-                target(1, "/dev/sdc", &[0, 1], 2000, 1500)
+                target("/dev/sdb", &[0, 1], 5000, 1500),
+                target("/dev/sdc", &[0, 1], 2000, 1500)
             ],
             "workers": [worker(0, &[0, 1], 4000, 2000, 240.0), worker(1, &[0, 1], 3000, 1000, 265.0)],
             "lines": []
@@ -898,8 +894,8 @@ mod tests {
     fn nested_run() -> RunDetail {
         run_with(json!({
             "targets": [
-                target(0, "/dev/sdb", &[0, 1], 5000, 1500),
-                target(1, "/dev/sdc", &[2, 3], 2000, 1500)
+                target("/dev/sdb", &[0, 1], 5000, 1500),
+                target("/dev/sdc", &[2, 3], 2000, 1500)
             ],
             "workers": [
                 worker(0, &[0], 2500, 750, 240.0), worker(1, &[0], 2500, 750, 250.0),
@@ -1062,7 +1058,9 @@ mod tests {
         let before = iometer_csv(&run()).unwrap().text;
         // Only the selected repetition's breakdown counts.
         let mut r = run();
-        r.tests[0].reps[1].doc.breakdown = spread_run().tests[0].reps[0].doc.breakdown.clone();
+        let spread = spread_run().tests[0].reps[0].doc.clone();
+        let rep2 = &mut r.tests[0].reps[1].doc;
+        (rep2.targets, rep2.workers) = (spread.targets, spread.workers);
         assert_eq!(
             iometer_csv(&r).unwrap().text,
             before,

@@ -61,7 +61,9 @@ fn doc(
         notes,
         disclosure: None,
         // Imports state totals only.
-        breakdown: None,
+        targets: Vec::new(),
+        workers: Vec::new(),
+        lines: Vec::new(),
     }
 }
 

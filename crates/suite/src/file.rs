@@ -3,6 +3,7 @@
 //! with file, line and key, and expanded (swept parameters) into jobs.
 
 use crate::select::Rule;
+use iotoll_disk::specs::{self, AccessLine, AccessSpec};
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
@@ -62,17 +63,43 @@ impl JobSpec {
         }
     }
 
-    /// Sets a suite file's parameter `key`.
-    fn apply(&mut self, key: &str, v: &Value) -> Result<(), String> {
+    /// Sets a suite file's parameter `key`; `spec` names one of the
+    /// file's `[[spec]]`s, else a built-in.
+    fn apply(&mut self, key: &str, v: &Value, file_specs: &[AccessSpec]) -> Result<(), String> {
         match self {
             JobSpec::Disk(s) => match key {
-                "spec" => s.apply_builtin(as_str(v)?).map_err(|e| e.to_string())?,
+                "spec" => {
+                    let name = as_str(v)?;
+                    match file_specs.iter().find(|f| f.name == name) {
+                        Some(f) => s.apply_spec(f.clone()),
+                        None if specs::find(name).is_some() => {
+                            s.apply_builtin(name).map_err(|e| e.to_string())?
+                        }
+                        None => {
+                            let mut known: Vec<&str> =
+                                file_specs.iter().map(|f| f.name.as_str()).collect();
+                            known.extend(specs::builtin_names());
+                            return Err(format!(
+                                "unknown spec '{name}'; the file's [[spec]]s and the built-ins: {}",
+                                known.join(", ")
+                            ));
+                        }
+                    }
+                }
                 "bs" => line(s, "bs")?.bs = as_size(v)?,
                 "read" => line(s, "read")?.read_pct = pct(v)?,
                 "random" => line(s, "random")?.random_pct = pct(v)?,
                 "qd" => s.qd = as_u32(v)?,
-                // 0: one worker per CPU core.
-                "workers" => s.workers = Some(as_u32(v)?).filter(|w| *w > 0).unwrap_or_else(cores),
+                // 0: one per CPU (of `cpus`, else every online one), pinned.
+                "workers" => s.workers = as_u32(v)?,
+                "spread" => s.spread = as_bool(v)?,
+                "cpus" => {
+                    let list = match v {
+                        Value::Integer(_) => as_u32(v)?.to_string(),
+                        _ => as_str(v)?.to_string(),
+                    };
+                    s.cpus = Some(iotoll_probe::affinity::parse_cpu_list(&list)?);
+                }
                 "size" => s.size = Some(as_size(v)?),
                 "offset" => s.offset = as_size(v)?,
                 // These apply to every line of a mixed spec.
@@ -215,6 +242,69 @@ struct SuiteKeys {
     ramp: Known,
     time: Known,
     test: Known,
+    spec: Known,
+}
+
+/// A `[[spec]]` table: an access specification for the file's disk tests.
+/// Its transfer is `lines`, or for a single line `bs`, `read`, `random`
+/// (and `burst_delay`, `burst_len`, `align`) on the table itself.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecTable {
+    name: Option<Raw>,
+    qd: Option<Raw>,
+    lines: Option<Raw>,
+    share: Option<Raw>,
+    bs: Option<Raw>,
+    read: Option<Raw>,
+    random: Option<Raw>,
+    burst_delay: Option<Raw>,
+    burst_len: Option<Raw>,
+    align: Option<Raw>,
+}
+
+impl SpecTable {
+    /// The single line given on the table itself.
+    fn one(&mut self) -> LineKeys {
+        LineKeys {
+            share: self.share.take(),
+            bs: self.bs.take(),
+            read: self.read.take(),
+            random: self.random.take(),
+            burst_delay: self.burst_delay.take(),
+            burst_len: self.burst_len.take(),
+            align: self.align.take(),
+        }
+    }
+}
+
+/// One line of a `[[spec]]`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LineKeys {
+    share: Option<Raw>,
+    bs: Option<Raw>,
+    read: Option<Raw>,
+    random: Option<Raw>,
+    burst_delay: Option<Raw>,
+    burst_len: Option<Raw>,
+    align: Option<Raw>,
+}
+
+impl LineKeys {
+    fn any(&self) -> Option<(&'static str, &Raw)> {
+        [
+            ("share", &self.share),
+            ("bs", &self.bs),
+            ("read", &self.read),
+            ("random", &self.random),
+            ("burst_delay", &self.burst_delay),
+            ("burst_len", &self.burst_len),
+            ("align", &self.align),
+        ]
+        .into_iter()
+        .find_map(|(k, v)| Some((k, v.as_ref()?)))
+    }
 }
 
 /// The keys every test takes (the kind says which others it may have),
@@ -257,7 +347,7 @@ macro_rules! kind_table {
         }
     };
 }
-kind_table!(DiskTest: spec, bs, read, random, qd, workers, size, offset, align, burst_delay, burst_len, engine, buffered);
+kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, offset, align, burst_delay, burst_len, engine, buffered);
 kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
 kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
 
@@ -330,10 +420,6 @@ fn pct(v: &Value) -> Result<u32, String> {
     }
 }
 
-fn cores() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-}
-
 fn value_json(v: &Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
@@ -360,7 +446,11 @@ struct Test {
 
 /// Parses and expands a suite. `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
-    let cx = Ctx { file, text };
+    let cx = Ctx {
+        file,
+        text,
+        file_specs: Vec::new(),
+    };
     // The file as a tree of values that know their place in it.
     let root = DeTable::parse(text).map_err(|e| cx.err(e.span(), None, e.message()))?;
     let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
@@ -383,6 +473,8 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             as_number(v).ok_or_else(|| "expected a number".into())
         })?;
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
+    let file_specs = cx.specs(&root)?;
+    let cx = Ctx { file_specs, ..cx };
     let mut jobs = Vec::new();
     let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
     for t in cx.tests(&root)? {
@@ -401,6 +493,8 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
 struct Ctx<'a> {
     file: &'a str,
     text: &'a str,
+    /// The file's `[[spec]]`s: a test's `spec` looks here first.
+    file_specs: Vec<AccessSpec>,
 }
 
 impl<'a> Ctx<'a> {
@@ -450,6 +544,149 @@ impl<'a> Ctx<'a> {
             .and_then(|k| test.params.iter().find(|(p, _)| *p == k))
             .map_or(test.header.clone(), |(_, s)| s.0.span());
         self.err(Some(at), key, said.as_str())
+    }
+
+    /// The file's `[[spec]]` tables, each checked: a name, its lines
+    /// (their shares adding up to 100) and its QD.
+    fn specs(&self, root: &Node<'a>) -> Checked<Vec<AccessSpec>> {
+        let tables = match root.get_ref().as_table().and_then(|t| t.get("spec")) {
+            None => return Ok(Vec::new()),
+            Some(n) => match n.get_ref() {
+                DeValue::Array(a) => a.iter().collect::<Vec<_>>(),
+                _ => {
+                    return Err(self.err(Some(n.span()), Some("spec"), "expected [[spec]] tables"))
+                }
+            },
+        };
+        let mut out: Vec<AccessSpec> = Vec::new();
+        for t in tables {
+            let header = t.span();
+            if !t.get_ref().is_table() {
+                return Err(self.err(Some(header), None, "a [[spec]] must be a table"));
+            }
+            let mut table: SpecTable = read(t).map_err(|e| {
+                self.de_err(e, |_| {
+                    "unknown key for a [[spec]]; known: name, qd, lines, and for a single line share, bs, read, random, burst_delay, burst_len, align".into()
+                })
+            })?;
+            let name = self.check(table.name.as_ref(), "name", |v| {
+                let n = as_str(v)?;
+                if n.is_empty() || n.contains(char::is_control) {
+                    return Err("a spec name must be non-empty, without control characters".into());
+                }
+                Ok(n.to_string())
+            })?;
+            let Some(name) = name else {
+                return Err(self.err(Some(header), None, "this [[spec]] has no name"));
+            };
+            if out.iter().any(|s| s.name == name) {
+                let at = table.name.as_ref().unwrap();
+                return Err(self.at(at, "name", format!("a second [[spec]] named '{name}'")));
+            }
+            let qd = self.check(table.qd.as_ref(), "qd", as_u32)?;
+            let what = format!("spec '{name}'");
+            let one = table.one();
+            let lines = match (&table.lines, one.any()) {
+                (Some(_), Some((k, v))) => {
+                    let msg =
+                        format!("{what} has lines = [...]; give {k} in each line, not beside them");
+                    return Err(self.at(v, k, msg));
+                }
+                (Some(l), None) => {
+                    let node = t.get_ref().as_table().and_then(|t| t.get("lines"));
+                    let items: Vec<&Node> = match node.map(|n| n.get_ref()) {
+                        Some(DeValue::Array(a)) if !a.is_empty() => a.iter().collect(),
+                        _ => {
+                            let msg = "expected a list of lines: [{ share = 60, bs = \"4k\", read = 70, random = 100 }, ...]";
+                            return Err(self.at(l, "lines", msg));
+                        }
+                    };
+                    let many = items.len() > 1;
+                    let mut lines = Vec::with_capacity(items.len());
+                    for item in items {
+                        let keys: LineKeys = read(item).map_err(|e| {
+                            self.de_err(e, |_| {
+                                "unknown key for a line; known: share, bs, read, random, burst_delay, burst_len, align".into()
+                            })
+                        })?;
+                        lines.push(self.line(&keys, many, item.span(), &what)?);
+                    }
+                    lines
+                }
+                (None, _) => vec![self.line(&one, false, header.clone(), &what)?],
+            };
+            if let Err(e) = specs::check_lines(&lines, &what) {
+                let at = table.lines.as_ref().map_or(header.clone(), Raw::span);
+                return Err(self.err(Some(at), Some("lines"), flags_as_keys(&e.to_string())));
+            }
+            out.push(AccessSpec {
+                name,
+                lines,
+                qd: qd.unwrap_or(DiskSpec::default().qd),
+                source: None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One line of a `[[spec]]`; `many`: the spec has several, each of
+    /// which must give its share.
+    fn line(&self, k: &LineKeys, many: bool, at: Span, what: &str) -> Checked<AccessLine> {
+        let mut l = AccessLine::default();
+        match self.check(k.share.as_ref(), "share", |v| match as_u32(v)? {
+            p if (1..=100).contains(&p) => Ok(p),
+            p => Err(format!("share {p} is outside 1-100")),
+        })? {
+            Some(p) => l.share_pct = p,
+            None if many => {
+                let msg = format!("a line of {what} has no share (its % of the I/Os)");
+                return Err(self.err(Some(at), Some("share"), msg));
+            }
+            None => {}
+        }
+        match self.check(k.bs.as_ref(), "bs", as_size)? {
+            Some(bs) => l.bs = bs,
+            None => {
+                let msg = format!("a line of {what} has no bs (transfer size)");
+                return Err(self.err(Some(at), Some("bs"), msg));
+            }
+        }
+        if let Some(p) = self.check(k.read.as_ref(), "read", pct)? {
+            l.read_pct = p;
+        }
+        if let Some(p) = self.check(k.random.as_ref(), "random", pct)? {
+            l.random_pct = p;
+        }
+        if let Some(d) = self.check(k.burst_delay.as_ref(), "burst_delay", as_duration)? {
+            l.burst_delay = d;
+        }
+        if let Some(b) = self.check(k.burst_len.as_ref(), "burst_len", as_u32)? {
+            l.burst_len = b;
+        }
+        l.align = self.check(k.align.as_ref(), "align", as_size)?;
+        // The engine's checks of one line, told on the line's key.
+        let probe = DiskSpec {
+            lines: vec![AccessLine {
+                share_pct: 100,
+                ..l.clone()
+            }],
+            ..DiskSpec::default()
+        };
+        if let Err(e) = probe.validate() {
+            let msg = flags_as_keys(&e.to_string());
+            let key = ["bs", "align", "burst_len"]
+                .into_iter()
+                .find(|k| msg.starts_with(k));
+            let (key, raw) = match key {
+                Some("bs") => (Some("bs"), k.bs.as_ref()),
+                Some("align") => (Some("align"), k.align.as_ref()),
+                Some(_) => (Some("burst_len"), k.burst_len.as_ref()),
+                None => (None, None),
+            };
+            let msg = format!("{what}: {msg}");
+            return Err(self.err(Some(raw.map_or(at, Raw::span)), key, msg));
+        }
+        Ok(l)
     }
 
     fn tests<'d>(&self, root: &'d Node<'a>) -> Checked<Vec<&'d Node<'a>>> {
@@ -645,7 +882,8 @@ impl<'a> Ctx<'a> {
         (job.name, job.group) = (test.name.clone(), test.group.clone());
         let (mut params, mut sep) = (serde_json::Map::new(), '/');
         for (k, v, s) in &pick {
-            job.spec.apply(k, v).map_err(|m| self.at(&s.0, k, m))?;
+            (job.spec.apply(k, v, &self.file_specs))
+                .map_err(|m| self.at(&s.0, k, flags_as_keys(&m)))?;
             params.insert(k.to_string(), value_json(v));
             let label = value_label(v);
             if s.values().len() > 1 {
@@ -700,7 +938,7 @@ mod tests {
         assert_eq!(j.reps, 3);
         let JobSpec::Disk(d) = &j.spec else { panic!() };
         assert_eq!(
-            (d.bs, d.qd, d.workers, d.size),
+            (d.lines[0].bs, d.qd, d.workers, d.size),
             (1 << 20, 4, 1, Some(4 << 30))
         );
         assert_eq!(
@@ -751,7 +989,7 @@ group = "{dir}"
         let JobSpec::Disk(d) = &s.jobs[1].spec else {
             panic!()
         };
-        assert_eq!((d.bs, d.qd), (8192, 4));
+        assert_eq!((d.lines[0].bs, d.qd), (8192, 4));
         assert_eq!(s.jobs[1].name, "a/qd=4");
     }
 
@@ -936,5 +1174,128 @@ kind="disk"
         let s = parse(&text, "t").unwrap();
         assert_eq!(s.jobs.len(), 10_000);
         assert_eq!(s.jobs[9_999].name, "a/bs=10000k");
+    }
+
+    const MIXED: &str = r#"name = "m"
+[[spec]]
+name = "mail"
+qd = 8
+lines = [
+  { share = 60, bs = "4k", read = 70, random = 100 },
+  { share = 30, bs = 8192, read = 50, random = 100, align = "4k" },
+  { share = 10, bs = "64k", read = 0, random = 0, burst_delay = "2ms", burst_len = 4 },
+]
+
+[[spec]]
+name = "seq-read"
+bs = "1m"
+read = 100
+random = 0
+
+[[test]]
+name = "t"
+kind = "disk"
+spec = ["mail", "seq-read", "db-oltp-8k"]
+"#;
+
+    #[test]
+    fn file_specs_with_lines() {
+        let s = parse(MIXED, "m.toml").unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["t/spec=mail", "t/spec=seq-read", "t/spec=db-oltp-8k"]
+        );
+        let JobSpec::Disk(d) = &s.jobs[0].spec else {
+            panic!()
+        };
+        assert_eq!((d.spec_name.as_deref(), d.qd), (Some("mail"), 8));
+        let shares: Vec<u32> = d.lines.iter().map(|l| l.share_pct).collect();
+        assert_eq!(shares, [60, 30, 10]);
+        assert_eq!((d.lines[1].bs, d.lines[1].align), (8192, Some(4096)));
+        assert_eq!(
+            (d.lines[2].burst_delay, d.lines[2].burst_len),
+            (Duration::from_millis(2), 4)
+        );
+        let JobSpec::Disk(d) = &s.jobs[1].spec else {
+            panic!()
+        };
+        assert_eq!(
+            (d.lines.len(), d.lines[0].bs, d.lines[0].random_pct, d.qd),
+            (1, 1 << 20, 0, 1)
+        );
+        let JobSpec::Disk(d) = &s.jobs[2].spec else {
+            panic!()
+        };
+        assert_eq!((d.lines[0].bs, d.qd), (8192, 28));
+        // A file spec shadows a built-in of its name.
+        let t = "name='x'\n[[spec]]\nname='db-oltp-8k'\nbs='512'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\n";
+        let JobSpec::Disk(d) = &parse(t, "x").unwrap().jobs[0].spec else {
+            panic!()
+        };
+        assert_eq!((d.lines[0].bs, d.qd), (512, 1));
+    }
+
+    #[test]
+    fn bad_file_specs_name_the_key_and_line() {
+        let e = err(&MIXED.replace("share = 10,", "share = 5,"));
+        assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("lines")), "{e}");
+        assert!(e.msg.contains("add up to 95 %"), "{e}");
+        // bs beside a mixed spec: the key is named on its line.
+        let e = err(&MIXED.replace(
+            "spec = [\"mail\", \"seq-read\", \"db-oltp-8k\"]",
+            "spec = \"mail\"\nbs = \"8k\"",
+        ));
+        assert_eq!((e.line, e.key.as_deref()), (Some(21), Some("bs")), "{e}");
+        assert!(
+            e.msg
+                .starts_with("bs sets the transfer of a single-line spec; spec 'mail' has 3 lines"),
+            "{e}"
+        );
+        let e = err(&MIXED.replace("read = 70,", "read = 70, colour = 1,"));
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("colour")), "{e}");
+        let e = err(&MIXED.replace("{ share = 60, bs = \"4k\",", "{ bs = \"4k\","));
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("share")), "{e}");
+        let e = err(&MIXED.replace("bs = \"1m\"", "bs = \"2g\""));
+        assert_eq!((e.line, e.key.as_deref()), (Some(13), Some("bs")), "{e}");
+        let e = err(&MIXED.replace("burst_len = 4", "burst_len = 0"));
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(8), Some("burst_len")),
+            "{e}"
+        );
+        let e = err(&MIXED.replace("name = \"seq-read\"", "name = \"mail\""));
+        assert!(
+            e.msg.contains("a second [[spec]] named 'mail'") && e.line == Some(12),
+            "{e}"
+        );
+        let e = err(&MIXED.replace("lines = [", "bs = 1\nlines = ["));
+        assert_eq!(e.key.as_deref(), Some("bs"), "{e}");
+        let e = err(&MIXED.replace("\"db-oltp-8k\"]", "\"nope\"]"));
+        assert!(e.msg.contains("unknown spec 'nope'; the file's [[spec]]s and the built-ins: mail, seq-read, web-file-server-4k"), "{e}");
+    }
+
+    #[test]
+    fn workers_spread_and_cpus_pass_through() {
+        let s = parse(
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=0\nspread=true\ncpus='0-3'\nqd=32\n",
+            "t",
+        )
+        .unwrap();
+        let JobSpec::Disk(d) = &s.jobs[0].spec else {
+            panic!()
+        };
+        assert_eq!(
+            (d.workers, d.spread, d.cpus.as_deref()),
+            (0, true, Some(&[0, 1, 2, 3][..]))
+        );
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ncpus='3-1'\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("cpus")), "{e}");
+        let s = parse(
+            "name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.jobs[1].name, "a/spread=true");
     }
 }

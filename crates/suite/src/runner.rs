@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Disk target for every disk test; None: one temporary test file.
-    pub target: Option<PathBuf>,
+    /// Disk targets of every disk test; empty: one temporary test file.
+    pub targets: Vec<PathBuf>,
     pub allow_destructive: bool,
     /// Endpoint for every network test; None: an in-process one on loopback.
     pub peer: Option<String>,
@@ -206,7 +206,7 @@ enum RepError {
 fn run_one(
     job: &Job,
     opts: &Options,
-    target: Option<&PathBuf>,
+    targets: &[PathBuf],
     endpoint: Option<&str>,
     ctl: RunControl,
 ) -> Result<ResultDoc, RepError> {
@@ -214,10 +214,10 @@ fn run_one(
         JobSpec::Disk(d) => {
             let mut d = d.clone();
             d.config = opts.config.clone();
-            if let Some(t) = target {
-                d.targets = vec![t.clone()];
+            if !targets.is_empty() {
+                d.targets = targets.to_vec();
                 d.create = false;
-                d.allow_destructive = opts.allow_destructive || opts.target.is_none();
+                d.allow_destructive = opts.allow_destructive || opts.targets.is_empty();
             }
             iotoll_disk::run(&d, ctl).map_err(|e| match e {
                 DiskError::Interrupted(_) => RepError::Interrupted,
@@ -261,9 +261,9 @@ pub fn run(
 
     // One temporary test file for all disk tests, sized for the largest.
     let mut _temp = None;
-    let target = match (&opts.target, needs_disk) {
-        (Some(t), _) => Some(t.clone()),
-        (None, true) => {
+    let targets = match (opts.targets.is_empty(), needs_disk) {
+        (false, _) => opts.targets.clone(),
+        (true, true) => {
             let size = suite
                 .jobs
                 .iter()
@@ -300,7 +300,7 @@ pub fn run(
             });
             _temp = Some(TempTarget(path.clone()));
             match t {
-                Ok(_) => Some(path),
+                Ok(_) => vec![path],
                 Err(DiskError::Interrupted(_)) => {
                     return Ok(Outcome {
                         status: RunStatus::Aborted,
@@ -311,7 +311,7 @@ pub fn run(
                 Err(e) => return Err(e.into()),
             }
         }
-        (None, false) => None,
+        (true, false) => Vec::new(),
     };
     let local = if needs_net && opts.peer.is_none() {
         Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
@@ -360,7 +360,7 @@ pub fn run(
             let r = run_one(
                 job,
                 opts,
-                target.as_ref(),
+                &targets,
                 endpoint.as_deref(),
                 RunControl {
                     interrupted,

@@ -39,30 +39,6 @@ impl NullEngine {
     }
 }
 
-/// Every I/O the null engines of this test process were asked for, with
-/// the (device, inode) of its file and the thread that asked.
-#[cfg(test)]
-pub mod record {
-    use super::Request;
-    use std::sync::Mutex;
-
-    #[derive(Debug, Clone)]
-    pub struct Asked {
-        pub file: (u64, u64),
-        pub thread: String,
-        pub rq: Request,
-    }
-
-    pub static ASKED: Mutex<Vec<Asked>> = Mutex::new(Vec::new());
-
-    pub(super) fn push(file: (u64, u64), rq: Request) {
-        let thread = std::thread::current().name().unwrap_or("").to_string();
-        if let Ok(mut v) = ASKED.lock() {
-            v.push(Asked { file, thread, rq });
-        }
-    }
-}
-
 impl Engine for NullEngine {
     fn depth(&self) -> usize {
         self.depth
@@ -86,5 +62,29 @@ impl Engine for NullEngine {
             done(slot, len as IoResult);
         }
         Ok(())
+    }
+}
+
+/// Every I/O the null engines of this test process were asked for, with
+/// the (device, inode) of its file and the thread that asked.
+#[cfg(test)]
+pub mod record {
+    use super::Request;
+    use std::sync::Mutex;
+
+    #[derive(Debug, Clone)]
+    pub struct Asked {
+        pub file: (u64, u64),
+        pub thread: String,
+        pub rq: Request,
+    }
+
+    pub static ASKED: Mutex<Vec<Asked>> = Mutex::new(Vec::new());
+
+    pub(super) fn push(file: (u64, u64), rq: Request) {
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        if let Ok(mut v) = ASKED.lock() {
+            v.push(Asked { file, thread, rq });
+        }
     }
 }
