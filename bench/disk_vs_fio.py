@@ -155,18 +155,28 @@ def iotoll_run(cmd):
         "lat_mean_us": m["lat_mean_us"],
         "wall": wall,
     }
-    b = d.get("breakdown") or {}
-    if b.get("targets"):
-        x["per_target_iops"] = [t["io"]["iops"] for t in b["targets"]]
-        x["per_target_ios"] = sum(t["io"]["reads"] + t["io"]["writes"] for t in b["targets"])
-        x["ios"] = ios
-    if b.get("workers"):
-        x["per_worker_iops"] = [w["io"]["iops"] for w in b["workers"]]
+    # Per-target, per-worker and per-line figures: top-level targets,
+    # workers, lines (docs/json.md); older builds had them under breakdown,
+    # with io instead of counts/metrics.
+    b = d.get("breakdown") or d
+    tg, wk = b.get("targets") or [], b.get("workers") or []
+
+    def rate(e):
+        return (e.get("metrics") or e.get("io"))["iops"]
+
+    def count(e):
+        c = e.get("counts") or e.get("io")
+        return c["reads"] + c["writes"]
+    if tg:
+        x["per_target_iops"] = [rate(t) for t in tg]
+        x["per_target_ios"] = sum(count(t) for t in tg)
+        x["ios"] = d["latency"]["count"] if (d.get("latency") or {}).get("count") else ios
+    if wk:
+        x["per_worker_iops"] = [rate(w) for w in wk]
         # metrics.qd_achieved is the run's total in flight; per worker, as
         # fio's figure (one job per worker) is printed.
-        n = len(b["workers"])
-        x["qd_achieved"] /= n
-        x["qd_little"] /= n
+        x["qd_achieved"] /= len(wk)
+        x["qd_little"] /= len(wk)
     if b.get("lines"):
         x["lines"] = [(ln["bs"], ln["share_pct"], ln["ios_pct"]) for ln in b["lines"]]
     x["read_pct"] = 100 * m["read_iops"] / m["iops"] if m.get("iops") else None
@@ -185,7 +195,7 @@ def iotoll_multi(exe, paths, secs):
 def iotoll_mixed(exe, path, secs):
     # 20 % writes: the file is ours, hence --allow-destructive. Alignment 512
     # is fio's with this bssplit (blockalign defaults to the smallest size).
-    cmd = [exe, "disk", "run", "--target", path, "--spec", "file-server", "--qd", "16", "--engine", "io_uring",
+    cmd = [exe, "disk", "run", "--target", path, "--spec", "iometer-file-server", "--qd", "16", "--engine", "io_uring",
            "--align", "512", "--allow-destructive", "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db"]
     return iotoll_run(cmd)
 
@@ -364,7 +374,7 @@ def multi_sanity(res, tools):
     for t in tools:
         rows = res[t]
         if not all("per_target_iops" in x for x in rows):
-            print(f"   sanity {t}: no per-target figures (iotoll JSON has no breakdown.targets)")
+            print(f"   sanity {t}: no per-target figures (iotoll JSON has no targets)")
             continue
         dev = [sum(x["per_target_iops"]) / x["iops"] - 1 for x in rows]
         ntg = {len(x["per_target_iops"]) for x in rows}
