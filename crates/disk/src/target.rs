@@ -249,9 +249,13 @@ fn prepare_one(
             )));
         }
         if direct && bs % align != 0 {
+            // Say where the alignment came from: --align, or the target.
+            let whose = match l.align {
+                Some(_) => "--align".to_string(),
+                None => format!("the O_DIRECT alignment of {}", path.display()),
+            };
             return Err(DiskError::Invalid(format!(
-                "--bs {bs} is not a multiple of the alignment {align} of {} (required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})",
-                path.display()
+                "--bs {bs} is not a multiple of {whose} ({align} bytes; required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
             )));
         }
         if offset % align != 0 {
