@@ -255,7 +255,7 @@ fn prepare_one(
                 None => format!("the O_DIRECT alignment of {}", path.display()),
             };
             return Err(DiskError::Invalid(format!(
-                "--bs {bs} is not a multiple of {whose} ({align} bytes; required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
+                "--bs {bs} is not a multiple of the alignment {align} ({whose}; required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
             )));
         }
         if offset % align != 0 {
