@@ -124,21 +124,7 @@ def iotoll_case(exe, path, bs, qd, engine, secs):
         exe, "disk", "run", "--target", path, "--bs", bs, "--read", "100", "--random", "100",
         "--qd", str(qd), "--engine", engine, "--align", bs, "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db",
     ]
-    out, cpu_s, wall = run(cmd)
-    d = json.loads(out)
-    m = d["metrics"]
-    ios = m["iops"] * m["window_s"]
-    return {
-        "iops": m["iops"],
-        "cpu_us_per_io": cpu_s * 1e6 / ios,
-        "in_window_cpu_us_per_io": m.get("cpu_us_per_io"),
-        # Measured directly (integral of the in-flight count), and by
-        # Little's law from iotoll's IOPS and mean latency.
-        "qd_achieved": m["qd_achieved"],
-        "qd_little": m["iops"] * m["lat_mean_us"] / 1e6,
-        "lat_mean_us": m["lat_mean_us"],
-        "wall": wall,
-    }
+    return iotoll_run(cmd)
 
 
 def iotoll_run(cmd):
@@ -150,35 +136,30 @@ def iotoll_run(cmd):
         "iops": m["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
         "in_window_cpu_us_per_io": m.get("cpu_us_per_io"),
+        # Measured directly (integral of the in-flight count), and by
+        # Little's law from iotoll's IOPS and mean latency.
         "qd_achieved": m["qd_achieved"],
         "qd_little": m["iops"] * m["lat_mean_us"] / 1e6,
         "lat_mean_us": m["lat_mean_us"],
         "wall": wall,
     }
-    # Per-target, per-worker and per-line figures: top-level targets,
-    # workers, lines (docs/json.md); older builds had them under breakdown,
-    # with io instead of counts/metrics.
-    b = d.get("breakdown") or d
-    tg, wk = b.get("targets") or [], b.get("workers") or []
-
-    def rate(e):
-        return (e.get("metrics") or e.get("io"))["iops"]
+    # Per-target, per-worker and per-line figures (docs/json.md).
+    tg, wk = d.get("targets") or [], d.get("workers") or []
 
     def count(e):
-        c = e.get("counts") or e.get("io")
-        return c["reads"] + c["writes"]
+        return e["counts"]["reads"] + e["counts"]["writes"]
     if tg:
-        x["per_target_iops"] = [rate(t) for t in tg]
+        x["per_target_iops"] = [t["metrics"]["iops"] for t in tg]
         x["per_target_ios"] = sum(count(t) for t in tg)
-        x["ios"] = d["latency"]["count"] if (d.get("latency") or {}).get("count") else ios
+        x["ios"] = d["latency"]["count"]
     if wk:
-        x["per_worker_iops"] = [rate(w) for w in wk]
+        x["per_worker_iops"] = [w["metrics"]["iops"] for w in wk]
         # metrics.qd_achieved is the run's total in flight; per worker, as
         # fio's figure (one job per worker) is printed.
         x["qd_achieved"] /= len(wk)
         x["qd_little"] /= len(wk)
-    if b.get("lines"):
-        x["lines"] = [(ln["bs"], ln["share_pct"], ln["ios_pct"]) for ln in b["lines"]]
+    if d.get("lines"):
+        x["lines"] = [(ln["bs"], ln["share_pct"], ln["ios_pct"]) for ln in d["lines"]]
     x["read_pct"] = 100 * m["read_iops"] / m["iops"] if m.get("iops") else None
     return x
 
