@@ -129,25 +129,10 @@ pub struct RunArgs {
 
 /// A target given twice (the same file or device by any path).
 fn check_targets(targets: &[PathBuf]) -> Result<()> {
-    // A path that does not exist yet is compared by its directory's.
-    let key = |p: &PathBuf| {
-        std::fs::canonicalize(p)
-            .or_else(|e| {
-                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                std::fs::canonicalize(dir).map(|d| d.join(name))
-            })
-            .unwrap_or_else(|_| p.clone())
-    };
-    let mut seen = std::collections::HashSet::new();
-    if let Some(t) = targets.iter().find(|p| !seen.insert(key(p))) {
-        return Err(usage(format!("--target {} is given twice", t.display())));
+    match iotoll_disk::target::given_twice(targets) {
+        Some(t) => Err(usage(format!("--target {} is given twice", t.display()))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A suite, and for an .icf the lines saying which of its targets became

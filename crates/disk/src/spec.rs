@@ -216,12 +216,8 @@ impl DiskSpec {
         Err(DiskError::Invalid(problem))
     }
 
-    /// A target named twice, also through another path to the same file
-    /// (a symlink, `./`), which would double its workers unnoticed.
     fn twice(&self) -> Option<&PathBuf> {
-        let key = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-        let mut seen = std::collections::HashSet::new();
-        self.targets.iter().find(|p| !seen.insert(key(p)))
+        crate::target::given_twice(&self.targets)
     }
 }
 
@@ -298,6 +294,14 @@ mod tests {
         std::fs::write(&f, b"x").unwrap();
         let s = DiskSpec {
             targets: vec![f.clone(), d.path().join(".").join("f")],
+            ..Default::default()
+        };
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("given twice"), "{e}");
+        // A test file still to be made, by its directory.
+        let s = DiskSpec {
+            targets: vec![d.path().join("new.tst"), d.path().join(".").join("new.tst")],
+            create: true,
             ..Default::default()
         };
         let e = s.validate().unwrap_err().to_string();

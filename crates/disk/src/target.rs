@@ -116,6 +116,27 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Callback for test-file preparation: (bytes written, bytes total).
 pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
 
+/// A target named twice, also through another path to the same file (a
+/// symlink, `./`), which would double its workers unnoticed. A path that
+/// does not exist yet is compared by its directory's.
+pub fn given_twice(targets: &[PathBuf]) -> Option<&PathBuf> {
+    let key = |p: &PathBuf| {
+        std::fs::canonicalize(p)
+            .or_else(|e| {
+                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                std::fs::canonicalize(dir).map(|d| d.join(name))
+            })
+            .unwrap_or_else(|_| p.clone())
+    };
+    let mut seen = std::collections::HashSet::new();
+    targets.iter().find(|p| !seen.insert(key(p)))
+}
+
 /// Where a target is and what it is: a path that does not exist yet is
 /// a test file to create, only with --create and in a directory that
 /// exists; None is a temporary test file.
