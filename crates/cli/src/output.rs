@@ -122,11 +122,7 @@ fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
 
 /// Where the interrupts of the devices and NICs involved go.
 fn irq_lines(o: &mut String, doc: &ResultDoc) {
-    let Some(d) = doc
-        .disclosure
-        .as_ref()
-        .and_then(|d| serde_json::from_value::<iotoll_model::spec::DiskDisclosure>(d.clone()).ok())
-    else {
+    let Some(d) = doc.disk_disclosure() else {
         return;
     };
     if d.devices.is_empty() && d.irqs.is_empty() {

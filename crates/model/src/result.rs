@@ -331,6 +331,12 @@ impl ResultDoc {
         crate::spec::NetDisclosure::deserialize(self.disclosure.as_ref()?).ok()
     }
 
+    /// The disk disclosure: None for a network run, an import or an older
+    /// document.
+    pub fn disk_disclosure(&self) -> Option<crate::spec::DiskDisclosure> {
+        crate::spec::DiskDisclosure::deserialize(self.disclosure.as_ref()?).ok()
+    }
+
     /// Re-judges this document's interference against `threshold_pct`
     /// (local CPU, and the peer's when it is another host) and rewrites
     /// its `interference:` note. Returns whether it is interfered.
