@@ -56,11 +56,15 @@ fn param_columns(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
         Kind::Disk => &[
             ("spec", "access spec"),
+            ("mix", "mix"),
             ("bs", "block size"),
             ("read_pct", "read %"),
             ("random_pct", "random %"),
             ("qd", "QD"),
             ("workers", "workers"),
+            ("spread", "spread"),
+            ("cpus", "CPUs"),
+            ("ntargets", "targets"),
             ("engine", "engine"),
             ("direct", "direct"),
             ("ramp_s", "ramp (s)"),
@@ -94,8 +98,12 @@ fn param_columns(kind: Kind) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// Keys left out of "other": internal or repeated elsewhere.
+/// Keys left out of "other": internal or repeated elsewhere (a spec's
+/// `lines` are its bs/read/random or its `mix`; `targets` are `target`
+/// and `ntargets`).
 const HIDDEN: &[&str] = &[
+    "lines",
+    "targets",
     "engine_requested",
     "target_kind",
     "target_size",
@@ -788,6 +796,31 @@ mod tests {
             assert!(note.contains(want), "{want} in {note}");
         }
         assert!(to_md(tab).contains("**psync**"));
+    }
+
+    /// A mixed spec on two targets: its `mix` and target count get columns;
+    /// the `lines` and `targets` lists behind them are not dumped as JSON.
+    #[test]
+    fn a_mixed_spec_on_targets_shows_its_mix_not_its_lists() {
+        let a = cfg("A", vec![t("x", "disk", &[])]);
+        let b = cfg("B", vec![t("x", "disk", &[])]);
+        let sa = serde_json::json!({"spec": "iometer-file-server", "mix": "iometer-file-server",
+            "ntargets": 2, "qd": 4, "engine": "io_uring", "target": "/tmp/a",
+            "lines": [{"share_pct": 100, "bs": 512}], "targets": [{"path": "/tmp/a"}, {"path": "/tmp/b"}]});
+        let mut sb = sa.clone();
+        (sb["mix"], sb["ntargets"]) = ("60%4kr80x100+40%64kr80x100".into(), 4.into());
+        let p = parameters(&[a, b], &[info("x", sa, None), info("x", sb, None)]);
+        let tab = &p[0];
+        assert!(
+            tab.head.iter().any(|h| h == "mix") && tab.head.iter().any(|h| h == "targets"),
+            "{:?}",
+            tab.head
+        );
+        let all = format!("{:?} {:?}", tab.rows, tab.note);
+        assert!(
+            !all.contains("share_pct") && !all.contains("\"path\""),
+            "{all}"
+        );
     }
 
     #[test]
