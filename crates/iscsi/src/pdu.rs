@@ -1,1 +1,838 @@
-//! TODO
+//! The PDU codec (RFC 7143 §11): the 48-byte Basic Header Segment, AHS,
+//! padding and CRC32C digests. Encoding writes into caller-owned buffers and
+//! decoding reads from the receive buffer in place, so the hot path neither
+//! allocates nor copies headers.
+
+use std::fmt;
+
+pub const BHS_LEN: usize = 48;
+/// TotalAHSLength is one byte of 4-byte words.
+pub const MAX_AHS_LEN: usize = 255 * 4;
+const DIGEST_LEN: usize = 4;
+
+/// Initiator opcodes.
+pub mod op {
+    pub const NOP_OUT: u8 = 0x00;
+    pub const SCSI_COMMAND: u8 = 0x01;
+    pub const TASK_MGMT: u8 = 0x02;
+    pub const LOGIN_REQ: u8 = 0x03;
+    pub const TEXT_REQ: u8 = 0x04;
+    pub const DATA_OUT: u8 = 0x05;
+    pub const LOGOUT_REQ: u8 = 0x06;
+    pub const SNACK: u8 = 0x10;
+    // Target opcodes.
+    pub const NOP_IN: u8 = 0x20;
+    pub const SCSI_RESPONSE: u8 = 0x21;
+    pub const TASK_MGMT_RESP: u8 = 0x22;
+    pub const LOGIN_RESP: u8 = 0x23;
+    pub const TEXT_RESP: u8 = 0x24;
+    pub const DATA_IN: u8 = 0x25;
+    pub const LOGOUT_RESP: u8 = 0x26;
+    pub const R2T: u8 = 0x31;
+    pub const ASYNC: u8 = 0x32;
+    pub const REJECT: u8 = 0x3f;
+}
+
+/// The name of an opcode, for errors that name the PDU that went wrong.
+pub fn op_name(opcode: u8) -> &'static str {
+    match opcode {
+        op::NOP_OUT => "NOP-Out",
+        op::SCSI_COMMAND => "SCSI Command",
+        op::TASK_MGMT => "Task Management Request",
+        op::LOGIN_REQ => "Login Request",
+        op::TEXT_REQ => "Text Request",
+        op::DATA_OUT => "Data-Out",
+        op::LOGOUT_REQ => "Logout Request",
+        op::SNACK => "SNACK",
+        op::NOP_IN => "NOP-In",
+        op::SCSI_RESPONSE => "SCSI Response",
+        op::TASK_MGMT_RESP => "Task Management Response",
+        op::LOGIN_RESP => "Login Response",
+        op::TEXT_RESP => "Text Response",
+        op::DATA_IN => "Data-In",
+        op::LOGOUT_RESP => "Logout Response",
+        op::R2T => "R2T",
+        op::ASYNC => "Async Message",
+        op::REJECT => "Reject",
+        _ => "unknown PDU",
+    }
+}
+
+/// The reserved "no tag" value of ITT and TTT.
+pub const NO_TAG: u32 = 0xffff_ffff;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PduError {
+    #[error("{what} PDU carries a data segment of {len} bytes, more than the {max} bytes declared as MaxRecvDataSegmentLength")]
+    TooLong {
+        what: &'static str,
+        len: u32,
+        max: u32,
+    },
+    #[error("header digest mismatch on a {0} PDU")]
+    HeaderDigest(&'static str),
+    #[error("data digest mismatch on a {0} PDU")]
+    DataDigest(&'static str),
+    #[error("unexpected opcode 0x{0:02x} from the target")]
+    Opcode(u8),
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// Digests in use on a connection (negotiated at login; none until the
+/// full-feature phase).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Digests {
+    pub header: bool,
+    pub data: bool,
+}
+
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
+}
+
+/// Data segments are padded to a multiple of 4 bytes.
+pub fn pad4(n: usize) -> usize {
+    (4 - n % 4) % 4
+}
+
+/// Serial number arithmetic (RFC 1982, 32 bits) for CmdSN and StatSN:
+/// `a < b` when b is ahead of a by less than 2^31.
+pub fn sn_lt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+pub fn sn_le(a: u32, b: u32) -> bool {
+    a == b || sn_lt(a, b)
+}
+
+/// A Basic Header Segment, with typed access to its fields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Bhs(pub [u8; BHS_LEN]);
+
+impl fmt::Debug for Bhs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bhs({} itt=0x{:08x}", op_name(self.opcode()), self.itt())?;
+        write!(f, " flags=0x{:02x} dsl={})", self.flags(), self.data_len())
+    }
+}
+
+impl Default for Bhs {
+    fn default() -> Self {
+        Bhs([0; BHS_LEN])
+    }
+}
+
+impl Bhs {
+    pub fn new(opcode: u8, immediate: bool, flags: u8) -> Self {
+        let mut b = Bhs::default();
+        b.0[0] = opcode | if immediate { 0x40 } else { 0 };
+        b.0[1] = flags;
+        b
+    }
+    pub fn opcode(&self) -> u8 {
+        self.0[0] & 0x3f
+    }
+    pub fn immediate(&self) -> bool {
+        self.0[0] & 0x40 != 0
+    }
+    pub fn flags(&self) -> u8 {
+        self.0[1]
+    }
+    /// The F (final) bit, in the same place in every PDU that has it.
+    pub fn final_bit(&self) -> bool {
+        self.0[1] & 0x80 != 0
+    }
+    pub fn byte(&self, i: usize) -> u8 {
+        self.0[i]
+    }
+    pub fn set_byte(&mut self, i: usize, v: u8) {
+        self.0[i] = v;
+    }
+    pub fn ahs_len(&self) -> usize {
+        self.0[4] as usize * 4
+    }
+    pub fn data_len(&self) -> u32 {
+        u32::from_be_bytes([0, self.0[5], self.0[6], self.0[7]])
+    }
+    pub fn set_data_len(&mut self, n: u32) {
+        debug_assert!(n < 1 << 24);
+        self.0[5..8].copy_from_slice(&n.to_be_bytes()[1..]);
+    }
+    pub fn u16_at(&self, i: usize) -> u16 {
+        u16::from_be_bytes([self.0[i], self.0[i + 1]])
+    }
+    pub fn set_u16(&mut self, i: usize, v: u16) {
+        self.0[i..i + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn u32_at(&self, i: usize) -> u32 {
+        u32::from_be_bytes([self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]])
+    }
+    pub fn set_u32(&mut self, i: usize, v: u32) {
+        self.0[i..i + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn lun(&self) -> [u8; 8] {
+        let mut l = [0; 8];
+        l.copy_from_slice(&self.0[8..16]);
+        l
+    }
+    pub fn set_lun(&mut self, lun: [u8; 8]) {
+        self.0[8..16].copy_from_slice(&lun);
+    }
+    pub fn itt(&self) -> u32 {
+        self.u32_at(16)
+    }
+    pub fn set_itt(&mut self, v: u32) {
+        self.set_u32(16, v)
+    }
+    /// Target Transfer Tag (NOP, Data, R2T, Text).
+    pub fn ttt(&self) -> u32 {
+        self.u32_at(20)
+    }
+    /// StatSN of target PDUs (and of Data-In when it carries status).
+    pub fn stat_sn(&self) -> u32 {
+        self.u32_at(24)
+    }
+    pub fn exp_cmd_sn(&self) -> u32 {
+        self.u32_at(28)
+    }
+    pub fn max_cmd_sn(&self) -> u32 {
+        self.u32_at(32)
+    }
+}
+
+// ---- initiator PDUs --------------------------------------------------------
+
+/// SCSI Command flags.
+pub const CMD_READ: u8 = 0x40;
+pub const CMD_WRITE: u8 = 0x20;
+/// Task attribute SIMPLE.
+pub const ATTR_SIMPLE: u8 = 0x01;
+
+/// SCSI Command (§11.3). `final_` is set when no unsolicited Data-Out
+/// follows this PDU.
+#[allow(clippy::too_many_arguments)]
+pub fn scsi_command(
+    itt: u32,
+    lun: [u8; 8],
+    read: bool,
+    write: bool,
+    final_: bool,
+    edtl: u32,
+    cmd_sn: u32,
+    exp_stat_sn: u32,
+    cdb: &[u8],
+) -> Bhs {
+    let mut flags = ATTR_SIMPLE;
+    if final_ {
+        flags |= 0x80;
+    }
+    if read {
+        flags |= CMD_READ;
+    }
+    if write {
+        flags |= CMD_WRITE;
+    }
+    let mut b = Bhs::new(op::SCSI_COMMAND, false, flags);
+    b.set_lun(lun);
+    b.set_itt(itt);
+    b.set_u32(20, edtl);
+    b.set_u32(24, cmd_sn);
+    b.set_u32(28, exp_stat_sn);
+    let n = cdb.len().min(16);
+    b.0[32..32 + n].copy_from_slice(&cdb[..n]);
+    b
+}
+
+/// SCSI Data-Out (§11.7).
+#[allow(clippy::too_many_arguments)]
+pub fn data_out(
+    itt: u32,
+    ttt: u32,
+    lun: [u8; 8],
+    exp_stat_sn: u32,
+    data_sn: u32,
+    offset: u32,
+    final_: bool,
+) -> Bhs {
+    let mut b = Bhs::new(op::DATA_OUT, false, if final_ { 0x80 } else { 0 });
+    b.set_lun(lun);
+    b.set_itt(itt);
+    b.set_u32(20, ttt);
+    b.set_u32(28, exp_stat_sn);
+    b.set_u32(36, data_sn);
+    b.set_u32(40, offset);
+    b
+}
+
+/// NOP-Out (§11.18): a ping of our own (ITT set) or the answer to a
+/// target's NOP-In (ITT reserved, its TTT echoed, immediate).
+pub fn nop_out(itt: u32, ttt: u32, lun: [u8; 8], cmd_sn: u32, exp_stat_sn: u32) -> Bhs {
+    let mut b = Bhs::new(op::NOP_OUT, true, 0x80);
+    b.set_lun(lun);
+    b.set_itt(itt);
+    b.set_u32(20, ttt);
+    b.set_u32(24, cmd_sn);
+    b.set_u32(28, exp_stat_sn);
+    b
+}
+
+/// Login stages (CSG/NSG).
+pub const STAGE_SECURITY: u8 = 0;
+pub const STAGE_OPERATIONAL: u8 = 1;
+pub const STAGE_FULL_FEATURE: u8 = 3;
+
+/// Login Request (§11.12).
+#[allow(clippy::too_many_arguments)]
+pub fn login_request(
+    transit: bool,
+    csg: u8,
+    nsg: u8,
+    isid: [u8; 6],
+    tsih: u16,
+    itt: u32,
+    cid: u16,
+    cmd_sn: u32,
+    exp_stat_sn: u32,
+) -> Bhs {
+    let mut flags = (csg & 3) << 2;
+    if transit {
+        flags |= 0x80 | (nsg & 3);
+    }
+    let mut b = Bhs::new(op::LOGIN_REQ, true, flags);
+    // VersionMax, VersionMin: 0x00 (RFC 7143 also keeps 0 for RFC 3720).
+    b.0[8..14].copy_from_slice(&isid);
+    b.set_u16(14, tsih);
+    b.set_itt(itt);
+    b.set_u16(20, cid);
+    b.set_u32(24, cmd_sn);
+    b.set_u32(28, exp_stat_sn);
+    b
+}
+
+/// Text Request (§11.10).
+pub fn text_request(itt: u32, ttt: u32, cmd_sn: u32, exp_stat_sn: u32) -> Bhs {
+    let mut b = Bhs::new(op::TEXT_REQ, true, 0x80);
+    b.set_itt(itt);
+    b.set_u32(20, ttt);
+    b.set_u32(24, cmd_sn);
+    b.set_u32(28, exp_stat_sn);
+    b
+}
+
+/// Logout Request (§11.14), reason 0: close the session.
+pub fn logout_request(itt: u32, cmd_sn: u32, exp_stat_sn: u32) -> Bhs {
+    let mut b = Bhs::new(op::LOGOUT_REQ, true, 0x80);
+    b.set_itt(itt);
+    b.set_u32(24, cmd_sn);
+    b.set_u32(28, exp_stat_sn);
+    b
+}
+
+/// Appends one whole PDU to `out`: header (with its length field set),
+/// header digest, data, padding and data digest.
+pub fn encode(out: &mut Vec<u8>, mut bhs: Bhs, data: &[u8], digests: Digests) {
+    bhs.set_data_len(data.len() as u32);
+    bhs.0[4] = 0;
+    out.extend_from_slice(&bhs.0);
+    if digests.header {
+        out.extend_from_slice(&crc32c(&bhs.0).to_le_bytes());
+    }
+    if data.is_empty() {
+        return;
+    }
+    let start = out.len();
+    out.extend_from_slice(data);
+    out.extend_from_slice(&[0u8; 3][..pad4(data.len())]);
+    if digests.data {
+        let d = crc32c(&out[start..]);
+        out.extend_from_slice(&d.to_le_bytes());
+    }
+}
+
+// ---- decoding --------------------------------------------------------------
+
+/// One PDU decoded in place from a receive buffer.
+#[derive(Debug)]
+pub struct Pdu<'a> {
+    pub bhs: Bhs,
+    pub ahs: &'a [u8],
+    /// The data segment without padding or digest.
+    pub data: &'a [u8],
+}
+
+/// Splits PDUs off the front of a byte stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Decoder {
+    pub digests: Digests,
+    /// The MaxRecvDataSegmentLength we declared: a longer data segment is a
+    /// protocol error, not an allocation.
+    pub max_data: u32,
+}
+
+impl Decoder {
+    /// The whole length of the PDU starting at `buf`, once its header is in
+    /// (`Ok(None)` until then).
+    pub fn frame_len(&self, buf: &[u8]) -> Result<Option<usize>, PduError> {
+        if buf.len() < BHS_LEN {
+            return Ok(None);
+        }
+        let mut h = [0u8; BHS_LEN];
+        h.copy_from_slice(&buf[..BHS_LEN]);
+        let bhs = Bhs(h);
+        let dl = bhs.data_len();
+        if dl > self.max_data {
+            return Err(PduError::TooLong {
+                what: op_name(bhs.opcode()),
+                len: dl,
+                max: self.max_data,
+            });
+        }
+        let dl = dl as usize;
+        let mut n = BHS_LEN + bhs.ahs_len();
+        if self.digests.header {
+            n += DIGEST_LEN;
+        }
+        if dl > 0 {
+            n += dl + pad4(dl);
+            if self.digests.data {
+                n += DIGEST_LEN;
+            }
+        }
+        Ok(Some(n))
+    }
+
+    /// Decodes the PDU at the front of `buf` and says how many bytes it
+    /// took; `Ok(None)` when `buf` does not hold a whole PDU yet.
+    pub fn decode<'a>(&self, buf: &'a [u8]) -> Result<Option<(Pdu<'a>, usize)>, PduError> {
+        let Some(total) = self.frame_len(buf)? else {
+            return Ok(None);
+        };
+        if buf.len() < total {
+            return Ok(None);
+        }
+        let mut h = [0u8; BHS_LEN];
+        h.copy_from_slice(&buf[..BHS_LEN]);
+        let bhs = Bhs(h);
+        let what = op_name(bhs.opcode());
+        let ahs_end = BHS_LEN + bhs.ahs_len();
+        let ahs = &buf[BHS_LEN..ahs_end];
+        let mut at = ahs_end;
+        if self.digests.header {
+            let want = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+            if crc32c(&buf[..ahs_end]) != want {
+                return Err(PduError::HeaderDigest(what));
+            }
+            at += DIGEST_LEN;
+        }
+        let dl = bhs.data_len() as usize;
+        let data = &buf[at..at + dl];
+        if dl > 0 && self.digests.data {
+            let padded = &buf[at..at + dl + pad4(dl)];
+            let d = at + dl + pad4(dl);
+            let want = u32::from_le_bytes([buf[d], buf[d + 1], buf[d + 2], buf[d + 3]]);
+            if crc32c(padded) != want {
+                return Err(PduError::DataDigest(what));
+            }
+        }
+        Ok(Some((Pdu { bhs, ahs, data }, total)))
+    }
+}
+
+// ---- target PDUs, typed ----------------------------------------------------
+
+/// The fields every target PDU that carries a StatSN shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sn {
+    pub stat_sn: u32,
+    pub exp_cmd_sn: u32,
+    pub max_cmd_sn: u32,
+}
+
+impl Sn {
+    fn of(b: &Bhs) -> Sn {
+        Sn {
+            stat_sn: b.stat_sn(),
+            exp_cmd_sn: b.exp_cmd_sn(),
+            max_cmd_sn: b.max_cmd_sn(),
+        }
+    }
+}
+
+/// SCSI Response / Data-In residual flags (§11.4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Residual {
+    pub overflow: bool,
+    pub underflow: bool,
+    pub count: u32,
+}
+
+impl Residual {
+    fn of(flags: u8, count: u32) -> Residual {
+        Residual {
+            overflow: flags & 0x04 != 0,
+            underflow: flags & 0x02 != 0,
+            count,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum In {
+    NopIn {
+        itt: u32,
+        ttt: u32,
+        lun: [u8; 8],
+        sn: Sn,
+    },
+    ScsiResponse {
+        itt: u32,
+        /// iSCSI service response: 0 = command completed at target.
+        response: u8,
+        status: u8,
+        residual: Residual,
+        sn: Sn,
+    },
+    DataIn {
+        itt: u32,
+        final_: bool,
+        /// Status carried in this PDU (the S bit): no SCSI Response follows.
+        status: Option<u8>,
+        residual: Residual,
+        sn: Sn,
+        data_sn: u32,
+        offset: u32,
+    },
+    R2T {
+        itt: u32,
+        ttt: u32,
+        sn: Sn,
+        r2t_sn: u32,
+        offset: u32,
+        len: u32,
+    },
+    Async {
+        event: u8,
+        code: u8,
+        params: [u16; 3],
+        sn: Sn,
+    },
+    Reject {
+        reason: u8,
+        sn: Sn,
+    },
+    LoginResponse {
+        transit: bool,
+        cont: bool,
+        csg: u8,
+        nsg: u8,
+        tsih: u16,
+        itt: u32,
+        class: u8,
+        detail: u8,
+        sn: Sn,
+    },
+    TextResponse {
+        final_: bool,
+        cont: bool,
+        itt: u32,
+        ttt: u32,
+        sn: Sn,
+    },
+    LogoutResponse {
+        response: u8,
+        itt: u32,
+        sn: Sn,
+    },
+    TaskMgmtResponse {
+        response: u8,
+        itt: u32,
+        sn: Sn,
+    },
+}
+
+/// Types a target PDU; an initiator opcode or an unknown one from the
+/// target is an error.
+pub fn parse_in(b: &Bhs) -> Result<In, PduError> {
+    let flags = b.flags();
+    let sn = Sn::of(b);
+    Ok(match b.opcode() {
+        op::NOP_IN => In::NopIn {
+            itt: b.itt(),
+            ttt: b.ttt(),
+            lun: b.lun(),
+            sn,
+        },
+        op::SCSI_RESPONSE => In::ScsiResponse {
+            itt: b.itt(),
+            response: b.byte(2),
+            status: b.byte(3),
+            residual: Residual::of(flags, b.u32_at(44)),
+            sn,
+        },
+        op::DATA_IN => {
+            let s = flags & 0x01 != 0;
+            if s && flags & 0x80 == 0 {
+                return Err(PduError::Malformed(
+                    "Data-In with the status bit but not the final bit".into(),
+                ));
+            }
+            In::DataIn {
+                itt: b.itt(),
+                final_: flags & 0x80 != 0,
+                status: s.then_some(b.byte(3)),
+                residual: Residual::of(if s { flags } else { 0 }, b.u32_at(44)),
+                sn,
+                data_sn: b.u32_at(36),
+                offset: b.u32_at(40),
+            }
+        }
+        op::R2T => In::R2T {
+            itt: b.itt(),
+            ttt: b.ttt(),
+            sn,
+            r2t_sn: b.u32_at(36),
+            offset: b.u32_at(40),
+            len: b.u32_at(44),
+        },
+        op::ASYNC => In::Async {
+            event: b.byte(36),
+            code: b.byte(37),
+            params: [b.u16_at(38), b.u16_at(40), b.u16_at(42)],
+            sn,
+        },
+        op::REJECT => In::Reject {
+            reason: b.byte(2),
+            sn,
+        },
+        op::LOGIN_RESP => In::LoginResponse {
+            transit: flags & 0x80 != 0,
+            cont: flags & 0x40 != 0,
+            csg: (flags >> 2) & 3,
+            nsg: flags & 3,
+            tsih: b.u16_at(14),
+            itt: b.itt(),
+            class: b.byte(36),
+            detail: b.byte(37),
+            sn,
+        },
+        op::TEXT_RESP => In::TextResponse {
+            final_: flags & 0x80 != 0,
+            cont: flags & 0x40 != 0,
+            itt: b.itt(),
+            ttt: b.ttt(),
+            sn,
+        },
+        op::LOGOUT_RESP => In::LogoutResponse {
+            response: b.byte(2),
+            itt: b.itt(),
+            sn,
+        },
+        op::TASK_MGMT_RESP => In::TaskMgmtResponse {
+            response: b.byte(2),
+            itt: b.itt(),
+            sn,
+        },
+        other => return Err(PduError::Opcode(other)),
+    })
+}
+
+/// Reject reasons (§11.17.1).
+pub fn reject_reason(r: u8) -> &'static str {
+    match r {
+        0x02 => "data (payload) digest error",
+        0x03 => "SNACK reject",
+        0x04 => "protocol error",
+        0x05 => "command not supported",
+        0x06 => "immediate command rejected: too many immediate commands",
+        0x07 => "task in progress",
+        0x08 => "invalid data ACK",
+        0x09 => "invalid PDU field",
+        0x0a => "long operation reject: out of resources",
+        0x0c => "waiting for logout",
+        _ => "reserved reason",
+    }
+}
+
+/// Login status (§11.13.5), for errors a user can act on.
+pub fn login_status(class: u8, detail: u8) -> String {
+    let s = match (class, detail) {
+        (1, 1) => "target moved temporarily",
+        (1, 2) => "target moved permanently",
+        (2, 0) => "initiator error",
+        (2, 1) => "authentication failed",
+        (2, 2) => "authorization failure (this initiator may not access the target)",
+        (2, 3) => "target not found (no such IQN at this portal)",
+        (2, 4) => "target removed",
+        (2, 5) => "unsupported version",
+        (2, 6) => "too many connections",
+        (2, 7) => "missing parameter",
+        (2, 8) => "cannot include in session",
+        (2, 9) => "session type not supported",
+        (2, 10) => "session does not exist",
+        (2, 11) => "invalid request during login",
+        (3, 0) => "target error",
+        (3, 1) => "service unavailable",
+        (3, 2) => "out of resources",
+        _ => "",
+    };
+    if s.is_empty() {
+        format!("status class {class} detail {detail}")
+    } else {
+        format!("{s} (status {class}/{detail})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(d: Digests) -> Decoder {
+        Decoder {
+            digests: d,
+            max_data: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn serial_numbers_wrap() {
+        assert!(sn_lt(1, 2));
+        assert!(!sn_lt(2, 1));
+        assert!(sn_lt(0xffff_fff0, 5));
+        assert!(!sn_lt(5, 0xffff_fff0));
+        assert!(sn_le(7, 7));
+        assert!(!sn_lt(7, 7));
+    }
+
+    #[test]
+    fn a_pdu_round_trips_with_and_without_digests() {
+        let cdb = [0x88u8; 16];
+        for digests in [
+            Digests::default(),
+            Digests {
+                header: true,
+                data: true,
+            },
+        ] {
+            for data in [&b""[..], b"a", b"abcde", &[7u8; 4096][..]] {
+                let bhs = scsi_command(
+                    9,
+                    [0, 1, 0, 0, 0, 0, 0, 0],
+                    false,
+                    true,
+                    true,
+                    4096,
+                    5,
+                    6,
+                    &cdb,
+                );
+                let mut out = Vec::new();
+                encode(&mut out, bhs, data, digests);
+                assert_eq!(out.len() % 4, 0);
+                out.extend_from_slice(b"next");
+                let (pdu, n) = dec(digests).decode(&out).unwrap().unwrap();
+                assert_eq!(n, out.len() - 4);
+                assert_eq!(pdu.data, data);
+                assert_eq!(pdu.bhs.itt(), 9);
+                assert_eq!(pdu.bhs.u32_at(20), 4096);
+                assert_eq!(&pdu.bhs.0[32..48], &cdb);
+                // Every strict prefix is "not yet".
+                for cut in [0, 1, 47, n - 1] {
+                    assert!(dec(digests).decode(&out[..cut]).unwrap().is_none());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_corrupted_digest_is_named() {
+        let d = Digests {
+            header: true,
+            data: true,
+        };
+        let mut out = Vec::new();
+        encode(&mut out, Bhs::new(op::DATA_IN, false, 0x80), b"hello", d);
+        let mut h = out.clone();
+        h[20] ^= 1;
+        assert_eq!(
+            dec(d).decode(&h).unwrap_err(),
+            PduError::HeaderDigest("Data-In")
+        );
+        let mut x = out.clone();
+        x[53] ^= 1;
+        assert_eq!(
+            dec(d).decode(&x).unwrap_err(),
+            PduError::DataDigest("Data-In")
+        );
+    }
+
+    #[test]
+    fn an_oversized_segment_is_refused_before_it_is_read() {
+        let mut b = Bhs::new(op::DATA_IN, false, 0);
+        b.set_data_len(9000);
+        let d = Decoder {
+            digests: Digests::default(),
+            max_data: 8192,
+        };
+        assert!(matches!(
+            d.decode(&b.0),
+            Err(PduError::TooLong { len: 9000, .. })
+        ));
+    }
+
+    #[test]
+    fn target_pdus_are_typed() {
+        let mut b = Bhs::new(op::DATA_IN, false, 0x81 | 0x02);
+        b.set_itt(3);
+        b.set_u32(24, 10);
+        b.set_u32(28, 11);
+        b.set_u32(32, 40);
+        b.set_u32(36, 2);
+        b.set_u32(40, 8192);
+        b.set_u32(44, 512);
+        b.set_byte(3, 0);
+        match parse_in(&b).unwrap() {
+            In::DataIn {
+                itt,
+                final_,
+                status,
+                residual,
+                sn,
+                data_sn,
+                offset,
+            } => {
+                assert_eq!(
+                    (itt, final_, status, data_sn, offset),
+                    (3, true, Some(0), 2, 8192)
+                );
+                assert!(residual.underflow && residual.count == 512);
+                assert_eq!(sn.max_cmd_sn, 40);
+            }
+            other => panic!("{other:?}"),
+        }
+        let s_without_f = Bhs::new(op::DATA_IN, false, 0x01);
+        assert!(parse_in(&s_without_f).is_err());
+        assert_eq!(
+            parse_in(&Bhs::new(op::SCSI_COMMAND, false, 0)),
+            Err(PduError::Opcode(1))
+        );
+    }
+
+    #[test]
+    fn login_request_flags() {
+        let b = login_request(
+            true,
+            STAGE_OPERATIONAL,
+            STAGE_FULL_FEATURE,
+            [0x40, 0, 0, 1, 2, 3],
+            0,
+            1,
+            0,
+            0,
+            0,
+        );
+        assert_eq!(b.flags(), 0x80 | (1 << 2) | 3);
+        assert!(b.immediate());
+        assert_eq!(b.opcode(), op::LOGIN_REQ);
+    }
+}
