@@ -24,12 +24,13 @@ pub enum DiskCmd {
 #[command(
     after_help = "Without --target, iotoll creates a temporary test file (in $TMPDIR, 256m unless --size), fills it with non-repeating data and deletes it afterwards.
 Several targets (--target A --target B, or --target A,B) are tested at once, each over the same region: --workers N workers per target (Iometer's worker per target), or with --spread N workers that each have every target, --qd I/Os outstanding on each (docs/disk.md draws both).
-An existing file or block device is only written with --allow-destructive; read-only workloads (--read 100) may run on it without.
+An existing file, block device or iSCSI LUN is only written with --allow-destructive; read-only workloads (--read 100) may run on it without.
+An iSCSI target is driven by iotoll's own initiator, one session per worker (docs/iscsi.md): `iotoll iscsi discover HOST` lists targets, `iotoll iscsi luns URL` their LUNs; a CHAP secret is read only from --chap-secret-file.
 Exit status: 0 done, 1 runtime failure, 2 bad input, 130 interrupted (Ctrl-C; the figures measured so far are printed)."
 )]
 pub struct RunArgs {
-    /// File or block device to test; repeat it (or give a comma list) for several targets [default: a temporary test file].
-    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    /// File, block device or iSCSI LUN (iscsi://HOST[:PORT]/IQN/LUN, driven by iotoll's own initiator) to test; repeat it (or give a comma list) for several targets [default: a temporary test file].
+    #[arg(long, value_name = "PATH|URL", value_delimiter = ',')]
     target: Vec<PathBuf>,
     /// Create a test file at each --target that does not exist (removed afterwards unless --keep).
     #[arg(long)]
@@ -86,7 +87,7 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     burst_len: u32,
-    /// I/O engine: io_uring, psync or null (completes every I/O at once, touching nothing) [default: io_uring, psync with a note if unavailable].
+    /// I/O engine: io_uring, psync, null (completes every I/O at once, touching nothing) or iscsi (for iscsi:// targets) [default: iscsi for iscsi:// targets, else io_uring, psync with a note if unavailable].
     #[arg(long, value_name = "ENGINE", value_parser = EngineChoice::parse)]
     engine: Option<EngineChoice>,
     /// Go through the page cache instead of O_DIRECT.
@@ -97,6 +98,8 @@ pub struct RunArgs {
     /// Allow writing to an existing file or block device (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
+    #[command(flatten)]
+    iscsi: crate::iscsi::LoginArgs,
     #[command(flatten)]
     measure: crate::MeasureOpts,
 }
@@ -126,6 +129,7 @@ impl RunArgs {
             time: self.window.time,
             config: self.measure.config.clone(),
             allow_destructive: self.allow_destructive,
+            iscsi: self.iscsi.options(),
             ..DiskSpec::default()
         };
         if let Some(name) = &self.spec {

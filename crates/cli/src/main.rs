@@ -1,6 +1,7 @@
 //! The `iotoll` binary: clap definitions and glue only.
 
 mod disk;
+mod iscsi;
 mod net;
 mod output;
 mod progress;
@@ -36,6 +37,9 @@ enum Cmd {
     /// Disk workloads with Iometer access specifications.
     #[command(subcommand)]
     Disk(disk::DiskCmd),
+    /// iSCSI targets as iotoll's own initiator sees them: discovery, LUNs.
+    #[command(subcommand)]
+    Iscsi(iscsi::IscsiCmd),
     /// Network workloads: an endpoint, TCP streams and request/response.
     #[command(subcommand)]
     Net(net::NetCmd),
@@ -364,6 +368,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Disk(c) => disk::main(c),
+        Cmd::Iscsi(c) => iscsi::main(c),
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),

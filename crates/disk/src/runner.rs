@@ -127,6 +127,8 @@ struct WorkerOut {
     qd_achieved: f64,
     /// The CPUs it was seen on in the window.
     ran_on: Vec<u32>,
+    /// What its engine had to say at the end (`Engine::report`).
+    engine_note: Option<String>,
 }
 
 impl WorkerOut {
@@ -137,6 +139,7 @@ impl WorkerOut {
             first_error: None,
             qd_achieved: 0.0,
             ran_on: Vec::new(),
+            engine_note: None,
         }
     }
 }
@@ -339,6 +342,7 @@ fn work(
         // stamps would not be truer.
         let mut batch: Option<(Instant, Phase)> = None;
         let mut n = 0u64;
+        let mut failed_slot = None;
         engine
             .submit_and_reap(1, &mut |slot: usize, res: IoResult| {
                 let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
@@ -358,6 +362,7 @@ fn work(
                     shared.failed.store(true, Ordering::Release);
                     c.errors += 1;
                     if out.first_error.is_none() {
+                        failed_slot = Some(slot);
                         let io = io_desc(rq, name(rq.file));
                         out.first_error = Some(if res < 0 {
                             format!(
@@ -398,6 +403,12 @@ fn work(
                 };
                 format!("worker {}: {}: {what}: {e}", plan.index, plan.kind.name())
             })?;
+        // The engine may know why better than the errno (SCSI sense).
+        if let (Some(slot), Some(first)) = (failed_slot, out.first_error.as_mut()) {
+            if let Some(why) = engine.explain(slot) {
+                first.push_str(&format!(" ({why})"));
+            }
+        }
         if let Some((t, phase)) = batch {
             match phase {
                 Phase::Measure if mark_start.is_none() => {
@@ -434,6 +445,7 @@ fn work(
         }
     }
     out.ran_on.sort_unstable();
+    out.engine_note = engine.report();
     Ok(out)
 }
 
@@ -450,17 +462,33 @@ fn sleep_unless_stopped(d: Duration, shared: &Shared, clock: &impl Clock) {
 
 /// Chooses the engine; a fallback is only taken when the user did not ask
 /// for io_uring by name, and it is always noted.
-fn choose_engine(choice: EngineChoice, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
-    match choice {
-        EngineChoice::Psync => Ok(EngineKind::Psync),
-        EngineChoice::Null => Ok(EngineKind::Null),
-        EngineChoice::IoUring => engines::io_uring::probe()
+fn choose_engine(spec: &DiskSpec, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
+    let is_url = |p: &std::path::PathBuf| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url);
+    let urls = spec.targets.iter().filter(|p| is_url(p)).count();
+    if urls > 0 && urls < spec.targets.len() {
+        return Err(DiskError::Invalid(
+            "iscsi:// targets and local files or devices cannot be mixed in one run (each worker has one engine); run them separately".into(),
+        ));
+    }
+    match (spec.engine, urls > 0) {
+        (EngineChoice::Auto | EngineChoice::Iscsi, true) => Ok(EngineKind::Iscsi),
+        (EngineChoice::Iscsi, false) => Err(DiskError::Invalid(
+            "--engine iscsi drives iscsi://HOST[:PORT]/IQN/LUN targets; give one with --target"
+                .into(),
+        )),
+        (other, true) => Err(DiskError::Invalid(format!(
+            "--engine {} cannot drive iscsi:// targets: iotoll's own initiator does (omit --engine, or --engine iscsi)",
+            other.name()
+        ))),
+        (EngineChoice::Psync, false) => Ok(EngineKind::Psync),
+        (EngineChoice::Null, false) => Ok(EngineKind::Null),
+        (EngineChoice::IoUring, false) => engines::io_uring::probe()
             .map(|_| EngineKind::IoUring)
             .map_err(|msg| DiskError::EngineUnavailable {
                 engine: "io_uring",
                 msg,
             }),
-        EngineChoice::Auto => match engines::io_uring::probe() {
+        (EngineChoice::Auto, false) => match engines::io_uring::probe() {
             Ok(()) => Ok(EngineKind::IoUring),
             Err(e) => {
                 notes.push(format!(
@@ -490,7 +518,7 @@ fn run_on<C: Clock>(
         iotoll_probe::affinity::check_cpus(cpus).map_err(DiskError::Invalid)?;
     }
     let mut notes = Vec::new();
-    let kind = choose_engine(spec.engine, &mut notes)?;
+    let kind = choose_engine(spec, &mut notes)?;
     let targets = {
         let progress = &mut *ctl.progress;
         target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
@@ -561,10 +589,15 @@ fn run_on<C: Clock>(
         &metrics,
         merged.total.errors,
     ));
+    notes.extend(merged.engine_notes.iter().cloned());
     let breakdown = breakdown(&merged, spec, &targets, &assigned, window_s, cpu.as_ref());
     notes.extend(pinning_notes(&breakdown));
-    let paths: Vec<std::path::PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
-    let disclosure = iotoll_probe::affinity::disk_disclosure(&paths);
+    let paths: Vec<std::path::PathBuf> = (targets.iter())
+        .filter(|t| t.iscsi.is_none())
+        .map(|t| t.path.clone())
+        .collect();
+    let mut disclosure = iotoll_probe::affinity::disk_disclosure(&paths);
+    disclosure.iscsi = targets.iter().filter_map(target::iscsi_disclosure).collect();
     let doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: Kind::Disk,
@@ -681,6 +714,8 @@ struct Merged {
     ran_on: Vec<Vec<u32>>,
     lines: Vec<(u64, u64)>,
     qd_achieved: f64,
+    /// The engines' end-of-run notes, each once.
+    engine_notes: Vec<String>,
 }
 
 /// The workers' figures added up, and why the run failed if it did: a
@@ -701,6 +736,7 @@ fn merge(
         ran_on: Vec::new(),
         lines: vec![(0, 0); nlines],
         qd_achieved: 0.0,
+        engine_notes: Vec::new(),
     };
     for (o, a) in outs.into_iter().zip(assigned) {
         let mut mine = Counts::new();
@@ -716,6 +752,11 @@ fn merge(
                 m.qd_achieved += o.qd_achieved;
                 first_error = first_error.or(o.first_error);
                 m.ran_on.push(o.ran_on);
+                if let Some(n) = o.engine_note {
+                    if !m.engine_notes.contains(&n) {
+                        m.engine_notes.push(n);
+                    }
+                }
             }
             Err(e) => {
                 failure = failure.or(Some(e));

@@ -15,16 +15,33 @@ pub enum EngineChoice {
     Psync,
     /// Completes every I/O at once, touching nothing.
     Null,
+    /// iotoll's own iSCSI initiator (the only engine for `iscsi://` targets,
+    /// chosen for them by `auto`).
+    Iscsi,
 }
 
 impl EngineChoice {
+    /// The word `--engine` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::IoUring => "io_uring",
+            EngineChoice::Psync => "psync",
+            EngineChoice::Null => "null",
+            EngineChoice::Iscsi => "iscsi",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
             "auto" => Ok(EngineChoice::Auto),
             "io_uring" | "io-uring" | "iouring" => Ok(EngineChoice::IoUring),
             "psync" => Ok(EngineChoice::Psync),
             "null" => Ok(EngineChoice::Null),
-            _ => Err(format!("unknown engine '{s}': use io_uring, psync or null")),
+            "iscsi" => Ok(EngineChoice::Iscsi),
+            _ => Err(format!(
+                "unknown engine '{s}': use io_uring, psync, null or iscsi"
+            )),
         }
     }
 }
@@ -63,6 +80,55 @@ pub struct DiskSpec {
     pub time: Duration,
     pub config: Option<String>,
     pub allow_destructive: bool,
+    /// How to log in to `iscsi://` targets.
+    pub iscsi: IscsiOptions,
+}
+
+/// Login settings for `iscsi://` targets.
+#[derive(Debug, Clone)]
+pub struct IscsiOptions {
+    /// open-iscsi-style `username`/`password` (and `username_in`/
+    /// `password_in` for mutual CHAP); never on the command line.
+    pub chap_secret_file: Option<PathBuf>,
+    /// Login and every command: a target silent this long fails the run.
+    pub io_timeout: Duration,
+    pub header_digest: bool,
+    pub data_digest: bool,
+    pub initiator_name: Option<String>,
+}
+
+impl Default for IscsiOptions {
+    fn default() -> Self {
+        IscsiOptions {
+            chap_secret_file: None,
+            io_timeout: iotoll_iscsi::session::DEFAULT_TIMEOUT,
+            header_digest: false,
+            data_digest: false,
+            initiator_name: None,
+        }
+    }
+}
+
+impl IscsiOptions {
+    /// The session configuration; reads (and checks) the secret file.
+    pub fn config(&self) -> Result<iotoll_iscsi::Config, DiskError> {
+        let mut c = iotoll_iscsi::Config {
+            timeout: self.io_timeout,
+            ..Default::default()
+        };
+        if let Some(n) = &self.initiator_name {
+            c.initiator_name = n.clone();
+        }
+        c.offer.header_digest = self.header_digest;
+        c.offer.data_digest = self.data_digest;
+        if let Some(f) = &self.chap_secret_file {
+            c.secrets = Some(
+                iotoll_iscsi::chap::load_secret_file(f)
+                    .map_err(|e| DiskError::Invalid(format!("--chap-secret-file: {e}")))?,
+            );
+        }
+        Ok(c)
+    }
 }
 
 impl Default for DiskSpec {
@@ -85,6 +151,7 @@ impl Default for DiskSpec {
             time: Duration::from_secs(10),
             config: None,
             allow_destructive: false,
+            iscsi: IscsiOptions::default(),
         }
     }
 }

@@ -22,6 +22,8 @@ pub enum TargetKind {
     CreatedFile,
     ExistingFile,
     BlockDevice,
+    /// A LUN behind an `iscsi://` URL, driven by iotoll's own initiator.
+    IscsiLun,
 }
 
 impl TargetKind {
@@ -50,6 +52,18 @@ pub struct Target {
     /// the whole run: the kernel refuses it while the device is mounted or
     /// claimed, and it keeps others from claiming it meanwhile.
     _claim: Option<File>,
+    /// An iSCSI LUN: how to reach it and what its probe session found.
+    pub iscsi: Option<IscsiProbe>,
+}
+
+/// What the probe session of an iSCSI target found, for the engine and
+/// the disclosure.
+#[derive(Debug, Clone)]
+pub struct IscsiProbe {
+    pub lun: crate::engines::iscsi::Lun,
+    pub session: iotoll_iscsi::SessionInfo,
+    pub inquiry: iotoll_iscsi::scsi::Inquiry,
+    pub capacity: iotoll_iscsi::scsi::Capacity,
 }
 
 /// Removes a (half-made) test file unless disarmed.
@@ -147,6 +161,9 @@ fn resolve(p: Option<&Path>, create: bool) -> Result<(PathBuf, TargetKind), Disk
         return Ok((p, TargetKind::TempFile));
     };
     let bad = |msg: &str| Err(DiskError::target(p, msg));
+    if p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url) {
+        return Ok((p.to_path_buf(), TargetKind::IscsiLun));
+    }
     let kind = match std::fs::metadata(p) {
         Ok(m) if m.is_dir() => return bad(
             "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
@@ -190,10 +207,10 @@ pub fn prepare(
         .collect::<Result<Vec<_>, _>>()?;
     for (path, kind) in &resolved {
         if !kind.created() && spec.writes() && !spec.allow_destructive {
-            let what = if *kind == TargetKind::BlockDevice {
-                "is a block device"
-            } else {
-                "is an existing file"
+            let what = match kind {
+                TargetKind::BlockDevice => "is a block device",
+                TargetKind::IscsiLun => "is an iSCSI LUN (a device)",
+                _ => "is an existing file",
             };
             let reads: Vec<String> = spec.lines.iter().map(|l| l.read_pct.to_string()).collect();
             return Err(DiskError::Invalid(format!(
@@ -228,7 +245,19 @@ fn prepare_one(
     let direct = !spec.buffered;
     let io_err = |e: std::io::Error| DiskError::target(&path, io_err_msg(&e));
     let mut guard = RemoveGuard(None);
-    let (file, size, lbs) = if kind.created() {
+    let mut iscsi = None;
+    let (file, size, lbs) = if kind == TargetKind::IscsiLun {
+        if spec.buffered {
+            return Err(DiskError::Invalid(format!(
+                "--buffered has no meaning for an iSCSI target ({}): there is no page cache between iotoll's initiator and the LUN",
+                path.display()
+            )));
+        }
+        let probe = probe_iscsi(spec, &path)?;
+        let (size, block) = (probe.capacity.bytes(), probe.capacity.block_size as u64);
+        iscsi = Some(probe);
+        (None, size, block)
+    } else if kind.created() {
         let size = spec
             .offset
             .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
@@ -246,7 +275,7 @@ fn prepare_one(
             })?;
         guard.0 = Some(path.clone());
         let lbs = file_dio_align(&f);
-        (f, size, lbs)
+        (Some(f), size, lbs)
     } else {
         let f = File::open(&path).map_err(io_err)?;
         let (size, lbs) = if kind == TargetKind::BlockDevice {
@@ -256,7 +285,13 @@ fn prepare_one(
         } else {
             (f.metadata().map_err(io_err)?.len(), file_dio_align(&f))
         };
-        (f, size, lbs)
+        (Some(f), size, lbs)
+    };
+    // Why transfers must be aligned, for the messages below.
+    let why_aligned = if iscsi.is_some() {
+        "SCSI commands address whole blocks"
+    } else {
+        "required by O_DIRECT; use --buffered to go through the page cache"
     };
 
     let offset = spec.offset;
@@ -265,7 +300,7 @@ fn prepare_one(
         let bs = l.bs;
         if direct && align % lbs != 0 {
             return Err(DiskError::Invalid(format!(
-                "--align {align} is not a multiple of the logical block size {lbs} of {} (required by O_DIRECT; use --buffered to go through the page cache)",
+                "--align {align} is not a multiple of the logical block size {lbs} of {} ({why_aligned})",
                 path.display()
             )));
         }
@@ -273,10 +308,11 @@ fn prepare_one(
             // Say where the alignment came from: --align, or the target.
             let whose = match l.align {
                 Some(_) => "--align".to_string(),
+                None if iscsi.is_some() => format!("the block size of {}", path.display()),
                 None => format!("the O_DIRECT alignment of {}", path.display()),
             };
             return Err(DiskError::Invalid(format!(
-                "--bs {bs} is not a multiple of the alignment {align} ({whose}; required by O_DIRECT; use --buffered, or a transfer size that is a multiple of {align})"
+                "--bs {bs} is not a multiple of the alignment {align} ({whose}; {why_aligned}; use a transfer size that is a multiple of {align})"
             )));
         }
         if offset % align != 0 {
@@ -323,7 +359,7 @@ fn prepare_one(
         None
     };
 
-    if kind.created() {
+    if let (true, Some(file)) = (kind.created(), file) {
         fill_test_file(file, &path, size, interrupted, progress)?;
     }
     if spec.keep {
@@ -340,7 +376,102 @@ fn prepare_one(
         direct,
         writes: spec.writes(),
         _claim: claim,
+        iscsi,
     })
+}
+
+/// Logs a session in to an iSCSI target, reads the LUN's capacity and
+/// identity, and logs out: a bad URL, an unreachable portal, a refused
+/// login or a missing LUN is refused here, before any worker starts.
+fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
+    use iotoll_iscsi::scsi;
+    let text = path.to_string_lossy();
+    let url = iotoll_iscsi::url::parse(&text)
+        .map_err(|e| DiskError::Invalid(format!("target {text}: {e}")))?;
+    let Some(lun_no) = url.lun else {
+        return Err(DiskError::Invalid(format!(
+            "target {text}: name the LUN: iscsi://HOST[:PORT]/IQN/LUN (`iotoll iscsi luns {text}` lists them)"
+        )));
+    };
+    let config = std::sync::Arc::new(spec.iscsi.config()?);
+    let lun = crate::engines::iscsi::Lun {
+        url: url.clone(),
+        config,
+        block: 512,
+    };
+    let fail = |e: iotoll_iscsi::Error| DiskError::target(path, e.msg);
+    let mut s = lun.login(1).map_err(fail)?;
+    let mut run = |cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
+        let out = s.command(lun_no, cdb, len).map_err(fail)?;
+        if out.status != scsi::STATUS_GOOD {
+            let sense = out.sense.map(|s| format!(", sense {s}")).unwrap_or_default();
+            return Err(DiskError::target(
+                path,
+                format!("{what} failed: SCSI status {}{sense}", scsi::status_name(out.status)),
+            ));
+        }
+        Ok(out.data)
+    };
+    let inq = run(pad16(&scsi::inquiry(96)), 96, "INQUIRY")?;
+    let inquiry = scsi::Inquiry::parse(&inq).map_err(|e| DiskError::target(path, format!("INQUIRY: {e}")))?;
+    if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
+        let luns = run(pad16(&scsi::report_luns(4096)), 4096, "REPORT LUNS")
+            .map(|d| scsi::parse_report_luns(&d))
+            .unwrap_or_default();
+        let list: Vec<String> = luns.iter().map(u64::to_string).collect();
+        let why = if inquiry.peripheral_qualifier != 0 {
+            format!("LUN {lun_no} does not exist on {}", url.iqn)
+        } else {
+            format!("LUN {lun_no} is not a disk (SCSI peripheral type {})", inquiry.peripheral_type)
+        };
+        return Err(DiskError::target(
+            path,
+            format!("{why}; its LUNs: {}", if list.is_empty() { "none".into() } else { list.join(", ") }),
+        ));
+    }
+    let cap = run(scsi::read_capacity16(32), 32, "READ CAPACITY(16)")?;
+    let capacity = scsi::Capacity::parse(&cap).map_err(|e| DiskError::target(path, format!("READ CAPACITY(16): {e}")))?;
+    let session = s.info.clone();
+    let _ = s.logout();
+    Ok(IscsiProbe {
+        lun: crate::engines::iscsi::Lun {
+            block: capacity.block_size,
+            ..lun
+        },
+        session,
+        inquiry,
+        capacity,
+    })
+}
+
+/// What the run discloses of an iSCSI target.
+pub fn iscsi_disclosure(t: &Target) -> Option<iotoll_model::spec::IscsiDisclosure> {
+    let p = t.iscsi.as_ref()?;
+    let s = &p.session;
+    Some(iotoll_model::spec::IscsiDisclosure {
+        url: p.lun.url.to_string(),
+        portal: s.portal.clone(),
+        target: s.target.clone(),
+        lun: p.lun.lun(),
+        initiator: s.initiator.clone(),
+        auth: s.auth.clone(),
+        header_digest: s.header_digest.clone(),
+        data_digest: s.data_digest.clone(),
+        vendor: p.inquiry.vendor.clone(),
+        product: p.inquiry.product.clone(),
+        revision: p.inquiry.revision.clone(),
+        block_size: p.capacity.block_size,
+        capacity_bytes: p.capacity.bytes(),
+        negotiated: s.negotiated.iter().cloned().collect(),
+    })
+}
+
+/// A CDB shorter than 16 bytes in the 16-byte field of the SCSI Command PDU.
+fn pad16(cdb: &[u8]) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    let n = cdb.len().min(16);
+    c[..n].copy_from_slice(&cdb[..n]);
+    c
 }
 
 /// Reserves the space, then writes non-repeating data so that no block of
@@ -399,7 +530,14 @@ fn fill_test_file(
 impl Target {
     /// Opens the target for one worker's I/O: read-only unless the workload
     /// writes; O_DIRECT unless buffered.
-    pub fn open_for_io(&self) -> Result<File, DiskError> {
+    pub fn open_for_io(&self) -> Result<crate::engines::Opened, DiskError> {
+        if let Some(p) = &self.iscsi {
+            return Ok(crate::engines::Opened::Iscsi(p.lun.clone()));
+        }
+        self.open_file().map(crate::engines::Opened::File)
+    }
+
+    fn open_file(&self) -> Result<File, DiskError> {
         let mut o = OpenOptions::new();
         o.read(true).write(self.writes);
         if self.direct {

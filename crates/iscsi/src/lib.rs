@@ -4,7 +4,70 @@
 //! workload logic: the disk engine `engines/iscsi.rs` drives it.
 
 pub mod chap;
+mod conn;
 pub mod pdu;
 pub mod scsi;
+pub mod session;
 pub mod text;
 pub mod url;
+
+pub use conn::poll;
+pub use session::{Config, Session, SessionInfo};
+pub use url::IscsiUrl;
+
+/// What went wrong, for the exit code and for tests; the message names the
+/// portal, the state (login stage, command, PDU type) and the cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No TCP connection to the portal.
+    Connect,
+    /// The target refused the login (not found, not authorized, bad
+    /// parameters).
+    Login,
+    /// CHAP failed, either way.
+    Auth,
+    /// The target did not answer within the timeout.
+    Timeout,
+    /// The target closed or reset the connection.
+    Closed,
+    /// The target broke the protocol (or rejected one of our PDUs).
+    Protocol,
+    /// A SCSI command failed (status and sense are in the message).
+    Scsi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub msg: String,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {
+        Error {
+            kind,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn connect(portal: &str, why: impl std::fmt::Display) -> Self {
+        Error::new(
+            ErrorKind::Connect,
+            format!("iSCSI portal {portal}: cannot connect: {why}"),
+        )
+    }
+}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        std::io::Error::other(e.msg)
+    }
+}

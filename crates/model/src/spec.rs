@@ -86,9 +86,9 @@ pub struct DiskSpec {
     #[schemars(range(min = 1))]
     pub burst_len: Option<u32>,
     /// The engine that ran, and what was asked.
-    #[schemars(extend("enum" = ["io_uring", "psync", "null"]))]
+    #[schemars(extend("enum" = ["io_uring", "psync", "null", "iscsi"]))]
     pub engine: String,
-    #[schemars(extend("enum" = ["auto", "io_uring", "psync", "null"]))]
+    #[schemars(extend("enum" = ["auto", "io_uring", "psync", "null", "iscsi"]))]
     pub engine_requested: String,
     /// O_DIRECT (false with `--buffered`).
     pub direct: bool,
@@ -99,7 +99,13 @@ pub struct DiskSpec {
 }
 
 /// What a target can be.
-pub const TARGET_KINDS: [&str; 4] = ["temp-file", "created-file", "existing-file", "block-device"];
+pub const TARGET_KINDS: [&str; 5] = [
+    "temp-file",
+    "created-file",
+    "existing-file",
+    "block-device",
+    "iscsi-lun",
+];
 
 /// One target of a disk run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -151,6 +157,39 @@ pub struct DiskDisclosure {
     /// Why devices or IRQs could not be read, if they could not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The iSCSI LUNs iotoll's own initiator drove, with what their
+    /// sessions negotiated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iscsi: Vec<IscsiDisclosure>,
+}
+
+/// One iSCSI target of a disk run, as its probe session found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IscsiDisclosure {
+    /// `iscsi://HOST:PORT/IQN/LUN`.
+    pub url: String,
+    /// Target portal, `HOST:PORT`.
+    pub portal: String,
+    pub target: String,
+    pub lun: u64,
+    /// InitiatorName iotoll logged in with.
+    pub initiator: String,
+    /// `None`, `CHAP` or `CHAP (mutual)`.
+    pub auth: String,
+    /// `None` or `CRC32C`.
+    pub header_digest: String,
+    pub data_digest: String,
+    /// INQUIRY vendor, product and revision.
+    pub vendor: String,
+    pub product: String,
+    pub revision: String,
+    #[schemars(range(min = 1))]
+    pub block_size: u32,
+    pub capacity_bytes: u64,
+    /// Every operational key and its negotiated value (e.g.
+    /// `MaxRecvDataSegmentLength`, `ImmediateData`, `InitialR2T`).
+    pub negotiated: std::collections::BTreeMap<String, String>,
 }
 
 /// One interrupt line.

@@ -695,6 +695,7 @@ impl<'a> Finder<'a> {
                 })
                 .collect(),
             notes: self.notes,
+            iscsi: Vec::new(),
         }
     }
 }

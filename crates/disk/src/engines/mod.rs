@@ -3,6 +3,7 @@
 //! completions; the engine decides how they reach the kernel.
 
 pub mod io_uring;
+pub mod iscsi;
 pub mod null;
 pub mod psync;
 
@@ -50,6 +51,37 @@ pub trait Engine {
     fn drain(&mut self) -> usize {
         0
     }
+    /// Why the I/O last completed on `slot` failed, when the engine knows
+    /// more than an errno (iSCSI: the SCSI status and sense).
+    fn explain(&self, _slot: usize) -> Option<String> {
+        None
+    }
+    /// What the run should know about the engine once it is over (iSCSI:
+    /// the target's command window limited the depth).
+    fn report(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A target as one worker's engine gets it: an open file or device, or an
+/// iSCSI LUN its engine logs in to itself.
+#[derive(Debug)]
+pub enum Opened {
+    File(File),
+    Iscsi(iscsi::Lun),
+}
+
+/// The files of `opened`, for the engines that take files.
+fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
+    (opened.into_iter())
+        .map(|o| match o {
+            Opened::File(f) => Ok(f),
+            Opened::Iscsi(l) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the {} engine cannot drive an iSCSI target ({})", engine.name(), l.url),
+            )),
+        })
+        .collect()
 }
 
 /// Which engine a worker builds. io_uring needs its ring created on the
@@ -60,6 +92,7 @@ pub enum EngineKind {
     IoUring,
     Psync,
     Null,
+    Iscsi,
 }
 
 impl EngineKind {
@@ -68,26 +101,47 @@ impl EngineKind {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
+            EngineKind::Iscsi => "iscsi",
         }
     }
 
-    /// Builds the engine for one worker over its `files`: `depth` slots of
+    /// Builds the engine for one worker over its targets: `depth` slots of
     /// `bs` bytes each (the largest transfer). The second value is a note
-    /// about how the engine had to adapt.
+    /// about how the engine had to adapt (or, for iSCSI, what it negotiated).
     pub fn open(
         self,
-        files: Vec<File>,
+        opened: Vec<Opened>,
         depth: usize,
         bs: usize,
         seed: u64,
     ) -> io::Result<(Box<dyn Engine>, Option<String>)> {
         match self {
+            EngineKind::Iscsi => {
+                let luns = (opened.into_iter())
+                    .map(|o| match o {
+                        Opened::Iscsi(l) => Ok(l),
+                        Opened::File(_) => Err(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "the iscsi engine drives iscsi:// targets only",
+                        )),
+                    })
+                    .collect::<io::Result<Vec<_>>>()?;
+                let (e, note) = iscsi::IscsiEngine::new(luns, depth, bs, seed)?;
+                Ok((Box::new(e), note))
+            }
             EngineKind::IoUring => {
+                let files = files(self, opened)?;
                 let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
                 Ok((Box::new(e), note))
             }
-            EngineKind::Psync => Ok((Box::new(psync::PsyncEngine::new(files, bs, seed)?), None)),
-            EngineKind::Null => Ok((Box::new(null::NullEngine::on(depth, &files)), None)),
+            EngineKind::Psync => {
+                let files = files(self, opened)?;
+                Ok((Box::new(psync::PsyncEngine::new(files, bs, seed)?), None))
+            }
+            EngineKind::Null => {
+                let files = files(self, opened)?;
+                Ok((Box::new(null::NullEngine::on(depth, &files)), None))
+            }
         }
     }
 }

@@ -1,0 +1,193 @@
+//! One TCP connection to a portal: a non-blocking socket with a reused
+//! receive buffer (PDUs are decoded from it in place) and a reused send
+//! buffer (PDUs are encoded into it and flushed as the socket takes them).
+
+use crate::pdu::{Bhs, Decoder, Digests, PduError, BHS_LEN, MAX_AHS_LEN};
+use crate::Error;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::ops::Range;
+use std::os::unix::io::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// Bytes read from the socket per call at most, beyond the PDU in hand:
+/// enough for a full window of small Data-In PDUs in one `recv`.
+const RX_CHUNK: usize = 256 * 1024;
+
+pub(crate) struct Conn {
+    sock: TcpStream,
+    pub portal: String,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    pub tx: Vec<u8>,
+    tx_pos: usize,
+    pub dec: Decoder,
+}
+
+impl Conn {
+    pub fn connect(portal: &str, timeout: Duration) -> Result<Conn, Error> {
+        let addrs: Vec<_> = portal
+            .to_socket_addrs()
+            .map_err(|e| Error::connect(portal, format!("cannot resolve: {e}")))?
+            .collect();
+        let mut last = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, timeout) {
+                Ok(sock) => {
+                    sock.set_nodelay(true)
+                        .and_then(|()| sock.set_nonblocking(true))
+                        .map_err(|e| Error::connect(portal, e.to_string()))?;
+                    return Ok(Conn {
+                        sock,
+                        portal: portal.to_string(),
+                        rx: vec![0; RX_CHUNK + BHS_LEN + MAX_AHS_LEN + 8192 + 8],
+                        rx_start: 0,
+                        rx_end: 0,
+                        tx: Vec::with_capacity(64 * 1024),
+                        tx_pos: 0,
+                        dec: Decoder {
+                            digests: Digests::default(),
+                            max_data: 8192,
+                        },
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let why = match last {
+            Some(e) if e.kind() == ErrorKind::TimedOut => {
+                format!("no answer to the TCP connect within {}", secs(timeout))
+            }
+            Some(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                "connection refused (nothing listens on that port)".to_string()
+            }
+            Some(e) => e.to_string(),
+            None => "the name resolves to no address".to_string(),
+        };
+        Err(Error::connect(portal, why))
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.sock.as_raw_fd()
+    }
+
+    pub fn wants_write(&self) -> bool {
+        self.tx_pos < self.tx.len()
+    }
+
+    /// Sends what the socket takes without blocking.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        while self.tx_pos < self.tx.len() {
+            match (&self.sock).write(&self.tx[self.tx_pos..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => self.tx_pos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.tx.clear();
+        self.tx_pos = 0;
+        Ok(())
+    }
+
+    /// Reads what the socket has without blocking; false when nothing was
+    /// there. The end of the stream is an error: a target never closes a
+    /// connection we did not log out.
+    pub fn fill(&mut self) -> std::io::Result<bool> {
+        let need = match self.dec.frame_len(&self.rx[self.rx_start..self.rx_end]) {
+            Ok(Some(n)) => n,
+            _ => BHS_LEN,
+        };
+        if self.rx.len() - self.rx_start < need.max(BHS_LEN) + 4096 {
+            // Move the partial PDU to the front (or grow, for a PDU larger
+            // than the buffer: bounded by the decoder's max_data).
+            self.rx.copy_within(self.rx_start..self.rx_end, 0);
+            self.rx_end -= self.rx_start;
+            self.rx_start = 0;
+            if self.rx.len() < need + 4096 {
+                self.rx.resize(need + RX_CHUNK, 0);
+            }
+        }
+        loop {
+            match (&self.sock).read(&mut self.rx[self.rx_end..]) {
+                Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    self.rx_end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next whole PDU in the receive buffer: its header and where its
+    /// data segment lies in `rx()`. It stays there until `consume`.
+    pub fn next_pdu(&mut self) -> Result<Option<(Bhs, Range<usize>, usize)>, PduError> {
+        let buf = &self.rx[self.rx_start..self.rx_end];
+        match self.dec.decode(buf)? {
+            None => Ok(None),
+            Some((pdu, n)) => {
+                let off = pdu.data.as_ptr() as usize - buf.as_ptr() as usize + self.rx_start;
+                Ok(Some((pdu.bhs, off..off + pdu.data.len(), n)))
+            }
+        }
+    }
+
+    pub fn rx(&self) -> &[u8] {
+        &self.rx
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.rx_start += n;
+        if self.rx_start == self.rx_end {
+            self.rx_start = 0;
+            self.rx_end = 0;
+        }
+    }
+
+    /// Waits until the socket is readable (or writable, while there is
+    /// something to send) or `until`; false on timeout.
+    pub fn wait(&self, until: Instant) -> std::io::Result<bool> {
+        let mut p = [pollfd(self.fd(), self.wants_write())];
+        poll(&mut p, until).map(|n| n > 0)
+    }
+}
+
+pub(crate) fn pollfd(fd: i32, write: bool) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN | if write { libc::POLLOUT } else { 0 },
+        revents: 0,
+    }
+}
+
+/// poll(2) until `until`, retried on EINTR; the number of ready fds.
+/// (The disk engine polls several sessions' sockets with it.)
+pub fn poll(fds: &mut [libc::pollfd], until: Instant) -> std::io::Result<usize> {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        let ms = if ms == 0 && !left.is_zero() { 1 } else { ms };
+        // SAFETY: fds is a valid slice of pollfd for its length.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+pub(crate) fn secs(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}

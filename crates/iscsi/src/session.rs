@@ -1,0 +1,1123 @@
+//! A session: login (security and operational negotiation), then the
+//! full-feature phase with its command window. One connection per session,
+//! ErrorRecoveryLevel 0: any protocol fault ends the session with an error
+//! that names the state it was in.
+//!
+//! The hot path (`submit`, `progress`) works on a non-blocking socket and
+//! reused buffers: a command becomes a PDU encoded into the send buffer (its
+//! immediate and unsolicited data copied behind it), Data-In is copied from
+//! the receive buffer straight into the caller's I/O buffer, and the task
+//! table is fixed at login. Nothing is allocated per I/O.
+
+use crate::conn::{self, secs, Conn};
+use crate::pdu::{self, op, sn_le, sn_lt, Bhs, Digests, In, NO_TAG};
+use crate::{chap, scsi, text, Error, ErrorKind};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+/// How a session is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub initiator_name: String,
+    pub secrets: Option<chap::Secrets>,
+    pub offer: text::Offer,
+    /// Login, every command, logout: a target silent for this long ends the
+    /// session with an error.
+    pub timeout: Duration,
+}
+
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            initiator_name: default_initiator_name(),
+            secrets: None,
+            offer: text::Offer::default(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// `iqn.2026-11.org.iotoll:HOSTNAME`: the host is named so a target's logs
+/// and ACLs can tell initiators apart.
+pub fn default_initiator_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..n])
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    } else {
+        "host".to_string()
+    };
+    format!("iqn.2026-11.org.iotoll:{host}")
+}
+
+/// What a session negotiated, for the run's disclosure.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionInfo {
+    pub portal: String,
+    pub target: String,
+    pub initiator: String,
+    pub isid: String,
+    pub tsih: u16,
+    /// "None", "CHAP" or "CHAP (mutual)".
+    pub auth: String,
+    pub header_digest: String,
+    pub data_digest: String,
+    /// Every negotiated operational key with its result.
+    pub negotiated: Vec<(String, String)>,
+}
+
+/// A target found by SendTargets discovery.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Discovered {
+    pub name: String,
+    /// TargetAddress values: `host:port,tpgt`.
+    pub addresses: Vec<String>,
+}
+
+/// The command window as the I/Os saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowStats {
+    /// Commands that had to wait because CmdSN was past MaxCmdSN.
+    pub waited: u64,
+    pub commands: u64,
+    /// The smallest window (MaxCmdSN - ExpCmdSN + 1) seen in the
+    /// full-feature phase.
+    pub min_window: u32,
+    /// Commands retried after a UNIT ATTENTION.
+    pub unit_attentions: u64,
+    /// Async messages of SCSI events (event 0) received.
+    pub async_events: u64,
+}
+
+/// Outcome of a command run to completion by [`Session::command`].
+#[derive(Debug, Clone)]
+pub struct CmdOutcome {
+    pub status: u8,
+    pub sense: Option<scsi::Sense>,
+    pub data: Vec<u8>,
+}
+
+struct Task {
+    live: bool,
+    gen: u16,
+    read: bool,
+    lun: [u8; 8],
+    cdb: [u8; 16],
+    len: u32,
+    buf: *mut u8,
+    got: u32,
+    since: Instant,
+    retries: u8,
+    status: u8,
+    sense: Option<scsi::Sense>,
+    error: Option<String>,
+}
+
+impl Task {
+    fn new(now: Instant) -> Task {
+        Task {
+            live: false,
+            gen: 0,
+            read: true,
+            lun: [0; 8],
+            cdb: [0; 16],
+            len: 0,
+            buf: std::ptr::null_mut(),
+            got: 0,
+            since: now,
+            retries: 0,
+            status: 0,
+            sense: None,
+            error: None,
+        }
+    }
+
+    fn itt(&self, slot: usize) -> u32 {
+        (self.gen as u32) << 16 | slot as u32
+    }
+
+    fn describe(&self, slot: usize) -> String {
+        let name = match self.cdb[0] {
+            0x88 => "READ(16)",
+            0x8a => "WRITE(16)",
+            0x12 => "INQUIRY",
+            0xa0 => "REPORT LUNS",
+            0x9e => "READ CAPACITY(16)",
+            0x00 => "TEST UNIT READY",
+            _ => "SCSI command",
+        };
+        let mut s = name.to_string();
+        if matches!(self.cdb[0], 0x88 | 0x8a) {
+            let lba = u64::from_be_bytes(self.cdb[2..10].try_into().unwrap_or([0; 8]));
+            let blocks = u32::from_be_bytes(self.cdb[10..14].try_into().unwrap_or([0; 4]));
+            let _ = write!(s, " of {blocks} blocks at LBA {lba}");
+        }
+        let _ = write!(s, " (ITT 0x{:08x})", self.itt(slot));
+        s
+    }
+}
+
+/// Slots are 16 bits of the ITT; the other 16 are a generation, so a late
+/// PDU for a reused slot is recognized as stale.
+pub const MAX_SLOTS: usize = 0xffff;
+
+/// A logged-in session with `slots` task slots, plus one for its own
+/// commands (`command`).
+pub struct Session {
+    conn: Conn,
+    pub info: SessionInfo,
+    pub params: text::Params,
+    timeout: Duration,
+    cmd_sn: u32,
+    exp_cmd_sn: u32,
+    max_cmd_sn: u32,
+    exp_stat_sn: u32,
+    tasks: Vec<Task>,
+    /// Slots submitted but held back by the command window.
+    waiting: VecDeque<usize>,
+    live: usize,
+    stats: WindowStats,
+    now: Instant,
+    last_scan: Instant,
+    closed: bool,
+}
+
+// SAFETY: the raw buffer pointers in tasks are the caller's (see `submit`);
+// a session is used by one thread at a time.
+unsafe impl Send for Session {}
+
+static ISID_QUALIFIER: AtomicU16 = AtomicU16::new(1);
+
+fn new_isid() -> [u8; 6] {
+    let (_, c) = chap::new_challenge();
+    let q = ISID_QUALIFIER.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+    // Type 10b: random (RFC 7143 §11.12.5).
+    [0x80, c[0], c[1], c[2], q[0], q[1]]
+}
+
+fn closed_err(portal: &str, state: &str, e: &std::io::Error) -> Error {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => Error::new(
+            ErrorKind::Closed,
+            format!("iSCSI {portal}: the target closed the connection during {state}"),
+        ),
+        _ => Error::new(
+            ErrorKind::Closed,
+            format!("iSCSI {portal}: socket error during {state}: {e}"),
+        ),
+    }
+}
+
+fn protocol(portal: &str, state: &str, what: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::Protocol,
+        format!("iSCSI {portal}: protocol error during {state}: {what}"),
+    )
+}
+
+/// One request and its answer, outside the full-feature phase (login,
+/// discovery, logout): sends `bhs` with `data` and waits for the next PDU.
+fn exchange(
+    conn: &mut Conn,
+    bhs: Bhs,
+    data: &[u8],
+    timeout: Duration,
+    state: &str,
+) -> Result<(Bhs, Vec<u8>), Error> {
+    let digests = conn.dec.digests;
+    pdu::encode(&mut conn.tx, bhs, data, digests);
+    let until = Instant::now() + timeout;
+    loop {
+        conn.flush().map_err(|e| closed_err(&conn.portal, state, &e))?;
+        match conn.next_pdu() {
+            Err(e) => return Err(protocol(&conn.portal, state, e)),
+            Ok(Some((bhs, range, n))) => {
+                let data = conn.rx()[range].to_vec();
+                conn.consume(n);
+                return Ok((bhs, data));
+            }
+            Ok(None) => {}
+        }
+        if conn.fill().map_err(|e| closed_err(&conn.portal, state, &e))? {
+            continue;
+        }
+        if !conn
+            .wait(until)
+            .map_err(|e| closed_err(&conn.portal, state, &e))?
+        {
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "iSCSI {}: no answer within {} during {state}",
+                    conn.portal,
+                    secs(timeout)
+                ),
+            ));
+        }
+    }
+}
+
+struct LoggedIn {
+    params: text::Params,
+    tsih: u16,
+    exp_stat_sn: u32,
+    cmd_sn: u32,
+    exp_cmd_sn: u32,
+    max_cmd_sn: u32,
+    auth: String,
+    negotiated: Vec<(String, String)>,
+}
+
+/// The login phase, from the first Login Request to the full-feature phase.
+fn login_phase(
+    conn: &mut Conn,
+    cfg: &Config,
+    target: Option<&str>,
+    isid: [u8; 6],
+) -> Result<LoggedIn, Error> {
+    let portal = conn.portal.clone();
+    let cmd_sn = 1u32;
+    let mut exp_stat_sn = 0u32;
+    let mut itt = 0u32;
+    let mut data = Vec::new();
+    // One Login Request/Response; status errors become login errors.
+    let mut step = |conn: &mut Conn,
+                    keys: &[(&str, &str)],
+                    transit: bool,
+                    csg: u8,
+                    nsg: u8,
+                    state: &str|
+     -> Result<(In, Vec<(String, String)>), Error> {
+        data.clear();
+        text::encode(keys, &mut data);
+        let req = pdu::login_request(transit, csg, nsg, isid, 0, itt, 0, cmd_sn, exp_stat_sn);
+        let (bhs, body) = exchange(conn, req, &data, cfg.timeout, state)?;
+        itt = itt.wrapping_add(1);
+        let resp = pdu::parse_in(&bhs).map_err(|e| protocol(&portal, state, e))?;
+        let In::LoginResponse {
+            class,
+            detail,
+            sn,
+            ..
+        } = resp
+        else {
+            if bhs.opcode() == op::REJECT {
+                return Err(protocol(
+                    &portal,
+                    state,
+                    format!("the target rejected our Login Request ({})", pdu::reject_reason(bhs.byte(2))),
+                ));
+            }
+            return Err(protocol(
+                &portal,
+                state,
+                format!("expected a Login Response, got {}", pdu::op_name(bhs.opcode())),
+            ));
+        };
+        exp_stat_sn = sn.stat_sn.wrapping_add(1);
+        if class != 0 {
+            let kind = match (class, detail) {
+                (2, 1) => ErrorKind::Auth,
+                _ => ErrorKind::Login,
+            };
+            let mut msg = format!(
+                "iSCSI {portal}: login refused during {state}: {}",
+                pdu::login_status(class, detail)
+            );
+            if (class, detail) == (2, 1) {
+                msg.push_str(" — check the username and secret in --chap-secret-file");
+            }
+            if (class, detail) == (2, 3) {
+                if let Some(t) = target {
+                    let _ = write!(msg, ": {t} (see `iotoll iscsi discover {portal}`)");
+                }
+            }
+            return Err(Error::new(kind, msg));
+        }
+        let pairs = text::decode(&body).map_err(|e| protocol(&portal, state, e))?;
+        Ok((resp, pairs))
+    };
+    let transit_to = |r: &In| match *r {
+        In::LoginResponse { transit, nsg, .. } => transit.then_some(nsg),
+        _ => None,
+    };
+
+    // Security negotiation.
+    let session_type = if target.is_some() { "Normal" } else { "Discovery" };
+    let mut first: Vec<(&str, &str)> = vec![
+        ("InitiatorName", cfg.initiator_name.as_str()),
+        ("SessionType", session_type),
+    ];
+    if let Some(t) = target {
+        first.push(("TargetName", t));
+    }
+    let auth;
+    let security = "login (security negotiation)";
+    match &cfg.secrets {
+        None => {
+            first.push(("AuthMethod", "None"));
+            let (r, pairs) = step(conn, &first, true, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, security)?;
+            if let Some((_, v)) = pairs.iter().find(|(k, _)| k == "AuthMethod") {
+                if v != "None" {
+                    return Err(Error::new(
+                        ErrorKind::Auth,
+                        format!("iSCSI {portal}: the target requires authentication (AuthMethod={v}); give the CHAP secret with --chap-secret-file"),
+                    ));
+                }
+            }
+            if transit_to(&r) != Some(pdu::STAGE_OPERATIONAL) {
+                return Err(protocol(&portal, security, "the target did not move on to operational negotiation"));
+            }
+            auth = "None".to_string();
+        }
+        Some(secrets) => {
+            first.push(("AuthMethod", "CHAP"));
+            let (_, pairs) = step(conn, &first, false, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, security)?;
+            match pairs.iter().find(|(k, _)| k == "AuthMethod") {
+                Some((_, v)) if v == "CHAP" => {}
+                other => {
+                    return Err(Error::new(
+                        ErrorKind::Auth,
+                        format!(
+                            "iSCSI {portal}: the target does not use CHAP for this target (AuthMethod={}); drop --chap-secret-file or set up a CHAP account on the target",
+                            other.map_or("<none>", |(_, v)| v.as_str())
+                        ),
+                    ))
+                }
+            }
+            let chap_state = "login (CHAP)";
+            let (_, challenge) = step(conn, &[("CHAP_A", "5")], false, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, chap_state)?;
+            let (answer, ours) = chap::initiator_reply(secrets, &challenge)
+                .map_err(|e| Error::new(ErrorKind::Auth, format!("iSCSI {portal}: CHAP: {e}")))?;
+            let keys: Vec<(&str, &str)> = answer.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let (r, reply) = step(conn, &keys, true, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, chap_state)?;
+            if let Some(ours) = &ours {
+                chap::check_target_response(secrets, ours, &reply)
+                    .map_err(|e| Error::new(ErrorKind::Auth, format!("iSCSI {portal}: {e}")))?;
+            }
+            if transit_to(&r) != Some(pdu::STAGE_OPERATIONAL) {
+                return Err(protocol(&portal, chap_state, "the target did not move on to operational negotiation after CHAP"));
+            }
+            auth = if ours.is_some() { "CHAP (mutual)" } else { "CHAP" }.to_string();
+        }
+    }
+
+    // Operational negotiation.
+    let state = "login (operational negotiation)";
+    let mut neg = text::Negotiation::new(&cfg.offer);
+    let mut keys: Vec<(String, String)> = text::offer_keys(&cfg.offer);
+    if target.is_none() {
+        // Discovery sessions negotiate only these (the rest is Irrelevant).
+        keys.retain(|(k, _)| matches!(k.as_str(), "HeaderDigest" | "DataDigest" | "MaxRecvDataSegmentLength"));
+    }
+    let mut last = None;
+    for _ in 0..8 {
+        let refs: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (r, pairs) = step(conn, &refs, true, pdu::STAGE_OPERATIONAL, pdu::STAGE_FULL_FEATURE, state)?;
+        keys = neg
+            .apply_response(&pairs)
+            .map_err(|e| Error::new(ErrorKind::Login, format!("iSCSI {portal}: {state}: {e}")))?;
+        if transit_to(&r) == Some(pdu::STAGE_FULL_FEATURE) {
+            last = Some(r);
+            break;
+        }
+    }
+    let Some(In::LoginResponse { tsih, sn, .. }) = last else {
+        return Err(protocol(&portal, state, "the target did not reach the full-feature phase after 8 rounds"));
+    };
+    let params = neg.params();
+    let negotiated = text::params_pairs(&params);
+    Ok(LoggedIn {
+        params,
+        tsih,
+        exp_stat_sn,
+        cmd_sn,
+        exp_cmd_sn: sn.exp_cmd_sn,
+        max_cmd_sn: sn.max_cmd_sn,
+        auth,
+        negotiated,
+    })
+}
+
+fn digest_name(on: bool) -> String {
+    if on { "CRC32C" } else { "None" }.to_string()
+}
+
+/// SendTargets discovery on a discovery session.
+pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
+    let mut conn = Conn::connect(portal, cfg.timeout)?;
+    let li = login_phase(&mut conn, cfg, None, new_isid())?;
+    conn.dec.digests = Digests {
+        header: li.params.header_digest,
+        data: li.params.data_digest,
+    };
+    conn.dec.max_data = li.params.max_recv_dsl_initiator.max(8192);
+    let state = "discovery (SendTargets)";
+    let mut body = Vec::new();
+    let mut data = Vec::new();
+    text::encode(&[("SendTargets", "All")], &mut data);
+    let (mut cmd_sn, mut exp_stat_sn, mut ttt, mut itt) = (li.cmd_sn, li.exp_stat_sn, NO_TAG, 1u32);
+    for _ in 0..1000 {
+        let req = pdu::text_request(itt, ttt, cmd_sn, exp_stat_sn);
+        let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state)?;
+        match pdu::parse_in(&bhs).map_err(|e| protocol(portal, state, e))? {
+            In::TextResponse {
+                final_,
+                ttt: t,
+                sn,
+                ..
+            } => {
+                body.extend_from_slice(&chunk);
+                exp_stat_sn = sn.stat_sn.wrapping_add(1);
+                if final_ {
+                    break;
+                }
+                // The answer continues: ask for the rest with an empty request.
+                ttt = t;
+                data.clear();
+            }
+            In::Reject { reason, .. } => {
+                return Err(protocol(portal, state, format!("the target rejected SendTargets ({})", pdu::reject_reason(reason))))
+            }
+            _ => {
+                return Err(protocol(portal, state, format!("expected a Text Response, got {}", pdu::op_name(bhs.opcode()))))
+            }
+        }
+        itt += 1;
+        cmd_sn = cmd_sn.wrapping_add(0); // immediate: CmdSN does not advance
+    }
+    let pairs = text::decode(&body).map_err(|e| protocol(portal, state, e))?;
+    let mut found: Vec<Discovered> = Vec::new();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "TargetName" => found.push(Discovered {
+                name: v,
+                addresses: Vec::new(),
+            }),
+            "TargetAddress" => {
+                if let Some(t) = found.last_mut() {
+                    t.addresses.push(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Best effort: the answer is in hand.
+    let req = pdu::logout_request(itt + 1, cmd_sn, exp_stat_sn);
+    let _ = exchange(&mut conn, req, &[], cfg.timeout.min(Duration::from_secs(2)), "logout");
+    Ok(found)
+}
+
+impl Session {
+    /// Connects to `portal`, logs in to `target` and gets `slots` task slots
+    /// ready.
+    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session, Error> {
+        let slots = slots.min(MAX_SLOTS - 1);
+        let mut conn = Conn::connect(portal, cfg.timeout)?;
+        let isid = new_isid();
+        let li = login_phase(&mut conn, cfg, Some(target), isid)?;
+        let p = &li.params;
+        conn.dec.digests = Digests {
+            header: p.header_digest,
+            data: p.data_digest,
+        };
+        conn.dec.max_data = p.max_recv_dsl_initiator.max(512);
+        let now = Instant::now();
+        let info = SessionInfo {
+            portal: portal.to_string(),
+            target: target.to_string(),
+            initiator: cfg.initiator_name.clone(),
+            isid: isid.iter().map(|b| format!("{b:02x}")).collect(),
+            tsih: li.tsih,
+            auth: li.auth,
+            header_digest: digest_name(p.header_digest),
+            data_digest: digest_name(p.data_digest),
+            negotiated: li.negotiated,
+        };
+        Ok(Session {
+            conn,
+            info,
+            params: li.params,
+            timeout: cfg.timeout,
+            cmd_sn: li.cmd_sn,
+            exp_cmd_sn: li.exp_cmd_sn,
+            max_cmd_sn: li.max_cmd_sn,
+            exp_stat_sn: li.exp_stat_sn,
+            tasks: (0..=slots).map(|_| Task::new(now)).collect(),
+            waiting: VecDeque::with_capacity(slots + 1),
+            live: 0,
+            stats: WindowStats {
+                min_window: u32::MAX,
+                ..Default::default()
+            },
+            now,
+            last_scan: now,
+            closed: false,
+        })
+    }
+
+    pub fn stats(&self) -> WindowStats {
+        let mut s = self.stats;
+        if s.min_window == u32::MAX {
+            s.min_window = self.window();
+        }
+        s
+    }
+
+    /// MaxCmdSN - ExpCmdSN + 1: how many commands the target takes now.
+    pub fn window(&self) -> u32 {
+        self.max_cmd_sn
+            .wrapping_sub(self.exp_cmd_sn)
+            .wrapping_add(1)
+            .min(1 << 31)
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.live
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.conn.fd()
+    }
+
+    pub fn pollfd(&self) -> libc::pollfd {
+        conn::pollfd(self.conn.fd(), self.conn.wants_write())
+    }
+
+    /// Why the I/O last completed on `slot` failed (status, sense), if it did.
+    pub fn explain(&self, slot: usize) -> Option<&str> {
+        self.tasks.get(slot).and_then(|t| t.error.as_deref())
+    }
+
+    fn state(&self) -> String {
+        let mut s = String::from("the full-feature phase");
+        if self.live > 0 {
+            let oldest = (self.tasks.iter().enumerate())
+                .filter(|(_, t)| t.live)
+                .min_by_key(|(_, t)| t.since);
+            let _ = write!(s, " with {} command(s) outstanding", self.live);
+            if let Some((slot, t)) = oldest {
+                let _ = write!(s, ", the oldest a {}", t.describe(slot));
+            }
+        }
+        s
+    }
+
+    /// Starts a READ(16) or WRITE(16) of `len` bytes at byte `offset` of
+    /// `lun` on task `slot`. `offset` and `len` are multiples of the
+    /// block size `block`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for `len` bytes (written for a read, read for a
+    /// write) until the completion of `slot` is reported, or the session is
+    /// dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn submit_io(
+        &mut self,
+        slot: usize,
+        lun: u64,
+        read: bool,
+        offset: u64,
+        len: u32,
+        block: u32,
+        buf: *mut u8,
+    ) -> Result<(), Error> {
+        let (lba, blocks) = (offset / block as u64, len / block);
+        let cdb = if read {
+            scsi::read16(lba, blocks)
+        } else {
+            scsi::write16(lba, blocks)
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.submit(slot, scsi::encode_lun(lun), cdb, read, len, buf) }
+    }
+
+    /// Starts `cdb` on task `slot`.
+    ///
+    /// # Safety
+    /// As for [`Session::submit_io`].
+    pub unsafe fn submit(
+        &mut self,
+        slot: usize,
+        lun: [u8; 8],
+        cdb: [u8; 16],
+        read: bool,
+        len: u32,
+        buf: *mut u8,
+    ) -> Result<(), Error> {
+        let now = self.now;
+        let Some(t) = self.tasks.get_mut(slot) else {
+            return Err(Error::new(ErrorKind::Protocol, format!("no task slot {slot}")));
+        };
+        if t.live {
+            return Err(Error::new(ErrorKind::Protocol, format!("task slot {slot} is busy")));
+        }
+        t.live = true;
+        t.gen = t.gen.wrapping_add(1);
+        t.read = read;
+        t.lun = lun;
+        t.cdb = cdb;
+        t.len = len;
+        t.buf = buf;
+        t.got = 0;
+        t.since = now;
+        t.retries = 0;
+        t.status = 0;
+        t.sense = None;
+        t.error = None;
+        self.live += 1;
+        self.stats.commands += 1;
+        if self.waiting.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+            self.send_command(slot);
+        } else {
+            self.stats.waited += 1;
+            self.waiting.push_back(slot);
+        }
+        Ok(())
+    }
+
+    /// Encodes the command on `slot` (and the data it may send unsolicited)
+    /// into the send buffer, taking the next CmdSN.
+    fn send_command(&mut self, slot: usize) {
+        let p = &self.params;
+        let digests = self.conn.dec.digests;
+        let t = &mut self.tasks[slot];
+        let itt = t.itt(slot);
+        let (mut imm, mut unsolicited) = (0u32, 0u32);
+        if !t.read && t.len > 0 {
+            let first = if p.immediate_data || !p.initial_r2t {
+                t.len.min(p.first_burst)
+            } else {
+                0
+            };
+            if p.immediate_data {
+                imm = first.min(p.max_recv_dsl_target);
+            }
+            if !p.initial_r2t {
+                unsolicited = first;
+            }
+        }
+        let final_ = unsolicited <= imm;
+        let bhs = pdu::scsi_command(
+            itt,
+            t.lun,
+            t.read,
+            !t.read,
+            final_,
+            t.len,
+            self.cmd_sn,
+            self.exp_stat_sn,
+            &t.cdb,
+        );
+        self.cmd_sn = self.cmd_sn.wrapping_add(1);
+        // SAFETY: the buffer is valid for len bytes (submit's contract).
+        let data = |off: u32, n: u32| unsafe {
+            std::slice::from_raw_parts(t.buf.add(off as usize), n as usize)
+        };
+        pdu::encode(&mut self.conn.tx, bhs, data(0, imm), digests);
+        // Unsolicited Data-Out, up to FirstBurstLength, in PDUs the target
+        // takes.
+        let mut off = imm;
+        let mut data_sn = 0;
+        while off < unsolicited {
+            let n = (unsolicited - off).min(p.max_recv_dsl_target);
+            let last = off + n == unsolicited;
+            let b = pdu::data_out(itt, NO_TAG, t.lun, self.exp_stat_sn, data_sn, off, last);
+            pdu::encode(&mut self.conn.tx, b, data(off, n), digests);
+            off += n;
+            data_sn += 1;
+        }
+    }
+
+    /// Sends the commands held back by the window, as far as it now allows.
+    fn launch_waiting(&mut self) {
+        while sn_le(self.cmd_sn, self.max_cmd_sn) {
+            let Some(slot) = self.waiting.pop_front() else {
+                break;
+            };
+            self.send_command(slot);
+        }
+    }
+
+    fn note_sn(&mut self, b: &Bhs, has_status: bool) {
+        if has_status && sn_le(self.exp_stat_sn, b.stat_sn()) {
+            self.exp_stat_sn = b.stat_sn().wrapping_add(1);
+        }
+        let (exp, max) = (b.exp_cmd_sn(), b.max_cmd_sn());
+        // MaxCmdSN below ExpCmdSN - 1 is invalid and ignored (§4.2.2.1).
+        if !sn_lt(max, exp.wrapping_sub(1)) {
+            if sn_lt(self.exp_cmd_sn, exp) {
+                self.exp_cmd_sn = exp;
+            }
+            if sn_lt(self.max_cmd_sn, max) {
+                self.max_cmd_sn = max;
+            }
+            let w = self.window();
+            if w < self.stats.min_window {
+                self.stats.min_window = w;
+            }
+        }
+    }
+
+    fn task_of(&self, itt: u32, what: u8) -> Result<usize, Error> {
+        let slot = (itt & 0xffff) as usize;
+        match self.tasks.get(slot) {
+            Some(t) if t.live && t.itt(slot) == itt => Ok(slot),
+            _ => Err(protocol(
+                &self.conn.portal,
+                &self.state(),
+                format!("{} for ITT 0x{itt:08x}, which names no outstanding command", pdu::op_name(what)),
+            )),
+        }
+    }
+
+    /// A task is over: its slot is free again, and `done` hears of it
+    /// (bytes transferred, or a negative errno with the reason kept for
+    /// `explain`).
+    fn finish(&mut self, slot: usize, residual: pdu::Residual, done: &mut dyn FnMut(usize, i64)) {
+        let t = &mut self.tasks[slot];
+        t.live = false;
+        self.live -= 1;
+        let res = if t.status == scsi::STATUS_GOOD {
+            let short = if residual.underflow { residual.count.min(t.len) } else { 0 };
+            (t.len - short) as i64
+        } else {
+            let mut why = format!("{}: SCSI status {}", t.describe(slot), scsi::status_name(t.status));
+            if let Some(s) = &t.sense {
+                let _ = write!(why, ", sense {s}");
+            }
+            t.error = Some(why);
+            -(libc::EIO as i64)
+        };
+        done(slot, res);
+    }
+
+    /// Handles one PDU from the target.
+    fn handle(&mut self, bhs: Bhs, data: std::ops::Range<usize>, done: &mut dyn FnMut(usize, i64)) -> Result<(), Error> {
+        let parsed = pdu::parse_in(&bhs).map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+        match parsed {
+            In::DataIn {
+                itt,
+                status,
+                residual,
+                offset,
+                ..
+            } => {
+                self.note_sn(&bhs, status.is_some());
+                let slot = self.task_of(itt, op::DATA_IN)?;
+                let n = data.len() as u32;
+                let t = &mut self.tasks[slot];
+                if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
+                    let what = format!(
+                        "Data-In of {n} bytes at offset {offset} for a {} of {} bytes",
+                        t.describe(slot),
+                        t.len
+                    );
+                    return Err(protocol(&self.conn.portal, &self.state(), what));
+                }
+                // SAFETY: offset + n <= len, and buf is valid for len bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.conn.rx()[data].as_ptr(),
+                        t.buf.add(offset as usize),
+                        n as usize,
+                    );
+                }
+                t.got += n;
+                if let Some(s) = status {
+                    t.status = s;
+                    self.finish(slot, residual, done);
+                }
+            }
+            In::ScsiResponse {
+                itt,
+                response,
+                status,
+                residual,
+                ..
+            } => {
+                self.note_sn(&bhs, true);
+                let slot = self.task_of(itt, op::SCSI_RESPONSE)?;
+                let sense = if status == scsi::STATUS_CHECK_CONDITION {
+                    scsi::parse_iscsi_sense(&self.conn.rx()[data])
+                } else {
+                    None
+                };
+                let t = &mut self.tasks[slot];
+                if response != 0 {
+                    t.status = 0xff;
+                    t.error = Some(format!(
+                        "{}: the target failed the command (iSCSI response 0x{response:02x})",
+                        t.describe(slot)
+                    ));
+                    t.live = false;
+                    self.live -= 1;
+                    done(slot, -(libc::EIO as i64));
+                    return Ok(());
+                }
+                if sense.as_ref().is_some_and(scsi::is_unit_attention) && t.retries < 3 {
+                    // A unit attention (reset, LUN inventory changed) is a
+                    // notice, not a failure: the command runs again.
+                    t.retries += 1;
+                    t.got = 0;
+                    self.stats.unit_attentions += 1;
+                    self.waiting.push_front(slot);
+                    return Ok(());
+                }
+                t.status = status;
+                t.sense = sense;
+                self.finish(slot, residual, done);
+            }
+            In::R2T {
+                itt, ttt, offset, len, ..
+            } => {
+                self.note_sn(&bhs, false);
+                let slot = self.task_of(itt, op::R2T)?;
+                let digests = self.conn.dec.digests;
+                let mrdsl = self.params.max_recv_dsl_target.max(512);
+                let t = &self.tasks[slot];
+                if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
+                    let what = format!("R2T for {len} bytes at offset {offset} of a {} of {} bytes", t.describe(slot), t.len);
+                    return Err(protocol(&self.conn.portal, &self.state(), what));
+                }
+                let (mut off, end, mut data_sn) = (offset, offset + len, 0u32);
+                while off < end {
+                    let n = (end - off).min(mrdsl);
+                    let b = pdu::data_out(itt, ttt, t.lun, self.exp_stat_sn, data_sn, off, off + n == end);
+                    // SAFETY: off + n <= len, and buf is valid for len bytes.
+                    let d = unsafe { std::slice::from_raw_parts(t.buf.add(off as usize), n as usize) };
+                    pdu::encode(&mut self.conn.tx, b, d, digests);
+                    off += n;
+                    data_sn += 1;
+                }
+            }
+            In::NopIn { itt, ttt, lun, .. } => {
+                self.note_sn(&bhs, itt != NO_TAG);
+                if ttt != NO_TAG {
+                    // The target pings: answer at once, without a CmdSN.
+                    let b = pdu::nop_out(NO_TAG, ttt, lun, self.cmd_sn, self.exp_stat_sn);
+                    pdu::encode(&mut self.conn.tx, b, &[], self.conn.dec.digests);
+                }
+            }
+            In::Async { event, code, params, .. } => {
+                self.note_sn(&bhs, true);
+                match event {
+                    0 => self.stats.async_events += 1,
+                    255 => {}
+                    1 => {
+                        return Err(Error::new(
+                            ErrorKind::Closed,
+                            format!("iSCSI {}: the target asked to end the session (Async event 1, logout within {} s) during {}", self.conn.portal, params[2], self.state()),
+                        ))
+                    }
+                    2 | 3 => {
+                        return Err(Error::new(
+                            ErrorKind::Closed,
+                            format!("iSCSI {}: the target announced it drops the connection (Async event {event}) during {}", self.conn.portal, self.state()),
+                        ))
+                    }
+                    4 => {
+                        return Err(protocol(&self.conn.portal, &self.state(), "the target asks to renegotiate parameters (Async event 4), which iotoll does not support"))
+                    }
+                    _ => {
+                        return Err(protocol(&self.conn.portal, &self.state(), format!("Async message with event {event} (vendor code {code})")))
+                    }
+                }
+            }
+            In::Reject { reason, .. } => {
+                self.note_sn(&bhs, true);
+                let d = &self.conn.rx()[data];
+                let what = if d.len() >= pdu::BHS_LEN {
+                    let mut h = [0u8; pdu::BHS_LEN];
+                    h.copy_from_slice(&d[..pdu::BHS_LEN]);
+                    let r = Bhs(h);
+                    format!("the target rejected our {} PDU (ITT 0x{:08x}): {}", pdu::op_name(r.opcode()), r.itt(), pdu::reject_reason(reason))
+                } else {
+                    format!("the target rejected a PDU: {}", pdu::reject_reason(reason))
+                };
+                return Err(protocol(&self.conn.portal, &self.state(), what));
+            }
+            other => {
+                let what = format!("unexpected {} in the full-feature phase", pdu::op_name(bhs.opcode()));
+                let _ = other;
+                return Err(protocol(&self.conn.portal, &self.state(), what));
+            }
+        }
+        Ok(())
+    }
+
+    /// Does all the socket allows without waiting: sends what is queued,
+    /// handles every PDU received; the number of commands completed.
+    pub fn progress(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+        if self.closed {
+            return Err(Error::new(ErrorKind::Closed, format!("iSCSI {}: the session is closed", self.conn.portal)));
+        }
+        let r = self.progress_inner(done);
+        if r.is_err() {
+            self.closed = true;
+        }
+        r
+    }
+
+    fn progress_inner(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+        let mut n = 0;
+        let mut counting = |slot: usize, res: i64| {
+            n += 1;
+            done(slot, res);
+        };
+        self.now = Instant::now();
+        loop {
+            self.conn
+                .flush()
+                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            let mut handled = false;
+            loop {
+                let next = self.conn.next_pdu().map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+                let Some((bhs, range, len)) = next else { break };
+                self.handle(bhs, range, &mut counting)?;
+                self.conn.consume(len);
+                handled = true;
+            }
+            if handled {
+                self.launch_waiting();
+                continue;
+            }
+            let got = self
+                .conn
+                .fill()
+                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            if !got {
+                break;
+            }
+        }
+        self.launch_waiting();
+        self.conn
+            .flush()
+            .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+        Ok(n)
+    }
+
+    /// An error if the oldest outstanding command has waited longer than
+    /// the timeout.
+    pub fn check_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        if self.live == 0 || now.duration_since(self.last_scan) < Duration::from_millis(100) {
+            return Ok(());
+        }
+        self.last_scan = now;
+        let oldest = (self.tasks.iter().enumerate())
+            .filter(|(_, t)| t.live)
+            .min_by_key(|(_, t)| t.since);
+        if let Some((slot, t)) = oldest {
+            if now.duration_since(t.since) > self.timeout {
+                let waiting = if self.waiting.contains(&slot) {
+                    format!(" (still waiting for the command window: CmdSN {} > MaxCmdSN {})", self.cmd_sn, self.max_cmd_sn)
+                } else {
+                    String::new()
+                };
+                self.closed = true;
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "iSCSI {}: no answer within {} to a {}{waiting}, with {} command(s) outstanding",
+                        self.conn.portal,
+                        secs(self.timeout),
+                        t.describe(slot),
+                        self.live
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Progress until at least `min` commands completed (or none is left).
+    pub fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+        let mut n = self.progress(done)?;
+        while n < min && self.live > 0 {
+            let until = Instant::now() + Duration::from_millis(100);
+            let mut p = [self.pollfd()];
+            conn::poll(&mut p, until).map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            n += self.progress(done)?;
+            self.check_timeout(Instant::now())?;
+        }
+        Ok(n)
+    }
+
+    /// Runs one command to completion on the session's own slot (the last
+    /// one): for INQUIRY, REPORT LUNS, READ CAPACITY. `data_in` is the
+    /// allocation length of a command that returns data.
+    pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome, Error> {
+        let slot = self.tasks.len() - 1;
+        let mut buf = vec![0u8; data_in as usize];
+        // SAFETY: buf lives until the command completes below, or the
+        // session fails and is never used for it again.
+        unsafe { self.submit(slot, scsi::encode_lun(lun), cdb, true, data_in, buf.as_mut_ptr())? };
+        let mut res = None;
+        while res.is_none() {
+            self.reap(1, &mut |s, r| {
+                if s == slot {
+                    res = Some(r);
+                }
+            })?;
+        }
+        let t = &self.tasks[slot];
+        let n = res.unwrap_or(0).max(0) as usize;
+        buf.truncate(n.min(t.got as usize));
+        Ok(CmdOutcome {
+            status: t.status,
+            sense: t.sense.clone(),
+            data: buf,
+        })
+    }
+
+    /// Logs out (when no command is outstanding) and closes the connection.
+    pub fn logout(mut self) -> Result<(), Error> {
+        if self.closed || self.live > 0 {
+            return Ok(());
+        }
+        self.closed = true;
+        let req = pdu::logout_request(NO_TAG - 1, self.cmd_sn, self.exp_stat_sn);
+        let timeout = self.timeout.min(Duration::from_secs(5));
+        // A NOP-In may come first; the Logout Response ends it.
+        let (mut bhs, _) = exchange(&mut self.conn, req, &[], timeout, "logout")?;
+        for _ in 0..16 {
+            if bhs.opcode() == op::LOGOUT_RESP {
+                return Ok(());
+            }
+            let until = Instant::now() + timeout;
+            loop {
+                match self.conn.next_pdu() {
+                    Err(e) => return Err(protocol(&self.conn.portal, "logout", e)),
+                    Ok(Some((b, _, n))) => {
+                        self.conn.consume(n);
+                        bhs = b;
+                        break;
+                    }
+                    Ok(None) => {}
+                }
+                if !self.conn.fill().map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
+                    && !self.conn.wait(until).map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
+                {
+                    return Err(Error::new(ErrorKind::Timeout, format!("iSCSI {}: no Logout Response within {}", self.conn.portal, secs(timeout))));
+                }
+            }
+        }
+        Err(protocol(&self.conn.portal, "logout", "no Logout Response"))
+    }
+}
