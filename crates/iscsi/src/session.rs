@@ -420,7 +420,7 @@ fn login_phase(
 
     // Operational negotiation.
     let state = "login (operational negotiation)";
-    let mut neg = text::Negotiation::new(&cfg.offer);
+    let mut neg = text::Negotiation::new(cfg.offer.clone());
     let mut keys: Vec<(String, String)> = text::offer_keys(&cfg.offer);
     if target.is_none() {
         // Discovery sessions negotiate only these (the rest is Irrelevant).
@@ -533,6 +533,17 @@ impl Session {
         let isid = new_isid();
         let li = login_phase(&mut conn, cfg, Some(target), isid)?;
         let p = &li.params;
+        for (asked, got, which) in [
+            (cfg.offer.header_digest, p.header_digest, "header"),
+            (cfg.offer.data_digest, p.data_digest, "data"),
+        ] {
+            if asked && !got {
+                return Err(Error::new(
+                    ErrorKind::Login,
+                    format!("iSCSI {portal}: the target refused CRC32C {which} digests (it answered None); drop --{which}-digest or enable digests on the target"),
+                ));
+            }
+        }
         conn.dec.digests = Digests {
             header: p.header_digest,
             data: p.data_digest,

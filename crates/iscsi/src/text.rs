@@ -562,6 +562,31 @@ impl Negotiation {
     }
 }
 
+/// The parameters in force as key=value pairs, for a run's disclosure.
+/// `TargetMaxRecvDataSegmentLength` is the target's declaration (what we
+/// may send); `MaxRecvDataSegmentLength` ours (what it may send us).
+pub fn params_pairs(p: &Params) -> Vec<(String, String)> {
+    let digest = |on: bool| if on { "CRC32C" } else { "None" };
+    let pairs: [(&str, String); 15] = [
+        ("HeaderDigest", digest(p.header_digest).into()),
+        ("DataDigest", digest(p.data_digest).into()),
+        ("MaxRecvDataSegmentLength", p.max_recv_dsl_initiator.to_string()),
+        ("TargetMaxRecvDataSegmentLength", p.max_recv_dsl_target.to_string()),
+        ("FirstBurstLength", p.first_burst.to_string()),
+        ("MaxBurstLength", p.max_burst.to_string()),
+        ("ImmediateData", yes_no(p.immediate_data).into()),
+        ("InitialR2T", yes_no(p.initial_r2t).into()),
+        ("MaxOutstandingR2T", p.max_outstanding_r2t.to_string()),
+        ("DataPDUInOrder", yes_no(p.data_pdu_in_order).into()),
+        ("DataSequenceInOrder", yes_no(p.data_sequence_in_order).into()),
+        ("ErrorRecoveryLevel", p.error_recovery_level.to_string()),
+        ("MaxConnections", p.max_connections.to_string()),
+        ("DefaultTime2Wait", p.default_time2wait.to_string()),
+        ("DefaultTime2Retain", p.default_time2retain.to_string()),
+    ];
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 /// Checks the target's answer to our offer against the key's result
 /// function and returns the outcome in wire form.
 fn check_answer(
