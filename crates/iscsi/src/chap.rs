@@ -296,6 +296,12 @@ fn decode_base64(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A CHAP identifier and challenge, as issued for mutual CHAP.
+pub type Challenge = (u8, Vec<u8>);
+
+/// The pairs to send the target, and our challenge when CHAP is mutual.
+pub type Reply = (Vec<(String, String)>, Option<Challenge>);
+
 /// Challenges we issued recently in this process, to spot a target that
 /// hands one back to have us compute the answer (reflection).
 static ISSUED: Mutex<VecDeque<Vec<u8>>> = Mutex::new(VecDeque::new());
@@ -306,14 +312,14 @@ const ISSUED_KEPT: usize = 64;
 /// # Panics
 /// When /dev/urandom cannot be read: a system without it cannot do CHAP
 /// safely at all. `initiator_reply` uses `try_new_challenge` instead.
-pub fn new_challenge() -> (u8, Vec<u8>) {
+pub fn new_challenge() -> Challenge {
     match try_new_challenge() {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     }
 }
 
-pub fn try_new_challenge() -> Result<(u8, Vec<u8>), ChapError> {
+pub fn try_new_challenge() -> Result<Challenge, ChapError> {
     let mut buf = [0u8; 1 + CHALLENGE_LEN];
     File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
@@ -331,11 +337,10 @@ fn key<'a>(keys: &'a [(String, String)], name: &str) -> Result<&'a str, ChapErro
 /// Answers the target's CHAP_A/CHAP_I/CHAP_C with CHAP_N and CHAP_R, plus
 /// our own CHAP_I and CHAP_C when `secrets` asks for mutual CHAP; the
 /// challenge is returned for `check_target_response`.
-#[allow(clippy::type_complexity)]
 pub fn initiator_reply(
     secrets: &Secrets,
     target_keys: &[(String, String)],
-) -> Result<(Vec<(String, String)>, Option<(u8, Vec<u8>)>), ChapError> {
+) -> Result<Reply, ChapError> {
     let alg = key(target_keys, "CHAP_A")?;
     if parse_number(alg) != Some(5) {
         return Err(ChapError::Protocol(format!(
@@ -399,7 +404,7 @@ pub fn initiator_reply(
 /// secret and the challenge we sent.
 pub fn check_target_response(
     secrets: &Secrets,
-    our_challenge: &(u8, Vec<u8>),
+    our_challenge: &Challenge,
     target_keys: &[(String, String)],
 ) -> Result<(), ChapError> {
     let (Some(name_in), Some(secret_in)) = (&secrets.username_in, &secrets.password_in) else {
