@@ -17,6 +17,8 @@ declare -A need=(
   [ip]=iproute2            # unreachable-host test (network namespace)
   [ss]=iproute2            # --bind test (source addresses of live sockets)
   [chromium]=chromium      # the HTML report, loaded headless
+  [tgtd]=tgt               # iSCSI initiator tests
+  [iscsi-perf]=libiscsi-bin  # bench/iscsi-vs-libiscsi.sh; harness self-test
 )
 missing=()
 for cmd in "${!need[@]}"; do
