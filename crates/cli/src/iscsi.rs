@@ -13,7 +13,9 @@ use std::time::Duration;
 #[derive(Subcommand)]
 pub enum IscsiCmd {
     /// List the targets a portal offers (SendTargets discovery).
-    #[command(after_help = "Exit status: 0 done, 1 the portal could not be reached or refused the login, 2 bad input.")]
+    #[command(
+        after_help = "Exit status: 0 done, 1 the portal could not be reached or refused the login, 2 bad input."
+    )]
     Discover {
         /// The portal: HOST[:PORT] (port 3260 by default; IPv6 in brackets).
         portal: String,
@@ -24,7 +26,9 @@ pub enum IscsiCmd {
         json: bool,
     },
     /// List a target's LUNs: vendor, product, capacity and block size of each.
-    #[command(after_help = "URL: iscsi://HOST[:PORT]/IQN, or .../IQN/LUN for one LUN.\nExit status: 0 done, 1 the target could not be reached or refused the login, 2 bad input.")]
+    #[command(
+        after_help = "URL: iscsi://HOST[:PORT]/IQN, or .../IQN/LUN for one LUN.\nExit status: 0 done, 1 the target could not be reached or refused the login, 2 bad input."
+    )]
     Luns {
         /// iscsi://HOST[:PORT]/IQN[/LUN]
         url: String,
@@ -102,7 +106,10 @@ fn discover(portal: &str, login: &LoginArgs, json: bool) -> Result<()> {
         return output::print_json(&Discovery { portal, targets });
     }
     if targets.is_empty() {
-        println!("{portal}: no targets offered to this initiator ({})", cfg.initiator_name);
+        println!(
+            "{portal}: no targets offered to this initiator ({})",
+            cfg.initiator_name
+        );
     }
     for t in &targets {
         println!("{}", t.name);
@@ -200,9 +207,14 @@ fn luns(text: &str, login: &LoginArgs, json: bool) -> Result<()> {
 fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
     let inq = s.command(lun, scsi::cdb16(&scsi::inquiry(96)), 96)?;
     if inq.status != scsi::STATUS_GOOD {
-        anyhow::bail!("{}: INQUIRY of LUN {lun} failed: SCSI status {}", u, scsi::status_name(inq.status));
+        anyhow::bail!(
+            "{}: INQUIRY of LUN {lun} failed: SCSI status {}",
+            u,
+            scsi::status_name(inq.status)
+        );
     }
-    let i = scsi::Inquiry::parse(&inq.data).map_err(|e| anyhow::anyhow!("{u}: INQUIRY of LUN {lun}: {e}"))?;
+    let i = scsi::Inquiry::parse(&inq.data)
+        .map_err(|e| anyhow::anyhow!("{u}: INQUIRY of LUN {lun}: {e}"))?;
     let mut info = LunInfo {
         lun,
         url: u.with_lun(lun).to_string(),
@@ -218,6 +230,13 @@ fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
         info.error = Some("no such LUN".into());
         return Ok(info);
     }
+    if i.peripheral_type != 0 {
+        info.error = Some(format!(
+            "not a disk: {}",
+            scsi::device_type_name(i.peripheral_type)
+        ));
+        return Ok(info);
+    }
     let cap = s.command(lun, scsi::read_capacity16(32), 32)?;
     match (cap.status, scsi::Capacity::parse(&cap.data)) {
         (scsi::STATUS_GOOD, Ok(c)) => {
@@ -227,7 +246,10 @@ fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
         (scsi::STATUS_GOOD, Err(e)) => info.error = Some(format!("READ CAPACITY(16): {e}")),
         (st, _) => {
             let sense = cap.sense.map(|s| format!(", {s}")).unwrap_or_default();
-            info.error = Some(format!("READ CAPACITY(16): {}{sense}", scsi::status_name(st)));
+            info.error = Some(format!(
+                "READ CAPACITY(16): {}{sense}",
+                scsi::status_name(st)
+            ));
         }
     }
     Ok(info)

@@ -35,11 +35,14 @@ fn disk_spec_line(s: &DiskSpec) -> String {
             iotoll_probe::affinity::format_cpu_list(c)
         )
     });
+    let access = match (s.engine.as_str(), s.direct) {
+        ("iscsi", _) => "",
+        (_, true) => " O_DIRECT",
+        (_, false) => " buffered",
+    };
     let mut o = format!(
-        "disk{name}  {what}  QD {} x {workers}{pinned}  {} {}",
-        s.qd,
-        s.engine,
-        if s.direct { "O_DIRECT" } else { "buffered" },
+        "disk{name}  {what}  QD {} x {workers}{pinned}  {}{access}",
+        s.qd, s.engine,
     );
     let region = format!(
         "region {} at {}",
@@ -120,15 +123,48 @@ fn breakdown_lines(o: &mut String, doc: &ResultDoc) {
     }
 }
 
-/// Where the interrupts of the devices and NICs involved go.
+fn d_get<'a>(m: &'a std::collections::BTreeMap<String, String>, k: &str) -> &'a str {
+    m.get(k).map_or("?", String::as_str)
+}
+
+/// iSCSI sessions, and where the interrupts of the devices and NICs
+/// involved go.
 fn irq_lines(o: &mut String, doc: &ResultDoc) {
     let Some(d) = doc.disk_disclosure() else {
         return;
     };
+    for i in &d.iscsi {
+        let get = |k: &str| d_get(&i.negotiated, k);
+        let _ = writeln!(
+            o,
+            "\niscsi {} LUN {} at {}: {} {} {}, {} blocks of {} bytes\n  auth {}, digests header {} data {}, MaxRecvDataSegmentLength {} (target's {}), FirstBurstLength {}, MaxBurstLength {}, ImmediateData {}, InitialR2T {}",
+            i.target,
+            i.lun,
+            i.portal,
+            i.vendor,
+            i.product,
+            i.revision,
+            i.capacity_bytes / u64::from(i.block_size.max(1)),
+            i.block_size,
+            i.auth,
+            i.header_digest,
+            i.data_digest,
+            get("MaxRecvDataSegmentLength"),
+            get("TargetMaxRecvDataSegmentLength"),
+            get("FirstBurstLength"),
+            get("MaxBurstLength"),
+            get("ImmediateData"),
+            get("InitialR2T"),
+        );
+    }
     if d.devices.is_empty() && d.irqs.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\ndevices: {}", d.devices.join(", "));
+    let devices = match d.devices.is_empty() {
+        true => "none local".to_string(),
+        false => d.devices.join(", "),
+    };
+    let _ = writeln!(o, "\ndevices: {devices}");
     for i in &d.irqs {
         let _ = writeln!(
             o,

@@ -169,7 +169,7 @@ struct WorkerPlan {
 /// completions inside the window.
 fn worker(
     plan: WorkerPlan,
-    files: Vec<std::fs::File>,
+    files: Vec<engines::Opened>,
     shared: Arc<Shared>,
     start: Arc<Barrier>,
     ready: mpsc::Sender<Result<Option<String>, String>>,
@@ -597,7 +597,10 @@ fn run_on<C: Clock>(
         .map(|t| t.path.clone())
         .collect();
     let mut disclosure = iotoll_probe::affinity::disk_disclosure(&paths);
-    disclosure.iscsi = targets.iter().filter_map(target::iscsi_disclosure).collect();
+    disclosure.iscsi = targets
+        .iter()
+        .filter_map(target::iscsi_disclosure)
+        .collect();
     let doc = ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind: Kind::Disk,

@@ -404,33 +404,51 @@ fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
     let mut run = |cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
         let out = s.command(lun_no, cdb, len).map_err(fail)?;
         if out.status != scsi::STATUS_GOOD {
-            let sense = out.sense.map(|s| format!(", sense {s}")).unwrap_or_default();
+            let sense = out
+                .sense
+                .map(|s| format!(", sense {s}"))
+                .unwrap_or_default();
             return Err(DiskError::target(
                 path,
-                format!("{what} failed: SCSI status {}{sense}", scsi::status_name(out.status)),
+                format!(
+                    "{what} failed: SCSI status {}{sense}",
+                    scsi::status_name(out.status)
+                ),
             ));
         }
         Ok(out.data)
     };
-    let inq = run(pad16(&scsi::inquiry(96)), 96, "INQUIRY")?;
-    let inquiry = scsi::Inquiry::parse(&inq).map_err(|e| DiskError::target(path, format!("INQUIRY: {e}")))?;
+    let inq = run(scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
+    let inquiry =
+        scsi::Inquiry::parse(&inq).map_err(|e| DiskError::target(path, format!("INQUIRY: {e}")))?;
     if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
-        let luns = run(pad16(&scsi::report_luns(4096)), 4096, "REPORT LUNS")
+        let luns = run(scsi::cdb16(&scsi::report_luns(4096)), 4096, "REPORT LUNS")
             .map(|d| scsi::parse_report_luns(&d))
             .unwrap_or_default();
         let list: Vec<String> = luns.iter().map(u64::to_string).collect();
         let why = if inquiry.peripheral_qualifier != 0 {
             format!("LUN {lun_no} does not exist on {}", url.iqn)
         } else {
-            format!("LUN {lun_no} is not a disk (SCSI peripheral type {})", inquiry.peripheral_type)
+            format!(
+                "LUN {lun_no} is not a disk (SCSI peripheral type {})",
+                inquiry.peripheral_type
+            )
         };
         return Err(DiskError::target(
             path,
-            format!("{why}; its LUNs: {}", if list.is_empty() { "none".into() } else { list.join(", ") }),
+            format!(
+                "{why}; its LUNs: {}",
+                if list.is_empty() {
+                    "none".into()
+                } else {
+                    list.join(", ")
+                }
+            ),
         ));
     }
     let cap = run(scsi::read_capacity16(32), 32, "READ CAPACITY(16)")?;
-    let capacity = scsi::Capacity::parse(&cap).map_err(|e| DiskError::target(path, format!("READ CAPACITY(16): {e}")))?;
+    let capacity = scsi::Capacity::parse(&cap)
+        .map_err(|e| DiskError::target(path, format!("READ CAPACITY(16): {e}")))?;
     let session = s.info.clone();
     let _ = s.logout();
     Ok(IscsiProbe {
@@ -464,14 +482,6 @@ pub fn iscsi_disclosure(t: &Target) -> Option<iotoll_model::spec::IscsiDisclosur
         capacity_bytes: p.capacity.bytes(),
         negotiated: s.negotiated.iter().cloned().collect(),
     })
-}
-
-/// A CDB shorter than 16 bytes in the 16-byte field of the SCSI Command PDU.
-fn pad16(cdb: &[u8]) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    let n = cdb.len().min(16);
-    c[..n].copy_from_slice(&cdb[..n]);
-    c
 }
 
 /// Reserves the space, then writes non-repeating data so that no block of

@@ -45,6 +45,15 @@ fn rw16(op: u8, lba: u64, blocks: u32) -> [u8; 16] {
 
 /// READ(16) without DPO/FUA, so a read may be served from the target's
 /// cache as a normal application read would be.
+/// A CDB shorter than 16 bytes in the 16-byte field of the SCSI Command
+/// PDU (the rest is zero).
+pub fn cdb16(cdb: &[u8]) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    let n = cdb.len().min(16);
+    c[..n].copy_from_slice(&cdb[..n]);
+    c
+}
+
 pub fn read16(lba: u64, blocks: u32) -> [u8; 16] {
     rw16(OP_READ_16, lba, blocks)
 }

@@ -244,7 +244,8 @@ fn exchange(
     pdu::encode(&mut conn.tx, bhs, data, digests);
     let until = Instant::now() + timeout;
     loop {
-        conn.flush().map_err(|e| closed_err(&conn.portal, state, &e))?;
+        conn.flush()
+            .map_err(|e| closed_err(&conn.portal, state, &e))?;
         match conn.next_pdu() {
             Err(e) => return Err(protocol(&conn.portal, state, e)),
             Ok(Some((bhs, range, n))) => {
@@ -254,7 +255,10 @@ fn exchange(
             }
             Ok(None) => {}
         }
-        if conn.fill().map_err(|e| closed_err(&conn.portal, state, &e))? {
+        if conn
+            .fill()
+            .map_err(|e| closed_err(&conn.portal, state, &e))?
+        {
             continue;
         }
         if !conn
@@ -311,23 +315,26 @@ fn login_phase(
         itt = itt.wrapping_add(1);
         let resp = pdu::parse_in(&bhs).map_err(|e| protocol(&portal, state, e))?;
         let In::LoginResponse {
-            class,
-            detail,
-            sn,
-            ..
+            class, detail, sn, ..
         } = resp
         else {
             if bhs.opcode() == op::REJECT {
                 return Err(protocol(
                     &portal,
                     state,
-                    format!("the target rejected our Login Request ({})", pdu::reject_reason(bhs.byte(2))),
+                    format!(
+                        "the target rejected our Login Request ({})",
+                        pdu::reject_reason(bhs.byte(2))
+                    ),
                 ));
             }
             return Err(protocol(
                 &portal,
                 state,
-                format!("expected a Login Response, got {}", pdu::op_name(bhs.opcode())),
+                format!(
+                    "expected a Login Response, got {}",
+                    pdu::op_name(bhs.opcode())
+                ),
             ));
         };
         exp_stat_sn = sn.stat_sn.wrapping_add(1);
@@ -359,7 +366,11 @@ fn login_phase(
     };
 
     // Security negotiation.
-    let session_type = if target.is_some() { "Normal" } else { "Discovery" };
+    let session_type = if target.is_some() {
+        "Normal"
+    } else {
+        "Discovery"
+    };
     let mut first: Vec<(&str, &str)> = vec![
         ("InitiatorName", cfg.initiator_name.as_str()),
         ("SessionType", session_type),
@@ -372,7 +383,14 @@ fn login_phase(
     match &cfg.secrets {
         None => {
             first.push(("AuthMethod", "None"));
-            let (r, pairs) = step(conn, &first, true, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, security)?;
+            let (r, pairs) = step(
+                conn,
+                &first,
+                true,
+                pdu::STAGE_SECURITY,
+                pdu::STAGE_OPERATIONAL,
+                security,
+            )?;
             if let Some((_, v)) = pairs.iter().find(|(k, _)| k == "AuthMethod") {
                 if v != "None" {
                     return Err(Error::new(
@@ -382,13 +400,24 @@ fn login_phase(
                 }
             }
             if transit_to(&r) != Some(pdu::STAGE_OPERATIONAL) {
-                return Err(protocol(&portal, security, "the target did not move on to operational negotiation"));
+                return Err(protocol(
+                    &portal,
+                    security,
+                    "the target did not move on to operational negotiation",
+                ));
             }
             auth = "None".to_string();
         }
         Some(secrets) => {
             first.push(("AuthMethod", "CHAP"));
-            let (_, pairs) = step(conn, &first, false, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, security)?;
+            let (_, pairs) = step(
+                conn,
+                &first,
+                false,
+                pdu::STAGE_SECURITY,
+                pdu::STAGE_OPERATIONAL,
+                security,
+            )?;
             match pairs.iter().find(|(k, _)| k == "AuthMethod") {
                 Some((_, v)) if v == "CHAP" => {}
                 other => {
@@ -402,19 +431,45 @@ fn login_phase(
                 }
             }
             let chap_state = "login (CHAP)";
-            let (_, challenge) = step(conn, &[("CHAP_A", "5")], false, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, chap_state)?;
+            let (_, challenge) = step(
+                conn,
+                &[("CHAP_A", "5")],
+                false,
+                pdu::STAGE_SECURITY,
+                pdu::STAGE_OPERATIONAL,
+                chap_state,
+            )?;
             let (answer, ours) = chap::initiator_reply(secrets, &challenge)
                 .map_err(|e| Error::new(ErrorKind::Auth, format!("iSCSI {portal}: CHAP: {e}")))?;
-            let keys: Vec<(&str, &str)> = answer.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let (r, reply) = step(conn, &keys, true, pdu::STAGE_SECURITY, pdu::STAGE_OPERATIONAL, chap_state)?;
+            let keys: Vec<(&str, &str)> = answer
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let (r, reply) = step(
+                conn,
+                &keys,
+                true,
+                pdu::STAGE_SECURITY,
+                pdu::STAGE_OPERATIONAL,
+                chap_state,
+            )?;
             if let Some(ours) = &ours {
                 chap::check_target_response(secrets, ours, &reply)
                     .map_err(|e| Error::new(ErrorKind::Auth, format!("iSCSI {portal}: {e}")))?;
             }
             if transit_to(&r) != Some(pdu::STAGE_OPERATIONAL) {
-                return Err(protocol(&portal, chap_state, "the target did not move on to operational negotiation after CHAP"));
+                return Err(protocol(
+                    &portal,
+                    chap_state,
+                    "the target did not move on to operational negotiation after CHAP",
+                ));
             }
-            auth = if ours.is_some() { "CHAP (mutual)" } else { "CHAP" }.to_string();
+            auth = if ours.is_some() {
+                "CHAP (mutual)"
+            } else {
+                "CHAP"
+            }
+            .to_string();
         }
     }
 
@@ -424,12 +479,24 @@ fn login_phase(
     let mut keys: Vec<(String, String)> = text::offer_keys(&cfg.offer);
     if target.is_none() {
         // Discovery sessions negotiate only these (the rest is Irrelevant).
-        keys.retain(|(k, _)| matches!(k.as_str(), "HeaderDigest" | "DataDigest" | "MaxRecvDataSegmentLength"));
+        keys.retain(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "HeaderDigest" | "DataDigest" | "MaxRecvDataSegmentLength"
+            )
+        });
     }
     let mut last = None;
     for _ in 0..8 {
         let refs: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (r, pairs) = step(conn, &refs, true, pdu::STAGE_OPERATIONAL, pdu::STAGE_FULL_FEATURE, state)?;
+        let (r, pairs) = step(
+            conn,
+            &refs,
+            true,
+            pdu::STAGE_OPERATIONAL,
+            pdu::STAGE_FULL_FEATURE,
+            state,
+        )?;
         keys = neg
             .apply_response(&pairs)
             .map_err(|e| Error::new(ErrorKind::Login, format!("iSCSI {portal}: {state}: {e}")))?;
@@ -439,7 +506,11 @@ fn login_phase(
         }
     }
     let Some(In::LoginResponse { tsih, sn, .. }) = last else {
-        return Err(protocol(&portal, state, "the target did not reach the full-feature phase after 8 rounds"));
+        return Err(protocol(
+            &portal,
+            state,
+            "the target did not reach the full-feature phase after 8 rounds",
+        ));
     };
     let params = neg.params();
     let negotiated = text::params_pairs(&params);
@@ -478,10 +549,7 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
         let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state)?;
         match pdu::parse_in(&bhs).map_err(|e| protocol(portal, state, e))? {
             In::TextResponse {
-                final_,
-                ttt: t,
-                sn,
-                ..
+                final_, ttt: t, sn, ..
             } => {
                 body.extend_from_slice(&chunk);
                 exp_stat_sn = sn.stat_sn.wrapping_add(1);
@@ -493,10 +561,24 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
                 data.clear();
             }
             In::Reject { reason, .. } => {
-                return Err(protocol(portal, state, format!("the target rejected SendTargets ({})", pdu::reject_reason(reason))))
+                return Err(protocol(
+                    portal,
+                    state,
+                    format!(
+                        "the target rejected SendTargets ({})",
+                        pdu::reject_reason(reason)
+                    ),
+                ))
             }
             _ => {
-                return Err(protocol(portal, state, format!("expected a Text Response, got {}", pdu::op_name(bhs.opcode()))))
+                return Err(protocol(
+                    portal,
+                    state,
+                    format!(
+                        "expected a Text Response, got {}",
+                        pdu::op_name(bhs.opcode())
+                    ),
+                ))
             }
         }
         itt += 1;
@@ -520,7 +602,13 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     }
     // Best effort: the answer is in hand.
     let req = pdu::logout_request(itt + 1, cmd_sn, exp_stat_sn);
-    let _ = exchange(&mut conn, req, &[], cfg.timeout.min(Duration::from_secs(2)), "logout");
+    let _ = exchange(
+        &mut conn,
+        req,
+        &[],
+        cfg.timeout.min(Duration::from_secs(2)),
+        "logout",
+    );
     Ok(found)
 }
 
@@ -655,8 +743,9 @@ impl Session {
         } else {
             scsi::write16(lba, blocks)
         };
+        let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
         // SAFETY: forwarded from the caller.
-        unsafe { self.submit(slot, scsi::encode_lun(lun), cdb, read, len, buf) }
+        unsafe { self.submit(slot, lun, cdb, read, len, buf) }
     }
 
     /// Starts `cdb` on task `slot`.
@@ -674,10 +763,16 @@ impl Session {
     ) -> Result<(), Error> {
         let now = self.now;
         let Some(t) = self.tasks.get_mut(slot) else {
-            return Err(Error::new(ErrorKind::Protocol, format!("no task slot {slot}")));
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!("no task slot {slot}"),
+            ));
         };
         if t.live {
-            return Err(Error::new(ErrorKind::Protocol, format!("task slot {slot} is busy")));
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!("task slot {slot} is busy"),
+            ));
         }
         t.live = true;
         t.gen = t.gen.wrapping_add(1);
@@ -697,7 +792,12 @@ impl Session {
         if self.waiting.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
             self.send_command(slot);
         } else {
-            self.stats.waited += 1;
+            // The window a login grants is often a single command, and it
+            // opens with the first answer: only waits after that say the
+            // target's window limits the depth.
+            if self.stats.min_window != u32::MAX {
+                self.stats.waited += 1;
+            }
             self.waiting.push_back(slot);
         }
         Ok(())
@@ -793,7 +893,10 @@ impl Session {
             _ => Err(protocol(
                 &self.conn.portal,
                 &self.state(),
-                format!("{} for ITT 0x{itt:08x}, which names no outstanding command", pdu::op_name(what)),
+                format!(
+                    "{} for ITT 0x{itt:08x}, which names no outstanding command",
+                    pdu::op_name(what)
+                ),
             )),
         }
     }
@@ -806,10 +909,18 @@ impl Session {
         t.live = false;
         self.live -= 1;
         let res = if t.status == scsi::STATUS_GOOD {
-            let short = if residual.underflow { residual.count.min(t.len) } else { 0 };
+            let short = if residual.underflow {
+                residual.count.min(t.len)
+            } else {
+                0
+            };
             (t.len - short) as i64
         } else {
-            let mut why = format!("{}: SCSI status {}", t.describe(slot), scsi::status_name(t.status));
+            let mut why = format!(
+                "{}: SCSI status {}",
+                t.describe(slot),
+                scsi::status_name(t.status)
+            );
             if let Some(s) = &t.sense {
                 let _ = write!(why, ", sense {s}");
             }
@@ -820,8 +931,14 @@ impl Session {
     }
 
     /// Handles one PDU from the target.
-    fn handle(&mut self, bhs: Bhs, data: std::ops::Range<usize>, done: &mut dyn FnMut(usize, i64)) -> Result<(), Error> {
-        let parsed = pdu::parse_in(&bhs).map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+    fn handle(
+        &mut self,
+        bhs: Bhs,
+        data: std::ops::Range<usize>,
+        done: &mut dyn FnMut(usize, i64),
+    ) -> Result<(), Error> {
+        let parsed =
+            pdu::parse_in(&bhs).map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
         match parsed {
             In::DataIn {
                 itt,
@@ -896,7 +1013,11 @@ impl Session {
                 self.finish(slot, residual, done);
             }
             In::R2T {
-                itt, ttt, offset, len, ..
+                itt,
+                ttt,
+                offset,
+                len,
+                ..
             } => {
                 self.note_sn(&bhs, false);
                 let slot = self.task_of(itt, op::R2T)?;
@@ -904,15 +1025,28 @@ impl Session {
                 let mrdsl = self.params.max_recv_dsl_target.max(512);
                 let t = &self.tasks[slot];
                 if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
-                    let what = format!("R2T for {len} bytes at offset {offset} of a {} of {} bytes", t.describe(slot), t.len);
+                    let what = format!(
+                        "R2T for {len} bytes at offset {offset} of a {} of {} bytes",
+                        t.describe(slot),
+                        t.len
+                    );
                     return Err(protocol(&self.conn.portal, &self.state(), what));
                 }
                 let (mut off, end, mut data_sn) = (offset, offset + len, 0u32);
                 while off < end {
                     let n = (end - off).min(mrdsl);
-                    let b = pdu::data_out(itt, ttt, t.lun, self.exp_stat_sn, data_sn, off, off + n == end);
+                    let b = pdu::data_out(
+                        itt,
+                        ttt,
+                        t.lun,
+                        self.exp_stat_sn,
+                        data_sn,
+                        off,
+                        off + n == end,
+                    );
                     // SAFETY: off + n <= len, and buf is valid for len bytes.
-                    let d = unsafe { std::slice::from_raw_parts(t.buf.add(off as usize), n as usize) };
+                    let d =
+                        unsafe { std::slice::from_raw_parts(t.buf.add(off as usize), n as usize) };
                     pdu::encode(&mut self.conn.tx, b, d, digests);
                     off += n;
                     data_sn += 1;
@@ -926,7 +1060,12 @@ impl Session {
                     pdu::encode(&mut self.conn.tx, b, &[], self.conn.dec.digests);
                 }
             }
-            In::Async { event, code, params, .. } => {
+            In::Async {
+                event,
+                code,
+                params,
+                ..
+            } => {
                 self.note_sn(&bhs, true);
                 match event {
                     0 => self.stats.async_events += 1,
@@ -958,14 +1097,22 @@ impl Session {
                     let mut h = [0u8; pdu::BHS_LEN];
                     h.copy_from_slice(&d[..pdu::BHS_LEN]);
                     let r = Bhs(h);
-                    format!("the target rejected our {} PDU (ITT 0x{:08x}): {}", pdu::op_name(r.opcode()), r.itt(), pdu::reject_reason(reason))
+                    format!(
+                        "the target rejected our {} PDU (ITT 0x{:08x}): {}",
+                        pdu::op_name(r.opcode()),
+                        r.itt(),
+                        pdu::reject_reason(reason)
+                    )
                 } else {
                     format!("the target rejected a PDU: {}", pdu::reject_reason(reason))
                 };
                 return Err(protocol(&self.conn.portal, &self.state(), what));
             }
             other => {
-                let what = format!("unexpected {} in the full-feature phase", pdu::op_name(bhs.opcode()));
+                let what = format!(
+                    "unexpected {} in the full-feature phase",
+                    pdu::op_name(bhs.opcode())
+                );
                 let _ = other;
                 return Err(protocol(&self.conn.portal, &self.state(), what));
             }
@@ -977,7 +1124,10 @@ impl Session {
     /// handles every PDU received; the number of commands completed.
     pub fn progress(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
         if self.closed {
-            return Err(Error::new(ErrorKind::Closed, format!("iSCSI {}: the session is closed", self.conn.portal)));
+            return Err(Error::new(
+                ErrorKind::Closed,
+                format!("iSCSI {}: the session is closed", self.conn.portal),
+            ));
         }
         let r = self.progress_inner(done);
         if r.is_err() {
@@ -999,7 +1149,10 @@ impl Session {
                 .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
             let mut handled = false;
             loop {
-                let next = self.conn.next_pdu().map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+                let next = self
+                    .conn
+                    .next_pdu()
+                    .map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
                 let Some((bhs, range, len)) = next else { break };
                 self.handle(bhs, range, &mut counting)?;
                 self.conn.consume(len);
@@ -1037,7 +1190,10 @@ impl Session {
         if let Some((slot, t)) = oldest {
             if now.duration_since(t.since) > self.timeout {
                 let waiting = if self.waiting.contains(&slot) {
-                    format!(" (still waiting for the command window: CmdSN {} > MaxCmdSN {})", self.cmd_sn, self.max_cmd_sn)
+                    format!(
+                        " (still waiting for the command window: CmdSN {} > MaxCmdSN {})",
+                        self.cmd_sn, self.max_cmd_sn
+                    )
                 } else {
                     String::new()
                 };
@@ -1063,7 +1219,8 @@ impl Session {
         while n < min && self.live > 0 {
             let until = Instant::now() + Duration::from_millis(100);
             let mut p = [self.pollfd()];
-            conn::poll(&mut p, until).map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            conn::poll(&mut p, until)
+                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
             n += self.progress(done)?;
             self.check_timeout(Instant::now())?;
         }
@@ -1078,7 +1235,8 @@ impl Session {
         let mut buf = vec![0u8; data_in as usize];
         // SAFETY: buf lives until the command completes below, or the
         // session fails and is never used for it again.
-        unsafe { self.submit(slot, scsi::encode_lun(lun), cdb, true, data_in, buf.as_mut_ptr())? };
+        let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
+        unsafe { self.submit(slot, lun, cdb, true, data_in, buf.as_mut_ptr())? };
         let mut res = None;
         while res.is_none() {
             self.reap(1, &mut |s, r| {
@@ -1122,10 +1280,23 @@ impl Session {
                     }
                     Ok(None) => {}
                 }
-                if !self.conn.fill().map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
-                    && !self.conn.wait(until).map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
+                if !self
+                    .conn
+                    .fill()
+                    .map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
+                    && !self
+                        .conn
+                        .wait(until)
+                        .map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
                 {
-                    return Err(Error::new(ErrorKind::Timeout, format!("iSCSI {}: no Logout Response within {}", self.conn.portal, secs(timeout))));
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "iSCSI {}: no Logout Response within {}",
+                            self.conn.portal,
+                            secs(timeout)
+                        ),
+                    ));
                 }
             }
         }

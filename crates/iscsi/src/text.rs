@@ -570,15 +570,24 @@ pub fn params_pairs(p: &Params) -> Vec<(String, String)> {
     let pairs: [(&str, String); 15] = [
         ("HeaderDigest", digest(p.header_digest).into()),
         ("DataDigest", digest(p.data_digest).into()),
-        ("MaxRecvDataSegmentLength", p.max_recv_dsl_initiator.to_string()),
-        ("TargetMaxRecvDataSegmentLength", p.max_recv_dsl_target.to_string()),
+        (
+            "MaxRecvDataSegmentLength",
+            p.max_recv_dsl_initiator.to_string(),
+        ),
+        (
+            "TargetMaxRecvDataSegmentLength",
+            p.max_recv_dsl_target.to_string(),
+        ),
         ("FirstBurstLength", p.first_burst.to_string()),
         ("MaxBurstLength", p.max_burst.to_string()),
         ("ImmediateData", yes_no(p.immediate_data).into()),
         ("InitialR2T", yes_no(p.initial_r2t).into()),
         ("MaxOutstandingR2T", p.max_outstanding_r2t.to_string()),
         ("DataPDUInOrder", yes_no(p.data_pdu_in_order).into()),
-        ("DataSequenceInOrder", yes_no(p.data_sequence_in_order).into()),
+        (
+            "DataSequenceInOrder",
+            yes_no(p.data_sequence_in_order).into(),
+        ),
         ("ErrorRecoveryLevel", p.error_recovery_level.to_string()),
         ("MaxConnections", p.max_connections.to_string()),
         ("DefaultTime2Wait", p.default_time2wait.to_string()),

@@ -5,7 +5,7 @@
 //! enough commands completed, checking each command's timeout.
 
 use super::{Buffers, Engine, IoResult, Request};
-use iotoll_iscsi::{Config, IscsiUrl, Session, SessionInfo};
+use iotoll_iscsi::{Config, IscsiUrl, Session};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,13 +43,17 @@ pub struct IscsiEngine {
 impl IscsiEngine {
     /// Logs in one session per LUN (in the worker's own thread, so the
     /// sockets and buffers belong to its CPU).
-    pub fn new(luns: Vec<Lun>, depth: usize, bs: usize, seed: u64) -> io::Result<(Self, Option<String>)> {
+    pub fn new(
+        luns: Vec<Lun>,
+        depth: usize,
+        bs: usize,
+        seed: u64,
+    ) -> io::Result<(Self, Option<String>)> {
         let bufs = Buffers::new(depth, bs, seed)?;
         let mut sessions = Vec::with_capacity(luns.len());
         for l in &luns {
             sessions.push(l.login(depth)?);
         }
-        let note = sessions.first().map(|s| describe(&s.info));
         Ok((
             IscsiEngine {
                 pollfds: Vec::with_capacity(sessions.len()),
@@ -59,32 +63,9 @@ impl IscsiEngine {
                 depth,
                 slot_session: vec![0; depth],
             },
-            note,
+            None,
         ))
     }
-}
-
-/// What a session negotiated, in one line, for the run's notes.
-pub fn describe(i: &SessionInfo) -> String {
-    let get = |k: &str| {
-        (i.negotiated.iter())
-            .find(|(key, _)| key == k)
-            .map_or("?", |(_, v)| v.as_str())
-    };
-    format!(
-        "iSCSI session to {} at {}: auth {}, digests header {} data {}, MaxRecvDataSegmentLength {} (target's {}), FirstBurstLength {}, MaxBurstLength {}, ImmediateData {}, InitialR2T {}",
-        i.target,
-        i.portal,
-        i.auth,
-        i.header_digest,
-        i.data_digest,
-        get("MaxRecvDataSegmentLength"),
-        get("TargetMaxRecvDataSegmentLength"),
-        get("FirstBurstLength"),
-        get("MaxBurstLength"),
-        get("ImmediateData"),
-        get("InitialR2T"),
-    )
 }
 
 impl Engine for IscsiEngine {
@@ -93,8 +74,12 @@ impl Engine for IscsiEngine {
     }
 
     fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()> {
-        let (Some(session), Some(lun)) = (self.sessions.get_mut(rq.file), self.luns.get(rq.file)) else {
-            return Err(io::Error::other(format!("no iSCSI session for target {}", rq.file)));
+        let (Some(session), Some(lun)) = (self.sessions.get_mut(rq.file), self.luns.get(rq.file))
+        else {
+            return Err(io::Error::other(format!(
+                "no iSCSI session for target {}",
+                rq.file
+            )));
         };
         self.slot_session[slot] = rq.file;
         // SAFETY: the slot's buffer belongs to the engine and outlives the
@@ -114,7 +99,11 @@ impl Engine for IscsiEngine {
         Ok(())
     }
 
-    fn submit_and_reap(&mut self, min: usize, done: &mut dyn FnMut(usize, IoResult)) -> io::Result<()> {
+    fn submit_and_reap(
+        &mut self,
+        min: usize,
+        done: &mut dyn FnMut(usize, IoResult),
+    ) -> io::Result<()> {
         let mut n = 0;
         loop {
             for s in &mut self.sessions {
@@ -124,7 +113,8 @@ impl Engine for IscsiEngine {
                 return Ok(());
             }
             self.pollfds.clear();
-            self.pollfds.extend(self.sessions.iter().map(|s| s.pollfd()));
+            self.pollfds
+                .extend(self.sessions.iter().map(|s| s.pollfd()));
             // Wake at least every 100 ms to check command timeouts.
             let until = Instant::now() + Duration::from_millis(100);
             iotoll_iscsi::poll(&mut self.pollfds, until)?;
@@ -178,8 +168,14 @@ impl Engine for IscsiEngine {
                 self.depth / self.sessions.len().max(1)
             ));
         }
-        if ua > 0 {
-            notes.push(format!("{ua} command(s) met a UNIT ATTENTION and were retried"));
+        // Every new session meets one (power on or reset) on its first
+        // command: only more than that is news.
+        let expected = self.sessions.len() as u64;
+        if ua > expected {
+            notes.push(format!(
+                "{} command(s) met a UNIT ATTENTION (beyond the one each new session gets) and were retried",
+                ua - expected
+            ));
         }
         (!notes.is_empty()).then(|| notes.join("; "))
     }

@@ -78,7 +78,11 @@ fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
             Opened::File(f) => Ok(f),
             Opened::Iscsi(l) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("the {} engine cannot drive an iSCSI target ({})", engine.name(), l.url),
+                format!(
+                    "the {} engine cannot drive an iSCSI target ({})",
+                    engine.name(),
+                    l.url
+                ),
             )),
         })
         .collect()
