@@ -87,12 +87,14 @@ pub struct RunArgs {
     /// Configuration label of this run (e.g. "sw-initiator", "mtu9000").
     #[arg(long, value_name = "LABEL")]
     config: Option<String>,
-    /// Disk target of every disk test (file or block device); repeat it, or give a comma list, for several (an .icf's targets map onto them in order).
-    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    /// Disk target of every disk test (file, block device or iscsi://HOST[:PORT]/IQN/LUN); repeat it, or give a comma list, for several (an .icf's targets map onto them in order).
+    #[arg(long, value_name = "PATH|URL", value_delimiter = ',')]
     target: Vec<PathBuf>,
     /// Allow writing to --target (destroys its contents).
     #[arg(long)]
     allow_destructive: bool,
+    #[command(flatten)]
+    iscsi: crate::iscsi::LoginArgs,
     /// Endpoint for every network test: HOST[:PORT] running `iotoll net serve`.
     #[arg(long, value_name = "HOST[:PORT]")]
     peer: Option<String>,
@@ -499,6 +501,7 @@ fn run(a: RunArgs) -> Result<()> {
             OnInterferenceArg::Warn => OnInterference::Warn,
             OnInterferenceArg::Rerun => OnInterference::Rerun,
         },
+        iscsi: a.iscsi.options(),
     };
     let mut sink = StoreSink {
         store: &mut store,

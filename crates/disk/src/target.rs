@@ -135,6 +135,10 @@ pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
 /// does not exist yet is compared by its directory's.
 pub fn given_twice(targets: &[PathBuf]) -> Option<&PathBuf> {
     let key = |p: &PathBuf| {
+        // One LUN however its URL is spelled (default port, case of scheme).
+        if let Some(u) = p.to_str().and_then(|t| iotoll_iscsi::url::parse(t).ok()) {
+            return PathBuf::from(u.to_string());
+        }
         std::fs::canonicalize(p)
             .or_else(|e| {
                 let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());

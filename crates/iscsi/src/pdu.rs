@@ -380,6 +380,15 @@ impl Decoder {
         let mut h = [0u8; BHS_LEN];
         h.copy_from_slice(&buf[..BHS_LEN]);
         let bhs = Bhs(h);
+        // With header digests, a corrupted length is caught by the digest
+        // as soon as the header is in, rather than trusted and waited for.
+        let hd_end = BHS_LEN + bhs.ahs_len();
+        if self.digests.header && buf.len() >= hd_end + DIGEST_LEN {
+            let d = &buf[hd_end..hd_end + DIGEST_LEN];
+            if crc32c(&buf[..hd_end]) != u32::from_le_bytes([d[0], d[1], d[2], d[3]]) {
+                return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
+            }
+        }
         let dl = bhs.data_len();
         if dl > self.max_data {
             return Err(PduError::TooLong {

@@ -289,6 +289,13 @@ fn model(dec: &Decoder, buf: &[u8]) -> Outcome {
         return Outcome::NotYet;
     }
     let what = op_name(buf[0] & 0x3f);
+    let le = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+    // The header digest is checked as soon as it is in, before the
+    // length it covers is trusted.
+    let hd_end = BHS_LEN + 4 * buf[4] as usize;
+    if dec.digests.header && buf.len() >= hd_end + 4 && crc32c(&buf[..hd_end]) != le(hd_end) {
+        return Outcome::HeaderDigest(what);
+    }
     let dl = u32::from_be_bytes([0, buf[5], buf[6], buf[7]]);
     if dl > dec.max_data {
         return Outcome::TooLong {
@@ -311,10 +318,6 @@ fn model(dec: &Decoder, buf: &[u8]) -> Outcome {
     }
     if buf.len() < end {
         return Outcome::NotYet;
-    }
-    let le = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-    if dec.digests.header && crc32c(&buf[..ahs.end]) != le(ahs.end) {
-        return Outcome::HeaderDigest(what);
     }
     if dec.digests.data && dl > 0 && crc32c(&buf[at..at + padded]) != le(at + padded) {
         return Outcome::DataDigest(what);
@@ -836,7 +839,10 @@ fn decoder_fuzz_run() {
                     buf.truncate(BHS_LEN);
                 }
                 let dl = v & 0xff_ffff;
-                if dl > max_data {
+                // A header digest that is in and no longer matches is
+                // reported first (the model says which).
+                let digest_in = digests.header && buf.len() >= BHS_LEN + 4 * buf[4] as usize + 4;
+                if dl > max_data && !(digest_in && buf[4..8] != f.bytes[4..8]) {
                     Expect::Exactly(Outcome::TooLong {
                         what,
                         len: dl,

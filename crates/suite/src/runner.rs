@@ -30,6 +30,8 @@ pub struct Options {
     /// Overrides every test's `interference_pct`.
     pub interference_pct: Option<f64>,
     pub on_interference: OnInterference,
+    /// How disk tests log in to `iscsi://` targets.
+    pub iscsi: iotoll_disk::spec::IscsiOptions,
 }
 
 /// What to do with a repetition other processes interfered with.
@@ -214,6 +216,7 @@ fn run_one(
         JobSpec::Disk(d) => {
             let mut d = d.clone();
             d.config = opts.config.clone();
+            d.iscsi = opts.iscsi.clone();
             if !targets.is_empty() {
                 d.targets = targets.to_vec();
                 d.create = false;
