@@ -405,8 +405,8 @@ fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
     };
     let fail = |e: iotoll_iscsi::Error| DiskError::target(path, e.msg);
     let mut s = lun.login(1).map_err(fail)?;
-    let mut run = |cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
-        let out = s.command(lun_no, cdb, len).map_err(fail)?;
+    let mut run = |lun: u64, cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
+        let out = s.command(lun, cdb, len).map_err(fail)?;
         if out.status != scsi::STATUS_GOOD {
             let sense = out
                 .sense
@@ -422,13 +422,19 @@ fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
         }
         Ok(out.data)
     };
-    let inq = run(scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
+    let inq = run(lun_no, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
     let inquiry =
         scsi::Inquiry::parse(&inq).map_err(|e| DiskError::target(path, format!("INQUIRY: {e}")))?;
     if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
-        let luns = run(scsi::cdb16(&scsi::report_luns(4096)), 4096, "REPORT LUNS")
-            .map(|d| scsi::parse_report_luns(&d))
-            .unwrap_or_default();
+        // REPORT LUNS goes to LUN 0, which every target answers.
+        let luns = run(
+            0,
+            scsi::cdb16(&scsi::report_luns(4096)),
+            4096,
+            "REPORT LUNS",
+        )
+        .map(|d| scsi::parse_report_luns(&d))
+        .unwrap_or_default();
         let list: Vec<String> = luns.iter().map(u64::to_string).collect();
         let why = if inquiry.peripheral_qualifier != 0 {
             format!("LUN {lun_no} does not exist on {}", url.iqn)
@@ -450,7 +456,7 @@ fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
             ),
         ));
     }
-    let cap = run(scsi::read_capacity16(32), 32, "READ CAPACITY(16)")?;
+    let cap = run(lun_no, scsi::read_capacity16(32), 32, "READ CAPACITY(16)")?;
     let capacity = scsi::Capacity::parse(&cap)
         .map_err(|e| DiskError::target(path, format!("READ CAPACITY(16): {e}")))?;
     let session = s.info.clone();
