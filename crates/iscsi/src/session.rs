@@ -761,6 +761,9 @@ impl Session {
         len: u32,
         buf: *mut u8,
     ) -> Result<(), Error> {
+        // Not the time of the last `progress`: a session may have idled
+        // since, longer than the timeout.
+        self.now = Instant::now();
         let now = self.now;
         let Some(t) = self.tasks.get_mut(slot) else {
             return Err(Error::new(
