@@ -378,9 +378,8 @@ fn login_phase(
     if let Some(t) = target {
         first.push(("TargetName", t));
     }
-    let auth;
     let security = "login (security negotiation)";
-    match &cfg.secrets {
+    let auth = match &cfg.secrets {
         None => {
             first.push(("AuthMethod", "None"));
             let (r, pairs) = step(
@@ -406,7 +405,7 @@ fn login_phase(
                     "the target did not move on to operational negotiation",
                 ));
             }
-            auth = "None".to_string();
+            "None".to_string()
         }
         Some(secrets) => {
             first.push(("AuthMethod", "CHAP"));
@@ -464,14 +463,14 @@ fn login_phase(
                     "the target did not move on to operational negotiation after CHAP",
                 ));
             }
-            auth = if ours.is_some() {
+            if ours.is_some() {
                 "CHAP (mutual)"
             } else {
                 "CHAP"
             }
-            .to_string();
+            .to_string()
         }
-    }
+    };
 
     // Operational negotiation.
     let state = "login (operational negotiation)";
@@ -761,6 +760,9 @@ impl Session {
         len: u32,
         buf: *mut u8,
     ) -> Result<(), Error> {
+        // Not the time of the last `progress`: a session may have idled
+        // since, longer than the timeout.
+        self.now = Instant::now();
         let now = self.now;
         let Some(t) = self.tasks.get_mut(slot) else {
             return Err(Error::new(
@@ -1250,7 +1252,7 @@ impl Session {
         buf.truncate(n.min(t.got as usize));
         Ok(CmdOutcome {
             status: t.status,
-            sense: t.sense.clone(),
+            sense: t.sense,
             data: buf,
         })
     }
