@@ -48,7 +48,7 @@ pub struct LoginArgs {
     #[arg(long, value_name = "FILE")]
     chap_secret_file: Option<PathBuf>,
     /// How long the target may stay silent at login and on any command before the run fails.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = timeout_arg, default_value = "10s")]
     io_timeout: Duration,
     /// Ask for CRC32C header digests (the login fails if the target refuses).
     #[arg(long)]
@@ -73,10 +73,17 @@ impl LoginArgs {
     }
 
     fn config(&self) -> Result<iotoll_iscsi::Config> {
-        if self.io_timeout.is_zero() {
-            return Err(usage("--io-timeout must be more than 0"));
-        }
         self.options().config().map_err(usage)
+    }
+}
+
+/// `--io-timeout`: a duration of more than 0, refused by the parser so that
+/// `disk run` (which never calls [`LoginArgs::config`]) exits 2 on it too
+/// instead of failing to connect.
+fn timeout_arg(s: &str) -> Result<Duration, String> {
+    match duration_arg(s)? {
+        d if d.is_zero() => Err("must be more than 0".into()),
+        d => Ok(d),
     }
 }
 
