@@ -17,32 +17,11 @@ import ctypes.util
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def host_busy_ticks():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    user, nice, system, idle, iowait, irq, softirq, steal = v
-    return user + nice + system + irq + softirq + steal
-
-
-def run(cmd):
-    """Runs cmd; returns (stdout, busy host CPU seconds, wall s, max RSS KiB)."""
-    b0, t0 = host_busy_ticks(), time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = p.communicate()
-    t1, b1 = time.monotonic(), host_busy_ticks()
-    ru = p.returncode
-    if ru != 0:
-        sys.exit(f"command failed ({ru}): {' '.join(cmd)}\n{err.decode()}")
-    return out, (b1 - b0) / CLK_TCK, t1 - t0
+from benchlib import iotoll_run, machine_line, max_rss_kib, rotation, run
 
 
 def fio_case(path, size, bs, qd, engine, secs, extra=()):
@@ -127,43 +106,6 @@ def iotoll_case(exe, path, bs, qd, engine, secs):
     return iotoll_run(cmd)
 
 
-def iotoll_run(cmd):
-    out, cpu_s, wall = run(cmd)
-    d = json.loads(out)
-    m = d["metrics"]
-    ios = m["iops"] * m["window_s"]
-    x = {
-        "iops": m["iops"],
-        "cpu_us_per_io": cpu_s * 1e6 / ios,
-        "in_window_cpu_us_per_io": m.get("cpu_us_per_io"),
-        # Measured directly (integral of the in-flight count), and by
-        # Little's law from iotoll's IOPS and mean latency.
-        "qd_achieved": m["qd_achieved"],
-        "qd_little": m["iops"] * m["lat_mean_us"] / 1e6,
-        "lat_mean_us": m["lat_mean_us"],
-        "wall": wall,
-    }
-    # Per-target, per-worker and per-line figures (docs/json.md).
-    tg, wk = d.get("targets") or [], d.get("workers") or []
-
-    def count(e):
-        return e["counts"]["reads"] + e["counts"]["writes"]
-    if tg:
-        x["per_target_iops"] = [t["metrics"]["iops"] for t in tg]
-        x["per_target_ios"] = sum(count(t) for t in tg)
-        x["ios"] = d["latency"]["count"]
-    if wk:
-        x["per_worker_iops"] = [w["metrics"]["iops"] for w in wk]
-        # metrics.qd_achieved is the run's total in flight; per worker, as
-        # fio's figure (one job per worker) is printed.
-        x["qd_achieved"] /= len(wk)
-        x["qd_little"] /= len(wk)
-    if d.get("lines"):
-        x["lines"] = [(ln["bs"], ln["share_pct"], ln["ios_pct"]) for ln in d["lines"]]
-    x["read_pct"] = 100 * m["read_iops"] / m["iops"] if m.get("iops") else None
-    return x
-
-
 def iotoll_multi(exe, paths, secs):
     cmd = [exe, "disk", "run"]
     for p in paths:
@@ -221,11 +163,7 @@ def rss_check(exe, path, secs):
     """Max RSS of 4 workers x QD 256 x 64k (buffers: 64 MiB)."""
     cmd = [exe, "disk", "run", "--target", path, "--bs", "64k", "--read", "100", "--random", "100",
            "--qd", "256", "--workers", "4", "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db"]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    if status != 0:
-        sys.exit("rss run failed: " + p.stderr.read().decode())
-    return ru.ru_maxrss  # KiB on Linux
+    return max_rss_kib(cmd)
 
 
 def create(exe, path, size):
@@ -259,8 +197,7 @@ def main():
         create(a.iotoll, mixed_path, a.size)
     sizes = {p: os.path.getsize(p) for p in [path, mixed_path] + multi_paths if os.path.exists(p)}
     size = sizes.get(path, 0)
-    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t")
-    print(f"machine: {platform.node()}  {os.cpu_count()} CPUs  {cpu}  kernel {platform.release()}")
+    print(machine_line())
     fio_ver = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"files: {a.dir} (" + ", ".join(f"{os.path.basename(p)} {n >> 20} MiB" for p, n in sizes.items()) + ")"
           f"\nfio {fio_ver}  {a.rounds} rounds x {a.time} s, alternating\n")
@@ -308,7 +245,7 @@ def main():
         res = {t: [] for t in tools}
         for r in range(a.rounds):
             # Rotate the order every round.
-            order = tools[r % len(tools):] + tools[:r % len(tools)]
+            order = rotation(tools, r)
             for tool in order:
                 if tool == "iotoll":
                     res[tool].append(iotoll_run_())
@@ -373,7 +310,7 @@ def multi_sanity(res, tools):
                          f" {1 + min(wd):.4f}..{1 + max(wd):.4f}")
         ok = all(abs(d) < 0.005 for d in dev)
         print(line + ("  OK" if ok else "  MISMATCH (> 0.5 %)"))
-        print(f"      median per-target IOPS: " + ", ".join(f"{v:.0f}" for v in per))
+        print("      median per-target IOPS: " + ", ".join(f"{v:.0f}" for v in per))
 
 
 def mixed_lines(res, tools):

@@ -11,22 +11,12 @@ utime over the run.
 import argparse
 import json
 import os
-import platform
 import re
-import socket
-import statistics
 import subprocess
 import sys
 import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def host_busy_s():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    user, nice, system, idle, iowait, irq, softirq, steal = v
-    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+from benchlib import CLK_TCK, host_busy_s, free_port, machine_line, median, report as report_
 
 
 def proc_utime_s(pid):
@@ -34,12 +24,6 @@ def proc_utime_s(pid):
         s = f.read()
     fields = s[s.rindex(")") + 2:].split()
     return int(fields[11]) / CLK_TCK  # field 14 (utime), counted from field 3
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(cmd, server_pid):
@@ -67,27 +51,9 @@ def start(cmd):
 peer_failed = {}
 
 
-def median(xs):
-    return statistics.median(xs)
-
-
 def report(title, res, keys):
-    print(f"== {title}")
-    tools = list(res)
-    print("   " + f"{'':10}" + "".join(f"{k:>22}" for k, _ in keys))
-    for t in tools:
-        if not res[t]:
-            sys.exit(f"   {t}: no round produced a result")
-        print("   " + f"{t:<10}" + "".join(f"{median([r[k] for r in res[t]]):>22.2f}" for k, _ in keys)
-              + (f"   ({len(res[t])} rounds; {peer_failed[t]} failed)" if peer_failed.get(t) else ""))
-    a, b = tools
-    ratios = []
-    for k, label in keys:
-        vb = median([r[k] for r in res[b]])
-        va = median([r[k] for r in res[a]])
-        if vb:
-            ratios.append(f"{label} {va / vb:.3f}")
-    print(f"   ratio {a}/{b}: " + "   ".join(ratios) + "\n")
+    report_(title, res, keys, failed=peer_failed)
+    print()
 
 
 def main():
@@ -99,8 +65,7 @@ def main():
     a = ap.parse_args()
     wanted = a.cases.split(",")
     ex = a.iotoll
-    cpu = open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t")
-    print(f"machine: {platform.node()}  {os.cpu_count()} CPUs  {cpu}  kernel {platform.release()}")
+    print(machine_line())
     print(f"{a.rounds} rounds x {a.time} s, alternating; loopback\n")
 
     ports = {k: free_port() for k in ("iotoll", "iperf3", "iperf2", "sockperf")}
