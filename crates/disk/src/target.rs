@@ -257,7 +257,7 @@ fn prepare_one(
                 path.display()
             )));
         }
-        let probe = probe_iscsi(spec, &path)?;
+        let probe = probe_iscsi(spec, &path, interrupted)?;
         let (size, block) = (probe.capacity.bytes(), probe.capacity.block_size as u64);
         iscsi = Some(probe);
         (None, size, block)
@@ -387,7 +387,11 @@ fn prepare_one(
 /// Logs a session in to an iSCSI target, reads the LUN's capacity and
 /// identity, and logs out: a bad URL, an unreachable portal, a refused
 /// login or a missing LUN is refused here, before any worker starts.
-fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
+fn probe_iscsi(
+    spec: &DiskSpec,
+    path: &Path,
+    interrupted: &AtomicBool,
+) -> Result<IscsiProbe, DiskError> {
     use iotoll_iscsi::scsi;
     let text = path.to_string_lossy();
     let url = iotoll_iscsi::url::parse(&text)
@@ -404,7 +408,12 @@ fn probe_iscsi(spec: &DiskSpec, path: &Path) -> Result<IscsiProbe, DiskError> {
         block: 512,
     };
     let fail = |e: iotoll_iscsi::Error| DiskError::target(path, e.msg);
-    let mut s = lun.login(1).map_err(fail)?;
+    let mut s = lun.login(1, Some(interrupted)).map_err(|e| match e.kind {
+        iotoll_iscsi::ErrorKind::Interrupted => {
+            DiskError::Interrupted("while logging in to the iSCSI target")
+        }
+        _ => fail(e),
+    })?;
     let mut run = |lun: u64, cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
         let out = s.command(lun, cdb, len).map_err(fail)?;
         if out.status != scsi::STATUS_GOOD {

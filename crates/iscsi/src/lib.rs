@@ -34,6 +34,8 @@ pub enum ErrorKind {
     Protocol,
     /// A SCSI command failed (status and sense are in the message).
     Scsi,
+    /// The caller gave up (Ctrl-C) while waiting for the target.
+    Interrupted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

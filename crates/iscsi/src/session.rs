@@ -14,7 +14,7 @@ use crate::pdu::{self, op, sn_le, sn_lt, Bhs, Digests, In, NO_TAG};
 use crate::{chap, scsi, text, Error, ErrorKind};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 /// How a session is set up.
@@ -239,6 +239,7 @@ fn exchange(
     data: &[u8],
     timeout: Duration,
     state: &str,
+    cancel: Option<&AtomicBool>,
 ) -> Result<(Bhs, Vec<u8>), Error> {
     let digests = conn.dec.digests;
     pdu::encode(&mut conn.tx, bhs, data, digests);
@@ -261,10 +262,18 @@ fn exchange(
         {
             continue;
         }
-        if !conn
-            .wait(until)
-            .map_err(|e| closed_err(&conn.portal, state, &e))?
-        {
+        // Woken every 100 ms to see whether the user gave up (Ctrl-C).
+        let slice = until.min(Instant::now() + Duration::from_millis(100));
+        let ready = conn
+            .wait(slice)
+            .map_err(|e| closed_err(&conn.portal, state, &e))?;
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                format!("iSCSI {}: interrupted during {state}", conn.portal),
+            ));
+        }
+        if !ready && Instant::now() >= until {
             return Err(Error::new(
                 ErrorKind::Timeout,
                 format!(
@@ -294,6 +303,7 @@ fn login_phase(
     cfg: &Config,
     target: Option<&str>,
     isid: [u8; 6],
+    cancel: Option<&AtomicBool>,
 ) -> Result<LoggedIn, Error> {
     let portal = conn.portal.clone();
     let cmd_sn = 1u32;
@@ -311,7 +321,7 @@ fn login_phase(
         data.clear();
         text::encode(keys, &mut data);
         let req = pdu::login_request(transit, csg, nsg, isid, 0, itt, 0, cmd_sn, exp_stat_sn);
-        let (bhs, body) = exchange(conn, req, &data, cfg.timeout, state)?;
+        let (bhs, body) = exchange(conn, req, &data, cfg.timeout, state, cancel)?;
         itt = itt.wrapping_add(1);
         let resp = pdu::parse_in(&bhs).map_err(|e| protocol(&portal, state, e))?;
         let In::LoginResponse {
@@ -532,7 +542,7 @@ fn digest_name(on: bool) -> String {
 /// SendTargets discovery on a discovery session.
 pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     let mut conn = Conn::connect(portal, cfg.timeout)?;
-    let li = login_phase(&mut conn, cfg, None, new_isid())?;
+    let li = login_phase(&mut conn, cfg, None, new_isid(), None)?;
     conn.dec.digests = Digests {
         header: li.params.header_digest,
         data: li.params.data_digest,
@@ -545,7 +555,7 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     let (mut cmd_sn, mut exp_stat_sn, mut ttt, mut itt) = (li.cmd_sn, li.exp_stat_sn, NO_TAG, 1u32);
     for _ in 0..1000 {
         let req = pdu::text_request(itt, ttt, cmd_sn, exp_stat_sn);
-        let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state)?;
+        let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state, None)?;
         match pdu::parse_in(&bhs).map_err(|e| protocol(portal, state, e))? {
             In::TextResponse {
                 final_, ttt: t, sn, ..
@@ -607,6 +617,7 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
         &[],
         cfg.timeout.min(Duration::from_secs(2)),
         "logout",
+        None,
     );
     Ok(found)
 }
@@ -615,10 +626,22 @@ impl Session {
     /// Connects to `portal`, logs in to `target` and gets `slots` task slots
     /// ready.
     pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session, Error> {
+        Session::login_cancellable(portal, target, cfg, slots, None)
+    }
+
+    /// [`Session::login`] that gives up (ErrorKind::Interrupted) within
+    /// 100 ms of `cancel` being set, rather than at the timeout.
+    pub fn login_cancellable(
+        portal: &str,
+        target: &str,
+        cfg: &Config,
+        slots: usize,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Session, Error> {
         let slots = slots.min(MAX_SLOTS - 1);
         let mut conn = Conn::connect(portal, cfg.timeout)?;
         let isid = new_isid();
-        let li = login_phase(&mut conn, cfg, Some(target), isid)?;
+        let li = login_phase(&mut conn, cfg, Some(target), isid, cancel)?;
         let p = &li.params;
         for (asked, got, which) in [
             (cfg.offer.header_digest, p.header_digest, "header"),
@@ -1266,7 +1289,7 @@ impl Session {
         let req = pdu::logout_request(NO_TAG - 1, self.cmd_sn, self.exp_stat_sn);
         let timeout = self.timeout.min(Duration::from_secs(5));
         // A NOP-In may come first; the Logout Response ends it.
-        let (mut bhs, _) = exchange(&mut self.conn, req, &[], timeout, "logout")?;
+        let (mut bhs, _) = exchange(&mut self.conn, req, &[], timeout, "logout", None)?;
         for _ in 0..16 {
             if bhs.opcode() == op::LOGOUT_RESP {
                 return Ok(());

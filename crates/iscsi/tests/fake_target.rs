@@ -45,7 +45,10 @@ impl Peer {
 
     fn send(&mut self, mut bhs: Bhs, data: &[u8]) {
         bhs.set_u32(28, self.exp_cmd_sn);
-        bhs.set_u32(32, self.exp_cmd_sn.wrapping_add(self.window).wrapping_sub(1));
+        bhs.set_u32(
+            32,
+            self.exp_cmd_sn.wrapping_add(self.window).wrapping_sub(1),
+        );
         let mut out = Vec::new();
         pdu::encode(&mut out, bhs, data, Digests::default());
         let _ = self.sock.write_all(&out);
@@ -116,7 +119,11 @@ impl Peer {
     /// Completes a read with its data and status in one Data-In.
     fn read_done(&mut self, cmd: &Bhs, residual: u32) {
         let len = cmd.u32_at(20) - residual;
-        let mut b = Bhs::new(op::DATA_IN, false, 0x81 | if residual > 0 { 0x02 } else { 0 });
+        let mut b = Bhs::new(
+            op::DATA_IN,
+            false,
+            0x81 | if residual > 0 { 0x02 } else { 0 },
+        );
         b.set_itt(cmd.itt());
         b.set_u32(20, NO_TAG);
         b.set_u32(44, residual);
@@ -212,7 +219,10 @@ fn an_async_logout_request_ends_the_session_naming_it() {
     let e = read_one(&mut s, 0, &mut buf).expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Closed, "{e}");
     assert!(e.msg.contains("Async event 1"), "{e}");
-    assert!(e.msg.contains("READ(16)"), "names the command outstanding: {e}");
+    assert!(
+        e.msg.contains("READ(16)"),
+        "names the command outstanding: {e}"
+    );
     drop(s);
     h.join().expect("target script");
 }
@@ -263,7 +273,10 @@ fn commands_stay_inside_a_one_command_window() {
     assert_eq!(read_one(&mut s, 0, &mut bufs[0]).expect("first read"), 4096);
     for (slot, b) in bufs.iter_mut().enumerate().skip(1) {
         // SAFETY: bufs outlive the commands, reaped below.
-        unsafe { s.submit_io(slot, 1, true, 0, 4096, 512, b.as_mut_ptr()).expect("submit") };
+        unsafe {
+            s.submit_io(slot, 1, true, 0, 4096, 512, b.as_mut_ptr())
+                .expect("submit")
+        };
     }
     let mut done = 1;
     let until = Instant::now() + Duration::from_secs(20);
@@ -305,7 +318,9 @@ fn a_check_condition_fails_the_io_with_its_sense_and_a_short_read_is_short() {
         r.set_itt(cmd.itt());
         r.set_byte(3, 0x02);
         // SenseLength, then fixed-format sense: MEDIUM ERROR, 11/00.
-        let mut sense = vec![0u8, 18, 0x70, 0, 0x03, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x11, 0x00];
+        let mut sense = vec![
+            0u8, 18, 0x70, 0, 0x03, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x11, 0x00,
+        ];
         sense.resize(20, 0);
         p.send_status(r, &sense);
         let (cmd, _) = p.command().expect("second command");
@@ -317,8 +332,15 @@ fn a_check_condition_fails_the_io_with_its_sense_and_a_short_read_is_short() {
     let r = read_one(&mut s, 0, &mut buf).expect("completes");
     assert_eq!(r, -(libc::EIO as i64));
     let why = s.explain(0).expect("explained");
-    assert!(why.contains("CHECK CONDITION") && why.contains("MEDIUM ERROR"), "{why}");
-    assert_eq!(read_one(&mut s, 1, &mut buf).expect("completes"), 3072, "underflow");
+    assert!(
+        why.contains("CHECK CONDITION") && why.contains("MEDIUM ERROR"),
+        "{why}"
+    );
+    assert_eq!(
+        read_one(&mut s, 1, &mut buf).expect("completes"),
+        3072,
+        "underflow"
+    );
     drop(s);
     h.join().expect("target script");
 }

@@ -24,9 +24,15 @@ impl Lun {
         self.url.lun.unwrap_or(0)
     }
 
-    /// Logs a session in to this LUN's target with `slots` task slots.
-    pub fn login(&self, slots: usize) -> Result<Session, iotoll_iscsi::Error> {
-        Session::login(&self.url.portal(), &self.url.iqn, &self.config, slots)
+    /// Logs a session in to this LUN's target with `slots` task slots;
+    /// `cancel` set gives up within 100 ms.
+    pub fn login(
+        &self,
+        slots: usize,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Session, iotoll_iscsi::Error> {
+        let portal = self.url.portal();
+        Session::login_cancellable(&portal, &self.url.iqn, &self.config, slots, cancel)
     }
 }
 
@@ -52,7 +58,7 @@ impl IscsiEngine {
         let bufs = Buffers::new(depth, bs, seed)?;
         let mut sessions = Vec::with_capacity(luns.len());
         for l in &luns {
-            sessions.push(l.login(depth)?);
+            sessions.push(l.login(depth, None)?);
         }
         Ok((
             IscsiEngine {
