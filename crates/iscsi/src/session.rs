@@ -939,7 +939,12 @@ impl Session {
             } else {
                 0
             };
-            (t.len - short) as i64
+            // A read counts the bytes that really arrived: a target that
+            // sends less than it claims makes a short I/O, not a full one.
+            match t.read {
+                true => t.got.min(t.len - short) as i64,
+                false => (t.len - short) as i64,
+            }
         } else {
             let mut why = format!(
                 "{}: SCSI status {}",
