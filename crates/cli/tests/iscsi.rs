@@ -77,8 +77,7 @@ fn fails_within(cmd: &mut std::process::Command, code: i32, needles: &[&str]) ->
 }
 
 /// `cmd` must succeed (within two minutes) and print one JSON result.
-/// Not checked against docs/result.schema.json here: that file predates
-/// iSCSI (see `result_documents_match_the_schema`).
+/// The schema is checked once, in `result_documents_match_the_schema`.
 fn json_ok(cmd: &mut std::process::Command) -> Value {
     let (out, _) = run_within(cmd, Duration::from_secs(120));
     ok_json(&out)
@@ -841,4 +840,40 @@ fn ctrl_c_reports_what_was_measured_and_leaves_the_target_serving() {
     let doc = ok_json(&out);
     assert_eq!(u(&doc["luns"][0]["capacity_bytes"]), tgt::NULL_LUN_BYTES);
     assert!(no_sessions_left(&tgt), "sessions left: {}", tgt.show());
+}
+
+/// A suite's disk test runs on an iscsi:// `--target`, each repetition its
+/// own login, results into the database with the LUN as the target.
+#[test]
+fn a_suite_runs_its_disk_test_on_a_lun() {
+    let Some((tgt, iqn)) = Tgt::with_null_lun() else {
+        return;
+    };
+    let url = tgt.url(&iqn, 1);
+    let t = Tmp::new();
+    let suite = t.file(
+        "lun.toml",
+        "name = \"lun\"\nreps = 2\nramp = \"0s\"\ntime = \"500ms\"\n\n[[test]]\nname = \"d\"\nkind = \"disk\"\nbs = \"4k\"\nqd = 8\n",
+    );
+    let (out, _) = run_within(
+        raw().args([
+            "suite",
+            "run",
+            "--quiet",
+            &suite,
+            "--db",
+            &t.db,
+            "--target",
+            &url,
+            "--io-timeout",
+            "5s",
+        ]),
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = show(&t.db, "1");
+    let text = run.to_string();
+    assert!(text.contains("iscsi-lun"), "{text}");
+    assert!(text.contains(&url), "{text}");
+    assert!(no_sessions_left(&tgt));
 }
