@@ -160,17 +160,7 @@ fn luns(text: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let mut s = Session::login(&u.portal(), &u.iqn, &cfg, 1)?;
     let numbers = match u.lun {
         Some(l) => vec![l],
-        None => {
-            let out = s.command(0, scsi::cdb16(&scsi::report_luns(16384)), 16384)?;
-            if out.status != scsi::STATUS_GOOD {
-                anyhow::bail!(
-                    "{}: REPORT LUNS failed: SCSI status {}",
-                    u,
-                    scsi::status_name(out.status)
-                );
-            }
-            scsi::parse_report_luns(&out.data)
-        }
+        None => s.report_luns().map_err(|e| anyhow::anyhow!("{u}: {e}"))?,
     };
     let mut list = Vec::new();
     for n in numbers {
@@ -212,16 +202,7 @@ fn luns(text: &str, login: &LoginArgs, json: bool) -> Result<()> {
 }
 
 fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
-    let inq = s.command(lun, scsi::cdb16(&scsi::inquiry(96)), 96)?;
-    if inq.status != scsi::STATUS_GOOD {
-        anyhow::bail!(
-            "{}: INQUIRY of LUN {lun} failed: SCSI status {}",
-            u,
-            scsi::status_name(inq.status)
-        );
-    }
-    let i = scsi::Inquiry::parse(&inq.data)
-        .map_err(|e| anyhow::anyhow!("{u}: INQUIRY of LUN {lun}: {e}"))?;
+    let i = s.inquiry(lun).map_err(|e| anyhow::anyhow!("{u}: {e}"))?;
     let mut info = LunInfo {
         lun,
         url: u.with_lun(lun).to_string(),
@@ -244,20 +225,14 @@ fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
         ));
         return Ok(info);
     }
-    let cap = s.command(lun, scsi::read_capacity16(32), 32)?;
-    match (cap.status, scsi::Capacity::parse(&cap.data)) {
-        (scsi::STATUS_GOOD, Ok(c)) => {
+    match s.read_capacity(lun) {
+        Ok(c) => {
             info.block_size = Some(c.block_size);
             info.capacity_bytes = Some(c.bytes());
         }
-        (scsi::STATUS_GOOD, Err(e)) => info.error = Some(format!("READ CAPACITY(16): {e}")),
-        (st, _) => {
-            let sense = cap.sense.map(|s| format!(", {s}")).unwrap_or_default();
-            info.error = Some(format!(
-                "READ CAPACITY(16): {}{sense}",
-                scsi::status_name(st)
-            ));
-        }
+        // The LUN's own failure goes in its row; a session failure ends all.
+        Err(e) if e.kind == iotoll_iscsi::ErrorKind::Scsi => info.error = Some(e.msg),
+        Err(e) => return Err(e.into()),
     }
     Ok(info)
 }

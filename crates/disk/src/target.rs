@@ -392,7 +392,6 @@ fn probe_iscsi(
     path: &Path,
     interrupted: &AtomicBool,
 ) -> Result<IscsiProbe, DiskError> {
-    use iotoll_iscsi::scsi;
     let text = path.to_string_lossy();
     let url = iotoll_iscsi::url::parse(&text)
         .map_err(|e| DiskError::Invalid(format!("target {text}: {e}")))?;
@@ -414,36 +413,9 @@ fn probe_iscsi(
         }
         _ => fail(e),
     })?;
-    let mut run = |lun: u64, cdb: [u8; 16], len: u32, what: &str| -> Result<Vec<u8>, DiskError> {
-        let out = s.command(lun, cdb, len).map_err(fail)?;
-        if out.status != scsi::STATUS_GOOD {
-            let sense = out
-                .sense
-                .map(|s| format!(", sense {s}"))
-                .unwrap_or_default();
-            return Err(DiskError::target(
-                path,
-                format!(
-                    "{what} failed: SCSI status {}{sense}",
-                    scsi::status_name(out.status)
-                ),
-            ));
-        }
-        Ok(out.data)
-    };
-    let inq = run(lun_no, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
-    let inquiry =
-        scsi::Inquiry::parse(&inq).map_err(|e| DiskError::target(path, format!("INQUIRY: {e}")))?;
+    let inquiry = s.inquiry(lun_no).map_err(fail)?;
     if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
-        // REPORT LUNS goes to LUN 0, which every target answers.
-        let luns = run(
-            0,
-            scsi::cdb16(&scsi::report_luns(4096)),
-            4096,
-            "REPORT LUNS",
-        )
-        .map(|d| scsi::parse_report_luns(&d))
-        .unwrap_or_default();
+        let luns = s.report_luns().unwrap_or_default();
         let list: Vec<String> = luns.iter().map(u64::to_string).collect();
         let why = if inquiry.peripheral_qualifier != 0 {
             format!("LUN {lun_no} does not exist on {}", url.iqn)
@@ -465,9 +437,7 @@ fn probe_iscsi(
             ),
         ));
     }
-    let cap = run(lun_no, scsi::read_capacity16(32), 32, "READ CAPACITY(16)")?;
-    let capacity = scsi::Capacity::parse(&cap)
-        .map_err(|e| DiskError::target(path, format!("READ CAPACITY(16): {e}")))?;
+    let capacity = s.read_capacity(lun_no).map_err(fail)?;
     let session = s.info.clone();
     let _ = s.logout();
     Ok(IscsiProbe {

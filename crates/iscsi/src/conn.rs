@@ -166,8 +166,7 @@ pub(crate) fn pollfd(fd: i32, write: bool) -> libc::pollfd {
 }
 
 /// poll(2) until `until`, retried on EINTR; the number of ready fds.
-/// (The disk engine polls several sessions' sockets with it.)
-pub fn poll(fds: &mut [libc::pollfd], until: Instant) -> std::io::Result<usize> {
+pub(crate) fn poll(fds: &mut [libc::pollfd], until: Instant) -> std::io::Result<usize> {
     loop {
         let left = until.saturating_duration_since(Instant::now());
         let ms = left.as_millis().min(i32::MAX as u128) as i32;

@@ -11,7 +11,6 @@ pub mod session;
 pub mod text;
 pub mod url;
 
-pub use conn::poll;
 pub use session::{Config, Session, SessionInfo};
 pub use url::IscsiUrl;
 

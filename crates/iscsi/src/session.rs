@@ -153,16 +153,16 @@ impl Task {
 
     fn describe(&self, slot: usize) -> String {
         let name = match self.cdb[0] {
-            0x88 => "READ(16)",
-            0x8a => "WRITE(16)",
-            0x12 => "INQUIRY",
-            0xa0 => "REPORT LUNS",
-            0x9e => "READ CAPACITY(16)",
-            0x00 => "TEST UNIT READY",
+            scsi::OP_READ_16 => "READ(16)",
+            scsi::OP_WRITE_16 => "WRITE(16)",
+            scsi::OP_INQUIRY => "INQUIRY",
+            scsi::OP_REPORT_LUNS => "REPORT LUNS",
+            scsi::OP_SERVICE_ACTION_IN_16 => "READ CAPACITY(16)",
+            scsi::OP_TEST_UNIT_READY => "TEST UNIT READY",
             _ => "SCSI command",
         };
         let mut s = name.to_string();
-        if matches!(self.cdb[0], 0x88 | 0x8a) {
+        if matches!(self.cdb[0], scsi::OP_READ_16 | scsi::OP_WRITE_16) {
             let lba = u64::from_be_bytes(self.cdb[2..10].try_into().unwrap_or([0; 8]));
             let blocks = u32::from_be_bytes(self.cdb[10..14].try_into().unwrap_or([0; 4]));
             let _ = write!(s, " of {blocks} blocks at LBA {lba}");
@@ -243,6 +243,17 @@ fn exchange(
 ) -> Result<(Bhs, Vec<u8>), Error> {
     let digests = conn.dec.digests;
     pdu::encode(&mut conn.tx, bhs, data, digests);
+    receive(conn, timeout, state, cancel)
+}
+
+/// Sends what is queued and waits (at most `timeout`) for the next PDU,
+/// outside the full-feature phase.
+fn receive(
+    conn: &mut Conn,
+    timeout: Duration,
+    state: &str,
+    cancel: Option<&AtomicBool>,
+) -> Result<(Bhs, Vec<u8>), Error> {
     let until = Instant::now() + timeout;
     loop {
         conn.flush()
@@ -552,7 +563,9 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     let mut body = Vec::new();
     let mut data = Vec::new();
     text::encode(&[("SendTargets", "All")], &mut data);
-    let (mut cmd_sn, mut exp_stat_sn, mut ttt, mut itt) = (li.cmd_sn, li.exp_stat_sn, NO_TAG, 1u32);
+    // Immediate Text Requests: CmdSN does not advance.
+    let cmd_sn = li.cmd_sn;
+    let (mut exp_stat_sn, mut ttt, mut itt) = (li.exp_stat_sn, NO_TAG, 1u32);
     for _ in 0..1000 {
         let req = pdu::text_request(itt, ttt, cmd_sn, exp_stat_sn);
         let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state, None)?;
@@ -591,7 +604,6 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
             }
         }
         itt += 1;
-        cmd_sn = cmd_sn.wrapping_add(0); // immediate: CmdSN does not advance
     }
     let pairs = text::decode(&body).map_err(|e| protocol(portal, state, e))?;
     let mut found: Vec<Discovered> = Vec::new();
@@ -1138,12 +1150,11 @@ impl Session {
                 };
                 return Err(protocol(&self.conn.portal, &self.state(), what));
             }
-            other => {
+            _ => {
                 let what = format!(
                     "unexpected {} in the full-feature phase",
                     pdu::op_name(bhs.opcode())
                 );
-                let _ = other;
                 return Err(protocol(&self.conn.portal, &self.state(), what));
             }
         }
@@ -1245,16 +1256,12 @@ impl Session {
 
     /// Progress until at least `min` commands completed (or none is left).
     pub fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
-        let mut n = self.progress(done)?;
-        while n < min && self.live > 0 {
-            let until = Instant::now() + Duration::from_millis(100);
-            let mut p = [self.pollfd()];
-            conn::poll(&mut p, until)
-                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
-            n += self.progress(done)?;
-            self.check_timeout(Instant::now())?;
-        }
-        Ok(n)
+        reap_all(
+            std::slice::from_mut(self),
+            min,
+            &mut Vec::with_capacity(1),
+            done,
+        )
     }
 
     /// Runs one command to completion on the session's own slot (the last
@@ -1285,6 +1292,58 @@ impl Session {
         })
     }
 
+    /// Runs `cdb` on `lun` and requires GOOD status: the data, or an error
+    /// (kind `Scsi`) naming the command `what`, the status and the sense.
+    pub fn command_ok(
+        &mut self,
+        lun: u64,
+        cdb: [u8; 16],
+        data_in: u32,
+        what: &str,
+    ) -> Result<Vec<u8>, Error> {
+        let out = self.command(lun, cdb, data_in)?;
+        if out.status != scsi::STATUS_GOOD {
+            let sense = out
+                .sense
+                .map(|s| format!(", sense {s}"))
+                .unwrap_or_default();
+            return Err(Error::new(
+                ErrorKind::Scsi,
+                format!(
+                    "{what} of LUN {lun} failed: SCSI status {}{sense}",
+                    scsi::status_name(out.status)
+                ),
+            ));
+        }
+        Ok(out.data)
+    }
+
+    /// Standard INQUIRY of `lun`.
+    pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry, Error> {
+        let d = self.command_ok(lun, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
+        scsi::Inquiry::parse(&d)
+            .map_err(|e| Error::new(ErrorKind::Scsi, format!("INQUIRY of LUN {lun}: {e}")))
+    }
+
+    /// READ CAPACITY(16) of `lun`.
+    pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity, Error> {
+        let what = "READ CAPACITY(16)";
+        let d = self.command_ok(lun, scsi::read_capacity16(32), 32, what)?;
+        scsi::Capacity::parse(&d)
+            .map_err(|e| Error::new(ErrorKind::Scsi, format!("{what} of LUN {lun}: {e}")))
+    }
+
+    /// The target's LUNs (REPORT LUNS to LUN 0, which every target answers).
+    pub fn report_luns(&mut self) -> Result<Vec<u64>, Error> {
+        let d = self.command_ok(
+            0,
+            scsi::cdb16(&scsi::report_luns(16384)),
+            16384,
+            "REPORT LUNS",
+        )?;
+        Ok(scsi::parse_report_luns(&d))
+    }
+
     /// Logs out (when no command is outstanding) and closes the connection.
     pub fn logout(mut self) -> Result<(), Error> {
         if self.closed || self.live > 0 {
@@ -1299,37 +1358,40 @@ impl Session {
             if bhs.opcode() == op::LOGOUT_RESP {
                 return Ok(());
             }
-            let until = Instant::now() + timeout;
-            loop {
-                match self.conn.next_pdu() {
-                    Err(e) => return Err(protocol(&self.conn.portal, "logout", e)),
-                    Ok(Some((b, _, n))) => {
-                        self.conn.consume(n);
-                        bhs = b;
-                        break;
-                    }
-                    Ok(None) => {}
-                }
-                if !self
-                    .conn
-                    .fill()
-                    .map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
-                    && !self
-                        .conn
-                        .wait(until)
-                        .map_err(|e| closed_err(&self.conn.portal, "logout", &e))?
-                {
-                    return Err(Error::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "iSCSI {}: no Logout Response within {}",
-                            self.conn.portal,
-                            secs(timeout)
-                        ),
-                    ));
-                }
-            }
+            (bhs, _) = receive(&mut self.conn, timeout, "logout", None)?;
         }
         Err(protocol(&self.conn.portal, "logout", "no Logout Response"))
+    }
+}
+
+/// Progress on all `sessions` until at least `min` commands completed
+/// among them (or none is outstanding): their sockets are polled together,
+/// waking at least every 100 ms to check every command's timeout. `fds` is
+/// reused between calls, so the hot path does not allocate.
+pub fn reap_all(
+    sessions: &mut [Session],
+    min: usize,
+    fds: &mut Vec<libc::pollfd>,
+    done: &mut dyn FnMut(usize, i64),
+) -> Result<usize, Error> {
+    let mut n = 0;
+    loop {
+        for s in sessions.iter_mut() {
+            n += s.progress(done)?;
+        }
+        if n >= min || sessions.iter().all(|s| s.live == 0) {
+            return Ok(n);
+        }
+        fds.clear();
+        fds.extend(sessions.iter().map(Session::pollfd));
+        let until = Instant::now() + Duration::from_millis(100);
+        conn::poll(fds, until).map_err(|e| {
+            let s = &sessions[0];
+            closed_err(&s.conn.portal, &s.state(), &e)
+        })?;
+        let now = Instant::now();
+        for s in sessions.iter_mut() {
+            s.check_timeout(now)?;
+        }
     }
 }

@@ -110,25 +110,8 @@ impl Engine for IscsiEngine {
         min: usize,
         done: &mut dyn FnMut(usize, IoResult),
     ) -> io::Result<()> {
-        let mut n = 0;
-        loop {
-            for s in &mut self.sessions {
-                n += s.progress(done)?;
-            }
-            if n >= min || self.sessions.iter().all(|s| s.outstanding() == 0) {
-                return Ok(());
-            }
-            self.pollfds.clear();
-            self.pollfds
-                .extend(self.sessions.iter().map(|s| s.pollfd()));
-            // Wake at least every 100 ms to check command timeouts.
-            let until = Instant::now() + Duration::from_millis(100);
-            iotoll_iscsi::poll(&mut self.pollfds, until)?;
-            let now = Instant::now();
-            for s in &mut self.sessions {
-                s.check_timeout(now)?;
-            }
-        }
+        iotoll_iscsi::session::reap_all(&mut self.sessions, min, &mut self.pollfds, done)?;
+        Ok(())
     }
 
     fn drain(&mut self) -> usize {
