@@ -4,6 +4,7 @@ use crate::{duration_arg, signals, size_arg, usage};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_net::auth::Key;
+use iotoll_net::tls::Cipher;
 use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -70,6 +71,9 @@ pub struct ServeArgs {
     /// How long a connected client may take for each handshake message.
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "5s")]
     handshake_timeout: Duration,
+    /// Refuse tests that ask for TLS (--tls), e.g. to keep cipher work off this host.
+    #[arg(long)]
+    no_tls: bool,
 }
 
 /// Flags every client test shares.
@@ -97,8 +101,21 @@ pub struct CommonArgs {
     /// How long to keep retrying an endpoint that is busy with another test (0s: fail at once).
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
     busy_wait: Duration,
+    /// TLS 1.3 on every data connection: the endpoint makes a certificate for the test, the client pins it through the control connection. Goodput counts payload only; CPU shows what the encryption costs.
+    #[arg(long)]
+    tls: bool,
+    /// The TLS cipher: aes-128-gcm, aes-256-gcm or chacha20-poly1305 (implies --tls).
+    #[arg(long, value_name = "CIPHER", value_parser = cipher_arg)]
+    tls_cipher: Option<Cipher>,
     #[command(flatten)]
     measure: crate::MeasureOpts,
+}
+
+fn cipher_arg(s: &str) -> Result<Cipher, String> {
+    Cipher::parse(s).ok_or_else(|| {
+        let known: Vec<_> = Cipher::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown cipher '{s}': use {}", known.join(", "))
+    })
 }
 
 #[derive(Args)]
@@ -120,6 +137,9 @@ pub struct StreamArgs {
     /// Local addresses to spread the connections over, round-robin (multi-adapter tests).
     #[arg(long, value_name = "ADDR[,ADDR...]", value_parser = bind_arg)]
     bind: Option<BindList>,
+    /// The receiving ends check every byte against the sender's pattern; a difference fails the test.
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Args)]
@@ -153,6 +173,7 @@ pub fn main(cmd: NetCmd) -> Result<()> {
                 sockbuf: a.sockbuf,
                 nodelay: a.nodelay,
                 bind: a.bind.map(|b| b.0).unwrap_or_default(),
+                verify: a.verify,
                 ..base_spec(&a.common)?
             },
             &a.common,
@@ -185,6 +206,9 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
         config: c.measure.config.clone(),
         threads: c.threads,
         busy_wait: c.busy_wait,
+        tls: c
+            .tls_cipher
+            .or(c.tls.then_some(iotoll_net::tls::DEFAULT_CIPHER)),
         ..ClientSpec::default()
     })
 }
@@ -218,6 +242,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         },
         threads: None,
         handshake: a.handshake_timeout,
+        tls: !a.no_tls,
     };
     let flag = signals::install();
     let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));

@@ -229,6 +229,15 @@ pub struct NetSpec {
     pub threads: usize,
     /// Whether the key was proved.
     pub auth: bool,
+    /// TLS 1.3 on every data connection (`--tls`): the cipher, e.g.
+    /// `aes-128-gcm`; absent for cleartext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305"]))]
+    pub tls: Option<String>,
+    /// Receivers checked every byte against the senders' pattern
+    /// (`--verify`); absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
 }
 
 /// `spec` of a `net-stream` run.
@@ -268,6 +277,30 @@ pub struct NetDisclosure {
     pub local: NetSide,
     #[schemars(with = "NetSide")]
     pub remote: serde_json::Value,
+    /// What the TLS handshakes agreed on; absent for cleartext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsDisclosure>,
+}
+
+/// How the data connections of a `--tls` test were protected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TlsDisclosure {
+    /// `TLS 1.3`.
+    pub protocol: String,
+    /// The negotiated suite, e.g. `TLS13_AES_128_GCM_SHA256`.
+    pub cipher_suite: String,
+    /// The key exchange group, e.g. `X25519`.
+    pub key_exchange: Option<String>,
+    /// Who ran the handshake and who the record layer (library versions).
+    pub implementation: String,
+    /// How the endpoint was authenticated.
+    pub certificate: String,
+    /// Wall time of this end's handshakes, all connections at once, s.
+    pub handshake_s: f64,
+    /// Whether this host's CPU has AES instructions (the AES-GCM suites'
+    /// speed depends on them); absent if unknown.
+    pub cpu_aes: Option<bool>,
 }
 
 impl NetDisclosure {

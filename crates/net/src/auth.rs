@@ -59,7 +59,7 @@ impl Key {
 
     /// Constant-time check of a peer's proof.
     pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
-        unhex(mac_hex).is_some_and(|bytes| self.hmac(label, a, b).verify_slice(&bytes).is_ok())
+        unhex(mac_hex, 128).is_some_and(|bytes| self.hmac(label, a, b).verify_slice(&bytes).is_ok())
     }
 }
 
@@ -79,12 +79,13 @@ pub fn nonce() -> String {
     hex(&b)
 }
 
-fn hex(b: &[u8]) -> String {
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 256 {
+/// Hex to bytes; None if malformed or longer than `max` bytes.
+pub(crate) fn unhex(s: &str, max: usize) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || s.len() > 2 * max {
         return None;
     }
     (0..s.len())

@@ -4,12 +4,13 @@
 //! merges the endpoint's report into one result.
 
 use crate::auth::{nonce, Key};
-use crate::engine::{Engine, EngineOut, Role};
+use crate::engine::{DataConn, Engine, EngineOut, Role};
 use crate::proto::{
     ByteStats, Control, Dir, Identity, Msg, ProtoError, ServerReport, TestKind, TestParams,
     PROTO_VERSION,
 };
 use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
+use crate::tls::{self, Cipher, ClientTls, Negotiated};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
@@ -50,6 +51,10 @@ pub struct ClientSpec {
     /// How long to keep retrying an endpoint that is busy with another
     /// test (zero: fail at once).
     pub busy_wait: Duration,
+    /// TLS 1.3 on every data connection, with this cipher.
+    pub tls: Option<Cipher>,
+    /// Receivers check every byte against the senders' pattern (stream).
+    pub verify: bool,
 }
 
 /// Default for [`ClientSpec::busy_wait`].
@@ -75,6 +80,8 @@ impl Default for ClientSpec {
             config: None,
             threads: None,
             busy_wait: BUSY_WAIT,
+            tls: None,
+            verify: false,
         }
     }
 }
@@ -116,6 +123,9 @@ impl ClientSpec {
         if self.config.as_ref().is_some_and(|c| c.trim().is_empty()) {
             return bad("--config must not be empty".into());
         }
+        if self.verify && self.kind != TestKind::Stream {
+            return bad("--verify applies to stream tests only".into());
+        }
         Ok(())
     }
 
@@ -136,6 +146,8 @@ impl ClientSpec {
             burst: self.burst,
             ramp_ms: self.ramp.as_millis() as u64,
             time_ms: self.time.as_millis() as u64,
+            tls: self.tls.map(|c| c.name().to_string()),
+            verify: self.verify,
         }
     }
 }
@@ -186,14 +198,17 @@ fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
 
 /// Connects, checks the endpoint's version and runs the mutual
 /// authentication; returns the control connection ready for a test.
-fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> {
+fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<(Control, String), NetError> {
     let s = TcpStream::connect_timeout(addr, Duration::from_secs(5))
         .map_err(|e| peer_err(addr, format!("cannot connect: {e}")))?;
     let mut ctl = Control::new(s).map_err(|e| peer_err(addr, e.to_string()))?;
-    let (proto, sn, server_auth) = match recv(&mut ctl, addr, "hello", CONTROL_TIMEOUT)? {
+    let (proto, sn, server_auth, version) = match recv(&mut ctl, addr, "hello", CONTROL_TIMEOUT)? {
         Msg::Hello {
-            proto, nonce, auth, ..
-        } => (proto, nonce, auth),
+            proto,
+            nonce,
+            auth,
+            version,
+        } => (proto, nonce, auth, version),
         other => return Err(unexpected(addr, "hello", &other)),
     };
     if proto != PROTO_VERSION {
@@ -226,24 +241,66 @@ fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Control, NetError> 
         let msg = "the endpoint failed to prove the pre-shared key";
         return Err(peer_err(addr, msg));
     }
-    Ok(ctl)
+    Ok((ctl, version))
 }
 
-/// Connects, authenticates and asks for the test; returns the control
-/// connection and the endpoint's data port and token.
+/// What the endpoint accepted: where to open the data connections, and
+/// with TLS its certificate.
+struct Accepted {
+    ctl: Control,
+    data_port: u16,
+    token: u64,
+    cert: Option<String>,
+}
+
+/// Connects, authenticates and asks for the test.
 fn request_test(
     addr: &SocketAddr,
     key: Option<&Key>,
     params: &TestParams,
-) -> Result<(Control, u16, u64), NetError> {
-    let mut ctl = handshake(addr, key)?;
+) -> Result<Accepted, NetError> {
+    let (mut ctl, version) = handshake(addr, key)?;
     ctl.send(&Msg::Test {
         params: params.clone(),
     })
     .map_err(|e| proto_err(addr, "test", e))?;
-    match recv(&mut ctl, addr, "accept", CONTROL_TIMEOUT)? {
-        Msg::Accept { data_port, token } => Ok((ctl, data_port, token)),
-        other => Err(unexpected(addr, "accept", &other)),
+    match recv(&mut ctl, addr, "accept", CONTROL_TIMEOUT) {
+        Ok(Msg::Accept {
+            data_port,
+            token,
+            cert,
+        }) => Ok(Accepted {
+            ctl,
+            data_port,
+            token,
+            cert,
+        }),
+        Ok(other) => Err(unexpected(addr, "accept", &other)),
+        Err(e) => Err(too_old(e, params, &version)),
+    }
+}
+
+/// An endpoint that predates a feature refuses the request's field by
+/// name; say which feature and which version.
+fn too_old(e: NetError, params: &TestParams, version: &str) -> NetError {
+    let NetError::Peer { peer, msg } = e else {
+        return e;
+    };
+    let feature = [
+        ("tls", params.tls.is_some(), "--tls"),
+        ("verify", params.verify, "--verify"),
+    ]
+    .into_iter()
+    .find(|(field, asked, _)| *asked && msg.contains(&format!("unknown field `{field}`")));
+    match feature {
+        Some((_, _, flag)) => NetError::Peer {
+            peer,
+            msg: format!(
+                "the endpoint's iotoll ({version}) is too old for {flag}: it does not know the request (it said: {msg}); run iotoll {} or later there",
+                iotoll_model::VERSION
+            ),
+        },
+        None => NetError::Peer { peer, msg },
     }
 }
 
@@ -256,7 +313,7 @@ fn request_test_waiting(
     spec: &ClientSpec,
     params: &TestParams,
     interrupted: &AtomicBool,
-) -> Result<(Control, u16, u64), NetError> {
+) -> Result<Accepted, NetError> {
     use std::sync::atomic::Ordering;
     let t0 = Instant::now();
     let end = t0 + spec.busy_wait;
@@ -302,7 +359,7 @@ fn open_data(
     server: SocketAddr,
     token: u64,
     roles: &[Role],
-) -> Result<Vec<(TcpStream, Role)>, NetError> {
+) -> Result<Vec<TcpStream>, NetError> {
     use socket2::{Domain, Protocol, Socket, Type};
     let mut out = Vec::with_capacity(roles.len());
     for (i, role) in roles.iter().enumerate() {
@@ -334,7 +391,7 @@ fn open_data(
         if spec.nodelay {
             let _ = t.set_nodelay(true);
         }
-        out.push((t, *role));
+        out.push(t);
     }
     Ok(out)
 }
@@ -354,9 +411,11 @@ struct Setup {
     params: TestParams,
     local_ip: IpAddr,
     /// Handed to the engine when the test starts.
-    conns: Vec<(TcpStream, Role)>,
+    conns: Vec<(DataConn, Role)>,
     data_conns: usize,
     connect_s: f64,
+    /// With TLS: what the handshakes agreed on.
+    tls: Option<Negotiated>,
 }
 
 /// Asks the endpoint for the test and opens the data connections; the
@@ -373,16 +432,29 @@ fn set_up(
         .collect();
     sock::ensure_nofile(roles.len() as u64 + 64)?;
 
-    let (mut ctl, data_port, token) = request_test_waiting(addr, spec, &params, interrupted)?;
+    let Accepted {
+        mut ctl,
+        data_port,
+        token,
+        cert,
+    } = request_test_waiting(addr, spec, &params, interrupted)?;
     let local_ip = ctl
         .stream
         .local_addr()
         .map_err(|e| NetError::io("control connection: local address", e))?
         .ip();
     let t_connect = Instant::now();
-    let conns = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
+    let socks = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
     let connect_s = t_connect.elapsed().as_secs_f64();
     let t = CONTROL_TIMEOUT + Duration::from_millis(roles.len() as u64);
+    let (conns, tls) = match spec.tls {
+        Some(cipher) => {
+            let (c, n) = start_tls(socks, cipher, cert, &mut ctl, addr, Instant::now() + t)?;
+            (c, Some(n))
+        }
+        None => (socks.into_iter().map(DataConn::from).collect(), None),
+    };
+    let conns: Vec<(DataConn, Role)> = conns.into_iter().zip(roles).collect();
     match recv(&mut ctl, addr, "ready", t)? {
         Msg::Ready {} => {}
         other => return Err(unexpected(addr, "ready", &other)),
@@ -394,7 +466,45 @@ fn set_up(
         data_conns: conns.len(),
         conns,
         connect_s,
+        tls,
     })
+}
+
+/// The TLS handshakes of the data connections, the endpoint's certificate
+/// (from the control connection) pinned. If the endpoint ends the test
+/// meanwhile, its reason is the error.
+fn start_tls(
+    socks: Vec<TcpStream>,
+    cipher: Cipher,
+    cert: Option<String>,
+    ctl: &mut Control,
+    addr: &SocketAddr,
+    deadline: Instant,
+) -> Result<(Vec<DataConn>, Negotiated), NetError> {
+    let Some(cert) = cert else {
+        return Err(peer_err(
+            addr,
+            "the endpoint accepted a TLS test without sending its certificate",
+        ));
+    };
+    let client = ClientTls::pinned(cipher, &cert).map_err(|e| peer_err(addr, e.to_string()))?;
+    let abort = || ctl.peer_spoke();
+    match tls::handshake_all(socks, tls::Side::Client(&client), deadline, &abort) {
+        Ok((conns, n)) => Ok((
+            conns
+                .into_iter()
+                .map(|c| DataConn::Tls(Box::new(c)))
+                .collect(),
+            n,
+        )),
+        Err(tls::HandshakeError::Aborted) => Err(endpoint_ended(ctl, addr)),
+        // The endpoint usually says why (its side of the same failure).
+        Err(e) if ctl.peer_spoke() => {
+            let theirs = endpoint_ended(ctl, addr);
+            Err(peer_err(addr, format!("{e}; {theirs}")))
+        }
+        Err(e) => Err(peer_err(addr, e.to_string())),
+    }
 }
 
 /// What both ends measured.
@@ -578,6 +688,7 @@ fn result_doc(
         disclosure: Some(iotoll_model::spec::to_json(&NetDisclosure {
             local: local_disclosure,
             remote: report.disclosure.clone(),
+            tls: setup.tls.as_ref().map(tls_disclosure),
         })),
         targets: Vec::new(),
         workers: Vec::new(),
@@ -735,6 +846,8 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json
         time_s: spec.time.as_secs_f64(),
         threads,
         auth: spec.key.is_some(),
+        tls: spec.tls.map(|c| c.name().to_string()),
+        verify: spec.verify,
     };
     match spec.kind {
         TestKind::Stream => to_json(&StreamSpec {
@@ -748,5 +861,17 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json
             resp: spec.resp,
             burst: spec.burst,
         }),
+    }
+}
+
+fn tls_disclosure(n: &Negotiated) -> iotoll_model::spec::TlsDisclosure {
+    iotoll_model::spec::TlsDisclosure {
+        protocol: "TLS 1.3".into(),
+        cipher_suite: n.cipher.suite_name().into(),
+        key_exchange: n.group.clone(),
+        implementation: tls::IMPLEMENTATION.into(),
+        certificate: "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection".into(),
+        handshake_s: n.handshake_s,
+        cpu_aes: tls::cpu_has_aes(),
     }
 }

@@ -6,8 +6,10 @@
 
 use crate::proto::ByteStats;
 use crate::sock;
+use crate::tls::TlsConn;
 use hdrhistogram::Histogram;
 use iotoll_run::{new_histogram, Live, Phase, PhaseCell};
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
@@ -59,6 +61,70 @@ pub struct EngineParams {
     pub req: u64,
     pub resp: u64,
     pub burst: u32,
+    /// Receivers check every byte against the senders' pattern.
+    pub verify: bool,
+}
+
+/// A data connection as the engine drives it: the socket, or TLS records
+/// over it.
+pub enum DataConn {
+    Plain(std::net::TcpStream),
+    Tls(Box<TlsConn>),
+}
+
+impl DataConn {
+    pub fn tcp(&self) -> &std::net::TcpStream {
+        match self {
+            DataConn::Plain(s) => s,
+            DataConn::Tls(t) => t.tcp(),
+        }
+    }
+}
+
+impl From<std::net::TcpStream> for DataConn {
+    fn from(s: std::net::TcpStream) -> Self {
+        DataConn::Plain(s)
+    }
+}
+
+impl Read for DataConn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            DataConn::Plain(s) => s.read(buf),
+            DataConn::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for DataConn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            DataConn::Plain(s) => s.write(buf),
+            DataConn::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            DataConn::Plain(s) => s.flush(),
+            DataConn::Tls(t) => t.flush(),
+        }
+    }
+}
+
+impl AsRawFd for DataConn {
+    fn as_raw_fd(&self) -> RawFd {
+        self.tcp().as_raw_fd()
+    }
+}
+
+impl IntoRawFd for DataConn {
+    fn into_raw_fd(self) -> RawFd {
+        match self {
+            DataConn::Plain(s) => s.into_raw_fd(),
+            DataConn::Tls(t) => t.into_raw_fd(),
+        }
+    }
 }
 
 /// Payload counted inside the window, per connection.
@@ -132,6 +198,9 @@ struct Conn<S> {
     rx_partial: u64,
     /// RrClient: when each outstanding request was issued.
     sent_at: VecDeque<Instant>,
+    /// Recv: payload received since the connection opened (where the
+    /// stream is in the sender's messages).
+    rx_seen: u64,
     count: ConnCount,
     retrans_base: Option<u32>,
     open: bool,
@@ -154,11 +223,16 @@ struct ThreadState<'a> {
     bytes_total: u64,
     errors: u64,
     first_error: Option<String>,
+    /// With `verify`: one period of the senders' payload pattern.
+    pattern: Vec<u8>,
 }
 
 impl<'a> ThreadState<'a> {
     fn new(p: EngineParams, phase: &'a PhaseCell, inject_panic: bool) -> Self {
+        let mut pattern = vec![0; if p.verify { PATTERN_LEN } else { 0 }];
+        fill_payload(&mut pattern);
         ThreadState {
+            pattern,
             p,
             phase,
             inject_panic,
@@ -182,6 +256,7 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
             owed: 0,
             rx_partial: 0,
             sent_at: VecDeque::with_capacity(p.burst as usize),
+            rx_seen: 0,
             count: ConnCount::default(),
             retrans_base: None,
             open: true,
@@ -200,18 +275,20 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
 
     /// One write attempt; true if bytes went out.
     fn try_write(&mut self, st: &mut ThreadState, sbuf: &[u8], phase: Phase) -> io::Result<bool> {
-        let want = match self.role {
-            Role::Send => st.p.msg - self.partial,
-            Role::RrClient | Role::RrServer => self.owed.min(sbuf.len() as u64) as usize,
-            Role::Recv => 0,
-        }
+        // A sender's stream is whole messages, each the buffer's first
+        // `msg` bytes, so a receiver can check it (`verify`).
+        let (from, want) = match self.role {
+            Role::Send => (self.partial, st.p.msg - self.partial),
+            Role::RrClient | Role::RrServer => (0, self.owed.min(sbuf.len() as u64) as usize),
+            Role::Recv => (0, 0),
+        };
         // The buffer is sized for the thread's roles (`send_len`); never
         // index past it whatever the parameters are.
-        .min(sbuf.len());
+        let want = want.min(sbuf.len().saturating_sub(from));
         if want == 0 {
             return Ok(false);
         }
-        match self.sock.write(&sbuf[..want]) {
+        match self.sock.write(&sbuf[from..from + want]) {
             Ok(n) => {
                 match self.role {
                     Role::Send => self.partial = (self.partial + n) % st.p.msg,
@@ -256,6 +333,9 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
             Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(ReadOutcome::Progress),
             Err(e) => return Err(e),
         };
+        if self.role == Role::Recv && st.p.verify {
+            self.check_pattern(st, &buf[..n as usize])?;
+        }
         let measuring = phase == Phase::Measure;
         if measuring {
             self.count.rx += n;
@@ -294,6 +374,35 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
             _ => {}
         }
         Ok(ReadOutcome::Progress)
+    }
+
+    /// Compares received payload with the sender's messages (see
+    /// `try_write`): a difference fails the connection, naming the byte.
+    fn check_pattern(&mut self, st: &ThreadState, got: &[u8]) -> io::Result<()> {
+        let msg = st.p.msg as u64;
+        let mut done = 0;
+        while done < got.len() {
+            let at = (self.rx_seen + done as u64) % msg;
+            let p = (at % PATTERN_LEN as u64) as usize;
+            let k = (got.len() - done)
+                .min((msg - at) as usize)
+                .min(PATTERN_LEN - p);
+            let want = &st.pattern[p..p + k];
+            if let Some(i) = got[done..done + k]
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+            {
+                let byte = self.rx_seen + (done + i) as u64;
+                return Err(io::Error::new(
+                    ErrorKind::InvalidData,
+                    format!("payload differs from the sender's pattern at byte {byte} of the connection (--verify)"),
+                ));
+            }
+            done += k;
+        }
+        self.rx_seen += got.len() as u64;
+        Ok(())
     }
 
     /// Writes and reads until neither makes progress (what edge-triggered
@@ -360,7 +469,7 @@ impl Engine {
     /// Starts `threads` threads over `conns` (blocking std sockets, already
     /// set up). The engine runs until `phase` is `Stop`.
     pub fn start(
-        conns: Vec<(std::net::TcpStream, Role)>,
+        conns: Vec<(DataConn, Role)>,
         p: EngineParams,
         phase: Arc<PhaseCell>,
         threads: usize,
@@ -370,7 +479,7 @@ impl Engine {
 
     /// `start`, with thread 0 panicking when the window opens if `inject`.
     fn start_with(
-        conns: Vec<(std::net::TcpStream, Role)>,
+        conns: Vec<(DataConn, Role)>,
         p: EngineParams,
         phase: Arc<PhaseCell>,
         threads: usize,
@@ -378,8 +487,7 @@ impl Engine {
     ) -> io::Result<Engine> {
         let n = conns.len();
         let threads = threads.clamp(1, n.max(1));
-        let mut shares: Vec<Vec<(std::net::TcpStream, Role)>> =
-            (0..threads).map(|_| Vec::new()).collect();
+        let mut shares: Vec<Vec<(DataConn, Role)>> = (0..threads).map(|_| Vec::new()).collect();
         let mut order = Vec::with_capacity(n);
         for (i, c) in conns.into_iter().enumerate() {
             let t = i % threads;
@@ -505,7 +613,7 @@ fn page_aligned(v: &mut [u8], len: usize) -> &mut [u8] {
 }
 
 fn run_thread(
-    share: Vec<(std::net::TcpStream, Role)>,
+    share: Vec<(DataConn, Role)>,
     p: EngineParams,
     phase: &PhaseCell,
     live: &Live,
@@ -554,11 +662,14 @@ fn run_thread(
     }
 }
 
+/// The period of the payload pattern.
+const PATTERN_LEN: usize = 64 << 10;
+
 /// Payload bytes are not all zero, so nothing on the path can shortcut
 /// them: a pseudo-random 64 KiB pattern, repeated (copied, which is fast
 /// even unoptimised, where a byte loop over 16 MiB takes a second).
 fn fill_payload(buf: &mut [u8]) {
-    let first = buf.len().min(64 << 10);
+    let first = buf.len().min(PATTERN_LEN);
     for (i, b) in buf[..first].iter_mut().enumerate() {
         *b = (i as u32).wrapping_mul(2654435761).to_le_bytes()[3];
     }
@@ -615,7 +726,7 @@ impl<S: IntoRawFd> Conn<S> {
 }
 
 fn run_blocking(
-    share: Vec<(std::net::TcpStream, Role)>,
+    share: Vec<(DataConn, Role)>,
     st: &mut ThreadState,
     buf: &mut [u8],
     sbuf: &[u8],
@@ -624,8 +735,8 @@ fn run_blocking(
     let mut out = Vec::new();
     for (s, role) in share {
         // Timeouts let the loop see the phase change while a call blocks.
-        let _ = s.set_read_timeout(Some(POLL_TICK));
-        let _ = s.set_write_timeout(Some(POLL_TICK));
+        let _ = s.tcp().set_read_timeout(Some(POLL_TICK));
+        let _ = s.tcp().set_write_timeout(Some(POLL_TICK));
         let mut c = Conn::new(s, role, &st.p);
         let mut in_window = false;
         let mut n = 0u32;
@@ -673,7 +784,7 @@ fn fail_all<S: Read + Write + AsRawFd>(st: &mut ThreadState, conns: &mut [Conn<S
 }
 
 fn run_poll(
-    share: Vec<(std::net::TcpStream, Role)>,
+    share: Vec<(DataConn, Role)>,
     st: &mut ThreadState,
     buf: &mut [u8],
     sbuf: &[u8],
@@ -693,15 +804,17 @@ fn run_poll(
     };
     let mut conns = Vec::with_capacity(share.len());
     for (i, (s, role)) in share.into_iter().enumerate() {
-        let _ = s.set_nonblocking(true);
-        let mut ms = mio::net::TcpStream::from_std(s);
+        let _ = s.tcp().set_nonblocking(true);
+        let fd = s.as_raw_fd();
         let interest = match role {
             Role::Send => Interest::WRITABLE,
             Role::Recv => Interest::READABLE,
             _ => Interest::READABLE | Interest::WRITABLE,
         };
-        let registered = poll.registry().register(&mut ms, Token(i), interest);
-        let mut c = Conn::new(ms, role, &st.p);
+        let registered = poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(i), interest);
+        let mut c = Conn::new(s, role, &st.p);
         if let Err(e) = registered {
             // Never served: a failed connection, not a silent zero.
             let phase = st.phase.get();
@@ -733,7 +846,7 @@ fn run_poll(
         for ev in events.iter() {
             if let Some(c) = conns.get_mut(ev.token().0) {
                 if c.open && !c.drive(st, buf, sbuf) {
-                    let _ = poll.registry().deregister(&mut c.sock);
+                    let _ = poll.registry().deregister(&mut SourceFd(&c.fd));
                 }
             }
         }
@@ -742,8 +855,8 @@ fn run_poll(
     live.publish(st.ops_total, st.bytes_total);
     conns
         .into_iter()
-        .map(|mut c| {
-            let _ = poll.registry().deregister(&mut c.sock);
+        .map(|c| {
+            let _ = poll.registry().deregister(&mut SourceFd(&c.fd));
             c.finish()
         })
         .collect()
@@ -760,6 +873,7 @@ mod tests {
             req: 1,
             resp: 1,
             burst: 1,
+            verify: false,
         }
     }
 
@@ -823,8 +937,8 @@ mod tests {
             } else {
                 (Role::Send, Role::Recv)
             };
-            a.push((x, ra));
-            b.push((y, rb));
+            a.push((x.into(), ra));
+            b.push((y.into(), rb));
         }
         let phase = Arc::new(PhaseCell::new(Phase::Ramp));
         let ea = Engine::start_with(a, p, phase.clone(), 1, false).unwrap();
@@ -851,8 +965,8 @@ mod tests {
         let p = params(64 << 10);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for (x, y) in pairs(4) {
-            a.push((x, Role::Send));
-            b.push((y, Role::Recv));
+            a.push((x.into(), Role::Send));
+            b.push((y.into(), Role::Recv));
         }
         let phase = Arc::new(PhaseCell::new(Phase::Ramp));
         // Two threads: thread 0 (connections 0 and 2) panics.

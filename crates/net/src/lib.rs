@@ -10,6 +10,7 @@ pub mod engine;
 pub mod proto;
 pub mod server;
 pub mod sock;
+pub mod tls;
 
 pub use client::{run, ClientSpec};
 pub use proto::{Dir, TestKind};

@@ -55,6 +55,14 @@ pub struct TestParams {
     pub burst: u32,
     pub ramp_ms: u64,
     pub time_ms: u64,
+    /// TLS 1.3 on every data connection, with this cipher (`tls::Cipher`
+    /// name). Sent only when set, so a cleartext request is what older
+    /// endpoints know (and they refuse this field by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
+    /// Receivers check every byte against the senders' pattern (stream).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
 }
 
 /// The server's side of the window.
@@ -140,6 +148,10 @@ pub enum Msg {
     Accept {
         data_port: u16,
         token: u64,
+        /// With TLS: the endpoint's certificate for this test (DER, hex),
+        /// which the client pins.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert: Option<String>,
     },
     /// Server -> client: all data connections are in.
     Ready {},
@@ -307,6 +319,8 @@ mod tests {
             burst: 1,
             ramp_ms: 0,
             time_ms: 1000,
+            tls: None,
+            verify: false,
         }
     }
 
@@ -323,6 +337,19 @@ mod tests {
             Msg::Accept {
                 data_port: 4000,
                 token: 7,
+                cert: None,
+            },
+            Msg::Test {
+                params: TestParams {
+                    tls: Some("aes-128-gcm".into()),
+                    verify: true,
+                    ..params()
+                },
+            },
+            Msg::Accept {
+                data_port: 4000,
+                token: 7,
+                cert: Some("3082".into()),
             },
             Msg::WindowStart {},
             Msg::Busy { msg: "x".into() },
@@ -334,6 +361,20 @@ mod tests {
             );
             assert_eq!(decode(&f[4..]).unwrap(), m);
         }
+        // A cleartext request is what endpoints before TLS knew.
+        let wire =
+            String::from_utf8(encode(&Msg::Test { params: params() })[4..].to_vec()).unwrap();
+        assert!(!wire.contains("tls") && !wire.contains("verify"), "{wire}");
+        let wire = String::from_utf8(
+            encode(&Msg::Accept {
+                data_port: 1,
+                token: 2,
+                cert: None,
+            })[4..]
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(!wire.contains("cert"), "{wire}");
         // The name in error messages is the wire's `type`.
         assert_eq!(Msg::AuthOk { mac: None }.name(), "auth_ok");
         assert_eq!(Msg::WindowEnd {}.name(), "window_end");

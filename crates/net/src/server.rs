@@ -6,10 +6,11 @@
 //! the accept loop never waits on a client.
 
 use crate::auth::{nonce, Key};
-use crate::engine::{Engine, EngineParams, Role};
+use crate::engine::{DataConn, Engine, EngineParams, Role};
 use crate::proto::{
     Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
 };
+use crate::tls::{self, Cipher, ServerTls};
 use crate::{sock, NetError};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{Phase, PhaseCell};
@@ -49,6 +50,8 @@ pub struct ServerConfig {
     pub threads: Option<usize>,
     /// Deadline for each handshake message (hello to test request).
     pub handshake: Duration,
+    /// Runs tests that ask for TLS (`net serve --no-tls` refuses them).
+    pub tls: bool,
 }
 
 /// Default deadline for each handshake message: a client that connects and
@@ -145,6 +148,18 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
     if p.sockbuf.is_some_and(|b| b == 0 || b > 1 << 30) {
         return refused("sockbuf must be between 1 byte and 1 GiB".into());
     }
+    if let Some(c) = &p.tls {
+        if Cipher::parse(c).is_none() {
+            let known: Vec<_> = Cipher::ALL.iter().map(|c| c.name()).collect();
+            return refused(format!(
+                "unknown TLS cipher '{c}' (this endpoint knows {})",
+                known.join(", ")
+            ));
+        }
+    }
+    if p.verify && p.kind != TestKind::Stream {
+        return refused("verify applies to stream tests only".into());
+    }
     Ok(())
 }
 
@@ -169,6 +184,7 @@ pub fn engine_params(p: &TestParams) -> EngineParams {
         req: p.req.max(1),
         resp: p.resp.max(1),
         burst: p.burst.max(1),
+        verify: p.verify,
     }
 }
 
@@ -572,6 +588,10 @@ fn handshake(
     if let Err(e) = validate(&params, &cfg.limits) {
         return refuse(&mut ctl, e);
     }
+    if params.tls.is_some() && !cfg.tls {
+        let msg = "this endpoint was started with --no-tls: it runs no TLS tests";
+        return refuse(&mut ctl, SessionError::Refused(msg.into()));
+    }
     Ok((ctl, params))
 }
 
@@ -602,7 +622,17 @@ fn session(
     let _ = socket2::SockRef::from(&listener).listen(8192);
     let data_port = listener.local_addr()?.port();
     let token = u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575);
-    ctl.send(&Msg::Accept { data_port, token })?;
+    // A certificate of its own for each test, pinned by the client.
+    let tls = match params.tls {
+        Some(_) => Some(ServerTls::generate().map_err(|e| SessionError::Refused(e.to_string()))?),
+        None => None,
+    };
+    let cert = tls.as_ref().map(ServerTls::cert_hex);
+    ctl.send(&Msg::Accept {
+        data_port,
+        token,
+        cert,
+    })?;
     log(&format!(
         "{peer}: {:?} {:?} test with {} connection(s) accepted, data port {data_port}",
         params.kind, params.dir, params.conns
@@ -610,6 +640,10 @@ fn session(
 
     let deadline = Instant::now() + SLACK + Duration::from_millis(roles.len() as u64);
     let conns = accept_data(listener, ctl, token, &roles, &params, deadline)?;
+    let conns = match &tls {
+        Some(t) => start_tls(conns, t, ctl, deadline)?,
+        None => conns.into_iter().map(|(s, r)| (s.into(), r)).collect(),
+    };
     ctl.send(&Msg::Ready {})?;
 
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
@@ -670,6 +704,29 @@ fn session(
         "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
         params.kind, params.dir, params.conns, closed.window_s
     ))
+}
+
+/// The TLS handshakes of a test's data connections, all at once; a client
+/// that does not speak TLS on them fails the test with the reason.
+fn start_tls(
+    conns: Vec<(TcpStream, Role)>,
+    t: &ServerTls,
+    ctl: &Control,
+    deadline: Instant,
+) -> Result<Vec<(DataConn, Role)>, SessionError> {
+    let (socks, roles): (Vec<_>, Vec<_>) = conns.into_iter().unzip();
+    let abort = || ctl.peer_spoke();
+    match tls::handshake_all(socks, tls::Side::Server(t), deadline, &abort) {
+        Ok((tls_conns, _)) => Ok(tls_conns
+            .into_iter()
+            .map(|c| DataConn::Tls(Box::new(c)))
+            .zip(roles)
+            .collect()),
+        Err(tls::HandshakeError::Aborted) => Err(SessionError::Refused(
+            "the client closed its control connection (or spoke out of turn) during the TLS handshakes".into(),
+        )),
+        Err(e) => Err(SessionError::Refused(e.to_string())),
+    }
 }
 
 /// How long a data connection may take to send its header once accepted.

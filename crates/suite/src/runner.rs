@@ -135,6 +135,7 @@ impl LocalEndpoint {
             limits: iotoll_net::Limits::default(),
             threads: None,
             handshake: iotoll_net::server::HANDSHAKE,
+            tls: true,
         };
         let s2 = stop.clone();
         let thread = std::thread::Builder::new()
