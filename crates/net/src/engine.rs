@@ -204,6 +204,8 @@ struct Conn<S> {
     count: ConnCount,
     retrans_base: Option<u32>,
     open: bool,
+    /// Waiting for another turn (see [`Turn::More`]).
+    queued: bool,
 }
 
 enum ReadOutcome {
@@ -211,6 +213,20 @@ enum ReadOutcome {
     Nothing,
     Eof,
 }
+
+/// How a connection's turn ([`Conn::drive`]) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    Closed,
+    /// Its socket would block: the next event brings it back.
+    Blocked,
+    /// It used its whole turn with work left: edge-triggered epoll will not
+    /// report it again, so it is driven again without waiting.
+    More,
+}
+
+/// Rounds of a connection's turn (each a write and a read attempt).
+const TURN_OPS: u32 = 16;
 
 struct ThreadState<'a> {
     p: EngineParams,
@@ -260,6 +276,7 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
             count: ConnCount::default(),
             retrans_base: None,
             open: true,
+            queued: false,
         };
         if role == Role::RrClient {
             let now = Instant::now();
@@ -406,20 +423,29 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
     }
 
     /// Writes and reads until neither makes progress (what edge-triggered
-    /// readiness requires). False once the connection is finished.
-    fn drive(&mut self, st: &mut ThreadState, buf: &mut [u8], sbuf: &[u8]) -> bool {
-        loop {
+    /// readiness requires), or for [`TURN_OPS`] rounds at most, so that a
+    /// connection whose socket never fills (a TLS sender slower than its
+    /// receiver) cannot starve the others of its thread.
+    fn drive(&mut self, st: &mut ThreadState, buf: &mut [u8], sbuf: &[u8]) -> Turn {
+        for _ in 0..TURN_OPS {
             let phase = st.phase.get();
             let res = self
                 .try_write(st, sbuf, phase)
                 .and_then(|w| Ok((w, self.try_read(st, buf, phase)?)));
             match res {
-                Ok((_, ReadOutcome::Eof)) => return self.close(st, phase, None),
-                Ok((false, ReadOutcome::Nothing)) => return true,
+                Ok((_, ReadOutcome::Eof)) => {
+                    self.close(st, phase, None);
+                    return Turn::Closed;
+                }
+                Ok((false, ReadOutcome::Nothing)) => return Turn::Blocked,
                 Ok(_) => {}
-                Err(e) => return self.close(st, phase, Some(e)),
+                Err(e) => {
+                    self.close(st, phase, Some(e));
+                    return Turn::Closed;
+                }
             }
         }
+        Turn::More
     }
 
     fn close(&mut self, st: &mut ThreadState, phase: Phase, err: Option<io::Error>) -> bool {
@@ -783,6 +809,33 @@ fn fail_all<S: Read + Write + AsRawFd>(st: &mut ThreadState, conns: &mut [Conn<S
     }
 }
 
+/// Drives connection `i` (if open) for one turn: deregistered when it
+/// closes, queued in `more` when it has work left.
+fn take_turn<S: Read + Write + AsRawFd>(
+    conns: &mut [Conn<S>],
+    i: usize,
+    st: &mut ThreadState,
+    buf: &mut [u8],
+    sbuf: &[u8],
+    poll: &Poll,
+    more: &mut Vec<usize>,
+) {
+    let Some(c) = conns.get_mut(i).filter(|c| c.open) else {
+        return;
+    };
+    match c.drive(st, buf, sbuf) {
+        Turn::Closed => {
+            let _ = poll.registry().deregister(&mut SourceFd(&c.fd));
+        }
+        Turn::Blocked => {}
+        Turn::More if !c.queued => {
+            c.queued = true;
+            more.push(i);
+        }
+        Turn::More => {}
+    }
+}
+
 fn run_poll(
     share: Vec<(DataConn, Role)>,
     st: &mut ThreadState,
@@ -822,8 +875,10 @@ fn run_poll(
         }
         conns.push(c);
     }
-    for c in conns.iter_mut().filter(|c| c.open) {
-        c.drive(st, buf, sbuf);
+    // Connections that used their whole turn, to be driven again.
+    let mut more = Vec::new();
+    for i in 0..conns.len() {
+        take_turn(&mut conns, i, st, buf, sbuf, &poll, &mut more);
     }
     let mut events = Events::with_capacity(1024);
     let mut in_window = false;
@@ -836,7 +891,13 @@ fn run_poll(
             in_window = true;
             conns.iter_mut().for_each(|c| c.note_window_start(st));
         }
-        if let Err(e) = poll.poll(&mut events, Some(POLL_TICK)) {
+        let again = std::mem::take(&mut more);
+        let wait = if again.is_empty() {
+            POLL_TICK
+        } else {
+            Duration::ZERO
+        };
+        if let Err(e) = poll.poll(&mut events, Some(wait)) {
             if e.kind() != ErrorKind::Interrupted {
                 // No more events: every connection still open is lost.
                 fail_all(st, &mut conns, &format!("epoll_wait: {e}"));
@@ -844,11 +905,13 @@ fn run_poll(
             }
         }
         for ev in events.iter() {
-            if let Some(c) = conns.get_mut(ev.token().0) {
-                if c.open && !c.drive(st, buf, sbuf) {
-                    let _ = poll.registry().deregister(&mut SourceFd(&c.fd));
-                }
+            take_turn(&mut conns, ev.token().0, st, buf, sbuf, &poll, &mut more);
+        }
+        for i in again {
+            if let Some(c) = conns.get_mut(i) {
+                c.queued = false;
             }
+            take_turn(&mut conns, i, st, buf, sbuf, &poll, &mut more);
         }
         live.publish(st.ops_total, st.bytes_total);
     }
@@ -958,6 +1021,38 @@ mod tests {
             let tx: u64 = o.per_conn.iter().map(|c| c.1.tx).sum();
             assert!(rx > 0 && tx > 0, "rx {rx} tx {tx}");
         }
+    }
+
+    /// `verify`: whole messages of the pattern pass; one altered byte
+    /// fails the connection, naming where.
+    #[test]
+    fn verify_finds_the_altered_byte() {
+        let p = EngineParams {
+            verify: true,
+            ..params(100_000)
+        };
+        let (x, mut y) = pairs(1).pop().unwrap();
+        let phase = Arc::new(PhaseCell::new(Phase::Measure));
+        let e =
+            Engine::start_with(vec![(x.into(), Role::Recv)], p, phase.clone(), 1, false).unwrap();
+        let mut msg = vec![0u8; 100_000];
+        fill_payload(&mut msg);
+        y.write_all(&msg).unwrap();
+        y.write_all(&msg[..70_000]).unwrap();
+        let mut bad = msg[70_000..].to_vec();
+        bad[5] ^= 0x80;
+        y.write_all(&bad).unwrap();
+        wait_for("the receiver to fail", || {
+            e.threads[0].1.is_finished() || { e.totals().1 >= 200_000 }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        phase.set(Phase::Stop);
+        let o = e.join();
+        assert_eq!(o.errors, 1);
+        let err = o.first_error.unwrap_or_default();
+        assert!(err.contains("at byte 170005"), "{err}");
+        // Counted: the reads before the one that held the altered byte.
+        assert!(o.per_conn[0].1.rx <= 170_005, "{}", o.per_conn[0].1.rx);
     }
 
     #[test]

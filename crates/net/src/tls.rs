@@ -578,10 +578,12 @@ impl TlsConn {
             // A session ticket is of no use here; anything else after the
             // handshake (a KeyUpdate) is not followed by this record layer.
             HANDSHAKE if inner.first() == Some(&4) => {}
-            other => return Err(invalid(format!(
+            other => {
+                return Err(invalid(format!(
                 "unexpected TLS message (content type {other}, first byte {}) after the handshake",
                 inner.first().copied().unwrap_or(0)
-            ))),
+            )))
+            }
         }
         Ok(true)
     }
