@@ -256,21 +256,94 @@ fn offloads(ifname: &str) -> Option<Offloads> {
     })
 }
 
+/// Whether /sys shows this thread's network namespace: false in a thread
+/// that entered another one (a lab host), where /sys/class/net still lists
+/// the namespace sysfs was mounted in, and names there may be another
+/// device's.
+fn sysfs_is_ours() -> bool {
+    let ns = |p: &str| std::fs::read_link(p).ok();
+    ns("/proc/thread-self/ns/net") == ns("/proc/self/ns/net")
+}
+
+/// The MTU by SIOCGIFMTU, which answers for this thread's namespace.
+fn mtu_ioctl(ifname: &str) -> Option<u64> {
+    const SIOCGIFMTU: libc::c_ulong = 0x8921;
+    #[repr(C)]
+    struct IfReqMtu {
+        name: [libc::c_char; libc::IFNAMSIZ],
+        mtu: libc::c_int,
+        _pad: [u8; 20],
+    }
+    if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    let sock = ethtool_socket()?;
+    let mut req = IfReqMtu {
+        name: [0; libc::IFNAMSIZ],
+        mtu: 0,
+        _pad: [0; 20],
+    };
+    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads the name and writes the int after it.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCGIFMTU as _, &mut req) };
+    (rc == 0 && req.mtu > 0).then_some(req.mtu as u64)
+}
+
+/// The link speed by ETHTOOL_GSET, Mbit/s; None when unknown.
+fn speed_ioctl(ifname: &str) -> Option<u64> {
+    // struct ethtool_cmd (linux/ethtool.h), 44 bytes.
+    #[repr(C)]
+    #[derive(Default)]
+    #[allow(dead_code)] // the kernel writes every field; we read two
+    struct EthtoolCmd {
+        cmd: u32,
+        supported: u32,
+        advertising: u32,
+        speed: u16,
+        bytes: [u8; 6],
+        maxtxpkt: u32,
+        maxrxpkt: u32,
+        speed_hi: u16,
+        mdix: [u8; 2],
+        lp_advertising: u32,
+        reserved: [u32; 2],
+    }
+    const ETHTOOL_GSET: u32 = 0x1;
+    let mut c = EthtoolCmd {
+        cmd: ETHTOOL_GSET,
+        ..Default::default()
+    };
+    if !ethtool(&ethtool_socket()?, ifname, &mut c) {
+        return None;
+    }
+    let speed = u32::from(c.speed) | (u32::from(c.speed_hi) << 16);
+    (speed > 0 && speed != u32::MAX && speed != 0xffff).then_some(speed as u64)
+}
+
 fn link(name: &str) -> Link {
-    let sysfs = |f: &str| read_trim(format!("/sys/class/net/{name}/{f}"));
+    let ours = sysfs_is_ours();
+    let sysfs = |f: &str| {
+        ours.then(|| read_trim(format!("/sys/class/net/{name}/{f}")))
+            .flatten()
+    };
     let info = driver_info(name).unwrap_or_default();
     // The sysfs link names the bound driver of a physical device; drivers
     // without one (veth, bridge, tun) answer the ethtool ioctl.
-    let driver = std::fs::read_link(format!("/sys/class/net/{name}/device/driver"))
-        .ok()
+    let driver = ours
+        .then(|| std::fs::read_link(format!("/sys/class/net/{name}/device/driver")).ok())
+        .flatten()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
         .or(info.driver);
     Link {
-        mtu: sysfs("mtu").and_then(|s| s.parse::<u64>().ok()),
+        mtu: mtu_ioctl(name).or_else(|| sysfs("mtu").and_then(|s| s.parse::<u64>().ok())),
         // The kernel prints an unknown speed as -1 (or 0).
-        speed_mbit: sysfs("speed")
-            .and_then(|s| s.parse().ok())
-            .filter(|s| *s > 0),
+        speed_mbit: speed_ioctl(name).or_else(|| {
+            sysfs("speed")
+                .and_then(|s| s.parse().ok())
+                .filter(|s| *s > 0)
+        }),
         driver,
         driver_version: info.version,
         firmware: info.firmware,
