@@ -346,6 +346,21 @@ fn assign(def: &LabDef, subnet: Subnet) -> Result<Vec<Vec<Ipv4Addr>>, LabError> 
     Ok(out)
 }
 
+/// What an Ethernet frame costs on the wire beyond what the kernel
+/// counts (its 14-byte header): preamble and start delimiter 8, FCS 4,
+/// inter-frame gap 12 bytes.
+const ETH_OVERHEAD: u64 = 24;
+
+/// The rate tc is given for a link of nominal `rate` and `mtu`: scaled by
+/// (mtu + 14) / (mtu + 38), so a full-size frame takes the time it takes on
+/// an Ethernet wire (TCP with timestamps at MTU 1500: 1448 / 1538 = 94.1 %
+/// of the rate). tc's own `overhead` cannot do this: it is charged once per
+/// packet, and a TSO/GSO packet of 44 frames is one packet to the qdisc.
+fn tc_rate(rate: u64, mtu: u32) -> u64 {
+    let frame = mtu as u64 + 14;
+    ((rate as u128 * frame as u128) / (frame + ETH_OVERHEAD) as u128) as u64
+}
+
 /// tbf's bucket: 2 ms at the rate, and never less than a 64 KiB GSO
 /// packet plus two frames (tbf would segment larger packets).
 fn tbf_burst(rate: u64, mtu: u32) -> u64 {
@@ -357,6 +372,7 @@ fn shaping(dev: &str, l: &LinkDef) -> Vec<String> {
     let mut v = Vec::new();
     let mut netem_parent = "root".to_string();
     if let Some(rate) = l.rate {
+        let rate = tc_rate(rate, l.mtu);
         let burst = tbf_burst(rate, l.mtu);
         // Queue: the bucket plus 10 ms at the rate.
         let limit = burst + rate / 8 / 100;
@@ -404,7 +420,15 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
     )?;
     let total = def.hosts.len();
     let prefix = Subnet::parse(&st.subnet).map_err(LabError::System)?.prefix;
+    // For tests of a crash mid-way: a pause before each host.
+    let pause = std::env::var("IOTOLL_LAB_TEST_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(std::time::Duration::from_millis);
     for (i, h) in def.hosts.iter().enumerate() {
+        if let Some(p) = pause {
+            std::thread::sleep(p);
+        }
         let hs = st.hosts[i].clone();
         create_netns(st, &hs.netns)?;
         let multi = h.links.len() > 1;
