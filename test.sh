@@ -16,6 +16,7 @@ declare -A need=(
   [mount]=mount            # full-disk test (small tmpfs)
   [ip]=iproute2            # unreachable-host test (network namespace)
   [ss]=iproute2            # --bind test (source addresses of live sockets)
+  [tc]=iproute2            # lab tests (shaping)
   [chromium]=chromium      # the HTML report, loaded headless
   [tgtd]=tgt               # iSCSI initiator tests
   [iscsi-perf]=libiscsi-bin  # bench/iscsi-vs-libiscsi.sh; harness self-test

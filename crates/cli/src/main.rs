@@ -2,6 +2,7 @@
 
 mod disk;
 mod iscsi;
+mod lab;
 mod net;
 mod output;
 mod progress;
@@ -40,6 +41,9 @@ enum Cmd {
     /// iSCSI targets as iotoll's own initiator sees them: discovery, LUNs.
     #[command(subcommand)]
     Iscsi(iscsi::IscsiCmd),
+    /// Lab topologies: hosts in network namespaces on a switch, shaped links, MTU, offloads.
+    #[command(subcommand)]
+    Lab(lab::LabCmd),
     /// Network workloads: an endpoint, TCP streams and request/response.
     #[command(subcommand)]
     Net(net::NetCmd),
@@ -369,6 +373,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Disk(c) => disk::main(c),
         Cmd::Iscsi(c) => iscsi::main(c),
+        Cmd::Lab(c) => lab::main(c),
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),

@@ -1,0 +1,221 @@
+//! `iotoll lab`: bad lab files, `--set` in status and in the namespace,
+//! `up` twice, `exec`'s exit status, `down` after `kill -9` of `up`.
+//! Needs root; skipped otherwise, failed under CI. Each test uses its own
+//! state directory (IOTOLL_LAB_DIR) and lab names unique to this process
+//! (`--set name=...`), so tests run in parallel.
+
+mod common;
+
+use common::{can_run, is_root, Run};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Option<Lab> {
+        if !can_run("root", is_root()) {
+            return None;
+        }
+        Some(Lab {
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    fn cmd(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut c = common::iotoll();
+        c.env("IOTOLL_LAB_DIR", self.dir.path())
+            .arg("lab")
+            .args(args);
+        c
+    }
+
+    fn state_file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("iotoll-{name}.json"))
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+}
+
+fn unique(tag: &str) -> String {
+    format!("c{}-{tag}", std::process::id() % 100_000)
+}
+
+fn namespaces(name: &str) -> Vec<String> {
+    let prefix = format!("iotoll-{name}-");
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bad_lab_files_exit_2_naming_the_problem_and_create_nothing() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("bad");
+    let head = format!("name = \"{name}\"\n");
+    let hosts = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
+    let cases = [
+        ("unknown", format!("{head}colour = \"red\"\n{hosts}"), "colour"),
+        ("rate0", format!("{head}rate = \"0mbit\"\n{hosts}"), "more than 0"),
+        ("mtu100", format!("{head}mtu = 100\n{hosts}"), "MTU 100 is out of range"),
+        ("mtu100000", format!("{head}mtu = 100000\n{hosts}"), "MTU 100000 is out of range"),
+        ("dup", format!("{head}[[host]]\nname = \"a\"\n[[host]]\nname = \"a\"\n"), "duplicate host 'a'"),
+        (
+            "clash",
+            format!("{head}subnet = \"198.18.9.0/24\"\n[[host]]\nname = \"a\"\nlink = [{{ address = \"198.18.9.7\" }}]\n[[host]]\nname = \"b\"\nlink = [{{ address = \"198.18.9.7\" }}]\n"),
+            "198.18.9.7 is also",
+        ),
+        ("netem", format!("{head}delay = \"5ms\"\n{hosts}"), "netem"),
+        ("loss", format!("{head}{hosts}link = [{{ loss = \"1%\" }}]\n"), "netem"),
+    ];
+    for (tag, text, needle) in cases {
+        let f = lab.file(&format!("{tag}.toml"), &text);
+        let err = lab.cmd(&["up", &f]).fails(2, needle);
+        assert!(err.contains("error"), "{tag}: {err}");
+        assert!(
+            namespaces(&name).is_empty(),
+            "{tag}: {:?}",
+            namespaces(&name)
+        );
+        assert!(!lab.state_file(&name).exists(), "{tag}: a state file");
+    }
+    lab.cmd(&["up", "nosuchlab"]).fails(2, "neither a built-in");
+    lab.cmd(&["up", "pair", "--set", "mtu"])
+        .fails(2, "KEY=VALUE");
+    lab.cmd(&["up", "pair", "--set", "speed=1"])
+        .fails(2, "unknown key 'speed'");
+    lab.cmd(&["up", "pair", "--set", "name=Bad_Name"])
+        .fails(2, "lab name");
+    lab.cmd(&["down", &name]).fails(1, "is not up");
+    lab.cmd(&["status", &name]).fails(1, "is not up");
+}
+
+#[test]
+fn set_shows_in_status_and_in_the_namespace_and_up_twice_is_refused() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("set");
+    let out = lab
+        .cmd(&[
+            "up",
+            "pair-1g",
+            "--set",
+            &format!("name={name}"),
+            "--set",
+            "mtu=9000",
+            "--set",
+            "rate=100mbit",
+        ])
+        .succeeds();
+    assert!(out.contains("198.18.") && out.contains("mtu 9000"), "{out}");
+    let st = lab.cmd(&["status", &name, "--json"]).json();
+    assert_eq!(st["name"], name.as_str());
+    assert_eq!(st["source"], "pair-1g");
+    assert_eq!(st["sets"][1], "mtu=9000");
+    assert_eq!(st["complete"], true);
+    let hosts = st["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0]["name"], "a");
+    assert_eq!(hosts[1]["name"], "b");
+    for h in hosts {
+        assert!(h["addresses"][0].as_str().unwrap().starts_with("198.1"));
+        assert_eq!(h["links"][0]["mtu"], 9000);
+        assert_eq!(h["links"][0]["rate"], "100mbit");
+    }
+    let mtu = lab
+        .cmd(&["exec", &name, "b", "--", "cat", "/sys/class/net/eth0/mtu"])
+        .succeeds();
+    assert_eq!(mtu.trim(), "9000");
+    let qd = lab
+        .cmd(&[
+            "exec", &name, "a", "--", "tc", "qdisc", "show", "dev", "eth0",
+        ])
+        .succeeds();
+    assert!(qd.contains("tbf"), "{qd}");
+    let all = lab.cmd(&["status", "--json"]).json();
+    assert!(all["labs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["name"] == name.as_str()));
+    assert!(lab.cmd(&["list"]).succeeds().contains(&name));
+    // Up twice: refused with the hint, the lab untouched.
+    lab.cmd(&["up", "pair", "--set", &format!("name={name}")])
+        .fails(2, "--replace");
+    assert_eq!(namespaces(&name).len(), 3);
+    lab.cmd(&["up", "pair", "--set", &format!("name={name}"), "--replace"])
+        .succeeds();
+    let st = lab.cmd(&["status", &name, "--json"]).json();
+    assert_eq!(st["source"], "pair");
+    // exec passes the exit status through; an unknown host is a usage error.
+    let code = lab
+        .cmd(&["exec", &name, "a", "--", "sh", "-c", "exit 7"])
+        .out()
+        .status
+        .code();
+    assert_eq!(code, Some(7));
+    lab.cmd(&["exec", &name, "zz", "--", "true"])
+        .fails(2, "no host 'zz'");
+    lab.cmd(&["down", &name]).succeeds();
+    assert!(namespaces(&name).is_empty());
+    assert!(!lab.state_file(&name).exists());
+}
+
+fn wait_for(what: &str, t: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < t, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn recorded(p: &Path) -> usize {
+    std::fs::read(p)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["namespaces"].as_array().map(|a| a.len()))
+        .unwrap_or(0)
+}
+
+#[test]
+fn down_after_kill_9_of_up_removes_everything() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("kill");
+    let mut child = common::raw()
+        .env("IOTOLL_LAB_DIR", lab.dir.path())
+        .env("IOTOLL_LAB_TEST_PAUSE_MS", "200")
+        .args(["lab", "up", "quad-100m", "--set", &format!("name={name}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = lab.state_file(&name);
+    wait_for(
+        "the state file to record 4 namespaces",
+        Duration::from_secs(30),
+        || recorded(&state) >= 4,
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert!(!namespaces(&name).is_empty());
+    let st = lab.cmd(&["status", &name]).succeeds();
+    assert!(st.contains("INCOMPLETE"), "{st}");
+    lab.cmd(&["up", "quad-100m", "--set", &format!("name={name}")])
+        .fails(2, "incompletely");
+    lab.cmd(&["down", &name]).succeeds();
+    assert!(namespaces(&name).is_empty(), "{:?}", namespaces(&name));
+    assert!(!state.exists());
+}

@@ -1,0 +1,257 @@
+//! The system side: commands (`ip`, `tc`), entering namespaces, the
+//! capability check, kernel probes, sysctls and the SIOCETHTOOL ioctl.
+
+use crate::LabError;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn sys(m: impl Into<String>) -> LabError {
+    LabError::System(m.into())
+}
+
+/// Runs `prog args...`; its stderr names the failure.
+pub fn run(prog: &str, args: &[&str]) -> Result<String, LabError> {
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| sys(format!("cannot run {prog}: {e} (is iproute2 installed?)")))?;
+    if !out.status.success() {
+        return Err(sys(format!(
+            "{prog} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `prog -n NETNS -batch -` with `lines` on stdin (`ip` or `tc`):
+/// one process for many commands; the first failing line is named.
+pub fn batch(prog: &str, netns: &str, lines: &[String]) -> Result<(), LabError> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut child = Command::new(prog)
+        .args(["-n", netns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| sys(format!("cannot run {prog}: {e} (is iproute2 installed?)")))?;
+    let text = lines.join("\n") + "\n";
+    if let Some(mut stdin) = child.stdin.take() {
+        // A write error shows up as the command's failure below.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| sys(format!("{prog}: {e}")))?;
+    if !out.status.success() {
+        return Err(sys(format!(
+            "{prog} -n {netns} failed: {} (commands: {})",
+            String::from_utf8_lossy(&out.stderr).trim(),
+            lines.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Whether this process has CAP_NET_ADMIN in its effective set (bit 12 of CapEff).
+pub fn has_net_admin() -> bool {
+    let Ok(s) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    s.lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 12) != 0)
+}
+
+/// Moves the calling thread into the network namespace `ns` (an open
+/// namespace file).
+pub fn setns(ns: &File) -> std::io::Result<()> {
+    // SAFETY: a valid descriptor; CLONE_NEWNET changes this thread only.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's current network namespace, as an open file.
+pub fn current_netns() -> std::io::Result<File> {
+    File::open("/proc/thread-self/ns/net")
+}
+
+/// Runs `f` on a new thread inside the namespace at `path` (the calling
+/// thread's namespace never changes).
+pub fn in_netns<T: Send>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, LabError> + Send,
+) -> Result<T, LabError> {
+    let ns = File::open(path).map_err(|e| sys(format!("{}: {e}", path.display())))?;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            setns(&ns).map_err(|e| sys(format!("setns {}: {e}", path.display())))?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(sys("a namespace thread panicked")))
+    })
+}
+
+/// Whether the kernel can attach qdisc `kind` (with `args`): tried on `lo`
+/// of a throwaway namespace (a thread that unshares its network namespace;
+/// `tc` inherits it), so nothing outside is touched.
+pub fn probe_qdiscs(kinds: &[(&str, &str)]) -> Result<Vec<(String, bool)>, LabError> {
+    let kinds: Vec<(String, String)> = kinds
+        .iter()
+        .map(|(k, a)| (k.to_string(), a.to_string()))
+        .collect();
+    std::thread::spawn(move || {
+        // SAFETY: unshare of this thread's network namespace only.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(sys(format!(
+                "cannot create a namespace to probe the kernel: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let mut res = Vec::new();
+        for (k, a) in kinds {
+            let mut args = vec!["qdisc", "replace", "dev", "lo", "root"];
+            args.extend(a.split_whitespace());
+            let ok = Command::new("tc")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_err(|e| sys(format!("cannot run tc: {e} (is iproute2 installed?)")))?
+                .success();
+            res.push((k, ok));
+        }
+        Ok(res)
+    })
+    .join()
+    .unwrap_or_else(|_| Err(sys("the probe thread panicked")))
+}
+
+/// Writes a sysctl of the calling thread's network namespace (`net/ipv4/...`).
+pub fn sysctl(key: &str, value: &str) -> Result<(), LabError> {
+    let p = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::write(&p, value).map_err(|e| sys(format!("sysctl {key}={value}: {e}")))
+}
+
+/// Reads a sysctl of the calling thread's network namespace.
+pub fn sysctl_get(key: &str) -> Option<String> {
+    let p = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+
+/// The legacy ethtool get/set commands of an offload (include/uapi/linux/ethtool.h).
+fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
+    Some(match name {
+        "rx_checksum" => (0x14, 0x15),
+        "tx_checksum" => (0x16, 0x17),
+        "sg" => (0x18, 0x19),
+        "tso" => (0x1e, 0x1f),
+        "gso" => (0x23, 0x24),
+        "gro" => (0x2b, 0x2c),
+        _ => return None,
+    })
+}
+
+fn ethtool(sock: &File, ifname: &str, cmd: u32, data: u32) -> std::io::Result<u32> {
+    let mut v = EthtoolValue { cmd, data };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        data: &mut v as *mut EthtoolValue as *mut libc::c_void,
+        _pad: [0; 16],
+    };
+    let n = ifname.len().min(libc::IFNAMSIZ - 1);
+    req.name[..n].copy_from_slice(&ifname.as_bytes()[..n]);
+    // SAFETY: a valid socket and an ifreq pointing at a live ethtool_value.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v.data)
+}
+
+fn socket() -> Result<File, LabError> {
+    // SAFETY: a plain socket call; the descriptor is owned by the File.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(sys(format!("socket: {}", std::io::Error::last_os_error())));
+    }
+    // SAFETY: fd is a new descriptor nobody else owns.
+    Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// Sets offloads of `ifname` in the calling thread's namespace (as
+/// `ethtool -K`), then reads each back: a setting the device refuses or
+/// cannot keep (e.g. tso without sg) is an error naming it.
+pub fn set_offloads(ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
+    if settings.is_empty() {
+        return Ok(());
+    }
+    let sock = socket()?;
+    for (name, on) in settings {
+        let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+        ethtool(&sock, ifname, set, u32::from(*on))
+            .map_err(|e| sys(format!("{ifname}: setting {name} {}: {e}", onoff(*on))))?;
+    }
+    for (name, on) in settings {
+        let got = get_offload(&sock, ifname, name)?;
+        if got != *on {
+            return Err(sys(format!(
+                "{ifname}: {name} stays {} when set {} (a feature it depends on is off?)",
+                onoff(got),
+                onoff(*on)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn get_offload(sock: &File, ifname: &str, name: &str) -> Result<bool, LabError> {
+    let (get, _) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+    ethtool(sock, ifname, get, 0)
+        .map(|v| v != 0)
+        .map_err(|e| sys(format!("{ifname}: reading {name}: {e}")))
+}
+
+/// The offloads of `ifname` in the calling thread's namespace, every one.
+pub fn offloads(ifname: &str) -> Result<Vec<(&'static str, bool)>, LabError> {
+    let sock = socket()?;
+    ["sg", "tx_checksum", "rx_checksum", "tso", "gso", "gro"]
+        .into_iter()
+        .map(|n| Ok((n, get_offload(&sock, ifname, n)?)))
+        .collect()
+}
+
+fn onoff(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}

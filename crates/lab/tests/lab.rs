@@ -1,0 +1,314 @@
+//! Labs brought up for real: every built-in up and down leaving nothing,
+//! multi-homing, offloads and TCP settings in the namespaces.
+//! Needs root; skipped otherwise, failed under CI (`CI` set).
+//! Every lab gets a unique name (`--set name=...`) and this test binary
+//! its own state directory, so tests run in parallel with anything else.
+
+use iotoll_lab::{HostState, LabState};
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+
+fn setup() -> bool {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("lab-state-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        // Set once, before any test uses the library (all go through here).
+        std::env::set_var("IOTOLL_LAB_DIR", &d);
+        d
+    });
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "root is needed, but CI must run this test"
+        );
+        eprintln!("skipped: needs root");
+    }
+    root
+}
+
+/// A lab name unique to this process and test.
+fn unique(tag: &str) -> String {
+    format!("t{}-{tag}", std::process::id() % 100_000)
+}
+
+fn netns_with(prefix: &str) -> BTreeSet<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+fn root_links() -> BTreeSet<String> {
+    let out = std::process::Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(':').nth(1))
+        .map(|n| n.trim().split('@').next().unwrap_or("").to_string())
+        .collect()
+}
+
+fn root_qdiscs() -> String {
+    let out = std::process::Command::new("tc")
+        .args(["qdisc", "show"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn up(builtin: &str, name: &str, sets: &[&str]) -> LabState {
+    let mut s = vec![format!("name={name}")];
+    s.extend(sets.iter().map(|x| x.to_string()));
+    let def = iotoll_lab::load(builtin, &s).unwrap();
+    iotoll_lab::up(&def, false).unwrap_or_else(|e| panic!("up {name}: {e}"))
+}
+
+#[test]
+fn every_builtin_up_and_down_leaves_nothing_behind() {
+    if !setup() {
+        return;
+    }
+    for b in iotoll_lab::builtin_names() {
+        let name = unique(&format!("bi{}", b.len()));
+        let name = format!(
+            "{name}-{}",
+            b.replace('-', "").chars().take(6).collect::<String>()
+        );
+        let prefix = format!("iotoll-{name}-");
+        let links_before = root_links();
+        assert!(netns_with(&prefix).is_empty());
+        let st = up(b, &name, &[]);
+        assert!(st.complete);
+        let ns = netns_with(&prefix);
+        assert_eq!(ns.len(), st.hosts.len() + 1, "{ns:?}");
+        assert_eq!(st.namespaces.len(), ns.len());
+        // Nothing of the lab in the root namespace: no new port or link.
+        let ports: BTreeSet<String> = st
+            .hosts
+            .iter()
+            .flat_map(|h| h.links.iter().map(|l| l.switch_port.clone()))
+            .collect();
+        let links_up = root_links();
+        assert!(links_up.intersection(&ports).next().is_none());
+        assert!(links_up
+            .iter()
+            .all(|l| links_before.contains(l) || !l.starts_with("eth") && !ports.contains(l)));
+        assert_eq!(iotoll_lab::status(&name).unwrap().as_ref(), Some(&st));
+        assert!(iotoll_lab::running()
+            .unwrap()
+            .iter()
+            .any(|s| s.name == name));
+        let removed = iotoll_lab::down(&name).unwrap();
+        assert_eq!(removed.namespaces.len(), ns.len());
+        assert!(netns_with(&prefix).is_empty(), "{:?}", netns_with(&prefix));
+        assert!(iotoll_lab::status(&name).unwrap().is_none());
+        let q = root_qdiscs();
+        for p in &ports {
+            assert!(!q.contains(&format!("dev {p} ")), "{q}");
+        }
+    }
+}
+
+fn rx_tx(host: &HostState, ifname: &str) -> (u64, u64) {
+    let ifname = ifname.to_string();
+    let h = host.clone();
+    std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&h).unwrap();
+        let dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
+        let line = dev
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{ifname}:")))
+            .unwrap_or_else(|| panic!("{ifname} not in {dev}"))
+            .to_string();
+        let f: Vec<u64> = line
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (f[0], f[8])
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn traffic_to_address_k_uses_adapter_k() {
+    if !setup() {
+        return;
+    }
+    let name = unique("multi");
+    let st = up("quad-100m", &name, &["rate=none"]);
+    let server = st.host("server").unwrap().clone();
+    let c1 = st.host("c1").unwrap().clone();
+    assert_eq!(server.addresses.len(), 4);
+    for k in 0..4 {
+        let addr = server.addresses[k];
+        let before: Vec<(u64, u64)> = (0..4).map(|j| rx_tx(&server, &format!("eth{j}"))).collect();
+        let srv = server.clone();
+        let listener = std::thread::spawn(move || {
+            let _g = iotoll_lab::enter(&srv).unwrap();
+            TcpListener::bind(SocketAddr::new(addr, 0)).unwrap()
+        })
+        .join()
+        .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let echo = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut n = 0;
+            while n < 4 << 20 {
+                n += s.read(&mut buf).unwrap();
+            }
+            s.write_all(&vec![1u8; 4 << 20]).unwrap();
+        });
+        let c = c1.clone();
+        std::thread::spawn(move || {
+            let _g = iotoll_lab::enter(&c).unwrap();
+            let mut s = TcpStream::connect(SocketAddr::new(addr, port)).unwrap();
+            s.write_all(&vec![0u8; 4 << 20]).unwrap();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut n = 0;
+            while n < 4 << 20 {
+                n += s.read(&mut buf).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+        echo.join().unwrap();
+        let after: Vec<(u64, u64)> = (0..4).map(|j| rx_tx(&server, &format!("eth{j}"))).collect();
+        for j in 0..4 {
+            let rx = after[j].0 - before[j].0;
+            let tx = after[j].1 - before[j].1;
+            if j == k {
+                assert!(
+                    rx >= 4 << 20 && tx >= 4 << 20,
+                    "adapter {j} for {addr}: rx {rx} tx {tx}"
+                );
+            } else {
+                assert!(
+                    rx < 1 << 20 && tx < 1 << 20,
+                    "adapter {j} carried {rx}/{tx} bytes for {addr}"
+                );
+            }
+        }
+    }
+    iotoll_lab::down(&name).unwrap();
+}
+
+#[test]
+fn offloads_mtu_and_tcp_settings_reach_the_namespaces() {
+    if !setup() {
+        return;
+    }
+    let name = unique("knobs");
+    let st = up(
+        "pair-1g",
+        &name,
+        &[
+            "mtu=9000",
+            "offloads.gro=on",
+            "offloads.tso=off",
+            "congestion_control=reno",
+            "tcp_rmem=4096 65536 1000000",
+        ],
+    );
+    for h in &st.hosts {
+        assert_eq!(h.links[0].mtu, 9000);
+        let off = iotoll_lab::link_offloads(h, "eth0").unwrap();
+        assert!(off.contains(&("tso", false)), "{off:?}");
+        assert!(off.contains(&("gro", true)), "{off:?}");
+        assert_eq!(
+            iotoll_lab::host_sysctl(h, "net.ipv4.tcp_congestion_control")
+                .unwrap()
+                .as_deref(),
+            Some("reno")
+        );
+        assert_eq!(
+            iotoll_lab::host_sysctl(h, "net.ipv4.tcp_rmem")
+                .unwrap()
+                .as_deref(),
+            Some("4096\t65536\t1000000")
+        );
+    }
+    let d = st.disclosure();
+    assert_eq!(d["hosts"][0]["links"][0]["mtu"], 9000);
+    assert_eq!(d["hosts"][0]["links"][0]["rate"], "1gbit");
+    assert_eq!(d["hosts"][0]["links"][0]["offloads"]["tso"], false);
+    assert_eq!(d["hosts"][1]["tcp"]["congestion_control"], "reno");
+    assert_eq!(d["sets"][1], "mtu=9000");
+    assert!(d["definition"].as_str().unwrap().contains("mtu = 9000"));
+    // The thread's own namespace is back after the guard.
+    let a = st.host("a").unwrap();
+    let before = std::fs::read_link("/proc/thread-self/ns/net").unwrap();
+    {
+        let _g = iotoll_lab::enter(a).unwrap();
+        assert_ne!(
+            std::fs::read_link("/proc/thread-self/ns/net").unwrap(),
+            before
+        );
+    }
+    assert_eq!(
+        std::fs::read_link("/proc/thread-self/ns/net").unwrap(),
+        before
+    );
+    let b: IpAddr = st.host("b").unwrap().addresses[0];
+    assert!(st.definition.contains(&b.to_string()));
+    iotoll_lab::down(&name).unwrap();
+}
+
+#[test]
+fn kernel_features_and_clashes_are_refused_before_anything_is_created() {
+    if !setup() {
+        return;
+    }
+    let name = unique("refuse");
+    let prefix = format!("iotoll-{name}-");
+    let sets = |extra: &str| vec![format!("name={name}"), extra.to_string()];
+    let e = iotoll_lab::up(
+        &iotoll_lab::load("pair", &sets("delay=1ms")).unwrap(),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("netem"), "{e}");
+    let e = iotoll_lab::up(
+        &iotoll_lab::load("pair", &sets("congestion_control=nosuchcc")).unwrap(),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("nosuchcc"), "{e}");
+    assert!(netns_with(&prefix).is_empty());
+    assert!(iotoll_lab::status(&name).unwrap().is_none());
+    // A subnet overlapping a lab that is up.
+    let st = up("pair", &name, &[]);
+    let other = unique("refuse2");
+    let def = iotoll_lab::load(
+        "pair",
+        &[format!("name={other}"), format!("subnet={}", st.subnet)],
+    )
+    .unwrap();
+    let e = iotoll_lab::up(&def, false).unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("overlaps"), "{e}");
+    assert!(netns_with(&format!("iotoll-{other}-")).is_empty());
+    // Twice: refused, then replaced.
+    let def = iotoll_lab::load("pair", &[format!("name={name}")]).unwrap();
+    let e = iotoll_lab::up(&def, false).unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("--replace"), "{e}");
+    iotoll_lab::up(&def, true).unwrap();
+    iotoll_lab::down(&name).unwrap();
+    assert!(netns_with(&prefix).is_empty());
+    let e = iotoll_lab::down(&name).unwrap_err();
+    assert!(!e.is_usage() && e.to_string().contains("not up"), "{e}");
+}
