@@ -276,3 +276,152 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<()> {
         .exec();
     Err(anyhow::anyhow!("cannot run ip netns exec: {e}"))
 }
+
+/// The lab a suite runs in (`suite run --lab`): one that is up, or one
+/// brought up for the run and taken down when this is dropped (at the end
+/// of the run, however it ends).
+pub struct SuiteLab {
+    pub run: iotoll_suite::runner::LabRun,
+    brought_up: bool,
+}
+
+impl Drop for SuiteLab {
+    fn drop(&mut self) {
+        if self.brought_up {
+            match iotoll_lab::down(&self.run.lab.name) {
+                Ok(_) => eprintln!("iotoll: lab {} taken down", self.run.lab.name),
+                Err(e) => eprintln!(
+                    "iotoll: lab {} could not be taken down: {e} (try `iotoll lab down {}`)",
+                    self.run.lab.name, self.run.lab.name
+                ),
+            }
+        }
+    }
+}
+
+impl SuiteLab {
+    /// What the run's disclosure records: the lab, its settings, and where
+    /// the endpoint and the tests ran.
+    pub fn disclosure(&self) -> serde_json::Value {
+        let mut d = self.run.lab.disclosure();
+        d["server"] = self.run.server.clone().into();
+        d["client"] = self.run.client.clone().into();
+        d
+    }
+}
+
+/// The first of `names` that is among `hosts`.
+fn first_of<'a>(hosts: &[String], names: &[&'a str]) -> Option<&'a str> {
+    names.iter().copied().find(|n| hosts.iter().any(|h| h == n))
+}
+
+/// The endpoint's host and the tests' host among `hosts` of lab `lab`:
+/// as named (checked), or by the built-ins' conventions.
+fn pick_hosts(
+    lab: &str,
+    hosts: &[String],
+    server: Option<&str>,
+    client: Option<&str>,
+) -> Result<(String, String)> {
+    let all = hosts.join(", ");
+    let named = |which: &str, h: Option<&str>| -> Result<Option<String>> {
+        match h {
+            Some(h) if !hosts.iter().any(|x| x == h) => Err(usage(format!(
+                "--{which} {h}: lab {lab} has no such host (its hosts: {all})"
+            ))),
+            h => Ok(h.map(str::to_string)),
+        }
+    };
+    let server = named("server", server)?
+        .or_else(|| first_of(hosts, &["server", "target", "b"]).map(str::to_string))
+        .ok_or_else(|| {
+            usage(format!(
+                "name the endpoint's host with --server (lab {lab}'s hosts: {all})"
+            ))
+        })?;
+    let client = named("client", client)?
+        .or_else(|| {
+            first_of(hosts, &["c1", "initiator", "a"])
+                .filter(|c| *c != server)
+                .map(str::to_string)
+                .or_else(|| hosts.iter().find(|h| **h != server).cloned())
+        })
+        .ok_or_else(|| usage(format!("lab {lab} has no host besides {server}")))?;
+    anyhow::ensure!(
+        server != client,
+        usage(format!(
+            "--server and --client are both {server}: the endpoint and the tests need two hosts"
+        ))
+    );
+    Ok((server, client))
+}
+
+/// Finds or brings up the lab `lab` (a name that is up, a built-in or a
+/// file, with `sets`), and picks the endpoint's and the tests' hosts, all
+/// checked before anything is created.
+pub fn for_suite(
+    lab: &str,
+    sets: &[String],
+    server: Option<&str>,
+    client: Option<&str>,
+) -> Result<SuiteLab> {
+    let already = |st: LabState| -> Result<LabState> {
+        if sets.is_empty() {
+            return Ok(st);
+        }
+        Err(usage(format!(
+            "lab {} is already up (with its own settings: {}); take it down (`iotoll lab down {}`) to run with --lab-set, or drop --lab-set",
+            st.name,
+            if st.sets.is_empty() { "none".to_string() } else { st.sets.join(" ") },
+            st.name
+        )))
+    };
+    let (up, def) = match iotoll_lab::status(lab).map_err(lab_err)? {
+        Some(st) => (Some(already(st)?), None),
+        None => {
+            let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
+            match iotoll_lab::status(&def.name).map_err(lab_err)? {
+                Some(st) => (Some(already(st)?), None),
+                None => (None, Some(def)),
+            }
+        }
+    };
+    let (name, hosts): (String, Vec<String>) = match (&up, &def) {
+        (Some(st), _) => (
+            st.name.clone(),
+            st.hosts.iter().map(|h| h.name.clone()).collect(),
+        ),
+        (None, Some(d)) => (
+            d.name.clone(),
+            d.hosts.iter().map(|h| h.name.clone()).collect(),
+        ),
+        (None, None) => anyhow::bail!("lab {lab}: neither up nor defined"),
+    };
+    let (server, client) = pick_hosts(&name, &hosts, server, client)?;
+    let (st, brought_up) = match (up, def) {
+        (Some(st), _) => (st, false),
+        (None, Some(def)) => {
+            eprintln!("iotoll: bringing lab {} up for this run", def.name);
+            (iotoll_lab::up(&def, false).map_err(lab_err)?, true)
+        }
+        (None, None) => anyhow::bail!("lab {lab}: neither up nor defined"),
+    };
+    // A lab brought up for the run comes down when this is dropped.
+    let guard = SuiteLab {
+        run: iotoll_suite::runner::LabRun {
+            lab: st,
+            server,
+            client,
+        },
+        brought_up,
+    };
+    let st = &guard.run.lab;
+    anyhow::ensure!(
+        st.complete,
+        format!(
+            "lab {} is only half up (its `lab up` did not finish); `iotoll lab down {}` and try again",
+            st.name, st.name
+        )
+    );
+    Ok(guard)
+}

@@ -101,6 +101,18 @@ pub struct RunArgs {
     /// Pre-shared key file for the endpoint.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
+    /// Run in a lab (`iotoll lab`): the endpoint in --server's host, every test in --client's. A lab that is not up is brought up for the run and taken down after it.
+    #[arg(long, value_name = "NAME|FILE")]
+    lab: Option<String>,
+    /// Override a key of a lab this run brings up (as `lab up --set`; repeatable).
+    #[arg(long = "lab-set", value_name = "KEY=VALUE", requires = "lab")]
+    lab_sets: Vec<String>,
+    /// The lab host the endpoint runs in [default: server, target or b].
+    #[arg(long, value_name = "HOST", requires = "lab")]
+    server: Option<String>,
+    /// The lab host the tests run in [default: c1, initiator or a].
+    #[arg(long, value_name = "HOST", requires = "lab")]
+    client: Option<String>,
     /// Repetitions of every test (overrides the suite).
     #[arg(long, value_name = "N")]
     reps: Option<u32>,
@@ -447,6 +459,17 @@ fn run(a: RunArgs) -> Result<()> {
     let mut store = Store::open(&db)?;
     store.check_ready()?;
 
+    // The lab is set up before anything is recorded; one brought up for
+    // this run comes down when `lab` is dropped, however the run ends.
+    let lab = match &a.lab {
+        Some(l) => Some(crate::lab::for_suite(
+            l,
+            &a.lab_sets,
+            a.server.as_deref(),
+            a.client.as_deref(),
+        )?),
+        None => None,
+    };
     let host = crate::host();
     let peer_local = match peer {
         None => suite.jobs.iter().any(|j| j.kind != Kind::Disk),
@@ -480,7 +503,14 @@ fn run(a: RunArgs) -> Result<()> {
     }
     notes.extend(mapping);
     notes.extend(warnings);
-    let host = iotoll_model::spec::to_json(&host);
+    let mut host = iotoll_model::spec::to_json(&host);
+    if let Some(l) = &lab {
+        host["lab"] = l.disclosure();
+        progress.line(&format!(
+            "lab {}: endpoint in {}, tests in {}",
+            l.run.lab.name, l.run.server, l.run.client
+        ));
+    }
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({} tests, ~{}) into {}",
@@ -502,6 +532,7 @@ fn run(a: RunArgs) -> Result<()> {
             OnInterferenceArg::Rerun => OnInterference::Rerun,
         },
         iscsi: a.iscsi.options(),
+        lab: lab.as_ref().map(|l| l.run.clone()),
     };
     let mut sink = StoreSink {
         store: &mut store,

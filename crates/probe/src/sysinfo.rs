@@ -259,10 +259,20 @@ fn offloads(ifname: &str) -> Option<Offloads> {
 /// Whether /sys shows this thread's network namespace: false in a thread
 /// that entered another one (a lab host), where /sys/class/net still lists
 /// the namespace sysfs was mounted in, and names there may be another
-/// device's.
+/// device's. Told by the interface names, which the kernel gives for the
+/// calling thread's namespace.
 fn sysfs_is_ours() -> bool {
-    let ns = |p: &str| std::fs::read_link(p).ok();
-    ns("/proc/thread-self/ns/net") == ns("/proc/self/ns/net")
+    let Ok(ours) = nix::net::if_::if_nameindex() else {
+        return true;
+    };
+    let mut ours: Vec<String> = ours
+        .iter()
+        .map(|i| i.name().to_string_lossy().into_owned())
+        .collect();
+    let mut shown = dir_names("/sys/class/net");
+    ours.sort();
+    shown.sort();
+    ours == shown
 }
 
 /// The MTU by SIOCGIFMTU, which answers for this thread's namespace.

@@ -56,7 +56,12 @@ fn item(x: &Value) -> String {
             m.get("type").map(item).unwrap_or_default(),
             item(&m["size"])
         ),
-        Value::Object(m) => m.values().map(item).collect::<Vec<_>>().join(" "),
+        Value::Object(m) => m
+            .values()
+            .filter(|v| !v.is_null())
+            .map(item)
+            .collect::<Vec<_>>()
+            .join(" "),
         other => other.to_string(),
     }
 }
@@ -79,8 +84,10 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
         })
         .collect();
     let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
+    // A lab's file is recorded whole with the run; its per-link rows are
+    // what a comparison shows differ.
     keys.into_iter()
-        .filter(|k| !k.ends_with(".name"))
+        .filter(|k| !k.ends_with(".name") && *k != "lab.definition")
         .map(|k| {
             let values: Vec<String> = flat
                 .iter()

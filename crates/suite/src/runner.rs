@@ -32,6 +32,28 @@ pub struct Options {
     pub on_interference: OnInterference,
     /// How disk tests log in to `iscsi://` targets.
     pub iscsi: iotoll_disk::spec::IscsiOptions,
+    /// Run in a lab (`--lab`): the endpoint in one host, every test in
+    /// another.
+    pub lab: Option<LabRun>,
+}
+
+/// Where a suite runs in a lab that is up.
+#[derive(Debug, Clone)]
+pub struct LabRun {
+    pub lab: iotoll_lab::LabState,
+    /// The host the in-process endpoint serves from (on its first address).
+    pub server: String,
+    /// The host every test runs in: network clients, and disk tests (so an
+    /// `iscsi://` target in the lab is reached over the lab's link).
+    pub client: String,
+}
+
+impl LabRun {
+    fn host(&self, name: &str) -> Result<&iotoll_lab::HostState, RunError> {
+        self.lab
+            .host(name)
+            .ok_or_else(|| RunError::Lab(format!("lab '{}' has no host '{name}'", self.lab.name)))
+    }
 }
 
 /// What to do with a repetition other processes interfered with.
@@ -67,6 +89,8 @@ pub enum RunError {
     Disk(#[from] DiskError),
     #[error("in-process endpoint: {0}")]
     Endpoint(#[source] std::io::Error),
+    #[error("lab: {0}")]
+    Lab(String),
 }
 
 /// What one job came to.
@@ -127,6 +151,39 @@ impl LocalEndpoint {
     fn start(key: Option<Key>) -> std::io::Result<LocalEndpoint> {
         let l = TcpListener::bind("127.0.0.1:0")?;
         let listen = l.local_addr()?;
+        Self::spawn(listen, key, move || Ok((l, ()))).map_err(|e| match e {
+            RunError::Endpoint(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })
+    }
+
+    /// An endpoint in a lab host: its thread enters the host's namespace
+    /// first, so its listener, the sessions' data ports (opened by threads
+    /// it starts, which inherit the namespace) and every connection live
+    /// there.
+    fn start_in(host: &iotoll_lab::HostState, key: Option<Key>) -> Result<LocalEndpoint, RunError> {
+        let ip = host
+            .addresses
+            .first()
+            .copied()
+            .ok_or_else(|| RunError::Lab(format!("lab host '{}' has no address", host.name)))?;
+        let h = host.clone();
+        Self::spawn((ip, 0).into(), key, move || {
+            let inside = iotoll_lab::enter(&h).map_err(|e| RunError::Lab(e.to_string()))?;
+            let l = TcpListener::bind((ip, 0)).map_err(|e| {
+                RunError::Lab(format!("endpoint on {ip} in host '{}': {e}", h.name))
+            })?;
+            Ok((l, Some(inside)))
+        })
+    }
+
+    /// Runs the endpoint on its own thread, on the listener `open` makes
+    /// there (with whatever must stay alive while it serves).
+    fn spawn<G: 'static>(
+        listen: std::net::SocketAddr,
+        key: Option<Key>,
+        open: impl FnOnce() -> Result<(TcpListener, G), RunError> + Send + 'static,
+    ) -> Result<LocalEndpoint, RunError> {
         let stop = Arc::new(AtomicBool::new(false));
         let cfg = iotoll_net::ServerConfig {
             listen,
@@ -138,16 +195,37 @@ impl LocalEndpoint {
             tls: true,
         };
         let s2 = stop.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("iotoll-endpoint".into())
             .spawn(move || {
+                let (l, _keep) = match open().and_then(|(l, g)| {
+                    let a = l.local_addr().map_err(RunError::Endpoint)?;
+                    Ok((l, g, a))
+                }) {
+                    Ok((l, g, a)) => {
+                        let _ = tx.send(Ok(a));
+                        (l, g)
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
                 let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
-            })?;
-        Ok(LocalEndpoint {
-            addr: listen.to_string(),
+            })
+            .map_err(RunError::Endpoint)?;
+        let mut ep = LocalEndpoint {
+            addr: String::new(),
             stop,
             thread: Some(thread),
-        })
+        };
+        match rx.recv() {
+            Ok(Ok(a)) => ep.addr = a.to_string(),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(RunError::Lab("the endpoint thread ended at once".into())),
+        }
+        Ok(ep)
     }
 }
 
@@ -317,11 +395,17 @@ pub fn run(
         }
         (true, false) => Vec::new(),
     };
-    let local = if needs_net && opts.peer.is_none() {
-        Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
-    } else {
-        None
+    let local = match (&opts.lab, needs_net && opts.peer.is_none()) {
+        (_, false) => None,
+        (Some(l), true) => Some(LocalEndpoint::start_in(
+            l.host(&l.server)?,
+            opts.auth_key.clone(),
+        )?),
+        (None, true) => {
+            Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
+        }
     };
+    let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
     let endpoint = opts
         .peer
         .clone()
@@ -361,6 +445,13 @@ pub fn run(
             rep += 1;
             let left = eta.at(i, rep, limit, t0.elapsed());
             progress.test_start(i + 1, total, &job.name, rep, limit, left);
+            // In a lab, the test runs inside the client host: this thread
+            // enters its namespace for the repetition (threads the test
+            // starts inherit it) and comes back after.
+            let inside = match client_host.map(iotoll_lab::enter).transpose() {
+                Ok(g) => g,
+                Err(e) => return Err(RunError::Lab(e.to_string())),
+            };
             let r = run_one(
                 job,
                 opts,
@@ -371,6 +462,7 @@ pub fn run(
                     progress: &mut *progress,
                 },
             );
+            drop(inside);
             eta.rep_done(i);
             match r {
                 Ok(mut doc) => {
