@@ -31,7 +31,7 @@ pub enum SuiteCmd {
         reps: Option<u32>,
     },
     /// Run a suite: every test, its repetitions, into the results database.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Write a suite's disk test (access specs, test setup, workers) as an Iometer .icf.
     #[command(
         after_help = "An .icf holds one test setup: a suite with several disk tests needs --test. Access specs run at different queue depths become one group of workers per queue depth, each resting on Iometer's Idle spec while another runs; a queue depth sweep becomes Iometer's queue depth cycling. Read it back with `iotoll suite show|run FILE.icf --target ...`."
@@ -286,7 +286,7 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             }
             Ok(())
         }
-        SuiteCmd::Run(a) => run(a),
+        SuiteCmd::Run(a) => run(*a),
         SuiteCmd::ExportIcf {
             suite,
             test,
