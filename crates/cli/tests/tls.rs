@@ -179,3 +179,17 @@ fn compare_pairs_a_cleartext_and_a_tls_run() {
     // TLS is the configuration under test, not a different workload.
     assert!(r["differs"].as_array().is_none_or(|d| d.is_empty()), "{r}");
 }
+
+/// Hundreds of TLS connections: all handshakes at once in one event loop
+/// at each end, every connection counted.
+#[test]
+fn many_tls_connections() {
+    let s = Server::start("127.0.0.1", &[]);
+    let d = short("stream", &s.addr, "--tls --conns 300 --dir bidir --msg 16k");
+    assert_eq!(metric(&d, "conns"), 600.0);
+    assert_eq!(metric(&d, "errors"), 0.0);
+    assert!(
+        metric(&d, "conn_mbit_s_min") > 0.0,
+        "a connection moved nothing"
+    );
+}

@@ -400,7 +400,7 @@ pub fn handshake_all(
         p.sock.set_nonblocking(false)?;
         let tx = RecordKey::new(cipher, secrets.tx).map_err(&failed)?;
         let rx = RecordKey::new(cipher, secrets.rx).map_err(&failed)?;
-        out.push(TlsConn::new(p.sock, tx, rx));
+        out.push(TlsConn::new(p.sock, tx, rx, batch_for(n)));
     }
     let mut negotiated = negotiated.unwrap_or(Negotiated {
         cipher: DEFAULT_CIPHER,
@@ -469,8 +469,17 @@ const APPLICATION_DATA: u8 = 23;
 const ALERT: u8 = 21;
 const HANDSHAKE: u8 = 22;
 const CHANGE_CIPHER_SPEC: u8 = 20;
-/// Socket reads and writes move this much at a time (plus a record).
+/// Socket reads and writes move up to this much at a time (plus a record)
+/// with few connections; with many, less, so that all of a test's buffers
+/// stay within [`BUFFER_BUDGET`].
 const BATCH: usize = 256 << 10;
+const MIN_BATCH: usize = MAX_PLAIN;
+const BUFFER_BUDGET: usize = 64 << 20;
+
+/// The batch of each of `conns` connections.
+fn batch_for(conns: usize) -> usize {
+    (BUFFER_BUDGET / conns.max(1)).clamp(MIN_BATCH, BATCH)
+}
 
 fn invalid(msg: impl Into<String>) -> io::Error {
     io::Error::new(ErrorKind::InvalidData, msg.into())
@@ -496,15 +505,20 @@ pub struct TlsConn {
     wend: usize,
     /// The peer closed (TCP end or close_notify).
     eof: bool,
+    /// Most plaintext encrypted per write, and ciphertext read per read
+    /// (see [`batch_for`]).
+    batch: usize,
 }
 
 impl TlsConn {
-    fn new(sock: TcpStream, tx: RecordKey, rx: RecordKey) -> TlsConn {
+    fn new(sock: TcpStream, tx: RecordKey, rx: RecordKey, batch: usize) -> TlsConn {
         TlsConn {
             sock,
             tx,
             rx,
-            rbuf: vec![0; BATCH + HEADER + MAX_CIPHER],
+            batch,
+            // Allocated by the first read (a sender never reads).
+            rbuf: Vec::new(),
             rpos: 0,
             rend: 0,
             plain: 0..0,
@@ -591,6 +605,9 @@ impl TlsConn {
     /// Reads more ciphertext from the socket, first moving what is left to
     /// the front when the rest would not fit.
     fn fill(&mut self) -> io::Result<usize> {
+        if self.rbuf.is_empty() {
+            self.rbuf = vec![0; self.batch + HEADER + MAX_CIPHER];
+        }
         if self.rbuf.len() - self.rend < HEADER + MAX_CIPHER {
             self.rbuf.copy_within(self.rpos..self.rend, 0);
             self.rend -= self.rpos;
@@ -680,12 +697,12 @@ impl Read for TlsConn {
 }
 
 impl Write for TlsConn {
-    /// Encrypts up to [`BATCH`] bytes of `data` and writes the records;
+    /// Encrypts up to a batch of `data` and writes the records;
     /// records the socket did not take go out first on the next call
     /// (`WouldBlock` until they have).
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.flush_records()?;
-        let take = data.len().min(BATCH);
+        let take = data.len().min(self.batch);
         self.seal(&data[..take])?;
         match self.flush_records() {
             Err(e) if !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Err(e),
@@ -881,6 +898,13 @@ mod tests {
         c.sock.write_all(&rec).unwrap();
         let e = s.read(&mut [0; 64]).unwrap_err();
         assert!(e.to_string().contains("bad_record_mac"), "{e}");
+    }
+
+    #[test]
+    fn buffers_shrink_with_many_connections() {
+        assert_eq!(batch_for(1), BATCH);
+        assert_eq!(batch_for(10_000), MIN_BATCH);
+        assert!(batch_for(1000) * 1000 <= BUFFER_BUDGET);
     }
 
     #[test]
