@@ -152,58 +152,12 @@ pub fn sysctl_get(key: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-#[repr(C)]
-struct EthtoolValue {
-    cmd: u32,
-    data: u32,
-}
-
-#[repr(C)]
-struct IfReq {
-    name: [u8; libc::IFNAMSIZ],
-    data: *mut libc::c_void,
-    _pad: [u8; 16],
-}
-
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
-
-/// The legacy ethtool get/set commands of an offload (include/uapi/linux/ethtool.h).
+/// The legacy ethtool (get, set) commands of an offload.
 fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
-    Some(match name {
-        "rx_checksum" => (0x14, 0x15),
-        "tx_checksum" => (0x16, 0x17),
-        "sg" => (0x18, 0x19),
-        "tso" => (0x1e, 0x1f),
-        "gso" => (0x23, 0x24),
-        "gro" => (0x2b, 0x2c),
-        _ => return None,
-    })
-}
-
-fn ethtool(sock: &File, ifname: &str, cmd: u32, data: u32) -> std::io::Result<u32> {
-    let mut v = EthtoolValue { cmd, data };
-    let mut req = IfReq {
-        name: [0; libc::IFNAMSIZ],
-        data: &mut v as *mut EthtoolValue as *mut libc::c_void,
-        _pad: [0; 16],
-    };
-    let n = ifname.len().min(libc::IFNAMSIZ - 1);
-    req.name[..n].copy_from_slice(&ifname.as_bytes()[..n]);
-    // SAFETY: a valid socket and an ifreq pointing at a live ethtool_value.
-    if unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(v.data)
-}
-
-fn socket() -> Result<File, LabError> {
-    // SAFETY: a plain socket call; the descriptor is owned by the File.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(sys(format!("socket: {}", std::io::Error::last_os_error())));
-    }
-    // SAFETY: fd is a new descriptor nobody else owns.
-    Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    iotoll_probe::sysinfo::OFFLOAD_COMMANDS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, get, set)| (*get, *set))
 }
 
 /// Sets offloads of `ifname` in the calling thread's namespace (as
@@ -213,14 +167,13 @@ pub fn set_offloads(ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabEr
     if settings.is_empty() {
         return Ok(());
     }
-    let sock = socket()?;
     for (name, on) in settings {
         let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
-        ethtool(&sock, ifname, set, u32::from(*on))
+        iotoll_probe::sysinfo::ethtool_value(ifname, set, u32::from(*on))
             .map_err(|e| sys(format!("{ifname}: setting {name} {}: {e}", onoff(*on))))?;
     }
     for (name, on) in settings {
-        let got = get_offload(&sock, ifname, name)?;
+        let got = get_offload(ifname, name)?;
         if got != *on {
             return Err(sys(format!(
                 "{ifname}: {name} stays {} when set {} (a feature it depends on is off?)",
@@ -232,19 +185,18 @@ pub fn set_offloads(ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabEr
     Ok(())
 }
 
-fn get_offload(sock: &File, ifname: &str, name: &str) -> Result<bool, LabError> {
+fn get_offload(ifname: &str, name: &str) -> Result<bool, LabError> {
     let (get, _) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
-    ethtool(sock, ifname, get, 0)
+    iotoll_probe::sysinfo::ethtool_value(ifname, get, 0)
         .map(|v| v != 0)
         .map_err(|e| sys(format!("{ifname}: reading {name}: {e}")))
 }
 
 /// The offloads of `ifname` in the calling thread's namespace, every one.
 pub fn offloads(ifname: &str) -> Result<Vec<(&'static str, bool)>, LabError> {
-    let sock = socket()?;
     ["sg", "tx_checksum", "rx_checksum", "tso", "gso", "gro"]
         .into_iter()
-        .map(|n| Ok((n, get_offload(&sock, ifname, n)?)))
+        .map(|n| Ok((n, get_offload(ifname, n)?)))
         .collect()
 }
 

@@ -159,6 +159,11 @@ fn ethtool_socket() -> Option<OwnedFd> {
 /// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
 /// `data`, the ethtool command struct the kernel reads and fills.
 fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
+    ethtool_call(sock, ifname, data).is_ok()
+}
+
+/// [`ethtool`], with the kernel's error.
+fn ethtool_call<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
         data: (data as *mut T).cast(),
@@ -173,7 +178,32 @@ fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
     }
     // SAFETY: SIOCETHTOOL reads the name and the command struct `data`
     // points to, and writes at most that struct back.
-    unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) == 0 }
+    match unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+/// The offloads the legacy ethtool commands get and set, by the name
+/// `ethtool -K` and lab files use: (name, get command, set command)
+/// (include/uapi/linux/ethtool.h).
+pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
+    ("rx_checksum", 0x14, 0x15),
+    ("tx_checksum", 0x16, 0x17),
+    ("sg", 0x18, 0x19),
+    ("tso", 0x1e, 0x1f),
+    ("gso", 0x23, 0x24),
+    ("gro", 0x2b, 0x2c),
+];
+
+/// One legacy ethtool get or set command (struct ethtool_value) on
+/// `ifname`, in the calling thread's network namespace; the value the
+/// kernel leaves.
+pub fn ethtool_value(ifname: &str, cmd: u32, data: u32) -> std::io::Result<u32> {
+    let sock = ethtool_socket().ok_or_else(std::io::Error::last_os_error)?;
+    let mut v = EthtoolValue { cmd, data };
+    ethtool_call(&sock, ifname, &mut v)?;
+    Ok(v.data)
 }
 
 /// What ETHTOOL_GDRVINFO says about an interface's driver. Every field is
@@ -232,12 +262,7 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
 
 fn offloads(ifname: &str) -> Option<Offloads> {
     let sock = ethtool_socket()?;
-    const GRXCSUM: u32 = 0x14;
-    const GTXCSUM: u32 = 0x16;
-    const GTSO: u32 = 0x1e;
-    const GGSO: u32 = 0x23;
     const GFLAGS: u32 = 0x25;
-    const GGRO: u32 = 0x2b;
     const FLAG_LRO: u32 = 1 << 15;
     // A legacy ethtool get-value command (the kernel answers these from the
     // device's feature flags, for every driver including lo and veth).
@@ -245,14 +270,17 @@ fn offloads(ifname: &str) -> Option<Offloads> {
         let mut v = EthtoolValue { cmd, data: 0 };
         ethtool(&sock, ifname, &mut v).then_some(v.data)
     };
-    let b = |cmd| get(cmd).map(|v| v != 0);
+    let b = |name: &str| {
+        let cmd = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?.1;
+        get(cmd).map(|v| v != 0)
+    };
     Some(Offloads {
-        tso: b(GTSO),
-        gso: b(GGSO),
-        gro: b(GGRO),
+        tso: b("tso"),
+        gso: b("gso"),
+        gro: b("gro"),
         lro: get(GFLAGS).map(|f| f & FLAG_LRO != 0),
-        rx_checksum: b(GRXCSUM),
-        tx_checksum: b(GTXCSUM),
+        rx_checksum: b("rx_checksum"),
+        tx_checksum: b("tx_checksum"),
     })
 }
 
