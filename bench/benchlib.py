@@ -28,6 +28,17 @@ def host_busy_s():
     return host_busy_ticks() / CLK_TCK
 
 
+def stop(p):
+    """Ends the child process p by its PID: SIGTERM, then SIGKILL after 5 s."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def free_port():
     """A loopback TCP port nothing listens on (bound to port 0, then released)."""
     with socket.socket() as s:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import machine_line, median, report
+from benchlib import machine_line, median, report, stop
 
 # (key, built-in lab, MTU)
 CASES = [("1g", "pair-1g", 1500), ("10g", "pair-10g", 9000)]
@@ -68,14 +68,7 @@ def start_in_host(name, host, cmd, port):
 
 def stop_servers():
     while servers:
-        p = servers.pop()
-        if p.poll() is None:
-            p.terminate()   # by PID
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(servers.pop())
 
 
 def take_down(name):

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import free_port, machine_line, median, report, rotation, run
+from benchlib import free_port, machine_line, median, report, rotation, run, stop
 
 
 def openssl_gbit(cipher, seconds):
@@ -87,12 +87,7 @@ def main():
                 print(f"  round {r + 1} {it:<30} {m['mbit_s']:8.0f} Mbit/s  CPU {m['cpu_pct']:5.1f} %  "
                       f"{spg:.1f} CPU ms/Gbit{'  (interfered)' if intf.get('interfered') else ''}", file=sys.stderr)
     finally:
-        srv.terminate()   # by PID
-        try:
-            srv.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        stop(srv)
 
     keys = [("mbit_s", "goodput Mbit/s"), ("cpu_pct", "CPU %"), ("cpu_ms_per_gbit", "CPU ms/Gbit")]
     for c in ciphers:
