@@ -365,46 +365,40 @@ pub fn for_suite(
     server: Option<&str>,
     client: Option<&str>,
 ) -> Result<SuiteLab> {
-    let already = |st: LabState| -> Result<LabState> {
-        if sets.is_empty() {
-            return Ok(st);
-        }
-        Err(usage(format!(
-            "lab {} is already up (with its own settings: {}); take it down (`iotoll lab down {}`) to run with --lab-set, or drop --lab-set",
-            st.name,
-            if st.sets.is_empty() { "none".to_string() } else { st.sets.join(" ") },
-            st.name
-        )))
-    };
-    let (up, def) = match iotoll_lab::status(lab).map_err(lab_err)? {
-        Some(st) => (Some(already(st)?), None),
+    /// The lab as found: up already, or only defined (to bring up).
+    enum Found {
+        Up(LabState),
+        Defined(iotoll_lab::LabDef),
+    }
+    let found = match iotoll_lab::status(lab).map_err(lab_err)? {
+        Some(st) => Found::Up(st),
         None => {
             let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
             match iotoll_lab::status(&def.name).map_err(lab_err)? {
-                Some(st) => (Some(already(st)?), None),
-                None => (None, Some(def)),
+                Some(st) => Found::Up(st),
+                None => Found::Defined(def),
             }
         }
     };
-    let (name, hosts): (String, Vec<String>) = match (&up, &def) {
-        (Some(st), _) => (
-            st.name.clone(),
-            st.hosts.iter().map(|h| h.name.clone()).collect(),
-        ),
-        (None, Some(d)) => (
-            d.name.clone(),
-            d.hosts.iter().map(|h| h.name.clone()).collect(),
-        ),
-        (None, None) => anyhow::bail!("lab {lab}: neither up nor defined"),
+    let (name, hosts): (&str, Vec<String>) = match &found {
+        Found::Up(st) => (&st.name, st.hosts.iter().map(|h| h.name.clone()).collect()),
+        Found::Defined(d) => (&d.name, d.hosts.iter().map(|h| h.name.clone()).collect()),
     };
-    let (server, client) = pick_hosts(&name, &hosts, server, client)?;
-    let (st, brought_up) = match (up, def) {
-        (Some(st), _) => (st, false),
-        (None, Some(def)) => {
+    if let Found::Up(st) = &found {
+        if !sets.is_empty() {
+            return Err(usage(format!(
+                "lab {name} is already up (with its own settings: {}); take it down (`iotoll lab down {name}`) to run with --lab-set, or drop --lab-set",
+                if st.sets.is_empty() { "none".to_string() } else { st.sets.join(" ") },
+            )));
+        }
+    }
+    let (server, client) = pick_hosts(name, &hosts, server, client)?;
+    let (st, brought_up) = match found {
+        Found::Up(st) => (st, false),
+        Found::Defined(def) => {
             eprintln!("iotoll: bringing lab {} up for this run", def.name);
             (iotoll_lab::up(&def, false).map_err(lab_err)?, true)
         }
-        (None, None) => anyhow::bail!("lab {lab}: neither up nor defined"),
     };
     // A lab brought up for the run comes down when this is dropped.
     let guard = SuiteLab {

@@ -112,10 +112,7 @@ pub struct CommonArgs {
 }
 
 fn cipher_arg(s: &str) -> Result<Cipher, String> {
-    Cipher::parse(s).ok_or_else(|| {
-        let known: Vec<_> = Cipher::ALL.iter().map(|c| c.name()).collect();
-        format!("unknown cipher '{s}': use {}", known.join(", "))
-    })
+    Cipher::parse(s).ok_or_else(|| format!("unknown cipher '{s}': use {}", Cipher::names()))
 }
 
 #[derive(Args)]

@@ -441,11 +441,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::text::tests::pairs;
 
     fn secrets(mutual: bool) -> Secrets {
         Secrets {

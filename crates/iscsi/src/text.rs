@@ -654,10 +654,10 @@ fn check_answer(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    pub(crate) fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()

@@ -872,6 +872,6 @@ fn tls_disclosure(n: &Negotiated) -> iotoll_model::spec::TlsDisclosure {
         implementation: tls::IMPLEMENTATION.into(),
         certificate: "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection".into(),
         handshake_s: n.handshake_s,
-        cpu_aes: tls::cpu_has_aes(),
+        cpu_aes: iotoll_probe::sysinfo::cpu_flag("aes"),
     }
 }

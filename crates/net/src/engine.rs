@@ -926,7 +926,7 @@ fn run_poll(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
@@ -941,7 +941,7 @@ mod tests {
     }
 
     /// Connected loopback pairs: (one end, the other end).
-    fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
+    pub(crate) fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
         (0..n)

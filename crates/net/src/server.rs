@@ -150,10 +150,9 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
     }
     if let Some(c) = &p.tls {
         if Cipher::parse(c).is_none() {
-            let known: Vec<_> = Cipher::ALL.iter().map(|c| c.name()).collect();
             return refused(format!(
                 "unknown TLS cipher '{c}' (this endpoint knows {})",
-                known.join(", ")
+                Cipher::names()
             ));
         }
     }

@@ -58,6 +58,12 @@ impl Cipher {
         }
     }
 
+    /// Every cipher's name, for messages: `aes-128-gcm, aes-256-gcm, ...`.
+    pub fn names() -> String {
+        let names: Vec<_> = Cipher::ALL.iter().map(|c| c.name()).collect();
+        names.join(", ")
+    }
+
     /// A cipher by its name or its suite's name, any case.
     pub fn parse(s: &str) -> Option<Cipher> {
         let s = s.trim();
@@ -727,30 +733,13 @@ impl IntoRawFd for TlsConn {
     }
 }
 
-/// Whether this CPU has AES instructions (x86 `aes`, Arm `aes`), which the
-/// AES-GCM suites' speed depends on.
-pub fn cpu_has_aes() -> Option<bool> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let flags = info
-        .lines()
-        .find(|l| l.starts_with("flags") || l.starts_with("Features"))?;
-    Some(
-        flags
-            .split_once(':')
-            .is_some_and(|(_, f)| f.split_whitespace().any(|w| w == "aes")),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
 
+    /// A connected loopback pair: (client end, server end).
     fn pair() -> (TcpStream, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        (c, s)
+        crate::engine::tests::pairs(1).remove(0)
     }
 
     fn soon() -> Instant {

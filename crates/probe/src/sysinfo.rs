@@ -415,6 +415,15 @@ pub fn identity() -> Identity {
     }
 }
 
+/// Whether this CPU has `flag` in /proc/cpuinfo's `flags` (x86) or
+/// `Features` (Arm) line, e.g. `aes`; None if neither line is there.
+pub fn cpu_flag(flag: &str) -> Option<bool> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let flags = crate::clock::cpuinfo_field(&info, "flags")
+        .or_else(|| crate::clock::cpuinfo_field(&info, "Features"))?;
+    Some(flags.split_whitespace().any(|w| w == flag))
+}
+
 fn cpu() -> Cpu {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let mut sockets = std::collections::BTreeSet::new();

@@ -148,12 +148,10 @@ struct LocalEndpoint {
 }
 
 impl LocalEndpoint {
-    fn start(key: Option<Key>) -> std::io::Result<LocalEndpoint> {
-        let l = TcpListener::bind("127.0.0.1:0")?;
-        let listen = l.local_addr()?;
-        Self::spawn(listen, key, move || Ok((l, ()))).map_err(|e| match e {
-            RunError::Endpoint(e) => e,
-            other => std::io::Error::other(other.to_string()),
+    fn start(key: Option<Key>) -> Result<LocalEndpoint, RunError> {
+        Self::spawn(key, || {
+            let l = TcpListener::bind("127.0.0.1:0").map_err(RunError::Endpoint)?;
+            Ok((l, ()))
         })
     }
 
@@ -168,64 +166,59 @@ impl LocalEndpoint {
             .copied()
             .ok_or_else(|| RunError::Lab(format!("lab host '{}' has no address", host.name)))?;
         let h = host.clone();
-        Self::spawn((ip, 0).into(), key, move || {
+        Self::spawn(key, move || {
             let inside = iotoll_lab::enter(&h).map_err(|e| RunError::Lab(e.to_string()))?;
             let l = TcpListener::bind((ip, 0)).map_err(|e| {
                 RunError::Lab(format!("endpoint on {ip} in host '{}': {e}", h.name))
             })?;
-            Ok((l, Some(inside)))
+            Ok((l, inside))
         })
     }
 
     /// Runs the endpoint on its own thread, on the listener `open` makes
-    /// there (with whatever must stay alive while it serves).
+    /// there, keeping what `open` also returns alive while it serves.
     fn spawn<G: 'static>(
-        listen: std::net::SocketAddr,
         key: Option<Key>,
         open: impl FnOnce() -> Result<(TcpListener, G), RunError> + Send + 'static,
     ) -> Result<LocalEndpoint, RunError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let cfg = iotoll_net::ServerConfig {
-            listen,
-            key,
-            once: false,
-            limits: iotoll_net::Limits::default(),
-            threads: None,
-            handshake: iotoll_net::server::HANDSHAKE,
-            tls: true,
-        };
         let s2 = stop.clone();
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("iotoll-endpoint".into())
             .spawn(move || {
-                let (l, _keep) = match open().and_then(|(l, g)| {
+                let opened = open().and_then(|(l, keep)| {
                     let a = l.local_addr().map_err(RunError::Endpoint)?;
-                    Ok((l, g, a))
-                }) {
-                    Ok((l, g, a)) => {
-                        let _ = tx.send(Ok(a));
-                        (l, g)
-                    }
+                    Ok((l, keep, a))
+                });
+                let (l, _keep, listen) = match opened {
+                    Ok(x) => x,
                     Err(e) => {
                         let _ = tx.send(Err(e));
                         return;
                     }
                 };
+                let _ = tx.send(Ok(listen));
+                let cfg = iotoll_net::ServerConfig {
+                    listen,
+                    key,
+                    once: false,
+                    limits: iotoll_net::Limits::default(),
+                    threads: None,
+                    handshake: iotoll_net::server::HANDSHAKE,
+                    tls: true,
+                };
                 let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
             })
             .map_err(RunError::Endpoint)?;
-        let mut ep = LocalEndpoint {
-            addr: String::new(),
+        let listen = rx
+            .recv()
+            .map_err(|_| RunError::Lab("the endpoint thread ended at once".into()))??;
+        Ok(LocalEndpoint {
+            addr: listen.to_string(),
             stop,
             thread: Some(thread),
-        };
-        match rx.recv() {
-            Ok(Ok(a)) => ep.addr = a.to_string(),
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(RunError::Lab("the endpoint thread ended at once".into())),
-        }
-        Ok(ep)
+        })
     }
 }
 
@@ -401,9 +394,7 @@ pub fn run(
             l.host(&l.server)?,
             opts.auth_key.clone(),
         )?),
-        (None, true) => {
-            Some(LocalEndpoint::start(opts.auth_key.clone()).map_err(RunError::Endpoint)?)
-        }
+        (None, true) => Some(LocalEndpoint::start(opts.auth_key.clone())?),
     };
     let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
     let endpoint = opts
@@ -448,10 +439,10 @@ pub fn run(
             // In a lab, the test runs inside the client host: this thread
             // enters its namespace for the repetition (threads the test
             // starts inherit it) and comes back after.
-            let inside = match client_host.map(iotoll_lab::enter).transpose() {
-                Ok(g) => g,
-                Err(e) => return Err(RunError::Lab(e.to_string())),
-            };
+            let inside = client_host
+                .map(iotoll_lab::enter)
+                .transpose()
+                .map_err(|e| RunError::Lab(e.to_string()))?;
             let r = run_one(
                 job,
                 opts,
