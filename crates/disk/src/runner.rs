@@ -1367,16 +1367,15 @@ mod tests {
         );
     }
 
-    /// A file's (device, inode).
-    type FileId = (u64, u64);
+    /// A file's path, as the null engine records it.
+    type FileId = std::path::PathBuf;
     /// The (file, request) pairs one worker's engine was asked for.
     type Asked = Vec<(FileId, Request)>;
 
     /// Two targets of 4 MiB, two workers each or two spread over both, a
     /// File Server mix: returns the document and, per worker, the files
-    /// (device, inode) and requests its null engine was asked for.
+    /// and requests its null engine was asked for.
     fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Asked>) {
-        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];
         let mut s = DiskSpec {
@@ -1389,12 +1388,12 @@ mod tests {
         };
         s.apply_spec(crate::specs::find("iometer-file-server").unwrap());
         s.qd = 4;
-        // Inodes are reused once a file is deleted: earlier runs' records go.
+        // The record is the whole process's: what earlier tests left goes.
         crate::engines::null::record::ASKED.lock().unwrap().clear();
         let workers = if spread { 2 } else { 4 };
         let doc = run_fake_with(s, workers, Default::default(), None).unwrap();
-        let ids: Vec<(u64, u64)> = (paths.iter())
-            .map(|p| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap())
+        let ids: Vec<FileId> = (paths.iter())
+            .map(|p| std::fs::canonicalize(p).unwrap())
             .collect();
         let asked = crate::engines::null::record::ASKED.lock().unwrap().clone();
         let per_worker = (0..workers)
@@ -1402,7 +1401,7 @@ mod tests {
                 let me = format!("iotoll-disk-{w}");
                 (asked.iter())
                     .filter(|a| a.thread == me && ids.contains(&a.file))
-                    .map(|a| (a.file, a.rq))
+                    .map(|a| (a.file.clone(), a.rq))
                     .collect()
             })
             .collect();
@@ -1448,19 +1447,19 @@ mod tests {
             };
             assert_eq!(workers, want);
             for (w, asked) in asked.iter().enumerate() {
-                let mine: Vec<(u64, u64)> = b.workers[w]
+                let mine: Vec<&FileId> = b.workers[w]
                     .targets
                     .iter()
-                    .map(|&t| ids[t as usize])
+                    .map(|&t| &ids[t as usize])
                     .collect();
                 for (file, rq) in asked {
                     assert!(
-                        mine.contains(file),
+                        mine.contains(&file),
                         "worker {w} did I/O on a target not its own"
                     );
                     assert!(rq.offset + rq.len as u64 <= 4 << 20, "{rq:?}");
                     assert_eq!(
-                        mine[rq.file], *file,
+                        mine[rq.file], file,
                         "the engine's file index is the target's"
                     );
                 }

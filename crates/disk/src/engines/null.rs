@@ -9,9 +9,11 @@ pub struct NullEngine {
     depth: usize,
     /// Queued I/Os: (slot, bytes).
     queued: Vec<(usize, usize)>,
-    /// The files' (device, inode), to record which target each I/O was for.
+    /// The files' paths, to record which target each I/O was for (paths,
+    /// not inodes: a concurrent test's deleted file can lend its inode to
+    /// a new one while its I/Os are still in the record).
     #[cfg(test)]
-    ids: Vec<(u64, u64)>,
+    ids: Vec<std::path::PathBuf>,
 }
 
 impl NullEngine {
@@ -31,8 +33,10 @@ impl NullEngine {
         let mut e = Self::new(depth);
         #[cfg(test)]
         {
-            use std::os::unix::fs::MetadataExt;
-            let id = |f: &std::fs::File| f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()));
+            use std::os::fd::AsRawFd;
+            let id = |f: &std::fs::File| {
+                std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap_or_default()
+            };
             e.ids = _files.iter().map(id).collect();
         }
         e
@@ -48,7 +52,7 @@ impl Engine for NullEngine {
         self.queued.push((slot, rq.len));
         #[cfg(test)]
         if let Some(id) = self.ids.get(rq.file) {
-            record::push(*id, rq);
+            record::push(id.clone(), rq);
         }
         Ok(())
     }
@@ -66,7 +70,7 @@ impl Engine for NullEngine {
 }
 
 /// Every I/O the null engines of this test process were asked for, with
-/// the (device, inode) of its file and the thread that asked.
+/// the path of its file and the thread that asked.
 #[cfg(test)]
 pub mod record {
     use super::Request;
@@ -74,14 +78,14 @@ pub mod record {
 
     #[derive(Debug, Clone)]
     pub struct Asked {
-        pub file: (u64, u64),
+        pub file: std::path::PathBuf,
         pub thread: String,
         pub rq: Request,
     }
 
     pub static ASKED: Mutex<Vec<Asked>> = Mutex::new(Vec::new());
 
-    pub(super) fn push(file: (u64, u64), rq: Request) {
+    pub(super) fn push(file: std::path::PathBuf, rq: Request) {
         let thread = std::thread::current().name().unwrap_or("").to_string();
         if let Ok(mut v) = ASKED.lock() {
             v.push(Asked { file, thread, rq });
