@@ -621,6 +621,9 @@ fn run_on<C: Clock>(
         targets: breakdown.targets,
         workers: breakdown.workers,
         lines: breakdown.lines,
+        hosts: Vec::new(),
+        pairs: Vec::new(),
+        skew_us: None,
     };
     match failure {
         Some(why) => Err(failed(why, doc)),

@@ -51,6 +51,86 @@ pub struct ResultDoc {
     /// A disk run's access-spec lines: the share asked and achieved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineFigures>,
+    /// A multi-host test (agents): one entry per host, each measured on
+    /// its own CPU window, all windows opened at one scheduled instant.
+    /// Absent for single-host runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostFigures>,
+    /// A multi-host network test's endpoint pairs, each one client host
+    /// and one server host: the bytes each way inside the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairFigures>,
+    /// A multi-host test: how far apart the agents' windows opened and
+    /// closed, as measured (microseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew_us: Option<Skew>,
+}
+
+/// One host of a multi-host test, over its own window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct HostFigures {
+    /// Its name in the hosts file (or lab).
+    pub name: String,
+    /// Where the console reached its agent (`ADDR:PORT`).
+    pub address: String,
+    #[schemars(extend("enum" = HOST_ROLES))]
+    pub role: String,
+    /// CPUs counted in its `cpu_pct` (the weight of its CPU in the totals).
+    pub cpus: u32,
+    /// Its kernel's boot id: hosts that share one (a lab on one machine)
+    /// share one CPU, counted once in the totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// Its throughput (`mbit_s`, `tx_mbit_s`, `rx_mbit_s` for network
+    /// tests: what it sent and received; `iops`, `mb_s` and latency for
+    /// disk tests), its CPU metrics and the efficiency derived from them.
+    #[schemars(schema_with = "crate::schema::metrics")]
+    pub metrics: Metrics,
+    /// Its whole-host CPU over its window (as `cpu.local` of a run).
+    pub cpu: Option<CpuReport>,
+    /// When its window opened and closed, against the scheduled instants,
+    /// on the console's clock (its measured offset applied), microseconds.
+    pub on_us: f64,
+    pub off_us: f64,
+    /// What the agent disclosed about itself (system, interfaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub disclosure: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Values of [`HostFigures::role`].
+pub const HOST_ROLES: &[&str] = &["client", "server", "client+server", "disk"];
+
+/// One endpoint pair of a multi-host network test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PairFigures {
+    pub client: String,
+    pub server: String,
+    /// Data connections of this pair (both directions for bidir).
+    pub conns: u32,
+    /// Payload the server received from the client in its window.
+    pub client_to_server_bytes: u64,
+    /// Payload the client received from the server in its window.
+    pub server_to_client_bytes: u64,
+    /// Both directions, over the window.
+    pub mbit_s: f64,
+}
+
+/// Measured spread of the agents' windows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Skew {
+    /// Latest minus earliest window opening, on the console's clock.
+    pub start: f64,
+    /// Latest minus earliest window closing.
+    pub stop: f64,
+    /// The largest uncertainty of the clock offsets used (half the best
+    /// probe's round trip): skews below it are not resolved.
+    pub clock: f64,
 }
 
 /// The I/Os a part of a disk run completed in the window.
@@ -292,6 +372,64 @@ pub const ROLE_ENDPOINT: &str = "endpoint";
 pub const ROLE_IOTOLL: &str = "iotoll";
 
 impl CpuReport {
+    /// Several machines' windows as one: every percentage weighted by each
+    /// machine's CPU count (a 32-core server at 10 % outweighs a 2-core
+    /// client at 90 %), never a plain average; rates and CPU counts add.
+    /// The caller passes each machine once (hosts sharing a kernel share
+    /// its CPU). Per-core figures and top consumers stay with each host.
+    pub fn weighted(reports: &[&CpuReport]) -> Option<CpuReport> {
+        let total: f64 = reports.iter().map(|r| r.cpus as f64).sum();
+        if reports.is_empty() || total <= 0.0 {
+            return None;
+        }
+        let w = |f: &dyn Fn(&CpuReport) -> f64| -> f64 {
+            reports.iter().map(|r| f(r) * r.cpus as f64).sum::<f64>() / total
+        };
+        let sum_opt = |f: &dyn Fn(&CpuReport) -> Option<f64>| -> Option<f64> {
+            reports.iter().map(|r| f(r)).sum()
+        };
+        let all = |f: &dyn Fn(&CpuReport) -> Option<f64>| -> Option<f64> {
+            let v: Option<Vec<f64>> = reports
+                .iter()
+                .map(|r| f(r).map(|x| x * r.cpus as f64))
+                .collect();
+            v.map(|v| v.iter().sum::<f64>() / total)
+        };
+        let mhz: Vec<Option<f64>> = reports.iter().map(|r| r.nominal_mhz).collect();
+        let same_mhz = mhz.windows(2).all(|p| p[0] == p[1]);
+        Some(CpuReport {
+            cpus: reports.iter().map(|r| r.cpus).sum(),
+            window_s: reports.iter().map(|r| r.window_s).fold(0.0, f64::max),
+            busy_pct: w(&|r| r.busy_pct),
+            modes: CpuModes {
+                user: w(&|r| r.modes.user),
+                nice: w(&|r| r.modes.nice),
+                system: w(&|r| r.modes.system),
+                irq: w(&|r| r.modes.irq),
+                softirq: w(&|r| r.modes.softirq),
+                iowait: w(&|r| r.modes.iowait),
+                steal: w(&|r| r.modes.steal),
+                idle: w(&|r| r.modes.idle),
+            },
+            per_core: Vec::new(),
+            self_pct: all(&|r| r.self_pct),
+            top: Vec::new(),
+            interrupts_s: sum_opt(&|r| r.interrupts_s),
+            ctx_switches_s: sum_opt(&|r| r.ctx_switches_s),
+            nominal_mhz: if same_mhz {
+                mhz.first().copied().flatten()
+            } else {
+                None
+            },
+            nominal_mhz_source: None,
+            notes: vec![format!(
+                "{} machine(s), percentages weighted by CPU count",
+                reports.len()
+            )],
+            interference: None,
+        })
+    }
+
     /// Writes the canonical CPU metrics of this window into `m`, with
     /// `prefix` (`""` local, `"remote_"` for the peer).
     pub fn write_metrics(&self, m: &mut Metrics, prefix: &str) {

@@ -693,6 +693,9 @@ fn result_doc(
         targets: Vec::new(),
         workers: Vec::new(),
         lines: Vec::new(),
+        hosts: Vec::new(),
+        pairs: Vec::new(),
+        skew_us: None,
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
     if let Some(msg) = failure {

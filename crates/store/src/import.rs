@@ -64,6 +64,9 @@ fn doc(
         targets: Vec::new(),
         workers: Vec::new(),
         lines: Vec::new(),
+        hosts: Vec::new(),
+        pairs: Vec::new(),
+        skew_us: None,
     }
 }
 
