@@ -1,0 +1,12 @@
+//! The agent and the console.
+//!
+//! An agent (`iotoll agent`) is the network endpoint plus, for an
+//! authenticated console, workloads on command: disk tests on the targets
+//! it was started with, network clients toward other agents, its system
+//! disclosure. The console (`suite run --hosts|--lab`) drives every agent
+//! of a test through Iometer's phases (docs/agents.md): PREPARE (version
+//! and capabilities, clock offset, files), START (ramp-up), RECORD ON at
+//! one scheduled instant, RECORD OFF, STOP, COLLECT.
+
+pub mod k8s;
+pub mod ssh;

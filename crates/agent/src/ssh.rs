@@ -1,0 +1,1 @@
+//! `--ssh`: starting agents on the hosts of a hosts file through the system ssh.
