@@ -231,6 +231,7 @@ pub fn measure<E: RunError>(
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,
+        schedule: None,
     });
     progress.clear();
     let mut doc = match res {

@@ -207,6 +207,7 @@ impl LocalEndpoint {
                     threads: None,
                     handshake: iotoll_net::server::HANDSHAKE,
                     tls: true,
+                    console: None,
                 };
                 let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
             })
@@ -451,6 +452,7 @@ pub fn run(
                 RunControl {
                     interrupted,
                     progress: &mut *progress,
+                    schedule: None,
                 },
             );
             drop(inside);
