@@ -239,28 +239,24 @@ fn open_session(addr: SocketAddr, key: Option<&Key>) -> Result<Link<FromAgent>, 
     .map_err(|e| format!("{addr}: {e}"))?;
     let session = Session::new(key, &hs.nonces, Side::Console);
     // An endpoint that is not an agent (`net serve`, or an iotoll from
-    // before agents) answers with a plain protocol error: say so.
-    let peek = {
-        let mut b = [0u8; 1];
-        let _ = ctl
-            .stream
-            .set_read_timeout(Some(Duration::from_millis(300)));
-        ctl.stream.peek(&mut b)
-    };
-    if peek.is_ok_and(|n| n > 0) {
-        let mut probe = iotoll_net::proto::Control::new(
-            ctl.stream.try_clone().map_err(|e| format!("{addr}: {e}"))?,
-        )
-        .map_err(|e| format!("{addr}: {e}"))?;
-        let mut head = [0u8; 5];
-        if ctl.stream.peek(&mut head).is_ok_and(|n| n == 5) && &head[4..] == b"{" {
-            if let Ok(Msg::Error { msg }) = probe.recv(Duration::from_secs(1)) {
-                return Err(if msg.contains("unknown variant `console`") {
-                    format!("{addr} runs an iotoll endpoint ({}) that predates agents: run `iotoll agent` {} there", hs.version, iotoll_model::VERSION)
-                } else {
-                    format!("{addr}: {msg}")
-                });
-            }
+    // before agents) answers with a plain protocol error: say so. Peeked,
+    // so an agent's first frame stays for the session.
+    let _ = ctl
+        .stream
+        .set_read_timeout(Some(Duration::from_millis(300)));
+    let mut buf = vec![0u8; 4096];
+    if let Ok(n) = ctl.stream.peek(&mut buf) {
+        let body = buf.get(4..n).unwrap_or_default();
+        if let Ok(Msg::Error { msg }) = iotoll_net::proto::decode(body) {
+            return Err(if msg.contains("unknown variant `console`") {
+                format!(
+                    "{addr} runs an iotoll endpoint ({}) that predates agents: run `iotoll agent` {} there",
+                    hs.version,
+                    iotoll_model::VERSION
+                )
+            } else {
+                format!("{addr}: {msg}")
+            });
         }
     }
     let _ = ctl.stream.set_read_timeout(None);

@@ -1,5 +1,6 @@
 //! The `iotoll` binary: clap definitions and glue only.
 
+mod agent;
 mod disk;
 mod iscsi;
 mod lab;
@@ -35,6 +36,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// An agent: the network endpoint plus a console's disk and network work, for multi-host suites.
+    Agent(agent::AgentArgs),
     /// Disk workloads with Iometer access specifications.
     #[command(subcommand)]
     Disk(disk::DiskCmd),
@@ -372,6 +375,7 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Agent(a) => agent::main(a),
         Cmd::Disk(c) => disk::main(c),
         Cmd::Iscsi(c) => iscsi::main(c),
         Cmd::Lab(c) => lab::main(c),
