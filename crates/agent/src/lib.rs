@@ -14,3 +14,4 @@ pub mod k8s;
 pub mod link;
 pub mod ssh;
 pub mod wire;
+pub mod local;
