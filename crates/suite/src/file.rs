@@ -539,8 +539,7 @@ impl<'a> Ctx<'a> {
             .next()
             .filter(|l| l.trim_start().starts_with('['))
             .or_else(|| {
-                (self.text[..line_start].lines().rev())
-                    .find(|l| l.trim_start().starts_with('['))
+                (self.text[..line_start].lines().rev()).find(|l| l.trim_start().starts_with('['))
             })
             .unwrap_or_default();
         let header: String = header.chars().filter(|c| !c.is_whitespace()).collect();
@@ -561,7 +560,12 @@ impl<'a> Ctx<'a> {
         before.iter().filter(|b| **b == b'\n').count() + 1
     }
 
-    pub(crate) fn err(&self, at: Option<Span>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
+    pub(crate) fn err(
+        &self,
+        at: Option<Span>,
+        key: Option<&str>,
+        msg: impl Into<String>,
+    ) -> SuiteError {
         SuiteError {
             file: self.file.to_string(),
             line: at.map(|s| self.line_of(s.start)),

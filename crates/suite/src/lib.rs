@@ -13,5 +13,7 @@ pub mod select;
 
 pub use file::{parse, Job, JobSpec, Suite, SuiteError};
 pub use hosts::{HostAt, HostEntry, Placement};
-pub use runner::{OnHostFailure, OnInterference, Options, Outcome, Sink, SuiteProgress, TestOutcome};
+pub use runner::{
+    OnHostFailure, OnInterference, Options, Outcome, Sink, SuiteProgress, TestOutcome,
+};
 pub use select::{select, Rule};
