@@ -1113,6 +1113,21 @@ kind = "disk"
         assert!(r.iter().all(|h| matches!(h.at, HostAt::Lab(_))));
     }
 
+    /// An .icf written here holds this host's workers: a placed test is
+    /// refused, not exported without its hosts.
+    #[test]
+    fn export_icf_refuses_placed_tests() {
+        let s = suite(&format!("{DISK}on = ['h1', 'h2']\n"));
+        let o = crate::icf::ExportOptions {
+            test: None,
+            targets: Vec::new(),
+            manager: "HOST".into(),
+            cpus: 2,
+        };
+        let e = crate::icf::export(&s, &o).unwrap_err();
+        assert_eq!(e, "test 'd' runs on hosts (h1, h2): an .icf written by iotoll holds this host's workers only; export a test without `on`");
+    }
+
     #[test]
     fn addresses() {
         for (a, host, port) in [
