@@ -87,7 +87,7 @@ pub enum OnHostFailureArg {
 
 #[derive(Args)]
 #[command(
-    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback.
+    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback. Tests placed on hosts (`on`, `pairs`, `clients`/`server`: docs/suites.md, \"Hosts and placement\") need --hosts FILE or --lab NAME unless the suite's [hosts] defines them all; every host is checked before anything runs.
 Each repetition is committed to the database the moment it finishes. Ctrl-C stops the run, marks it aborted and keeps every finished repetition (exit 130)."
 )]
 pub struct RunArgs {
