@@ -580,10 +580,10 @@ pub fn resolve_hosts(
             None => defined.push(f),
         }
     }
-    let from = match (suite.hosts.is_empty(), file_hosts.is_empty()) {
-        (_, false) if !suite.hosts.is_empty() => "the hosts file or the suite's [hosts]",
-        (_, false) => "the hosts file",
-        (false, true) => "the suite's [hosts]",
+    let from = match (file_hosts.is_empty(), suite.hosts.is_empty()) {
+        (false, false) => "the hosts file or the suite's [hosts]",
+        (false, true) => "the hosts file",
+        (true, false) => "the suite's [hosts]",
         (true, true) => "any [hosts] table",
     };
     let known = || names(defined.iter().map(|d| d.name.as_str()));
