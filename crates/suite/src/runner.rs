@@ -35,6 +35,21 @@ pub struct Options {
     /// Run in a lab (`--lab`): the endpoint in one host, every test in
     /// another.
     pub lab: Option<LabRun>,
+    /// The hosts file's entries (`--hosts FILE`): they override the
+    /// suite's `[hosts]` of the same name (`hosts::resolve_hosts`).
+    pub hosts: Vec<crate::hosts::HostEntry>,
+    pub on_host_failure: OnHostFailure,
+}
+
+/// What to do when a host of a multi-host test is lost (its agent stops
+/// answering, or cannot be reached).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnHostFailure {
+    /// The test is failed and the suite goes on with the next test.
+    #[default]
+    Continue,
+    /// The run stops there.
+    Stop,
 }
 
 /// Where a suite runs in a lab that is up.
@@ -285,6 +300,12 @@ fn run_one(
     endpoint: Option<&str>,
     ctl: RunControl,
 ) -> Result<ResultDoc, RepError> {
+    // Placeholder until the console (crates/agent) runs jobs on hosts.
+    if !job.placement.is_local() {
+        return Err(RepError::Failed(
+            "multi-host tests need the console (not yet built)".into(),
+        ));
+    }
     let res = match &job.spec {
         JobSpec::Disk(d) => {
             let mut d = d.clone();
