@@ -15,3 +15,6 @@ pub mod tables;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};
 pub use info::{load, RunInfo};
+
+#[cfg(test)]
+pub(crate) mod fixtures;

@@ -1,0 +1,126 @@
+//! Stored runs built in test code, for the crate's rendering tests: a run
+//! as `iotoll_report::load` gets it from the database.
+
+use iotoll_model::{Kind, ResultDoc};
+use iotoll_store::{RepRow, RunDetail, RunRow, TestRow};
+use serde_json::{json, Value};
+
+/// A result document of `kind` with `metrics` and nothing else measured.
+pub fn doc(kind: &str, spec: Value, metrics: Value) -> ResultDoc {
+    serde_json::from_value(json!({
+        "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
+        "started_at": "2026-11-22T10:00:00Z", "config": null, "spec": spec,
+        "metrics": metrics, "cpu": {"local": null, "remote": null},
+        "latency": null, "series": [], "notes": [], "disclosure": null
+    }))
+    .expect("a valid fixture document")
+}
+
+/// A complete run labelled `config` whose tests each have one repetition,
+/// selected.
+pub fn run(id: i64, config: &str, tests: Vec<(&str, ResultDoc)>) -> RunDetail {
+    RunDetail {
+        run: RunRow {
+            id,
+            suite: "fixture".into(),
+            config: Some(config.into()),
+            started_at: "2026-11-22T10:00:00Z".into(),
+            finished_at: Some("2026-11-22T10:05:00Z".into()),
+            status: iotoll_model::RunStatus::Complete,
+            notes: Vec::new(),
+            tests: tests.len() as i64,
+        },
+        disclosure: Some(json!({"host": "console", "kernel": "6.1"})),
+        suite_text: None,
+        tests: tests
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, doc))| {
+                let kind: Kind = doc.kind;
+                TestRow {
+                    seq: i as i64 + 1,
+                    name: name.into(),
+                    kind,
+                    group: Some(kind.to_string()),
+                    params: json!({}),
+                    select: format!("median:{}", kind.headline()),
+                    selected_rep: Some(1),
+                    spread_pct: Some(0.5),
+                    repeatable: Some(true),
+                    summary: Some(doc.metrics.clone()),
+                    reps: vec![RepRow {
+                        rep: 1,
+                        status: doc.status,
+                        doc,
+                    }],
+                }
+            })
+            .collect(),
+    }
+}
+
+/// A single-host stream and disk run, as documents were before multi-host
+/// tests: what every report rendered before them.
+pub fn single_host_run(id: i64, config: &str, scale: f64) -> RunDetail {
+    let stream = doc(
+        "net-stream",
+        json!({"dir": "tx", "conns": 4, "msg": 65536, "time_s": 10.0, "ramp_s": 1.0, "peer": "192.0.2.7:7575"}),
+        json!({"mbit_s": 9400.0 * scale, "conns": 4.0, "cpu_pct": 23.5, "cpus": 8.0,
+               "remote_cpu_pct": 18.25, "fairness": 0.999, "retransmits": 12.0, "window_s": 10.0}),
+    );
+    let disk = doc(
+        "disk",
+        json!({"bs": 4096, "qd": 32, "workers": 4, "read_pct": 100, "random_pct": 100,
+               "time_s": 10.0, "ramp_s": 1.0, "target": "/dev/nvme0n1", "engine": "io_uring"}),
+        json!({"iops": 412_345.0 * scale, "mb_s": 1689.0 * scale, "lat_mean_us": 310.2,
+               "lat_p99_us": 845.0, "cpu_pct": 31.4, "cpus": 8.0, "window_s": 10.0}),
+    );
+    let mut r = run(id, config, vec![("stream", stream), ("rr4k", disk)]);
+    for t in &mut r.tests {
+        if let Some(m) = t.summary.as_mut() {
+            iotoll_model::derive_metrics(m);
+        }
+        for rep in &mut t.reps {
+            iotoll_model::derive_metrics(&mut rep.doc.metrics);
+        }
+    }
+    r
+}
+
+/// The report of `runs` (baseline first) as Markdown and HTML, with the
+/// version string fixed so a snapshot outlives a version bump.
+pub fn render(runs: &[RunDetail]) -> (String, String) {
+    let (configs, infos): (Vec<_>, Vec<_>) = runs.iter().map(crate::load).unzip();
+    let c = crate::compare(&configs, None, true, None);
+    let what = if runs.len() == 1 {
+        "report"
+    } else {
+        "comparison"
+    };
+    let md = crate::markdown::render(&c, &configs, &infos);
+    let html = crate::html::render(&c, &configs, &infos, what).replace(
+        &format!("iotoll {}", iotoll_model::VERSION),
+        "iotoll VERSION",
+    );
+    (md, html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports of documents without hosts: these snapshots were taken
+    /// before multi-host results existed, and must not change.
+    #[test]
+    fn single_host_reports_are_unchanged() {
+        let (md, html) = render(&[single_host_run(1, "base", 1.0)]);
+        insta::assert_snapshot!("single_host_report_md", md);
+        insta::assert_snapshot!("single_host_report_html", html);
+        let (md, html) = render(&[
+            single_host_run(1, "base", 1.0),
+            single_host_run(2, "cand", 1.1),
+        ]);
+        insta::assert_snapshot!("single_host_compare_md", md);
+        insta::assert_snapshot!("single_host_compare_html", html);
+    }
+}
