@@ -87,6 +87,129 @@ pub fn single_host_run(id: i64, config: &str, scale: f64) -> RunDetail {
     r
 }
 
+/// A multi-host stream test (bidirectional, 60 % of each pair's bytes
+/// client to server): every client with every server, 4-CPU clients at
+/// 20 %, 22 %, … CPU and 16-CPU servers at 30 %, 31 %, …; the totals as the
+/// console would compute them (CPU weighted by CPU count).
+pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> ResultDoc {
+    use iotoll_model::{HostFigures, PairFigures, Skew};
+    let window_s = 10.0;
+    let mut pairs = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        for (j, s) in servers.iter().enumerate() {
+            let rate = scale * (1800.0 + 100.0 * ((i * 7 + j * 3) % 5) as f64 + 0.37 * i as f64)
+                / servers.len() as f64;
+            let bytes = rate * 1e6 / 8.0 * window_s;
+            pairs.push(PairFigures {
+                client: c.to_string(),
+                server: s.to_string(),
+                conns: 4,
+                client_to_server_bytes: (bytes * 0.6).round() as u64,
+                server_to_client_bytes: (bytes * 0.4).round() as u64,
+                mbit_s: rate,
+            });
+        }
+    }
+    let host = |name: &str, role: &str, cpus: u32, cpu: f64, n: usize| {
+        let mine = |p: &&PairFigures| {
+            if role == "client" {
+                p.client == name
+            } else {
+                p.server == name
+            }
+        };
+        let total: f64 = pairs.iter().filter(mine).map(|p| p.mbit_s).sum();
+        let (tx, rx) = if role == "client" {
+            (total * 0.6, total * 0.4)
+        } else {
+            (total * 0.4, total * 0.6)
+        };
+        let mut metrics: iotoll_model::Metrics = [
+            ("mbit_s", total),
+            ("tx_mbit_s", tx),
+            ("rx_mbit_s", rx),
+            ("cpu_pct", cpu),
+            ("cpus", cpus as f64),
+            ("window_s", window_s),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        iotoll_model::derive_metrics(&mut metrics);
+        HostFigures {
+            name: name.into(),
+            address: format!("192.0.2.{}:7576", n + 10),
+            role: role.into(),
+            cpus,
+            boot_id: Some(format!("boot-{name}")),
+            metrics,
+            cpu: None,
+            on_us: -3.5 * n as f64,
+            off_us: 12.25 + n as f64,
+            disclosure: None,
+            notes: Vec::new(),
+        }
+    };
+    let mut hosts: Vec<HostFigures> = servers
+        .iter()
+        .enumerate()
+        .map(|(j, s)| host(s, "server", 16, 30.0 + j as f64, j))
+        .collect();
+    hosts.extend(
+        clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| host(c, "client", 4, 20.0 + 2.0 * i as f64, servers.len() + i)),
+    );
+    let weighted = |role: &str| {
+        let hs: Vec<&HostFigures> = hosts.iter().filter(|h| h.role == role).collect();
+        let n: f64 = hs.iter().map(|h| h.cpus as f64).sum();
+        let cpu = hs
+            .iter()
+            .map(|h| h.metrics["cpu_pct"] * h.cpus as f64)
+            .sum::<f64>()
+            / n;
+        (cpu, n)
+    };
+    let (cpu, cpus) = weighted("client");
+    let (remote_cpu, remote_cpus) = weighted("server");
+    let total: f64 = pairs.iter().map(|p| p.mbit_s).sum();
+    let sq: f64 = pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum();
+    let d = doc(
+        "net-stream",
+        json!({"dir": "bidir", "conns": 4, "msg": 65536, "time_s": window_s, "ramp_s": 1.0,
+               "hosts": clients.len() + servers.len()}),
+        json!({"mbit_s": total, "tx_mbit_s": total * 0.6, "rx_mbit_s": total * 0.4,
+               "conns": 4.0 * pairs.len() as f64, "cpu_pct": cpu, "cpus": cpus,
+               "remote_cpu_pct": remote_cpu, "remote_cpus": remote_cpus,
+               "pair_fairness": total * total / (pairs.len() as f64 * sq),
+               "pairs": pairs.len() as f64, "hosts": hosts.len() as f64, "window_s": window_s}),
+    );
+    let mut d = ResultDoc {
+        hosts,
+        pairs,
+        skew_us: Some(Skew {
+            start: 48.5,
+            stop: 96.0,
+            clock: 20.0,
+        }),
+        ..d
+    };
+    iotoll_model::derive_metrics(&mut d.metrics);
+    d
+}
+
+/// `single_host_run` with a multi-host stream test `mesh` added.
+pub fn multi_host_run(id: i64, config: &str, doc: ResultDoc) -> RunDetail {
+    let mut r = single_host_run(id, config, 1.0);
+    let mut m = run(id, config, vec![("mesh", doc)]);
+    let mut t = m.tests.remove(0);
+    t.seq = 3;
+    r.tests.push(t);
+    r.run.tests += 1;
+    r
+}
+
 /// The report of `runs` (baseline first) as Markdown and HTML, with the
 /// version string fixed so a snapshot outlives a version bump.
 pub fn render(runs: &[RunDetail]) -> (String, String) {

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod disclosure;
 pub mod findings;
 pub mod fmt;
+pub mod hosts;
 pub mod html;
 pub mod info;
 pub mod markdown;

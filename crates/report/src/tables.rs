@@ -22,7 +22,7 @@ pub struct TRow {
 
 impl TRow {
     /// A row with no cell marked as differing.
-    fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
+    pub(crate) fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
         let cell_diff = vec![false; cells.len()];
         TRow {
             cells,
@@ -387,7 +387,7 @@ pub fn remote_cpu_metric(m: &str) -> bool {
 
 /// A CPU % cell: two decimals, so that the efficiency beside it can be
 /// checked against the shown values.
-fn cpu_cell(v: Option<f64>) -> String {
+pub(crate) fn cpu_cell(v: Option<f64>) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.2}"),
         _ => "–".into(),
@@ -406,7 +406,7 @@ fn test_cell(name: &str, not_repeatable: bool) -> String {
 
 /// A metric's value; the peer's CPU is not a second machine's when the peer
 /// was this host.
-fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
+pub(crate) fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
     if same_host && remote_cpu_metric(m) {
         "(same host)".into()
     } else if m.ends_with("_pct") && !m.contains("_per_") {
