@@ -228,6 +228,18 @@ pub fn render(runs: &[RunDetail]) -> (String, String) {
     (md, html)
 }
 
+/// With `IOTOLL_REPORT_DUMP=DIR`, writes a rendered report into DIR as
+/// `NAME.md` and `NAME.html`, to look at it as a reader would.
+pub fn dump(name: &str, md: &str, html: &str) {
+    if let Some(dir) = std::env::var_os("IOTOLL_REPORT_DUMP") {
+        let dir = std::path::PathBuf::from(dir);
+        for (ext, text) in [("md", md), ("html", html)] {
+            let p = dir.join(format!("{name}.{ext}"));
+            std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

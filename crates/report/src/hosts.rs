@@ -5,6 +5,7 @@
 //! rows of the per-host chart; in a comparison, the hosts matched by name
 //! and role side by side.
 
+use crate::charts;
 use crate::compare::{distinct, first_tests, ConfigData, MultiHost, Row, TestData};
 use crate::fmt::{count, num, pct};
 use crate::tables::{metric_cell, TRow, Table};
@@ -14,6 +15,14 @@ use iotoll_model::{rederive_metrics, HostFigures, Kind, Metrics, PairFigures, Sk
 /// Pairs listed in full up to this many; beyond, the slowest and fastest
 /// half of it each, and the summary.
 pub const PAIRS_SHOWN: usize = 16;
+
+/// A totals or summary row.
+fn total_row(cells: Vec<String>) -> TRow {
+    TRow {
+        total: true,
+        ..TRow::plain(cells, None, false)
+    }
+}
 
 /// Relative difference above which a total and the sum of its parts are
 /// said to disagree (display rounding stays well under it).
@@ -172,7 +181,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
                 .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
         );
         cells.extend(["–".into(), "–".into()]);
-        rows.push(TRow::plain(cells, None, false));
+        rows.push(total_row(cells));
     }
     let mut note = vec![format!(
         "Each host over its own window (repetition {}{}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
@@ -341,26 +350,28 @@ pub fn host_comparison(
             .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
     );
     let mut rows = Vec::new();
-    let row = |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool| {
-        let mut cells = vec![host, role];
-        for v in &vals {
-            cells.extend(
-                shown
-                    .iter()
-                    .map(|m| metric_cell(m, v.as_ref().and_then(|v| v.get(*m).copied()), false)),
-            );
-        }
-        let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
-        for ci in 1..vals.len() {
-            cells.push(pct(match (of(0), of(ci)) {
-                (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
-                _ => None,
-            }));
-        }
-        let mut r = TRow::plain(cells, None, false);
-        r.cell_diff[0] = missing;
-        r
-    };
+    let row =
+        |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
+            let mut cells = vec![host, role];
+            for v in &vals {
+                cells.extend(
+                    shown.iter().map(|m| {
+                        metric_cell(m, v.as_ref().and_then(|v| v.get(*m).copied()), false)
+                    }),
+                );
+            }
+            let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
+            for ci in 1..vals.len() {
+                cells.push(pct(match (of(0), of(ci)) {
+                    (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
+                    _ => None,
+                }));
+            }
+            let mut r = TRow::plain(cells, None, false);
+            r.cell_diff[0] = missing;
+            r.total = total;
+            r
+        };
     for (host, role) in keys {
         let vals: Vec<Option<Metrics>> = per
             .iter()
@@ -382,7 +393,7 @@ pub fn host_comparison(
         } else {
             host
         };
-        rows.push(row(cell, role, vals, missing));
+        rows.push(row(cell, role, vals, missing, false));
     }
     let any_servers = per
         .iter()
@@ -401,7 +412,7 @@ pub fn host_comparison(
                 )
             })
             .collect();
-        rows.push(row("total".into(), role.to_string(), vals, false));
+        rows.push(row("total".into(), role.to_string(), vals, false, true));
     }
     Table {
         title: format!("{name}: hosts side by side"),
@@ -423,8 +434,10 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
             .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
     );
     let names = distinct(keys.iter().map(|k| k.0.as_str()));
+    let every = label_every(keys.iter().map(|k| k.0.chars().count()), keys.len());
     keys.iter()
-        .map(|(host, role)| {
+        .enumerate()
+        .map(|(i, (host, role))| {
             let of = |m: &str| -> Vec<Option<f64>> {
                 per.iter()
                     .map(|mh| {
@@ -439,13 +452,14 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
             // A name with two roles needs its role to tell the bars apart.
             let twice =
                 names.len() < keys.len() && keys.iter().filter(|k| &k.0 == host).count() > 1;
+            // The chart labels a bar with the part after the last '/'.
+            let name = if twice {
+                format!("{host} ({role})").replace('/', "∕")
+            } else {
+                host.replace('/', "∕")
+            };
             Row {
-                // The chart labels a bar with the part after the last '/'.
-                test: if twice {
-                    format!("{host} ({role})").replace('/', "∕")
-                } else {
-                    host.replace('/', "∕")
-                },
+                test: if i % every == 0 { name } else { String::new() },
                 group: String::new(),
                 metric: kind.headline().into(),
                 values: of(kind.headline()),
@@ -458,6 +472,18 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// Width of the bar chart's plot area in pixels (the chart's width less
+/// its axes' label areas and margins), and of a label's character.
+const PLOT_W: usize = charts::W as usize - 80 - 60 - 24;
+const CHAR_W: usize = 7;
+
+/// Every how many bars a host is named so that names do not overlap (the
+/// per-host table names them all).
+pub fn label_every(name_lengths: impl Iterator<Item = usize>, bars: usize) -> usize {
+    let widest = name_lengths.max().unwrap_or(0) * CHAR_W + 10;
+    (bars * widest).div_ceil(PLOT_W).max(1)
 }
 
 fn median(sorted: &[f64]) -> Option<f64> {
@@ -551,7 +577,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
             let mut cells = vec![format!("{what} of {n} pairs"), String::new()];
             cells.push(count(f(&cols[0])));
             cells.extend(cols[1..].iter().map(|c| num(f(c))));
-            TRow::plain(cells, None, false)
+            total_row(cells)
         };
         rows.push(stat("min", &|v| v.first().copied()));
         rows.push(stat("median", &|v| median(v)));
@@ -559,7 +585,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         let mut sum = vec![format!("sum of {n} pairs"), String::new()];
         sum.push(count(Some(cols[0].iter().sum())));
         sum.extend(cols[1..].iter().map(|c| num(Some(c.iter().sum()))));
-        rows.push(TRow::plain(sum, None, false));
+        rows.push(total_row(sum));
     }
     let fairness = match mh.totals.get(mn::PAIR_FAIRNESS) {
         Some(f) => format!("Jain's fairness over the pairs' Mbit/s: {:.3}", f),
@@ -611,6 +637,8 @@ pub enum Part {
         title: String,
         y_label: &'static str,
         rows: Vec<Row>,
+        /// Only every this many bars is named (too many hosts for all).
+        thinned: Option<usize>,
     },
     /// A collapsed pair table's every pair (HTML only, folded away).
     AllPairs {
@@ -630,10 +658,13 @@ pub fn parts(mt: &MultiTest, configs: &[ConfigData]) -> Vec<Part> {
     if many {
         out.push(Part::Table(host_comparison(name, kind, &mt.per, &labels)));
     }
+    let rows = chart_rows(kind, &mt.per);
+    let named = rows.iter().filter(|r| !r.test.is_empty()).count();
     out.push(Part::Chart {
         title: format!("{name}: {} per host", label(kind.headline())),
         y_label: label(kind.headline()),
-        rows: chart_rows(kind, &mt.per),
+        thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
+        rows,
     });
     for (ci, mh) in mt.per.iter().enumerate() {
         let Some(mh) = mh else {
@@ -822,6 +853,7 @@ mod tests {
         );
         // The report: the Markdown stays short, the HTML folds every pair away.
         let (md, html) = render(&[multi_host_run(1, "big", doc)]);
+        crate::fixtures::dump("multihost-1000", &md, &html);
         assert!(md.lines().count() < 260, "{} lines", md.lines().count());
         assert!(md.contains("… 984 more pairs"));
         assert!(html.contains("<details><summary>mesh: endpoint pairs: all 1000 pairs</summary>"));
@@ -877,6 +909,7 @@ mod tests {
             multi_host_run(1, "base", base),
             multi_host_run(2, "cand", cand),
         ]);
+        crate::fixtures::dump("multihost-compare", &md, &html);
         insta::assert_snapshot!("multi_host_compare_md", md);
         assert!(html.contains("mesh: Mbit/s per host"));
     }
@@ -891,10 +924,6 @@ mod tests {
         insta::assert_snapshot!("multi_host_report_md", md);
         assert!(html.contains("<h2 id=\"hosts\">Multi-host tests</h2>"));
         assert!(html.contains("Window skew: the hosts' windows opened within 48.5 µs"));
-        if let Some(dir) = std::env::var_os("IOTOLL_REPORT_DUMP") {
-            let dir = std::path::PathBuf::from(dir);
-            std::fs::write(dir.join("multihost.html"), &html).unwrap();
-            std::fs::write(dir.join("multihost.md"), &md).unwrap();
-        }
+        crate::fixtures::dump("multihost", &md, &html);
     }
 }

@@ -417,7 +417,13 @@ fn multi_host(o: &mut Out, configs: &[ConfigData]) {
     if multi.is_empty() {
         return;
     }
-    let _ = writeln!(o.html, "<h2 id=\"hosts\">Multi-host tests</h2>");
+    // Set here, not in STYLE, so that reports without multi-host tests
+    // stay byte for byte what they were: host, role, client and server
+    // are names (left), totals and summaries set apart.
+    let _ = writeln!(
+        o.html,
+        "<h2 id=\"hosts\">Multi-host tests</h2><style>table.hosts td:nth-child(2),table.hosts th:nth-child(2){{text-align:left}}tr.total td{{font-weight:bold;border-top:2px solid #999;background:#f6f6f6}}</style>"
+    );
     let many = configs.len() > 1;
     for mt in &multi {
         for part in crate::hosts::parts(mt, configs) {
@@ -430,14 +436,16 @@ fn multi_host(o: &mut Out, configs: &[ConfigData]) {
                     title,
                     y_label,
                     rows,
+                    thinned,
                 } => {
                     let rows: Vec<&Row> = rows.iter().collect();
                     let labels: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
                     o.figure(
                         charts::bars(&title, y_label, &rows, &labels, None),
                         &format!(
-                            "Bars: each host's {y_label} over its own window{}; circles: its whole-host CPU % (right axis).",
-                            if many { ", one colour per configuration" } else { "" }
+                            "Bars: each host's {y_label} over its own window{}; circles: its whole-host CPU % (right axis).{}",
+                            if many { ", one colour per configuration" } else { "" },
+                            thinned.map(|k| format!(" One host in {k} is named on the axis (hosts in the order of the table, which names them all).")).unwrap_or_default()
                         ),
                         "bars",
                     );

@@ -18,6 +18,8 @@ pub struct TRow {
     /// The configuration this row belongs to (its colour).
     pub config: Option<usize>,
     pub warn: bool,
+    /// A totals or summary row (set apart in HTML).
+    pub total: bool,
 }
 
 impl TRow {
@@ -29,6 +31,7 @@ impl TRow {
             cell_diff,
             config,
             warn,
+            total: false,
         }
     }
 }
@@ -594,6 +597,7 @@ pub fn comparison(c: &Comparison) -> Table {
                 cell_diff,
                 config: None,
                 warn: r.not_repeatable,
+                total: false,
             }
         })
         .collect();
@@ -697,7 +701,11 @@ pub fn to_html(t: &Table, class: &str) -> String {
     }
     o.push_str("</tr></thead><tbody>\n");
     for r in &t.rows {
-        o.push_str("<tr>");
+        o.push_str(if r.total {
+            "<tr class=\"total\">"
+        } else {
+            "<tr>"
+        });
         for (j, c) in r.cells.iter().enumerate() {
             let attr = match (r.cell_diff.get(j) == Some(&true), j == 0 && r.warn) {
                 (false, false) => "",
