@@ -914,6 +914,53 @@ mod tests {
         assert!(html.contains("mesh: Mbit/s per host"));
     }
 
+    /// Disk hosts: IOPS per % CPU beside each host's IOPS and CPU, one
+    /// totals row for all hosts, the IOPS checked against the total.
+    #[test]
+    fn disk_hosts_have_one_totals_row_and_their_iops_per_cpu() {
+        let host = |name: &str, iops: f64, cpu: f64| HostFigures {
+            name: name.into(),
+            role: "disk".into(),
+            cpus: 8,
+            metrics: [
+                ("iops", iops),
+                ("mb_s", iops * 4096.0 / 1e6),
+                ("cpu_pct", cpu),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+            ..Default::default()
+        };
+        let totals: Metrics = [
+            ("iops", 300_000.0),
+            ("cpu_pct", 25.0),
+            ("cpus", 16.0),
+            ("iops_per_cpu_pct", 12_000.0),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        let m = MultiHost {
+            rep: 2,
+            selected: true,
+            totals,
+            hosts: vec![host("d1", 100_000.0, 20.0), host("d2", 200_000.0, 30.0)],
+            pairs: Vec::new(),
+            skew_us: None,
+        };
+        let t = host_table("rr4k", Kind::Disk, &m, None);
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(
+            row(&t, "total", "all hosts")[col(&t, "IOPS per % CPU")],
+            "12,000"
+        );
+        assert_eq!(row(&t, "d2", "disk")[col(&t, "IOPS per % CPU")], "6,667");
+        // 30 % of 8 CPUs = 2.4 CPU-s per s over 200,000 I/Os = 12 µs.
+        assert_eq!(row(&t, "d2", "disk")[col(&t, "CPU µs per I/O")], "12.0");
+        assert!(!t.note.unwrap().contains('⚠'), "the parts add up");
+    }
+
     #[test]
     fn a_multi_host_report() {
         let (md, html) = render(&[multi_host_run(
