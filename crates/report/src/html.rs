@@ -422,7 +422,7 @@ fn multi_host(o: &mut Out, configs: &[ConfigData]) {
     // are names (left), totals and summaries set apart.
     let _ = writeln!(
         o.html,
-        "<h2 id=\"hosts\">Multi-host tests</h2><style>table.hosts td:nth-child(2),table.hosts th:nth-child(2){{text-align:left}}tr.total td{{font-weight:bold;border-top:2px solid #999;background:#f6f6f6}}</style>"
+        "<h2 id=\"hosts\">Multi-host tests</h2><style>table.hosts td:nth-child(2),table.hosts th:nth-child(2){{text-align:left}}tr.total td{{font-weight:bold;background:#f6f6f6}}tr:not(.total)+tr.total td{{border-top:2px solid #999}}</style>"
     );
     let many = configs.len() > 1;
     for mt in &multi {
