@@ -523,7 +523,10 @@ fn run(
     threads: Option<usize>,
     held: &Mutex<Vec<OwnedFd>>,
 ) -> Result<AgentReport, String> {
-    match work {
+    // The thread that opens and closes the window must wake on time even
+    // when the load saturates every CPU (a lab's agents share two).
+    let rt = iotoll_probe::affinity::realtime_edges();
+    let r = match work {
         Prepared::Disk(spec) => run_disk(&spec, on, off, interrupt),
         Prepared::Serve {
             params,
@@ -535,8 +538,23 @@ fn run(
             params,
             pairs,
             conns,
-        } => run_net(&params, &pairs, conns, on, off, interrupt, threads, held),
-    }
+        } => run_net(
+            &params,
+            &pairs,
+            conns,
+            (on, off),
+            interrupt,
+            threads,
+            held,
+            rt.is_ok(),
+        ),
+    };
+    r.map(|mut report| {
+        if let Err(e) = rt {
+            report.notes.push(format!("the window's edges ran at normal priority ({e}): under full load they may be late by milliseconds (see on_us, off_us)"));
+        }
+        report
+    })
 }
 
 fn run_disk(
@@ -597,11 +615,11 @@ fn run_net(
     params: &TestParams,
     pairs: &[PairSlot],
     conns: Vec<Vec<(TcpStream, Role)>>,
-    on: Instant,
-    off: Instant,
+    (on, off): (Instant, Instant),
     interrupt: &AtomicBool,
     threads: Option<usize>,
     held: &Mutex<Vec<OwnedFd>>,
+    rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
     let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
@@ -616,9 +634,7 @@ fn run_net(
     )
     .map_err(|e| format!("cannot start the network engine: {e}"))?;
     let clock = HostClock;
-    let ramped = iotoll_run::wait_until(&clock, on, interrupt, || {
-        Some(Instant::now() + Duration::from_millis(50))
-    });
+    let tick = || Some(Instant::now() + Duration::from_millis(50));
     let mut report = AgentReport {
         on_ns: None,
         off_ns: None,
@@ -631,34 +647,51 @@ fn run_net(
         errors: 0,
         first_error: None,
         retransmits: 0,
-        interrupted: !ramped,
+        interrupted: false,
         notes: Vec::new(),
     };
-    if !ramped {
-        phase.set(Phase::Stop);
-        let out = engine.join();
-        held.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(out.sockets);
-        return Ok(report);
+    let mut before = Vec::new();
+    let mut on_ns = 0;
+    let window = CpuWindow::start_after(
+        || iotoll_run::wait_until(&clock, on, interrupt, tick),
+        || {
+            phase.set(Phase::Measure);
+            on_ns = wire::now_ns();
+            // Other agents' edges on these CPUs come first.
+            iotoll_probe::affinity::normal_priority();
+            before = iotoll_probe::sysinfo::iface_counters();
+        },
+    );
+    if rt_edges {
+        let _ = iotoll_probe::affinity::realtime_edges();
     }
-    let before = iotoll_probe::sysinfo::iface_counters();
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure));
-    let on_ns = wire::now_ns();
     let window = match window {
-        Ok(w) => w,
+        Ok(Some(w)) => w,
+        Ok(None) => {
+            // Stopped in the ramp-up: no window.
+            report.interrupted = true;
+            phase.set(Phase::Stop);
+            let out = engine.join();
+            held.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(out.sockets);
+            return Ok(report);
+        }
         Err(e) => {
             phase.set(Phase::Stop);
             engine.join();
             return Err(format!("CPU window: {e}"));
         }
     };
-    let completed = iotoll_run::wait_until(&clock, off, interrupt, || {
-        Some(Instant::now() + Duration::from_millis(50))
+    let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
+    let mut off_ns = 0;
+    let mut after = Vec::new();
+    let closed = window.finish_with(|| {
+        phase.set(Phase::Stop);
+        off_ns = wire::now_ns();
+        iotoll_probe::affinity::normal_priority();
+        after = iotoll_probe::sysinfo::iface_counters();
     });
-    let closed = window.finish_with(|| phase.set(Phase::Stop));
-    let off_ns = wire::now_ns();
-    let after = iotoll_probe::sysinfo::iface_counters();
     let out = engine.join();
     let mut at = 0;
     for (p, n) in pairs.iter().zip(&sizes) {

@@ -12,6 +12,6 @@ pub mod agent;
 pub mod console;
 pub mod k8s;
 pub mod link;
+pub mod local;
 pub mod ssh;
 pub mod wire;
-pub mod local;

@@ -33,7 +33,8 @@ impl LocalAgent {
     ) -> Result<LocalAgent, String> {
         let ns = match netns {
             Some(p) => Some(
-                std::fs::File::open(p).map_err(|e| format!("network namespace {}: {e}", p.display()))?,
+                std::fs::File::open(p)
+                    .map_err(|e| format!("network namespace {}: {e}", p.display()))?,
             ),
             None => None,
         };
@@ -82,8 +83,15 @@ impl LocalAgent {
                 let _ = child.kill();
                 let _ = child.wait();
                 std::thread::sleep(Duration::from_millis(50));
-                let said = said.lock().map(|s| s.trim().to_string()).unwrap_or_default();
-                return Err(if said.is_empty() { e } else { format!("{e}: {said}") });
+                let said = said
+                    .lock()
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default();
+                return Err(if said.is_empty() {
+                    e
+                } else {
+                    format!("{e}: {said}")
+                });
             }
         };
         Ok(LocalAgent {

@@ -244,10 +244,9 @@ fn some_names(names: &[&str]) -> String {
     }
 }
 
-/// The `--hosts` file's entries, and the hosts the suite's tests name,
-/// resolved (docs/suites.md, "Hosts and placement"); usage errors (exit 2)
+/// The hosts the suite's tests name, resolved (docs/suites.md, "Hosts and placement"); usage errors (exit 2)
 /// name the file and line, or the test and host.
-fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<(Vec<HostEntry>, Vec<HostEntry>)> {
+fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<Vec<HostEntry>> {
     let file_hosts = match &a.hosts {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -257,7 +256,7 @@ fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<(Vec<HostEntry>, Vec<HostEntr
         None => Vec::new(),
     };
     if suite.jobs.iter().all(|j| j.placement.is_local()) {
-        return Ok((file_hosts, Vec::new()));
+        return Ok(Vec::new());
     }
     if a.hosts.is_none() && a.lab.is_none() {
         // Hosts the suite's own [hosts] leaves undefined need a file or a lab.
@@ -288,8 +287,7 @@ fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<(Vec<HostEntry>, Vec<HostEntr
         Some(l) => Some(crate::lab::host_names(l, &a.lab_sets)?),
         None => None,
     };
-    let resolved = resolve_hosts(suite, &file_hosts, lab_hosts.as_deref()).map_err(usage)?;
-    Ok((file_hosts, resolved))
+    resolve_hosts(suite, &file_hosts, lab_hosts.as_deref()).map_err(usage)
 }
 
 fn check_reps(reps: Option<u32>) -> Result<()> {
@@ -516,7 +514,7 @@ fn run(a: RunArgs) -> Result<()> {
     anyhow::ensure!(!blank, usage("--config must not be empty"));
     // Every host a test names is found before anything is created or
     // recorded (a lab is only looked up here, brought up further on).
-    let (file_hosts, resolved) = hosts_for(&suite, &a)?;
+    let resolved = hosts_for(&suite, &a)?;
     // The durations in effect decide the estimate (and so --yes).
     let override_note = apply_durations(&mut suite, a.durations)?;
     let est = iotoll_suite::durations::planned(&suite, a.reps);
@@ -633,11 +631,12 @@ fn run(a: RunArgs) -> Result<()> {
         },
         iscsi: a.iscsi.options(),
         lab: lab.as_ref().map(|l| l.run.clone()),
-        hosts: file_hosts,
+        hosts: resolved,
         on_host_failure: match a.on_host_failure {
             OnHostFailureArg::Continue => OnHostFailure::Continue,
             OnHostFailureArg::Stop => OnHostFailure::Stop,
         },
+        agent_exe: std::env::current_exe().ok(),
     };
     let mut sink = StoreSink {
         store: &mut store,

@@ -550,15 +550,22 @@ fn run_on<C: Clock>(
     let go_on = || !shared.failed.load(Ordering::Acquire);
     // Waits while sampling the series; false if interrupted or a worker failed.
     let mut wait = |until| series.wait(&clock, until, &mut ctl, &shared.phase, totals, go_on);
-    let ramped = wait(ramp_end);
+    let window = clock.open_window_after(
+        || wait(ramp_end),
+        || {
+            shared.phase.set(Phase::Measure);
+            schedule.inspect(|s| s.mark_open());
+        },
+    )?;
+    let ramped = window.is_some();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let (completed, closed) = if ramped {
-        let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
-        schedule.inspect(|s| s.mark_open());
+    let (completed, closed) = if let Some(window) = window {
         let measure_end = schedule.map_or(clock.now() + spec.time, |s| s.off);
         let completed = wait(measure_end);
-        let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
-        schedule.inspect(|s| s.mark_close());
+        let closed = clock.close_window(window, || {
+            shared.phase.set(Phase::Stop);
+            schedule.inspect(|s| s.mark_close());
+        });
         (completed, Some(closed))
     } else {
         shared.phase.set(Phase::Stop);

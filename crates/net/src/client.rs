@@ -129,7 +129,7 @@ impl ClientSpec {
         Ok(())
     }
 
-    fn params(&self) -> TestParams {
+    pub fn params(&self) -> TestParams {
         TestParams {
             kind: self.kind,
             dir: if self.kind == TestKind::Rr {

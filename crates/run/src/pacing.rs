@@ -101,8 +101,12 @@ impl Schedule {
         Self::mark(&self.opened);
     }
 
+    /// Also ends the real-time priority a scheduled window's thread may
+    /// have had for its edges (`affinity::realtime_edges`): what follows
+    /// the close is the heavy part.
     pub fn mark_close(&self) {
         Self::mark(&self.closed);
+        iotoll_probe::affinity::normal_priority();
     }
 
     fn mark(m: &std::sync::Mutex<Option<std::time::SystemTime>>) {

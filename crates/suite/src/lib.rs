@@ -6,6 +6,7 @@
 pub mod builtin;
 pub mod durations;
 pub mod file;
+pub mod fleet;
 pub mod hosts;
 pub mod icf;
 pub mod runner;
