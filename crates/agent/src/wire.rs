@@ -344,6 +344,38 @@ pub fn system_time_ns(t: std::time::SystemTime) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+impl DiskOrder {
+    /// The order for a disk test as a suite defines it; `targets` are the
+    /// paths asked for on every host (empty: each agent's own).
+    pub fn from_spec(s: &iotoll_disk::DiskSpec) -> DiskOrder {
+        DiskOrder {
+            targets: s.targets.iter().map(|p| p.display().to_string()).collect(),
+            spec_name: s.spec_name.clone(),
+            lines: (s.lines.iter())
+                .map(|l| OrderLine {
+                    share_pct: l.share_pct,
+                    bs: l.bs,
+                    read_pct: l.read_pct,
+                    random_pct: l.random_pct,
+                    burst_delay_us: l.burst_delay.as_micros() as u64,
+                    burst_len: l.burst_len,
+                    align: l.align,
+                })
+                .collect(),
+            qd: s.qd,
+            workers: s.workers,
+            spread: s.spread,
+            size: s.size,
+            offset: s.offset,
+            engine: s.engine.name().to_string(),
+            buffered: s.buffered,
+            ramp_ms: s.ramp.as_millis() as u64,
+            time_ms: s.time.as_millis() as u64,
+            config: s.config.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,38 +455,6 @@ mod tests {
             br#"{"seq":1,"mac":null,"body":"{\"type\":\"info\",\"x\":1}"}"#,
         ] {
             assert!(agent.open::<ToAgent>(bad).is_err());
-        }
-    }
-}
-
-impl DiskOrder {
-    /// The order for a disk test as a suite defines it; `targets` are the
-    /// paths asked for on every host (empty: each agent's own).
-    pub fn from_spec(s: &iotoll_disk::DiskSpec) -> DiskOrder {
-        DiskOrder {
-            targets: s.targets.iter().map(|p| p.display().to_string()).collect(),
-            spec_name: s.spec_name.clone(),
-            lines: (s.lines.iter())
-                .map(|l| OrderLine {
-                    share_pct: l.share_pct,
-                    bs: l.bs,
-                    read_pct: l.read_pct,
-                    random_pct: l.random_pct,
-                    burst_delay_us: l.burst_delay.as_micros() as u64,
-                    burst_len: l.burst_len,
-                    align: l.align,
-                })
-                .collect(),
-            qd: s.qd,
-            workers: s.workers,
-            spread: s.spread,
-            size: s.size,
-            offset: s.offset,
-            engine: s.engine.name().to_string(),
-            buffered: s.buffered,
-            ramp_ms: s.ramp.as_millis() as u64,
-            time_ms: s.time.as_millis() as u64,
-            config: s.config.clone(),
         }
     }
 }
