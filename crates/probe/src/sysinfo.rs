@@ -688,6 +688,30 @@ pub fn busy_processes(
     .collect()
 }
 
+/// Every interface's byte counters (received, sent) in the calling
+/// thread's network namespace (`/proc/thread-self/net/dev`: a thread that
+/// entered a lab host's namespace sees that host's interfaces).
+pub fn iface_counters() -> Vec<(String, u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev")
+        .or_else(|_| std::fs::read_to_string("/proc/net/dev"))
+        .unwrap_or_default();
+    parse_net_dev(&text)
+}
+
+fn parse_net_dev(text: &str) -> Vec<(String, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            // rx: bytes packets errs drop fifo frame compressed multicast; then tx.
+            (f.len() >= 16).then(|| (name.trim().to_string(), f[0], f[8]))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -814,31 +838,6 @@ mod tests {
         assert_eq!(iface.driver_version, info.version);
     }
 }
-
-/// Every interface's byte counters (received, sent) in the calling
-/// thread's network namespace (`/proc/thread-self/net/dev`: a thread that
-/// entered a lab host's namespace sees that host's interfaces).
-pub fn iface_counters() -> Vec<(String, u64, u64)> {
-    let text = std::fs::read_to_string("/proc/thread-self/net/dev")
-        .or_else(|_| std::fs::read_to_string("/proc/net/dev"))
-        .unwrap_or_default();
-    parse_net_dev(&text)
-}
-
-fn parse_net_dev(text: &str) -> Vec<(String, u64, u64)> {
-    text.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.split_once(':')?;
-            let f: Vec<u64> = rest
-                .split_whitespace()
-                .map(|x| x.parse().ok())
-                .collect::<Option<_>>()?;
-            // rx: bytes packets errs drop fifo frame compressed multicast; then tx.
-            (f.len() >= 16).then(|| (name.trim().to_string(), f[0], f[8]))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod net_dev_tests {
     #[test]
