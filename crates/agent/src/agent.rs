@@ -6,8 +6,8 @@
 
 use crate::link::{self, Event, Link};
 use crate::wire::{
-    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, IfaceBytes, PairBytes,
-    PairSlot, Session, Side, ToAgent, Work,
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, PairBytes, PairSlot,
+    Session, Side, ToAgent, Work,
 };
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_net::auth::Key;
@@ -597,14 +597,20 @@ fn run_disk(
     })
 }
 
-fn iface_delta(before: &[(String, u64, u64)], after: &[(String, u64, u64)]) -> Vec<IfaceBytes> {
+fn iface_delta(
+    before: &[iotoll_model::IfaceFigures],
+    after: &[iotoll_model::IfaceFigures],
+) -> Vec<iotoll_model::IfaceFigures> {
     (after.iter())
-        .filter_map(|(name, rx, tx)| {
-            let (_, rx0, tx0) = before.iter().find(|(n, _, _)| n == name)?;
-            Some(IfaceBytes {
-                name: name.clone(),
-                rx_bytes: rx.saturating_sub(*rx0),
-                tx_bytes: tx.saturating_sub(*tx0),
+        .filter(|a| a.name != "lo")
+        .filter_map(|a| {
+            let b = before.iter().find(|b| b.name == a.name)?;
+            Some(iotoll_model::IfaceFigures {
+                name: a.name.clone(),
+                rx_bytes: a.rx_bytes.saturating_sub(b.rx_bytes),
+                rx_packets: a.rx_packets.saturating_sub(b.rx_packets),
+                tx_bytes: a.tx_bytes.saturating_sub(b.tx_bytes),
+                tx_packets: a.tx_packets.saturating_sub(b.tx_packets),
             })
         })
         .collect()

@@ -815,6 +815,7 @@ impl Console {
             off_us: console(r.off_ns, times.off_ns),
             disclosure: info.map(|i| i.disclosure.clone()),
             notes,
+            ifaces: r.ifaces.clone(),
         }
     }
 

@@ -183,15 +183,6 @@ pub struct OrderLine {
     pub align: Option<u64>,
 }
 
-/// An interface's payload counters over the window (its own namespace's).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IfaceBytes {
-    pub name: String,
-    pub rx_bytes: u64,
-    pub tx_bytes: u64,
-}
-
 /// One pair's payload at this end, inside its window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -212,7 +203,8 @@ pub struct AgentReport {
     pub window_s: f64,
     pub cpu: Option<CpuReport>,
     pub cpu_error: Option<String>,
-    pub ifaces: Vec<IfaceBytes>,
+    /// Its interfaces over the window (loopback left out).
+    pub ifaces: Vec<iotoll_model::IfaceFigures>,
     /// A disk test: its result document, as a local run makes it.
     pub disk: Option<Box<ResultDoc>>,
     /// A network test: each pair's bytes at this end.

@@ -148,6 +148,7 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
             off_us: 12.25 + n as f64,
             disclosure: None,
             notes: Vec::new(),
+            ifaces: Vec::new(),
         }
     };
     let mut hosts: Vec<HostFigures> = servers

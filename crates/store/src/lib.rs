@@ -1219,6 +1219,7 @@ mod tests {
             off_us: 30.25,
             disclosure: Some(serde_json::json!({"system": {"kernel": "6.1"}})),
             notes: vec![format!("{name}: a note")],
+            ifaces: Vec::new(),
         };
         let pair = |client: &str, mbit: f64| iotoll_model::PairFigures {
             client: client.into(),
