@@ -221,3 +221,79 @@ fn disk_on_two_hosts_and_a_target_not_allowed() {
         "{e}"
     );
 }
+
+/// A console's session recorded on the wire and played again to the agent
+/// is refused: the agent's fresh nonce makes the old proof worthless, and
+/// nothing of the session (not even `info`) is answered.
+#[test]
+fn a_replayed_session_is_refused() {
+    use std::io::{Read, Write};
+    let agent_addr = agent(vec![]);
+    // A relay that records what the console sends.
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap();
+    let recorded = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rec = recorded.clone();
+    std::thread::spawn(move || {
+        let (mut c, _) = relay.accept().unwrap();
+        let mut a = std::net::TcpStream::connect(agent_addr).unwrap();
+        let (mut c2, mut a2) = (c.try_clone().unwrap(), a.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut a2, &mut c2);
+        });
+        let mut buf = [0u8; 65536];
+        loop {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    rec.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if a.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = a.shutdown(std::net::Shutdown::Both);
+    });
+    let mut console = Console::connect(vec![host("h1", relay_addr)], Some(key())).unwrap();
+    assert!(console.info("h1").is_some());
+    console.close();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let bytes = recorded.lock().unwrap().clone();
+    assert!(bytes.len() > 100, "recorded {} bytes", bytes.len());
+    // Played again to the agent, as fast as it will take them.
+    let mut s = std::net::TcpStream::connect(agent_addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let _ = s.write_all(&bytes);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.contains("authentication failed"), "{text}");
+    assert!(
+        !text.contains("hostname") && !text.contains("\\\"info\\\""),
+        "{text}"
+    );
+}
+
+/// An agent that accepts the connection but never answers is given up on
+/// within 5 s, named.
+#[test]
+fn a_silent_agent_is_unreachable_within_5_s() {
+    // The kernel completes the handshake for a listener nobody accepts on.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let t0 = std::time::Instant::now();
+    let e = Console::connect(
+        vec![host("mute", silent.local_addr().unwrap())],
+        Some(key()),
+    )
+    .err()
+    .unwrap();
+    let took = t0.elapsed();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "mute" && msg.contains("unreachable")),
+        "{e}"
+    );
+    assert!(took < std::time::Duration::from_millis(5500), "{took:?}");
+    drop(silent);
+}
