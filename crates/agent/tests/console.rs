@@ -219,7 +219,27 @@ fn disk_on_two_hosts_and_a_target_not_allowed() {
     assert!(
         matches!(&e, ConsoleError::Host { host, msg } if host == "ro" && msg.contains("read-only")),
         "{e}"
+    ); // A path the agent was not started with: refused, and nothing made.
+    let mut other = order(100);
+    let elsewhere = dir.path().join("elsewhere.tst");
+    other.targets = vec![elsewhere.display().to_string()];
+    let before = std::fs::metadata(&f2).unwrap().modified().unwrap();
+    let e = console
+        .run_disk(
+            &DiskTest {
+                on: vec!["h2".into()],
+                order: other,
+            },
+            &stop,
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "h2" && msg.contains("is not allowed")),
+        "{e}"
     );
+    assert!(!elsewhere.exists());
+    assert_eq!(std::fs::metadata(&f2).unwrap().modified().unwrap(), before);
 }
 
 /// A console's session recorded on the wire and played again to the agent
