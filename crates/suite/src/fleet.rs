@@ -176,3 +176,9 @@ impl Fleet {
         }
     }
 }
+
+/// A wall-clock instant (ns since the epoch) as RFC 3339 with microseconds.
+pub fn rfc3339_us(ns: i64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64);
+    humantime::format_rfc3339_micros(t).to_string()
+}

@@ -509,6 +509,19 @@ pub fn run(
             eta.rep_done(i);
             match r {
                 Ok(mut doc) => {
+                    if let (Some(skew), Some(f)) = (&doc.skew_us, &fleet) {
+                        progress.line(&format!(
+                            "{} repetition {rep}: window on {} hosts opened at {} (skew {:.0} us at start, {:.0} us at stop)",
+                            job.name,
+                            doc.hosts.len(),
+                            f.console
+                                .last_record_on()
+                                .map(crate::fleet::rfc3339_us)
+                                .unwrap_or_default(),
+                            skew.start,
+                            skew.stop
+                        ));
+                    }
                     if doc.apply_interference_threshold(threshold) {
                         for n in doc
                             .notes
