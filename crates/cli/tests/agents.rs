@@ -458,3 +458,60 @@ fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
     assert!(err.contains("host h1") && err.contains("0.0.9"), "{err}");
     assert!(err.contains(env!("CARGO_PKG_VERSION")), "{err}");
 }
+
+/// Ctrl-C at the console stops every agent's load within 2 s; the run is
+/// stored as aborted (exit 130). The lab is up before the run, so it stays
+/// up to be looked at.
+#[test]
+fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
+    let Some(d) = Dir::new() else { return };
+    let name = unique("int");
+    let lab = trio(&d, &name);
+    let up = common::raw()
+        .env("IOTOLL_LAB_DIR", d.dir.path())
+        .args(["lab", "up", &lab])
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let suite = d.file("two.toml", TWO_TESTS);
+    let mut child = d
+        .suite(&[&suite, "--lab", &name])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = Lines::follow(&mut child);
+    let started = lines.wait_for("[1/2] a", Duration::from_secs(60));
+    assert!(started.is_some(), "test a never started:\n{}", lines.text());
+    std::thread::sleep(Duration::from_secs(3));
+    let moving = server_tx(&name);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server_tx(&name) - moving > 1_000_000, "no load to stop");
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    std::thread::sleep(Duration::from_secs(2));
+    let a = server_tx(&name);
+    std::thread::sleep(Duration::from_secs(1));
+    let b = server_tx(&name);
+    let status = child.wait().unwrap();
+    let down = common::raw()
+        .env("IOTOLL_LAB_DIR", d.dir.path())
+        .args(["lab", "down", &name])
+        .output()
+        .unwrap();
+    assert!(
+        b - a < 200_000,
+        "the server still sent {} bytes 2-3 s after Ctrl-C",
+        b - a
+    );
+    assert_eq!(status.code(), Some(130), "{}", lines.text());
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+}
