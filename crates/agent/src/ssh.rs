@@ -405,7 +405,7 @@ impl SshAgent {
             // A failed write means ssh is already gone (e.g. refused
             // authentication): its exit status and stderr, read below,
             // say why better than EPIPE would.
-            let _ = stdin.write_all(&line).and_then(|()| stdin.flush());
+            let _ = write_no_sigpipe(stdin, &line);
         }
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -545,6 +545,37 @@ impl SshAgent {
 impl Drop for SshAgent {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+/// `w.write_all(buf)` with SIGPIPE blocked in this thread: the iotoll
+/// binary restores SIGPIPE's default action (so `| head` ends quietly),
+/// under which writing to an ssh that already exited would kill the whole
+/// console instead of returning EPIPE. A SIGPIPE the write raised is
+/// taken off the thread's pending set before the old mask comes back.
+fn write_no_sigpipe(w: &mut impl Write, buf: &[u8]) -> std::io::Result<()> {
+    // SAFETY: sigset_t values are initialised by sigemptyset/sigpending
+    // before use; the mask is changed for this thread only and restored.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pending);
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old);
+        let r = w.write_all(buf).and_then(|()| w.flush());
+        if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) && !was_pending {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
     }
 }
 
@@ -726,6 +757,27 @@ mod tests {
         );
         let a = l.ssh_args(Duration::from_secs(12));
         assert!(a.contains(&"ConnectTimeout=12".to_string()));
+    }
+
+    /// Under SIGPIPE's default action (as in the iotoll binary), writing
+    /// to a pipe nobody reads is an error, not the end of the process.
+    #[test]
+    fn a_broken_pipe_is_an_error_even_with_sigpipe_at_its_default() {
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills the two descriptors; the read end is closed
+        // at once, the write end is owned by the File.
+        let mut w = unsafe {
+            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+            libc::close(fds[0]);
+            <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[1])
+        };
+        // SAFETY: changes one signal's disposition, restored below (the
+        // test harness ignores SIGPIPE, as every Rust program does).
+        let prev = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let r = write_no_sigpipe(&mut w, b"key\n");
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGPIPE, prev) };
+        assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::BrokenPipe);
     }
 
     #[test]
