@@ -90,7 +90,7 @@ impl K8sOptions {
             ));
         }
         dns_label("namespace", &self.namespace)?;
-        dns_subdomain("key secret", &self.key_secret)?;
+        dns_subdomain("key-secret", &self.key_secret)?;
         if self.image.is_empty() || self.image.chars().any(|c| c.is_whitespace()) {
             return Err(format!(
                 "image '{}' is empty or has white space",
@@ -542,7 +542,7 @@ mod tests {
                 key_secret: "a..b".into(),
                 ..d()
             },
-            "key secret 'a..b'",
+            "key-secret 'a..b'",
         );
         bad(
             K8sOptions {
