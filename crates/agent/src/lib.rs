@@ -8,5 +8,10 @@
 //! and capabilities, clock offset, files), START (ramp-up), RECORD ON at
 //! one scheduled instant, RECORD OFF, STOP, COLLECT.
 
+pub mod agent;
+pub mod console;
 pub mod k8s;
+pub mod link;
+pub mod local;
 pub mod ssh;
+pub mod wire;

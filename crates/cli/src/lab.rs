@@ -356,6 +356,53 @@ fn pick_hosts(
     Ok((server, client))
 }
 
+/// A lab as found: up already, or only defined (to bring up).
+enum Found {
+    Up(LabState),
+    Defined(iotoll_lab::LabDef),
+}
+
+impl Found {
+    /// The lab `lab` (a name that is up, a built-in or a file, with `sets`),
+    /// nothing created.
+    fn find(lab: &str, sets: &[String]) -> Result<Found> {
+        Ok(match iotoll_lab::status(lab).map_err(lab_err)? {
+            Some(st) => Found::Up(st),
+            None => {
+                let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
+                match iotoll_lab::status(&def.name).map_err(lab_err)? {
+                    Some(st) => Found::Up(st),
+                    None => Found::Defined(def),
+                }
+            }
+        })
+    }
+
+    /// Its name and its hosts' names.
+    fn names(&self) -> (&str, Vec<String>) {
+        match self {
+            Found::Up(st) => (&st.name, st.hosts.iter().map(|h| h.name.clone()).collect()),
+            Found::Defined(d) => (&d.name, d.hosts.iter().map(|h| h.name.clone()).collect()),
+        }
+    }
+}
+
+/// The host names of lab `lab` (up, or as it would be brought up), for a
+/// multi-host suite's hosts to be checked before anything is created.
+pub fn host_names(lab: &str, sets: &[String]) -> Result<Vec<String>> {
+    Ok(Found::find(lab, sets)?.names().1)
+}
+
+/// The built-in labs that have every one of `hosts`, for hints.
+pub fn builtins_with(hosts: &[&str]) -> Vec<&'static str> {
+    (iotoll_lab::builtin_names().iter().copied())
+        .filter(|n| {
+            iotoll_lab::load(n, &[])
+                .is_ok_and(|d| (hosts.iter()).all(|h| d.hosts.iter().any(|x| x.name == *h)))
+        })
+        .collect()
+}
+
 /// Finds or brings up the lab `lab` (a name that is up, a built-in or a
 /// file, with `sets`), and picks the endpoint's and the tests' hosts, all
 /// checked before anything is created.
@@ -365,25 +412,8 @@ pub fn for_suite(
     server: Option<&str>,
     client: Option<&str>,
 ) -> Result<SuiteLab> {
-    /// The lab as found: up already, or only defined (to bring up).
-    enum Found {
-        Up(LabState),
-        Defined(iotoll_lab::LabDef),
-    }
-    let found = match iotoll_lab::status(lab).map_err(lab_err)? {
-        Some(st) => Found::Up(st),
-        None => {
-            let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
-            match iotoll_lab::status(&def.name).map_err(lab_err)? {
-                Some(st) => Found::Up(st),
-                None => Found::Defined(def),
-            }
-        }
-    };
-    let (name, hosts): (&str, Vec<String>) = match &found {
-        Found::Up(st) => (&st.name, st.hosts.iter().map(|h| h.name.clone()).collect()),
-        Found::Defined(d) => (&d.name, d.hosts.iter().map(|h| h.name.clone()).collect()),
-    };
+    let found = Found::find(lab, sets)?;
+    let (name, hosts) = found.names();
     if let Found::Up(st) = &found {
         if !sets.is_empty() {
             return Err(usage(format!(

@@ -1,5 +1,6 @@
 //! The `iotoll` binary: clap definitions and glue only.
 
+mod agent;
 mod disk;
 mod iscsi;
 mod k8s;
@@ -36,6 +37,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// An agent: the network endpoint plus a console's disk and network work, for multi-host suites.
+    Agent(agent::AgentArgs),
     /// Disk workloads with Iometer access specifications.
     #[command(subcommand)]
     Disk(disk::DiskCmd),
@@ -235,6 +238,7 @@ pub fn measure<E: RunError>(
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,
+        schedule: None,
     });
     progress.clear();
     let mut doc = match res {
@@ -375,6 +379,7 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Agent(a) => agent::main(a),
         Cmd::Disk(c) => disk::main(c),
         Cmd::Iscsi(c) => iscsi::main(c),
         Cmd::Lab(c) => lab::main(c),

@@ -240,6 +240,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         threads: None,
         handshake: a.handshake_timeout,
         tls: !a.no_tls,
+        console: None,
     };
     let flag = signals::install();
     let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));

@@ -8,8 +8,11 @@ use iotoll_model::metrics as mn;
 use iotoll_model::{Kind, RunStatus};
 use iotoll_store::{Selection, Store};
 use iotoll_suite::file::Job;
+use iotoll_suite::hosts::{parse_hosts_file, resolve_hosts, HostAt, HostEntry};
 use iotoll_suite::runner::SinkError;
-use iotoll_suite::{builtin, parse, OnInterference, Options, Sink, Suite, TestOutcome};
+use iotoll_suite::{
+    builtin, parse, OnHostFailure, OnInterference, Options, Sink, Suite, TestOutcome,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -76,9 +79,15 @@ pub enum OnInterferenceArg {
     Rerun,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnHostFailureArg {
+    Continue,
+    Stop,
+}
+
 #[derive(Args)]
 #[command(
-    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback.
+    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback. Tests placed on hosts (`on`, `pairs`, `clients`/`server`: docs/suites.md, \"Hosts and placement\") need --hosts FILE or --lab NAME unless the suite's [hosts] defines them all; every host is checked before anything runs.
 Each repetition is committed to the database the moment it finishes. Ctrl-C stops the run, marks it aborted and keeps every finished repetition (exit 130)."
 )]
 pub struct RunArgs {
@@ -104,6 +113,12 @@ pub struct RunArgs {
     /// Run in a lab (`iotoll lab`): the endpoint in --server's host, every test in --client's. A lab that is not up is brought up for the run and taken down after it.
     #[arg(long, value_name = "NAME|FILE")]
     lab: Option<String>,
+    /// Hosts of multi-host tests (a file with a [hosts] table, docs/suites.md); its entries override the suite's of the same name.
+    #[arg(long, value_name = "FILE")]
+    hosts: Option<PathBuf>,
+    /// When a host of a multi-host test is lost: continue (that test fails, the suite goes on with the next) or stop (the run stops there).
+    #[arg(long, value_name = "ACTION", value_enum, default_value = "continue")]
+    on_host_failure: OnHostFailureArg,
     /// Override a key of a lab this run brings up (as `lab up --set`; repeatable).
     #[arg(long = "lab-set", value_name = "KEY=VALUE", requires = "lab")]
     lab_sets: Vec<String>,
@@ -213,6 +228,68 @@ pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, 
     Ok((parse(&text, &file).map_err(usage)?, Vec::new()))
 }
 
+/// `name (where)` for the run's progress: `c1 (10.0.0.1)`, `c2 (lab c2)`.
+fn host_label(h: &HostEntry) -> String {
+    match &h.at {
+        HostAt::Address(a) => format!("{} ({a})", h.name),
+        HostAt::Lab(l) => format!("{} (lab {l})", h.name),
+    }
+}
+
+/// Names as errors list them: all of a few, or the first and the last.
+fn some_names(names: &[&str]) -> String {
+    match names {
+        [first, _, _, .., last] => format!("{first}, ..., {last}"),
+        all => all.join(", "),
+    }
+}
+
+/// The hosts the suite's tests name, resolved (docs/suites.md, "Hosts and placement"); usage errors (exit 2)
+/// name the file and line, or the test and host.
+fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<Vec<HostEntry>> {
+    let file_hosts = match &a.hosts {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| usage(format!("--hosts {}: {e}", p.display())))?;
+            parse_hosts_file(&text, &p.display().to_string()).map_err(usage)?
+        }
+        None => Vec::new(),
+    };
+    if suite.jobs.iter().all(|j| j.placement.is_local()) {
+        return Ok(Vec::new());
+    }
+    if a.hosts.is_none() && a.lab.is_none() {
+        // Hosts the suite's own [hosts] leaves undefined need a file or a lab.
+        let defined = |h: &str| suite.hosts.iter().any(|d| d.name == h);
+        let undefined = suite
+            .jobs
+            .iter()
+            .find(|j| j.placement.hosts().iter().any(|h| !defined(h)));
+        if let Some(j) = undefined {
+            let test = j.name.split('/').next().unwrap_or(&j.name);
+            // Clients first, then servers: "c1, ..., server".
+            let mut hosts = j.placement.hosts();
+            if let iotoll_suite::Placement::Net { pairs } = &j.placement {
+                hosts.sort_by_key(|h| pairs.iter().any(|(_, s)| s == h));
+            }
+            let labs = crate::lab::builtins_with(&hosts);
+            let hint = match labs.first() {
+                Some(l) => format!(" (e.g. --lab {l})"),
+                None => String::new(),
+            };
+            return Err(usage(format!(
+                "test '{test}' runs on hosts ({}): give --hosts FILE or --lab NAME{hint}",
+                some_names(&hosts)
+            )));
+        }
+    }
+    let lab_hosts = match &a.lab {
+        Some(l) => Some(crate::lab::host_names(l, &a.lab_sets)?),
+        None => None,
+    };
+    resolve_hosts(suite, &file_hosts, lab_hosts.as_deref()).map_err(usage)
+}
+
 fn check_reps(reps: Option<u32>) -> Result<()> {
     anyhow::ensure!(reps != Some(0), usage("--reps must be at least 1"));
     Ok(())
@@ -267,6 +344,10 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             if let Some(t) = s.cpu_threshold_pct {
                 println!("CPU threshold {t} %");
             }
+            if !s.hosts.is_empty() {
+                let hosts: Vec<String> = s.hosts.iter().map(host_label).collect();
+                println!("hosts {}", hosts.join(", "));
+            }
             println!(
                 "{:<44} {:<12} {:<10} {:>4} {:<14} {:>6} {:>6}",
                 "test", "group", "kind", "reps", "select", "ramp", "time"
@@ -283,6 +364,10 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
                     fmt_dur(r),
                     fmt_dur(t)
                 );
+                // Where it runs, under the test (a pair list is long).
+                if !j.placement.is_local() {
+                    println!("  {}", j.placement.label());
+                }
             }
             Ok(())
         }
@@ -427,6 +512,9 @@ fn run(a: RunArgs) -> Result<()> {
     check_reps(a.reps)?;
     let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
     anyhow::ensure!(!blank, usage("--config must not be empty"));
+    // Every host a test names is found before anything is created or
+    // recorded (a lab is only looked up here, brought up further on).
+    let resolved = hosts_for(&suite, &a)?;
     // The durations in effect decide the estimate (and so --yes).
     let override_note = apply_durations(&mut suite, a.durations)?;
     let est = iotoll_suite::durations::planned(&suite, a.reps);
@@ -511,6 +599,16 @@ fn run(a: RunArgs) -> Result<()> {
             l.run.lab.name, l.run.server, l.run.client
         ));
     }
+    if !resolved.is_empty() {
+        let hosts: Vec<String> = resolved.iter().map(host_label).collect();
+        progress.line(&format!("hosts: {}", hosts.join(", ")));
+    } else if let Some(p) = &a.hosts {
+        progress.line(&format!(
+            "warning: --hosts {}: suite '{}' has no test placed on hosts; its hosts are not used",
+            p.display(),
+            suite.name
+        ));
+    }
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({} tests, ~{}) into {}",
@@ -533,6 +631,12 @@ fn run(a: RunArgs) -> Result<()> {
         },
         iscsi: a.iscsi.options(),
         lab: lab.as_ref().map(|l| l.run.clone()),
+        hosts: resolved,
+        on_host_failure: match a.on_host_failure {
+            OnHostFailureArg::Continue => OnHostFailure::Continue,
+            OnHostFailureArg::Stop => OnHostFailure::Stop,
+        },
+        agent_exe: std::env::current_exe().ok(),
     };
     let mut sink = StoreSink {
         store: &mut store,

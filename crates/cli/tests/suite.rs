@@ -366,6 +366,11 @@ fn suite_list_and_show() {
     ] {
         assert!(s.contains(n), "{n}");
     }
+    let s = cmd("suite show bidirectional-transfer-study").succeeds();
+    assert!(
+        s.contains("16 pairs: c1>server, c2>server") && s.contains("c16>server"),
+        "the study's placement: {s}"
+    );
     let s = cmd("suite show ten-gig-adapter-study").succeeds();
     assert!(s.contains("27 tests"), "{s}");
     assert!(
@@ -478,4 +483,115 @@ fn on_interference_rerun_is_bounded_and_results_show_names_the_hog() {
 fn interference_flags_are_checked() {
     cmd("suite run quick --interference-pct 150").fails(2, "--interference-pct");
     cmd("suite run quick --on-interference ignore").fails(2, "--on-interference");
+}
+
+/// A suite whose tests run on hosts: c1 and c2 to srv, and a disk test on c1.
+const PLACED: &str = r#"
+name = "placed"
+time = "1s"
+
+[[test]]
+name = "bidir"
+kind = "net-stream"
+dir = "bidir"
+pairs = [["c1", "srv"], ["c2", "srv"], ["c9", "srv"]]
+
+[[test]]
+name = "d"
+kind = "disk"
+on = ["c1"]
+"#;
+
+/// `suite run` of `suite` with `args` fails with exit 2 naming `needle`,
+/// before anything is created: no results database, no workload.
+fn refused(t: &Tmp, suite: &str, args: &[&str], needle: &str) -> String {
+    let err = suite_run(t, suite).args(args).fails(2, needle);
+    assert!(!Path::new(&t.db).exists(), "a database was created: {err}");
+    assert!(!err.contains("[1/"), "a workload started: {err}");
+    err
+}
+
+#[test]
+fn hosts_files_are_checked_before_anything_runs() {
+    let t = Tmp::new();
+    let suite = t.file("placed.toml", PLACED);
+    // A host listed twice: the file, its line and the host.
+    let dup = t.file(
+        "dup.toml",
+        "[hosts]\nc1 = \"10.9.0.1\"\nsrv = \"10.9.0.9\"\nc1 = \"10.9.0.2\"\n",
+    );
+    refused(
+        &t,
+        &suite,
+        &["--hosts", &dup],
+        &format!("{dup}:4: host 'c1' is listed twice"),
+    );
+    // Two hosts at one address: both named.
+    let same = t.file(
+        "same.toml",
+        "[hosts]\nc1 = \"10.9.0.1\"\nc2 = \"10.9.0.1:7575\"\n",
+    );
+    refused(
+        &t,
+        &suite,
+        &["--hosts", &same],
+        "hosts 'c1' and 'c2' are the same agent",
+    );
+    // A file that does not parse, or holds more than hosts.
+    let bad = t.file("bad.toml", "[hosts]\nc1 = \"10.9.0.1\nsrv = 1\n");
+    refused(&t, &suite, &["--hosts", &bad], &format!("{bad}:2"));
+    let more = t.file("more.toml", "name = \"x\"\n[hosts]\nc1 = \"10.9.0.1\"\n");
+    refused(
+        &t,
+        &suite,
+        &["--hosts", &more],
+        &format!("{more}:1: key 'name'"),
+    );
+    let err = refused(&t, &suite, &["--hosts", &t.path("none.toml")], "--hosts");
+    assert!(err.contains("none.toml"), "{err}");
+    // A pair naming a host the file does not have.
+    let hosts = t.file(
+        "hosts.toml",
+        "[hosts]\nc1 = \"10.9.0.1\"\nc2 = \"10.9.0.2\"\nsrv = \"10.9.0.9\"\n",
+    );
+    refused(
+        &t,
+        &suite,
+        &["--hosts", &hosts],
+        "test 'bidir': pair 3 names host 'c9', which is not in the hosts file (known: c1, c2, srv)",
+    );
+}
+
+#[test]
+fn multi_host_suites_need_hosts_or_a_lab() {
+    let t = Tmp::new();
+    refused(
+        &t,
+        "bidirectional-transfer-study",
+        &[],
+        "test 'bidir' runs on hosts (c1, ..., server): give --hosts FILE or --lab NAME (e.g. --lab quad-100m)",
+    );
+    let suite = t.file("placed.toml", PLACED);
+    let err = refused(
+        &t,
+        &suite,
+        &[],
+        "test 'bidir' runs on hosts (c1, ..., srv): give --hosts FILE or --lab NAME",
+    );
+    assert!(
+        !err.contains("e.g."),
+        "no built-in lab has these hosts: {err}"
+    );
+    // With --lab, a host neither defined nor in the lab is named (the lab
+    // is only looked up: nothing is brought up).
+    refused(
+        &t,
+        &suite,
+        &["--lab", "quad-100m"],
+        "test 'bidir': pair 1 names host 'srv', which is neither in any [hosts] table (known: none) nor a host of the lab (its hosts: server, c1,",
+    );
+    // --on-host-failure takes continue or stop.
+    suite_run(&t, &suite)
+        .args(["--on-host-failure", "later"])
+        .fails(2, "--on-host-failure");
 }

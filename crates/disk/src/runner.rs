@@ -544,18 +544,28 @@ fn run_on<C: Clock>(
     let handles = start_workers(spec, kind, &targets, &assigned, &shared, &clock, &mut notes)?;
 
     let mut series = SeriesRecorder::new(Counting::DiskIo, spec.ramp + spec.time, clock.now());
-    let ramp_end = series.t_run() + spec.ramp;
+    let schedule = ctl.schedule;
+    let ramp_end = schedule.map_or(series.t_run() + spec.ramp, |s| s.on);
     let totals = || Live::totals(&shared.live);
     let go_on = || !shared.failed.load(Ordering::Acquire);
     // Waits while sampling the series; false if interrupted or a worker failed.
     let mut wait = |until| series.wait(&clock, until, &mut ctl, &shared.phase, totals, go_on);
-    let ramped = wait(ramp_end);
+    let window = clock.open_window_after(
+        || wait(ramp_end),
+        || {
+            shared.phase.set(Phase::Measure);
+            schedule.inspect(|s| s.mark_open());
+        },
+    )?;
+    let ramped = window.is_some();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let (completed, closed) = if ramped {
-        let window = clock.open_window(|| shared.phase.set(Phase::Measure))?;
-        let measure_end = clock.now() + spec.time;
+    let (completed, closed) = if let Some(window) = window {
+        let measure_end = schedule.map_or(clock.now() + spec.time, |s| s.off);
         let completed = wait(measure_end);
-        let closed = clock.close_window(window, || shared.phase.set(Phase::Stop));
+        let closed = clock.close_window(window, || {
+            shared.phase.set(Phase::Stop);
+            schedule.inspect(|s| s.mark_close());
+        });
         (completed, Some(closed))
     } else {
         shared.phase.set(Phase::Stop);
@@ -1109,6 +1119,7 @@ mod tests {
         let ctl = RunControl {
             interrupted: &AtomicBool::new(false),
             progress: &mut iotoll_run::Silent,
+            schedule: None,
         };
         let t0 = Instant::now();
         let r = run(&spec, ctl);
@@ -1323,6 +1334,7 @@ mod tests {
         let ctl = RunControl {
             interrupted: &flag,
             progress: &mut iotoll_run::Silent,
+            schedule: None,
         };
         let t0 = clock.now();
         let r = run_on(&spec, ctl, clock.clone());

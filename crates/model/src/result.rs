@@ -99,6 +99,21 @@ pub struct HostFigures {
     pub disclosure: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Its network interfaces' counters over its window (loopback left
+    /// out): what the wire carried, headers and all, to check goodput by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ifaces: Vec<IfaceFigures>,
+}
+
+/// One interface's counters over a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IfaceFigures {
+    pub name: String,
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
 }
 
 /// Values of [`HostFigures::role`].

@@ -42,6 +42,12 @@ impl Key {
         Key(b.to_vec())
     }
 
+    /// The key itself (to hand to an agent this process starts, on its
+    /// stdin).
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     fn hmac(&self, label: &str, a: &str, b: &str) -> HmacSha256 {
         // HMAC takes keys of any length.
         let mut m = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts any key length");

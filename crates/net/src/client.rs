@@ -129,7 +129,7 @@ impl ClientSpec {
         Ok(())
     }
 
-    fn params(&self) -> TestParams {
+    pub fn params(&self) -> TestParams {
         TestParams {
             kind: self.kind,
             dir: if self.kind == TestKind::Rr {
@@ -198,7 +198,7 @@ fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
 
 /// Connects, checks the endpoint's version and runs the mutual
 /// authentication; returns the control connection ready for a test.
-fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<(Control, String), NetError> {
+pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetError> {
     let s = TcpStream::connect_timeout(addr, Duration::from_secs(5))
         .map_err(|e| peer_err(addr, format!("cannot connect: {e}")))?;
     let mut ctl = Control::new(s).map_err(|e| peer_err(addr, e.to_string()))?;
@@ -241,7 +241,22 @@ fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<(Control, String), 
         let msg = "the endpoint failed to prove the pre-shared key";
         return Err(peer_err(addr, msg));
     }
-    Ok((ctl, version))
+    Ok(Handshake {
+        ctl,
+        version,
+        nonces: crate::server::Nonces {
+            server: sn,
+            client: cn,
+        },
+    })
+}
+
+/// An authenticated control connection: the endpoint's iotoll version and
+/// the session's two challenges.
+pub struct Handshake {
+    pub ctl: Control,
+    pub version: String,
+    pub nonces: crate::server::Nonces,
 }
 
 /// What the endpoint accepted: where to open the data connections, and
@@ -259,7 +274,9 @@ fn request_test(
     key: Option<&Key>,
     params: &TestParams,
 ) -> Result<Accepted, NetError> {
-    let (mut ctl, version) = handshake(addr, key)?;
+    let Handshake {
+        mut ctl, version, ..
+    } = handshake(addr, key)?;
     ctl.send(&Msg::Test {
         params: params.clone(),
     })
@@ -353,8 +370,9 @@ fn request_test_waiting(
 }
 
 /// Opens the data connections: buffers set before connect (the window
-/// scale is chosen at the handshake), local addresses round-robin.
-fn open_data(
+/// scale is chosen at the handshake), local addresses round-robin (from
+/// `spec`: `sockbuf`, `bind`, `nodelay`).
+pub fn open_data(
     spec: &ClientSpec,
     server: SocketAddr,
     token: u64,

@@ -144,6 +144,12 @@ pub enum Msg {
     Test {
         params: TestParams,
     },
+    /// Client -> server, instead of a test: this connection is a console's
+    /// session with an agent (crates/agent), speaking agent protocol
+    /// `proto` from here on. `net serve` refuses it by name.
+    Console {
+        proto: u32,
+    },
     /// Server -> client: where to open the data connections.
     Accept {
         data_port: u16,
@@ -263,16 +269,31 @@ impl Control {
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Result<Msg, ProtoError> {
+        decode(&self.recv_frame(timeout, MAX_FRAME)?)
+    }
+
+    /// Reads one frame's body of at most `max` bytes (an agent session,
+    /// once authenticated, carries whole result documents).
+    pub fn recv_frame(&mut self, timeout: Duration, max: usize) -> Result<Vec<u8>, ProtoError> {
         let deadline = Instant::now() + timeout;
         let mut len = [0u8; 4];
         self.read_exact_by(&mut len, deadline, timeout)?;
         let n = u32::from_be_bytes(len) as u64;
-        if n as usize > MAX_FRAME {
+        if n > max as u64 {
             return Err(ProtoError::TooLarge(n));
         }
         let mut body = vec![0u8; n as usize];
         self.read_exact_by(&mut body, deadline, timeout)?;
-        decode(&body)
+        Ok(body)
+    }
+
+    /// Sends one frame's body as it is.
+    pub fn send_frame(&mut self, body: &[u8]) -> Result<(), ProtoError> {
+        let mut out = Vec::with_capacity(body.len() + 4);
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        self.stream.write_all(&out)?;
+        Ok(())
     }
 
     fn read_exact_by(

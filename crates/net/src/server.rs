@@ -52,6 +52,37 @@ pub struct ServerConfig {
     pub handshake: Duration,
     /// Runs tests that ask for TLS (`net serve --no-tls` refuses them).
     pub tls: bool,
+    /// Serves console sessions (`iotoll agent`); None: `net serve`, which
+    /// refuses them.
+    pub console: Option<ConsoleHook>,
+}
+
+/// What an agent does with a console's session once the handshake has
+/// authenticated it: the connection, the peer, and both nonces (the
+/// session's MACs are keyed on them, so a recorded session never verifies
+/// again).
+pub type ConsoleSession = dyn Fn(Control, SocketAddr, Nonces) + Send + Sync;
+
+/// The endpoint's and the console's challenges of one session, hex.
+#[derive(Debug, Clone)]
+pub struct Nonces {
+    pub server: String,
+    pub client: String,
+}
+
+#[derive(Clone)]
+pub struct ConsoleHook(pub Arc<ConsoleSession>);
+
+impl std::fmt::Debug for ConsoleHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConsoleHook(..)")
+    }
+}
+
+/// What an authenticated client asked for first.
+enum First {
+    Test(TestParams),
+    Console(Nonces),
 }
 
 /// Default deadline for each handshake message: a client that connects and
@@ -453,7 +484,15 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
     drop(take_clone(&hs.sock));
     let (mut ctl, params) = match r {
         _ if dropped => return,
-        Ok(x) => x,
+        Ok((ctl, First::Test(p))) => (ctl, p),
+        Ok((ctl, First::Console(nonces))) => match &cfg.console {
+            Some(hook) => {
+                log(&format!("{peer}: console session"));
+                return (hook.0)(ctl, peer, nonces);
+            }
+            // The handshake refused it already.
+            None => return,
+        },
         Err(e) => return log(&format!("{peer}: session ended: {e}")),
     };
     if shared
@@ -545,13 +584,14 @@ fn refuse<T>(ctl: &mut Control, err: SessionError) -> Result<T, SessionError> {
     Err(err)
 }
 
-/// The handshake, from hello to a valid test request; every message within
-/// `cfg.handshake`. Claims nothing: the caller takes the slot afterwards.
+/// The handshake, from hello to a valid test request (or a console
+/// session, for an agent); every message within `cfg.handshake`. Claims
+/// nothing: the caller takes the slot afterwards.
 fn handshake(
     stream: TcpStream,
     cfg: &ServerConfig,
     state: &AtomicU8,
-) -> Result<(Control, TestParams), SessionError> {
+) -> Result<(Control, First), SessionError> {
     let mut ctl = Control::new(stream)?;
     let sn = nonce();
     ctl.send(&Msg::Hello {
@@ -582,6 +622,20 @@ fn handshake(
     let got = ctl.recv(cfg.handshake);
     let params = match expect(&mut ctl, got, "test")? {
         Msg::Test { params } => params,
+        Msg::Console { .. } if cfg.console.is_some() => {
+            let nonces = Nonces {
+                server: sn,
+                client: cn,
+            };
+            return Ok((ctl, First::Console(nonces)));
+        }
+        Msg::Console { .. } => {
+            let msg = format!(
+                "this is `iotoll net serve` ({}): it serves network tests only; start `iotoll agent` on this host for a console",
+                iotoll_model::VERSION
+            );
+            return refuse(&mut ctl, SessionError::Refused(msg));
+        }
         other => return refuse(&mut ctl, SessionError::unexpected("test", &other)),
     };
     if let Err(e) = validate(&params, &cfg.limits) {
@@ -591,7 +645,7 @@ fn handshake(
         let msg = "this endpoint was started with --no-tls: it runs no TLS tests";
         return refuse(&mut ctl, SessionError::Refused(msg.into()));
     }
-    Ok((ctl, params))
+    Ok((ctl, First::Test(params)))
 }
 
 /// One test, holding the slot: from the data port to the report. The slot
@@ -781,6 +835,25 @@ fn accept_data(
     p: &TestParams,
     deadline: Instant,
 ) -> Result<Vec<(TcpStream, Role)>, SessionError> {
+    let abort = || {
+        ctl.peer_spoke()
+            .then(|| "the client closed its control connection (or spoke out of turn)".to_string())
+    };
+    let groups = accept_groups(listener, &[(token, roles)], p, deadline, &abort)?;
+    Ok(groups.into_iter().flatten().collect())
+}
+
+/// [`accept_data`] for several groups of connections at once (an agent
+/// serving several endpoint pairs on one data port), each group with its
+/// own token and roles; `abort` says why to give up (None: go on).
+/// Returns each group's connections in the order of its roles.
+pub fn accept_groups(
+    listener: TcpListener,
+    groups: &[(u64, &[Role])],
+    p: &TestParams,
+    deadline: Instant,
+    abort: &dyn Fn() -> Option<String>,
+) -> Result<Vec<Vec<(TcpStream, Role)>>, SessionError> {
     use mio::unix::SourceFd;
     use mio::{Interest, Poll, Token};
     let io = |what: &'static str| {
@@ -789,74 +862,78 @@ fn accept_data(
     let mut poll = Poll::new().map_err(io("epoll"))?;
     listener.set_nonblocking(true).map_err(io("listener"))?;
     let lfd = listener.as_raw_fd();
-    let cfd = ctl.stream.as_raw_fd();
-    for (fd, t) in [(lfd, 0), (cfd, 1)] {
-        let r = poll
-            .registry()
-            .register(&mut SourceFd(&fd), Token(t), Interest::READABLE);
-        r.map_err(io("epoll"))?;
-    }
-    let result = accept_loop(&mut poll, &listener, ctl, token, roles, deadline);
-    let _ = poll.registry().deregister(&mut SourceFd(&cfd));
-    let slots = result?;
-    let mut out = Vec::with_capacity(slots.len());
-    for (s, r) in slots.into_iter().zip(roles) {
-        let Some(s) = s else { continue };
-        s.set_nonblocking(false).map_err(io("socket"))?;
-        if p.nodelay {
-            let _ = s.set_nodelay(true);
+    let r = poll
+        .registry()
+        .register(&mut SourceFd(&lfd), Token(0), Interest::READABLE);
+    r.map_err(io("epoll"))?;
+    let slots = accept_loop(&mut poll, &listener, groups, deadline, abort)?;
+    let mut out = Vec::with_capacity(groups.len());
+    for (g, (_, roles)) in slots.into_iter().zip(groups) {
+        let mut conns = Vec::with_capacity(g.len());
+        for (s, r) in g.into_iter().zip(roles.iter()) {
+            let Some(s) = s else { continue };
+            s.set_nonblocking(false).map_err(io("socket"))?;
+            if p.nodelay {
+                let _ = s.set_nodelay(true);
+            }
+            if let Some(b) = p.sockbuf {
+                let _ = sock::set_sockbuf(&s, b);
+            }
+            conns.push((s, *r));
         }
-        if let Some(b) = p.sockbuf {
-            let _ = sock::set_sockbuf(&s, b);
-        }
-        out.push((s, *r));
+        out.push(conns);
     }
     Ok(out)
 }
 
+type Slots = Vec<Vec<Option<TcpStream>>>;
+
 fn accept_loop(
     poll: &mut mio::Poll,
     listener: &TcpListener,
-    ctl: &Control,
-    token: u64,
-    roles: &[Role],
+    groups: &[(u64, &[Role])],
     deadline: Instant,
-) -> Result<Vec<Option<TcpStream>>, SessionError> {
+    abort: &dyn Fn() -> Option<String>,
+) -> Result<Slots, SessionError> {
     use mio::unix::SourceFd;
     use mio::{Events, Interest, Token};
     use std::collections::HashMap;
     const LISTEN: Token = Token(0);
     let mut poll_events = Events::with_capacity(1024);
-    let mut slots: Vec<Option<TcpStream>> = (0..roles.len()).map(|_| None).collect();
+    let mut slots: Slots = (groups.iter())
+        .map(|(_, roles)| (0..roles.len()).map(|_| None).collect())
+        .collect();
+    let want: usize = groups.iter().map(|(_, r)| r.len()).sum();
     let mut got = 0;
     let mut half: HashMap<usize, HalfOpen> = HashMap::new();
     let mut next_id = 2usize;
     // Places a connection whose header is complete; false for a stray.
-    let place = |c: HalfOpen, slots: &mut Vec<Option<TcpStream>>| -> bool {
+    let place = |c: HalfOpen, slots: &mut Slots| -> bool {
         let h = c.h;
         let t = u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
         let idx = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
-        let fits = t == token
-            && idx < roles.len()
-            && slots[idx].is_none()
+        let Some(g) = groups.iter().position(|(token, _)| *token == t) else {
+            return false;
+        };
+        let roles = groups[g].1;
+        let fits = idx < roles.len()
+            && slots[g][idx].is_none()
             && Role::from_code(h[12]).map(Role::opposite) == Some(roles[idx]);
         if fits {
-            slots[idx] = Some(c.s);
+            slots[g][idx] = Some(c.s);
         }
         fits
     };
-    while got < roles.len() {
+    while got < want {
         let now = Instant::now();
         if now >= deadline {
             return Err(SessionError::Refused(format!(
-                "only {got} of {} data connections arrived in time",
-                roles.len()
+                "only {got} of {want} data connections arrived in time"
             )));
         }
-        if ctl.peer_spoke() {
+        if let Some(why) = abort() {
             return Err(SessionError::Refused(format!(
-                "the client closed its control connection (or spoke out of turn) after {got} of {} data connections",
-                roles.len()
+                "{why} after {got} of {want} data connections"
             )));
         }
         // Silent connections past their time are dropped.
@@ -910,7 +987,6 @@ fn accept_loop(
                         }
                     }
                 },
-                Token(1) => {} // the control connection: checked above
                 Token(id) => {
                     let Some(mut c) = half.remove(&id) else {
                         continue;

@@ -700,6 +700,33 @@ impl<'a> Finder<'a> {
     }
 }
 
+/// Real-time priority (SCHED_FIFO, lowest level) for the calling thread,
+/// for a thread that only sleeps until a measurement window's edges: a
+/// waking real-time thread preempts a load that saturates every CPU at
+/// once. Threads it creates do not inherit it (SCHED_RESET_ON_FORK).
+/// Drop it with [`normal_priority`] before doing anything heavy at the
+/// edge: equal real-time threads of other agents on the same CPUs would
+/// wait for it.
+pub fn realtime_edges() -> Result<(), String> {
+    let p = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sets the calling thread's policy; `p` is a valid param.
+    let r =
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &p) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!("SCHED_FIFO: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Back to the normal policy (after [`realtime_edges`]); harmless if the
+/// thread never left it.
+pub fn normal_priority() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

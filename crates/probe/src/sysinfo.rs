@@ -688,6 +688,36 @@ pub fn busy_processes(
     .collect()
 }
 
+/// Every interface's byte and packet counters in the calling thread's
+/// network namespace (`/proc/thread-self/net/dev`: a thread that entered a
+/// lab host's namespace sees that host's interfaces).
+pub fn iface_counters() -> Vec<iotoll_model::IfaceFigures> {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev")
+        .or_else(|_| std::fs::read_to_string("/proc/net/dev"))
+        .unwrap_or_default();
+    parse_net_dev(&text)
+}
+
+fn parse_net_dev(text: &str) -> Vec<iotoll_model::IfaceFigures> {
+    text.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            // rx: bytes packets errs drop fifo frame compressed multicast; then tx.
+            (f.len() >= 16).then(|| iotoll_model::IfaceFigures {
+                name: name.trim().to_string(),
+                rx_bytes: f[0],
+                rx_packets: f[1],
+                tx_bytes: f[8],
+                tx_packets: f[9],
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,5 +842,29 @@ mod tests {
         // can only have come from the ioctl in the veth's namespace.
         assert_eq!(iface.driver.as_deref(), Some("veth"), "{iface:?}");
         assert_eq!(iface.driver_version, info.version);
+    }
+}
+#[cfg(test)]
+mod net_dev_tests {
+    #[test]
+    fn parses_proc_net_dev() {
+        let t = "Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    lo: 1000      10    0    0    0     0          0         0     2000      20    0    0    0     0       0          0\n  eth0: 5 1 0 0 0 0 0 0 7 1 0 0 0 0 0 0\n";
+        let got = super::parse_net_dev(t);
+        let brief: Vec<_> = (got.iter())
+            .map(|i| {
+                (
+                    i.name.as_str(),
+                    i.rx_bytes,
+                    i.rx_packets,
+                    i.tx_bytes,
+                    i.tx_packets,
+                )
+            })
+            .collect();
+        assert_eq!(
+            brief,
+            vec![("lo", 1000, 10, 2000, 20), ("eth0", 5, 1, 7, 1)]
+        );
+        assert!(!super::iface_counters().is_empty());
     }
 }

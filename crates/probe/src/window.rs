@@ -34,6 +34,25 @@ impl CpuWindow {
     /// /proc/stat window rather than inside it.
     pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let procs = procs::snapshot();
+        Self::open(procs, on_open)
+    }
+
+    /// [`start_with`](Self::start_with) at an instant: the process table is
+    /// read first, then `wait` waits for the instant (false: give up, no
+    /// window), then the window opens at once. So a window scheduled
+    /// across hosts opens on time, not one table-read late.
+    pub fn start_after(
+        wait: impl FnOnce() -> bool,
+        on_open: impl FnOnce(),
+    ) -> Result<Option<Self>, ProbeError> {
+        let procs = procs::snapshot();
+        if !wait() {
+            return Ok(None);
+        }
+        Self::open(procs, on_open).map(Some)
+    }
+
+    fn open(procs: procs::ProcSnapshot, on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
         let t0 = Instant::now();

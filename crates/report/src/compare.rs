@@ -40,6 +40,39 @@ pub struct TestData {
     pub interference: Vec<String>,
     /// The test's peer was this very host (same kernel boot id).
     pub same_host_peer: bool,
+    /// A multi-host test's per-host figures; None for single-host tests
+    /// and documents made before multi-host tests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multi: Option<MultiHost>,
+}
+
+/// A multi-host test's breakdown, all of one repetition (the selected one,
+/// or the first when the test keeps a mean, which has no breakdown), so
+/// that its hosts, pairs and totals belong together.
+#[derive(Debug, Clone, Serialize)]
+pub struct MultiHost {
+    pub rep: i64,
+    pub selected: bool,
+    /// That repetition's totals as its document states them (not
+    /// re-derived): what the per-host table's totals rows show.
+    pub totals: Metrics,
+    pub hosts: Vec<iotoll_model::HostFigures>,
+    pub pairs: Vec<iotoll_model::PairFigures>,
+    pub skew_us: Option<iotoll_model::Skew>,
+}
+
+impl MultiHost {
+    fn of(rep: &iotoll_store::RepRow, selected: bool) -> Option<MultiHost> {
+        let d = &rep.doc;
+        (!d.hosts.is_empty()).then(|| MultiHost {
+            rep: rep.rep,
+            selected,
+            totals: d.metrics.clone(),
+            hosts: d.hosts.clone(),
+            pairs: d.pairs.clone(),
+            skew_us: d.skew_us.clone(),
+        })
+    }
 }
 
 /// One configuration: a stored run.
@@ -115,6 +148,7 @@ impl ConfigData {
                     spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
                     interference,
                     same_host_peer,
+                    multi: rep.and_then(|r| MultiHost::of(r, selected.is_some())),
                 })
             })
             .collect();
@@ -555,6 +589,7 @@ pub(crate) mod test_data {
             spec: serde_json::json!({}),
             interference: Vec::new(),
             same_host_peer: false,
+            multi: None,
         }
     }
 

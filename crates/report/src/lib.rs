@@ -8,6 +8,7 @@ pub mod compare;
 pub mod disclosure;
 pub mod findings;
 pub mod fmt;
+pub mod hosts;
 pub mod html;
 pub mod info;
 pub mod markdown;
@@ -15,3 +16,6 @@ pub mod tables;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};
 pub use info::{load, RunInfo};
+
+#[cfg(test)]
+pub(crate) mod fixtures;

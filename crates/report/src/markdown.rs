@@ -3,6 +3,7 @@
 //! differences.
 
 use crate::compare::{Comparison, ConfigData};
+use crate::hosts::Part;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use iotoll_model::metrics::label;
@@ -96,6 +97,24 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(o, "\n## Efficiency\n");
         for t in tables::efficiency(c, configs) {
             let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
+        }
+    }
+    let multi = crate::hosts::tests(configs);
+    if !multi.is_empty() {
+        let _ = writeln!(o, "\n## Multi-host tests\n");
+    }
+    for mt in &multi {
+        for part in crate::hosts::parts(mt, configs) {
+            match part {
+                Part::Table(t) => {
+                    let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
+                }
+                Part::Text(s) => {
+                    let _ = writeln!(o, "{}\n", md(&s));
+                }
+                // Charts and folded lists are the HTML report's.
+                Part::Chart { .. } | Part::AllPairs { .. } => {}
+            }
         }
     }
     let test_notes: Vec<(usize, String, String)> = infos

@@ -18,17 +18,20 @@ pub struct TRow {
     /// The configuration this row belongs to (its colour).
     pub config: Option<usize>,
     pub warn: bool,
+    /// A totals or summary row (set apart in HTML).
+    pub total: bool,
 }
 
 impl TRow {
     /// A row with no cell marked as differing.
-    fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
+    pub(crate) fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
         let cell_diff = vec![false; cells.len()];
         TRow {
             cells,
             cell_diff,
             config,
             warn,
+            total: false,
         }
     }
 }
@@ -387,7 +390,7 @@ pub fn remote_cpu_metric(m: &str) -> bool {
 
 /// A CPU % cell: two decimals, so that the efficiency beside it can be
 /// checked against the shown values.
-fn cpu_cell(v: Option<f64>) -> String {
+pub(crate) fn cpu_cell(v: Option<f64>) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.2}"),
         _ => "–".into(),
@@ -406,7 +409,7 @@ fn test_cell(name: &str, not_repeatable: bool) -> String {
 
 /// A metric's value; the peer's CPU is not a second machine's when the peer
 /// was this host.
-fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
+pub(crate) fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
     if same_host && remote_cpu_metric(m) {
         "(same host)".into()
     } else if m.ends_with("_pct") && !m.contains("_per_") {
@@ -594,6 +597,7 @@ pub fn comparison(c: &Comparison) -> Table {
                 cell_diff,
                 config: None,
                 warn: r.not_repeatable,
+                total: false,
             }
         })
         .collect();
@@ -697,7 +701,11 @@ pub fn to_html(t: &Table, class: &str) -> String {
     }
     o.push_str("</tr></thead><tbody>\n");
     for r in &t.rows {
-        o.push_str("<tr>");
+        o.push_str(if r.total {
+            "<tr class=\"total\">"
+        } else {
+            "<tr>"
+        });
         for (j, c) in r.cells.iter().enumerate() {
             let attr = match (r.cell_diff.get(j) == Some(&true), j == 0 && r.warn) {
                 (false, false) => "",

@@ -17,6 +17,19 @@ pub trait Clock: Clone + Send + Sync + 'static {
     fn sleep(&self, d: Duration);
     /// Opens the CPU window and calls `on_open` the moment it is open.
     fn open_window(&self, on_open: impl FnOnce()) -> Result<Self::Window, ProbeError>;
+    /// Opens the window once `wait` returns true (None if it returns
+    /// false), with the slow part of opening done before waiting, so the
+    /// window opens on time.
+    fn open_window_after(
+        &self,
+        wait: impl FnOnce() -> bool,
+        on_open: impl FnOnce(),
+    ) -> Result<Option<Self::Window>, ProbeError> {
+        if !wait() {
+            return Ok(None);
+        }
+        self.open_window(on_open).map(Some)
+    }
     /// Closes it and calls `on_close` the moment it is closed.
     fn close_window(&self, w: Self::Window, on_close: impl FnOnce()) -> ClosedWindow;
 }
@@ -39,6 +52,14 @@ impl Clock for HostClock {
 
     fn open_window(&self, on_open: impl FnOnce()) -> Result<CpuWindow, ProbeError> {
         CpuWindow::start_with(on_open)
+    }
+
+    fn open_window_after(
+        &self,
+        wait: impl FnOnce() -> bool,
+        on_open: impl FnOnce(),
+    ) -> Result<Option<CpuWindow>, ProbeError> {
+        CpuWindow::start_after(wait, on_open)
     }
 
     fn close_window(&self, w: CpuWindow, on_close: impl FnOnce()) -> ClosedWindow {

@@ -13,7 +13,7 @@ pub use clock::{Clock, FakeClock, HostClock};
 pub use counters::{jain_fairness, Live};
 pub use latency::{latency_report, new_histogram, write_latency_metrics};
 pub use pacing::{
-    wait_until, Counting, Phase, PhaseCell, Progress, RunControl, SeriesRecorder, Silent,
+    wait_until, Counting, Phase, PhaseCell, Progress, RunControl, Schedule, SeriesRecorder, Silent,
 };
 
 use iotoll_model::CpuReport;

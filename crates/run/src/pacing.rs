@@ -70,6 +70,56 @@ pub struct RunControl<'a> {
     /// Set by a signal handler: stop cleanly and report what was measured.
     pub interrupted: &'a AtomicBool,
     pub progress: &'a mut dyn Progress,
+    /// An agent's run: the window opens and closes at instants the console
+    /// chose (instead of after `ramp`, for `time`), and the run marks when
+    /// it really did.
+    pub schedule: Option<&'a Schedule>,
+}
+
+/// A window at fixed instants, and when it really opened and closed.
+#[derive(Debug)]
+pub struct Schedule {
+    pub on: Instant,
+    pub off: Instant,
+    opened: std::sync::Mutex<Option<std::time::SystemTime>>,
+    closed: std::sync::Mutex<Option<std::time::SystemTime>>,
+}
+
+impl Schedule {
+    pub fn new(on: Instant, off: Instant) -> Self {
+        Schedule {
+            on,
+            off,
+            opened: Default::default(),
+            closed: Default::default(),
+        }
+    }
+
+    /// Called the moment the window opens (closes): the wall clock, which
+    /// the console can relate to other hosts' through its measured offset.
+    pub fn mark_open(&self) {
+        Self::mark(&self.opened);
+    }
+
+    /// Also ends the real-time priority a scheduled window's thread may
+    /// have had for its edges (`affinity::realtime_edges`): what follows
+    /// the close is the heavy part.
+    pub fn mark_close(&self) {
+        Self::mark(&self.closed);
+        iotoll_probe::affinity::normal_priority();
+    }
+
+    fn mark(m: &std::sync::Mutex<Option<std::time::SystemTime>>) {
+        *m.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::SystemTime::now());
+    }
+
+    /// When the window opened and closed (None: it did not).
+    pub fn marks(&self) -> (Option<std::time::SystemTime>, Option<std::time::SystemTime>) {
+        let get = |m: &std::sync::Mutex<Option<std::time::SystemTime>>| {
+            *m.lock().unwrap_or_else(|p| p.into_inner())
+        };
+        (get(&self.opened), get(&self.closed))
+    }
 }
 
 /// What the live counters of a run count.
@@ -264,6 +314,7 @@ mod tests {
         let mut ctl = RunControl {
             interrupted: &AtomicBool::new(false),
             progress: &mut Silent,
+            schedule: None,
         };
         let phase = Arc::new(PhaseCell::new(Phase::Ramp));
         let sent = std::cell::Cell::new((0, 0));

@@ -262,6 +262,59 @@ fn selected_breakdown(t: &TestRow) -> Option<&ResultDoc> {
     (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
 }
 
+/// The document of a multi-host test's selected repetition, when the
+/// test's figures are that repetition's (a mean has no hosts to add up to
+/// it).
+fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
+    if t.select == "mean" {
+        return None;
+    }
+    let rep = t.selected_rep?;
+    let d = &t.reps.iter().find(|r| r.rep == rep)?.doc;
+    (!d.hosts.is_empty()).then_some(d)
+}
+
+/// A multi-host test as Iometer writes a test of several managers (one
+/// Dynamo per host): the `ALL` row of the test's totals, then a `MANAGER`
+/// row per host with that host's figures over its window and its own CPU.
+/// A network host's figures are its own sends and receipts, except a
+/// request/response server's, whose reads are the requests (as the
+/// endpoint's row of a single-host test).
+fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
+    let cells = |m: &Metrics, endpoint: bool| match t.kind {
+        Kind::Disk => Some(disk_cells(t, m)),
+        _ => net_cells(t, m, endpoint, ""),
+    };
+    let mut rows = Vec::new();
+    let Some(mut all) = cells(m, false) else {
+        return rows;
+    };
+    all.insert("'Target Type", "ALL".into());
+    all.insert("Target Name", "All".into());
+    // A disk test is named by its access spec (disk_cells), as without hosts.
+    all.entry("Access Specification Name")
+        .or_insert_with(|| t.name.clone());
+    all.insert("# Managers", doc.hosts.len().to_string());
+    rows.push(all);
+    for h in &doc.hosts {
+        let mut hm = h.metrics.clone();
+        // Totals over the window need its length; a host's is the test's.
+        if let Some(w) = m.get(mn::WINDOW_S) {
+            hm.entry(mn::WINDOW_S.to_string()).or_insert(*w);
+        }
+        let endpoint = t.kind == Kind::NetRr && h.role == "server";
+        if let Some(mut c) = cells(&hm, endpoint) {
+            c.insert("'Target Type", "MANAGER".into());
+            c.insert("Target Name", h.name.clone());
+            c.entry("Access Specification Name")
+                .or_insert_with(|| t.name.clone());
+            c.remove("# Managers");
+            rows.push(c);
+        }
+    }
+    rows
+}
+
 /// Iometer's I/O columns from the figures of one part of a disk run (a
 /// worker, or a target). The read and write shares of `iops` and `mb_s`
 /// go by the part's counts, so that Read + Write is the total as on
@@ -387,10 +440,11 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
 /// A network test the way Iometer reports a network client worker: each
 /// message sent is a write I/O, each one received a read I/O, and a
 /// request/response pair is a transaction. `endpoint` gives the same test
-/// seen from the endpoint (its reads are the client's writes) with the
-/// endpoint's CPU. Returns None when the test has nothing Iometer's
-/// network columns can hold.
-fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
+/// seen from the endpoint (its reads are the client's writes); `prefix` is
+/// the prefix of the CPU metrics to show ("" this host's, "remote_" the
+/// endpoint's). Returns None when the test has nothing Iometer's network
+/// columns can hold.
+fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<Cells> {
     let g = |k: &str| m.get(k).copied();
     let spec = t.reps.first().map(|r| &r.doc.spec);
     let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
@@ -459,7 +513,6 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool) -> Option<Cells> {
     put(&mut c, "Read I/Os", total(read_ios, 1.0));
     put(&mut c, "Write I/Os", total(write_ios, 1.0));
     put(&mut c, "Errors", g("errors"));
-    let prefix = if endpoint { "remote_" } else { "" };
     cpu_cells(&mut c, m, prefix);
     // Iometer's CPU Effectiveness: IOps per % CPU of the same manager.
     let cpu = m.get(&format!("{prefix}cpu_pct")).copied();
@@ -498,6 +551,13 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
+        if let Some(doc) = selected_multi_host(t) {
+            for c in multi_host_rows(t, m, doc) {
+                let _ = w.write_record(line(&c));
+            }
+            rows += 1;
+            continue;
+        }
         if t.kind == Kind::Disk {
             let all = disk_cells(t, m);
             match selected_breakdown(t) {
@@ -513,7 +573,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             rows += 1;
             continue;
         }
-        let Some(mut all) = net_cells(t, m, false) else {
+        let Some(mut all) = net_cells(t, m, false, "") else {
             skipped.push(format!(
                 "test '{}' ({}) has no throughput or transaction rate",
                 t.name, t.kind
@@ -539,7 +599,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.remove("# Managers");
         let _ = w.write_record(line(&all));
         if remote_cpu {
-            if let Some(mut ep) = net_cells(t, m, true) {
+            if let Some(mut ep) = net_cells(t, m, true, "remote_") {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", t.name.clone());
@@ -833,6 +893,65 @@ mod tests {
         );
         assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
         insta::assert_snapshot!(out);
+    }
+
+    /// A multi-host stream test: the ALL row of its totals, then one
+    /// MANAGER row per host with its own figures and CPU.
+    #[test]
+    fn iometer_multi_host_stream_has_a_manager_per_host() {
+        let mut r = net_run(
+            "net-stream",
+            json!({"window_s": 10.0, "mbit_s": 1600.0, "tx_mbit_s": 1600.0, "rx_mbit_s": 0.0,
+                   "cpu_pct": 20.0, "remote_cpu_pct": 30.0}),
+            json!({"dir": "tx", "conns": 4, "msg": 65536}),
+        );
+        let host = |name: &str, role: &str, tx: f64, rx: f64, cpu: f64| iotoll_model::HostFigures {
+            name: name.into(),
+            role: role.into(),
+            cpus: 4,
+            metrics: [
+                ("mbit_s", tx + rx),
+                ("tx_mbit_s", tx),
+                ("rx_mbit_s", rx),
+                ("cpu_pct", cpu),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+            ..Default::default()
+        };
+        r.tests[0].reps[0].doc.hosts = vec![
+            host("s1", "server", 0.0, 1600.0, 30.0),
+            host("c1", "client", 800.0, 0.0, 18.0),
+            host("c2", "client", 800.0, 0.0, 22.0),
+        ];
+        let out = iometer_csv(&r).unwrap().text;
+        assert_eq!(out.lines().count(), 8 + 1 + 3, "{out}");
+        let all = cells(&out, 8);
+        assert_eq!(col(&all, "'Target Type"), "ALL");
+        assert_eq!(col(&all, "# Managers"), "3");
+        assert_eq!(col(&all, "Write MBps (Decimal)"), "200");
+        assert_eq!(col(&all, "% CPU Utilization"), "20");
+        let s1 = cells(&out, 9);
+        assert_eq!(
+            (col(&s1, "'Target Type"), col(&s1, "Target Name")),
+            ("MANAGER", "s1")
+        );
+        assert_eq!(
+            col(&s1, "Read MBps (Decimal)"),
+            "200",
+            "the server received it all"
+        );
+        assert_eq!(
+            col(&s1, "Bytes Read"),
+            "2000000000",
+            "over the test's window"
+        );
+        assert_eq!(col(&s1, "% CPU Utilization"), "30", "its own CPU");
+        let c2 = cells(&out, 11);
+        assert_eq!(col(&c2, "Target Name"), "c2");
+        assert_eq!(col(&c2, "Write MBps (Decimal)"), "100");
+        assert_eq!(col(&c2, "% CPU Utilization"), "22");
     }
 
     /// The `counts` and `metrics` of `reads` and `writes` 8 KiB I/Os over

@@ -730,13 +730,25 @@ impl Store {
         doc: &ResultDoc,
     ) -> Result<(), StoreError> {
         // A non-finite figure would be stored as null and the document
-        // could never be read back: such figures are left out.
+        // could never be read back: such figures are left out, of the
+        // totals and of every part's (target, worker, host) metrics.
         let clean;
-        let doc = if doc.metrics.values().all(|v| v.is_finite()) {
+        let finite = |m: &iotoll_model::Metrics| m.values().all(|v| v.is_finite());
+        let doc = if finite(&doc.metrics)
+            && doc.targets.iter().all(|t| finite(&t.metrics))
+            && doc.workers.iter().all(|w| finite(&w.metrics))
+            && doc.hosts.iter().all(|h| finite(&h.metrics))
+        {
             doc
         } else {
             let mut d = doc.clone();
-            d.metrics.retain(|_, v| v.is_finite());
+            let maps = std::iter::once(&mut d.metrics)
+                .chain(d.targets.iter_mut().map(|t| &mut t.metrics))
+                .chain(d.workers.iter_mut().map(|w| &mut w.metrics))
+                .chain(d.hosts.iter_mut().map(|h| &mut h.metrics));
+            for m in maps {
+                m.retain(|_, v| v.is_finite());
+            }
             clean = d;
             &clean
         };
@@ -1179,6 +1191,133 @@ mod tests {
         let m = &det.tests[0].reps[0].doc.metrics;
         assert!(!m.contains_key("iops") && !m.contains_key("mb_s"));
         assert_eq!(m["cpu_pct"], 10.0);
+    }
+
+    /// A multi-host document: 1 server and 2 clients, 2 pairs, the skew.
+    fn multi_host_doc() -> ResultDoc {
+        let host = |name: &str, role: &str, mbit: f64, cpu: f64| iotoll_model::HostFigures {
+            name: name.into(),
+            address: format!("{name}.lab:7576"),
+            role: role.into(),
+            cpus: 4,
+            boot_id: Some(format!("boot-{name}")),
+            metrics: [
+                ("mbit_s", mbit),
+                ("cpu_pct", cpu),
+                ("mbit_s_per_cpu_pct", mbit / cpu),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+            cpu: Some(iotoll_model::CpuReport {
+                cpus: 4,
+                window_s: 10.0,
+                busy_pct: cpu,
+                ..Default::default()
+            }),
+            on_us: -12.5,
+            off_us: 30.25,
+            disclosure: Some(serde_json::json!({"system": {"kernel": "6.1"}})),
+            notes: vec![format!("{name}: a note")],
+            ifaces: Vec::new(),
+        };
+        let pair = |client: &str, mbit: f64| iotoll_model::PairFigures {
+            client: client.into(),
+            server: "s1".into(),
+            conns: 2,
+            client_to_server_bytes: (mbit * 1e6 / 8.0 * 10.0) as u64,
+            server_to_client_bytes: 0,
+            mbit_s: mbit,
+        };
+        let mut d = doc(1.0);
+        d.kind = Kind::NetStream;
+        d.metrics = [
+            ("mbit_s", 1900.0),
+            ("cpu_pct", 21.0),
+            ("pair_fairness", 0.9986),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        d.hosts = vec![
+            host("s1", "server", 1900.0, 30.0),
+            host("c1", "client", 1000.0, 20.0),
+            host("c2", "client", 900.0, 22.0),
+        ];
+        d.pairs = vec![pair("c1", 1000.0), pair("c2", 900.0)];
+        d.skew_us = Some(iotoll_model::Skew {
+            start: 48.5,
+            stop: 96.0,
+            clock: 20.0,
+        });
+        d
+    }
+
+    /// The stored document, its JSON export and that export read back are
+    /// the document: hosts, pairs and skew included.
+    #[test]
+    fn a_multi_host_document_round_trips_through_store_and_export() {
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let run = running(&s);
+        let t = s
+            .add_test(
+                run,
+                1,
+                "mesh",
+                Kind::NetStream,
+                None,
+                &serde_json::json!({}),
+                "all",
+            )
+            .unwrap();
+        let original = multi_host_doc();
+        s.add_rep(t, 1, &original).unwrap();
+        let det = s.run_detail(run).unwrap();
+        let stored = &det.tests[0].reps[0].doc;
+        let json = |d: &ResultDoc| serde_json::to_value(d).unwrap();
+        assert_eq!(json(stored), json(&original));
+        assert_eq!(stored.hosts, original.hosts);
+        assert_eq!(stored.pairs, original.pairs);
+        assert_eq!(stored.skew_us, original.skew_us);
+        // `results export --format json`, read back.
+        let exported: serde_json::Value =
+            serde_json::from_str(&export::json(&det).unwrap()).unwrap();
+        let doc = &exported["tests"][0]["reps"][0]["doc"];
+        assert_eq!(doc, &json(&original));
+        let back: ResultDoc = serde_json::from_value(doc.clone()).unwrap();
+        assert_eq!(
+            (back.hosts, back.pairs, back.skew_us),
+            (original.hosts, original.pairs, original.skew_us)
+        );
+    }
+
+    #[test]
+    fn a_hosts_non_finite_figure_never_damages_a_stored_document() {
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let run = running(&s);
+        let t = s
+            .add_test(
+                run,
+                1,
+                "mesh",
+                Kind::NetStream,
+                None,
+                &serde_json::json!({}),
+                "all",
+            )
+            .unwrap();
+        let mut bad = multi_host_doc();
+        bad.hosts[1]
+            .metrics
+            .insert("mbit_s_per_cpu_pct".into(), f64::INFINITY);
+        s.add_rep(t, 1, &bad).unwrap();
+        let det = s.run_detail(run).expect("readable");
+        let hosts = &det.tests[0].reps[0].doc.hosts;
+        assert!(!hosts[1].metrics.contains_key("mbit_s_per_cpu_pct"));
+        assert_eq!(hosts[1].metrics["mbit_s"], 1000.0);
+        assert_eq!(hosts[0], multi_host_doc().hosts[0]);
     }
 
     #[test]

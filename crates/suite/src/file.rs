@@ -2,6 +2,7 @@
 //! reject unknown keys and keep each value's place in the file, checked
 //! with file, line and key, and expanded (swept parameters) into jobs.
 
+use crate::hosts::{HostEntry, Placement};
 use crate::select::Rule;
 use iotoll_disk::specs::{self, AccessLine, AccessSpec};
 use iotoll_disk::{DiskSpec, EngineChoice};
@@ -166,6 +167,8 @@ pub struct Job {
     /// Other processes above this % of the host's CPU in a repetition's
     /// window make it interfered.
     pub interference_pct: f64,
+    /// Where it runs: here, or on hosts (`on`, `pairs`; also in `params`).
+    pub placement: Placement,
 }
 
 impl Job {
@@ -184,6 +187,9 @@ pub struct Suite {
     /// The file as given, stored with every run.
     pub text: String,
     pub cpu_threshold_pct: Option<f64>,
+    /// The file's `[hosts]` table, in its order (a hosts file's entries
+    /// override these: `hosts::resolve_hosts`).
+    pub hosts: Vec<HostEntry>,
     pub jobs: Vec<Job>,
 }
 
@@ -202,15 +208,15 @@ pub const MAX_TESTS: usize = 10_000;
 /// A value as written, with its place in the file. Values stay raw TOML
 /// until checked, so that each error says what was wrong with the value
 /// ("expected a whole number, got \"deep\"") as it always has.
-type Raw = Spanned<Value>;
+pub(crate) type Raw = Spanned<Value>;
 /// A key that is only known here and read elsewhere.
-type Known = Option<IgnoredAny>;
+pub(crate) type Known = Option<IgnoredAny>;
 /// A value of the parsed file with its place, e.g. a `[[test]]` table.
-type Node<'a> = Spanned<DeValue<'a>>;
+pub(crate) type Node<'a> = Spanned<DeValue<'a>>;
 /// A test's parameters as written, in the order of its kind's keys.
 type Params = Vec<(&'static str, Sweep)>;
-type Span = std::ops::Range<usize>;
-type Checked<T> = Result<T, SuiteError>;
+pub(crate) type Span = std::ops::Range<usize>;
+pub(crate) type Checked<T> = Result<T, SuiteError>;
 
 /// A workload parameter as written: one value, or a list of values to sweep.
 #[derive(serde::Deserialize)]
@@ -243,6 +249,7 @@ struct SuiteKeys {
     time: Known,
     test: Known,
     spec: Known,
+    hosts: Known,
 }
 
 /// A `[[spec]]` table: an access specification for the file's disk tests.
@@ -335,6 +342,8 @@ macro_rules! kind_table {
             name: Known, kind: Known, group: Known, reps: Known, select: Known,
             repeatability_pct: Known, rerun: Known, interference_pct: Known,
             ramp: Known, time: Known,
+            // Placement: read by `hosts::placement`, which refuses a kind's wrong ones.
+            on: Known, pairs: Known, clients: Known, server: Known, pairs_per_client: Known,
             $($param: Option<Sweep>,)+
         }
         impl $ty {
@@ -351,7 +360,7 @@ kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, o
 kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
 kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
 
-fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
+pub(crate) fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
     T::deserialize(ValueDeserializer::from(v.clone()))
 }
 
@@ -388,14 +397,14 @@ fn as_size(v: &Value) -> Result<u64, String> {
     }
 }
 
-fn as_u32(v: &Value) -> Result<u32, String> {
+pub(crate) fn as_u32(v: &Value) -> Result<u32, String> {
     match v {
         Value::Integer(i) if (0..=u32::MAX as i64).contains(i) => Ok(*i as u32),
         other => Err(format!("expected a whole number, got {other}")),
     }
 }
 
-fn as_str(v: &Value) -> Result<&str, String> {
+pub(crate) fn as_str(v: &Value) -> Result<&str, String> {
     v.as_str()
         .ok_or_else(|| format!("expected a string, got {}", v.type_str()))
 }
@@ -446,14 +455,8 @@ struct Test {
 
 /// Parses and expands a suite. `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
-    let cx = Ctx {
-        file,
-        text,
-        file_specs: Vec::new(),
-    };
-    // The file as a tree of values that know their place in it.
-    let root = DeTable::parse(text).map_err(|e| cx.err(e.span(), None, e.message()))?;
-    let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+    let cx = Ctx::new(file, text);
+    let root = cx.root()?;
     let suite: SuiteKeys = read(&root).map_err(|e| {
         cx.de_err(e, |known| {
             let known = known.trim_start_matches("one of ").replace('`', "");
@@ -473,6 +476,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             as_number(v).ok_or_else(|| "expected a number".into())
         })?;
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
+    let hosts = crate::hosts::hosts_table(&cx, &root)?;
     let file_specs = cx.specs(&root)?;
     let cx = Ctx { file_specs, ..cx };
     let mut jobs = Vec::new();
@@ -486,42 +490,97 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         description: (suite.description).and_then(|v| v.into_inner().as_str().map(str::to_string)),
         text: text.to_string(),
         cpu_threshold_pct,
+        hosts,
         jobs,
     })
 }
 
-struct Ctx<'a> {
-    file: &'a str,
-    text: &'a str,
+pub(crate) struct Ctx<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) text: &'a str,
     /// The file's `[[spec]]`s: a test's `spec` looks here first.
     file_specs: Vec<AccessSpec>,
 }
 
 impl<'a> Ctx<'a> {
-    fn err(&self, at: Option<Span>, key: Option<&str>, msg: impl Into<String>) -> SuiteError {
-        let line = |offset: usize| {
-            let mut before = &self.text.as_bytes()[..offset.min(self.text.len())];
-            if before.len() == self.text.len() {
-                // An error at the very end is told on the last line.
-                before = before.strip_suffix(b"\n").unwrap_or(before);
-            }
-            before.iter().filter(|b| **b == b'\n').count() + 1
-        };
+    pub(crate) fn new(file: &'a str, text: &'a str) -> Ctx<'a> {
+        Ctx {
+            file,
+            text,
+            file_specs: Vec::new(),
+        }
+    }
+
+    /// The file as a tree of values that know their place in it.
+    pub(crate) fn root(&self) -> Checked<Node<'a>> {
+        let root = DeTable::parse(self.text).map_err(|e| {
+            let msg = match (e.message(), e.span()) {
+                ("duplicate key", Some(at)) => self.duplicate(at),
+                (m, _) => m.to_string(),
+            };
+            self.err(e.span(), None, msg)
+        })?;
+        Ok(Spanned::new(root.span(), DeValue::Table(root.into_inner())))
+    }
+
+    /// TOML's "duplicate key" with the key, and for a `[hosts]` entry
+    /// (the key under a `[hosts]` header, or in a `[hosts.NAME]` one) as
+    /// a host listed twice.
+    fn duplicate(&self, at: Span) -> String {
+        let key = self.text.get(at.clone()).unwrap_or_default();
+        let key = key.trim_matches(|c| c == '"' || c == '\'');
+        let line_start = self.text[..at.start.min(self.text.len())]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        // The table the key is in: its own line if that is a header, else
+        // the nearest header above it.
+        let header = self.text[line_start..]
+            .lines()
+            .next()
+            .filter(|l| l.trim_start().starts_with('['))
+            .or_else(|| {
+                (self.text[..line_start].lines().rev()).find(|l| l.trim_start().starts_with('['))
+            })
+            .unwrap_or_default();
+        let header: String = header.chars().filter(|c| !c.is_whitespace()).collect();
+        if header == "[hosts]" || header.starts_with("[hosts.") {
+            format!("host '{key}' is listed twice")
+        } else {
+            format!("duplicate key '{key}'")
+        }
+    }
+
+    /// The line (1-based) of byte `offset`.
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
+        let mut before = &self.text.as_bytes()[..offset.min(self.text.len())];
+        if before.len() == self.text.len() {
+            // An error at the very end is told on the last line.
+            before = before.strip_suffix(b"\n").unwrap_or(before);
+        }
+        before.iter().filter(|b| **b == b'\n').count() + 1
+    }
+
+    pub(crate) fn err(
+        &self,
+        at: Option<Span>,
+        key: Option<&str>,
+        msg: impl Into<String>,
+    ) -> SuiteError {
         SuiteError {
             file: self.file.to_string(),
-            line: at.map(|s| line(s.start)),
+            line: at.map(|s| self.line_of(s.start)),
             key: key.map(str::to_string),
             msg: msg.into(),
         }
     }
 
-    fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
+    pub(crate) fn at(&self, v: &Raw, key: &str, msg: impl Into<String>) -> SuiteError {
         self.err(Some(v.span()), Some(key), msg)
     }
 
     /// A serde error in the file's terms: an unknown key is named, on its
     /// line, with the keys known there (`known` is given serde's list).
-    fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
+    pub(crate) fn de_err(&self, e: toml::de::Error, known: impl Fn(&str) -> String) -> SuiteError {
         let unknown = (e.message().strip_prefix("unknown field `"))
             .and_then(|rest| rest.split_once("`, expected "));
         match unknown {
@@ -734,10 +793,15 @@ impl<'a> Ctx<'a> {
         };
         let params = params.map_err(|(e, known)| {
             self.de_err(e, |_| {
-                format!("unknown key for a {kind} test; known: {}", known.join(", "))
+                format!(
+                    "unknown key for a {kind} test; known: {}, and to place it on hosts: {}",
+                    known.join(", "),
+                    crate::hosts::placement_keys(kind).join(", ")
+                )
             })
         })?;
-        let proto = self.proto(kind, &common, suite, &header)?;
+        let mut proto = self.proto(kind, &common, suite, &header)?;
+        proto.placement = crate::hosts::placement(self, kind, t, &header)?;
         if let Some((k, s)) = params.iter().find(|(_, s)| s.values().is_empty()) {
             return Err(self.at(&s.0, k, "empty sweep: give at least one value"));
         }
@@ -756,7 +820,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// `v` checked by `check`; an error is told on the value's line.
-    fn check<T>(
+    pub(crate) fn check<T>(
         &self,
         v: Option<&Raw>,
         key: &str,
@@ -830,6 +894,7 @@ impl<'a> Ctx<'a> {
             rerun: rerun.unwrap_or(0),
             interference_pct: interference_pct
                 .unwrap_or(iotoll_model::result::DEFAULT_INTERFERENCE_PCT),
+            placement: Placement::Local,
         })
     }
 
@@ -896,6 +961,10 @@ impl<'a> Ctx<'a> {
         if let Some(open) = job.group.find('{') {
             let msg = format!("'{}' names no parameter of this test", &job.group[open..]);
             return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
+        }
+        // Stored with the results: where the test ran is one of its parameters.
+        if let Some((k, v)) = job.placement.param() {
+            params.insert(k.to_string(), v);
         }
         job.params = serde_json::Value::Object(params);
         Ok(job)

@@ -1764,6 +1764,15 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         .into_iter()
         .filter(|(j, _)| base(&j.name) == test)
         .collect();
+    // An .icf written here has one manager, this host: a test placed on
+    // other hosts would lose where it runs, and Iometer's own managers are
+    // other processes (Dynamo) this file cannot name.
+    if let Some((j, _)) = jobs.iter().find(|(j, _)| !j.placement.is_local()) {
+        return Err(format!(
+            "test '{test}' runs on hosts ({}): an .icf written by iotoll holds this host's workers only; export a test without `on`",
+            j.placement.hosts().join(", ")
+        ));
+    }
     let d0 = jobs[0].1;
     // What one Iometer setup holds for all its tests.
     type Get = fn(&iotoll_disk::DiskSpec) -> String;

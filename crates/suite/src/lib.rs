@@ -6,10 +6,15 @@
 pub mod builtin;
 pub mod durations;
 pub mod file;
+pub mod fleet;
+pub mod hosts;
 pub mod icf;
 pub mod runner;
 pub mod select;
 
 pub use file::{parse, Job, JobSpec, Suite, SuiteError};
-pub use runner::{OnInterference, Options, Outcome, Sink, SuiteProgress, TestOutcome};
+pub use hosts::{HostAt, HostEntry, Placement};
+pub use runner::{
+    OnHostFailure, OnInterference, Options, Outcome, Sink, SuiteProgress, TestOutcome,
+};
 pub use select::{select, Rule};

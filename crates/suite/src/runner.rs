@@ -35,6 +35,24 @@ pub struct Options {
     /// Run in a lab (`--lab`): the endpoint in one host, every test in
     /// another.
     pub lab: Option<LabRun>,
+    /// The hosts the suite's placed tests use, resolved
+    /// (`hosts::resolve_hosts`: the suite's `[hosts]`, the hosts file over
+    /// them, lab hosts).
+    pub hosts: Vec<crate::hosts::HostEntry>,
+    pub on_host_failure: OnHostFailure,
+    /// This iotoll's executable, to start agents in lab hosts.
+    pub agent_exe: Option<PathBuf>,
+}
+
+/// What to do when a host of a multi-host test is lost (its agent stops
+/// answering, or cannot be reached).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnHostFailure {
+    /// The test is failed and the suite goes on with the next test.
+    #[default]
+    Continue,
+    /// The run stops there.
+    Stop,
 }
 
 /// Where a suite runs in a lab that is up.
@@ -91,6 +109,10 @@ pub enum RunError {
     Endpoint(#[source] std::io::Error),
     #[error("lab: {0}")]
     Lab(String),
+    /// A host of the multi-host tests cannot take part (checked before
+    /// any test runs).
+    #[error("{0}")]
+    Hosts(String),
 }
 
 /// What one job came to.
@@ -207,6 +229,7 @@ impl LocalEndpoint {
                     threads: None,
                     handshake: iotoll_net::server::HANDSHAKE,
                     tls: true,
+                    console: None,
                 };
                 let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
             })
@@ -232,11 +255,11 @@ impl Drop for LocalEndpoint {
 }
 
 /// The suite's temporary test file, removed at the end.
-struct TempTarget(PathBuf);
+pub(crate) struct TempTarget(pub(crate) PathBuf);
 
 /// Test files a suite run creates in `dir`: `iotoll-suite-PID.tst`.
-const TEMP_PREFIX: &str = "iotoll-suite-";
-const TEMP_SUFFIX: &str = ".tst";
+pub(crate) const TEMP_PREFIX: &str = "iotoll-suite-";
+pub(crate) const TEMP_SUFFIX: &str = ".tst";
 
 /// Removes the test files that runs killed with `kill -9` left in `dir`
 /// (their PID is gone), as the database marks their runs incomplete. A
@@ -275,6 +298,9 @@ impl Drop for TempTarget {
 enum RepError {
     Interrupted,
     Failed(String),
+    /// A host of a multi-host test was lost or refused: the test cannot go
+    /// on as planned (`--on-host-failure` says what then).
+    Host(String),
 }
 
 fn run_one(
@@ -282,8 +308,24 @@ fn run_one(
     opts: &Options,
     targets: &[PathBuf],
     endpoint: Option<&str>,
+    fleet: Option<&mut crate::fleet::Fleet>,
     ctl: RunControl,
 ) -> Result<ResultDoc, RepError> {
+    if !job.placement.is_local() {
+        use iotoll_agent::console::ConsoleError;
+        let Some(fleet) = fleet else {
+            return Err(RepError::Failed("no agents for a multi-host test".into()));
+        };
+        return match fleet.run(job, opts, ctl.interrupted) {
+            Ok(doc) if doc.status == ResultStatus::Interrupted => Err(RepError::Interrupted),
+            Ok(doc) => Ok(doc),
+            Err(ConsoleError::Interrupted) => Err(RepError::Interrupted),
+            Err(e @ (ConsoleError::Lost { .. } | ConsoleError::Host { .. })) => {
+                Err(RepError::Host(e.to_string()))
+            }
+            Err(e) => Err(RepError::Failed(e.to_string())),
+        };
+    }
     let res = match &job.spec {
         JobSpec::Disk(d) => {
             let mut d = d.clone();
@@ -328,11 +370,10 @@ pub fn run(
     sink: &mut dyn Sink,
 ) -> Result<Outcome, RunError> {
     let mut notes = Vec::new();
-    let needs_disk = suite
-        .jobs
-        .iter()
-        .any(|j| matches!(j.spec, JobSpec::Disk(_)));
-    let needs_net = suite.jobs.iter().any(|j| matches!(j.spec, JobSpec::Net(_)));
+    // Tests placed on hosts run on their agents, not here.
+    let here = || suite.jobs.iter().filter(|j| j.placement.is_local());
+    let needs_disk = here().any(|j| matches!(j.spec, JobSpec::Disk(_)));
+    let needs_net = here().any(|j| matches!(j.spec, JobSpec::Net(_)));
 
     // One temporary test file for all disk tests, sized for the largest.
     let mut _temp = None;
@@ -397,6 +438,15 @@ pub fn run(
         (None, true) => Some(LocalEndpoint::start(opts.auth_key.clone())?),
     };
     let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
+    // The console reaches a lab's agents from inside the lab (its client
+    // host); its sessions keep that namespace.
+    let mut fleet = {
+        let _inside = client_host
+            .map(iotoll_lab::enter)
+            .transpose()
+            .map_err(|e| RunError::Lab(e.to_string()))?;
+        crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))?
+    };
     let endpoint = opts
         .peer
         .clone()
@@ -448,9 +498,11 @@ pub fn run(
                 opts,
                 &targets,
                 endpoint.as_deref(),
+                fleet.as_mut(),
                 RunControl {
                     interrupted,
                     progress: &mut *progress,
+                    schedule: None,
                 },
             );
             drop(inside);
@@ -486,6 +538,20 @@ pub fn run(
                     finish(&mut out, job, sink, id)?;
                     tests.push(out);
                     break 'jobs;
+                }
+                Err(RepError::Host(e)) => {
+                    progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
+                    notes.push(format!("{} repetition {rep} failed: {e}", job.name));
+                    out.failures.push(format!("repetition {rep}: {e}"));
+                    status = RunStatus::Failed;
+                    finish(&mut out, job, sink, id)?;
+                    tests.push(out);
+                    if opts.on_host_failure == OnHostFailure::Stop {
+                        notes.push("stopped: a host failed (--on-host-failure stop)".into());
+                        break 'jobs;
+                    }
+                    // The host is gone for this test: the next test tries again.
+                    continue 'jobs;
                 }
                 Err(RepError::Failed(e)) => {
                     progress.line(&format!("{} repetition {rep} failed: {e}", job.name));

@@ -1,0 +1,794 @@
+//! The agent's side of a console session: PREPARE (who it is, clock
+//! probes, files and connections), START with RECORD ON/OFF at the
+//! console's instants, COLLECT, and stopping at once when told to or when
+//! the console is gone. It runs only the workloads of this crate's
+//! protocol, never a command, and writes only targets its own flags allow.
+
+use crate::link::{self, Event, Link};
+use crate::wire::{
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, PairBytes, PairSlot,
+    Session, Side, ToAgent, Work,
+};
+use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_net::auth::Key;
+use iotoll_net::engine::{DataConn, Engine, Role};
+use iotoll_net::proto::{Control, TestParams};
+use iotoll_net::server::{ConsoleHook, Log, Nonces};
+use iotoll_net::{ClientSpec, TestKind};
+use iotoll_probe::CpuWindow;
+use iotoll_run::{HostClock, Phase, PhaseCell, RunControl, Schedule, Silent};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What an agent may do, from its own command line.
+#[derive(Debug, Clone, Default)]
+pub struct AgentConfig {
+    pub key: Option<Key>,
+    /// `--allow-target PATH[:rw]`.
+    pub targets: Vec<AllowedTarget>,
+    /// Data-engine threads; None: one per core.
+    pub threads: Option<usize>,
+}
+
+/// Parses `--allow-target PATH[:rw]` (`:ro` is the default, said aloud).
+pub fn parse_allow_target(s: &str) -> Result<AllowedTarget, String> {
+    let (path, write) = match s.rsplit_once(':') {
+        Some((p, "rw")) => (p, true),
+        Some((p, "ro")) => (p, false),
+        _ => (s, false),
+    };
+    if path.is_empty() {
+        return Err(format!("--allow-target '{s}': no path"));
+    }
+    Ok(AllowedTarget {
+        path: path.to_string(),
+        write,
+    })
+}
+
+/// The endpoint's hook for console sessions; one console at a time.
+pub fn hook(cfg: AgentConfig, log: Log) -> ConsoleHook {
+    let cfg = Arc::new(cfg);
+    let busy = Arc::new(AtomicBool::new(false));
+    ConsoleHook(Arc::new(move |ctl, peer, nonces| {
+        session(ctl, peer, nonces, &cfg, &busy, &log)
+    }))
+}
+
+/// The version this agent says it is. `IOTOLL_TEST_AGENT_VERSION` makes it
+/// claim another (how the tests get an incompatible agent).
+fn my_version() -> String {
+    std::env::var("IOTOLL_TEST_AGENT_VERSION").unwrap_or_else(|_| iotoll_model::VERSION.into())
+}
+
+/// One prepared test, until it is released.
+enum Prepared {
+    Disk(Box<DiskSpec>),
+    Serve {
+        params: TestParams,
+        pairs: Vec<PairSlot>,
+        listener: Option<TcpListener>,
+        conns: Vec<Vec<(TcpStream, Role)>>,
+    },
+    Client {
+        params: TestParams,
+        pairs: Vec<PairSlot>,
+        conns: Vec<Vec<(TcpStream, Role)>>,
+    },
+}
+
+struct Test {
+    id: u64,
+    prepared: Option<Prepared>,
+    /// Sockets kept open after the window until every end has reported.
+    held: Arc<Mutex<Vec<OwnedFd>>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+fn session(
+    ctl: Control,
+    peer: SocketAddr,
+    nonces: Nonces,
+    cfg: &Arc<AgentConfig>,
+    busy: &Arc<AtomicBool>,
+    log: &Log,
+) {
+    let local_ip = ctl.stream.local_addr().map(|a| a.ip()).ok();
+    let session = Session::new(cfg.key.as_ref(), &nonces, Side::Agent);
+    // Set by an abort (on the reader thread, at once) or a lost console.
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let flag = interrupt.clone();
+    let link = Link::<ToAgent>::start(ctl, session, FromAgent::Beat {}, move |m, at, w| match m {
+        ToAgent::Clock { t1 } => {
+            let reply = FromAgent::Clock {
+                t1,
+                t2: at,
+                t3: wire::now_ns(),
+            };
+            link::send(w, &reply);
+            None
+        }
+        ToAgent::Abort { .. } => {
+            flag.store(true, Ordering::Release);
+            Some(m)
+        }
+        m => Some(m),
+    });
+    let link = match link {
+        Ok(l) => l,
+        Err(e) => return log(&format!("{peer}: console session: {e}")),
+    };
+    if busy
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        link.send(&FromAgent::Error {
+            test: None,
+            msg: "another console is driving this agent".into(),
+        });
+        log(&format!(
+            "{peer}: refused, another console is driving this agent"
+        ));
+        std::thread::sleep(Duration::from_millis(200));
+        return;
+    }
+    struct Free<'a>(&'a AtomicBool);
+    impl Drop for Free<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
+    let _free = Free(busy);
+    let mut test: Option<Test> = None;
+    let why = loop {
+        if link.lost() {
+            break format!(
+                "console lost (silent for {:.1} s)",
+                link.silent_for().as_secs_f64()
+            );
+        }
+        let (m, _at) = match link.rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Msg(m, at)) => (m, at),
+            Ok(Event::Closed(why)) => break format!("console gone: {why}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(_) => break "console gone".into(),
+        };
+        match m {
+            ToAgent::Info {} => {
+                link.send(&FromAgent::Info {
+                    info: Box::new(info(cfg, local_ip)),
+                });
+            }
+            ToAgent::Clock { .. } | ToAgent::Beat {} => {}
+            ToAgent::Prepare { test: id, work } => {
+                release(&mut test, &interrupt);
+                interrupt.store(false, Ordering::Release);
+                let r = prepare(*work, cfg, &interrupt);
+                let reply = match r {
+                    Ok((p, port)) => {
+                        test = Some(Test {
+                            id,
+                            prepared: Some(p),
+                            held: Default::default(),
+                            worker: None,
+                        });
+                        FromAgent::Prepared { test: id, port }
+                    }
+                    Err(msg) => FromAgent::Error {
+                        test: Some(id),
+                        msg,
+                    },
+                };
+                link.send(&reply);
+            }
+            ToAgent::Gather { test: id } => {
+                let reply = match test.as_mut().filter(|t| t.id == id) {
+                    Some(t) => match gather(t, &interrupt, &link) {
+                        Ok(()) => FromAgent::Gathered { test: id },
+                        Err(msg) => FromAgent::Error {
+                            test: Some(id),
+                            msg,
+                        },
+                    },
+                    None => not_prepared(id),
+                };
+                link.send(&reply);
+            }
+            ToAgent::Start {
+                test: id,
+                on_ns,
+                off_ns,
+            } => {
+                let Some(t) = test.as_mut().filter(|t| t.id == id && t.prepared.is_some()) else {
+                    link.send(&not_prepared(id));
+                    continue;
+                };
+                let (on, off) = (local_instant(on_ns), local_instant(off_ns));
+                let Some(work) = t.prepared.take() else {
+                    continue;
+                };
+                let (w, flag, held) = (link.writer.clone(), interrupt.clone(), t.held.clone());
+                let threads = cfg.threads;
+                link.send(&FromAgent::Started { test: id });
+                let spawned = std::thread::Builder::new()
+                    .name("iotoll-agent-work".into())
+                    .spawn(move || {
+                        let reply = match run(work, on, off, &flag, threads, &held) {
+                            Ok(report) => FromAgent::Report {
+                                test: id,
+                                report: Box::new(report),
+                            },
+                            Err(msg) => FromAgent::Error {
+                                test: Some(id),
+                                msg,
+                            },
+                        };
+                        link::send(&w, &reply);
+                    });
+                match spawned {
+                    Ok(h) => t.worker = Some(h),
+                    Err(e) => {
+                        link.send(&FromAgent::Error {
+                            test: Some(id),
+                            msg: format!("cannot start the workload: {e}"),
+                        });
+                    }
+                }
+            }
+            ToAgent::Abort { test: id, reason } => {
+                log(&format!(
+                    "{peer}: test {id} aborted by the console: {reason}"
+                ));
+            }
+            ToAgent::Release { test: id } => {
+                if test.as_ref().is_some_and(|t| t.id == id) {
+                    release(&mut test, &interrupt);
+                }
+            }
+            ToAgent::Bye {} => break "console said bye".into(),
+        }
+    };
+    release(&mut test, &interrupt);
+    link.close();
+    log(&format!("{peer}: console session ended: {why}"));
+}
+
+fn not_prepared(id: u64) -> FromAgent {
+    FromAgent::Error {
+        test: Some(id),
+        msg: format!("test {id} is not prepared on this agent"),
+    }
+}
+
+/// Stops a running workload and frees everything the test held.
+fn release(test: &mut Option<Test>, interrupt: &AtomicBool) {
+    if let Some(mut t) = test.take() {
+        if let Some(h) = t.worker.take() {
+            if !h.is_finished() {
+                interrupt.store(true, Ordering::Release);
+            }
+            let _ = h.join();
+        }
+        t.held.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// The instant of this host's monotonic clock at wall-clock `ns`.
+fn local_instant(ns: i64) -> Instant {
+    let d = ns - wire::now_ns();
+    let now = Instant::now();
+    if d >= 0 {
+        now + Duration::from_nanos(d as u64)
+    } else {
+        now.checked_sub(Duration::from_nanos(d.unsigned_abs()))
+            .unwrap_or(now)
+    }
+}
+
+fn info(cfg: &AgentConfig, local_ip: Option<std::net::IpAddr>) -> AgentInfo {
+    let host = iotoll_probe::sysinfo::host(iotoll_model::VERSION, None);
+    let network = local_ip.map(iotoll_probe::sysinfo::network);
+    AgentInfo {
+        version: my_version(),
+        proto: wire::AGENT_PROTO,
+        hostname: host.host.clone(),
+        cpus: iotoll_probe::affinity::online_cpus().len() as u32,
+        boot_id: iotoll_probe::sysinfo::boot_id(),
+        targets: cfg.targets.clone(),
+        disclosure: serde_json::json!({
+            "host": iotoll_model::spec::to_json(&host),
+            "network": network.map(|n| iotoll_model::spec::to_json(&n)),
+        }),
+    }
+}
+
+fn prepare(
+    work: Work,
+    cfg: &AgentConfig,
+    interrupt: &AtomicBool,
+) -> Result<(Prepared, Option<u16>), String> {
+    match work {
+        Work::Disk { order } => {
+            let spec = disk_spec(&order, &cfg.targets)?;
+            // PREPARE makes the test files, so the window is not spent on it.
+            iotoll_disk::target::prepare(&spec, interrupt, &mut |_, _| {})
+                .map_err(|e| e.to_string())?;
+            Ok((Prepared::Disk(Box::new(spec)), None))
+        }
+        Work::NetServe { params, pairs } => {
+            check_params(&params)?;
+            let listener =
+                TcpListener::bind(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)))
+                    .or_else(|_| {
+                        TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0)))
+                    })
+                    .map_err(|e| format!("cannot open a data port: {e}"))?;
+            if let Some(b) = params.sockbuf {
+                let _ = iotoll_net::sock::set_sockbuf(&listener, b);
+            }
+            let n: usize = pairs.len() * server_roles(&params).len();
+            let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
+            let _ = socket2_listen(&listener);
+            let port = listener
+                .local_addr()
+                .map_err(|e| format!("data port: {e}"))?
+                .port();
+            Ok((
+                Prepared::Serve {
+                    params,
+                    pairs,
+                    listener: Some(listener),
+                    conns: Vec::new(),
+                },
+                Some(port),
+            ))
+        }
+        Work::NetClient { params, pairs } => {
+            check_params(&params)?;
+            let roles: Vec<Role> = server_roles(&params)
+                .into_iter()
+                .map(Role::opposite)
+                .collect();
+            let _ = iotoll_net::sock::ensure_nofile((pairs.len() * roles.len()) as u64 + 256);
+            let spec = ClientSpec {
+                sockbuf: params.sockbuf,
+                nodelay: params.nodelay,
+                ..Default::default()
+            };
+            let mut conns = Vec::with_capacity(pairs.len());
+            for p in &pairs {
+                let Some(server) = p.server else {
+                    return Err(format!("pair {}: no server address", p.pair));
+                };
+                let socks = iotoll_net::client::open_data(&spec, server, p.token, &roles)
+                    .map_err(|e| format!("pair {}: {e}", p.pair))?;
+                conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
+            }
+            Ok((
+                Prepared::Client {
+                    params,
+                    pairs,
+                    conns,
+                },
+                None,
+            ))
+        }
+    }
+}
+
+fn server_roles(p: &TestParams) -> Vec<Role> {
+    iotoll_net::server::server_roles(p)
+}
+
+/// A deep accept backlog: a thousand connections arriving at once must not
+/// wait for SYN retries.
+fn socket2_listen(l: &TcpListener) -> std::io::Result<()> {
+    // SAFETY: listen(2) on a socket this process owns.
+    let r = unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(l), 8192) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn check_params(p: &TestParams) -> Result<(), String> {
+    iotoll_net::server::validate(p, &iotoll_net::Limits::default()).map_err(|e| e.to_string())?;
+    if p.kind != TestKind::Stream {
+        return Err("multi-host tests run stream workloads only (request/response across hosts is not built yet)".into());
+    }
+    if p.tls.is_some() {
+        return Err("multi-host tests do not run TLS yet".into());
+    }
+    Ok(())
+}
+
+/// The disk test an order asks for, on targets this agent allows.
+fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<DiskSpec, String> {
+    let list = || {
+        allowed
+            .iter()
+            .map(|a| format!("{}{}", a.path, if a.write { ":rw" } else { "" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if allowed.is_empty() {
+        return Err(
+            "this agent allows no disk targets: start it with --allow-target PATH[:rw]".into(),
+        );
+    }
+    let targets: Vec<&AllowedTarget> = if o.targets.is_empty() {
+        allowed.iter().collect()
+    } else {
+        (o.targets.iter())
+            .map(|t| {
+                allowed.iter().find(|a| &a.path == t).ok_or_else(|| {
+                    format!(
+                        "target {t} is not allowed by this agent (allowed: {})",
+                        list()
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let writes = o.lines.iter().any(|l| l.read_pct < 100);
+    if writes {
+        if let Some(ro) = targets.iter().find(|a| !a.write) {
+            return Err(format!(
+                "target {} is allowed read-only on this agent and the test writes (the agent's --allow-target {}:rw allows writing)",
+                ro.path, ro.path
+            ));
+        }
+    }
+    let lines = (o.lines.iter())
+        .map(|l| iotoll_disk::AccessLine {
+            share_pct: l.share_pct,
+            bs: l.bs,
+            read_pct: l.read_pct,
+            random_pct: l.random_pct,
+            burst_delay: Duration::from_micros(l.burst_delay_us),
+            burst_len: l.burst_len,
+            align: l.align,
+        })
+        .collect();
+    let spec = DiskSpec {
+        targets: targets.iter().map(|a| PathBuf::from(&a.path)).collect(),
+        // Only a target allowed for writing may be created.
+        create: targets.iter().all(|a| a.write),
+        keep: true,
+        spec_name: o.spec_name.clone(),
+        lines,
+        qd: o.qd,
+        workers: o.workers,
+        spread: o.spread,
+        cpus: None,
+        size: o.size,
+        offset: o.offset,
+        engine: EngineChoice::parse(&o.engine)?,
+        buffered: o.buffered,
+        ramp: Duration::from_millis(o.ramp_ms),
+        time: Duration::from_millis(o.time_ms),
+        config: o.config.clone(),
+        // `:rw` is this agent's own consent to writing the target.
+        allow_destructive: writes,
+        iscsi: Default::default(),
+    };
+    spec.validate().map_err(|e| e.to_string())?;
+    Ok(spec)
+}
+
+/// Servers: every pair's data connections in (or why not).
+fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
+    let Some(Prepared::Serve {
+        params,
+        pairs,
+        listener,
+        conns,
+    }) = t.prepared.as_mut()
+    else {
+        return Err(format!("test {} serves no network pairs here", t.id));
+    };
+    let Some(l) = listener.take() else {
+        return Ok(());
+    };
+    let roles = server_roles(params);
+    let groups: Vec<(u64, &[Role])> = pairs.iter().map(|p| (p.token, &roles[..])).collect();
+    let n = groups.len() * roles.len();
+    let deadline = Instant::now() + Duration::from_secs(10) + Duration::from_millis(n as u64);
+    let abort = || {
+        if interrupt.load(Ordering::Acquire) {
+            Some("the console aborted the test".to_string())
+        } else if link.lost() {
+            Some("the console was lost".to_string())
+        } else {
+            None
+        }
+    };
+    *conns = iotoll_net::server::accept_groups(l, &groups, params, deadline, &abort)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// START to COLLECT on this agent: the load from now, the window from `on`
+/// to `off` (earlier if interrupted).
+fn run(
+    work: Prepared,
+    on: Instant,
+    off: Instant,
+    interrupt: &AtomicBool,
+    threads: Option<usize>,
+    held: &Mutex<Vec<OwnedFd>>,
+) -> Result<AgentReport, String> {
+    // The thread that opens and closes the window must wake on time even
+    // when the load saturates every CPU (a lab's agents share two).
+    let rt = iotoll_probe::affinity::realtime_edges();
+    let r = match work {
+        Prepared::Disk(spec) => run_disk(&spec, on, off, interrupt),
+        Prepared::Serve {
+            params,
+            pairs,
+            conns,
+            ..
+        }
+        | Prepared::Client {
+            params,
+            pairs,
+            conns,
+        } => run_net(
+            &params,
+            &pairs,
+            conns,
+            (on, off),
+            interrupt,
+            threads,
+            held,
+            rt.is_ok(),
+        ),
+    };
+    r.map(|mut report| {
+        if let Err(e) = rt {
+            report.notes.push(format!("the window's edges ran at normal priority ({e}): under full load they may be late by milliseconds (see on_us, off_us)"));
+        }
+        report
+    })
+}
+
+fn run_disk(
+    spec: &DiskSpec,
+    on: Instant,
+    off: Instant,
+    interrupt: &AtomicBool,
+) -> Result<AgentReport, String> {
+    let schedule = Schedule::new(on, off);
+    let before = iotoll_probe::sysinfo::iface_counters();
+    let r = iotoll_disk::run(
+        spec,
+        RunControl {
+            interrupted: interrupt,
+            progress: &mut Silent,
+            schedule: Some(&schedule),
+        },
+    );
+    let after = iotoll_probe::sysinfo::iface_counters();
+    let doc = match r {
+        Ok(doc) => doc,
+        Err(iotoll_disk::DiskError::Failed { msg, .. }) => return Err(msg),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (opened, closed) = schedule.marks();
+    Ok(AgentReport {
+        on_ns: opened.map(wire::system_time_ns),
+        off_ns: closed.map(wire::system_time_ns),
+        window_s: doc.metrics.get("window_s").copied().unwrap_or(0.0),
+        cpu: doc.cpu.local.clone(),
+        cpu_error: None,
+        ifaces: iface_delta(&before, &after),
+        interrupted: doc.status == iotoll_model::ResultStatus::Interrupted,
+        errors: doc.metrics.get("errors").copied().unwrap_or(0.0) as u64,
+        disk: Some(Box::new(doc)),
+        pairs: Vec::new(),
+        first_error: None,
+        retransmits: 0,
+        notes: Vec::new(),
+    })
+}
+
+fn iface_delta(
+    before: &[iotoll_model::IfaceFigures],
+    after: &[iotoll_model::IfaceFigures],
+) -> Vec<iotoll_model::IfaceFigures> {
+    (after.iter())
+        .filter(|a| a.name != "lo")
+        .filter_map(|a| {
+            let b = before.iter().find(|b| b.name == a.name)?;
+            Some(iotoll_model::IfaceFigures {
+                name: a.name.clone(),
+                rx_bytes: a.rx_bytes.saturating_sub(b.rx_bytes),
+                rx_packets: a.rx_packets.saturating_sub(b.rx_packets),
+                tx_bytes: a.tx_bytes.saturating_sub(b.tx_bytes),
+                tx_packets: a.tx_packets.saturating_sub(b.tx_packets),
+            })
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_net(
+    params: &TestParams,
+    pairs: &[PairSlot],
+    conns: Vec<Vec<(TcpStream, Role)>>,
+    (on, off): (Instant, Instant),
+    interrupt: &AtomicBool,
+    threads: Option<usize>,
+    held: &Mutex<Vec<OwnedFd>>,
+    rt_edges: bool,
+) -> Result<AgentReport, String> {
+    let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
+    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
+        .map(|(s, r)| (DataConn::from(s), r))
+        .collect();
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(
+        all,
+        iotoll_net::server::engine_params(params),
+        phase.clone(),
+        threads.unwrap_or_else(iotoll_net::server::default_threads),
+    )
+    .map_err(|e| format!("cannot start the network engine: {e}"))?;
+    let clock = HostClock;
+    let tick = || Some(Instant::now() + Duration::from_millis(50));
+    let mut report = AgentReport {
+        on_ns: None,
+        off_ns: None,
+        window_s: 0.0,
+        cpu: None,
+        cpu_error: None,
+        ifaces: Vec::new(),
+        disk: None,
+        pairs: Vec::new(),
+        errors: 0,
+        first_error: None,
+        retransmits: 0,
+        interrupted: false,
+        notes: Vec::new(),
+    };
+    let mut before = Vec::new();
+    let mut on_ns = 0;
+    let window = CpuWindow::start_after(
+        || iotoll_run::wait_until(&clock, on, interrupt, tick),
+        || {
+            phase.set(Phase::Measure);
+            on_ns = wire::now_ns();
+            // Other agents' edges on these CPUs come first.
+            iotoll_probe::affinity::normal_priority();
+            before = iotoll_probe::sysinfo::iface_counters();
+        },
+    );
+    if rt_edges {
+        let _ = iotoll_probe::affinity::realtime_edges();
+    }
+    let window = match window {
+        Ok(Some(w)) => w,
+        Ok(None) => {
+            // Stopped in the ramp-up: no window.
+            report.interrupted = true;
+            phase.set(Phase::Stop);
+            let out = engine.join();
+            held.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(out.sockets);
+            return Ok(report);
+        }
+        Err(e) => {
+            phase.set(Phase::Stop);
+            engine.join();
+            return Err(format!("CPU window: {e}"));
+        }
+    };
+    let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
+    let mut off_ns = 0;
+    let mut after = Vec::new();
+    let closed = window.finish_with(|| {
+        phase.set(Phase::Stop);
+        off_ns = wire::now_ns();
+        iotoll_probe::affinity::normal_priority();
+        after = iotoll_probe::sysinfo::iface_counters();
+    });
+    let out = engine.join();
+    let mut at = 0;
+    for (p, n) in pairs.iter().zip(&sizes) {
+        let mine = &out.per_conn[at.min(out.per_conn.len())..(at + n).min(out.per_conn.len())];
+        at += n;
+        report.pairs.push(PairBytes {
+            pair: p.pair,
+            conns: *n as u32,
+            rx: mine.iter().map(|(_, c)| c.rx).sum(),
+            tx: mine.iter().map(|(_, c)| c.tx).sum(),
+        });
+    }
+    report.on_ns = Some(on_ns);
+    report.off_ns = Some(off_ns);
+    report.window_s = closed.window_s;
+    match closed.report {
+        Ok(c) => report.cpu = Some(c),
+        Err(e) => report.cpu_error = Some(e.to_string()),
+    }
+    report.ifaces = iface_delta(&before, &after);
+    report.errors = out.errors;
+    report.first_error = out.first_error.clone().or(out.panic.clone());
+    report.retransmits = out.retransmits;
+    report.interrupted = !completed;
+    // The sockets stay open until every end has closed its window.
+    held.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend(out.sockets);
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_target_flags() {
+        let a = parse_allow_target("/dev/sdb:rw").unwrap();
+        assert_eq!((a.path.as_str(), a.write), ("/dev/sdb", true));
+        let a = parse_allow_target("/data/f.tst").unwrap();
+        assert_eq!((a.path.as_str(), a.write), ("/data/f.tst", false));
+        let a = parse_allow_target("/x:ro").unwrap();
+        assert_eq!((a.path.as_str(), a.write), ("/x", false));
+        assert!(parse_allow_target(":rw").is_err());
+    }
+
+    fn order(read: u32) -> DiskOrder {
+        DiskOrder {
+            targets: vec![],
+            spec_name: None,
+            lines: vec![wire::OrderLine {
+                share_pct: 100,
+                bs: 4096,
+                read_pct: read,
+                random_pct: 100,
+                burst_delay_us: 0,
+                burst_len: 1,
+                align: None,
+            }],
+            qd: 1,
+            workers: 1,
+            spread: false,
+            size: Some(1 << 20),
+            offset: 0,
+            engine: "auto".into(),
+            buffered: false,
+            ramp_ms: 0,
+            time_ms: 1000,
+            config: None,
+        }
+    }
+
+    #[test]
+    fn targets_are_the_agents_to_allow() {
+        let ro = vec![AllowedTarget {
+            path: "/data/a".into(),
+            write: false,
+        }];
+        let e = disk_spec(&order(50), &ro).unwrap_err();
+        assert!(e.contains("read-only") && e.contains("/data/a:rw"), "{e}");
+        let s = disk_spec(&order(100), &ro).unwrap();
+        assert_eq!(s.targets, vec![PathBuf::from("/data/a")]);
+        assert!(!s.create && !s.allow_destructive);
+        let mut o = order(100);
+        o.targets = vec!["/etc/passwd".into()];
+        let e = disk_spec(&o, &ro).unwrap_err();
+        assert!(
+            e.contains("/etc/passwd is not allowed") && e.contains("/data/a"),
+            "{e}"
+        );
+        let e = disk_spec(&order(100), &[]).unwrap_err();
+        assert!(e.contains("--allow-target"), "{e}");
+    }
+}

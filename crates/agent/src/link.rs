@@ -1,0 +1,167 @@
+//! One authenticated console–agent connection as both ends use it: a
+//! reader thread that opens frames into a channel (stamped with their
+//! arrival on the wall clock), a writer shared by whoever sends, and
+//! heartbeats every second in both directions, so a peer that is gone
+//! (killed, or its link cut, which TCP alone would not notice for minutes)
+//! is declared lost after [`LOST_AFTER`] of silence.
+
+use crate::wire::{self, Session, WireError};
+use iotoll_net::proto::Control;
+use serde::{de::DeserializeOwned, Serialize};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+/// How often each end says it is alive.
+pub const BEAT: Duration = Duration::from_secs(1);
+/// Silence after which the peer is lost: two and a half beats, so one late
+/// beat on a loaded host is not a loss, and a cut link is seen within 3 s.
+pub const LOST_AFTER: Duration = Duration::from_millis(2500);
+
+/// What the reader thread hands on.
+#[derive(Debug)]
+pub enum Event<T> {
+    /// A message, and the wall clock when it arrived (ns).
+    Msg(T, i64),
+    /// The connection ended or broke: why.
+    Closed(String),
+}
+
+/// The sending half, shared.
+pub struct Writer {
+    stream: TcpStream,
+    session: Session,
+}
+
+impl Writer {
+    pub fn send<T: Serialize>(&mut self, msg: &T) -> std::io::Result<()> {
+        use std::io::Write;
+        let body = self.session.seal(msg);
+        let mut out = Vec::with_capacity(body.len() + 4);
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(&body);
+        self.stream.write_all(&out)
+    }
+}
+
+pub type SharedWriter = Arc<Mutex<Writer>>;
+
+/// Sends on a shared writer; false if the connection is broken.
+pub fn send<T: Serialize>(w: &SharedWriter, msg: &T) -> bool {
+    w.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(msg)
+        .is_ok()
+}
+
+pub struct Link<In> {
+    pub writer: SharedWriter,
+    pub rx: mpsc::Receiver<Event<In>>,
+    /// Wall clock of the last frame received, ns.
+    last_heard: Arc<AtomicI64>,
+    closed: Arc<AtomicBool>,
+    stream: TcpStream,
+}
+
+impl<In: DeserializeOwned + Send + 'static> Link<In> {
+    /// Starts the reader and the heartbeat. `filter` sees every message
+    /// first, on the reader thread, with its arrival time: what it returns
+    /// goes into the channel (an agent answers clock probes and aborts
+    /// there, at once, whatever its main thread is doing).
+    pub fn start<Out: Serialize + Send + 'static>(
+        ctl: Control,
+        session: Session,
+        beat: Out,
+        mut filter: impl FnMut(In, i64, &SharedWriter) -> Option<In> + Send + 'static,
+    ) -> std::io::Result<Link<In>> {
+        let stream = ctl.stream.try_clone()?;
+        let writer = Arc::new(Mutex::new(Writer {
+            stream: ctl.stream.try_clone()?,
+            session: session.clone(),
+        }));
+        let (tx, rx) = mpsc::channel();
+        let last_heard = Arc::new(AtomicI64::new(wire::now_ns()));
+        let closed = Arc::new(AtomicBool::new(false));
+        {
+            let (w, heard, closed) = (writer.clone(), last_heard.clone(), closed.clone());
+            let mut ctl = ctl;
+            let mut session = session;
+            std::thread::Builder::new()
+                .name("iotoll-link-rx".into())
+                .spawn(move || loop {
+                    // Silence is judged by the heartbeat, not here: a
+                    // day-long read timeout only bounds a stuck frame.
+                    let frame = wire::recv_frame(&mut ctl, Duration::from_secs(86_400));
+                    let at = wire::now_ns();
+                    let msg = frame
+                        .map_err(WireError::from)
+                        .and_then(|f| session.open::<In>(&f));
+                    match msg {
+                        Ok(m) => {
+                            heard.store(at, Ordering::Release);
+                            if let Some(m) = filter(m, at, &w) {
+                                if tx.send(Event::Msg(m, at)).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            closed.store(true, Ordering::Release);
+                            let _ = tx.send(Event::Closed(e.to_string()));
+                            break;
+                        }
+                    }
+                })?;
+        }
+        {
+            let (w, closed) = (writer.clone(), closed.clone());
+            std::thread::Builder::new()
+                .name("iotoll-link-beat".into())
+                .spawn(move || {
+                    while !closed.load(Ordering::Acquire) {
+                        if !send(&w, &beat) {
+                            break;
+                        }
+                        std::thread::sleep(BEAT);
+                    }
+                })?;
+        }
+        Ok(Link {
+            writer,
+            rx,
+            last_heard,
+            closed,
+            stream,
+        })
+    }
+
+    /// Sends one message; false if the connection is broken.
+    pub fn send<T: Serialize>(&self, msg: &T) -> bool {
+        send(&self.writer, msg)
+    }
+
+    /// How long the peer has been silent.
+    pub fn silent_for(&self) -> Duration {
+        let ns = wire::now_ns() - self.last_heard.load(Ordering::Acquire);
+        Duration::from_nanos(ns.max(0) as u64)
+    }
+
+    /// Lost: closed, or silent for [`LOST_AFTER`].
+    pub fn lost(&self) -> bool {
+        self.closed.load(Ordering::Acquire) || self.silent_for() > LOST_AFTER
+    }
+
+    /// Ends the connection (both threads end with it).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+impl<In> Drop for Link<In> {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}

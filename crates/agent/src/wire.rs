@@ -1,0 +1,452 @@
+//! The console–agent protocol: after the endpoint's handshake (both sides'
+//! nonces, HMAC proofs of the pre-shared key) and `console`, every frame is
+//! an envelope `{seq, mac, body}`: `body` a message as JSON text, `seq`
+//! counting from 1 in each direction, and `mac` an HMAC-SHA256 over the
+//! direction, `seq` and `body` under a key derived from the pre-shared key
+//! and this session's two nonces. So a frame from another session (a
+//! recording) never verifies, and one replayed, dropped or reordered inside
+//! a session breaks the count: either ends the session.
+
+use iotoll_model::{CpuReport, ResultDoc};
+use iotoll_net::auth::Key;
+use iotoll_net::proto::{Control, ProtoError, TestParams};
+use iotoll_net::server::Nonces;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Version of the console–agent protocol; both ends must agree.
+pub const AGENT_PROTO: u32 = 1;
+/// Largest frame of an authenticated session (a disk result document with
+/// its series and histogram).
+pub const MAX_AGENT_FRAME: usize = 32 << 20;
+
+/// Console -> agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToAgent {
+    /// Who are you, what may you do (PREPARE: version and capabilities).
+    Info {},
+    /// One clock-offset probe: the console's wall clock when it sent this.
+    Clock {
+        t1: i64,
+    },
+    /// PREPARE one test's work: files made, listeners opened, data
+    /// connections opened (clients, after every server is listening).
+    Prepare {
+        test: u64,
+        work: Box<Work>,
+    },
+    /// Servers: wait until every data connection of the test is in.
+    Gather {
+        test: u64,
+    },
+    /// START the load now; RECORD ON and OFF at these instants of the
+    /// agent's own wall clock (the console applied its measured offset).
+    Start {
+        test: u64,
+        on_ns: i64,
+        off_ns: i64,
+    },
+    /// Stop the test's load at once (another host was lost, Ctrl-C).
+    Abort {
+        test: u64,
+        reason: String,
+    },
+    /// Every end has reported: close the test's sockets and files.
+    Release {
+        test: u64,
+    },
+    Beat {},
+    Bye {},
+}
+
+/// Agent -> console.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromAgent {
+    Info {
+        info: Box<AgentInfo>,
+    },
+    /// The probe's four timestamps: t2 when it arrived, t3 when this left.
+    Clock {
+        t1: i64,
+        t2: i64,
+        t3: i64,
+    },
+    /// Ready; a server says which port its data connections go to.
+    Prepared {
+        test: u64,
+        port: Option<u16>,
+    },
+    Gathered {
+        test: u64,
+    },
+    Started {
+        test: u64,
+    },
+    /// COLLECT: the agent's side of the window.
+    Report {
+        test: u64,
+        report: Box<AgentReport>,
+    },
+    Beat {},
+    Error {
+        test: Option<u64>,
+        msg: String,
+    },
+}
+
+/// What an agent says about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInfo {
+    pub version: String,
+    pub proto: u32,
+    pub hostname: String,
+    pub cpus: u32,
+    pub boot_id: Option<String>,
+    /// The targets it was started with (`--allow-target`), and whether it
+    /// may write them.
+    pub targets: Vec<AllowedTarget>,
+    /// Its system disclosure.
+    pub disclosure: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowedTarget {
+    pub path: String,
+    pub write: bool,
+}
+
+/// One test's work on one agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Work {
+    Disk {
+        order: DiskOrder,
+    },
+    /// Serve these pairs' data connections on one new data port.
+    NetServe {
+        params: TestParams,
+        pairs: Vec<PairSlot>,
+    },
+    /// Open these pairs' data connections to their servers.
+    NetClient {
+        params: TestParams,
+        pairs: Vec<PairSlot>,
+    },
+}
+
+/// One endpoint pair as one of its ends sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairSlot {
+    pub pair: u32,
+    /// Identifies the pair's data connections at the server.
+    pub token: u64,
+    /// Clients: where the pair's server listens.
+    pub server: Option<SocketAddr>,
+}
+
+/// A disk test as the console asks an agent for it: the workload, never
+/// where it may write (the agent's own `--allow-target` flags decide).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskOrder {
+    /// Empty: every target the agent allows.
+    pub targets: Vec<String>,
+    pub spec_name: Option<String>,
+    pub lines: Vec<OrderLine>,
+    pub qd: u32,
+    pub workers: u32,
+    pub spread: bool,
+    pub size: Option<u64>,
+    pub offset: u64,
+    pub engine: String,
+    pub buffered: bool,
+    pub ramp_ms: u64,
+    pub time_ms: u64,
+    pub config: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderLine {
+    pub share_pct: u32,
+    pub bs: u64,
+    pub read_pct: u32,
+    pub random_pct: u32,
+    pub burst_delay_us: u64,
+    pub burst_len: u32,
+    pub align: Option<u64>,
+}
+
+/// One pair's payload at this end, inside its window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairBytes {
+    pub pair: u32,
+    pub conns: u32,
+    pub rx: u64,
+    pub tx: u64,
+}
+
+/// An agent's side of one test's window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentReport {
+    /// Its wall clock when the window really opened and closed, ns.
+    pub on_ns: Option<i64>,
+    pub off_ns: Option<i64>,
+    pub window_s: f64,
+    pub cpu: Option<CpuReport>,
+    pub cpu_error: Option<String>,
+    /// Its interfaces over the window (loopback left out).
+    pub ifaces: Vec<iotoll_model::IfaceFigures>,
+    /// A disk test: its result document, as a local run makes it.
+    pub disk: Option<Box<ResultDoc>>,
+    /// A network test: each pair's bytes at this end.
+    pub pairs: Vec<PairBytes>,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub retransmits: u64,
+    /// The window was cut short (abort).
+    pub interrupted: bool,
+    pub notes: Vec<String>,
+}
+
+/// Which end a frame came from: part of what its MAC covers, so a frame
+/// never verifies when reflected back to its sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Console,
+    Agent,
+}
+
+impl Side {
+    fn label(self) -> &'static str {
+        match self {
+            Side::Console => "console",
+            Side::Agent => "agent",
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    seq: u64,
+    mac: Option<String>,
+    body: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("{0}")]
+    Proto(#[from] ProtoError),
+    #[error("frame {got} out of sequence (expected {want}): replayed, dropped or reordered")]
+    Sequence { got: u64, want: u64 },
+    #[error("frame {0} failed authentication")]
+    BadMac(u64),
+    #[error("frame {0} has no MAC, and this session is keyed")]
+    MissingMac(u64),
+    #[error("malformed message: {0}")]
+    Malformed(String),
+}
+
+/// The session's keys and counters, one per side.
+#[derive(Debug, Clone)]
+pub struct Session {
+    key: Option<Key>,
+    me: Side,
+    sent: u64,
+    received: u64,
+}
+
+impl Session {
+    /// Keyed on the pre-shared key and both nonces (None: an agent without
+    /// a key, on loopback only; frames then carry no MAC).
+    pub fn new(key: Option<&Key>, nonces: &Nonces, me: Side) -> Session {
+        let key = key.map(|k| {
+            let derived = k.mac("agent-session", &nonces.server, &nonces.client);
+            Key::from_bytes(derived.as_bytes())
+        });
+        Session {
+            key,
+            me,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    fn peer(&self) -> Side {
+        match self.me {
+            Side::Console => Side::Agent,
+            Side::Agent => Side::Console,
+        }
+    }
+
+    /// The next frame's body for `msg`.
+    pub fn seal<T: Serialize>(&mut self, msg: &T) -> Vec<u8> {
+        self.sent += 1;
+        // Serialising our own types cannot fail.
+        let body = serde_json::to_string(msg).unwrap_or_default();
+        let seq = self.sent;
+        let mac = (self.key.as_ref()).map(|k| k.mac(self.me.label(), &seq.to_string(), &body));
+        serde_json::to_vec(&Envelope { seq, mac, body }).unwrap_or_default()
+    }
+
+    /// Checks and decodes one frame's body from the peer.
+    pub fn open<T: DeserializeOwned>(&mut self, frame: &[u8]) -> Result<T, WireError> {
+        let env: Envelope =
+            serde_json::from_slice(frame).map_err(|e| WireError::Malformed(e.to_string()))?;
+        let want = self.received + 1;
+        if env.seq != want {
+            return Err(WireError::Sequence { got: env.seq, want });
+        }
+        if let Some(k) = &self.key {
+            let Some(mac) = &env.mac else {
+                return Err(WireError::MissingMac(env.seq));
+            };
+            if !k.verify(self.peer().label(), &env.seq.to_string(), &env.body, mac) {
+                return Err(WireError::BadMac(env.seq));
+            }
+        }
+        self.received = want;
+        serde_json::from_str(&env.body).map_err(|e| WireError::Malformed(e.to_string()))
+    }
+}
+
+/// Reads one frame of a session (the caller opens it).
+pub fn recv_frame(ctl: &mut Control, timeout: Duration) -> Result<Vec<u8>, ProtoError> {
+    ctl.recv_frame(timeout, MAX_AGENT_FRAME)
+}
+
+/// The wall clock, ns since the epoch (what clock offsets relate).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+pub fn system_time_ns(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+impl DiskOrder {
+    /// The order for a disk test as a suite defines it; `targets` are the
+    /// paths asked for on every host (empty: each agent's own).
+    pub fn from_spec(s: &iotoll_disk::DiskSpec) -> DiskOrder {
+        DiskOrder {
+            targets: s.targets.iter().map(|p| p.display().to_string()).collect(),
+            spec_name: s.spec_name.clone(),
+            lines: (s.lines.iter())
+                .map(|l| OrderLine {
+                    share_pct: l.share_pct,
+                    bs: l.bs,
+                    read_pct: l.read_pct,
+                    random_pct: l.random_pct,
+                    burst_delay_us: l.burst_delay.as_micros() as u64,
+                    burst_len: l.burst_len,
+                    align: l.align,
+                })
+                .collect(),
+            qd: s.qd,
+            workers: s.workers,
+            spread: s.spread,
+            size: s.size,
+            offset: s.offset,
+            engine: s.engine.name().to_string(),
+            buffered: s.buffered,
+            ramp_ms: s.ramp.as_millis() as u64,
+            time_ms: s.time.as_millis() as u64,
+            config: s.config.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(key: Option<&Key>) -> (Session, Session) {
+        let n = Nonces {
+            server: "s1".into(),
+            client: "c1".into(),
+        };
+        (
+            Session::new(key, &n, Side::Console),
+            Session::new(key, &n, Side::Agent),
+        )
+    }
+
+    #[test]
+    fn frames_verify_in_order_only() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let (mut console, mut agent) = pair(Some(&k));
+        let f1 = console.seal(&ToAgent::Info {});
+        let f2 = console.seal(&ToAgent::Beat {});
+        assert_eq!(agent.open::<ToAgent>(&f1).unwrap(), ToAgent::Info {});
+        // Replayed inside the session.
+        assert!(matches!(
+            agent.open::<ToAgent>(&f1),
+            Err(WireError::Sequence { got: 1, want: 2 })
+        ));
+        assert_eq!(agent.open::<ToAgent>(&f2).unwrap(), ToAgent::Beat {});
+        // Reflected back to the console: the direction is in the MAC.
+        let mut console2 = pair(Some(&k)).0;
+        assert!(matches!(
+            console2.open::<FromAgent>(&f1),
+            Err(WireError::BadMac(1)) | Err(WireError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn another_session_never_verifies() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let (mut console, _) = pair(Some(&k));
+        let recorded = console.seal(&ToAgent::Info {});
+        let other = Nonces {
+            server: "s2".into(),
+            client: "c1".into(),
+        };
+        let mut agent = Session::new(Some(&k), &other, Side::Agent);
+        assert!(matches!(
+            agent.open::<ToAgent>(&recorded),
+            Err(WireError::BadMac(1))
+        ));
+        // Without a MAC in a keyed session.
+        let (mut plain, _) = pair(None);
+        let unkeyed = plain.seal(&ToAgent::Info {});
+        let mut agent = pair(Some(&k)).1;
+        assert!(matches!(
+            agent.open::<ToAgent>(&unkeyed),
+            Err(WireError::MissingMac(1))
+        ));
+        // A tampered body.
+        let (mut console, mut agent) = pair(Some(&k));
+        let f = String::from_utf8(console.seal(&ToAgent::Beat {})).unwrap();
+        let f = f.replace("beat", "bye");
+        assert!(matches!(
+            agent.open::<ToAgent>(f.as_bytes()),
+            Err(WireError::BadMac(1))
+        ));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let (_, mut agent) = pair(None);
+        for bad in [
+            &b""[..],
+            b"{}",
+            b"[1,2]",
+            br#"{"seq":1,"mac":null,"body":"{\"type\":\"launch\"}"}"#,
+            br#"{"seq":1,"mac":null,"body":"{\"type\":\"info\",\"x\":1}"}"#,
+        ] {
+            assert!(agent.open::<ToAgent>(bad).is_err());
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The console against in-process agents on loopback.
+
+use iotoll_agent::console::{Console, ConsoleError, DiskTest, HostSpec, NetTest};
+use iotoll_agent::wire::{AllowedTarget, DiskOrder, OrderLine};
+use iotoll_net::auth::Key;
+use iotoll_net::proto::{Dir, TestKind, TestParams};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+fn key() -> Key {
+    Key::from_bytes(b"console-test-key-0123456789")
+}
+
+/// An agent serving on an ephemeral loopback port, for the test's life.
+fn agent(targets: Vec<AllowedTarget>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let log: iotoll_net::server::Log = Arc::new(|_: &str| {});
+    let cfg = iotoll_net::ServerConfig {
+        listen: addr,
+        key: Some(key()),
+        once: false,
+        limits: Default::default(),
+        threads: Some(1),
+        handshake: iotoll_net::server::HANDSHAKE,
+        tls: false,
+        console: Some(iotoll_agent::agent::hook(
+            iotoll_agent::agent::AgentConfig {
+                key: Some(key()),
+                targets,
+                threads: Some(1),
+            },
+            log.clone(),
+        )),
+    };
+    std::thread::spawn(move || {
+        let stop = AtomicBool::new(false);
+        let _ = iotoll_net::serve_on(l, &cfg, &stop, log);
+    });
+    addr
+}
+
+fn host(name: &str, address: SocketAddr) -> HostSpec {
+    HostSpec {
+        name: name.into(),
+        address,
+        data: vec![],
+    }
+}
+
+fn stream(conns: u32) -> TestParams {
+    TestParams {
+        kind: TestKind::Stream,
+        dir: Dir::Bidir,
+        conns,
+        msg: 65536,
+        sockbuf: None,
+        nodelay: false,
+        req: 1,
+        resp: 1,
+        burst: 1,
+        ramp_ms: 300,
+        time_ms: 1000,
+        tls: None,
+        verify: false,
+    }
+}
+
+#[test]
+fn pairs_add_up_and_windows_align() {
+    let srv = agent(vec![]);
+    let (c1, c2) = (agent(vec![]), agent(vec![]));
+    let mut console = Console::connect(
+        vec![host("srv", srv), host("c1", c1), host("c2", c2)],
+        Some(key()),
+    )
+    .unwrap();
+    let t = NetTest {
+        pairs: vec![
+            ("c1".into(), "srv".into()),
+            ("c2".into(), "srv".into()),
+            ("c1".into(), "srv".into()),
+        ],
+        params: stream(2),
+        config: None,
+    };
+    let stop = AtomicBool::new(false);
+    let doc = console.run_net(&t, &stop).unwrap();
+    assert_eq!(doc.pairs.len(), 3);
+    assert_eq!(doc.hosts.len(), 3);
+    let m = &doc.metrics;
+    // Every pair moved data both ways; the pairs add up to the total.
+    for p in &doc.pairs {
+        assert!(
+            p.client_to_server_bytes > 0 && p.server_to_client_bytes > 0,
+            "{p:?}"
+        );
+        assert_eq!(p.conns, 4);
+    }
+    let sum: f64 = doc.pairs.iter().map(|p| p.mbit_s).sum();
+    assert!((sum - m["mbit_s"]).abs() < 1e-9 * sum.max(1.0));
+    // The server's bytes are every pair's; the clients' add up to it.
+    let srv_row = doc.hosts.iter().find(|h| h.name == "srv").unwrap();
+    assert_eq!(srv_row.role, "server");
+    let c2s: u64 = doc.pairs.iter().map(|p| p.client_to_server_bytes).sum();
+    let s2c: u64 = doc.pairs.iter().map(|p| p.server_to_client_bytes).sum();
+    assert!(c2s > 0 && s2c > 0);
+    let skew = doc.skew_us.as_ref().unwrap();
+    assert!(skew.start >= 0.0 && skew.stop >= 0.0);
+    assert!(m["cpu_pct"] > 0.0 && m["remote_cpu_pct"] > 0.0, "{m:?}");
+    assert_eq!(m["pairs"], 3.0);
+    // One kernel: all hosts share a boot id.
+    assert_eq!(doc.cpu.same_host, Some(true));
+    // The next test reuses the sessions.
+    let doc2 = console.run_net(&t, &stop).unwrap();
+    assert_eq!(doc2.pairs.len(), 3);
+}
+
+#[test]
+fn wrong_key_and_unreachable_are_named() {
+    let a = agent(vec![]);
+    let r = Console::connect(
+        vec![host("h1", a)],
+        Some(Key::from_bytes(b"another-key-0123456789")),
+    );
+    let e = r.err().unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, .. } if host == "h1"),
+        "{e}"
+    );
+    // No key at all against a keyed agent.
+    let e = Console::connect(vec![host("h1", a)], None).err().unwrap();
+    assert!(
+        e.to_string().contains("h1") && e.to_string().contains("key"),
+        "{e}"
+    );
+    // Nobody listening.
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let e = Console::connect(vec![host("h1", a), host("gone", dead)], Some(key()))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, .. } if host == "gone"),
+        "{e}"
+    );
+    assert!(t0.elapsed() < std::time::Duration::from_secs(6));
+}
+
+#[test]
+fn disk_on_two_hosts_and_a_target_not_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f1 = dir.path().join("a.tst");
+    let f2 = dir.path().join("b.tst");
+    let allow = |p: &std::path::Path, write| AllowedTarget {
+        path: p.display().to_string(),
+        write,
+    };
+    let h1 = agent(vec![allow(&f1, true)]);
+    let h2 = agent(vec![allow(&f2, true)]);
+    let ro = agent(vec![allow(&f1, false)]);
+    let mut console = Console::connect(
+        vec![host("h1", h1), host("h2", h2), host("ro", ro)],
+        Some(key()),
+    )
+    .unwrap();
+    let order = |read| DiskOrder {
+        targets: vec![],
+        spec_name: None,
+        lines: vec![OrderLine {
+            share_pct: 100,
+            bs: 4096,
+            read_pct: read,
+            random_pct: 100,
+            burst_delay_us: 0,
+            burst_len: 1,
+            align: None,
+        }],
+        qd: 4,
+        workers: 1,
+        spread: false,
+        size: Some(4 << 20),
+        offset: 0,
+        engine: "auto".into(),
+        buffered: true,
+        ramp_ms: 200,
+        time_ms: 1000,
+        config: None,
+    };
+    let stop = AtomicBool::new(false);
+    let doc = console
+        .run_disk(
+            &DiskTest {
+                on: vec!["h1".into(), "h2".into()],
+                order: order(70),
+            },
+            &stop,
+        )
+        .unwrap();
+    assert_eq!(doc.hosts.len(), 2);
+    let sum: f64 = doc.hosts.iter().map(|h| h.metrics["iops"]).sum();
+    assert!((sum - doc.metrics["iops"]).abs() < 1e-6 * sum, "{sum}");
+    assert!(doc.metrics["iops"] > 0.0);
+    // Writing on a read-only target: refused at PREPARE, naming the host.
+    let e = console
+        .run_disk(
+            &DiskTest {
+                on: vec!["h1".into(), "ro".into()],
+                order: order(70),
+            },
+            &stop,
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "ro" && msg.contains("read-only")),
+        "{e}"
+    ); // A path the agent was not started with: refused, and nothing made.
+    let mut other = order(100);
+    let elsewhere = dir.path().join("elsewhere.tst");
+    other.targets = vec![elsewhere.display().to_string()];
+    let before = std::fs::metadata(&f2).unwrap().modified().unwrap();
+    let e = console
+        .run_disk(
+            &DiskTest {
+                on: vec!["h2".into()],
+                order: other,
+            },
+            &stop,
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "h2" && msg.contains("is not allowed")),
+        "{e}"
+    );
+    assert!(!elsewhere.exists());
+    assert_eq!(std::fs::metadata(&f2).unwrap().modified().unwrap(), before);
+}
+
+/// A console's session recorded on the wire and played again to the agent
+/// is refused: the agent's fresh nonce makes the old proof worthless, and
+/// nothing of the session (not even `info`) is answered.
+#[test]
+fn a_replayed_session_is_refused() {
+    use std::io::{Read, Write};
+    let agent_addr = agent(vec![]);
+    // A relay that records what the console sends.
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap();
+    let recorded = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rec = recorded.clone();
+    std::thread::spawn(move || {
+        let (mut c, _) = relay.accept().unwrap();
+        let mut a = std::net::TcpStream::connect(agent_addr).unwrap();
+        let (mut c2, mut a2) = (c.try_clone().unwrap(), a.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut a2, &mut c2);
+        });
+        let mut buf = [0u8; 65536];
+        loop {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    rec.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if a.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = a.shutdown(std::net::Shutdown::Both);
+    });
+    let mut console = Console::connect(vec![host("h1", relay_addr)], Some(key())).unwrap();
+    assert!(console.info("h1").is_some());
+    console.close();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let bytes = recorded.lock().unwrap().clone();
+    assert!(bytes.len() > 100, "recorded {} bytes", bytes.len());
+    // Played again to the agent, as fast as it will take them.
+    let mut s = std::net::TcpStream::connect(agent_addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let _ = s.write_all(&bytes);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.contains("authentication failed"), "{text}");
+    assert!(
+        !text.contains("hostname") && !text.contains("\\\"info\\\""),
+        "{text}"
+    );
+}
+
+/// An agent that accepts the connection but never answers is given up on
+/// within 5 s, named.
+#[test]
+fn a_silent_agent_is_unreachable_within_5_s() {
+    // The kernel completes the handshake for a listener nobody accepts on.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let t0 = std::time::Instant::now();
+    let e = Console::connect(
+        vec![host("mute", silent.local_addr().unwrap())],
+        Some(key()),
+    )
+    .err()
+    .unwrap();
+    let took = t0.elapsed();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "mute" && msg.contains("unreachable")),
+        "{e}"
+    );
+    assert!(took < std::time::Duration::from_millis(5500), "{took:?}");
+    drop(silent);
+}

@@ -1,0 +1,129 @@
+//! `iotoll agent`: the endpoint plus console sessions (crates/agent).
+
+use crate::usage;
+use anyhow::{Context, Result};
+use clap::Args;
+use iotoll_net::auth::Key;
+use iotoll_net::{Limits, ServerConfig, DEFAULT_PORT};
+use std::io::BufRead;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[derive(Args)]
+#[command(
+    after_help = "An agent serves network tests like `iotoll net serve`, and takes a console's orders (`iotoll suite run FILE --hosts hosts.toml`): disk tests on the targets it allows, network clients toward other agents, its system disclosure, each measured on a CPU window the console schedules across all hosts. It never runs a command.
+
+Targets: only the paths given with --allow-target are ever opened for a disk test, read-only unless given as PATH:rw (then a missing test file may be created, and an existing file or device may be written: this flag is the agent's consent; the console cannot grant it).
+
+Authentication: --auth-key FILE holds a pre-shared key (at least 16 bytes) the console must prove; every session is keyed on fresh nonces from both sides and every message is signed and numbered, so a recorded session cannot be replayed. With --auth-key - the key is the first line of stdin and the agent exits when stdin closes (how `suite run --ssh` ties an agent to its ssh session). Without a key the agent listens on loopback only.
+
+On start it prints one line on stdout: `iotoll agent listening on ADDR:PORT`."
+)]
+pub struct AgentArgs {
+    /// Address and port to listen on [default: [::]:7575; 127.0.0.1:7575 without a key].
+    #[arg(long, value_name = "ADDR[:PORT]")]
+    listen: Option<String>,
+    /// File holding the pre-shared key consoles must prove; `-`: the first line of stdin.
+    #[arg(long, value_name = "FILE|-")]
+    auth_key: Option<String>,
+    /// A disk target this agent may test, read-only; PATH:rw allows writing (repeatable).
+    #[arg(long = "allow-target", value_name = "PATH[:rw]")]
+    allow_target: Vec<String>,
+    /// Data-engine threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+}
+
+pub fn main(a: AgentArgs) -> Result<()> {
+    let targets = (a.allow_target.iter())
+        .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
+        .collect::<Result<Vec<_>>>()?;
+    anyhow::ensure!(a.threads != Some(0), usage("--threads must be positive"));
+    let from_stdin = a.auth_key.as_deref() == Some("-");
+    let key = match a.auth_key.as_deref() {
+        None => None,
+        Some("-") => Some(key_from_stdin()?),
+        Some(p) => Some(Key::load(std::path::Path::new(p)).map_err(usage)?),
+    };
+    let listen = match (&a.listen, &key) {
+        (Some(s), _) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
+        (None, Some(_)) => {
+            std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT))
+        }
+        (None, None) => std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
+    };
+    anyhow::ensure!(
+        key.is_some() || listen.ip().is_loopback(),
+        usage(format!(
+            "an agent takes orders to run workloads: give --auth-key FILE to listen on {} (without a key it listens on loopback only)",
+            listen.ip()
+        ))
+    );
+    let listener = match std::net::TcpListener::bind(listen) {
+        Ok(l) => l,
+        // No IPv6 on this host: the default falls back to IPv4.
+        Err(_) if a.listen.is_none() && listen.is_ipv6() => {
+            std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))
+                .with_context(|| format!("cannot listen on 0.0.0.0:{DEFAULT_PORT}"))?
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot listen on {listen}"))),
+    };
+    let bound = listener.local_addr().context("listener address")?;
+    let flag = crate::signals::install();
+    if from_stdin {
+        // The ssh session (or whoever started us) is gone: stop.
+        let f = flag.clone();
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let stdin = std::io::stdin();
+            while stdin.lock().read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+            f.store(true, Ordering::Relaxed);
+        });
+    }
+    let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
+    let cfg = ServerConfig {
+        listen: bound,
+        key: key.clone(),
+        once: false,
+        limits: Limits::default(),
+        threads: a.threads,
+        handshake: iotoll_net::server::HANDSHAKE,
+        tls: true,
+        console: Some(iotoll_agent::agent::hook(
+            iotoll_agent::agent::AgentConfig {
+                key,
+                targets,
+                threads: a.threads,
+            },
+            log.clone(),
+        )),
+    };
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "iotoll agent listening on {bound}");
+        let _ = out.flush();
+    }
+    iotoll_net::serve_on(listener, &cfg, &flag, log).map_err(crate::usage_or)
+}
+
+/// The key on the first line of stdin (never on a command line, where
+/// `ps` would show it).
+fn key_from_stdin() -> Result<Key> {
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(n) if n > 0 => {}
+        _ => return Err(usage("--auth-key -: no key on stdin")),
+    }
+    let k = line.trim();
+    anyhow::ensure!(
+        k.len() >= 16,
+        usage(format!(
+            "--auth-key -: the key on stdin is {} bytes; use at least 16",
+            k.len()
+        ))
+    );
+    Ok(Key::from_bytes(k.as_bytes()))
+}

@@ -1,0 +1,976 @@
+//! Multi-host tests (agents on many hosts, one console): each host's
+//! figures over its own window with the document's totals under them, the
+//! endpoint pairs (long lists collapsed to their extremes and a
+//! min/median/max summary), the measured skew of the windows, and the
+//! rows of the per-host chart; in a comparison, the hosts matched by name
+//! and role side by side.
+
+use crate::charts;
+use crate::compare::{distinct, first_tests, ConfigData, MultiHost, Row, TestData};
+use crate::fmt::{count, num, pct};
+use crate::tables::{metric_cell, TRow, Table};
+use iotoll_model::metrics::{self as mn, label};
+use iotoll_model::{rederive_metrics, HostFigures, Kind, Metrics, PairFigures, Skew};
+
+/// Pairs listed in full up to this many; beyond, the slowest and fastest
+/// half of it each, and the summary.
+pub const PAIRS_SHOWN: usize = 16;
+
+/// A totals or summary row.
+fn total_row(cells: Vec<String>) -> TRow {
+    TRow {
+        total: true,
+        ..TRow::plain(cells, None, false)
+    }
+}
+
+/// Relative difference above which a total and the sum of its parts are
+/// said to disagree (display rounding stays well under it).
+const AGREE: f64 = 0.005;
+
+/// A multi-host test and its breakdown in each configuration (None where
+/// the configuration lacks the test or ran it on one host).
+pub struct MultiTest<'a> {
+    pub test: &'a TestData,
+    pub per: Vec<Option<&'a MultiHost>>,
+}
+
+/// The tests some configuration ran on several hosts, in report order.
+pub fn tests(configs: &[ConfigData]) -> Vec<MultiTest<'_>> {
+    first_tests(configs)
+        .into_iter()
+        .filter_map(|first| {
+            let per: Vec<Option<&MultiHost>> = configs
+                .iter()
+                .map(|c| {
+                    let t = c.tests.iter().find(|t| t.name == first.name)?;
+                    t.multi.as_ref()
+                })
+                .collect();
+            per.iter()
+                .any(Option::is_some)
+                .then_some(MultiTest { test: first, per })
+        })
+        .collect()
+}
+
+/// The per-host columns of a kind: throughput, CPU, the headline
+/// efficiency and the service demand.
+fn columns(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::NetStream => &[
+            mn::MBIT_S,
+            mn::TX_MBIT_S,
+            mn::RX_MBIT_S,
+            mn::CPU_PCT,
+            mn::MBIT_S_PER_CPU_PCT,
+            mn::CPU_US_PER_KB,
+        ],
+        Kind::Disk => &[
+            mn::IOPS,
+            mn::MB_S,
+            mn::LAT_MEAN_US,
+            mn::CPU_PCT,
+            mn::IOPS_PER_CPU_PCT,
+            mn::CPU_US_PER_IO,
+        ],
+        Kind::NetRr => &[
+            mn::TRANS_S,
+            mn::RTT_MEAN_US,
+            mn::CPU_PCT,
+            mn::CPU_US_PER_TRANS,
+        ],
+    }
+}
+
+/// A host's metrics with the derived ones recomputed from its own values
+/// (and its CPU count), so that the efficiency shown is its formula on the
+/// throughput and CPU % shown beside it.
+fn host_metrics(h: &HostFigures) -> Metrics {
+    let mut m = h.metrics.clone();
+    m.entry(mn::CPUS.to_string()).or_insert(h.cpus as f64);
+    rederive_metrics(&mut m);
+    m
+}
+
+/// The totals metric a column shows on the servers' row: their CPU and
+/// the efficiency over it are `remote_…`; throughput is the test's, what
+/// the clients sent being what the servers received (as the Iometer
+/// export's endpoint row has it).
+fn servers_metric(m: &str) -> Option<String> {
+    match m {
+        mn::TX_MBIT_S => return Some(mn::RX_MBIT_S.into()),
+        mn::RX_MBIT_S => return Some(mn::TX_MBIT_S.into()),
+        _ => {}
+    }
+    let cpu = m == mn::CPU_PCT || m.contains("_per_cpu_pct") || m.starts_with("cpu_us_per_");
+    if !cpu {
+        return Some(m.to_string());
+    }
+    let r = format!("remote_{m}");
+    mn::metric_def(&r).is_some().then_some(r)
+}
+
+/// The totals rows, as (servers, role): the document's own figures,
+/// never re-added from the hosts (a sum could differ from what the console
+/// measured; `checks` says when it does). Network tests have the clients'
+/// row (`cpu_pct`, weighted by CPU count) and, when measured, the
+/// servers' (`remote_…`); disk tests one row for all hosts.
+fn total_sides(servers_measured: bool) -> &'static [(bool, &'static str)] {
+    if servers_measured {
+        &[(false, "clients"), (true, "servers")]
+    } else {
+        &[(false, "all hosts")]
+    }
+}
+
+/// The value a totals row shows in column `m`.
+fn total_value(mh: &MultiHost, servers: bool, m: &str) -> Option<f64> {
+    let key = if servers {
+        servers_metric(m)?
+    } else {
+        m.to_string()
+    };
+    mh.totals.get(&key).copied()
+}
+
+/// A CPU-count cell of a totals row: the document's `cpus` (or
+/// `remote_cpus`), machines sharing a kernel counted once.
+fn total_cpus(mh: &MultiHost, servers: bool) -> String {
+    let k = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
+    count(mh.totals.get(k).copied())
+}
+
+/// A window's opening or closing against the schedule; exactly on time
+/// reads `0.00`, not `-0.00`.
+fn window(v: f64) -> String {
+    num(Some(if v == 0.0 { 0.0 } else { v }))
+}
+
+/// The per-host table of one configuration: every host's figures over its
+/// window, then the totals rows.
+pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>) -> Table {
+    let cols: Vec<&str> = columns(kind)
+        .iter()
+        .copied()
+        .filter(|m| {
+            mh.totals.contains_key(*m) || mh.hosts.iter().any(|h| host_metrics(h).contains_key(*m))
+        })
+        .collect();
+    let mut head = vec!["host".to_string(), "role".into(), "CPUs".into()];
+    head.extend(cols.iter().map(|m| label(m).to_string()));
+    head.extend(["window on (µs)".into(), "window off (µs)".into()]);
+    let mut rows: Vec<TRow> = mh
+        .hosts
+        .iter()
+        .map(|h| {
+            let m = host_metrics(h);
+            let mut cells = vec![h.name.clone(), h.role.clone(), h.cpus.to_string()];
+            cells.extend(
+                cols.iter()
+                    .map(|c| metric_cell(c, m.get(*c).copied(), false)),
+            );
+            cells.extend([window(h.on_us), window(h.off_us)]);
+            TRow::plain(cells, None, false)
+        })
+        .collect();
+    for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
+        let mut cells = vec!["total".into(), role.into(), total_cpus(mh, servers)];
+        cells.extend(
+            cols.iter()
+                .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
+        );
+        cells.extend(["–".into(), "–".into()]);
+        rows.push(total_row(cells));
+    }
+    let mut note = vec![format!(
+        "Each host over its own window (repetition {}{}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
+        mh.rep,
+        if mh.selected { ", the selected one" } else { "; the test keeps a mean, which has no per-host figures" }
+    )];
+    note.push(if mh.totals.contains_key(mn::REMOTE_CPU_PCT) {
+        "Totals as the test measured them: throughput of all hosts; the clients' CPU % (and the servers', as remote CPU) weighted by CPU count.".into()
+    } else {
+        "Totals as the test measured them: throughput of all hosts, CPU % weighted by CPU count.".into()
+    });
+    note.extend(shared_kernels(&mh.hosts));
+    note.extend(checks(kind, mh));
+    note.extend(
+        mh.hosts
+            .iter()
+            .flat_map(|h| h.notes.iter().map(move |n| format!("{}: {n}", h.name))),
+    );
+    Table {
+        title: match label_of {
+            Some(l) => format!("{name}: hosts — {l}"),
+            None => format!("{name}: hosts"),
+        },
+        head,
+        rows,
+        note: Some(note.join(" ")),
+    }
+}
+
+/// Hosts that share a kernel (one boot id): one machine, whose CPU the
+/// totals count once.
+fn shared_kernels(hosts: &[HostFigures]) -> Option<String> {
+    let ids = distinct(hosts.iter().filter_map(|h| h.boot_id.as_deref()));
+    let groups: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let names: Vec<&str> = hosts
+                .iter()
+                .filter(|h| h.boot_id.as_deref() == Some(*id))
+                .map(|h| h.name.as_str())
+                .collect();
+            names.join(", ")
+        })
+        .filter(|g| g.contains(", "))
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!(
+            "One machine (same kernel boot id), its CPU counted once in the totals: {}.",
+            groups.join("; ")
+        )
+    })
+}
+
+fn disagree(sum: f64, total: f64) -> bool {
+    (sum - total).abs() > AGREE * total.abs().max(1e-9) && (sum - total).abs() > 0.01
+}
+
+/// Where the parts do not add up to the document's totals, saying so
+/// (the totals are shown as measured, not replaced by the sums).
+pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
+    let mut out = Vec::new();
+    let t = &mh.totals;
+    let hosts = &mh.hosts;
+    let sum_of = |k: &str, hs: &[&HostFigures]| -> Option<f64> {
+        hs.iter().map(|h| h.metrics.get(k).copied()).sum()
+    };
+    let all: Vec<&HostFigures> = hosts.iter().collect();
+    // Every byte is sent by one host: the hosts' sent rates add up to the
+    // test's goodput. Disk I/Os and transactions are each one host's.
+    let (what, sum, total) = match kind {
+        Kind::NetStream => (
+            "sent Mbit/s",
+            sum_of(mn::TX_MBIT_S, &all),
+            t.get(mn::MBIT_S),
+        ),
+        Kind::Disk => ("IOPS", sum_of(mn::IOPS, &all), t.get(mn::IOPS)),
+        Kind::NetRr => {
+            let clients: Vec<&HostFigures> = hosts.iter().filter(|h| h.role == "client").collect();
+            (
+                "clients' transactions/s",
+                sum_of(mn::TRANS_S, &clients),
+                t.get(mn::TRANS_S),
+            )
+        }
+    };
+    if let (Some(sum), Some(&total)) = (sum, total) {
+        if disagree(sum, total) {
+            out.push(format!(
+                "⚠ The hosts' {what} add up to {}, the total is {}.",
+                num(Some(sum)),
+                num(Some(total))
+            ));
+        }
+    }
+    if !mh.pairs.is_empty() {
+        let sum: f64 = mh.pairs.iter().map(|p| p.mbit_s).sum();
+        if let Some(&total) = t.get(mn::MBIT_S) {
+            if disagree(sum, total) {
+                out.push(format!(
+                    "⚠ The pairs' Mbit/s add up to {}, the total is {}.",
+                    num(Some(sum)),
+                    num(Some(total))
+                ));
+            }
+        }
+    }
+    // CPU weighted by CPU count, each machine once: only when every host
+    // has one role, so that each side's hosts are known.
+    if !hosts.iter().any(|h| h.role == "client+server") {
+        for (roles, key, whose) in [
+            (&["client", "disk"][..], mn::CPU_PCT, "clients'"),
+            (&["server"][..], mn::REMOTE_CPU_PCT, "servers'"),
+        ] {
+            let mut seen: Vec<&str> = Vec::new();
+            let mut weighted = Vec::new();
+            for h in hosts.iter().filter(|h| roles.contains(&h.role.as_str())) {
+                if let Some(id) = h.boot_id.as_deref() {
+                    if seen.contains(&id) {
+                        continue;
+                    }
+                    seen.push(id);
+                }
+                weighted.push(h.metrics.get(mn::CPU_PCT).map(|c| (c, h.cpus as f64)));
+            }
+            let Some(w) = weighted.into_iter().collect::<Option<Vec<_>>>() else {
+                continue;
+            };
+            let n: f64 = w.iter().map(|x| x.1).sum();
+            if let (true, Some(&total)) = (n > 0.0, t.get(key)) {
+                let mean = w.iter().map(|(c, k)| *c * *k).sum::<f64>() / n;
+                if disagree(mean, total) {
+                    out.push(format!(
+                        "⚠ The {whose} CPU % weighted by CPU count is {}, the total says {}.",
+                        num(Some(mean)),
+                        num(Some(total))
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The hosts of several configurations side by side, matched by name and
+/// role: each configuration's throughput, CPU % and efficiency, and each
+/// candidate's difference in throughput; a host only some configurations
+/// have is named as such.
+pub fn host_comparison(
+    name: &str,
+    kind: Kind,
+    per: &[Option<&MultiHost>],
+    labels: &[String],
+) -> Table {
+    let (thr, eff) = (kind.headline(), kind.headline_efficiency());
+    let shown = [thr, mn::CPU_PCT, eff];
+    let mut head = vec!["host".to_string(), "role".into()];
+    for l in labels {
+        head.extend(shown.iter().map(|m| format!("{} {l}", label(m))));
+    }
+    for l in labels.iter().skip(1) {
+        head.push(format!("Δ {} {l}", label(thr)));
+    }
+    let keys = distinct(
+        per.iter()
+            .flatten()
+            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
+    );
+    let mut rows = Vec::new();
+    let row =
+        |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
+            let mut cells = vec![host, role];
+            for v in &vals {
+                cells.extend(
+                    shown.iter().map(|m| {
+                        metric_cell(m, v.as_ref().and_then(|v| v.get(*m).copied()), false)
+                    }),
+                );
+            }
+            let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
+            for ci in 1..vals.len() {
+                cells.push(pct(match (of(0), of(ci)) {
+                    (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
+                    _ => None,
+                }));
+            }
+            let mut r = TRow::plain(cells, None, false);
+            r.cell_diff[0] = missing;
+            r.total = total;
+            r
+        };
+    for (host, role) in keys {
+        let vals: Vec<Option<Metrics>> = per
+            .iter()
+            .map(|mh| {
+                let h = (*mh)?
+                    .hosts
+                    .iter()
+                    .find(|h| h.name == host && h.role == role)?;
+                Some(host_metrics(h))
+            })
+            .collect();
+        let present: Vec<&str> = (0..labels.len())
+            .filter(|ci| vals[*ci].is_some())
+            .map(|ci| labels[ci].as_str())
+            .collect();
+        let missing = present.len() < labels.len();
+        let cell = if missing {
+            format!("{host} (only in {})", present.join(", "))
+        } else {
+            host
+        };
+        rows.push(row(cell, role, vals, missing, false));
+    }
+    let any_servers = per
+        .iter()
+        .flatten()
+        .any(|mh| mh.totals.contains_key(mn::REMOTE_CPU_PCT));
+    for (servers, role) in total_sides(any_servers) {
+        let vals: Vec<Option<Metrics>> = per
+            .iter()
+            .map(|mh| {
+                let mh = (*mh)?;
+                Some(
+                    shown
+                        .iter()
+                        .filter_map(|m| Some((m.to_string(), total_value(mh, *servers, m)?)))
+                        .collect(),
+                )
+            })
+            .collect();
+        rows.push(row("total".into(), role.to_string(), vals, false, true));
+    }
+    Table {
+        title: format!("{name}: hosts side by side"),
+        head,
+        rows,
+        note: Some(format!(
+            "Hosts matched by name and role; highlighted: a host only some configurations have. Totals as each test measured them (CPU weighted by CPU count). Δ: candidate / baseline − 1 of {}. Each configuration's full per-host table follows.",
+            label(thr)
+        )),
+    }
+}
+
+/// The rows of the per-host chart: each host's headline throughput and
+/// CPU % in every configuration (matched by name and role).
+pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
+    let keys = distinct(
+        per.iter()
+            .flatten()
+            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
+    );
+    let names = distinct(keys.iter().map(|k| k.0.as_str()));
+    let every = label_every(keys.iter().map(|k| k.0.chars().count()), keys.len());
+    keys.iter()
+        .enumerate()
+        .map(|(i, (host, role))| {
+            let of = |m: &str| -> Vec<Option<f64>> {
+                per.iter()
+                    .map(|mh| {
+                        let h = (*mh)?
+                            .hosts
+                            .iter()
+                            .find(|h| &h.name == host && &h.role == role)?;
+                        h.metrics.get(m).copied()
+                    })
+                    .collect()
+            };
+            // A name with two roles needs its role to tell the bars apart.
+            let twice =
+                names.len() < keys.len() && keys.iter().filter(|k| &k.0 == host).count() > 1;
+            // The chart labels a bar with the part after the last '/'.
+            let name = if twice {
+                format!("{host} ({role})").replace('/', "∕")
+            } else {
+                host.replace('/', "∕")
+            };
+            Row {
+                test: if i % every == 0 { name } else { String::new() },
+                group: String::new(),
+                metric: kind.headline().into(),
+                values: of(kind.headline()),
+                cpu_pct: of(mn::CPU_PCT),
+                diff_pct: Vec::new(),
+                acceptable: vec![None; per.len()],
+                not_repeatable: false,
+                differs: Vec::new(),
+                interfered: vec![false; per.len()],
+            }
+        })
+        .collect()
+}
+
+/// Width of the bar chart's plot area in pixels (the chart's width less
+/// its axes' label areas and margins), and of a label's character.
+const PLOT_W: usize = charts::W as usize - 80 - 60 - 24;
+const CHAR_W: usize = 7;
+
+/// Every how many bars a host is named so that names do not overlap (the
+/// per-host table names them all).
+pub fn label_every(name_lengths: impl Iterator<Item = usize>, bars: usize) -> usize {
+    let widest = name_lengths.max().unwrap_or(0) * CHAR_W + 10;
+    (bars * widest).div_ceil(PLOT_W).max(1)
+}
+
+fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// A pair's Mbit/s each way: its total split by its bytes each way, so
+/// that the two always add up to the total shown.
+fn each_way(p: &PairFigures) -> (f64, f64) {
+    let (a, b) = (
+        p.client_to_server_bytes as f64,
+        p.server_to_client_bytes as f64,
+    );
+    if a + b > 0.0 {
+        (p.mbit_s * a / (a + b), p.mbit_s * b / (a + b))
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+/// Jain's fairness index over the pairs' rates: (Σx)² / (n Σx²).
+fn jain(pairs: &[PairFigures]) -> Option<f64> {
+    let n = pairs.len() as f64;
+    let s: f64 = pairs.iter().map(|p| p.mbit_s).sum();
+    let s2: f64 = pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum();
+    (n > 0.0 && s2 > 0.0).then(|| s * s / (n * s2))
+}
+
+/// The endpoint pairs of one configuration's test. `collapse`: past
+/// [`PAIRS_SHOWN`] pairs, only the slowest and the fastest are listed;
+/// the min/median/max rows always cover every pair.
+pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: bool) -> Table {
+    let head: Vec<String> = [
+        "client",
+        "server",
+        "connections",
+        "client → server Mbit/s",
+        "server → client Mbit/s",
+        "Mbit/s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let line = |p: &PairFigures| {
+        let (up, down) = each_way(p);
+        TRow::plain(
+            vec![
+                p.client.clone(),
+                p.server.clone(),
+                p.conns.to_string(),
+                num(Some(up)),
+                num(Some(down)),
+                num(Some(p.mbit_s)),
+            ],
+            None,
+            false,
+        )
+    };
+    let n = mh.pairs.len();
+    let mut rows = Vec::new();
+    let collapsed = collapse && n > PAIRS_SHOWN;
+    if collapsed {
+        let mut by_rate: Vec<&PairFigures> = mh.pairs.iter().collect();
+        by_rate.sort_by(|a, b| a.mbit_s.total_cmp(&b.mbit_s));
+        let k = PAIRS_SHOWN / 2;
+        rows.extend(by_rate[..k].iter().map(|p| line(p)));
+        let mut gap = TRow::plain(vec![String::new(); head.len()], None, false);
+        gap.cells[0] = format!("… {} more pairs", n - 2 * k);
+        rows.push(gap);
+        rows.extend(by_rate[n - k..].iter().map(|p| line(p)));
+    } else {
+        rows.extend(mh.pairs.iter().map(line));
+    }
+    if n > 1 {
+        let col = |f: &dyn Fn(&PairFigures) -> f64| -> Vec<f64> {
+            let mut v: Vec<f64> = mh.pairs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let cols = [
+            col(&|p| p.conns as f64),
+            col(&|p| each_way(p).0),
+            col(&|p| each_way(p).1),
+            col(&|p| p.mbit_s),
+        ];
+        let stat = |what: &str, f: &dyn Fn(&[f64]) -> Option<f64>| {
+            let mut cells = vec![format!("{what} of {n} pairs"), String::new()];
+            cells.push(count(f(&cols[0])));
+            cells.extend(cols[1..].iter().map(|c| num(f(c))));
+            total_row(cells)
+        };
+        rows.push(stat("min", &|v| v.first().copied()));
+        rows.push(stat("median", &|v| median(v)));
+        rows.push(stat("max", &|v| v.last().copied()));
+        let mut sum = vec![format!("sum of {n} pairs"), String::new()];
+        sum.push(count(Some(cols[0].iter().sum())));
+        sum.extend(cols[1..].iter().map(|c| num(Some(c.iter().sum()))));
+        rows.push(total_row(sum));
+    }
+    let fairness = match mh.totals.get(mn::PAIR_FAIRNESS) {
+        Some(f) => format!("Jain's fairness over the pairs' Mbit/s: {:.3}", f),
+        None => jain(&mh.pairs)
+            .map(|f| format!("Jain's fairness over the pairs' Mbit/s (from the pairs): {f:.3}"))
+            .unwrap_or_else(|| "Jain's fairness: – (no pair moved data)".into()),
+    };
+    let mut note = format!(
+        "{fairness} (1 = every pair the same). Each way: the pair's Mbit/s split by its bytes each way."
+    );
+    if collapsed {
+        note.push_str(&format!(
+            " The {k} slowest and {k} fastest of {n} pairs are listed; min, median and max are over all of them.",
+            k = PAIRS_SHOWN / 2
+        ));
+    }
+    Table {
+        title: match label_of {
+            Some(l) => format!("{name}: endpoint pairs — {l}"),
+            None => format!("{name}: endpoint pairs"),
+        },
+        head,
+        rows,
+        note: Some(note),
+    }
+}
+
+/// How far apart the windows opened and closed, and whether the clocks
+/// could tell.
+pub fn skew_text(s: &Skew) -> String {
+    let mut t = format!(
+        "Window skew: the hosts' windows opened within {} µs and closed within {} µs of each other (clock offsets known to ±{} µs).",
+        num(Some(s.start)),
+        num(Some(s.stop)),
+        num(Some(s.clock))
+    );
+    if s.start < s.clock || s.stop < s.clock {
+        t.push_str(" A skew below the clock uncertainty is not resolved: the windows may be closer or further apart than that.");
+    }
+    t
+}
+
+/// One piece of what a report shows of a multi-host test.
+pub enum Part {
+    Table(Table),
+    Text(String),
+    /// The per-host chart (HTML only): bars of throughput, CPU % points.
+    Chart {
+        title: String,
+        y_label: &'static str,
+        rows: Vec<Row>,
+        /// Only every this many bars is named (too many hosts for all).
+        thinned: Option<usize>,
+    },
+    /// A collapsed pair table's every pair (HTML only, folded away).
+    AllPairs {
+        table: Table,
+        pairs: usize,
+    },
+}
+
+/// What a report shows of a multi-host test, in order: with several
+/// configurations the hosts side by side first; the per-host chart; then
+/// each configuration's per-host table, skew and pairs.
+pub fn parts(mt: &MultiTest, configs: &[ConfigData]) -> Vec<Part> {
+    let (name, kind) = (mt.test.name.as_str(), mt.test.kind);
+    let labels: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
+    let many = configs.len() > 1;
+    let mut out = Vec::new();
+    if many {
+        out.push(Part::Table(host_comparison(name, kind, &mt.per, &labels)));
+    }
+    let rows = chart_rows(kind, &mt.per);
+    let named = rows.iter().filter(|r| !r.test.is_empty()).count();
+    out.push(Part::Chart {
+        title: format!("{name}: {} per host", label(kind.headline())),
+        y_label: label(kind.headline()),
+        thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
+        rows,
+    });
+    for (ci, mh) in mt.per.iter().enumerate() {
+        let Some(mh) = mh else {
+            if many {
+                out.push(Part::Text(format!(
+                    "{}: {name} ran on one host (no per-host figures).",
+                    labels[ci]
+                )));
+            }
+            continue;
+        };
+        let l = many.then_some(labels[ci].as_str());
+        out.push(Part::Table(host_table(name, kind, mh, l)));
+        if let Some(s) = &mh.skew_us {
+            let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
+            out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
+        }
+        if !mh.pairs.is_empty() {
+            out.push(Part::Table(pair_table(name, mh, l, true)));
+            if mh.pairs.len() > PAIRS_SHOWN {
+                out.push(Part::AllPairs {
+                    table: pair_table(name, mh, l, false),
+                    pairs: mh.pairs.len(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{multi_host_run, multi_stream_doc, render};
+    use crate::tables::cpu_cell;
+
+    fn mh(doc: &iotoll_model::ResultDoc) -> MultiHost {
+        MultiHost {
+            rep: 1,
+            selected: true,
+            totals: doc.metrics.clone(),
+            hosts: doc.hosts.clone(),
+            pairs: doc.pairs.clone(),
+            skew_us: doc.skew_us.clone(),
+        }
+    }
+
+    fn col(t: &Table, h: &str) -> usize {
+        t.head
+            .iter()
+            .position(|x| x == h)
+            .unwrap_or_else(|| panic!("no column {h}: {:?}", t.head))
+    }
+
+    fn row<'a>(t: &'a Table, host: &str, role: &str) -> &'a [String] {
+        &t.rows
+            .iter()
+            .find(|r| r.cells[0] == host && r.cells[1] == role)
+            .unwrap_or_else(|| panic!("no row {host} {role}"))
+            .cells
+    }
+
+    fn parse(cell: &str) -> f64 {
+        cell.replace(',', "").parse().unwrap()
+    }
+
+    /// Half a unit of the last digit `cell` shows.
+    fn half_ulp(cell: &str) -> f64 {
+        let decimals = cell.split_once('.').map_or(0, |x| x.1.len()) as i32;
+        0.5 * 10f64.powi(-decimals)
+    }
+
+    const CLIENTS: [&str; 4] = ["c1", "c2", "c3", "c4"];
+
+    #[test]
+    fn the_totals_rows_are_the_documents_totals() {
+        let doc = multi_stream_doc(&CLIENTS, &["s1"], 1.0);
+        let m = mh(&doc);
+        let t = host_table("mesh", Kind::NetStream, &m, None);
+        assert_eq!(
+            t.rows.len(),
+            5 + 2,
+            "5 hosts, the clients' and servers' totals"
+        );
+        let clients = row(&t, "total", "clients");
+        for c in columns(Kind::NetStream) {
+            assert_eq!(
+                clients[col(&t, label(c))],
+                metric_cell(c, doc.metrics.get(*c).copied(), false),
+                "{c}"
+            );
+        }
+        assert_eq!(clients[col(&t, "CPUs")], "16");
+        let servers = row(&t, "total", "servers");
+        assert_eq!(
+            servers[col(&t, "CPU %")],
+            cpu_cell(Some(doc.metrics["remote_cpu_pct"]))
+        );
+        assert_eq!(
+            servers[col(&t, "Mbit/s per % CPU")],
+            num(doc.metrics.get("remote_mbit_s_per_cpu_pct").copied())
+        );
+        assert_eq!(servers[col(&t, "Mbit/s")], clients[col(&t, "Mbit/s")]);
+        // What the clients sent, the servers received.
+        assert_eq!(
+            servers[col(&t, "sent Mbit/s")],
+            clients[col(&t, "received Mbit/s")]
+        );
+        assert_eq!(row(&t, "s1", "server")[col(&t, "window on (µs)")], "0.00");
+        // The fixture's parts add up: nothing to warn about.
+        assert!(!t.note.clone().unwrap().contains('⚠'), "{:?}", t.note);
+    }
+
+    #[test]
+    fn a_total_that_differs_from_its_parts_is_shown_as_measured_and_said() {
+        let mut doc = multi_stream_doc(&CLIENTS, &["s1"], 1.0);
+        let measured = doc.metrics["mbit_s"] * 1.05;
+        doc.metrics.insert("mbit_s".into(), measured);
+        *doc.metrics.get_mut("cpu_pct").unwrap() += 3.0;
+        let t = host_table("mesh", Kind::NetStream, &mh(&doc), None);
+        assert_eq!(
+            row(&t, "total", "clients")[col(&t, "Mbit/s")],
+            num(Some(measured))
+        );
+        let note = t.note.unwrap();
+        for want in [
+            "⚠ The hosts' sent Mbit/s add up to",
+            "⚠ The pairs' Mbit/s add up to",
+            "⚠ The clients' CPU % weighted by CPU count is 23.0, the total says 26.0",
+        ] {
+            assert!(note.contains(want), "{want} in {note}");
+        }
+    }
+
+    #[test]
+    fn each_hosts_efficiency_is_its_throughput_over_its_cpu_as_shown() {
+        let doc = multi_stream_doc(&CLIENTS, &["s1", "s2"], 1.0);
+        let t = host_table("mesh", Kind::NetStream, &mh(&doc), None);
+        let (m, c, pe) = (
+            col(&t, "Mbit/s"),
+            col(&t, "CPU %"),
+            col(&t, "Mbit/s per % CPU"),
+        );
+        for r in t.rows.iter().filter(|r| r.cells[0] != "total") {
+            let (mbit, cpu, shown) = (parse(&r.cells[m]), parse(&r.cells[c]), parse(&r.cells[pe]));
+            // What the shown inputs allow, widened by the shown index's rounding.
+            let lo = (mbit - half_ulp(&r.cells[m])) / (cpu + half_ulp(&r.cells[c]));
+            let hi = (mbit + half_ulp(&r.cells[m])) / (cpu - half_ulp(&r.cells[c]));
+            let slack = half_ulp(&r.cells[pe]);
+            assert!(
+                shown >= lo - slack && shown <= hi + slack,
+                "{}: {shown} not {mbit} / {cpu}",
+                r.cells[0]
+            );
+        }
+    }
+
+    #[test]
+    fn a_thousand_pairs_collapse_to_their_extremes_and_a_summary() {
+        let clients: Vec<String> = (1..=40).map(|i| format!("c{i:02}")).collect();
+        let servers: Vec<String> = (1..=25).map(|i| format!("s{i:02}")).collect();
+        let c: Vec<&str> = clients.iter().map(String::as_str).collect();
+        let s: Vec<&str> = servers.iter().map(String::as_str).collect();
+        let doc = multi_stream_doc(&c, &s, 1.0);
+        assert_eq!(doc.pairs.len(), 1000);
+        let m = mh(&doc);
+        let t = pair_table("mesh", &m, None, true);
+        assert_eq!(t.rows.len(), 8 + 1 + 8 + 4, "{:#?}", t.rows);
+        assert_eq!(t.rows[8].cells[0], "… 984 more pairs");
+        let rates: Vec<f64> = doc.pairs.iter().map(|p| p.mbit_s).collect();
+        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = rates.iter().copied().fold(0.0, f64::max);
+        let total = col(&t, "Mbit/s");
+        assert_eq!(t.rows[0].cells[total], num(Some(min)), "slowest first");
+        assert_eq!(t.rows[16].cells[total], num(Some(max)), "fastest last");
+        assert_eq!(row(&t, "min of 1000 pairs", "")[total], num(Some(min)));
+        assert_eq!(row(&t, "max of 1000 pairs", "")[total], num(Some(max)));
+        assert_eq!(
+            row(&t, "sum of 1000 pairs", "")[col(&t, "connections")],
+            "4,000"
+        );
+        let note = t.note.clone().unwrap();
+        assert!(
+            note.contains(&format!("{:.3}", doc.metrics["pair_fairness"])),
+            "{note}"
+        );
+        // The report: the Markdown stays short, the HTML folds every pair away.
+        let (md, html) = render(&[multi_host_run(1, "big", doc)]);
+        crate::fixtures::dump("multihost-1000", &md, &html);
+        assert!(md.lines().count() < 260, "{} lines", md.lines().count());
+        assert!(md.contains("… 984 more pairs"));
+        assert!(html.contains("<details><summary>mesh: endpoint pairs: all 1000 pairs</summary>"));
+        assert_eq!(
+            html.matches("<td>c17</td><td>s09</td>").count(),
+            1,
+            "each pair once, folded"
+        );
+    }
+
+    #[test]
+    fn a_comparison_matches_hosts_and_names_the_ones_on_one_side() {
+        let base = multi_stream_doc(&CLIENTS, &["s1"], 1.0);
+        let cand = multi_stream_doc(&["c1", "c2", "c3", "c5"], &["s1"], 1.1);
+        let (b, c) = (mh(&base), mh(&cand));
+        let labels = ["base".to_string(), "cand".to_string()];
+        let t = host_comparison("mesh", Kind::NetStream, &[Some(&b), Some(&c)], &labels);
+        let names: Vec<&str> = t.rows.iter().map(|r| r.cells[0].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "s1",
+                "c1",
+                "c2",
+                "c3",
+                "c4 (only in base)",
+                "c5 (only in cand)",
+                "total",
+                "total"
+            ]
+        );
+        let c4 = t
+            .rows
+            .iter()
+            .find(|r| r.cells[0].starts_with("c4"))
+            .unwrap();
+        assert!(c4.cell_diff[0]);
+        assert_eq!(c4.cells[col(&t, "Mbit/s cand")], "–");
+        // c1 is the same host at 1.1 × the rate.
+        assert_eq!(row(&t, "c1", "client")[col(&t, "Δ Mbit/s cand")], "+10.0 %");
+        let clients = row(&t, "total", "clients");
+        assert_eq!(
+            clients[col(&t, "Mbit/s cand")],
+            num(Some(cand.metrics["mbit_s"]))
+        );
+        let chart = chart_rows(Kind::NetStream, &[Some(&b), Some(&c)]);
+        assert_eq!(chart.len(), 6);
+        assert_eq!(
+            chart[4].values,
+            vec![Some(base.hosts[4].metrics["mbit_s"]), None]
+        );
+        let (md, html) = render(&[
+            multi_host_run(1, "base", base),
+            multi_host_run(2, "cand", cand),
+        ]);
+        crate::fixtures::dump("multihost-compare", &md, &html);
+        insta::assert_snapshot!("multi_host_compare_md", md);
+        assert!(html.contains("mesh: Mbit/s per host"));
+    }
+
+    /// Disk hosts: IOPS per % CPU beside each host's IOPS and CPU, one
+    /// totals row for all hosts, the IOPS checked against the total.
+    #[test]
+    fn disk_hosts_have_one_totals_row_and_their_iops_per_cpu() {
+        let host = |name: &str, iops: f64, cpu: f64| HostFigures {
+            name: name.into(),
+            role: "disk".into(),
+            cpus: 8,
+            metrics: [
+                ("iops", iops),
+                ("mb_s", iops * 4096.0 / 1e6),
+                ("cpu_pct", cpu),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+            ..Default::default()
+        };
+        let totals: Metrics = [
+            ("iops", 300_000.0),
+            ("cpu_pct", 25.0),
+            ("cpus", 16.0),
+            ("iops_per_cpu_pct", 12_000.0),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+        let m = MultiHost {
+            rep: 2,
+            selected: true,
+            totals,
+            hosts: vec![host("d1", 100_000.0, 20.0), host("d2", 200_000.0, 30.0)],
+            pairs: Vec::new(),
+            skew_us: None,
+        };
+        let t = host_table("rr4k", Kind::Disk, &m, None);
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(
+            row(&t, "total", "all hosts")[col(&t, "IOPS per % CPU")],
+            "12,000"
+        );
+        assert_eq!(row(&t, "d2", "disk")[col(&t, "IOPS per % CPU")], "6,667");
+        // 30 % of 8 CPUs = 2.4 CPU-s per s over 200,000 I/Os = 12 µs.
+        assert_eq!(row(&t, "d2", "disk")[col(&t, "CPU µs per I/O")], "12.0");
+        assert!(!t.note.unwrap().contains('⚠'), "the parts add up");
+    }
+
+    #[test]
+    fn a_multi_host_report() {
+        let (md, html) = render(&[multi_host_run(
+            1,
+            "base",
+            multi_stream_doc(&CLIENTS, &["s1"], 1.0),
+        )]);
+        insta::assert_snapshot!("multi_host_report_md", md);
+        assert!(html.contains("<h2 id=\"hosts\">Multi-host tests</h2>"));
+        assert!(html.contains("Window skew: the hosts' windows opened within 48.5 µs"));
+        crate::fixtures::dump("multihost", &md, &html);
+    }
+}
