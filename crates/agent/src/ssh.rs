@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// What the agent prints on stdout once it is listening, before `ADDR:PORT`.
-pub const LISTENING: &str = "iotoll agent listening on ";
+pub use crate::local::LISTENING;
 
 /// How long [`SshAgent::stop`] waits for ssh to exit after closing its stdin.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);

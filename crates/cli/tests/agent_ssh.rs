@@ -1,11 +1,14 @@
 //! `--ssh` against a real sshd: a `pair` lab, sshd in host b (a throwaway
 //! host key, root login with a throwaway user key only), the system ssh
 //! run in host a's namespace (the lab adds nothing to the root namespace,
-//! so b's address is reachable only from inside the lab). Checks that the
-//! agent started through [`SshAgent`] listens where it said, got the key
-//! on stdin and not on a command line, and that stopping it leaves no
-//! process behind in b; and that a wrong key, a missing agent and an
-//! unreachable host are clear errors within the timeout.
+//! so b's address is reachable only from inside the lab), and this build's
+//! `iotoll agent` as the remote command. Checks that the agent started
+//! through [`SshAgent`] listens where it said, takes a console session
+//! with the run key (and refuses another key), got its arguments intact
+//! through the remote shell and the key on no command line, and that
+//! stopping (or dropping) the launcher leaves no process behind in b; and
+//! that a wrong ssh key, a missing agent, a refused port and an
+//! unreachable address are clear errors within the timeout.
 //!
 //! Needs root, ssh, ssh-keygen and /usr/sbin/sshd (test.sh installs
 //! openssh-server); skipped otherwise, failed under CI. Each test has its
@@ -14,6 +17,7 @@
 mod common;
 
 use common::{can_run, is_root, Run};
+use iotoll_agent::console::{Console, HostSpec};
 use iotoll_agent::ssh::{run_key, LaunchErrorKind, SshAgent, SshLaunch};
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
@@ -23,35 +27,8 @@ use std::time::{Duration, Instant};
 
 const SSHD: &str = "/usr/sbin/sshd";
 
-/// Where the stand-in agent listens, in b.
+/// Where the agent listens, in b.
 const AGENT_PORT: u16 = 7575;
-
-/// Until the real `iotoll agent` lands: a stand-in with the agent's CLI
-/// contract. It reads the key line from stdin, listens on `--listen`,
-/// prints `iotoll agent listening on ADDR:PORT`, and exits at stdin's EOF.
-/// It records its arguments and the key it read beside itself, for the
-/// test to check.
-const STAND_IN: &str = r#"#!/usr/bin/env python3
-import os, socket, sys
-here = os.path.dirname(os.path.abspath(__file__))
-args = sys.argv[1:]
-with open(os.path.join(here, "agent-args"), "w") as f:
-    f.write("\n".join(args))
-if args[:1] != ["agent"] or args[args.index("--auth-key") + 1] != "-":
-    sys.exit("stand-in: unexpected arguments")
-key = sys.stdin.readline().strip()
-if len(key) < 16:
-    sys.exit("stand-in: key too short")
-with open(os.path.join(here, "agent-key"), "w") as f:
-    f.write(key)
-host, port = args[args.index("--listen") + 1].rsplit(":", 1)
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((host, int(port)))
-s.listen(16)
-print(f"iotoll agent listening on {host}:{port}", flush=True)
-sys.stdin.read()
-"#;
 
 struct SshLab {
     dir: tempfile::TempDir,
@@ -138,7 +115,6 @@ impl SshLab {
                 lab.netns("a")
             ),
         );
-        lab.script("agent", STAND_IN);
         Some(lab)
     }
 
@@ -168,13 +144,14 @@ impl SshLab {
         std::fs::read_to_string(self.path("sshd.log")).unwrap_or_default()
     }
 
-    /// A launch of the stand-in on b as root with `identity`, through ssh
+    /// A launch of this build's `iotoll agent` on b as root with `identity`, through ssh
     /// in a, that reads no ssh config and no known_hosts of this machine.
     fn launch(&self, identity: &str) -> SshLaunch {
         let s = |p: PathBuf| p.to_str().unwrap().to_string();
         SshLaunch {
             destination: format!("root@{}", self.b),
-            agent: s(self.path("agent")),
+            // The binary under test: the lab's hosts share this filesystem.
+            agent: s(common::bin_path()),
             listen: format!("{}:{AGENT_PORT}", self.b),
             ssh: s(self.path("ssh-in-a")),
             extra: [
@@ -249,6 +226,53 @@ fn wait_for(what: &str, t: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// `f` on a thread inside the network namespace `ns` (the lab's hosts are
+/// reachable only from inside the lab); this thread stays where it is.
+fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let file = std::fs::File::open(format!("/run/netns/{ns}")).expect("the namespace");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns on an open namespace file; it moves only this
+            // short-lived thread.
+            let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("the thread in the namespace")
+    })
+}
+
+/// A console session from a to the agent with `key`: what the agent says
+/// about itself, or the console's error.
+fn console(lab: &SshLab, addr: &str, key: &[u8]) -> Result<iotoll_agent::wire::AgentInfo, String> {
+    let address = addr.parse().expect("ADDR:PORT");
+    let key = iotoll_net::auth::Key::from_bytes(key);
+    in_netns(&lab.netns("a"), move || {
+        let hosts = vec![HostSpec {
+            name: "b".into(),
+            address,
+            data: vec![],
+        }];
+        let c = Console::connect(hosts, Some(key)).map_err(|e| e.to_string())?;
+        c.info("b").cloned().ok_or_else(|| "no info".to_string())
+    })
+}
+
+/// The command line of each process in b.
+fn cmdlines_in_b(lab: &SshLab) -> Vec<Vec<String>> {
+    (lab.pids_in_b().into_iter())
+        .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .map(|c| {
+            (c.split(|&b| b == 0))
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn an_agent_started_through_real_ssh_listens_and_leaves_nothing_behind() {
     let Some(lab) = SshLab::up("ssh") else { return };
@@ -258,24 +282,38 @@ fn an_agent_started_through_real_ssh_listens_and_leaves_nothing_behind() {
     let agent = SshAgent::start(&launch, &key, Duration::from_secs(20))
         .unwrap_or_else(|e| panic!("{e}\nsshd: {}", lab.sshd_log()));
     assert_eq!(agent.listening(), format!("{}:{AGENT_PORT}", lab.b));
-    assert!(lab.connects_from_a(agent.listening()), "nothing listening");
-    // The key went through stdin, and only there.
-    assert_eq!(std::fs::read(lab.path("agent-key")).unwrap(), key);
-    let args = std::fs::read_to_string(lab.path("agent-args")).unwrap();
-    assert_eq!(
-        args.lines().collect::<Vec<_>>(),
-        [
-            "agent",
-            "--listen",
-            agent.listening(),
-            "--auth-key",
-            "-",
-            "--allow-target",
-            "/var/tmp/iotoll test:rw"
-        ],
-        "the words after the remote shell split the quoted command"
+    // The run key opens a console session; the agent got every argument
+    // as one word through the remote shell (the target has a space).
+    let info = console(&lab, agent.listening(), &key)
+        .unwrap_or_else(|e| panic!("{e}\nagent: {}", agent.stderr()));
+    assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+    let t: Vec<(&str, bool)> = (info.targets.iter())
+        .map(|t| (t.path.as_str(), t.write))
+        .collect();
+    assert_eq!(t, [("/var/tmp/iotoll test", true)]);
+    let other = run_key();
+    let refused = console(&lab, agent.listening(), &other).unwrap_err();
+    assert!(refused.contains("host b"), "{refused}");
+    eprintln!("another key: {refused}");
+    // The key is on no command line in b (the agent's, the shell's, sshd's).
+    let lines = cmdlines_in_b(&lab);
+    let k = std::str::from_utf8(&key).unwrap();
+    assert!(lines.iter().flatten().all(|w| !w.contains(k)), "{lines:?}");
+    let bin = common::bin_path().to_str().unwrap().to_string();
+    assert!(
+        lines.iter().any(|l| l[..]
+            == [
+                &bin,
+                "agent",
+                "--listen",
+                agent.listening(),
+                "--auth-key",
+                "-",
+                "--allow-target",
+                "/var/tmp/iotoll test:rw"
+            ]),
+        "no agent with the expected arguments in b: {lines:?}"
     );
-    assert!(lab.pids_in_b().len() > before.len(), "no agent in b");
     let t = Instant::now();
     agent.stop().unwrap();
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
