@@ -20,6 +20,10 @@ declare -A need=(
   [chromium]=chromium      # the HTML report, loaded headless
   [tgtd]=tgt               # iSCSI initiator tests
   [iscsi-perf]=libiscsi-bin  # bench/iscsi-vs-libiscsi.sh; harness self-test
+  [sshd]=openssh-server    # agent --ssh test (sshd in a lab host)
+  [ssh]=openssh-client     # agent --ssh test
+  [ssh-keygen]=openssh-client  # agent --ssh test (throwaway keys)
+  [python3]=python3        # kubernetes-validate (below)
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -34,6 +38,30 @@ if ((${#missing[@]})); then
   else
     echo "test.sh: warning: missing packages ${missing[*]} (install them as root)" >&2
   fi
+fi
+
+# The Kubernetes schema validator of the k8s-manifests test, from PyPI, in
+# a venv of its own under target/ (never the system's Python packages).
+kv="$PWD/target/k8s-validate-venv"
+if [ ! -x "$kv/bin/kubernetes-validate" ]; then
+  rm -rf "$kv"
+  if ! python3 -m venv "$kv" >/dev/null 2>&1; then
+    # Debian's python3 has no venv module without python3-venv.
+    rm -rf "$kv"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    python3 -m venv "$kv" >/dev/null 2>&1 || echo "test.sh: warning: cannot make a Python venv in $kv" >&2
+  fi
+  if [ -x "$kv/bin/pip" ]; then
+    "$kv/bin/pip" install -q --disable-pip-version-check kubernetes-validate >/dev/null ||
+      echo "test.sh: warning: pip install kubernetes-validate failed" >&2
+  fi
+fi
+# Without it the test fails under CI and is skipped elsewhere.
+if [ -x "$kv/bin/kubernetes-validate" ]; then
+  export IOTOLL_KUBERNETES_VALIDATE="$kv/bin/kubernetes-validate"
 fi
 
 cargo fmt --all -- --check
