@@ -49,7 +49,7 @@ def lab_file(name):
 def suite_file(a):
     pairs = ", ".join(f'["c{k}", "server"]' for k in range(1, PAIRS + 1))
     return (f'name = "multihost-bench"\nreps = 1\n[[test]]\nname = "pairs16"\nkind = "net-stream"\n'
-            f'dir = "tx"\nconns = 1\nmsg = "128k"\nramp = "{a.ramp}s"\ntime = "{a.time}s"\npairs = [{pairs}]\n')
+            f'dir = "tx"\nconns = 1\nmsg = "128k"\nthreads = {a.threads}\nramp = "{a.ramp}s"\ntime = "{a.time}s"\npairs = [{pairs}]\n')
 
 
 def run_iotoll(a, name, lab_path, suite, db):
@@ -101,6 +101,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time", type=int, default=10)
     ap.add_argument("--ramp", type=int, default=2)
+    # Engine threads per agent: iperf3 runs a process per stream, so the
+    # like-for-like default is a thread per pair on the server.
+    ap.add_argument("--threads", type=int, default=PAIRS)
     a = ap.parse_args()
     ex = a.iotoll
     print(machine_line())

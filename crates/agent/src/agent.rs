@@ -73,11 +73,13 @@ enum Prepared {
         pairs: Vec<PairSlot>,
         listener: Option<TcpListener>,
         conns: Vec<Vec<(TcpStream, Role)>>,
+        threads: Option<u32>,
     },
     Client {
         params: TestParams,
         pairs: Vec<PairSlot>,
         conns: Vec<Vec<(TcpStream, Role)>>,
+        threads: Option<u32>,
     },
 }
 
@@ -319,7 +321,11 @@ fn prepare(
                 .map_err(|e| e.to_string())?;
             Ok((Prepared::Disk(Box::new(spec)), None))
         }
-        Work::NetServe { params, pairs } => {
+        Work::NetServe {
+            params,
+            pairs,
+            threads,
+        } => {
             check_params(&params)?;
             let listener =
                 TcpListener::bind(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)))
@@ -343,11 +349,16 @@ fn prepare(
                     pairs,
                     listener: Some(listener),
                     conns: Vec::new(),
+                    threads,
                 },
                 Some(port),
             ))
         }
-        Work::NetClient { params, pairs } => {
+        Work::NetClient {
+            params,
+            pairs,
+            threads,
+        } => {
             check_params(&params)?;
             let roles: Vec<Role> = server_roles(&params)
                 .into_iter()
@@ -373,6 +384,7 @@ fn prepare(
                     params,
                     pairs,
                     conns,
+                    threads,
                 },
                 None,
             ))
@@ -488,6 +500,7 @@ fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<
         pairs,
         listener,
         conns,
+        ..
     }) = t.prepared.as_mut()
     else {
         return Err(format!("test {} serves no network pairs here", t.id));
@@ -532,19 +545,21 @@ fn run(
             params,
             pairs,
             conns,
+            threads: asked,
             ..
         }
         | Prepared::Client {
             params,
             pairs,
             conns,
+            threads: asked,
         } => run_net(
             &params,
             &pairs,
             conns,
             (on, off),
             interrupt,
-            threads,
+            asked.map(|t| t as usize).or(threads),
             held,
             rt.is_ok(),
         ),

@@ -644,6 +644,9 @@ pub struct NetTest {
     pub pairs: Vec<(String, String)>,
     /// `conns` is per pair; `ramp_ms`/`time_ms` the test's.
     pub params: TestParams,
+    /// Engine threads on every agent of the test (the suite's `threads`);
+    /// None: each agent's own setting.
+    pub threads: Option<u32>,
     pub config: Option<String>,
 }
 
@@ -687,11 +690,13 @@ impl Console {
                     Work::NetServe {
                         params: t.params.clone(),
                         pairs: vec![],
+                        threads: t.threads,
                     }
                 } else {
                     Work::NetClient {
                         params: t.params.clone(),
                         pairs: vec![],
+                        threads: t.threads,
                     }
                 },
                 offset: Offset {

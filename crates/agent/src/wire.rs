@@ -131,11 +131,17 @@ pub enum Work {
     NetServe {
         params: TestParams,
         pairs: Vec<PairSlot>,
+        /// Engine threads for this test (the suite's `threads`); None:
+        /// the agent's own setting.
+        #[serde(default)]
+        threads: Option<u32>,
     },
     /// Open these pairs' data connections to their servers.
     NetClient {
         params: TestParams,
         pairs: Vec<PairSlot>,
+        #[serde(default)]
+        threads: Option<u32>,
     },
 }
 

@@ -83,6 +83,7 @@ fn pairs_add_up_and_windows_align() {
             ("c1".into(), "srv".into()),
         ],
         params: stream(2),
+        threads: None,
         config: None,
     };
     let stop = AtomicBool::new(false);

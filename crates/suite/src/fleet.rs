@@ -42,7 +42,7 @@ pub fn start(
     // gave one); agents already running need the user's.
     let key = match &opts.auth_key {
         Some(k) => k.clone(),
-        None if lab_hosts => Key::from_bytes(iotoll_net::auth::nonce().as_bytes()),
+        None if lab_hosts => Key::from_bytes(&iotoll_agent::ssh::run_key()),
         None => {
             return Err(RunError::Hosts(
                 "multi-host tests on agents at addresses need their key: add --auth-key FILE"
@@ -165,6 +165,7 @@ impl Fleet {
                 let t = NetTest {
                     pairs: pairs.clone(),
                     params: n.params(),
+                    threads: n.threads.map(|t| t as u32),
                     config: opts.config.clone(),
                 };
                 self.console.run_net(&t, interrupted)
