@@ -2,7 +2,7 @@
 
 use crate::usage;
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 use iotoll_net::auth::Key;
 use iotoll_net::{Limits, ServerConfig, DEFAULT_PORT};
 use std::io::BufRead;
@@ -17,9 +17,12 @@ Targets: only the paths given with --allow-target are ever opened for a disk tes
 
 Authentication: --auth-key FILE holds a pre-shared key (at least 16 bytes) the console must prove; every session is keyed on fresh nonces from both sides and every message is signed and numbered, so a recorded session cannot be replayed. With --auth-key - the key is the first line of stdin and the agent exits when stdin closes (how `suite run --ssh` ties an agent to its ssh session). Without a key the agent listens on loopback only.
 
-On start it prints one line on stdout: `iotoll agent listening on ADDR:PORT`."
+On start it prints one line on stdout: `iotoll agent listening on ADDR:PORT`. Running agents as a service, over ssh or on Kubernetes: docs/agent-deploy.md.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct AgentArgs {
+    #[command(subcommand)]
+    cmd: Option<AgentCmd>,
     /// Address and port to listen on [default: [::]:7575; 127.0.0.1:7575 without a key].
     #[arg(long, value_name = "ADDR[:PORT]")]
     listen: Option<String>,
@@ -34,7 +37,16 @@ pub struct AgentArgs {
     threads: Option<usize>,
 }
 
+#[derive(Subcommand)]
+enum AgentCmd {
+    /// Kubernetes manifests of a fleet of agents (headless Service and an indexed Job, or a DaemonSet), and their hosts file.
+    K8sManifests(crate::k8s::K8sArgs),
+}
+
 pub fn main(a: AgentArgs) -> Result<()> {
+    if let Some(AgentCmd::K8sManifests(k)) = &a.cmd {
+        return crate::k8s::run(k).map(|_| ());
+    }
     let targets = (a.allow_target.iter())
         .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
         .collect::<Result<Vec<_>>>()?;

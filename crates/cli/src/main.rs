@@ -61,9 +61,6 @@ enum Cmd {
     Compare(Box<report::CompareArgs>),
     /// Report one or more runs: tables, charts, disclosure (HTML or Markdown).
     Report(report::ReportArgs),
-    /// TEMPORARY, until `iotoll agent k8s-manifests` is wired: the same command.
-    #[command(name = "k8s-manifests", hide = true)]
-    K8sManifests(k8s::K8sArgs),
     /// Disclose this system: CPU, memory, kernel, interfaces, block devices, TCP settings.
     Sysinfo {
         /// Print one JSON document on stdout.
@@ -389,8 +386,6 @@ fn main() -> ExitCode {
         Cmd::Sysinfo { json } => suite::sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
-        // TEMPORARY (see K8sManifests): the status is always 0 on success.
-        Cmd::K8sManifests(a) => k8s::run(&a).map(|_| ()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -116,6 +116,20 @@ pub struct RunArgs {
     /// Hosts of multi-host tests (a file with a [hosts] table, docs/suites.md); its entries override the suite's of the same name.
     #[arg(long, value_name = "FILE")]
     hosts: Option<PathBuf>,
+    /// Start the agents of the hosts file's hosts through the system's ssh (each host's `ssh` destination, else its address), with a per-run key, and stop them at the end.
+    #[arg(long, requires = "hosts")]
+    ssh: bool,
+    /// The iotoll program on the remote hosts, for --ssh.
+    #[arg(long, value_name = "PATH", default_value = "iotoll", requires = "ssh")]
+    ssh_agent: String,
+    /// An extra argument for ssh, before the destination (repeatable; e.g. --ssh-arg=-F --ssh-arg=cfg).
+    #[arg(
+        long = "ssh-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "ssh"
+    )]
+    ssh_args: Vec<String>,
     /// When a host of a multi-host test is lost: continue (that test fails, the suite goes on with the next) or stop (the run stops there).
     #[arg(long, value_name = "ACTION", value_enum, default_value = "continue")]
     on_host_failure: OnHostFailureArg,
@@ -638,6 +652,10 @@ fn run(a: RunArgs) -> Result<()> {
             OnHostFailureArg::Stop => OnHostFailure::Stop,
         },
         agent_exe: std::env::current_exe().ok(),
+        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
+            agent: a.ssh_agent.clone(),
+            args: a.ssh_args.clone(),
+        }),
     };
     let mut sink = StoreSink {
         store: &mut store,

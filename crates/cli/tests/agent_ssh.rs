@@ -398,3 +398,80 @@ fn wrong_key_missing_agent_and_unreachable_hosts_are_clear_errors_in_time() {
         "{msg}"
     );
 }
+
+/// `suite run --ssh` end to end: a pair a -> b where a is a lab host (its
+/// agent started by the run in its namespace) and b a hosts-file host whose
+/// agent the run starts through ssh (from inside the lab, where the console
+/// runs), both on one per-run key; the stream runs, both hosts report, and
+/// nothing is left in b after the run.
+#[test]
+fn suite_run_ssh_starts_the_agents_and_stops_them() {
+    let Some(lab) = SshLab::up("suite") else {
+        return;
+    };
+    let before = lab.pids_in_b();
+    let s = |p: PathBuf| p.to_str().unwrap().to_string();
+    let hosts = lab.path("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[hosts]\na = {{ lab = \"a\" }}\nb = {{ address = \"{b}:{AGENT_PORT}\", ssh = \"root@{b}\" }}\n",
+            b = lab.b
+        ),
+    )
+    .unwrap();
+    let suite = lab.path("pair.toml");
+    std::fs::write(
+        &suite,
+        "name = \"ssh-pair\"\nreps = 1\n[[test]]\nname = \"ab\"\nkind = \"net-stream\"\ndir = \"bidir\"\nramp = \"0s\"\ntime = \"1s\"\npairs = [[\"a\", \"b\"]]\n",
+    )
+    .unwrap();
+    let db = s(lab.path("r.db"));
+    let bin = s(common::bin_path());
+    let ident = s(lab.path("user"));
+    let mut c = common::iotoll();
+    c.env("IOTOLL_LAB_DIR", lab.dir.path()).args([
+        "suite",
+        "run",
+        &s(suite),
+        "--lab",
+        &lab.name,
+        "--hosts",
+        &s(hosts),
+        "--db",
+        &db,
+        "--ssh",
+        "--ssh-agent",
+        &bin,
+    ]);
+    for a in [
+        "-F",
+        "/dev/null",
+        "-i",
+        &ident,
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+    ] {
+        c.arg(format!("--ssh-arg={a}"));
+    }
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}\nsshd: {}", lab.sshd_log());
+    assert!(err.contains("started 1 agent(s) through ssh"), "{err}");
+    let run = common::show(&db, "1");
+    let doc = &run["tests"][0]["reps"][0]["doc"];
+    let names: Vec<&str> = (doc["hosts"].as_array().unwrap().iter())
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b", "a"], "{doc}");
+    let p = &doc["pairs"][0];
+    assert!(p["client_to_server_bytes"].as_u64().unwrap() > 0, "{p}");
+    assert!(p["server_to_client_bytes"].as_u64().unwrap() > 0, "{p}");
+    wait_for("b to hold only sshd again", Duration::from_secs(5), || {
+        lab.pids_in_b() == before
+    });
+}

@@ -7,11 +7,10 @@ mod common;
 
 use common::Run;
 
-/// The command (hidden `k8s-manifests` at the top until the lead wires it
-/// under `agent`).
+/// `iotoll agent k8s-manifests ARGS`.
 fn k8s(args: &[&str]) -> assert_cmd::Command {
     let mut c = common::iotoll();
-    c.arg("k8s-manifests").args(args);
+    c.args(["agent", "k8s-manifests"]).args(args);
     c
 }
 

@@ -16,11 +16,14 @@ use std::time::Duration;
 
 /// How long a local agent may take to start listening.
 const SPAWN_WAIT: Duration = Duration::from_secs(10);
+/// How long ssh may take to log in and start an agent.
+const SSH_WAIT: Duration = Duration::from_secs(20);
 
 pub struct Fleet {
     pub console: Console,
     /// Agents this run started; stopped when the fleet is dropped.
     _agents: Vec<LocalAgent>,
+    _ssh: Vec<iotoll_agent::ssh::SshAgent>,
     /// Per-host test files made for lab agents, removed at the end.
     _files: Vec<crate::runner::TempTarget>,
 }
@@ -37,7 +40,7 @@ pub fn start(
     let needs_disk = jobs
         .iter()
         .any(|j| matches!(j.placement, Placement::Disk { .. }));
-    let lab_hosts = opts.hosts.iter().any(|h| matches!(h.at, HostAt::Lab(_)));
+    let lab_hosts = opts.ssh.is_some() || opts.hosts.iter().any(|h| matches!(h.at, HostAt::Lab(_)));
     // Agents this run starts take a key made for the run (unless the user
     // gave one); agents already running need the user's.
     let key = match &opts.auth_key {
@@ -51,6 +54,17 @@ pub fn start(
         }
     };
     let mut agents = Vec::new();
+    let mut ssh_agents = Vec::new();
+    // Agents started here may write what this run's flags allow.
+    let allow_given: Vec<String> = (opts.targets.iter())
+        .map(|t| {
+            format!(
+                "{}{}",
+                t.display(),
+                if opts.allow_destructive { ":rw" } else { "" }
+            )
+        })
+        .collect();
     let mut files = Vec::new();
     let mut specs = Vec::new();
     for h in &opts.hosts {
@@ -75,15 +89,7 @@ pub fn start(
                     )));
                 };
                 let listen = std::net::SocketAddr::new(ip, iotoll_net::DEFAULT_PORT);
-                let mut allow: Vec<String> = (opts.targets.iter())
-                    .map(|t| {
-                        format!(
-                            "{}{}",
-                            t.display(),
-                            if opts.allow_destructive { ":rw" } else { "" }
-                        )
-                    })
-                    .collect();
+                let mut allow = allow_given.clone();
                 if allow.is_empty() && needs_disk {
                     let f = std::env::temp_dir().join(format!(
                         "{}{}-{}{}",
@@ -123,6 +129,25 @@ pub fn start(
             HostAt::Address(a) => {
                 let address = iotoll_net::resolve(a, iotoll_net::DEFAULT_PORT)
                     .map_err(|e| RunError::Hosts(format!("host {}: {e}", h.name)))?;
+                if let Some(s) = &opts.ssh {
+                    // The agent listens on every address of its host, on
+                    // the port the hosts file gives; the console connects
+                    // to the address as given.
+                    let listen = match address {
+                        std::net::SocketAddr::V4(_) => format!("0.0.0.0:{}", address.port()),
+                        std::net::SocketAddr::V6(_) => format!("[::]:{}", address.port()),
+                    };
+                    let destination = h.ssh.clone().unwrap_or_else(|| address.ip().to_string());
+                    let launch = iotoll_agent::ssh::SshLaunch {
+                        agent: s.agent.clone(),
+                        extra: s.args.clone(),
+                        allow_targets: allow_given.clone(),
+                        ..iotoll_agent::ssh::SshLaunch::new(destination, listen)
+                    };
+                    let a = iotoll_agent::ssh::SshAgent::start(&launch, key.bytes(), SSH_WAIT)
+                        .map_err(|e| RunError::Hosts(e.with_host(&h.name).to_string()))?;
+                    ssh_agents.push(a);
+                }
                 specs.push(HostSpec {
                     name: h.name.clone(),
                     address,
@@ -134,10 +159,17 @@ pub fn start(
     if !agents.is_empty() {
         progress(&format!("started {} agent(s) in the lab", agents.len()));
     }
+    if !ssh_agents.is_empty() {
+        progress(&format!(
+            "started {} agent(s) through ssh",
+            ssh_agents.len()
+        ));
+    }
     let console = Console::connect(specs, Some(key)).map_err(|e| RunError::Hosts(e.to_string()))?;
     Ok(Some(Fleet {
         console,
         _agents: agents,
+        _ssh: ssh_agents,
         _files: files,
     }))
 }

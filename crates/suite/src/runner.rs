@@ -42,6 +42,17 @@ pub struct Options {
     pub on_host_failure: OnHostFailure,
     /// This iotoll's executable, to start agents in lab hosts.
     pub agent_exe: Option<PathBuf>,
+    /// Start the hosts' agents through ssh (`--ssh`).
+    pub ssh: Option<SshOptions>,
+}
+
+/// How `--ssh` starts agents.
+#[derive(Debug, Clone)]
+pub struct SshOptions {
+    /// The iotoll program there.
+    pub agent: String,
+    /// Extra ssh arguments, before the destination.
+    pub args: Vec<String>,
 }
 
 /// What to do when a host of a multi-host test is lost (its agent stops
