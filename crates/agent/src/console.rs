@@ -965,32 +965,23 @@ impl Console {
             })
         };
         ResultDoc {
-            iotoll_version: iotoll_model::VERSION.to_string(),
-            kind: Kind::NetStream,
-            status: if interrupted {
-                ResultStatus::Interrupted
-            } else {
-                ResultStatus::Complete
-            },
-            started_at: rfc3339(times.on_ns),
-            config: t.config.clone(),
             spec,
-            metrics: m,
             cpu: CpuSection {
                 local,
                 remote,
                 same_host: Some(same_host),
             },
-            latency: None,
-            series: Vec::new(),
-            notes,
-            disclosure: None,
-            targets: Vec::new(),
-            workers: Vec::new(),
-            lines: Vec::new(),
             hosts,
             pairs,
-            skew_us: Some(skew),
+            ..multi_host_doc(
+                Kind::NetStream,
+                interrupted,
+                times,
+                t.config.clone(),
+                m,
+                notes,
+                skew,
+            )
         }
     }
 
@@ -1065,35 +1056,65 @@ impl Console {
         if shared_kernel(&hosts) && hosts.len() > 1 {
             notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU".into());
         }
-        let _ = t;
         ResultDoc {
-            iotoll_version: iotoll_model::VERSION.to_string(),
-            kind: Kind::Disk,
-            status: if interrupted {
-                ResultStatus::Interrupted
-            } else {
-                ResultStatus::Complete
-            },
-            started_at: rfc3339(times.on_ns),
-            config: t.order.config.clone(),
             spec: first_spec,
-            metrics: m,
             cpu: CpuSection {
                 local,
                 remote: None,
                 same_host: None,
             },
-            latency: None,
-            series: Vec::new(),
-            notes,
-            disclosure: None,
-            targets: Vec::new(),
-            workers: Vec::new(),
-            lines: Vec::new(),
             hosts,
-            pairs: Vec::new(),
-            skew_us: Some(skew(parts, times)),
+            ..multi_host_doc(
+                Kind::Disk,
+                interrupted,
+                times,
+                t.order.config.clone(),
+                m,
+                notes,
+                skew(parts, times),
+            )
         }
+    }
+}
+
+/// A multi-host result's common parts; the caller adds its spec, CPU,
+/// hosts and pairs.
+fn multi_host_doc(
+    kind: Kind,
+    interrupted: bool,
+    times: &DriveTimes,
+    config: Option<String>,
+    metrics: Metrics,
+    notes: Vec<String>,
+    skew: Skew,
+) -> ResultDoc {
+    ResultDoc {
+        iotoll_version: iotoll_model::VERSION.to_string(),
+        kind,
+        status: if interrupted {
+            ResultStatus::Interrupted
+        } else {
+            ResultStatus::Complete
+        },
+        started_at: rfc3339(times.on_ns),
+        config,
+        spec: serde_json::Value::Null,
+        metrics,
+        cpu: CpuSection {
+            local: None,
+            remote: None,
+            same_host: None,
+        },
+        latency: None,
+        series: Vec::new(),
+        notes,
+        disclosure: None,
+        targets: Vec::new(),
+        workers: Vec::new(),
+        lines: Vec::new(),
+        hosts: Vec::new(),
+        pairs: Vec::new(),
+        skew_us: Some(skew),
     }
 }
 

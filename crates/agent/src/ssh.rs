@@ -320,18 +320,34 @@ impl SshAgent {
         };
         l.check().map_err(err)?;
         check_key(key).map_err(err)?;
-        let mut child = Command::new(&l.ssh)
-            .args(l.ssh_args(timeout))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|error| {
-                err(LaunchErrorKind::Spawn {
-                    ssh: l.ssh.clone(),
-                    error,
-                })
-            })?;
+        let spawn = || {
+            Command::new(&l.ssh)
+                .args(l.ssh_args(timeout))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+        };
+        // ETXTBSY: an ssh (wrapper) script just written can still be open
+        // for writing in a child another thread forked and has not exec'd
+        // yet; that lasts microseconds.
+        let mut tries = 0;
+        let mut child = loop {
+            match spawn() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                r => {
+                    break r.map_err(|error| {
+                        err(LaunchErrorKind::Spawn {
+                            ssh: l.ssh.clone(),
+                            error,
+                        })
+                    })?
+                }
+            }
+        };
         let (lines, stderr, stderr_done) = readers(&mut child);
         let mut agent = SshAgent {
             destination: l.destination.clone(),

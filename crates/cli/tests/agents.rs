@@ -267,6 +267,23 @@ impl Lines {
     }
 }
 
+/// Starts `suite run` of [`TWO_TESTS`] in `lab` and returns 3 s into test
+/// `a` (its window has opened).
+fn two_tests(d: &Dir, lab: &str) -> (std::process::Child, Lines) {
+    let suite = d.file("two.toml", TWO_TESTS);
+    let mut child = d
+        .suite(&[&suite, "--lab", lab])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = Lines::follow(&mut child);
+    let started = lines.wait_for("[1/2] a", Duration::from_secs(60));
+    assert!(started.is_some(), "test a never started:\n{}", lines.text());
+    std::thread::sleep(Duration::from_secs(3));
+    (child, lines)
+}
+
 /// The pid of the `iotoll agent` in a lab host's namespace.
 fn agent_pid(lab: &str, host: &str) -> i32 {
     let out = std::process::Command::new("ip")
@@ -310,17 +327,7 @@ fn host_failure(tag: &str, cut: impl FnOnce(&str) -> &'static str, within: Durat
     let Some(d) = Dir::new() else { return };
     let name = unique(tag);
     let lab = trio(&d, &name);
-    let suite = d.file("two.toml", TWO_TESTS);
-    let mut child = d
-        .suite(&[&suite, "--lab", &lab])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Lines::follow(&mut child);
-    let started = lines.wait_for("[1/2] a", Duration::from_secs(60));
-    assert!(started.is_some(), "test a never started:\n{}", lines.text());
-    std::thread::sleep(Duration::from_secs(3));
+    let (mut child, lines) = two_tests(&d, &lab);
     let what = cut(&name);
     let t_cut = Instant::now();
     let lost = lines.wait_for("was lost", Duration::from_secs(10));
@@ -477,17 +484,7 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
         "{}",
         String::from_utf8_lossy(&up.stderr)
     );
-    let suite = d.file("two.toml", TWO_TESTS);
-    let mut child = d
-        .suite(&[&suite, "--lab", &name])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Lines::follow(&mut child);
-    let started = lines.wait_for("[1/2] a", Duration::from_secs(60));
-    assert!(started.is_some(), "test a never started:\n{}", lines.text());
-    std::thread::sleep(Duration::from_secs(3));
+    let (mut child, lines) = two_tests(&d, &name);
     let moving = server_tx(&name);
     std::thread::sleep(Duration::from_millis(500));
     assert!(server_tx(&name) - moving > 1_000_000, "no load to stop");
