@@ -318,3 +318,32 @@ fn a_silent_agent_is_unreachable_within_5_s() {
     assert!(took < std::time::Duration::from_millis(5500), "{took:?}");
     drop(silent);
 }
+
+/// `net serve` is an endpoint only: a console reaching one is told so by
+/// name, and the endpoint serves network tests as before.
+#[test]
+fn net_serve_refuses_a_console_by_name() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let cfg = iotoll_net::ServerConfig {
+        listen: addr,
+        key: Some(key()),
+        once: false,
+        limits: Default::default(),
+        threads: Some(1),
+        handshake: iotoll_net::server::HANDSHAKE,
+        tls: false,
+        console: None,
+    };
+    std::thread::spawn(move || {
+        let stop = AtomicBool::new(false);
+        let _ = iotoll_net::serve_on(l, &cfg, &stop, Arc::new(|_: &str| {}));
+    });
+    let e = Console::connect(vec![host("ep", addr)], Some(key()))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, ConsoleError::Host { host, msg } if host == "ep" && msg.contains("net serve") && msg.contains("iotoll agent")),
+        "{e}"
+    );
+}

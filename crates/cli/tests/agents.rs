@@ -269,10 +269,10 @@ impl Lines {
 
 /// Starts `suite run` of [`TWO_TESTS`] in `lab` and returns 3 s into test
 /// `a` (its window has opened).
-fn two_tests(d: &Dir, lab: &str) -> (std::process::Child, Lines) {
+fn two_tests(d: &Dir, lab: &str, more: &[&str]) -> (std::process::Child, Lines) {
     let suite = d.file("two.toml", TWO_TESTS);
     let mut child = d
-        .suite(&[&suite, "--lab", lab])
+        .suite(&[&[suite.as_str(), "--lab", lab][..], more].concat())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -324,10 +324,22 @@ fn server_tx(lab: &str) -> u64 {
 /// Runs the two tests; `cut` acts on the lab 3 s into test `a` (its window
 /// has opened) and returns what it did; then checks what the console did.
 fn host_failure(tag: &str, cut: impl FnOnce(&str) -> &'static str, within: Duration) {
+    host_failure_then(tag, cut, within, false)
+}
+
+/// [`host_failure`]; with `stop`, `--on-host-failure stop`: the run ends
+/// with test `a`.
+fn host_failure_then(
+    tag: &str,
+    cut: impl FnOnce(&str) -> &'static str,
+    within: Duration,
+    stop: bool,
+) {
     let Some(d) = Dir::new() else { return };
     let name = unique(tag);
     let lab = trio(&d, &name);
-    let (mut child, lines) = two_tests(&d, &lab);
+    let policy = if stop { "stop" } else { "continue" };
+    let (mut child, lines) = two_tests(&d, &lab, &["--on-host-failure", policy]);
     let what = cut(&name);
     let t_cut = Instant::now();
     let lost = lines.wait_for("was lost", Duration::from_secs(10));
@@ -361,9 +373,14 @@ fn host_failure(tag: &str, cut: impl FnOnce(&str) -> &'static str, within: Durat
     assert_eq!(status.code(), Some(1), "{}", lines.text());
     let text = lines.text();
     assert!(text.contains("host c2 was lost during the test"), "{text}");
-    // The suite went on: test b ran and completed.
     let run = d.last_run();
     let tests = run["tests"].as_array().unwrap();
+    if stop {
+        assert_eq!(tests.len(), 1, "--on-host-failure stop ran on: {run}");
+        assert!(run["notes"].to_string().contains("--on-host-failure stop"), "{run}");
+        return;
+    }
+    // The suite went on: test b ran and completed.
     assert_eq!(tests.len(), 2, "{run}");
     assert_eq!(
         tests[0]["reps"].as_array().map_or(0, |r| r.len()),
@@ -388,6 +405,21 @@ fn a_killed_agent_fails_its_test_and_the_suite_goes_on() {
         },
         // A killed process's connection closes at once.
         Duration::from_secs(1),
+    );
+}
+
+#[test]
+fn on_host_failure_stop_ends_the_run_at_the_lost_host() {
+    host_failure_then(
+        "stop",
+        |lab| {
+            let pid = agent_pid(lab, "c2");
+            // SAFETY: kill(2) on the agent this run started in the lab.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+            "kill -9 of c2's agent"
+        },
+        Duration::from_secs(1),
+        true,
     );
 }
 
@@ -484,7 +516,7 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
         "{}",
         String::from_utf8_lossy(&up.stderr)
     );
-    let (mut child, lines) = two_tests(&d, &name);
+    let (mut child, lines) = two_tests(&d, &name, &[]);
     let moving = server_tx(&name);
     std::thread::sleep(Duration::from_millis(500));
     assert!(server_tx(&name) - moving > 1_000_000, "no load to stop");
@@ -511,4 +543,85 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
         "{}",
         String::from_utf8_lossy(&down.stderr)
     );
+}
+
+/// One agent serving 10,000 connections stays within the endpoint's
+/// figures (BENCHMARKS.md, 10,000 connections of 64 KiB: the endpoint's
+/// peak RSS, target <= 128 MiB): measured side by side with `net serve` of
+/// the same build, the agent's peak is at most 4 MiB above it.
+#[test]
+fn an_agent_serving_10000_connections_stays_within_the_endpoint() {
+    let Some(d) = Dir::new() else { return };
+    let key = d.file("k", "ten-thousand-agent-key-0123\n");
+    let peak = |cmd: &[&str]| -> u64 {
+        let mut server = common::raw()
+            .args(cmd)
+            .args(["--listen", "127.0.0.1:0", "--auth-key", &key])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The agent says where it listens on stdout, the endpoint on stderr.
+        let (tx, rx) = std::sync::mpsc::channel();
+        for out in [
+            Box::new(server.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(server.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Some(a) = l.split("listening on ").nth(1) {
+                        let _ = tx.send(a.split_whitespace().next().unwrap_or("").to_string());
+                    }
+                }
+            });
+        }
+        let addr = rx.recv_timeout(Duration::from_secs(10)).expect("listening");
+        let out = common::raw()
+            .args([
+                "net",
+                "stream",
+                &addr,
+                "--conns",
+                "10000",
+                "--msg",
+                "64k",
+                "--ramp",
+                "0s",
+                "--time",
+                "2s",
+                "--auth-key",
+                &key,
+                "--no-db",
+                "--json",
+                "--quiet",
+            ])
+            .output()
+            .unwrap();
+        let hwm_kib: u64 = std::fs::read_to_string(format!("/proc/{}/status", server.id()))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(f(&doc["metrics"]["conns"]), 10_000.0);
+        assert!(f(&doc["metrics"]["mbit_s"]) > 0.0);
+        hwm_kib
+    };
+    let endpoint = peak(&["net", "serve"]);
+    let agent = peak(&["agent"]);
+    eprintln!("peak RSS with 10,000 connections: endpoint {endpoint} KiB, agent {agent} KiB");
+    assert!(
+        agent <= endpoint + 4096,
+        "agent {agent} KiB, endpoint {endpoint} KiB"
+    );
+    assert!(agent < 128 * 1024);
 }
