@@ -377,7 +377,10 @@ fn host_failure_then(
     let tests = run["tests"].as_array().unwrap();
     if stop {
         assert_eq!(tests.len(), 1, "--on-host-failure stop ran on: {run}");
-        assert!(run["notes"].to_string().contains("--on-host-failure stop"), "{run}");
+        assert!(
+            run["notes"].to_string().contains("--on-host-failure stop"),
+            "{run}"
+        );
         return;
     }
     // The suite went on: test b ran and completed.
