@@ -13,7 +13,7 @@ use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::{DataConn, Engine, Role};
 use iotoll_net::proto::{Control, TestParams};
-use iotoll_net::server::{ConsoleHook, Log, Nonces};
+use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Log, Nonces};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{HostClock, Phase, PhaseCell, RunControl, Schedule, Silent};
@@ -327,18 +327,13 @@ fn prepare(
             threads,
         } => {
             check_params(&params)?;
-            let listener =
-                TcpListener::bind(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)))
-                    .or_else(|_| {
-                        TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0)))
-                    })
-                    .map_err(|e| format!("cannot open a data port: {e}"))?;
-            if let Some(b) = params.sockbuf {
-                let _ = iotoll_net::sock::set_sockbuf(&listener, b);
-            }
+            // Every address of this host: pairs may come to any adapter.
+            let listen = |ip: std::net::IpAddr| data_listener(ip, params.sockbuf);
+            let listener = listen(std::net::Ipv6Addr::UNSPECIFIED.into())
+                .or_else(|_| listen(std::net::Ipv4Addr::UNSPECIFIED.into()))
+                .map_err(|e| format!("cannot open a data port: {e}"))?;
             let n: usize = pairs.len() * server_roles(&params).len();
             let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
-            let _ = socket2_listen(&listener);
             let port = listener
                 .local_addr()
                 .map_err(|e| format!("data port: {e}"))?
@@ -389,22 +384,6 @@ fn prepare(
                 None,
             ))
         }
-    }
-}
-
-fn server_roles(p: &TestParams) -> Vec<Role> {
-    iotoll_net::server::server_roles(p)
-}
-
-/// A deep accept backlog: a thousand connections arriving at once must not
-/// wait for SYN retries.
-fn socket2_listen(l: &TcpListener) -> std::io::Result<()> {
-    // SAFETY: listen(2) on a socket this process owns.
-    let r = unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(l), 8192) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
 

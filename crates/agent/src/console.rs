@@ -635,11 +635,6 @@ struct DriveTimes {
     off_ns: i64,
 }
 
-/// A random pair token (identifies a pair's data connections).
-fn token() -> u64 {
-    u64::from_str_radix(&iotoll_net::auth::nonce()[..16], 16).unwrap_or(0x1075_7575)
-}
-
 /// A network test across hosts.
 #[derive(Debug, Clone)]
 pub struct NetTest {
@@ -720,7 +715,7 @@ impl Console {
                     k + 1
                 )));
             }
-            let tok = token();
+            let tok = iotoll_net::server::data_token();
             let data = self.data_ips(si);
             let server_ip = data[k % data.len()];
             let sk = part_of(si, true, &mut parts);

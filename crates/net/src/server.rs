@@ -648,6 +648,25 @@ fn handshake(
     Ok((ctl, First::Test(params)))
 }
 
+/// A test's data port on `ip`, with the test's socket buffers (accepted
+/// sockets inherit them, and the window scale is chosen from them at the
+/// handshake) and a deep accept backlog: std listens with 128, which drops
+/// SYNs when a thousand connections arrive at once, and each retry costs a
+/// second.
+pub fn data_listener(ip: IpAddr, sockbuf: Option<u64>) -> std::io::Result<TcpListener> {
+    let listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+    if let Some(b) = sockbuf {
+        let _ = sock::set_sockbuf(&listener, b);
+    }
+    let _ = socket2::SockRef::from(&listener).listen(8192);
+    Ok(listener)
+}
+
+/// A random token that identifies a test's (or a pair's) data connections.
+pub fn data_token() -> u64 {
+    u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575)
+}
+
 /// One test, holding the slot: from the data port to the report. The slot
 /// is freed, and every socket and thread of the test released, before the
 /// report is sent, so the client's next test finds the endpoint free.
@@ -663,18 +682,10 @@ fn session(
     let local_ip = ctl.stream.local_addr()?.ip();
     let roles = server_roles(&params);
     sock::ensure_nofile(roles.len() as u64 + 2 * MAX_PENDING as u64 + MAX_HALF_OPEN as u64 + 64)?;
-    let listener = TcpListener::bind(SocketAddr::new(local_ip, 0))
+    let listener = data_listener(local_ip, params.sockbuf)
         .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
-    if let Some(b) = params.sockbuf {
-        // Accepted sockets inherit the buffers, and the window scale is
-        // chosen from them at the handshake.
-        let _ = sock::set_sockbuf(&listener, b);
-    }
-    // std listens with a backlog of 128, which drops SYNs when a thousand
-    // connections arrive at once, and each retry costs a second.
-    let _ = socket2::SockRef::from(&listener).listen(8192);
     let data_port = listener.local_addr()?.port();
-    let token = u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575);
+    let token = data_token();
     // A certificate of its own for each test, pinned by the client.
     let tls = match params.tls {
         Some(_) => Some(ServerTls::generate().map_err(|e| SessionError::Refused(e.to_string()))?),
