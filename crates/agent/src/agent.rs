@@ -574,20 +574,17 @@ fn run_disk(
         Err(e) => return Err(e.to_string()),
     };
     let (opened, closed) = schedule.marks();
+    let metric = |k: &str| doc.metrics.get(k).copied().unwrap_or(0.0);
     Ok(AgentReport {
         on_ns: opened.map(wire::system_time_ns),
         off_ns: closed.map(wire::system_time_ns),
-        window_s: doc.metrics.get("window_s").copied().unwrap_or(0.0),
+        window_s: metric(iotoll_model::metrics::WINDOW_S),
         cpu: doc.cpu.local.clone(),
-        cpu_error: None,
         ifaces: iface_delta(&before, &after),
         interrupted: doc.status == iotoll_model::ResultStatus::Interrupted,
-        errors: doc.metrics.get("errors").copied().unwrap_or(0.0) as u64,
+        errors: metric(iotoll_model::metrics::ERRORS) as u64,
         disk: Some(Box::new(doc)),
-        pairs: Vec::new(),
-        first_error: None,
-        retransmits: 0,
-        notes: Vec::new(),
+        ..Default::default()
     })
 }
 
@@ -635,21 +632,7 @@ fn run_net(
     .map_err(|e| format!("cannot start the network engine: {e}"))?;
     let clock = HostClock;
     let tick = || Some(Instant::now() + Duration::from_millis(50));
-    let mut report = AgentReport {
-        on_ns: None,
-        off_ns: None,
-        window_s: 0.0,
-        cpu: None,
-        cpu_error: None,
-        ifaces: Vec::new(),
-        disk: None,
-        pairs: Vec::new(),
-        errors: 0,
-        first_error: None,
-        retransmits: 0,
-        interrupted: false,
-        notes: Vec::new(),
-    };
+    let mut report = AgentReport::default();
     let mut before = Vec::new();
     let mut on_ns = 0;
     let window = CpuWindow::start_after(

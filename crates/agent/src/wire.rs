@@ -200,7 +200,7 @@ pub struct PairBytes {
 }
 
 /// An agent's side of one test's window.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentReport {
     /// Its wall clock when the window really opened and closed, ns.
