@@ -1128,18 +1128,10 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
 /// The CPU of the hosts `which` selects, each machine once (hosts that
 /// share a kernel boot id share its CPU), weighted by CPU count.
 fn weighted_cpu(hosts: &[HostFigures], which: impl Fn(&HostFigures) -> bool) -> Option<CpuReport> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut reports = Vec::new();
-    for h in hosts.iter().filter(|h| which(h)) {
-        let Some(c) = &h.cpu else { continue };
-        if let Some(b) = h.boot_id.as_deref() {
-            if seen.contains(&b) {
-                continue;
-            }
-            seen.push(b);
-        }
-        reports.push(c);
-    }
+    let measured = hosts.iter().filter(|h| which(h) && h.cpu.is_some());
+    let reports: Vec<&CpuReport> = (HostFigures::one_per_machine(measured).into_iter())
+        .filter_map(|h| h.cpu.as_ref())
+        .collect();
     CpuReport::weighted(&reports)
 }
 

@@ -119,6 +119,28 @@ pub struct IfaceFigures {
 /// Values of [`HostFigures::role`].
 pub const HOST_ROLES: &[&str] = &["client", "server", "client+server", "disk"];
 
+impl HostFigures {
+    /// The hosts, each machine once: a host whose kernel boot id an
+    /// earlier one has shares that machine's CPU and is left out (a host
+    /// without a boot id counts on its own). What CPU totals weigh.
+    pub fn one_per_machine<'a>(
+        hosts: impl IntoIterator<Item = &'a HostFigures>,
+    ) -> Vec<&'a HostFigures> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for h in hosts {
+            if let Some(b) = h.boot_id.as_deref() {
+                if seen.contains(&b) {
+                    continue;
+                }
+                seen.push(b);
+            }
+            out.push(h);
+        }
+        out
+    }
+}
+
 /// One endpoint pair of a multi-host network test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

@@ -295,18 +295,10 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
             (&["client", "disk"][..], mn::CPU_PCT, "clients'"),
             (&["server"][..], mn::REMOTE_CPU_PCT, "servers'"),
         ] {
-            let mut seen: Vec<&str> = Vec::new();
-            let mut weighted = Vec::new();
-            for h in hosts.iter().filter(|h| roles.contains(&h.role.as_str())) {
-                if let Some(id) = h.boot_id.as_deref() {
-                    if seen.contains(&id) {
-                        continue;
-                    }
-                    seen.push(id);
-                }
-                weighted.push(h.metrics.get(mn::CPU_PCT).map(|c| (c, h.cpus as f64)));
-            }
-            let Some(w) = weighted.into_iter().collect::<Option<Vec<_>>>() else {
+            let side = hosts.iter().filter(|h| roles.contains(&h.role.as_str()));
+            let weighted = (HostFigures::one_per_machine(side).into_iter())
+                .map(|h| h.metrics.get(mn::CPU_PCT).map(|c| (c, h.cpus as f64)));
+            let Some(w) = weighted.collect::<Option<Vec<_>>>() else {
                 continue;
             };
             let n: f64 = w.iter().map(|x| x.1).sum();
