@@ -14,9 +14,23 @@ fn key() -> Key {
 
 /// An agent serving on an ephemeral loopback port, for the test's life.
 fn agent(targets: Vec<AllowedTarget>) -> SocketAddr {
+    let log: iotoll_net::server::Log = Arc::new(|_: &str| {});
+    let hook = iotoll_agent::agent::hook(
+        iotoll_agent::agent::AgentConfig {
+            key: Some(key()),
+            targets,
+            threads: Some(1),
+        },
+        log,
+    );
+    endpoint(Some(hook))
+}
+
+/// The endpoint on an ephemeral loopback port, with console sessions
+/// (an agent) or without (`net serve`), for the test's life.
+fn endpoint(console: Option<iotoll_net::server::ConsoleHook>) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    let log: iotoll_net::server::Log = Arc::new(|_: &str| {});
     let cfg = iotoll_net::ServerConfig {
         listen: addr,
         key: Some(key()),
@@ -25,18 +39,11 @@ fn agent(targets: Vec<AllowedTarget>) -> SocketAddr {
         threads: Some(1),
         handshake: iotoll_net::server::HANDSHAKE,
         tls: false,
-        console: Some(iotoll_agent::agent::hook(
-            iotoll_agent::agent::AgentConfig {
-                key: Some(key()),
-                targets,
-                threads: Some(1),
-            },
-            log.clone(),
-        )),
+        console,
     };
     std::thread::spawn(move || {
         let stop = AtomicBool::new(false);
-        let _ = iotoll_net::serve_on(l, &cfg, &stop, log);
+        let _ = iotoll_net::serve_on(l, &cfg, &stop, Arc::new(|_: &str| {}));
     });
     addr
 }
@@ -323,22 +330,7 @@ fn a_silent_agent_is_unreachable_within_5_s() {
 /// name, and the endpoint serves network tests as before.
 #[test]
 fn net_serve_refuses_a_console_by_name() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let cfg = iotoll_net::ServerConfig {
-        listen: addr,
-        key: Some(key()),
-        once: false,
-        limits: Default::default(),
-        threads: Some(1),
-        handshake: iotoll_net::server::HANDSHAKE,
-        tls: false,
-        console: None,
-    };
-    std::thread::spawn(move || {
-        let stop = AtomicBool::new(false);
-        let _ = iotoll_net::serve_on(l, &cfg, &stop, Arc::new(|_: &str| {}));
-    });
+    let addr = endpoint(None);
     let e = Console::connect(vec![host("ep", addr)], Some(key()))
         .err()
         .unwrap();
