@@ -214,8 +214,9 @@ pub enum ProtoError {
     Closed,
     #[error("no message within {0:?}")]
     Timeout(Duration),
-    #[error("frame of {0} bytes exceeds the {MAX_FRAME}-byte limit")]
-    TooLarge(u64),
+    /// (the frame's length, the limit it exceeds)
+    #[error("frame of {0} bytes exceeds the {1}-byte limit")]
+    TooLarge(u64, usize),
     #[error("malformed message: {0}")]
     Malformed(String),
     #[error("{0}")]
@@ -251,7 +252,7 @@ impl Control {
     pub fn send(&mut self, msg: &Msg) -> Result<(), ProtoError> {
         let frame = encode(msg);
         if frame.len() - 4 > MAX_FRAME {
-            return Err(ProtoError::TooLarge(frame.len() as u64 - 4));
+            return Err(ProtoError::TooLarge(frame.len() as u64 - 4, MAX_FRAME));
         }
         self.stream.write_all(&frame)?;
         Ok(())
@@ -280,7 +281,7 @@ impl Control {
         self.read_exact_by(&mut len, deadline, timeout)?;
         let n = u32::from_be_bytes(len) as u64;
         if n > max as u64 {
-            return Err(ProtoError::TooLarge(n));
+            return Err(ProtoError::TooLarge(n, max));
         }
         let mut body = vec![0u8; n as usize];
         self.read_exact_by(&mut body, deadline, timeout)?;

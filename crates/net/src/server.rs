@@ -545,9 +545,9 @@ fn expect(
     match got {
         Ok(Msg::Stop {}) => Err(SessionError::Stopped),
         Ok(m) => Ok(m),
-        Err(e @ (ProtoError::Malformed(_) | ProtoError::TooLarge(_))) => {
+        Err(e @ (ProtoError::Malformed(_) | ProtoError::TooLarge(..))) => {
             let _ = ctl.send(&Msg::Error { msg: e.to_string() });
-            if matches!(e, ProtoError::TooLarge(_)) {
+            if matches!(e, ProtoError::TooLarge(..)) {
                 // The rest of the frame may still be arriving: closing with
                 // it unread would reset the connection and could destroy
                 // the message before the client reads it.
