@@ -90,6 +90,15 @@ pub fn start(
                 };
                 let listen = std::net::SocketAddr::new(ip, iotoll_net::DEFAULT_PORT);
                 let mut allow = allow_given.clone();
+                if allow.is_empty() && needs_disk && files.is_empty() {
+                    // Files of agents of runs that were killed go first.
+                    for p in crate::runner::reclaim_stale_test_files(&std::env::temp_dir()) {
+                        progress(&format!(
+                            "removed {}, the test file of a run that was killed",
+                            p.display()
+                        ));
+                    }
+                }
                 if allow.is_empty() && needs_disk {
                     let f = std::env::temp_dir().join(format!(
                         "{}{}-{}{}",

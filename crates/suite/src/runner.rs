@@ -287,7 +287,8 @@ pub fn reclaim_stale_test_files(dir: &Path) -> Vec<PathBuf> {
             .to_str()
             .and_then(|n| n.strip_prefix(TEMP_PREFIX))
             .and_then(|n| n.strip_suffix(TEMP_SUFFIX))
-            .and_then(|p| p.parse::<i64>().ok())
+            // `PID`, or `PID-HOST` for a lab agent's file (crate::fleet).
+            .and_then(|p| p.split('-').next()?.parse::<i64>().ok())
         else {
             continue;
         };
@@ -706,5 +707,41 @@ mod tests {
             None,
             "no metric, no verdict"
         );
+    }
+}
+
+#[cfg(test)]
+mod reclaim_tests {
+    use super::*;
+
+    /// The test files of runs that were killed go, a lab agent's too; a
+    /// live process's and other files stay.
+    #[test]
+    fn stale_test_files_of_dead_runs_are_reclaimed() {
+        let d = tempfile::tempdir().unwrap();
+        // No process has pid 2^22 + 1 (above the kernel's pid_max limit).
+        let dead = 4_194_305;
+        let me = std::process::id();
+        let names = [
+            format!("{TEMP_PREFIX}{dead}{TEMP_SUFFIX}"),
+            format!("{TEMP_PREFIX}{dead}-c1{TEMP_SUFFIX}"),
+            format!("{TEMP_PREFIX}{me}{TEMP_SUFFIX}"),
+            format!("{TEMP_PREFIX}{me}-c1{TEMP_SUFFIX}"),
+            format!("{TEMP_PREFIX}notapid{TEMP_SUFFIX}"),
+        ];
+        for n in &names {
+            std::fs::write(d.path().join(n), b"x").unwrap();
+        }
+        let mut gone: Vec<String> = reclaim_stale_test_files(d.path())
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        gone.sort();
+        let mut want = vec![names[0].clone(), names[1].clone()];
+        want.sort();
+        assert_eq!(gone, want);
+        for n in &names[2..] {
+            assert!(d.path().join(n).exists(), "{n}");
+        }
     }
 }
