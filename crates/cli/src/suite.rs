@@ -573,10 +573,21 @@ fn run(a: RunArgs) -> Result<()> {
         None => None,
     };
     let host = crate::host();
+    use iotoll_probe::sysinfo::PeerPlace;
     let peer_local = match peer {
         // Tests placed on hosts have no endpoint here.
         None => (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local()),
         Some(s) => s.ip().is_loopback(),
+    };
+    // In a lab every network peer (the in-process endpoint's lab host, or
+    // the agents of placed tests) is a namespace of this machine.
+    let has_net = suite.jobs.iter().any(|j| j.kind != Kind::Disk);
+    let peer_place = if lab.is_some() && has_net {
+        PeerPlace::Lab
+    } else if peer_local {
+        PeerPlace::Loopback
+    } else {
+        PeerPlace::Remote
     };
     let busy = iotoll_probe::sysinfo::busy_processes(
         Duration::from_millis(500),
@@ -588,7 +599,7 @@ fn run(a: RunArgs) -> Result<()> {
     let warnings = iotoll_probe::sysinfo::warnings(
         &host,
         has_disk.then_some(target_for_check.as_path()),
-        peer_local,
+        peer_place,
         &busy,
     );
     let mut progress = TermProgress::new(a.quiet);

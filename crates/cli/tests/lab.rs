@@ -371,3 +371,122 @@ fn suite_lab_hosts_are_checked_before_anything_runs() {
         "the lab was never brought up"
     );
 }
+
+/// One interface's received bytes and packets in a lab host's namespace.
+fn rx_counters(ns: &str, ifname: &str) -> (u64, u64) {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/dev"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{ifname}:")))
+        .unwrap_or_else(|| panic!("no {ifname} in {ns}: {text}"));
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0], f[1])
+}
+
+/// A suite's stream test with no ramp-up: everything the client sends is
+/// sent inside the window, so what crossed the link is what it counted.
+const STREAM_NO_RAMP: &str = r#"name = "lab-bytes"
+[[test]]
+name = "stream"
+kind = "net-stream"
+time = "3s"
+ramp = "0s"
+"#;
+
+/// The bytes a lab stream reports are the bytes that crossed the lab's
+/// link: the server host's interface received the client's payload (its
+/// bytes less 66 header bytes per packet: Ethernet 14, IPv4 20, TCP with
+/// timestamps 32) within 2 % of what the client says it sent in the
+/// window, the receiver never counted more than was sent, and the run
+/// warns of a lab peer, not of loopback.
+#[test]
+fn a_lab_stream_s_bytes_crossed_the_link_and_the_run_names_the_lab() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("bytes");
+    lab.cmd(&["up", "pair-1g", "--set", &format!("name={name}")])
+        .assert()
+        .success();
+    let ns_b = format!("iotoll-{name}-b");
+    let before = rx_counters(&ns_b, "eth0");
+    let suite = lab.file("bytes.toml", STREAM_NO_RAMP);
+    let db = lab.dir.path().join("bytes.db");
+    let db = db.to_str().unwrap();
+    let out = common::iotoll()
+        .env("IOTOLL_LAB_DIR", lab.dir.path())
+        .args(["suite", "run", &suite, "--db", db, "--lab", &name])
+        .output()
+        .unwrap();
+    let after = rx_counters(&ns_b, "eth0");
+    lab.cmd(&["down", &name]).assert().success();
+    let err = common::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("lab host") && err.contains("veth"), "{err}");
+    assert!(!err.contains("loopback results"), "{err}");
+    let run = common::show(db, "1");
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("veth") && !notes.contains("loopback"),
+        "{notes}"
+    );
+    let d = only_doc(&run);
+    let m = &d["metrics"];
+    let window = m["window_s"].as_f64().unwrap();
+    let sent = m["sent_mbit_s"].as_f64().unwrap() * window * 1e6 / 8.0;
+    let received = m["mbit_s"].as_f64().unwrap() * window * 1e6 / 8.0;
+    let (bytes, packets) = (after.0 - before.0, after.1 - before.1);
+    let payload = bytes as f64 - 66.0 * packets as f64;
+    eprintln!("interface payload / sent = {:.4}", payload / sent);
+    assert!(
+        received <= sent * 1.0001,
+        "received {received} > sent {sent}"
+    );
+    assert!(
+        (payload / sent - 1.0).abs() < 0.02,
+        "interface payload {payload} B ({bytes} B in {packets} packets) vs {sent} B sent in the window"
+    );
+}
+
+/// Ctrl-C in the middle of `suite run --lab` with a lab brought up for the
+/// run: exit 130, the run kept as aborted, and the lab down — no
+/// namespace and no state file left.
+#[test]
+fn ctrl_c_of_a_suite_takes_down_the_lab_it_brought_up() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("int");
+    let suite = lab.file(
+        "long.toml",
+        "name = \"long\"\n[[test]]\nname = \"stream\"\nkind = \"net-stream\"\ntime = \"60s\"\nramp = \"0s\"\n",
+    );
+    let db = lab.dir.path().join("int.db");
+    let db = db.to_str().unwrap();
+    let mut cmd = common::raw();
+    cmd.env("IOTOLL_LAB_DIR", lab.dir.path()).args([
+        "suite",
+        "run",
+        &suite,
+        "--db",
+        db,
+        "--lab",
+        "pair",
+        "--lab-set",
+        &format!("name={name}"),
+    ]);
+    let mut run = common::measuring(&mut cmd);
+    assert_eq!(namespaces(&name).len(), 3, "the lab is up while it runs");
+    let sent = Instant::now();
+    run.signal(libc::SIGINT);
+    let out = run.finish();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(130), "{}", common::stderr(&out));
+    assert!(took < Duration::from_secs(10), "took {took:?} to stop");
+    assert!(namespaces(&name).is_empty(), "{:?}", namespaces(&name));
+    assert!(!lab.state_file(&name).exists());
+    assert!(common::list(db).contains("aborted"), "{}", common::list(db));
+}

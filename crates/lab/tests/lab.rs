@@ -48,10 +48,25 @@ fn netns_with(prefix: &str) -> BTreeSet<String> {
 }
 
 fn root_links() -> BTreeSet<String> {
-    let out = std::process::Command::new("ip")
-        .args(["-o", "link", "show"])
-        .output()
-        .unwrap();
+    parse_links(
+        &std::process::Command::new("ip")
+            .args(["-o", "link", "show"])
+            .output()
+            .unwrap(),
+    )
+}
+
+/// The links of a named network namespace.
+fn links_in(ns: &str) -> BTreeSet<String> {
+    parse_links(
+        &std::process::Command::new("ip")
+            .args(["-n", ns, "-o", "link", "show"])
+            .output()
+            .unwrap(),
+    )
+}
+
+fn parse_links(out: &std::process::Output) -> BTreeSet<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split(':').nth(1))
@@ -87,23 +102,28 @@ fn every_builtin_up_and_down_leaves_nothing_behind() {
         );
         let prefix = format!("iotoll-{name}-");
         let links_before = root_links();
+        let qdiscs_before = root_qdiscs();
         assert!(netns_with(&prefix).is_empty());
         let st = up(b, &name, &[]);
         assert!(st.complete);
         let ns = netns_with(&prefix);
         assert_eq!(ns.len(), st.hosts.len() + 1, "{ns:?}");
         assert_eq!(st.namespaces.len(), ns.len());
-        // Nothing of the lab in the root namespace: no new port or link.
+        // The switch's ports are in the switch's namespace ...
         let ports: BTreeSet<String> = st
             .hosts
             .iter()
             .flat_map(|h| h.links.iter().map(|l| l.switch_port.clone()))
             .collect();
-        let links_up = root_links();
-        assert!(links_up.intersection(&ports).next().is_none());
-        assert!(links_up
-            .iter()
-            .all(|l| links_before.contains(l) || !l.starts_with("eth") && !ports.contains(l)));
+        let in_switch = links_in(&format!("{prefix}sw"));
+        assert!(
+            ports.is_subset(&in_switch),
+            "{ports:?} not all in {in_switch:?}"
+        );
+        // ... and nothing of the lab is in the root namespace (whole lists:
+        // no test of this binary touches the root namespace).
+        assert_eq!(root_links(), links_before, "links in the root namespace");
+        assert_eq!(root_qdiscs(), qdiscs_before, "qdiscs in the root namespace");
         assert_eq!(iotoll_lab::status(&name).unwrap().as_ref(), Some(&st));
         assert!(iotoll_lab::running()
             .unwrap()
@@ -113,10 +133,8 @@ fn every_builtin_up_and_down_leaves_nothing_behind() {
         assert_eq!(removed.namespaces.len(), ns.len());
         assert!(netns_with(&prefix).is_empty(), "{:?}", netns_with(&prefix));
         assert!(iotoll_lab::status(&name).unwrap().is_none());
-        let q = root_qdiscs();
-        for p in &ports {
-            assert!(!q.contains(&format!("dev {p} ")), "{q}");
-        }
+        assert_eq!(root_links(), links_before, "links in the root namespace");
+        assert_eq!(root_qdiscs(), qdiscs_before, "qdiscs in the root namespace");
     }
 }
 

@@ -609,13 +609,24 @@ pub fn fs_type(path: &Path) -> Option<String> {
         .map(|(_, t)| t)
 }
 
+/// Where a run's network peer is, as far as the warnings care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerPlace {
+    /// Another machine, or no network test at all: nothing to say.
+    Remote,
+    /// This host, over loopback.
+    Loopback,
+    /// Another network namespace of this host (a lab): veth, not a NIC.
+    Lab,
+}
+
 /// Warnings worth reading before a suite starts: each one can make results
 /// unrepresentative. `busy` lists (process, % of all CPUs) seen in a short
 /// sample before the start.
 pub fn warnings(
     host: &Host,
     disk_target: Option<&Path>,
-    peer_is_local: bool,
+    peer: PeerPlace,
     busy: &[(String, f64)],
 ) -> Vec<String> {
     let mut w = Vec::new();
@@ -639,8 +650,10 @@ pub fn warnings(
             }
         }
     }
-    if peer_is_local {
-        w.push("the network peer is on this host: loopback results measure host-internal copies, not a NIC".into());
+    match peer {
+        PeerPlace::Remote => {}
+        PeerPlace::Loopback => w.push("the network peer is on this host: loopback results measure host-internal copies, not a NIC".into()),
+        PeerPlace::Lab => w.push("the network peer is a lab host on this machine: traffic crosses veth links between namespaces, not a NIC, and both ends share this machine's CPUs".into()),
     }
     w
 }
@@ -740,7 +753,7 @@ mod tests {
         let w = warnings(
             &h,
             Some(Path::new("/dev/shm/x")),
-            true,
+            PeerPlace::Loopback,
             &[("hog (pid 1)".into(), 42.0)],
         );
         assert_eq!(w.len(), 5, "{w:?}");
@@ -748,7 +761,12 @@ mod tests {
         assert!(w[3].contains("tmpfs") && w[4].contains("loopback"));
         h.cpu.governor = Some("performance".into());
         h.memory.swap_used_bytes = None;
-        assert!(warnings(&h, None, false, &[]).is_empty());
+        let lab = warnings(&h, None, PeerPlace::Lab, &[]);
+        assert!(
+            lab.len() == 1 && lab[0].contains("veth") && !lab[0].contains("loopback"),
+            "{lab:?}"
+        );
+        assert!(warnings(&h, None, PeerPlace::Remote, &[]).is_empty());
     }
 
     #[test]
