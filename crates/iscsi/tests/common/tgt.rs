@@ -181,7 +181,11 @@ enum StartErr {
 pub struct Tgt {
     child: Child,
     ctl: u16,
+    /// The portal's address: 127.0.0.1, or a lab host's in `netns`.
+    ip: Ipv4Addr,
     port: u16,
+    /// The network namespace tgtd runs in (None: this process's).
+    netns: Option<String>,
     tgtadm: PathBuf,
     /// tgtd's stdout and stderr go here (a file, so tgtd never blocks on a
     /// full pipe).
@@ -198,6 +202,18 @@ impl Tgt {
     /// stderr) when tgtd or tgtadm is missing or we are not root; under CI
     /// (env var CI set) that panics instead. Panics if tgtd does not come up.
     pub fn start() -> Option<Tgt> {
+        Self::start_at(None)
+    }
+
+    /// [`Tgt::start`] inside network namespace `netns` (a lab host), its
+    /// portal on `ip`, port 3260 (the namespace is private). The portal
+    /// cannot be reached from this process's namespace: readiness is
+    /// tgtd listing it.
+    pub fn start_in(netns: &str, ip: Ipv4Addr) -> Option<Tgt> {
+        Self::start_at(Some((netns, ip)))
+    }
+
+    fn start_at(place: Option<(&str, Ipv4Addr)>) -> Option<Tgt> {
         let (Some(tgtd), Some(tgtadm)) = (find_tool("tgtd"), find_tool("tgtadm")) else {
             return skip("tgtd not installed (Debian package tgt)");
         };
@@ -206,7 +222,7 @@ impl Tgt {
         }
         let mut why = Vec::new();
         for _ in 0..20 {
-            match Self::try_start(&tgtd, &tgtadm) {
+            match Self::try_start(&tgtd, &tgtadm, place) {
                 Ok(t) => return Some(t),
                 Err(StartErr::Retry(w)) => why.push(w),
                 Err(StartErr::Fatal(w)) => panic!("tgtd did not start: {w}"),
@@ -218,9 +234,16 @@ impl Tgt {
         );
     }
 
-    fn try_start(tgtd: &Path, tgtadm: &Path) -> Result<Tgt, StartErr> {
+    fn try_start(
+        tgtd: &Path,
+        tgtadm: &Path,
+        place: Option<(&str, Ipv4Addr)>,
+    ) -> Result<Tgt, StartErr> {
         let ctl = pick_ctl();
-        let port = free_port_nothing_listening();
+        let (ip, port) = match place {
+            Some((_, ip)) => (ip, 3260),
+            None => (Ipv4Addr::LOCALHOST, free_port_nothing_listening()),
+        };
         let log = tempfile::Builder::new()
             .prefix("tgtd-log-")
             .tempfile()
@@ -232,12 +255,21 @@ impl Tgt {
                 .map_err(|e| StartErr::Fatal(format!("open tgtd's log for {what}: {e}")))
         };
         let (stdout, stderr) = (out("stdout")?, out("stderr")?);
-        let child = Command::new(tgtd)
+        // `ip netns exec` execs tgtd in place: the child's pid is tgtd's.
+        let mut cmd = match place {
+            Some((ns, _)) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(tgtd);
+                c
+            }
+            None => Command::new(tgtd),
+        };
+        let child = cmd
             .arg("-f")
             .arg("-C")
             .arg(ctl.to_string())
             .arg("--iscsi")
-            .arg(format!("portal=127.0.0.1:{port}"))
+            .arg(format!("portal={ip}:{port}"))
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
@@ -246,7 +278,9 @@ impl Tgt {
         let mut t = Tgt {
             child,
             ctl,
+            ip,
             port,
+            netns: place.map(|(ns, _)| ns.to_string()),
             tgtadm: tgtadm.to_path_buf(),
             log,
             sock_ino: None,
@@ -284,9 +318,9 @@ impl Tgt {
             match self.tgtadm(&["--op", "show", "--mode", "portal"]) {
                 Ok(portals) if portals.lines().any(|l| l.trim().starts_with(&want)) => {
                     // ... and accepts TCP there (then the child is still ours).
-                    if TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_ok()
-                        && matches!(self.child.try_wait(), Ok(None))
-                    {
+                    let reachable = self.netns.is_some()
+                        || TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_ok();
+                    if reachable && matches!(self.child.try_wait(), Ok(None)) {
                         return Ok(());
                     }
                 }
@@ -324,7 +358,7 @@ impl Tgt {
         }
     }
 
-    /// The loopback TCP port of the iSCSI portal.
+    /// The TCP port of the iSCSI portal.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -339,17 +373,17 @@ impl Tgt {
         self.child.id()
     }
 
-    /// "127.0.0.1:PORT".
+    /// "IP:PORT" (127.0.0.1 unless started in a namespace).
     pub fn portal(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.ip, self.port)
     }
 
     /// The portal as a socket address.
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+        SocketAddr::from((self.ip, self.port))
     }
 
-    /// "iscsi://127.0.0.1:PORT/IQN/LUN" (libiscsi's URL form).
+    /// "iscsi://IP:PORT/IQN/LUN" (libiscsi's URL form).
     pub fn url(&self, iqn: &str, lun: u64) -> String {
         format!("iscsi://{}/{iqn}/{lun}", self.portal())
     }
@@ -632,7 +666,15 @@ impl Tgt {
     /// A tgtd with target 1 ([`IQN`]), ACL ALL, and LUN 1 on the null
     /// backing store (1 TiB, no disk I/O). None: see [`Tgt::start`].
     pub fn with_null_lun() -> Option<(Tgt, String)> {
-        let tgt = Tgt::start()?;
+        Self::null_lun(Tgt::start()?)
+    }
+
+    /// [`Tgt::with_null_lun`] in a lab host: see [`Tgt::start_in`].
+    pub fn with_null_lun_in(netns: &str, ip: Ipv4Addr) -> Option<(Tgt, String)> {
+        Self::null_lun(Tgt::start_in(netns, ip)?)
+    }
+
+    fn null_lun(tgt: Tgt) -> Option<(Tgt, String)> {
         tgt.add_target(1, IQN).unwrap();
         tgt.bind_all(1).unwrap();
         tgt.add_lun_null(1, 1).unwrap();
