@@ -620,9 +620,15 @@ fn run(a: RunArgs) -> Result<()> {
     let mut host = iotoll_model::spec::to_json(&host);
     if let Some(l) = &lab {
         host["lab"] = l.disclosure();
+        let local_net = (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
+        let endpoint = if local_net {
+            format!("endpoint in {}, ", l.run.server)
+        } else {
+            String::new()
+        };
         progress.line(&format!(
-            "lab {}: endpoint in {}, tests in {}",
-            l.run.lab.name, l.run.server, l.run.client
+            "lab {}: {endpoint}tests in {}",
+            l.run.lab.name, l.run.client
         ));
     }
     if !resolved.is_empty() {
