@@ -561,3 +561,29 @@ fn iscsi_1g_reads_a_lun_across_its_shaped_link() {
     assert!(mb_s <= 125.0, "{mb_s} MB/s through a 1 Gbit/s link");
     assert!(mb_s > 20.0, "{mb_s} MB/s: did the reads cross the link?");
 }
+
+/// Without CAP_NET_ADMIN (run as nobody), `lab up` and `lab down` say so
+/// and create nothing.
+#[test]
+fn without_cap_net_admin_up_and_down_say_so() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("nocap");
+    for args in [
+        vec!["up", "pair", "--set", &format!("name={name}")],
+        vec!["down", &name],
+    ] {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(common::bin_path())
+            .env("IOTOLL_LAB_DIR", lab.dir.path())
+            .arg("lab")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("CAP_NET_ADMIN"), "{args:?}: {err}");
+    }
+    assert!(namespaces(&name).is_empty());
+    assert!(!lab.state_file(&name).exists());
+}

@@ -160,15 +160,21 @@ pub fn running() -> Result<Vec<LabState>, LabError> {
     state::list()
 }
 
+/// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
+fn need_net_admin() -> Result<(), LabError> {
+    if sys::has_net_admin() {
+        return Ok(());
+    }
+    Err(LabError::Permission(
+        "labs need CAP_NET_ADMIN (run as root): this process does not have it".into(),
+    ))
+}
+
 /// Checks what the lab needs from the kernel before anything is created:
 /// CAP_NET_ADMIN, the congestion controls, and the qdiscs (tbf, htb, and
 /// netem for `delay`/`loss`), each tried in a throwaway namespace.
 pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
-    if !sys::has_net_admin() {
-        return Err(LabError::Permission(
-            "labs need CAP_NET_ADMIN (run as root): this process does not have it".into(),
-        ));
-    }
+    need_net_admin()?;
     let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();
     for h in &def.hosts {
@@ -517,6 +523,7 @@ fn create_netns(st: &mut LabState, ns: &str) -> Result<(), LabError> {
 /// (with their veths, bridge and qdiscs; processes still running in them
 /// are killed) and the state file. Returns what was removed.
 pub fn down(name: &str) -> Result<LabState, LabError> {
+    need_net_admin()?;
     let _lock = state::lock()?;
     let st = status(name)?.ok_or_else(|| LabError::NotUp {
         name: name.to_string(),
