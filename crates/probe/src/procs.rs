@@ -105,11 +105,29 @@ pub struct Consumer {
 pub fn consumers(start: &ProcSnapshot, end: &ProcSnapshot) -> Vec<Consumer> {
     // Children present at the start and gone at the end were reaped (or
     // orphaned): their parent's cutime grew by their whole life, of which
-    // the part before the window is removed here.
+    // the part before the window is removed here. A parent that is gone
+    // too passed it on to its own reaper (`$(cmd)` in a shell: the
+    // subshell reaps cmd, the shell the subshell), so the part before the
+    // window goes to the nearest ancestor still there at the end.
+    let gone = |pid: i32| {
+        start
+            .iter()
+            .find(|(k, _)| k.0 == pid)
+            .filter(|(k, _)| !end.contains_key(k))
+            .map(|(_, s)| s.ppid)
+    };
     let mut before_window: HashMap<i32, u64> = HashMap::new();
     for (key, s) in start {
         if !end.contains_key(key) {
-            *before_window.entry(s.ppid).or_insert(0) += s.ticks.saturating_add(s.children);
+            let mut reaper = s.ppid;
+            // Bounded: a pid chain cannot be longer than the snapshot.
+            for _ in 0..start.len() {
+                match gone(reaper) {
+                    Some(up) if up != reaper => reaper = up,
+                    _ => break,
+                }
+            }
+            *before_window.entry(reaper).or_insert(0) += s.ticks.saturating_add(s.children);
         }
     }
     let mut v: Vec<Consumer> = end
@@ -325,6 +343,27 @@ mod tests {
         );
         assert_eq!(get(12), Some(70));
         assert_eq!(get(11), None);
+    }
+
+    /// `x=$(long-job)` in a shell: a subshell runs the job; both the job
+    /// (reaped by the subshell) and the subshell (reaped by the shell) end
+    /// in the window. The shell is charged what the job used in the window,
+    /// not its life before it.
+    #[test]
+    fn a_grandchild_s_life_before_the_window_is_not_charged_to_the_shell() {
+        let start = snap(&[
+            fam(10, 1, "bash", 0, 5, 0, 0, 1),
+            fam(20, 10, "bash", 0, 1, 0, 0, 2),
+            fam(30, 20, "job", 0, 800, 0, 0, 3),
+        ]);
+        let end = snap(&[
+            // The job used 100 more ticks, then both ended: the shell's
+            // cutime grew by the subshell's 1 + the job's 900.
+            fam(10, 1, "bash", 0, 5, 0, 901, 1),
+        ]);
+        let c = consumers(&start, &end);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].ticks, 100, "{c:?}");
     }
 
     #[test]

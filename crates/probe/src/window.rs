@@ -162,7 +162,7 @@ impl ClosedWindow {
 
 /// No process can have used more CPU in the window than the whole host was
 /// busy, nor other processes more than the host's busy time beside iotoll's
-/// own. A reaper (pid 1, a subreaper) can still be charged more: when it
+/// own and its endpoint's (when that runs here). A reaper (pid 1, a subreaper) can still be charged more: when it
 /// reaps an orphan, its children's time grows by the orphan's whole life,
 /// part of which was before the window and is not known to be its. Per-
 /// process figures are bounded by these facts, and the interference
@@ -174,7 +174,12 @@ fn bound_by_host(r: &mut CpuReport) {
     }
     if let Some(i) = &mut r.interference {
         i.steal_pct = r.modes.steal.max(0.0);
-        let room = (busy - r.self_pct.unwrap_or(0.0) - i.steal_pct).max(0.0);
+        // The endpoint on this host is not interference either.
+        let endpoint: f64 = (r.top.iter())
+            .filter(|t| t.role.as_deref() == Some(iotoll_model::result::ROLE_ENDPOINT))
+            .map(|t| t.cpu_pct)
+            .sum();
+        let room = (busy - r.self_pct.unwrap_or(0.0) - endpoint - i.steal_pct).max(0.0);
         i.others_pct = i.others_pct.min(room);
         for p in &mut i.processes {
             p.cpu_pct = p.cpu_pct.min(room);
@@ -247,6 +252,36 @@ mod tests {
         let i = r.interference.unwrap();
         assert!((i.others_pct - 20.07).abs() < 1e-9);
         assert!(i.interfered, "still over 5 % after bounding");
+    }
+
+    #[test]
+    fn others_get_no_more_than_the_host_beside_iotoll_and_its_endpoint() {
+        // Seen: others 92.2 % beside the endpoint's 41.7 % and iotoll's
+        // 7.2 %, the host 99.5 % busy.
+        let top = |pid, cpu_pct, role: Option<&str>| iotoll_model::TopConsumer {
+            pid,
+            comm: "x".into(),
+            kernel_thread: false,
+            cpu_pct,
+            role: role.map(str::to_string),
+        };
+        let mut r = CpuReport {
+            busy_pct: 99.5,
+            self_pct: Some(7.2),
+            top: vec![
+                top(1, 99.5, None),
+                top(2, 41.7, Some(iotoll_model::result::ROLE_ENDPOINT)),
+            ],
+            interference: interference(92.2, true),
+            ..Default::default()
+        };
+        bound_by_host(&mut r);
+        let i = r.interference.unwrap();
+        assert!(
+            (i.others_pct - (99.5 - 7.2 - 41.7)).abs() < 1e-9,
+            "{}",
+            i.others_pct
+        );
     }
 
     #[test]
