@@ -19,7 +19,7 @@ pub enum LabCmd {
   iotoll lab up ./my-lab.toml --replace
   iotoll lab up pair --set name=pair2          (a second copy, named pair2)
 
---set KEY=VALUE keys: name, subnet, rate, mtu, shaper, delay, loss,
+--set KEY=VALUE keys: name, description, subnet, rate, mtu, shaper, delay, loss,
 congestion_control, tcp_rmem, tcp_wmem, offloads.{tso,gso,gro,sg,rx_checksum,tx_checksum}.
 A link key sets the lab-wide default and overrides every link; a TCP key
 every host. Format: docs/lab.md. Needs root (CAP_NET_ADMIN).
@@ -255,6 +255,7 @@ fn status(name: Option<&str>, json: bool) -> Result<()> {
 }
 
 fn exec(name: &str, host: &str, command: &[String]) -> Result<()> {
+    iotoll_lab::need_enter().map_err(lab_err)?;
     let st = iotoll_lab::status(name)
         .map_err(lab_err)?
         .ok_or_else(|| anyhow::anyhow!("lab '{name}' is not up"))?;

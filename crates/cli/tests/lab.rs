@@ -67,7 +67,7 @@ fn bad_lab_files_exit_2_naming_the_problem_and_create_nothing() {
     let head = format!("name = \"{name}\"\n");
     let hosts = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
     let cases = [
-        ("unknown", format!("{head}colour = \"red\"\n{hosts}"), "colour"),
+        ("unknown", format!("{head}colour = \"red\"\n{hosts}"), "line 2: unknown field `colour`"),
         ("rate0", format!("{head}rate = \"0mbit\"\n{hosts}"), "more than 0"),
         ("mtu100", format!("{head}mtu = 100\n{hosts}"), "MTU 100 is out of range"),
         ("mtu100000", format!("{head}mtu = 100000\n{hosts}"), "MTU 100000 is out of range"),
@@ -79,6 +79,12 @@ fn bad_lab_files_exit_2_naming_the_problem_and_create_nothing() {
         ),
         ("netem", format!("{head}delay = \"5ms\"\n{hosts}"), "netem"),
         ("loss", format!("{head}{hosts}link = [{{ loss = \"1%\" }}]\n"), "netem"),
+        // Found only once the device refuses it, then all is removed.
+        (
+            "offloads",
+            format!("{head}{hosts}link = [{{ offloads = {{ sg = false, tso = true }} }}]\n"),
+            "host 'b' eth0: offload tso stays off when set on",
+        ),
     ];
     for (tag, text, needle) in cases {
         let f = lab.file(&format!("{tag}.toml"), &text);
@@ -94,6 +100,8 @@ fn bad_lab_files_exit_2_naming_the_problem_and_create_nothing() {
     lab.cmd(&["up", "nosuchlab"]).fails(2, "neither a built-in");
     lab.cmd(&["up", "pair", "--set", "mtu"])
         .fails(2, "KEY=VALUE");
+    lab.cmd(&["up", "pair", "--set", "mtu=abc"])
+        .fails(2, "pair: --set mtu=abc: invalid type");
     lab.cmd(&["up", "pair", "--set", "speed=1"])
         .fails(2, "unknown key 'speed'");
     lab.cmd(&["up", "pair", "--set", "name=Bad_Name"])
@@ -563,14 +571,18 @@ fn iscsi_1g_reads_a_lun_across_its_shaped_link() {
 }
 
 /// Without CAP_NET_ADMIN (run as nobody), `lab up` and `lab down` say so
-/// and create nothing.
+/// and create nothing; `lab exec` names the capability it needs.
 #[test]
 fn without_cap_net_admin_up_and_down_say_so() {
     let Some(lab) = Lab::new() else { return };
     let name = unique("nocap");
-    for args in [
-        vec!["up", "pair", "--set", &format!("name={name}")],
-        vec!["down", &name],
+    for (args, needle) in [
+        (
+            vec!["up", "pair", "--set", &format!("name={name}")],
+            "CAP_NET_ADMIN",
+        ),
+        (vec!["down", &name], "CAP_NET_ADMIN"),
+        (vec!["exec", &name, "a", "--", "true"], "CAP_SYS_ADMIN"),
     ] {
         let out = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -582,7 +594,7 @@ fn without_cap_net_admin_up_and_down_say_so() {
             .unwrap();
         let err = common::stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("CAP_NET_ADMIN"), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
     }
     assert!(namespaces(&name).is_empty());
     assert!(!lab.state_file(&name).exists());

@@ -533,7 +533,7 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         put_hosts(t, hs);
     } else {
         return Err(format!(
-            "--set: unknown key '{k}' (one of name, subnet, {}, {}, offloads.{{{}}})",
+            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}})",
             LINK_KEYS.join(", "),
             TCP_KEYS.join(", "),
             OFFLOAD_KEYS.join(",")
@@ -549,15 +549,24 @@ pub(crate) fn parse(text: &str, source: &str, sets: &[String]) -> Result<LabDef,
     for s in sets {
         apply_set(&mut table, s).map_err(LabError::Usage)?;
     }
-    let file: FileLab = FileLab::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let m = e.to_string();
+    let file: FileLab = if sets.is_empty() {
+        // From the text itself, so an error has its line.
+        toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|r| text[..r.start].matches('\n').count() + 1);
+            let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+            usage(format!("{at}{}", e.message().trim()))
+        })?
+    } else {
         // Errors after --set have no line: say which input it was.
-        if sets.is_empty() {
-            usage(m)
-        } else {
-            usage(format!("{m} (after --set {})", sets.join(" --set ")))
-        }
-    })?;
+        FileLab::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let m = e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            usage(format!("--set {}: {m}", sets.join(" --set ")))
+        })?
+    };
     resolve(file, source, sets).map_err(usage)
 }
 

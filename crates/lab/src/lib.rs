@@ -160,6 +160,18 @@ pub fn running() -> Result<Vec<LabState>, LabError> {
     state::list()
 }
 
+/// Running a command in a lab host (`lab exec`) needs CAP_SYS_ADMIN
+/// (setns): an error saying so, instead of `ip`'s.
+pub fn need_enter() -> Result<(), LabError> {
+    if sys::has_sys_admin() {
+        return Ok(());
+    }
+    Err(LabError::Permission(
+        "entering a lab host needs CAP_SYS_ADMIN (run as root): this process does not have it"
+            .into(),
+    ))
+}
+
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
 fn need_net_admin() -> Result<(), LabError> {
     if sys::has_net_admin() {
@@ -175,8 +187,11 @@ fn need_net_admin() -> Result<(), LabError> {
 /// netem for `delay`/`loss`), each tried in a throwaway namespace.
 pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
     need_net_admin()?;
-    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap_or_default();
+    let list = |what: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{what}_congestion_control"))
+            .unwrap_or_default()
+    };
+    let (avail, allowed) = (list("available"), list("allowed"));
     for h in &def.hosts {
         if let Some(cc) = &h.tcp.congestion_control {
             if !avail.split_whitespace().any(|a| a == cc) {
@@ -184,6 +199,16 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
                     "host '{}': congestion control '{cc}' is not available in this kernel (available: {})",
                     h.name,
                     avail.trim()
+                )));
+            }
+            // Outside the root namespace the kernel lets a namespace default
+            // only to an allowed algorithm (EPERM otherwise).
+            if !allowed.split_whitespace().any(|a| a == cc) {
+                return Err(LabError::Unsupported(format!(
+                    "host '{}': congestion control '{cc}' is available but not allowed in a network namespace (net.ipv4.tcp_allowed_congestion_control: {}); allow it in the root namespace first (sysctl -w net.ipv4.tcp_allowed_congestion_control=\"{} {cc}\") or choose one of those",
+                    h.name,
+                    allowed.trim(),
+                    allowed.trim()
                 )));
             }
         }
@@ -473,6 +498,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
         sys::batch("tc", &hs.netns, &tc_host)?;
         sys::batch("tc", &sw, &tc_sw)?;
         let tcp = h.tcp.clone();
+        let host = h.name.clone();
         let links: Vec<(String, Offloads)> = h
             .links
             .iter()
@@ -497,7 +523,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 sys::sysctl("net.ipv4.tcp_wmem", m)?;
             }
             for (ifname, off) in &links {
-                sys::set_offloads(ifname, &off.list())?;
+                sys::set_offloads(&host, ifname, &off.list())?;
             }
             Ok(())
         })?;

@@ -60,15 +60,25 @@ pub fn batch(prog: &str, netns: &str, lines: &[String]) -> Result<(), LabError> 
     Ok(())
 }
 
-/// Whether this process has CAP_NET_ADMIN in its effective set (bit 12 of CapEff).
-pub fn has_net_admin() -> bool {
+/// Whether this process has capability `bit` in its effective set (CapEff).
+fn has_cap(bit: u32) -> bool {
     let Ok(s) = std::fs::read_to_string("/proc/self/status") else {
         return false;
     };
     s.lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1 << 12) != 0)
+        .is_some_and(|caps| caps & (1 << bit) != 0)
+}
+
+/// CAP_NET_ADMIN: creating namespaces' links, qdiscs and addresses.
+pub fn has_net_admin() -> bool {
+    has_cap(12)
+}
+
+/// CAP_SYS_ADMIN: entering a namespace (setns), as `ip netns exec` does.
+pub fn has_sys_admin() -> bool {
+    has_cap(21)
 }
 
 /// Moves the calling thread into the network namespace `ns` (an open
@@ -162,21 +172,23 @@ fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
 
 /// Sets offloads of `ifname` in the calling thread's namespace (as
 /// `ethtool -K`), then reads each back: a setting the device refuses or
-/// cannot keep (e.g. tso without sg) is an error naming it.
-pub fn set_offloads(ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
+/// cannot keep (e.g. tso without sg) is an error naming it: bad input, as
+/// the combination asked for cannot be had.
+pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
     if settings.is_empty() {
         return Ok(());
     }
+    let at = format!("host '{host}' {ifname}");
     for (name, on) in settings {
         let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
         iotoll_probe::sysinfo::ethtool_value(ifname, set, u32::from(*on))
-            .map_err(|e| sys(format!("{ifname}: setting {name} {}: {e}", onoff(*on))))?;
+            .map_err(|e| sys(format!("{at}: setting {name} {}: {e}", onoff(*on))))?;
     }
     for (name, on) in settings {
         let got = get_offload(ifname, name)?;
         if got != *on {
-            return Err(sys(format!(
-                "{ifname}: {name} stays {} when set {} (a feature it depends on is off?)",
+            return Err(LabError::Usage(format!(
+                "{at}: offload {name} stays {} when set {} (a feature it depends on is off? tso and gso need sg on)",
                 onoff(got),
                 onoff(*on)
             )));

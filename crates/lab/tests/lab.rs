@@ -307,6 +307,27 @@ fn kernel_features_and_clashes_are_refused_before_anything_is_created() {
     )
     .unwrap_err();
     assert!(e.is_usage() && e.to_string().contains("nosuchcc"), "{e}");
+    // Available but not allowed: a namespace cannot default to it (EPERM).
+    let list = |what: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{what}_congestion_control"))
+            .unwrap()
+    };
+    let allowed = list("allowed");
+    let restricted = list("available")
+        .split_whitespace()
+        .find(|a| !allowed.split_whitespace().any(|b| b == *a))
+        .map(str::to_string);
+    match restricted {
+        Some(cc) => {
+            let e = iotoll_lab::up(
+                &iotoll_lab::load("pair", &sets(&format!("congestion_control={cc}"))).unwrap(),
+                false,
+            )
+            .unwrap_err();
+            assert!(e.is_usage() && e.to_string().contains("not allowed"), "{e}");
+        }
+        None => eprintln!("every available congestion control is allowed: not tried"),
+    }
     assert!(netns_with(&prefix).is_empty());
     assert!(iotoll_lab::status(&name).unwrap().is_none());
     // A subnet overlapping a lab that is up.
