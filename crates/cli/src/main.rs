@@ -323,7 +323,9 @@ fn store_failed(
 
 /// A single measurement's run and its one test. The test is named by its
 /// workload, as a suite names a swept test, so `compare` pairs a single
-/// run only with the same workload.
+/// run only with the same workload. The run holds the result's notes too,
+/// because a failed run has no repetition to hold them and `results show`
+/// says a run's notes; reports show each once (`RunInfo::notes`).
 fn begin_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,

@@ -1,7 +1,7 @@
 //! Human and JSON renderings of a result document.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, RrSpec, StreamSpec};
+use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, RrSpec, StreamSpec, TlsDisclosure};
 use iotoll_model::{format_size, Kind, ResultDoc};
 use std::fmt::Write;
 
@@ -178,11 +178,32 @@ fn irq_lines(o: &mut String, doc: &ResultDoc) {
 
 fn net_spec_line(kind: Kind, net: &NetSpec, what: String) -> String {
     format!(
-        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}",
+        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}{}",
         net.conns,
         net.threads,
         net.peer,
-        if net.auth { " (authenticated)" } else { "" }
+        if net.auth { " (authenticated)" } else { "" },
+        net.tls
+            .as_ref()
+            .map_or(String::new(), |c| format!("  TLS {c}")),
+    )
+}
+
+/// What the TLS handshakes agreed on, in one line: enough to tell a TLS
+/// run from a cleartext one, and an AES suite's result on a CPU without
+/// AES instructions from one with them.
+pub fn tls_summary(t: &TlsDisclosure) -> String {
+    format!(
+        "{} {}, key exchange {}, handshakes {} ms, CPU AES {}",
+        t.protocol,
+        t.cipher_suite,
+        t.key_exchange.as_deref().unwrap_or("?"),
+        num(t.handshake_s * 1e3),
+        match t.cpu_aes {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "unknown",
+        }
     )
 }
 
@@ -457,6 +478,10 @@ pub fn human(doc: &ResultDoc) -> String {
     if let Some(d) = doc.net_disclosure() {
         let _ = writeln!(o, "\nnetwork path:");
         disclosure_lines(&mut o, &d);
+        if let Some(t) = &d.tls {
+            let _ = writeln!(o, "  {:<12} {}", "tls:", tls_summary(t));
+            let _ = writeln!(o, "  {:<12} {}", "", t.implementation);
+        }
     }
     if !doc.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");

@@ -143,6 +143,16 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             );
             for t in &d.tests {
                 println!("  {}", test_line(t));
+                // Every repetition asked for the same cipher; the selected
+                // one's handshakes stand for the test.
+                let tls = t
+                    .reps
+                    .iter()
+                    .filter(|r| t.selected_rep.is_none_or(|s| s == r.rep))
+                    .find_map(|r| r.doc.net_disclosure()?.tls);
+                if let Some(tls) = tls {
+                    println!("    tls: {}", printable(&crate::output::tls_summary(&tls)));
+                }
                 // Repetitions other processes interfered with, and by whom;
                 // the endpoint's side only when it is another host.
                 for r in &t.reps {

@@ -424,3 +424,61 @@ fn hostile_names_are_text_in_markdown_and_html() {
     let html = std::fs::read_to_string(html).unwrap();
     assert!(!html.contains("<script>alert"), "HTML escapes it too");
 }
+
+/// The "Warnings and notes" of a Markdown and an HTML report.
+fn notes_sections(md: &str, html: &str) -> (String, String) {
+    let section = |text: &str, start: &str, next: &str| -> String {
+        let after = text.split_once(start).map_or("", |x| x.1);
+        after.split(next).next().unwrap_or_default().to_string()
+    };
+    (
+        section(md, "## Warnings and notes", "\n## "),
+        section(html, "<h2 id=\"notes\">", "<h2"),
+    )
+}
+
+/// A single measurement's run holds its result's notes as the run's too:
+/// the report says each once, under the test. A note only a run has (a
+/// smoke run's overridden durations) is still said.
+#[test]
+fn each_note_is_reported_once() {
+    let t = Tmp::new();
+    let srv = common::server::Server::start("127.0.0.1", &[]);
+    t.cmd("net stream --time 1s --ramp 0s --quiet --config single")
+        .arg(&srv.addr)
+        .succeeds();
+    let suite = t.file(
+        "one.toml",
+        "name = \"one\"\nreps = 1\n\n[[test]]\nname = \"s\"\nkind = \"net-stream\"\n",
+    );
+    t.cmd("suite run --quiet --time 800ms --ramp 0s")
+        .args([&suite, "--config", "smoke"])
+        .succeeds();
+    let same_host = "the endpoint is on this host";
+    for (label, test, run_only) in [
+        ("single", "stream/dir=tx,conns=1,msg=128k", None),
+        ("smoke", "s", Some("durations overridden:")),
+    ] {
+        let (html, md) = (
+            t.path(&format!("{label}.html")),
+            t.path(&format!("{label}.md")),
+        );
+        t.cmd("report")
+            .args([label, "--html", &html, "--md", &md])
+            .succeeds();
+        let md = std::fs::read_to_string(&md).unwrap();
+        let html = std::fs::read_to_string(&html).unwrap();
+        let (md_notes, html_notes) = notes_sections(&md, &html);
+        assert_eq!(md_notes.matches(same_host).count(), 1, "{md_notes}");
+        assert_eq!(html_notes.matches(same_host).count(), 1, "{html_notes}");
+        let line = md_notes.lines().find(|l| l.contains(same_host)).unwrap();
+        assert!(
+            line.starts_with(&format!("- {label} {test}: ")),
+            "the note is the test's: {line}"
+        );
+        if let Some(n) = run_only {
+            assert_eq!(md_notes.matches(n).count(), 1, "{md_notes}");
+            assert_eq!(html_notes.matches(n).count(), 1, "{html_notes}");
+        }
+    }
+}

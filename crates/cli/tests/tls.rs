@@ -154,6 +154,18 @@ fn data_connections_that_do_not_speak_tls_fail_cleanly() {
     }
 }
 
+/// The `tls:` lines of a human output or of `results show`.
+fn tls_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with("tls:"))
+        .collect()
+}
+
+/// A cleartext and a TLS run: the TLS one says so in its human output and
+/// in `results show`, with the suite the handshakes agreed on, and the
+/// cleartext one says nothing of TLS; `compare` pairs the two. (One pair
+/// of streams for all of it: more would slow `many_tls_connections`,
+/// which shares these cores.)
 #[test]
 fn compare_pairs_a_cleartext_and_a_tls_run() {
     let tmp = Tmp::new();
@@ -163,7 +175,19 @@ fn compare_pairs_a_cleartext_and_a_tls_run() {
             "net stream {} --ramp 200ms --time 1s --quiet --config {label} {extra}",
             s.addr
         );
-        tmp.cmd(&line).assert().success();
+        let human = tmp.cmd(&line).succeeds();
+        let shown = tmp.cmd("results show").arg(label).succeeds();
+        for text in [&human, &shown] {
+            let tls = tls_lines(text);
+            if extra.is_empty() {
+                assert!(tls.is_empty() && !text.contains("TLS"), "{text}");
+            } else {
+                assert_eq!(tls.len(), 1, "{text}");
+                for want in ["TLS 1.3", "TLS13_AES_128_GCM_SHA256", "X25519", "CPU AES"] {
+                    assert!(tls[0].contains(want), "{want} not in {text}");
+                }
+            }
+        }
     }
     let out = tmp.cmd("compare clear tls --json").output().unwrap();
     let c = ok_json(&out);

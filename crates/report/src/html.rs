@@ -466,20 +466,24 @@ fn multi_host(o: &mut Out, configs: &[ConfigData]) {
 
 /// Every configuration's warnings and its tests' notes.
 fn notes(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
-    let test_notes = |i: usize| infos.get(i).map(RunInfo::test_notes).unwrap_or_default();
-    if (0..configs.len()).any(|i| !configs[i].notes.is_empty() || !test_notes(i).is_empty()) {
+    let notes = crate::info::notes(configs, infos);
+    if notes.iter().any(|n| !n.is_empty()) {
         let _ = writeln!(o.html, "<h2 id=\"notes\">Warnings and notes</h2>");
-        for (i, cfg) in configs.iter().enumerate() {
-            let tn = test_notes(i);
-            if cfg.notes.is_empty() && tn.is_empty() {
+        for (cfg, notes) in configs.iter().zip(&notes) {
+            if notes.is_empty() {
                 continue;
             }
             let _ = writeln!(o.html, "<h3>{}</h3><ul>", esc(&cfg.label));
-            for n in &cfg.notes {
-                let _ = writeln!(o.html, "<li class=\"warn\">{}</li>", esc(n));
-            }
-            for (t, n) in &tn {
-                let _ = writeln!(o.html, "<li class=\"warn\">{}: {}</li>", esc(t), esc(n));
+            for n in notes {
+                let _ = match &n.test {
+                    Some(t) => writeln!(
+                        o.html,
+                        "<li class=\"warn\">{}: {}</li>",
+                        esc(t),
+                        esc(&n.text)
+                    ),
+                    None => writeln!(o.html, "<li class=\"warn\">{}</li>", esc(&n.text)),
+                };
             }
             let _ = writeln!(o.html, "</ul>");
         }

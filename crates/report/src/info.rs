@@ -20,9 +20,20 @@ pub struct TestInfo {
     /// `cpu.local.interference.interfered`.
     pub interfered: Option<bool>,
     pub reps: usize,
+    /// The number of the repetition kept (whose notes these are).
+    pub rep: Option<i64>,
     pub spread_pct: Option<f64>,
     /// The kept repetition's notes (engine fallback, peer on this host, ...).
     pub notes: Vec<String>,
+}
+
+/// One line of a report's "Warnings and notes".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    /// The test (and repetition, when it had several) the note is about;
+    /// None for the run as a whole.
+    pub test: Option<String>,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -43,18 +54,66 @@ impl RunInfo {
         self.tests.iter().find(|t| t.name == name)
     }
 
-    /// Every test's notes, as (test, note).
-    pub fn test_notes(&self) -> Vec<(String, String)> {
-        self.tests
-            .iter()
-            .flat_map(|t| t.notes.iter().map(move |n| (t.name.clone(), n.clone())))
-            .collect()
+    /// The run's notes and its tests', each once: under its test where a
+    /// test said it, else under the run. A single measurement's run holds
+    /// its one result's notes again, and a suite's run every repetition's
+    /// interference note as `TEST repetition N: ...`; a run note is left
+    /// out only when it is exactly such a copy of a note shown under its
+    /// test, so one that differs in any way is kept.
+    pub fn notes(&self, run_notes: &[String]) -> Vec<Note> {
+        let mut tests: Vec<Note> = Vec::new();
+        let mut copies: Vec<String> = Vec::new();
+        for t in &self.tests {
+            let test = match t.rep {
+                Some(rep) if t.reps > 1 => format!("{} repetition {rep}", t.name),
+                _ => t.name.clone(),
+            };
+            for n in &t.notes {
+                let note = Note {
+                    test: Some(test.clone()),
+                    text: n.clone(),
+                };
+                if tests.contains(&note) {
+                    continue;
+                }
+                copies.push(n.clone());
+                if let Some(rep) = t.rep {
+                    copies.push(format!("{} repetition {rep}: {n}", t.name));
+                }
+                tests.push(note);
+            }
+        }
+        let mut all: Vec<Note> = Vec::new();
+        for n in run_notes {
+            if copies.contains(n) || all.iter().any(|a| &a.text == n) {
+                continue;
+            }
+            all.push(Note {
+                test: None,
+                text: n.clone(),
+            });
+        }
+        all.extend(tests);
+        all
     }
 
     /// Some network test's peer was this host.
     pub fn same_host(&self) -> bool {
         self.tests.iter().any(|t| t.same_host == Some(true))
     }
+}
+
+/// Each configuration's "Warnings and notes" ([`RunInfo::notes`]), in the
+/// order of `configs`; the one place both renderers take them from.
+pub fn notes(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Vec<Note>> {
+    configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match infos.get(i) {
+            Some(info) => info.notes(&c.notes),
+            None => RunInfo::default().notes(&c.notes),
+        })
+        .collect()
 }
 
 /// A peer on a loopback address is this host, whatever the result says
@@ -93,6 +152,7 @@ fn from_run(run: &RunDetail) -> RunInfo {
                     .and_then(|c| c.local.as_ref()?.interference.as_ref())
                     .map(|i| i.interfered),
                 reps: t.reps.len(),
+                rep: rep.map(|r| r.rep),
                 spread_pct: t.spread_pct,
                 notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),
             }
@@ -241,5 +301,68 @@ mod tests {
             );
         }
         assert_eq!(loopback_peer(&serde_json::json!({})), None);
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    fn note(test: Option<&str>, text: &str) -> Note {
+        Note {
+            test: test.map(str::to_string),
+            text: text.into(),
+        }
+    }
+
+    fn with_notes(notes: &[&str]) -> iotoll_model::ResultDoc {
+        let mut d = doc("disk", json!({}), json!({"iops": 1.0}));
+        d.notes = notes.iter().map(|n| n.to_string()).collect();
+        d
+    }
+
+    /// A single measurement's run holds its result's notes: each is shown
+    /// once, under the test; a run note no test said stays the run's.
+    #[test]
+    fn a_single_runs_notes_are_the_tests_once() {
+        let same = "the endpoint is on this host (same kernel boot id 1)";
+        let mut r = run(1, "lo", vec![("t", with_notes(&[same]))]);
+        r.run.notes = vec![same.into(), "run only".into(), same.into()];
+        let (cfg, info) = load(&r);
+        assert_eq!(
+            notes(&[cfg], &[info]),
+            vec![vec![note(None, "run only"), note(Some("t"), same)]]
+        );
+    }
+
+    /// A suite's run names every repetition's interference; the kept
+    /// repetition's note is the test's, another repetition's stays, and
+    /// a note that differs from the test's in any way stays.
+    #[test]
+    fn a_suites_repetition_notes_are_kept_when_they_differ() {
+        let (a, b) = ("interference: rustc 40 %", "interference: cc 30 %");
+        let mut r = run(1, "nu", vec![("disk/spec=x", with_notes(&[a]))]);
+        let mut rep2 = r.tests[0].reps[0].clone();
+        rep2.rep = 2;
+        rep2.doc.notes = vec![b.into()];
+        r.tests[0].reps.push(rep2);
+        r.run.notes = vec![
+            "durations overridden: time 1s".into(),
+            format!("disk/spec=x repetition 1: {a}"),
+            format!("disk/spec=x repetition 2: {b}"),
+            format!("disk/spec=x repetition 1: {a} (again)"),
+        ];
+        let (cfg, info) = load(&r);
+        assert_eq!(
+            notes(&[cfg], &[info]),
+            vec![vec![
+                note(None, "durations overridden: time 1s"),
+                note(None, &format!("disk/spec=x repetition 2: {b}")),
+                note(None, &format!("disk/spec=x repetition 1: {a} (again)")),
+                note(Some("disk/spec=x repetition 1"), a),
+            ]]
+        );
     }
 }

@@ -117,20 +117,16 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             }
         }
     }
-    let test_notes: Vec<(usize, String, String)> = infos
-        .iter()
-        .enumerate()
-        .flat_map(|(i, info)| info.test_notes().into_iter().map(move |(t, n)| (i, t, n)))
-        .collect();
-    if configs.iter().any(|c| !c.notes.is_empty()) || !test_notes.is_empty() {
+    let notes = crate::info::notes(configs, infos);
+    if notes.iter().any(|n| !n.is_empty()) {
         let _ = writeln!(o, "\n## Warnings and notes\n");
-        for cfg in configs {
-            for n in &cfg.notes {
-                let _ = writeln!(o, "- {}: {}", md(&cfg.label), md(n));
+        for (cfg, notes) in configs.iter().zip(&notes) {
+            for n in notes {
+                let _ = match &n.test {
+                    Some(t) => writeln!(o, "- {} {}: {}", md(&cfg.label), md(t), md(&n.text)),
+                    None => writeln!(o, "- {}: {}", md(&cfg.label), md(&n.text)),
+                };
             }
-        }
-        for (i, t, n) in &test_notes {
-            let _ = writeln!(o, "- {} {}: {}", md(&configs[*i].label), md(t), md(n));
         }
     }
     let diff = disclosure::table(configs);
