@@ -574,9 +574,11 @@ fn run(a: RunArgs) -> Result<()> {
     };
     let host = crate::host();
     use iotoll_probe::sysinfo::PeerPlace;
+    // Network tests that use this process's endpoint (tests placed on
+    // hosts have none here).
+    let local_net = (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
     let peer_local = match peer {
-        // Tests placed on hosts have no endpoint here.
-        None => (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local()),
+        None => local_net,
         Some(s) => s.ip().is_loopback(),
     };
     // In a lab every network peer (the in-process endpoint's lab host, or
@@ -620,7 +622,6 @@ fn run(a: RunArgs) -> Result<()> {
     let mut host = iotoll_model::spec::to_json(&host);
     if let Some(l) = &lab {
         host["lab"] = l.disclosure();
-        let local_net = (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
         let endpoint = if local_net {
             format!("endpoint in {}, ", l.run.server)
         } else {

@@ -380,22 +380,17 @@ fn suite_lab_hosts_are_checked_before_anything_runs() {
     );
 }
 
-/// One interface's received bytes and packets in a lab host's namespace.
-fn rx_counters(ns: &str, ifname: &str) -> (u64, u64) {
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", ns, "cat", "/proc/net/dev"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{ifname}:")))
-        .unwrap_or_else(|| panic!("no {ifname} in {ns}: {text}"));
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    (f[0], f[1])
+/// One interface's counters in host `host` of lab `name` now.
+fn counters(lab: &Lab, name: &str, host: &str, ifname: &str) -> iotoll_model::IfaceFigures {
+    let st: iotoll_lab::LabState =
+        serde_json::from_value(lab.cmd(&["status", name, "--json"]).json()).unwrap();
+    let h = st
+        .host(host)
+        .unwrap_or_else(|| panic!("no host {host} in {name}"));
+    let all = iotoll_lab::host_counters(h).unwrap();
+    all.into_iter()
+        .find(|i| i.name == ifname)
+        .unwrap_or_else(|| panic!("no {ifname} in {name}/{host}"))
 }
 
 /// A suite's stream test with no ramp-up: everything the client sends is
@@ -421,8 +416,7 @@ fn a_lab_stream_s_bytes_crossed_the_link_and_the_run_names_the_lab() {
     lab.cmd(&["up", "pair-1g", "--set", &format!("name={name}")])
         .assert()
         .success();
-    let ns_b = format!("iotoll-{name}-b");
-    let before = rx_counters(&ns_b, "eth0");
+    let before = counters(&lab, &name, "b", "eth0");
     let suite = lab.file("bytes.toml", STREAM_NO_RAMP);
     let db = lab.dir.path().join("bytes.db");
     let db = db.to_str().unwrap();
@@ -431,7 +425,7 @@ fn a_lab_stream_s_bytes_crossed_the_link_and_the_run_names_the_lab() {
         .args(["suite", "run", &suite, "--db", db, "--lab", &name])
         .output()
         .unwrap();
-    let after = rx_counters(&ns_b, "eth0");
+    let after = counters(&lab, &name, "b", "eth0");
     lab.cmd(&["down", &name]).assert().success();
     let err = common::stderr(&out);
     assert!(out.status.success(), "{err}");
@@ -448,7 +442,10 @@ fn a_lab_stream_s_bytes_crossed_the_link_and_the_run_names_the_lab() {
     let window = m["window_s"].as_f64().unwrap();
     let sent = m["sent_mbit_s"].as_f64().unwrap() * window * 1e6 / 8.0;
     let received = m["mbit_s"].as_f64().unwrap() * window * 1e6 / 8.0;
-    let (bytes, packets) = (after.0 - before.0, after.1 - before.1);
+    let (bytes, packets) = (
+        after.rx_bytes - before.rx_bytes,
+        after.rx_packets - before.rx_packets,
+    );
     let payload = bytes as f64 - 66.0 * packets as f64;
     eprintln!("interface payload / sent = {:.4}", payload / sent);
     assert!(
@@ -502,16 +499,6 @@ fn ctrl_c_of_a_suite_takes_down_the_lab_it_brought_up() {
 #[path = "../../iscsi/tests/common/tgt.rs"]
 mod tgt;
 
-/// One interface's transmitted bytes in a lab host's namespace.
-fn tx_bytes(ns: &str, ifname: &str) -> u64 {
-    let out = std::process::Command::new("ip")
-        .args(["-n", ns, "-s", "-j", "link", "show", ifname])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v[0]["stats64"]["tx"]["bytes"].as_u64().unwrap()
-}
-
 /// The iscsi-1g lab end to end: tgtd in the target host, a suite's disk
 /// test run from the initiator host (`suite run --lab`) reads a LUN over
 /// the shaped 1 Gbit/s link: the reads crossed the link (the target's
@@ -540,7 +527,7 @@ fn iscsi_1g_reads_a_lun_across_its_shaped_link() {
     let db = lab.dir.path().join("lun.db");
     let db = db.to_str().unwrap();
     let url = tgt.url(&iqn, 1);
-    let before = tx_bytes(&ns, "eth0");
+    let before = counters(&lab, &name, "target", "eth0").tx_bytes;
     let out = common::iotoll()
         .env("IOTOLL_LAB_DIR", lab.dir.path())
         .args([
@@ -549,7 +536,7 @@ fn iscsi_1g_reads_a_lun_across_its_shaped_link() {
         .args(["--target", &url, "--io-timeout", "5s"])
         .output()
         .unwrap();
-    let sent = tx_bytes(&ns, "eth0") - before;
+    let sent = counters(&lab, &name, "target", "eth0").tx_bytes - before;
     drop(tgt);
     lab.cmd(&["down", &name]).assert().success();
     assert!(out.status.success(), "{}", common::stderr(&out));

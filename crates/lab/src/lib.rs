@@ -596,6 +596,13 @@ pub fn link_offloads(
     sys::in_netns(&netns_path(host), move || sys::offloads(&ifname))
 }
 
+/// Every interface's byte and packet counters in a host's namespace now.
+pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>, LabError> {
+    sys::in_netns(&netns_path(host), || {
+        Ok(iotoll_probe::sysinfo::iface_counters())
+    })
+}
+
 /// A sysctl of a host's namespace as the kernel has it now (`net.ipv4.tcp_rmem`).
 pub fn host_sysctl(host: &HostState, key: &str) -> Result<Option<String>, LabError> {
     let key = key.to_string();

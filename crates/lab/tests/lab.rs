@@ -139,27 +139,12 @@ fn every_builtin_up_and_down_leaves_nothing_behind() {
 }
 
 fn rx_tx(host: &HostState, ifname: &str) -> (u64, u64) {
-    let ifname = ifname.to_string();
-    let h = host.clone();
-    std::thread::spawn(move || {
-        let _g = iotoll_lab::enter(&h).unwrap();
-        let dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
-        let line = dev
-            .lines()
-            .find(|l| l.trim_start().starts_with(&format!("{ifname}:")))
-            .unwrap_or_else(|| panic!("{ifname} not in {dev}"))
-            .to_string();
-        let f: Vec<u64> = line
-            .split(':')
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .map(|x| x.parse().unwrap())
-            .collect();
-        (f[0], f[8])
-    })
-    .join()
-    .unwrap()
+    let all = iotoll_lab::host_counters(host).unwrap();
+    let i = all
+        .iter()
+        .find(|i| i.name == ifname)
+        .unwrap_or_else(|| panic!("{ifname} not in {all:?}"));
+    (i.rx_bytes, i.tx_bytes)
 }
 
 #[test]
