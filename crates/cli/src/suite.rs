@@ -622,7 +622,7 @@ fn run(a: RunArgs) -> Result<()> {
     let mut host = iotoll_model::spec::to_json(&host);
     if let Some(l) = &lab {
         host["lab"] = l.disclosure();
-        let endpoint = if local_net {
+        let endpoint = if local_net && peer.is_none() {
             format!("endpoint in {}, ", l.run.server)
         } else {
             String::new()
