@@ -1253,13 +1253,9 @@ mod tests {
         d
     }
 
-    /// The stored document, its JSON export and that export read back are
-    /// the document: hosts, pairs and skew included.
-    #[test]
-    fn a_multi_host_document_round_trips_through_store_and_export() {
-        let (_d, p) = temp_db();
-        let mut s = Store::open(&p).unwrap();
-        let run = running(&s);
+    /// A running run with one network test, "mesh".
+    fn mesh_test(s: &mut Store) -> (RunId, TestId) {
+        let run = running(s);
         let t = s
             .add_test(
                 run,
@@ -1271,6 +1267,16 @@ mod tests {
                 "all",
             )
             .unwrap();
+        (run, t)
+    }
+
+    /// The stored document, its JSON export and that export read back are
+    /// the document: hosts, pairs and skew included.
+    #[test]
+    fn a_multi_host_document_round_trips_through_store_and_export() {
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let (run, t) = mesh_test(&mut s);
         let original = multi_host_doc();
         s.add_rep(t, 1, &original).unwrap();
         let det = s.run_detail(run).unwrap();
@@ -1296,18 +1302,7 @@ mod tests {
     fn a_hosts_non_finite_figure_never_damages_a_stored_document() {
         let (_d, p) = temp_db();
         let mut s = Store::open(&p).unwrap();
-        let run = running(&s);
-        let t = s
-            .add_test(
-                run,
-                1,
-                "mesh",
-                Kind::NetStream,
-                None,
-                &serde_json::json!({}),
-                "all",
-            )
-            .unwrap();
+        let (run, t) = mesh_test(&mut s);
         let mut bad = multi_host_doc();
         bad.hosts[1]
             .metrics
