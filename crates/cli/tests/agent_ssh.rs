@@ -144,6 +144,26 @@ impl SshLab {
         std::fs::read_to_string(self.path("sshd.log")).unwrap_or_default()
     }
 
+    /// ssh options that log in with `identity` and read no ssh config and
+    /// no known_hosts of this machine.
+    fn ssh_options(&self, identity: &str) -> Vec<String> {
+        let key = self.path(identity).to_str().unwrap().to_string();
+        [
+            "-F",
+            "/dev/null",
+            "-i",
+            &key,
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     /// A launch of this build's `iotoll agent` on b as root with `identity`, through ssh
     /// in a, that reads no ssh config and no known_hosts of this machine.
     fn launch(&self, identity: &str) -> SshLaunch {
@@ -154,20 +174,7 @@ impl SshLab {
             agent: s(common::bin_path()),
             listen: format!("{}:{AGENT_PORT}", self.b),
             ssh: s(self.path("ssh-in-a")),
-            extra: [
-                "-F",
-                "/dev/null",
-                "-i",
-                &s(self.path(identity)),
-                "-o",
-                "IdentitiesOnly=yes",
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-            ]
-            .map(String::from)
-            .to_vec(),
+            extra: self.ssh_options(identity),
             allow_targets: vec!["/var/tmp/iotoll test:rw".into()],
         }
     }
@@ -428,7 +435,6 @@ fn suite_run_ssh_starts_the_agents_and_stops_them() {
     .unwrap();
     let db = s(lab.path("r.db"));
     let bin = s(common::bin_path());
-    let ident = s(lab.path("user"));
     let mut c = common::iotoll();
     c.env("IOTOLL_LAB_DIR", lab.dir.path()).args([
         "suite",
@@ -444,18 +450,7 @@ fn suite_run_ssh_starts_the_agents_and_stops_them() {
         "--ssh-agent",
         &bin,
     ]);
-    for a in [
-        "-F",
-        "/dev/null",
-        "-i",
-        &ident,
-        "-o",
-        "IdentitiesOnly=yes",
-        "-o",
-        "StrictHostKeyChecking=no",
-        "-o",
-        "UserKnownHostsFile=/dev/null",
-    ] {
+    for a in lab.ssh_options("user") {
         c.arg(format!("--ssh-arg={a}"));
     }
     let out = c.output().unwrap();
