@@ -66,4 +66,16 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --workspace --locked
+# Every test binary runs even when one fails (--no-fail-fast); the last
+# line sums them all.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+if [ "$status" != 0 ]; then
+  grep -E '^test .* FAILED$' "$log" | sed 's/^/test.sh: /' | sort -u || true
+fi
+awk '/^test result:/ { for (i = 2; i <= NF; i++) { v = $(i - 1) + 0
+    if ($i ~ /^passed/) p += v; if ($i ~ /^failed/) f += v; if ($i ~ /^ignored/) g += v } }
+  END { printf "test.sh: %d passed, %d failed, %d ignored\n", p, f, g }' "$log"
+exit "$status"
