@@ -25,7 +25,7 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 #[derive(Parser)]
 #[command(
     name = "iotoll",
-    version,
+    version = env!("IOTOLL_LONG_VERSION"),
     about = "What storage and network I/O cost the host: throughput, IOPS and latency beside whole-host CPU, on the same window",
     long_about = None,
     after_help = "Examples:\n  iotoll suite run quick --report quick.html\n  iotoll disk run --spec db-oltp-8k --time 10s --config nvme-a\n  iotoll net serve                      (on the peer)\n  iotoll net stream PEER --conns 100 --msg 64k --config mtu9000\n  iotoll compare mtu1500 mtu9000 --html mtu.html\n  iotoll results list"
@@ -67,6 +67,122 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script on stdout.
+    #[command(
+        after_help = "Install:\n  bash: iotoll completions bash > /etc/bash_completion.d/iotoll\n  zsh:  iotoll completions zsh > \"${fpath[1]}/_iotoll\"\n  fish: iotoll completions fish > ~/.config/fish/completions/iotoll.fish"
+    )]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout.
+    #[command(
+        after_help = "Install: iotoll man > /usr/local/share/man/man1/iotoll.1, then `man iotoll`.\nRead without installing: iotoll man | man -l -"
+    )]
+    Man,
+}
+
+/// An error and its causes, each said once: library errors that print
+/// their source in their own message (`{context}: {source}`) also hand it
+/// on as their cause, and `{:#}` would repeat it.
+fn chain(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    msg
+}
+
+/// clap suggests a subcommand only for near spellings (`rnu` gets
+/// nothing); this adds the closest one by edits where clap found none.
+fn suggest_subcommand(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::CommandFactory;
+    if e.kind() != ErrorKind::InvalidSubcommand || e.get(ContextKind::SuggestedSubcommand).is_some()
+    {
+        return e;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidSubcommand).cloned() else {
+        return e;
+    };
+    // The command whose subcommand was mistyped: follow the words before it.
+    let mut cmd = Cli::command();
+    for word in std::env::args().skip(1).take_while(|w| *w != bad) {
+        match cmd.find_subcommand(&word) {
+            Some(c) => cmd = c.clone(),
+            None => break,
+        }
+    }
+    let names = cmd.get_subcommands().map(|c| c.get_name());
+    if let Some(name) = iotoll_model::text::closest(&bad, names) {
+        e.insert(
+            ContextKind::SuggestedSubcommand,
+            ContextValue::Strings(vec![name.to_string()]),
+        );
+    }
+    e
+}
+
+/// `iotoll completions SHELL`: the script for the whole command tree.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "iotoll", &mut std::io::stdout());
+    Ok(())
+}
+
+/// `iotoll man`: iotoll(1), with every subcommand's options in it.
+fn man() -> anyhow::Result<()> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    man.render_subcommands_section(&mut out)?;
+    // Each subcommand and its own subcommands, with their options.
+    fn sub(out: &mut impl std::io::Write, cmd: &clap::Command, path: &str) -> std::io::Result<()> {
+        for c in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+            let name = format!("{path} {}", c.get_name());
+            writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
+            if let Some(a) = c.get_about() {
+                writeln!(out, "{}", roff_text(&a.to_string()))?;
+            }
+            let page = clap_mangen::Man::new(c.clone().bin_name(name.clone()));
+            page.render_synopsis_section(&mut *out)?;
+            page.render_options_section(&mut *out)?;
+            sub(out, c, &name)?;
+        }
+        Ok(())
+    }
+    sub(&mut out, &cmd, "iotoll")?;
+    man.render_version_section(&mut out)?;
+    Ok(())
+}
+
+/// Text safe in a roff paragraph: no line starts with a control character.
+fn roff_text(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let l = l.replace('\\', "\\e");
+            if l.starts_with('.') || l.starts_with('\'') {
+                format!("\\&{l}")
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.
@@ -376,7 +492,7 @@ fn main() -> ExitCode {
     // unaffected: every socket write passes MSG_NOSIGNAL.
     // SAFETY: restoring the default disposition of one signal at start-up.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| suggest_subcommand(e).exit());
     let result = match cli.cmd {
         Cmd::Agent(a) => agent::main(a),
         Cmd::Disk(c) => disk::main(c),
@@ -388,12 +504,14 @@ fn main() -> ExitCode {
         Cmd::Sysinfo { json } => suite::sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
+        Cmd::Completions { shell } => completions(shell),
+        Cmd::Man => man(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Interrupted>() => ExitCode::from(EXIT_INTERRUPTED),
         Err(e) => {
-            eprintln!("iotoll: error: {e:#}");
+            eprintln!("iotoll: error: {}", chain(&e));
             if e.is::<UsageError>() {
                 ExitCode::from(2)
             } else if signals::interrupted() {

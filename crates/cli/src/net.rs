@@ -115,7 +115,24 @@ fn cipher_arg(s: &str) -> Result<Cipher, String> {
     Cipher::parse(s).ok_or_else(|| format!("unknown cipher '{s}': use {}", Cipher::names()))
 }
 
+/// Exit statuses of the client tests, as `disk run` documents its own
+/// (a macro: `concat!` takes only literals).
+macro_rules! net_exit {
+    () => {
+        "Exit status: 0 done, 1 the endpoint could not be reached, refused the test or the test failed, 2 bad input, 130 interrupted (Ctrl-C; the figures measured so far are printed)."
+    };
+}
+
 #[derive(Args)]
+#[command(after_help = concat!(
+    "Start the endpoint on the peer first (`iotoll net serve`, port 7575). Goodput counts payload only; both ends' whole-host CPU is read on the same window.
+Examples:
+  iotoll net stream 192.0.2.10 --conns 4 --time 30s
+  iotoll net stream 192.0.2.10 --dir bidir --conns 100 --msg 64k --config mtu9000
+  iotoll net stream [2001:db8::10]:7575 --dir rx --sockbuf 256k --json > rx.json
+",
+    net_exit!()
+))]
 pub struct StreamArgs {
     #[command(flatten)]
     common: CommonArgs,
@@ -140,6 +157,14 @@ pub struct StreamArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = concat!(
+    "Each connection keeps --burst requests outstanding; a transaction is one request and its whole response. One-way latency is 1e6 / (transactions/s per connection) / 2 (netperf's TCP_RR).
+Examples:
+  iotoll net rr 192.0.2.10
+  iotoll net rr 192.0.2.10 --req 1400 --resp 1400 --conns 8 --burst 4 --time 1m
+",
+    net_exit!()
+))]
 pub struct RrArgs {
     #[command(flatten)]
     common: CommonArgs,

@@ -9,12 +9,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run);
-`compare A B C` compares B and C each against A.
-Tests are paired by name: a suite's test name with its swept values, or for a single run its workload
-(e.g. stream/dir=tx,conns=4,msg=64k). Paired tests whose workload parameters differ are flagged on their
-row and in the findings; --strict refuses them. What is meant to differ (MTU, engine, adapter) is the
-configuration, named by each run's --config label.
+    after_help = "BASELINE and CANDIDATE are run ids or configuration labels (a label picks its latest complete run); `compare A B C` compares B and C each against A.
+
+Tests are paired by name: a suite's test name with its swept values, or for a single run its workload (e.g. stream/dir=tx,conns=4,msg=64k). Paired tests whose workload parameters differ are flagged on their row and in the findings; --strict refuses them. What is meant to differ (MTU, engine, adapter) is the configuration, named by each run's --config label.
+
 Differences are (candidate / baseline - 1); per group, the mean of the per-test differences (the mean of the ratios)."
 )]
 pub struct CompareArgs {
@@ -158,7 +156,8 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         anyhow::ensure!(
             iotoll_model::metrics::metric_def(m).is_some(),
             usage(format!(
-                "--metric '{m}' is not a metric name (see docs/metrics.md)"
+                "--metric {}",
+                iotoll_model::metrics::unknown_metric(m)
             ))
         );
     }

@@ -11,8 +11,11 @@ use std::path::PathBuf;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
+    /// Long CSV: one row per metric of each level (total, host, pair, target, worker).
     Csv,
+    /// The run as `results show --json` gives it.
     Json,
+    /// Iometer's results.csv layout, for tools that read it.
     IometerCsv,
 }
 
@@ -43,10 +46,12 @@ pub enum ResultsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Write a run as long CSV, JSON, or Iometer's results.csv layout.
+    /// Write a run as long CSV, JSON, or Iometer's results.csv layout (on stdout).
     Export {
+        /// Run id, or a configuration label (its latest complete run).
         run: String,
-        #[arg(long, value_enum)]
+        /// What to write.
+        #[arg(long, value_enum, default_value = "json")]
         format: Format,
         #[command(flatten)]
         db: DbArg,
@@ -65,6 +70,7 @@ pub enum ResultsCmd {
     },
     /// Remove a run and everything it holds.
     Delete {
+        /// Run id, or a configuration label (its latest complete run).
         run: String,
         #[command(flatten)]
         db: DbArg,
@@ -109,21 +115,37 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 eprintln!("iotoll: no runs stored in {}", db.path().display());
                 return Ok(());
             }
-            // A header, then one run per line beginning with its id.
-            println!(
-                "{:<5} {:<20} {:<30} {:<25} {:<10} tests",
-                "id", "config", "suite", "started", "status"
-            );
-            for r in runs {
-                println!(
-                    "{:<5} {:<20} {:<30} {:<25} {:<10} {}",
-                    r.id,
-                    printable(r.config.as_deref().unwrap_or("-")),
-                    printable(&r.suite),
-                    printable(&r.started_at),
-                    r.status,
-                    r.tests
-                );
+            // A header, then one run per line beginning with its id; each
+            // column as wide as its longest cell, so long labels stay aligned.
+            let rows: Vec<[String; 6]> = runs
+                .iter()
+                .map(|r| {
+                    [
+                        r.id.to_string(),
+                        printable(r.config.as_deref().unwrap_or("-")).into_owned(),
+                        printable(&r.suite).into_owned(),
+                        printable(&r.started_at).into_owned(),
+                        r.status.label().to_string(),
+                        r.tests.to_string(),
+                    ]
+                })
+                .collect();
+            let head = ["id", "config", "suite", "started", "status", "tests"];
+            let mut width = head.map(|h| h.chars().count());
+            for row in &rows {
+                for (w, cell) in width.iter_mut().zip(row) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+            let line = |cells: [&str; 6]| {
+                let padded: Vec<String> = (cells.iter().zip(width))
+                    .map(|(c, w)| format!("{c:<w$}"))
+                    .collect();
+                println!("{}", padded.join("  ").trim_end());
+            };
+            line(head);
+            for row in &rows {
+                line(row.each_ref().map(|c| c.as_str()));
             }
             Ok(())
         }
@@ -137,7 +159,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 d.run.id,
                 printable(&d.run.suite),
                 printable(d.run.config.as_deref().unwrap_or("-")),
-                d.run.status,
+                d.run.status.label(),
                 printable(&d.run.started_at),
                 printable(d.run.finished_at.as_deref().unwrap_or("-"))
             );

@@ -704,7 +704,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     println!(
         "\nrun {run_id} {} — stored in {}",
-        outcome.status.as_str(),
+        outcome.status.label(),
         db.display()
     );
     // The report covers what was stored, complete or not.

@@ -510,7 +510,11 @@ fn ctrl_c_of_a_suite_takes_down_the_lab_it_brought_up() {
     assert!(took < Duration::from_secs(10), "took {took:?} to stop");
     assert!(namespaces(&name).is_empty(), "{:?}", namespaces(&name));
     assert!(!lab.state_file(&name).exists());
-    assert!(common::list(db).contains("aborted"), "{}", common::list(db));
+    assert!(
+        common::list(db).contains("interrupted"),
+        "{}",
+        common::list(db)
+    );
 }
 
 #[path = "../../iscsi/tests/common/tgt.rs"]

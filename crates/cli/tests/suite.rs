@@ -183,7 +183,7 @@ fn sigint_marks_the_run_aborted_and_keeps_finished_repetitions() {
     let out = signal_after_the_first_repetition(&t, libc::SIGINT);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let list = t.list();
-    assert!(list.contains("aborted"), "{list}");
+    assert!(list.contains("interrupted"), "{list}");
     let reps: usize = t.show("1")["tests"]
         .as_array()
         .unwrap()

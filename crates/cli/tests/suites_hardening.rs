@@ -53,7 +53,7 @@ fn sigterm_before_the_suite_is_read_is_an_interruption() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     let list = t.list();
     assert!(
-        list.contains("aborted"),
+        list.contains("interrupted"),
         "the run is stored as aborted: {list}"
     );
 }

@@ -253,8 +253,16 @@ impl DiskSpec {
             (w, false) => w as u64 * targets,
         };
         let buffers = self.max_bs() as u128 * per_worker as u128 * all_workers as u128;
+        // The bound named is the one of the engine that will run: a user
+        // told 65536 who then meets io_uring's 32768 was told wrong.
+        let max_qd = if uring { MAX_QD.min(ring) } else { MAX_QD };
         let problem = if qd == 0 || qd > MAX_QD {
-            format!("--qd must be between 1 and {MAX_QD}, got {qd}")
+            let engine = if uring {
+                "the io_uring engine"
+            } else {
+                "psync"
+            };
+            format!("--qd must be between 1 and {max_qd} with {engine}, got {qd}")
         } else if uring && per_worker > ring as u64 {
             format!("--qd {qd} x {targets} targets per worker is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {

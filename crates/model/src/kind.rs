@@ -22,7 +22,8 @@ macro_rules! words {
         }
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
+                // pad, not write_str: `{:<10}` columns line up.
+                f.pad(self.as_str())
             }
         }
     };
@@ -57,6 +58,17 @@ words! {
         Failed = "failed",
         /// The process that ran it died (its PID is gone) while `running`.
         Incomplete = "incomplete",
+    }
+}
+
+impl RunStatus {
+    /// The word people read: a run cut short by Ctrl-C is "interrupted",
+    /// as its results are, though it is stored (and in JSON) as `aborted`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            RunStatus::Aborted => "interrupted",
+            s => s.as_str(),
+        }
     }
 }
 

@@ -203,6 +203,18 @@ pub fn metric_def(name: &str) -> Option<&'static MetricDef> {
     METRICS.iter().find(|m| m.name == name)
 }
 
+/// Why `name` is refused where a metric is asked for: the likeliest
+/// intended name and every valid one, so the user need not look them up.
+pub fn unknown_metric(name: &str) -> String {
+    let names = METRICS.iter().map(|m| m.name);
+    let hint = crate::text::closest(name, names.clone())
+        .map_or_else(|| ".".to_string(), |n| format!("; did you mean '{n}'?"));
+    format!(
+        "'{name}' is not a metric name{hint} Metrics: {} (docs/metrics.md)",
+        names.collect::<Vec<_>>().join(", ")
+    )
+}
+
 /// What readers call a metric ("IOPS", "p99 latency (µs)"), or its
 /// canonical name when it is not registered.
 pub fn label(name: &str) -> &str {

@@ -21,9 +21,68 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The name among `names` a mistyped `word` most likely meant, for "did
+/// you mean": the fewest edits (insert, delete, substitute, or swap two
+/// neighbours: `rnu` is one from `run`), at most a third of the word; a
+/// name the word begins (`lat_p99` for `lat_p99_us`) counts as one edit.
+pub fn closest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_lowercase();
+    let w: Vec<char> = lower.chars().collect();
+    let most = (w.len() / 3).max(1);
+    let distance = |n: &str| {
+        let n = n.to_lowercase();
+        if w.len() >= 3 && n.starts_with(&lower) {
+            1
+        } else {
+            edits(&w, &n.chars().collect::<Vec<_>>())
+        }
+    };
+    names
+        .into_iter()
+        .map(|n| (distance(n), n))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Optimal string alignment distance between `a` and `b`.
+fn edits(a: &[char], b: &[char]) -> usize {
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closest_names_a_swap_a_typo_and_nothing_far() {
+        assert_eq!(closest("rnu", ["run", "specs"]), Some("run"));
+        assert_eq!(closest("iopz", ["iops", "mb_s"]), Some("iops"));
+        assert_eq!(
+            closest("lat_p99", ["lat_p99_us", "lat_p50_us"]),
+            Some("lat_p99_us")
+        );
+        assert_eq!(closest("zzzz", ["run", "specs"]), None);
+    }
 
     #[test]
     fn control_characters_are_escaped() {

@@ -179,7 +179,7 @@ fn runs(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) 
             },
             esc(&info.suite),
             esc(&info.started_at),
-            esc(info.status.as_str()),
+            esc(info.status.label()),
             cfg.tests.len(),
             if info.overridden.is_some() { " — <b class=\"warn\">smoke run</b>" } else { "" }
         );

@@ -28,7 +28,7 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
                 cfg.run_id,
                 md(&info.suite),
                 md(&info.started_at),
-                md(info.status.as_str()),
+                md(info.status.label()),
                 if info.overridden.is_some() {
                     ", **smoke run**"
                 } else {

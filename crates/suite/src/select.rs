@@ -32,7 +32,7 @@ impl Rule {
                 Some(m) if iotoll_model::metrics::metric_def(m).is_some() => {
                     Ok(Rule::Median(m.to_string()))
                 }
-                Some(m) => Err(format!("'{m}' is not a metric name (see docs/metrics.md)")),
+                Some(m) => Err(iotoll_model::metrics::unknown_metric(m)),
                 None => Err(format!(
                     "select = '{other}': use median:METRIC, mean or all"
                 )),
