@@ -164,8 +164,9 @@ fn help_paragraphs_are_not_broken_mid_sentence() {
         for w in lines.windows(2) {
             let (a, b) = (w[0], w[1]);
             let goes_on = b.starts_with(|c: char| c.is_ascii_lowercase() || c == '(');
+            let ends_early = !a.is_empty() && a.len() < 70 && !a.starts_with(' ');
             assert!(
-                !(goes_on && !a.is_empty() && a.len() < 70 && !a.starts_with(' ')),
+                !(goes_on && ends_early),
                 "{sub} --help breaks a paragraph:\n{a}\n{b}"
             );
         }
