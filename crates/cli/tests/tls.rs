@@ -240,7 +240,7 @@ fn a_proxy_without_the_key_cannot_swap_the_certificate_or_the_data_port() {
     let refused = |proxy: &Proxy, tls: &[&str]| {
         let out = iotoll()
             .args(["net", "stream", &proxy.addr, "--auth-key", &k])
-            .args(["--ramp", "0s", "--time", "500ms", "--busy-wait", "0s"])
+            .args(["--ramp", "0s", "--time", "500ms"])
             .args(tls)
             .args(["--db", &t.db, "--quiet"])
             .output()
