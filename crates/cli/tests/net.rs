@@ -245,9 +245,16 @@ fn a_proxy_without_the_key_cannot_rewrite_the_report() {
         vec![f]
     });
     forged_and_refused(&proxy, &k, "report: frame 3 failed authentication");
-    assert_eq!(rewritten.load(Ordering::SeqCst), 1, "the proxy saw no report");
+    assert_eq!(
+        rewritten.load(Ordering::SeqCst),
+        1,
+        "the proxy saw no report"
+    );
     // The same client through an honest path.
-    let (code, err) = net_into(&t, &["stream", &s.addr, "--auth-key", &k, "--time", "300ms"]);
+    let (code, err) = net_into(
+        &t,
+        &["stream", &s.addr, "--auth-key", &k, "--time", "300ms"],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(t.list().contains("net-stream"), "{}", t.list());
 }

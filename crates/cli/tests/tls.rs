@@ -247,7 +247,10 @@ fn a_proxy_without_the_key_cannot_swap_the_certificate_or_the_data_port() {
             .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(err.contains("accept: frame 1 failed authentication"), "{err}");
+        assert!(
+            err.contains("accept: frame 1 failed authentication"),
+            "{err}"
+        );
         assert!(err.contains("the test is void"), "{err}");
         assert_eq!(t.list().trim(), "", "something was stored");
     };
@@ -314,6 +317,10 @@ fn a_proxy_without_the_key_cannot_swap_the_certificate_or_the_data_port() {
         vec![f]
     });
     refused(&relay, &[]);
-    assert_eq!(relayed.load(Ordering::SeqCst), 0, "data went through the relay");
+    assert_eq!(
+        relayed.load(Ordering::SeqCst),
+        0,
+        "data went through the relay"
+    );
     assert!(s.alive());
 }

@@ -291,7 +291,9 @@ mod tests {
             Err(WireError::Sequence { got: 1, want: 2 })
         ));
         // Altered.
-        let altered = String::from_utf8(f2.clone()).unwrap().replace("report", "forged");
+        let altered = String::from_utf8(f2.clone())
+            .unwrap()
+            .replace("report", "forged");
         assert!(matches!(
             client.clone().open::<String>(altered.as_bytes()),
             Err(WireError::BadMac(2))

@@ -730,7 +730,7 @@ fn result_doc(
         disclosure: Some(iotoll_model::spec::to_json(&NetDisclosure {
             local: local_disclosure,
             remote: report.disclosure.clone(),
-            tls: setup.tls.as_ref().map(tls_disclosure),
+            tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
         })),
         targets: Vec::new(),
         workers: Vec::new(),
@@ -909,13 +909,18 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json
     }
 }
 
-fn tls_disclosure(n: &Negotiated) -> iotoll_model::spec::TlsDisclosure {
+fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec::TlsDisclosure {
     iotoll_model::spec::TlsDisclosure {
         protocol: "TLS 1.3".into(),
         cipher_suite: n.cipher.suite_name().into(),
         key_exchange: n.group.clone(),
         implementation: tls::IMPLEMENTATION.into(),
-        certificate: "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection".into(),
+        certificate: if keyed {
+            "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection, sealed with the pre-shared key"
+        } else {
+            "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection, unauthenticated (no --auth-key): anyone on the path could have swapped it"
+        }
+        .into(),
         handshake_s: n.handshake_s,
         cpu_aes: iotoll_probe::sysinfo::cpu_flag("aes"),
     }

@@ -35,7 +35,10 @@ pub fn msg_of(frame: &Value) -> Value {
 
 /// The message's `type`.
 pub fn type_of(frame: &Value) -> String {
-    msg_of(frame)["type"].as_str().unwrap_or_default().to_string()
+    msg_of(frame)["type"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Edits the message inside a frame, as a proxy can: a sealed envelope's
