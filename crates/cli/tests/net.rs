@@ -712,6 +712,11 @@ fn a_peer_in_another_namespace_is_the_same_host() {
         notes.contains("same kernel boot id") && notes.contains("namespace"),
         "{notes}"
     );
+    // Off loopback without a key: the result says the path could forge it.
+    assert!(
+        notes.contains("not authenticated (no --auth-key)"),
+        "{notes}"
+    );
     for k in ["remote_cpu_pct", "remote_mbit_s_per_cpu_pct"] {
         assert!(d["metrics"].get(k).is_none(), "{k}");
     }
