@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 pub const PROTO_VERSION: u32 = 1;
 /// Largest control frame accepted, bytes.
 pub const MAX_FRAME: usize = 64 * 1024;
+/// Largest sealed frame: a message of up to [`MAX_FRAME`] bytes as JSON
+/// text inside an envelope (escaping at most doubles it), so sealing never
+/// refuses a message that travels plain.
+pub const MAX_SEALED_FRAME: usize = 2 * MAX_FRAME + 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -295,13 +299,14 @@ impl Control {
     }
 
     pub fn send(&mut self, msg: &Msg) -> Result<(), ProtoError> {
+        let plain = encode(msg).split_off(4);
+        if plain.len() > MAX_FRAME {
+            return Err(ProtoError::TooLarge(plain.len() as u64, MAX_FRAME));
+        }
         let body = match &mut self.session {
             Some(s) => s.seal(msg),
-            None => encode(msg).split_off(4),
+            None => plain,
         };
-        if body.len() > MAX_FRAME {
-            return Err(ProtoError::TooLarge(body.len() as u64, MAX_FRAME));
-        }
         self.send_frame(&body)
     }
 
@@ -328,7 +333,11 @@ impl Control {
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Result<Msg, ProtoError> {
-        let body = self.recv_frame(timeout, MAX_FRAME)?;
+        let max = match self.session {
+            Some(_) => MAX_SEALED_FRAME,
+            None => MAX_FRAME,
+        };
+        let body = self.recv_frame(timeout, max)?;
         self.open(&body)
     }
 
@@ -582,6 +591,15 @@ mod tests {
         let err = c2.open(&frame).unwrap_err();
         assert!(matches!(&err, ProtoError::Forged(_)), "{err}");
         assert!(err.to_string().contains("the test is void"), "{err}");
+        // A message just within the plain limit, full of characters JSON
+        // escapes, still travels sealed.
+        let (mut c, mut e) = connected(Some(&k));
+        let big = Msg::Error {
+            msg: "\"".repeat(MAX_FRAME / 2 - 20),
+        };
+        assert!(encode(&big).len() - 4 <= MAX_FRAME);
+        e.send(&big).unwrap();
+        assert_eq!(c.recv(t).unwrap(), big);
         // Without a key, plain as before.
         let (mut c, mut e) = connected(None);
         e.send(&Msg::Ready {}).unwrap();
