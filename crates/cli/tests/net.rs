@@ -259,9 +259,9 @@ fn a_proxy_without_the_key_cannot_rewrite_the_report() {
     assert!(t.list().contains("net-stream"), "{}", t.list());
 }
 
-/// A proxy without the key replays, reorders or drops sealed control
-/// messages: whichever end sees it ends the test, saying so, and nothing
-/// is stored.
+/// A proxy without the key replays, reorders, drops or alters the sealed
+/// control messages of either end: whichever end sees it ends the test,
+/// saying so, and nothing is stored.
 #[test]
 fn replayed_reordered_or_dropped_control_messages_end_the_test() {
     let t = Tmp::new();
@@ -283,13 +283,28 @@ fn replayed_reordered_or_dropped_control_messages_end_the_test() {
         (Way::ToEndpoint, "window_end") => [Some(f), held.take()].into_iter().flatten().collect(),
         _ => vec![f],
     });
-    forged_and_refused(&reorder, &k, "frame 3 out of sequence (expected 2)");
+    let refused =
+        "the endpoint refused a message from this client: frame 3 out of sequence (expected 2)";
+    forged_and_refused(&reorder, &k, refused);
     // The client's window_start never arrives.
     let lose = Proxy::start(&s.addr, |way, f| match way {
         Way::ToEndpoint if type_of(&f) == "window_start" => vec![],
         _ => vec![f],
     });
-    forged_and_refused(&lose, &k, "frame 3 out of sequence (expected 2)");
+    forged_and_refused(&lose, &k, refused);
+    // The client's request altered on its way (more connections): the
+    // endpoint refuses it, and says why.
+    let tamper = Proxy::start(&s.addr, |way, mut f| {
+        if way == Way::ToEndpoint && type_of(&f) == "test" {
+            edit(&mut f, |m| m["params"]["conns"] = 50.into());
+        }
+        vec![f]
+    });
+    forged_and_refused(
+        &tamper,
+        &k,
+        "the endpoint refused a message from this client: frame 1 failed authentication",
+    );
     // Each was refused, not the endpoint broken.
     assert!(s.alive());
 }

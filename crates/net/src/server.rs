@@ -546,7 +546,14 @@ fn expect(
             | ProtoError::Forged(_)
             | ProtoError::Unsealed(_)),
         ) => {
-            let _ = ctl.send(&Msg::Error { msg: e.to_string() });
+            let msg = match e {
+                // Which end saw it: the client reports this as its own error.
+                ProtoError::Forged(_) | ProtoError::Unsealed(_) => {
+                    format!("the endpoint refused a message from this client: {e}")
+                }
+                _ => e.to_string(),
+            };
+            let _ = ctl.send(&Msg::Error { msg });
             if matches!(e, ProtoError::TooLarge(..)) {
                 // The rest of the frame may still be arriving: closing with
                 // it unread would reset the connection and could destroy
