@@ -247,7 +247,7 @@ fn open_session(addr: SocketAddr, key: Option<&Key>) -> Result<Link<FromAgent>, 
     let mut buf = vec![0u8; 4096];
     if let Ok(n) = ctl.stream.peek(&mut buf) {
         let body = buf.get(4..n).unwrap_or_default();
-        if let Ok(Msg::Error { msg }) = iotoll_net::proto::decode(body) {
+        if let Ok(Msg::Error { msg }) = ctl.open_peeked(body) {
             return Err(if msg.contains("unknown variant `console`") {
                 format!(
                     "{addr} runs an iotoll endpoint ({}) that predates agents: run `iotoll agent` {} there",

@@ -1,17 +1,17 @@
 //! The console–agent protocol: after the endpoint's handshake (both sides'
 //! nonces, HMAC proofs of the pre-shared key) and `console`, every frame is
-//! an envelope `{seq, mac, body}`: `body` a message as JSON text, `seq`
-//! counting from 1 in each direction, and `mac` an HMAC-SHA256 over the
-//! direction, `seq` and `body` under a key derived from the pre-shared key
-//! and this session's two nonces. So a frame from another session (a
-//! recording) never verifies, and one replayed, dropped or reordered inside
-//! a session breaks the count: either ends the session.
+//! sealed by a [`Session`] (`iotoll_net::auth`, the framing the endpoint's
+//! control protocol uses too, under a key of its own): an envelope
+//! `{seq, mac, body}` whose MAC covers the direction, `seq` and `body` under
+//! a key derived from the pre-shared key and this session's two nonces. So
+//! a frame from another session (a recording) never verifies, and one
+//! replayed, dropped or reordered inside a session breaks the count: either
+//! ends the session.
 
 use iotoll_model::{CpuReport, ResultDoc};
-use iotoll_net::auth::Key;
+pub use iotoll_net::auth::{Session, Side, WireError};
 use iotoll_net::proto::{Control, ProtoError, TestParams};
-use iotoll_net::server::Nonces;
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -223,108 +223,6 @@ pub struct AgentReport {
     pub notes: Vec<String>,
 }
 
-/// Which end a frame came from: part of what its MAC covers, so a frame
-/// never verifies when reflected back to its sender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Console,
-    Agent,
-}
-
-impl Side {
-    fn label(self) -> &'static str {
-        match self {
-            Side::Console => "console",
-            Side::Agent => "agent",
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope {
-    seq: u64,
-    mac: Option<String>,
-    body: String,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WireError {
-    #[error("{0}")]
-    Proto(#[from] ProtoError),
-    #[error("frame {got} out of sequence (expected {want}): replayed, dropped or reordered")]
-    Sequence { got: u64, want: u64 },
-    #[error("frame {0} failed authentication")]
-    BadMac(u64),
-    #[error("frame {0} has no MAC, and this session is keyed")]
-    MissingMac(u64),
-    #[error("malformed message: {0}")]
-    Malformed(String),
-}
-
-/// The session's keys and counters, one per side.
-#[derive(Debug, Clone)]
-pub struct Session {
-    key: Option<Key>,
-    me: Side,
-    sent: u64,
-    received: u64,
-}
-
-impl Session {
-    /// Keyed on the pre-shared key and both nonces (None: an agent without
-    /// a key, on loopback only; frames then carry no MAC).
-    pub fn new(key: Option<&Key>, nonces: &Nonces, me: Side) -> Session {
-        let key = key.map(|k| {
-            let derived = k.mac("agent-session", &nonces.server, &nonces.client);
-            Key::from_bytes(derived.as_bytes())
-        });
-        Session {
-            key,
-            me,
-            sent: 0,
-            received: 0,
-        }
-    }
-
-    fn peer(&self) -> Side {
-        match self.me {
-            Side::Console => Side::Agent,
-            Side::Agent => Side::Console,
-        }
-    }
-
-    /// The next frame's body for `msg`.
-    pub fn seal<T: Serialize>(&mut self, msg: &T) -> Vec<u8> {
-        self.sent += 1;
-        // Serialising our own types cannot fail.
-        let body = serde_json::to_string(msg).unwrap_or_default();
-        let seq = self.sent;
-        let mac = (self.key.as_ref()).map(|k| k.mac(self.me.label(), &seq.to_string(), &body));
-        serde_json::to_vec(&Envelope { seq, mac, body }).unwrap_or_default()
-    }
-
-    /// Checks and decodes one frame's body from the peer.
-    pub fn open<T: DeserializeOwned>(&mut self, frame: &[u8]) -> Result<T, WireError> {
-        let env: Envelope =
-            serde_json::from_slice(frame).map_err(|e| WireError::Malformed(e.to_string()))?;
-        let want = self.received + 1;
-        if env.seq != want {
-            return Err(WireError::Sequence { got: env.seq, want });
-        }
-        if let Some(k) = &self.key {
-            let Some(mac) = &env.mac else {
-                return Err(WireError::MissingMac(env.seq));
-            };
-            if !k.verify(self.peer().label(), &env.seq.to_string(), &env.body, mac) {
-                return Err(WireError::BadMac(env.seq));
-            }
-        }
-        self.received = want;
-        serde_json::from_str(&env.body).map_err(|e| WireError::Malformed(e.to_string()))
-    }
-}
-
 /// Reads one frame of a session (the caller opens it).
 pub fn recv_frame(ctl: &mut Control, timeout: Duration) -> Result<Vec<u8>, ProtoError> {
     ctl.recv_frame(timeout, MAX_AGENT_FRAME)
@@ -377,6 +275,7 @@ impl DiskOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iotoll_net::auth::{Key, Nonces};
 
     fn pair(key: Option<&Key>) -> (Session, Session) {
         let n = Nonces {

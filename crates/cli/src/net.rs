@@ -47,7 +47,7 @@ fn bind_arg(s: &str) -> Result<BindList, String> {
 #[command(
     after_help = "The endpoint serves one test at a time; a test request that arrives while a test runs is told the endpoint is busy (clients retry for --busy-wait, 10 s by default).
 Connections still in their handshake never make it busy: at most 16 per source address and 128 in all, the oldest dropped first.
-With --auth-key, clients must prove the same pre-shared key (HMAC-SHA256 challenge-response, both directions)."
+With --auth-key, clients must prove the same pre-shared key (HMAC-SHA256 challenge-response, both directions), and every control message after that is sealed (MAC and sequence number under a per-connection key). Without a key, anyone on the path can rewrite the endpoint's figures and the certificate a --tls client pins."
 )]
 pub struct ServeArgs {
     /// Address and port to listen on [default: [::]:7575, all IPv6 and IPv4 addresses].
@@ -92,7 +92,7 @@ pub struct CommonArgs {
     conns: u32,
     #[command(flatten)]
     window: crate::Window,
-    /// File holding the endpoint's pre-shared key.
+    /// File holding the endpoint's pre-shared key: the endpoint proves it, and seals every control message (its report, data port and certificate) with it. Without one, anyone on the path can forge them.
     #[arg(long, value_name = "FILE")]
     auth_key: Option<PathBuf>,
     /// Engine threads [default: one per core].
@@ -101,7 +101,7 @@ pub struct CommonArgs {
     /// How long to keep retrying an endpoint that is busy with another test (0s: fail at once).
     #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
     busy_wait: Duration,
-    /// TLS 1.3 on every data connection: the endpoint makes a certificate for the test, the client pins it through the control connection. Goodput counts payload only; CPU shows what the encryption costs.
+    /// TLS 1.3 on every data connection: the endpoint makes a certificate for the test, the client pins it through the control connection (sealed with --auth-key; without a key anyone on the path could swap it). Goodput counts payload only; CPU shows what the encryption costs.
     #[arg(long)]
     tls: bool,
     /// The TLS cipher: aes-128-gcm, aes-256-gcm or chacha20-poly1305 (implies --tls).

@@ -8,8 +8,9 @@ mod common;
 
 use common::server::{read_frame, write_frame, Server};
 use common::{cmd, metric, net_args, net_fails, net_json, net_run, Run};
-use iotoll_net::auth::Key;
+use iotoll_net::auth::{Key, Nonces, Session, Side};
 use iotoll_net::engine::Role;
+use iotoll_net::proto::{Control, Msg};
 use serde_json::{json, Value};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
@@ -135,8 +136,9 @@ fn stream_params(conns: u32) -> Value {
 }
 
 /// The control side of a test by hand: hello, auth (with the key, if any),
-/// test request; returns the control connection, data port and token.
-fn raw_test(addr: &str, key: Option<&Key>, params: Value) -> (TcpStream, u16, u64) {
+/// test request; returns the control connection (sealed after the
+/// handshake when keyed, as the endpoint requires), data port and token.
+fn raw_test(addr: &str, key: Option<&Key>, params: Value) -> (Control, u16, u64) {
     let mut c = TcpStream::connect(addr).unwrap();
     let t = Duration::from_secs(20);
     let hello = read_frame(&mut c, t).unwrap();
@@ -147,28 +149,36 @@ fn raw_test(addr: &str, key: Option<&Key>, params: Value) -> (TcpStream, u16, u6
     write_frame(&mut c, &json!({"type": "auth", "nonce": cn, "mac": mac}));
     let ok = read_frame(&mut c, t).unwrap();
     assert_eq!(ok["type"], "auth_ok", "{ok}");
-    write_frame(&mut c, &json!({"type": "test", "params": params}));
-    let acc = read_frame(&mut c, t).unwrap();
-    assert_eq!(acc["type"], "accept", "{acc}");
-    (
-        c,
-        acc["data_port"].as_u64().unwrap() as u16,
-        acc["token"].as_u64().unwrap(),
-    )
+    let mut c = Control::new(c).unwrap();
+    if let Some(k) = key {
+        let nonces = Nonces {
+            server: sn,
+            client: cn.into(),
+        };
+        c.seal_with(Session::new(Some(k), &nonces, Side::Client));
+    }
+    let params = serde_json::from_value(params).unwrap();
+    c.send(&Msg::Test { params }).unwrap();
+    match c.recv(t).unwrap() {
+        Msg::Accept {
+            data_port, token, ..
+        } => (c, data_port, token),
+        other => panic!("expected accept, got {other:?}"),
+    }
 }
 
 /// Waits for the endpoint's `ready` to a test by hand.
-fn ready(c: &mut TcpStream) {
-    let ready = read_frame(c, Duration::from_secs(60)).unwrap();
-    assert_eq!(ready["type"], "ready", "{ready}");
+fn ready(c: &mut Control) {
+    let ready = c.recv(Duration::from_secs(60)).unwrap();
+    assert_eq!(ready, Msg::Ready {});
 }
 
 /// Opens and closes the window of a test by hand and reads the report.
-fn window_to_report(c: &mut TcpStream) {
-    write_frame(c, &json!({"type": "window_start"}));
-    write_frame(c, &json!({"type": "window_end"}));
-    let report = read_frame(c, Duration::from_secs(30)).unwrap();
-    assert_eq!(report["type"], "report", "{report}");
+fn window_to_report(c: &mut Control) {
+    c.send(&Msg::WindowStart {}).unwrap();
+    c.send(&Msg::WindowEnd {}).unwrap();
+    let report = c.recv(Duration::from_secs(30)).unwrap();
+    assert!(matches!(report, Msg::Report { .. }), "{report:?}");
 }
 
 fn data_conn(port: u16, token: u64, idx: u32) -> TcpStream {
@@ -393,7 +403,7 @@ fn keyed_data_port(s: &Server, key: &Key, silent: bool) -> f64 {
     ready(&mut c);
     let took = t.elapsed().as_secs_f64();
     window_to_report(&mut c);
-    write_frame(&mut c, &json!({"type": "stop"}));
+    c.send(&Msg::Stop {}).unwrap();
     drop((strays, data));
     took
 }

@@ -2,10 +2,13 @@
 //! stream and request/response tests against it.
 
 mod common;
+use common::proxy::{edit, type_of, Proxy, Way};
 use common::server::{frame, read_frame, Server};
 use common::*;
 use std::io::Write;
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const SHORT: [&str; 4] = ["--ramp", "200ms", "--time", "1s"];
@@ -206,6 +209,118 @@ fn auth_key_both_ways() {
         1,
         "cannot prove",
     );
+}
+
+/// `iotoll net ARGS` storing into `t`'s database: (exit code, stderr).
+fn net_into(t: &Tmp, args: &[&str]) -> (i32, String) {
+    let out = iotoll()
+        .arg("net")
+        .args(args)
+        .args(["--db", &t.db, "--quiet"])
+        .output()
+        .expect("run iotoll");
+    (out.status.code().unwrap_or(-1), stderr(&out))
+}
+
+/// A keyed stream test through `proxy` fails naming `needle`, and nothing
+/// is stored.
+fn forged_and_refused(proxy: &Proxy, key: &str, needle: &str) {
+    let t = Tmp::new();
+    let args = ["stream", &proxy.addr, "--auth-key", key, "--ramp", "0s"];
+    let (code, err) = net_into(&t, &[&args[..], &["--time", "500ms"]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+    assert!(err.contains("the test is void"), "{err}");
+    assert_eq!(t.list().trim(), "", "something was stored");
+}
+
+/// A proxy on the path that does not know the key relays the handshake
+/// untouched, then inflates the endpoint's report (received bytes x 3,
+/// its CPU / 10). The client refuses the report and stores nothing.
+#[test]
+fn a_proxy_without_the_key_cannot_rewrite_the_report() {
+    let t = Tmp::new();
+    let k = t.file("key", "correct horse battery staple\n");
+    let s = Server::start("127.0.0.1", &["--auth-key", &k]);
+    let rewritten = Arc::new(AtomicUsize::new(0));
+    let r = rewritten.clone();
+    let proxy = Proxy::start(&s.addr, move |way, mut f| {
+        if way == Way::ToClient && type_of(&f) == "report" {
+            edit(&mut f, |m| {
+                let rx = &mut m["report"]["rx"];
+                rx["sum"] = (rx["sum"].as_u64().unwrap() * 3).into();
+                rx["max"] = (rx["max"].as_u64().unwrap() * 3).into();
+                if let Some(busy) = m["report"]["cpu"]["busy_pct"].as_f64() {
+                    m["report"]["cpu"]["busy_pct"] = (busy / 10.0).into();
+                }
+            });
+            r.fetch_add(1, Ordering::SeqCst);
+        }
+        vec![f]
+    });
+    forged_and_refused(&proxy, &k, "report: frame 3 failed authentication");
+    assert_eq!(
+        rewritten.load(Ordering::SeqCst),
+        1,
+        "the proxy saw no report"
+    );
+    // The same client through an honest path.
+    let (code, err) = net_into(
+        &t,
+        &["stream", &s.addr, "--auth-key", &k, "--time", "300ms"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(t.list().contains("net-stream"), "{}", t.list());
+}
+
+/// A proxy without the key replays, reorders, drops or alters the sealed
+/// control messages of either end: whichever end sees it ends the test,
+/// saying so, and nothing is stored.
+#[test]
+fn replayed_reordered_or_dropped_control_messages_end_the_test() {
+    let t = Tmp::new();
+    let k = t.file("key", "correct horse battery staple\n");
+    let mut s = Server::start("127.0.0.1", &["--auth-key", &k]);
+    // The endpoint's `ready`, twice: the client sees the copy in the window.
+    let replay = Proxy::start(&s.addr, |way, f| match way {
+        Way::ToClient if type_of(&f) == "ready" => vec![f.clone(), f],
+        _ => vec![f],
+    });
+    forged_and_refused(&replay, &k, "frame 2 out of sequence (expected 3)");
+    // The client's window_start held back until after its window_end.
+    let mut held = None;
+    let reorder = Proxy::start(&s.addr, move |way, f| match (way, type_of(&f).as_str()) {
+        (Way::ToEndpoint, "window_start") => {
+            held = Some(f);
+            vec![]
+        }
+        (Way::ToEndpoint, "window_end") => [Some(f), held.take()].into_iter().flatten().collect(),
+        _ => vec![f],
+    });
+    let refused =
+        "the endpoint refused a message from this client: frame 3 out of sequence (expected 2)";
+    forged_and_refused(&reorder, &k, refused);
+    // The client's window_start never arrives.
+    let lose = Proxy::start(&s.addr, |way, f| match way {
+        Way::ToEndpoint if type_of(&f) == "window_start" => vec![],
+        _ => vec![f],
+    });
+    forged_and_refused(&lose, &k, refused);
+    // The client's request altered on its way (more connections): the
+    // endpoint refuses it, and says why.
+    let tamper = Proxy::start(&s.addr, |way, mut f| {
+        if way == Way::ToEndpoint && type_of(&f) == "test" {
+            edit(&mut f, |m| m["params"]["conns"] = 50.into());
+        }
+        vec![f]
+    });
+    forged_and_refused(
+        &tamper,
+        &k,
+        "the endpoint refused a message from this client: frame 1 failed authentication",
+    );
+    // Each was refused, not the endpoint broken.
+    assert!(s.alive());
 }
 
 /// While a test runs, another client is told "busy" at once (it does not
@@ -624,6 +739,11 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     let notes = d["notes"].to_string();
     assert!(
         notes.contains("same kernel boot id") && notes.contains("namespace"),
+        "{notes}"
+    );
+    // Off loopback without a key: the result says the path could forge it.
+    assert!(
+        notes.contains("not authenticated (no --auth-key)"),
         "{notes}"
     );
     for k in ["remote_cpu_pct", "remote_mbit_s_per_cpu_pct"] {

@@ -225,3 +225,104 @@ fn many_tls_connections() {
         "a connection moved nothing"
     );
 }
+
+/// A proxy on the control path that does not know the key swaps the
+/// `accept`: its own certificate and data port (the attack of a TLS
+/// interceptor), or only the data port (a relay that sees every byte).
+/// The client refuses the `accept` before it opens a data connection, so
+/// it never pins the proxy's certificate, and nothing is stored.
+#[test]
+fn a_proxy_without_the_key_cannot_swap_the_certificate_or_the_data_port() {
+    use common::proxy::{edit, type_of, Proxy, Way};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let t = Tmp::new();
+    let k = t.file("key", "correct horse battery staple\n");
+    let mut s = Server::start("127.0.0.1", &["--auth-key", &k]);
+    let refused = |proxy: &Proxy, tls: &[&str]| {
+        let out = iotoll()
+            .args(["net", "stream", &proxy.addr, "--auth-key", &k])
+            .args(["--ramp", "0s", "--time", "500ms"])
+            .args(tls)
+            .args(["--db", &t.db, "--quiet"])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("accept: frame 1 failed authentication"),
+            "{err}"
+        );
+        assert!(err.contains("the test is void"), "{err}");
+        assert_eq!(t.list().trim(), "", "something was stored");
+    };
+
+    // The interceptor: its own certificate, its own port, where it
+    // completes the TLS handshakes as the endpoint would.
+    let mine = iotoll_net::tls::ServerTls::generate().unwrap();
+    let cert = mine.cert_hex();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let pinned = Arc::new(AtomicUsize::new(0));
+    let p2 = pinned.clone();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().map_while(Result::ok) {
+            let mut header = [0u8; 13];
+            if std::io::Read::read_exact(&mut c, &mut header).is_err() {
+                continue;
+            }
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let side = iotoll_net::tls::Side::Server(&mine);
+            if iotoll_net::tls::handshake_all(vec![c], side, deadline, &|| false).is_ok() {
+                p2.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let swap = Proxy::start(&s.addr, move |way, mut f| {
+        if way == Way::ToClient && type_of(&f) == "accept" {
+            edit(&mut f, |m| {
+                m["cert"] = cert.clone().into();
+                m["data_port"] = port.into();
+            });
+        }
+        vec![f]
+    });
+    refused(&swap, &["--tls"]);
+    assert_eq!(
+        pinned.load(Ordering::SeqCst),
+        0,
+        "the client pinned the proxy's certificate"
+    );
+
+    // A relay: the data connections through the proxy's own port.
+    let relayed = Arc::new(AtomicUsize::new(0));
+    let r2 = relayed.clone();
+    let relay = Proxy::start(&s.addr, move |way, mut f| {
+        if way == Way::ToClient && type_of(&f) == "accept" {
+            edit(&mut f, |m| {
+                let real = m["data_port"].as_u64().unwrap() as u16;
+                let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                m["data_port"] = l.local_addr().unwrap().port().into();
+                let r3 = r2.clone();
+                std::thread::spawn(move || {
+                    for c in l.incoming().map_while(Result::ok) {
+                        r3.fetch_add(1, Ordering::SeqCst);
+                        let e = TcpStream::connect(("127.0.0.1", real)).unwrap();
+                        let (mut c2, mut e2) = (c.try_clone().unwrap(), e.try_clone().unwrap());
+                        let (mut c, mut e) = (c, e);
+                        std::thread::spawn(move || std::io::copy(&mut c2, &mut e2));
+                        std::thread::spawn(move || std::io::copy(&mut e, &mut c));
+                    }
+                });
+            });
+        }
+        vec![f]
+    });
+    refused(&relay, &[]);
+    assert_eq!(
+        relayed.load(Ordering::SeqCst),
+        0,
+        "data went through the relay"
+    );
+    assert!(s.alive());
+}

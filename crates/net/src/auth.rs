@@ -1,7 +1,21 @@
 //! Pre-shared-key authentication: HMAC-SHA256 challenge-response in both
-//! directions, compared in constant time.
+//! directions, compared in constant time; then, for the rest of the
+//! connection, every message sealed by a [`Session`].
+//!
+//! A sealed frame is an envelope `{seq, mac, body}`: `body` a message as
+//! JSON text, `seq` counting from 1 in each direction, and `mac` an
+//! HMAC-SHA256 over the sender's side, `seq` and `body` under a key derived
+//! from the pre-shared key and the connection's two nonces. So a frame from
+//! another connection (a recording) never verifies, one reflected back to
+//! its sender never verifies, and one altered, replayed, dropped or
+//! reordered inside a connection breaks the MAC or the count: either ends
+//! the session. The endpoint's control protocol (client and endpoint) and
+//! the console–agent protocol (crates/agent) both use it, each with a key
+//! of its own.
 
+use crate::proto::ProtoError;
 use hmac::{Hmac, Mac};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::Sha256;
 use std::path::{Path, PathBuf};
 
@@ -69,6 +83,134 @@ impl Key {
     }
 }
 
+/// The endpoint's and the client's (or console's) challenges of one
+/// connection, hex: a session's key is derived from them.
+#[derive(Debug, Clone)]
+pub struct Nonces {
+    pub server: String,
+    pub client: String,
+}
+
+/// Which end a frame came from: part of what its MAC covers, so a frame
+/// never verifies when reflected back to its sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// `net stream`, `net rr`, a suite's network test.
+    Client,
+    /// `net serve`, an agent's or a suite's in-process endpoint.
+    Endpoint,
+    Console,
+    Agent,
+}
+
+impl Side {
+    fn label(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Endpoint => "endpoint",
+            Side::Console => "console",
+            Side::Agent => "agent",
+        }
+    }
+
+    fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Endpoint,
+            Side::Endpoint => Side::Client,
+            Side::Console => Side::Agent,
+            Side::Agent => Side::Console,
+        }
+    }
+
+    /// What the session key is derived for: the control protocol and the
+    /// agent protocol that follows it on a console's connection never share
+    /// a key, so a frame of one never verifies in the other.
+    fn purpose(self) -> &'static str {
+        match self {
+            Side::Client | Side::Endpoint => "control-session",
+            Side::Console | Side::Agent => "agent-session",
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    seq: u64,
+    mac: Option<String>,
+    body: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("{0}")]
+    Proto(#[from] ProtoError),
+    #[error("frame {got} out of sequence (expected {want}): replayed, dropped or reordered")]
+    Sequence { got: u64, want: u64 },
+    #[error("frame {0} failed authentication")]
+    BadMac(u64),
+    #[error("frame {0} has no MAC, and this session is keyed")]
+    MissingMac(u64),
+    #[error("malformed message: {0}")]
+    Malformed(String),
+}
+
+/// A connection's session key and counters, one per side.
+#[derive(Debug, Clone)]
+pub struct Session {
+    key: Option<Key>,
+    me: Side,
+    sent: u64,
+    received: u64,
+}
+
+impl Session {
+    /// Keyed on the pre-shared key and both nonces (None: frames carry no
+    /// MAC; only an agent without a key, on loopback, runs such a session).
+    pub fn new(key: Option<&Key>, nonces: &Nonces, me: Side) -> Session {
+        let key = key.map(|k| {
+            let derived = k.mac(me.purpose(), &nonces.server, &nonces.client);
+            Key::from_bytes(derived.as_bytes())
+        });
+        Session {
+            key,
+            me,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    /// The next frame's body for `msg`.
+    pub fn seal<T: Serialize>(&mut self, msg: &T) -> Vec<u8> {
+        self.sent += 1;
+        // Serialising our own types cannot fail.
+        let body = serde_json::to_string(msg).unwrap_or_default();
+        let seq = self.sent;
+        let mac = (self.key.as_ref()).map(|k| k.mac(self.me.label(), &seq.to_string(), &body));
+        serde_json::to_vec(&Envelope { seq, mac, body }).unwrap_or_default()
+    }
+
+    /// Checks and decodes one frame's body from the peer.
+    pub fn open<T: DeserializeOwned>(&mut self, frame: &[u8]) -> Result<T, WireError> {
+        let env: Envelope =
+            serde_json::from_slice(frame).map_err(|e| WireError::Malformed(e.to_string()))?;
+        let want = self.received + 1;
+        if env.seq != want {
+            return Err(WireError::Sequence { got: env.seq, want });
+        }
+        if let Some(k) = &self.key {
+            let Some(mac) = &env.mac else {
+                return Err(WireError::MissingMac(env.seq));
+            };
+            if !k.verify(self.me.peer().label(), &env.seq.to_string(), &env.body, mac) {
+                return Err(WireError::BadMac(env.seq));
+            }
+        }
+        self.received = want;
+        serde_json::from_str(&env.body).map_err(|e| WireError::Malformed(e.to_string()))
+    }
+}
+
 /// 16 random bytes from the kernel, hex.
 pub fn nonce() -> String {
     let mut b = [0u8; 16];
@@ -118,6 +260,68 @@ mod tests {
         assert!(!k.verify("client", "n2", "n1", &m));
         assert!(!k.verify("client", "n1", "n2", "zz"));
         assert!(!k.verify("client", "n1", "n2", ""));
+    }
+
+    fn control_pair(key: &Key) -> (Session, Session) {
+        let n = Nonces {
+            server: "s1".into(),
+            client: "c1".into(),
+        };
+        (
+            Session::new(Some(key), &n, Side::Client),
+            Session::new(Some(key), &n, Side::Endpoint),
+        )
+    }
+
+    #[test]
+    fn control_frames_verify_once_in_order_and_only_unaltered() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let (mut client, mut endpoint) = control_pair(&k);
+        let f1 = endpoint.seal(&"accept");
+        let f2 = endpoint.seal(&"report");
+        // Dropped (or reordered): the count breaks.
+        assert!(matches!(
+            client.clone().open::<String>(&f2),
+            Err(WireError::Sequence { got: 2, want: 1 })
+        ));
+        assert_eq!(client.open::<String>(&f1).unwrap(), "accept");
+        // Replayed.
+        assert!(matches!(
+            client.clone().open::<String>(&f1),
+            Err(WireError::Sequence { got: 1, want: 2 })
+        ));
+        // Altered.
+        let altered = String::from_utf8(f2.clone())
+            .unwrap()
+            .replace("report", "forged");
+        assert!(matches!(
+            client.clone().open::<String>(altered.as_bytes()),
+            Err(WireError::BadMac(2))
+        ));
+        assert_eq!(client.open::<String>(&f2).unwrap(), "report");
+        // Reflected back to its sender.
+        let mut endpoint2 = control_pair(&k).1;
+        assert!(matches!(
+            endpoint2.open::<String>(&f1),
+            Err(WireError::BadMac(1))
+        ));
+    }
+
+    #[test]
+    fn control_and_agent_sessions_never_share_a_key() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let n = Nonces {
+            server: "s1".into(),
+            client: "c1".into(),
+        };
+        let mut client = Session::new(Some(&k), &n, Side::Client);
+        let mut console = Session::new(Some(&k), &n, Side::Console);
+        let mut agent = Session::new(Some(&k), &n, Side::Agent);
+        assert!(matches!(
+            agent.open::<String>(&client.seal(&"x")),
+            Err(WireError::BadMac(1))
+        ));
+        assert_eq!(agent.open::<String>(&console.seal(&"x")).unwrap(), "x");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! window and tells the endpoint to open its own, then closes both and
 //! merges the endpoint's report into one result.
 
-use crate::auth::{nonce, Key};
+use crate::auth::{nonce, Key, Nonces, Session, Side};
 use crate::engine::{DataConn, Engine, EngineOut, Role};
 use crate::proto::{
     ByteStats, Control, Dir, Identity, Msg, ProtoError, ServerReport, TestKind, TestParams,
@@ -241,13 +241,20 @@ pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetE
         let msg = "the endpoint failed to prove the pre-shared key";
         return Err(peer_err(addr, msg));
     }
+    let nonces = Nonces {
+        server: sn,
+        client: cn,
+    };
+    // The proofs cover only the handshake: the rest is sealed, or someone
+    // on the path could rewrite the data port, the certificate the client
+    // pins, or the endpoint's report.
+    if let Some(k) = key {
+        ctl.seal_with(Session::new(Some(k), &nonces, Side::Client));
+    }
     Ok(Handshake {
         ctl,
         version,
-        nonces: crate::server::Nonces {
-            server: sn,
-            client: cn,
-        },
+        nonces,
     })
 }
 
@@ -256,7 +263,7 @@ pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetE
 pub struct Handshake {
     pub ctl: Control,
     pub version: String,
-    pub nonces: crate::server::Nonces,
+    pub nonces: Nonces,
 }
 
 /// What the endpoint accepted: where to open the data connections, and
@@ -629,6 +636,22 @@ fn same_host_note(
     }
 }
 
+/// Says that nothing the endpoint sent can be trusted when the control
+/// connection is not keyed and leaves this host (loopback has no path to
+/// stand on).
+fn unauthenticated_note(spec: &ClientSpec, addr: &SocketAddr) -> Option<String> {
+    if spec.key.is_some() || addr.ip().is_loopback() {
+        return None;
+    }
+    let pin = match spec.tls {
+        Some(_) => ", and the certificate this host pinned for TLS,",
+        None => "",
+    };
+    Some(format!(
+        "not authenticated (no --auth-key): the endpoint's figures in this result{pin} came over a control connection that anyone on the path could have rewritten; run both ends with --auth-key to rule that out"
+    ))
+}
+
 /// Merges both ends' figures into the result, with the notes that say how
 /// to read them; a failed test is an error that carries it.
 fn result_doc(
@@ -659,6 +682,7 @@ fn result_doc(
         notes.push(interrupted_note(closed.window_s, spec.time));
     }
     notes.extend(same_host_note(&me, same_host, addr, local_ip));
+    notes.extend(unauthenticated_note(spec, addr));
     notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
         format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
     }));
@@ -706,7 +730,7 @@ fn result_doc(
         disclosure: Some(iotoll_model::spec::to_json(&NetDisclosure {
             local: local_disclosure,
             remote: report.disclosure.clone(),
-            tls: setup.tls.as_ref().map(tls_disclosure),
+            tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
         })),
         targets: Vec::new(),
         workers: Vec::new(),
@@ -885,14 +909,47 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json
     }
 }
 
-fn tls_disclosure(n: &Negotiated) -> iotoll_model::spec::TlsDisclosure {
+fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec::TlsDisclosure {
     iotoll_model::spec::TlsDisclosure {
         protocol: "TLS 1.3".into(),
         cipher_suite: n.cipher.suite_name().into(),
         key_exchange: n.group.clone(),
         implementation: tls::IMPLEMENTATION.into(),
-        certificate: "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection".into(),
+        certificate: if keyed {
+            "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection, sealed with the pre-shared key"
+        } else {
+            "the endpoint's own for this test (ECDSA P-256, self-signed), pinned by the client through the control connection, unauthenticated (no --auth-key): anyone on the path could have swapped it"
+        }
+        .into(),
         handshake_s: n.handshake_s,
         cpu_aes: iotoll_probe::sysinfo::cpu_flag("aes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unkeyed_result_says_the_path_could_forge_it() {
+        let far: SocketAddr = "192.0.2.10:7575".parse().unwrap();
+        let spec = ClientSpec::default();
+        let note = unauthenticated_note(&spec, &far).unwrap();
+        assert!(note.contains("no --auth-key") && !note.contains("certificate"));
+        let tls = ClientSpec {
+            tls: Some(crate::tls::DEFAULT_CIPHER),
+            ..ClientSpec::default()
+        };
+        assert!(unauthenticated_note(&tls, &far)
+            .unwrap()
+            .contains("certificate"));
+        let keyed = ClientSpec {
+            key: Some(Key::from_bytes(b"0123456789abcdef")),
+            ..ClientSpec::default()
+        };
+        assert_eq!(unauthenticated_note(&keyed, &far), None);
+        // Loopback has no path to stand on.
+        let lo: SocketAddr = "127.0.0.1:7575".parse().unwrap();
+        assert_eq!(unauthenticated_note(&spec, &lo), None);
     }
 }

@@ -4,8 +4,13 @@
 //! A frame is a 4-byte big-endian length, then that many bytes of JSON. The
 //! length is capped at [`MAX_FRAME`]; every message is an object whose
 //! `type` picks the variant, and unknown or wrongly typed fields are an
-//! error, never a crash. Every read has a deadline.
+//! error, never a crash. Every read has a deadline. With a pre-shared key,
+//! every message after the handshake (`hello`, `auth`, `auth_ok`) is sealed
+//! by the connection's [`Session`]: the test request, the data port and
+//! certificate, the report, errors; an unsealed, altered, replayed, dropped
+//! or reordered one ends the test.
 
+use crate::auth::{Session, WireError};
 use iotoll_model::CpuReport;
 use serde::{Deserialize, Serialize};
 use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
@@ -16,6 +21,10 @@ use std::time::{Duration, Instant};
 pub const PROTO_VERSION: u32 = 1;
 /// Largest control frame accepted, bytes.
 pub const MAX_FRAME: usize = 64 * 1024;
+/// Largest sealed frame: a message of up to [`MAX_FRAME`] bytes as JSON
+/// text inside an envelope (escaping at most doubles it), so sealing never
+/// refuses a message that travels plain.
+pub const MAX_SEALED_FRAME: usize = 2 * MAX_FRAME + 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -219,6 +228,12 @@ pub enum ProtoError {
     TooLarge(u64, usize),
     #[error("malformed message: {0}")]
     Malformed(String),
+    /// A sealed frame that did not open: not what the key's holder sent.
+    #[error("{0}: the control connection was altered on the path (a message changed, replayed, dropped or reordered); the test is void")]
+    Forged(Box<WireError>),
+    /// A plain message (which) where the session is keyed.
+    #[error("an unauthenticated {0} on a keyed control connection: forged on the path, or sent by an iotoll that does not authenticate its control messages (use the same version at both ends); the test is void")]
+    Unsealed(String),
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -237,25 +252,73 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
     out
 }
 
-/// A control connection with a deadline on every read.
+/// Decodes one frame's body, opening it with `session` when there is one.
+fn open_with(session: Option<&mut Session>, body: &[u8]) -> Result<Msg, ProtoError> {
+    let Some(session) = session else {
+        return decode(body);
+    };
+    session.open(body).map_err(|e| match e {
+        WireError::Proto(e) => e,
+        // Not an envelope: a plain message is named, so an older peer's
+        // refusal is not mistaken for noise.
+        WireError::Malformed(m) => match decode(body) {
+            Ok(plain) => ProtoError::Unsealed(match &plain {
+                Msg::Error { msg } | Msg::Busy { msg } => {
+                    format!("'{}' message (it says: {msg})", plain.name())
+                }
+                _ => format!("'{}' message", plain.name()),
+            }),
+            Err(_) => ProtoError::Malformed(m),
+        },
+        e => ProtoError::Forged(Box::new(e)),
+    })
+}
+
+/// A control connection with a deadline on every read; once the handshake
+/// has proven a key, sealed (see [`Control::seal_with`]).
 pub struct Control {
     pub stream: std::net::TcpStream,
+    session: Option<Session>,
 }
 
 impl Control {
     pub fn new(stream: std::net::TcpStream) -> io::Result<Self> {
         stream.set_nodelay(true)?;
         stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-        Ok(Control { stream })
+        Ok(Control {
+            stream,
+            session: None,
+        })
+    }
+
+    /// From now on every message sent is sealed by `session`, and every
+    /// message received must open with it: the handshake is over and has
+    /// proven the key.
+    pub fn seal_with(&mut self, session: Session) {
+        self.session = Some(session);
     }
 
     pub fn send(&mut self, msg: &Msg) -> Result<(), ProtoError> {
-        let frame = encode(msg);
-        if frame.len() - 4 > MAX_FRAME {
-            return Err(ProtoError::TooLarge(frame.len() as u64 - 4, MAX_FRAME));
+        let plain = encode(msg).split_off(4);
+        if plain.len() > MAX_FRAME {
+            return Err(ProtoError::TooLarge(plain.len() as u64, MAX_FRAME));
         }
-        self.stream.write_all(&frame)?;
-        Ok(())
+        let body = match &mut self.session {
+            Some(s) => s.seal(msg),
+            None => plain,
+        };
+        self.send_frame(&body)
+    }
+
+    /// Decodes one frame's body: sealed when the session is keyed.
+    fn open(&mut self, body: &[u8]) -> Result<Msg, ProtoError> {
+        open_with(self.session.as_mut(), body)
+    }
+
+    /// Decodes a frame's body that is still in the socket (peeked), as
+    /// [`Control::recv`] would, without counting it.
+    pub fn open_peeked(&self, body: &[u8]) -> Result<Msg, ProtoError> {
+        open_with(self.session.clone().as_mut(), body)
     }
 
     /// True when the peer has closed the connection or sent something
@@ -270,7 +333,12 @@ impl Control {
 
     /// Reads one message, failing if it has not fully arrived within `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Result<Msg, ProtoError> {
-        decode(&self.recv_frame(timeout, MAX_FRAME)?)
+        let max = match self.session {
+            Some(_) => MAX_SEALED_FRAME,
+            None => MAX_FRAME,
+        };
+        let body = self.recv_frame(timeout, max)?;
+        self.open(&body)
     }
 
     /// Reads one frame's body of at most `max` bytes (an agent session,
@@ -470,6 +538,72 @@ mod tests {
         });
         let m = Msg::Report { report };
         assert_eq!(decode(&encode(&m)[4..]).unwrap(), m);
+    }
+
+    /// Both ends of a control connection on loopback, sealed when `key`.
+    fn connected(key: Option<&crate::auth::Key>) -> (Control, Control) {
+        use crate::auth::{Nonces, Session, Side};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (e, _) = l.accept().unwrap();
+        let (mut c, mut e) = (Control::new(c).unwrap(), Control::new(e).unwrap());
+        if let Some(k) = key {
+            let n = Nonces {
+                server: "s".into(),
+                client: "c".into(),
+            };
+            c.seal_with(Session::new(Some(k), &n, Side::Client));
+            e.seal_with(Session::new(Some(k), &n, Side::Endpoint));
+        }
+        (c, e)
+    }
+
+    #[test]
+    fn a_keyed_control_connection_takes_only_sealed_messages() {
+        let k = crate::auth::Key::from_bytes(b"0123456789abcdef");
+        let t = Duration::from_secs(10);
+        let (mut c, mut e) = connected(Some(&k));
+        let accept = Msg::Accept {
+            data_port: 4000,
+            token: 7,
+            cert: Some("3082".into()),
+        };
+        e.send(&accept).unwrap();
+        assert_eq!(c.recv(t).unwrap(), accept);
+        // A plain message where a sealed one is due: named, never taken.
+        e.send_frame(&encode(&Msg::Ready {})[4..]).unwrap();
+        let err = c.recv(t).unwrap_err();
+        assert!(
+            matches!(&err, ProtoError::Unsealed(m) if m == "'ready' message"),
+            "{err}"
+        );
+        let (mut c, mut e) = connected(Some(&k));
+        e.send_frame(&encode(&Msg::Error { msg: "old".into() })[4..])
+            .unwrap();
+        let err = c.recv(t).unwrap_err().to_string();
+        assert!(err.contains("'error' message (it says: old)"), "{err}");
+        // A sealed frame with its port rewritten.
+        e.send(&accept).unwrap();
+        let mut frame = c.recv_frame(t, MAX_FRAME).unwrap();
+        let text = String::from_utf8(frame.clone()).unwrap();
+        frame = text.replace("4000", "4001").into_bytes();
+        let mut c2 = connected(Some(&k)).0;
+        let err = c2.open(&frame).unwrap_err();
+        assert!(matches!(&err, ProtoError::Forged(_)), "{err}");
+        assert!(err.to_string().contains("the test is void"), "{err}");
+        // A message just within the plain limit, full of characters JSON
+        // escapes, still travels sealed.
+        let (mut c, mut e) = connected(Some(&k));
+        let big = Msg::Error {
+            msg: "\"".repeat(MAX_FRAME / 2 - 20),
+        };
+        assert!(encode(&big).len() - 4 <= MAX_FRAME);
+        e.send(&big).unwrap();
+        assert_eq!(c.recv(t).unwrap(), big);
+        // Without a key, plain as before.
+        let (mut c, mut e) = connected(None);
+        e.send(&Msg::Ready {}).unwrap();
+        assert_eq!(c.recv(t).unwrap(), Msg::Ready {});
     }
 
     #[test]

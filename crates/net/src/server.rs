@@ -5,7 +5,7 @@
 //! a deadline, every failure ends the session and frees its sockets, and
 //! the accept loop never waits on a client.
 
-use crate::auth::{nonce, Key};
+use crate::auth::{nonce, Key, Session, Side};
 use crate::engine::{DataConn, Engine, EngineParams, Role};
 use crate::proto::{
     Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
@@ -63,12 +63,7 @@ pub struct ServerConfig {
 /// again).
 pub type ConsoleSession = dyn Fn(Control, SocketAddr, Nonces) + Send + Sync;
 
-/// The endpoint's and the console's challenges of one session, hex.
-#[derive(Debug, Clone)]
-pub struct Nonces {
-    pub server: String,
-    pub client: String,
-}
+pub use crate::auth::Nonces;
 
 #[derive(Clone)]
 pub struct ConsoleHook(pub Arc<ConsoleSession>);
@@ -545,8 +540,20 @@ fn expect(
     match got {
         Ok(Msg::Stop {}) => Err(SessionError::Stopped),
         Ok(m) => Ok(m),
-        Err(e @ (ProtoError::Malformed(_) | ProtoError::TooLarge(..))) => {
-            let _ = ctl.send(&Msg::Error { msg: e.to_string() });
+        Err(
+            e @ (ProtoError::Malformed(_)
+            | ProtoError::TooLarge(..)
+            | ProtoError::Forged(_)
+            | ProtoError::Unsealed(_)),
+        ) => {
+            let msg = match e {
+                // Which end saw it: the client reports this as its own error.
+                ProtoError::Forged(_) | ProtoError::Unsealed(_) => {
+                    format!("the endpoint refused a message from this client: {e}")
+                }
+                _ => e.to_string(),
+            };
+            let _ = ctl.send(&Msg::Error { msg });
             if matches!(e, ProtoError::TooLarge(..)) {
                 // The rest of the frame may still be arriving: closing with
                 // it unread would reset the connection and could destroy
@@ -618,15 +625,21 @@ fn handshake(
     ctl.send(&Msg::AuthOk {
         mac: cfg.key.as_ref().map(|k| k.mac("server", &cn, &sn)),
     })?;
+    let nonces = Nonces {
+        server: sn,
+        client: cn,
+    };
+    // The proofs cover only the handshake: everything after it (the test,
+    // the data port and certificate, the report) is sealed, or someone on
+    // the path could rewrite it.
+    if let Some(k) = &cfg.key {
+        ctl.seal_with(Session::new(Some(k), &nonces, Side::Endpoint));
+    }
 
     let got = ctl.recv(cfg.handshake);
     let params = match expect(&mut ctl, got, "test")? {
         Msg::Test { params } => params,
         Msg::Console { .. } if cfg.console.is_some() => {
-            let nonces = Nonces {
-                server: sn,
-                client: cn,
-            };
             return Ok((ctl, First::Console(nonces)));
         }
         Msg::Console { .. } => {

@@ -1,8 +1,12 @@
 //! TLS 1.3 on the data connections (`--tls`).
 //!
 //! rustls runs each handshake: ECDHE, and the endpoint's certificate,
-//! generated for the test, pinned by the client (the certificate travels on
-//! the authenticated control connection, so there is no CA and no file).
+//! generated for the test, pinned by the client (the certificate travels in
+//! the control connection's `accept`, so there is no CA and no file). The
+//! pin is only as good as that connection: with `--auth-key` the `accept`
+//! is sealed (`auth::Session`), so nobody on the path can swap the
+//! certificate or the data port; without a key anyone on the path can, and
+//! can then read and rewrite the data and the endpoint's report.
 //! Then, as kernel TLS would, the traffic keys are taken over and the
 //! record layer (RFC 8446 section 5) runs here on ring's AEAD: the socket
 //! is read in large pieces and records are decrypted in place and encrypted

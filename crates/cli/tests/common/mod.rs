@@ -230,6 +230,7 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
         .unwrap_or_else(|| panic!("metric {k} missing in {}", doc["metrics"]))
 }
 
+pub mod proxy;
 pub mod server;
 
 /// Arguments of `iotoll net`: the test `kind`, the endpoint's address and
