@@ -173,7 +173,7 @@ fn ipv6_loopback() {
 #[test]
 fn auth_key_both_ways() {
     let t = Tmp::new();
-    let k = t.file("key", "correct horse battery staple\n");
+    let k = t.key("key", "correct horse battery staple\n");
     let w = t.file("wrong", "incorrect horse battery staple\n");
     let (k, w) = (k.as_str(), w.as_str());
     let s = Server::start("127.0.0.1", &["--auth-key", k]);
@@ -258,7 +258,7 @@ fn limits_and_bad_input() {
     let err = net_fails(&["rr", &peer, "--time", "1s"], 1, "cannot connect");
     assert!(err.contains(&port), "{err}");
     let t = Tmp::new();
-    let key = t.file("short", "abc");
+    let key = t.key("short", "abc");
     net_fails(&["rr", &s.addr, "--auth-key", &key], 2, "too short");
 }
 
