@@ -419,7 +419,7 @@ fn a_suite_whose_database_fills_keeps_the_result_beside_it_and_names_it() {
     let other = measuring(raw().args([
         "net", "stream", &s.addr, "--ramp", "0s", "--time", "120s", "--no-db",
     ]));
-    let mut run = Running::start_when(
+    let run = Running::start_when(
         raw()
             .current_dir(elsewhere.dir.path())
             .args(["suite", "run", &suite, "--db", &t.db, "--peer", &s.addr]),
@@ -446,10 +446,7 @@ fn a_suite_whose_database_fills_keeps_the_result_beside_it_and_names_it() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(
-        !names.iter().any(|n| n.contains("unstored")),
-        "{names:?}"
-    );
+    assert!(!names.iter().any(|n| n.contains("unstored")), "{names:?}");
 }
 
 #[test]

@@ -607,9 +607,11 @@ fn a_state_directory_others_can_write_is_refused() {
             .cmd(&["up", "pair", "--set", &format!("name={name}")])
             .fails(1, "writable by other users");
         assert!(up.contains(&d.display().to_string()), "{up}");
-        lab.cmd(&["down", &name]).fails(1, "writable by other users");
+        lab.cmd(&["down", &name])
+            .fails(1, "writable by other users");
         lab.cmd(&["list"]).fails(1, "writable by other users");
-        lab.cmd(&["status", &name]).fails(1, "writable by other users");
+        lab.cmd(&["status", &name])
+            .fails(1, "writable by other users");
         assert!(namespaces(&name).is_empty(), "mode {mode:o}");
         assert!(!lab.state_file(&name).exists(), "mode {mode:o}");
     }
@@ -638,7 +640,9 @@ fn symbolic_links_in_the_state_directory_are_never_followed() {
     // The lock file.
     let lock = d.join("lock");
     std::os::unix::fs::symlink(&victim, &lock).unwrap();
-    let e = lab.cmd(&["up", "pair", "--set", &set]).fails(1, "symbolic link");
+    let e = lab
+        .cmd(&["up", "pair", "--set", &set])
+        .fails(1, "symbolic link");
     assert!(e.contains("lock"), "{e}");
     assert!(namespaces(&name).is_empty());
     std::fs::remove_file(&lock).unwrap();
