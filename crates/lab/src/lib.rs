@@ -120,9 +120,11 @@ fn netns_file(ns: &str) -> Result<PathBuf, LabError> {
 /// every name here is `iotoll-<lab>-...` and plain.
 struct OwnNames {
     namespaces: BTreeSet<String>,
-    /// (host, its netns, [(ifname, switch port)] in link order).
-    hosts: Vec<(String, String, Vec<(String, String)>)>,
+    hosts: Vec<OwnHost>,
 }
+
+/// (host, its netns, [(ifname, switch port)] in link order).
+type OwnHost = (String, String, Vec<(String, String)>);
 
 fn own_names(st: &LabState) -> Result<OwnNames, LabError> {
     def::check_name("lab", &st.name, MAX_LAB_NAME).map_err(LabError::System)?;
