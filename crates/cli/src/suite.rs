@@ -686,12 +686,30 @@ fn run(a: RunArgs) -> Result<()> {
         Err(e) => {
             let mut all = notes.clone();
             all.push(e.to_string());
-            store.finish_run(run_id, RunStatus::Failed, &all)?;
+            // The run's own failure (which names a result kept in a file)
+            // is what to say; a database that cannot record it either
+            // (full, say) must not hide it.
+            if let Err(e2) = store.finish_run(run_id, RunStatus::Failed, &all) {
+                anyhow::bail!(
+                    "run {run_id} failed: {e}; it could not be marked failed in the database either: {e2}"
+                );
+            }
             anyhow::bail!("run {run_id} failed: {e}");
         }
     };
     notes.extend(outcome.notes.iter().cloned());
-    store.finish_run(run_id, outcome.status, &notes)?;
+    if let Err(e) = store.finish_run(run_id, outcome.status, &notes) {
+        // Every repetition is stored: show them before saying the run
+        // could not be marked finished.
+        print!(
+            "{}",
+            results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
+        );
+        anyhow::bail!(
+            "run {run_id}: its repetitions are stored, but it could not be marked {}: {e}",
+            outcome.status
+        );
+    }
     print!(
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())

@@ -498,6 +498,7 @@ fn a_cut_link_is_detected_within_3_s() {
 fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
     let Some(d) = Dir::new() else { return };
     let key = d.file("k", "incompatible-agent-key-0123\n");
+    common::owner_only(&key);
     let mut agent = common::raw()
         .args(["agent", "--listen", "127.0.0.1:0", "--auth-key", &key])
         .env("IOTOLL_TEST_AGENT_VERSION", "0.0.9")
@@ -594,6 +595,7 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
 fn an_agent_serving_10000_connections_stays_within_the_endpoint() {
     let Some(d) = Dir::new() else { return };
     let key = d.file("k", "ten-thousand-agent-key-0123\n");
+    common::owner_only(&key);
     let peak = |cmd: &[&str]| -> u64 {
         let mut server = common::raw()
             .args(cmd)

@@ -389,6 +389,66 @@ fn a_full_filesystem_is_said_to_be_full_and_a_failed_create_leaves_nothing() {
     assert_eq!(before, names.len(), "{names:?}");
 }
 
+/// Fills the filesystem holding `t` to the last byte.
+fn fill(t: &Tmp) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(t.path("fill")).unwrap();
+    let block = vec![0x5au8; 4096];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.write_all(&block[..1]);
+}
+
+/// A suite's database filesystem fills while a test waits (its endpoint
+/// is busy with another client: an event, no timing): the repetition
+/// measured next cannot be stored, and is kept beside the database (not
+/// in the working directory), in a file the error names.
+#[test]
+fn a_suite_whose_database_fills_keeps_the_result_beside_it_and_names_it() {
+    let Some(m) = Tmpfs::mount("8m") else {
+        return;
+    };
+    let t = &m.0;
+    seeded(t);
+    let elsewhere = Tmp::new();
+    let suite = elsewhere.file(
+        "full.toml",
+        "name = \"full\"\nreps = 1\nramp = \"0s\"\ntime = \"300ms\"\n\
+         [[test]]\nname = \"s\"\nkind = \"net-stream\"\n",
+    );
+    let s = common::server::Server::start("127.0.0.1", &[]);
+    let other = measuring(raw().args([
+        "net", "stream", &s.addr, "--ramp", "0s", "--time", "120s", "--no-db",
+    ]));
+    let run = Running::start_when(
+        raw()
+            .current_dir(elsewhere.dir.path())
+            .args(["suite", "run", &suite, "--db", &t.db, "--peer", &s.addr]),
+        |e| e.contains("is busy with another test"),
+    );
+    fill(t);
+    let mut other = other;
+    other.signal(libc::SIGINT);
+    other.finish();
+    let o = run.finish();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("is full"), "{err}");
+    let path = kept_path(&err);
+    assert!(
+        Path::new(path).starts_with(t.dir.path()),
+        "not beside the database: {err}"
+    );
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(kept["kind"], "net-stream", "{kept}");
+    // Nothing landed in the working directory.
+    let names: Vec<String> = std::fs::read_dir(elsewhere.dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("unstored")), "{names:?}");
+}
+
 #[test]
 fn a_corrupt_page_is_found_on_open() {
     let t = Tmp::new();

@@ -105,6 +105,7 @@ fn key_file() -> KeyFile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("key");
     std::fs::write(&path, "correct horse battery staple\n").unwrap();
+    common::owner_only(&path);
     KeyFile { _dir: dir, path }
 }
 

@@ -607,3 +607,89 @@ fn without_cap_net_admin_up_and_down_say_so() {
     assert!(namespaces(&name).is_empty());
     assert!(!lab.state_file(&name).exists());
 }
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Anyone who can write in the state directory could plant a state file
+/// naming what `down` removes, or a link where the lock goes: such a
+/// directory (sticky /tmp-like ones too, or one owned by another user)
+/// is refused by every command before anything is created or removed.
+#[test]
+fn a_state_directory_others_can_write_is_refused() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("wdir");
+    let d = lab.dir.path();
+    for mode in [0o777, 0o1777, 0o775, 0o757] {
+        chmod(d, mode);
+        let up = lab
+            .cmd(&["up", "pair", "--set", &format!("name={name}")])
+            .fails(1, "writable by other users");
+        assert!(up.contains(&d.display().to_string()), "{up}");
+        lab.cmd(&["down", &name])
+            .fails(1, "writable by other users");
+        lab.cmd(&["list"]).fails(1, "writable by other users");
+        lab.cmd(&["status", &name])
+            .fails(1, "writable by other users");
+        assert!(namespaces(&name).is_empty(), "mode {mode:o}");
+        assert!(!lab.state_file(&name).exists(), "mode {mode:o}");
+    }
+    // Owner-only, but another user's.
+    chmod(d, 0o755);
+    std::os::unix::fs::chown(d, Some(65534), None).unwrap();
+    lab.cmd(&["up", "pair", "--set", &format!("name={name}")])
+        .fails(1, "owned by another user");
+    std::os::unix::fs::chown(d, Some(0), None).unwrap();
+    assert!(namespaces(&name).is_empty());
+}
+
+/// The lock, the temporary and the state file are opened without
+/// following a symbolic link: one planted at any of them never gets a
+/// file elsewhere opened, truncated or written.
+#[test]
+fn symbolic_links_in_the_state_directory_are_never_followed() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("link");
+    let set = format!("name={name}");
+    let d = lab.dir.path();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let precious = || std::fs::read_to_string(&victim).unwrap() == "precious\n";
+    // The lock file.
+    let lock = d.join("lock");
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    let e = lab
+        .cmd(&["up", "pair", "--set", &set])
+        .fails(1, "symbolic link");
+    assert!(e.contains("lock"), "{e}");
+    assert!(namespaces(&name).is_empty());
+    std::fs::remove_file(&lock).unwrap();
+    // The temporary file: replaced, never written through.
+    let tmp = d.join(format!(".iotoll-{name}.json.tmp"));
+    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+    lab.cmd(&["up", "pair", "--set", &set]).succeeds();
+    assert!(precious(), "the temporary file's link was followed");
+    assert!(!tmp.exists());
+    // The state file: a link to a copy elsewhere is refused.
+    let state = lab.state_file(&name);
+    let copy = elsewhere.path().join("state.json");
+    std::fs::copy(&state, &copy).unwrap();
+    std::fs::remove_file(&state).unwrap();
+    std::os::unix::fs::symlink(&copy, &state).unwrap();
+    for args in [
+        &["status", &name][..],
+        &["down", &name],
+        &["exec", &name, "a", "--", "true"],
+    ] {
+        lab.cmd(args).fails(1, "symbolic link");
+    }
+    assert_eq!(namespaces(&name).len(), 3);
+    std::fs::remove_file(&state).unwrap();
+    std::fs::copy(&copy, &state).unwrap();
+    lab.cmd(&["down", &name]).succeeds();
+    assert!(namespaces(&name).is_empty());
+    assert!(precious());
+}

@@ -190,8 +190,8 @@ fn ipv6_loopback() {
 #[test]
 fn auth_key_both_ways() {
     let t = Tmp::new();
-    let k = t.file("key", "correct horse battery staple\n");
-    let w = t.file("wrong", "incorrect horse battery staple\n");
+    let k = t.key("key", "correct horse battery staple\n");
+    let w = t.key("wrong", "incorrect horse battery staple\n");
     let (k, w) = (k.as_str(), w.as_str());
     let s = Server::start("127.0.0.1", &["--auth-key", k]);
     let rr = net_args("rr", &s.addr, "--ramp 0s --time 300ms");
@@ -240,7 +240,7 @@ fn forged_and_refused(proxy: &Proxy, key: &str, needle: &str) {
 #[test]
 fn a_proxy_without_the_key_cannot_rewrite_the_report() {
     let t = Tmp::new();
-    let k = t.file("key", "correct horse battery staple\n");
+    let k = t.key("key", "correct horse battery staple\n");
     let s = Server::start("127.0.0.1", &["--auth-key", &k]);
     let rewritten = Arc::new(AtomicUsize::new(0));
     let r = rewritten.clone();
@@ -279,7 +279,7 @@ fn a_proxy_without_the_key_cannot_rewrite_the_report() {
 #[test]
 fn replayed_reordered_or_dropped_control_messages_end_the_test() {
     let t = Tmp::new();
-    let k = t.file("key", "correct horse battery staple\n");
+    let k = t.key("key", "correct horse battery staple\n");
     let mut s = Server::start("127.0.0.1", &["--auth-key", &k]);
     // The endpoint's `ready`, twice: the client sees the copy in the window.
     let replay = Proxy::start(&s.addr, |way, f| match way {
@@ -321,6 +321,54 @@ fn replayed_reordered_or_dropped_control_messages_end_the_test() {
     );
     // Each was refused, not the endpoint broken.
     assert!(s.alive());
+
+/// A key file group or others may read or change is refused by every
+/// command that takes `--auth-key` (as CHAP secret files are), before it
+/// listens or connects; owner-only ones are taken.
+#[test]
+fn key_files_group_or_others_may_read_are_refused_everywhere() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tmp::new();
+    let k = t.key("key", "correct horse battery staple\n");
+    let suite = t.file(
+        "s.toml",
+        "name = \"s\"\nreps = 1\nramp = \"0s\"\ntime = \"100ms\"\n[[test]]\nname = \"r\"\nkind = \"net-rr\"\n",
+    );
+    let closed = format!("127.0.0.1:{}", common::server::free_port("127.0.0.1"));
+    for mode in [0o644, 0o640, 0o604, 0o660, 0o622, 0o600 | 0o002] {
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(mode)).unwrap();
+        let refused = |args: &[&str]| {
+            let err = iotoll()
+                .args(args)
+                .timeout(Duration::from_secs(60))
+                .fails(2, "UNPROTECTED AUTH KEY FILE");
+            assert!(
+                err.contains(&k) && err.contains(&format!("{mode:04o}")),
+                "{err}"
+            );
+        };
+        refused(&["net", "serve", "--listen", "127.0.0.1:0", "--auth-key", &k]);
+        refused(&["agent", "--listen", "127.0.0.1:0", "--auth-key", &k]);
+        refused(&["net", "rr", &closed, "--auth-key", &k]);
+        refused(&["net", "stream", &closed, "--auth-key", &k]);
+        let db = t.path("r.db");
+        refused(&[
+            "suite",
+            "run",
+            &suite,
+            "--peer",
+            &closed,
+            "--auth-key",
+            &k,
+            "--db",
+            &db,
+        ]);
+    }
+    // Owner-only (0600 and 0400): taken (the test then fails to connect).
+    for mode in [0o600, 0o400] {
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(mode)).unwrap();
+        net_fails(&["rr", &closed, "--auth-key", &k], 1, "cannot connect");
+    }
 }
 
 /// While a test runs, another client is told "busy" at once (it does not
@@ -387,7 +435,7 @@ fn limits_and_bad_input() {
     let err = net_fails(&["rr", &peer, "--time", "1s"], 1, "cannot connect");
     assert!(err.contains(&port), "{err}");
     let t = Tmp::new();
-    let key = t.file("short", "abc");
+    let key = t.key("short", "abc");
     net_fails(&["rr", &s.addr, "--auth-key", &key], 2, "too short");
 }
 

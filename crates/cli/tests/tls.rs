@@ -237,7 +237,7 @@ fn a_proxy_without_the_key_cannot_swap_the_certificate_or_the_data_port() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let t = Tmp::new();
-    let k = t.file("key", "correct horse battery staple\n");
+    let k = t.key("key", "correct horse battery staple\n");
     let mut s = Server::start("127.0.0.1", &["--auth-key", &k]);
     let refused = |proxy: &Proxy, tls: &[&str]| {
         let out = iotoll()

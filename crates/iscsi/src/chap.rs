@@ -4,12 +4,12 @@
 //!
 //! No error message and no Debug output carries a secret.
 
+use iotoll_model::secret::{read_secret_file, SecretFileError};
 use md5::{Digest, Md5};
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -116,18 +116,13 @@ pub fn load_secret_file(path: &Path) -> Result<Secrets, ChapError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = File::open(path).map_err(io)?;
-    // The mode is taken from the open file, so it is the one we read.
-    let meta = f.metadata().map_err(io)?;
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o077 != 0 {
-        return Err(ChapError::Unprotected {
+    let data = read_secret_file(path).map_err(|e| match e {
+        SecretFileError::Io(e) => io(e),
+        SecretFileError::Unprotected { mode } => ChapError::Unprotected {
             path: path.to_path_buf(),
             mode,
-        });
-    }
-    let mut data = Vec::new();
-    f.read_to_end(&mut data).map_err(io)?;
+        },
+    })?;
     parse_secrets(path, &data)
 }
 
@@ -440,6 +435,7 @@ pub fn check_target_response(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
 
     use crate::text::tests::pairs;
 

@@ -410,7 +410,7 @@ pub fn format_rate(bps: u64) -> String {
     format!("{bps}bit")
 }
 
-fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
+pub(crate) fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= max
         && name

@@ -15,6 +15,7 @@ pub use def::{
 };
 pub use state::{state_dir, HostState, LabState, LinkState};
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -93,12 +94,132 @@ pub fn load(name_or_file: &str, sets: &[String]) -> Result<LabDef, LabError> {
 }
 
 /// The namespace file of a host: `/run/netns/<netns>`.
-pub fn netns_path(state: &HostState) -> PathBuf {
+pub fn netns_path(state: &HostState) -> Result<PathBuf, LabError> {
     netns_file(&state.netns)
 }
 
-fn netns_file(ns: &str) -> PathBuf {
-    Path::new("/run/netns").join(ns)
+/// `/run/netns/<ns>` for a plain name only: an absolute or path-like name
+/// (`/proc/1/ns/net`, `../x`) would otherwise be taken as given.
+fn netns_file(ns: &str) -> Result<PathBuf, LabError> {
+    let plain =
+        !ns.is_empty() && ns != "." && ns != ".." && ns.len() <= 255 && !ns.contains(['/', '\0']);
+    if !plain {
+        return Err(LabError::System(format!(
+            "namespace name '{}' is not a plain name under /run/netns: refused",
+            ns.escape_debug()
+        )));
+    }
+    Ok(Path::new("/run/netns").join(ns))
+}
+
+/// What a lab's own definition names: its namespaces (the switch's and
+/// one per host) and, per host, its links' interface and switch-port
+/// names. Taken from the effective definition the state file carries;
+/// from the recorded hosts' names when that does not parse (a damaged
+/// file must still be removable). Lab and host names are checked, so
+/// every name here is `iotoll-<lab>-...` and plain.
+struct OwnNames {
+    namespaces: BTreeSet<String>,
+    hosts: Vec<OwnHost>,
+}
+
+/// (host, its netns, [(ifname, switch port)] in link order).
+type OwnHost = (String, String, Vec<(String, String)>);
+
+fn own_names(st: &LabState) -> Result<OwnNames, LabError> {
+    def::check_name("lab", &st.name, MAX_LAB_NAME).map_err(LabError::System)?;
+    let hosts: Vec<(String, usize)> =
+        match def::parse(&st.definition, &format!("lab '{}' state", st.name), &[]) {
+            Ok(d) if d.name == st.name => d
+                .hosts
+                .iter()
+                .map(|h| (h.name.clone(), h.links.len()))
+                .collect(),
+            Ok(d) => {
+                return Err(LabError::System(format!(
+                    "the state file of lab '{}' holds the definition of lab '{}': refused",
+                    st.name, d.name
+                )))
+            }
+            Err(_) => st
+                .hosts
+                .iter()
+                .filter(|h| {
+                    h.name != "sw" && def::check_name("host", &h.name, MAX_HOST_NAME).is_ok()
+                })
+                .map(|h| (h.name.clone(), h.links.len().min(MAX_LINKS)))
+                .collect(),
+        };
+    let mut namespaces = BTreeSet::from([switch_netns(&st.name)]);
+    let hosts: Vec<_> = hosts
+        .into_iter()
+        .map(|(h, n)| {
+            let ns = host_netns(&st.name, &h);
+            namespaces.insert(ns.clone());
+            let links = (0..n)
+                .map(|k| (format!("eth{k}"), format!("{h}-{k}")))
+                .collect();
+            (h, ns, links)
+        })
+        .collect();
+    Ok(OwnNames { namespaces, hosts })
+}
+
+/// Checks that a state file names only what lab `name`'s definition
+/// produces: its own name, the switch's and each host's namespace, the
+/// hosts' interfaces and switch ports, and recorded namespaces among
+/// those. Whatever reads a state file to act on it goes through here.
+fn check_state(st: &LabState, name: &str) -> Result<(), LabError> {
+    let p = state::path(name);
+    let bad = |m: String| {
+        LabError::System(format!(
+            "state file {} {m}, which lab '{name}' does not produce: refused (was it edited? `iotoll lab down {name}` removes only the lab's own namespaces)",
+            p.display()
+        ))
+    };
+    if st.name != name {
+        return Err(bad(format!("names lab '{}'", st.name.escape_debug())));
+    }
+    let own = own_names(st)?;
+    if st.switch != switch_netns(name) {
+        return Err(bad(format!(
+            "names switch namespace '{}'",
+            st.switch.escape_debug()
+        )));
+    }
+    if st.hosts.len() != own.hosts.len() {
+        return Err(bad(format!("has {} hosts", st.hosts.len())));
+    }
+    for (h, (oname, ons, olinks)) in st.hosts.iter().zip(&own.hosts) {
+        if h.name != *oname || h.netns != *ons {
+            return Err(bad(format!(
+                "names host '{}' in namespace '{}'",
+                h.name.escape_debug(),
+                h.netns.escape_debug()
+            )));
+        }
+        if h.links.len() != olinks.len() {
+            return Err(bad(format!(
+                "gives host '{}' {} links",
+                h.name,
+                h.links.len()
+            )));
+        }
+        for (l, (ifname, port)) in h.links.iter().zip(olinks) {
+            if l.ifname != *ifname || l.switch_port != *port {
+                return Err(bad(format!(
+                    "names link '{}' (switch port '{}') of host '{}'",
+                    l.ifname.escape_debug(),
+                    l.switch_port.escape_debug(),
+                    h.name
+                )));
+            }
+        }
+    }
+    if let Some(ns) = st.namespaces.iter().find(|n| !own.namespaces.contains(*n)) {
+        return Err(bad(format!("records namespace '{}'", ns.escape_debug())));
+    }
+    Ok(())
 }
 
 /// The namespace name of a lab's host (`iotoll-<lab>-<host>`).
@@ -135,7 +256,7 @@ impl Drop for NetnsGuard {
 pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     let previous = sys::current_netns()
         .map_err(|e| LabError::System(format!("cannot open this thread's namespace: {e}")))?;
-    let p = netns_path(host);
+    let p = netns_path(host)?;
     let ns = File::open(&p).map_err(|e| {
         LabError::System(format!(
             "host '{}': cannot open {}: {e} (is the lab up?)",
@@ -150,9 +271,18 @@ pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     })
 }
 
-/// The lab's state if it is up (complete or not).
+/// The lab's state if it is up (complete or not), checked to name only
+/// what the lab's definition produces. No lab can be up under a name
+/// that is not a lab name (a file path, say): `Ok(None)`.
 pub fn status(name: &str) -> Result<Option<LabState>, LabError> {
-    state::read(&state::path(name))
+    if def::check_name("lab", name, MAX_LAB_NAME).is_err() {
+        return Ok(None);
+    }
+    let st = state::read(&state::path(name))?;
+    if let Some(st) = &st {
+        check_state(st, name)?;
+    }
+    Ok(st)
 }
 
 /// Every lab that is up (its state file exists), by name.
@@ -272,11 +402,14 @@ pub fn up_with_progress(
                     complete: old.complete,
                 });
             }
-            down_locked(&old)?;
+            down_locked(&old)?.into_result(&old.name)?;
         }
         let mut names = vec![switch_netns(&def.name)];
         names.extend(def.hosts.iter().map(|h| host_netns(&def.name, &h.name)));
-        if let Some(n) = names.iter().find(|n| netns_file(n).exists()) {
+        if let Some(n) = names
+            .iter()
+            .find(|n| netns_file(n).is_ok_and(|p| p.exists()))
+        {
             return Err(LabError::System(format!(
                 "namespace {n} exists but is not recorded by a lab in {}: it is not iotoll's to remove (`ip netns del {n}` if it is a leftover)",
                 state_dir().display()
@@ -312,7 +445,7 @@ pub fn up_with_progress(
         }
         Err(e) => {
             let _lock = state::lock();
-            match down_locked(&st) {
+            match down_locked(&st).and_then(|d| d.into_result(&st.name)) {
                 Ok(()) => Err(e),
                 Err(e2) => Err(LabError::System(format!(
                     "{e}; removing what was created failed too: {e2} (run `iotoll lab down {}`)",
@@ -505,7 +638,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
             .zip(&hs.links)
             .map(|(l, ls)| (ls.ifname.clone(), l.offloads))
             .collect();
-        sys::in_netns(&netns_file(&hs.netns), move || {
+        sys::in_netns(&netns_file(&hs.netns)?, move || {
             if multi {
                 // Multi-homing: each adapter answers ARP for its own
                 // address only and announces it as the source.
@@ -547,22 +680,77 @@ fn create_netns(st: &mut LabState, ns: &str) -> Result<(), LabError> {
 
 /// Takes the lab down: removes the namespaces its state file records
 /// (with their veths, bridge and qdiscs; processes still running in them
-/// are killed) and the state file. Returns what was removed.
+/// are killed) and the state file. Returns what was removed. Only the
+/// namespaces the lab's own definition produces are touched: any other
+/// name in the state file (edited, or planted) is left alone and makes
+/// this an error naming it, after the lab's own are removed.
 pub fn down(name: &str) -> Result<LabState, LabError> {
+    def::check_name("lab", name, MAX_LAB_NAME).map_err(LabError::Usage)?;
     need_net_admin()?;
     let _lock = state::lock()?;
-    let st = status(name)?.ok_or_else(|| LabError::NotUp {
+    let path = state::path(name);
+    let st = state::read(&path)?.ok_or_else(|| LabError::NotUp {
         name: name.to_string(),
-        path: state::path(name),
+        path: path.clone(),
     })?;
-    down_locked(&st)?;
+    if st.name != name {
+        return Err(LabError::System(format!(
+            "state file {} names lab '{}', not '{name}': refused, nothing removed",
+            path.display(),
+            st.name.escape_debug()
+        )));
+    }
+    down_locked(&st)?.into_result(name)?;
     Ok(st)
 }
 
-fn down_locked(st: &LabState) -> Result<(), LabError> {
+/// What [`down_locked`] left alone.
+#[must_use]
+struct Skipped(Vec<String>);
+
+impl Skipped {
+    fn into_result(self, lab: &str) -> Result<(), LabError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        Err(LabError::System(format!(
+            "lab '{lab}' is down, but its state file ({}) also named {}: left alone, never removed (was the state file edited?)",
+            state::path(lab).display(),
+            self.0.join(", ")
+        )))
+    }
+}
+
+fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
+    let own = own_names(st)?;
+    // A namespace another lab records is that lab's, whatever this
+    // lab's names would allow (lab `a`'s host `b-sw` is lab `a-b`'s switch).
+    let others: BTreeSet<String> = running()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|o| o.name != st.name)
+        .flat_map(|o| o.namespaces)
+        .collect();
+    let mut skipped = Vec::new();
     let mut errors = Vec::new();
     for ns in st.namespaces.iter().rev() {
-        if !netns_file(ns).exists() {
+        if !own.namespaces.contains(ns) {
+            skipped.push(format!(
+                "namespace '{}' (not one of the lab's: {})",
+                ns.escape_debug(),
+                own.namespaces
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        }
+        if others.contains(ns) {
+            skipped.push(format!("namespace '{ns}' (recorded by another lab)"));
+            continue;
+        }
+        if !netns_file(ns)?.exists() {
             continue;
         }
         // Processes left in the namespace (a `lab exec` still running)
@@ -583,7 +771,8 @@ fn down_locked(st: &LabState) -> Result<(), LabError> {
     if !errors.is_empty() {
         return Err(LabError::System(errors.join("; ")));
     }
-    state::remove(&st.name)
+    state::remove(&st.name)?;
+    Ok(Skipped(skipped))
 }
 
 /// The offloads of a host's link as the kernel has them now (for
@@ -593,12 +782,12 @@ pub fn link_offloads(
     ifname: &str,
 ) -> Result<Vec<(&'static str, bool)>, LabError> {
     let ifname = ifname.to_string();
-    sys::in_netns(&netns_path(host), move || sys::offloads(&ifname))
+    sys::in_netns(&netns_path(host)?, move || sys::offloads(&ifname))
 }
 
 /// Every interface's byte and packet counters in a host's namespace now.
 pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>, LabError> {
-    sys::in_netns(&netns_path(host), || {
+    sys::in_netns(&netns_path(host)?, || {
         Ok(iotoll_probe::sysinfo::iface_counters())
     })
 }
@@ -606,7 +795,7 @@ pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>
 /// A sysctl of a host's namespace as the kernel has it now (`net.ipv4.tcp_rmem`).
 pub fn host_sysctl(host: &HostState, key: &str) -> Result<Option<String>, LabError> {
     let key = key.to_string();
-    sys::in_netns(&netns_path(host), move || Ok(sys::sysctl_get(&key)))
+    sys::in_netns(&netns_path(host)?, move || Ok(sys::sysctl_get(&key)))
 }
 
 /// The address of a host's link `k` (first: its main address).

@@ -6,9 +6,10 @@ use crate::def::{format_rate, LabDef, Offloads, Subnet, TcpSettings};
 use crate::{host_netns, switch_netns, LabError};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The state directory: `$IOTOLL_LAB_DIR`, else `/run/iotoll`.
@@ -170,13 +171,75 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
 }
 
 fn io(what: &str, p: &Path, e: std::io::Error) -> LabError {
+    // ELOOP from O_NOFOLLOW: the file is a symbolic link.
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return LabError::System(format!(
+            "{what} {}: it is a symbolic link, which iotoll does not follow in its state directory (remove it)",
+            p.display()
+        ));
+    }
     LabError::System(format!("{what} {}: {e}", p.display()))
 }
 
-fn ensure_dir() -> Result<PathBuf, LabError> {
+/// Whether a state directory with this owner and mode is safe: anyone
+/// else who can create, replace or remove files in it could plant a lab's
+/// state (namespaces `down` removes, as root) or a symbolic link where
+/// the lock or a temporary file goes. So it must belong to this user or
+/// root and be writable by its owner only. A sticky world-writable
+/// directory such as /tmp is refused too: the sticky bit stops others
+/// removing our files, not creating theirs under the names we use.
+fn dir_is_safe(uid: u32, mode: u32) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    (uid == me || uid == 0) && mode & 0o022 == 0
+}
+
+/// The state directory, checked: a directory, ours (or root's), writable
+/// by its owner only; `Ok(None)` when it does not exist.
+fn checked_dir() -> Result<Option<PathBuf>, LabError> {
+    use std::os::unix::fs::MetadataExt;
     let d = state_dir();
-    std::fs::create_dir_all(&d).map_err(|e| io("cannot create the state directory", &d, e))?;
-    Ok(d)
+    let m = match std::fs::metadata(&d) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("cannot read the state directory", &d, e)),
+    };
+    if !m.is_dir() {
+        return Err(LabError::System(format!(
+            "the state directory {} is not a directory",
+            d.display()
+        )));
+    }
+    if !dir_is_safe(m.uid(), m.mode()) {
+        return Err(LabError::System(format!(
+            "the state directory {} (owner uid {}, mode {:o}) is writable by other users or owned by another user: refused, as anyone who can write there could make `lab down` remove what they name (use a directory of your own with mode 0700 or 0755: IOTOLL_LAB_DIR)",
+            d.display(),
+            m.uid(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(Some(d))
+}
+
+fn ensure_dir() -> Result<PathBuf, LabError> {
+    if let Some(d) = checked_dir()? {
+        return Ok(d);
+    }
+    let d = state_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(&d)
+        .map_err(|e| io("cannot create the state directory", &d, e))?;
+    checked_dir()?
+        .ok_or_else(|| LabError::System(format!("the state directory {} disappeared", d.display())))
+}
+
+/// Options that never follow a symbolic link in the last component.
+fn nofollow() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    o
 }
 
 /// An exclusive flock on `<state dir>/lock`, held until dropped.
@@ -184,10 +247,11 @@ pub(crate) struct Lock(File);
 
 pub(crate) fn lock() -> Result<Lock, LabError> {
     let p = ensure_dir()?.join("lock");
-    let f = OpenOptions::new()
+    let f = nofollow()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&p)
         .map_err(|e| io("cannot open the lock file", &p, e))?;
     loop {
@@ -211,29 +275,50 @@ impl Drop for Lock {
 
 /// Writes the state file atomically (temporary file, fsync, rename, fsync
 /// of the directory): a crash leaves the old or the new state, never half.
+/// The temporary file is created new (a leftover, or a symbolic link
+/// planted there, is removed first, never followed).
 pub(crate) fn write(st: &LabState) -> Result<(), LabError> {
     let d = ensure_dir()?;
     let p = path(&st.name);
     let tmp = d.join(format!(".iotoll-{}.json.tmp", st.name));
     let text = serde_json::to_vec_pretty(st).map_err(|e| LabError::System(e.to_string()))?;
-    let mut f = File::create(&tmp).map_err(|e| io("cannot write", &tmp, e))?;
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("cannot remove", &tmp, e)),
+    }
+    let mut f = nofollow()
+        .create_new(true)
+        .write(true)
+        .mode(0o644)
+        .open(&tmp)
+        .map_err(|e| io("cannot write", &tmp, e))?;
     f.write_all(&text)
         .and_then(|_| f.sync_all())
         .map_err(|e| io("cannot write", &tmp, e))?;
+    // rename replaces a symbolic link at `p` itself, never its target.
     std::fs::rename(&tmp, &p).map_err(|e| io("cannot write", &p, e))?;
     File::open(&d)
         .and_then(|d| d.sync_all())
         .map_err(|e| io("cannot sync", &d, e))
 }
 
+/// Reads a state file (not following a symbolic link); `Ok(None)` when
+/// there is none. The directory is checked first.
 pub(crate) fn read(p: &Path) -> Result<Option<LabState>, LabError> {
-    match std::fs::read(p) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map(Some)
-            .map_err(|e| LabError::System(format!("state file {} is damaged: {e}", p.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io("cannot read", p, e)),
+    if checked_dir()?.is_none() {
+        return Ok(None);
     }
+    let mut f = match nofollow().read(true).open(p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("cannot read", p, e)),
+    };
+    let mut b = Vec::new();
+    f.read_to_end(&mut b).map_err(|e| io("cannot read", p, e))?;
+    serde_json::from_slice(&b)
+        .map(Some)
+        .map_err(|e| LabError::System(format!("state file {} is damaged: {e}", p.display())))
 }
 
 pub(crate) fn remove(name: &str) -> Result<(), LabError> {
@@ -246,7 +331,9 @@ pub(crate) fn remove(name: &str) -> Result<(), LabError> {
 }
 
 pub(crate) fn list() -> Result<Vec<LabState>, LabError> {
-    let d = state_dir();
+    let Some(d) = checked_dir()? else {
+        return Ok(vec![]);
+    };
     let entries = match std::fs::read_dir(&d) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),

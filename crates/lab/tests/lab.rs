@@ -336,3 +336,113 @@ fn kernel_features_and_clashes_are_refused_before_anything_is_created() {
     let e = iotoll_lab::down(&name).unwrap_err();
     assert!(!e.is_usage() && e.to_string().contains("not up"), "{e}");
 }
+
+/// A throwaway namespace that is not the lab's, with a process in it;
+/// removed (process and namespace) when dropped.
+struct Foreign {
+    name: String,
+    sleeper: std::process::Child,
+}
+
+impl Foreign {
+    fn new(tag: &str) -> Foreign {
+        let name = format!("iotoll-test-foreign-{}-{tag}", std::process::id());
+        let ok = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip netns add {name}");
+        let sleeper = std::process::Command::new("ip")
+            .args(["netns", "exec", &name, "sleep", "600"])
+            .spawn()
+            .unwrap();
+        Foreign { name, sleeper }
+    }
+
+    fn exists(&self) -> bool {
+        std::path::Path::new("/run/netns").join(&self.name).exists()
+    }
+
+    fn sleeper_alive(&mut self) -> bool {
+        self.sleeper.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let _ = self.sleeper.kill();
+        let _ = self.sleeper.wait();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+fn edit_state(name: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = iotoll_lab::state_dir().join(format!("iotoll-{name}.json"));
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn down_leaves_a_foreign_namespace_named_in_an_edited_state_file_alone() {
+    if !setup() {
+        return;
+    }
+    let mut foreign = Foreign::new("down");
+    let name = unique("foreign");
+    let prefix = format!("iotoll-{name}-");
+    up("pair", &name, &[]);
+    // The foreign namespace by name, and by absolute path (which a join
+    // onto /run/netns would take as given).
+    let by_path = format!("/run/netns/{}", foreign.name);
+    edit_state(&name, |v| {
+        let ns = v["namespaces"].as_array_mut().unwrap();
+        ns.insert(0, foreign.name.clone().into());
+        ns.insert(0, by_path.clone().into());
+    });
+    // Nothing that reads the state to act on it takes it.
+    let e = iotoll_lab::status(&name).unwrap_err().to_string();
+    assert!(
+        e.contains("does not produce") && e.contains("refused"),
+        "{e}"
+    );
+    let e = iotoll_lab::down(&name).unwrap_err().to_string();
+    assert!(e.contains(&foreign.name) && e.contains("left alone"), "{e}");
+    assert!(foreign.exists(), "the foreign namespace was deleted");
+    assert!(foreign.sleeper_alive(), "the process in it was killed");
+    // The lab's own namespaces are gone, and its state file.
+    assert!(netns_with(&prefix).is_empty(), "{:?}", netns_with(&prefix));
+    assert!(iotoll_lab::status(&name).unwrap().is_none());
+}
+
+#[test]
+fn a_host_namespace_edited_in_the_state_file_is_never_entered() {
+    if !setup() {
+        return;
+    }
+    let foreign = Foreign::new("host");
+    let name = unique("edhost");
+    up("pair", &name, &[]);
+    for bad in [foreign.name.clone(), "/proc/1/ns/net".to_string()] {
+        edit_state(&name, |v| v["hosts"][0]["netns"] = bad.clone().into());
+        let e = iotoll_lab::status(&name).unwrap_err().to_string();
+        assert!(e.contains("does not produce"), "{e}");
+    }
+    // A path-like name is refused by name, not joined onto /run/netns.
+    let mut h = iotoll_lab::HostState {
+        name: "a".into(),
+        netns: "/proc/1/ns/net".into(),
+        addresses: vec![],
+        links: vec![],
+        tcp: Default::default(),
+    };
+    let e = iotoll_lab::enter(&h).err().unwrap().to_string();
+    assert!(e.contains("not a plain name"), "{e}");
+    h.netns = "../../proc/1/ns/net".into();
+    assert!(iotoll_lab::netns_path(&h).is_err());
+    iotoll_lab::down(&name).unwrap();
+    assert!(foreign.exists());
+}

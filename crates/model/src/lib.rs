@@ -5,6 +5,7 @@ pub mod kind;
 pub mod metrics;
 pub mod result;
 pub mod schema;
+pub mod secret;
 pub mod spec;
 pub mod text;
 pub mod units;

@@ -28,6 +28,9 @@ pub enum KeyError {
     /// (the file, the key's length in bytes)
     #[error("auth key {path}: {1} bytes is too short; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > KEYFILE)", path = .0.display())]
     TooShort(PathBuf, usize),
+    /// (the file, its mode bits)
+    #[error("UNPROTECTED AUTH KEY FILE: {path} has mode {1:04o}, so group or others may read or change it; it holds a secret and is refused (run: chmod 600 {path})", path = .0.display())]
+    Unprotected(PathBuf, u32),
 }
 
 /// A pre-shared key read from a file.
@@ -42,9 +45,14 @@ impl std::fmt::Debug for Key {
 
 impl Key {
     /// Reads a key file; surrounding whitespace (a trailing newline) is not
-    /// part of the key.
+    /// part of the key. A file group or others may read or change is
+    /// refused, as CHAP secret files are (one rule: `read_secret_file`).
     pub fn load(path: &Path) -> Result<Key, KeyError> {
-        let raw = std::fs::read(path).map_err(|e| KeyError::Read(path.into(), e))?;
+        use iotoll_model::secret::{read_secret_file, SecretFileError};
+        let raw = read_secret_file(path).map_err(|e| match e {
+            SecretFileError::Io(e) => KeyError::Read(path.into(), e),
+            SecretFileError::Unprotected { mode } => KeyError::Unprotected(path.into(), mode),
+        })?;
         let key = raw.trim_ascii().to_vec();
         if key.len() < 16 {
             return Err(KeyError::TooShort(path.into(), key.len()));
@@ -334,6 +342,14 @@ mod tests {
     fn key_file() {
         let d = std::env::temp_dir().join(format!("iotoll-key-{}", std::process::id()));
         std::fs::write(&d, "  0123456789abcdef0123\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |m| std::fs::set_permissions(&d, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(0o644);
+        assert!(matches!(
+            Key::load(&d),
+            Err(KeyError::Unprotected(_, 0o644))
+        ));
+        mode(0o600);
         let k = Key::load(&d).unwrap();
         assert_eq!(k.0, b"0123456789abcdef0123");
         std::fs::write(&d, "short\n").unwrap();

@@ -17,6 +17,42 @@ fn writer() -> csv::Writer<Vec<u8>> {
         .from_writer(Vec::new())
 }
 
+/// A cell as it is safe to write: text that a spreadsheet would take for
+/// a formula (it begins with `=`, `+`, `-`, `@`, a tab or a carriage
+/// return: OWASP's CSV injection rule) gets a leading `'`. A cell that is
+/// a plain number (`-5`, `-1.5e-3`: digits, sign, point and exponent
+/// only) is left as it is: a number is data, never a formula, and a
+/// quote would turn a negative figure into text. Every CSV row the
+/// project writes goes through [`row`], so through this.
+pub fn csv_cell(s: &str) -> std::borrow::Cow<'_, str> {
+    let risky = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && !is_plain_number(s) {
+        std::borrow::Cow::Owned(format!("'{s}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+fn is_plain_number(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && s.bytes().any(|b| b.is_ascii_digit())
+        && s.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// Writes one row, every cell through [`csv_cell`].
+fn row<I, S>(w: &mut csv::Writer<Vec<u8>>, cells: I)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let cells: Vec<String> = cells
+        .into_iter()
+        .map(|c| csv_cell(c.as_ref()).into_owned())
+        .collect();
+    let _ = w.write_record(&cells);
+}
+
 fn text(w: csv::Writer<Vec<u8>>) -> String {
     // Only UTF-8 text went in.
     String::from_utf8_lossy(&w.into_inner().unwrap_or_default()).into_owned()
@@ -42,22 +78,22 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
 pub fn csv(run: &RunDetail) -> String {
     let mut w = writer();
     let head = "run,config,test,group,rep,selected,metric,value,unit";
-    let _ = w.write_record(head.split(','));
+    row(&mut w, head.split(','));
     let id = run.run.id.to_string();
     let config = run.run.config.as_deref().unwrap_or("");
     for t in &run.tests {
         let group = t.group.as_deref().unwrap_or("");
-        let mut row = |rep: &str, selected: bool, m: &Metrics| {
+        let mut emit = |rep: &str, selected: bool, m: &Metrics| {
             for (k, v) in m {
                 let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
                 let sel = selected.to_string();
                 let r: [&str; 9] = [&id, config, &t.name, group, rep, &sel, k, &num(*v), unit];
-                let _ = w.write_record(r);
+                row(&mut w, r);
             }
         };
         let all = t.select == "all";
         for r in &t.reps {
-            row(
+            emit(
                 &r.rep.to_string(),
                 all || Some(r.rep) == t.selected_rep,
                 &r.doc.metrics,
@@ -65,7 +101,7 @@ pub fn csv(run: &RunDetail) -> String {
         }
         if t.select == "mean" {
             if let Some(m) = &t.summary {
-                row("mean", true, m);
+                emit("mean", true, m);
             }
         }
     }
@@ -533,7 +569,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         &["'Results"],
         IOMETER_COLUMNS,
     ] {
-        let _ = w.write_record(r);
+        row(&mut w, r);
     }
     let mut rows = 0;
     let mut skipped = Vec::new();
@@ -553,7 +589,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         };
         if let Some(doc) = selected_multi_host(t) {
             for c in multi_host_rows(t, m, doc) {
-                let _ = w.write_record(line(&c));
+                row(&mut w, line(&c));
             }
             rows += 1;
             continue;
@@ -563,11 +599,11 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             match selected_breakdown(t) {
                 Some(b) => {
                     for c in disk_breakdown_rows(all, b, host) {
-                        let _ = w.write_record(line(&c));
+                        row(&mut w, line(&c));
                     }
                 }
                 None => {
-                    let _ = w.write_record(line(&all));
+                    row(&mut w, line(&all));
                 }
             }
             rows += 1;
@@ -591,19 +627,19 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", t.name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
-        let _ = w.write_record(line(&all));
+        row(&mut w, line(&all));
         // This host's manager, then the endpoint's when its CPU was
         // measured (Iometer writes one MANAGER row per Dynamo).
         all.insert("'Target Type", "MANAGER".into());
         all.insert("Target Name", host.to_string());
         all.remove("# Managers");
-        let _ = w.write_record(line(&all));
+        row(&mut w, line(&all));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true, "remote_") {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", t.name.clone());
-                let _ = w.write_record(line(&ep));
+                row(&mut w, line(&ep));
             }
         }
         rows += 1;
@@ -741,6 +777,68 @@ mod tests {
             (recs.len(), &recs[1][1], &recs[8][2]),
             (9, "study,\n2", name)
         );
+    }
+
+    #[test]
+    fn csv_exports_defuse_formula_cells_but_keep_numbers() {
+        let hostile = [
+            "=HYPERLINK(\"http://x\",\"y\")",
+            "=cmd|' C calc'!A0",
+            "@SUM(A1:A2)",
+            "+1+1",
+            "-2+3",
+            "\tx",
+            "\rx",
+        ];
+        for h in hostile {
+            let mut r = run();
+            r.run.config = Some(h.into());
+            r.run.suite = h.into();
+            r.tests[0].name = h.into();
+            r.tests[0].group = Some(h.into());
+            r.tests[0].reps[0].doc.spec["spec"] = h.into();
+            r.tests[0].reps[0]
+                .doc
+                .metrics
+                .insert("latency_us".into(), -5.0);
+            let out = csv(&r);
+            let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+                .records()
+                .map(Result::unwrap)
+                .collect();
+            let want = format!("'{h}");
+            for rec in &recs {
+                assert_eq!((&rec[1], &rec[2], &rec[3]), (&*want, &*want, &*want));
+            }
+            // A figure the code wrote from an f64 stays a number.
+            assert!(recs
+                .iter()
+                .any(|rec| &rec[6] == "latency_us" && &rec[7] == "-5"));
+            let text = iometer_csv(&r).unwrap().text;
+            let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .from_reader(text.as_bytes())
+                .into_records()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(&recs[1][1], want, "suite");
+            assert_eq!(&recs[8][2], want, "access specification (test name)");
+            for rec in &recs {
+                for c in rec {
+                    assert!(
+                        !c.starts_with(['=', '+', '@', '\t', '\r'])
+                            && (!c.starts_with('-') || c.parse::<f64>().is_ok()),
+                        "{c:?} in {rec:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(csv_cell("-1.5e-3"), "-1.5e-3");
+        assert_eq!(csv_cell("-inf"), "'-inf");
+        assert_eq!(csv_cell("-"), "'-");
+        assert_eq!(csv_cell("'Target Type"), "'Target Type");
+        assert_eq!(csv_cell("read 4k"), "read 4k");
     }
 
     #[test]

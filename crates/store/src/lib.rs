@@ -88,11 +88,57 @@ pub enum StoreError {
     Input(String),
 }
 
+/// The room [`Store::check_ready`] keeps beside the database for a result
+/// the database cannot take: `.iotoll-rescue-room-<pid>`.
+fn rescue_room(db: &Path) -> PathBuf {
+    dir_of(db).join(format!("{RESCUE_ROOM_PREFIX}{}", std::process::id()))
+}
+
+const RESCUE_ROOM_PREFIX: &str = ".iotoll-rescue-room-";
+
+/// Sets aside [`MIN_FREE_BYTES`] beside the database (an allocated file)
+/// so that a result is kept there even when the database's writes fill
+/// the filesystem; [`keep_unstored`] frees it first. Best effort: without
+/// it a rescue still tries beside the database, then elsewhere. Rooms
+/// left by processes that died (SIGKILL) are removed.
+fn reserve_rescue_room(db: &Path) {
+    use std::os::fd::AsRawFd;
+    let dir = dir_of(db);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let n = e.file_name();
+            let stale = n
+                .to_str()
+                .and_then(|n| n.strip_prefix(RESCUE_ROOM_PREFIX))
+                .and_then(|pid| pid.parse::<i64>().ok())
+                .is_some_and(|pid| !pid_alive(pid));
+            if stale {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let p = rescue_room(db);
+    let Ok(f) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+    else {
+        return;
+    };
+    // SAFETY: a descriptor we own; a length that fits off_t.
+    let r = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, MIN_FREE_BYTES as libc::off_t) };
+    if r != 0 {
+        let _ = std::fs::remove_file(&p);
+    }
+}
+
 /// Keeps a finished result the database could not take: its JSON document
-/// in a new file beside the database (else in the current directory, else
-/// the temporary directory). Returns where it is.
+/// in a new file beside the database (in the room set aside for it, when
+/// the database's filesystem is full), else in the current directory, else
+/// the temporary directory. Returns where it is.
 pub fn keep_unstored(db: &Path, doc: &ResultDoc) -> Result<PathBuf, String> {
     use std::io::Write;
+    let _ = std::fs::remove_file(rescue_room(db));
     let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
     let name = format!(
         "iotoll-unstored-{}-{}.json",
@@ -204,6 +250,15 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     read_only: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The room check_ready set aside is not needed past this store.
+        if !self.read_only {
+            let _ = std::fs::remove_file(rescue_room(&self.path));
+        }
+    }
 }
 
 fn now() -> String {
@@ -583,7 +638,9 @@ impl Store {
         retry_busy(deadline, || {
             self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
         })
-        .map_err(|e| err(describe(&self.path, &e)))
+        .map_err(|e| err(describe(&self.path, &e)))?;
+        reserve_rescue_room(&self.path);
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

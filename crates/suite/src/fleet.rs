@@ -117,7 +117,10 @@ pub fn start(
                 })?;
                 let a = LocalAgent::spawn(
                     &exe,
-                    Some(&iotoll_lab::netns_path(state)),
+                    Some(
+                        &iotoll_lab::netns_path(state)
+                            .map_err(|e| RunError::Hosts(e.to_string()))?,
+                    ),
                     listen,
                     key.bytes(),
                     &allow,

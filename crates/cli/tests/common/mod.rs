@@ -191,6 +191,12 @@ pub struct Tmp {
     pub db: String,
 }
 
+/// Mode 0600: a key file group or others may read is refused.
+pub fn owner_only(p: impl AsRef<std::path::Path>) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
+}
+
 impl Tmp {
     pub fn new() -> Tmp {
         let dir = tempfile::tempdir().expect("a temporary directory");
@@ -202,6 +208,14 @@ impl Tmp {
     pub fn path(&self, name: &str) -> String {
         let p = self.dir.path().join(name);
         p.to_str().expect("utf-8").to_string()
+    }
+
+    /// Writes the key file `name` here, owner-only as `--auth-key` wants
+    /// it; returns its path.
+    pub fn key(&self, name: &str, content: impl AsRef<[u8]>) -> String {
+        let p = self.file(name, content);
+        owner_only(&p);
+        p
     }
 
     /// Writes the file `name` here; returns its path.

@@ -1,0 +1,69 @@
+//! Files that hold a secret (a CHAP secret file, an `--auth-key` file):
+//! read only when no one but their owner may read or change them. One
+//! rule for every such file, so a key is refused exactly as a CHAP secret.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Why a secret file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Group or others may read or write it (the file's mode bits).
+    #[error("mode {mode:04o} lets group or others read or change it")]
+    Unprotected { mode: u32 },
+}
+
+/// Reads a secret file whole, refusing it when group or others have any
+/// permission on it. The mode is taken from the opened file (through a
+/// symbolic link, the file it names), so it is the mode of what is read.
+pub fn read_secret_file(path: &Path) -> Result<Vec<u8>, SecretFileError> {
+    let mut f = File::open(path)?;
+    let mode = f.metadata()?.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(SecretFileError::Unprotected { mode });
+    }
+    let mut data = Vec::new();
+    f.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_owner_only_files_are_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k");
+        std::fs::write(&p, "secret").unwrap();
+        for (mode, ok) in [
+            (0o600, true),
+            (0o400, true),
+            (0o640, false),
+            (0o604, false),
+            (0o620, false),
+            (0o602, false),
+        ] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            match read_secret_file(&p) {
+                Ok(b) => assert!(ok && b == b"secret", "{mode:o}"),
+                Err(SecretFileError::Unprotected { mode: m }) => {
+                    assert!(!ok && m == mode, "{mode:o}")
+                }
+                Err(e) => panic!("{mode:o}: {e}"),
+            }
+        }
+        // Through a symbolic link: the mode of the file it names.
+        let l = d.path().join("l");
+        std::os::unix::fs::symlink(&p, &l).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            read_secret_file(&l),
+            Err(SecretFileError::Unprotected { .. })
+        ));
+    }
+}
