@@ -321,6 +321,7 @@ fn replayed_reordered_or_dropped_control_messages_end_the_test() {
     );
     // Each was refused, not the endpoint broken.
     assert!(s.alive());
+}
 
 /// A key file group or others may read or change is refused by every
 /// command that takes `--auth-key` (as CHAP secret files are), before it
