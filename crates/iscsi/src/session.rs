@@ -9,7 +9,8 @@
 //! the receive buffer straight into the caller's I/O buffer, and the task
 //! table is fixed at login. Nothing is allocated per I/O.
 
-use crate::conn::{self, secs, Conn, MAX_SEGMENT};
+use crate::conn::{self, secs, Conn};
+pub use crate::conn::{MAX_SEGMENT, TX_LIMIT};
 use crate::pdu::{self, op, sn_le, sn_lt, Bhs, Digests, In, NO_TAG};
 use crate::{chap, scsi, text, Error, ErrorKind};
 use std::collections::VecDeque;
@@ -1285,11 +1286,6 @@ impl Session {
                         t.describe(slot),
                         t.r2t_sn
                     ))
-                } else if len == 0 || len > max_burst {
-                    Some(format!(
-                        "{asks} of a {}: an R2T asks for 1 byte to MaxBurstLength ({max_burst})",
-                        t.describe(slot)
-                    ))
                 } else if offset < t.sent_to {
                     // DataSequenceInOrder=Yes, ErrorRecoveryLevel 0: no
                     // range is asked for twice, nor one sent unsolicited.
@@ -1297,6 +1293,11 @@ impl Session {
                         "{asks} of a {}, whose bytes up to offset {} were already sent or asked for",
                         t.describe(slot),
                         t.sent_to
+                    ))
+                } else if len == 0 || len > max_burst {
+                    Some(format!(
+                        "{asks} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
+                        t.describe(slot)
                     ))
                 } else if t.r2ts >= max_r2t {
                     Some(format!(
