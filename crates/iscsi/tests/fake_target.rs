@@ -607,15 +607,7 @@ fn data_in_and_statsn_outside_the_rules_are_protocol_errors() {
 fn a_dribbled_discovery_ends_at_the_timeout() {
     let (portal, h) = serve(|p| {
         p.login();
-        for round in 0..300 {
-            let Some((req, _)) = p.recv() else { return };
-            std::thread::sleep(Duration::from_millis(100));
-            let last = round == 299;
-            let mut b = Bhs::new(op::TEXT_RESP, false, if last { 0x80 } else { 0 });
-            b.set_itt(req.itt());
-            b.set_u32(20, if last { NO_TAG } else { 0x55 });
-            p.send_status(b, &[]);
-        }
+        fake::dribble_send_targets(p, 300);
     });
     let t = Instant::now();
     let e = session::discover(&portal, &cfg_timeout(1)).expect_err("must time out");

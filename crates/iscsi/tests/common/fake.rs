@@ -242,6 +242,11 @@ pub struct LunTarget {
 
 impl LunTarget {
     pub fn start(on_write: OnWrite) -> LunTarget {
+        LunTarget::with_keys(Vec::new(), on_write)
+    }
+
+    /// A LUN target answering the operational `keys` given.
+    pub fn with_keys(keys: Vec<(&'static str, String)>, on_write: OnWrite) -> LunTarget {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let portal = l.local_addr().expect("addr").to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -251,7 +256,9 @@ impl LunTarget {
                 let Ok(sock) = sock else { return };
                 n.fetch_add(1, Ordering::SeqCst);
                 let w = on_write.clone();
-                std::thread::spawn(move || serve_lun(Peer::new(sock, 32), w));
+                let mut p = Peer::new(sock, 32);
+                p.keys = keys.clone();
+                std::thread::spawn(move || serve_lun(p, w));
             }
         });
         LunTarget { portal, accepted }
@@ -342,5 +349,19 @@ pub fn shrink_buffers(sock: &TcpStream) {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
+    }
+}
+
+/// Answers SendTargets with "more to come" (an empty, non-final Text
+/// Response) every 100 ms, `rounds` times, the last one final.
+pub fn dribble_send_targets(p: &mut Peer, rounds: u32) {
+    for round in 0..rounds {
+        let Some((req, _)) = p.recv() else { return };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let last = round + 1 == rounds;
+        let mut b = Bhs::new(op::TEXT_RESP, false, if last { 0x80 } else { 0 });
+        b.set_itt(req.itt());
+        b.set_u32(20, if last { NO_TAG } else { 0x55 });
+        p.send_status(b, &[]);
     }
 }
