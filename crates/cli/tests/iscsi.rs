@@ -887,6 +887,8 @@ fn a_suite_runs_its_disk_test_on_a_lun() {
 
 /// Runs `cmd` to its end within `limit`: its exit code, stderr and peak
 /// resident set (KiB, from wait4's rusage of that one child).
+// The child is reaped by wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
 fn run_rss(cmd: &mut std::process::Command, limit: Duration) -> (Option<i32>, String, i64) {
     let err = tempfile::NamedTempFile::new().unwrap();
     let child = cmd

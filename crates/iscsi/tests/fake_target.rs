@@ -517,6 +517,9 @@ fn data_in_status(p: &mut Peer, cmd: &Bhs, data_sn: u32, offset: u32, data: &[u8
     p.send_status(b, data);
 }
 
+/// What a scripted target does with a command in hand.
+type Script = Box<dyn FnOnce(&mut Peer, &Bhs) + Send>;
+
 /// A 64 KiB read answered by `script`: its result.
 fn read_meets(
     script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static,
@@ -553,7 +556,7 @@ fn data_in_and_statsn_outside_the_rules_are_protocol_errors() {
     });
     assert_eq!(r.expect("in order"), 65536);
 
-    let fails = |script: Box<dyn FnOnce(&mut Peer, &Bhs) + Send>| {
+    let fails = |script: Script| {
         let e = read_meets(script).expect_err("must fail");
         assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
         assert!(e.msg.contains("READ(16)"), "names the command: {e}");
