@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// enough for a full window of small Data-In PDUs in one `recv`.
 const RX_CHUNK: usize = 256 * 1024;
 
-/// The send buffer takes no new PDU once it holds this much: what a target
+/// The send buffer takes no new PDU once this much is unsent: what a target
 /// asks for waits (commands in the session's queue, Data-Out as a cursor
 /// into the I/O buffer), so a target that stops reading or asks for data
 /// again and again cannot make it grow. One PDU may go past it, and PDUs
@@ -88,15 +88,17 @@ impl Conn {
         self.tx_pos < self.tx.len()
     }
 
-    /// Whether the send buffer takes another PDU (see [`TX_LIMIT`]). Sent
-    /// bytes still at its front are dropped first, so a socket that takes
-    /// a little at a time does not make it grow either.
+    /// Whether the send buffer takes another PDU: less than [`TX_LIMIT`]
+    /// unsent. Sent bytes at its front are dropped once they are at least
+    /// half of it, so a socket that takes a little at a time does not make
+    /// it grow either (it stays under twice the limit and a PDU), and no
+    /// byte is moved more often than one is sent.
     pub fn room(&mut self) -> bool {
-        if self.tx.len() >= TX_LIMIT && self.tx_pos > 0 {
+        if self.tx.len() >= TX_LIMIT && self.tx_pos >= self.tx.len() / 2 {
             self.tx.drain(..self.tx_pos);
             self.tx_pos = 0;
         }
-        self.tx.len() < TX_LIMIT
+        self.unsent() < TX_LIMIT
     }
 
     /// Bytes queued and not yet taken by the socket.
