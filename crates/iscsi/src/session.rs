@@ -343,8 +343,7 @@ fn receive(
         }
         // Woken every 100 ms to see whether the user gave up (Ctrl-C).
         let slice = until.min(Instant::now() + Duration::from_millis(100));
-        let ready = conn
-            .wait(slice)
+        conn.wait(slice)
             .map_err(|e| closed_err(&conn.portal, state, &e))?;
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::new(
@@ -352,7 +351,9 @@ fn receive(
                 format!("iSCSI {}: interrupted during {state}", conn.portal),
             ));
         }
-        if !ready && Instant::now() >= until {
+        // Checked whether or not bytes came: a PDU trickled in a byte at a
+        // time does not hold the phase open either.
+        if Instant::now() >= until {
             let msg = if dl.answers == 0 {
                 format!(
                     "iSCSI {}: no answer within {} during {state}",
