@@ -115,6 +115,9 @@ pub struct CmdOutcome {
 
 struct Task {
     live: bool,
+    /// The command is on its way to the target (not held back in
+    /// `waiting`): only then may the target answer it.
+    sent: bool,
     gen: u16,
     read: bool,
     lun: [u8; 8],
@@ -147,6 +150,7 @@ impl Task {
     fn new(now: Instant) -> Task {
         Task {
             live: false,
+            sent: false,
             gen: 0,
             read: true,
             lun: [0; 8],
@@ -902,6 +906,7 @@ impl Session {
             ));
         }
         t.live = true;
+        t.sent = false;
         t.gen = t.gen.wrapping_add(1);
         t.read = read;
         t.lun = lun;
@@ -953,6 +958,7 @@ impl Session {
                 unsolicited = first;
             }
         }
+        t.sent = true;
         t.got = 0;
         t.data_sn = 0;
         t.r2t_sn = 0;
@@ -1033,9 +1039,9 @@ impl Session {
             x.data_sn += 1;
             if last {
                 if x.r2t {
-                    t.r2ts -= 1;
+                    t.r2ts = t.r2ts.saturating_sub(1);
                 }
-                t.queued -= 1;
+                t.queued = t.queued.saturating_sub(1);
                 self.transfers.pop_front();
             }
         }
@@ -1111,7 +1117,7 @@ impl Session {
     fn task_of(&self, itt: u32, what: u8) -> Result<usize, Error> {
         let slot = (itt & 0xffff) as usize;
         match self.tasks.get(slot) {
-            Some(t) if t.live && t.itt(slot) == itt => Ok(slot),
+            Some(t) if t.live && t.sent && t.itt(slot) == itt => Ok(slot),
             _ => Err(protocol(
                 &self.conn.portal,
                 &self.state(),
@@ -1254,6 +1260,7 @@ impl Session {
                     // A unit attention (reset, LUN inventory changed) is a
                     // notice, not a failure: the command runs again.
                     t.retries += 1;
+                    t.sent = false;
                     self.stats.unit_attentions += 1;
                     self.waiting.push_front(slot);
                     return Ok(());

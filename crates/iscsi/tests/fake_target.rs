@@ -649,3 +649,36 @@ fn a_dribbled_login_ends_at_the_timeout() {
     );
     h.join().expect("target script");
 }
+
+/// An R2T for a command the window still holds back (its ITT guessed):
+/// the target cannot have it, so it names no outstanding command.
+#[test]
+fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
+    let (portal, h) = fake(1, |p| {
+        let (cmd, _) = p.command().expect("command");
+        let mut held = cmd;
+        held.set_itt((1 << 16) | 1);
+        let r = p.r2t(&held, 3, 0, 8192, 4096);
+        p.sock.write_all(&r).expect("R2T");
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
+    // SAFETY: both buffers outlive the session's use of them: it fails
+    // below and is dropped.
+    unsafe {
+        s.submit_io(0, 1, false, 0, 65536, 512, a.as_mut_ptr())
+            .expect("submit");
+        s.submit_io(1, 1, false, 0, 65536, 512, b.as_mut_ptr())
+            .expect("submit");
+    }
+    let e = complete(&mut s).expect_err("must fail");
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(
+        e.msg
+            .contains("R2T for ITT 0x00010001, which names no outstanding command"),
+        "{e}"
+    );
+    drop(s);
+    h.join().expect("target script");
+}
