@@ -47,7 +47,7 @@ pub struct LoginArgs {
     /// File with the CHAP credentials: `username = ...`, `password = ...`, and for mutual CHAP `username_in`, `password_in` (the target's); must not be readable by group or others. Secrets are never taken on the command line or in the URL.
     #[arg(long, value_name = "FILE")]
     chap_secret_file: Option<PathBuf>,
-    /// How long the target may stay silent at login and on any command before the run fails.
+    /// How long the target may take to answer a command, or to complete a whole login or discovery, before the run fails.
     #[arg(long, value_name = "DUR", value_parser = timeout_arg, default_value = "10s")]
     io_timeout: Duration,
     /// Ask for CRC32C header digests (the login fails if the target refuses).

@@ -2,6 +2,8 @@
 //! private tgtd (accounting, disclosure, write protection, several LUNs,
 //! digests, CHAP, faults, Ctrl-C) and `iscsi discover` / `iscsi luns`.
 //! Needs root and tgt (tgtd, tgtadm); skipped otherwise, failed under CI.
+//! Hostile targets (R2T floods, dribbled discovery) are scripted ones
+//! (`fake.rs`) and need neither.
 //! Every child is waited for with a deadline, so a hang fails the test
 //! instead of stalling it.
 
@@ -15,6 +17,9 @@ use std::time::{Duration, Instant};
 #[path = "../../iscsi/tests/common/tgt.rs"]
 mod tgt;
 use tgt::{SilentPeer, Tgt};
+
+#[path = "../../iscsi/tests/common/fake.rs"]
+mod fake;
 
 /// How long any fault may take to end a run (with `--io-timeout 2s`).
 const FAULT_LIMIT: Duration = Duration::from_secs(30);
@@ -876,4 +881,150 @@ fn a_suite_runs_its_disk_test_on_a_lun() {
     assert!(text.contains("iscsi-lun"), "{text}");
     assert!(text.contains(&url), "{text}");
     assert!(no_sessions_left(&tgt));
+}
+
+// ---- hostile targets (scripted, no tgt needed) -------------------------------
+
+/// Runs `cmd` to its end within `limit`: its exit code, stderr and peak
+/// resident set (KiB, from wait4's rusage of that one child).
+// The child is reaped by wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run_rss(cmd: &mut std::process::Command, limit: Duration) -> (Option<i32>, String, i64) {
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .expect("spawn iotoll");
+    let pid = child.id() as libc::pid_t;
+    let t = Instant::now();
+    let (mut status, mut ru) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    loop {
+        // SAFETY: pid is our child, not yet reaped; status and ru are
+        // valid for writing.
+        let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        assert!(rc >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if rc == pid {
+            break;
+        }
+        if t.elapsed() > limit {
+            // SAFETY: kill of our own child by pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!(
+                "still running after {limit:?}, killed; stderr: {}",
+                std::fs::read_to_string(err.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let text = std::fs::read_to_string(err.path()).unwrap_or_default();
+    (code, text, ru.ru_maxrss)
+}
+
+/// A write run of 1 MiB I/Os on `url`.
+fn write_run(url: &str) -> std::process::Command {
+    disk(
+        &[url],
+        "--bs 1m --qd 1 --read 0 --time 2s --ramp 0s --io-timeout 5s --allow-destructive",
+    )
+}
+
+/// A target answering a 1 MiB write with hundreds of R2Ts ends the run
+/// with a protocol error naming the R2T, and the run's memory stays that
+/// of a run against a target that behaves, plus at most 8 MiB (seen:
+/// 520 MB for 500 R2Ts, an abort for 4,000).
+#[test]
+fn a_flood_of_r2ts_ends_the_run_without_growing_its_memory() {
+    let good = fake::LunTarget::start(std::sync::Arc::new(|p, cmd| p.good(cmd)));
+    let (code, err, base) = run_rss(&mut write_run(&good.url()), FAULT_LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    // The attack seen: 500 R2Ts for the whole transfer; then the same
+    // past the immediate data, with a MaxBurstLength that allows it.
+    let whole = |p: &mut fake::Peer, cmd: &iotoll_iscsi::pdu::Bhs| {
+        let len = cmd.u32_at(20);
+        let b: Vec<u8> = (0..500).flat_map(|k| p.r2t(cmd, k, k, 0, len)).collect();
+        let _ = std::io::Write::write_all(&mut p.sock, &b);
+    };
+    let rest = |p: &mut fake::Peer, cmd: &iotoll_iscsi::pdu::Bhs| {
+        let len = cmd.u32_at(20);
+        let b: Vec<u8> = (0..500)
+            .flat_map(|k| p.r2t(cmd, k, k, 8192, len - 8192))
+            .collect();
+        let _ = std::io::Write::write_all(&mut p.sock, &b);
+    };
+    let targets = [
+        (
+            fake::LunTarget::start(std::sync::Arc::new(whole)),
+            "already sent",
+        ),
+        (
+            fake::LunTarget::with_keys(
+                vec![("MaxBurstLength", "16776192".into())],
+                std::sync::Arc::new(rest),
+            ),
+            "MaxOutstandingR2T=1",
+        ),
+    ];
+    for (t, why) in targets {
+        let (code, err, peak) = run_rss(&mut write_run(&t.url()), FAULT_LIMIT);
+        eprintln!("peak RSS {peak} KiB (a target that behaves: {base} KiB)");
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("protocol error") && err.contains("R2T (R2TSN"),
+            "{err}"
+        );
+        assert!(err.contains(why) || err.contains("already sent"), "{err}");
+        assert!(
+            peak <= base + 8 * 1024,
+            "peak RSS {peak} KiB, against {base} KiB with a target that behaves: {err}"
+        );
+    }
+}
+
+/// `iscsi discover` against a target that answers SendTargets with "more
+/// to come" every 100 ms ends at `--io-timeout`, not 1,000 rounds of it.
+#[test]
+fn a_dribbled_discovery_ends_at_the_io_timeout() {
+    let (portal, h) = fake::serve(|p| {
+        p.login();
+        fake::dribble_send_targets(p, 400);
+    });
+    let (out, took) = run_within(
+        raw().args(["iscsi", "discover", "--io-timeout", "1s", &portal]),
+        FAULT_LIMIT,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("discovery (SendTargets) did not finish within 1 s"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    h.join().expect("target script");
+}
+
+/// A CHAP secret file whose `password` line lacks its '=' (the value a
+/// base64 secret, its padding taken for one): the error names the line,
+/// never its text.
+#[test]
+fn a_malformed_secret_file_line_is_not_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = secret_file(
+        &dir,
+        "chap",
+        "username = ini\npassword  c2VjcmV0LXNlY3JldC14eXo=\n",
+        0o600,
+    );
+    let port = tgt::free_port_nothing_listening();
+    let portal = format!("127.0.0.1:{port}");
+    let (out, _) = run_within(
+        raw().args(["iscsi", "discover", "--chap-secret-file", &f, &portal]),
+        FAULT_LIMIT,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(":2:") && err.contains("unknown key"), "{err}");
+    assert!(!err.contains("c2Vj"), "the secret is echoed: {err}");
 }

@@ -152,10 +152,21 @@ fn parse_secrets(path: &Path, data: &[u8]) -> Result<Secrets, ChapError> {
         let value = l[eq + 1..].trim_ascii();
         let short = key.strip_prefix("node.session.auth.").unwrap_or(&key);
         let Some(slot) = KEYS.iter().position(|k| *k == short) else {
+            // The text of the line is not shown: a line that is not a known
+            // key may well be a secret (`password  c2VjcmV0=`, a base64
+            // secret whose padding looked like the '=').
+            let hint = match KEYS.iter().find(|k| {
+                short
+                    .strip_prefix(**k)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_whitespace()))
+            }) {
+                Some(k) => format!("; '{k}' must be followed by '='"),
+                None => String::new(),
+            };
             return Err(syntax(
                 line,
                 format!(
-                    "unknown key '{key}' (expected username, password, username_in or password_in)"
+                    "unknown key (expected username, password, username_in or password_in; the line is not shown, as it may hold a secret){hint}"
                 ),
             ));
         };
@@ -568,10 +579,15 @@ mod tests {
         assert!(err("password=topsecret12345\n", 0o600).contains("no 'username'"));
         assert!(err("username=u\npassword=\n", 0o600).contains(":2:"));
         let e = err("username=u\npassword=topsecret12345\nsecret=x\n", 0o600);
-        assert!(
-            e.contains(":3:") && e.contains("unknown key 'secret'"),
-            "{e}"
-        );
+        assert!(e.contains(":3:") && e.contains("unknown key"), "{e}");
+        // A key and its value without the '=', the value a base64 secret
+        // whose padding is the only '=': the line is never shown.
+        let e = err("username=u\npassword  dG9wc2VjcmV0LXh5eg=\n", 0o600);
+        assert!(e.contains(":2:") && e.contains("unknown key"), "{e}");
+        assert!(e.contains("'password' must be followed by '='"), "{e}");
+        assert!(!e.contains("dG9w"), "the secret is echoed: {e}");
+        let e = err("username=u\npassword=x\ndG9wc2VjcmV0LXh5eg==\n", 0o600);
+        assert!(e.contains(":3:") && !e.contains("dG9w"), "{e}");
         assert!(err("username=u\npassword topsecret12345\n", 0o600).contains(":2:"));
         assert!(err("username=u\nusername=v\npassword=topsecret12345\n", 0o600).contains("twice"));
         assert!(err(&format!("{ok}username_in=t\n"), 0o600).contains("without 'password_in'"));

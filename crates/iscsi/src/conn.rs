@@ -14,6 +14,18 @@ use std::time::{Duration, Instant};
 /// enough for a full window of small Data-In PDUs in one `recv`.
 const RX_CHUNK: usize = 256 * 1024;
 
+/// The send buffer takes no new PDU once this much is unsent: what a target
+/// asks for waits (commands in the session's queue, Data-Out as a cursor
+/// into the I/O buffer), so a target that stops reading or asks for data
+/// again and again cannot make it grow. One PDU may go past it, and PDUs
+/// the session sends are at most [`MAX_SEGMENT`] of data.
+pub const TX_LIMIT: usize = 1 << 20;
+
+/// The largest data segment the session puts in one PDU, whatever the
+/// target declares it receives (up to 16 MiB): sending less is always
+/// allowed, and it bounds what one PDU adds past [`TX_LIMIT`].
+pub const MAX_SEGMENT: u32 = 256 * 1024;
+
 pub(crate) struct Conn {
     sock: TcpStream,
     pub portal: String,
@@ -74,6 +86,24 @@ impl Conn {
 
     pub fn wants_write(&self) -> bool {
         self.tx_pos < self.tx.len()
+    }
+
+    /// Whether the send buffer takes another PDU: less than [`TX_LIMIT`]
+    /// unsent. Sent bytes at its front are dropped once they are at least
+    /// half of it, so a socket that takes a little at a time does not make
+    /// it grow either (it stays under twice the limit and a PDU), and no
+    /// byte is moved more often than one is sent.
+    pub fn room(&mut self) -> bool {
+        if self.tx.len() >= TX_LIMIT && self.tx_pos >= self.tx.len() / 2 {
+            self.tx.drain(..self.tx_pos);
+            self.tx_pos = 0;
+        }
+        self.unsent() < TX_LIMIT
+    }
+
+    /// Bytes queued and not yet taken by the socket.
+    pub fn unsent(&self) -> usize {
+        self.tx.len() - self.tx_pos
     }
 
     /// Sends what the socket takes without blocking.
@@ -152,15 +182,25 @@ impl Conn {
     /// Waits until the socket is readable (or writable, while there is
     /// something to send) or `until`; false on timeout.
     pub fn wait(&self, until: Instant) -> std::io::Result<bool> {
-        let mut p = [pollfd(self.fd(), self.wants_write())];
+        let mut p = [pollfd(self.fd(), true, self.wants_write())];
         poll(&mut p, until).map(|n| n > 0)
     }
 }
 
-pub(crate) fn pollfd(fd: i32, write: bool) -> libc::pollfd {
+/// A pollfd for `fd`: readable when `read` (a session that stopped reading
+/// until its send buffer drains waits for POLLOUT only), writable when
+/// `write`.
+pub(crate) fn pollfd(fd: i32, read: bool, write: bool) -> libc::pollfd {
+    let mut events = 0;
+    if read {
+        events |= libc::POLLIN;
+    }
+    if write {
+        events |= libc::POLLOUT;
+    }
     libc::pollfd {
         fd,
-        events: libc::POLLIN | if write { libc::POLLOUT } else { 0 },
+        events,
         revents: 0,
     }
 }

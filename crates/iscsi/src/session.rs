@@ -10,6 +10,7 @@
 //! table is fixed at login. Nothing is allocated per I/O.
 
 use crate::conn::{self, secs, Conn};
+pub use crate::conn::{MAX_SEGMENT, TX_LIMIT};
 use crate::pdu::{self, op, sn_le, sn_lt, Bhs, Digests, In, NO_TAG};
 use crate::{chap, scsi, text, Error, ErrorKind};
 use std::collections::VecDeque;
@@ -114,13 +115,30 @@ pub struct CmdOutcome {
 
 struct Task {
     live: bool,
+    /// The command is on its way to the target (not held back in
+    /// `waiting`): only then may the target answer it.
+    sent: bool,
     gen: u16,
     read: bool,
     lun: [u8; 8],
     cdb: [u8; 16],
     len: u32,
     buf: *mut u8,
+    /// Data-In bytes received: with DataPDUInOrder=Yes (which iotoll
+    /// always negotiates) also the offset the next Data-In must start at,
+    /// so each byte is counted once.
     got: u32,
+    /// The DataSN the next Data-In must carry.
+    data_sn: u32,
+    /// The R2TSN the next R2T must carry.
+    r2t_sn: u32,
+    /// Write data sent unsolicited or asked for by an R2T: the end of it
+    /// (DataSequenceInOrder=Yes), below which an R2T asks again.
+    sent_to: u32,
+    /// R2Ts whose last Data-Out is not yet in the send buffer.
+    r2ts: u32,
+    /// Entries of this task in the session's transfer queue.
+    queued: u32,
     since: Instant,
     retries: u8,
     status: u8,
@@ -132,6 +150,7 @@ impl Task {
     fn new(now: Instant) -> Task {
         Task {
             live: false,
+            sent: false,
             gen: 0,
             read: true,
             lun: [0; 8],
@@ -139,6 +158,11 @@ impl Task {
             len: 0,
             buf: std::ptr::null_mut(),
             got: 0,
+            data_sn: 0,
+            r2t_sn: 0,
+            sent_to: 0,
+            r2ts: 0,
+            queued: 0,
             since: now,
             retries: 0,
             status: 0,
@@ -172,6 +196,21 @@ impl Task {
     }
 }
 
+/// Write data still to send for a task: unsolicited Data-Out (TTT
+/// reserved) or the answer to one R2T. Data-Out PDUs are encoded from it
+/// into the send buffer as far as the buffer has room, straight from the
+/// caller's I/O buffer.
+#[derive(Debug, Clone, Copy)]
+struct Transfer {
+    slot: usize,
+    itt: u32,
+    ttt: u32,
+    off: u32,
+    end: u32,
+    data_sn: u32,
+    r2t: bool,
+}
+
 /// Slots are 16 bits of the ITT; the other 16 are a generation, so a late
 /// PDU for a reused slot is recognized as stale.
 pub const MAX_SLOTS: usize = 0xffff;
@@ -188,8 +227,15 @@ pub struct Session {
     max_cmd_sn: u32,
     exp_stat_sn: u32,
     tasks: Vec<Task>,
-    /// Slots submitted but held back by the command window.
+    /// Slots submitted but held back by the command window (or a full
+    /// send buffer).
     waiting: VecDeque<usize>,
+    /// Write data to send, in order; at most one unsolicited transfer and
+    /// MaxOutstandingR2T answers per task, so bounded by the task table.
+    transfers: VecDeque<Transfer>,
+    /// PDUs are left unread until the send buffer has room again: the one
+    /// at the front needs an answer (a NOP-Out) that would not fit.
+    stalled: bool,
     live: usize,
     stats: WindowStats,
     now: Instant,
@@ -231,30 +277,55 @@ fn protocol(portal: &str, state: &str, what: impl std::fmt::Display) -> Error {
     )
 }
 
+/// The end of a login, a discovery or a logout, however the target paces
+/// its answers: each must be over within the I/O timeout as a whole, not
+/// per answer, or a target answering "more to come" just in time would hold
+/// a login for its 8 rounds and a discovery for its 1,000.
+struct Deadline {
+    until: Instant,
+    total: Duration,
+    /// PDUs received so far in the phase.
+    answers: u32,
+}
+
+impl Deadline {
+    fn new(total: Duration) -> Deadline {
+        Deadline {
+            until: Instant::now() + total,
+            total,
+            answers: 0,
+        }
+    }
+}
+
+/// The most SendTargets text a discovery takes (thousands of targets): the
+/// target's answer is joined in memory before it is decoded.
+pub const MAX_DISCOVERY_TEXT: usize = 1 << 20;
+
 /// One request and its answer, outside the full-feature phase (login,
 /// discovery, logout): sends `bhs` with `data` and waits for the next PDU.
 fn exchange(
     conn: &mut Conn,
     bhs: Bhs,
     data: &[u8],
-    timeout: Duration,
+    dl: &mut Deadline,
     state: &str,
     cancel: Option<&AtomicBool>,
 ) -> Result<(Bhs, Vec<u8>), Error> {
     let digests = conn.dec.digests;
     pdu::encode(&mut conn.tx, bhs, data, digests);
-    receive(conn, timeout, state, cancel)
+    receive(conn, dl, state, cancel)
 }
 
-/// Sends what is queued and waits (at most `timeout`) for the next PDU,
-/// outside the full-feature phase.
+/// Sends what is queued and waits (until the phase's deadline) for the
+/// next PDU, outside the full-feature phase.
 fn receive(
     conn: &mut Conn,
-    timeout: Duration,
+    dl: &mut Deadline,
     state: &str,
     cancel: Option<&AtomicBool>,
 ) -> Result<(Bhs, Vec<u8>), Error> {
-    let until = Instant::now() + timeout;
+    let until = dl.until;
     loop {
         conn.flush()
             .map_err(|e| closed_err(&conn.portal, state, &e))?;
@@ -263,6 +334,7 @@ fn receive(
             Ok(Some((bhs, range, n))) => {
                 let data = conn.rx()[range].to_vec();
                 conn.consume(n);
+                dl.answers += 1;
                 return Ok((bhs, data));
             }
             Ok(None) => {}
@@ -275,8 +347,7 @@ fn receive(
         }
         // Woken every 100 ms to see whether the user gave up (Ctrl-C).
         let slice = until.min(Instant::now() + Duration::from_millis(100));
-        let ready = conn
-            .wait(slice)
+        conn.wait(slice)
             .map_err(|e| closed_err(&conn.portal, state, &e))?;
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::new(
@@ -284,15 +355,24 @@ fn receive(
                 format!("iSCSI {}: interrupted during {state}", conn.portal),
             ));
         }
-        if !ready && Instant::now() >= until {
-            return Err(Error::new(
-                ErrorKind::Timeout,
+        // Checked whether or not bytes came: a PDU trickled in a byte at a
+        // time does not hold the phase open either.
+        if Instant::now() >= until {
+            let msg = if dl.answers == 0 {
                 format!(
                     "iSCSI {}: no answer within {} during {state}",
                     conn.portal,
-                    secs(timeout)
-                ),
-            ));
+                    secs(dl.total)
+                )
+            } else {
+                format!(
+                    "iSCSI {}: {state} did not finish within {}: the target answered {} time(s) without completing it (the I/O timeout bounds a whole login or discovery)",
+                    conn.portal,
+                    secs(dl.total),
+                    dl.answers
+                )
+            };
+            return Err(Error::new(ErrorKind::Timeout, msg));
         }
     }
 }
@@ -321,6 +401,7 @@ fn login_phase(
     let mut exp_stat_sn = 0u32;
     let mut itt = 0u32;
     let mut data = Vec::new();
+    let mut dl = Deadline::new(cfg.timeout);
     // One Login Request/Response; status errors become login errors.
     let mut step = |conn: &mut Conn,
                     keys: &[(&str, &str)],
@@ -332,7 +413,7 @@ fn login_phase(
         data.clear();
         text::encode(keys, &mut data);
         let req = pdu::login_request(transit, csg, nsg, isid, 0, itt, 0, cmd_sn, exp_stat_sn);
-        let (bhs, body) = exchange(conn, req, &data, cfg.timeout, state, cancel)?;
+        let (bhs, body) = exchange(conn, req, &data, &mut dl, state, cancel)?;
         itt = itt.wrapping_add(1);
         let resp = pdu::parse_in(&bhs).map_err(|e| protocol(&portal, state, e))?;
         let In::LoginResponse {
@@ -566,13 +647,23 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     // Immediate Text Requests: CmdSN does not advance.
     let cmd_sn = li.cmd_sn;
     let (mut exp_stat_sn, mut ttt, mut itt) = (li.exp_stat_sn, NO_TAG, 1u32);
+    let mut dl = Deadline::new(cfg.timeout);
     for _ in 0..1000 {
         let req = pdu::text_request(itt, ttt, cmd_sn, exp_stat_sn);
-        let (bhs, chunk) = exchange(&mut conn, req, &data, cfg.timeout, state, None)?;
+        let (bhs, chunk) = exchange(&mut conn, req, &data, &mut dl, state, None)?;
         match pdu::parse_in(&bhs).map_err(|e| protocol(portal, state, e))? {
             In::TextResponse {
                 final_, ttt: t, sn, ..
             } => {
+                if body.len() + chunk.len() > MAX_DISCOVERY_TEXT {
+                    return Err(protocol(
+                        portal,
+                        state,
+                        format!(
+                            "the SendTargets answer goes past {MAX_DISCOVERY_TEXT} bytes, more than iotoll takes"
+                        ),
+                    ));
+                }
                 body.extend_from_slice(&chunk);
                 exp_stat_sn = sn.stat_sn.wrapping_add(1);
                 if final_ {
@@ -623,14 +714,8 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     }
     // Best effort: the answer is in hand.
     let req = pdu::logout_request(itt + 1, cmd_sn, exp_stat_sn);
-    let _ = exchange(
-        &mut conn,
-        req,
-        &[],
-        cfg.timeout.min(Duration::from_secs(2)),
-        "logout",
-        None,
-    );
+    let mut dl = Deadline::new(cfg.timeout.min(Duration::from_secs(2)));
+    let _ = exchange(&mut conn, req, &[], &mut dl, "logout", None);
     Ok(found)
 }
 
@@ -672,6 +757,7 @@ impl Session {
         };
         conn.dec.max_data = p.max_recv_dsl_initiator.max(512);
         let now = Instant::now();
+        let transfers = (slots + 1) * (p.max_outstanding_r2t.min(16) as usize + 1);
         let info = SessionInfo {
             portal: portal.to_string(),
             target: target.to_string(),
@@ -694,6 +780,8 @@ impl Session {
             exp_stat_sn: li.exp_stat_sn,
             tasks: (0..=slots).map(|_| Task::new(now)).collect(),
             waiting: VecDeque::with_capacity(slots + 1),
+            transfers: VecDeque::with_capacity(transfers),
+            stalled: false,
             live: 0,
             stats: WindowStats {
                 min_window: u32::MAX,
@@ -730,7 +818,13 @@ impl Session {
     }
 
     pub fn pollfd(&self) -> libc::pollfd {
-        conn::pollfd(self.conn.fd(), self.conn.wants_write())
+        conn::pollfd(self.conn.fd(), !self.stalled, self.conn.wants_write())
+    }
+
+    /// Bytes in the send buffer not yet taken by the socket: at most
+    /// [`conn::TX_LIMIT`] and one PDU, whatever the target does.
+    pub fn unsent(&self) -> usize {
+        self.conn.unsent()
     }
 
     /// Why the I/O last completed on `slot` failed (status, sense), if it did.
@@ -812,13 +906,13 @@ impl Session {
             ));
         }
         t.live = true;
+        t.sent = false;
         t.gen = t.gen.wrapping_add(1);
         t.read = read;
         t.lun = lun;
         t.cdb = cdb;
         t.len = len;
         t.buf = buf;
-        t.got = 0;
         t.since = now;
         t.retries = 0;
         t.status = 0;
@@ -826,13 +920,15 @@ impl Session {
         t.error = None;
         self.live += 1;
         self.stats.commands += 1;
-        if self.waiting.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+        let sn = self.cmd_sn.wrapping_add(self.waiting.len() as u32);
+        let window_open = sn_le(sn, self.max_cmd_sn);
+        if self.waiting.is_empty() && window_open && self.conn.room() {
             self.send_command(slot);
         } else {
             // The window a login grants is often a single command, and it
             // opens with the first answer: only waits after that say the
             // target's window limits the depth.
-            if self.stats.min_window != u32::MAX {
+            if !window_open && self.stats.min_window != u32::MAX {
                 self.stats.waited += 1;
             }
             self.waiting.push_back(slot);
@@ -840,8 +936,9 @@ impl Session {
         Ok(())
     }
 
-    /// Encodes the command on `slot` (and the data it may send unsolicited)
-    /// into the send buffer, taking the next CmdSN.
+    /// Encodes the command on `slot` (with its immediate data) into the
+    /// send buffer, taking the next CmdSN; the data it may send
+    /// unsolicited beyond that is queued as a transfer.
     fn send_command(&mut self, slot: usize) {
         let p = &self.params;
         let digests = self.conn.dec.digests;
@@ -855,12 +952,18 @@ impl Session {
                 0
             };
             if p.immediate_data {
-                imm = first.min(p.max_recv_dsl_target);
+                imm = first.min(p.max_recv_dsl_target).min(MAX_SEGMENT);
             }
             if !p.initial_r2t {
                 unsolicited = first;
             }
         }
+        t.sent = true;
+        t.got = 0;
+        t.data_sn = 0;
+        t.r2t_sn = 0;
+        t.r2ts = 0;
+        t.sent_to = imm.max(unsolicited);
         let final_ = unsolicited <= imm;
         let bhs = pdu::scsi_command(
             itt,
@@ -879,23 +982,25 @@ impl Session {
             std::slice::from_raw_parts(t.buf.add(off as usize), n as usize)
         };
         pdu::encode(&mut self.conn.tx, bhs, data(0, imm), digests);
-        // Unsolicited Data-Out, up to FirstBurstLength, in PDUs the target
-        // takes.
-        let mut off = imm;
-        let mut data_sn = 0;
-        while off < unsolicited {
-            let n = (unsolicited - off).min(p.max_recv_dsl_target);
-            let last = off + n == unsolicited;
-            let b = pdu::data_out(itt, NO_TAG, t.lun, self.exp_stat_sn, data_sn, off, last);
-            pdu::encode(&mut self.conn.tx, b, data(off, n), digests);
-            off += n;
-            data_sn += 1;
+        // Unsolicited Data-Out, up to FirstBurstLength.
+        if unsolicited > imm {
+            t.queued += 1;
+            self.transfers.push_back(Transfer {
+                slot,
+                itt,
+                ttt: NO_TAG,
+                off: imm,
+                end: unsolicited,
+                data_sn: 0,
+                r2t: false,
+            });
         }
     }
 
-    /// Sends the commands held back by the window, as far as it now allows.
+    /// Sends the commands held back by the window, as far as it and the
+    /// send buffer now allow.
     fn launch_waiting(&mut self) {
-        while sn_le(self.cmd_sn, self.max_cmd_sn) {
+        while sn_le(self.cmd_sn, self.max_cmd_sn) && self.conn.room() {
             let Some(slot) = self.waiting.pop_front() else {
                 break;
             };
@@ -903,8 +1008,93 @@ impl Session {
         }
     }
 
-    fn note_sn(&mut self, b: &Bhs, has_status: bool) {
-        if has_status && sn_le(self.exp_stat_sn, b.stat_sn()) {
+    /// Encodes queued Data-Out into the send buffer while it has room, in
+    /// PDUs the target takes.
+    fn pump(&mut self) {
+        let digests = self.conn.dec.digests;
+        let seg = self.params.max_recv_dsl_target.clamp(512, MAX_SEGMENT);
+        while self.conn.room() {
+            let Some(x) = self.transfers.front_mut() else {
+                break;
+            };
+            // Transfers of a task leave the queue when it ends, so the slot
+            // is live and its buffer valid.
+            let t = &mut self.tasks[x.slot];
+            let n = (x.end - x.off).min(seg);
+            let last = x.off + n == x.end;
+            let b = pdu::data_out(
+                x.itt,
+                x.ttt,
+                t.lun,
+                self.exp_stat_sn,
+                x.data_sn,
+                x.off,
+                last,
+            );
+            // SAFETY: off + n <= end <= len, and buf is valid for len bytes
+            // while the task is live (submit's contract).
+            let d = unsafe { std::slice::from_raw_parts(t.buf.add(x.off as usize), n as usize) };
+            pdu::encode(&mut self.conn.tx, b, d, digests);
+            x.off += n;
+            x.data_sn += 1;
+            if last {
+                if x.r2t {
+                    t.r2ts = t.r2ts.saturating_sub(1);
+                }
+                t.queued = t.queued.saturating_sub(1);
+                self.transfers.pop_front();
+            }
+        }
+    }
+
+    /// Drops what is still queued to send for the task on `slot`: it ended
+    /// (the target may end a write before asking for all its data), and its
+    /// buffer is the caller's again.
+    fn drop_transfers(&mut self, slot: usize) {
+        let t = &mut self.tasks[slot];
+        if t.queued > 0 {
+            self.transfers.retain(|x| x.slot != slot);
+        }
+        t.queued = 0;
+        t.r2ts = 0;
+    }
+
+    /// Sends all the socket takes now: waiting commands and queued
+    /// Data-Out, through the bounded send buffer.
+    fn send(&mut self) -> Result<(), Error> {
+        loop {
+            self.launch_waiting();
+            self.pump();
+            self.conn
+                .flush()
+                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            // The socket took everything: there may be room for more.
+            let more = !self.transfers.is_empty()
+                || (!self.waiting.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn));
+            if self.conn.wants_write() || !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Takes the numbers a target PDU carries. A PDU with status must
+    /// carry the StatSN expected: on one connection at ErrorRecoveryLevel 0
+    /// statuses arrive in order and none can be asked for again, so any
+    /// other value (a gap, a repeat, a jump of 2^31) is a lost, repeated or
+    /// forged status (RFC 7143 §4.2.2.2 lets the initiator's tolerance be
+    /// anything up to 2^31-1; iotoll's is 0).
+    fn note_sn(&mut self, b: &Bhs, has_status: bool) -> Result<(), Error> {
+        if has_status {
+            if b.stat_sn() != self.exp_stat_sn {
+                let what = format!(
+                    "{} (ITT 0x{:08x}) with StatSN {}, where StatSN {} was next",
+                    pdu::op_name(b.opcode()),
+                    b.itt(),
+                    b.stat_sn(),
+                    self.exp_stat_sn
+                );
+                return Err(protocol(&self.conn.portal, &self.state(), what));
+            }
             self.exp_stat_sn = b.stat_sn().wrapping_add(1);
         }
         let (exp, max) = (b.exp_cmd_sn(), b.max_cmd_sn());
@@ -921,12 +1111,13 @@ impl Session {
                 self.stats.min_window = w;
             }
         }
+        Ok(())
     }
 
     fn task_of(&self, itt: u32, what: u8) -> Result<usize, Error> {
         let slot = (itt & 0xffff) as usize;
         match self.tasks.get(slot) {
-            Some(t) if t.live && t.itt(slot) == itt => Ok(slot),
+            Some(t) if t.live && t.sent && t.itt(slot) == itt => Ok(slot),
             _ => Err(protocol(
                 &self.conn.portal,
                 &self.state(),
@@ -942,6 +1133,7 @@ impl Session {
     /// (bytes transferred, or a negative errno with the reason kept for
     /// `explain`).
     fn finish(&mut self, slot: usize, residual: pdu::Residual, done: &mut dyn FnMut(usize, i64)) {
+        self.drop_transfers(slot);
         let t = &mut self.tasks[slot];
         t.live = false;
         self.live -= 1;
@@ -987,20 +1179,42 @@ impl Session {
                 status,
                 residual,
                 offset,
+                data_sn,
                 ..
             } => {
-                self.note_sn(&bhs, status.is_some());
+                self.note_sn(&bhs, status.is_some())?;
                 let slot = self.task_of(itt, op::DATA_IN)?;
                 let n = data.len() as u32;
                 let t = &mut self.tasks[slot];
-                if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
-                    let what = format!(
+                let bad = if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
+                    Some(format!(
                         "Data-In of {n} bytes at offset {offset} for a {} of {} bytes",
                         t.describe(slot),
                         t.len
-                    );
+                    ))
+                } else if data_sn != t.data_sn {
+                    Some(format!(
+                        "Data-In with DataSN {data_sn} for a {}, where DataSN {} was next (a Data-In PDU was lost, repeated or reordered)",
+                        t.describe(slot),
+                        t.data_sn
+                    ))
+                } else if n > 0 && offset != t.got {
+                    // DataPDUInOrder=Yes and DataSequenceInOrder=Yes (both
+                    // always negotiated): the data comes in order, each
+                    // byte once, so a read has all its bytes exactly when
+                    // `got` reaches its length.
+                    Some(format!(
+                        "Data-In of {n} bytes at offset {offset} for a {}, where offset {} was next (DataPDUInOrder=Yes: each byte once, in order)",
+                        t.describe(slot),
+                        t.got
+                    ))
+                } else {
+                    None
+                };
+                if let Some(what) = bad {
                     return Err(protocol(&self.conn.portal, &self.state(), what));
                 }
+                t.data_sn = t.data_sn.wrapping_add(1);
                 // SAFETY: offset + n <= len, and buf is valid for len bytes.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
@@ -1022,13 +1236,14 @@ impl Session {
                 residual,
                 ..
             } => {
-                self.note_sn(&bhs, true);
+                self.note_sn(&bhs, true)?;
                 let slot = self.task_of(itt, op::SCSI_RESPONSE)?;
                 let sense = if status == scsi::STATUS_CHECK_CONDITION {
                     scsi::parse_iscsi_sense(&self.conn.rx()[data])
                 } else {
                     None
                 };
+                self.drop_transfers(slot);
                 let t = &mut self.tasks[slot];
                 if response != 0 {
                     t.status = 0xff;
@@ -1045,7 +1260,7 @@ impl Session {
                     // A unit attention (reset, LUN inventory changed) is a
                     // notice, not a failure: the command runs again.
                     t.retries += 1;
-                    t.got = 0;
+                    t.sent = false;
                     self.stats.unit_attentions += 1;
                     self.waiting.push_front(slot);
                     return Ok(());
@@ -1057,45 +1272,69 @@ impl Session {
             In::R2T {
                 itt,
                 ttt,
+                r2t_sn,
                 offset,
                 len,
                 ..
             } => {
-                self.note_sn(&bhs, false);
+                self.note_sn(&bhs, false)?;
                 let slot = self.task_of(itt, op::R2T)?;
-                let digests = self.conn.dec.digests;
-                let mrdsl = self.params.max_recv_dsl_target.max(512);
-                let t = &self.tasks[slot];
-                if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
-                    let what = format!(
-                        "R2T for {len} bytes at offset {offset} of a {} of {} bytes",
+                let (max_burst, max_r2t) = (self.params.max_burst, self.params.max_outstanding_r2t);
+                let t = &mut self.tasks[slot];
+                let asks = format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
+                let bad = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
+                    Some(format!(
+                        "{asks} of a {} of {} bytes",
                         t.describe(slot),
                         t.len
-                    );
+                    ))
+                } else if r2t_sn != t.r2t_sn {
+                    Some(format!(
+                        "{asks} of a {}, where R2TSN {} was next",
+                        t.describe(slot),
+                        t.r2t_sn
+                    ))
+                } else if offset < t.sent_to {
+                    // DataSequenceInOrder=Yes, ErrorRecoveryLevel 0: no
+                    // range is asked for twice, nor one sent unsolicited.
+                    Some(format!(
+                        "{asks} of a {}, whose bytes up to offset {} were already sent or asked for",
+                        t.describe(slot),
+                        t.sent_to
+                    ))
+                } else if len == 0 || len > max_burst {
+                    Some(format!(
+                        "{asks} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
+                        t.describe(slot)
+                    ))
+                } else if t.r2ts >= max_r2t {
+                    Some(format!(
+                        "{asks} of a {}, while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
+                        t.describe(slot),
+                        t.r2ts
+                    ))
+                } else {
+                    None
+                };
+                if let Some(what) = bad {
                     return Err(protocol(&self.conn.portal, &self.state(), what));
                 }
-                let (mut off, end, mut data_sn) = (offset, offset + len, 0u32);
-                while off < end {
-                    let n = (end - off).min(mrdsl);
-                    let b = pdu::data_out(
-                        itt,
-                        ttt,
-                        t.lun,
-                        self.exp_stat_sn,
-                        data_sn,
-                        off,
-                        off + n == end,
-                    );
-                    // SAFETY: off + n <= len, and buf is valid for len bytes.
-                    let d =
-                        unsafe { std::slice::from_raw_parts(t.buf.add(off as usize), n as usize) };
-                    pdu::encode(&mut self.conn.tx, b, d, digests);
-                    off += n;
-                    data_sn += 1;
-                }
+                t.r2t_sn = t.r2t_sn.wrapping_add(1);
+                t.sent_to = offset + len;
+                t.r2ts += 1;
+                t.queued += 1;
+                self.transfers.push_back(Transfer {
+                    slot,
+                    itt,
+                    ttt,
+                    off: offset,
+                    end: offset + len,
+                    data_sn: 0,
+                    r2t: true,
+                });
             }
             In::NopIn { itt, ttt, lun, .. } => {
-                self.note_sn(&bhs, itt != NO_TAG);
+                self.note_sn(&bhs, itt != NO_TAG)?;
                 if ttt != NO_TAG {
                     // The target pings: answer at once, without a CmdSN.
                     let b = pdu::nop_out(NO_TAG, ttt, lun, self.cmd_sn, self.exp_stat_sn);
@@ -1108,7 +1347,7 @@ impl Session {
                 params,
                 ..
             } => {
-                self.note_sn(&bhs, true);
+                self.note_sn(&bhs, true)?;
                 match event {
                     0 => self.stats.async_events += 1,
                     255 => {}
@@ -1133,7 +1372,7 @@ impl Session {
                 }
             }
             In::Reject { reason, .. } => {
-                self.note_sn(&bhs, true);
+                self.note_sn(&bhs, true)?;
                 let d = &self.conn.rx()[data];
                 let what = if d.len() >= pdu::BHS_LEN {
                     let mut h = [0u8; pdu::BHS_LEN];
@@ -1185,9 +1424,8 @@ impl Session {
         };
         self.now = Instant::now();
         loop {
-            self.conn
-                .flush()
-                .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+            self.send()?;
+            self.stalled = false;
             let mut handled = false;
             loop {
                 let next = self
@@ -1195,13 +1433,23 @@ impl Session {
                     .next_pdu()
                     .map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
                 let Some((bhs, range, len)) = next else { break };
+                // A ping needs an answer in the send buffer: with no room,
+                // reading stops here until the target takes what is
+                // queued (backpressure, rather than a buffer that grows
+                // as fast as the target pings).
+                if bhs.opcode() == op::NOP_IN && bhs.ttt() != NO_TAG && !self.conn.room() {
+                    self.stalled = true;
+                    break;
+                }
                 self.handle(bhs, range, &mut counting)?;
                 self.conn.consume(len);
                 handled = true;
             }
             if handled {
-                self.launch_waiting();
                 continue;
+            }
+            if self.stalled {
+                break;
             }
             let got = self
                 .conn
@@ -1211,10 +1459,7 @@ impl Session {
                 break;
             }
         }
-        self.launch_waiting();
-        self.conn
-            .flush()
-            .map_err(|e| closed_err(&self.conn.portal, &self.state(), &e))?;
+        self.send()?;
         Ok(n)
     }
 
@@ -1230,13 +1475,18 @@ impl Session {
             .min_by_key(|(_, t)| t.since);
         if let Some((slot, t)) = oldest {
             if now.duration_since(t.since) > self.timeout {
-                let waiting = if self.waiting.contains(&slot) {
+                let waiting = if !self.waiting.contains(&slot) {
+                    String::new()
+                } else if !sn_le(self.cmd_sn, self.max_cmd_sn) {
                     format!(
                         " (still waiting for the command window: CmdSN {} > MaxCmdSN {})",
                         self.cmd_sn, self.max_cmd_sn
                     )
                 } else {
-                    String::new()
+                    format!(
+                        " (still waiting to be sent: the target has not taken the {} bytes queued before it)",
+                        self.conn.unsent()
+                    )
                 };
                 self.closed = true;
                 return Err(Error::new(
@@ -1351,14 +1601,14 @@ impl Session {
         }
         self.closed = true;
         let req = pdu::logout_request(NO_TAG - 1, self.cmd_sn, self.exp_stat_sn);
-        let timeout = self.timeout.min(Duration::from_secs(5));
+        let mut dl = Deadline::new(self.timeout.min(Duration::from_secs(5)));
         // A NOP-In may come first; the Logout Response ends it.
-        let (mut bhs, _) = exchange(&mut self.conn, req, &[], timeout, "logout", None)?;
+        let (mut bhs, _) = exchange(&mut self.conn, req, &[], &mut dl, "logout", None)?;
         for _ in 0..16 {
             if bhs.opcode() == op::LOGOUT_RESP {
                 return Ok(());
             }
-            (bhs, _) = receive(&mut self.conn, timeout, "logout", None)?;
+            (bhs, _) = receive(&mut self.conn, &mut dl, "logout", None)?;
         }
         Err(protocol(&self.conn.portal, "logout", "no Logout Response"))
     }

@@ -1,155 +1,18 @@
 //! The initiator against a scripted target on loopback: what tgt never does
 //! on request (NOP-In pings, Async messages, Reject, a one-command window,
-//! bad Data-In, sense data, a dropped connection), each checked for the
+//! bad Data-In, sense data, a dropped connection, hostile R2Ts and Data-In,
+//! answers dribbled out, a target that stops reading), each checked for the
 //! exact answer or the named error.
 
-use iotoll_iscsi::pdu::{self, op, Bhs, Decoder, Digests, NO_TAG};
-use iotoll_iscsi::session::{Config, Session};
-use iotoll_iscsi::{text, ErrorKind};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::thread::JoinHandle;
+#[path = "common/fake.rs"]
+mod fake;
+
+use fake::{fake, serve, Peer, IQN};
+use iotoll_iscsi::pdu::{op, Bhs, NO_TAG};
+use iotoll_iscsi::session::{self, Config, Session};
+use iotoll_iscsi::ErrorKind;
+use std::io::Write;
 use std::time::{Duration, Instant};
-
-const IQN: &str = "iqn.2026-11.test.iotoll:fake";
-
-/// The target's end of one connection.
-struct Peer {
-    sock: TcpStream,
-    buf: Vec<u8>,
-    stat_sn: u32,
-    exp_cmd_sn: u32,
-    /// MaxCmdSN = ExpCmdSN + window - 1.
-    window: u32,
-}
-
-impl Peer {
-    fn recv(&mut self) -> Option<(Bhs, Vec<u8>)> {
-        let dec = Decoder {
-            digests: Digests::default(),
-            max_data: 1 << 20,
-        };
-        loop {
-            if let Ok(Some((p, n))) = dec.decode(&self.buf) {
-                let out = (p.bhs, p.data.to_vec());
-                self.buf.drain(..n);
-                return Some(out);
-            }
-            let mut chunk = [0u8; 65536];
-            match self.sock.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    }
-
-    fn send(&mut self, mut bhs: Bhs, data: &[u8]) {
-        bhs.set_u32(28, self.exp_cmd_sn);
-        bhs.set_u32(
-            32,
-            self.exp_cmd_sn.wrapping_add(self.window).wrapping_sub(1),
-        );
-        let mut out = Vec::new();
-        pdu::encode(&mut out, bhs, data, Digests::default());
-        let _ = self.sock.write_all(&out);
-    }
-
-    /// A PDU that carries status: takes the next StatSN.
-    fn send_status(&mut self, mut bhs: Bhs, data: &[u8]) {
-        bhs.set_u32(24, self.stat_sn);
-        self.stat_sn = self.stat_sn.wrapping_add(1);
-        self.send(bhs, data);
-    }
-
-    /// Answers Login Requests until the full-feature phase: every stage
-    /// transition granted, every operational key answered with a value
-    /// the RFC result functions allow.
-    fn login(&mut self) {
-        loop {
-            let (req, data) = self.recv().expect("login request");
-            assert_eq!(req.opcode(), op::LOGIN_REQ);
-            let keys = text::decode(&data).expect("login keys");
-            self.exp_cmd_sn = req.u32_at(24);
-            let nsg = req.flags() & 3;
-            let mut answer: Vec<(&str, String)> = Vec::new();
-            for (k, v) in &keys {
-                let a = match k.as_str() {
-                    "HeaderDigest" | "DataDigest" => "None".to_string(),
-                    "InitialR2T" => "Yes".into(),
-                    "ImmediateData" => "Yes".into(),
-                    "MaxBurstLength" => "262144".into(),
-                    "FirstBurstLength" => "65536".into(),
-                    "MaxOutstandingR2T" | "MaxConnections" => "1".into(),
-                    "DataPDUInOrder" | "DataSequenceInOrder" => "Yes".into(),
-                    "ErrorRecoveryLevel" => "0".into(),
-                    "DefaultTime2Wait" => "2".into(),
-                    "DefaultTime2Retain" => "0".into(),
-                    "AuthMethod" => "None".into(),
-                    _ => continue,
-                };
-                let _ = v;
-                answer.push((k.as_str(), a));
-            }
-            let refs: Vec<(&str, &str)> = answer.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let mut body = Vec::new();
-            text::encode(&refs, &mut body);
-            let mut b = Bhs::new(op::LOGIN_RESP, false, 0x80 | (req.flags() & 0x0c) | nsg);
-            b.0[8..14].copy_from_slice(&req.0[8..14]);
-            if nsg == 3 {
-                b.set_u16(14, 7);
-            }
-            b.set_itt(req.itt());
-            self.send_status(b, &body);
-            if nsg == 3 {
-                return;
-            }
-        }
-    }
-
-    /// The next SCSI Command, skipping nothing else: any other PDU first
-    /// is returned as is.
-    fn command(&mut self) -> Option<(Bhs, Vec<u8>)> {
-        let (b, d) = self.recv()?;
-        if b.opcode() == op::SCSI_COMMAND {
-            self.exp_cmd_sn = b.u32_at(24).wrapping_add(1);
-        }
-        Some((b, d))
-    }
-
-    /// Completes a read with its data and status in one Data-In.
-    fn read_done(&mut self, cmd: &Bhs, residual: u32) {
-        let len = cmd.u32_at(20) - residual;
-        let mut b = Bhs::new(
-            op::DATA_IN,
-            false,
-            0x81 | if residual > 0 { 0x02 } else { 0 },
-        );
-        b.set_itt(cmd.itt());
-        b.set_u32(20, NO_TAG);
-        b.set_u32(44, residual);
-        self.send_status(b, &vec![0xab; len as usize]);
-    }
-}
-
-/// A target on a free loopback port running `script` on its one
-/// connection after login.
-fn fake(window: u32, script: impl FnOnce(&mut Peer) + Send + 'static) -> (String, JoinHandle<()>) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let portal = l.local_addr().expect("addr").to_string();
-    let h = std::thread::spawn(move || {
-        let (sock, _) = l.accept().expect("accept");
-        let mut p = Peer {
-            sock,
-            buf: Vec::new(),
-            stat_sn: 100,
-            exp_cmd_sn: 0,
-            window,
-        };
-        p.login();
-        script(&mut p);
-    });
-    (portal, h)
-}
 
 fn cfg() -> Config {
     Config {
@@ -369,5 +232,453 @@ fn a_dropped_connection_and_a_silent_target_are_named_errors() {
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
     assert!(e.msg.contains("no answer within 3 s to a READ(16)"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(15));
+    h.join().expect("target script");
+}
+
+// ---- hostile targets ---------------------------------------------------------
+
+/// `len` bytes whose every 4-byte word is its own offset: a byte in the
+/// wrong place or sent twice shows.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len / 4)
+        .flat_map(|i| ((i * 4) as u32).to_be_bytes())
+        .collect()
+}
+
+/// Starts an I/O of `buf.len()` bytes on slot 0.
+fn submit(s: &mut Session, read: bool, buf: &mut [u8]) {
+    // SAFETY: every test reaps until the command completes or the session
+    // fails (and is then not used for it again), and buf outlives that.
+    unsafe {
+        s.submit_io(0, 1, read, 0, buf.len() as u32, 512, buf.as_mut_ptr())
+            .expect("submit")
+    };
+}
+
+/// Reaps until slot 0 completes or the session fails.
+fn complete(s: &mut Session) -> Result<i64, iotoll_iscsi::Error> {
+    let mut got = None;
+    let until = Instant::now() + Duration::from_secs(60);
+    while got.is_none() {
+        assert!(Instant::now() < until, "no completion and no error");
+        s.reap(1, &mut |sl, r| {
+            if sl == 0 {
+                got = Some(r)
+            }
+        })?;
+    }
+    Ok(got.unwrap_or_default())
+}
+
+/// Reads the Data-Out PDUs of one sequence (TTT `ttt`) until the F bit,
+/// checking DataSN and offsets; appends their data to `into`.
+fn data_out_sequence(p: &mut Peer, ttt: u32, from: u32, into: &mut Vec<u8>) {
+    let mut off = from;
+    for sn in 0.. {
+        let (b, d) = p.recv().expect("Data-Out");
+        assert_eq!(b.opcode(), op::DATA_OUT, "{b:?}");
+        assert_eq!(b.ttt(), ttt, "{b:?}");
+        assert_eq!(b.u32_at(36), sn, "DataSN");
+        assert_eq!(b.u32_at(40), off, "buffer offset");
+        off += d.len() as u32;
+        into.extend_from_slice(&d);
+        if b.final_bit() {
+            return;
+        }
+    }
+}
+
+/// Immediate data, unsolicited Data-Out up to FirstBurstLength, then one
+/// R2T per MaxBurstLength, each answered exactly: the target gets every
+/// byte once, in order (what tgt exercises too, checked here byte by byte).
+#[test]
+fn a_write_sends_each_byte_once_as_asked() {
+    const LEN: usize = 1 << 20;
+    let want = pattern(LEN);
+    let (portal, h) = serve(move |p| {
+        p.keys = vec![("InitialR2T", "No".into())];
+        p.login();
+        let (cmd, imm) = p.command().expect("command");
+        assert_eq!(
+            imm.len(),
+            8192,
+            "immediate data: the target's 8 KiB segment"
+        );
+        let mut got = imm;
+        data_out_sequence(p, NO_TAG, 8192, &mut got);
+        assert_eq!(got.len(), 65536, "unsolicited data: FirstBurstLength");
+        for (k, off) in (65536..LEN as u32).step_by(262144).enumerate() {
+            let len = (LEN as u32 - off).min(262144);
+            let r = p.r2t(&cmd, 0x100 + k as u32, k as u32, off, len);
+            p.sock.write_all(&r).expect("R2T");
+            data_out_sequence(p, 0x100 + k as u32, off, &mut got);
+        }
+        assert!(got == pattern(LEN), "the data written differs");
+        p.good(&cmd);
+        let _ = p.recv();
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = want;
+    submit(&mut s, false, &mut buf);
+    assert_eq!(complete(&mut s).expect("write"), LEN as i64);
+    drop(s);
+    h.join().expect("target script");
+}
+
+/// A 1 MiB write answered with `r2ts` from the target (after the command
+/// and its 8 KiB of immediate data): the named protocol error it ends in.
+fn write_meets(r2ts: impl FnOnce(&Peer, &Bhs) -> Vec<u8> + Send + 'static) -> String {
+    let (portal, h) = fake(8, move |p| {
+        let (cmd, _) = p.command().expect("command");
+        let batch = r2ts(p, &cmd);
+        let _ = p.sock.write_all(&batch);
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; 1 << 20];
+    submit(&mut s, false, &mut buf);
+    let e = complete(&mut s).expect_err("must fail");
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(e.msg.contains("WRITE(16)"), "names the command: {e}");
+    drop(s);
+    h.join().expect("target script");
+    e.msg
+}
+
+#[test]
+fn r2ts_outside_the_negotiated_rules_are_protocol_errors() {
+    const MIB: u32 = 1 << 20;
+    // The attack seen: thousands of R2Ts, each for the whole transfer.
+    let e = write_meets(|p, c| (0..4000).flat_map(|k| p.r2t(c, k, k, 0, MIB)).collect());
+    assert!(
+        e.contains("R2T (R2TSN 0) for 1048576 bytes at offset 0"),
+        "{e}"
+    );
+    assert!(e.contains("already sent"), "{e}");
+    // The same past the immediate data: the second is one too many.
+    let e = write_meets(|p, c| {
+        (0..4000)
+            .flat_map(|k| p.r2t(c, k, k, 8192, 262144))
+            .collect()
+    });
+    assert!(e.contains("R2T (R2TSN 1)"), "{e}");
+    assert!(
+        e.contains("MaxOutstandingR2T=1") || e.contains("already sent"),
+        "{e}"
+    );
+    let e = write_meets(|p, c| p.r2t(c, 1, 1, 8192, 4096));
+    assert!(e.contains("where R2TSN 0 was next"), "{e}");
+    let e = write_meets(|p, c| p.r2t(c, 1, 0, 8192, 262145));
+    assert!(e.contains("MaxBurstLength (262144)"), "{e}");
+    let e = write_meets(|p, c| p.r2t(c, 1, 0, 8192, 0));
+    assert!(e.contains("MaxBurstLength"), "{e}");
+    let e = write_meets(|p, c| p.r2t(c, 1, 0, MIB - 4096, 8192));
+    assert!(e.contains("of 1048576 bytes"), "{e}");
+}
+
+/// A range asked for, answered, then asked for again.
+#[test]
+fn an_r2t_for_data_already_sent_is_a_protocol_error() {
+    let (portal, h) = fake(8, |p| {
+        let (cmd, _) = p.command().expect("command");
+        let r = p.r2t(&cmd, 7, 0, 8192, 65536);
+        p.sock.write_all(&r).expect("R2T");
+        data_out_sequence(p, 7, 8192, &mut Vec::new());
+        let r = p.r2t(&cmd, 8, 1, 8192 + 32768, 65536);
+        p.sock.write_all(&r).expect("R2T");
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; 1 << 20];
+    submit(&mut s, false, &mut buf);
+    let e = complete(&mut s).expect_err("must fail");
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(
+        e.msg
+            .contains("R2T (R2TSN 1) for 65536 bytes at offset 40960"),
+        "{e}"
+    );
+    assert!(
+        e.msg.contains("up to offset 73728 were already sent"),
+        "{e}"
+    );
+    drop(s);
+    h.join().expect("target script");
+}
+
+/// A target that asks for 16 MiB and does not read: the Data-Out waits
+/// in the I/O buffer, not in the send buffer, which stays within its
+/// limit; once the target reads, every byte arrives once, in order.
+#[test]
+fn a_target_that_stops_reading_holds_a_write_back_not_the_memory() {
+    const BURST: u32 = 16776192;
+    const LEN: usize = 8192 + BURST as usize;
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (portal, h) = serve(move |p| {
+        p.keys = vec![("MaxBurstLength", BURST.to_string())];
+        p.login();
+        fake::shrink_buffers(&p.sock);
+        let (cmd, imm) = p.command().expect("command");
+        let r = p.r2t(&cmd, 9, 0, 8192, BURST);
+        p.sock.write_all(&r).expect("R2T");
+        // Reads nothing until the initiator has filled its send buffer.
+        let _ = go_rx.recv();
+        let mut got = imm;
+        data_out_sequence(p, 9, 8192, &mut got);
+        assert!(got == pattern(LEN), "the data written differs");
+        p.good(&cmd);
+        let _ = p.recv();
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = pattern(LEN);
+    submit(&mut s, false, &mut buf);
+    let bound = session::TX_LIMIT + session::MAX_SEGMENT as usize + 64;
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < until, "the send buffer never filled");
+        s.reap(0, &mut |_, _| {}).expect("progress");
+        let unsent = s.unsent();
+        assert!(unsent <= bound, "{unsent} bytes queued, past {bound}");
+        if unsent >= session::TX_LIMIT / 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = go_tx.send(());
+    assert_eq!(complete(&mut s).expect("write"), LEN as i64);
+    drop(s);
+    h.join().expect("target script");
+}
+
+/// A target that pings without end and reads nothing: the initiator stops
+/// reading once its answers fill the send buffer, so the target is held
+/// back by TCP instead of growing the initiator's memory.
+#[test]
+fn a_target_that_pings_and_stops_reading_is_held_back() {
+    const FLOOD: usize = 160 << 20;
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (sent2, done2) = (sent.clone(), done.clone());
+    let (portal, h) = fake(8, move |p| {
+        fake::shrink_buffers(&p.sock);
+        let _ = p.command().expect("command");
+        let mut ping = Bhs::new(op::NOP_IN, false, 0x80);
+        ping.set_itt(NO_TAG);
+        ping.set_u32(20, 0x1234);
+        let one = p.frame(ping, &[]);
+        let batch: Vec<u8> = one.iter().copied().cycle().take(one.len() * 1024).collect();
+        // Blocked this long, the target counts as held back; on a busy
+        // machine it may stop earlier, which only sends less.
+        let _ = p.sock.set_write_timeout(Some(Duration::from_secs(3)));
+        let mut n = 0;
+        while n < FLOOD {
+            match p.sock.write(&batch) {
+                Ok(k) if k > 0 => n += k,
+                _ => break,
+            }
+            sent2.store(n, std::sync::atomic::Ordering::SeqCst);
+        }
+        done2.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = p.sock.shutdown(std::net::Shutdown::Both);
+    });
+    let mut s = Session::login(&portal, IQN, &cfg_timeout(120), 4).expect("login");
+    let mut buf = vec![0u8; 4096];
+    submit(&mut s, true, &mut buf);
+    let bound = session::TX_LIMIT + 64;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        if s.reap(0, &mut |_, _| {}).is_err() {
+            break;
+        }
+        let unsent = s.unsent();
+        assert!(unsent <= bound, "{unsent} bytes queued, past {bound}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(s);
+    h.join().expect("target script");
+    let n = sent.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!("the target pushed {n} bytes of pings before it was held back");
+    assert!(n < 96 << 20, "the target pushed {n} bytes of pings");
+}
+
+fn cfg_timeout(secs: u64) -> Config {
+    Config {
+        timeout: Duration::from_secs(secs),
+        ..Config::default()
+    }
+}
+
+/// A Data-In PDU with the status (final) bit.
+fn data_in_status(p: &mut Peer, cmd: &Bhs, data_sn: u32, offset: u32, data: &[u8]) {
+    let mut b = Bhs::new(op::DATA_IN, false, 0x81);
+    b.set_itt(cmd.itt());
+    b.set_u32(20, NO_TAG);
+    b.set_u32(36, data_sn);
+    b.set_u32(40, offset);
+    p.send_status(b, data);
+}
+
+/// What a scripted target does with a command in hand.
+type Script = Box<dyn FnOnce(&mut Peer, &Bhs) + Send>;
+
+/// A 64 KiB read answered by `script`: its result.
+fn read_meets(
+    script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static,
+) -> Result<i64, iotoll_iscsi::Error> {
+    let (portal, h) = fake(8, move |p| {
+        let (cmd, _) = p.command().expect("command");
+        script(p, &cmd);
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; 65536];
+    submit(&mut s, true, &mut buf);
+    let r = complete(&mut s);
+    if r.is_ok() {
+        assert!(buf == pattern(65536), "the data read differs");
+    }
+    drop(s);
+    h.join().expect("target script");
+    r
+}
+
+#[test]
+fn data_in_and_statsn_outside_the_rules_are_protocol_errors() {
+    const HALF: usize = 32768;
+    let data = pattern(2 * HALF);
+    // In order, four PDUs: complete.
+    let d = data.clone();
+    let r = read_meets(move |p, c| {
+        for k in 0..3u32 {
+            let at = k as usize * 16384;
+            p.data_in(c, k, at as u32, &d[at..at + 16384]);
+        }
+        data_in_status(p, c, 3, 49152, &d[49152..]);
+    });
+    assert_eq!(r.expect("in order"), 65536);
+
+    let fails = |script: Script| {
+        let e = read_meets(script).expect_err("must fail");
+        assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+        assert!(e.msg.contains("READ(16)"), "names the command: {e}");
+        e.msg
+    };
+    // The attack seen: the first half twice, the second never.
+    let d = data.clone();
+    let e = fails(Box::new(move |p, c| {
+        p.data_in(c, 0, 0, &d[..HALF]);
+        data_in_status(p, c, 1, 0, &d[..HALF]);
+    }));
+    assert!(
+        e.contains("at offset 0") && e.contains("where offset 32768 was next"),
+        "{e}"
+    );
+    let d = data.clone();
+    let e = fails(Box::new(move |p, c| {
+        p.data_in(c, 0, HALF as u32, &d[HALF..]);
+        data_in_status(p, c, 1, 0, &d[..HALF]);
+    }));
+    assert!(e.contains("where offset 0 was next"), "{e}");
+    let d = data.clone();
+    let e = fails(Box::new(move |p, c| {
+        p.data_in(c, 0, 0, &d[..HALF]);
+        data_in_status(p, c, 2, HALF as u32, &d[HALF..]);
+    }));
+    assert!(
+        e.contains("DataSN 2") && e.contains("where DataSN 1 was next"),
+        "{e}"
+    );
+    let d = data.clone();
+    let e = fails(Box::new(move |p, c| {
+        p.stat_sn = p.stat_sn.wrapping_add(1 << 31);
+        data_in_status(p, c, 0, 0, &d);
+    }));
+    assert!(
+        e.contains("StatSN 2147483750, where StatSN 102 was next"),
+        "{e}"
+    );
+    let d = data.clone();
+    let e = fails(Box::new(move |p, c| {
+        p.stat_sn = p.stat_sn.wrapping_sub(1);
+        data_in_status(p, c, 0, 0, &d);
+    }));
+    assert!(e.contains("where StatSN 102 was next"), "{e}");
+}
+
+/// A target that answers SendTargets with "more to come" every 100 ms:
+/// discovery ends at the I/O timeout, not after 1,000 rounds of it.
+#[test]
+fn a_dribbled_discovery_ends_at_the_timeout() {
+    let (portal, h) = serve(|p| {
+        p.login();
+        fake::dribble_send_targets(p, 300);
+    });
+    let t = Instant::now();
+    let e = session::discover(&portal, &cfg_timeout(1)).expect_err("must time out");
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(e.msg.contains("discovery (SendTargets)"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t.elapsed()
+    );
+    h.join().expect("target script");
+}
+
+/// A target that answers every operational Login Request without ever
+/// moving on: the login ends at the I/O timeout as a whole.
+#[test]
+fn a_dribbled_login_ends_at_the_timeout() {
+    let (portal, h) = serve(|p| {
+        for _ in 0..20 {
+            let Some((req, data)) = p.recv() else { return };
+            let operational = (req.flags() >> 2) & 3 == 1;
+            if operational {
+                std::thread::sleep(Duration::from_millis(400));
+            }
+            p.login_answer(&req, &data, !operational);
+        }
+    });
+    let e = Session::login(&portal, IQN, &cfg_timeout(1), 4)
+        .err()
+        .expect("must time out");
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(
+        e.msg
+            .contains("login (operational negotiation) did not finish within 1 s"),
+        "{e}"
+    );
+    h.join().expect("target script");
+}
+
+/// An R2T for a command the window still holds back (its ITT guessed):
+/// the target cannot have it, so it names no outstanding command.
+#[test]
+fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
+    let (portal, h) = fake(1, |p| {
+        let (cmd, _) = p.command().expect("command");
+        let mut held = cmd;
+        held.set_itt((1 << 16) | 1);
+        let r = p.r2t(&held, 3, 0, 8192, 4096);
+        p.sock.write_all(&r).expect("R2T");
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
+    // SAFETY: both buffers outlive the session's use of them: it fails
+    // below and is dropped.
+    unsafe {
+        s.submit_io(0, 1, false, 0, 65536, 512, a.as_mut_ptr())
+            .expect("submit");
+        s.submit_io(1, 1, false, 0, 65536, 512, b.as_mut_ptr())
+            .expect("submit");
+    }
+    let e = complete(&mut s).expect_err("must fail");
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(
+        e.msg
+            .contains("R2T for ITT 0x00010001, which names no outstanding command"),
+        "{e}"
+    );
+    drop(s);
     h.join().expect("target script");
 }

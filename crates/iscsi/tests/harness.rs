@@ -206,7 +206,10 @@ fn set_param_reaches_the_login() {
 
     // libiscsi logs the login response's keys at debug level 6. tgt declares
     // MaxRecvDataSegmentLength only when it is not the default 8192.
-    let mut cmd = Command::new(tool("iscsi-inq").unwrap());
+    let Some(inq) = tool("iscsi-inq") else {
+        return;
+    };
+    let mut cmd = Command::new(inq);
     cmd.env("LIBISCSI_DEBUG", "6").arg(tgt.url(&iqn, 1));
     let out = run(cmd, Duration::from_secs(20));
     assert_iet(&out);
