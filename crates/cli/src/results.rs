@@ -21,7 +21,7 @@ pub enum Format {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ImportFormat {
-    /// CSV: a `test` column, an optional `group` column, one column per canonical metric.
+    /// CSV: a `test` column, an optional `group` column, one column per canonical metric; quote test names with commas ("stream/dir=tx,conns=4,msg=64k").
     Table,
     /// fio --output-format=json.
     FioJson,

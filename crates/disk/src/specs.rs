@@ -1,4 +1,4 @@
-//! Access specifications (DESIGN.md, docs/disk.md): Iometer's lists of
+//! Access specifications (docs/disk.md): Iometer's lists of
 //! lines, each with its share of the I/Os, and the built-in ones: the
 //! twelve of the studies and Iometer's four classic mixed patterns.
 

@@ -1,4 +1,4 @@
-//! Canonical metric names (DESIGN.md, "Metrics") and the one function that
+//! Canonical metric names (docs/metrics.md) and the one function that
 //! computes every derived metric, so that every command agrees on them.
 
 use crate::kind::Kind;

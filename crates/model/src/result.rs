@@ -1,4 +1,4 @@
-//! The result document every `--json` prints (DESIGN.md, "JSON"); its JSON
+//! The result document every `--json` prints (docs/json.md); its JSON
 //! Schema, `docs/result.schema.json`, is generated from these types
 //! ([`crate::schema`]).
 
@@ -38,7 +38,7 @@ pub struct ResultDoc {
     /// devices and where those devices' and the NICs' interrupts go.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub disclosure: Option<serde_json::Value>,
-    /// A disk run's figures per target (DESIGN.md: `target`,
+    /// A disk run's figures per target (docs/json.md: `target`,
     /// `target_kind`, `metrics`), over the same window as the totals; the
     /// counts of `targets`, of `workers` and of `lines` each add up to
     /// them. Absent for network runs, imports and older documents.

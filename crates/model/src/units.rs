@@ -1,4 +1,4 @@
-//! Size and duration parsing, as DESIGN.md fixes them: sizes are binary
+//! Size and duration parsing, as docs/design.md states them: sizes are binary
 //! multiples (k = 1024, as Iometer and fio), durations take ms/s/m/h.
 
 use std::time::Duration;

@@ -359,7 +359,7 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
         if series.is_empty() {
             let _ = writeln!(
                 o.html,
-                "<p class=\"note\">{}: no per-second series (the window was shorter than a second).</p>",
+                "<p class=\"note\">{}: no per-second series in its result (a window shorter than a second has none, nor has an import).</p>",
                 esc(name)
             );
             continue;

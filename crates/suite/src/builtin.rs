@@ -1,4 +1,4 @@
-//! The built-in studies of DESIGN.md, embedded in the binary.
+//! The built-in studies (docs/suites.md), embedded in the binary.
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../suites/quick.toml")),
