@@ -393,7 +393,7 @@ pub fn serve_on(
         None => "no authentication",
     };
     log(&format!(
-        "iotoll endpoint listening on {} ({auth})",
+        "endpoint listening on {} ({auth})",
         addr.unwrap_or_default()
     ));
     let shared = Arc::new(Shared {
