@@ -629,7 +629,7 @@ impl ResultDoc {
     /// what was left out. Returns whether anything was.
     pub fn drop_non_finite(&mut self) -> bool {
         let mut gone: Vec<String> = Vec::new();
-        let mut metrics = |m: &mut Metrics, at: &str, gone: &mut Vec<String>| {
+        let metrics = |m: &mut Metrics, at: &str, gone: &mut Vec<String>| {
             let before: Vec<String> = m.keys().cloned().collect();
             m.retain(|_, v| v.is_finite());
             gone.extend(
