@@ -943,7 +943,7 @@ impl Console {
                 server: s,
                 window_s: sr.window_s.max(cr.window_s),
                 edges_s: (apart + clocks) as f64 / 1e9,
-                sockbuf: params.sockbuf.map(u64::from),
+                sockbuf: params.sockbuf,
             })
             .map_err(|m| {
                 ConsoleError::host_err(

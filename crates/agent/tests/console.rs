@@ -2,40 +2,13 @@
 
 mod common;
 
-use common::{agent, endpoint, key};
-use iotoll_agent::console::{Console, ConsoleError, DiskTest, HostSpec, NetTest};
+use common::{agent, endpoint, host, key, stream};
+use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{AllowedTarget, DiskOrder, OrderLine};
 use iotoll_net::auth::Key;
-use iotoll_net::proto::{Dir, TestKind, TestParams};
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-fn host(name: &str, address: SocketAddr) -> HostSpec {
-    HostSpec {
-        name: name.into(),
-        address,
-        data: vec![],
-    }
-}
-
-fn stream(conns: u32) -> TestParams {
-    TestParams {
-        kind: TestKind::Stream,
-        dir: Dir::Bidir,
-        conns,
-        msg: 65536,
-        sockbuf: None,
-        nodelay: false,
-        req: 1,
-        resp: 1,
-        burst: 1,
-        ramp_ms: 300,
-        time_ms: 1000,
-        tls: None,
-        verify: false,
-    }
-}
 
 #[test]
 fn pairs_add_up_and_windows_align() {

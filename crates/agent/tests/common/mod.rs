@@ -116,3 +116,116 @@ pub fn expect(link: &Link<FromAgent>, want: impl Fn(&FromAgent) -> bool) -> From
         }
     }
 }
+
+/// What a hostile agent's relay does to the messages passing it: each of
+/// the agent's becomes what `from_agent` returns (none, itself, or more),
+/// each of the console's what `to_agent` returns.
+pub struct Rewrite {
+    pub from_agent: Box<dyn FnMut(FromAgent) -> Vec<FromAgent> + Send>,
+    pub to_agent: Box<dyn FnMut(ToAgent) -> ToAgent + Send>,
+}
+
+impl Rewrite {
+    pub fn reports(
+        mut f: impl FnMut(&mut iotoll_agent::wire::AgentReport) + Send + 'static,
+    ) -> Rewrite {
+        Rewrite {
+            from_agent: Box::new(move |m| match m {
+                FromAgent::Report { test, mut report } => {
+                    f(&mut report);
+                    vec![FromAgent::Report { test, report }]
+                }
+                m => vec![m],
+            }),
+            to_agent: Box::new(|m| m),
+        }
+    }
+}
+
+/// A hostile agent: a real agent allowing `targets`, behind a relay that
+/// holds the key. The relay ends the console's session as an agent and
+/// opens its own to the real agent as a console, opens every frame each
+/// way, lets `make()`'s rewrite change it, and seals it again: the
+/// console sees an authenticated agent that says whatever the test wants.
+pub fn hostile_agent(
+    targets: Vec<AllowedTarget>,
+    make: impl Fn() -> Rewrite + Send + Sync + 'static,
+) -> SocketAddr {
+    use iotoll_net::proto::Control;
+    let real = agent(targets);
+    let hook = iotoll_net::server::ConsoleHook(Arc::new(
+        move |down: Control, _peer, nonces: iotoll_net::server::Nonces| {
+            let Rewrite {
+                mut from_agent,
+                mut to_agent,
+            } = make();
+            let Ok(hs) = iotoll_net::client::handshake(&real, Some(&key())) else {
+                return;
+            };
+            let mut up = hs.ctl;
+            let proto = wire::AGENT_PROTO;
+            if up.send(&iotoll_net::proto::Msg::Console { proto }).is_err() {
+                return;
+            }
+            let mut from_console = Session::new(Some(&key()), &nonces, Side::Agent);
+            let mut to_console = from_console.clone();
+            let mut from_real = Session::new(Some(&key()), &hs.nonces, Side::Console);
+            let mut to_real = from_real.clone();
+            let (Ok(down_w), Ok(up_w)) = (down.stream.try_clone(), up.stream.try_clone()) else {
+                return;
+            };
+            let (mut down_w, mut up_w) = (Control { stream: down_w }, Control { stream: up_w });
+            let day = Duration::from_secs(86_400);
+            let mut down_r = down;
+            let console_side = std::thread::spawn(move || {
+                while let Ok(f) = wire::recv_frame(&mut down_r, day) {
+                    let Ok(m) = from_console.open::<ToAgent>(&f) else {
+                        break;
+                    };
+                    if up_w.send_frame(&to_real.seal(&to_agent(m))).is_err() {
+                        break;
+                    }
+                }
+                let _ = up_w.stream.shutdown(std::net::Shutdown::Both);
+            });
+            while let Ok(f) = wire::recv_frame(&mut up, day) {
+                let Ok(m) = from_real.open::<FromAgent>(&f) else {
+                    break;
+                };
+                for m in from_agent(m) {
+                    let _ = down_w.send_frame(&to_console.seal(&m));
+                }
+            }
+            let _ = down_w.stream.shutdown(std::net::Shutdown::Both);
+            let _ = console_side.join();
+        },
+    ));
+    endpoint(Some(hook))
+}
+
+pub fn host(name: &str, address: SocketAddr) -> iotoll_agent::console::HostSpec {
+    iotoll_agent::console::HostSpec {
+        name: name.into(),
+        address,
+        data: vec![],
+    }
+}
+
+/// A bidirectional stream test of `conns` connections per direction.
+pub fn stream(conns: u32) -> iotoll_net::proto::TestParams {
+    iotoll_net::proto::TestParams {
+        kind: iotoll_net::proto::TestKind::Stream,
+        dir: iotoll_net::proto::Dir::Bidir,
+        conns,
+        msg: 65536,
+        sockbuf: None,
+        nodelay: false,
+        req: 1,
+        resp: 1,
+        burst: 1,
+        ramp_ms: 300,
+        time_ms: 1000,
+        tls: None,
+        verify: false,
+    }
+}
