@@ -65,15 +65,28 @@ impl Expect<'_> {
     }
 }
 
+/// A figure as a message shows it: 1e308, not 309 digits.
+fn shown(v: f64) -> String {
+    if v.abs() >= 1e12 {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn num(what: &str, v: f64, max: f64) -> Result<(), String> {
     if !v.is_finite() {
         return Err(format!("{what} is not a number ({v})"));
     }
     if v < 0.0 {
-        return Err(format!("{what} is negative ({v})"));
+        return Err(format!("{what} is negative ({})", shown(v)));
     }
     if v > max {
-        return Err(format!("{what} is {v}, beyond any possible ({max})"));
+        return Err(format!(
+            "{what} is {}, beyond any possible ({})",
+            shown(v),
+            shown(max)
+        ));
     }
     Ok(())
 }
@@ -336,7 +349,7 @@ mod tests {
             ..Default::default()
         };
         let e = cpu(&c, "cpu", 2.0).unwrap_err();
-        assert!(e.contains("busy") && e.contains("beyond"), "{e}");
+        assert!(e.contains("busy") && e.contains("is 1e308, beyond"), "{e}");
         c.busy_pct = -40.0;
         assert!(cpu(&c, "cpu", 2.0).unwrap_err().contains("negative"));
         c.busy_pct = f64::NAN;
