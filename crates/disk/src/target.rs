@@ -970,6 +970,83 @@ mod tests {
         assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
     }
 
+    /// A loop device over a file in `dir`, detached when dropped; None
+    /// without root or loop devices (the test is then skipped).
+    struct Loop(PathBuf);
+
+    impl Loop {
+        fn new(dir: &Path) -> Option<Loop> {
+            // SAFETY: a plain getter.
+            if unsafe { libc::geteuid() } != 0 {
+                return None;
+            }
+            let backing = dir.join("backing");
+            std::fs::write(&backing, vec![0u8; 4 << 20]).ok()?;
+            let out = std::process::Command::new("losetup")
+                .args(["-f", "--show"])
+                .arg(&backing)
+                .output()
+                .ok()?;
+            let dev = String::from_utf8(out.stdout).ok()?.trim().to_string();
+            (out.status.success() && !dev.is_empty()).then(|| Loop(dev.into()))
+        }
+    }
+
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup")
+                .arg("-d")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    /// issue 24: a block device that will be written is claimed O_EXCL on
+    /// the one descriptor the workers use: a device claimed by another
+    /// (as a mount does) is refused, the claim holds while the target
+    /// lives, and a swapped path changes nothing the workers open.
+    #[test]
+    fn a_written_block_device_is_claimed_on_the_descriptor_the_workers_use() {
+        let d = tempfile::tempdir().unwrap();
+        let Some(dev) = Loop::new(d.path()) else {
+            eprintln!("skipped: needs root and a loop device");
+            return;
+        };
+        let link = d.path().join("by-id");
+        std::os::unix::fs::symlink(&dev.0, &link).unwrap();
+        let mut s = spec_at(d.path(), "by-id");
+        s.lines[0].read_pct = 0;
+        s.allow_destructive = true;
+        s.buffered = true;
+        let excl = || {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL)
+                .open(&dev.0)
+        };
+        let held = excl().unwrap();
+        let e = prep(&s).unwrap_err().to_string();
+        assert!(e.contains("in use"), "{e}");
+        drop(held);
+        let t = prep(&s).unwrap();
+        assert_eq!(t.kind, TargetKind::BlockDevice);
+        assert_eq!(
+            excl().unwrap_err().raw_os_error(),
+            Some(libc::EBUSY),
+            "claimed while the target lives"
+        );
+        let rdev = std::fs::metadata(&dev.0).unwrap().rdev();
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(d.path().join("plain"), vec![0u8; 4 << 20]).unwrap();
+        std::os::unix::fs::symlink(d.path().join("plain"), &link).unwrap();
+        let crate::engines::Opened::File(f) = t.open_for_io().unwrap() else {
+            panic!("a device target")
+        };
+        assert_eq!(f.metadata().unwrap().rdev(), rdev, "the device prepared");
+        drop((f, t));
+        assert!(excl().is_ok(), "released with the target");
+    }
+
     #[test]
     fn interrupted_preparation_removes_the_file() {
         let d = tempfile::tempdir().unwrap();
