@@ -236,6 +236,12 @@ fn reach(h: &HostSpec, key: Option<&Key>) -> Result<Agent, String> {
         }
     };
     compatible(&info)?;
+    if info.cpus == 0 || info.cpus > checks::CPUS_MAX {
+        return Err(format!(
+            "agent at {} says it has {} CPUs: it is not what it says",
+            h.address, info.cpus
+        ));
+    }
     Ok(Agent { link, info })
 }
 

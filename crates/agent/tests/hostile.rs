@@ -297,3 +297,29 @@ fn a_spoofed_boot_id_with_another_cpu_count_is_refused() {
         "different CPU counts",
     );
 }
+
+/// An agent that says it has no CPUs (or millions) is refused when the
+/// console connects, named.
+#[test]
+fn an_agent_claiming_an_impossible_cpu_count_is_refused() {
+    for cpus in [0, 4_000_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = evil(&dir, move || Rewrite {
+            from_agent: Box::new(move |m| match m {
+                FromAgent::Info { mut info } => {
+                    info.cpus = cpus;
+                    vec![FromAgent::Info { info }]
+                }
+                m => vec![m],
+            }),
+            to_agent: Box::new(|m| m),
+        });
+        match Console::connect(vec![host("evil", addr)], Some(key())) {
+            Err(ConsoleError::Host { host, msg }) => {
+                assert!(host == "evil" && msg.contains("CPUs"), "{msg}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("{cpus} CPUs accepted"),
+        }
+    }
+}
