@@ -947,7 +947,9 @@ mod tests {
         let pins = vec![pin(&p).unwrap()];
         let go = |s: &DiskSpec| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
         assert!(go(&s).is_ok());
-        std::fs::remove_file(&p).unwrap();
+        // Kept under another name, so that its inode is not reused by
+        // the file made in its place below.
+        std::fs::rename(&p, d.path().join("kept")).unwrap();
         std::os::unix::fs::symlink(&outside, &p).unwrap();
         let e = go(&s).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
