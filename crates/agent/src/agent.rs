@@ -9,6 +9,7 @@ use crate::wire::{
     self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, PairBytes, PairSlot,
     Session, Side, ToAgent, Work,
 };
+use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskSpec, EngineChoice};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::{DataConn, Engine, Role};
@@ -50,9 +51,29 @@ pub fn parse_allow_target(s: &str) -> Result<AllowedTarget, String> {
     })
 }
 
-/// The endpoint's hook for console sessions; one console at a time.
+/// Each allowed target pinned as it is now (its canonical path, device
+/// and inode, or for a test file yet to be made its directory's): what a
+/// disk test later opens must still be that, whatever its path names then.
+pub fn pin_targets(targets: &[AllowedTarget]) -> Vec<Result<Pin, String>> {
+    (targets.iter())
+        .map(|a| {
+            iotoll_disk::target::pin(std::path::Path::new(&a.path))
+                .map_err(|e| format!("--allow-target {}: {e}", a.path))
+        })
+        .collect()
+}
+
+/// The agent's configuration with its targets pinned at its start.
+struct Pinned {
+    cfg: AgentConfig,
+    pins: Vec<Result<Pin, String>>,
+}
+
+/// The endpoint's hook for console sessions; one console at a time. The
+/// allowed targets are pinned here, once.
 pub fn hook(cfg: AgentConfig, log: Log) -> ConsoleHook {
-    let cfg = Arc::new(cfg);
+    let pins = pin_targets(&cfg.targets);
+    let cfg = Arc::new(Pinned { cfg, pins });
     let busy = Arc::new(AtomicBool::new(false));
     ConsoleHook(Arc::new(move |ctl, peer, nonces| {
         session(ctl, peer, nonces, &cfg, &busy, &log)
@@ -67,7 +88,9 @@ fn my_version() -> String {
 
 /// One prepared test, until it is released.
 enum Prepared {
-    Disk(Box<DiskSpec>),
+    /// The spec, and its targets opened and checked at PREPARE: START
+    /// runs on these descriptors, never on the paths again.
+    Disk(Box<DiskSpec>, Vec<iotoll_disk::target::Target>),
     Serve {
         params: TestParams,
         pairs: Vec<PairSlot>,
@@ -95,10 +118,11 @@ fn session(
     ctl: Control,
     peer: SocketAddr,
     nonces: Nonces,
-    cfg: &Arc<AgentConfig>,
+    pinned: &Arc<Pinned>,
     busy: &Arc<AtomicBool>,
     log: &Log,
 ) {
+    let cfg = &pinned.cfg;
     let local_ip = ctl.stream.local_addr().map(|a| a.ip()).ok();
     let session = Session::new(cfg.key.as_ref(), &nonces, Side::Agent);
     // Set by an abort (on the reader thread, at once) or a lost console.
@@ -169,7 +193,7 @@ fn session(
             ToAgent::Prepare { test: id, work } => {
                 release(&mut test, &interrupt);
                 interrupt.store(false, Ordering::Release);
-                let r = prepare(*work, cfg, &interrupt);
+                let r = prepare(*work, pinned, &interrupt);
                 let reply = match r {
                     Ok((p, port)) => {
                         test = Some(Test {
@@ -209,7 +233,18 @@ fn session(
                     link.send(&not_prepared(id));
                     continue;
                 };
-                let (on, off) = (local_instant(on_ns), local_instant(off_ns));
+                let (on, off) = match (local_instant(on_ns), local_instant(off_ns)) {
+                    (Some(on), Some(off)) if on <= off => (on, off),
+                    _ => {
+                        link.send(&FromAgent::Error {
+                            test: Some(id),
+                            msg: format!(
+                                "START's window ({on_ns} .. {off_ns} ns) is not a window on this host's clock"
+                            ),
+                        });
+                        continue;
+                    }
+                };
                 let Some(work) = t.prepared.take() else {
                     continue;
                 };
@@ -279,15 +314,16 @@ fn release(test: &mut Option<Test>, interrupt: &AtomicBool) {
     }
 }
 
-/// The instant of this host's monotonic clock at wall-clock `ns`.
-fn local_instant(ns: i64) -> Instant {
-    let d = ns - wire::now_ns();
+/// The instant of this host's monotonic clock at wall-clock `ns`; None
+/// when it cannot be one (the console's figure is absurd).
+fn local_instant(ns: i64) -> Option<Instant> {
+    let d = i128::from(ns) - i128::from(wire::now_ns());
     let now = Instant::now();
+    let span = Duration::from_nanos(u64::try_from(d.unsigned_abs()).ok()?);
     if d >= 0 {
-        now + Duration::from_nanos(d as u64)
+        now.checked_add(span)
     } else {
-        now.checked_sub(Duration::from_nanos(d.unsigned_abs()))
-            .unwrap_or(now)
+        Some(now.checked_sub(span).unwrap_or(now))
     }
 }
 
@@ -310,16 +346,21 @@ fn info(cfg: &AgentConfig, local_ip: Option<std::net::IpAddr>) -> AgentInfo {
 
 fn prepare(
     work: Work,
-    cfg: &AgentConfig,
+    pinned: &Pinned,
     interrupt: &AtomicBool,
 ) -> Result<(Prepared, Option<u16>), String> {
     match work {
         Work::Disk { order } => {
-            let spec = disk_spec(&order, &cfg.targets)?;
-            // PREPARE makes the test files, so the window is not spent on it.
-            iotoll_disk::target::prepare(&spec, interrupt, &mut |_, _| {})
-                .map_err(|e| e.to_string())?;
-            Ok((Prepared::Disk(Box::new(spec)), None))
+            let (spec, chosen) = disk_spec(&order, &pinned.cfg.targets)?;
+            let pins = (chosen.iter())
+                .map(|&i| pinned.pins[i].clone())
+                .collect::<Result<Vec<_>, _>>()?;
+            // PREPARE makes the test files, so the window is not spent on
+            // it, and opens every target once, checked against its pin.
+            let targets =
+                iotoll_disk::target::prepare_pinned(&spec, &pins, interrupt, &mut |_, _| {})
+                    .map_err(|e| e.to_string())?;
+            Ok((Prepared::Disk(Box::new(spec), targets), None))
         }
         Work::NetServe {
             params,
@@ -398,8 +439,9 @@ fn check_params(p: &TestParams) -> Result<(), String> {
     Ok(())
 }
 
-/// The disk test an order asks for, on targets this agent allows.
-fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<DiskSpec, String> {
+/// The disk test an order asks for, on targets this agent allows, and
+/// which of them (places in `allowed`).
+fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<(DiskSpec, Vec<usize>), String> {
     let list = || {
         allowed
             .iter()
@@ -412,12 +454,14 @@ fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<DiskSpec, Strin
             "this agent allows no disk targets: start it with --allow-target PATH[:rw]".into(),
         );
     }
-    let targets: Vec<&AllowedTarget> = if o.targets.is_empty() {
-        allowed.iter().collect()
+    // The order names a target by the text the agent announced; what is
+    // opened is checked against the target's pin, not this text.
+    let chosen: Vec<usize> = if o.targets.is_empty() {
+        (0..allowed.len()).collect()
     } else {
         (o.targets.iter())
             .map(|t| {
-                allowed.iter().find(|a| &a.path == t).ok_or_else(|| {
+                allowed.iter().position(|a| &a.path == t).ok_or_else(|| {
                     format!(
                         "target {t} is not allowed by this agent (allowed: {})",
                         list()
@@ -426,6 +470,7 @@ fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<DiskSpec, Strin
             })
             .collect::<Result<_, _>>()?
     };
+    let targets: Vec<&AllowedTarget> = chosen.iter().map(|&i| &allowed[i]).collect();
     let writes = o.lines.iter().any(|l| l.read_pct < 100);
     if writes {
         if let Some(ro) = targets.iter().find(|a| !a.write) {
@@ -469,7 +514,7 @@ fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<DiskSpec, Strin
         iscsi: Default::default(),
     };
     spec.validate().map_err(|e| e.to_string())?;
-    Ok(spec)
+    Ok((spec, chosen))
 }
 
 /// Servers: every pair's data connections in (or why not).
@@ -519,7 +564,7 @@ fn run(
     // when the load saturates every CPU (a lab's agents share two).
     let rt = iotoll_probe::affinity::realtime_edges();
     let r = match work {
-        Prepared::Disk(spec) => run_disk(&spec, on, off, interrupt),
+        Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
         Prepared::Serve {
             params,
             pairs,
@@ -553,14 +598,16 @@ fn run(
 
 fn run_disk(
     spec: &DiskSpec,
+    targets: Vec<iotoll_disk::target::Target>,
     on: Instant,
     off: Instant,
     interrupt: &AtomicBool,
 ) -> Result<AgentReport, String> {
     let schedule = Schedule::new(on, off);
     let before = iotoll_probe::sysinfo::iface_counters();
-    let r = iotoll_disk::run(
+    let r = iotoll_disk::runner::run_prepared(
         spec,
+        targets,
         RunControl {
             interrupted: interrupt,
             progress: &mut Silent,
@@ -755,7 +802,7 @@ mod tests {
         }];
         let e = disk_spec(&order(50), &ro).unwrap_err();
         assert!(e.contains("read-only") && e.contains("/data/a:rw"), "{e}");
-        let s = disk_spec(&order(100), &ro).unwrap();
+        let (s, _) = disk_spec(&order(100), &ro).unwrap();
         assert_eq!(s.targets, vec![PathBuf::from("/data/a")]);
         assert!(!s.create && !s.allow_destructive);
         let mut o = order(100);

@@ -14,6 +14,7 @@
 //! aborts the others at once and makes the test invalid, the host named;
 //! its figures are never aggregated as if it had been there.
 
+use crate::checks;
 use crate::link::{Event, Link};
 use crate::wire::{
     self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, Session, Side, ToAgent, Work,
@@ -95,11 +96,19 @@ pub struct Offset {
 
 /// The NTP-style estimate from one probe's four timestamps: t1 sent (the
 /// console's clock), t2 received and t3 answered (the agent's), t4 back.
-pub fn offset_of(t1: i64, t2: i64, t3: i64, t4: i64) -> Offset {
-    Offset {
-        offset_ns: ((t2 - t1) + (t3 - t4)) / 2,
-        rtt_ns: ((t4 - t1) - (t3 - t2)).max(0),
+/// None when they cannot come from one probe (the agent answered before
+/// it was asked, or held the probe longer than the round trip) or the
+/// offset is beyond i64: an agent's figures are never trusted to fit.
+pub fn offset_of(t1: i64, t2: i64, t3: i64, t4: i64) -> Option<Offset> {
+    let (t1, t2, t3, t4) = (t1 as i128, t2 as i128, t3 as i128, t4 as i128);
+    let (round, held) = (t4 - t1, t3 - t2);
+    if held < 0 || held > round.max(0) {
+        return None;
     }
+    Some(Offset {
+        offset_ns: i64::try_from(((t2 - t1) + (t3 - t4)) / 2).ok()?,
+        rtt_ns: i64::try_from(round - held).ok()?,
+    })
 }
 
 pub struct Console {
@@ -227,6 +236,12 @@ fn reach(h: &HostSpec, key: Option<&Key>) -> Result<Agent, String> {
         }
     };
     compatible(&info)?;
+    if info.cpus == 0 || info.cpus > checks::CPUS_MAX {
+        return Err(format!(
+            "agent at {} says it has {} CPUs: it is not what it says",
+            h.address, info.cpus
+        ));
+    }
     Ok(Agent { link, info })
 }
 
@@ -335,14 +350,20 @@ impl Console {
     fn probe(&self, i: usize) -> Result<Offset, String> {
         let a = self.agent(i).ok_or("not connected")?;
         let mut best: Option<Offset> = None;
+        let mut absurd = 0;
         for _ in 0..PROBES {
-            a.link.send(&ToAgent::Clock { t1: wire::now_ns() });
+            let t1 = wire::now_ns();
+            a.link.send(&ToAgent::Clock { t1 });
             let deadline = Instant::now() + REACH;
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match a.link.rx.recv_timeout(left) {
-                    Ok(Event::Msg(FromAgent::Clock { t1, t2, t3 }, t4)) => {
-                        let o = offset_of(t1, t2, t3, t4);
+                    // Only the answer to this probe (t1 is the console's).
+                    Ok(Event::Msg(FromAgent::Clock { t1: echo, t2, t3 }, t4)) if echo == t1 => {
+                        let Some(o) = offset_of(t1, t2, t3, t4) else {
+                            absurd += 1;
+                            break;
+                        };
                         if best.is_none_or(|b| o.rtt_ns < b.rtt_ns) {
                             best = Some(o);
                         }
@@ -355,15 +376,23 @@ impl Console {
                 }
             }
         }
-        best.ok_or_else(|| "no clock probe answered".into())
+        match (best, absurd) {
+            (Some(b), _) => Ok(b),
+            (None, 0) => Err("no clock probe answered".into()),
+            (None, _) => Err(
+                "its answers to the clock probes are impossible (answered before asked, held longer than the round trip, or an offset beyond any clock)".into(),
+            ),
+        }
     }
 
     /// Waits until `on` has said "done" for every part `of` selects,
     /// handling what they send; watches every part for loss, and Ctrl-C.
+    #[allow(clippy::too_many_arguments)]
     fn wait_all(
         &self,
         parts: &mut [Part],
         of: impl Fn(&Part) -> bool,
+        test: u64,
         deadline: Instant,
         interrupted: &AtomicBool,
         mut on: impl FnMut(&mut Part, FromAgent) -> Result<bool, String>,
@@ -388,6 +417,20 @@ impl Console {
                     continue;
                 }
                 match a.link.rx.try_recv() {
+                    // What an earlier test left (an aborted test's last
+                    // words) is no answer to this one.
+                    Ok(Event::Msg(m, _)) if test_of(&m).is_some_and(|t| t < test) => {
+                        idle = false;
+                    }
+                    Ok(Event::Msg(m, _)) if test_of(&m).is_some_and(|t| t != test) => {
+                        return Waited::Refused(
+                            p.host,
+                            format!(
+                                "it answered for test {}, and the console runs test {test}",
+                                test_of(&m).unwrap_or_default()
+                            ),
+                        )
+                    }
                     Ok(Event::Msg(FromAgent::Error { msg, .. }, _)) => {
                         return Waited::Refused(p.host, msg)
                     }
@@ -517,7 +560,7 @@ impl Console {
         if parts.iter().any(serves) {
             self.send_all(parts, &serves, |_| ToAgent::Gather { test });
             let deadline = Instant::now() + Duration::from_secs(30);
-            let w = self.wait_all(parts, serves, deadline, interrupted, |_, m| {
+            let w = self.wait_all(parts, serves, test, deadline, interrupted, |_, m| {
                 Ok(matches!(m, FromAgent::Gathered { .. }))
             });
             self.settle(parts, test, w, "PREPARE")?;
@@ -526,31 +569,70 @@ impl Console {
         // agent has its order (a few round trips) and has ramped up.
         let max_rtt = parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0);
         let lead = Duration::from_millis(50) + Duration::from_nanos(4 * max_rtt.max(0) as u64);
-        let on = wire::now_ns() + (ramp + lead).as_nanos() as i64;
-        let off = on + time.as_nanos() as i64;
+        let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        let start_at = Instant::now();
+        let on = wire::now_ns().saturating_add(ns(ramp + lead));
+        let off = on.saturating_add(ns(time));
+        let off_at = start_at + ramp + lead + time;
         self.record_on = Some(on);
-        self.send_all(parts, &|_| true, |p| ToAgent::Start {
-            test,
-            on_ns: on + p.offset.offset_ns,
-            off_ns: off + p.offset.offset_ns,
-        });
+        // Each agent's instants in its own clock; an offset so far out
+        // that they do not fit is that host's failure, never a wrap.
+        let theirs = (parts.iter())
+            .map(|p| {
+                let o = p.offset.offset_ns;
+                match (on.checked_add(o), off.checked_add(o)) {
+                    (Some(a), Some(b)) => Ok((a, b)),
+                    _ => Err((p.host, format!(
+                        "its clock is {o} ns from the console's: the window cannot be scheduled in it"
+                    ))),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>();
+        let theirs = match theirs {
+            Ok(t) => t,
+            Err((host, msg)) => return Err(self.refuse(parts, test, host, msg, "START")),
+        };
+        for (p, (a, b)) in parts.iter().zip(&theirs) {
+            if let Some(agent) = self.agent(p.host) {
+                agent.link.send(&ToAgent::Start {
+                    test,
+                    on_ns: *a,
+                    off_ns: *b,
+                });
+            }
+        }
         let w = self.wait_all(
             parts,
             |_| true,
+            test,
             Instant::now() + Duration::from_secs(10),
             interrupted,
             |_, m| Ok(matches!(m, FromAgent::Started { .. })),
         );
         self.settle(parts, test, w, "START")?;
-        // RECORD ON .. OFF happen at the agents; COLLECT their reports.
+        // RECORD ON .. OFF happen at the agents; COLLECT their reports,
+        // each checked as it comes (crate::checks).
         let collect = Instant::now() + ramp + lead + time + Duration::from_secs(60);
         let w = self.wait_all(
             parts,
             |_| true,
+            test,
             collect,
             interrupted,
             |p, m| match m {
                 FromAgent::Report { report, .. } => {
+                    let now = Instant::now();
+                    let expect = checks::Expect {
+                        work: &p.work,
+                        on_ns: on,
+                        off_ns: off,
+                        offset_ns: p.offset.offset_ns,
+                        rtt_ns: p.offset.rtt_ns,
+                        elapsed: now.saturating_duration_since(start_at),
+                        early: off_at.saturating_duration_since(now),
+                    };
+                    checks::report(&report, &expect)
+                        .map_err(|e| format!("its report is refused: {e}"))?;
                     p.report = Some(*report);
                     Ok(true)
                 }
@@ -579,7 +661,7 @@ impl Console {
             test,
             work: Box::new(p.work.clone()),
         });
-        let w = self.wait_all(parts, of, deadline, interrupted, |p, m| match m {
+        let w = self.wait_all(parts, of, test, deadline, interrupted, |p, m| match m {
             FromAgent::Prepared { port, .. } => {
                 p.port = port;
                 Ok(true)
@@ -587,6 +669,23 @@ impl Console {
             _ => Ok(false),
         });
         self.settle(parts, test, w, "PREPARE")
+    }
+
+    /// Host `host` refused or failed a check: the others are stopped, and
+    /// this is the test's error.
+    fn refuse(
+        &mut self,
+        parts: &[Part],
+        test: u64,
+        host: usize,
+        msg: String,
+        phase: &str,
+    ) -> ConsoleError {
+        let name = self.hosts[host].name.clone();
+        match self.settle(parts, test, Waited::Refused(host, msg.clone()), phase) {
+            Err(e) => e,
+            Ok(()) => ConsoleError::host_err(&name, msg),
+        }
     }
 
     /// Turns a phase's end into the test's error (aborting the others).
@@ -626,6 +725,18 @@ impl Console {
         } else {
             h.data.clone()
         }
+    }
+}
+
+/// The test a message is about (None: not about one).
+fn test_of(m: &FromAgent) -> Option<u64> {
+    match m {
+        FromAgent::Prepared { test, .. }
+        | FromAgent::Gathered { test }
+        | FromAgent::Started { test }
+        | FromAgent::Report { test, .. } => Some(*test),
+        FromAgent::Error { test, .. } => *test,
+        FromAgent::Info { .. } | FromAgent::Clock { .. } | FromAgent::Beat {} => None,
     }
 }
 
@@ -749,6 +860,7 @@ impl Console {
         let ramp = Duration::from_millis(t.params.ramp_ms);
         let time = Duration::from_millis(t.params.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
+        self.check_across(&parts, Some(&t.params))?;
         Ok(self.net_doc(t, &parts, &names, &times))
     }
 
@@ -778,7 +890,78 @@ impl Console {
         let ramp = Duration::from_millis(t.order.ramp_ms);
         let time = Duration::from_millis(t.order.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
+        self.check_across(&parts, None)?;
         Ok(self.disk_doc(t, &parts, &times))
+    }
+
+    /// What no single report shows: hosts claiming one kernel are one
+    /// machine, and each pair's two ends agree on its bytes.
+    fn check_across(&self, parts: &[Part], net: Option<&TestParams>) -> Result<(), ConsoleError> {
+        let name = |p: &Part| self.hosts[p.host].name.as_str();
+        type Claim<'a> = (Option<&'a str>, (&'a str, u32, Option<&'a CpuReport>));
+        fn claim<'a>(c: &'a Console, p: &'a Part) -> Claim<'a> {
+            let info = c.agent(p.host).map(|a| &a.info);
+            let cpu = p.report.as_ref().and_then(|r| r.cpu.as_ref());
+            (
+                info.and_then(|i| i.boot_id.as_deref()),
+                (
+                    c.hosts[p.host].name.as_str(),
+                    info.map_or(0, |i| i.cpus),
+                    cpu,
+                ),
+            )
+        }
+        for (k, a) in parts.iter().enumerate() {
+            for b in &parts[k + 1..] {
+                let ((ba, ca), (bb, cb)) = (claim(self, a), claim(self, b));
+                if ba.is_some() && ba == bb {
+                    checks::one_machine(ca, cb).map_err(|m| ConsoleError::host_err(name(b), m))?;
+                }
+            }
+        }
+        let Some(params) = net else {
+            return Ok(());
+        };
+        // Its window's edges on the console's clock, ns.
+        let edges = |p: &Part| -> Option<(i128, i128)> {
+            let r = p.report.as_ref()?;
+            let o = i128::from(p.offset.offset_ns);
+            Some((i128::from(r.on_ns?) - o, i128::from(r.off_ns?) - o))
+        };
+        let ends = |server: bool| {
+            (parts.iter())
+                .filter(move |p| matches!(p.work, Work::NetServe { .. }) == server)
+                .filter_map(|p| Some((p, p.report.as_ref()?)))
+                .flat_map(|(p, r)| r.pairs.iter().map(move |b| (p, r, b)))
+        };
+        for (sp, sr, s) in ends(true) {
+            let Some((cp, cr, c)) = ends(false).find(|(_, _, c)| c.pair == s.pair) else {
+                continue;
+            };
+            let (Some(se), Some(ce)) = (edges(sp), edges(cp)) else {
+                continue;
+            };
+            let apart = (se.0 - ce.0).abs() + (se.1 - ce.1).abs();
+            let clocks = i128::from(sp.offset.rtt_ns.max(0) + cp.offset.rtt_ns.max(0)) / 2;
+            checks::pair_agrees(&checks::PairEnds {
+                pair: s.pair,
+                client: c,
+                server: s,
+                window_s: sr.window_s.max(cr.window_s),
+                edges_s: (apart + clocks) as f64 / 1e9,
+                sockbuf: params.sockbuf,
+            })
+            .map_err(|m| {
+                ConsoleError::host_err(
+                    name(sp),
+                    format!(
+                        "its report and {}'s disagree: {m}; the test is invalid",
+                        name(cp)
+                    ),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// One host's row: its CPU, its window against the schedule.
@@ -1175,7 +1358,7 @@ mod tests {
         let t2 = t1 + d + ahead;
         let t3 = t2 + 20_000;
         let t4 = t3 - ahead + d;
-        let o = offset_of(t1, t2, t3, t4);
+        let o = offset_of(t1, t2, t3, t4).unwrap();
         assert_eq!(
             o,
             Offset {
@@ -1186,8 +1369,22 @@ mod tests {
         // An asymmetric path errs by half the asymmetry, never more than
         // half the round trip.
         let t4 = t3 - ahead + 3 * d;
-        let o = offset_of(t1, t2, t3, t4);
+        let o = offset_of(t1, t2, t3, t4).unwrap();
         assert!((o.offset_ns - ahead).abs() <= o.rtt_ns / 2);
+    }
+
+    /// issue 24: an agent's clock near i64::MAX wrapped the offset (292
+    /// years); now nothing wraps, and impossible probes are refused.
+    #[test]
+    fn offsets_never_wrap() {
+        let t1 = 1_795_000_000_000_000_000i64;
+        let (t2, t3) = (i64::MAX - 1_000, i64::MAX - 500);
+        let o = offset_of(t1, t2, t3, t1 + 2_000).unwrap();
+        assert!(o.offset_ns > 7_000_000_000_000_000_000, "{o:?}");
+        assert!(offset_of(t1, i64::MIN, i64::MAX, t1 + 10).is_none());
+        // Held 1 s inside a 1 ms round trip; answered before asked.
+        assert!(offset_of(t1, t1, t1 + 1_000_000_000, t1 + 1_000_000).is_none());
+        assert!(offset_of(t1, t1 + 10, t1 + 5, t1 + 100).is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! one scheduled instant, RECORD OFF, STOP, COLLECT.
 
 pub mod agent;
+pub mod checks;
 pub mod console;
 pub mod k8s;
 pub mod link;

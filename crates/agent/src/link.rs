@@ -3,15 +3,16 @@
 //! arrival on the wall clock), a writer shared by whoever sends, and
 //! heartbeats every second in both directions, so a peer that is gone
 //! (killed, or its link cut, which TCP alone would not notice for minutes)
-//! is declared lost after [`LOST_AFTER`] of silence.
+//! is declared lost after [`LOST_AFTER`] of silence, measured on the
+//! monotonic clock (a wall-clock step neither hides nor fakes a loss).
 
 use crate::wire::{self, Session, WireError};
 use iotoll_net::proto::Control;
 use serde::{de::DeserializeOwned, Serialize};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often each end says it is alive.
 pub const BEAT: Duration = Duration::from_secs(1);
@@ -58,8 +59,9 @@ pub fn send<T: Serialize>(w: &SharedWriter, msg: &T) -> bool {
 pub struct Link<In> {
     pub writer: SharedWriter,
     pub rx: mpsc::Receiver<Event<In>>,
-    /// Wall clock of the last frame received, ns.
-    last_heard: Arc<AtomicI64>,
+    /// When the last frame was received: ns after `origin`.
+    last_heard: Arc<AtomicU64>,
+    origin: Instant,
     closed: Arc<AtomicBool>,
     stream: TcpStream,
 }
@@ -81,7 +83,8 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
             session: session.clone(),
         }));
         let (tx, rx) = mpsc::channel();
-        let last_heard = Arc::new(AtomicI64::new(wire::now_ns()));
+        let origin = Instant::now();
+        let last_heard = Arc::new(AtomicU64::new(0));
         let closed = Arc::new(AtomicBool::new(false));
         {
             let (w, heard, closed) = (writer.clone(), last_heard.clone(), closed.clone());
@@ -99,7 +102,7 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
                         .and_then(|f| session.open::<In>(&f));
                     match msg {
                         Ok(m) => {
-                            heard.store(at, Ordering::Release);
+                            heard.store(since(origin), Ordering::Release);
                             if let Some(m) = filter(m, at, &w) {
                                 if tx.send(Event::Msg(m, at)).is_err() {
                                     break;
@@ -131,6 +134,7 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
             writer,
             rx,
             last_heard,
+            origin,
             closed,
             stream,
         })
@@ -143,8 +147,8 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
 
     /// How long the peer has been silent.
     pub fn silent_for(&self) -> Duration {
-        let ns = wire::now_ns() - self.last_heard.load(Ordering::Acquire);
-        Duration::from_nanos(ns.max(0) as u64)
+        let ns = since(self.origin).saturating_sub(self.last_heard.load(Ordering::Acquire));
+        Duration::from_nanos(ns)
     }
 
     /// Lost: closed, or silent for [`LOST_AFTER`].
@@ -159,9 +163,56 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
     }
 }
 
+/// Monotonic ns from `origin` to now.
+fn since(origin: Instant) -> u64 {
+    u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl<In> Drop for Link<In> {
     fn drop(&mut self) {
         self.closed.store(true, Ordering::Release);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{FromAgent, Side, ToAgent, WALL_STEP_NS};
+
+    /// A link whose peer is connected but says nothing.
+    fn link_to_a_silent_peer() -> (Link<FromAgent>, TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (peer, _) = l.accept().unwrap();
+        let n = iotoll_net::server::Nonces {
+            server: "s".into(),
+            client: "c".into(),
+        };
+        let session = Session::new(None, &n, Side::Console);
+        let ctl = Control::new(s).unwrap();
+        let link = Link::start(ctl, session, ToAgent::Beat {}, |m, _, _| Some(m)).unwrap();
+        (link, peer)
+    }
+
+    /// issue 24: silence is measured on the monotonic clock. A wall clock
+    /// stepped forward does not lose a peer heard just now; stepped back,
+    /// it does not hide one that went silent.
+    #[test]
+    fn a_wall_clock_step_neither_loses_nor_hides_a_peer() {
+        let (link, _peer) = link_to_a_silent_peer();
+        WALL_STEP_NS.with(|s| s.set(10_000_000_000));
+        assert!(!link.lost(), "lost on a 10 s step forward");
+        WALL_STEP_NS.with(|s| s.set(-60_000_000_000));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !link.lost() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a silent peer hidden by a 60 s step back"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(link.silent_for() > LOST_AFTER);
+        WALL_STEP_NS.with(|s| s.set(0));
     }
 }

@@ -230,9 +230,19 @@ pub fn recv_frame(ctl: &mut Control, timeout: Duration) -> Result<Vec<u8>, Proto
 
 /// The wall clock, ns since the epoch (what clock offsets relate).
 pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
+    let ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
+        .map_or(0, |d| d.as_nanos() as i64);
+    #[cfg(test)]
+    let ns = ns + WALL_STEP_NS.with(|s| s.get());
+    ns
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A step of this thread's wall clock, for tests of what a clock step
+    /// must not change.
+    pub(crate) static WALL_STEP_NS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
 }
 
 pub fn system_time_ns(t: std::time::SystemTime) -> i64 {

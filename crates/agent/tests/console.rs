@@ -1,78 +1,14 @@
 //! The console against in-process agents on loopback.
 
-use iotoll_agent::console::{Console, ConsoleError, DiskTest, HostSpec, NetTest};
+mod common;
+
+use common::{agent, endpoint, host, key, stream};
+use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{AllowedTarget, DiskOrder, OrderLine};
 use iotoll_net::auth::Key;
-use iotoll_net::proto::{Dir, TestKind, TestParams};
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-fn key() -> Key {
-    Key::from_bytes(b"console-test-key-0123456789")
-}
-
-/// An agent serving on an ephemeral loopback port, for the test's life.
-fn agent(targets: Vec<AllowedTarget>) -> SocketAddr {
-    let log: iotoll_net::server::Log = Arc::new(|_: &str| {});
-    let hook = iotoll_agent::agent::hook(
-        iotoll_agent::agent::AgentConfig {
-            key: Some(key()),
-            targets,
-            threads: Some(1),
-        },
-        log,
-    );
-    endpoint(Some(hook))
-}
-
-/// The endpoint on an ephemeral loopback port, with console sessions
-/// (an agent) or without (`net serve`), for the test's life.
-fn endpoint(console: Option<iotoll_net::server::ConsoleHook>) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let cfg = iotoll_net::ServerConfig {
-        listen: addr,
-        key: Some(key()),
-        once: false,
-        limits: Default::default(),
-        threads: Some(1),
-        handshake: iotoll_net::server::HANDSHAKE,
-        tls: false,
-        console,
-    };
-    std::thread::spawn(move || {
-        let stop = AtomicBool::new(false);
-        let _ = iotoll_net::serve_on(l, &cfg, &stop, Arc::new(|_: &str| {}));
-    });
-    addr
-}
-
-fn host(name: &str, address: SocketAddr) -> HostSpec {
-    HostSpec {
-        name: name.into(),
-        address,
-        data: vec![],
-    }
-}
-
-fn stream(conns: u32) -> TestParams {
-    TestParams {
-        kind: TestKind::Stream,
-        dir: Dir::Bidir,
-        conns,
-        msg: 65536,
-        sockbuf: None,
-        nodelay: false,
-        req: 1,
-        resp: 1,
-        burst: 1,
-        ramp_ms: 300,
-        time_ms: 1000,
-        tls: None,
-        verify: false,
-    }
-}
 
 #[test]
 fn pairs_add_up_and_windows_align() {

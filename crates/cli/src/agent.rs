@@ -50,6 +50,11 @@ pub fn main(a: AgentArgs) -> Result<()> {
     let targets = (a.allow_target.iter())
         .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
         .collect::<Result<Vec<_>>>()?;
+    // Pinned now to see a bad one at once; the hook pins them again as
+    // the agent starts serving, and that pin is the one it holds to.
+    for r in iotoll_agent::agent::pin_targets(&targets) {
+        r.map_err(usage)?;
+    }
     anyhow::ensure!(a.threads != Some(0), usage("--threads must be positive"));
     let from_stdin = a.auth_key.as_deref() == Some("-");
     let key = match a.auth_key.as_deref() {

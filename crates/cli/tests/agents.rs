@@ -668,3 +668,36 @@ fn an_agent_serving_10000_connections_stays_within_the_endpoint() {
     );
     assert!(agent < 128 * 1024);
 }
+
+/// issue 24: allowed targets are pinned when the agent starts; one that
+/// cannot be (its directory is missing) refuses the start, named, instead
+/// of being resolved by name later.
+#[test]
+fn an_allowed_target_that_cannot_be_pinned_refuses_the_agent() {
+    let mut agent = common::raw()
+        .args(["agent", "--listen", "127.0.0.1:0"])
+        .args(["--allow-target", "/nonexistent-iotoll-dir/x.tst:rw"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = agent.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = agent.kill();
+            let _ = agent.wait();
+            panic!("the agent started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut agent.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/nonexistent-iotoll-dir") && err.contains("does not exist"),
+        "{err}"
+    );
+}

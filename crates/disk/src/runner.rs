@@ -504,7 +504,18 @@ fn choose_engine(spec: &DiskSpec, notes: &mut Vec<String>) -> Result<EngineKind,
 /// measurement window the result covers the part measured and its status
 /// is `interrupted`; before the window there is nothing to report.
 pub fn run(spec: &DiskSpec, ctl: RunControl) -> Result<ResultDoc, DiskError> {
-    run_on(spec, ctl, HostClock)
+    run_on(spec, ctl, HostClock, None)
+}
+
+/// [`run`] on targets prepared earlier ([`target::prepare_pinned`]): the
+/// workers use the descriptors opened and checked then, so nothing is
+/// looked up by name again (an agent prepares at PREPARE, runs at START).
+pub fn run_prepared(
+    spec: &DiskSpec,
+    targets: Vec<Target>,
+    ctl: RunControl,
+) -> Result<ResultDoc, DiskError> {
+    run_on(spec, ctl, HostClock, Some(targets))
 }
 
 /// [`run`] on the given clock and CPU source.
@@ -512,6 +523,7 @@ fn run_on<C: Clock>(
     spec: &DiskSpec,
     mut ctl: RunControl,
     clock: C,
+    prepared: Option<Vec<Target>>,
 ) -> Result<ResultDoc, DiskError> {
     spec.validate()?;
     if let Some(cpus) = &spec.cpus {
@@ -519,9 +531,12 @@ fn run_on<C: Clock>(
     }
     let mut notes = Vec::new();
     let kind = choose_engine(spec, &mut notes)?;
-    let targets = {
-        let progress = &mut *ctl.progress;
-        target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
+    let targets = match prepared {
+        Some(t) => t,
+        None => {
+            let progress = &mut *ctl.progress;
+            target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
+        }
     };
     let online = iotoll_probe::affinity::online_cpus();
     let assigned = topology::assign(
@@ -1337,7 +1352,7 @@ mod tests {
             schedule: None,
         };
         let t0 = clock.now();
-        let r = run_on(&spec, ctl, clock.clone());
+        let r = run_on(&spec, ctl, clock.clone(), None);
         let took = clock.now() - t0;
         assert_eq!(
             took,

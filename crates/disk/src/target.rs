@@ -6,10 +6,12 @@ use crate::pattern::Region;
 use crate::rng::Rng;
 use crate::spec::{DiskSpec, DEFAULT_TEST_FILE_SIZE};
 use crate::DiskError;
+use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -44,14 +46,18 @@ pub struct Target {
     /// Offset alignment of each access-spec line.
     pub aligns: Vec<u64>,
     pub direct: bool,
-    writes: bool,
     /// A test file iotoll created is removed when the target is dropped
     /// (unless kept), whatever happened in between.
     _remove: RemoveGuard,
-    /// An exclusive open of a block device that will be written, held for
-    /// the whole run: the kernel refuses it while the device is mounted or
-    /// claimed, and it keeps others from claiming it meanwhile.
-    _claim: Option<File>,
+    /// The one descriptor of the file or device (None: an iSCSI LUN),
+    /// opened once at prepare and checked there; every worker gets a
+    /// duplicate of it, never a fresh open by name, so a path swapped for
+    /// a symlink after the check changes nothing. A block device that will
+    /// be written is opened O_EXCL: the kernel refuses it while mounted or
+    /// claimed, and the claim holds for as long as the target lives.
+    file: Option<File>,
+    /// The device and inode that descriptor is.
+    pub id: Option<(u64, u64)>,
     /// An iSCSI LUN: how to reach it and what its probe session found.
     pub iscsi: Option<IscsiProbe>,
 }
@@ -155,20 +161,230 @@ pub fn given_twice(targets: &[PathBuf]) -> Option<&PathBuf> {
     targets.iter().find(|p| !seen.insert(key(p)))
 }
 
+/// Where a target must be, fixed before it is opened: an agent pins every
+/// path it allows when it starts, a local run each target as it prepares
+/// it. The target is then opened once, without following a symlink at its
+/// last component, and its device and inode checked on that descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pin {
+    /// An existing file or device: its canonical path, and its inode.
+    Inode { path: PathBuf, dev: u64, ino: u64 },
+    /// A file that did not exist: `name` in this directory (its canonical
+    /// path and inode), where it may be created.
+    InDir {
+        dir: PathBuf,
+        dev: u64,
+        ino: u64,
+        name: OsString,
+    },
+}
+
+impl Pin {
+    /// The canonical path the pin stands for.
+    pub fn path(&self) -> PathBuf {
+        match self {
+            Pin::Inode { path, .. } => path.clone(),
+            Pin::InDir { dir, name, .. } => dir.join(name),
+        }
+    }
+}
+
+/// Pins `p` as it is now: symlinks the user named are followed here, once.
+pub fn pin(p: &Path) -> Result<Pin, DiskError> {
+    let bad = |msg: String| DiskError::target(p, msg);
+    match std::fs::canonicalize(p) {
+        Ok(c) => {
+            let m = std::fs::symlink_metadata(&c).map_err(|e| bad(io_err_msg(&e)))?;
+            Ok(Pin::Inode {
+                path: c,
+                dev: m.dev(),
+                ino: m.ino(),
+            })
+        }
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(bad(io_err_msg(&e))),
+        Err(_) => {
+            let Some(name) = p.file_name() else {
+                return Err(bad("names no file".into()));
+            };
+            let parent = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(parent)
+                .map_err(|_| bad(format!("directory {} does not exist", parent.display())))?;
+            let m = std::fs::metadata(&dir).map_err(|e| bad(io_err_msg(&e)))?;
+            if !m.is_dir() {
+                return Err(bad(format!("{} is not a directory", parent.display())));
+            }
+            Ok(Pin::InDir {
+                dir,
+                dev: m.dev(),
+                ino: m.ino(),
+                name: name.to_os_string(),
+            })
+        }
+    }
+}
+
+/// `open(2)`/`openat(2)` of `path` (relative to `dir` if given), never
+/// following a symlink at its last component and never blocking on a
+/// FIFO or making a terminal ours.
+fn open_nofollow(dir: Option<&File>, path: &Path, flags: libc::c_int) -> std::io::Result<File> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let flags = flags | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path and a valid (or AT_FDCWD) directory;
+    // the descriptor returned is owned by the File.
+    let fd = unsafe { libc::openat(at, c.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Sets or clears file status flags (O_NONBLOCK, O_DIRECT) on a descriptor.
+fn set_flag(f: &File, flag: libc::c_int, on: bool) -> std::io::Result<()> {
+    // SAFETY: fcntl on an open descriptor.
+    unsafe {
+        let cur = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if cur < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let new = if on { cur | flag } else { cur & !flag };
+        if libc::fcntl(f.as_raw_fd(), libc::F_SETFL, new) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The pinned directory of an `InDir` pin, opened and checked to still be
+/// the one pinned.
+fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File, DiskError> {
+    let d = open_nofollow(None, dir, libc::O_RDONLY | libc::O_DIRECTORY).map_err(|e| {
+        DiskError::target(
+            shown,
+            format!("directory {}: {}", dir.display(), io_err_msg(&e)),
+        )
+    })?;
+    let m = d
+        .metadata()
+        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    if (m.dev(), m.ino()) != (dev, ino) {
+        return Err(DiskError::target(
+            shown,
+            format!(
+                "directory {} is no longer the directory it was when the target was allowed (replaced since); refusing it",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(d)
+}
+
+/// Opens a pinned target once: an existing one with `flags`, or creates
+/// it. The descriptor is checked against the pin (device and inode) and
+/// its type against `kind`.
+fn open_pinned(
+    pin: &Pin,
+    kind: TargetKind,
+    flags: libc::c_int,
+    shown: &Path,
+) -> Result<File, DiskError> {
+    let refused = |e: std::io::Error| match e.raw_os_error() {
+        Some(libc::ELOOP) => DiskError::target(
+            shown,
+            "is a symbolic link (it was not when the target was checked); refusing it",
+        ),
+        Some(libc::EBUSY) => DiskError::target(
+            shown,
+            "device is in use (mounted?); refusing to write to it",
+        ),
+        Some(libc::EEXIST) => DiskError::target(
+            shown,
+            "appeared while iotoll was creating its test file there; refusing it",
+        ),
+        Some(libc::EISDIR) => DiskError::target(
+            shown,
+            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
+        ),
+        _ => DiskError::target(shown, io_err_msg(&e)),
+    };
+    let f = match pin {
+        Pin::Inode { path, .. } => open_nofollow(None, path, flags).map_err(refused)?,
+        Pin::InDir {
+            dir,
+            dev,
+            ino,
+            name,
+        } => {
+            let d = open_pinned_dir(dir, *dev, *ino, shown)?;
+            let flags = match kind.created() {
+                true => libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+                false => flags,
+            };
+            open_nofollow(Some(&d), Path::new(name), flags).map_err(refused)?
+        }
+    };
+    let m = f
+        .metadata()
+        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    if let Pin::Inode { dev, ino, .. } = pin {
+        if (m.dev(), m.ino()) != (*dev, *ino) {
+            return Err(DiskError::target(
+                shown,
+                "is no longer the file or device it was when the target was allowed (replaced since); refusing it",
+            ));
+        }
+    }
+    let is = if m.is_file() {
+        Some(TargetKind::ExistingFile)
+    } else if m.file_type().is_block_device() {
+        Some(TargetKind::BlockDevice)
+    } else {
+        None
+    };
+    let want = match kind {
+        TargetKind::BlockDevice => TargetKind::BlockDevice,
+        _ => TargetKind::ExistingFile,
+    };
+    if is != Some(want) {
+        return Err(DiskError::target(
+            shown,
+            "changed while it was being prepared (it is no longer what was checked); refusing it",
+        ));
+    }
+    set_flag(&f, libc::O_NONBLOCK, false).map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    Ok(f)
+}
+
 /// Where a target is and what it is: a path that does not exist yet is
 /// a test file to create, only with --create and in a directory that
-/// exists; None is a temporary test file.
-fn resolve(p: Option<&Path>, create: bool) -> Result<(PathBuf, TargetKind), DiskError> {
+/// exists; None is a temporary test file. The pin says where the target
+/// must be when it is opened (None: a temporary file or an iSCSI LUN).
+fn resolve(
+    p: Option<&Path>,
+    create: bool,
+    pinned: Option<&Pin>,
+) -> Result<(PathBuf, TargetKind, Option<Pin>), DiskError> {
     let Some(p) = p else {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
-        return Ok((p, TargetKind::TempFile));
+        return Ok((p, TargetKind::TempFile, None));
     };
     let bad = |msg: &str| Err(DiskError::target(p, msg));
     if p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url) {
-        return Ok((p.to_path_buf(), TargetKind::IscsiLun));
+        return Ok((p.to_path_buf(), TargetKind::IscsiLun, None));
     }
-    let kind = match std::fs::metadata(p) {
+    let pin = match pinned {
+        Some(pin) => pin.clone(),
+        None => pin(p)?,
+    };
+    // What is there now, never through a symlink at the pinned place.
+    let kind = match std::fs::symlink_metadata(pin.path()) {
+        Ok(m) if m.file_type().is_symlink() => return bad("is a symbolic link; refusing it"),
         Ok(m) if m.is_dir() => return bad(
             "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
         ),
@@ -179,18 +395,12 @@ fn resolve(p: Option<&Path>, create: bool) -> Result<(PathBuf, TargetKind), Disk
         Err(_) if !create => return bad(
             "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
         ),
-        Err(_) => {
-            let parent = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return bad(&format!("directory {} does not exist", parent.display()));
-            }
-            TargetKind::CreatedFile
+        Err(_) if matches!(pin, Pin::Inode { .. }) => {
+            return bad("no longer exists (it did when the target was allowed)")
         }
+        Err(_) => TargetKind::CreatedFile,
     };
-    Ok((p.to_path_buf(), kind))
+    Ok((p.to_path_buf(), kind, Some(pin)))
 }
 
 /// Resolves and checks every target, then creates and fills the test
@@ -202,14 +412,32 @@ pub fn prepare(
     interrupted: &AtomicBool,
     progress: PrepProgress,
 ) -> Result<Vec<Target>, DiskError> {
+    prepare_pinned(spec, &[], interrupted, progress)
+}
+
+/// [`prepare`] with each of `spec.targets` pinned by the caller (an agent,
+/// at its start); `pins` empty: each is pinned here, as it is now.
+pub fn prepare_pinned(
+    spec: &DiskSpec,
+    pins: &[Pin],
+    interrupted: &AtomicBool,
+    progress: PrepProgress,
+) -> Result<Vec<Target>, DiskError> {
     let given: Vec<Option<&Path>> = match spec.targets.as_slice() {
         [] => vec![None],
         t => t.iter().map(|p| Some(p.as_path())).collect(),
     };
-    let resolved = (given.into_iter())
-        .map(|p| resolve(p, spec.create))
+    if !pins.is_empty() && pins.len() != spec.targets.len() {
+        return Err(DiskError::Invalid(format!(
+            "{} pins for {} targets",
+            pins.len(),
+            spec.targets.len()
+        )));
+    }
+    let resolved = (given.into_iter().enumerate())
+        .map(|(i, p)| resolve(p, spec.create, pins.get(i)))
         .collect::<Result<Vec<_>, _>>()?;
-    for (path, kind) in &resolved {
+    for (path, kind, _) in &resolved {
         if !kind.created() && spec.writes() && !spec.allow_destructive {
             let what = match kind {
                 TargetKind::BlockDevice => "is a block device",
@@ -227,12 +455,12 @@ pub fn prepare(
     // Existing targets are opened and checked first, so that one of them
     // being wrong leaves no test file behind.
     let (created, existing): (Vec<_>, Vec<_>) =
-        (resolved.into_iter().enumerate()).partition(|(_, (_, kind))| kind.created());
+        (resolved.into_iter().enumerate()).partition(|(_, (_, kind, _))| kind.created());
     let mut out: Vec<(usize, Target)> = Vec::new();
-    for (i, (path, kind)) in existing.into_iter().chain(created) {
+    for (i, (path, kind, pin)) in existing.into_iter().chain(created) {
         out.push((
             i,
-            prepare_one(spec, path, kind, interrupted, &mut *progress)?,
+            prepare_one(spec, path, kind, pin, interrupted, &mut *progress)?,
         ));
     }
     out.sort_by_key(|(i, _)| *i);
@@ -243,6 +471,7 @@ fn prepare_one(
     spec: &DiskSpec,
     path: PathBuf,
     kind: TargetKind,
+    pin: Option<Pin>,
     interrupted: &AtomicBool,
     progress: PrepProgress,
 ) -> Result<Target, DiskError> {
@@ -266,22 +495,45 @@ fn prepare_one(
             .offset
             .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
             .ok_or_else(|| DiskError::Invalid("--offset + --size overflows".into()))?;
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| {
-                DiskError::target(
-                    &path,
-                    format!("cannot create test file: {}", io_err_msg(&e)),
-                )
-            })?;
+        let cannot = |e: DiskError| match e {
+            DiskError::Target { path, msg } => DiskError::Target {
+                path,
+                msg: format!("cannot create test file: {msg}"),
+            },
+            e => e,
+        };
+        let f = match &pin {
+            Some(pin) => open_pinned(pin, kind, 0, &path).map_err(cannot)?,
+            None => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+                .map_err(|e| {
+                    DiskError::target(
+                        &path,
+                        format!("cannot create test file: {}", io_err_msg(&e)),
+                    )
+                })?,
+        };
         guard.0 = Some(path.clone());
         let lbs = file_dio_align(&f);
         (Some(f), size, lbs)
     } else {
-        let f = File::open(&path).map_err(io_err)?;
+        let Some(pin) = &pin else {
+            return Err(DiskError::target(&path, "was never pinned"));
+        };
+        let mut flags = libc::O_NONBLOCK;
+        flags |= match spec.writes() {
+            true => libc::O_RDWR,
+            false => libc::O_RDONLY,
+        };
+        if kind == TargetKind::BlockDevice && spec.writes() {
+            flags |= libc::O_EXCL;
+        }
+        let f = open_pinned(pin, kind, flags, &path)?;
         let (size, lbs) = if kind == TargetKind::BlockDevice {
             block_device_geometry(&f).map_err(|e| {
                 DiskError::target(&path, format!("cannot read device geometry: {e}"))
@@ -345,27 +597,25 @@ fn prepare_one(
         ));
     }
 
-    let claim = if kind == TargetKind::BlockDevice && spec.writes() {
-        let c = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_EXCL)
-            .open(&path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EBUSY) => DiskError::target(
-                    &path,
-                    "device is in use (mounted?); refusing to write to it",
-                ),
-                _ => io_err(e),
-            })?;
-        Some(c)
-    } else {
-        None
-    };
-
-    if let (true, Some(file)) = (kind.created(), file) {
-        fill_test_file(file, &path, size, interrupted, progress)?;
+    if let (true, Some(f)) = (kind.created(), &file) {
+        fill_test_file(f, &path, size, interrupted, progress)?;
     }
+    if let (true, Some(f)) = (direct, &file) {
+        set_flag(f, libc::O_DIRECT, true).map_err(|e| match e.raw_os_error() {
+            Some(libc::EINVAL) => DiskError::target(
+                &path,
+                "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
+            ),
+            _ => io_err(e),
+        })?;
+    }
+    let id = match &file {
+        Some(f) => {
+            let m = f.metadata().map_err(io_err)?;
+            Some((m.dev(), m.ino()))
+        }
+        None => None,
+    };
     if spec.keep {
         guard.0 = None;
     }
@@ -378,8 +628,8 @@ fn prepare_one(
         logical_block: lbs,
         aligns,
         direct,
-        writes: spec.writes(),
-        _claim: claim,
+        file,
+        id,
         iscsi,
     })
 }
@@ -477,7 +727,7 @@ pub fn iscsi_disclosure(t: &Target) -> Option<iotoll_model::spec::IscsiDisclosur
 /// the file is a hole or a duplicate a smart device could shortcut, and
 /// drops it from the page cache so reads start cold.
 fn fill_test_file(
-    mut f: File,
+    mut f: &File,
     path: &Path,
     size: u64,
     interrupted: &AtomicBool,
@@ -527,7 +777,7 @@ fn fill_test_file(
 }
 
 impl Target {
-    /// Opens the target for one worker's I/O: read-only unless the workload
+    /// The target for one worker's I/O: read-only unless the workload
     /// writes; O_DIRECT unless buffered.
     pub fn open_for_io(&self) -> Result<crate::engines::Opened, DiskError> {
         if let Some(p) = &self.iscsi {
@@ -536,19 +786,14 @@ impl Target {
         self.open_file().map(crate::engines::Opened::File)
     }
 
+    /// A duplicate of the one descriptor opened and checked at prepare:
+    /// the same open file, its access mode and O_DIRECT included.
     fn open_file(&self) -> Result<File, DiskError> {
-        let mut o = OpenOptions::new();
-        o.read(true).write(self.writes);
-        if self.direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(&self.path).map_err(|e| match e.raw_os_error() {
-            Some(libc::EINVAL) if self.direct => DiskError::target(
-                &self.path,
-                "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
-            ),
-            _ => DiskError::target(&self.path, io_err_msg(&e)),
-        })
+        let Some(f) = &self.file else {
+            return Err(DiskError::target(&self.path, "has no open descriptor"));
+        };
+        f.try_clone()
+            .map_err(|e| DiskError::target(&self.path, io_err_msg(&e)))
     }
 }
 
@@ -659,6 +904,149 @@ mod tests {
         let t = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
         let paths: Vec<_> = t.iter().map(|t| t.path.file_name().unwrap()).collect();
         assert_eq!(paths, ["new.tst", "small"], "in the order given");
+    }
+
+    /// issue 24: a target swapped for a symlink to another file after it
+    /// was prepared: the workers' descriptors are still the prepared file,
+    /// and the other file is never written.
+    #[test]
+    fn workers_use_the_prepared_file_even_when_its_path_is_swapped() {
+        use std::os::unix::fs::FileExt;
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside");
+        std::fs::write(&outside, vec![0x55u8; 1 << 20]).unwrap();
+        let mut s = spec_at(d.path(), "t.tst");
+        (s.create, s.keep, s.buffered) = (true, true, true);
+        s.lines[0].read_pct = 0;
+        s.allow_destructive = true;
+        let t = prep(&s).unwrap();
+        let ino = std::fs::metadata(&t.path).unwrap().ino();
+        let moved = d.path().join("moved");
+        std::fs::rename(&t.path, &moved).unwrap();
+        std::os::unix::fs::symlink(&outside, &t.path).unwrap();
+        let crate::engines::Opened::File(f) = t.open_for_io().unwrap() else {
+            panic!("a file target")
+        };
+        assert_eq!(f.metadata().unwrap().ino(), ino, "the prepared inode");
+        f.write_all_at(&[1u8; 4096], 0).unwrap();
+        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0x55));
+        assert_eq!(std::fs::read(&moved).unwrap()[..4096], [1u8; 4096]);
+    }
+
+    /// A pinned target (an agent's allowed path) replaced, between the pin
+    /// and the prepare, by a symlink or by another file: refused.
+    #[test]
+    fn a_pinned_target_replaced_since_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside");
+        std::fs::write(&outside, vec![0u8; 1 << 20]).unwrap();
+        let p = d.path().join("data");
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        let mut s = spec_at(d.path(), "data");
+        s.lines[0].read_pct = 100;
+        let pins = vec![pin(&p).unwrap()];
+        let go = |s: &DiskSpec| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
+        assert!(go(&s).is_ok());
+        // Kept under another name, so that its inode is not reused by
+        // the file made in its place below.
+        std::fs::rename(&p, d.path().join("kept")).unwrap();
+        std::os::unix::fs::symlink(&outside, &p).unwrap();
+        let e = go(&s).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        let e = go(&s).unwrap_err().to_string();
+        assert!(e.contains("replaced since"), "{e}");
+        // A file to create, pinned by its directory: a symlink planted at
+        // its name is not followed, and nothing is written through it.
+        let newp = d.path().join("new.tst");
+        let pins = vec![pin(&newp).unwrap()];
+        std::os::unix::fs::symlink(&outside, &newp).unwrap();
+        s.targets = vec![newp.clone()];
+        (s.create, s.allow_destructive) = (true, true);
+        s.lines[0].read_pct = 0;
+        let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
+    }
+
+    /// A loop device over a file in `dir`, detached when dropped; None
+    /// without root or loop devices (the test is then skipped).
+    struct Loop(PathBuf);
+
+    impl Loop {
+        fn new(dir: &Path) -> Option<Loop> {
+            // SAFETY: a plain getter.
+            if unsafe { libc::geteuid() } != 0 {
+                return None;
+            }
+            let backing = dir.join("backing");
+            std::fs::write(&backing, vec![0u8; 4 << 20]).ok()?;
+            let out = std::process::Command::new("losetup")
+                .args(["-f", "--show"])
+                .arg(&backing)
+                .output()
+                .ok()?;
+            let dev = String::from_utf8(out.stdout).ok()?.trim().to_string();
+            (out.status.success() && !dev.is_empty()).then(|| Loop(dev.into()))
+        }
+    }
+
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup")
+                .arg("-d")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    /// issue 24: a block device that will be written is claimed O_EXCL on
+    /// the one descriptor the workers use: a device claimed by another
+    /// (as a mount does) is refused, the claim holds while the target
+    /// lives, and a swapped path changes nothing the workers open.
+    #[test]
+    fn a_written_block_device_is_claimed_on_the_descriptor_the_workers_use() {
+        let d = tempfile::tempdir().unwrap();
+        let Some(dev) = Loop::new(d.path()) else {
+            eprintln!("skipped: needs root and a loop device");
+            return;
+        };
+        let link = d.path().join("by-id");
+        std::os::unix::fs::symlink(&dev.0, &link).unwrap();
+        let mut s = spec_at(d.path(), "by-id");
+        s.lines[0].read_pct = 0;
+        s.allow_destructive = true;
+        s.buffered = true;
+        let excl = || {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL)
+                .open(&dev.0)
+        };
+        let held = excl().unwrap();
+        let e = prep(&s).unwrap_err().to_string();
+        assert!(e.contains("in use"), "{e}");
+        drop(held);
+        let t = prep(&s).unwrap();
+        assert_eq!(t.kind, TargetKind::BlockDevice);
+        assert_eq!(
+            excl().unwrap_err().raw_os_error(),
+            Some(libc::EBUSY),
+            "claimed while the target lives"
+        );
+        let rdev = std::fs::metadata(&dev.0).unwrap().rdev();
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(d.path().join("plain"), vec![0u8; 4 << 20]).unwrap();
+        std::os::unix::fs::symlink(d.path().join("plain"), &link).unwrap();
+        let crate::engines::Opened::File(f) = t.open_for_io().unwrap() else {
+            panic!("a device target")
+        };
+        assert_eq!(f.metadata().unwrap().rdev(), rdev, "the device prepared");
+        drop((f, t));
+        assert!(excl().is_ok(), "released with the target");
     }
 
     #[test]

@@ -568,6 +568,158 @@ impl ResultDoc {
     }
 }
 
+/// Every figure of a part that must be a finite number is one.
+fn finite(v: &[f64]) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
+fn finite_opt(v: &[Option<f64>]) -> bool {
+    v.iter().flatten().all(|x| x.is_finite())
+}
+
+impl CpuModes {
+    fn is_finite(&self) -> bool {
+        finite(&[
+            self.user,
+            self.nice,
+            self.system,
+            self.irq,
+            self.softirq,
+            self.iowait,
+            self.steal,
+            self.idle,
+        ])
+    }
+}
+
+impl CpuReport {
+    /// Whether every figure of the window is a finite number.
+    pub fn is_finite(&self) -> bool {
+        finite(&[self.window_s, self.busy_pct])
+            && self.modes.is_finite()
+            && (self.per_core.iter()).all(|c| c.busy_pct.is_finite() && c.modes.is_finite())
+            && finite_opt(&[
+                self.self_pct,
+                self.interrupts_s,
+                self.ctx_switches_s,
+                self.nominal_mhz,
+            ])
+            && self.top.iter().all(|t| t.cpu_pct.is_finite())
+            && self.interference.as_ref().is_none_or(|i| {
+                finite(&[i.threshold_pct, i.others_pct, i.steal_pct])
+                    && i.processes.iter().all(|t| t.cpu_pct.is_finite())
+            })
+    }
+}
+
+impl LatencyReport {
+    pub fn is_finite(&self) -> bool {
+        finite(&[self.min_us, self.max_us, self.mean_us, self.stdev_us])
+            && self.percentiles_us.values().all(|v| v.is_finite())
+            && self.histogram.iter().all(|b| finite(b))
+    }
+}
+
+impl ResultDoc {
+    /// Leaves out every figure that is not a finite number, wherever it
+    /// is: JSON has no such numbers (serde writes `null`), so a document
+    /// holding one could be written but never read back. A metric or an
+    /// optional figure is dropped, a CPU window or latency report with
+    /// one is dropped whole, any other figure becomes 0; a note names
+    /// what was left out. Returns whether anything was.
+    pub fn drop_non_finite(&mut self) -> bool {
+        let mut gone: Vec<String> = Vec::new();
+        let metrics = |m: &mut Metrics, at: &str, gone: &mut Vec<String>| {
+            let before: Vec<String> = m.keys().cloned().collect();
+            m.retain(|_, v| v.is_finite());
+            gone.extend(
+                before
+                    .into_iter()
+                    .filter(|k| !m.contains_key(k))
+                    .map(|k| format!("{at}metrics.{k}")),
+            );
+        };
+        let cpu = |c: &mut Option<CpuReport>, at: &str, gone: &mut Vec<String>| {
+            if c.as_ref().is_some_and(|c| !c.is_finite()) {
+                *c = None;
+                gone.push(at.to_string());
+            }
+        };
+        let zero = |v: &mut f64, at: String, gone: &mut Vec<String>| {
+            if !v.is_finite() {
+                *v = 0.0;
+                gone.push(at);
+            }
+        };
+        let none = |v: &mut Option<f64>, at: String, gone: &mut Vec<String>| {
+            if v.is_some_and(|x| !x.is_finite()) {
+                *v = None;
+                gone.push(at);
+            }
+        };
+        metrics(&mut self.metrics, "", &mut gone);
+        cpu(&mut self.cpu.local, "cpu.local", &mut gone);
+        cpu(&mut self.cpu.remote, "cpu.remote", &mut gone);
+        if self.latency.as_ref().is_some_and(|l| !l.is_finite()) {
+            self.latency = None;
+            gone.push("latency".into());
+        }
+        let points = self.series.len();
+        self.series.retain(|p| p.t_s.is_finite());
+        if self.series.len() != points {
+            gone.push("series[].t_s".into());
+        }
+        for (i, p) in self.series.iter_mut().enumerate() {
+            for v in [
+                &mut p.iops,
+                &mut p.mb_s,
+                &mut p.mbit_s,
+                &mut p.trans_s,
+                &mut p.cpu_pct,
+            ] {
+                none(v, format!("series[{i}]"), &mut gone);
+            }
+        }
+        for (i, t) in self.targets.iter_mut().enumerate() {
+            metrics(&mut t.metrics, &format!("targets[{i}]."), &mut gone);
+        }
+        for (i, w) in self.workers.iter_mut().enumerate() {
+            metrics(&mut w.metrics, &format!("workers[{i}]."), &mut gone);
+            none(
+                &mut w.pinned_busy_pct,
+                format!("workers[{i}].pinned_busy_pct"),
+                &mut gone,
+            );
+        }
+        for (i, l) in self.lines.iter_mut().enumerate() {
+            zero(&mut l.ios_pct, format!("lines[{i}].ios_pct"), &mut gone);
+            zero(&mut l.bytes_pct, format!("lines[{i}].bytes_pct"), &mut gone);
+        }
+        for (i, h) in self.hosts.iter_mut().enumerate() {
+            metrics(&mut h.metrics, &format!("hosts[{i}]."), &mut gone);
+            cpu(&mut h.cpu, &format!("hosts[{i}].cpu"), &mut gone);
+            zero(&mut h.on_us, format!("hosts[{i}].on_us"), &mut gone);
+            zero(&mut h.off_us, format!("hosts[{i}].off_us"), &mut gone);
+        }
+        for (i, p) in self.pairs.iter_mut().enumerate() {
+            zero(&mut p.mbit_s, format!("pairs[{i}].mbit_s"), &mut gone);
+        }
+        if (self.skew_us.as_ref()).is_some_and(|s| !finite(&[s.start, s.stop, s.clock])) {
+            self.skew_us = None;
+            gone.push("skew_us".into());
+        }
+        gone.dedup();
+        if gone.is_empty() {
+            return false;
+        }
+        self.notes.push(format!(
+            "figures that were not finite numbers were left out: {}",
+            gone.join(", ")
+        ));
+        true
+    }
+}
+
 /// Response-time distribution, microseconds.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -602,4 +754,59 @@ pub struct SeriesPoint {
     pub trans_s: Option<f64>,
     #[schemars(range(max = 100.0001))]
     pub cpu_pct: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// issue 24: a non-finite figure anywhere (not only in `metrics`)
+    /// is left out, and the document then reads back.
+    #[test]
+    fn every_non_finite_figure_is_left_out_and_the_document_reads_back() {
+        let cpu = CpuReport {
+            cpus: 4,
+            window_s: 1.0,
+            busy_pct: f64::INFINITY,
+            ..Default::default()
+        };
+        let mut d: ResultDoc = serde_json::from_value(serde_json::json!({
+            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
+            "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
+            "metrics": {"iops": 1.0}, "cpu": {"local": null, "remote": null},
+            "latency": null, "series": [], "notes": [], "disclosure": null
+        }))
+        .unwrap();
+        d.metrics.insert("cpu_pct".into(), f64::NAN);
+        d.cpu.local = Some(cpu.clone());
+        d.hosts = vec![HostFigures {
+            name: "h".into(),
+            cpu: Some(cpu),
+            on_us: f64::NEG_INFINITY,
+            ..Default::default()
+        }];
+        d.pairs = vec![PairFigures {
+            mbit_s: f64::NAN,
+            ..Default::default()
+        }];
+        d.skew_us = Some(Skew {
+            start: f64::INFINITY,
+            stop: 0.0,
+            clock: 0.0,
+        });
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(serde_json::from_str::<ResultDoc>(&text).is_err(), "damaged");
+        assert!(d.drop_non_finite());
+        let back: ResultDoc = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert!(back.cpu.local.is_none() && back.hosts[0].cpu.is_none());
+        assert_eq!((back.hosts[0].on_us, back.pairs[0].mbit_s), (0.0, 0.0));
+        assert!(back.skew_us.is_none() && !back.metrics.contains_key("cpu_pct"));
+        assert_eq!(back.metrics["iops"], 1.0);
+        let note = back.notes.last().unwrap();
+        assert!(
+            note.contains("hosts[0].cpu") && note.contains("cpu.local"),
+            "{note}"
+        );
+        assert!(!d.drop_non_finite(), "clean now");
+    }
 }

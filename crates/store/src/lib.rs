@@ -787,28 +787,11 @@ impl Store {
         doc: &ResultDoc,
     ) -> Result<(), StoreError> {
         // A non-finite figure would be stored as null and the document
-        // could never be read back: such figures are left out, of the
-        // totals and of every part's (target, worker, host) metrics.
-        let clean;
-        let finite = |m: &iotoll_model::Metrics| m.values().all(|v| v.is_finite());
-        let doc = if finite(&doc.metrics)
-            && doc.targets.iter().all(|t| finite(&t.metrics))
-            && doc.workers.iter().all(|w| finite(&w.metrics))
-            && doc.hosts.iter().all(|h| finite(&h.metrics))
-        {
-            doc
-        } else {
-            let mut d = doc.clone();
-            let maps = std::iter::once(&mut d.metrics)
-                .chain(d.targets.iter_mut().map(|t| &mut t.metrics))
-                .chain(d.workers.iter_mut().map(|w| &mut w.metrics))
-                .chain(d.hosts.iter_mut().map(|h| &mut h.metrics));
-            for m in maps {
-                m.retain(|_, v| v.is_finite());
-            }
-            clean = d;
-            &clean
-        };
+        // could never be read back: every such figure is left out, in the
+        // totals and everywhere else (CPU windows, hosts, pairs, skew).
+        let mut clean = doc.clone();
+        clean.drop_non_finite();
+        let doc = &clean;
         conn.prepare_cached(
             "INSERT INTO reps (test_id, rep, status, doc) VALUES (?1, ?2, ?3, ?4)",
         )?
@@ -1370,6 +1353,33 @@ mod tests {
         assert!(!hosts[1].metrics.contains_key("mbit_s_per_cpu_pct"));
         assert_eq!(hosts[1].metrics["mbit_s"], 1000.0);
         assert_eq!(hosts[0], multi_host_doc().hosts[0]);
+    }
+
+    /// issue 24: a host's CPU window of 1e308 % on 4 CPUs made the
+    /// weighted CPU infinite, outside any `metrics`: the document was
+    /// stored with `null` and every read of the run failed "damaged".
+    #[test]
+    fn a_non_finite_cpu_window_never_damages_a_stored_document() {
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let (run, t) = mesh_test(&mut s);
+        let mut bad = multi_host_doc();
+        if let Some(c) = bad.hosts[1].cpu.as_mut() {
+            c.busy_pct = 1e308 * 4.0;
+        }
+        bad.cpu.local = bad.hosts[1].cpu.clone();
+        bad.skew_us = Some(iotoll_model::Skew {
+            start: f64::NAN,
+            stop: 0.0,
+            clock: 0.0,
+        });
+        s.add_rep(t, 1, &bad).unwrap();
+        let det = s.run_detail(run).expect("readable");
+        let doc = &det.tests[0].reps[0].doc;
+        assert!(doc.hosts[1].cpu.is_none() && doc.cpu.local.is_none());
+        assert!(doc.skew_us.is_none());
+        assert_eq!(doc.hosts[0], multi_host_doc().hosts[0]);
+        assert!(doc.notes.iter().any(|n| n.contains("hosts[1].cpu")));
     }
 
     #[test]

@@ -1,0 +1,325 @@
+//! issue 24: what an agent does against a console, a target and a peer
+//! that try to make it write outside its allow-list, and what a console
+//! does with a hostile or broken agent's report.
+
+mod common;
+
+use common::{
+    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, stream, Rewrite,
+};
+use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
+use iotoll_agent::wire::{self, AgentReport, FromAgent, ToAgent, Work};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// An allowed `:rw` target swapped for a symlink to a file outside the
+/// allow-list between PREPARE and START: the agent writes only the file
+/// it prepared, never the other one; prepared again, the symlink is refused.
+#[test]
+fn an_allowed_target_swapped_for_a_symlink_after_prepare_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::write(&outside, vec![0x55u8; 4 << 20]).unwrap();
+    let allowed = dir.path().join("a.tst");
+    let addr = agent(vec![allow(&allowed, true)]);
+    let link = raw_console(addr);
+    let order = disk_order(0, 1 << 20);
+    link.send(&ToAgent::Prepare {
+        test: 1,
+        work: Box::new(Work::Disk {
+            order: order.clone(),
+        }),
+    });
+    let m = expect(&link, |m| {
+        matches!(m, FromAgent::Prepared { .. } | FromAgent::Error { .. })
+    });
+    assert!(matches!(m, FromAgent::Prepared { test: 1, .. }), "{m:?}");
+    let moved = dir.path().join("moved");
+    std::fs::rename(&allowed, &moved).unwrap();
+    std::os::unix::fs::symlink(&outside, &allowed).unwrap();
+    let now = wire::now_ns();
+    let ms = |n: i64| n * 1_000_000;
+    link.send(&ToAgent::Start {
+        test: 1,
+        on_ns: now + ms(300),
+        off_ns: now + ms(800),
+    });
+    let m = expect(&link, |m| {
+        matches!(m, FromAgent::Report { .. } | FromAgent::Error { .. })
+    });
+    assert!(
+        std::fs::read(&outside).unwrap().iter().all(|b| *b == 0x55),
+        "the file outside the allow-list was written"
+    );
+    if let FromAgent::Report { report, .. } = &m {
+        let doc = report.disk.as_ref().expect("a disk report");
+        assert!(doc.metrics["write_iops"] > 0.0, "{:?}", doc.metrics);
+    }
+    link.send(&ToAgent::Release { test: 1 });
+    // Prepared again: the symlink now at the allowed path is refused.
+    link.send(&ToAgent::Prepare {
+        test: 2,
+        work: Box::new(Work::Disk { order }),
+    });
+    let m = expect(&link, |m| {
+        matches!(m, FromAgent::Prepared { .. } | FromAgent::Error { .. })
+    });
+    assert!(
+        matches!(&m, FromAgent::Error { msg, .. } if msg.contains("symbolic link")),
+        "{m:?}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0x55));
+    link.send(&ToAgent::Bye {});
+}
+
+/// A disk test of 1 s on `on`, each host's own target.
+fn disk_test(on: &[&str]) -> DiskTest {
+    DiskTest {
+        on: on.iter().map(|h| h.to_string()).collect(),
+        order: disk_order(0, 1 << 20),
+    }
+}
+
+/// A hostile agent writing its own test file in `dir`.
+fn evil(dir: &tempfile::TempDir, make: impl Fn() -> Rewrite + Send + Sync + 'static) -> SocketAddr {
+    hostile_agent(vec![allow(&dir.path().join("e.tst"), true)], make)
+}
+
+/// The test's error names `host`, and says `what`.
+fn refused(r: Result<iotoll_model::ResultDoc, ConsoleError>, host: &str, what: &str) {
+    match r {
+        Err(ConsoleError::Host { host: h, msg }) => {
+            assert!(h == host && msg.contains(what), "host {h}: {msg}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(doc) => panic!(
+            "stored as {:?}: metrics {:?}, cpu {:?}",
+            doc.status, doc.metrics, doc.cpu.local
+        ),
+    }
+}
+
+/// issue 24: busy 1e308 % and -40 %, 1e15 IOPS, a latency of -5 us, a
+/// window of 1e300 s (JSON carries no NaN): each makes the test invalid, naming the host, and no
+/// document comes back to be stored.
+#[test]
+fn absurd_figures_make_the_test_invalid_naming_the_host() {
+    type Bend = fn(&mut AgentReport);
+    let cases: [(Bend, &str); 5] = [
+        (|r| r.cpu.as_mut().unwrap().busy_pct = 1e308, "busy"),
+        (|r| r.cpu.as_mut().unwrap().busy_pct = -40.0, "negative"),
+        (
+            |r| {
+                let d = r.disk.as_mut().unwrap();
+                d.metrics.insert("iops".into(), 1e15);
+            },
+            "iops",
+        ),
+        (
+            |r| {
+                let d = r.disk.as_mut().unwrap();
+                d.metrics.insert("lat_mean_us".into(), -5.0);
+            },
+            "lat_mean_us",
+        ),
+        (|r| r.window_s = 1e300, "window_s"),
+    ];
+    let stop = AtomicBool::new(false);
+    for (bend, what) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = evil(&dir, move || Rewrite::reports(bend));
+        let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+        refused(console.run_disk(&disk_test(&["evil"]), &stop), "evil", what);
+    }
+}
+
+/// A report for another test, and one cut short though nobody stopped
+/// it: refused.
+#[test]
+fn a_report_for_another_test_or_cut_short_unasked_is_refused() {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || Rewrite {
+        from_agent: Box::new(|m| match m {
+            FromAgent::Report { test, report } => vec![FromAgent::Report {
+                test: test + 7,
+                report,
+            }],
+            m => vec![m],
+        }),
+        to_agent: Box::new(|m| m),
+    });
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    refused(
+        console.run_disk(&disk_test(&["evil"]), &stop),
+        "evil",
+        "test 8",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || Rewrite::reports(|r| r.interrupted = true));
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    refused(
+        console.run_disk(&disk_test(&["evil"]), &stop),
+        "evil",
+        "cut short",
+    );
+}
+
+/// A report sent at START (last test's figures) instead of after RECORD
+/// OFF: refused.
+#[test]
+fn a_report_before_record_off_is_refused() {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || {
+        let mut last: Option<Box<AgentReport>> = None;
+        Rewrite {
+            from_agent: Box::new(move |m| match m {
+                FromAgent::Started { test } => match &last {
+                    Some(r) => vec![
+                        FromAgent::Started { test },
+                        FromAgent::Report {
+                            test,
+                            report: r.clone(),
+                        },
+                    ],
+                    None => vec![FromAgent::Started { test }],
+                },
+                FromAgent::Report { test, report } if last.is_none() => {
+                    last = Some(report.clone());
+                    vec![FromAgent::Report { test, report }]
+                }
+                FromAgent::Report { .. } => vec![],
+                m => vec![m],
+            }),
+            to_agent: Box::new(|m| m),
+        }
+    });
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    let t = disk_test(&["evil"]);
+    console
+        .run_disk(&t, &stop)
+        .expect("the first report is honest");
+    refused(console.run_disk(&t, &stop), "evil", "before RECORD OFF");
+}
+
+/// An agent whose clock says it is half a second before i64::MAX ns: the
+/// offset is computed without wrapping, and a window that cannot be
+/// expressed in its clock refuses the host (it wrapped 292 years before).
+#[test]
+fn an_agent_clock_near_i64_max_is_refused_not_wrapped() {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || Rewrite {
+        from_agent: Box::new(|m| match m {
+            FromAgent::Clock { t1, t2, t3 } => {
+                let shift = i64::MAX - 500_000_000 - t2;
+                vec![FromAgent::Clock {
+                    t1,
+                    t2: t2 + shift,
+                    t3: t3.saturating_add(shift),
+                }]
+            }
+            m => vec![m],
+        }),
+        to_agent: Box::new(|m| m),
+    });
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    refused(
+        console.run_disk(&disk_test(&["evil"]), &stop),
+        "evil",
+        "cannot be scheduled",
+    );
+}
+
+/// The server of a pair claims three times the bytes its client sent:
+/// the two ends disagree by more than could be in flight.
+#[test]
+fn a_pairs_ends_that_disagree_are_refused() {
+    let stop = AtomicBool::new(false);
+    let srv = hostile_agent(vec![], || {
+        Rewrite::reports(|r| {
+            for p in &mut r.pairs {
+                p.rx *= 3;
+            }
+        })
+    });
+    let cli = agent(vec![]);
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("cli", cli)], Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("cli".into(), "srv".into())],
+        params: stream(1),
+        threads: None,
+        config: None,
+    };
+    refused(
+        console.run_net(&t, &stop),
+        "srv",
+        "more apart than could be in flight",
+    );
+}
+
+/// A host that claims another's boot id (one kernel) with another CPU
+/// count: the hosts are not what they say, and the test is invalid.
+#[test]
+fn a_spoofed_boot_id_with_another_cpu_count_is_refused() {
+    let stop = AtomicBool::new(false);
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let honest = agent(vec![allow(&d1.path().join("h.tst"), true)]);
+    // Every agent here runs on this kernel: they share its boot id.
+    let spoof = evil(&d2, || Rewrite {
+        from_agent: Box::new(|m| match m {
+            FromAgent::Info { mut info } => {
+                info.cpus += 2;
+                vec![FromAgent::Info { info }]
+            }
+            FromAgent::Report { test, mut report } => {
+                if let Some(c) = report.cpu.as_mut() {
+                    c.cpus += 2;
+                }
+                vec![FromAgent::Report { test, report }]
+            }
+            m => vec![m],
+        }),
+        to_agent: Box::new(|m| m),
+    });
+    let mut console = Console::connect(
+        vec![host("real", honest), host("spoof", spoof)],
+        Some(key()),
+    )
+    .unwrap();
+    refused(
+        console.run_disk(&disk_test(&["real", "spoof"]), &stop),
+        "spoof",
+        "different CPU counts",
+    );
+}
+
+/// An agent that says it has no CPUs (or millions) is refused when the
+/// console connects, named.
+#[test]
+fn an_agent_claiming_an_impossible_cpu_count_is_refused() {
+    for cpus in [0, 4_000_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = evil(&dir, move || Rewrite {
+            from_agent: Box::new(move |m| match m {
+                FromAgent::Info { mut info } => {
+                    info.cpus = cpus;
+                    vec![FromAgent::Info { info }]
+                }
+                m => vec![m],
+            }),
+            to_agent: Box::new(|m| m),
+        });
+        match Console::connect(vec![host("evil", addr)], Some(key())) {
+            Err(ConsoleError::Host { host, msg }) => {
+                assert!(host == "evil" && msg.contains("CPUs"), "{msg}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("{cpus} CPUs accepted"),
+        }
+    }
+}
