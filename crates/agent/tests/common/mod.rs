@@ -174,7 +174,9 @@ pub fn hostile_agent(
             let (Ok(down_w), Ok(up_w)) = (down.stream.try_clone(), up.stream.try_clone()) else {
                 return;
             };
-            let (mut down_w, mut up_w) = (Control { stream: down_w }, Control { stream: up_w });
+            let (Ok(mut down_w), Ok(mut up_w)) = (Control::new(down_w), Control::new(up_w)) else {
+                return;
+            };
             let day = Duration::from_secs(86_400);
             let mut down_r = down;
             let console_side = std::thread::spawn(move || {
