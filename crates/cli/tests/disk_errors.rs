@@ -97,6 +97,50 @@ fn directory_and_missing_targets() {
     run_fails(&["--create"], 2, "--create needs --target");
 }
 
+/// A device that is not there is not a place for a test file: a missing
+/// /dev/sdX is not told "add --create", and --create never makes a regular
+/// file in the device directory (it would pass for the device later).
+#[test]
+fn a_missing_device_is_never_created() {
+    let dev = format!("/dev/iotoll-no-such-disk-{}", std::process::id());
+    for extra in [&[][..], &["--create"][..]] {
+        let mut a = vec!["--target", dev.as_str()];
+        a.extend(extra);
+        run_fails(&a, 1, "no such device");
+        assert!(!std::path::Path::new(&dev).exists(), "{dev} was created");
+    }
+    // The message never suggests --create there.
+    let out = iotoll()
+        .args(["disk", "run", "--time", "1s", "--target", &dev])
+        .output()
+        .unwrap();
+    assert!(!stderr(&out).contains("add --create"), "{}", stderr(&out));
+}
+
+/// A workload refused on an existing file names each read share once
+/// (an Iometer mix of eight lines at 80 % read was "80/80/80/...% read").
+#[test]
+fn a_refused_mix_names_its_read_share_once() {
+    let t = Tmp::new();
+    let f = t.file("f.tst", vec![0u8; 1 << 20]);
+    let out = iotoll()
+        .args([
+            "disk",
+            "run",
+            "--time",
+            "1s",
+            "--target",
+            &f,
+            "--spec",
+            "iometer-file-server",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(80% read)"), "{err}");
+}
+
 /// An existing file with a writing spec and no --allow-destructive is left
 /// byte-for-byte unchanged (and its timestamps too).
 #[test]

@@ -392,6 +392,11 @@ fn resolve(
         Ok(m) if m.file_type().is_block_device() => TargetKind::BlockDevice,
         Ok(_) => return bad("is neither a regular file nor a block device"),
         Err(e) if e.kind() != ErrorKind::NotFound => return bad(&io_err_msg(&e)),
+        // A missing device is a typo or an absent disk, never a place for a
+        // test file: a regular file in /dev would pass for the device.
+        Err(_) if in_device_directory(&pin.path()) => return bad(
+            "does not exist: no such device (iotoll never creates a test file in the device directory; `lsblk` lists the block devices)",
+        ),
         Err(_) if !create => return bad(
             "does not exist; add --create to have iotoll create a test file there, or omit --target for a temporary one",
         ),
@@ -401,6 +406,23 @@ fn resolve(
         Err(_) => TargetKind::CreatedFile,
     };
     Ok((p.to_path_buf(), kind, Some(pin)))
+}
+
+/// Whether `p` would be made in the kernel's device directory (the
+/// devtmpfs mounted at /dev, wherever the path spells it), where only
+/// device nodes belong. By filesystem, not by name: /dev/shm (a tmpfs of
+/// its own) is a fine place for a test file.
+fn in_device_directory(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::metadata(parent), std::fs::metadata("/dev")) {
+        (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
+        (_, Err(_)) => p.starts_with("/dev"),
+        _ => false,
+    }
 }
 
 /// Resolves and checks every target, then creates and fills the test
@@ -444,7 +466,12 @@ pub fn prepare_pinned(
                 TargetKind::IscsiLun => "is an iSCSI LUN (a device)",
                 _ => "is an existing file",
             };
-            let reads: Vec<String> = spec.lines.iter().map(|l| l.read_pct.to_string()).collect();
+            // Each distinct read share once: an Iometer mix's eight lines
+            // at 80 % read are "80% read", not "80/80/80/80/80/80/80/80%".
+            let mut reads: Vec<u32> = spec.lines.iter().map(|l| l.read_pct).collect();
+            reads.sort_unstable();
+            reads.dedup();
+            let reads: Vec<String> = reads.iter().map(u32::to_string).collect();
             return Err(DiskError::Invalid(format!(
                 "target {} {what} and this workload writes ({}% read): its contents would be overwritten; add --allow-destructive if that is what you want, or use a read-only spec (--read 100)",
                 path.display(),
