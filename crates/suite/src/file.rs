@@ -21,6 +21,9 @@ pub struct SuiteError {
     pub line: Option<usize>,
     pub key: Option<String>,
     pub msg: String,
+    /// Errors of later `[[test]]`s of the same file, so that one edit can
+    /// fix them all (each told on its own line).
+    pub also: Vec<SuiteError>,
 }
 
 impl std::fmt::Display for SuiteError {
@@ -33,7 +36,11 @@ impl std::fmt::Display for SuiteError {
         if let Some(k) = &self.key {
             write!(f, ": key '{}'", printable(k))?;
         }
-        write!(f, ": {}", printable(&self.msg))
+        write!(f, ": {}", printable(&self.msg))?;
+        for e in &self.also {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
     }
 }
 
@@ -481,9 +488,20 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let cx = Ctx { file_specs, ..cx };
     let mut jobs = Vec::new();
     let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
+    // Every [[test]] is checked even after one is wrong: all their errors
+    // are told at once, not one per attempt.
+    let mut errors: Vec<SuiteError> = Vec::new();
     for t in cx.tests(&root)? {
-        let test = cx.test(t, &defaults, &mut base_names)?;
-        cx.expand(&test, &mut jobs, &mut names)?;
+        let checked = (cx.test(t, &defaults, &mut base_names))
+            .and_then(|test| cx.expand(&test, &mut jobs, &mut names));
+        if let Err(e) = checked {
+            errors.push(e);
+        }
+    }
+    if !errors.is_empty() {
+        let mut first = errors.remove(0);
+        first.also = errors;
+        return Err(first);
     }
     Ok(Suite {
         name,
@@ -571,6 +589,7 @@ impl<'a> Ctx<'a> {
             line: at.map(|s| self.line_of(s.start)),
             key: key.map(str::to_string),
             msg: msg.into(),
+            also: Vec::new(),
         }
     }
 
@@ -1064,6 +1083,21 @@ group = "{dir}"
 
     fn err(text: &str) -> SuiteError {
         parse(text, "s.toml").unwrap_err()
+    }
+
+    /// Each wrong [[test]] is told, not only the first.
+    #[test]
+    fn every_wrong_test_is_told_at_once() {
+        let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=0\n[[test]]\nname='b'\nkind='disk'\n[[test]]\nname='c'\nkind='net-stream'\nconns='x'\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert_eq!(e.also.len(), 1, "{e}");
+        assert_eq!(e.also[0].line, Some(12), "{e}");
+        let shown = e.to_string();
+        assert_eq!(shown.lines().count(), 2, "{shown}");
+        assert!(
+            shown.contains("s.toml:5") && shown.contains("s.toml:12"),
+            "{shown}"
+        );
     }
 
     #[test]
