@@ -13,29 +13,19 @@ use std::time::{Duration, Instant};
 
 const SHORT: [&str; 4] = ["--ramp", "200ms", "--time", "1s"];
 
-/// Both ends' counts agree: what the senders wrote in their windows and what
-/// the receivers got in theirs differ only by what the connections' send
-/// and receive buffers held at the windows' edges (each at most the
-/// kernel's tcp_wmem / tcp_rmem maximum). A busy machine moves less in a
-/// window, never more than the buffers apart.
+/// Both ends counted: the senders' figure is there beside the receivers'.
+/// Whether they agree is the client's own check (a receiver that counted
+/// more than was sent, beyond what the connections and the windows' edges
+/// allow, voids the test: `a_data_path_relay_that_repeats_bytes_voids_the_test`);
+/// two counts at two processes' windows cannot be held to a fixed
+/// tolerance on a busy machine, so a result that came back passed it.
 fn agree(d: &serde_json::Value) {
-    let w = metric(d, "window_s");
-    let (sent, got) = (
-        metric(d, "sent_mbit_s") * w * 1e6 / 8.0,
-        metric(d, "mbit_s") * w * 1e6 / 8.0,
-    );
-    let max = |f: &str| -> f64 {
-        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
-            .unwrap_or(32e6)
-    };
-    let conns = d["spec"]["conns"].as_f64().unwrap_or(1.0);
-    let bound = conns * (max("tcp_wmem") + max("tcp_rmem"));
+    let (sent, got) = (metric(d, "sent_mbit_s"), metric(d, "mbit_s"));
     assert!(
-        got > 0.0 && (sent - got).abs() <= bound,
-        "sent {sent} vs received {got} bytes, more apart than {bound} of buffers"
+        sent > 0.0 && got > 0.0,
+        "sent {sent} vs received {got} Mbit/s"
     );
+    assert_eq!(d["status"], "complete");
 }
 
 /// The endpoint, a process of this host, is never "another iotoll" nor
@@ -321,6 +311,105 @@ fn replayed_reordered_or_dropped_control_messages_end_the_test() {
     );
     // Each was refused, not the endpoint broken.
     assert!(s.alive());
+}
+
+/// A relay on the data path that sends every byte from the endpoint twice
+/// (the control connection untouched, sealed with the key): the client
+/// received more than the endpoint sent, beyond what the connections could
+/// hold, so the test is void, not a doubled goodput stored as complete.
+#[test]
+fn a_data_path_relay_that_repeats_bytes_voids_the_test() {
+    let t = Tmp::new();
+    let k = t.key("key", "correct horse battery staple\n");
+    let s = Server::start("127.0.0.2", &["--auth-key", &k]);
+    let proxy = Proxy::start(&s.addr, |way, f| {
+        if way == Way::ToClient && type_of(&f) == "accept" {
+            let port = common::proxy::msg_of(&f)["data_port"].as_u64().unwrap();
+            // The client opens its data connections to the control
+            // connection's address (the proxy's) at the endpoint's port.
+            let l = std::net::TcpListener::bind(("127.0.0.1", port as u16)).unwrap();
+            std::thread::spawn(move || {
+                for c in l.incoming().map_while(Result::ok) {
+                    let e = TcpStream::connect(("127.0.0.2", port as u16)).unwrap();
+                    let (mut c_r, mut e_w) = (c.try_clone().unwrap(), e.try_clone().unwrap());
+                    std::thread::spawn(move || std::io::copy(&mut c_r, &mut e_w));
+                    let (mut e_r, mut c_w) = (e, c);
+                    std::thread::spawn(move || {
+                        let mut buf = vec![0u8; 64 << 10];
+                        while let Ok(n) = std::io::Read::read(&mut e_r, &mut buf) {
+                            if n == 0
+                                || c_w.write_all(&buf[..n]).is_err()
+                                || c_w.write_all(&buf[..n]).is_err()
+                            {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        vec![f]
+    });
+    // --sockbuf fixes what the connections can hold (8 x 64 KiB): a second
+    // of loopback traffic is far more.
+    let (code, err) = net_into(
+        &t,
+        &[
+            "stream",
+            &proxy.addr,
+            "--dir",
+            "rx",
+            "--auth-key",
+            &k,
+            "--sockbuf",
+            "64k",
+            "--ramp",
+            "0s",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the test is void") && err.contains("bytes nobody sent"),
+        "{err}"
+    );
+    assert!(!t.list().contains("complete"), "{}", t.list());
+}
+
+/// A control message held back on the path (window_end, 2.5 s) makes the
+/// endpoint's window longer than this host's: its CPU and bytes are of
+/// another interval, so the test is void, not stored as complete.
+#[test]
+fn a_held_back_window_message_voids_the_test() {
+    let t = Tmp::new();
+    let k = t.key("key", "correct horse battery staple\n");
+    let s = Server::start("127.0.0.1", &["--auth-key", &k]);
+    let proxy = Proxy::start(&s.addr, |way, f| {
+        if way == Way::ToEndpoint && type_of(&f) == "window_end" {
+            std::thread::sleep(Duration::from_millis(2500));
+        }
+        vec![f]
+    });
+    let (code, err) = net_into(
+        &t,
+        &[
+            "stream",
+            &proxy.addr,
+            "--auth-key",
+            &k,
+            "--ramp",
+            "0s",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the test is void") && err.contains("not of one window"),
+        "{err}"
+    );
+    assert!(!t.list().contains("complete"), "{}", t.list());
 }
 
 /// A key file group or others may read or change is refused by every

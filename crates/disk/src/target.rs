@@ -339,6 +339,18 @@ fn open_pinned(
             ));
         }
     }
+    // A file that appeared at a directory's pin since it was allowed is
+    // only taken if it is nothing but that name: a hard link planted there
+    // is another file of the same inode, wherever that one lives.
+    if matches!(pin, Pin::InDir { .. }) && m.is_file() && m.nlink() > 1 {
+        return Err(DiskError::target(
+            shown,
+            format!(
+                "has {} hard links: it is also another file, outside what was allowed; refusing it",
+                m.nlink()
+            ),
+        ));
+    }
     let is = if m.is_file() {
         Some(TargetKind::ExistingFile)
     } else if m.file_type().is_block_device() {
@@ -996,6 +1008,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
+        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
+        // A hard link planted at that name is the outside file under
+        // another name: refused, and the outside file never written.
+        std::fs::remove_file(&newp).unwrap();
+        std::fs::hard_link(&outside, &newp).unwrap();
+        let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hard links"), "{e}");
         assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
     }
 

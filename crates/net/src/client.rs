@@ -541,6 +541,8 @@ struct Measured {
     out: EngineOut,
     report: ServerReport,
     series: SeriesRecorder,
+    /// Seconds from this host's window closing to the endpoint's report.
+    report_after_s: f64,
 }
 
 /// Runs the ramp-up and the window at both ends, then collects the
@@ -585,6 +587,7 @@ fn measure(
         .map_err(|e| proto_err(addr, "window start", e))?;
     let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
     let closed = clock.close_window(window, || phase.set(Phase::Stop));
+    let window_closed = std::time::Instant::now();
     if !completed && ctl.peer_spoke() {
         engine.join();
         return Err(endpoint_ended(ctl, addr));
@@ -599,6 +602,9 @@ fn measure(
         Msg::Report { report } => *report,
         other => return Err(unexpected(addr, "report", &other)),
     };
+    // The endpoint closed its window after this host did and before its
+    // report came: how much later, at most.
+    let report_after_s = window_closed.elapsed().as_secs_f64();
     let _ = ctl.send(&Msg::Stop {});
     Ok(Measured {
         threads,
@@ -608,6 +614,7 @@ fn measure(
         out,
         report,
         series,
+        report_after_s,
     })
 }
 
@@ -686,7 +693,9 @@ fn result_doc(
     notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
         format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
     }));
-    let failure = failure(&out, &report, setup.data_conns);
+    let failure = failure(&out, &report, setup.data_conns)
+        .or_else(|| windows_disagree(closed.window_s, report.window_s))
+        .or_else(|| received_beyond_sent(spec, &out, closed.window_s, &report, m.report_after_s));
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
@@ -797,6 +806,97 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
         tolerated_failures(data_conns),
         firsts.join("; ")
     ))
+}
+
+/// The endpoint's window is this host's (it opens and closes it on this
+/// host's word): lengths further apart than half the window, or a second,
+/// mean a control message held back on the way, and its figures cover
+/// another interval. The agents' console holds hosts to the same rule.
+fn windows_disagree(mine_s: f64, endpoint_s: f64) -> Option<String> {
+    let allowed = (mine_s / 2.0).max(1.0);
+    ((endpoint_s - mine_s).abs() > allowed).then(|| {
+        format!(
+            "the test is void: the endpoint's window was {endpoint_s:.3} s and this host's {mine_s:.3} s, more than {allowed:.3} s apart (a control message was held back on the path, or an end stalled): their figures are not of one window"
+        )
+    })
+}
+
+/// Most bytes a connection can hold between a sender's count and its
+/// receiver's: both ends' send and receive buffers. With --sockbuf both
+/// ends fix them (the kernel doubles the value and autotuning stops): 8 x
+/// sockbuf. Without it the endpoint's limits are not known here, so this
+/// host's autotuning maxima stand for both ends.
+fn in_flight_per_conn(sockbuf: Option<u64>) -> u64 {
+    if let Some(b) = sockbuf {
+        return b.saturating_mul(8);
+    }
+    let max = |f: &str| -> u64 {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(2)?.parse().ok())
+            .unwrap_or(32 << 20)
+    };
+    2 * (max("tcp_wmem") + max("tcp_rmem"))
+}
+
+/// Every byte a receiver counted was sent: a receiver that counted more
+/// than its sender wrote, beyond what the connections could hold and what
+/// the windows' different lengths allow, read bytes nobody sent (a relay
+/// on the data path that repeated them). Checked both ways.
+fn received_beyond_sent(
+    spec: &ClientSpec,
+    out: &EngineOut,
+    mine_s: f64,
+    report: &ServerReport,
+    report_after_s: f64,
+) -> Option<String> {
+    if spec.kind != TestKind::Stream {
+        return None;
+    }
+    let per_conn = in_flight_per_conn(spec.sockbuf) as f64;
+    // The two windows' edges are apart by the control messages' latency:
+    // the endpoint closed its window at most `report_after_s` after this
+    // host did (its report came then), and opened it at most that less
+    // the difference of the windows' lengths after this host opened its
+    // own. Bytes moved in those gaps are counted at one end only.
+    let close_gap = report_after_s.max(0.0);
+    let open_gap = (close_gap - (report.window_s - mine_s)).max(0.0);
+    let edges = close_gap + open_gap;
+    let client_rx = out.rx_stats();
+    let ways = [
+        (
+            "the endpoint",
+            report.rx,
+            out.tx_bytes(),
+            "this host",
+            mine_s,
+            report.window_s,
+        ),
+        (
+            "this host",
+            client_rx,
+            report.tx_bytes,
+            "the endpoint",
+            report.window_s,
+            mine_s,
+        ),
+    ];
+    for (receiver, got, sent, sender, sender_s, receiver_s) in ways {
+        if got.conns == 0 {
+            continue;
+        }
+        let rate = |bytes: u64, s: f64| if s > 0.0 { bytes as f64 / s } else { 0.0 };
+        let rate = rate(sent, sender_s).max(rate(got.sum, receiver_s));
+        let allowed = per_conn * got.conns as f64 + rate * edges;
+        let excess = got.sum as f64 - sent as f64;
+        if excess > allowed {
+            return Some(format!(
+                "the test is void: {receiver} received {} bytes in its window where {sender} sent {sent} in its own, {excess:.0} more than the connections could hold ({allowed:.0}): bytes nobody sent were counted (something on the data path repeated them)",
+                got.sum
+            ));
+        }
+    }
+    None
 }
 
 /// Per-connection rates in Mbit/s, each end's connections over that end's
