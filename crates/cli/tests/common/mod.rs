@@ -435,6 +435,11 @@ pub fn stored_docs(run: &Value) -> Vec<&Value> {
 pub fn validate_run(run: &Value) {
     for d in stored_docs(run) {
         let errs = schema_errors(d);
-        assert!(errs.is_empty(), "schema violations: {errs:#?}\n{d}");
+        assert!(
+            errs.is_empty(),
+            "schema violations: {errs:#?}\nin the {} document of {}",
+            d["kind"],
+            d["started_at"]
+        );
     }
 }
