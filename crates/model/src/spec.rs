@@ -160,7 +160,7 @@ pub const IMPORT_FORMATS: [&str; 3] = ["table", "fio-json", "iperf3-json"];
 #[serde(untagged)]
 pub enum SpecOf<T> {
     Native(T),
-    Import(ImportSpec),
+    Import(Box<ImportSpec>),
 }
 
 /// What a target can be.
