@@ -144,6 +144,16 @@ fn imports_of_every_format_validate() {
             assert_eq!(d["spec"]["format"], format, "{d}");
         }
         seen.run(what, &run);
+        // Its own variant, closed: neither a stray key nor a spec without
+        // its origin passes.
+        let doc = stored_docs(&run)[0].clone();
+        let mut stray = doc.clone();
+        stray["spec"]["target"] = "t.bin".into();
+        let mut bare = doc;
+        bare["spec"].as_object_mut().unwrap().remove("format");
+        for d in [stray, bare] {
+            assert!(!schema_errors(&d).is_empty(), "accepted {}", d["spec"]);
+        }
     }
 }
 
