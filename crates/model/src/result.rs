@@ -23,7 +23,7 @@ pub struct ResultDoc {
     /// Configuration label given with `--config`.
     pub config: Option<String>,
     /// Every parameter actually used, defaults filled in (the spec type of
-    /// the kind), or what an import states ([`crate::spec::ImportSpec`]).
+    /// the kind), or what an import states (`ImportSpec`).
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub spec: serde_json::Value,
     #[schemars(schema_with = "crate::schema::metrics")]

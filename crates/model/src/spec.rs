@@ -158,8 +158,11 @@ pub const IMPORT_FORMATS: [&str; 3] = ["table", "fio-json", "iperf3-json"];
 /// iotoll's) or an import's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
+#[schemars(rename = "{T}OrImport")]
 pub enum SpecOf<T> {
+    /// A run of iotoll's: every parameter used.
     Native(T),
+    /// An import: what the source states.
     Import(Box<ImportSpec>),
 }
 
