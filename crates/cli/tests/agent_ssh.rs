@@ -458,6 +458,7 @@ fn suite_run_ssh_starts_the_agents_and_stops_them() {
     assert!(out.status.success(), "{err}\nsshd: {}", lab.sshd_log());
     assert!(err.contains("started 1 agent(s) through ssh"), "{err}");
     let run = common::show(&db, "1");
+    common::validate_run(&run);
     let doc = &run["tests"][0]["reps"][0]["doc"];
     let names: Vec<&str> = (doc["hosts"].as_array().unwrap().iter())
         .map(|h| h["name"].as_str().unwrap())

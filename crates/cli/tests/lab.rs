@@ -261,7 +261,9 @@ impl Lab {
     }
 }
 
+/// The run's one document, which the published schema accepts.
 fn only_doc(run: &serde_json::Value) -> &serde_json::Value {
+    common::validate_run(run);
     &run["tests"][0]["reps"][0]["doc"]
 }
 

@@ -23,7 +23,7 @@ pub struct ResultDoc {
     /// Configuration label given with `--config`.
     pub config: Option<String>,
     /// Every parameter actually used, defaults filled in (the spec type of
-    /// the kind), or what an import states.
+    /// the kind), or what an import states (`ImportSpec`).
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub spec: serde_json::Value,
     #[schemars(schema_with = "crate::schema::metrics")]
@@ -36,6 +36,8 @@ pub struct ResultDoc {
     /// What the run ran on, where it matters to the figures: network runs,
     /// the interfaces and TCP settings of both ends; disk runs, their
     /// devices and where those devices' and the NICs' interrupts go.
+    /// Null for an import, a multi-host result (each host's is in
+    /// `hosts[].disclosure`) and a disk run of an older version.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub disclosure: Option<serde_json::Value>,
     /// A disk run's figures per target (docs/json.md: `target`,

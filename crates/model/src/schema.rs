@@ -3,7 +3,7 @@
 //! fails when they differ; `IOTOLL_BLESS=1` rewrites it).
 
 use crate::metrics::{MetricDef, METRICS};
-use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, StreamSpec};
+use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, SpecOf, StreamSpec};
 use crate::{Kind, ResultDoc};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{RecursiveTransform, Transform};
@@ -18,17 +18,27 @@ pub fn result_schema() -> Value {
         .into_generator();
     let mut root = g.root_schema_for::<ResultDoc>();
     root.insert("$id".into(), "iotoll/result.schema.json".into());
-    // The spec and the disclosure each kind writes.
-    let net = g.subschema_for::<NetDisclosure>();
+    // The spec and the disclosure each kind writes. A spec is the kind's
+    // own or an import's; the disclosure is null for an import and for a
+    // multi-host result (each host's is in `hosts[].disclosure`).
+    let net = g.subschema_for::<Option<NetDisclosure>>();
     let shapes: Vec<_> = Kind::ALL
         .iter()
         .map(|&k| match k {
             Kind::Disk => {
                 let d = g.subschema_for::<Option<DiskDisclosure>>();
-                (k, g.subschema_for::<DiskSpec>(), d.to_value())
+                (k, g.subschema_for::<SpecOf<DiskSpec>>(), d.to_value())
             }
-            Kind::NetStream => (k, g.subschema_for::<StreamSpec>(), net.clone().to_value()),
-            Kind::NetRr => (k, g.subschema_for::<RrSpec>(), net.clone().to_value()),
+            Kind::NetStream => (
+                k,
+                g.subschema_for::<SpecOf<StreamSpec>>(),
+                net.clone().to_value(),
+            ),
+            Kind::NetRr => (
+                k,
+                g.subschema_for::<SpecOf<RrSpec>>(),
+                net.clone().to_value(),
+            ),
         })
         .collect();
     let all_of: Vec<Value> = shapes

@@ -98,6 +98,74 @@ pub struct DiskSpec {
     pub time_s: f64,
 }
 
+/// `spec` of an imported result (`results import`): what the source
+/// states, in the native spec's keys, and where it came from. A published
+/// table states nothing but its origin; fio and iperf3 state part of the
+/// workload. It is its own shape, never a native spec with fields missing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ImportSpec {
+    /// The `--format` it was imported with.
+    #[schemars(extend("enum" = IMPORT_FORMATS))]
+    pub format: String,
+    /// The file it was imported from, as given.
+    pub imported_from: String,
+    /// fio: transfer size, bytes (absent when fio's job names no single size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub bs: Option<u64>,
+    /// fio: the mix its `rw` names (absent for one it does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 100))]
+    pub read_pct: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 100))]
+    pub random_pct: Option<u64>,
+    /// fio: `iodepth` (1 for a synchronous engine) and `numjobs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qd: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u64>,
+    /// fio: `size`, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// fio: `fio ENGINE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// fio: `direct=1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
+    /// iperf3: `tx`, `rx` (`-R`) or `bidir`; its streams and block size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["tx", "rx", "bidir"]))]
+    pub dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<u64>,
+    /// The window and the ramp-up the source left out (fio's `runtime`
+    /// and `ramp_time`, iperf3's `-t` and `--omit`), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_s: Option<f64>,
+}
+
+/// What `results import --format` takes.
+pub const IMPORT_FORMATS: [&str; 3] = ["table", "fio-json", "iperf3-json"];
+
+/// The `spec` a result of some kind holds: the kind's own (a run of
+/// iotoll's) or an import's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "{T}OrImport")]
+pub enum SpecOf<T> {
+    /// A run of iotoll's: every parameter used.
+    Native(T),
+    /// An import: what the source states.
+    Import(Box<ImportSpec>),
+}
+
 /// What a target can be.
 pub const TARGET_KINDS: [&str; 5] = [
     "temp-file",

@@ -5,6 +5,7 @@
 //! figures are never passed off as whole-host CPU.
 
 use iotoll_model::metrics::{self as mn, metric_def};
+use iotoll_model::spec::{to_json, ImportSpec};
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ pub struct Imported {
 /// and the source's own start time (seconds since the epoch).
 #[derive(Default)]
 struct Origin {
-    spec: serde_json::Map<String, Value>,
+    spec: ImportSpec,
     started_s: Option<f64>,
 }
 
@@ -40,16 +41,18 @@ fn doc(
         .filter(|s| s.is_finite() && *s > 0.0 && *s < 253_402_300_800.0)
         .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s))
         .unwrap_or_else(std::time::SystemTime::now);
-    let mut spec = origin.spec;
-    spec.insert("imported_from".into(), source.into());
-    spec.insert("format".into(), format.into());
+    let spec = ImportSpec {
+        imported_from: source.into(),
+        format: format.into(),
+        ..origin.spec
+    };
     ResultDoc {
         iotoll_version: iotoll_model::VERSION.to_string(),
         kind,
         status: ResultStatus::Complete,
         started_at: humantime::format_rfc3339_seconds(started).to_string(),
         config: None,
-        spec: Value::Object(spec),
+        spec: to_json(&spec),
         metrics,
         cpu: CpuSection {
             local: None,
@@ -422,7 +425,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         let started_s = timestamp.map(|t| t - runtime_s.unwrap_or(0.0));
         // The native run's name; jobs with equal parameters keep theirs
         // apart, and clones sharing a job name (numjobs) are numbered.
-        let base = iotoll_model::workload::test_name(Kind::Disk, &Value::Object(spec.clone()));
+        let base = iotoll_model::workload::test_name(Kind::Disk, &to_json(&spec));
         let mut name = base.clone();
         if names.contains(&name) {
             name = format!("{base}/job={jobname}");
@@ -528,21 +531,17 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
 /// fio's job options (over its global options) in the disk spec's keys;
 /// the flag says the engine is synchronous (queue depth 1). Options fio
 /// leaves at their defaults are filled in with fio's defaults.
-fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, bool) {
+fn fio_spec(global: &Value, job: &Value) -> (ImportSpec, bool) {
     let opt = |k: &str| job[k].as_str().or_else(|| global[k].as_str());
     let num = |k: &str, default: u64| {
         opt(k)
             .map(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(Some(default))
     };
-    let mut spec = serde_json::Map::new();
+    let mut spec = ImportSpec::default();
     // `bs=4k` only: a range or separate read/write sizes name no single size.
     let bs = opt("bs").or(opt("blocksize"));
-    put(
-        &mut spec,
-        "bs",
-        bs.map_or(Some(4096), |b| iotoll_model::parse_size(b).ok()),
-    );
+    spec.bs = bs.map_or(Some(4096), |b| iotoll_model::parse_size(b).ok());
     let rw = opt("rw").or(opt("readwrite")).unwrap_or("read");
     let mix = opt("rwmixread")
         .and_then(|v| v.parse::<u64>().ok())
@@ -562,8 +561,8 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
         _ => (None, 0),
     };
     if let Some(r) = read {
-        spec.insert("read_pct".into(), r.into());
-        spec.insert("random_pct".into(), random.into());
+        spec.read_pct = Some(r);
+        spec.random_pct = Some(random);
     }
     let engine = opt("ioengine").unwrap_or("psync");
     let sync_engine = matches!(engine, "sync" | "psync" | "vsync" | "pvsync" | "pvsync2");
@@ -572,19 +571,18 @@ fn fio_spec(global: &Value, job: &Value) -> (serde_json::Map<String, Value>, boo
     } else {
         num("iodepth", 1)
     };
-    put(&mut spec, "qd", qd);
-    put(&mut spec, "workers", num("numjobs", 1));
-    let size = opt("size").and_then(|s| iotoll_model::parse_size(s).ok());
-    put(&mut spec, "size", size);
+    spec.qd = qd;
+    spec.workers = num("numjobs", 1);
+    spec.size = opt("size").and_then(|s| iotoll_model::parse_size(s).ok());
     let secs = |k: &str| {
         opt(k)
             .and_then(|v| iotoll_model::parse_duration(v).ok())
             .map(|d| d.as_secs_f64())
     };
-    put(&mut spec, "time_s", secs("runtime"));
-    put(&mut spec, "ramp_s", secs("ramp_time"));
-    spec.insert("engine".into(), format!("fio {engine}").into());
-    put(&mut spec, "direct", opt("direct").map(|d| d == "1"));
+    spec.time_s = secs("runtime");
+    spec.ramp_s = secs("ramp_time");
+    spec.engine = Some(format!("fio {engine}"));
+    spec.direct = opt("direct").map(|d| d == "1");
     (spec, sync_engine)
 }
 
@@ -642,14 +640,16 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
         (false, true) => "rx",
         (false, false) => "tx",
     };
-    let mut spec = serde_json::Map::new();
-    spec.insert("dir".into(), dir.into());
-    spec.insert("conns".into(), streams.unwrap_or(1).into());
-    put(&mut spec, "msg", whole("start.test_start.blksize")?);
-    put(&mut spec, "time_s", num("start.test_start.duration")?);
-    // iperf3's --omit is the ramp-up left out of the figures.
-    put(&mut spec, "ramp_s", num("start.test_start.omit")?);
-    let name = iotoll_model::workload::test_name(Kind::NetStream, &Value::Object(spec.clone()));
+    let spec = ImportSpec {
+        dir: Some(dir.into()),
+        conns: Some(streams.unwrap_or(1)),
+        msg: whole("start.test_start.blksize")?,
+        time_s: num("start.test_start.duration")?,
+        // iperf3's --omit is the ramp-up left out of the figures.
+        ramp_s: num("start.test_start.omit")?,
+        ..ImportSpec::default()
+    };
+    let name = iotoll_model::workload::test_name(Kind::NetStream, &to_json(&spec));
     let started_s = num("start.timestamp.timesecs")?;
     let d = doc(
         Kind::NetStream,

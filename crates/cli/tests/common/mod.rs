@@ -417,3 +417,29 @@ pub fn measuring(cmd: &mut std::process::Command) -> Running {
 pub fn measured_seconds(stderr: &str) -> usize {
     stderr.lines().filter(|l| l.contains("[measure]")).count()
 }
+
+/// Every repetition's document of a run as `results show --json` prints it.
+pub fn stored_docs(run: &Value) -> Vec<&Value> {
+    let tests = run["tests"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    tests
+        .iter()
+        .flat_map(|t| t["reps"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .map(|r| &r["doc"])
+        .collect()
+}
+
+/// [`validate`] of every document [`stored_docs`] finds in a run.
+pub fn validate_run(run: &Value) {
+    for d in stored_docs(run) {
+        let errs = schema_errors(d);
+        assert!(
+            errs.is_empty(),
+            "schema violations: {errs:#?}\nin the {} document of {}",
+            d["kind"],
+            d["started_at"]
+        );
+    }
+}
