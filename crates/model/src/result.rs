@@ -290,6 +290,51 @@ pub struct CpuReport {
     /// before iotoll measured it.
     #[serde(default)]
     pub interference: Option<Interference>,
+    /// Where the busy CPU of the window went: every part measured between
+    /// the same two edges, adding up to `busy_pct` (docs/json.md). Absent
+    /// in documents made before iotoll split it, and for several machines
+    /// taken together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<CpuAccount>,
+}
+
+/// The window's busy CPU split by who used it, each % of all CPUs. The
+/// parts add up to the host's busy figure (within rounding), except when
+/// the host's tick-sampled counters read below iotoll's own exactly
+/// measured CPU (a note says so).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CpuAccount {
+    /// This iotoll process, all threads (`self_pct`).
+    pub self_pct: f64,
+    /// This test's iotoll endpoint when it runs on this host.
+    pub endpoint_pct: f64,
+    /// The processes of the system under test (`--sut-process`, or those
+    /// in a lab host's namespace): the work being measured, not interference.
+    #[serde(default)]
+    pub sut_pct: f64,
+    /// Every other user-space process (another iotoll too): interference.
+    pub others_pct: f64,
+    /// Kernel threads (kworker, ksoftirqd, ...).
+    pub kernel_threads_pct: f64,
+    /// Kernel work no process was charged with: interrupts and softirqs
+    /// that arrived while a CPU was idle, and the tick-sampling remainder.
+    pub kernel_other_pct: f64,
+    /// Time the hypervisor gave these CPUs to other guests.
+    pub steal_pct: f64,
+}
+
+impl CpuAccount {
+    /// The sum of the parts: the host's busy figure.
+    pub fn total(&self) -> f64 {
+        self.self_pct
+            + self.endpoint_pct
+            + self.sut_pct
+            + self.others_pct
+            + self.kernel_threads_pct
+            + self.kernel_other_pct
+            + self.steal_pct
+    }
 }
 
 /// Other tenants' CPU over the window: what whole-host figures include
@@ -396,10 +441,10 @@ pub struct TopConsumer {
     /// the window).
     pub cpu_pct: f64,
     /// `self` (this iotoll process), `endpoint` (the iotoll endpoint of this
-    /// test, on this host), `iotoll` (another iotoll process); absent for
-    /// anything else.
+    /// test, on this host), `iotoll` (another iotoll process), `sut` (a
+    /// process of the system under test); absent for anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = [ROLE_SELF, ROLE_ENDPOINT, ROLE_IOTOLL]))]
+    #[schemars(extend("enum" = [ROLE_SELF, ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SUT]))]
     pub role: Option<String>,
 }
 
@@ -407,6 +452,8 @@ pub struct TopConsumer {
 pub const ROLE_SELF: &str = "self";
 pub const ROLE_ENDPOINT: &str = "endpoint";
 pub const ROLE_IOTOLL: &str = "iotoll";
+/// A process of the system under test (`--sut-process`, a lab host's).
+pub const ROLE_SUT: &str = "sut";
 
 impl CpuReport {
     /// Several machines' windows as one: every percentage weighted by each
@@ -464,6 +511,7 @@ impl CpuReport {
                 reports.len()
             )],
             interference: None,
+            account: None,
         })
     }
 
