@@ -539,6 +539,16 @@ impl CpuReport {
             mn::CPU_OTHERS_PCT,
             self.interference.as_ref().map(|i| i.others_pct),
         );
+        let sut = self
+            .account
+            .as_ref()
+            .map(|a| a.sut_pct)
+            .filter(|v| *v > 0.0);
+        put(mn::CPU_SUT_PCT, sut);
+        put(
+            mn::CPU_INITIATOR_PCT,
+            sut.map(|s| (self.busy_pct - s).max(0.0)),
+        );
     }
 }
 
