@@ -278,9 +278,10 @@ pub fn split(a: &iotoll_model::CpuAccount, busy_pct: f64) -> String {
     ];
     let shown: Vec<String> = (parts.iter())
         .filter(|(_, v, always)| *always || *v >= 0.05)
-        .map(|(name, v, _)| format!("{name} {}", num(*v)))
+        .map(|(name, v, _)| format!("{name} {v:.1}"))
         .collect();
-    format!("{} = {} % busy", shown.join(" + "), num(busy_pct))
+    // One decimal throughout, so that a reader's sum matches to rounding.
+    format!("{} = {busy_pct:.1} % busy", shown.join(" + "))
 }
 
 /// `sh pid 4242 48.1 %`, with `[k]` for a kernel thread and what an iotoll
@@ -446,9 +447,6 @@ pub fn human(doc: &ResultDoc) -> String {
         Some(c) => {
             // With the split, iotoll's own figure is one of its parts.
             cpu_line(&mut o, "cpu", c, c.account.is_none());
-            if let Some(a) = &c.account {
-                let _ = writeln!(o, "  {:<12} {}", "cpu split", split(a, c.busy_pct));
-            }
             if c.interrupts_s.is_some() || c.ctx_switches_s.is_some() {
                 let _ = writeln!(
                     o,
@@ -457,6 +455,9 @@ pub fn human(doc: &ResultDoc) -> String {
                     c.interrupts_s.map(num).unwrap_or("-".into()),
                     c.ctx_switches_s.map(num).unwrap_or("-".into()),
                 );
+            }
+            if let Some(a) = &c.account {
+                let _ = writeln!(o, "  {:<12} {}", "cpu split", split(a, c.busy_pct));
             }
             // iotoll and its endpoint are parts of the split already:
             // each figure is printed once.
@@ -604,7 +605,7 @@ mod tests {
         };
         assert_eq!(
             super::split(&a, a.total()),
-            "iotoll 9.1 + others 40.2 + kernel threads 1.2 + kernel, no process 3 = 53.5 % busy"
+            "iotoll 9.1 + others 40.2 + kernel threads 1.2 + kernel, no process 3.0 = 53.5 % busy"
         );
     }
 
