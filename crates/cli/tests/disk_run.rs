@@ -382,3 +382,43 @@ fn the_cpu_account_adds_up_and_each_figure_is_printed_once() {
     assert!(!s.contains("(this iotoll)"), "{s}");
     assert!(s.contains("cpu split") && s.contains("% busy"), "{s}");
 }
+
+/// Seen: an iSCSI target in the lab made 8 of 12 tests INTERFERED. A
+/// process named as the system under test is its own part of the CPU
+/// (cpu_sut_pct), never interference, and the initiator's figure is the
+/// host's busy CPU less it.
+#[test]
+fn the_system_under_test_is_not_interference() {
+    struct Hog(std::process::Child);
+    impl Drop for Hog {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let hog = Hog(std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap());
+    let pid = hog.0.id().to_string();
+    let doc = disk_json(&["--size", "4m", "--no-db", "--sut-process", &pid]);
+    drop(hog);
+    let c = &doc["cpu"]["local"];
+    let sut = c["account"]["sut_pct"].as_f64().unwrap();
+    assert!(
+        sut > 0.0,
+        "a spinning shell used no CPU in a 1 s window? {c}"
+    );
+    let i = &c["interference"];
+    let named = i["processes"].as_array().unwrap();
+    assert!(named.iter().all(|p| p["pid"].to_string() != pid), "{i}");
+    assert_eq!(i["others_pct"], c["account"]["others_pct"]);
+    let m = &doc["metrics"];
+    assert_eq!(m["cpu_sut_pct"].as_f64(), Some(sut));
+    let initiator = m["cpu_initiator_pct"].as_f64().unwrap();
+    assert!((initiator - (m["cpu_pct"].as_f64().unwrap() - sut)).abs() < 1e-9);
+    assert!(doc["notes"]
+        .to_string()
+        .contains("cannot be split by process"));
+    cmd("disk run --sut-process 0").fails(2, "--sut-process");
+}

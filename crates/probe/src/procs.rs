@@ -211,12 +211,27 @@ pub struct Roles {
     pub sut: Vec<SutProcess>,
 }
 
+/// The system under test named for this process's measurements
+/// (`--sut-process`, a suite's `sut`): every window it closes counts them
+/// as such, whichever command opened it.
+static SUT: std::sync::Mutex<Vec<SutProcess>> = std::sync::Mutex::new(Vec::new());
+
+/// Names the processes of the system under test for the windows this
+/// process closes from now on (empty: none).
+pub fn set_sut_processes(sut: Vec<SutProcess>) {
+    *SUT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = sut;
+}
+
 impl Roles {
     pub fn this_process() -> Roles {
         Roles {
             own_pid: std::process::id() as i32,
             endpoint_pid: None,
-            sut: Vec::new(),
+            sut: SUT
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
         }
     }
 
