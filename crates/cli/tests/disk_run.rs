@@ -400,8 +400,8 @@ fn the_system_under_test_is_not_interference() {
         .args(["-c", "while :; do :; done"])
         .spawn()
         .unwrap());
-    let pid = hog.0.id().to_string();
-    let doc = disk_json(&["--size", "4m", "--no-db", "--sut-process", &pid]);
+    let pid = hog.0.id();
+    let doc = disk_json(&["--size", "4m", "--no-db", "--sut-process", &pid.to_string()]);
     drop(hog);
     let c = &doc["cpu"]["local"];
     let sut = c["account"]["sut_pct"].as_f64().unwrap();
@@ -411,7 +411,7 @@ fn the_system_under_test_is_not_interference() {
     );
     let i = &c["interference"];
     let named = i["processes"].as_array().unwrap();
-    assert!(named.iter().all(|p| p["pid"].to_string() != pid), "{i}");
+    assert!(named.iter().all(|p| p["pid"] != pid), "{i}");
     assert_eq!(i["others_pct"], c["account"]["others_pct"]);
     let m = &doc["metrics"];
     assert_eq!(m["cpu_sut_pct"].as_f64(), Some(sut));
