@@ -299,6 +299,7 @@ fn sut_note(
         .map(|p| match p {
             SutProcess::Pid(p) => format!("pid {p}"),
             SutProcess::Name(n) => n.clone(),
+            SutProcess::NetNs(ino) => format!("network namespace {ino}"),
         })
         .collect();
     let a = doc.cpu.local.as_ref()?.account.as_ref()?;

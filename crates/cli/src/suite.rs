@@ -684,7 +684,15 @@ fn run(a: RunArgs) -> Result<()> {
         store: &mut store,
         run: run_id,
     };
-    let sut = [&suite.sut[..], &a.sut_process[..]].concat();
+    let mut sut = [&suite.sut[..], &a.sut_process[..]].concat();
+    // In a lab, what runs in its other hosts (a target, a server) is the
+    // system under test, not another tenant of the machine.
+    if let Some(l) = &opts.lab {
+        let others = l.lab.hosts.iter().filter(|h| h.name != l.client);
+        sut.extend(others.filter_map(|h| {
+            iotoll_probe::procs::SutProcess::netns(&iotoll_lab::netns_path(h).ok()?)
+        }));
+    }
     iotoll_probe::procs::set_sut_processes(sut);
     let res = iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink);
     progress.clear();

@@ -170,6 +170,9 @@ pub enum SutProcess {
     Pid(i32),
     /// Its command name as the kernel keeps it (`comm`, at most 15 bytes).
     Name(String),
+    /// Every process in a network namespace (by its inode): a lab host's,
+    /// so that what runs in the lab's target host (tgtd) is the target's.
+    NetNs(u64),
 }
 
 impl SutProcess {
@@ -191,10 +194,26 @@ impl SutProcess {
         Some(SutProcess::Name(s[..end].to_string()))
     }
 
+    /// The namespace a file names (`/run/netns/NAME`), if it exists.
+    pub fn netns(path: &std::path::Path) -> Option<SutProcess> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| SutProcess::NetNs(m.ino()))
+    }
+
     fn matches(&self, c: &Consumer) -> bool {
+        use std::os::unix::fs::MetadataExt;
         match self {
             SutProcess::Pid(p) => *p == c.pid,
             SutProcess::Name(n) => !c.kernel_thread && *n == c.comm,
+            // The test's own agents in a lab host stay iotoll's.
+            SutProcess::NetNs(ino) => {
+                !c.kernel_thread
+                    && c.comm != "iotoll"
+                    && std::fs::metadata(format!("/proc/{}/ns/net", c.pid))
+                        .is_ok_and(|m| m.ino() == *ino)
+            }
         }
     }
 }
@@ -713,6 +732,40 @@ mod tests {
         assert_eq!(
             SutProcess::parse("a-very-long-daemon-name"),
             Some(SutProcess::Name("a-very-long-dae".into()))
+        );
+    }
+
+    /// A lab host's processes are matched by their network namespace; the
+    /// test's own agents there (iotoll) are not the system under test.
+    #[test]
+    fn the_system_under_test_by_network_namespace() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let here = SutProcess::netns(std::path::Path::new("/proc/self/ns/net")).unwrap();
+        let SutProcess::NetNs(ino) = here else {
+            panic!("{here:?}")
+        };
+        let c = |comm: &str| Consumer {
+            pid: child.id() as i32,
+            comm: comm.into(),
+            kernel_thread: false,
+            ticks: 1,
+            own: 1,
+            threads: 1,
+        };
+        let matched = (
+            here.matches(&c("sleep")),
+            SutProcess::NetNs(ino + 1).matches(&c("sleep")),
+            here.matches(&c("iotoll")),
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(matched, (true, false, false));
+        assert_eq!(
+            SutProcess::netns(std::path::Path::new("/run/netns/nonexistent-x")),
+            None
         );
     }
 
