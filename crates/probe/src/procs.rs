@@ -357,10 +357,12 @@ pub fn account(
     roles: &Roles,
     threshold_pct: f64,
 ) -> Option<Accounting> {
-    let mut everyone = figures(all, host.window_s, host.cpus, clk_tck, roles);
-    if everyone.is_empty() && (host.window_s <= 0.0 || host.cpus == 0 || clk_tck <= 0.0) {
+    // No process table (unreadable /proc, a test's clock): no account
+    // rather than one that gives every busy tick to the kernel.
+    if all.is_empty() || host.window_s <= 0.0 || host.cpus == 0 || clk_tck <= 0.0 {
         return None;
     }
+    let mut everyone = figures(all, host.window_s, host.cpus, clk_tck, roles);
     let busy = host.busy_pct.max(0.0);
     let steal = host.steal_pct.clamp(0.0, busy);
     let is = |t: &TopConsumer, r: &str| t.role.as_deref() == Some(r);
