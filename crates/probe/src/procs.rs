@@ -383,7 +383,8 @@ pub fn account(
         .iter()
         .filter(|t| is(t, ROLE_SELF))
         .map(|t| t.cpu_pct)
-        .sum();
+        .sum::<f64>()
+        + 0.0;
     let room = (busy - steal - self_pct).max(0.0);
     let rest: f64 = everyone
         .iter()
@@ -405,8 +406,14 @@ pub fn account(
         }
     }
     everyone.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
+    // `+ 0.0`: an empty sum is -0.0, which JSON would show as such.
     let sum = |keep: &dyn Fn(&TopConsumer) -> bool| -> f64 {
-        everyone.iter().filter(|t| keep(t)).map(|t| t.cpu_pct).sum()
+        everyone
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| t.cpu_pct)
+            .sum::<f64>()
+            + 0.0
     };
     let is_other = |t: &TopConsumer| {
         !t.kernel_thread
@@ -638,6 +645,15 @@ mod tests {
         // 140 busy - 130 in processes: kernel work no process was charged.
         assert!((c.kernel_other_pct - 10.0).abs() < 1e-9, "{c:?}");
         assert!((c.total() - 140.0).abs() < 1e-9);
+        let none = account(
+            &all,
+            &host(140.0, 0.0, None),
+            100.0,
+            &Roles::this_process(),
+            10.0,
+        );
+        let none = none.unwrap().account;
+        assert!(none.endpoint_pct.is_sign_positive() && none.sut_pct.is_sign_positive());
         let a = account(&all, &host(140.0, 0.0, None), 100.0, &roles, 40.0).unwrap();
         assert!(!a.interference.interfered, "36 % is not above 40 %");
     }
