@@ -230,6 +230,11 @@ pub struct MeasureOpts {
     /// window make the result "interfered" (a warning; see docs/json.md).
     #[arg(long, value_name = "PCT", value_parser = pct_arg, default_value = "5")]
     pub interference_pct: f64,
+    /// A process of the system under test on this host (an iSCSI target,
+    /// a server), by command name or pid; repeatable. Its CPU is reported
+    /// as its own part (cpu_sut_pct), not as interference.
+    #[arg(long, value_name = "NAME|PID", value_parser = sut_arg)]
+    pub sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -281,6 +286,42 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 /// A percentage of the host's CPU, 0 to 100.
+/// What the system under test's figure is, and what it cannot include.
+fn sut_note(
+    sut: &[iotoll_probe::procs::SutProcess],
+    doc: &iotoll_model::ResultDoc,
+) -> Option<String> {
+    use iotoll_probe::procs::SutProcess;
+    if sut.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = (sut.iter())
+        .map(|p| match p {
+            SutProcess::Pid(p) => format!("pid {p}"),
+            SutProcess::Name(n) => n.clone(),
+            SutProcess::NetNs(ino) => format!("network namespace {ino}"),
+        })
+        .collect();
+    let a = doc.cpu.local.as_ref()?.account.as_ref()?;
+    Some(if a.sut_pct > 0.0 {
+        format!(
+            "system under test ({}): its processes used {:.1} % of the host's CPU, reported as cpu_sut_pct and not as interference; cpu_initiator_pct is the host's busy CPU less that. The softirq and kernel-thread work it causes on this kernel cannot be split by process and stays in the initiator's figure",
+            named.join(", "),
+            a.sut_pct
+        )
+    } else {
+        format!(
+            "system under test ({}): no such process used CPU in the window (not running, idle, or named otherwise: names are the kernel's 15-character comm)",
+            named.join(", ")
+        )
+    })
+}
+
+pub fn sut_arg(s: &str) -> Result<iotoll_probe::procs::SutProcess, String> {
+    iotoll_probe::procs::SutProcess::parse(s)
+        .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
+}
+
 pub fn pct_arg(s: &str) -> Result<f64, String> {
     s.trim()
         .parse::<f64>()
@@ -346,6 +387,7 @@ pub fn measure<E: RunError>(
         s.check_ready()?;
         Some(s)
     };
+    iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
     let mut progress = progress::TermProgress::new(o.quiet);
     let res = run(iotoll_run::RunControl {
@@ -363,6 +405,7 @@ pub fn measure<E: RunError>(
         }
     };
     doc.apply_interference_threshold(o.interference_pct);
+    doc.notes.extend(sut_note(&o.sut_process, &doc));
     print_doc(o, &doc)?;
     if let Some(store) = store.as_mut() {
         match store_single(store, &doc) {

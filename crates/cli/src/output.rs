@@ -257,6 +257,33 @@ fn cpu_line(o: &mut String, label: &str, c: &iotoll_model::CpuReport, with_self:
     );
 }
 
+/// Whether a consumer is this iotoll or its endpoint.
+fn is_own(t: &iotoll_model::TopConsumer) -> bool {
+    use iotoll_model::result::{ROLE_ENDPOINT, ROLE_SELF};
+    matches!(t.role.as_deref(), Some(ROLE_SELF | ROLE_ENDPOINT))
+}
+
+/// `iotoll 9.1 + others 40.2 + kernel threads 1.2 + kernel, no process 3.0
+/// = 53.5 % busy`: the window's busy CPU by who used it, parts that were
+/// zero left out (iotoll's own and the others' always shown).
+pub fn split(a: &iotoll_model::CpuAccount, busy_pct: f64) -> String {
+    let parts = [
+        ("iotoll", a.self_pct, true),
+        ("its endpoint", a.endpoint_pct, false),
+        ("system under test", a.sut_pct, false),
+        ("others", a.others_pct, true),
+        ("kernel threads", a.kernel_threads_pct, false),
+        ("kernel, no process", a.kernel_other_pct, false),
+        ("steal", a.steal_pct, false),
+    ];
+    let shown: Vec<String> = (parts.iter())
+        .filter(|(_, v, always)| *always || *v >= 0.05)
+        .map(|(name, v, _)| format!("{name} {v:.1}"))
+        .collect();
+    // One decimal throughout, so that a reader's sum matches to rounding.
+    format!("{} = {busy_pct:.1} % busy", shown.join(" + "))
+}
+
 /// `sh pid 4242 48.1 %`, with `[k]` for a kernel thread and what an iotoll
 /// process is to this run: `this iotoll`, `its endpoint`, `another iotoll`.
 pub fn consumer(t: &iotoll_model::TopConsumer) -> String {
@@ -265,6 +292,7 @@ pub fn consumer(t: &iotoll_model::TopConsumer) -> String {
         Some(ROLE_SELF) => " (this iotoll)",
         Some(ROLE_ENDPOINT) => " (its endpoint)",
         Some(ROLE_IOTOLL) => " (another iotoll)",
+        Some(iotoll_model::result::ROLE_SUT) => " (under test)",
         _ => "",
     };
     format!(
@@ -417,7 +445,8 @@ pub fn human(doc: &ResultDoc) -> String {
     }
     match &doc.cpu.local {
         Some(c) => {
-            cpu_line(&mut o, "cpu", c, true);
+            // With the split, iotoll's own figure is one of its parts.
+            cpu_line(&mut o, "cpu", c, c.account.is_none());
             if c.interrupts_s.is_some() || c.ctx_switches_s.is_some() {
                 let _ = writeln!(
                     o,
@@ -427,19 +456,37 @@ pub fn human(doc: &ResultDoc) -> String {
                     c.ctx_switches_s.map(num).unwrap_or("-".into()),
                 );
             }
-            if !c.top.is_empty() {
-                let tops: Vec<String> = c.top.iter().map(consumer).collect();
+            if let Some(a) = &c.account {
+                let _ = writeln!(o, "  {:<12} {}", "cpu split", split(a, c.busy_pct));
+            }
+            // iotoll and its endpoint are parts of the split already:
+            // each figure is printed once.
+            let tops: Vec<String> = (c.top.iter())
+                .filter(|t| c.account.is_none() || !is_own(t))
+                .map(consumer)
+                .collect();
+            if !tops.is_empty() {
                 let _ = writeln!(o, "  {:<12} {}", "top cpu", tops.join(", "));
             }
             if let Some(i) = &c.interference {
-                let _ = writeln!(
-                    o,
-                    "  {:<12} {} % of the host by other processes (threshold {} %){}",
-                    "others",
-                    num(i.others_pct),
-                    num(i.threshold_pct),
-                    if i.interfered { "  INTERFERED" } else { "" }
-                );
+                let _ = match c.account {
+                    Some(_) => writeln!(
+                        o,
+                        "  {:<12} others + steal {} the {} % threshold{}",
+                        "interference",
+                        if i.interfered { "above" } else { "within" },
+                        num(i.threshold_pct),
+                        if i.interfered { "  INTERFERED" } else { "" }
+                    ),
+                    None => writeln!(
+                        o,
+                        "  {:<12} {} % of the host by other processes (threshold {} %){}",
+                        "others",
+                        num(i.others_pct),
+                        num(i.threshold_pct),
+                        if i.interfered { "  INTERFERED" } else { "" }
+                    ),
+                };
             }
         }
         None => {
@@ -544,6 +591,21 @@ mod tests {
         assert_eq!(
             consumer(&t(14, "ksoftirqd/0", true, None)),
             "ksoftirqd/0 pid 14 [k] 12.5 %"
+        );
+    }
+
+    #[test]
+    fn the_split_adds_up_and_names_each_part_once() {
+        let a = iotoll_model::CpuAccount {
+            self_pct: 9.1,
+            others_pct: 40.2,
+            kernel_threads_pct: 1.2,
+            kernel_other_pct: 3.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            super::split(&a, a.total()),
+            "iotoll 9.1 + others 40.2 + kernel threads 1.2 + kernel, no process 3.0 = 53.5 % busy"
         );
     }
 

@@ -198,6 +198,25 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                             who.join(", ")
                         );
                     }
+                    // A multi-host test: every host, one verdict per machine.
+                    let hosts = r.doc.interfered_hosts();
+                    if let Some(i) = (r.doc.hosts.iter())
+                        .filter_map(|h| h.cpu.as_ref()?.interference.as_ref())
+                        .find(|i| i.interfered)
+                    {
+                        let who: Vec<String> =
+                            i.processes.iter().map(crate::output::consumer).collect();
+                        println!(
+                            "    rep {}{}: INTERFERED on host {}: others {} % + steal {} % (threshold {} %): {}",
+                            r.rep,
+                            if t.selected_rep == Some(r.rep) { " (selected)" } else { "" },
+                            printable(&hosts.join(", ")),
+                            num(i.others_pct),
+                            num(i.steal_pct),
+                            num(i.threshold_pct),
+                            who.join(", ")
+                        );
+                    }
                 }
             }
             for n in &d.run.notes {

@@ -157,6 +157,11 @@ pub struct RunArgs {
     /// interference_pct, else 5].
     #[arg(long, value_name = "PCT", value_parser = crate::pct_arg)]
     interference_pct: Option<f64>,
+    /// A process of the system under test on this host, by command name or
+    /// pid; repeatable, beside the suite's `sut`. Its CPU is its own part
+    /// (cpu_sut_pct), not interference.
+    #[arg(long, value_name = "NAME|PID", value_parser = crate::sut_arg)]
+    sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// What to do with an interfered repetition: warn (keep it; a clean one
     /// is selected if any), or rerun (also run one more repetition, at most
     /// 2 per test).
@@ -679,6 +684,16 @@ fn run(a: RunArgs) -> Result<()> {
         store: &mut store,
         run: run_id,
     };
+    let mut sut = [&suite.sut[..], &a.sut_process[..]].concat();
+    // In a lab, what runs in its other hosts (a target, a server) is the
+    // system under test, not another tenant of the machine.
+    if let Some(l) = &opts.lab {
+        let others = l.lab.hosts.iter().filter(|h| h.name != l.client);
+        sut.extend(others.filter_map(|h| {
+            iotoll_probe::procs::SutProcess::netns(&iotoll_lab::netns_path(h).ok()?)
+        }));
+    }
+    iotoll_probe::procs::set_sut_processes(sut);
     let res = iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink);
     progress.clear();
     let outcome = match res {

@@ -14,8 +14,8 @@ pub mod workload;
 pub use kind::{Kind, ResultStatus, RunStatus};
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
-    CpuCore, CpuModes, CpuReport, CpuSection, HostFigures, IfaceFigures, Interference, IoCounts,
-    LatencyReport, LineFigures, PairFigures, ResultDoc, SeriesPoint, Skew, TargetFigures,
+    CpuAccount, CpuCore, CpuModes, CpuReport, CpuSection, HostFigures, IfaceFigures, Interference,
+    IoCounts, LatencyReport, LineFigures, PairFigures, ResultDoc, SeriesPoint, Skew, TargetFigures,
     TopConsumer, WorkerFigures, HOST_ROLES,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};

@@ -141,6 +141,8 @@ section "CPU (whole host, on the window)" {
     CPU_STEAL_PCT = m("cpu_steal_pct", "%", "steal %", ALL, Lower, "steal, % of all CPUs");
     CPU_SELF_PCT = m("cpu_self_pct", "%", "iotoll's own CPU %", ALL, Lower, "iotoll's own process (all threads), % of all CPUs");
     CPU_OTHERS_PCT = m("cpu_others_pct", "%", "other processes' CPU %", ALL, Lower, "user-space processes other than iotoll and its endpoint (other tenants), % of all CPUs; included in cpu_pct");
+    CPU_SUT_PCT = m("cpu_sut_pct", "%", "system under test CPU %", ALL, Neither, "the system under test's processes (--sut-process, suite key sut) on this host, % of all CPUs; included in cpu_pct, never interference; absent when none used CPU");
+    CPU_INITIATOR_PCT = m("cpu_initiator_pct", "%", "initiator CPU %", ALL, Lower, "cpu_pct minus cpu_sut_pct: the host's busy CPU less the system under test's processes' own; softirq and kernel threads stay in it, as a shared kernel cannot split them by process");
     INTERRUPTS_S = m("interrupts_s", "1/s", "interrupts/s", ALL, Neither, "interrupts per second (/proc/stat intr)");
     CTX_SWITCHES_S = m("ctx_switches_s", "1/s", "context switches/s", ALL, Neither, "context switches per second (/proc/stat ctxt)");
     CPUS = m("cpus", "count", "CPUs", ALL, Neither, "CPUs counted in cpu_pct (input to service demand)");

@@ -292,6 +292,51 @@ pub struct CpuReport {
     /// before iotoll measured it.
     #[serde(default)]
     pub interference: Option<Interference>,
+    /// Where the busy CPU of the window went: every part measured between
+    /// the same two edges, adding up to `busy_pct` (docs/json.md). Absent
+    /// in documents made before iotoll split it, and for several machines
+    /// taken together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<CpuAccount>,
+}
+
+/// The window's busy CPU split by who used it, each % of all CPUs. The
+/// parts add up to the host's busy figure (within rounding), except when
+/// the host's tick-sampled counters read below iotoll's own exactly
+/// measured CPU (a note says so).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CpuAccount {
+    /// This iotoll process, all threads (`self_pct`).
+    pub self_pct: f64,
+    /// This test's iotoll endpoint when it runs on this host.
+    pub endpoint_pct: f64,
+    /// The processes of the system under test (`--sut-process`, or those
+    /// in a lab host's namespace): the work being measured, not interference.
+    #[serde(default)]
+    pub sut_pct: f64,
+    /// Every other user-space process (another iotoll too): interference.
+    pub others_pct: f64,
+    /// Kernel threads (kworker, ksoftirqd, ...).
+    pub kernel_threads_pct: f64,
+    /// Kernel work no process was charged with: interrupts and softirqs
+    /// that arrived while a CPU was idle, and the tick-sampling remainder.
+    pub kernel_other_pct: f64,
+    /// Time the hypervisor gave these CPUs to other guests.
+    pub steal_pct: f64,
+}
+
+impl CpuAccount {
+    /// The sum of the parts: the host's busy figure.
+    pub fn total(&self) -> f64 {
+        self.self_pct
+            + self.endpoint_pct
+            + self.sut_pct
+            + self.others_pct
+            + self.kernel_threads_pct
+            + self.kernel_other_pct
+            + self.steal_pct
+    }
 }
 
 /// Other tenants' CPU over the window: what whole-host figures include
@@ -398,10 +443,10 @@ pub struct TopConsumer {
     /// the window).
     pub cpu_pct: f64,
     /// `self` (this iotoll process), `endpoint` (the iotoll endpoint of this
-    /// test, on this host), `iotoll` (another iotoll process); absent for
-    /// anything else.
+    /// test, on this host), `iotoll` (another iotoll process), `sut` (a
+    /// process of the system under test); absent for anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = [ROLE_SELF, ROLE_ENDPOINT, ROLE_IOTOLL]))]
+    #[schemars(extend("enum" = [ROLE_SELF, ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SUT]))]
     pub role: Option<String>,
 }
 
@@ -409,6 +454,8 @@ pub struct TopConsumer {
 pub const ROLE_SELF: &str = "self";
 pub const ROLE_ENDPOINT: &str = "endpoint";
 pub const ROLE_IOTOLL: &str = "iotoll";
+/// A process of the system under test (`--sut-process`, a lab host's).
+pub const ROLE_SUT: &str = "sut";
 
 impl CpuReport {
     /// Several machines' windows as one: every percentage weighted by each
@@ -466,6 +513,7 @@ impl CpuReport {
                 reports.len()
             )],
             interference: None,
+            account: None,
         })
     }
 
@@ -492,6 +540,16 @@ impl CpuReport {
         put(
             mn::CPU_OTHERS_PCT,
             self.interference.as_ref().map(|i| i.others_pct),
+        );
+        let sut = self
+            .account
+            .as_ref()
+            .map(|a| a.sut_pct)
+            .filter(|v| *v > 0.0);
+        put(mn::CPU_SUT_PCT, sut);
+        put(
+            mn::CPU_INITIATOR_PCT,
+            sut.map(|s| (self.busy_pct - s).max(0.0)),
         );
     }
 }
@@ -553,9 +611,84 @@ impl ResultDoc {
                 ));
             }
         }
+        found.extend(self.judge_hosts(threshold_pct));
         let interfered = !found.is_empty();
         self.notes.extend(found);
         interfered
+    }
+
+    /// A multi-host test's interference, judged once per machine (hosts
+    /// that share a kernel boot id, a lab's, are one machine): the first
+    /// host's window, less what the test's other agents on that machine
+    /// used (each agent sees the others as another iotoll), is every one
+    /// of its hosts' verdict. Returns a note for each interfered machine.
+    fn judge_hosts(&mut self, threshold_pct: f64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        for i in 0..self.hosts.len() {
+            if done.contains(&i) {
+                continue;
+            }
+            let boot = self.hosts[i].boot_id.clone();
+            let same: Vec<usize> = (i..self.hosts.len())
+                .filter(|&j| j == i || (boot.is_some() && self.hosts[j].boot_id == boot))
+                .collect();
+            done.extend(&same);
+            let Some(cpu) = self.hosts[i].cpu.as_ref() else {
+                continue;
+            };
+            let Some(mut verdict) = cpu.interference.clone() else {
+                continue;
+            };
+            // The test's own agents: their exact CPU, and their pids when seen.
+            let agents = same
+                .iter()
+                .skip(1)
+                .filter_map(|&j| self.hosts[j].cpu.as_ref());
+            let agents_pct: f64 = agents.clone().filter_map(|c| c.self_pct).sum();
+            let agent_pids: Vec<i32> = (agents.flat_map(|c| &c.top))
+                .filter(|t| t.role.as_deref() == Some(ROLE_SELF))
+                .map(|t| t.pid)
+                .collect();
+            if let Some(a) = &cpu.account {
+                verdict.others_pct = (a.others_pct - agents_pct).max(0.0);
+            }
+            verdict.processes.retain(|p| !agent_pids.contains(&p.pid));
+            verdict.set_threshold(threshold_pct);
+            if verdict.interfered {
+                let names: Vec<&str> = same.iter().map(|&j| self.hosts[j].name.as_str()).collect();
+                let whose = match names.len() {
+                    1 => format!("host {}'s CPU", names[0]),
+                    _ => format!(
+                        "the CPU of hosts {} (one machine: one kernel)",
+                        names.join(", ")
+                    ),
+                };
+                notes.push(format!(
+                    "{INTERFERENCE_NOTE} {} of {whose} in the window (threshold {threshold_pct} %), and whole-host CPU counts it{}",
+                    verdict.what(),
+                    verdict.named_list()
+                ));
+            }
+            for &j in &same {
+                if let Some(c) = self.hosts[j].cpu.as_mut() {
+                    c.interference = Some(verdict.clone());
+                }
+            }
+        }
+        notes
+    }
+
+    /// The hosts of a multi-host test whose machine was interfered with.
+    pub fn interfered_hosts(&self) -> Vec<&str> {
+        (self.hosts.iter())
+            .filter(|h| {
+                (h.cpu.as_ref())
+                    .and_then(|c| c.interference.as_ref())
+                    .is_some_and(|i| i.interfered)
+            })
+            .map(|h| h.name.as_str())
+            .collect()
     }
 
     /// Whether this repetition is interfered (as last judged).
@@ -566,7 +699,9 @@ impl ResultDoc {
                 .and_then(|c| c.interference.as_ref())
                 .is_some_and(|i| i.interfered)
         };
-        hit(&self.cpu.local) || (!same_host && hit(&self.cpu.remote))
+        hit(&self.cpu.local)
+            || (!same_host && hit(&self.cpu.remote))
+            || !self.interfered_hosts().is_empty()
     }
 }
 
@@ -810,5 +945,99 @@ mod tests {
             "{note}"
         );
         assert!(!d.drop_non_finite(), "clean now");
+    }
+
+    /// A host of a multi-host test whose window saw `others_pct` of other
+    /// processes, its own agent using `self_pct`.
+    fn host(name: &str, boot: &str, others_pct: f64, self_pct: f64) -> HostFigures {
+        let agent = TopConsumer {
+            pid: name.len() as i32 * 1000,
+            comm: "iotoll".into(),
+            kernel_thread: false,
+            cpu_pct: self_pct,
+            role: Some(ROLE_SELF.into()),
+        };
+        HostFigures {
+            name: name.into(),
+            address: "192.0.2.1:7576".into(),
+            role: "client".into(),
+            cpus: 2,
+            boot_id: Some(boot.into()),
+            cpu: Some(CpuReport {
+                cpus: 2,
+                busy_pct: others_pct + self_pct,
+                self_pct: Some(self_pct),
+                top: vec![agent],
+                interference: Some(Interference {
+                    others_pct,
+                    ..Default::default()
+                }),
+                account: Some(CpuAccount {
+                    self_pct,
+                    others_pct,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn doc(hosts: Vec<HostFigures>) -> ResultDoc {
+        let mut d: ResultDoc = serde_json::from_value(
+            serde_json::json!({"iotoll_version": "x", "kind": "net-stream",
+                "status": "complete", "started_at": "2026-01-01T00:00:00Z", "spec": null,
+                "metrics": {}, "cpu": {"local": null, "remote": null}, "latency": null,
+                "series": [], "notes": []}),
+        )
+        .unwrap();
+        d.hosts = hosts;
+        d
+    }
+
+    /// Seen: other processes used 95-99 % of a lab's CPU, the stored host
+    /// records said `interfered: true`, and the test was not flagged.
+    #[test]
+    fn a_multi_host_test_is_interfered_when_a_host_is() {
+        let mut d = doc(vec![
+            host("s1", "other", 1.0, 3.0),
+            host("c1", "lab", 60.0, 10.0),
+            host("c2", "lab", 60.0, 10.0),
+        ]);
+        assert!(d.apply_interference_threshold(5.0));
+        assert!(d.interfered());
+        assert_eq!(d.interfered_hosts(), ["c1", "c2"]);
+        let notes: Vec<&String> = (d.notes.iter())
+            .filter(|n| n.starts_with(INTERFERENCE_NOTE))
+            .collect();
+        assert_eq!(notes.len(), 1, "once per machine: {notes:?}");
+        assert!(
+            notes[0].contains("hosts c1, c2 (one machine"),
+            "{}",
+            notes[0]
+        );
+        // c2's agent (10 %) is the test's own, not interference.
+        assert!(notes[0].contains("50.0 %"), "{}", notes[0]);
+    }
+
+    /// In a lab every host's agent sees the others' agents; they are the
+    /// test's own, and the machine is judged once.
+    #[test]
+    fn a_labs_own_agents_do_not_interfere() {
+        let mut d = doc(vec![
+            host("c1", "lab", 8.0, 4.0),
+            host("c2", "lab", 8.0, 4.0),
+            host("s1", "lab", 8.0, 4.0),
+        ]);
+        assert!(!d.apply_interference_threshold(5.0), "{:?}", d.notes);
+        assert!(!d.interfered());
+        let i = d.hosts[1]
+            .cpu
+            .as_ref()
+            .unwrap()
+            .interference
+            .as_ref()
+            .unwrap();
+        assert_eq!(i.others_pct, 0.0);
     }
 }

@@ -683,18 +683,15 @@ pub fn busy_processes(
         .unwrap_or(1);
     let roles = crate::procs::Roles {
         own_pid: me,
-        endpoint_pid: None,
+        ..crate::procs::Roles::this_process()
     };
-    crate::procs::attribute(
+    crate::procs::figures(
         &crate::procs::consumers(&a, &b),
         sample.as_secs_f64(),
         cpus,
         crate::procs::clk_tck(),
         &roles,
-        10,
-        threshold_pct,
     )
-    .0
     .into_iter()
     .filter(|t| t.pid != me && t.cpu_pct > threshold_pct)
     .map(|t| (format!("{} (pid {})", t.comm, t.pid), t.cpu_pct))

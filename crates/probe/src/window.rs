@@ -29,34 +29,35 @@ fn self_cpu_s() -> f64 {
 
 impl CpuWindow {
     /// Opens the window and calls `on_open` the moment it is open (the
-    /// caller flips its workload into the measured phase there). The
-    /// process table is read first, so that reading it costs CPU outside the
-    /// /proc/stat window rather than inside it.
+    /// caller flips its workload into the measured phase there).
     pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
-        let procs = procs::snapshot();
-        Self::open(procs, on_open)
+        Self::open(on_open)
     }
 
-    /// [`start_with`](Self::start_with) at an instant: the process table is
-    /// read first, then `wait` waits for the instant (false: give up, no
-    /// window), then the window opens at once. So a window scheduled
-    /// across hosts opens on time, not one table-read late.
+    /// [`start_with`](Self::start_with) at an instant: `wait` waits for it
+    /// (a ramp-up, a schedule; false: give up, no window), then the window
+    /// opens at once, so a window scheduled across hosts opens on time.
     pub fn start_after(
         wait: impl FnOnce() -> bool,
         on_open: impl FnOnce(),
     ) -> Result<Option<Self>, ProbeError> {
-        let procs = procs::snapshot();
         if !wait() {
             return Ok(None);
         }
-        Self::open(procs, on_open).map(Some)
+        Self::open(on_open).map(Some)
     }
 
-    fn open(procs: procs::ProcSnapshot, on_open: impl FnOnce()) -> Result<Self, ProbeError> {
+    /// The process table is read at each edge right after /proc/stat (and
+    /// after `on_open`, so the window opens on time): its window is the
+    /// host's, moved by one table read at both ends. Read before a wait,
+    /// the ramp-up's CPU was charged to the window (a single-threaded hog
+    /// shown at 94 % of a 2-CPU host).
+    fn open(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
         let t0 = Instant::now();
         on_open();
+        let procs = procs::snapshot();
         Ok(CpuWindow {
             procs,
             stat,
@@ -100,8 +101,9 @@ impl CpuWindow {
             window_s,
             report,
             consumers,
+            roles: procs::Roles::this_process(),
         };
-        closed.attribute(&procs::Roles::this_process());
+        closed.attribute();
         closed
     }
 
@@ -116,6 +118,7 @@ pub struct ClosedWindow {
     pub report: Result<CpuReport, ProbeError>,
     /// Every process's CPU in the window, most first.
     consumers: Vec<procs::Consumer>,
+    roles: procs::Roles,
 }
 
 impl ClosedWindow {
@@ -125,67 +128,82 @@ impl ClosedWindow {
             window_s,
             report,
             consumers: Vec::new(),
+            roles: procs::Roles::this_process(),
         }
     }
 
     /// Marks `pid` as this test's endpoint, running on this host (the peer
-    /// said its kernel boot id is ours): it gets role `endpoint` in the top
-    /// list and stops counting as interference.
+    /// said its kernel boot id is ours): it gets role `endpoint` and stops
+    /// counting as interference.
     pub fn mark_endpoint(&mut self, pid: i32) {
-        self.attribute(&procs::Roles {
-            endpoint_pid: Some(pid),
-            ..procs::Roles::this_process()
-        });
+        self.roles.endpoint_pid = Some(pid);
+        self.attribute();
     }
 
-    /// The top list and interference under `roles` (at the threshold
-    /// already set, or the default), bounded by the host.
-    fn attribute(&mut self, roles: &procs::Roles) {
-        if let Ok(r) = &mut self.report {
-            let threshold = r
-                .interference
-                .as_ref()
-                .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
-            (r.top, r.interference) = procs::attribute(
-                &self.consumers,
-                self.window_s,
-                r.cpus,
-                procs::clk_tck(),
-                roles,
-                TOP_N,
-                threshold,
-            );
-            bound_by_host(r);
+    /// Marks processes as the system under test: their CPU is reported as
+    /// its own part (`sut_pct`), not as interference.
+    pub fn mark_sut(&mut self, sut: &[procs::SutProcess]) {
+        if sut.is_empty() {
+            return;
         }
+        self.roles.sut.extend(sut.iter().cloned());
+        self.attribute();
     }
-}
 
-/// No process can have used more CPU in the window than the whole host was
-/// busy, nor other processes more than the host's busy time beside iotoll's
-/// own and its endpoint's (when that runs here). A reaper (pid 1, a subreaper) can still be charged more: when it
-/// reaps an orphan, its children's time grows by the orphan's whole life,
-/// part of which was before the window and is not known to be its. Per-
-/// process figures are bounded by these facts, and the interference
-/// verdict is taken on the bounded figure plus the window's steal.
-fn bound_by_host(r: &mut CpuReport) {
-    let busy = r.busy_pct.max(0.0);
-    for t in &mut r.top {
-        t.cpu_pct = t.cpu_pct.min(busy);
-    }
-    if let Some(i) = &mut r.interference {
-        i.steal_pct = r.modes.steal.max(0.0);
-        // The endpoint on this host is not interference either.
-        let endpoint: f64 = (r.top.iter())
-            .filter(|t| t.role.as_deref() == Some(iotoll_model::result::ROLE_ENDPOINT))
-            .map(|t| t.cpu_pct)
-            .sum();
-        let room = (busy - r.self_pct.unwrap_or(0.0) - endpoint - i.steal_pct).max(0.0);
-        i.others_pct = i.others_pct.min(room);
-        for p in &mut i.processes {
-            p.cpu_pct = p.cpu_pct.min(room);
+    /// Every process's figure, the split of busy CPU and the interference,
+    /// accounted once under the current roles (at the threshold already
+    /// set, or the default).
+    fn attribute(&mut self) {
+        let Ok(r) = &mut self.report else { return };
+        let threshold = r
+            .interference
+            .as_ref()
+            .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
+        let host = procs::HostBusy {
+            window_s: self.window_s,
+            cpus: r.cpus,
+            busy_pct: r.busy_pct,
+            steal_pct: r.modes.steal,
+            self_pct: r.self_pct,
+        };
+        r.notes.retain(|n| !n.starts_with(procs::SCALED_NOTE));
+        match procs::account(
+            &self.consumers,
+            &host,
+            procs::clk_tck(),
+            &self.roles,
+            threshold,
+        ) {
+            Some(a) => {
+                r.top = a.top(TOP_N);
+                r.interference = Some(a.interference);
+                r.account = Some(a.account);
+                r.notes.extend(a.notes);
+            }
+            None => {
+                r.top = Vec::new();
+                r.interference = None;
+                r.account = None;
+            }
         }
-        let threshold = i.threshold_pct;
-        i.set_threshold(threshold);
+    }
+
+    /// Every process of the window as accounted (tests look beyond the top).
+    #[cfg(test)]
+    fn everyone(&self) -> Vec<iotoll_model::TopConsumer> {
+        let Ok(r) = &self.report else {
+            return Vec::new();
+        };
+        let host = procs::HostBusy {
+            window_s: self.window_s,
+            cpus: r.cpus,
+            busy_pct: r.busy_pct,
+            steal_pct: r.modes.steal,
+            self_pct: r.self_pct,
+        };
+        procs::account(&self.consumers, &host, procs::clk_tck(), &self.roles, 5.0)
+            .map(|a| a.everyone)
+            .unwrap_or_default()
     }
 }
 
@@ -218,97 +236,8 @@ impl Default for HostSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iotoll_model::result::Interference;
-
-    /// At the 5 % threshold, with no steal and no processes named.
-    fn interference(others_pct: f64, interfered: bool) -> Option<Interference> {
-        Some(Interference {
-            threshold_pct: 5.0,
-            others_pct,
-            steal_pct: 0.0,
-            interfered,
-            processes: Vec::new(),
-        })
-    }
-
-    #[test]
-    fn a_reapers_share_is_bounded_by_the_host() {
-        // Seen: a subreaper charged 889.75 % with the host 22.07 % busy.
-        let mut r = CpuReport {
-            busy_pct: 22.07,
-            self_pct: Some(2.0),
-            top: vec![iotoll_model::TopConsumer {
-                pid: 1057,
-                comm: "reaper".into(),
-                kernel_thread: false,
-                cpu_pct: 889.75,
-                role: None,
-            }],
-            interference: interference(889.75, true),
-            ..Default::default()
-        };
-        bound_by_host(&mut r);
-        assert_eq!(r.top[0].cpu_pct, 22.07);
-        let i = r.interference.unwrap();
-        assert!((i.others_pct - 20.07).abs() < 1e-9);
-        assert!(i.interfered, "still over 5 % after bounding");
-    }
-
-    #[test]
-    fn others_get_no_more_than_the_host_beside_iotoll_and_its_endpoint() {
-        // Seen: others 92.2 % beside the endpoint's 41.7 % and iotoll's
-        // 7.2 %, the host 99.5 % busy.
-        let top = |pid, cpu_pct, role: Option<&str>| iotoll_model::TopConsumer {
-            pid,
-            comm: "x".into(),
-            kernel_thread: false,
-            cpu_pct,
-            role: role.map(str::to_string),
-        };
-        let mut r = CpuReport {
-            busy_pct: 99.5,
-            self_pct: Some(7.2),
-            top: vec![
-                top(1, 99.5, None),
-                top(2, 41.7, Some(iotoll_model::result::ROLE_ENDPOINT)),
-            ],
-            interference: interference(92.2, true),
-            ..Default::default()
-        };
-        bound_by_host(&mut r);
-        let i = r.interference.unwrap();
-        assert!(
-            (i.others_pct - (99.5 - 7.2 - 41.7)).abs() < 1e-9,
-            "{}",
-            i.others_pct
-        );
-    }
-
-    #[test]
-    fn steal_interferes_like_another_process() {
-        // Seen: 14.4 % steal inflated a disk test's whole-host CPU from
-        // about 13 % to 27.7 % with no process to blame.
-        let mut r = CpuReport {
-            busy_pct: 27.7,
-            self_pct: Some(10.3),
-            modes: iotoll_model::result::CpuModes {
-                steal: 14.4,
-                ..Default::default()
-            },
-            interference: interference(0.5, false),
-            ..Default::default()
-        };
-        bound_by_host(&mut r);
-        let i = r.interference.unwrap();
-        assert_eq!(i.steal_pct, 14.4);
-        assert!(i.interfered);
-        assert!(i.what().contains("14.4 % (steal"), "{}", i.what());
-        // Below the threshold together: clean.
-        let mut quiet = i.clone();
-        quiet.steal_pct = 1.5;
-        quiet.set_threshold(5.0);
-        assert!(!quiet.interfered);
-    }
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Child, Command, Stdio};
 
     #[test]
     fn a_busy_thread_shows_up_in_self_and_host_cpu() {
@@ -353,18 +282,7 @@ mod tests {
 
     /// Every process of a closed window, ranked and given its role.
     fn everyone(w: &ClosedWindow) -> Vec<iotoll_model::TopConsumer> {
-        let cpus = w.report.as_ref().map_or(0, |r| r.cpus);
-        let roles = procs::Roles::this_process();
-        let (all, _) = procs::attribute(
-            &w.consumers,
-            w.window_s,
-            cpus,
-            procs::clk_tck(),
-            &roles,
-            usize::MAX,
-            5.0,
-        );
-        all
+        w.everyone()
     }
 
     /// A process that starts and ends inside the window is seen, under the
@@ -401,5 +319,152 @@ mod tests {
                 && p.cpu_pct * closed.window_s * cpus as f64 >= 5.0),
             "parent {pid} not charged: {all:?}"
         );
+    }
+
+    /// A shell that runs `script`, prints `done` and then sleeps: reading
+    /// the line is the event that the work (and any reaping) is over.
+    fn sh_then_sleep(script: &str) -> Child {
+        let mut c = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{script}; echo done; exec sleep 60"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "done");
+        c
+    }
+
+    const SPIN: &str = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done";
+
+    /// Not a test on its own: with IOTOLL_TEST_HOG_THREADS=N this test
+    /// binary, run again by [`threaded_hog`], spins N threads until its
+    /// stdin closes.
+    #[test]
+    fn hog_process() {
+        let Some(n) = std::env::var("IOTOLL_TEST_HOG_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        else {
+            return;
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for _ in 0..n {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            });
+        }
+        println!("hog ready");
+        let _ = std::io::stdout().flush();
+        // Until the test closes stdin, or a minute if it never does.
+        let stdin = std::thread::spawn(|| std::io::stdin().read_line(&mut String::new()));
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while !stdin.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        std::process::exit(0);
+    }
+
+    /// This test binary as a hog of `n` spinning threads, once they spin.
+    fn threaded_hog(n: usize) -> Child {
+        let mut c = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "window::tests::hog_process", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env("IOTOLL_TEST_HOG_THREADS", n.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(c.stdout.take().unwrap());
+        let mut line = String::new();
+        // The harness prints the test's name on the same line.
+        while out.read_line(&mut line).unwrap() > 0 && !line.contains("hog ready") {
+            line.clear();
+        }
+        assert!(line.contains("hog ready"), "{line}");
+        c
+    }
+
+    /// Ends the child when the test ends, passed or failed.
+    struct Reap(Child);
+
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn threads_of(pid: u32) -> usize {
+        std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+    }
+
+    /// Seen: a disk run's process table was read before its ramp-up, so a
+    /// hog's ramp-up CPU was divided by the window alone (a single thread
+    /// at 94 % of a 2-CPU host; a hog that had ended before the window
+    /// named the top consumer). A hog that ends (and is reaped) during
+    /// the ramp-up must be charged nothing, one that runs in the window
+    /// its CPU there, a 3-thread hog running throughout no more than its
+    /// threads allow; and the parts of the account add up to busy CPU.
+    #[test]
+    fn the_ramp_up_is_not_charged_to_the_window() {
+        let hog = Reap(threaded_hog(3));
+        let mut ramp_only = None;
+        let w = CpuWindow::start_after(
+            || {
+                ramp_only = Some(Reap(sh_then_sleep(&format!("sh -c '{SPIN}'"))));
+                true
+            },
+            || {},
+        )
+        .unwrap()
+        .unwrap();
+        let in_window = Reap(sh_then_sleep(SPIN));
+        let hog_threads = threads_of(hog.0.id());
+        let closed = w.finish_with(|| {});
+        let (hog, ramp_only, in_window) = (&hog.0, &ramp_only.unwrap().0, &in_window.0);
+        let r = closed.report.as_ref().unwrap();
+        let all = everyone(&closed);
+        let find = |pid: u32| all.iter().find(|t| t.pid == pid as i32).map(|t| t.cpu_pct);
+        // % of all CPUs -> CPU seconds in the window.
+        let cpu_s = |pct: f64| pct / 100.0 * closed.window_s * r.cpus as f64;
+        // Its shell ran `echo` and `exec` in the window, a tick at most.
+        let ramp_s = find(ramp_only.id()).map_or(0.0, cpu_s);
+        assert!(ramp_s < 0.03, "ramp-up hog charged {ramp_s} s: {all:?}");
+        let window = find(in_window.id()).expect("the window's hog is seen");
+        assert!(cpu_s(window) > 0.0);
+        assert!(
+            window <= 100.0 / r.cpus as f64 + 1e-9,
+            "{window} %: one thread"
+        );
+        let threaded = find(hog.id()).expect("the threaded hog is seen");
+        let bound = 100.0 * hog_threads as f64 / r.cpus as f64;
+        assert!(threaded <= bound + 1e-9, "{threaded} % > {bound} %");
+        // One accounting: its parts add up to busy, and the interference
+        // and the top list give each process the same figure.
+        let a = r.account.as_ref().expect("an account");
+        let self_over = r.notes.iter().any(|n| n.contains("tickless"));
+        assert!(
+            self_over || (a.total() - r.busy_pct).abs() < 1e-6,
+            "{a:?} vs {}",
+            r.busy_pct
+        );
+        assert_eq!(Some(a.self_pct), r.self_pct);
+        let i = r.interference.as_ref().unwrap();
+        assert_eq!(i.others_pct, a.others_pct);
+        for p in i.processes.iter().chain(&r.top) {
+            assert_eq!(Some(p.cpu_pct), find(p.pid as u32), "{p:?}");
+        }
+        for p in &all {
+            assert!(p.cpu_pct <= r.busy_pct + 1e-9, "{p:?}");
+        }
     }
 }

@@ -159,6 +159,11 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         .collect();
     let mut head = vec!["host".to_string(), "role".into(), "CPUs".into()];
     head.extend(cols.iter().map(|m| label(m).to_string()));
+    let interference = |h: &HostFigures| h.cpu.as_ref()?.interference.clone();
+    let judged = mh.hosts.iter().any(|h| interference(h).is_some());
+    if judged {
+        head.extend(["other processes' CPU %".into(), "steal %".into()]);
+    }
     head.extend(["window on (µs)".into(), "window off (µs)".into()]);
     let mut rows: Vec<TRow> = mh
         .hosts
@@ -170,6 +175,19 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
                 cols.iter()
                     .map(|c| metric_cell(c, m.get(*c).copied(), false)),
             );
+            if judged {
+                cells.extend(match interference(h) {
+                    Some(i) => [
+                        format!(
+                            "{}{}",
+                            num(Some(i.others_pct)),
+                            if i.interfered { " ⚑" } else { "" }
+                        ),
+                        num(Some(i.steal_pct)),
+                    ],
+                    None => ["–".into(), "–".into()],
+                });
+            }
             cells.extend([window(h.on_us), window(h.off_us)]);
             TRow::plain(cells, None, false)
         })
@@ -180,7 +198,8 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             cols.iter()
                 .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
         );
-        cells.extend(["–".into(), "–".into()]);
+        let blank = if judged { 4 } else { 2 };
+        cells.extend(std::iter::repeat_n("–".to_string(), blank));
         rows.push(total_row(cells));
     }
     let mut note = vec![format!(
@@ -194,6 +213,15 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         "Totals as the test measured them: throughput of all hosts, CPU % weighted by CPU count.".into()
     });
     note.extend(shared_kernels(&mh.hosts));
+    if judged {
+        note.push(format!(
+            "Other processes' CPU %: processes other than the test's own iotoll (and its system under test) on the host's machine in its window, judged once per machine (hosts sharing a kernel carry one verdict); steal: the hypervisor's. ⚑: above the interference threshold{}.",
+            match mh.hosts.iter().find_map(|h| interference(h).filter(|i| i.interfered)) {
+                Some(i) => format!(" ({} %): the test is INTERFERED", num(Some(i.threshold_pct))),
+                None => String::new(),
+            }
+        ));
+    }
     note.extend(checks(kind, mh));
     note.extend(
         mh.hosts
@@ -730,6 +758,36 @@ mod tests {
     }
 
     const CLIENTS: [&str; 4] = ["c1", "c2", "c3", "c4"];
+
+    /// Seen: other processes used 95-99 % of a lab's CPU, the stored
+    /// host records said interfered, and neither the results nor the
+    /// report said so. The test is interfered (the finding, the ⚑), and
+    /// the per-host table shows other processes' CPU and steal.
+    #[test]
+    fn an_interfered_host_flags_the_test_and_shows_in_the_host_table() {
+        let mut doc = multi_stream_doc(&CLIENTS, &["s1"], 1.0);
+        for h in &mut doc.hosts {
+            let others_pct = if h.name == "c3" { 95.0 } else { 1.0 };
+            h.cpu = Some(iotoll_model::CpuReport {
+                cpus: h.cpus,
+                busy_pct: others_pct + 2.0,
+                interference: Some(iotoll_model::Interference {
+                    others_pct,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        assert!(doc.apply_interference_threshold(5.0));
+        let t = host_table("t", Kind::NetStream, &mh(&doc), None);
+        let others = col(&t, "other processes' CPU %");
+        assert_eq!(row(&t, "c3", "client")[others], "95.0 ⚑");
+        assert_eq!(row(&t, "c1", "client")[others], "1.00");
+        assert!(t.head.iter().any(|h| h == "steal %"));
+        let (md, _) = render(&[multi_host_run(1, "base", doc)]);
+        assert!(md.contains("Interfered:"), "{md}");
+        assert!(md.contains("host c3's CPU"), "{md}");
+    }
 
     #[test]
     fn the_totals_rows_are_the_documents_totals() {

@@ -148,9 +148,18 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 // An import's spec may not say (the key is shared by every kind).
                 ramp_s: spec["ramp_s"].as_f64().unwrap_or(0.0),
                 spec,
-                interfered: cpu
-                    .and_then(|c| c.local.as_ref()?.interference.as_ref())
-                    .map(|i| i.interfered),
+                // Any host of a multi-host test counts, as this host does.
+                interfered: rep
+                    .filter(|r| {
+                        let c = &r.doc.cpu;
+                        let measured = c.local.as_ref().is_some_and(|l| l.interference.is_some());
+                        measured
+                            || r.doc
+                                .hosts
+                                .iter()
+                                .any(|h| (h.cpu.as_ref()).is_some_and(|c| c.interference.is_some()))
+                    })
+                    .map(|r| r.doc.interfered()),
                 reps: t.reps.len(),
                 rep: rep.map(|r| r.rep),
                 spread_pct: t.spread_pct,

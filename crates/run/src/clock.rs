@@ -18,8 +18,8 @@ pub trait Clock: Clone + Send + Sync + 'static {
     /// Opens the CPU window and calls `on_open` the moment it is open.
     fn open_window(&self, on_open: impl FnOnce()) -> Result<Self::Window, ProbeError>;
     /// Opens the window once `wait` returns true (None if it returns
-    /// false), with the slow part of opening done before waiting, so the
-    /// window opens on time.
+    /// false). Nothing of the window is read before `wait`: whatever is
+    /// measured is measured on the window alone.
     fn open_window_after(
         &self,
         wait: impl FnOnce() -> bool,

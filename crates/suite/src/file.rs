@@ -194,6 +194,9 @@ pub struct Suite {
     /// The file as given, stored with every run.
     pub text: String,
     pub cpu_threshold_pct: Option<f64>,
+    /// `sut = [...]`: the processes of the system under test on this host
+    /// (command names or pids); their CPU is not interference.
+    pub sut: Vec<iotoll_probe::procs::SutProcess>,
     /// The file's `[hosts]` table, in its order (a hosts file's entries
     /// override these: `hosts::resolve_hosts`).
     pub hosts: Vec<HostEntry>,
@@ -252,6 +255,7 @@ struct SuiteKeys {
     rerun: Known,
     interference_pct: Known,
     cpu_threshold_pct: Option<Raw>,
+    sut: Option<Raw>,
     ramp: Known,
     time: Known,
     test: Known,
@@ -482,6 +486,19 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         cx.check(suite.cpu_threshold_pct.as_ref(), "cpu_threshold_pct", |v| {
             as_number(v).ok_or_else(|| "expected a number".into())
         })?;
+    let sut = cx.check(suite.sut.as_ref(), "sut", |v| {
+        let bad = || "expected a list of process names or pids, e.g. sut = [\"tgtd\"]".to_string();
+        let items = v.as_array().ok_or_else(bad)?;
+        let one = |v: &Value| {
+            let text = match v.as_integer() {
+                Some(i) => i.to_string(),
+                None => as_str(v)?.to_string(),
+            };
+            iotoll_probe::procs::SutProcess::parse(&text)
+                .ok_or_else(|| format!("'{text}' is neither a process name nor a pid above 0"))
+        };
+        items.iter().map(one).collect::<Result<Vec<_>, String>>()
+    })?;
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
     let hosts = crate::hosts::hosts_table(&cx, &root)?;
     let file_specs = cx.specs(&root)?;
@@ -508,6 +525,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         description: (suite.description).and_then(|v| v.into_inner().as_str().map(str::to_string)),
         text: text.to_string(),
         cpu_threshold_pct,
+        sut: sut.unwrap_or_default(),
         hosts,
         jobs,
     })
@@ -1098,6 +1116,27 @@ group = "{dir}"
             shown.contains("s.toml:5") && shown.contains("s.toml:12"),
             "{shown}"
         );
+    }
+
+    /// `sut = [...]`: the system under test's processes, by name or pid.
+    #[test]
+    fn the_system_under_test_by_name_or_pid() {
+        use iotoll_probe::procs::SutProcess;
+        let s = parse(
+            "name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            s.sut,
+            [SutProcess::Name("tgtd".into()), SutProcess::Pid(42)]
+        );
+        for bad in ["sut=[0]", "sut='tgtd'", "sut=['']"] {
+            let e = err(&format!(
+                "name='t'\n{bad}\n[[test]]\nname='a'\nkind='disk'\n"
+            ));
+            assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("sut")), "{e}");
+        }
     }
 
     #[test]
