@@ -500,7 +500,7 @@ fn login_phase(
                 if v != "None" {
                     return Err(Error::new(
                         ErrorKind::Auth,
-                        format!("iSCSI {portal}: the target requires authentication (AuthMethod={v}); give the CHAP secret with --chap-secret-file"),
+                        format!("iSCSI {portal}: the target requires authentication (AuthMethod={}); give the CHAP secret with --chap-secret-file", iotoll_model::text::printable(v)),
                     ));
                 }
             }

@@ -192,6 +192,45 @@ impl Peer {
         self.send_status(r, &[]);
     }
 
+    /// Takes a write's data as a target that behaves (InitialR2T=Yes,
+    /// MaxOutstandingR2T=1, MaxBurstLength 256 KiB): an R2T per burst past
+    /// the immediate data, each answered in full, then GOOD.
+    pub fn take_write(&mut self, cmd: &Bhs) {
+        let len = cmd.u32_at(20);
+        let mut off = cmd.data_len();
+        let mut sn = 0;
+        while off < len {
+            let n = (len - off).min(262144);
+            let ttt = 0x100 + sn;
+            let r = self.r2t(cmd, ttt, sn, off, n);
+            if self.sock.write_all(&r).is_err() {
+                return;
+            }
+            loop {
+                let Some((b, _)) = self.recv() else { return };
+                if b.opcode() == op::DATA_OUT && b.ttt() == ttt && b.final_bit() {
+                    break;
+                }
+            }
+            off += n;
+            sn += 1;
+        }
+        self.good(cmd);
+    }
+
+    /// Answers the next Text Request (SendTargets) with `pairs`, final.
+    pub fn send_targets(&mut self, pairs: &[(&str, &str)]) {
+        let Some((req, _)) = self.recv() else { return };
+        let mut data = Vec::new();
+        for (k, v) in pairs {
+            data.extend_from_slice(format!("{k}={v}\0").as_bytes());
+        }
+        let mut b = Bhs::new(op::TEXT_RESP, false, 0x80);
+        b.set_itt(req.itt());
+        b.set_u32(20, NO_TAG);
+        self.send_status(b, &data);
+    }
+
     /// An R2T of the command `cmd`, not sent: callers batch them.
     pub fn r2t(&self, cmd: &Bhs, ttt: u32, r2t_sn: u32, offset: u32, len: u32) -> Vec<u8> {
         let mut b = Bhs::new(op::R2T, false, 0x80);
@@ -240,6 +279,10 @@ pub struct LunTarget {
     accepted: Arc<AtomicUsize>,
 }
 
+/// INQUIRY's vendor (8 bytes) and product (16) of a [`LunTarget`].
+pub type Identity = (&'static [u8; 8], &'static [u8; 16]);
+pub const FAKE_IDENTITY: Identity = (b"IOTOLL  ", b"FAKE-LUN        ");
+
 impl LunTarget {
     pub fn start(on_write: OnWrite) -> LunTarget {
         LunTarget::with_keys(Vec::new(), on_write)
@@ -247,6 +290,16 @@ impl LunTarget {
 
     /// A LUN target answering the operational `keys` given.
     pub fn with_keys(keys: Vec<(&'static str, String)>, on_write: OnWrite) -> LunTarget {
+        LunTarget::with(keys, FAKE_IDENTITY, on_write)
+    }
+
+    /// A LUN target answering the operational `keys` given, and INQUIRY
+    /// with `identity`.
+    pub fn with(
+        keys: Vec<(&'static str, String)>,
+        identity: Identity,
+        on_write: OnWrite,
+    ) -> LunTarget {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let portal = l.local_addr().expect("addr").to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -258,7 +311,7 @@ impl LunTarget {
                 let w = on_write.clone();
                 let mut p = Peer::new(sock, 32);
                 p.keys = keys.clone();
-                std::thread::spawn(move || serve_lun(p, w));
+                std::thread::spawn(move || serve_lun(p, identity, w));
             }
         });
         LunTarget { portal, accepted }
@@ -277,7 +330,7 @@ impl LunTarget {
     }
 }
 
-fn serve_lun(mut p: Peer, on_write: OnWrite) {
+fn serve_lun(mut p: Peer, identity: Identity, on_write: OnWrite) {
     p.login();
     while let Some((cmd, _)) = p.command() {
         match cmd.opcode() {
@@ -302,8 +355,8 @@ fn serve_lun(mut p: Peer, on_write: OnWrite) {
                 d[2] = 5;
                 d[3] = 2;
                 d[4] = 31;
-                d[8..16].copy_from_slice(b"IOTOLL  ");
-                d[16..32].copy_from_slice(b"FAKE-LUN        ");
+                d[8..16].copy_from_slice(identity.0);
+                d[16..32].copy_from_slice(identity.1);
                 d[32..36].copy_from_slice(b"0001");
                 reply(d)
             }
