@@ -1041,7 +1041,11 @@ fn a_targets_escape_sequences_never_reach_the_terminal() {
     };
     let t = fake::LunTarget::with(
         vec![],
-        (b"\x1b]0;X\x07\x1b[", b"\x1b[31mPWN\x1b[0m\x08\x08\x08\x08"),
+        fake::Lun {
+            vendor: b"\x1b]0;X\x07\x1b[",
+            product: b"\x1b[31mPWN\x1b[0m\x08\x08\x08\x08",
+            ..fake::Lun::FAKE
+        },
         std::sync::Arc::new(|p, cmd| p.take_write(cmd)),
     );
     let (out, _) = run_within(raw().args(["iscsi", "luns", &t.url()]), FAULT_LIMIT);
@@ -1074,4 +1078,27 @@ fn a_targets_escape_sequences_never_reach_the_terminal() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("iqn.2026-11.evil:\\u{1b}]0;T"), "{text}");
     h.join().expect("target script");
+}
+
+/// A LUN of 2^64 blocks of 512 bytes (the hostile review): its capacity
+/// was capped to 2^64 - 1 bytes, not a whole number of blocks, and the
+/// run stored complete; now the run is refused, the capacity named.
+#[test]
+fn a_capacity_beyond_2_64_bytes_is_refused_naming_it() {
+    let t = fake::LunTarget::with(
+        vec![],
+        fake::Lun {
+            last_lba: u64::MAX,
+            ..fake::Lun::FAKE
+        },
+        std::sync::Arc::new(|p, cmd| p.take_write(cmd)),
+    );
+    fails_within(
+        &mut disk(&[&t.url()], "--bs 64k --qd 1 --time 1s --ramp 0s"),
+        1,
+        &[
+            "18446744073709551616 blocks of 512 bytes",
+            "more than the 2^64 bytes",
+        ],
+    );
 }

@@ -279,9 +279,24 @@ pub struct LunTarget {
     accepted: Arc<AtomicUsize>,
 }
 
-/// INQUIRY's vendor (8 bytes) and product (16) of a [`LunTarget`].
-pub type Identity = (&'static [u8; 8], &'static [u8; 16]);
-pub const FAKE_IDENTITY: Identity = (b"IOTOLL  ", b"FAKE-LUN        ");
+/// What a [`LunTarget`]'s LUN says of itself: INQUIRY's vendor (8 bytes)
+/// and product (16), READ CAPACITY(16)'s last LBA and block size.
+#[derive(Clone, Copy)]
+pub struct Lun {
+    pub vendor: &'static [u8; 8],
+    pub product: &'static [u8; 16],
+    pub last_lba: u64,
+    pub block: u32,
+}
+
+impl Lun {
+    pub const FAKE: Lun = Lun {
+        vendor: b"IOTOLL  ",
+        product: b"FAKE-LUN        ",
+        last_lba: LUN_BYTES / LUN_BLOCK as u64 - 1,
+        block: LUN_BLOCK,
+    };
+}
 
 impl LunTarget {
     pub fn start(on_write: OnWrite) -> LunTarget {
@@ -290,16 +305,12 @@ impl LunTarget {
 
     /// A LUN target answering the operational `keys` given.
     pub fn with_keys(keys: Vec<(&'static str, String)>, on_write: OnWrite) -> LunTarget {
-        LunTarget::with(keys, FAKE_IDENTITY, on_write)
+        LunTarget::with(keys, Lun::FAKE, on_write)
     }
 
-    /// A LUN target answering the operational `keys` given, and INQUIRY
-    /// with `identity`.
-    pub fn with(
-        keys: Vec<(&'static str, String)>,
-        identity: Identity,
-        on_write: OnWrite,
-    ) -> LunTarget {
+    /// A LUN target answering the operational `keys` given, its LUN
+    /// saying it is `lun`.
+    pub fn with(keys: Vec<(&'static str, String)>, lun: Lun, on_write: OnWrite) -> LunTarget {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let portal = l.local_addr().expect("addr").to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -311,7 +322,7 @@ impl LunTarget {
                 let w = on_write.clone();
                 let mut p = Peer::new(sock, 32);
                 p.keys = keys.clone();
-                std::thread::spawn(move || serve_lun(p, identity, w));
+                std::thread::spawn(move || serve_lun(p, lun, w));
             }
         });
         LunTarget { portal, accepted }
@@ -330,7 +341,7 @@ impl LunTarget {
     }
 }
 
-fn serve_lun(mut p: Peer, identity: Identity, on_write: OnWrite) {
+fn serve_lun(mut p: Peer, lun: Lun, on_write: OnWrite) {
     p.login();
     while let Some((cmd, _)) = p.command() {
         match cmd.opcode() {
@@ -355,15 +366,15 @@ fn serve_lun(mut p: Peer, identity: Identity, on_write: OnWrite) {
                 d[2] = 5;
                 d[3] = 2;
                 d[4] = 31;
-                d[8..16].copy_from_slice(identity.0);
-                d[16..32].copy_from_slice(identity.1);
+                d[8..16].copy_from_slice(lun.vendor);
+                d[16..32].copy_from_slice(lun.product);
                 d[32..36].copy_from_slice(b"0001");
                 reply(d)
             }
             0x9e => {
                 let mut d = vec![0u8; 32];
-                d[..8].copy_from_slice(&(LUN_BYTES / LUN_BLOCK as u64 - 1).to_be_bytes());
-                d[8..12].copy_from_slice(&LUN_BLOCK.to_be_bytes());
+                d[..8].copy_from_slice(&lun.last_lba.to_be_bytes());
+                d[8..12].copy_from_slice(&lun.block.to_be_bytes());
                 reply(d)
             }
             0xa0 => {
