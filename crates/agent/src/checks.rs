@@ -637,6 +637,72 @@ mod tests {
         assert!(cpu(&c, "cpu", 2.0).is_err());
     }
 
+    /// IOPS x transfer size against MB/s: exact for one size, between
+    /// the smallest and largest for a mixed spec; Little's law against
+    /// the outstanding I/Os with the edges' allowance.
+    #[test]
+    fn disk_figures_agree_with_each_other_and_the_test() {
+        let line = |bs, read_pct| OrderLine {
+            share_pct: 50,
+            bs,
+            read_pct,
+            random_pct: 100,
+            burst_delay_us: 0,
+            burst_len: 1,
+            align: None,
+        };
+        let order = DiskOrder {
+            targets: vec![],
+            spec_name: None,
+            lines: vec![line(4096, 100), line(65536, 0)],
+            qd: 4,
+            workers: 2,
+            spread: false,
+            size: None,
+            offset: 0,
+            engine: "auto".into(),
+            buffered: false,
+            ramp_ms: 0,
+            time_ms: 1000,
+            config: None,
+        };
+        let spec: iotoll_model::spec::DiskSpec = serde_json::from_value(serde_json::json!({
+            "spec": null, "target": "t", "target_kind": "existing-file", "target_size": 1u64 << 30,
+            "qd": 4, "workers": 2, "size": 1u64 << 30, "offset": 0, "logical_block_size": 512,
+            "engine": "io_uring", "engine_requested": "auto", "direct": true, "ramp_s": 0.0, "time_s": 1.0
+        }))
+        .unwrap();
+        let m = |pairs: &[(&str, f64)]| -> Metrics {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        // 1,000 reads of 4 KiB and 1,000 writes of 64 KiB per second,
+        // 8 outstanding at 1 ms each (8,000 I/Os/s x 1 ms = 8 in flight).
+        let honest = m(&[
+            (mn::IOPS, 2000.0),
+            (mn::READ_IOPS, 1000.0),
+            (mn::WRITE_IOPS, 1000.0),
+            (mn::MB_S, 4.096 + 65.536),
+            (mn::READ_MB_S, 4.096),
+            (mn::WRITE_MB_S, 65.536),
+            (mn::LAT_MEAN_US, 4000.0),
+            (mn::LAT_MAX_US, 9000.0),
+            (mn::WINDOW_S, 1.0),
+        ]);
+        disk_coherent(&honest, &order, &spec, 1.0).unwrap();
+        let mut bad = honest.clone();
+        bad.insert(mn::READ_MB_S.into(), 40.0);
+        bad.insert(mn::MB_S.into(), 105.536);
+        let e = disk_coherent(&bad, &order, &spec, 1.0).unwrap_err();
+        assert!(e.contains("read_iops") && e.contains("4096 bytes"), "{e}");
+        let mut slow = honest.clone();
+        slow.insert(mn::LAT_MEAN_US.into(), 8000.0);
+        let e = disk_coherent(&slow, &order, &spec, 1.0).unwrap_err();
+        assert!(
+            e.contains("Little's law") && e.contains("at most 8 "),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_pairs_ends_agree_within_what_is_in_flight() {
         let b = |tx, rx| PairBytes {
