@@ -6,8 +6,8 @@
 
 use crate::link::{self, Event, Link};
 use crate::wire::{
-    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, PairBytes, PairSlot,
-    Session, Side, ToAgent, Work,
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairBytes,
+    PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskSpec, EngineChoice};
@@ -480,17 +480,7 @@ fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<(DiskSpec, Vec<
             ));
         }
     }
-    let lines = (o.lines.iter())
-        .map(|l| iotoll_disk::AccessLine {
-            share_pct: l.share_pct,
-            bs: l.bs,
-            read_pct: l.read_pct,
-            random_pct: l.random_pct,
-            burst_delay: Duration::from_micros(l.burst_delay_us),
-            burst_len: l.burst_len,
-            align: l.align,
-        })
-        .collect();
+    let lines = o.lines.iter().map(OrderLine::access_line).collect();
     let spec = DiskSpec {
         targets: targets.iter().map(|a| PathBuf::from(&a.path)).collect(),
         // Only a target allowed for writing may be created.

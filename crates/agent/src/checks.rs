@@ -4,9 +4,10 @@
 //! a part of the console: a broken or hostile one must make its test
 //! invalid, named, never store an absurd result as complete.
 
-use crate::wire::{AgentReport, PairBytes, Work};
+use crate::wire::{AgentInfo, AgentReport, DiskOrder, OrderLine, PairBytes, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::CpuReport;
+use iotoll_model::spec::{to_json, word};
+use iotoll_model::{CpuReport, Kind, Metrics, ResultStatus};
 use std::time::Duration;
 
 /// Largest percentage of all CPUs a figure may be: 100, with room for the
@@ -27,6 +28,9 @@ pub const EDGE_SLACK: Duration = Duration::from_secs(1);
 pub const EARLY_SLACK: Duration = Duration::from_millis(100);
 /// Clocks drift apart (NTP slews at most 500 ppm each way).
 pub const DRIFT: f64 = 1e-3;
+/// Relative rounding between figures computed from one count over one
+/// window (I/Os and their bytes): IOPS x transfer size is MB/s to this.
+pub const ROUNDING: f64 = 1e-9;
 /// Payload that may be in a connection's buffers at either edge of the
 /// windows (send and receive buffers, twice, and the path), at least.
 pub const IN_FLIGHT_PER_CONN: u64 = 64 << 20;
@@ -47,6 +51,9 @@ pub struct Expect<'a> {
     /// How long before RECORD OFF (the console's monotonic clock) the
     /// report arrived; zero if after.
     pub early: Duration,
+    /// What the agent said of itself when the console connected (its CPU
+    /// count, the targets it allows).
+    pub info: &'a AgentInfo,
 }
 
 impl Expect<'_> {
@@ -104,16 +111,7 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     num(&format!("{what}: window_s"), c.window_s, window_max_s)?;
     pct(&format!("{what}: busy"), c.busy_pct)?;
     let modes = |m: &iotoll_model::CpuModes, at: &str| -> Result<(), String> {
-        for (k, v) in [
-            ("user", m.user),
-            ("nice", m.nice),
-            ("system", m.system),
-            ("irq", m.irq),
-            ("softirq", m.softirq),
-            ("iowait", m.iowait),
-            ("steal", m.steal),
-            ("idle", m.idle),
-        ] {
+        for (k, v) in mode_list(m) {
             pct(&format!("{at}: {k}"), v)?;
         }
         Ok(())
@@ -130,6 +128,19 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
         let at = format!("{what}: CPU {}", k.cpu);
         pct(&format!("{at} busy"), k.busy_pct)?;
         modes(&k.modes, &at)?;
+    }
+    if !c.per_core.is_empty() {
+        // The host's figures are its CPUs' tick counts added up: each a
+        // weighted mean of the CPUs' own, so never outside their range.
+        between(
+            &format!("{what}: busy"),
+            c.busy_pct,
+            c.per_core.iter().map(|k| k.busy_pct),
+        )?;
+        for (i, (k, v)) in mode_list(&c.modes).into_iter().enumerate() {
+            let each = c.per_core.iter().map(|core| mode_list(&core.modes)[i].1);
+            between(&format!("{what}: {k}"), v, each)?;
+        }
     }
     if let Some(v) = c.self_pct {
         pct(&format!("{what}: self"), v)?;
@@ -161,8 +172,41 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// One agent's report against what the console scheduled and asked.
-pub fn report(r: &AgentReport, e: &Expect) -> Result<(), String> {
+fn mode_list(m: &iotoll_model::CpuModes) -> [(&'static str, f64); 8] {
+    [
+        ("user", m.user),
+        ("nice", m.nice),
+        ("system", m.system),
+        ("irq", m.irq),
+        ("softirq", m.softirq),
+        ("iowait", m.iowait),
+        ("steal", m.steal),
+        ("idle", m.idle),
+    ]
+}
+
+/// A host's percentage against its CPUs' own: within their range, to
+/// float rounding.
+fn between(what: &str, v: f64, each: impl Iterator<Item = f64>) -> Result<(), String> {
+    let (lo, hi) = each.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if v < lo - 1e-6 || v > hi + 1e-6 {
+        return Err(format!(
+            "{what} is {} %, outside its CPUs' own ({} to {} %): a host's figure is a mean of its CPUs'",
+            shown(v),
+            shown(lo),
+            shown(hi)
+        ));
+    }
+    Ok(())
+}
+
+/// One agent's report against what the console scheduled and asked. A
+/// disk result's spec is replaced by the one the console ordered (the
+/// agent's own facts, its targets' kinds and sizes and the engine that
+/// ran, kept once they agree with the order).
+pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
     if r.interrupted {
         return Err("it says its window was cut short, and the console stopped nothing".into());
     }
@@ -190,6 +234,13 @@ pub fn report(r: &AgentReport, e: &Expect) -> Result<(), String> {
     };
     console(r.on_ns, e.on_ns, "opened")?;
     console(r.off_ns, e.off_ns, "closed")?;
+    if let (Some(on), Some(off)) = (r.on_ns, r.off_ns) {
+        if off <= on {
+            return Err(format!(
+                "its window closed ({off} ns on its clock) before it opened ({on} ns)"
+            ));
+        }
+    }
     let span = (time / 2.0).min(EDGE_SLACK.as_secs_f64()) + clock;
     num("its window_s", r.window_s, time + span)?;
     if r.window_s < time - span {
@@ -200,6 +251,12 @@ pub fn report(r: &AgentReport, e: &Expect) -> Result<(), String> {
     }
     if let Some(c) = &r.cpu {
         cpu(c, "its CPU window", time + span)?;
+        if c.cpus != e.info.cpus {
+            return Err(format!(
+                "its CPU window counts {} CPUs, and it said it has {} when the console connected",
+                c.cpus, e.info.cpus
+            ));
+        }
     }
     let bytes_max = e.bytes_max();
     if r.ifaces.len() > 4096 {
@@ -216,14 +273,27 @@ pub fn report(r: &AgentReport, e: &Expect) -> Result<(), String> {
         }
     }
     match e.work {
-        Work::Disk { .. } => {
+        Work::Disk { order } => {
             if !r.pairs.is_empty() {
                 return Err("a disk test's report has network pairs".into());
             }
-            let Some(d) = &r.disk else {
+            let window_s = r.window_s;
+            let Some(d) = r.disk.as_mut() else {
                 return Err("a disk test's report has no disk result".into());
             };
+            if d.kind != Kind::Disk {
+                return Err(format!("its disk result is of kind {}", word(&d.kind)));
+            }
+            if d.status != ResultStatus::Complete {
+                return Err(format!(
+                    "its disk result says {}: only a complete one is stored as complete",
+                    word(&d.status)
+                ));
+            }
+            let spec = disk_spec(order, e.info, &d.spec)?;
             disk_metrics(&d.metrics, e)?;
+            disk_coherent(&d.metrics, order, &spec, window_s)?;
+            d.spec = to_json(&spec);
         }
         Work::NetServe { params, pairs, .. } | Work::NetClient { params, pairs, .. } => {
             if r.disk.is_some() {
@@ -271,6 +341,213 @@ fn disk_metrics(m: &iotoll_model::Metrics, e: &Expect) -> Result<(), String> {
             _ => f64::MAX,
         };
         num(&format!("its disk result's {k}"), *v, max)?;
+    }
+    Ok(())
+}
+
+/// The targets an order runs on: those it names, or every one the agent
+/// allows (as the agent chooses them).
+fn ordered_targets(order: &DiskOrder, info: &AgentInfo) -> Vec<String> {
+    if order.targets.is_empty() {
+        info.targets.iter().map(|t| t.path.clone()).collect()
+    } else {
+        order.targets.clone()
+    }
+}
+
+/// The spec of a disk result as the console ordered it: every parameter
+/// the console sent is its own; what only the agent knows (its targets'
+/// kinds, sizes and blocks, the engine that ran, O_DIRECT, pinned CPUs,
+/// and what the order left to it: the alignment, the region's length,
+/// workers per core) is the agent's, within what the order allows. A spec
+/// that says otherwise than the order is refused, the parameter named.
+pub fn disk_spec(
+    order: &DiskOrder,
+    info: &AgentInfo,
+    theirs: &serde_json::Value,
+) -> Result<iotoll_model::spec::DiskSpec, String> {
+    use iotoll_model::spec::{DiskSpec, LineSpec, TargetSpec};
+    let given: DiskSpec = serde_json::from_value(theirs.clone())
+        .map_err(|e| format!("its disk result's spec is not a disk spec ({e})"))?;
+    let paths = ordered_targets(order, info);
+    if given.targets.len() != paths.len() || paths.is_empty() {
+        return Err(format!(
+            "its disk result's spec lists {} targets; the test runs on {}",
+            given.targets.len(),
+            paths.len()
+        ));
+    }
+    let lines: Vec<iotoll_disk::AccessLine> =
+        order.lines.iter().map(OrderLine::access_line).collect();
+    let single = (order.lines.len() == 1).then(|| &order.lines[0]);
+    let ntargets = paths.len() as u32;
+    let engine = iotoll_disk::EngineChoice::parse(&order.engine)?;
+    let mut want = DiskSpec {
+        spec: order.spec_name.clone(),
+        target: paths[0].clone(),
+        targets: (paths.iter().zip(&given.targets))
+            .map(|(p, t)| TargetSpec {
+                path: p.clone(),
+                ..t.clone()
+            })
+            .collect(),
+        ntargets: (ntargets > 1).then_some(ntargets),
+        bs: single.map(|l| l.bs),
+        read_pct: single.map(|l| l.read_pct),
+        random_pct: single.map(|l| l.random_pct),
+        lines: (order.lines.iter().zip(&lines).enumerate())
+            .map(|(k, (o, l))| LineSpec {
+                share_pct: o.share_pct,
+                bs: o.bs,
+                read_pct: o.read_pct,
+                random_pct: o.random_pct,
+                burst_delay_s: l.burst_delay.as_secs_f64(),
+                burst_len: o.burst_len,
+                align: o
+                    .align
+                    .unwrap_or_else(|| given.lines.get(k).map_or(0, |g| g.align)),
+            })
+            .collect(),
+        mix: iotoll_disk::runner::mix_word_of(order.spec_name.as_deref(), &lines),
+        qd: order.qd,
+        workers: if order.workers > 0 {
+            order.workers
+        } else {
+            // One per core: no more than its CPUs on every target.
+            given
+                .workers
+                .clamp(1, info.cpus.saturating_mul(ntargets).max(1))
+        },
+        spread: order.spread,
+        size: order.size.unwrap_or(given.size),
+        offset: order.offset,
+        align: single.map(|l| l.align.unwrap_or(given.align.unwrap_or(0))),
+        burst_delay_s: single.map(|_| lines[0].burst_delay.as_secs_f64()),
+        burst_len: single.map(|l| l.burst_len),
+        engine_requested: word(&engine),
+        ramp_s: Duration::from_millis(order.ramp_ms).as_secs_f64(),
+        time_s: Duration::from_millis(order.time_ms).as_secs_f64(),
+        ..given.clone()
+    };
+    if let Some(t) = want.targets.first() {
+        (want.target_kind, want.target_size) = (t.kind.clone(), t.size);
+    }
+    let (a, b) = (to_json(&given), to_json(&want));
+    if a != b {
+        let keys = (a.as_object().into_iter().chain(b.as_object()))
+            .flat_map(|o| o.keys().cloned())
+            .collect::<std::collections::BTreeSet<_>>();
+        let what = |v: &serde_json::Value, k: &str| {
+            let s = v.get(k).map_or("nothing".into(), |x| x.to_string());
+            let s: String = s.chars().take(120).collect();
+            iotoll_model::text::printable(&s).into_owned()
+        };
+        for k in keys {
+            if a.get(&k) != b.get(&k) {
+                return Err(format!(
+                    "its disk result's spec says {k} {}; the console ordered {}",
+                    what(&a, &k),
+                    what(&b, &k)
+                ));
+            }
+        }
+    }
+    if want.size > want.target_size.saturating_sub(want.offset) || want.size == 0 {
+        return Err(format!(
+            "its disk result's spec has a region of {} bytes at {} on a target of {}",
+            want.size, want.offset, want.target_size
+        ));
+    }
+    Ok(want)
+}
+
+/// A disk result's figures against each other and the test: I/Os times
+/// their transfer size are the bytes (to rounding with one size, between
+/// the smallest and largest with several), and no more I/Os are in flight
+/// on average (Little's law: IOPS x mean latency) than the test keeps
+/// outstanding, qd x workers x targets, plus those caught at the window's
+/// edges.
+fn disk_coherent(
+    m: &Metrics,
+    order: &DiskOrder,
+    spec: &iotoll_model::spec::DiskSpec,
+    window_s: f64,
+) -> Result<(), String> {
+    let get = |k: &str| m.get(k).copied();
+    let near = |a: f64, b: f64| (a - b).abs() <= ROUNDING * a.abs().max(b.abs()) + 1e-9;
+    type Sel = fn(&OrderLine) -> bool;
+    let ways: [(&str, &str, Sel); 3] = [
+        (mn::IOPS, mn::MB_S, |_| true),
+        (mn::READ_IOPS, mn::READ_MB_S, |l| l.read_pct > 0),
+        (mn::WRITE_IOPS, mn::WRITE_MB_S, |l| l.read_pct < 100),
+    ];
+    for (iops_k, mb_k, of) in ways {
+        let (iops, mb) = (get(iops_k).unwrap_or(0.0), get(mb_k).unwrap_or(0.0));
+        let sizes: Vec<u64> = (order.lines.iter())
+            .filter(|l| l.share_pct > 0 && of(l))
+            .map(|l| l.bs)
+            .collect();
+        let (Some(lo), Some(hi)) = (sizes.iter().min(), sizes.iter().max()) else {
+            if iops > 0.0 || mb > 0.0 {
+                return Err(format!(
+                    "its disk result has {iops_k} {} and {mb_k} {}, and the test does no such I/O",
+                    shown(iops),
+                    shown(mb)
+                ));
+            }
+            continue;
+        };
+        let bytes = mb * 1e6;
+        let (least, most) = (iops * *lo as f64, iops * *hi as f64);
+        if (bytes < least && !near(bytes, least)) || (bytes > most && !near(bytes, most)) {
+            let size = if lo == hi {
+                format!("{lo} bytes")
+            } else {
+                format!("{lo} to {hi} bytes")
+            };
+            return Err(format!(
+                "its disk result's {iops_k} {} at {size} per I/O is not its {mb_k} {}",
+                shown(iops),
+                shown(mb)
+            ));
+        }
+    }
+    for (all, r, w) in [
+        (mn::IOPS, mn::READ_IOPS, mn::WRITE_IOPS),
+        (mn::MB_S, mn::READ_MB_S, mn::WRITE_MB_S),
+    ] {
+        let (a, rv, wv) = (get(all), get(r), get(w));
+        if let (Some(a), Some(rv), Some(wv)) = (a, rv, wv) {
+            if !near(a, rv + wv) {
+                return Err(format!(
+                    "its disk result's {all} {} is not its {r} {} plus {w} {}",
+                    shown(a),
+                    shown(rv),
+                    shown(wv)
+                ));
+            }
+        }
+    }
+    let ntargets = spec.targets.len().max(1) as f64;
+    let outstanding = spec.qd as f64 * spec.workers as f64 * ntargets;
+    if let (Some(iops), Some(mean)) = (get(mn::IOPS), get(mn::LAT_MEAN_US)) {
+        let window = get(mn::WINDOW_S).filter(|w| *w > 0.0).unwrap_or(window_s);
+        let lat_max = get(mn::LAT_MAX_US).unwrap_or(mean).max(mean);
+        let depth = iotoll_disk::occupancy::littles_law_depth(iops, mean);
+        let most = outstanding
+            + iotoll_disk::occupancy::littles_law_tolerance(
+                outstanding,
+                outstanding,
+                lat_max,
+                window,
+            );
+        if depth > most {
+            return Err(format!(
+                "its disk result's {} IOPS at a mean latency of {} us are {depth:.1} I/Os in flight (Little's law), and the test keeps at most {outstanding} outstanding (qd x workers x targets)",
+                shown(iops),
+                shown(mean)
+            ));
+        }
     }
     Ok(())
 }
@@ -358,6 +635,72 @@ mod tests {
         assert!(cpu(&c, "cpu", 2.0).is_ok());
         c.cpus = 0;
         assert!(cpu(&c, "cpu", 2.0).is_err());
+    }
+
+    /// IOPS x transfer size against MB/s: exact for one size, between
+    /// the smallest and largest for a mixed spec; Little's law against
+    /// the outstanding I/Os with the edges' allowance.
+    #[test]
+    fn disk_figures_agree_with_each_other_and_the_test() {
+        let line = |bs, read_pct| OrderLine {
+            share_pct: 50,
+            bs,
+            read_pct,
+            random_pct: 100,
+            burst_delay_us: 0,
+            burst_len: 1,
+            align: None,
+        };
+        let order = DiskOrder {
+            targets: vec![],
+            spec_name: None,
+            lines: vec![line(4096, 100), line(65536, 0)],
+            qd: 4,
+            workers: 2,
+            spread: false,
+            size: None,
+            offset: 0,
+            engine: "auto".into(),
+            buffered: false,
+            ramp_ms: 0,
+            time_ms: 1000,
+            config: None,
+        };
+        let spec: iotoll_model::spec::DiskSpec = serde_json::from_value(serde_json::json!({
+            "spec": null, "target": "t", "target_kind": "existing-file", "target_size": 1u64 << 30,
+            "qd": 4, "workers": 2, "size": 1u64 << 30, "offset": 0, "logical_block_size": 512,
+            "engine": "io_uring", "engine_requested": "auto", "direct": true, "ramp_s": 0.0, "time_s": 1.0
+        }))
+        .unwrap();
+        let m = |pairs: &[(&str, f64)]| -> Metrics {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        // 1,000 reads of 4 KiB and 1,000 writes of 64 KiB per second,
+        // 8 outstanding at 1 ms each (8,000 I/Os/s x 1 ms = 8 in flight).
+        let honest = m(&[
+            (mn::IOPS, 2000.0),
+            (mn::READ_IOPS, 1000.0),
+            (mn::WRITE_IOPS, 1000.0),
+            (mn::MB_S, 4.096 + 65.536),
+            (mn::READ_MB_S, 4.096),
+            (mn::WRITE_MB_S, 65.536),
+            (mn::LAT_MEAN_US, 4000.0),
+            (mn::LAT_MAX_US, 9000.0),
+            (mn::WINDOW_S, 1.0),
+        ]);
+        disk_coherent(&honest, &order, &spec, 1.0).unwrap();
+        let mut bad = honest.clone();
+        bad.insert(mn::READ_MB_S.into(), 40.0);
+        bad.insert(mn::MB_S.into(), 105.536);
+        let e = disk_coherent(&bad, &order, &spec, 1.0).unwrap_err();
+        assert!(e.contains("read_iops") && e.contains("4096 bytes"), "{e}");
+        let mut slow = honest.clone();
+        slow.insert(mn::LAT_MEAN_US.into(), 8000.0);
+        let e = disk_coherent(&slow, &order, &spec, 1.0).unwrap_err();
+        assert!(
+            e.contains("Little's law") && e.contains("at most 8 "),
+            "{e}"
+        );
     }
 
     #[test]

@@ -620,7 +620,10 @@ impl Console {
             collect,
             interrupted,
             |p, m| match m {
-                FromAgent::Report { report, .. } => {
+                FromAgent::Report { mut report, .. } => {
+                    let Some(info) = self.agent(p.host).map(|a| &a.info) else {
+                        return Err("not connected".into());
+                    };
                     let now = Instant::now();
                     let expect = checks::Expect {
                         work: &p.work,
@@ -630,8 +633,9 @@ impl Console {
                         rtt_ns: p.offset.rtt_ns,
                         elapsed: now.saturating_duration_since(start_at),
                         early: off_at.saturating_duration_since(now),
+                        info,
                     };
-                    checks::report(&report, &expect)
+                    checks::report(&mut report, &expect)
                         .map_err(|e| format!("its report is refused: {e}"))?;
                     p.report = Some(*report);
                     Ok(true)

@@ -189,6 +189,21 @@ pub struct OrderLine {
     pub align: Option<u64>,
 }
 
+impl OrderLine {
+    /// The access line this order line asks for, as the agent runs it.
+    pub fn access_line(&self) -> iotoll_disk::AccessLine {
+        iotoll_disk::AccessLine {
+            share_pct: self.share_pct,
+            bs: self.bs,
+            read_pct: self.read_pct,
+            random_pct: self.random_pct,
+            burst_delay: Duration::from_micros(self.burst_delay_us),
+            burst_len: self.burst_len,
+            align: self.align,
+        }
+    }
+}
+
 /// One pair's payload at this end, inside its window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

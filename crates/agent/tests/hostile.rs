@@ -323,3 +323,127 @@ fn an_agent_claiming_an_impossible_cpu_count_is_refused() {
         }
     }
 }
+
+/// The hostile review's modes: a keyed agent's figures, each within
+/// bounds, that contradict each other, the test or what the agent said
+/// when the console connected. Each makes the test invalid, naming the
+/// host; none is stored as complete.
+#[test]
+fn contradictory_figures_make_the_test_invalid_naming_the_host() {
+    type Bend = fn(&mut AgentReport);
+    fn metrics(r: &mut AgentReport) -> &mut iotoll_model::Metrics {
+        &mut r.disk.as_mut().unwrap().metrics
+    }
+    let cases: [(&str, Bend, &str); 6] = [
+        (
+            "iops-incoherent",
+            |r| {
+                metrics(r).insert("iops".into(), 9e9);
+                metrics(r).insert("write_iops".into(), 9e9);
+            },
+            "at 4096 bytes per I/O is not its mb_s",
+        ),
+        (
+            "lat-max",
+            |r| {
+                for (k, v) in metrics(r).iter_mut() {
+                    if k.starts_with("lat") {
+                        *v = 0.999e6;
+                    }
+                }
+            },
+            "Little's law",
+        ),
+        (
+            "onoff-swap",
+            |r| std::mem::swap(&mut r.on_ns, &mut r.off_ns),
+            "closed",
+        ),
+        (
+            "cpus-huge",
+            |r| r.cpu.as_mut().unwrap().cpus = 16_384,
+            "CPU window counts 16384 CPUs, and it said it has",
+        ),
+        (
+            "spec-lie",
+            |r| {
+                let s = &mut r.disk.as_mut().unwrap().spec;
+                s["read_pct"] = 100.into();
+                s["target"] = "/etc/shadow".into();
+                s["time_s"] = 1e308.into();
+            },
+            "spec says read_pct 100; the console ordered 0",
+        ),
+        (
+            "status-lie",
+            |r| r.disk.as_mut().unwrap().status = iotoll_model::ResultStatus::Failed,
+            "says failed",
+        ),
+    ];
+    let stop = AtomicBool::new(false);
+    for (mode, bend, what) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = evil(&dir, move || Rewrite::reports(bend));
+        let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+        eprintln!("mode {mode}");
+        refused(console.run_disk(&disk_test(&["evil"]), &stop), "evil", what);
+    }
+}
+
+/// "bigbox": a host that says it has 16,384 CPUs, at connect and in its
+/// window, all but idle (0.01 % busy), to dilute the test's CPU: its
+/// total is not a mean of the CPUs it lists, and it is refused.
+#[test]
+fn a_host_whose_total_cpu_is_not_its_cores_mean_is_refused() {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || Rewrite {
+        from_agent: Box::new(|m| match m {
+            FromAgent::Info { mut info } => {
+                info.cpus = 16_384;
+                vec![FromAgent::Info { info }]
+            }
+            FromAgent::Report { test, mut report } => {
+                let c = report.cpu.as_mut().unwrap();
+                c.cpus = 16_384;
+                c.busy_pct = 0.01;
+                c.modes = iotoll_model::CpuModes {
+                    idle: 99.99,
+                    ..Default::default()
+                };
+                for k in &mut c.per_core {
+                    k.busy_pct = 0.0;
+                    k.modes = iotoll_model::CpuModes {
+                        idle: 100.0,
+                        ..Default::default()
+                    };
+                }
+                vec![FromAgent::Report { test, report }]
+            }
+            m => vec![m],
+        }),
+        to_agent: Box::new(|m| m),
+    });
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    refused(
+        console.run_disk(&disk_test(&["evil"]), &stop),
+        "evil",
+        "outside its CPUs' own",
+    );
+}
+
+/// The spec stored is the one the console ordered, whatever the agent's
+/// copy says of the parameters the order leaves to it.
+#[test]
+fn the_stored_spec_is_the_consoles_order() {
+    let stop = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, || Rewrite::reports(|_| {}));
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    let t = disk_test(&["evil"]);
+    let doc = console.run_disk(&t, &stop).unwrap();
+    let s: iotoll_model::spec::DiskSpec = serde_json::from_value(doc.spec).unwrap();
+    assert_eq!((s.bs, s.read_pct, s.qd), (Some(4096), Some(0), 4));
+    assert_eq!(s.target, dir.path().join("e.tst").display().to_string());
+    assert_eq!((s.time_s, s.ramp_s), (1.0, 0.2));
+}

@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::spec::IscsiOptions;
 use iotoll_iscsi::{scsi, session, url, Session};
+use iotoll_model::text::printable;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -118,10 +119,12 @@ fn discover(portal: &str, login: &LoginArgs, json: bool) -> Result<()> {
             cfg.initiator_name
         );
     }
+    // Names and addresses are the target's word: shown, never obeyed by
+    // the terminal.
     for t in &targets {
-        println!("{}", t.name);
+        println!("{}", printable(&t.name));
         for a in &t.addresses {
-            println!("    {a}");
+            println!("    {}", printable(a));
         }
     }
     Ok(())
@@ -184,15 +187,16 @@ fn luns(text: &str, login: &LoginArgs, json: bool) -> Result<()> {
     for l in &doc.luns {
         let cap = match (l.capacity_bytes, &l.error) {
             (Some(c), _) => iotoll_model::format_size(c),
-            (None, Some(e)) => e.clone(),
+            (None, Some(e)) => printable(e).into_owned(),
             (None, None) => "-".into(),
         };
+        // INQUIRY's strings are the target's word, as is a sense's text.
         println!(
             "{:>5}  {:<8} {:<16} {:<4} {:>6} {:>14}  {}",
             l.lun,
-            l.vendor,
-            l.product,
-            l.revision,
+            printable(&l.vendor),
+            printable(&l.product),
+            printable(&l.revision),
             l.block_size.map_or("-".into(), |b| b.to_string()),
             cap,
             l.url

@@ -2,6 +2,7 @@
 
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, RrSpec, StreamSpec, TlsDisclosure};
+use iotoll_model::text::printable;
 use iotoll_model::{format_size, Kind, ResultDoc};
 use std::fmt::Write;
 
@@ -138,12 +139,13 @@ fn irq_lines(o: &mut String, doc: &ResultDoc) {
         let _ = writeln!(
             o,
             "\niscsi {} LUN {} at {}: {} {} {}, {} blocks of {} bytes\n  auth {}, digests header {} data {}, MaxRecvDataSegmentLength {} (target's {}), FirstBurstLength {}, MaxBurstLength {}, ImmediateData {}, InitialR2T {}",
-            i.target,
+            printable(&i.target),
             i.lun,
-            i.portal,
-            i.vendor,
-            i.product,
-            i.revision,
+            printable(&i.portal),
+            // INQUIRY's strings are the target's word.
+            printable(&i.vendor),
+            printable(&i.product),
+            printable(&i.revision),
             i.capacity_bytes / u64::from(i.block_size.max(1)),
             i.block_size,
             i.auth,

@@ -937,7 +937,7 @@ fn write_run(url: &str) -> std::process::Command {
 /// 520 MB for 500 R2Ts, an abort for 4,000).
 #[test]
 fn a_flood_of_r2ts_ends_the_run_without_growing_its_memory() {
-    let good = fake::LunTarget::start(std::sync::Arc::new(|p, cmd| p.good(cmd)));
+    let good = fake::LunTarget::start(std::sync::Arc::new(|p, cmd| p.take_write(cmd)));
     let (code, err, base) = run_rss(&mut write_run(&good.url()), FAULT_LIMIT);
     assert_eq!(code, Some(0), "{err}");
     // The attack seen: 500 R2Ts for the whole transfer; then the same
@@ -1027,4 +1027,78 @@ fn a_malformed_secret_file_line_is_not_echoed() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(":2:") && err.contains("unknown key"), "{err}");
     assert!(!err.contains("c2Vj"), "the secret is echoed: {err}");
+}
+
+/// Terminal escapes in what a target says (the hostile review): INQUIRY's
+/// vendor and product in `iscsi luns` and a run's description, and a
+/// SendTargets TargetName and address in `iscsi discover`, are shown
+/// escaped, never sent to the terminal raw.
+#[test]
+fn a_targets_escape_sequences_never_reach_the_terminal() {
+    let raw_esc = |out: &Output| {
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        all.iter().any(|b| *b == 0x1b || *b == 0x07 || *b == 0x08)
+    };
+    let t = fake::LunTarget::with(
+        vec![],
+        fake::Lun {
+            vendor: b"\x1b]0;X\x07\x1b[",
+            product: b"\x1b[31mPWN\x1b[0m\x08\x08\x08\x08",
+            ..fake::Lun::FAKE
+        },
+        std::sync::Arc::new(|p, cmd| p.take_write(cmd)),
+    );
+    let (out, _) = run_within(raw().args(["iscsi", "luns", &t.url()]), FAULT_LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!raw_esc(&out), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\\u{1b}[31mPWN"), "{text}");
+    let (out, _) = run_within(
+        &mut disk(&[&t.url()], "--bs 64k --qd 1 --time 1s --ramp 0s"),
+        FAULT_LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!raw_esc(&out), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let (portal, h) = fake::serve(|p| {
+        p.login();
+        p.send_targets(&[
+            ("TargetName", "iqn.2026-11.evil:\x1b]0;T\x07\x1b[2J"),
+            ("TargetAddress", "127.0.0.1:3260,1\x1b[1A"),
+        ]);
+        if let Some((req, _)) = p.recv() {
+            let mut b =
+                iotoll_iscsi::pdu::Bhs::new(iotoll_iscsi::pdu::op::LOGOUT_RESP, false, 0x80);
+            b.set_itt(req.itt());
+            p.send_status(b, &[]);
+        }
+    });
+    let (out, _) = run_within(raw().args(["iscsi", "discover", &portal]), FAULT_LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!raw_esc(&out), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("iqn.2026-11.evil:\\u{1b}]0;T"), "{text}");
+    h.join().expect("target script");
+}
+
+/// A LUN of 2^64 blocks of 512 bytes (the hostile review): its capacity
+/// was capped to 2^64 - 1 bytes, not a whole number of blocks, and the
+/// run stored complete; now the run is refused, the capacity named.
+#[test]
+fn a_capacity_beyond_2_64_bytes_is_refused_naming_it() {
+    let t = fake::LunTarget::with(
+        vec![],
+        fake::Lun {
+            last_lba: u64::MAX,
+            ..fake::Lun::FAKE
+        },
+        std::sync::Arc::new(|p, cmd| p.take_write(cmd)),
+    );
+    fails_within(
+        &mut disk(&[&t.url()], "--bs 64k --qd 1 --time 1s --ramp 0s"),
+        1,
+        &[
+            "18446744073709551616 blocks of 512 bytes",
+            "more than the 2^64 bytes",
+        ],
+    );
 }

@@ -981,13 +981,19 @@ fn depth_notes(
 /// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
 /// built-in's name.
 fn mix_word(spec: &DiskSpec) -> Option<String> {
-    if spec.lines.len() < 2 {
+    mix_word_of(spec.spec_name.as_deref(), &spec.lines)
+}
+
+/// [`mix_word`] of a spec's name and lines (a console rebuilding the
+/// spec it ordered from an agent).
+pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Option<String> {
+    if lines.len() < 2 {
         return None;
     }
-    if let Some(n) = &spec.spec_name {
-        return Some(n.clone());
+    if let Some(n) = spec_name {
+        return Some(n.to_string());
     }
-    let parts: Vec<String> = (spec.lines.iter())
+    let parts: Vec<String> = (lines.iter())
         .map(|l| {
             format!(
                 "{}%{}r{}x{}",

@@ -420,8 +420,11 @@ pub fn check_target_response(
     };
     let name = key(target_keys, "CHAP_N")?;
     if name != name_in {
+        // The target's word: shown, never obeyed by the terminal.
+        let name: String = name.chars().take(256).collect();
         return Err(ChapError::MutualFailed(format!(
-            "it answered as '{name}', expected '{name_in}'"
+            "it answered as '{}', expected '{name_in}'",
+            iotoll_model::text::printable(&name)
         )));
     }
     let got = decode_binary(key(target_keys, "CHAP_R")?)
@@ -671,6 +674,22 @@ mod tests {
         ]);
         let e = initiator_reply(&s, &reflected).unwrap_err();
         assert!(e.to_string().contains("reflection"), "{e}");
+    }
+
+    /// The hostile review: a target's CHAP_N carrying terminal escapes
+    /// reached the terminal in the mutual-CHAP error; now shown escaped.
+    #[test]
+    fn a_target_chap_name_is_shown_escaped() {
+        let s = secrets(true);
+        let target = pairs(&[("CHAP_A", "5"), ("CHAP_I", "7"), ("CHAP_C", "0x00112233")]);
+        let (_, ours) = initiator_reply(&s, &target).unwrap();
+        let ours = ours.unwrap();
+        let evil = "\u{1b}]0;PWN\u{7}\u{1b}[2J";
+        let e = check_target_response(&s, &ours, &pairs(&[("CHAP_N", evil), ("CHAP_R", "0x00")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.chars().any(char::is_control), "{e:?}");
+        assert!(e.contains("\\u{1b}]0;PWN"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,14 @@ pub enum ScsiError {
     },
     #[error("{0}")]
     Invalid(&'static str),
+    /// More bytes than a u64 offset reaches: a capped capacity would not
+    /// be the LUN's, nor a whole number of its blocks.
+    #[error("READ CAPACITY(16) reports {blocks} blocks of {block_size} bytes ({bytes} bytes), more than the 2^64 bytes iotoll addresses")]
+    TooLarge {
+        blocks: u128,
+        block_size: u32,
+        bytes: u128,
+    },
 }
 
 fn rw16(op: u8, lba: u64, blocks: u32) -> [u8; 16] {
@@ -189,14 +197,24 @@ impl Capacity {
                 "READ CAPACITY(16) reports a block size of 0",
             ));
         }
+        let last_lba = u64::from_be_bytes(l);
+        let blocks = u128::from(last_lba) + 1;
+        let bytes = blocks * u128::from(block_size);
+        if bytes > u128::from(u64::MAX) {
+            return Err(ScsiError::TooLarge {
+                blocks,
+                block_size,
+                bytes,
+            });
+        }
         Ok(Capacity {
-            last_lba: u64::from_be_bytes(l),
+            last_lba,
             block_size,
         })
     }
 
     /// Number of logical blocks; saturates for the all-ones LBA, which
-    /// no real device reaches.
+    /// [`Capacity::parse`] refuses.
     pub fn blocks(&self) -> u64 {
         self.last_lba.saturating_add(1)
     }
@@ -492,6 +510,30 @@ mod tests {
         };
         assert_eq!(huge.bytes(), u64::MAX);
         assert_eq!(huge.blocks(), u64::MAX);
+    }
+
+    /// The hostile review: 2^64 blocks of 512 bytes (and 2^55 of 1 MiB)
+    /// were capped to u64::MAX bytes, not a whole number of blocks, and a
+    /// run on them stored complete; now the capacity is refused, named.
+    #[test]
+    fn a_capacity_beyond_u64_is_refused_naming_it() {
+        let cap = |last_lba: u64, bs: u32| {
+            let mut d = vec![0u8; 32];
+            d[0..8].copy_from_slice(&last_lba.to_be_bytes());
+            d[8..12].copy_from_slice(&bs.to_be_bytes());
+            Capacity::parse(&d)
+        };
+        let e = cap(u64::MAX, 512).unwrap_err().to_string();
+        assert!(
+            e.contains("18446744073709551616 blocks of 512 bytes")
+                && e.contains("more than the 2^64 bytes"),
+            "{e}"
+        );
+        assert!(cap((1 << 55) - 1, 1 << 20).is_err());
+        // The largest that fits: every byte a u64 offset reaches.
+        assert!(cap((1 << 55) - 1, 512).is_err());
+        assert_eq!(cap((1 << 54) - 1, 512).unwrap().bytes(), 1 << 63);
+        assert!(cap(u64::MAX / 4096 - 1, 4096).is_ok());
     }
 
     #[test]

@@ -137,6 +137,9 @@ struct Task {
     sent_to: u32,
     /// R2Ts whose last Data-Out is not yet in the send buffer.
     r2ts: u32,
+    /// Write data put in the send buffer (immediate and Data-Out): a
+    /// write has moved its bytes only when this reaches its length.
+    out: u32,
     /// Entries of this task in the session's transfer queue.
     queued: u32,
     since: Instant,
@@ -162,6 +165,7 @@ impl Task {
             r2t_sn: 0,
             sent_to: 0,
             r2ts: 0,
+            out: 0,
             queued: 0,
             since: now,
             retries: 0,
@@ -496,7 +500,7 @@ fn login_phase(
                 if v != "None" {
                     return Err(Error::new(
                         ErrorKind::Auth,
-                        format!("iSCSI {portal}: the target requires authentication (AuthMethod={v}); give the CHAP secret with --chap-secret-file"),
+                        format!("iSCSI {portal}: the target requires authentication (AuthMethod={}); give the CHAP secret with --chap-secret-file", iotoll_model::text::printable(v)),
                     ));
                 }
             }
@@ -964,6 +968,7 @@ impl Session {
         t.r2t_sn = 0;
         t.r2ts = 0;
         t.sent_to = imm.max(unsolicited);
+        t.out = imm;
         let final_ = unsolicited <= imm;
         let bhs = pdu::scsi_command(
             itt,
@@ -1037,6 +1042,7 @@ impl Session {
             pdu::encode(&mut self.conn.tx, b, d, digests);
             x.off += n;
             x.data_sn += 1;
+            t.out += n;
             if last {
                 if x.r2t {
                     t.r2ts = t.r2ts.saturating_sub(1);
@@ -1143,12 +1149,19 @@ impl Session {
             } else {
                 0
             };
-            // A read counts the bytes that really arrived: a target that
-            // sends less than it claims makes a short I/O, not a full one.
-            match t.read {
-                true => t.got.min(t.len - short) as i64,
-                false => (t.len - short) as i64,
+            // An I/O counts the bytes that really moved, each once: a read
+            // what arrived, a write what was sent. A target that sends
+            // less than it claims, or answers GOOD before it took the data
+            // it asked for, makes a short I/O, not a full one.
+            let want = t.len - short;
+            let moved = if t.read { t.got } else { t.out };
+            if !t.read && moved < want {
+                t.error = Some(format!(
+                    "{}: the target answered GOOD with {moved} of its {want} bytes sent (it did not wait for the data it asked for)",
+                    t.describe(slot)
+                ));
             }
+            moved.min(want) as i64
         } else {
             let mut why = format!(
                 "{}: SCSI status {}",

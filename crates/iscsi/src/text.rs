@@ -281,26 +281,32 @@ pub fn offer_keys(offer: &Offer) -> Vec<(String, String)> {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The target's keys and values are its word: shown, never obeyed by a
+/// terminal.
+fn p(s: &str) -> std::borrow::Cow<'_, str> {
+    iotoll_model::text::printable(s)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NegotiationError {
-    #[error("target rejected {key}={offered}, which iotoll needs")]
+    #[error("target rejected {}={offered}, which iotoll needs", p(.key))]
     Rejected { key: String, offered: String },
-    #[error("target does not understand {key} (offered {key}={offered}), a key every RFC 7143 target supports")]
+    #[error("target does not understand {} (offered {}={offered}), a key every RFC 7143 target supports", p(.key), p(.key))]
     NotUnderstood { key: String, offered: String },
-    #[error("target answered {key}={value} to our {key}={offered}: {why}")]
+    #[error("target answered {}={} to our {}={offered}: {why}", p(.key), p(.value), p(.key))]
     OutsideOffer {
         key: String,
         value: String,
         offered: String,
         why: &'static str,
     },
-    #[error("target sent {key}={value}: {why}")]
+    #[error("target sent {}={}: {why}", p(.key), p(.value))]
     BadValue {
         key: String,
         value: String,
         why: &'static str,
     },
-    #[error("target negotiated {key} twice: {first}, then {second}")]
+    #[error("target negotiated {} twice: {}, then {}", p(.key), p(.first), p(.second))]
     Twice {
         key: String,
         first: String,

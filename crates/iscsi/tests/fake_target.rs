@@ -682,3 +682,35 @@ fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
     drop(s);
     h.join().expect("target script");
 }
+
+/// A target that asks for a write's data by R2T and answers GOOD without
+/// waiting for it (the hostile review): the write moved only what was
+/// sent, so it is short, and the reason names the command; never a full
+/// write.
+#[test]
+fn a_write_answered_good_before_its_data_was_sent_is_short() {
+    const LEN: u32 = 1 << 20;
+    let (portal, h) = fake(8, move |p| {
+        let (cmd, _) = p.command().expect("command");
+        let mut batch = p.r2t(&cmd, 0x100, 0, 8192, 262144);
+        let mut r = Bhs::new(op::SCSI_RESPONSE, false, 0x80);
+        r.set_itt(cmd.itt());
+        r.set_u32(24, p.stat_sn);
+        p.stat_sn += 1;
+        batch.extend(p.frame(r, &[]));
+        p.sock.write_all(&batch).expect("R2T and GOOD");
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; LEN as usize];
+    submit(&mut s, false, &mut buf);
+    let got = complete(&mut s).expect("a short write, not a session error");
+    assert!(got < LEN as i64, "a write of {got} bytes counted in full");
+    let why = s.explain(0).expect("the reason is kept").to_string();
+    assert!(
+        why.contains("WRITE(16)") && why.contains("answered GOOD"),
+        "{why}"
+    );
+    drop(s);
+    h.join().expect("target script");
+}

@@ -192,6 +192,45 @@ impl Peer {
         self.send_status(r, &[]);
     }
 
+    /// Takes a write's data as a target that behaves (InitialR2T=Yes,
+    /// MaxOutstandingR2T=1, MaxBurstLength 256 KiB): an R2T per burst past
+    /// the immediate data, each answered in full, then GOOD.
+    pub fn take_write(&mut self, cmd: &Bhs) {
+        let len = cmd.u32_at(20);
+        let mut off = cmd.data_len();
+        let mut sn = 0;
+        while off < len {
+            let n = (len - off).min(262144);
+            let ttt = 0x100 + sn;
+            let r = self.r2t(cmd, ttt, sn, off, n);
+            if self.sock.write_all(&r).is_err() {
+                return;
+            }
+            loop {
+                let Some((b, _)) = self.recv() else { return };
+                if b.opcode() == op::DATA_OUT && b.ttt() == ttt && b.final_bit() {
+                    break;
+                }
+            }
+            off += n;
+            sn += 1;
+        }
+        self.good(cmd);
+    }
+
+    /// Answers the next Text Request (SendTargets) with `pairs`, final.
+    pub fn send_targets(&mut self, pairs: &[(&str, &str)]) {
+        let Some((req, _)) = self.recv() else { return };
+        let mut data = Vec::new();
+        for (k, v) in pairs {
+            data.extend_from_slice(format!("{k}={v}\0").as_bytes());
+        }
+        let mut b = Bhs::new(op::TEXT_RESP, false, 0x80);
+        b.set_itt(req.itt());
+        b.set_u32(20, NO_TAG);
+        self.send_status(b, &data);
+    }
+
     /// An R2T of the command `cmd`, not sent: callers batch them.
     pub fn r2t(&self, cmd: &Bhs, ttt: u32, r2t_sn: u32, offset: u32, len: u32) -> Vec<u8> {
         let mut b = Bhs::new(op::R2T, false, 0x80);
@@ -240,6 +279,25 @@ pub struct LunTarget {
     accepted: Arc<AtomicUsize>,
 }
 
+/// What a [`LunTarget`]'s LUN says of itself: INQUIRY's vendor (8 bytes)
+/// and product (16), READ CAPACITY(16)'s last LBA and block size.
+#[derive(Clone, Copy)]
+pub struct Lun {
+    pub vendor: &'static [u8; 8],
+    pub product: &'static [u8; 16],
+    pub last_lba: u64,
+    pub block: u32,
+}
+
+impl Lun {
+    pub const FAKE: Lun = Lun {
+        vendor: b"IOTOLL  ",
+        product: b"FAKE-LUN        ",
+        last_lba: LUN_BYTES / LUN_BLOCK as u64 - 1,
+        block: LUN_BLOCK,
+    };
+}
+
 impl LunTarget {
     pub fn start(on_write: OnWrite) -> LunTarget {
         LunTarget::with_keys(Vec::new(), on_write)
@@ -247,6 +305,12 @@ impl LunTarget {
 
     /// A LUN target answering the operational `keys` given.
     pub fn with_keys(keys: Vec<(&'static str, String)>, on_write: OnWrite) -> LunTarget {
+        LunTarget::with(keys, Lun::FAKE, on_write)
+    }
+
+    /// A LUN target answering the operational `keys` given, its LUN
+    /// saying it is `lun`.
+    pub fn with(keys: Vec<(&'static str, String)>, lun: Lun, on_write: OnWrite) -> LunTarget {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let portal = l.local_addr().expect("addr").to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -258,7 +322,7 @@ impl LunTarget {
                 let w = on_write.clone();
                 let mut p = Peer::new(sock, 32);
                 p.keys = keys.clone();
-                std::thread::spawn(move || serve_lun(p, w));
+                std::thread::spawn(move || serve_lun(p, lun, w));
             }
         });
         LunTarget { portal, accepted }
@@ -277,7 +341,7 @@ impl LunTarget {
     }
 }
 
-fn serve_lun(mut p: Peer, on_write: OnWrite) {
+fn serve_lun(mut p: Peer, lun: Lun, on_write: OnWrite) {
     p.login();
     while let Some((cmd, _)) = p.command() {
         match cmd.opcode() {
@@ -302,15 +366,15 @@ fn serve_lun(mut p: Peer, on_write: OnWrite) {
                 d[2] = 5;
                 d[3] = 2;
                 d[4] = 31;
-                d[8..16].copy_from_slice(b"IOTOLL  ");
-                d[16..32].copy_from_slice(b"FAKE-LUN        ");
+                d[8..16].copy_from_slice(lun.vendor);
+                d[16..32].copy_from_slice(lun.product);
                 d[32..36].copy_from_slice(b"0001");
                 reply(d)
             }
             0x9e => {
                 let mut d = vec![0u8; 32];
-                d[..8].copy_from_slice(&(LUN_BYTES / LUN_BLOCK as u64 - 1).to_be_bytes());
-                d[8..12].copy_from_slice(&LUN_BLOCK.to_be_bytes());
+                d[..8].copy_from_slice(&lun.last_lba.to_be_bytes());
+                d[8..12].copy_from_slice(&lun.block.to_be_bytes());
                 reply(d)
             }
             0xa0 => {
