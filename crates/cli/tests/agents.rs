@@ -247,7 +247,9 @@ fn trio(d: &Dir, name: &str) -> String {
 }
 
 /// Test `a` loads the server from c1 and c2 for 8 s; test `b` is a disk
-/// test on c1 alone, so nothing loads the server after `a`.
+/// test on c1 alone, so nothing loads the server after `a`, and it lasts
+/// long enough (6 s) that the lab is still up when the server's counters
+/// are read after `a` was stopped.
 const TWO_TESTS: &str = r#"
 name = "kill"
 reps = 1
@@ -268,7 +270,7 @@ read = 100
 random = 100
 size = "8m"
 ramp = "0s"
-time = "1s"
+time = "6s"
 on = ["c1"]
 "#;
 
@@ -343,23 +345,48 @@ fn agent_pid(lab: &str, host: &str) -> i32 {
     agent.unwrap_or_else(|| panic!("no agent in {lab}/{host}: {pids:?}"))
 }
 
-/// The server host's interface bytes sent so far.
-fn server_tx(lab: &str) -> u64 {
+/// The server host's bytes sent so far, per interface (lo left out);
+/// None when its namespace is gone (the lab was taken down).
+fn server_tx(lab: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+    let ns = format!("iotoll-{lab}-server");
+    if !std::path::Path::new("/run/netns").join(&ns).exists() {
+        return None;
+    }
     let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("iotoll-{lab}-server"),
-            "cat",
-            "/proc/net/dev",
-        ])
+        .args(["netns", "exec", &ns, "cat", "/proc/net/dev"])
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter(|(n, _)| n.trim() != "lo")
-        .filter_map(|(_, r)| r.split_whitespace().nth(8)?.parse::<u64>().ok())
+    if !out.status.success() && !std::path::Path::new("/run/netns").join(&ns).exists() {
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "reading the server's counters: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(n, _)| n.trim() != "lo")
+            .filter_map(|(n, r)| {
+                Some((
+                    n.trim().to_string(),
+                    r.split_whitespace().nth(8)?.parse().ok()?,
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// Bytes the server sent between two readings, over the interfaces in
+/// both (a link cut in between takes its interface and its counter away).
+fn sent_between(
+    a: &std::collections::BTreeMap<String, u64>,
+    b: &std::collections::BTreeMap<String, u64>,
+) -> u64 {
+    b.iter()
+        .filter_map(|(n, after)| Some(after.saturating_sub(*a.get(n)?)))
         .sum()
 }
 
@@ -404,13 +431,23 @@ fn host_failure_then(
     std::thread::sleep(wait);
     let (a, t_a) = (server_tx(&name), Instant::now());
     std::thread::sleep(Duration::from_secs(1));
-    let b = server_tx(&name);
-    assert!(
-        b - a < 200_000,
-        "{what}: the server still sent {} bytes in {:?} after the test was stopped",
-        b - a,
-        t_a.elapsed()
-    );
+    match (a, server_tx(&name)) {
+        (Some(a), Some(b)) => {
+            let b = sent_between(&a, &b);
+            assert!(
+                b < 200_000,
+                "{what}: the server still sent {b} bytes in {:?} after the test was stopped",
+                t_a.elapsed()
+            );
+        }
+        // With --on-host-failure stop the run ends at the loss and takes
+        // its lab down: nothing is left to send.
+        _ if stop => {}
+        _ => panic!(
+            "{what}: the lab went down while test b should have been running:\n{}",
+            lines.text()
+        ),
+    }
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1), "{}", lines.text());
     let text = lines.text();
@@ -563,15 +600,21 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
         String::from_utf8_lossy(&up.stderr)
     );
     let (mut child, lines) = two_tests(&d, &name, &[]);
-    let moving = server_tx(&name);
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(server_tx(&name) - moving > 1_000_000, "no load to stop");
-    // SAFETY: kill(2) on the child this test started.
+    // Load flows before it is stopped: waited for, however slowly it comes.
+    let moving = server_tx(&name).expect("the lab is up");
+    assert!(
+        common::within(Duration::from_secs(60), || {
+            server_tx(&name).is_some_and(|now| sent_between(&moving, &now) > 1_000_000)
+        }),
+        "no load to stop"
+    ); // SAFETY: kill(2) on the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     std::thread::sleep(Duration::from_secs(2));
     let a = server_tx(&name);
     std::thread::sleep(Duration::from_secs(1));
-    let b = server_tx(&name);
+    // The lab was up before the run, so the run leaves it up.
+    let up = "the lab stays up";
+    let b = sent_between(&a.expect(up), &server_tx(&name).expect(up));
     let status = child.wait().unwrap();
     let down = common::raw()
         .env("IOTOLL_LAB_DIR", d.dir.path())
@@ -579,9 +622,8 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
         .output()
         .unwrap();
     assert!(
-        b - a < 200_000,
-        "the server still sent {} bytes 2-3 s after Ctrl-C",
-        b - a
+        b < 200_000,
+        "the server still sent {b} bytes 2-3 s after Ctrl-C"
     );
     assert_eq!(status.code(), Some(130), "{}", lines.text());
     assert!(

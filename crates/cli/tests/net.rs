@@ -845,10 +845,13 @@ fn a_peer_in_another_namespace_is_the_same_host() {
     }
     let ns = Netns::new();
     // The endpoint is told apart by pid and start time, not by its binary's
-    // name: run it from a copy named otherwise.
+    // name: run it by another name. A symbolic link gives the process that
+    // name (exec takes it from the path, not the file); a copy could not be
+    // run while another test thread's fork still held it open for writing
+    // ("Text file busy").
     let t = Tmp::new();
     let renamed = t.path("lab-endpoint");
-    std::fs::copy(bin_path(), &renamed).unwrap();
+    std::os::unix::fs::symlink(bin_path(), &renamed).unwrap();
     let server = std::process::Command::new("ip")
         .args(["netns", "exec", &ns.server])
         .arg(&renamed)
