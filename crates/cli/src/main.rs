@@ -149,7 +149,8 @@ fn man() -> anyhow::Result<()> {
     man.render_synopsis_section(&mut out)?;
     man.render_description_section(&mut out)?;
     man.render_options_section(&mut out)?;
-    man.render_subcommands_section(&mut out)?;
+    // No SUBCOMMANDS section: clap_mangen's names a page per subcommand
+    // (iotoll-disk(1), ...), and this one page holds them all below.
     // Each subcommand and its own subcommands, with their options.
     fn sub(out: &mut impl std::io::Write, cmd: &clap::Command, path: &str) -> std::io::Result<()> {
         for c in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
