@@ -352,26 +352,20 @@ fn a_data_path_relay_that_repeats_bytes_voids_the_test() {
     });
     // --sockbuf fixes what the connections can hold (8 x 64 KiB): a second
     // of loopback traffic is far more.
-    let (code, err) = net_into(
-        &t,
-        &[
-            "stream",
-            &proxy.addr,
-            "--dir",
-            "rx",
-            "--auth-key",
-            &k,
-            "--sockbuf",
-            "64k",
-            "--ramp",
-            "0s",
-            "--time",
-            "1s",
-        ],
-    );
+    let words = "--dir rx --sockbuf 64k";
+    voided(&t, &proxy, &k, words, "bytes nobody sent");
+}
+
+/// A keyed 1 s stream test through `proxy` with `words` is void, saying
+/// `why`, and nothing is stored as complete.
+fn voided(t: &Tmp, proxy: &Proxy, key: &str, words: &str, why: &str) {
+    let mut args = vec!["stream", proxy.addr.as_str(), "--auth-key", key];
+    args.extend(words.split_whitespace());
+    args.extend(["--ramp", "0s", "--time", "1s"]);
+    let (code, err) = net_into(t, &args);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("the test is void") && err.contains("bytes nobody sent"),
+        err.contains("the test is void") && err.contains(why),
         "{err}"
     );
     assert!(!t.list().contains("complete"), "{}", t.list());
@@ -391,25 +385,7 @@ fn a_held_back_window_message_voids_the_test() {
         }
         vec![f]
     });
-    let (code, err) = net_into(
-        &t,
-        &[
-            "stream",
-            &proxy.addr,
-            "--auth-key",
-            &k,
-            "--ramp",
-            "0s",
-            "--time",
-            "1s",
-        ],
-    );
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("the test is void") && err.contains("not of one window"),
-        "{err}"
-    );
-    assert!(!t.list().contains("complete"), "{}", t.list());
+    voided(&t, &proxy, &k, "", "not of one window");
 }
 
 /// A key file group or others may read or change is refused by every
