@@ -435,6 +435,14 @@ fn key_files_group_or_others_may_read_are_refused_everywhere() {
         std::fs::set_permissions(&k, std::fs::Permissions::from_mode(mode)).unwrap();
         net_fails(&["rr", &closed, "--auth-key", &k], 1, "cannot connect");
     }
+    // Owner-only, but another user's (who may change it): refused too.
+    if is_root() {
+        std::os::unix::fs::chown(&k, Some(65534), None).unwrap();
+        let err = iotoll()
+            .args(["net", "rr", &closed, "--auth-key", &k])
+            .fails(2, "UNPROTECTED AUTH KEY FILE");
+        assert!(err.contains("belongs to uid 65534"), "{err}");
+    }
 }
 
 /// While a test runs, another client is told "busy" at once (it does not

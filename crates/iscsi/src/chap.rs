@@ -42,6 +42,12 @@ pub enum ChapError {
         path.display(), path.display()
     )]
     Unprotected { path: PathBuf, mode: u32 },
+    #[error(
+        "UNPROTECTED CHAP SECRET FILE: {} belongs to uid {owner}, neither this user (uid {me}) nor root, \
+         so that user may change it; it is refused (run: chown {me} {})",
+        path.display(), path.display()
+    )]
+    ForeignOwner { path: PathBuf, owner: u32, me: u32 },
     #[error("{}:{line}: {msg}", path.display())]
     Syntax {
         path: PathBuf,
@@ -121,6 +127,11 @@ pub fn load_secret_file(path: &Path) -> Result<Secrets, ChapError> {
         SecretFileError::Unprotected { mode } => ChapError::Unprotected {
             path: path.to_path_buf(),
             mode,
+        },
+        SecretFileError::ForeignOwner { owner, me } => ChapError::ForeignOwner {
+            path: path.to_path_buf(),
+            owner,
+            me,
         },
     })?;
     parse_secrets(path, &data)

@@ -15,16 +15,30 @@ pub enum SecretFileError {
     /// Group or others may read or write it (the file's mode bits).
     #[error("mode {mode:04o} lets group or others read or change it")]
     Unprotected { mode: u32 },
+    /// Another user owns it (neither this process's user nor root), so
+    /// that user may change it whatever its mode.
+    #[error("it belongs to uid {owner}, neither this user (uid {me}) nor root, who may change it")]
+    ForeignOwner { owner: u32, me: u32 },
 }
 
 /// Reads a secret file whole, refusing it when group or others have any
 /// permission on it. The mode is taken from the opened file (through a
 /// symbolic link, the file it names), so it is the mode of what is read.
 pub fn read_secret_file(path: &Path) -> Result<Vec<u8>, SecretFileError> {
+    use std::os::unix::fs::MetadataExt;
     let mut f = File::open(path)?;
-    let mode = f.metadata()?.permissions().mode() & 0o7777;
+    let meta = f.metadata()?;
+    let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
         return Err(SecretFileError::Unprotected { mode });
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(SecretFileError::ForeignOwner {
+            owner: meta.uid(),
+            me,
+        });
     }
     let mut data = Vec::new();
     f.read_to_end(&mut data)?;
@@ -65,5 +79,31 @@ mod tests {
             read_secret_file(&l),
             Err(SecretFileError::Unprotected { .. })
         ));
+    }
+
+    /// A 0600 file another user owns is that user's to change: refused
+    /// (needs root to give the file away; skipped otherwise).
+    #[test]
+    fn a_file_another_user_owns_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k");
+        std::fs::write(&p, "secret").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().uid(), 65534);
+        match read_secret_file(&p) {
+            Err(e @ SecretFileError::ForeignOwner { owner: 65534, .. }) => {
+                assert!(e.to_string().contains("uid 65534"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Root's own files stay readable.
+        std::os::unix::fs::chown(&p, Some(0), None).unwrap();
+        assert!(read_secret_file(&p).is_ok());
     }
 }

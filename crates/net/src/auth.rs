@@ -31,6 +31,9 @@ pub enum KeyError {
     /// (the file, its mode bits)
     #[error("UNPROTECTED AUTH KEY FILE: {path} has mode {1:04o}, so group or others may read or change it; it holds a secret and is refused (run: chmod 600 {path})", path = .0.display())]
     Unprotected(PathBuf, u32),
+    /// (the file, its owner's uid, this process's uid)
+    #[error("UNPROTECTED AUTH KEY FILE: {path} belongs to uid {1}, neither this user (uid {2}) nor root, so that user may change it; it is refused (run: chown {2} {path})", path = .0.display())]
+    ForeignOwner(PathBuf, u32, u32),
 }
 
 /// A pre-shared key read from a file.
@@ -52,6 +55,9 @@ impl Key {
         let raw = read_secret_file(path).map_err(|e| match e {
             SecretFileError::Io(e) => KeyError::Read(path.into(), e),
             SecretFileError::Unprotected { mode } => KeyError::Unprotected(path.into(), mode),
+            SecretFileError::ForeignOwner { owner, me } => {
+                KeyError::ForeignOwner(path.into(), owner, me)
+            }
         })?;
         let key = raw.trim_ascii().to_vec();
         if key.len() < 16 {
