@@ -329,9 +329,9 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             for (name, text) in builtin::BUILTIN {
                 let s = parse(text, name).map_err(|e| anyhow::anyhow!("{e}"))?;
                 println!(
-                    "{:<30} {:>3} tests  ~{:<8} {}",
+                    "{:<30} {:>9}  ~{:<8} {}",
                     name,
-                    s.jobs.len(),
+                    iotoll_model::text::count(s.jobs.len(), "test"),
                     fmt_dur(s.estimated()),
                     s.description.as_deref().unwrap_or("")
                 );
@@ -352,9 +352,9 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
             }
             let note = apply_durations(&mut s, durations)?;
             println!(
-                "{}: {} tests, estimated {}",
+                "{}: {}, estimated {}",
                 s.name,
-                s.jobs.len(),
+                iotoll_model::text::count(s.jobs.len(), "test"),
                 fmt_dur(iotoll_suite::durations::planned(&s, reps))
             );
             if let Some(n) = note {
@@ -649,9 +649,9 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
-        "run {run_id}: suite {} ({} tests, ~{}) into {}",
+        "run {run_id}: suite {} ({}, ~{}) into {}",
         suite.name,
-        suite.jobs.len(),
+        iotoll_model::text::count(suite.jobs.len(), "test"),
         fmt_dur(est),
         db.display()
     ));

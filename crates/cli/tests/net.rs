@@ -508,6 +508,7 @@ fn limits_and_bad_input() {
     let peer = format!("127.0.0.1:{port}");
     let err = net_fails(&["rr", &peer, "--time", "1s"], 1, "cannot connect");
     assert!(err.contains(&port), "{err}");
+    assert!(err.contains("start `iotoll net serve`"), "{err}");
     let t = Tmp::new();
     let key = t.key("short", "abc");
     net_fails(&["rr", &s.addr, "--auth-key", &key], 2, "too short");

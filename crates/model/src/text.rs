@@ -21,6 +21,14 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `n` and the noun, singular for one: "1 test", "3 tests".
+pub fn count(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// The name among `names` a mistyped `word` most likely meant, for "did
 /// you mean": the fewest edits (insert, delete, substitute, or swap two
 /// neighbours: `rnu` is one from `run`), at most a third of the word; a
@@ -72,6 +80,14 @@ fn edits(a: &[char], b: &[char]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_say_one_test_and_two_tests() {
+        assert_eq!(
+            (count(1, "test"), count(2, "test"), count(0, "test")),
+            ("1 test".into(), "2 tests".into(), "0 tests".into())
+        );
+    }
 
     #[test]
     fn closest_names_a_swap_a_typo_and_nothing_far() {

@@ -199,8 +199,15 @@ fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
 /// Connects, checks the endpoint's version and runs the mutual
 /// authentication; returns the control connection ready for a test.
 pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetError> {
-    let s = TcpStream::connect_timeout(addr, Duration::from_secs(5))
-        .map_err(|e| peer_err(addr, format!("cannot connect: {e}")))?;
+    let s = TcpStream::connect_timeout(addr, Duration::from_secs(5)).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                " (nothing listens there: start `iotoll net serve` on that host, or give its port)"
+            }
+            _ => "",
+        };
+        peer_err(addr, format!("cannot connect: {e}{hint}"))
+    })?;
     let mut ctl = Control::new(s).map_err(|e| peer_err(addr, e.to_string()))?;
     let (proto, sn, server_auth, version) = match recv(&mut ctl, addr, "hello", CONTROL_TIMEOUT)? {
         Msg::Hello {
