@@ -159,13 +159,7 @@ impl ClosedWindow {
             .interference
             .as_ref()
             .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
-        let host = procs::HostBusy {
-            window_s: self.window_s,
-            cpus: r.cpus,
-            busy_pct: r.busy_pct,
-            steal_pct: r.modes.steal,
-            self_pct: r.self_pct,
-        };
+        let host = host_busy(self.window_s, r);
         r.notes.retain(|n| !n.starts_with(procs::SCALED_NOTE));
         match procs::account(
             &self.consumers,
@@ -194,16 +188,21 @@ impl ClosedWindow {
         let Ok(r) = &self.report else {
             return Vec::new();
         };
-        let host = procs::HostBusy {
-            window_s: self.window_s,
-            cpus: r.cpus,
-            busy_pct: r.busy_pct,
-            steal_pct: r.modes.steal,
-            self_pct: r.self_pct,
-        };
+        let host = host_busy(self.window_s, r);
         procs::account(&self.consumers, &host, procs::clk_tck(), &self.roles, 5.0)
             .map(|a| a.everyone)
             .unwrap_or_default()
+    }
+}
+
+/// What the accounting needs of a window's whole-host figures.
+fn host_busy(window_s: f64, r: &CpuReport) -> procs::HostBusy {
+    procs::HostBusy {
+        window_s,
+        cpus: r.cpus,
+        busy_pct: r.busy_pct,
+        steal_pct: r.modes.steal,
+        self_pct: r.self_pct,
     }
 }
 
