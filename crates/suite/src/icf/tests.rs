@@ -1,0 +1,454 @@
+use super::*;
+
+const TWO: &str = include_str!("../../tests/fixtures/icf/two-workers.icf");
+
+fn fixture(name: &str) -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/icf/");
+    std::fs::read_to_string(format!("{dir}{name}")).unwrap()
+}
+
+#[test]
+fn reads_the_two_workers_fixture() {
+    let icf = parse(TWO, "two-workers.icf").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(icf.version, "1.1.0");
+    let s = icf.setup.as_ref().unwrap();
+    assert_eq!(s.description, "mixed-qd");
+    assert_eq!((s.run_secs(), s.ramp_s), (30, 5));
+    assert_eq!(s.disk_workers, Spawn::Cpus);
+    assert_eq!(s.test_type, TestType::CycleOutstandingIos);
+    assert_eq!(
+        s.queue_cycling,
+        QueueCycle {
+            start: 1,
+            end: 16,
+            step: 2,
+            exponential: true
+        }
+    );
+    assert_eq!(icf.specs.len(), 1);
+    let spec = &icf.specs[0];
+    assert_eq!(
+        (spec.name.as_str(), spec.assignment.as_str()),
+        ("mail store", "DISK")
+    );
+    let shares: Vec<u32> = spec.lines.iter().map(|l| l.share).collect();
+    assert_eq!(shares, [60, 30, 10]);
+    assert_eq!((spec.lines[1].size, spec.lines[1].align), (8192, 4096));
+    assert_eq!((spec.lines[2].delay_ms, spec.lines[2].burst), (2, 4));
+    let m = &icf.managers.as_ref().unwrap()[0];
+    assert_eq!(
+        (m.id, m.name.as_str(), m.address.as_str()),
+        (1, "LAB-HOST", "")
+    );
+    assert_eq!(m.workers.len(), 2);
+    let w = &m.workers[1];
+    assert_eq!(
+        (w.name.as_str(), w.kind, w.qd),
+        ("Worker 2", WorkerKind::Disk, 1)
+    );
+    assert_eq!(w.disk_size, 2097152);
+    assert_eq!(w.specs.as_deref(), Some(&["mail store".to_string()][..]));
+    let t = &w.targets.as_ref().unwrap()[0];
+    assert_eq!(
+        (t.name.as_str(), t.disk_key().as_str()),
+        ("PHYSICALDRIVE:2", "PHYSICALDRIVE:2")
+    );
+    let t0 = &m.workers[0].targets.as_ref().unwrap()[0];
+    assert_eq!(t0.disk_key(), "E:");
+}
+
+#[test]
+fn written_files_read_back_the_same() {
+    let icf = parse(TWO, "a").unwrap();
+    let text = write(&icf);
+    let again = parse(&text, "b").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let strip = |mut i: Icf| {
+        // Lines differ (the writer adds the fixed-seed columns); the rest may not.
+        for s in i.specs.iter_mut() {
+            s.at = 0;
+            s.lines.iter_mut().for_each(|l| l.at = 0);
+        }
+        if let Some(s) = i.setup.as_mut() {
+            (s.at, s.run_time_at, s.test_type_at) = (0, 0, 0);
+        }
+        for m in i.managers.iter_mut().flatten() {
+            m.at = 0;
+            for w in m.workers.iter_mut() {
+                w.at = 0;
+                w.targets.iter_mut().flatten().for_each(|t| t.at = 0);
+            }
+        }
+        i
+    };
+    assert_eq!(strip(icf), strip(again));
+    // Iometer's layout: its headers are 80 columns, values tab-indented.
+    assert!(text.starts_with("Version 1.1.0\n'TEST SETUP ====="));
+    assert!(text
+        .lines()
+        .filter(|l| l.ends_with("====="))
+        .all(|l| l.len() == 80));
+    assert!(
+        text.contains("'Run Time\n'\thours      minutes    seconds\n\t0          0          30\n")
+    );
+    assert!(text.contains(
+        "'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,60,70,100,0,1,0,0\n"
+    ));
+    assert!(text.ends_with("'END manager list\nVersion 1.1.0\n"));
+}
+
+#[test]
+fn crlf_and_blank_lines_are_read() {
+    let text = TWO
+        .replace('\n', "\r\n")
+        .replace("'END test setup", "\r\n'END test setup");
+    assert_eq!(parse(&text, "x").unwrap().specs.len(), 1);
+    assert!(looks_like_icf(&text));
+    assert!(!looks_like_icf("name = 'x'\n"));
+}
+
+#[test]
+fn shares_not_adding_to_100_name_the_spec_and_line() {
+    let e = parse(&fixture("bad-shares.icf"), "bad-shares.icf").unwrap_err();
+    assert_eq!(e.problems.len(), 1, "{e}");
+    let (line, msg) = &e.problems[0];
+    assert_eq!(*line, Some(38), "{e}");
+    assert!(
+        msg.contains("'mail store'") && msg.contains("95 % (60 + 30 + 5)"),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("bad-shares.icf:38: "), "{e}");
+}
+
+#[test]
+fn unknown_sections_and_keys_are_all_listed() {
+    let e = parse(&fixture("unknown-section.icf"), "u.icf").unwrap_err();
+    let msgs: Vec<String> = e
+        .problems
+        .iter()
+        .map(|(l, m)| format!("{l:?} {m}"))
+        .collect();
+    assert_eq!(e.problems.len(), 2, "{e}");
+    assert!(
+        msgs[0].starts_with("Some(14) unknown key 'Record Resolts' in TEST SETUP"),
+        "{e}"
+    );
+    assert!(
+        msgs[1].contains("unknown section 'NETWORK TOPOLOGY';"),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_files_say_where() {
+    let e = parse("name = 'x'\n", "x").unwrap_err();
+    assert!(
+        e.to_string().contains("first line should be 'Version"),
+        "{e}"
+    );
+    let e = parse(
+        &TWO.replace("\t4096,60,70,100,0,1,0,0", "\t4096,60,170,100,0,1,0,0"),
+        "x",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("% reads 170 is outside 0-100"),
+        "{e}"
+    );
+    let e = parse(&TWO.replace("'END test setup\n", ""), "x").unwrap_err();
+    assert!(e.to_string().contains("expected 'END test setup"), "{e}");
+    let e = parse(&TWO.replace("\tCYCLE_OUTSTANDING_IOS", "\tSOMETIMES"), "x").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("x:26: Test Type: expected one of NORMAL"),
+        "{e}"
+    );
+    let cut = &TWO[..TWO.find("'End worker").unwrap()];
+    let e = parse(cut, "x").unwrap_err();
+    assert!(e.to_string().contains("ends inside"), "{e}");
+}
+
+#[test]
+fn imports_the_two_workers_fixture() {
+    let icf = parse(TWO, "two-workers.icf").unwrap();
+    let imp = import(&icf, "two-workers.icf", "two-workers").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(imp.targets, ["E: \"DATA1\"", "PHYSICALDRIVE:2"]);
+    let t = &imp.toml;
+    assert!(t.contains("name = \"two-workers\"\n"), "{t}");
+    assert!(t.contains("ramp = \"5s\"\ntime = \"30s\"\n"), "{t}");
+    assert!(t.contains("[[spec]]\nname = \"mail store\"\nqd = 1\nlines = [\n  { share = 60, bs = 4096, read = 70, random = 100, burst_delay = \"0ms\", burst_len = 1 },\n  { share = 30, bs = 8192, read = 50, random = 100, burst_delay = \"0ms\", burst_len = 1, align = 4096 },\n  { share = 10, bs = 65536, read = 0, random = 0, burst_delay = \"2ms\", burst_len = 4 },\n]\n"), "{t}");
+    assert!(t.contains("[[test]]\nname = \"mixed-qd\"\nkind = \"disk\"\nspec = \"mail store\"\nworkers = 1\nqd = [1, 2, 4, 8, 16]\nsize = 1073741824\n"), "{t}");
+    assert_eq!(
+        imp.notes,
+        ["maximum disk size and starting sector are counted in 512-byte sectors"]
+    );
+    // Each TOML line knows where it came from.
+    let qd_line = t.lines().position(|l| l.starts_with("qd = [")).unwrap() + 1;
+    assert_eq!(imp.icf_line(qd_line), Some(25));
+}
+
+#[test]
+fn cycles_step_as_iometer_does() {
+    assert_eq!(cycle_values(1, 16, 2, true), [1, 2, 4, 8, 16]);
+    assert_eq!(cycle_values(2, 20, 3, true), [2, 6, 18]);
+    assert_eq!(cycle_values(1, 10, 4, false), [1, 5, 9]);
+    assert_eq!(cycle_values(4, 4, 1, true), [4]);
+    assert_eq!(cycle_values(5, 4, 1, false), Vec::<u32>::new());
+    assert_eq!(cycle_values(1, 3, 0, false), [1]);
+}
+
+#[test]
+fn one_worker_on_every_target_is_spread() {
+    let text = TWO.replace(
+        "'Target\n\tE: \"DATA1\"\n'Target type\n\tDISK\n'End target\n",
+        "'Target\n\tE: \"DATA1\"\n'Target type\n\tDISK\n'End target\n'Target\n\tPHYSICALDRIVE:2\n'Target type\n\tDISK\n'End target\n",
+    );
+    // Worker 2 keeps only PHYSICALDRIVE:2: not expressible.
+    let icf = parse(&text, "x.icf").unwrap();
+    let e = import(&icf, "x.icf", "x").unwrap_err();
+    assert!(e.to_string().contains("cannot be expressed ('Worker 1' on E: \"DATA1\" + PHYSICALDRIVE:2, 'Worker 2' on PHYSICALDRIVE:2)"), "{e}");
+    // Without worker 2, worker 1 is spread over both.
+    let cut = text.find("'Worker\n\tWorker 2").unwrap();
+    let end = text.find("'End manager").unwrap();
+    let one = format!("{}{}", &text[..cut], &text[end..]);
+    let imp = import(&parse(&one, "x.icf").unwrap(), "x.icf", "x").unwrap();
+    assert!(
+        imp.toml.contains("workers = 1\nspread = true\n"),
+        "{}",
+        imp.toml
+    );
+}
+
+#[test]
+fn uneven_targets_are_refused_with_the_workers() {
+    let icf = parse(&fixture("uneven-targets.icf"), "u.icf").unwrap();
+    let e = import(&icf, "u.icf", "u").unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "u.icf:50: access spec 'mail store': the workers' targets cannot be expressed"
+        ),
+        "{e}"
+    );
+}
+
+fn expanded(s: &crate::Suite) -> Vec<(String, String)> {
+    (s.jobs.iter())
+        .filter_map(|j| match &j.spec {
+            crate::JobSpec::Disk(d) => Some((j.name.clone(), format!("{d:?}"))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn round_trip(s: &crate::Suite, test: Option<&str>, targets: &[&str]) -> (crate::Suite, String) {
+    let o = ExportOptions {
+        test: test.map(str::to_string),
+        targets: targets.iter().map(|t| t.to_string()).collect(),
+        manager: "HOST".into(),
+        cpus: 2,
+    };
+    let (icf, _) = export(s, &o).unwrap_or_else(|e| panic!("{e}"));
+    let text = write(&icf);
+    let (back, _) = suite(&text, "back.icf").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (back, text)
+}
+
+#[test]
+fn built_in_studies_round_trip() {
+    for (name, test) in [("iscsi-initiator-study", "small-block"), ("quick", "disk")] {
+        let s = crate::parse(crate::builtin::find(name).unwrap(), name).unwrap();
+        let (back, text) = round_trip(&s, Some(test), &[]);
+        let want: Vec<_> = expanded(&s)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with(test))
+            .collect();
+        assert_eq!(expanded(&back), want, "{name}\n{text}");
+    }
+    // Per-spec queue depths: a group of workers per QD, idle in turn.
+    let s = crate::parse(crate::builtin::find("quick").unwrap(), "quick").unwrap();
+    let (_, text) = round_trip(&s, None, &[]);
+    assert!(
+        text.contains(
+            "'Assigned access specs\n\tdb-oltp-8k\n\tIdle\n\tIdle\n'End assigned access specs"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_fixture_round_trips() {
+    let (s, imp) = suite(TWO, "two-workers.icf").unwrap();
+    assert_eq!(imp.targets.len(), 2);
+    let names: Vec<String> = expanded(&s).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "mixed-qd/qd=1",
+            "mixed-qd/qd=2",
+            "mixed-qd/qd=4",
+            "mixed-qd/qd=8",
+            "mixed-qd/qd=16"
+        ]
+    );
+    let (back, text) = round_trip(&s, None, &["E:", "PHYSICALDRIVE:2"]);
+    assert_eq!(expanded(&back), expanded(&s), "{text}");
+    assert!(text.contains("'Queue Depth Cycling\n'\tstart      end        step       step type\n\t1          16         2          EXPONENTIAL\n'Test Type\n\tCYCLE_OUTSTANDING_IOS\n"), "{text}");
+}
+
+#[test]
+fn exports_refuse_what_an_icf_cannot_hold() {
+    let s = crate::parse(crate::builtin::find("adapter-vs-hba-study").unwrap(), "a").unwrap();
+    let e = export(&s, &ExportOptions::default()).unwrap_err();
+    assert!(
+        e.contains("3 disk tests (read, write, rw)") && e.contains("--test"),
+        "{e}"
+    );
+    let e = export(
+        &s,
+        &ExportOptions {
+            test: Some("nope".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("no disk test 'nope'"), "{e}");
+    let s = crate::parse(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=[1,2]\n",
+        "t",
+    )
+    .unwrap();
+    let e = export(&s, &ExportOptions::default()).unwrap_err();
+    assert!(e.contains("workers differs"), "{e}");
+}
+
+/// An .icf of one manager with `workers` (name, QD, specs, targets).
+fn setup_with(test_type: &str, workers: &[(&str, u32, &[&str], &[&str])]) -> String {
+    let mut t = TWO[..TWO.find("'Worker\n").unwrap()].replace("CYCLE_OUTSTANDING_IOS", test_type);
+    t = t.replace("'END access specifications", "'Access specification name,default assignment\n\tseq,NONE\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t65536,100,100,0,0,1,0,0\n'END access specifications");
+    let icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
+    let mut icf = icf;
+    let m = &mut icf.managers.as_mut().unwrap()[0];
+    for (name, qd, specs, targets) in workers {
+        let mut w = Worker::new(name, WorkerKind::Disk);
+        w.qd = *qd;
+        w.specs = Some(specs.iter().map(|s| s.to_string()).collect());
+        w.targets = Some(
+            (targets.iter())
+                .map(|n| Target {
+                    name: n.to_string(),
+                    kind: WorkerKind::Disk,
+                    manager: None,
+                    at: 0,
+                })
+                .collect(),
+        );
+        m.workers.push(w);
+    }
+    write(&icf)
+}
+
+#[test]
+fn worker_cycling_over_spread_workers() {
+    let both: &[&str] = &["E:", "F:"];
+    let w: Vec<(&str, u32, &[&str], &[&str])> =
+        (0..4).map(|_| ("W", 4, &["seq"][..], both)).collect();
+    let mut text = setup_with("CYCLE_WORKERS", &w);
+    text = text.replace(
+        "'Worker Cycling\n'\tstart      step       step type\n\t1          1          LINEAR",
+        "'Worker Cycling\n'\tstart      step       step type\n\t1          3          LINEAR",
+    );
+    let (s, imp) = suite(&text, "w.icf").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(
+        imp.toml.contains("workers = [1, 4]\nspread = true\n"),
+        "{}",
+        imp.toml
+    );
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["mixed-qd/workers=1", "mixed-qd/workers=4"]);
+    // Workers of their own per target cannot be cycled.
+    let w = [
+        ("A", 4, &["seq"][..], &["E:"][..]),
+        ("B", 4, &["seq"][..], &["F:"][..]),
+    ];
+    let e = suite(&setup_with("CYCLE_WORKERS", &w), "w.icf").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Test Type CYCLE_WORKERS: iotoll cannot express it"),
+        "{e}"
+    );
+}
+
+#[test]
+fn specs_in_turn_with_idle_and_their_own_qd() {
+    let w = [
+        ("A", 4, &["mail store", "Idle"][..], &["E:"][..]),
+        ("B", 32, &["Idle", "seq"][..], &["E:"][..]),
+    ];
+    let (s, _) = suite(&setup_with("NORMAL", &w), "i.icf").unwrap();
+    let got: Vec<(String, u32, usize)> = (s.jobs.iter())
+        .map(|j| {
+            let crate::JobSpec::Disk(d) = &j.spec else {
+                panic!()
+            };
+            (j.name.clone(), d.qd, d.lines.len())
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("mixed-qd/spec=mail store".into(), 4, 3),
+            ("mixed-qd/spec=seq".into(), 32, 1)
+        ]
+    );
+    // Two workers at different QDs on the same spec at once: refused.
+    let w = [
+        ("A", 4, &["seq"][..], &["E:"][..]),
+        ("B", 8, &["seq"][..], &["F:"][..]),
+    ];
+    let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("worker 'A' has 4 outstanding I/Os, worker 'B' 8"),
+        "{e}"
+    );
+    // Different specs at once: refused.
+    let w = [
+        ("A", 4, &["seq"][..], &["E:"][..]),
+        ("B", 4, &["mail store"][..], &["F:"][..]),
+    ];
+    let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("an iotoll test runs one access spec on all its workers"),
+        "{e}"
+    );
+    // A target twice on one worker.
+    let w = [("A", 4, &["seq"][..], &["E:", "e: \"DATA\""][..])];
+    let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("worker 'A' has target 'e: \"DATA\"' twice"),
+        "{e}"
+    );
+    // A spec the file does not define.
+    let w = [("A", 4, &["Default"][..], &["E:"][..])];
+    let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("'Default', which the file's ACCESS SPECIFICATIONS do not define"),
+        "{e}"
+    );
+}
+
+#[test]
+fn specs_without_managers_run_in_order() {
+    let cut = TWO.find("'MANAGER LIST").unwrap();
+    let text = format!("{}Version 1.1.0\n", &TWO[..cut]);
+    let (s, imp) = suite(&text, "n.icf").unwrap();
+    assert!(imp.targets.is_empty());
+    assert!(
+        imp.notes[0].starts_with("no MANAGER LIST"),
+        "{:?}",
+        imp.notes
+    );
+    assert_eq!(s.jobs.len(), 5);
+}
