@@ -23,8 +23,60 @@ pub struct ExportOptions {
 /// spec, while another group runs) and its workers and targets. Returns
 /// the file and notes on what it leaves out.
 pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<String>), String> {
-    use crate::JobSpec;
     let mut notes = Vec::new();
+    let (test, jobs) = chosen_test(suite, o, &mut notes)?;
+    // An .icf written here has one manager, this host: a test placed on
+    // other hosts would lose where it runs, and Iometer's own managers are
+    // other processes (Dynamo) this file cannot name.
+    if let Some((j, _)) = jobs.iter().find(|(j, _)| !j.placement.is_local()) {
+        return Err(format!(
+            "test '{test}' runs on hosts ({}): an .icf written by iotoll holds this host's workers only; export a test without `on`",
+            j.placement.hosts().join(", ")
+        ));
+    }
+    let d0 = jobs[0].1;
+    one_setup(&test, &jobs, &mut notes)?;
+    let (specs, steps) = access_specs(&test, &jobs, &mut notes)?;
+    let secs = |d: Duration| d.as_secs_f64().round() as u64;
+    // Queue depths: one, a cycle over every spec, or a group per QD.
+    let mut setup = Setup {
+        description: test.clone(),
+        run_time: {
+            let t = secs(d0.time);
+            ((t / 3600) as u32, (t % 3600 / 60) as u32, (t % 60) as u32)
+        },
+        ramp_s: secs(d0.ramp) as u32,
+        disk_workers: Spawn::Cpus,
+        net_workers: Spawn::N(0),
+        ..Setup::default()
+    };
+    let groups = queue_groups(&steps, &mut setup, &mut notes);
+    let workers = workers(&groups, d0, o, &mut notes);
+    let icf = Icf {
+        version: WRITE_VERSION.into(),
+        setup: Some(setup),
+        display: Vec::new(),
+        specs,
+        managers: Some(vec![Manager {
+            id: 1,
+            name: o.manager.clone(),
+            address: String::new(),
+            workers,
+            at: 0,
+        }]),
+    };
+    Ok((icf, notes))
+}
+
+/// The disk test to write (an .icf holds one) and its jobs, one per
+/// access spec and queue depth it sweeps.
+#[allow(clippy::type_complexity)]
+fn chosen_test<'a>(
+    suite: &'a crate::Suite,
+    o: &ExportOptions,
+    notes: &mut Vec<String>,
+) -> Result<(String, Vec<(&'a crate::Job, &'a iotoll_disk::DiskSpec)>), String> {
+    use crate::JobSpec;
     let base = |n: &str| n.split('/').next().unwrap_or(n).to_string();
     let disk: Vec<(&crate::Job, &iotoll_disk::DiskSpec)> = (suite.jobs.iter())
         .filter_map(|j| match &j.spec {
@@ -60,17 +112,17 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         .into_iter()
         .filter(|(j, _)| base(&j.name) == test)
         .collect();
-    // An .icf written here has one manager, this host: a test placed on
-    // other hosts would lose where it runs, and Iometer's own managers are
-    // other processes (Dynamo) this file cannot name.
-    if let Some((j, _)) = jobs.iter().find(|(j, _)| !j.placement.is_local()) {
-        return Err(format!(
-            "test '{test}' runs on hosts ({}): an .icf written by iotoll holds this host's workers only; export a test without `on`",
-            j.placement.hosts().join(", ")
-        ));
-    }
+    Ok((test, jobs))
+}
+
+/// What one Iometer setup holds for all its tests must be the same in
+/// every job; what Iometer has no place for is a note.
+fn one_setup(
+    test: &str,
+    jobs: &[(&crate::Job, &iotoll_disk::DiskSpec)],
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
     let d0 = jobs[0].1;
-    // What one Iometer setup holds for all its tests.
     type Get = fn(&iotoll_disk::DiskSpec) -> String;
     let same: [(&str, Get); 6] = [
         ("ramp", |d| format!("{:?}", d.ramp)),
@@ -97,7 +149,6 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
     if d0.engine != iotoll_disk::EngineChoice::Auto || d0.buffered {
         notes.push("engine and buffered not written: Iometer has neither".into());
     }
-    let secs = |d: Duration| d.as_secs_f64().round() as u64;
     if d0.ramp.subsec_nanos() != 0 || d0.time.subsec_nanos() != 0 {
         notes.push("ramp and time rounded to whole seconds".into());
     }
@@ -106,10 +157,20 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
             return Err(format!("test '{test}': {what} {v} is not a whole number of 512-byte sectors, which Iometer counts in"));
         }
     }
-    // The access specs, named as iotoll names them.
+    Ok(())
+}
+
+/// The access specs, named as iotoll names them, and the (spec, QD) of
+/// each step in the order the test runs them.
+#[allow(clippy::type_complexity)]
+fn access_specs(
+    test: &str,
+    jobs: &[(&crate::Job, &iotoll_disk::DiskSpec)],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Spec>, Vec<(String, u32)>), String> {
     let mut specs: Vec<Spec> = Vec::new();
     let mut steps: Vec<(String, u32)> = Vec::new();
-    for (j, d) in &jobs {
+    for (j, d) in jobs {
         let name = match &d.spec_name {
             Some(n) => n.clone(),
             None => j.name.replacen('/', " ", 1),
@@ -150,20 +211,19 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         }
         steps.push((name, d.qd));
     }
-    // Queue depths: one, a cycle over every spec, or a group per QD.
-    let mut setup = Setup {
-        description: test.clone(),
-        run_time: {
-            let t = secs(d0.time);
-            ((t / 3600) as u32, (t % 3600 / 60) as u32, (t % 60) as u32)
-        },
-        ramp_s: secs(d0.ramp) as u32,
-        disk_workers: Spawn::Cpus,
-        net_workers: Spawn::N(0),
-        ..Setup::default()
-    };
+    Ok((specs, steps))
+}
+
+/// (QD, the spec each step runs or Idle) per group of workers: one group
+/// when every step has one QD or the QDs form an Iometer cycle (set in
+/// `setup`), else a group per QD.
+fn queue_groups(
+    steps: &[(String, u32)],
+    setup: &mut Setup,
+    notes: &mut Vec<String>,
+) -> Vec<(u32, Vec<String>)> {
     let mut runs: Vec<(String, Vec<u32>)> = Vec::new();
-    for (n, q) in &steps {
+    for (n, q) in steps {
         match runs.last_mut() {
             Some((last, qs)) if last == n => qs.push(*q),
             _ => runs.push((n.clone(), vec![*q])),
@@ -173,7 +233,7 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         .then(|| as_cycle(&runs[0].1))
         .flatten();
     // (QD, the spec each step runs or Idle) per group of workers.
-    let groups: Vec<(u32, Vec<String>)> = if steps.iter().all(|(_, q)| *q == steps[0].1) {
+    if steps.iter().all(|(_, q)| *q == steps[0].1) {
         vec![(steps[0].1, steps.iter().map(|(n, _)| n.clone()).collect())]
     } else if let Some(c) = cycle {
         setup.test_type = TestType::CycleOutstandingIos;
@@ -181,7 +241,7 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         vec![(c.start, runs.iter().map(|(n, _)| n.clone()).collect())]
     } else {
         let mut qds: Vec<u32> = Vec::new();
-        for (_, q) in &steps {
+        for (_, q) in steps {
             if !qds.contains(q) {
                 qds.push(*q);
             }
@@ -198,7 +258,17 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
                 (*g, list.collect())
             })
             .collect()
-    };
+    }
+}
+
+/// The workers of every group, on the targets given, as the test lays
+/// them out (`workers` per target, or spread over all).
+fn workers(
+    groups: &[(u32, Vec<String>)],
+    d0: &iotoll_disk::DiskSpec,
+    o: &ExportOptions,
+    notes: &mut Vec<String>,
+) -> Vec<Worker> {
     let targets: Vec<String> = match o.targets.is_empty() {
         true => vec!["PHYSICALDRIVE:1".to_string()],
         false => o.targets.clone(),
@@ -214,7 +284,7 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
         w => w,
     };
     let mut workers = Vec::new();
-    for (qd, list) in &groups {
+    for (qd, list) in groups {
         let sets: Vec<Vec<String>> = if d0.spread {
             vec![targets.clone(); per as usize]
         } else {
@@ -241,20 +311,7 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
             workers.push(w);
         }
     }
-    let icf = Icf {
-        version: WRITE_VERSION.into(),
-        setup: Some(setup),
-        display: Vec::new(),
-        specs,
-        managers: Some(vec![Manager {
-            id: 1,
-            name: o.manager.clone(),
-            address: String::new(),
-            workers,
-            at: 0,
-        }]),
-    };
-    Ok((icf, notes))
+    workers
 }
 
 /// The Iometer queue-depth cycle that steps through `qs`, if one does.
