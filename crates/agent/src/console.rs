@@ -830,7 +830,9 @@ impl Console {
                     k + 1
                 )));
             }
-            let tok = iotoll_net::server::data_token();
+            let tok = iotoll_net::server::data_token().map_err(|e| {
+                ConsoleError::Invalid(format!("no randomness for a data token: {e}"))
+            })?;
             let data = self.data_ips(si);
             let server_ip = data[k % data.len()];
             let sk = part_of(si, true, &mut parts);

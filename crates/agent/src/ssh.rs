@@ -177,40 +177,12 @@ fn quote_program(p: &str) -> Cow<'_, str> {
 }
 
 /// A per-run random key: 32 random bytes from the kernel, as 64 lowercase
-/// hex characters (a line the agent reads with `--auth-key -`).
-pub fn run_key() -> Vec<u8> {
-    let mut raw = [0u8; 32];
-    fill_random(&mut raw);
-    let mut hex = Vec::with_capacity(64);
-    for b in raw {
-        hex.extend_from_slice(format!("{b:02x}").as_bytes());
-    }
-    hex
-}
-
-fn fill_random(buf: &mut [u8]) {
-    let mut filled = 0;
-    while filled < buf.len() {
-        let rest = &mut buf[filled..];
-        // SAFETY: the pointer and length describe `rest`, a live buffer.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n > 0 {
-            filled += n as usize;
-            continue;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        // A kernel without getrandom(2) (before 3.17): /dev/urandom.
-        // Without either there is no key worth having: a guessable key
-        // would let anyone drive the agents, so refuse outright.
-        let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(rest));
-        if let Err(u) = read {
-            panic!("no randomness for a run key: getrandom: {e}; /dev/urandom: {u}");
-        }
-        return;
-    }
+/// hex characters (a line the agent reads with `--auth-key -`). Without
+/// randomness there is no key worth having (a guessable one would let
+/// anyone drive the agents): an error.
+pub fn run_key() -> std::io::Result<Vec<u8>> {
+    let raw = iotoll_model::secret::random::<32>()?;
+    Ok(hex::encode(raw).into_bytes())
 }
 
 /// Why an agent could not be started or stopped through ssh.
@@ -798,7 +770,7 @@ mod tests {
 
     #[test]
     fn run_keys_are_64_hex_characters_and_differ() {
-        let (a, b) = (run_key(), run_key());
+        let (a, b) = (run_key().unwrap(), run_key().unwrap());
         assert_eq!(a.len(), 64);
         assert!(a
             .iter()

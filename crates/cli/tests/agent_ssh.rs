@@ -284,7 +284,7 @@ fn cmdlines_in_b(lab: &SshLab) -> Vec<Vec<String>> {
 fn an_agent_started_through_real_ssh_listens_and_leaves_nothing_behind() {
     let Some(lab) = SshLab::up("ssh") else { return };
     let before = lab.pids_in_b();
-    let key = run_key();
+    let key = run_key().unwrap();
     let launch = lab.launch("user");
     let agent = SshAgent::start(&launch, &key, Duration::from_secs(20))
         .unwrap_or_else(|e| panic!("{e}\nsshd: {}", lab.sshd_log()));
@@ -298,7 +298,7 @@ fn an_agent_started_through_real_ssh_listens_and_leaves_nothing_behind() {
         .map(|t| (t.path.as_str(), t.write))
         .collect();
     assert_eq!(t, [("/var/tmp/iotoll test", true)]);
-    let other = run_key();
+    let other = run_key().unwrap();
     let refused = console(&lab, agent.listening(), &other).unwrap_err();
     assert!(refused.contains("host b"), "{refused}");
     eprintln!("another key: {refused}");
@@ -336,8 +336,12 @@ fn a_dropped_launcher_takes_its_agent_down() {
         return;
     };
     let before = lab.pids_in_b();
-    let agent = SshAgent::start(&lab.launch("user"), &run_key(), Duration::from_secs(20))
-        .unwrap_or_else(|e| panic!("{e}\nsshd: {}", lab.sshd_log()));
+    let agent = SshAgent::start(
+        &lab.launch("user"),
+        &run_key().unwrap(),
+        Duration::from_secs(20),
+    )
+    .unwrap_or_else(|e| panic!("{e}\nsshd: {}", lab.sshd_log()));
     drop(agent);
     wait_for("b to hold only sshd again", Duration::from_secs(5), || {
         lab.pids_in_b() == before
@@ -350,7 +354,7 @@ fn wrong_key_missing_agent_and_unreachable_hosts_are_clear_errors_in_time() {
     let timeout = Duration::from_secs(8);
     let check = |l: &SshLaunch, want: &[&str]| {
         let t = Instant::now();
-        let e = match SshAgent::start(l, &run_key(), timeout) {
+        let e = match SshAgent::start(l, &run_key().unwrap(), timeout) {
             Ok(a) => panic!("started: {a:?}"),
             Err(e) => e.with_host("b"),
         };

@@ -322,12 +322,14 @@ fn a_data_path_relay_that_repeats_bytes_voids_the_test() {
     let t = Tmp::new();
     let k = t.key("key", "correct horse battery staple\n");
     let s = Server::start("127.0.0.2", &["--auth-key", &k]);
-    let proxy = Proxy::start(&s.addr, |way, f| {
+    // The proxy's address is this test's alone, so the endpoint's data
+    // port (chosen on 127.0.0.2) is free there whatever else runs.
+    let proxy = Proxy::start_on("127.0.0.47", &s.addr, |way, f| {
         if way == Way::ToClient && type_of(&f) == "accept" {
             let port = common::proxy::msg_of(&f)["data_port"].as_u64().unwrap();
             // The client opens its data connections to the control
             // connection's address (the proxy's) at the endpoint's port.
-            let l = std::net::TcpListener::bind(("127.0.0.1", port as u16)).unwrap();
+            let l = std::net::TcpListener::bind(("127.0.0.47", port as u16)).unwrap();
             std::thread::spawn(move || {
                 for c in l.incoming().map_while(Result::ok) {
                     let e = TcpStream::connect(("127.0.0.2", port as u16)).unwrap();

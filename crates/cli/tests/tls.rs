@@ -90,7 +90,7 @@ fn an_endpoint_too_old_for_tls_is_named() {
     let addr = l.local_addr().unwrap().to_string();
     let old = std::thread::spawn(move || {
         let (mut c, _) = l.accept().unwrap();
-        let hello = r#"{"type":"hello","proto":1,"version":"0.0.9","nonce":"00","auth":false}"#;
+        let hello = r#"{"type":"hello","proto":2,"version":"0.0.9","nonce":"00","auth":false}"#;
         c.write_all(&frame(hello)).unwrap();
         let t = Duration::from_secs(10);
         read_frame(&mut c, t).expect("auth");

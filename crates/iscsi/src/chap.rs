@@ -8,8 +8,6 @@ use iotoll_model::secret::{read_secret_file, SecretFileError};
 use md5::{Digest, Md5};
 use std::collections::VecDeque;
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -228,35 +226,22 @@ pub fn response(id: u8, secret: &[u8], challenge: &[u8]) -> [u8; 16] {
 
 /// `0x`-prefixed lowercase hex, RFC 7143 §6.1's hex-constant.
 pub fn encode_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(2 + bytes.len() * 2);
-    s.push_str("0x");
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    format!("0x{}", hex::encode(bytes))
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// RFC 7143 §6.1's base64: the standard alphabet, padded when written;
+/// padding optional when read, as some targets leave it off.
+const B64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// `0b`-prefixed padded base64 (RFC 4648), RFC 7143 §6.1's base64-constant.
 pub fn encode_base64(bytes: &[u8]) -> String {
-    let mut s = String::from("0b");
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                s.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
+    use base64::Engine;
+    format!("0b{}", B64.encode(bytes))
 }
 
 /// Decodes an RFC 7143 §6.1 binary value: `0x`/`0X` hex (an odd digit
@@ -277,40 +262,21 @@ pub fn decode_binary(s: &str) -> Result<Vec<u8>, ChapError> {
     Ok(out)
 }
 
+/// Hex digits to bytes; an odd count implies a leading zero nibble.
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let digits = s.as_bytes();
-    let mut out = Vec::with_capacity(digits.len().div_ceil(2));
-    let (head, rest) = digits.split_at(digits.len() % 2);
-    if let Some(&c) = head.first() {
-        out.push(nibble(c)?);
+    match s.len() % 2 {
+        0 => hex::decode(s).ok(),
+        _ => hex::decode(format!("0{s}")).ok(),
     }
-    for pair in rest.chunks(2) {
-        out.push(nibble(pair[0])? << 4 | nibble(pair[1])?);
-    }
-    Some(out)
 }
 
 fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    let body = s.trim_end_matches('=');
-    let pad = s.len() - body.len();
-    // Padding, when present, completes a 4-character group and is at most
-    // two characters; one leftover character cannot encode a byte.
-    if pad > 2 || (pad > 0 && s.len() % 4 != 0) || body.len() % 4 == 1 {
+    use base64::Engine;
+    // Padding, when present, must complete the last group of four.
+    if s.ends_with('=') && s.len() % 4 != 0 {
         return None;
     }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in body.bytes() {
-        let v = B64.iter().position(|&b| b == c)? as u32;
-        acc = (acc << 6 | v) & 0xffff;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
+    B64.decode(s).ok()
 }
 
 /// A CHAP identifier and challenge, as issued for mutual CHAP.
@@ -324,23 +290,10 @@ pub type Reply = (Vec<(String, String)>, Option<Challenge>);
 static ISSUED: Mutex<VecDeque<Vec<u8>>> = Mutex::new(VecDeque::new());
 const ISSUED_KEPT: usize = 64;
 
-/// A random identifier and a 16-byte challenge from the kernel's CSPRNG.
-///
-/// # Panics
-/// When /dev/urandom cannot be read: a system without it cannot do CHAP
-/// safely at all. `initiator_reply` uses `try_new_challenge` instead.
-pub fn new_challenge() -> Challenge {
-    match try_new_challenge() {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
-
+/// A random identifier and a 16-byte challenge from the kernel's CSPRNG;
+/// without randomness there is no challenge worth issuing: an error.
 pub fn try_new_challenge() -> Result<Challenge, ChapError> {
-    let mut buf = [0u8; 1 + CHALLENGE_LEN];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(ChapError::Random)?;
+    let buf = iotoll_model::secret::random::<{ 1 + CHALLENGE_LEN }>().map_err(ChapError::Random)?;
     Ok((buf[0], buf[1..].to_vec()))
 }
 
@@ -540,8 +493,8 @@ mod tests {
 
     #[test]
     fn challenge_is_random() {
-        let (_, a) = new_challenge();
-        let (_, b) = new_challenge();
+        let (_, a) = try_new_challenge().unwrap();
+        let (_, b) = try_new_challenge().unwrap();
         assert_eq!(a.len(), CHALLENGE_LEN);
         assert_ne!(a, b);
     }

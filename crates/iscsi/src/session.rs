@@ -253,11 +253,16 @@ unsafe impl Send for Session {}
 
 static ISID_QUALIFIER: AtomicU16 = AtomicU16::new(1);
 
-fn new_isid() -> [u8; 6] {
-    let (_, c) = chap::new_challenge();
+fn new_isid() -> Result<[u8; 6], Error> {
+    let c = iotoll_model::secret::random::<3>().map_err(|e| {
+        Error::new(
+            ErrorKind::Connect,
+            format!("iSCSI: no randomness for a session id: {e}"),
+        )
+    })?;
     let q = ISID_QUALIFIER.fetch_add(1, Ordering::Relaxed).to_be_bytes();
     // Type 10b: random (RFC 7143 §11.12.5).
-    [0x80, c[0], c[1], c[2], q[0], q[1]]
+    Ok([0x80, c[0], c[1], c[2], q[0], q[1]])
 }
 
 fn closed_err(portal: &str, state: &str, e: &std::io::Error) -> Error {
@@ -638,7 +643,7 @@ fn digest_name(on: bool) -> String {
 /// SendTargets discovery on a discovery session.
 pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
     let mut conn = Conn::connect(portal, cfg.timeout)?;
-    let li = login_phase(&mut conn, cfg, None, new_isid(), None)?;
+    let li = login_phase(&mut conn, cfg, None, new_isid()?, None)?;
     conn.dec.digests = Digests {
         header: li.params.header_digest,
         data: li.params.data_digest,
@@ -741,7 +746,7 @@ impl Session {
     ) -> Result<Session, Error> {
         let slots = slots.min(MAX_SLOTS - 1);
         let mut conn = Conn::connect(portal, cfg.timeout)?;
-        let isid = new_isid();
+        let isid = new_isid()?;
         let li = login_phase(&mut conn, cfg, Some(target), isid, cancel)?;
         let p = &li.params;
         for (asked, got, which) in [
@@ -766,7 +771,7 @@ impl Session {
             portal: portal.to_string(),
             target: target.to_string(),
             initiator: cfg.initiator_name.clone(),
-            isid: isid.iter().map(|b| format!("{b:02x}")).collect(),
+            isid: hex::encode(isid),
             tsih: li.tsih,
             auth: li.auth,
             header_digest: digest_name(p.header_digest),

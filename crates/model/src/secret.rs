@@ -1,6 +1,8 @@
 //! Files that hold a secret (a CHAP secret file, an `--auth-key` file):
 //! read only when no one but their owner may read or change them. One
 //! rule for every such file, so a key is refused exactly as a CHAP secret.
+//! And the one source of the random bytes secrets, nonces, tokens and
+//! session ids are made of.
 
 use std::fs::File;
 use std::io::Read;
@@ -43,6 +45,15 @@ pub fn read_secret_file(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     let mut data = Vec::new();
     f.read_to_end(&mut data)?;
     Ok(data)
+}
+
+/// `N` random bytes from the kernel (getrandom(2)). Every nonce, token,
+/// key and id iotoll makes comes from here; without randomness there is
+/// none worth having, so that is an error, never a clock-based fallback.
+pub fn random<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b)?;
+    Ok(b)
 }
 
 #[cfg(test)]
@@ -106,4 +117,11 @@ mod tests {
         std::os::unix::fs::chown(&p, Some(0), None).unwrap();
         assert!(read_secret_file(&p).is_ok());
     }
+
+    #[test]
+    fn random_bytes_differ() {
+        let (a, b) = (random::<16>().unwrap(), random::<16>().unwrap());
+        assert_ne!(a, b);
+    }
+
 }

@@ -5,7 +5,7 @@
 //! A sealed frame is an envelope `{seq, mac, body}`: `body` a message as
 //! JSON text, `seq` counting from 1 in each direction, and `mac` an
 //! HMAC-SHA256 over the sender's side, `seq` and `body` under a key derived
-//! from the pre-shared key and the connection's two nonces. So a frame from
+//! (HKDF-SHA256) from the pre-shared key and the connection's two nonces. So a frame from
 //! another connection (a recording) never verifies, one reflected back to
 //! its sender never verifies, and one altered, replayed, dropped or
 //! reordered inside a connection breaks the MAC or the count: either ends
@@ -14,12 +14,9 @@
 //! of its own.
 
 use crate::proto::ProtoError;
-use hmac::{Hmac, Mac};
+use ring::{hkdf, hmac};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use sha2::Sha256;
 use std::path::{Path, PathBuf};
-
-type HmacSha256 = Hmac<Sha256>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -76,25 +73,47 @@ impl Key {
         &self.0
     }
 
-    fn hmac(&self, label: &str, a: &str, b: &str) -> HmacSha256 {
-        // HMAC takes keys of any length.
-        let mut m = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts any key length");
-        for part in [label, a, b] {
-            m.update(&(part.len() as u32).to_be_bytes());
-            m.update(part.as_bytes());
-        }
-        m
-    }
-
     /// The proof for (`label`, `a`, `b`), hex.
     pub fn mac(&self, label: &str, a: &str, b: &str) -> String {
-        hex(&self.hmac(label, a, b).finalize().into_bytes())
+        hex::encode(hmac::sign(&self.hmac_key(), &framed([label, a, b])))
     }
 
     /// Constant-time check of a peer's proof.
     pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
-        unhex(mac_hex, 128).is_some_and(|bytes| self.hmac(label, a, b).verify_slice(&bytes).is_ok())
+        unhex(mac_hex, 128)
+            .is_some_and(|tag| hmac::verify(&self.hmac_key(), &framed([label, a, b]), &tag).is_ok())
     }
+
+    fn hmac_key(&self) -> hmac::Key {
+        hmac::Key::new(hmac::HMAC_SHA256, &self.0)
+    }
+
+    /// A session's key: HKDF-SHA256 (RFC 5869) with both nonces as salt,
+    /// this key as input keying material and `purpose` as info.
+    fn derive(&self, purpose: &str, nonces: &Nonces) -> hmac::Key {
+        let salt = hkdf::Salt::new(
+            hkdf::HKDF_SHA256,
+            &framed(["nonces", &nonces.server, &nonces.client]),
+        );
+        let info = [purpose.as_bytes()];
+        // HMAC_SHA256's output length (32) is far below HKDF's limit of
+        // 255 hash lengths, so expanding cannot fail.
+        let prk = salt.extract(&self.0);
+        prk.expand(&info, hmac::HMAC_SHA256).map_or_else(
+            |_| hmac::Key::new(hmac::HMAC_SHA256, &self.0),
+            hmac::Key::from,
+        )
+    }
+}
+
+/// Each part behind its length, so that no two lists of parts frame alike.
+fn framed<const N: usize>(parts: [&str; N]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for part in parts {
+        v.extend_from_slice(&(part.len() as u32).to_be_bytes());
+        v.extend_from_slice(part.as_bytes());
+    }
+    v
 }
 
 /// The endpoint's and the client's (or console's) challenges of one
@@ -172,7 +191,7 @@ pub enum WireError {
 /// A connection's session key and counters, one per side.
 #[derive(Debug, Clone)]
 pub struct Session {
-    key: Option<Key>,
+    key: Option<hmac::Key>,
     me: Side,
     sent: u64,
     received: u64,
@@ -182,10 +201,7 @@ impl Session {
     /// Keyed on the pre-shared key and both nonces (None: frames carry no
     /// MAC; only an agent without a key, on loopback, runs such a session).
     pub fn new(key: Option<&Key>, nonces: &Nonces, me: Side) -> Session {
-        let key = key.map(|k| {
-            let derived = k.mac(me.purpose(), &nonces.server, &nonces.client);
-            Key::from_bytes(derived.as_bytes())
-        });
+        let key = key.map(|k| k.derive(me.purpose(), nonces));
         Session {
             key,
             me,
@@ -200,7 +216,10 @@ impl Session {
         // Serialising our own types cannot fail.
         let body = serde_json::to_string(msg).unwrap_or_default();
         let seq = self.sent;
-        let mac = (self.key.as_ref()).map(|k| k.mac(self.me.label(), &seq.to_string(), &body));
+        let mac = (self.key.as_ref()).map(|k| {
+            let tag = hmac::sign(k, &framed([self.me.label(), &seq.to_string(), &body]));
+            hex::encode(tag)
+        });
         serde_json::to_vec(&Envelope { seq, mac, body }).unwrap_or_default()
     }
 
@@ -216,7 +235,10 @@ impl Session {
             let Some(mac) = &env.mac else {
                 return Err(WireError::MissingMac(env.seq));
             };
-            if !k.verify(self.me.peer().label(), &env.seq.to_string(), &env.body, mac) {
+            let framed = framed([self.me.peer().label(), &env.seq.to_string(), &env.body]);
+            let authentic =
+                unhex(mac, 64).is_some_and(|tag| hmac::verify(k, &framed, &tag).is_ok());
+            if !authentic {
                 return Err(WireError::BadMac(env.seq));
             }
         }
@@ -225,35 +247,18 @@ impl Session {
     }
 }
 
-/// 16 random bytes from the kernel, hex.
-pub fn nonce() -> String {
-    let mut b = [0u8; 16];
-    // SAFETY: getrandom writes at most b.len() bytes into b.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        // Never reached on Linux >= 3.17; a time-based nonce still never repeats.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        b.copy_from_slice(&t.to_le_bytes());
-    }
-    hex(&b)
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+/// 16 random bytes from the kernel, hex. Without randomness there is no
+/// challenge worth making: an error, never a guessable fallback.
+pub fn nonce() -> std::io::Result<String> {
+    Ok(hex::encode(iotoll_model::secret::random::<16>()?))
 }
 
 /// Hex to bytes; None if malformed or longer than `max` bytes.
 pub(crate) fn unhex(s: &str, max: usize) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 2 * max {
+    if s.len() > 2 * max {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    hex::decode(s).ok()
 }
 
 #[cfg(test)]
@@ -340,8 +345,8 @@ mod tests {
 
     #[test]
     fn nonces_differ() {
-        assert_ne!(nonce(), nonce());
-        assert_eq!(nonce().len(), 32);
+        assert_ne!(nonce().unwrap(), nonce().unwrap());
+        assert_eq!(nonce().unwrap().len(), 32);
     }
 
     #[test]
@@ -363,4 +368,23 @@ mod tests {
         std::fs::remove_file(&d).unwrap();
         assert!(Key::load(&d).is_err());
     }
+
+    /// The session key is HKDF-SHA256 (RFC 5869) of the pre-shared key,
+    /// salted with both nonces, for the protocol's purpose; the vector was
+    /// computed independently with Python's hmac and hashlib.
+    #[test]
+    fn the_session_key_is_hkdf_of_the_key_and_both_nonces() {
+        let k = Key::from_bytes(b"0123456789abcdef");
+        let nonces = Nonces {
+            server: "aa".into(),
+            client: "bb".into(),
+        };
+        let mut s = Session::new(Some(&k), &nonces, Side::Client);
+        let env: Envelope = serde_json::from_slice(&s.seal(&"x")).unwrap();
+        assert_eq!(
+            env.mac.as_deref(),
+            Some("b7603998690ad1e0e28518ebb538a5a937ce5c5fd58ed04ca9d6ba69a1920b26")
+        );
+    }
+
 }

@@ -234,7 +234,8 @@ pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetE
         }
         _ => {}
     }
-    let cn = nonce();
+    let cn =
+        nonce().map_err(|e| peer_err(addr, format!("no randomness for the challenge: {e}")))?;
     ctl.send(&Msg::Auth {
         nonce: cn.clone(),
         mac: key.map(|k| k.mac("client", &sn, &cn)),

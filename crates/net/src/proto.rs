@@ -18,7 +18,7 @@ use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
 /// Version of the control protocol; both ends must agree.
-pub const PROTO_VERSION: u32 = 1;
+pub const PROTO_VERSION: u32 = 2;
 /// Largest control frame accepted, bytes.
 pub const MAX_FRAME: usize = 64 * 1024;
 /// Largest sealed frame: a message of up to [`MAX_FRAME`] bytes as JSON

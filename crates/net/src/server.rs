@@ -600,7 +600,7 @@ fn handshake(
     state: &AtomicU8,
 ) -> Result<(Control, First), SessionError> {
     let mut ctl = Control::new(stream)?;
-    let sn = nonce();
+    let sn = nonce()?;
     ctl.send(&Msg::Hello {
         proto: PROTO_VERSION,
         version: iotoll_model::VERSION.to_string(),
@@ -676,8 +676,8 @@ pub fn data_listener(ip: IpAddr, sockbuf: Option<u64>) -> std::io::Result<TcpLis
 }
 
 /// A random token that identifies a test's (or a pair's) data connections.
-pub fn data_token() -> u64 {
-    u64::from_str_radix(&nonce()[..16], 16).unwrap_or(0x1075_7575)
+pub fn data_token() -> std::io::Result<u64> {
+    Ok(u64::from_le_bytes(iotoll_model::secret::random()?))
 }
 
 /// One test, holding the slot: from the data port to the report. The slot
@@ -698,7 +698,7 @@ fn session(
     let listener = data_listener(local_ip, params.sockbuf)
         .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
     let data_port = listener.local_addr()?.port();
-    let token = data_token();
+    let token = data_token()?;
     // A certificate of its own for each test, pinned by the client.
     let tls = match params.tls {
         Some(_) => Some(ServerTls::generate().map_err(|e| SessionError::Refused(e.to_string()))?),

@@ -154,7 +154,7 @@ impl ServerTls {
 
     /// The certificate the client pins, hex (DER).
     pub fn cert_hex(&self) -> String {
-        crate::auth::hex(self.cert.as_ref())
+        hex::encode(self.cert.as_ref())
     }
 }
 

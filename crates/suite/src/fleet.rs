@@ -45,7 +45,12 @@ pub fn start(
     // gave one); agents already running need the user's.
     let key = match &opts.auth_key {
         Some(k) => k.clone(),
-        None if lab_hosts => Key::from_bytes(&iotoll_agent::ssh::run_key()),
+        None if lab_hosts => {
+            let k = iotoll_agent::ssh::run_key().map_err(|e| {
+                RunError::Hosts(format!("cannot make a key for this run's agents: {e}"))
+            })?;
+            Key::from_bytes(&k)
+        }
         None => {
             return Err(RunError::Hosts(
                 "multi-host tests on agents at addresses need their key: add --auth-key FILE"

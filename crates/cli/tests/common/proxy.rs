@@ -96,7 +96,17 @@ impl Proxy {
         upstream: &str,
         rewrite: impl FnMut(Way, Value) -> Vec<Value> + Send + 'static,
     ) -> Proxy {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        Proxy::start_on("127.0.0.1", upstream, rewrite)
+    }
+
+    /// As `start`, listening on `ip`: a loopback address no other test
+    /// uses, for a test that must also bind a port the endpoint chose.
+    pub fn start_on(
+        ip: &str,
+        upstream: &str,
+        rewrite: impl FnMut(Way, Value) -> Vec<Value> + Send + 'static,
+    ) -> Proxy {
+        let l = TcpListener::bind((ip, 0)).expect("bind the proxy");
         let addr = l.local_addr().unwrap().to_string();
         let upstream = upstream.to_string();
         let rewrite: Arc<Mutex<Box<Rewrite>>> = Arc::new(Mutex::new(Box::new(rewrite)));
