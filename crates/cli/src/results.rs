@@ -357,6 +357,7 @@ mod tests {
             spread_pct: Some(1.25),
             repeatable: Some(true),
             summary: serde_json::from_value(metrics).ok(),
+            ci95: None,
             reps: vec![],
         }
     }

@@ -726,6 +726,7 @@ mod tests {
                 spread_pct: Some(10.0),
                 repeatable: Some(false),
                 summary: None,
+                ci95: None,
                 reps,
             }],
         }
@@ -884,6 +885,7 @@ mod tests {
             spread_pct: None,
             repeatable: None,
             summary: None,
+            ci95: None,
             reps: vec![result(1, kind, "mtu9000", spec, metrics)],
         }];
         r
