@@ -175,6 +175,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 if let Some(tls) = tls {
                     println!("    tls: {}", printable(&crate::output::tls_summary(&tls)));
                 }
+                print!("{}", multi_host(t));
                 // Repetitions other processes interfered with, and by whom;
                 // the endpoint's side only when it is another host.
                 for r in &t.reps {
@@ -335,10 +336,45 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
         g("cpu_pct").unwrap_or("-".into()),
         t.spread_pct.map_or("-".into(), |v| format!("{v:.1}"))
     ));
+    if let Some(c) = &t.ci95 {
+        l.push_str(&format!("  {}", ci_text(c)));
+    }
     if t.repeatable == Some(false) {
         l.push_str("  NOT REPEATABLE");
     }
     l
+}
+
+/// "95 % CI of iops 980 to 1,020 (mean 1,000 ± 20, 3 reps)".
+pub fn ci_text(c: &iotoll_model::Ci95) -> String {
+    format!(
+        "95 % CI of {} {} to {} (mean {} ± {}, {} reps)",
+        c.metric,
+        num(c.low),
+        num(c.high),
+        num(c.mean),
+        num(c.half_width),
+        c.n
+    )
+}
+
+/// A multi-host test's per-host, per-pair and per-adapter tables, of the
+/// repetition its figures are (or, for a mean, the first complete one,
+/// said so); empty for a single-host test.
+fn multi_host(t: &iotoll_store::TestRow) -> String {
+    let complete = || (t.reps.iter()).filter(|r| r.status == iotoll_model::ResultStatus::Complete);
+    let (rep, which) = match t.selected_rep {
+        Some(s) => (t.reps.iter().find(|r| r.rep == s), "selected"),
+        None => (complete().next(), "one of the mean's"),
+    };
+    let Some(rep) = rep.filter(|r| !r.doc.hosts.is_empty()) else {
+        return String::new();
+    };
+    format!(
+        "    repetition {} ({which}):\n{}",
+        rep.rep,
+        crate::output::host_tables(&rep.doc, "    ")
+    )
 }
 
 #[cfg(test)]

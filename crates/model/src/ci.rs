@@ -93,6 +93,34 @@ pub fn rule_metric(rule: &str, kind: Kind) -> &str {
         .unwrap_or(kind.headline())
 }
 
+/// A disk test's throughput in Mbit/s, where its suite asks for it
+/// (`unit = "mbit_s"`, stored as its parameter `unit`): the label a
+/// MB/s-based metric is shown under and the factor its value takes (MB/s
+/// and Mbit/s are both decimal: × 8, exactly). None for any other metric.
+pub fn disk_mbit(metric: &str) -> Option<(&'static str, f64)> {
+    use crate::metrics as mn;
+    let label = match metric {
+        mn::MB_S => "Mbit/s",
+        mn::READ_MB_S => "read Mbit/s",
+        mn::WRITE_MB_S => "write Mbit/s",
+        mn::MB_S_PER_CPU_PCT => "Mbit/s per % CPU",
+        _ => return None,
+    };
+    Some((label, 8.0))
+}
+
+/// The suite key `unit`: disk throughput in MB/s (the default) or in
+/// Mbit/s (MB/s × 8, as study 003 publishes it).
+pub const DISK_UNIT_MB_S: &str = "mb_s";
+pub const DISK_UNIT_MBIT_S: &str = "mbit_s";
+/// The parameter a disk test's `unit = "mbit_s"` is stored as.
+pub const UNIT_PARAM: &str = "unit";
+
+/// Whether a stored test's parameters ask for disk throughput in Mbit/s.
+pub fn wants_mbit(kind: Kind, params: &serde_json::Value) -> bool {
+    kind == Kind::Disk && params.get(UNIT_PARAM).and_then(|u| u.as_str()) == Some(DISK_UNIT_MBIT_S)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
