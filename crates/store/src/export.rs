@@ -73,35 +73,113 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
     })
 }
 
-/// Long format: one row per repetition and metric, plus the means of a
-/// `mean` selection as rep `mean`.
+/// The long CSV's columns: `level` says what a row is a part of (`total`,
+/// `host`, `pair`, `adapter`, `target`, `worker`) and `part` names it.
+pub const CSV_HEAD: &str = "run,config,test,group,rep,selected,metric,value,unit,level,part";
+
+/// The parts of one repetition's document, each as (level, part, metrics):
+/// the totals first, then its hosts, pairs and adapters (multi-host tests),
+/// targets and workers (disk runs). Each level's rows add up to the totals
+/// as the document's do.
+fn levels(doc: &ResultDoc) -> Vec<(&'static str, String, Metrics)> {
+    let mut out = vec![("total", String::new(), doc.metrics.clone())];
+    for h in &doc.hosts {
+        out.push(("host", h.name.clone(), h.metrics.clone()));
+    }
+    for p in &doc.pairs {
+        let m: Metrics = [
+            (mn::CONNS, p.conns as f64),
+            (mn::MBIT_S, p.mbit_s),
+            ("client_to_server_bytes", p.client_to_server_bytes as f64),
+            ("server_to_client_bytes", p.server_to_client_bytes as f64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        out.push(("pair", format!("{}->{}", p.client, p.server), m));
+    }
+    for h in &doc.hosts {
+        for i in &h.ifaces {
+            let mut m: Metrics = [
+                ("rx_bytes", i.rx_bytes as f64),
+                ("tx_bytes", i.tx_bytes as f64),
+                ("rx_packets", i.rx_packets as f64),
+                ("tx_packets", i.tx_packets as f64),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            for (k, v) in [(mn::RX_MBIT_S, i.rx_mbit_s), (mn::TX_MBIT_S, i.tx_mbit_s)] {
+                if let Some(v) = v {
+                    m.insert(k.to_string(), v);
+                }
+            }
+            out.push(("adapter", format!("{}/{}", h.name, i.name), m));
+        }
+    }
+    for t in &doc.targets {
+        out.push(("target", t.target.clone(), t.metrics.clone()));
+    }
+    for w in &doc.workers {
+        out.push(("worker", w.id.to_string(), w.metrics.clone()));
+    }
+    out
+}
+
+/// Long format: one row per repetition, part and metric (`level` and
+/// `part`: the totals, then each host, pair, adapter, target and worker),
+/// plus the means of a `mean` selection as rep `mean`, and the 95 %
+/// confidence interval of the selection metric (3 or more repetitions) as
+/// reps `ci95_low` and `ci95_high`.
 pub fn csv(run: &RunDetail) -> String {
     let mut w = writer();
-    let head = "run,config,test,group,rep,selected,metric,value,unit";
-    row(&mut w, head.split(','));
+    row(&mut w, CSV_HEAD.split(','));
     let id = run.run.id.to_string();
     let config = run.run.config.as_deref().unwrap_or("");
     for t in &run.tests {
         let group = t.group.as_deref().unwrap_or("");
-        let mut emit = |rep: &str, selected: bool, m: &Metrics| {
+        let mut emit = |rep: &str, selected: bool, level: &str, part: &str, m: &Metrics| {
             for (k, v) in m {
-                let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
+                let unit = metric_def(k).map(|d| d.unit).unwrap_or(match k.as_str() {
+                    "rx_bytes"
+                    | "tx_bytes"
+                    | "client_to_server_bytes"
+                    | "server_to_client_bytes" => "bytes",
+                    _ => "count",
+                });
                 let sel = selected.to_string();
-                let r: [&str; 9] = [&id, config, &t.name, group, rep, &sel, k, &num(*v), unit];
+                let r: [&str; 11] = [
+                    &id,
+                    config,
+                    &t.name,
+                    group,
+                    rep,
+                    &sel,
+                    k,
+                    &num(*v),
+                    unit,
+                    level,
+                    part,
+                ];
                 row(&mut w, r);
             }
         };
         let all = t.select == "all";
         for r in &t.reps {
-            emit(
-                &r.rep.to_string(),
-                all || Some(r.rep) == t.selected_rep,
-                &r.doc.metrics,
-            );
+            let sel = all || Some(r.rep) == t.selected_rep;
+            for (level, part, m) in levels(&r.doc) {
+                emit(&r.rep.to_string(), sel, level, &part, &m);
+            }
         }
         if t.select == "mean" {
             if let Some(m) = &t.summary {
-                emit("mean", true, m);
+                emit("mean", true, "total", "", m);
+            }
+        }
+        if let Some(c) = &t.ci95 {
+            for (rep, v) in [("ci95_low", c.low), ("ci95_high", c.high)] {
+                let m: Metrics = [(c.metric.clone(), v)].into_iter().collect();
+                emit(rep, false, "total", "", &m);
             }
         }
     }
@@ -310,6 +388,51 @@ fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
     (!d.hosts.is_empty()).then_some(d)
 }
 
+/// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
+/// each with that CPU's busy % and modes over the window, as Iometer
+/// writes them between a MANAGER row and its WORKER rows.
+fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
+    let Some(c) = cpu else { return Vec::new() };
+    (c.per_core.iter())
+        .map(|core| {
+            let mut r = Cells::new();
+            r.insert("'Target Type", "PROCESSOR".into());
+            r.insert("Target Name", format!("CPU {}", core.cpu));
+            put(&mut r, "% CPU Utilization", Some(core.busy_pct));
+            put(
+                &mut r,
+                "% User Time",
+                Some(core.modes.user + core.modes.nice),
+            );
+            put(&mut r, "% Privileged Time", Some(core.modes.system));
+            put(&mut r, "% DPC Time", Some(core.modes.softirq));
+            put(&mut r, "% Interrupt Time", Some(core.modes.irq));
+            r
+        })
+        .collect()
+}
+
+/// A manager's WORKER row: its figures without the CPU columns, which
+/// Iometer leaves empty on worker rows (CPU is the manager's).
+fn worker_row(manager: &Cells, name: String) -> Cells {
+    let mut w = manager.clone();
+    for k in [
+        "% CPU Utilization",
+        "% User Time",
+        "% Privileged Time",
+        "% DPC Time",
+        "% Interrupt Time",
+        "Processor Speed",
+        "Interrupts per Second",
+        "CPU Effectiveness",
+    ] {
+        w.remove(k);
+    }
+    w.insert("'Target Type", "WORKER".into());
+    w.insert("Target Name", name);
+    w
+}
+
 /// A multi-host test as Iometer writes a test of several managers (one
 /// Dynamo per host): the `ALL` row of the test's totals, then a `MANAGER`
 /// row per host with that host's figures over its window and its own CPU.
@@ -345,7 +468,12 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
             c.entry("Access Specification Name")
                 .or_insert_with(|| t.name.clone());
             c.remove("# Managers");
+            // Each host runs its share as one worker (its engine's threads
+            // are not reported apart): the worker's figures are the host's.
+            let worker = worker_row(&c, format!("{} worker", h.name));
             rows.push(c);
+            rows.extend(processor_rows(h.cpu.as_ref()));
+            rows.push(worker);
         }
     }
     rows
@@ -412,8 +540,7 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
 ///
 /// `# Workers` and `# Disks` count as Iometer does: workers, and targets
 /// per worker (a target two workers have counts twice). Iometer's
-/// PROCESSOR rows (one per CPU, between MANAGER and WORKER) are not
-/// written.
+/// PROCESSOR rows (one per CPU) come between MANAGER and WORKER.
 fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> {
     let assigned: usize = b.workers.iter().map(|w| w.targets.len()).sum();
     let disks = if assigned > 0 {
@@ -454,6 +581,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
             .unwrap_or_else(|| format!("target {n}"))
     };
     let mut rows = vec![all, manager];
+    rows.extend(processor_rows(b.cpu.local.as_ref()));
     let nested = !b.workers.is_empty() && b.workers.iter().all(|w| w.targets.len() <= 1);
     if nested {
         for w in &b.workers {
@@ -566,11 +694,14 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         &["1.1.0"],
         &["'Time Stamp"],
         &[&run.run.started_at],
-        &["'Results"],
-        IOMETER_COLUMNS,
     ] {
         row(&mut w, r);
     }
+    // Iometer writes a results header before each test's rows.
+    let header = |w: &mut csv::Writer<Vec<u8>>| {
+        row(w, ["'Results"]);
+        row(w, IOMETER_COLUMNS);
+    };
     let mut rows = 0;
     let mut skipped = Vec::new();
     let host = run
@@ -588,6 +719,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if let Some(doc) = selected_multi_host(t) {
+            header(&mut w);
             for c in multi_host_rows(t, m, doc) {
                 row(&mut w, line(&c));
             }
@@ -595,6 +727,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         }
         if t.kind == Kind::Disk {
+            header(&mut w);
             let all = disk_cells(t, m);
             match selected_breakdown(t) {
                 Some(b) => {
@@ -627,6 +760,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", t.name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
+        header(&mut w);
         row(&mut w, line(&all));
         // This host's manager, then the endpoint's when its CPU was
         // measured (Iometer writes one MANAGER row per Dynamo).
@@ -995,6 +1129,93 @@ mod tests {
         insta::assert_snapshot!(out);
     }
 
+    /// issue 23 §7: a multi-host run's long CSV has its hosts, pairs and
+    /// adapters beside the totals (a `level` column), and they add up.
+    #[test]
+    fn long_csv_has_every_level_of_a_multi_host_run() {
+        let mut r = net_run(
+            "net-stream",
+            json!({"window_s": 10.0, "mbit_s": 1600.0, "cpu_pct": 20.0}),
+            json!({"dir": "tx", "conns": 4, "msg": 65536}),
+        );
+        let host = |name: &str, mbit: f64| iotoll_model::HostFigures {
+            name: name.into(),
+            role: "client".into(),
+            metrics: [("mbit_s".to_string(), mbit)].into_iter().collect(),
+            ifaces: vec![
+                iotoll_model::IfaceFigures {
+                    name: "eth0".into(),
+                    tx_bytes: 600_000_000,
+                    ..Default::default()
+                }
+                .with_rates(10.0),
+                iotoll_model::IfaceFigures {
+                    name: "eth1".into(),
+                    tx_bytes: 400_000_000,
+                    ..Default::default()
+                }
+                .with_rates(10.0),
+            ],
+            ..Default::default()
+        };
+        let pair = |c: &str, bytes: u64| iotoll_model::PairFigures {
+            client: c.into(),
+            server: "s1".into(),
+            conns: 2,
+            client_to_server_bytes: bytes,
+            server_to_client_bytes: 0,
+            mbit_s: bytes as f64 * 8.0 / 10.0 / 1e6,
+        };
+        let d = &mut r.tests[0].reps[0].doc;
+        d.hosts = vec![host("c1", 800.0), host("c2", 800.0)];
+        d.pairs = vec![pair("c1", 1_000_000_000), pair("c2", 1_000_000_000)];
+        let out = csv(&r);
+        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+            .records()
+            .map(Result::unwrap)
+            .collect();
+        let sum = |level: &str, metric: &str| -> f64 {
+            (recs.iter())
+                .filter(|r| &r[9] == level && &r[6] == metric)
+                .map(|r| r[7].parse::<f64>().unwrap())
+                .sum()
+        };
+        assert_eq!(sum("total", "mbit_s"), 1600.0);
+        assert_eq!(sum("host", "mbit_s"), 1600.0, "{out}");
+        assert_eq!(sum("pair", "mbit_s"), 1600.0, "{out}");
+        assert_eq!(sum("adapter", "tx_bytes"), 2e9, "{out}");
+        assert_eq!(sum("adapter", "tx_mbit_s"), 1600.0, "{out}");
+        let parts: std::collections::BTreeSet<(String, String)> = (recs.iter())
+            .map(|r| (r[9].to_string(), r[10].to_string()))
+            .collect();
+        for want in [("host", "c1"), ("pair", "c2->s1"), ("adapter", "c1/eth1")] {
+            assert!(parts.contains(&(want.0.into(), want.1.into())), "{parts:?}");
+        }
+    }
+
+    /// issue 23 §6: the 95 % CI of the selection metric is exported.
+    #[test]
+    fn long_csv_has_the_confidence_interval() {
+        let mut r = run();
+        let t = &mut r.tests[0];
+        t.reps = vec![
+            disk_rep(1, 1000.0, 700.0, 10.0),
+            disk_rep(2, 1100.0, 770.0, 10.0),
+            disk_rep(3, 1200.0, 840.0, 10.0),
+        ];
+        t.ci95 = t.compute_ci95();
+        let out = csv(&r);
+        let ci = iotoll_model::Ci95::of("iops", [1000.0, 1100.0, 1200.0]).unwrap();
+        assert!(
+            out.contains(&format!(",ci95_low,false,iops,{},", ci.low)),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(",ci95_high,false,iops,{},", ci.high)),
+            "{out}"
+        );
+    }
+
     /// A multi-host stream test: the ALL row of its totals, then one
     /// MANAGER row per host with its own figures and CPU.
     #[test]
@@ -1025,8 +1246,64 @@ mod tests {
             host("c1", "client", 800.0, 0.0, 18.0),
             host("c2", "client", 800.0, 0.0, 22.0),
         ];
+        // The server's two CPUs, each with its own figures.
+        let core = |cpu: u32, busy: f64| iotoll_model::CpuCore {
+            cpu,
+            busy_pct: busy,
+            modes: iotoll_model::CpuModes {
+                user: busy / 2.0,
+                nice: 0.0,
+                system: busy / 4.0,
+                irq: 0.0,
+                softirq: busy / 4.0,
+                iowait: 0.0,
+                steal: 0.0,
+                idle: 100.0 - busy,
+            },
+        };
+        r.tests[0].reps[0].doc.hosts[0].cpu = Some(iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 30.0,
+            per_core: vec![core(0, 40.0), core(1, 20.0)],
+            ..Default::default()
+        });
         let out = iometer_csv(&r).unwrap().text;
-        assert_eq!(out.lines().count(), 8 + 1 + 3, "{out}");
+        // Header block (6), the results header (2), ALL, then per host its
+        // MANAGER, its PROCESSOR rows and its WORKER.
+        assert_eq!(out.lines().count(), 8 + 1 + 3 * 2 + 2, "{out}");
+        let kinds: Vec<(String, String)> = (8..17)
+            .map(|l| {
+                let c = cells(&out, l);
+                (
+                    col(&c, "'Target Type").to_string(),
+                    col(&c, "Target Name").to_string(),
+                )
+            })
+            .collect();
+        let want = [
+            ("ALL", "All"),
+            ("MANAGER", "s1"),
+            ("PROCESSOR", "CPU 0"),
+            ("PROCESSOR", "CPU 1"),
+            ("WORKER", "s1 worker"),
+            ("MANAGER", "c1"),
+            ("WORKER", "c1 worker"),
+            ("MANAGER", "c2"),
+            ("WORKER", "c2 worker"),
+        ];
+        assert_eq!(kinds, pairs(&want), "{out}");
+        let p0 = cells(&out, 10);
+        assert_eq!(
+            (
+                col(&p0, "% CPU Utilization"),
+                col(&p0, "% User Time"),
+                col(&p0, "% DPC Time")
+            ),
+            ("40", "20", "10")
+        );
+        let w = cells(&out, 12);
+        assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
+        assert_eq!(col(&w, "Read MBps (Decimal)"), "200", "the host's figures");
         let all = cells(&out, 8);
         assert_eq!(col(&all, "'Target Type"), "ALL");
         assert_eq!(col(&all, "# Managers"), "3");
@@ -1048,7 +1325,7 @@ mod tests {
             "over the test's window"
         );
         assert_eq!(col(&s1, "% CPU Utilization"), "30", "its own CPU");
-        let c2 = cells(&out, 11);
+        let c2 = cells(&out, 15);
         assert_eq!(col(&c2, "Target Name"), "c2");
         assert_eq!(col(&c2, "Write MBps (Decimal)"), "100");
         assert_eq!(col(&c2, "% CPU Utilization"), "22");
