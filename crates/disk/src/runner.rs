@@ -60,6 +60,13 @@ struct Counts {
     write_bytes: u64,
     errors: u64,
     hist: Histogram<u64>,
+    /// Summed and largest response times of the reads and of the writes
+    /// (ns), for their means and maxima apart (Iometer's read and write
+    /// response times); the histogram holds both.
+    read_ns: u64,
+    write_ns: u64,
+    read_max_ns: u64,
+    write_max_ns: u64,
 }
 
 impl Counts {
@@ -71,6 +78,10 @@ impl Counts {
             write_bytes: 0,
             errors: 0,
             hist: new_histogram(),
+            read_ns: 0,
+            write_ns: 0,
+            read_max_ns: 0,
+            write_max_ns: 0,
         }
     }
 
@@ -80,6 +91,10 @@ impl Counts {
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
         self.errors += o.errors;
+        self.read_ns += o.read_ns;
+        self.write_ns += o.write_ns;
+        self.read_max_ns = self.read_max_ns.max(o.read_max_ns);
+        self.write_max_ns = self.write_max_ns.max(o.write_max_ns);
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.hist.add(&o.hist);
     }
@@ -112,6 +127,28 @@ impl Counts {
             put(mn::MIB_S, c.bytes() as f64 / window_s / 1048576.0);
         }
         write_latency_metrics(&self.hist, "lat", &mut m);
+        let us = |ns: u64| ns as f64 / 1000.0;
+        for (n, sum, max, mean_k, max_k) in [
+            (
+                self.reads,
+                self.read_ns,
+                self.read_max_ns,
+                mn::READ_LAT_MEAN_US,
+                mn::READ_LAT_MAX_US,
+            ),
+            (
+                self.writes,
+                self.write_ns,
+                self.write_max_ns,
+                mn::WRITE_LAT_MEAN_US,
+                mn::WRITE_LAT_MAX_US,
+            ),
+        ] {
+            if n > 0 {
+                m.insert(mean_k.to_string(), us(sum) / n as f64);
+                m.insert(max_k.to_string(), us(max));
+            }
+        }
         m
     }
 }
@@ -378,13 +415,18 @@ fn work(
                     return;
                 }
                 let ns = t.duration_since(issued_at[slot]).as_nanos() as u64;
-                c.hist.saturating_record(ns.max(1));
+                let ns = ns.max(1);
+                c.hist.saturating_record(ns);
                 if rq.read {
                     c.reads += 1;
                     c.read_bytes += len;
+                    c.read_ns = c.read_ns.saturating_add(ns);
+                    c.read_max_ns = c.read_max_ns.max(ns);
                 } else {
                     c.writes += 1;
                     c.write_bytes += len;
+                    c.write_ns = c.write_ns.saturating_add(ns);
+                    c.write_max_ns = c.write_max_ns.max(ns);
                 }
                 let l = &mut out.lines[line_of[slot]];
                 l.0 += 1;
@@ -1370,6 +1412,34 @@ mod tests {
     /// The window is exactly as long as asked, the series goes ramp ->
     /// measure, and the figures add up (rates x window = the I/Os in the
     /// latency histogram).
+    #[test]
+    fn reads_and_writes_have_their_own_response_times() {
+        let cpu = iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 50.0,
+            ..Default::default()
+        };
+        let doc = run_fake(cpu, None).unwrap();
+        let m = &doc.metrics;
+        let (reads, writes) = (m[mn::READ_IOPS] * 2.0, m[mn::WRITE_IOPS] * 2.0);
+        assert!(reads > 0.0 && writes > 0.0, "{m:?}");
+        // The two means weighted by their counts are the mean of all
+        // (which the histogram holds to its precision, 0.1 %).
+        let parts = m[mn::READ_LAT_MEAN_US] * reads + m[mn::WRITE_LAT_MEAN_US] * writes;
+        let all = m[mn::LAT_MEAN_US] * (reads + writes);
+        assert!((parts - all).abs() <= 2e-3 * all, "{parts} vs {all}");
+        // The larger maximum is the maximum (the histogram's bucket holds it).
+        let max = m[mn::READ_LAT_MAX_US].max(m[mn::WRITE_LAT_MAX_US]);
+        let lat_max = m[mn::LAT_MAX_US];
+        assert!(
+            max <= lat_max && lat_max <= max * 1.002 + 0.001,
+            "{max} vs {lat_max}"
+        );
+        for k in [mn::READ_LAT_MEAN_US, mn::WRITE_LAT_MEAN_US] {
+            assert!(m[k] >= m[mn::LAT_MIN_US] * 0.998 && m[k] <= lat_max, "{k}");
+        }
+    }
+
     #[test]
     fn a_null_run_on_the_fake_clock_accounts_exactly() {
         let cpu = iotoll_model::CpuReport {

@@ -324,7 +324,7 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
-    let vals: [(&'static str, Option<f64>); 29] = [
+    let vals: [(&'static str, Option<f64>); 33] = [
         ("# Workers", sp("workers")),
         ("IOps", g("iops")),
         ("Read IOps", g("read_iops")),
@@ -341,6 +341,10 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Average Transaction Time", ms(g("lat_mean_us"))),
         ("Maximum Response Time", ms(g("lat_max_us"))),
         ("Maximum Transaction Time", ms(g("lat_max_us"))),
+        ("Average Read Response Time", ms(g(mn::READ_LAT_MEAN_US))),
+        ("Average Write Response Time", ms(g(mn::WRITE_LAT_MEAN_US))),
+        ("Maximum Read Response Time", ms(g(mn::READ_LAT_MAX_US))),
+        ("Maximum Write Response Time", ms(g(mn::WRITE_LAT_MAX_US))),
         ("Errors", g("errors")),
         ("Bytes Read", bytes(g("read_mb_s"))),
         ("Bytes Written", bytes(g("write_mb_s"))),
@@ -482,7 +486,8 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
 /// Iometer's I/O columns from the figures of one part of a disk run (a
 /// worker, or a target). The read and write shares of `iops` and `mb_s`
 /// go by the part's counts, so that Read + Write is the total as on
-/// Iometer's rows. Latency per direction is not measured: empty. No CPU
+/// Iometer's rows. Latency per direction from the part's read and write
+/// response times (absent from older documents: empty). No CPU
 /// columns: per-worker CPU is not measured (Iometer leaves them empty on
 /// its WORKER and DISK rows too).
 fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
@@ -492,7 +497,7 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
     let (iops, mb_s) = (get(mn::IOPS), get(mn::MB_S));
     let (read_mb, write_mb) = (get(mn::READ_MB_S), get(mn::WRITE_MB_S));
     let mut c = Cells::new();
-    let vals: [(&'static str, Option<f64>); 20] = [
+    let vals: [(&'static str, Option<f64>); 24] = [
         ("IOps", iops),
         ("Read IOps", get(mn::READ_IOPS)),
         ("Write IOps", get(mn::WRITE_IOPS)),
@@ -508,6 +513,13 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
         ("Average Transaction Time", ms(get(mn::LAT_MEAN_US))),
         ("Maximum Response Time", ms(get(mn::LAT_MAX_US))),
         ("Maximum Transaction Time", ms(get(mn::LAT_MAX_US))),
+        ("Average Read Response Time", ms(get(mn::READ_LAT_MEAN_US))),
+        (
+            "Average Write Response Time",
+            ms(get(mn::WRITE_LAT_MEAN_US)),
+        ),
+        ("Maximum Read Response Time", ms(get(mn::READ_LAT_MAX_US))),
+        ("Maximum Write Response Time", ms(get(mn::WRITE_LAT_MAX_US))),
         ("Errors", get(mn::ERRORS)),
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
@@ -1127,6 +1139,34 @@ mod tests {
         );
         assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
         insta::assert_snapshot!(out);
+    }
+
+    /// issue 23 §7: separate read and write response times.
+    #[test]
+    fn iometer_has_read_and_write_response_times() {
+        let mut r = run();
+        let m = &mut r.tests[0].reps[0].doc.metrics;
+        for (k, v) in [
+            ("read_lat_mean_us", 200.0),
+            ("write_lat_mean_us", 350.0),
+            ("read_lat_max_us", 4000.0),
+            ("write_lat_max_us", 2500.0),
+        ] {
+            m.insert(k.into(), v);
+        }
+        let out = iometer_csv(&r).unwrap().text;
+        let all = cells(&out, 8);
+        assert_eq!(col(&all, "'Target Type"), "ALL", "{out}");
+        assert_eq!(
+            [
+                "Average Read Response Time",
+                "Average Write Response Time",
+                "Maximum Read Response Time",
+                "Maximum Write Response Time"
+            ]
+            .map(|k| col(&all, k).to_string()),
+            ["0.2", "0.35", "4", "2.5"]
+        );
     }
 
     /// issue 23 §7: a multi-host run's long CSV has its hosts, pairs and
