@@ -380,6 +380,16 @@ fn selected_breakdown(t: &TestRow) -> Option<&ResultDoc> {
     (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
 }
 
+/// The selected repetition's document, when the test's figures are that
+/// repetition's (not a mean).
+fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
+    if t.select == "mean" {
+        return None;
+    }
+    let rep = t.selected_rep?;
+    Some(&t.reps.iter().find(|r| r.rep == rep)?.doc)
+}
+
 /// The document of a multi-host test's selected repetition, when the
 /// test's figures are that repetition's (a mean has no hosts to add up to
 /// it).
@@ -775,17 +785,30 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         header(&mut w);
         row(&mut w, line(&all));
         // This host's manager, then the endpoint's when its CPU was
-        // measured (Iometer writes one MANAGER row per Dynamo).
+        // measured (Iometer writes one MANAGER row per Dynamo), each with
+        // its PROCESSOR rows (of the selected repetition: a mean has no
+        // one window per CPU) and its one network worker.
+        let cpu = selected_doc(t).map(|d| &d.cpu);
         all.insert("'Target Type", "MANAGER".into());
         all.insert("Target Name", host.to_string());
         all.remove("# Managers");
         row(&mut w, line(&all));
+        for c in processor_rows(cpu.and_then(|c| c.local.as_ref())) {
+            row(&mut w, line(&c));
+        }
+        row(&mut w, line(&worker_row(&all, format!("{host} worker"))));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true, "remote_") {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", t.name.clone());
                 row(&mut w, line(&ep));
+                // The same kernel's CPUs are this host's, listed above.
+                let remote = cpu.filter(|c| c.same_host != Some(true));
+                for c in processor_rows(remote.and_then(|c| c.remote.as_ref())) {
+                    row(&mut w, line(&c));
+                }
+                row(&mut w, line(&worker_row(&ep, format!("{peer} worker"))));
             }
         }
         rows += 1;
@@ -1070,8 +1093,24 @@ mod tests {
             json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "bidir", "msg": 65536}),
         );
         let out = iometer_csv(&r).unwrap().text;
-        // ALL, this host's MANAGER, the endpoint's MANAGER.
-        assert_eq!(out.lines().count(), 11, "{out}");
+        // ALL, this host's MANAGER and its WORKER, the endpoint's MANAGER
+        // and its WORKER (no CPU window in the fixture: no PROCESSOR rows).
+        assert_eq!(out.lines().count(), 13, "{out}");
+        let worker = cells(&out, 10);
+        assert_eq!(
+            (col(&worker, "'Target Type"), col(&worker, "Target Name")),
+            ("WORKER", "lab-a worker")
+        );
+        assert_eq!(
+            col(&worker, "Write MBps (Decimal)"),
+            "100",
+            "the host's figures"
+        );
+        assert_eq!(
+            col(&worker, "% CPU Utilization"),
+            "",
+            "CPU is the manager's"
+        );
         let all = cells(&out, 8);
         let c = |name: &str| col(&all, name).to_string();
         assert_eq!(c("'Target Type"), "ALL");
@@ -1092,7 +1131,7 @@ mod tests {
             "send/recv calls are not counted: empty, never 0"
         );
         assert_eq!(c("Transactions per Second"), "");
-        let ep = cells(&out, 10);
+        let ep = cells(&out, 11);
         assert_eq!(col(&ep, "'Target Type"), "MANAGER");
         assert_eq!(col(&ep, "Target Name"), "10.0.0.2:7575");
         assert_eq!(
@@ -1120,8 +1159,8 @@ mod tests {
             json!({"peer": "[::1]:7575", "conns": 2, "req": 1000, "resp": 16000, "burst": 4}),
         );
         let out = iometer_csv(&r).unwrap().text;
-        // No endpoint CPU measured: ALL and this host's MANAGER only.
-        assert_eq!(out.lines().count(), 10, "{out}");
+        // No endpoint CPU measured: ALL and this host's MANAGER and WORKER only.
+        assert_eq!(out.lines().count(), 11, "{out}");
         let all = cells(&out, 8);
         let c = |name: &str| col(&all, name).to_string();
         assert_eq!(c("Transactions per Second"), "20000");
@@ -1139,6 +1178,66 @@ mod tests {
         );
         assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
         insta::assert_snapshot!(out);
+    }
+
+    /// issue 23 §7: PROCESSOR rows per CPU of each manager of a network
+    /// test; an endpoint on this very kernel has no CPUs of its own.
+    #[test]
+    fn iometer_network_managers_have_their_processors() {
+        let cores = |n: u32| iotoll_model::CpuReport {
+            cpus: n,
+            per_core: (0..n)
+                .map(|cpu| iotoll_model::CpuCore {
+                    cpu,
+                    busy_pct: 10.0 * (cpu + 1) as f64,
+                    modes: iotoll_model::CpuModes {
+                        user: 0.0,
+                        nice: 0.0,
+                        system: 0.0,
+                        irq: 0.0,
+                        softirq: 0.0,
+                        iowait: 0.0,
+                        steal: 0.0,
+                        idle: 100.0,
+                    },
+                })
+                .collect(),
+            ..Default::default()
+        };
+        for (same_host, want) in [(Some(false), 2 + 4), (Some(true), 2)] {
+            let mut r = net_run(
+                "net-stream",
+                json!({"window_s": 10.0, "mbit_s": 800.0, "tx_mbit_s": 800.0, "rx_mbit_s": 0.0,
+                       "cpu_pct": 40.0, "remote_cpu_pct": 20.0}),
+                json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "tx", "msg": 65536}),
+            );
+            let cpu = &mut r.tests[0].reps[0].doc.cpu;
+            (cpu.local, cpu.remote, cpu.same_host) = (Some(cores(2)), Some(cores(4)), same_host);
+            let out = iometer_csv(&r).unwrap().text;
+            let rows: Vec<(String, String)> = (8..out.lines().count())
+                .map(|l| {
+                    let c = cells(&out, l);
+                    (
+                        col(&c, "'Target Type").to_string(),
+                        col(&c, "Target Name").to_string(),
+                    )
+                })
+                .collect();
+            let procs: Vec<&(String, String)> =
+                rows.iter().filter(|r| r.0 == "PROCESSOR").collect();
+            assert_eq!(procs.len(), want, "{out}");
+            // This host's two come right after its MANAGER row.
+            assert_eq!(rows[1].0, "MANAGER", "{out}");
+            assert_eq!(
+                (&rows[2].1, &rows[3].1),
+                (&"CPU 0".to_string(), &"CPU 1".to_string())
+            );
+            assert_eq!(
+                col(&cells(&out, 11), "% CPU Utilization"),
+                "20",
+                "CPU 1's own"
+            );
+        }
     }
 
     /// issue 23 §7: separate read and write response times.
