@@ -337,6 +337,11 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
         };
         l.push_str(&format!("  {label} {}", v.unwrap_or("-".into())));
     }
+    // The metric the test is selected by, when the kind's columns lack it.
+    let sel = t.select_metric();
+    if !shown_metrics(t.kind).iter().any(|(_, k)| *k == sel) {
+        l.push_str(&format!("  {sel} {}", g(sel).unwrap_or("-".into())));
+    }
     l.push_str(&format!(
         "  cpu % {}  spread % {}",
         g("cpu_pct").unwrap_or("-".into()),
@@ -515,6 +520,19 @@ mod tests {
             line.contains("95 % CI of mbit_s 1,585 to 1,635 (mean 1,610 ± 24.8, 3 reps)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn show_prints_the_metric_a_test_is_selected_by() {
+        let mut t = row(
+            "disk",
+            serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0}),
+        );
+        t.select = "median:lat_p99_us".into();
+        let l = test_line(&t);
+        assert!(l.contains("lat_p99_us 812"), "{l}");
+        t.select = "median:iops".into();
+        assert_eq!(test_line(&t).matches("1,000").count(), 1);
     }
 
     #[test]
