@@ -639,6 +639,7 @@ fn iface_delta(
                 rx_packets: a.rx_packets.saturating_sub(b.rx_packets),
                 tx_bytes: a.tx_bytes.saturating_sub(b.tx_bytes),
                 tx_packets: a.tx_packets.saturating_sub(b.tx_packets),
+                ..Default::default()
             })
         })
         .collect()

@@ -1007,7 +1007,10 @@ impl Console {
             off_us: console(r.off_ns, times.off_ns),
             disclosure: info.map(|i| i.disclosure.clone()),
             notes,
-            ifaces: r.ifaces.clone(),
+            // Rates over the window the counters were read on (the host's).
+            ifaces: (r.ifaces.iter())
+                .map(|i| i.clone().with_rates(r.window_s))
+                .collect(),
         }
     }
 

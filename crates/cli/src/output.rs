@@ -643,3 +643,166 @@ mod sample_tests {
         samples::readme_sample("disk-run", &human(&doc));
     }
 }
+
+/// Columns as wide as their widest cell, the first left-aligned and the
+/// rest right-aligned (numbers), each line indented by `indent`.
+fn aligned(o: &mut String, indent: &str, rows: &[Vec<String>]) {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            (rows
+                .iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count()))
+            .max()
+        })
+        .map(|w| w.unwrap_or(0))
+        .collect();
+    for r in rows {
+        let cells: Vec<String> = (r.iter().zip(&width).enumerate())
+            .map(|(i, (s, w))| match i {
+                0 | 1 => format!("{s:<w$}"),
+                _ => format!("{s:>w$}"),
+            })
+            .collect();
+        let _ = writeln!(o, "{indent}{}", cells.join("  ").trim_end());
+    }
+}
+
+/// A multi-host test's per-host, per-pair and per-adapter tables (empty
+/// for a single-host result): what `results show` prints under the test.
+/// The adapters' lines end with what the host's adapters carried on the
+/// wire beside the payload its pairs counted, so the split can be checked.
+pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
+    let mut o = String::new();
+    if doc.hosts.is_empty() {
+        return o;
+    }
+    let f = |m: &iotoll_model::Metrics, k: &str| m.get(k).map_or("-".into(), |v| num(*v));
+    let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    let disk = doc.kind == Kind::Disk;
+    let mut rows = vec![if disk {
+        [
+            "host",
+            "role",
+            "cpus",
+            "IOPS",
+            "MB/s",
+            "cpu %",
+            "others %",
+            "IOPS per % CPU",
+        ]
+    } else {
+        [
+            "host", "role", "cpus", "Mbit/s", "sent", "received", "cpu %", "others %",
+        ]
+    }
+    .map(String::from)
+    .to_vec()];
+    for h in &doc.hosts {
+        let m = &h.metrics;
+        let mut r = vec![
+            printable(&h.name).into_owned(),
+            h.role.clone(),
+            h.cpus.to_string(),
+        ];
+        let keys: &[&str] = if disk {
+            &[mn::IOPS, mn::MB_S]
+        } else {
+            &[mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S]
+        };
+        r.extend(keys.iter().map(|k| f(m, k)));
+        r.push(pct(m.get(mn::CPU_PCT).copied()));
+        r.push(pct(m.get(mn::CPU_OTHERS_PCT).copied()));
+        if disk {
+            r.push(f(m, mn::IOPS_PER_CPU_PCT));
+        }
+        rows.push(r);
+    }
+    let _ = writeln!(o, "{indent}per host:");
+    aligned(&mut o, &format!("{indent}  "), &rows);
+    if !doc.pairs.is_empty() {
+        let mut rows = vec![[
+            "client",
+            "server",
+            "conns",
+            "client->server MB",
+            "server->client MB",
+            "Mbit/s",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for p in &doc.pairs {
+            rows.push(vec![
+                printable(&p.client).into_owned(),
+                printable(&p.server).into_owned(),
+                p.conns.to_string(),
+                num(p.client_to_server_bytes as f64 / 1e6),
+                num(p.server_to_client_bytes as f64 / 1e6),
+                num(p.mbit_s),
+            ]);
+        }
+        let _ = writeln!(o, "{indent}per pair:");
+        aligned(&mut o, &format!("{indent}  "), &rows);
+    }
+    adapter_table(&mut o, doc, indent);
+    o
+}
+
+/// Per adapter of every host that has more than one (a multi-homed host):
+/// what each carried on the wire in the host's window.
+fn adapter_table(o: &mut String, doc: &ResultDoc, indent: &str) {
+    let window = doc.metrics.get(mn::WINDOW_S).copied().unwrap_or(0.0);
+    let multi: Vec<_> = (doc.hosts.iter()).filter(|h| h.ifaces.len() > 1).collect();
+    if multi.is_empty() {
+        return;
+    }
+    let mut rows = vec![[
+        "host",
+        "adapter",
+        "received Mbit/s",
+        "sent Mbit/s",
+        "Mbit/s",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut sums = Vec::new();
+    for h in multi {
+        let w = h.cpu.as_ref().map_or(window, |c| c.window_s);
+        let mut wire = 0.0;
+        for i in &h.ifaces {
+            // An older document has the counters only: its rates over the window.
+            let i = match i.rx_mbit_s {
+                Some(_) => i.clone(),
+                None => i.clone().with_rates(w),
+            };
+            let g = |v: Option<f64>| v.map_or("-".into(), num);
+            wire += i.mbit_s().unwrap_or(0.0);
+            rows.push(vec![
+                printable(&h.name).into_owned(),
+                printable(&i.name).into_owned(),
+                g(i.rx_mbit_s),
+                g(i.tx_mbit_s),
+                g(i.mbit_s()),
+            ]);
+        }
+        let payload = h.metrics.get(mn::MBIT_S).copied();
+        sums.push(format!(
+            "{}: adapters {} Mbit/s on the wire (headers included){}",
+            printable(&h.name),
+            num(wire),
+            payload.map_or(String::new(), |p| format!(
+                " for {} Mbit/s of payload",
+                num(p)
+            ))
+        ));
+    }
+    let _ = writeln!(
+        o,
+        "{indent}per adapter (interface counters over the host's window):"
+    );
+    aligned(o, &format!("{indent}  "), &rows);
+    for s in sums {
+        let _ = writeln!(o, "{indent}  {s}");
+    }
+}

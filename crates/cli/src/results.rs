@@ -175,6 +175,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                 if let Some(tls) = tls {
                     println!("    tls: {}", printable(&crate::output::tls_summary(&tls)));
                 }
+                print!("{}", multi_host(t));
                 // Repetitions other processes interfered with, and by whom;
                 // the endpoint's side only when it is another host.
                 for r in &t.reps {
@@ -327,18 +328,68 @@ fn test_line(t: &iotoll_store::TestRow) -> String {
         t.reps.len(),
         t.select
     );
+    let mbit = iotoll_model::ci::wants_mbit(t.kind, &t.params);
     for (label, k) in shown_metrics(t.kind) {
-        l.push_str(&format!("  {label} {}", g(k).unwrap_or("-".into())));
+        // Disk throughput in Mbit/s where the suite asks (unit = "mbit_s").
+        let (label, v) = match iotoll_model::ci::disk_mbit(k).filter(|_| mbit) {
+            Some((l, f)) => (l, m.and_then(|m| m.get(*k)).map(|v| num(v * f))),
+            None => (*label, g(k)),
+        };
+        l.push_str(&format!("  {label} {}", v.unwrap_or("-".into())));
+    }
+    // The metric the test is selected by, when the kind's columns lack it.
+    let sel = t.select_metric();
+    if !shown_metrics(t.kind).iter().any(|(_, k)| *k == sel) {
+        l.push_str(&format!("  {sel} {}", g(sel).unwrap_or("-".into())));
     }
     l.push_str(&format!(
         "  cpu % {}  spread % {}",
         g("cpu_pct").unwrap_or("-".into()),
         t.spread_pct.map_or("-".into(), |v| format!("{v:.1}"))
     ));
+    if let Some(c) = &t.ci95 {
+        l.push_str(&format!("  {}", ci_text(c, mbit)));
+    }
     if t.repeatable == Some(false) {
         l.push_str("  NOT REPEATABLE");
     }
     l
+}
+
+/// "95 % CI of iops 980 to 1,020 (mean 1,000 ± 20, 3 reps)"; `mbit`
+/// shows a disk MB/s metric in Mbit/s.
+pub fn ci_text(c: &iotoll_model::Ci95, mbit: bool) -> String {
+    let (name, f) = match iotoll_model::ci::disk_mbit(&c.metric).filter(|_| mbit) {
+        Some((l, f)) => (l, f),
+        None => (c.metric.as_str(), 1.0),
+    };
+    format!(
+        "95 % CI of {name} {} to {} (mean {} ± {}, {} reps)",
+        num(c.low * f),
+        num(c.high * f),
+        num(c.mean * f),
+        num(c.half_width * f),
+        c.n
+    )
+}
+
+/// A multi-host test's per-host, per-pair and per-adapter tables, of the
+/// repetition its figures are (or, for a mean, the first complete one,
+/// said so); empty for a single-host test.
+fn multi_host(t: &iotoll_store::TestRow) -> String {
+    let complete = || (t.reps.iter()).filter(|r| r.status == iotoll_model::ResultStatus::Complete);
+    let (rep, which) = match t.selected_rep {
+        Some(s) => (t.reps.iter().find(|r| r.rep == s), "selected"),
+        None => (complete().next(), "one of the mean's"),
+    };
+    let Some(rep) = rep.filter(|r| !r.doc.hosts.is_empty()) else {
+        return String::new();
+    };
+    format!(
+        "    repetition {} ({which}):\n{}",
+        rep.rep,
+        crate::output::host_tables(&rep.doc, "    ")
+    )
 }
 
 #[cfg(test)]
@@ -357,8 +408,139 @@ mod tests {
             spread_pct: Some(1.25),
             repeatable: Some(true),
             summary: serde_json::from_value(metrics).ok(),
+            ci95: None,
             reps: vec![],
         }
+    }
+
+    fn doc(metrics: serde_json::Value) -> iotoll_model::ResultDoc {
+        serde_json::from_value(serde_json::json!({
+            "iotoll_version": "0.1.0", "kind": "net-stream", "status": "complete",
+            "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
+            "metrics": metrics, "cpu": {"local": null, "remote": null},
+            "latency": null, "series": [], "notes": [], "disclosure": null
+        }))
+        .unwrap()
+    }
+
+    /// issue 23 §7: `results show` of a multi-host run prints its
+    /// per-host and per-pair tables (and §6: a multi-homed host's adapters,
+    /// and the 95 % CI of 3+ repetitions).
+    #[test]
+    fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
+        let mut t = row("net-stream", serde_json::json!({"mbit_s": 1600.0}));
+        t.select = "median:mbit_s".into();
+        let mut d = doc(serde_json::json!({"mbit_s": 1600.0, "window_s": 10.0}));
+        let host =
+            |name: &str, role: &str, tx: f64, rx: f64, ifaces: usize| iotoll_model::HostFigures {
+                name: name.into(),
+                role: role.into(),
+                cpus: 4,
+                metrics: [
+                    ("mbit_s", tx + rx),
+                    ("tx_mbit_s", tx),
+                    ("rx_mbit_s", rx),
+                    ("cpu_pct", 12.5),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+                ifaces: (0..ifaces)
+                    .map(|n| {
+                        iotoll_model::IfaceFigures {
+                            name: format!("eth{n}"),
+                            rx_bytes: (rx * 1e6 / 8.0 * 10.0) as u64 / ifaces as u64,
+                            tx_bytes: (tx * 1e6 / 8.0 * 10.0) as u64 / ifaces as u64,
+                            ..Default::default()
+                        }
+                        .with_rates(10.0)
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+        d.hosts = vec![
+            host("srv", "server", 0.0, 1600.0, 4),
+            host("c1", "client", 800.0, 0.0, 1),
+            host("c2", "client", 800.0, 0.0, 1),
+        ];
+        let pair = |c: &str| iotoll_model::PairFigures {
+            client: c.into(),
+            server: "srv".into(),
+            conns: 2,
+            client_to_server_bytes: 1_000_000_000,
+            server_to_client_bytes: 0,
+            mbit_s: 800.0,
+        };
+        d.pairs = vec![pair("c1"), pair("c2")];
+        t.selected_rep = Some(2);
+        t.reps = (1..=3)
+            .map(|rep| {
+                let mut d = d.clone();
+                d.metrics
+                    .insert("mbit_s".into(), 1590.0 + 10.0 * rep as f64);
+                iotoll_store::RepRow {
+                    rep,
+                    status: iotoll_model::ResultStatus::Complete,
+                    doc: d,
+                }
+            })
+            .collect();
+        t.ci95 = t.compute_ci95();
+        let out = multi_host(&t);
+        assert!(out.contains("repetition 2 (selected)"), "{out}");
+        for want in [
+            "per host:",
+            "srv",
+            "c1",
+            "per pair:",
+            "c2",
+            "srv",
+            "800",
+            "per adapter",
+        ] {
+            assert!(out.contains(want), "{want}: {out}");
+        }
+        // The server's 4 adapters, 400 Mbit/s each, adding up to its 1,600.
+        let adapters: Vec<&str> = out.lines().filter(|l| l.contains(" eth")).collect();
+        assert_eq!(adapters.len(), 4, "{out}");
+        assert!(
+            adapters.iter().all(|l| l.trim_end().ends_with(" 400")),
+            "{out}"
+        );
+        assert!(out.contains("srv: adapters 1,600 Mbit/s on the wire (headers included) for 1,600 Mbit/s of payload"), "{out}");
+        // Single-homed clients have no adapter lines.
+        assert!(
+            !out.lines()
+                .any(|l| l.trim_start().starts_with("c1") && l.contains("eth0")),
+            "{out}"
+        );
+        // 1600, 1610, 1620: 1610 ± 4.303 × 10 / √3 = ± 24.8.
+        let line = test_line(&t);
+        assert!(
+            line.contains("95 % CI of mbit_s 1,585 to 1,635 (mean 1,610 ± 24.8, 3 reps)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn show_prints_the_metric_a_test_is_selected_by() {
+        let mut t = row(
+            "disk",
+            serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0}),
+        );
+        t.select = "median:lat_p99_us".into();
+        let l = test_line(&t);
+        assert!(l.contains("lat_p99_us 812"), "{l}");
+        t.select = "median:iops".into();
+        assert_eq!(test_line(&t).matches("1,000").count(), 1);
+    }
+
+    #[test]
+    fn show_prints_disk_mbit_s_where_the_suite_asks() {
+        let mut t = row("disk", serde_json::json!({"iops": 1000.0, "mb_s": 4.096}));
+        t.params = serde_json::json!({"unit": "mbit_s"});
+        let l = test_line(&t);
+        assert!(l.contains("Mbit/s 32.8") && !l.contains("MB/s"), "{l}");
     }
 
     #[test]

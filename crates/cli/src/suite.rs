@@ -768,15 +768,39 @@ pub fn results_table(
         suite.name,
         config.unwrap_or("-")
     );
+    // Disk throughput in Mbit/s where the suite asks (`unit = "mbit_s"`).
+    let mbit = |name: &str| {
+        (suite.jobs.iter())
+            .any(|j| j.name == name && iotoll_model::ci::wants_mbit(j.kind, &j.params))
+    };
+    let any_mbit = tests.iter().any(|t| mbit(&t.name));
     let _ = writeln!(
         o,
-        "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8}",
-        "test", "group", "reps", "value", "unit", "MB/s", "cpu %", "efficiency", "", "spread %"
+        "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8} {:>23}",
+        "test",
+        "group",
+        "reps",
+        "value",
+        "unit",
+        if any_mbit { "Mbit/s" } else { "MB/s" },
+        "cpu %",
+        "efficiency",
+        "",
+        "spread %",
+        "95 % CI (mean)"
     );
     for t in tests {
         let m = t.selected.metrics.as_ref();
-        let g = |k: &str| m.and_then(|m| m.get(k).copied());
-        let (head, eff) = (t.kind.headline(), t.kind.headline_efficiency());
+        // A test's figure and index are those of the metric it is selected by.
+        let (head, eff) = (t.metric.as_str(), t.kind.efficiency_of(&t.metric));
+        let in_mbit = mbit(&t.name);
+        let shown = |k: &str| -> (Option<f64>, String) {
+            let v = m.and_then(|m| m.get(k).copied());
+            match iotoll_model::ci::disk_mbit(k).filter(|_| in_mbit) {
+                Some((label, f)) => (v.map(|v| v * f), label.to_string()),
+                None => (v, mn::label(k).to_string()),
+            }
+        };
         let mut flag = match t.repeatable {
             Some(false) => "  NOT REPEATABLE".to_string(),
             _ => String::new(),
@@ -785,21 +809,43 @@ pub fn results_table(
             let reps: Vec<String> = t.interfered.iter().map(u32::to_string).collect();
             flag.push_str(&format!("  INTERFERED (rep {})", reps.join(", ")));
         }
+        let ci = iotoll_model::Ci95::of(
+            head,
+            t.reps
+                .iter()
+                .filter_map(|(_, d)| d.metrics.get(head).copied()),
+        );
+        let factor = iotoll_model::ci::disk_mbit(head)
+            .filter(|_| in_mbit)
+            .map_or(1.0, |x| x.1);
+        let ((value, unit), (index, index_unit)) = (shown(head), shown(eff));
+        let throughput = if in_mbit {
+            shown(mn::MB_S).0
+        } else {
+            m.and_then(|m| m.get(mn::MB_S).copied())
+        };
         let _ = writeln!(
             o,
-            "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8}{flag}",
+            "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8} {:>23}{flag}",
             t.name,
             t.group,
             format!("{}/{}", t.reps.len(), t.reps.len() + t.failures.len()),
-            g(head).map(num).unwrap_or("-".into()),
-            mn::label(head),
-            g(mn::MB_S).map(num).unwrap_or("-".into()),
-            g(mn::CPU_PCT).map(num).unwrap_or("-".into()),
-            g(eff).map(num).unwrap_or("-".into()),
-            mn::label(eff),
+            value.map(num).unwrap_or("-".into()),
+            unit,
+            throughput.map(num).unwrap_or("-".into()),
+            m.and_then(|m| m.get(mn::CPU_PCT).copied())
+                .map(num)
+                .unwrap_or("-".into()),
+            index.map(num).unwrap_or("-".into()),
+            index_unit,
             t.selected
                 .spread_pct
                 .map_or("-".into(), |s| format!("{s:.1}")),
+            ci.map_or("-".into(), |c| format!(
+                "{} to {}",
+                num(c.low * factor),
+                num(c.high * factor)
+            )),
         );
     }
     o
@@ -885,4 +931,118 @@ pub fn sysinfo(json: bool) -> Result<()> {
         println!("tcp          {k} = {}", s(v));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use iotoll_suite::select::Selected;
+
+    fn outcome(suite: &Suite, name: &str, reps: &[(f64, f64)]) -> TestOutcome {
+        let job = suite.jobs.iter().find(|j| j.name == name).expect("job");
+        let docs: Vec<(u32, iotoll_model::ResultDoc)> = (reps.iter().enumerate())
+            .map(|(i, (iops, mb_s))| {
+                let mut metrics: iotoll_model::Metrics = [
+                    (mn::IOPS.to_string(), *iops),
+                    (mn::MB_S.to_string(), *mb_s),
+                    (mn::CPU_PCT.to_string(), 10.0),
+                ]
+                .into_iter()
+                .collect();
+                iotoll_model::derive_metrics(&mut metrics);
+                let doc = serde_json::from_value(serde_json::json!({
+                    "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
+                    "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
+                    "metrics": metrics, "cpu": {"local": null, "remote": null},
+                    "latency": null, "series": [], "notes": [], "disclosure": null
+                }))
+                .expect("doc");
+                (i as u32 + 1, doc)
+            })
+            .collect();
+        let ms: Vec<&iotoll_model::Metrics> = docs.iter().map(|(_, d)| &d.metrics).collect();
+        let selected: Selected = iotoll_suite::select(&ms, &job.rule, &job.metric);
+        TestOutcome {
+            name: job.name.clone(),
+            group: job.group.clone(),
+            kind: job.kind,
+            rule: job.rule.clone(),
+            metric: job.metric.clone(),
+            reps: docs,
+            selected,
+            repeatable: Some(true),
+            failures: vec![],
+            interfered: vec![],
+        }
+    }
+
+    /// issue 23 §7: dss-1m selected by MB/s showed "111 IOPS ... IOPS per
+    /// % CPU"; its row must lead with MB/s and MB/s per % CPU.
+    #[test]
+    fn the_table_shows_each_tests_select_metric() {
+        let text = "name = \"s\"\nreps = 3\n[[test]]\nname = \"dss-1m\"\nkind = \"disk\"\nbs = \"1m\"\nselect = \"median:mb_s\"\n[[test]]\nname = \"oltp\"\nkind = \"disk\"\nbs = \"8k\"\n";
+        let suite = iotoll_suite::parse(text, "s.toml").unwrap();
+        let t = [
+            outcome(
+                &suite,
+                "dss-1m",
+                &[(111.0, 116.4), (112.0, 117.4), (110.0, 115.3)],
+            ),
+            outcome(
+                &suite,
+                "oltp",
+                &[(5000.0, 41.0), (5100.0, 41.8), (4900.0, 40.1)],
+            ),
+        ];
+        let out = results_table(1, &suite, &t, None);
+        let row = |n: &str| out.lines().find(|l| l.starts_with(n)).unwrap().to_string();
+        let dss = row("dss-1m");
+        assert!(
+            dss.contains("MB/s per % CPU") && !dss.contains("IOPS"),
+            "{out}"
+        );
+        assert!(dss.contains(" 116 "), "the median MB/s: {out}");
+        let oltp = row("oltp");
+        assert!(
+            oltp.contains("IOPS per % CPU") && oltp.contains(" 5,000 "),
+            "{out}"
+        );
+        // The 95 % CI of the select metric: 116.37 ± 4.303 × 1.05 / √3.
+        let ci = iotoll_model::Ci95::of("mb_s", [116.4, 117.4, 115.3]).unwrap();
+        assert!(
+            dss.contains(&format!("{} to {}", num(ci.low), num(ci.high))),
+            "{out}"
+        );
+    }
+
+    /// issue 23 §6: study 003 publishes disk throughput in Mbit/s.
+    #[test]
+    fn a_suite_unit_of_mbit_s_shows_disk_throughput_in_mbit_s() {
+        let text = "name = \"s\"\nreps = 3\nselect = \"median:mb_s\"\nunit = \"mbit_s\"\n[[test]]\nname = \"read\"\nkind = \"disk\"\nbs = \"32k\"\n";
+        let suite = iotoll_suite::parse(text, "s.toml").unwrap();
+        assert_eq!(suite.jobs[0].params["unit"], "mbit_s");
+        let t = [outcome(
+            &suite,
+            "read",
+            &[(1000.0, 100.0), (1000.0, 101.0), (1000.0, 99.0)],
+        )];
+        let out = results_table(1, &suite, &t, None);
+        let row = out.lines().find(|l| l.starts_with("read")).unwrap();
+        // 100 MB/s = 800 Mbit/s; 100 / 10 % CPU = 10 MB/s per % = 80 Mbit/s per %.
+        assert!(row.contains(" 800 ") && row.contains("Mbit/s "), "{out}");
+        assert!(
+            row.contains(" 80 ") && row.contains("Mbit/s per % CPU"),
+            "{out}"
+        );
+        assert!(out.lines().next().is_some_and(|_| out.contains("Mbit/s")));
+        // The built-in study 003 asks for it.
+        let hw = iotoll_suite::builtin::find("hw-iscsi-study").unwrap();
+        let hw = iotoll_suite::parse(hw, "hw-iscsi-study").unwrap();
+        assert!(hw.jobs.iter().all(|j| j.params["unit"] == "mbit_s"));
+        let bad = iotoll_suite::parse(
+            "name = \"s\"\nunit = \"gbit\"\n[[test]]\nkind = \"disk\"\nname = \"x\"\n",
+            "s.toml",
+        );
+        assert!(bad.unwrap_err().to_string().contains("unknown unit 'gbit'"));
+    }
 }

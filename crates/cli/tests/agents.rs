@@ -63,8 +63,14 @@ impl Dir {
     }
 }
 
+/// A lab name of this process; its first letter from IOTOLL_TEST_LAB_TAG
+/// (default `a`), so that test runs side by side on one machine keep apart.
 fn unique(tag: &str) -> String {
-    format!("a{}-{tag}", std::process::id() % 100_000)
+    let first = std::env::var("IOTOLL_TEST_LAB_TAG")
+        .ok()
+        .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
+        .unwrap_or('a');
+    format!("{first}{}-{tag}", std::process::id() % 100_000)
 }
 
 fn f(v: &Value) -> f64 {
@@ -212,6 +218,43 @@ fn sixteen_pairs_add_up_and_agree_with_the_interfaces() {
         );
     };
     check(server, up_bytes as f64, 16);
+    // issue 23 §6: the server's four adapters, each with its rates over
+    // the server's window (its counters' bytes x 8 / window), each
+    // carrying traffic (address k uses adapter k), none beyond its shaped
+    // 100 Mbit/s by more than its queue (a bucket and 10 ms at the rate)
+    // can let through, and together what the server's interfaces carried.
+    let sw = f(&server["cpu"]["window_s"]);
+    let adapters: Vec<&Value> = (server["ifaces"].as_array().unwrap().iter())
+        .filter(|i| i["rx_bytes"].as_u64().unwrap() > 0)
+        .collect();
+    assert_eq!(adapters.len(), 4, "{}", server["ifaces"]);
+    let queue = (68_564 + 100_000_000 / 8 / 100) as f64;
+    for a in &adapters {
+        for dir in ["rx", "tx"] {
+            let bytes = a[format!("{dir}_bytes")].as_u64().unwrap() as f64;
+            let rate = f(&a[format!("{dir}_mbit_s")]);
+            assert!(
+                (rate - bytes * 8.0 / sw / 1e6).abs() <= 1e-9 * rate.max(1.0),
+                "{a}"
+            );
+            assert!(bytes > 0.0, "{a}");
+            assert!(bytes <= 100e6 / 8.0 * sw + queue, "{a}: beyond its link");
+        }
+    }
+    let show = common::raw()
+        .args(["results", "show", "--db", &d.db()])
+        .arg(run["id"].to_string())
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("per host:") && show.contains("per pair:"),
+        "{show}"
+    );
+    assert!(
+        show.contains("per adapter") && show.contains("server: adapters "),
+        "{show}"
+    );
     for (k, c) in clients.iter().enumerate() {
         check(
             c,

@@ -257,7 +257,7 @@ fn the_peers_cpu_metrics_come_from_the_registry() {
     for m in ["remote_cpu_system_pct", "remote_cpu_softirq_pct"] {
         assert!(
             csv.lines()
-                .any(|l| l.contains(&format!(",{m},")) && l.ends_with(",%")),
+                .any(|l| l.contains(&format!(",{m},")) && l.ends_with(",%,total,")),
             "{m} has no unit:\n{csv}"
         );
     }

@@ -38,6 +38,25 @@ fn check_accounting(doc: &serde_json::Value, bs: f64) {
     assert!(metric(doc, "lat_min_us") <= metric(doc, "lat_p50_us"));
     assert!(metric(doc, "lat_p50_us") <= metric(doc, "lat_p99_us"));
     assert!(metric(doc, "lat_p99_us") <= metric(doc, "lat_max_us") + 1.0);
+    // Reads' and writes' own response times weigh up to the mean of all
+    // (held by the histogram to 0.1 %), and the larger maximum is the maximum.
+    let m = &doc["metrics"];
+    let part = |k: &str, n: f64| if n > 0.0 { metric(doc, k) * n } else { 0.0 };
+    let weighed = part("read_lat_mean_us", reads) + part("write_lat_mean_us", writes);
+    let all = metric(doc, "lat_mean_us") * ios;
+    assert!((weighed - all).abs() <= 2e-3 * all, "{weighed} vs {all}");
+    let max = [
+        m["read_lat_max_us"].as_f64(),
+        m["write_lat_max_us"].as_f64(),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max);
+    let lat_max = metric(doc, "lat_max_us");
+    assert!(
+        max <= lat_max && lat_max <= max * 1.002 + 0.001,
+        "{max} vs {lat_max}"
+    );
     // Whole-host CPU was measured on the window, and efficiency derived from it.
     let cpu = metric(doc, "cpu_pct");
     assert!(cpu > 0.0 && cpu <= 100.0);

@@ -118,7 +118,7 @@ fn a_short_suite_end_to_end() {
     assert!(text.contains("name = \"tiny\""));
 
     let csv = t.cmd("results export 1 --format csv").succeeds();
-    assert!(csv.starts_with("run,config,test,group,rep,selected,metric,value,unit\n"));
+    assert!(csv.starts_with("run,config,test,group,rep,selected,metric,value,unit,level,part\n"));
     assert!(csv.contains("1,base,d/bs=4k,disk,1,"), "{}", &csv[..300]);
     assert!(csv.contains(",r,r,mean,true,trans_s,"));
     let io = t.cmd("results export 1 --format iometer-csv").succeeds();

@@ -119,6 +119,16 @@ impl Kind {
         self.headline_def(true)
     }
 
+    /// The efficiency index of `metric` (a test selected by `mb_s` is
+    /// judged per % CPU in MB/s, not in IOPS); the kind's headline index
+    /// for a metric without one (latency).
+    pub fn efficiency_of(self, metric: &str) -> &'static str {
+        METRICS
+            .iter()
+            .find(|d| d.efficiency_of == Some(metric) && d.produced_by(self))
+            .map_or(self.headline_efficiency(), |d| d.name)
+    }
+
     fn headline_def(self, efficiency: bool) -> &'static str {
         METRICS
             .iter()

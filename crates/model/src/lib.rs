@@ -1,6 +1,7 @@
 //! The vocabulary every iotoll crate shares: units, canonical metric names,
 //! the derived-metric formulas and the shape of a result document.
 
+pub mod ci;
 pub mod kind;
 pub mod metrics;
 pub mod result;
@@ -11,6 +12,7 @@ pub mod text;
 pub mod units;
 pub mod workload;
 
+pub use ci::Ci95;
 pub use kind::{Kind, ResultStatus, RunStatus};
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{

@@ -121,6 +121,10 @@ section "Throughput and latency (disk)" {
     WRITE_MB_S = m("write_mb_s", "MB/s", "write MB/s", DISK, Higher, "bytes written per second / 10^6");
     MIB_S = m("mib_s", "MiB/s", "MiB/s", DISK, Higher, "bytes per second / 2^20");
     LAT_MEAN_US = m("lat_mean_us", "us", "mean latency (µs)", DISK, Lower, "mean I/O response time, from submission to completion");
+    READ_LAT_MEAN_US = m("read_lat_mean_us", "us", "mean read latency (µs)", DISK, Lower, "mean response time of the reads (their summed times / their count; Iometer's Average Read Response Time)");
+    WRITE_LAT_MEAN_US = m("write_lat_mean_us", "us", "mean write latency (µs)", DISK, Lower, "mean response time of the writes");
+    READ_LAT_MAX_US = m("read_lat_max_us", "us", "max read latency (µs)", DISK, Lower, "maximum response time of a read");
+    WRITE_LAT_MAX_US = m("write_lat_max_us", "us", "max write latency (µs)", DISK, Lower, "maximum response time of a write");
     LAT_MIN_US = m("lat_min_us", "us", "min latency (µs)", DISK, Lower, "minimum I/O response time");
     LAT_MAX_US = m("lat_max_us", "us", "max latency (µs)", DISK, Lower, "maximum I/O response time");
     LAT_P50_US = m("lat_p50_us", "us", "p50 latency (µs)", DISK, Lower, "median I/O response time");

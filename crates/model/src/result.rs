@@ -108,7 +108,7 @@ pub struct HostFigures {
 }
 
 /// One interface's counters over a window.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct IfaceFigures {
     pub name: String,
@@ -116,6 +116,30 @@ pub struct IfaceFigures {
     pub rx_packets: u64,
     pub tx_bytes: u64,
     pub tx_packets: u64,
+    /// What the adapter received and sent per second of the host's window,
+    /// on the wire (headers included), Mbit/s: `rx_bytes` (`tx_bytes`)
+    /// × 8 / window / 10^6. Absent from an agent's report (the console
+    /// adds them) and from older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_mbit_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_mbit_s: Option<f64>,
+}
+
+impl IfaceFigures {
+    /// The counters with their rates over a window of `window_s` seconds
+    /// (none for a window that is not positive).
+    pub fn with_rates(mut self, window_s: f64) -> IfaceFigures {
+        let rate = |b: u64| (window_s > 0.0).then(|| b as f64 * 8.0 / window_s / 1e6);
+        self.rx_mbit_s = rate(self.rx_bytes);
+        self.tx_mbit_s = rate(self.tx_bytes);
+        self
+    }
+
+    /// Both directions, Mbit/s on the wire.
+    pub fn mbit_s(&self) -> Option<f64> {
+        Some(self.rx_mbit_s? + self.tx_mbit_s?)
+    }
 }
 
 /// Values of [`HostFigures::role`].

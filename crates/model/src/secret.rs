@@ -123,5 +123,4 @@ mod tests {
         let (a, b) = (random::<16>().unwrap(), random::<16>().unwrap());
         assert_ne!(a, b);
     }
-
 }

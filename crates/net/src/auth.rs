@@ -386,5 +386,4 @@ mod tests {
             Some("b7603998690ad1e0e28518ebb538a5a937ce5c5fd58ed04ca9d6ba69a1920b26")
         );
     }
-
 }

@@ -723,6 +723,7 @@ fn parse_net_dev(text: &str) -> Vec<iotoll_model::IfaceFigures> {
                 rx_packets: f[1],
                 tx_bytes: f[8],
                 tx_packets: f[9],
+                ..Default::default()
             })
         })
         .collect()

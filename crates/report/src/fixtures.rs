@@ -48,6 +48,7 @@ pub fn run(id: i64, config: &str, tests: Vec<(&str, ResultDoc)>) -> RunDetail {
                     spread_pct: Some(0.5),
                     repeatable: Some(true),
                     summary: Some(doc.metrics.clone()),
+                    ci95: None,
                     reps: vec![RepRow {
                         rep: 1,
                         status: doc.status,

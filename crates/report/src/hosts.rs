@@ -702,6 +702,10 @@ pub fn parts(mt: &MultiTest, configs: &[ConfigData]) -> Vec<Part> {
             let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
             out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
         }
+        // Per adapter of multi-homed hosts (crate::tables).
+        if let Some(t) = crate::tables::adapter_table(name, mh, l) {
+            out.push(Part::Table(t));
+        }
         if !mh.pairs.is_empty() {
             out.push(Part::Table(pair_table(name, mh, l, true)));
             if mh.pairs.len() > PAIRS_SHOWN {

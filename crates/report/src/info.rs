@@ -23,6 +23,8 @@ pub struct TestInfo {
     /// The number of the repetition kept (whose notes these are).
     pub rep: Option<i64>,
     pub spread_pct: Option<f64>,
+    /// The 95 % CI of the selection metric over the repetitions (3 or more).
+    pub ci95: Option<iotoll_model::Ci95>,
     /// The kept repetition's notes (engine fallback, peer on this host, ...).
     pub notes: Vec<String>,
 }
@@ -163,6 +165,7 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 reps: t.reps.len(),
                 rep: rep.map(|r| r.rep),
                 spread_pct: t.spread_pct,
+                ci95: t.ci95.clone(),
                 notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),
             }
         })

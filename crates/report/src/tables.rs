@@ -421,6 +421,97 @@ pub(crate) fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
     }
 }
 
+/// "iops 980 – 1,020 (± 2.0 %)": the interval of the selection metric;
+/// `unit` converts a disk MB/s metric to Mbit/s.
+pub(crate) fn ci_cell(c: &iotoll_model::Ci95, unit: Option<(&str, f64)>) -> String {
+    let (name, f) = unit.map_or((label(&c.metric), 1.0), |(l, f)| (l, f));
+    let rel = c
+        .relative_pct()
+        .map_or(String::new(), |r| format!(" (± {r:.1} %)"));
+    format!(
+        "{name} {} – {}{rel}",
+        num(Some(c.low * f)),
+        num(Some(c.high * f))
+    )
+}
+
+/// A multi-host test's multi-homed hosts (more than one adapter): what
+/// each adapter received and sent over the host's window, from its
+/// interface counters (headers included), and the host's adapters
+/// together beside the payload its pairs counted. None when no host has
+/// several adapters.
+pub fn adapter_table(
+    name: &str,
+    mh: &crate::compare::MultiHost,
+    label_of: Option<&str>,
+) -> Option<Table> {
+    let window = mh.totals.get(mn::WINDOW_S).copied().unwrap_or(0.0);
+    let hosts: Vec<_> = mh.hosts.iter().filter(|h| h.ifaces.len() > 1).collect();
+    if hosts.is_empty() {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for h in hosts {
+        let w = h.cpu.as_ref().map_or(window, |c| c.window_s);
+        let ifaces: Vec<_> = (h.ifaces.iter())
+            .map(|i| match i.rx_mbit_s {
+                Some(_) => i.clone(),
+                None => i.clone().with_rates(w),
+            })
+            .collect();
+        let wire: f64 = ifaces.iter().filter_map(|i| i.mbit_s()).sum();
+        for i in &ifaces {
+            let share = i.mbit_s().filter(|_| wire > 0.0).map(|v| v / wire * 100.0);
+            rows.push(TRow::plain(
+                vec![
+                    h.name.clone(),
+                    i.name.clone(),
+                    num(i.rx_mbit_s),
+                    num(i.tx_mbit_s),
+                    num(i.mbit_s()),
+                    share.map_or("–".into(), |v| format!("{v:.1}")),
+                ],
+                None,
+                false,
+            ));
+        }
+        let sum = |f: fn(&iotoll_model::IfaceFigures) -> Option<f64>| {
+            ifaces.iter().map(f).sum::<Option<f64>>()
+        };
+        rows.push(TRow {
+            total: true,
+            ..TRow::plain(
+                vec![
+                    h.name.clone(),
+                    format!(
+                        "all adapters (payload {} Mbit/s)",
+                        num(h.metrics.get(mn::MBIT_S).copied())
+                    ),
+                    num(sum(|i| i.rx_mbit_s)),
+                    num(sum(|i| i.tx_mbit_s)),
+                    num(Some(wire)),
+                    if wire > 0.0 {
+                        "100.0".into()
+                    } else {
+                        "–".into()
+                    },
+                ],
+                None,
+                false,
+            )
+        });
+    }
+    let prefix = label_of.map(|l| format!("{l}: ")).unwrap_or_default();
+    Some(Table {
+        title: format!("{prefix}{name}: per adapter (repetition {})", mh.rep),
+        head: ["host", "adapter", "received Mbit/s", "sent Mbit/s", "Mbit/s", "share %"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        note: Some("Each adapter's interface counters over its host's window: bytes on the wire, headers included, so the adapters together carry a little more than the payload (goodput) the host's pairs counted.".into()),
+    })
+}
+
 fn same_host(infos: &[RunInfo], ci: usize, test: &str) -> bool {
     infos
         .get(ci)
@@ -453,11 +544,25 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         let any_same_host = names
             .iter()
             .any(|n| (0..configs.len()).any(|ci| same_host(infos, ci, n)));
+        // Disk throughput in Mbit/s when every test of the table's
+        // configurations asks (suite key unit = "mbit_s").
+        let mbit = kind == Kind::Disk
+            && (configs.iter().flat_map(|c| &c.tests))
+                .filter(|t| t.kind == kind)
+                .all(|t| iotoll_model::ci::wants_mbit(t.kind, &t.params));
+        let in_unit = |m: &str| iotoll_model::ci::disk_mbit(m).filter(|_| mbit);
+        let ci_of = |ci: usize, n: &str| infos.get(ci).and_then(|i| i.test(n)?.ci95.clone());
+        let any_ci = names
+            .iter()
+            .any(|n| (0..configs.len()).any(|ci| ci_of(ci, n).is_some()));
         let mut head = vec!["test".to_string()];
         if many {
             head.push("configuration".into());
         }
-        head.extend(cols.iter().map(|m| label(m).to_string()));
+        head.extend((cols.iter()).map(|m| in_unit(m).map_or(label(m), |(l, _)| l).to_string()));
+        if any_ci {
+            head.push("95 % CI (mean of reps)".into());
+        }
         let mut rows = Vec::new();
         for n in &names {
             for (ci, cfg) in configs.iter().enumerate() {
@@ -469,7 +574,16 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     cells.push(cfg.label.clone());
                 }
                 for m in &cols {
-                    cells.push(metric_cell(m, t.metrics.get(*m).copied(), sh));
+                    let v = t.metrics.get(*m).copied();
+                    cells.push(metric_cell(
+                        m,
+                        in_unit(m).map_or(v, |(_, f)| v.map(|v| v * f)),
+                        sh,
+                    ));
+                }
+                if any_ci {
+                    cells
+                        .push(ci_of(ci, n).map_or("–".into(), |c| ci_cell(&c, in_unit(&c.metric))));
                 }
                 rows.push(TRow::plain(cells, many.then_some(ci), warn));
             }
@@ -479,6 +593,12 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         );
         if any_same_host {
             note.push_str(" (same host): the peer ran on this host, so its CPU is this host's and is not shown as a second machine's.");
+        }
+        if any_ci {
+            note.push_str(" 95 % CI: the confidence interval of the mean of the selection metric over the test's repetitions (Student t, n − 1 degrees of freedom), given for 3 or more; the figure beside it is the selection (median repetition or mean).");
+        }
+        if mbit {
+            note.push_str(" Disk throughput in Mbit/s as the suite asks (MB/s × 8, both decimal).");
         }
         out.push(Table {
             title: format!("{}: results", kind_title(kind)),
@@ -854,5 +974,141 @@ mod tests {
         let col = |h: &str| tabs[0].head.iter().position(|x| x == h).unwrap();
         assert_eq!(r[col("CPU %")], "50.00");
         assert_eq!(r[col("Mbit/s per % CPU")], "20.0");
+    }
+}
+
+/// issue 23 §6: the figures the studies publish (a 95 % CI beside every
+/// figure with 3+ repetitions, disk Mbit/s where the suite asks, and each
+/// adapter of a multi-homed host).
+#[cfg(test)]
+mod published {
+    use super::*;
+    use crate::fixtures::{doc, multi_host_run, multi_stream_doc, render, run};
+    use serde_json::json;
+
+    fn disk(iops: f64, mb_s: f64) -> iotoll_model::ResultDoc {
+        let mut d = doc(
+            "disk",
+            json!({"bs": 32768}),
+            json!({"iops": iops, "mb_s": mb_s, "cpu_pct": 10.0, "cpus": 4.0, "window_s": 10.0}),
+        );
+        iotoll_model::derive_metrics(&mut d.metrics);
+        d
+    }
+
+    /// A run whose test `read` has three repetitions (100, 110, 120 MB/s),
+    /// the median selected.
+    fn three_reps(unit: Option<&str>) -> iotoll_store::RunDetail {
+        let mut r = run(1, "base", vec![("read", disk(3051.8, 100.0))]);
+        let t = &mut r.tests[0];
+        t.select = "median:mb_s".into();
+        for (rep, mb) in [(2, 110.0), (3, 120.0)] {
+            t.reps.push(iotoll_store::RepRow {
+                rep,
+                status: iotoll_model::ResultStatus::Complete,
+                doc: disk(mb / 0.032768, mb),
+            });
+        }
+        t.selected_rep = Some(2);
+        t.summary = Some(t.reps[1].doc.metrics.clone());
+        if let Some(u) = unit {
+            t.params = json!({ "unit": u });
+        }
+        t.ci95 = t.compute_ci95();
+        r
+    }
+
+    fn results_table(r: &iotoll_store::RunDetail) -> Table {
+        let (cfg, info) = crate::load(r);
+        metrics(&[cfg], &[info]).remove(0)
+    }
+
+    fn cell<'a>(t: &'a Table, head: &str) -> &'a str {
+        let i = (t.head.iter().position(|h| h == head)).unwrap_or_else(|| panic!("{:?}", t.head));
+        &t.rows[0].cells[i]
+    }
+
+    #[test]
+    fn the_results_table_gives_the_confidence_interval() {
+        let t = results_table(&three_reps(None));
+        let c = iotoll_model::Ci95::of("mb_s", [100.0, 110.0, 120.0]).unwrap();
+        // 110 ± 4.303 × 10 / √3 = 110 ± 24.84.
+        assert!((c.half_width - 4.303 * 10.0 / 3f64.sqrt()).abs() < 1e-9);
+        let want = format!(
+            "MB/s {} – {} (± 22.6 %)",
+            num(Some(c.low)),
+            num(Some(c.high))
+        );
+        assert_eq!(cell(&t, "95 % CI (mean of reps)"), want);
+        assert!(t.note.as_deref().unwrap_or("").contains("Student t"));
+        // One repetition: no column at all (not a column of dashes).
+        let one = results_table(&run(1, "base", vec![("read", disk(3051.8, 100.0))]));
+        assert!(!one.head.iter().any(|h| h.contains("CI")), "{:?}", one.head);
+    }
+
+    #[test]
+    fn disk_throughput_in_mbit_s_where_the_suite_asks() {
+        let t = results_table(&three_reps(Some("mbit_s")));
+        assert_eq!(cell(&t, "Mbit/s"), "880", "110 MB/s x 8");
+        assert!(!t.head.iter().any(|h| h == "MB/s"), "{:?}", t.head);
+        // 110 MB/s / 10 % = 11 MB/s per % = 88 Mbit/s per %.
+        assert_eq!(cell(&t, "Mbit/s per % CPU"), "88.0");
+        assert!(cell(&t, "95 % CI (mean of reps)").starts_with("Mbit/s 681"));
+        let plain = results_table(&three_reps(None));
+        assert_eq!(cell(&plain, "MB/s"), "110");
+    }
+
+    /// Study 001's server with 4 adapters: each adapter's rates from its
+    /// counters, adding up to the host's wire total, which holds the
+    /// payload and its headers.
+    #[test]
+    fn a_multi_homed_server_has_its_adapters() {
+        let mut d = multi_stream_doc(&["c1", "c2", "c3", "c4"], &["srv"], 1.0);
+        let window = d.metrics["window_s"];
+        let payload_mbit = d.hosts[0].metrics["mbit_s"];
+        // Each adapter carries one client's pair: payload plus 66 bytes of
+        // headers per 1448-byte segment each way, as counters count it.
+        let seg = |bytes: u64| bytes.div_ceil(1448);
+        let ifaces: Vec<iotoll_model::IfaceFigures> = (d.pairs.iter().enumerate())
+            .map(|(n, p)| iotoll_model::IfaceFigures {
+                name: format!("eth{n}"),
+                rx_bytes: p.client_to_server_bytes + 66 * seg(p.client_to_server_bytes),
+                rx_packets: seg(p.client_to_server_bytes),
+                tx_bytes: p.server_to_client_bytes + 66 * seg(p.server_to_client_bytes),
+                tx_packets: seg(p.server_to_client_bytes),
+                ..Default::default()
+            })
+            .collect();
+        // An older document: counters only (the rates come from the window).
+        d.hosts[0].ifaces = ifaces.clone();
+        let r = multi_host_run(1, "base", d);
+        let (cfg, _) = crate::load(&r);
+        let mh = cfg.tests.iter().find_map(|t| t.multi.as_ref()).unwrap();
+        let t = adapter_table("mesh", mh, None).unwrap();
+        assert_eq!(t.rows.len(), 5, "4 adapters and the host's line");
+        let f = |s: &str| s.replace(',', "").parse::<f64>().unwrap();
+        let each: f64 = t.rows[..4].iter().map(|r| f(&r.cells[4])).sum();
+        let all = f(&t.rows[4].cells[4]);
+        let wire: f64 = ifaces
+            .iter()
+            .map(|i| (i.rx_bytes + i.tx_bytes) as f64)
+            .sum::<f64>()
+            * 8.0
+            / window
+            / 1e6;
+        // Shown rounded to 3 significant digits: within half a unit each.
+        assert!((all - wire).abs() <= 0.5, "{all} vs {wire}");
+        assert!((each - wire).abs() <= 4.0 * 0.5, "{each} vs {wire}");
+        // Headers ride on the payload: never less than it, and at most the
+        // headers every counted packet can have (66 bytes each).
+        let packets: u64 = ifaces.iter().map(|i| i.rx_packets + i.tx_packets).sum();
+        let headers = packets as f64 * 66.0 * 8.0 / window / 1e6;
+        assert!(wire >= payload_mbit && wire - payload_mbit <= headers + 1e-6);
+        // Shares add up to 100 %.
+        let shares: f64 = t.rows[..4].iter().map(|r| f(&r.cells[5])).sum();
+        assert!((shares - 100.0).abs() <= 4.0 * 0.05, "{shares}");
+        // And the report shows it.
+        let (md, html) = render(&[r]);
+        assert!(md.contains("mesh: per adapter") && html.contains("mesh: per adapter"));
     }
 }

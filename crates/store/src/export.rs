@@ -73,35 +73,113 @@ pub fn selected_metrics(t: &TestRow) -> Option<&Metrics> {
     })
 }
 
-/// Long format: one row per repetition and metric, plus the means of a
-/// `mean` selection as rep `mean`.
+/// The long CSV's columns: `level` says what a row is a part of (`total`,
+/// `host`, `pair`, `adapter`, `target`, `worker`) and `part` names it.
+pub const CSV_HEAD: &str = "run,config,test,group,rep,selected,metric,value,unit,level,part";
+
+/// The parts of one repetition's document, each as (level, part, metrics):
+/// the totals first, then its hosts, pairs and adapters (multi-host tests),
+/// targets and workers (disk runs). Each level's rows add up to the totals
+/// as the document's do.
+fn levels(doc: &ResultDoc) -> Vec<(&'static str, String, Metrics)> {
+    let mut out = vec![("total", String::new(), doc.metrics.clone())];
+    for h in &doc.hosts {
+        out.push(("host", h.name.clone(), h.metrics.clone()));
+    }
+    for p in &doc.pairs {
+        let m: Metrics = [
+            (mn::CONNS, p.conns as f64),
+            (mn::MBIT_S, p.mbit_s),
+            ("client_to_server_bytes", p.client_to_server_bytes as f64),
+            ("server_to_client_bytes", p.server_to_client_bytes as f64),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        out.push(("pair", format!("{}->{}", p.client, p.server), m));
+    }
+    for h in &doc.hosts {
+        for i in &h.ifaces {
+            let mut m: Metrics = [
+                ("rx_bytes", i.rx_bytes as f64),
+                ("tx_bytes", i.tx_bytes as f64),
+                ("rx_packets", i.rx_packets as f64),
+                ("tx_packets", i.tx_packets as f64),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            for (k, v) in [(mn::RX_MBIT_S, i.rx_mbit_s), (mn::TX_MBIT_S, i.tx_mbit_s)] {
+                if let Some(v) = v {
+                    m.insert(k.to_string(), v);
+                }
+            }
+            out.push(("adapter", format!("{}/{}", h.name, i.name), m));
+        }
+    }
+    for t in &doc.targets {
+        out.push(("target", t.target.clone(), t.metrics.clone()));
+    }
+    for w in &doc.workers {
+        out.push(("worker", w.id.to_string(), w.metrics.clone()));
+    }
+    out
+}
+
+/// Long format: one row per repetition, part and metric (`level` and
+/// `part`: the totals, then each host, pair, adapter, target and worker),
+/// plus the means of a `mean` selection as rep `mean`, and the 95 %
+/// confidence interval of the selection metric (3 or more repetitions) as
+/// reps `ci95_low` and `ci95_high`.
 pub fn csv(run: &RunDetail) -> String {
     let mut w = writer();
-    let head = "run,config,test,group,rep,selected,metric,value,unit";
-    row(&mut w, head.split(','));
+    row(&mut w, CSV_HEAD.split(','));
     let id = run.run.id.to_string();
     let config = run.run.config.as_deref().unwrap_or("");
     for t in &run.tests {
         let group = t.group.as_deref().unwrap_or("");
-        let mut emit = |rep: &str, selected: bool, m: &Metrics| {
+        let mut emit = |rep: &str, selected: bool, level: &str, part: &str, m: &Metrics| {
             for (k, v) in m {
-                let unit = metric_def(k).map(|d| d.unit).unwrap_or("");
+                let unit = metric_def(k).map(|d| d.unit).unwrap_or(match k.as_str() {
+                    "rx_bytes"
+                    | "tx_bytes"
+                    | "client_to_server_bytes"
+                    | "server_to_client_bytes" => "bytes",
+                    _ => "count",
+                });
                 let sel = selected.to_string();
-                let r: [&str; 9] = [&id, config, &t.name, group, rep, &sel, k, &num(*v), unit];
+                let r: [&str; 11] = [
+                    &id,
+                    config,
+                    &t.name,
+                    group,
+                    rep,
+                    &sel,
+                    k,
+                    &num(*v),
+                    unit,
+                    level,
+                    part,
+                ];
                 row(&mut w, r);
             }
         };
         let all = t.select == "all";
         for r in &t.reps {
-            emit(
-                &r.rep.to_string(),
-                all || Some(r.rep) == t.selected_rep,
-                &r.doc.metrics,
-            );
+            let sel = all || Some(r.rep) == t.selected_rep;
+            for (level, part, m) in levels(&r.doc) {
+                emit(&r.rep.to_string(), sel, level, &part, &m);
+            }
         }
         if t.select == "mean" {
             if let Some(m) = &t.summary {
-                emit("mean", true, m);
+                emit("mean", true, "total", "", m);
+            }
+        }
+        if let Some(c) = &t.ci95 {
+            for (rep, v) in [("ci95_low", c.low), ("ci95_high", c.high)] {
+                let m: Metrics = [(c.metric.clone(), v)].into_iter().collect();
+                emit(rep, false, "total", "", &m);
             }
         }
     }
@@ -246,7 +324,7 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
-    let vals: [(&'static str, Option<f64>); 29] = [
+    let vals: [(&'static str, Option<f64>); 33] = [
         ("# Workers", sp("workers")),
         ("IOps", g("iops")),
         ("Read IOps", g("read_iops")),
@@ -263,6 +341,10 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Average Transaction Time", ms(g("lat_mean_us"))),
         ("Maximum Response Time", ms(g("lat_max_us"))),
         ("Maximum Transaction Time", ms(g("lat_max_us"))),
+        ("Average Read Response Time", ms(g(mn::READ_LAT_MEAN_US))),
+        ("Average Write Response Time", ms(g(mn::WRITE_LAT_MEAN_US))),
+        ("Maximum Read Response Time", ms(g(mn::READ_LAT_MAX_US))),
+        ("Maximum Write Response Time", ms(g(mn::WRITE_LAT_MAX_US))),
         ("Errors", g("errors")),
         ("Bytes Read", bytes(g("read_mb_s"))),
         ("Bytes Written", bytes(g("write_mb_s"))),
@@ -298,6 +380,16 @@ fn selected_breakdown(t: &TestRow) -> Option<&ResultDoc> {
     (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
 }
 
+/// The selected repetition's document, when the test's figures are that
+/// repetition's (not a mean).
+fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
+    if t.select == "mean" {
+        return None;
+    }
+    let rep = t.selected_rep?;
+    Some(&t.reps.iter().find(|r| r.rep == rep)?.doc)
+}
+
 /// The document of a multi-host test's selected repetition, when the
 /// test's figures are that repetition's (a mean has no hosts to add up to
 /// it).
@@ -308,6 +400,51 @@ fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
     let rep = t.selected_rep?;
     let d = &t.reps.iter().find(|r| r.rep == rep)?.doc;
     (!d.hosts.is_empty()).then_some(d)
+}
+
+/// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
+/// each with that CPU's busy % and modes over the window, as Iometer
+/// writes them between a MANAGER row and its WORKER rows.
+fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
+    let Some(c) = cpu else { return Vec::new() };
+    (c.per_core.iter())
+        .map(|core| {
+            let mut r = Cells::new();
+            r.insert("'Target Type", "PROCESSOR".into());
+            r.insert("Target Name", format!("CPU {}", core.cpu));
+            put(&mut r, "% CPU Utilization", Some(core.busy_pct));
+            put(
+                &mut r,
+                "% User Time",
+                Some(core.modes.user + core.modes.nice),
+            );
+            put(&mut r, "% Privileged Time", Some(core.modes.system));
+            put(&mut r, "% DPC Time", Some(core.modes.softirq));
+            put(&mut r, "% Interrupt Time", Some(core.modes.irq));
+            r
+        })
+        .collect()
+}
+
+/// A manager's WORKER row: its figures without the CPU columns, which
+/// Iometer leaves empty on worker rows (CPU is the manager's).
+fn worker_row(manager: &Cells, name: String) -> Cells {
+    let mut w = manager.clone();
+    for k in [
+        "% CPU Utilization",
+        "% User Time",
+        "% Privileged Time",
+        "% DPC Time",
+        "% Interrupt Time",
+        "Processor Speed",
+        "Interrupts per Second",
+        "CPU Effectiveness",
+    ] {
+        w.remove(k);
+    }
+    w.insert("'Target Type", "WORKER".into());
+    w.insert("Target Name", name);
+    w
 }
 
 /// A multi-host test as Iometer writes a test of several managers (one
@@ -345,7 +482,12 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
             c.entry("Access Specification Name")
                 .or_insert_with(|| t.name.clone());
             c.remove("# Managers");
+            // Each host runs its share as one worker (its engine's threads
+            // are not reported apart): the worker's figures are the host's.
+            let worker = worker_row(&c, format!("{} worker", h.name));
             rows.push(c);
+            rows.extend(processor_rows(h.cpu.as_ref()));
+            rows.push(worker);
         }
     }
     rows
@@ -354,7 +496,8 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
 /// Iometer's I/O columns from the figures of one part of a disk run (a
 /// worker, or a target). The read and write shares of `iops` and `mb_s`
 /// go by the part's counts, so that Read + Write is the total as on
-/// Iometer's rows. Latency per direction is not measured: empty. No CPU
+/// Iometer's rows. Latency per direction from the part's read and write
+/// response times (absent from older documents: empty). No CPU
 /// columns: per-worker CPU is not measured (Iometer leaves them empty on
 /// its WORKER and DISK rows too).
 fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
@@ -364,7 +507,7 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
     let (iops, mb_s) = (get(mn::IOPS), get(mn::MB_S));
     let (read_mb, write_mb) = (get(mn::READ_MB_S), get(mn::WRITE_MB_S));
     let mut c = Cells::new();
-    let vals: [(&'static str, Option<f64>); 20] = [
+    let vals: [(&'static str, Option<f64>); 24] = [
         ("IOps", iops),
         ("Read IOps", get(mn::READ_IOPS)),
         ("Write IOps", get(mn::WRITE_IOPS)),
@@ -380,6 +523,13 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
         ("Average Transaction Time", ms(get(mn::LAT_MEAN_US))),
         ("Maximum Response Time", ms(get(mn::LAT_MAX_US))),
         ("Maximum Transaction Time", ms(get(mn::LAT_MAX_US))),
+        ("Average Read Response Time", ms(get(mn::READ_LAT_MEAN_US))),
+        (
+            "Average Write Response Time",
+            ms(get(mn::WRITE_LAT_MEAN_US)),
+        ),
+        ("Maximum Read Response Time", ms(get(mn::READ_LAT_MAX_US))),
+        ("Maximum Write Response Time", ms(get(mn::WRITE_LAT_MAX_US))),
         ("Errors", get(mn::ERRORS)),
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
@@ -412,8 +562,7 @@ fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
 ///
 /// `# Workers` and `# Disks` count as Iometer does: workers, and targets
 /// per worker (a target two workers have counts twice). Iometer's
-/// PROCESSOR rows (one per CPU, between MANAGER and WORKER) are not
-/// written.
+/// PROCESSOR rows (one per CPU) come between MANAGER and WORKER.
 fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> {
     let assigned: usize = b.workers.iter().map(|w| w.targets.len()).sum();
     let disks = if assigned > 0 {
@@ -454,6 +603,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
             .unwrap_or_else(|| format!("target {n}"))
     };
     let mut rows = vec![all, manager];
+    rows.extend(processor_rows(b.cpu.local.as_ref()));
     let nested = !b.workers.is_empty() && b.workers.iter().all(|w| w.targets.len() <= 1);
     if nested {
         for w in &b.workers {
@@ -566,11 +716,14 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         &["1.1.0"],
         &["'Time Stamp"],
         &[&run.run.started_at],
-        &["'Results"],
-        IOMETER_COLUMNS,
     ] {
         row(&mut w, r);
     }
+    // Iometer writes a results header before each test's rows.
+    let header = |w: &mut csv::Writer<Vec<u8>>| {
+        row(w, ["'Results"]);
+        row(w, IOMETER_COLUMNS);
+    };
     let mut rows = 0;
     let mut skipped = Vec::new();
     let host = run
@@ -588,6 +741,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         };
         if let Some(doc) = selected_multi_host(t) {
+            header(&mut w);
             for c in multi_host_rows(t, m, doc) {
                 row(&mut w, line(&c));
             }
@@ -595,6 +749,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             continue;
         }
         if t.kind == Kind::Disk {
+            header(&mut w);
             let all = disk_cells(t, m);
             match selected_breakdown(t) {
                 Some(b) => {
@@ -627,19 +782,33 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         all.insert("Target Name", "All".into());
         all.insert("Access Specification Name", t.name.clone());
         all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
+        header(&mut w);
         row(&mut w, line(&all));
         // This host's manager, then the endpoint's when its CPU was
-        // measured (Iometer writes one MANAGER row per Dynamo).
+        // measured (Iometer writes one MANAGER row per Dynamo), each with
+        // its PROCESSOR rows (of the selected repetition: a mean has no
+        // one window per CPU) and its one network worker.
+        let cpu = selected_doc(t).map(|d| &d.cpu);
         all.insert("'Target Type", "MANAGER".into());
         all.insert("Target Name", host.to_string());
         all.remove("# Managers");
         row(&mut w, line(&all));
+        for c in processor_rows(cpu.and_then(|c| c.local.as_ref())) {
+            row(&mut w, line(&c));
+        }
+        row(&mut w, line(&worker_row(&all, format!("{host} worker"))));
         if remote_cpu {
             if let Some(mut ep) = net_cells(t, m, true, "remote_") {
                 ep.insert("'Target Type", "MANAGER".into());
                 ep.insert("Target Name", peer.to_string());
                 ep.insert("Access Specification Name", t.name.clone());
                 row(&mut w, line(&ep));
+                // The same kernel's CPUs are this host's, listed above.
+                let remote = cpu.filter(|c| c.same_host != Some(true));
+                for c in processor_rows(remote.and_then(|c| c.remote.as_ref())) {
+                    row(&mut w, line(&c));
+                }
+                row(&mut w, line(&worker_row(&ep, format!("{peer} worker"))));
             }
         }
         rows += 1;
@@ -726,6 +895,7 @@ mod tests {
                 spread_pct: Some(10.0),
                 repeatable: Some(false),
                 summary: None,
+                ci95: None,
                 reps,
             }],
         }
@@ -884,6 +1054,7 @@ mod tests {
             spread_pct: None,
             repeatable: None,
             summary: None,
+            ci95: None,
             reps: vec![result(1, kind, "mtu9000", spec, metrics)],
         }];
         r
@@ -922,8 +1093,24 @@ mod tests {
             json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "bidir", "msg": 65536}),
         );
         let out = iometer_csv(&r).unwrap().text;
-        // ALL, this host's MANAGER, the endpoint's MANAGER.
-        assert_eq!(out.lines().count(), 11, "{out}");
+        // ALL, this host's MANAGER and its WORKER, the endpoint's MANAGER
+        // and its WORKER (no CPU window in the fixture: no PROCESSOR rows).
+        assert_eq!(out.lines().count(), 13, "{out}");
+        let worker = cells(&out, 10);
+        assert_eq!(
+            (col(&worker, "'Target Type"), col(&worker, "Target Name")),
+            ("WORKER", "lab-a worker")
+        );
+        assert_eq!(
+            col(&worker, "Write MBps (Decimal)"),
+            "100",
+            "the host's figures"
+        );
+        assert_eq!(
+            col(&worker, "% CPU Utilization"),
+            "",
+            "CPU is the manager's"
+        );
         let all = cells(&out, 8);
         let c = |name: &str| col(&all, name).to_string();
         assert_eq!(c("'Target Type"), "ALL");
@@ -944,7 +1131,7 @@ mod tests {
             "send/recv calls are not counted: empty, never 0"
         );
         assert_eq!(c("Transactions per Second"), "");
-        let ep = cells(&out, 10);
+        let ep = cells(&out, 11);
         assert_eq!(col(&ep, "'Target Type"), "MANAGER");
         assert_eq!(col(&ep, "Target Name"), "10.0.0.2:7575");
         assert_eq!(
@@ -972,8 +1159,8 @@ mod tests {
             json!({"peer": "[::1]:7575", "conns": 2, "req": 1000, "resp": 16000, "burst": 4}),
         );
         let out = iometer_csv(&r).unwrap().text;
-        // No endpoint CPU measured: ALL and this host's MANAGER only.
-        assert_eq!(out.lines().count(), 10, "{out}");
+        // No endpoint CPU measured: ALL and this host's MANAGER and WORKER only.
+        assert_eq!(out.lines().count(), 11, "{out}");
         let all = cells(&out, 8);
         let c = |name: &str| col(&all, name).to_string();
         assert_eq!(c("Transactions per Second"), "20000");
@@ -991,6 +1178,181 @@ mod tests {
         );
         assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
         insta::assert_snapshot!(out);
+    }
+
+    /// issue 23 §7: PROCESSOR rows per CPU of each manager of a network
+    /// test; an endpoint on this very kernel has no CPUs of its own.
+    #[test]
+    fn iometer_network_managers_have_their_processors() {
+        let cores = |n: u32| iotoll_model::CpuReport {
+            cpus: n,
+            per_core: (0..n)
+                .map(|cpu| iotoll_model::CpuCore {
+                    cpu,
+                    busy_pct: 10.0 * (cpu + 1) as f64,
+                    modes: iotoll_model::CpuModes {
+                        user: 0.0,
+                        nice: 0.0,
+                        system: 0.0,
+                        irq: 0.0,
+                        softirq: 0.0,
+                        iowait: 0.0,
+                        steal: 0.0,
+                        idle: 100.0,
+                    },
+                })
+                .collect(),
+            ..Default::default()
+        };
+        for (same_host, want) in [(Some(false), 2 + 4), (Some(true), 2)] {
+            let mut r = net_run(
+                "net-stream",
+                json!({"window_s": 10.0, "mbit_s": 800.0, "tx_mbit_s": 800.0, "rx_mbit_s": 0.0,
+                       "cpu_pct": 40.0, "remote_cpu_pct": 20.0}),
+                json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "tx", "msg": 65536}),
+            );
+            let cpu = &mut r.tests[0].reps[0].doc.cpu;
+            (cpu.local, cpu.remote, cpu.same_host) = (Some(cores(2)), Some(cores(4)), same_host);
+            let out = iometer_csv(&r).unwrap().text;
+            let rows: Vec<(String, String)> = (8..out.lines().count())
+                .map(|l| {
+                    let c = cells(&out, l);
+                    (
+                        col(&c, "'Target Type").to_string(),
+                        col(&c, "Target Name").to_string(),
+                    )
+                })
+                .collect();
+            let procs: Vec<&(String, String)> =
+                rows.iter().filter(|r| r.0 == "PROCESSOR").collect();
+            assert_eq!(procs.len(), want, "{out}");
+            // This host's two come right after its MANAGER row.
+            assert_eq!(rows[1].0, "MANAGER", "{out}");
+            assert_eq!(
+                (&rows[2].1, &rows[3].1),
+                (&"CPU 0".to_string(), &"CPU 1".to_string())
+            );
+            assert_eq!(
+                col(&cells(&out, 11), "% CPU Utilization"),
+                "20",
+                "CPU 1's own"
+            );
+        }
+    }
+
+    /// issue 23 §7: separate read and write response times.
+    #[test]
+    fn iometer_has_read_and_write_response_times() {
+        let mut r = run();
+        let m = &mut r.tests[0].reps[0].doc.metrics;
+        for (k, v) in [
+            ("read_lat_mean_us", 200.0),
+            ("write_lat_mean_us", 350.0),
+            ("read_lat_max_us", 4000.0),
+            ("write_lat_max_us", 2500.0),
+        ] {
+            m.insert(k.into(), v);
+        }
+        let out = iometer_csv(&r).unwrap().text;
+        let all = cells(&out, 8);
+        assert_eq!(col(&all, "'Target Type"), "ALL", "{out}");
+        assert_eq!(
+            [
+                "Average Read Response Time",
+                "Average Write Response Time",
+                "Maximum Read Response Time",
+                "Maximum Write Response Time"
+            ]
+            .map(|k| col(&all, k).to_string()),
+            ["0.2", "0.35", "4", "2.5"]
+        );
+    }
+
+    /// issue 23 §7: a multi-host run's long CSV has its hosts, pairs and
+    /// adapters beside the totals (a `level` column), and they add up.
+    #[test]
+    fn long_csv_has_every_level_of_a_multi_host_run() {
+        let mut r = net_run(
+            "net-stream",
+            json!({"window_s": 10.0, "mbit_s": 1600.0, "cpu_pct": 20.0}),
+            json!({"dir": "tx", "conns": 4, "msg": 65536}),
+        );
+        let host = |name: &str, mbit: f64| iotoll_model::HostFigures {
+            name: name.into(),
+            role: "client".into(),
+            metrics: [("mbit_s".to_string(), mbit)].into_iter().collect(),
+            ifaces: vec![
+                iotoll_model::IfaceFigures {
+                    name: "eth0".into(),
+                    tx_bytes: 600_000_000,
+                    ..Default::default()
+                }
+                .with_rates(10.0),
+                iotoll_model::IfaceFigures {
+                    name: "eth1".into(),
+                    tx_bytes: 400_000_000,
+                    ..Default::default()
+                }
+                .with_rates(10.0),
+            ],
+            ..Default::default()
+        };
+        let pair = |c: &str, bytes: u64| iotoll_model::PairFigures {
+            client: c.into(),
+            server: "s1".into(),
+            conns: 2,
+            client_to_server_bytes: bytes,
+            server_to_client_bytes: 0,
+            mbit_s: bytes as f64 * 8.0 / 10.0 / 1e6,
+        };
+        let d = &mut r.tests[0].reps[0].doc;
+        d.hosts = vec![host("c1", 800.0), host("c2", 800.0)];
+        d.pairs = vec![pair("c1", 1_000_000_000), pair("c2", 1_000_000_000)];
+        let out = csv(&r);
+        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+            .records()
+            .map(Result::unwrap)
+            .collect();
+        let sum = |level: &str, metric: &str| -> f64 {
+            (recs.iter())
+                .filter(|r| &r[9] == level && &r[6] == metric)
+                .map(|r| r[7].parse::<f64>().unwrap())
+                .sum()
+        };
+        assert_eq!(sum("total", "mbit_s"), 1600.0);
+        assert_eq!(sum("host", "mbit_s"), 1600.0, "{out}");
+        assert_eq!(sum("pair", "mbit_s"), 1600.0, "{out}");
+        assert_eq!(sum("adapter", "tx_bytes"), 2e9, "{out}");
+        assert_eq!(sum("adapter", "tx_mbit_s"), 1600.0, "{out}");
+        let parts: std::collections::BTreeSet<(String, String)> = (recs.iter())
+            .map(|r| (r[9].to_string(), r[10].to_string()))
+            .collect();
+        for want in [("host", "c1"), ("pair", "c2->s1"), ("adapter", "c1/eth1")] {
+            assert!(parts.contains(&(want.0.into(), want.1.into())), "{parts:?}");
+        }
+    }
+
+    /// issue 23 §6: the 95 % CI of the selection metric is exported.
+    #[test]
+    fn long_csv_has_the_confidence_interval() {
+        let mut r = run();
+        let t = &mut r.tests[0];
+        t.reps = vec![
+            disk_rep(1, 1000.0, 700.0, 10.0),
+            disk_rep(2, 1100.0, 770.0, 10.0),
+            disk_rep(3, 1200.0, 840.0, 10.0),
+        ];
+        t.ci95 = t.compute_ci95();
+        let out = csv(&r);
+        let ci = iotoll_model::Ci95::of("iops", [1000.0, 1100.0, 1200.0]).unwrap();
+        assert!(
+            out.contains(&format!(",ci95_low,false,iops,{},", ci.low)),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(",ci95_high,false,iops,{},", ci.high)),
+            "{out}"
+        );
     }
 
     /// A multi-host stream test: the ALL row of its totals, then one
@@ -1023,8 +1385,64 @@ mod tests {
             host("c1", "client", 800.0, 0.0, 18.0),
             host("c2", "client", 800.0, 0.0, 22.0),
         ];
+        // The server's two CPUs, each with its own figures.
+        let core = |cpu: u32, busy: f64| iotoll_model::CpuCore {
+            cpu,
+            busy_pct: busy,
+            modes: iotoll_model::CpuModes {
+                user: busy / 2.0,
+                nice: 0.0,
+                system: busy / 4.0,
+                irq: 0.0,
+                softirq: busy / 4.0,
+                iowait: 0.0,
+                steal: 0.0,
+                idle: 100.0 - busy,
+            },
+        };
+        r.tests[0].reps[0].doc.hosts[0].cpu = Some(iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 30.0,
+            per_core: vec![core(0, 40.0), core(1, 20.0)],
+            ..Default::default()
+        });
         let out = iometer_csv(&r).unwrap().text;
-        assert_eq!(out.lines().count(), 8 + 1 + 3, "{out}");
+        // Header block (6), the results header (2), ALL, then per host its
+        // MANAGER, its PROCESSOR rows and its WORKER.
+        assert_eq!(out.lines().count(), 8 + 1 + 3 * 2 + 2, "{out}");
+        let kinds: Vec<(String, String)> = (8..17)
+            .map(|l| {
+                let c = cells(&out, l);
+                (
+                    col(&c, "'Target Type").to_string(),
+                    col(&c, "Target Name").to_string(),
+                )
+            })
+            .collect();
+        let want = [
+            ("ALL", "All"),
+            ("MANAGER", "s1"),
+            ("PROCESSOR", "CPU 0"),
+            ("PROCESSOR", "CPU 1"),
+            ("WORKER", "s1 worker"),
+            ("MANAGER", "c1"),
+            ("WORKER", "c1 worker"),
+            ("MANAGER", "c2"),
+            ("WORKER", "c2 worker"),
+        ];
+        assert_eq!(kinds, pairs(&want), "{out}");
+        let p0 = cells(&out, 10);
+        assert_eq!(
+            (
+                col(&p0, "% CPU Utilization"),
+                col(&p0, "% User Time"),
+                col(&p0, "% DPC Time")
+            ),
+            ("40", "20", "10")
+        );
+        let w = cells(&out, 12);
+        assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
+        assert_eq!(col(&w, "Read MBps (Decimal)"), "200", "the host's figures");
         let all = cells(&out, 8);
         assert_eq!(col(&all, "'Target Type"), "ALL");
         assert_eq!(col(&all, "# Managers"), "3");
@@ -1046,7 +1464,7 @@ mod tests {
             "over the test's window"
         );
         assert_eq!(col(&s1, "% CPU Utilization"), "30", "its own CPU");
-        let c2 = cells(&out, 11);
+        let c2 = cells(&out, 15);
         assert_eq!(col(&c2, "Target Name"), "c2");
         assert_eq!(col(&c2, "Write MBps (Decimal)"), "100");
         assert_eq!(col(&c2, "% CPU Utilization"), "22");

@@ -224,7 +224,28 @@ pub struct TestRow {
     pub repeatable: Option<bool>,
     /// The selection's metrics (the selected repetition's, or the means).
     pub summary: Option<iotoll_model::Metrics>,
+    /// The 95 % confidence interval of the selection metric over the
+    /// complete repetitions, with 3 or more of them ([`TestRow::compute_ci95`]).
+    pub ci95: Option<iotoll_model::Ci95>,
     pub reps: Vec<RepRow>,
+}
+
+impl TestRow {
+    /// The metric the test is selected by (`median:METRIC`, else the
+    /// kind's headline).
+    pub fn select_metric(&self) -> &str {
+        iotoll_model::ci::rule_metric(&self.select, self.kind)
+    }
+
+    /// The 95 % confidence interval of [`TestRow::select_metric`] over the
+    /// complete repetitions; None with fewer than 3.
+    pub fn compute_ci95(&self) -> Option<iotoll_model::Ci95> {
+        let m = self.select_metric();
+        let values = (self.reps.iter())
+            .filter(|r| r.status == ResultStatus::Complete)
+            .filter_map(|r| r.doc.metrics.get(m).copied());
+        iotoll_model::Ci95::of(m, values)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -929,6 +950,7 @@ impl Store {
                     spread_pct: r.get(8)?,
                     repeatable: r.get(9)?,
                     summary: None,
+                    ci95: None,
                     reps: Vec::new(),
                 };
                 Ok((r.get::<_, i64>(0)?, json, t))
@@ -949,6 +971,7 @@ impl Store {
             }
             t.params = serde_json::from_str(params)?;
             t.summary = summary.as_deref().map(serde_json::from_str).transpose()?;
+            t.ci95 = t.compute_ci95();
         }
         Ok(RunDetail {
             run,

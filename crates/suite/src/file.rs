@@ -6,6 +6,7 @@ use crate::hosts::{HostEntry, Placement};
 use crate::select::Rule;
 use iotoll_disk::specs::{self, AccessLine, AccessSpec};
 use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_model::ci::{DISK_UNIT_MBIT_S, DISK_UNIT_MB_S, UNIT_PARAM};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
 use iotoll_net::{ClientSpec, Dir, TestKind};
@@ -256,6 +257,7 @@ struct SuiteKeys {
     interference_pct: Known,
     cpu_threshold_pct: Option<Raw>,
     sut: Option<Raw>,
+    unit: Option<Raw>,
     ramp: Known,
     time: Known,
     test: Known,
@@ -499,6 +501,12 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         };
         items.iter().map(one).collect::<Result<Vec<_>, String>>()
     })?;
+    let unit = cx.check(suite.unit.as_ref(), "unit", |v| match as_str(v)? {
+        u @ (DISK_UNIT_MB_S | DISK_UNIT_MBIT_S) => Ok(u.to_string()),
+        u => Err(format!(
+            "unknown unit '{u}' for disk throughput: use {DISK_UNIT_MB_S} or {DISK_UNIT_MBIT_S}"
+        )),
+    })?;
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
     let hosts = crate::hosts::hosts_table(&cx, &root)?;
     let file_specs = cx.specs(&root)?;
@@ -519,6 +527,15 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
         let mut first = errors.remove(0);
         first.also = errors;
         return Err(first);
+    }
+    // Stored with each disk test, so that results and reports of the run
+    // publish its throughput as the suite asked.
+    if let Some(u) = unit.filter(|u| u == DISK_UNIT_MBIT_S) {
+        for j in jobs.iter_mut().filter(|j| j.kind == Kind::Disk) {
+            if let serde_json::Value::Object(p) = &mut j.params {
+                p.insert(UNIT_PARAM.into(), u.clone().into());
+            }
+        }
     }
     Ok(Suite {
         name,

@@ -290,6 +290,36 @@ fn run_fake_with(
     r
 }
 
+/// A run's reads and writes have response times of their own, which
+/// weighted by their counts give the mean of all.
+#[test]
+fn reads_and_writes_have_their_own_response_times() {
+    let cpu = iotoll_model::CpuReport {
+        cpus: 2,
+        busy_pct: 50.0,
+        ..Default::default()
+    };
+    let doc = run_fake(cpu, None).unwrap();
+    let m = &doc.metrics;
+    let (reads, writes) = (m[mn::READ_IOPS] * 2.0, m[mn::WRITE_IOPS] * 2.0);
+    assert!(reads > 0.0 && writes > 0.0, "{m:?}");
+    // The two means weighted by their counts are the mean of all
+    // (which the histogram holds to its precision, 0.1 %).
+    let parts = m[mn::READ_LAT_MEAN_US] * reads + m[mn::WRITE_LAT_MEAN_US] * writes;
+    let all = m[mn::LAT_MEAN_US] * (reads + writes);
+    assert!((parts - all).abs() <= 2e-3 * all, "{parts} vs {all}");
+    // The larger maximum is the maximum (the histogram's bucket holds it).
+    let max = m[mn::READ_LAT_MAX_US].max(m[mn::WRITE_LAT_MAX_US]);
+    let lat_max = m[mn::LAT_MAX_US];
+    assert!(
+        max <= lat_max && lat_max <= max * 1.002 + 0.001,
+        "{max} vs {lat_max}"
+    );
+    for k in [mn::READ_LAT_MEAN_US, mn::WRITE_LAT_MEAN_US] {
+        assert!(m[k] >= m[mn::LAT_MIN_US] * 0.998 && m[k] <= lat_max, "{k}");
+    }
+}
+
 /// The window is exactly as long as asked, the series goes ramp ->
 /// measure, and the figures add up (rates x window = the I/Os in the
 /// latency histogram).

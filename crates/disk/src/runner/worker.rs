@@ -22,6 +22,13 @@ pub(super) struct Counts {
     pub(super) write_bytes: u64,
     pub(super) errors: u64,
     pub(super) hist: Histogram<u64>,
+    /// Summed and largest response times of the reads and of the writes
+    /// (ns), for their means and maxima apart (Iometer's read and write
+    /// response times); the histogram holds both.
+    pub(super) read_ns: u64,
+    pub(super) write_ns: u64,
+    pub(super) read_max_ns: u64,
+    pub(super) write_max_ns: u64,
 }
 
 impl Counts {
@@ -33,6 +40,10 @@ impl Counts {
             write_bytes: 0,
             errors: 0,
             hist: new_histogram(),
+            read_ns: 0,
+            write_ns: 0,
+            read_max_ns: 0,
+            write_max_ns: 0,
         }
     }
 
@@ -42,6 +53,10 @@ impl Counts {
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
         self.errors += o.errors;
+        self.read_ns += o.read_ns;
+        self.write_ns += o.write_ns;
+        self.read_max_ns = self.read_max_ns.max(o.read_max_ns);
+        self.write_max_ns = self.write_max_ns.max(o.write_max_ns);
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.hist.add(&o.hist);
     }
@@ -74,6 +89,28 @@ impl Counts {
             put(mn::MIB_S, c.bytes() as f64 / window_s / 1048576.0);
         }
         write_latency_metrics(&self.hist, "lat", &mut m);
+        let us = |ns: u64| ns as f64 / 1000.0;
+        for (n, sum, max, mean_k, max_k) in [
+            (
+                self.reads,
+                self.read_ns,
+                self.read_max_ns,
+                mn::READ_LAT_MEAN_US,
+                mn::READ_LAT_MAX_US,
+            ),
+            (
+                self.writes,
+                self.write_ns,
+                self.write_max_ns,
+                mn::WRITE_LAT_MEAN_US,
+                mn::WRITE_LAT_MAX_US,
+            ),
+        ] {
+            if n > 0 {
+                m.insert(mean_k.to_string(), us(sum) / n as f64);
+                m.insert(max_k.to_string(), us(max));
+            }
+        }
         m
     }
 }
@@ -447,14 +484,18 @@ impl<'a, C: Clock> Loop<'a, C> {
         if !ok || phase != Phase::Measure {
             return first_failure;
         }
-        let ns = t.duration_since(self.issued_at[slot]).as_nanos() as u64;
-        c.hist.saturating_record(ns.max(1));
+        let ns = (t.duration_since(self.issued_at[slot]).as_nanos() as u64).max(1);
+        c.hist.saturating_record(ns);
         if rq.read {
             c.reads += 1;
             c.read_bytes += len;
+            c.read_ns = c.read_ns.saturating_add(ns);
+            c.read_max_ns = c.read_max_ns.max(ns);
         } else {
             c.writes += 1;
             c.write_bytes += len;
+            c.write_ns = c.write_ns.saturating_add(ns);
+            c.write_max_ns = c.write_max_ns.max(ns);
         }
         let l = &mut self.out.lines[self.line_of[slot]];
         l.0 += 1;
