@@ -685,6 +685,15 @@ mod tests {
     use super::test_data::{cfg, test};
     use super::*;
 
+    impl TestData {
+        /// These metrics and what follows from them.
+        fn with(mut self, m: &[(&str, f64)]) -> TestData {
+            self.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            iotoll_model::rederive_metrics(&mut self.metrics);
+            self
+        }
+    }
+
     fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
         let mut x = TestData {
             group: group.into(),
@@ -892,5 +901,49 @@ mod tests {
         assert!(lower_is_better("remote_cpu_pct"));
         assert!(lower_is_better("cpu_pct"));
         assert!(!lower_is_better("remote_mbit_s_per_cpu_pct"));
+    }
+
+    /// Study 004 publishes averages (7.07 vs 3.20 Gbit/s), study 002 the
+    /// mean of the per-test ratios: both, each with its formula, and the
+    /// largest per-test ratio naming its test, for throughput and CPU.
+    #[test]
+    fn averages_and_their_ratio_beside_the_mean_of_ratios() {
+        let s = |name: &str, mbit: f64, cpu: f64| {
+            TestData {
+                main_metric: "mbit_s".into(),
+                ..t(name, "g", 0.0, 0.0)
+            }
+            .with(&[("mbit_s", mbit), ("cpu_pct", cpu)])
+        };
+        let base = cfg("base", vec![s("a", 1000.0, 20.0), s("b", 5400.0, 40.0)]);
+        let cand = cfg("cand", vec![s("a", 3000.0, 10.0), s("b", 11_140.0, 60.0)]);
+        let r = compare(&[base, cand], None, true, None);
+        let g = &r.groups[0];
+        // Averages 3,200 and 7,070; their ratio 2.209; per-test ratios 3
+        // and 2.063, whose mean is 2.531.
+        assert_eq!((g.base_mean, g.cand_mean), (Some(3200.0), Some(7070.0)));
+        assert!((g.ratio_of_means.unwrap() - 7070.0 / 3200.0).abs() < 1e-9);
+        let mor = (3.0 + 11_140.0 / 5400.0) / 2.0;
+        assert!((g.mean_of_ratios.unwrap() - mor).abs() < 1e-9);
+        assert!((g.mean_diff_pct.unwrap() - (mor - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!(g.max_ratio, Some((3.0, "a".to_string())));
+        assert_eq!(g.cpu_min_ratio, Some((0.5, "a".to_string())));
+        assert_eq!(g.cpu_max_ratio, Some((1.5, "b".to_string())));
+        let f = &r.findings[0];
+        for want in [
+            "2.53 × by the mean of per-test ratios (mean over tests of cand ÷ base)",
+            "averages 7,070 vs 3,200 Mbit/s, 2.21 × by the ratio of averages (mean of cand ÷ mean of base)",
+            "up to 3.00 × on a",
+            "Whole-host CPU %, cand ÷ base per test: 0.50 × (a) up to 1.50 × (b)",
+        ] {
+            assert!(f.contains(want), "{want} in {f}");
+        }
+        let table = r.group_table().unwrap();
+        assert!(table
+            .head
+            .iter()
+            .any(|h| h.contains("mean(cand) ÷ mean(base)")));
+        assert!(table.head.iter().any(|h| h.contains("mean(cand ÷ base)")));
+        assert!(table.rows[0].cells.contains(&"3.00 × (a)".to_string()));
     }
 }
