@@ -441,17 +441,19 @@ fn group_sentence(c: &Comparison, g: &GroupSummary) -> Option<String> {
     Some(s)
 }
 
-/// What an efficiency measure counts, for the footnote when two disagree.
+/// What an efficiency measure counts, for the footnote when two disagree:
+/// which end, and per what.
 fn counts(m: &str) -> &'static str {
     match m {
-        mn::IOPS_PER_CPU_PCT | mn::MB_S_PER_CPU_PCT | mn::MBIT_S_PER_CPU_PCT => {
-            "throughput per percent of this host's CPU (the local end only, and a percent whatever the host's CPU count)"
+        mn::IOPS_PER_CPU_PCT => "I/Os per percent of this host's CPU (local end; a percent whatever the CPU count; per operation)",
+        mn::MB_S_PER_CPU_PCT | mn::MBIT_S_PER_CPU_PCT => {
+            "bytes per percent of this host's CPU (local end; a percent whatever the CPU count; per byte)"
         }
-        mn::REMOTE_MBIT_S_PER_CPU_PCT => "throughput per percent of the peer's CPU (the far end only)",
-        mn::CPU_US_PER_IO => "busy CPU time of all this host's CPUs per I/O (per operation, whatever its size)",
-        mn::CPU_US_PER_KB => "busy CPU time of all this host's CPUs per KB moved (per byte, not per operation)",
-        mn::CPU_US_PER_TRANS => "busy CPU time of all this host's CPUs per request/response (per transaction, however small)",
-        _ => "its formula in docs/metrics.md",
+        mn::REMOTE_MBIT_S_PER_CPU_PCT => "bytes per percent of the peer's CPU (the far end only)",
+        mn::CPU_US_PER_IO => "CPU time of all this host's CPUs per I/O (per operation, whatever its size)",
+        mn::CPU_US_PER_KB => "CPU time of all this host's CPUs per KB moved (per byte)",
+        mn::CPU_US_PER_TRANS => "CPU time of all this host's CPUs per request/response (per transaction)",
+        _ => "see docs/metrics.md",
     }
 }
 
@@ -477,22 +479,10 @@ fn disagreement(base: &Efficiency, cand: &Efficiency, what: &str) -> Option<Stri
     }
     let each: Vec<String> = adv
         .iter()
-        .map(|(e, r, _)| {
-            let better = if mn::lower_is_better(e) {
-                "lower"
-            } else {
-                "higher"
-            };
-            format!(
-                "{} {} ({better} is better) counts {}",
-                label(e),
-                times(*r),
-                counts(e)
-            )
-        })
+        .map(|(e, r, _)| format!("{} {} counts {}", label(e), times(*r), counts(e)))
         .collect();
     Some(format!(
-        "Footnote on {what}: the efficiency measures of {} against {} disagree because they count different things: {}. Each is the mean of the per-test values, so a per-% index (throughput ÷ CPU) and a per-unit cost (CPU ÷ throughput) weigh the tests differently, and CPU time counts the host's CPUs where a percent does not.",
+        "Footnote ({what}, {} against {}): the efficiency measures disagree because they count different things: {}. Higher is better for \"per % CPU\", lower for CPU µs; each is a mean of per-test values, so an index (throughput ÷ CPU) and a cost (CPU ÷ throughput) also weigh the tests differently.",
         cand.label,
         base.label,
         each.join("; ")
