@@ -876,7 +876,7 @@ mod tests {
         assert!(r
             .findings
             .iter()
-            .any(|f| f.contains("someone else's work") && f.contains("a (base)")));
+            .any(|f| f.contains("their work is in these CPU") && f.contains("a (base)")));
     }
 
     #[test]

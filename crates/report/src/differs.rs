@@ -231,7 +231,10 @@ pub fn settings_named(diffs: &[Difference]) -> String {
         .filter(|d| !d.state)
         .map(|d| d.item.as_str())
         .collect();
-    crate::compare::some(&names, ", ")
+    match names.len() {
+        0..=3 => names.join(", "),
+        n => format!("{}, and {} more", names[..3].join(", "), n - 3),
+    }
 }
 
 /// The opening table: item, then each configuration's value.

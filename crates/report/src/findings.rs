@@ -337,7 +337,7 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
     let settings = crate::differs::settings_named(&c.differs);
     if !unaffected.is_empty() && unaffected.len() == rows.len() {
         s.push_str(&format!(
-            " What differs ({settings}) cannot affect these tests' workload: read this difference as noise, not as the configurations'."
+            " Noise: what differs ({settings}) cannot affect these tests' workload, so this difference is not the configurations'."
         ));
     } else if !unaffected.is_empty() {
         s.push_str(&format!(
@@ -358,12 +358,24 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
             (!who.is_empty()).then(|| format!("{} ({})", r.test, who.join(", ")))
         })
         .collect();
+    let everywhere = rows
+        .iter()
+        .all(|r| r.interfered.first() == Some(&true) && r.interfered.get(ci) == Some(&true));
     if !interfered.is_empty() {
+        let which = if everywhere && rows.len() > 1 {
+            format!("all {} tests, in both configurations", rows.len())
+        } else if everywhere {
+            format!("{}, in both configurations", rows[0].test)
+        } else {
+            format!(
+                "{} of {} tests: {}",
+                interfered.len(),
+                rows.len(),
+                crate::compare::some(&interfered, "; ")
+            )
+        };
         s.push_str(&format!(
-            " ⚑ Interfered on {} of {} tests: other processes used the host's CPU, so the CPU and efficiency figures include someone else's work: {}.",
-            interfered.len(),
-            rows.len(),
-            crate::compare::some(&interfered, "; ")
+            " ⚑ Interfered on {which} (other processes used the host's CPU: their work is in these CPU and efficiency figures)."
         ));
     }
     let flagged: Vec<&str> = rows
@@ -782,7 +794,10 @@ mod tests {
         assert!(at("on disk tests") > at("On net-stream tests"), "{f:#?}");
         let disk_line = &f[at("on disk tests")];
         assert!(disk_line.contains("207.1 % higher IOPS"), "{disk_line}");
-        assert!(disk_line.contains("noise"), "{disk_line}");
+        assert!(
+            disk_line.contains("Noise: what differs (lab.sets)"),
+            "{disk_line}"
+        );
         // Interference and repeatability in the same bullet, not apart.
         assert!(
             disk_line.contains("⚑ Interfered on 1 of 1 tests"),
@@ -793,7 +808,7 @@ mod tests {
             "{disk_line}"
         );
         let eff = &f[at("On disk tests")];
-        assert!(eff.contains("noise") && eff.contains("Interfered"), "{eff}");
+        assert!(eff.contains("Noise") && eff.contains("Interfered"), "{eff}");
         assert!(f[0].contains("⚠ Not repeatable"), "{}", f[0]);
         assert!(
             !f.iter()
