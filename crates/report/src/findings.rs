@@ -439,6 +439,12 @@ fn group_sentence(c: &Comparison, g: &GroupSummary) -> Option<String> {
     }
     s.push_str(&format!("; it did better on {} of {}.", g.wins, g.tests));
     match (&g.cpu_min_ratio, &g.cpu_max_ratio) {
+        (Some((lo, _)), Some((hi, _))) if g.tests > 1 && times(*lo) == times(*hi) => {
+            s.push_str(&format!(
+                " Whole-host CPU %, {cand} ÷ {base}: {} on every test.",
+                times(*lo)
+            ))
+        }
         (Some((lo, tl)), Some((hi, th))) if g.tests > 1 && tl != th => s.push_str(&format!(
             " Whole-host CPU %, {cand} ÷ {base} per test: {} ({tl}) up to {} ({th}).",
             times(*lo),
@@ -494,7 +500,7 @@ fn disagreement(base: &Efficiency, cand: &Efficiency, what: &str) -> Option<Stri
         .map(|(e, r, _)| format!("{} {} counts {}", label(e), times(*r), counts(e)))
         .collect();
     Some(format!(
-        "Footnote ({what}, {} against {}): the efficiency measures disagree because they count different things: {}. Higher is better for \"per % CPU\", lower for CPU µs; each is a mean of per-test values, so an index (throughput ÷ CPU) and a cost (CPU ÷ throughput) also weigh the tests differently.",
+        "Footnote ({what}, {} against {}): the efficiency measures disagree. What each counts: {}. Besides what they count (which end; a percent or CPU time; per operation, byte or transaction), each is a mean of per-test values, so an index (throughput ÷ CPU, higher is better) and a cost (CPU ÷ throughput, lower is better) weigh the tests differently.",
         cand.label,
         base.label,
         each.join("; ")
