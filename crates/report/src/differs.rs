@@ -341,6 +341,9 @@ mod tests {
             assert_eq!(rows.len(), 1, "{a} vs {b}: one row for the test");
             assert_eq!(rows[0].cells[1], "all", "{a} vs {b}");
             assert!(!rows[0].cell_diff.iter().any(|d| *d), "{a} vs {b}");
+            // Each address is still shown, not the baseline's alone.
+            let both = format!("{a} / {b}");
+            assert!(rows[0].cells.contains(&both), "{:?}", rows[0].cells);
             assert!(differences(&configs).is_empty(), "{a} vs {b}");
             let c = crate::compare(&configs, None, true, None);
             assert!(c.rows[0].differs.is_empty(), "{a} vs {b}");

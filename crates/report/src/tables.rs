@@ -263,7 +263,15 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     });
                 }
                 let mut row = TRow::plain(lead, (many && !alike).then_some(*ci), false);
-                row.cells.extend(cells.iter().cloned());
+                if alike {
+                    // Values that do not count as a difference (an endpoint's
+                    // address, a temporary file) are still each shown.
+                    let all = (0..cells.len())
+                        .map(|j| distinct(per.iter().map(|p| p.1[j].clone())).join(" / "));
+                    row.cells.extend(all);
+                } else {
+                    row.cells.extend(cells.iter().cloned());
+                }
                 row.cell_diff.extend(cell_diff.iter().copied());
                 rows.push(row);
             }
