@@ -518,8 +518,15 @@ fn group_summary(candidate: &str, group: &str, in_group: &[&Row], ci: usize) -> 
             }
         })
         .count();
-    let base_mean = mean(&both.iter().map(|x| x.1).collect::<Vec<_>>());
-    let cand_mean = mean(&both.iter().map(|x| x.2).collect::<Vec<_>>());
+    // An average of IOPS and Mbit/s (a group of several kinds, `--by none`)
+    // is no figure: averages only over one metric.
+    let one_metric = both.iter().all(|(r, _, _)| r.metric == metric);
+    let avg = |f: fn(&(&Row, f64, f64)) -> f64| {
+        one_metric
+            .then(|| mean(&both.iter().map(f).collect::<Vec<_>>()))
+            .flatten()
+    };
+    let (base_mean, cand_mean) = (avg(|x| x.1), avg(|x| x.2));
     let ratios: Vec<(f64, String)> = both
         .iter()
         .map(|(r, b, c)| (c / b, r.test.clone()))
@@ -938,6 +945,17 @@ mod tests {
         ] {
             assert!(f.contains(want), "{want} in {f}");
         }
+        // Several metrics in one group (`--by none` over kinds): no average.
+        let mut iops = s("c", 100.0, 10.0);
+        iops.main_metric = "iops".into();
+        iops.metrics.insert("iops".into(), 100.0);
+        let mixed = |x: f64| cfg("m", vec![s("a", 1000.0 * x, 20.0), iops.clone()]);
+        let m = compare(&[mixed(1.0), mixed(2.0)], None, false, None);
+        assert_eq!(
+            (m.groups[0].base_mean, m.groups[0].ratio_of_means),
+            (None, None)
+        );
+        assert!(!m.findings[0].contains("averages"), "{}", m.findings[0]);
         let table = r.group_table().unwrap();
         assert!(table
             .head
