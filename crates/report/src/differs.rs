@@ -59,6 +59,30 @@ fn is_state(key: &str) -> bool {
         || key.starts_with("memory.swap_used")
         || key.starts_with("iotoll.")
         || key == "imported_from"
+        || key == "lab.source"
+}
+
+/// A row of addresses (an interface's, a lab host's, the lab's subnet,
+/// chosen when the lab came up): where things listened, never what was
+/// compared.
+fn is_address(key: &str) -> bool {
+    key.ends_with(".addresses") || key.ends_with(".address") || key == "lab.subnet"
+}
+
+/// A value with its IP addresses (and prefixes) blanked, so that a lab
+/// link that differs only by the subnet it was given is not a difference.
+fn without_addresses(v: &str) -> String {
+    v.split_whitespace()
+        .map(|t| {
+            let ip = t.split('/').next().unwrap_or(t);
+            if ip.parse::<std::net::IpAddr>().is_ok() {
+                "·"
+            } else {
+                t
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Lab settings first, then the kernel, then the rest in the disclosure's
@@ -189,7 +213,11 @@ pub fn differences(configs: &[ConfigData]) -> Vec<Difference> {
     }
     let mut out: Vec<Difference> = crate::disclosure::table(configs)
         .into_iter()
-        .filter(|r| r.differs)
+        .filter(|r| r.differs && !is_address(&r.key))
+        .filter(|r| {
+            let bare: Vec<String> = r.values.iter().map(|v| without_addresses(v)).collect();
+            bare.iter().any(|v| *v != bare[0])
+        })
         .map(|r| Difference {
             scope: scope_of(&r.key),
             state: is_state(&r.key),
@@ -370,6 +398,25 @@ mod tests {
         assert!(at(&html, "id=\"differs\"") < at(&html, "id=\"findings\""));
         let (md, _) = render(&[base]);
         assert!(!md.contains("What differs"), "{md}");
+    }
+
+    /// A lab comes up on a subnet it chooses: two runs on 198.18.2.0/24
+    /// and 198.18.0.0/24 differ in addresses only, which is not what was
+    /// compared; the MTU in the same row still is.
+    #[test]
+    fn lab_addresses_are_not_what_was_compared() {
+        let lab = |subnet: &str, mtu: u32| {
+            json!({"lab": {"subnet": format!("{subnet}.0/24"), "hosts": [{"name": "a",
+                "addresses": [format!("{subnet}.1")],
+                "links": [{"address": format!("{subnet}.1"), "ifname": "eth0", "mtu": mtu, "rate": "1gbit"}]}]}})
+        };
+        let a = with_disclosure(cfg("x", Vec::new()), lab("198.18.2", 1500));
+        let b = with_disclosure(cfg("y", Vec::new()), lab("198.18.0", 1500));
+        assert!(differences(&[a.clone(), b]).is_empty());
+        let c = with_disclosure(cfg("z", Vec::new()), lab("198.18.0", 9000));
+        let d = differences(&[a, c]);
+        let items: Vec<&str> = d.iter().map(|d| d.item.as_str()).collect();
+        assert_eq!(items, vec!["lab.hosts[a].links"]);
     }
 
     #[test]
