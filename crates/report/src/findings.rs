@@ -362,7 +362,9 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
         .iter()
         .all(|r| r.interfered.first() == Some(&true) && r.interfered.get(ci) == Some(&true));
     if !interfered.is_empty() {
-        let which = if everywhere && rows.len() > 1 {
+        let which = if everywhere && rows.len() == 2 {
+            "both tests, in both configurations".to_string()
+        } else if everywhere && rows.len() > 1 {
             format!("all {} tests, in both configurations", rows.len())
         } else if everywhere {
             format!("{}, in both configurations", rows[0].test)
