@@ -124,6 +124,11 @@ pub fn write_run_report(
 }
 
 impl ReportFiles {
+    /// No file was asked for: the report goes to the terminal.
+    fn none(&self) -> bool {
+        self.md.is_none() && self.html.is_none()
+    }
+
     /// The Markdown report, after writing the files asked for.
     fn write(
         &self,
@@ -174,9 +179,11 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
     comparable(&c, &configs, a.strict)?;
     let md = a.files.write(&c, &configs, &infos, "comparison")?;
+    // Files asked for are the output: stdout says nothing more than where
+    // they went (on stderr), unless JSON is asked for too.
     if a.json {
         crate::output::print_json(&c)?;
-    } else {
+    } else if a.files.none() {
         print!("{md}");
     }
     Ok(())
@@ -223,7 +230,7 @@ pub fn report_cmd(a: ReportArgs) -> Result<()> {
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
     let md = a.files.write(&c, &configs, &infos, "report")?;
-    if a.files.md.is_none() && a.files.html.is_none() {
+    if a.files.none() {
         print!("{md}");
     }
     Ok(())

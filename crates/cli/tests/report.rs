@@ -138,6 +138,38 @@ fn imports_become_configurations() {
         .fails(2, "warp_factor");
 }
 
+/// `compare --html F` writes F and says where it went (stderr), nothing
+/// else: it used to print the whole Markdown report on stdout too.
+#[test]
+fn compare_into_a_file_prints_only_where_it_went() {
+    let t = Tmp::new();
+    for (label, iops) in [("a", 5000), ("b", 6000)] {
+        let table = t.file(
+            &format!("{label}.csv"),
+            format!("test,group,iops,cpu_pct\nseq/bs=4k,read,{iops},20\n"),
+        );
+        t.cmd("results import --format table")
+            .args([&table, "--config", label])
+            .succeeds();
+    }
+    for files in [vec!["--html", "c.html"], vec!["--md", "c.md"]] {
+        let path = t.path(files[1]);
+        let out = t.cmd("compare a b").args([files[0], &path]).out();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{files:?}");
+        assert!(
+            stderr(&out).contains(&format!("wrote {path}")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("Key findings"));
+    }
+    // Without a file the report is the output.
+    assert!(t.cmd("compare a b").succeeds().contains("## Key findings"));
+}
+
 /// Runs the report command `line` of the shared database into an HTML and
 /// a Markdown file; returns their directory, the HTML file and both texts.
 fn render(line: &str) -> (Tmp, String, String, String) {

@@ -11,7 +11,6 @@
 //! that row's own values, so what is shown always equals its formula on the
 //! shown numbers, whatever selection produced them.
 
-use crate::fmt::pct;
 use iotoll_model::metrics as mn;
 use iotoll_model::metrics::lower_is_better;
 use iotoll_model::{Kind, Metrics};
@@ -40,6 +39,11 @@ pub struct TestData {
     pub interference: Vec<String>,
     /// The test's peer was this very host (same kernel boot id).
     pub same_host_peer: bool,
+    /// The test's configuration as run, what is meant to differ between
+    /// runs of one workload: (item, value), e.g. ("engine", "psync"),
+    /// ("header digest", "CRC32C").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<(String, String)>,
     /// A multi-host test's per-host figures; None for single-host tests
     /// and documents made before multi-host tests.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -148,6 +152,9 @@ impl ConfigData {
                     spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
                     interference,
                     same_host_peer,
+                    setup: rep
+                        .map(|r| crate::differs::setup_of(t.kind, &r.doc))
+                        .unwrap_or_default(),
                     multi: rep.and_then(|r| MultiHost::of(r, selected.is_some())),
                 })
             })
@@ -190,6 +197,10 @@ pub struct Row {
     /// Per configuration: another process used the host's CPU during the
     /// test's window beyond the interference threshold.
     pub interfered: Vec<bool>,
+    /// Whether what differs between the configurations can affect this
+    /// test's workload (MTU cannot affect a local disk test); None when
+    /// only states differ, so what was compared is not known.
+    pub affected: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -205,14 +216,33 @@ pub struct GroupSummary {
     /// Tests where the candidate's value is higher (lower for latencies and
     /// service demand).
     pub wins: usize,
+    /// The metric's average over the tests both sides have: the baseline's
+    /// and the candidate's (study 004's "7.07 vs 3.20 Gbit/s").
+    pub base_mean: Option<f64>,
+    pub cand_mean: Option<f64>,
+    /// mean(candidate) / mean(baseline) over those tests.
+    pub ratio_of_means: Option<f64>,
+    /// mean(candidate_i / baseline_i): 1 + mean_diff_pct / 100.
+    pub mean_of_ratios: Option<f64>,
+    /// The largest per-test ratio candidate / baseline and its test.
+    pub max_ratio: Option<(f64, String)>,
+    /// The smallest and largest per-test ratio of whole-host CPU %,
+    /// candidate / baseline, with their tests.
+    pub cpu_min_ratio: Option<(f64, String)>,
+    pub cpu_max_ratio: Option<(f64, String)>,
 }
 
-/// One configuration's efficiency over the tests of one result kind that
-/// every configuration has.
+/// One configuration's efficiency over a class of like tests (one result
+/// kind and transfer-size class) that every configuration has.
 #[derive(Debug, Clone, Serialize)]
 pub struct Efficiency {
     pub label: String,
     pub kind: Kind,
+    /// The transfer-size class (`≤ 8k`, `16k–128k`, `≥ 256k`), empty when
+    /// the tests do not say their size.
+    pub class: String,
+    /// The tests the means are over.
+    pub names: Vec<String>,
     /// How many tests the means are over.
     pub tests: usize,
     /// Efficiency metric -> mean of the per-test values (the mean of the
@@ -232,6 +262,8 @@ pub struct Comparison {
     pub threshold_counts: Vec<(usize, usize)>,
     /// Tests present in some configurations only.
     pub unmatched: Vec<String>,
+    /// What differs between the configurations (what was compared).
+    pub differs: Vec<crate::differs::Difference>,
     pub findings: Vec<String>,
 }
 
@@ -253,6 +285,68 @@ impl Comparison {
             .filter(|r| !r.differs.is_empty())
             .map(|r| format!("{} ({})", r.test, r.differs.join(", ")))
             .collect()
+    }
+}
+
+impl Comparison {
+    /// The group summary as a table: each candidate's mean of the per-test
+    /// differences and ratios, the averages and their ratio, and the
+    /// largest per-test ratio, each headed by its formula.
+    pub fn group_table(&self) -> Option<crate::tables::Table> {
+        use crate::fmt::{num, pct};
+        if self.groups.is_empty() {
+            return None;
+        }
+        let base = &self.configs[0];
+        let head: Vec<String> = [
+            "group",
+            "candidate",
+            "metric",
+            "tests",
+            &format!("average {base}"),
+            "average candidate",
+            "ratio of averages: mean(cand) ÷ mean(base)",
+            "mean of ratios: mean(cand ÷ base)",
+            "mean Δ",
+            "min Δ",
+            "max Δ",
+            "up to (largest cand ÷ base)",
+            "wins",
+        ]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+        let x = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.2} ×"));
+        let rows = self
+            .groups
+            .iter()
+            .map(|g| {
+                let cells = vec![
+                    g.group.clone(),
+                    g.candidate.clone(),
+                    iotoll_model::metrics::label(&g.metric).to_string(),
+                    g.tests.to_string(),
+                    num(g.base_mean),
+                    num(g.cand_mean),
+                    x(g.ratio_of_means),
+                    x(g.mean_of_ratios),
+                    pct(g.mean_diff_pct),
+                    pct(g.min_diff_pct),
+                    pct(g.max_diff_pct),
+                    g.max_ratio
+                        .as_ref()
+                        .map_or("–".into(), |(r, t)| format!("{r:.2} × ({t})")),
+                    format!("{} of {}", g.wins, g.tests),
+                ];
+                crate::tables::TRow::plain(cells, None, false)
+            })
+            .collect();
+        Some(crate::tables::Table {
+            title: "By group".into(),
+            head,
+            rows,
+            note: Some("Over the tests both configurations have. The mean of the per-test ratios (study 002's method) weighs every test alike; the ratio of the averages (study 004's) weighs tests by their size. Δ = candidate ÷ baseline − 1 per test.".into()),
+        })
     }
 }
 
@@ -295,6 +389,7 @@ pub fn compare(
     by_group: bool,
     cpu_threshold_pct: Option<f64>,
 ) -> Comparison {
+    let differs = crate::differs::differences(configs);
     let names: Vec<(String, String, String)> = first_tests(configs)
         .into_iter()
         .map(|t| {
@@ -331,6 +426,11 @@ pub fn compare(
             .iter()
             .map(|t| t.as_ref().map(|t| (t.kind, &t.spec)))
             .collect();
+        let affected = per
+            .iter()
+            .flatten()
+            .next()
+            .and_then(|t| crate::differs::affects(&differs, t));
         rows.push(Row {
             test: name.clone(),
             group: group.clone(),
@@ -345,6 +445,7 @@ pub fn compare(
                 .iter()
                 .map(|t| t.as_ref().is_some_and(|t| !t.interference.is_empty()))
                 .collect(),
+            affected,
         });
     }
 
@@ -353,63 +454,11 @@ pub fn compare(
     for (ci, cand) in configs.iter().enumerate().skip(1) {
         for g in &group_names {
             let in_group: Vec<&Row> = rows.iter().filter(|r| &r.group == g).collect();
-            let diffs: Vec<f64> = in_group.iter().filter_map(|r| r.diff_pct[ci - 1]).collect();
-            let metric = in_group
-                .first()
-                .map(|r| r.metric.clone())
-                .unwrap_or_default();
-            let wins = in_group
-                .iter()
-                .filter_map(|r| r.diff_pct[ci - 1].map(|d| (d, lower_is_better(&r.metric))))
-                .filter(|(d, lower)| if *lower { *d < 0.0 } else { *d > 0.0 })
-                .count();
-            groups.push(GroupSummary {
-                group: g.clone(),
-                candidate: cand.label.clone(),
-                metric,
-                tests: diffs.len(),
-                mean_diff_pct: mean(&diffs),
-                min_diff_pct: diffs.iter().copied().reduce(f64::min),
-                max_diff_pct: diffs.iter().copied().reduce(f64::max),
-                wins,
-            });
+            groups.push(group_summary(&cand.label, g, &in_group, ci));
         }
     }
 
-    // Efficiency per result kind, over the tests of that kind every
-    // configuration has (a mix of disk, stream and rr tests keeps each).
-    let common: Vec<&TestData> = first_tests(configs.iter().take(1))
-        .into_iter()
-        .filter(|t| !unmatched.contains(&t.name))
-        .collect();
-    let mut efficiency = Vec::new();
-    for kind in distinct(common.iter().map(|t| t.kind)) {
-        let of_kind: Vec<&String> = common
-            .iter()
-            .filter(|t| t.kind == kind)
-            .map(|t| &t.name)
-            .collect();
-        for c in configs {
-            let mut means = BTreeMap::new();
-            for e in kind.efficiency() {
-                let v: Vec<f64> = of_kind
-                    .iter()
-                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(e).copied()))
-                    .collect();
-                if v.len() == of_kind.len() {
-                    if let Some(m) = mean(&v) {
-                        means.insert(e.to_string(), m);
-                    }
-                }
-            }
-            efficiency.push(Efficiency {
-                label: c.label.clone(),
-                kind,
-                tests: of_kind.len(),
-                means,
-            });
-        }
-    }
+    let efficiency = efficiency_classes(configs, &unmatched);
     let threshold_counts = (0..configs.len())
         .map(|i| {
             let with: Vec<bool> = rows.iter().filter_map(|r| r.acceptable[i]).collect();
@@ -425,142 +474,174 @@ pub fn compare(
         cpu_threshold_pct,
         threshold_counts,
         unmatched,
+        differs,
         findings: Vec::new(),
     };
-    c.findings = findings(&c);
+    c.findings = crate::findings::comparison(&c);
     c
 }
 
-/// Sentences drawn from the numbers only.
-pub fn findings(c: &Comparison) -> Vec<String> {
-    let mut f = Vec::new();
-    let base = &c.configs[0];
-    for g in &c.groups {
-        let (Some(mean), Some(lo), Some(hi)) = (g.mean_diff_pct, g.min_diff_pct, g.max_diff_pct)
-        else {
-            continue;
-        };
-        let word = if mean >= 0.0 { "higher" } else { "lower" };
-        let hint = if lower_is_better(&g.metric) {
-            " (lower is better)"
-        } else {
-            ""
-        };
-        let range = if g.tests > 1 {
-            format!(" ({} to {})", pct(Some(lo)), pct(Some(hi)))
-        } else {
-            String::new()
-        };
-        f.push(format!(
-            "{} achieved an average {:.1} % {word} {}{hint} than {base} on {} tests{range}; it did better on {} of {}.",
-            g.candidate,
-            mean.abs(),
-            iotoll_model::metrics::label(&g.metric),
-            g.group,
-            g.wins,
-            g.tests
-        ));
-    }
-    // Each kind's headline efficiency, candidate against baseline.
-    for kind in distinct(c.efficiency.iter().map(|e| e.kind)) {
-        let of_kind: Vec<&Efficiency> = c.efficiency.iter().filter(|e| e.kind == kind).collect();
-        let Some(b) = of_kind.first() else { continue };
-        let Some(e) = kind.efficiency().find(|e| b.means.contains_key(*e)) else {
-            continue;
-        };
-        let name = iotoll_model::metrics::label(e);
-        for cand in of_kind.iter().skip(1) {
-            if let (Some(bv), Some(v)) = (b.means.get(e), cand.means.get(e)) {
-                if *bv > 0.0 {
-                    let verb = if lower_is_better(e) {
-                        "used"
-                    } else {
-                        "delivered"
-                    };
-                    f.push(format!(
-                        "On {kind} tests {} {verb} {:.2} × {base}'s {name}: {} vs {}, the mean over the {} test(s) both have.",
-                        cand.label,
-                        v / bv,
-                        iotoll_model::units::format_number(*v),
-                        iotoll_model::units::format_number(*bv),
-                        b.tests,
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(th) = c.cpu_threshold_pct {
-        for (i, (ok, n)) in c.threshold_counts.iter().enumerate() {
-            if *n > 0 {
-                f.push(format!(
-                    "{} stayed under {th} % CPU on {ok} of {n} tests.",
-                    c.configs[i]
-                ));
-            }
-        }
-    }
-    if c.compared_nothing() {
-        f.push(
-            "Nothing was compared: the configurations have no test with the same name and a value on both sides."
-                .to_string(),
-        );
-    }
-    let differing = c.differing();
-    if !differing.is_empty() {
-        f.push(format!(
-            "Different workloads were paired, so these differences are not the configurations' alone: {}. A comparison holds the workload fixed and lets only the configuration differ (MTU, engine, adapter: what the --config labels name); rerun with the same parameters, or use --strict to refuse such a comparison.",
-            differing.join("; ")
-        ));
-    }
-    let interfered: Vec<String> = c
-        .rows
+/// The largest (or smallest) of per-test values, with its test.
+fn extreme(v: &[(f64, String)], largest: bool) -> Option<(f64, String)> {
+    v.iter()
+        .cloned()
+        .reduce(|a, b| match (largest, a.0 >= b.0) {
+            (true, true) | (false, false) => a,
+            _ => b,
+        })
+}
+
+/// One group's figures for candidate `ci` (1-based among configurations):
+/// the mean of the per-test differences, the averages and their ratio, and
+/// the largest per-test ratios of the metric and of CPU %.
+fn group_summary(candidate: &str, group: &str, in_group: &[&Row], ci: usize) -> GroupSummary {
+    // Tests with a value on both sides: every average is over the same tests.
+    let both: Vec<(&Row, f64, f64)> = in_group
         .iter()
-        .filter(|r| r.interfered.iter().any(|i| *i))
-        .map(|r| {
-            let who: Vec<&str> = r
-                .interfered
-                .iter()
-                .zip(&c.configs)
-                .filter(|(i, _)| **i)
-                .map(|(_, l)| l.as_str())
-                .collect();
-            format!("{} ({})", r.test, who.join(", "))
+        .filter_map(|r| match (r.values[0], r.values[ci]) {
+            (Some(b), Some(c)) if b != 0.0 => Some((*r, b, c)),
+            _ => None,
         })
         .collect();
-    if !interfered.is_empty() {
-        f.push(format!(
-            "Other processes used the host's CPU during {} of {} tests, so their CPU and efficiency figures include someone else's work (rows marked): {}.",
-            interfered.len(),
-            c.rows.len(),
-            some(&interfered, "; ")
-        ));
-    }
-    let flagged: Vec<&str> = c
-        .rows
+    let diffs: Vec<f64> = both.iter().map(|(_, b, c)| (c / b - 1.0) * 100.0).collect();
+    let metric = in_group
+        .first()
+        .map(|r| r.metric.clone())
+        .unwrap_or_default();
+    let wins = diffs
         .iter()
-        .filter(|r| r.not_repeatable)
-        .map(|r| r.test.as_str())
+        .filter(|d| {
+            if lower_is_better(&metric) {
+                **d < 0.0
+            } else {
+                **d > 0.0
+            }
+        })
+        .count();
+    // An average of IOPS and Mbit/s (a group of several kinds, `--by none`)
+    // is no figure: averages only over one metric.
+    let one_metric = both.iter().all(|(r, _, _)| r.metric == metric);
+    let avg = |f: fn(&(&Row, f64, f64)) -> f64| {
+        one_metric
+            .then(|| mean(&both.iter().map(f).collect::<Vec<_>>()))
+            .flatten()
+    };
+    let (base_mean, cand_mean) = (avg(|x| x.1), avg(|x| x.2));
+    let ratios: Vec<(f64, String)> = both
+        .iter()
+        .map(|(r, b, c)| (c / b, r.test.clone()))
         .collect();
-    if !flagged.is_empty() {
-        f.push(format!(
-            "Not repeatable (repetitions disagreed) on {} of {} tests, read with care: {}.",
-            flagged.len(),
-            c.rows.len(),
-            some(&flagged, ", ")
-        ));
+    let cpu: Vec<(f64, String)> = both
+        .iter()
+        .filter_map(|(r, _, _)| match (r.cpu_pct[0], r.cpu_pct[ci]) {
+            (Some(b), Some(c)) if b > 0.0 => Some((c / b, r.test.clone())),
+            _ => None,
+        })
+        .collect();
+    let mean_diff_pct = mean(&diffs);
+    GroupSummary {
+        group: group.to_string(),
+        candidate: candidate.to_string(),
+        metric,
+        tests: diffs.len(),
+        mean_diff_pct,
+        min_diff_pct: diffs.iter().copied().reduce(f64::min),
+        max_diff_pct: diffs.iter().copied().reduce(f64::max),
+        wins,
+        base_mean,
+        cand_mean,
+        ratio_of_means: match (base_mean, cand_mean) {
+            (Some(b), Some(c)) if b != 0.0 => Some(c / b),
+            _ => None,
+        },
+        mean_of_ratios: mean_diff_pct.map(|d| 1.0 + d / 100.0),
+        max_ratio: extreme(&ratios, true),
+        cpu_min_ratio: extreme(&cpu, false),
+        cpu_max_ratio: extreme(&cpu, true),
     }
-    if !c.unmatched.is_empty() {
-        f.push(format!(
-            "Compared only where every configuration has the test; {} test(s) missing somewhere: {}.",
-            c.unmatched.len(),
-            c.unmatched.join(", ")
-        ));
+}
+
+/// A test's transfer-size class: small I/O (IOPS-bound), medium, large
+/// (streaming); empty when the test does not say its size.
+pub(crate) fn size_class(t: &TestData) -> String {
+    let s = &t.spec;
+    let n = |k: &str| s.get(k).and_then(|v| v.as_f64());
+    let size = match t.kind {
+        Kind::Disk => n("bs").or_else(|| {
+            let lines = s.get("lines")?.as_array()?;
+            lines
+                .iter()
+                .filter_map(|l| l.get("bs")?.as_f64())
+                .reduce(f64::max)
+        }),
+        Kind::NetStream => n("msg"),
+        Kind::NetRr => match (n("req"), n("resp")) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        },
+    };
+    match size {
+        None => String::new(),
+        Some(b) if b <= 8192.0 => "≤ 8k".into(),
+        Some(b) if b <= 131_072.0 => "16k–128k".into(),
+        Some(_) => "≥ 256k".into(),
     }
-    f
+}
+
+/// Efficiency per class of like tests (kind and transfer-size class) that
+/// every configuration has. A peer's CPU is left out of a class in which
+/// some configuration's peer was this host: it is not a second machine's.
+fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Efficiency> {
+    let common: Vec<&TestData> = first_tests(configs.iter().take(1))
+        .into_iter()
+        .filter(|t| !unmatched.contains(&t.name))
+        .collect();
+    fn find<'a>(c: &'a ConfigData, name: &str) -> Option<&'a TestData> {
+        c.tests.iter().find(|t| t.name == name)
+    }
+    let mut out = Vec::new();
+    for (kind, class) in distinct(common.iter().map(|t| (t.kind, size_class(t)))) {
+        let names: Vec<String> = common
+            .iter()
+            .filter(|t| t.kind == kind && size_class(t) == class)
+            .map(|t| t.name.clone())
+            .collect();
+        let same_host = configs.iter().any(|c| {
+            names
+                .iter()
+                .any(|n| find(c, n).is_some_and(|t| t.same_host_peer))
+        });
+        for c in configs {
+            let mut means = BTreeMap::new();
+            for e in kind.efficiency() {
+                if same_host && crate::tables::remote_cpu_metric(e) {
+                    continue;
+                }
+                let v: Vec<f64> = names
+                    .iter()
+                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(e).copied()))
+                    .collect();
+                if v.len() == names.len() {
+                    if let Some(m) = mean(&v) {
+                        means.insert(e.to_string(), m);
+                    }
+                }
+            }
+            out.push(Efficiency {
+                label: c.label.clone(),
+                kind,
+                class: class.clone(),
+                names: names.clone(),
+                tests: names.len(),
+                means,
+            });
+        }
+    }
+    out
 }
 
 /// The first few items of a long list, and how many more there are.
-fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
+pub(crate) fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
     const SHOWN: usize = 6;
     let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
     let mut out = head.join(sep);
@@ -589,6 +670,7 @@ pub(crate) mod test_data {
             spec: serde_json::json!({}),
             interference: Vec::new(),
             same_host_peer: false,
+            setup: Vec::new(),
             multi: None,
         }
     }
@@ -609,6 +691,15 @@ pub(crate) mod test_data {
 mod tests {
     use super::test_data::{cfg, test};
     use super::*;
+
+    impl TestData {
+        /// These metrics and what follows from them.
+        fn with(mut self, m: &[(&str, f64)]) -> TestData {
+            self.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            iotoll_model::rederive_metrics(&mut self.metrics);
+            self
+        }
+    }
 
     fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
         let mut x = TestData {
@@ -792,7 +883,7 @@ mod tests {
         assert!(r
             .findings
             .iter()
-            .any(|f| f.contains("someone else's work") && f.contains("a (base)")));
+            .any(|f| f.contains("their work is in these CPU") && f.contains("a (base)")));
     }
 
     #[test]
@@ -817,5 +908,60 @@ mod tests {
         assert!(lower_is_better("remote_cpu_pct"));
         assert!(lower_is_better("cpu_pct"));
         assert!(!lower_is_better("remote_mbit_s_per_cpu_pct"));
+    }
+
+    /// Study 004 publishes averages (7.07 vs 3.20 Gbit/s), study 002 the
+    /// mean of the per-test ratios: both, each with its formula, and the
+    /// largest per-test ratio naming its test, for throughput and CPU.
+    #[test]
+    fn averages_and_their_ratio_beside_the_mean_of_ratios() {
+        let s = |name: &str, mbit: f64, cpu: f64| {
+            TestData {
+                main_metric: "mbit_s".into(),
+                ..t(name, "g", 0.0, 0.0)
+            }
+            .with(&[("mbit_s", mbit), ("cpu_pct", cpu)])
+        };
+        let base = cfg("base", vec![s("a", 1000.0, 20.0), s("b", 5400.0, 40.0)]);
+        let cand = cfg("cand", vec![s("a", 3000.0, 10.0), s("b", 11_140.0, 60.0)]);
+        let r = compare(&[base, cand], None, true, None);
+        let g = &r.groups[0];
+        // Averages 3,200 and 7,070; their ratio 2.209; per-test ratios 3
+        // and 2.063, whose mean is 2.531.
+        assert_eq!((g.base_mean, g.cand_mean), (Some(3200.0), Some(7070.0)));
+        assert!((g.ratio_of_means.unwrap() - 7070.0 / 3200.0).abs() < 1e-9);
+        let mor = (3.0 + 11_140.0 / 5400.0) / 2.0;
+        assert!((g.mean_of_ratios.unwrap() - mor).abs() < 1e-9);
+        assert!((g.mean_diff_pct.unwrap() - (mor - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!(g.max_ratio, Some((3.0, "a".to_string())));
+        assert_eq!(g.cpu_min_ratio, Some((0.5, "a".to_string())));
+        assert_eq!(g.cpu_max_ratio, Some((1.5, "b".to_string())));
+        let f = &r.findings[0];
+        for want in [
+            "2.53 × by the mean of per-test ratios (mean over tests of cand ÷ base)",
+            "averages 7,070 vs 3,200 Mbit/s, 2.21 × by the ratio of averages (mean of cand ÷ mean of base)",
+            "up to 3.00 × on a",
+            "Whole-host CPU %, cand ÷ base per test: 0.50 × (a) up to 1.50 × (b)",
+        ] {
+            assert!(f.contains(want), "{want} in {f}");
+        }
+        // Several metrics in one group (`--by none` over kinds): no average.
+        let mut iops = s("c", 100.0, 10.0);
+        iops.main_metric = "iops".into();
+        iops.metrics.insert("iops".into(), 100.0);
+        let mixed = |x: f64| cfg("m", vec![s("a", 1000.0 * x, 20.0), iops.clone()]);
+        let m = compare(&[mixed(1.0), mixed(2.0)], None, false, None);
+        assert_eq!(
+            (m.groups[0].base_mean, m.groups[0].ratio_of_means),
+            (None, None)
+        );
+        assert!(!m.findings[0].contains("averages"), "{}", m.findings[0]);
+        let table = r.group_table().unwrap();
+        assert!(table
+            .head
+            .iter()
+            .any(|h| h.contains("mean(cand) ÷ mean(base)")));
+        assert!(table.head.iter().any(|h| h.contains("mean(cand ÷ base)")));
+        assert!(table.rows[0].cells.contains(&"3.00 × (a)".to_string()));
     }
 }

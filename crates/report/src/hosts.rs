@@ -489,6 +489,7 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
                 not_repeatable: false,
                 differs: Vec::new(),
                 interfered: vec![false; per.len()],
+                affected: None,
             }
         })
         .collect()

@@ -6,7 +6,7 @@
 
 use crate::charts::{self, SecondSeries};
 use crate::compare::{distinct, first_tests, Comparison, ConfigData, Row, TestData};
-use crate::fmt::{esc, pct};
+use crate::fmt::esc;
 use crate::hosts::Part;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
@@ -144,6 +144,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo], what: &
         esc(&title)
     );
     runs(&mut o, c, configs, infos);
+    // A comparison opens with what was compared (crate::differs).
+    if let Some(t) = crate::differs::table(&c.differs, &c.configs) {
+        let _ = writeln!(o.html, "<h2 id=\"differs\">{}</h2>", esc(&t.title));
+        o.html.push_str(&tables::to_html(&t, "differs"));
+    }
     findings(&mut o, c, configs, infos);
     parameters(&mut o, configs, infos);
     group_charts(&mut o, c, configs);
@@ -388,16 +393,8 @@ fn result_tables(o: &mut Out, c: &Comparison, configs: &[ConfigData], infos: &[R
         o.table(&t, "metrics");
     }
     o.table(&tables::comparison(c), "compare");
-    if !c.groups.is_empty() {
-        let _ = writeln!(o.html, "<h3>By group (mean of the per-test differences)</h3><table><tr><th>group</th><th>candidate</th><th>metric</th><th>tests</th><th>mean Δ</th><th>min Δ</th><th>max Δ</th><th>wins</th></tr>");
-        for g in &c.groups {
-            let _ = writeln!(
-                o.html,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td></tr>",
-                esc(&g.group), esc(&g.candidate), esc(label(&g.metric)), g.tests, pct(g.mean_diff_pct), pct(g.min_diff_pct), pct(g.max_diff_pct), g.wins, g.tests
-            );
-        }
-        let _ = writeln!(o.html, "</table>");
+    if let Some(t) = c.group_table() {
+        o.table(&t, "groups");
     }
     for t in tables::efficiency(c, configs) {
         o.table(&t, "efficiency");

@@ -245,6 +245,11 @@ pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
             }
         }
     }
+    for d in &mut cfg.tests {
+        d.same_host_peer |= info
+            .test(&d.name)
+            .is_some_and(|t| t.same_host == Some(true));
+    }
     cfg.same_host_peer |= info.same_host();
     (cfg, info)
 }

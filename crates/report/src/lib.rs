@@ -1,10 +1,11 @@
 //! Reports: the comparison of configurations test by test (`compare`), the
-//! sentences drawn from it (`compare::findings`, and `findings` for a
+//! sentences drawn from it (`findings`: a comparison's, and a
 //! single run), and its renderings (`markdown`, `html` with SVG charts
 //! from `charts`).
 
 pub mod charts;
 pub mod compare;
+pub mod differs;
 pub mod disclosure;
 pub mod findings;
 pub mod fmt;

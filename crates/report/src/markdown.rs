@@ -6,7 +6,6 @@ use crate::compare::{Comparison, ConfigData};
 use crate::hosts::Part;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
-use iotoll_model::metrics::label;
 use std::fmt::Write;
 
 pub use crate::fmt::{md, num, pct};
@@ -59,6 +58,9 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             );
         }
     }
+    if let Some(t) = crate::differs::table(&c.differs, &c.configs) {
+        let _ = writeln!(o, "## {}\n\n{}", md(&t.title), tables::to_md(&t));
+    }
     let findings = crate::findings::for_report(c, configs, infos);
     let _ = writeln!(o, "## Key findings\n");
     for f in &findings {
@@ -74,23 +76,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
     }
     let t = tables::comparison(c);
     let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-    if !c.groups.is_empty() {
-        let _ = writeln!(o, "\n## By group (mean of the per-test differences)\n");
-        let _ = writeln!(o, "| group | candidate | metric | tests | mean Δ | min Δ | max Δ | wins |\n|---|---|---|---:|---:|---:|---:|---:|");
-    }
-    for g in &c.groups {
+    if let Some(t) = c.group_table() {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} of {} |",
-            md(&g.group),
-            md(&g.candidate),
-            md(label(&g.metric)),
-            g.tests,
-            pct(g.mean_diff_pct),
-            pct(g.min_diff_pct),
-            pct(g.max_diff_pct),
-            g.wins,
-            g.tests
+            "\n## By group (averages, ratios, differences)\n\n{}",
+            tables::to_md(&t)
         );
     }
     if !c.efficiency.is_empty() {

@@ -147,16 +147,16 @@ fn num_plain(v: f64) -> String {
 }
 
 /// What a parameter's value is compared by: a temporary test file's name
-/// and an in-process endpoint's ephemeral port change from run to run
-/// without changing the workload.
+/// and an endpoint's address change from run to run without changing the
+/// workload.
 fn same_key(key: &str, v: &str) -> String {
     match key {
         "target" if v.contains("iotoll-suite-") => {
             v.chars().filter(|c| !c.is_ascii_digit()).collect()
         }
-        "peer" if v.starts_with("127.") || v.starts_with("[::1]") => {
-            v.rsplit_once(':').map_or(v, |x| x.0).to_string()
-        }
+        // An endpoint's address (ip:port, in-process or remote) is where
+        // it listened, never a difference (issue 23 §5).
+        "peer" => String::new(),
         _ => v.to_string(),
     }
 }
@@ -263,7 +263,15 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                     });
                 }
                 let mut row = TRow::plain(lead, (many && !alike).then_some(*ci), false);
-                row.cells.extend(cells.iter().cloned());
+                if alike {
+                    // Values that do not count as a difference (an endpoint's
+                    // address, a temporary file) are still each shown.
+                    let all = (0..cells.len())
+                        .map(|j| distinct(per.iter().map(|p| p.1[j].clone())).join(" / "));
+                    row.cells.extend(all);
+                } else {
+                    row.cells.extend(cells.iter().cloned());
+                }
                 row.cell_diff.extend(cell_diff.iter().copied());
                 rows.push(row);
             }
@@ -328,7 +336,7 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             note.push(format!("Every test here: {}.", common.join(", ")));
         }
         if many {
-            note.push("\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an in-process endpoint's port do not count).".to_string());
+            note.push("\"all\": every configuration ran the test with these parameters. Highlighted: the value differs between configurations (a temporary file's name and an endpoint's address do not count).".to_string());
         }
         out.push(Table {
             title: format!("{}: parameters", kind_title(kind)),
@@ -745,11 +753,14 @@ pub fn comparison(c: &Comparison) -> Table {
 /// Per result kind: each configuration's mean efficiency over the tests of
 /// that kind every configuration has, and its ratio to the baseline.
 pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
-    distinct(c.efficiency.iter().map(|e| e.kind))
+    distinct(c.efficiency.iter().map(|e| (e.kind, e.class.clone())))
         .into_iter()
-        .filter_map(|kind| {
-            let of: Vec<&crate::compare::Efficiency> =
-                c.efficiency.iter().filter(|e| e.kind == kind).collect();
+        .filter_map(|(kind, class)| {
+            let of: Vec<&crate::compare::Efficiency> = c
+                .efficiency
+                .iter()
+                .filter(|e| e.kind == kind && e.class == class)
+                .collect();
             let metrics: Vec<&str> = kind
                 .efficiency()
                 .filter(|m| of.iter().any(|e| e.means.contains_key(*m)) || remote_cpu_metric(m) && of.iter().any(|e| same_host_label(configs, &e.label)))
@@ -794,10 +805,14 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                 })
                 .collect();
             Some(Table {
-                title: format!("{}: efficiency", kind_title(kind)),
+                // Like tests only: one mean over 4k and 1m tests says little.
+                title: match class.as_str() {
+                    "" => format!("{}: efficiency", kind_title(kind)),
+                    cl => format!("{}, {cl} transfers: efficiency", kind_title(kind)),
+                },
                 head,
                 rows,
-                note: Some("Mean of the per-test values over the tests of this kind that every configuration has. Higher is better for “per % CPU”, lower for CPU µs.".into()),
+                note: Some(format!("Mean of the per-test values over the tests of this kind and transfer-size class that every configuration has ({}). Higher is better for “per % CPU”, lower for CPU µs.", of[0].names.join(", "))),
             })
         })
         .collect()
