@@ -147,6 +147,9 @@ pub struct RunArgs {
     reps: Option<u32>,
     #[command(flatten)]
     durations: Durations,
+    /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
+    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    size: Option<u64>,
     #[command(flatten)]
     db: DbArg,
     /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
@@ -536,6 +539,10 @@ fn run(a: RunArgs) -> Result<()> {
     let resolved = hosts_for(&suite, &a)?;
     // The durations in effect decide the estimate (and so --yes).
     let override_note = apply_durations(&mut suite, a.durations)?;
+    let size_note = match a.size {
+        Some(size) => suite.override_size(size).map_err(usage)?,
+        None => None,
+    };
     let est = iotoll_suite::durations::planned(&suite, a.reps);
     anyhow::ensure!(
         est <= Duration::from_secs(24 * 3600) || a.yes,
@@ -614,8 +621,8 @@ fn run(a: RunArgs) -> Result<()> {
         progress.line(&format!("warning: {w}"));
     }
     // Run notes: the override first (it qualifies every number), then warnings.
-    let mut notes: Vec<String> = override_note.into_iter().collect();
-    if let Some(n) = notes.first() {
+    let mut notes: Vec<String> = override_note.into_iter().chain(size_note).collect();
+    for n in &notes {
         progress.line(n);
     }
     // An .icf's targets as mapped, and what it leaves out.
@@ -647,14 +654,6 @@ fn run(a: RunArgs) -> Result<()> {
             suite.name
         ));
     }
-    let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
-    progress.line(&format!(
-        "run {run_id}: suite {} ({}, ~{}) into {}",
-        suite.name,
-        iotoll_model::text::count(suite.jobs.len(), "test"),
-        fmt_dur(est),
-        db.display()
-    ));
     let opts = Options {
         targets: a.target.clone(),
         allow_destructive: a.allow_destructive,
@@ -680,6 +679,32 @@ fn run(a: RunArgs) -> Result<()> {
             args: a.ssh_args.clone(),
         }),
     };
+    // Targets and --peer are checked before anything is recorded, so a
+    // missing device is one error, not every repetition's.
+    if let Err(e) = iotoll_suite::runner::check(&suite, &opts, &flag) {
+        use iotoll_suite::runner::RunError;
+        if let RunError::Target {
+            source: iotoll_disk::DiskError::Interrupted(_),
+            ..
+        } = e
+        {
+            return Err(Interrupted.into());
+        }
+        let msg = format!("suite not started: {e}");
+        return Err(if e.is_usage() {
+            usage(msg)
+        } else {
+            anyhow::anyhow!(msg)
+        });
+    }
+    let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
+    progress.line(&format!(
+        "run {run_id}: suite {} ({}, ~{}) into {}",
+        suite.name,
+        iotoll_model::text::count(suite.jobs.len(), "test"),
+        fmt_dur(est),
+        db.display()
+    ));
     let mut sink = StoreSink {
         store: &mut store,
         run: run_id,
