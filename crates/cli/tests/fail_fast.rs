@@ -114,3 +114,20 @@ fn size_overrides_the_suites_region() {
     let notes = run["notes"].to_string();
     assert!(notes.contains("size overridden: 4m"), "{notes}");
 }
+
+/// Two published tables that give MB/s only: the comparison of their
+/// IOPS compares nothing, and says which metrics would (it named the
+/// missing one only).
+#[test]
+fn compare_without_the_default_metric_suggests_the_ones_the_runs_have() {
+    let t = Tmp::new();
+    for (label, v) in [("pa", "100"), ("pb", "120")] {
+        let f = t.file(&format!("{label}.csv"), format!("test,mb_s\nseq,{v}\n"));
+        t.cmd("results import --format table")
+            .args(["--config", label, &f])
+            .succeeds();
+    }
+    let err = t.cmd("compare pa pb").fails(1, "nothing to compare");
+    assert!(err.contains("--metric mb_s"), "{err}");
+    t.cmd("compare pa pb --metric mb_s").succeeds();
+}

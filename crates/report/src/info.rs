@@ -116,6 +116,34 @@ pub fn notes(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Vec<Note>> {
         .collect()
 }
 
+/// The metrics a comparison could use instead of `metric`: those that
+/// some test found in every configuration has in all of them, in the
+/// registry's order (`metrics.md`), `metric` left out. For "nothing to
+/// compare" when the runs lack the default metric.
+pub fn comparable_metrics(configs: &[ConfigData], metric: Option<&str>) -> Vec<&'static str> {
+    let Some((first, rest)) = configs.split_first() else {
+        return Vec::new();
+    };
+    let everywhere = |name: &str, m: &str| {
+        rest.iter().all(|c| {
+            c.tests
+                .iter()
+                .any(|t| t.name == name && t.metrics.contains_key(m))
+        })
+    };
+    iotoll_model::metrics::METRICS
+        .iter()
+        .map(|d| d.name)
+        .filter(|m| Some(*m) != metric)
+        .filter(|m| {
+            first
+                .tests
+                .iter()
+                .any(|t| t.metrics.contains_key(*m) && everywhere(&t.name, m))
+        })
+        .collect()
+}
+
 /// A peer on a loopback address is this host, whatever the result says
 /// (results stored before `cpu.same_host` existed say nothing).
 fn loopback_peer(spec: &Value) -> Option<bool> {
@@ -373,5 +401,45 @@ mod note_tests {
                 note(Some("disk/spec=x repetition 1"), a),
             ]]
         );
+    }
+}
+
+#[cfg(test)]
+mod metric_tests {
+    use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    /// Runs that lack the metric compared offer the ones they share:
+    /// in every configuration, for a test of the same name.
+    #[test]
+    fn the_metrics_every_configuration_has_are_offered() {
+        let a = run(
+            1,
+            "a",
+            vec![
+                (
+                    "t",
+                    doc("disk", json!({}), json!({"mb_s": 1.0, "cpu_pct": 2.0})),
+                ),
+                ("u", doc("disk", json!({}), json!({"lat_avg_us": 3.0}))),
+            ],
+        );
+        let b = run(
+            2,
+            "b",
+            vec![(
+                "t",
+                doc("disk", json!({}), json!({"mb_s": 1.5, "lat_avg_us": 4.0})),
+            )],
+        );
+        let configs = [load(&a).0, load(&b).0];
+        let offered = comparable_metrics(&configs, Some("iops"));
+        assert!(offered.contains(&"mb_s"), "{offered:?}");
+        // One configuration only, or another test: not comparable.
+        assert!(!offered.contains(&"cpu_pct") && !offered.contains(&"lat_avg_us"));
+        let but_mb_s = comparable_metrics(&configs, Some("mb_s"));
+        assert!(!but_mb_s.contains(&"mb_s"), "{but_mb_s:?}");
+        assert!(comparable_metrics(&[], None).is_empty());
     }
 }
