@@ -27,6 +27,10 @@ pub struct TestInfo {
     pub notes: Vec<String>,
 }
 
+/// The start of the run's warning about a process busy before the start
+/// (`iotoll_probe::sysinfo::warnings`), one per process.
+const BUSY_BEFORE: &str = "another process was already using ";
+
 /// One line of a report's "Warnings and notes".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
@@ -89,9 +93,16 @@ impl RunInfo {
         let mut all: Vec<Note> = Vec::new();
         // Per test, its other repetitions' interference: (repetition, how much).
         let mut folded: Vec<(&str, Vec<String>)> = Vec::new();
+        // The processes already busy before the start, one warning each.
+        let mut busy: Vec<(usize, String)> = Vec::new();
         for n in run_notes {
             if copies.contains(n) || all.iter().any(|a| &a.text == n) {
                 continue;
+            }
+            if let Some((pct, who)) = (n.strip_prefix(BUSY_BEFORE))
+                .and_then(|r| r.split_once(" % of the CPUs before the start: "))
+            {
+                busy.push((all.len(), format!("{who} {pct} %")));
             }
             if let Some((test, rep, what)) = self.repetition_interference(n) {
                 match folded.iter_mut().find(|(t, _)| *t == test) {
@@ -104,6 +115,21 @@ impl RunInfo {
                 test: None,
                 text: n.clone(),
             });
+        }
+        if let [(at, _), _, ..] = busy.as_slice() {
+            let at = *at;
+            let names: Vec<String> = busy.into_iter().map(|(_, w)| w).collect();
+            all.retain(|n| !n.text.starts_with(BUSY_BEFORE));
+            all.insert(
+                at.min(all.len()),
+                Note {
+                    test: None,
+                    text: format!(
+                        "other processes were already using the CPUs before the start: {}",
+                        names.join(", ")
+                    ),
+                },
+            );
         }
         let every = self.tests.len();
         for (text, tests) in said {
@@ -520,6 +546,33 @@ mod note_tests {
         assert_eq!(
             folded.text,
             "interference in repetitions 2 (other processes used 42.0 % of this host's CPU), 3 (other processes used 43.0 % of this host's CPU); the figures are repetition 1's"
+        );
+    }
+
+    /// The processes busy before the start (one warning each, 7 lines
+    /// seen) are one line.
+    #[test]
+    fn processes_busy_before_the_start_are_one_line() {
+        let mut r = run(1, "lo", vec![("a", with_notes(&[]))]);
+        r.run.notes = vec![
+            "durations overridden: time 1s".into(),
+            "another process was already using 21.0 % of the CPUs before the start: rustc (pid 7)"
+                .into(),
+            "another process was already using 13.0 % of the CPUs before the start: cc (pid 8)"
+                .into(),
+            "swap in use".into(),
+        ];
+        let (cfg, info) = load(&r);
+        assert_eq!(
+            notes(&[cfg], &[info]),
+            vec![vec![
+                note(None, "durations overridden: time 1s"),
+                note(
+                    None,
+                    "other processes were already using the CPUs before the start: rustc (pid 7) 21.0 %, cc (pid 8) 13.0 %"
+                ),
+                note(None, "swap in use"),
+            ]]
         );
     }
 
