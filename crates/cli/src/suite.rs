@@ -681,6 +681,13 @@ fn run(a: RunArgs) -> Result<()> {
     };
     // Targets and --peer are checked before anything is recorded, so a
     // missing device is one error, not every repetition's.
+    let checked: Vec<String> = (a.target.iter())
+        .map(|t| t.display().to_string())
+        .chain(a.peer.iter().map(|p| format!("--peer {p}")))
+        .collect();
+    if !checked.is_empty() {
+        progress.line(&format!("checking {}", checked.join(", ")));
+    }
     if let Err(e) = iotoll_suite::runner::check(&suite, &opts, &flag) {
         use iotoll_suite::runner::RunError;
         if let RunError::Target {
