@@ -822,7 +822,12 @@ pub fn results_table(
             "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8}{flag}",
             t.name,
             t.group,
-            format!("{}/{}", t.reps.len(), t.reps.len() + t.failures.len()),
+            // Of the repetitions planned: failed and not run ones count.
+            format!(
+                "{}/{}",
+                t.reps.len(),
+                t.reps.len() + t.failures.len() + t.not_run as usize
+            ),
             g(head).map(num).unwrap_or("-".into()),
             mn::label(head),
             g(mn::MB_S).map(num).unwrap_or("-".into()),

@@ -164,6 +164,9 @@ pub struct TestOutcome {
     pub failures: Vec<String>,
     /// Repetition numbers (1-based) other processes interfered with.
     pub interfered: Vec<u32>,
+    /// Repetitions not run: a failure they would all meet again stopped
+    /// the test.
+    pub not_run: u32,
 }
 
 impl TestOutcome {
@@ -590,6 +593,7 @@ pub fn run(
             repeatable: None,
             failures: Vec::new(),
             interfered: Vec::new(),
+            not_run: 0,
         };
         let threshold = opts.interference_pct.unwrap_or(job.interference_pct);
         let mut rep = 0u32;
@@ -684,6 +688,7 @@ pub fn run(
                     progress.line(&line);
                     notes.push(line);
                     out.failures.push(format!("repetition {rep}: {e}"));
+                    out.not_run = limit - rep;
                     status = RunStatus::Failed;
                     break;
                 }

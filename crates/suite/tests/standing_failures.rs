@@ -75,6 +75,7 @@ fn a_refused_target_stops_each_test_after_one_repetition_and_is_said_once() {
     for t in &out.tests {
         assert_eq!(t.failures.len(), 1, "{}: {:?}", t.name, t.failures);
         assert!(t.reps.is_empty());
+        assert_eq!(t.not_run, 2, "{}", t.name);
     }
     let said = |all: &[String]| all.iter().filter(|n| n.contains("does not exist")).count();
     assert_eq!(said(&out.notes), 1, "{:#?}", out.notes);
