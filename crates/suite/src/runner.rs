@@ -444,12 +444,13 @@ pub fn check(suite: &Suite, opts: &Options, interrupted: &AtomicBool) -> Result<
                 continue;
             };
             let d = disk_spec(d, opts, &opts.targets);
-            let aligns: Vec<Option<u64>> = d.lines.iter().map(|l| l.align).collect();
+            // What `prepare` checks: the region, each line's transfer and
+            // alignment, writing, O_DIRECT.
+            let lines: Vec<(u64, Option<u64>)> = d.lines.iter().map(|l| (l.bs, l.align)).collect();
             let key = format!(
-                "{} {:?} {} {aligns:?} {} {}",
+                "{} {:?} {lines:?} {} {}",
                 d.offset,
                 d.size,
-                d.max_bs(),
                 d.writes(),
                 d.buffered
             );
