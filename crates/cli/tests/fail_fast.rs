@@ -99,6 +99,9 @@ fn size_overrides_the_suites_region() {
     let text = all_output(&refused);
     assert_eq!(refused.status.code(), Some(1), "{text}");
     assert!(text.contains("larger than the target"), "{text}");
+    // The size came from the suite, not a flag: say so, and how to change it.
+    assert!(text.contains("the suite's `size`"), "{text}");
+    assert!(text.contains("suite run --size SIZE"), "{text}");
 
     let out = t
         .cmd("suite run --quiet --reps 1 --size 4m --config small")

@@ -461,7 +461,7 @@ pub fn check(suite: &Suite, opts: &Options, interrupted: &AtomicBool) -> Result<
             iotoll_disk::target::prepare(&d, interrupted, &mut |_, _| {}).map_err(|e| {
                 RunError::Target {
                     test: job.name.clone(),
-                    source: e,
+                    source: size_hint(e, d.size),
                 }
             })?;
         }
@@ -475,6 +475,24 @@ pub fn check(suite: &Suite, opts: &Options, interrupted: &AtomicBool) -> Result<
         iotoll_net::client::handshake(&addr, opts.auth_key.as_ref()).map_err(RunError::Peer)?;
     }
     Ok(())
+}
+
+/// A region larger than the target names the disk flags (`--size`), which
+/// a suite's user did not give: say that the size is the suite's and how
+/// to run on a smaller target.
+fn size_hint(e: DiskError, size: Option<u64>) -> DiskError {
+    match (e, size) {
+        (DiskError::Target { path, msg }, Some(size)) if msg.contains("larger than the target") => {
+            DiskError::Target {
+                path,
+                msg: format!(
+                    "{msg}: the test's size is {} (the suite's `size`, or --size); `suite run --size SIZE` sets a smaller one",
+                    iotoll_model::units::format_size(size)
+                ),
+            }
+        }
+        (e, _) => e,
+    }
 }
 
 /// Runs every job of `suite` in order.
