@@ -761,10 +761,12 @@ fn run(a: RunArgs) -> Result<()> {
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
     );
-    let overridden = notes
-        .iter()
-        .filter(|n| n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE));
-    for n in overridden.chain(&outcome.notes) {
+    let overridden = notes.iter().filter(|n| {
+        n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
+            || n.starts_with(iotoll_suite::file::SIZE_NOTE)
+    });
+    let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
+    for n in terminal_notes(&all) {
         println!("note: {n}");
     }
     println!(
@@ -784,6 +786,40 @@ fn run(a: RunArgs) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// The run's notes under its results table, readable however long the
+/// study: each repetition's interference (printed as it happened, flagged
+/// INTERFERED in the table) is one count when there are several, not a
+/// line each (a 27-test study printed 81).
+fn terminal_notes(notes: &[String]) -> Vec<String> {
+    let interference = |n: &String| {
+        n.split_once(": ").is_some_and(|(head, rest)| {
+            head.contains(" repetition ")
+                && rest.starts_with(iotoll_model::result::INTERFERENCE_NOTE)
+        })
+    };
+    let (reps, mut out): (Vec<&String>, Vec<String>) = (
+        notes.iter().filter(|n| interference(n)).collect(),
+        notes.iter().filter(|n| !interference(n)).cloned().collect(),
+    );
+    match reps.as_slice() {
+        [] => {}
+        [one] => out.push(one.to_string()),
+        many => {
+            let mut tests: Vec<&str> = many
+                .iter()
+                .filter_map(|n| n.split(" repetition ").next())
+                .collect();
+            tests.dedup();
+            out.push(format!(
+                "other processes interfered with {} of {} (INTERFERED above; `iotoll report` lists by what)",
+                iotoll_model::text::count(many.len(), "repetition"),
+                iotoll_model::text::count(tests.len(), "test")
+            ));
+        }
+    }
+    out
 }
 
 pub fn results_table(
@@ -922,4 +958,35 @@ pub fn sysinfo(json: bool) -> Result<()> {
         println!("tcp          {k} = {}", s(v));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_notes;
+
+    /// 27 tests of 3 interfered repetitions printed 81 notes under the
+    /// table: they are one, the others stay as they are.
+    #[test]
+    fn many_repetitions_interference_is_one_note() {
+        let mut notes = vec!["durations overridden: time 1s".to_string()];
+        for t in 1..=27 {
+            for rep in 1..=3 {
+                notes.push(format!(
+                    "rr/conns={t} repetition {rep}: interference: other processes used 40.0 % of this host's CPU"
+                ));
+            }
+        }
+        notes.push("rr/conns=2: not repeatable: trans_s 30 %".into());
+        let out = terminal_notes(&notes);
+        assert_eq!(
+            out,
+            vec![
+                "durations overridden: time 1s".to_string(),
+                "rr/conns=2: not repeatable: trans_s 30 %".into(),
+                "other processes interfered with 81 repetitions of 27 tests (INTERFERED above; `iotoll report` lists by what)".into(),
+            ]
+        );
+        let one = &notes[..2];
+        assert_eq!(terminal_notes(one), one.to_vec());
+    }
 }
