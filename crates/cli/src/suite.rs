@@ -790,8 +790,8 @@ fn run(a: RunArgs) -> Result<()> {
 
 /// The run's notes under its results table, readable however long the
 /// study: each repetition's interference (printed as it happened, flagged
-/// INTERFERED in the table) is one count when there are several, not a
-/// line each (a 27-test study printed 81).
+/// INTERFERED in the table) is one count when there are more than a few,
+/// not a line each (a 27-test study printed 81).
 fn terminal_notes(notes: &[String]) -> Vec<String> {
     let interference = |n: &String| {
         n.split_once(": ").is_some_and(|(head, rest)| {
@@ -803,9 +803,10 @@ fn terminal_notes(notes: &[String]) -> Vec<String> {
         notes.iter().filter(|n| interference(n)).collect(),
         notes.iter().filter(|n| !interference(n)).cloned().collect(),
     );
+    // A few are shown whole (they name the processes).
+    const WHOLE: usize = 6;
     match reps.as_slice() {
-        [] => {}
-        [one] => out.push(one.to_string()),
+        few if few.len() <= WHOLE => out.extend(few.iter().map(|n| n.to_string())),
         many => {
             let mut tests: Vec<&str> = many
                 .iter()
@@ -986,7 +987,7 @@ mod tests {
                 "other processes interfered with 81 repetitions of 27 tests (INTERFERED above; `iotoll report` lists by what)".into(),
             ]
         );
-        let one = &notes[..2];
-        assert_eq!(terminal_notes(one), one.to_vec());
+        let few = &notes[..7];
+        assert_eq!(terminal_notes(few), few.to_vec());
     }
 }
