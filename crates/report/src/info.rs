@@ -132,32 +132,59 @@ impl RunInfo {
             );
         }
         let every = self.tests.len();
-        for (text, tests) in said {
+        let mut folded: Vec<(&str, Note)> = (folded.into_iter())
+            .map(|(test, reps)| (test, self.other_repetitions(test, &reps)))
+            .collect();
+        // The test a note said by one test belongs to (its label may name
+        // the kept repetition).
+        let owner = |tests: &[String]| -> Option<&str> {
+            let [label] = tests else { return None };
+            let of = |t: &&TestInfo| {
+                label == &t.name
+                    || (label.strip_prefix(t.name.as_str()))
+                        .is_some_and(|r| r.starts_with(" repetition "))
+            };
+            self.tests.iter().find(of).map(|t| t.name.as_str())
+        };
+        let owners: Vec<Option<&str>> = said.iter().map(|(_, tests)| owner(tests)).collect();
+        for (i, (text, tests)) in said.into_iter().enumerate() {
             let test = match tests.len() {
                 1 => tests.into_iter().next(),
                 n if n == every => Some(format!("all {n} tests")),
                 n => Some(format!("{n} tests ({})", tests.join(", "))),
             };
             all.push(Note { test, text });
+            // A test's other repetitions right after its last own note.
+            let Some(name) = owners[i] else { continue };
+            if owners[i + 1..].contains(&Some(name)) {
+                continue;
+            }
+            if let Some(at) = folded.iter().position(|(t, _)| *t == name) {
+                all.push(folded.remove(at).1);
+            }
         }
-        for (test, reps) in folded {
-            let kept = self.test(test).and_then(|t| t.rep);
-            let which = if reps.len() == 1 {
-                "repetition"
-            } else {
-                "repetitions"
-            };
-            all.push(Note {
-                test: Some(test.to_string()),
-                text: format!(
-                    "interference in {which} {}{}",
-                    reps.join(", "),
-                    kept.map(|k| format!("; the figures are repetition {k}'s"))
-                        .unwrap_or_default()
-                ),
-            });
-        }
+        all.extend(folded.into_iter().map(|(_, n)| n));
         all
+    }
+
+    /// The line for `test`'s other repetitions' interference, `reps` as
+    /// `N (how much)`.
+    fn other_repetitions(&self, test: &str, reps: &[String]) -> Note {
+        let kept = self.test(test).and_then(|t| t.rep);
+        let which = if reps.len() == 1 {
+            "repetition"
+        } else {
+            "repetitions"
+        };
+        Note {
+            test: Some(test.to_string()),
+            text: format!(
+                "interference in {which} {}{}",
+                reps.join(", "),
+                kept.map(|k| format!("; the figures are repetition {k}'s"))
+                    .unwrap_or_default()
+            ),
+        }
     }
 
     /// `TEST repetition N: interference: WHAT in the window ...` of one of
@@ -547,6 +574,12 @@ mod note_tests {
             folded.text,
             "interference in repetitions 2 (other processes used 42.0 % of this host's CPU), 3 (other processes used 43.0 % of this host's CPU); the figures are repetition 1's"
         );
+        // Beside the test's own note when it has one.
+        let first = n.iter().position(|x| x.text == "only the first").unwrap();
+        assert_eq!(n[first + 1].test.as_deref(), Some("rr/conns=1"), "{n:#?}");
+        assert!(n[first + 1]
+            .text
+            .starts_with("interference in repetitions 2"));
     }
 
     /// The processes busy before the start (one warning each, 7 lines
