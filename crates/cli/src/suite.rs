@@ -654,56 +654,10 @@ fn run(a: RunArgs) -> Result<()> {
             suite.name
         ));
     }
-    let opts = Options {
-        targets: a.target.clone(),
-        allow_destructive: a.allow_destructive,
-        peer: a.peer.clone(),
-        auth_key: key,
-        reps: a.reps,
-        config: a.config.clone(),
-        interference_pct: a.interference_pct,
-        on_interference: match a.on_interference {
-            OnInterferenceArg::Warn => OnInterference::Warn,
-            OnInterferenceArg::Rerun => OnInterference::Rerun,
-        },
-        iscsi: a.iscsi.options(),
-        lab: lab.as_ref().map(|l| l.run.clone()),
-        hosts: resolved,
-        on_host_failure: match a.on_host_failure {
-            OnHostFailureArg::Continue => OnHostFailure::Continue,
-            OnHostFailureArg::Stop => OnHostFailure::Stop,
-        },
-        agent_exe: std::env::current_exe().ok(),
-        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
-            agent: a.ssh_agent.clone(),
-            args: a.ssh_args.clone(),
-        }),
-    };
+    let opts = options(&a, key, lab.as_ref().map(|l| l.run.clone()), resolved);
     // Targets and --peer are checked before anything is recorded, so a
     // missing device is one error, not every repetition's.
-    let checked: Vec<String> = (a.target.iter())
-        .map(|t| t.display().to_string())
-        .chain(a.peer.iter().map(|p| format!("--peer {p}")))
-        .collect();
-    if !checked.is_empty() {
-        progress.line(&format!("checking {}", checked.join(", ")));
-    }
-    if let Err(e) = iotoll_suite::runner::check(&suite, &opts, &flag) {
-        use iotoll_suite::runner::RunError;
-        if let RunError::Target {
-            source: iotoll_disk::DiskError::Interrupted(_),
-            ..
-        } = e
-        {
-            return Err(Interrupted.into());
-        }
-        let msg = format!("suite not started: {e}");
-        return Err(if e.is_usage() {
-            usage(msg)
-        } else {
-            anyhow::anyhow!(msg)
-        });
-    }
+    check_before_start(&suite, &opts, &a, &flag, &mut progress)?;
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({}, ~{}) into {}",
@@ -821,6 +775,76 @@ fn terminal_notes(notes: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The runner's options from the command line.
+fn options(
+    a: &RunArgs,
+    auth_key: Option<iotoll_net::auth::Key>,
+    lab: Option<iotoll_suite::runner::LabRun>,
+    hosts: Vec<HostEntry>,
+) -> Options {
+    Options {
+        targets: a.target.clone(),
+        allow_destructive: a.allow_destructive,
+        peer: a.peer.clone(),
+        auth_key,
+        reps: a.reps,
+        config: a.config.clone(),
+        interference_pct: a.interference_pct,
+        on_interference: match a.on_interference {
+            OnInterferenceArg::Warn => OnInterference::Warn,
+            OnInterferenceArg::Rerun => OnInterference::Rerun,
+        },
+        iscsi: a.iscsi.options(),
+        lab,
+        hosts,
+        on_host_failure: match a.on_host_failure {
+            OnHostFailureArg::Continue => OnHostFailure::Continue,
+            OnHostFailureArg::Stop => OnHostFailure::Stop,
+        },
+        agent_exe: std::env::current_exe().ok(),
+        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
+            agent: a.ssh_agent.clone(),
+            args: a.ssh_args.clone(),
+        }),
+    }
+}
+
+/// Checks the targets and --peer as the tests will use them, before
+/// anything is recorded (`runner::check`): one error, not one per
+/// repetition.
+fn check_before_start(
+    suite: &Suite,
+    opts: &Options,
+    a: &RunArgs,
+    flag: &std::sync::atomic::AtomicBool,
+    progress: &mut TermProgress,
+) -> Result<()> {
+    let checked: Vec<String> = (a.target.iter())
+        .map(|t| t.display().to_string())
+        .chain(a.peer.iter().map(|p| format!("--peer {p}")))
+        .collect();
+    if !checked.is_empty() {
+        progress.line(&format!("checking {}", checked.join(", ")));
+    }
+    if let Err(e) = iotoll_suite::runner::check(suite, opts, flag) {
+        use iotoll_suite::runner::RunError;
+        if let RunError::Target {
+            source: iotoll_disk::DiskError::Interrupted(_),
+            ..
+        } = e
+        {
+            return Err(Interrupted.into());
+        }
+        let msg = format!("suite not started: {e}");
+        return Err(if e.is_usage() {
+            usage(msg)
+        } else {
+            anyhow::anyhow!(msg)
+        });
+    }
+    Ok(())
 }
 
 pub fn results_table(

@@ -495,6 +495,48 @@ fn size_hint(e: DiskError, size: Option<u64>) -> DiskError {
     }
 }
 
+/// Creates and fills the suite's temporary test file, sized for the
+/// largest region of its disk tests (removed when dropped, also when
+/// filling it fails or is interrupted).
+fn temp_target(
+    suite: &Suite,
+    interrupted: &AtomicBool,
+    progress: &mut dyn SuiteProgress,
+) -> Result<TempTarget, DiskError> {
+    let size = (suite.jobs.iter())
+        .filter_map(|j| match &j.spec {
+            JobSpec::Disk(d) => {
+                Some(d.offset + d.size.unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE))
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
+    for p in reclaim_stale_test_files(&std::env::temp_dir()) {
+        progress.line(&format!(
+            "removed {}, the test file of a run that was killed",
+            p.display()
+        ));
+    }
+    let path =
+        std::env::temp_dir().join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
+    let prep = iotoll_disk::DiskSpec {
+        targets: vec![path.clone()],
+        create: true,
+        keep: true,
+        size: Some(size),
+        ..Default::default()
+    };
+    progress.line(&format!(
+        "preparing a {} MiB test file in {}",
+        size >> 20,
+        std::env::temp_dir().display()
+    ));
+    let t = iotoll_disk::target::prepare(&prep, interrupted, &mut |d, t| progress.preparing(d, t));
+    let temp = TempTarget(path);
+    t.map(|_| temp)
+}
+
 /// Runs every job of `suite` in order.
 pub fn run(
     suite: &Suite,
@@ -513,54 +555,21 @@ pub fn run(
     let mut _temp = None;
     let targets = match (opts.targets.is_empty(), needs_disk) {
         (false, _) => opts.targets.clone(),
-        (true, true) => {
-            let size = suite
-                .jobs
-                .iter()
-                .filter_map(|j| match &j.spec {
-                    JobSpec::Disk(d) => {
-                        Some(d.offset + d.size.unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE))
-                    }
-                    _ => None,
+        (true, true) => match temp_target(suite, interrupted, progress) {
+            Ok(t) => {
+                let path = t.0.clone();
+                _temp = Some(t);
+                vec![path]
+            }
+            Err(DiskError::Interrupted(_)) => {
+                return Ok(Outcome {
+                    status: RunStatus::Aborted,
+                    tests: Vec::new(),
+                    notes: vec!["interrupted while preparing the test file".into()],
                 })
-                .max()
-                .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
-            for p in reclaim_stale_test_files(&std::env::temp_dir()) {
-                progress.line(&format!(
-                    "removed {}, the test file of a run that was killed",
-                    p.display()
-                ));
             }
-            let path = std::env::temp_dir()
-                .join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
-            let prep = iotoll_disk::DiskSpec {
-                targets: vec![path.clone()],
-                create: true,
-                keep: true,
-                size: Some(size),
-                ..Default::default()
-            };
-            progress.line(&format!(
-                "preparing a {} MiB test file in {}",
-                size >> 20,
-                std::env::temp_dir().display()
-            ));
-            let t = iotoll_disk::target::prepare(&prep, interrupted, &mut |d, t| {
-                progress.preparing(d, t)
-            });
-            _temp = Some(TempTarget(path.clone()));
-            match t {
-                Ok(_) => vec![path],
-                Err(DiskError::Interrupted(_)) => {
-                    return Ok(Outcome {
-                        status: RunStatus::Aborted,
-                        tests: Vec::new(),
-                        notes: vec!["interrupted while preparing the test file".into()],
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+            Err(e) => return Err(e.into()),
+        },
         (true, false) => Vec::new(),
     };
     let local = match (&opts.lab, needs_net && opts.peer.is_none()) {
