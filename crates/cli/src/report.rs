@@ -200,9 +200,20 @@ fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: boo
                 format!("{} (run {}): {}", cfg.label, cfg.run_id, names.join(", "))
             })
             .collect();
+        let metric = c.rows.first().map(|r| r.metric.as_str());
+        // Runs without the default metric (imports, studies selected by
+        // another figure) can still be compared on the ones they share.
+        let other = iotoll_report::info::comparable_metrics(configs, metric);
+        let hint = match other.as_slice() {
+            [] => String::new(),
+            [m, ..] => format!(
+                "\n  the tests have {}: compare one with --metric, e.g. --metric {m}",
+                other.join(", ")
+            ),
+        };
         anyhow::bail!(
-            "nothing to compare: no test has the same name and a value of {} in every configuration\n  {}",
-            c.rows.first().map(|r| r.metric.as_str()).unwrap_or("the metric"),
+            "nothing to compare: no test has the same name and a value of {} in every configuration\n  {}{hint}",
+            metric.unwrap_or("the metric"),
             lists.join("\n  ")
         );
     }

@@ -147,6 +147,9 @@ pub struct RunArgs {
     reps: Option<u32>,
     #[command(flatten)]
     durations: Durations,
+    /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
+    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    size: Option<u64>,
     #[command(flatten)]
     db: DbArg,
     /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
@@ -536,6 +539,10 @@ fn run(a: RunArgs) -> Result<()> {
     let resolved = hosts_for(&suite, &a)?;
     // The durations in effect decide the estimate (and so --yes).
     let override_note = apply_durations(&mut suite, a.durations)?;
+    let size_note = match a.size {
+        Some(size) => suite.override_size(size).map_err(usage)?,
+        None => None,
+    };
     let est = iotoll_suite::durations::planned(&suite, a.reps);
     anyhow::ensure!(
         est <= Duration::from_secs(24 * 3600) || a.yes,
@@ -614,8 +621,8 @@ fn run(a: RunArgs) -> Result<()> {
         progress.line(&format!("warning: {w}"));
     }
     // Run notes: the override first (it qualifies every number), then warnings.
-    let mut notes: Vec<String> = override_note.into_iter().collect();
-    if let Some(n) = notes.first() {
+    let mut notes: Vec<String> = override_note.into_iter().chain(size_note).collect();
+    for n in &notes {
         progress.line(n);
     }
     // An .icf's targets as mapped, and what it leaves out.
@@ -647,6 +654,10 @@ fn run(a: RunArgs) -> Result<()> {
             suite.name
         ));
     }
+    let opts = options(&a, key, lab.as_ref().map(|l| l.run.clone()), resolved);
+    // Targets and --peer are checked before anything is recorded, so a
+    // missing device is one error, not every repetition's.
+    check_before_start(&suite, &opts, &a, &flag, &mut progress)?;
     let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
     progress.line(&format!(
         "run {run_id}: suite {} ({}, ~{}) into {}",
@@ -655,31 +666,6 @@ fn run(a: RunArgs) -> Result<()> {
         fmt_dur(est),
         db.display()
     ));
-    let opts = Options {
-        targets: a.target.clone(),
-        allow_destructive: a.allow_destructive,
-        peer: a.peer.clone(),
-        auth_key: key,
-        reps: a.reps,
-        config: a.config.clone(),
-        interference_pct: a.interference_pct,
-        on_interference: match a.on_interference {
-            OnInterferenceArg::Warn => OnInterference::Warn,
-            OnInterferenceArg::Rerun => OnInterference::Rerun,
-        },
-        iscsi: a.iscsi.options(),
-        lab: lab.as_ref().map(|l| l.run.clone()),
-        hosts: resolved,
-        on_host_failure: match a.on_host_failure {
-            OnHostFailureArg::Continue => OnHostFailure::Continue,
-            OnHostFailureArg::Stop => OnHostFailure::Stop,
-        },
-        agent_exe: std::env::current_exe().ok(),
-        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
-            agent: a.ssh_agent.clone(),
-            args: a.ssh_args.clone(),
-        }),
-    };
     let mut sink = StoreSink {
         store: &mut store,
         run: run_id,
@@ -729,10 +715,12 @@ fn run(a: RunArgs) -> Result<()> {
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
     );
-    let overridden = notes
-        .iter()
-        .filter(|n| n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE));
-    for n in overridden.chain(&outcome.notes) {
+    let overridden = notes.iter().filter(|n| {
+        n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
+            || n.starts_with(iotoll_suite::file::SIZE_NOTE)
+    });
+    let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
+    for n in terminal_notes(&all) {
         println!("note: {n}");
     }
     println!(
@@ -752,6 +740,111 @@ fn run(a: RunArgs) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// The run's notes under its results table, readable however long the
+/// study: each repetition's interference (printed as it happened, flagged
+/// INTERFERED in the table) is one count when there are more than a few,
+/// not a line each (a 27-test study printed 81).
+fn terminal_notes(notes: &[String]) -> Vec<String> {
+    let interference = |n: &String| {
+        n.split_once(": ").is_some_and(|(head, rest)| {
+            head.contains(" repetition ")
+                && rest.starts_with(iotoll_model::result::INTERFERENCE_NOTE)
+        })
+    };
+    let (reps, mut out): (Vec<&String>, Vec<String>) = (
+        notes.iter().filter(|n| interference(n)).collect(),
+        notes.iter().filter(|n| !interference(n)).cloned().collect(),
+    );
+    // A few are shown whole (they name the processes).
+    const WHOLE: usize = 6;
+    match reps.as_slice() {
+        few if few.len() <= WHOLE => out.extend(few.iter().map(|n| n.to_string())),
+        many => {
+            let mut tests: Vec<&str> = many
+                .iter()
+                .filter_map(|n| n.split(" repetition ").next())
+                .collect();
+            tests.dedup();
+            out.push(format!(
+                "other processes interfered with {} of {} (INTERFERED above; `iotoll report` lists by what)",
+                iotoll_model::text::count(many.len(), "repetition"),
+                iotoll_model::text::count(tests.len(), "test")
+            ));
+        }
+    }
+    out
+}
+
+/// The runner's options from the command line.
+fn options(
+    a: &RunArgs,
+    auth_key: Option<iotoll_net::auth::Key>,
+    lab: Option<iotoll_suite::runner::LabRun>,
+    hosts: Vec<HostEntry>,
+) -> Options {
+    Options {
+        targets: a.target.clone(),
+        allow_destructive: a.allow_destructive,
+        peer: a.peer.clone(),
+        auth_key,
+        reps: a.reps,
+        config: a.config.clone(),
+        interference_pct: a.interference_pct,
+        on_interference: match a.on_interference {
+            OnInterferenceArg::Warn => OnInterference::Warn,
+            OnInterferenceArg::Rerun => OnInterference::Rerun,
+        },
+        iscsi: a.iscsi.options(),
+        lab,
+        hosts,
+        on_host_failure: match a.on_host_failure {
+            OnHostFailureArg::Continue => OnHostFailure::Continue,
+            OnHostFailureArg::Stop => OnHostFailure::Stop,
+        },
+        agent_exe: std::env::current_exe().ok(),
+        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
+            agent: a.ssh_agent.clone(),
+            args: a.ssh_args.clone(),
+        }),
+    }
+}
+
+/// Checks the targets and --peer as the tests will use them, before
+/// anything is recorded (`runner::check`): one error, not one per
+/// repetition.
+fn check_before_start(
+    suite: &Suite,
+    opts: &Options,
+    a: &RunArgs,
+    flag: &std::sync::atomic::AtomicBool,
+    progress: &mut TermProgress,
+) -> Result<()> {
+    let checked: Vec<String> = (a.target.iter())
+        .map(|t| t.display().to_string())
+        .chain(a.peer.iter().map(|p| format!("--peer {p}")))
+        .collect();
+    if !checked.is_empty() {
+        progress.line(&format!("checking {}", checked.join(", ")));
+    }
+    if let Err(e) = iotoll_suite::runner::check(suite, opts, flag) {
+        use iotoll_suite::runner::RunError;
+        if let RunError::Target {
+            source: iotoll_disk::DiskError::Interrupted(_),
+            ..
+        } = e
+        {
+            return Err(Interrupted.into());
+        }
+        let msg = format!("suite not started: {e}");
+        return Err(if e.is_usage() {
+            usage(msg)
+        } else {
+            anyhow::anyhow!(msg)
+        });
+    }
+    Ok(())
 }
 
 pub fn results_table(
@@ -829,7 +922,12 @@ pub fn results_table(
             "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8} {:>23}{flag}",
             t.name,
             t.group,
-            format!("{}/{}", t.reps.len(), t.reps.len() + t.failures.len()),
+            // Of the repetitions planned: failed and not run ones count.
+            format!(
+                "{}/{}",
+                t.reps.len(),
+                t.reps.len() + t.failures.len() + t.not_run as usize
+            ),
             value.map(num).unwrap_or("-".into()),
             unit,
             throughput.map(num).unwrap_or("-".into()),
@@ -972,6 +1070,7 @@ mod table_tests {
             selected,
             repeatable: Some(true),
             failures: vec![],
+            not_run: 0,
             interfered: vec![],
         }
     }
@@ -1044,5 +1143,36 @@ mod table_tests {
             "s.toml",
         );
         assert!(bad.unwrap_err().to_string().contains("unknown unit 'gbit'"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_notes;
+
+    /// 27 tests of 3 interfered repetitions printed 81 notes under the
+    /// table: they are one, the others stay as they are.
+    #[test]
+    fn many_repetitions_interference_is_one_note() {
+        let mut notes = vec!["durations overridden: time 1s".to_string()];
+        for t in 1..=27 {
+            for rep in 1..=3 {
+                notes.push(format!(
+                    "rr/conns={t} repetition {rep}: interference: other processes used 40.0 % of this host's CPU"
+                ));
+            }
+        }
+        notes.push("rr/conns=2: not repeatable: trans_s 30 %".into());
+        let out = terminal_notes(&notes);
+        assert_eq!(
+            out,
+            vec![
+                "durations overridden: time 1s".to_string(),
+                "rr/conns=2: not repeatable: trans_s 30 %".into(),
+                "other processes interfered with 81 repetitions of 27 tests (INTERFERED above; `iotoll report` lists by what)".into(),
+            ]
+        );
+        let few = &notes[..7];
+        assert_eq!(terminal_notes(few), few.to_vec());
     }
 }

@@ -6,9 +6,67 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub struct DiffRow {
+    /// What part of the system the row is about: one of [`GROUPS`].
+    pub group: &'static str,
     pub key: String,
     pub values: Vec<String>,
     pub differs: bool,
+}
+
+/// The disclosure's groups, in the order a report shows them.
+pub const GROUPS: [&str; 9] = [
+    "system", "CPU", "memory", "NICs", "disks", "kernel", "lab", "iSCSI", "other",
+];
+
+/// The group of a flattened key: by its first part (`cpu.model`,
+/// `interfaces[eth0].mtu`, `peer.tcp.…`), iSCSI wherever it is named.
+fn group_of(key: &str) -> &'static str {
+    let key = key.strip_prefix("peer.").unwrap_or(key);
+    let head = key.split(['.', '[']).next().unwrap_or(key);
+    if key.to_ascii_lowercase().contains("iscsi") {
+        return "iSCSI";
+    }
+    match head {
+        "host" | "iotoll" => "system",
+        "cpu" => "CPU",
+        "memory" => "memory",
+        "interfaces" | "interface" => "NICs",
+        "block_devices" => "disks",
+        "os" | "tcp" | "kernel" => "kernel",
+        "lab" => "lab",
+        _ => "other",
+    }
+}
+
+/// `a` before `b` as people count: runs of digits by value, so `c2`
+/// comes before `c10` and `eth9` before `eth10`.
+fn natural(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (pa, pb) = (parts(a), parts(b));
+    for (x, y) in pa.iter().zip(&pb) {
+        let o = match (x, y) {
+            ((true, x), (true, y)) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then(x.cmp(y))
+            }
+            ((_, x), (_, y)) => x.cmp(y),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len()).then(a.cmp(b))
 }
 
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
@@ -86,7 +144,8 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
     let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
     // A lab's file is recorded whole with the run; its per-link rows are
     // what a comparison shows differ.
-    keys.into_iter()
+    let mut rows: Vec<DiffRow> = keys
+        .into_iter()
         .filter(|k| !k.ends_with(".name") && *k != "lab.definition")
         .map(|k| {
             let values: Vec<String> = flat
@@ -95,12 +154,21 @@ pub fn table(configs: &[ConfigData]) -> Vec<DiffRow> {
                 .collect();
             let differs = values.iter().any(|v| v != &values[0]);
             DiffRow {
+                group: group_of(k),
                 key: k.clone(),
                 values,
                 differs,
             }
         })
-        .collect()
+        .collect();
+    // What differs first, then group by group, each in natural order.
+    let rank = |g: &str| GROUPS.iter().position(|x| *x == g).unwrap_or(GROUPS.len());
+    rows.sort_by(|a, b| {
+        (b.differs.cmp(&a.differs))
+            .then(rank(a.group).cmp(&rank(b.group)))
+            .then_with(|| natural(&a.key, &b.key))
+    });
+    rows
 }
 
 #[cfg(test)]
@@ -156,5 +224,50 @@ mod tests {
         );
         let caches = t.iter().find(|r| r.key == "cpu.caches").unwrap();
         assert_eq!(caches.values, vec!["L1 Data 32K"]);
+    }
+
+    /// Rows are grouped (CPU, memory, NICs, disks, kernel, lab, iSCSI),
+    /// what differs first, and lab hosts in natural order: c1, c2, …, c10
+    /// (c10 came between c1 and c2, differing rows anywhere).
+    #[test]
+    fn rows_are_grouped_natural_and_differing_first() {
+        let hosts = |mtu10: u32| {
+            let hs: Vec<serde_json::Value> = (1..=10)
+                .map(|i| serde_json::json!({"name": format!("c{i}"), "mtu": if i == 10 { mtu10 } else { 1500 }}))
+                .collect();
+            serde_json::json!({
+                "host": "h", "cpu": {"model": "X"}, "memory": {"total_bytes": 1},
+                "interfaces": [{"name": "eth10", "mtu": 1500}, {"name": "eth2", "mtu": 1500}],
+                "block_devices": [{"name": "vda", "size_bytes": 1}],
+                "os": {"kernel": "6.1"}, "tcp": {"x": 1},
+                "lab": {"hosts": hs},
+                "iscsi": {"sessions": 1}
+            })
+        };
+        let t = table(&[cfg(hosts(1500)), cfg(hosts(9000))]);
+        let keys: Vec<&str> = t.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys[0], "lab.hosts[c10].mtu", "{keys:?}");
+        assert!(t[0].differs && t[1..].iter().all(|r| !r.differs));
+        let groups: Vec<&str> = t[1..].iter().map(|r| r.group).collect();
+        let mut order = groups.clone();
+        order.dedup();
+        assert_eq!(
+            order,
+            vec!["system", "CPU", "memory", "NICs", "disks", "kernel", "lab", "iSCSI"]
+        );
+        let lab: Vec<&str> = t[1..]
+            .iter()
+            .filter(|r| r.group == "lab")
+            .map(|r| r.key.as_str())
+            .collect();
+        assert_eq!(lab[0], "lab.hosts[c1].mtu");
+        assert_eq!(lab[1], "lab.hosts[c2].mtu");
+        assert_eq!(lab[8], "lab.hosts[c9].mtu");
+        let nics: Vec<&str> = t
+            .iter()
+            .filter(|r| r.group == "NICs")
+            .map(|r| r.key.as_str())
+            .collect();
+        assert_eq!(nics, vec!["interfaces[eth2].mtu", "interfaces[eth10].mtu"]);
     }
 }

@@ -91,7 +91,8 @@ fn efficiency_parts(kind: iotoll_model::Kind, tests: &[&TestData], info: &RunInf
 
 /// The findings of one run.
 pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) -> Vec<String> {
-    let mut f = Vec::new();
+    // Tests that failed outright come first: they have no figures below.
+    let mut f: Vec<String> = info.failures_finding().into_iter().collect();
     for kind in distinct(cfg.tests.iter().map(|t| t.kind)) {
         let tests: Vec<&TestData> = cfg.tests.iter().filter(|t| t.kind == kind).collect();
         let head = kind.headline();
@@ -197,7 +198,7 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             "Repeatable: the repetitions of all {checked} checked tests agreed (largest spread {} %).",
             num(Some(spread))
         ));
-    } else if info.tests.iter().all(|t| t.reps <= 1) {
+    } else if info.tests.iter().any(|t| t.reps == 1) && info.tests.iter().all(|t| t.reps <= 1) {
         f.push(
             "Each test ran once: repeatability was not checked (run with --reps 3 to check it)."
                 .into(),

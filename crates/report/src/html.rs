@@ -492,12 +492,24 @@ fn disclosure_table(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     let single = configs.len() == 1;
     let rows = disclosure::table(configs);
     if !rows.is_empty() {
-        let _ = write!(o.html, "<h2 id=\"disclosure\">System disclosure</h2><p>{}Block devices of size 0 (unattached loop devices, unconfigured zram) are left out; <code>peer.…</code> rows are the network peer's side, from the network tests.</p><table class=\"disclosure\"><tr><th>item</th>", if single { "" } else { "Rows that differ between configurations are highlighted. " });
+        let _ = write!(o.html, "<h2 id=\"disclosure\">System disclosure</h2><p>{}Block devices of size 0 (unattached loop devices, unconfigured zram) are left out; <code>peer.…</code> rows are the network peer's side, from the network tests.</p><table class=\"disclosure\"><tr><th>item</th>", if single { "" } else { "Rows that differ between configurations come first, highlighted; then the rest, group by group. " });
         for l in &c.configs {
             let _ = write!(o.html, "<th>{}</th>", esc(l));
         }
         let _ = writeln!(o.html, "</tr>");
+        // A heading row where the group changes (what differs comes first).
+        let mut last: Option<(bool, &str)> = None;
         for r in rows {
+            if last != Some((r.differs, r.group)) {
+                last = Some((r.differs, r.group));
+                let _ = writeln!(
+                    o.html,
+                    "<tr class=\"group\"><th colspan=\"{}\">{}{}</th></tr>",
+                    c.configs.len() + 1,
+                    esc(r.group),
+                    if r.differs { " (differs)" } else { "" }
+                );
+            }
             let cls = if r.differs { " class=\"diff\"" } else { "" };
             let _ = write!(o.html, "<tr{cls}><td>{}</td>", esc(&r.key));
             for v in &r.values {

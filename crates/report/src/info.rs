@@ -29,6 +29,10 @@ pub struct TestInfo {
     pub notes: Vec<String>,
 }
 
+/// The start of the run's warning about a process busy before the start
+/// (`iotoll_probe::sysinfo::warnings`), one per process.
+const BUSY_BEFORE: &str = "another process was already using ";
+
 /// One line of a report's "Warnings and notes".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
@@ -56,14 +60,20 @@ impl RunInfo {
         self.tests.iter().find(|t| t.name == name)
     }
 
-    /// The run's notes and its tests', each once: under its test where a
-    /// test said it, else under the run. A single measurement's run holds
-    /// its one result's notes again, and a suite's run every repetition's
-    /// interference note as `TEST repetition N: ...`; a run note is left
-    /// out only when it is exactly such a copy of a note shown under its
-    /// test, so one that differs in any way is kept.
+    /// The run's notes and its tests', each once and readable at any
+    /// size:
+    /// - a test's note is under its test; one that several tests share
+    ///   ("the endpoint is on this host", said by 27 tests) is one line
+    ///   naming them (or "all N tests");
+    /// - a suite's run names every repetition's interference as
+    ///   `TEST repetition N: interference: ...`: the kept repetition's is
+    ///   the test's own note, the others are folded into one line per test
+    ///   saying which repetitions and how much;
+    /// - any other run note is the run's, once; a single measurement's run
+    ///   holds its result's notes again, and these are left out.
     pub fn notes(&self, run_notes: &[String]) -> Vec<Note> {
-        let mut tests: Vec<Note> = Vec::new();
+        // (text, the tests that said it), in first-seen order.
+        let mut said: Vec<(String, Vec<String>)> = Vec::new();
         let mut copies: Vec<String> = Vec::new();
         for t in &self.tests {
             let test = match t.rep {
@@ -71,23 +81,36 @@ impl RunInfo {
                 _ => t.name.clone(),
             };
             for n in &t.notes {
-                let note = Note {
-                    test: Some(test.clone()),
-                    text: n.clone(),
-                };
-                if tests.contains(&note) {
-                    continue;
+                match said.iter_mut().find(|(text, _)| text == n) {
+                    Some((_, tests)) if tests.contains(&test) => continue,
+                    Some((_, tests)) => tests.push(test.clone()),
+                    None => said.push((n.clone(), vec![test.clone()])),
                 }
                 copies.push(n.clone());
                 if let Some(rep) = t.rep {
                     copies.push(format!("{} repetition {rep}: {n}", t.name));
                 }
-                tests.push(note);
             }
         }
         let mut all: Vec<Note> = Vec::new();
+        // Per test, its other repetitions' interference: (repetition, how much).
+        let mut folded: Vec<(&str, Vec<String>)> = Vec::new();
+        // The processes already busy before the start, one warning each.
+        let mut busy: Vec<(usize, String)> = Vec::new();
         for n in run_notes {
             if copies.contains(n) || all.iter().any(|a| &a.text == n) {
+                continue;
+            }
+            if let Some((pct, who)) = (n.strip_prefix(BUSY_BEFORE))
+                .and_then(|r| r.split_once(" % of the CPUs before the start: "))
+            {
+                busy.push((all.len(), format!("{who} {pct} %")));
+            }
+            if let Some((test, rep, what)) = self.repetition_interference(n) {
+                match folded.iter_mut().find(|(t, _)| *t == test) {
+                    Some((_, reps)) => reps.push(format!("{rep} ({what})")),
+                    None => folded.push((test, vec![format!("{rep} ({what})")])),
+                }
                 continue;
             }
             all.push(Note {
@@ -95,8 +118,110 @@ impl RunInfo {
                 text: n.clone(),
             });
         }
-        all.extend(tests);
+        if let [(at, _), _, ..] = busy.as_slice() {
+            let at = *at;
+            let names: Vec<String> = busy.into_iter().map(|(_, w)| w).collect();
+            all.retain(|n| !n.text.starts_with(BUSY_BEFORE));
+            all.insert(
+                at.min(all.len()),
+                Note {
+                    test: None,
+                    text: format!(
+                        "other processes were already using the CPUs before the start: {}",
+                        names.join(", ")
+                    ),
+                },
+            );
+        }
+        let every = self.tests.len();
+        let mut folded: Vec<(&str, Note)> = (folded.into_iter())
+            .map(|(test, reps)| (test, self.other_repetitions(test, &reps)))
+            .collect();
+        // The test a note said by one test belongs to (its label may name
+        // the kept repetition).
+        let owner = |tests: &[String]| -> Option<&str> {
+            let [label] = tests else { return None };
+            let of = |t: &&TestInfo| {
+                label == &t.name
+                    || (label.strip_prefix(t.name.as_str()))
+                        .is_some_and(|r| r.starts_with(" repetition "))
+            };
+            self.tests.iter().find(of).map(|t| t.name.as_str())
+        };
+        let owners: Vec<Option<&str>> = said.iter().map(|(_, tests)| owner(tests)).collect();
+        for (i, (text, tests)) in said.into_iter().enumerate() {
+            let test = match tests.len() {
+                1 => tests.into_iter().next(),
+                n if n == every => Some(format!("all {n} tests")),
+                n => Some(format!("{n} tests ({})", tests.join(", "))),
+            };
+            all.push(Note { test, text });
+            // A test's other repetitions right after its last own note.
+            let Some(name) = owners[i] else { continue };
+            if owners[i + 1..].contains(&Some(name)) {
+                continue;
+            }
+            if let Some(at) = folded.iter().position(|(t, _)| *t == name) {
+                all.push(folded.remove(at).1);
+            }
+        }
+        all.extend(folded.into_iter().map(|(_, n)| n));
         all
+    }
+
+    /// The line for `test`'s other repetitions' interference, `reps` as
+    /// `N (how much)`.
+    fn other_repetitions(&self, test: &str, reps: &[String]) -> Note {
+        let kept = self.test(test).and_then(|t| t.rep);
+        let which = if reps.len() == 1 {
+            "repetition"
+        } else {
+            "repetitions"
+        };
+        Note {
+            test: Some(test.to_string()),
+            text: format!(
+                "interference in {which} {}{}",
+                reps.join(", "),
+                kept.map(|k| format!("; the figures are repetition {k}'s"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    /// `TEST repetition N: interference: WHAT in the window ...` of one of
+    /// the run's tests, as (test, N, WHAT).
+    fn repetition_interference<'a>(&'a self, note: &'a str) -> Option<(&'a str, &'a str, &'a str)> {
+        let (head, rest) = note.split_once(": ")?;
+        let what = rest
+            .strip_prefix(iotoll_model::result::INTERFERENCE_NOTE)?
+            .trim();
+        let (test, rep) = head.rsplit_once(" repetition ")?;
+        rep.parse::<u32>().ok()?;
+        let t = self.test(test)?;
+        let what = what.split(" in the window").next().unwrap_or(what);
+        Some((t.name.as_str(), rep, what))
+    }
+
+    /// The finding that tests failed outright (none of their repetitions
+    /// completed, so they have no figures): every one, or which.
+    pub fn failures_finding(&self) -> Option<String> {
+        let failed: Vec<&str> = (self.tests.iter())
+            .filter(|t| t.reps == 0)
+            .map(|t| t.name.as_str())
+            .collect();
+        match failed.len() {
+            0 => None,
+            n if n == self.tests.len() => Some(format!(
+                "Every test failed ({}): no repetition completed, so this run has no figures; the notes say why.",
+                iotoll_model::text::count(n, "test")
+            )),
+            n => Some(format!(
+                "{n} of {} tests failed (no repetition completed, no figures): {}; the notes say why.",
+                self.tests.len(),
+                failed.join(", ")
+            )),
+        }
     }
 
     /// Some network test's peer was this host.
@@ -114,6 +239,34 @@ pub fn notes(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Vec<Note>> {
         .map(|(i, c)| match infos.get(i) {
             Some(info) => info.notes(&c.notes),
             None => RunInfo::default().notes(&c.notes),
+        })
+        .collect()
+}
+
+/// The metrics a comparison could use instead of `metric`: those that
+/// some test found in every configuration has in all of them, in the
+/// registry's order (`metrics.md`), `metric` left out. For "nothing to
+/// compare" when the runs lack the default metric.
+pub fn comparable_metrics(configs: &[ConfigData], metric: Option<&str>) -> Vec<&'static str> {
+    let Some((first, rest)) = configs.split_first() else {
+        return Vec::new();
+    };
+    let everywhere = |name: &str, m: &str| {
+        rest.iter().all(|c| {
+            c.tests
+                .iter()
+                .any(|t| t.name == name && t.metrics.contains_key(m))
+        })
+    };
+    iotoll_model::metrics::METRICS
+        .iter()
+        .map(|d| d.name)
+        .filter(|m| Some(*m) != metric)
+        .filter(|m| {
+            first
+                .tests
+                .iter()
+                .any(|t| t.metrics.contains_key(*m) && everywhere(&t.name, m))
         })
         .collect()
 }
@@ -355,8 +508,9 @@ mod note_tests {
     }
 
     /// A suite's run names every repetition's interference; the kept
-    /// repetition's note is the test's, another repetition's stays, and
-    /// a note that differs from the test's in any way stays.
+    /// repetition's note is the test's, the others' are one line for the
+    /// test, and a note that differs from the test's in any way is among
+    /// them.
     #[test]
     fn a_suites_repetition_notes_are_kept_when_they_differ() {
         let (a, b) = ("interference: rustc 40 %", "interference: cc 30 %");
@@ -376,10 +530,212 @@ mod note_tests {
             notes(&[cfg], &[info]),
             vec![vec![
                 note(None, "durations overridden: time 1s"),
-                note(None, &format!("disk/spec=x repetition 2: {b}")),
-                note(None, &format!("disk/spec=x repetition 1: {a} (again)")),
                 note(Some("disk/spec=x repetition 1"), a),
+                note(
+                    Some("disk/spec=x"),
+                    "interference in repetitions 2 (cc 30 %), 1 (rustc 40 % (again)); the figures are repetition 1's"
+                ),
             ]]
+        );
+    }
+
+    /// A note every test says is one line ("the endpoint is on this
+    /// host" was printed 27 times), one several say names them; each
+    /// repetition's interference of a 27-test, 3-repetition run is one
+    /// line per test, not 81. (Seen: 200+ lines of notes.)
+    #[test]
+    fn notes_many_tests_share_are_said_once() {
+        let same = "the endpoint is on this host (same kernel boot id 1)";
+        let names: Vec<String> = (1..=27).map(|i| format!("rr/conns={i}")).collect();
+        let tests: Vec<(&str, iotoll_model::ResultDoc)> = names
+            .iter()
+            .map(|n| (n.as_str(), with_notes(&[same, "engine: psync"])))
+            .collect();
+        let mut r = run(1, "lo", tests);
+        r.tests[0].reps[0].doc.notes.push("only the first".into());
+        r.tests[1].reps[0].doc.notes = vec!["fallback".into()];
+        r.tests[2].reps[0].doc.notes = vec!["fallback".into()];
+        for t in &names {
+            for rep in 2..=3 {
+                let pct = 40 + rep;
+                r.run.notes.push(format!(
+                    "{t} repetition {rep}: interference: other processes used {pct}.0 % of this host's CPU in the window (threshold 5 %), and whole-host CPU counts it: rustc (pid 9) {pct}.0 %"
+                ));
+            }
+        }
+        let (cfg, info) = load(&r);
+        let n = &notes(&[cfg], &[info])[0];
+        assert_eq!(n.len(), 2 + 1 + 1 + 27, "{n:#?}");
+        let of = |text: &str| n.iter().filter(|x| x.text == text).collect::<Vec<_>>();
+        assert_eq!(of(same).len(), 1);
+        assert_eq!(of(same)[0].test.as_deref(), Some("25 tests (rr/conns=1, rr/conns=4, rr/conns=5, rr/conns=6, rr/conns=7, rr/conns=8, rr/conns=9, rr/conns=10, rr/conns=11, rr/conns=12, rr/conns=13, rr/conns=14, rr/conns=15, rr/conns=16, rr/conns=17, rr/conns=18, rr/conns=19, rr/conns=20, rr/conns=21, rr/conns=22, rr/conns=23, rr/conns=24, rr/conns=25, rr/conns=26, rr/conns=27)"));
+        assert_eq!(
+            of("fallback")[0].test.as_deref(),
+            Some("2 tests (rr/conns=2, rr/conns=3)")
+        );
+        assert_eq!(of("only the first")[0].test.as_deref(), Some("rr/conns=1"));
+        let folded = n
+            .iter()
+            .find(|x| x.test.as_deref() == Some("rr/conns=7"))
+            .expect("the test's other repetitions");
+        assert_eq!(
+            folded.text,
+            "interference in repetitions 2 (other processes used 42.0 % of this host's CPU), 3 (other processes used 43.0 % of this host's CPU); the figures are repetition 1's"
+        );
+        // Beside the test's own note when it has one.
+        let first = n.iter().position(|x| x.text == "only the first").unwrap();
+        assert_eq!(n[first + 1].test.as_deref(), Some("rr/conns=1"), "{n:#?}");
+        assert!(n[first + 1]
+            .text
+            .starts_with("interference in repetitions 2"));
+    }
+
+    /// The processes busy before the start (one warning each, 7 lines
+    /// seen) are one line.
+    #[test]
+    fn processes_busy_before_the_start_are_one_line() {
+        let mut r = run(1, "lo", vec![("a", with_notes(&[]))]);
+        r.run.notes = vec![
+            "durations overridden: time 1s".into(),
+            "another process was already using 21.0 % of the CPUs before the start: rustc (pid 7)"
+                .into(),
+            "another process was already using 13.0 % of the CPUs before the start: cc (pid 8)"
+                .into(),
+            "swap in use".into(),
+        ];
+        let (cfg, info) = load(&r);
+        assert_eq!(
+            notes(&[cfg], &[info]),
+            vec![vec![
+                note(None, "durations overridden: time 1s"),
+                note(
+                    None,
+                    "other processes were already using the CPUs before the start: rustc (pid 7) 21.0 %, cc (pid 8) 13.0 %"
+                ),
+                note(None, "swap in use"),
+            ]]
+        );
+    }
+
+    /// Every test saying the same note: "all N tests".
+    #[test]
+    fn a_note_of_every_test_says_all() {
+        let same = "the endpoint is on this host (same kernel boot id 1)";
+        let r = run(
+            1,
+            "lo",
+            vec![("a", with_notes(&[same])), ("b", with_notes(&[same]))],
+        );
+        let (cfg, info) = load(&r);
+        assert_eq!(
+            notes(&[cfg], &[info]),
+            vec![vec![note(Some("all 2 tests"), same)]]
+        );
+    }
+}
+
+#[cfg(test)]
+mod metric_tests {
+    use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    /// Runs that lack the metric compared offer the ones they share:
+    /// in every configuration, for a test of the same name.
+    #[test]
+    fn the_metrics_every_configuration_has_are_offered() {
+        let a = run(
+            1,
+            "a",
+            vec![
+                (
+                    "t",
+                    doc("disk", json!({}), json!({"mb_s": 1.0, "cpu_pct": 2.0})),
+                ),
+                ("u", doc("disk", json!({}), json!({"lat_avg_us": 3.0}))),
+            ],
+        );
+        let b = run(
+            2,
+            "b",
+            vec![(
+                "t",
+                doc("disk", json!({}), json!({"mb_s": 1.5, "lat_avg_us": 4.0})),
+            )],
+        );
+        let configs = [load(&a).0, load(&b).0];
+        let offered = comparable_metrics(&configs, Some("iops"));
+        assert!(offered.contains(&"mb_s"), "{offered:?}");
+        // One configuration only, or another test: not comparable.
+        assert!(!offered.contains(&"cpu_pct") && !offered.contains(&"lat_avg_us"));
+        let but_mb_s = comparable_metrics(&configs, Some("mb_s"));
+        assert!(!but_mb_s.contains(&"mb_s"), "{but_mb_s:?}");
+        assert!(comparable_metrics(&[], None).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod failed_tests {
+    use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    /// A run of two tests of two repetitions that all failed: stored with
+    /// no repetition.
+    fn all_failed() -> RunDetail {
+        let mut r = run(
+            1,
+            "iscsi",
+            vec![
+                ("seq", doc("disk", json!({}), json!({"iops": 1.0}))),
+                ("rnd", doc("disk", json!({}), json!({"iops": 1.0}))),
+            ],
+        );
+        r.run.status = iotoll_model::RunStatus::Failed;
+        for t in &mut r.tests {
+            t.reps.clear();
+            t.selected_rep = None;
+            t.summary = None;
+            t.spread_pct = None;
+            t.repeatable = None;
+            for rep in 1..=2 {
+                r.run.notes.push(format!(
+                    "{} repetition {rep} failed: target iscsi://192.0.2.1/iqn.x/0: login refused",
+                    t.name
+                ));
+            }
+        }
+        r
+    }
+
+    /// The report of a run whose tests all failed says so, and not that
+    /// each test ran once (it said "each test ran once: repeatability was
+    /// not checked" of a 2-repetition suite whose repetitions all failed).
+    #[test]
+    fn a_report_of_a_run_whose_tests_all_failed_says_so() {
+        let (cfg, info) = load(&all_failed());
+        let (configs, infos) = ([cfg], [info]);
+        let c = crate::compare(&configs, None, true, None);
+        let md = crate::markdown::render(&c, &configs, &infos);
+        assert!(md.contains("Every test failed (2 tests)"), "{md}");
+        assert!(!md.contains("ran once"), "{md}");
+        let html = crate::html::render(&c, &configs, &infos, "report");
+        assert!(html.contains("Every test failed (2 tests)"));
+    }
+
+    #[test]
+    fn a_report_names_the_tests_that_failed() {
+        let mut r = all_failed();
+        let ok = run(
+            1,
+            "x",
+            vec![("ok", doc("disk", json!({}), json!({"iops": 5.0})))],
+        );
+        r.tests.extend(ok.tests);
+        let (_, info) = load(&r);
+        assert_eq!(
+            info.failures_finding().as_deref(),
+            Some("2 of 3 tests failed (no repetition completed, no figures): seq, rnd; the notes say why.")
         );
     }
 }

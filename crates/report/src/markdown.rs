@@ -125,13 +125,19 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(o, "\n## System differences\n");
         let _ = writeln!(
             o,
-            "| item | {} |\n|---|{}",
+            "| group | item | {} |\n|---|---|{}",
             labels.join(" | "),
             "---|".repeat(c.configs.len())
         );
         for r in differing {
             let values: Vec<String> = r.values.iter().map(|v| md(v)).collect();
-            let _ = writeln!(o, "| {} | {} |", md(&r.key), values.join(" | "));
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} |",
+                r.group,
+                md(&r.key),
+                values.join(" | ")
+            );
         }
     }
     o

@@ -79,6 +79,14 @@ pub enum StoreError {
     Missing(PathBuf),
     #[error("no run {0} in the results database")]
     NoRun(String),
+    /// A label none of whose runs is complete: one of them only by its id.
+    #[error("'{label}' has no complete run (its latest: {latest}); give a run id to use an unfinished one, e.g. `iotoll results show {id}`")]
+    NoCompleteRun {
+        label: String,
+        /// `run 7 (failed), run 5 (aborted)`, newest first.
+        latest: String,
+        id: RunId,
+    },
     #[error("results database: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("results database: stored document is damaged: {0}")]
@@ -890,7 +898,10 @@ impl Store {
         Ok(rows)
     }
 
-    /// A run id, or a configuration label (its latest complete run, else its latest).
+    /// A run id, or a configuration label: its latest complete run. A
+    /// label whose runs all failed, were aborted or are unfinished is an
+    /// error naming them, never one of them quietly (a report or a
+    /// comparison of a failed run reads as a result).
     pub fn resolve(&self, what: &str) -> Result<RunId, StoreError> {
         if let Ok(id) = what.parse::<i64>() {
             let found: Option<i64> = self
@@ -901,14 +912,36 @@ impl Store {
                 return Ok(id);
             }
         }
-        self.conn
+        let complete: Option<RunId> = self
+            .conn
             .query_row(
-                "SELECT id FROM runs WHERE config = ?1 ORDER BY (status = 'complete') DESC, id DESC LIMIT 1",
+                "SELECT id FROM runs WHERE config = ?1 AND status = 'complete' ORDER BY id DESC LIMIT 1",
                 [what],
                 |r| r.get(0),
             )
-            .optional()?
-            .ok_or_else(|| StoreError::NoRun(what.to_string()))
+            .optional()?;
+        if let Some(id) = complete {
+            return Ok(id);
+        }
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM runs r WHERE r.config = ?1 ORDER BY r.id DESC LIMIT 3",
+            Self::RUN_COLS
+        ))?;
+        let others = st
+            .query_map([what], Self::run_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(id) = others.first().map(|r| r.id) else {
+            return Err(StoreError::NoRun(what.to_string()));
+        };
+        let latest: Vec<String> = others
+            .iter()
+            .map(|r| format!("run {} ({})", r.id, r.status))
+            .collect();
+        Err(StoreError::NoCompleteRun {
+            label: what.to_string(),
+            latest: latest.join(", "),
+            id,
+        })
     }
 
     pub fn run_detail(&self, id: RunId) -> Result<RunDetail, StoreError> {
@@ -1165,6 +1198,33 @@ mod tests {
         assert_eq!(s.resolve("base").unwrap(), run);
         assert_eq!(s.resolve(&run.to_string()).unwrap(), run);
         assert!(matches!(s.resolve("nope"), Err(StoreError::NoRun(_))));
+        // A later failed run of the label is passed over; a label with
+        // no complete run is refused, naming its runs (it resolved to
+        // the failed one).
+        let failed = s
+            .begin_run("x", Some("base"), "", &serde_json::json!({}), &[])
+            .unwrap();
+        s.finish_run(failed, RunStatus::Failed, &[]).unwrap();
+        assert_eq!(s.resolve("base").unwrap(), run);
+        let mut unfinished = vec![failed];
+        for status in [RunStatus::Failed, RunStatus::Aborted] {
+            let id = s
+                .begin_run("x", Some("f"), "", &serde_json::json!({}), &[])
+                .unwrap();
+            s.finish_run(id, status, &[]).unwrap();
+            unfinished.push(id);
+        }
+        let e = s.resolve("f").unwrap_err();
+        assert!(matches!(e, StoreError::NoCompleteRun { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("no complete run") && msg.contains("(aborted), run"),
+            "{msg}"
+        );
+        assert!(msg.contains("(failed)"), "{msg}");
+        for id in unfinished {
+            s.delete_run(id).unwrap();
+        }
         assert!(s.integrity_ok().unwrap());
         s.delete_run(run).unwrap();
         assert!(s.list_runs().unwrap().is_empty());

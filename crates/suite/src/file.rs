@@ -204,10 +204,52 @@ pub struct Suite {
     pub jobs: Vec<Job>,
 }
 
+/// The beginning of the run note that records an overridden region size.
+pub const SIZE_NOTE: &str = "size overridden:";
+
 impl Suite {
     /// Ramp + time of every repetition (reruns and preparation excluded).
     pub fn estimated(&self) -> Duration {
         crate::durations::planned(self, None)
+    }
+
+    /// `suite run --size`: every disk test's test file or region is `size`
+    /// bytes, whatever the suite says (a study written for a 4 GiB LUN on
+    /// a smaller one). Returns the run note (beginning with [`SIZE_NOTE`])
+    /// naming the suite's own sizes, or None when the suite has no disk
+    /// test. The jobs' `params` gain `size` so the stored parameters say
+    /// what ran; a size smaller than a test's transfer is an error naming it.
+    pub fn override_size(&mut self, size: u64) -> Result<Option<String>, String> {
+        let mut was: Vec<String> = Vec::new();
+        for j in &mut self.jobs {
+            let JobSpec::Disk(d) = &mut j.spec else {
+                continue;
+            };
+            let label = d.size.map_or("the whole target".into(), units::format_size);
+            if !was.contains(&label) {
+                was.push(label);
+            }
+            let bs = d.max_bs();
+            if size < bs {
+                return Err(format!(
+                    "--size {} for test '{}': smaller than its transfer size {}",
+                    units::format_size(size),
+                    j.name,
+                    units::format_size(bs)
+                ));
+            }
+            d.size = Some(size);
+            if let Some(p) = j.params.as_object_mut() {
+                p.insert("size".into(), units::format_size(size).into());
+            }
+        }
+        Ok((!was.is_empty()).then(|| {
+            format!(
+                "{SIZE_NOTE} {} for every disk test (the suite's: {})",
+                units::format_size(size),
+                was.join(", ")
+            )
+        }))
     }
 }
 

@@ -124,6 +124,29 @@ pub enum RunError {
     /// any test runs).
     #[error("{0}")]
     Hosts(String),
+    /// A disk test's target cannot be used as the test would use it
+    /// (checked before any test runs).
+    #[error("test '{test}': {source}")]
+    Target {
+        test: String,
+        #[source]
+        source: DiskError,
+    },
+    /// `--peer` does not answer as an endpoint (checked before any test runs).
+    #[error("--peer: {0}")]
+    Peer(#[source] NetError),
+}
+
+impl RunError {
+    /// The user's to fix on the command line (a refused flag, a write to a
+    /// target without --allow-destructive).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            RunError::Target { source, .. } => source.is_usage(),
+            RunError::Peer(e) => e.is_usage(),
+            _ => false,
+        }
+    }
 }
 
 /// What one job came to.
@@ -141,6 +164,9 @@ pub struct TestOutcome {
     pub failures: Vec<String>,
     /// Repetition numbers (1-based) other processes interfered with.
     pub interfered: Vec<u32>,
+    /// Repetitions not run: a failure they would all meet again stopped
+    /// the test.
+    pub not_run: u32,
 }
 
 impl TestOutcome {
@@ -310,6 +336,11 @@ impl Drop for TempTarget {
 enum RepError {
     Interrupted,
     Failed(String),
+    /// Refused before anything was measured for a reason another
+    /// repetition would meet again (the target is missing or too small,
+    /// the login or a digest is refused, the spec is invalid): the test's
+    /// other repetitions are not run.
+    Standing(String),
     /// A host of a multi-host test was lost or refused: the test cannot go
     /// on as planned (`--on-host-failure` says what then).
     Host(String),
@@ -340,16 +371,12 @@ fn run_one(
     }
     let res = match &job.spec {
         JobSpec::Disk(d) => {
-            let mut d = d.clone();
-            d.config = opts.config.clone();
-            d.iscsi = opts.iscsi.clone();
-            if !targets.is_empty() {
-                d.targets = targets.to_vec();
-                d.create = false;
-                d.allow_destructive = opts.allow_destructive || opts.targets.is_empty();
-            }
+            let d = disk_spec(d, opts, targets);
             iotoll_disk::run(&d, ctl).map_err(|e| match e {
                 DiskError::Interrupted(_) => RepError::Interrupted,
+                e @ (DiskError::Invalid(_)
+                | DiskError::Target { .. }
+                | DiskError::EngineUnavailable { .. }) => RepError::Standing(e.to_string()),
                 e => RepError::Failed(e.to_string()),
             })
         }
@@ -363,6 +390,9 @@ fn run_one(
             // A busy endpoint is retried by the client (`busy_wait`).
             iotoll_net::run(&n, ctl).map_err(|e| match e {
                 NetError::Interrupted(_) => RepError::Interrupted,
+                e @ (NetError::Invalid(_) | NetError::Nofile(_)) => {
+                    RepError::Standing(e.to_string())
+                }
                 e => RepError::Failed(e.to_string()),
             })
         }
@@ -371,6 +401,140 @@ fn run_one(
         return Err(RepError::Interrupted);
     }
     Ok(res)
+}
+
+/// The disk spec a local disk job runs with: the run's label and iSCSI
+/// login, and the suite's targets in place of the job's own.
+fn disk_spec(
+    d: &iotoll_disk::DiskSpec,
+    opts: &Options,
+    targets: &[PathBuf],
+) -> iotoll_disk::DiskSpec {
+    let mut d = d.clone();
+    d.config = opts.config.clone();
+    d.iscsi = opts.iscsi.clone();
+    if !targets.is_empty() {
+        d.targets = targets.to_vec();
+        d.create = false;
+        d.allow_destructive = opts.allow_destructive || opts.targets.is_empty();
+    }
+    d
+}
+
+/// Checks what the tests run here will use, before the first one runs,
+/// as `disk run` does for its targets and the fleet for its hosts:
+/// `--target` as each disk test would use it (present, large enough for
+/// its region, aligned, writable only with --allow-destructive; an iSCSI
+/// LUN logged in to and out of, nothing written), and `--peer` (it
+/// answers and authenticates as an endpoint). In a lab this happens in
+/// the client host, where the tests run.
+pub fn check(suite: &Suite, opts: &Options, interrupted: &AtomicBool) -> Result<(), RunError> {
+    let here = || suite.jobs.iter().filter(|j| j.placement.is_local());
+    let client = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
+    let _inside = client
+        .map(iotoll_lab::enter)
+        .transpose()
+        .map_err(|e| RunError::Lab(e.to_string()))?;
+    if !opts.targets.is_empty() {
+        // Tests that use the targets alike are checked once (an iSCSI
+        // study logs in once, not once per test).
+        let mut seen: Vec<String> = Vec::new();
+        for job in here() {
+            let JobSpec::Disk(d) = &job.spec else {
+                continue;
+            };
+            let d = disk_spec(d, opts, &opts.targets);
+            // What `prepare` checks: the region, each line's transfer and
+            // alignment, writing, O_DIRECT.
+            let lines: Vec<(u64, Option<u64>)> = d.lines.iter().map(|l| (l.bs, l.align)).collect();
+            let key = format!(
+                "{} {:?} {lines:?} {} {}",
+                d.offset,
+                d.size,
+                d.writes(),
+                d.buffered
+            );
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            iotoll_disk::target::prepare(&d, interrupted, &mut |_, _| {}).map_err(|e| {
+                RunError::Target {
+                    test: job.name.clone(),
+                    source: size_hint(e, d.size),
+                }
+            })?;
+        }
+    }
+    if let Some(p) = opts
+        .peer
+        .as_deref()
+        .filter(|_| here().any(|j| matches!(j.spec, JobSpec::Net(_))))
+    {
+        let addr = iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(RunError::Peer)?;
+        iotoll_net::client::handshake(&addr, opts.auth_key.as_ref()).map_err(RunError::Peer)?;
+    }
+    Ok(())
+}
+
+/// A region larger than the target names the disk flags (`--size`), which
+/// a suite's user did not give: say that the size is the suite's and how
+/// to run on a smaller target.
+fn size_hint(e: DiskError, size: Option<u64>) -> DiskError {
+    match (e, size) {
+        (DiskError::Target { path, msg }, Some(size)) if msg.contains("larger than the target") => {
+            DiskError::Target {
+                path,
+                msg: format!(
+                    "{msg}: the test's size is {} (the suite's `size`, or --size); `suite run --size SIZE` sets a smaller one",
+                    iotoll_model::units::format_size(size)
+                ),
+            }
+        }
+        (e, _) => e,
+    }
+}
+
+/// Creates and fills the suite's temporary test file, sized for the
+/// largest region of its disk tests (removed when dropped, also when
+/// filling it fails or is interrupted).
+fn temp_target(
+    suite: &Suite,
+    interrupted: &AtomicBool,
+    progress: &mut dyn SuiteProgress,
+) -> Result<TempTarget, DiskError> {
+    let size = (suite.jobs.iter())
+        .filter_map(|j| match &j.spec {
+            JobSpec::Disk(d) => {
+                Some(d.offset + d.size.unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE))
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
+    for p in reclaim_stale_test_files(&std::env::temp_dir()) {
+        progress.line(&format!(
+            "removed {}, the test file of a run that was killed",
+            p.display()
+        ));
+    }
+    let path =
+        std::env::temp_dir().join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
+    let prep = iotoll_disk::DiskSpec {
+        targets: vec![path.clone()],
+        create: true,
+        keep: true,
+        size: Some(size),
+        ..Default::default()
+    };
+    progress.line(&format!(
+        "preparing a {} MiB test file in {}",
+        size >> 20,
+        std::env::temp_dir().display()
+    ));
+    let t = iotoll_disk::target::prepare(&prep, interrupted, &mut |d, t| progress.preparing(d, t));
+    let temp = TempTarget(path);
+    t.map(|_| temp)
 }
 
 /// Runs every job of `suite` in order.
@@ -391,54 +555,21 @@ pub fn run(
     let mut _temp = None;
     let targets = match (opts.targets.is_empty(), needs_disk) {
         (false, _) => opts.targets.clone(),
-        (true, true) => {
-            let size = suite
-                .jobs
-                .iter()
-                .filter_map(|j| match &j.spec {
-                    JobSpec::Disk(d) => {
-                        Some(d.offset + d.size.unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE))
-                    }
-                    _ => None,
+        (true, true) => match temp_target(suite, interrupted, progress) {
+            Ok(t) => {
+                let path = t.0.clone();
+                _temp = Some(t);
+                vec![path]
+            }
+            Err(DiskError::Interrupted(_)) => {
+                return Ok(Outcome {
+                    status: RunStatus::Aborted,
+                    tests: Vec::new(),
+                    notes: vec!["interrupted while preparing the test file".into()],
                 })
-                .max()
-                .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
-            for p in reclaim_stale_test_files(&std::env::temp_dir()) {
-                progress.line(&format!(
-                    "removed {}, the test file of a run that was killed",
-                    p.display()
-                ));
             }
-            let path = std::env::temp_dir()
-                .join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
-            let prep = iotoll_disk::DiskSpec {
-                targets: vec![path.clone()],
-                create: true,
-                keep: true,
-                size: Some(size),
-                ..Default::default()
-            };
-            progress.line(&format!(
-                "preparing a {} MiB test file in {}",
-                size >> 20,
-                std::env::temp_dir().display()
-            ));
-            let t = iotoll_disk::target::prepare(&prep, interrupted, &mut |d, t| {
-                progress.preparing(d, t)
-            });
-            _temp = Some(TempTarget(path.clone()));
-            match t {
-                Ok(_) => vec![path],
-                Err(DiskError::Interrupted(_)) => {
-                    return Ok(Outcome {
-                        status: RunStatus::Aborted,
-                        tests: Vec::new(),
-                        notes: vec!["interrupted while preparing the test file".into()],
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+            Err(e) => return Err(e.into()),
+        },
         (true, false) => Vec::new(),
     };
     let local = match (&opts.lab, needs_net && opts.peer.is_none()) {
@@ -469,6 +600,7 @@ pub fn run(
     let mut eta = crate::durations::Eta::new(suite, opts.reps);
     let mut tests = Vec::with_capacity(total);
     let mut status = RunStatus::Complete;
+    let mut standing = Standing::default();
     'jobs: for (i, job) in suite.jobs.iter().enumerate() {
         let reps = opts.reps.unwrap_or(job.reps).max(1);
         let id = sink.begin_test(i + 1, job)?;
@@ -489,6 +621,7 @@ pub fn run(
             repeatable: None,
             failures: Vec::new(),
             interfered: Vec::new(),
+            not_run: 0,
         };
         let threshold = opts.interference_pct.unwrap_or(job.interference_pct);
         let mut rep = 0u32;
@@ -578,6 +711,15 @@ pub fn run(
                     // The host is gone for this test: the next test tries again.
                     continue 'jobs;
                 }
+                Err(RepError::Standing(e)) => {
+                    let line = standing.note(&job.name, rep, limit, &e);
+                    progress.line(&line);
+                    notes.push(line);
+                    out.failures.push(format!("repetition {rep}: {e}"));
+                    out.not_run = limit - rep;
+                    status = RunStatus::Failed;
+                    break;
+                }
                 Err(RepError::Failed(e)) => {
                     progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
                     // The run's notes say why it is failed; the repetition's
@@ -611,6 +753,31 @@ pub fn run(
         tests,
         notes,
     })
+}
+
+/// The reasons that stopped tests, each said in full once: a later test
+/// stopped by the same one names the first.
+#[derive(Default)]
+struct Standing(Vec<(String, String)>);
+
+impl Standing {
+    /// The run's note (and progress line) for `test` stopped at
+    /// repetition `rep` of `of` by `why`.
+    fn note(&mut self, test: &str, rep: u32, of: u32, why: &str) -> String {
+        let left = match of - rep {
+            0 => String::new(),
+            n => format!(
+                "; {} not run (the same cause would fail {})",
+                iotoll_model::text::count(n as usize, "more repetition"),
+                if n == 1 { "it" } else { "them" }
+            ),
+        };
+        if let Some((_, first)) = self.0.iter().find(|(w, _)| w == why) {
+            return format!("{test} repetition {rep} failed as {first} did{left}");
+        }
+        self.0.push((why.to_string(), test.to_string()));
+        format!("{test} repetition {rep} failed: {why}{left}")
+    }
 }
 
 /// The selection (clean repetitions preferred over `interfered` ones), and
