@@ -176,6 +176,9 @@ pub struct Engine {
     live: Arc<Vec<Live>>,
     /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
+    /// The stream senders' sockets, open until `join` (the threads keep
+    /// every socket until then), for what is still unacknowledged.
+    senders: Vec<RawFd>,
 }
 
 struct ThreadOut {
@@ -237,6 +240,8 @@ struct ThreadState<'a> {
     rtt: Histogram<u64>,
     ops_total: u64,
     bytes_total: u64,
+    /// Stream senders: bytes written (see `Live::publish_sent`).
+    sent_total: u64,
     errors: u64,
     first_error: Option<String>,
     /// With `verify`: one period of the senders' payload pattern.
@@ -244,6 +249,11 @@ struct ThreadState<'a> {
 }
 
 impl<'a> ThreadState<'a> {
+    fn publish(&self, live: &Live) {
+        live.publish(self.ops_total, self.bytes_total);
+        live.publish_sent(self.sent_total);
+    }
+
     fn new(p: EngineParams, phase: &'a PhaseCell, inject_panic: bool) -> Self {
         let mut pattern = vec![0; if p.verify { PATTERN_LEN } else { 0 }];
         fill_payload(&mut pattern);
@@ -256,6 +266,7 @@ impl<'a> ThreadState<'a> {
             rtt: new_histogram(),
             ops_total: 0,
             bytes_total: 0,
+            sent_total: 0,
             errors: 0,
             first_error: None,
         }
@@ -314,7 +325,12 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
                 if phase == Phase::Measure {
                     self.count.tx += n as u64;
                 }
-                st.bytes_total += n as u64;
+                // A stream sender's bytes count for the series only once
+                // the peer has them (`Engine::totals`).
+                match self.role {
+                    Role::Send => st.sent_total += n as u64,
+                    _ => st.bytes_total += n as u64,
+                }
                 Ok(n > 0)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
@@ -512,6 +528,10 @@ impl Engine {
         inject: bool,
     ) -> io::Result<Engine> {
         let n = conns.len();
+        let senders = (conns.iter())
+            .filter(|(_, r)| *r == Role::Send)
+            .map(|(c, _)| c.as_raw_fd())
+            .collect();
         let threads = threads.clamp(1, n.max(1));
         let mut shares: Vec<Vec<(DataConn, Role)>> = (0..threads).map(|_| Vec::new()).collect();
         let mut order = Vec::with_capacity(n);
@@ -540,12 +560,24 @@ impl Engine {
             threads: handles,
             live,
             order,
+            senders,
         })
     }
 
-    /// Running totals (operations, bytes) over all threads.
+    /// Running totals (operations, bytes) over all threads, for the
+    /// one-second series: bytes received, plus bytes sent that the peer
+    /// has acknowledged. Goodput is what the receiving end counted; what a
+    /// sender wrote ran ahead of it by whatever its socket buffers and a
+    /// shaper's queue took (per-second points above a shaped link's rate,
+    /// summing to more than the window's goodput). One ioctl per sending
+    /// socket, once a second.
     pub fn totals(&self) -> (u64, u64) {
-        Live::totals(&self.live)
+        let (ops, received) = Live::totals(&self.live);
+        let sent = Live::sent_total(&self.live);
+        let queued: u64 = (self.senders.iter())
+            .map(|fd| crate::sock::unacked(*fd).unwrap_or(0))
+            .sum();
+        (ops, received + sent.saturating_sub(queued))
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).
@@ -791,10 +823,10 @@ fn run_blocking(
             }
             n = n.wrapping_add(1);
             if n % 64 == 0 {
-                live.publish(st.ops_total, st.bytes_total);
+                st.publish(live);
             }
         }
-        live.publish(st.ops_total, st.bytes_total);
+        st.publish(live);
         out.push(c.finish());
     }
     out
@@ -913,9 +945,9 @@ fn run_poll(
             }
             take_turn(&mut conns, i, st, buf, sbuf, &poll, &mut more);
         }
-        live.publish(st.ops_total, st.bytes_total);
+        st.publish(live);
     }
-    live.publish(st.ops_total, st.bytes_total);
+    st.publish(live);
     conns
         .into_iter()
         .map(|c| {
