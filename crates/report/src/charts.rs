@@ -62,9 +62,15 @@ fn legend<DB: DrawingBackend>(
     entries: &[(Mark, String)],
 ) -> Result<(), String> {
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
-    let mut x = 90i32;
-    let y = 14i32;
+    let mut x = LEGEND_X;
+    let mut y = 14i32;
     for (mark, text) in entries {
+        // A long legend wraps rather than running off the chart.
+        let w = entry_width(text);
+        if x > LEGEND_X && x + w > W as i32 {
+            x = LEGEND_X;
+            y += LEGEND_H as i32 - 8;
+        }
         match *mark {
             Mark::Bar(c) => area
                 .draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()))
@@ -92,9 +98,31 @@ fn legend<DB: DrawingBackend>(
                 .map_err(e)?,
         }
         area.draw_text(text, &style, (x + 24, y - 7)).map_err(e)?;
-        x += 24 + (text.chars().count() as i32) * 7 + 22;
+        x += w;
     }
     Ok(())
+}
+
+const LEGEND_X: i32 = 90;
+
+/// Room a legend entry takes: its mark, its text (about 7 px a character
+/// at 13 px) and the gap to the next.
+fn entry_width(text: &str) -> i32 {
+    24 + (text.chars().count() as i32) * 7 + 22
+}
+
+/// Rows the legend of entries with these texts takes.
+fn legend_rows<'a>(texts: impl Iterator<Item = &'a str>) -> u32 {
+    let (mut rows, mut x) = (1, LEGEND_X);
+    for t in texts {
+        let w = entry_width(t);
+        if x > LEGEND_X && x + w > W as i32 {
+            rows += 1;
+            x = LEGEND_X;
+        }
+        x += w;
+    }
+    rows
 }
 
 /// A chart `h` pixels high with the legend strip under it: `draw` draws the
@@ -103,11 +131,22 @@ fn svg(
     h: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
 ) -> Result<String, String> {
+    svg_rows(h, 1, draw)
+}
+
+/// `svg` with a legend of `rows` rows (the chart keeps its height).
+fn svg_rows(
+    h: u32,
+    rows: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
+) -> Result<String, String> {
     let mut svg = String::new();
+    let strip_h = LEGEND_H + (rows.max(1) - 1) * (LEGEND_H - 8);
+    let h = h + strip_h - LEGEND_H;
     {
         let whole = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
         whole.fill(&WHITE).map_err(e)?;
-        let (root, strip) = whole.split_vertically(h - LEGEND_H);
+        let (root, strip) = whole.split_vertically(h - strip_h);
         legend(&strip, &draw(&root)?)?;
         whole.present().map_err(e)?;
     }
@@ -385,6 +424,9 @@ pub fn lines(
 /// One configuration's per-second series of a test.
 pub struct SecondSeries {
     pub color: usize,
+    /// The k-th repetition of its configuration in the chart: drawn in a
+    /// lighter shade of the configuration's colour, so each stays apart.
+    pub shade: usize,
     pub label: String,
     /// (time since the workload started, throughput), at each second's middle.
     pub throughput: Vec<(f64, f64)>,
@@ -395,7 +437,10 @@ pub struct SecondSeries {
 /// Throughput (solid, left axis) and whole-host CPU % (dashed, right axis)
 /// second by second, one colour per configuration, the ramp-up shaded.
 pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<String, String> {
-    svg(320, |root| {
+    let mut texts: Vec<&str> = vec!["ramp-up (not measured)"];
+    texts.extend(series.iter().map(|s| s.label.as_str()));
+    texts.push("CPU % (dashed, in the line's colour)");
+    svg_rows(320, legend_rows(texts.into_iter()), |root| {
         let tmax = series
             .iter()
             .flat_map(|s| s.throughput.iter().chain(&s.cpu).map(|p| p.0 + 0.5))
@@ -443,10 +488,9 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             entries.push((Mark::Band(BLACK, 0.1), "ramp-up (not measured)".to_string()));
         }
         for (k, s) in series.iter().enumerate() {
-            let c = color(s.color);
+            let c = lighter(color(s.color), s.shade);
             let (w, _) = under(k, series.len());
             entries.push((Mark::Line(c), s.label.clone()));
-            entries.push((Mark::Dashed(c), format!("{} CPU %", s.label)));
             chart
                 .draw_series(LineSeries::new(
                     s.throughput.iter().copied(),
@@ -465,6 +509,17 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 ))
                 .map_err(e)?;
         }
+        entries.push((
+            Mark::Dashed(BLACK),
+            "CPU % (dashed, in the line's colour)".into(),
+        ));
         Ok(entries)
     })
+}
+
+/// `c` moved towards white for the `k`-th shade (0: `c` itself).
+fn lighter(c: RGBColor, k: usize) -> RGBColor {
+    let f = 1.0 - 0.6f64.powi(k.min(4) as i32);
+    let up = |v: u8| v + ((255 - v) as f64 * f * 0.8) as u8;
+    RGBColor(up(c.0), up(c.1), up(c.2))
 }

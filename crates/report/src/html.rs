@@ -328,39 +328,50 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
     }
 }
 
-/// The per-second series of every test: each configuration's kept
-/// repetition, ramp-up shaded.
+/// The per-second series of every test: in each configuration the
+/// repetitions its headline comes from (the selected one, or each one a
+/// mean is over), each labelled, ramp-up shaded.
 fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
     for first in first_tests(configs) {
         let name = first.name.as_str();
         let (f, m) = second_metric(first.kind, &first.main_metric);
-        let series: Vec<SecondSeries> = configs
-            .iter()
-            .enumerate()
-            .filter_map(|(ci, cfg)| {
-                let t = cfg.tests.iter().find(|t| t.name == name)?;
-                if t.series.is_empty() {
-                    return None;
-                }
-                Some(SecondSeries {
+        let mut series: Vec<SecondSeries> = Vec::new();
+        for (ci, cfg) in configs.iter().enumerate() {
+            let Some(t) = cfg.tests.iter().find(|t| t.name == name) else {
+                continue;
+            };
+            let kept = t.series.len();
+            for (k, r) in t.series.iter().filter(|r| !r.points.is_empty()).enumerate() {
+                let rep = crate::reps::rep_label(r, kept);
+                series.push(SecondSeries {
                     color: ci,
-                    label: cfg.label.clone(),
-                    throughput: at_middles(&t.series, f),
-                    cpu: at_middles(&t.series, |p| p.cpu_pct),
+                    shade: k,
+                    label: match (configs.len() > 1, rep) {
+                        (true, Some(rep)) => format!("{}, {rep}", cfg.label),
+                        (false, Some(rep)) => rep,
+                        (_, None) => cfg.label.clone(),
+                    },
+                    throughput: at_middles(&r.points, f),
+                    cpu: at_middles(&r.points, |p| p.cpu_pct),
                     ramp_s: infos
                         .get(ci)
                         .and_then(|i| i.test(name))
                         .map(|t| t.ramp_s)
                         .unwrap_or(0.0),
-                })
-            })
-            .collect();
+                });
+            }
+        }
         if series.is_empty() {
             let _ = writeln!(
                 o.html,
-                "<p class=\"note\">{}: no per-second series in its result (a window shorter than a second has none, nor has an import).</p>",
-                esc(name)
+                "<p class=\"note\">{}: no per-second series in its result ({}).</p>",
+                esc(name),
+                if first.multi.is_some() {
+                    "a test on several hosts records each host's figures over the window, not second by second"
+                } else {
+                    "a window shorter than a second has none, nor has an import"
+                }
             );
             continue;
         }
@@ -369,7 +380,7 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
         o.figure(
             charts::seconds(&format!("{name}: {desc} per second"), desc, &series),
             &format!(
-                "{desc} (solid, left axis) and whole-host CPU % (dashed, right axis) of {name}, each point the mean over one second{}.",
+                "{desc} (solid, left axis) and whole-host CPU % (dashed, right axis) of {name}, each point the mean over one second of the repetition the legend names (the ones the headline comes from){}.",
                 if ramp > 0.0 {
                     format!("; shaded: the {} s ramp-up, not part of the measurement", crate::fmt::tick(ramp))
                 } else {
