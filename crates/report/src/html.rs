@@ -235,6 +235,21 @@ fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     }
 }
 
+/// A group's name for a reader: a group named by a metric id (`iops`,
+/// `mb_s`, as built-in suites name them) by the metric's name.
+fn group_name(g: &str) -> String {
+    match iotoll_model::metrics::metric_def(g) {
+        Some(d) => format!("{} tests", d.label),
+        None => g.to_string(),
+    }
+}
+
+/// A chart's title: what it shows first, in words, then its group (a
+/// title once read "iops: IOPS per configuration").
+fn chart_title(what: &str, g: &str) -> String {
+    format!("{what} — {}", group_name(g))
+}
+
 /// Per group: the bars of its main metric, and lines against the swept
 /// parameter when the group sweeps one.
 fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
@@ -243,14 +258,17 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     for g in &distinct(c.rows.iter().map(|r| r.group.as_str())) {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.group == *g).collect();
         let metric = label(&rows[0].metric);
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(g));
+        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&group_name(g)));
         o.figure(
             charts::bars(
-                &if single {
-                    format!("{g}: {metric} per test")
-                } else {
-                    format!("{g}: {metric} per configuration")
-                },
+                &chart_title(
+                    &if single {
+                        format!("{metric} per test")
+                    } else {
+                        format!("{metric} per configuration")
+                    },
+                    g,
+                ),
                 metric,
                 &rows,
                 &c.configs,
@@ -259,7 +277,7 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
             &format!(
                 "Bars: {metric} of each test, one colour per configuration; circles: whole-host CPU % (right axis) in the same colour{}.",
                 c.cpu_threshold_pct
-                    .map(|t| format!("; dashed line and band on the CPU axis: the {} % CPU threshold", crate::fmt::tick(t)))
+                    .map(|t| format!("; band and tick on the CPU axis: the {} % CPU threshold", crate::fmt::tick(t)))
                     .unwrap_or_default()
             ),
             "bars",
@@ -308,7 +326,7 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
                 let desc = label(&m);
                 o.figure(
                     charts::lines(
-                        &format!("{g}: {desc} against {xl}"),
+                        &chart_title(&format!("{desc} against {xl}"), g),
                         &xl,
                         scale,
                         desc,
@@ -318,7 +336,8 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
                         "{desc} against {xl}, one line per configuration{}.",
                         match scale {
                             charts::XScale::Linear => "",
-                            _ => " (log₂ axis)",
+                            charts::XScale::Log10 => " (log₁₀ axis, ticks at the tested values)",
+                            _ => " (log₂ axis, ticks at the tested values)",
                         }
                     ),
                     "sweep",

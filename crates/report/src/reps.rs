@@ -198,7 +198,8 @@ mod tests {
     #[test]
     fn a_mean_test_charts_and_tables_the_repetitions_its_headline_comes_from() {
         let (run, totals) = mean_of_three();
-        let (_, html) = render(&[run]);
+        let (md, html) = render(&[run]);
+        crate::fixtures::dump("mean-of-three", &md, &html);
         let seconds =
             &html[html.find("id=\"seconds\"").unwrap()..html.find("id=\"tables\"").unwrap()];
         for r in 1..=3 {
