@@ -822,4 +822,35 @@ mod tests {
             );
         }
     }
+
+    /// A request/response sweep over request sizes charts the one-way
+    /// latency against request size (study 004's figure), not only the
+    /// round trip.
+    #[test]
+    fn a_request_size_sweep_charts_one_way_latency() {
+        let reqs: [f64; 4] = [64.0, 1024.0, 16384.0, 65536.0];
+        let tests: Vec<(String, iotoll_model::ResultDoc)> = reqs
+            .iter()
+            .map(|r| {
+                let mut m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0, "rtt_mean_us": 50.0 + r / 1000.0,
+                                   "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0});
+                let mut metrics: iotoll_model::Metrics = serde_json::from_value(m.take()).unwrap();
+                iotoll_model::derive_metrics(&mut metrics);
+                let d = doc("net-rr", json!({"req": r}), serde_json::to_value(&metrics).unwrap());
+                (format!("rr/req={r}"), d)
+            })
+            .collect();
+        let mut r = run(
+            1,
+            "base",
+            tests.iter().map(|(n, d)| (n.as_str(), d.clone())).collect(),
+        );
+        for (t, q) in r.tests.iter_mut().zip(reqs) {
+            t.group = Some("rr".into());
+            t.params = json!({"req": q});
+        }
+        let html = html_of(&r, None);
+        let chart = charts_titled(&html, "one-way latency (µs) against request size");
+        assert_eq!(chart.len(), 1, "no one-way latency chart");
+    }
 }

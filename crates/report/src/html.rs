@@ -287,7 +287,8 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
 }
 
 /// Lines of the group's main metric, CPU and headline efficiency (and the
-/// round trip, for request/response) against the parameter it sweeps.
+/// round trip and one-way latency, for request/response) against the
+/// parameter it sweeps.
 fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
     let tests: Vec<&TestData> = configs[0]
         .tests
@@ -299,7 +300,11 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
         let eff = kind.headline_efficiency();
         let mut ms = vec![rows[0].metric.clone(), mn::CPU_PCT.into(), eff.into()];
         if kind == Kind::NetRr {
+            // Both: the round trip as measured, and the one-way latency
+            // studies publish against request size (half the round trip
+            // of one connection's transactions, netperf's convention).
             ms.push(mn::RTT_MEAN_US.into());
+            ms.push(mn::LATENCY_ONE_WAY_US.into());
         }
         let xl = param_label(&p);
         for m in ms {
