@@ -564,9 +564,11 @@ fn run_on<C: Clock>(
     let totals = || Live::totals(&shared.live);
     let go_on = || !shared.failed.load(Ordering::Acquire);
     // Waits while sampling the series; false if interrupted or a worker failed.
-    let mut wait = |until| series.wait(&clock, until, &mut ctl, &shared.phase, totals, go_on);
+    let wait = |series: &mut SeriesRecorder, ctl: &mut RunControl, until| {
+        series.wait(&clock, until, ctl, &shared.phase, totals, go_on)
+    };
     let window = clock.open_window_after(
-        || wait(ramp_end),
+        || wait(&mut series, &mut ctl, ramp_end),
         || {
             shared.phase.set(Phase::Measure);
             schedule.inspect(|s| s.mark_open());
@@ -575,12 +577,15 @@ fn run_on<C: Clock>(
     let ramped = window.is_some();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let (completed, closed) = if let Some(window) = window {
+        // The series' seconds start at the window's edge, and end at it.
+        series.edge(clock.now(), Phase::Ramp, totals, ctl.progress);
         let measure_end = schedule.map_or(clock.now() + spec.time, |s| s.off);
-        let completed = wait(measure_end);
+        let completed = wait(&mut series, &mut ctl, measure_end);
         let closed = clock.close_window(window, || {
             shared.phase.set(Phase::Stop);
             schedule.inspect(|s| s.mark_close());
         });
+        series.edge(clock.now(), Phase::Measure, totals, ctl.progress);
         (completed, Some(closed))
     } else {
         shared.phase.set(Phase::Stop);
@@ -1392,10 +1397,27 @@ mod tests {
             lat.histogram.iter().map(|b| b[1]).sum::<f64>(),
             lat.count as f64
         );
-        // A point a second, at 1 s and 2 s; the run ends at 3 s, before
-        // the next one is due.
+        // A point a second, at 1 s, 2 s and at the window's close (3 s):
+        // the window's last second is a point too.
         let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
-        assert_eq!(phases, ["ramp", "measure"]);
+        assert_eq!(phases, ["ramp", "measure", "measure"]);
+        // The measured points cover the window exactly (they missed its
+        // last second: half of a 2 s window), so its seconds can add up to
+        // its total.
+        let mut prev = 0.0;
+        let mut covered = 0.0;
+        for p in &doc.series {
+            if p.phase == "measure" {
+                covered += p.t_s - prev;
+            }
+            prev = p.t_s;
+        }
+        assert!(
+            (covered - m[mn::WINDOW_S]).abs() < 1e-6,
+            "measured points cover {covered} s of a {} s window: {:?}",
+            m[mn::WINDOW_S],
+            doc.series
+        );
         assert!(
             doc.notes.iter().all(|n| !n.contains("interrupted")),
             "{:?}",

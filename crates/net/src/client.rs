@@ -590,10 +590,13 @@ fn measure(
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let window = clock.open_window(|| phase.set(Phase::Measure))?;
+    // The series' seconds start at the window's edge, and end at it.
+    series.edge(clock.now(), Phase::Ramp, || engine.totals(), rc.progress);
     ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(addr, "window start", e))?;
     let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
     let closed = clock.close_window(window, || phase.set(Phase::Stop));
+    series.edge(clock.now(), Phase::Measure, || engine.totals(), rc.progress);
     let window_closed = std::time::Instant::now();
     if !completed && ctl.peer_spoke() {
         engine.join();
