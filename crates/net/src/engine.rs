@@ -179,6 +179,8 @@ pub struct Engine {
     /// The stream senders' sockets, open until `join` (the threads keep
     /// every socket until then), for what is still unacknowledged.
     senders: Vec<RawFd>,
+    /// The stream receivers' sockets, for what arrived but is not read.
+    receivers: Vec<RawFd>,
 }
 
 struct ThreadOut {
@@ -528,10 +530,13 @@ impl Engine {
         inject: bool,
     ) -> io::Result<Engine> {
         let n = conns.len();
-        let senders = (conns.iter())
-            .filter(|(_, r)| *r == Role::Send)
-            .map(|(c, _)| c.as_raw_fd())
-            .collect();
+        let fds = |role: Role| -> Vec<RawFd> {
+            (conns.iter())
+                .filter(|(_, r)| *r == role)
+                .map(|(c, _)| c.as_raw_fd())
+                .collect()
+        };
+        let (senders, receivers) = (fds(Role::Send), fds(Role::Recv));
         let threads = threads.clamp(1, n.max(1));
         let mut shares: Vec<Vec<(DataConn, Role)>> = (0..threads).map(|_| Vec::new()).collect();
         let mut order = Vec::with_capacity(n);
@@ -561,23 +566,39 @@ impl Engine {
             live,
             order,
             senders,
+            receivers,
         })
     }
 
     /// Running totals (operations, bytes) over all threads, for the
-    /// one-second series: bytes received, plus bytes sent that the peer
-    /// has acknowledged. Goodput is what the receiving end counted; what a
-    /// sender wrote ran ahead of it by whatever its socket buffers and a
-    /// shaper's queue took (per-second points above a shaped link's rate,
-    /// summing to more than the window's goodput). One ioctl per sending
-    /// socket, once a second.
+    /// one-second series: the bytes that reached the receiving end's TCP —
+    /// received here (read, or waiting in a socket to be read), and sent
+    /// from here once the peer acknowledged them. Goodput counts what the
+    /// receiving end read in its window; what a sender wrote ran ahead of
+    /// it by whatever its socket buffers and a shaper's queue took
+    /// (per-second points above a shaped link's rate, adding up to more
+    /// than the window's goodput), and what a CPU-starved receiver read
+    /// lags behind and then runs above the link's rate as it catches up.
+    /// One ioctl per stream socket, once a second.
     pub fn totals(&self) -> (u64, u64) {
-        let (ops, received) = Live::totals(&self.live);
+        let (ops, received) = self.received();
         let sent = Live::sent_total(&self.live);
         let queued: u64 = (self.senders.iter())
             .map(|fd| crate::sock::unacked(*fd).unwrap_or(0))
             .sum();
         (ops, received + sent.saturating_sub(queued))
+    }
+
+    /// Running totals (operations, bytes received) over all threads, the
+    /// bytes counted as they reach this end's TCP (read, or waiting in a
+    /// socket): what a multi-host test adds up over its hosts, every byte
+    /// being received by one of them.
+    pub fn received(&self) -> (u64, u64) {
+        let (ops, read) = Live::totals(&self.live);
+        let waiting: u64 = (self.receivers.iter())
+            .map(|fd| crate::sock::unread(*fd).unwrap_or(0))
+            .sum();
+        (ops, read + waiting)
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).

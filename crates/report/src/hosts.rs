@@ -438,8 +438,12 @@ pub fn host_comparison(
         head,
         rows,
         note: Some(format!(
-            "Hosts matched by name and role; highlighted: a host only some configurations have. Totals as each test measured them (CPU weighted by CPU count). Δ: candidate / baseline − 1 of {}. Each configuration's full per-host table follows.",
-            label(thr)
+            "Hosts matched by name and role; highlighted: a host only some configurations have. Totals as each test measured them (CPU weighted by CPU count). Δ: candidate / baseline − 1 of {}. Figures of {}. Each configuration's full per-host table follows.",
+            label(thr),
+            (labels.iter().zip(per))
+                .filter_map(|(l, mh)| Some(format!("{l}: {}", crate::reps::host_table_source((*mh)?))))
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
     }
 }
