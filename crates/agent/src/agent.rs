@@ -17,7 +17,9 @@ use iotoll_net::proto::{Control, TestParams};
 use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Log, Nonces};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
-use iotoll_run::{HostClock, Phase, PhaseCell, RunControl, Schedule, Silent};
+use iotoll_run::{
+    Counting, HostClock, Phase, PhaseCell, RunControl, Schedule, SeriesRecorder, Silent,
+};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -669,7 +671,31 @@ fn run_net(
     )
     .map_err(|e| format!("cannot start the network engine: {e}"))?;
     let clock = HostClock;
-    let tick = || Some(Instant::now() + Duration::from_millis(50));
+    // Bytes received, second by second: the console adds the hosts' up.
+    let series = std::cell::RefCell::new(SeriesRecorder::new(
+        Counting::NetBytes,
+        on.saturating_duration_since(Instant::now()) + off.saturating_duration_since(on),
+        Instant::now(),
+    ));
+    let tick = || {
+        let mut s = series.borrow_mut();
+        s.poll(
+            Instant::now(),
+            phase.get(),
+            || engine.received(),
+            &mut Silent,
+        );
+        Some(Instant::now() + Duration::from_millis(50))
+    };
+    // At the instants the phase changed (what the window does after is
+    // not measured time).
+    let edge = |(at, counts): (Instant, (u64, u64)), before: Phase| {
+        let mut s = series.borrow_mut();
+        s.edge(at, before, || counts, &mut Silent);
+    };
+    // Counted at the edge itself: what arrives while the window's own
+    // work goes on after it is not in the window.
+    let mut edge_at = (Instant::now(), (0, 0));
     let mut report = AgentReport::default();
     let mut before = Vec::new();
     let mut on_ns = 0;
@@ -677,6 +703,7 @@ fn run_net(
         || iotoll_run::wait_until(&clock, on, interrupt, tick),
         || {
             phase.set(Phase::Measure);
+            edge_at = (Instant::now(), engine.received());
             on_ns = wire::now_ns();
             // Other agents' edges on these CPUs come first.
             iotoll_probe::affinity::normal_priority();
@@ -704,15 +731,19 @@ fn run_net(
             return Err(format!("CPU window: {e}"));
         }
     };
+    edge(edge_at, Phase::Ramp);
     let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
     let mut off_ns = 0;
     let mut after = Vec::new();
     let closed = window.finish_with(|| {
         phase.set(Phase::Stop);
+        edge_at = (Instant::now(), engine.received());
         off_ns = wire::now_ns();
         iotoll_probe::affinity::normal_priority();
         after = iotoll_probe::sysinfo::iface_counters();
     });
+    edge(edge_at, Phase::Measure);
+    report.series = series.into_inner().into_points();
     let out = engine.join();
     let mut at = 0;
     for (p, n) in pairs.iter().zip(&sizes) {

@@ -1029,6 +1029,7 @@ impl Console {
         let mut conns = vec![0u32; names.len()];
         let (mut errors, mut retransmits) = (0u64, 0u64);
         let mut interrupted = false;
+        let mut seconds = Vec::new();
         for p in parts {
             let Some(r) = &p.report else { continue };
             let server = matches!(p.work, Work::NetServe { .. });
@@ -1071,6 +1072,7 @@ impl Console {
                 mn::CONNS.into(),
                 r.pairs.iter().map(|p| p.conns as f64).sum(),
             );
+            seconds.push((hosts.len(), r.series.clone()));
             hosts.push(self.host_row(p, r, times, m));
         }
         let rate = |(b, w): (u64, f64)| {
@@ -1161,6 +1163,7 @@ impl Console {
                 remote,
                 same_host: Some(same_host),
             },
+            series: crate::series::merge(&hosts, &seconds),
             hosts,
             pairs,
             ..multi_host_doc(
@@ -1182,6 +1185,7 @@ impl Console {
         let mut interrupted = false;
         let mut lat_weighted = 0.0;
         let mut first_spec = serde_json::Value::Null;
+        let mut seconds = Vec::new();
         const SUMMED: [&str; 7] = [
             mn::IOPS,
             mn::READ_IOPS,
@@ -1224,6 +1228,7 @@ impl Console {
                         .iter()
                         .map(|n| format!("host {}: {n}", self.hosts[p.host].name)),
                 );
+                seconds.push((hosts.len(), d.series.clone()));
             }
             hosts.push(self.host_row(p, r, times, hm));
         }
@@ -1253,6 +1258,7 @@ impl Console {
                 remote: None,
                 same_host: None,
             },
+            series: crate::series::merge(&hosts, &seconds),
             hosts,
             ..multi_host_doc(
                 Kind::Disk,

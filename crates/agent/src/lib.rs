@@ -14,5 +14,6 @@ pub mod console;
 pub mod k8s;
 pub mod link;
 pub mod local;
+pub mod series;
 pub mod ssh;
 pub mod wire;

@@ -236,6 +236,10 @@ pub struct AgentReport {
     /// The window was cut short (abort).
     pub interrupted: bool,
     pub notes: Vec<String>,
+    /// A network test: its bytes received second by second (the disk
+    /// document carries its own), the seconds counted from RECORD ON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<iotoll_model::SeriesPoint>,
 }
 
 /// Reads one frame of a session (the caller opens it).

@@ -695,3 +695,64 @@ fn symbolic_links_in_the_state_directory_are_never_followed() {
     assert!(namespaces(&name).is_empty());
     assert!(precious());
 }
+
+const MANY_CONNS: &str = r#"name = "lab-series"
+[[test]]
+name = "stream"
+kind = "net-stream"
+conns = 200
+time = "3s"
+ramp = "1s"
+"#;
+
+/// The one-second series of a stream counts what its goodput counts. With
+/// 200 connections through a 100 Mbit/s shaper the senders wrote 120-140
+/// Mbit/s into their sockets in every second of the window (their buffers
+/// and the shaper's queue filling) while 94 arrived: the chart showed more
+/// than the link can carry. Now each point is at most the link's rate and
+/// the window's points add up to its goodput within 1 %.
+#[test]
+fn a_stream_s_seconds_add_up_to_its_goodput_and_stay_under_the_shaped_rate() {
+    let Some(lab) = Lab::new() else { return };
+    let name = unique("ser");
+    let suite = lab.file("series.toml", MANY_CONNS);
+    let db = lab.dir.path().join("series.db");
+    let db = db.to_str().unwrap();
+    let out = common::iotoll()
+        .env("IOTOLL_LAB_DIR", lab.dir.path())
+        .args([
+            "suite", "run", &suite, "--quiet", "--db", db, "--lab", "pair",
+        ])
+        .args([
+            "--lab-set",
+            &format!("name={name}"),
+            "--lab-set",
+            "rate=100mbit",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let run = common::show(db, "1");
+    let d = only_doc(&run);
+    let m = &d["metrics"];
+    let window_bytes = m["mbit_s"].as_f64().unwrap() * m["window_s"].as_f64().unwrap() * 1e6 / 8.0;
+    let series = d["series"].as_array().unwrap();
+    let mut prev_t = 0.0;
+    let mut sum = 0.0;
+    for p in series {
+        let (t, mbit) = (p["t_s"].as_f64().unwrap(), p["mbit_s"].as_f64().unwrap());
+        if p["phase"] == "measure" {
+            // The shaper's rate plus rounding of a point's interval.
+            assert!(
+                mbit <= 100.0 * 1.02,
+                "{mbit} Mbit/s at {t} s through 100 Mbit/s: {series:?}"
+            );
+            sum += mbit * (t - prev_t) * 1e6 / 8.0;
+        }
+        prev_t = t;
+    }
+    assert!(
+        (sum - window_bytes).abs() <= 0.01 * window_bytes,
+        "the seconds add up to {sum} B, the window's goodput is {window_bytes} B: {series:?}"
+    );
+}

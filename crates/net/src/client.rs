@@ -590,11 +590,25 @@ fn measure(
         return Err(NetError::Interrupted("during ramp-up"));
     }
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let window = clock.open_window(|| phase.set(Phase::Measure))?;
+    // The series' seconds start at the window's edge, and end at it: the
+    // instants the phase changed (the window's own work after is not
+    // measured time).
+    let edge_at = std::cell::Cell::new((clock.now(), (0, 0)));
+    let window = clock.open_window(|| {
+        phase.set(Phase::Measure);
+        edge_at.set((clock.now(), engine.totals()));
+    })?;
+    let (at, counts) = edge_at.get();
+    series.edge(at, Phase::Ramp, || counts, rc.progress);
     ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(addr, "window start", e))?;
     let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
-    let closed = clock.close_window(window, || phase.set(Phase::Stop));
+    let closed = clock.close_window(window, || {
+        phase.set(Phase::Stop);
+        edge_at.set((clock.now(), engine.totals()));
+    });
+    let (at, counts) = edge_at.get();
+    series.edge(at, Phase::Measure, || counts, rc.progress);
     let window_closed = std::time::Instant::now();
     if !completed && ctl.peer_spoke() {
         engine.join();

@@ -176,6 +176,11 @@ pub struct Engine {
     live: Arc<Vec<Live>>,
     /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
+    /// The stream senders' sockets, open until `join` (the threads keep
+    /// every socket until then), for what is still unacknowledged.
+    senders: Vec<RawFd>,
+    /// The stream receivers' sockets, for what arrived but is not read.
+    receivers: Vec<RawFd>,
 }
 
 struct ThreadOut {
@@ -237,6 +242,8 @@ struct ThreadState<'a> {
     rtt: Histogram<u64>,
     ops_total: u64,
     bytes_total: u64,
+    /// Stream senders: bytes written (see `Live::publish_sent`).
+    sent_total: u64,
     errors: u64,
     first_error: Option<String>,
     /// With `verify`: one period of the senders' payload pattern.
@@ -244,6 +251,11 @@ struct ThreadState<'a> {
 }
 
 impl<'a> ThreadState<'a> {
+    fn publish(&self, live: &Live) {
+        live.publish(self.ops_total, self.bytes_total);
+        live.publish_sent(self.sent_total);
+    }
+
     fn new(p: EngineParams, phase: &'a PhaseCell, inject_panic: bool) -> Self {
         let mut pattern = vec![0; if p.verify { PATTERN_LEN } else { 0 }];
         fill_payload(&mut pattern);
@@ -256,6 +268,7 @@ impl<'a> ThreadState<'a> {
             rtt: new_histogram(),
             ops_total: 0,
             bytes_total: 0,
+            sent_total: 0,
             errors: 0,
             first_error: None,
         }
@@ -314,7 +327,12 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
                 if phase == Phase::Measure {
                     self.count.tx += n as u64;
                 }
-                st.bytes_total += n as u64;
+                // A stream sender's bytes count for the series only once
+                // the peer has them (`Engine::totals`).
+                match self.role {
+                    Role::Send => st.sent_total += n as u64,
+                    _ => st.bytes_total += n as u64,
+                }
                 Ok(n > 0)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
@@ -512,6 +530,13 @@ impl Engine {
         inject: bool,
     ) -> io::Result<Engine> {
         let n = conns.len();
+        let fds = |role: Role| -> Vec<RawFd> {
+            (conns.iter())
+                .filter(|(_, r)| *r == role)
+                .map(|(c, _)| c.as_raw_fd())
+                .collect()
+        };
+        let (senders, receivers) = (fds(Role::Send), fds(Role::Recv));
         let threads = threads.clamp(1, n.max(1));
         let mut shares: Vec<Vec<(DataConn, Role)>> = (0..threads).map(|_| Vec::new()).collect();
         let mut order = Vec::with_capacity(n);
@@ -540,12 +565,40 @@ impl Engine {
             threads: handles,
             live,
             order,
+            senders,
+            receivers,
         })
     }
 
-    /// Running totals (operations, bytes) over all threads.
+    /// Running totals (operations, bytes) over all threads, for the
+    /// one-second series: the bytes that reached the receiving end's TCP —
+    /// received here (read, or waiting in a socket to be read), and sent
+    /// from here once the peer acknowledged them. Goodput counts what the
+    /// receiving end read in its window; what a sender wrote ran ahead of
+    /// it by whatever its socket buffers and a shaper's queue took
+    /// (per-second points above a shaped link's rate, adding up to more
+    /// than the window's goodput), and what a CPU-starved receiver read
+    /// lags behind and then runs above the link's rate as it catches up.
+    /// One ioctl per stream socket, once a second.
     pub fn totals(&self) -> (u64, u64) {
-        Live::totals(&self.live)
+        let (ops, received) = self.received();
+        let sent = Live::sent_total(&self.live);
+        let queued: u64 = (self.senders.iter())
+            .map(|fd| crate::sock::unacked(*fd).unwrap_or(0))
+            .sum();
+        (ops, received + sent.saturating_sub(queued))
+    }
+
+    /// Running totals (operations, bytes received) over all threads, the
+    /// bytes counted as they reach this end's TCP (read, or waiting in a
+    /// socket): what a multi-host test adds up over its hosts, every byte
+    /// being received by one of them.
+    pub fn received(&self) -> (u64, u64) {
+        let (ops, read) = Live::totals(&self.live);
+        let waiting: u64 = (self.receivers.iter())
+            .map(|fd| crate::sock::unread(*fd).unwrap_or(0))
+            .sum();
+        (ops, read + waiting)
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).
@@ -791,10 +844,10 @@ fn run_blocking(
             }
             n = n.wrapping_add(1);
             if n % 64 == 0 {
-                live.publish(st.ops_total, st.bytes_total);
+                st.publish(live);
             }
         }
-        live.publish(st.ops_total, st.bytes_total);
+        st.publish(live);
         out.push(c.finish());
     }
     out
@@ -913,9 +966,9 @@ fn run_poll(
             }
             take_turn(&mut conns, i, st, buf, sbuf, &poll, &mut more);
         }
-        live.publish(st.ops_total, st.bytes_total);
+        st.publish(live);
     }
-    live.publish(st.ops_total, st.bytes_total);
+    st.publish(live);
     conns
         .into_iter()
         .map(|c| {

@@ -33,6 +33,24 @@ pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
     }
 }
 
+/// Bytes written to a TCP socket that the peer has not acknowledged yet
+/// (SIOCOUTQ: still in the send buffer, a qdisc or on the wire).
+pub fn unacked(fd: RawFd) -> Option<u64> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut v as *mut libc::c_int) };
+    (rc == 0).then_some(v.max(0) as u64)
+}
+
+/// Bytes a TCP socket has received that the application has not read yet
+/// (SIOCINQ).
+pub fn unread(fd: RawFd) -> Option<u64> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: FIONREAD (SIOCINQ) writes one int.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut v as *mut libc::c_int) };
+    (rc == 0).then_some(v.max(0) as u64)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum NofileError {
     #[error("{needed} file descriptors are needed but the hard limit (ulimit -Hn) is {hard}; raise it (e.g. in /etc/security/limits.conf) or use fewer connections")]
@@ -81,6 +99,8 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (retrans, _rtt) = tcp_info(c.as_raw_fd()).unwrap();
         assert_eq!(retrans, 0);
+        assert_eq!(unacked(c.as_raw_fd()), Some(0));
+        assert_eq!(unread(c.as_raw_fd()), Some(0));
         set_sockbuf(&c, 256 << 10).unwrap();
         ensure_nofile(64).unwrap();
         assert!(ensure_nofile(u64::MAX).is_err());

@@ -62,9 +62,15 @@ fn legend<DB: DrawingBackend>(
     entries: &[(Mark, String)],
 ) -> Result<(), String> {
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
-    let mut x = 90i32;
-    let y = 14i32;
+    let mut x = LEGEND_X;
+    let mut y = 14i32;
     for (mark, text) in entries {
+        // A long legend wraps rather than running off the chart.
+        let w = entry_width(text);
+        if x > LEGEND_X && x + w > W as i32 {
+            x = LEGEND_X;
+            y += LEGEND_H as i32 - 8;
+        }
         match *mark {
             Mark::Bar(c) => area
                 .draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()))
@@ -92,9 +98,31 @@ fn legend<DB: DrawingBackend>(
                 .map_err(e)?,
         }
         area.draw_text(text, &style, (x + 24, y - 7)).map_err(e)?;
-        x += 24 + (text.chars().count() as i32) * 7 + 22;
+        x += w;
     }
     Ok(())
+}
+
+const LEGEND_X: i32 = 90;
+
+/// Room a legend entry takes: its mark, its text (about 7 px a character
+/// at 13 px) and the gap to the next.
+fn entry_width(text: &str) -> i32 {
+    24 + (text.chars().count() as i32) * 7 + 22
+}
+
+/// Rows the legend of entries with these texts takes.
+fn legend_rows<'a>(texts: impl Iterator<Item = &'a str>) -> u32 {
+    let (mut rows, mut x) = (1, LEGEND_X);
+    for t in texts {
+        let w = entry_width(t);
+        if x > LEGEND_X && x + w > W as i32 {
+            rows += 1;
+            x = LEGEND_X;
+        }
+        x += w;
+    }
+    rows
 }
 
 /// A chart `h` pixels high with the legend strip under it: `draw` draws the
@@ -103,11 +131,22 @@ fn svg(
     h: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
 ) -> Result<String, String> {
+    svg_rows(h, 1, draw)
+}
+
+/// `svg` with a legend of `rows` rows (the chart keeps its height).
+fn svg_rows(
+    h: u32,
+    rows: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
+) -> Result<String, String> {
     let mut svg = String::new();
+    let strip_h = LEGEND_H + (rows.max(1) - 1) * (LEGEND_H - 8);
+    let h = h + strip_h - LEGEND_H;
     {
         let whole = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
         whole.fill(&WHITE).map_err(e)?;
-        let (root, strip) = whole.split_vertically(h - LEGEND_H);
+        let (root, strip) = whole.split_vertically(h - strip_h);
         legend(&strip, &draw(&root)?)?;
         whole.present().map_err(e)?;
     }
@@ -119,6 +158,83 @@ macro_rules! axis_style {
     ($axes:expr) => {
         $axes.label_style((FONT, 13)).axis_desc_style((FONT, 14))
     };
+}
+
+/// Room left and right of a bar chart's plot: the two axes' labels and
+/// the margins.
+const BARS_PLOT_MARGIN: i32 = 80 + 60 + 24;
+/// About 7 px a character at 13 px, as the legend counts.
+const CHAR_W: i32 = 7;
+/// Longest rotated label; longer names are shortened in the middle.
+const ROTATED_MAX: usize = 32;
+
+/// How the category labels of an x axis are set: across when every one
+/// fits its slot, else turned to run down from the axis (one line each,
+/// so they never overlap however many there are).
+struct XLabels {
+    rotated: bool,
+    longest: usize,
+}
+
+impl XLabels {
+    fn for_names(names: &[String], plot_w: i32) -> XLabels {
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        let slot = plot_w / names.len().max(1) as i32;
+        XLabels {
+            rotated: longest as i32 * CHAR_W + 8 > slot,
+            longest: longest.min(ROTATED_MAX),
+        }
+    }
+
+    /// Height the turned labels need beyond the usual label area.
+    fn extra_height(&self) -> u32 {
+        if self.rotated {
+            (self.longest as i32 * CHAR_W).max(0) as u32
+        } else {
+            0
+        }
+    }
+
+    /// Draws `names[i]` under the point `at[i]` (backend coordinates of
+    /// its category on the x axis).
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        names: &[String],
+        at: &[(i32, i32)],
+    ) -> Result<(), String> {
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+        let base = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
+        for (name, &(x, y)) in names.iter().zip(at) {
+            if self.rotated {
+                let style = base
+                    .transform(FontTransform::Rotate90)
+                    .pos(Pos::new(HPos::Left, VPos::Center));
+                root.draw_text(&shorten(name, ROTATED_MAX), &style, (x, y + 8))
+                    .map_err(e)?;
+            } else {
+                let style = base.pos(Pos::new(HPos::Center, VPos::Top));
+                root.draw_text(name, &style, (x, y + 8)).map_err(e)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `s` in at most `max` characters, the middle replaced by "…" (names
+/// differ at their ends: `4k-random-read`, `4k-random-write`).
+fn shorten(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let chars: Vec<char> = s.chars().collect();
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[n - tail..]);
+    out
 }
 
 /// The CPU % point of a configuration: its colour, with a black rim and a
@@ -143,7 +259,12 @@ pub fn bars(
     configs: &[String],
     threshold: Option<f64>,
 ) -> Result<String, String> {
-    svg(H, |root| {
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| r.test.rsplit('/').next().unwrap_or(&r.test).to_string())
+        .collect();
+    let xl = XLabels::for_names(&names, W as i32 - BARS_PLOT_MARGIN);
+    svg(H + xl.extra_height(), |root| {
         let n = rows.len();
         let vmax = rows
             .iter()
@@ -153,15 +274,11 @@ pub fn bars(
             .iter()
             .flat_map(|r| r.cpu_pct.iter().flatten())
             .fold(threshold.unwrap_or(0.0), |a, b| a.max(*b));
-        let names: Vec<String> = rows
-            .iter()
-            .map(|r| r.test.rsplit('/').next().unwrap_or(&r.test).to_string())
-            .collect();
         let x1 = n as f64 - 0.5;
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(12)
-            .x_label_area_size(40)
+            .x_label_area_size(40 + xl.extra_height())
             .y_label_area_size(80)
             .right_y_label_area_size(60)
             .build_cartesian_2d(-0.5f64..x1, 0f64..nice_max(vmax))
@@ -170,19 +287,15 @@ pub fn bars(
         axis_style!(chart.configure_mesh())
             .disable_x_mesh()
             .light_line_style(TRANSPARENT)
-            .x_labels(n.max(1))
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    names.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_labels(0)
             .y_label_formatter(&|v| tick(*v))
             .y_desc(y_label)
             .draw()
             .map_err(e)?;
+        let at: Vec<(i32, i32)> = (0..n)
+            .map(|i| chart.backend_coord(&(i as f64, 0.0)))
+            .collect();
+        xl.draw(root, &names, &at)?;
         axis_style!(chart.configure_secondary_axes())
             .y_label_formatter(&|v| tick(*v))
             .y_desc("CPU % (points)")
@@ -190,9 +303,9 @@ pub fn bars(
             .map_err(e)?;
         let mut entries: Vec<(Mark, String)> = Vec::new();
         if let Some(th) = threshold {
-            // The band lies on the CPU axis (outside the plot, from 0 to
-            // the threshold) and a dashed line marks the threshold: nothing
-            // covers the bars.
+            // The band lies on the CPU axis only (outside the plot, from 0
+            // to the threshold), with a tick at the threshold: a line
+            // across the plot cut the bars, whose axis is another one.
             let sec = chart.borrow_secondary();
             let (px, py_th) = sec.backend_coord(&(x1, th));
             let (_, py_0) = sec.backend_coord(&(x1, 0.0));
@@ -201,14 +314,11 @@ pub fn bars(
                 THRESHOLD.mix(0.45).filled(),
             ))
             .map_err(e)?;
-            chart
-                .draw_secondary_series(DashedLineSeries::new(
-                    [(-0.5, th), (x1, th)],
-                    6,
-                    4,
-                    THRESHOLD.stroke_width(2),
-                ))
-                .map_err(e)?;
+            root.draw(&PathElement::new(
+                [(px + 1, py_th), (px + 14, py_th)],
+                THRESHOLD.stroke_width(2),
+            ))
+            .map_err(e)?;
             entries.push((
                 Mark::Band(THRESHOLD, 0.45),
                 format!("CPU ≤ {} % (threshold)", tick(th)),
@@ -260,8 +370,21 @@ pub enum XScale {
     Linear,
     /// Byte sizes on a log₂ axis: `512`, `4k`, `64k`.
     Size,
-    /// Counts on a log₂ axis: `1`, `4`, `16`, `64`.
+    /// Counts that are powers of two on a log₂ axis: `1`, `4`, `16`, `64`.
     Log,
+    /// Other counts spanning 4× or more (connections 1, 5, 10, 100, 1000)
+    /// on a log₁₀ axis.
+    Log10,
+}
+
+impl XScale {
+    fn to_axis(self, x: f64) -> f64 {
+        match self {
+            XScale::Linear => x,
+            XScale::Size | XScale::Log => x.log2(),
+            XScale::Log10 => x.log10(),
+        }
+    }
 }
 
 /// The scale for a swept parameter's values.
@@ -269,9 +392,13 @@ pub fn scale_for(param: &str, xs: &[f64]) -> XScale {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().copied().fold(0.0f64, f64::max);
     let wide = lo > 0.0 && hi / lo >= 4.0;
+    let powers_of_two = xs
+        .iter()
+        .all(|x| *x >= 1.0 && x.fract() == 0.0 && (*x as u64).is_power_of_two());
     match param {
         "bs" | "msg" | "req" | "resp" | "size" | "sockbuf" | "align" if wide => XScale::Size,
-        _ if wide => XScale::Log,
+        _ if wide && powers_of_two => XScale::Log,
+        _ if wide => XScale::Log10,
         _ => XScale::Linear,
     }
 }
@@ -289,13 +416,7 @@ pub fn lines(
 ) -> Result<String, String> {
     svg(H, |root| {
         let percent = y_label.contains('%') && !y_label.contains(" per ");
-        let fx = |x: f64| {
-            if scale == XScale::Linear {
-                x
-            } else {
-                x.log2()
-            }
-        };
+        let fx = |x: f64| scale.to_axis(x);
         let pts: Vec<Line> = series
             .iter()
             .map(|(ci, l, p)| {
@@ -329,17 +450,11 @@ pub fn lines(
         } else {
             (0.0, 1.0)
         };
-        let ticks = if scale == XScale::Linear {
-            10
-        } else {
-            ((xmax - xmin).ceil() as usize + 1).min(24)
-        };
-        let xfmt = |x: &f64| match scale {
-            XScale::Linear => tick(*x),
-            _ if (x - x.round()).abs() > 1e-6 => String::new(),
-            XScale::Size => size(2f64.powi(x.round() as i32)),
-            XScale::Log => tick(2f64.powi(x.round() as i32)),
-        };
+        // A log axis is labelled at the tested values themselves (drawn
+        // below), not at powers the test never ran: 5 and 100 connections
+        // had no label between 4, 8, 64 and 128.
+        let ticks = if scale == XScale::Linear { 10 } else { 0 };
+        let xfmt = |x: &f64| tick(*x);
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(12)
@@ -363,6 +478,16 @@ pub fn lines(
             .y_desc(y_label)
             .draw()
             .map_err(e)?;
+        if scale != XScale::Linear {
+            let mut tested: Vec<f64> = series
+                .iter()
+                .flat_map(|s| s.2.iter().map(|p| p.0))
+                .filter(|x| *x > 0.0)
+                .collect();
+            tested.sort_by(f64::total_cmp);
+            tested.dedup();
+            tested_ticks(root, &chart, scale, &tested)?;
+        }
         let mut entries = Vec::new();
         let n = pts.len();
         for (k, (ci, label, p)) in pts.iter().enumerate() {
@@ -382,9 +507,49 @@ pub fn lines(
     })
 }
 
+/// Tick marks and labels at the tested values of a log axis; a label that
+/// would run into the previous one is left out (its tick stays).
+fn tested_ticks<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &ChartContext<
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    scale: XScale,
+    tested: &[f64],
+) -> Result<(), String> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let style = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    let y0 = chart.y_range().start;
+    let mut right_of_last = i32::MIN;
+    for &x in tested {
+        let (px, py) = chart.backend_coord(&(scale.to_axis(x), y0));
+        root.draw(&PathElement::new(
+            [(px, py), (px, py + 5)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(e)?;
+        let text = match scale {
+            XScale::Size => size(x),
+            _ => tick(x),
+        };
+        let half = text.chars().count() as i32 * CHAR_W / 2;
+        if px - half > right_of_last + 4 {
+            root.draw_text(&text, &style, (px, py + 7)).map_err(e)?;
+            right_of_last = px + half;
+        }
+    }
+    Ok(())
+}
+
 /// One configuration's per-second series of a test.
 pub struct SecondSeries {
     pub color: usize,
+    /// The k-th repetition of its configuration in the chart: drawn in a
+    /// lighter shade of the configuration's colour, so each stays apart.
+    pub shade: usize,
     pub label: String,
     /// (time since the workload started, throughput), at each second's middle.
     pub throughput: Vec<(f64, f64)>,
@@ -395,7 +560,10 @@ pub struct SecondSeries {
 /// Throughput (solid, left axis) and whole-host CPU % (dashed, right axis)
 /// second by second, one colour per configuration, the ramp-up shaded.
 pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<String, String> {
-    svg(320, |root| {
+    let mut texts: Vec<&str> = vec!["ramp-up (not measured)"];
+    texts.extend(series.iter().map(|s| s.label.as_str()));
+    texts.push("CPU % (dashed, in the line's colour)");
+    svg_rows(320, legend_rows(texts.into_iter()), |root| {
         let tmax = series
             .iter()
             .flat_map(|s| s.throughput.iter().chain(&s.cpu).map(|p| p.0 + 0.5))
@@ -443,10 +611,9 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             entries.push((Mark::Band(BLACK, 0.1), "ramp-up (not measured)".to_string()));
         }
         for (k, s) in series.iter().enumerate() {
-            let c = color(s.color);
+            let c = lighter(color(s.color), s.shade);
             let (w, _) = under(k, series.len());
             entries.push((Mark::Line(c), s.label.clone()));
-            entries.push((Mark::Dashed(c), format!("{} CPU %", s.label)));
             chart
                 .draw_series(LineSeries::new(
                     s.throughput.iter().copied(),
@@ -465,6 +632,225 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 ))
                 .map_err(e)?;
         }
+        entries.push((
+            Mark::Dashed(BLACK),
+            "CPU % (dashed, in the line's colour)".into(),
+        ));
         Ok(entries)
     })
+}
+
+/// `c` moved towards white for the `k`-th shade (0: `c` itself).
+fn lighter(c: RGBColor, k: usize) -> RGBColor {
+    let f = 1.0 - 0.6f64.powi(k.min(4) as i32);
+    let up = |v: u8| v + ((255 - v) as f64 * f * 0.8) as u8;
+    RGBColor(up(c.0), up(c.1), up(c.2))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    /// The HTML of a report of `run`, with a CPU threshold.
+    fn html_of(run: &iotoll_store::RunDetail, threshold: Option<f64>) -> String {
+        let (configs, infos): (Vec<_>, Vec<_>) = [run].into_iter().map(crate::load).unzip();
+        let c = crate::compare(&configs, None, true, threshold);
+        crate::html::render(&c, &configs, &infos, "report")
+    }
+
+    /// The SVG charts of `html` whose title contains `title`.
+    fn charts_titled<'a>(html: &'a str, title: &str) -> Vec<&'a str> {
+        html.split("<svg")
+            .skip(1)
+            .map(|s| &s[..s.find("</svg>").unwrap_or(s.len())])
+            .filter(|s| s.contains(title))
+            .collect()
+    }
+
+    /// Text elements of an SVG: (x, y, rotated, text).
+    fn texts(svg: &str) -> Vec<(f64, f64, bool, String)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let attr = |name: &str| -> Option<f64> {
+                    let at = t.find(&format!(" {name}=\""))? + name.len() + 3;
+                    t[at..].split('"').next()?.parse().ok()
+                };
+                let body = t
+                    .split_once('>')?
+                    .1
+                    .split("</text>")
+                    .next()?
+                    .trim()
+                    .to_string();
+                Some((attr("x")?, attr("y")?, t.contains("rotate(90"), body))
+            })
+            .collect()
+    }
+
+    /// Twelve access specifications (Iometer's, long names) in a group
+    /// named `iops`, with an 8 % CPU threshold: the report's bar chart.
+    fn twelve_specs_chart() -> String {
+        let names: Vec<String> = (1..=12)
+            .map(|i| format!("disk/spec=access-specification-{i:02}"))
+            .collect();
+        let tests: Vec<(&str, iotoll_model::ResultDoc)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let d = doc(
+                    "disk",
+                    json!({"bs": 4096}),
+                    json!({"iops": 1000.0 + 300.0 * i as f64, "cpu_pct": 5.0 + i as f64, "cpus": 2.0, "window_s": 3.0}),
+                );
+                (n.as_str(), d)
+            })
+            .collect();
+        let mut r = run(1, "base", tests);
+        for t in &mut r.tests {
+            t.group = Some("iops".into());
+        }
+        let html = html_of(&r, Some(8.0));
+        crate::fixtures::dump("twelve-specs", "", &html);
+        let bars = charts_titled(&html, "IOPS per test");
+        assert_eq!(bars.len(), 1, "one bar chart of IOPS");
+        bars[0].to_string()
+    }
+
+    /// Their labels on the x axis do not overlap (they did: unreadable).
+    #[test]
+    fn twelve_long_names_on_the_x_axis_do_not_overlap() {
+        let svg = twelve_specs_chart();
+        let labels: Vec<(f64, f64, bool, String)> = texts(&svg)
+            .into_iter()
+            .filter(|t| t.3.starts_with("spec=access"))
+            .collect();
+        assert_eq!(labels.len(), 12, "{labels:?}");
+        // Across, a label takes about 7 px a character; turned, 13 px.
+        for w in labels.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            let room = if a.2 && b.2 {
+                13.0
+            } else {
+                a.3.chars().count() as f64 * 7.0
+            };
+            assert!(
+                b.0 - a.0 >= room,
+                "labels overlap: {:?} and {:?}",
+                (a.0, &a.3),
+                (b.0, &b.3)
+            );
+        }
+    }
+
+    /// The title says what the chart shows in words, not `iops:`.
+    #[test]
+    fn a_chart_title_uses_human_names() {
+        let svg = twelve_specs_chart();
+        let title = texts(&svg)
+            .into_iter()
+            .map(|t| t.3)
+            .find(|t| t.contains("IOPS per test"))
+            .expect("a title");
+        assert!(!title.contains("iops"), "raw metric id in {title:?}");
+    }
+
+    /// The threshold is drawn in its green on the CPU axis; nothing in
+    /// that green reaches into the plot (dashes across it cut the bars).
+    #[test]
+    fn the_cpu_threshold_keeps_to_the_cpu_axis() {
+        let svg = twelve_specs_chart();
+        let green = svg.split('<').filter(|el| el.contains("#2EA043"));
+        let xs: Vec<f64> = green
+            .filter(|el| el.starts_with("polyline"))
+            .flat_map(|el| {
+                let points = el.split("points=\"").nth(1).unwrap_or("");
+                let xs: Vec<f64> = points
+                    .split_whitespace()
+                    .filter_map(|p| p.split(',').next()?.parse().ok())
+                    .collect();
+                xs
+            })
+            .collect();
+        assert!(!xs.is_empty(), "no threshold tick");
+        let span =
+            xs.iter().fold(f64::MIN, |a, b| a.max(*b)) - xs.iter().fold(f64::MAX, |a, b| a.min(*b));
+        assert!(span <= 20.0, "threshold lines span {span} px of the chart");
+    }
+
+    /// Connections 1, 5, 10, 100, 1000: a log₁₀ axis with a tick label at
+    /// each tested value.
+    #[test]
+    fn connection_counts_get_a_log10_axis_ticked_at_the_tested_values() {
+        let conns: [f64; 5] = [1.0, 5.0, 10.0, 100.0, 1000.0];
+        let tests: Vec<(String, iotoll_model::ResultDoc)> = conns
+            .iter()
+            .map(|c| {
+                let d = doc(
+                    "net-stream",
+                    json!({"conns": c}),
+                    json!({"mbit_s": 900.0 + c.ln(), "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0}),
+                );
+                (format!("conns/dir=tx,conns={c}"), d)
+            })
+            .collect();
+        let mut r = run(
+            1,
+            "base",
+            tests.iter().map(|(n, d)| (n.as_str(), d.clone())).collect(),
+        );
+        for (t, c) in r.tests.iter_mut().zip(conns) {
+            t.group = Some("conns".into());
+            t.params = json!({"conns": c});
+        }
+        let html = html_of(&r, None);
+        crate::fixtures::dump("conns-sweep", "", &html);
+        assert!(html.contains("log₁₀ axis"), "no log₁₀ axis");
+        let line = charts_titled(&html, "against")
+            .into_iter()
+            .next()
+            .expect("a sweep chart");
+        let labels: Vec<String> = texts(line).into_iter().map(|t| t.3).collect();
+        for c in ["1", "5", "10", "100", "1,000"] {
+            assert!(labels.iter().any(|l| l == c), "no tick {c}: {labels:?}");
+        }
+        for c in ["2", "4", "8", "16", "64", "128", "512"] {
+            assert!(
+                !labels.iter().any(|l| l == c),
+                "tick {c} was never tested: {labels:?}"
+            );
+        }
+    }
+
+    /// A request/response sweep over request sizes charts the one-way
+    /// latency against request size (study 004's figure), not only the
+    /// round trip.
+    #[test]
+    fn a_request_size_sweep_charts_one_way_latency() {
+        let reqs: [f64; 4] = [64.0, 1024.0, 16384.0, 65536.0];
+        let tests: Vec<(String, iotoll_model::ResultDoc)> = reqs
+            .iter()
+            .map(|r| {
+                let mut m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0, "rtt_mean_us": 50.0 + r / 1000.0,
+                                   "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0});
+                let mut metrics: iotoll_model::Metrics = serde_json::from_value(m.take()).unwrap();
+                iotoll_model::derive_metrics(&mut metrics);
+                let d = doc("net-rr", json!({"req": r}), serde_json::to_value(&metrics).unwrap());
+                (format!("rr/req={r}"), d)
+            })
+            .collect();
+        let mut r = run(
+            1,
+            "base",
+            tests.iter().map(|(n, d)| (n.as_str(), d.clone())).collect(),
+        );
+        for (t, q) in r.tests.iter_mut().zip(reqs) {
+            t.group = Some("rr".into());
+            t.params = json!({"req": q});
+        }
+        let html = html_of(&r, None);
+        let chart = charts_titled(&html, "one-way latency (µs) against request size");
+        assert_eq!(chart.len(), 1, "no one-way latency chart");
+    }
 }

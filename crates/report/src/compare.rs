@@ -31,8 +31,9 @@ pub struct TestData {
     pub main_metric: String,
     /// The test's parameters (swept ones included).
     pub params: serde_json::Value,
-    /// The one-second series of the selected (or first) repetition.
-    pub series: Vec<iotoll_model::SeriesPoint>,
+    /// The one-second series of the repetitions the headline comes from:
+    /// the selected one, or every one a mean is over.
+    pub series: Vec<RepSeries>,
     /// The selected (or first) repetition's spec: every parameter used.
     pub spec: serde_json::Value,
     /// The interference warnings of the repetitions that represent the test.
@@ -50,6 +51,17 @@ pub struct TestData {
     pub multi: Option<MultiHost>,
 }
 
+/// One repetition's one-second series, and how it stands for its test.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepSeries {
+    pub rep: i64,
+    /// Repetitions the test has.
+    pub of: usize,
+    /// The test's selection rule (`median:iops`, `mean`, `all`).
+    pub rule: String,
+    pub points: Vec<iotoll_model::SeriesPoint>,
+}
+
 /// A multi-host test's breakdown, all of one repetition (the selected one,
 /// or the first when the test keeps a mean, which has no breakdown), so
 /// that its hosts, pairs and totals belong together.
@@ -57,6 +69,10 @@ pub struct TestData {
 pub struct MultiHost {
     pub rep: i64,
     pub selected: bool,
+    /// A test that keeps a mean: the repetitions whose figures (hosts,
+    /// pairs, totals) are averaged here, as its headline is; empty when the
+    /// figures are one repetition's.
+    pub mean_of: Vec<i64>,
     /// That repetition's totals as its document states them (not
     /// re-derived): what the per-host table's totals rows show.
     pub totals: Metrics,
@@ -66,11 +82,12 @@ pub struct MultiHost {
 }
 
 impl MultiHost {
-    fn of(rep: &iotoll_store::RepRow, selected: bool) -> Option<MultiHost> {
+    pub(crate) fn of(rep: &iotoll_store::RepRow, selected: bool) -> Option<MultiHost> {
         let d = &rep.doc;
         (!d.hosts.is_empty()).then(|| MultiHost {
             rep: rep.rep,
             selected,
+            mean_of: Vec::new(),
             totals: d.metrics.clone(),
             hosts: d.hosts.clone(),
             pairs: d.pairs.clone(),
@@ -115,10 +132,14 @@ impl ConfigData {
                 // or those a mean is over (the clean ones when there are any).
                 let docs = t.reps.iter().map(|r| &r.doc);
                 let clean = docs.clone().any(|d| !d.interfered());
-                let kept: Vec<&iotoll_model::ResultDoc> = match selected {
-                    Some(r) => vec![&r.doc],
-                    None => docs.filter(|d| !clean || !d.interfered()).collect(),
+                let kept_reps: Vec<&iotoll_store::RepRow> = match selected {
+                    Some(r) => vec![r],
+                    None => (t.reps.iter())
+                        .filter(|r| !clean || !r.doc.interfered())
+                        .collect(),
                 };
+                let kept: Vec<&iotoll_model::ResultDoc> =
+                    kept_reps.iter().map(|r| &r.doc).collect();
                 let interference = kept
                     .iter()
                     .filter(|d| d.interfered())
@@ -148,14 +169,17 @@ impl ConfigData {
                     repeatable: t.repeatable,
                     main_metric: main_metric_of(t.kind, &t.select),
                     params: t.params.clone(),
-                    series: rep.map(|r| r.doc.series.clone()).unwrap_or_default(),
+                    series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
                     spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
                     interference,
                     same_host_peer,
                     setup: rep
                         .map(|r| crate::differs::setup_of(t.kind, &r.doc))
                         .unwrap_or_default(),
-                    multi: rep.and_then(|r| MultiHost::of(r, selected.is_some())),
+                    multi: match selected {
+                        Some(r) => MultiHost::of(r, true),
+                        None => crate::reps::mean_of(&kept_reps),
+                    },
                 })
             })
             .collect();

@@ -203,9 +203,8 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         rows.push(total_row(cells));
     }
     let mut note = vec![format!(
-        "Each host over its own window (repetition {}{}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
-        mh.rep,
-        if mh.selected { ", the selected one" } else { "; the test keeps a mean, which has no per-host figures" }
+        "Each host over its own window ({}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
+        crate::reps::host_table_source(mh)
     )];
     note.push(if mh.totals.contains_key(mn::REMOTE_CPU_PCT) {
         "Totals as the test measured them: throughput of all hosts; the clients' CPU % (and the servers', as remote CPU) weighted by CPU count.".into()
@@ -439,8 +438,12 @@ pub fn host_comparison(
         head,
         rows,
         note: Some(format!(
-            "Hosts matched by name and role; highlighted: a host only some configurations have. Totals as each test measured them (CPU weighted by CPU count). Δ: candidate / baseline − 1 of {}. Each configuration's full per-host table follows.",
-            label(thr)
+            "Hosts matched by name and role; highlighted: a host only some configurations have. Totals as each test measured them (CPU weighted by CPU count). Δ: candidate / baseline − 1 of {}. Figures of {}. Each configuration's full per-host table follows.",
+            label(thr),
+            (labels.iter().zip(per))
+                .filter_map(|(l, mh)| Some(format!("{l}: {}", crate::reps::host_table_source((*mh)?))))
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
     }
 }
@@ -730,6 +733,7 @@ mod tests {
         MultiHost {
             rep: 1,
             selected: true,
+            mean_of: Vec::new(),
             totals: doc.metrics.clone(),
             hosts: doc.hosts.clone(),
             pairs: doc.pairs.clone(),
@@ -999,6 +1003,7 @@ mod tests {
         let m = MultiHost {
             rep: 2,
             selected: true,
+            mean_of: Vec::new(),
             totals,
             hosts: vec![host("d1", 100_000.0, 20.0), host("d2", 200_000.0, 30.0)],
             pairs: Vec::new(),

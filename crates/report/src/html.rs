@@ -240,6 +240,21 @@ fn parameters(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     }
 }
 
+/// A group's name for a reader: a group named by a metric id (`iops`,
+/// `mb_s`, as built-in suites name them) by the metric's name.
+fn group_name(g: &str) -> String {
+    match iotoll_model::metrics::metric_def(g) {
+        Some(d) => format!("{} tests", d.label),
+        None => g.to_string(),
+    }
+}
+
+/// A chart's title: what it shows first, in words, then its group (a
+/// title once read "iops: IOPS per configuration").
+fn chart_title(what: &str, g: &str) -> String {
+    format!("{what} — {}", group_name(g))
+}
+
 /// Per group: the bars of its main metric, and lines against the swept
 /// parameter when the group sweeps one.
 fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
@@ -248,14 +263,17 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
     for g in &distinct(c.rows.iter().map(|r| r.group.as_str())) {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.group == *g).collect();
         let metric = label(&rows[0].metric);
-        let _ = writeln!(o.html, "<h3>{}</h3>", esc(g));
+        let _ = writeln!(o.html, "<h3>{}</h3>", esc(&group_name(g)));
         o.figure(
             charts::bars(
-                &if single {
-                    format!("{g}: {metric} per test")
-                } else {
-                    format!("{g}: {metric} per configuration")
-                },
+                &chart_title(
+                    &if single {
+                        format!("{metric} per test")
+                    } else {
+                        format!("{metric} per configuration")
+                    },
+                    g,
+                ),
                 metric,
                 &rows,
                 &c.configs,
@@ -264,7 +282,7 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
             &format!(
                 "Bars: {metric} of each test, one colour per configuration; circles: whole-host CPU % (right axis) in the same colour{}.",
                 c.cpu_threshold_pct
-                    .map(|t| format!("; dashed line and band on the CPU axis: the {} % CPU threshold", crate::fmt::tick(t)))
+                    .map(|t| format!("; band and tick on the CPU axis: the {} % CPU threshold", crate::fmt::tick(t)))
                     .unwrap_or_default()
             ),
             "bars",
@@ -274,7 +292,8 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) {
 }
 
 /// Lines of the group's main metric, CPU and headline efficiency (and the
-/// round trip, for request/response) against the parameter it sweeps.
+/// round trip and one-way latency, for request/response) against the
+/// parameter it sweeps.
 fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
     let tests: Vec<&TestData> = configs[0]
         .tests
@@ -286,7 +305,11 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
         let eff = kind.headline_efficiency();
         let mut ms = vec![rows[0].metric.clone(), mn::CPU_PCT.into(), eff.into()];
         if kind == Kind::NetRr {
+            // Both: the round trip as measured, and the one-way latency
+            // studies publish against request size (half the round trip
+            // of one connection's transactions, netperf's convention).
             ms.push(mn::RTT_MEAN_US.into());
+            ms.push(mn::LATENCY_ONE_WAY_US.into());
         }
         let xl = param_label(&p);
         for m in ms {
@@ -313,7 +336,7 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
                 let desc = label(&m);
                 o.figure(
                     charts::lines(
-                        &format!("{g}: {desc} against {xl}"),
+                        &chart_title(&format!("{desc} against {xl}"), g),
                         &xl,
                         scale,
                         desc,
@@ -323,7 +346,8 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
                         "{desc} against {xl}, one line per configuration{}.",
                         match scale {
                             charts::XScale::Linear => "",
-                            _ => " (log₂ axis)",
+                            charts::XScale::Log10 => " (log₁₀ axis, ticks at the tested values)",
+                            _ => " (log₂ axis, ticks at the tested values)",
                         }
                     ),
                     "sweep",
@@ -333,39 +357,50 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) {
     }
 }
 
-/// The per-second series of every test: each configuration's kept
-/// repetition, ramp-up shaded.
+/// The per-second series of every test: in each configuration the
+/// repetitions its headline comes from (the selected one, or each one a
+/// mean is over), each labelled, ramp-up shaded.
 fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
     let _ = writeln!(o.html, "<h2 id=\"seconds\">Second by second</h2>");
     for first in first_tests(configs) {
         let name = first.name.as_str();
         let (f, m) = second_metric(first.kind, &first.main_metric);
-        let series: Vec<SecondSeries> = configs
-            .iter()
-            .enumerate()
-            .filter_map(|(ci, cfg)| {
-                let t = cfg.tests.iter().find(|t| t.name == name)?;
-                if t.series.is_empty() {
-                    return None;
-                }
-                Some(SecondSeries {
+        let mut series: Vec<SecondSeries> = Vec::new();
+        for (ci, cfg) in configs.iter().enumerate() {
+            let Some(t) = cfg.tests.iter().find(|t| t.name == name) else {
+                continue;
+            };
+            let kept = t.series.len();
+            for (k, r) in t.series.iter().filter(|r| !r.points.is_empty()).enumerate() {
+                let rep = crate::reps::rep_label(r, kept);
+                series.push(SecondSeries {
                     color: ci,
-                    label: cfg.label.clone(),
-                    throughput: at_middles(&t.series, f),
-                    cpu: at_middles(&t.series, |p| p.cpu_pct),
+                    shade: k,
+                    label: match (configs.len() > 1, rep) {
+                        (true, Some(rep)) => format!("{}, {rep}", cfg.label),
+                        (false, Some(rep)) => rep,
+                        (_, None) => cfg.label.clone(),
+                    },
+                    throughput: at_middles(&r.points, f),
+                    cpu: at_middles(&r.points, |p| p.cpu_pct),
                     ramp_s: infos
                         .get(ci)
                         .and_then(|i| i.test(name))
                         .map(|t| t.ramp_s)
                         .unwrap_or(0.0),
-                })
-            })
-            .collect();
+                });
+            }
+        }
         if series.is_empty() {
             let _ = writeln!(
                 o.html,
-                "<p class=\"note\">{}: no per-second series in its result (a window shorter than a second has none, nor has an import).</p>",
-                esc(name)
+                "<p class=\"note\">{}: no per-second series in its result ({}).</p>",
+                esc(name),
+                if first.multi.is_some() {
+                    "a test on several hosts records each host's figures over the window, not second by second"
+                } else {
+                    "a window shorter than a second has none, nor has an import"
+                }
             );
             continue;
         }
@@ -374,7 +409,7 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) {
         o.figure(
             charts::seconds(&format!("{name}: {desc} per second"), desc, &series),
             &format!(
-                "{desc} (solid, left axis) and whole-host CPU % (dashed, right axis) of {name}, each point the mean over one second{}.",
+                "{desc} (solid, left axis) and whole-host CPU % (dashed, right axis) of {name}, each point the mean over one second of the repetition the legend names (the ones the headline comes from){}.",
                 if ramp > 0.0 {
                     format!("; shaded: the {} s ramp-up, not part of the measurement", crate::fmt::tick(ramp))
                 } else {

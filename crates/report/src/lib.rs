@@ -13,6 +13,7 @@ pub mod hosts;
 pub mod html;
 pub mod info;
 pub mod markdown;
+pub mod reps;
 pub mod tables;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};

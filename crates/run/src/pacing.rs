@@ -186,7 +186,39 @@ impl SeriesRecorder {
         }
         self.next += Duration::from_secs(1);
         self.interval_phase = None;
-        let (ops, bytes) = counters();
+        self.record(now, began, counters(), progress);
+    }
+
+    /// Ends the interval being sampled at a window's edge (`now`, just
+    /// after it opened or closed; `phase` the one before it): a partial
+    /// point for the time since the last one, and the next seconds counted
+    /// from here. Without edges the seconds ran on from the workload's
+    /// start: the one that straddled the window's opening was counted as
+    /// measured, and the window's last second was lost (a 2 s window had
+    /// one point), so a window's points did not add up to its total.
+    pub fn edge(
+        &mut self,
+        now: Instant,
+        phase: Phase,
+        counters: impl FnOnce() -> (u64, u64),
+        progress: &mut dyn Progress,
+    ) {
+        let began = self.interval_phase.take().unwrap_or(phase);
+        self.next = now + Duration::from_secs(1);
+        // A sliver (a window opened at the workload's start) is not a
+        // point: its rate would be noise. The next point covers it.
+        if now.duration_since(self.last_t) >= Duration::from_millis(10) {
+            self.record(now, began, counters(), progress);
+        }
+    }
+
+    fn record(
+        &mut self,
+        now: Instant,
+        began: Phase,
+        (ops, bytes): (u64, u64),
+        progress: &mut dyn Progress,
+    ) {
         let dt = now.duration_since(self.last_t).as_secs_f64();
         let d_ops = ops.saturating_sub(self.last.0) as f64 / dt;
         let d_bytes = bytes.saturating_sub(self.last.1) as f64 / dt;

@@ -251,23 +251,35 @@ fn measure<C: Clock>(
     let totals = || Live::totals(&shared.live);
     let go_on = || !shared.failed.load(Ordering::Acquire);
     // Waits while sampling the series; false if interrupted or a worker failed.
-    let mut wait = |until| series.wait(clock, until, ctl, &shared.phase, totals, go_on);
+    let wait = |series: &mut SeriesRecorder, ctl: &mut RunControl, until| {
+        series.wait(clock, until, ctl, &shared.phase, totals, go_on)
+    };
+    // The instants the phase changed: the series' edges (what the window
+    // does after, e.g. reading the process table, is not measured time).
+    let edge_at = std::cell::Cell::new((clock.now(), (0, 0)));
     let window = clock.open_window_after(
-        || wait(ramp_end),
+        || wait(&mut series, ctl, ramp_end),
         || {
             shared.phase.set(Phase::Measure);
+            edge_at.set((clock.now(), totals()));
             schedule.inspect(|s| s.mark_open());
         },
     )?;
     let ramped = window.is_some();
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let (completed, closed) = if let Some(window) = window {
+        // The series' seconds start at the window's edge, and end at it.
+        let (at, counts) = edge_at.get();
+        series.edge(at, Phase::Ramp, || counts, ctl.progress);
         let measure_end = schedule.map_or(clock.now() + spec.time, |s| s.off);
-        let completed = wait(measure_end);
+        let completed = wait(&mut series, ctl, measure_end);
         let closed = clock.close_window(window, || {
             shared.phase.set(Phase::Stop);
+            edge_at.set((clock.now(), totals()));
             schedule.inspect(|s| s.mark_close());
         });
+        let (at, counts) = edge_at.get();
+        series.edge(at, Phase::Measure, || counts, ctl.progress);
         (completed, Some(closed))
     } else {
         shared.phase.set(Phase::Stop);

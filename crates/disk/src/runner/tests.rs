@@ -345,10 +345,27 @@ fn a_null_run_on_the_fake_clock_accounts_exactly() {
         lat.histogram.iter().map(|b| b[1]).sum::<f64>(),
         lat.count as f64
     );
-    // A point a second, at 1 s and 2 s; the run ends at 3 s, before
-    // the next one is due.
+    // A point a second, at 1 s, 2 s and at the window's close (3 s):
+    // the window's last second is a point too.
     let phases: Vec<&str> = doc.series.iter().map(|p| p.phase.as_str()).collect();
-    assert_eq!(phases, ["ramp", "measure"]);
+    assert_eq!(phases, ["ramp", "measure", "measure"]);
+    // The measured points cover the window exactly (they missed its
+    // last second: half of a 2 s window), so its seconds can add up to
+    // its total.
+    let mut prev = 0.0;
+    let mut covered = 0.0;
+    for p in &doc.series {
+        if p.phase == "measure" {
+            covered += p.t_s - prev;
+        }
+        prev = p.t_s;
+    }
+    assert!(
+        (covered - m[mn::WINDOW_S]).abs() < 1e-6,
+        "measured points cover {covered} s of a {} s window: {:?}",
+        m[mn::WINDOW_S],
+        doc.series
+    );
     assert!(
         doc.notes.iter().all(|n| !n.contains("interrupted")),
         "{:?}",
