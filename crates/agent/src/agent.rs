@@ -82,10 +82,14 @@ pub fn hook(cfg: AgentConfig, log: Log) -> ConsoleHook {
     }))
 }
 
-/// The version this agent says it is. `IOTOLL_TEST_AGENT_VERSION` makes it
-/// claim another (how the tests get an incompatible agent).
+/// The version this agent says it is. In builds with the `test-hooks`
+/// feature (the test suite's), `IOTOLL_TEST_AGENT_VERSION` makes it claim
+/// another: how the tests get an incompatible agent.
 fn my_version() -> String {
-    std::env::var("IOTOLL_TEST_AGENT_VERSION").unwrap_or_else(|_| iotoll_model::VERSION.into())
+    let fake = cfg!(feature = "test-hooks")
+        .then(|| std::env::var("IOTOLL_TEST_AGENT_VERSION").ok())
+        .flatten();
+    fake.unwrap_or_else(|| iotoll_model::VERSION.into())
 }
 
 /// One prepared test, until it is released.

@@ -5,7 +5,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,16 +49,14 @@ impl LocalAgent {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(f) = &ns {
-            let fd = f.as_raw_fd();
+        if let Some(f) = ns {
             // SAFETY: between fork and exec only async-signal-safe calls:
-            // setns(2) on a descriptor opened before the fork.
+            // setns(2) on a descriptor opened before the fork (nix's
+            // wrapper neither allocates nor locks).
             unsafe {
                 std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                    if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
+                    nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET)
+                        .map_err(std::io::Error::from)
                 });
             }
         }

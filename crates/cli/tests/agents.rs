@@ -607,6 +607,10 @@ fn a_cut_link_is_detected_within_3_s() {
 /// An agent of another version is named, with both versions, before any
 /// test runs; an idle agent stays under 16 MiB.
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature: run ./test.sh"
+)]
 fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
     let Some(d) = Dir::new() else { return };
     let key = d.file("k", "incompatible-agent-key-0123\n");

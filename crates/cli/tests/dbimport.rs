@@ -185,8 +185,9 @@ fn run_measured(cmd: &mut std::process::Command, bytes: u64) -> (f64, f64) {
     }
     let pid = child.id() as i32;
     let mut status = 0;
-    // SAFETY: zeroed rusage out-parameter; waiting for our own child.
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, into live out-parameters.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid);
     let status = std::process::ExitStatus::from_raw(status);

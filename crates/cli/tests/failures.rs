@@ -59,6 +59,10 @@ fn bidir_8m_messages_complete_and_the_endpoint_survives() {
 /// the partial figures marked `failed`, the run stored as failed with no
 /// result; the endpoint serves the next client.
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature: run ./test.sh"
+)]
 fn engine_thread_panic_fails_the_run_and_is_stored_as_failed() {
     let mut s = Server::start("127.0.0.1", &[]);
     let t = Tmp::new();
@@ -207,6 +211,10 @@ fn disk_io_failure_mid_run_names_what_failed_and_is_stored_as_failed() {
 /// In a suite, a repetition whose engine thread panics is a failed
 /// repetition: never stored as a result, the run marked failed, exit 1.
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature: run ./test.sh"
+)]
 fn a_panicking_repetition_in_a_suite_is_failed_not_a_result() {
     let t = Tmp::new();
     let file = t.file(

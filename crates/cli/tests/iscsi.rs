@@ -899,6 +899,7 @@ fn run_rss(cmd: &mut std::process::Command, limit: Duration) -> (Option<i32>, St
         .expect("spawn iotoll");
     let pid = child.id() as libc::pid_t;
     let t = Instant::now();
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
     let (mut status, mut ru) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
     loop {
         // SAFETY: pid is our child, not yet reaped; status and ru are

@@ -197,6 +197,10 @@ fn recorded(p: &Path) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature: run ./test.sh"
+)]
 fn down_after_kill_9_of_up_removes_everything() {
     let Some(lab) = Lab::new() else { return };
     let name = unique("kill");

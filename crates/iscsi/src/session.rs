@@ -1538,9 +1538,9 @@ impl Session {
     pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome, Error> {
         let slot = self.tasks.len() - 1;
         let mut buf = vec![0u8; data_in as usize];
+        let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
         // SAFETY: buf lives until the command completes below, or the
         // session fails and is never used for it again.
-        let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
         unsafe { self.submit(slot, lun, cdb, true, data_in, buf.as_mut_ptr())? };
         let mut res = None;
         while res.is_none() {

@@ -584,9 +584,11 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
     )?;
     let total = def.hosts.len();
     let prefix = Subnet::parse(&st.subnet).map_err(LabError::System)?.prefix;
-    // For tests of a crash mid-way: a pause before each host.
-    let pause = std::env::var("IOTOLL_LAB_TEST_PAUSE_MS")
-        .ok()
+    // For tests of a crash mid-way (builds with the `test-hooks` feature
+    // only): a pause before each host.
+    let pause = (cfg!(feature = "test-hooks"))
+        .then(|| std::env::var("IOTOLL_LAB_TEST_PAUSE_MS").ok())
+        .flatten()
         .and_then(|v| v.parse::<u64>().ok())
         .map(std::time::Duration::from_millis);
     for (i, h) in def.hosts.iter().enumerate() {

@@ -4,7 +4,6 @@
 use crate::LabError;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -84,11 +83,7 @@ pub fn has_sys_admin() -> bool {
 /// Moves the calling thread into the network namespace `ns` (an open
 /// namespace file).
 pub fn setns(ns: &File) -> std::io::Result<()> {
-    // SAFETY: a valid descriptor; CLONE_NEWNET changes this thread only.
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
 }
 
 /// The calling thread's current network namespace, as an open file.

@@ -1,9 +1,12 @@
 //! The vocabulary every iotoll crate shares: units, canonical metric names,
 //! the derived-metric formulas and the shape of a result document.
 
+#![forbid(unsafe_code)]
+
 pub mod ci;
 pub mod kind;
 pub mod metrics;
+pub mod os;
 pub mod result;
 pub mod schema;
 pub mod secret;

@@ -34,8 +34,7 @@ pub fn read_secret_file(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     if mode & 0o077 != 0 {
         return Err(SecretFileError::Unprotected { mode });
     }
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = crate::os::euid();
     if meta.uid() != me && meta.uid() != 0 {
         return Err(SecretFileError::ForeignOwner {
             owner: meta.uid(),
@@ -97,8 +96,7 @@ mod tests {
     #[test]
     fn a_file_another_user_owns_is_refused() {
         use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if crate::os::euid() != 0 {
             return;
         }
         let d = tempfile::tempdir().unwrap();

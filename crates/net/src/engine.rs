@@ -671,15 +671,18 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
-/// Test-only fault injection: with `IOTOLL_INJECT_FAULT=net-engine-panic`
-/// in its environment, the first engine thread of this process panics when
-/// the window opens. It exists so tests can check that a panic ends the run
-/// as failed (exit 1, stored as failed); nothing else reads it.
+/// Test-only fault injection, in builds with the `test-hooks` feature
+/// (the test suite's; never a release): with
+/// `IOTOLL_INJECT_FAULT=net-engine-panic` in its environment, the first
+/// engine thread of this process panics when the window opens. It exists
+/// so tests can check that a panic ends the run as failed (exit 1, stored
+/// as failed); nothing else reads it.
 pub const FAULT_ENV: &str = "IOTOLL_INJECT_FAULT";
 pub const FAULT_NET_PANIC: &str = "net-engine-panic";
 
 fn injected_panic() -> bool {
-    std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_NET_PANIC)
+    cfg!(feature = "test-hooks")
+        && std::env::var_os(FAULT_ENV).is_some_and(|v| v == FAULT_NET_PANIC)
 }
 
 const POLL_TICK: Duration = Duration::from_millis(100);

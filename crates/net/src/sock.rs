@@ -1,6 +1,6 @@
 //! Socket options, TCP_INFO and the file-descriptor limit.
 
-use rlimit::Resource;
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
 use socket2::SockRef;
 use std::io;
 use std::os::fd::AsFd;
@@ -66,14 +66,14 @@ pub enum NofileError {
 /// the hard limit is too low.
 pub fn ensure_nofile(needed: u64) -> Result<(), NofileError> {
     let os = |call| move |source| NofileError::Os { call, source };
-    let (soft, hard) = Resource::NOFILE.get().map_err(os("getrlimit"))?;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| os("getrlimit")(e.into()))?;
     if soft >= needed {
         return Ok(());
     }
     if hard < needed {
         return Err(NofileError::HardLimit { needed, hard });
     }
-    Resource::NOFILE.set(needed, hard).map_err(os("setrlimit"))
+    setrlimit(Resource::RLIMIT_NOFILE, needed, hard).map_err(|e| os("setrlimit")(e.into()))
 }
 
 /// Waits up to `timeout` for `fd` to become readable (a listener: for a

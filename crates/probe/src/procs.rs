@@ -11,9 +11,7 @@
 
 use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF, ROLE_SUT};
 use iotoll_model::{Interference, TopConsumer};
-use nix::errno::Errno;
-use nix::sys::signal::kill;
-use nix::unistd::{sysconf, Pid, SysconfVar};
+use nix::unistd::{sysconf, SysconfVar};
 use std::collections::HashMap;
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -455,13 +453,7 @@ pub fn account(
     })
 }
 
-/// Whether process `pid` exists (EPERM: it does, as another user's).
-pub fn pid_alive(pid: i64) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
-}
+pub use iotoll_model::os::pid_alive;
 
 /// Clock ticks per second for /proc/*/stat times.
 pub fn clk_tck() -> f64 {

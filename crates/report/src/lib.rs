@@ -3,6 +3,8 @@
 //! single run), and its renderings (`markdown`, `html` with SVG charts
 //! from `charts`).
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 pub mod differs;

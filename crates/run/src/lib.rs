@@ -4,6 +4,8 @@
 //! series (`counters`), latency histograms (`latency`) and the bookkeeping
 //! at the window's end. CPU accounting itself is `iotoll_probe`'s.
 
+#![forbid(unsafe_code)]
+
 mod clock;
 mod counters;
 mod latency;

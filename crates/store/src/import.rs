@@ -735,10 +735,8 @@ mod tests {
 
     /// This thread's CPU time, seconds: unaffected by other processes.
     fn thread_cpu() -> f64 {
-        // SAFETY: a zeroed out-parameter for clock_gettime.
-        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-        t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+        let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+        t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9
     }
 
     #[test]

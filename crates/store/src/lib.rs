@@ -5,6 +5,8 @@
 //! result document (spec, metrics, CPU detail, latency histogram, series)
 //! and its metrics in a table of their own for querying.
 
+#![forbid(unsafe_code)]
+
 pub mod export;
 pub mod import;
 
@@ -110,7 +112,6 @@ const RESCUE_ROOM_PREFIX: &str = ".iotoll-rescue-room-";
 /// it a rescue still tries beside the database, then elsewhere. Rooms
 /// left by processes that died (SIGKILL) are removed.
 fn reserve_rescue_room(db: &Path) {
-    use std::os::fd::AsRawFd;
     let dir = dir_of(db);
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for e in entries.flatten() {
@@ -133,9 +134,7 @@ fn reserve_rescue_room(db: &Path) {
     else {
         return;
     };
-    // SAFETY: a descriptor we own; a length that fits off_t.
-    let r = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, MIN_FREE_BYTES as libc::off_t) };
-    if r != 0 {
+    if nix::fcntl::posix_fallocate(&f, 0, MIN_FREE_BYTES as libc::off_t).is_err() {
         let _ = std::fs::remove_file(&p);
     }
 }
@@ -294,12 +293,7 @@ fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-fn pid_alive(pid: i64) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    pid > 0
-        && (unsafe { libc::kill(pid as i32, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
-}
+use iotoll_model::os::pid_alive;
 
 /// How long opening waits out other processes' locks, and how long each
 /// write waits for the database to be free.
@@ -366,21 +360,12 @@ fn check_version(path: &Path, found: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn cpath(p: &Path) -> Option<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(p.as_os_str().as_bytes()).ok()
-}
-
-fn statvfs(dir: &Path) -> Option<libc::statvfs> {
-    let c = cpath(dir)?;
-    // SAFETY: a valid C string and a zeroed out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then_some(st)
+fn statvfs(dir: &Path) -> Option<nix::sys::statvfs::Statvfs> {
+    nix::sys::statvfs::statvfs(dir).ok()
 }
 
 fn writable(p: &Path) -> bool {
-    // SAFETY: a valid C string.
-    cpath(p).is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 fn dir_of(path: &Path) -> PathBuf {
@@ -391,7 +376,7 @@ fn dir_of(path: &Path) -> PathBuf {
 /// Free bytes for this user on the filesystem holding `dir`.
 #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
 fn free_bytes(dir: &Path) -> Option<u64> {
-    statvfs(dir).map(|s| s.f_bavail as u64 * s.f_frsize as u64)
+    statvfs(dir).map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
 }
 
 /// What keeps the database from being written, as the filesystem tells it.
@@ -399,7 +384,7 @@ fn fs_problem(path: &Path) -> Option<String> {
     let dir = dir_of(path);
     let st = statvfs(&dir)?;
     let d = dir.display();
-    if st.f_flag & libc::ST_RDONLY != 0 {
+    if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
         Some(format!("is read-only: {d} is on a read-only filesystem"))
     } else if free_bytes(&dir).is_some_and(|f| f < 64 * 1024) {
         Some(format!(

@@ -3,6 +3,8 @@
 //! repeatability check. `file` parses and expands, `select` picks the
 //! repetition (or mean) that represents a test, `runner` runs it all.
 
+#![forbid(unsafe_code)]
+
 pub mod builtin;
 pub mod durations;
 pub mod file;
