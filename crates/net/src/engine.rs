@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::io::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -177,10 +178,15 @@ pub struct Engine {
     /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
     /// The stream senders' sockets, open until `join` (the threads keep
-    /// every socket until then), for what is still unacknowledged.
+    /// every socket until then), for the bytes their peers acknowledged.
     senders: Vec<RawFd>,
-    /// The stream receivers' sockets, for what arrived but is not read.
+    /// The stream receivers' sockets, for the bytes they received.
     receivers: Vec<RawFd>,
+    /// Each sender's bytes acknowledged and each receiver's bytes received
+    /// as last read, so that a socket whose TCP_INFO cannot be read keeps
+    /// its count and the running total never steps back.
+    acked: Vec<AtomicU64>,
+    got: Vec<AtomicU64>,
 }
 
 struct ThreadOut {
@@ -242,8 +248,6 @@ struct ThreadState<'a> {
     rtt: Histogram<u64>,
     ops_total: u64,
     bytes_total: u64,
-    /// Stream senders: bytes written (see `Live::publish_sent`).
-    sent_total: u64,
     errors: u64,
     first_error: Option<String>,
     /// With `verify`: one period of the senders' payload pattern.
@@ -253,7 +257,6 @@ struct ThreadState<'a> {
 impl<'a> ThreadState<'a> {
     fn publish(&self, live: &Live) {
         live.publish(self.ops_total, self.bytes_total);
-        live.publish_sent(self.sent_total);
     }
 
     fn new(p: EngineParams, phase: &'a PhaseCell, inject_panic: bool) -> Self {
@@ -268,7 +271,6 @@ impl<'a> ThreadState<'a> {
             rtt: new_histogram(),
             ops_total: 0,
             bytes_total: 0,
-            sent_total: 0,
             errors: 0,
             first_error: None,
         }
@@ -327,11 +329,10 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
                 if phase == Phase::Measure {
                     self.count.tx += n as u64;
                 }
-                // A stream sender's bytes count for the series only once
-                // the peer has them (`Engine::totals`).
-                match self.role {
-                    Role::Send => st.sent_total += n as u64,
-                    _ => st.bytes_total += n as u64,
+                // A stream's bytes count for the series from the kernel's
+                // counters (`Engine::totals`); request/response bytes here.
+                if self.role != Role::Send {
+                    st.bytes_total += n as u64;
                 }
                 Ok(n > 0)
             }
@@ -375,7 +376,9 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         if measuring {
             self.count.rx += n;
         }
-        st.bytes_total += n;
+        if self.role != Role::Recv {
+            st.bytes_total += n;
+        }
         match self.role {
             Role::RrClient => {
                 self.rx_partial += n;
@@ -565,40 +568,38 @@ impl Engine {
             threads: handles,
             live,
             order,
+            acked: senders.iter().map(|_| AtomicU64::new(0)).collect(),
+            got: receivers.iter().map(|_| AtomicU64::new(0)).collect(),
             senders,
             receivers,
         })
     }
 
-    /// Running totals (operations, bytes) over all threads, for the
-    /// one-second series: the bytes that reached the receiving end's TCP —
-    /// received here (read, or waiting in a socket to be read), and sent
-    /// from here once the peer acknowledged them. Goodput counts what the
-    /// receiving end read in its window; what a sender wrote ran ahead of
-    /// it by whatever its socket buffers and a shaper's queue took
-    /// (per-second points above a shaped link's rate, adding up to more
-    /// than the window's goodput), and what a CPU-starved receiver read
-    /// lags behind and then runs above the link's rate as it catches up.
-    /// One ioctl per stream socket, once a second.
+    /// Running totals (operations, bytes) for the one-second series: the
+    /// bytes that reached the receiving end's TCP — received here, and sent
+    /// from here once the peer acknowledged them — from the kernel's own
+    /// per-socket counters (TCP_INFO), read at the instant of the sample.
+    /// Goodput counts what the receiving end read in its window. Counting
+    /// what senders wrote ran ahead of it by what socket buffers and a
+    /// shaper's queue took; counting what threads published lagged behind
+    /// when a busy CPU kept a thread from publishing for a second, and then
+    /// ran above the link's rate (15 Gbit/s on a 10 Gbit/s link with 1,000
+    /// connections). The kernel's counters are neither. One getsockopt per
+    /// stream socket, once a second.
     pub fn totals(&self) -> (u64, u64) {
         let (ops, received) = self.received();
-        let sent = Live::sent_total(&self.live);
-        let queued: u64 = (self.senders.iter())
-            .map(|fd| crate::sock::unacked(*fd).unwrap_or(0))
-            .sum();
-        (ops, received + sent.saturating_sub(queued))
+        let acked = kernel_bytes(&self.senders, &self.acked, |(acked, _)| acked);
+        (ops, received + acked)
     }
 
-    /// Running totals (operations, bytes received) over all threads, the
-    /// bytes counted as they reach this end's TCP (read, or waiting in a
-    /// socket): what a multi-host test adds up over its hosts, every byte
-    /// being received by one of them.
+    /// Running totals (operations, bytes received), the bytes counted as
+    /// they reach this end's TCP: what a multi-host test adds up over its
+    /// hosts, every byte being received by one of them.
     pub fn received(&self) -> (u64, u64) {
-        let (ops, read) = Live::totals(&self.live);
-        let waiting: u64 = (self.receivers.iter())
-            .map(|fd| crate::sock::unread(*fd).unwrap_or(0))
-            .sum();
-        (ops, read + waiting)
+        // Live bytes: request/response traffic, as the threads count it.
+        let (ops, rr) = Live::totals(&self.live);
+        let got = kernel_bytes(&self.receivers, &self.got, |(_, got)| got);
+        (ops, rr + got)
     }
 
     /// Waits for the threads (after `phase` was set to `Stop`).
@@ -669,6 +670,19 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".into())
+}
+
+/// The sum over `fds` of one of the kernel's byte counters (`pick` of
+/// `sock::tcp_bytes`), each socket's last reading kept in `last`.
+fn kernel_bytes(fds: &[RawFd], last: &[AtomicU64], pick: fn((u64, u64)) -> u64) -> u64 {
+    (fds.iter().zip(last))
+        .map(|(fd, l)| {
+            if let Some(b) = crate::sock::tcp_bytes(*fd) {
+                l.fetch_max(pick(b), Ordering::Relaxed);
+            }
+            l.load(Ordering::Relaxed)
+        })
+        .sum()
 }
 
 /// Test-only fault injection, in builds with the `test-hooks` feature

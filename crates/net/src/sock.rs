@@ -15,10 +15,11 @@ pub fn set_sockbuf(s: &impl AsFd, bytes: u64) -> io::Result<()> {
     s.set_recv_buffer_size(v)
 }
 
-/// (total retransmitted segments, smoothed RTT in us) of a TCP socket.
-pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
+/// A TCP socket's TCP_INFO, and how many bytes of it the kernel filled.
+fn info(fd: RawFd) -> Option<(libc::tcp_info, usize)> {
     // socket2 has no TCP_INFO.
-    // SAFETY: getsockopt writes at most `len` bytes into the zeroed struct.
+    // SAFETY: getsockopt writes at most `len` bytes into the zeroed struct
+    // (all-zero is a valid tcp_info: it is plain integers).
     unsafe {
         let mut ti: libc::tcp_info = std::mem::zeroed();
         let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -29,26 +30,22 @@ pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
             (&mut ti as *mut libc::tcp_info).cast(),
             &mut len,
         );
-        (rc == 0).then_some((ti.tcpi_total_retrans, ti.tcpi_rtt))
+        (rc == 0).then_some((ti, len as usize))
     }
 }
 
-/// Bytes written to a TCP socket that the peer has not acknowledged yet
-/// (SIOCOUTQ: still in the send buffer, a qdisc or on the wire).
-pub fn unacked(fd: RawFd) -> Option<u64> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int.
-    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut v as *mut libc::c_int) };
-    (rc == 0).then_some(v.max(0) as u64)
+/// (total retransmitted segments, smoothed RTT in us) of a TCP socket.
+pub fn tcp_info(fd: RawFd) -> Option<(u32, u32)> {
+    info(fd).map(|(ti, _)| (ti.tcpi_total_retrans, ti.tcpi_rtt))
 }
 
-/// Bytes a TCP socket has received that the application has not read yet
-/// (SIOCINQ).
-pub fn unread(fd: RawFd) -> Option<u64> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: FIONREAD (SIOCINQ) writes one int.
-    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut v as *mut libc::c_int) };
-    (rc == 0).then_some(v.max(0) as u64)
+/// (bytes the peer acknowledged, bytes received) over a TCP socket's life:
+/// the kernel's own counters (Linux 4.6+), fresh at the instant they are
+/// read, whatever the threads that use the socket are doing.
+pub fn tcp_bytes(fd: RawFd) -> Option<(u64, u64)> {
+    let (ti, len) = info(fd)?;
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_received) + 8;
+    (len >= needed).then_some((ti.tcpi_bytes_acked, ti.tcpi_bytes_received))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,8 +96,24 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (retrans, _rtt) = tcp_info(c.as_raw_fd()).unwrap();
         assert_eq!(retrans, 0);
-        assert_eq!(unacked(c.as_raw_fd()), Some(0));
-        assert_eq!(unread(c.as_raw_fd()), Some(0));
+        // The kernel counts what the peer acknowledged (the SYN is its
+        // first byte) and what arrived, read or not.
+        assert_eq!(tcp_bytes(c.as_raw_fd()), Some((1, 0)));
+        let (mut s, _) = l.accept().unwrap();
+        let (acked_before, _) = tcp_bytes(s.as_raw_fd()).unwrap();
+        std::io::Write::write_all(&mut s, &[7u8; 1000]).unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while tcp_bytes(c.as_raw_fd()).map(|b| b.1) != Some(1000) {
+            assert!(std::time::Instant::now() < end, "1000 bytes never arrived");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        while tcp_bytes(s.as_raw_fd()).map(|b| b.0) != Some(acked_before + 1000) {
+            assert!(
+                std::time::Instant::now() < end,
+                "1000 bytes never acknowledged"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         set_sockbuf(&c, 256 << 10).unwrap();
         ensure_nofile(64).unwrap();
         assert!(ensure_nofile(u64::MAX).is_err());

@@ -10,9 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Live {
     ops: AtomicU64,
     bytes: AtomicU64,
-    /// Bytes stream senders wrote into their sockets, kept apart from
-    /// `bytes`: what was written is not what arrived (see `publish_sent`).
-    sent: AtomicU64,
 }
 
 impl Live {
@@ -20,21 +17,6 @@ impl Live {
     pub fn publish(&self, ops: u64, bytes: u64) {
         self.ops.store(ops, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
-    }
-
-    /// A network sender's running total of bytes written. The series does
-    /// not count them as they are written: a socket takes megabytes more
-    /// than the link carries (its send buffer, a shaper's queue), so
-    /// written bytes ran above a shaped link's rate. The engine subtracts
-    /// what its sockets still hold unacknowledged (`Engine::totals`).
-    #[inline]
-    pub fn publish_sent(&self, sent: u64) {
-        self.sent.store(sent, Ordering::Relaxed);
-    }
-
-    /// Running total of `publish_sent` over all of `live`.
-    pub fn sent_total(live: &[Live]) -> u64 {
-        live.iter().map(|l| l.sent.load(Ordering::Relaxed)).sum()
     }
 
     /// Running totals over all of `live`.
