@@ -17,11 +17,16 @@ pub struct TestInfo {
     pub ramp_s: f64,
     /// `cpu.same_host`: the network peer ran on this host (same kernel).
     pub same_host: Option<bool>,
-    /// `cpu.local.interference.interfered`.
+    /// Whether any repetition was interfered (`cpu.local.interference`, or
+    /// any host's), as the suite's results table marks it; None when no
+    /// repetition measured interference.
     pub interfered: Option<bool>,
     pub reps: usize,
     /// The number of the repetition kept (whose notes these are).
     pub rep: Option<i64>,
+    /// The figures are the mean of the repetitions (no one repetition is
+    /// the headline).
+    pub mean_of_reps: bool,
     pub spread_pct: Option<f64>,
     /// The 95 % CI of the selection metric over the repetitions (3 or more).
     pub ci95: Option<iotoll_model::Ci95>,
@@ -172,7 +177,14 @@ impl RunInfo {
     /// The line for `test`'s other repetitions' interference, `reps` as
     /// `N (how much)`.
     fn other_repetitions(&self, test: &str, reps: &[String]) -> Note {
-        let kept = self.test(test).and_then(|t| t.rep);
+        let t = self.test(test);
+        let kept = match t {
+            Some(t) if t.mean_of_reps => Some(format!(
+                "; the figures are the mean of all {} repetitions",
+                t.reps
+            )),
+            _ => (t.and_then(|t| t.rep)).map(|k| format!("; the figures are repetition {k}'s")),
+        };
         let which = if reps.len() == 1 {
             "repetition"
         } else {
@@ -183,8 +195,7 @@ impl RunInfo {
             text: format!(
                 "interference in {which} {}{}",
                 reps.join(", "),
-                kept.map(|k| format!("; the figures are repetition {k}'s"))
-                    .unwrap_or_default()
+                kept.unwrap_or_default()
             ),
         }
     }
@@ -303,9 +314,10 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 // An import's spec may not say (the key is shared by every kind).
                 ramp_s: spec["ramp_s"].as_f64().unwrap_or(0.0),
                 spec,
-                // Any host of a multi-host test counts, as this host does.
-                interfered: rep
-                    .filter(|r| {
+                // Any repetition counts, as in the suite's results table,
+                // and any host of a multi-host test, as this host does.
+                interfered: {
+                    let measured = (t.reps.iter()).filter(|r| {
                         let c = &r.doc.cpu;
                         let measured = c.local.as_ref().is_some_and(|l| l.interference.is_some());
                         measured
@@ -313,10 +325,12 @@ fn from_run(run: &RunDetail) -> RunInfo {
                                 .hosts
                                 .iter()
                                 .any(|h| (h.cpu.as_ref()).is_some_and(|c| c.interference.is_some()))
-                    })
-                    .map(|r| r.doc.interfered()),
+                    });
+                    measured.map(|r| r.doc.interfered()).reduce(|a, b| a || b)
+                },
                 reps: t.reps.len(),
                 rep: rep.map(|r| r.rep),
+                mean_of_reps: t.selected_rep.is_none() && t.reps.len() > 1,
                 spread_pct: t.spread_pct,
                 ci95: t.ci95.clone(),
                 notes: rep.map(|r| r.doc.notes.clone()).unwrap_or_default(),
@@ -588,6 +602,52 @@ mod note_tests {
         assert!(n[first + 1]
             .text
             .starts_with("interference in repetitions 2"));
+    }
+
+    /// A test whose figures are the mean of its repetitions: the note on
+    /// its other repetitions' interference says so (it said "the figures
+    /// are repetition 1's" of a mean of 3), and the test is flagged when
+    /// any repetition was interfered, as the suite's table flags it (the
+    /// report flagged only repetition 1's).
+    #[test]
+    fn a_mean_of_repetitions_is_said_and_flagged_by_any_of_them() {
+        let clean = |pct: f64| {
+            let mut d = doc("net-stream", json!({}), json!({"mbit_s": 700.0}));
+            d.cpu.local = Some(iotoll_model::CpuReport {
+                cpus: 2,
+                busy_pct: 50.0,
+                interference: Some(iotoll_model::result::Interference {
+                    threshold_pct: 5.0,
+                    others_pct: pct,
+                    steal_pct: 0.0,
+                    interfered: pct > 5.0,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+            d
+        };
+        let mut r = run(1, "lo", vec![("bidir", clean(1.0))]);
+        let t = &mut r.tests[0];
+        t.select = "mean:mbit_s".into();
+        t.selected_rep = None;
+        for rep in 2..=3 {
+            t.reps.push(iotoll_store::RepRow {
+                rep,
+                status: iotoll_model::ResultStatus::Complete,
+                doc: clean(if rep == 2 { 40.0 } else { 1.0 }),
+            });
+        }
+        r.run.notes.push("bidir repetition 2: interference: other processes used 40.0 % of this host's CPU in the window (threshold 5 %)".into());
+        let (cfg, info) = load(&r);
+        assert_eq!(info.tests[0].interfered, Some(true));
+        let n = &notes(&[cfg], &[info])[0];
+        let folded = n.iter().find(|x| x.text.starts_with("interference in")).expect("{n:#?}");
+        assert!(
+            folded.text.ends_with("the figures are the mean of all 3 repetitions"),
+            "{}",
+            folded.text
+        );
     }
 
     /// The processes busy before the start (one warning each, 7 lines
