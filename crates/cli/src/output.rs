@@ -272,6 +272,7 @@ pub fn split(a: &iotoll_model::CpuAccount, busy_pct: f64) -> String {
     let parts = [
         ("iotoll", a.self_pct, true),
         ("its endpoint", a.endpoint_pct, false),
+        ("the test's other agents", a.agents_pct, false),
         ("system under test", a.sut_pct, false),
         ("others", a.others_pct, true),
         ("kernel threads", a.kernel_threads_pct, false),

@@ -335,6 +335,11 @@ pub struct CpuAccount {
     pub self_pct: f64,
     /// This test's iotoll endpoint when it runs on this host.
     pub endpoint_pct: f64,
+    /// This test's other agents on this machine (a lab's hosts share one
+    /// kernel, so each host's window sees the others' agents): the test's
+    /// own work, not interference.
+    #[serde(default)]
+    pub agents_pct: f64,
     /// The processes of the system under test (`--sut-process`, or those
     /// in a lab host's namespace): the work being measured, not interference.
     #[serde(default)]
@@ -355,6 +360,7 @@ impl CpuAccount {
     pub fn total(&self) -> f64 {
         self.self_pct
             + self.endpoint_pct
+            + self.agents_pct
             + self.sut_pct
             + self.others_pct
             + self.kernel_threads_pct
@@ -694,9 +700,24 @@ impl ResultDoc {
                     verdict.named_list()
                 ));
             }
-            for &j in &same {
+            let own: Vec<f64> = (same.iter())
+                .map(|&j| {
+                    (self.hosts[j].cpu.as_ref())
+                        .and_then(|c| c.self_pct)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            let all_agents: f64 = own.iter().sum();
+            for (k, &j) in same.iter().enumerate() {
                 if let Some(c) = self.hosts[j].cpu.as_mut() {
                     c.interference = Some(verdict.clone());
+                    // Each host's account moves the other agents out of
+                    // "others" once (judging again must not move them twice).
+                    if let Some(a) = c.account.as_mut().filter(|a| a.agents_pct == 0.0) {
+                        let agents = (all_agents - own[k]).clamp(0.0, a.others_pct);
+                        a.agents_pct = agents;
+                        a.others_pct -= agents;
+                    }
                 }
             }
         }
@@ -1063,5 +1084,17 @@ mod tests {
             .as_ref()
             .unwrap();
         assert_eq!(i.others_pct, 0.0);
+        // Every host's account says the same: the other two agents are
+        // the test's, not others, and the parts still add up; judging
+        // again moves nothing twice.
+        for _ in 0..2 {
+            for h in &d.hosts {
+                let c = h.cpu.as_ref().unwrap();
+                let a = c.account.as_ref().unwrap();
+                assert_eq!((a.agents_pct, a.others_pct), (8.0, 0.0), "{}", h.name);
+                assert_eq!(a.total(), c.busy_pct);
+            }
+            d.apply_interference_threshold(5.0);
+        }
     }
 }

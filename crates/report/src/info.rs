@@ -642,9 +642,14 @@ mod note_tests {
         let (cfg, info) = load(&r);
         assert_eq!(info.tests[0].interfered, Some(true));
         let n = &notes(&[cfg], &[info])[0];
-        let folded = n.iter().find(|x| x.text.starts_with("interference in")).expect("{n:#?}");
+        let folded = n
+            .iter()
+            .find(|x| x.text.starts_with("interference in"))
+            .expect("{n:#?}");
         assert!(
-            folded.text.ends_with("the figures are the mean of all 3 repetitions"),
+            folded
+                .text
+                .ends_with("the figures are the mean of all 3 repetitions"),
             "{}",
             folded.text
         );
