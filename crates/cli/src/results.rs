@@ -363,8 +363,9 @@ pub fn ci_text(c: &iotoll_model::Ci95, mbit: bool) -> String {
         Some((l, f)) => (l, f),
         None => (c.metric.as_str(), 1.0),
     };
+    let caveat = c.caveat().map_or(String::new(), |w| format!(": {w}"));
     format!(
-        "95 % CI of {name} {} to {} (mean {} ± {}, {} reps)",
+        "95 % CI of {name} {} to {} (mean {} ± {}, {} reps){caveat}",
         num(c.low * f),
         num(c.high * f),
         num(c.mean * f),

@@ -83,6 +83,17 @@ impl Ci95 {
     pub fn relative_pct(&self) -> Option<f64> {
         (self.mean != 0.0).then(|| self.half_width / self.mean.abs() * 100.0)
     }
+
+    /// What to say beside an interval of a figure that cannot be negative
+    /// (a rate, a CPU %) when it reaches below zero: the repetitions are
+    /// too far apart for the Student t interval to mean anything (it
+    /// assumes a normal spread, which three figures of 1,600 to 7,000 are
+    /// not).
+    pub fn caveat(&self) -> Option<&'static str> {
+        (self.low < 0.0 && self.mean >= 0.0).then_some(
+            "below zero: the repetitions are too far apart for this interval to mean anything",
+        )
+    }
 }
 
 /// The metric a stored selection rule (`median:METRIC`, `mean`, `all`)
@@ -178,5 +189,16 @@ mod tests {
         assert_eq!(rule_metric("median:mb_s", Kind::Disk), "mb_s");
         assert_eq!(rule_metric("mean", Kind::Disk), Kind::Disk.headline());
         assert_eq!(rule_metric("all", Kind::NetStream), "mbit_s");
+    }
+
+    /// Three rates of 1,600, 4,000 and 7,000 give an interval from below
+    /// zero (seen: "Mbit/s -1,663 – 10,115"): it is said to mean nothing.
+    #[test]
+    fn an_interval_below_zero_of_a_rate_is_said_to_mean_nothing() {
+        let c = Ci95::of("mbit_s", [1600.0, 4000.0, 7000.0]).unwrap();
+        assert!(c.low < 0.0);
+        assert!(c.caveat().is_some());
+        let tight = Ci95::of("mbit_s", [990.0, 1000.0, 1010.0]).unwrap();
+        assert_eq!(tight.caveat(), None);
     }
 }

@@ -423,6 +423,7 @@ pub fn account(
     let mut a = iotoll_model::CpuAccount {
         self_pct,
         endpoint_pct: sum(&|t| is(t, ROLE_ENDPOINT)),
+        agents_pct: 0.0,
         sut_pct: sum(&|t| is(t, ROLE_SUT)),
         others_pct: sum(&is_other),
         kernel_threads_pct: sum(&|t| t.kernel_thread && t.role.is_none()),

@@ -436,8 +436,9 @@ pub(crate) fn ci_cell(c: &iotoll_model::Ci95, unit: Option<(&str, f64)>) -> Stri
     let rel = c
         .relative_pct()
         .map_or(String::new(), |r| format!(" (± {r:.1} %)"));
+    let caveat = c.caveat().map_or(String::new(), |w| format!(" ⚠ {w}"));
     format!(
-        "{name} {} – {}{rel}",
+        "{name} {} – {}{rel}{caveat}",
         num(Some(c.low * f)),
         num(Some(c.high * f))
     )
