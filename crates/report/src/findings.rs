@@ -155,11 +155,18 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             .iter()
             .map(|x| x.1)
             .fold(f64::NEG_INFINITY, f64::max);
-        f.push(format!(
-            "Whole-host CPU ranged from {} % to {} % over the tests (no CPU threshold was set).",
-            num(Some(lo)),
-            num(Some(hi))
-        ));
+        f.push(if with_cpu.len() == 1 {
+            format!(
+                "Whole-host CPU was {} % (no CPU threshold was set).",
+                num(Some(lo))
+            )
+        } else {
+            format!(
+                "Whole-host CPU ranged from {} % to {} % over the tests (no CPU threshold was set).",
+                num(Some(lo)),
+                num(Some(hi))
+            )
+        });
     }
     let saturated: Vec<&str> = with_cpu
         .iter()
@@ -194,8 +201,12 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             .iter()
             .filter_map(|t| t.spread_pct)
             .fold(0.0f64, f64::max);
+        let which = match checked {
+            1 => "the one checked test".to_string(),
+            n => format!("all {n} checked tests"),
+        };
         f.push(format!(
-            "Repeatable: the repetitions of all {checked} checked tests agreed (largest spread {} %).",
+            "Repeatable: the repetitions of {which} agreed (largest spread {} %).",
             num(Some(spread))
         ));
     } else if info.tests.iter().any(|t| t.reps == 1) && info.tests.iter().all(|t| t.reps <= 1) {
@@ -733,7 +744,7 @@ mod tests {
             ..Default::default()
         };
         let f = single_run(&c, &info, None).join("\n");
-        assert!(f.contains("ranged from 12.0 % to 12.0 %"), "{f}");
+        assert!(f.contains("Whole-host CPU was 12.0 %"), "{f}");
         assert!(f.contains("Each test ran once"), "{f}");
         assert!(!f.contains("CPU-bound") && !f.contains("Smoke"), "{f}");
         assert!(

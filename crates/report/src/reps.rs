@@ -94,6 +94,25 @@ pub fn mean_of(kept: &[&RepRow]) -> Option<MultiHost> {
             .iter()
             .filter_map(|x| x.cpu.as_ref()?.interference.as_ref())
             .collect();
+        // Each adapter's rates over its host's windows, as the totals.
+        for i in &mut h.ifaces {
+            let rates: Vec<(f64, f64)> = (same.iter())
+                .filter_map(|x| {
+                    let f = x.ifaces.iter().find(|f| f.name == i.name)?;
+                    let w = x.cpu.as_ref().map_or(0.0, |c| c.window_s);
+                    let f = match f.rx_mbit_s {
+                        Some(_) => f.clone(),
+                        None => f.clone().with_rates(w),
+                    };
+                    Some((f.rx_mbit_s?, f.tx_mbit_s?))
+                })
+                .collect();
+            let n = rates.len() as f64;
+            if n > 0.0 {
+                i.rx_mbit_s = Some(rates.iter().map(|r| r.0).sum::<f64>() / n);
+                i.tx_mbit_s = Some(rates.iter().map(|r| r.1).sum::<f64>() / n);
+            }
+        }
         if let Some(i) = h.cpu.as_mut().and_then(|c| c.interference.as_mut()) {
             i.others_pct = mean_all(judged.iter().map(|j| Some(j.others_pct))).unwrap_or(0.0);
             i.steal_pct = mean_all(judged.iter().map(|j| Some(j.steal_pct))).unwrap_or(0.0);

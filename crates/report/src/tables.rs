@@ -512,7 +512,10 @@ pub fn adapter_table(
     }
     let prefix = label_of.map(|l| format!("{l}: ")).unwrap_or_default();
     Some(Table {
-        title: format!("{prefix}{name}: per adapter (repetition {})", mh.rep),
+        title: format!(
+            "{prefix}{name}: per adapter ({})",
+            crate::reps::host_table_source(mh)
+        ),
         head: ["host", "adapter", "received Mbit/s", "sent Mbit/s", "Mbit/s", "share %"]
             .map(String::from)
             .to_vec(),
