@@ -709,14 +709,19 @@ impl ResultDoc {
                 .collect();
             let all_agents: f64 = own.iter().sum();
             for (k, &j) in same.iter().enumerate() {
-                if let Some(c) = self.hosts[j].cpu.as_mut() {
+                let h = &mut self.hosts[j];
+                if let Some(c) = h.cpu.as_mut() {
                     c.interference = Some(verdict.clone());
                     // Each host's account moves the other agents out of
-                    // "others" once (judging again must not move them twice).
+                    // "others" once (judging again must not move them twice),
+                    // and the host's metric says what the account says.
                     if let Some(a) = c.account.as_mut().filter(|a| a.agents_pct == 0.0) {
                         let agents = (all_agents - own[k]).clamp(0.0, a.others_pct);
                         a.agents_pct = agents;
                         a.others_pct -= agents;
+                        if let Some(m) = h.metrics.get_mut(crate::metrics::CPU_OTHERS_PCT) {
+                            *m = a.others_pct;
+                        }
                     }
                 }
             }
@@ -1074,6 +1079,9 @@ mod tests {
             host("c2", "lab", 8.0, 4.0),
             host("s1", "lab", 8.0, 4.0),
         ]);
+        for h in &mut d.hosts {
+            h.metrics.insert(crate::metrics::CPU_OTHERS_PCT.into(), 8.0);
+        }
         assert!(!d.apply_interference_threshold(5.0), "{:?}", d.notes);
         assert!(!d.interfered());
         let i = d.hosts[1]
@@ -1092,6 +1100,7 @@ mod tests {
                 let c = h.cpu.as_ref().unwrap();
                 let a = c.account.as_ref().unwrap();
                 assert_eq!((a.agents_pct, a.others_pct), (8.0, 0.0), "{}", h.name);
+                assert_eq!(h.metrics[crate::metrics::CPU_OTHERS_PCT], 0.0, "{}", h.name);
                 assert_eq!(a.total(), c.busy_pct);
             }
             d.apply_interference_threshold(5.0);

@@ -133,6 +133,9 @@ pub enum Counting {
     Transactions,
 }
 
+/// Edge points shorter than this join the whole second before them.
+const FOLD_BELOW: Duration = Duration::from_millis(250);
+
 /// Samples live counters and host CPU once per second.
 pub struct SeriesRecorder {
     counting: Counting,
@@ -143,6 +146,9 @@ pub struct SeriesRecorder {
     next: Instant,
     last: (u64, u64),
     last_t: Instant,
+    /// `last` and `last_t` before the last point: where a short edge
+    /// folded into that point starts.
+    before_last: ((u64, u64), Instant),
     points: Vec<SeriesPoint>,
     /// The phase when the second being sampled began: a second that
     /// started in the ramp-up is labelled `ramp` even if measuring began
@@ -161,6 +167,7 @@ impl SeriesRecorder {
             next: now + Duration::from_secs(1),
             last: (0, 0),
             last_t: now,
+            before_last: ((0, 0), now),
             points: Vec::new(),
             interval_phase: None,
         }
@@ -205,11 +212,36 @@ impl SeriesRecorder {
     ) {
         let began = self.interval_phase.take().unwrap_or(phase);
         self.next = now + Duration::from_secs(1);
+        let since = now.duration_since(self.last_t);
         // A sliver (a window opened at the workload's start) is not a
         // point: its rate would be noise. The next point covers it.
-        if now.duration_since(self.last_t) >= Duration::from_millis(10) {
-            self.record(now, began, counters(), progress);
+        if since < Duration::from_millis(10) {
+            return;
         }
+        // A short edge after a whole second of the same phase is folded
+        // into that second: a 20 ms point's rate is burst timing (a shaper
+        // releases megabytes at once), and it was drawn at 12 Gbit/s on a
+        // 10 Gbit/s link. The points still cover the phase exactly.
+        let same = self.points.last().is_some_and(|p| p.phase == began.label());
+        if since < FOLD_BELOW && same {
+            if let Some(p) = self.points.pop() {
+                let (last, t) = self.before_last;
+                let folded = now.duration_since(t).as_secs_f64();
+                let prev = self.last_t.duration_since(t).as_secs_f64();
+                self.last = last;
+                self.last_t = t;
+                let counts = counters();
+                self.record(now, began, counts, progress);
+                // The merged point's CPU: both parts' by their lengths.
+                let b = self.points.last().and_then(|q| q.cpu_pct);
+                if let (Some(q), Some(a), Some(b)) = (self.points.last_mut(), p.cpu_pct, b) {
+                    let short = folded - prev;
+                    q.cpu_pct = Some((a * prev + b * short) / folded);
+                }
+                return;
+            }
+        }
+        self.record(now, began, counters(), progress);
     }
 
     fn record(
@@ -236,6 +268,7 @@ impl SeriesRecorder {
             trans_s,
             cpu_pct: self.sampler.sample(),
         };
+        self.before_last = (self.last, self.last_t);
         self.last = (ops, bytes);
         self.last_t = now;
         progress.second(&p, now.duration_since(self.t_run), self.total);
@@ -368,5 +401,38 @@ mod tests {
             assert_eq!(p.trans_s, Some(1000.0));
             assert_eq!(p.mbit_s, Some(1.0));
         }
+    }
+
+    /// A window of 2.1 s: its last 0.1 s joins the second before it (a
+    /// 20 ms edge point was drawn at 12 Gbit/s on a 10 Gbit/s link), and
+    /// the measured points still cover the window exactly, their bytes
+    /// adding up to the window's.
+    #[test]
+    fn a_short_closing_edge_joins_the_second_before_it() {
+        let clock = FakeClock::new(CpuReport::default(), 0);
+        let t0 = clock.now();
+        let mut s = SeriesRecorder::new(Counting::NetBytes, Duration::from_secs(3), t0);
+        let mut quiet = Silent;
+        // 1 MB a second, counted at each instant asked.
+        let at = |t: Instant| {
+            let ms = t.duration_since(t0).as_millis() as u64;
+            (0, ms * 1000)
+        };
+        let open = t0 + Duration::from_millis(1000);
+        s.edge(open, Phase::Ramp, || at(open), &mut quiet);
+        for k in 1..=2 {
+            let t = open + Duration::from_secs(k);
+            s.poll(t, Phase::Measure, || at(t), &mut quiet);
+        }
+        let close = open + Duration::from_millis(2100);
+        s.edge(close, Phase::Measure, || at(close), &mut quiet);
+        let p = s.into_points();
+        let t: Vec<f64> = p.iter().map(|p| p.t_s).collect();
+        assert_eq!(t, [1.0, 2.0, 3.1], "{p:?}");
+        let measured: f64 = (p.windows(2))
+            .filter(|w| w[1].phase == "measure")
+            .map(|w| w[1].mbit_s.unwrap() * (w[1].t_s - w[0].t_s) * 1e6 / 8.0)
+            .sum();
+        assert!((measured - 2.1e6).abs() < 1.0, "{measured}");
     }
 }
