@@ -547,16 +547,7 @@ pub fn human(doc: &ResultDoc) -> String {
 fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     let m = &doc.metrics;
     let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
-    if let Some(s) = doc.spec_as::<DiskSpec>() {
-        // psync keeps one I/O in flight per worker whatever QD says; a
-        // worker keeps QD on each of its targets.
-        let targets = s.targets.len().max(1) as u64;
-        let (workers, per_worker) = match s.spread {
-            true => (u64::from(s.workers), u64::from(s.qd) * targets),
-            false => (u64::from(s.workers) * targets, u64::from(s.qd)),
-        };
-        let per_worker = if s.engine == "psync" { 1 } else { per_worker };
-        let requested = workers * per_worker;
+    if let Some(requested) = doc.spec_as::<DiskSpec>().and_then(|s| s.qd_requested) {
         let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");

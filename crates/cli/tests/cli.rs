@@ -186,7 +186,10 @@ fn qd_bound_is_the_engine_s() {
         .output()
         .unwrap();
     let err = stderr(&out);
-    assert!(err.contains("between 1 and 65536 with psync"), "{err}");
+    assert!(
+        err.contains("between 1 and 65536 with the psync engine"),
+        "{err}"
+    );
 }
 
 #[test]

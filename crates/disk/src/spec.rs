@@ -1,6 +1,7 @@
 //! A disk workload as the user asked for it, and the checks that need
 //! nothing but the request itself.
 
+use crate::engines::EngineKind;
 use crate::specs::{self, AccessLine, AccessSpec};
 use crate::DiskError;
 use std::path::PathBuf;
@@ -23,25 +24,33 @@ pub enum EngineChoice {
 impl EngineChoice {
     /// The word `--engine` takes.
     pub fn name(self) -> &'static str {
+        self.kind().map_or("auto", EngineKind::name)
+    }
+
+    /// The engine asked for by name; None for `auto`.
+    pub fn kind(self) -> Option<EngineKind> {
         match self {
-            EngineChoice::Auto => "auto",
-            EngineChoice::IoUring => "io_uring",
-            EngineChoice::Psync => "psync",
-            EngineChoice::Null => "null",
-            EngineChoice::Iscsi => "iscsi",
+            EngineChoice::Auto => None,
+            EngineChoice::IoUring => Some(EngineKind::IoUring),
+            EngineChoice::Psync => Some(EngineKind::Psync),
+            EngineChoice::Null => Some(EngineKind::Null),
+            EngineChoice::Iscsi => Some(EngineKind::Iscsi),
         }
     }
 
     pub fn parse(s: &str) -> Result<Self, String> {
+        let of = |k: EngineKind| match k {
+            EngineKind::IoUring => EngineChoice::IoUring,
+            EngineKind::Psync => EngineChoice::Psync,
+            EngineKind::Null => EngineChoice::Null,
+            EngineKind::Iscsi => EngineChoice::Iscsi,
+        };
         match s {
             "auto" => Ok(EngineChoice::Auto),
-            "io_uring" | "io-uring" | "iouring" => Ok(EngineChoice::IoUring),
-            "psync" => Ok(EngineChoice::Psync),
-            "null" => Ok(EngineChoice::Null),
-            "iscsi" => Ok(EngineChoice::Iscsi),
-            _ => Err(format!(
-                "unknown engine '{s}': use io_uring, psync, null or iscsi"
-            )),
+            _ => EngineKind::from_name(s).map(of).ok_or_else(|| {
+                let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown engine '{s}': use auto, {}", names.join(", "))
+            }),
         }
     }
 }
@@ -199,6 +208,47 @@ impl DiskSpec {
         self.lines.iter().any(|l| l.read_pct < 100)
     }
 
+    /// The engine a run of this request uses: the one named, or for
+    /// `auto` iotoll's initiator on `iscsi://` targets and io_uring on
+    /// anything else (psync only when io_uring turns out unavailable).
+    pub fn planned_engine(&self) -> EngineKind {
+        // `validate` refuses a named engine that cannot drive the targets.
+        let iscsi =
+            (self.targets.iter()).any(|p| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url));
+        match (self.engine.kind(), iscsi) {
+            (Some(k), _) => k,
+            (None, true) => EngineKind::Iscsi,
+            (None, false) => EngineKind::IoUring,
+        }
+    }
+
+    /// The engine and the targets go together: `iscsi://` LUNs take
+    /// iotoll's initiator, files and devices the others, never both in
+    /// one run (each worker has one engine).
+    fn check_engine_targets(&self) -> Result<(), DiskError> {
+        let is_url = |p: &PathBuf| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url);
+        let urls = self.targets.iter().filter(|p| is_url(p)).count();
+        if urls > 0 && urls < self.targets.len() {
+            return Err(DiskError::Invalid(
+                "iscsi:// targets and local files or devices cannot be mixed in one run (each worker has one engine); run them separately".into(),
+            ));
+        }
+        let Some(kind) = self.engine.kind() else {
+            return Ok(());
+        };
+        match (kind.caps().iscsi_targets, urls > 0) {
+            (true, false) => Err(DiskError::Invalid(format!(
+                "--engine {} drives iscsi://HOST[:PORT]/IQN/LUN targets; give one with --target",
+                kind.name()
+            ))),
+            (false, true) => Err(DiskError::Invalid(format!(
+                "--engine {} cannot drive iscsi:// targets: iotoll's own initiator does (omit --engine, or --engine iscsi)",
+                kind.name()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// The largest transfer: the size of each I/O buffer.
     pub fn max_bs(&self) -> u64 {
         self.lines.iter().map(|l| l.bs).max().unwrap_or(0)
@@ -212,6 +262,7 @@ impl DiskSpec {
             _ => "the access specification".to_string(),
         };
         specs::check_lines(&self.lines, &spec)?;
+        self.check_engine_targets()?;
         if self.size == Some(0) {
             return Err(DiskError::Invalid("--size must be positive".into()));
         }
@@ -240,10 +291,12 @@ impl DiskSpec {
             };
             return Err(DiskError::Invalid(format!("{problem}{on}")));
         }
-        // What the engine can do: an io_uring ring holds at most 32768
-        // entries (psync keeps one I/O whatever --qd says).
-        let ring = crate::engines::io_uring::MAX_DEPTH;
-        let uring = matches!(self.engine, EngineChoice::Auto | EngineChoice::IoUring);
+        // What the engine that will run can do: a queued engine may bound
+        // the I/Os a worker keeps (an io_uring ring's 32768 entries); a
+        // synchronous one keeps one whatever --qd says.
+        let kind = self.planned_engine();
+        let caps = kind.caps();
+        let ring = caps.max_depth.filter(|_| caps.queued);
         let targets = self.targets.len().max(1) as u64;
         // Each worker keeps qd I/Os per target it has.
         let per_worker = qd as u64 * if self.spread { targets } else { 1 };
@@ -255,16 +308,13 @@ impl DiskSpec {
         let buffers = self.max_bs() as u128 * per_worker as u128 * all_workers as u128;
         // The bound named is the one of the engine that will run: a user
         // told 65536 who then meets io_uring's 32768 was told wrong.
-        let max_qd = if uring { MAX_QD.min(ring) } else { MAX_QD };
+        let max_qd = ring.map_or(MAX_QD, |r| MAX_QD.min(r));
         let problem = if qd == 0 || qd > MAX_QD {
-            let engine = if uring {
-                "the io_uring engine"
-            } else {
-                "psync"
-            };
-            format!("--qd must be between 1 and {max_qd} with {engine}, got {qd}")
-        } else if uring && per_worker > ring as u64 {
-            format!("--qd {qd} x {targets} targets per worker is more than the io_uring engine can keep in flight: its ring holds at most {ring} entries (or use --engine psync, which keeps one I/O per worker)")
+            let engine = kind.name();
+            format!("--qd must be between 1 and {max_qd} with the {engine} engine, got {qd}")
+        } else if let Some(ring) = ring.filter(|r| per_worker > u64::from(*r)) {
+            let engine = kind.name();
+            format!("--qd {qd} x {targets} targets per worker is more than the {engine} engine can keep in flight: it holds at most {ring} I/Os per worker (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
             format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")
         } else if self.time.is_zero() {
@@ -402,5 +452,46 @@ mod tests {
         s.lines[2].bs = 0;
         let e = s.validate().unwrap_err().to_string();
         assert!(e.contains("(line 3 of spec 'iometer-file-server')"), "{e}");
+    }
+
+    /// The engine's capabilities decide, not its name: a file engine on
+    /// an iSCSI LUN, or the initiator on a file, is refused by the
+    /// request's own checks, before any run or suite starts.
+    #[test]
+    fn engine_and_targets_are_checked_by_what_the_engine_drives() {
+        let with = |engine: EngineChoice, target: &str| DiskSpec {
+            engine,
+            targets: vec![target.into()],
+            ..DiskSpec::default()
+        };
+        let lun = "iscsi://127.0.0.1:3260/iqn.2026-11.test:t/0";
+        for e in [
+            EngineChoice::IoUring,
+            EngineChoice::Psync,
+            EngineChoice::Null,
+        ] {
+            let err = with(e, lun).validate().unwrap_err().to_string();
+            assert!(err.contains("cannot drive iscsi://"), "{err}");
+        }
+        let err = (with(EngineChoice::Iscsi, "/tmp/f").validate().unwrap_err()).to_string();
+        assert!(err.contains("drives iscsi://"), "{err}");
+        with(EngineChoice::Auto, lun).validate().unwrap();
+        assert_eq!(
+            with(EngineChoice::Auto, lun).planned_engine(),
+            EngineKind::Iscsi
+        );
+        assert_eq!(
+            with(EngineChoice::Auto, "/tmp/f").planned_engine(),
+            EngineKind::IoUring
+        );
+        // One list of names: each parses back to its engine.
+        for k in EngineKind::ALL {
+            assert_eq!(EngineChoice::parse(k.name()).unwrap().kind(), Some(k));
+        }
+        let err = EngineChoice::parse("aio").unwrap_err();
+        assert!(err.contains("io_uring, psync, null, iscsi"), "{err}");
+        // A synchronous engine asks for one I/O per worker whatever --qd.
+        assert_eq!(EngineKind::Psync.requested_depth(32, 4), 1);
+        assert_eq!(EngineKind::IoUring.requested_depth(32, 4), 128);
     }
 }

@@ -57,6 +57,12 @@ pub struct DiskSpec {
     /// Outstanding I/Os per worker and target (Iometer counts them per target).
     #[schemars(range(min = 1))]
     pub qd: u32,
+    /// The I/Os all workers asked to keep in flight: `qd` on each of a
+    /// worker's targets, or one per worker for a synchronous engine
+    /// (psync). What `qd_achieved` is measured against. Absent from older
+    /// documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qd_requested: Option<u32>,
     /// Workers per target, or in all with `spread`.
     #[schemars(range(min = 1))]
     pub workers: u32,

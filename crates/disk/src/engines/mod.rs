@@ -99,13 +99,78 @@ pub enum EngineKind {
     Iscsi,
 }
 
+/// What an engine can do, declared by the engine as fio's ioengines
+/// declare their flags: the runner, the checks and the output ask these,
+/// never an engine's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Keeps many I/Os in flight per worker; false: one synchronous I/O
+    /// at a time, whatever `--qd` says.
+    pub queued: bool,
+    /// The most I/Os one worker can keep in flight, when the engine bounds
+    /// it (an io_uring ring's entries).
+    pub max_depth: Option<u32>,
+    /// Drives `iscsi://` LUNs (true) or local files and devices (false).
+    pub iscsi_targets: bool,
+}
+
 impl EngineKind {
+    /// Every engine: the one list of their names.
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::IoUring,
+        EngineKind::Psync,
+        EngineKind::Null,
+        EngineKind::Iscsi,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
             EngineKind::Iscsi => "iscsi",
+        }
+    }
+
+    /// The engine a name (or a spelling users type for it) stands for.
+    pub fn from_name(s: &str) -> Option<EngineKind> {
+        match s {
+            "io-uring" | "iouring" => Some(EngineKind::IoUring),
+            _ => EngineKind::ALL.into_iter().find(|k| k.name() == s),
+        }
+    }
+
+    pub fn caps(self) -> Caps {
+        match self {
+            EngineKind::IoUring => Caps {
+                queued: true,
+                max_depth: Some(io_uring::MAX_DEPTH),
+                iscsi_targets: false,
+            },
+            EngineKind::Psync => Caps {
+                queued: false,
+                max_depth: Some(1),
+                iscsi_targets: false,
+            },
+            EngineKind::Null => Caps {
+                queued: true,
+                max_depth: None,
+                iscsi_targets: false,
+            },
+            EngineKind::Iscsi => Caps {
+                queued: true,
+                max_depth: None,
+                iscsi_targets: true,
+            },
+        }
+    }
+
+    /// The I/Os a worker with `targets` targets asks to keep in flight:
+    /// `qd` on each, or one for a synchronous engine.
+    pub fn requested_depth(self, qd: u32, targets: usize) -> u32 {
+        match self.caps().queued {
+            true => qd.saturating_mul(targets as u32),
+            false => 1,
         }
     }
 

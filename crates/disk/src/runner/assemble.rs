@@ -184,6 +184,14 @@ pub(super) fn pinning_notes(b: &Parts) -> Vec<String> {
 /// The queue depth kept, and the Little's-law check of the timing: when
 /// IOPS × mean latency disagrees with the measured depth, latency was not
 /// timed over the interval the I/Os were outstanding.
+/// The I/Os the workers asked to keep in flight in all (a synchronous
+/// engine keeps one per worker, whatever --qd says).
+pub(super) fn requested_depth(spec: &DiskSpec, kind: EngineKind, assigned: &[Assignment]) -> u32 {
+    (assigned.iter())
+        .map(|a| kind.requested_depth(spec.qd, a.targets.len()))
+        .sum()
+}
+
 pub(super) fn depth_notes(
     spec: &DiskSpec,
     kind: EngineKind,
@@ -193,14 +201,7 @@ pub(super) fn depth_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let get = |k: &str| m.get(k).copied();
-    // psync keeps one I/O per worker, whatever --qd says.
-    let requested: u32 = (assigned.iter())
-        .map(|a| match kind {
-            EngineKind::Psync => 1,
-            _ => spec.qd * a.targets.len() as u32,
-        })
-        .sum();
-    let requested = requested as f64;
+    let requested = f64::from(requested_depth(spec, kind, assigned));
     let (Some(qd), Some(window_s)) = (get(mn::QD_ACHIEVED), get(mn::WINDOW_S)) else {
         return notes;
     };
@@ -298,6 +299,7 @@ pub(super) fn spec_json(
             .collect(),
         mix: mix_word(spec),
         qd: spec.qd,
+        qd_requested: Some(requested_depth(spec, kind, assigned)),
         workers: workers as u32,
         spread: spec.spread,
         cpus: (assigned.iter().map(|a| a.cpu))

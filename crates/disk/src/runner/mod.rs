@@ -53,40 +53,23 @@ impl Shared {
 /// Chooses the engine; a fallback is only taken when the user did not ask
 /// for io_uring by name, and it is always noted.
 fn choose_engine(spec: &DiskSpec, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
-    let is_url = |p: &std::path::PathBuf| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url);
-    let urls = spec.targets.iter().filter(|p| is_url(p)).count();
-    if urls > 0 && urls < spec.targets.len() {
-        return Err(DiskError::Invalid(
-            "iscsi:// targets and local files or devices cannot be mixed in one run (each worker has one engine); run them separately".into(),
-        ));
+    // `validate` has checked that the engine can drive the targets.
+    let kind = spec.planned_engine();
+    if kind != EngineKind::IoUring {
+        return Ok(kind);
     }
-    match (spec.engine, urls > 0) {
-        (EngineChoice::Auto | EngineChoice::Iscsi, true) => Ok(EngineKind::Iscsi),
-        (EngineChoice::Iscsi, false) => Err(DiskError::Invalid(
-            "--engine iscsi drives iscsi://HOST[:PORT]/IQN/LUN targets; give one with --target"
-                .into(),
-        )),
-        (other, true) => Err(DiskError::Invalid(format!(
-            "--engine {} cannot drive iscsi:// targets: iotoll's own initiator does (omit --engine, or --engine iscsi)",
-            other.name()
-        ))),
-        (EngineChoice::Psync, false) => Ok(EngineKind::Psync),
-        (EngineChoice::Null, false) => Ok(EngineKind::Null),
-        (EngineChoice::IoUring, false) => engines::io_uring::probe()
-            .map(|_| EngineKind::IoUring)
-            .map_err(|msg| DiskError::EngineUnavailable {
-                engine: "io_uring",
-                msg,
-            }),
-        (EngineChoice::Auto, false) => match engines::io_uring::probe() {
-            Ok(()) => Ok(EngineKind::IoUring),
-            Err(e) => {
-                notes.push(format!(
-                    "io_uring is not available ({e}); fell back to the psync engine (one synchronous I/O at a time per worker)"
-                ));
-                Ok(EngineKind::Psync)
-            }
-        },
+    match (engines::io_uring::probe(), spec.engine) {
+        (Ok(()), _) => Ok(kind),
+        (Err(e), EngineChoice::Auto) => {
+            notes.push(format!(
+                "io_uring is not available ({e}); fell back to the psync engine (one synchronous I/O at a time per worker)"
+            ));
+            Ok(EngineKind::Psync)
+        }
+        (Err(msg), _) => Err(DiskError::EngineUnavailable {
+            engine: kind.name(),
+            msg,
+        }),
     }
 }
 
@@ -215,9 +198,10 @@ fn run_on<C: Clock>(
 /// What the run's settings mean for the figures, said once.
 fn engine_notes(spec: &DiskSpec, kind: EngineKind) -> Vec<String> {
     let mut notes = Vec::new();
-    if kind == EngineKind::Psync && spec.qd > 1 {
+    if !kind.caps().queued && spec.qd > 1 {
         notes.push(format!(
-            "the psync engine keeps one I/O in flight per worker; --qd {} has no effect",
+            "the {} engine keeps one I/O in flight per worker; --qd {} has no effect",
+            kind.name(),
             spec.qd
         ));
     }
