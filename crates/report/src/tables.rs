@@ -576,12 +576,17 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             head.push("95 % CI (mean of reps)".into());
         }
         let mut rows = Vec::new();
+        let mut any_interfered = false;
         for n in &names {
             for (ci, cfg) in configs.iter().enumerate() {
                 let Some(t) = find(ci, n) else { continue };
                 let sh = same_host(infos, ci, n);
                 let warn = t.repeatable == Some(false);
-                let mut cells = vec![test_cell(n, warn)];
+                // Flagged as in the suite's table and the findings.
+                let interfered = (infos.get(ci).and_then(|i| i.test(n)?.interfered)) == Some(true);
+                any_interfered |= interfered;
+                let flag = if interfered { " ⚑" } else { "" };
+                let mut cells = vec![format!("{}{flag}", test_cell(n, warn))];
                 if many {
                     cells.push(cfg.label.clone());
                 }
@@ -605,6 +610,9 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         );
         if any_same_host {
             note.push_str(" (same host): the peer ran on this host, so its CPU is this host's and is not shown as a second machine's.");
+        }
+        if any_interfered {
+            note.push_str(" ⚑: other processes used the CPU during the test (interference); its CPU figures include their work.");
         }
         if any_ci {
             note.push_str(" 95 % CI: the confidence interval of the mean of the selection metric over the test's repetitions (Student t, n − 1 degrees of freedom), given for 3 or more; the figure beside it is the selection (median repetition or mean).");
@@ -1063,6 +1071,33 @@ mod published {
         // One repetition: no column at all (not a column of dashes).
         let one = results_table(&run(1, "base", vec![("read", disk(3051.8, 100.0))]));
         assert!(!one.head.iter().any(|h| h.contains("CI")), "{:?}", one.head);
+    }
+
+    /// A test interfered in one of its repetitions is flagged in the
+    /// results table as in the suite's table and the findings (the HTML
+    /// results tables had no ⚑).
+    #[test]
+    fn an_interfered_test_is_flagged_in_the_results_table() {
+        let mut r = three_reps(None);
+        assert!(!cell(&results_table(&r), "test").contains('⚑'));
+        r.tests[0].reps[2].doc.cpu.local = Some(iotoll_model::CpuReport {
+            cpus: 2,
+            busy_pct: 60.0,
+            interference: Some(iotoll_model::result::Interference {
+                threshold_pct: 5.0,
+                others_pct: 40.0,
+                interfered: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let t = results_table(&r);
+        assert_eq!(cell(&t, "test"), "read ⚑");
+        assert!(t
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("⚑: other processes"));
     }
 
     #[test]
