@@ -763,11 +763,7 @@ fn adapter_table(o: &mut String, doc: &ResultDoc, indent: &str) {
         let w = h.cpu.as_ref().map_or(window, |c| c.window_s);
         let mut wire = 0.0;
         for i in &h.ifaces {
-            // An older document has the counters only: its rates over the window.
-            let i = match i.rx_mbit_s {
-                Some(_) => i.clone(),
-                None => i.clone().with_rates(w),
-            };
+            let i = i.rated(w);
             let g = |v: Option<f64>| v.map_or("-".into(), num);
             wire += i.mbit_s().unwrap_or(0.0);
             rows.push(vec![

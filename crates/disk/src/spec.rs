@@ -213,21 +213,25 @@ impl DiskSpec {
     /// anything else (psync only when io_uring turns out unavailable).
     pub fn planned_engine(&self) -> EngineKind {
         // `validate` refuses a named engine that cannot drive the targets.
-        let iscsi =
-            (self.targets.iter()).any(|p| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url));
-        match (self.engine.kind(), iscsi) {
+        match (self.engine.kind(), self.iscsi_targets() > 0) {
             (Some(k), _) => k,
             (None, true) => EngineKind::Iscsi,
             (None, false) => EngineKind::IoUring,
         }
     }
 
+    /// How many targets are `iscsi://` LUNs.
+    fn iscsi_targets(&self) -> usize {
+        (self.targets.iter())
+            .filter(|p| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url))
+            .count()
+    }
+
     /// The engine and the targets go together: `iscsi://` LUNs take
     /// iotoll's initiator, files and devices the others, never both in
     /// one run (each worker has one engine).
     fn check_engine_targets(&self) -> Result<(), DiskError> {
-        let is_url = |p: &PathBuf| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url);
-        let urls = self.targets.iter().filter(|p| is_url(p)).count();
+        let urls = self.iscsi_targets();
         if urls > 0 && urls < self.targets.len() {
             return Err(DiskError::Invalid(
                 "iscsi:// targets and local files or devices cannot be mixed in one run (each worker has one engine); run them separately".into(),

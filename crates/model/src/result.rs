@@ -136,6 +136,15 @@ impl IfaceFigures {
         self
     }
 
+    /// The rates as stored, or, for an older document that has the
+    /// counters only, over a window of `window_s` seconds.
+    pub fn rated(&self, window_s: f64) -> IfaceFigures {
+        match self.rx_mbit_s {
+            Some(_) => self.clone(),
+            None => self.clone().with_rates(window_s),
+        }
+    }
+
     /// Both directions, Mbit/s on the wire.
     pub fn mbit_s(&self) -> Option<f64> {
         Some(self.rx_mbit_s? + self.tx_mbit_s?)

@@ -75,13 +75,12 @@ impl Key {
 
     /// The proof for (`label`, `a`, `b`), hex.
     pub fn mac(&self, label: &str, a: &str, b: &str) -> String {
-        hex::encode(hmac::sign(&self.hmac_key(), &framed([label, a, b])))
+        tag(&self.hmac_key(), [label, a, b])
     }
 
     /// Constant-time check of a peer's proof.
     pub fn verify(&self, label: &str, a: &str, b: &str, mac_hex: &str) -> bool {
-        unhex(mac_hex, 128)
-            .is_some_and(|tag| hmac::verify(&self.hmac_key(), &framed([label, a, b]), &tag).is_ok())
+        authentic(&self.hmac_key(), [label, a, b], mac_hex)
     }
 
     fn hmac_key(&self) -> hmac::Key {
@@ -104,6 +103,17 @@ impl Key {
             hmac::Key::from,
         )
     }
+}
+
+/// HMAC-SHA256 of the framed `parts` under `key`, hex.
+fn tag(key: &hmac::Key, parts: [&str; 3]) -> String {
+    hex::encode(hmac::sign(key, &framed(parts)))
+}
+
+/// Constant-time check of `mac_hex` against the framed `parts` under `key`
+/// (a tag is 32 bytes; longer hex is not decoded at all).
+fn authentic(key: &hmac::Key, parts: [&str; 3], mac_hex: &str) -> bool {
+    unhex(mac_hex, 64).is_some_and(|t| hmac::verify(key, &framed(parts), &t).is_ok())
 }
 
 /// Each part behind its length, so that no two lists of parts frame alike.
@@ -216,10 +226,7 @@ impl Session {
         // Serialising our own types cannot fail.
         let body = serde_json::to_string(msg).unwrap_or_default();
         let seq = self.sent;
-        let mac = (self.key.as_ref()).map(|k| {
-            let tag = hmac::sign(k, &framed([self.me.label(), &seq.to_string(), &body]));
-            hex::encode(tag)
-        });
+        let mac = (self.key.as_ref()).map(|k| tag(k, [self.me.label(), &seq.to_string(), &body]));
         serde_json::to_vec(&Envelope { seq, mac, body }).unwrap_or_default()
     }
 
@@ -235,10 +242,8 @@ impl Session {
             let Some(mac) = &env.mac else {
                 return Err(WireError::MissingMac(env.seq));
             };
-            let framed = framed([self.me.peer().label(), &env.seq.to_string(), &env.body]);
-            let authentic =
-                unhex(mac, 64).is_some_and(|tag| hmac::verify(k, &framed, &tag).is_ok());
-            if !authentic {
+            let parts = [self.me.peer().label(), &env.seq.to_string(), &env.body];
+            if !authentic(k, parts, mac) {
                 return Err(WireError::BadMac(env.seq));
             }
         }

@@ -99,11 +99,7 @@ pub fn mean_of(kept: &[&RepRow]) -> Option<MultiHost> {
             let rates: Vec<(f64, f64)> = (same.iter())
                 .filter_map(|x| {
                     let f = x.ifaces.iter().find(|f| f.name == i.name)?;
-                    let w = x.cpu.as_ref().map_or(0.0, |c| c.window_s);
-                    let f = match f.rx_mbit_s {
-                        Some(_) => f.clone(),
-                        None => f.clone().with_rates(w),
-                    };
+                    let f = f.rated(x.cpu.as_ref().map_or(0.0, |c| c.window_s));
                     Some((f.rx_mbit_s?, f.tx_mbit_s?))
                 })
                 .collect();

@@ -462,12 +462,7 @@ pub fn adapter_table(
     let mut rows = Vec::new();
     for h in hosts {
         let w = h.cpu.as_ref().map_or(window, |c| c.window_s);
-        let ifaces: Vec<_> = (h.ifaces.iter())
-            .map(|i| match i.rx_mbit_s {
-                Some(_) => i.clone(),
-                None => i.clone().with_rates(w),
-            })
-            .collect();
+        let ifaces: Vec<_> = h.ifaces.iter().map(|i| i.rated(w)).collect();
         let wire: f64 = ifaces.iter().filter_map(|i| i.mbit_s()).sum();
         for i in &ifaces {
             let share = i.mbit_s().filter(|_| wire > 0.0).map(|v| v / wire * 100.0);
