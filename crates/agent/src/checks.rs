@@ -258,6 +258,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             ));
         }
     }
+    series(&r.series)?;
     let bytes_max = e.bytes_max();
     if r.ifaces.len() > 4096 {
         return Err(format!("it lists {} interfaces", r.ifaces.len()));
@@ -292,6 +293,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             }
             let spec = disk_spec(order, e.info, &d.spec)?;
             disk_metrics(&d.metrics, e)?;
+            series(&d.series)?;
             disk_coherent(&d.metrics, order, &spec, window_s)?;
             d.spec = to_json(&spec);
         }
@@ -319,6 +321,40 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
                 }
                 num(&format!("pair {} rx", p.pair + 1), p.rx as f64, bytes_max)?;
                 num(&format!("pair {} tx", p.pair + 1), p.tx as f64, bytes_max)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An agent's seconds (its network series, or its disk result's): each in
+/// time order, in a phase the run has, and every figure finite,
+/// non-negative and within what hardware moves. They reach the merged
+/// series, its chart and the store.
+fn series(points: &[iotoll_model::SeriesPoint]) -> Result<(), String> {
+    let mut last = 0.0;
+    for (i, p) in points.iter().enumerate() {
+        let at = format!("second {} of its series", i + 1);
+        num(&format!("{at}: t_s"), p.t_s, 1e7)?;
+        if p.t_s <= last && i > 0 {
+            return Err(format!(
+                "{at} is at {} s, not after the one before ({last} s)",
+                p.t_s
+            ));
+        }
+        last = p.t_s;
+        if !matches!(p.phase.as_str(), "ramp" | "measure" | "stop") {
+            return Err(format!("{at} is in phase '{}'", p.phase.escape_debug()));
+        }
+        for (k, v, max) in [
+            ("iops", p.iops, IOPS_MAX),
+            ("trans_s", p.trans_s, IOPS_MAX),
+            ("mb_s", p.mb_s, BYTES_S_MAX / 1e6),
+            ("mbit_s", p.mbit_s, BYTES_S_MAX * 8.0 / 1e6),
+            ("cpu_pct", p.cpu_pct, PCT_MAX),
+        ] {
+            if let Some(v) = v {
+                num(&format!("{at}: {k}"), v, max)?;
             }
         }
     }
@@ -616,6 +652,43 @@ pub fn one_machine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hostile agent's seconds reach the merged series, its chart and
+    /// the store: out of order, in no phase of the run, or beyond what
+    /// hardware moves, they are refused, naming the second.
+    #[test]
+    fn an_agents_series_is_checked_second_by_second() {
+        let point = |t_s: f64, mbit_s: f64| iotoll_model::SeriesPoint {
+            t_s,
+            phase: "measure".into(),
+            iops: None,
+            mb_s: None,
+            mbit_s: Some(mbit_s),
+            trans_s: None,
+            cpu_pct: Some(50.0),
+        };
+        series(&[point(1.0, 940.0), point(2.0, 941.0)]).unwrap();
+        for (bad, why) in [
+            (
+                vec![point(1.0, f64::NAN)],
+                "second 1 of its series: mbit_s is not a number",
+            ),
+            (vec![point(1.0, -5.0)], "mbit_s is negative"),
+            (vec![point(1.0, 1e300)], "beyond any possible"),
+            (
+                vec![point(2.0, 1.0), point(1.0, 1.0)],
+                "not after the one before",
+            ),
+            (vec![point(f64::INFINITY, 1.0)], "t_s is not a number"),
+        ] {
+            let e = series(&bad).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        let mut odd = point(1.0, 1.0);
+        odd.phase = "done\u{1b}[2J".into();
+        let e = series(&[odd]).unwrap_err();
+        assert!(e.contains("phase") && !e.contains('\u{1b}'), "{e}");
+    }
 
     #[test]
     fn figures_out_of_bounds_are_named() {
