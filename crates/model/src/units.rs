@@ -55,32 +55,54 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// A measured figure as a reader wants it: digits grouped, no decimals at
-/// or above 100, one below 100, two below 10 (`1,234,568`, `20.0`, `0.51`);
-/// whole numbers without decimals; `-` for a non-finite value.
-pub fn format_number(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
+/// Decimals a figure is shown with: none from 100 up, one from 10, two
+/// from 1, three below and four below 0.01 (three significant digits at
+/// least). Every rendering (terminal, Markdown, HTML, notes) rounds by it.
+pub fn decimals(v: f64) -> usize {
+    match v.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 || a == 0.0 => 2,
+        a if a >= 0.01 => 3,
+        _ => 4,
     }
-    if v.abs() < 100.0 && v.fract() != 0.0 {
-        return if v.abs() < 10.0 {
-            format!("{v:.2}")
-        } else {
-            format!("{v:.1}")
-        };
-    }
-    let raw = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in raw.chars().enumerate() {
-        if i > 0 && (raw.len() - i) % 3 == 0 {
+}
+
+/// Groups the integer digits of `s` (an optional sign, digits, an optional
+/// fraction) by thousands with commas: `-1234.5` -> `-1,234.5`.
+pub fn group_digits(s: &str) -> String {
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
+    let (int, frac) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
+    let mut out = String::with_capacity(s.len() + int.len() / 3);
+    out.push_str(sign);
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
             out.push(',');
         }
-        out.push(c);
+        out.push(ch);
     }
-    if v < 0.0 && raw != "0" {
-        out.insert(0, '-');
-    }
+    out.push_str(frac);
     out
+}
+
+/// A figure with the decimals its size calls for ([`decimals`]), digits
+/// grouped: `52,301`, `47.3`, `2.51`, `0.069`, `0.00`; None when it is not
+/// finite.
+pub fn format_figure(v: f64) -> Option<String> {
+    // `+ 0.0` makes -0.0 plain 0: exactly zero never reads as negative.
+    let v = v + 0.0;
+    v.is_finite()
+        .then(|| group_digits(&format!("{v:.*}", decimals(v))))
+}
+
+/// A measured figure as a reader wants it: as [`format_figure`], but whole
+/// numbers without decimals (`1,234,568`, `20.0`, `0.51`, `7`, `0`); `-`
+/// for a non-finite value.
+pub fn format_number(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 {
+        return group_digits(&format!("{:.0}", v + 0.0));
+    }
+    format_figure(v).unwrap_or_else(|| "-".into())
 }
 
 /// Parses `500ms`, `4s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
@@ -147,6 +169,27 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("4d").is_err());
         assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn figures_round_alike_everywhere() {
+        assert_eq!(format_number(1234567.8), "1,234,568");
+        assert_eq!(format_number(100.0), "100");
+        assert_eq!(format_number(12.345), "12.3");
+        assert_eq!(format_number(1.2345), "1.23");
+        assert_eq!(format_number(0.0694), "0.069");
+        assert_eq!(format_number(-4321.0), "-4,321");
+        assert_eq!(format_number(-0.0), "0");
+        assert_eq!(format_number(f64::NAN), "-");
+        assert_eq!(
+            (format_number(0.0), format_number(7.0)),
+            ("0".into(), "7".into())
+        );
+        assert_eq!(format_figure(0.0).as_deref(), Some("0.00"));
+        assert_eq!(format_figure(-0.0).as_deref(), Some("0.00"));
+        assert_eq!(format_figure(-1500.0).as_deref(), Some("-1,500"));
+        assert_eq!(format_figure(0.001234).as_deref(), Some("0.0012"));
+        assert_eq!(format_figure(f64::INFINITY), None);
     }
 
     #[test]

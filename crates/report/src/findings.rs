@@ -8,6 +8,7 @@ use crate::compare::{distinct, Comparison, ConfigData, Efficiency, GroupSummary,
 use crate::fmt::{num, pct};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
+use iotoll_model::Kind;
 
 /// CPU % at or above which a test is called CPU-bound.
 const SATURATED_PCT: f64 = 95.0;
@@ -94,47 +95,68 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
     // Tests that failed outright come first: they have no figures below.
     let mut f: Vec<String> = info.failures_finding().into_iter().collect();
     for kind in distinct(cfg.tests.iter().map(|t| t.kind)) {
-        let tests: Vec<&TestData> = cfg.tests.iter().filter(|t| t.kind == kind).collect();
-        let head = kind.headline();
-        let best = tests
-            .iter()
-            .filter_map(|t| Some((*t, get(t, head)?)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((bt, bv)) = best else { continue };
-        let cpu = get(bt, mn::CPU_PCT)
-            .map(|c| format!(" at {} % CPU", num(Some(c))))
-            .unwrap_or_default();
-        let mut s = if tests.len() == 1 {
-            let what = if bt.name == kind.noun() || bt.name == kind.as_str() {
-                bt.name.clone()
-            } else {
-                format!("{} ({})", bt.name, kind.noun())
-            };
-            format!("{what}: {} {}{cpu}", num(Some(bv)), label(head))
-        } else {
-            format!(
-                "{} tests ({}): the highest {} was {} on {}{cpu}",
-                tests.len(),
-                kind.noun(),
-                label(head),
-                num(Some(bv)),
-                bt.name
-            )
-        };
-        s.push_str(&efficiency_parts(kind, &tests, info));
-        s.push('.');
-        f.push(s);
+        f.extend(best_of_kind(cfg, info, kind));
     }
-
-    // CPU: the threshold's verdict, or the range and saturation.
-    let with_cpu: Vec<(&str, f64)> = cfg
-        .tests
-        .iter()
+    let with_cpu: Vec<(&str, f64)> = (cfg.tests.iter())
         .filter_map(|t| Some((t.name.as_str(), get(t, mn::CPU_PCT)?)))
         .collect();
+    f.extend(cpu_range(&with_cpu, cpu_threshold));
+    let saturated: Vec<&str> = (with_cpu.iter())
+        .filter(|(_, c)| *c >= SATURATED_PCT)
+        .map(|x| x.0)
+        .collect();
+    if !saturated.is_empty() {
+        f.push(format!(
+            "CPU-bound: whole-host CPU was at {SATURATED_PCT} % or more on {} of {} tests ({}); their throughput may be limited by the host's CPU rather than the device or network.",
+            saturated.len(),
+            with_cpu.len(),
+            list(&saturated)
+        ));
+    }
+    f.extend(repeatability(cfg, info));
+    f.extend(caveats(
+        std::slice::from_ref(cfg),
+        std::slice::from_ref(info),
+    ));
+    f
+}
+
+/// A kind's best headline figure, with its CPU and efficiency.
+fn best_of_kind(cfg: &ConfigData, info: &RunInfo, kind: Kind) -> Option<String> {
+    let tests: Vec<&TestData> = cfg.tests.iter().filter(|t| t.kind == kind).collect();
+    let head = kind.headline();
+    let (bt, bv) = (tests.iter())
+        .filter_map(|t| Some((*t, get(t, head)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let cpu = get(bt, mn::CPU_PCT)
+        .map(|c| format!(" at {} % CPU", num(Some(c))))
+        .unwrap_or_default();
+    let mut s = if tests.len() == 1 {
+        let what = if bt.name == kind.noun() || bt.name == kind.as_str() {
+            bt.name.clone()
+        } else {
+            format!("{} ({})", bt.name, kind.noun())
+        };
+        format!("{what}: {} {}{cpu}", num(Some(bv)), label(head))
+    } else {
+        format!(
+            "{} tests ({}): the highest {} was {} on {}{cpu}",
+            tests.len(),
+            kind.noun(),
+            label(head),
+            num(Some(bv)),
+            bt.name
+        )
+    };
+    s.push_str(&efficiency_parts(kind, &tests, info));
+    s.push('.');
+    Some(s)
+}
+
+/// CPU: the threshold's verdict, or the range over the tests.
+fn cpu_range(with_cpu: &[(&str, f64)], cpu_threshold: Option<f64>) -> Option<String> {
     if let Some(th) = cpu_threshold {
-        let over: Vec<&str> = with_cpu
-            .iter()
+        let over: Vec<&str> = (with_cpu.iter())
             .filter(|(_, c)| *c > th)
             .map(|x| x.0)
             .collect();
@@ -148,78 +170,56 @@ pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) 
             s.push_str(&format!(" (above it: {})", list(&over)));
         }
         s.push('.');
-        f.push(s);
-    } else if !with_cpu.is_empty() {
-        let lo = with_cpu.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-        let hi = with_cpu
-            .iter()
-            .map(|x| x.1)
-            .fold(f64::NEG_INFINITY, f64::max);
-        f.push(if with_cpu.len() == 1 {
-            format!(
-                "Whole-host CPU was {} % (no CPU threshold was set).",
-                num(Some(lo))
-            )
-        } else {
-            format!(
-                "Whole-host CPU ranged from {} % to {} % over the tests (no CPU threshold was set).",
-                num(Some(lo)),
-                num(Some(hi))
-            )
-        });
+        return Some(s);
     }
-    let saturated: Vec<&str> = with_cpu
-        .iter()
-        .filter(|(_, c)| *c >= SATURATED_PCT)
-        .map(|x| x.0)
-        .collect();
-    if !saturated.is_empty() {
-        f.push(format!(
-            "CPU-bound: whole-host CPU was at {SATURATED_PCT} % or more on {} of {} tests ({}); their throughput may be limited by the host's CPU rather than the device or network.",
-            saturated.len(),
-            with_cpu.len(),
-            list(&saturated)
-        ));
+    let lo = with_cpu.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let hi = (with_cpu.iter().map(|x| x.1)).fold(f64::NEG_INFINITY, f64::max);
+    match with_cpu.len() {
+        0 => None,
+        1 => Some(format!(
+            "Whole-host CPU was {} % (no CPU threshold was set).",
+            num(Some(lo))
+        )),
+        _ => Some(format!(
+            "Whole-host CPU ranged from {} % to {} % over the tests (no CPU threshold was set).",
+            num(Some(lo)),
+            num(Some(hi))
+        )),
     }
+}
 
-    // Repeatability.
-    let flagged: Vec<&str> = cfg
-        .tests
-        .iter()
+/// Whether the repetitions agreed, or that nothing was repeated.
+fn repeatability(cfg: &ConfigData, info: &RunInfo) -> Option<String> {
+    let flagged: Vec<&str> = (cfg.tests.iter())
         .filter(|t| t.repeatable == Some(false))
         .map(|t| t.name.as_str())
         .collect();
     let checked = cfg.tests.iter().filter(|t| t.repeatable.is_some()).count();
     if !flagged.is_empty() {
-        f.push(format!(
+        Some(format!(
             "Not repeatable (repetitions disagreed), read with care: {}.",
             list(&flagged)
-        ));
+        ))
     } else if checked > 0 {
-        let spread = info
-            .tests
-            .iter()
+        let spread = (info.tests.iter())
             .filter_map(|t| t.spread_pct)
             .fold(0.0f64, f64::max);
         let which = match checked {
             1 => "the one checked test".to_string(),
             n => format!("all {n} checked tests"),
         };
-        f.push(format!(
+        Some(format!(
             "Repeatable: the repetitions of {which} agreed (largest spread {} %).",
             num(Some(spread))
-        ));
+        ))
     } else if info.tests.iter().any(|t| t.reps == 1) && info.tests.iter().all(|t| t.reps <= 1) {
-        f.push(
+        Some(
             "Each test ran once: repeatability was not checked (run with --reps 3 to check it)."
                 .into(),
-        );
+        )
+    } else {
+        None
     }
-    f.extend(caveats(
-        std::slice::from_ref(cfg),
-        std::slice::from_ref(info),
-    ));
-    f
 }
 
 /// Caveats for any number of configurations: smoke runs, interference,

@@ -3,6 +3,8 @@
 //! and configuration names, notes, a peer's disclosure) made inert for
 //! HTML and Markdown.
 
+use iotoll_model::units::{decimals, format_figure, format_number, group_digits};
+
 /// Text for HTML: `& < > "` as entities.
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -33,52 +35,18 @@ pub fn md(s: &str) -> String {
     out
 }
 
-/// Groups the integer digits of `s` (an optional sign, digits, an optional
-/// fraction) by thousands with commas.
-fn group(s: &str) -> String {
-    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
-    let (int, frac) = rest.split_at(rest.find('.').unwrap_or(rest.len()));
-    let mut out = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    format!("{sign}{out}{frac}")
-}
-
-/// Decimals for a table value: none from 100 up, one from 10, two from 1,
-/// three below (three significant digits at least).
-fn decimals(v: f64) -> usize {
-    let a = v.abs();
-    if a >= 100.0 {
-        0
-    } else if a >= 10.0 {
-        1
-    } else if a >= 1.0 || a == 0.0 {
-        2
-    } else if a >= 0.01 {
-        3
-    } else {
-        4
-    }
-}
-
-/// A table value: `52,301`, `47.3`, `2.51`, or `–` when absent.
+/// A table value: `52,301`, `47.3`, `2.51`, or `–` when absent (the
+/// rounding is `iotoll_model::units`', as every rendering's).
 pub fn num(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v.is_finite() => group(&format!("{v:.*}", decimals(v))),
-        _ => "–".into(),
-    }
+    v.and_then(format_figure).unwrap_or_else(|| "–".into())
 }
 
 /// A count (connections, errors, retransmits): whole numbers without
 /// decimals, anything else as `num`.
 pub fn count(v: Option<f64>) -> String {
     match v {
-        Some(v) if v.is_finite() && v.fract() == 0.0 => group(&format!("{v:.0}")),
-        other => num(other),
+        Some(v) if v.is_finite() => format_number(v),
+        _ => "–".into(),
     }
 }
 
@@ -97,7 +65,7 @@ pub fn tick(v: f64) -> String {
     if s == "-0" {
         return "0".into();
     }
-    group(&s)
+    group_digits(&s)
 }
 
 /// A signed difference in %: `+12.5 %`, `−3.0 %`.

@@ -17,6 +17,7 @@ pub mod info;
 pub mod markdown;
 pub mod reps;
 pub mod tables;
+pub mod text;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};
 pub use info::{load, RunInfo};

@@ -11,14 +11,62 @@ use std::fmt::Write;
 pub use crate::fmt::{md, num, pct};
 
 pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
-    let mut o = String::new();
-    let single = configs.len() == 1;
+    let mut o = heading(c, configs, infos);
     // Everything from a run (names, notes, a peer's disclosure) is text,
     // never Markdown or HTML.
-    let labels: Vec<String> = c.configs.iter().map(|l| md(l)).collect();
-    let runs: Vec<String> = configs
+    let table = |o: &mut String, t: &tables::Table| {
+        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(t));
+    };
+    if let Some(t) = crate::differs::table(&c.differs, &c.configs) {
+        let _ = writeln!(o, "## {}\n\n{}", md(&t.title), tables::to_md(&t));
+    }
+    let _ = writeln!(o, "## Key findings\n");
+    for f in &crate::findings::for_report(c, configs, infos) {
+        let _ = writeln!(o, "- {}", md(f));
+    }
+    let _ = writeln!(o, "\n## Test parameters\n");
+    tables::parameters(configs, infos)
         .iter()
-        .enumerate()
+        .for_each(|t| table(&mut o, t));
+    let _ = writeln!(o, "## Results\n");
+    tables::metrics(configs, infos)
+        .iter()
+        .for_each(|t| table(&mut o, t));
+    table(&mut o, &tables::comparison(c));
+    if let Some(t) = c.group_table() {
+        let _ = writeln!(
+            o,
+            "\n## By group (averages, ratios, differences)\n\n{}",
+            tables::to_md(&t)
+        );
+    }
+    if !c.efficiency.is_empty() {
+        let _ = writeln!(o, "\n## Efficiency\n");
+        (tables::efficiency(c, configs).iter()).for_each(|t| table(&mut o, t));
+    }
+    let multi = crate::hosts::tests(configs);
+    if !multi.is_empty() {
+        let _ = writeln!(o, "\n## Multi-host tests\n");
+    }
+    for part in multi.iter().flat_map(|mt| crate::hosts::parts(mt, configs)) {
+        match part {
+            Part::Table(t) => table(&mut o, &t),
+            Part::Text(s) => {
+                let _ = writeln!(o, "{}\n", md(&s));
+            }
+            // Charts and folded lists are the HTML report's.
+            Part::Chart { .. } | Part::AllPairs { .. } => {}
+        }
+    }
+    notes(&mut o, configs, infos);
+    system_differences(&mut o, c, configs);
+    o
+}
+
+/// The title, the runs compared, and a warning for each smoke run.
+fn heading(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
+    let mut o = String::new();
+    let runs: Vec<String> = (configs.iter().enumerate())
         .map(|(i, cfg)| {
             let info = infos.get(i).cloned().unwrap_or_default();
             format!(
@@ -36,10 +84,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             )
         })
         .collect();
-    if single {
+    if configs.len() == 1 {
         let _ = writeln!(o, "# iotoll report: {}\n", md(&c.configs[0]));
         let _ = writeln!(o, "Run: {}.\n", runs[0]);
     } else {
+        let labels: Vec<String> = c.configs.iter().map(|l| md(l)).collect();
         let _ = writeln!(o, "# iotoll comparison: {}\n", labels.join(" vs "));
         let _ = writeln!(
             o,
@@ -58,87 +107,49 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
             );
         }
     }
-    if let Some(t) = crate::differs::table(&c.differs, &c.configs) {
-        let _ = writeln!(o, "## {}\n\n{}", md(&t.title), tables::to_md(&t));
-    }
-    let findings = crate::findings::for_report(c, configs, infos);
-    let _ = writeln!(o, "## Key findings\n");
-    for f in &findings {
-        let _ = writeln!(o, "- {}", md(f));
-    }
-    let _ = writeln!(o, "\n## Test parameters\n");
-    for t in tables::parameters(configs, infos) {
-        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-    }
-    let _ = writeln!(o, "## Results\n");
-    for t in tables::metrics(configs, infos) {
-        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-    }
-    let t = tables::comparison(c);
-    let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-    if let Some(t) = c.group_table() {
-        let _ = writeln!(
-            o,
-            "\n## By group (averages, ratios, differences)\n\n{}",
-            tables::to_md(&t)
-        );
-    }
-    if !c.efficiency.is_empty() {
-        let _ = writeln!(o, "\n## Efficiency\n");
-        for t in tables::efficiency(c, configs) {
-            let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-        }
-    }
-    let multi = crate::hosts::tests(configs);
-    if !multi.is_empty() {
-        let _ = writeln!(o, "\n## Multi-host tests\n");
-    }
-    for mt in &multi {
-        for part in crate::hosts::parts(mt, configs) {
-            match part {
-                Part::Table(t) => {
-                    let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(&t));
-                }
-                Part::Text(s) => {
-                    let _ = writeln!(o, "{}\n", md(&s));
-                }
-                // Charts and folded lists are the HTML report's.
-                Part::Chart { .. } | Part::AllPairs { .. } => {}
-            }
-        }
-    }
+    o
+}
+
+/// Every configuration's warnings and notes, by test.
+fn notes(o: &mut String, configs: &[ConfigData], infos: &[RunInfo]) {
     let notes = crate::info::notes(configs, infos);
-    if notes.iter().any(|n| !n.is_empty()) {
-        let _ = writeln!(o, "\n## Warnings and notes\n");
-        for (cfg, notes) in configs.iter().zip(&notes) {
-            for n in notes {
-                let _ = match &n.test {
-                    Some(t) => writeln!(o, "- {} {}: {}", md(&cfg.label), md(t), md(&n.text)),
-                    None => writeln!(o, "- {}: {}", md(&cfg.label), md(&n.text)),
-                };
-            }
+    if notes.iter().all(|n| n.is_empty()) {
+        return;
+    }
+    let _ = writeln!(o, "\n## Warnings and notes\n");
+    for (cfg, notes) in configs.iter().zip(&notes) {
+        for n in notes {
+            let _ = match &n.test {
+                Some(t) => writeln!(o, "- {} {}: {}", md(&cfg.label), md(t), md(&n.text)),
+                None => writeln!(o, "- {}: {}", md(&cfg.label), md(&n.text)),
+            };
         }
     }
+}
+
+/// The disclosure items in which the configurations' systems differ.
+fn system_differences(o: &mut String, c: &Comparison, configs: &[ConfigData]) {
     let diff = disclosure::table(configs);
     let differing: Vec<_> = diff.iter().filter(|r| r.differs).collect();
-    if !differing.is_empty() {
-        let _ = writeln!(o, "\n## System differences\n");
+    if differing.is_empty() {
+        return;
+    }
+    let labels: Vec<String> = c.configs.iter().map(|l| md(l)).collect();
+    let _ = writeln!(o, "\n## System differences\n");
+    let _ = writeln!(
+        o,
+        "| group | item | {} |\n|---|---|{}",
+        labels.join(" | "),
+        "---|".repeat(c.configs.len())
+    );
+    for r in differing {
+        let values: Vec<String> = r.values.iter().map(|v| md(v)).collect();
         let _ = writeln!(
             o,
-            "| group | item | {} |\n|---|---|{}",
-            labels.join(" | "),
-            "---|".repeat(c.configs.len())
+            "| {} | {} | {} |",
+            r.group,
+            md(&r.key),
+            values.join(" | ")
         );
-        for r in differing {
-            let values: Vec<String> = r.values.iter().map(|v| md(v)).collect();
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} |",
-                r.group,
-                md(&r.key),
-                values.join(" | ")
-            );
-        }
     }
-    o
 }

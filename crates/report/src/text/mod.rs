@@ -1,0 +1,202 @@
+//! Terminal text: the compact table printed after a run (`result`), and
+//! `results list` and `results show` (`results`). Tables go through the
+//! report's one `Table` type (`tables::to_text`); figures through the one
+//! number formatter (`iotoll_model::units`).
+
+use iotoll_model::metrics as mn;
+use iotoll_model::spec::DiskSpec;
+use iotoll_model::units::format_number as num;
+use iotoll_model::{Kind, ResultDoc};
+use std::fmt::Write;
+
+mod cpu;
+mod detail;
+mod results;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use cpu::{consumer, split};
+pub use detail::tls_summary;
+pub use results::{ci_text, host_tables, run_detail, run_list};
+
+/// A table with a title and head, to be filled with rows.
+fn table(title: &str, head: &[&str]) -> crate::tables::Table {
+    crate::tables::Table {
+        title: title.into(),
+        head: head.iter().map(|h| h.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// `-` for a figure that is absent.
+fn or_dash(v: Option<f64>) -> String {
+    v.map_or("-".into(), num)
+}
+
+/// The compact table printed after a run.
+pub fn result(doc: &ResultDoc) -> String {
+    let get = |k: &str| doc.metrics.get(k).copied();
+    let mut o = String::new();
+    let header = spec::lines(doc).unwrap_or_else(|| doc.kind.to_string());
+    let _ = writeln!(o, "{header}");
+    let _ = write!(
+        o,
+        "window {} s  {}",
+        get(mn::WINDOW_S).map_or("-".into(), |v| format!("{v:.2}")),
+        doc.status
+    );
+    if let Some(c) = &doc.config {
+        let _ = write!(o, "  config {c}");
+    }
+    let _ = writeln!(o, "\n");
+    throughput(&mut o, doc);
+    latency(&mut o, doc);
+    cpu::lines(&mut o, doc);
+    efficiency(&mut o, doc);
+    detail::breakdown(&mut o, doc);
+    if doc.kind == Kind::Disk {
+        detail::iscsi_and_irqs(&mut o, doc);
+    }
+    detail::network_path(&mut o, doc);
+    if !doc.notes.is_empty() {
+        let _ = writeln!(o, "\nnotes:");
+        for n in &doc.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
+    o
+}
+
+/// The throughput lines of the run's kind: IOPS, goodput and TCP, or
+/// transactions.
+fn throughput(o: &mut String, doc: &ResultDoc) {
+    let get = |k: &str| doc.metrics.get(k).copied();
+    let n = |k: &str| num(get(k).unwrap_or(f64::NAN));
+    let errors = num(get(mn::ERRORS).unwrap_or(0.0));
+    if let Some(iops) = get(mn::IOPS) {
+        let _ = writeln!(
+            o,
+            "  {:<12} {} IOPS (read {}, write {})   {} MB/s ({} MiB/s)   errors {errors}",
+            "throughput",
+            num(iops),
+            n(mn::READ_IOPS),
+            n(mn::WRITE_IOPS),
+            n(mn::MB_S),
+            n(mn::MIB_S),
+        );
+    }
+    if let Some(mbit) = get(mn::MBIT_S) {
+        let mut l = format!("  {:<12} {} Mbit/s", "goodput", num(mbit));
+        if let (Some(tx), Some(rx)) = (get(mn::TX_MBIT_S), get(mn::RX_MBIT_S)) {
+            let _ = write!(l, " (tx {}, rx {})", num(tx), num(rx));
+        }
+        if let (Some(lo), Some(hi)) = (get(mn::CONN_MBIT_S_MIN), get(mn::CONN_MBIT_S_MAX)) {
+            let _ = write!(l, "   per connection {} to {}", num(lo), num(hi));
+        }
+        if let Some(f) = get(mn::FAIRNESS) {
+            let _ = write!(l, "   fairness {f:.3}");
+        }
+        let _ = writeln!(o, "{l}");
+        let _ = writeln!(
+            o,
+            "  {:<12} {} retransmits   srtt {} us   connections up in {} s   errors {errors}",
+            "tcp",
+            n(mn::RETRANSMITS),
+            or_dash(get(mn::SRTT_US)),
+            get(mn::CONNECT_S).map_or("-".into(), |v| format!("{v:.3}")),
+        );
+    }
+    if let Some(t) = get(mn::TRANS_S) {
+        let _ = writeln!(
+            o,
+            "  {:<12} {} transactions/s   one-way latency {} us   errors {errors}",
+            "rr",
+            num(t),
+            or_dash(get(mn::LATENCY_ONE_WAY_US)),
+        );
+    }
+}
+
+/// Round-trip and I/O latency percentiles, and the queue depth kept.
+fn latency(o: &mut String, doc: &ResultDoc) {
+    let m = &doc.metrics;
+    if m.contains_key(mn::TRANS_S) {
+        let rtt = [
+            ("mean", mn::RTT_MEAN_US),
+            ("p50", mn::RTT_P50_US),
+            ("p90", mn::RTT_P90_US),
+            ("p99", mn::RTT_P99_US),
+            ("p99.9", mn::RTT_P999_US),
+            ("max", mn::RTT_MAX_US),
+        ];
+        value_line(o, "rtt us", &rtt, m);
+    }
+    if m.contains_key(mn::LAT_MEAN_US) {
+        let lat = [
+            ("mean", mn::LAT_MEAN_US),
+            ("min", mn::LAT_MIN_US),
+            ("p50", mn::LAT_P50_US),
+            ("p90", mn::LAT_P90_US),
+            ("p99", mn::LAT_P99_US),
+            ("p99.9", mn::LAT_P999_US),
+            ("p99.99", mn::LAT_P9999_US),
+            ("max", mn::LAT_MAX_US),
+        ];
+        value_line(o, "latency us", &lat, m);
+    }
+    if let Some(qd) = m.get(mn::QD_ACHIEVED) {
+        queue_line(o, doc, *qd);
+    }
+}
+
+/// One labelled line of the metrics present among `keys`.
+fn value_line(o: &mut String, title: &str, keys: &[(&str, &str)], m: &iotoll_model::Metrics) {
+    let mut l = format!("  {title:<12}");
+    for (label, k) in keys {
+        if let Some(v) = m.get(*k) {
+            let _ = write!(l, " {label} {}", num(*v));
+        }
+    }
+    let _ = writeln!(o, "{l}");
+}
+
+/// The disk queue depth kept, beside the one requested and the Little's-law
+/// figure (IOPS x mean latency) a reader would check it against.
+fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
+    let m = &doc.metrics;
+    let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
+    if let Some(requested) = doc.spec_as::<DiskSpec>().and_then(|s| s.qd_requested) {
+        let _ = write!(l, " of {requested} requested");
+    }
+    l.push_str(" (mean I/Os outstanding)");
+    if let (Some(iops), Some(lat)) = (m.get(mn::IOPS), m.get(mn::LAT_MEAN_US)) {
+        let _ = write!(l, "   iops x mean latency {:.2}", iops * lat / 1e6);
+    }
+    let _ = writeln!(o, "{l}");
+}
+
+/// The efficiency figures the document has, in one line.
+fn efficiency(o: &mut String, doc: &ResultDoc) {
+    let eff: Vec<String> = [
+        (mn::IOPS_PER_CPU_PCT, "IOPS per % CPU"),
+        (mn::MB_S_PER_CPU_PCT, "MB/s per % CPU"),
+        (mn::CPU_US_PER_IO, "CPU us per I/O"),
+        (mn::CYCLES_PER_IO, "cycles per I/O"),
+        (mn::MBIT_S_PER_CPU_PCT, "Mbit/s per % CPU (P/E)"),
+        (mn::REMOTE_MBIT_S_PER_CPU_PCT, "Mbit/s per % remote CPU"),
+        (mn::CPU_US_PER_KB, "CPU us per KB"),
+        (mn::CYCLES_PER_BYTE, "cycles per byte"),
+        (mn::CPU_US_PER_TRANS, "CPU us per transaction"),
+    ]
+    .iter()
+    // Per byte means nothing for request/response.
+    .filter(|(k, _)| {
+        doc.kind != Kind::NetRr || (*k != mn::CPU_US_PER_KB && *k != mn::CYCLES_PER_BYTE)
+    })
+    .filter_map(|(k, unit)| Some(format!("{} {unit}", num(*doc.metrics.get(*k)?))))
+    .collect();
+    if !eff.is_empty() {
+        let _ = writeln!(o, "  {:<12} {}", "efficiency", eff.join("   "));
+    }
+}

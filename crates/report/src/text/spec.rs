@@ -1,0 +1,84 @@
+//! The first lines of the table after a run: what ran, from the spec of
+//! its kind.
+
+use iotoll_model::spec::{DiskSpec, NetSpec, RrSpec, StreamSpec};
+use iotoll_model::{format_size, Kind, ResultDoc};
+use iotoll_probe::affinity::format_cpu_list;
+use std::fmt::Write;
+
+/// What ran; None when the document's spec is not its kind's.
+pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
+    Some(match doc.kind {
+        Kind::Disk => disk(&doc.spec_as::<DiskSpec>()?),
+        Kind::NetStream => {
+            let s: StreamSpec = doc.spec_as()?;
+            let what = format!(
+                "stream {}  msg {}  sockbuf {}{}",
+                s.dir,
+                format_size(s.msg),
+                s.net.sockbuf.map(format_size).unwrap_or("auto".into()),
+                if s.net.nodelay { "  nodelay" } else { "" }
+            );
+            net(doc.kind, &s.net, what)
+        }
+        Kind::NetRr => {
+            let s: RrSpec = doc.spec_as()?;
+            let what = format!(
+                "request/response {} / {}  burst {}",
+                format_size(s.req),
+                format_size(s.resp),
+                s.burst
+            );
+            net(doc.kind, &s.net, what)
+        }
+    })
+}
+
+fn disk(s: &DiskSpec) -> String {
+    let name = s.spec.as_ref().map_or(String::new(), |n| format!("  {n}"));
+    let what = match (s.bs, s.read_pct, s.random_pct) {
+        (Some(bs), Some(r), Some(x)) => format!("{} {r}% read {x}% random", format_size(bs)),
+        _ => format!("{} lines (below)", s.lines.len()),
+    };
+    let workers = match (s.spread, s.targets.len()) {
+        (_, 0 | 1) => format!("{} worker(s)", s.workers),
+        (true, _) => format!("{} worker(s) each on every target", s.workers),
+        (false, _) => format!("{} worker(s) per target", s.workers),
+    };
+    let pinned = (s.cpus.as_ref()).map_or(String::new(), |c| {
+        format!("  pinned to CPU {}", format_cpu_list(c))
+    });
+    let access = match (s.engine.as_str(), s.direct) {
+        ("iscsi", _) => "",
+        (_, true) => " O_DIRECT",
+        (_, false) => " buffered",
+    };
+    let mut o = format!(
+        "disk{name}  {what}  QD {} x {workers}{pinned}  {}{access}",
+        s.qd, s.engine,
+    );
+    let region = format!(
+        "region {} at {}",
+        format_size(s.size),
+        format_size(s.offset)
+    );
+    if s.targets.len() > 1 {
+        let _ = write!(o, "\n{} targets, each {region}", s.targets.len());
+    } else {
+        let _ = write!(o, "\ntarget {} ({}, {region})", s.target, s.target_kind);
+    }
+    o
+}
+
+fn net(kind: Kind, net: &NetSpec, what: String) -> String {
+    format!(
+        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}{}",
+        net.conns,
+        net.threads,
+        net.peer,
+        if net.auth { " (authenticated)" } else { "" },
+        net.tls
+            .as_ref()
+            .map_or(String::new(), |c| format!("  TLS {c}")),
+    )
+}
