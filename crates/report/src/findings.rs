@@ -521,29 +521,11 @@ fn disagreement(base: &Efficiency, cand: &Efficiency, what: &str) -> Option<Stri
     ))
 }
 
-/// Sentences drawn from a comparison's numbers only. Findings on tests
-/// the compared setting can affect come first; each says in the same
-/// sentence which of its tests were interfered or not repeatable.
-pub fn comparison(c: &Comparison) -> Vec<String> {
+/// Each class's headline efficiency, candidate against baseline, ranked
+/// as `comparison` ranks its findings.
+fn efficiency_findings(c: &Comparison) -> Vec<(u8, String)> {
     let base = &c.configs[0];
-    let mut ranked: Vec<(u8, String)> = Vec::new();
-    for g in &c.groups {
-        let Some(s) = group_sentence(c, g) else {
-            continue;
-        };
-        let ci = c
-            .configs
-            .iter()
-            .position(|l| l == &g.candidate)
-            .unwrap_or(1);
-        let rows: Vec<&Row> = c
-            .rows
-            .iter()
-            .filter(|r| r.group == g.group && r.values[0].is_some() && r.values[ci].is_some())
-            .collect();
-        ranked.push((rank(&rows), format!("{s}{}", marks(c, &rows, ci))));
-    }
-    // Each class's headline efficiency, candidate against baseline.
+    let mut ranked = Vec::new();
     let classes = distinct(c.efficiency.iter().map(|e| (e.kind, e.class.clone())));
     for (kind, class) in classes {
         let of: Vec<&Efficiency> = c
@@ -594,6 +576,31 @@ pub fn comparison(c: &Comparison) -> Vec<String> {
             }
         }
     }
+    ranked
+}
+
+/// Sentences drawn from a comparison's numbers only. Findings on tests
+/// the compared setting can affect come first; each says in the same
+/// sentence which of its tests were interfered or not repeatable.
+pub fn comparison(c: &Comparison) -> Vec<String> {
+    let mut ranked: Vec<(u8, String)> = Vec::new();
+    for g in &c.groups {
+        let Some(s) = group_sentence(c, g) else {
+            continue;
+        };
+        let ci = c
+            .configs
+            .iter()
+            .position(|l| l == &g.candidate)
+            .unwrap_or(1);
+        let rows: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|r| r.group == g.group && r.values[0].is_some() && r.values[ci].is_some())
+            .collect();
+        ranked.push((rank(&rows), format!("{s}{}", marks(c, &rows, ci))));
+    }
+    ranked.extend(efficiency_findings(c));
     // Stable: within a rank, the order above (groups, then efficiency).
     ranked.sort_by_key(|x| x.0);
     let mut f: Vec<String> = ranked.into_iter().map(|x| x.1).collect();

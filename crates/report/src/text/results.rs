@@ -8,7 +8,7 @@ use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::text::printable;
 use iotoll_model::units::format_number as num;
-use iotoll_model::{Ci95, Interference, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::{Ci95, Interference, Kind, ResultDoc, ResultStatus};
 use iotoll_store::{RepRow, RunDetail, RunRow, TestRow};
 use std::fmt::Write;
 
@@ -222,10 +222,6 @@ pub(super) fn multi_host(t: &TestRow) -> String {
     )
 }
 
-fn fig(m: &Metrics, k: &str) -> String {
-    m.get(k).map_or("-".into(), |v| num(*v))
-}
-
 /// A multi-host test's per-host, per-pair and per-adapter tables (empty
 /// for a single-host result): what `results show` prints under the test.
 pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
@@ -261,11 +257,11 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             h.role.clone(),
             h.cpus.to_string(),
         ];
-        r.extend(keys.iter().map(|k| fig(m, k)));
+        r.extend(keys.iter().map(|k| or_dash(m.get(*k).copied())));
         r.push(pct(m.get(mn::CPU_PCT)));
         r.push(pct(m.get(mn::CPU_OTHERS_PCT)));
         if disk {
-            r.push(fig(m, mn::IOPS_PER_CPU_PCT));
+            r.push(or_dash(m.get(mn::IOPS_PER_CPU_PCT).copied()));
         }
         hosts.rows.push(TRow::plain(r, None, false));
     }
