@@ -253,3 +253,40 @@ mod published {
         assert!(md.contains("mesh: per adapter") && html.contains("mesh: per adapter"));
     }
 }
+
+/// The terminal's tables: each column as wide as its widest cell (head
+/// included), aligned as asked, the note's lines under the rows.
+#[test]
+fn text_columns_fit_their_content() {
+    let t = Table {
+        title: "per host:".into(),
+        head: ["host", "role", "Mbit/s"].map(String::from).to_vec(),
+        rows: vec![
+            TRow::plain(
+                ["a-long-name", "client", "9"].map(String::from).to_vec(),
+                None,
+                false,
+            ),
+            TRow::plain(
+                ["s", "server", "12,345"].map(String::from).to_vec(),
+                None,
+                false,
+            ),
+        ],
+        note: Some("one\ntwo".into()),
+    };
+    let text = to_text(&t, " ", "llr");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], " per host:");
+    assert_eq!(lines[1], "   host         role    Mbit/s");
+    assert_eq!(lines[2], "   a-long-name  client       9");
+    assert_eq!(lines[3], "   s            server  12,345");
+    assert_eq!(&lines[4..], ["   one", "   two"]);
+    // No title: the rows at the indent itself; one letter aligns them all.
+    let bare = Table {
+        title: String::new(),
+        note: None,
+        ..t
+    };
+    assert!(to_text(&bare, "", "l").starts_with("host         role    Mbit/s\n"));
+}
