@@ -82,7 +82,7 @@ fn open(db: &DbArg) -> Result<Store> {
 
 /// For commands that only read: never creates, migrates or writes, so a
 /// database on a read-only or full filesystem still answers.
-pub fn open_read(path: &std::path::Path) -> Result<Store> {
+pub fn open_read(path: &Path) -> Result<Store> {
     Store::open_read_only(path).map_err(|e| match e {
         iotoll_store::StoreError::Missing(_) => usage(e),
         e => e.into(),
