@@ -48,8 +48,9 @@ fn disk(s: &DiskSpec) -> String {
     let pinned = (s.cpus.as_ref()).map_or(String::new(), |c| {
         format!("  pinned to CPU {}", format_cpu_list(c))
     });
-    let access = match (s.engine.as_str(), s.direct) {
-        ("iscsi", _) => "",
+    // A LUN is driven by iotoll's initiator: no page cache to bypass.
+    let access = match (s.target_kind.as_str(), s.direct) {
+        ("iscsi-lun", _) => "",
         (_, true) => " O_DIRECT",
         (_, false) => " buffered",
     };
