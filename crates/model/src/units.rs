@@ -96,7 +96,7 @@ pub fn format_figure(v: f64) -> Option<String> {
 }
 
 /// A measured figure as a reader wants it: as [`format_figure`], but whole
-/// numbers without decimals (`1,234,568`, `20.0`, `0.51`, `7`, `0`); `-`
+/// numbers without decimals (`1,234,568`, `20.0`, `0.510`, `7`, `0`); `-`
 /// for a non-finite value.
 pub fn format_number(v: f64) -> String {
     if v.is_finite() && v.fract() == 0.0 {

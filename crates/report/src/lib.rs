@@ -1,7 +1,8 @@
 //! Reports: the comparison of configurations test by test (`compare`), the
 //! sentences drawn from it (`findings`: a comparison's, and a
 //! single run), and its renderings (`markdown`, `html` with SVG charts
-//! from `charts`).
+//! from `charts`, and `text` for the terminal: a run's table, `results
+//! list` and `results show`), all of one `tables::Table` type.
 
 #![forbid(unsafe_code)]
 
