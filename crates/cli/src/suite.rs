@@ -5,14 +5,11 @@ use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interru
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::metrics as mn;
-use iotoll_model::{Kind, RunStatus};
-use iotoll_store::{Selection, Store};
-use iotoll_suite::file::Job;
-use iotoll_suite::hosts::{parse_hosts_file, resolve_hosts, HostAt, HostEntry};
-use iotoll_suite::runner::SinkError;
-use iotoll_suite::{
-    builtin, parse, OnHostFailure, OnInterference, Options, Sink, Suite, TestOutcome,
-};
+use iotoll_model::RunStatus;
+use iotoll_suite::hosts::HostEntry;
+use iotoll_suite::session::{self, host_label, Preflight};
+use iotoll_suite::TestOutcome;
+use iotoll_suite::{builtin, parse, OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -186,130 +183,9 @@ fn check_targets(targets: &[PathBuf]) -> Result<()> {
     }
 }
 
-/// A suite, and for an .icf the lines saying which of its targets became
-/// which `--target` and what it leaves out. `run`: the targets must all
-/// be given (for `show` they may be left out, and are listed).
+/// `session::load`, with the binary's errors.
 pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
-    let icf = which.to_ascii_lowercase().ends_with(".icf");
-    let text = match builtin::find(which) {
-        Some(_) => None,
-        None if icf && !Path::new(which).is_file() => {
-            return Err(usage(format!("{which}: no such file")));
-        }
-        None if icf || Path::new(which).is_file() => {
-            Some(std::fs::read_to_string(which).with_context(|| format!("reading {which}"))?)
-        }
-        None => None,
-    };
-    if let Some(text) = text.filter(|t| icf || iotoll_suite::icf::looks_like_icf(t)) {
-        let (suite, imp) = iotoll_suite::icf::suite(&text, which).map_err(usage)?;
-        let names = |from: usize| {
-            let n: Vec<String> = imp.targets[from..]
-                .iter()
-                .map(|t| format!("'{t}'"))
-                .collect();
-            n.join(", ")
-        };
-        let (want, given) = (imp.targets.len(), targets.len());
-        if given < want && (given > 0 || run) {
-            return Err(usage(format!(
-                "{which} names {want} Iometer target(s) ({}), {given} --target given: give one --target for each, in this order",
-                names(0)
-            )));
-        }
-        if want > 0 && given > want {
-            return Err(usage(format!(
-                "{which} names {want} Iometer target(s) ({}), {given} --target given: give one for each",
-                names(0)
-            )));
-        }
-        let mut lines: Vec<String> = (imp.targets.iter().enumerate())
-            .map(|(i, t)| match targets.get(i) {
-                Some(p) => format!("Iometer target '{t}' -> {}", p.display()),
-                None => format!("Iometer target '{t}' -> (give --target)"),
-            })
-            .collect();
-        lines.extend(imp.notes.iter().map(|n| format!("{which}: {n}")));
-        return Ok((suite, lines));
-    }
-    let (text, file) = match builtin::find(which) {
-        Some(t) => (t.to_string(), format!("built-in suite '{which}'")),
-        None => {
-            let p = PathBuf::from(which);
-            if !p.exists() {
-                let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
-                let names = names.join(", ");
-                let msg = format!("'{which}' is neither a built-in suite ({names}) nor a file");
-                return Err(usage(msg));
-            }
-            let t =
-                std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-            (t, p.display().to_string())
-        }
-    };
-    Ok((parse(&text, &file).map_err(usage)?, Vec::new()))
-}
-
-/// `name (where)` for the run's progress: `c1 (10.0.0.1)`, `c2 (lab c2)`.
-fn host_label(h: &HostEntry) -> String {
-    match &h.at {
-        HostAt::Address(a) => format!("{} ({a})", h.name),
-        HostAt::Lab(l) => format!("{} (lab {l})", h.name),
-    }
-}
-
-/// Names as errors list them: all of a few, or the first and the last.
-fn some_names(names: &[&str]) -> String {
-    match names {
-        [first, _, _, .., last] => format!("{first}, ..., {last}"),
-        all => all.join(", "),
-    }
-}
-
-/// The hosts the suite's tests name, resolved (docs/suites.md, "Hosts and placement"); usage errors (exit 2)
-/// name the file and line, or the test and host.
-fn hosts_for(suite: &Suite, a: &RunArgs) -> Result<Vec<HostEntry>> {
-    let file_hosts = match &a.hosts {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| usage(format!("--hosts {}: {e}", p.display())))?;
-            parse_hosts_file(&text, &p.display().to_string()).map_err(usage)?
-        }
-        None => Vec::new(),
-    };
-    if suite.jobs.iter().all(|j| j.placement.is_local()) {
-        return Ok(Vec::new());
-    }
-    if a.hosts.is_none() && a.lab.is_none() {
-        // Hosts the suite's own [hosts] leaves undefined need a file or a lab.
-        let defined = |h: &str| suite.hosts.iter().any(|d| d.name == h);
-        let undefined = suite
-            .jobs
-            .iter()
-            .find(|j| j.placement.hosts().iter().any(|h| !defined(h)));
-        if let Some(j) = undefined {
-            let test = j.name.split('/').next().unwrap_or(&j.name);
-            // Clients first, then servers: "c1, ..., server".
-            let mut hosts = j.placement.hosts();
-            if let iotoll_suite::Placement::Net { pairs } = &j.placement {
-                hosts.sort_by_key(|h| pairs.iter().any(|(_, s)| s == h));
-            }
-            let labs = crate::lab::builtins_with(&hosts);
-            let hint = match labs.first() {
-                Some(l) => format!(" (e.g. --lab {l})"),
-                None => String::new(),
-            };
-            return Err(usage(format!(
-                "test '{test}' runs on hosts ({}): give --hosts FILE or --lab NAME{hint}",
-                some_names(&hosts)
-            )));
-        }
-    }
-    let lab_hosts = match &a.lab {
-        Some(l) => Some(crate::lab::host_names(l, &a.lab_sets)?),
-        None => None,
-    };
-    resolve_hosts(suite, &file_hosts, lab_hosts.as_deref()).map_err(usage)
+    session::load(which, targets, run).map_err(crate::session_err)
 }
 
 fn check_reps(reps: Option<u32>) -> Result<()> {
@@ -455,54 +331,6 @@ fn export_icf(
     Ok(())
 }
 
-struct StoreSink<'a> {
-    store: &'a mut Store,
-    run: i64,
-}
-
-impl Sink for StoreSink<'_> {
-    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, SinkError> {
-        self.store
-            .add_test(
-                self.run,
-                seq as i64,
-                &job.name,
-                job.kind,
-                Some(&job.group),
-                &job.params,
-                &job.rule.label(),
-            )
-            .map_err(Into::into)
-    }
-
-    fn rep(&mut self, test: i64, rep: u32, doc: &iotoll_model::ResultDoc) -> Result<(), SinkError> {
-        // A measured repetition the database cannot take is kept in a file
-        // and named, never just lost.
-        self.store.add_rep(test, rep as i64, doc).map_err(|e| {
-            match iotoll_store::keep_unstored(self.store.path(), doc) {
-                Ok(p) => format!("{e}; the repetition's result is kept in {}", p.display()),
-                Err(k) => format!("{e}; the result could not be kept either: {k}"),
-            }
-            .into()
-        })
-    }
-
-    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), SinkError> {
-        self.store
-            .finish_test(
-                test,
-                &Selection {
-                    rule: job.rule.label(),
-                    selected_rep: o.selected_rep().map(i64::from),
-                    spread_pct: o.selected.spread_pct,
-                    repeatable: o.repeatable,
-                    summary: o.selected.metrics.clone(),
-                },
-            )
-            .map_err(Into::into)
-    }
-}
-
 impl iotoll_suite::SuiteProgress for TermProgress {
     fn test_start(
         &mut self,
@@ -524,11 +352,10 @@ impl iotoll_suite::SuiteProgress for TermProgress {
     }
 }
 
-fn run(a: RunArgs) -> Result<()> {
-    // First of all: a Ctrl-C or SIGTERM, however early, ends the run as
-    // interrupted (exit 130, the run stored as aborted), never by the
-    // signal's default action (143 and nothing stored).
-    let flag = signals::install();
+/// The suite of `suite run` with every override applied, checked against
+/// the flags before anything starts: the suite, the notes that say so,
+/// its estimated duration and the hosts its tests are placed on.
+fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
     check_targets(&a.target)?;
     let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
     check_reps(a.reps)?;
@@ -536,13 +363,17 @@ fn run(a: RunArgs) -> Result<()> {
     anyhow::ensure!(!blank, usage("--config must not be empty"));
     // Every host a test names is found before anything is created or
     // recorded (a lab is only looked up here, brought up further on).
-    let resolved = hosts_for(&suite, &a)?;
+    let lab = a.lab.as_deref().map(|l| (l, &a.lab_sets[..]));
+    let hosts = session::placed_hosts(&suite, a.hosts.as_deref(), lab);
+    let hosts = hosts.map_err(crate::session_err)?;
     // The durations in effect decide the estimate (and so --yes).
-    let override_note = apply_durations(&mut suite, a.durations)?;
-    let size_note = match a.size {
-        Some(size) => suite.override_size(size).map_err(usage)?,
-        None => None,
-    };
+    let mut notes: Vec<String> = apply_durations(&mut suite, a.durations)?
+        .into_iter()
+        .collect();
+    if let Some(size) = a.size {
+        notes.extend(suite.override_size(size).map_err(usage)?);
+    }
+    notes.extend(mapping);
     let est = iotoll_suite::durations::planned(&suite, a.reps);
     anyhow::ensure!(
         est <= Duration::from_secs(24 * 3600) || a.yes,
@@ -552,170 +383,65 @@ fn run(a: RunArgs) -> Result<()> {
             fmt_dur(est)
         ))
     );
-    let key = crate::net::load_key(&a.auth_key)?;
-    let peer = match &a.peer {
-        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
-        None => None,
-    };
     if let Some(p) = &a.report {
-        let dir = p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(Path::new("."));
         let msg = format!(
             "--report {}: no such directory, or a directory",
             p.display()
         );
         anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
     }
-    // The database is opened (and must be writable) before any workload.
-    let db = a.db.path();
-    let mut store = Store::open(&db)?;
-    store.check_ready()?;
+    Ok((suite, notes, est, hosts))
+}
 
-    // The lab is set up before anything is recorded; one brought up for
-    // this run comes down when `lab` is dropped, however the run ends.
-    let lab = match &a.lab {
-        Some(l) => Some(crate::lab::for_suite(
-            l,
-            &a.lab_sets,
-            a.server.as_deref(),
-            a.client.as_deref(),
-        )?),
+/// `suite run`: the session's steps in order (`iotoll_suite::session`),
+/// then the results table, the notes and the report.
+fn run(a: RunArgs) -> Result<()> {
+    // First of all: a Ctrl-C or SIGTERM, however early, ends the run as
+    // interrupted (exit 130, the run stored as aborted), never by the
+    // signal's default action (143 and nothing stored).
+    let flag = signals::install();
+    let e = crate::session_err;
+    let (suite, notes, est, resolved) = plan(&a)?;
+    let key = crate::net::load_key(&a.auth_key)?;
+    let peer = match &a.peer {
+        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
         None => None,
     };
-    let host = crate::host();
-    use iotoll_probe::sysinfo::PeerPlace;
-    // Network tests that use this process's endpoint (tests placed on
-    // hosts have none here).
-    let local_net = (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
-    let peer_local = match peer {
-        None => local_net,
-        Some(s) => s.ip().is_loopback(),
-    };
-    // In a lab every network peer (the in-process endpoint's lab host, or
-    // the agents of placed tests) is a namespace of this machine.
-    let has_net = suite.jobs.iter().any(|j| j.kind != Kind::Disk);
-    let peer_place = if lab.is_some() && has_net {
-        PeerPlace::Lab
-    } else if peer_local {
-        PeerPlace::Loopback
-    } else {
-        PeerPlace::Remote
-    };
-    let busy = iotoll_probe::sysinfo::busy_processes(
-        Duration::from_millis(500),
-        5.0,
-        std::process::id() as i32,
-    );
-    let target_for_check = a.target.first().cloned().unwrap_or_else(std::env::temp_dir);
-    let has_disk = suite.jobs.iter().any(|j| j.kind == Kind::Disk);
-    let warnings = iotoll_probe::sysinfo::warnings(
-        &host,
-        has_disk.then_some(target_for_check.as_path()),
-        peer_place,
-        &busy,
-    );
+    let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
+    if let Some(l) = &a.lab {
+        let (server, client) = (a.server.as_deref(), a.client.as_deref());
+        s.bring_up_lab(l, &a.lab_sets, server, client, say)
+            .map_err(e)?;
+    }
     let mut progress = TermProgress::new(a.quiet);
-    for w in &warnings {
-        progress.line(&format!("warning: {w}"));
-    }
-    // Run notes: the override first (it qualifies every number), then warnings.
-    let mut notes: Vec<String> = override_note.into_iter().chain(size_note).collect();
-    for n in &notes {
-        progress.line(n);
-    }
-    // An .icf's targets as mapped, and what it leaves out.
-    for m in &mapping {
-        progress.line(m);
-    }
-    notes.extend(mapping);
-    notes.extend(warnings);
-    let mut host = iotoll_model::spec::to_json(&host);
-    if let Some(l) = &lab {
-        host["lab"] = l.disclosure();
-        let endpoint = if local_net && peer.is_none() {
-            format!("endpoint in {}, ", l.run.server)
-        } else {
-            String::new()
-        };
-        progress.line(&format!(
-            "lab {}: {endpoint}tests in {}",
-            l.run.lab.name, l.run.client
-        ));
-    }
-    if !resolved.is_empty() {
-        let hosts: Vec<String> = resolved.iter().map(host_label).collect();
-        progress.line(&format!("hosts: {}", hosts.join(", ")));
-    } else if let Some(p) = &a.hosts {
-        progress.line(&format!(
-            "warning: --hosts {}: suite '{}' has no test placed on hosts; its hosts are not used",
-            p.display(),
-            suite.name
-        ));
-    }
-    let opts = options(&a, key, lab.as_ref().map(|l| l.run.clone()), resolved);
-    // Targets and --peer are checked before anything is recorded, so a
-    // missing device is one error, not every repetition's.
-    check_before_start(&suite, &opts, &a, &flag, &mut progress)?;
-    let run_id = store.begin_run(&suite.name, a.config.as_deref(), &suite.text, &host, &notes)?;
-    progress.line(&format!(
-        "run {run_id}: suite {} ({}, ~{}) into {}",
-        suite.name,
-        iotoll_model::text::count(suite.jobs.len(), "test"),
-        fmt_dur(est),
-        db.display()
-    ));
-    let mut sink = StoreSink {
-        store: &mut store,
-        run: run_id,
+    let pre = Preflight {
+        targets: &a.target,
+        peer,
+        notes,
+        hosts_file: a.hosts.as_deref(),
+        hosts: &resolved,
     };
-    let mut sut = [&suite.sut[..], &a.sut_process[..]].concat();
-    // In a lab, what runs in its other hosts (a target, a server) is the
-    // system under test, not another tenant of the machine.
-    if let Some(l) = &opts.lab {
-        let others = l.lab.hosts.iter().filter(|h| h.name != l.client);
-        sut.extend(others.filter_map(|h| {
-            iotoll_probe::procs::SutProcess::netns(&iotoll_lab::netns_path(h).ok()?)
-        }));
-    }
-    iotoll_probe::procs::set_sut_processes(sut);
-    let res = iotoll_suite::runner::run(&suite, &opts, &flag, &mut progress, &mut sink);
+    s.preflight(&suite, pre, &crate::host(), &mut progress);
+    let opts = options(&a, key, s.lab_run(), resolved);
+    s.check(&suite, &opts, &flag, &mut progress).map_err(e)?;
+    let run_id = s
+        .begin(&suite, a.config.as_deref(), &fmt_dur(est), &mut progress)
+        .map_err(e)?;
+    s.watch_system_under_test(&suite, &a.sut_process);
+    let res = s.run_tests(&suite, &opts, &flag, &mut progress);
     progress.clear();
-    let outcome = match res {
-        Ok(o) => o,
-        Err(e) => {
-            let mut all = notes.clone();
-            all.push(e.to_string());
-            // The run's own failure (which names a result kept in a file)
-            // is what to say; a database that cannot record it either
-            // (full, say) must not hide it.
-            if let Err(e2) = store.finish_run(run_id, RunStatus::Failed, &all) {
-                anyhow::bail!(
-                    "run {run_id} failed: {e}; it could not be marked failed in the database either: {e2}"
-                );
-            }
-            anyhow::bail!("run {run_id} failed: {e}");
-        }
-    };
-    notes.extend(outcome.notes.iter().cloned());
-    if let Err(e) = store.finish_run(run_id, outcome.status, &notes) {
-        // Every repetition is stored: show them before saying the run
-        // could not be marked finished.
-        print!(
-            "{}",
-            results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
-        );
-        anyhow::bail!(
-            "run {run_id}: its repetitions are stored, but it could not be marked {}: {e}",
-            outcome.status
-        );
-    }
+    let outcome = res.map_err(e)?;
+    let finished = s.finish(&outcome);
+    // Every repetition is stored: shown before saying the run could not
+    // be marked finished.
     print!(
         "{}",
         results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
     );
-    let overridden = notes.iter().filter(|n| {
+    finished.map_err(e)?;
+    let overridden = s.notes().iter().filter(|n| {
         n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
             || n.starts_with(iotoll_suite::file::SIZE_NOTE)
     });
@@ -723,14 +449,15 @@ fn run(a: RunArgs) -> Result<()> {
     for n in terminal_notes(&all) {
         println!("note: {n}");
     }
+    let db = a.db.path();
     println!(
         "\nrun {run_id} {} — stored in {}",
         outcome.status.label(),
         db.display()
     );
     // The report covers what was stored, complete or not.
-    if let Some(p) = &a.report {
-        crate::report::write_run_report(&store, run_id, suite.cpu_threshold_pct, p)?;
+    if let (Some(p), Some(store)) = (&a.report, s.store()) {
+        crate::report::write_run_report(store, run_id, suite.cpu_threshold_pct, p)?;
         println!("report written to {}", p.display());
     }
     match outcome.status {
@@ -740,6 +467,11 @@ fn run(a: RunArgs) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// What the session says of a lab it brings up or takes down.
+fn say(msg: &str) {
+    eprintln!("iotoll: {msg}");
 }
 
 /// The run's notes under its results table, readable however long the
@@ -809,42 +541,6 @@ fn options(
             args: a.ssh_args.clone(),
         }),
     }
-}
-
-/// Checks the targets and --peer as the tests will use them, before
-/// anything is recorded (`runner::check`): one error, not one per
-/// repetition.
-fn check_before_start(
-    suite: &Suite,
-    opts: &Options,
-    a: &RunArgs,
-    flag: &std::sync::atomic::AtomicBool,
-    progress: &mut TermProgress,
-) -> Result<()> {
-    let checked: Vec<String> = (a.target.iter())
-        .map(|t| t.display().to_string())
-        .chain(a.peer.iter().map(|p| format!("--peer {p}")))
-        .collect();
-    if !checked.is_empty() {
-        progress.line(&format!("checking {}", checked.join(", ")));
-    }
-    if let Err(e) = iotoll_suite::runner::check(suite, opts, flag) {
-        use iotoll_suite::runner::RunError;
-        if let RunError::Target {
-            source: iotoll_disk::DiskError::Interrupted(_),
-            ..
-        } = e
-        {
-            return Err(Interrupted.into());
-        }
-        let msg = format!("suite not started: {e}");
-        return Err(if e.is_usage() {
-            usage(msg)
-        } else {
-            anyhow::anyhow!(msg)
-        });
-    }
-    Ok(())
 }
 
 pub fn results_table(

@@ -170,6 +170,29 @@ pub struct TestOutcome {
 }
 
 impl TestOutcome {
+    /// A job's outcome before any repetition.
+    fn new(job: &Job) -> TestOutcome {
+        TestOutcome {
+            name: job.name.clone(),
+            group: job.group.clone(),
+            kind: job.kind,
+            rule: job.rule.clone(),
+            metric: job.metric.clone(),
+            reps: Vec::new(),
+            selected: Selected {
+                index: None,
+                metrics: None,
+                spread_pct: None,
+                cpu_spread_pct: None,
+                disagree: Vec::new(),
+            },
+            repeatable: None,
+            failures: Vec::new(),
+            interfered: Vec::new(),
+            not_run: 0,
+        }
+    }
+
     /// 1-based repetition number of the selected one.
     pub fn selected_rep(&self) -> Option<u32> {
         self.selected
@@ -537,6 +560,145 @@ fn temp_target(
     t.map(|_| temp)
 }
 
+/// What the tests of a run use, started before the first: the disk
+/// targets (one temporary test file for all disk tests, sized for the
+/// largest, if none was given), an endpoint in this process (in the lab's
+/// server host) unless `--peer`, the agents of the tests placed on hosts,
+/// and the lab host the tests run in. Dropped at the end: the endpoint
+/// stops, then the agents, then the test file goes.
+struct Bench<'a> {
+    _local: Option<LocalEndpoint>,
+    fleet: Option<crate::fleet::Fleet>,
+    _temp: Option<TempTarget>,
+    targets: Vec<PathBuf>,
+    endpoint: Option<String>,
+    client_host: Option<&'a iotoll_lab::HostState>,
+}
+
+impl<'a> Bench<'a> {
+    /// Starts what the suite's tests need; None: interrupted while
+    /// preparing the test file.
+    fn start(
+        suite: &Suite,
+        opts: &'a Options,
+        interrupted: &AtomicBool,
+        progress: &mut dyn SuiteProgress,
+    ) -> Result<Option<Bench<'a>>, RunError> {
+        // Tests placed on hosts run on their agents, not here.
+        let here = || suite.jobs.iter().filter(|j| j.placement.is_local());
+        let needs_disk = here().any(|j| matches!(j.spec, JobSpec::Disk(_)));
+        let needs_net = here().any(|j| matches!(j.spec, JobSpec::Net(_)));
+        let (targets, temp) = match (opts.targets.is_empty(), needs_disk) {
+            (false, _) => (opts.targets.clone(), None),
+            (true, true) => match temp_target(suite, interrupted, progress) {
+                Ok(t) => (vec![t.0.clone()], Some(t)),
+                Err(DiskError::Interrupted(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            },
+            (true, false) => (Vec::new(), None),
+        };
+        let local = Self::start_endpoint(opts, needs_net && opts.peer.is_none())?;
+        let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
+        let fleet = Self::start_fleet(suite, opts, client_host, progress)?;
+        let endpoint = (opts.peer.clone()).or_else(|| local.as_ref().map(|l| l.addr.clone()));
+        Ok(Some(Bench {
+            _local: local,
+            fleet,
+            _temp: temp,
+            targets,
+            endpoint,
+            client_host,
+        }))
+    }
+
+    /// The in-process endpoint the network tests run against, if they
+    /// need one: on loopback, or in the lab's server host.
+    fn start_endpoint(opts: &Options, needed: bool) -> Result<Option<LocalEndpoint>, RunError> {
+        Ok(match (&opts.lab, needed) {
+            (_, false) => None,
+            (Some(l), true) => Some(LocalEndpoint::start_in(
+                l.host(&l.server)?,
+                opts.auth_key.clone(),
+            )?),
+            (None, true) => Some(LocalEndpoint::start(opts.auth_key.clone())?),
+        })
+    }
+
+    /// The agents of the tests placed on hosts, and their console. The
+    /// console reaches a lab's agents from inside the lab (its client
+    /// host); its sessions keep that namespace.
+    fn start_fleet(
+        suite: &Suite,
+        opts: &Options,
+        client_host: Option<&iotoll_lab::HostState>,
+        progress: &mut dyn SuiteProgress,
+    ) -> Result<Option<crate::fleet::Fleet>, RunError> {
+        let _inside = client_host
+            .map(iotoll_lab::enter)
+            .transpose()
+            .map_err(|e| RunError::Lab(e.to_string()))?;
+        crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))
+    }
+
+    /// One repetition of `job`. In a lab, the test runs inside the client
+    /// host: this thread enters its namespace for the repetition (threads
+    /// the test starts inherit it) and comes back after.
+    fn run_rep(
+        &mut self,
+        job: &Job,
+        opts: &Options,
+        ctl: RunControl,
+    ) -> Result<Result<ResultDoc, RepError>, RunError> {
+        let _inside = (self.client_host.map(iotoll_lab::enter).transpose())
+            .map_err(|e| RunError::Lab(e.to_string()))?;
+        let (targets, endpoint) = (&self.targets, self.endpoint.as_deref());
+        Ok(run_one(
+            job,
+            opts,
+            targets,
+            endpoint,
+            self.fleet.as_mut(),
+            ctl,
+        ))
+    }
+}
+
+/// A suite run in progress: what it started, where it stands, what it
+/// has recorded so far.
+struct Pass<'a, 'p> {
+    suite: &'a Suite,
+    opts: &'a Options,
+    interrupted: &'a AtomicBool,
+    progress: &'p mut dyn SuiteProgress,
+    sink: &'p mut dyn Sink,
+    bench: Bench<'a>,
+    eta: crate::durations::Eta,
+    t0: Instant,
+    notes: Vec<String>,
+    status: RunStatus,
+    tests: Vec<TestOutcome>,
+    standing: Standing,
+}
+
+/// One test's repetitions so far: how many ran, how many it may have.
+struct Reps {
+    out: TestOutcome,
+    /// The sink's id of the test.
+    id: i64,
+    /// The repetitions planned (`--reps` or the test's).
+    planned: u32,
+    rep: u32,
+    limit: u32,
+    interference_reruns: u32,
+}
+
+/// After a test: go on with the next, or stop the run.
+#[derive(PartialEq)]
+enum Next {
+    Go,
+    Stop,
+}
+
 /// Runs every job of `suite` in order.
 pub fn run(
     suite: &Suite,
@@ -545,214 +707,194 @@ pub fn run(
     progress: &mut dyn SuiteProgress,
     sink: &mut dyn Sink,
 ) -> Result<Outcome, RunError> {
-    let mut notes = Vec::new();
-    // Tests placed on hosts run on their agents, not here.
-    let here = || suite.jobs.iter().filter(|j| j.placement.is_local());
-    let needs_disk = here().any(|j| matches!(j.spec, JobSpec::Disk(_)));
-    let needs_net = here().any(|j| matches!(j.spec, JobSpec::Net(_)));
+    let Some(bench) = Bench::start(suite, opts, interrupted, progress)? else {
+        return Ok(Outcome {
+            status: RunStatus::Aborted,
+            tests: Vec::new(),
+            notes: vec!["interrupted while preparing the test file".into()],
+        });
+    };
+    let mut pass = Pass {
+        suite,
+        opts,
+        interrupted,
+        progress,
+        sink,
+        bench,
+        eta: crate::durations::Eta::new(suite, opts.reps),
+        t0: Instant::now(),
+        notes: Vec::new(),
+        status: RunStatus::Complete,
+        tests: Vec::with_capacity(suite.jobs.len()),
+        standing: Standing::default(),
+    };
+    for (i, job) in suite.jobs.iter().enumerate() {
+        if pass.run_test(i, job)? == Next::Stop {
+            break;
+        }
+    }
+    Ok(pass.outcome())
+}
 
-    // One temporary test file for all disk tests, sized for the largest.
-    let mut _temp = None;
-    let targets = match (opts.targets.is_empty(), needs_disk) {
-        (false, _) => opts.targets.clone(),
-        (true, true) => match temp_target(suite, interrupted, progress) {
-            Ok(t) => {
-                let path = t.0.clone();
-                _temp = Some(t);
-                vec![path]
-            }
-            Err(DiskError::Interrupted(_)) => {
-                return Ok(Outcome {
-                    status: RunStatus::Aborted,
-                    tests: Vec::new(),
-                    notes: vec!["interrupted while preparing the test file".into()],
-                })
-            }
-            Err(e) => return Err(e.into()),
-        },
-        (true, false) => Vec::new(),
-    };
-    let local = match (&opts.lab, needs_net && opts.peer.is_none()) {
-        (_, false) => None,
-        (Some(l), true) => Some(LocalEndpoint::start_in(
-            l.host(&l.server)?,
-            opts.auth_key.clone(),
-        )?),
-        (None, true) => Some(LocalEndpoint::start(opts.auth_key.clone())?),
-    };
-    let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
-    // The console reaches a lab's agents from inside the lab (its client
-    // host); its sessions keep that namespace.
-    let mut fleet = {
-        let _inside = client_host
-            .map(iotoll_lab::enter)
-            .transpose()
-            .map_err(|e| RunError::Lab(e.to_string()))?;
-        crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))?
-    };
-    let endpoint = opts
-        .peer
-        .clone()
-        .or_else(|| local.as_ref().map(|l| l.addr.clone()));
-
-    let total = suite.jobs.len();
-    let t0 = Instant::now();
-    let mut eta = crate::durations::Eta::new(suite, opts.reps);
-    let mut tests = Vec::with_capacity(total);
-    let mut status = RunStatus::Complete;
-    let mut standing = Standing::default();
-    'jobs: for (i, job) in suite.jobs.iter().enumerate() {
-        let reps = opts.reps.unwrap_or(job.reps).max(1);
-        let id = sink.begin_test(i + 1, job)?;
-        let mut out = TestOutcome {
-            name: job.name.clone(),
-            group: job.group.clone(),
-            kind: job.kind,
-            rule: job.rule.clone(),
-            metric: job.metric.clone(),
-            reps: Vec::new(),
-            selected: Selected {
-                index: None,
-                metrics: None,
-                spread_pct: None,
-                cpu_spread_pct: None,
-                disagree: Vec::new(),
-            },
-            repeatable: None,
-            failures: Vec::new(),
-            interfered: Vec::new(),
-            not_run: 0,
+impl Pass<'_, '_> {
+    /// Every repetition of one job (and its reruns while it is not
+    /// repeatable), then its selection, recorded.
+    fn run_test(&mut self, i: usize, job: &Job) -> Result<Next, RunError> {
+        let planned = self.opts.reps.unwrap_or(job.reps).max(1);
+        let mut t = Reps {
+            out: TestOutcome::new(job),
+            id: self.sink.begin_test(i + 1, job)?,
+            planned,
+            rep: 0,
+            limit: planned,
+            interference_reruns: 0,
         };
-        let threshold = opts.interference_pct.unwrap_or(job.interference_pct);
-        let mut rep = 0u32;
-        let mut limit = reps;
-        let mut interference_reruns = 0u32;
-        while rep < limit {
-            rep += 1;
-            let left = eta.at(i, rep, limit, t0.elapsed());
-            progress.test_start(i + 1, total, &job.name, rep, limit, left);
-            // In a lab, the test runs inside the client host: this thread
-            // enters its namespace for the repetition (threads the test
-            // starts inherit it) and comes back after.
-            let inside = client_host
-                .map(iotoll_lab::enter)
-                .transpose()
-                .map_err(|e| RunError::Lab(e.to_string()))?;
-            let r = run_one(
-                job,
-                opts,
-                &targets,
-                endpoint.as_deref(),
-                fleet.as_mut(),
-                RunControl {
-                    interrupted,
-                    progress: &mut *progress,
-                    schedule: None,
-                },
-            );
-            drop(inside);
-            eta.rep_done(i);
+        while t.rep < t.limit {
+            t.rep += 1;
+            let r = self.run_rep(i, job, t.rep, t.limit)?;
             match r {
-                Ok(mut doc) => {
-                    if let (Some(skew), Some(f)) = (&doc.skew_us, &fleet) {
-                        progress.line(&format!(
-                            "{} repetition {rep}: window on {} hosts opened at {} (skew {:.0} us at start, {:.0} us at stop)",
-                            job.name,
-                            doc.hosts.len(),
-                            f.console
-                                .last_record_on()
-                                .map(crate::fleet::rfc3339_us)
-                                .unwrap_or_default(),
-                            skew.start,
-                            skew.stop
-                        ));
-                    }
-                    if doc.apply_interference_threshold(threshold) {
-                        for n in doc
-                            .notes
-                            .iter()
-                            .filter(|n| n.starts_with(INTERFERENCE_NOTE))
-                        {
-                            progress.line(&format!("{} repetition {rep}: {n}", job.name));
-                            notes.push(format!("{} repetition {rep}: {n}", job.name));
-                        }
-                        if opts.on_interference == OnInterference::Rerun
-                            && interference_reruns < MAX_INTERFERENCE_RERUNS
-                        {
-                            interference_reruns += 1;
-                            limit += 1;
-                            progress.line(&format!(
-                                "{}: running one more repetition ({interference_reruns} of at most {MAX_INTERFERENCE_RERUNS} for interference)",
-                                job.name
-                            ));
-                        }
-                    }
-                    sink.rep(id, rep, &doc)?;
-                    out.reps.push((rep, doc));
-                }
+                Ok(doc) => self.keep(job, &mut t, doc)?,
                 Err(RepError::Interrupted) => {
-                    status = RunStatus::Aborted;
-                    notes.push(format!("interrupted during {} repetition {rep}", job.name));
-                    finish(&mut out, job, sink, id)?;
-                    tests.push(out);
-                    break 'jobs;
+                    self.status = RunStatus::Aborted;
+                    let note = format!("interrupted during {} repetition {}", job.name, t.rep);
+                    self.notes.push(note);
+                    self.end_test(job, t.out, t.id)?;
+                    return Ok(Next::Stop);
                 }
                 Err(RepError::Host(e)) => {
-                    progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
-                    notes.push(format!("{} repetition {rep} failed: {e}", job.name));
-                    out.failures.push(format!("repetition {rep}: {e}"));
-                    status = RunStatus::Failed;
-                    finish(&mut out, job, sink, id)?;
-                    tests.push(out);
-                    if opts.on_host_failure == OnHostFailure::Stop {
-                        notes.push("stopped: a host failed (--on-host-failure stop)".into());
-                        break 'jobs;
+                    self.failed(job, &mut t, &e);
+                    self.end_test(job, t.out, t.id)?;
+                    if self.opts.on_host_failure == OnHostFailure::Stop {
+                        let note = "stopped: a host failed (--on-host-failure stop)";
+                        self.notes.push(note.into());
+                        return Ok(Next::Stop);
                     }
                     // The host is gone for this test: the next test tries again.
-                    continue 'jobs;
+                    return Ok(Next::Go);
                 }
                 Err(RepError::Standing(e)) => {
-                    let line = standing.note(&job.name, rep, limit, &e);
-                    progress.line(&line);
-                    notes.push(line);
-                    out.failures.push(format!("repetition {rep}: {e}"));
-                    out.not_run = limit - rep;
-                    status = RunStatus::Failed;
+                    let line = self.standing.note(&job.name, t.rep, t.limit, &e);
+                    self.progress.line(&line);
+                    self.notes.push(line);
+                    t.out.failures.push(format!("repetition {}: {e}", t.rep));
+                    t.out.not_run = t.limit - t.rep;
+                    self.status = RunStatus::Failed;
                     break;
                 }
-                Err(RepError::Failed(e)) => {
-                    progress.line(&format!("{} repetition {rep} failed: {e}", job.name));
-                    // The run's notes say why it is failed; the repetition's
-                    // partial figures are never stored as a result.
-                    notes.push(format!("{} repetition {rep} failed: {e}", job.name));
-                    out.failures.push(format!("repetition {rep}: {e}"));
-                    status = RunStatus::Failed;
-                }
+                // The run's notes say why it is failed; the repetition's
+                // partial figures are never stored as a result.
+                Err(RepError::Failed(e)) => self.failed(job, &mut t, &e),
             }
-            if rep == limit {
+            if t.rep == t.limit {
                 // Not repeatable yet: up to `rerun` extra repetitions.
-                finish(&mut out, job, sink, None)?;
-                if out.repeatable == Some(false) && limit < reps + job.rerun + interference_reruns {
-                    limit += 1;
+                finish(&mut t.out, job, self.sink, None)?;
+                let most = t.planned + job.rerun + t.interference_reruns;
+                if t.out.repeatable == Some(false) && t.limit < most {
+                    t.limit += 1;
                 }
             }
         }
-        finish(&mut out, job, sink, id)?;
-        if out.repeatable == Some(false) {
-            notes.push(format!(
-                "{}: not repeatable: {}",
+        self.end_test(job, t.out, t.id)?;
+        if let Some(last) = self.tests.last().filter(|o| o.repeatable == Some(false)) {
+            let disagree = last.selected.disagree.join("; ");
+            self.notes
+                .push(format!("{}: not repeatable: {disagree}", job.name));
+        }
+        Ok(Next::Go)
+    }
+
+    /// Repetition `rep` of `limit` of job `i`, with its progress line.
+    fn run_rep(
+        &mut self,
+        i: usize,
+        job: &Job,
+        rep: u32,
+        limit: u32,
+    ) -> Result<Result<ResultDoc, RepError>, RunError> {
+        let total = self.suite.jobs.len();
+        let left = self.eta.at(i, rep, limit, self.t0.elapsed());
+        self.progress
+            .test_start(i + 1, total, &job.name, rep, limit, left);
+        let ctl = RunControl {
+            interrupted: self.interrupted,
+            progress: &mut *self.progress,
+            schedule: None,
+        };
+        let r = self.bench.run_rep(job, self.opts, ctl);
+        self.eta.rep_done(i);
+        r
+    }
+
+    /// A measured repetition: its window's skew across hosts said, its
+    /// interference judged (and one more repetition run for it, with
+    /// `--on-interference rerun`), stored and kept.
+    fn keep(&mut self, job: &Job, t: &mut Reps, mut doc: ResultDoc) -> Result<(), RunError> {
+        let rep = t.rep;
+        if let (Some(skew), Some(f)) = (&doc.skew_us, &self.bench.fleet) {
+            self.progress.line(&format!(
+                "{} repetition {rep}: window on {} hosts opened at {} (skew {:.0} us at start, {:.0} us at stop)",
                 job.name,
-                out.selected.disagree.join("; ")
+                doc.hosts.len(),
+                (f.console.last_record_on())
+                    .map(crate::fleet::rfc3339_us)
+                    .unwrap_or_default(),
+                skew.start,
+                skew.stop
             ));
         }
-        tests.push(out);
+        let threshold = self.opts.interference_pct.unwrap_or(job.interference_pct);
+        if doc.apply_interference_threshold(threshold) {
+            let interfered = doc
+                .notes
+                .iter()
+                .filter(|n| n.starts_with(INTERFERENCE_NOTE));
+            for n in interfered {
+                self.progress
+                    .line(&format!("{} repetition {rep}: {n}", job.name));
+                self.notes
+                    .push(format!("{} repetition {rep}: {n}", job.name));
+            }
+            if self.opts.on_interference == OnInterference::Rerun
+                && t.interference_reruns < MAX_INTERFERENCE_RERUNS
+            {
+                t.interference_reruns += 1;
+                t.limit += 1;
+                self.progress.line(&format!(
+                    "{}: running one more repetition ({} of at most {MAX_INTERFERENCE_RERUNS} for interference)",
+                    job.name, t.interference_reruns
+                ));
+            }
+        }
+        self.sink.rep(t.id, rep, &doc)?;
+        t.out.reps.push((rep, doc));
+        Ok(())
     }
-    drop(local);
-    Ok(Outcome {
-        status,
-        tests,
-        notes,
-    })
+
+    /// A repetition that failed (or lost a host): said, noted, counted.
+    fn failed(&mut self, job: &Job, t: &mut Reps, e: &str) {
+        let line = format!("{} repetition {} failed: {e}", job.name, t.rep);
+        self.progress.line(&line);
+        self.notes.push(line);
+        t.out.failures.push(format!("repetition {}: {e}", t.rep));
+        self.status = RunStatus::Failed;
+    }
+
+    /// The test's selection, recorded, and the test kept.
+    fn end_test(&mut self, job: &Job, mut out: TestOutcome, id: i64) -> Result<(), SinkError> {
+        finish(&mut out, job, self.sink, id)?;
+        self.tests.push(out);
+        Ok(())
+    }
+
+    /// What the run came to. The endpoint, the agents and the test file
+    /// go with the pass.
+    fn outcome(self) -> Outcome {
+        Outcome {
+            status: self.status,
+            tests: self.tests,
+            notes: self.notes,
+        }
+    }
 }
 
 /// The reasons that stopped tests, each said in full once: a later test
