@@ -12,6 +12,7 @@ mod report;
 mod results;
 mod signals;
 mod suite;
+mod sysinfo;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::ResultStatus;
@@ -447,7 +448,7 @@ fn main() -> ExitCode {
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),
-        Cmd::Sysinfo { json } => suite::sysinfo(json),
+        Cmd::Sysinfo { json } => sysinfo::sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
         Cmd::Completions { shell } => completions(shell),
