@@ -165,17 +165,10 @@ mod table_tests {
         let ms: Vec<&iotoll_model::Metrics> = docs.iter().map(|(_, d)| &d.metrics).collect();
         let selected: Selected = iotoll_suite::select(&ms, &job.rule, &job.metric);
         TestOutcome {
-            name: job.name.clone(),
-            group: job.group.clone(),
-            kind: job.kind,
-            rule: job.rule.clone(),
-            metric: job.metric.clone(),
             reps: docs,
             selected,
             repeatable: Some(true),
-            failures: vec![],
-            not_run: 0,
-            interfered: vec![],
+            ..TestOutcome::new(job)
         }
     }
 

@@ -107,6 +107,12 @@ pub fn host_label(h: &HostEntry) -> String {
     }
 }
 
+/// Network tests that use this process's endpoint (tests placed on hosts
+/// have none here).
+fn local_net(suite: &Suite) -> bool {
+    (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local())
+}
+
 impl Session {
     /// Opens the results database at `db` (None: nothing is stored) and
     /// checks that it can take a run: writable, unlocked, with room;
@@ -128,6 +134,11 @@ impl Session {
     /// The database (a suite's session always has one).
     fn db(&self) -> Result<&Store, SessionError> {
         (self.store.as_ref()).ok_or_else(|| SessionError::Failed("no results database".into()))
+    }
+
+    /// The run's id, once begun.
+    fn run_id(&self) -> Result<i64, SessionError> {
+        (self.run).ok_or_else(|| SessionError::Failed("the run has not begun".into()))
     }
 
     /// The database, if any: for the report of the run.
@@ -164,8 +175,7 @@ impl Session {
     /// lab every network peer (the in-process endpoint's lab host, or the
     /// agents of placed tests) is a namespace of this machine.
     fn peer_place(&self, suite: &Suite, peer: Option<SocketAddr>) -> PeerPlace {
-        let local_net = (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
-        let peer_local = peer.map_or(local_net, |s| s.ip().is_loopback());
+        let peer_local = peer.map_or(local_net(suite), |s| s.ip().is_loopback());
         let has_net = suite.jobs.iter().any(|j| j.kind != Kind::Disk);
         if self.lab.is_some() && has_net {
             PeerPlace::Lab
@@ -209,9 +219,7 @@ impl Session {
         self.disclosure = iotoll_model::spec::to_json(host);
         if let Some(l) = &self.lab {
             self.disclosure["lab"] = l.disclosure();
-            let local_net =
-                (suite.jobs.iter()).any(|j| j.kind != Kind::Disk && j.placement.is_local());
-            let endpoint = match local_net && p.peer.is_none() {
+            let endpoint = match local_net(suite) && p.peer.is_none() {
                 true => format!("endpoint in {}, ", l.run.server),
                 false => String::new(),
             };
@@ -313,9 +321,7 @@ impl Session {
         flag: &AtomicBool,
         progress: &mut dyn SuiteProgress,
     ) -> Result<Outcome, SessionError> {
-        let run = self
-            .run
-            .ok_or_else(|| SessionError::Failed("run not begun".into()))?;
+        let run = self.run_id()?;
         let store = (self.store.as_mut())
             .ok_or_else(|| SessionError::Failed("no results database".into()))?;
         let mut sink = sink::StoreSink { store, run };
@@ -340,9 +346,7 @@ impl Session {
 
     /// Records the run's end: its status and every note.
     pub fn finish(&mut self, outcome: &Outcome) -> Result<(), SessionError> {
-        let run = self
-            .run
-            .ok_or_else(|| SessionError::Failed("run not begun".into()))?;
+        let run = self.run_id()?;
         self.notes.extend(outcome.notes.iter().cloned());
         let status = outcome.status;
         self.db()?
