@@ -383,7 +383,7 @@ pub fn measure<E: RunError>(
     doc.notes
         .extend(iotoll_suite::session::sut_note(&o.sut_process, &doc));
     print_doc(o, &doc)?;
-    let stored = session.record_single(&doc, &host()).map_err(session_err)?;
+    let stored = session.record_single(&doc, host).map_err(session_err)?;
     if let (Some(id), Some(db), false) = (stored, session.db_path(), o.quiet) {
         eprintln!("iotoll: stored as run {id} in {}", db.display());
     }
@@ -408,13 +408,12 @@ fn failed_run(
     if let Err(e) = print_doc(o, &doc) {
         return e;
     }
-    match session.record_failed(&doc, &host()) {
+    let recorded = session.record_failed(&doc, host);
+    let db = session.db_path().map(|p| p.display().to_string());
+    match recorded {
         Some(Ok(id)) => eprintln!(
             "iotoll: stored as failed run {id} in {} (no result kept)",
-            session
-                .db_path()
-                .unwrap_or(std::path::Path::new(""))
-                .display()
+            db.unwrap_or_default()
         ),
         Some(Err(e)) => eprintln!(
             "iotoll: the failed run could not be recorded: {:#}",

@@ -68,17 +68,19 @@ impl Session {
     /// repetition (all of it or none: never a run left `running`), and
     /// its id (None without a database). A result the database refuses is
     /// kept in a file beside it and the error says where: a finished
-    /// result is never printed and then lost.
+    /// result is never printed and then lost. `host`: this host's
+    /// disclosure, read only if there is a database.
     pub fn record_single(
         &mut self,
         doc: &ResultDoc,
-        host: &Host,
+        host: impl FnOnce() -> Host,
     ) -> Result<Option<i64>, SessionError> {
         let Some(store) = self.store.as_mut() else {
             return Ok(None);
         };
+        let host = host();
         let stored = store.atomically(|store| {
-            let (run, test) = begin_single(store, doc, host)?;
+            let (run, test) = begin_single(store, doc, &host)?;
             store.add_rep(test, 1, doc)?;
             let selection = Selection {
                 rule: "all".into(),
@@ -112,10 +114,10 @@ impl Session {
     pub fn record_failed(
         &mut self,
         doc: &ResultDoc,
-        host: &Host,
+        host: impl FnOnce() -> Host,
     ) -> Option<Result<i64, SessionError>> {
         let store = self.store.as_mut()?;
-        let run = begin_single(store, doc, host).and_then(|(run, _)| {
+        let run = begin_single(store, doc, &host()).and_then(|(run, _)| {
             store
                 .finish_run(run, RunStatus::Failed, &doc.notes)
                 .map(|_| run)
