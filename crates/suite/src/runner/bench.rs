@@ -262,10 +262,7 @@ impl<'a> Bench<'a> {
         client_host: Option<&iotoll_lab::HostState>,
         progress: &mut dyn SuiteProgress,
     ) -> Result<Option<crate::fleet::Fleet>, RunError> {
-        let _inside = client_host
-            .map(iotoll_lab::enter)
-            .transpose()
-            .map_err(|e| RunError::Lab(e.to_string()))?;
+        let _inside = enter(client_host)?;
         crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))
     }
 
@@ -278,8 +275,7 @@ impl<'a> Bench<'a> {
         opts: &Options,
         ctl: RunControl,
     ) -> Result<Result<ResultDoc, RepError>, RunError> {
-        let _inside = (self.client_host.map(iotoll_lab::enter).transpose())
-            .map_err(|e| RunError::Lab(e.to_string()))?;
+        let _inside = enter(self.client_host)?;
         let (targets, endpoint) = (&self.targets, self.endpoint.as_deref());
         Ok(run_one(
             job,
@@ -290,4 +286,13 @@ impl<'a> Bench<'a> {
             ctl,
         ))
     }
+}
+
+/// This thread inside the lab host the tests run in, if any, until the
+/// guard is dropped.
+pub(super) fn enter(
+    host: Option<&iotoll_lab::HostState>,
+) -> Result<Option<iotoll_lab::NetnsGuard>, RunError> {
+    let inside = host.map(iotoll_lab::enter).transpose();
+    inside.map_err(|e| RunError::Lab(e.to_string()))
 }

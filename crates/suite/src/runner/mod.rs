@@ -326,10 +326,7 @@ fn disk_spec(
 pub fn check(suite: &Suite, opts: &Options, interrupted: &AtomicBool) -> Result<(), RunError> {
     let here = || suite.jobs.iter().filter(|j| j.placement.is_local());
     let client = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
-    let _inside = client
-        .map(iotoll_lab::enter)
-        .transpose()
-        .map_err(|e| RunError::Lab(e.to_string()))?;
+    let _inside = bench::enter(client)?;
     if !opts.targets.is_empty() {
         // Tests that use the targets alike are checked once (an iSCSI
         // study logs in once, not once per test).
