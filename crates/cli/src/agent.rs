@@ -62,29 +62,7 @@ pub fn main(a: AgentArgs) -> Result<()> {
         Some("-") => Some(key_from_stdin()?),
         Some(p) => Some(Key::load(std::path::Path::new(p)).map_err(usage)?),
     };
-    let listen = match (&a.listen, &key) {
-        (Some(s), _) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
-        (None, Some(_)) => {
-            std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT))
-        }
-        (None, None) => std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
-    };
-    anyhow::ensure!(
-        key.is_some() || listen.ip().is_loopback(),
-        usage(format!(
-            "an agent takes orders to run workloads: give --auth-key FILE to listen on {} (without a key it listens on loopback only)",
-            listen.ip()
-        ))
-    );
-    let listener = match std::net::TcpListener::bind(listen) {
-        Ok(l) => l,
-        // No IPv6 on this host: the default falls back to IPv4.
-        Err(_) if a.listen.is_none() && listen.is_ipv6() => {
-            std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))
-                .with_context(|| format!("cannot listen on 0.0.0.0:{DEFAULT_PORT}"))?
-        }
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot listen on {listen}"))),
-    };
+    let listener = listen(a.listen.as_deref(), key.is_some())?;
     let bound = listener.local_addr().context("listener address")?;
     let flag = crate::signals::install();
     if from_stdin {
@@ -124,6 +102,33 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = out.flush();
     }
     iotoll_net::serve_on(listener, &cfg, &flag, log).map_err(crate::usage_or)
+}
+
+/// The agent's listener: on `--listen`, else every address with a key
+/// (IPv4 where this host has no IPv6) and loopback only without one.
+fn listen(given: Option<&str>, keyed: bool) -> Result<std::net::TcpListener> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+    let listen = match (given, keyed) {
+        (Some(s), _) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
+        (None, true) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
+        (None, false) => SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
+    };
+    anyhow::ensure!(
+        keyed || listen.ip().is_loopback(),
+        usage(format!(
+            "an agent takes orders to run workloads: give --auth-key FILE to listen on {} (without a key it listens on loopback only)",
+            listen.ip()
+        ))
+    );
+    match TcpListener::bind(listen) {
+        Ok(l) => Ok(l),
+        // No IPv6 on this host: the default falls back to IPv4.
+        Err(_) if given.is_none() && listen.is_ipv6() => {
+            TcpListener::bind((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))
+                .with_context(|| format!("cannot listen on 0.0.0.0:{DEFAULT_PORT}"))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot listen on {listen}"))),
+    }
 }
 
 /// The key on the first line of stdin (never on a command line, where

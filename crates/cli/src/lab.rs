@@ -5,7 +5,6 @@ use anyhow::Result;
 use clap::Subcommand;
 use iotoll_lab::{LabError, LabState};
 use std::io::IsTerminal;
-use std::os::unix::process::CommandExt;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
@@ -108,7 +107,10 @@ pub fn main(cmd: LabCmd) -> Result<()> {
             name,
             host,
             command,
-        } => exec(&name, &host, &command),
+        } => {
+            let warn = &mut |w: &str| eprintln!("iotoll: warning: {w}");
+            Err(lab_err(iotoll_lab::exec(&name, &host, &command, warn)))
+        }
     }
 }
 
@@ -252,201 +254,4 @@ fn status(name: Option<&str>, json: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn exec(name: &str, host: &str, command: &[String]) -> Result<()> {
-    iotoll_lab::need_enter().map_err(lab_err)?;
-    let st = iotoll_lab::status(name)
-        .map_err(lab_err)?
-        .ok_or_else(|| anyhow::anyhow!("lab '{name}' is not up"))?;
-    let Some(h) = st.host(host) else {
-        let names: Vec<&str> = st.hosts.iter().map(|h| h.name.as_str()).collect();
-        return Err(usage(format!(
-            "lab '{name}' has no host '{host}' (hosts: {})",
-            names.join(", ")
-        )));
-    };
-    if !st.complete {
-        eprintln!("iotoll: warning: lab {name} is incomplete (its `up` did not finish)");
-    }
-    // `ip netns exec` also remounts /sys for the namespace; exec passes
-    // the command's exit status (or signal) straight through.
-    let e = std::process::Command::new("ip")
-        .args(["netns", "exec", &h.netns])
-        .args(command)
-        .exec();
-    Err(anyhow::anyhow!("cannot run ip netns exec: {e}"))
-}
-
-/// The lab a suite runs in (`suite run --lab`): one that is up, or one
-/// brought up for the run and taken down when this is dropped (at the end
-/// of the run, however it ends).
-pub struct SuiteLab {
-    pub run: iotoll_suite::runner::LabRun,
-    brought_up: bool,
-}
-
-impl Drop for SuiteLab {
-    fn drop(&mut self) {
-        if self.brought_up {
-            match iotoll_lab::down(&self.run.lab.name) {
-                Ok(_) => eprintln!("iotoll: lab {} taken down", self.run.lab.name),
-                Err(e) => eprintln!(
-                    "iotoll: lab {} could not be taken down: {e} (try `iotoll lab down {}`)",
-                    self.run.lab.name, self.run.lab.name
-                ),
-            }
-        }
-    }
-}
-
-impl SuiteLab {
-    /// What the run's disclosure records: the lab, its settings, and where
-    /// the endpoint and the tests ran.
-    pub fn disclosure(&self) -> serde_json::Value {
-        let mut d = self.run.lab.disclosure();
-        d["server"] = self.run.server.clone().into();
-        d["client"] = self.run.client.clone().into();
-        d
-    }
-}
-
-/// The first of `names` that is among `hosts`.
-fn first_of<'a>(hosts: &[String], names: &[&'a str]) -> Option<&'a str> {
-    names.iter().copied().find(|n| hosts.iter().any(|h| h == n))
-}
-
-/// The endpoint's host and the tests' host among `hosts` of lab `lab`:
-/// as named (checked), or by the built-ins' conventions.
-fn pick_hosts(
-    lab: &str,
-    hosts: &[String],
-    server: Option<&str>,
-    client: Option<&str>,
-) -> Result<(String, String)> {
-    let all = hosts.join(", ");
-    let named = |which: &str, h: Option<&str>| -> Result<Option<String>> {
-        match h {
-            Some(h) if !hosts.iter().any(|x| x == h) => Err(usage(format!(
-                "--{which} {h}: lab {lab} has no such host (its hosts: {all})"
-            ))),
-            h => Ok(h.map(str::to_string)),
-        }
-    };
-    let server = named("server", server)?
-        .or_else(|| first_of(hosts, &["server", "target", "b"]).map(str::to_string))
-        .ok_or_else(|| {
-            usage(format!(
-                "name the endpoint's host with --server (lab {lab}'s hosts: {all})"
-            ))
-        })?;
-    let client = named("client", client)?
-        .or_else(|| {
-            first_of(hosts, &["c1", "initiator", "a"])
-                .filter(|c| *c != server)
-                .map(str::to_string)
-                .or_else(|| hosts.iter().find(|h| **h != server).cloned())
-        })
-        .ok_or_else(|| usage(format!("lab {lab} has no host besides {server}")))?;
-    anyhow::ensure!(
-        server != client,
-        usage(format!(
-            "--server and --client are both {server}: the endpoint and the tests need two hosts"
-        ))
-    );
-    Ok((server, client))
-}
-
-/// A lab as found: up already, or only defined (to bring up).
-enum Found {
-    Up(LabState),
-    Defined(iotoll_lab::LabDef),
-}
-
-impl Found {
-    /// The lab `lab` (a name that is up, a built-in or a file, with `sets`),
-    /// nothing created.
-    fn find(lab: &str, sets: &[String]) -> Result<Found> {
-        Ok(match iotoll_lab::status(lab).map_err(lab_err)? {
-            Some(st) => Found::Up(st),
-            None => {
-                let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
-                match iotoll_lab::status(&def.name).map_err(lab_err)? {
-                    Some(st) => Found::Up(st),
-                    None => Found::Defined(def),
-                }
-            }
-        })
-    }
-
-    /// Its name and its hosts' names.
-    fn names(&self) -> (&str, Vec<String>) {
-        match self {
-            Found::Up(st) => (&st.name, st.hosts.iter().map(|h| h.name.clone()).collect()),
-            Found::Defined(d) => (&d.name, d.hosts.iter().map(|h| h.name.clone()).collect()),
-        }
-    }
-}
-
-/// The host names of lab `lab` (up, or as it would be brought up), for a
-/// multi-host suite's hosts to be checked before anything is created.
-pub fn host_names(lab: &str, sets: &[String]) -> Result<Vec<String>> {
-    Ok(Found::find(lab, sets)?.names().1)
-}
-
-/// The built-in labs that have every one of `hosts`, for hints.
-pub fn builtins_with(hosts: &[&str]) -> Vec<&'static str> {
-    (iotoll_lab::builtin_names().iter().copied())
-        .filter(|n| {
-            iotoll_lab::load(n, &[])
-                .is_ok_and(|d| (hosts.iter()).all(|h| d.hosts.iter().any(|x| x.name == *h)))
-        })
-        .collect()
-}
-
-/// Finds or brings up the lab `lab` (a name that is up, a built-in or a
-/// file, with `sets`), and picks the endpoint's and the tests' hosts, all
-/// checked before anything is created.
-pub fn for_suite(
-    lab: &str,
-    sets: &[String],
-    server: Option<&str>,
-    client: Option<&str>,
-) -> Result<SuiteLab> {
-    let found = Found::find(lab, sets)?;
-    let (name, hosts) = found.names();
-    if let Found::Up(st) = &found {
-        if !sets.is_empty() {
-            return Err(usage(format!(
-                "lab {name} is already up (with its own settings: {}); take it down (`iotoll lab down {name}`) to run with --lab-set, or drop --lab-set",
-                if st.sets.is_empty() { "none".to_string() } else { st.sets.join(" ") },
-            )));
-        }
-    }
-    let (server, client) = pick_hosts(name, &hosts, server, client)?;
-    let (st, brought_up) = match found {
-        Found::Up(st) => (st, false),
-        Found::Defined(def) => {
-            eprintln!("iotoll: bringing lab {} up for this run", def.name);
-            (iotoll_lab::up(&def, false).map_err(lab_err)?, true)
-        }
-    };
-    // A lab brought up for the run comes down when this is dropped.
-    let guard = SuiteLab {
-        run: iotoll_suite::runner::LabRun {
-            lab: st,
-            server,
-            client,
-        },
-        brought_up,
-    };
-    let st = &guard.run.lab;
-    anyhow::ensure!(
-        st.complete,
-        format!(
-            "lab {} is only half up (its `lab up` did not finish); `iotoll lab down {}` and try again",
-            st.name, st.name
-        )
-    );
-    Ok(guard)
 }

@@ -12,9 +12,10 @@ mod report;
 mod results;
 mod signals;
 mod suite;
+mod sysinfo;
 
 use clap::{Args, Parser, Subcommand};
-use iotoll_model::{ResultStatus, RunStatus};
+use iotoll_model::ResultStatus;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -286,43 +287,12 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
     iotoll_model::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// A percentage of the host's CPU, 0 to 100.
-/// What the system under test's figure is, and what it cannot include.
-fn sut_note(
-    sut: &[iotoll_probe::procs::SutProcess],
-    doc: &iotoll_model::ResultDoc,
-) -> Option<String> {
-    use iotoll_probe::procs::SutProcess;
-    if sut.is_empty() {
-        return None;
-    }
-    let named: Vec<String> = (sut.iter())
-        .map(|p| match p {
-            SutProcess::Pid(p) => format!("pid {p}"),
-            SutProcess::Name(n) => n.clone(),
-            SutProcess::NetNs(ino) => format!("network namespace {ino}"),
-        })
-        .collect();
-    let a = doc.cpu.local.as_ref()?.account.as_ref()?;
-    Some(if a.sut_pct > 0.0 {
-        format!(
-            "system under test ({}): its processes used {:.1} % of the host's CPU, reported as cpu_sut_pct and not as interference; cpu_initiator_pct is the host's busy CPU less that. The softirq and kernel-thread work it causes on this kernel cannot be split by process and stays in the initiator's figure",
-            named.join(", "),
-            a.sut_pct
-        )
-    } else {
-        format!(
-            "system under test ({}): no such process used CPU in the window (not running, idle, or named otherwise: names are the kernel's 15-character comm)",
-            named.join(", ")
-        )
-    })
-}
-
 pub fn sut_arg(s: &str) -> Result<iotoll_probe::procs::SutProcess, String> {
     iotoll_probe::procs::SutProcess::parse(s)
         .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
 }
 
+/// A percentage of the host's CPU, 0 to 100.
 pub fn pct_arg(s: &str) -> Result<f64, String> {
     s.trim()
         .parse::<f64>()
@@ -367,27 +337,31 @@ pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
     }
 }
 
-/// Runs one measuring command: opens the results database first (an
+/// A session's error for the binary: interrupted (exit 130), the user's
+/// to fix (exit 2) or not.
+pub fn session_err(e: iotoll_suite::SessionError) -> anyhow::Error {
+    match e {
+        iotoll_suite::SessionError::Interrupted => Interrupted.into(),
+        e if e.is_usage() => usage(e),
+        e => e.into(),
+    }
+}
+
+/// Runs one measuring command as a session of one test
+/// (`iotoll_suite::session`): opens the results database first (an
 /// unusable one is an error before any workload), installs the Ctrl-C
 /// handler, shows progress on a terminal, prints the result (JSON or
-/// table), stores it as a one-test run, and turns an interrupted window
-/// into exit status 130. A run that failed (an engine thread panic,
-/// connections or I/Os failed, an engine error mid-run) prints its partial
-/// figures marked `failed`, is stored as a failed run with no result, and
-/// exits 1 naming the failure; errors the user fixes on the command line
-/// exit 2.
+/// table), stores it, and turns an interrupted window into exit status
+/// 130. A run that failed (an engine thread panic, connections or I/Os
+/// failed, an engine error mid-run) prints its partial figures marked
+/// `failed`, is stored as a failed run with no result, and exits 1
+/// naming the failure; errors the user fixes on the command line exit 2.
 pub fn measure<E: RunError>(
     o: &MeasureOpts,
     run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
-    let mut store = if o.no_db {
-        None
-    } else {
-        let s = iotoll_store::Store::open(&db_path(&o.db))?;
-        // Writable, unlocked, with room: before the workload, not after.
-        s.check_ready()?;
-        Some(s)
-    };
+    let db = (!o.no_db).then(|| db_path(&o.db));
+    let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
     let mut progress = progress::TermProgress::new(o.quiet);
@@ -402,29 +376,16 @@ pub fn measure<E: RunError>(
         Err(e) if e.is_usage() => return Err(usage(e)),
         Err(e) => {
             let (msg, doc) = e.into_failed()?;
-            return Err(failed_run(o, store.as_mut(), msg, doc));
+            return Err(failed_run(o, &mut session, msg, doc));
         }
     };
     doc.apply_interference_threshold(o.interference_pct);
-    doc.notes.extend(sut_note(&o.sut_process, &doc));
+    doc.notes
+        .extend(iotoll_suite::session::sut_note(&o.sut_process, &doc));
     print_doc(o, &doc)?;
-    if let Some(store) = store.as_mut() {
-        match store_single(store, &doc) {
-            Ok(id) if !o.quiet => {
-                eprintln!("iotoll: stored as run {id} in {}", store.path().display())
-            }
-            Ok(_) => {}
-            // A finished result is never printed and then lost.
-            Err(e) => {
-                let kept = match iotoll_store::keep_unstored(store.path(), &doc) {
-                    Ok(f) => format!("the result is kept in {}", f.display()),
-                    Err(why) => format!(
-                        "the result could not be kept in a file either ({why}); the figures printed above are all there is"
-                    ),
-                };
-                return Err(anyhow::anyhow!("{e:#}; the result was not stored: {kept}"));
-            }
-        }
+    let stored = session.record_single(&doc, host).map_err(session_err)?;
+    if let (Some(id), Some(db), false) = (stored, session.db_path(), o.quiet) {
+        eprintln!("iotoll: stored as run {id} in {}", db.display());
     }
     if doc.status == ResultStatus::Interrupted {
         eprintln!(
@@ -439,7 +400,7 @@ pub fn measure<E: RunError>(
 /// the run as failed, with its test and the failure but no result.
 fn failed_run(
     o: &MeasureOpts,
-    store: Option<&mut iotoll_store::Store>,
+    session: &mut iotoll_suite::Session,
     msg: String,
     mut doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
@@ -447,14 +408,18 @@ fn failed_run(
     if let Err(e) = print_doc(o, &doc) {
         return e;
     }
-    if let Some(store) = store {
-        match store_failed(store, &doc) {
-            Ok(id) => eprintln!(
-                "iotoll: stored as failed run {id} in {} (no result kept)",
-                store.path().display()
-            ),
-            Err(e) => eprintln!("iotoll: the failed run could not be recorded: {e:#}"),
-        }
+    let recorded = session.record_failed(&doc, host);
+    let db = session.db_path().map(|p| p.display().to_string());
+    match recorded {
+        Some(Ok(id)) => eprintln!(
+            "iotoll: stored as failed run {id} in {} (no result kept)",
+            db.unwrap_or_default()
+        ),
+        Some(Err(e)) => eprintln!(
+            "iotoll: the failed run could not be recorded: {:#}",
+            anyhow::Error::from(e)
+        ),
+        None => {}
     }
     anyhow::anyhow!("{msg} (the figures printed are partial and not a result)")
 }
@@ -466,69 +431,6 @@ fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<(
     }
     print!("{}", output::human(doc));
     Ok(())
-}
-
-/// The run of a single measurement that failed: status `failed`, its test
-/// (named by its workload, as `store_single` does) with no repetition and
-/// no summary, so no command ever takes its figures for a result; the
-/// notes (with the failure first) say why.
-fn store_failed(
-    store: &mut iotoll_store::Store,
-    doc: &iotoll_model::ResultDoc,
-) -> anyhow::Result<i64> {
-    let (run, _) = begin_single(store, doc)?;
-    store.finish_run(run, RunStatus::Failed, &doc.notes)?;
-    Ok(run)
-}
-
-/// A single measurement's run and its one test. The test is named by its
-/// workload, as a suite names a swept test, so `compare` pairs a single
-/// run only with the same workload. The run holds the result's notes too,
-/// because a failed run has no repetition to hold them and `results show`
-/// says a run's notes; reports show each once (`RunInfo::notes`).
-fn begin_single(
-    store: &mut iotoll_store::Store,
-    doc: &iotoll_model::ResultDoc,
-) -> Result<(i64, i64), iotoll_store::StoreError> {
-    let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
-    let run = store.begin_run(
-        &format!("single {}", doc.kind),
-        doc.config.as_deref(),
-        "",
-        &iotoll_model::spec::to_json(&host()),
-        &doc.notes,
-    )?;
-    let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;
-    Ok((run, test))
-}
-
-/// A single measurement becomes a run of one test and one repetition,
-/// comparable with suite runs by its configuration label.
-fn store_single(
-    store: &mut iotoll_store::Store,
-    doc: &iotoll_model::ResultDoc,
-) -> anyhow::Result<i64> {
-    // All of the run or none of it: never a run left `running`.
-    Ok(store.atomically(|store| {
-        let (run, test) = begin_single(store, doc)?;
-        store.add_rep(test, 1, doc)?;
-        store.finish_test(
-            test,
-            &iotoll_store::Selection {
-                rule: "all".into(),
-                selected_rep: Some(1),
-                summary: Some(doc.metrics.clone()),
-                ..Default::default()
-            },
-        )?;
-        let status = if doc.status == ResultStatus::Interrupted {
-            RunStatus::Aborted
-        } else {
-            RunStatus::Complete
-        };
-        store.finish_run(run, status, &doc.notes)?;
-        Ok(run)
-    })?)
 }
 
 fn main() -> ExitCode {
@@ -545,7 +447,7 @@ fn main() -> ExitCode {
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),
-        Cmd::Sysinfo { json } => suite::sysinfo(json),
+        Cmd::Sysinfo { json } => sysinfo::sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
         Cmd::Completions { shell } => completions(shell),

@@ -302,6 +302,40 @@ pub fn need_enter() -> Result<(), LabError> {
     ))
 }
 
+/// `lab exec`: this process becomes `command` run in host `host` of lab
+/// `name` through `ip netns exec`, which also remounts /sys for the
+/// namespace, so the command's exit status (or signal) is the caller's.
+/// `warn` hears of a lab whose `up` did not finish. Returns only the
+/// reason it could not.
+pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&str)) -> LabError {
+    use std::os::unix::process::CommandExt;
+    if let Err(e) = need_enter() {
+        return e;
+    }
+    let st = match status(name) {
+        Ok(Some(st)) => st,
+        Ok(None) => return LabError::System(format!("lab '{name}' is not up")),
+        Err(e) => return e,
+    };
+    let Some(h) = st.host(host) else {
+        let names: Vec<&str> = st.hosts.iter().map(|h| h.name.as_str()).collect();
+        return LabError::Usage(format!(
+            "lab '{name}' has no host '{host}' (hosts: {})",
+            names.join(", ")
+        ));
+    };
+    if !st.complete {
+        warn(&format!(
+            "lab {name} is incomplete (its `up` did not finish)"
+        ));
+    }
+    let e = std::process::Command::new("ip")
+        .args(["netns", "exec", &h.netns])
+        .args(command)
+        .exec();
+    LabError::System(format!("cannot run ip netns exec: {e}"))
+}
+
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
 fn need_net_admin() -> Result<(), LabError> {
     if sys::has_net_admin() {

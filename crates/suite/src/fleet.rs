@@ -4,7 +4,7 @@
 //! file's addresses.
 
 use crate::file::{Job, JobSpec};
-use crate::hosts::{HostAt, Placement};
+use crate::hosts::{HostAt, HostEntry, Placement};
 use crate::runner::{Options, RunError};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, HostSpec, NetTest};
 use iotoll_agent::local::LocalAgent;
@@ -37,158 +37,193 @@ pub fn start(
     if jobs.iter().all(|j| j.placement.is_local()) {
         return Ok(None);
     }
-    let needs_disk = jobs
-        .iter()
-        .any(|j| matches!(j.placement, Placement::Disk { .. }));
-    let lab_hosts = opts.ssh.is_some() || opts.hosts.iter().any(|h| matches!(h.at, HostAt::Lab(_)));
-    // Agents this run starts take a key made for the run (unless the user
-    // gave one); agents already running need the user's.
-    let key = match &opts.auth_key {
-        Some(k) => k.clone(),
-        None if lab_hosts => {
-            let k = iotoll_agent::ssh::run_key().map_err(|e| {
-                RunError::Hosts(format!("cannot make a key for this run's agents: {e}"))
-            })?;
-            Key::from_bytes(&k)
-        }
-        None => {
-            return Err(RunError::Hosts(
-                "multi-host tests on agents at addresses need their key: add --auth-key FILE"
-                    .into(),
-            ))
-        }
+    let needs_disk = (jobs.iter()).any(|j| matches!(j.placement, Placement::Disk { .. }));
+    let key = run_key(opts)?;
+    let mut s = Starting {
+        opts,
+        key: &key,
+        allow: allow_given(opts),
+        needs_disk,
+        agents: Vec::new(),
+        ssh: Vec::new(),
+        files: Vec::new(),
+        specs: Vec::new(),
     };
-    let mut agents = Vec::new();
-    let mut ssh_agents = Vec::new();
-    // Agents started here may write what this run's flags allow.
-    let allow_given: Vec<String> = (opts.targets.iter())
-        .map(|t| {
-            format!(
-                "{}{}",
-                t.display(),
-                if opts.allow_destructive { ":rw" } else { "" }
-            )
-        })
-        .collect();
-    let mut files = Vec::new();
-    let mut specs = Vec::new();
     for h in &opts.hosts {
         match &h.at {
-            HostAt::Lab(name) => {
-                let Some(l) = &opts.lab else {
-                    return Err(RunError::Hosts(format!(
-                        "host {}: a lab host ({name}) needs --lab",
-                        h.name
-                    )));
-                };
-                let state = l.lab.host(name).ok_or_else(|| {
-                    RunError::Hosts(format!(
-                        "host {}: lab '{}' has no host '{name}'",
-                        h.name, l.lab.name
-                    ))
-                })?;
-                let Some(ip) = state.addresses.first().copied() else {
-                    return Err(RunError::Hosts(format!(
-                        "host {}: lab host {name} has no address",
-                        h.name
-                    )));
-                };
-                let listen = std::net::SocketAddr::new(ip, iotoll_net::DEFAULT_PORT);
-                let mut allow = allow_given.clone();
-                if allow.is_empty() && needs_disk && files.is_empty() {
-                    // Files of agents of runs that were killed go first.
-                    for p in crate::runner::reclaim_stale_test_files(&std::env::temp_dir()) {
-                        progress(&format!(
-                            "removed {}, the test file of a run that was killed",
-                            p.display()
-                        ));
-                    }
-                }
-                if allow.is_empty() && needs_disk {
-                    let f = std::env::temp_dir().join(format!(
-                        "{}{}-{}{}",
-                        crate::runner::TEMP_PREFIX,
-                        std::process::id(),
-                        h.name,
-                        crate::runner::TEMP_SUFFIX
-                    ));
-                    allow.push(format!("{}:rw", f.display()));
-                    files.push(crate::runner::TempTarget(f));
-                }
-                let exe = opts.agent_exe.clone().ok_or_else(|| {
-                    RunError::Hosts(
-                        "cannot start lab agents: iotoll's own executable is unknown".into(),
-                    )
-                })?;
-                let a = LocalAgent::spawn(
-                    &exe,
-                    Some(
-                        &iotoll_lab::netns_path(state)
-                            .map_err(|e| RunError::Hosts(e.to_string()))?,
-                    ),
-                    listen,
-                    key.bytes(),
-                    &allow,
-                    SPAWN_WAIT,
-                )
-                .map_err(|e| RunError::Hosts(format!("host {}: {e}", h.name)))?;
-                specs.push(HostSpec {
-                    name: h.name.clone(),
-                    address: a.address,
-                    data: if h.data.is_empty() {
-                        state.addresses.clone()
-                    } else {
-                        h.data.clone()
-                    },
-                });
-                agents.push(a);
-            }
-            HostAt::Address(a) => {
-                let address = iotoll_net::resolve(a, iotoll_net::DEFAULT_PORT)
-                    .map_err(|e| RunError::Hosts(format!("host {}: {e}", h.name)))?;
-                if let Some(s) = &opts.ssh {
-                    // The agent listens on every address of its host, on
-                    // the port the hosts file gives; the console connects
-                    // to the address as given.
-                    let listen = match address {
-                        std::net::SocketAddr::V4(_) => format!("0.0.0.0:{}", address.port()),
-                        std::net::SocketAddr::V6(_) => format!("[::]:{}", address.port()),
-                    };
-                    let destination = h.ssh.clone().unwrap_or_else(|| address.ip().to_string());
-                    let launch = iotoll_agent::ssh::SshLaunch {
-                        agent: s.agent.clone(),
-                        extra: s.args.clone(),
-                        allow_targets: allow_given.clone(),
-                        ..iotoll_agent::ssh::SshLaunch::new(destination, listen)
-                    };
-                    let a = iotoll_agent::ssh::SshAgent::start(&launch, key.bytes(), SSH_WAIT)
-                        .map_err(|e| RunError::Hosts(e.with_host(&h.name).to_string()))?;
-                    ssh_agents.push(a);
-                }
-                specs.push(HostSpec {
-                    name: h.name.clone(),
-                    address,
-                    data: h.data.clone(),
-                });
-            }
+            HostAt::Lab(name) => s.lab_agent(h, name, progress)?,
+            HostAt::Address(a) => s.agent_at(h, a)?,
         }
     }
-    if !agents.is_empty() {
-        progress(&format!("started {} agent(s) in the lab", agents.len()));
+    if !s.agents.is_empty() {
+        progress(&format!("started {} agent(s) in the lab", s.agents.len()));
     }
-    if !ssh_agents.is_empty() {
-        progress(&format!(
-            "started {} agent(s) through ssh",
-            ssh_agents.len()
-        ));
+    if !s.ssh.is_empty() {
+        progress(&format!("started {} agent(s) through ssh", s.ssh.len()));
     }
+    let Starting {
+        agents,
+        ssh,
+        files,
+        specs,
+        ..
+    } = s;
     let console = Console::connect(specs, Some(key)).map_err(|e| RunError::Hosts(e.to_string()))?;
     Ok(Some(Fleet {
         console,
         _agents: agents,
-        _ssh: ssh_agents,
+        _ssh: ssh,
         _files: files,
     }))
+}
+
+/// The key of the run's agents: agents this run starts take one made for
+/// the run (unless the user gave one); agents already running need the
+/// user's.
+fn run_key(opts: &Options) -> Result<Key, RunError> {
+    let started_here =
+        opts.ssh.is_some() || opts.hosts.iter().any(|h| matches!(h.at, HostAt::Lab(_)));
+    match &opts.auth_key {
+        Some(k) => Ok(k.clone()),
+        None if started_here => {
+            let k = iotoll_agent::ssh::run_key().map_err(|e| {
+                RunError::Hosts(format!("cannot make a key for this run's agents: {e}"))
+            })?;
+            Ok(Key::from_bytes(&k))
+        }
+        None => Err(RunError::Hosts(
+            "multi-host tests on agents at addresses need their key: add --auth-key FILE".into(),
+        )),
+    }
+}
+
+/// The targets agents started here may use: what this run's flags allow
+/// (`PATH:rw` with --allow-destructive).
+fn allow_given(opts: &Options) -> Vec<String> {
+    let rw = if opts.allow_destructive { ":rw" } else { "" };
+    (opts.targets.iter())
+        .map(|t| format!("{}{rw}", t.display()))
+        .collect()
+}
+
+/// The fleet as it is being started: what runs so far, and the hosts the
+/// console will connect to.
+struct Starting<'a> {
+    opts: &'a Options,
+    key: &'a Key,
+    allow: Vec<String>,
+    needs_disk: bool,
+    agents: Vec<LocalAgent>,
+    ssh: Vec<iotoll_agent::ssh::SshAgent>,
+    files: Vec<crate::runner::TempTarget>,
+    specs: Vec<HostSpec>,
+}
+
+impl Starting<'_> {
+    /// An agent started in lab host `name` for host `h`, on its first
+    /// address, with a test file of its own when no target was given.
+    fn lab_agent(
+        &mut self,
+        h: &HostEntry,
+        name: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), RunError> {
+        let hosts = RunError::Hosts;
+        let Some(l) = &self.opts.lab else {
+            return Err(hosts(format!(
+                "host {}: a lab host ({name}) needs --lab",
+                h.name
+            )));
+        };
+        let state = l.lab.host(name).ok_or_else(|| {
+            hosts(format!(
+                "host {}: lab '{}' has no host '{name}'",
+                h.name, l.lab.name
+            ))
+        })?;
+        let Some(ip) = state.addresses.first().copied() else {
+            return Err(hosts(format!(
+                "host {}: lab host {name} has no address",
+                h.name
+            )));
+        };
+        let listen = std::net::SocketAddr::new(ip, iotoll_net::DEFAULT_PORT);
+        let allow = self.allow_in_lab(h, progress);
+        let exe = self.opts.agent_exe.clone().ok_or_else(|| {
+            hosts("cannot start lab agents: iotoll's own executable is unknown".into())
+        })?;
+        let netns = iotoll_lab::netns_path(state).map_err(|e| hosts(e.to_string()))?;
+        let key = self.key.bytes();
+        let a = LocalAgent::spawn(&exe, Some(&netns), listen, key, &allow, SPAWN_WAIT)
+            .map_err(|e| hosts(format!("host {}: {e}", h.name)))?;
+        let data = match h.data.is_empty() {
+            true => state.addresses.clone(),
+            false => h.data.clone(),
+        };
+        self.specs.push(HostSpec {
+            name: h.name.clone(),
+            address: a.address,
+            data,
+        });
+        self.agents.push(a);
+        Ok(())
+    }
+
+    /// What a lab agent may use: the run's targets, or a test file of its
+    /// own (after removing those of runs that were killed).
+    fn allow_in_lab(&mut self, h: &HostEntry, progress: &mut dyn FnMut(&str)) -> Vec<String> {
+        let mut allow = self.allow.clone();
+        if !allow.is_empty() || !self.needs_disk {
+            return allow;
+        }
+        let tmp = std::env::temp_dir();
+        if self.files.is_empty() {
+            // Files of agents of runs that were killed go first.
+            for p in crate::runner::reclaim_stale_test_files(&tmp) {
+                progress(&format!(
+                    "removed {}, the test file of a run that was killed",
+                    p.display()
+                ));
+            }
+        }
+        let (prefix, suffix) = (crate::runner::TEMP_PREFIX, crate::runner::TEMP_SUFFIX);
+        let f = tmp.join(format!("{prefix}{}-{}{suffix}", std::process::id(), h.name));
+        allow.push(format!("{}:rw", f.display()));
+        self.files.push(crate::runner::TempTarget(f));
+        allow
+    }
+
+    /// Host `h` at address `a`: its agent started through ssh with
+    /// `--ssh`, else one already running there.
+    fn agent_at(&mut self, h: &HostEntry, a: &str) -> Result<(), RunError> {
+        let address = iotoll_net::resolve(a, iotoll_net::DEFAULT_PORT)
+            .map_err(|e| RunError::Hosts(format!("host {}: {e}", h.name)))?;
+        if let Some(s) = &self.opts.ssh {
+            // The agent listens on every address of its host, on the port
+            // the hosts file gives; the console connects to the address
+            // as given.
+            let listen = match address {
+                std::net::SocketAddr::V4(_) => format!("0.0.0.0:{}", address.port()),
+                std::net::SocketAddr::V6(_) => format!("[::]:{}", address.port()),
+            };
+            let destination = h.ssh.clone().unwrap_or_else(|| address.ip().to_string());
+            let launch = iotoll_agent::ssh::SshLaunch {
+                agent: s.agent.clone(),
+                extra: s.args.clone(),
+                allow_targets: self.allow.clone(),
+                ..iotoll_agent::ssh::SshLaunch::new(destination, listen)
+            };
+            let a = iotoll_agent::ssh::SshAgent::start(&launch, self.key.bytes(), SSH_WAIT)
+                .map_err(|e| RunError::Hosts(e.with_host(&h.name).to_string()))?;
+            self.ssh.push(a);
+        }
+        self.specs.push(HostSpec {
+            name: h.name.clone(),
+            address,
+            data: h.data.clone(),
+        });
+        Ok(())
+    }
 }
 
 impl Fleet {

@@ -1,7 +1,8 @@
 //! Suites: TOML files of tests whose list-valued parameters are swept
 //! (cartesian product), run with repetitions, a selection rule and a
 //! repeatability check. `file` parses and expands, `select` picks the
-//! repetition (or mean) that represents a test, `runner` runs it all.
+//! repetition (or mean) that represents a test, `runner` runs it all,
+//! `session` takes a run from the database's first check to its record.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +14,7 @@ pub mod hosts;
 pub mod icf;
 pub mod runner;
 pub mod select;
+pub mod session;
 
 pub use file::{parse, Job, JobSpec, Suite, SuiteError};
 pub use hosts::{HostAt, HostEntry, Placement};
@@ -20,3 +22,4 @@ pub use runner::{
     OnHostFailure, OnInterference, Options, Outcome, Sink, SuiteProgress, TestOutcome,
 };
 pub use select::{select, Rule};
+pub use session::{Session, SessionError};

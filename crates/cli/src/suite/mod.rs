@@ -1,0 +1,515 @@
+//! `iotoll suite list | show | run` and `iotoll sysinfo`.
+
+use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interrupted};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use iotoll_model::RunStatus;
+use iotoll_suite::hosts::HostEntry;
+use iotoll_suite::session::{self, host_label, Preflight};
+use iotoll_suite::{builtin, parse, OnHostFailure, OnInterference, Options, Session, Suite};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use table::{results_table, terminal_notes};
+
+mod table;
+
+#[derive(Subcommand)]
+pub enum SuiteCmd {
+    /// The built-in suites.
+    List,
+    /// A suite's expanded tests and estimated duration.
+    Show {
+        /// A built-in suite name, a suite file, or an Iometer .icf file.
+        suite: String,
+        /// The targets disk tests would run on (an .icf's targets map onto them in order).
+        #[arg(long, value_name = "PATH", value_delimiter = ',')]
+        target: Vec<PathBuf>,
+        #[command(flatten)]
+        durations: Durations,
+        /// Repetitions of every test (as `suite run --reps`).
+        #[arg(long, value_name = "N")]
+        reps: Option<u32>,
+    },
+    /// Run a suite: every test, its repetitions, into the results database.
+    Run(Box<RunArgs>),
+    /// Write a suite's disk test (access specs, test setup, workers) as an Iometer .icf.
+    #[command(
+        after_help = "An .icf holds one test setup: a suite with several disk tests needs --test. Access specs run at different queue depths become one group of workers per queue depth, each resting on Iometer's Idle spec while another runs; a queue depth sweep becomes Iometer's queue depth cycling. Read it back with `iotoll suite show|run FILE.icf --target ...`."
+    )]
+    ExportIcf {
+        /// A built-in suite name, a suite file, or an .icf.
+        suite: String,
+        /// The disk test to write [default: the suite's only one].
+        #[arg(long, value_name = "NAME")]
+        test: Option<String>,
+        /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
+        #[arg(long, value_name = "NAME", value_delimiter = ',')]
+        target: Vec<String>,
+        /// The manager (Dynamo host) name to write [default: this host's name].
+        #[arg(long, value_name = "NAME")]
+        manager: Option<String>,
+        /// Write here [default: standard output].
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `--time` / `--ramp`: a smoke run of a long study.
+#[derive(Args, Clone, Copy)]
+pub struct Durations {
+    /// Window of every test, overriding the suite's (recorded as a run note).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    time: Option<Duration>,
+    /// Ramp-up of every test, overriding the suite's (recorded as a run note).
+    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    ramp: Option<Duration>,
+}
+
+/// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
+fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
+    iotoll_suite::durations::override_durations(suite, d.ramp, d.time).map_err(usage)
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnInterferenceArg {
+    Warn,
+    Rerun,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnHostFailureArg {
+    Continue,
+    Stop,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Without --target, disk tests use one temporary test file (deleted afterwards); without --peer, network tests run against an in-process endpoint on loopback. Tests placed on hosts (`on`, `pairs`, `clients`/`server`: docs/suites.md, \"Hosts and placement\") need --hosts FILE or --lab NAME unless the suite's [hosts] defines them all; every host is checked before anything runs.
+Each repetition is committed to the database the moment it finishes. Ctrl-C stops the run, marks it aborted and keeps every finished repetition (exit 130)."
+)]
+pub struct RunArgs {
+    /// A built-in suite name (see `iotoll suite list`) or a suite file.
+    suite: String,
+    /// Configuration label of this run (e.g. "sw-initiator", "mtu9000").
+    #[arg(long, value_name = "LABEL")]
+    config: Option<String>,
+    /// Disk target of every disk test (file, block device or iscsi://HOST[:PORT]/IQN/LUN); repeat it, or give a comma list, for several (an .icf's targets map onto them in order).
+    #[arg(long, value_name = "PATH|URL", value_delimiter = ',')]
+    target: Vec<PathBuf>,
+    /// Allow writing to --target (destroys its contents).
+    #[arg(long)]
+    allow_destructive: bool,
+    #[command(flatten)]
+    iscsi: crate::iscsi::LoginArgs,
+    /// Endpoint for every network test: HOST[:PORT] running `iotoll net serve`.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    peer: Option<String>,
+    /// Pre-shared key file for the endpoint.
+    #[arg(long, value_name = "FILE")]
+    auth_key: Option<PathBuf>,
+    /// Run in a lab (`iotoll lab`): the endpoint in --server's host, every test in --client's. A lab that is not up is brought up for the run and taken down after it.
+    #[arg(long, value_name = "NAME|FILE")]
+    lab: Option<String>,
+    /// Hosts of multi-host tests (a file with a [hosts] table, docs/suites.md); its entries override the suite's of the same name.
+    #[arg(long, value_name = "FILE")]
+    hosts: Option<PathBuf>,
+    /// Start the agents of the hosts file's hosts through the system's ssh (each host's `ssh` destination, else its address), with a per-run key, and stop them at the end.
+    #[arg(long, requires = "hosts")]
+    ssh: bool,
+    /// The iotoll program on the remote hosts, for --ssh.
+    #[arg(long, value_name = "PATH", default_value = "iotoll", requires = "ssh")]
+    ssh_agent: String,
+    /// An extra argument for ssh, before the destination (repeatable; e.g. --ssh-arg=-F --ssh-arg=cfg).
+    #[arg(
+        long = "ssh-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "ssh"
+    )]
+    ssh_args: Vec<String>,
+    /// When a host of a multi-host test is lost: continue (that test fails, the suite goes on with the next) or stop (the run stops there).
+    #[arg(long, value_name = "ACTION", value_enum, default_value = "continue")]
+    on_host_failure: OnHostFailureArg,
+    /// Override a key of a lab this run brings up (as `lab up --set`; repeatable).
+    #[arg(long = "lab-set", value_name = "KEY=VALUE", requires = "lab")]
+    lab_sets: Vec<String>,
+    /// The lab host the endpoint runs in [default: server, target or b].
+    #[arg(long, value_name = "HOST", requires = "lab")]
+    server: Option<String>,
+    /// The lab host the tests run in [default: c1, initiator or a].
+    #[arg(long, value_name = "HOST", requires = "lab")]
+    client: Option<String>,
+    /// Repetitions of every test (overrides the suite).
+    #[arg(long, value_name = "N")]
+    reps: Option<u32>,
+    #[command(flatten)]
+    durations: Durations,
+    /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
+    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    size: Option<u64>,
+    #[command(flatten)]
+    db: DbArg,
+    /// Write the run's report here when it ends (HTML; Markdown if FILE ends in .md).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Other processes using more than this % of the host's CPU in a
+    /// repetition's window make it interfered [default: the suite's
+    /// interference_pct, else 5].
+    #[arg(long, value_name = "PCT", value_parser = crate::pct_arg)]
+    interference_pct: Option<f64>,
+    /// A process of the system under test on this host, by command name or
+    /// pid; repeatable, beside the suite's `sut`. Its CPU is its own part
+    /// (cpu_sut_pct), not interference.
+    #[arg(long, value_name = "NAME|PID", value_parser = crate::sut_arg)]
+    sut_process: Vec<iotoll_probe::procs::SutProcess>,
+    /// What to do with an interfered repetition: warn (keep it; a clean one
+    /// is selected if any), or rerun (also run one more repetition, at most
+    /// 2 per test).
+    #[arg(long, value_name = "ACTION", value_enum, default_value = "warn")]
+    on_interference: OnInterferenceArg,
+    /// Run even if the estimated duration exceeds 24 hours.
+    #[arg(long)]
+    yes: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// A target given twice (the same file or device by any path).
+fn check_targets(targets: &[PathBuf]) -> Result<()> {
+    match iotoll_disk::target::given_twice(targets) {
+        Some(t) => Err(usage(format!("--target {} is given twice", t.display()))),
+        None => Ok(()),
+    }
+}
+
+/// `session::load`, with the binary's errors.
+pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
+    session::load(which, targets, run).map_err(crate::session_err)
+}
+
+fn check_reps(reps: Option<u32>) -> Result<()> {
+    anyhow::ensure!(reps != Some(0), usage("--reps must be at least 1"));
+    Ok(())
+}
+
+fn fmt_dur(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        _ => format!("{:.1} h", s as f64 / 3600.0),
+    }
+}
+
+pub fn main(cmd: SuiteCmd) -> Result<()> {
+    match cmd {
+        SuiteCmd::List => list(),
+        SuiteCmd::Show {
+            suite,
+            target,
+            durations,
+            reps,
+        } => show(&suite, &target, durations, reps),
+        SuiteCmd::Run(a) => run(*a),
+        SuiteCmd::ExportIcf {
+            suite,
+            test,
+            target,
+            manager,
+            out,
+        } => export_icf(&suite, test, target, manager, out),
+    }
+}
+
+/// `suite list`: the built-in suites, a line each.
+fn list() -> Result<()> {
+    for (name, text) in builtin::BUILTIN {
+        let s = parse(text, name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!(
+            "{:<30} {:>9}  ~{:<8} {}",
+            name,
+            iotoll_model::text::count(s.jobs.len(), "test"),
+            fmt_dur(s.estimated()),
+            s.description.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+/// `suite show`: a suite's expanded tests, where they run, and how long.
+fn show(suite: &str, target: &[PathBuf], durations: Durations, reps: Option<u32>) -> Result<()> {
+    check_targets(target)?;
+    let (mut s, mapping) = load_with(suite, target, false)?;
+    check_reps(reps)?;
+    for m in &mapping {
+        println!("{m}");
+    }
+    let note = apply_durations(&mut s, durations)?;
+    println!(
+        "{}: {}, estimated {}",
+        s.name,
+        iotoll_model::text::count(s.jobs.len(), "test"),
+        fmt_dur(iotoll_suite::durations::planned(&s, reps))
+    );
+    if let Some(n) = note {
+        println!("{n}");
+    }
+    if let Some(t) = s.cpu_threshold_pct {
+        println!("CPU threshold {t} %");
+    }
+    if !s.hosts.is_empty() {
+        let hosts: Vec<String> = s.hosts.iter().map(host_label).collect();
+        println!("hosts {}", hosts.join(", "));
+    }
+    let line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str, g: &str| {
+        println!("{a:<44} {b:<12} {c:<10} {d:>4} {e:<14} {f:>6} {g:>6}")
+    };
+    line("test", "group", "kind", "reps", "select", "ramp", "time");
+    for j in &s.jobs {
+        let (r, t) = j.ramp_time();
+        let n = reps.unwrap_or(j.reps).to_string();
+        line(
+            &j.name,
+            &j.group,
+            j.kind.as_str(),
+            &n,
+            &j.rule.label(),
+            &fmt_dur(r),
+            &fmt_dur(t),
+        );
+        // Where it runs, under the test (a pair list is long).
+        if !j.placement.is_local() {
+            println!("  {}", j.placement.label());
+        }
+    }
+    Ok(())
+}
+
+fn export_icf(
+    which: &str,
+    test: Option<String>,
+    targets: Vec<String>,
+    manager: Option<String>,
+    out: Option<PathBuf>,
+) -> Result<()> {
+    let (suite, _) = load_with(which, &[], false)?;
+    if let Some(t) = targets
+        .iter()
+        .find(|t| t.trim().is_empty() || t.contains(char::is_control))
+    {
+        return Err(usage(format!(
+            "--target '{}' is not a name Iometer can show",
+            t.escape_debug()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(t) = targets
+        .iter()
+        .find(|t| !seen.insert(t.to_ascii_uppercase()))
+    {
+        return Err(usage(format!("--target {t} is given twice")));
+    }
+    let manager = manager.unwrap_or_else(|| {
+        let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        Some(h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
+    });
+    let o = iotoll_suite::icf::ExportOptions {
+        test,
+        targets,
+        manager,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+    };
+    let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
+    let text = iotoll_suite::icf::write(&icf);
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    match out {
+        Some(p) => {
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+impl iotoll_suite::SuiteProgress for TermProgress {
+    fn test_start(
+        &mut self,
+        index: usize,
+        total: usize,
+        name: &str,
+        rep: u32,
+        reps: u32,
+        eta: Duration,
+    ) {
+        self.line(&format!(
+            "[{index}/{total}] {name}  repetition {rep}/{reps}  suite ETA {}",
+            fmt_dur(eta)
+        ));
+    }
+
+    fn line(&mut self, msg: &str) {
+        TermProgress::line(self, msg);
+    }
+}
+
+/// The suite of `suite run` with every override applied, checked against
+/// the flags before anything starts: the suite, the notes that say so,
+/// its estimated duration and the hosts its tests are placed on.
+fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
+    check_targets(&a.target)?;
+    let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
+    check_reps(a.reps)?;
+    let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
+    anyhow::ensure!(!blank, usage("--config must not be empty"));
+    // Every host a test names is found before anything is created or
+    // recorded (a lab is only looked up here, brought up further on).
+    let lab = a.lab.as_deref().map(|l| (l, &a.lab_sets[..]));
+    let hosts = session::placed_hosts(&suite, a.hosts.as_deref(), lab);
+    let hosts = hosts.map_err(crate::session_err)?;
+    // The durations in effect decide the estimate (and so --yes).
+    let mut notes: Vec<String> = apply_durations(&mut suite, a.durations)?
+        .into_iter()
+        .collect();
+    if let Some(size) = a.size {
+        notes.extend(suite.override_size(size).map_err(usage)?);
+    }
+    notes.extend(mapping);
+    let est = iotoll_suite::durations::planned(&suite, a.reps);
+    anyhow::ensure!(
+        est <= Duration::from_secs(24 * 3600) || a.yes,
+        usage(format!(
+            "suite '{}' is estimated to take {}; add --yes to run it",
+            suite.name,
+            fmt_dur(est)
+        ))
+    );
+    if let Some(p) = &a.report {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(Path::new("."));
+        let msg = format!(
+            "--report {}: no such directory, or a directory",
+            p.display()
+        );
+        anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
+    }
+    Ok((suite, notes, est, hosts))
+}
+
+/// `suite run`: the session's steps in order (`iotoll_suite::session`),
+/// then the results table, the notes and the report.
+fn run(a: RunArgs) -> Result<()> {
+    // First of all: a Ctrl-C or SIGTERM, however early, ends the run as
+    // interrupted (exit 130, the run stored as aborted), never by the
+    // signal's default action (143 and nothing stored).
+    let flag = signals::install();
+    let e = crate::session_err;
+    let (suite, notes, est, resolved) = plan(&a)?;
+    let key = crate::net::load_key(&a.auth_key)?;
+    let peer = match &a.peer {
+        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
+        None => None,
+    };
+    let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
+    if let Some(l) = &a.lab {
+        let (server, client) = (a.server.as_deref(), a.client.as_deref());
+        s.bring_up_lab(l, &a.lab_sets, server, client, say)
+            .map_err(e)?;
+    }
+    let mut progress = TermProgress::new(a.quiet);
+    let pre = Preflight {
+        targets: &a.target,
+        peer,
+        notes,
+        hosts_file: a.hosts.as_deref(),
+        hosts: &resolved,
+    };
+    s.preflight(&suite, pre, &crate::host(), &mut progress);
+    let opts = options(&a, key, s.lab_run(), resolved);
+    s.check(&suite, &opts, &flag, &mut progress).map_err(e)?;
+    let run_id = s
+        .begin(&suite, a.config.as_deref(), &fmt_dur(est), &mut progress)
+        .map_err(e)?;
+    s.watch_system_under_test(&suite, &a.sut_process);
+    let res = s.run_tests(&suite, &opts, &flag, &mut progress);
+    progress.clear();
+    let outcome = res.map_err(e)?;
+    let finished = s.finish(&outcome);
+    // Every repetition is stored: shown before saying the run could not
+    // be marked finished.
+    print!(
+        "{}",
+        results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
+    );
+    finished.map_err(e)?;
+    let overridden = s.notes().iter().filter(|n| {
+        n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
+            || n.starts_with(iotoll_suite::file::SIZE_NOTE)
+    });
+    let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
+    for n in terminal_notes(&all) {
+        println!("note: {n}");
+    }
+    let db = a.db.path();
+    println!(
+        "\nrun {run_id} {} — stored in {}",
+        outcome.status.label(),
+        db.display()
+    );
+    // The report covers what was stored, complete or not.
+    if let (Some(p), Some(store)) = (&a.report, s.store()) {
+        crate::report::write_run_report(store, run_id, suite.cpu_threshold_pct, p)?;
+        println!("report written to {}", p.display());
+    }
+    match outcome.status {
+        RunStatus::Aborted => Err(Interrupted.into()),
+        RunStatus::Failed => {
+            anyhow::bail!("some repetitions failed (see above); run {run_id} is marked failed")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What the session says of a lab it brings up or takes down.
+fn say(msg: &str) {
+    eprintln!("iotoll: {msg}");
+}
+
+/// The runner's options from the command line.
+fn options(
+    a: &RunArgs,
+    auth_key: Option<iotoll_net::auth::Key>,
+    lab: Option<iotoll_suite::runner::LabRun>,
+    hosts: Vec<HostEntry>,
+) -> Options {
+    Options {
+        targets: a.target.clone(),
+        allow_destructive: a.allow_destructive,
+        peer: a.peer.clone(),
+        auth_key,
+        reps: a.reps,
+        config: a.config.clone(),
+        interference_pct: a.interference_pct,
+        on_interference: match a.on_interference {
+            OnInterferenceArg::Warn => OnInterference::Warn,
+            OnInterferenceArg::Rerun => OnInterference::Rerun,
+        },
+        iscsi: a.iscsi.options(),
+        lab,
+        hosts,
+        on_host_failure: match a.on_host_failure {
+            OnHostFailureArg::Continue => OnHostFailure::Continue,
+            OnHostFailureArg::Stop => OnHostFailure::Stop,
+        },
+        agent_exe: std::env::current_exe().ok(),
+        ssh: a.ssh.then(|| iotoll_suite::runner::SshOptions {
+            agent: a.ssh_agent.clone(),
+            args: a.ssh_args.clone(),
+        }),
+    }
+}

@@ -1,0 +1,96 @@
+//! `iotoll sysinfo`: this host's disclosure, as every run stores it.
+
+use anyhow::Result;
+
+/// A disclosed value as JSON writes it (2300.0, not 2300), "-" for what
+/// could not be read.
+fn s<T: serde::Serialize>(v: &T) -> String {
+    match iotoll_model::spec::to_json(v) {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Bytes in GiB, one decimal.
+fn gib(v: Option<u64>) -> String {
+    s(&v.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)))
+}
+
+pub fn sysinfo(json: bool) -> Result<()> {
+    let h = crate::host();
+    if json {
+        // Through a JSON value: keys in the order every stored record has.
+        return crate::output::print_json(&iotoll_model::spec::to_json(&h));
+    }
+    println!("host         {}", h.host);
+    println!(
+        "iotoll       {} ({})",
+        h.iotoll.version,
+        s(&h.iotoll.commit)
+    );
+    println!(
+        "os           {} {} ({})",
+        h.os.kernel,
+        h.os.arch,
+        s(&h.os.distribution)
+    );
+    let c = &h.cpu;
+    println!(
+        "cpu          {}  {} socket(s), {} core(s), {} thread(s)  nominal {} MHz ({})  current {} MHz  governor {}  smt {}",
+        s(&c.model), c.sockets, c.cores, c.threads, s(&c.nominal_mhz),
+        s(&c.nominal_mhz_source), s(&c.current_mhz), s(&c.governor), s(&c.smt)
+    );
+    let caches: Vec<String> = c
+        .caches
+        .iter()
+        .map(|x| format!("L{} {} {}", x.level, s(&x.kind), s(&x.size)))
+        .collect();
+    println!("caches       {}", caches.join(", "));
+    let m = &h.memory;
+    println!(
+        "memory       {}  swap {} (used {})",
+        gib(m.total_bytes),
+        gib(m.swap_total_bytes),
+        gib(m.swap_used_bytes)
+    );
+    interfaces(&h.interfaces);
+    for b in &h.block_devices {
+        println!(
+            "block        {:<10} {:<20} {} rotational {} scheduler {} queue depth {}",
+            b.name,
+            s(&b.model),
+            gib(b.size_bytes),
+            s(&b.rotational),
+            s(&b.scheduler),
+            s(&b.queue_depth)
+        );
+    }
+    for (k, v) in &h.tcp {
+        println!("tcp          {k} = {}", s(v));
+    }
+    Ok(())
+}
+
+/// A line an adapter: MTU, speed, driver, the offloads on, addresses.
+fn interfaces(all: &[iotoll_probe::sysinfo::HostInterface]) {
+    for i in all {
+        let l = &i.link;
+        let mut offs: Vec<&str> = l
+            .offloads
+            .iter()
+            .flat_map(|o| o.flags())
+            .filter_map(|(k, on)| (on == Some(true)).then_some(k))
+            .collect();
+        offs.sort_unstable();
+        println!(
+            "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}] {}",
+            i.name,
+            s(&l.mtu),
+            s(&l.speed_mbit),
+            s(&l.driver),
+            offs.join(" "),
+            i.addresses.join(" ")
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! A single measurement (`disk run`, `net stream|rr`) as a session of one
+//! test: stored as a run of one test and one repetition, named by its
+//! workload (`stream/dir=tx,conns=4,msg=64k`) as a suite names a swept
+//! test, so `compare` pairs it only with the same workload.
+
+use super::{Session, SessionError};
+use iotoll_model::{ResultDoc, ResultStatus, RunStatus};
+use iotoll_probe::procs::SutProcess;
+use iotoll_probe::sysinfo::Host;
+use iotoll_store::{Selection, Store, StoreError};
+
+/// What the system under test's figure is, and what it cannot include.
+pub fn sut_note(sut: &[SutProcess], doc: &ResultDoc) -> Option<String> {
+    if sut.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = (sut.iter())
+        .map(|p| match p {
+            SutProcess::Pid(p) => format!("pid {p}"),
+            SutProcess::Name(n) => n.clone(),
+            SutProcess::NetNs(ino) => format!("network namespace {ino}"),
+        })
+        .collect();
+    let a = doc.cpu.local.as_ref()?.account.as_ref()?;
+    Some(if a.sut_pct > 0.0 {
+        format!(
+            "system under test ({}): its processes used {:.1} % of the host's CPU, reported as cpu_sut_pct and not as interference; cpu_initiator_pct is the host's busy CPU less that. The softirq and kernel-thread work it causes on this kernel cannot be split by process and stays in the initiator's figure",
+            named.join(", "),
+            a.sut_pct
+        )
+    } else {
+        format!(
+            "system under test ({}): no such process used CPU in the window (not running, idle, or named otherwise: names are the kernel's 15-character comm)",
+            named.join(", ")
+        )
+    })
+}
+
+/// The run and its one test. The run holds the result's notes too,
+/// because a failed run has no repetition to hold them and `results show`
+/// says a run's notes; reports show each once (`RunInfo::notes`).
+fn begin_single(store: &mut Store, doc: &ResultDoc, host: &Host) -> Result<(i64, i64), StoreError> {
+    let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
+    let run = store.begin_run(
+        &format!("single {}", doc.kind),
+        doc.config.as_deref(),
+        "",
+        &iotoll_model::spec::to_json(host),
+        &doc.notes,
+    )?;
+    let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;
+    Ok((run, test))
+}
+
+/// `e` and its causes as one line (as anyhow's `{:#}` says them).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    s
+}
+
+impl Session {
+    /// Stores a single measurement as a run of one test and one
+    /// repetition (all of it or none: never a run left `running`), and
+    /// its id (None without a database). A result the database refuses is
+    /// kept in a file beside it and the error says where: a finished
+    /// result is never printed and then lost. `host`: this host's
+    /// disclosure, read only if there is a database.
+    pub fn record_single(
+        &mut self,
+        doc: &ResultDoc,
+        host: impl FnOnce() -> Host,
+    ) -> Result<Option<i64>, SessionError> {
+        let Some(store) = self.store.as_mut() else {
+            return Ok(None);
+        };
+        let host = host();
+        let stored = store.atomically(|store| {
+            let (run, test) = begin_single(store, doc, &host)?;
+            store.add_rep(test, 1, doc)?;
+            let selection = Selection {
+                rule: "all".into(),
+                selected_rep: Some(1),
+                summary: Some(doc.metrics.clone()),
+                ..Default::default()
+            };
+            store.finish_test(test, &selection)?;
+            let status = match doc.status {
+                ResultStatus::Interrupted => RunStatus::Aborted,
+                _ => RunStatus::Complete,
+            };
+            store.finish_run(run, status, &doc.notes)?;
+            Ok(run)
+        });
+        stored.map(Some).map_err(|e| {
+            let kept = match iotoll_store::keep_unstored(store.path(), doc) {
+                Ok(f) => format!("the result is kept in {}", f.display()),
+                Err(why) => format!(
+                    "the result could not be kept in a file either ({why}); the figures printed above are all there is"
+                ),
+            };
+            SessionError::Failed(format!("{}; the result was not stored: {kept}", with_causes(&e)))
+        })
+    }
+
+    /// Stores a failed single measurement as a failed run: its test
+    /// (named as [`Session::record_single`] names it) with no repetition
+    /// and no summary, so no command ever takes its figures for a result;
+    /// the notes (the failure first) say why. None without a database.
+    pub fn record_failed(
+        &mut self,
+        doc: &ResultDoc,
+        host: impl FnOnce() -> Host,
+    ) -> Option<Result<i64, SessionError>> {
+        let store = self.store.as_mut()?;
+        let run = begin_single(store, doc, &host()).and_then(|(run, _)| {
+            store
+                .finish_run(run, RunStatus::Failed, &doc.notes)
+                .map(|_| run)
+        });
+        Some(run.map_err(Into::into))
+    }
+
+    /// Where the results go, if anywhere.
+    pub fn db_path(&self) -> Option<&std::path::Path> {
+        self.store.as_ref().map(Store::path)
+    }
+}
