@@ -2,9 +2,9 @@
 
 mod common;
 
-use common::{agent, endpoint, host, key, stream};
+use common::{agent, disk_order, endpoint, host, key, stream};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
-use iotoll_agent::wire::{AllowedTarget, DiskOrder, OrderLine};
+use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
 use std::net::TcpListener;
 use std::sync::atomic::AtomicBool;
@@ -112,29 +112,7 @@ fn disk_on_two_hosts_and_a_target_not_allowed() {
         Some(key()),
     )
     .unwrap();
-    let order = |read| DiskOrder {
-        targets: vec![],
-        spec_name: None,
-        lines: vec![OrderLine {
-            share_pct: 100,
-            bs: 4096,
-            read_pct: read,
-            random_pct: 100,
-            burst_delay_us: 0,
-            burst_len: 1,
-            align: None,
-        }],
-        qd: 4,
-        workers: 1,
-        spread: false,
-        size: Some(4 << 20),
-        offset: 0,
-        engine: "auto".into(),
-        buffered: true,
-        ramp_ms: 200,
-        time_ms: 1000,
-        config: None,
-    };
+    let order = |read| disk_order(read, 4 << 20);
     let stop = AtomicBool::new(false);
     let doc = console
         .run_disk(

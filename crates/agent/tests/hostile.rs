@@ -101,6 +101,16 @@ fn refused(r: Result<iotoll_model::ResultDoc, ConsoleError>, host: &str, what: &
     }
 }
 
+/// A disk test on an agent whose traffic `make` rewrites is refused,
+/// naming the agent and saying `what`.
+fn disk_refused(make: impl Fn() -> Rewrite + Send + Sync + 'static, what: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = evil(&dir, make);
+    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
+    let stop = AtomicBool::new(false);
+    refused(console.run_disk(&disk_test(&["evil"]), &stop), "evil", what);
+}
+
 /// issue 24: busy 1e308 % and -40 %, 1e15 IOPS, a latency of -5 us, a
 /// window of 1e300 s (JSON carries no NaN): each makes the test invalid, naming the host, and no
 /// document comes back to be stored.
@@ -126,12 +136,8 @@ fn absurd_figures_make_the_test_invalid_naming_the_host() {
         ),
         (|r| r.window_s = 1e300, "window_s"),
     ];
-    let stop = AtomicBool::new(false);
     for (bend, what) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let addr = evil(&dir, move || Rewrite::reports(bend));
-        let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
-        refused(console.run_disk(&disk_test(&["evil"]), &stop), "evil", what);
+        disk_refused(move || Rewrite::reports(bend), what);
     }
 }
 
@@ -139,32 +145,19 @@ fn absurd_figures_make_the_test_invalid_naming_the_host() {
 /// it: refused.
 #[test]
 fn a_report_for_another_test_or_cut_short_unasked_is_refused() {
-    let stop = AtomicBool::new(false);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = evil(&dir, || Rewrite {
-        from_agent: Box::new(|m| match m {
-            FromAgent::Report { test, report } => vec![FromAgent::Report {
-                test: test + 7,
-                report,
-            }],
-            m => vec![m],
-        }),
-        to_agent: Box::new(|m| m),
-    });
-    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
-    refused(
-        console.run_disk(&disk_test(&["evil"]), &stop),
-        "evil",
+    disk_refused(
+        || {
+            Rewrite::from_agent(|m| match m {
+                FromAgent::Report { test, report } => vec![FromAgent::Report {
+                    test: test + 7,
+                    report,
+                }],
+                m => vec![m],
+            })
+        },
         "test 8",
     );
-    let dir = tempfile::tempdir().unwrap();
-    let addr = evil(&dir, || Rewrite::reports(|r| r.interrupted = true));
-    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
-    refused(
-        console.run_disk(&disk_test(&["evil"]), &stop),
-        "evil",
-        "cut short",
-    );
+    disk_refused(|| Rewrite::reports(|r| r.interrupted = true), "cut short");
 }
 
 /// A report sent at START (last test's figures) instead of after RECORD
@@ -210,26 +203,20 @@ fn a_report_before_record_off_is_refused() {
 /// expressed in its clock refuses the host (it wrapped 292 years before).
 #[test]
 fn an_agent_clock_near_i64_max_is_refused_not_wrapped() {
-    let stop = AtomicBool::new(false);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = evil(&dir, || Rewrite {
-        from_agent: Box::new(|m| match m {
-            FromAgent::Clock { t1, t2, t3 } => {
-                let shift = i64::MAX - 500_000_000 - t2;
-                vec![FromAgent::Clock {
-                    t1,
-                    t2: t2 + shift,
-                    t3: t3.saturating_add(shift),
-                }]
-            }
-            m => vec![m],
-        }),
-        to_agent: Box::new(|m| m),
-    });
-    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
-    refused(
-        console.run_disk(&disk_test(&["evil"]), &stop),
-        "evil",
+    disk_refused(
+        || {
+            Rewrite::from_agent(|m| match m {
+                FromAgent::Clock { t1, t2, t3 } => {
+                    let shift = i64::MAX - 500_000_000 - t2;
+                    vec![FromAgent::Clock {
+                        t1,
+                        t2: t2 + shift,
+                        t3: t3.saturating_add(shift),
+                    }]
+                }
+                m => vec![m],
+            })
+        },
         "cannot be scheduled",
     );
 }
@@ -395,39 +382,33 @@ fn contradictory_figures_make_the_test_invalid_naming_the_host() {
 /// total is not a mean of the CPUs it lists, and it is refused.
 #[test]
 fn a_host_whose_total_cpu_is_not_its_cores_mean_is_refused() {
-    let stop = AtomicBool::new(false);
-    let dir = tempfile::tempdir().unwrap();
-    let addr = evil(&dir, || Rewrite {
-        from_agent: Box::new(|m| match m {
-            FromAgent::Info { mut info } => {
-                info.cpus = 16_384;
-                vec![FromAgent::Info { info }]
-            }
-            FromAgent::Report { test, mut report } => {
-                let c = report.cpu.as_mut().unwrap();
-                c.cpus = 16_384;
-                c.busy_pct = 0.01;
-                c.modes = iotoll_model::CpuModes {
-                    idle: 99.99,
-                    ..Default::default()
-                };
-                for k in &mut c.per_core {
-                    k.busy_pct = 0.0;
-                    k.modes = iotoll_model::CpuModes {
-                        idle: 100.0,
+    disk_refused(
+        || {
+            Rewrite::from_agent(|m| match m {
+                FromAgent::Info { mut info } => {
+                    info.cpus = 16_384;
+                    vec![FromAgent::Info { info }]
+                }
+                FromAgent::Report { test, mut report } => {
+                    let c = report.cpu.as_mut().unwrap();
+                    c.cpus = 16_384;
+                    c.busy_pct = 0.01;
+                    c.modes = iotoll_model::CpuModes {
+                        idle: 99.99,
                         ..Default::default()
                     };
+                    for k in &mut c.per_core {
+                        k.busy_pct = 0.0;
+                        k.modes = iotoll_model::CpuModes {
+                            idle: 100.0,
+                            ..Default::default()
+                        };
+                    }
+                    vec![FromAgent::Report { test, report }]
                 }
-                vec![FromAgent::Report { test, report }]
-            }
-            m => vec![m],
-        }),
-        to_agent: Box::new(|m| m),
-    });
-    let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
-    refused(
-        console.run_disk(&disk_test(&["evil"]), &stop),
-        "evil",
+                m => vec![m],
+            })
+        },
         "outside its CPUs' own",
     );
 }

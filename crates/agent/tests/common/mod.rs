@@ -126,6 +126,14 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
+    /// Rewrites what the agent sends; what the console sends passes.
+    pub fn from_agent(f: impl FnMut(FromAgent) -> Vec<FromAgent> + Send + 'static) -> Rewrite {
+        Rewrite {
+            from_agent: Box::new(f),
+            to_agent: Box::new(|m| m),
+        }
+    }
+
     pub fn reports(
         mut f: impl FnMut(&mut iotoll_agent::wire::AgentReport) + Send + 'static,
     ) -> Rewrite {
