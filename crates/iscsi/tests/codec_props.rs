@@ -16,8 +16,8 @@ use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use iotoll_iscsi::pdu::{
-    crc32c, encode, op, op_name, pad4, parse_in, sn_le, sn_lt, Bhs, Decoder, Digests, In, PduError,
-    Sn, BHS_LEN, MAX_AHS_LEN,
+    crc32c, encode, op, op_name, pad4, parse_in, Bhs, CmdSn, DataSn, Decoder, Digests, In, Itt,
+    PduError, R2tSn, Sn, StatSn, Ttt, BHS_LEN, MAX_AHS_LEN,
 };
 use proptest::prelude::*;
 
@@ -600,7 +600,11 @@ proptest! {
         b.set_u32(24, stat_sn);
         b.set_u32(28, exp_cmd_sn);
         b.set_u32(32, max_cmd_sn);
-        let want_sn = Sn { stat_sn, exp_cmd_sn, max_cmd_sn };
+        let want_sn = Sn {
+            stat_sn: StatSn(stat_sn),
+            exp_cmd_sn: CmdSn(exp_cmd_sn),
+            max_cmd_sn: CmdSn(max_cmd_sn),
+        };
         let flags = b.flags();
         let u32_at = |i: usize| u32::from_be_bytes([raw[i], raw[i + 1], raw[i + 2], raw[i + 3]]);
         let got = parse_in(&b);
@@ -614,7 +618,7 @@ proptest! {
         };
         let (got_op, got_itt, sn) = match got {
             In::NopIn { itt, ttt, lun, sn } => {
-                prop_assert_eq!(ttt, u32_at(20));
+                prop_assert_eq!(ttt, Ttt(u32_at(20)));
                 prop_assert_eq!(&lun[..], &raw[8..16]);
                 (op::NOP_IN, Some(itt), sn)
             }
@@ -629,13 +633,13 @@ proptest! {
                 prop_assert_eq!(final_, flags & 0x80 != 0);
                 prop_assert_eq!(status, (flags & 0x01 != 0).then_some(raw[3]));
                 prop_assert_eq!(residual.count, u32_at(44));
-                prop_assert_eq!((data_sn, offset), (u32_at(36), u32_at(40)));
+                prop_assert_eq!((data_sn, offset), (DataSn(u32_at(36)), u32_at(40)));
                 (op::DATA_IN, Some(itt), sn)
             }
             In::R2T { itt, ttt, sn, r2t_sn, offset, len } => {
                 prop_assert_eq!(
                     (ttt, r2t_sn, offset, len),
-                    (u32_at(20), u32_at(36), u32_at(40), u32_at(44))
+                    (Ttt(u32_at(20)), R2tSn(u32_at(36)), u32_at(40), u32_at(44))
                 );
                 (op::R2T, Some(itt), sn)
             }
@@ -664,7 +668,7 @@ proptest! {
             }
             In::TextResponse { final_, cont, itt, ttt, sn } => {
                 prop_assert_eq!((final_, cont), (flags & 0x80 != 0, flags & 0x40 != 0));
-                prop_assert_eq!(ttt, u32_at(20));
+                prop_assert_eq!(ttt, Ttt(u32_at(20)));
                 (op::TEXT_RESP, Some(itt), sn)
             }
             In::LogoutResponse { response, itt, sn } => {
@@ -678,7 +682,7 @@ proptest! {
         };
         prop_assert_eq!(got_op, opcode);
         if let Some(got_itt) = got_itt {
-            prop_assert_eq!(got_itt, itt);
+            prop_assert_eq!(got_itt, Itt(itt));
         }
         prop_assert_eq!(sn, want_sn);
     }
@@ -707,15 +711,17 @@ proptest! {
         d in 1u32..(1 << 31),
         e in 1u32..(1 << 31),
     ) {
-        let b = a.wrapping_add(d);
-        prop_assert!(sn_lt(a, b));
-        prop_assert!(!sn_lt(b, a));
-        prop_assert!(sn_le(a, b) && !sn_le(b, a));
-        prop_assert!(!sn_lt(a, a) && sn_le(a, a));
+        let a = CmdSn(a);
+        let b = a.plus(d);
+        prop_assert!(a.before(b));
+        prop_assert!(!b.before(a));
+        prop_assert!(a.not_after(b) && !b.not_after(a));
+        prop_assert!(!a.before(a) && a.not_after(a));
+        prop_assert_eq!(b.since(a), d);
         // Transitive inside a window of less than 2^31.
         if u64::from(d) + u64::from(e) < 1 << 31 {
-            let c = b.wrapping_add(e);
-            prop_assert!(sn_lt(b, c) && sn_lt(a, c) && !sn_lt(c, a));
+            let c = b.plus(e);
+            prop_assert!(b.before(c) && a.before(c) && !c.before(a));
         }
     }
 }
@@ -771,89 +777,48 @@ enum Expect {
     Model,
 }
 
-#[test]
-fn decoder_fuzz_run() {
-    let mut rng = Rng::new(0x1057_c0de_5eed_0001);
-    // Outcome kinds seen per mutation, to show that the run reaches them.
-    let mut seen = [[0u32; 6]; 10];
-    for iter in 0..FUZZ_ITERS {
+/// One fuzz case: a valid frame, the decoder it is fed to and what it
+/// decodes to unmutated.
+struct Case {
+    f: Frame,
+    d: Decoder,
+    ok: Outcome,
+    /// The opcode's name, as errors carry it.
+    what: &'static str,
+}
+
+impl Case {
+    fn new(rng: &mut Rng) -> Case {
         let digests = rng.pick(&ALL_DIGESTS);
         let max_data = rng.pick(&[0u32, 1, 4, 512, 8192, 65536, (1 << 24) - 1]);
         let d = dec(digests, max_data);
-        let f = random_frame(&mut rng, digests, max_data);
+        let f = random_frame(rng, digests, max_data);
         let ok = Outcome::Pdu {
             n: f.len(),
             ahs: BHS_LEN..f.hdr_end,
             data: f.data(),
         };
-        let mut buf = f.bytes.clone();
-        let what = op_name(buf[0] & 0x3f);
-        let mutation = rng.below(10);
-        let expect = match mutation {
+        let what = op_name(f.bytes[0] & 0x3f);
+        Case { f, d, ok, what }
+    }
+
+    /// Applies mutation number `mutation` (0..10) to `buf`, a copy of the
+    /// frame, and says what it promises.
+    fn mutate(&self, rng: &mut Rng, buf: &mut Vec<u8>, mutation: usize) -> Expect {
+        let (f, ok) = (&self.f, &self.ok);
+        match mutation {
             // Random bit flips anywhere in the frame.
             0 => {
                 let mut touched = Vec::new();
                 for _ in 0..rng.range(1, 3) {
                     let at = rng.below(buf.len());
-                    flip(&mut rng, &mut buf, at);
+                    flip(rng, buf, at);
                     touched.push(at);
                 }
-                expect_after_flips(&f, &buf, &touched, &ok)
+                expect_after_flips(f, buf, &touched, ok)
             }
-            // One flip aimed at a region, so that small regions (padding,
-            // digests) are hit often.
-            1 => {
-                let regions = [
-                    f.header(),
-                    f.header_digest(),
-                    f.data(),
-                    f.padding(),
-                    f.data_digest(),
-                ];
-                let r = &regions[rng.below(regions.len())];
-                if r.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let mut at = pos_in(&mut rng, r);
-                    if (4..8).contains(&at) {
-                        at = 0;
-                    }
-                    flip(&mut rng, &mut buf, at);
-                    expect_after_flips(&f, &buf, &[at], &ok)
-                }
-            }
-            // Length fields overwritten with random or huge values, and
-            // sometimes only the BHS is there.
-            2 => {
-                let v = match rng.below(4) {
-                    0 => rng.next_u32(),
-                    1 => 0xff00_0000 | rng.next_u32(),
-                    2 => (u32::from(buf[4]) << 24) | rng.range(max_data as usize, 0xff_ffff) as u32,
-                    _ => {
-                        let dl = f.dl as i64 + rng.range(0, 16) as i64 - 8;
-                        (u32::from(rng.next_u32() as u8) << 24) | (dl.clamp(0, 0xff_ffff) as u32)
-                    }
-                };
-                buf[4..8].copy_from_slice(&v.to_be_bytes());
-                if rng.chance(1, 4) {
-                    buf.truncate(BHS_LEN);
-                }
-                let dl = v & 0xff_ffff;
-                // A header digest that is in and no longer matches is
-                // reported first (the model says which).
-                let digest_in = digests.header && buf.len() >= BHS_LEN + 4 * buf[4] as usize + 4;
-                if dl > max_data && !(digest_in && buf[4..8] != f.bytes[4..8]) {
-                    Expect::Exactly(Outcome::TooLong {
-                        what,
-                        len: dl,
-                        max: max_data,
-                    })
-                } else if buf[4..8] != f.bytes[4..8] && digests.header {
-                    Expect::NoPdu
-                } else {
-                    Expect::Model
-                }
-            }
+            1 => self.aimed_flip(rng, buf),
+            2 => self.overwrite_lengths(rng, buf),
             // Truncation: never a PDU, never an error.
             3 => {
                 let keep = rng.below(f.len());
@@ -869,57 +834,19 @@ fn decoder_fuzz_run() {
                 buf.extend_from_slice(&extra);
                 Expect::Exactly(ok.clone())
             }
-            // Non-zero padding: covered by the data digest, ignored without.
-            5 => {
-                let p = f.padding();
-                if p.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let at = pos_in(&mut rng, &p);
-                    buf[at] = rng.range(1, 255) as u8;
-                    if digests.data {
-                        Expect::Exactly(Outcome::DataDigest(what))
-                    } else {
-                        Expect::Exactly(ok.clone())
-                    }
-                }
-            }
-            // A digest overwritten with another value.
-            6 => {
-                let r = if rng.chance(1, 2) {
-                    f.header_digest()
-                } else {
-                    f.data_digest()
-                };
-                if r.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let old = u32::from_le_bytes([
-                        buf[r.start],
-                        buf[r.start + 1],
-                        buf[r.start + 2],
-                        buf[r.start + 3],
-                    ]);
-                    let new = old ^ rng.next_u32().max(1);
-                    buf[r.clone()].copy_from_slice(&new.to_le_bytes());
-                    if r == f.header_digest() {
-                        Expect::Exactly(Outcome::HeaderDigest(what))
-                    } else {
-                        Expect::Exactly(Outcome::DataDigest(what))
-                    }
-                }
-            }
+            5 => self.nonzero_padding(rng, buf),
+            6 => self.overwrite_digest(rng, buf),
             // Havoc: several edits at once, including inserted and deleted
             // bytes; only the model and the invariants hold.
             7 | 8 => {
                 for _ in 0..rng.range(1, 6) {
-                    havoc(&mut rng, &mut buf);
+                    havoc(rng, buf);
                 }
                 Expect::Model
             }
             // Pure garbage, sometimes with a plausible length.
             _ => {
-                buf = {
+                *buf = {
                     let n = rng.range(0, 200);
                     rng.bytes(n)
                 };
@@ -930,30 +857,127 @@ fn decoder_fuzz_run() {
                 }
                 Expect::Model
             }
-        };
+        }
+    }
 
-        let got = match catch_unwind(AssertUnwindSafe(|| run(&d, &buf))) {
+    /// One flip aimed at a region, so that small regions (padding,
+    /// digests) are hit often.
+    fn aimed_flip(&self, rng: &mut Rng, buf: &mut [u8]) -> Expect {
+        let f = &self.f;
+        let regions = [
+            f.header(),
+            f.header_digest(),
+            f.data(),
+            f.padding(),
+            f.data_digest(),
+        ];
+        let r = &regions[rng.below(regions.len())];
+        if r.is_empty() {
+            return Expect::Exactly(self.ok.clone());
+        }
+        let mut at = pos_in(rng, r);
+        if (4..8).contains(&at) {
+            at = 0;
+        }
+        flip(rng, buf, at);
+        expect_after_flips(f, buf, &[at], &self.ok)
+    }
+
+    /// Length fields overwritten with random or huge values, and sometimes
+    /// only the BHS is there.
+    fn overwrite_lengths(&self, rng: &mut Rng, buf: &mut Vec<u8>) -> Expect {
+        let (f, max_data, digests) = (&self.f, self.d.max_data, self.d.digests);
+        let v = match rng.below(4) {
+            0 => rng.next_u32(),
+            1 => 0xff00_0000 | rng.next_u32(),
+            2 => (u32::from(buf[4]) << 24) | rng.range(max_data as usize, 0xff_ffff) as u32,
+            _ => {
+                let dl = f.dl as i64 + rng.range(0, 16) as i64 - 8;
+                (u32::from(rng.next_u32() as u8) << 24) | (dl.clamp(0, 0xff_ffff) as u32)
+            }
+        };
+        buf[4..8].copy_from_slice(&v.to_be_bytes());
+        if rng.chance(1, 4) {
+            buf.truncate(BHS_LEN);
+        }
+        let dl = v & 0xff_ffff;
+        // A header digest that is in and no longer matches is reported
+        // first (the model says which).
+        let digest_in = digests.header && buf.len() >= BHS_LEN + 4 * buf[4] as usize + 4;
+        if dl > max_data && !(digest_in && buf[4..8] != f.bytes[4..8]) {
+            Expect::Exactly(Outcome::TooLong {
+                what: self.what,
+                len: dl,
+                max: max_data,
+            })
+        } else if buf[4..8] != f.bytes[4..8] && digests.header {
+            Expect::NoPdu
+        } else {
+            Expect::Model
+        }
+    }
+
+    /// Non-zero padding: covered by the data digest, ignored without.
+    fn nonzero_padding(&self, rng: &mut Rng, buf: &mut [u8]) -> Expect {
+        let p = self.f.padding();
+        if p.is_empty() {
+            return Expect::Exactly(self.ok.clone());
+        }
+        let at = pos_in(rng, &p);
+        buf[at] = rng.range(1, 255) as u8;
+        if self.d.digests.data {
+            Expect::Exactly(Outcome::DataDigest(self.what))
+        } else {
+            Expect::Exactly(self.ok.clone())
+        }
+    }
+
+    /// A digest overwritten with another value.
+    fn overwrite_digest(&self, rng: &mut Rng, buf: &mut [u8]) -> Expect {
+        let f = &self.f;
+        let r = if rng.chance(1, 2) {
+            f.header_digest()
+        } else {
+            f.data_digest()
+        };
+        if r.is_empty() {
+            return Expect::Exactly(self.ok.clone());
+        }
+        let old = u32::from_le_bytes([
+            buf[r.start],
+            buf[r.start + 1],
+            buf[r.start + 2],
+            buf[r.start + 3],
+        ]);
+        let new = old ^ rng.next_u32().max(1);
+        buf[r.clone()].copy_from_slice(&new.to_le_bytes());
+        if r == f.header_digest() {
+            Expect::Exactly(Outcome::HeaderDigest(self.what))
+        } else {
+            Expect::Exactly(Outcome::DataDigest(self.what))
+        }
+    }
+
+    /// Decodes the mutated `buf` and checks the outcome against the
+    /// invariants, the model and the mutation's promise.
+    fn judge(
+        &self,
+        buf: &[u8],
+        expect: &Expect,
+        mutation: usize,
+        ctx: &dyn Fn() -> String,
+    ) -> Outcome {
+        let d = &self.d;
+        let got = match catch_unwind(AssertUnwindSafe(|| run(d, buf))) {
             Ok(o) => o,
-            Err(_) => panic!(
-                "iteration {iter}, mutation {mutation}: decode panicked on {} bytes \
-                 (head {:02x?}), {d:?}",
-                buf.len(),
-                &buf[..buf.len().min(BHS_LEN)]
-            ),
+            Err(_) => panic!("{}: decode panicked", ctx()),
         };
-        let ctx = || {
-            format!(
-                "iteration {iter}, mutation {mutation}, {d:?}, {} bytes, head {:02x?}",
-                buf.len(),
-                &buf[..buf.len().min(BHS_LEN)]
-            )
-        };
-        if let Err(e) = check_invariants(&d, &buf, &got) {
+        if let Err(e) = check_invariants(d, buf, &got) {
             panic!("{}: {e}", ctx());
         }
-        let want = model(&d, &buf);
+        let want = model(d, buf);
         assert_eq!(got, want, "{}: differs from the model", ctx());
-        match &expect {
+        match expect {
             Expect::Exactly(o) => assert_eq!(&got, o, "{}: not as expected", ctx()),
             Expect::NoPdu => assert!(
                 !matches!(got, Outcome::Pdu { .. }),
@@ -964,9 +988,33 @@ fn decoder_fuzz_run() {
         }
         if let Outcome::Pdu { data, .. } = &got {
             if mutation == 4 || mutation == 5 {
+                let f = &self.f;
                 assert_eq!(&buf[data.clone()], &f.bytes[f.data()], "{}", ctx());
             }
         }
+        got
+    }
+}
+
+#[test]
+fn decoder_fuzz_run() {
+    let mut rng = Rng::new(0x1057_c0de_5eed_0001);
+    // Outcome kinds seen per mutation, to show that the run reaches them.
+    let mut seen = [[0u32; 6]; 10];
+    for iter in 0..FUZZ_ITERS {
+        let case = Case::new(&mut rng);
+        let mut buf = case.f.bytes.clone();
+        let mutation = rng.below(10);
+        let expect = case.mutate(&mut rng, &mut buf, mutation);
+        let ctx = || {
+            format!(
+                "iteration {iter}, mutation {mutation}, {:?}, {} bytes, head {:02x?}",
+                case.d,
+                buf.len(),
+                &buf[..buf.len().min(BHS_LEN)]
+            )
+        };
+        let got = case.judge(&buf, &expect, mutation, &ctx);
         seen[mutation][got.kind()] += 1;
     }
     // Each kind of outcome that a mutation can lead to is reached.

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use iotoll_iscsi::session::{self, Config, Session};
+use iotoll_iscsi::session::{self, Config, Io, Session};
 use iotoll_iscsi::text::Params;
 use iotoll_iscsi::{chap, scsi, Error, ErrorKind, SessionInfo};
 use tgt::{SilentPeer, Tgt, BLOCK_SIZE, IQN};
@@ -126,8 +126,18 @@ fn run_ios(s: &mut Session, lun: u64, ops: &[(bool, u64, u32)], qd: usize, buf: 
             // loop; in-flight ranges are disjoint (each op its own range,
             // reads and writes never both in flight).
             unsafe {
-                s.submit_io(slot, lun, read, off, len, BLOCK, base.add(off as usize))
-                    .unwrap();
+                s.submit_io(
+                    slot,
+                    Io {
+                        lun,
+                        read,
+                        offset: off,
+                        len,
+                        block: BLOCK,
+                    },
+                    base.add(off as usize),
+                )
+                .unwrap();
             }
             in_slot[slot] = next;
             next += 1;
@@ -787,11 +797,13 @@ fn read_loop(
             let r = unsafe {
                 s.submit_io(
                     slot,
-                    lun,
-                    true,
-                    lba * 4096,
-                    4096,
-                    BLOCK,
+                    Io {
+                        lun,
+                        read: true,
+                        offset: lba * 4096,
+                        len: 4096,
+                        block: BLOCK,
+                    },
                     base.add(slot * 4096),
                 )
             };
@@ -1006,11 +1018,13 @@ fn more_commands_than_the_window() {
             unsafe {
                 s.submit_io(
                     slot,
-                    1,
-                    true,
-                    slot as u64 * 4096,
-                    4096,
-                    BLOCK,
+                    Io {
+                        lun: 1,
+                        read: true,
+                        offset: slot as u64 * 4096,
+                        len: 4096,
+                        block: BLOCK,
+                    },
                     base.add(slot * 4096),
                 )
                 .unwrap();
