@@ -22,69 +22,88 @@ impl<'a> Ctx<'a> {
             if !t.get_ref().is_table() {
                 return Err(self.err(Some(header), None, "a [[spec]] must be a table"));
             }
-            let mut table: SpecTable = read(t).map_err(|e| {
+            let table: SpecTable = read(t).map_err(|e| {
                 self.de_err(e, |_| {
                     "unknown key for a [[spec]]; known: name, qd, lines, and for a single line share, bs, read, random, burst_delay, burst_len, align".into()
                 })
             })?;
-            let name = self.check(table.name.as_ref(), "name", |v| {
-                let n = as_str(v)?;
-                if n.is_empty() || n.contains(char::is_control) {
-                    return Err("a spec name must be non-empty, without control characters".into());
-                }
-                Ok(n.to_string())
-            })?;
-            let Some(name) = name else {
-                return Err(self.err(Some(header), None, "this [[spec]] has no name"));
+            let node = t.get_ref().as_table().and_then(|t| t.get("lines"));
+            // Each line is read as its turn comes, so that errors come in
+            // the file's order.
+            let items: Option<LineItems> = match node.map(|n| n.get_ref()) {
+                Some(DeValue::Array(a)) if !a.is_empty() => Some(Box::new(a.iter().map(|item| {
+                    let keys: LineKeys = read(item).map_err(|e| {
+                        self.de_err(e, |_| {
+                            "unknown key for a line; known: share, bs, read, random, burst_delay, burst_len, align".into()
+                        })
+                    })?;
+                    Ok((item.span(), keys))
+                }))),
+                _ => None,
             };
-            if out.iter().any(|s| s.name == name) {
-                let at = table.name.as_ref().unwrap();
-                return Err(self.at(at, "name", format!("a second [[spec]] named '{name}'")));
-            }
-            let qd = self.check(table.qd.as_ref(), "qd", as_u32)?;
-            let what = format!("spec '{name}'");
-            let one = table.one();
-            let lines = match (&table.lines, one.any()) {
-                (Some(_), Some((k, v))) => {
-                    let msg =
-                        format!("{what} has lines = [...]; give {k} in each line, not beside them");
-                    return Err(self.at(v, k, msg));
-                }
-                (Some(l), None) => {
-                    let node = t.get_ref().as_table().and_then(|t| t.get("lines"));
-                    let items: Vec<&Node> = match node.map(|n| n.get_ref()) {
-                        Some(DeValue::Array(a)) if !a.is_empty() => a.iter().collect(),
-                        _ => {
-                            let msg = "expected a list of lines: [{ share = 60, bs = \"4k\", read = 70, random = 100 }, ...]";
-                            return Err(self.at(l, "lines", msg));
-                        }
-                    };
-                    let many = items.len() > 1;
-                    let mut lines = Vec::with_capacity(items.len());
-                    for item in items {
-                        let keys: LineKeys = read(item).map_err(|e| {
-                            self.de_err(e, |_| {
-                                "unknown key for a line; known: share, bs, read, random, burst_delay, burst_len, align".into()
-                            })
-                        })?;
-                        lines.push(self.line(&keys, many, item.span(), &what)?);
-                    }
-                    lines
-                }
-                (None, _) => vec![self.line(&one, false, header.clone(), &what)?],
-            };
-            if let Err(e) = specs::check_lines(&lines, &what) {
-                let at = table.lines.as_ref().map_or(header.clone(), Raw::span);
-                return Err(self.err(Some(at), Some("lines"), flags_as_keys(&e.to_string())));
-            }
-            out.push(AccessSpec {
-                name,
-                lines,
-                qd: qd.unwrap_or(DiskSpec::default().qd),
-                source: None,
-            });
+            let spec = self.spec(table, header, items, &out)?;
+            out.push(spec);
         }
         Ok(out)
+    }
+
+    /// One `[[spec]]` checked (`items`: its `lines = [...]`, when that is a
+    /// list with lines in it), against the specs before it (`out`).
+    pub(crate) fn spec(
+        &self,
+        mut table: SpecTable,
+        header: Span,
+        items: Option<LineItems>,
+        out: &[AccessSpec],
+    ) -> Checked<AccessSpec> {
+        let name = self.check(table.name.as_ref(), "name", |v| {
+            let n = as_str(v)?;
+            if n.is_empty() || n.contains(char::is_control) {
+                return Err("a spec name must be non-empty, without control characters".into());
+            }
+            Ok(n.to_string())
+        })?;
+        let (Some(name), Some(name_v)) = (name, table.name.as_ref()) else {
+            return Err(self.err(Some(header), None, "this [[spec]] has no name"));
+        };
+        if out.iter().any(|s| s.name == name) {
+            return Err(self.at(name_v, "name", format!("a second [[spec]] named '{name}'")));
+        }
+        let qd = self.check(table.qd.as_ref(), "qd", as_u32)?;
+        let what = format!("spec '{name}'");
+        let one = table.one();
+        let lines = match (&table.lines, one.any()) {
+            (Some(_), Some((k, v))) => {
+                let msg =
+                    format!("{what} has lines = [...]; give {k} in each line, not beside them");
+                return Err(self.at(v, k, msg));
+            }
+            (Some(l), None) => {
+                let Some(items) = items else {
+                    let msg = "expected a list of lines: [{ share = 60, bs = \"4k\", read = 70, random = 100 }, ...]";
+                    return Err(self.at(l, "lines", msg));
+                };
+                let items: Vec<Checked<(Span, LineKeys)>> = items.collect();
+                let many = items.len() > 1;
+                let mut lines = Vec::with_capacity(items.len());
+                for item in items {
+                    let (at, keys) = item?;
+                    lines.push(self.line(&keys, many, at, &what)?);
+                }
+                lines
+            }
+            (None, _) => vec![self.line(&one, false, header.clone(), &what)?],
+        };
+        if let Err(e) = specs::check_lines(&lines, &what) {
+            let at = table.lines.as_ref().map_or(header.clone(), Raw::span);
+            return Err(self.err(Some(at), Some("lines"), flags_as_keys(&e.to_string())));
+        }
+        Ok(AccessSpec {
+            name,
+            lines,
+            qd: qd.unwrap_or(DiskSpec::default().qd),
+            source: None,
+        })
     }
 
     /// One line of a `[[spec]]`; `many`: the spec has several, each of

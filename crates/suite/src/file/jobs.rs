@@ -28,6 +28,40 @@ impl<'a> Ctx<'a> {
             return Err(self.err(Some(header), None, "a [[test]] must be a table"));
         }
         let common: Common = read(t).map_err(|e| self.de_err(e, str::to_string))?;
+        let params = |kind| {
+            let params = match kind {
+                Kind::Disk => DiskTest::params(t),
+                Kind::NetStream => StreamTest::params(t),
+                Kind::NetRr => RrTest::params(t),
+            };
+            params.map_err(|(e, known)| {
+                self.de_err(e, |_| {
+                    format!(
+                        "unknown key for a {kind} test; known: {}, and to place it on hosts: {}",
+                        known.join(", "),
+                        crate::hosts::placement_keys(kind).join(", ")
+                    )
+                })
+            })
+        };
+        let place = |kind, header: &Span| crate::hosts::placement(self, kind, t, header);
+        let test = Given {
+            header,
+            common,
+            params: &params,
+            placement: &place,
+        };
+        self.checked_test(test, suite, seen)
+    }
+
+    /// Checks a test as given (`seen`: the names of the tests before it).
+    pub(crate) fn checked_test(
+        &self,
+        t: Given,
+        suite: &Common,
+        seen: &mut HashSet<String>,
+    ) -> Checked<Test> {
+        let (header, common) = (t.header, t.common);
         let name = self.check(common.name.as_ref(), "name", |v| {
             let name = as_str(v)?;
             if name.is_empty() || name.contains(['/', ',']) || name.contains(char::is_control) {
@@ -47,22 +81,9 @@ impl<'a> Ctx<'a> {
             let msg = format!("test '{name}' has no kind ({})", Kind::names());
             return Err(self.err(Some(header), None, msg));
         };
-        let params = match kind {
-            Kind::Disk => DiskTest::params(t),
-            Kind::NetStream => StreamTest::params(t),
-            Kind::NetRr => RrTest::params(t),
-        };
-        let params = params.map_err(|(e, known)| {
-            self.de_err(e, |_| {
-                format!(
-                    "unknown key for a {kind} test; known: {}, and to place it on hosts: {}",
-                    known.join(", "),
-                    crate::hosts::placement_keys(kind).join(", ")
-                )
-            })
-        })?;
+        let params = (t.params)(kind)?;
         let mut proto = self.proto(kind, &common, suite, &header)?;
-        proto.placement = crate::hosts::placement(self, kind, t, &header)?;
+        proto.placement = (t.placement)(kind, &header)?;
         if let Some((k, s)) = params.iter().find(|(_, s)| s.values().is_empty()) {
             return Err(self.at(&s.0, k, "empty sweep: give at least one value"));
         }

@@ -269,13 +269,13 @@ pub(crate) type Known = Option<IgnoredAny>;
 /// A value of the parsed file with its place, e.g. a `[[test]]` table.
 pub(crate) type Node<'a> = Spanned<DeValue<'a>>;
 /// A test's parameters as written, in the order of its kind's keys.
-type Params = Vec<(&'static str, Sweep)>;
+pub(crate) type Params = Vec<(&'static str, Sweep)>;
 pub(crate) type Span = std::ops::Range<usize>;
 pub(crate) type Checked<T> = Result<T, SuiteError>;
 
 /// A workload parameter as written: one value, or a list of values to sweep.
 #[derive(serde::Deserialize)]
-struct Sweep(Raw);
+pub(crate) struct Sweep(pub(crate) Raw);
 
 impl Sweep {
     fn values(&self) -> &[Value] {
@@ -291,22 +291,22 @@ impl Sweep {
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
-struct SuiteKeys {
-    name: Option<Raw>,
-    description: Option<Raw>,
-    reps: Known,
-    select: Known,
-    repeatability_pct: Known,
-    rerun: Known,
-    interference_pct: Known,
-    cpu_threshold_pct: Option<Raw>,
-    sut: Option<Raw>,
-    unit: Option<Raw>,
-    ramp: Known,
-    time: Known,
-    test: Known,
-    spec: Known,
-    hosts: Known,
+pub(crate) struct SuiteKeys {
+    pub(crate) name: Option<Raw>,
+    pub(crate) description: Option<Raw>,
+    pub(crate) reps: Known,
+    pub(crate) select: Known,
+    pub(crate) repeatability_pct: Known,
+    pub(crate) rerun: Known,
+    pub(crate) interference_pct: Known,
+    pub(crate) cpu_threshold_pct: Option<Raw>,
+    pub(crate) sut: Option<Raw>,
+    pub(crate) unit: Option<Raw>,
+    pub(crate) ramp: Known,
+    pub(crate) time: Known,
+    pub(crate) test: Known,
+    pub(crate) spec: Known,
+    pub(crate) hosts: Known,
 }
 
 /// A `[[spec]]` table: an access specification for the file's disk tests.
@@ -314,17 +314,17 @@ struct SuiteKeys {
 /// (and `burst_delay`, `burst_len`, `align`) on the table itself.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SpecTable {
-    name: Option<Raw>,
-    qd: Option<Raw>,
-    lines: Option<Raw>,
-    share: Option<Raw>,
-    bs: Option<Raw>,
-    read: Option<Raw>,
-    random: Option<Raw>,
-    burst_delay: Option<Raw>,
-    burst_len: Option<Raw>,
-    align: Option<Raw>,
+pub(crate) struct SpecTable {
+    pub(crate) name: Option<Raw>,
+    pub(crate) qd: Option<Raw>,
+    pub(crate) lines: Option<Raw>,
+    pub(crate) share: Option<Raw>,
+    pub(crate) bs: Option<Raw>,
+    pub(crate) read: Option<Raw>,
+    pub(crate) random: Option<Raw>,
+    pub(crate) burst_delay: Option<Raw>,
+    pub(crate) burst_len: Option<Raw>,
+    pub(crate) align: Option<Raw>,
 }
 
 impl SpecTable {
@@ -345,14 +345,14 @@ impl SpecTable {
 /// One line of a `[[spec]]`.
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-struct LineKeys {
-    share: Option<Raw>,
-    bs: Option<Raw>,
-    read: Option<Raw>,
-    random: Option<Raw>,
-    burst_delay: Option<Raw>,
-    burst_len: Option<Raw>,
-    align: Option<Raw>,
+pub(crate) struct LineKeys {
+    pub(crate) share: Option<Raw>,
+    pub(crate) bs: Option<Raw>,
+    pub(crate) read: Option<Raw>,
+    pub(crate) random: Option<Raw>,
+    pub(crate) burst_delay: Option<Raw>,
+    pub(crate) burst_len: Option<Raw>,
+    pub(crate) align: Option<Raw>,
 }
 
 impl LineKeys {
@@ -374,17 +374,17 @@ impl LineKeys {
 /// The keys every test takes (the kind says which others it may have),
 /// and the suite's defaults for them.
 #[derive(serde::Deserialize)]
-struct Common {
-    name: Option<Raw>,
-    kind: Option<Raw>,
-    group: Option<Raw>,
-    reps: Option<Raw>,
-    select: Option<Raw>,
-    repeatability_pct: Option<Raw>,
-    rerun: Option<Raw>,
-    interference_pct: Option<Raw>,
-    ramp: Option<Raw>,
-    time: Option<Raw>,
+pub(crate) struct Common {
+    pub(crate) name: Option<Raw>,
+    pub(crate) kind: Option<Raw>,
+    pub(crate) group: Option<Raw>,
+    pub(crate) reps: Option<Raw>,
+    pub(crate) select: Option<Raw>,
+    pub(crate) repeatability_pct: Option<Raw>,
+    pub(crate) rerun: Option<Raw>,
+    pub(crate) interference_pct: Option<Raw>,
+    pub(crate) ramp: Option<Raw>,
+    pub(crate) time: Option<Raw>,
 }
 
 /// A test table of one kind, which refuses keys the kind does not take: the
@@ -498,7 +498,7 @@ fn value_label(v: &Value) -> String {
 }
 
 /// A [[test]] once checked: what each of its jobs is built from.
-struct Test {
+pub(crate) struct Test {
     name: String,
     name_at: Span,
     /// The `[[test]]` line: where errors about the whole test point.
@@ -520,77 +520,35 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
             format!("unknown suite key; known: {known}")
         })
     })?;
-    let name = cx.check(suite.name.as_ref(), "name", |v| {
-        let name = as_str(v)?;
-        if name.contains(char::is_control) {
-            return Err("a suite name must not contain control characters".into());
-        }
-        Ok(name.to_string())
-    })?;
-    let name = name.ok_or_else(|| cx.err(None, None, "the suite has no name = \"...\""))?;
-    let cpu_threshold_pct =
-        cx.check(suite.cpu_threshold_pct.as_ref(), "cpu_threshold_pct", |v| {
-            as_number(v).ok_or_else(|| "expected a number".into())
-        })?;
-    let sut = cx.check(suite.sut.as_ref(), "sut", |v| {
-        let bad = || "expected a list of process names or pids, e.g. sut = [\"tgtd\"]".to_string();
-        let items = v.as_array().ok_or_else(bad)?;
-        let one = |v: &Value| {
-            let text = match v.as_integer() {
-                Some(i) => i.to_string(),
-                None => as_str(v)?.to_string(),
-            };
-            iotoll_probe::procs::SutProcess::parse(&text)
-                .ok_or_else(|| format!("'{text}' is neither a process name nor a pid above 0"))
-        };
-        items.iter().map(one).collect::<Result<Vec<_>, String>>()
-    })?;
-    let unit = cx.check(suite.unit.as_ref(), "unit", |v| match as_str(v)? {
-        u @ (DISK_UNIT_MB_S | DISK_UNIT_MBIT_S) => Ok(u.to_string()),
-        u => Err(format!(
-            "unknown unit '{u}' for disk throughput: use {DISK_UNIT_MB_S} or {DISK_UNIT_MBIT_S}"
-        )),
-    })?;
+    let head = cx.head(&suite)?;
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
     let hosts = crate::hosts::hosts_table(&cx, &root)?;
     let file_specs = cx.specs(&root)?;
     let cx = Ctx { file_specs, ..cx };
-    let mut jobs = Vec::new();
-    let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
-    // Every [[test]] is checked even after one is wrong: all their errors
-    // are told at once, not one per attempt.
-    let mut errors: Vec<SuiteError> = Vec::new();
-    for t in cx.tests(&root)? {
-        let checked = (cx.test(t, &defaults, &mut base_names))
-            .and_then(|test| cx.expand(&test, &mut jobs, &mut names));
-        if let Err(e) = checked {
-            errors.push(e);
-        }
-    }
-    if !errors.is_empty() {
-        let mut first = errors.remove(0);
-        first.also = errors;
-        return Err(first);
-    }
-    // Stored with each disk test, so that results and reports of the run
-    // publish its throughput as the suite asked.
-    if let Some(u) = unit.filter(|u| u == DISK_UNIT_MBIT_S) {
-        for j in jobs.iter_mut().filter(|j| j.kind == Kind::Disk) {
-            if let serde_json::Value::Object(p) = &mut j.params {
-                p.insert(UNIT_PARAM.into(), u.clone().into());
-            }
-        }
-    }
-    Ok(Suite {
-        name,
-        description: (suite.description).and_then(|v| v.into_inner().as_str().map(str::to_string)),
-        text: text.to_string(),
-        cpu_threshold_pct,
-        sut: sut.unwrap_or_default(),
-        hosts,
-        jobs,
-    })
+    let jobs = cx.jobs(cx.tests(&root)?, |t, seen| cx.test(t, &defaults, seen))?;
+    Ok(cx.suite(head, suite.description, hosts, jobs))
 }
+
+/// What a suite says of itself, checked.
+pub(crate) struct Head {
+    name: String,
+    cpu_threshold_pct: Option<f64>,
+    sut: Option<Vec<iotoll_probe::procs::SutProcess>>,
+    unit: Option<String>,
+}
+
+/// A `[[test]]` as given, before its checks: its keys, and how its kind's
+/// parameters and its placement are read once the kind is known.
+pub(crate) struct Given<'g> {
+    pub(crate) header: Span,
+    pub(crate) common: Common,
+    pub(crate) params: &'g dyn Fn(Kind) -> Checked<Params>,
+    pub(crate) placement: &'g dyn Fn(Kind, &Span) -> Checked<Placement>,
+}
+
+/// The lines of a `[[spec]]`'s `lines = [...]`, each with its place, read
+/// as their turn comes.
+pub(crate) type LineItems<'x> = Box<dyn Iterator<Item = Checked<(Span, LineKeys)>> + 'x>;
 
 pub(crate) struct Ctx<'a> {
     pub(crate) file: &'a str,
@@ -605,6 +563,102 @@ impl<'a> Ctx<'a> {
             file,
             text,
             file_specs: Vec::new(),
+        }
+    }
+
+    /// The suite's own keys checked: its name, CPU threshold, SUT and unit.
+    pub(crate) fn head(&self, suite: &SuiteKeys) -> Checked<Head> {
+        let name = self.check(suite.name.as_ref(), "name", |v| {
+            let name = as_str(v)?;
+            if name.contains(char::is_control) {
+                return Err("a suite name must not contain control characters".into());
+            }
+            Ok(name.to_string())
+        })?;
+        let name = name.ok_or_else(|| self.err(None, None, "the suite has no name = \"...\""))?;
+        let cpu_threshold_pct =
+            self.check(suite.cpu_threshold_pct.as_ref(), "cpu_threshold_pct", |v| {
+                as_number(v).ok_or_else(|| "expected a number".into())
+            })?;
+        let sut = self.check(suite.sut.as_ref(), "sut", |v| {
+            let bad =
+                || "expected a list of process names or pids, e.g. sut = [\"tgtd\"]".to_string();
+            let items = v.as_array().ok_or_else(bad)?;
+            let one = |v: &Value| {
+                let text = match v.as_integer() {
+                    Some(i) => i.to_string(),
+                    None => as_str(v)?.to_string(),
+                };
+                iotoll_probe::procs::SutProcess::parse(&text)
+                    .ok_or_else(|| format!("'{text}' is neither a process name nor a pid above 0"))
+            };
+            items.iter().map(one).collect::<Result<Vec<_>, String>>()
+        })?;
+        let unit = self.check(suite.unit.as_ref(), "unit", |v| match as_str(v)? {
+            u @ (DISK_UNIT_MB_S | DISK_UNIT_MBIT_S) => Ok(u.to_string()),
+            u => Err(format!(
+                "unknown unit '{u}' for disk throughput: use {DISK_UNIT_MB_S} or {DISK_UNIT_MBIT_S}"
+            )),
+        })?;
+        Ok(Head {
+            name,
+            cpu_threshold_pct,
+            sut,
+            unit,
+        })
+    }
+
+    /// Every test checked (`check`) and expanded into jobs. Every test is
+    /// checked even after one is wrong: all their errors are told at once,
+    /// not one per attempt.
+    pub(crate) fn jobs<T>(
+        &self,
+        tests: impl IntoIterator<Item = T>,
+        check: impl Fn(T, &mut HashSet<String>) -> Checked<Test>,
+    ) -> Checked<Vec<Job>> {
+        let mut jobs = Vec::new();
+        let (mut base_names, mut names) = (HashSet::new(), HashSet::new());
+        let mut errors: Vec<SuiteError> = Vec::new();
+        for t in tests {
+            let checked = check(t, &mut base_names)
+                .and_then(|test| self.expand(&test, &mut jobs, &mut names));
+            if let Err(e) = checked {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            let mut first = errors.remove(0);
+            first.also = errors;
+            return Err(first);
+        }
+        Ok(jobs)
+    }
+
+    /// The suite, its jobs told the unit it publishes disk throughput in.
+    pub(crate) fn suite(
+        &self,
+        head: Head,
+        description: Option<Raw>,
+        hosts: Vec<HostEntry>,
+        mut jobs: Vec<Job>,
+    ) -> Suite {
+        // Stored with each disk test, so that results and reports of the
+        // run publish its throughput as the suite asked.
+        if let Some(u) = head.unit.filter(|u| u == DISK_UNIT_MBIT_S) {
+            for j in jobs.iter_mut().filter(|j| j.kind == Kind::Disk) {
+                if let serde_json::Value::Object(p) = &mut j.params {
+                    p.insert(UNIT_PARAM.into(), u.clone().into());
+                }
+            }
+        }
+        Suite {
+            name: head.name,
+            description: description.and_then(|v| v.into_inner().as_str().map(str::to_string)),
+            text: self.text.to_string(),
+            cpu_threshold_pct: head.cpu_threshold_pct,
+            sut: head.sut.unwrap_or_default(),
+            hosts,
+            jobs,
         }
     }
 
