@@ -288,7 +288,7 @@ impl Sweep {
 
 /// The suite's keys; any other is refused. The defaults it gives its tests
 /// are read as `Common`, the tests table by table (`Ctx::test`).
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub(crate) struct SuiteKeys {
@@ -312,7 +312,7 @@ pub(crate) struct SuiteKeys {
 /// A `[[spec]]` table: an access specification for the file's disk tests.
 /// Its transfer is `lines`, or for a single line `bs`, `read`, `random`
 /// (and `burst_delay`, `burst_len`, `align`) on the table itself.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SpecTable {
     pub(crate) name: Option<Raw>,
@@ -373,7 +373,7 @@ impl LineKeys {
 
 /// The keys every test takes (the kind says which others it may have),
 /// and the suite's defaults for them.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
 pub(crate) struct Common {
     pub(crate) name: Option<Raw>,
     pub(crate) kind: Option<Raw>,
@@ -524,7 +524,7 @@ pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let defaults: Common = read(&root).map_err(|e| cx.de_err(e, str::to_string))?;
     let hosts = crate::hosts::hosts_table(&cx, &root)?;
     let file_specs = cx.specs(&root)?;
-    let cx = Ctx { file_specs, ..cx };
+    let cx = cx.with_specs(file_specs);
     let jobs = cx.jobs(cx.tests(&root)?, |t, seen| cx.test(t, &defaults, seen))?;
     Ok(cx.suite(head, suite.description, hosts, jobs))
 }
@@ -545,6 +545,10 @@ pub(crate) struct Given<'g> {
     pub(crate) params: &'g dyn Fn(Kind) -> Checked<Params>,
     pub(crate) placement: &'g dyn Fn(Kind, &Span) -> Checked<Placement>,
 }
+
+/// The place of a value that is not in the text (one an import made
+/// up): errors about it name no line.
+pub(crate) const NOWHERE: Span = usize::MAX..usize::MAX;
 
 /// The lines of a `[[spec]]`'s `lines = [...]`, each with its place, read
 /// as their turn comes.
@@ -662,6 +666,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The context with the suite's `[[spec]]`s, which tests look up.
+    pub(crate) fn with_specs(self, file_specs: Vec<AccessSpec>) -> Ctx<'a> {
+        Ctx { file_specs, ..self }
+    }
+
     /// The file as a tree of values that know their place in it.
     pub(crate) fn root(&self) -> Checked<Node<'a>> {
         let root = DeTable::parse(self.text).map_err(|e| {
@@ -719,7 +728,7 @@ impl<'a> Ctx<'a> {
     ) -> SuiteError {
         SuiteError {
             file: self.file.to_string(),
-            line: at.map(|s| self.line_of(s.start)),
+            line: at.filter(|s| *s != NOWHERE).map(|s| self.line_of(s.start)),
             key: key.map(str::to_string),
             msg: msg.into(),
             also: Vec::new(),
