@@ -8,6 +8,11 @@
 //! immediate and unsolicited data copied behind it), Data-In is copied from
 //! the receive buffer straight into the caller's I/O buffer, and the task
 //! table is fixed at login. Nothing is allocated per I/O.
+//!
+//! `login.rs` holds the login stage by stage, `discover.rs` SendTargets,
+//! `exchange.rs` the requests outside the full-feature phase, `window.rs`
+//! what is sent (commands, the command window, Data-Out), `inbound.rs`
+//! what the target sends, `task.rs` the task slots.
 
 mod discover;
 mod exchange;
