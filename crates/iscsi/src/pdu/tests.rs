@@ -1,4 +1,5 @@
-//! The codec's unit tests; tests/codec_props.rs holds its properties.
+//! The codec's unit tests; tests/codec_props.rs holds its properties and
+//! tests/codec_fuzz.rs its fuzz run.
 
 use super::*;
 
