@@ -11,7 +11,7 @@ pub mod session;
 pub mod text;
 pub mod url;
 
-pub use session::{Config, Session, SessionInfo};
+pub use session::{Config, Io, Session, SessionInfo};
 pub use url::IscsiUrl;
 
 /// What went wrong, for the exit code and for tests; the message names the

@@ -12,368 +12,20 @@
 //!   RFC 7143 framing, with semantic expectations per mutation;
 //! * a stream cut at every byte boundary decodes to the same PDUs.
 
-use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+//!
+//! The fuzz run is tests/codec_fuzz.rs; what both use, tests/common/codec.rs.
 
+#[path = "common/codec.rs"]
+mod codec;
+
+use codec::*;
+// Ours, not proptest's.
+use codec::Rng;
 use iotoll_iscsi::pdu::{
-    crc32c, encode, op, op_name, pad4, parse_in, sn_le, sn_lt, Bhs, Decoder, Digests, In, PduError,
-    Sn, BHS_LEN, MAX_AHS_LEN,
+    crc32c, encode, op, op_name, pad4, parse_in, Bhs, CmdSn, DataSn, Decoder, In, Itt, PduError,
+    R2tSn, Sn, StatSn, Ttt, BHS_LEN,
 };
 use proptest::prelude::*;
-
-// ---- helpers ---------------------------------------------------------------
-
-const INITIATOR_OPS: [u8; 8] = [
-    op::NOP_OUT,
-    op::SCSI_COMMAND,
-    op::TASK_MGMT,
-    op::LOGIN_REQ,
-    op::TEXT_REQ,
-    op::DATA_OUT,
-    op::LOGOUT_REQ,
-    op::SNACK,
-];
-const TARGET_OPS: [u8; 10] = [
-    op::NOP_IN,
-    op::SCSI_RESPONSE,
-    op::TASK_MGMT_RESP,
-    op::LOGIN_RESP,
-    op::TEXT_RESP,
-    op::DATA_IN,
-    op::LOGOUT_RESP,
-    op::R2T,
-    op::ASYNC,
-    op::REJECT,
-];
-
-const ALL_DIGESTS: [Digests; 4] = [
-    Digests {
-        header: false,
-        data: false,
-    },
-    Digests {
-        header: true,
-        data: false,
-    },
-    Digests {
-        header: false,
-        data: true,
-    },
-    Digests {
-        header: true,
-        data: true,
-    },
-];
-
-/// The largest data segment the property tests generate, and the
-/// `max_data` of their decoder.
-const MAX_SEG: usize = 70_000;
-
-/// xorshift64*: a small deterministic generator, so the fuzz run is the
-/// same on every machine and a failure names its iteration.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        // Zero is the one fixed point of xorshift.
-        Rng(seed | 1)
-    }
-    fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    /// Uniform in `0..n` (n > 0); the modulo bias is irrelevant here.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-    /// True `num` times out of `den`.
-    fn chance(&mut self, num: usize, den: usize) -> bool {
-        self.below(den) < num
-    }
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let r = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let mut v = vec![0; n];
-        self.fill(&mut v);
-        v
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-}
-
-fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
-    Rng::new(seed).bytes(n)
-}
-
-/// The bitwise CRC32C of RFC 7143 (reflected Castagnoli polynomial
-/// 0x1EDC6F41, initial all ones, final complement): an independent check of
-/// the crate's digest function.
-fn crc32c_bitwise(bytes: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in bytes {
-        c ^= u32::from(b);
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0x82f6_3b78
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
-/// One valid frame, built by `encode` with an AHS spliced in by hand (and
-/// the header digest recomputed over BHS + AHS), with the offsets of its
-/// parts.
-#[derive(Debug, Clone)]
-struct Frame {
-    bytes: Vec<u8>,
-    digests: Digests,
-    /// End of BHS + AHS.
-    hdr_end: usize,
-    /// Start of the data segment.
-    data_at: usize,
-    dl: usize,
-}
-
-impl Frame {
-    fn build(bhs: Bhs, ahs: &[u8], data: &[u8], digests: Digests) -> Frame {
-        assert!(ahs.len() % 4 == 0 && ahs.len() <= MAX_AHS_LEN);
-        let mut bytes = Vec::new();
-        encode(
-            &mut bytes,
-            bhs,
-            data,
-            Digests {
-                header: false,
-                data: digests.data,
-            },
-        );
-        bytes[4] = (ahs.len() / 4) as u8;
-        bytes.splice(BHS_LEN..BHS_LEN, ahs.iter().copied());
-        let hdr_end = BHS_LEN + ahs.len();
-        let mut data_at = hdr_end;
-        if digests.header {
-            let d = crc32c(&bytes[..hdr_end]).to_le_bytes();
-            bytes.splice(hdr_end..hdr_end, d);
-            data_at += 4;
-        }
-        if ahs.is_empty() {
-            // Without AHS the hand-built frame is exactly what `encode` makes.
-            let mut e = Vec::new();
-            encode(&mut e, bhs, data, digests);
-            assert_eq!(e, bytes, "hand-built frame differs from encode");
-        }
-        Frame {
-            bytes,
-            digests,
-            hdr_end,
-            data_at,
-            dl: data.len(),
-        }
-    }
-    fn len(&self) -> usize {
-        self.bytes.len()
-    }
-    fn header(&self) -> Range<usize> {
-        0..self.hdr_end
-    }
-    fn header_digest(&self) -> Range<usize> {
-        if self.digests.header {
-            self.hdr_end..self.hdr_end + 4
-        } else {
-            self.hdr_end..self.hdr_end
-        }
-    }
-    fn data(&self) -> Range<usize> {
-        self.data_at..self.data_at + self.dl
-    }
-    fn padding(&self) -> Range<usize> {
-        let end = self.data_at + self.dl;
-        end..end + pad4(self.dl)
-    }
-    fn data_digest(&self) -> Range<usize> {
-        let end = self.padding().end;
-        if self.digests.data && self.dl > 0 {
-            end..end + 4
-        } else {
-            end..end
-        }
-    }
-}
-
-/// What one call of `Decoder::decode` did, in a form that can be compared
-/// with the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Outcome {
-    NotYet,
-    Pdu {
-        n: usize,
-        ahs: Range<usize>,
-        data: Range<usize>,
-    },
-    TooLong {
-        what: &'static str,
-        len: u32,
-        max: u32,
-    },
-    HeaderDigest(&'static str),
-    DataDigest(&'static str),
-    Other(String),
-}
-
-impl Outcome {
-    fn kind(&self) -> usize {
-        match self {
-            Outcome::NotYet => 0,
-            Outcome::Pdu { .. } => 1,
-            Outcome::TooLong { .. } => 2,
-            Outcome::HeaderDigest(_) => 3,
-            Outcome::DataDigest(_) => 4,
-            Outcome::Other(_) => 5,
-        }
-    }
-}
-
-/// Where `part` lies inside `buf`, if it does.
-fn range_in(buf: &[u8], part: &[u8]) -> Option<Range<usize>> {
-    let start = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
-    let end = start.checked_add(part.len())?;
-    (end <= buf.len()).then_some(start..end)
-}
-
-/// Runs the decoder; a returned PDU is checked against the bytes it came
-/// from (its BHS is the first 48 bytes, its slices lie inside `buf`).
-fn run(dec: &Decoder, buf: &[u8]) -> Outcome {
-    match dec.decode(buf) {
-        Ok(None) => Outcome::NotYet,
-        Ok(Some((pdu, n))) => {
-            if buf.len() < BHS_LEN || pdu.bhs.0[..] != buf[..BHS_LEN] {
-                return Outcome::Other("BHS is not the first 48 bytes".into());
-            }
-            match (range_in(buf, pdu.ahs), range_in(buf, pdu.data)) {
-                (Some(ahs), Some(data)) => Outcome::Pdu { n, ahs, data },
-                _ => Outcome::Other("AHS or data outside the input".into()),
-            }
-        }
-        Err(PduError::TooLong { what, len, max }) => Outcome::TooLong { what, len, max },
-        Err(PduError::HeaderDigest(w)) => Outcome::HeaderDigest(w),
-        Err(PduError::DataDigest(w)) => Outcome::DataDigest(w),
-        Err(e) => Outcome::Other(format!("{e:?}")),
-    }
-}
-
-/// An independent model of RFC 7143 §11 framing: BHS, AHS (TotalAHSLength
-/// in 4-byte words), header digest over BHS + AHS, data, padding to 4,
-/// data digest over data + padding, present only with data.
-fn model(dec: &Decoder, buf: &[u8]) -> Outcome {
-    if buf.len() < BHS_LEN {
-        return Outcome::NotYet;
-    }
-    let what = op_name(buf[0] & 0x3f);
-    let le = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-    // The header digest is checked as soon as it is in, before the
-    // length it covers is trusted.
-    let hd_end = BHS_LEN + 4 * buf[4] as usize;
-    if dec.digests.header && buf.len() >= hd_end + 4 && crc32c(&buf[..hd_end]) != le(hd_end) {
-        return Outcome::HeaderDigest(what);
-    }
-    let dl = u32::from_be_bytes([0, buf[5], buf[6], buf[7]]);
-    if dl > dec.max_data {
-        return Outcome::TooLong {
-            what,
-            len: dl,
-            max: dec.max_data,
-        };
-    }
-    let dl = dl as usize;
-    let ahs = BHS_LEN..BHS_LEN + 4 * buf[4] as usize;
-    let mut at = ahs.end;
-    if dec.digests.header {
-        at += 4;
-    }
-    let data = at..at + dl;
-    let padded = dl.div_ceil(4) * 4;
-    let mut end = at + padded;
-    if dec.digests.data && dl > 0 {
-        end += 4;
-    }
-    if buf.len() < end {
-        return Outcome::NotYet;
-    }
-    if dec.digests.data && dl > 0 && crc32c(&buf[at..at + padded]) != le(at + padded) {
-        return Outcome::DataDigest(what);
-    }
-    Outcome::Pdu { n: end, ahs, data }
-}
-
-/// What every outcome must satisfy, whatever the input.
-fn check_invariants(dec: &Decoder, buf: &[u8], got: &Outcome) -> Result<(), String> {
-    let frame_len = dec.frame_len(buf);
-    match got {
-        Outcome::NotYet => match frame_len {
-            Ok(None) if buf.len() < BHS_LEN => Ok(()),
-            Ok(Some(f)) if f > buf.len() => Ok(()),
-            other => Err(format!("Ok(None) but frame_len {other:?}")),
-        },
-        Outcome::Pdu { n, ahs, data } => {
-            let dl = u32::from_be_bytes([0, buf[5], buf[6], buf[7]]) as usize;
-            if *n > buf.len() {
-                return Err(format!("consumed {n} of {} bytes", buf.len()));
-            }
-            if frame_len != Ok(Some(*n)) {
-                return Err(format!("consumed {n} but frame_len {frame_len:?}"));
-            }
-            if data.len() != dl {
-                return Err(format!("data of {} bytes, header says {dl}", data.len()));
-            }
-            if ahs.start != BHS_LEN || ahs.len() != 4 * buf[4] as usize {
-                return Err(format!("AHS at {ahs:?}"));
-            }
-            if data.start < ahs.end || data.end > *n {
-                return Err(format!("data at {data:?} outside the frame of {n}"));
-            }
-            Ok(())
-        }
-        Outcome::TooLong { len, max, .. } => {
-            let dl = u32::from_be_bytes([0, buf[5], buf[6], buf[7]]);
-            if *max != dec.max_data || *len != dl || len <= max {
-                return Err(format!("TooLong {len} > {max} (dl {dl})"));
-            }
-            // Refused on the BHS alone: the rest of the input is not needed.
-            let head = run(dec, &buf[..BHS_LEN]);
-            if &head != got {
-                return Err(format!("on the BHS alone: {head:?}"));
-            }
-            Ok(())
-        }
-        Outcome::HeaderDigest(_) if dec.digests.header => Ok(()),
-        Outcome::DataDigest(_) if dec.digests.data => Ok(()),
-        other => Err(format!("{other:?} with digests {:?}", dec.digests)),
-    }
-}
-
-fn dec(digests: Digests, max_data: u32) -> Decoder {
-    Decoder { digests, max_data }
-}
 
 // ---- deterministic checks --------------------------------------------------
 
@@ -600,7 +252,11 @@ proptest! {
         b.set_u32(24, stat_sn);
         b.set_u32(28, exp_cmd_sn);
         b.set_u32(32, max_cmd_sn);
-        let want_sn = Sn { stat_sn, exp_cmd_sn, max_cmd_sn };
+        let want_sn = Sn {
+            stat_sn: StatSn(stat_sn),
+            exp_cmd_sn: CmdSn(exp_cmd_sn),
+            max_cmd_sn: CmdSn(max_cmd_sn),
+        };
         let flags = b.flags();
         let u32_at = |i: usize| u32::from_be_bytes([raw[i], raw[i + 1], raw[i + 2], raw[i + 3]]);
         let got = parse_in(&b);
@@ -614,7 +270,7 @@ proptest! {
         };
         let (got_op, got_itt, sn) = match got {
             In::NopIn { itt, ttt, lun, sn } => {
-                prop_assert_eq!(ttt, u32_at(20));
+                prop_assert_eq!(ttt, Ttt(u32_at(20)));
                 prop_assert_eq!(&lun[..], &raw[8..16]);
                 (op::NOP_IN, Some(itt), sn)
             }
@@ -629,13 +285,13 @@ proptest! {
                 prop_assert_eq!(final_, flags & 0x80 != 0);
                 prop_assert_eq!(status, (flags & 0x01 != 0).then_some(raw[3]));
                 prop_assert_eq!(residual.count, u32_at(44));
-                prop_assert_eq!((data_sn, offset), (u32_at(36), u32_at(40)));
+                prop_assert_eq!((data_sn, offset), (DataSn(u32_at(36)), u32_at(40)));
                 (op::DATA_IN, Some(itt), sn)
             }
             In::R2T { itt, ttt, sn, r2t_sn, offset, len } => {
                 prop_assert_eq!(
                     (ttt, r2t_sn, offset, len),
-                    (u32_at(20), u32_at(36), u32_at(40), u32_at(44))
+                    (Ttt(u32_at(20)), R2tSn(u32_at(36)), u32_at(40), u32_at(44))
                 );
                 (op::R2T, Some(itt), sn)
             }
@@ -664,7 +320,7 @@ proptest! {
             }
             In::TextResponse { final_, cont, itt, ttt, sn } => {
                 prop_assert_eq!((final_, cont), (flags & 0x80 != 0, flags & 0x40 != 0));
-                prop_assert_eq!(ttt, u32_at(20));
+                prop_assert_eq!(ttt, Ttt(u32_at(20)));
                 (op::TEXT_RESP, Some(itt), sn)
             }
             In::LogoutResponse { response, itt, sn } => {
@@ -678,7 +334,7 @@ proptest! {
         };
         prop_assert_eq!(got_op, opcode);
         if let Some(got_itt) = got_itt {
-            prop_assert_eq!(got_itt, itt);
+            prop_assert_eq!(got_itt, Itt(itt));
         }
         prop_assert_eq!(sn, want_sn);
     }
@@ -707,357 +363,18 @@ proptest! {
         d in 1u32..(1 << 31),
         e in 1u32..(1 << 31),
     ) {
-        let b = a.wrapping_add(d);
-        prop_assert!(sn_lt(a, b));
-        prop_assert!(!sn_lt(b, a));
-        prop_assert!(sn_le(a, b) && !sn_le(b, a));
-        prop_assert!(!sn_lt(a, a) && sn_le(a, a));
+        let a = CmdSn(a);
+        let b = a.plus(d);
+        prop_assert!(a.before(b));
+        prop_assert!(!b.before(a));
+        prop_assert!(a.not_after(b) && !b.not_after(a));
+        prop_assert!(!a.before(a) && a.not_after(a));
+        prop_assert_eq!(b.since(a), d);
         // Transitive inside a window of less than 2^31.
         if u64::from(d) + u64::from(e) < 1 << 31 {
-            let c = b.wrapping_add(e);
-            prop_assert!(sn_lt(b, c) && sn_lt(a, c) && !sn_lt(c, a));
+            let c = b.plus(e);
+            prop_assert!(b.before(c) && a.before(c) && !c.before(a));
         }
-    }
-}
-
-// ---- bounded fuzz run --------------------------------------------------------
-
-const FUZZ_ITERS: u32 = 200_000;
-
-/// A random valid frame; its data length is within `max_data`.
-fn random_frame(rng: &mut Rng, digests: Digests, max_data: u32) -> Frame {
-    let mut b = Bhs::default();
-    rng.fill(&mut b.0);
-    let opcode = if rng.chance(1, 2) {
-        rng.pick(&TARGET_OPS)
-    } else {
-        rng.pick(&INITIATOR_OPS)
-    };
-    b.set_byte(0, (b.byte(0) & 0xc0) | opcode);
-    let ahs_words = match rng.below(4) {
-        0 | 1 => 0,
-        2 => rng.range(1, 4),
-        _ => rng.range(0, 255),
-    };
-    let cap = match rng.below(8) {
-        0..=4 => 64,
-        5 | 6 => 600,
-        _ => 9000,
-    };
-    let dl = rng.range(0, cap.min(max_data as usize));
-    let ahs = rng.bytes(ahs_words * 4);
-    let data = rng.bytes(dl);
-    Frame::build(b, &ahs, &data, digests)
-}
-
-/// Flips one random bit of `buf[at]`.
-fn flip(rng: &mut Rng, buf: &mut [u8], at: usize) {
-    buf[at] ^= 1 << rng.below(8);
-}
-
-/// A position in `r`, which must not be empty.
-fn pos_in(rng: &mut Rng, r: &Range<usize>) -> usize {
-    r.start + rng.below(r.len())
-}
-
-/// What a mutation promises about the outcome, beyond the model.
-#[derive(Debug)]
-enum Expect {
-    /// Exactly this outcome.
-    Exactly(Outcome),
-    /// Not a decoded PDU (a length field changed under a header digest).
-    NoPdu,
-    /// Only the model and the invariants.
-    Model,
-}
-
-#[test]
-fn decoder_fuzz_run() {
-    let mut rng = Rng::new(0x1057_c0de_5eed_0001);
-    // Outcome kinds seen per mutation, to show that the run reaches them.
-    let mut seen = [[0u32; 6]; 10];
-    for iter in 0..FUZZ_ITERS {
-        let digests = rng.pick(&ALL_DIGESTS);
-        let max_data = rng.pick(&[0u32, 1, 4, 512, 8192, 65536, (1 << 24) - 1]);
-        let d = dec(digests, max_data);
-        let f = random_frame(&mut rng, digests, max_data);
-        let ok = Outcome::Pdu {
-            n: f.len(),
-            ahs: BHS_LEN..f.hdr_end,
-            data: f.data(),
-        };
-        let mut buf = f.bytes.clone();
-        let what = op_name(buf[0] & 0x3f);
-        let mutation = rng.below(10);
-        let expect = match mutation {
-            // Random bit flips anywhere in the frame.
-            0 => {
-                let mut touched = Vec::new();
-                for _ in 0..rng.range(1, 3) {
-                    let at = rng.below(buf.len());
-                    flip(&mut rng, &mut buf, at);
-                    touched.push(at);
-                }
-                expect_after_flips(&f, &buf, &touched, &ok)
-            }
-            // One flip aimed at a region, so that small regions (padding,
-            // digests) are hit often.
-            1 => {
-                let regions = [
-                    f.header(),
-                    f.header_digest(),
-                    f.data(),
-                    f.padding(),
-                    f.data_digest(),
-                ];
-                let r = &regions[rng.below(regions.len())];
-                if r.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let mut at = pos_in(&mut rng, r);
-                    if (4..8).contains(&at) {
-                        at = 0;
-                    }
-                    flip(&mut rng, &mut buf, at);
-                    expect_after_flips(&f, &buf, &[at], &ok)
-                }
-            }
-            // Length fields overwritten with random or huge values, and
-            // sometimes only the BHS is there.
-            2 => {
-                let v = match rng.below(4) {
-                    0 => rng.next_u32(),
-                    1 => 0xff00_0000 | rng.next_u32(),
-                    2 => (u32::from(buf[4]) << 24) | rng.range(max_data as usize, 0xff_ffff) as u32,
-                    _ => {
-                        let dl = f.dl as i64 + rng.range(0, 16) as i64 - 8;
-                        (u32::from(rng.next_u32() as u8) << 24) | (dl.clamp(0, 0xff_ffff) as u32)
-                    }
-                };
-                buf[4..8].copy_from_slice(&v.to_be_bytes());
-                if rng.chance(1, 4) {
-                    buf.truncate(BHS_LEN);
-                }
-                let dl = v & 0xff_ffff;
-                // A header digest that is in and no longer matches is
-                // reported first (the model says which).
-                let digest_in = digests.header && buf.len() >= BHS_LEN + 4 * buf[4] as usize + 4;
-                if dl > max_data && !(digest_in && buf[4..8] != f.bytes[4..8]) {
-                    Expect::Exactly(Outcome::TooLong {
-                        what,
-                        len: dl,
-                        max: max_data,
-                    })
-                } else if buf[4..8] != f.bytes[4..8] && digests.header {
-                    Expect::NoPdu
-                } else {
-                    Expect::Model
-                }
-            }
-            // Truncation: never a PDU, never an error.
-            3 => {
-                let keep = rng.below(f.len());
-                buf.truncate(keep);
-                Expect::Exactly(Outcome::NotYet)
-            }
-            // Garbage after the frame is left alone.
-            4 => {
-                let extra = {
-                    let n = rng.range(1, 64);
-                    rng.bytes(n)
-                };
-                buf.extend_from_slice(&extra);
-                Expect::Exactly(ok.clone())
-            }
-            // Non-zero padding: covered by the data digest, ignored without.
-            5 => {
-                let p = f.padding();
-                if p.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let at = pos_in(&mut rng, &p);
-                    buf[at] = rng.range(1, 255) as u8;
-                    if digests.data {
-                        Expect::Exactly(Outcome::DataDigest(what))
-                    } else {
-                        Expect::Exactly(ok.clone())
-                    }
-                }
-            }
-            // A digest overwritten with another value.
-            6 => {
-                let r = if rng.chance(1, 2) {
-                    f.header_digest()
-                } else {
-                    f.data_digest()
-                };
-                if r.is_empty() {
-                    Expect::Exactly(ok.clone())
-                } else {
-                    let old = u32::from_le_bytes([
-                        buf[r.start],
-                        buf[r.start + 1],
-                        buf[r.start + 2],
-                        buf[r.start + 3],
-                    ]);
-                    let new = old ^ rng.next_u32().max(1);
-                    buf[r.clone()].copy_from_slice(&new.to_le_bytes());
-                    if r == f.header_digest() {
-                        Expect::Exactly(Outcome::HeaderDigest(what))
-                    } else {
-                        Expect::Exactly(Outcome::DataDigest(what))
-                    }
-                }
-            }
-            // Havoc: several edits at once, including inserted and deleted
-            // bytes; only the model and the invariants hold.
-            7 | 8 => {
-                for _ in 0..rng.range(1, 6) {
-                    havoc(&mut rng, &mut buf);
-                }
-                Expect::Model
-            }
-            // Pure garbage, sometimes with a plausible length.
-            _ => {
-                buf = {
-                    let n = rng.range(0, 200);
-                    rng.bytes(n)
-                };
-                if buf.len() >= BHS_LEN && rng.chance(1, 2) {
-                    buf[4] = rng.range(0, 3) as u8;
-                    buf[5] = 0;
-                    buf[6] = 0;
-                }
-                Expect::Model
-            }
-        };
-
-        let got = match catch_unwind(AssertUnwindSafe(|| run(&d, &buf))) {
-            Ok(o) => o,
-            Err(_) => panic!(
-                "iteration {iter}, mutation {mutation}: decode panicked on {} bytes \
-                 (head {:02x?}), {d:?}",
-                buf.len(),
-                &buf[..buf.len().min(BHS_LEN)]
-            ),
-        };
-        let ctx = || {
-            format!(
-                "iteration {iter}, mutation {mutation}, {d:?}, {} bytes, head {:02x?}",
-                buf.len(),
-                &buf[..buf.len().min(BHS_LEN)]
-            )
-        };
-        if let Err(e) = check_invariants(&d, &buf, &got) {
-            panic!("{}: {e}", ctx());
-        }
-        let want = model(&d, &buf);
-        assert_eq!(got, want, "{}: differs from the model", ctx());
-        match &expect {
-            Expect::Exactly(o) => assert_eq!(&got, o, "{}: not as expected", ctx()),
-            Expect::NoPdu => assert!(
-                !matches!(got, Outcome::Pdu { .. }),
-                "{}: a changed length under a header digest decoded",
-                ctx()
-            ),
-            Expect::Model => {}
-        }
-        if let Outcome::Pdu { data, .. } = &got {
-            if mutation == 4 || mutation == 5 {
-                assert_eq!(&buf[data.clone()], &f.bytes[f.data()], "{}", ctx());
-            }
-        }
-        seen[mutation][got.kind()] += 1;
-    }
-    // Each kind of outcome that a mutation can lead to is reached.
-    let total = |k: usize| seen.iter().map(|s| s[k]).sum::<u32>();
-    for (k, name) in ["NotYet", "Pdu", "TooLong", "HeaderDigest", "DataDigest"]
-        .iter()
-        .enumerate()
-    {
-        assert!(
-            total(k) > 100,
-            "the run reached {name} only {} times",
-            total(k)
-        );
-    }
-    assert_eq!(total(5), 0);
-    assert!(seen[5][4] > 100, "padding flips seen by the data digest");
-    assert!(seen[5][1] > 100, "padding flips ignored without digest");
-}
-
-/// The outcome that bit flips at `touched` must lead to. Flips that reach
-/// the length fields change the framing: under a header digest that is
-/// never a PDU; without one the model decides. Otherwise: a flip in BHS,
-/// AHS or header digest is a header digest error when header digests are
-/// on; then a flip in data, padding or data digest is a data digest error
-/// when data digests are on; otherwise the frame decodes as before (a flip
-/// in the BHS shows in the decoded BHS, which `run` checks).
-fn expect_after_flips(f: &Frame, buf: &[u8], touched: &[usize], ok: &Outcome) -> Expect {
-    if buf[4..8] != f.bytes[4..8] {
-        return if f.digests.header {
-            Expect::NoPdu
-        } else {
-            Expect::Model
-        };
-    }
-    let changed: Vec<usize> = touched
-        .iter()
-        .copied()
-        .filter(|&i| buf[i] != f.bytes[i])
-        .collect();
-    let what = op_name(buf[0] & 0x3f);
-    let in_header = |i: &usize| *i < f.header_digest().end;
-    let in_data = |i: &usize| *i >= f.data_at && *i < f.data_digest().end;
-    if f.digests.header && changed.iter().any(in_header) {
-        Expect::Exactly(Outcome::HeaderDigest(what))
-    } else if f.digests.data && f.dl > 0 && changed.iter().any(in_data) {
-        Expect::Exactly(Outcome::DataDigest(what))
-    } else {
-        Expect::Exactly(ok.clone())
-    }
-}
-
-/// One random edit: overwrite, flip, insert, delete, truncate or append.
-fn havoc(rng: &mut Rng, buf: &mut Vec<u8>) {
-    match rng.below(7) {
-        0 if !buf.is_empty() => {
-            let at = rng.below(buf.len());
-            buf[at] = rng.next_u32() as u8;
-        }
-        1 if !buf.is_empty() => {
-            let at = rng.below(buf.len());
-            flip(rng, buf, at);
-        }
-        2 => {
-            let at = rng.range(0, buf.len());
-            let ins = {
-                let n = rng.range(1, 8);
-                rng.bytes(n)
-            };
-            buf.splice(at..at, ins);
-        }
-        3 if !buf.is_empty() => {
-            let at = rng.below(buf.len());
-            let n = rng.range(1, 8).min(buf.len() - at);
-            buf.drain(at..at + n);
-        }
-        4 => {
-            let keep = rng.range(0, buf.len());
-            buf.truncate(keep);
-        }
-        5 => {
-            let extra = {
-                let n = rng.range(1, 32);
-                rng.bytes(n)
-            };
-            buf.extend_from_slice(&extra);
-        }
-        _ if buf.len() >= 8 => {
-            let v = rng.next_u32().to_be_bytes();
-            buf[4..8].copy_from_slice(&v);
-        }
-        _ => {}
     }
 }
 

@@ -9,7 +9,7 @@ mod fake;
 
 use fake::{fake, serve, Peer, IQN};
 use iotoll_iscsi::pdu::{op, Bhs, NO_TAG};
-use iotoll_iscsi::session::{self, Config, Session};
+use iotoll_iscsi::session::{self, Config, Io, Session};
 use iotoll_iscsi::ErrorKind;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -26,7 +26,19 @@ fn cfg() -> Config {
 fn read_one(s: &mut Session, slot: usize, buf: &mut [u8]) -> Result<i64, iotoll_iscsi::Error> {
     // SAFETY: buf outlives the command: we reap until it completes or the
     // session fails (and is then not used for it again).
-    unsafe { s.submit_io(slot, 1, true, 0, buf.len() as u32, 512, buf.as_mut_ptr())? };
+    unsafe {
+        s.submit_io(
+            slot,
+            Io {
+                lun: 1,
+                read: true,
+                offset: 0,
+                len: buf.len() as u32,
+                block: 512,
+            },
+            buf.as_mut_ptr(),
+        )?
+    };
     let mut got = None;
     let until = Instant::now() + Duration::from_secs(20);
     while got.is_none() {
@@ -137,8 +149,18 @@ fn commands_stay_inside_a_one_command_window() {
     for (slot, b) in bufs.iter_mut().enumerate().skip(1) {
         // SAFETY: bufs outlive the commands, reaped below.
         unsafe {
-            s.submit_io(slot, 1, true, 0, 4096, 512, b.as_mut_ptr())
-                .expect("submit")
+            s.submit_io(
+                slot,
+                Io {
+                    lun: 1,
+                    read: true,
+                    offset: 0,
+                    len: 4096,
+                    block: 512,
+                },
+                b.as_mut_ptr(),
+            )
+            .expect("submit")
         };
     }
     let mut done = 1;
@@ -250,8 +272,18 @@ fn submit(s: &mut Session, read: bool, buf: &mut [u8]) {
     // SAFETY: every test reaps until the command completes or the session
     // fails (and is then not used for it again), and buf outlives that.
     unsafe {
-        s.submit_io(0, 1, read, 0, buf.len() as u32, 512, buf.as_mut_ptr())
-            .expect("submit")
+        s.submit_io(
+            0,
+            Io {
+                lun: 1,
+                read,
+                offset: 0,
+                len: buf.len() as u32,
+                block: 512,
+            },
+            buf.as_mut_ptr(),
+        )
+        .expect("submit")
     };
 }
 
@@ -667,10 +699,30 @@ fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
     // SAFETY: both buffers outlive the session's use of them: it fails
     // below and is dropped.
     unsafe {
-        s.submit_io(0, 1, false, 0, 65536, 512, a.as_mut_ptr())
-            .expect("submit");
-        s.submit_io(1, 1, false, 0, 65536, 512, b.as_mut_ptr())
-            .expect("submit");
+        s.submit_io(
+            0,
+            Io {
+                lun: 1,
+                read: false,
+                offset: 0,
+                len: 65536,
+                block: 512,
+            },
+            a.as_mut_ptr(),
+        )
+        .expect("submit");
+        s.submit_io(
+            1,
+            Io {
+                lun: 1,
+                read: false,
+                offset: 0,
+                len: 65536,
+                block: 512,
+            },
+            b.as_mut_ptr(),
+        )
+        .expect("submit");
     }
     let e = complete(&mut s).expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");

@@ -577,12 +577,15 @@ fn resolve(mut f: FileLab, source: &str, sets: &[String]) -> Result<LabDef, Stri
         return Err("a lab needs at least one [[host]]".into());
     }
     let file_hosts = std::mem::take(&mut f.hosts);
-    let d = &f;
-    let base_rate = d.rate.as_deref().map(parse_rate).transpose()?.flatten();
-    let base_shaper = d.shaper.as_deref().map(parse_shaper).transpose()?;
-    let base_off = d.offloads.unwrap_or_default();
+    let mut base = Base {
+        rate: f.rate.as_deref().map(parse_rate).transpose()?.flatten(),
+        shaper: f.shaper.as_deref().map(parse_shaper).transpose()?,
+        offloads: f.offloads.unwrap_or_default(),
+        subnet,
+        file: &f,
+        seen_addr: Vec::new(),
+    };
     let mut hosts: Vec<HostDef> = Vec::new();
-    let mut seen_addr: Vec<(Ipv4Addr, String)> = Vec::new();
     for h in file_hosts {
         check_name("host", &h.name, MAX_HOST_NAME)?;
         if h.name == "sw" {
@@ -591,6 +594,43 @@ fn resolve(mut f: FileLab, source: &str, sets: &[String]) -> Result<LabDef, Stri
         if hosts.iter().any(|x| x.name == h.name) {
             return Err(format!("duplicate host '{}'", h.name));
         }
+        hosts.push(base.host(h)?);
+    }
+    let def = LabDef {
+        name: f.name,
+        description: f.description,
+        source: source.to_string(),
+        sets: sets.to_vec(),
+        subnet,
+        hosts,
+    };
+    if let Some(sn) = subnet {
+        let room = sn.broadcast() - sn.first();
+        let n = def.links().count() as u32;
+        if n > room {
+            return Err(format!(
+                "subnet {sn} has room for {room} addresses; the lab needs {n}"
+            ));
+        }
+    }
+    Ok(def)
+}
+
+/// What a host or link that says nothing takes from the lab, and the
+/// addresses taken so far.
+struct Base<'a> {
+    file: &'a FileLab,
+    rate: Option<u64>,
+    shaper: Option<Shaper>,
+    offloads: Offloads,
+    subnet: Option<Subnet>,
+    /// Explicit addresses, each with the link that has it.
+    seen_addr: Vec<(Ipv4Addr, String)>,
+}
+
+impl Base<'_> {
+    fn host(&mut self, h: FileHost) -> Result<HostDef, String> {
+        let f = self.file;
         let tcp = TcpSettings {
             congestion_control: h.congestion_control.or(f.congestion_control.clone()),
             tcp_rmem: h.tcp_rmem.or(f.tcp_rmem.clone()),
@@ -619,92 +659,84 @@ fn resolve(mut f: FileLab, source: &str, sets: &[String]) -> Result<LabDef, Stri
         }
         let mut links = Vec::new();
         for (k, l) in file_links.into_iter().enumerate() {
-            let at = format!("host '{}' link {k}", h.name);
-            let rate = match &l.rate {
-                Some(r) => parse_rate(r).map_err(|e| format!("{at}: {e}"))?,
-                None => base_rate,
-            };
-            let mtu = l.mtu.or(d.mtu).unwrap_or(DEFAULT_MTU);
-            if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
-                return Err(format!(
-                    "{at}: MTU {mtu} is out of range ({MIN_MTU} to {MAX_MTU})"
-                ));
-            }
-            let shaper = match &l.shaper {
-                Some(s) => parse_shaper(s).map_err(|e| format!("{at}: {e}"))?,
-                None => base_shaper.unwrap_or(Shaper::Tbf),
-            };
-            let address = match &l.address {
-                None => None,
-                Some(a) => {
-                    let a: Ipv4Addr = a
-                        .parse()
-                        .map_err(|_| format!("{at}: address '{a}' is not an IPv4 address"))?;
-                    if !BENCH_NET.contains(a) {
-                        return Err(format!(
-                            "{at}: address {a} is outside the benchmarking range 198.18.0.0/15"
-                        ));
-                    }
-                    let Some(sn) = subnet else {
-                        return Err(format!(
-                            "{at}: an explicit address needs the lab's subnet = \"...\""
-                        ));
-                    };
-                    let n = u32::from(a);
-                    if !sn.contains(a) || n == u32::from(sn.addr) || n == sn.broadcast() {
-                        return Err(format!(
-                            "{at}: address {a} is not a host address of the lab's subnet {sn}"
-                        ));
-                    }
-                    if let Some((_, other)) = seen_addr.iter().find(|(x, _)| *x == a) {
-                        return Err(format!("{at}: address {a} is also {other}'s"));
-                    }
-                    seen_addr.push((a, at.clone()));
-                    Some(a)
-                }
-            };
-            let delay = l.delay.clone().or(d.delay.clone());
-            let loss = l.loss.clone().or(d.loss.clone());
-            if let Some(dl) = &delay {
-                check_delay(dl).map_err(|e| format!("{at}: {e}"))?;
-            }
-            if let Some(ls) = &loss {
-                check_loss(ls).map_err(|e| format!("{at}: {e}"))?;
-            }
-            links.push(LinkDef {
-                address,
-                rate,
-                mtu,
-                shaper,
-                offloads: l.offloads.unwrap_or_default().or(base_off),
-                delay,
-                loss,
-            });
+            links.push(self.link(l, format!("host '{}' link {k}", h.name))?);
         }
-        hosts.push(HostDef {
+        Ok(HostDef {
             name: h.name,
             tcp,
             links,
-        });
+        })
     }
-    let def = LabDef {
-        name: f.name,
-        description: f.description,
-        source: source.to_string(),
-        sets: sets.to_vec(),
-        subnet,
-        hosts,
-    };
-    if let Some(sn) = subnet {
-        let room = sn.broadcast() - sn.first();
-        let n = def.links().count() as u32;
-        if n > room {
+
+    /// Link `at` ("host 'a' link 0"), with the lab's settings where it
+    /// has none.
+    fn link(&mut self, l: FileLink, at: String) -> Result<LinkDef, String> {
+        let d = self.file;
+        let rate = match &l.rate {
+            Some(r) => parse_rate(r).map_err(|e| format!("{at}: {e}"))?,
+            None => self.rate,
+        };
+        let mtu = l.mtu.or(d.mtu).unwrap_or(DEFAULT_MTU);
+        if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
             return Err(format!(
-                "subnet {sn} has room for {room} addresses; the lab needs {n}"
+                "{at}: MTU {mtu} is out of range ({MIN_MTU} to {MAX_MTU})"
             ));
         }
+        let shaper = match &l.shaper {
+            Some(s) => parse_shaper(s).map_err(|e| format!("{at}: {e}"))?,
+            None => self.shaper.unwrap_or(Shaper::Tbf),
+        };
+        let address = match &l.address {
+            None => None,
+            Some(a) => Some(self.address(a, &at)?),
+        };
+        let delay = l.delay.clone().or(d.delay.clone());
+        let loss = l.loss.clone().or(d.loss.clone());
+        if let Some(dl) = &delay {
+            check_delay(dl).map_err(|e| format!("{at}: {e}"))?;
+        }
+        if let Some(ls) = &loss {
+            check_loss(ls).map_err(|e| format!("{at}: {e}"))?;
+        }
+        Ok(LinkDef {
+            address,
+            rate,
+            mtu,
+            shaper,
+            offloads: l.offloads.unwrap_or_default().or(self.offloads),
+            delay,
+            loss,
+        })
     }
-    Ok(def)
+
+    /// An explicit address: IPv4, a host address of the lab's subnet in
+    /// the benchmarking range, and no other link's.
+    fn address(&mut self, a: &str, at: &str) -> Result<Ipv4Addr, String> {
+        let a: Ipv4Addr = a
+            .parse()
+            .map_err(|_| format!("{at}: address '{a}' is not an IPv4 address"))?;
+        if !BENCH_NET.contains(a) {
+            return Err(format!(
+                "{at}: address {a} is outside the benchmarking range 198.18.0.0/15"
+            ));
+        }
+        let Some(sn) = self.subnet else {
+            return Err(format!(
+                "{at}: an explicit address needs the lab's subnet = \"...\""
+            ));
+        };
+        let n = u32::from(a);
+        if !sn.contains(a) || n == u32::from(sn.addr) || n == sn.broadcast() {
+            return Err(format!(
+                "{at}: address {a} is not a host address of the lab's subnet {sn}"
+            ));
+        }
+        if let Some((_, other)) = self.seen_addr.iter().find(|(x, _)| *x == a) {
+            return Err(format!("{at}: address {a} is also {other}'s"));
+        }
+        self.seen_addr.push((a, at.to_string()));
+        Ok(a)
+    }
 }
 
 fn parse_shaper(s: &str) -> Result<Shaper, String> {

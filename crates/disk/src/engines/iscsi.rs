@@ -5,7 +5,7 @@
 //! enough commands completed, checking each command's timeout.
 
 use super::{Buffers, Engine, IoResult, Request};
-use iotoll_iscsi::{Config, IscsiUrl, Session};
+use iotoll_iscsi::{Config, Io, IscsiUrl, Session};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,11 +94,13 @@ impl Engine for IscsiEngine {
         unsafe {
             session.submit_io(
                 slot,
-                lun.lun(),
-                rq.read,
-                rq.offset,
-                rq.len as u32,
-                lun.block,
+                Io {
+                    lun: lun.lun(),
+                    read: rq.read,
+                    offset: rq.offset,
+                    len: rq.len as u32,
+                    block: lun.block,
+                },
                 self.bufs.slot_ptr(slot),
             )?
         };

@@ -2,49 +2,22 @@
 //! onto tests, or an error naming each thing that cannot be mapped.
 
 use super::*;
+use crate::file::{
+    Common, Ctx, Given, LineItems, LineKeys, Raw, Span, SpecTable, SuiteError, SuiteKeys, Sweep,
+    NOWHERE,
+};
+use crate::hosts::Placement;
+use iotoll_disk::specs::AccessSpec;
+use toml::{Spanned, Value};
 
-/// An .icf as a suite file: its TOML, and what the mapping had to say.
+/// What mapping an .icf onto a suite had to say.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Import {
-    /// A suite file (docs/suites.md) that `file::parse` checks as any other.
-    pub toml: String,
-    /// For each line of `toml` (0-based), the .icf line it comes from.
-    pub origin: Vec<Option<usize>>,
     /// Iometer's disk targets in order of first appearance: the n-th is
     /// the n-th `--target`.
     pub targets: Vec<String>,
     /// What the file says that iotoll does not do, or does its own way.
     pub notes: Vec<String>,
-}
-
-impl Import {
-    /// The .icf line a line of the generated TOML came from.
-    pub fn icf_line(&self, toml_line: usize) -> Option<usize> {
-        self.origin
-            .get(toml_line.checked_sub(1)?)
-            .copied()
-            .flatten()
-    }
-}
-
-/// TOML text with the .icf line of each of its lines.
-#[derive(Default)]
-struct Out {
-    text: String,
-    origin: Vec<Option<usize>>,
-}
-
-impl Out {
-    fn line(&mut self, at: Option<usize>, l: impl AsRef<str>) {
-        self.text.push_str(l.as_ref());
-        self.text.push('\n');
-        self.origin.push(at);
-    }
-}
-
-/// A TOML string.
-fn quote(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
 }
 
 /// A name iotoll takes for a test: no '/', ',' or control characters.
@@ -99,7 +72,7 @@ fn at(n: usize) -> Option<usize> {
 /// target, or `k` workers spread over them all.
 type Shape = (u32, bool);
 
-/// What the .icf maps to, before it is written as a suite.
+/// What the .icf maps to, before it is built as a suite.
 struct Mapping<'a> {
     setup: Setup,
     has_setup: bool,
@@ -121,7 +94,15 @@ struct Mapping<'a> {
 /// targets, `workers` and `spread` over the targets given with
 /// `--target`. `stem` names the suite (the file's name without .icf).
 /// What cannot be expressed is an error naming each thing and its line.
-pub fn import(icf: &Icf, file: &str, stem: &str) -> Result<Import, IcfError> {
+/// The suite is built directly, through the checks a suite file goes
+/// through, each value placed on its line of `text` (the .icf's text), so
+/// that their errors too name the .icf's lines.
+pub fn import(
+    icf: &Icf,
+    text: &str,
+    file: &str,
+    stem: &str,
+) -> Result<(crate::Suite, Import), IcfError> {
     let mut problems = Problems::new();
     let mut notes = Vec::new();
     let setup = icf.setup.clone().unwrap_or_default();
@@ -152,15 +133,18 @@ pub fn import(icf: &Icf, file: &str, stem: &str) -> Result<Import, IcfError> {
         spec_qd,
     };
     notes.extend(unused_settings(icf, &m));
-    let mut o = Out::default();
-    write_specs(&mut o, icf, &m, file, stem);
-    write_test(&mut o, icf, &m, file, stem)?;
-    Ok(Import {
-        toml: o.text,
-        origin: o.origin,
-        targets: m.targets.into_iter().map(|(_, n)| n).collect(),
-        notes,
-    })
+    let places = Places::new(text);
+    let test = TestValues::of(icf, &m, &places, file, stem)?;
+    too_large(icf, &m, file)?;
+    let suite = build(icf, &m, &places, test, file, stem).map_err(|e| {
+        let msg = match &e.key {
+            Some(k) => format!("{k}: {}", e.msg),
+            None => e.msg.clone(),
+        };
+        IcfError::one(file, e.line, msg)
+    })?;
+    let targets = m.targets.into_iter().map(|(_, n)| n).collect();
+    Ok((suite, Import { targets, notes }))
 }
 
 /// The disk workers that run: with targets and access specs. A network
@@ -487,154 +471,259 @@ fn unused_settings(icf: &Icf, m: &Mapping) -> Vec<String> {
     notes
 }
 
-/// The suite's header and its `[[spec]]`s.
-fn write_specs(o: &mut Out, icf: &Icf, m: &Mapping, file: &str, stem: &str) {
-    let setup = &m.setup;
-    o.line(
-        None,
-        format!(
-            "# Imported from {} (Iometer {})",
-            file.replace('\n', " "),
-            icf.version
-        ),
-    );
-    o.line(None, format!("name = {}", quote(stem)));
-    if !setup.description.is_empty() {
-        o.line(
-            at(setup.at),
-            format!("description = {}", quote(&setup.description)),
-        );
-    }
-    if m.has_setup {
-        o.line(at(setup.at), format!("ramp = \"{}s\"", setup.ramp_s));
-        if setup.run_secs() > 0 {
-            o.line(
-                at(setup.run_time_at),
-                format!("time = \"{}s\"", setup.run_secs()),
-            );
-        }
-    }
-    for s in &icf.specs {
-        o.line(None, "");
-        o.line(at(s.at), "[[spec]]");
-        o.line(at(s.at), format!("name = {}", quote(&s.name)));
-        if let Some((_, Some(q))) = m.spec_qd.iter().find(|(n, _)| *n == s.name) {
-            o.line(at(s.at), format!("qd = {q}"));
-        }
-        o.line(at(s.at), "lines = [");
-        for l in &s.lines {
-            let align = match l.align {
-                0 => String::new(),
-                a => format!(", align = {a}"),
-            };
-            o.line(
-                at(l.at),
-                format!(
-                    "  {{ share = {}, bs = {}, read = {}, random = {}, burst_delay = \"{}ms\", burst_len = {}{align} }},",
-                    l.share, l.size, l.reads, l.random, l.delay_ms, l.burst
-                ),
-            );
-        }
-        o.line(at(s.at), "]");
-    }
+/// Where each line of the .icf's text starts: a value mapped from a line
+/// is placed there, so that the suite's own checks tell their errors on
+/// the .icf's lines.
+struct Places<'t> {
+    text: &'t str,
+    starts: Vec<usize>,
 }
 
-/// One TOML value, or a list of them.
-fn list(v: Vec<String>) -> String {
-    match v.len() {
-        1 => v[0].clone(),
-        _ => format!("[{}]", v.join(", ")),
-    }
-}
-
-/// The suite's one `[[test]]`: its specs, workers, sweeps and region.
-fn write_test(o: &mut Out, icf: &Icf, m: &Mapping, file: &str, stem: &str) -> Result<(), IcfError> {
-    let setup = &m.setup;
-    let name = Some(test_name(&setup.description))
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| test_name(stem));
-    let name = if name.is_empty() {
-        "icf".to_string()
-    } else {
-        name
-    };
-    o.line(None, "");
-    o.line(at(setup.at), "[[test]]");
-    o.line(at(setup.at), format!("name = {}", quote(&name)));
-    o.line(None, "kind = \"disk\"");
-    let specs: Vec<String> = match icf.managers {
-        Some(_) => m.steps.iter().map(|s| quote(s.spec)).collect(),
-        None => icf.specs.iter().map(|s| quote(&s.name)).collect(),
-    };
-    let spec_at =
-        (m.steps.first()).map_or(icf.specs.first().map(|s| s.at), |s| at(s.workers[0].at));
-    if specs.is_empty() {
-        return Err(IcfError::one(file, None, "no access specification runs: no disk worker has both targets and assigned access specs"));
-    }
-    o.line(spec_at, format!("spec = {}", list(specs)));
-    let first = m.active.first().map(|(_, w)| *w);
-    let w_at = first.map(|w| w.at);
-    if let Some((k, spread)) = m.shape {
-        if m.test_type == TestType::CycleWorkers {
-            let c = setup.worker_cycling;
-            let mut v = cycle_values(c.start, k, c.step, c.exponential);
-            if v.last() != Some(&k) {
-                // Iometer's last step runs every worker.
-                v.push(k);
-            }
-            let v: Vec<String> = v.iter().filter(|n| **n > 0).map(u32::to_string).collect();
-            o.line(at(setup.test_type_at), format!("workers = {}", list(v)));
-        } else {
-            o.line(w_at, format!("workers = {k}"));
-        }
-        if spread {
-            o.line(w_at, "spread = true");
-        }
-    }
-    if m.test_type == TestType::CycleOutstandingIos {
-        let q = setup.queue_cycling;
-        let v: Vec<String> = cycle_values(q.start, q.end, q.step, q.exponential)
-            .iter()
-            .map(u32::to_string)
+impl<'t> Places<'t> {
+    fn new(text: &'t str) -> Places<'t> {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        if v.is_empty() {
-            return Err(IcfError::one(
-                file,
-                at(setup.test_type_at),
-                format!(
+        Places { text, starts }
+    }
+
+    /// The place of .icf line `line` (1-based); none: made up by the import.
+    fn of(&self, line: Option<usize>) -> Span {
+        match line.and_then(|n| self.starts.get(n.checked_sub(1)?)) {
+            Some(&start) => {
+                let end = self.text[start..]
+                    .find('\n')
+                    .map_or(self.text.len(), |n| start + n);
+                start..end
+            }
+            None => NOWHERE,
+        }
+    }
+
+    fn raw(&self, line: Option<usize>, v: impl Into<Value>) -> Raw {
+        Spanned::new(self.of(line), v.into())
+    }
+
+    /// A whole number, checked to fit by `too_large` first.
+    fn int(&self, line: Option<usize>, n: u64) -> Raw {
+        self.raw(line, i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+/// The first number the suite cannot hold (TOML's integers are 64-bit
+/// signed), in the order of the suite's keys: the specs' transfer sizes
+/// and alignments, then the test's region.
+fn too_large(icf: &Icf, m: &Mapping, file: &str) -> Result<(), IcfError> {
+    let lines = icf.specs.iter().flat_map(|s| &s.lines);
+    let sizes = lines.flat_map(|l| [(l.at, Some(l.size)), (l.at, Some(l.align))]);
+    let region = m.active.first().map(|(_, w)| {
+        let bytes = |sectors: u64| sectors.checked_mul(512);
+        [(w.at, bytes(w.disk_size)), (w.at, bytes(w.start_sector))]
+    });
+    let mut all = sizes.chain(region.into_iter().flatten());
+    match all.find(|(_, n)| n.is_none_or(|n| i64::try_from(n).is_err())) {
+        Some((line, _)) => Err(IcfError::one(file, at(line), "u64 value was too large")),
+        None => Ok(()),
+    }
+}
+
+/// One value, or a list of them to sweep.
+fn sweep(mut v: Vec<Value>) -> Value {
+    match v.len() {
+        1 => v.remove(0),
+        _ => Value::Array(v),
+    }
+}
+
+/// The parameters of the suite's one test, each with its .icf line, in
+/// the order a disk test's keys expand.
+struct TestValues {
+    name: Raw,
+    params: Vec<(&'static str, Raw)>,
+}
+
+impl TestValues {
+    /// The test's specs, workers, sweeps and region; an .icf that runs
+    /// nothing is refused.
+    fn of(
+        icf: &Icf,
+        m: &Mapping,
+        p: &Places,
+        file: &str,
+        stem: &str,
+    ) -> Result<TestValues, IcfError> {
+        let setup = &m.setup;
+        let name = Some(test_name(&setup.description))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| test_name(stem));
+        let name = if name.is_empty() {
+            "icf".to_string()
+        } else {
+            name
+        };
+        let specs: Vec<Value> = match icf.managers {
+            Some(_) => m.steps.iter().map(|s| s.spec.into()).collect(),
+            None => icf.specs.iter().map(|s| s.name.as_str().into()).collect(),
+        };
+        let spec_at =
+            (m.steps.first()).map_or(icf.specs.first().map(|s| s.at), |s| at(s.workers[0].at));
+        if specs.is_empty() {
+            return Err(IcfError::one(file, None, "no access specification runs: no disk worker has both targets and assigned access specs"));
+        }
+        let mut params = vec![("spec", p.raw(spec_at, sweep(specs)))];
+        let type_at = at(setup.test_type_at);
+        if m.test_type == TestType::CycleOutstandingIos {
+            let q = setup.queue_cycling;
+            let v: Vec<Value> = cycle_values(q.start, q.end, q.step, q.exponential)
+                .into_iter()
+                .map(|n| i64::from(n).into())
+                .collect();
+            if v.is_empty() {
+                let msg = format!(
                     "Queue Depth Cycling from {} to {} runs nothing",
                     q.start, q.end
-                ),
-            ));
+                );
+                return Err(IcfError::one(file, type_at, msg));
+            }
+            params.push(("qd", p.raw(type_at, sweep(v))));
         }
-        o.line(at(setup.test_type_at), format!("qd = {}", list(v)));
+        let first = m.active.first().map(|(_, w)| *w);
+        let w_at = first.map(|w| w.at);
+        if let Some((k, spread)) = m.shape {
+            if m.test_type == TestType::CycleWorkers {
+                let c = setup.worker_cycling;
+                let mut v = cycle_values(c.start, k, c.step, c.exponential);
+                if v.last() != Some(&k) {
+                    // Iometer's last step runs every worker.
+                    v.push(k);
+                }
+                let v = v
+                    .into_iter()
+                    .filter(|n| *n > 0)
+                    .map(|n| i64::from(n).into());
+                params.push(("workers", p.raw(type_at, sweep(v.collect()))));
+            } else {
+                params.push(("workers", p.raw(w_at, i64::from(k))));
+            }
+            if spread {
+                params.push(("spread", p.raw(w_at, true)));
+            }
+        }
+        if let Some(w) = first {
+            if w.disk_size > 0 {
+                params.push(("size", p.int(w_at, w.disk_size.saturating_mul(512))));
+            }
+            if w.start_sector > 0 {
+                params.push(("offset", p.int(w_at, w.start_sector.saturating_mul(512))));
+            }
+        }
+        Ok(TestValues {
+            name: p.raw(at(setup.at), name),
+            params,
+        })
     }
-    if let Some(w) = first {
-        if w.disk_size > 0 {
-            o.line(w_at, format!("size = {}", w.disk_size * 512));
-        }
-        if w.start_sector > 0 {
-            o.line(w_at, format!("offset = {}", w.start_sector * 512));
-        }
-    }
-    Ok(())
 }
 
-/// Reads an .icf as a suite: `parse`, `import`, then the suite file's
-/// own checks (`file::parse`), whose errors are told on the .icf's lines.
+/// The suite the mapping makes, through the checks a suite file goes
+/// through: its name and settings, a `[[spec]]` for each access spec and
+/// the one `[[test]]`.
+fn build(
+    icf: &Icf,
+    m: &Mapping,
+    p: &Places,
+    test: TestValues,
+    file: &str,
+    stem: &str,
+) -> Result<crate::Suite, SuiteError> {
+    let setup = &m.setup;
+    let cx = Ctx::new(file, p.text);
+    let keys = SuiteKeys {
+        name: Some(p.raw(None, stem)),
+        description: (!setup.description.is_empty())
+            .then(|| p.raw(at(setup.at), setup.description.as_str())),
+        ..SuiteKeys::default()
+    };
+    let head = cx.head(&keys)?;
+    let mut defaults = Common::default();
+    if m.has_setup {
+        defaults.ramp = Some(p.raw(at(setup.at), format!("{}s", setup.ramp_s)));
+        if setup.run_secs() > 0 {
+            let time = format!("{}s", setup.run_secs());
+            defaults.time = Some(p.raw(at(setup.run_time_at), time));
+        }
+    }
+    let mut specs: Vec<AccessSpec> = Vec::new();
+    for s in &icf.specs {
+        let spec = cx.spec(
+            spec_table(s, m, p),
+            p.of(at(s.at)),
+            spec_lines(s, p),
+            &specs,
+        )?;
+        specs.push(spec);
+    }
+    let cx = cx.with_specs(specs);
+    let TestValues { name, params } = test;
+    let params = std::cell::RefCell::new(Some(params));
+    let given = Given {
+        header: p.of(at(setup.at)),
+        common: Common {
+            name: Some(name),
+            kind: Some(p.raw(None, "disk")),
+            ..Common::default()
+        },
+        params: &|_| {
+            let params = params.borrow_mut().take().unwrap_or_default();
+            Ok(params.into_iter().map(|(k, v)| (k, Sweep(v))).collect())
+        },
+        placement: &|_, _| Ok(Placement::Local),
+    };
+    let jobs = cx.jobs([given], |t, seen| cx.checked_test(t, &defaults, seen))?;
+    Ok(cx.suite(head, keys.description, Vec::new(), jobs))
+}
+
+/// An access spec as a `[[spec]]` table: its name and queue depth (when
+/// it runs at one); its lines come from `spec_lines`.
+fn spec_table(s: &Spec, m: &Mapping, p: &Places) -> SpecTable {
+    let qd = m.spec_qd.iter().find(|(n, _)| *n == s.name);
+    SpecTable {
+        name: Some(p.raw(at(s.at), s.name.as_str())),
+        qd: qd
+            .and_then(|(_, q)| *q)
+            .map(|q| p.raw(at(s.at), i64::from(q))),
+        // Only its place is read: the lines themselves are `spec_lines`.
+        lines: Some(p.raw(at(s.at), Value::Array(Vec::new()))),
+        ..SpecTable::default()
+    }
+}
+
+/// An access spec's lines in the suite's terms, each on its .icf line;
+/// none for a spec without lines (refused as an empty `lines`).
+fn spec_lines<'a>(s: &'a Spec, p: &'a Places) -> Option<LineItems<'a>> {
+    if s.lines.is_empty() {
+        return None;
+    }
+    Some(Box::new(s.lines.iter().map(move |l| {
+        let on = at(l.at);
+        let keys = LineKeys {
+            share: Some(p.raw(on, i64::from(l.share))),
+            bs: Some(p.int(on, l.size)),
+            read: Some(p.raw(on, i64::from(l.reads))),
+            random: Some(p.raw(on, i64::from(l.random))),
+            burst_delay: Some(p.raw(on, format!("{}ms", l.delay_ms))),
+            burst_len: Some(p.raw(on, i64::from(l.burst))),
+            align: (l.align != 0).then(|| p.int(on, l.align)),
+        };
+        Ok((p.of(on), keys))
+    })))
+}
+
+/// Reads an .icf as a suite: `parse`, then `import`, whose suite went
+/// through a suite file's own checks, told on the .icf's lines.
 pub fn suite(text: &str, file: &str) -> Result<(crate::Suite, Import), IcfError> {
     let icf = parse(text, file)?;
     let stem = std::path::Path::new(file)
         .file_stem()
         .map_or("icf".into(), |s| s.to_string_lossy().to_string());
-    let imp = import(&icf, file, &stem)?;
-    let mut s = crate::file::parse(&imp.toml, file).map_err(|e| {
-        let msg = match &e.key {
-            Some(k) => format!("{k}: {}", e.msg),
-            None => e.msg.clone(),
-        };
-        IcfError::one(file, e.line.and_then(|l| imp.icf_line(l)), msg)
-    })?;
-    s.text = text.to_string();
-    Ok((s, imp))
+    import(&icf, text, file, &stem)
 }

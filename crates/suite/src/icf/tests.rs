@@ -169,21 +169,59 @@ fn malformed_files_say_where() {
 
 #[test]
 fn imports_the_two_workers_fixture() {
-    let icf = parse(TWO, "two-workers.icf").unwrap();
-    let imp = import(&icf, "two-workers.icf", "two-workers").unwrap_or_else(|e| panic!("{e}"));
+    let (s, imp) = suite(TWO, "two-workers.icf").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(imp.targets, ["E: \"DATA1\"", "PHYSICALDRIVE:2"]);
-    let t = &imp.toml;
-    assert!(t.contains("name = \"two-workers\"\n"), "{t}");
-    assert!(t.contains("ramp = \"5s\"\ntime = \"30s\"\n"), "{t}");
-    assert!(t.contains("[[spec]]\nname = \"mail store\"\nqd = 1\nlines = [\n  { share = 60, bs = 4096, read = 70, random = 100, burst_delay = \"0ms\", burst_len = 1 },\n  { share = 30, bs = 8192, read = 50, random = 100, burst_delay = \"0ms\", burst_len = 1, align = 4096 },\n  { share = 10, bs = 65536, read = 0, random = 0, burst_delay = \"2ms\", burst_len = 4 },\n]\n"), "{t}");
-    assert!(t.contains("[[test]]\nname = \"mixed-qd\"\nkind = \"disk\"\nspec = \"mail store\"\nworkers = 1\nqd = [1, 2, 4, 8, 16]\nsize = 1073741824\n"), "{t}");
+    assert_eq!(s.name, "two-workers");
+    assert_eq!(s.text, TWO);
+    let params: Vec<String> = s.jobs.iter().map(|j| j.params.to_string()).collect();
+    assert_eq!(
+        params,
+        [1, 2, 4, 8, 16].map(|qd| format!(
+            "{{\"qd\":{qd},\"size\":1073741824,\"spec\":\"mail store\",\"workers\":1}}"
+        ))
+    );
+    let ms = |n: u64| Duration::from_millis(n);
+    assert_eq!(
+        s.jobs[0].ramp_time(),
+        (Duration::from_secs(5), Duration::from_secs(30))
+    );
+    let crate::JobSpec::Disk(d) = &s.jobs[4].spec else {
+        panic!("{:?}", s.jobs[4].spec)
+    };
+    assert_eq!((d.qd, d.workers, d.size), (16, 1, Some(1 << 30)));
+    let lines: Vec<_> = (d.lines.iter())
+        .map(|l| {
+            (
+                l.share_pct,
+                l.bs,
+                l.read_pct,
+                l.random_pct,
+                l.burst_delay,
+                l.burst_len,
+                l.align,
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (60, 4096, 70, 100, ms(0), 1, None),
+            (30, 8192, 50, 100, ms(0), 1, Some(4096)),
+            (10, 65536, 0, 0, ms(2), 4, None)
+        ]
+    );
     assert_eq!(
         imp.notes,
         ["maximum disk size and starting sector are counted in 512-byte sectors"]
     );
-    // Each TOML line knows where it came from.
-    let qd_line = t.lines().position(|l| l.starts_with("qd = [")).unwrap() + 1;
-    assert_eq!(imp.icf_line(qd_line), Some(25));
+    // Each value knows the .icf line it came from: the queue depths are
+    // the Test Type's (line 25).
+    let deep = TWO.replace(
+        "\t1          16         2          EXPONENTIAL",
+        "\t1          131072     2          EXPONENTIAL",
+    );
+    let e = suite(&deep, "two-workers.icf").unwrap_err().to_string();
+    assert!(e.starts_with("two-workers.icf:25: qd: qd 65536 "), "{e}");
 }
 
 #[test]
@@ -204,24 +242,26 @@ fn one_worker_on_every_target_is_spread() {
     );
     // Worker 2 keeps only PHYSICALDRIVE:2: not expressible.
     let icf = parse(&text, "x.icf").unwrap();
-    let e = import(&icf, "x.icf", "x").unwrap_err();
+    let e = import(&icf, &text, "x.icf", "x").unwrap_err();
     assert!(e.to_string().contains("cannot be expressed ('Worker 1' on E: \"DATA1\" + PHYSICALDRIVE:2, 'Worker 2' on PHYSICALDRIVE:2)"), "{e}");
     // Without worker 2, worker 1 is spread over both.
     let cut = text.find("'Worker\n\tWorker 2").unwrap();
     let end = text.find("'End manager").unwrap();
     let one = format!("{}{}", &text[..cut], &text[end..]);
-    let imp = import(&parse(&one, "x.icf").unwrap(), "x.icf", "x").unwrap();
+    let (s, _) = import(&parse(&one, "x.icf").unwrap(), &one, "x.icf", "x").unwrap();
+    let params: Vec<String> = s.jobs.iter().map(|j| j.params.to_string()).collect();
     assert!(
-        imp.toml.contains("workers = 1\nspread = true\n"),
-        "{}",
-        imp.toml
+        params
+            .iter()
+            .all(|p| p.contains("\"spread\":true") && p.contains("\"workers\":1")),
+        "{params:?}"
     );
 }
 
 #[test]
 fn uneven_targets_are_refused_with_the_workers() {
-    let icf = parse(&fixture("uneven-targets.icf"), "u.icf").unwrap();
-    let e = import(&icf, "u.icf", "u").unwrap_err();
+    let text = fixture("uneven-targets.icf");
+    let e = import(&parse(&text, "u.icf").unwrap(), &text, "u.icf", "u").unwrap_err();
     assert!(
         e.to_string().contains(
             "u.icf:50: access spec 'mail store': the workers' targets cannot be expressed"
@@ -356,12 +396,9 @@ fn worker_cycling_over_spread_workers() {
         "'Worker Cycling\n'\tstart      step       step type\n\t1          1          LINEAR",
         "'Worker Cycling\n'\tstart      step       step type\n\t1          3          LINEAR",
     );
-    let (s, imp) = suite(&text, "w.icf").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert!(
-        imp.toml.contains("workers = [1, 4]\nspread = true\n"),
-        "{}",
-        imp.toml
-    );
+    let (s, _) = suite(&text, "w.icf").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let spread: Vec<bool> = s.jobs.iter().map(|j| j.params["spread"] == true).collect();
+    assert_eq!(spread, [true, true]);
     let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["mixed-qd/workers=1", "mixed-qd/workers=4"]);
     // Workers of their own per target cannot be cycled.

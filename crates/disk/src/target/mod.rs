@@ -530,112 +530,16 @@ fn prepare_one(
         iscsi = Some(probe);
         (None, size, block)
     } else if kind.created() {
-        let size = spec
-            .offset
-            .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
-            .ok_or_else(|| DiskError::Invalid("--offset + --size overflows".into()))?;
-        let cannot = |e: DiskError| match e {
-            DiskError::Target { path, msg } => DiskError::Target {
-                path,
-                msg: format!("cannot create test file: {msg}"),
-            },
-            e => e,
-        };
-        let f = match &pin {
-            Some(pin) => open_pinned(pin, kind, 0, &path).map_err(cannot)?,
-            None => OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&path)
-                .map_err(|e| {
-                    DiskError::target(
-                        &path,
-                        format!("cannot create test file: {}", io_err_msg(&e)),
-                    )
-                })?,
-        };
+        let (f, size) = create_test_file(spec, &path, kind, pin.as_ref())?;
         guard.0 = Some(path.clone());
         let lbs = file_dio_align(&f);
         (Some(f), size, lbs)
     } else {
-        let Some(pin) = &pin else {
-            return Err(DiskError::target(&path, "was never pinned"));
-        };
-        let mut flags = libc::O_NONBLOCK;
-        flags |= match spec.writes() {
-            true => libc::O_RDWR,
-            false => libc::O_RDONLY,
-        };
-        if kind == TargetKind::BlockDevice && spec.writes() {
-            flags |= libc::O_EXCL;
-        }
-        let f = open_pinned(pin, kind, flags, &path)?;
-        let (size, lbs) = if kind == TargetKind::BlockDevice {
-            block_device_geometry(&f).map_err(|e| {
-                DiskError::target(&path, format!("cannot read device geometry: {e}"))
-            })?
-        } else {
-            (f.metadata().map_err(io_err)?.len(), file_dio_align(&f))
-        };
+        let (f, size, lbs) = open_existing(spec, &path, kind, pin.as_ref())?;
         (Some(f), size, lbs)
     };
-    // Why transfers must be aligned, for the messages below.
-    let why_aligned = if iscsi.is_some() {
-        "SCSI commands address whole blocks"
-    } else {
-        "required by O_DIRECT; use --buffered to go through the page cache"
-    };
-
-    let offset = spec.offset;
-    let aligns: Vec<u64> = spec.lines.iter().map(|l| l.align.unwrap_or(lbs)).collect();
-    for (l, &align) in spec.lines.iter().zip(&aligns) {
-        let bs = l.bs;
-        if direct && align % lbs != 0 {
-            return Err(DiskError::Invalid(format!(
-                "--align {align} is not a multiple of the logical block size {lbs} of {} ({why_aligned})",
-                path.display()
-            )));
-        }
-        if direct && bs % align != 0 {
-            // Say where the alignment came from: --align, or the target.
-            let whose = match l.align {
-                Some(_) => "--align".to_string(),
-                None if iscsi.is_some() => format!("the block size of {}", path.display()),
-                None => format!("the O_DIRECT alignment of {}", path.display()),
-            };
-            return Err(DiskError::Invalid(format!(
-                "--bs {bs} is not a multiple of the alignment {align} ({whose}; {why_aligned}; use a transfer size that is a multiple of {align})"
-            )));
-        }
-        if offset % align != 0 {
-            return Err(DiskError::Invalid(format!(
-                "--offset {offset} is not a multiple of the alignment {align}"
-            )));
-        }
-    }
-    let region_err = |msg: String| Err(DiskError::target(&path, msg));
-    if offset >= size {
-        return region_err(format!(
-            "--offset {offset} is at or past its end ({size} bytes)"
-        ));
-    }
-    let len = spec.size.unwrap_or(size - offset);
-    if offset.saturating_add(len) > size {
-        return region_err(format!(
-            "the region --offset {offset} + --size {len} = {} bytes is larger than the target ({size} bytes)",
-            offset + len
-        ));
-    }
-    let bs = spec.max_bs();
-    if len < bs {
-        return region_err(format!(
-            "the region ({len} bytes) is smaller than one transfer (--bs {bs})"
-        ));
-    }
-
+    let aligns = check_alignment(spec, &path, lbs, iscsi.is_some())?;
+    let len = check_region(spec, &path, size)?;
     if let (true, Some(f)) = (kind.created(), &file) {
         fill_test_file(f, &path, size, interrupted, progress)?;
     }
@@ -662,7 +566,10 @@ fn prepare_one(
         _remove: guard,
         path,
         kind,
-        region: Region { start: offset, len },
+        region: Region {
+            start: spec.offset,
+            len,
+        },
         size,
         logical_block: lbs,
         aligns,
@@ -671,6 +578,145 @@ fn prepare_one(
         id,
         iscsi,
     })
+}
+
+/// Creates a test file (not yet filled): the file and the size it is to
+/// have, the region and the offset before it.
+fn create_test_file(
+    spec: &DiskSpec,
+    path: &Path,
+    kind: TargetKind,
+    pin: Option<&Pin>,
+) -> Result<(File, u64), DiskError> {
+    let size = spec
+        .offset
+        .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
+        .ok_or_else(|| DiskError::Invalid("--offset + --size overflows".into()))?;
+    let cannot = |e: DiskError| match e {
+        DiskError::Target { path, msg } => DiskError::Target {
+            path,
+            msg: format!("cannot create test file: {msg}"),
+        },
+        e => e,
+    };
+    let f = match pin {
+        Some(pin) => open_pinned(pin, kind, 0, path).map_err(cannot)?,
+        None => OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                DiskError::target(path, format!("cannot create test file: {}", io_err_msg(&e)))
+            })?,
+    };
+    Ok((f, size))
+}
+
+/// Opens a file or device that exists, as it was pinned: the file, its
+/// size and its logical block (or O_DIRECT alignment).
+fn open_existing(
+    spec: &DiskSpec,
+    path: &Path,
+    kind: TargetKind,
+    pin: Option<&Pin>,
+) -> Result<(File, u64, u64), DiskError> {
+    let Some(pin) = pin else {
+        return Err(DiskError::target(path, "was never pinned"));
+    };
+    let mut flags = libc::O_NONBLOCK;
+    flags |= match spec.writes() {
+        true => libc::O_RDWR,
+        false => libc::O_RDONLY,
+    };
+    if kind == TargetKind::BlockDevice && spec.writes() {
+        flags |= libc::O_EXCL;
+    }
+    let f = open_pinned(pin, kind, flags, path)?;
+    let (size, lbs) = if kind == TargetKind::BlockDevice {
+        block_device_geometry(&f)
+            .map_err(|e| DiskError::target(path, format!("cannot read device geometry: {e}")))?
+    } else {
+        let m = f
+            .metadata()
+            .map_err(|e| DiskError::target(path, io_err_msg(&e)))?;
+        (m.len(), file_dio_align(&f))
+    };
+    Ok((f, size, lbs))
+}
+
+/// Each line's alignment (its --align, or the target's logical block
+/// `lbs`), checked against the block size, the transfer size and the
+/// offset.
+fn check_alignment(
+    spec: &DiskSpec,
+    path: &Path,
+    lbs: u64,
+    iscsi: bool,
+) -> Result<Vec<u64>, DiskError> {
+    let direct = !spec.buffered;
+    // Why transfers must be aligned, for the messages below.
+    let why_aligned = if iscsi {
+        "SCSI commands address whole blocks"
+    } else {
+        "required by O_DIRECT; use --buffered to go through the page cache"
+    };
+    let offset = spec.offset;
+    let aligns: Vec<u64> = spec.lines.iter().map(|l| l.align.unwrap_or(lbs)).collect();
+    for (l, &align) in spec.lines.iter().zip(&aligns) {
+        let bs = l.bs;
+        if direct && align % lbs != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--align {align} is not a multiple of the logical block size {lbs} of {} ({why_aligned})",
+                path.display()
+            )));
+        }
+        if direct && bs % align != 0 {
+            // Say where the alignment came from: --align, or the target.
+            let whose = match l.align {
+                Some(_) => "--align".to_string(),
+                None if iscsi => format!("the block size of {}", path.display()),
+                None => format!("the O_DIRECT alignment of {}", path.display()),
+            };
+            return Err(DiskError::Invalid(format!(
+                "--bs {bs} is not a multiple of the alignment {align} ({whose}; {why_aligned}; use a transfer size that is a multiple of {align})"
+            )));
+        }
+        if offset % align != 0 {
+            return Err(DiskError::Invalid(format!(
+                "--offset {offset} is not a multiple of the alignment {align}"
+            )));
+        }
+    }
+    Ok(aligns)
+}
+
+/// The length of the region the I/O covers in a target of `size` bytes,
+/// checked to hold at least one transfer.
+fn check_region(spec: &DiskSpec, path: &Path, size: u64) -> Result<u64, DiskError> {
+    let offset = spec.offset;
+    let region_err = |msg: String| Err(DiskError::target(path, msg));
+    if offset >= size {
+        return region_err(format!(
+            "--offset {offset} is at or past its end ({size} bytes)"
+        ));
+    }
+    let len = spec.size.unwrap_or(size - offset);
+    if offset.saturating_add(len) > size {
+        return region_err(format!(
+            "the region --offset {offset} + --size {len} = {} bytes is larger than the target ({size} bytes)",
+            offset + len
+        ));
+    }
+    let bs = spec.max_bs();
+    if len < bs {
+        return region_err(format!(
+            "the region ({len} bytes) is smaller than one transfer (--bs {bs})"
+        ));
+    }
+    Ok(len)
 }
 
 /// Logs a session in to an iSCSI target, reads the LUN's capacity and
@@ -837,273 +883,4 @@ impl Target {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec_at(dir: &Path, name: &str) -> DiskSpec {
-        DiskSpec {
-            targets: vec![dir.join(name)],
-            size: Some(1 << 20),
-            ..Default::default()
-        }
-    }
-
-    fn prep(s: &DiskSpec) -> Result<Target, DiskError> {
-        let mut t = prepare(s, &AtomicBool::new(false), &mut |_, _| {})?;
-        assert_eq!(t.len(), 1);
-        Ok(t.remove(0))
-    }
-
-    #[test]
-    fn created_file_is_filled_and_removed() {
-        let d = tempfile::tempdir().unwrap();
-        let mut s = spec_at(d.path(), "t.tst");
-        s.create = true;
-        let t = prep(&s).unwrap();
-        let data = std::fs::read(&t.path).unwrap();
-        assert_eq!(data.len(), 1 << 20);
-        assert_ne!(data[..4096], data[4096..8192], "non-repeating contents");
-        assert!(data.iter().any(|b| *b != 0));
-        let p = t.path.clone();
-        drop(t);
-        assert!(!p.exists());
-    }
-
-    #[test]
-    fn missing_path_without_create_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let e = prep(&spec_at(d.path(), "nope")).unwrap_err();
-        assert!(e.to_string().contains("does not exist"), "{e}");
-        assert!(!d.path().join("nope").exists());
-    }
-
-    #[test]
-    fn existing_file_needs_allow_destructive_to_write() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("data");
-        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
-        let mut s = spec_at(d.path(), "data");
-        s.lines[0].read_pct = 70;
-        let e = prep(&s).unwrap_err();
-        assert!(
-            e.is_usage() && e.to_string().contains("--allow-destructive"),
-            "{e}"
-        );
-        s.lines[0].read_pct = 100;
-        let t = prep(&s).unwrap();
-        drop(t);
-        assert!(p.exists(), "an existing file is never removed");
-    }
-
-    #[test]
-    fn region_checks() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("f"), vec![0u8; 64 << 10]).unwrap();
-        let mut s = spec_at(d.path(), "f");
-        for (size, offset, bs, want) in [
-            (Some(128 << 10), 0, 4096, "larger than the target"),
-            (None, 64 << 10, 4096, "past its end"),
-            (None, 1000, 4096, "--offset"),
-            (None, 0, 1000, "O_DIRECT"),
-        ] {
-            (s.size, s.offset, s.lines[0].bs) = (size, offset, bs);
-            let e = prep(&s).unwrap_err().to_string();
-            assert!(e.contains(want), "{e}");
-        }
-        s.buffered = true;
-        let t = prep(&s).unwrap();
-        assert_eq!(
-            t.region,
-            Region {
-                start: 0,
-                len: 64 << 10
-            }
-        );
-    }
-
-    /// One bad target among several: refused before any test file is
-    /// made, and the test file to create at the other is not left behind.
-    #[test]
-    fn a_bad_target_among_several_leaves_no_test_file() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("small"), vec![0u8; 64 << 10]).unwrap();
-        let mut s = spec_at(d.path(), "new.tst");
-        s.create = true;
-        s.targets.push(d.path().join("small"));
-        let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
-        assert!(e.to_string().contains("larger than the target"), "{e}");
-        assert!(!d.path().join("new.tst").exists());
-        // Writing: the existing file is refused before anything is made.
-        s.size = Some(4096);
-        s.lines[0].read_pct = 50;
-        let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
-        assert!(e.to_string().contains("--allow-destructive"), "{e}");
-        assert!(!d.path().join("new.tst").exists());
-        s.lines[0].read_pct = 100;
-        let t = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
-        let paths: Vec<_> = t.iter().map(|t| t.path.file_name().unwrap()).collect();
-        assert_eq!(paths, ["new.tst", "small"], "in the order given");
-    }
-
-    /// issue 24: a target swapped for a symlink to another file after it
-    /// was prepared: the workers' descriptors are still the prepared file,
-    /// and the other file is never written.
-    #[test]
-    fn workers_use_the_prepared_file_even_when_its_path_is_swapped() {
-        use std::os::unix::fs::FileExt;
-        let d = tempfile::tempdir().unwrap();
-        let outside = d.path().join("outside");
-        std::fs::write(&outside, vec![0x55u8; 1 << 20]).unwrap();
-        let mut s = spec_at(d.path(), "t.tst");
-        (s.create, s.keep, s.buffered) = (true, true, true);
-        s.lines[0].read_pct = 0;
-        s.allow_destructive = true;
-        let t = prep(&s).unwrap();
-        let ino = std::fs::metadata(&t.path).unwrap().ino();
-        let moved = d.path().join("moved");
-        std::fs::rename(&t.path, &moved).unwrap();
-        std::os::unix::fs::symlink(&outside, &t.path).unwrap();
-        let crate::engines::Opened::File(f) = t.open_for_io().unwrap() else {
-            panic!("a file target")
-        };
-        assert_eq!(f.metadata().unwrap().ino(), ino, "the prepared inode");
-        f.write_all_at(&[1u8; 4096], 0).unwrap();
-        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0x55));
-        assert_eq!(std::fs::read(&moved).unwrap()[..4096], [1u8; 4096]);
-    }
-
-    /// A pinned target (an agent's allowed path) replaced, between the pin
-    /// and the prepare, by a symlink or by another file: refused.
-    #[test]
-    fn a_pinned_target_replaced_since_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let outside = d.path().join("outside");
-        std::fs::write(&outside, vec![0u8; 1 << 20]).unwrap();
-        let p = d.path().join("data");
-        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
-        let mut s = spec_at(d.path(), "data");
-        s.lines[0].read_pct = 100;
-        let pins = vec![pin(&p).unwrap()];
-        let go = |s: &DiskSpec| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
-        assert!(go(&s).is_ok());
-        // Kept under another name, so that its inode is not reused by
-        // the file made in its place below.
-        std::fs::rename(&p, d.path().join("kept")).unwrap();
-        std::os::unix::fs::symlink(&outside, &p).unwrap();
-        let e = go(&s).unwrap_err().to_string();
-        assert!(e.contains("symbolic link"), "{e}");
-        std::fs::remove_file(&p).unwrap();
-        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
-        let e = go(&s).unwrap_err().to_string();
-        assert!(e.contains("replaced since"), "{e}");
-        // A file to create, pinned by its directory: a symlink planted at
-        // its name is not followed, and nothing is written through it.
-        let newp = d.path().join("new.tst");
-        let pins = vec![pin(&newp).unwrap()];
-        std::os::unix::fs::symlink(&outside, &newp).unwrap();
-        s.targets = vec![newp.clone()];
-        (s.create, s.allow_destructive) = (true, true);
-        s.lines[0].read_pct = 0;
-        let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("symbolic link"), "{e}");
-        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
-        // A hard link planted at that name is the outside file under
-        // another name: refused, and the outside file never written.
-        std::fs::remove_file(&newp).unwrap();
-        std::fs::hard_link(&outside, &newp).unwrap();
-        let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("hard links"), "{e}");
-        assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
-    }
-
-    /// A loop device over a file in `dir`, detached when dropped; None
-    /// without root or loop devices (the test is then skipped).
-    struct Loop(PathBuf);
-
-    impl Loop {
-        fn new(dir: &Path) -> Option<Loop> {
-            // SAFETY: a plain getter.
-            if unsafe { libc::geteuid() } != 0 {
-                return None;
-            }
-            let backing = dir.join("backing");
-            std::fs::write(&backing, vec![0u8; 4 << 20]).ok()?;
-            let out = std::process::Command::new("losetup")
-                .args(["-f", "--show"])
-                .arg(&backing)
-                .output()
-                .ok()?;
-            let dev = String::from_utf8(out.stdout).ok()?.trim().to_string();
-            (out.status.success() && !dev.is_empty()).then(|| Loop(dev.into()))
-        }
-    }
-
-    impl Drop for Loop {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("losetup")
-                .arg("-d")
-                .arg(&self.0)
-                .status();
-        }
-    }
-
-    /// issue 24: a block device that will be written is claimed O_EXCL on
-    /// the one descriptor the workers use: a device claimed by another
-    /// (as a mount does) is refused, the claim holds while the target
-    /// lives, and a swapped path changes nothing the workers open.
-    #[test]
-    fn a_written_block_device_is_claimed_on_the_descriptor_the_workers_use() {
-        let d = tempfile::tempdir().unwrap();
-        let Some(dev) = Loop::new(d.path()) else {
-            eprintln!("skipped: needs root and a loop device");
-            return;
-        };
-        let link = d.path().join("by-id");
-        std::os::unix::fs::symlink(&dev.0, &link).unwrap();
-        let mut s = spec_at(d.path(), "by-id");
-        s.lines[0].read_pct = 0;
-        s.allow_destructive = true;
-        s.buffered = true;
-        let excl = || {
-            OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_EXCL)
-                .open(&dev.0)
-        };
-        let held = excl().unwrap();
-        let e = prep(&s).unwrap_err().to_string();
-        assert!(e.contains("in use"), "{e}");
-        drop(held);
-        let t = prep(&s).unwrap();
-        assert_eq!(t.kind, TargetKind::BlockDevice);
-        assert_eq!(
-            excl().unwrap_err().raw_os_error(),
-            Some(libc::EBUSY),
-            "claimed while the target lives"
-        );
-        let rdev = std::fs::metadata(&dev.0).unwrap().rdev();
-        std::fs::remove_file(&link).unwrap();
-        std::fs::write(d.path().join("plain"), vec![0u8; 4 << 20]).unwrap();
-        std::os::unix::fs::symlink(d.path().join("plain"), &link).unwrap();
-        let crate::engines::Opened::File(f) = t.open_for_io().unwrap() else {
-            panic!("a device target")
-        };
-        assert_eq!(f.metadata().unwrap().rdev(), rdev, "the device prepared");
-        drop((f, t));
-        assert!(excl().is_ok(), "released with the target");
-    }
-
-    #[test]
-    fn interrupted_preparation_removes_the_file() {
-        let d = tempfile::tempdir().unwrap();
-        let mut s = spec_at(d.path(), "t.tst");
-        s.create = true;
-        let e = prepare(&s, &AtomicBool::new(true), &mut |_, _| {}).unwrap_err();
-        assert!(matches!(e, DiskError::Interrupted(_)));
-        assert!(!d.path().join("t.tst").exists());
-    }
-}
+mod tests;

@@ -1,0 +1,431 @@
+use super::*;
+use crate::builtin::BUILTIN;
+
+#[test]
+fn builtin_suites_expand_to_the_expected_counts() {
+    let want = [
+        ("quick", 5),
+        ("iscsi-initiator-study", 12),
+        ("adapter-vs-hba-study", 24),
+        ("hw-iscsi-study", 9),
+        ("ten-gig-adapter-study", 10 + 14 + 3),
+        ("bidirectional-transfer-study", 1),
+    ];
+    for (name, n) in want {
+        let text = BUILTIN.iter().find(|(b, _)| *b == name).unwrap().1;
+        let s = parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.name, name);
+        assert_eq!(s.jobs.len(), n, "{name}");
+    }
+}
+
+#[test]
+fn iscsi_study_parameters() {
+    let s = parse(crate::builtin::find("iscsi-initiator-study").unwrap(), "x").unwrap();
+    assert_eq!(s.cpu_threshold_pct, Some(8.0));
+    let j = s
+        .jobs
+        .iter()
+        .find(|j| j.name == "large-block/spec=dss-1m")
+        .unwrap();
+    assert_eq!(j.rule, Rule::Median("mb_s".into()));
+    assert_eq!(j.reps, 3);
+    let JobSpec::Disk(d) = &j.spec else { panic!() };
+    assert_eq!(
+        (d.lines[0].bs, d.qd, d.workers, d.size),
+        (1 << 20, 4, 1, Some(4 << 30))
+    );
+    assert_eq!(
+        (d.ramp, d.time),
+        (Duration::from_secs(60), Duration::from_secs(240))
+    );
+    assert_eq!(s.estimated(), Duration::from_secs(12 * 3 * 300));
+}
+
+#[test]
+fn sweep_names_and_groups() {
+    let text = r#"
+name = "t"
+[[test]]
+name = "conns"
+kind = "net-stream"
+dir = ["tx", "rx"]
+conns = [1, 10]
+msg = "64k"
+group = "{dir}"
+"#;
+    let s = parse(text, "t.toml").unwrap();
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "conns/dir=tx,conns=1",
+            "conns/dir=tx,conns=10",
+            "conns/dir=rx,conns=1",
+            "conns/dir=rx,conns=10"
+        ]
+    );
+    assert_eq!(s.jobs[2].group, "rx");
+    let JobSpec::Net(c) = &s.jobs[3].spec else {
+        panic!()
+    };
+    assert_eq!((c.dir, c.conns, c.msg), (Dir::Rx, 10, 65536));
+    assert_eq!(s.jobs[3].params["conns"], 10);
+}
+
+#[test]
+fn spec_then_explicit_keys() {
+    let s = parse(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n",
+        "t",
+    )
+    .unwrap();
+    let JobSpec::Disk(d) = &s.jobs[1].spec else {
+        panic!()
+    };
+    assert_eq!((d.lines[0].bs, d.qd), (8192, 4));
+    assert_eq!(s.jobs[1].name, "a/qd=4");
+}
+
+fn err(text: &str) -> SuiteError {
+    parse(text, "s.toml").unwrap_err()
+}
+
+/// Each wrong [[test]] is told, not only the first.
+#[test]
+fn every_wrong_test_is_told_at_once() {
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=0\n[[test]]\nname='b'\nkind='disk'\n[[test]]\nname='c'\nkind='net-stream'\nconns='x'\n");
+    assert_eq!(e.line, Some(5), "{e}");
+    assert_eq!(e.also.len(), 1, "{e}");
+    assert_eq!(e.also[0].line, Some(12), "{e}");
+    let shown = e.to_string();
+    assert_eq!(shown.lines().count(), 2, "{shown}");
+    assert!(
+        shown.contains("s.toml:5") && shown.contains("s.toml:12"),
+        "{shown}"
+    );
+}
+
+/// `sut = [...]`: the system under test's processes, by name or pid.
+#[test]
+fn the_system_under_test_by_name_or_pid() {
+    use iotoll_probe::procs::SutProcess;
+    let s = parse(
+        "name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!(
+        s.sut,
+        [SutProcess::Name("tgtd".into()), SutProcess::Pid(42)]
+    );
+    for bad in ["sut=[0]", "sut='tgtd'", "sut=['']"] {
+        let e = err(&format!(
+            "name='t'\n{bad}\n[[test]]\nname='a'\nkind='disk'\n"
+        ));
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("sut")), "{e}");
+    }
+}
+
+#[test]
+fn bad_suites_name_file_line_and_key() {
+    let e = err("name = 't'\n[[test]\n");
+    assert_eq!((e.file.as_str(), e.line), ("s.toml", Some(2)), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbogus=1\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd='deep'\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("qd")), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nspec=['nope']\n");
+    assert!(
+        e.msg.contains("unknown spec 'nope'") && e.line == Some(5),
+        "{e}"
+    );
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[]\n");
+    assert!(
+        e.msg.contains("empty sweep") && e.key.as_deref() == Some("bs"),
+        "{e}"
+    );
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='a'\nkind='net-rr'\n");
+    assert!(e.msg.contains("duplicate") && e.line == Some(6), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nread=150\n");
+    assert!(e.msg.contains("outside 0-100"), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='net-rr'\ndir='tx'\n");
+    assert_eq!(e.key.as_deref(), Some("dir"), "{e}");
+    let e = err("name='t'\nwhatever=1\n[[test]]\nname='a'\nkind='disk'\n");
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(2), Some("whatever")),
+        "{e}"
+    );
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='tape'\n");
+    assert!(e.msg.contains("unknown kind"), "{e}");
+    let e = err("name='t'\nselect='best'\n[[test]]\nname='a'\nkind='disk'\n");
+    assert_eq!(e.key.as_deref(), Some("select"), "{e}");
+    let e = err("name='t'\n");
+    assert!(e.msg.contains("no [[test]]"), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ngroup='{dir}'\n");
+    assert!(e.msg.contains("{dir}"), "{e}");
+    let e = err("name='t'\ninterference_pct=150\n[[test]]\nname='a'\nkind='disk'\n");
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(2), Some("interference_pct")),
+        "{e}"
+    );
+    let s = parse(
+        "name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!(
+        (s.jobs[0].interference_pct, s.jobs[1].interference_pct),
+        (2.0, 7.5)
+    );
+}
+
+/// Seen: `file:2: --qd must be ...` for `qd` on line 5 (and `conns`):
+/// the error names the key, on its line, in the file's words.
+#[test]
+fn engine_limits_name_the_key_and_its_line() {
+    let e = err("name='t'\n\n[[test]]\nname='a'\nkind='disk'\nqd=0\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("qd")), "{e}");
+    assert!(e.msg.starts_with("qd must be between 1 and"), "{e}");
+    assert!(!e.to_string().contains("--"), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='net-stream'\ntime='2s'\nconns=[1, 0]\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("conns")), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbs='4k'\nburst_len=0\n");
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(6), Some("burst_len")),
+        "{e}"
+    );
+    // A limit broken by two keys together names both in the file's terms.
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nsize='4k'\nbs='64k'\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("size")), "{e}");
+    assert!(
+        e.msg.contains("(bs 65536)") || e.msg.contains("(bs 64k)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn flags_read_as_keys() {
+    assert_eq!(
+        flags_as_keys("--burst-len 0 (--bs 4k) --"),
+        "burst_len 0 (bs 4k) "
+    );
+    assert_eq!(flags_as_keys("no flags"), "no flags");
+}
+
+/// Seen: `[[ test ]]` (spaces inside the brackets are valid TOML) was
+/// missed by the line search, and errors in such a test had no line.
+#[test]
+fn spaced_test_headers_keep_lines() {
+    let e = err(
+        "name='t'\n[[ test ]]\nname='a'\nkind='disk'\n\n[[ test ]]\nname='b'\nkind='disk'\nqd=0\n",
+    );
+    assert_eq!((e.line, e.key.as_deref()), (Some(9), Some("qd")), "{e}");
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[ test ]]\nkind='disk'\n");
+    assert_eq!(
+        (e.line, e.msg.as_str()),
+        (Some(5), "this [[test]] has no name")
+    );
+    let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\nbogus=1\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
+}
+
+/// Seen: control characters in suite and test names reached the
+/// terminal raw. They are refused, and errors quoting them escape them.
+#[test]
+fn control_characters_in_names_are_refused_and_escaped() {
+    // TOML basic strings decode \u001b to ESC.
+    let e = err(r#"name="a\u001b[2J"
+[[test]]
+name="a"
+kind="disk"
+"#);
+    assert!(e.msg.contains("control characters"), "{e}");
+    let e = err(r#"name="t"
+[[test]]
+name="x\u0007"
+kind="disk"
+"#);
+    assert!(e.msg.contains("control characters"), "{e}");
+    let e = err(r#"name="t"
+[[test]]
+name="a"
+kind="disk"
+"q\u001b]0;pwned\u0007"=1
+"#);
+    let shown = e.to_string();
+    assert!(
+        !shown.contains('\u{1b}') && shown.contains("\\u{1b}"),
+        "{shown}"
+    );
+}
+
+/// Seen: a sweep of 10^6 combinations made `suite show` run for over a
+/// minute and grow past 225 MB; now it is refused before expanding.
+#[test]
+fn huge_sweeps_are_refused_before_expanding() {
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let list = values.join(",");
+    let text =
+        format!("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=[{list}]\nworkers=[{list}]\n");
+    let e = err(&text);
+    assert!(e.msg.contains("1,000,000 combinations"), "{e}");
+    assert!(e.msg.contains("qd: 1000 x workers: 1000"), "{e}");
+    assert_eq!(e.line, Some(2), "{e}");
+    // Counted over the whole suite, not per test.
+    let half: Vec<String> = (1..=6000).map(|v| format!("'{v}k'")).collect();
+    let half = half.join(",");
+    let text = format!(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[{half}]\n[[test]]\nname='b'\nkind='disk'\nbs=[{half}]\n"
+    );
+    assert!(err(&text).msg.contains("more than 10000 tests"));
+    // An enormous product is refused without being built.
+    let big: Vec<String> = (1..=64).map(|v| v.to_string()).collect();
+    let big = big.join(",");
+    let keys = ["qd", "workers", "read", "random", "burst_len", "align"];
+    let mut text = "name='t'\n[[test]]\nname='a'\nkind='disk'\n".to_string();
+    for k in keys {
+        text.push_str(&format!("{k}=[{big}]\n"));
+    }
+    assert!(err(&text).msg.contains("combinations"));
+}
+
+/// Expansion is linear: 10,000 swept values expand at once (the
+/// duplicate-name check was a scan of every earlier test).
+#[test]
+fn a_large_sweep_expands() {
+    let values: Vec<String> = (1..=10_000).map(|v| format!("'{v}k'")).collect();
+    let text = format!(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nbs=[{}]\n",
+        values.join(",")
+    );
+    let s = parse(&text, "t").unwrap();
+    assert_eq!(s.jobs.len(), 10_000);
+    assert_eq!(s.jobs[9_999].name, "a/bs=10000k");
+}
+
+const MIXED: &str = r#"name = "m"
+[[spec]]
+name = "mail"
+qd = 8
+lines = [
+  { share = 60, bs = "4k", read = 70, random = 100 },
+  { share = 30, bs = 8192, read = 50, random = 100, align = "4k" },
+  { share = 10, bs = "64k", read = 0, random = 0, burst_delay = "2ms", burst_len = 4 },
+]
+
+[[spec]]
+name = "seq-read"
+bs = "1m"
+read = 100
+random = 0
+
+[[test]]
+name = "t"
+kind = "disk"
+spec = ["mail", "seq-read", "db-oltp-8k"]
+"#;
+
+#[test]
+fn file_specs_with_lines() {
+    let s = parse(MIXED, "m.toml").unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["t/spec=mail", "t/spec=seq-read", "t/spec=db-oltp-8k"]
+    );
+    let JobSpec::Disk(d) = &s.jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!((d.spec_name.as_deref(), d.qd), (Some("mail"), 8));
+    let shares: Vec<u32> = d.lines.iter().map(|l| l.share_pct).collect();
+    assert_eq!(shares, [60, 30, 10]);
+    assert_eq!((d.lines[1].bs, d.lines[1].align), (8192, Some(4096)));
+    assert_eq!(
+        (d.lines[2].burst_delay, d.lines[2].burst_len),
+        (Duration::from_millis(2), 4)
+    );
+    let JobSpec::Disk(d) = &s.jobs[1].spec else {
+        panic!()
+    };
+    assert_eq!(
+        (d.lines.len(), d.lines[0].bs, d.lines[0].random_pct, d.qd),
+        (1, 1 << 20, 0, 1)
+    );
+    let JobSpec::Disk(d) = &s.jobs[2].spec else {
+        panic!()
+    };
+    assert_eq!((d.lines[0].bs, d.qd), (8192, 28));
+    // A file spec shadows a built-in of its name.
+    let t = "name='x'\n[[spec]]\nname='db-oltp-8k'\nbs='512'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\n";
+    let JobSpec::Disk(d) = &parse(t, "x").unwrap().jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!((d.lines[0].bs, d.qd), (512, 1));
+}
+
+#[test]
+fn bad_file_specs_name_the_key_and_line() {
+    let e = err(&MIXED.replace("share = 10,", "share = 5,"));
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("lines")), "{e}");
+    assert!(e.msg.contains("add up to 95 %"), "{e}");
+    // bs beside a mixed spec: the key is named on its line.
+    let e = err(&MIXED.replace(
+        "spec = [\"mail\", \"seq-read\", \"db-oltp-8k\"]",
+        "spec = \"mail\"\nbs = \"8k\"",
+    ));
+    assert_eq!((e.line, e.key.as_deref()), (Some(21), Some("bs")), "{e}");
+    assert!(
+        e.msg
+            .starts_with("bs sets the transfer of a single-line spec; spec 'mail' has 3 lines"),
+        "{e}"
+    );
+    let e = err(&MIXED.replace("read = 70,", "read = 70, colour = 1,"));
+    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("colour")), "{e}");
+    let e = err(&MIXED.replace("{ share = 60, bs = \"4k\",", "{ bs = \"4k\","));
+    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("share")), "{e}");
+    let e = err(&MIXED.replace("bs = \"1m\"", "bs = \"2g\""));
+    assert_eq!((e.line, e.key.as_deref()), (Some(13), Some("bs")), "{e}");
+    let e = err(&MIXED.replace("burst_len = 4", "burst_len = 0"));
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(8), Some("burst_len")),
+        "{e}"
+    );
+    let e = err(&MIXED.replace("name = \"seq-read\"", "name = \"mail\""));
+    assert!(
+        e.msg.contains("a second [[spec]] named 'mail'") && e.line == Some(12),
+        "{e}"
+    );
+    let e = err(&MIXED.replace("lines = [", "bs = 1\nlines = ["));
+    assert_eq!(e.key.as_deref(), Some("bs"), "{e}");
+    let e = err(&MIXED.replace("\"db-oltp-8k\"]", "\"nope\"]"));
+    assert!(e.msg.contains("unknown spec 'nope'; the file's [[spec]]s and the built-ins: mail, seq-read, web-file-server-4k"), "{e}");
+}
+
+#[test]
+fn workers_spread_and_cpus_pass_through() {
+    let s = parse(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=0\nspread=true\ncpus='0-3'\nqd=32\n",
+        "t",
+    )
+    .unwrap();
+    let JobSpec::Disk(d) = &s.jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!(
+        (d.workers, d.spread, d.cpus.as_deref()),
+        (0, true, Some(&[0, 1, 2, 3][..]))
+    );
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ncpus='3-1'\n");
+    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("cpus")), "{e}");
+    let s = parse(
+        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!(s.jobs[1].name, "a/spread=true");
+}
