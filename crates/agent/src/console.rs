@@ -1133,12 +1133,12 @@ impl Console {
         }
         let skew = skew(parts, times);
         let spec = {
-            use iotoll_model::spec::{to_json, NetSpec, StreamSpec};
+            use iotoll_model::spec::{NetSpec, Spec, StreamSpec};
             let servers: Vec<String> = (parts.iter())
                 .filter(|p| matches!(p.work, Work::NetServe { .. }))
                 .map(|p| self.hosts[p.host].address.to_string())
                 .collect();
-            to_json(&StreamSpec {
+            Spec::Stream(Box::new(StreamSpec {
                 net: NetSpec {
                     peer: servers.join(","),
                     conns: t.params.conns,
@@ -1154,7 +1154,7 @@ impl Console {
                 },
                 dir: iotoll_model::spec::word(&t.params.dir),
                 msg: t.params.msg,
-            })
+            }))
         };
         ResultDoc {
             spec,
@@ -1184,7 +1184,7 @@ impl Console {
         let mut m = Metrics::new();
         let mut interrupted = false;
         let mut lat_weighted = 0.0;
-        let mut first_spec = serde_json::Value::Null;
+        let mut first_spec = None;
         let mut seconds = Vec::new();
         const SUMMED: [&str; 7] = [
             mn::IOPS,
@@ -1220,9 +1220,7 @@ impl Console {
                     let e = m.entry(mn::LAT_MAX_US.to_string()).or_insert(0.0);
                     *e = e.max(*v);
                 }
-                if first_spec.is_null() {
-                    first_spec = d.spec.clone();
-                }
+                first_spec = first_spec.or_else(|| Some(d.spec.clone()));
                 notes.extend(
                     d.notes
                         .iter()
@@ -1252,7 +1250,7 @@ impl Console {
             notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU".into());
         }
         ResultDoc {
-            spec: first_spec,
+            spec: first_spec.unwrap_or_default(),
             cpu: CpuSection {
                 local,
                 remote: None,
@@ -1285,8 +1283,6 @@ fn multi_host_doc(
     skew: Skew,
 ) -> ResultDoc {
     ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind,
         status: if interrupted {
             ResultStatus::Interrupted
         } else {
@@ -1294,23 +1290,10 @@ fn multi_host_doc(
         },
         started_at: rfc3339(times.on_ns),
         config,
-        spec: serde_json::Value::Null,
         metrics,
-        cpu: CpuSection {
-            local: None,
-            remote: None,
-            same_host: None,
-        },
-        latency: None,
-        series: Vec::new(),
         notes,
-        disclosure: None,
-        targets: Vec::new(),
-        workers: Vec::new(),
-        lines: Vec::new(),
-        hosts: Vec::new(),
-        pairs: Vec::new(),
         skew_us: Some(skew),
+        ..ResultDoc::new(kind, Default::default())
     }
 }
 

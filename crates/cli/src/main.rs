@@ -490,7 +490,8 @@ fn begin_single(
     store: &mut iotoll_store::Store,
     doc: &iotoll_model::ResultDoc,
 ) -> Result<(i64, i64), iotoll_store::StoreError> {
-    let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
+    let spec = doc.spec.to_value();
+    let name = iotoll_model::workload::test_name(doc.kind, &spec);
     let run = store.begin_run(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),
@@ -498,7 +499,7 @@ fn begin_single(
         &iotoll_model::spec::to_json(&host()),
         &doc.notes,
     )?;
-    let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;
+    let test = store.add_test(run, 1, &name, doc.kind, None, &spec, "all")?;
     Ok((run, test))
 }
 

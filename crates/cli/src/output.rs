@@ -1,7 +1,7 @@
 //! Human and JSON renderings of a result document.
 
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, RrSpec, StreamSpec, TlsDisclosure};
+use iotoll_model::spec::{DiskSpec, NetDisclosure, NetSpec, TlsDisclosure};
 use iotoll_model::text::printable;
 use iotoll_model::{format_size, Kind, ResultDoc};
 use std::fmt::Write;
@@ -212,9 +212,9 @@ pub fn tls_summary(t: &TlsDisclosure) -> String {
 /// The first lines of the table: what ran, from the spec of its kind.
 fn spec_lines(doc: &ResultDoc) -> Option<String> {
     Some(match doc.kind {
-        Kind::Disk => disk_spec_line(&doc.spec_as::<DiskSpec>()?),
+        Kind::Disk => disk_spec_line(doc.spec.disk()?),
         Kind::NetStream => {
-            let s: StreamSpec = doc.spec_as()?;
+            let s = doc.spec.stream()?;
             let what = format!(
                 "stream {}  msg {}  sockbuf {}{}",
                 s.dir,
@@ -225,7 +225,7 @@ fn spec_lines(doc: &ResultDoc) -> Option<String> {
             net_spec_line(doc.kind, &s.net, what)
         }
         Kind::NetRr => {
-            let s: RrSpec = doc.spec_as()?;
+            let s = doc.spec.rr()?;
             let what = format!(
                 "request/response {} / {}  burst {}",
                 format_size(s.req),
@@ -547,7 +547,7 @@ pub fn human(doc: &ResultDoc) -> String {
 fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     let m = &doc.metrics;
     let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
-    if let Some(requested) = doc.spec_as::<DiskSpec>().and_then(|s| s.qd_requested) {
+    if let Some(requested) = doc.spec.disk().and_then(|s| s.qd_requested) {
         let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");

@@ -171,7 +171,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
                     .reps
                     .iter()
                     .filter(|r| t.selected_rep.is_none_or(|s| s == r.rep))
-                    .find_map(|r| r.doc.net_disclosure()?.tls);
+                    .find_map(|r| r.doc.net_disclosure()?.tls.clone());
                 if let Some(tls) = tls {
                     println!("    tls: {}", printable(&crate::output::tls_summary(&tls)));
                 }

@@ -773,7 +773,7 @@ mod tests {
                 &[("iops", iops), ("cpu_pct", cpu)],
             );
             iotoll_model::rederive_metrics(&mut t.metrics);
-            t.spec = serde_json::json!({"bs": 8192});
+            t.spec = serde_json::json!({"bs": 8192}).into();
             if interfered {
                 t.interference = vec!["interference: cargo 93 %".into()];
             }
@@ -787,7 +787,7 @@ mod tests {
             );
             iotoll_model::rederive_metrics(&mut t.metrics);
             t.main_metric = "mbit_s".into();
-            t.spec = serde_json::json!({"msg": 65536, "peer": "198.18.0.2:44933"});
+            t.spec = serde_json::json!({"msg": 65536, "peer": "198.18.0.2:44933"}).into();
             t.repeatable = Some(repeatable);
             t
         };
@@ -902,7 +902,7 @@ mod tests {
         let disk = |name: &str, bs: u64, iops: f64| {
             let mut t = t(name, "disk", &[("iops", iops), ("cpu_pct", 10.0)], None);
             iotoll_model::rederive_metrics(&mut t.metrics);
-            t.spec = serde_json::json!({"bs": bs});
+            t.spec = serde_json::json!({"bs": bs}).into();
             t
         };
         let tests = || vec![disk("r4k", 4096, 50_000.0), disk("r1m", 1 << 20, 1_000.0)];

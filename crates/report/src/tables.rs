@@ -187,7 +187,7 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
             infos
                 .get(ci)
                 .and_then(|i| i.test(name))
-                .map(|t| t.spec.clone())
+                .map(|t| t.spec.to_value())
                 .filter(|s| s.is_object())
                 .or_else(|| {
                     configs[ci]
@@ -915,7 +915,7 @@ mod tests {
         RunInfo {
             tests: vec![TestInfo {
                 name: name.into(),
-                spec,
+                spec: spec.into(),
                 same_host,
                 ..Default::default()
             }],

@@ -306,26 +306,30 @@ fn cpu_cells(c: &mut Cells, m: &Metrics, prefix: &str) {
     put(c, "Interrupts per Second", g("interrupts_s"));
 }
 
+/// What the first repetition's spec states.
+fn stated(t: &TestRow) -> iotoll_model::spec::Stated {
+    (t.reps.first()).map_or_else(Default::default, |r| r.doc.spec.stated())
+}
+
 fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     let g = |k: &str| m.get(k).copied();
-    let spec = t.reps.first().map(|r| &r.doc.spec);
-    let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
+    let sp = stated(t);
     let window = g("window_s");
     let times = |rate: Option<f64>| rate.zip(window).map(|(r, w)| (r * w).round());
     let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
     let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
     let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
-    let lbs = sp("logical_block_size");
+    let lbs = sp.logical_block_size;
     let sectors = |bytes: Option<f64>| bytes.zip(lbs).map(|(b, lbs)| (b / lbs).floor());
     let mut c = Cells::new();
     c.insert("'Target Type", "ALL".into());
     c.insert("Target Name", "All".into());
-    let name = spec.and_then(|s| s.get("spec")).and_then(|v| v.as_str());
+    let name = sp.spec_name.as_deref();
     c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
     let vals: [(&'static str, Option<f64>); 33] = [
-        ("# Workers", sp("workers")),
+        ("# Workers", sp.workers),
         ("IOps", g("iops")),
         ("Read IOps", g("read_iops")),
         ("Write IOps", g("write_iops")),
@@ -350,9 +354,9 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Bytes Written", bytes(g("write_mb_s"))),
         ("Read I/Os", times(g("read_iops"))),
         ("Write I/Os", times(g("write_iops"))),
-        ("Starting Sector", sectors(sp("offset"))),
-        ("Maximum Size", sectors(sp("size"))),
-        ("Queue Depth", sp("qd")),
+        ("Starting Sector", sectors(sp.offset)),
+        ("Maximum Size", sectors(sp.size)),
+        ("Queue Depth", sp.qd),
         ("CPU Effectiveness", g("iops_per_cpu_pct")),
         ("Packets/Second", None),
         ("Packet Errors", None),
@@ -632,8 +636,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
 /// columns can hold.
 fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<Cells> {
     let g = |k: &str| m.get(k).copied();
-    let spec = t.reps.first().map(|r| &r.doc.spec);
-    let sp = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
+    let sp = stated(t);
     let window = g("window_s");
     let mut c = Cells::new();
     // (read MB/s, write MB/s, read I/Os per s, write I/Os per s) as the client saw them.
@@ -662,10 +665,10 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<C
             let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
             put(&mut c, "Average Transaction Time", ms(g("rtt_mean_us")));
             put(&mut c, "Maximum Transaction Time", ms(g("rtt_max_us")));
-            put(&mut c, "Queue Depth", sp("burst"));
+            put(&mut c, "Queue Depth", sp.burst);
             (
-                sp("resp").map(|b| tps * b / 1e6),
-                sp("req").map(|b| tps * b / 1e6),
+                sp.resp.map(|b| tps * b / 1e6),
+                sp.req.map(|b| tps * b / 1e6),
                 Some(tps),
                 Some(tps),
             )
@@ -771,12 +774,8 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        let peer = t
-            .reps
-            .first()
-            .and_then(|r| r.doc.spec.get("peer"))
-            .and_then(|v| v.as_str())
-            .unwrap_or("endpoint");
+        let peer = stated(t).peer;
+        let peer = peer.as_deref().unwrap_or("endpoint");
         let remote_cpu = m.contains_key("remote_cpu_pct");
         all.insert("'Target Type", "ALL".into());
         all.insert("Target Name", "All".into());
@@ -836,6 +835,13 @@ mod tests {
     use serde_json::{json, Value};
 
     /// Repetition `rep`: a complete result of `kind` with `spec` and `metrics`.
+    /// Names the document's access specification.
+    fn name_spec(doc: &mut ResultDoc, name: &str) {
+        let mut s = doc.spec.to_value();
+        s["spec"] = name.into();
+        doc.spec = iotoll_model::spec::Spec::of(doc.kind, s);
+    }
+
     fn result(rep: i64, kind: &str, config: &str, spec: Value, metrics: Value) -> RepRow {
         RepRow {
             rep,
@@ -934,7 +940,7 @@ mod tests {
         assert_eq!(back[0].doc.metrics["iops"], 1000.0);
         // Iometer's layout quotes the same way.
         r.run.suite = "study,\n2".into();
-        r.tests[0].reps[0].doc.spec["spec"] = name.into();
+        name_spec(&mut r.tests[0].reps[0].doc, name);
         let text = iometer_csv(&r).unwrap().text;
         let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
             .has_headers(false)
@@ -966,7 +972,7 @@ mod tests {
             r.run.suite = h.into();
             r.tests[0].name = h.into();
             r.tests[0].group = Some(h.into());
-            r.tests[0].reps[0].doc.spec["spec"] = h.into();
+            name_spec(&mut r.tests[0].reps[0].doc, h);
             r.tests[0].reps[0]
                 .doc
                 .metrics

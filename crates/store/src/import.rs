@@ -5,8 +5,8 @@
 //! figures are never passed off as whole-host CPU.
 
 use iotoll_model::metrics::{self as mn, metric_def};
-use iotoll_model::spec::{to_json, ImportSpec};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::spec::{to_json, ImportSpec, Spec};
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
 use serde_json::Value;
 
 /// One imported test: its name, group and result document.
@@ -46,30 +46,12 @@ fn doc(
         format: format.into(),
         ..origin.spec
     };
+    // Imports state totals only.
     ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind,
-        status: ResultStatus::Complete,
         started_at: humantime::format_rfc3339_seconds(started).to_string(),
-        config: None,
-        spec: to_json(&spec),
         metrics,
-        cpu: CpuSection {
-            local: None,
-            remote: None,
-            same_host: None,
-        },
-        latency: None,
-        series: Vec::new(),
         notes,
-        disclosure: None,
-        // Imports state totals only.
-        targets: Vec::new(),
-        workers: Vec::new(),
-        lines: Vec::new(),
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: None,
+        ..ResultDoc::new(kind, Spec::Import(Box::new(spec)))
     }
 }
 
@@ -696,7 +678,7 @@ mod tests {
         assert_eq!(r[0].name, "disk/bs=4k,read=70,random=100,qd=1,workers=1");
         // fio's own time (its stamp minus the 1 s runtime), not the import's.
         assert_eq!(r[0].doc.started_at, "2026-11-22T01:33:15Z");
-        assert_eq!(r[0].doc.spec["size"], 16 << 20);
+        assert_eq!(r[0].doc.spec.stated().size, Some((16 << 20) as f64));
         assert!((m["read_iops"] - 12037.962038).abs() < 1e-6);
         assert!((m["iops"] - (12037.962038 + 5142.857143)).abs() < 1e-6);
         assert!((m["read_mb_s"] - 49.307492).abs() < 1e-9);

@@ -261,15 +261,15 @@ pub(super) fn spec_json(
     targets: &[Target],
     assigned: &[Assignment],
     kind: EngineKind,
-) -> serde_json::Value {
-    use iotoll_model::spec::{to_json, word, LineSpec, TargetSpec};
+) -> Spec {
+    use iotoll_model::spec::{word, LineSpec, TargetSpec};
     let t = &targets[0];
     let single = (spec.lines.len() == 1).then(|| &spec.lines[0]);
     let workers = match spec.spread {
         true => assigned.len(),
         false => assigned.len() / targets.len().max(1),
     };
-    to_json(&iotoll_model::spec::DiskSpec {
+    Spec::Disk(Box::new(iotoll_model::spec::DiskSpec {
         spec: spec.spec_name.clone(),
         target: t.path.display().to_string(),
         target_kind: word(&t.kind),
@@ -316,5 +316,5 @@ pub(super) fn spec_json(
         direct: t.direct,
         ramp_s: spec.ramp.as_secs_f64(),
         time_s: spec.time.as_secs_f64(),
-    })
+    }))
 }

@@ -12,6 +12,7 @@ use crate::topology::{self, Assignment};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
+use iotoll_model::spec::{Disclosure, Spec};
 use iotoll_model::{
     derive_metrics, CpuSection, IoCounts, Kind, LineFigures, Metrics, ResultDoc, ResultStatus,
     TargetFigures, WorkerFigures,
@@ -166,12 +167,9 @@ fn run_on<C: Clock>(
         .filter_map(target::iscsi_disclosure)
         .collect();
     let doc = ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind: Kind::Disk,
         status,
         started_at: m.started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, &targets, &assigned, kind),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -181,13 +179,11 @@ fn run_on<C: Clock>(
         latency: latency_report(&merged.total.hist),
         series: m.series,
         notes,
-        disclosure: Some(iotoll_model::spec::to_json(&disclosure)),
+        disclosure: Some(Disclosure::Disk(Box::new(disclosure))),
         targets: breakdown.targets,
         workers: breakdown.workers,
         lines: breakdown.lines,
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: None,
+        ..ResultDoc::new(Kind::Disk, spec_json(spec, &targets, &assigned, kind))
     };
     match failure {
         Some(why) => Err(failed(why, doc)),

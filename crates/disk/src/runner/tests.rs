@@ -332,8 +332,11 @@ fn a_null_run_on_the_fake_clock_accounts_exactly() {
     };
     let doc = run_fake(cpu, None).unwrap();
     assert_eq!(
-        (doc.status.as_str(), &doc.spec["engine"]),
-        ("complete", &"null".into())
+        (
+            doc.status.as_str(),
+            doc.spec.disk().unwrap().engine.as_str()
+        ),
+        ("complete", "null")
     );
     let m = &doc.metrics;
     assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
@@ -442,8 +445,8 @@ fn several_targets_break_down_exactly() {
             (mb - all_bytes as f64).abs() <= 1e-9 * mb,
             "{mb} vs {all_bytes}"
         );
-        assert_eq!(doc.spec["spread"].as_bool().unwrap_or(false), spread);
-        assert_eq!(doc.spec["ntargets"], 2);
+        let s = doc.spec.disk().unwrap();
+        assert_eq!((s.spread, s.ntargets), (spread, Some(2)));
         // Who had which target: two workers each, or both spread over both.
         let workers: Vec<Vec<u32>> = b.targets.iter().map(|t| t.workers.clone()).collect();
         let want = if spread {
