@@ -4,7 +4,7 @@
 
 use crate::pattern::Region;
 use crate::rng::Rng;
-use crate::spec::{DiskSpec, DEFAULT_TEST_FILE_SIZE};
+use crate::spec::{DiskRequest, DEFAULT_TEST_FILE_SIZE};
 use crate::DiskError;
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
@@ -442,7 +442,7 @@ fn in_device_directory(p: &Path) -> bool {
 /// without --allow-destructive) is refused before any test file is made.
 /// Nothing is written to an existing target here.
 pub fn prepare(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     interrupted: &AtomicBool,
     progress: PrepProgress,
 ) -> Result<Vec<Target>, DiskError> {
@@ -452,7 +452,7 @@ pub fn prepare(
 /// [`prepare`] with each of `spec.targets` pinned by the caller (an agent,
 /// at its start); `pins` empty: each is pinned here, as it is now.
 pub fn prepare_pinned(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     pins: &[Pin],
     interrupted: &AtomicBool,
     progress: PrepProgress,
@@ -507,7 +507,7 @@ pub fn prepare_pinned(
 }
 
 fn prepare_one(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: PathBuf,
     kind: TargetKind,
     pin: Option<Pin>,
@@ -677,7 +677,7 @@ fn prepare_one(
 /// identity, and logs out: a bad URL, an unreachable portal, a refused
 /// login or a missing LUN is refused here, before any worker starts.
 fn probe_iscsi(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: &Path,
     interrupted: &AtomicBool,
 ) -> Result<IscsiProbe, DiskError> {
@@ -840,15 +840,15 @@ impl Target {
 mod tests {
     use super::*;
 
-    fn spec_at(dir: &Path, name: &str) -> DiskSpec {
-        DiskSpec {
+    fn spec_at(dir: &Path, name: &str) -> DiskRequest {
+        DiskRequest {
             targets: vec![dir.join(name)],
             size: Some(1 << 20),
             ..Default::default()
         }
     }
 
-    fn prep(s: &DiskSpec) -> Result<Target, DiskError> {
+    fn prep(s: &DiskRequest) -> Result<Target, DiskError> {
         let mut t = prepare(s, &AtomicBool::new(false), &mut |_, _| {})?;
         assert_eq!(t.len(), 1);
         Ok(t.remove(0))
@@ -984,7 +984,8 @@ mod tests {
         let mut s = spec_at(d.path(), "data");
         s.lines[0].read_pct = 100;
         let pins = vec![pin(&p).unwrap()];
-        let go = |s: &DiskSpec| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
+        let go =
+            |s: &DiskRequest| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
         assert!(go(&s).is_ok());
         // Kept under another name, so that its inode is not reused by
         // the file made in its place below.

@@ -5,7 +5,7 @@
 use crate::hosts::{HostEntry, Placement};
 use crate::select::Rule;
 use iotoll_disk::specs::{self, AccessLine, AccessSpec};
-use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_model::ci::{DISK_UNIT_MBIT_S, DISK_UNIT_MB_S, UNIT_PARAM};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
@@ -49,7 +49,7 @@ impl std::error::Error for SuiteError {}
 
 #[derive(Debug, Clone)]
 pub enum JobSpec {
-    Disk(DiskSpec),
+    Disk(DiskRequest),
     Net(ClientSpec),
 }
 
@@ -437,7 +437,7 @@ fn flags_as_keys(msg: &str) -> String {
 }
 
 /// The single line of a disk test's spec, for `key` to set.
-fn line<'a>(s: &'a mut DiskSpec, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
+fn line<'a>(s: &'a mut DiskRequest, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
     s.single_line(key).map_err(|e| e.to_string())
 }
 
@@ -777,7 +777,7 @@ impl<'a> Ctx<'a> {
             out.push(AccessSpec {
                 name,
                 lines,
-                qd: qd.unwrap_or(DiskSpec::default().qd),
+                qd: qd.unwrap_or(DiskRequest::default().qd),
                 source: None,
             });
         }
@@ -820,12 +820,12 @@ impl<'a> Ctx<'a> {
         }
         l.align = self.check(k.align.as_ref(), "align", as_size)?;
         // The engine's checks of one line, told on the line's key.
-        let probe = DiskSpec {
+        let probe = DiskRequest {
             lines: vec![AccessLine {
                 share_pct: 100,
                 ..l.clone()
             }],
-            ..DiskSpec::default()
+            ..DiskRequest::default()
         };
         if let Err(e) = probe.validate() {
             let msg = flags_as_keys(&e.to_string());
@@ -972,7 +972,7 @@ impl<'a> Ctx<'a> {
             })
         };
         let mut spec = match kind {
-            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+            Kind::Disk => JobSpec::Disk(DiskRequest::default()),
             Kind::NetStream => net(TestKind::Stream),
             Kind::NetRr => net(TestKind::Rr),
         };

@@ -406,10 +406,10 @@ fn run_one(
 /// The disk spec a local disk job runs with: the run's label and iSCSI
 /// login, and the suite's targets in place of the job's own.
 fn disk_spec(
-    d: &iotoll_disk::DiskSpec,
+    d: &iotoll_disk::DiskRequest,
     opts: &Options,
     targets: &[PathBuf],
-) -> iotoll_disk::DiskSpec {
+) -> iotoll_disk::DiskRequest {
     let mut d = d.clone();
     d.config = opts.config.clone();
     d.iscsi = opts.iscsi.clone();
@@ -520,7 +520,7 @@ fn temp_target(
     }
     let path =
         std::env::temp_dir().join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
-    let prep = iotoll_disk::DiskSpec {
+    let prep = iotoll_disk::DiskRequest {
         targets: vec![path.clone()],
         create: true,
         keep: true,

@@ -102,7 +102,7 @@ pub(super) struct Parts {
 
 pub(super) fn breakdown(
     m: &Merged,
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: &[Target],
     assigned: &[Assignment],
     window_s: f64,
@@ -186,14 +186,18 @@ pub(super) fn pinning_notes(b: &Parts) -> Vec<String> {
 /// timed over the interval the I/Os were outstanding.
 /// The I/Os the workers asked to keep in flight in all (a synchronous
 /// engine keeps one per worker, whatever --qd says).
-pub(super) fn requested_depth(spec: &DiskSpec, kind: EngineKind, assigned: &[Assignment]) -> u32 {
+pub(super) fn requested_depth(
+    spec: &DiskRequest,
+    kind: EngineKind,
+    assigned: &[Assignment],
+) -> u32 {
     (assigned.iter())
         .map(|a| kind.requested_depth(spec.qd, a.targets.len()))
         .sum()
 }
 
 pub(super) fn depth_notes(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     kind: EngineKind,
     assigned: &[Assignment],
     m: &Metrics,
@@ -229,7 +233,7 @@ pub(super) fn depth_notes(
 
 /// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
 /// built-in's name.
-pub(super) fn mix_word(spec: &DiskSpec) -> Option<String> {
+pub(super) fn mix_word(spec: &DiskRequest) -> Option<String> {
     mix_word_of(spec.spec_name.as_deref(), &spec.lines)
 }
 
@@ -257,7 +261,7 @@ pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Opti
 }
 
 pub(super) fn spec_json(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: &[Target],
     assigned: &[Assignment],
     kind: EngineKind,
