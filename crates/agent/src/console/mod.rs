@@ -448,10 +448,7 @@ impl Console {
         );
         self.settle(parts, test, waited, "the window")?;
         self.send_all(parts, &|_| true, |_| ToAgent::Release { test });
-        Ok(DriveTimes {
-            on_ns: w.on_ns,
-            off_ns: w.off_ns,
-        })
+        Ok(w)
     }
 
     /// PREPARE: clock offsets, then servers, then clients (who need the
@@ -506,7 +503,7 @@ impl Console {
         ramp: Duration,
         time: Duration,
         interrupted: &AtomicBool,
-    ) -> Result<Scheduled, ConsoleError> {
+    ) -> Result<DriveTimes, ConsoleError> {
         let max_rtt = parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0);
         let lead = Duration::from_millis(50) + Duration::from_nanos(4 * max_rtt.max(0) as u64);
         let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
@@ -550,7 +547,7 @@ impl Console {
             |_, m| Ok(matches!(m, FromAgent::Started { .. })),
         );
         self.settle(parts, test, w, "START")?;
-        Ok(Scheduled {
+        Ok(DriveTimes {
             on_ns: on,
             off_ns: off,
             start_at,
@@ -655,18 +652,12 @@ fn test_of(m: &FromAgent) -> Option<u64> {
 /// The window START scheduled: RECORD ON and OFF on the console's clock,
 /// when START was sent and the window should close here, and the lead
 /// given for every agent to have its order.
-struct Scheduled {
+struct DriveTimes {
     on_ns: i64,
     off_ns: i64,
     start_at: Instant,
     off_at: Instant,
     lead: Duration,
-}
-
-/// When the window was scheduled, and how long from START to RECORD ON.
-struct DriveTimes {
-    on_ns: i64,
-    off_ns: i64,
 }
 
 /// A network test across hosts.

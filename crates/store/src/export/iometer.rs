@@ -255,16 +255,9 @@ fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
 /// Iometer leaves empty on worker rows (CPU is the manager's).
 fn worker_row(manager: &Cells, name: String) -> Cells {
     let mut w = manager.clone();
-    for k in [
-        "% CPU Utilization",
-        "% User Time",
-        "% Privileged Time",
-        "% DPC Time",
-        "% Interrupt Time",
-        "Processor Speed",
-        "Interrupts per Second",
-        "CPU Effectiveness",
-    ] {
+    // The CPU columns: "% CPU Utilization" to "CPU Effectiveness".
+    let cpu = (IOMETER_COLUMNS.iter()).skip_while(|c| **c != "% CPU Utilization");
+    for k in cpu.take_while(|c| **c != "Packets/Second") {
         w.remove(k);
     }
     w.insert("'Target Type", "WORKER".into());
