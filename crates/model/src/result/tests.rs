@@ -159,3 +159,18 @@ fn a_labs_own_agents_do_not_interfere() {
         d.apply_interference_threshold(5.0);
     }
 }
+
+/// A document this version writes reads back typed by its kind, and its
+/// spec and disclosure write back exactly as they were.
+#[test]
+fn a_native_document_reads_typed_and_writes_back_unchanged() {
+    let text = include_str!("../../../cli/tests/fixtures/disk-run.json");
+    let doc: ResultDoc = serde_json::from_str(text).unwrap();
+    assert!(doc.spec.disk().is_some() && doc.disk_disclosure().is_some());
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let back = serde_json::to_value(&doc).unwrap();
+    assert_eq!(
+        (&back["spec"], &back["disclosure"]),
+        (&v["spec"], &v["disclosure"])
+    );
+}
