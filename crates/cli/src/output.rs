@@ -527,7 +527,7 @@ pub fn human(doc: &ResultDoc) -> String {
     }
     if let Some(d) = doc.net_disclosure() {
         let _ = writeln!(o, "\nnetwork path:");
-        disclosure_lines(&mut o, &d);
+        disclosure_lines(&mut o, d);
         if let Some(t) = &d.tls {
             let _ = writeln!(o, "  {:<12} {}", "tls:", tls_summary(t));
             let _ = writeln!(o, "  {:<12} {}", "", t.implementation);
