@@ -10,7 +10,7 @@ use crate::wire::{
     PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
-use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::{DataConn, Engine, Role};
 use iotoll_net::proto::{Control, TestParams};
@@ -96,7 +96,7 @@ fn my_version() -> String {
 enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
-    Disk(Box<DiskSpec>, Vec<iotoll_disk::target::Target>),
+    Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
     Serve {
         params: TestParams,
         pairs: Vec<PairSlot>,
@@ -447,7 +447,10 @@ fn check_params(p: &TestParams) -> Result<(), String> {
 
 /// The disk test an order asks for, on targets this agent allows, and
 /// which of them (places in `allowed`).
-fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<(DiskSpec, Vec<usize>), String> {
+fn disk_spec(
+    o: &DiskOrder,
+    allowed: &[AllowedTarget],
+) -> Result<(DiskRequest, Vec<usize>), String> {
     let list = || {
         allowed
             .iter()
@@ -487,7 +490,7 @@ fn disk_spec(o: &DiskOrder, allowed: &[AllowedTarget]) -> Result<(DiskSpec, Vec<
         }
     }
     let lines = o.lines.iter().map(OrderLine::access_line).collect();
-    let spec = DiskSpec {
+    let spec = DiskRequest {
         targets: targets.iter().map(|a| PathBuf::from(&a.path)).collect(),
         // Only a target allowed for writing may be created.
         create: targets.iter().all(|a| a.write),
@@ -593,7 +596,7 @@ fn run(
 }
 
 fn run_disk(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: Vec<iotoll_disk::target::Target>,
     on: Instant,
     off: Instant,

@@ -291,11 +291,11 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
                     word(&d.status)
                 ));
             }
-            let spec = disk_spec(order, e.info, &d.spec)?;
+            let spec = disk_spec(order, e.info, &d.spec.to_value())?;
             disk_metrics(&d.metrics, e)?;
             series(&d.series)?;
             disk_coherent(&d.metrics, order, &spec, window_s)?;
-            d.spec = to_json(&spec);
+            d.spec = iotoll_model::spec::Spec::Disk(Box::new(spec));
         }
         Work::NetServe { params, pairs, .. } | Work::NetClient { params, pairs, .. } => {
             if r.disk.is_some() {

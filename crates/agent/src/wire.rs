@@ -272,7 +272,7 @@ pub fn system_time_ns(t: std::time::SystemTime) -> i64 {
 impl DiskOrder {
     /// The order for a disk test as a suite defines it; `targets` are the
     /// paths asked for on every host (empty: each agent's own).
-    pub fn from_spec(s: &iotoll_disk::DiskSpec) -> DiskOrder {
+    pub fn from_spec(s: &iotoll_disk::DiskRequest) -> DiskOrder {
         DiskOrder {
             targets: s.targets.iter().map(|p| p.display().to_string()).collect(),
             spec_name: s.spec_name.clone(),

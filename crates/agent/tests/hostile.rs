@@ -354,10 +354,12 @@ fn contradictory_figures_make_the_test_invalid_naming_the_host() {
         (
             "spec-lie",
             |r| {
-                let s = &mut r.disk.as_mut().unwrap().spec;
+                let spec = &mut r.disk.as_mut().unwrap().spec;
+                let mut s = spec.to_value();
                 s["read_pct"] = 100.into();
                 s["target"] = "/etc/shadow".into();
                 s["time_s"] = 1e308.into();
+                *spec = s.into();
             },
             "spec says read_pct 100; the console ordered 0",
         ),
@@ -423,7 +425,7 @@ fn the_stored_spec_is_the_consoles_order() {
     let mut console = Console::connect(vec![host("evil", addr)], Some(key())).unwrap();
     let t = disk_test(&["evil"]);
     let doc = console.run_disk(&t, &stop).unwrap();
-    let s: iotoll_model::spec::DiskSpec = serde_json::from_value(doc.spec).unwrap();
+    let s = doc.spec.disk().unwrap();
     assert_eq!((s.bs, s.read_pct, s.qd), (Some(4096), Some(0), 4));
     assert_eq!(s.target, dir.path().join("e.tst").display().to_string());
     assert_eq!((s.time_s, s.ramp_s), (1.0, 0.2));

@@ -3,7 +3,7 @@
 use crate::{duration_arg, output, size_arg};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use iotoll_disk::{builtin_specs, DiskError, DiskSpec, EngineChoice};
+use iotoll_disk::{builtin_specs, DiskError, DiskRequest, EngineChoice};
 use iotoll_model::format_size;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -113,8 +113,8 @@ fn cpu_list(s: &str) -> Result<CpuList, String> {
 }
 
 impl RunArgs {
-    fn to_spec(&self) -> Result<DiskSpec, DiskError> {
-        let mut s = DiskSpec {
+    fn to_spec(&self) -> Result<DiskRequest, DiskError> {
+        let mut s = DiskRequest {
             targets: self.target.clone(),
             create: self.create,
             keep: self.keep,
@@ -130,7 +130,7 @@ impl RunArgs {
             config: self.measure.config.clone(),
             allow_destructive: self.allow_destructive,
             iscsi: self.iscsi.options(),
-            ..DiskSpec::default()
+            ..DiskRequest::default()
         };
         if let Some(name) = &self.spec {
             s.apply_builtin(name)?;

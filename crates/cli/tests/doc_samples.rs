@@ -108,7 +108,7 @@ fn single_run(doc: &Value) -> Value {
         "started_at": doc["started_at"], "finished_at": "2026-11-22T10:00:05Z",
         "notes": [], "disclosure": {}, "suite_text": null,
         "tests": [{
-            "seq": 1, "name": iotoll_model::workload::test_name(d.kind, &d.spec),
+            "seq": 1, "name": iotoll_model::workload::test_name(d.kind, &d.spec.to_value()),
             "kind": "disk", "group": null, "params": doc["spec"], "select": "all",
             "selected_rep": 1, "spread_pct": null, "repeatable": null,
             "reps": [{"rep": 1, "status": "complete", "doc": doc}],

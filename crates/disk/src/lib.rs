@@ -14,7 +14,7 @@ pub mod target;
 pub mod topology;
 
 pub use runner::run;
-pub use spec::{DiskSpec, EngineChoice};
+pub use spec::{DiskRequest, EngineChoice};
 pub use specs::{builtin_specs, AccessLine, AccessSpec};
 
 use std::path::PathBuf;

@@ -58,8 +58,11 @@ impl EngineChoice {
 /// Default size of a test file iotoll creates when `--size` is not given.
 pub const DEFAULT_TEST_FILE_SIZE: u64 = 256 << 20;
 
+/// A disk run as asked for (flags, a suite's test, an agent's order): the
+/// runner fills in what it leaves open and writes what ran as the result's
+/// `spec` ([`iotoll_model::spec::DiskSpec`]).
 #[derive(Debug, Clone)]
-pub struct DiskSpec {
+pub struct DiskRequest {
     /// Files or block devices, each tested over the same region; empty:
     /// one temporary test file, deleted afterwards.
     pub targets: Vec<PathBuf>,
@@ -140,9 +143,9 @@ impl IscsiOptions {
     }
 }
 
-impl Default for DiskSpec {
+impl Default for DiskRequest {
     fn default() -> Self {
-        DiskSpec {
+        DiskRequest {
             targets: Vec::new(),
             create: false,
             keep: false,
@@ -171,7 +174,7 @@ pub const MAX_WORKERS: u32 = 1024;
 pub const MAX_BS: u64 = 1 << 30;
 pub const MAX_TARGETS: usize = 256;
 
-impl DiskSpec {
+impl DiskRequest {
     /// Applies an access specification's lines and QD.
     pub fn apply_spec(&mut self, spec: AccessSpec) {
         self.spec_name = Some(spec.name);
@@ -357,17 +360,17 @@ mod tests {
     #[test]
     fn qd_is_checked_against_the_io_uring_ring() {
         for engine in [EngineChoice::IoUring, EngineChoice::Auto] {
-            let s = DiskSpec {
+            let s = DiskRequest {
                 qd: 40_000,
                 engine,
                 ..Default::default()
             };
             let e = s.validate().unwrap_err().to_string();
             assert!(e.contains("--qd 40000") && e.contains("32768"), "{e}");
-            let s = DiskSpec { qd: 32_768, ..s };
+            let s = DiskRequest { qd: 32_768, ..s };
             s.validate().unwrap();
             // A spread worker keeps the QD on each of its targets.
-            let spread = DiskSpec {
+            let spread = DiskRequest {
                 qd: 20_000,
                 spread: true,
                 targets: vec!["/a".into(), "/b".into()],
@@ -380,12 +383,12 @@ mod tests {
 
     #[test]
     fn defaults_are_valid() {
-        DiskSpec::default().validate().unwrap();
+        DiskRequest::default().validate().unwrap();
     }
 
     #[test]
     fn each_bad_value_is_named() {
-        type Spoil = fn(&mut DiskSpec);
+        type Spoil = fn(&mut DiskRequest);
         let cases: [(Spoil, &str); 15] = [
             (|s| s.lines[0].bs = 0, "--bs"),
             (|s| s.qd = 0, "--qd"),
@@ -407,7 +410,7 @@ mod tests {
             (|s| s.lines[0].share_pct = 90, "add up to 90 %"),
         ];
         for (bad, flag) in cases {
-            let mut s = DiskSpec::default();
+            let mut s = DiskRequest::default();
             bad(&mut s);
             let e = s.validate().unwrap_err();
             assert!(e.is_usage());
@@ -421,14 +424,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("f");
         std::fs::write(&f, b"x").unwrap();
-        let s = DiskSpec {
+        let s = DiskRequest {
             targets: vec![f.clone(), d.path().join(".").join("f")],
             ..Default::default()
         };
         let e = s.validate().unwrap_err().to_string();
         assert!(e.contains("given twice"), "{e}");
         // A test file still to be made, by its directory.
-        let s = DiskSpec {
+        let s = DiskRequest {
             targets: vec![d.path().join("new.tst"), d.path().join(".").join("new.tst")],
             create: true,
             ..Default::default()
@@ -439,7 +442,7 @@ mod tests {
 
     #[test]
     fn builtin_spec_applies() {
-        let mut s = DiskSpec::default();
+        let mut s = DiskRequest::default();
         s.apply_builtin("db-oltp-8k").unwrap();
         assert_eq!(s.lines, [AccessLine::new(100, 8192, 70, 100)]);
         assert_eq!(s.qd, 28);
@@ -463,10 +466,10 @@ mod tests {
     /// request's own checks, before any run or suite starts.
     #[test]
     fn engine_and_targets_are_checked_by_what_the_engine_drives() {
-        let with = |engine: EngineChoice, target: &str| DiskSpec {
+        let with = |engine: EngineChoice, target: &str| DiskRequest {
             engine,
             targets: vec![target.into()],
-            ..DiskSpec::default()
+            ..DiskRequest::default()
         };
         let lun = "iscsi://127.0.0.1:3260/iqn.2026-11.test:t/0";
         for e in [

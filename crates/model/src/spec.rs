@@ -1,13 +1,13 @@
 //! The typed parts of a result document: the `spec` of each kind and the
-//! network disclosure (docs/json.md). The engines build these; the JSON
-//! Schema is generated from them ([`crate::schema`]).
+//! disclosures (docs/json.md). The engines build these; the JSON Schema is
+//! generated from them ([`crate::schema`]).
 //!
-//! [`ResultDoc`](crate::ResultDoc) keeps `spec` and `disclosure` as JSON
-//! values: they also hold what imports state (a partial spec plus
-//! `imported_from` and `format`), what older versions wrote, and the
-//! endpoint's own disclosure, which is the peer's word and travels
-//! free-form so that endpoints of other versions interoperate. Native runs
-//! write exactly these types into them.
+//! [`ResultDoc`](crate::ResultDoc) holds them as [`Spec`] and
+//! [`Disclosure`], typed by the document's `kind` when it is read. They
+//! also hold what imports state (a partial spec plus `imported_from` and
+//! `format`) and, kept as written, what another version wrote; the
+//! endpoint's own disclosure is the peer's word and travels free-form so
+//! that endpoints of other versions interoperate.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -345,7 +345,7 @@ pub struct RrSpec {
 
 /// `disclosure` of a network run: this end, and the endpoint's as it
 /// reported it (the same shape, from the peer: kept as sent).
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct NetDisclosure {
     pub local: NetSide,
@@ -519,6 +519,226 @@ pub fn word<T: Serialize>(v: &T) -> String {
     to_json(v).as_str().unwrap_or_default().to_string()
 }
 
+/// `spec` of a result document: the kind's own (a run of iotoll's), an
+/// import's, or, for a spec of another shape (another version's, none at
+/// all), the JSON as it was written. A document is typed by its `kind`
+/// when it is read ([`Spec::of`]), and only when the type writes it back
+/// exactly: a document read and written again is the same document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Spec {
+    Disk(Box<DiskSpec>),
+    Stream(Box<StreamSpec>),
+    Rr(Box<RrSpec>),
+    Import(Box<ImportSpec>),
+    Other(serde_json::Value),
+}
+
+/// None: written as null (a multi-host test no host ran).
+impl Default for Spec {
+    fn default() -> Spec {
+        Spec::Other(serde_json::Value::Null)
+    }
+}
+
+/// A spec as written, untyped ([`Spec::of`] types it).
+impl From<serde_json::Value> for Spec {
+    fn from(v: serde_json::Value) -> Spec {
+        Spec::Other(v)
+    }
+}
+
+/// Read alone, a spec is kept as written: only its document knows its kind
+/// ([`Spec::of`] types it).
+impl<'de> Deserialize<'de> for Spec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Spec, D::Error> {
+        serde_json::Value::deserialize(d).map(Spec::Other)
+    }
+}
+
+/// Read alone, as written ([`Disclosure::of`] types it).
+impl<'de> Deserialize<'de> for Disclosure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Disclosure, D::Error> {
+        serde_json::Value::deserialize(d).map(Disclosure::Other)
+    }
+}
+
+/// `v` as a `T` that writes back exactly `v`.
+fn exact<T: Serialize + serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<Box<T>> {
+    let t = T::deserialize(v).ok()?;
+    (to_json(&t) == *v).then(|| Box::new(t))
+}
+
+impl Spec {
+    /// The spec a document of `kind` holds, typed.
+    pub fn of(kind: crate::Kind, v: serde_json::Value) -> Spec {
+        use crate::Kind;
+        let native = match kind {
+            Kind::Disk => exact(&v).map(Spec::Disk),
+            Kind::NetStream => exact(&v).map(Spec::Stream),
+            Kind::NetRr => exact(&v).map(Spec::Rr),
+        };
+        (native.or_else(|| exact(&v).map(Spec::Import))).unwrap_or(Spec::Other(v))
+    }
+
+    pub fn disk(&self) -> Option<&DiskSpec> {
+        match self {
+            Spec::Disk(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn stream(&self) -> Option<&StreamSpec> {
+        match self {
+            Spec::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn rr(&self) -> Option<&RrSpec> {
+        match self {
+            Spec::Rr(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// What every network kind's spec holds.
+    pub fn net(&self) -> Option<&NetSpec> {
+        match self {
+            Spec::Stream(s) => Some(&s.net),
+            Spec::Rr(s) => Some(&s.net),
+            _ => None,
+        }
+    }
+
+    /// The JSON a document holds (the parameter tables and test names go
+    /// by the specs' keys).
+    pub fn to_value(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    /// What it states that readers of every kind ask about.
+    pub fn stated(&self) -> Stated {
+        Stated::deserialize(self.to_value()).unwrap_or_default()
+    }
+}
+
+/// What a spec states that readers of any kind ask about, read alike from
+/// a kind's spec, an import's and one of another version: absent where it
+/// does not say (or says it in another type). Each field is a key of the
+/// spec types (a test checks it).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Stated {
+    /// A disk run's built-in access specification.
+    #[serde(rename = "spec", default, deserialize_with = "lenient")]
+    pub spec_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub peer: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub ramp_s: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub target: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub target_kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub engine: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub direct: Option<bool>,
+    /// Written by every native network spec: a network spec without it
+    /// is an import's.
+    #[serde(default, deserialize_with = "lenient")]
+    pub auth: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub tls: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub verify: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub bs: Option<f64>,
+    /// The transfer sizes of a mixed spec's lines.
+    #[serde(default, deserialize_with = "lenient")]
+    pub lines: Option<Vec<StatedLine>>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub msg: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub req: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub resp: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub burst: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub logical_block_size: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub workers: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub offset: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub size: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub qd: Option<f64>,
+}
+
+/// One line of a [`Stated`] spec.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StatedLine {
+    #[serde(default, deserialize_with = "lenient")]
+    pub bs: Option<f64>,
+}
+
+/// A value of another type than asked is not stated.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(T::deserialize(v).ok())
+}
+
+/// `disclosure` of a result document, typed by its `kind` as [`Spec`] is:
+/// a disk run's, a network run's, or one of another shape kept as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Disclosure {
+    Disk(Box<DiskDisclosure>),
+    Net(Box<NetDisclosure>),
+    Other(serde_json::Value),
+}
+
+impl Disclosure {
+    /// The disclosure a document of `kind` holds, typed.
+    pub fn of(kind: crate::Kind, v: serde_json::Value) -> Disclosure {
+        let typed = match kind {
+            crate::Kind::Disk => exact(&v).map(Disclosure::Disk),
+            crate::Kind::NetStream | crate::Kind::NetRr => exact(&v).map(Disclosure::Net),
+        };
+        typed.unwrap_or(Disclosure::Other(v))
+    }
+
+    pub fn disk(&self) -> Option<&DiskDisclosure> {
+        match self {
+            Disclosure::Disk(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn net(&self) -> Option<&NetDisclosure> {
+        match self {
+            Disclosure::Net(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// A network run's endpoint side: the peer's word, in whatever shape
+    /// its version (or this document's) wrote it.
+    pub fn remote(&self) -> Option<&serde_json::Value> {
+        match self {
+            Disclosure::Net(d) => Some(&d.remote),
+            Disclosure::Other(v) => v.get("remote"),
+            Disclosure::Disk(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,5 +756,43 @@ mod tests {
             assert_eq!(i.link.is_some(), v.get("mtu").is_some());
             assert_eq!(to_json(&i), v);
         }
+    }
+
+    /// Every key `Stated` reads is a field of some spec type.
+    #[test]
+    fn stated_keys_are_fields_of_the_spec_types() {
+        let schemas = [
+            schemars::schema_for!(DiskSpec),
+            schemars::schema_for!(StreamSpec),
+            schemars::schema_for!(RrSpec),
+            schemars::schema_for!(ImportSpec),
+        ];
+        let full = json!({"spec": "s", "peer": "a", "ramp_s": 1, "target": "t", "target_kind": "k",
+            "engine": "e", "direct": true, "auth": true, "tls": "x", "verify": true, "bs": 1,
+            "lines": [{"bs": 2}], "msg": 1, "req": 1, "resp": 1, "burst": 1,
+            "logical_block_size": 1, "workers": 1, "offset": 1, "size": 1, "qd": 1});
+        let keys: Vec<&String> = full.as_object().unwrap().keys().collect();
+        let s = format!("{:?}", Stated::deserialize(&full).unwrap());
+        assert!(!s.contains("None"), "every key read: {s}");
+        for k in keys {
+            assert!(
+                (schemas.iter()).any(|sc| sc.as_value()["properties"].get(k).is_some()),
+                "{k}"
+            );
+        }
+    }
+
+    /// A spec is typed only when its type writes it back as it was.
+    #[test]
+    fn specs_of_another_shape_are_kept_as_written() {
+        use crate::Kind;
+        let partial = json!({"dir": "tx", "msg": 65536, "peer": "h:1"});
+        let s = Spec::of(Kind::NetStream, partial.clone());
+        assert!(matches!(s, Spec::Other(_)));
+        assert_eq!(s.to_value(), partial);
+        assert_eq!(s.stated().peer.as_deref(), Some("h:1"));
+        let import = json!({"format": "table", "imported_from": "t.csv"});
+        assert!(matches!(Spec::of(Kind::Disk, import), Spec::Import(_)));
+        assert_eq!(Spec::default().to_value(), serde_json::Value::Null);
     }
 }

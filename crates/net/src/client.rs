@@ -14,7 +14,7 @@ use crate::tls::{self, Cipher, ClientTls, Negotiated};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
-use iotoll_model::spec::NetDisclosure;
+use iotoll_model::spec::{Disclosure, NetDisclosure, Spec};
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_probe::ClosedWindow;
 use iotoll_run::{
@@ -739,8 +739,6 @@ fn result_doc(
         TestKind::Rr => Kind::NetRr,
     };
     let mut doc = ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind,
         status: if completed {
             ResultStatus::Complete
         } else {
@@ -748,7 +746,6 @@ fn result_doc(
         },
         started_at: m.started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, addr, m.threads),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -758,17 +755,12 @@ fn result_doc(
         latency: latency_report(&out.rtt),
         series: m.series.into_points(),
         notes,
-        disclosure: Some(iotoll_model::spec::to_json(&NetDisclosure {
+        disclosure: Some(Disclosure::Net(Box::new(NetDisclosure {
             local: local_disclosure,
             remote: report.disclosure.clone(),
             tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
-        })),
-        targets: Vec::new(),
-        workers: Vec::new(),
-        lines: Vec::new(),
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: None,
+        }))),
+        ..ResultDoc::new(kind, spec_json(spec, addr, m.threads))
     };
     doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
     if let Some(msg) = failure {
@@ -1001,8 +993,8 @@ fn net_metrics(
     m
 }
 
-fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json::Value {
-    use iotoll_model::spec::{to_json, NetSpec, RrSpec, StreamSpec};
+fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
+    use iotoll_model::spec::{NetSpec, RrSpec, StreamSpec};
     let net = NetSpec {
         peer: addr.to_string(),
         conns: spec.conns,
@@ -1017,17 +1009,17 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> serde_json
         verify: spec.verify,
     };
     match spec.kind {
-        TestKind::Stream => to_json(&StreamSpec {
+        TestKind::Stream => Spec::Stream(Box::new(StreamSpec {
             net,
             dir: iotoll_model::spec::word(&spec.dir),
             msg: spec.msg,
-        }),
-        TestKind::Rr => to_json(&RrSpec {
+        })),
+        TestKind::Rr => Spec::Rr(Box::new(RrSpec {
             net,
             req: spec.req,
             resp: spec.resp,
             burst: spec.burst,
-        }),
+        })),
     }
 }
 

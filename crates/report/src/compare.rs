@@ -13,6 +13,7 @@
 
 use iotoll_model::metrics as mn;
 use iotoll_model::metrics::lower_is_better;
+use iotoll_model::spec::Spec;
 use iotoll_model::{Kind, Metrics};
 use iotoll_store::RunDetail;
 use serde::Serialize;
@@ -35,7 +36,7 @@ pub struct TestData {
     /// the selected one, or every one a mean is over.
     pub series: Vec<RepSeries>,
     /// The selected (or first) repetition's spec: every parameter used.
-    pub spec: serde_json::Value,
+    pub spec: Spec,
     /// The interference warnings of the repetitions that represent the test.
     pub interference: Vec<String>,
     /// The test's peer was this very host (same kernel boot id).
@@ -446,9 +447,11 @@ pub fn compare(
             .iter()
             .map(|c| cpu_threshold_pct.and_then(|th| c.map(|c| c <= th)))
             .collect();
-        let specs: Vec<Option<(Kind, &serde_json::Value)>> = per
-            .iter()
-            .map(|t| t.as_ref().map(|t| (t.kind, &t.spec)))
+        let specs: Vec<Option<(Kind, serde_json::Value)>> = (per.iter())
+            .map(|t| t.as_ref().map(|t| (t.kind, t.spec.to_value())))
+            .collect();
+        let specs: Vec<Option<(Kind, &serde_json::Value)>> = (specs.iter())
+            .map(|t| t.as_ref().map(|(k, v)| (*k, v)))
             .collect();
         let affected = per
             .iter()
@@ -588,18 +591,14 @@ fn group_summary(candidate: &str, group: &str, in_group: &[&Row], ci: usize) -> 
 /// A test's transfer-size class: small I/O (IOPS-bound), medium, large
 /// (streaming); empty when the test does not say its size.
 pub(crate) fn size_class(t: &TestData) -> String {
-    let s = &t.spec;
-    let n = |k: &str| s.get(k).and_then(|v| v.as_f64());
+    let s = t.spec.stated();
     let size = match t.kind {
-        Kind::Disk => n("bs").or_else(|| {
-            let lines = s.get("lines")?.as_array()?;
-            lines
-                .iter()
-                .filter_map(|l| l.get("bs")?.as_f64())
-                .reduce(f64::max)
+        Kind::Disk => s.bs.or_else(|| {
+            let lines = s.lines.as_ref()?.iter();
+            lines.filter_map(|l| l.bs).reduce(f64::max)
         }),
-        Kind::NetStream => n("msg"),
-        Kind::NetRr => match (n("req"), n("resp")) {
+        Kind::NetStream => s.msg,
+        Kind::NetRr => match (s.req, s.resp) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         },
@@ -691,7 +690,7 @@ pub(crate) mod test_data {
             main_metric: "iops".into(),
             params: serde_json::json!({}),
             series: Vec::new(),
-            spec: serde_json::json!({}),
+            spec: serde_json::json!({}).into(),
             interference: Vec::new(),
             same_host_peer: false,
             setup: Vec::new(),
@@ -807,7 +806,7 @@ mod tests {
 
     fn with_spec(mut t: TestData, kind: &str, spec: serde_json::Value) -> TestData {
         t.kind = kind.parse().unwrap();
-        t.spec = spec;
+        t.spec = Spec::of(t.kind, spec);
         t
     }
 

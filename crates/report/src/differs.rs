@@ -100,14 +100,7 @@ fn rank(d: &Difference) -> u8 {
 /// A test's configuration: what is meant to differ between runs of the
 /// same workload, as (item, value, scope).
 pub(crate) fn setup_of(kind: Kind, doc: &iotoll_model::ResultDoc) -> Vec<(String, String)> {
-    let s = &doc.spec;
-    let text = |k: &str| -> Option<String> {
-        match s.get(k)? {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(v) => Some(v.clone()),
-            v => Some(v.to_string()),
-        }
-    };
+    let s = doc.spec.stated();
     let mut out = Vec::new();
     let mut put = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -116,36 +109,23 @@ pub(crate) fn setup_of(kind: Kind, doc: &iotoll_model::ResultDoc) -> Vec<(String
     };
     match kind {
         Kind::Disk => {
-            put("engine", text("engine"));
-            put("direct", text("direct"));
-            put("target kind", text("target_kind"));
+            put("engine", s.engine);
+            put("direct", s.direct.map(|d| d.to_string()));
+            put("target kind", s.target_kind);
             // A suite's temporary test file is named by the process id.
-            let target = text("target").filter(|t| !t.contains("iotoll-suite-"));
-            put("target", target);
+            put("target", s.target.filter(|t| !t.contains("iotoll-suite-")));
         }
         Kind::NetStream | Kind::NetRr => {
             // A native result states every key; an import's silence is not
             // cleartext.
-            let native = s.get("auth").is_some();
-            put("TLS cipher", text("tls").or(native.then(|| "none".into())));
-            put("verify", text("verify"));
+            let native = s.auth.is_some();
+            put("TLS cipher", s.tls.or(native.then(|| "none".into())));
+            put("verify", s.verify.map(|v| v.to_string()));
         }
     }
-    let iscsi = doc
-        .disclosure
-        .as_ref()
-        .and_then(|d| d.get("iscsi"))
-        .and_then(|v| v.as_array());
-    for session in iscsi.into_iter().flatten() {
-        for (k, name) in [
-            ("header_digest", "header digest"),
-            ("data_digest", "data digest"),
-        ] {
-            put(
-                name,
-                session.get(k).and_then(|v| v.as_str()).map(String::from),
-            );
-        }
+    for session in doc.disk_disclosure().into_iter().flat_map(|d| &d.iscsi) {
+        put("header digest", Some(session.header_digest.clone()));
+        put("data digest", Some(session.data_digest.clone()));
     }
     out
 }
@@ -234,9 +214,7 @@ pub fn differences(configs: &[ConfigData]) -> Vec<Difference> {
 fn involves(t: &TestData, scope: Scope) -> bool {
     let iscsi = t.setup.iter().any(|(k, v)| {
         (k == "engine" || k == "target kind") && v.contains("iscsi") || k.contains("digest")
-    }) || t.spec["target"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("iscsi://"));
+    }) || (t.spec.stated().target).is_some_and(|s| s.starts_with("iscsi://"));
     match scope {
         Scope::Host => true,
         Scope::Network => t.kind != Kind::Disk || iscsi,
@@ -316,7 +294,7 @@ mod tests {
     fn network_settings_do_not_reach_local_disk_tests() {
         let tests = || {
             let mut s = test("stream", "net-stream", &[("mbit_s", 1.0)]);
-            s.spec = json!({"peer": "198.18.0.2:44933"});
+            s.spec = json!({"peer": "198.18.0.2:44933"}).into();
             vec![test("disk", "disk", &[("iops", 1.0)]), s]
         };
         let a = with_disclosure(
@@ -327,7 +305,7 @@ mod tests {
             cfg("mtu9000", tests()),
             json!({"lab": {"sets": "mtu=9000"}, "os": {"kernel": "6.1"}, "cpu": {"current_mhz": 2400}}),
         );
-        b.tests[1].spec = json!({"peer": "198.18.0.2:33135"});
+        b.tests[1].spec = json!({"peer": "198.18.0.2:33135"}).into();
         let d = differences(&[a.clone(), b]);
         let items: Vec<&str> = d.iter().map(|d| d.item.as_str()).collect();
         assert_eq!(items, vec!["lab.sets", "cpu.current_mhz"], "no peer port");
@@ -346,11 +324,11 @@ mod tests {
         let run = |peer: &str| {
             let spec = json!({"dir": "tx", "conns": 4, "msg": 65536, "peer": peer});
             let mut t = test("stream", "net-stream", &[("mbit_s", 1.0)]);
-            t.spec = spec.clone();
+            t.spec = spec.clone().into();
             let info = RunInfo {
                 tests: vec![TestInfo {
                     name: "stream".into(),
-                    spec,
+                    spec: spec.into(),
                     ..Default::default()
                 }],
                 ..Default::default()

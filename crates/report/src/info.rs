@@ -4,6 +4,7 @@
 //! was this host and whether another process interfered.
 
 use crate::compare::ConfigData;
+use iotoll_model::spec::Spec;
 use iotoll_store::RunDetail;
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 pub struct TestInfo {
     pub name: String,
     /// Every parameter actually used (the result's `spec`).
-    pub spec: Value,
+    pub spec: Spec,
     /// Ramp-up, seconds (0 when none).
     pub ramp_s: f64,
     /// `cpu.same_host`: the network peer ran on this host (same kernel).
@@ -284,11 +285,11 @@ pub fn comparable_metrics(configs: &[ConfigData], metric: Option<&str>) -> Vec<&
 
 /// A peer on a loopback address is this host, whatever the result says
 /// (results stored before `cpu.same_host` existed say nothing).
-fn loopback_peer(spec: &Value) -> Option<bool> {
-    let peer = spec["peer"].as_str()?;
+fn loopback_peer(spec: &Spec) -> Option<bool> {
+    let peer = spec.stated().peer?;
     let host = peer
         .rsplit_once(':')
-        .map_or(peer, |x| x.0)
+        .map_or(peer.as_str(), |x| x.0)
         .trim_matches(|c| c == '[' || c == ']');
     let ip: std::net::IpAddr = host.parse().ok()?;
     ip.is_loopback().then_some(true)
@@ -305,14 +306,14 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 .find(|r| Some(r.rep) == t.selected_rep)
                 .or(t.reps.first());
             let cpu = rep.map(|r| &r.doc.cpu);
-            let spec = rep.map(|r| r.doc.spec.clone()).unwrap_or(Value::Null);
+            let spec = rep.map(|r| r.doc.spec.clone()).unwrap_or_default();
             TestInfo {
                 name: t.name.clone(),
                 same_host: cpu
                     .and_then(|c| c.same_host)
                     .or_else(|| loopback_peer(&spec)),
-                // An import's spec may not say (the key is shared by every kind).
-                ramp_s: spec["ramp_s"].as_f64().unwrap_or(0.0),
+                // An import's spec may not say.
+                ramp_s: spec.stated().ramp_s.unwrap_or(0.0),
                 spec,
                 // Any repetition counts, as in the suite's results table,
                 // and any host of a multi-host test, as this host does.
@@ -360,16 +361,15 @@ fn peer_disclosure(run: &RunDetail) -> Option<Value> {
         run.tests
             .iter()
             .flat_map(|t| &t.reps)
-            .filter_map(|r| r.doc.disclosure.as_ref()),
+            .filter_map(|r| r.doc.disclosure.as_ref()?.remote()),
     )
 }
 
-/// `peer_disclosure` over the results' disclosures.
-fn peer_from<'a>(docs: impl Iterator<Item = &'a Value>) -> Option<Value> {
+/// `peer_disclosure` over the endpoints' sides of the disclosures.
+fn peer_from<'a>(remotes: impl Iterator<Item = &'a Value>) -> Option<Value> {
     let mut interfaces: Vec<Value> = Vec::new();
     let mut tcp: Option<Value> = None;
-    for d in docs {
-        let remote = &d["remote"];
+    for remote in remotes {
         if let Some(i) = remote.get("interface").filter(|i| i.is_object()) {
             let name = i["name"].as_str().unwrap_or("?");
             if !interfaces.iter().any(|x| x["name"].as_str() == Some(name)) {
@@ -450,7 +450,7 @@ mod tests {
             ..crate::compare::test_data::cfg(&format!("mtu{peer_mtu}"), Vec::new())
         };
         let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
-        add_peer(&mut c, peer_from(docs.iter()));
+        add_peer(&mut c, peer_from(docs.iter().map(|d| &d["remote"])));
         c
     }
 
@@ -479,12 +479,12 @@ mod tests {
             ("192.0.2.9:7575", None),
         ] {
             assert_eq!(
-                loopback_peer(&serde_json::json!({ "peer": peer })),
+                loopback_peer(&serde_json::json!({ "peer": peer }).into()),
                 want,
                 "{peer}"
             );
         }
-        assert_eq!(loopback_peer(&serde_json::json!({})), None);
+        assert_eq!(loopback_peer(&serde_json::json!({}).into()), None);
     }
 }
 

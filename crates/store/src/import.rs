@@ -5,8 +5,8 @@
 //! figures are never passed off as whole-host CPU.
 
 use iotoll_model::metrics::{self as mn, metric_def};
-use iotoll_model::spec::{to_json, ImportSpec};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::spec::{to_json, ImportSpec, Spec};
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
 use serde_json::Value;
 
 /// One imported test: its name, group and result document.
@@ -46,30 +46,12 @@ fn doc(
         format: format.into(),
         ..origin.spec
     };
+    // Imports state totals only.
     ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind,
-        status: ResultStatus::Complete,
         started_at: humantime::format_rfc3339_seconds(started).to_string(),
-        config: None,
-        spec: to_json(&spec),
         metrics,
-        cpu: CpuSection {
-            local: None,
-            remote: None,
-            same_host: None,
-        },
-        latency: None,
-        series: Vec::new(),
         notes,
-        disclosure: None,
-        // Imports state totals only.
-        targets: Vec::new(),
-        workers: Vec::new(),
-        lines: Vec::new(),
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: None,
+        ..ResultDoc::new(kind, Spec::Import(Box::new(spec)))
     }
 }
 
@@ -426,17 +408,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         // The native run's name; jobs with equal parameters keep theirs
         // apart, and clones sharing a job name (numjobs) are numbered.
         let base = iotoll_model::workload::test_name(Kind::Disk, &to_json(&spec));
-        let mut name = base.clone();
-        if names.contains(&name) {
-            name = format!("{base}/job={jobname}");
-            // The third clone is #3 (the second has the plain job name).
-            let mut k = 3;
-            while names.contains(&name) {
-                name = format!("{base}/job={jobname}#{k}");
-                k += 1;
-            }
-        }
-        names.insert(name.clone());
+        let name = unique_name(&mut names, base, &jobname);
         let ri = num("read.iops")?.unwrap_or(0.0);
         let wi = num("write.iops")?.unwrap_or(0.0);
         let rb = num("read.bw_bytes")?.unwrap_or(0.0);
@@ -451,51 +423,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         put(&mut m, mn::WINDOW_S, runtime_s);
         let errors = count(&j["error"], &at("error"))?;
         put(&mut m, mn::ERRORS, errors.map(|e| e as f64));
-        // Total latency (submission to completion): mean weighted by I/Os.
-        let nr = num("read.lat_ns.N")?.unwrap_or(0.0);
-        let nw = num("write.lat_ns.N")?.unwrap_or(0.0);
-        let lat = |d: &str, k: &str| num(&format!("{d}.lat_ns.{k}"));
-        if nr + nw > 0.0 {
-            let mean = (lat("read", "mean")?.unwrap_or(0.0) * nr
-                + lat("write", "mean")?.unwrap_or(0.0) * nw)
-                / (nr + nw);
-            m.insert(mn::LAT_MEAN_US.into(), mean / 1000.0);
-            let dirs = [("read", nr), ("write", nw)]
-                .into_iter()
-                .filter(|(_, n)| *n > 0.0);
-            let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
-                let vals = dirs.clone().filter_map(|(d, _)| lat(d, k).transpose());
-                let vals: Vec<f64> = vals.collect::<Result<_, _>>()?;
-                put(
-                    &mut m,
-                    metric,
-                    vals.into_iter().reduce(pick).map(|v| v / 1000.0),
-                );
-                Ok::<(), String>(())
-            };
-            ext("min", f64::min, mn::LAT_MIN_US)?;
-            ext("max", f64::max, mn::LAT_MAX_US)?;
-        }
-        // Percentiles cannot be merged across directions: only when one
-        // direction did all the I/O (fio's are completion latencies).
-        let only = match (nr > 0.0, nw > 0.0) {
-            (true, false) => Some("read"),
-            (false, true) => Some("write"),
-            _ => None,
-        };
-        if let Some(d) = only {
-            for (key, metric) in [
-                ("50.000000", mn::LAT_P50_US),
-                ("90.000000", mn::LAT_P90_US),
-                ("99.000000", mn::LAT_P99_US),
-                ("99.900000", mn::LAT_P999_US),
-                ("99.990000", mn::LAT_P9999_US),
-            ] {
-                let p = &j[d]["clat_ns"]["percentile"][key];
-                let v = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))?;
-                put(&mut m, metric, v.map(|v| v / 1000.0));
-            }
-        }
+        fio_latency(j, i, &mut m)?;
         let cpu = |k: &str| cpu_figure(&j[k], &at(k));
         let mut notes = vec![format!(
             "imported from fio: its CPU figures are the fio process's own (usr {} %, sys {} % of one CPU), not whole-host, so cpu_pct and the efficiency metrics are absent",
@@ -526,6 +454,71 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
         return Err("fio's output has no jobs".into());
     }
     Ok(out)
+}
+
+/// `base`, or, when an earlier job has it, with the job's name (clones
+/// sharing a job name, numjobs, are numbered: the third is #3, the second
+/// having the plain job name).
+fn unique_name(names: &mut std::collections::HashSet<String>, base: String, job: &str) -> String {
+    let mut name = base.clone();
+    if names.contains(&name) {
+        name = format!("{base}/job={job}");
+        let mut k = 3;
+        while names.contains(&name) {
+            name = format!("{base}/job={job}#{k}");
+            k += 1;
+        }
+    }
+    names.insert(name.clone());
+    name
+}
+
+/// fio job `i`'s latency metrics, microseconds.
+fn fio_latency(j: &Value, i: usize, m: &mut Metrics) -> Result<(), String> {
+    let at = |k: &str| format!("jobs[{i}].{k}");
+    let num = |k: &str| number(get(j, k), &at(k));
+    // Total latency (submission to completion): mean weighted by I/Os.
+    let nr = num("read.lat_ns.N")?.unwrap_or(0.0);
+    let nw = num("write.lat_ns.N")?.unwrap_or(0.0);
+    let lat = |d: &str, k: &str| num(&format!("{d}.lat_ns.{k}"));
+    if nr + nw > 0.0 {
+        let mean = (lat("read", "mean")?.unwrap_or(0.0) * nr
+            + lat("write", "mean")?.unwrap_or(0.0) * nw)
+            / (nr + nw);
+        m.insert(mn::LAT_MEAN_US.into(), mean / 1000.0);
+        let dirs = [("read", nr), ("write", nw)]
+            .into_iter()
+            .filter(|(_, n)| *n > 0.0);
+        let mut ext = |k: &str, pick: fn(f64, f64) -> f64, metric: &str| {
+            let vals = dirs.clone().filter_map(|(d, _)| lat(d, k).transpose());
+            let vals: Vec<f64> = vals.collect::<Result<_, _>>()?;
+            put(m, metric, vals.into_iter().reduce(pick).map(|v| v / 1000.0));
+            Ok::<(), String>(())
+        };
+        ext("min", f64::min, mn::LAT_MIN_US)?;
+        ext("max", f64::max, mn::LAT_MAX_US)?;
+    }
+    // Percentiles cannot be merged across directions: only when one
+    // direction did all the I/O (fio's are completion latencies).
+    let only = match (nr > 0.0, nw > 0.0) {
+        (true, false) => Some("read"),
+        (false, true) => Some("write"),
+        _ => None,
+    };
+    if let Some(d) = only {
+        for (key, metric) in [
+            ("50.000000", mn::LAT_P50_US),
+            ("90.000000", mn::LAT_P90_US),
+            ("99.000000", mn::LAT_P99_US),
+            ("99.900000", mn::LAT_P999_US),
+            ("99.990000", mn::LAT_P9999_US),
+        ] {
+            let p = &j[d]["clat_ns"]["percentile"][key];
+            let v = number(p, &at(&format!("{d}.clat_ns.percentile.{key}")))?;
+            put(m, metric, v.map(|v| v / 1000.0));
+        }
+    }
+    Ok(())
 }
 
 /// fio's job options (over its global options) in the disk spec's keys;
@@ -696,7 +689,7 @@ mod tests {
         assert_eq!(r[0].name, "disk/bs=4k,read=70,random=100,qd=1,workers=1");
         // fio's own time (its stamp minus the 1 s runtime), not the import's.
         assert_eq!(r[0].doc.started_at, "2026-11-22T01:33:15Z");
-        assert_eq!(r[0].doc.spec["size"], 16 << 20);
+        assert_eq!(r[0].doc.spec.stated().size, Some((16 << 20) as f64));
         assert!((m["read_iops"] - 12037.962038).abs() < 1e-6);
         assert!((m["iops"] - (12037.962038 + 5142.857143)).abs() < 1e-6);
         assert!((m["read_mb_s"] - 49.307492).abs() < 1e-9);

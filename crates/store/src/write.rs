@@ -203,7 +203,7 @@ impl Store {
                     &t.name,
                     t.doc.kind,
                     t.group.as_deref(),
-                    &t.doc.spec,
+                    &t.doc.spec.to_value(),
                     "all",
                 )?;
                 let mut doc = t.doc;

@@ -2,7 +2,7 @@
 //! written by the binary of commit a18823f, before `spec` and the
 //! disclosure became types (tests/fixtures/v1/README.md says what it holds).
 
-use iotoll_model::spec::{DiskSpec, NetDisclosure, RrSpec, StreamSpec};
+use iotoll_model::spec::Spec;
 use iotoll_model::Kind;
 use iotoll_store::Store;
 use serde_json::Value;
@@ -91,26 +91,24 @@ fn every_run_test_and_repetition_of_a_v1_database_loads_unchanged() {
             assert!((d - v).abs() <= v.abs() * 1e-15, "{key:?} {k}: {d} vs {v}");
         }
     }
-    // Native runs' specs and disclosures read as today's types; imports
-    // keep what their source stated, with where it came from.
+    // Native runs' specs and disclosures read as today's types, by their
+    // kind; imports keep what their source stated, with where it came from.
     let mut native = 0;
     for (((run, name, _), doc), kind) in got.iter().zip(&kinds) {
-        let imported = doc.spec.get("imported_from").is_some();
-        let spec = doc.spec.clone();
-        let typed = match kind {
-            Kind::Disk => serde_json::from_value::<DiskSpec>(spec).is_ok(),
-            Kind::NetStream => serde_json::from_value::<StreamSpec>(spec).is_ok(),
-            Kind::NetRr => serde_json::from_value::<RrSpec>(spec).is_ok(),
+        let typed = match (kind, &doc.spec) {
+            (_, Spec::Import(i)) => {
+                assert!(!i.format.is_empty(), "run {run} {name}");
+                continue;
+            }
+            (Kind::Disk, Spec::Disk(_))
+            | (Kind::NetStream, Spec::Stream(_))
+            | (Kind::NetRr, Spec::Rr(_)) => true,
+            _ => false,
         };
-        assert_eq!(typed, !imported, "run {run} {name}");
-        if imported {
-            assert!(doc.spec["format"].is_string(), "run {run} {name}");
-            continue;
-        }
+        assert!(typed, "run {run} {name}: {:?}", doc.spec);
         native += 1;
         if *kind != Kind::Disk {
-            let d = doc.disclosure.clone().expect("a network disclosure");
-            let d: NetDisclosure = serde_json::from_value(d).unwrap();
+            let d = doc.net_disclosure().expect("a network disclosure");
             assert!(d.local.identity.is_some() && d.remote["identity"].is_object());
             assert!(d.local.interface.link.is_some());
         }

@@ -102,7 +102,7 @@ pub(super) struct Parts {
 
 pub(super) fn breakdown(
     m: &Merged,
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: &[Target],
     assigned: &[Assignment],
     window_s: f64,
@@ -186,14 +186,18 @@ pub(super) fn pinning_notes(b: &Parts) -> Vec<String> {
 /// timed over the interval the I/Os were outstanding.
 /// The I/Os the workers asked to keep in flight in all (a synchronous
 /// engine keeps one per worker, whatever --qd says).
-pub(super) fn requested_depth(spec: &DiskSpec, kind: EngineKind, assigned: &[Assignment]) -> u32 {
+pub(super) fn requested_depth(
+    spec: &DiskRequest,
+    kind: EngineKind,
+    assigned: &[Assignment],
+) -> u32 {
     (assigned.iter())
         .map(|a| kind.requested_depth(spec.qd, a.targets.len()))
         .sum()
 }
 
 pub(super) fn depth_notes(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     kind: EngineKind,
     assigned: &[Assignment],
     m: &Metrics,
@@ -229,7 +233,7 @@ pub(super) fn depth_notes(
 
 /// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
 /// built-in's name.
-pub(super) fn mix_word(spec: &DiskSpec) -> Option<String> {
+pub(super) fn mix_word(spec: &DiskRequest) -> Option<String> {
     mix_word_of(spec.spec_name.as_deref(), &spec.lines)
 }
 
@@ -257,19 +261,19 @@ pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Opti
 }
 
 pub(super) fn spec_json(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: &[Target],
     assigned: &[Assignment],
     kind: EngineKind,
-) -> serde_json::Value {
-    use iotoll_model::spec::{to_json, word, LineSpec, TargetSpec};
+) -> Spec {
+    use iotoll_model::spec::{word, LineSpec, TargetSpec};
     let t = &targets[0];
     let single = (spec.lines.len() == 1).then(|| &spec.lines[0]);
     let workers = match spec.spread {
         true => assigned.len(),
         false => assigned.len() / targets.len().max(1),
     };
-    to_json(&iotoll_model::spec::DiskSpec {
+    Spec::Disk(Box::new(iotoll_model::spec::DiskSpec {
         spec: spec.spec_name.clone(),
         target: t.path.display().to_string(),
         target_kind: word(&t.kind),
@@ -316,5 +320,5 @@ pub(super) fn spec_json(
         direct: t.direct,
         ramp_s: spec.ramp.as_secs_f64(),
         time_s: spec.time.as_secs_f64(),
-    })
+    }))
 }

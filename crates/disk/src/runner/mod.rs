@@ -6,12 +6,13 @@ use crate::engines::{self, Engine, EngineKind, IoResult, Request};
 use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
 use crate::pattern::{Io, IoGen, Line};
 use crate::rng::Rng;
-use crate::spec::{DiskSpec, EngineChoice};
+use crate::spec::{DiskRequest, EngineChoice};
 use crate::target::{self, Target};
 use crate::topology::{self, Assignment};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
+use iotoll_model::spec::{Disclosure, Spec};
 use iotoll_model::{
     derive_metrics, CpuSection, IoCounts, Kind, LineFigures, Metrics, ResultDoc, ResultStatus,
     TargetFigures, WorkerFigures,
@@ -52,7 +53,7 @@ impl Shared {
 
 /// Chooses the engine; a fallback is only taken when the user did not ask
 /// for io_uring by name, and it is always noted.
-fn choose_engine(spec: &DiskSpec, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
+fn choose_engine(spec: &DiskRequest, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
     // `validate` has checked that the engine can drive the targets.
     let kind = spec.planned_engine();
     if kind != EngineKind::IoUring {
@@ -76,7 +77,7 @@ fn choose_engine(spec: &DiskSpec, notes: &mut Vec<String>) -> Result<EngineKind,
 /// Runs the workload and returns its result document. On Ctrl-C during the
 /// measurement window the result covers the part measured and its status
 /// is `interrupted`; before the window there is nothing to report.
-pub fn run(spec: &DiskSpec, ctl: RunControl) -> Result<ResultDoc, DiskError> {
+pub fn run(spec: &DiskRequest, ctl: RunControl) -> Result<ResultDoc, DiskError> {
     run_on(spec, ctl, HostClock, None)
 }
 
@@ -84,7 +85,7 @@ pub fn run(spec: &DiskSpec, ctl: RunControl) -> Result<ResultDoc, DiskError> {
 /// workers use the descriptors opened and checked then, so nothing is
 /// looked up by name again (an agent prepares at PREPARE, runs at START).
 pub fn run_prepared(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     targets: Vec<Target>,
     ctl: RunControl,
 ) -> Result<ResultDoc, DiskError> {
@@ -93,7 +94,7 @@ pub fn run_prepared(
 
 /// [`run`] on the given clock and CPU source.
 fn run_on<C: Clock>(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     mut ctl: RunControl,
     clock: C,
     prepared: Option<Vec<Target>>,
@@ -166,12 +167,9 @@ fn run_on<C: Clock>(
         .filter_map(target::iscsi_disclosure)
         .collect();
     let doc = ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind: Kind::Disk,
         status,
         started_at: m.started_at,
         config: spec.config.clone(),
-        spec: spec_json(spec, &targets, &assigned, kind),
         metrics,
         cpu: CpuSection {
             local: cpu,
@@ -181,13 +179,11 @@ fn run_on<C: Clock>(
         latency: latency_report(&merged.total.hist),
         series: m.series,
         notes,
-        disclosure: Some(iotoll_model::spec::to_json(&disclosure)),
+        disclosure: Some(Disclosure::Disk(Box::new(disclosure))),
         targets: breakdown.targets,
         workers: breakdown.workers,
         lines: breakdown.lines,
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: None,
+        ..ResultDoc::new(Kind::Disk, spec_json(spec, &targets, &assigned, kind))
     };
     match failure {
         Some(why) => Err(failed(why, doc)),
@@ -196,7 +192,7 @@ fn run_on<C: Clock>(
 }
 
 /// What the run's settings mean for the figures, said once.
-fn engine_notes(spec: &DiskSpec, kind: EngineKind) -> Vec<String> {
+fn engine_notes(spec: &DiskRequest, kind: EngineKind) -> Vec<String> {
     let mut notes = Vec::new();
     if !kind.caps().queued && spec.qd > 1 {
         notes.push(format!(
@@ -224,7 +220,7 @@ struct Measured {
 }
 
 fn measure<C: Clock>(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     ctl: &mut RunControl,
     clock: &C,
     shared: &Shared,
@@ -283,7 +279,7 @@ type Handle = std::thread::JoinHandle<Result<WorkerOut, String>>;
 /// Starts the workers and waits until each has set up its engine (their
 /// notes join `notes`); if one could not, all are stopped and joined.
 fn start_workers<C: Clock>(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     kind: EngineKind,
     targets: &[Target],
     assigned: &[Assignment],

@@ -17,23 +17,23 @@ fn depth_metrics(iops: f64, lat_mean_us: f64, qd: f64) -> Metrics {
     ])
 }
 
-fn spec(qd: u32, workers: u32) -> DiskSpec {
-    DiskSpec {
+fn spec(qd: u32, workers: u32) -> DiskRequest {
+    DiskRequest {
         qd,
         workers,
-        ..DiskSpec::default()
+        ..DiskRequest::default()
     }
 }
 
 /// One worker at `qd`, `burst_len` I/Os a burst, `delay_us` before each.
-fn bursts(qd: u32, burst_len: u32, delay_us: u64) -> DiskSpec {
+fn bursts(qd: u32, burst_len: u32, delay_us: u64) -> DiskRequest {
     let mut s = spec(qd, 1);
     s.lines[0].burst_len = burst_len;
     s.lines[0].burst_delay = Duration::from_micros(delay_us);
     s
 }
 
-fn read_pct(mut s: DiskSpec, pct: u32) -> DiskSpec {
+fn read_pct(mut s: DiskRequest, pct: u32) -> DiskRequest {
     s.lines[0].read_pct = pct;
     s
 }
@@ -55,14 +55,14 @@ fn engine_failure_mid_run_fails_the_run_naming_what_failed() {
     let f = std::fs::File::create(&path).unwrap();
     f.set_len(4 << 20).unwrap();
     crate::engines::io_uring::test_fault::arm(&f, 100, libc::EIO);
-    let spec = DiskSpec {
+    let spec = DiskRequest {
         targets: vec![path.clone()],
         qd: 8,
         engine: EngineChoice::IoUring,
         buffered: true,
         ramp: Duration::ZERO,
         time: Duration::from_secs(120),
-        ..DiskSpec::default()
+        ..DiskRequest::default()
     };
     let ctl = RunControl {
         interrupted: &AtomicBool::new(false),
@@ -115,7 +115,7 @@ impl Engine for Timed {
 /// One worker on a fake clock that moves only by the engine's service
 /// time and the burst delays; the window is from 1 s to 2 s. Returns
 /// what it measured and its live totals (I/Os, bytes).
-fn work_on_fake_clock(spec: DiskSpec, service: Duration) -> (One, (u64, u64)) {
+fn work_on_fake_clock(spec: DiskRequest, service: Duration) -> (One, (u64, u64)) {
     let clock = FakeClock::new(Default::default(), 0);
     let shared = Arc::new(Shared::new(1));
     let bs = spec.lines[0].bs;
@@ -237,7 +237,7 @@ fn merged_figures_are_the_workers_sums() {
 /// its CPU `cpu`, Ctrl-C at `ctrl_c` after its start if given.
 fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultDoc, DiskError> {
     let dir = tempfile::tempdir().unwrap();
-    let spec = DiskSpec {
+    let spec = DiskRequest {
         targets: vec![dir.path().join("t.bin")],
         ..null_spec(spec(4, 3))
     };
@@ -246,8 +246,8 @@ fn run_fake(cpu: iotoll_model::CpuReport, ctrl_c: Option<u64>) -> Result<ResultD
 
 /// `s` on the null engine over 1 MiB test files it creates, ramp 1 s,
 /// window 2 s.
-fn null_spec(s: DiskSpec) -> DiskSpec {
-    DiskSpec {
+fn null_spec(s: DiskRequest) -> DiskRequest {
+    DiskRequest {
         create: true,
         size: Some(1 << 20),
         engine: EngineChoice::Null,
@@ -259,7 +259,7 @@ fn null_spec(s: DiskSpec) -> DiskSpec {
 
 /// Runs `spec`, which has `workers` workers in all, on the fake clock.
 fn run_fake_with(
-    spec: DiskSpec,
+    spec: DiskRequest,
     workers: u32,
     cpu: iotoll_model::CpuReport,
     ctrl_c: Option<u64>,
@@ -332,8 +332,11 @@ fn a_null_run_on_the_fake_clock_accounts_exactly() {
     };
     let doc = run_fake(cpu, None).unwrap();
     assert_eq!(
-        (doc.status.as_str(), &doc.spec["engine"]),
-        ("complete", &"null".into())
+        (
+            doc.status.as_str(),
+            doc.spec.disk().unwrap().engine.as_str()
+        ),
+        ("complete", "null")
     );
     let m = &doc.metrics;
     assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
@@ -384,7 +387,7 @@ type Asked = Vec<(FileId, Request)>;
 fn multi_target_run(spread: bool) -> (ResultDoc, Vec<FileId>, Vec<Asked>) {
     let dir = tempfile::tempdir().unwrap();
     let paths = vec![dir.path().join("a.tst"), dir.path().join("b.tst")];
-    let mut s = DiskSpec {
+    let mut s = DiskRequest {
         targets: paths.clone(),
         spread,
         buffered: true,
@@ -442,8 +445,8 @@ fn several_targets_break_down_exactly() {
             (mb - all_bytes as f64).abs() <= 1e-9 * mb,
             "{mb} vs {all_bytes}"
         );
-        assert_eq!(doc.spec["spread"].as_bool().unwrap_or(false), spread);
-        assert_eq!(doc.spec["ntargets"], 2);
+        let s = doc.spec.disk().unwrap();
+        assert_eq!((s.spread, s.ntargets), (spread, Some(2)));
         // Who had which target: two workers each, or both spread over both.
         let workers: Vec<Vec<u32>> = b.targets.iter().map(|t| t.workers.clone()).collect();
         let want = if spread {

@@ -157,7 +157,7 @@ pub(super) struct PlanTarget {
 pub(super) struct WorkerPlan {
     pub(super) index: u32,
     pub(super) kind: EngineKind,
-    pub(super) spec: DiskSpec,
+    pub(super) spec: DiskRequest,
     pub(super) targets: Vec<PlanTarget>,
     pub(super) cpu: Option<u32>,
     pub(super) seed: u64,

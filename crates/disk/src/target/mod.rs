@@ -4,7 +4,7 @@
 
 use crate::pattern::Region;
 use crate::rng::Rng;
-use crate::spec::{DiskSpec, DEFAULT_TEST_FILE_SIZE};
+use crate::spec::{DiskRequest, DEFAULT_TEST_FILE_SIZE};
 use crate::DiskError;
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
@@ -442,7 +442,7 @@ fn in_device_directory(p: &Path) -> bool {
 /// without --allow-destructive) is refused before any test file is made.
 /// Nothing is written to an existing target here.
 pub fn prepare(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     interrupted: &AtomicBool,
     progress: PrepProgress,
 ) -> Result<Vec<Target>, DiskError> {
@@ -452,7 +452,7 @@ pub fn prepare(
 /// [`prepare`] with each of `spec.targets` pinned by the caller (an agent,
 /// at its start); `pins` empty: each is pinned here, as it is now.
 pub fn prepare_pinned(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     pins: &[Pin],
     interrupted: &AtomicBool,
     progress: PrepProgress,
@@ -507,7 +507,7 @@ pub fn prepare_pinned(
 }
 
 fn prepare_one(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: PathBuf,
     kind: TargetKind,
     pin: Option<Pin>,
@@ -583,7 +583,7 @@ fn prepare_one(
 /// Creates a test file (not yet filled): the file and the size it is to
 /// have, the region and the offset before it.
 fn create_test_file(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
@@ -618,7 +618,7 @@ fn create_test_file(
 /// Opens a file or device that exists, as it was pinned: the file, its
 /// size and its logical block (or O_DIRECT alignment).
 fn open_existing(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
@@ -651,7 +651,7 @@ fn open_existing(
 /// `lbs`), checked against the block size, the transfer size and the
 /// offset.
 fn check_alignment(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: &Path,
     lbs: u64,
     iscsi: bool,
@@ -695,7 +695,7 @@ fn check_alignment(
 
 /// The length of the region the I/O covers in a target of `size` bytes,
 /// checked to hold at least one transfer.
-fn check_region(spec: &DiskSpec, path: &Path, size: u64) -> Result<u64, DiskError> {
+fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64, DiskError> {
     let offset = spec.offset;
     let region_err = |msg: String| Err(DiskError::target(path, msg));
     if offset >= size {
@@ -723,7 +723,7 @@ fn check_region(spec: &DiskSpec, path: &Path, size: u64) -> Result<u64, DiskErro
 /// identity, and logs out: a bad URL, an unreachable portal, a refused
 /// login or a missing LUN is refused here, before any worker starts.
 fn probe_iscsi(
-    spec: &DiskSpec,
+    spec: &DiskRequest,
     path: &Path,
     interrupted: &AtomicBool,
 ) -> Result<IscsiProbe, DiskError> {

@@ -1,14 +1,14 @@
 use super::*;
 
-fn spec_at(dir: &Path, name: &str) -> DiskSpec {
-    DiskSpec {
+fn spec_at(dir: &Path, name: &str) -> DiskRequest {
+    DiskRequest {
         targets: vec![dir.join(name)],
         size: Some(1 << 20),
         ..Default::default()
     }
 }
 
-fn prep(s: &DiskSpec) -> Result<Target, DiskError> {
+fn prep(s: &DiskRequest) -> Result<Target, DiskError> {
     let mut t = prepare(s, &AtomicBool::new(false), &mut |_, _| {})?;
     assert_eq!(t.len(), 1);
     Ok(t.remove(0))
@@ -144,7 +144,7 @@ fn a_pinned_target_replaced_since_is_refused() {
     let mut s = spec_at(d.path(), "data");
     s.lines[0].read_pct = 100;
     let pins = vec![pin(&p).unwrap()];
-    let go = |s: &DiskSpec| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
+    let go = |s: &DiskRequest| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
     assert!(go(&s).is_ok());
     // Kept under another name, so that its inode is not reused by
     // the file made in its place below.

@@ -139,7 +139,7 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
             &[("iops", iops), ("cpu_pct", cpu)],
         );
         iotoll_model::rederive_metrics(&mut t.metrics);
-        t.spec = serde_json::json!({"bs": 8192});
+        t.spec = serde_json::json!({"bs": 8192}).into();
         if interfered {
             t.interference = vec!["interference: cargo 93 %".into()];
         }
@@ -153,7 +153,7 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
         );
         iotoll_model::rederive_metrics(&mut t.metrics);
         t.main_metric = "mbit_s".into();
-        t.spec = serde_json::json!({"msg": 65536, "peer": "198.18.0.2:44933"});
+        t.spec = serde_json::json!({"msg": 65536, "peer": "198.18.0.2:44933"}).into();
         t.repeatable = Some(repeatable);
         t
     };
@@ -268,7 +268,7 @@ fn efficiency_is_per_class_of_like_tests() {
     let disk = |name: &str, bs: u64, iops: f64| {
         let mut t = t(name, "disk", &[("iops", iops), ("cpu_pct", 10.0)], None);
         iotoll_model::rederive_metrics(&mut t.metrics);
-        t.spec = serde_json::json!({"bs": bs});
+        t.spec = serde_json::json!({"bs": bs}).into();
         t
     };
     let tests = || vec![disk("r4k", 4096, 50_000.0), disk("r1m", 1 << 20, 1_000.0)];

@@ -128,7 +128,7 @@ pub fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
 /// parameters the configuration gives (an import).
 fn spec_of(configs: &[ConfigData], infos: &[RunInfo], ci: usize, name: &str) -> Value {
     (infos.get(ci).and_then(|i| i.test(name)))
-        .map(|t| t.spec.clone())
+        .map(|t| t.spec.to_value())
         .filter(|s| s.is_object())
         .or_else(|| {
             (configs[ci].tests.iter())

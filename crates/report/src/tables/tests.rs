@@ -8,7 +8,7 @@ fn info(name: &str, spec: Value, same_host: Option<bool>) -> RunInfo {
     RunInfo {
         tests: vec![TestInfo {
             name: name.into(),
-            spec,
+            spec: spec.into(),
             same_host,
             ..Default::default()
         }],

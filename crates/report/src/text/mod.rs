@@ -4,7 +4,6 @@
 //! number formatter (`iotoll_model::units`).
 
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::DiskSpec;
 use iotoll_model::units::format_number as num;
 use iotoll_model::{Kind, ResultDoc};
 use std::fmt::Write;
@@ -166,7 +165,7 @@ fn value_line(o: &mut String, title: &str, keys: &[(&str, &str)], m: &iotoll_mod
 fn queue_line(o: &mut String, doc: &ResultDoc, qd: f64) {
     let m = &doc.metrics;
     let mut l = format!("  {:<12} qd_achieved {qd:.2}", "queue");
-    if let Some(requested) = doc.spec_as::<DiskSpec>().and_then(|s| s.qd_requested) {
+    if let Some(requested) = doc.spec.disk().and_then(|s| s.qd_requested) {
         let _ = write!(l, " of {requested} requested");
     }
     l.push_str(" (mean I/Os outstanding)");

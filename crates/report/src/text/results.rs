@@ -59,7 +59,7 @@ pub fn run_detail(d: &RunDetail) -> String {
         // handshakes stand for the test.
         let tls = (t.reps.iter())
             .filter(|r| t.selected_rep.is_none_or(|s| s == r.rep))
-            .find_map(|r| r.doc.net_disclosure()?.tls);
+            .find_map(|r| r.doc.net_disclosure()?.tls.clone());
         if let Some(tls) = tls {
             let _ = writeln!(o, "    tls: {}", printable(&tls_summary(&tls)));
         }

@@ -1,7 +1,7 @@
 //! The first lines of the table after a run: what ran, from the spec of
 //! its kind.
 
-use iotoll_model::spec::{DiskSpec, NetSpec, RrSpec, StreamSpec};
+use iotoll_model::spec::{DiskSpec, NetSpec};
 use iotoll_model::{format_size, Kind, ResultDoc};
 use iotoll_probe::affinity::format_cpu_list;
 use std::fmt::Write;
@@ -9,9 +9,9 @@ use std::fmt::Write;
 /// What ran; None when the document's spec is not its kind's.
 pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
     Some(match doc.kind {
-        Kind::Disk => disk(&doc.spec_as::<DiskSpec>()?),
+        Kind::Disk => disk(doc.spec.disk()?),
         Kind::NetStream => {
-            let s: StreamSpec = doc.spec_as()?;
+            let s = doc.spec.stream()?;
             let what = format!(
                 "stream {}  msg {}  sockbuf {}{}",
                 s.dir,
@@ -22,7 +22,7 @@ pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
             net(doc.kind, &s.net, what)
         }
         Kind::NetRr => {
-            let s: RrSpec = doc.spec_as()?;
+            let s = doc.spec.rr()?;
             let what = format!(
                 "request/response {} / {}  burst {}",
                 format_size(s.req),

@@ -101,7 +101,7 @@ impl<'a> Ctx<'a> {
         Ok(AccessSpec {
             name,
             lines,
-            qd: qd.unwrap_or(DiskSpec::default().qd),
+            qd: qd.unwrap_or(DiskRequest::default().qd),
             source: None,
         })
     }
@@ -148,12 +148,12 @@ impl<'a> Ctx<'a> {
         }
         l.align = self.check(k.align.as_ref(), "align", as_size)?;
         // The engine's checks of one line, told on the line's key.
-        let probe = DiskSpec {
+        let probe = DiskRequest {
             lines: vec![AccessLine {
                 share_pct: 100,
                 ..l.clone()
             }],
-            ..DiskSpec::default()
+            ..DiskRequest::default()
         };
         if let Err(e) = probe.validate() {
             let msg = flags_as_keys(&e.to_string());

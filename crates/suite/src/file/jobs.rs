@@ -153,7 +153,7 @@ impl<'a> Ctx<'a> {
             })
         };
         let mut spec = match kind {
-            Kind::Disk => JobSpec::Disk(DiskSpec::default()),
+            Kind::Disk => JobSpec::Disk(DiskRequest::default()),
             Kind::NetStream => net(TestKind::Stream),
             Kind::NetRr => net(TestKind::Rr),
         };

@@ -7,7 +7,7 @@
 use crate::hosts::{HostEntry, Placement};
 use crate::select::Rule;
 use iotoll_disk::specs::{self, AccessLine, AccessSpec};
-use iotoll_disk::{DiskSpec, EngineChoice};
+use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_model::ci::{DISK_UNIT_MBIT_S, DISK_UNIT_MB_S, UNIT_PARAM};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
@@ -51,7 +51,7 @@ impl std::error::Error for SuiteError {}
 
 #[derive(Debug, Clone)]
 pub enum JobSpec {
-    Disk(DiskSpec),
+    Disk(DiskRequest),
     Net(ClientSpec),
 }
 
@@ -439,7 +439,7 @@ fn flags_as_keys(msg: &str) -> String {
 }
 
 /// The single line of a disk test's spec, for `key` to set.
-fn line<'a>(s: &'a mut DiskSpec, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
+fn line<'a>(s: &'a mut DiskRequest, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
     s.single_line(key).map_err(|e| e.to_string())
 }
 

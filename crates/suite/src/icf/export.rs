@@ -75,10 +75,10 @@ fn chosen_test<'a>(
     suite: &'a crate::Suite,
     o: &ExportOptions,
     notes: &mut Vec<String>,
-) -> Result<(String, Vec<(&'a crate::Job, &'a iotoll_disk::DiskSpec)>), String> {
+) -> Result<(String, Vec<(&'a crate::Job, &'a iotoll_disk::DiskRequest)>), String> {
     use crate::JobSpec;
     let base = |n: &str| n.split('/').next().unwrap_or(n).to_string();
-    let disk: Vec<(&crate::Job, &iotoll_disk::DiskSpec)> = (suite.jobs.iter())
+    let disk: Vec<(&crate::Job, &iotoll_disk::DiskRequest)> = (suite.jobs.iter())
         .filter_map(|j| match &j.spec {
             JobSpec::Disk(d) => Some((j, d)),
             _ => None,
@@ -108,7 +108,7 @@ fn chosen_test<'a>(
             ))
         }
     };
-    let jobs: Vec<(&crate::Job, &iotoll_disk::DiskSpec)> = disk
+    let jobs: Vec<(&crate::Job, &iotoll_disk::DiskRequest)> = disk
         .into_iter()
         .filter(|(j, _)| base(&j.name) == test)
         .collect();
@@ -119,11 +119,11 @@ fn chosen_test<'a>(
 /// every job; what Iometer has no place for is a note.
 fn one_setup(
     test: &str,
-    jobs: &[(&crate::Job, &iotoll_disk::DiskSpec)],
+    jobs: &[(&crate::Job, &iotoll_disk::DiskRequest)],
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
     let d0 = jobs[0].1;
-    type Get = fn(&iotoll_disk::DiskSpec) -> String;
+    type Get = fn(&iotoll_disk::DiskRequest) -> String;
     let same: [(&str, Get); 6] = [
         ("ramp", |d| format!("{:?}", d.ramp)),
         ("time", |d| format!("{:?}", d.time)),
@@ -165,7 +165,7 @@ fn one_setup(
 #[allow(clippy::type_complexity)]
 fn access_specs(
     test: &str,
-    jobs: &[(&crate::Job, &iotoll_disk::DiskSpec)],
+    jobs: &[(&crate::Job, &iotoll_disk::DiskRequest)],
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Spec>, Vec<(String, u32)>), String> {
     let mut specs: Vec<Spec> = Vec::new();
@@ -265,7 +265,7 @@ fn queue_groups(
 /// them out (`workers` per target, or spread over all).
 fn workers(
     groups: &[(u32, Vec<String>)],
-    d0: &iotoll_disk::DiskSpec,
+    d0: &iotoll_disk::DiskRequest,
     o: &ExportOptions,
     notes: &mut Vec<String>,
 ) -> Vec<Worker> {

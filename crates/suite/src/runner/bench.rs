@@ -172,7 +172,7 @@ fn temp_target(
     }
     let path =
         std::env::temp_dir().join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
-    let prep = iotoll_disk::DiskSpec {
+    let prep = iotoll_disk::DiskRequest {
         targets: vec![path.clone()],
         create: true,
         keep: true,

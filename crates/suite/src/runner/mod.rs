@@ -301,10 +301,10 @@ fn run_one(
 /// The disk spec a local disk job runs with: the run's label and iSCSI
 /// login, and the suite's targets in place of the job's own.
 fn disk_spec(
-    d: &iotoll_disk::DiskSpec,
+    d: &iotoll_disk::DiskRequest,
     opts: &Options,
     targets: &[PathBuf],
-) -> iotoll_disk::DiskSpec {
+) -> iotoll_disk::DiskRequest {
     let mut d = d.clone();
     d.config = opts.config.clone();
     d.iscsi = opts.iscsi.clone();

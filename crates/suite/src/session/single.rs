@@ -40,7 +40,8 @@ pub fn sut_note(sut: &[SutProcess], doc: &ResultDoc) -> Option<String> {
 /// because a failed run has no repetition to hold them and `results show`
 /// says a run's notes; reports show each once (`RunInfo::notes`).
 fn begin_single(store: &mut Store, doc: &ResultDoc, host: &Host) -> Result<(i64, i64), StoreError> {
-    let name = iotoll_model::workload::test_name(doc.kind, &doc.spec);
+    let spec = doc.spec.to_value();
+    let name = iotoll_model::workload::test_name(doc.kind, &spec);
     let run = store.begin_run(
         &format!("single {}", doc.kind),
         doc.config.as_deref(),
@@ -48,7 +49,7 @@ fn begin_single(store: &mut Store, doc: &ResultDoc, host: &Host) -> Result<(i64,
         &iotoll_model::spec::to_json(host),
         &doc.notes,
     )?;
-    let test = store.add_test(run, 1, &name, doc.kind, None, &doc.spec, "all")?;
+    let test = store.add_test(run, 1, &name, doc.kind, None, &spec, "all")?;
     Ok((run, test))
 }
 

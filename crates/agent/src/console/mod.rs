@@ -16,15 +16,11 @@
 
 use crate::checks;
 use crate::link::{Event, Link};
-use crate::wire::{
-    self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, Session, Side, ToAgent, Work,
-};
-use iotoll_model::metrics as mn;
-use iotoll_model::{
-    CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
-};
+use crate::wire::{self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, ToAgent, Work};
+use iotoll_model::{CpuReport, ResultDoc};
 use iotoll_net::auth::Key;
-use iotoll_net::proto::{Msg, TestParams};
+use iotoll_net::proto::TestParams;
+use session::reach;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -203,122 +199,6 @@ impl Console {
 impl Drop for Console {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// Connects, authenticates, opens the console session, asks who the agent
-/// is and checks it can work with this console; all within [`REACH`].
-fn reach(h: &HostSpec, key: Option<&Key>) -> Result<Agent, String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (addr, key2) = (h.address, key.cloned());
-    // The handshake has its own timeouts (5 s to connect, 10 s per
-    // message); the console gives up at REACH whatever they say.
-    std::thread::spawn(move || {
-        let _ = tx.send(open_session(addr, key2.as_ref()));
-    });
-    let link = match rx.recv_timeout(REACH) {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(format!(
-                "agent at {} unreachable: no answer within {} s",
-                h.address,
-                REACH.as_secs()
-            ))
-        }
-    };
-    link.send(&ToAgent::Info {});
-    let deadline = Instant::now() + REACH;
-    let info = loop {
-        match wait_msg(&link, deadline)? {
-            FromAgent::Info { info } => break *info,
-            FromAgent::Error { msg, .. } => return Err(format!("agent at {}: {msg}", h.address)),
-            _ => {}
-        }
-    };
-    compatible(&info)?;
-    if info.cpus == 0 || info.cpus > checks::CPUS_MAX {
-        return Err(format!(
-            "agent at {} says it has {} CPUs: it is not what it says",
-            h.address, info.cpus
-        ));
-    }
-    Ok(Agent { link, info })
-}
-
-fn open_session(addr: SocketAddr, key: Option<&Key>) -> Result<Link<FromAgent>, String> {
-    let hs = iotoll_net::client::handshake(&addr, key).map_err(|e| e.to_string())?;
-    let mut ctl = hs.ctl;
-    ctl.send(&Msg::Console {
-        proto: wire::AGENT_PROTO,
-    })
-    .map_err(|e| format!("{addr}: {e}"))?;
-    let session = Session::new(key, &hs.nonces, Side::Console);
-    // An endpoint that is not an agent (`net serve`, or an iotoll from
-    // before agents) answers with a plain protocol error: say so. Peeked,
-    // so an agent's first frame stays for the session.
-    let _ = ctl
-        .stream
-        .set_read_timeout(Some(Duration::from_millis(300)));
-    let mut buf = vec![0u8; 4096];
-    if let Ok(n) = ctl.stream.peek(&mut buf) {
-        let body = buf.get(4..n).unwrap_or_default();
-        if let Ok(Msg::Error { msg }) = ctl.open_peeked(body) {
-            return Err(if msg.contains("unknown variant `console`") {
-                format!(
-                    "{addr} runs an iotoll endpoint ({}) that predates agents: run `iotoll agent` {} there",
-                    hs.version,
-                    iotoll_model::VERSION
-                )
-            } else {
-                format!("{addr}: {msg}")
-            });
-        }
-    }
-    let _ = ctl.stream.set_read_timeout(None);
-    Link::start(ctl, session, ToAgent::Beat {}, |m, _, _| match m {
-        FromAgent::Beat {} => None,
-        m => Some(m),
-    })
-    .map_err(|e| format!("{addr}: {e}"))
-}
-
-/// Whether an agent's iotoll can take this console's orders: the same
-/// agent protocol, and the same major.minor version (0.x releases change
-/// the protocol's messages).
-fn compatible(info: &AgentInfo) -> Result<(), String> {
-    let mine = iotoll_model::VERSION;
-    let series = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
-    if info.proto != wire::AGENT_PROTO || series(&info.version) != series(mine) {
-        return Err(format!(
-            "its agent runs iotoll {} (agent protocol {}), this console is iotoll {mine} (agent protocol {}): incompatible; run the same iotoll version on every host",
-            info.version,
-            info.proto,
-            wire::AGENT_PROTO
-        ));
-    }
-    Ok(())
-}
-
-/// The next message (beats are filtered out), or why none came by `deadline`.
-fn wait_msg(link: &Link<FromAgent>, deadline: Instant) -> Result<FromAgent, String> {
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err("no answer in time".into());
-        }
-        match link.rx.recv_timeout(left.min(Duration::from_millis(100))) {
-            Ok(Event::Msg(m, _)) => return Ok(m),
-            Ok(Event::Closed(why)) => return Err(format!("connection lost: {why}")),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if link.lost() {
-                    return Err(format!(
-                        "silent for {:.1} s",
-                        link.silent_for().as_secs_f64()
-                    ));
-                }
-            }
-            Err(_) => return Err("connection lost".into()),
-        }
     }
 }
 
@@ -531,8 +411,54 @@ impl Console {
         self.ensure(&hosts)?;
         self.next_test += 1;
         let test = self.next_test;
-        // PREPARE: clock offsets, then servers, then clients (who need the
-        // servers' ports), then servers gather the connections.
+        self.prepare_all(parts, test, interrupted)?;
+        let w = self.start_all(parts, test, ramp, time, interrupted)?;
+        // RECORD ON .. OFF happen at the agents; COLLECT their reports,
+        // each checked as it comes (crate::checks).
+        let collect = Instant::now() + ramp + w.lead + time + Duration::from_secs(60);
+        let waited = self.wait_all(
+            parts,
+            |_| true,
+            test,
+            collect,
+            interrupted,
+            |p, m| match m {
+                FromAgent::Report { mut report, .. } => {
+                    let Some(info) = self.agent(p.host).map(|a| &a.info) else {
+                        return Err("not connected".into());
+                    };
+                    let now = Instant::now();
+                    let expect = checks::Expect {
+                        work: &p.work,
+                        on_ns: w.on_ns,
+                        off_ns: w.off_ns,
+                        offset_ns: p.offset.offset_ns,
+                        rtt_ns: p.offset.rtt_ns,
+                        elapsed: now.saturating_duration_since(w.start_at),
+                        early: w.off_at.saturating_duration_since(now),
+                        info,
+                    };
+                    checks::report(&mut report, &expect)
+                        .map_err(|e| format!("its report is refused: {e}"))?;
+                    p.report = Some(*report);
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
+        );
+        self.settle(parts, test, waited, "the window")?;
+        self.send_all(parts, &|_| true, |_| ToAgent::Release { test });
+        Ok(w)
+    }
+
+    /// PREPARE: clock offsets, then servers, then clients (who need the
+    /// servers' ports), then servers gather the connections.
+    fn prepare_all(
+        &mut self,
+        parts: &mut [Part],
+        test: u64,
+        interrupted: &AtomicBool,
+    ) -> Result<(), ConsoleError> {
         for p in parts.iter_mut() {
             p.offset = self
                 .probe(p.host)
@@ -565,8 +491,19 @@ impl Console {
             });
             self.settle(parts, test, w, "PREPARE")?;
         }
-        // START, with RECORD ON/OFF scheduled: far enough ahead that every
-        // agent has its order (a few round trips) and has ramped up.
+        Ok(())
+    }
+
+    /// START, with RECORD ON/OFF scheduled: far enough ahead that every
+    /// agent has its order (a few round trips) and has ramped up.
+    fn start_all(
+        &mut self,
+        parts: &mut [Part],
+        test: u64,
+        ramp: Duration,
+        time: Duration,
+        interrupted: &AtomicBool,
+    ) -> Result<DriveTimes, ConsoleError> {
         let max_rtt = parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0);
         let lead = Duration::from_millis(50) + Duration::from_nanos(4 * max_rtt.max(0) as u64);
         let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
@@ -610,44 +547,12 @@ impl Console {
             |_, m| Ok(matches!(m, FromAgent::Started { .. })),
         );
         self.settle(parts, test, w, "START")?;
-        // RECORD ON .. OFF happen at the agents; COLLECT their reports,
-        // each checked as it comes (crate::checks).
-        let collect = Instant::now() + ramp + lead + time + Duration::from_secs(60);
-        let w = self.wait_all(
-            parts,
-            |_| true,
-            test,
-            collect,
-            interrupted,
-            |p, m| match m {
-                FromAgent::Report { mut report, .. } => {
-                    let Some(info) = self.agent(p.host).map(|a| &a.info) else {
-                        return Err("not connected".into());
-                    };
-                    let now = Instant::now();
-                    let expect = checks::Expect {
-                        work: &p.work,
-                        on_ns: on,
-                        off_ns: off,
-                        offset_ns: p.offset.offset_ns,
-                        rtt_ns: p.offset.rtt_ns,
-                        elapsed: now.saturating_duration_since(start_at),
-                        early: off_at.saturating_duration_since(now),
-                        info,
-                    };
-                    checks::report(&mut report, &expect)
-                        .map_err(|e| format!("its report is refused: {e}"))?;
-                    p.report = Some(*report);
-                    Ok(true)
-                }
-                _ => Ok(false),
-            },
-        );
-        self.settle(parts, test, w, "the window")?;
-        self.send_all(parts, &|_| true, |_| ToAgent::Release { test });
         Ok(DriveTimes {
             on_ns: on,
             off_ns: off,
+            start_at,
+            off_at,
+            lead,
         })
     }
 
@@ -744,10 +649,15 @@ fn test_of(m: &FromAgent) -> Option<u64> {
     }
 }
 
-/// When the window was scheduled, and how long from START to RECORD ON.
+/// The window START scheduled: RECORD ON and OFF on the console's clock,
+/// when START was sent and the window should close here, and the lead
+/// given for every agent to have its order.
 struct DriveTimes {
     on_ns: i64,
     off_ns: i64,
+    start_at: Instant,
+    off_at: Instant,
+    lead: Duration,
 }
 
 /// A network test across hosts.
@@ -969,487 +879,9 @@ impl Console {
         }
         Ok(())
     }
-
-    /// One host's row: its CPU, its window against the schedule.
-    fn host_row(
-        &self,
-        p: &Part,
-        r: &AgentReport,
-        times: &DriveTimes,
-        mut metrics: Metrics,
-    ) -> HostFigures {
-        let h = &self.hosts[p.host];
-        let info = self.agent(p.host).map(|a| &a.info);
-        if let Some(c) = &r.cpu {
-            c.write_metrics(&mut metrics, "");
-        }
-        metrics.insert(mn::WINDOW_S.into(), r.window_s);
-        iotoll_model::derive_metrics(&mut metrics);
-        let console = |ns: Option<i64>, at: i64| {
-            ns.map_or(0.0, |n| (n - p.offset.offset_ns - at) as f64 / 1e3)
-        };
-        let mut notes = r.notes.clone();
-        if let Some(e) = &r.cpu_error {
-            notes.push(format!("CPU not measured: {e}"));
-        }
-        HostFigures {
-            name: h.name.clone(),
-            address: h.address.to_string(),
-            role: p.role.to_string(),
-            cpus: r
-                .cpu
-                .as_ref()
-                .map_or_else(|| info.map_or(0, |i| i.cpus), |c| c.cpus),
-            boot_id: info.and_then(|i| i.boot_id.clone()),
-            metrics,
-            cpu: r.cpu.clone(),
-            on_us: console(r.on_ns, times.on_ns),
-            off_us: console(r.off_ns, times.off_ns),
-            disclosure: info.map(|i| i.disclosure.clone()),
-            notes,
-            // Rates over the window the counters were read on (the host's).
-            ifaces: (r.ifaces.iter())
-                .map(|i| i.clone().with_rates(r.window_s))
-                .collect(),
-        }
-    }
-
-    fn net_doc(
-        &self,
-        t: &NetTest,
-        parts: &[Part],
-        names: &[(String, String)],
-        times: &DriveTimes,
-    ) -> ResultDoc {
-        let mut notes = Vec::new();
-        let mut hosts = Vec::new();
-        // pair -> (client->server bytes at the server, its window; server->client at the client, its window)
-        let mut c2s = vec![(0u64, 0f64); names.len()];
-        let mut s2c = vec![(0u64, 0f64); names.len()];
-        let mut conns = vec![0u32; names.len()];
-        let (mut errors, mut retransmits) = (0u64, 0u64);
-        let mut interrupted = false;
-        let mut seconds = Vec::new();
-        for p in parts {
-            let Some(r) = &p.report else { continue };
-            let server = matches!(p.work, Work::NetServe { .. });
-            let (mut rx, mut tx) = (0u64, 0u64);
-            for pb in &r.pairs {
-                let k = pb.pair as usize;
-                if k >= names.len() {
-                    continue;
-                }
-                rx += pb.rx;
-                tx += pb.tx;
-                if server {
-                    c2s[k] = (pb.rx, r.window_s);
-                    conns[k] = pb.conns;
-                } else {
-                    s2c[k] = (pb.rx, r.window_s);
-                }
-            }
-            errors += r.errors;
-            retransmits += r.retransmits;
-            interrupted |= r.interrupted;
-            if let Some(e) = &r.first_error {
-                notes.push(format!(
-                    "host {}: {} connection(s) failed; first: {e}",
-                    self.hosts[p.host].name, r.errors
-                ));
-            }
-            let mut m = Metrics::new();
-            let rate = |b: u64| {
-                if r.window_s > 0.0 {
-                    b as f64 * 8.0 / r.window_s / 1e6
-                } else {
-                    0.0
-                }
-            };
-            m.insert(mn::RX_MBIT_S.into(), rate(rx));
-            m.insert(mn::TX_MBIT_S.into(), rate(tx));
-            m.insert(mn::MBIT_S.into(), rate(rx) + rate(tx));
-            m.insert(
-                mn::CONNS.into(),
-                r.pairs.iter().map(|p| p.conns as f64).sum(),
-            );
-            seconds.push((hosts.len(), r.series.clone()));
-            hosts.push(self.host_row(p, r, times, m));
-        }
-        let rate = |(b, w): (u64, f64)| {
-            if w > 0.0 {
-                b as f64 * 8.0 / w / 1e6
-            } else {
-                0.0
-            }
-        };
-        let pairs: Vec<PairFigures> = (names.iter().enumerate())
-            .map(|(k, (c, s))| PairFigures {
-                client: c.clone(),
-                server: s.clone(),
-                conns: conns[k],
-                client_to_server_bytes: c2s[k].0,
-                server_to_client_bytes: s2c[k].0,
-                mbit_s: rate(c2s[k]) + rate(s2c[k]),
-            })
-            .collect();
-        let mut m = Metrics::new();
-        let tx: f64 = (0..names.len()).map(|k| rate(c2s[k])).sum();
-        let rx: f64 = (0..names.len()).map(|k| rate(s2c[k])).sum();
-        m.insert(mn::TX_MBIT_S.into(), tx);
-        m.insert(mn::RX_MBIT_S.into(), rx);
-        m.insert(mn::MBIT_S.into(), pairs.iter().map(|p| p.mbit_s).sum());
-        m.insert(mn::CONNS.into(), conns.iter().map(|c| *c as f64).sum());
-        m.insert(mn::PAIRS.into(), pairs.len() as f64);
-        m.insert(mn::HOSTS.into(), hosts.len() as f64);
-        m.insert(mn::ERRORS.into(), errors as f64);
-        m.insert(mn::RETRANSMITS.into(), retransmits as f64);
-        let rates: Vec<f64> = pairs.iter().map(|p| p.mbit_s).collect();
-        let sum: f64 = rates.iter().sum();
-        let sum_sq: f64 = rates.iter().map(|r| r * r).sum();
-        if let Some(f) = iotoll_run::jain_fairness(rates.len() as f64, sum, sum_sq) {
-            m.insert(mn::PAIR_FAIRNESS.into(), f);
-        }
-        let window = mean(
-            hosts
-                .iter()
-                .map(|h| h.metrics.get(mn::WINDOW_S).copied().unwrap_or(0.0)),
-        );
-        m.insert(mn::WINDOW_S.into(), window);
-        let local = weighted_cpu(&hosts, |h| h.role == "client");
-        let remote = weighted_cpu(&hosts, |h| h.role == "server");
-        if let Some(c) = &local {
-            c.write_metrics(&mut m, "");
-        }
-        if let Some(c) = &remote {
-            c.write_metrics(&mut m, "remote_");
-        }
-        iotoll_model::derive_metrics(&mut m);
-        let same_host = shared_kernel(&hosts);
-        if same_host {
-            notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU, and the clients' and servers' CPU are the same figure".into());
-        }
-        if interrupted {
-            notes.push("a window was cut short (the test was stopped)".into());
-        }
-        let skew = skew(parts, times);
-        let spec = {
-            use iotoll_model::spec::{to_json, NetSpec, StreamSpec};
-            let servers: Vec<String> = (parts.iter())
-                .filter(|p| matches!(p.work, Work::NetServe { .. }))
-                .map(|p| self.hosts[p.host].address.to_string())
-                .collect();
-            to_json(&StreamSpec {
-                net: NetSpec {
-                    peer: servers.join(","),
-                    conns: t.params.conns,
-                    sockbuf: t.params.sockbuf,
-                    nodelay: t.params.nodelay,
-                    bind: vec![],
-                    ramp_s: t.params.ramp_ms as f64 / 1e3,
-                    time_s: t.params.time_ms as f64 / 1e3,
-                    threads: iotoll_net::server::default_threads(),
-                    auth: self.key.is_some(),
-                    tls: None,
-                    verify: t.params.verify,
-                },
-                dir: iotoll_model::spec::word(&t.params.dir),
-                msg: t.params.msg,
-            })
-        };
-        ResultDoc {
-            spec,
-            cpu: CpuSection {
-                local,
-                remote,
-                same_host: Some(same_host),
-            },
-            series: crate::series::merge(&hosts, &seconds),
-            hosts,
-            pairs,
-            ..multi_host_doc(
-                Kind::NetStream,
-                interrupted,
-                times,
-                t.config.clone(),
-                m,
-                notes,
-                skew,
-            )
-        }
-    }
-
-    fn disk_doc(&self, t: &DiskTest, parts: &[Part], times: &DriveTimes) -> ResultDoc {
-        let mut notes = Vec::new();
-        let mut hosts = Vec::new();
-        let mut m = Metrics::new();
-        let mut interrupted = false;
-        let mut lat_weighted = 0.0;
-        let mut first_spec = serde_json::Value::Null;
-        let mut seconds = Vec::new();
-        const SUMMED: [&str; 7] = [
-            mn::IOPS,
-            mn::READ_IOPS,
-            mn::WRITE_IOPS,
-            mn::MB_S,
-            mn::READ_MB_S,
-            mn::WRITE_MB_S,
-            mn::ERRORS,
-        ];
-        for p in parts {
-            let Some(r) = &p.report else { continue };
-            interrupted |= r.interrupted;
-            let mut hm = Metrics::new();
-            if let Some(d) = &r.disk {
-                for k in SUMMED.iter().chain(&[
-                    mn::LAT_MEAN_US,
-                    mn::LAT_P99_US,
-                    mn::LAT_MAX_US,
-                    mn::QD_ACHIEVED,
-                ]) {
-                    if let Some(v) = d.metrics.get(*k) {
-                        hm.insert(k.to_string(), *v);
-                    }
-                }
-                for k in SUMMED {
-                    *m.entry(k.to_string()).or_insert(0.0) +=
-                        d.metrics.get(k).copied().unwrap_or(0.0);
-                }
-                let iops = d.metrics.get(mn::IOPS).copied().unwrap_or(0.0);
-                lat_weighted += iops * d.metrics.get(mn::LAT_MEAN_US).copied().unwrap_or(0.0);
-                if let Some(v) = d.metrics.get(mn::LAT_MAX_US) {
-                    let e = m.entry(mn::LAT_MAX_US.to_string()).or_insert(0.0);
-                    *e = e.max(*v);
-                }
-                if first_spec.is_null() {
-                    first_spec = d.spec.clone();
-                }
-                notes.extend(
-                    d.notes
-                        .iter()
-                        .map(|n| format!("host {}: {n}", self.hosts[p.host].name)),
-                );
-                seconds.push((hosts.len(), d.series.clone()));
-            }
-            hosts.push(self.host_row(p, r, times, hm));
-        }
-        if let Some(iops) = m.get(mn::IOPS).copied().filter(|i| *i > 0.0) {
-            m.insert(mn::LAT_MEAN_US.into(), lat_weighted / iops);
-        }
-        notes.push("latency percentiles are per host (hosts[].metrics); the totals give the mean (weighted by I/Os) and the maximum".into());
-        let window = mean(
-            hosts
-                .iter()
-                .map(|h| h.metrics.get(mn::WINDOW_S).copied().unwrap_or(0.0)),
-        );
-        m.insert(mn::WINDOW_S.into(), window);
-        m.insert(mn::HOSTS.into(), hosts.len() as f64);
-        let local = weighted_cpu(&hosts, |_| true);
-        if let Some(c) = &local {
-            c.write_metrics(&mut m, "");
-        }
-        iotoll_model::derive_metrics(&mut m);
-        if shared_kernel(&hosts) && hosts.len() > 1 {
-            notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU".into());
-        }
-        ResultDoc {
-            spec: first_spec,
-            cpu: CpuSection {
-                local,
-                remote: None,
-                same_host: None,
-            },
-            series: crate::series::merge(&hosts, &seconds),
-            hosts,
-            ..multi_host_doc(
-                Kind::Disk,
-                interrupted,
-                times,
-                t.order.config.clone(),
-                m,
-                notes,
-                skew(parts, times),
-            )
-        }
-    }
 }
 
-/// A multi-host result's common parts; the caller adds its spec, CPU,
-/// hosts and pairs.
-fn multi_host_doc(
-    kind: Kind,
-    interrupted: bool,
-    times: &DriveTimes,
-    config: Option<String>,
-    metrics: Metrics,
-    notes: Vec<String>,
-    skew: Skew,
-) -> ResultDoc {
-    ResultDoc {
-        iotoll_version: iotoll_model::VERSION.to_string(),
-        kind,
-        status: if interrupted {
-            ResultStatus::Interrupted
-        } else {
-            ResultStatus::Complete
-        },
-        started_at: rfc3339(times.on_ns),
-        config,
-        spec: serde_json::Value::Null,
-        metrics,
-        cpu: CpuSection {
-            local: None,
-            remote: None,
-            same_host: None,
-        },
-        latency: None,
-        series: Vec::new(),
-        notes,
-        disclosure: None,
-        targets: Vec::new(),
-        workers: Vec::new(),
-        lines: Vec::new(),
-        hosts: Vec::new(),
-        pairs: Vec::new(),
-        skew_us: Some(skew),
-    }
-}
-
-fn mean(v: impl Iterator<Item = f64>) -> f64 {
-    let (n, s) = v.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
-    if n == 0 {
-        0.0
-    } else {
-        s / n as f64
-    }
-}
-
-/// The CPU of the hosts `which` selects, each machine once (hosts that
-/// share a kernel boot id share its CPU), weighted by CPU count.
-fn weighted_cpu(hosts: &[HostFigures], which: impl Fn(&HostFigures) -> bool) -> Option<CpuReport> {
-    let measured = hosts.iter().filter(|h| which(h) && h.cpu.is_some());
-    let reports: Vec<&CpuReport> = (HostFigures::one_per_machine(measured).into_iter())
-        .filter_map(|h| h.cpu.as_ref())
-        .collect();
-    CpuReport::weighted(&reports)
-}
-
-/// Every host on one kernel (all boot ids known and equal).
-fn shared_kernel(hosts: &[HostFigures]) -> bool {
-    let ids: Vec<Option<&str>> = hosts.iter().map(|h| h.boot_id.as_deref()).collect();
-    ids.first().is_some_and(|f| f.is_some()) && ids.windows(2).all(|w| w[0] == w[1])
-}
-
-/// How far apart the windows opened and closed, on the console's clock.
-fn skew(parts: &[Part], _times: &DriveTimes) -> Skew {
-    let spread = |f: &dyn Fn(&AgentReport) -> Option<i64>| -> f64 {
-        let v: Vec<i64> = (parts.iter())
-            .filter_map(|p| Some(f(p.report.as_ref()?)? - p.offset.offset_ns))
-            .collect();
-        match (v.iter().max(), v.iter().min()) {
-            (Some(a), Some(b)) => (a - b) as f64 / 1e3,
-            _ => 0.0,
-        }
-    };
-    Skew {
-        start: spread(&|r| r.on_ns),
-        stop: spread(&|r| r.off_ns),
-        clock: parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0) as f64 / 2e3,
-    }
-}
-
-fn rfc3339(ns: i64) -> String {
-    let t = std::time::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
+mod docs;
+mod session;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_from_four_timestamps() {
-        // The agent's clock is 1 ms ahead; 100 us each way; 20 us inside.
-        let (t1, d, ahead) = (1_000_000_000i64, 100_000i64, 1_000_000i64);
-        let t2 = t1 + d + ahead;
-        let t3 = t2 + 20_000;
-        let t4 = t3 - ahead + d;
-        let o = offset_of(t1, t2, t3, t4).unwrap();
-        assert_eq!(
-            o,
-            Offset {
-                offset_ns: ahead,
-                rtt_ns: 2 * d
-            }
-        );
-        // An asymmetric path errs by half the asymmetry, never more than
-        // half the round trip.
-        let t4 = t3 - ahead + 3 * d;
-        let o = offset_of(t1, t2, t3, t4).unwrap();
-        assert!((o.offset_ns - ahead).abs() <= o.rtt_ns / 2);
-    }
-
-    /// issue 24: an agent's clock near i64::MAX wrapped the offset (292
-    /// years); now nothing wraps, and impossible probes are refused.
-    #[test]
-    fn offsets_never_wrap() {
-        let t1 = 1_795_000_000_000_000_000i64;
-        let (t2, t3) = (i64::MAX - 1_000, i64::MAX - 500);
-        let o = offset_of(t1, t2, t3, t1 + 2_000).unwrap();
-        assert!(o.offset_ns > 7_000_000_000_000_000_000, "{o:?}");
-        assert!(offset_of(t1, i64::MIN, i64::MAX, t1 + 10).is_none());
-        // Held 1 s inside a 1 ms round trip; answered before asked.
-        assert!(offset_of(t1, t1, t1 + 1_000_000_000, t1 + 1_000_000).is_none());
-        assert!(offset_of(t1, t1 + 10, t1 + 5, t1 + 100).is_none());
-    }
-
-    #[test]
-    fn versions() {
-        let info = |v: &str, proto| AgentInfo {
-            version: v.into(),
-            proto,
-            hostname: "h".into(),
-            cpus: 2,
-            boot_id: None,
-            targets: vec![],
-            disclosure: serde_json::Value::Null,
-        };
-        assert!(compatible(&info(iotoll_model::VERSION, wire::AGENT_PROTO)).is_ok());
-        let e = compatible(&info("0.0.9", wire::AGENT_PROTO)).unwrap_err();
-        assert!(
-            e.contains("0.0.9") && e.contains(iotoll_model::VERSION),
-            "{e}"
-        );
-        assert!(compatible(&info(iotoll_model::VERSION, 99)).is_err());
-    }
-
-    #[test]
-    fn cpu_weighted_once_per_machine() {
-        let cpu = |cpus, busy| CpuReport {
-            cpus,
-            window_s: 1.0,
-            busy_pct: busy,
-            ..Default::default()
-        };
-        let host = |name: &str, role: &str, boot: &str, c| HostFigures {
-            name: name.into(),
-            role: role.into(),
-            boot_id: Some(boot.into()),
-            cpu: Some(c),
-            ..Default::default()
-        };
-        let hosts = vec![
-            host("srv", "server", "k0", cpu(32, 10.0)),
-            host("c1", "client", "k1", cpu(2, 90.0)),
-            host("c2", "client", "k1", cpu(2, 90.0)),
-            host("c3", "client", "k2", cpu(6, 10.0)),
-        ];
-        let c = weighted_cpu(&hosts, |h| h.role == "client").unwrap();
-        // k1 once: (2 x 90 + 6 x 10) / 8.
-        assert_eq!(c.cpus, 8);
-        assert!((c.busy_pct - 30.0).abs() < 1e-9, "{}", c.busy_pct);
-        let all = weighted_cpu(&hosts, |_| true).unwrap();
-        assert_eq!(all.cpus, 40);
-        assert!((all.busy_pct - (320.0 + 180.0 + 60.0) / 40.0).abs() < 1e-9);
-        assert!(!shared_kernel(&hosts));
-    }
-}
+mod tests;

@@ -1,0 +1,232 @@
+//! Other tenants' CPU over a window and the verdict on it: for one host,
+//! its peer, and a multi-host test's machines each judged once.
+
+use super::{CpuReport, ResultDoc, TopConsumer, ROLE_SELF};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Other tenants' CPU over the window: what whole-host figures include
+/// that the measured I/O did not cause.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Interference {
+    /// `interfered` is `others_pct + steal_pct > threshold_pct`.
+    #[schemars(schema_with = "crate::schema::pct")]
+    pub threshold_pct: f64,
+    /// User-space processes other than this iotoll and its endpoint
+    /// (kernel threads excluded), % of all CPUs.
+    pub others_pct: f64,
+    /// Steal: time the hypervisor gave these CPUs to other guests, % of
+    /// all CPUs. Whole-host CPU counts it as busy, so it interferes just
+    /// as another process does.
+    #[serde(default)]
+    pub steal_pct: f64,
+    pub interfered: bool,
+    /// The largest of those processes, most CPU first (at most 5).
+    #[schemars(length(max = 5))]
+    pub processes: Vec<TopConsumer>,
+}
+
+/// Default `threshold_pct`: other processes above 5 % of the host's CPU
+/// interfere with a CPU-efficiency measurement.
+pub const DEFAULT_INTERFERENCE_PCT: f64 = 5.0;
+
+/// Every note iotoll writes about interference begins with this.
+pub const INTERFERENCE_NOTE: &str = "interference:";
+
+impl Interference {
+    /// Re-judges against `threshold_pct`.
+    pub fn set_threshold(&mut self, threshold_pct: f64) {
+        self.threshold_pct = threshold_pct;
+        self.interfered = self.others_pct + self.steal_pct > threshold_pct;
+    }
+
+    /// `sh (pid 4242) 48.1 %, rustc (pid 77) 3.0 %`.
+    /// What interfered, for a note: "other processes used 7.2 %" and/or
+    /// "the hypervisor took 14.4 % (steal)".
+    pub fn what(&self) -> String {
+        let mut parts = Vec::new();
+        if self.others_pct > 0.0 || self.steal_pct <= 0.0 {
+            parts.push(format!("other processes used {:.1} %", self.others_pct));
+        }
+        if self.steal_pct > 0.0 {
+            parts.push(format!(
+                "the hypervisor took {:.1} % (steal: other guests ran on these CPUs)",
+                self.steal_pct
+            ));
+        }
+        parts.join(" and ")
+    }
+
+    /// ": " and the processes, or nothing when none are named.
+    fn named_list(&self) -> String {
+        if self.processes.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", self.named())
+        }
+    }
+
+    pub fn named(&self) -> String {
+        let v: Vec<String> = self
+            .processes
+            .iter()
+            .map(|p| format!("{} (pid {}) {:.1} %", p.comm, p.pid, p.cpu_pct))
+            .collect();
+        v.join(", ")
+    }
+}
+
+impl ResultDoc {
+    /// Re-judges this document's interference against `threshold_pct`
+    /// (local CPU, and the peer's when it is another host) and rewrites
+    /// its `interference:` note. Returns whether it is interfered.
+    pub fn apply_interference_threshold(&mut self, threshold_pct: f64) -> bool {
+        self.notes.retain(|n| !n.starts_with(INTERFERENCE_NOTE));
+        let same_host = self.cpu.same_host == Some(true);
+        let mut found = Vec::new();
+        if let Some(i) = self
+            .cpu
+            .local
+            .as_mut()
+            .and_then(|c| c.interference.as_mut())
+        {
+            i.set_threshold(threshold_pct);
+            if i.interfered {
+                found.push(format!(
+                    "{INTERFERENCE_NOTE} {} of this host's CPU in the window (threshold {} %), and whole-host CPU counts it{}",
+                    i.what(),
+                    threshold_pct,
+                    i.named_list()
+                ));
+            }
+        }
+        if let Some(i) = self
+            .cpu
+            .remote
+            .as_mut()
+            .and_then(|c| c.interference.as_mut())
+        {
+            i.set_threshold(threshold_pct);
+            if i.interfered && !same_host {
+                found.push(format!(
+                    "{INTERFERENCE_NOTE} {} of the endpoint host's CPU in the window (threshold {} %){}",
+                    i.what(),
+                    threshold_pct,
+                    i.named_list()
+                ));
+            }
+        }
+        found.extend(self.judge_hosts(threshold_pct));
+        let interfered = !found.is_empty();
+        self.notes.extend(found);
+        interfered
+    }
+
+    /// A multi-host test's interference, judged once per machine (hosts
+    /// that share a kernel boot id, a lab's, are one machine): the first
+    /// host's window, less what the test's other agents on that machine
+    /// used (each agent sees the others as another iotoll), is every one
+    /// of its hosts' verdict. Returns a note for each interfered machine.
+    fn judge_hosts(&mut self, threshold_pct: f64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        for i in 0..self.hosts.len() {
+            if done.contains(&i) {
+                continue;
+            }
+            let boot = self.hosts[i].boot_id.clone();
+            let same: Vec<usize> = (i..self.hosts.len())
+                .filter(|&j| j == i || (boot.is_some() && self.hosts[j].boot_id == boot))
+                .collect();
+            done.extend(&same);
+            let Some(cpu) = self.hosts[i].cpu.as_ref() else {
+                continue;
+            };
+            let Some(mut verdict) = cpu.interference.clone() else {
+                continue;
+            };
+            // The test's own agents: their exact CPU, and their pids when seen.
+            let agents = same
+                .iter()
+                .skip(1)
+                .filter_map(|&j| self.hosts[j].cpu.as_ref());
+            let agents_pct: f64 = agents.clone().filter_map(|c| c.self_pct).sum();
+            let agent_pids: Vec<i32> = (agents.flat_map(|c| &c.top))
+                .filter(|t| t.role.as_deref() == Some(ROLE_SELF))
+                .map(|t| t.pid)
+                .collect();
+            if let Some(a) = &cpu.account {
+                verdict.others_pct = (a.others_pct - agents_pct).max(0.0);
+            }
+            verdict.processes.retain(|p| !agent_pids.contains(&p.pid));
+            verdict.set_threshold(threshold_pct);
+            if verdict.interfered {
+                let names: Vec<&str> = same.iter().map(|&j| self.hosts[j].name.as_str()).collect();
+                let whose = match names.len() {
+                    1 => format!("host {}'s CPU", names[0]),
+                    _ => format!(
+                        "the CPU of hosts {} (one machine: one kernel)",
+                        names.join(", ")
+                    ),
+                };
+                notes.push(format!(
+                    "{INTERFERENCE_NOTE} {} of {whose} in the window (threshold {threshold_pct} %), and whole-host CPU counts it{}",
+                    verdict.what(),
+                    verdict.named_list()
+                ));
+            }
+            let own: Vec<f64> = (same.iter())
+                .map(|&j| {
+                    (self.hosts[j].cpu.as_ref())
+                        .and_then(|c| c.self_pct)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            let all_agents: f64 = own.iter().sum();
+            for (k, &j) in same.iter().enumerate() {
+                let h = &mut self.hosts[j];
+                if let Some(c) = h.cpu.as_mut() {
+                    c.interference = Some(verdict.clone());
+                    // Each host's account moves the other agents out of
+                    // "others" once (judging again must not move them twice),
+                    // and the host's metric says what the account says.
+                    if let Some(a) = c.account.as_mut().filter(|a| a.agents_pct == 0.0) {
+                        let agents = (all_agents - own[k]).clamp(0.0, a.others_pct);
+                        a.agents_pct = agents;
+                        a.others_pct -= agents;
+                        if let Some(m) = h.metrics.get_mut(crate::metrics::CPU_OTHERS_PCT) {
+                            *m = a.others_pct;
+                        }
+                    }
+                }
+            }
+        }
+        notes
+    }
+
+    /// The hosts of a multi-host test whose machine was interfered with.
+    pub fn interfered_hosts(&self) -> Vec<&str> {
+        (self.hosts.iter())
+            .filter(|h| {
+                (h.cpu.as_ref())
+                    .and_then(|c| c.interference.as_ref())
+                    .is_some_and(|i| i.interfered)
+            })
+            .map(|h| h.name.as_str())
+            .collect()
+    }
+
+    /// Whether this repetition is interfered (as last judged).
+    pub fn interfered(&self) -> bool {
+        let same_host = self.cpu.same_host == Some(true);
+        let hit = |c: &Option<CpuReport>| {
+            c.as_ref()
+                .and_then(|c| c.interference.as_ref())
+                .is_some_and(|i| i.interfered)
+        };
+        hit(&self.cpu.local)
+            || (!same_host && hit(&self.cpu.remote))
+            || !self.interfered_hosts().is_empty()
+    }
+}
