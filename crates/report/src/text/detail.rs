@@ -135,7 +135,7 @@ pub(super) fn network_path(o: &mut String, doc: &ResultDoc) {
         return;
     };
     let _ = writeln!(o, "\nnetwork path:");
-    sides(o, &d);
+    sides(o, d);
     if let Some(t) = &d.tls {
         let _ = writeln!(o, "  {:<12} {}", "tls:", tls_summary(t));
         let _ = writeln!(o, "  {:<12} {}", "", t.implementation);
