@@ -7,7 +7,6 @@ use iotoll_net::auth::Key;
 use iotoll_net::{Limits, ServerConfig, DEFAULT_PORT};
 use std::io::BufRead;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 #[derive(Args)]
 #[command(
@@ -99,7 +98,6 @@ pub fn main(a: AgentArgs) -> Result<()> {
             f.store(true, Ordering::Relaxed);
         });
     }
-    let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
     let cfg = ServerConfig {
         listen: bound,
         key: key.clone(),
@@ -114,7 +112,6 @@ pub fn main(a: AgentArgs) -> Result<()> {
                 targets,
                 threads: a.threads,
             },
-            log.clone(),
         )),
     };
     {
@@ -123,7 +120,7 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = writeln!(out, "iotoll agent listening on {bound}");
         let _ = out.flush();
     }
-    iotoll_net::serve_on(listener, &cfg, &flag, log).map_err(crate::usage_or)
+    iotoll_net::serve_on(listener, &cfg, &flag).map_err(crate::usage_or)
 }
 
 /// The key on the first line of stdin (never on a command line, where

@@ -318,31 +318,59 @@ pub fn handshake_all(
     deadline: Instant,
     abort: &dyn Fn() -> bool,
 ) -> Result<(Vec<TlsConn>, Negotiated), HandshakeError> {
-    use mio::unix::SourceFd;
-    use mio::{Events, Interest, Poll, Token};
     let t0 = Instant::now();
     let n = socks.len();
-    let mut hs = Vec::with_capacity(n);
-    for (i, sock) in socks.into_iter().enumerate() {
-        sock.set_nonblocking(true)?;
-        let conn: rustls::Connection = match &side {
-            Side::Client(c) => {
-                let name = ServerName::try_from(SERVER_NAME)
-                    .map_err(|e| HandshakeError::Failed(i + 1, e.to_string()))?;
-                rustls::ClientConnection::new(c.config.clone(), name)
-                    .map_err(|e| HandshakeError::Failed(i + 1, e.to_string()))?
-                    .into()
-            }
-            Side::Server(s) => rustls::ServerConnection::new(s.config.clone())
-                .map_err(|e| HandshakeError::Failed(i + 1, e.to_string()))?
-                .into(),
-        };
-        hs.push(Pending {
-            sock,
-            conn,
-            done: false,
-        });
+    let hs = (socks.into_iter().enumerate())
+        .map(|(i, sock)| begin(i, sock, &side))
+        .collect::<Result<Vec<_>, _>>()?;
+    let hs = drive_all(hs, deadline, abort)?;
+    let mut negotiated = None;
+    let mut out = Vec::with_capacity(n);
+    for (i, p) in hs.into_iter().enumerate() {
+        let (conn, agreed) = take_over(i, p, &side, n)?;
+        negotiated.get_or_insert(agreed);
+        out.push(conn);
     }
+    let mut negotiated = negotiated.unwrap_or(Negotiated {
+        cipher: DEFAULT_CIPHER,
+        group: None,
+        handshake_s: 0.0,
+    });
+    negotiated.handshake_s = t0.elapsed().as_secs_f64();
+    Ok((out, negotiated))
+}
+
+/// Connection `i`'s handshake, not yet under way (its socket non-blocking).
+fn begin(i: usize, sock: TcpStream, side: &Side) -> Result<Pending, HandshakeError> {
+    sock.set_nonblocking(true)?;
+    let failed = |e: rustls::Error| HandshakeError::Failed(i + 1, e.to_string());
+    let conn: rustls::Connection = match side {
+        Side::Client(c) => {
+            let name = ServerName::try_from(SERVER_NAME)
+                .map_err(|e| HandshakeError::Failed(i + 1, e.to_string()))?;
+            (rustls::ClientConnection::new(c.config.clone(), name).map_err(failed)?).into()
+        }
+        Side::Server(s) => {
+            (rustls::ServerConnection::new(s.config.clone()).map_err(failed)?).into()
+        }
+    };
+    Ok(Pending {
+        sock,
+        conn,
+        done: false,
+    })
+}
+
+/// Drives every handshake to its end in one epoll loop, until `deadline`
+/// or until `abort` says so.
+fn drive_all(
+    mut hs: Vec<Pending>,
+    deadline: Instant,
+    abort: &dyn Fn() -> bool,
+) -> Result<Vec<Pending>, HandshakeError> {
+    use mio::unix::SourceFd;
+    use mio::{Events, Interest, Poll, Token};
+    let n = hs.len();
     let mut poll = Poll::new()?;
     let mut left = n;
     for (i, p) in hs.iter_mut().enumerate() {
@@ -379,46 +407,45 @@ pub fn handshake_all(
             left -= usize::from(p.done);
         }
     }
-    drop(poll);
-    let mut negotiated = None;
-    let mut out = Vec::with_capacity(n);
-    for (i, p) in hs.into_iter().enumerate() {
-        let failed = |m: String| HandshakeError::Failed(i + 1, m);
-        let suite = p.conn.negotiated_cipher_suite();
-        let cipher = suite
-            .and_then(Cipher::of_suite)
-            .ok_or_else(|| failed(format!("unexpected cipher suite {suite:?}")))?;
-        if let Side::Client(c) = &side {
-            if cipher != c.cipher {
-                return Err(failed(format!("{cipher} negotiated, {} asked", c.cipher)));
-            }
+    Ok(hs)
+}
+
+/// Connection `i`'s finished handshake, its traffic keys taken over (one
+/// of `n` connections), and what it agreed on.
+fn take_over(
+    i: usize,
+    p: Pending,
+    side: &Side,
+    n: usize,
+) -> Result<(TlsConn, Negotiated), HandshakeError> {
+    let failed = |m: String| HandshakeError::Failed(i + 1, m);
+    let suite = p.conn.negotiated_cipher_suite();
+    let cipher = suite
+        .and_then(Cipher::of_suite)
+        .ok_or_else(|| failed(format!("unexpected cipher suite {suite:?}")))?;
+    if let Side::Client(c) = side {
+        if cipher != c.cipher {
+            return Err(failed(format!("{cipher} negotiated, {} asked", c.cipher)));
         }
-        let group = p
-            .conn
-            .negotiated_key_exchange_group()
-            .map(|g| format!("{:?}", g.name()));
-        negotiated.get_or_insert(Negotiated {
-            cipher,
-            group,
-            handshake_s: 0.0,
-        });
-        let secrets = match p.conn {
-            rustls::Connection::Client(c) => c.dangerous_extract_secrets(),
-            rustls::Connection::Server(s) => s.dangerous_extract_secrets(),
-        }
-        .map_err(|e| failed(format!("taking over the traffic keys: {e}")))?;
-        p.sock.set_nonblocking(false)?;
-        let tx = RecordKey::new(cipher, secrets.tx).map_err(&failed)?;
-        let rx = RecordKey::new(cipher, secrets.rx).map_err(&failed)?;
-        out.push(TlsConn::new(p.sock, tx, rx, batch_for(n)));
     }
-    let mut negotiated = negotiated.unwrap_or(Negotiated {
-        cipher: DEFAULT_CIPHER,
-        group: None,
+    let group = p
+        .conn
+        .negotiated_key_exchange_group()
+        .map(|g| format!("{:?}", g.name()));
+    let secrets = match p.conn {
+        rustls::Connection::Client(c) => c.dangerous_extract_secrets(),
+        rustls::Connection::Server(s) => s.dangerous_extract_secrets(),
+    }
+    .map_err(|e| failed(format!("taking over the traffic keys: {e}")))?;
+    p.sock.set_nonblocking(false)?;
+    let tx = RecordKey::new(cipher, secrets.tx).map_err(&failed)?;
+    let rx = RecordKey::new(cipher, secrets.rx).map_err(&failed)?;
+    let agreed = Negotiated {
+        cipher,
+        group,
         handshake_s: 0.0,
-    });
-    negotiated.handshake_s = t0.elapsed().as_secs_f64();
-    Ok((out, negotiated))
+    };
+    Ok((TlsConn::new(p.sock, tx, rx, batch_for(n)), agreed))
 }
 
 /// One direction's key, static IV and record sequence number.
