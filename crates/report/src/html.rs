@@ -548,3 +548,34 @@ fn disclosure_table(c: &Comparison, configs: &[ConfigData]) -> Markup {
         "\n"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
+
+    /// Text from a run is text: a hostile configuration label, test name,
+    /// note or disclosure value adds no element or attribute to the report.
+    #[test]
+    fn hostile_text_from_a_run_adds_no_markup() {
+        let evil = r#"<script>alert(1)</script>"><img src=x onerror=alert(2)>"#;
+        let metrics = json!({"iops": 1000.0, "cpu_pct": 5.0, "cpus": 2.0, "window_s": 3.0});
+        let mut d = doc("disk", json!({"bs": 4096}), metrics);
+        d.notes.push(format!("a note: {evil}"));
+        let name = format!("disk/{evil}");
+        let mut r = run(1, evil, vec![(name.as_str(), d)]);
+        r.disclosure = Some(json!({"host": evil, "kernel": "6.1"}));
+        let (configs, infos): (Vec<_>, Vec<_>) = [&r].into_iter().map(crate::load).unzip();
+        let c = crate::compare(&configs, None, true, None);
+        let html = super::render(&c, &configs, &infos, "report");
+        for tag in ["<script", "<img"] {
+            assert!(!html.contains(tag), "{tag} in the report");
+        }
+        let text =
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x onerror=alert(2)&gt;";
+        // The title, the heading, the runs list, the note and the disclosure
+        // at least, each as text.
+        let said = html.matches(text).count();
+        assert!(said >= 5, "said {said} times:\n{html}");
+    }
+}
