@@ -694,17 +694,7 @@ fn run_net(
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
-    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
-        .map(|(s, r)| (DataConn::from(s), r))
-        .collect();
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(
-        all,
-        iotoll_net::server::engine_params(params),
-        phase.clone(),
-        threads.unwrap_or_else(iotoll_net::server::default_threads),
-    )
-    .map_err(|e| format!("cannot start the network engine: {e}"))?;
+    let (engine, phase) = start_engine(params, conns, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -793,6 +783,26 @@ fn run_net(
     // The sockets stay open until every end has closed its window.
     hold(held, out.sockets);
     Ok(report)
+}
+
+/// The engine over every pair's connections, in the ramp-up.
+fn start_engine(
+    params: &TestParams,
+    conns: Vec<Vec<(TcpStream, Role)>>,
+    threads: Option<usize>,
+) -> Result<(Engine, Arc<PhaseCell>), String> {
+    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
+        .map(|(s, r)| (DataConn::from(s), r))
+        .collect();
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(
+        all,
+        iotoll_net::server::engine_params(params),
+        phase.clone(),
+        threads.unwrap_or_else(iotoll_net::server::default_threads),
+    )
+    .map_err(|e| format!("cannot start the network engine: {e}"))?;
+    Ok((engine, phase))
 }
 
 /// Keeps a test's sockets open until it is released.
