@@ -1,7 +1,14 @@
 //! A test's data port: its listener and token, and the data connections
 //! accepted on it, each placed by the token and index in its header.
 
-use super::*;
+use super::{SessionError, DATA_HEADER};
+use crate::engine::Role;
+use crate::proto::{Control, TestParams};
+use crate::sock;
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::time::{Duration, Instant};
 
 /// A test's data port on `ip`, with the test's socket buffers (accepted
 /// sockets inherit them, and the window scale is chosen from them at the

@@ -10,24 +10,22 @@ mod pending;
 mod run;
 
 use crate::auth::{nonce, Key, Session, Side};
-use crate::engine::{DataConn, Engine, EngineParams, Role};
-use crate::proto::{
-    Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
-};
-use crate::tls::{self, Cipher, ServerTls};
+use crate::engine::{EngineParams, Role};
+use crate::proto::{Control, Dir, Msg, ProtoError, TestKind, TestParams, PROTO_VERSION};
+use crate::tls::Cipher;
 use crate::{sock, NetError};
-use iotoll_probe::CpuWindow;
-use iotoll_run::{Phase, PhaseCell};
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use data::accept_data;
 pub use data::{accept_groups, data_listener, data_token, MAX_HALF_OPEN};
-use pending::*;
+use pending::{
+    drop_oldest, make_room, source_of, take_clone, Failures, Pending, HS_AUTHED, HS_DONE,
+    HS_DROPPED, HS_OPEN,
+};
 pub use pending::{MAX_PENDING, MAX_PENDING_PER_SOURCE};
 use run::session;
 

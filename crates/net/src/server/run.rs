@@ -1,6 +1,19 @@
 //! One test on the endpoint, from its data port to its report.
 
-use super::*;
+use super::data::{accept_data, data_listener, data_token, MAX_HALF_OPEN};
+use super::pending::MAX_PENDING;
+use super::{
+    default_threads, engine_params, expect, server_roles, ServerConfig, SessionError, Slot, SLACK,
+};
+use crate::engine::{DataConn, Engine, Role};
+use crate::proto::{Control, Msg, ServerReport, TestParams};
+use crate::sock;
+use crate::tls::{self, ServerTls};
+use iotoll_probe::CpuWindow;
+use iotoll_run::{Phase, PhaseCell};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Stops the engine and frees its sockets however the session ends.
 pub(super) struct EngineGuard {
