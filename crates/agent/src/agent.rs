@@ -12,9 +12,9 @@ use crate::wire::{
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
-use iotoll_net::engine::{DataConn, Engine, Role};
+use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
-use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Log, Nonces};
+use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{
@@ -73,12 +73,12 @@ struct Pinned {
 
 /// The endpoint's hook for console sessions; one console at a time. The
 /// allowed targets are pinned here, once.
-pub fn hook(cfg: AgentConfig, log: Log) -> ConsoleHook {
+pub fn hook(cfg: AgentConfig) -> ConsoleHook {
     let pins = pin_targets(&cfg.targets);
     let cfg = Arc::new(Pinned { cfg, pins });
     let busy = Arc::new(AtomicBool::new(false));
     ConsoleHook(Arc::new(move |ctl, peer, nonces| {
-        session(ctl, peer, nonces, &cfg, &busy, &log)
+        session(ctl, peer, nonces, &cfg, &busy)
     }))
 }
 
@@ -126,11 +126,9 @@ fn session(
     nonces: Nonces,
     pinned: &Arc<Pinned>,
     busy: &Arc<AtomicBool>,
-    log: &Log,
 ) {
-    let cfg = &pinned.cfg;
     let local_ip = ctl.stream.local_addr().map(|a| a.ip()).ok();
-    let session = Session::new(cfg.key.as_ref(), &nonces, Side::Agent);
+    let session = Session::new(pinned.cfg.key.as_ref(), &nonces, Side::Agent);
     // Set by an abort (on the reader thread, at once) or a lost console.
     let interrupt = Arc::new(AtomicBool::new(false));
     let flag = interrupt.clone();
@@ -152,7 +150,7 @@ fn session(
     });
     let link = match link {
         Ok(l) => l,
-        Err(e) => return log(&format!("{peer}: console session: {e}")),
+        Err(e) => return tracing::warn!(%peer, "console session: {e}"),
     };
     if busy
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
@@ -162,9 +160,7 @@ fn session(
             test: None,
             msg: "another console is driving this agent".into(),
         });
-        log(&format!(
-            "{peer}: refused, another console is driving this agent"
-        ));
+        tracing::info!(%peer, "refused, another console is driving this agent");
         std::thread::sleep(Duration::from_millis(200));
         return;
     }
@@ -175,51 +171,62 @@ fn session(
         }
     }
     let _free = Free(busy);
-    let mut test: Option<Test> = None;
+    let mut c = Console {
+        link,
+        pinned,
+        interrupt,
+        local_ip,
+        peer,
+        test: None,
+    };
     let why = loop {
-        if link.lost() {
+        if c.link.lost() {
             break format!(
                 "console lost (silent for {:.1} s)",
-                link.silent_for().as_secs_f64()
+                c.link.silent_for().as_secs_f64()
             );
         }
-        let (m, _at) = match link.rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(Event::Msg(m, at)) => (m, at),
+        match c.link.rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Msg(m, _)) => {
+                if let Some(why) = c.handle(m) {
+                    break why;
+                }
+            }
             Ok(Event::Closed(why)) => break format!("console gone: {why}"),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             Err(_) => break "console gone".into(),
-        };
+        }
+    };
+    release(&mut c.test, &c.interrupt);
+    c.link.close();
+    tracing::info!(%peer, "console session ended: {why}");
+}
+
+/// A console's session with this agent, once it holds the agent.
+struct Console<'a> {
+    link: Link<ToAgent>,
+    pinned: &'a Pinned,
+    interrupt: Arc<AtomicBool>,
+    local_ip: Option<std::net::IpAddr>,
+    peer: SocketAddr,
+    test: Option<Test>,
+}
+
+impl Console<'_> {
+    /// Carries out one order; Some(why) when the session ends.
+    fn handle(&mut self, m: ToAgent) -> Option<String> {
         match m {
             ToAgent::Info {} => {
-                link.send(&FromAgent::Info {
-                    info: Box::new(info(cfg, local_ip)),
+                let info = info(&self.pinned.cfg, self.local_ip);
+                self.link.send(&FromAgent::Info {
+                    info: Box::new(info),
                 });
             }
             ToAgent::Clock { .. } | ToAgent::Beat {} => {}
-            ToAgent::Prepare { test: id, work } => {
-                release(&mut test, &interrupt);
-                interrupt.store(false, Ordering::Release);
-                let r = prepare(*work, pinned, &interrupt);
-                let reply = match r {
-                    Ok((p, port)) => {
-                        test = Some(Test {
-                            id,
-                            prepared: Some(p),
-                            held: Default::default(),
-                            worker: None,
-                        });
-                        FromAgent::Prepared { test: id, port }
-                    }
-                    Err(msg) => FromAgent::Error {
-                        test: Some(id),
-                        msg,
-                    },
-                };
-                link.send(&reply);
-            }
+            ToAgent::Prepare { test: id, work } => self.prepare(id, *work),
             ToAgent::Gather { test: id } => {
-                let reply = match test.as_mut().filter(|t| t.id == id) {
-                    Some(t) => match gather(t, &interrupt, &link) {
+                let reply = match self.test.as_mut().filter(|t| t.id == id) {
+                    Some(t) => match gather(t, &self.interrupt, &self.link) {
                         Ok(()) => FromAgent::Gathered { test: id },
                         Err(msg) => FromAgent::Error {
                             test: Some(id),
@@ -228,76 +235,100 @@ fn session(
                     },
                     None => not_prepared(id),
                 };
-                link.send(&reply);
+                self.link.send(&reply);
             }
             ToAgent::Start {
                 test: id,
                 on_ns,
                 off_ns,
-            } => {
-                let Some(t) = test.as_mut().filter(|t| t.id == id && t.prepared.is_some()) else {
-                    link.send(&not_prepared(id));
-                    continue;
-                };
-                let (on, off) = match (local_instant(on_ns), local_instant(off_ns)) {
-                    (Some(on), Some(off)) if on <= off => (on, off),
-                    _ => {
-                        link.send(&FromAgent::Error {
-                            test: Some(id),
-                            msg: format!(
-                                "START's window ({on_ns} .. {off_ns} ns) is not a window on this host's clock"
-                            ),
-                        });
-                        continue;
-                    }
-                };
-                let Some(work) = t.prepared.take() else {
-                    continue;
-                };
-                let (w, flag, held) = (link.writer.clone(), interrupt.clone(), t.held.clone());
-                let threads = cfg.threads;
-                link.send(&FromAgent::Started { test: id });
-                let spawned = std::thread::Builder::new()
-                    .name("iotoll-agent-work".into())
-                    .spawn(move || {
-                        let reply = match run(work, on, off, &flag, threads, &held) {
-                            Ok(report) => FromAgent::Report {
-                                test: id,
-                                report: Box::new(report),
-                            },
-                            Err(msg) => FromAgent::Error {
-                                test: Some(id),
-                                msg,
-                            },
-                        };
-                        link::send(&w, &reply);
-                    });
-                match spawned {
-                    Ok(h) => t.worker = Some(h),
-                    Err(e) => {
-                        link.send(&FromAgent::Error {
-                            test: Some(id),
-                            msg: format!("cannot start the workload: {e}"),
-                        });
-                    }
-                }
-            }
+            } => self.start(id, on_ns, off_ns),
             ToAgent::Abort { test: id, reason } => {
-                log(&format!(
-                    "{peer}: test {id} aborted by the console: {reason}"
-                ));
+                let peer = self.peer;
+                tracing::info!(%peer, test = id, "test {id} aborted by the console: {reason}");
             }
             ToAgent::Release { test: id } => {
-                if test.as_ref().is_some_and(|t| t.id == id) {
-                    release(&mut test, &interrupt);
+                if self.test.as_ref().is_some_and(|t| t.id == id) {
+                    release(&mut self.test, &self.interrupt);
                 }
             }
-            ToAgent::Bye {} => break "console said bye".into(),
+            ToAgent::Bye {} => return Some("console said bye".into()),
         }
-    };
-    release(&mut test, &interrupt);
-    link.close();
-    log(&format!("{peer}: console session ended: {why}"));
+        None
+    }
+
+    /// PREPARE: whatever test was here is released first.
+    fn prepare(&mut self, id: u64, work: Work) {
+        release(&mut self.test, &self.interrupt);
+        self.interrupt.store(false, Ordering::Release);
+        let reply = match prepare(work, self.pinned, &self.interrupt) {
+            Ok((p, port)) => {
+                self.test = Some(Test {
+                    id,
+                    prepared: Some(p),
+                    held: Default::default(),
+                    worker: None,
+                });
+                FromAgent::Prepared { test: id, port }
+            }
+            Err(msg) => FromAgent::Error {
+                test: Some(id),
+                msg,
+            },
+        };
+        self.link.send(&reply);
+    }
+
+    /// START: the prepared test runs on a thread of its own, which sends
+    /// its report (or why not) when the window has closed.
+    fn start(&mut self, id: u64, on_ns: i64, off_ns: i64) {
+        let link = &self.link;
+        let Some(t) = (self.test.as_mut()).filter(|t| t.id == id && t.prepared.is_some()) else {
+            link.send(&not_prepared(id));
+            return;
+        };
+        let (on, off) = match (local_instant(on_ns), local_instant(off_ns)) {
+            (Some(on), Some(off)) if on <= off => (on, off),
+            _ => {
+                link.send(&FromAgent::Error {
+                    test: Some(id),
+                    msg: format!(
+                        "START's window ({on_ns} .. {off_ns} ns) is not a window on this host's clock"
+                    ),
+                });
+                return;
+            }
+        };
+        let Some(work) = t.prepared.take() else {
+            return;
+        };
+        let (w, flag, held) = (link.writer.clone(), self.interrupt.clone(), t.held.clone());
+        let threads = self.pinned.cfg.threads;
+        link.send(&FromAgent::Started { test: id });
+        let spawned = std::thread::Builder::new()
+            .name("iotoll-agent-work".into())
+            .spawn(move || {
+                let reply = match run(work, on, off, &flag, threads, &held) {
+                    Ok(report) => FromAgent::Report {
+                        test: id,
+                        report: Box::new(report),
+                    },
+                    Err(msg) => FromAgent::Error {
+                        test: Some(id),
+                        msg,
+                    },
+                };
+                link::send(&w, &reply);
+            });
+        match spawned {
+            Ok(h) => t.worker = Some(h),
+            Err(e) => {
+                link.send(&FromAgent::Error {
+                    test: Some(id),
+                    msg: format!("cannot start the workload: {e}"),
+                });
+            }
+        }
+    }
 }
 
 fn not_prepared(id: u64) -> FromAgent {
@@ -666,17 +697,7 @@ fn run_net(
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
-    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
-        .map(|(s, r)| (DataConn::from(s), r))
-        .collect();
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(
-        all,
-        iotoll_net::server::engine_params(params),
-        phase.clone(),
-        threads.unwrap_or_else(iotoll_net::server::default_threads),
-    )
-    .map_err(|e| format!("cannot start the network engine: {e}"))?;
+    let (engine, phase) = start_engine(params, conns, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -726,10 +747,7 @@ fn run_net(
             // Stopped in the ramp-up: no window.
             report.interrupted = true;
             phase.set(Phase::Stop);
-            let out = engine.join();
-            held.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(out.sockets);
+            hold(held, engine.join().sockets);
             return Ok(report);
         }
         Err(e) => {
@@ -752,17 +770,7 @@ fn run_net(
     edge(edge_at, Phase::Measure);
     report.series = series.into_inner().into_points();
     let out = engine.join();
-    let mut at = 0;
-    for (p, n) in pairs.iter().zip(&sizes) {
-        let mine = &out.per_conn[at.min(out.per_conn.len())..(at + n).min(out.per_conn.len())];
-        at += n;
-        report.pairs.push(PairBytes {
-            pair: p.pair,
-            conns: *n as u32,
-            rx: mine.iter().map(|(_, c)| c.rx).sum(),
-            tx: mine.iter().map(|(_, c)| c.tx).sum(),
-        });
-    }
+    report.pairs = pair_bytes(pairs, &sizes, &out);
     report.on_ns = Some(on_ns);
     report.off_ns = Some(off_ns);
     report.window_s = closed.window_s;
@@ -776,10 +784,54 @@ fn run_net(
     report.retransmits = out.retransmits;
     report.interrupted = !completed;
     // The sockets stay open until every end has closed its window.
+    hold(held, out.sockets);
+    Ok(report)
+}
+
+/// The engine over every pair's connections, in the ramp-up.
+fn start_engine(
+    params: &TestParams,
+    conns: Vec<Vec<(TcpStream, Role)>>,
+    threads: Option<usize>,
+) -> Result<(Engine, Arc<PhaseCell>), String> {
+    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
+        .map(|(s, r)| (DataConn::from(s), r))
+        .collect();
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(
+        all,
+        iotoll_net::server::engine_params(params),
+        phase.clone(),
+        threads.unwrap_or_else(iotoll_net::server::default_threads),
+    )
+    .map_err(|e| format!("cannot start the network engine: {e}"))?;
+    Ok((engine, phase))
+}
+
+/// Keeps a test's sockets open until it is released.
+fn hold(held: &Mutex<Vec<OwnedFd>>, sockets: Vec<OwnedFd>) {
     held.lock()
         .unwrap_or_else(|p| p.into_inner())
-        .extend(out.sockets);
-    Ok(report)
+        .extend(sockets);
+}
+
+/// Each pair's bytes in the window; `sizes` are the pairs' connection
+/// counts, in the engine's order.
+fn pair_bytes(pairs: &[PairSlot], sizes: &[usize], out: &EngineOut) -> Vec<PairBytes> {
+    let mut at = 0;
+    (pairs.iter().zip(sizes))
+        .map(|(p, n)| {
+            let all = out.per_conn.len();
+            let mine = &out.per_conn[at.min(all)..(at + n).min(all)];
+            at += n;
+            PairBytes {
+                pair: p.pair,
+                conns: *n as u32,
+                rx: mine.iter().map(|(_, c)| c.rx).sum(),
+                tx: mine.iter().map(|(_, c)| c.tx).sum(),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use iotoll_net::auth::Key;
 use iotoll_net::{Limits, ServerConfig, DEFAULT_PORT};
 use std::io::BufRead;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 #[derive(Args)]
 #[command(
@@ -77,7 +76,6 @@ pub fn main(a: AgentArgs) -> Result<()> {
             f.store(true, Ordering::Relaxed);
         });
     }
-    let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
     let cfg = ServerConfig {
         listen: bound,
         key: key.clone(),
@@ -92,7 +90,6 @@ pub fn main(a: AgentArgs) -> Result<()> {
                 targets,
                 threads: a.threads,
             },
-            log.clone(),
         )),
     };
     {
@@ -101,7 +98,7 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = writeln!(out, "iotoll agent listening on {bound}");
         let _ = out.flush();
     }
-    iotoll_net::serve_on(listener, &cfg, &flag, log).map_err(crate::usage_or)
+    iotoll_net::serve_on(listener, &cfg, &flag).map_err(crate::usage_or)
 }
 
 /// The agent's listener: on `--listen`, else every address with a key

@@ -8,7 +8,6 @@ use iotoll_net::tls::Cipher;
 use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -268,15 +267,14 @@ fn serve(a: ServeArgs) -> Result<()> {
         console: None,
     };
     let flag = signals::install();
-    let log: iotoll_net::server::Log = Arc::new(|m: &str| eprintln!("iotoll: {m}"));
-    match iotoll_net::serve(&cfg, &flag, log.clone()) {
+    match iotoll_net::serve(&cfg, &flag) {
         // No IPv6 on this host: listen on IPv4 instead of failing.
         Err(NetError::Io { .. }) if a.listen.is_none() => {
             let v4 = ServerConfig {
                 listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
                 ..cfg
             };
-            iotoll_net::serve(&v4, &flag, log)
+            iotoll_net::serve(&v4, &flag)
         }
         r => r,
     }

@@ -17,15 +17,11 @@ pub fn key() -> Key {
 
 /// An agent serving on an ephemeral loopback port, for the test's life.
 pub fn agent(targets: Vec<AllowedTarget>) -> SocketAddr {
-    let log: iotoll_net::server::Log = Arc::new(|_: &str| {});
-    let hook = iotoll_agent::agent::hook(
-        iotoll_agent::agent::AgentConfig {
-            key: Some(key()),
-            targets,
-            threads: Some(1),
-        },
-        log,
-    );
+    let hook = iotoll_agent::agent::hook(iotoll_agent::agent::AgentConfig {
+        key: Some(key()),
+        targets,
+        threads: Some(1),
+    });
     endpoint(Some(hook))
 }
 
@@ -46,7 +42,7 @@ pub fn endpoint(console: Option<iotoll_net::server::ConsoleHook>) -> SocketAddr 
     };
     std::thread::spawn(move || {
         let stop = AtomicBool::new(false);
-        let _ = iotoll_net::serve_on(l, &cfg, &stop, Arc::new(|_: &str| {}));
+        let _ = iotoll_net::serve_on(l, &cfg, &stop);
     });
     addr
 }

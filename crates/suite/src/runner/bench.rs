@@ -82,7 +82,7 @@ impl LocalEndpoint {
                     tls: true,
                     console: None,
                 };
-                let _ = iotoll_net::serve_on(l, &cfg, &s2, Arc::new(|_: &str| {}));
+                let _ = iotoll_net::server::serve_silently(l, &cfg, &s2);
             })
             .map_err(RunError::Endpoint)?;
         let listen = rx

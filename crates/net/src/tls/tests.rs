@@ -1,0 +1,219 @@
+use super::record::*;
+use super::*;
+use std::io::{Read, Write};
+
+/// A connected loopback pair: (client end, server end).
+fn pair() -> (TcpStream, TcpStream) {
+    crate::engine::tests::pairs(1).remove(0)
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(30)
+}
+
+fn payload(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// Both ends' handshakes and record layers, over one connection.
+fn tls_pair(cipher: Cipher) -> (TlsConn, TlsConn, Negotiated) {
+    let server = ServerTls::generate().unwrap();
+    let client = ClientTls::pinned(cipher, &server.cert_hex()).unwrap();
+    let (c, s) = pair();
+    let t = std::thread::spawn(move || {
+        handshake_all(vec![s], Side::Server(&server), soon(), &|| false).unwrap()
+    });
+    let (mut cc, n) = handshake_all(vec![c], Side::Client(&client), soon(), &|| false).unwrap();
+    let (mut sc, sn) = t.join().unwrap();
+    assert_eq!(n.cipher, sn.cipher);
+    (cc.remove(0), sc.remove(0), n)
+}
+
+fn read_all(c: &mut impl Read, n: usize) -> Vec<u8> {
+    let mut got = vec![0; n];
+    let mut at = 0;
+    while at < n {
+        let k = c.read(&mut got[at..]).unwrap();
+        assert!(k > 0, "early end after {at} of {n} bytes");
+        at += k;
+    }
+    got
+}
+
+#[test]
+fn every_cipher_carries_data_both_ways_intact() {
+    for cipher in Cipher::ALL {
+        let (mut c, mut s, n) = tls_pair(cipher);
+        assert_eq!(n.cipher, cipher);
+        assert_eq!(n.group.as_deref(), Some("X25519"));
+        // Sizes around the record boundary and a batch.
+        for len in [1, MAX_PLAIN - 1, MAX_PLAIN, MAX_PLAIN + 1, 3 * BATCH + 5] {
+            let data = payload(len);
+            let writer = {
+                let data = data.clone();
+                let mut c2 = c;
+                std::thread::spawn(move || {
+                    c2.write_all(&data).unwrap();
+                    c2
+                })
+            };
+            assert_eq!(read_all(&mut s, len), data, "{cipher} {len} bytes");
+            c = writer.join().unwrap();
+            s.write_all(&data).unwrap();
+            assert_eq!(read_all(&mut c, len), data, "{cipher} {len} bytes back");
+        }
+    }
+}
+
+/// The record layer is TLS 1.3's, not a private format: a plain rustls
+/// endpoint reads what it writes and the other way round.
+#[test]
+fn records_interoperate_with_rustls() {
+    let server = ServerTls::generate().unwrap();
+    let client = ClientTls::pinned(Cipher::Aes128Gcm, &server.cert_hex()).unwrap();
+    let (c, s) = pair();
+    let config = server.config.clone();
+    let data = payload(200_000);
+    let expect = data.clone();
+    let t = std::thread::spawn(move || {
+        let conn = rustls::ServerConnection::new(config).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, s);
+        let got = read_all(&mut tls, expect.len());
+        assert!(got == expect, "rustls read other bytes than were sent");
+        tls.write_all(b"reply from rustls").unwrap();
+        tls.flush().unwrap();
+        tls.conn.send_close_notify();
+        tls.flush().unwrap();
+    });
+    let (mut cc, _) = handshake_all(vec![c], Side::Client(&client), soon(), &|| false).unwrap();
+    let mut c = cc.remove(0);
+    c.write_all(&data).unwrap();
+    assert_eq!(read_all(&mut c, 17), b"reply from rustls");
+    // close_notify is the end of the stream.
+    assert_eq!(c.read(&mut [0; 16]).unwrap(), 0);
+    t.join().unwrap();
+}
+
+#[test]
+fn another_certificate_is_refused() {
+    let server = ServerTls::generate().unwrap();
+    let other = ServerTls::generate().unwrap();
+    let client = ClientTls::pinned(Cipher::Aes128Gcm, &other.cert_hex()).unwrap();
+    let (c, s) = pair();
+    let t = std::thread::spawn(move || {
+        handshake_all(vec![s], Side::Server(&server), soon(), &|| false).err()
+    });
+    let e = handshake_all(vec![c], Side::Client(&client), soon(), &|| false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("data connection 1") && e.contains("certificate"),
+        "{e}"
+    );
+    let e = t.join().unwrap().unwrap().to_string();
+    assert!(e.contains("data connection 1"), "{e}");
+}
+
+/// Garbage instead of a ClientHello, and a peer that says nothing:
+/// each a clear error, the first at once.
+#[test]
+fn garbage_and_silence_fail_cleanly() {
+    let server = ServerTls::generate().unwrap();
+    let (mut c, s) = pair();
+    c.write_all(&[0x42; 300]).unwrap();
+    let t0 = Instant::now();
+    let e = handshake_all(vec![s], Side::Server(&server), soon(), &|| false)
+        .err()
+        .unwrap();
+    assert!(matches!(e, HandshakeError::Failed(1, _)), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let (_c, s) = pair();
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let e = handshake_all(vec![s], Side::Server(&server), deadline, &|| false)
+        .err()
+        .unwrap();
+    assert!(matches!(e, HandshakeError::Timeout(0, 1)), "{e}");
+    let (_c, s) = pair();
+    let e = handshake_all(vec![s], Side::Server(&server), soon(), &|| true)
+        .err()
+        .unwrap();
+    assert!(matches!(e, HandshakeError::Aborted), "{e}");
+}
+
+#[test]
+fn an_altered_record_fails_authentication() {
+    let (c, mut s, _) = tls_pair(Cipher::Aes128Gcm);
+    // Seal one record by hand, flip a ciphertext bit, send it raw.
+    let mut c = c;
+    c.seal(b"hello, world").unwrap();
+    let mut rec = c.wbuf[..c.wend].to_vec();
+    rec[HEADER + 2] ^= 1;
+    c.sock.write_all(&rec).unwrap();
+    let e = s.read(&mut [0; 64]).unwrap_err();
+    assert!(e.to_string().contains("bad_record_mac"), "{e}");
+}
+
+/// Both directions of TLS streams move when one engine thread at each
+/// end holds a sender and a receiver (the endpoint's `--dir bidir`):
+/// a TLS sender's socket never fills (its receiver decrypts faster than
+/// it encrypts), and once it starved the receivers of its thread.
+/// Waits for progress, not for a window, so a busy machine only slows it.
+#[test]
+fn one_thread_sends_and_receives_tls_both_ways() {
+    use crate::engine::{DataConn, Engine, EngineParams, Role};
+    use iotoll_run::{Phase, PhaseCell};
+    let p = EngineParams {
+        msg: 128 << 10,
+        req: 1,
+        resp: 1,
+        burst: 1,
+        verify: true,
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..2 {
+        let (c, s, _) = tls_pair(Cipher::Aes128Gcm);
+        let (ra, rb) = if i == 0 {
+            (Role::Recv, Role::Send)
+        } else {
+            (Role::Send, Role::Recv)
+        };
+        a.push((DataConn::Tls(Box::new(c)), ra));
+        b.push((DataConn::Tls(Box::new(s)), rb));
+    }
+    let phase = Arc::new(PhaseCell::new(Phase::Measure));
+    let ea = Engine::start(a, p, phase.clone(), 1).unwrap();
+    let eb = Engine::start(b, p, phase.clone(), 1).unwrap();
+    // Each end's bytes count both of its connections; a starved
+    // receiver shows below as rx 0 once the senders have gone far.
+    let end = Instant::now() + Duration::from_secs(120);
+    while ea.totals().1 < 64 << 20 || eb.totals().1 < 64 << 20 {
+        assert!(Instant::now() < end, "no 64 MiB through each end in 120 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    phase.set(Phase::Stop);
+    for o in [ea.join(), eb.join()] {
+        assert_eq!(o.errors, 0, "{:?}", o.first_error);
+        let rx: u64 = o.per_conn.iter().map(|c| c.1.rx).sum();
+        let tx: u64 = o.per_conn.iter().map(|c| c.1.tx).sum();
+        assert!(rx >= 1 << 20 && tx >= 1 << 20, "rx {rx} tx {tx}");
+    }
+}
+
+#[test]
+fn buffers_shrink_with_many_connections() {
+    assert_eq!(batch_for(1), BATCH);
+    assert_eq!(batch_for(10_000), MIN_BATCH);
+    assert!(batch_for(1000) * 1000 <= BUFFER_BUDGET);
+}
+
+#[test]
+fn cipher_names() {
+    assert_eq!(Cipher::parse("AES-128-GCM"), Some(Cipher::Aes128Gcm));
+    assert_eq!(
+        Cipher::parse("TLS13_CHACHA20_POLY1305_SHA256"),
+        Some(Cipher::Chacha20Poly1305)
+    );
+    assert_eq!(Cipher::parse("rc4"), None);
+    assert!(ClientTls::pinned(Cipher::Aes128Gcm, "zz").is_err());
+}
