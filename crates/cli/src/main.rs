@@ -12,7 +12,6 @@ mod report;
 mod results;
 mod signals;
 mod suite;
-mod sysinfo;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::ResultStatus;
@@ -268,6 +267,17 @@ pub fn host() -> iotoll_probe::sysinfo::Host {
     iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"))
 }
 
+/// `iotoll sysinfo`: this host's disclosure, as every run stores it.
+fn sysinfo(json: bool) -> anyhow::Result<()> {
+    let h = host();
+    if json {
+        // Through a JSON value: keys in the order every stored record has.
+        return output::print_json(&iotoll_model::spec::to_json(&h));
+    }
+    print!("{}", iotoll_report::text::host(&h));
+    Ok(())
+}
+
 /// `--ramp` and `--time` of a single measurement.
 #[derive(Args)]
 pub struct Window {
@@ -447,7 +457,7 @@ fn main() -> ExitCode {
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),
-        Cmd::Sysinfo { json } => sysinfo::sysinfo(json),
+        Cmd::Sysinfo { json } => sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
         Cmd::Completions { shell } => completions(shell),

@@ -1,8 +1,6 @@
 //! Human and JSON renderings of a result document: JSON here, the human
 //! table in `iotoll_report::text`.
 
-/// Groups digits: 1234567.8 -> "1,234,568" (no decimals at or above 100).
-pub use iotoll_model::units::format_number as num;
 /// The compact table printed after a run.
 pub use iotoll_report::text::result as human;
 

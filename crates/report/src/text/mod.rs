@@ -11,13 +11,18 @@ use std::fmt::Write;
 
 mod cpu;
 mod detail;
+mod host;
+pub mod iscsi;
+pub mod lab;
 mod results;
 mod spec;
+pub mod suite;
 #[cfg(test)]
 mod tests;
 
 pub use cpu::{consumer, split};
 pub use detail::tls_summary;
+pub use host::host;
 pub use results::{ci_text, host_tables, run_detail, run_list};
 
 /// A table with a title and head, to be filled with rows.
