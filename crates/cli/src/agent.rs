@@ -107,28 +107,17 @@ pub fn main(a: AgentArgs) -> Result<()> {
 /// The agent's listener: on `--listen`, else every address with a key
 /// (IPv4 where this host has no IPv6) and loopback only without one.
 fn listen(given: Option<&str>, keyed: bool) -> Result<std::net::TcpListener> {
-    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
-    let listen = match (given, keyed) {
-        (Some(s), _) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
-        (None, true) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
-        (None, false) => SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
-    };
+    let given = given.map(|s| iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or));
+    let loopback = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, DEFAULT_PORT));
+    let given = given.transpose()?.or((!keyed).then_some(loopback));
+    let ip = given.unwrap_or(iotoll_net::listen::DEFAULT_LISTEN).ip();
     anyhow::ensure!(
-        keyed || listen.ip().is_loopback(),
+        keyed || ip.is_loopback(),
         usage(format!(
-            "an agent takes orders to run workloads: give --auth-key FILE to listen on {} (without a key it listens on loopback only)",
-            listen.ip()
+            "an agent takes orders to run workloads: give --auth-key FILE to listen on {ip} (without a key it listens on loopback only)"
         ))
     );
-    match TcpListener::bind(listen) {
-        Ok(l) => Ok(l),
-        // No IPv6 on this host: the default falls back to IPv4.
-        Err(_) if given.is_none() && listen.is_ipv6() => {
-            TcpListener::bind((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))
-                .with_context(|| format!("cannot listen on 0.0.0.0:{DEFAULT_PORT}"))
-        }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot listen on {listen}"))),
-    }
+    iotoll_net::listen::bind(given).map_err(crate::usage_or)
 }
 
 /// The key on the first line of stdin (never on a command line, where
