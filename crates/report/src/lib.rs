@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod charts;
+pub mod comparable;
 pub mod compare;
 pub mod differs;
 pub mod disclosure;

@@ -292,10 +292,8 @@ impl iotoll_suite::SuiteProgress for TermProgress {
         reps: u32,
         eta: Duration,
     ) {
-        self.line(&format!(
-            "[{index}/{total}] {name}  repetition {rep}/{reps}  suite ETA {}",
-            fmt_dur(eta)
-        ));
+        let line = iotoll_report::text::progress::test_start(index, total, name, (rep, reps), eta);
+        self.line(&line);
     }
 
     fn line(&mut self, msg: &str) {
