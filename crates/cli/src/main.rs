@@ -15,6 +15,7 @@ mod suite;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::ResultStatus;
+use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -311,35 +312,8 @@ pub fn pct_arg(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a percentage from 0 to 100"))
 }
 
-/// What a measuring library's error says about the run.
-pub trait RunError: std::error::Error + Send + Sync + Sized + 'static {
-    /// The user's to fix on the command line (exit 2).
-    fn is_usage(&self) -> bool;
-    /// A run that went wrong after its workload started: the failure and
-    /// the partial result (status `failed`); otherwise the error back.
-    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self>;
-}
-
-macro_rules! run_error {
-    ($($e:path),*) => {$(
-        impl RunError for $e {
-            fn is_usage(&self) -> bool {
-                <$e>::is_usage(self)
-            }
-            fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
-                match self {
-                    Self::Failed { msg, doc } => Ok((msg, *doc)),
-                    e => Err(e),
-                }
-            }
-        }
-    )*};
-}
-
-run_error!(iotoll_net::NetError, iotoll_disk::DiskError);
-
 /// A library error for the binary: the user's to fix (exit 2) or not.
-pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
+pub fn usage_or<E: MeasureError>(e: E) -> anyhow::Error {
     if e.is_usage() {
         usage(e)
     } else {
@@ -366,7 +340,7 @@ pub fn session_err(e: iotoll_suite::SessionError) -> anyhow::Error {
 /// failed, an engine error mid-run) prints its partial figures marked
 /// `failed`, is stored as a failed run with no result, and exits 1
 /// naming the failure; errors the user fixes on the command line exit 2.
-pub fn measure<E: RunError>(
+pub fn measure<E: MeasureError>(
     o: &MeasureOpts,
     run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
@@ -412,9 +386,8 @@ fn failed_run(
     o: &MeasureOpts,
     session: &mut iotoll_suite::Session,
     msg: String,
-    mut doc: iotoll_model::ResultDoc,
+    doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
-    doc.status = ResultStatus::Failed;
     if let Err(e) = print_doc(o, &doc) {
         return e;
     }

@@ -74,27 +74,12 @@ struct ReportFiles {
     md: Option<PathBuf>,
 }
 
-/// The CPU threshold the run's suite file states, if any.
-fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
-    let text = run.suite_text.as_deref()?;
-    iotoll_suite::parse(text, &run.run.suite)
-        .ok()?
-        .cpu_threshold_pct
-}
-
 fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let store = crate::results::open_read(&db.path())?;
-    let mut configs = Vec::new();
-    let mut infos = Vec::new();
-    for w in which {
-        let id = store.resolve(w).map_err(usage)?;
-        let detail = store.run_detail(id)?;
-        let (c, mut i) = iotoll_report::load(&detail);
-        i.cpu_threshold_pct = suite_threshold(&detail);
-        configs.push(c);
-        infos.push(i);
-    }
-    Ok((configs, infos))
+    iotoll_report::runs::load(&store, which).map_err(|e| match e {
+        iotoll_report::runs::RunsError::Unknown(e) => usage(e),
+        e => e.into(),
+    })
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -18,6 +18,7 @@ pub mod html;
 pub mod info;
 pub mod markdown;
 pub mod reps;
+pub mod runs;
 pub mod tables;
 pub mod text;
 
