@@ -239,34 +239,7 @@ fn export_icf(
     out: Option<PathBuf>,
 ) -> Result<()> {
     let (suite, _) = load_with(which, &[], false)?;
-    if let Some(t) = targets
-        .iter()
-        .find(|t| t.trim().is_empty() || t.contains(char::is_control))
-    {
-        return Err(usage(format!(
-            "--target '{}' is not a name Iometer can show",
-            t.escape_debug()
-        )));
-    }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(t) = targets
-        .iter()
-        .find(|t| !seen.insert(t.to_ascii_uppercase()))
-    {
-        return Err(usage(format!("--target {t} is given twice")));
-    }
-    let manager = manager.unwrap_or_else(|| {
-        let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        Some(h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "localhost".into())
-    });
-    let o = iotoll_suite::icf::ExportOptions {
-        test,
-        targets,
-        manager,
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-    };
+    let o = iotoll_suite::icf_export::export_options(test, targets, manager).map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
     let text = iotoll_suite::icf::write(&icf);
     for n in &notes {
