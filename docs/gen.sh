@@ -9,6 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export IOTOLL_BLESS=1
 cargo test -q --locked -p iotoll-model result_schema_json_matches_the_types
-cargo test -q --locked -p iotoll --bin iotoll readme_disk_run_sample
 cargo test -q --locked -p iotoll --test doc_samples
 git status --short -- README.md docs

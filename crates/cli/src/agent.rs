@@ -3,10 +3,9 @@
 use crate::usage;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use iotoll_agent::serve;
 use iotoll_net::auth::Key;
-use iotoll_net::{Limits, ServerConfig, DEFAULT_PORT};
-use std::io::BufRead;
-use std::sync::atomic::Ordering;
+use iotoll_net::DEFAULT_PORT;
 
 #[derive(Args)]
 #[command(
@@ -55,42 +54,22 @@ pub fn main(a: AgentArgs) -> Result<()> {
         r.map_err(usage)?;
     }
     anyhow::ensure!(a.threads != Some(0), usage("--threads must be positive"));
-    let from_stdin = a.auth_key.as_deref() == Some("-");
     let key = match a.auth_key.as_deref() {
         None => None,
-        Some("-") => Some(key_from_stdin()?),
+        Some("-") => Some(serve::key_from_stdin().map_err(usage)?),
         Some(p) => Some(Key::load(std::path::Path::new(p)).map_err(usage)?),
     };
     let listener = listen(a.listen.as_deref(), key.is_some())?;
     let bound = listener.local_addr().context("listener address")?;
     let flag = crate::signals::install();
-    if from_stdin {
-        // The ssh session (or whoever started us) is gone: stop.
-        let f = flag.clone();
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let stdin = std::io::stdin();
-            while stdin.lock().read_line(&mut sink).is_ok_and(|n| n > 0) {
-                sink.clear();
-            }
-            f.store(true, Ordering::Relaxed);
-        });
+    if a.auth_key.as_deref() == Some("-") {
+        serve::stop_when_stdin_closes(flag.clone());
     }
-    let cfg = ServerConfig {
-        listen: bound,
-        key: key.clone(),
-        once: false,
-        limits: Limits::default(),
-        threads: a.threads,
-        handshake: iotoll_net::server::HANDSHAKE,
-        tls: true,
-        console: Some(iotoll_agent::agent::hook(
-            iotoll_agent::agent::AgentConfig {
-                key,
-                targets,
-                threads: a.threads,
-            },
-        )),
+    let threads = a.threads;
+    let cfg = iotoll_agent::agent::AgentConfig {
+        key,
+        targets,
+        threads,
     };
     {
         use std::io::Write;
@@ -98,51 +77,21 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = writeln!(out, "iotoll agent listening on {bound}");
         let _ = out.flush();
     }
-    iotoll_net::serve_on(listener, &cfg, &flag).map_err(crate::usage_or)
+    serve::serve(listener, cfg, &flag).map_err(crate::usage_or)
 }
 
 /// The agent's listener: on `--listen`, else every address with a key
 /// (IPv4 where this host has no IPv6) and loopback only without one.
 fn listen(given: Option<&str>, keyed: bool) -> Result<std::net::TcpListener> {
-    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
-    let listen = match (given, keyed) {
-        (Some(s), _) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
-        (None, true) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
-        (None, false) => SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)),
-    };
+    let given = given.map(|s| iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or));
+    let loopback = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, DEFAULT_PORT));
+    let given = given.transpose()?.or((!keyed).then_some(loopback));
+    let ip = given.unwrap_or(iotoll_net::listen::DEFAULT_LISTEN).ip();
     anyhow::ensure!(
-        keyed || listen.ip().is_loopback(),
+        keyed || ip.is_loopback(),
         usage(format!(
-            "an agent takes orders to run workloads: give --auth-key FILE to listen on {} (without a key it listens on loopback only)",
-            listen.ip()
+            "an agent takes orders to run workloads: give --auth-key FILE to listen on {ip} (without a key it listens on loopback only)"
         ))
     );
-    match TcpListener::bind(listen) {
-        Ok(l) => Ok(l),
-        // No IPv6 on this host: the default falls back to IPv4.
-        Err(_) if given.is_none() && listen.is_ipv6() => {
-            TcpListener::bind((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))
-                .with_context(|| format!("cannot listen on 0.0.0.0:{DEFAULT_PORT}"))
-        }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot listen on {listen}"))),
-    }
-}
-
-/// The key on the first line of stdin (never on a command line, where
-/// `ps` would show it).
-fn key_from_stdin() -> Result<Key> {
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(n) if n > 0 => {}
-        _ => return Err(usage("--auth-key -: no key on stdin")),
-    }
-    let k = line.trim();
-    anyhow::ensure!(
-        k.len() >= 16,
-        usage(format!(
-            "--auth-key -: the key on stdin is {} bytes; use at least 16",
-            k.len()
-        ))
-    );
-    Ok(Key::from_bytes(k.as_bytes()))
+    iotoll_net::listen::bind(given).map_err(crate::usage_or)
 }

@@ -4,7 +4,6 @@ use crate::{duration_arg, output, size_arg};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::{builtin_specs, DiskError, DiskRequest, EngineChoice};
-use iotoll_model::format_size;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -169,30 +168,6 @@ fn specs(json: bool) -> Result<()> {
     if json {
         return output::print_json(&all);
     }
-    let row = |name: &str, share: &str, l: &iotoll_disk::AccessLine, qd: &str| {
-        println!(
-            "{name:<22} {share:>7} {:>6} {:>7} {:>9} {qd:>4}",
-            format_size(l.bs),
-            l.read_pct,
-            l.random_pct,
-        )
-    };
-    println!(
-        "{:<22} {:>7} {:>6} {:>7} {:>9} {:>4}",
-        "spec", "share %", "size", "read %", "random %", "QD"
-    );
-    for s in &all {
-        let qd = s.qd.to_string();
-        for (i, l) in s.lines.iter().enumerate() {
-            // A mixed spec's name and QD on its first line only.
-            let (name, qd) = if i == 0 {
-                (s.name.as_str(), qd.as_str())
-            } else {
-                ("", "")
-            };
-            row(name, &l.share_pct.to_string(), l, qd);
-        }
-    }
-    println!("\nMixed specs draw each I/O's line by its share; the iometer-* specs are Iometer's classic patterns (docs/disk.md cites them).");
+    print!("{}", iotoll_report::text::specs(&all));
     Ok(())
 }

@@ -5,9 +5,8 @@ use crate::{duration_arg, output, usage};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::spec::IscsiOptions;
-use iotoll_iscsi::{scsi, session, url, Session};
-use iotoll_model::text::printable;
-use serde::Serialize;
+use iotoll_iscsi::{inquiry, url};
+use iotoll_report::text::iscsi as text;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -99,144 +98,23 @@ pub fn main(cmd: IscsiCmd) -> Result<()> {
     }
 }
 
-#[derive(Serialize)]
-struct Discovery {
-    portal: String,
-    targets: Vec<session::Discovered>,
-}
-
 fn discover(portal: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let (host, port) = url::parse_portal(portal).map_err(usage)?;
-    let portal = url::format_portal(&host, port);
     let cfg = login.config()?;
-    let targets = session::discover(&portal, &cfg)?;
+    let d = inquiry::discover(url::format_portal(&host, port), &cfg)?;
     if json {
-        return output::print_json(&Discovery { portal, targets });
+        return output::print_json(&d);
     }
-    if targets.is_empty() {
-        println!(
-            "{portal}: no targets offered to this initiator ({})",
-            cfg.initiator_name
-        );
-    }
-    // Names and addresses are the target's word: shown, never obeyed by
-    // the terminal.
-    for t in &targets {
-        println!("{}", printable(&t.name));
-        for a in &t.addresses {
-            println!("    {}", printable(a));
-        }
-    }
+    print!("{}", text::discovery(&d, &cfg.initiator_name));
     Ok(())
 }
 
-/// One LUN as `iscsi luns` reports it.
-#[derive(Serialize)]
-struct LunInfo {
-    lun: u64,
-    url: String,
-    /// SCSI peripheral device type (0: disk).
-    device_type: u8,
-    vendor: String,
-    product: String,
-    revision: String,
-    /// Absent when READ CAPACITY(16) failed (then `error` says why).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    block_size: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    capacity_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-#[derive(Serialize)]
-struct LunList {
-    portal: String,
-    target: String,
-    session: iotoll_iscsi::SessionInfo,
-    luns: Vec<LunInfo>,
-}
-
-fn luns(text: &str, login: &LoginArgs, json: bool) -> Result<()> {
-    let u = url::parse(text).map_err(usage)?;
-    let cfg = login.config()?;
-    let mut s = Session::login(&u.portal(), &u.iqn, &cfg, 1)?;
-    let numbers = match u.lun {
-        Some(l) => vec![l],
-        None => s.report_luns().map_err(|e| anyhow::anyhow!("{u}: {e}"))?,
-    };
-    let mut list = Vec::new();
-    for n in numbers {
-        list.push(lun_info(&mut s, &u, n)?);
-    }
-    let doc = LunList {
-        portal: u.portal(),
-        target: u.iqn.clone(),
-        session: s.info.clone(),
-        luns: list,
-    };
-    let _ = s.logout();
+fn luns(which: &str, login: &LoginArgs, json: bool) -> Result<()> {
+    let u = url::parse(which).map_err(usage)?;
+    let list = inquiry::luns(&u, &login.config()?)?;
     if json {
-        return output::print_json(&doc);
+        return output::print_json(&list);
     }
-    println!("{} at {} ({} LUNs)", doc.target, doc.portal, doc.luns.len());
-    println!(
-        "{:>5}  {:<8} {:<16} {:<4} {:>6} {:>14}  url",
-        "LUN", "vendor", "product", "rev", "block", "capacity"
-    );
-    for l in &doc.luns {
-        let cap = match (l.capacity_bytes, &l.error) {
-            (Some(c), _) => iotoll_model::format_size(c),
-            (None, Some(e)) => printable(e).into_owned(),
-            (None, None) => "-".into(),
-        };
-        // INQUIRY's strings are the target's word, as is a sense's text.
-        println!(
-            "{:>5}  {:<8} {:<16} {:<4} {:>6} {:>14}  {}",
-            l.lun,
-            printable(&l.vendor),
-            printable(&l.product),
-            printable(&l.revision),
-            l.block_size.map_or("-".into(), |b| b.to_string()),
-            cap,
-            l.url
-        );
-    }
+    print!("{}", text::luns(&list));
     Ok(())
-}
-
-fn lun_info(s: &mut Session, u: &url::IscsiUrl, lun: u64) -> Result<LunInfo> {
-    let i = s.inquiry(lun).map_err(|e| anyhow::anyhow!("{u}: {e}"))?;
-    let mut info = LunInfo {
-        lun,
-        url: u.with_lun(lun).to_string(),
-        device_type: i.peripheral_type,
-        vendor: i.vendor,
-        product: i.product,
-        revision: i.revision,
-        block_size: None,
-        capacity_bytes: None,
-        error: None,
-    };
-    if i.peripheral_qualifier != 0 {
-        info.error = Some("no such LUN".into());
-        return Ok(info);
-    }
-    if i.peripheral_type != 0 {
-        info.error = Some(format!(
-            "not a disk: {}",
-            scsi::device_type_name(i.peripheral_type)
-        ));
-        return Ok(info);
-    }
-    match s.read_capacity(lun) {
-        Ok(c) => {
-            info.block_size = Some(c.block_size);
-            info.capacity_bytes = Some(c.bytes());
-        }
-        // The LUN's own failure goes in its row; a session failure ends all.
-        Err(e) if e.kind == iotoll_iscsi::ErrorKind::Scsi => info.error = Some(e.msg),
-        Err(e) => return Err(e.into()),
-    }
-    Ok(info)
 }

@@ -4,6 +4,7 @@
 use crate::usage;
 use anyhow::{Context, Result};
 use iotoll_agent::k8s::{self, K8sOptions};
+use iotoll_agent::k8s_hosts::{self, HostsFileError};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -72,28 +73,13 @@ pub fn run(args: &K8sArgs) -> Result<i32> {
     let o = args.options();
     o.check().map_err(|e| usage(format!("--{e}")))?;
     if let Some(path) = &args.hosts_out {
-        let text = k8s::hosts_file(&o);
-        let mut f = std::fs::OpenOptions::new();
-        f.write(true);
-        if args.force {
-            f.create(true).truncate(true);
-        } else {
-            // create_new: the check and the creation are one step, so a
-            // file that appears in between is not overwritten either.
-            f.create_new(true);
-        }
-        let mut file = match f.open(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(usage(format!(
-                    "--hosts-out {}: the file exists (--force overwrites it)",
-                    path.display()
-                )))
+        let at = format!("--hosts-out {}", path.display());
+        k8s_hosts::write_hosts_file(&o, path, args.force).map_err(|e| match e {
+            HostsFileError::Exists => {
+                usage(format!("{at}: the file exists (--force overwrites it)"))
             }
-            r => r.with_context(|| format!("--hosts-out {}", path.display()))?,
-        };
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("--hosts-out {}: writing", path.display()))?;
+            e => anyhow::Error::new(e).context(at),
+        })?;
         let what = if o.daemonset {
             "a template to fill in once the DaemonSet's pods run".to_string()
         } else {

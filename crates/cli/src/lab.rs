@@ -3,7 +3,8 @@
 use crate::{output, usage};
 use anyhow::Result;
 use clap::Subcommand;
-use iotoll_lab::{LabError, LabState};
+use iotoll_lab::LabError;
+use iotoll_report::text::lab as text;
 use std::io::IsTerminal;
 
 #[derive(Subcommand)]
@@ -115,29 +116,11 @@ pub fn main(cmd: LabCmd) -> Result<()> {
 }
 
 fn list() -> Result<()> {
-    println!("built-in labs:");
-    for n in iotoll_lab::builtin_names() {
-        println!(
-            "  {n:<10} {}",
-            iotoll_lab::builtin_description(n).unwrap_or_default()
-        );
-    }
-    let up = iotoll_lab::running().map_err(lab_err)?;
-    if up.is_empty() {
-        println!("labs up: none");
-    } else {
-        println!("labs up:");
-        for s in &up {
-            println!(
-                "  {:<10} {} hosts  {}  from {}{}",
-                s.name,
-                s.hosts.len(),
-                s.subnet,
-                s.source,
-                if s.complete { "" } else { "  (incomplete)" }
-            );
-        }
-    }
+    print!("{}", text::builtins());
+    print!(
+        "{}",
+        text::running(&iotoll_lab::running().map_err(lab_err)?)
+    );
     Ok(())
 }
 
@@ -160,73 +143,8 @@ fn up(lab: &str, sets: &[String], replace: bool, json: bool) -> Result<()> {
     if json {
         return output::print_json(&st);
     }
-    print_state(&st);
+    print!("{}", text::state(&st));
     Ok(())
-}
-
-fn print_state(st: &LabState) {
-    println!(
-        "lab {}  from {}{}  subnet {}  switch netns {}{}",
-        st.name,
-        st.source,
-        if st.sets.is_empty() {
-            String::new()
-        } else {
-            format!(" --set {}", st.sets.join(" --set "))
-        },
-        st.subnet,
-        st.switch,
-        if st.complete {
-            ""
-        } else {
-            "  INCOMPLETE (its `up` did not finish: `lab down` it)"
-        }
-    );
-    for h in &st.hosts {
-        let mut tcp = Vec::new();
-        if let Some(c) = &h.tcp.congestion_control {
-            tcp.push(format!("cc {c}"));
-        }
-        if let Some(m) = &h.tcp.tcp_rmem {
-            tcp.push(format!("rmem {m}"));
-        }
-        if let Some(m) = &h.tcp.tcp_wmem {
-            tcp.push(format!("wmem {m}"));
-        }
-        println!(
-            "  {:<10} netns {}{}",
-            h.name,
-            h.netns,
-            if tcp.is_empty() {
-                String::new()
-            } else {
-                format!("  {}", tcp.join(", "))
-            }
-        );
-        for l in &h.links {
-            let off: Vec<String> = l
-                .offloads
-                .list()
-                .iter()
-                .map(|(n, on)| format!("{n} {}", if *on { "on" } else { "off" }))
-                .collect();
-            println!(
-                "    {:<5} {:<16} mtu {:<5} {}{}",
-                l.ifname,
-                format!("{}/{}", l.address, l.prefix_len),
-                l.mtu,
-                match (&l.rate, &l.shaper) {
-                    (Some(r), Some(s)) => format!("{r} ({s})"),
-                    _ => "unshaped".into(),
-                },
-                if off.is_empty() {
-                    String::new()
-                } else {
-                    format!("  {}", off.join(", "))
-                }
-            );
-        }
-    }
 }
 
 fn status(name: Option<&str>, json: bool) -> Result<()> {
@@ -238,7 +156,7 @@ fn status(name: Option<&str>, json: bool) -> Result<()> {
             if json {
                 return output::print_json(&st);
             }
-            print_state(&st);
+            print!("{}", text::state(&st));
         }
         None => {
             let all = iotoll_lab::running().map_err(lab_err)?;
@@ -249,7 +167,7 @@ fn status(name: Option<&str>, json: bool) -> Result<()> {
                 println!("no lab is up");
             }
             for st in &all {
-                print_state(st);
+                print!("{}", text::state(st));
             }
         }
     }

@@ -13,10 +13,10 @@ mod report;
 mod results;
 mod signals;
 mod suite;
-mod sysinfo;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::ResultStatus;
+use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -269,6 +269,17 @@ pub fn host() -> iotoll_probe::sysinfo::Host {
     iotoll_probe::sysinfo::host(iotoll_model::VERSION, option_env!("IOTOLL_BUILD_COMMIT"))
 }
 
+/// `iotoll sysinfo`: this host's disclosure, as every run stores it.
+fn sysinfo(json: bool) -> anyhow::Result<()> {
+    let h = host();
+    if json {
+        // Through a JSON value: keys in the order every stored record has.
+        return output::print_json(&iotoll_model::spec::to_json(&h));
+    }
+    print!("{}", iotoll_report::text::host(&h));
+    Ok(())
+}
+
 /// `--ramp` and `--time` of a single measurement.
 #[derive(Args)]
 pub struct Window {
@@ -302,35 +313,8 @@ pub fn pct_arg(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a percentage from 0 to 100"))
 }
 
-/// What a measuring library's error says about the run.
-pub trait RunError: std::error::Error + Send + Sync + Sized + 'static {
-    /// The user's to fix on the command line (exit 2).
-    fn is_usage(&self) -> bool;
-    /// A run that went wrong after its workload started: the failure and
-    /// the partial result (status `failed`); otherwise the error back.
-    fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self>;
-}
-
-macro_rules! run_error {
-    ($($e:path),*) => {$(
-        impl RunError for $e {
-            fn is_usage(&self) -> bool {
-                <$e>::is_usage(self)
-            }
-            fn into_failed(self) -> Result<(String, iotoll_model::ResultDoc), Self> {
-                match self {
-                    Self::Failed { msg, doc } => Ok((msg, *doc)),
-                    e => Err(e),
-                }
-            }
-        }
-    )*};
-}
-
-run_error!(iotoll_net::NetError, iotoll_disk::DiskError);
-
 /// A library error for the binary: the user's to fix (exit 2) or not.
-pub fn usage_or<E: RunError>(e: E) -> anyhow::Error {
+pub fn usage_or<E: MeasureError>(e: E) -> anyhow::Error {
     if e.is_usage() {
         usage(e)
     } else {
@@ -357,7 +341,7 @@ pub fn session_err(e: iotoll_suite::SessionError) -> anyhow::Error {
 /// failed, an engine error mid-run) prints its partial figures marked
 /// `failed`, is stored as a failed run with no result, and exits 1
 /// naming the failure; errors the user fixes on the command line exit 2.
-pub fn measure<E: RunError>(
+pub fn measure<E: MeasureError>(
     o: &MeasureOpts,
     run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
@@ -403,9 +387,8 @@ fn failed_run(
     o: &MeasureOpts,
     session: &mut iotoll_suite::Session,
     msg: String,
-    mut doc: iotoll_model::ResultDoc,
+    doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
-    doc.status = ResultStatus::Failed;
     if let Err(e) = print_doc(o, &doc) {
         return e;
     }
@@ -449,7 +432,7 @@ fn main() -> ExitCode {
         Cmd::Net(c) => net::main(c),
         Cmd::Suite(c) => suite::main(c),
         Cmd::Results(c) => results::main(c),
-        Cmd::Sysinfo { json } => sysinfo::sysinfo(json),
+        Cmd::Sysinfo { json } => sysinfo(json),
         Cmd::Compare(a) => report::compare_cmd(*a),
         Cmd::Report(a) => report::report_cmd(a),
         Cmd::Completions { shell } => completions(shell),

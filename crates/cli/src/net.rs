@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_net::auth::Key;
 use iotoll_net::tls::Cipher;
-use iotoll_net::{ClientSpec, Dir, Limits, NetError, ServerConfig, TestKind, DEFAULT_PORT};
+use iotoll_net::{ClientSpec, Dir, Limits, ServerConfig, TestKind, DEFAULT_PORT};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -240,10 +240,9 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
 }
 
 fn serve(a: ServeArgs) -> Result<()> {
-    let listen = match &a.listen {
-        Some(s) => iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or)?,
-        None => std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, DEFAULT_PORT)),
-    };
+    let given = a.listen.as_deref();
+    let given = given.map(|s| iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or));
+    let given = given.transpose()?;
     anyhow::ensure!(
         !a.handshake_timeout.is_zero(),
         usage("--handshake-timeout must be positive (0s would refuse every client)")
@@ -253,7 +252,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         usage("--max-conns, --max-msg and --max-time must be positive")
     );
     let cfg = ServerConfig {
-        listen,
+        listen: given.unwrap_or(iotoll_net::listen::DEFAULT_LISTEN),
         key: load_key(&a.auth_key)?,
         once: a.once,
         limits: Limits {
@@ -267,16 +266,6 @@ fn serve(a: ServeArgs) -> Result<()> {
         console: None,
     };
     let flag = signals::install();
-    match iotoll_net::serve(&cfg, &flag) {
-        // No IPv6 on this host: listen on IPv4 instead of failing.
-        Err(NetError::Io { .. }) if a.listen.is_none() => {
-            let v4 = ServerConfig {
-                listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
-                ..cfg
-            };
-            iotoll_net::serve(&v4, &flag)
-        }
-        r => r,
-    }
-    .map_err(crate::usage_or)
+    let listener = iotoll_net::listen::bind(given).map_err(crate::usage_or)?;
+    iotoll_net::serve_on(listener, &cfg, &flag).map_err(crate::usage_or)
 }

@@ -72,24 +72,7 @@ impl iotoll_run::Progress for TermProgress {
     }
 
     fn second(&mut self, p: &SeriesPoint, elapsed: Duration, total: Duration) {
-        let mut line = format!(
-            "[{}] {:>4.0} / {:.0} s",
-            p.phase,
-            elapsed.as_secs_f64(),
-            total.as_secs_f64()
-        );
-        line.extend(
-            [
-                p.iops.map(|v| format!("  {v:>10.0} IOPS")),
-                p.mb_s.map(|v| format!("  {v:>9.1} MB/s")),
-                p.trans_s.map(|v| format!("  {v:>10.0} trans/s")),
-                p.mbit_s.map(|v| format!("  {v:>9.1} Mbit/s")),
-                p.cpu_pct.map(|v| format!("  cpu {v:>5.1} %")),
-            ]
-            .into_iter()
-            .flatten(),
-        );
-        self.draw(&line);
+        self.draw(&iotoll_report::text::progress::second(p, elapsed, total));
     }
 }
 

@@ -74,27 +74,12 @@ struct ReportFiles {
     md: Option<PathBuf>,
 }
 
-/// The CPU threshold the run's suite file states, if any.
-fn suite_threshold(run: &iotoll_store::RunDetail) -> Option<f64> {
-    let text = run.suite_text.as_deref()?;
-    iotoll_suite::parse(text, &run.run.suite)
-        .ok()?
-        .cpu_threshold_pct
-}
-
 fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let store = crate::results::open_read(&db.path())?;
-    let mut configs = Vec::new();
-    let mut infos = Vec::new();
-    for w in which {
-        let id = store.resolve(w).map_err(usage)?;
-        let detail = store.run_detail(id)?;
-        let (c, mut i) = iotoll_report::load(&detail);
-        i.cpu_threshold_pct = suite_threshold(&detail);
-        configs.push(c);
-        infos.push(i);
-    }
-    Ok((configs, infos))
+    iotoll_report::runs::load(&store, which).map_err(|e| match e {
+        iotoll_report::runs::RunsError::Unknown(e) => usage(e),
+        e => e.into(),
+    })
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -177,7 +162,13 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     which.extend(a.with.iter().cloned());
     let (configs, infos) = load(&a.db, &which)?;
     let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
-    comparable(&c, &configs, a.strict)?;
+    let differing = iotoll_report::comparable::check(&c, &configs, a.strict)?;
+    if !differing.is_empty() {
+        eprintln!(
+            "iotoll: warning: {} paired test(s) ran different workloads (see the findings; --strict refuses)",
+            differing.len()
+        );
+    }
     let md = a.files.write(&c, &configs, &infos, "comparison")?;
     // Files asked for are the output: stdout says nothing more than where
     // they went (on stderr), unless JSON is asked for too.
@@ -185,50 +176,6 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         crate::output::print_json(&c)?;
     } else if a.files.none() {
         print!("{md}");
-    }
-    Ok(())
-}
-
-/// A comparison that compares nothing, or (with `strict`) pairs different
-/// workloads, is an error rather than a table.
-fn comparable(c: &iotoll_report::Comparison, configs: &[ConfigData], strict: bool) -> Result<()> {
-    if c.compared_nothing() {
-        let lists: Vec<String> = configs
-            .iter()
-            .map(|cfg| {
-                let names: Vec<&str> = cfg.tests.iter().map(|t| t.name.as_str()).collect();
-                format!("{} (run {}): {}", cfg.label, cfg.run_id, names.join(", "))
-            })
-            .collect();
-        let metric = c.rows.first().map(|r| r.metric.as_str());
-        // Runs without the default metric (imports, studies selected by
-        // another figure) can still be compared on the ones they share.
-        let other = iotoll_report::info::comparable_metrics(configs, metric);
-        let hint = match other.as_slice() {
-            [] => String::new(),
-            [m, ..] => format!(
-                "\n  the tests have {}: compare one with --metric, e.g. --metric {m}",
-                other.join(", ")
-            ),
-        };
-        anyhow::bail!(
-            "nothing to compare: no test has the same name and a value of {} in every configuration\n  {}{hint}",
-            metric.unwrap_or("the metric"),
-            lists.join("\n  ")
-        );
-    }
-    let differing = c.differing();
-    if !differing.is_empty() {
-        if strict {
-            anyhow::bail!(
-                "--strict: paired tests ran different workloads (only the configuration may differ):\n  {}",
-                differing.join("\n  ")
-            );
-        }
-        eprintln!(
-            "iotoll: warning: {} paired test(s) ran different workloads (see the findings; --strict refuses)",
-            differing.len()
-        );
     }
     Ok(())
 }

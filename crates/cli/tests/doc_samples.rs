@@ -1,5 +1,6 @@
-//! The README's `results list` sample and docs/example-report.html are what
-//! `results list` and `compare --html` print for fixed runs (no
+//! The README's `disk run` and `results list` samples and
+//! docs/example-report.html are what the result's table, `results list` and
+//! `compare --html` print for fixed runs (no
 //! measurement): the fixtures in tests/fixtures are stored in a fresh
 //! database and the commands a user runs render them. A test fails when a
 //! checked-in sample drifts from that; docs/gen.sh (IOTOLL_BLESS=1) rewrites
@@ -148,6 +149,13 @@ fn readme_results_list_sample_is_what_results_list_prints() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     let text = String::from_utf8(out.stdout).expect("utf-8");
     samples::readme_sample("results-list", &text);
+}
+
+/// The table `disk run` prints after a run (`iotoll_report::text::result`).
+#[test]
+fn readme_disk_run_sample_is_what_disk_run_prints() {
+    let doc = result_doc(&fixture("disk-run.json"));
+    samples::readme_sample("disk-run", &iotoll_report::text::result(&doc));
 }
 
 #[test]

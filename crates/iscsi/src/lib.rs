@@ -5,6 +5,7 @@
 
 pub mod chap;
 mod conn;
+pub mod inquiry;
 pub mod pdu;
 pub mod scsi;
 pub mod session;

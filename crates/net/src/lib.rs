@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod client;
 pub mod engine;
+pub mod listen;
 pub mod proto;
 pub mod server;
 pub mod sock;

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod charts;
+pub mod comparable;
 pub mod compare;
 pub mod differs;
 pub mod disclosure;
@@ -17,6 +18,7 @@ pub mod html;
 pub mod info;
 pub mod markdown;
 pub mod reps;
+pub mod runs;
 pub mod tables;
 pub mod text;
 

@@ -12,6 +12,7 @@ pub mod file;
 pub mod fleet;
 pub mod hosts;
 pub mod icf;
+pub mod icf_export;
 pub mod runner;
 pub mod select;
 pub mod session;

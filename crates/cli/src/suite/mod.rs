@@ -4,14 +4,13 @@ use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interru
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
+use iotoll_report::text::suite as text;
 use iotoll_suite::hosts::HostEntry;
-use iotoll_suite::session::{self, host_label, Preflight};
-use iotoll_suite::{builtin, parse, OnHostFailure, OnInterference, Options, Session, Suite};
+use iotoll_suite::session::{self, Preflight};
+use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use table::{results_table, terminal_notes};
-
-mod table;
+use text::duration as fmt_dur;
 
 #[derive(Subcommand)]
 pub enum SuiteCmd {
@@ -193,15 +192,6 @@ fn check_reps(reps: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-fn fmt_dur(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=119 => format!("{s} s"),
-        120..=7199 => format!("{} min", s / 60),
-        _ => format!("{:.1} h", s as f64 / 3600.0),
-    }
-}
-
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
         SuiteCmd::List => list(),
@@ -224,16 +214,7 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
 
 /// `suite list`: the built-in suites, a line each.
 fn list() -> Result<()> {
-    for (name, text) in builtin::BUILTIN {
-        let s = parse(text, name).map_err(|e| anyhow::anyhow!("{e}"))?;
-        println!(
-            "{:<30} {:>9}  ~{:<8} {}",
-            name,
-            iotoll_model::text::count(s.jobs.len(), "test"),
-            fmt_dur(s.estimated()),
-            s.description.as_deref().unwrap_or("")
-        );
-    }
+    print!("{}", text::list()?);
     Ok(())
 }
 
@@ -246,43 +227,7 @@ fn show(suite: &str, target: &[PathBuf], durations: Durations, reps: Option<u32>
         println!("{m}");
     }
     let note = apply_durations(&mut s, durations)?;
-    println!(
-        "{}: {}, estimated {}",
-        s.name,
-        iotoll_model::text::count(s.jobs.len(), "test"),
-        fmt_dur(iotoll_suite::durations::planned(&s, reps))
-    );
-    if let Some(n) = note {
-        println!("{n}");
-    }
-    if let Some(t) = s.cpu_threshold_pct {
-        println!("CPU threshold {t} %");
-    }
-    if !s.hosts.is_empty() {
-        let hosts: Vec<String> = s.hosts.iter().map(host_label).collect();
-        println!("hosts {}", hosts.join(", "));
-    }
-    let line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str, g: &str| {
-        println!("{a:<44} {b:<12} {c:<10} {d:>4} {e:<14} {f:>6} {g:>6}")
-    };
-    line("test", "group", "kind", "reps", "select", "ramp", "time");
-    for j in &s.jobs {
-        let (r, t) = j.ramp_time();
-        let n = reps.unwrap_or(j.reps).to_string();
-        line(
-            &j.name,
-            &j.group,
-            j.kind.as_str(),
-            &n,
-            &j.rule.label(),
-            &fmt_dur(r),
-            &fmt_dur(t),
-        );
-        // Where it runs, under the test (a pair list is long).
-        if !j.placement.is_local() {
-            println!("  {}", j.placement.label());
-        }
-    }
+    print!("{}", text::show(&s, reps, note.as_deref()));
     Ok(())
 }
 
@@ -294,34 +239,7 @@ fn export_icf(
     out: Option<PathBuf>,
 ) -> Result<()> {
     let (suite, _) = load_with(which, &[], false)?;
-    if let Some(t) = targets
-        .iter()
-        .find(|t| t.trim().is_empty() || t.contains(char::is_control))
-    {
-        return Err(usage(format!(
-            "--target '{}' is not a name Iometer can show",
-            t.escape_debug()
-        )));
-    }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(t) = targets
-        .iter()
-        .find(|t| !seen.insert(t.to_ascii_uppercase()))
-    {
-        return Err(usage(format!("--target {t} is given twice")));
-    }
-    let manager = manager.unwrap_or_else(|| {
-        let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        Some(h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "localhost".into())
-    });
-    let o = iotoll_suite::icf::ExportOptions {
-        test,
-        targets,
-        manager,
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-    };
+    let o = iotoll_suite::icf_export::export_options(test, targets, manager).map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
     let text = iotoll_suite::icf::write(&icf);
     for n in &notes {
@@ -347,10 +265,8 @@ impl iotoll_suite::SuiteProgress for TermProgress {
         reps: u32,
         eta: Duration,
     ) {
-        self.line(&format!(
-            "[{index}/{total}] {name}  repetition {rep}/{reps}  suite ETA {}",
-            fmt_dur(eta)
-        ));
+        let line = iotoll_report::text::progress::test_start(index, total, name, (rep, reps), eta);
+        self.line(&line);
     }
 
     fn line(&mut self, msg: &str) {
@@ -442,17 +358,15 @@ fn run(a: RunArgs) -> Result<()> {
     let finished = s.finish(&outcome);
     // Every repetition is stored: shown before saying the run could not
     // be marked finished.
-    print!(
-        "{}",
-        results_table(run_id, &suite, &outcome.tests, a.config.as_deref())
-    );
+    let config = a.config.as_deref();
+    print!("{}", text::results(run_id, &suite, &outcome.tests, config));
     finished.map_err(e)?;
     let overridden = s.notes().iter().filter(|n| {
         n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
             || n.starts_with(iotoll_suite::file::SIZE_NOTE)
     });
     let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
-    for n in terminal_notes(&all) {
+    for n in text::notes(&all) {
         println!("note: {n}");
     }
     let db = a.db.path();

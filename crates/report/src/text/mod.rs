@@ -10,14 +10,22 @@ use std::fmt::Write;
 
 mod cpu;
 mod detail;
+mod host;
+pub mod iscsi;
+pub mod lab;
+pub mod progress;
 mod results;
 mod spec;
+mod specs;
+pub mod suite;
 #[cfg(test)]
 mod tests;
 
 pub use cpu::{consumer, split};
 pub use detail::tls_summary;
+pub use host::host;
 pub use results::{ci_text, host_tables, run_detail, run_list};
+pub use specs::specs;
 
 /// A table with a title and head, to be filled with rows.
 fn table(title: &str, head: &[&str]) -> crate::tables::Table {

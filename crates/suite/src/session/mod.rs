@@ -21,11 +21,13 @@
 
 mod lab;
 mod load;
+mod measured;
 mod single;
 mod sink;
 
 pub use lab::{builtins_with, host_names, SuiteLab};
 pub use load::{load, placed_hosts};
+pub use measured::MeasureError;
 pub use single::sut_note;
 
 use crate::file::Suite;

@@ -1,87 +1,151 @@
-//! The results table `suite run` prints, and the notes under it.
+//! `suite list`, `suite show`, and the results table `suite run` prints
+//! with the notes under it.
 
-use crate::output::num;
+use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
+use iotoll_model::text::count;
+use iotoll_model::units::format_number as num;
+use iotoll_suite::session::host_label;
 use iotoll_suite::{Suite, TestOutcome};
+use std::fmt::Write;
+use std::time::Duration;
 
-/// The run's results, a row a test: its selected figure and index, the
-/// repetitions it had of those planned, spread and confidence interval.
-pub fn results_table(
-    run: i64,
-    suite: &Suite,
-    tests: &[TestOutcome],
-    config: Option<&str>,
-) -> String {
-    use std::fmt::Write;
+/// A suite's length as `suite list`, `show` and the progress line say it.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        _ => format!("{:.1} h", s as f64 / 3600.0),
+    }
+}
+
+/// `suite list`: the built-in suites, a line each.
+pub fn list() -> Result<String, iotoll_suite::SuiteError> {
     let mut o = String::new();
+    for (name, text) in iotoll_suite::builtin::BUILTIN {
+        let s = iotoll_suite::parse(text, name)?;
+        let _ = writeln!(
+            o,
+            "{:<30} {:>9}  ~{:<8} {}",
+            name,
+            count(s.jobs.len(), "test"),
+            duration(s.estimated()),
+            s.description.as_deref().unwrap_or("")
+        );
+    }
+    Ok(o)
+}
+
+/// `suite show`: a suite's expanded tests, where they run, and how long;
+/// `note` says which durations were overridden.
+pub fn show(s: &Suite, reps: Option<u32>, note: Option<&str>) -> String {
+    let mut o = String::new();
+    let est = iotoll_suite::durations::planned(s, reps);
+    let tests = count(s.jobs.len(), "test");
+    let _ = writeln!(o, "{}: {tests}, estimated {}", s.name, duration(est));
+    if let Some(n) = note {
+        let _ = writeln!(o, "{n}");
+    }
+    if let Some(t) = s.cpu_threshold_pct {
+        let _ = writeln!(o, "CPU threshold {t} %");
+    }
+    if !s.hosts.is_empty() {
+        let hosts: Vec<String> = s.hosts.iter().map(host_label).collect();
+        let _ = writeln!(o, "hosts {}", hosts.join(", "));
+    }
+    let line = |c: [&str; 7]| {
+        let [a, b, c, d, e, f, g] = c;
+        format!("{a:<44} {b:<12} {c:<10} {d:>4} {e:<14} {f:>6} {g:>6}\n")
+    };
+    o.push_str(&line([
+        "test", "group", "kind", "reps", "select", "ramp", "time",
+    ]));
+    for j in &s.jobs {
+        let (r, t) = j.ramp_time();
+        let n = reps.unwrap_or(j.reps).to_string();
+        let (kind, rule, r, t) = (j.kind.as_str(), j.rule.label(), duration(r), duration(t));
+        o.push_str(&line([&j.name, &j.group, kind, &n, &rule, &r, &t]));
+        // Where it runs, under the test (a pair list is long).
+        if !j.placement.is_local() {
+            let _ = writeln!(o, "  {}", j.placement.label());
+        }
+    }
+    o
+}
+
+/// The run's results after `suite run`, a row a test: its selected figure
+/// and index, the repetitions it had of those planned, spread and
+/// confidence interval.
+pub fn results(run: i64, suite: &Suite, tests: &[TestOutcome], config: Option<&str>) -> String {
     let config = config.unwrap_or("-");
-    let _ = writeln!(o, "run {run}  suite {}  config {config}", suite.name);
+    let head = format!("run {run}  suite {}  config {config}\n", suite.name);
     // Disk throughput in Mbit/s where the suite asks (`unit = "mbit_s"`).
     let mbit = |name: &str| {
         (suite.jobs.iter())
             .any(|j| j.name == name && iotoll_model::ci::wants_mbit(j.kind, &j.params))
     };
     let any_mbit = tests.iter().any(|t| mbit(&t.name));
-    let _ = writeln!(
-        o,
-        "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8} {:>23}",
-        "test",
-        "group",
-        "reps",
-        "value",
-        "unit",
-        if any_mbit { "Mbit/s" } else { "MB/s" },
-        "cpu %",
-        "efficiency",
-        "",
-        "spread %",
-        "95 % CI (mean)"
-    );
-    for t in tests {
-        o.push_str(&row(t, mbit(&t.name)));
-    }
-    o
+    let t = Table {
+        head: [
+            "test",
+            "group",
+            "reps",
+            "value",
+            "unit",
+            if any_mbit { "Mbit/s" } else { "MB/s" },
+            "cpu %",
+            "efficiency",
+            "",
+            "spread %",
+            "95 % CI (mean)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: (tests.iter())
+            .map(|t| TRow::plain(row(t, mbit(&t.name)), None, false))
+            .collect(),
+        ..Table::default()
+    };
+    head + &to_text(&t, "", "llrrlrrrlrrl")
 }
 
-/// A test's row of the results table; `in_mbit`: disk throughput in
-/// Mbit/s.
-fn row(t: &TestOutcome, in_mbit: bool) -> String {
+/// A test's cells in the results table; `in_mbit`: disk throughput in
+/// Mbit/s. The last says what went wrong (not repeatable, interfered).
+fn row(t: &TestOutcome, in_mbit: bool) -> Vec<String> {
     let m = t.selected.metrics.as_ref();
     // A test's figure and index are those of the metric it is selected by.
     let (head, eff) = (t.metric.as_str(), t.kind.efficiency_of(&t.metric));
+    let mbit = |k: &str| iotoll_model::ci::disk_mbit(k).filter(|_| in_mbit);
     let shown = |k: &str| -> (Option<f64>, String) {
         let v = m.and_then(|m| m.get(k).copied());
-        match iotoll_model::ci::disk_mbit(k).filter(|_| in_mbit) {
+        match mbit(k) {
             Some((label, f)) => (v.map(|v| v * f), label.to_string()),
             None => (v, mn::label(k).to_string()),
         }
     };
-    let mut flag = match t.repeatable {
-        Some(false) => "  NOT REPEATABLE".to_string(),
-        _ => String::new(),
-    };
+    let mut flags = Vec::new();
+    if t.repeatable == Some(false) {
+        flags.push("NOT REPEATABLE".to_string());
+    }
     if !t.interfered.is_empty() {
         let reps: Vec<String> = t.interfered.iter().map(u32::to_string).collect();
-        flag.push_str(&format!("  INTERFERED (rep {})", reps.join(", ")));
+        flags.push(format!("INTERFERED (rep {})", reps.join(", ")));
     }
-    let values = t
-        .reps
-        .iter()
-        .filter_map(|(_, d)| d.metrics.get(head).copied());
+    let values = (t.reps.iter()).filter_map(|(_, d)| d.metrics.get(head).copied());
     let ci = iotoll_model::Ci95::of(head, values);
-    let factor = (iotoll_model::ci::disk_mbit(head).filter(|_| in_mbit)).map_or(1.0, |x| x.1);
+    let factor = mbit(head).map_or(1.0, |x| x.1);
     let ((value, unit), (index, index_unit)) = (shown(head), shown(eff));
     let throughput = match in_mbit {
         true => shown(mn::MB_S).0,
         false => m.and_then(|m| m.get(mn::MB_S).copied()),
     };
-    let or_dash = |v: Option<f64>| v.map(num).unwrap_or("-".into());
+    let or_dash = super::or_dash;
     // Of the repetitions planned: failed and not run ones count.
     let planned = t.reps.len() + t.failures.len() + t.not_run as usize;
-    format!(
-        "{:<40} {:<10} {:>5} {:>14} {:<14} {:>9} {:>7} {:>12} {:<22} {:>8} {:>23}{flag}\n",
-        t.name,
-        t.group,
+    vec![
+        t.name.clone(),
+        t.group.clone(),
         format!("{}/{planned}", t.reps.len()),
         or_dash(value),
         unit,
@@ -90,19 +154,18 @@ fn row(t: &TestOutcome, in_mbit: bool) -> String {
         or_dash(index),
         index_unit,
         (t.selected.spread_pct).map_or("-".into(), |s| format!("{s:.1}")),
-        ci.map_or("-".into(), |c| format!(
-            "{} to {}",
-            num(c.low * factor),
-            num(c.high * factor)
-        )),
-    )
+        ci.map_or("-".into(), |c| {
+            format!("{} to {}", num(c.low * factor), num(c.high * factor))
+        }),
+        flags.join("  "),
+    ]
 }
 
 /// The run's notes under its results table, readable however long the
 /// study: each repetition's interference (printed as it happened, flagged
 /// INTERFERED in the table) is one count when there are more than a few,
 /// not a line each (a 27-test study printed 81).
-pub fn terminal_notes(notes: &[String]) -> Vec<String> {
+pub fn notes(all: &[String]) -> Vec<String> {
     let interference = |n: &String| {
         n.split_once(": ").is_some_and(|(head, rest)| {
             head.contains(" repetition ")
@@ -110,8 +173,8 @@ pub fn terminal_notes(notes: &[String]) -> Vec<String> {
         })
     };
     let (reps, mut out): (Vec<&String>, Vec<String>) = (
-        notes.iter().filter(|n| interference(n)).collect(),
-        notes.iter().filter(|n| !interference(n)).cloned().collect(),
+        all.iter().filter(|n| interference(n)).collect(),
+        all.iter().filter(|n| !interference(n)).cloned().collect(),
     );
     // A few are shown whole (they name the processes).
     const WHOLE: usize = 6;
@@ -125,8 +188,8 @@ pub fn terminal_notes(notes: &[String]) -> Vec<String> {
             tests.dedup();
             out.push(format!(
                 "other processes interfered with {} of {} (INTERFERED above; `iotoll report` lists by what)",
-                iotoll_model::text::count(many.len(), "repetition"),
-                iotoll_model::text::count(tests.len(), "test")
+                count(many.len(), "repetition"),
+                count(tests.len(), "test")
             ));
         }
     }
@@ -134,11 +197,9 @@ pub fn terminal_notes(notes: &[String]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod table_tests {
+mod tests {
     use super::*;
-    use iotoll_model::metrics as mn;
     use iotoll_suite::select::Selected;
-    use iotoll_suite::Suite;
 
     fn outcome(suite: &Suite, name: &str, reps: &[(f64, f64)]) -> TestOutcome {
         let job = suite.jobs.iter().find(|j| j.name == name).expect("job");
@@ -190,7 +251,7 @@ mod table_tests {
                 &[(5000.0, 41.0), (5100.0, 41.8), (4900.0, 40.1)],
             ),
         ];
-        let out = results_table(1, &suite, &t, None);
+        let out = results(1, &suite, &t, None);
         let row = |n: &str| out.lines().find(|l| l.starts_with(n)).unwrap().to_string();
         let dss = row("dss-1m");
         assert!(
@@ -222,7 +283,7 @@ mod table_tests {
             "read",
             &[(1000.0, 100.0), (1000.0, 101.0), (1000.0, 99.0)],
         )];
-        let out = results_table(1, &suite, &t, None);
+        let out = results(1, &suite, &t, None);
         let row = out.lines().find(|l| l.starts_with("read")).unwrap();
         // 100 MB/s = 800 Mbit/s; 100 / 10 % CPU = 10 MB/s per % = 80 Mbit/s per %.
         assert!(row.contains(" 800 ") && row.contains("Mbit/s "), "{out}");
@@ -241,26 +302,21 @@ mod table_tests {
         );
         assert!(bad.unwrap_err().to_string().contains("unknown unit 'gbit'"));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::terminal_notes;
 
     /// 27 tests of 3 interfered repetitions printed 81 notes under the
     /// table: they are one, the others stay as they are.
     #[test]
     fn many_repetitions_interference_is_one_note() {
-        let mut notes = vec!["durations overridden: time 1s".to_string()];
+        let mut all = vec!["durations overridden: time 1s".to_string()];
         for t in 1..=27 {
             for rep in 1..=3 {
-                notes.push(format!(
+                all.push(format!(
                     "rr/conns={t} repetition {rep}: interference: other processes used 40.0 % of this host's CPU"
                 ));
             }
         }
-        notes.push("rr/conns=2: not repeatable: trans_s 30 %".into());
-        let out = terminal_notes(&notes);
+        all.push("rr/conns=2: not repeatable: trans_s 30 %".into());
+        let out = notes(&all);
         assert_eq!(
             out,
             vec![
@@ -269,7 +325,7 @@ mod tests {
                 "other processes interfered with 81 repetitions of 27 tests (INTERFERED above; `iotoll report` lists by what)".into(),
             ]
         );
-        let few = &notes[..7];
-        assert_eq!(terminal_notes(few), few.to_vec());
+        let few = &all[..7];
+        assert_eq!(notes(few), few.to_vec());
     }
 }

@@ -1,6 +1,7 @@
 //! `iotoll sysinfo`: this host's disclosure, as every run stores it.
 
-use anyhow::Result;
+use iotoll_probe::sysinfo::{Host, HostInterface};
+use std::fmt::Write;
 
 /// A disclosed value as JSON writes it (2300.0, not 2300), "-" for what
 /// could not be read.
@@ -17,26 +18,26 @@ fn gib(v: Option<u64>) -> String {
     s(&v.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)))
 }
 
-pub fn sysinfo(json: bool) -> Result<()> {
-    let h = crate::host();
-    if json {
-        // Through a JSON value: keys in the order every stored record has.
-        return crate::output::print_json(&iotoll_model::spec::to_json(&h));
-    }
-    println!("host         {}", h.host);
-    println!(
+/// The host's disclosure, a line a part (CPU, caches, memory, each adapter,
+/// each block device, each TCP setting).
+pub fn host(h: &Host) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "host         {}", h.host);
+    let _ = writeln!(
+        o,
         "iotoll       {} ({})",
         h.iotoll.version,
         s(&h.iotoll.commit)
     );
-    println!(
+    let _ = writeln!(
+        o,
         "os           {} {} ({})",
         h.os.kernel,
         h.os.arch,
         s(&h.os.distribution)
     );
     let c = &h.cpu;
-    println!(
+    let _ = writeln!(o,
         "cpu          {}  {} socket(s), {} core(s), {} thread(s)  nominal {} MHz ({})  current {} MHz  governor {}  smt {}",
         s(&c.model), c.sockets, c.cores, c.threads, s(&c.nominal_mhz),
         s(&c.nominal_mhz_source), s(&c.current_mhz), s(&c.governor), s(&c.smt)
@@ -46,17 +47,19 @@ pub fn sysinfo(json: bool) -> Result<()> {
         .iter()
         .map(|x| format!("L{} {} {}", x.level, s(&x.kind), s(&x.size)))
         .collect();
-    println!("caches       {}", caches.join(", "));
+    let _ = writeln!(o, "caches       {}", caches.join(", "));
     let m = &h.memory;
-    println!(
+    let _ = writeln!(
+        o,
         "memory       {}  swap {} (used {})",
         gib(m.total_bytes),
         gib(m.swap_total_bytes),
         gib(m.swap_used_bytes)
     );
-    interfaces(&h.interfaces);
+    interfaces(&mut o, &h.interfaces);
     for b in &h.block_devices {
-        println!(
+        let _ = writeln!(
+            o,
             "block        {:<10} {:<20} {} rotational {} scheduler {} queue depth {}",
             b.name,
             s(&b.model),
@@ -67,13 +70,13 @@ pub fn sysinfo(json: bool) -> Result<()> {
         );
     }
     for (k, v) in &h.tcp {
-        println!("tcp          {k} = {}", s(v));
+        let _ = writeln!(o, "tcp          {k} = {}", s(v));
     }
-    Ok(())
+    o
 }
 
 /// A line an adapter: MTU, speed, driver, the offloads on, addresses.
-fn interfaces(all: &[iotoll_probe::sysinfo::HostInterface]) {
+fn interfaces(o: &mut String, all: &[HostInterface]) {
     for i in all {
         let l = &i.link;
         let mut offs: Vec<&str> = l
@@ -83,7 +86,8 @@ fn interfaces(all: &[iotoll_probe::sysinfo::HostInterface]) {
             .filter_map(|(k, on)| (on == Some(true)).then_some(k))
             .collect();
         offs.sort_unstable();
-        println!(
+        let _ = writeln!(
+            o,
             "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}] {}",
             i.name,
             s(&l.mtu),

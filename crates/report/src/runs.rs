@@ -1,0 +1,38 @@
+//! The runs a comparison or a report is of, read from the store by the
+//! ids or labels a user names.
+
+use crate::{ConfigData, RunInfo};
+use iotoll_store::{RunDetail, Store, StoreError};
+
+/// A named run that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    /// No run has that id or label: the user's to fix.
+    #[error(transparent)]
+    Unknown(StoreError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Each run `which` names (an id, or a label's latest complete run):
+/// its configuration and what reports say of it, with the CPU threshold
+/// its suite file states.
+pub fn load(store: &Store, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>), RunsError> {
+    let mut configs = Vec::new();
+    let mut infos = Vec::new();
+    for w in which {
+        let id = store.resolve(w).map_err(RunsError::Unknown)?;
+        let detail = store.run_detail(id)?;
+        let (c, mut i) = crate::load(&detail);
+        i.cpu_threshold_pct = suite_threshold(&detail);
+        configs.push(c);
+        infos.push(i);
+    }
+    Ok((configs, infos))
+}
+
+/// The CPU threshold the run's suite file states, if any.
+fn suite_threshold(run: &RunDetail) -> Option<f64> {
+    let text = run.suite_text.as_deref()?;
+    (iotoll_suite::parse(text, &run.run.suite).ok()?).cpu_threshold_pct
+}

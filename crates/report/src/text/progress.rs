@@ -1,0 +1,43 @@
+//! The live progress line on stderr: a measurement's second, a suite's
+//! next repetition.
+
+use iotoll_model::SeriesPoint;
+use std::time::Duration;
+
+/// A second of a measurement: its phase, how far it is, and its figures.
+pub fn second(p: &SeriesPoint, elapsed: Duration, total: Duration) -> String {
+    let mut line = format!(
+        "[{}] {:>4.0} / {:.0} s",
+        p.phase,
+        elapsed.as_secs_f64(),
+        total.as_secs_f64()
+    );
+    line.extend(
+        [
+            p.iops.map(|v| format!("  {v:>10.0} IOPS")),
+            p.mb_s.map(|v| format!("  {v:>9.1} MB/s")),
+            p.trans_s.map(|v| format!("  {v:>10.0} trans/s")),
+            p.mbit_s.map(|v| format!("  {v:>9.1} Mbit/s")),
+            p.cpu_pct.map(|v| format!("  cpu {v:>5.1} %")),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    line
+}
+
+/// A suite's repetition starting: which test of how many, and how long
+/// the suite has left.
+pub fn test_start(
+    index: usize,
+    total: usize,
+    name: &str,
+    rep: (u32, u32),
+    eta: Duration,
+) -> String {
+    let eta = super::suite::duration(eta);
+    format!(
+        "[{index}/{total}] {name}  repetition {}/{}  suite ETA {eta}",
+        rep.0, rep.1
+    )
+}
