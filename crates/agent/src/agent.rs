@@ -850,29 +850,12 @@ mod tests {
     }
 
     fn order(read: u32) -> DiskOrder {
-        DiskOrder {
-            targets: vec![],
-            spec_name: None,
-            lines: vec![wire::OrderLine {
-                share_pct: 100,
-                bs: 4096,
-                read_pct: read,
-                random_pct: 100,
-                burst_delay_us: 0,
-                burst_len: 1,
-                align: None,
-            }],
-            qd: 1,
-            workers: 1,
-            spread: false,
+        DiskOrder::from_spec(&DiskRequest {
+            lines: vec![iotoll_disk::AccessLine::new(100, 4096, read, 100)],
             size: Some(1 << 20),
-            offset: 0,
-            engine: "auto".into(),
-            buffered: false,
-            ramp_ms: 0,
-            time_ms: 1000,
-            config: None,
-        }
+            time: Duration::from_secs(1),
+            ..DiskRequest::default()
+        })
     }
 
     #[test]

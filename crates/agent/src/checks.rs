@@ -715,30 +715,16 @@ mod tests {
     /// the outstanding I/Os with the edges' allowance.
     #[test]
     fn disk_figures_agree_with_each_other_and_the_test() {
-        let line = |bs, read_pct| OrderLine {
-            share_pct: 50,
-            bs,
-            read_pct,
-            random_pct: 100,
-            burst_delay_us: 0,
-            burst_len: 1,
-            align: None,
-        };
-        let order = DiskOrder {
-            targets: vec![],
-            spec_name: None,
-            lines: vec![line(4096, 100), line(65536, 0)],
+        let order = DiskOrder::from_spec(&iotoll_disk::DiskRequest {
+            lines: vec![
+                iotoll_disk::AccessLine::new(50, 4096, 100, 100),
+                iotoll_disk::AccessLine::new(50, 65536, 0, 100),
+            ],
             qd: 4,
             workers: 2,
-            spread: false,
-            size: None,
-            offset: 0,
-            engine: "auto".into(),
-            buffered: false,
-            ramp_ms: 0,
-            time_ms: 1000,
-            config: None,
-        };
+            time: Duration::from_secs(1),
+            ..Default::default()
+        });
         let spec: iotoll_model::spec::DiskSpec = serde_json::from_value(serde_json::json!({
             "spec": null, "target": "t", "target_kind": "existing-file", "target_size": 1u64 << 30,
             "qd": 4, "workers": 2, "size": 1u64 << 30, "offset": 0, "logical_block_size": 512,

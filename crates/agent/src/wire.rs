@@ -189,6 +189,20 @@ pub struct OrderLine {
     pub align: Option<u64>,
 }
 
+impl From<&iotoll_disk::AccessLine> for OrderLine {
+    fn from(l: &iotoll_disk::AccessLine) -> OrderLine {
+        OrderLine {
+            share_pct: l.share_pct,
+            bs: l.bs,
+            read_pct: l.read_pct,
+            random_pct: l.random_pct,
+            burst_delay_us: l.burst_delay.as_micros() as u64,
+            burst_len: l.burst_len,
+            align: l.align,
+        }
+    }
+}
+
 impl OrderLine {
     /// The access line this order line asks for, as the agent runs it.
     pub fn access_line(&self) -> iotoll_disk::AccessLine {
@@ -276,17 +290,7 @@ impl DiskOrder {
         DiskOrder {
             targets: s.targets.iter().map(|p| p.display().to_string()).collect(),
             spec_name: s.spec_name.clone(),
-            lines: (s.lines.iter())
-                .map(|l| OrderLine {
-                    share_pct: l.share_pct,
-                    bs: l.bs,
-                    read_pct: l.read_pct,
-                    random_pct: l.random_pct,
-                    burst_delay_us: l.burst_delay.as_micros() as u64,
-                    burst_len: l.burst_len,
-                    align: l.align,
-                })
-                .collect(),
+            lines: s.lines.iter().map(OrderLine::from).collect(),
             qd: s.qd,
             workers: s.workers,
             spread: s.spread,

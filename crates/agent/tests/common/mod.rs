@@ -2,9 +2,7 @@
 #![allow(dead_code)]
 
 use iotoll_agent::link::{Event, Link};
-use iotoll_agent::wire::{
-    self, AllowedTarget, DiskOrder, FromAgent, OrderLine, Session, Side, ToAgent,
-};
+use iotoll_agent::wire::{self, AllowedTarget, DiskOrder, FromAgent, Session, Side, ToAgent};
 use iotoll_net::auth::Key;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::AtomicBool;
@@ -56,29 +54,15 @@ pub fn allow(p: &std::path::Path, write: bool) -> AllowedTarget {
 
 /// One line of `read`% reads, 4 KiB random, on a `size`-byte region.
 pub fn disk_order(read: u32, size: u64) -> DiskOrder {
-    DiskOrder {
-        targets: vec![],
-        spec_name: None,
-        lines: vec![OrderLine {
-            share_pct: 100,
-            bs: 4096,
-            read_pct: read,
-            random_pct: 100,
-            burst_delay_us: 0,
-            burst_len: 1,
-            align: None,
-        }],
+    DiskOrder::from_spec(&iotoll_disk::DiskRequest {
+        lines: vec![iotoll_disk::AccessLine::new(100, 4096, read, 100)],
         qd: 4,
-        workers: 1,
-        spread: false,
         size: Some(size),
-        offset: 0,
-        engine: "auto".into(),
         buffered: true,
-        ramp_ms: 200,
-        time_ms: 1000,
-        config: None,
-    }
+        ramp: Duration::from_millis(200),
+        time: Duration::from_secs(1),
+        ..Default::default()
+    })
 }
 
 /// A console session opened by hand, to send an agent exactly the
