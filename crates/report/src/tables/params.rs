@@ -10,50 +10,57 @@ use serde_json::Value;
 
 /// The parameters worth a column, in order, per kind; the rest go into
 /// "other".
-fn param_columns(kind: Kind) -> &'static [(&'static str, &'static str)] {
-    match kind {
-        Kind::Disk => &[
-            ("spec", "access spec"),
-            ("mix", "mix"),
-            ("bs", "block size"),
-            ("read_pct", "read %"),
-            ("random_pct", "random %"),
-            ("qd", "QD"),
-            ("workers", "workers"),
-            ("spread", "spread"),
-            ("cpus", "CPUs"),
-            ("ntargets", "targets"),
-            ("engine", "engine"),
-            ("direct", "direct"),
-            ("ramp_s", "ramp (s)"),
-            ("time_s", "time (s)"),
-            ("target", "target"),
-            ("size", "size"),
-        ],
-        Kind::NetStream => &[
-            ("dir", "direction"),
-            ("conns", "connections"),
-            ("msg", "message"),
-            ("sockbuf", "socket buffer"),
-            ("nodelay", "nodelay"),
-            ("threads", "threads"),
-            ("ramp_s", "ramp (s)"),
-            ("time_s", "time (s)"),
-            ("peer", "peer"),
-        ],
-        Kind::NetRr => &[
-            ("conns", "connections"),
-            ("req", "request"),
-            ("resp", "response"),
-            ("burst", "burst"),
-            ("sockbuf", "socket buffer"),
-            ("nodelay", "nodelay"),
-            ("threads", "threads"),
-            ("ramp_s", "ramp (s)"),
-            ("time_s", "time (s)"),
-            ("peer", "peer"),
-        ],
-    }
+fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
+    /// What every network test has, after its own.
+    const NET: &[(&str, &str)] = &[
+        ("sockbuf", "socket buffer"),
+        ("nodelay", "nodelay"),
+        ("threads", "threads"),
+        ("ramp_s", "ramp (s)"),
+        ("time_s", "time (s)"),
+        ("peer", "peer"),
+    ];
+    let (own, shared): (&[_], &[_]) = match kind {
+        Kind::Disk => (
+            &[
+                ("spec", "access spec"),
+                ("mix", "mix"),
+                ("bs", "block size"),
+                ("read_pct", "read %"),
+                ("random_pct", "random %"),
+                ("qd", "QD"),
+                ("workers", "workers"),
+                ("spread", "spread"),
+                ("cpus", "CPUs"),
+                ("ntargets", "targets"),
+                ("engine", "engine"),
+                ("direct", "direct"),
+                ("ramp_s", "ramp (s)"),
+                ("time_s", "time (s)"),
+                ("target", "target"),
+                ("size", "size"),
+            ],
+            &[],
+        ),
+        Kind::NetStream => (
+            &[
+                ("dir", "direction"),
+                ("conns", "connections"),
+                ("msg", "message"),
+            ],
+            NET,
+        ),
+        Kind::NetRr => (
+            &[
+                ("conns", "connections"),
+                ("req", "request"),
+                ("resp", "response"),
+                ("burst", "burst"),
+            ],
+            NET,
+        ),
+    };
+    own.iter().chain(shared).copied().collect()
 }
 
 /// Keys left out of "other": internal or repeated elsewhere (a spec's
@@ -166,7 +173,7 @@ fn kind_parameters(configs: &[ConfigData], infos: &[RunInfo], kind: Kind) -> Tab
     for name in &names {
         let per: Vec<(usize, Vec<String>)> = (0..configs.len())
             .filter(|ci| configs[*ci].tests.iter().any(|t| &t.name == name))
-            .map(|ci| (ci, cells(&spec(ci, name), &used, cols)))
+            .map(|ci| (ci, cells(&spec(ci, name), &used, &cols)))
             .collect();
         rows.extend(test_rows(configs, name, &per, &used));
     }
