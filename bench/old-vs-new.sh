@@ -2,7 +2,7 @@
 # This build of iotoll against another (a commit, default: the last one
 # before HEAD's branch point given as REV), alternating, in one run: the
 # figures a refactor must leave unchanged within noise.
-# Usage: bench/old-vs-new.sh REV [--rounds N] [--time S] [--dir D]
+# Usage: bench/old-vs-new.sh REV [--rounds N] [--time S] [--dir D] [--iscsi]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."

@@ -1,8 +1,10 @@
 """One iotoll build against another on the same workloads, alternating, in
 one run: the check that a change meant to change no behaviour (a refactor)
 changed no figure beyond noise. Disk cases report IOPS and whole-host CPU
-per I/O; the network case Mbit/s and whole-host CPU per MB, on loopback.
-Usage: old_vs_new.py --old BIN --new BIN [--rounds N] [--time S] [--dir D]"""
+per I/O; the network case Mbit/s and whole-host CPU per MB, on loopback;
+with --iscsi, 4k random and 64k sequential reads of a null LUN of a private
+tgtd (the target of bench/iscsi_vs_libiscsi.py), IOPS and CPU per I/O.
+Usage: old_vs_new.py --old BIN --new BIN [--rounds N] [--time S] [--dir D] [--iscsi]"""
 import argparse
 import json
 import os
@@ -40,6 +42,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time", type=int, default=3)
     ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--iscsi", action="store_true", help="also the iSCSI cases (needs root and tgt)")
     a = ap.parse_args()
     print(bl.machine_line())
     tools = {"new": a.new, "old": a.old}
@@ -64,6 +67,28 @@ def main():
         for t in bl.rotation(list(tools), r):
             res[t].append(stream(tools[t], bl.free_port(), a.time))
     bl.report("1 TCP stream, loopback", res, [("mbit_s", "Mbit/s"), ("cpu_us_per_mb", "CPU/MB")])
+    if a.iscsi:
+        iscsi(tools, a.rounds, a.time)
+
+
+def iscsi(tools, rounds, secs):
+    import iscsi_vs_libiscsi as il
+    tgt = il.Tgtd()
+    try:
+        tgt.adm("--op", "new", "--mode", "target", "--tid", "1", "-T", il.IQN)
+        tgt.adm("--op", "new", "--mode", "logicalunit", "--tid", "1", "--lun", str(il.NULL_LUN),
+                "--bstype", "null", "--backing-store", "/dev/null")
+        tgt.adm("--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL")
+        url = tgt.url(il.NULL_LUN)
+        for title, bs, qd, random in [("iSCSI 4k randread QD32, null LUN", "4k", 32, True),
+                                      ("iSCSI 64k seq read QD8, null LUN", "64k", 8, False)]:
+            res = {t: [] for t in tools}
+            for r in range(rounds):
+                for t in bl.rotation(list(tools), r):
+                    res[t].append(il.iotoll_case(tools[t], url, bs, qd, random, secs))
+            bl.report(title, res, [("iops", "IOPS"), ("cpu_us_per_io", "CPU/IO")])
+    finally:
+        tgt.stop()
 
 
 if __name__ == "__main__":
