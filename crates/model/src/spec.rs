@@ -520,10 +520,11 @@ pub fn word<T: Serialize>(v: &T) -> String {
 }
 
 /// `spec` of a result document: the kind's own (a run of iotoll's), an
-/// import's, or, for a spec of another shape (another version's, none at
-/// all), the JSON as it was written. A document is typed by its `kind`
-/// when it is read ([`Spec::of`]), and only when the type writes it back
-/// exactly: a document read and written again is the same document.
+/// import's, one of another shape that still reads as its kind's
+/// ([`AsWritten`]), or, for one that does not (too old, none at all), the
+/// JSON as it was written. A document is typed by its `kind` when it is
+/// read ([`Spec::of`]); whatever its variant, a document read and written
+/// again is the same document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Spec {
@@ -531,7 +532,27 @@ pub enum Spec {
     Stream(Box<StreamSpec>),
     Rr(Box<RrSpec>),
     Import(Box<ImportSpec>),
+    DiskAsWritten(Box<AsWritten<DiskSpec>>),
+    StreamAsWritten(Box<AsWritten<StreamSpec>>),
+    RrAsWritten(Box<AsWritten<RrSpec>>),
     Other(serde_json::Value),
+}
+
+/// A part of another shape than this version writes (another version's,
+/// one edited by hand: a key more, a null for an absent field) that still
+/// reads as its kind's type. Readers get the type, as serde reads it
+/// (keys it does not know are passed over); the document is written back
+/// exactly as it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsWritten<T> {
+    pub typed: T,
+    pub raw: serde_json::Value,
+}
+
+impl<T> Serialize for AsWritten<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
 }
 
 /// None: written as null (a multi-host test no host ran).
@@ -569,6 +590,15 @@ fn exact<T: Serialize + serde::de::DeserializeOwned>(v: &serde_json::Value) -> O
     (to_json(&t) == *v).then(|| Box::new(t))
 }
 
+/// `v` read as a `T`, kept as written.
+fn as_written<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<Box<AsWritten<T>>> {
+    let typed = T::deserialize(v).ok()?;
+    Some(Box::new(AsWritten {
+        typed,
+        raw: v.clone(),
+    }))
+}
+
 impl Spec {
     /// The spec a document of `kind` holds, typed.
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Spec {
@@ -578,12 +608,20 @@ impl Spec {
             Kind::NetStream => exact(&v).map(Spec::Stream),
             Kind::NetRr => exact(&v).map(Spec::Rr),
         };
-        (native.or_else(|| exact(&v).map(Spec::Import))).unwrap_or(Spec::Other(v))
+        let read = || match kind {
+            Kind::Disk => as_written(&v).map(Spec::DiskAsWritten),
+            Kind::NetStream => as_written(&v).map(Spec::StreamAsWritten),
+            Kind::NetRr => as_written(&v).map(Spec::RrAsWritten),
+        };
+        (native.or_else(|| exact(&v).map(Spec::Import)))
+            .or_else(read)
+            .unwrap_or(Spec::Other(v))
     }
 
     pub fn disk(&self) -> Option<&DiskSpec> {
         match self {
             Spec::Disk(s) => Some(s),
+            Spec::DiskAsWritten(s) => Some(&s.typed),
             _ => None,
         }
     }
@@ -591,6 +629,7 @@ impl Spec {
     pub fn stream(&self) -> Option<&StreamSpec> {
         match self {
             Spec::Stream(s) => Some(s),
+            Spec::StreamAsWritten(s) => Some(&s.typed),
             _ => None,
         }
     }
@@ -598,6 +637,7 @@ impl Spec {
     pub fn rr(&self) -> Option<&RrSpec> {
         match self {
             Spec::Rr(s) => Some(s),
+            Spec::RrAsWritten(s) => Some(&s.typed),
             _ => None,
         }
     }
@@ -607,6 +647,8 @@ impl Spec {
         match self {
             Spec::Stream(s) => Some(&s.net),
             Spec::Rr(s) => Some(&s.net),
+            Spec::StreamAsWritten(s) => Some(&s.typed.net),
+            Spec::RrAsWritten(s) => Some(&s.typed.net),
             _ => None,
         }
     }
@@ -701,6 +743,8 @@ where
 pub enum Disclosure {
     Disk(Box<DiskDisclosure>),
     Net(Box<NetDisclosure>),
+    DiskAsWritten(Box<AsWritten<DiskDisclosure>>),
+    NetAsWritten(Box<AsWritten<NetDisclosure>>),
     Other(serde_json::Value),
 }
 
@@ -708,8 +752,10 @@ impl Disclosure {
     /// The disclosure a document of `kind` holds, typed.
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Disclosure {
         let typed = match kind {
-            crate::Kind::Disk => exact(&v).map(Disclosure::Disk),
-            crate::Kind::NetStream | crate::Kind::NetRr => exact(&v).map(Disclosure::Net),
+            crate::Kind::Disk => (exact(&v).map(Disclosure::Disk))
+                .or_else(|| as_written(&v).map(Disclosure::DiskAsWritten)),
+            crate::Kind::NetStream | crate::Kind::NetRr => (exact(&v).map(Disclosure::Net))
+                .or_else(|| as_written(&v).map(Disclosure::NetAsWritten)),
         };
         typed.unwrap_or(Disclosure::Other(v))
     }
@@ -717,6 +763,7 @@ impl Disclosure {
     pub fn disk(&self) -> Option<&DiskDisclosure> {
         match self {
             Disclosure::Disk(d) => Some(d),
+            Disclosure::DiskAsWritten(d) => Some(&d.typed),
             _ => None,
         }
     }
@@ -724,6 +771,7 @@ impl Disclosure {
     pub fn net(&self) -> Option<&NetDisclosure> {
         match self {
             Disclosure::Net(d) => Some(d),
+            Disclosure::NetAsWritten(d) => Some(&d.typed),
             _ => None,
         }
     }
@@ -734,7 +782,8 @@ impl Disclosure {
         match self {
             Disclosure::Net(d) => Some(&d.remote),
             Disclosure::Other(v) => v.get("remote"),
-            Disclosure::Disk(_) => None,
+            Disclosure::NetAsWritten(d) => d.raw.get("remote"),
+            Disclosure::Disk(_) | Disclosure::DiskAsWritten(_) => None,
         }
     }
 }
@@ -782,7 +831,7 @@ mod tests {
         }
     }
 
-    /// A spec is typed only when its type writes it back as it was.
+    /// A spec that does not read as its kind's is kept as written.
     #[test]
     fn specs_of_another_shape_are_kept_as_written() {
         use crate::Kind;

@@ -15,7 +15,7 @@ pub mod tls;
 
 pub use client::{run, ClientSpec};
 pub use proto::{Dir, TestKind};
-pub use server::{serve, serve_on, Limits, ServerConfig};
+pub use server::{serve_on, Limits, ServerConfig};
 
 /// The default endpoint port.
 pub const DEFAULT_PORT: u16 = 7575;

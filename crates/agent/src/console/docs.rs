@@ -143,7 +143,7 @@ impl Console {
             series: crate::series::merge(&g.hosts, &g.seconds),
             hosts: g.hosts,
             pairs,
-            skew_us: Some(skew(parts, times)),
+            skew_us: Some(skew(parts)),
             ..base
         }
     }
@@ -311,7 +311,7 @@ impl Console {
             },
             series: crate::series::merge(&hosts, &seconds),
             hosts,
-            skew_us: Some(skew(parts, times)),
+            skew_us: Some(skew(parts)),
             ..multi_host_doc(
                 Kind::Disk,
                 interrupted,
@@ -379,7 +379,7 @@ pub(super) fn shared_kernel(hosts: &[HostFigures]) -> bool {
 }
 
 /// How far apart the windows opened and closed, on the console's clock.
-fn skew(parts: &[Part], _times: &DriveTimes) -> Skew {
+fn skew(parts: &[Part]) -> Skew {
     let spread = |f: &dyn Fn(&AgentReport) -> Option<i64>| -> f64 {
         let v: Vec<i64> = (parts.iter())
             .filter_map(|p| Some(f(p.report.as_ref()?)? - p.offset.offset_ns))

@@ -166,8 +166,33 @@ fn a_labs_own_agents_do_not_interfere() {
 fn a_native_document_reads_typed_and_writes_back_unchanged() {
     let text = include_str!("../../../cli/tests/fixtures/disk-run.json");
     let doc: ResultDoc = serde_json::from_str(text).unwrap();
+    assert!(matches!(doc.spec, crate::spec::Spec::Disk(_)));
     assert!(doc.spec.disk().is_some() && doc.disk_disclosure().is_some());
     let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let back = serde_json::to_value(&doc).unwrap();
+    assert_eq!(
+        (&back["spec"], &back["disclosure"]),
+        (&v["spec"], &v["disclosure"])
+    );
+}
+
+/// A document of another shape than this version writes (here a key this
+/// version does not know, and a disclosure field it writes otherwise) is
+/// still read as its kind's types, as serde reads it, and written back as
+/// it was.
+#[test]
+fn a_document_of_another_shape_reads_typed_and_writes_back_as_it_was() {
+    let text = include_str!("../../../cli/tests/fixtures/disk-run.json");
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    v["spec"]["from_a_later_version"] = serde_json::json!([1, 2]);
+    v["disclosure"]["from_a_later_version"] = serde_json::json!({"x": null});
+    let doc: ResultDoc = serde_json::from_value(v.clone()).unwrap();
+    assert!(matches!(doc.spec, crate::spec::Spec::DiskAsWritten(_)));
+    assert_eq!(
+        doc.spec.disk().map(|s| s.qd),
+        v["spec"]["qd"].as_u64().map(|q| q as u32)
+    );
+    assert!(doc.disk_disclosure().is_some());
     let back = serde_json::to_value(&doc).unwrap();
     assert_eq!(
         (&back["spec"], &back["disclosure"]),

@@ -259,15 +259,6 @@ impl Drop for Slot {
     }
 }
 
-/// Runs the endpoint until `stop` is set (or after one test with `once`).
-/// It logs through `tracing`: one event per client, test and refusal
-/// (the client's address in the `peer` field); failed handshakes summed up.
-pub fn serve(cfg: &ServerConfig, stop: &AtomicBool) -> Result<(), NetError> {
-    let listener = TcpListener::bind(cfg.listen)
-        .map_err(|e| NetError::io(format!("cannot listen on {}", cfg.listen), e))?;
-    serve_on(listener, cfg, stop)
-}
-
 /// [`serve_on`] saying nothing: an endpoint inside another command (a
 /// suite's own), whose lines would only interleave with that command's.
 pub fn serve_silently(
@@ -279,8 +270,11 @@ pub fn serve_silently(
     tracing::dispatcher::with_default(&none, || serve_on(listener, cfg, stop))
 }
 
-/// Serves on a listener the caller bound (an in-process endpoint on an
-/// ephemeral port); `cfg.listen` is ignored.
+/// Runs the endpoint on a listener the caller bound (`net::listen::bind`,
+/// or an ephemeral port) until `stop` is set, or after one test with
+/// `once`; `cfg.listen` is ignored. It logs through `tracing`: one event
+/// per client, test and refusal (the client's address in the `peer`
+/// field); failed handshakes summed up.
 ///
 /// Every connection gets its own thread for its handshake (at most
 /// [`MAX_PENDING`], oldest dropped first), so a silent or slow client holds
