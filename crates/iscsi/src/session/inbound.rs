@@ -263,16 +263,18 @@ impl Session {
     ) -> Result<(), Error> {
         let (max_burst, max_r2t) = (self.params.max_burst, self.params.max_outstanding_r2t);
         let t = &mut self.tasks[slot];
-        let asks = format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
+        let asks = || format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
         let bad = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
             Some(format!(
-                "{asks} of a {} of {} bytes",
+                "{} of a {} of {} bytes",
+                asks(),
                 t.describe(slot),
                 t.len
             ))
         } else if r2t_sn != t.r2t_sn {
             Some(format!(
-                "{asks} of a {}, where R2TSN {} was next",
+                "{} of a {}, where R2TSN {} was next",
+                asks(),
                 t.describe(slot),
                 t.r2t_sn
             ))
@@ -280,18 +282,21 @@ impl Session {
             // DataSequenceInOrder=Yes, ErrorRecoveryLevel 0: no
             // range is asked for twice, nor one sent unsolicited.
             Some(format!(
-                "{asks} of a {}, whose bytes up to offset {} were already sent or asked for",
+                "{} of a {}, whose bytes up to offset {} were already sent or asked for",
+                asks(),
                 t.describe(slot),
                 t.sent_to
             ))
         } else if len == 0 || len > max_burst {
             Some(format!(
-                "{asks} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
+                "{} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
+                asks(),
                 t.describe(slot)
             ))
         } else if t.r2ts >= max_r2t {
             Some(format!(
-                "{asks} of a {}, while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
+                "{} of a {}, while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
+                asks(),
                 t.describe(slot),
                 t.r2ts
             ))
