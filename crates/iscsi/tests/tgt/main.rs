@@ -197,6 +197,29 @@ fn file_lun() -> Option<(Tgt, tempfile::NamedTempFile)> {
     Tgt::with_file_lun(LUN_BYTES).map(|(t, f, _)| (t, f))
 }
 
+/// Sets the target's session `params` (key, value).
+fn set_params(tgt: &Tgt, params: &[(&str, &str)]) {
+    for (k, v) in params {
+        tgt.set_param(1, k, v)
+            .unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+    }
+}
+
+/// A file LUN on a target whose session `params` are set first.
+fn tuned_lun(params: &[(&str, &str)]) -> Option<(Tgt, tempfile::NamedTempFile)> {
+    let (tgt, file) = file_lun()?;
+    set_params(&tgt, params);
+    Some((tgt, file))
+}
+
+/// The default configuration, offering both digests.
+fn digests_cfg() -> Config {
+    let mut c = ok_cfg();
+    c.offer.header_digest = true;
+    c.offer.data_digest = true;
+    c
+}
+
 #[test]
 fn integrity_tgt_defaults() {
     let Some((tgt, file)) = file_lun() else {
@@ -218,17 +241,14 @@ fn integrity_tgt_defaults() {
 
 #[test]
 fn integrity_unsolicited_data_out() {
-    let Some((tgt, file)) = file_lun() else {
-        return;
-    };
-    for (k, v) in [
+    let Some((tgt, file)) = tuned_lun(&[
         ("ImmediateData", "Yes"),
         ("InitialR2T", "No"),
         ("MaxRecvDataSegmentLength", "262144"),
         ("FirstBurstLength", "262144"),
-    ] {
-        tgt.set_param(1, k, v).unwrap();
-    }
+    ]) else {
+        return;
+    };
     let (p, _) = integrity(&tgt, file.path(), &ok_cfg(), 2);
     assert!(!p.initial_r2t, "{p:?}");
     assert!(p.immediate_data, "{p:?}");
@@ -238,11 +258,9 @@ fn integrity_unsolicited_data_out() {
 
 #[test]
 fn integrity_no_immediate_data() {
-    let Some((tgt, file)) = file_lun() else {
+    let Some((tgt, file)) = tuned_lun(&[("ImmediateData", "No"), ("InitialR2T", "Yes")]) else {
         return;
     };
-    tgt.set_param(1, "ImmediateData", "No").unwrap();
-    tgt.set_param(1, "InitialR2T", "Yes").unwrap();
     let (p, _) = integrity(&tgt, file.path(), &ok_cfg(), 3);
     assert!(!p.immediate_data, "{p:?}");
     assert!(p.initial_r2t, "{p:?}");
@@ -250,14 +268,13 @@ fn integrity_no_immediate_data() {
 
 #[test]
 fn integrity_digests() {
-    let Some((tgt, file)) = file_lun() else {
+    let Some((tgt, file)) = tuned_lun(&[
+        ("HeaderDigest", "CRC32C,None"),
+        ("DataDigest", "CRC32C,None"),
+    ]) else {
         return;
     };
-    tgt.set_param(1, "HeaderDigest", "CRC32C,None").unwrap();
-    tgt.set_param(1, "DataDigest", "CRC32C,None").unwrap();
-    let mut c = ok_cfg();
-    c.offer.header_digest = true;
-    c.offer.data_digest = true;
+    let c = digests_cfg();
     let (p, info) = integrity(&tgt, file.path(), &c, 4);
     assert_eq!(info.header_digest, "CRC32C", "{info:?}");
     assert_eq!(info.data_digest, "CRC32C", "{info:?}");
@@ -269,20 +286,15 @@ fn integrity_digests() {
 /// immediate data and 31 unsolicited Data-Out PDUs before any R2T.
 #[test]
 fn integrity_digests_unsolicited() {
-    let Some((tgt, file)) = file_lun() else {
-        return;
-    };
-    for (k, v) in [
+    let Some((tgt, file)) = tuned_lun(&[
         ("HeaderDigest", "CRC32C"),
         ("DataDigest", "CRC32C"),
         ("InitialR2T", "No"),
         ("FirstBurstLength", "262144"),
-    ] {
-        tgt.set_param(1, k, v).unwrap();
-    }
-    let mut c = ok_cfg();
-    c.offer.header_digest = true;
-    c.offer.data_digest = true;
+    ]) else {
+        return;
+    };
+    let c = digests_cfg();
     let (p, info) = integrity(&tgt, file.path(), &c, 5);
     assert_eq!(info.header_digest, "CRC32C");
     assert_eq!(info.data_digest, "CRC32C");
@@ -295,16 +307,13 @@ fn integrity_digests_unsolicited() {
 /// Data-Out PDUs right behind the command.
 #[test]
 fn integrity_unsolicited_without_immediate_data() {
-    let Some((tgt, file)) = file_lun() else {
-        return;
-    };
-    for (k, v) in [
+    let Some((tgt, file)) = tuned_lun(&[
         ("ImmediateData", "No"),
         ("InitialR2T", "No"),
         ("FirstBurstLength", "16384"),
-    ] {
-        tgt.set_param(1, k, v).unwrap();
-    }
+    ]) else {
+        return;
+    };
     let (p, _) = integrity(&tgt, file.path(), &ok_cfg(), 6);
     assert!(!p.immediate_data, "{p:?}");
     assert!(!p.initial_r2t, "{p:?}");
@@ -316,21 +325,15 @@ fn integrity_unsolicited_without_immediate_data() {
 /// digests: the largest PDUs the session takes, 32 R2T sequences.
 #[test]
 fn whole_lun_in_one_command() {
-    let Some((tgt, file)) = file_lun() else {
-        return;
-    };
-    for (k, v) in [
+    let Some((tgt, file)) = tuned_lun(&[
         ("MaxRecvDataSegmentLength", "262144"),
         ("MaxXmitDataSegmentLength", "262144"),
         ("HeaderDigest", "CRC32C"),
         ("DataDigest", "CRC32C"),
-    ] {
-        tgt.set_param(1, k, v)
-            .unwrap_or_else(|e| panic!("{k}={v}: {e}"));
-    }
-    let mut c = ok_cfg();
-    c.offer.header_digest = true;
-    c.offer.data_digest = true;
+    ]) else {
+        return;
+    };
+    let c = digests_cfg();
     let mut s = login(&tgt, &c, 1);
     assert_eq!(s.params.max_recv_dsl_target, 262144, "{:?}", s.params);
     let want = pattern(LUN_BYTES as usize, 7);
@@ -363,9 +366,7 @@ fn unit_attention_on_first_write() {
     ];
     let mut want = vec![0u8; LUN_BYTES as usize];
     for (i, params) in configs.iter().enumerate() {
-        for (k, v) in params.iter() {
-            tgt.set_param(1, k, v).unwrap();
-        }
+        set_params(&tgt, params);
         let mut s = login(&tgt, &ok_cfg(), 2);
         assert_eq!(s.params.initial_r2t, params.is_empty(), "{:?}", s.params);
         let off = i << 20;
@@ -385,18 +386,16 @@ fn answers_target_nop_in() {
     let Some((tgt, _iqn)) = Tgt::with_null_lun() else {
         return;
     };
-    for (k, v) in [
-        ("nop_interval", "1"),
-        ("nop_count", "2"),
-        ("HeaderDigest", "CRC32C"),
-        ("DataDigest", "CRC32C"),
-    ] {
-        tgt.set_param(1, k, v)
-            .unwrap_or_else(|e| panic!("{k}={v}: {e}"));
-    }
-    let mut c = ok_cfg();
-    c.offer.header_digest = true;
-    c.offer.data_digest = true;
+    set_params(
+        &tgt,
+        &[
+            ("nop_interval", "1"),
+            ("nop_count", "2"),
+            ("HeaderDigest", "CRC32C"),
+            ("DataDigest", "CRC32C"),
+        ],
+    );
+    let c = digests_cfg();
     let mut s = login(&tgt, &c, 1);
     // QD 1 with pauses: tgt's pings fall between commands, for 5 s.
     let (err, n) = read_loop(&mut s, 1, 1, Duration::from_secs(5), |s, slot, res| {
