@@ -384,8 +384,8 @@ pub fn rederive_metrics(m: &mut Metrics) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::of as m;
+    use super::*;
 
     #[test]
     fn rederive_replaces_ratios_of_combined_values() {

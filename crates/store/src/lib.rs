@@ -187,14 +187,8 @@ mod tests {
     use super::*;
 
     fn doc(iops: f64) -> ResultDoc {
-        serde_json::from_value(serde_json::json!({
-            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-            "metrics": {"iops": iops, "cpu_pct": 10.0},
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [],
-            "disclosure": null
-        }))
-        .unwrap()
+        let metrics = serde_json::json!({"iops": iops, "cpu_pct": 10.0});
+        iotoll_model::fixtures::doc("disk", serde_json::json!({}), metrics)
     }
 
     /// A temporary directory and the path `r.db` in it.
@@ -391,14 +385,11 @@ mod tests {
             role: role.into(),
             cpus: 4,
             boot_id: Some(format!("boot-{name}")),
-            metrics: [
+            metrics: iotoll_model::metrics::of(&[
                 ("mbit_s", mbit),
                 ("cpu_pct", cpu),
                 ("mbit_s_per_cpu_pct", mbit / cpu),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
+            ]),
             cpu: Some(iotoll_model::CpuReport {
                 cpus: 4,
                 window_s: 10.0,
@@ -421,14 +412,11 @@ mod tests {
         };
         let mut d = doc(1.0);
         d.kind = Kind::NetStream;
-        d.metrics = [
+        d.metrics = iotoll_model::metrics::of(&[
             ("mbit_s", 1900.0),
             ("cpu_pct", 21.0),
             ("pair_fairness", 0.9986),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
+        ]);
         d.hosts = vec![
             host("s1", "server", 1900.0, 30.0),
             host("c1", "client", 1000.0, 20.0),

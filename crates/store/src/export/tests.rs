@@ -9,18 +9,32 @@ fn name_spec(doc: &mut ResultDoc, name: &str) {
     doc.spec = iotoll_model::spec::Spec::of(doc.kind, s);
 }
 
+/// The long CSV's records (under its header).
+fn records(out: &str) -> Vec<csv::StringRecord> {
+    let mut r = csv::Reader::from_reader(out.as_bytes());
+    r.records().map(Result::unwrap).collect()
+}
+
+/// The Iometer export's records, header block included.
+fn iometer_records(text: &str) -> Vec<csv::StringRecord> {
+    let mut r = csv::ReaderBuilder::new();
+    let r = r
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    r.into_records().map(Result::unwrap).collect()
+}
+
 /// Repetition `rep`: a complete result of `kind` with `spec` and `metrics`.
 fn result(rep: i64, kind: &str, config: &str, spec: Value, metrics: Value) -> RepRow {
+    let doc = iotoll_model::fixtures::doc(kind, spec, metrics);
     RepRow {
         rep,
         status: iotoll_model::ResultStatus::Complete,
-        doc: serde_json::from_value(json!({
-            "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": config, "spec": spec,
-            "metrics": metrics,
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
-        }))
-        .unwrap(),
+        doc: ResultDoc {
+            config: Some(config.into()),
+            ..doc
+        },
     }
 }
 
@@ -86,11 +100,8 @@ fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
     let mut r = run();
     (r.tests[0].name, r.tests[0].group) = (name.into(), Some(group.into()));
     let out = csv(&r);
-    let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-        .records()
-        .map(Result::unwrap)
-        .filter(|rec| &rec[5] == "true")
-        .collect();
+    let mut recs = records(&out);
+    recs.retain(|rec| &rec[5] == "true");
     assert!(recs.iter().all(|rec| (&rec[2], &rec[3]) == (name, group)));
     // The selected repetition's rows as a table `results import` takes.
     let mut w = writer();
@@ -109,14 +120,7 @@ fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
     // Iometer's layout quotes the same way.
     r.run.suite = "study,\n2".into();
     name_spec(&mut r.tests[0].reps[0].doc, name);
-    let text = iometer_csv(&r).unwrap().text;
-    let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text.as_bytes())
-        .into_records()
-        .map(Result::unwrap)
-        .collect();
+    let recs = iometer_records(&iometer_csv(&r).unwrap().text);
     assert_eq!(
         (recs.len(), &recs[1][1], &recs[8][2]),
         (9, "study,\n2", name)
@@ -145,11 +149,7 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
             .doc
             .metrics
             .insert("latency_us".into(), -5.0);
-        let out = csv(&r);
-        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-            .records()
-            .map(Result::unwrap)
-            .collect();
+        let recs = records(&csv(&r));
         let want = format!("'{h}");
         for rec in &recs {
             assert_eq!((&rec[1], &rec[2], &rec[3]), (&*want, &*want, &*want));
@@ -158,14 +158,7 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
         assert!(recs
             .iter()
             .any(|rec| &rec[6] == "latency_us" && &rec[7] == "-5"));
-        let text = iometer_csv(&r).unwrap().text;
-        let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(text.as_bytes())
-            .into_records()
-            .map(Result::unwrap)
-            .collect();
+        let recs = iometer_records(&iometer_csv(&r).unwrap().text);
         assert_eq!(&recs[1][1], want, "suite");
         assert_eq!(&recs[8][2], want, "access specification (test name)");
         for rec in &recs {
@@ -365,14 +358,8 @@ fn iometer_network_managers_have_their_processors() {
                 cpu,
                 busy_pct: 10.0 * (cpu + 1) as f64,
                 modes: iotoll_model::CpuModes {
-                    user: 0.0,
-                    nice: 0.0,
-                    system: 0.0,
-                    irq: 0.0,
-                    softirq: 0.0,
-                    iowait: 0.0,
-                    steal: 0.0,
                     idle: 100.0,
+                    ..Default::default()
                 },
             })
             .collect(),
@@ -388,15 +375,7 @@ fn iometer_network_managers_have_their_processors() {
         let cpu = &mut r.tests[0].reps[0].doc.cpu;
         (cpu.local, cpu.remote, cpu.same_host) = (Some(cores(2)), Some(cores(4)), same_host);
         let out = iometer_csv(&r).unwrap().text;
-        let rows: Vec<(String, String)> = (8..out.lines().count())
-            .map(|l| {
-                let c = cells(&out, l);
-                (
-                    col(&c, "'Target Type").to_string(),
-                    col(&c, "Target Name").to_string(),
-                )
-            })
-            .collect();
+        let rows = kinds_and_names(&result_rows(&out));
         let procs: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == "PROCESSOR").collect();
         assert_eq!(procs.len(), want, "{out}");
         // This host's two come right after its MANAGER row.
@@ -453,7 +432,7 @@ fn long_csv_has_every_level_of_a_multi_host_run() {
     let host = |name: &str, mbit: f64| iotoll_model::HostFigures {
         name: name.into(),
         role: "client".into(),
-        metrics: [("mbit_s".to_string(), mbit)].into_iter().collect(),
+        metrics: iotoll_model::metrics::of(&[("mbit_s", mbit)]),
         ifaces: vec![
             iotoll_model::IfaceFigures {
                 name: "eth0".into(),
@@ -482,10 +461,7 @@ fn long_csv_has_every_level_of_a_multi_host_run() {
     d.hosts = vec![host("c1", 800.0), host("c2", 800.0)];
     d.pairs = vec![pair("c1", 1_000_000_000), pair("c2", 1_000_000_000)];
     let out = csv(&r);
-    let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-        .records()
-        .map(Result::unwrap)
-        .collect();
+    let recs = records(&out);
     let sum = |level: &str, metric: &str| -> f64 {
         (recs.iter())
             .filter(|r| &r[9] == level && &r[6] == metric)
@@ -538,21 +514,8 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
                "cpu_pct": 20.0, "remote_cpu_pct": 30.0}),
         json!({"dir": "tx", "conns": 4, "msg": 65536}),
     );
-    let host = |name: &str, role: &str, tx: f64, rx: f64, cpu: f64| iotoll_model::HostFigures {
-        name: name.into(),
-        role: role.into(),
-        cpus: 4,
-        metrics: [
-            ("mbit_s", tx + rx),
-            ("tx_mbit_s", tx),
-            ("rx_mbit_s", rx),
-            ("cpu_pct", cpu),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect(),
-        ..Default::default()
-    };
+    let host =
+        |name, role, tx, rx, cpu| iotoll_model::fixtures::stream_host(name, role, 4, tx, rx, cpu);
     r.tests[0].reps[0].doc.hosts = vec![
         host("s1", "server", 0.0, 1600.0, 30.0),
         host("c1", "client", 800.0, 0.0, 18.0),
@@ -564,13 +527,10 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
         busy_pct: busy,
         modes: iotoll_model::CpuModes {
             user: busy / 2.0,
-            nice: 0.0,
             system: busy / 4.0,
-            irq: 0.0,
             softirq: busy / 4.0,
-            iowait: 0.0,
-            steal: 0.0,
             idle: 100.0 - busy,
+            ..Default::default()
         },
     };
     r.tests[0].reps[0].doc.hosts[0].cpu = Some(iotoll_model::CpuReport {
@@ -583,15 +543,7 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
     // Header block (6), the results header (2), ALL, then per host its
     // MANAGER, its PROCESSOR rows and its WORKER.
     assert_eq!(out.lines().count(), 8 + 1 + 3 * 2 + 2, "{out}");
-    let kinds: Vec<(String, String)> = (8..17)
-        .map(|l| {
-            let c = cells(&out, l);
-            (
-                col(&c, "'Target Type").to_string(),
-                col(&c, "Target Name").to_string(),
-            )
-        })
-        .collect();
+    let kinds = kinds_and_names(&result_rows(&out));
     let want = [
         ("ALL", "All"),
         ("MANAGER", "s1"),
