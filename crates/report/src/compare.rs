@@ -685,7 +685,7 @@ pub(crate) mod test_data {
             name: name.into(),
             group: kind.into(),
             kind: kind.parse().unwrap(),
-            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            metrics: iotoll_model::metrics::of(metrics),
             repeatable: None,
             main_metric: "iops".into(),
             params: serde_json::json!({}),
@@ -718,7 +718,7 @@ mod tests {
     impl TestData {
         /// These metrics and what follows from them.
         fn with(mut self, m: &[(&str, f64)]) -> TestData {
-            self.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            self.metrics = iotoll_model::metrics::of(m);
             iotoll_model::rederive_metrics(&mut self.metrics);
             self
         }
@@ -845,7 +845,7 @@ mod tests {
         let net = |name: &str, group: &str, kind: Kind, m: &[(&str, f64)]| {
             let mut x = t(name, group, 0.0, 0.0);
             x.kind = kind;
-            x.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            x.metrics = iotoll_model::metrics::of(m);
             iotoll_model::rederive_metrics(&mut x.metrics);
             x
         };

@@ -254,25 +254,19 @@ fn disk_hosts_have_one_totals_row_and_their_iops_per_cpu() {
         name: name.into(),
         role: "disk".into(),
         cpus: 8,
-        metrics: [
+        metrics: iotoll_model::metrics::of(&[
             ("iops", iops),
             ("mb_s", iops * 4096.0 / 1e6),
             ("cpu_pct", cpu),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect(),
+        ]),
         ..Default::default()
     };
-    let totals: Metrics = [
+    let totals = iotoll_model::metrics::of(&[
         ("iops", 300_000.0),
         ("cpu_pct", 25.0),
         ("cpus", 16.0),
         ("iops_per_cpu_pct", 12_000.0),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), *v))
-    .collect();
+    ]);
     let m = MultiHost {
         rep: 2,
         selected: true,

@@ -200,26 +200,15 @@ pub fn notes(all: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
     use iotoll_suite::select::Selected;
+    use serde_json::json;
 
     fn outcome(suite: &Suite, name: &str, reps: &[(f64, f64)]) -> TestOutcome {
         let job = suite.jobs.iter().find(|j| j.name == name).expect("job");
         let docs: Vec<(u32, iotoll_model::ResultDoc)> = (reps.iter().enumerate())
             .map(|(i, (iops, mb_s))| {
-                let mut metrics: iotoll_model::Metrics = [
-                    (mn::IOPS.to_string(), *iops),
-                    (mn::MB_S.to_string(), *mb_s),
-                    (mn::CPU_PCT.to_string(), 10.0),
-                ]
-                .into_iter()
-                .collect();
-                iotoll_model::derive_metrics(&mut metrics);
-                let doc = serde_json::from_value(serde_json::json!({
-                    "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-                    "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-                    "metrics": metrics, "cpu": {"local": null, "remote": null},
-                    "latency": null, "series": [], "notes": [], "disclosure": null
-                }))
-                .expect("doc");
+                let mut doc = iotoll_model::fixtures::doc("disk", json!({}), json!({}));
+                doc.metrics = mn::of(&[(mn::IOPS, *iops), (mn::MB_S, *mb_s), (mn::CPU_PCT, 10.0)]);
+                iotoll_model::derive_metrics(&mut doc.metrics);
                 (i as u32 + 1, doc)
             })
             .collect();
