@@ -698,6 +698,20 @@ pub(crate) mod test_data {
         }
     }
 
+    impl TestData {
+        /// These metrics and what follows from them.
+        pub fn with(mut self, m: &[(&str, f64)]) -> TestData {
+            self.metrics = iotoll_model::metrics::of(m);
+            iotoll_model::rederive_metrics(&mut self.metrics);
+            self
+        }
+    }
+
+    /// `base` compared with `cand`, each test in its group, no threshold.
+    pub fn compared(base: ConfigData, cand: ConfigData) -> super::Comparison {
+        super::compare(&[base, cand], None, true, None)
+    }
+
     pub fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
         ConfigData {
             label: label.into(),
@@ -712,17 +726,8 @@ pub(crate) mod test_data {
 
 #[cfg(test)]
 mod tests {
-    use super::test_data::{cfg, test};
+    use super::test_data::{cfg, compared, test};
     use super::*;
-
-    impl TestData {
-        /// These metrics and what follows from them.
-        fn with(mut self, m: &[(&str, f64)]) -> TestData {
-            self.metrics = iotoll_model::metrics::of(m);
-            iotoll_model::rederive_metrics(&mut self.metrics);
-            self
-        }
-    }
 
     fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
         let mut x = TestData {
@@ -771,7 +776,7 @@ mod tests {
             vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)],
         );
         let c = cfg("cand", vec![t("a", "g", 150.0, 10.0)]);
-        let r = compare(&[b, c], None, true, None);
+        let r = compared(b, c);
         assert_eq!(r.unmatched, vec!["only-base".to_string()]);
         let missing = r.rows.iter().find(|x| x.test == "only-base").unwrap();
         assert_eq!(missing.values, vec![Some(5.0), None]);
@@ -822,12 +827,7 @@ mod tests {
             "net-stream",
             serde_json::json!({"dir": "rx", "conns": 1, "msg": 1024}),
         );
-        let r = compare(
-            &[cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b])],
-            None,
-            true,
-            None,
-        );
+        let r = compared(cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b]));
         assert_eq!(
             r.rows[0].differs,
             vec!["dir tx vs rx", "conns 4 vs 1", "msg 64k vs 1k"]
@@ -843,11 +843,11 @@ mod tests {
         // A stream test has the P/E index, an rr test CPU µs per transaction:
         // neither may hide the other.
         let net = |name: &str, group: &str, kind: Kind, m: &[(&str, f64)]| {
-            let mut x = t(name, group, 0.0, 0.0);
-            x.kind = kind;
-            x.metrics = iotoll_model::metrics::of(m);
-            iotoll_model::rederive_metrics(&mut x.metrics);
-            x
+            TestData {
+                kind,
+                ..t(name, group, 0.0, 0.0)
+            }
+            .with(m)
         };
         let stream = |mbit: f64, cpu: f64| {
             net(
@@ -863,7 +863,7 @@ mod tests {
         };
         let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
         let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);
-        let r = compare(&[base, cand], None, true, None);
+        let r = compared(base, cand);
         for (label, kind, m, want) in [
             // 992 / 49.6 = 20; 990 / 24.75 = 40.
             ("mtu1500", "net-stream", "mbit_s_per_cpu_pct", 20.0),
@@ -896,12 +896,7 @@ mod tests {
         let mut b = t("a", "g", 100.0, 10.0);
         b.interference = vec!["interference: 40.1 % of the host by stress (pid 42)".into()];
         let c = t("a", "g", 100.0, 10.0);
-        let r = compare(
-            &[cfg("base", vec![b]), cfg("cand", vec![c])],
-            None,
-            true,
-            None,
-        );
+        let r = compared(cfg("base", vec![b]), cfg("cand", vec![c]));
         assert_eq!(r.rows[0].interfered, vec![true, false]);
         assert!(r
             .findings
@@ -911,15 +906,8 @@ mod tests {
 
     #[test]
     fn nothing_in_common_is_said() {
-        let r = compare(
-            &[
-                cfg("a", vec![t("x", "g", 1.0, 1.0)]),
-                cfg("b", vec![t("y", "g", 1.0, 1.0)]),
-            ],
-            None,
-            true,
-            None,
-        );
+        let (x, y) = (t("x", "g", 1.0, 1.0), t("y", "g", 1.0, 1.0));
+        let r = compared(cfg("a", vec![x]), cfg("b", vec![y]));
         assert!(r
             .findings
             .iter()
@@ -947,7 +935,7 @@ mod tests {
         };
         let base = cfg("base", vec![s("a", 1000.0, 20.0), s("b", 5400.0, 40.0)]);
         let cand = cfg("cand", vec![s("a", 3000.0, 10.0), s("b", 11_140.0, 60.0)]);
-        let r = compare(&[base, cand], None, true, None);
+        let r = compared(base, cand);
         let g = &r.groups[0];
         // Averages 3,200 and 7,070; their ratio 2.209; per-test ratios 3
         // and 2.063, whose mean is 2.531.
