@@ -501,6 +501,13 @@ mod note_tests {
         }
     }
 
+    /// The notes of the report of `r`, a run of one configuration.
+    fn notes_of(r: &RunDetail) -> Vec<Note> {
+        let (cfg, info) = load(r);
+        let [n] = <[Vec<Note>; 1]>::try_from(notes(&[cfg], &[info])).unwrap();
+        n
+    }
+
     fn with_notes(notes: &[&str]) -> iotoll_model::ResultDoc {
         let mut d = doc("disk", json!({}), json!({"iops": 1.0}));
         d.notes = notes.iter().map(|n| n.to_string()).collect();
@@ -514,10 +521,9 @@ mod note_tests {
         let same = "the endpoint is on this host (same kernel boot id 1)";
         let mut r = run(1, "lo", vec![("t", with_notes(&[same]))]);
         r.run.notes = vec![same.into(), "run only".into(), same.into()];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![note(None, "run only"), note(Some("t"), same)]]
+            notes_of(&r),
+            vec![note(None, "run only"), note(Some("t"), same)]
         );
     }
 
@@ -539,17 +545,16 @@ mod note_tests {
             format!("disk/spec=x repetition 2: {b}"),
             format!("disk/spec=x repetition 1: {a} (again)"),
         ];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![
+            notes_of(&r),
+            vec![
                 note(None, "durations overridden: time 1s"),
                 note(Some("disk/spec=x repetition 1"), a),
                 note(
                     Some("disk/spec=x"),
                     "interference in repetitions 2 (cc 30 %), 1 (rustc 40 % (again)); the figures are repetition 1's"
                 ),
-            ]]
+            ]
         );
     }
 
@@ -577,8 +582,7 @@ mod note_tests {
                 ));
             }
         }
-        let (cfg, info) = load(&r);
-        let n = &notes(&[cfg], &[info])[0];
+        let n = &notes_of(&r);
         assert_eq!(n.len(), 2 + 1 + 1 + 27, "{n:#?}");
         let of = |text: &str| n.iter().filter(|x| x.text == text).collect::<Vec<_>>();
         assert_eq!(of(same).len(), 1);
@@ -668,17 +672,16 @@ mod note_tests {
                 .into(),
             "swap in use".into(),
         ];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![
+            notes_of(&r),
+            vec![
                 note(None, "durations overridden: time 1s"),
                 note(
                     None,
                     "other processes were already using the CPUs before the start: rustc (pid 7) 21.0 %, cc (pid 8) 13.0 %"
                 ),
                 note(None, "swap in use"),
-            ]]
+            ]
         );
     }
 
@@ -691,11 +694,7 @@ mod note_tests {
             "lo",
             vec![("a", with_notes(&[same])), ("b", with_notes(&[same]))],
         );
-        let (cfg, info) = load(&r);
-        assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![note(Some("all 2 tests"), same)]]
-        );
+        assert_eq!(notes_of(&r), vec![note(Some("all 2 tests"), same)]);
     }
 }
 
