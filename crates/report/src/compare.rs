@@ -363,7 +363,7 @@ impl Comparison {
                         .map_or("–".into(), |(r, t)| format!("{r:.2} × ({t})")),
                     format!("{} of {}", g.wins, g.tests),
                 ];
-                crate::tables::TRow::plain(cells, None, false)
+                crate::tables::TRow::new(cells)
             })
             .collect();
         Some(crate::tables::Table {

@@ -261,7 +261,7 @@ pub fn table(diffs: &[Difference], labels: &[String]) -> Option<Table> {
             };
             let mut cells = vec![item];
             cells.extend(d.values.iter().cloned());
-            TRow::plain(cells, None, false)
+            TRow::new(cells)
         })
         .collect();
     let mut note = String::from("Lab settings, the system's differing rows and the tests' configuration (engine, direct I/O, target, TLS cipher, iSCSI digests); an endpoint's address never counts.");

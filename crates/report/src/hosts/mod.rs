@@ -20,7 +20,7 @@ pub const PAIRS_SHOWN: usize = 16;
 fn total_row(cells: Vec<String>) -> TRow {
     TRow {
         total: true,
-        ..TRow::plain(cells, None, false)
+        ..TRow::new(cells)
     }
 }
 
@@ -184,7 +184,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             }
             // Exactly on time reads `0.00`, never `-0.00` (`num`).
             cells.extend([num(Some(h.on_us)), num(Some(h.off_us))]);
-            TRow::plain(cells, None, false)
+            TRow::new(cells)
         })
         .collect();
     for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
@@ -381,7 +381,7 @@ pub fn host_comparison(
                     _ => None,
                 }));
             }
-            let mut r = TRow::plain(cells, None, false);
+            let mut r = TRow::new(cells);
             r.cell_diff[0] = missing;
             r.total = total;
             r
@@ -552,18 +552,14 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
     .to_vec();
     let line = |p: &PairFigures| {
         let (up, down) = each_way(p);
-        TRow::plain(
-            vec![
-                p.client.clone(),
-                p.server.clone(),
-                p.conns.to_string(),
-                num(Some(up)),
-                num(Some(down)),
-                num(Some(p.mbit_s)),
-            ],
-            None,
-            false,
-        )
+        TRow::new(vec![
+            p.client.clone(),
+            p.server.clone(),
+            p.conns.to_string(),
+            num(Some(up)),
+            num(Some(down)),
+            num(Some(p.mbit_s)),
+        ])
     };
     let n = mh.pairs.len();
     let mut rows = Vec::new();
@@ -573,7 +569,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         by_rate.sort_by(|a, b| a.mbit_s.total_cmp(&b.mbit_s));
         let k = PAIRS_SHOWN / 2;
         rows.extend(by_rate[..k].iter().map(|p| line(p)));
-        let mut gap = TRow::plain(vec![String::new(); head.len()], None, false);
+        let mut gap = TRow::new(vec![String::new(); head.len()]);
         gap.cells[0] = format!("… {} more pairs", n - 2 * k);
         rows.push(gap);
         rows.extend(by_rate[n - k..].iter().map(|p| line(p)));

@@ -76,43 +76,35 @@ pub fn adapter_table(
         let wire: f64 = ifaces.iter().filter_map(|i| i.mbit_s()).sum();
         for i in &ifaces {
             let share = i.mbit_s().filter(|_| wire > 0.0).map(|v| v / wire * 100.0);
-            rows.push(TRow::plain(
-                vec![
-                    h.name.clone(),
-                    i.name.clone(),
-                    num(i.rx_mbit_s),
-                    num(i.tx_mbit_s),
-                    num(i.mbit_s()),
-                    share.map_or("–".into(), |v| format!("{v:.1}")),
-                ],
-                None,
-                false,
-            ));
+            rows.push(TRow::new(vec![
+                h.name.clone(),
+                i.name.clone(),
+                num(i.rx_mbit_s),
+                num(i.tx_mbit_s),
+                num(i.mbit_s()),
+                share.map_or("–".into(), |v| format!("{v:.1}")),
+            ]));
         }
         let sum = |f: fn(&iotoll_model::IfaceFigures) -> Option<f64>| {
             ifaces.iter().map(f).sum::<Option<f64>>()
         };
         rows.push(TRow {
             total: true,
-            ..TRow::plain(
-                vec![
-                    h.name.clone(),
-                    format!(
-                        "all adapters (payload {} Mbit/s)",
-                        num(h.metrics.get(mn::MBIT_S).copied())
-                    ),
-                    num(sum(|i| i.rx_mbit_s)),
-                    num(sum(|i| i.tx_mbit_s)),
-                    num(Some(wire)),
-                    if wire > 0.0 {
-                        "100.0".into()
-                    } else {
-                        "–".into()
-                    },
-                ],
-                None,
-                false,
-            )
+            ..TRow::new(vec![
+                h.name.clone(),
+                format!(
+                    "all adapters (payload {} Mbit/s)",
+                    num(h.metrics.get(mn::MBIT_S).copied())
+                ),
+                num(sum(|i| i.rx_mbit_s)),
+                num(sum(|i| i.tx_mbit_s)),
+                num(Some(wire)),
+                if wire > 0.0 {
+                    "100.0".into()
+                } else {
+                    "–".into()
+                },
+            ])
         });
     }
     let prefix = label_of.map(|l| format!("{l}: ")).unwrap_or_default();
@@ -261,7 +253,7 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                         let v = t.and_then(|t| t.metrics.get(*k).copied());
                         cells.push(metric_cell(k, v, same_host(infos, ci, n)));
                     }
-                    TRow::plain(cells, None, false)
+                    TRow::new(cells)
                 })
                 .collect();
             Table {

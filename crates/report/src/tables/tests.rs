@@ -262,16 +262,8 @@ fn text_columns_fit_their_content() {
         title: "per host:".into(),
         head: ["host", "role", "Mbit/s"].map(String::from).to_vec(),
         rows: vec![
-            TRow::plain(
-                ["a-long-name", "client", "9"].map(String::from).to_vec(),
-                None,
-                false,
-            ),
-            TRow::plain(
-                ["s", "server", "12,345"].map(String::from).to_vec(),
-                None,
-                false,
-            ),
+            TRow::new(["a-long-name", "client", "9"].map(String::from).to_vec()),
+            TRow::new(["s", "server", "12,345"].map(String::from).to_vec()),
         ],
         note: Some("one\ntwo".into()),
     };

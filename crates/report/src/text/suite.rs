@@ -103,7 +103,7 @@ pub fn results(run: i64, suite: &Suite, tests: &[TestOutcome], config: Option<&s
         .map(String::from)
         .to_vec(),
         rows: (tests.iter())
-            .map(|t| TRow::plain(row(t, mbit(&t.name)), None, false))
+            .map(|t| TRow::new(row(t, mbit(&t.name))))
             .collect(),
         ..Table::default()
     };
