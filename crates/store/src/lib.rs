@@ -208,6 +208,13 @@ mod tests {
             .unwrap()
     }
 
+    /// A finished run labelled `label` with no tests.
+    fn finished(s: &Store, label: &str, status: RunStatus) -> RunId {
+        let id = (s.begin_run("x", Some(label), "", &serde_json::json!({}), &[])).unwrap();
+        s.finish_run(id, status, &[]).unwrap();
+        id
+    }
+
     #[test]
     fn migration_from_an_empty_database_and_round_trip() {
         let d = tempfile::tempdir().unwrap();
@@ -262,18 +269,11 @@ mod tests {
         // A later failed run of the label is passed over; a label with
         // no complete run is refused, naming its runs (it resolved to
         // the failed one).
-        let failed = s
-            .begin_run("x", Some("base"), "", &serde_json::json!({}), &[])
-            .unwrap();
-        s.finish_run(failed, RunStatus::Failed, &[]).unwrap();
+        let failed = finished(&s, "base", RunStatus::Failed);
         assert_eq!(s.resolve("base").unwrap(), run);
         let mut unfinished = vec![failed];
         for status in [RunStatus::Failed, RunStatus::Aborted] {
-            let id = s
-                .begin_run("x", Some("f"), "", &serde_json::json!({}), &[])
-                .unwrap();
-            s.finish_run(id, status, &[]).unwrap();
-            unfinished.push(id);
+            unfinished.push(finished(&s, "f", status));
         }
         let e = s.resolve("f").unwrap_err();
         assert!(matches!(e, StoreError::NoCompleteRun { .. }), "{e}");
