@@ -171,11 +171,15 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
             }
         }
     }
-    assert_eq!(csv_cell("-1.5e-3"), "-1.5e-3");
-    assert_eq!(csv_cell("-inf"), "'-inf");
-    assert_eq!(csv_cell("-"), "'-");
-    assert_eq!(csv_cell("'Target Type"), "'Target Type");
-    assert_eq!(csv_cell("read 4k"), "read 4k");
+    for (cell, want) in [
+        ("-1.5e-3", "-1.5e-3"),
+        ("-inf", "'-inf"),
+        ("-", "'-"),
+        ("'Target Type", "'Target Type"),
+        ("read 4k", "read 4k"),
+    ] {
+        assert_eq!(csv_cell(cell), want);
+    }
 }
 
 #[test]
@@ -184,21 +188,18 @@ fn iometer_results_csv() {
     assert!(e.skipped.is_empty());
     let out = e.text;
     assert_eq!(cells(&out, 7), IOMETER_COLUMNS, "the header");
-    let row = cells(&out, 8);
-    let col = |name: &str| col(&row, name).to_string();
     // The selected repetition (rep 1), Iometer's units: ms, decimal MB/s.
-    assert_eq!(col("IOps"), "1000");
-    assert_eq!(col("Average Response Time"), "0.25");
-    assert_eq!(col("MBps (Decimal)"), "8.192");
-    assert_eq!(col("% CPU Utilization"), "10");
-    assert_eq!(col("CPU Effectiveness"), "100");
-    assert_eq!(col("Read I/Os"), "7000");
-    assert_eq!(col("Maximum Size"), "8388608");
-    assert_eq!(
-        col("Average Read Response Time"),
-        "",
-        "not measured: empty, never 0"
-    );
+    Row(&out, 8).has(&[
+        ("IOps", "1000"),
+        ("Average Response Time", "0.25"),
+        ("MBps (Decimal)", "8.192"),
+        ("% CPU Utilization", "10"),
+        ("CPU Effectiveness", "100"),
+        ("Read I/Os", "7000"),
+        ("Maximum Size", "8388608"),
+        // Not measured: empty, never 0.
+        ("Average Read Response Time", ""),
+    ]);
     insta::assert_snapshot!(out);
 }
 
@@ -263,54 +264,36 @@ fn iometer_network_stream() {
     // ALL, this host's MANAGER and its WORKER, the endpoint's MANAGER
     // and its WORKER (no CPU window in the fixture: no PROCESSOR rows).
     assert_eq!(out.lines().count(), 13, "{out}");
-    let worker = cells(&out, 10);
     assert_eq!(
-        (col(&worker, "'Target Type"), col(&worker, "Target Name")),
-        ("WORKER", "lab-a worker")
+        kinds_and_names(&result_rows(&out))[2],
+        pair("WORKER", "lab-a worker")
     );
-    assert_eq!(
-        col(&worker, "Write MBps (Decimal)"),
-        "100",
-        "the host's figures"
-    );
-    assert_eq!(
-        col(&worker, "% CPU Utilization"),
-        "",
-        "CPU is the manager's"
-    );
-    let all = cells(&out, 8);
-    let c = |name: &str| col(&all, name).to_string();
-    assert_eq!(c("'Target Type"), "ALL");
-    assert_eq!(
-        c("Access Specification Name"),
-        "stream/dir=bidir,conns=4,msg=64k"
-    );
-    assert_eq!(c("# Managers"), "2");
-    assert_eq!(c("MBps (Decimal)"), "150");
-    assert_eq!(c("Write MBps (Decimal)"), "100");
-    assert_eq!(c("Read MBps (Decimal)"), "50");
-    assert_eq!(c("Bytes Written"), "1000000000");
-    assert_eq!(c("% CPU Utilization"), "40");
-    assert_eq!(c("Segments Retransmitted/Second"), "2.5");
-    assert_eq!(
-        c("IOps"),
-        "",
-        "send/recv calls are not counted: empty, never 0"
-    );
-    assert_eq!(c("Transactions per Second"), "");
-    let ep = cells(&out, 11);
-    assert_eq!(col(&ep, "'Target Type"), "MANAGER");
-    assert_eq!(col(&ep, "Target Name"), "10.0.0.2:7575");
-    assert_eq!(
-        col(&ep, "% CPU Utilization"),
-        "20",
-        "the endpoint's own CPU"
-    );
-    assert_eq!(
-        col(&ep, "Read MBps (Decimal)"),
-        "100",
-        "the endpoint reads what we send"
-    );
+    worker_has(&out, 10, "Write MBps (Decimal)", "100");
+    Row(&out, 8).has(&[
+        ("'Target Type", "ALL"),
+        (
+            "Access Specification Name",
+            "stream/dir=bidir,conns=4,msg=64k",
+        ),
+        ("# Managers", "2"),
+        ("MBps (Decimal)", "150"),
+        ("Write MBps (Decimal)", "100"),
+        ("Read MBps (Decimal)", "50"),
+        ("Bytes Written", "1000000000"),
+        ("% CPU Utilization", "40"),
+        ("Segments Retransmitted/Second", "2.5"),
+        // send/recv calls are not counted: empty, never 0.
+        ("IOps", ""),
+        ("Transactions per Second", ""),
+    ]);
+    Row(&out, 11).has(&[
+        ("'Target Type", "MANAGER"),
+        ("Target Name", "10.0.0.2:7575"),
+        // The endpoint's own CPU.
+        ("% CPU Utilization", "20"),
+        // The endpoint reads what we send.
+        ("Read MBps (Decimal)", "100"),
+    ]);
     insta::assert_snapshot!(out);
 }
 
@@ -328,22 +311,20 @@ fn iometer_network_rr() {
     let out = iometer_csv(&r).unwrap().text;
     // No endpoint CPU measured: ALL and this host's MANAGER and WORKER only.
     assert_eq!(out.lines().count(), 11, "{out}");
-    let all = cells(&out, 8);
-    let c = |name: &str| col(&all, name).to_string();
-    assert_eq!(c("Transactions per Second"), "20000");
-    assert_eq!(c("IOps"), "40000", "a request write and a response read");
-    assert_eq!(c("Write MBps (Decimal)"), "20");
-    assert_eq!(c("Read MBps (Decimal)"), "320");
-    assert_eq!(c("Average Transaction Time"), "0.4");
-    assert_eq!(c("Maximum Transaction Time"), "2.5");
-    assert_eq!(c("Queue Depth"), "4");
-    assert_eq!(c("CPU Effectiveness"), "1600");
-    assert_eq!(
-        c("Average Response Time"),
-        "",
-        "per-message latency is not measured"
-    );
-    assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
+    Row(&out, 8).has(&[
+        ("Transactions per Second", "20000"),
+        // A request write and a response read.
+        ("IOps", "40000"),
+        ("Write MBps (Decimal)", "20"),
+        ("Read MBps (Decimal)", "320"),
+        ("Average Transaction Time", "0.4"),
+        ("Maximum Transaction Time", "2.5"),
+        ("Queue Depth", "4"),
+        ("CPU Effectiveness", "1600"),
+        // Per-message latency is not measured.
+        ("Average Response Time", ""),
+    ]);
+    Row(&out, 9).has(&[("Target Name", "lab-a")]);
     insta::assert_snapshot!(out);
 }
 
@@ -556,43 +537,31 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
         ("WORKER", "c2 worker"),
     ];
     assert_eq!(kinds, pairs(&want), "{out}");
-    let p0 = cells(&out, 10);
-    assert_eq!(
-        (
-            col(&p0, "% CPU Utilization"),
-            col(&p0, "% User Time"),
-            col(&p0, "% DPC Time")
-        ),
-        ("40", "20", "10")
-    );
-    let w = cells(&out, 12);
-    assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
-    assert_eq!(col(&w, "Read MBps (Decimal)"), "200", "the host's figures");
-    let all = cells(&out, 8);
-    assert_eq!(col(&all, "'Target Type"), "ALL");
-    assert_eq!(col(&all, "# Managers"), "3");
-    assert_eq!(col(&all, "Write MBps (Decimal)"), "200");
-    assert_eq!(col(&all, "% CPU Utilization"), "20");
-    let s1 = cells(&out, 9);
-    assert_eq!(
-        (col(&s1, "'Target Type"), col(&s1, "Target Name")),
-        ("MANAGER", "s1")
-    );
-    assert_eq!(
-        col(&s1, "Read MBps (Decimal)"),
-        "200",
-        "the server received it all"
-    );
-    assert_eq!(
-        col(&s1, "Bytes Read"),
-        "2000000000",
-        "over the test's window"
-    );
-    assert_eq!(col(&s1, "% CPU Utilization"), "30", "its own CPU");
-    let c2 = cells(&out, 15);
-    assert_eq!(col(&c2, "Target Name"), "c2");
-    assert_eq!(col(&c2, "Write MBps (Decimal)"), "100");
-    assert_eq!(col(&c2, "% CPU Utilization"), "22");
+    Row(&out, 10).has(&[
+        ("% CPU Utilization", "40"),
+        ("% User Time", "20"),
+        ("% DPC Time", "10"),
+    ]);
+    worker_has(&out, 12, "Read MBps (Decimal)", "200");
+    Row(&out, 8).has(&[
+        ("'Target Type", "ALL"),
+        ("# Managers", "3"),
+        ("Write MBps (Decimal)", "200"),
+        ("% CPU Utilization", "20"),
+    ]);
+    assert_eq!(kinds[1], pair("MANAGER", "s1"));
+    Row(&out, 9).has(&[
+        // The server received it all, over the test's window.
+        ("Read MBps (Decimal)", "200"),
+        ("Bytes Read", "2000000000"),
+        // Its own CPU.
+        ("% CPU Utilization", "30"),
+    ]);
+    Row(&out, 15).has(&[
+        ("Target Name", "c2"),
+        ("Write MBps (Decimal)", "100"),
+        ("% CPU Utilization", "22"),
+    ]);
 }
 
 /// The `counts` and `metrics` of `reads` and `writes` 8 KiB I/Os over
@@ -676,33 +645,60 @@ fn kinds_and_names(rows: &[Vec<String>]) -> Vec<(String, String)> {
         .collect()
 }
 
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_string(), b.to_string())
+}
+
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
+    v.iter().map(|(a, b)| pair(a, b)).collect()
+}
+
+/// The Iometer export of `r` and its results rows.
+fn breakdown(r: &RunDetail) -> (String, Vec<Vec<String>>) {
+    let out = iometer_csv(r).unwrap().text;
+    let rows = result_rows(&out);
+    (out, rows)
+}
+
+/// Row `line` of an Iometer export, to check its cells.
+struct Row<'a>(&'a str, usize);
+
+impl Row<'_> {
+    /// Each (column, value) is as the row has it.
+    #[track_caller]
+    fn has(&self, want: &[(&str, &str)]) {
+        let Row(out, line) = *self;
+        let row = cells(out, line);
+        for (k, v) in want {
+            assert_eq!(col(&row, k), *v, "line {line}, {k}:\n{out}");
+        }
+    }
+}
+
+/// A WORKER row (line `line`): its host's figures (`column` is `value`),
+/// no CPU (Iometer's CPU columns are the manager's).
+#[track_caller]
+fn worker_has(out: &str, line: usize, column: &str, value: &str) {
+    let w = cells(out, line);
+    assert_eq!(col(&w, column), value, "the host's figures");
+    assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
 }
 
 #[test]
 fn iometer_breakdown_spread_rows() {
-    let out = iometer_csv(&spread_run()).unwrap().text;
-    let rows = result_rows(&out);
-    assert_eq!(
-        kinds_and_names(&rows),
-        pairs(&[
-            ("ALL", "All"),
-            ("MANAGER", "local"),
-            ("WORKER", "Worker 0"),
-            ("WORKER", "Worker 1"),
-            ("DISK", "/dev/sdb"),
-            ("DISK", "/dev/sdc"),
-        ])
-    );
+    let (out, rows) = breakdown(&spread_run());
+    let want = [
+        ("ALL", "All"),
+        ("MANAGER", "local"),
+        ("WORKER", "Worker 0"),
+        ("WORKER", "Worker 1"),
+        ("DISK", "/dev/sdb"),
+        ("DISK", "/dev/sdc"),
+    ];
+    assert_eq!(kinds_and_names(&rows), pairs(&want));
     let c = |row: usize, name: &str| col(&rows[row], name).to_string();
     // Iometer's counts: 2 workers, 2 targets each.
-    assert_eq!(
-        (c(0, "# Workers"), c(0, "# Disks")),
-        ("2".into(), "4".into())
-    );
+    Row(&out, 8).has(&[("# Workers", "2"), ("# Disks", "4")]);
     assert_eq!(
         c(1, "# Managers"),
         "",
@@ -744,28 +740,16 @@ fn iometer_breakdown_spread_rows() {
 
 #[test]
 fn iometer_breakdown_nests_disks_under_their_worker() {
-    let out = iometer_csv(&nested_run()).unwrap().text;
-    let rows = result_rows(&out);
-    assert_eq!(
-        kinds_and_names(&rows),
-        pairs(&[
-            ("ALL", "All"),
-            ("MANAGER", "local"),
-            ("WORKER", "Worker 0"),
-            ("DISK", "/dev/sdb"),
-            ("WORKER", "Worker 1"),
-            ("DISK", "/dev/sdb"),
-            ("WORKER", "Worker 2"),
-            ("DISK", "/dev/sdc"),
-            ("WORKER", "Worker 3"),
-            ("DISK", "/dev/sdc"),
-        ])
-    );
+    let (out, rows) = breakdown(&nested_run());
+    // Each worker, then its one target.
+    let mut want = vec![pair("ALL", "All"), pair("MANAGER", "local")];
+    for (w, disk) in [(0, "sdb"), (1, "sdb"), (2, "sdc"), (3, "sdc")] {
+        want.push(pair("WORKER", &format!("Worker {w}")));
+        want.push(pair("DISK", &format!("/dev/{disk}")));
+    }
+    assert_eq!(kinds_and_names(&rows), want);
     let c = |row: usize, name: &str| col(&rows[row], name).to_string();
-    assert_eq!(
-        (c(0, "# Workers"), c(0, "# Disks")),
-        ("4".into(), "4".into())
-    );
+    Row(&out, 8).has(&[("# Workers", "4"), ("# Disks", "4")]);
     // Each DISK row: its worker's I/Os on that target.
     for (w, d) in [(2, 3), (4, 5), (6, 7), (8, 9)] {
         for k in [
@@ -845,7 +829,7 @@ fn iometer_breakdown_of_an_odd_document() {
         "workers": [worker(0, &[7], 7000, 3000, 250.0), worker(1, &[], 0, 0, 250.0)],
         "lines": []
     }));
-    let rows = result_rows(&iometer_csv(&r).unwrap().text);
+    let (_, rows) = breakdown(&r);
     assert_eq!(
         kinds_and_names(&rows),
         pairs(&[
