@@ -110,6 +110,13 @@ pub struct ConfigData {
     pub same_host_peer: bool,
 }
 
+impl ConfigData {
+    /// The configuration's test named `name`.
+    pub fn test(&self, name: &str) -> Option<&TestData> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+}
+
 fn main_metric_of(kind: Kind, select: &str) -> String {
     select
         .strip_prefix("median:")
@@ -423,11 +430,10 @@ pub fn compare(
             (t.name.clone(), g.to_string(), m)
         })
         .collect();
-    let find = |c: &ConfigData, name: &str| c.tests.iter().find(|t| t.name == name).cloned();
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     for (name, group, m) in &names {
-        let per: Vec<Option<TestData>> = configs.iter().map(|c| find(c, name)).collect();
+        let per: Vec<Option<TestData>> = configs.iter().map(|c| c.test(name).cloned()).collect();
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
         }
@@ -619,9 +625,6 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
         .into_iter()
         .filter(|t| !unmatched.contains(&t.name))
         .collect();
-    fn find<'a>(c: &'a ConfigData, name: &str) -> Option<&'a TestData> {
-        c.tests.iter().find(|t| t.name == name)
-    }
     let mut out = Vec::new();
     for (kind, class) in distinct(common.iter().map(|t| (t.kind, size_class(t)))) {
         let names: Vec<String> = common
@@ -632,7 +635,7 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
         let same_host = configs.iter().any(|c| {
             names
                 .iter()
-                .any(|n| find(c, n).is_some_and(|t| t.same_host_peer))
+                .any(|n| c.test(n).is_some_and(|t| t.same_host_peer))
         });
         for c in configs {
             let mut means = BTreeMap::new();
@@ -642,7 +645,7 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 }
                 let v: Vec<f64> = names
                     .iter()
-                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(e).copied()))
+                    .filter_map(|n| c.test(n).and_then(|t| t.metrics.get(e).copied()))
                     .collect();
                 if v.len() == names.len() {
                     if let Some(m) = mean(&v) {

@@ -403,7 +403,7 @@ pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     let mut info = from_run(run);
     // One answer for "same host" and "interfered" whoever looked.
     for t in &mut info.tests {
-        if let Some(d) = cfg.tests.iter().find(|d| d.name == t.name) {
+        if let Some(d) = cfg.test(&t.name) {
             if d.same_host_peer {
                 t.same_host = Some(true);
             }

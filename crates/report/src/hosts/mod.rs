@@ -42,10 +42,7 @@ pub fn tests(configs: &[ConfigData]) -> Vec<MultiTest<'_>> {
         .filter_map(|first| {
             let per: Vec<Option<&MultiHost>> = configs
                 .iter()
-                .map(|c| {
-                    let t = c.tests.iter().find(|t| t.name == first.name)?;
-                    t.multi.as_ref()
-                })
+                .map(|c| c.test(&first.name)?.multi.as_ref())
                 .collect();
             per.iter()
                 .any(Option::is_some)

@@ -128,16 +128,15 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
     let mut out = Vec::new();
     for kind in kinds(configs) {
         let names = test_names(configs, kind);
-        let find = |ci: usize, n: &str| -> Option<&TestData> {
-            configs[ci].tests.iter().find(|t| t.name == n)
-        };
         let cols: Vec<&str> = metric_columns(kind)
             .iter()
             .copied()
             .filter(|m| {
                 names.iter().any(|n| {
                     (0..configs.len()).any(|ci| {
-                        find(ci, n).is_some_and(|t| t.metrics.contains_key(*m))
+                        configs[ci]
+                            .test(n)
+                            .is_some_and(|t| t.metrics.contains_key(*m))
                             && !(remote_cpu_metric(m) && same_host(infos, ci, n))
                     })
                 })
@@ -169,7 +168,9 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         let mut any_interfered = false;
         for n in &names {
             for (ci, cfg) in configs.iter().enumerate() {
-                let Some(t) = find(ci, n) else { continue };
+                let Some(t) = configs[ci].test(n) else {
+                    continue;
+                };
                 let sh = same_host(infos, ci, n);
                 let warn = t.repeatable == Some(false);
                 // Flagged as in the suite's table and the findings.
@@ -226,10 +227,7 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         .iter()
         .map(|t| {
             let n = &t.name;
-            let per: Vec<Option<&TestData>> = configs
-                .iter()
-                .map(|c| c.tests.iter().find(|t| &t.name == n))
-                .collect();
+            let per: Vec<Option<&TestData>> = configs.iter().map(|c| c.test(n)).collect();
             let keys: BTreeSet<&String> = per
                 .iter()
                 .flatten()
