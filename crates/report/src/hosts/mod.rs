@@ -355,11 +355,7 @@ pub fn host_comparison(
     for l in labels.iter().skip(1) {
         head.push(format!("Δ {} {l}", label(thr)));
     }
-    let keys = distinct(
-        per.iter()
-            .flatten()
-            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
-    );
+    let keys = host_keys(per);
     let mut rows = Vec::new();
     let row =
         |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
@@ -386,13 +382,7 @@ pub fn host_comparison(
     for (host, role) in keys {
         let vals: Vec<Option<Metrics>> = per
             .iter()
-            .map(|mh| {
-                let h = (*mh)?
-                    .hosts
-                    .iter()
-                    .find(|h| h.name == host && h.role == role)?;
-                Some(host_metrics(h))
-            })
+            .map(|mh| Some(host_metrics((*mh)?.host(&host, &role)?)))
             .collect();
         let present: Vec<&str> = (0..labels.len())
             .filter(|ci| vals[*ci].is_some())
@@ -440,14 +430,22 @@ pub fn host_comparison(
     }
 }
 
+/// Every host of the configurations, as (name, role), in first-seen order.
+fn host_keys(per: &[Option<&MultiHost>]) -> Vec<(String, String)> {
+    let hosts = per.iter().flatten().flat_map(|mh| &mh.hosts);
+    distinct(hosts.map(|h| (h.name.clone(), h.role.clone())))
+}
+
+impl MultiHost {
+    fn host(&self, name: &str, role: &str) -> Option<&HostFigures> {
+        self.hosts.iter().find(|h| h.name == name && h.role == role)
+    }
+}
+
 /// The rows of the per-host chart: each host's headline throughput and
 /// CPU % in every configuration (matched by name and role).
 pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
-    let keys = distinct(
-        per.iter()
-            .flatten()
-            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
-    );
+    let keys = host_keys(per);
     let names = distinct(keys.iter().map(|k| k.0.as_str()));
     let every = label_every(keys.iter().map(|k| k.0.chars().count()), keys.len());
     keys.iter()
@@ -455,13 +453,7 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
         .map(|(i, (host, role))| {
             let of = |m: &str| -> Vec<Option<f64>> {
                 per.iter()
-                    .map(|mh| {
-                        let h = (*mh)?
-                            .hosts
-                            .iter()
-                            .find(|h| &h.name == host && &h.role == role)?;
-                        h.metrics.get(m).copied()
-                    })
+                    .map(|mh| (*mh)?.host(host, role)?.metrics.get(m).copied())
                     .collect()
             };
             // A name with two roles needs its role to tell the bars apart.
