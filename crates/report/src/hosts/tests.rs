@@ -2,16 +2,18 @@ use super::*;
 use crate::fixtures::{multi_host_run, multi_stream_doc, render};
 use crate::tables::cpu_cell;
 
+/// The breakdown of `doc` as repetition 1, selected.
 fn mh(doc: &iotoll_model::ResultDoc) -> MultiHost {
-    MultiHost {
-        rep: 1,
-        selected: true,
-        mean_of: Vec::new(),
-        totals: doc.metrics.clone(),
-        hosts: doc.hosts.clone(),
-        pairs: doc.pairs.clone(),
-        skew_us: doc.skew_us.clone(),
-    }
+    let (status, doc) = (doc.status, doc.clone());
+    MultiHost::of(
+        &iotoll_store::RepRow {
+            rep: 1,
+            status,
+            doc,
+        },
+        true,
+    )
+    .unwrap()
 }
 
 fn col(t: &Table, h: &str) -> usize {
