@@ -18,38 +18,26 @@ fn cfg(tests: Vec<TestData>, notes: Vec<String>) -> ConfigData {
 
 #[test]
 fn a_single_run_gets_findings_from_its_numbers() {
+    let a = [
+        ("iops", 1000.0),
+        ("cpu_pct", 10.0),
+        ("iops_per_cpu_pct", 100.0),
+    ];
+    let b = [
+        ("iops", 3000.0),
+        ("cpu_pct", 97.0),
+        ("iops_per_cpu_pct", 3000.0 / 97.0),
+    ];
+    let s = [
+        ("mbit_s", 9000.0),
+        ("cpu_pct", 45.0),
+        ("mbit_s_per_cpu_pct", 200.0),
+    ];
     let c = cfg(
         vec![
-            t(
-                "a",
-                "disk",
-                &[
-                    ("iops", 1000.0),
-                    ("cpu_pct", 10.0),
-                    ("iops_per_cpu_pct", 100.0),
-                ],
-                Some(true),
-            ),
-            t(
-                "b",
-                "disk",
-                &[
-                    ("iops", 3000.0),
-                    ("cpu_pct", 97.0),
-                    ("iops_per_cpu_pct", 3000.0 / 97.0),
-                ],
-                Some(false),
-            ),
-            t(
-                "s",
-                "net-stream",
-                &[
-                    ("mbit_s", 9000.0),
-                    ("cpu_pct", 45.0),
-                    ("mbit_s_per_cpu_pct", 200.0),
-                ],
-                None,
-            ),
+            t("a", "disk", &a, Some(true)),
+            t("b", "disk", &b, Some(false)),
+            t("s", "net-stream", &s, None),
         ],
         vec!["interference: rustc (pid 7) used 30 % of the CPUs".into()],
     );
@@ -88,19 +76,12 @@ fn a_single_run_gets_findings_from_its_numbers() {
 
 #[test]
 fn no_threshold_and_single_repetitions() {
-    let c = cfg(
-        vec![t(
-            "a",
-            "net-rr",
-            &[
-                ("trans_s", 20000.0),
-                ("cpu_pct", 12.0),
-                ("cpu_others_pct", 300.0),
-            ],
-            None,
-        )],
-        Vec::new(),
-    );
+    let m = [
+        ("trans_s", 20000.0),
+        ("cpu_pct", 12.0),
+        ("cpu_others_pct", 300.0),
+    ];
+    let c = cfg(vec![t("a", "net-rr", &m, None)], Vec::new());
     let info = RunInfo {
         tests: vec![TestInfo {
             name: "a".into(),
