@@ -782,13 +782,8 @@ mod tests {
     ) -> iotoll_store::RunDetail {
         let tests: Vec<(String, iotoll_model::ResultDoc)> =
             values.iter().map(|v| test(*v)).collect();
-        let mut r = run(
-            1,
-            "base",
-            (tests.iter())
-                .map(|(n, d)| (n.as_str(), d.clone()))
-                .collect(),
-        );
+        let tests = (tests.iter()).map(|(n, d)| (n.as_str(), d.clone()));
+        let mut r = run(1, "base", tests.collect());
         for (t, v) in r.tests.iter_mut().zip(values) {
             t.group = Some(group.into());
             t.params = json!({ param: v });

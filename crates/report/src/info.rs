@@ -689,11 +689,8 @@ mod note_tests {
     #[test]
     fn a_note_of_every_test_says_all() {
         let same = "the endpoint is on this host (same kernel boot id 1)";
-        let r = run(
-            1,
-            "lo",
-            vec![("a", with_notes(&[same])), ("b", with_notes(&[same]))],
-        );
+        let d = with_notes(&[same]);
+        let r = run(1, "lo", vec![("a", d.clone()), ("b", d)]);
         assert_eq!(notes_of(&r), vec![note(Some("all 2 tests"), same)]);
     }
 }
@@ -708,25 +705,12 @@ mod metric_tests {
     /// in every configuration, for a test of the same name.
     #[test]
     fn the_metrics_every_configuration_has_are_offered() {
-        let a = run(
-            1,
-            "a",
-            vec![
-                (
-                    "t",
-                    doc("disk", json!({}), json!({"mb_s": 1.0, "cpu_pct": 2.0})),
-                ),
-                ("u", doc("disk", json!({}), json!({"lat_avg_us": 3.0}))),
-            ],
-        );
-        let b = run(
-            2,
-            "b",
-            vec![(
-                "t",
-                doc("disk", json!({}), json!({"mb_s": 1.5, "lat_avg_us": 4.0})),
-            )],
-        );
+        let disk = |metrics| doc("disk", json!({}), metrics);
+        let t = disk(json!({"mb_s": 1.0, "cpu_pct": 2.0}));
+        let u = disk(json!({"lat_avg_us": 3.0}));
+        let a = run(1, "a", vec![("t", t), ("u", u)]);
+        let t = disk(json!({"mb_s": 1.5, "lat_avg_us": 4.0}));
+        let b = run(2, "b", vec![("t", t)]);
         let configs = [load(&a).0, load(&b).0];
         let offered = comparable_metrics(&configs, Some("iops"));
         assert!(offered.contains(&"mb_s"), "{offered:?}");
@@ -747,14 +731,8 @@ mod failed_tests {
     /// A run of two tests of two repetitions that all failed: stored with
     /// no repetition.
     fn all_failed() -> RunDetail {
-        let mut r = run(
-            1,
-            "iscsi",
-            vec![
-                ("seq", doc("disk", json!({}), json!({"iops": 1.0}))),
-                ("rnd", doc("disk", json!({}), json!({"iops": 1.0}))),
-            ],
-        );
+        let d = doc("disk", json!({}), json!({"iops": 1.0}));
+        let mut r = run(1, "iscsi", vec![("seq", d.clone()), ("rnd", d)]);
         r.run.status = iotoll_model::RunStatus::Failed;
         for t in &mut r.tests {
             t.reps.clear();
@@ -790,11 +768,8 @@ mod failed_tests {
     #[test]
     fn a_report_names_the_tests_that_failed() {
         let mut r = all_failed();
-        let ok = run(
-            1,
-            "x",
-            vec![("ok", doc("disk", json!({}), json!({"iops": 5.0})))],
-        );
+        let d = doc("disk", json!({}), json!({"iops": 5.0}));
+        let ok = run(1, "x", vec![("ok", d)]);
         r.tests.extend(ok.tests);
         let (_, info) = load(&r);
         assert_eq!(
