@@ -749,14 +749,9 @@ mod tests {
     fn mean_of_ratios_not_ratio_of_means() {
         // Baseline 100 and 1000; candidate 200 (+100 %) and 1000 (0 %).
         // Mean of ratios: +50 %. Ratio of means would be 1200/1100 - 1 = +9.1 %.
-        let b = cfg(
-            "base",
-            vec![t("a", "read", 100.0, 10.0), t("b", "read", 1000.0, 20.0)],
-        );
-        let c = cfg(
-            "cand",
-            vec![t("a", "read", 200.0, 5.0), t("b", "read", 1000.0, 40.0)],
-        );
+        let b = vec![t("a", "read", 100.0, 10.0), t("b", "read", 1000.0, 20.0)];
+        let c = vec![t("a", "read", 200.0, 5.0), t("b", "read", 1000.0, 40.0)];
+        let (b, c) = (cfg("base", b), cfg("cand", c));
         let r = compare(&[b, c], None, true, Some(8.0));
         let g = &r.groups[0];
         assert!((g.mean_diff_pct.unwrap() - 50.0).abs() < 1e-9);
@@ -774,10 +769,8 @@ mod tests {
 
     #[test]
     fn a_missing_test_and_zero_cpu() {
-        let b = cfg(
-            "base",
-            vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)],
-        );
+        let b = vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)];
+        let b = cfg("base", b);
         let c = cfg("cand", vec![t("a", "g", 150.0, 10.0)]);
         let r = compared(b, c);
         assert_eq!(r.unmatched, vec!["only-base".to_string()]);
@@ -801,33 +794,29 @@ mod tests {
         let mut c = t("rr", "lat", 0.0, 1.0);
         c.metrics.insert("latency_one_way_us".into(), 40.0);
         c.repeatable = Some(false);
-        let r = compare(
-            &[cfg("base", vec![b]), cfg("cand", vec![c])],
-            Some("latency_one_way_us"),
-            false,
-            None,
-        );
+        let configs = [cfg("base", vec![b]), cfg("cand", vec![c])];
+        let r = compare(&configs, Some("latency_one_way_us"), false, None);
         assert_eq!(r.groups[0].wins, 1, "20 % lower latency is a win");
         assert!(r.rows[0].not_repeatable);
         insta::assert_snapshot!(r.findings.join("\n"));
     }
 
-    fn with_spec(mut t: TestData, kind: &str, spec: serde_json::Value) -> TestData {
-        t.kind = kind.parse().unwrap();
+    /// A stream test of `mbit` whose spec is `spec`.
+    fn stream(mbit: f64, spec: serde_json::Value) -> TestData {
+        let mut t = t("net-stream", "g", mbit, 10.0);
+        t.kind = Kind::NetStream;
         t.spec = Spec::of(t.kind, spec);
         t
     }
 
     #[test]
     fn differing_workloads_are_named_per_row_and_in_the_findings() {
-        let a = with_spec(
-            t("net-stream", "g", 100.0, 10.0),
-            "net-stream",
+        let a = stream(
+            100.0,
             serde_json::json!({"dir": "tx", "conns": 4, "msg": 65536}),
         );
-        let b = with_spec(
-            t("net-stream", "g", 104.0, 10.0),
-            "net-stream",
+        let b = stream(
+            104.0,
             serde_json::json!({"dir": "rx", "conns": 1, "msg": 1024}),
         );
         let r = compared(cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b]));

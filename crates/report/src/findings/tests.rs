@@ -1,5 +1,5 @@
 use super::*;
-use crate::compare::test_data::{self, compared, test};
+use crate::compare::test_data::{cfg as labelled, compared, test};
 use crate::info::TestInfo;
 
 fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) -> TestData {
@@ -12,7 +12,7 @@ fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) ->
 fn cfg(tests: Vec<TestData>, notes: Vec<String>) -> ConfigData {
     ConfigData {
         notes,
-        ..test_data::cfg("x", tests)
+        ..labelled("x", tests)
     }
 }
 
@@ -103,7 +103,7 @@ fn no_threshold_and_single_repetitions() {
 fn mtu_config(label: &str, sets: &str, tests: Vec<TestData>) -> ConfigData {
     ConfigData {
         disclosure: Some(serde_json::json!({"lab": {"sets": sets}, "os": {"kernel": "6.1"}})),
-        ..test_data::cfg(label, tests)
+        ..labelled(label, tests)
     }
 }
 
@@ -129,16 +129,10 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
         t.repeatable = Some(repeatable);
         t
     };
-    let base = mtu_config(
-        "mtu1500",
-        "",
-        vec![disk(10_000.0, 96.0, true), stream(940.0, true)],
-    );
-    let cand = mtu_config(
-        "mtu9000",
-        "mtu=9000",
-        vec![disk(30_710.0, 30.0, false), stream(990.0, false)],
-    );
+    let base = vec![disk(10_000.0, 96.0, true), stream(940.0, true)];
+    let cand = vec![disk(30_710.0, 30.0, false), stream(990.0, false)];
+    let base = mtu_config("mtu1500", "", base);
+    let cand = mtu_config("mtu9000", "mtu=9000", cand);
     let c = compared(base, cand);
     let f = &c.findings;
     let at = |needle: &str| {
@@ -209,8 +203,8 @@ fn no_remote_cpu_efficiency_when_the_peer_is_this_host() {
     assert!(f.contains("7.51 Mbit/s per % remote CPU"), "{f}");
     // Comparisons: no remote mean, no remote finding.
     let c = compared(
-        test_data::cfg("a", vec![stream(true)]),
-        test_data::cfg("b", vec![stream(true)]),
+        labelled("a", vec![stream(true)]),
+        labelled("b", vec![stream(true)]),
     );
     assert!(c
         .efficiency
@@ -237,7 +231,7 @@ fn efficiency_is_per_class_of_like_tests() {
     assert!(f.contains("≤ 8k transfers: 5,000 IOPS per % CPU"), "{f}");
     assert!(f.contains("≥ 256k transfers: 100 IOPS per % CPU"), "{f}");
     assert!(!f.contains("2,550"), "no mean over both: {f}");
-    let c = compared(test_data::cfg("a", tests()), test_data::cfg("b", tests()));
+    let c = compared(labelled("a", tests()), labelled("b", tests()));
     let classes: Vec<(&str, usize)> = c
         .efficiency
         .iter()
@@ -255,10 +249,7 @@ fn disagreeing_efficiency_measures_get_a_footnote() {
         let m = [("mbit_s", 1000.0), ("cpu_pct", 20.0), ("cpus", cpus)];
         vec![test("s", "net-stream", &[]).with(&m)]
     };
-    let c = compared(
-        test_data::cfg("a", stream(3.0)),
-        test_data::cfg("b", stream(2.0)),
-    );
+    let c = compared(labelled("a", stream(3.0)), labelled("b", stream(2.0)));
     let f = c.findings.join("\n");
     assert!(f.contains("delivered 1.00 × a's Mbit/s per % CPU"), "{f}");
     let note = c
@@ -275,9 +266,6 @@ fn disagreeing_efficiency_measures_get_a_footnote() {
         assert!(note.contains(want), "{want} in {note}");
     }
     // Measures that agree need no footnote.
-    let c = compared(
-        test_data::cfg("a", stream(2.0)),
-        test_data::cfg("b", stream(2.0)),
-    );
+    let c = compared(labelled("a", stream(2.0)), labelled("b", stream(2.0)));
     assert!(!c.findings.iter().any(|x| x.starts_with("Footnote")));
 }
