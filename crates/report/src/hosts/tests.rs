@@ -137,11 +137,7 @@ fn a_total_that_differs_from_its_parts_is_shown_as_measured_and_said() {
 fn each_hosts_efficiency_is_its_throughput_over_its_cpu_as_shown() {
     let doc = multi_stream_doc(&CLIENTS, &["s1", "s2"], 1.0);
     let t = host_table("mesh", Kind::NetStream, &mh(&doc), None);
-    let (m, c, pe) = (
-        col(&t, "Mbit/s"),
-        col(&t, "CPU %"),
-        col(&t, "Mbit/s per % CPU"),
-    );
+    let [m, c, pe] = ["Mbit/s", "CPU %", "Mbit/s per % CPU"].map(|h| col(&t, h));
     for r in t.rows.iter().filter(|r| r.cells[0] != "total") {
         let (mbit, cpu, shown) = (parse(&r.cells[m]), parse(&r.cells[c]), parse(&r.cells[pe]));
         // What the shown inputs allow, widened by the shown index's rounding.

@@ -101,11 +101,8 @@ mod published {
     use serde_json::json;
 
     fn disk(iops: f64, mb_s: f64) -> iotoll_model::ResultDoc {
-        let mut d = doc(
-            "disk",
-            json!({"bs": 32768}),
-            json!({"iops": iops, "mb_s": mb_s, "cpu_pct": 10.0, "cpus": 4.0, "window_s": 10.0}),
-        );
+        let m = json!({"iops": iops, "mb_s": mb_s, "cpu_pct": 10.0, "cpus": 4.0, "window_s": 10.0});
+        let mut d = doc("disk", json!({"bs": 32768}), m);
         iotoll_model::derive_metrics(&mut d.metrics);
         d
     }

@@ -164,10 +164,8 @@ fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
 
 #[test]
 fn show_prints_the_metric_a_test_is_selected_by() {
-    let mut t = row(
-        "disk",
-        serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0}),
-    );
+    let metrics = serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0});
+    let mut t = row("disk", metrics);
     t.select = "median:lat_p99_us".into();
     let l = test_line(&t, (0, 0));
     assert!(l.contains("lat_p99_us 812"), "{l}");
