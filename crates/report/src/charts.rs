@@ -830,7 +830,8 @@ mod tests {
     fn a_request_size_sweep_charts_one_way_latency() {
         let reqs: [f64; 4] = [64.0, 1024.0, 16384.0, 65536.0];
         let r = sweep("rr", "req", &reqs, |r| {
-            let m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0, "rtt_mean_us": 50.0 + r / 1000.0,
+            let m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0,
+                           "rtt_mean_us": 50.0 + r / 1000.0,
                            "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0});
             let mut d = doc("net-rr", json!({"req": r}), m);
             iotoll_model::derive_metrics(&mut d.metrics);
