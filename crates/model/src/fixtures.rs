@@ -1,7 +1,7 @@
 //! Result documents built in test code (feature `test-fixtures`), for the
 //! tests of every crate that reads them: one shape, not a copy per crate.
 
-use crate::{HostFigures, ResultDoc};
+use crate::{HostFigures, PairFigures, ResultDoc};
 use serde_json::{json, Value};
 
 /// A complete result document of `kind` with `spec` and `metrics` and
@@ -14,6 +14,19 @@ pub fn doc(kind: &str, spec: Value, metrics: Value) -> ResultDoc {
         "latency": null, "series": [], "notes": [], "disclosure": null
     }))
     .expect("a valid fixture document")
+}
+
+/// A pair of a stream test that moved `mbit_s` client to server on 2
+/// connections over a 10 s window.
+pub fn pair(client: &str, server: &str, mbit_s: f64) -> PairFigures {
+    PairFigures {
+        client: client.into(),
+        server: server.into(),
+        conns: 2,
+        client_to_server_bytes: (mbit_s * 1e6 / 8.0 * 10.0) as u64,
+        server_to_client_bytes: 0,
+        mbit_s,
+    }
 }
 
 /// A host of a stream test with `cpus` CPUs that sent `tx` and received

@@ -402,14 +402,7 @@ mod tests {
             notes: vec![format!("{name}: a note")],
             ifaces: Vec::new(),
         };
-        let pair = |client: &str, mbit: f64| iotoll_model::PairFigures {
-            client: client.into(),
-            server: "s1".into(),
-            conns: 2,
-            client_to_server_bytes: (mbit * 1e6 / 8.0 * 10.0) as u64,
-            server_to_client_bytes: 0,
-            mbit_s: mbit,
-        };
+        let pair = |client, mbit| iotoll_model::fixtures::pair(client, "s1", mbit);
         let mut d = doc(1.0);
         d.kind = Kind::NetStream;
         d.metrics = iotoll_model::metrics::of(&[

@@ -98,14 +98,7 @@ fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
         host("c1", "client", 800.0, 0.0, 1),
         host("c2", "client", 800.0, 0.0, 1),
     ];
-    let pair = |c: &str| iotoll_model::PairFigures {
-        client: c.into(),
-        server: "srv".into(),
-        conns: 2,
-        client_to_server_bytes: 1_000_000_000,
-        server_to_client_bytes: 0,
-        mbit_s: 800.0,
-    };
+    let pair = |c| iotoll_model::fixtures::pair(c, "srv", 800.0);
     d.pairs = vec![pair("c1"), pair("c2")];
     t.selected_rep = Some(2);
     t.reps = (1..=3)

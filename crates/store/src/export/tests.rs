@@ -430,17 +430,11 @@ fn long_csv_has_every_level_of_a_multi_host_run() {
         ],
         ..Default::default()
     };
-    let pair = |c: &str, bytes: u64| iotoll_model::PairFigures {
-        client: c.into(),
-        server: "s1".into(),
-        conns: 2,
-        client_to_server_bytes: bytes,
-        server_to_client_bytes: 0,
-        mbit_s: bytes as f64 * 8.0 / 10.0 / 1e6,
-    };
     let d = &mut r.tests[0].reps[0].doc;
     d.hosts = vec![host("c1", 800.0), host("c2", 800.0)];
-    d.pairs = vec![pair("c1", 1_000_000_000), pair("c2", 1_000_000_000)];
+    // 1,000,000,000 bytes each in 10 s.
+    let pair = |c| iotoll_model::fixtures::pair(c, "s1", 800.0);
+    d.pairs = vec![pair("c1"), pair("c2")];
     let out = csv(&r);
     let recs = records(&out);
     let sum = |level: &str, metric: &str| -> f64 {
