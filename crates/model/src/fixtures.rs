@@ -1,7 +1,7 @@
 //! Result documents built in test code (feature `test-fixtures`), for the
 //! tests of every crate that reads them: one shape, not a copy per crate.
 
-use crate::{HostFigures, PairFigures, ResultDoc};
+use crate::{CpuReport, HostFigures, Interference, PairFigures, ResultDoc};
 use serde_json::{json, Value};
 
 /// A complete result document of `kind` with `spec` and `metrics` and
@@ -14,6 +14,22 @@ pub fn doc(kind: &str, spec: Value, metrics: Value) -> ResultDoc {
         "latency": null, "series": [], "notes": [], "disclosure": null
     }))
     .expect("a valid fixture document")
+}
+
+/// A CPU window of `cpus` CPUs, `busy_pct` busy, of which other processes
+/// used `others_pct`: interfered above the 5 % threshold.
+pub fn cpu_with_others(cpus: u32, busy_pct: f64, others_pct: f64) -> CpuReport {
+    CpuReport {
+        cpus,
+        busy_pct,
+        interference: Some(Interference {
+            threshold_pct: 5.0,
+            others_pct,
+            interfered: others_pct > 5.0,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 /// A pair of a stream test that moved `mbit_s` client to server on 2

@@ -617,18 +617,7 @@ mod note_tests {
     fn a_mean_of_repetitions_is_said_and_flagged_by_any_of_them() {
         let clean = |pct: f64| {
             let mut d = doc("net-stream", json!({}), json!({"mbit_s": 700.0}));
-            d.cpu.local = Some(iotoll_model::CpuReport {
-                cpus: 2,
-                busy_pct: 50.0,
-                interference: Some(iotoll_model::result::Interference {
-                    threshold_pct: 5.0,
-                    others_pct: pct,
-                    steal_pct: 0.0,
-                    interfered: pct > 5.0,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            });
+            d.cpu.local = Some(iotoll_model::fixtures::cpu_with_others(2, 50.0, pct));
             d
         };
         let mut r = run(1, "lo", vec![("bidir", clean(1.0))]);

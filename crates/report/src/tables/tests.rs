@@ -164,17 +164,8 @@ mod published {
     fn an_interfered_test_is_flagged_in_the_results_table() {
         let mut r = three_reps(None);
         assert!(!cell(&results_table(&r), "test").contains('⚑'));
-        r.tests[0].reps[2].doc.cpu.local = Some(iotoll_model::CpuReport {
-            cpus: 2,
-            busy_pct: 60.0,
-            interference: Some(iotoll_model::result::Interference {
-                threshold_pct: 5.0,
-                others_pct: 40.0,
-                interfered: true,
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        let cpu = iotoll_model::fixtures::cpu_with_others(2, 60.0, 40.0);
+        r.tests[0].reps[2].doc.cpu.local = Some(cpu);
         let t = results_table(&r);
         assert_eq!(cell(&t, "test"), "read ⚑");
         assert!(t
