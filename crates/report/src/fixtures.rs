@@ -138,12 +138,9 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
             cpus,
             boot_id: Some(format!("boot-{name}")),
             metrics,
-            cpu: None,
             on_us: -3.5 * n as f64,
             off_us: 12.25 + n as f64,
-            disclosure: None,
-            notes: Vec::new(),
-            ifaces: Vec::new(),
+            ..Default::default()
         }
     };
     let mut hosts: Vec<HostFigures> = servers
