@@ -4,6 +4,8 @@
 #![forbid(unsafe_code)]
 
 pub mod ci;
+#[cfg(any(test, feature = "test-fixtures"))]
+pub mod fixtures;
 pub mod kind;
 pub mod metrics;
 pub mod os;

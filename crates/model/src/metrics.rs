@@ -8,6 +8,11 @@ use std::collections::BTreeMap;
 /// measured or computed is absent, never zero.
 pub type Metrics = BTreeMap<String, f64>;
 
+/// The metrics of these (name, value) pairs.
+pub fn of(pairs: &[(&str, f64)]) -> Metrics {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
 /// Which direction of a metric is the better one, for comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -379,6 +384,7 @@ pub fn rederive_metrics(m: &mut Metrics) {
 
 #[cfg(test)]
 mod tests {
+    use super::of as m;
     use super::*;
 
     #[test]
@@ -392,10 +398,6 @@ mod tests {
         let mut y = m(&[(MB_S_PER_CPU_PCT, 7.5)]);
         rederive_metrics(&mut y);
         assert_eq!(y[MB_S_PER_CPU_PCT], 7.5);
-    }
-
-    fn m(pairs: &[(&str, f64)]) -> Metrics {
-        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
     #[test]

@@ -125,17 +125,10 @@ fn legend_rows<'a>(texts: impl Iterator<Item = &'a str>) -> u32 {
     rows
 }
 
-/// A chart `h` pixels high with the legend strip under it: `draw` draws the
-/// chart and returns the legend's entries.
+/// A chart `h` pixels high with the legend strip of `rows` rows under it
+/// (the chart keeps its height): `draw` draws the chart and returns the
+/// legend's entries.
 fn svg(
-    h: u32,
-    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
-) -> Result<String, String> {
-    svg_rows(h, 1, draw)
-}
-
-/// `svg` with a legend of `rows` rows (the chart keeps its height).
-fn svg_rows(
     h: u32,
     rows: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<Vec<(Mark, String)>, String>,
@@ -264,7 +257,7 @@ pub fn bars(
         .map(|r| r.test.rsplit('/').next().unwrap_or(&r.test).to_string())
         .collect();
     let xl = XLabels::for_names(&names, W as i32 - BARS_PLOT_MARGIN);
-    svg(H + xl.extra_height(), |root| {
+    svg(H + xl.extra_height(), 1, |root| {
         let n = rows.len();
         let vmax = rows
             .iter()
@@ -414,7 +407,7 @@ pub fn lines(
     y_label: &str,
     series: &[Line],
 ) -> Result<String, String> {
-    svg(H, |root| {
+    svg(H, 1, |root| {
         let percent = y_label.contains('%') && !y_label.contains(" per ");
         let fx = |x: f64| scale.to_axis(x);
         let pts: Vec<Line> = series
@@ -563,7 +556,7 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
     let mut texts: Vec<&str> = vec!["ramp-up (not measured)"];
     texts.extend(series.iter().map(|s| s.label.as_str()));
     texts.push("CPU % (dashed, in the line's colour)");
-    svg_rows(320, legend_rows(texts.into_iter()), |root| {
+    svg(320, legend_rows(texts.into_iter()), |root| {
         let tmax = series
             .iter()
             .flat_map(|s| s.throughput.iter().chain(&s.cpu).map(|p| p.0 + 0.5))
@@ -779,31 +772,38 @@ mod tests {
         assert!(span <= 20.0, "threshold lines span {span} px of the chart");
     }
 
+    /// A run of one group, `group`, sweeping `param` over `values`: the
+    /// test of each value named and measured by `test`.
+    fn sweep(
+        group: &str,
+        param: &str,
+        values: &[f64],
+        test: impl Fn(f64) -> (String, iotoll_model::ResultDoc),
+    ) -> iotoll_store::RunDetail {
+        let tests: Vec<(String, iotoll_model::ResultDoc)> =
+            values.iter().map(|v| test(*v)).collect();
+        let tests = (tests.iter()).map(|(n, d)| (n.as_str(), d.clone()));
+        let mut r = run(1, "base", tests.collect());
+        for (t, v) in r.tests.iter_mut().zip(values) {
+            t.group = Some(group.into());
+            t.params = json!({ param: v });
+        }
+        r
+    }
+
     /// Connections 1, 5, 10, 100, 1000: a log₁₀ axis with a tick label at
     /// each tested value.
     #[test]
     fn connection_counts_get_a_log10_axis_ticked_at_the_tested_values() {
         let conns: [f64; 5] = [1.0, 5.0, 10.0, 100.0, 1000.0];
-        let tests: Vec<(String, iotoll_model::ResultDoc)> = conns
-            .iter()
-            .map(|c| {
-                let d = doc(
-                    "net-stream",
-                    json!({"conns": c}),
-                    json!({"mbit_s": 900.0 + c.ln(), "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0}),
-                );
-                (format!("conns/dir=tx,conns={c}"), d)
-            })
-            .collect();
-        let mut r = run(
-            1,
-            "base",
-            tests.iter().map(|(n, d)| (n.as_str(), d.clone())).collect(),
-        );
-        for (t, c) in r.tests.iter_mut().zip(conns) {
-            t.group = Some("conns".into());
-            t.params = json!({"conns": c});
-        }
+        let r = sweep("conns", "conns", &conns, |c| {
+            let d = doc(
+                "net-stream",
+                json!({"conns": c}),
+                json!({"mbit_s": 900.0 + c.ln(), "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0}),
+            );
+            (format!("conns/dir=tx,conns={c}"), d)
+        });
         let html = html_of(&r, None);
         crate::fixtures::dump("conns-sweep", "", &html);
         assert!(html.contains("log₁₀ axis"), "no log₁₀ axis");
@@ -829,26 +829,14 @@ mod tests {
     #[test]
     fn a_request_size_sweep_charts_one_way_latency() {
         let reqs: [f64; 4] = [64.0, 1024.0, 16384.0, 65536.0];
-        let tests: Vec<(String, iotoll_model::ResultDoc)> = reqs
-            .iter()
-            .map(|r| {
-                let mut m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0, "rtt_mean_us": 50.0 + r / 1000.0,
-                                   "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0});
-                let mut metrics: iotoll_model::Metrics = serde_json::from_value(m.take()).unwrap();
-                iotoll_model::derive_metrics(&mut metrics);
-                let d = doc("net-rr", json!({"req": r}), serde_json::to_value(&metrics).unwrap());
-                (format!("rr/req={r}"), d)
-            })
-            .collect();
-        let mut r = run(
-            1,
-            "base",
-            tests.iter().map(|(n, d)| (n.as_str(), d.clone())).collect(),
-        );
-        for (t, q) in r.tests.iter_mut().zip(reqs) {
-            t.group = Some("rr".into());
-            t.params = json!({"req": q});
-        }
+        let r = sweep("rr", "req", &reqs, |r| {
+            let m = json!({"trans_s": 20_000.0 - r / 8.0, "conns": 1.0,
+                           "rtt_mean_us": 50.0 + r / 1000.0,
+                           "cpu_pct": 10.0, "cpus": 2.0, "window_s": 3.0});
+            let mut d = doc("net-rr", json!({"req": r}), m);
+            iotoll_model::derive_metrics(&mut d.metrics);
+            (format!("rr/req={r}"), d)
+        });
         let html = html_of(&r, None);
         let chart = charts_titled(&html, "one-way latency (µs) against request size");
         assert_eq!(chart.len(), 1, "no one-way latency chart");

@@ -110,6 +110,13 @@ pub struct ConfigData {
     pub same_host_peer: bool,
 }
 
+impl ConfigData {
+    /// The configuration's test named `name`.
+    pub fn test(&self, name: &str) -> Option<&TestData> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+}
+
 fn main_metric_of(kind: Kind, select: &str) -> String {
     select
         .strip_prefix("median:")
@@ -363,7 +370,7 @@ impl Comparison {
                         .map_or("–".into(), |(r, t)| format!("{r:.2} × ({t})")),
                     format!("{} of {}", g.wins, g.tests),
                 ];
-                crate::tables::TRow::plain(cells, None, false)
+                crate::tables::TRow::new(cells)
             })
             .collect();
         Some(crate::tables::Table {
@@ -423,11 +430,10 @@ pub fn compare(
             (t.name.clone(), g.to_string(), m)
         })
         .collect();
-    let find = |c: &ConfigData, name: &str| c.tests.iter().find(|t| t.name == name).cloned();
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     for (name, group, m) in &names {
-        let per: Vec<Option<TestData>> = configs.iter().map(|c| find(c, name)).collect();
+        let per: Vec<Option<TestData>> = configs.iter().map(|c| c.test(name).cloned()).collect();
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
         }
@@ -619,9 +625,6 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
         .into_iter()
         .filter(|t| !unmatched.contains(&t.name))
         .collect();
-    fn find<'a>(c: &'a ConfigData, name: &str) -> Option<&'a TestData> {
-        c.tests.iter().find(|t| t.name == name)
-    }
     let mut out = Vec::new();
     for (kind, class) in distinct(common.iter().map(|t| (t.kind, size_class(t)))) {
         let names: Vec<String> = common
@@ -632,7 +635,7 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
         let same_host = configs.iter().any(|c| {
             names
                 .iter()
-                .any(|n| find(c, n).is_some_and(|t| t.same_host_peer))
+                .any(|n| c.test(n).is_some_and(|t| t.same_host_peer))
         });
         for c in configs {
             let mut means = BTreeMap::new();
@@ -642,7 +645,7 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 }
                 let v: Vec<f64> = names
                     .iter()
-                    .filter_map(|n| find(c, n).and_then(|t| t.metrics.get(e).copied()))
+                    .filter_map(|n| c.test(n).and_then(|t| t.metrics.get(e).copied()))
                     .collect();
                 if v.len() == names.len() {
                     if let Some(m) = mean(&v) {
@@ -685,7 +688,7 @@ pub(crate) mod test_data {
             name: name.into(),
             group: kind.into(),
             kind: kind.parse().unwrap(),
-            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            metrics: iotoll_model::metrics::of(metrics),
             repeatable: None,
             main_metric: "iops".into(),
             params: serde_json::json!({}),
@@ -696,6 +699,20 @@ pub(crate) mod test_data {
             setup: Vec::new(),
             multi: None,
         }
+    }
+
+    impl TestData {
+        /// These metrics and what follows from them.
+        pub fn with(mut self, m: &[(&str, f64)]) -> TestData {
+            self.metrics = iotoll_model::metrics::of(m);
+            iotoll_model::rederive_metrics(&mut self.metrics);
+            self
+        }
+    }
+
+    /// `base` compared with `cand`, each test in its group, no threshold.
+    pub fn compared(base: ConfigData, cand: ConfigData) -> super::Comparison {
+        super::compare(&[base, cand], None, true, None)
     }
 
     pub fn cfg(label: &str, tests: Vec<TestData>) -> ConfigData {
@@ -712,17 +729,8 @@ pub(crate) mod test_data {
 
 #[cfg(test)]
 mod tests {
-    use super::test_data::{cfg, test};
+    use super::test_data::{cfg, compared, test};
     use super::*;
-
-    impl TestData {
-        /// These metrics and what follows from them.
-        fn with(mut self, m: &[(&str, f64)]) -> TestData {
-            self.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-            iotoll_model::rederive_metrics(&mut self.metrics);
-            self
-        }
-    }
 
     fn t(name: &str, group: &str, mb: f64, cpu: f64) -> TestData {
         let mut x = TestData {
@@ -741,14 +749,9 @@ mod tests {
     fn mean_of_ratios_not_ratio_of_means() {
         // Baseline 100 and 1000; candidate 200 (+100 %) and 1000 (0 %).
         // Mean of ratios: +50 %. Ratio of means would be 1200/1100 - 1 = +9.1 %.
-        let b = cfg(
-            "base",
-            vec![t("a", "read", 100.0, 10.0), t("b", "read", 1000.0, 20.0)],
-        );
-        let c = cfg(
-            "cand",
-            vec![t("a", "read", 200.0, 5.0), t("b", "read", 1000.0, 40.0)],
-        );
+        let b = vec![t("a", "read", 100.0, 10.0), t("b", "read", 1000.0, 20.0)];
+        let c = vec![t("a", "read", 200.0, 5.0), t("b", "read", 1000.0, 40.0)];
+        let (b, c) = (cfg("base", b), cfg("cand", c));
         let r = compare(&[b, c], None, true, Some(8.0));
         let g = &r.groups[0];
         assert!((g.mean_diff_pct.unwrap() - 50.0).abs() < 1e-9);
@@ -766,12 +769,10 @@ mod tests {
 
     #[test]
     fn a_missing_test_and_zero_cpu() {
-        let b = cfg(
-            "base",
-            vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)],
-        );
+        let b = vec![t("a", "g", 100.0, 0.0), t("only-base", "g", 5.0, 1.0)];
+        let b = cfg("base", b);
         let c = cfg("cand", vec![t("a", "g", 150.0, 10.0)]);
-        let r = compare(&[b, c], None, true, None);
+        let r = compared(b, c);
         assert_eq!(r.unmatched, vec!["only-base".to_string()]);
         let missing = r.rows.iter().find(|x| x.test == "only-base").unwrap();
         assert_eq!(missing.values, vec![Some(5.0), None]);
@@ -793,41 +794,32 @@ mod tests {
         let mut c = t("rr", "lat", 0.0, 1.0);
         c.metrics.insert("latency_one_way_us".into(), 40.0);
         c.repeatable = Some(false);
-        let r = compare(
-            &[cfg("base", vec![b]), cfg("cand", vec![c])],
-            Some("latency_one_way_us"),
-            false,
-            None,
-        );
+        let configs = [cfg("base", vec![b]), cfg("cand", vec![c])];
+        let r = compare(&configs, Some("latency_one_way_us"), false, None);
         assert_eq!(r.groups[0].wins, 1, "20 % lower latency is a win");
         assert!(r.rows[0].not_repeatable);
         insta::assert_snapshot!(r.findings.join("\n"));
     }
 
-    fn with_spec(mut t: TestData, kind: &str, spec: serde_json::Value) -> TestData {
-        t.kind = kind.parse().unwrap();
+    /// A stream test of `mbit` whose spec is `spec`.
+    fn stream(mbit: f64, spec: serde_json::Value) -> TestData {
+        let mut t = t("net-stream", "g", mbit, 10.0);
+        t.kind = Kind::NetStream;
         t.spec = Spec::of(t.kind, spec);
         t
     }
 
     #[test]
     fn differing_workloads_are_named_per_row_and_in_the_findings() {
-        let a = with_spec(
-            t("net-stream", "g", 100.0, 10.0),
-            "net-stream",
+        let a = stream(
+            100.0,
             serde_json::json!({"dir": "tx", "conns": 4, "msg": 65536}),
         );
-        let b = with_spec(
-            t("net-stream", "g", 104.0, 10.0),
-            "net-stream",
+        let b = stream(
+            104.0,
             serde_json::json!({"dir": "rx", "conns": 1, "msg": 1024}),
         );
-        let r = compare(
-            &[cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b])],
-            None,
-            true,
-            None,
-        );
+        let r = compared(cfg("mtu1500", vec![a]), cfg("mtu9000", vec![b]));
         assert_eq!(
             r.rows[0].differs,
             vec!["dir tx vs rx", "conns 4 vs 1", "msg 64k vs 1k"]
@@ -843,11 +835,11 @@ mod tests {
         // A stream test has the P/E index, an rr test CPU µs per transaction:
         // neither may hide the other.
         let net = |name: &str, group: &str, kind: Kind, m: &[(&str, f64)]| {
-            let mut x = t(name, group, 0.0, 0.0);
-            x.kind = kind;
-            x.metrics = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-            iotoll_model::rederive_metrics(&mut x.metrics);
-            x
+            TestData {
+                kind,
+                ..t(name, group, 0.0, 0.0)
+            }
+            .with(m)
         };
         let stream = |mbit: f64, cpu: f64| {
             net(
@@ -863,7 +855,7 @@ mod tests {
         };
         let base = cfg("mtu1500", vec![stream(992.0, 49.6), rr(10_000.0, 50.0)]);
         let cand = cfg("mtu9000", vec![stream(990.0, 24.75), rr(10_000.0, 25.0)]);
-        let r = compare(&[base, cand], None, true, None);
+        let r = compared(base, cand);
         for (label, kind, m, want) in [
             // 992 / 49.6 = 20; 990 / 24.75 = 40.
             ("mtu1500", "net-stream", "mbit_s_per_cpu_pct", 20.0),
@@ -896,12 +888,7 @@ mod tests {
         let mut b = t("a", "g", 100.0, 10.0);
         b.interference = vec!["interference: 40.1 % of the host by stress (pid 42)".into()];
         let c = t("a", "g", 100.0, 10.0);
-        let r = compare(
-            &[cfg("base", vec![b]), cfg("cand", vec![c])],
-            None,
-            true,
-            None,
-        );
+        let r = compared(cfg("base", vec![b]), cfg("cand", vec![c]));
         assert_eq!(r.rows[0].interfered, vec![true, false]);
         assert!(r
             .findings
@@ -911,15 +898,8 @@ mod tests {
 
     #[test]
     fn nothing_in_common_is_said() {
-        let r = compare(
-            &[
-                cfg("a", vec![t("x", "g", 1.0, 1.0)]),
-                cfg("b", vec![t("y", "g", 1.0, 1.0)]),
-            ],
-            None,
-            true,
-            None,
-        );
+        let (x, y) = (t("x", "g", 1.0, 1.0), t("y", "g", 1.0, 1.0));
+        let r = compared(cfg("a", vec![x]), cfg("b", vec![y]));
         assert!(r
             .findings
             .iter()
@@ -947,7 +927,7 @@ mod tests {
         };
         let base = cfg("base", vec![s("a", 1000.0, 20.0), s("b", 5400.0, 40.0)]);
         let cand = cfg("cand", vec![s("a", 3000.0, 10.0), s("b", 11_140.0, 60.0)]);
-        let r = compare(&[base, cand], None, true, None);
+        let r = compared(base, cand);
         let g = &r.groups[0];
         // Averages 3,200 and 7,070; their ratio 2.209; per-test ratios 3
         // and 2.063, whose mean is 2.531.

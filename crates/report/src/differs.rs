@@ -261,7 +261,7 @@ pub fn table(diffs: &[Difference], labels: &[String]) -> Option<Table> {
             };
             let mut cells = vec![item];
             cells.extend(d.values.iter().cloned());
-            TRow::plain(cells, None, false)
+            TRow::new(cells)
         })
         .collect();
     let mut note = String::from("Lab settings, the system's differing rows and the tests' configuration (engine, direct I/O, target, TLS cipher, iSCSI digests); an endpoint's address never counts.");
@@ -297,14 +297,12 @@ mod tests {
             s.spec = json!({"peer": "198.18.0.2:44933"}).into();
             vec![test("disk", "disk", &[("iops", 1.0)]), s]
         };
-        let a = with_disclosure(
-            cfg("mtu1500", tests()),
-            json!({"lab": {"sets": ""}, "os": {"kernel": "6.1"}, "cpu": {"current_mhz": 2000}}),
-        );
-        let mut b = with_disclosure(
-            cfg("mtu9000", tests()),
-            json!({"lab": {"sets": "mtu=9000"}, "os": {"kernel": "6.1"}, "cpu": {"current_mhz": 2400}}),
-        );
+        let system = |sets: &str, mhz: u32| {
+            json!({"lab": {"sets": sets}, "os": {"kernel": "6.1"},
+                   "cpu": {"current_mhz": mhz}})
+        };
+        let a = with_disclosure(cfg("mtu1500", tests()), system("", 2000));
+        let mut b = with_disclosure(cfg("mtu9000", tests()), system("mtu=9000", 2400));
         b.tests[1].spec = json!({"peer": "198.18.0.2:33135"}).into();
         let d = differences(&[a.clone(), b]);
         let items: Vec<&str> = d.iter().map(|d| d.item.as_str()).collect();

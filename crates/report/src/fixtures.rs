@@ -7,13 +7,10 @@ use serde_json::{json, Value};
 
 /// A result document of `kind` with `metrics` and nothing else measured.
 pub fn doc(kind: &str, spec: Value, metrics: Value) -> ResultDoc {
-    serde_json::from_value(json!({
-        "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
-        "started_at": "2026-11-22T10:00:00Z", "config": null, "spec": spec,
-        "metrics": metrics, "cpu": {"local": null, "remote": null},
-        "latency": null, "series": [], "notes": [], "disclosure": null
-    }))
-    .expect("a valid fixture document")
+    ResultDoc {
+        started_at: "2026-11-22T10:00:00Z".into(),
+        ..iotoll_model::fixtures::doc(kind, spec, metrics)
+    }
 }
 
 /// A complete run labelled `config` whose tests each have one repetition,
@@ -125,17 +122,14 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
         } else {
             (total * 0.4, total * 0.6)
         };
-        let mut metrics: iotoll_model::Metrics = [
+        let mut metrics = iotoll_model::metrics::of(&[
             ("mbit_s", total),
             ("tx_mbit_s", tx),
             ("rx_mbit_s", rx),
             ("cpu_pct", cpu),
             ("cpus", cpus as f64),
             ("window_s", window_s),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
+        ]);
         iotoll_model::derive_metrics(&mut metrics);
         HostFigures {
             name: name.into(),
@@ -144,12 +138,9 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
             cpus,
             boot_id: Some(format!("boot-{name}")),
             metrics,
-            cpu: None,
             on_us: -3.5 * n as f64,
             off_us: 12.25 + n as f64,
-            disclosure: None,
-            notes: Vec::new(),
-            ifaces: Vec::new(),
+            ..Default::default()
         }
     };
     let mut hosts: Vec<HostFigures> = servers

@@ -366,7 +366,7 @@ fn second_charts(o: &mut Out, configs: &[ConfigData], infos: &[RunInfo]) -> Mark
         let (f, m) = second_metric(first.kind, &first.main_metric);
         let mut series: Vec<SecondSeries> = Vec::new();
         for (ci, cfg) in configs.iter().enumerate() {
-            let Some(t) = cfg.tests.iter().find(|t| t.name == name) else {
+            let Some(t) = cfg.test(name) else {
                 continue;
             };
             let kept = t.series.len();

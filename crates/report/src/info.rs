@@ -403,7 +403,7 @@ pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     let mut info = from_run(run);
     // One answer for "same host" and "interfered" whoever looked.
     for t in &mut info.tests {
-        if let Some(d) = cfg.tests.iter().find(|d| d.name == t.name) {
+        if let Some(d) = cfg.test(&t.name) {
             if d.same_host_peer {
                 t.same_host = Some(true);
             }
@@ -501,6 +501,13 @@ mod note_tests {
         }
     }
 
+    /// The notes of the report of `r`, a run of one configuration.
+    fn notes_of(r: &RunDetail) -> Vec<Note> {
+        let (cfg, info) = load(r);
+        let [n] = <[Vec<Note>; 1]>::try_from(notes(&[cfg], &[info])).unwrap();
+        n
+    }
+
     fn with_notes(notes: &[&str]) -> iotoll_model::ResultDoc {
         let mut d = doc("disk", json!({}), json!({"iops": 1.0}));
         d.notes = notes.iter().map(|n| n.to_string()).collect();
@@ -514,10 +521,9 @@ mod note_tests {
         let same = "the endpoint is on this host (same kernel boot id 1)";
         let mut r = run(1, "lo", vec![("t", with_notes(&[same]))]);
         r.run.notes = vec![same.into(), "run only".into(), same.into()];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![note(None, "run only"), note(Some("t"), same)]]
+            notes_of(&r),
+            vec![note(None, "run only"), note(Some("t"), same)]
         );
     }
 
@@ -539,17 +545,16 @@ mod note_tests {
             format!("disk/spec=x repetition 2: {b}"),
             format!("disk/spec=x repetition 1: {a} (again)"),
         ];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![
+            notes_of(&r),
+            vec![
                 note(None, "durations overridden: time 1s"),
                 note(Some("disk/spec=x repetition 1"), a),
                 note(
                     Some("disk/spec=x"),
                     "interference in repetitions 2 (cc 30 %), 1 (rustc 40 % (again)); the figures are repetition 1's"
                 ),
-            ]]
+            ]
         );
     }
 
@@ -577,8 +582,7 @@ mod note_tests {
                 ));
             }
         }
-        let (cfg, info) = load(&r);
-        let n = &notes(&[cfg], &[info])[0];
+        let n = &notes_of(&r);
         assert_eq!(n.len(), 2 + 1 + 1 + 27, "{n:#?}");
         let of = |text: &str| n.iter().filter(|x| x.text == text).collect::<Vec<_>>();
         assert_eq!(of(same).len(), 1);
@@ -613,18 +617,7 @@ mod note_tests {
     fn a_mean_of_repetitions_is_said_and_flagged_by_any_of_them() {
         let clean = |pct: f64| {
             let mut d = doc("net-stream", json!({}), json!({"mbit_s": 700.0}));
-            d.cpu.local = Some(iotoll_model::CpuReport {
-                cpus: 2,
-                busy_pct: 50.0,
-                interference: Some(iotoll_model::result::Interference {
-                    threshold_pct: 5.0,
-                    others_pct: pct,
-                    steal_pct: 0.0,
-                    interfered: pct > 5.0,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            });
+            d.cpu.local = Some(iotoll_model::fixtures::cpu_with_others(2, 50.0, pct));
             d
         };
         let mut r = run(1, "lo", vec![("bidir", clean(1.0))]);
@@ -668,17 +661,16 @@ mod note_tests {
                 .into(),
             "swap in use".into(),
         ];
-        let (cfg, info) = load(&r);
         assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![
+            notes_of(&r),
+            vec![
                 note(None, "durations overridden: time 1s"),
                 note(
                     None,
                     "other processes were already using the CPUs before the start: rustc (pid 7) 21.0 %, cc (pid 8) 13.0 %"
                 ),
                 note(None, "swap in use"),
-            ]]
+            ]
         );
     }
 
@@ -686,16 +678,9 @@ mod note_tests {
     #[test]
     fn a_note_of_every_test_says_all() {
         let same = "the endpoint is on this host (same kernel boot id 1)";
-        let r = run(
-            1,
-            "lo",
-            vec![("a", with_notes(&[same])), ("b", with_notes(&[same]))],
-        );
-        let (cfg, info) = load(&r);
-        assert_eq!(
-            notes(&[cfg], &[info]),
-            vec![vec![note(Some("all 2 tests"), same)]]
-        );
+        let d = with_notes(&[same]);
+        let r = run(1, "lo", vec![("a", d.clone()), ("b", d)]);
+        assert_eq!(notes_of(&r), vec![note(Some("all 2 tests"), same)]);
     }
 }
 
@@ -709,25 +694,12 @@ mod metric_tests {
     /// in every configuration, for a test of the same name.
     #[test]
     fn the_metrics_every_configuration_has_are_offered() {
-        let a = run(
-            1,
-            "a",
-            vec![
-                (
-                    "t",
-                    doc("disk", json!({}), json!({"mb_s": 1.0, "cpu_pct": 2.0})),
-                ),
-                ("u", doc("disk", json!({}), json!({"lat_avg_us": 3.0}))),
-            ],
-        );
-        let b = run(
-            2,
-            "b",
-            vec![(
-                "t",
-                doc("disk", json!({}), json!({"mb_s": 1.5, "lat_avg_us": 4.0})),
-            )],
-        );
+        let disk = |metrics| doc("disk", json!({}), metrics);
+        let t = disk(json!({"mb_s": 1.0, "cpu_pct": 2.0}));
+        let u = disk(json!({"lat_avg_us": 3.0}));
+        let a = run(1, "a", vec![("t", t), ("u", u)]);
+        let t = disk(json!({"mb_s": 1.5, "lat_avg_us": 4.0}));
+        let b = run(2, "b", vec![("t", t)]);
         let configs = [load(&a).0, load(&b).0];
         let offered = comparable_metrics(&configs, Some("iops"));
         assert!(offered.contains(&"mb_s"), "{offered:?}");
@@ -748,14 +720,8 @@ mod failed_tests {
     /// A run of two tests of two repetitions that all failed: stored with
     /// no repetition.
     fn all_failed() -> RunDetail {
-        let mut r = run(
-            1,
-            "iscsi",
-            vec![
-                ("seq", doc("disk", json!({}), json!({"iops": 1.0}))),
-                ("rnd", doc("disk", json!({}), json!({"iops": 1.0}))),
-            ],
-        );
+        let d = doc("disk", json!({}), json!({"iops": 1.0}));
+        let mut r = run(1, "iscsi", vec![("seq", d.clone()), ("rnd", d)]);
         r.run.status = iotoll_model::RunStatus::Failed;
         for t in &mut r.tests {
             t.reps.clear();
@@ -791,11 +757,8 @@ mod failed_tests {
     #[test]
     fn a_report_names_the_tests_that_failed() {
         let mut r = all_failed();
-        let ok = run(
-            1,
-            "x",
-            vec![("ok", doc("disk", json!({}), json!({"iops": 5.0})))],
-        );
+        let d = doc("disk", json!({}), json!({"iops": 5.0}));
+        let ok = run(1, "x", vec![("ok", d)]);
         r.tests.extend(ok.tests);
         let (_, info) = load(&r);
         assert_eq!(

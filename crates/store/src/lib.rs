@@ -187,14 +187,8 @@ mod tests {
     use super::*;
 
     fn doc(iops: f64) -> ResultDoc {
-        serde_json::from_value(serde_json::json!({
-            "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-            "metrics": {"iops": iops, "cpu_pct": 10.0},
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [],
-            "disclosure": null
-        }))
-        .unwrap()
+        let metrics = serde_json::json!({"iops": iops, "cpu_pct": 10.0});
+        iotoll_model::fixtures::doc("disk", serde_json::json!({}), metrics)
     }
 
     /// A temporary directory and the path `r.db` in it.
@@ -212,6 +206,13 @@ mod tests {
     fn running(s: &Store) -> RunId {
         s.begin_run("quick", None, "", &serde_json::Value::Null, &[])
             .unwrap()
+    }
+
+    /// A finished run labelled `label` with no tests.
+    fn finished(s: &Store, label: &str, status: RunStatus) -> RunId {
+        let id = (s.begin_run("x", Some(label), "", &serde_json::json!({}), &[])).unwrap();
+        s.finish_run(id, status, &[]).unwrap();
+        id
     }
 
     #[test]
@@ -268,18 +269,11 @@ mod tests {
         // A later failed run of the label is passed over; a label with
         // no complete run is refused, naming its runs (it resolved to
         // the failed one).
-        let failed = s
-            .begin_run("x", Some("base"), "", &serde_json::json!({}), &[])
-            .unwrap();
-        s.finish_run(failed, RunStatus::Failed, &[]).unwrap();
+        let failed = finished(&s, "base", RunStatus::Failed);
         assert_eq!(s.resolve("base").unwrap(), run);
         let mut unfinished = vec![failed];
         for status in [RunStatus::Failed, RunStatus::Aborted] {
-            let id = s
-                .begin_run("x", Some("f"), "", &serde_json::json!({}), &[])
-                .unwrap();
-            s.finish_run(id, status, &[]).unwrap();
-            unfinished.push(id);
+            unfinished.push(finished(&s, "f", status));
         }
         let e = s.resolve("f").unwrap_err();
         assert!(matches!(e, StoreError::NoCompleteRun { .. }), "{e}");
@@ -391,14 +385,11 @@ mod tests {
             role: role.into(),
             cpus: 4,
             boot_id: Some(format!("boot-{name}")),
-            metrics: [
+            metrics: iotoll_model::metrics::of(&[
                 ("mbit_s", mbit),
                 ("cpu_pct", cpu),
                 ("mbit_s_per_cpu_pct", mbit / cpu),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
+            ]),
             cpu: Some(iotoll_model::CpuReport {
                 cpus: 4,
                 window_s: 10.0,
@@ -411,24 +402,14 @@ mod tests {
             notes: vec![format!("{name}: a note")],
             ifaces: Vec::new(),
         };
-        let pair = |client: &str, mbit: f64| iotoll_model::PairFigures {
-            client: client.into(),
-            server: "s1".into(),
-            conns: 2,
-            client_to_server_bytes: (mbit * 1e6 / 8.0 * 10.0) as u64,
-            server_to_client_bytes: 0,
-            mbit_s: mbit,
-        };
+        let pair = |client, mbit| iotoll_model::fixtures::pair(client, "s1", mbit);
         let mut d = doc(1.0);
         d.kind = Kind::NetStream;
-        d.metrics = [
+        d.metrics = iotoll_model::metrics::of(&[
             ("mbit_s", 1900.0),
             ("cpu_pct", 21.0),
             ("pair_fairness", 0.9986),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
+        ]);
         d.hosts = vec![
             host("s1", "server", 1900.0, 30.0),
             host("c1", "client", 1000.0, 20.0),

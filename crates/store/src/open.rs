@@ -150,15 +150,9 @@ pub(crate) fn create_new(path: &Path) -> Result<bool, String> {
         .map_err(sql)?;
         conn.close().map_err(|(_, e)| sql(e))
     };
-    let out = match build() {
-        Err(e) => Err(e),
-        Ok(()) => match std::fs::hard_link(&tmp, path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            // No hard links here: the database is created in place.
-            Err(_) => Ok(false),
-        },
-    };
+    // Not linked: another process created one first, or there are no hard
+    // links here and the database is created in place.
+    let out = build().map(|()| std::fs::hard_link(&tmp, path).is_ok());
     remove_db_files(&tmp);
     out
 }

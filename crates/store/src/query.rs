@@ -24,15 +24,16 @@ impl Store {
 
     pub(crate) const RUN_COLS: &'static str = "r.id, r.suite, r.config, r.started_at, r.finished_at, r.status, r.notes, (SELECT COUNT(*) FROM tests t WHERE t.run_id = r.id), r.pid";
 
+    /// The runs `tail` (`WHERE ...`, `ORDER BY ...`) selects.
+    fn runs(&self, tail: &str, p: impl rusqlite::Params) -> Result<Vec<RunRow>, StoreError> {
+        let sql = format!("SELECT {} FROM runs r {tail}", Self::RUN_COLS);
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st.query_map(p, Self::run_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM runs r ORDER BY r.id",
-            Self::RUN_COLS
-        ))?;
-        let rows = st
-            .query_map([], Self::run_row)?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+        self.runs("ORDER BY r.id", [])
     }
 
     /// A run id, or a configuration label: its latest complete run. A
@@ -60,13 +61,7 @@ impl Store {
         if let Some(id) = complete {
             return Ok(id);
         }
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM runs r WHERE r.config = ?1 ORDER BY r.id DESC LIMIT 3",
-            Self::RUN_COLS
-        ))?;
-        let others = st
-            .query_map([what], Self::run_row)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let others = self.runs("WHERE r.config = ?1 ORDER BY r.id DESC LIMIT 3", [what])?;
         let Some(id) = others.first().map(|r| r.id) else {
             return Err(StoreError::NoRun(what.to_string()));
         };

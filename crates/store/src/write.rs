@@ -85,22 +85,14 @@ impl Store {
             _ => StoreError::Sql(e),
         };
         retry_busy(deadline, || self.conn.execute_batch("BEGIN IMMEDIATE")).map_err(err)?;
-        match f(self) {
-            Ok(v) => match self.conn.execute_batch("COMMIT") {
-                Ok(()) => Ok(v),
-                Err(e) => {
-                    let _ = self.conn.execute_batch("ROLLBACK");
-                    Err(err(e))
-                }
-            },
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(match e {
-                    StoreError::Sql(e) => err(e),
-                    e => e,
-                })
-            }
+        let done = f(self).and_then(|v| Ok(self.conn.execute_batch("COMMIT").map(|()| v)?));
+        if done.is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
         }
+        done.map_err(|e| match e {
+            StoreError::Sql(e) => err(e),
+            e => e,
+        })
     }
 
     pub(crate) fn insert_rep(

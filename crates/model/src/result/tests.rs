@@ -10,13 +10,8 @@ fn every_non_finite_figure_is_left_out_and_the_document_reads_back() {
         busy_pct: f64::INFINITY,
         ..Default::default()
     };
-    let mut d: ResultDoc = serde_json::from_value(serde_json::json!({
-        "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-        "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-        "metrics": {"iops": 1.0}, "cpu": {"local": null, "remote": null},
-        "latency": null, "series": [], "notes": [], "disclosure": null
-    }))
-    .unwrap();
+    let metrics = serde_json::json!({"iops": 1.0});
+    let mut d = crate::fixtures::doc("disk", serde_json::json!({}), metrics);
     d.metrics.insert("cpu_pct".into(), f64::NAN);
     d.cpu.local = Some(cpu.clone());
     d.hosts = vec![HostFigures {

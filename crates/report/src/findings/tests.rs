@@ -1,5 +1,5 @@
 use super::*;
-use crate::compare::test_data::{self, test};
+use crate::compare::test_data::{cfg as labelled, compared, test};
 use crate::info::TestInfo;
 
 fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) -> TestData {
@@ -12,44 +12,32 @@ fn t(name: &str, kind: &str, pairs: &[(&str, f64)], repeatable: Option<bool>) ->
 fn cfg(tests: Vec<TestData>, notes: Vec<String>) -> ConfigData {
     ConfigData {
         notes,
-        ..test_data::cfg("x", tests)
+        ..labelled("x", tests)
     }
 }
 
 #[test]
 fn a_single_run_gets_findings_from_its_numbers() {
+    let a = [
+        ("iops", 1000.0),
+        ("cpu_pct", 10.0),
+        ("iops_per_cpu_pct", 100.0),
+    ];
+    let b = [
+        ("iops", 3000.0),
+        ("cpu_pct", 97.0),
+        ("iops_per_cpu_pct", 3000.0 / 97.0),
+    ];
+    let s = [
+        ("mbit_s", 9000.0),
+        ("cpu_pct", 45.0),
+        ("mbit_s_per_cpu_pct", 200.0),
+    ];
     let c = cfg(
         vec![
-            t(
-                "a",
-                "disk",
-                &[
-                    ("iops", 1000.0),
-                    ("cpu_pct", 10.0),
-                    ("iops_per_cpu_pct", 100.0),
-                ],
-                Some(true),
-            ),
-            t(
-                "b",
-                "disk",
-                &[
-                    ("iops", 3000.0),
-                    ("cpu_pct", 97.0),
-                    ("iops_per_cpu_pct", 3000.0 / 97.0),
-                ],
-                Some(false),
-            ),
-            t(
-                "s",
-                "net-stream",
-                &[
-                    ("mbit_s", 9000.0),
-                    ("cpu_pct", 45.0),
-                    ("mbit_s_per_cpu_pct", 200.0),
-                ],
-                None,
-            ),
+            t("a", "disk", &a, Some(true)),
+            t("b", "disk", &b, Some(false)),
+            t("s", "net-stream", &s, None),
         ],
         vec!["interference: rustc (pid 7) used 30 % of the CPUs".into()],
     );
@@ -88,19 +76,12 @@ fn a_single_run_gets_findings_from_its_numbers() {
 
 #[test]
 fn no_threshold_and_single_repetitions() {
-    let c = cfg(
-        vec![t(
-            "a",
-            "net-rr",
-            &[
-                ("trans_s", 20000.0),
-                ("cpu_pct", 12.0),
-                ("cpu_others_pct", 300.0),
-            ],
-            None,
-        )],
-        Vec::new(),
-    );
+    let m = [
+        ("trans_s", 20000.0),
+        ("cpu_pct", 12.0),
+        ("cpu_others_pct", 300.0),
+    ];
+    let c = cfg(vec![t("a", "net-rr", &m, None)], Vec::new());
     let info = RunInfo {
         tests: vec![TestInfo {
             name: "a".into(),
@@ -122,7 +103,7 @@ fn no_threshold_and_single_repetitions() {
 fn mtu_config(label: &str, sets: &str, tests: Vec<TestData>) -> ConfigData {
     ConfigData {
         disclosure: Some(serde_json::json!({"lab": {"sets": sets}, "os": {"kernel": "6.1"}})),
-        ..test_data::cfg(label, tests)
+        ..labelled(label, tests)
     }
 }
 
@@ -133,12 +114,8 @@ fn mtu_config(label: &str, sets: &str, tests: Vec<TestData>) -> ConfigData {
 #[test]
 fn findings_lead_with_what_the_compared_setting_can_affect() {
     let disk = |iops: f64, cpu: f64, interfered: bool| {
-        let mut t = test(
-            "disk/spec=db-oltp-8k",
-            "disk",
-            &[("iops", iops), ("cpu_pct", cpu)],
-        );
-        iotoll_model::rederive_metrics(&mut t.metrics);
+        let mut t =
+            test("disk/spec=db-oltp-8k", "disk", &[]).with(&[("iops", iops), ("cpu_pct", cpu)]);
         t.spec = serde_json::json!({"bs": 8192}).into();
         if interfered {
             t.interference = vec!["interference: cargo 93 %".into()];
@@ -146,28 +123,17 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
         t
     };
     let stream = |mbit: f64, repeatable: bool| {
-        let mut t = test(
-            "stream",
-            "net-stream",
-            &[("mbit_s", mbit), ("cpu_pct", 20.0)],
-        );
-        iotoll_model::rederive_metrics(&mut t.metrics);
+        let mut t = test("stream", "net-stream", &[]).with(&[("mbit_s", mbit), ("cpu_pct", 20.0)]);
         t.main_metric = "mbit_s".into();
         t.spec = serde_json::json!({"msg": 65536, "peer": "198.18.0.2:44933"}).into();
         t.repeatable = Some(repeatable);
         t
     };
-    let base = mtu_config(
-        "mtu1500",
-        "",
-        vec![disk(10_000.0, 96.0, true), stream(940.0, true)],
-    );
-    let cand = mtu_config(
-        "mtu9000",
-        "mtu=9000",
-        vec![disk(30_710.0, 30.0, false), stream(990.0, false)],
-    );
-    let c = crate::compare(&[base, cand], None, true, None);
+    let base = vec![disk(10_000.0, 96.0, true), stream(940.0, true)];
+    let cand = vec![disk(30_710.0, 30.0, false), stream(990.0, false)];
+    let base = mtu_config("mtu1500", "", base);
+    let cand = mtu_config("mtu9000", "mtu=9000", cand);
+    let c = compared(base, cand);
     let f = &c.findings;
     let at = |needle: &str| {
         f.iter()
@@ -208,17 +174,12 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
 #[test]
 fn no_remote_cpu_efficiency_when_the_peer_is_this_host() {
     let stream = |same_host: bool| {
-        let mut t = t(
-            "bidir",
-            "net-stream",
-            &[
-                ("mbit_s", 751.0),
-                ("cpu_pct", 50.0),
-                ("remote_cpu_pct", 100.0),
-            ],
-            None,
-        );
-        iotoll_model::rederive_metrics(&mut t.metrics);
+        let m = [
+            ("mbit_s", 751.0),
+            ("cpu_pct", 50.0),
+            ("remote_cpu_pct", 100.0),
+        ];
+        let mut t = test("bidir", "net-stream", &[]).with(&m);
         t.same_host_peer = same_host;
         t
     };
@@ -241,14 +202,9 @@ fn no_remote_cpu_efficiency_when_the_peer_is_this_host() {
     let f = single_run(&cfg(vec![stream(false)], Vec::new()), &info, None).join("\n");
     assert!(f.contains("7.51 Mbit/s per % remote CPU"), "{f}");
     // Comparisons: no remote mean, no remote finding.
-    let c = crate::compare(
-        &[
-            test_data::cfg("a", vec![stream(true)]),
-            test_data::cfg("b", vec![stream(true)]),
-        ],
-        None,
-        true,
-        None,
+    let c = compared(
+        labelled("a", vec![stream(true)]),
+        labelled("b", vec![stream(true)]),
     );
     assert!(c
         .efficiency
@@ -266,8 +222,7 @@ fn no_remote_cpu_efficiency_when_the_peer_is_this_host() {
 #[test]
 fn efficiency_is_per_class_of_like_tests() {
     let disk = |name: &str, bs: u64, iops: f64| {
-        let mut t = t(name, "disk", &[("iops", iops), ("cpu_pct", 10.0)], None);
-        iotoll_model::rederive_metrics(&mut t.metrics);
+        let mut t = test(name, "disk", &[]).with(&[("iops", iops), ("cpu_pct", 10.0)]);
         t.spec = serde_json::json!({"bs": bs}).into();
         t
     };
@@ -276,12 +231,7 @@ fn efficiency_is_per_class_of_like_tests() {
     assert!(f.contains("≤ 8k transfers: 5,000 IOPS per % CPU"), "{f}");
     assert!(f.contains("≥ 256k transfers: 100 IOPS per % CPU"), "{f}");
     assert!(!f.contains("2,550"), "no mean over both: {f}");
-    let c = crate::compare(
-        &[test_data::cfg("a", tests()), test_data::cfg("b", tests())],
-        None,
-        true,
-        None,
-    );
+    let c = compared(labelled("a", tests()), labelled("b", tests()));
     let classes: Vec<(&str, usize)> = c
         .efficiency
         .iter()
@@ -296,24 +246,10 @@ fn efficiency_is_per_class_of_like_tests() {
 #[test]
 fn disagreeing_efficiency_measures_get_a_footnote() {
     let stream = |cpus: f64| {
-        let mut t = t(
-            "s",
-            "net-stream",
-            &[("mbit_s", 1000.0), ("cpu_pct", 20.0), ("cpus", cpus)],
-            None,
-        );
-        iotoll_model::rederive_metrics(&mut t.metrics);
-        t
+        let m = [("mbit_s", 1000.0), ("cpu_pct", 20.0), ("cpus", cpus)];
+        vec![test("s", "net-stream", &[]).with(&m)]
     };
-    let c = crate::compare(
-        &[
-            test_data::cfg("a", vec![stream(3.0)]),
-            test_data::cfg("b", vec![stream(2.0)]),
-        ],
-        None,
-        true,
-        None,
-    );
+    let c = compared(labelled("a", stream(3.0)), labelled("b", stream(2.0)));
     let f = c.findings.join("\n");
     assert!(f.contains("delivered 1.00 × a's Mbit/s per % CPU"), "{f}");
     let note = c
@@ -330,14 +266,6 @@ fn disagreeing_efficiency_measures_get_a_footnote() {
         assert!(note.contains(want), "{want} in {note}");
     }
     // Measures that agree need no footnote.
-    let c = crate::compare(
-        &[
-            test_data::cfg("a", vec![stream(2.0)]),
-            test_data::cfg("b", vec![stream(2.0)]),
-        ],
-        None,
-        true,
-        None,
-    );
+    let c = compared(labelled("a", stream(2.0)), labelled("b", stream(2.0)));
     assert!(!c.findings.iter().any(|x| x.starts_with("Footnote")));
 }

@@ -20,7 +20,7 @@ pub const PAIRS_SHOWN: usize = 16;
 fn total_row(cells: Vec<String>) -> TRow {
     TRow {
         total: true,
-        ..TRow::plain(cells, None, false)
+        ..TRow::new(cells)
     }
 }
 
@@ -42,10 +42,7 @@ pub fn tests(configs: &[ConfigData]) -> Vec<MultiTest<'_>> {
         .filter_map(|first| {
             let per: Vec<Option<&MultiHost>> = configs
                 .iter()
-                .map(|c| {
-                    let t = c.tests.iter().find(|t| t.name == first.name)?;
-                    t.multi.as_ref()
-                })
+                .map(|c| c.test(&first.name)?.multi.as_ref())
                 .collect();
             per.iter()
                 .any(Option::is_some)
@@ -184,7 +181,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             }
             // Exactly on time reads `0.00`, never `-0.00` (`num`).
             cells.extend([num(Some(h.on_us)), num(Some(h.off_us))]);
-            TRow::plain(cells, None, false)
+            TRow::new(cells)
         })
         .collect();
     for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
@@ -358,11 +355,7 @@ pub fn host_comparison(
     for l in labels.iter().skip(1) {
         head.push(format!("Δ {} {l}", label(thr)));
     }
-    let keys = distinct(
-        per.iter()
-            .flatten()
-            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
-    );
+    let keys = host_keys(per);
     let mut rows = Vec::new();
     let row =
         |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
@@ -381,7 +374,7 @@ pub fn host_comparison(
                     _ => None,
                 }));
             }
-            let mut r = TRow::plain(cells, None, false);
+            let mut r = TRow::new(cells);
             r.cell_diff[0] = missing;
             r.total = total;
             r
@@ -389,13 +382,7 @@ pub fn host_comparison(
     for (host, role) in keys {
         let vals: Vec<Option<Metrics>> = per
             .iter()
-            .map(|mh| {
-                let h = (*mh)?
-                    .hosts
-                    .iter()
-                    .find(|h| h.name == host && h.role == role)?;
-                Some(host_metrics(h))
-            })
+            .map(|mh| Some(host_metrics((*mh)?.host(&host, &role)?)))
             .collect();
         let present: Vec<&str> = (0..labels.len())
             .filter(|ci| vals[*ci].is_some())
@@ -443,14 +430,22 @@ pub fn host_comparison(
     }
 }
 
+/// Every host of the configurations, as (name, role), in first-seen order.
+fn host_keys(per: &[Option<&MultiHost>]) -> Vec<(String, String)> {
+    let hosts = per.iter().flatten().flat_map(|mh| &mh.hosts);
+    distinct(hosts.map(|h| (h.name.clone(), h.role.clone())))
+}
+
+impl MultiHost {
+    fn host(&self, name: &str, role: &str) -> Option<&HostFigures> {
+        self.hosts.iter().find(|h| h.name == name && h.role == role)
+    }
+}
+
 /// The rows of the per-host chart: each host's headline throughput and
 /// CPU % in every configuration (matched by name and role).
 pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
-    let keys = distinct(
-        per.iter()
-            .flatten()
-            .flat_map(|mh| mh.hosts.iter().map(|h| (h.name.clone(), h.role.clone()))),
-    );
+    let keys = host_keys(per);
     let names = distinct(keys.iter().map(|k| k.0.as_str()));
     let every = label_every(keys.iter().map(|k| k.0.chars().count()), keys.len());
     keys.iter()
@@ -458,13 +453,7 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
         .map(|(i, (host, role))| {
             let of = |m: &str| -> Vec<Option<f64>> {
                 per.iter()
-                    .map(|mh| {
-                        let h = (*mh)?
-                            .hosts
-                            .iter()
-                            .find(|h| &h.name == host && &h.role == role)?;
-                        h.metrics.get(m).copied()
-                    })
+                    .map(|mh| (*mh)?.host(host, role)?.metrics.get(m).copied())
                     .collect()
             };
             // A name with two roles needs its role to tell the bars apart.
@@ -552,18 +541,14 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
     .to_vec();
     let line = |p: &PairFigures| {
         let (up, down) = each_way(p);
-        TRow::plain(
-            vec![
-                p.client.clone(),
-                p.server.clone(),
-                p.conns.to_string(),
-                num(Some(up)),
-                num(Some(down)),
-                num(Some(p.mbit_s)),
-            ],
-            None,
-            false,
-        )
+        TRow::new(vec![
+            p.client.clone(),
+            p.server.clone(),
+            p.conns.to_string(),
+            num(Some(up)),
+            num(Some(down)),
+            num(Some(p.mbit_s)),
+        ])
     };
     let n = mh.pairs.len();
     let mut rows = Vec::new();
@@ -573,7 +558,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         by_rate.sort_by(|a, b| a.mbit_s.total_cmp(&b.mbit_s));
         let k = PAIRS_SHOWN / 2;
         rows.extend(by_rate[..k].iter().map(|p| line(p)));
-        let mut gap = TRow::plain(vec![String::new(); head.len()], None, false);
+        let mut gap = TRow::new(vec![String::new(); head.len()]);
         gap.cells[0] = format!("… {} more pairs", n - 2 * k);
         rows.push(gap);
         rows.extend(by_rate[n - k..].iter().map(|p| line(p)));

@@ -2,16 +2,18 @@ use super::*;
 use crate::fixtures::{multi_host_run, multi_stream_doc, render};
 use crate::tables::cpu_cell;
 
+/// The breakdown of `doc` as repetition 1, selected.
 fn mh(doc: &iotoll_model::ResultDoc) -> MultiHost {
-    MultiHost {
-        rep: 1,
-        selected: true,
-        mean_of: Vec::new(),
-        totals: doc.metrics.clone(),
-        hosts: doc.hosts.clone(),
-        pairs: doc.pairs.clone(),
-        skew_us: doc.skew_us.clone(),
-    }
+    let (status, doc) = (doc.status, doc.clone());
+    MultiHost::of(
+        &iotoll_store::RepRow {
+            rep: 1,
+            status,
+            doc,
+        },
+        true,
+    )
+    .unwrap()
 }
 
 fn col(t: &Table, h: &str) -> usize {
@@ -135,11 +137,7 @@ fn a_total_that_differs_from_its_parts_is_shown_as_measured_and_said() {
 fn each_hosts_efficiency_is_its_throughput_over_its_cpu_as_shown() {
     let doc = multi_stream_doc(&CLIENTS, &["s1", "s2"], 1.0);
     let t = host_table("mesh", Kind::NetStream, &mh(&doc), None);
-    let (m, c, pe) = (
-        col(&t, "Mbit/s"),
-        col(&t, "CPU %"),
-        col(&t, "Mbit/s per % CPU"),
-    );
+    let [m, c, pe] = ["Mbit/s", "CPU %", "Mbit/s per % CPU"].map(|h| col(&t, h));
     for r in t.rows.iter().filter(|r| r.cells[0] != "total") {
         let (mbit, cpu, shown) = (parse(&r.cells[m]), parse(&r.cells[c]), parse(&r.cells[pe]));
         // What the shown inputs allow, widened by the shown index's rounding.
@@ -254,25 +252,19 @@ fn disk_hosts_have_one_totals_row_and_their_iops_per_cpu() {
         name: name.into(),
         role: "disk".into(),
         cpus: 8,
-        metrics: [
+        metrics: iotoll_model::metrics::of(&[
             ("iops", iops),
             ("mb_s", iops * 4096.0 / 1e6),
             ("cpu_pct", cpu),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect(),
+        ]),
         ..Default::default()
     };
-    let totals: Metrics = [
+    let totals = iotoll_model::metrics::of(&[
         ("iops", 300_000.0),
         ("cpu_pct", 25.0),
         ("cpus", 16.0),
         ("iops_per_cpu_pct", 12_000.0),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), *v))
-    .collect();
+    ]);
     let m = MultiHost {
         rep: 2,
         selected: true,

@@ -32,12 +32,16 @@ pub struct TRow {
 }
 
 impl TRow {
+    /// A plain row: no cell marked, no configuration, no warning.
+    pub(crate) fn new(cells: Vec<String>) -> TRow {
+        TRow::plain(cells, None, false)
+    }
+
     /// A row with no cell marked as differing.
     pub(crate) fn plain(cells: Vec<String>, config: Option<usize>, warn: bool) -> TRow {
-        let cell_diff = vec![false; cells.len()];
         TRow {
+            cell_diff: vec![false; cells.len()],
             cells,
-            cell_diff,
             config,
             warn,
             total: false,

@@ -172,7 +172,7 @@ fn kind_parameters(configs: &[ConfigData], infos: &[RunInfo], kind: Kind) -> Tab
     let mut rows = Vec::new();
     for name in &names {
         let per: Vec<(usize, Vec<String>)> = (0..configs.len())
-            .filter(|ci| configs[*ci].tests.iter().any(|t| &t.name == name))
+            .filter(|ci| configs[*ci].test(name).is_some())
             .map(|ci| (ci, cells(&spec(ci, name), &used, &cols)))
             .collect();
         rows.extend(test_rows(configs, name, &per, &used));

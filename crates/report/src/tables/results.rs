@@ -76,43 +76,35 @@ pub fn adapter_table(
         let wire: f64 = ifaces.iter().filter_map(|i| i.mbit_s()).sum();
         for i in &ifaces {
             let share = i.mbit_s().filter(|_| wire > 0.0).map(|v| v / wire * 100.0);
-            rows.push(TRow::plain(
-                vec![
-                    h.name.clone(),
-                    i.name.clone(),
-                    num(i.rx_mbit_s),
-                    num(i.tx_mbit_s),
-                    num(i.mbit_s()),
-                    share.map_or("–".into(), |v| format!("{v:.1}")),
-                ],
-                None,
-                false,
-            ));
+            rows.push(TRow::new(vec![
+                h.name.clone(),
+                i.name.clone(),
+                num(i.rx_mbit_s),
+                num(i.tx_mbit_s),
+                num(i.mbit_s()),
+                share.map_or("–".into(), |v| format!("{v:.1}")),
+            ]));
         }
         let sum = |f: fn(&iotoll_model::IfaceFigures) -> Option<f64>| {
             ifaces.iter().map(f).sum::<Option<f64>>()
         };
         rows.push(TRow {
             total: true,
-            ..TRow::plain(
-                vec![
-                    h.name.clone(),
-                    format!(
-                        "all adapters (payload {} Mbit/s)",
-                        num(h.metrics.get(mn::MBIT_S).copied())
-                    ),
-                    num(sum(|i| i.rx_mbit_s)),
-                    num(sum(|i| i.tx_mbit_s)),
-                    num(Some(wire)),
-                    if wire > 0.0 {
-                        "100.0".into()
-                    } else {
-                        "–".into()
-                    },
-                ],
-                None,
-                false,
-            )
+            ..TRow::new(vec![
+                h.name.clone(),
+                format!(
+                    "all adapters (payload {} Mbit/s)",
+                    num(h.metrics.get(mn::MBIT_S).copied())
+                ),
+                num(sum(|i| i.rx_mbit_s)),
+                num(sum(|i| i.tx_mbit_s)),
+                num(Some(wire)),
+                if wire > 0.0 {
+                    "100.0".into()
+                } else {
+                    "–".into()
+                },
+            ])
         });
     }
     let prefix = label_of.map(|l| format!("{l}: ")).unwrap_or_default();
@@ -136,16 +128,15 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
     let mut out = Vec::new();
     for kind in kinds(configs) {
         let names = test_names(configs, kind);
-        let find = |ci: usize, n: &str| -> Option<&TestData> {
-            configs[ci].tests.iter().find(|t| t.name == n)
-        };
         let cols: Vec<&str> = metric_columns(kind)
             .iter()
             .copied()
             .filter(|m| {
                 names.iter().any(|n| {
                     (0..configs.len()).any(|ci| {
-                        find(ci, n).is_some_and(|t| t.metrics.contains_key(*m))
+                        configs[ci]
+                            .test(n)
+                            .is_some_and(|t| t.metrics.contains_key(*m))
                             && !(remote_cpu_metric(m) && same_host(infos, ci, n))
                     })
                 })
@@ -177,7 +168,9 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         let mut any_interfered = false;
         for n in &names {
             for (ci, cfg) in configs.iter().enumerate() {
-                let Some(t) = find(ci, n) else { continue };
+                let Some(t) = configs[ci].test(n) else {
+                    continue;
+                };
                 let sh = same_host(infos, ci, n);
                 let warn = t.repeatable == Some(false);
                 // Flagged as in the suite's table and the findings.
@@ -234,10 +227,7 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
         .iter()
         .map(|t| {
             let n = &t.name;
-            let per: Vec<Option<&TestData>> = configs
-                .iter()
-                .map(|c| c.tests.iter().find(|t| &t.name == n))
-                .collect();
+            let per: Vec<Option<&TestData>> = configs.iter().map(|c| c.test(n)).collect();
             let keys: BTreeSet<&String> = per
                 .iter()
                 .flatten()
@@ -261,7 +251,7 @@ pub fn every_metric(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                         let v = t.and_then(|t| t.metrics.get(*k).copied());
                         cells.push(metric_cell(k, v, same_host(infos, ci, n)));
                     }
-                    TRow::plain(cells, None, false)
+                    TRow::new(cells)
                 })
                 .collect();
             Table {

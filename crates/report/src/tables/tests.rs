@@ -101,11 +101,8 @@ mod published {
     use serde_json::json;
 
     fn disk(iops: f64, mb_s: f64) -> iotoll_model::ResultDoc {
-        let mut d = doc(
-            "disk",
-            json!({"bs": 32768}),
-            json!({"iops": iops, "mb_s": mb_s, "cpu_pct": 10.0, "cpus": 4.0, "window_s": 10.0}),
-        );
+        let m = json!({"iops": iops, "mb_s": mb_s, "cpu_pct": 10.0, "cpus": 4.0, "window_s": 10.0});
+        let mut d = doc("disk", json!({"bs": 32768}), m);
         iotoll_model::derive_metrics(&mut d.metrics);
         d
     }
@@ -167,17 +164,8 @@ mod published {
     fn an_interfered_test_is_flagged_in_the_results_table() {
         let mut r = three_reps(None);
         assert!(!cell(&results_table(&r), "test").contains('⚑'));
-        r.tests[0].reps[2].doc.cpu.local = Some(iotoll_model::CpuReport {
-            cpus: 2,
-            busy_pct: 60.0,
-            interference: Some(iotoll_model::result::Interference {
-                threshold_pct: 5.0,
-                others_pct: 40.0,
-                interfered: true,
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        let cpu = iotoll_model::fixtures::cpu_with_others(2, 60.0, 40.0);
+        r.tests[0].reps[2].doc.cpu.local = Some(cpu);
         let t = results_table(&r);
         assert_eq!(cell(&t, "test"), "read ⚑");
         assert!(t
@@ -262,16 +250,8 @@ fn text_columns_fit_their_content() {
         title: "per host:".into(),
         head: ["host", "role", "Mbit/s"].map(String::from).to_vec(),
         rows: vec![
-            TRow::plain(
-                ["a-long-name", "client", "9"].map(String::from).to_vec(),
-                None,
-                false,
-            ),
-            TRow::plain(
-                ["s", "server", "12,345"].map(String::from).to_vec(),
-                None,
-                false,
-            ),
+            TRow::new(["a-long-name", "client", "9"].map(String::from).to_vec()),
+            TRow::new(["s", "server", "12,345"].map(String::from).to_vec()),
         ],
         note: Some("one\ntwo".into()),
     };

@@ -27,7 +27,7 @@ fn figures_row(lead: String, m: &Metrics, rest: Vec<String>) -> TRow {
     ];
     cells.extend(keys.iter().map(|k| or_dash(m.get(*k).copied())));
     cells.extend(rest);
-    TRow::plain(cells, None, false)
+    TRow::new(cells)
 }
 
 fn ids(v: &[u32]) -> String {
@@ -76,7 +76,7 @@ pub(super) fn breakdown(o: &mut String, doc: &ResultDoc) {
                 num(l.ios as f64),
                 format!("{:.2}", l.bytes_pct),
             ];
-            t.rows.push(TRow::plain(cells, None, false));
+            t.rows.push(TRow::new(cells));
         }
         let _ = write!(o, "\n{}", to_text(&t, "", "llr"));
     }
@@ -124,7 +124,7 @@ pub(super) fn iscsi_and_irqs(o: &mut String, doc: &ResultDoc) {
     for i in &d.irqs {
         let affinity = format!("affinity {}", i.affinity.as_deref().unwrap_or("?"));
         let cells = vec![format!("irq {}", i.irq), i.name.clone(), affinity];
-        t.rows.push(TRow::plain(cells, None, false));
+        t.rows.push(TRow::new(cells));
     }
     let _ = write!(o, "\n{}", to_text(&t, "", "l"));
 }

@@ -29,7 +29,7 @@ pub fn run_list(runs: &[RunRow]) -> String {
                     r.status.label().to_string(),
                     r.tests.to_string(),
                 ];
-                TRow::plain(cells, None, false)
+                TRow::new(cells)
             })
             .collect(),
         ..Table::default()
@@ -263,7 +263,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
         if disk {
             r.push(or_dash(m.get(mn::IOPS_PER_CPU_PCT).copied()));
         }
-        hosts.rows.push(TRow::plain(r, None, false));
+        hosts.rows.push(TRow::new(r));
     }
     let mut o = to_text(&hosts, indent, "llr");
     if !doc.pairs.is_empty() {
@@ -285,7 +285,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
                 num(p.server_to_client_bytes as f64 / 1e6),
                 num(p.mbit_s),
             ];
-            pairs.rows.push(TRow::plain(cells, None, false));
+            pairs.rows.push(TRow::new(cells));
         }
         o.push_str(&to_text(&pairs, indent, "llr"));
     }
@@ -329,7 +329,7 @@ fn adapter_table(doc: &ResultDoc) -> Option<Table> {
                 or_dash(i.tx_mbit_s),
                 or_dash(i.mbit_s()),
             ];
-            t.rows.push(TRow::plain(cells, None, false));
+            t.rows.push(TRow::new(cells));
         }
         let payload = h.metrics.get(mn::MBIT_S).copied();
         sums.push(format!(

@@ -103,7 +103,7 @@ pub fn results(run: i64, suite: &Suite, tests: &[TestOutcome], config: Option<&s
         .map(String::from)
         .to_vec(),
         rows: (tests.iter())
-            .map(|t| TRow::plain(row(t, mbit(&t.name)), None, false))
+            .map(|t| TRow::new(row(t, mbit(&t.name))))
             .collect(),
         ..Table::default()
     };
@@ -200,26 +200,15 @@ pub fn notes(all: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
     use iotoll_suite::select::Selected;
+    use serde_json::json;
 
     fn outcome(suite: &Suite, name: &str, reps: &[(f64, f64)]) -> TestOutcome {
         let job = suite.jobs.iter().find(|j| j.name == name).expect("job");
         let docs: Vec<(u32, iotoll_model::ResultDoc)> = (reps.iter().enumerate())
             .map(|(i, (iops, mb_s))| {
-                let mut metrics: iotoll_model::Metrics = [
-                    (mn::IOPS.to_string(), *iops),
-                    (mn::MB_S.to_string(), *mb_s),
-                    (mn::CPU_PCT.to_string(), 10.0),
-                ]
-                .into_iter()
-                .collect();
-                iotoll_model::derive_metrics(&mut metrics);
-                let doc = serde_json::from_value(serde_json::json!({
-                    "iotoll_version": "0.1.0", "kind": "disk", "status": "complete",
-                    "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-                    "metrics": metrics, "cpu": {"local": null, "remote": null},
-                    "latency": null, "series": [], "notes": [], "disclosure": null
-                }))
-                .expect("doc");
+                let mut doc = iotoll_model::fixtures::doc("disk", json!({}), json!({}));
+                doc.metrics = mn::of(&[(mn::IOPS, *iops), (mn::MB_S, *mb_s), (mn::CPU_PCT, 10.0)]);
+                iotoll_model::derive_metrics(&mut doc.metrics);
                 (i as u32 + 1, doc)
             })
             .collect();
@@ -239,17 +228,11 @@ mod tests {
     fn the_table_shows_each_tests_select_metric() {
         let text = "name = \"s\"\nreps = 3\n[[test]]\nname = \"dss-1m\"\nkind = \"disk\"\nbs = \"1m\"\nselect = \"median:mb_s\"\n[[test]]\nname = \"oltp\"\nkind = \"disk\"\nbs = \"8k\"\n";
         let suite = iotoll_suite::parse(text, "s.toml").unwrap();
+        let dss = [(111.0, 116.4), (112.0, 117.4), (110.0, 115.3)];
+        let oltp = [(5000.0, 41.0), (5100.0, 41.8), (4900.0, 40.1)];
         let t = [
-            outcome(
-                &suite,
-                "dss-1m",
-                &[(111.0, 116.4), (112.0, 117.4), (110.0, 115.3)],
-            ),
-            outcome(
-                &suite,
-                "oltp",
-                &[(5000.0, 41.0), (5100.0, 41.8), (4900.0, 40.1)],
-            ),
+            outcome(&suite, "dss-1m", &dss),
+            outcome(&suite, "oltp", &oltp),
         ];
         let out = results(1, &suite, &t, None);
         let row = |n: &str| out.lines().find(|l| l.starts_with(n)).unwrap().to_string();
@@ -278,11 +261,8 @@ mod tests {
         let text = "name = \"s\"\nreps = 3\nselect = \"median:mb_s\"\nunit = \"mbit_s\"\n[[test]]\nname = \"read\"\nkind = \"disk\"\nbs = \"32k\"\n";
         let suite = iotoll_suite::parse(text, "s.toml").unwrap();
         assert_eq!(suite.jobs[0].params["unit"], "mbit_s");
-        let t = [outcome(
-            &suite,
-            "read",
-            &[(1000.0, 100.0), (1000.0, 101.0), (1000.0, 99.0)],
-        )];
+        let reps = [(1000.0, 100.0), (1000.0, 101.0), (1000.0, 99.0)];
+        let t = [outcome(&suite, "read", &reps)];
         let out = results(1, &suite, &t, None);
         let row = out.lines().find(|l| l.starts_with("read")).unwrap();
         // 100 MB/s = 800 Mbit/s; 100 / 10 % CPU = 10 MB/s per % = 80 Mbit/s per %.
@@ -296,10 +276,8 @@ mod tests {
         let hw = iotoll_suite::builtin::find("hw-iscsi-study").unwrap();
         let hw = iotoll_suite::parse(hw, "hw-iscsi-study").unwrap();
         assert!(hw.jobs.iter().all(|j| j.params["unit"] == "mbit_s"));
-        let bad = iotoll_suite::parse(
-            "name = \"s\"\nunit = \"gbit\"\n[[test]]\nkind = \"disk\"\nname = \"x\"\n",
-            "s.toml",
-        );
+        let gbit = "name = \"s\"\nunit = \"gbit\"\n[[test]]\nkind = \"disk\"\nname = \"x\"\n";
+        let bad = iotoll_suite::parse(gbit, "s.toml");
         assert!(bad.unwrap_err().to_string().contains("unknown unit 'gbit'"));
     }
 

@@ -67,13 +67,7 @@ fn row(kind: &str, metrics: serde_json::Value) -> iotoll_store::TestRow {
 }
 
 fn doc(metrics: serde_json::Value) -> iotoll_model::ResultDoc {
-    serde_json::from_value(serde_json::json!({
-        "iotoll_version": "0.1.0", "kind": "net-stream", "status": "complete",
-        "started_at": "2026-11-22T00:00:00Z", "config": null, "spec": {},
-        "metrics": metrics, "cpu": {"local": null, "remote": null},
-        "latency": null, "series": [], "notes": [], "disclosure": null
-    }))
-    .unwrap()
+    iotoll_model::fixtures::doc("net-stream", serde_json::json!({}), metrics)
 }
 
 /// issue 23 §7: `results show` of a multi-host run prints its
@@ -86,18 +80,6 @@ fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
     let mut d = doc(serde_json::json!({"mbit_s": 1600.0, "window_s": 10.0}));
     let host =
         |name: &str, role: &str, tx: f64, rx: f64, ifaces: usize| iotoll_model::HostFigures {
-            name: name.into(),
-            role: role.into(),
-            cpus: 4,
-            metrics: [
-                ("mbit_s", tx + rx),
-                ("tx_mbit_s", tx),
-                ("rx_mbit_s", rx),
-                ("cpu_pct", 12.5),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect(),
             ifaces: (0..ifaces)
                 .map(|n| {
                     iotoll_model::IfaceFigures {
@@ -109,21 +91,14 @@ fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
                     .with_rates(10.0)
                 })
                 .collect(),
-            ..Default::default()
+            ..iotoll_model::fixtures::stream_host(name, role, 4, tx, rx, 12.5)
         };
     d.hosts = vec![
         host("srv", "server", 0.0, 1600.0, 4),
         host("c1", "client", 800.0, 0.0, 1),
         host("c2", "client", 800.0, 0.0, 1),
     ];
-    let pair = |c: &str| iotoll_model::PairFigures {
-        client: c.into(),
-        server: "srv".into(),
-        conns: 2,
-        client_to_server_bytes: 1_000_000_000,
-        server_to_client_bytes: 0,
-        mbit_s: 800.0,
-    };
+    let pair = |c| iotoll_model::fixtures::pair(c, "srv", 800.0);
     d.pairs = vec![pair("c1"), pair("c2")];
     t.selected_rep = Some(2);
     t.reps = (1..=3)
@@ -182,10 +157,8 @@ fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
 
 #[test]
 fn show_prints_the_metric_a_test_is_selected_by() {
-    let mut t = row(
-        "disk",
-        serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0}),
-    );
+    let metrics = serde_json::json!({"iops": 1000.0, "lat_p99_us": 812.0});
+    let mut t = row("disk", metrics);
     t.select = "median:lat_p99_us".into();
     let l = test_line(&t, (0, 0));
     assert!(l.contains("lat_p99_us 812"), "{l}");

@@ -107,11 +107,20 @@ fn put(c: &mut Cells, col: &'static str, v: Option<f64>) {
     }
 }
 
-fn line(cells: &Cells) -> Vec<String> {
-    IOMETER_COLUMNS
-        .iter()
-        .map(|c| cells.get(c).cloned().unwrap_or_default())
-        .collect()
+/// Writes one row of Iometer's columns.
+fn line(w: &mut csv::Writer<Vec<u8>>, cells: &Cells) {
+    row(
+        w,
+        IOMETER_COLUMNS
+            .iter()
+            .map(|c| cells.get(c).map_or("", String::as_str)),
+    );
+}
+
+/// Sets what the row is (`'Target Type`: ALL, MANAGER, ...) and its name.
+fn target(c: &mut Cells, kind: &str, name: impl Into<String>) {
+    c.insert("'Target Type", kind.into());
+    c.insert("Target Name", name.into());
 }
 
 /// Iometer's CPU columns from one host's metrics (`prefix` "" for this host,
@@ -132,45 +141,69 @@ fn stated(t: &TestRow) -> iotoll_model::spec::Stated {
     (t.reps.first()).map_or_else(Default::default, |r| r.doc.spec.stated())
 }
 
+/// MB/s (decimal) as Iometer's binary MBps.
+fn mib(mb: Option<f64>) -> Option<f64> {
+    mb.map(|v| v * 1e6 / 1048576.0)
+}
+
+/// Microseconds as Iometer's milliseconds.
+fn ms(us: Option<f64>) -> Option<f64> {
+    us.map(|v| v / 1000.0)
+}
+
+/// Iometer's rate, response-time and error columns of a disk test or a
+/// part of one (a worker, a target) from its metrics.
+fn io_rate_cells(c: &mut Cells, m: &Metrics) {
+    let get = |k: &str| m.get(k).copied();
+    let (iops, mb_s) = (get(mn::IOPS), get(mn::MB_S));
+    let (read_mb, write_mb) = (get(mn::READ_MB_S), get(mn::WRITE_MB_S));
+    let vals: [(&'static str, Option<f64>); 19] = [
+        ("IOps", iops),
+        ("Read IOps", get(mn::READ_IOPS)),
+        ("Write IOps", get(mn::WRITE_IOPS)),
+        ("MBps (Binary)", mib(mb_s)),
+        ("Read MBps (Binary)", mib(read_mb)),
+        ("Write MBps (Binary)", mib(write_mb)),
+        ("MBps (Decimal)", mb_s),
+        ("Read MBps (Decimal)", read_mb),
+        ("Write MBps (Decimal)", write_mb),
+        // A disk transaction is one I/O in Iometer.
+        ("Transactions per Second", iops),
+        ("Average Response Time", ms(get(mn::LAT_MEAN_US))),
+        ("Average Transaction Time", ms(get(mn::LAT_MEAN_US))),
+        ("Maximum Response Time", ms(get(mn::LAT_MAX_US))),
+        ("Maximum Transaction Time", ms(get(mn::LAT_MAX_US))),
+        ("Average Read Response Time", ms(get(mn::READ_LAT_MEAN_US))),
+        (
+            "Average Write Response Time",
+            ms(get(mn::WRITE_LAT_MEAN_US)),
+        ),
+        ("Maximum Read Response Time", ms(get(mn::READ_LAT_MAX_US))),
+        ("Maximum Write Response Time", ms(get(mn::WRITE_LAT_MAX_US))),
+        ("Errors", get(mn::ERRORS)),
+    ];
+    for (k, v) in vals {
+        put(c, k, v);
+    }
+}
+
 fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     let g = |k: &str| m.get(k).copied();
     let sp = stated(t);
     let window = g("window_s");
     let times = |rate: Option<f64>| rate.zip(window).map(|(r, w)| (r * w).round());
     let bytes = |mb: Option<f64>| mb.zip(window).map(|(v, w)| (v * 1e6 * w).round());
-    let mib = |mb: Option<f64>| mb.map(|v| v * 1e6 / 1048576.0);
-    let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
     let lbs = sp.logical_block_size;
     let sectors = |bytes: Option<f64>| bytes.zip(lbs).map(|(b, lbs)| (b / lbs).floor());
     let mut c = Cells::new();
-    c.insert("'Target Type", "ALL".into());
-    c.insert("Target Name", "All".into());
+    target(&mut c, "ALL", "All");
     let name = sp.spec_name.as_deref();
     c.insert("Access Specification Name", name.unwrap_or(&t.name).into());
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
-    let vals: [(&'static str, Option<f64>); 33] = [
+    io_rate_cells(&mut c, m);
+    let vals: [(&'static str, Option<f64>); 14] = [
         ("# Workers", sp.workers),
-        ("IOps", g("iops")),
-        ("Read IOps", g("read_iops")),
-        ("Write IOps", g("write_iops")),
-        ("MBps (Binary)", mib(g("mb_s"))),
-        ("Read MBps (Binary)", mib(g("read_mb_s"))),
-        ("Write MBps (Binary)", mib(g("write_mb_s"))),
-        ("MBps (Decimal)", g("mb_s")),
-        ("Read MBps (Decimal)", g("read_mb_s")),
-        ("Write MBps (Decimal)", g("write_mb_s")),
-        // A disk transaction is one I/O in Iometer.
-        ("Transactions per Second", g("iops")),
-        ("Average Response Time", ms(g("lat_mean_us"))),
-        ("Average Transaction Time", ms(g("lat_mean_us"))),
-        ("Maximum Response Time", ms(g("lat_max_us"))),
-        ("Maximum Transaction Time", ms(g("lat_max_us"))),
-        ("Average Read Response Time", ms(g(mn::READ_LAT_MEAN_US))),
-        ("Average Write Response Time", ms(g(mn::WRITE_LAT_MEAN_US))),
-        ("Maximum Read Response Time", ms(g(mn::READ_LAT_MAX_US))),
-        ("Maximum Write Response Time", ms(g(mn::WRITE_LAT_MAX_US))),
-        ("Errors", g("errors")),
         ("Bytes Read", bytes(g("read_mb_s"))),
         ("Bytes Written", bytes(g("write_mb_s"))),
         ("Read I/Os", times(g("read_iops"))),
@@ -197,12 +230,7 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
 /// them), when nothing is selected, or when the document has none (network
 /// results, imports, documents made before iotoll wrote it).
 fn selected_breakdown(t: &TestRow) -> Option<&ResultDoc> {
-    if t.select == "mean" {
-        return None;
-    }
-    let rep = t.selected_rep?;
-    let b = &t.reps.iter().find(|r| r.rep == rep)?.doc;
-    (!b.workers.is_empty() || !b.targets.is_empty()).then_some(b)
+    selected_doc(t).filter(|b| !b.workers.is_empty() || !b.targets.is_empty())
 }
 
 /// The selected repetition's document, when the test's figures are that
@@ -219,12 +247,7 @@ fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
 /// test's figures are that repetition's (a mean has no hosts to add up to
 /// it).
 fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
-    if t.select == "mean" {
-        return None;
-    }
-    let rep = t.selected_rep?;
-    let d = &t.reps.iter().find(|r| r.rep == rep)?.doc;
-    (!d.hosts.is_empty()).then_some(d)
+    selected_doc(t).filter(|d| !d.hosts.is_empty())
 }
 
 /// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
@@ -235,8 +258,7 @@ fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
     (c.per_core.iter())
         .map(|core| {
             let mut r = Cells::new();
-            r.insert("'Target Type", "PROCESSOR".into());
-            r.insert("Target Name", format!("CPU {}", core.cpu));
+            target(&mut r, "PROCESSOR", format!("CPU {}", core.cpu));
             put(&mut r, "% CPU Utilization", Some(core.busy_pct));
             put(
                 &mut r,
@@ -260,8 +282,7 @@ fn worker_row(manager: &Cells, name: String) -> Cells {
     for k in cpu.take_while(|c| **c != "Packets/Second") {
         w.remove(k);
     }
-    w.insert("'Target Type", "WORKER".into());
-    w.insert("Target Name", name);
+    target(&mut w, "WORKER", name);
     w
 }
 
@@ -280,8 +301,7 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
     let Some(mut all) = cells(m, false) else {
         return rows;
     };
-    all.insert("'Target Type", "ALL".into());
-    all.insert("Target Name", "All".into());
+    target(&mut all, "ALL", "All");
     // A disk test is named by its access spec (disk_cells), as without hosts.
     all.entry("Access Specification Name")
         .or_insert_with(|| t.name.clone());
@@ -295,8 +315,7 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
         }
         let endpoint = t.kind == Kind::NetRr && h.role == "server";
         if let Some(mut c) = cells(&hm, endpoint) {
-            c.insert("'Target Type", "MANAGER".into());
-            c.insert("Target Name", h.name.clone());
+            target(&mut c, "MANAGER", h.name.clone());
             c.entry("Access Specification Name")
                 .or_insert_with(|| t.name.clone());
             c.remove("# Managers");
@@ -319,36 +338,9 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
 /// columns: per-worker CPU is not measured (Iometer leaves them empty on
 /// its WORKER and DISK rows too).
 fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
-    let get = |k: &str| m.get(k).copied();
-    let mib = |v: Option<f64>| v.map(|v| v * 1e6 / 1048576.0);
-    let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
-    let (iops, mb_s) = (get(mn::IOPS), get(mn::MB_S));
-    let (read_mb, write_mb) = (get(mn::READ_MB_S), get(mn::WRITE_MB_S));
     let mut c = Cells::new();
-    let vals: [(&'static str, Option<f64>); 24] = [
-        ("IOps", iops),
-        ("Read IOps", get(mn::READ_IOPS)),
-        ("Write IOps", get(mn::WRITE_IOPS)),
-        ("MBps (Binary)", mib(mb_s)),
-        ("Read MBps (Binary)", mib(read_mb)),
-        ("Write MBps (Binary)", mib(write_mb)),
-        ("MBps (Decimal)", mb_s),
-        ("Read MBps (Decimal)", read_mb),
-        ("Write MBps (Decimal)", write_mb),
-        // A disk transaction is one I/O in Iometer.
-        ("Transactions per Second", iops),
-        ("Average Response Time", ms(get(mn::LAT_MEAN_US))),
-        ("Average Transaction Time", ms(get(mn::LAT_MEAN_US))),
-        ("Maximum Response Time", ms(get(mn::LAT_MAX_US))),
-        ("Maximum Transaction Time", ms(get(mn::LAT_MAX_US))),
-        ("Average Read Response Time", ms(get(mn::READ_LAT_MEAN_US))),
-        (
-            "Average Write Response Time",
-            ms(get(mn::WRITE_LAT_MEAN_US)),
-        ),
-        ("Maximum Read Response Time", ms(get(mn::READ_LAT_MAX_US))),
-        ("Maximum Write Response Time", ms(get(mn::WRITE_LAT_MAX_US))),
-        ("Errors", get(mn::ERRORS)),
+    io_rate_cells(&mut c, m);
+    let vals: [(&'static str, Option<f64>); 5] = [
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
         ("Read I/Os", Some(io.reads as f64)),
@@ -391,8 +383,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
     all.insert("# Workers", b.workers.len().to_string());
     all.insert("# Disks", disks.to_string());
     let mut manager = all.clone();
-    manager.insert("'Target Type", "MANAGER".into());
-    manager.insert("Target Name", host.to_string());
+    target(&mut manager, "MANAGER", host);
     manager.remove("# Managers");
     // Settings Iometer repeats on its WORKER and DISK rows (the worker's).
     let settings: Vec<(&'static str, String)> = ["Starting Sector", "Maximum Size", "Queue Depth"]
@@ -401,8 +392,7 @@ fn disk_breakdown_rows(mut all: Cells, b: &ResultDoc, host: &str) -> Vec<Cells> 
         .collect();
     let part = |kind: &str, name: String, io: &IoCounts, m: &Metrics| {
         let mut c = io_cells(io, m);
-        c.insert("'Target Type", kind.into());
-        c.insert("Target Name", name);
+        target(&mut c, kind, name);
         c.extend(settings.iter().cloned());
         c
     };
@@ -476,7 +466,6 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<C
         Kind::NetRr => {
             let tps = g("trans_s")?;
             put(&mut c, "Transactions per Second", Some(tps));
-            let ms = |us: Option<f64>| us.map(|v| v / 1000.0);
             put(&mut c, "Average Transaction Time", ms(g("rtt_mean_us")));
             put(&mut c, "Maximum Transaction Time", ms(g("rtt_max_us")));
             put(&mut c, "Queue Depth", sp.burst);
@@ -499,7 +488,6 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<C
     };
     let iops = read_ios.zip(write_ios).map(|(r, w)| r + w);
     let mb = sum(read_mb, write_mb);
-    let mib = |v: Option<f64>| v.map(|v| v * 1e6 / 1048576.0);
     let total =
         |rate: Option<f64>, unit: f64| rate.zip(window).map(|(r, w)| (r * unit * w).round());
     put(&mut c, "IOps", iops);
@@ -554,25 +542,20 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
         };
         if let Some(doc) = selected_multi_host(t) {
             header(&mut w);
-            for c in multi_host_rows(t, m, doc) {
-                row(&mut w, line(&c));
-            }
+            multi_host_rows(t, m, doc)
+                .iter()
+                .for_each(|c| line(&mut w, c));
             rows += 1;
             continue;
         }
         if t.kind == Kind::Disk {
             header(&mut w);
             let all = disk_cells(t, m);
-            match selected_breakdown(t) {
-                Some(b) => {
-                    for c in disk_breakdown_rows(all, b, host) {
-                        row(&mut w, line(&c));
-                    }
-                }
-                None => {
-                    row(&mut w, line(&all));
-                }
-            }
+            let lines = match selected_breakdown(t) {
+                Some(b) => disk_breakdown_rows(all, b, host),
+                None => vec![all],
+            };
+            lines.iter().for_each(|c| line(&mut w, c));
             rows += 1;
             continue;
         }
@@ -615,37 +598,31 @@ fn net_rows(
     let peer = stated(t).peer;
     let peer = peer.as_deref().unwrap_or("endpoint");
     let remote_cpu = m.contains_key("remote_cpu_pct");
-    all.insert("'Target Type", "ALL".into());
-    all.insert("Target Name", "All".into());
+    target(&mut all, "ALL", "All");
     all.insert("Access Specification Name", t.name.clone());
     all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
     header(w);
-    row(w, line(&all));
+    line(w, &all);
     // This host's manager, then the endpoint's when its CPU was
     // measured (Iometer writes one MANAGER row per Dynamo), each with
     // its PROCESSOR rows (of the selected repetition: a mean has no
     // one window per CPU) and its one network worker.
     let cpu = selected_doc(t).map(|d| &d.cpu);
-    all.insert("'Target Type", "MANAGER".into());
-    all.insert("Target Name", host.to_string());
+    target(&mut all, "MANAGER", host);
     all.remove("# Managers");
-    row(w, line(&all));
-    for c in processor_rows(cpu.and_then(|c| c.local.as_ref())) {
-        row(w, line(&c));
-    }
-    row(w, line(&worker_row(&all, format!("{host} worker"))));
+    line(w, &all);
+    (processor_rows(cpu.and_then(|c| c.local.as_ref())).iter()).for_each(|c| line(w, c));
+    line(w, &worker_row(&all, format!("{host} worker")));
     if remote_cpu {
         if let Some(mut ep) = net_cells(t, m, true, "remote_") {
-            ep.insert("'Target Type", "MANAGER".into());
-            ep.insert("Target Name", peer.to_string());
+            target(&mut ep, "MANAGER", peer);
             ep.insert("Access Specification Name", t.name.clone());
-            row(w, line(&ep));
+            line(w, &ep);
             // The same kernel's CPUs are this host's, listed above.
             let remote = cpu.filter(|c| c.same_host != Some(true));
-            for c in processor_rows(remote.and_then(|c| c.remote.as_ref())) {
-                row(w, line(&c));
-            }
-            row(w, line(&worker_row(&ep, format!("{peer} worker"))));
+            (processor_rows(remote.and_then(|c| c.remote.as_ref())).iter())
+                .for_each(|c| line(w, c));
+            line(w, &worker_row(&ep, format!("{peer} worker")));
         }
     }
     Ok(())

@@ -85,32 +85,24 @@ fn levels(doc: &ResultDoc) -> Vec<(&'static str, String, Metrics)> {
         out.push(("host", h.name.clone(), h.metrics.clone()));
     }
     for p in &doc.pairs {
-        let m: Metrics = [
+        let m = mn::of(&[
             (mn::CONNS, p.conns as f64),
             (mn::MBIT_S, p.mbit_s),
             ("client_to_server_bytes", p.client_to_server_bytes as f64),
             ("server_to_client_bytes", p.server_to_client_bytes as f64),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        ]);
         out.push(("pair", format!("{}->{}", p.client, p.server), m));
     }
     for h in &doc.hosts {
         for i in &h.ifaces {
-            let mut m: Metrics = [
+            let mut m = mn::of(&[
                 ("rx_bytes", i.rx_bytes as f64),
                 ("tx_bytes", i.tx_bytes as f64),
                 ("rx_packets", i.rx_packets as f64),
                 ("tx_packets", i.tx_packets as f64),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+            ]);
             for (k, v) in [(mn::RX_MBIT_S, i.rx_mbit_s), (mn::TX_MBIT_S, i.tx_mbit_s)] {
-                if let Some(v) = v {
-                    m.insert(k.to_string(), v);
-                }
+                m.extend(v.map(|v| (k.to_string(), v)));
             }
             out.push(("adapter", format!("{}/{}", h.name, i.name), m));
         }

@@ -9,18 +9,32 @@ fn name_spec(doc: &mut ResultDoc, name: &str) {
     doc.spec = iotoll_model::spec::Spec::of(doc.kind, s);
 }
 
+/// The long CSV's records (under its header).
+fn records(out: &str) -> Vec<csv::StringRecord> {
+    let mut r = csv::Reader::from_reader(out.as_bytes());
+    r.records().map(Result::unwrap).collect()
+}
+
+/// The Iometer export's records, header block included.
+fn iometer_records(text: &str) -> Vec<csv::StringRecord> {
+    let mut r = csv::ReaderBuilder::new();
+    let r = r
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    r.into_records().map(Result::unwrap).collect()
+}
+
 /// Repetition `rep`: a complete result of `kind` with `spec` and `metrics`.
 fn result(rep: i64, kind: &str, config: &str, spec: Value, metrics: Value) -> RepRow {
+    let doc = iotoll_model::fixtures::doc(kind, spec, metrics);
     RepRow {
         rep,
         status: iotoll_model::ResultStatus::Complete,
-        doc: serde_json::from_value(json!({
-            "iotoll_version": "0.1.0", "kind": kind, "status": "complete",
-            "started_at": "2026-11-22T00:00:00Z", "config": config, "spec": spec,
-            "metrics": metrics,
-            "cpu": {"local": null, "remote": null}, "latency": null, "series": [], "notes": [], "disclosure": null
-        }))
-        .unwrap(),
+        doc: ResultDoc {
+            config: Some(config.into()),
+            ..doc
+        },
     }
 }
 
@@ -86,11 +100,8 @@ fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
     let mut r = run();
     (r.tests[0].name, r.tests[0].group) = (name.into(), Some(group.into()));
     let out = csv(&r);
-    let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-        .records()
-        .map(Result::unwrap)
-        .filter(|rec| &rec[5] == "true")
-        .collect();
+    let mut recs = records(&out);
+    recs.retain(|rec| &rec[5] == "true");
     assert!(recs.iter().all(|rec| (&rec[2], &rec[3]) == (name, group)));
     // The selected repetition's rows as a table `results import` takes.
     let mut w = writer();
@@ -109,14 +120,7 @@ fn csv_export_imports_back_with_newlines_and_commas_in_fields() {
     // Iometer's layout quotes the same way.
     r.run.suite = "study,\n2".into();
     name_spec(&mut r.tests[0].reps[0].doc, name);
-    let text = iometer_csv(&r).unwrap().text;
-    let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text.as_bytes())
-        .into_records()
-        .map(Result::unwrap)
-        .collect();
+    let recs = iometer_records(&iometer_csv(&r).unwrap().text);
     assert_eq!(
         (recs.len(), &recs[1][1], &recs[8][2]),
         (9, "study,\n2", name)
@@ -145,11 +149,7 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
             .doc
             .metrics
             .insert("latency_us".into(), -5.0);
-        let out = csv(&r);
-        let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-            .records()
-            .map(Result::unwrap)
-            .collect();
+        let recs = records(&csv(&r));
         let want = format!("'{h}");
         for rec in &recs {
             assert_eq!((&rec[1], &rec[2], &rec[3]), (&*want, &*want, &*want));
@@ -158,14 +158,7 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
         assert!(recs
             .iter()
             .any(|rec| &rec[6] == "latency_us" && &rec[7] == "-5"));
-        let text = iometer_csv(&r).unwrap().text;
-        let recs: Vec<csv::StringRecord> = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(text.as_bytes())
-            .into_records()
-            .map(Result::unwrap)
-            .collect();
+        let recs = iometer_records(&iometer_csv(&r).unwrap().text);
         assert_eq!(&recs[1][1], want, "suite");
         assert_eq!(&recs[8][2], want, "access specification (test name)");
         for rec in &recs {
@@ -178,11 +171,15 @@ fn csv_exports_defuse_formula_cells_but_keep_numbers() {
             }
         }
     }
-    assert_eq!(csv_cell("-1.5e-3"), "-1.5e-3");
-    assert_eq!(csv_cell("-inf"), "'-inf");
-    assert_eq!(csv_cell("-"), "'-");
-    assert_eq!(csv_cell("'Target Type"), "'Target Type");
-    assert_eq!(csv_cell("read 4k"), "read 4k");
+    for (cell, want) in [
+        ("-1.5e-3", "-1.5e-3"),
+        ("-inf", "'-inf"),
+        ("-", "'-"),
+        ("'Target Type", "'Target Type"),
+        ("read 4k", "read 4k"),
+    ] {
+        assert_eq!(csv_cell(cell), want);
+    }
 }
 
 #[test]
@@ -191,21 +188,18 @@ fn iometer_results_csv() {
     assert!(e.skipped.is_empty());
     let out = e.text;
     assert_eq!(cells(&out, 7), IOMETER_COLUMNS, "the header");
-    let row = cells(&out, 8);
-    let col = |name: &str| col(&row, name).to_string();
     // The selected repetition (rep 1), Iometer's units: ms, decimal MB/s.
-    assert_eq!(col("IOps"), "1000");
-    assert_eq!(col("Average Response Time"), "0.25");
-    assert_eq!(col("MBps (Decimal)"), "8.192");
-    assert_eq!(col("% CPU Utilization"), "10");
-    assert_eq!(col("CPU Effectiveness"), "100");
-    assert_eq!(col("Read I/Os"), "7000");
-    assert_eq!(col("Maximum Size"), "8388608");
-    assert_eq!(
-        col("Average Read Response Time"),
-        "",
-        "not measured: empty, never 0"
-    );
+    Row(&out, 8).has(&[
+        ("IOps", "1000"),
+        ("Average Response Time", "0.25"),
+        ("MBps (Decimal)", "8.192"),
+        ("% CPU Utilization", "10"),
+        ("CPU Effectiveness", "100"),
+        ("Read I/Os", "7000"),
+        ("Maximum Size", "8388608"),
+        // Not measured: empty, never 0.
+        ("Average Read Response Time", ""),
+    ]);
     insta::assert_snapshot!(out);
 }
 
@@ -270,54 +264,36 @@ fn iometer_network_stream() {
     // ALL, this host's MANAGER and its WORKER, the endpoint's MANAGER
     // and its WORKER (no CPU window in the fixture: no PROCESSOR rows).
     assert_eq!(out.lines().count(), 13, "{out}");
-    let worker = cells(&out, 10);
     assert_eq!(
-        (col(&worker, "'Target Type"), col(&worker, "Target Name")),
-        ("WORKER", "lab-a worker")
+        kinds_and_names(&result_rows(&out))[2],
+        pair("WORKER", "lab-a worker")
     );
-    assert_eq!(
-        col(&worker, "Write MBps (Decimal)"),
-        "100",
-        "the host's figures"
-    );
-    assert_eq!(
-        col(&worker, "% CPU Utilization"),
-        "",
-        "CPU is the manager's"
-    );
-    let all = cells(&out, 8);
-    let c = |name: &str| col(&all, name).to_string();
-    assert_eq!(c("'Target Type"), "ALL");
-    assert_eq!(
-        c("Access Specification Name"),
-        "stream/dir=bidir,conns=4,msg=64k"
-    );
-    assert_eq!(c("# Managers"), "2");
-    assert_eq!(c("MBps (Decimal)"), "150");
-    assert_eq!(c("Write MBps (Decimal)"), "100");
-    assert_eq!(c("Read MBps (Decimal)"), "50");
-    assert_eq!(c("Bytes Written"), "1000000000");
-    assert_eq!(c("% CPU Utilization"), "40");
-    assert_eq!(c("Segments Retransmitted/Second"), "2.5");
-    assert_eq!(
-        c("IOps"),
-        "",
-        "send/recv calls are not counted: empty, never 0"
-    );
-    assert_eq!(c("Transactions per Second"), "");
-    let ep = cells(&out, 11);
-    assert_eq!(col(&ep, "'Target Type"), "MANAGER");
-    assert_eq!(col(&ep, "Target Name"), "10.0.0.2:7575");
-    assert_eq!(
-        col(&ep, "% CPU Utilization"),
-        "20",
-        "the endpoint's own CPU"
-    );
-    assert_eq!(
-        col(&ep, "Read MBps (Decimal)"),
-        "100",
-        "the endpoint reads what we send"
-    );
+    worker_has(&out, 10, "Write MBps (Decimal)", "100");
+    Row(&out, 8).has(&[
+        ("'Target Type", "ALL"),
+        (
+            "Access Specification Name",
+            "stream/dir=bidir,conns=4,msg=64k",
+        ),
+        ("# Managers", "2"),
+        ("MBps (Decimal)", "150"),
+        ("Write MBps (Decimal)", "100"),
+        ("Read MBps (Decimal)", "50"),
+        ("Bytes Written", "1000000000"),
+        ("% CPU Utilization", "40"),
+        ("Segments Retransmitted/Second", "2.5"),
+        // send/recv calls are not counted: empty, never 0.
+        ("IOps", ""),
+        ("Transactions per Second", ""),
+    ]);
+    Row(&out, 11).has(&[
+        ("'Target Type", "MANAGER"),
+        ("Target Name", "10.0.0.2:7575"),
+        // The endpoint's own CPU.
+        ("% CPU Utilization", "20"),
+        // The endpoint reads what we send.
+        ("Read MBps (Decimal)", "100"),
+    ]);
     insta::assert_snapshot!(out);
 }
 
@@ -335,22 +311,20 @@ fn iometer_network_rr() {
     let out = iometer_csv(&r).unwrap().text;
     // No endpoint CPU measured: ALL and this host's MANAGER and WORKER only.
     assert_eq!(out.lines().count(), 11, "{out}");
-    let all = cells(&out, 8);
-    let c = |name: &str| col(&all, name).to_string();
-    assert_eq!(c("Transactions per Second"), "20000");
-    assert_eq!(c("IOps"), "40000", "a request write and a response read");
-    assert_eq!(c("Write MBps (Decimal)"), "20");
-    assert_eq!(c("Read MBps (Decimal)"), "320");
-    assert_eq!(c("Average Transaction Time"), "0.4");
-    assert_eq!(c("Maximum Transaction Time"), "2.5");
-    assert_eq!(c("Queue Depth"), "4");
-    assert_eq!(c("CPU Effectiveness"), "1600");
-    assert_eq!(
-        c("Average Response Time"),
-        "",
-        "per-message latency is not measured"
-    );
-    assert_eq!(col(&cells(&out, 9), "Target Name"), "lab-a");
+    Row(&out, 8).has(&[
+        ("Transactions per Second", "20000"),
+        // A request write and a response read.
+        ("IOps", "40000"),
+        ("Write MBps (Decimal)", "20"),
+        ("Read MBps (Decimal)", "320"),
+        ("Average Transaction Time", "0.4"),
+        ("Maximum Transaction Time", "2.5"),
+        ("Queue Depth", "4"),
+        ("CPU Effectiveness", "1600"),
+        // Per-message latency is not measured.
+        ("Average Response Time", ""),
+    ]);
+    Row(&out, 9).has(&[("Target Name", "lab-a")]);
     insta::assert_snapshot!(out);
 }
 
@@ -365,14 +339,8 @@ fn iometer_network_managers_have_their_processors() {
                 cpu,
                 busy_pct: 10.0 * (cpu + 1) as f64,
                 modes: iotoll_model::CpuModes {
-                    user: 0.0,
-                    nice: 0.0,
-                    system: 0.0,
-                    irq: 0.0,
-                    softirq: 0.0,
-                    iowait: 0.0,
-                    steal: 0.0,
                     idle: 100.0,
+                    ..Default::default()
                 },
             })
             .collect(),
@@ -388,15 +356,7 @@ fn iometer_network_managers_have_their_processors() {
         let cpu = &mut r.tests[0].reps[0].doc.cpu;
         (cpu.local, cpu.remote, cpu.same_host) = (Some(cores(2)), Some(cores(4)), same_host);
         let out = iometer_csv(&r).unwrap().text;
-        let rows: Vec<(String, String)> = (8..out.lines().count())
-            .map(|l| {
-                let c = cells(&out, l);
-                (
-                    col(&c, "'Target Type").to_string(),
-                    col(&c, "Target Name").to_string(),
-                )
-            })
-            .collect();
+        let rows = kinds_and_names(&result_rows(&out));
         let procs: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == "PROCESSOR").collect();
         assert_eq!(procs.len(), want, "{out}");
         // This host's two come right after its MANAGER row.
@@ -453,7 +413,7 @@ fn long_csv_has_every_level_of_a_multi_host_run() {
     let host = |name: &str, mbit: f64| iotoll_model::HostFigures {
         name: name.into(),
         role: "client".into(),
-        metrics: [("mbit_s".to_string(), mbit)].into_iter().collect(),
+        metrics: iotoll_model::metrics::of(&[("mbit_s", mbit)]),
         ifaces: vec![
             iotoll_model::IfaceFigures {
                 name: "eth0".into(),
@@ -470,22 +430,13 @@ fn long_csv_has_every_level_of_a_multi_host_run() {
         ],
         ..Default::default()
     };
-    let pair = |c: &str, bytes: u64| iotoll_model::PairFigures {
-        client: c.into(),
-        server: "s1".into(),
-        conns: 2,
-        client_to_server_bytes: bytes,
-        server_to_client_bytes: 0,
-        mbit_s: bytes as f64 * 8.0 / 10.0 / 1e6,
-    };
     let d = &mut r.tests[0].reps[0].doc;
     d.hosts = vec![host("c1", 800.0), host("c2", 800.0)];
-    d.pairs = vec![pair("c1", 1_000_000_000), pair("c2", 1_000_000_000)];
+    // 1,000,000,000 bytes each in 10 s.
+    let pair = |c| iotoll_model::fixtures::pair(c, "s1", 800.0);
+    d.pairs = vec![pair("c1"), pair("c2")];
     let out = csv(&r);
-    let recs: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
-        .records()
-        .map(Result::unwrap)
-        .collect();
+    let recs = records(&out);
     let sum = |level: &str, metric: &str| -> f64 {
         (recs.iter())
             .filter(|r| &r[9] == level && &r[6] == metric)
@@ -538,21 +489,8 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
                "cpu_pct": 20.0, "remote_cpu_pct": 30.0}),
         json!({"dir": "tx", "conns": 4, "msg": 65536}),
     );
-    let host = |name: &str, role: &str, tx: f64, rx: f64, cpu: f64| iotoll_model::HostFigures {
-        name: name.into(),
-        role: role.into(),
-        cpus: 4,
-        metrics: [
-            ("mbit_s", tx + rx),
-            ("tx_mbit_s", tx),
-            ("rx_mbit_s", rx),
-            ("cpu_pct", cpu),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect(),
-        ..Default::default()
-    };
+    let host =
+        |name, role, tx, rx, cpu| iotoll_model::fixtures::stream_host(name, role, 4, tx, rx, cpu);
     r.tests[0].reps[0].doc.hosts = vec![
         host("s1", "server", 0.0, 1600.0, 30.0),
         host("c1", "client", 800.0, 0.0, 18.0),
@@ -564,13 +502,10 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
         busy_pct: busy,
         modes: iotoll_model::CpuModes {
             user: busy / 2.0,
-            nice: 0.0,
             system: busy / 4.0,
-            irq: 0.0,
             softirq: busy / 4.0,
-            iowait: 0.0,
-            steal: 0.0,
             idle: 100.0 - busy,
+            ..Default::default()
         },
     };
     r.tests[0].reps[0].doc.hosts[0].cpu = Some(iotoll_model::CpuReport {
@@ -583,15 +518,7 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
     // Header block (6), the results header (2), ALL, then per host its
     // MANAGER, its PROCESSOR rows and its WORKER.
     assert_eq!(out.lines().count(), 8 + 1 + 3 * 2 + 2, "{out}");
-    let kinds: Vec<(String, String)> = (8..17)
-        .map(|l| {
-            let c = cells(&out, l);
-            (
-                col(&c, "'Target Type").to_string(),
-                col(&c, "Target Name").to_string(),
-            )
-        })
-        .collect();
+    let kinds = kinds_and_names(&result_rows(&out));
     let want = [
         ("ALL", "All"),
         ("MANAGER", "s1"),
@@ -604,43 +531,31 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
         ("WORKER", "c2 worker"),
     ];
     assert_eq!(kinds, pairs(&want), "{out}");
-    let p0 = cells(&out, 10);
-    assert_eq!(
-        (
-            col(&p0, "% CPU Utilization"),
-            col(&p0, "% User Time"),
-            col(&p0, "% DPC Time")
-        ),
-        ("40", "20", "10")
-    );
-    let w = cells(&out, 12);
-    assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
-    assert_eq!(col(&w, "Read MBps (Decimal)"), "200", "the host's figures");
-    let all = cells(&out, 8);
-    assert_eq!(col(&all, "'Target Type"), "ALL");
-    assert_eq!(col(&all, "# Managers"), "3");
-    assert_eq!(col(&all, "Write MBps (Decimal)"), "200");
-    assert_eq!(col(&all, "% CPU Utilization"), "20");
-    let s1 = cells(&out, 9);
-    assert_eq!(
-        (col(&s1, "'Target Type"), col(&s1, "Target Name")),
-        ("MANAGER", "s1")
-    );
-    assert_eq!(
-        col(&s1, "Read MBps (Decimal)"),
-        "200",
-        "the server received it all"
-    );
-    assert_eq!(
-        col(&s1, "Bytes Read"),
-        "2000000000",
-        "over the test's window"
-    );
-    assert_eq!(col(&s1, "% CPU Utilization"), "30", "its own CPU");
-    let c2 = cells(&out, 15);
-    assert_eq!(col(&c2, "Target Name"), "c2");
-    assert_eq!(col(&c2, "Write MBps (Decimal)"), "100");
-    assert_eq!(col(&c2, "% CPU Utilization"), "22");
+    Row(&out, 10).has(&[
+        ("% CPU Utilization", "40"),
+        ("% User Time", "20"),
+        ("% DPC Time", "10"),
+    ]);
+    worker_has(&out, 12, "Read MBps (Decimal)", "200");
+    Row(&out, 8).has(&[
+        ("'Target Type", "ALL"),
+        ("# Managers", "3"),
+        ("Write MBps (Decimal)", "200"),
+        ("% CPU Utilization", "20"),
+    ]);
+    assert_eq!(kinds[1], pair("MANAGER", "s1"));
+    Row(&out, 9).has(&[
+        // The server received it all, over the test's window.
+        ("Read MBps (Decimal)", "200"),
+        ("Bytes Read", "2000000000"),
+        // Its own CPU.
+        ("% CPU Utilization", "30"),
+    ]);
+    Row(&out, 15).has(&[
+        ("Target Name", "c2"),
+        ("Write MBps (Decimal)", "100"),
+        ("% CPU Utilization", "22"),
+    ]);
 }
 
 /// The `counts` and `metrics` of `reads` and `writes` 8 KiB I/Os over
@@ -724,33 +639,60 @@ fn kinds_and_names(rows: &[Vec<String>]) -> Vec<(String, String)> {
         .collect()
 }
 
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_string(), b.to_string())
+}
+
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
+    v.iter().map(|(a, b)| pair(a, b)).collect()
+}
+
+/// The Iometer export of `r` and its results rows.
+fn breakdown(r: &RunDetail) -> (String, Vec<Vec<String>>) {
+    let out = iometer_csv(r).unwrap().text;
+    let rows = result_rows(&out);
+    (out, rows)
+}
+
+/// Row `line` of an Iometer export, to check its cells.
+struct Row<'a>(&'a str, usize);
+
+impl Row<'_> {
+    /// Each (column, value) is as the row has it.
+    #[track_caller]
+    fn has(&self, want: &[(&str, &str)]) {
+        let Row(out, line) = *self;
+        let row = cells(out, line);
+        for (k, v) in want {
+            assert_eq!(col(&row, k), *v, "line {line}, {k}:\n{out}");
+        }
+    }
+}
+
+/// A WORKER row (line `line`): its host's figures (`column` is `value`),
+/// no CPU (Iometer's CPU columns are the manager's).
+#[track_caller]
+fn worker_has(out: &str, line: usize, column: &str, value: &str) {
+    let w = cells(out, line);
+    assert_eq!(col(&w, column), value, "the host's figures");
+    assert_eq!(col(&w, "% CPU Utilization"), "", "CPU is the manager's");
 }
 
 #[test]
 fn iometer_breakdown_spread_rows() {
-    let out = iometer_csv(&spread_run()).unwrap().text;
-    let rows = result_rows(&out);
-    assert_eq!(
-        kinds_and_names(&rows),
-        pairs(&[
-            ("ALL", "All"),
-            ("MANAGER", "local"),
-            ("WORKER", "Worker 0"),
-            ("WORKER", "Worker 1"),
-            ("DISK", "/dev/sdb"),
-            ("DISK", "/dev/sdc"),
-        ])
-    );
+    let (out, rows) = breakdown(&spread_run());
+    let want = [
+        ("ALL", "All"),
+        ("MANAGER", "local"),
+        ("WORKER", "Worker 0"),
+        ("WORKER", "Worker 1"),
+        ("DISK", "/dev/sdb"),
+        ("DISK", "/dev/sdc"),
+    ];
+    assert_eq!(kinds_and_names(&rows), pairs(&want));
     let c = |row: usize, name: &str| col(&rows[row], name).to_string();
     // Iometer's counts: 2 workers, 2 targets each.
-    assert_eq!(
-        (c(0, "# Workers"), c(0, "# Disks")),
-        ("2".into(), "4".into())
-    );
+    Row(&out, 8).has(&[("# Workers", "2"), ("# Disks", "4")]);
     assert_eq!(
         c(1, "# Managers"),
         "",
@@ -792,28 +734,16 @@ fn iometer_breakdown_spread_rows() {
 
 #[test]
 fn iometer_breakdown_nests_disks_under_their_worker() {
-    let out = iometer_csv(&nested_run()).unwrap().text;
-    let rows = result_rows(&out);
-    assert_eq!(
-        kinds_and_names(&rows),
-        pairs(&[
-            ("ALL", "All"),
-            ("MANAGER", "local"),
-            ("WORKER", "Worker 0"),
-            ("DISK", "/dev/sdb"),
-            ("WORKER", "Worker 1"),
-            ("DISK", "/dev/sdb"),
-            ("WORKER", "Worker 2"),
-            ("DISK", "/dev/sdc"),
-            ("WORKER", "Worker 3"),
-            ("DISK", "/dev/sdc"),
-        ])
-    );
+    let (out, rows) = breakdown(&nested_run());
+    // Each worker, then its one target.
+    let mut want = vec![pair("ALL", "All"), pair("MANAGER", "local")];
+    for (w, disk) in [(0, "sdb"), (1, "sdb"), (2, "sdc"), (3, "sdc")] {
+        want.push(pair("WORKER", &format!("Worker {w}")));
+        want.push(pair("DISK", &format!("/dev/{disk}")));
+    }
+    assert_eq!(kinds_and_names(&rows), want);
     let c = |row: usize, name: &str| col(&rows[row], name).to_string();
-    assert_eq!(
-        (c(0, "# Workers"), c(0, "# Disks")),
-        ("4".into(), "4".into())
-    );
+    Row(&out, 8).has(&[("# Workers", "4"), ("# Disks", "4")]);
     // Each DISK row: its worker's I/Os on that target.
     for (w, d) in [(2, 3), (4, 5), (6, 7), (8, 9)] {
         for k in [
@@ -893,7 +823,7 @@ fn iometer_breakdown_of_an_odd_document() {
         "workers": [worker(0, &[7], 7000, 3000, 250.0), worker(1, &[], 0, 0, 250.0)],
         "lines": []
     }));
-    let rows = result_rows(&iometer_csv(&r).unwrap().text);
+    let (_, rows) = breakdown(&r);
     assert_eq!(
         kinds_and_names(&rows),
         pairs(&[
