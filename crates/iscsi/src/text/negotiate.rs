@@ -3,7 +3,7 @@
 //! the target answers.
 
 use super::{parse_bool, parse_number, yes_no, Offer, Params, LEN_MAX, LEN_MIN};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 // Session-wide values we want but do not expose in `Offer`. Time2Retain 0:
 // at ErrorRecoveryLevel 0 we never reinstate tasks after a connection loss,
@@ -106,8 +106,6 @@ pub struct Negotiation {
     /// Keys settled, with the value that settled them, to spot a target
     /// negotiating one twice.
     settled: BTreeMap<String, String>,
-    /// Keys the target answered Irrelevant: they keep their defaults.
-    irrelevant: BTreeSet<String>,
     target_alias: Option<String>,
     target_portal_group_tag: Option<u16>,
 }
@@ -128,7 +126,6 @@ impl Negotiation {
             params,
             pending,
             settled: BTreeMap::new(),
-            irrelevant: BTreeSet::new(),
             target_alias: None,
             target_portal_group_tag: None,
         }
@@ -229,7 +226,6 @@ impl Negotiation {
             // The key does not apply in this session (e.g. FirstBurstLength
             // with InitialR2T=Yes and ImmediateData=No): the default holds.
             "Irrelevant" => {
-                self.irrelevant.insert(key_s.clone());
                 self.settled.insert(key_s, value.to_string());
                 Ok(())
             }
