@@ -38,19 +38,17 @@ impl EngineChoice {
         }
     }
 
+    /// The choice `--engine` names: `auto` or an engine's name.
     pub fn parse(s: &str) -> Result<Self, String> {
-        let of = |k: EngineKind| match k {
-            EngineKind::IoUring => EngineChoice::IoUring,
-            EngineKind::Psync => EngineChoice::Psync,
-            EngineKind::Null => EngineChoice::Null,
-            EngineKind::Iscsi => EngineChoice::Iscsi,
-        };
+        use EngineChoice::*;
+        let kind = EngineKind::from_name(s);
         match s {
-            "auto" => Ok(EngineChoice::Auto),
-            _ => EngineKind::from_name(s).map(of).ok_or_else(|| {
-                let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown engine '{s}': use auto, {}", names.join(", "))
-            }),
+            "auto" => Ok(Auto),
+            _ => (([IoUring, Psync, Null, Iscsi].into_iter()).find(|c| c.kind() == kind))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                    format!("unknown engine '{s}': use auto, {}", names.join(", "))
+                }),
         }
     }
 }

@@ -28,17 +28,10 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// 4 KiB random reads.
 impl Default for AccessLine {
     fn default() -> Self {
-        AccessLine {
-            share_pct: 100,
-            bs: 4096,
-            read_pct: 100,
-            random_pct: 100,
-            burst_delay: Duration::ZERO,
-            burst_len: 1,
-            align: None,
-        }
+        AccessLine::new(100, 4096, 100, 100)
     }
 }
 
@@ -277,19 +270,15 @@ mod tests {
     #[test]
     fn shares_must_add_up_to_100() {
         let l = |share| AccessLine::new(share, 4096, 100, 100);
-        let e = check_lines(&[l(60), l(30)], "spec 'x'")
-            .unwrap_err()
-            .to_string();
+        let err = |lines: &[AccessLine], what| check_lines(lines, what).unwrap_err().to_string();
+        let e = err(&[l(60), l(30)], "spec 'x'");
         assert!(
             e.contains("spec 'x'") && e.contains("90 % (60 + 30)"),
             "{e}"
         );
-        let e = check_lines(&[l(100), l(0)], "s").unwrap_err().to_string();
+        let e = err(&[l(100), l(0)], "s");
         assert!(e.contains("line 2 has a share of 0 %"), "{e}");
-        assert!(check_lines(&[], "s")
-            .unwrap_err()
-            .to_string()
-            .contains("no lines"));
+        assert!(err(&[], "s").contains("no lines"));
         check_lines(&[l(40), l(60)], "s").unwrap();
     }
 }
