@@ -126,7 +126,7 @@ impl Default for Bhs {
 
 impl Bhs {
     /// The header at the front of `buf`, which holds at least one.
-    fn at(buf: &[u8]) -> Bhs {
+    pub(crate) fn at(buf: &[u8]) -> Bhs {
         Bhs(buf[..BHS_LEN].try_into().expect("a whole header"))
     }
     pub fn new(opcode: u8, immediate: bool, flags: u8) -> Self {

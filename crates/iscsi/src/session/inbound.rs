@@ -16,14 +16,10 @@ impl Session {
         let slot = (itt.0 & 0xffff) as usize;
         match self.tasks.get(slot) {
             Some(t) if t.live && t.sent && t.itt(slot) == itt => Ok(slot),
-            _ => Err(protocol(
-                &self.conn.portal,
-                &self.state(),
-                format!(
-                    "{} for ITT 0x{itt:08x}, which names no outstanding command",
-                    pdu::op_name(what)
-                ),
-            )),
+            _ => Err(self.fault(format!(
+                "{} for ITT 0x{itt:08x}, which names no outstanding command",
+                pdu::op_name(what)
+            ))),
         }
     }
 
@@ -76,8 +72,7 @@ impl Session {
         data: Range<usize>,
         done: &mut dyn FnMut(usize, i64),
     ) -> Result<(), Error> {
-        let parsed =
-            pdu::parse_in(&bhs).map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+        let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {
             In::DataIn {
                 itt,
@@ -150,7 +145,7 @@ impl Session {
                     "unexpected {} in the full-feature phase",
                     pdu::op_name(bhs.opcode())
                 );
-                return Err(protocol(&self.conn.portal, &self.state(), what));
+                return Err(self.fault(what));
             }
         }
         Ok(())
@@ -193,7 +188,7 @@ impl Session {
             None
         };
         if let Some(what) = bad {
-            return Err(protocol(&self.conn.portal, &self.state(), what));
+            return Err(self.fault(what));
         }
         t.data_sn = t.data_sn.next();
         // SAFETY: offset + n <= len, and buf is valid for len bytes.
@@ -304,7 +299,7 @@ impl Session {
             None
         };
         if let Some(what) = bad {
-            return Err(protocol(&self.conn.portal, &self.state(), what));
+            return Err(self.fault(what));
         }
         t.r2t_sn = t.r2t_sn.next();
         t.sent_to = offset + len;
@@ -355,9 +350,7 @@ impl Session {
     fn rejected(&self, data: Range<usize>, reason: u8) -> Error {
         let d = &self.conn.rx()[data];
         let what = if d.len() >= pdu::BHS_LEN {
-            let mut h = [0u8; pdu::BHS_LEN];
-            h.copy_from_slice(&d[..pdu::BHS_LEN]);
-            let r = Bhs(h);
+            let r = Bhs::at(d);
             format!(
                 "the target rejected our {} PDU (ITT 0x{:08x}): {}",
                 pdu::op_name(r.opcode()),
@@ -367,7 +360,7 @@ impl Session {
         } else {
             format!("the target rejected a PDU: {}", pdu::reject_reason(reason))
         };
-        protocol(&self.conn.portal, &self.state(), what)
+        self.fault(what)
     }
 
     /// Does all the socket allows without waiting: sends what is queued,
@@ -398,10 +391,7 @@ impl Session {
             self.stalled = false;
             let mut handled = false;
             loop {
-                let next = self
-                    .conn
-                    .next_pdu()
-                    .map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+                let next = self.conn.next_pdu().map_err(|e| self.fault(e))?;
                 let Some((bhs, range, len)) = next else { break };
                 // A ping needs an answer in the send buffer: with no room,
                 // reading stops here until the target takes what is

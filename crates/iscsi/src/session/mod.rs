@@ -305,6 +305,11 @@ impl Session {
         self.tasks.get(slot).and_then(|t| t.error.as_deref())
     }
 
+    /// A protocol error in the session's present state.
+    fn fault(&self, what: impl std::fmt::Display) -> Error {
+        protocol(&self.conn.portal, &self.state(), what)
+    }
+
     fn state(&self) -> String {
         let mut s = String::from("the full-feature phase");
         if self.live > 0 {

@@ -2,7 +2,7 @@
 //! MaxCmdSN or the send buffer is full, encoded with their immediate data,
 //! and the Data-Out that follows them; the numbers target PDUs carry.
 
-use super::{closed_err, protocol, secs, Session, Transfer, MAX_SEGMENT};
+use super::{closed_err, secs, Session, Transfer, MAX_SEGMENT};
 use crate::pdu::{self, Bhs, CmdSn, DataOut, DataSn, R2tSn, ScsiCommand, StatSn, Ttt};
 use crate::{scsi, Error, ErrorKind};
 use std::time::{Duration, Instant};
@@ -265,7 +265,7 @@ impl Session {
                     b.itt(),
                     self.exp_stat_sn
                 );
-                return Err(protocol(&self.conn.portal, &self.state(), what));
+                return Err(self.fault(what));
             }
             self.exp_stat_sn = stat_sn.next();
         }
