@@ -107,7 +107,7 @@ impl Login<'_> {
     /// One Login Request and its Response; a refusal becomes a login error.
     fn step(
         &mut self,
-        keys: &[(&str, &str)],
+        keys: &[(impl AsRef<str>, impl AsRef<str>)],
         csg: Stage,
         transit: Option<Stage>,
         state: &str,
@@ -265,11 +265,7 @@ impl Login<'_> {
         let auth_err = |e: String| Error::new(ErrorKind::Auth, e);
         let (answer, ours) = chap::initiator_reply(secrets, &challenge.keys)
             .map_err(|e| auth_err(format!("iSCSI {}: CHAP: {e}", self.portal)))?;
-        let keys: Vec<(&str, &str)> = answer
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let r = self.step(&keys, Stage::Security, Some(Stage::Operational), CHAP)?;
+        let r = self.step(&answer, Stage::Security, Some(Stage::Operational), CHAP)?;
         if let Some(ours) = &ours {
             chap::check_target_response(secrets, ours, &r.keys)
                 .map_err(|e| auth_err(format!("iSCSI {}: {e}", self.portal)))?;
@@ -305,9 +301,7 @@ impl Login<'_> {
         }
         let to_full = Some(Stage::FullFeature);
         for _ in 0..8 {
-            let refs: Vec<(&str, &str)> =
-                keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let r = self.step(&refs, Stage::Operational, to_full, OPERATIONAL)?;
+            let r = self.step(&keys, Stage::Operational, to_full, OPERATIONAL)?;
             keys = neg.apply_response(&r.keys).map_err(|e| {
                 let msg = format!("iSCSI {}: {OPERATIONAL}: {e}", self.portal);
                 Error::new(ErrorKind::Login, msg)

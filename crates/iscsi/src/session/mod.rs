@@ -310,14 +310,18 @@ impl Session {
         protocol(&self.conn.portal, &self.state(), what)
     }
 
+    /// The slot and task of the command outstanding longest.
+    fn oldest(&self) -> Option<(usize, &Task)> {
+        (self.tasks.iter().enumerate())
+            .filter(|(_, t)| t.live)
+            .min_by_key(|(_, t)| t.since)
+    }
+
     fn state(&self) -> String {
         let mut s = String::from("the full-feature phase");
         if self.live > 0 {
-            let oldest = (self.tasks.iter().enumerate())
-                .filter(|(_, t)| t.live)
-                .min_by_key(|(_, t)| t.since);
             let _ = write!(s, " with {} command(s) outstanding", self.live);
-            if let Some((slot, t)) = oldest {
+            if let Some((slot, t)) = self.oldest() {
                 let _ = write!(s, ", the oldest a {}", t.describe(slot));
             }
         }

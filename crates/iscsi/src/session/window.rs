@@ -293,10 +293,7 @@ impl Session {
             return Ok(());
         }
         self.last_scan = now;
-        let oldest = (self.tasks.iter().enumerate())
-            .filter(|(_, t)| t.live)
-            .min_by_key(|(_, t)| t.since);
-        if let Some((slot, t)) = oldest {
+        if let Some((slot, t)) = self.oldest() {
             if now.duration_since(t.since) > self.timeout {
                 let waiting = if !self.waiting.contains(&slot) {
                     String::new()
@@ -311,8 +308,7 @@ impl Session {
                         self.conn.unsent()
                     )
                 };
-                self.closed = true;
-                return Err(Error::new(
+                let e = Error::new(
                     ErrorKind::Timeout,
                     format!(
                         "iSCSI {}: no answer within {} to a {}{waiting}, with {} command(s) outstanding",
@@ -321,7 +317,9 @@ impl Session {
                         t.describe(slot),
                         self.live
                     ),
-                ));
+                );
+                self.closed = true;
+                return Err(e);
             }
         }
         Ok(())

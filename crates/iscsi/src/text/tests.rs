@@ -371,9 +371,8 @@ proptest::proptest! {
 
     #[test]
     fn roundtrip(kv in proptest::collection::vec(("[A-Za-z][A-Za-z0-9_.-]{0,62}", "[ -~]{0,100}"), 0..10)) {
-        let borrowed: Vec<(&str, &str)> = kv.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut out = Vec::new();
-        encode(&borrowed, &mut out);
+        encode(&kv, &mut out);
         proptest::prop_assert_eq!(decode(&out).unwrap(), kv);
     }
 }
