@@ -10,7 +10,7 @@ use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,23 @@ impl std::fmt::Debug for Out {
     }
 }
 
+/// Waits for `child` to exit; past `limit` it is killed and the test fails
+/// with `late`.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration, late: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{late}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Run a command, killing it (by pid) after `limit`; output via temp files,
 /// so no pipe can fill up.
 fn run(mut cmd: Command, limit: Duration) -> Out {
@@ -55,18 +72,11 @@ fn run(mut cmd: Command, limit: Duration) -> Out {
         .stderr(err.reopen().unwrap())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} still running after {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_or_kill(
+        &mut child,
+        limit,
+        &format!("{cmd:?} still running after {limit:?}"),
+    );
     let text = |f: &tempfile::NamedTempFile| {
         String::from_utf8_lossy(&std::fs::read(f.path()).unwrap()).into_owned()
     };
@@ -331,18 +341,8 @@ fn remove_lun_while_logged_in() {
     thread::sleep(Duration::from_millis(300));
     tgt.remove_lun(1, 2).unwrap();
     tgt.remove_lun(1, 1).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("iscsi-perf still running after its LUN went away");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let late = "iscsi-perf still running after its LUN went away";
+    let status = wait_or_kill(&mut child, Duration::from_secs(10), late);
     let mut text = String::new();
     OpenOptions::new()
         .read(true)

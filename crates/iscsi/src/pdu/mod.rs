@@ -256,10 +256,11 @@ impl Decoder {
         // With header digests, a corrupted length is caught by the digest
         // as soon as the header is in, rather than trusted and waited for.
         let hd_end = BHS_LEN + bhs.ahs_len();
-        if self.digests.header && buf.len() >= hd_end + DIGEST_LEN {
-            if crc32c(&buf[..hd_end]) != digest_at(buf, hd_end) {
-                return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
-            }
+        if self.digests.header
+            && buf.len() >= hd_end + DIGEST_LEN
+            && crc32c(&buf[..hd_end]) != digest_at(buf, hd_end)
+        {
+            return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
         }
         let dl = bhs.data_len();
         if dl > self.max_data {
