@@ -169,23 +169,32 @@ fn defaults_are_the_documented_ones() {
     let Some((tgt, _iqn)) = Tgt::with_null_lun() else {
         return;
     };
+    assert_params(
+        &tgt,
+        &[
+            "MaxRecvDataSegmentLength=8192",
+            "MaxXmitDataSegmentLength=8192",
+            "HeaderDigest=None",
+            "DataDigest=None",
+            "InitialR2T=Yes",
+            "ImmediateData=Yes",
+            "MaxOutstandingR2T=1",
+            "FirstBurstLength=65536",
+            "MaxBurstLength=262144",
+            "ErrorRecoveryLevel=0",
+            "MaxConnections=1",
+            "MaxQueueCmd=128",
+        ],
+    );
+}
+
+/// Asserts that target 1's parameters, as tgt shows them, include each
+/// `key=value` of `want`.
+fn assert_params(tgt: &Tgt, want: &[&str]) {
     let params = tgt.params(1);
-    for want in [
-        "MaxRecvDataSegmentLength=8192",
-        "MaxXmitDataSegmentLength=8192",
-        "HeaderDigest=None",
-        "DataDigest=None",
-        "InitialR2T=Yes",
-        "ImmediateData=Yes",
-        "MaxOutstandingR2T=1",
-        "FirstBurstLength=65536",
-        "MaxBurstLength=262144",
-        "ErrorRecoveryLevel=0",
-        "MaxConnections=1",
-        "MaxQueueCmd=128",
-    ] {
+    for want in want {
         assert!(
-            params.lines().any(|l| l == want),
+            params.lines().any(|l| l == *want),
             "{want} not in:\n{params}"
         );
     }
@@ -200,17 +209,12 @@ fn set_param_reaches_the_login() {
         .unwrap();
     tgt.set_param(1, "HeaderDigest", "CRC32C").unwrap();
     tgt.set_param(1, "InitialR2T", "No").unwrap();
-    let params = tgt.params(1);
-    for want in [
+    let want = [
         "MaxRecvDataSegmentLength=65536",
         "HeaderDigest=CRC32C",
         "InitialR2T=No",
-    ] {
-        assert!(
-            params.lines().any(|l| l == want),
-            "{want} not in:\n{params}"
-        );
-    }
+    ];
+    assert_params(&tgt, &want);
     assert!(tgt.set_param(1, "NoSuchKey", "1").is_err());
     assert!(tgt.set_param(1, "MaxBurstLength", "lots").is_err());
 
@@ -313,6 +317,23 @@ fn remove_lun_idle() {
     assert_iet(&inq(&tgt.url(&iqn, 1)).unwrap());
 }
 
+/// Starts `tool` with `args` on `url`, its output (both streams) to `log`.
+fn spawn_logged(
+    tool: PathBuf,
+    args: &[&str],
+    url: String,
+    log: &tempfile::NamedTempFile,
+) -> std::process::Child {
+    Command::new(tool)
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap()
+}
+
 /// While iscsi-perf reads LUN 1 (a session logged in, commands in flight),
 /// LUN 2 and then LUN 1 itself can be removed; iscsi-perf then fails.
 #[test]
@@ -325,14 +346,7 @@ fn remove_lun_while_logged_in() {
         return;
     };
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(perf)
-        .args(["-t", "20", "-m", "8"])
-        .arg(tgt.url(&iqn, 1))
-        .stdin(Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logged(perf, &["-t", "20", "-m", "8"], tgt.url(&iqn, 1), &log);
     let deadline = Instant::now() + Duration::from_secs(10);
     while tgt.connections(1).is_empty() {
         assert!(Instant::now() < deadline, "iscsi-perf never logged in");
@@ -367,14 +381,8 @@ fn connections_and_close_connection() {
     };
     assert!(tgt.connections(1).is_empty());
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(perf)
-        .args(["-t", "20", "-m", "4", "-x", "0"])
-        .arg(tgt.url(&iqn, 1))
-        .stdin(Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
+    let args = ["-t", "20", "-m", "4", "-x", "0"];
+    let mut child = spawn_logged(perf, &args, tgt.url(&iqn, 1), &log);
     let deadline = Instant::now() + Duration::from_secs(10);
     let conns = loop {
         let c = tgt.connections(1);
