@@ -56,10 +56,9 @@ pub fn luns(u: &IscsiUrl, cfg: &Config) -> Result<LunList, Error> {
         Some(l) => vec![l],
         None => s.report_luns().map_err(named)?,
     };
-    let mut luns = Vec::new();
-    for n in numbers {
-        luns.push(lun(&mut s, u, n)?);
-    }
+    let luns = (numbers.into_iter())
+        .map(|n| lun(&mut s, u, n))
+        .collect::<Result<_, _>>()?;
     let list = LunList {
         portal: u.portal(),
         target: u.iqn.clone(),

@@ -38,19 +38,12 @@ pub enum ErrorKind {
     Interrupted,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
 pub struct Error {
     pub kind: ErrorKind,
     pub msg: String,
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for Error {}
 
 impl Error {
     pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {
