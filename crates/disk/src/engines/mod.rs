@@ -141,27 +141,16 @@ impl EngineKind {
     }
 
     pub fn caps(self) -> Caps {
-        match self {
-            EngineKind::IoUring => Caps {
-                queued: true,
-                max_depth: Some(io_uring::MAX_DEPTH),
-                iscsi_targets: false,
-            },
-            EngineKind::Psync => Caps {
-                queued: false,
-                max_depth: Some(1),
-                iscsi_targets: false,
-            },
-            EngineKind::Null => Caps {
-                queued: true,
-                max_depth: None,
-                iscsi_targets: false,
-            },
-            EngineKind::Iscsi => Caps {
-                queued: true,
-                max_depth: None,
-                iscsi_targets: true,
-            },
+        let (queued, max_depth, iscsi_targets) = match self {
+            EngineKind::IoUring => (true, Some(io_uring::MAX_DEPTH), false),
+            EngineKind::Psync => (false, Some(1), false),
+            EngineKind::Null => (true, None, false),
+            EngineKind::Iscsi => (true, None, true),
+        };
+        Caps {
+            queued,
+            max_depth,
+            iscsi_targets,
         }
     }
 
@@ -184,7 +173,7 @@ impl EngineKind {
         bs: usize,
         seed: u64,
     ) -> io::Result<(Box<dyn Engine>, Option<String>)> {
-        match self {
+        let engine: Box<dyn Engine> = match self {
             EngineKind::Iscsi => {
                 let luns = (opened.into_iter())
                     .map(|o| match o {
@@ -195,23 +184,17 @@ impl EngineKind {
                         )),
                     })
                     .collect::<io::Result<Vec<_>>>()?;
-                let (e, note) = iscsi::IscsiEngine::new(luns, depth, bs, seed)?;
-                Ok((Box::new(e), note))
+                Box::new(iscsi::IscsiEngine::new(luns, depth, bs, seed)?)
             }
             EngineKind::IoUring => {
                 let files = files(self, opened)?;
                 let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
-                Ok((Box::new(e), note))
+                return Ok((Box::new(e), note));
             }
-            EngineKind::Psync => {
-                let files = files(self, opened)?;
-                Ok((Box::new(psync::PsyncEngine::new(files, bs, seed)?), None))
-            }
-            EngineKind::Null => {
-                let files = files(self, opened)?;
-                Ok((Box::new(null::NullEngine::on(depth, &files)), None))
-            }
-        }
+            EngineKind::Psync => Box::new(psync::PsyncEngine::new(files(self, opened)?, bs, seed)?),
+            EngineKind::Null => Box::new(null::NullEngine::on(depth, &files(self, opened)?)),
+        };
+        Ok((engine, None))
     }
 }
 
