@@ -193,7 +193,7 @@ impl Conn {
 pub(crate) fn pollfd(fd: i32, read: bool, write: bool) -> libc::pollfd {
     libc::pollfd {
         fd,
-        events: i16::from(read) * libc::POLLIN | i16::from(write) * libc::POLLOUT,
+        events: (i16::from(read) * libc::POLLIN) | (i16::from(write) * libc::POLLOUT),
         revents: 0,
     }
 }

@@ -171,9 +171,9 @@ fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
     let spec = read_pct(bursts(1, 4, 9_600), 50);
     let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
     let (mean, qd) = (out.hist.mean(), out.qd_achieved);
-    assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
-    assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
-    assert!(out.reads > 0 && out.writes > 0);
+    assert_eq!((out.read.ios + out.write.ios, out.hist.len()), (400, 400));
+    assert_eq!(out.read.bytes + out.write.bytes, 400 * 4096);
+    assert!(out.read.ios > 0 && out.write.ios > 0);
     assert_eq!(
         live,
         (800, 800 * 4096),
@@ -195,7 +195,7 @@ fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
 #[test]
 fn burst_pacing_is_exact_on_the_fake_clock() {
     let (out, (all_ios, _)) = work_on_fake_clock(bursts(4, 2, 10_000), Duration::ZERO);
-    assert_eq!((out.reads + out.writes, all_ios), (200, 400));
+    assert_eq!((out.read.ios + out.write.ios, all_ios), (200, 400));
 }
 
 /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
@@ -203,7 +203,7 @@ fn burst_pacing_is_exact_on_the_fake_clock() {
 #[test]
 fn a_full_queue_meets_littles_law_exactly() {
     let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
-    assert_eq!((out.reads + out.writes, all_ios), (80_000, 160_000));
+    assert_eq!((out.read.ios + out.write.ios, all_ios), (80_000, 160_000));
     assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
     let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
     assert!((little - 8.0).abs() < 0.01, "{little}");
@@ -214,7 +214,15 @@ fn a_full_queue_meets_littles_law_exactly() {
 fn merged_figures_are_the_workers_sums() {
     let outs = [bursts(1, 4, 9_600), spec(8, 1)]
         .map(|s| work_on_fake_clock(read_pct(s, 50), Duration::from_micros(100)).0);
-    let figures = |o: &Counts| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
+    let figures = |o: &Counts| {
+        [
+            o.read.ios,
+            o.write.ios,
+            o.read.bytes,
+            o.write.bytes,
+            o.hist.len(),
+        ]
+    };
     let want: Vec<u64> = (0..5)
         .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
         .collect();
