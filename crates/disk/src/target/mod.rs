@@ -123,6 +123,18 @@ fn file_dio_align(f: &File) -> u64 {
     512
 }
 
+/// The error of an I/O call on the target at `path`.
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DiskError + '_ {
+    move |e| DiskError::target(path, io_err_msg(&e))
+}
+
+/// A path's directory: "." for a bare name.
+fn parent_dir(p: &Path) -> &Path {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 fn io_err_msg(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::PermissionDenied => "permission denied".into(),
@@ -147,13 +159,10 @@ pub fn given_twice(targets: &[PathBuf]) -> Option<&PathBuf> {
         }
         std::fs::canonicalize(p)
             .or_else(|e| {
-                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                std::fs::canonicalize(dir).map(|d| d.join(name))
+                // The root has no directory to compare it by.
+                p.parent().ok_or(e)?;
+                let name = p.file_name().unwrap_or_default();
+                std::fs::canonicalize(parent_dir(p)).map(|d| d.join(name))
             })
             .unwrap_or_else(|_| p.clone())
     };
@@ -206,10 +215,7 @@ pub fn pin(p: &Path) -> Result<Pin, DiskError> {
             let Some(name) = p.file_name() else {
                 return Err(bad("names no file".into()));
             };
-            let parent = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let parent = parent_dir(p);
             let dir = std::fs::canonicalize(parent)
                 .map_err(|_| bad(format!("directory {} does not exist", parent.display())))?;
             let m = std::fs::metadata(&dir).map_err(|e| bad(io_err_msg(&e)))?;
@@ -269,9 +275,7 @@ fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File,
             format!("directory {}: {}", dir.display(), io_err_msg(&e)),
         )
     })?;
-    let m = d
-        .metadata()
-        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    let m = d.metadata().map_err(io_err(shown))?;
     if (m.dev(), m.ino()) != (dev, ino) {
         return Err(DiskError::target(
             shown,
@@ -328,9 +332,7 @@ fn open_pinned(
             open_nofollow(Some(&d), Path::new(name), flags).map_err(refused)?
         }
     };
-    let m = f
-        .metadata()
-        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    let m = f.metadata().map_err(io_err(shown))?;
     if let Pin::Inode { dev, ino, .. } = pin {
         if (m.dev(), m.ino()) != (*dev, *ino) {
             return Err(DiskError::target(
@@ -368,7 +370,7 @@ fn open_pinned(
             "changed while it was being prepared (it is no longer what was checked); refusing it",
         ));
     }
-    set_flag(&f, libc::O_NONBLOCK, false).map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    set_flag(&f, libc::O_NONBLOCK, false).map_err(io_err(shown))?;
     Ok(f)
 }
 
@@ -426,11 +428,7 @@ fn resolve(
 /// its own) is a fine place for a test file.
 fn in_device_directory(p: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    match (std::fs::metadata(parent), std::fs::metadata("/dev")) {
+    match (std::fs::metadata(parent_dir(p)), std::fs::metadata("/dev")) {
         (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
         (_, Err(_)) => p.starts_with("/dev"),
         _ => false,
@@ -515,7 +513,6 @@ fn prepare_one(
     progress: PrepProgress,
 ) -> Result<Target, DiskError> {
     let direct = !spec.buffered;
-    let io_err = |e: std::io::Error| DiskError::target(&path, io_err_msg(&e));
     let mut guard = RemoveGuard(None);
     let mut iscsi = None;
     let (file, size, lbs) = if kind == TargetKind::IscsiLun {
@@ -549,12 +546,12 @@ fn prepare_one(
                 &path,
                 "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
             ),
-            _ => io_err(e),
+            _ => io_err(&path)(e),
         })?;
     }
     let id = match &file {
         Some(f) => {
-            let m = f.metadata().map_err(io_err)?;
+            let m = f.metadata().map_err(io_err(&path))?;
             Some((m.dev(), m.ino()))
         }
         None => None,
@@ -639,9 +636,7 @@ fn open_existing(
         block_device_geometry(&f)
             .map_err(|e| DiskError::target(path, format!("cannot read device geometry: {e}")))?
     } else {
-        let m = f
-            .metadata()
-            .map_err(|e| DiskError::target(path, io_err_msg(&e)))?;
+        let m = f.metadata().map_err(io_err(path))?;
         (m.len(), file_dio_align(&f))
     };
     Ok((f, size, lbs))
@@ -877,8 +872,7 @@ impl Target {
         let Some(f) = &self.file else {
             return Err(DiskError::target(&self.path, "has no open descriptor"));
         };
-        f.try_clone()
-            .map_err(|e| DiskError::target(&self.path, io_err_msg(&e)))
+        f.try_clone().map_err(io_err(&self.path))
     }
 }
 
