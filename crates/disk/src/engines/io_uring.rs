@@ -383,7 +383,7 @@ pub mod test_fault {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::os::fd::{FromRawFd, OwnedFd};
@@ -402,7 +402,9 @@ mod tests {
         }
     }
 
-    fn ring_or_skip() -> bool {
+    /// Whether io_uring can be tested here; without it a test is skipped,
+    /// except in CI.
+    pub(crate) fn ring_or_skip() -> bool {
         match probe() {
             Ok(()) => true,
             Err(e) if std::env::var_os("CI").is_some() => panic!("io_uring unavailable in CI: {e}"),

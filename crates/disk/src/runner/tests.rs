@@ -45,9 +45,7 @@ fn read_pct(mut s: DiskRequest, pct: u32) -> DiskRequest {
 /// drains all 8 in-flight I/Os before its buffers are freed.
 #[test]
 fn engine_failure_mid_run_fails_the_run_naming_what_failed() {
-    if let Err(e) = crate::engines::io_uring::probe() {
-        assert!(std::env::var_os("CI").is_none(), "io_uring in CI: {e}");
-        eprintln!("io_uring unavailable ({e}); test skipped");
+    if !crate::engines::io_uring::tests::ring_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -298,16 +296,20 @@ fn run_fake_with(
     r
 }
 
+/// Two CPUs, half busy.
+fn half_busy() -> iotoll_model::CpuReport {
+    iotoll_model::CpuReport {
+        cpus: 2,
+        busy_pct: 50.0,
+        ..Default::default()
+    }
+}
+
 /// A run's reads and writes have response times of their own, which
 /// weighted by their counts give the mean of all.
 #[test]
 fn reads_and_writes_have_their_own_response_times() {
-    let cpu = iotoll_model::CpuReport {
-        cpus: 2,
-        busy_pct: 50.0,
-        ..Default::default()
-    };
-    let doc = run_fake(cpu, None).unwrap();
+    let doc = run_fake(half_busy(), None).unwrap();
     let m = &doc.metrics;
     let (reads, writes) = (m[mn::READ_IOPS] * 2.0, m[mn::WRITE_IOPS] * 2.0);
     assert!(reads > 0.0 && writes > 0.0, "{m:?}");
@@ -333,12 +335,7 @@ fn reads_and_writes_have_their_own_response_times() {
 /// latency histogram).
 #[test]
 fn a_null_run_on_the_fake_clock_accounts_exactly() {
-    let cpu = iotoll_model::CpuReport {
-        cpus: 2,
-        busy_pct: 50.0,
-        ..Default::default()
-    };
-    let doc = run_fake(cpu, None).unwrap();
+    let doc = run_fake(half_busy(), None).unwrap();
     assert_eq!(
         (
             doc.status.as_str(),
