@@ -258,47 +258,33 @@ impl Session {
     ) -> Result<(), Error> {
         let (max_burst, max_r2t) = (self.params.max_burst, self.params.max_outstanding_r2t);
         let t = &mut self.tasks[slot];
-        let asks = || format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
-        let bad = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
-            Some(format!(
-                "{} of a {} of {} bytes",
-                asks(),
-                t.describe(slot),
-                t.len
-            ))
+        // What is wrong with it, after "R2T ... of a WRITE(16) ...".
+        let why = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
+            Some(format!(" of {} bytes", t.len))
         } else if r2t_sn != t.r2t_sn {
-            Some(format!(
-                "{} of a {}, where R2TSN {} was next",
-                asks(),
-                t.describe(slot),
-                t.r2t_sn
-            ))
+            Some(format!(", where R2TSN {} was next", t.r2t_sn))
         } else if offset < t.sent_to {
             // DataSequenceInOrder=Yes, ErrorRecoveryLevel 0: no
             // range is asked for twice, nor one sent unsolicited.
             Some(format!(
-                "{} of a {}, whose bytes up to offset {} were already sent or asked for",
-                asks(),
-                t.describe(slot),
+                ", whose bytes up to offset {} were already sent or asked for",
                 t.sent_to
             ))
         } else if len == 0 || len > max_burst {
             Some(format!(
-                "{} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
-                asks(),
-                t.describe(slot)
+                ": an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes"
             ))
         } else if t.r2ts >= max_r2t {
             Some(format!(
-                "{} of a {}, while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
-                asks(),
-                t.describe(slot),
+                ", while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
                 t.r2ts
             ))
         } else {
             None
         };
-        if let Some(what) = bad {
+        if let Some(why) = why {
+            let asks = format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
+            let what = format!("{asks} of a {}{why}", t.describe(slot));
             return Err(self.fault(what));
         }
         t.r2t_sn = t.r2t_sn.next();
