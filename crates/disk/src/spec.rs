@@ -481,14 +481,9 @@ mod tests {
         let err = (with(EngineChoice::Iscsi, "/tmp/f").validate().unwrap_err()).to_string();
         assert!(err.contains("drives iscsi://"), "{err}");
         with(EngineChoice::Auto, lun).validate().unwrap();
-        assert_eq!(
-            with(EngineChoice::Auto, lun).planned_engine(),
-            EngineKind::Iscsi
-        );
-        assert_eq!(
-            with(EngineChoice::Auto, "/tmp/f").planned_engine(),
-            EngineKind::IoUring
-        );
+        let planned = |target| with(EngineChoice::Auto, target).planned_engine();
+        assert_eq!(planned(lun), EngineKind::Iscsi);
+        assert_eq!(planned("/tmp/f"), EngineKind::IoUring);
         // One list of names: each parses back to its engine.
         for k in EngineKind::ALL {
             assert_eq!(EngineChoice::parse(k.name()).unwrap().kind(), Some(k));
