@@ -57,18 +57,12 @@ fn send_targets(
         };
         let (bhs, chunk) = exchange(conn, req.bhs(), &data, &mut dl, STATE, None)?;
         let what = match pdu::parse_in(&bhs).map_err(|e| protocol(&portal, STATE, e))? {
+            In::TextResponse { .. } if body.len() + chunk.len() > MAX_DISCOVERY_TEXT => format!(
+                "the SendTargets answer goes past {MAX_DISCOVERY_TEXT} bytes, more than iotoll takes"
+            ),
             In::TextResponse {
                 final_, ttt: t, sn, ..
             } => {
-                if body.len() + chunk.len() > MAX_DISCOVERY_TEXT {
-                    return Err(protocol(
-                        &portal,
-                        STATE,
-                        format!(
-                            "the SendTargets answer goes past {MAX_DISCOVERY_TEXT} bytes, more than iotoll takes"
-                        ),
-                    ));
-                }
                 body.extend_from_slice(&chunk);
                 exp_stat_sn = sn.stat_sn.next();
                 if final_ {

@@ -169,16 +169,13 @@ unsafe impl Send for Session {}
 
 fn closed_err(portal: &str, state: &str, e: &std::io::Error) -> Error {
     use std::io::ErrorKind as K;
-    match e.kind() {
-        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => Error::new(
-            ErrorKind::Closed,
-            format!("iSCSI {portal}: the target closed the connection during {state}"),
-        ),
-        _ => Error::new(
-            ErrorKind::Closed,
-            format!("iSCSI {portal}: socket error during {state}: {e}"),
-        ),
-    }
+    let why = match e.kind() {
+        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => {
+            format!("the target closed the connection during {state}")
+        }
+        _ => format!("socket error during {state}: {e}"),
+    };
+    Error::new(ErrorKind::Closed, format!("iSCSI {portal}: {why}"))
 }
 
 fn protocol(portal: &str, state: &str, what: impl std::fmt::Display) -> Error {
