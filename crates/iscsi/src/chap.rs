@@ -163,14 +163,13 @@ fn parse_secrets(path: &Path, data: &[u8]) -> Result<Secrets, ChapError> {
             // The text of the line is not shown: a line that is not a known
             // key may well be a secret (`password  c2VjcmV0=`, a base64
             // secret whose padding looked like the '=').
-            let hint = match KEYS.iter().find(|k| {
-                short
-                    .strip_prefix(**k)
+            let spaced = |k: &&&str| {
+                (short.strip_prefix(**k))
                     .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_whitespace()))
-            }) {
-                Some(k) => format!("; '{k}' must be followed by '='"),
-                None => String::new(),
             };
+            let hint = (KEYS.iter().find(spaced)).map_or(String::new(), |k| {
+                format!("; '{k}' must be followed by '='")
+            });
             return Err(syntax(
                 line,
                 format!(

@@ -279,13 +279,7 @@ impl Negotiation {
                     Some(v.to_string())
                 }),
         };
-        match answer {
-            Some(a) => {
-                self.set(key, &a);
-                a
-            }
-            None => "Reject".to_string(),
-        }
+        (answer.inspect(|a| self.set(key, a))).unwrap_or_else(|| "Reject".to_string())
     }
 
     /// What we would offer for `key`, in its wire form.
