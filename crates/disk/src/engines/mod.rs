@@ -16,7 +16,7 @@ use std::io;
 pub type IoResult = i64;
 
 /// One I/O as the worker asks for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     /// Which of the engine's files (the worker's targets, in order).
     pub file: usize,

@@ -288,12 +288,6 @@ impl<'a, C: Clock> Loop<'a, C> {
             .collect();
         let nt = gens.len();
         let t0 = clock.now();
-        let idle = Request {
-            file: 0,
-            read: true,
-            offset: 0,
-            len: 0,
-        };
         Loop {
             plan,
             shared,
@@ -302,7 +296,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             fixed: depth >= nt,
             turn: 0,
             issued_at: vec![t0; depth],
-            reqs: vec![idle; depth],
+            reqs: vec![Request::default(); depth],
             line_of: vec![0; depth],
             held: vec![None; depth],
             free: (0..depth).rev().collect(),
