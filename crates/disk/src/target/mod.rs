@@ -353,18 +353,11 @@ fn open_pinned(
             ),
         ));
     }
-    let is = if m.is_file() {
-        Some(TargetKind::ExistingFile)
-    } else if m.file_type().is_block_device() {
-        Some(TargetKind::BlockDevice)
-    } else {
-        None
+    let as_checked = match kind {
+        TargetKind::BlockDevice => m.file_type().is_block_device(),
+        _ => m.is_file(),
     };
-    let want = match kind {
-        TargetKind::BlockDevice => TargetKind::BlockDevice,
-        _ => TargetKind::ExistingFile,
-    };
-    if is != Some(want) {
+    if !as_checked {
         return Err(DiskError::target(
             shown,
             "changed while it was being prepared (it is no longer what was checked); refusing it",
@@ -549,13 +542,8 @@ fn prepare_one(
             _ => io_err(&path)(e),
         })?;
     }
-    let id = match &file {
-        Some(f) => {
-            let m = f.metadata().map_err(io_err(&path))?;
-            Some((m.dev(), m.ino()))
-        }
-        None => None,
-    };
+    let meta = file.as_ref().map(File::metadata).transpose();
+    let id = meta.map_err(io_err(&path))?.map(|m| (m.dev(), m.ino()));
     if spec.keep {
         guard.0 = None;
     }
@@ -744,9 +732,13 @@ fn probe_iscsi(
         _ => fail(e),
     })?;
     let inquiry = s.inquiry(lun_no).map_err(fail)?;
-    if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
+    if !inquiry.is_connected_disk() {
         let luns = s.report_luns().unwrap_or_default();
         let list: Vec<String> = luns.iter().map(u64::to_string).collect();
+        let list = match list.is_empty() {
+            true => "none".to_string(),
+            false => list.join(", "),
+        };
         let why = if inquiry.peripheral_qualifier != 0 {
             format!("LUN {lun_no} does not exist on {}", url.iqn)
         } else {
@@ -755,17 +747,7 @@ fn probe_iscsi(
                 inquiry.peripheral_type
             )
         };
-        return Err(DiskError::target(
-            path,
-            format!(
-                "{why}; its LUNs: {}",
-                if list.is_empty() {
-                    "none".into()
-                } else {
-                    list.join(", ")
-                }
-            ),
-        ));
+        return Err(DiskError::target(path, format!("{why}; its LUNs: {list}")));
     }
     let capacity = s.read_capacity(lun_no).map_err(fail)?;
     let session = s.info.clone();
