@@ -406,12 +406,8 @@ impl Session {
 
     /// The target's LUNs (REPORT LUNS to LUN 0, which every target answers).
     pub fn report_luns(&mut self) -> Result<Vec<u64>, Error> {
-        let d = self.command_ok(
-            0,
-            scsi::cdb16(&scsi::report_luns(16384)),
-            16384,
-            "REPORT LUNS",
-        )?;
+        let cdb = scsi::cdb16(&scsi::report_luns(16384));
+        let d = self.command_ok(0, cdb, 16384, "REPORT LUNS")?;
         Ok(scsi::parse_report_luns(&d))
     }
 
