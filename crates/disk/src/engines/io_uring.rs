@@ -9,7 +9,7 @@
 //! `DRAIN_BOUND`; I/Os still not completed then (a hung device) keep their
 //! buffers, which are leaked rather than freed under the kernel.
 
-use super::{Buffers, Engine, IoResult, Request};
+use super::{Buffers, Done, Engine, Request};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::io;
@@ -133,7 +133,7 @@ impl IoUringEngine {
     }
 
     /// Reaps every completion posted; returns how many were I/Os.
-    fn reap_posted(&mut self, done: &mut dyn FnMut(usize, IoResult)) -> usize {
+    fn reap_posted(&mut self, done: Done) -> usize {
         let mut n = 0;
         let mut cq = self.ring.completion();
         cq.sync();
@@ -261,11 +261,7 @@ impl Engine for IoUringEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
         #[cfg(test)]
         if let Some(e) = test_fault::fire(&mut self.fault) {
             // Hand the queued I/Os to the kernel, then fail as a real

@@ -4,7 +4,7 @@
 //! `submit_and_reap` flushes every session and polls their sockets until
 //! enough commands completed, checking each command's timeout.
 
-use super::{Buffers, Engine, IoResult, Request};
+use super::{Buffers, Done, Engine, Request};
 use iotoll_iscsi::{Config, Io, IscsiUrl, Session};
 use std::io;
 use std::sync::Arc;
@@ -98,11 +98,7 @@ impl Engine for IscsiEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
         iotoll_iscsi::session::reap_all(&mut self.sessions, min, &mut self.pollfds, done)?;
         Ok(())
     }

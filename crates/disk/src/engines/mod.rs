@@ -15,6 +15,9 @@ use std::io;
 /// What a completion carries: bytes transferred, or a negative errno.
 pub type IoResult = i64;
 
+/// Told of each completion: `(slot, result)`.
+pub type Done<'a> = &'a mut dyn FnMut(usize, IoResult);
+
 /// One I/O as the worker asks for it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
@@ -39,11 +42,7 @@ pub trait Engine {
     /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
     /// called once per completion.
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()>;
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()>;
     /// Cancels and reaps every I/O still in flight (bounded wait), before
     /// an error path gives up on the engine; returns how many completions
     /// were reaped. Dropping an engine drains it too: its buffers are never
