@@ -2,7 +2,7 @@
 //! caller's buffers, SCSI Responses, R2Ts, pings, Async messages and
 //! Rejects, each checked against the task it names.
 
-use super::{closed_err, protocol, Session, Transfer};
+use super::{closed_err, Done, Session, Transfer};
 use crate::pdu::{self, op, Bhs, DataSn, In, Itt, NopOut, R2tSn, Residual, Ttt};
 use crate::{scsi, Error, ErrorKind};
 use std::fmt::Write as _;
@@ -26,7 +26,7 @@ impl Session {
     /// A task is over: its slot is free again, and `done` hears of it
     /// (bytes transferred, or a negative errno with the reason kept for
     /// `explain`).
-    fn finish(&mut self, slot: usize, residual: Residual, done: &mut dyn FnMut(usize, i64)) {
+    fn finish(&mut self, slot: usize, residual: Residual, done: Done) {
         self.drop_transfers(slot);
         let t = &mut self.tasks[slot];
         t.live = false;
@@ -66,12 +66,7 @@ impl Session {
     }
 
     /// Handles one PDU from the target.
-    fn handle(
-        &mut self,
-        bhs: Bhs,
-        data: Range<usize>,
-        done: &mut dyn FnMut(usize, i64),
-    ) -> Result<(), Error> {
+    fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<(), Error> {
         let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {
             In::DataIn {
@@ -212,7 +207,7 @@ impl Session {
         response: u8,
         status: u8,
         residual: Residual,
-        done: &mut dyn FnMut(usize, i64),
+        done: Done,
     ) {
         let sense = if status == scsi::STATUS_CHECK_CONDITION {
             scsi::parse_iscsi_sense(&self.conn.rx()[data])
@@ -323,10 +318,10 @@ impl Session {
                 ))
             }
             4 => {
-                return Err(protocol(portal, &self.state(), "the target asks to renegotiate parameters (Async event 4), which iotoll does not support"))
+                return Err(self.fault("the target asks to renegotiate parameters (Async event 4), which iotoll does not support"))
             }
             _ => {
-                return Err(protocol(portal, &self.state(), format!("Async message with event {event} (vendor code {code})")))
+                return Err(self.fault(format!("Async message with event {event} (vendor code {code})")))
             }
         }
         Ok(())
@@ -351,7 +346,7 @@ impl Session {
 
     /// Does all the socket allows without waiting: sends what is queued,
     /// handles every PDU received; the number of commands completed.
-    pub fn progress(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    pub fn progress(&mut self, done: Done) -> Result<usize, Error> {
         if self.closed {
             return Err(Error::new(
                 ErrorKind::Closed,
@@ -365,7 +360,7 @@ impl Session {
         r
     }
 
-    fn progress_inner(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    fn progress_inner(&mut self, done: Done) -> Result<usize, Error> {
         let mut n = 0;
         let mut counting = |slot: usize, res: i64| {
             n += 1;

@@ -131,6 +131,10 @@ pub struct CmdOutcome {
     pub data: Vec<u8>,
 }
 
+/// Told of each completed command: `(slot, result)`, the result the bytes
+/// transferred or a negative errno.
+pub type Done<'a> = &'a mut dyn FnMut(usize, i64);
+
 /// Slots are 16 bits of the ITT; the other 16 are a generation, so a late
 /// PDU for a reused slot is recognized as stale.
 pub const MAX_SLOTS: usize = 0xffff;
@@ -326,7 +330,7 @@ impl Session {
     }
 
     /// Progress until at least `min` commands completed (or none is left).
-    pub fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    pub fn reap(&mut self, min: usize, done: Done) -> Result<usize, Error> {
         reap_all(
             std::slice::from_mut(self),
             min,
@@ -443,7 +447,7 @@ pub fn reap_all(
     sessions: &mut [Session],
     min: usize,
     fds: &mut Vec<libc::pollfd>,
-    done: &mut dyn FnMut(usize, i64),
+    done: Done,
 ) -> Result<usize, Error> {
     let mut n = 0;
     loop {
