@@ -89,11 +89,13 @@ pub fn check_lines(lines: &[AccessLine], what: &str) -> Result<(), DiskError> {
     Ok(())
 }
 
+/// (share %, transfer size) of each line of a built-in spec.
+type Sizes = &'static [(u32, u64)];
+
 /// A built-in spec as written here: lines of (share %, transfer size).
 struct Builtin {
     name: &'static str,
-    /// (share %, transfer size) of each line.
-    sizes: &'static [(u32, u64)],
+    sizes: Sizes,
     read_pct: u32,
     random_pct: u32,
     qd: u32,
@@ -102,16 +104,10 @@ struct Builtin {
 
 const K: u64 = 1024;
 
-const fn one(
-    name: &'static str,
-    bs: &'static [(u32, u64)],
-    read: u32,
-    random: u32,
-    qd: u32,
-) -> Builtin {
+const fn one(name: &'static str, sizes: Sizes, read: u32, random: u32, qd: u32) -> Builtin {
     Builtin {
         name,
-        sizes: bs,
+        sizes,
         read_pct: read,
         random_pct: random,
         qd,
@@ -123,12 +119,7 @@ const fn one(
 /// come from); run at QD 16 unless told otherwise.
 const IOMETER: &str = "Iometer's classic access patterns (docs/disk.md, \"The mixed built-ins\")";
 
-const fn classic(
-    name: &'static str,
-    sizes: &'static [(u32, u64)],
-    read: u32,
-    random: u32,
-) -> Builtin {
+const fn classic(name: &'static str, sizes: Sizes, read: u32, random: u32) -> Builtin {
     Builtin {
         source: Some(IOMETER),
         ..one(name, sizes, read, random, 16)

@@ -38,6 +38,9 @@ pub enum ErrorKind {
     Interrupted,
 }
 
+/// A result whose error is, unless said otherwise, an iSCSI [`Error`].
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{msg}")]
 pub struct Error {

@@ -183,11 +183,7 @@ pub(super) fn pinning_notes(b: &Parts) -> Vec<String> {
 
 /// The I/Os the workers asked to keep in flight in all (a synchronous
 /// engine keeps one per worker, whatever --qd says).
-pub(super) fn requested_depth(
-    spec: &DiskRequest,
-    kind: EngineKind,
-    assigned: &[Assignment],
-) -> u32 {
+fn requested_depth(spec: &DiskRequest, kind: EngineKind, assigned: &[Assignment]) -> u32 {
     (assigned.iter())
         .map(|a| kind.requested_depth(spec.qd, a.targets.len()))
         .sum()

@@ -15,6 +15,8 @@ use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+type Result<T, E = DiskError> = std::result::Result<T, E>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TargetKind {
@@ -199,7 +201,7 @@ impl Pin {
 }
 
 /// Pins `p` as it is now: symlinks the user named are followed here, once.
-pub fn pin(p: &Path) -> Result<Pin, DiskError> {
+pub fn pin(p: &Path) -> Result<Pin> {
     let bad = |msg: String| DiskError::target(p, msg);
     match std::fs::canonicalize(p) {
         Ok(c) => {
@@ -268,7 +270,7 @@ fn set_flag(f: &File, flag: libc::c_int, on: bool) -> std::io::Result<()> {
 
 /// The pinned directory of an `InDir` pin, opened and checked to still be
 /// the one pinned.
-fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File, DiskError> {
+fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File> {
     let d = open_nofollow(None, dir, libc::O_RDONLY | libc::O_DIRECTORY).map_err(|e| {
         DiskError::target(
             shown,
@@ -291,12 +293,7 @@ fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File,
 /// Opens a pinned target once: an existing one with `flags`, or creates
 /// it. The descriptor is checked against the pin (device and inode) and
 /// its type against `kind`.
-fn open_pinned(
-    pin: &Pin,
-    kind: TargetKind,
-    flags: libc::c_int,
-    shown: &Path,
-) -> Result<File, DiskError> {
+fn open_pinned(pin: &Pin, kind: TargetKind, flags: libc::c_int, shown: &Path) -> Result<File> {
     let refused = |e: std::io::Error| match e.raw_os_error() {
         Some(libc::ELOOP) => DiskError::target(
             shown,
@@ -375,7 +372,7 @@ fn resolve(
     p: Option<&Path>,
     create: bool,
     pinned: Option<&Pin>,
-) -> Result<(PathBuf, TargetKind, Option<Pin>), DiskError> {
+) -> Result<(PathBuf, TargetKind, Option<Pin>)> {
     let Some(p) = p else {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
@@ -436,7 +433,7 @@ pub fn prepare(
     spec: &DiskRequest,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Vec<Target>, DiskError> {
+) -> Result<Vec<Target>> {
     prepare_pinned(spec, &[], interrupted, progress)
 }
 
@@ -447,7 +444,7 @@ pub fn prepare_pinned(
     pins: &[Pin],
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Vec<Target>, DiskError> {
+) -> Result<Vec<Target>> {
     let given: Vec<Option<&Path>> = match spec.targets.as_slice() {
         [] => vec![None],
         t => t.iter().map(|p| Some(p.as_path())).collect(),
@@ -504,7 +501,7 @@ fn prepare_one(
     pin: Option<Pin>,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Target, DiskError> {
+) -> Result<Target> {
     let direct = !spec.buffered;
     let mut guard = RemoveGuard(None);
     let mut iscsi = None;
@@ -572,7 +569,7 @@ fn create_test_file(
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
-) -> Result<(File, u64), DiskError> {
+) -> Result<(File, u64)> {
     let size = spec
         .offset
         .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
@@ -607,7 +604,7 @@ fn open_existing(
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
-) -> Result<(File, u64, u64), DiskError> {
+) -> Result<(File, u64, u64)> {
     let Some(pin) = pin else {
         return Err(DiskError::target(path, "was never pinned"));
     };
@@ -633,12 +630,7 @@ fn open_existing(
 /// Each line's alignment (its --align, or the target's logical block
 /// `lbs`), checked against the block size, the transfer size and the
 /// offset.
-fn check_alignment(
-    spec: &DiskRequest,
-    path: &Path,
-    lbs: u64,
-    iscsi: bool,
-) -> Result<Vec<u64>, DiskError> {
+fn check_alignment(spec: &DiskRequest, path: &Path, lbs: u64, iscsi: bool) -> Result<Vec<u64>> {
     let direct = !spec.buffered;
     // Why transfers must be aligned, for the messages below.
     let why_aligned = if iscsi {
@@ -678,7 +670,7 @@ fn check_alignment(
 
 /// The length of the region the I/O covers in a target of `size` bytes,
 /// checked to hold at least one transfer.
-fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64, DiskError> {
+fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64> {
     let offset = spec.offset;
     let region_err = |msg: String| Err(DiskError::target(path, msg));
     if offset >= size {
@@ -705,11 +697,7 @@ fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64, DiskE
 /// Logs a session in to an iSCSI target, reads the LUN's capacity and
 /// identity, and logs out: a bad URL, an unreachable portal, a refused
 /// login or a missing LUN is refused here, before any worker starts.
-fn probe_iscsi(
-    spec: &DiskRequest,
-    path: &Path,
-    interrupted: &AtomicBool,
-) -> Result<IscsiProbe, DiskError> {
+fn probe_iscsi(spec: &DiskRequest, path: &Path, interrupted: &AtomicBool) -> Result<IscsiProbe> {
     let text = path.to_string_lossy();
     let url = iotoll_iscsi::url::parse(&text)
         .map_err(|e| DiskError::Invalid(format!("target {text}: {e}")))?;
@@ -794,7 +782,7 @@ fn fill_test_file(
     size: u64,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<(), DiskError> {
+) -> Result<()> {
     let dir = path
         .parent()
         .map(|p| p.display().to_string())
@@ -841,7 +829,7 @@ fn fill_test_file(
 impl Target {
     /// The target for one worker's I/O: read-only unless the workload
     /// writes; O_DIRECT unless buffered.
-    pub fn open_for_io(&self) -> Result<crate::engines::Opened, DiskError> {
+    pub fn open_for_io(&self) -> Result<crate::engines::Opened> {
         if let Some(p) = &self.iscsi {
             return Ok(crate::engines::Opened::Iscsi(p.lun.clone()));
         }
@@ -850,7 +838,7 @@ impl Target {
 
     /// A duplicate of the one descriptor opened and checked at prepare:
     /// the same open file, its access mode and O_DIRECT included.
-    fn open_file(&self) -> Result<File, DiskError> {
+    fn open_file(&self) -> Result<File> {
         let Some(f) = &self.file else {
             return Err(DiskError::target(&self.path, "has no open descriptor"));
         };

@@ -6,13 +6,13 @@ use super::login::{login_phase, new_isid, LoggedIn};
 use super::{protocol, Config, Discovered};
 use crate::conn::Conn;
 use crate::pdu::{self, Digests, In, Itt, LogoutRequest, StatSn, TextRequest, Ttt};
-use crate::{text, Error};
+use crate::{text, Result};
 use std::time::Duration;
 
 const STATE: &str = "discovery (SendTargets)";
 
 /// SendTargets discovery on a discovery session.
-pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
+pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>> {
     let mut conn = Conn::connect(portal, cfg.timeout)?;
     let li = login_phase(&mut conn, cfg, None, new_isid()?, None)?;
     conn.dec.digests = Digests {
@@ -36,11 +36,7 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
 
 /// Asks for SendTargets=All and joins the answer, however many Text
 /// Responses it takes: the text, the last ITT used and the next ExpStatSN.
-fn send_targets(
-    conn: &mut Conn,
-    li: &LoggedIn,
-    cfg: &Config,
-) -> Result<(Vec<u8>, u32, StatSn), Error> {
+fn send_targets(conn: &mut Conn, li: &LoggedIn, cfg: &Config) -> Result<(Vec<u8>, u32, StatSn)> {
     let portal = conn.portal.clone();
     let mut body = Vec::new();
     let mut data = Vec::new();

@@ -4,7 +4,7 @@
 
 use super::{closed_err, Done, Session, Transfer};
 use crate::pdu::{self, op, Bhs, DataSn, In, Itt, NopOut, R2tSn, Residual, Ttt};
-use crate::{scsi, Error, ErrorKind};
+use crate::{scsi, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::time::Instant;
@@ -12,7 +12,7 @@ use std::time::Instant;
 impl Session {
     /// The slot of the outstanding command `itt` names; a PDU of kind
     /// `what` for any other ITT is a protocol error.
-    fn task_of(&self, itt: Itt, what: u8) -> Result<usize, Error> {
+    fn task_of(&self, itt: Itt, what: u8) -> Result<usize> {
         let slot = (itt.0 & 0xffff) as usize;
         match self.tasks.get(slot) {
             Some(t) if t.live && t.sent && t.itt(slot) == itt => Ok(slot),
@@ -66,7 +66,7 @@ impl Session {
     }
 
     /// Handles one PDU from the target.
-    fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<(), Error> {
+    fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<()> {
         let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {
             In::DataIn {
@@ -154,7 +154,7 @@ impl Session {
         data: Range<usize>,
         offset: u32,
         data_sn: DataSn,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         let n = data.len() as u32;
         let t = &mut self.tasks[slot];
         let bad = if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
@@ -243,14 +243,7 @@ impl Session {
 
     /// An R2T for the write on `slot`: checked against what the write
     /// sent and the negotiated limits, then queued as a transfer.
-    fn r2t(
-        &mut self,
-        slot: usize,
-        ttt: Ttt,
-        r2t_sn: R2tSn,
-        offset: u32,
-        len: u32,
-    ) -> Result<(), Error> {
+    fn r2t(&mut self, slot: usize, ttt: Ttt, r2t_sn: R2tSn, offset: u32, len: u32) -> Result<()> {
         let (max_burst, max_r2t) = (self.params.max_burst, self.params.max_outstanding_r2t);
         let t = &mut self.tasks[slot];
         // What is wrong with it, after "R2T ... of a WRITE(16) ...".
@@ -300,7 +293,7 @@ impl Session {
     }
 
     /// An Async message: SCSI events are counted, the rest end the session.
-    fn async_message(&mut self, event: u8, code: u8, params: [u16; 3]) -> Result<(), Error> {
+    fn async_message(&mut self, event: u8, code: u8, params: [u16; 3]) -> Result<()> {
         let portal = &self.conn.portal;
         match event {
             0 => self.stats.async_events += 1,
@@ -346,7 +339,7 @@ impl Session {
 
     /// Does all the socket allows without waiting: sends what is queued,
     /// handles every PDU received; the number of commands completed.
-    pub fn progress(&mut self, done: Done) -> Result<usize, Error> {
+    pub fn progress(&mut self, done: Done) -> Result<usize> {
         if self.closed {
             return Err(Error::new(
                 ErrorKind::Closed,
@@ -360,7 +353,7 @@ impl Session {
         r
     }
 
-    fn progress_inner(&mut self, done: Done) -> Result<usize, Error> {
+    fn progress_inner(&mut self, done: Done) -> Result<usize> {
         let mut n = 0;
         let mut counting = |slot: usize, res: i64| {
             n += 1;

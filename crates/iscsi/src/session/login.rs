@@ -7,13 +7,13 @@ use super::exchange::{exchange, Deadline};
 use super::{protocol, Config};
 use crate::conn::Conn;
 use crate::pdu::{self, op, Bhs, CmdSn, In, Itt, LoginRequest, Sn, Stage, StatSn};
-use crate::{chap, text, Error, ErrorKind};
+use crate::{chap, text, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 static ISID_QUALIFIER: AtomicU16 = AtomicU16::new(1);
 
-pub(super) fn new_isid() -> Result<[u8; 6], Error> {
+pub(super) fn new_isid() -> Result<[u8; 6]> {
     let c = iotoll_model::secret::random::<3>().map_err(|e| {
         Error::new(
             ErrorKind::Connect,
@@ -75,7 +75,7 @@ pub(super) fn login_phase(
     target: Option<&str>,
     isid: [u8; 6],
     cancel: Option<&AtomicBool>,
-) -> Result<LoggedIn, Error> {
+) -> Result<LoggedIn> {
     let mut login = Login {
         portal: conn.portal.clone(),
         conn,
@@ -111,7 +111,7 @@ impl Login<'_> {
         csg: Stage,
         transit: Option<Stage>,
         state: &str,
-    ) -> Result<Answer, Error> {
+    ) -> Result<Answer> {
         self.data.clear();
         text::encode(keys, &mut self.data);
         let req = LoginRequest {
@@ -198,7 +198,7 @@ impl Login<'_> {
 
     /// Security negotiation; the authentication used, as the disclosure
     /// names it.
-    fn security(&mut self, cfg: &Config) -> Result<String, Error> {
+    fn security(&mut self, cfg: &Config) -> Result<String> {
         let session_type = if self.target.is_some() {
             "Normal"
         } else {
@@ -217,7 +217,7 @@ impl Login<'_> {
         }
     }
 
-    fn no_authentication(&mut self, mut first: Vec<(&str, &str)>) -> Result<String, Error> {
+    fn no_authentication(&mut self, mut first: Vec<(&str, &str)>) -> Result<String> {
         first.push(("AuthMethod", "None"));
         let to_operational = Some(Stage::Operational);
         let r = self.step(&first, Stage::Security, to_operational, SECURITY)?;
@@ -241,11 +241,7 @@ impl Login<'_> {
 
     /// CHAP (RFC 7143 §12.1.3): the method agreed, the algorithm and the
     /// challenge, our answer (and ours to the target when mutual).
-    fn chap(
-        &mut self,
-        mut first: Vec<(&str, &str)>,
-        secrets: &chap::Secrets,
-    ) -> Result<String, Error> {
+    fn chap(&mut self, mut first: Vec<(&str, &str)>, secrets: &chap::Secrets) -> Result<String> {
         first.push(("AuthMethod", "CHAP"));
         let r = self.step(&first, Stage::Security, None, SECURITY)?;
         match r.keys.iter().find(|(k, _)| k == "AuthMethod") {
@@ -287,7 +283,7 @@ impl Login<'_> {
 
     /// Operational negotiation, up to 8 rounds; the negotiation and the
     /// answer that moved to the full-feature phase.
-    fn operational(&mut self, cfg: &Config) -> Result<(text::Negotiation, Answer), Error> {
+    fn operational(&mut self, cfg: &Config) -> Result<(text::Negotiation, Answer)> {
         let mut neg = text::Negotiation::new(cfg.offer.clone());
         let mut keys: Vec<(String, String)> = text::offer_keys(&cfg.offer);
         if self.target.is_none() {

@@ -24,7 +24,7 @@ mod window;
 use crate::conn::{self, secs, Conn};
 pub use crate::conn::{MAX_SEGMENT, TX_LIMIT};
 use crate::pdu::{op, CmdSn, Digests, Itt, LogoutRequest, StatSn};
-use crate::{chap, scsi, text, Error, ErrorKind};
+use crate::{chap, scsi, text, Error, ErrorKind, Result};
 pub use discover::discover;
 pub use exchange::MAX_DISCOVERY_TEXT;
 use exchange::{exchange, receive, Deadline};
@@ -196,7 +196,7 @@ fn digest_name(on: bool) -> String {
 impl Session {
     /// Connects to `portal`, logs in to `target` and gets `slots` task slots
     /// ready.
-    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session, Error> {
+    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session> {
         Session::login_cancellable(portal, target, cfg, slots, None)
     }
 
@@ -208,7 +208,7 @@ impl Session {
         cfg: &Config,
         slots: usize,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Session, Error> {
+    ) -> Result<Session> {
         let slots = slots.min(MAX_SLOTS - 1);
         let mut conn = Conn::connect(portal, cfg.timeout)?;
         let isid = new_isid()?;
@@ -330,7 +330,7 @@ impl Session {
     }
 
     /// Progress until at least `min` commands completed (or none is left).
-    pub fn reap(&mut self, min: usize, done: Done) -> Result<usize, Error> {
+    pub fn reap(&mut self, min: usize, done: Done) -> Result<usize> {
         reap_all(
             std::slice::from_mut(self),
             min,
@@ -342,7 +342,7 @@ impl Session {
     /// Runs one command to completion on the session's own slot (the last
     /// one): for INQUIRY, REPORT LUNS, READ CAPACITY. `data_in` is the
     /// allocation length of a command that returns data.
-    pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome, Error> {
+    pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome> {
         let slot = self.tasks.len() - 1;
         let mut buf = vec![0u8; data_in as usize];
         let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
@@ -375,7 +375,7 @@ impl Session {
         cdb: [u8; 16],
         data_in: u32,
         what: &str,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Vec<u8>> {
         let out = self.command(lun, cdb, data_in)?;
         if out.status != scsi::STATUS_GOOD {
             let sense = out
@@ -394,14 +394,14 @@ impl Session {
     }
 
     /// Standard INQUIRY of `lun`.
-    pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry, Error> {
+    pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry> {
         let d = self.command_ok(lun, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
         scsi::Inquiry::parse(&d)
             .map_err(|e| Error::new(ErrorKind::Scsi, format!("INQUIRY of LUN {lun}: {e}")))
     }
 
     /// READ CAPACITY(16) of `lun`.
-    pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity, Error> {
+    pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity> {
         let what = "READ CAPACITY(16)";
         let d = self.command_ok(lun, scsi::read_capacity16(32), 32, what)?;
         scsi::Capacity::parse(&d)
@@ -409,14 +409,14 @@ impl Session {
     }
 
     /// The target's LUNs (REPORT LUNS to LUN 0, which every target answers).
-    pub fn report_luns(&mut self) -> Result<Vec<u64>, Error> {
+    pub fn report_luns(&mut self) -> Result<Vec<u64>> {
         let cdb = scsi::cdb16(&scsi::report_luns(16384));
         let d = self.command_ok(0, cdb, 16384, "REPORT LUNS")?;
         Ok(scsi::parse_report_luns(&d))
     }
 
     /// Logs out (when no command is outstanding) and closes the connection.
-    pub fn logout(mut self) -> Result<(), Error> {
+    pub fn logout(mut self) -> Result<()> {
         if self.closed || self.live > 0 {
             return Ok(());
         }
@@ -448,7 +448,7 @@ pub fn reap_all(
     min: usize,
     fds: &mut Vec<libc::pollfd>,
     done: Done,
-) -> Result<usize, Error> {
+) -> Result<usize> {
     let mut n = 0;
     loop {
         for s in sessions.iter_mut() {

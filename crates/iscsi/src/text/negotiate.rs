@@ -5,6 +5,8 @@
 use super::{parse_bool, parse_number, yes_no, Offer, Params, LEN_MAX, LEN_MIN};
 use std::collections::BTreeMap;
 
+type Result<T> = std::result::Result<T, NegotiationError>;
+
 // Session-wide values we want but do not expose in `Offer`. Time2Retain 0:
 // at ErrorRecoveryLevel 0 we never reinstate tasks after a connection loss,
 // so the target need not keep them.
@@ -133,10 +135,7 @@ impl Negotiation {
 
     /// Applies one Login Response's pairs. Returns the pairs we must send
     /// back: answers to keys the target offered on its own.
-    pub fn apply_response(
-        &mut self,
-        pairs: &[(String, String)],
-    ) -> Result<Vec<(String, String)>, NegotiationError> {
+    pub fn apply_response(&mut self, pairs: &[(String, String)]) -> Result<Vec<(String, String)>> {
         let mut answers = Vec::new();
         for (key, value) in pairs {
             if let Some(a) = self.apply_one(key, value)? {
@@ -146,7 +145,7 @@ impl Negotiation {
         Ok(answers)
     }
 
-    fn apply_one(&mut self, key: &str, value: &str) -> Result<Option<String>, NegotiationError> {
+    fn apply_one(&mut self, key: &str, value: &str) -> Result<Option<String>> {
         let bad = |why| NegotiationError::BadValue {
             key: key.to_string(),
             value: value.to_string(),
@@ -215,12 +214,7 @@ impl Negotiation {
         Ok(Some(answer))
     }
 
-    fn special_answer(
-        &mut self,
-        key: &str,
-        value: &str,
-        offered: String,
-    ) -> Result<(), NegotiationError> {
+    fn special_answer(&mut self, key: &str, value: &str, offered: String) -> Result<()> {
         let key_s = key.to_string();
         match value {
             // The key does not apply in this session (e.g. FirstBurstLength
@@ -375,12 +369,7 @@ pub fn params_pairs(p: &Params) -> Vec<(String, String)> {
 
 /// Checks the target's answer to our offer against the key's result
 /// function and returns the outcome in wire form.
-fn check_answer(
-    key: &str,
-    value: &str,
-    offered: &str,
-    r: Option<Rule>,
-) -> Result<String, NegotiationError> {
+fn check_answer(key: &str, value: &str, offered: &str, r: Option<Rule>) -> Result<String> {
     let outside = |why| NegotiationError::OutsideOffer {
         key: key.to_string(),
         value: value.to_string(),
