@@ -342,12 +342,8 @@ pub mod test_fault {
 
     pub fn lookup(file: &File) -> Option<Fault> {
         let id = id(file)?;
-        FAULTS
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|f| f.dev_ino == id)
-            .cloned()
+        let faults = FAULTS.lock().unwrap();
+        faults.iter().find(|f| f.dev_ino == id).cloned()
     }
 
     pub fn fire(f: &mut Option<Fault>) -> Option<io::Error> {
@@ -368,9 +364,8 @@ pub mod test_fault {
     /// (drained, left in flight) of every dropped engine opened on `file`.
     pub fn drops(file: &File) -> Vec<(usize, usize)> {
         let id = id(file).expect("stat");
-        DROPS
-            .lock()
-            .unwrap()
+        let drops = DROPS.lock().unwrap();
+        drops
             .iter()
             .filter(|d| d.0 == id)
             .map(|d| (d.1, d.2))
