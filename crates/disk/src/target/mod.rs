@@ -147,6 +147,9 @@ fn io_err_msg(e: &std::io::Error) -> String {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+const IS_A_DIRECTORY: &str =
+    "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device";
+
 /// Callback for test-file preparation: (bytes written, bytes total).
 pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
 
@@ -294,24 +297,19 @@ fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File>
 /// it. The descriptor is checked against the pin (device and inode) and
 /// its type against `kind`.
 fn open_pinned(pin: &Pin, kind: TargetKind, flags: libc::c_int, shown: &Path) -> Result<File> {
-    let refused = |e: std::io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => DiskError::target(
-            shown,
-            "is a symbolic link (it was not when the target was checked); refusing it",
-        ),
-        Some(libc::EBUSY) => DiskError::target(
-            shown,
-            "device is in use (mounted?); refusing to write to it",
-        ),
-        Some(libc::EEXIST) => DiskError::target(
-            shown,
-            "appeared while iotoll was creating its test file there; refusing it",
-        ),
-        Some(libc::EISDIR) => DiskError::target(
-            shown,
-            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-        ),
-        _ => DiskError::target(shown, io_err_msg(&e)),
+    let refused = |e: std::io::Error| {
+        let why = match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                "is a symbolic link (it was not when the target was checked); refusing it"
+            }
+            Some(libc::EBUSY) => "device is in use (mounted?); refusing to write to it",
+            Some(libc::EEXIST) => {
+                "appeared while iotoll was creating its test file there; refusing it"
+            }
+            Some(libc::EISDIR) => IS_A_DIRECTORY,
+            _ => return DiskError::target(shown, io_err_msg(&e)),
+        };
+        DiskError::target(shown, why)
     };
     let f = match pin {
         Pin::Inode { path, .. } => open_nofollow(None, path, flags).map_err(refused)?,
@@ -389,9 +387,7 @@ fn resolve(
     // What is there now, never through a symlink at the pinned place.
     let kind = match std::fs::symlink_metadata(pin.path()) {
         Ok(m) if m.file_type().is_symlink() => return bad("is a symbolic link; refusing it"),
-        Ok(m) if m.is_dir() => return bad(
-            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-        ),
+        Ok(m) if m.is_dir() => return bad(IS_A_DIRECTORY),
         Ok(m) if m.is_file() => TargetKind::ExistingFile,
         Ok(m) if m.file_type().is_block_device() => TargetKind::BlockDevice,
         Ok(_) => return bad("is neither a regular file nor a block device"),
