@@ -163,13 +163,14 @@ fn parse_secrets(path: &Path, data: &[u8]) -> Result<Secrets, ChapError> {
             // The text of the line is not shown: a line that is not a known
             // key may well be a secret (`password  c2VjcmV0=`, a base64
             // secret whose padding looked like the '=').
-            let spaced = |k: &&&str| {
-                (short.strip_prefix(**k))
+            let hint = match KEYS.iter().find(|k| {
+                short
+                    .strip_prefix(**k)
                     .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_whitespace()))
+            }) {
+                Some(k) => format!("; '{k}' must be followed by '='"),
+                None => String::new(),
             };
-            let hint = (KEYS.iter().find(spaced)).map_or(String::new(), |k| {
-                format!("; '{k}' must be followed by '='")
-            });
             return Err(syntax(
                 line,
                 format!(
@@ -329,16 +330,14 @@ pub fn initiator_reply(
             challenge.len()
         )));
     }
-    if ISSUED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .contains(&challenge)
-    {
+    let issued = ISSUED.lock().unwrap_or_else(|p| p.into_inner());
+    if issued.contains(&challenge) {
         return Err(ChapError::Protocol(
             "target sent back a challenge we issued (reflection attack); refusing to answer it"
                 .into(),
         ));
     }
+    drop(issued);
 
     let mut out = vec![
         ("CHAP_N".to_string(), secrets.username.clone()),
