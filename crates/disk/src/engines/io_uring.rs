@@ -95,20 +95,18 @@ impl IoUringEngine {
         let note = (!fixed_bufs).then(|| "io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         #[cfg(test)]
         let fault = files.first().and_then(test_fault::lookup);
-        Ok((
-            IoUringEngine {
-                ring,
-                bufs: ManuallyDrop::new(bufs),
-                depth: qd,
-                fixed_bufs,
-                busy: vec![false; qd],
-                in_flight: 0,
-                #[cfg(test)]
-                fault,
-                _files: files,
-            },
-            note,
-        ))
+        let engine = IoUringEngine {
+            ring,
+            bufs: ManuallyDrop::new(bufs),
+            depth: qd,
+            fixed_bufs,
+            busy: vec![false; qd],
+            in_flight: 0,
+            #[cfg(test)]
+            fault,
+            _files: files,
+        };
+        Ok((engine, note))
     }
 
     /// I/Os queued or in flight whose completions were not reaped yet.

@@ -72,16 +72,13 @@ pub enum Opened {
 
 /// The files of `opened`, for the engines that take files.
 fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
+    let name = engine.name();
     (opened.into_iter())
         .map(|o| match o {
             Opened::File(f) => Ok(f),
             Opened::Iscsi(l) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "the {} engine cannot drive an iSCSI target ({})",
-                    engine.name(),
-                    l.url
-                ),
+                format!("the {name} engine cannot drive an iSCSI target ({})", l.url),
             )),
         })
         .collect()
