@@ -336,13 +336,8 @@ fn reads_and_writes_have_their_own_response_times() {
 #[test]
 fn a_null_run_on_the_fake_clock_accounts_exactly() {
     let doc = run_fake(half_busy(), None).unwrap();
-    assert_eq!(
-        (
-            doc.status.as_str(),
-            doc.spec.disk().unwrap().engine.as_str()
-        ),
-        ("complete", "null")
-    );
+    let engine = doc.spec.disk().unwrap().engine.as_str();
+    assert_eq!((doc.status.as_str(), engine), ("complete", "null"));
     let m = &doc.metrics;
     assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
     assert_eq!(m[mn::READ_IOPS] + m[mn::WRITE_IOPS], m[mn::IOPS]);
