@@ -481,10 +481,8 @@ pub fn prepare_pinned(
         (resolved.into_iter().enumerate()).partition(|(_, (_, kind, _))| kind.created());
     let mut out: Vec<(usize, Target)> = Vec::new();
     for (i, (path, kind, pin)) in existing.into_iter().chain(created) {
-        out.push((
-            i,
-            prepare_one(spec, path, kind, pin, interrupted, &mut *progress)?,
-        ));
+        let target = prepare_one(spec, path, kind, pin, interrupted, &mut *progress)?;
+        out.push((i, target));
     }
     out.sort_by_key(|(i, _)| *i);
     Ok(out.into_iter().map(|(_, t)| t).collect())
