@@ -199,17 +199,10 @@ impl Login<'_> {
     /// Security negotiation; the authentication used, as the disclosure
     /// names it.
     fn security(&mut self, cfg: &Config) -> Result<String> {
-        let session_type = if self.target.is_some() {
-            "Normal"
-        } else {
-            "Discovery"
-        };
-        let mut first: Vec<(&str, &str)> = vec![
-            ("InitiatorName", cfg.initiator_name.as_str()),
-            ("SessionType", session_type),
-        ];
-        if let Some(t) = self.target {
-            first.push(("TargetName", t));
+        let mut first = vec![("InitiatorName", cfg.initiator_name.as_str())];
+        match self.target {
+            Some(t) => first.extend([("SessionType", "Normal"), ("TargetName", t)]),
+            None => first.push(("SessionType", "Discovery")),
         }
         match &cfg.secrets {
             None => self.no_authentication(first),
