@@ -158,11 +158,8 @@ fn list_digests() {
         ..Offer::default()
     };
     let mut n = Negotiation::new(offer.clone());
-    n.apply_response(&pairs(&[
-        ("HeaderDigest", "CRC32C"),
-        ("DataDigest", "None"),
-    ]))
-    .unwrap();
+    let answer = pairs(&[("HeaderDigest", "CRC32C"), ("DataDigest", "None")]);
+    n.apply_response(&answer).unwrap();
     assert!(n.params().header_digest);
     assert!(!n.params().data_digest);
 
@@ -174,10 +171,8 @@ fn list_digests() {
     );
     assert!(e.to_string().contains("HeaderDigest=CRC32C"), "{e}");
 
-    let mut n = Negotiation::new(offer);
-    assert!(n
-        .apply_response(&pairs(&[("DataDigest", "CRC32C,None")]))
-        .is_err());
+    let answer = pairs(&[("DataDigest", "CRC32C,None")]);
+    assert!(Negotiation::new(offer).apply_response(&answer).is_err());
     refused(&[("DataDigest", "MD5")]);
 }
 
@@ -189,9 +184,8 @@ fn boolean_and() {
         immediate_data: false,
         ..Offer::default()
     });
-    let e = n
-        .apply_response(&pairs(&[("ImmediateData", "Yes")]))
-        .unwrap_err();
+    let answered = n.apply_response(&pairs(&[("ImmediateData", "Yes")]));
+    let e = answered.unwrap_err();
     assert!(e.to_string().contains("AND"), "{e}");
     refused(&[("ImmediateData", "yes")]);
 }
