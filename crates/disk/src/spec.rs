@@ -314,11 +314,10 @@ impl DiskRequest {
         // The bound named is the one of the engine that will run: a user
         // told 65536 who then meets io_uring's 32768 was told wrong.
         let max_qd = ring.map_or(MAX_QD, |r| MAX_QD.min(r));
+        let engine = kind.name();
         let problem = if qd == 0 || qd > MAX_QD {
-            let engine = kind.name();
             format!("--qd must be between 1 and {max_qd} with the {engine} engine, got {qd}")
         } else if let Some(ring) = ring.filter(|r| per_worker > u64::from(*r)) {
-            let engine = kind.name();
             format!("--qd {qd} x {targets} targets per worker is more than the {engine} engine can keep in flight: it holds at most {ring} I/Os per worker (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
             format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")

@@ -303,12 +303,8 @@ fn start_workers<C: Clock>(
                 .wrapping_add(w as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        let (sh, st, tx, c) = (
-            shared.clone(),
-            start.clone(),
-            ready_tx.clone(),
-            clock.clone(),
-        );
+        let (sh, st) = (shared.clone(), start.clone());
+        let (tx, c) = (ready_tx.clone(), clock.clone());
         let h = std::thread::Builder::new()
             .name(format!("iotoll-disk-{w}"))
             .spawn(move || worker(plan, files, sh, st, tx, c))
