@@ -176,15 +176,15 @@ impl IoUringEngine {
             if !self.push_own(&t) {
                 break;
             }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
-                    ) => {}
-                // The ring cannot be entered any more: nothing to wait with.
-                Err(_) => break,
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                // Other than these, the ring cannot be entered any more:
+                // nothing to wait with.
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) {
+                    break;
+                }
             }
             reaped += self.reap_posted(&mut |_, _| {});
         }
