@@ -76,15 +76,11 @@ pub fn parse(s: &str) -> Result<IscsiUrl, UrlError> {
     if rest.contains('@') {
         return Err(UrlError::UserInfo);
     }
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => (rest, ""),
-    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let (host, port) = parse_authority(authority)?;
-    let (iqn, lun_part) = match path.find('/') {
-        Some(i) => (&path[..i], Some(&path[i + 1..])),
-        None => (path, None),
-    };
+    let (iqn, lun_part) = path
+        .split_once('/')
+        .map_or((path, None), |(i, l)| (i, Some(l)));
     if iqn.is_empty() {
         return Err(UrlError::MissingIqn);
     }
@@ -161,16 +157,11 @@ fn strip_scheme(s: &str) -> Result<&str, UrlError> {
     if is_iscsi_url(s) {
         return Ok(&s[SCHEME.len()..]);
     }
-    match s.find("://") {
-        Some(i)
-            if i > 0
-                && s[..i]
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'+') =>
-        {
-            Err(UrlError::WrongScheme(s[..i].to_string()))
-        }
-        _ => Err(UrlError::NoScheme),
+    let scheme =
+        |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+');
+    match s.find("://").map(|i| &s[..i]).filter(scheme) {
+        Some(w) => Err(UrlError::WrongScheme(w.to_string())),
+        None => Err(UrlError::NoScheme),
     }
 }
 
@@ -201,10 +192,7 @@ fn parse_authority(a: &str) -> Result<(String, u16), UrlError> {
         };
         (addr.to_string(), port)
     } else {
-        let (h, p) = match a.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (a, None),
-        };
+        let (h, p) = a.split_once(':').map_or((a, None), |(h, p)| (h, Some(p)));
         if p.is_some_and(|p| p.contains(':')) {
             return Err(UrlError::BadHost(
                 a.to_string(),
