@@ -128,13 +128,18 @@ mod tests {
 
     /// One worker's stream over `len` bytes from `start`.
     fn gen_at(start: u64, len: u64, bs: u64, align: u64, mix: (u32, u32), seed: u64) -> IoGen {
-        let line = one(bs, align, mix);
-        IoGen::new(Region { start, len }, &[line], 0, 1, seed)
+        IoGen::new(
+            Region { start, len },
+            &[line(100, bs, align, mix)],
+            0,
+            1,
+            seed,
+        )
     }
 
-    fn one(bs: u64, align: u64, (read_pct, random_pct): (u32, u32)) -> Line {
+    fn line(share_pct: u32, bs: u64, align: u64, (read_pct, random_pct): (u32, u32)) -> Line {
         Line {
-            share_pct: 100,
+            share_pct,
             bs,
             align,
             read_pct,
@@ -185,7 +190,7 @@ mod tests {
         };
         let starts: Vec<u64> = (0..4)
             .map(|w| {
-                IoGen::new(r, &[one(4096, 4096, (100, 0))], w, 4, 9)
+                IoGen::new(r, &[line(100, 4096, 4096, (100, 0))], w, 4, 9)
                     .next_io()
                     .offset
             })
@@ -212,13 +217,7 @@ mod tests {
         let shares = [10, 5, 5, 60, 2, 4, 4, 10];
         let sizes = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
         let lines: Vec<Line> = (shares.iter().zip(sizes))
-            .map(|(&share_pct, bs)| Line {
-                share_pct,
-                bs,
-                align: 512,
-                read_pct: 80,
-                random_pct: 50,
-            })
+            .map(|(&share, bs)| line(share, bs, 512, (80, 50)))
             .collect();
         let region = Region {
             start: 1 << 20,
@@ -265,7 +264,7 @@ mod tests {
             let bs = bs_blocks * align;
             let len = (len_blocks * align).max(bs);
             let region = Region { start: start_blocks * align, len };
-            let mut g = IoGen::new(region, &[one(bs, align, (read, random))], worker, 8, seed);
+            let mut g = IoGen::new(region, &[line(100, bs, align, (read, random))], worker, 8, seed);
             for _ in 0..500 {
                 let io = g.next_io();
                 prop_assert_eq!(io.offset % align, 0);

@@ -63,8 +63,7 @@ mod tests {
         let mut r = Rng::new(1);
         let mut seen = [0u32; 10];
         for _ in 0..100_000 {
-            let v = r.below(10);
-            seen[v as usize] += 1;
+            seen[r.below(10) as usize] += 1;
         }
         for c in seen {
             assert!((9_000..11_000).contains(&c), "{seen:?}");

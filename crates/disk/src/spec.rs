@@ -38,19 +38,17 @@ impl EngineChoice {
         }
     }
 
+    /// The choice `--engine` names: `auto` or an engine's name.
     pub fn parse(s: &str) -> Result<Self, String> {
-        let of = |k: EngineKind| match k {
-            EngineKind::IoUring => EngineChoice::IoUring,
-            EngineKind::Psync => EngineChoice::Psync,
-            EngineKind::Null => EngineChoice::Null,
-            EngineKind::Iscsi => EngineChoice::Iscsi,
-        };
+        use EngineChoice::*;
+        let kind = EngineKind::from_name(s);
         match s {
-            "auto" => Ok(EngineChoice::Auto),
-            _ => EngineKind::from_name(s).map(of).ok_or_else(|| {
-                let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown engine '{s}': use auto, {}", names.join(", "))
-            }),
+            "auto" => Ok(Auto),
+            _ => (([IoUring, Psync, Null, Iscsi].into_iter()).find(|c| c.kind() == kind))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                    format!("unknown engine '{s}': use auto, {}", names.join(", "))
+                }),
         }
     }
 }
@@ -316,11 +314,10 @@ impl DiskRequest {
         // The bound named is the one of the engine that will run: a user
         // told 65536 who then meets io_uring's 32768 was told wrong.
         let max_qd = ring.map_or(MAX_QD, |r| MAX_QD.min(r));
+        let engine = kind.name();
         let problem = if qd == 0 || qd > MAX_QD {
-            let engine = kind.name();
             format!("--qd must be between 1 and {max_qd} with the {engine} engine, got {qd}")
         } else if let Some(ring) = ring.filter(|r| per_worker > u64::from(*r)) {
-            let engine = kind.name();
             format!("--qd {qd} x {targets} targets per worker is more than the {engine} engine can keep in flight: it holds at most {ring} I/Os per worker (or use --engine psync, which keeps one I/O per worker)")
         } else if workers > MAX_WORKERS || all_workers > MAX_WORKERS as u64 {
             format!("--workers must be between 0 (one per CPU) and {MAX_WORKERS} in all, got {all_workers}")
@@ -483,14 +480,9 @@ mod tests {
         let err = (with(EngineChoice::Iscsi, "/tmp/f").validate().unwrap_err()).to_string();
         assert!(err.contains("drives iscsi://"), "{err}");
         with(EngineChoice::Auto, lun).validate().unwrap();
-        assert_eq!(
-            with(EngineChoice::Auto, lun).planned_engine(),
-            EngineKind::Iscsi
-        );
-        assert_eq!(
-            with(EngineChoice::Auto, "/tmp/f").planned_engine(),
-            EngineKind::IoUring
-        );
+        let planned = |target| with(EngineChoice::Auto, target).planned_engine();
+        assert_eq!(planned(lun), EngineKind::Iscsi);
+        assert_eq!(planned("/tmp/f"), EngineKind::IoUring);
         // One list of names: each parses back to its engine.
         for k in EngineKind::ALL {
             assert_eq!(EngineChoice::parse(k.name()).unwrap().kind(), Some(k));

@@ -28,17 +28,10 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// 4 KiB random reads.
 impl Default for AccessLine {
     fn default() -> Self {
-        AccessLine {
-            share_pct: 100,
-            bs: 4096,
-            read_pct: 100,
-            random_pct: 100,
-            burst_delay: Duration::ZERO,
-            burst_len: 1,
-            align: None,
-        }
+        AccessLine::new(100, 4096, 100, 100)
     }
 }
 
@@ -96,11 +89,13 @@ pub fn check_lines(lines: &[AccessLine], what: &str) -> Result<(), DiskError> {
     Ok(())
 }
 
+/// (share %, transfer size) of each line of a built-in spec.
+type Sizes = &'static [(u32, u64)];
+
 /// A built-in spec as written here: lines of (share %, transfer size).
 struct Builtin {
     name: &'static str,
-    /// (share %, transfer size) of each line.
-    sizes: &'static [(u32, u64)],
+    sizes: Sizes,
     read_pct: u32,
     random_pct: u32,
     qd: u32,
@@ -109,16 +104,10 @@ struct Builtin {
 
 const K: u64 = 1024;
 
-const fn one(
-    name: &'static str,
-    bs: &'static [(u32, u64)],
-    read: u32,
-    random: u32,
-    qd: u32,
-) -> Builtin {
+const fn one(name: &'static str, sizes: Sizes, read: u32, random: u32, qd: u32) -> Builtin {
     Builtin {
         name,
-        sizes: bs,
+        sizes,
         read_pct: read,
         random_pct: random,
         qd,
@@ -130,12 +119,7 @@ const fn one(
 /// come from); run at QD 16 unless told otherwise.
 const IOMETER: &str = "Iometer's classic access patterns (docs/disk.md, \"The mixed built-ins\")";
 
-const fn classic(
-    name: &'static str,
-    sizes: &'static [(u32, u64)],
-    read: u32,
-    random: u32,
-) -> Builtin {
+const fn classic(name: &'static str, sizes: Sizes, read: u32, random: u32) -> Builtin {
     Builtin {
         source: Some(IOMETER),
         ..one(name, sizes, read, random, 16)
@@ -277,19 +261,15 @@ mod tests {
     #[test]
     fn shares_must_add_up_to_100() {
         let l = |share| AccessLine::new(share, 4096, 100, 100);
-        let e = check_lines(&[l(60), l(30)], "spec 'x'")
-            .unwrap_err()
-            .to_string();
+        let err = |lines: &[AccessLine], what| check_lines(lines, what).unwrap_err().to_string();
+        let e = err(&[l(60), l(30)], "spec 'x'");
         assert!(
             e.contains("spec 'x'") && e.contains("90 % (60 + 30)"),
             "{e}"
         );
-        let e = check_lines(&[l(100), l(0)], "s").unwrap_err().to_string();
+        let e = err(&[l(100), l(0)], "s");
         assert!(e.contains("line 2 has a share of 0 %"), "{e}");
-        assert!(check_lines(&[], "s")
-            .unwrap_err()
-            .to_string()
-            .contains("no lines"));
+        assert!(err(&[], "s").contains("no lines"));
         check_lines(&[l(40), l(60)], "s").unwrap();
     }
 }

@@ -116,12 +116,11 @@ impl Secrets {
 /// comments; a `#` elsewhere is part of the value, since secrets may hold
 /// one. Whitespace around keys and values is trimmed.
 pub fn load_secret_file(path: &Path) -> Result<Secrets, ChapError> {
-    let io = |source| ChapError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     let data = read_secret_file(path).map_err(|e| match e {
-        SecretFileError::Io(e) => io(e),
+        SecretFileError::Io(source) => ChapError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
         SecretFileError::Unprotected { mode } => ChapError::Unprotected {
             path: path.to_path_buf(),
             mode,
@@ -604,31 +603,16 @@ mod tests {
 
         let good = encode_hex(&response(id, b"targetsecret12", &c));
         let ours = ours.unwrap();
-        check_target_response(
-            &s,
-            &ours,
-            &pairs(&[("CHAP_N", "tgtuser"), ("CHAP_R", &good)]),
-        )
-        .unwrap();
+        let check = |keys: &[(&str, &str)]| check_target_response(&s, &ours, &pairs(keys));
+        check(&[("CHAP_N", "tgtuser"), ("CHAP_R", &good)]).unwrap();
 
         let wrong = encode_hex(&response(id, b"initiatorsecret1", &c));
-        let e = check_target_response(
-            &s,
-            &ours,
-            &pairs(&[("CHAP_N", "tgtuser"), ("CHAP_R", &wrong)]),
-        )
-        .unwrap_err();
+        let e = check(&[("CHAP_N", "tgtuser"), ("CHAP_R", &wrong)]).unwrap_err();
         assert_eq!(e.to_string(), "target failed mutual CHAP: wrong response");
-        let e = check_target_response(&s, &ours, &pairs(&[("CHAP_N", "evil"), ("CHAP_R", &good)]))
-            .unwrap_err();
+        let e = check(&[("CHAP_N", "evil"), ("CHAP_R", &good)]).unwrap_err();
         assert!(matches!(e, ChapError::MutualFailed(_)));
-        assert!(check_target_response(&s, &ours, &pairs(&[("CHAP_N", "tgtuser")])).is_err());
-        assert!(check_target_response(
-            &s,
-            &ours,
-            &pairs(&[("CHAP_N", "tgtuser"), ("CHAP_R", "0x00")])
-        )
-        .is_err());
+        assert!(check(&[("CHAP_N", "tgtuser")]).is_err());
+        assert!(check(&[("CHAP_N", "tgtuser"), ("CHAP_R", "0x00")]).is_err());
 
         // Reflection: a target presenting the challenge we just issued.
         let reflected = pairs(&[

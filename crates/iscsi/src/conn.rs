@@ -191,16 +191,9 @@ impl Conn {
 /// until its send buffer drains waits for POLLOUT only), writable when
 /// `write`.
 pub(crate) fn pollfd(fd: i32, read: bool, write: bool) -> libc::pollfd {
-    let mut events = 0;
-    if read {
-        events |= libc::POLLIN;
-    }
-    if write {
-        events |= libc::POLLOUT;
-    }
     libc::pollfd {
         fd,
-        events,
+        events: (i16::from(read) * libc::POLLIN) | (i16::from(write) * libc::POLLOUT),
         revents: 0,
     }
 }

@@ -3,7 +3,7 @@
 //! CAPACITY of each).
 
 use crate::session::{self, Discovered};
-use crate::{scsi, url::IscsiUrl, Config, Error, ErrorKind, Session, SessionInfo};
+use crate::{scsi, url::IscsiUrl, Config, Error, ErrorKind, Result, Session, SessionInfo};
 use serde::Serialize;
 
 /// The targets a portal offers (SendTargets).
@@ -14,7 +14,7 @@ pub struct Discovery {
 }
 
 /// Logs in to `portal` for discovery and lists what it offers.
-pub fn discover(portal: String, cfg: &Config) -> Result<Discovery, Error> {
+pub fn discover(portal: String, cfg: &Config) -> Result<Discovery> {
     let targets = session::discover(&portal, cfg)?;
     Ok(Discovery { portal, targets })
 }
@@ -49,17 +49,16 @@ pub struct LunList {
 
 /// Logs in to the target of `u` and describes its LUNs (the one `u`
 /// names, else every LUN REPORT LUNS lists), then logs out.
-pub fn luns(u: &IscsiUrl, cfg: &Config) -> Result<LunList, Error> {
+pub fn luns(u: &IscsiUrl, cfg: &Config) -> Result<LunList> {
     let mut s = Session::login(&u.portal(), &u.iqn, cfg, 1)?;
     let named = |e: Error| Error::new(e.kind, format!("{u}: {e}"));
     let numbers = match u.lun {
         Some(l) => vec![l],
         None => s.report_luns().map_err(named)?,
     };
-    let mut luns = Vec::new();
-    for n in numbers {
-        luns.push(lun(&mut s, u, n)?);
-    }
+    let luns = (numbers.into_iter())
+        .map(|n| lun(&mut s, u, n))
+        .collect::<Result<_, _>>()?;
     let list = LunList {
         portal: u.portal(),
         target: u.iqn.clone(),
@@ -71,7 +70,7 @@ pub fn luns(u: &IscsiUrl, cfg: &Config) -> Result<LunList, Error> {
 }
 
 /// One LUN: its INQUIRY, and its capacity if it is a disk.
-fn lun(s: &mut Session, u: &IscsiUrl, lun: u64) -> Result<LunInfo, Error> {
+fn lun(s: &mut Session, u: &IscsiUrl, lun: u64) -> Result<LunInfo> {
     let i = (s.inquiry(lun)).map_err(|e| Error::new(e.kind, format!("{u}: {e}")))?;
     let mut info = LunInfo {
         lun,

@@ -38,19 +38,15 @@ pub enum ErrorKind {
     Interrupted,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A result whose error is, unless said otherwise, an iSCSI [`Error`].
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
 pub struct Error {
     pub kind: ErrorKind,
     pub msg: String,
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for Error {}
 
 impl Error {
     pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {

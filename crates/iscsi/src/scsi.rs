@@ -51,8 +51,6 @@ fn rw16(op: u8, lba: u64, blocks: u32) -> [u8; 16] {
     c
 }
 
-/// READ(16) without DPO/FUA, so a read may be served from the target's
-/// cache as a normal application read would be.
 /// A CDB shorter than 16 bytes in the 16-byte field of the SCSI Command
 /// PDU (the rest is zero).
 pub fn cdb16(cdb: &[u8]) -> [u8; 16] {
@@ -62,6 +60,8 @@ pub fn cdb16(cdb: &[u8]) -> [u8; 16] {
     c
 }
 
+/// READ(16) without DPO/FUA, so a read may be served from the target's
+/// cache as a normal application read would be.
 pub fn read16(lba: u64, blocks: u32) -> [u8; 16] {
     rw16(OP_READ_16, lba, blocks)
 }
@@ -186,18 +186,14 @@ impl Capacity {
                 need: 12,
             });
         };
-        let mut l = [0u8; 8];
-        l.copy_from_slice(lba);
-        let mut b = [0u8; 4];
-        b.copy_from_slice(bs);
-        let block_size = u32::from_be_bytes(b);
+        let block_size = u32::from_be_bytes(bs.try_into().expect("4 bytes"));
         // Callers divide by it.
         if block_size == 0 {
             return Err(ScsiError::Invalid(
                 "READ CAPACITY(16) reports a block size of 0",
             ));
         }
-        let last_lba = u64::from_be_bytes(l);
+        let last_lba = u64::from_be_bytes(lba.try_into().expect("8 bytes"));
         let blocks = u128::from(last_lba) + 1;
         let bytes = blocks * u128::from(block_size);
         if bytes > u128::from(u64::MAX) {
@@ -247,15 +243,11 @@ pub fn parse_report_luns(data: &[u8]) -> Vec<u64> {
     let Some(hdr) = data.get(0..4) else {
         return Vec::new();
     };
-    let list_len = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+    let list_len = u32::from_be_bytes(hdr.try_into().expect("4 bytes")) as usize;
     let body = data.get(8..).unwrap_or(&[]);
     let body = &body[..body.len().min(list_len)];
     body.chunks_exact(8)
-        .filter_map(|c| {
-            let mut e = [0u8; 8];
-            e.copy_from_slice(c);
-            decode_lun(&e)
-        })
+        .filter_map(|c| decode_lun(c.try_into().ok()?))
         .collect()
 }
 
@@ -491,11 +483,17 @@ mod tests {
         assert_eq!(device_type_name(0), "disk");
     }
 
+    /// READ CAPACITY(16) data for `last_lba` and blocks of `bs` bytes.
+    fn capacity_data(last_lba: u64, bs: u32) -> Vec<u8> {
+        let mut d = vec![0u8; 32];
+        d[0..8].copy_from_slice(&last_lba.to_be_bytes());
+        d[8..12].copy_from_slice(&bs.to_be_bytes());
+        d
+    }
+
     #[test]
     fn capacity() {
-        let mut d = vec![0u8; 32];
-        d[0..8].copy_from_slice(&((1u64 << 21) - 1).to_be_bytes());
-        d[8..12].copy_from_slice(&512u32.to_be_bytes());
+        let mut d = capacity_data((1 << 21) - 1, 512);
         let c = Capacity::parse(&d).unwrap();
         assert_eq!(c.last_lba, (1 << 21) - 1);
         assert_eq!(c.block_size, 512);
@@ -517,12 +515,7 @@ mod tests {
     /// run on them stored complete; now the capacity is refused, named.
     #[test]
     fn a_capacity_beyond_u64_is_refused_naming_it() {
-        let cap = |last_lba: u64, bs: u32| {
-            let mut d = vec![0u8; 32];
-            d[0..8].copy_from_slice(&last_lba.to_be_bytes());
-            d[8..12].copy_from_slice(&bs.to_be_bytes());
-            Capacity::parse(&d)
-        };
+        let cap = |last_lba: u64, bs: u32| Capacity::parse(&capacity_data(last_lba, bs));
         let e = cap(u64::MAX, 512).unwrap_err().to_string();
         assert!(
             e.contains("18446744073709551616 blocks of 512 bytes")

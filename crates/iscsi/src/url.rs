@@ -13,7 +13,7 @@ pub const DEFAULT_PORT: u16 = 3260;
 
 /// The highest LUN reachable with single-level peripheral (0..=255) or flat
 /// (0..=16383) addressing, the only methods `scsi::encode_lun` produces.
-pub const MAX_LUN: u64 = 16383;
+pub use crate::scsi::MAX_LUN;
 
 /// An iSCSI name is at most 223 bytes (RFC 7143 §4.2.7.1).
 const MAX_NAME_LEN: usize = 223;
@@ -76,23 +76,16 @@ pub fn parse(s: &str) -> Result<IscsiUrl, UrlError> {
     if rest.contains('@') {
         return Err(UrlError::UserInfo);
     }
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => (rest, ""),
-    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let (host, port) = parse_authority(authority)?;
-    let (iqn, lun_part) = match path.find('/') {
-        Some(i) => (&path[..i], Some(&path[i + 1..])),
-        None => (path, None),
-    };
+    let (iqn, lun_part) = path
+        .split_once('/')
+        .map_or((path, None), |(i, l)| (i, Some(l)));
     if iqn.is_empty() {
         return Err(UrlError::MissingIqn);
     }
     check_iqn(iqn)?;
-    let lun = match lun_part {
-        None => None,
-        Some(l) => Some(parse_lun(l)?),
-    };
+    let lun = lun_part.map(parse_lun).transpose()?;
     Ok(IscsiUrl {
         host,
         port,
@@ -164,16 +157,11 @@ fn strip_scheme(s: &str) -> Result<&str, UrlError> {
     if is_iscsi_url(s) {
         return Ok(&s[SCHEME.len()..]);
     }
-    match s.find("://") {
-        Some(i)
-            if i > 0
-                && s[..i]
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'+') =>
-        {
-            Err(UrlError::WrongScheme(s[..i].to_string()))
-        }
-        _ => Err(UrlError::NoScheme),
+    let scheme =
+        |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+');
+    match s.find("://").map(|i| &s[..i]).filter(scheme) {
+        Some(w) => Err(UrlError::WrongScheme(w.to_string())),
+        None => Err(UrlError::NoScheme),
     }
 }
 
@@ -204,10 +192,7 @@ fn parse_authority(a: &str) -> Result<(String, u16), UrlError> {
         };
         (addr.to_string(), port)
     } else {
-        let (h, p) = match a.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (a, None),
-        };
+        let (h, p) = a.split_once(':').map_or((a, None), |(h, p)| (h, Some(p)));
         if p.is_some_and(|p| p.contains(':')) {
             return Err(UrlError::BadHost(
                 a.to_string(),
@@ -242,12 +227,10 @@ fn check_host(h: &str) -> Result<(), UrlError> {
 
 fn parse_port(p: &str) -> Result<u16, UrlError> {
     // u16::from_str would accept a leading '+'; a port is digits only.
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(UrlError::BadPort(p.to_string()));
-    }
+    let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
     match p.parse::<u16>() {
-        Ok(0) | Err(_) => Err(UrlError::BadPort(p.to_string())),
-        Ok(n) => Ok(n),
+        Ok(n) if digits && n != 0 => Ok(n),
+        _ => Err(UrlError::BadPort(p.to_string())),
     }
 }
 
@@ -328,21 +311,13 @@ mod tests {
         assert_eq!(u.to_string(), "iscsi://[::1]:3261/iqn.x/0");
         let u = parse("iscsi://[fe80:0::1]/iqn.x").unwrap();
         assert_eq!(u.portal(), "[fe80::1]:3260");
+        let e = |s: &str| parse(s).unwrap_err();
+        assert!(matches!(e("iscsi://::1/iqn.x"), UrlError::BadHost(..)));
+        assert!(matches!(e("iscsi://[::1/iqn.x"), UrlError::BadHost(..)));
+        assert!(matches!(e("iscsi://[zz]/iqn.x"), UrlError::BadHost(..)));
         assert!(matches!(
-            parse("iscsi://::1/iqn.x"),
-            Err(UrlError::BadHost(..))
-        ));
-        assert!(matches!(
-            parse("iscsi://[::1/iqn.x"),
-            Err(UrlError::BadHost(..))
-        ));
-        assert!(matches!(
-            parse("iscsi://[zz]/iqn.x"),
-            Err(UrlError::BadHost(..))
-        ));
-        assert!(matches!(
-            parse("iscsi://[::1]x/iqn.x"),
-            Err(UrlError::TrailingJunk(..))
+            e("iscsi://[::1]x/iqn.x"),
+            UrlError::TrailingJunk(..)
         ));
     }
 
@@ -354,14 +329,9 @@ mod tests {
             "iscsi://h:3260/eui.0123456789ABCDEF/3"
         );
         assert!(parse("iscsi://h/naa.0123456789abcdef0123456789abcdef/1").is_ok());
-        assert!(matches!(
-            parse("iscsi://h/eui.0123"),
-            Err(UrlError::BadIqn(..))
-        ));
-        assert!(matches!(
-            parse("iscsi://h/naa.xyz"),
-            Err(UrlError::BadIqn(..))
-        ));
+        let e = |s: &str| parse(s).unwrap_err();
+        assert!(matches!(e("iscsi://h/eui.0123"), UrlError::BadIqn(..)));
+        assert!(matches!(e("iscsi://h/naa.xyz"), UrlError::BadIqn(..)));
     }
 
     #[test]
@@ -411,18 +381,10 @@ mod tests {
 
     #[test]
     fn messages_name_the_problem() {
-        assert!(parse("iscsi://h/iqn.x/20000")
-            .unwrap_err()
-            .to_string()
-            .contains("flat addressing"));
-        assert!(parse("iscsi://h:99999/iqn.x")
-            .unwrap_err()
-            .to_string()
-            .contains("99999"));
-        assert!(parse("iscsi://h/foo")
-            .unwrap_err()
-            .to_string()
-            .contains("'iqn.'"));
+        let msg = |s: &str| parse(s).unwrap_err().to_string();
+        assert!(msg("iscsi://h/iqn.x/20000").contains("flat addressing"));
+        assert!(msg("iscsi://h:99999/iqn.x").contains("99999"));
+        assert!(msg("iscsi://h/foo").contains("'iqn.'"));
     }
 
     #[test]

@@ -6,41 +6,38 @@
 
 #[path = "common/fake.rs"]
 mod fake;
+#[path = "common/start.rs"]
+mod start;
 
 use fake::{fake, serve, Peer, IQN};
 use iotoll_iscsi::pdu::{op, Bhs, NO_TAG};
-use iotoll_iscsi::session::{self, Config, Io, Session};
-use iotoll_iscsi::ErrorKind;
+use iotoll_iscsi::session::{self, Config, Session};
+use iotoll_iscsi::{Error, ErrorKind};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 fn cfg() -> Config {
+    cfg_timeout(3)
+}
+
+fn cfg_timeout(secs: u64) -> Config {
     Config {
-        timeout: Duration::from_secs(3),
+        timeout: Duration::from_secs(secs),
         ..Config::default()
     }
 }
 
-/// Reads 4 KiB on `slot` and reaps until it completes or the session
-/// fails; the completion's result.
-fn read_one(s: &mut Session, slot: usize, buf: &mut [u8]) -> Result<i64, iotoll_iscsi::Error> {
-    // SAFETY: buf outlives the command: we reap until it completes or the
-    // session fails (and is then not used for it again).
-    unsafe {
-        s.submit_io(
-            slot,
-            Io {
-                lun: 1,
-                read: true,
-                offset: 0,
-                len: buf.len() as u32,
-                block: 512,
-            },
-            buf.as_mut_ptr(),
-        )?
-    };
+/// Starts an I/O of `buf.len()` bytes on `slot`, at the start of LUN 1.
+fn submit(s: &mut Session, slot: usize, read: bool, buf: &mut [u8]) -> Result<(), Error> {
+    // SAFETY: every test reaps until the command completes or the session
+    // fails (and is then not used for it again), and buf outlives that.
+    unsafe { start::start_io(s, slot, 1, read, 0, buf.len() as u32, buf.as_mut_ptr()) }
+}
+
+/// Reaps until `slot` completes or the session fails: its result.
+fn complete(s: &mut Session, slot: usize) -> Result<i64, Error> {
     let mut got = None;
-    let until = Instant::now() + Duration::from_secs(20);
+    let until = Instant::now() + Duration::from_secs(60);
     while got.is_none() {
         assert!(Instant::now() < until, "no completion and no error");
         s.reap(1, &mut |sl, r| {
@@ -50,6 +47,34 @@ fn read_one(s: &mut Session, slot: usize, buf: &mut [u8]) -> Result<i64, iotoll_
         })?;
     }
     Ok(got.unwrap_or_default())
+}
+
+/// Reads `buf.len()` bytes on `slot`: the completion's result.
+fn read_one(s: &mut Session, slot: usize, buf: &mut [u8]) -> Result<i64, Error> {
+    submit(s, slot, true, buf)?;
+    complete(s, slot)
+}
+
+/// A read of `len` bytes answered by `script` (the command in hand): its
+/// result, the data checked against [`pattern`] when it completes.
+fn read_meets(
+    len: usize,
+    script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static,
+) -> Result<i64, Error> {
+    let (portal, h) = fake(8, move |p| {
+        let (cmd, _) = p.command().expect("command");
+        script(p, &cmd);
+        while p.recv().is_some() {}
+    });
+    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; len];
+    let r = read_one(&mut s, 0, &mut buf);
+    if r.is_ok() {
+        assert!(buf == pattern(len), "the data read differs");
+    }
+    drop(s);
+    h.join().expect("target script");
+    r
 }
 
 #[test]
@@ -80,46 +105,34 @@ fn a_nop_in_ping_is_answered_at_once_with_its_tag() {
 
 #[test]
 fn an_async_logout_request_ends_the_session_naming_it() {
-    let (portal, h) = fake(8, |p| {
-        let _ = p.command();
+    let e = read_meets(4096, |p, _| {
         let mut a = Bhs::new(op::ASYNC, false, 0x80);
         a.set_itt(NO_TAG);
         a.set_byte(36, 1);
         a.set_u16(42, 5);
         p.send_status(a, &[]);
-        let _ = p.recv();
-    });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 4096];
-    let e = read_one(&mut s, 0, &mut buf).expect_err("must fail");
+    })
+    .expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Closed, "{e}");
     assert!(e.msg.contains("Async event 1"), "{e}");
     assert!(
         e.msg.contains("READ(16)"),
         "names the command outstanding: {e}"
     );
-    drop(s);
-    h.join().expect("target script");
 }
 
 #[test]
 fn a_rejected_command_ends_the_session_naming_the_pdu() {
-    let (portal, h) = fake(8, |p| {
-        let (cmd, _) = p.command().expect("command");
+    let e = read_meets(4096, |p, cmd| {
         let mut r = Bhs::new(op::REJECT, false, 0x80);
         r.set_byte(2, 0x09);
         r.set_itt(NO_TAG);
         p.send_status(r, &cmd.0);
-        let _ = p.recv();
-    });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 4096];
-    let e = read_one(&mut s, 0, &mut buf).expect_err("must fail");
+    })
+    .expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(e.msg.contains("rejected our SCSI Command PDU"), "{e}");
     assert!(e.msg.contains("invalid PDU field"), "{e}");
-    drop(s);
-    h.join().expect("target script");
 }
 
 #[test]
@@ -147,21 +160,7 @@ fn commands_stay_inside_a_one_command_window() {
     // answer, and only waits after it count.
     assert_eq!(read_one(&mut s, 0, &mut bufs[0]).expect("first read"), 4096);
     for (slot, b) in bufs.iter_mut().enumerate().skip(1) {
-        // SAFETY: bufs outlive the commands, reaped below.
-        unsafe {
-            s.submit_io(
-                slot,
-                Io {
-                    lun: 1,
-                    read: true,
-                    offset: 0,
-                    len: 4096,
-                    block: 512,
-                },
-                b.as_mut_ptr(),
-            )
-            .expect("submit")
-        };
+        submit(&mut s, slot, true, b).expect("submit");
     }
     let mut done = 1;
     let until = Instant::now() + Duration::from_secs(20);
@@ -178,21 +177,15 @@ fn commands_stay_inside_a_one_command_window() {
 
 #[test]
 fn data_in_past_the_buffer_is_a_protocol_error() {
-    let (portal, h) = fake(8, |p| {
-        let (cmd, _) = p.command().expect("command");
+    let e = read_meets(4096, |p, cmd| {
         let mut b = Bhs::new(op::DATA_IN, false, 0x81);
         b.set_itt(cmd.itt());
         b.set_u32(40, 4000);
         p.send_status(b, &[0u8; 512]);
-        let _ = p.recv();
-    });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 4096];
-    let e = read_one(&mut s, 0, &mut buf).expect_err("must fail");
+    })
+    .expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(e.msg.contains("Data-In of 512 bytes at offset 4000"), "{e}");
-    drop(s);
-    h.join().expect("target script");
 }
 
 #[test]
@@ -232,16 +225,12 @@ fn a_check_condition_fails_the_io_with_its_sense_and_a_short_read_is_short() {
 
 #[test]
 fn a_dropped_connection_and_a_silent_target_are_named_errors() {
-    let (portal, h) = fake(8, |p| {
-        let _ = p.command();
+    let e = read_meets(4096, |p, _| {
         let _ = p.sock.shutdown(std::net::Shutdown::Both);
-    });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 4096];
-    let e = read_one(&mut s, 0, &mut buf).expect_err("must fail");
+    })
+    .expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Closed, "{e}");
     assert!(e.msg.contains("closed the connection"), "{e}");
-    h.join().expect("target script");
 
     let (portal, h) = fake(8, |p| {
         let _ = p.command();
@@ -249,6 +238,7 @@ fn a_dropped_connection_and_a_silent_target_are_named_errors() {
         std::thread::sleep(Duration::from_secs(5));
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut buf = vec![0u8; 4096];
     let t = Instant::now();
     let e = read_one(&mut s, 0, &mut buf).expect_err("must time out");
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
@@ -265,41 +255,6 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len / 4)
         .flat_map(|i| ((i * 4) as u32).to_be_bytes())
         .collect()
-}
-
-/// Starts an I/O of `buf.len()` bytes on slot 0.
-fn submit(s: &mut Session, read: bool, buf: &mut [u8]) {
-    // SAFETY: every test reaps until the command completes or the session
-    // fails (and is then not used for it again), and buf outlives that.
-    unsafe {
-        s.submit_io(
-            0,
-            Io {
-                lun: 1,
-                read,
-                offset: 0,
-                len: buf.len() as u32,
-                block: 512,
-            },
-            buf.as_mut_ptr(),
-        )
-        .expect("submit")
-    };
-}
-
-/// Reaps until slot 0 completes or the session fails.
-fn complete(s: &mut Session) -> Result<i64, iotoll_iscsi::Error> {
-    let mut got = None;
-    let until = Instant::now() + Duration::from_secs(60);
-    while got.is_none() {
-        assert!(Instant::now() < until, "no completion and no error");
-        s.reap(1, &mut |sl, r| {
-            if sl == 0 {
-                got = Some(r)
-            }
-        })?;
-    }
-    Ok(got.unwrap_or_default())
 }
 
 /// Reads the Data-Out PDUs of one sequence (TTT `ttt`) until the F bit,
@@ -351,30 +306,37 @@ fn a_write_sends_each_byte_once_as_asked() {
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
     let mut buf = want;
-    submit(&mut s, false, &mut buf);
-    assert_eq!(complete(&mut s).expect("write"), LEN as i64);
+    submit(&mut s, 0, false, &mut buf).expect("submit");
+    assert_eq!(complete(&mut s, 0).expect("write"), LEN as i64);
     drop(s);
     h.join().expect("target script");
 }
 
-/// A 1 MiB write answered with `r2ts` from the target (after the command
-/// and its 8 KiB of immediate data): the named protocol error it ends in.
-fn write_meets(r2ts: impl FnOnce(&Peer, &Bhs) -> Vec<u8> + Send + 'static) -> String {
+/// A 1 MiB write that `script` answers (after the command and its 8 KiB
+/// of immediate data): the named protocol error it ends in.
+fn write_fails(script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static) -> String {
     let (portal, h) = fake(8, move |p| {
         let (cmd, _) = p.command().expect("command");
-        let batch = r2ts(p, &cmd);
-        let _ = p.sock.write_all(&batch);
+        script(p, &cmd);
         while p.recv().is_some() {}
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
     let mut buf = vec![0u8; 1 << 20];
-    submit(&mut s, false, &mut buf);
-    let e = complete(&mut s).expect_err("must fail");
+    submit(&mut s, 0, false, &mut buf).expect("submit");
+    let e = complete(&mut s, 0).expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(e.msg.contains("WRITE(16)"), "names the command: {e}");
     drop(s);
     h.join().expect("target script");
     e.msg
+}
+
+/// [`write_fails`] with `r2ts` from the target, sent in one go.
+fn write_meets(r2ts: impl FnOnce(&Peer, &Bhs) -> Vec<u8> + Send + 'static) -> String {
+    write_fails(move |p, cmd| {
+        let batch = r2ts(p, cmd);
+        let _ = p.sock.write_all(&batch);
+    })
 }
 
 #[test]
@@ -411,31 +373,18 @@ fn r2ts_outside_the_negotiated_rules_are_protocol_errors() {
 /// A range asked for, answered, then asked for again.
 #[test]
 fn an_r2t_for_data_already_sent_is_a_protocol_error() {
-    let (portal, h) = fake(8, |p| {
-        let (cmd, _) = p.command().expect("command");
-        let r = p.r2t(&cmd, 7, 0, 8192, 65536);
+    let e = write_fails(|p, cmd| {
+        let r = p.r2t(cmd, 7, 0, 8192, 65536);
         p.sock.write_all(&r).expect("R2T");
         data_out_sequence(p, 7, 8192, &mut Vec::new());
-        let r = p.r2t(&cmd, 8, 1, 8192 + 32768, 65536);
+        let r = p.r2t(cmd, 8, 1, 8192 + 32768, 65536);
         p.sock.write_all(&r).expect("R2T");
-        while p.recv().is_some() {}
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 1 << 20];
-    submit(&mut s, false, &mut buf);
-    let e = complete(&mut s).expect_err("must fail");
-    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(
-        e.msg
-            .contains("R2T (R2TSN 1) for 65536 bytes at offset 40960"),
+        e.contains("R2T (R2TSN 1) for 65536 bytes at offset 40960"),
         "{e}"
     );
-    assert!(
-        e.msg.contains("up to offset 73728 were already sent"),
-        "{e}"
-    );
-    drop(s);
-    h.join().expect("target script");
+    assert!(e.contains("up to offset 73728 were already sent"), "{e}");
 }
 
 /// A target that asks for 16 MiB and does not read: the Data-Out waits
@@ -463,7 +412,7 @@ fn a_target_that_stops_reading_holds_a_write_back_not_the_memory() {
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
     let mut buf = pattern(LEN);
-    submit(&mut s, false, &mut buf);
+    submit(&mut s, 0, false, &mut buf).expect("submit");
     let bound = session::TX_LIMIT + session::MAX_SEGMENT as usize + 64;
     let until = Instant::now() + Duration::from_secs(60);
     loop {
@@ -477,7 +426,7 @@ fn a_target_that_stops_reading_holds_a_write_back_not_the_memory() {
         std::thread::sleep(Duration::from_millis(1));
     }
     let _ = go_tx.send(());
-    assert_eq!(complete(&mut s).expect("write"), LEN as i64);
+    assert_eq!(complete(&mut s, 0).expect("write"), LEN as i64);
     drop(s);
     h.join().expect("target script");
 }
@@ -515,7 +464,7 @@ fn a_target_that_pings_and_stops_reading_is_held_back() {
     });
     let mut s = Session::login(&portal, IQN, &cfg_timeout(120), 4).expect("login");
     let mut buf = vec![0u8; 4096];
-    submit(&mut s, true, &mut buf);
+    submit(&mut s, 0, true, &mut buf).expect("submit");
     let bound = session::TX_LIMIT + 64;
     while !done.load(std::sync::atomic::Ordering::SeqCst) {
         if s.reap(0, &mut |_, _| {}).is_err() {
@@ -532,13 +481,6 @@ fn a_target_that_pings_and_stops_reading_is_held_back() {
     assert!(n < 96 << 20, "the target pushed {n} bytes of pings");
 }
 
-fn cfg_timeout(secs: u64) -> Config {
-    Config {
-        timeout: Duration::from_secs(secs),
-        ..Config::default()
-    }
-}
-
 /// A Data-In PDU with the status (final) bit.
 fn data_in_status(p: &mut Peer, cmd: &Bhs, data_sn: u32, offset: u32, data: &[u8]) {
     let mut b = Bhs::new(op::DATA_IN, false, 0x81);
@@ -552,34 +494,13 @@ fn data_in_status(p: &mut Peer, cmd: &Bhs, data_sn: u32, offset: u32, data: &[u8
 /// What a scripted target does with a command in hand.
 type Script = Box<dyn FnOnce(&mut Peer, &Bhs) + Send>;
 
-/// A 64 KiB read answered by `script`: its result.
-fn read_meets(
-    script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static,
-) -> Result<i64, iotoll_iscsi::Error> {
-    let (portal, h) = fake(8, move |p| {
-        let (cmd, _) = p.command().expect("command");
-        script(p, &cmd);
-        while p.recv().is_some() {}
-    });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
-    let mut buf = vec![0u8; 65536];
-    submit(&mut s, true, &mut buf);
-    let r = complete(&mut s);
-    if r.is_ok() {
-        assert!(buf == pattern(65536), "the data read differs");
-    }
-    drop(s);
-    h.join().expect("target script");
-    r
-}
-
 #[test]
 fn data_in_and_statsn_outside_the_rules_are_protocol_errors() {
     const HALF: usize = 32768;
     let data = pattern(2 * HALF);
     // In order, four PDUs: complete.
     let d = data.clone();
-    let r = read_meets(move |p, c| {
+    let r = read_meets(65536, move |p, c| {
         for k in 0..3u32 {
             let at = k as usize * 16384;
             p.data_in(c, k, at as u32, &d[at..at + 16384]);
@@ -589,7 +510,7 @@ fn data_in_and_statsn_outside_the_rules_are_protocol_errors() {
     assert_eq!(r.expect("in order"), 65536);
 
     let fails = |script: Script| {
-        let e = read_meets(script).expect_err("must fail");
+        let e = read_meets(65536, script).expect_err("must fail");
         assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
         assert!(e.msg.contains("READ(16)"), "names the command: {e}");
         e.msg
@@ -696,35 +617,9 @@ fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
     let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
-    // SAFETY: both buffers outlive the session's use of them: it fails
-    // below and is dropped.
-    unsafe {
-        s.submit_io(
-            0,
-            Io {
-                lun: 1,
-                read: false,
-                offset: 0,
-                len: 65536,
-                block: 512,
-            },
-            a.as_mut_ptr(),
-        )
-        .expect("submit");
-        s.submit_io(
-            1,
-            Io {
-                lun: 1,
-                read: false,
-                offset: 0,
-                len: 65536,
-                block: 512,
-            },
-            b.as_mut_ptr(),
-        )
-        .expect("submit");
-    }
-    let e = complete(&mut s).expect_err("must fail");
+    submit(&mut s, 0, false, &mut a).expect("submit");
+    submit(&mut s, 1, false, &mut b).expect("submit");
+    let e = complete(&mut s, 0).expect_err("must fail");
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(
         e.msg
@@ -755,8 +650,8 @@ fn a_write_answered_good_before_its_data_was_sent_is_short() {
     });
     let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
     let mut buf = vec![0u8; LEN as usize];
-    submit(&mut s, false, &mut buf);
-    let got = complete(&mut s).expect("a short write, not a session error");
+    submit(&mut s, 0, false, &mut buf).expect("submit");
+    let got = complete(&mut s, 0).expect("a short write, not a session error");
     assert!(got < LEN as i64, "a write of {got} bytes counted in full");
     let why = s.explain(0).expect("the reason is kept").to_string();
     assert!(

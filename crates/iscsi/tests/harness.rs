@@ -10,7 +10,7 @@ use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,23 @@ impl std::fmt::Debug for Out {
     }
 }
 
+/// Waits for `child` to exit; past `limit` it is killed and the test fails
+/// with `late`.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration, late: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{late}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Run a command, killing it (by pid) after `limit`; output via temp files,
 /// so no pipe can fill up.
 fn run(mut cmd: Command, limit: Duration) -> Out {
@@ -55,18 +72,11 @@ fn run(mut cmd: Command, limit: Duration) -> Out {
         .stderr(err.reopen().unwrap())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} still running after {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_or_kill(
+        &mut child,
+        limit,
+        &format!("{cmd:?} still running after {limit:?}"),
+    );
     let text = |f: &tempfile::NamedTempFile| {
         String::from_utf8_lossy(&std::fs::read(f.path()).unwrap()).into_owned()
     };
@@ -159,23 +169,32 @@ fn defaults_are_the_documented_ones() {
     let Some((tgt, _iqn)) = Tgt::with_null_lun() else {
         return;
     };
+    assert_params(
+        &tgt,
+        &[
+            "MaxRecvDataSegmentLength=8192",
+            "MaxXmitDataSegmentLength=8192",
+            "HeaderDigest=None",
+            "DataDigest=None",
+            "InitialR2T=Yes",
+            "ImmediateData=Yes",
+            "MaxOutstandingR2T=1",
+            "FirstBurstLength=65536",
+            "MaxBurstLength=262144",
+            "ErrorRecoveryLevel=0",
+            "MaxConnections=1",
+            "MaxQueueCmd=128",
+        ],
+    );
+}
+
+/// Asserts that target 1's parameters, as tgt shows them, include each
+/// `key=value` of `want`.
+fn assert_params(tgt: &Tgt, want: &[&str]) {
     let params = tgt.params(1);
-    for want in [
-        "MaxRecvDataSegmentLength=8192",
-        "MaxXmitDataSegmentLength=8192",
-        "HeaderDigest=None",
-        "DataDigest=None",
-        "InitialR2T=Yes",
-        "ImmediateData=Yes",
-        "MaxOutstandingR2T=1",
-        "FirstBurstLength=65536",
-        "MaxBurstLength=262144",
-        "ErrorRecoveryLevel=0",
-        "MaxConnections=1",
-        "MaxQueueCmd=128",
-    ] {
+    for want in want {
         assert!(
-            params.lines().any(|l| l == want),
+            params.lines().any(|l| l == *want),
             "{want} not in:\n{params}"
         );
     }
@@ -190,17 +209,12 @@ fn set_param_reaches_the_login() {
         .unwrap();
     tgt.set_param(1, "HeaderDigest", "CRC32C").unwrap();
     tgt.set_param(1, "InitialR2T", "No").unwrap();
-    let params = tgt.params(1);
-    for want in [
+    let want = [
         "MaxRecvDataSegmentLength=65536",
         "HeaderDigest=CRC32C",
         "InitialR2T=No",
-    ] {
-        assert!(
-            params.lines().any(|l| l == want),
-            "{want} not in:\n{params}"
-        );
-    }
+    ];
+    assert_params(&tgt, &want);
     assert!(tgt.set_param(1, "NoSuchKey", "1").is_err());
     assert!(tgt.set_param(1, "MaxBurstLength", "lots").is_err());
 
@@ -303,6 +317,23 @@ fn remove_lun_idle() {
     assert_iet(&inq(&tgt.url(&iqn, 1)).unwrap());
 }
 
+/// Starts `tool` with `args` on `url`, its output (both streams) to `log`.
+fn spawn_logged(
+    tool: PathBuf,
+    args: &[&str],
+    url: String,
+    log: &tempfile::NamedTempFile,
+) -> std::process::Child {
+    Command::new(tool)
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap()
+}
+
 /// While iscsi-perf reads LUN 1 (a session logged in, commands in flight),
 /// LUN 2 and then LUN 1 itself can be removed; iscsi-perf then fails.
 #[test]
@@ -315,14 +346,7 @@ fn remove_lun_while_logged_in() {
         return;
     };
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(perf)
-        .args(["-t", "20", "-m", "8"])
-        .arg(tgt.url(&iqn, 1))
-        .stdin(Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logged(perf, &["-t", "20", "-m", "8"], tgt.url(&iqn, 1), &log);
     let deadline = Instant::now() + Duration::from_secs(10);
     while tgt.connections(1).is_empty() {
         assert!(Instant::now() < deadline, "iscsi-perf never logged in");
@@ -331,18 +355,8 @@ fn remove_lun_while_logged_in() {
     thread::sleep(Duration::from_millis(300));
     tgt.remove_lun(1, 2).unwrap();
     tgt.remove_lun(1, 1).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("iscsi-perf still running after its LUN went away");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let late = "iscsi-perf still running after its LUN went away";
+    let status = wait_or_kill(&mut child, Duration::from_secs(10), late);
     let mut text = String::new();
     OpenOptions::new()
         .read(true)
@@ -367,14 +381,8 @@ fn connections_and_close_connection() {
     };
     assert!(tgt.connections(1).is_empty());
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(perf)
-        .args(["-t", "20", "-m", "4", "-x", "0"])
-        .arg(tgt.url(&iqn, 1))
-        .stdin(Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
+    let args = ["-t", "20", "-m", "4", "-x", "0"];
+    let mut child = spawn_logged(perf, &args, tgt.url(&iqn, 1), &log);
     let deadline = Instant::now() + Duration::from_secs(10);
     let conns = loop {
         let c = tgt.connections(1);

@@ -6,7 +6,8 @@ use crate::Clock;
 use iotoll_model::SeriesPoint;
 use iotoll_probe::HostSampler;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Where a run is. Workers read it once per batch of completions and
 /// count only what completes in `Measure`.
@@ -81,8 +82,8 @@ pub struct RunControl<'a> {
 pub struct Schedule {
     pub on: Instant,
     pub off: Instant,
-    opened: std::sync::Mutex<Option<std::time::SystemTime>>,
-    closed: std::sync::Mutex<Option<std::time::SystemTime>>,
+    opened: Mutex<Option<SystemTime>>,
+    closed: Mutex<Option<SystemTime>>,
 }
 
 impl Schedule {
@@ -109,15 +110,13 @@ impl Schedule {
         iotoll_probe::affinity::normal_priority();
     }
 
-    fn mark(m: &std::sync::Mutex<Option<std::time::SystemTime>>) {
-        *m.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::SystemTime::now());
+    fn mark(m: &Mutex<Option<SystemTime>>) {
+        *m.lock().unwrap_or_else(|p| p.into_inner()) = Some(SystemTime::now());
     }
 
     /// When the window opened and closed (None: it did not).
-    pub fn marks(&self) -> (Option<std::time::SystemTime>, Option<std::time::SystemTime>) {
-        let get = |m: &std::sync::Mutex<Option<std::time::SystemTime>>| {
-            *m.lock().unwrap_or_else(|p| p.into_inner())
-        };
+    pub fn marks(&self) -> (Option<SystemTime>, Option<SystemTime>) {
+        let get = |m: &Mutex<Option<SystemTime>>| *m.lock().unwrap_or_else(|p| p.into_inner());
         (get(&self.opened), get(&self.closed))
     }
 }

@@ -9,7 +9,7 @@
 //! `DRAIN_BOUND`; I/Os still not completed then (a hung device) keep their
 //! buffers, which are leaked rather than freed under the kernel.
 
-use super::{Buffers, Engine, IoResult, Request};
+use super::{Buffers, Done, Engine, Request};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::io;
@@ -95,20 +95,18 @@ impl IoUringEngine {
         let note = (!fixed_bufs).then(|| "io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU".to_string());
         #[cfg(test)]
         let fault = files.first().and_then(test_fault::lookup);
-        Ok((
-            IoUringEngine {
-                ring,
-                bufs: ManuallyDrop::new(bufs),
-                depth: qd,
-                fixed_bufs,
-                busy: vec![false; qd],
-                in_flight: 0,
-                #[cfg(test)]
-                fault,
-                _files: files,
-            },
-            note,
-        ))
+        let engine = IoUringEngine {
+            ring,
+            bufs: ManuallyDrop::new(bufs),
+            depth: qd,
+            fixed_bufs,
+            busy: vec![false; qd],
+            in_flight: 0,
+            #[cfg(test)]
+            fault,
+            _files: files,
+        };
+        Ok((engine, note))
     }
 
     /// I/Os queued or in flight whose completions were not reaped yet.
@@ -133,7 +131,7 @@ impl IoUringEngine {
     }
 
     /// Reaps every completion posted; returns how many were I/Os.
-    fn reap_posted(&mut self, done: &mut dyn FnMut(usize, IoResult)) -> usize {
+    fn reap_posted(&mut self, done: Done) -> usize {
         let mut n = 0;
         let mut cq = self.ring.completion();
         cq.sync();
@@ -178,15 +176,15 @@ impl IoUringEngine {
             if !self.push_own(&t) {
                 break;
             }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
-                    ) => {}
-                // The ring cannot be entered any more: nothing to wait with.
-                Err(_) => break,
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                // Other than these, the ring cannot be entered any more:
+                // nothing to wait with.
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) {
+                    break;
+                }
             }
             reaped += self.reap_posted(&mut |_, _| {});
         }
@@ -261,11 +259,7 @@ impl Engine for IoUringEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
         #[cfg(test)]
         if let Some(e) = test_fault::fire(&mut self.fault) {
             // Hand the queued I/Os to the kernel, then fail as a real
@@ -346,12 +340,8 @@ pub mod test_fault {
 
     pub fn lookup(file: &File) -> Option<Fault> {
         let id = id(file)?;
-        FAULTS
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|f| f.dev_ino == id)
-            .cloned()
+        let faults = FAULTS.lock().unwrap();
+        faults.iter().find(|f| f.dev_ino == id).cloned()
     }
 
     pub fn fire(f: &mut Option<Fault>) -> Option<io::Error> {
@@ -372,9 +362,8 @@ pub mod test_fault {
     /// (drained, left in flight) of every dropped engine opened on `file`.
     pub fn drops(file: &File) -> Vec<(usize, usize)> {
         let id = id(file).expect("stat");
-        DROPS
-            .lock()
-            .unwrap()
+        let drops = DROPS.lock().unwrap();
+        drops
             .iter()
             .filter(|d| d.0 == id)
             .map(|d| (d.1, d.2))
@@ -383,7 +372,7 @@ pub mod test_fault {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::os::fd::{FromRawFd, OwnedFd};
@@ -402,7 +391,9 @@ mod tests {
         }
     }
 
-    fn ring_or_skip() -> bool {
+    /// Whether io_uring can be tested here; without it a test is skipped,
+    /// except in CI.
+    pub(crate) fn ring_or_skip() -> bool {
         match probe() {
             Ok(()) => true,
             Err(e) if std::env::var_os("CI").is_some() => panic!("io_uring unavailable in CI: {e}"),

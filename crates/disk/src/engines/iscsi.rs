@@ -4,7 +4,7 @@
 //! `submit_and_reap` flushes every session and polls their sockets until
 //! enough commands completed, checking each command's timeout.
 
-use super::{Buffers, Engine, IoResult, Request};
+use super::{Buffers, Done, Engine, Request};
 use iotoll_iscsi::{Config, Io, IscsiUrl, Session};
 use std::io;
 use std::sync::Arc;
@@ -49,28 +49,19 @@ pub struct IscsiEngine {
 impl IscsiEngine {
     /// Logs in one session per LUN (in the worker's own thread, so the
     /// sockets and buffers belong to its CPU).
-    pub fn new(
-        luns: Vec<Lun>,
-        depth: usize,
-        bs: usize,
-        seed: u64,
-    ) -> io::Result<(Self, Option<String>)> {
+    pub fn new(luns: Vec<Lun>, depth: usize, bs: usize, seed: u64) -> io::Result<Self> {
         let bufs = Buffers::new(depth, bs, seed)?;
-        let mut sessions = Vec::with_capacity(luns.len());
-        for l in &luns {
-            sessions.push(l.login(depth, None)?);
-        }
-        Ok((
-            IscsiEngine {
-                pollfds: Vec::with_capacity(sessions.len()),
-                sessions,
-                luns,
-                bufs,
-                depth,
-                slot_session: vec![0; depth],
-            },
-            None,
-        ))
+        let sessions = (luns.iter())
+            .map(|l| l.login(depth, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(IscsiEngine {
+            pollfds: Vec::with_capacity(sessions.len()),
+            sessions,
+            luns,
+            bufs,
+            depth,
+            slot_session: vec![0; depth],
+        })
     }
 }
 
@@ -107,11 +98,7 @@ impl Engine for IscsiEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
         iotoll_iscsi::session::reap_all(&mut self.sessions, min, &mut self.pollfds, done)?;
         Ok(())
     }
@@ -124,9 +111,8 @@ impl Engine for IscsiEngine {
         while Instant::now() < until && self.sessions.iter().any(|s| s.outstanding() > 0) {
             let mut step = 0;
             for s in &mut self.sessions {
-                match s.reap(0, &mut |_, _| step += 1) {
-                    Ok(_) => {}
-                    Err(_) => return n,
+                if s.reap(0, &mut |_, _| step += 1).is_err() {
+                    return n;
                 }
             }
             n += step;

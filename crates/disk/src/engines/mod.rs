@@ -15,8 +15,11 @@ use std::io;
 /// What a completion carries: bytes transferred, or a negative errno.
 pub type IoResult = i64;
 
+/// Told of each completion: `(slot, result)`.
+pub type Done<'a> = &'a mut dyn FnMut(usize, IoResult);
+
 /// One I/O as the worker asks for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     /// Which of the engine's files (the worker's targets, in order).
     pub file: usize,
@@ -39,11 +42,7 @@ pub trait Engine {
     /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
     /// called once per completion.
-    fn submit_and_reap(
-        &mut self,
-        min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()>;
+    fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()>;
     /// Cancels and reaps every I/O still in flight (bounded wait), before
     /// an error path gives up on the engine; returns how many completions
     /// were reaped. Dropping an engine drains it too: its buffers are never
@@ -73,16 +72,13 @@ pub enum Opened {
 
 /// The files of `opened`, for the engines that take files.
 fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
+    let name = engine.name();
     (opened.into_iter())
         .map(|o| match o {
             Opened::File(f) => Ok(f),
             Opened::Iscsi(l) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "the {} engine cannot drive an iSCSI target ({})",
-                    engine.name(),
-                    l.url
-                ),
+                format!("the {name} engine cannot drive an iSCSI target ({})", l.url),
             )),
         })
         .collect()
@@ -141,27 +137,16 @@ impl EngineKind {
     }
 
     pub fn caps(self) -> Caps {
-        match self {
-            EngineKind::IoUring => Caps {
-                queued: true,
-                max_depth: Some(io_uring::MAX_DEPTH),
-                iscsi_targets: false,
-            },
-            EngineKind::Psync => Caps {
-                queued: false,
-                max_depth: Some(1),
-                iscsi_targets: false,
-            },
-            EngineKind::Null => Caps {
-                queued: true,
-                max_depth: None,
-                iscsi_targets: false,
-            },
-            EngineKind::Iscsi => Caps {
-                queued: true,
-                max_depth: None,
-                iscsi_targets: true,
-            },
+        let (queued, max_depth, iscsi_targets) = match self {
+            EngineKind::IoUring => (true, Some(io_uring::MAX_DEPTH), false),
+            EngineKind::Psync => (false, Some(1), false),
+            EngineKind::Null => (true, None, false),
+            EngineKind::Iscsi => (true, None, true),
+        };
+        Caps {
+            queued,
+            max_depth,
+            iscsi_targets,
         }
     }
 
@@ -184,7 +169,7 @@ impl EngineKind {
         bs: usize,
         seed: u64,
     ) -> io::Result<(Box<dyn Engine>, Option<String>)> {
-        match self {
+        let engine: Box<dyn Engine> = match self {
             EngineKind::Iscsi => {
                 let luns = (opened.into_iter())
                     .map(|o| match o {
@@ -195,23 +180,17 @@ impl EngineKind {
                         )),
                     })
                     .collect::<io::Result<Vec<_>>>()?;
-                let (e, note) = iscsi::IscsiEngine::new(luns, depth, bs, seed)?;
-                Ok((Box::new(e), note))
+                Box::new(iscsi::IscsiEngine::new(luns, depth, bs, seed)?)
             }
             EngineKind::IoUring => {
                 let files = files(self, opened)?;
                 let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
-                Ok((Box::new(e), note))
+                return Ok((Box::new(e), note));
             }
-            EngineKind::Psync => {
-                let files = files(self, opened)?;
-                Ok((Box::new(psync::PsyncEngine::new(files, bs, seed)?), None))
-            }
-            EngineKind::Null => {
-                let files = files(self, opened)?;
-                Ok((Box::new(null::NullEngine::on(depth, &files)), None))
-            }
-        }
+            EngineKind::Psync => Box::new(psync::PsyncEngine::new(files(self, opened)?, bs, seed)?),
+            EngineKind::Null => Box::new(null::NullEngine::on(depth, &files(self, opened)?)),
+        };
+        Ok((engine, None))
     }
 }
 

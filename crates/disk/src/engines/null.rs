@@ -2,7 +2,7 @@
 //! fio's engines/null.c). It measures the runner itself, and lets tests run
 //! the worker loop without a device.
 
-use super::{Engine, IoResult, Request};
+use super::{Done, Engine, IoResult, Request};
 use std::io;
 
 pub struct NullEngine {
@@ -57,11 +57,7 @@ impl Engine for NullEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        _min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, _min: usize, done: Done) -> io::Result<()> {
         for (slot, len) in self.queued.drain(..) {
             done(slot, len as IoResult);
         }

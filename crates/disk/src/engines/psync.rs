@@ -1,7 +1,7 @@
 //! psync: one synchronous pread/pwrite at a time per worker. The baseline
 //! engine, and the fallback where io_uring is unavailable.
 
-use super::{Buffers, Engine, IoResult, Request};
+use super::{Buffers, Done, Engine, Request};
 use std::fs::File;
 use std::io;
 use std::os::unix::io::AsRawFd;
@@ -38,11 +38,7 @@ impl Engine for PsyncEngine {
         Ok(())
     }
 
-    fn submit_and_reap(
-        &mut self,
-        _min: usize,
-        done: &mut dyn FnMut(usize, IoResult),
-    ) -> io::Result<()> {
+    fn submit_and_reap(&mut self, _min: usize, done: Done) -> io::Result<()> {
         let Some(Request {
             file,
             read,

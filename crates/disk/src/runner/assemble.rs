@@ -181,21 +181,17 @@ pub(super) fn pinning_notes(b: &Parts) -> Vec<String> {
         .collect()
 }
 
-/// The queue depth kept, and the Little's-law check of the timing: when
-/// IOPS × mean latency disagrees with the measured depth, latency was not
-/// timed over the interval the I/Os were outstanding.
 /// The I/Os the workers asked to keep in flight in all (a synchronous
 /// engine keeps one per worker, whatever --qd says).
-pub(super) fn requested_depth(
-    spec: &DiskRequest,
-    kind: EngineKind,
-    assigned: &[Assignment],
-) -> u32 {
+fn requested_depth(spec: &DiskRequest, kind: EngineKind, assigned: &[Assignment]) -> u32 {
     (assigned.iter())
         .map(|a| kind.requested_depth(spec.qd, a.targets.len()))
         .sum()
 }
 
+/// The queue depth kept, and the Little's-law check of the timing: when
+/// IOPS × mean latency disagrees with the measured depth, latency was not
+/// timed over the interval the I/Os were outstanding.
 pub(super) fn depth_notes(
     spec: &DiskRequest,
     kind: EngineKind,
@@ -246,18 +242,11 @@ pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Opti
     if let Some(n) = spec_name {
         return Some(n.to_string());
     }
-    let parts: Vec<String> = (lines.iter())
-        .map(|l| {
-            format!(
-                "{}%{}r{}x{}",
-                l.share_pct,
-                iotoll_model::format_size(l.bs),
-                l.read_pct,
-                l.random_pct
-            )
-        })
-        .collect();
-    Some(parts.join("+"))
+    let part = |l: &crate::AccessLine| {
+        let size = iotoll_model::format_size(l.bs);
+        format!("{}%{size}r{}x{}", l.share_pct, l.read_pct, l.random_pct)
+    };
+    Some(lines.iter().map(part).collect::<Vec<_>>().join("+"))
 }
 
 pub(super) fn spec_json(

@@ -112,14 +112,8 @@ fn run_on<C: Clock>(
             target::prepare(spec, ctl.interrupted, &mut |d, t| progress.preparing(d, t))?
         }
     };
-    let online = iotoll_probe::affinity::online_cpus();
-    let assigned = topology::assign(
-        targets.len(),
-        spec.workers,
-        spec.spread,
-        spec.cpus.as_deref(),
-        &online,
-    );
+    let (online, cpus) = (iotoll_probe::affinity::online_cpus(), spec.cpus.as_deref());
+    let assigned = topology::assign(targets.len(), spec.workers, spec.spread, cpus, &online);
     notes.extend(engine_notes(spec, kind));
     let shared = Arc::new(Shared::new(assigned.len()));
     let handles = start_workers(spec, kind, &targets, &assigned, &shared, &clock, &mut notes)?;
@@ -147,13 +141,8 @@ fn run_on<C: Clock>(
         (None, false) => ResultStatus::Interrupted,
     };
     let metrics = disk_metrics(&merged.total, merged.qd_achieved, window_s, cpu.as_ref());
-    notes.extend(depth_notes(
-        spec,
-        kind,
-        &assigned,
-        &metrics,
-        merged.total.errors,
-    ));
+    let errors = merged.total.errors;
+    notes.extend(depth_notes(spec, kind, &assigned, &metrics, errors));
     notes.extend(merged.engine_notes.iter().cloned());
     let breakdown = breakdown(&merged, spec, &targets, &assigned, window_s, cpu.as_ref());
     notes.extend(pinning_notes(&breakdown));
@@ -162,10 +151,7 @@ fn run_on<C: Clock>(
         .map(|t| t.path.clone())
         .collect();
     let mut disclosure = iotoll_probe::affinity::disk_disclosure(&paths);
-    disclosure.iscsi = targets
-        .iter()
-        .filter_map(target::iscsi_disclosure)
-        .collect();
+    disclosure.iscsi = (targets.iter().filter_map(target::iscsi_disclosure)).collect();
     let doc = ResultDoc {
         status,
         started_at: m.started_at,
@@ -173,8 +159,7 @@ fn run_on<C: Clock>(
         metrics,
         cpu: CpuSection {
             local: cpu,
-            remote: None,
-            same_host: None,
+            ..Default::default()
         },
         latency: latency_report(&merged.total.hist),
         series: m.series,
@@ -318,12 +303,8 @@ fn start_workers<C: Clock>(
                 .wrapping_add(w as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        let (sh, st, tx, c) = (
-            shared.clone(),
-            start.clone(),
-            ready_tx.clone(),
-            clock.clone(),
-        );
+        let (sh, st) = (shared.clone(), start.clone());
+        let (tx, c) = (ready_tx.clone(), clock.clone());
         let h = std::thread::Builder::new()
             .name(format!("iotoll-disk-{w}"))
             .spawn(move || worker(plan, files, sh, st, tx, c))

@@ -45,9 +45,7 @@ fn read_pct(mut s: DiskRequest, pct: u32) -> DiskRequest {
 /// drains all 8 in-flight I/Os before its buffers are freed.
 #[test]
 fn engine_failure_mid_run_fails_the_run_naming_what_failed() {
-    if let Err(e) = crate::engines::io_uring::probe() {
-        assert!(std::env::var_os("CI").is_none(), "io_uring in CI: {e}");
-        eprintln!("io_uring unavailable ({e}); test skipped");
+    if !crate::engines::io_uring::tests::ring_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -171,9 +169,9 @@ fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
     let spec = read_pct(bursts(1, 4, 9_600), 50);
     let (out, live) = work_on_fake_clock(spec, Duration::from_micros(100));
     let (mean, qd) = (out.hist.mean(), out.qd_achieved);
-    assert_eq!((out.reads + out.writes, out.hist.len()), (400, 400));
-    assert_eq!(out.read_bytes + out.write_bytes, 400 * 4096);
-    assert!(out.reads > 0 && out.writes > 0);
+    assert_eq!((out.read.ios + out.write.ios, out.hist.len()), (400, 400));
+    assert_eq!(out.read.bytes + out.write.bytes, 400 * 4096);
+    assert!(out.read.ios > 0 && out.write.ios > 0);
     assert_eq!(
         live,
         (800, 800 * 4096),
@@ -195,7 +193,7 @@ fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
 #[test]
 fn burst_pacing_is_exact_on_the_fake_clock() {
     let (out, (all_ios, _)) = work_on_fake_clock(bursts(4, 2, 10_000), Duration::ZERO);
-    assert_eq!((out.reads + out.writes, all_ios), (200, 400));
+    assert_eq!((out.read.ios + out.write.ios, all_ios), (200, 400));
 }
 
 /// Without bursts a worker keeps its queue full: 8 I/Os every 100 us,
@@ -203,7 +201,7 @@ fn burst_pacing_is_exact_on_the_fake_clock() {
 #[test]
 fn a_full_queue_meets_littles_law_exactly() {
     let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
-    assert_eq!((out.reads + out.writes, all_ios), (80_000, 160_000));
+    assert_eq!((out.read.ios + out.write.ios, all_ios), (80_000, 160_000));
     assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
     let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
     assert!((little - 8.0).abs() < 0.01, "{little}");
@@ -214,7 +212,15 @@ fn a_full_queue_meets_littles_law_exactly() {
 fn merged_figures_are_the_workers_sums() {
     let outs = [bursts(1, 4, 9_600), spec(8, 1)]
         .map(|s| work_on_fake_clock(read_pct(s, 50), Duration::from_micros(100)).0);
-    let figures = |o: &Counts| [o.reads, o.writes, o.read_bytes, o.write_bytes, o.hist.len()];
+    let figures = |o: &Counts| {
+        [
+            o.read.ios,
+            o.write.ios,
+            o.read.bytes,
+            o.write.bytes,
+            o.hist.len(),
+        ]
+    };
     let want: Vec<u64> = (0..5)
         .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
         .collect();
@@ -290,16 +296,20 @@ fn run_fake_with(
     r
 }
 
+/// Two CPUs, half busy.
+fn half_busy() -> iotoll_model::CpuReport {
+    iotoll_model::CpuReport {
+        cpus: 2,
+        busy_pct: 50.0,
+        ..Default::default()
+    }
+}
+
 /// A run's reads and writes have response times of their own, which
 /// weighted by their counts give the mean of all.
 #[test]
 fn reads_and_writes_have_their_own_response_times() {
-    let cpu = iotoll_model::CpuReport {
-        cpus: 2,
-        busy_pct: 50.0,
-        ..Default::default()
-    };
-    let doc = run_fake(cpu, None).unwrap();
+    let doc = run_fake(half_busy(), None).unwrap();
     let m = &doc.metrics;
     let (reads, writes) = (m[mn::READ_IOPS] * 2.0, m[mn::WRITE_IOPS] * 2.0);
     assert!(reads > 0.0 && writes > 0.0, "{m:?}");
@@ -325,19 +335,9 @@ fn reads_and_writes_have_their_own_response_times() {
 /// latency histogram).
 #[test]
 fn a_null_run_on_the_fake_clock_accounts_exactly() {
-    let cpu = iotoll_model::CpuReport {
-        cpus: 2,
-        busy_pct: 50.0,
-        ..Default::default()
-    };
-    let doc = run_fake(cpu, None).unwrap();
-    assert_eq!(
-        (
-            doc.status.as_str(),
-            doc.spec.disk().unwrap().engine.as_str()
-        ),
-        ("complete", "null")
-    );
+    let doc = run_fake(half_busy(), None).unwrap();
+    let engine = doc.spec.disk().unwrap().engine.as_str();
+    assert_eq!((doc.status.as_str(), engine), ("complete", "null"));
     let m = &doc.metrics;
     assert_eq!((m[mn::WINDOW_S], m[mn::CPU_PCT]), (2.0, 50.0));
     assert_eq!(m[mn::READ_IOPS] + m[mn::WRITE_IOPS], m[mn::IOPS]);

@@ -14,59 +14,68 @@ impl Drop for PanicFlag<'_> {
     }
 }
 
-/// What was done on one target (by one worker, or in all) in the window.
+/// The reads (or the writes) of one target in the window: how many, their
+/// bytes, and their summed and largest response times (ns), for their
+/// means and maxima apart (Iometer's read and write response times).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Dir {
+    pub(super) ios: u64,
+    pub(super) bytes: u64,
+    pub(super) ns: u64,
+    pub(super) max_ns: u64,
+}
+
+impl Dir {
+    fn add(&mut self, o: &Dir) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.ns += o.ns;
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+
+    /// One I/O of `len` bytes that took `ns`.
+    #[inline]
+    fn record(&mut self, len: u64, ns: u64) {
+        self.ios += 1;
+        self.bytes += len;
+        self.ns = self.ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+}
+
+/// What was done on one target (by one worker, or in all) in the window;
+/// the histogram holds the reads' and the writes' response times.
 pub(super) struct Counts {
-    pub(super) reads: u64,
-    pub(super) writes: u64,
-    pub(super) read_bytes: u64,
-    pub(super) write_bytes: u64,
+    pub(super) read: Dir,
+    pub(super) write: Dir,
     pub(super) errors: u64,
     pub(super) hist: Histogram<u64>,
-    /// Summed and largest response times of the reads and of the writes
-    /// (ns), for their means and maxima apart (Iometer's read and write
-    /// response times); the histogram holds both.
-    pub(super) read_ns: u64,
-    pub(super) write_ns: u64,
-    pub(super) read_max_ns: u64,
-    pub(super) write_max_ns: u64,
 }
 
 impl Counts {
     pub(super) fn new() -> Self {
         Counts {
-            reads: 0,
-            writes: 0,
-            read_bytes: 0,
-            write_bytes: 0,
+            read: Dir::default(),
+            write: Dir::default(),
             errors: 0,
             hist: new_histogram(),
-            read_ns: 0,
-            write_ns: 0,
-            read_max_ns: 0,
-            write_max_ns: 0,
         }
     }
 
     pub(super) fn add(&mut self, o: &Counts) {
-        self.reads += o.reads;
-        self.writes += o.writes;
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
+        self.read.add(&o.read);
+        self.write.add(&o.write);
         self.errors += o.errors;
-        self.read_ns += o.read_ns;
-        self.write_ns += o.write_ns;
-        self.read_max_ns = self.read_max_ns.max(o.read_max_ns);
-        self.write_max_ns = self.write_max_ns.max(o.write_max_ns);
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.hist.add(&o.hist);
     }
 
     pub(super) fn counts(&self) -> IoCounts {
         IoCounts {
-            reads: self.reads,
-            writes: self.writes,
-            read_bytes: self.read_bytes,
-            write_bytes: self.write_bytes,
+            reads: self.read.ios,
+            writes: self.write.ios,
+            read_bytes: self.read.bytes,
+            write_bytes: self.write.bytes,
         }
     }
 
@@ -81,34 +90,22 @@ impl Counts {
         if window_s > 0.0 {
             let c = self.counts();
             put(mn::IOPS, c.ios() as f64 / window_s);
-            put(mn::READ_IOPS, self.reads as f64 / window_s);
-            put(mn::WRITE_IOPS, self.writes as f64 / window_s);
+            put(mn::READ_IOPS, self.read.ios as f64 / window_s);
+            put(mn::WRITE_IOPS, self.write.ios as f64 / window_s);
             put(mn::MB_S, c.bytes() as f64 / window_s / 1e6);
-            put(mn::READ_MB_S, self.read_bytes as f64 / window_s / 1e6);
-            put(mn::WRITE_MB_S, self.write_bytes as f64 / window_s / 1e6);
+            put(mn::READ_MB_S, self.read.bytes as f64 / window_s / 1e6);
+            put(mn::WRITE_MB_S, self.write.bytes as f64 / window_s / 1e6);
             put(mn::MIB_S, c.bytes() as f64 / window_s / 1048576.0);
         }
         write_latency_metrics(&self.hist, "lat", &mut m);
         let us = |ns: u64| ns as f64 / 1000.0;
-        for (n, sum, max, mean_k, max_k) in [
-            (
-                self.reads,
-                self.read_ns,
-                self.read_max_ns,
-                mn::READ_LAT_MEAN_US,
-                mn::READ_LAT_MAX_US,
-            ),
-            (
-                self.writes,
-                self.write_ns,
-                self.write_max_ns,
-                mn::WRITE_LAT_MEAN_US,
-                mn::WRITE_LAT_MAX_US,
-            ),
+        for (d, mean_k, max_k) in [
+            (&self.read, mn::READ_LAT_MEAN_US, mn::READ_LAT_MAX_US),
+            (&self.write, mn::WRITE_LAT_MEAN_US, mn::WRITE_LAT_MAX_US),
         ] {
-            if n > 0 {
-                m.insert(mean_k.to_string(), us(sum) / n as f64);
-                m.insert(max_k.to_string(), us(max));
+            if d.ios > 0 {
+                m.insert(mean_k.to_string(), us(d.ns) / d.ios as f64);
+                m.insert(max_k.to_string(), us(d.max_ns));
             }
         }
         m
@@ -291,12 +288,6 @@ impl<'a, C: Clock> Loop<'a, C> {
             .collect();
         let nt = gens.len();
         let t0 = clock.now();
-        let idle = Request {
-            file: 0,
-            read: true,
-            offset: 0,
-            len: 0,
-        };
         Loop {
             plan,
             shared,
@@ -305,7 +296,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             fixed: depth >= nt,
             turn: 0,
             issued_at: vec![t0; depth],
-            reqs: vec![idle; depth],
+            reqs: vec![Request::default(); depth],
             line_of: vec![0; depth],
             held: vec![None; depth],
             free: (0..depth).rev().collect(),
@@ -486,17 +477,8 @@ impl<'a, C: Clock> Loop<'a, C> {
         }
         let ns = (t.duration_since(self.issued_at[slot]).as_nanos() as u64).max(1);
         c.hist.saturating_record(ns);
-        if rq.read {
-            c.reads += 1;
-            c.read_bytes += len;
-            c.read_ns = c.read_ns.saturating_add(ns);
-            c.read_max_ns = c.read_max_ns.max(ns);
-        } else {
-            c.writes += 1;
-            c.write_bytes += len;
-            c.write_ns = c.write_ns.saturating_add(ns);
-            c.write_max_ns = c.write_max_ns.max(ns);
-        }
+        let dir = if rq.read { &mut c.read } else { &mut c.write };
+        dir.record(len, ns);
         let l = &mut self.out.lines[self.line_of[slot]];
         l.0 += 1;
         l.1 += len;

@@ -15,6 +15,8 @@ use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+type Result<T, E = DiskError> = std::result::Result<T, E>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TargetKind {
@@ -123,6 +125,18 @@ fn file_dio_align(f: &File) -> u64 {
     512
 }
 
+/// The error of an I/O call on the target at `path`.
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DiskError + '_ {
+    move |e| DiskError::target(path, io_err_msg(&e))
+}
+
+/// A path's directory: "." for a bare name.
+fn parent_dir(p: &Path) -> &Path {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 fn io_err_msg(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::PermissionDenied => "permission denied".into(),
@@ -132,6 +146,9 @@ fn io_err_msg(e: &std::io::Error) -> String {
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+const IS_A_DIRECTORY: &str =
+    "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device";
 
 /// Callback for test-file preparation: (bytes written, bytes total).
 pub type PrepProgress<'a> = &'a mut dyn FnMut(u64, u64);
@@ -147,13 +164,10 @@ pub fn given_twice(targets: &[PathBuf]) -> Option<&PathBuf> {
         }
         std::fs::canonicalize(p)
             .or_else(|e| {
-                let (dir, name) = (p.parent().ok_or(e)?, p.file_name().unwrap_or_default());
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                std::fs::canonicalize(dir).map(|d| d.join(name))
+                // The root has no directory to compare it by.
+                p.parent().ok_or(e)?;
+                let name = p.file_name().unwrap_or_default();
+                std::fs::canonicalize(parent_dir(p)).map(|d| d.join(name))
             })
             .unwrap_or_else(|_| p.clone())
     };
@@ -190,7 +204,7 @@ impl Pin {
 }
 
 /// Pins `p` as it is now: symlinks the user named are followed here, once.
-pub fn pin(p: &Path) -> Result<Pin, DiskError> {
+pub fn pin(p: &Path) -> Result<Pin> {
     let bad = |msg: String| DiskError::target(p, msg);
     match std::fs::canonicalize(p) {
         Ok(c) => {
@@ -206,10 +220,7 @@ pub fn pin(p: &Path) -> Result<Pin, DiskError> {
             let Some(name) = p.file_name() else {
                 return Err(bad("names no file".into()));
             };
-            let parent = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let parent = parent_dir(p);
             let dir = std::fs::canonicalize(parent)
                 .map_err(|_| bad(format!("directory {} does not exist", parent.display())))?;
             let m = std::fs::metadata(&dir).map_err(|e| bad(io_err_msg(&e)))?;
@@ -262,16 +273,14 @@ fn set_flag(f: &File, flag: libc::c_int, on: bool) -> std::io::Result<()> {
 
 /// The pinned directory of an `InDir` pin, opened and checked to still be
 /// the one pinned.
-fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File, DiskError> {
+fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File> {
     let d = open_nofollow(None, dir, libc::O_RDONLY | libc::O_DIRECTORY).map_err(|e| {
         DiskError::target(
             shown,
             format!("directory {}: {}", dir.display(), io_err_msg(&e)),
         )
     })?;
-    let m = d
-        .metadata()
-        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    let m = d.metadata().map_err(io_err(shown))?;
     if (m.dev(), m.ino()) != (dev, ino) {
         return Err(DiskError::target(
             shown,
@@ -287,30 +296,20 @@ fn open_pinned_dir(dir: &Path, dev: u64, ino: u64, shown: &Path) -> Result<File,
 /// Opens a pinned target once: an existing one with `flags`, or creates
 /// it. The descriptor is checked against the pin (device and inode) and
 /// its type against `kind`.
-fn open_pinned(
-    pin: &Pin,
-    kind: TargetKind,
-    flags: libc::c_int,
-    shown: &Path,
-) -> Result<File, DiskError> {
-    let refused = |e: std::io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => DiskError::target(
-            shown,
-            "is a symbolic link (it was not when the target was checked); refusing it",
-        ),
-        Some(libc::EBUSY) => DiskError::target(
-            shown,
-            "device is in use (mounted?); refusing to write to it",
-        ),
-        Some(libc::EEXIST) => DiskError::target(
-            shown,
-            "appeared while iotoll was creating its test file there; refusing it",
-        ),
-        Some(libc::EISDIR) => DiskError::target(
-            shown,
-            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-        ),
-        _ => DiskError::target(shown, io_err_msg(&e)),
+fn open_pinned(pin: &Pin, kind: TargetKind, flags: libc::c_int, shown: &Path) -> Result<File> {
+    let refused = |e: std::io::Error| {
+        let why = match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                "is a symbolic link (it was not when the target was checked); refusing it"
+            }
+            Some(libc::EBUSY) => "device is in use (mounted?); refusing to write to it",
+            Some(libc::EEXIST) => {
+                "appeared while iotoll was creating its test file there; refusing it"
+            }
+            Some(libc::EISDIR) => IS_A_DIRECTORY,
+            _ => return DiskError::target(shown, io_err_msg(&e)),
+        };
+        DiskError::target(shown, why)
     };
     let f = match pin {
         Pin::Inode { path, .. } => open_nofollow(None, path, flags).map_err(refused)?,
@@ -328,9 +327,7 @@ fn open_pinned(
             open_nofollow(Some(&d), Path::new(name), flags).map_err(refused)?
         }
     };
-    let m = f
-        .metadata()
-        .map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    let m = f.metadata().map_err(io_err(shown))?;
     if let Pin::Inode { dev, ino, .. } = pin {
         if (m.dev(), m.ino()) != (*dev, *ino) {
             return Err(DiskError::target(
@@ -351,24 +348,17 @@ fn open_pinned(
             ),
         ));
     }
-    let is = if m.is_file() {
-        Some(TargetKind::ExistingFile)
-    } else if m.file_type().is_block_device() {
-        Some(TargetKind::BlockDevice)
-    } else {
-        None
+    let as_checked = match kind {
+        TargetKind::BlockDevice => m.file_type().is_block_device(),
+        _ => m.is_file(),
     };
-    let want = match kind {
-        TargetKind::BlockDevice => TargetKind::BlockDevice,
-        _ => TargetKind::ExistingFile,
-    };
-    if is != Some(want) {
+    if !as_checked {
         return Err(DiskError::target(
             shown,
             "changed while it was being prepared (it is no longer what was checked); refusing it",
         ));
     }
-    set_flag(&f, libc::O_NONBLOCK, false).map_err(|e| DiskError::target(shown, io_err_msg(&e)))?;
+    set_flag(&f, libc::O_NONBLOCK, false).map_err(io_err(shown))?;
     Ok(f)
 }
 
@@ -380,7 +370,7 @@ fn resolve(
     p: Option<&Path>,
     create: bool,
     pinned: Option<&Pin>,
-) -> Result<(PathBuf, TargetKind, Option<Pin>), DiskError> {
+) -> Result<(PathBuf, TargetKind, Option<Pin>)> {
     let Some(p) = p else {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("iotoll-{}-{n}.tst", std::process::id()));
@@ -397,9 +387,7 @@ fn resolve(
     // What is there now, never through a symlink at the pinned place.
     let kind = match std::fs::symlink_metadata(pin.path()) {
         Ok(m) if m.file_type().is_symlink() => return bad("is a symbolic link; refusing it"),
-        Ok(m) if m.is_dir() => return bad(
-            "is a directory; name a file (e.g. DIR/iotoll.tst with --create) or a block device",
-        ),
+        Ok(m) if m.is_dir() => return bad(IS_A_DIRECTORY),
         Ok(m) if m.is_file() => TargetKind::ExistingFile,
         Ok(m) if m.file_type().is_block_device() => TargetKind::BlockDevice,
         Ok(_) => return bad("is neither a regular file nor a block device"),
@@ -426,11 +414,7 @@ fn resolve(
 /// its own) is a fine place for a test file.
 fn in_device_directory(p: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    match (std::fs::metadata(parent), std::fs::metadata("/dev")) {
+    match (std::fs::metadata(parent_dir(p)), std::fs::metadata("/dev")) {
         (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
         (_, Err(_)) => p.starts_with("/dev"),
         _ => false,
@@ -445,7 +429,7 @@ pub fn prepare(
     spec: &DiskRequest,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Vec<Target>, DiskError> {
+) -> Result<Vec<Target>> {
     prepare_pinned(spec, &[], interrupted, progress)
 }
 
@@ -456,7 +440,7 @@ pub fn prepare_pinned(
     pins: &[Pin],
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Vec<Target>, DiskError> {
+) -> Result<Vec<Target>> {
     let given: Vec<Option<&Path>> = match spec.targets.as_slice() {
         [] => vec![None],
         t => t.iter().map(|p| Some(p.as_path())).collect(),
@@ -497,10 +481,8 @@ pub fn prepare_pinned(
         (resolved.into_iter().enumerate()).partition(|(_, (_, kind, _))| kind.created());
     let mut out: Vec<(usize, Target)> = Vec::new();
     for (i, (path, kind, pin)) in existing.into_iter().chain(created) {
-        out.push((
-            i,
-            prepare_one(spec, path, kind, pin, interrupted, &mut *progress)?,
-        ));
+        let target = prepare_one(spec, path, kind, pin, interrupted, &mut *progress)?;
+        out.push((i, target));
     }
     out.sort_by_key(|(i, _)| *i);
     Ok(out.into_iter().map(|(_, t)| t).collect())
@@ -513,9 +495,8 @@ fn prepare_one(
     pin: Option<Pin>,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<Target, DiskError> {
+) -> Result<Target> {
     let direct = !spec.buffered;
-    let io_err = |e: std::io::Error| DiskError::target(&path, io_err_msg(&e));
     let mut guard = RemoveGuard(None);
     let mut iscsi = None;
     let (file, size, lbs) = if kind == TargetKind::IscsiLun {
@@ -549,16 +530,11 @@ fn prepare_one(
                 &path,
                 "its filesystem does not support O_DIRECT (tmpfs on older kernels?); use --buffered",
             ),
-            _ => io_err(e),
+            _ => io_err(&path)(e),
         })?;
     }
-    let id = match &file {
-        Some(f) => {
-            let m = f.metadata().map_err(io_err)?;
-            Some((m.dev(), m.ino()))
-        }
-        None => None,
-    };
+    let meta = file.as_ref().map(File::metadata).transpose();
+    let id = meta.map_err(io_err(&path))?.map(|m| (m.dev(), m.ino()));
     if spec.keep {
         guard.0 = None;
     }
@@ -587,7 +563,7 @@ fn create_test_file(
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
-) -> Result<(File, u64), DiskError> {
+) -> Result<(File, u64)> {
     let size = spec
         .offset
         .checked_add(spec.size.unwrap_or(DEFAULT_TEST_FILE_SIZE))
@@ -622,7 +598,7 @@ fn open_existing(
     path: &Path,
     kind: TargetKind,
     pin: Option<&Pin>,
-) -> Result<(File, u64, u64), DiskError> {
+) -> Result<(File, u64, u64)> {
     let Some(pin) = pin else {
         return Err(DiskError::target(path, "was never pinned"));
     };
@@ -639,9 +615,7 @@ fn open_existing(
         block_device_geometry(&f)
             .map_err(|e| DiskError::target(path, format!("cannot read device geometry: {e}")))?
     } else {
-        let m = f
-            .metadata()
-            .map_err(|e| DiskError::target(path, io_err_msg(&e)))?;
+        let m = f.metadata().map_err(io_err(path))?;
         (m.len(), file_dio_align(&f))
     };
     Ok((f, size, lbs))
@@ -650,12 +624,7 @@ fn open_existing(
 /// Each line's alignment (its --align, or the target's logical block
 /// `lbs`), checked against the block size, the transfer size and the
 /// offset.
-fn check_alignment(
-    spec: &DiskRequest,
-    path: &Path,
-    lbs: u64,
-    iscsi: bool,
-) -> Result<Vec<u64>, DiskError> {
+fn check_alignment(spec: &DiskRequest, path: &Path, lbs: u64, iscsi: bool) -> Result<Vec<u64>> {
     let direct = !spec.buffered;
     // Why transfers must be aligned, for the messages below.
     let why_aligned = if iscsi {
@@ -695,7 +664,7 @@ fn check_alignment(
 
 /// The length of the region the I/O covers in a target of `size` bytes,
 /// checked to hold at least one transfer.
-fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64, DiskError> {
+fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64> {
     let offset = spec.offset;
     let region_err = |msg: String| Err(DiskError::target(path, msg));
     if offset >= size {
@@ -722,11 +691,7 @@ fn check_region(spec: &DiskRequest, path: &Path, size: u64) -> Result<u64, DiskE
 /// Logs a session in to an iSCSI target, reads the LUN's capacity and
 /// identity, and logs out: a bad URL, an unreachable portal, a refused
 /// login or a missing LUN is refused here, before any worker starts.
-fn probe_iscsi(
-    spec: &DiskRequest,
-    path: &Path,
-    interrupted: &AtomicBool,
-) -> Result<IscsiProbe, DiskError> {
+fn probe_iscsi(spec: &DiskRequest, path: &Path, interrupted: &AtomicBool) -> Result<IscsiProbe> {
     let text = path.to_string_lossy();
     let url = iotoll_iscsi::url::parse(&text)
         .map_err(|e| DiskError::Invalid(format!("target {text}: {e}")))?;
@@ -749,9 +714,13 @@ fn probe_iscsi(
         _ => fail(e),
     })?;
     let inquiry = s.inquiry(lun_no).map_err(fail)?;
-    if inquiry.peripheral_qualifier != 0 || inquiry.peripheral_type != 0 {
+    if !inquiry.is_connected_disk() {
         let luns = s.report_luns().unwrap_or_default();
         let list: Vec<String> = luns.iter().map(u64::to_string).collect();
+        let list = match list.is_empty() {
+            true => "none".to_string(),
+            false => list.join(", "),
+        };
         let why = if inquiry.peripheral_qualifier != 0 {
             format!("LUN {lun_no} does not exist on {}", url.iqn)
         } else {
@@ -760,17 +729,7 @@ fn probe_iscsi(
                 inquiry.peripheral_type
             )
         };
-        return Err(DiskError::target(
-            path,
-            format!(
-                "{why}; its LUNs: {}",
-                if list.is_empty() {
-                    "none".into()
-                } else {
-                    list.join(", ")
-                }
-            ),
-        ));
+        return Err(DiskError::target(path, format!("{why}; its LUNs: {list}")));
     }
     let capacity = s.read_capacity(lun_no).map_err(fail)?;
     let session = s.info.clone();
@@ -817,7 +776,7 @@ fn fill_test_file(
     size: u64,
     interrupted: &AtomicBool,
     progress: PrepProgress,
-) -> Result<(), DiskError> {
+) -> Result<()> {
     let dir = path
         .parent()
         .map(|p| p.display().to_string())
@@ -864,7 +823,7 @@ fn fill_test_file(
 impl Target {
     /// The target for one worker's I/O: read-only unless the workload
     /// writes; O_DIRECT unless buffered.
-    pub fn open_for_io(&self) -> Result<crate::engines::Opened, DiskError> {
+    pub fn open_for_io(&self) -> Result<crate::engines::Opened> {
         if let Some(p) = &self.iscsi {
             return Ok(crate::engines::Opened::Iscsi(p.lun.clone()));
         }
@@ -873,12 +832,11 @@ impl Target {
 
     /// A duplicate of the one descriptor opened and checked at prepare:
     /// the same open file, its access mode and O_DIRECT included.
-    fn open_file(&self) -> Result<File, DiskError> {
+    fn open_file(&self) -> Result<File> {
         let Some(f) = &self.file else {
             return Err(DiskError::target(&self.path, "has no open descriptor"));
         };
-        f.try_clone()
-            .map_err(|e| DiskError::target(&self.path, io_err_msg(&e)))
+        f.try_clone().map_err(io_err(&self.path))
     }
 }
 

@@ -8,8 +8,13 @@ fn spec_at(dir: &Path, name: &str) -> DiskRequest {
     }
 }
 
+/// `s`'s targets prepared, pinned by `pins` (none: as they are now).
+fn prep_pinned(s: &DiskRequest, pins: &[Pin]) -> Result<Vec<Target>, DiskError> {
+    prepare_pinned(s, pins, &AtomicBool::new(false), &mut |_, _| {})
+}
+
 fn prep(s: &DiskRequest) -> Result<Target, DiskError> {
-    let mut t = prepare(s, &AtomicBool::new(false), &mut |_, _| {})?;
+    let mut t = prep_pinned(s, &[])?;
     assert_eq!(t.len(), 1);
     Ok(t.remove(0))
 }
@@ -72,13 +77,7 @@ fn region_checks() {
     }
     s.buffered = true;
     let t = prep(&s).unwrap();
-    assert_eq!(
-        t.region,
-        Region {
-            start: 0,
-            len: 64 << 10
-        }
-    );
+    assert_eq!((t.region.start, t.region.len), (0, 64 << 10));
 }
 
 /// One bad target among several: refused before any test file is
@@ -90,17 +89,17 @@ fn a_bad_target_among_several_leaves_no_test_file() {
     let mut s = spec_at(d.path(), "new.tst");
     s.create = true;
     s.targets.push(d.path().join("small"));
-    let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
+    let e = prep_pinned(&s, &[]).unwrap_err();
     assert!(e.to_string().contains("larger than the target"), "{e}");
     assert!(!d.path().join("new.tst").exists());
     // Writing: the existing file is refused before anything is made.
     s.size = Some(4096);
     s.lines[0].read_pct = 50;
-    let e = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap_err();
+    let e = prep_pinned(&s, &[]).unwrap_err();
     assert!(e.to_string().contains("--allow-destructive"), "{e}");
     assert!(!d.path().join("new.tst").exists());
     s.lines[0].read_pct = 100;
-    let t = prepare(&s, &AtomicBool::new(false), &mut |_, _| {}).unwrap();
+    let t = prep_pinned(&s, &[]).unwrap();
     let paths: Vec<_> = t.iter().map(|t| t.path.file_name().unwrap()).collect();
     assert_eq!(paths, ["new.tst", "small"], "in the order given");
 }
@@ -144,7 +143,7 @@ fn a_pinned_target_replaced_since_is_refused() {
     let mut s = spec_at(d.path(), "data");
     s.lines[0].read_pct = 100;
     let pins = vec![pin(&p).unwrap()];
-    let go = |s: &DiskRequest| prepare_pinned(s, &pins, &AtomicBool::new(false), &mut |_, _| {});
+    let go = |s: &DiskRequest| prep_pinned(s, &pins);
     assert!(go(&s).is_ok());
     // Kept under another name, so that its inode is not reused by
     // the file made in its place below.
@@ -164,18 +163,14 @@ fn a_pinned_target_replaced_since_is_refused() {
     s.targets = vec![newp.clone()];
     (s.create, s.allow_destructive) = (true, true);
     s.lines[0].read_pct = 0;
-    let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
-        .unwrap_err()
-        .to_string();
+    let e = prep_pinned(&s, &pins).unwrap_err().to_string();
     assert!(e.contains("symbolic link"), "{e}");
     assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
     // A hard link planted at that name is the outside file under
     // another name: refused, and the outside file never written.
     std::fs::remove_file(&newp).unwrap();
     std::fs::hard_link(&outside, &newp).unwrap();
-    let e = prepare_pinned(&s, &pins, &AtomicBool::new(false), &mut |_, _| {})
-        .unwrap_err()
-        .to_string();
+    let e = prep_pinned(&s, &pins).unwrap_err().to_string();
     assert!(e.contains("hard links"), "{e}");
     assert!(std::fs::read(&outside).unwrap().iter().all(|b| *b == 0));
 }

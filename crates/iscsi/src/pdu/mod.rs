@@ -125,6 +125,10 @@ impl Default for Bhs {
 }
 
 impl Bhs {
+    /// The header at the front of `buf`, which holds at least one.
+    pub(crate) fn at(buf: &[u8]) -> Bhs {
+        Bhs(buf[..BHS_LEN].try_into().expect("a whole header"))
+    }
     pub fn new(opcode: u8, immediate: bool, flags: u8) -> Self {
         let mut b = Bhs::default();
         b.0[0] = opcode | if immediate { 0x40 } else { 0 };
@@ -173,9 +177,7 @@ impl Bhs {
         self.0[i..i + 4].copy_from_slice(&v.to_be_bytes());
     }
     pub fn lun(&self) -> [u8; 8] {
-        let mut l = [0; 8];
-        l.copy_from_slice(&self.0[8..16]);
-        l
+        self.0[8..16].try_into().expect("8 bytes")
     }
     pub fn set_lun(&mut self, lun: [u8; 8]) {
         self.0[8..16].copy_from_slice(&lun);
@@ -250,17 +252,15 @@ impl Decoder {
         if buf.len() < BHS_LEN {
             return Ok(None);
         }
-        let mut h = [0u8; BHS_LEN];
-        h.copy_from_slice(&buf[..BHS_LEN]);
-        let bhs = Bhs(h);
+        let bhs = Bhs::at(buf);
         // With header digests, a corrupted length is caught by the digest
         // as soon as the header is in, rather than trusted and waited for.
         let hd_end = BHS_LEN + bhs.ahs_len();
-        if self.digests.header && buf.len() >= hd_end + DIGEST_LEN {
-            let d = &buf[hd_end..hd_end + DIGEST_LEN];
-            if crc32c(&buf[..hd_end]) != u32::from_le_bytes([d[0], d[1], d[2], d[3]]) {
-                return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
-            }
+        if self.digests.header
+            && buf.len() >= hd_end + DIGEST_LEN
+            && crc32c(&buf[..hd_end]) != digest_at(buf, hd_end)
+        {
+            return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
         }
         let dl = bhs.data_len();
         if dl > self.max_data {
@@ -271,10 +271,7 @@ impl Decoder {
             });
         }
         let dl = dl as usize;
-        let mut n = BHS_LEN + bhs.ahs_len();
-        if self.digests.header {
-            n += DIGEST_LEN;
-        }
+        let mut n = hd_end + if self.digests.header { DIGEST_LEN } else { 0 };
         if dl > 0 {
             n += dl + pad4(dl);
             if self.digests.data {
@@ -293,16 +290,13 @@ impl Decoder {
         if buf.len() < total {
             return Ok(None);
         }
-        let mut h = [0u8; BHS_LEN];
-        h.copy_from_slice(&buf[..BHS_LEN]);
-        let bhs = Bhs(h);
+        let bhs = Bhs::at(buf);
         let what = op_name(bhs.opcode());
         let ahs_end = BHS_LEN + bhs.ahs_len();
         let ahs = &buf[BHS_LEN..ahs_end];
         let mut at = ahs_end;
         if self.digests.header {
-            let want = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
-            if crc32c(&buf[..ahs_end]) != want {
+            if crc32c(&buf[..ahs_end]) != digest_at(buf, at) {
                 return Err(PduError::HeaderDigest(what));
             }
             at += DIGEST_LEN;
@@ -310,15 +304,18 @@ impl Decoder {
         let dl = bhs.data_len() as usize;
         let data = &buf[at..at + dl];
         if dl > 0 && self.digests.data {
-            let padded = &buf[at..at + dl + pad4(dl)];
             let d = at + dl + pad4(dl);
-            let want = u32::from_le_bytes([buf[d], buf[d + 1], buf[d + 2], buf[d + 3]]);
-            if crc32c(padded) != want {
+            if crc32c(&buf[at..d]) != digest_at(buf, d) {
                 return Err(PduError::DataDigest(what));
             }
         }
         Ok(Some((Pdu { bhs, ahs, data }, total)))
     }
+}
+
+/// The CRC32C digest stored (little-endian) at `buf[at..]`.
+fn digest_at(buf: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(buf[at..at + DIGEST_LEN].try_into().expect("4 bytes"))
 }
 
 /// Reject reasons (§11.17.1).

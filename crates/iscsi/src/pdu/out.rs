@@ -150,13 +150,8 @@ impl LoginRequest {
         b.0[8..14].copy_from_slice(&self.isid);
         b.set_u16(14, self.tsih);
         // CID sits in the upper half of the word at 20.
-        numbered(
-            b,
-            self.itt,
-            u32::from(self.cid) << 16,
-            self.cmd_sn,
-            self.exp_stat_sn,
-        )
+        let cid = u32::from(self.cid) << 16;
+        numbered(b, self.itt, cid, self.cmd_sn, self.exp_stat_sn)
     }
 }
 

@@ -6,13 +6,13 @@ use super::login::{login_phase, new_isid, LoggedIn};
 use super::{protocol, Config, Discovered};
 use crate::conn::Conn;
 use crate::pdu::{self, Digests, In, Itt, LogoutRequest, StatSn, TextRequest, Ttt};
-use crate::{text, Error};
+use crate::{text, Result};
 use std::time::Duration;
 
 const STATE: &str = "discovery (SendTargets)";
 
 /// SendTargets discovery on a discovery session.
-pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
+pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>> {
     let mut conn = Conn::connect(portal, cfg.timeout)?;
     let li = login_phase(&mut conn, cfg, None, new_isid()?, None)?;
     conn.dec.digests = Digests {
@@ -36,11 +36,7 @@ pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>, Error> {
 
 /// Asks for SendTargets=All and joins the answer, however many Text
 /// Responses it takes: the text, the last ITT used and the next ExpStatSN.
-fn send_targets(
-    conn: &mut Conn,
-    li: &LoggedIn,
-    cfg: &Config,
-) -> Result<(Vec<u8>, u32, StatSn), Error> {
+fn send_targets(conn: &mut Conn, li: &LoggedIn, cfg: &Config) -> Result<(Vec<u8>, u32, StatSn)> {
     let portal = conn.portal.clone();
     let mut body = Vec::new();
     let mut data = Vec::new();
@@ -57,18 +53,12 @@ fn send_targets(
         };
         let (bhs, chunk) = exchange(conn, req.bhs(), &data, &mut dl, STATE, None)?;
         let what = match pdu::parse_in(&bhs).map_err(|e| protocol(&portal, STATE, e))? {
+            In::TextResponse { .. } if body.len() + chunk.len() > MAX_DISCOVERY_TEXT => format!(
+                "the SendTargets answer goes past {MAX_DISCOVERY_TEXT} bytes, more than iotoll takes"
+            ),
             In::TextResponse {
                 final_, ttt: t, sn, ..
             } => {
-                if body.len() + chunk.len() > MAX_DISCOVERY_TEXT {
-                    return Err(protocol(
-                        &portal,
-                        STATE,
-                        format!(
-                            "the SendTargets answer goes past {MAX_DISCOVERY_TEXT} bytes, more than iotoll takes"
-                        ),
-                    ));
-                }
                 body.extend_from_slice(&chunk);
                 exp_stat_sn = sn.stat_sn.next();
                 if final_ {

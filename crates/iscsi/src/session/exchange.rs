@@ -5,7 +5,7 @@
 use super::{closed_err, protocol, secs};
 use crate::conn::Conn;
 use crate::pdu::{self, Bhs};
-use crate::{Error, ErrorKind};
+use crate::{Error, ErrorKind, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,7 @@ pub(super) fn exchange(
     dl: &mut Deadline,
     state: &str,
     cancel: Option<&AtomicBool>,
-) -> Result<(Bhs, Vec<u8>), Error> {
+) -> Result<(Bhs, Vec<u8>)> {
     let digests = conn.dec.digests;
     pdu::encode(&mut conn.tx, bhs, data, digests);
     receive(conn, dl, state, cancel)
@@ -56,7 +56,7 @@ pub(super) fn receive(
     dl: &mut Deadline,
     state: &str,
     cancel: Option<&AtomicBool>,
-) -> Result<(Bhs, Vec<u8>), Error> {
+) -> Result<(Bhs, Vec<u8>)> {
     let until = dl.until;
     loop {
         conn.flush()

@@ -2,9 +2,9 @@
 //! caller's buffers, SCSI Responses, R2Ts, pings, Async messages and
 //! Rejects, each checked against the task it names.
 
-use super::{closed_err, protocol, Session, Transfer};
+use super::{closed_err, Done, Session, Transfer};
 use crate::pdu::{self, op, Bhs, DataSn, In, Itt, NopOut, R2tSn, Residual, Ttt};
-use crate::{scsi, Error, ErrorKind};
+use crate::{scsi, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::time::Instant;
@@ -12,25 +12,21 @@ use std::time::Instant;
 impl Session {
     /// The slot of the outstanding command `itt` names; a PDU of kind
     /// `what` for any other ITT is a protocol error.
-    fn task_of(&self, itt: Itt, what: u8) -> Result<usize, Error> {
+    fn task_of(&self, itt: Itt, what: u8) -> Result<usize> {
         let slot = (itt.0 & 0xffff) as usize;
         match self.tasks.get(slot) {
             Some(t) if t.live && t.sent && t.itt(slot) == itt => Ok(slot),
-            _ => Err(protocol(
-                &self.conn.portal,
-                &self.state(),
-                format!(
-                    "{} for ITT 0x{itt:08x}, which names no outstanding command",
-                    pdu::op_name(what)
-                ),
-            )),
+            _ => Err(self.fault(format!(
+                "{} for ITT 0x{itt:08x}, which names no outstanding command",
+                pdu::op_name(what)
+            ))),
         }
     }
 
     /// A task is over: its slot is free again, and `done` hears of it
     /// (bytes transferred, or a negative errno with the reason kept for
     /// `explain`).
-    fn finish(&mut self, slot: usize, residual: Residual, done: &mut dyn FnMut(usize, i64)) {
+    fn finish(&mut self, slot: usize, residual: Residual, done: Done) {
         self.drop_transfers(slot);
         let t = &mut self.tasks[slot];
         t.live = false;
@@ -70,14 +66,8 @@ impl Session {
     }
 
     /// Handles one PDU from the target.
-    fn handle(
-        &mut self,
-        bhs: Bhs,
-        data: Range<usize>,
-        done: &mut dyn FnMut(usize, i64),
-    ) -> Result<(), Error> {
-        let parsed =
-            pdu::parse_in(&bhs).map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+    fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<()> {
+        let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {
             In::DataIn {
                 itt,
@@ -150,7 +140,7 @@ impl Session {
                     "unexpected {} in the full-feature phase",
                     pdu::op_name(bhs.opcode())
                 );
-                return Err(protocol(&self.conn.portal, &self.state(), what));
+                return Err(self.fault(what));
             }
         }
         Ok(())
@@ -164,7 +154,7 @@ impl Session {
         data: Range<usize>,
         offset: u32,
         data_sn: DataSn,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         let n = data.len() as u32;
         let t = &mut self.tasks[slot];
         let bad = if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
@@ -193,7 +183,7 @@ impl Session {
             None
         };
         if let Some(what) = bad {
-            return Err(protocol(&self.conn.portal, &self.state(), what));
+            return Err(self.fault(what));
         }
         t.data_sn = t.data_sn.next();
         // SAFETY: offset + n <= len, and buf is valid for len bytes.
@@ -217,7 +207,7 @@ impl Session {
         response: u8,
         status: u8,
         residual: Residual,
-        done: &mut dyn FnMut(usize, i64),
+        done: Done,
     ) {
         let sense = if status == scsi::STATUS_CHECK_CONDITION {
             scsi::parse_iscsi_sense(&self.conn.rx()[data])
@@ -253,58 +243,37 @@ impl Session {
 
     /// An R2T for the write on `slot`: checked against what the write
     /// sent and the negotiated limits, then queued as a transfer.
-    fn r2t(
-        &mut self,
-        slot: usize,
-        ttt: Ttt,
-        r2t_sn: R2tSn,
-        offset: u32,
-        len: u32,
-    ) -> Result<(), Error> {
+    fn r2t(&mut self, slot: usize, ttt: Ttt, r2t_sn: R2tSn, offset: u32, len: u32) -> Result<()> {
         let (max_burst, max_r2t) = (self.params.max_burst, self.params.max_outstanding_r2t);
         let t = &mut self.tasks[slot];
-        let asks = || format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
-        let bad = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
-            Some(format!(
-                "{} of a {} of {} bytes",
-                asks(),
-                t.describe(slot),
-                t.len
-            ))
+        // What is wrong with it, after "R2T ... of a WRITE(16) ...".
+        let why = if t.read || offset.checked_add(len).is_none_or(|end| end > t.len) {
+            Some(format!(" of {} bytes", t.len))
         } else if r2t_sn != t.r2t_sn {
-            Some(format!(
-                "{} of a {}, where R2TSN {} was next",
-                asks(),
-                t.describe(slot),
-                t.r2t_sn
-            ))
+            Some(format!(", where R2TSN {} was next", t.r2t_sn))
         } else if offset < t.sent_to {
             // DataSequenceInOrder=Yes, ErrorRecoveryLevel 0: no
             // range is asked for twice, nor one sent unsolicited.
             Some(format!(
-                "{} of a {}, whose bytes up to offset {} were already sent or asked for",
-                asks(),
-                t.describe(slot),
+                ", whose bytes up to offset {} were already sent or asked for",
                 t.sent_to
             ))
         } else if len == 0 || len > max_burst {
             Some(format!(
-                "{} of a {}: an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes",
-                asks(),
-                t.describe(slot)
+                ": an R2T may ask for 1 to MaxBurstLength ({max_burst}) bytes"
             ))
         } else if t.r2ts >= max_r2t {
             Some(format!(
-                "{} of a {}, while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
-                asks(),
-                t.describe(slot),
+                ", while {} R2T(s) of it are still being answered (MaxOutstandingR2T={max_r2t})",
                 t.r2ts
             ))
         } else {
             None
         };
-        if let Some(what) = bad {
-            return Err(protocol(&self.conn.portal, &self.state(), what));
+        if let Some(why) = why {
+            let asks = format!("R2T (R2TSN {r2t_sn}) for {len} bytes at offset {offset}");
+            let what = format!("{asks} of a {}{why}", t.describe(slot));
+            return Err(self.fault(what));
         }
         t.r2t_sn = t.r2t_sn.next();
         t.sent_to = offset + len;
@@ -324,7 +293,7 @@ impl Session {
     }
 
     /// An Async message: SCSI events are counted, the rest end the session.
-    fn async_message(&mut self, event: u8, code: u8, params: [u16; 3]) -> Result<(), Error> {
+    fn async_message(&mut self, event: u8, code: u8, params: [u16; 3]) -> Result<()> {
         let portal = &self.conn.portal;
         match event {
             0 => self.stats.async_events += 1,
@@ -342,10 +311,10 @@ impl Session {
                 ))
             }
             4 => {
-                return Err(protocol(portal, &self.state(), "the target asks to renegotiate parameters (Async event 4), which iotoll does not support"))
+                return Err(self.fault("the target asks to renegotiate parameters (Async event 4), which iotoll does not support"))
             }
             _ => {
-                return Err(protocol(portal, &self.state(), format!("Async message with event {event} (vendor code {code})")))
+                return Err(self.fault(format!("Async message with event {event} (vendor code {code})")))
             }
         }
         Ok(())
@@ -355,9 +324,7 @@ impl Session {
     fn rejected(&self, data: Range<usize>, reason: u8) -> Error {
         let d = &self.conn.rx()[data];
         let what = if d.len() >= pdu::BHS_LEN {
-            let mut h = [0u8; pdu::BHS_LEN];
-            h.copy_from_slice(&d[..pdu::BHS_LEN]);
-            let r = Bhs(h);
+            let r = Bhs::at(d);
             format!(
                 "the target rejected our {} PDU (ITT 0x{:08x}): {}",
                 pdu::op_name(r.opcode()),
@@ -367,12 +334,12 @@ impl Session {
         } else {
             format!("the target rejected a PDU: {}", pdu::reject_reason(reason))
         };
-        protocol(&self.conn.portal, &self.state(), what)
+        self.fault(what)
     }
 
     /// Does all the socket allows without waiting: sends what is queued,
     /// handles every PDU received; the number of commands completed.
-    pub fn progress(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    pub fn progress(&mut self, done: Done) -> Result<usize> {
         if self.closed {
             return Err(Error::new(
                 ErrorKind::Closed,
@@ -386,7 +353,7 @@ impl Session {
         r
     }
 
-    fn progress_inner(&mut self, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    fn progress_inner(&mut self, done: Done) -> Result<usize> {
         let mut n = 0;
         let mut counting = |slot: usize, res: i64| {
             n += 1;
@@ -398,10 +365,7 @@ impl Session {
             self.stalled = false;
             let mut handled = false;
             loop {
-                let next = self
-                    .conn
-                    .next_pdu()
-                    .map_err(|e| protocol(&self.conn.portal, &self.state(), e))?;
+                let next = self.conn.next_pdu().map_err(|e| self.fault(e))?;
                 let Some((bhs, range, len)) = next else { break };
                 // A ping needs an answer in the send buffer: with no room,
                 // reading stops here until the target takes what is

@@ -7,13 +7,13 @@ use super::exchange::{exchange, Deadline};
 use super::{protocol, Config};
 use crate::conn::Conn;
 use crate::pdu::{self, op, Bhs, CmdSn, In, Itt, LoginRequest, Sn, Stage, StatSn};
-use crate::{chap, text, Error, ErrorKind};
+use crate::{chap, text, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 static ISID_QUALIFIER: AtomicU16 = AtomicU16::new(1);
 
-pub(super) fn new_isid() -> Result<[u8; 6], Error> {
+pub(super) fn new_isid() -> Result<[u8; 6]> {
     let c = iotoll_model::secret::random::<3>().map_err(|e| {
         Error::new(
             ErrorKind::Connect,
@@ -75,7 +75,7 @@ pub(super) fn login_phase(
     target: Option<&str>,
     isid: [u8; 6],
     cancel: Option<&AtomicBool>,
-) -> Result<LoggedIn, Error> {
+) -> Result<LoggedIn> {
     let mut login = Login {
         portal: conn.portal.clone(),
         conn,
@@ -107,11 +107,11 @@ impl Login<'_> {
     /// One Login Request and its Response; a refusal becomes a login error.
     fn step(
         &mut self,
-        keys: &[(&str, &str)],
+        keys: &[(impl AsRef<str>, impl AsRef<str>)],
         csg: Stage,
         transit: Option<Stage>,
         state: &str,
-    ) -> Result<Answer, Error> {
+    ) -> Result<Answer> {
         self.data.clear();
         text::encode(keys, &mut self.data);
         let req = LoginRequest {
@@ -198,18 +198,11 @@ impl Login<'_> {
 
     /// Security negotiation; the authentication used, as the disclosure
     /// names it.
-    fn security(&mut self, cfg: &Config) -> Result<String, Error> {
-        let session_type = if self.target.is_some() {
-            "Normal"
-        } else {
-            "Discovery"
-        };
-        let mut first: Vec<(&str, &str)> = vec![
-            ("InitiatorName", cfg.initiator_name.as_str()),
-            ("SessionType", session_type),
-        ];
-        if let Some(t) = self.target {
-            first.push(("TargetName", t));
+    fn security(&mut self, cfg: &Config) -> Result<String> {
+        let mut first = vec![("InitiatorName", cfg.initiator_name.as_str())];
+        match self.target {
+            Some(t) => first.extend([("SessionType", "Normal"), ("TargetName", t)]),
+            None => first.push(("SessionType", "Discovery")),
         }
         match &cfg.secrets {
             None => self.no_authentication(first),
@@ -217,7 +210,7 @@ impl Login<'_> {
         }
     }
 
-    fn no_authentication(&mut self, mut first: Vec<(&str, &str)>) -> Result<String, Error> {
+    fn no_authentication(&mut self, mut first: Vec<(&str, &str)>) -> Result<String> {
         first.push(("AuthMethod", "None"));
         let to_operational = Some(Stage::Operational);
         let r = self.step(&first, Stage::Security, to_operational, SECURITY)?;
@@ -241,11 +234,7 @@ impl Login<'_> {
 
     /// CHAP (RFC 7143 §12.1.3): the method agreed, the algorithm and the
     /// challenge, our answer (and ours to the target when mutual).
-    fn chap(
-        &mut self,
-        mut first: Vec<(&str, &str)>,
-        secrets: &chap::Secrets,
-    ) -> Result<String, Error> {
+    fn chap(&mut self, mut first: Vec<(&str, &str)>, secrets: &chap::Secrets) -> Result<String> {
         first.push(("AuthMethod", "CHAP"));
         let r = self.step(&first, Stage::Security, None, SECURITY)?;
         match r.keys.iter().find(|(k, _)| k == "AuthMethod") {
@@ -265,11 +254,7 @@ impl Login<'_> {
         let auth_err = |e: String| Error::new(ErrorKind::Auth, e);
         let (answer, ours) = chap::initiator_reply(secrets, &challenge.keys)
             .map_err(|e| auth_err(format!("iSCSI {}: CHAP: {e}", self.portal)))?;
-        let keys: Vec<(&str, &str)> = answer
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let r = self.step(&keys, Stage::Security, Some(Stage::Operational), CHAP)?;
+        let r = self.step(&answer, Stage::Security, Some(Stage::Operational), CHAP)?;
         if let Some(ours) = &ours {
             chap::check_target_response(secrets, ours, &r.keys)
                 .map_err(|e| auth_err(format!("iSCSI {}: {e}", self.portal)))?;
@@ -291,7 +276,7 @@ impl Login<'_> {
 
     /// Operational negotiation, up to 8 rounds; the negotiation and the
     /// answer that moved to the full-feature phase.
-    fn operational(&mut self, cfg: &Config) -> Result<(text::Negotiation, Answer), Error> {
+    fn operational(&mut self, cfg: &Config) -> Result<(text::Negotiation, Answer)> {
         let mut neg = text::Negotiation::new(cfg.offer.clone());
         let mut keys: Vec<(String, String)> = text::offer_keys(&cfg.offer);
         if self.target.is_none() {
@@ -305,9 +290,7 @@ impl Login<'_> {
         }
         let to_full = Some(Stage::FullFeature);
         for _ in 0..8 {
-            let refs: Vec<(&str, &str)> =
-                keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let r = self.step(&refs, Stage::Operational, to_full, OPERATIONAL)?;
+            let r = self.step(&keys, Stage::Operational, to_full, OPERATIONAL)?;
             keys = neg.apply_response(&r.keys).map_err(|e| {
                 let msg = format!("iSCSI {}: {OPERATIONAL}: {e}", self.portal);
                 Error::new(ErrorKind::Login, msg)

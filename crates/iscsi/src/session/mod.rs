@@ -24,7 +24,7 @@ mod window;
 use crate::conn::{self, secs, Conn};
 pub use crate::conn::{MAX_SEGMENT, TX_LIMIT};
 use crate::pdu::{op, CmdSn, Digests, Itt, LogoutRequest, StatSn};
-use crate::{chap, scsi, text, Error, ErrorKind};
+use crate::{chap, scsi, text, Error, ErrorKind, Result};
 pub use discover::discover;
 pub use exchange::MAX_DISCOVERY_TEXT;
 use exchange::{exchange, receive, Deadline};
@@ -131,6 +131,10 @@ pub struct CmdOutcome {
     pub data: Vec<u8>,
 }
 
+/// Told of each completed command: `(slot, result)`, the result the bytes
+/// transferred or a negative errno.
+pub type Done<'a> = &'a mut dyn FnMut(usize, i64);
+
 /// Slots are 16 bits of the ITT; the other 16 are a generation, so a late
 /// PDU for a reused slot is recognized as stale.
 pub const MAX_SLOTS: usize = 0xffff;
@@ -169,16 +173,13 @@ unsafe impl Send for Session {}
 
 fn closed_err(portal: &str, state: &str, e: &std::io::Error) -> Error {
     use std::io::ErrorKind as K;
-    match e.kind() {
-        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => Error::new(
-            ErrorKind::Closed,
-            format!("iSCSI {portal}: the target closed the connection during {state}"),
-        ),
-        _ => Error::new(
-            ErrorKind::Closed,
-            format!("iSCSI {portal}: socket error during {state}: {e}"),
-        ),
-    }
+    let why = match e.kind() {
+        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => {
+            format!("the target closed the connection during {state}")
+        }
+        _ => format!("socket error during {state}: {e}"),
+    };
+    Error::new(ErrorKind::Closed, format!("iSCSI {portal}: {why}"))
 }
 
 fn protocol(portal: &str, state: &str, what: impl std::fmt::Display) -> Error {
@@ -195,7 +196,7 @@ fn digest_name(on: bool) -> String {
 impl Session {
     /// Connects to `portal`, logs in to `target` and gets `slots` task slots
     /// ready.
-    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session, Error> {
+    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session> {
         Session::login_cancellable(portal, target, cfg, slots, None)
     }
 
@@ -207,7 +208,7 @@ impl Session {
         cfg: &Config,
         slots: usize,
         cancel: Option<&AtomicBool>,
-    ) -> Result<Session, Error> {
+    ) -> Result<Session> {
         let slots = slots.min(MAX_SLOTS - 1);
         let mut conn = Conn::connect(portal, cfg.timeout)?;
         let isid = new_isid()?;
@@ -305,14 +306,23 @@ impl Session {
         self.tasks.get(slot).and_then(|t| t.error.as_deref())
     }
 
+    /// A protocol error in the session's present state.
+    fn fault(&self, what: impl std::fmt::Display) -> Error {
+        protocol(&self.conn.portal, &self.state(), what)
+    }
+
+    /// The slot and task of the command outstanding longest.
+    fn oldest(&self) -> Option<(usize, &Task)> {
+        (self.tasks.iter().enumerate())
+            .filter(|(_, t)| t.live)
+            .min_by_key(|(_, t)| t.since)
+    }
+
     fn state(&self) -> String {
         let mut s = String::from("the full-feature phase");
         if self.live > 0 {
-            let oldest = (self.tasks.iter().enumerate())
-                .filter(|(_, t)| t.live)
-                .min_by_key(|(_, t)| t.since);
             let _ = write!(s, " with {} command(s) outstanding", self.live);
-            if let Some((slot, t)) = oldest {
+            if let Some((slot, t)) = self.oldest() {
                 let _ = write!(s, ", the oldest a {}", t.describe(slot));
             }
         }
@@ -320,7 +330,7 @@ impl Session {
     }
 
     /// Progress until at least `min` commands completed (or none is left).
-    pub fn reap(&mut self, min: usize, done: &mut dyn FnMut(usize, i64)) -> Result<usize, Error> {
+    pub fn reap(&mut self, min: usize, done: Done) -> Result<usize> {
         reap_all(
             std::slice::from_mut(self),
             min,
@@ -332,7 +342,7 @@ impl Session {
     /// Runs one command to completion on the session's own slot (the last
     /// one): for INQUIRY, REPORT LUNS, READ CAPACITY. `data_in` is the
     /// allocation length of a command that returns data.
-    pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome, Error> {
+    pub fn command(&mut self, lun: u64, cdb: [u8; 16], data_in: u32) -> Result<CmdOutcome> {
         let slot = self.tasks.len() - 1;
         let mut buf = vec![0u8; data_in as usize];
         let lun = scsi::encode_lun(lun).map_err(|e| Error::new(ErrorKind::Scsi, e.to_string()))?;
@@ -365,7 +375,7 @@ impl Session {
         cdb: [u8; 16],
         data_in: u32,
         what: &str,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Vec<u8>> {
         let out = self.command(lun, cdb, data_in)?;
         if out.status != scsi::STATUS_GOOD {
             let sense = out
@@ -384,14 +394,14 @@ impl Session {
     }
 
     /// Standard INQUIRY of `lun`.
-    pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry, Error> {
+    pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry> {
         let d = self.command_ok(lun, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
         scsi::Inquiry::parse(&d)
             .map_err(|e| Error::new(ErrorKind::Scsi, format!("INQUIRY of LUN {lun}: {e}")))
     }
 
     /// READ CAPACITY(16) of `lun`.
-    pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity, Error> {
+    pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity> {
         let what = "READ CAPACITY(16)";
         let d = self.command_ok(lun, scsi::read_capacity16(32), 32, what)?;
         scsi::Capacity::parse(&d)
@@ -399,18 +409,14 @@ impl Session {
     }
 
     /// The target's LUNs (REPORT LUNS to LUN 0, which every target answers).
-    pub fn report_luns(&mut self) -> Result<Vec<u64>, Error> {
-        let d = self.command_ok(
-            0,
-            scsi::cdb16(&scsi::report_luns(16384)),
-            16384,
-            "REPORT LUNS",
-        )?;
+    pub fn report_luns(&mut self) -> Result<Vec<u64>> {
+        let cdb = scsi::cdb16(&scsi::report_luns(16384));
+        let d = self.command_ok(0, cdb, 16384, "REPORT LUNS")?;
         Ok(scsi::parse_report_luns(&d))
     }
 
     /// Logs out (when no command is outstanding) and closes the connection.
-    pub fn logout(mut self) -> Result<(), Error> {
+    pub fn logout(mut self) -> Result<()> {
         if self.closed || self.live > 0 {
             return Ok(());
         }
@@ -441,8 +447,8 @@ pub fn reap_all(
     sessions: &mut [Session],
     min: usize,
     fds: &mut Vec<libc::pollfd>,
-    done: &mut dyn FnMut(usize, i64),
-) -> Result<usize, Error> {
+    done: Done,
+) -> Result<usize> {
     let mut n = 0;
     loop {
         for s in sessions.iter_mut() {

@@ -2,9 +2,9 @@
 //! MaxCmdSN or the send buffer is full, encoded with their immediate data,
 //! and the Data-Out that follows them; the numbers target PDUs carry.
 
-use super::{closed_err, protocol, secs, Session, Transfer, MAX_SEGMENT};
+use super::{closed_err, secs, Session, Transfer, MAX_SEGMENT};
 use crate::pdu::{self, Bhs, CmdSn, DataOut, DataSn, R2tSn, ScsiCommand, StatSn, Ttt};
-use crate::{scsi, Error, ErrorKind};
+use crate::{scsi, Error, ErrorKind, Result};
 use std::time::{Duration, Instant};
 
 /// One READ(16) or WRITE(16): `len` bytes at byte `offset` of `lun`,
@@ -25,7 +25,7 @@ impl Session {
     /// `buf` must be valid for `io.len` bytes (written for a read, read for
     /// a write) until the completion of `slot` is reported, or the session
     /// is dropped.
-    pub unsafe fn submit_io(&mut self, slot: usize, io: Io, buf: *mut u8) -> Result<(), Error> {
+    pub unsafe fn submit_io(&mut self, slot: usize, io: Io, buf: *mut u8) -> Result<()> {
         let Io {
             lun,
             read,
@@ -56,7 +56,7 @@ impl Session {
         read: bool,
         len: u32,
         buf: *mut u8,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         // Not the time of the last `progress`: a session may have idled
         // since, longer than the timeout.
         self.now = Instant::now();
@@ -233,7 +233,7 @@ impl Session {
 
     /// Sends all the socket takes now: waiting commands and queued
     /// Data-Out, through the bounded send buffer.
-    pub(super) fn send(&mut self) -> Result<(), Error> {
+    pub(super) fn send(&mut self) -> Result<()> {
         loop {
             self.launch_waiting();
             self.pump();
@@ -255,7 +255,7 @@ impl Session {
     /// other value (a gap, a repeat, a jump of 2^31) is a lost, repeated or
     /// forged status (RFC 7143 §4.2.2.2 lets the initiator's tolerance be
     /// anything up to 2^31-1; iotoll's is 0).
-    pub(super) fn note_sn(&mut self, b: &Bhs, has_status: bool) -> Result<(), Error> {
+    pub(super) fn note_sn(&mut self, b: &Bhs, has_status: bool) -> Result<()> {
         if has_status {
             let stat_sn = StatSn(b.stat_sn());
             if stat_sn != self.exp_stat_sn {
@@ -265,7 +265,7 @@ impl Session {
                     b.itt(),
                     self.exp_stat_sn
                 );
-                return Err(protocol(&self.conn.portal, &self.state(), what));
+                return Err(self.fault(what));
             }
             self.exp_stat_sn = stat_sn.next();
         }
@@ -288,15 +288,12 @@ impl Session {
 
     /// An error if the oldest outstanding command has waited longer than
     /// the timeout.
-    pub fn check_timeout(&mut self, now: Instant) -> Result<(), Error> {
+    pub fn check_timeout(&mut self, now: Instant) -> Result<()> {
         if self.live == 0 || now.duration_since(self.last_scan) < Duration::from_millis(100) {
             return Ok(());
         }
         self.last_scan = now;
-        let oldest = (self.tasks.iter().enumerate())
-            .filter(|(_, t)| t.live)
-            .min_by_key(|(_, t)| t.since);
-        if let Some((slot, t)) = oldest {
+        if let Some((slot, t)) = self.oldest() {
             if now.duration_since(t.since) > self.timeout {
                 let waiting = if !self.waiting.contains(&slot) {
                     String::new()
@@ -311,8 +308,7 @@ impl Session {
                         self.conn.unsent()
                     )
                 };
-                self.closed = true;
-                return Err(Error::new(
+                let e = Error::new(
                     ErrorKind::Timeout,
                     format!(
                         "iSCSI {}: no answer within {} to a {}{waiting}, with {} command(s) outstanding",
@@ -321,7 +317,9 @@ impl Session {
                         t.describe(slot),
                         self.live
                     ),
-                ));
+                );
+                self.closed = true;
+                return Err(e);
             }
         }
         Ok(())

@@ -48,11 +48,11 @@ pub enum TextError {
 }
 
 /// Appends each pair as `key=value\0`.
-pub fn encode(pairs: &[(&str, &str)], out: &mut Vec<u8>) {
+pub fn encode(pairs: &[(impl AsRef<str>, impl AsRef<str>)], out: &mut Vec<u8>) {
     for (k, v) in pairs {
-        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(k.as_ref().as_bytes());
         out.push(b'=');
-        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(v.as_ref().as_bytes());
         out.push(0);
     }
 }

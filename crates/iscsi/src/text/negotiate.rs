@@ -3,7 +3,9 @@
 //! the target answers.
 
 use super::{parse_bool, parse_number, yes_no, Offer, Params, LEN_MAX, LEN_MIN};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+type Result<T> = std::result::Result<T, NegotiationError>;
 
 // Session-wide values we want but do not expose in `Offer`. Time2Retain 0:
 // at ErrorRecoveryLevel 0 we never reinstate tasks after a connection loss,
@@ -106,8 +108,6 @@ pub struct Negotiation {
     /// Keys settled, with the value that settled them, to spot a target
     /// negotiating one twice.
     settled: BTreeMap<String, String>,
-    /// Keys the target answered Irrelevant: they keep their defaults.
-    irrelevant: BTreeSet<String>,
     target_alias: Option<String>,
     target_portal_group_tag: Option<u16>,
 }
@@ -128,7 +128,6 @@ impl Negotiation {
             params,
             pending,
             settled: BTreeMap::new(),
-            irrelevant: BTreeSet::new(),
             target_alias: None,
             target_portal_group_tag: None,
         }
@@ -136,10 +135,7 @@ impl Negotiation {
 
     /// Applies one Login Response's pairs. Returns the pairs we must send
     /// back: answers to keys the target offered on its own.
-    pub fn apply_response(
-        &mut self,
-        pairs: &[(String, String)],
-    ) -> Result<Vec<(String, String)>, NegotiationError> {
+    pub fn apply_response(&mut self, pairs: &[(String, String)]) -> Result<Vec<(String, String)>> {
         let mut answers = Vec::new();
         for (key, value) in pairs {
             if let Some(a) = self.apply_one(key, value)? {
@@ -149,7 +145,7 @@ impl Negotiation {
         Ok(answers)
     }
 
-    fn apply_one(&mut self, key: &str, value: &str) -> Result<Option<String>, NegotiationError> {
+    fn apply_one(&mut self, key: &str, value: &str) -> Result<Option<String>> {
         let bad = |why| NegotiationError::BadValue {
             key: key.to_string(),
             value: value.to_string(),
@@ -218,18 +214,12 @@ impl Negotiation {
         Ok(Some(answer))
     }
 
-    fn special_answer(
-        &mut self,
-        key: &str,
-        value: &str,
-        offered: String,
-    ) -> Result<(), NegotiationError> {
+    fn special_answer(&mut self, key: &str, value: &str, offered: String) -> Result<()> {
         let key_s = key.to_string();
         match value {
             // The key does not apply in this session (e.g. FirstBurstLength
             // with InitialR2T=Yes and ImmediateData=No): the default holds.
             "Irrelevant" => {
-                self.irrelevant.insert(key_s.clone());
                 self.settled.insert(key_s, value.to_string());
                 Ok(())
             }
@@ -283,13 +273,7 @@ impl Negotiation {
                     Some(v.to_string())
                 }),
         };
-        match answer {
-            Some(a) => {
-                self.set(key, &a);
-                a
-            }
-            None => "Reject".to_string(),
-        }
+        (answer.inspect(|a| self.set(key, a))).unwrap_or_else(|| "Reject".to_string())
     }
 
     /// What we would offer for `key`, in its wire form.
@@ -385,12 +369,7 @@ pub fn params_pairs(p: &Params) -> Vec<(String, String)> {
 
 /// Checks the target's answer to our offer against the key's result
 /// function and returns the outcome in wire form.
-fn check_answer(
-    key: &str,
-    value: &str,
-    offered: &str,
-    r: Option<Rule>,
-) -> Result<String, NegotiationError> {
+fn check_answer(key: &str, value: &str, offered: &str, r: Option<Rule>) -> Result<String> {
     let outside = |why| NegotiationError::OutsideOffer {
         key: key.to_string(),
         value: value.to_string(),

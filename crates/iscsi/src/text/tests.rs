@@ -6,6 +6,20 @@ pub(crate) fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A negotiation of the default offer that has taken `answer`.
+fn applied(answer: &[(&str, &str)]) -> Negotiation {
+    let mut n = Negotiation::new(Offer::default());
+    n.apply_response(&pairs(answer)).unwrap();
+    n
+}
+
+/// Why a negotiation of the default offer refuses `answer`.
+fn refused(answer: &[(&str, &str)]) -> NegotiationError {
+    Negotiation::new(Offer::default())
+        .apply_response(&pairs(answer))
+        .unwrap_err()
+}
+
 #[test]
 fn encode_decode_roundtrip() {
     let mut out = Vec::new();
@@ -128,9 +142,7 @@ fn full_negotiation() {
 
 #[test]
 fn absent_keys_keep_defaults() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("MaxBurstLength", "131072")]))
-        .unwrap();
+    let n = applied(&[("MaxBurstLength", "131072")]);
     let p = n.params();
     assert_eq!(p.max_recv_dsl_target, DEFAULT_MAX_RECV_DSL);
     assert_eq!(p.max_burst, 131072);
@@ -146,154 +158,99 @@ fn list_digests() {
         ..Offer::default()
     };
     let mut n = Negotiation::new(offer.clone());
-    n.apply_response(&pairs(&[
-        ("HeaderDigest", "CRC32C"),
-        ("DataDigest", "None"),
-    ]))
-    .unwrap();
+    let answer = pairs(&[("HeaderDigest", "CRC32C"), ("DataDigest", "None")]);
+    n.apply_response(&answer).unwrap();
     assert!(n.params().header_digest);
     assert!(!n.params().data_digest);
 
     // Outside the offer: we did not offer CRC32C.
-    let mut n = Negotiation::new(Offer::default());
-    let e = n
-        .apply_response(&pairs(&[("HeaderDigest", "CRC32C")]))
-        .unwrap_err();
+    let e = refused(&[("HeaderDigest", "CRC32C")]);
     assert!(
         matches!(e, NegotiationError::OutsideOffer { ref key, ref value, .. }
         if key == "HeaderDigest" && value == "CRC32C")
     );
     assert!(e.to_string().contains("HeaderDigest=CRC32C"), "{e}");
 
-    let mut n = Negotiation::new(offer);
-    assert!(n
-        .apply_response(&pairs(&[("DataDigest", "CRC32C,None")]))
-        .is_err());
-    let mut n = Negotiation::new(Offer::default());
-    assert!(n.apply_response(&pairs(&[("DataDigest", "MD5")])).is_err());
+    let answer = pairs(&[("DataDigest", "CRC32C,None")]);
+    assert!(Negotiation::new(offer).apply_response(&answer).is_err());
+    refused(&[("DataDigest", "MD5")]);
 }
 
 #[test]
 fn boolean_and() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("ImmediateData", "No")]))
-        .unwrap();
-    assert!(!n.params().immediate_data);
+    assert!(!applied(&[("ImmediateData", "No")]).params().immediate_data);
 
     let mut n = Negotiation::new(Offer {
         immediate_data: false,
         ..Offer::default()
     });
-    let e = n
-        .apply_response(&pairs(&[("ImmediateData", "Yes")]))
-        .unwrap_err();
+    let answered = n.apply_response(&pairs(&[("ImmediateData", "Yes")]));
+    let e = answered.unwrap_err();
     assert!(e.to_string().contains("AND"), "{e}");
-    assert!(Negotiation::new(Offer::default())
-        .apply_response(&pairs(&[("ImmediateData", "yes")]))
-        .is_err());
+    refused(&[("ImmediateData", "yes")]);
 }
 
 #[test]
 fn boolean_or() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("InitialR2T", "Yes")])).unwrap();
-    assert!(n.params().initial_r2t);
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("InitialR2T", "No")])).unwrap();
-    assert!(!n.params().initial_r2t);
+    assert!(applied(&[("InitialR2T", "Yes")]).params().initial_r2t);
+    assert!(!applied(&[("InitialR2T", "No")]).params().initial_r2t);
 
-    let mut n = Negotiation::new(Offer::default());
-    let e = n
-        .apply_response(&pairs(&[("DataPDUInOrder", "No")]))
-        .unwrap_err();
+    let e = refused(&[("DataPDUInOrder", "No")]);
     assert!(e.to_string().contains("OR"), "{e}");
 }
 
 #[test]
 fn numerical_min_and_max() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[
+    let n = applied(&[
         ("MaxBurstLength", "0x40000"),
         ("MaxOutstandingR2T", "1"),
         ("DefaultTime2Retain", "0"),
         ("DefaultTime2Wait", "10"),
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(n.params().max_burst, 262144);
     assert_eq!(n.params().default_time2wait, 10);
 
-    let above = |k: &str, v: &str| {
-        Negotiation::new(Offer::default())
-            .apply_response(&pairs(&[(k, v)]))
-            .unwrap_err()
-    };
-    let e = above("MaxBurstLength", "16777215");
+    let e = refused(&[("MaxBurstLength", "16777215")]);
     assert!(e.to_string().contains("minimum"), "{e}");
     assert!(e.to_string().contains("MaxBurstLength=16777215"), "{e}");
-    assert!(matches!(
-        above("MaxOutstandingR2T", "4"),
-        NegotiationError::OutsideOffer { .. }
-    ));
-    assert!(matches!(
-        above("ErrorRecoveryLevel", "1"),
-        NegotiationError::OutsideOffer { .. }
-    ));
-    assert!(matches!(
-        above("MaxConnections", "2"),
-        NegotiationError::OutsideOffer { .. }
-    ));
-    assert!(matches!(
-        above("DefaultTime2Retain", "20"),
-        NegotiationError::OutsideOffer { .. }
-    ));
-    let e = above("DefaultTime2Wait", "1");
+    let e = refused(&[("DefaultTime2Wait", "1")]);
     assert!(e.to_string().contains("maximum"), "{e}");
-    assert!(matches!(
-        above("MaxBurstLength", "100"),
-        NegotiationError::OutsideOffer { .. }
-    ));
-    assert!(matches!(
-        above("FirstBurstLength", "lots"),
-        NegotiationError::OutsideOffer { .. }
-    ));
+    for answer in [
+        ("MaxOutstandingR2T", "4"),
+        ("ErrorRecoveryLevel", "1"),
+        ("MaxConnections", "2"),
+        ("DefaultTime2Retain", "20"),
+        ("MaxBurstLength", "100"),
+        ("FirstBurstLength", "lots"),
+    ] {
+        let e = refused(&[answer]);
+        assert!(matches!(e, NegotiationError::OutsideOffer { .. }), "{e}");
+    }
 }
 
 #[test]
 fn first_burst_capped_by_max_burst() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[
-        ("MaxBurstLength", "65536"),
-        ("FirstBurstLength", "262144"),
-    ]))
-    .unwrap();
+    let n = applied(&[("MaxBurstLength", "65536"), ("FirstBurstLength", "262144")]);
     assert_eq!(n.params().first_burst, 65536);
 }
 
 #[test]
 fn declarative_max_recv_dsl() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("MaxRecvDataSegmentLength", "1048576")]))
-        .unwrap();
+    let n = applied(&[("MaxRecvDataSegmentLength", "1048576")]);
     assert_eq!(n.params().max_recv_dsl_target, 1048576);
     assert_eq!(n.params().max_recv_dsl_initiator, 262144);
     for bad in ["511", "16777216", "x"] {
-        let e = Negotiation::new(Offer::default())
-            .apply_response(&pairs(&[("MaxRecvDataSegmentLength", bad)]))
-            .unwrap_err();
+        let e = refused(&[("MaxRecvDataSegmentLength", bad)]);
         assert!(e.to_string().contains(bad), "{e}");
     }
 }
 
 #[test]
 fn special_values() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("FirstBurstLength", "Irrelevant")]))
-        .unwrap();
+    let n = applied(&[("FirstBurstLength", "Irrelevant")]);
     assert_eq!(n.params().first_burst, 65536);
 
-    let e = Negotiation::new(Offer::default())
-        .apply_response(&pairs(&[("MaxConnections", "Reject")]))
-        .unwrap_err();
+    let e = refused(&[("MaxConnections", "Reject")]);
     assert_eq!(
         e,
         NegotiationError::Rejected {
@@ -302,9 +259,7 @@ fn special_values() {
         }
     );
     assert!(e.to_string().contains("MaxConnections=1"));
-    let e = Negotiation::new(Offer::default())
-        .apply_response(&pairs(&[("DataSequenceInOrder", "NotUnderstood")]))
-        .unwrap_err();
+    let e = refused(&[("DataSequenceInOrder", "NotUnderstood")]);
     assert!(matches!(e, NegotiationError::NotUnderstood { .. }));
 
     // A special value for a key we never sent gets no answer.
@@ -393,9 +348,7 @@ fn target_offers_a_key_we_did_not_send() {
 
 #[test]
 fn twice() {
-    let mut n = Negotiation::new(Offer::default());
-    n.apply_response(&pairs(&[("MaxBurstLength", "65536")]))
-        .unwrap();
+    let mut n = applied(&[("MaxBurstLength", "65536")]);
     n.apply_response(&pairs(&[("MaxBurstLength", "65536")]))
         .unwrap();
     let e = n
@@ -412,9 +365,8 @@ proptest::proptest! {
 
     #[test]
     fn roundtrip(kv in proptest::collection::vec(("[A-Za-z][A-Za-z0-9_.-]{0,62}", "[ -~]{0,100}"), 0..10)) {
-        let borrowed: Vec<(&str, &str)> = kv.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut out = Vec::new();
-        encode(&borrowed, &mut out);
+        encode(&kv, &mut out);
         proptest::prop_assert_eq!(decode(&out).unwrap(), kv);
     }
 }

@@ -122,9 +122,8 @@ impl Peer {
             };
             answer.push((k.as_str(), a));
         }
-        let refs: Vec<(&str, &str)> = answer.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let mut body = Vec::new();
-        text::encode(&refs, &mut body);
+        text::encode(&answer, &mut body);
         let flags = if transit { 0x80 | nsg } else { 0 };
         let mut b = Bhs::new(op::LOGIN_RESP, false, flags | (req.flags() & 0x0c));
         b.0[8..14].copy_from_slice(&req.0[8..14]);

@@ -477,40 +477,27 @@ impl Tgt {
     }
 
     fn add_lun(&self, tid: u32, lun: u64, bstype: &str, path: &str) -> Result<(), String> {
+        let store = ["--bstype", bstype, "--backing-store", path];
+        self.lun_op("new", tid, lun, &store)
+    }
+
+    /// `tgtadm --op OP --mode logicalunit` on LUN `lun` of target `tid`,
+    /// with `more` arguments.
+    fn lun_op(&self, op: &str, tid: u32, lun: u64, more: &[&str]) -> Result<(), String> {
         let (tid, lun) = (tid.to_string(), lun.to_string());
-        self.run(&[
-            "--op",
-            "new",
-            "--mode",
-            "logicalunit",
-            "--tid",
-            &tid,
-            "--lun",
-            &lun,
-            "--bstype",
-            bstype,
-            "--backing-store",
-            path,
-        ])
+        let mut args = vec!["--op", op, "--mode", "logicalunit"];
+        args.extend(["--tid", &tid, "--lun", &lun]);
+        args.extend(more);
+        self.run(&args)
     }
 
     /// Remove LUN `lun`, also while sessions are logged in. tgt refuses while
     /// a command for the LUN is queued ("still active"), so this retries for
     /// up to 5 s.
     pub fn remove_lun(&self, tid: u32, lun: u64) -> Result<(), String> {
-        let (tid, lun) = (tid.to_string(), lun.to_string());
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            match self.run(&[
-                "--op",
-                "delete",
-                "--mode",
-                "logicalunit",
-                "--tid",
-                &tid,
-                "--lun",
-                &lun,
-            ]) {
+            match self.lun_op("delete", tid, lun, &[]) {
                 Err(e) if e.contains("still active") && Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(10))
                 }

@@ -7,6 +7,8 @@
 //! Skips when tgtd or root is missing (fails instead under CI, env var CI
 //! set). Time bounds are generous: the tests share a loaded 2-core machine.
 
+#[path = "../common/start.rs"]
+mod start;
 #[path = "../common/tgt.rs"]
 mod tgt;
 
@@ -16,9 +18,10 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use iotoll_iscsi::session::{self, Config, Io, Session};
+use iotoll_iscsi::session::{self, Config, Session};
 use iotoll_iscsi::text::Params;
 use iotoll_iscsi::{chap, scsi, Error, ErrorKind, SessionInfo};
+use start::start_io;
 use tgt::{SilentPeer, Tgt, BLOCK_SIZE, IQN};
 
 const BLOCK: u32 = BLOCK_SIZE as u32;
@@ -125,20 +128,7 @@ fn run_ios(s: &mut Session, lun: u64, ops: &[(bool, u64, u32)], qd: usize, buf: 
             // SAFETY: the op's range lies within buf, which outlives the
             // loop; in-flight ranges are disjoint (each op its own range,
             // reads and writes never both in flight).
-            unsafe {
-                s.submit_io(
-                    slot,
-                    Io {
-                        lun,
-                        read,
-                        offset: off,
-                        len,
-                        block: BLOCK,
-                    },
-                    base.add(off as usize),
-                )
-                .unwrap();
-            }
+            unsafe { start_io(s, slot, lun, read, off, len, base.add(off as usize)).unwrap() };
             in_slot[slot] = next;
             next += 1;
         }
@@ -732,19 +722,8 @@ fn read_loop(
             // SAFETY: each slot owns buf[slot * 4096..][..4096]; buf
             // outlives the session's use of it (the session is not used
             // for I/O after this function).
-            let r = unsafe {
-                s.submit_io(
-                    slot,
-                    Io {
-                        lun,
-                        read: true,
-                        offset: lba * 4096,
-                        len: 4096,
-                        block: BLOCK,
-                    },
-                    base.add(slot * 4096),
-                )
-            };
+            let r =
+                unsafe { start_io(s, slot, lun, true, lba * 4096, 4096, base.add(slot * 4096)) };
             if let Err(e) = r {
                 return (Some(e), n);
             }
@@ -784,19 +763,17 @@ fn more_commands_than_the_window() {
         for slot in 0..N {
             // SAFETY: slot-owned 4 KiB of buf, which outlives the I/O.
             unsafe {
-                s.submit_io(
+                start_io(
+                    &mut s,
                     slot,
-                    Io {
-                        lun: 1,
-                        read: true,
-                        offset: slot as u64 * 4096,
-                        len: 4096,
-                        block: BLOCK,
-                    },
+                    1,
+                    true,
+                    slot as u64 * 4096,
+                    4096,
                     base.add(slot * 4096),
                 )
-                .unwrap();
-            }
+                .unwrap()
+            };
         }
         let mut results = Vec::new();
         while results.len() < N {
