@@ -1,7 +1,8 @@
 //! `iotoll iscsi discover` and `iotoll iscsi luns`, and the login flags
 //! `disk run` shares with them.
 
-use crate::{duration_arg, output, usage};
+use crate::{output, usage};
+use iotoll_model::parse_duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::spec::IscsiOptions;
@@ -81,7 +82,7 @@ impl LoginArgs {
 /// `disk run` (which never calls [`LoginArgs::config`]) exits 2 on it too
 /// instead of failing to connect.
 fn timeout_arg(s: &str) -> Result<Duration, String> {
-    match duration_arg(s)? {
+    match parse_duration(s).map_err(|e| e.to_string())? {
         d if d.is_zero() => Err("must be more than 0".into()),
         d => Ok(d),
     }

@@ -15,7 +15,7 @@ mod signals;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
-use iotoll_model::ResultStatus;
+use iotoll_model::{parse_duration, ResultStatus};
 use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,18 +89,15 @@ enum Cmd {
 /// their source in their own message (`{context}: {source}`) also hand it
 /// on as their cause, and `{:#}` would repeat it.
 fn chain(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
+    e.chain().map(|c| c.to_string()).fold(String::new(), |msg, s| {
         if msg.contains(&s) {
-            continue;
+            msg
+        } else if msg.is_empty() {
+            s
+        } else {
+            format!("{msg}: {s}")
         }
-        if !msg.is_empty() {
-            msg.push_str(": ");
-        }
-        msg.push_str(&s);
-    }
-    msg
+    })
 }
 
 /// clap suggests a subcommand only for near spellings (`rnu` gets
@@ -189,16 +186,9 @@ fn roff_text(s: &str) -> String {
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// An error the user fixes on the command line (exit 2), saying `msg`.
 pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
@@ -206,16 +196,9 @@ pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// A run that was interrupted after printing what it measured.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
 pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Labelling, output and storage flags every measuring command shares.
 #[derive(Args)]
@@ -284,19 +267,11 @@ fn sysinfo(json: bool) -> anyhow::Result<()> {
 #[derive(Args)]
 pub struct Window {
     /// Ramp-up before the measurement window (500ms, 4s, 2m, 1h).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "1s")]
     pub ramp: Duration,
     /// Length of the measurement window.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
     pub time: Duration,
-}
-
-pub fn size_arg(s: &str) -> Result<u64, String> {
-    iotoll_model::parse_size(s).map_err(|e| e.to_string())
-}
-
-pub fn duration_arg(s: &str) -> Result<Duration, String> {
-    iotoll_model::parse_duration(s).map_err(|e| e.to_string())
 }
 
 pub fn sut_arg(s: &str) -> Result<iotoll_probe::procs::SutProcess, String> {

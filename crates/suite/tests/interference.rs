@@ -38,7 +38,6 @@ struct Quiet;
 impl Progress for Quiet {}
 
 impl SuiteProgress for Quiet {
-    fn test_start(&mut self, _: usize, _: usize, _: &str, _: u32, _: u32, _: Duration) {}
     fn line(&mut self, _: &str) {}
 }
 

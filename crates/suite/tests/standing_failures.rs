@@ -31,7 +31,6 @@ struct Lines(Vec<String>);
 impl Progress for Lines {}
 
 impl SuiteProgress for Lines {
-    fn test_start(&mut self, _: usize, _: usize, _: &str, _: u32, _: u32, _: Duration) {}
     fn line(&mut self, msg: &str) {
         self.0.push(msg.to_string());
     }

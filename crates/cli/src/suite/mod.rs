@@ -1,11 +1,13 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
-use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interrupted};
+use crate::{progress::TermProgress, signals, usage, DbArg, Interrupted};
+use iotoll_model::{parse_duration, parse_size};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
 use iotoll_report::text::suite as text;
 use iotoll_suite::hosts::HostEntry;
+use iotoll_suite::runner::TestStart;
 use iotoll_suite::session::{self, Preflight};
 use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::{Path, PathBuf};
@@ -57,10 +59,10 @@ pub enum SuiteCmd {
 #[derive(Args, Clone, Copy)]
 pub struct Durations {
     /// Window of every test, overriding the suite's (recorded as a run note).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     time: Option<Duration>,
     /// Ramp-up of every test, overriding the suite's (recorded as a run note).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     ramp: Option<Duration>,
 }
 
@@ -144,7 +146,7 @@ pub struct RunArgs {
     #[command(flatten)]
     durations: Durations,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
-    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     size: Option<u64>,
     #[command(flatten)]
     db: DbArg,
@@ -172,14 +174,6 @@ pub struct RunArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
-}
-
-/// A target given twice (the same file or device by any path).
-fn check_targets(targets: &[PathBuf]) -> Result<()> {
-    match iotoll_disk::target::given_twice(targets) {
-        Some(t) => Err(usage(format!("--target {} is given twice", t.display()))),
-        None => Ok(()),
-    }
 }
 
 /// `session::load`, with the binary's errors.
@@ -220,7 +214,6 @@ fn list() -> Result<()> {
 
 /// `suite show`: a suite's expanded tests, where they run, and how long.
 fn show(suite: &str, target: &[PathBuf], durations: Durations, reps: Option<u32>) -> Result<()> {
-    check_targets(target)?;
     let (mut s, mapping) = load_with(suite, target, false)?;
     check_reps(reps)?;
     for m in &mapping {
@@ -256,16 +249,9 @@ fn export_icf(
 }
 
 impl iotoll_suite::SuiteProgress for TermProgress {
-    fn test_start(
-        &mut self,
-        index: usize,
-        total: usize,
-        name: &str,
-        rep: u32,
-        reps: u32,
-        eta: Duration,
-    ) {
-        let line = iotoll_report::text::progress::test_start(index, total, name, (rep, reps), eta);
+    fn test_start(&mut self, t: &TestStart) {
+        let rep = (t.rep, t.reps);
+        let line = iotoll_report::text::progress::test_start(t.index, t.total, t.name, rep, t.eta);
         self.line(&line);
     }
 
@@ -278,7 +264,6 @@ impl iotoll_suite::SuiteProgress for TermProgress {
 /// the flags before anything starts: the suite, the notes that say so,
 /// its estimated duration and the hosts its tests are placed on.
 fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
-    check_targets(&a.target)?;
     let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
     check_reps(a.reps)?;
     let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
