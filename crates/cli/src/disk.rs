@@ -1,10 +1,10 @@
 //! `iotoll disk run` and `iotoll disk specs`.
 
 use crate::output;
-use iotoll_model::{parse_duration, parse_size};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::{builtin_specs, DiskError, DiskRequest, EngineChoice};
+use iotoll_model::{parse_duration, parse_size};
 use std::path::PathBuf;
 use std::time::Duration;
 

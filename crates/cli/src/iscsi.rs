@@ -2,11 +2,11 @@
 //! `disk run` shares with them.
 
 use crate::{output, usage};
-use iotoll_model::parse_duration;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::spec::IscsiOptions;
 use iotoll_iscsi::{inquiry, url};
+use iotoll_model::parse_duration;
 use iotoll_report::text::iscsi as text;
 use std::path::PathBuf;
 use std::time::Duration;

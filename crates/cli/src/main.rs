@@ -89,15 +89,17 @@ enum Cmd {
 /// their source in their own message (`{context}: {source}`) also hand it
 /// on as their cause, and `{:#}` would repeat it.
 fn chain(e: &anyhow::Error) -> String {
-    e.chain().map(|c| c.to_string()).fold(String::new(), |msg, s| {
-        if msg.contains(&s) {
-            msg
-        } else if msg.is_empty() {
-            s
-        } else {
-            format!("{msg}: {s}")
-        }
-    })
+    e.chain()
+        .map(|c| c.to_string())
+        .fold(String::new(), |msg, s| {
+            if msg.contains(&s) {
+                msg
+            } else if msg.is_empty() {
+                s
+            } else {
+                format!("{msg}: {s}")
+            }
+        })
 }
 
 /// clap suggests a subcommand only for near spellings (`rnu` gets
@@ -219,7 +221,7 @@ pub struct MeasureOpts {
     /// A process of the system under test on this host (an iSCSI target,
     /// a server), by command name or pid; repeatable. Its CPU is reported
     /// as its own part (cpu_sut_pct), not as interference.
-    #[arg(long, value_name = "NAME|PID", value_parser = sut_arg)]
+    #[arg(long, value_name = "NAME|PID")]
     pub sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
@@ -239,12 +241,8 @@ pub struct DbArg {
 
 impl DbArg {
     pub fn path(&self) -> PathBuf {
-        db_path(&self.db)
+        self.db.clone().unwrap_or_else(iotoll_store::default_path)
     }
-}
-
-fn db_path(db: &Option<PathBuf>) -> PathBuf {
-    db.clone().unwrap_or_else(iotoll_store::default_path)
 }
 
 /// This host's disclosure, as `iotoll sysinfo` shows it and every run stores it.
@@ -272,11 +270,6 @@ pub struct Window {
     /// Length of the measurement window.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
     pub time: Duration,
-}
-
-pub fn sut_arg(s: &str) -> Result<iotoll_probe::procs::SutProcess, String> {
-    iotoll_probe::procs::SutProcess::parse(s)
-        .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
 }
 
 /// A percentage of the host's CPU, 0 to 100.
@@ -320,7 +313,7 @@ pub fn measure<E: MeasureError>(
     o: &MeasureOpts,
     run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
-    let db = (!o.no_db).then(|| db_path(&o.db));
+    let db = (!o.no_db).then(|| o.db.clone().unwrap_or_else(iotoll_store::default_path));
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();

@@ -1,9 +1,9 @@
 //! `iotoll net serve | stream | rr`.
 
 use crate::{signals, usage};
-use iotoll_model::{parse_duration, parse_size};
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::tls::Cipher;
 use iotoll_net::{ClientSpec, Dir, Limits, ServerConfig, TestKind, DEFAULT_PORT};

@@ -1,10 +1,10 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
 use crate::{progress::TermProgress, signals, usage, DbArg, Interrupted};
-use iotoll_model::{parse_duration, parse_size};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
+use iotoll_model::{parse_duration, parse_size};
 use iotoll_report::text::suite as text;
 use iotoll_suite::hosts::HostEntry;
 use iotoll_suite::runner::TestStart;
@@ -19,40 +19,46 @@ pub enum SuiteCmd {
     /// The built-in suites.
     List,
     /// A suite's expanded tests and estimated duration.
-    Show {
-        /// A built-in suite name, a suite file, or an Iometer .icf file.
-        suite: String,
-        /// The targets disk tests would run on (an .icf's targets map onto them in order).
-        #[arg(long, value_name = "PATH", value_delimiter = ',')]
-        target: Vec<PathBuf>,
-        #[command(flatten)]
-        durations: Durations,
-        /// Repetitions of every test (as `suite run --reps`).
-        #[arg(long, value_name = "N")]
-        reps: Option<u32>,
-    },
+    Show(ShowArgs),
     /// Run a suite: every test, its repetitions, into the results database.
     Run(Box<RunArgs>),
     /// Write a suite's disk test (access specs, test setup, workers) as an Iometer .icf.
     #[command(
         after_help = "An .icf holds one test setup: a suite with several disk tests needs --test. Access specs run at different queue depths become one group of workers per queue depth, each resting on Iometer's Idle spec while another runs; a queue depth sweep becomes Iometer's queue depth cycling. Read it back with `iotoll suite show|run FILE.icf --target ...`."
     )]
-    ExportIcf {
-        /// A built-in suite name, a suite file, or an .icf.
-        suite: String,
-        /// The disk test to write [default: the suite's only one].
-        #[arg(long, value_name = "NAME")]
-        test: Option<String>,
-        /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
-        #[arg(long, value_name = "NAME", value_delimiter = ',')]
-        target: Vec<String>,
-        /// The manager (Dynamo host) name to write [default: this host's name].
-        #[arg(long, value_name = "NAME")]
-        manager: Option<String>,
-        /// Write here [default: standard output].
-        #[arg(short, long, value_name = "FILE")]
-        out: Option<PathBuf>,
-    },
+    ExportIcf(ExportIcfArgs),
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// A built-in suite name, a suite file, or an Iometer .icf file.
+    suite: String,
+    /// The targets disk tests would run on (an .icf's targets map onto them in order).
+    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    target: Vec<PathBuf>,
+    #[command(flatten)]
+    durations: Durations,
+    /// Repetitions of every test (as `suite run --reps`).
+    #[arg(long, value_name = "N")]
+    reps: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct ExportIcfArgs {
+    /// A built-in suite name, a suite file, or an .icf.
+    suite: String,
+    /// The disk test to write [default: the suite's only one].
+    #[arg(long, value_name = "NAME")]
+    test: Option<String>,
+    /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    target: Vec<String>,
+    /// The manager (Dynamo host) name to write [default: this host's name].
+    #[arg(long, value_name = "NAME")]
+    manager: Option<String>,
+    /// Write here [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// `--time` / `--ramp`: a smoke run of a long study.
@@ -161,7 +167,7 @@ pub struct RunArgs {
     /// A process of the system under test on this host, by command name or
     /// pid; repeatable, beside the suite's `sut`. Its CPU is its own part
     /// (cpu_sut_pct), not interference.
-    #[arg(long, value_name = "NAME|PID", value_parser = crate::sut_arg)]
+    #[arg(long, value_name = "NAME|PID")]
     sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// What to do with an interfered repetition: warn (keep it; a clean one
     /// is selected if any), or rerun (also run one more repetition, at most
@@ -188,57 +194,39 @@ fn check_reps(reps: Option<u32>) -> Result<()> {
 
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
-        SuiteCmd::List => list(),
-        SuiteCmd::Show {
-            suite,
-            target,
-            durations,
-            reps,
-        } => show(&suite, &target, durations, reps),
+        SuiteCmd::List => {
+            // The built-in suites, a line each.
+            print!("{}", text::list()?);
+            Ok(())
+        }
+        SuiteCmd::Show(a) => show(a),
         SuiteCmd::Run(a) => run(*a),
-        SuiteCmd::ExportIcf {
-            suite,
-            test,
-            target,
-            manager,
-            out,
-        } => export_icf(&suite, test, target, manager, out),
+        SuiteCmd::ExportIcf(a) => export_icf(a),
     }
-}
-
-/// `suite list`: the built-in suites, a line each.
-fn list() -> Result<()> {
-    print!("{}", text::list()?);
-    Ok(())
 }
 
 /// `suite show`: a suite's expanded tests, where they run, and how long.
-fn show(suite: &str, target: &[PathBuf], durations: Durations, reps: Option<u32>) -> Result<()> {
-    let (mut s, mapping) = load_with(suite, target, false)?;
-    check_reps(reps)?;
+fn show(a: ShowArgs) -> Result<()> {
+    let (mut s, mapping) = load_with(&a.suite, &a.target, false)?;
+    check_reps(a.reps)?;
     for m in &mapping {
         println!("{m}");
     }
-    let note = apply_durations(&mut s, durations)?;
-    print!("{}", text::show(&s, reps, note.as_deref()));
+    let note = apply_durations(&mut s, a.durations)?;
+    print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
 
-fn export_icf(
-    which: &str,
-    test: Option<String>,
-    targets: Vec<String>,
-    manager: Option<String>,
-    out: Option<PathBuf>,
-) -> Result<()> {
-    let (suite, _) = load_with(which, &[], false)?;
-    let o = iotoll_suite::icf_export::export_options(test, targets, manager).map_err(usage)?;
+fn export_icf(a: ExportIcfArgs) -> Result<()> {
+    let (suite, _) = load_with(&a.suite, &[], false)?;
+    let o = iotoll_suite::icf_export::export_options(a.test, a.target, a.manager);
+    let o = o.map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
     let text = iotoll_suite::icf::write(&icf);
     for n in &notes {
         eprintln!("note: {n}");
     }
-    match out {
+    match a.out {
         Some(p) => {
             std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
             eprintln!("wrote {}", p.display());

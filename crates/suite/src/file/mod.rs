@@ -593,8 +593,7 @@ impl<'a> Ctx<'a> {
                     Some(i) => i.to_string(),
                     None => as_str(v)?.to_string(),
                 };
-                iotoll_probe::procs::SutProcess::parse(&text)
-                    .ok_or_else(|| format!("'{text}' is neither a process name nor a pid above 0"))
+                text.parse::<iotoll_probe::procs::SutProcess>()
             };
             items.iter().map(one).collect::<Result<Vec<_>, String>>()
         })?;
