@@ -16,7 +16,6 @@ use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
 use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 const SUITE: &str = r#"
 name = "hog"

@@ -8,7 +8,6 @@ use iotoll_run::Progress;
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, Options, Sink, SuiteProgress, TestOutcome};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 const SUITE: &str = r#"
 name = "standing"
