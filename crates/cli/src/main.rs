@@ -381,7 +381,7 @@ fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<(
     if o.json {
         return output::print_json(doc);
     }
-    print!("{}", output::human(doc));
+    print!("{}", iotoll_report::text::result(doc));
     Ok(())
 }
 
