@@ -158,7 +158,11 @@ fn man() -> anyhow::Result<()> {
             let name = format!("{path} {}", c.get_name());
             writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
             if let Some(a) = c.get_about() {
-                writeln!(out, "{}", roff_text(&a.to_string()))?;
+                // Escaped as clap_mangen escapes the rest of the page.
+                let about = roff::Roff::new()
+                    .text([roff::roman(a.to_string())])
+                    .to_roff();
+                write!(out, "{about}")?;
             }
             let page = clap_mangen::Man::new(c.clone().bin_name(name.clone()));
             page.render_synopsis_section(&mut *out)?;
@@ -170,21 +174,6 @@ fn man() -> anyhow::Result<()> {
     sub(&mut out, &cmd, "iotoll")?;
     man.render_version_section(&mut out)?;
     Ok(())
-}
-
-/// Text safe in a roff paragraph: no line starts with a control character.
-fn roff_text(s: &str) -> String {
-    s.lines()
-        .map(|l| {
-            let l = l.replace('\\', "\\e");
-            if l.starts_with('.') || l.starts_with('\'') {
-                format!("\\&{l}")
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.
