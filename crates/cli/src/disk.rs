@@ -165,10 +165,7 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
 }
 
 fn specs(json: bool) -> Result<()> {
-    let all = builtin_specs();
-    if json {
-        return output::print_json(&all);
-    }
-    print!("{}", iotoll_report::text::specs(&all));
-    Ok(())
+    output::show(json, &builtin_specs(), |all| {
+        iotoll_report::text::specs(all)
+    })
 }

@@ -103,19 +103,11 @@ fn discover(portal: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let (host, port) = url::parse_portal(portal).map_err(usage)?;
     let cfg = login.config()?;
     let d = inquiry::discover(url::format_portal(&host, port), &cfg)?;
-    if json {
-        return output::print_json(&d);
-    }
-    print!("{}", text::discovery(&d, &cfg.initiator_name));
-    Ok(())
+    output::show(json, &d, |d| text::discovery(d, &cfg.initiator_name))
 }
 
 fn luns(which: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let u = url::parse(which).map_err(usage)?;
     let list = inquiry::luns(&u, &login.config()?)?;
-    if json {
-        return output::print_json(&list);
-    }
-    print!("{}", text::luns(&list));
-    Ok(())
+    output::show(json, &list, text::luns)
 }

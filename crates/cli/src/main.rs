@@ -242,12 +242,9 @@ pub fn host() -> iotoll_probe::sysinfo::Host {
 /// `iotoll sysinfo`: this host's disclosure, as every run stores it.
 fn sysinfo(json: bool) -> anyhow::Result<()> {
     let h = host();
-    if json {
-        // Through a JSON value: keys in the order every stored record has.
-        return output::print_json(&iotoll_model::spec::to_json(&h));
-    }
-    print!("{}", iotoll_report::text::host(&h));
-    Ok(())
+    // JSON through a JSON value: keys in the order every stored record has.
+    let value = iotoll_model::spec::to_json(&h);
+    output::show(json, &value, |_| iotoll_report::text::host(&h))
 }
 
 /// `--ramp` and `--time` of a single measurement.
@@ -367,11 +364,7 @@ fn failed_run(
 
 /// A result on stdout: one JSON document with `--json`, else the table.
 fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<()> {
-    if o.json {
-        return output::print_json(doc);
-    }
-    print!("{}", iotoll_report::text::result(doc));
-    Ok(())
+    output::show(o.json, doc, iotoll_report::text::result)
 }
 
 fn main() -> ExitCode {
