@@ -43,7 +43,7 @@ enum AgentCmd {
 
 pub fn main(a: AgentArgs) -> Result<()> {
     if let Some(AgentCmd::K8sManifests(k)) = &a.cmd {
-        return crate::k8s::run(k).map(|_| ());
+        return crate::k8s::run(k);
     }
     let targets = (a.allow_target.iter())
         .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
