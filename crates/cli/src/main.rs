@@ -321,7 +321,8 @@ pub fn measure<E: MeasureError>(
     doc.apply_interference_threshold(o.interference_pct);
     doc.notes
         .extend(iotoll_suite::session::sut_note(&o.sut_process, &doc));
-    print_doc(o, &doc)?;
+    // On stdout: one JSON document with `--json`, else the table.
+    output::show(o.json, &doc, iotoll_report::text::result)?;
     let stored = session.record_single(&doc, host).map_err(session_err)?;
     if let (Some(id), Some(db), false) = (stored, session.db_path(), o.quiet) {
         eprintln!("iotoll: stored as run {id} in {}", db.display());
@@ -343,7 +344,7 @@ fn failed_run(
     msg: String,
     doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
-    if let Err(e) = print_doc(o, &doc) {
+    if let Err(e) = output::show(o.json, &doc, iotoll_report::text::result) {
         return e;
     }
     let recorded = session.record_failed(&doc, host);
@@ -360,11 +361,6 @@ fn failed_run(
         None => {}
     }
     anyhow::anyhow!("{msg} (the figures printed are partial and not a result)")
-}
-
-/// A result on stdout: one JSON document with `--json`, else the table.
-fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<()> {
-    output::show(o.json, doc, iotoll_report::text::result)
 }
 
 fn main() -> ExitCode {
