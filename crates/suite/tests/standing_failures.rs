@@ -9,19 +9,8 @@ use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, Options, Sink, SuiteProgress, TestOutcome};
 use std::sync::atomic::AtomicBool;
 
-const SUITE: &str = r#"
-name = "standing"
-reps = 3
-ramp = "0s"
-time = "300ms"
-
-[[test]]
-name = "d"
-kind = "disk"
-bs = ["4k", "64k"]
-read = 100
-size = "4m"
-"#;
+/// Two disk tests of three repetitions each that only read.
+const SUITE: &str = include_str!("fixtures/two-read-tests.toml");
 
 /// Counts the lines the run prints.
 #[derive(Default)]
