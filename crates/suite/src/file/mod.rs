@@ -11,7 +11,7 @@ use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_model::ci::{DISK_UNIT_MBIT_S, DISK_UNIT_MB_S, UNIT_PARAM};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
-use iotoll_net::{ClientSpec, Dir, TestKind};
+use iotoll_net::{ClientSpec, TestKind};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -131,14 +131,7 @@ impl JobSpec {
                 _ => return Err("not a disk parameter".into()),
             },
             JobSpec::Net(s) => match key {
-                "dir" => {
-                    s.dir = match as_str(v)? {
-                        "tx" => Dir::Tx,
-                        "rx" => Dir::Rx,
-                        "bidir" => Dir::Bidir,
-                        d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
-                    }
-                }
+                "dir" => s.dir = as_str(v)?.parse()?,
                 "conns" => s.conns = as_u32(v)?,
                 "msg" => s.msg = as_size(v)?,
                 "sockbuf" => s.sockbuf = Some(as_size(v)?),

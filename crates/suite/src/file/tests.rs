@@ -69,7 +69,7 @@ group = "{dir}"
     let JobSpec::Net(c) = &s.jobs[3].spec else {
         panic!()
     };
-    assert_eq!((c.dir, c.conns, c.msg), (Dir::Rx, 10, 65536));
+    assert_eq!((c.dir, c.conns, c.msg), (iotoll_net::Dir::Rx, 10, 65536));
     assert_eq!(s.jobs[3].params["conns"], 10);
 }
 
