@@ -43,16 +43,15 @@ enum AgentCmd {
 
 pub fn main(a: AgentArgs) -> Result<()> {
     if let Some(AgentCmd::K8sManifests(k)) = &a.cmd {
-        return crate::k8s::run(k).map(|_| ());
+        return crate::k8s::run(k);
     }
     let targets = (a.allow_target.iter())
         .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
         .collect::<Result<Vec<_>>>()?;
     // Pinned now to see a bad one at once; the hook pins them again as
     // the agent starts serving, and that pin is the one it holds to.
-    for r in iotoll_agent::agent::pin_targets(&targets) {
-        r.map_err(usage)?;
-    }
+    let pins = iotoll_agent::agent::pin_targets(&targets).into_iter();
+    pins.collect::<Result<Vec<_>, _>>().map_err(usage)?;
     anyhow::ensure!(a.threads != Some(0), usage("--threads must be positive"));
     let key = match a.auth_key.as_deref() {
         None => None,
@@ -65,11 +64,10 @@ pub fn main(a: AgentArgs) -> Result<()> {
     if a.auth_key.as_deref() == Some("-") {
         serve::stop_when_stdin_closes(flag.clone());
     }
-    let threads = a.threads;
     let cfg = iotoll_agent::agent::AgentConfig {
         key,
         targets,
-        threads,
+        threads: a.threads,
     };
     {
         use std::io::Write;

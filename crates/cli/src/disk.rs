@@ -1,9 +1,10 @@
 //! `iotoll disk run` and `iotoll disk specs`.
 
-use crate::{duration_arg, output, size_arg};
+use crate::output;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::{builtin_specs, DiskError, DiskRequest, EngineChoice};
+use iotoll_model::{parse_duration, parse_size};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", conflicts_with_all = ["bs", "read", "random"])]
     spec: Option<String>,
     /// Transfer size (512, 4k, 64k, 1m: k = 1024) [default: 4k].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     bs: Option<u64>,
     /// Percent of I/Os that are reads, 0-100 [default: 100].
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100), allow_negative_numbers = true)]
@@ -67,16 +68,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     cpus: Option<CpuList>,
     /// Length of the region tested [default: the target past --offset; 256m for a test file].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     size: Option<u64>,
     /// Start of the region tested.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "0", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "0", allow_hyphen_values = true)]
     offset: u64,
     /// Alignment of I/O offsets, on every line of the spec [default: the target's logical block size].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     align: Option<u64>,
     /// Delay before each burst of I/Os (Iometer's transfer delay), on every line of the spec.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "0ms")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "0ms")]
     burst_delay: Duration,
     /// I/Os per burst.
     #[arg(
@@ -164,10 +165,7 @@ pub fn main(cmd: DiskCmd) -> Result<()> {
 }
 
 fn specs(json: bool) -> Result<()> {
-    let all = builtin_specs();
-    if json {
-        return output::print_json(&all);
-    }
-    print!("{}", iotoll_report::text::specs(&all));
-    Ok(())
+    output::show(json, &builtin_specs(), |all| {
+        iotoll_report::text::specs(all)
+    })
 }

@@ -1,11 +1,12 @@
 //! `iotoll iscsi discover` and `iotoll iscsi luns`, and the login flags
 //! `disk run` shares with them.
 
-use crate::{duration_arg, output, usage};
+use crate::{output, usage};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_disk::spec::IscsiOptions;
 use iotoll_iscsi::{inquiry, url};
+use iotoll_model::parse_duration;
 use iotoll_report::text::iscsi as text;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,7 +82,7 @@ impl LoginArgs {
 /// `disk run` (which never calls [`LoginArgs::config`]) exits 2 on it too
 /// instead of failing to connect.
 fn timeout_arg(s: &str) -> Result<Duration, String> {
-    match duration_arg(s)? {
+    match parse_duration(s).map_err(|e| e.to_string())? {
         d if d.is_zero() => Err("must be more than 0".into()),
         d => Ok(d),
     }
@@ -102,19 +103,11 @@ fn discover(portal: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let (host, port) = url::parse_portal(portal).map_err(usage)?;
     let cfg = login.config()?;
     let d = inquiry::discover(url::format_portal(&host, port), &cfg)?;
-    if json {
-        return output::print_json(&d);
-    }
-    print!("{}", text::discovery(&d, &cfg.initiator_name));
-    Ok(())
+    output::show(json, &d, |d| text::discovery(d, &cfg.initiator_name))
 }
 
 fn luns(which: &str, login: &LoginArgs, json: bool) -> Result<()> {
     let u = url::parse(which).map_err(usage)?;
     let list = inquiry::luns(&u, &login.config()?)?;
-    if json {
-        return output::print_json(&list);
-    }
-    print!("{}", text::luns(&list));
-    Ok(())
+    output::show(json, &list, text::luns)
 }

@@ -68,8 +68,8 @@ impl K8sArgs {
 }
 
 /// Prints the manifests; writes the hosts file first, so a refused or
-/// failed write prints nothing to apply. Returns the exit status.
-pub fn run(args: &K8sArgs) -> Result<i32> {
+/// failed write prints nothing to apply.
+pub fn run(args: &K8sArgs) -> Result<()> {
     let o = args.options();
     o.check().map_err(|e| usage(format!("--{e}")))?;
     if let Some(path) = &args.hosts_out {
@@ -90,6 +90,5 @@ pub fn run(args: &K8sArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     out.write_all(k8s::manifests(&o).as_bytes())
         .and_then(|()| out.flush())
-        .context("writing the manifests to stdout")?;
-    Ok(0)
+        .context("writing the manifests to stdout")
 }

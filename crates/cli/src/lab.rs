@@ -140,36 +140,25 @@ fn up(lab: &str, sets: &[String], replace: bool, json: bool) -> Result<()> {
         }
     };
     let st = iotoll_lab::up_with_progress(&def, replace, &mut progress).map_err(lab_err)?;
-    if json {
-        return output::print_json(&st);
-    }
-    print!("{}", text::state(&st));
-    Ok(())
+    output::show(json, &st, text::state)
 }
 
 fn status(name: Option<&str>, json: bool) -> Result<()> {
-    match name {
-        Some(n) => {
-            let st = iotoll_lab::status(n)
-                .map_err(lab_err)?
-                .ok_or_else(|| anyhow::anyhow!("lab '{n}' is not up"))?;
-            if json {
-                return output::print_json(&st);
-            }
-            print!("{}", text::state(&st));
-        }
-        None => {
-            let all = iotoll_lab::running().map_err(lab_err)?;
-            if json {
-                return output::print_json(&serde_json::json!({ "labs": all }));
-            }
-            if all.is_empty() {
-                println!("no lab is up");
-            }
-            for st in &all {
-                print!("{}", text::state(st));
-            }
-        }
+    if let Some(n) = name {
+        let st = iotoll_lab::status(n)
+            .map_err(lab_err)?
+            .ok_or_else(|| anyhow::anyhow!("lab '{n}' is not up"))?;
+        return output::show(json, &st, text::state);
+    }
+    let all = iotoll_lab::running().map_err(lab_err)?;
+    if json {
+        return output::print_json(&serde_json::json!({ "labs": all }));
+    }
+    if all.is_empty() {
+        println!("no lab is up");
+    }
+    for st in &all {
+        print!("{}", text::state(st));
     }
     Ok(())
 }

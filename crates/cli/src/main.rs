@@ -15,7 +15,7 @@ mod signals;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
-use iotoll_model::ResultStatus;
+use iotoll_model::{parse_duration, ResultStatus};
 use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,18 +89,17 @@ enum Cmd {
 /// their source in their own message (`{context}: {source}`) also hand it
 /// on as their cause, and `{:#}` would repeat it.
 fn chain(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if msg.contains(&s) {
-            continue;
-        }
-        if !msg.is_empty() {
-            msg.push_str(": ");
-        }
-        msg.push_str(&s);
-    }
-    msg
+    e.chain()
+        .map(|c| c.to_string())
+        .fold(String::new(), |msg, s| {
+            if msg.contains(&s) {
+                msg
+            } else if msg.is_empty() {
+                s
+            } else {
+                format!("{msg}: {s}")
+            }
+        })
 }
 
 /// clap suggests a subcommand only for near spellings (`rnu` gets
@@ -159,7 +158,11 @@ fn man() -> anyhow::Result<()> {
             let name = format!("{path} {}", c.get_name());
             writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
             if let Some(a) = c.get_about() {
-                writeln!(out, "{}", roff_text(&a.to_string()))?;
+                // Escaped as clap_mangen escapes the rest of the page.
+                let about = roff::Roff::new()
+                    .text([roff::roman(a.to_string())])
+                    .to_roff();
+                write!(out, "{about}")?;
             }
             let page = clap_mangen::Man::new(c.clone().bin_name(name.clone()));
             page.render_synopsis_section(&mut *out)?;
@@ -173,32 +176,10 @@ fn man() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Text safe in a roff paragraph: no line starts with a control character.
-fn roff_text(s: &str) -> String {
-    s.lines()
-        .map(|l| {
-            let l = l.replace('\\', "\\e");
-            if l.starts_with('.') || l.starts_with('\'') {
-                format!("\\&{l}")
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// An error that is the user's to fix on the command line: exit status 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// An error the user fixes on the command line (exit 2), saying `msg`.
 pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
@@ -206,16 +187,9 @@ pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// A run that was interrupted after printing what it measured.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
 pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Labelling, output and storage flags every measuring command shares.
 #[derive(Args)]
@@ -236,7 +210,7 @@ pub struct MeasureOpts {
     /// A process of the system under test on this host (an iSCSI target,
     /// a server), by command name or pid; repeatable. Its CPU is reported
     /// as its own part (cpu_sut_pct), not as interference.
-    #[arg(long, value_name = "NAME|PID", value_parser = sut_arg)]
+    #[arg(long, value_name = "NAME|PID")]
     pub sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// Results database the run is stored in [default: $XDG_DATA_HOME/iotoll/results.db].
     #[arg(long, value_name = "PATH")]
@@ -256,12 +230,8 @@ pub struct DbArg {
 
 impl DbArg {
     pub fn path(&self) -> PathBuf {
-        db_path(&self.db)
+        self.db.clone().unwrap_or_else(iotoll_store::default_path)
     }
-}
-
-fn db_path(db: &Option<PathBuf>) -> PathBuf {
-    db.clone().unwrap_or_else(iotoll_store::default_path)
 }
 
 /// This host's disclosure, as `iotoll sysinfo` shows it and every run stores it.
@@ -272,36 +242,20 @@ pub fn host() -> iotoll_probe::sysinfo::Host {
 /// `iotoll sysinfo`: this host's disclosure, as every run stores it.
 fn sysinfo(json: bool) -> anyhow::Result<()> {
     let h = host();
-    if json {
-        // Through a JSON value: keys in the order every stored record has.
-        return output::print_json(&iotoll_model::spec::to_json(&h));
-    }
-    print!("{}", iotoll_report::text::host(&h));
-    Ok(())
+    // JSON through a JSON value: keys in the order every stored record has.
+    let value = iotoll_model::spec::to_json(&h);
+    output::show(json, &value, |_| iotoll_report::text::host(&h))
 }
 
 /// `--ramp` and `--time` of a single measurement.
 #[derive(Args)]
 pub struct Window {
     /// Ramp-up before the measurement window (500ms, 4s, 2m, 1h).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "1s")]
     pub ramp: Duration,
     /// Length of the measurement window.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
     pub time: Duration,
-}
-
-pub fn size_arg(s: &str) -> Result<u64, String> {
-    iotoll_model::parse_size(s).map_err(|e| e.to_string())
-}
-
-pub fn duration_arg(s: &str) -> Result<Duration, String> {
-    iotoll_model::parse_duration(s).map_err(|e| e.to_string())
-}
-
-pub fn sut_arg(s: &str) -> Result<iotoll_probe::procs::SutProcess, String> {
-    iotoll_probe::procs::SutProcess::parse(s)
-        .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
 }
 
 /// A percentage of the host's CPU, 0 to 100.
@@ -345,7 +299,7 @@ pub fn measure<E: MeasureError>(
     o: &MeasureOpts,
     run: impl FnOnce(iotoll_run::RunControl) -> Result<iotoll_model::ResultDoc, E>,
 ) -> anyhow::Result<()> {
-    let db = (!o.no_db).then(|| db_path(&o.db));
+    let db = (!o.no_db).then(|| o.db.clone().unwrap_or_else(iotoll_store::default_path));
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
@@ -367,7 +321,8 @@ pub fn measure<E: MeasureError>(
     doc.apply_interference_threshold(o.interference_pct);
     doc.notes
         .extend(iotoll_suite::session::sut_note(&o.sut_process, &doc));
-    print_doc(o, &doc)?;
+    // On stdout: one JSON document with `--json`, else the table.
+    output::show(o.json, &doc, iotoll_report::text::result)?;
     let stored = session.record_single(&doc, host).map_err(session_err)?;
     if let (Some(id), Some(db), false) = (stored, session.db_path(), o.quiet) {
         eprintln!("iotoll: stored as run {id} in {}", db.display());
@@ -389,7 +344,7 @@ fn failed_run(
     msg: String,
     doc: iotoll_model::ResultDoc,
 ) -> anyhow::Error {
-    if let Err(e) = print_doc(o, &doc) {
+    if let Err(e) = output::show(o.json, &doc, iotoll_report::text::result) {
         return e;
     }
     let recorded = session.record_failed(&doc, host);
@@ -406,15 +361,6 @@ fn failed_run(
         None => {}
     }
     anyhow::anyhow!("{msg} (the figures printed are partial and not a result)")
-}
-
-/// A result on stdout: one JSON document with `--json`, else the table.
-fn print_doc(o: &MeasureOpts, doc: &iotoll_model::ResultDoc) -> anyhow::Result<()> {
-    if o.json {
-        return output::print_json(doc);
-    }
-    print!("{}", output::human(doc));
-    Ok(())
 }
 
 fn main() -> ExitCode {

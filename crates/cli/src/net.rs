@@ -1,8 +1,9 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{duration_arg, signals, size_arg, usage};
+use crate::{signals, usage};
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::tls::Cipher;
 use iotoll_net::{ClientSpec, Dir, Limits, ServerConfig, TestKind, DEFAULT_PORT};
@@ -18,15 +19,6 @@ pub enum NetCmd {
     Stream(Box<StreamArgs>),
     /// Request/response: transaction rate and round-trip latency.
     Rr(Box<RrArgs>),
-}
-
-fn dir_arg(s: &str) -> Result<Dir, String> {
-    match s {
-        "tx" => Ok(Dir::Tx),
-        "rx" => Ok(Dir::Rx),
-        "bidir" => Ok(Dir::Bidir),
-        _ => Err(format!("unknown direction '{s}': use tx, rx or bidir")),
-    }
 }
 
 /// A comma-separated list of local addresses.
@@ -62,13 +54,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_conns: u32,
     /// Longest test (ramp + time) a client may ask for.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1h")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "1h")]
     max_time: Duration,
     /// Largest message, request or response a client may ask for.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "16m")]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "16m")]
     max_msg: u64,
     /// How long a connected client may take for each handshake message.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "5s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
     handshake_timeout: Duration,
     /// Refuse tests that ask for TLS (--tls), e.g. to keep cipher work off this host.
     #[arg(long)]
@@ -98,20 +90,16 @@ pub struct CommonArgs {
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// How long to keep retrying an endpoint that is busy with another test (0s: fail at once).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10s")]
     busy_wait: Duration,
     /// TLS 1.3 on every data connection: the endpoint makes a certificate for the test, the client pins it through the control connection (sealed with --auth-key; without a key anyone on the path could swap it). Goodput counts payload only; CPU shows what the encryption costs.
     #[arg(long)]
     tls: bool,
     /// The TLS cipher: aes-128-gcm, aes-256-gcm or chacha20-poly1305 (implies --tls).
-    #[arg(long, value_name = "CIPHER", value_parser = cipher_arg)]
+    #[arg(long, value_name = "CIPHER")]
     tls_cipher: Option<Cipher>,
     #[command(flatten)]
     measure: crate::MeasureOpts,
-}
-
-fn cipher_arg(s: &str) -> Result<Cipher, String> {
-    Cipher::parse(s).ok_or_else(|| format!("unknown cipher '{s}': use {}", Cipher::names()))
 }
 
 /// Exit statuses of the client tests, as `disk run` documents its own
@@ -136,13 +124,13 @@ pub struct StreamArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// tx: this host sends; rx: the endpoint sends; bidir: N connections each way.
-    #[arg(long, value_name = "DIR", value_parser = dir_arg, default_value = "tx")]
+    #[arg(long, value_name = "DIR", default_value = "tx")]
     dir: Dir,
     /// Size of each write (1 to 16m).
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "128k", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "128k", allow_hyphen_values = true)]
     msg: u64,
     /// SO_SNDBUF and SO_RCVBUF at both ends [default: kernel autotuning].
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     sockbuf: Option<u64>,
     /// TCP_NODELAY on the data connections.
     #[arg(long)]
@@ -168,10 +156,10 @@ pub struct RrArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Request size.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "1", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
     req: u64,
     /// Response size.
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "1", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
     resp: u64,
     /// Outstanding transactions per connection.
     #[arg(

@@ -1,8 +1,17 @@
-//! Human and JSON renderings of a result document: JSON here, the human
-//! table in `iotoll_report::text`.
+//! JSON on stdout; the human renderings are `iotoll_report::text`'s.
 
-/// The compact table printed after a run.
-pub use iotoll_report::text::result as human;
+/// `v` on stdout: one JSON document with `--json`, else as `text` renders it.
+pub fn show<T: serde::Serialize>(
+    json: bool,
+    v: &T,
+    text: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        return print_json(v);
+    }
+    print!("{}", text(v));
+    Ok(())
+}
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     let mut s = serde_json::to_string_pretty(v)?;

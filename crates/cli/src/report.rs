@@ -3,6 +3,7 @@
 use crate::{usage, DbArg};
 use anyhow::{Context, Result};
 use clap::Args;
+use iotoll_model::metrics::{metric_def, unknown_metric};
 use iotoll_report::{compare, ConfigData, RunInfo};
 use iotoll_store::Store;
 use std::path::{Path, PathBuf};
@@ -134,22 +135,16 @@ impl ReportFiles {
 }
 
 fn check_threshold(t: Option<f64>) -> Result<()> {
-    let outside = t.filter(|t| !(0.0..=100.0).contains(t));
-    match outside {
+    match t.filter(|t| !(0.0..=100.0).contains(t)) {
         Some(t) => Err(usage(format!("--cpu-threshold {t} is outside 0-100"))),
         None => Ok(()),
     }
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    if let Some(m) = a.metric.as_ref() {
-        anyhow::ensure!(
-            iotoll_model::metrics::metric_def(m).is_some(),
-            usage(format!(
-                "--metric {}",
-                iotoll_model::metrics::unknown_metric(m)
-            ))
-        );
+    let unknown = a.metric.as_deref().filter(|m| metric_def(m).is_none());
+    if let Some(m) = unknown {
+        return Err(usage(format!("--metric {}", unknown_metric(m))));
     }
     check_threshold(a.cpu_threshold)?;
     let by_group = match a.by.as_str() {

@@ -103,12 +103,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
     match cmd {
         ResultsCmd::List { db } => list(&db),
         ResultsCmd::Show { run, db, json } => {
-            let d = detail(&db, &run)?;
-            if json {
-                return crate::output::print_json(&d);
-            }
-            print!("{}", text::run_detail(&d));
-            Ok(())
+            crate::output::show(json, &detail(&db, &run)?, text::run_detail)
         }
         ResultsCmd::Export { run, format, db } => export(&db, &run, format),
         ResultsCmd::Import {

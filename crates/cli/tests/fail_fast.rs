@@ -6,20 +6,7 @@ mod common;
 use common::*;
 
 /// Two disk tests of three repetitions each that only read.
-const DISK: &str = r#"
-name = "ff"
-reps = 3
-ramp = "0s"
-time = "300ms"
-
-[[test]]
-name = "d"
-kind = "disk"
-bs = ["4k", "64k"]
-read = 100
-qd = 1
-size = "64m"
-"#;
+const DISK: &str = include_str!("../../suite/tests/fixtures/two-read-tests.toml");
 
 const NET: &str = r#"
 name = "ffnet"

@@ -44,6 +44,20 @@ pub enum Dir {
     Bidir,
 }
 
+impl std::str::FromStr for Dir {
+    type Err = String;
+
+    /// `tx`, `rx` or `bidir` (`--dir`).
+    fn from_str(s: &str) -> Result<Dir, String> {
+        match s {
+            "tx" => Ok(Dir::Tx),
+            "rx" => Ok(Dir::Rx),
+            "bidir" => Ok(Dir::Bidir),
+            _ => Err(format!("unknown direction '{s}': use tx, rx or bidir")),
+        }
+    }
+}
+
 /// What the client asks the server to take part in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

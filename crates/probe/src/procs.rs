@@ -216,6 +216,16 @@ impl SutProcess {
     }
 }
 
+impl std::str::FromStr for SutProcess {
+    type Err = String;
+
+    /// As [`SutProcess::parse`], or why not (`--sut-process`, a suite's `sut`).
+    fn from_str(s: &str) -> Result<SutProcess, String> {
+        SutProcess::parse(s)
+            .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
+    }
+}
+
 /// Who is who in a measurement.
 #[derive(Debug, Clone)]
 pub struct Roles {

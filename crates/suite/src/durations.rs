@@ -3,6 +3,7 @@
 //! the remaining time is estimated from what has actually run.
 
 use crate::file::Suite;
+use iotoll_model::text;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -35,17 +36,10 @@ fn originals(ds: impl Iterator<Item = Duration>) -> String {
     if count.len() == 1 {
         return count.keys().map(|d| dur_label(*d)).collect();
     }
-    count
+    let each = count
         .iter()
-        .map(|(d, n)| {
-            format!(
-                "{} ({n} test{})",
-                dur_label(*d),
-                if *n == 1 { "" } else { "s" }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|(d, n)| format!("{} ({})", dur_label(*d), text::count(*n, "test")));
+    each.collect::<Vec<_>>().join(", ")
 }
 
 /// Sets every test's ramp-up and/or window. Returns the run note (beginning

@@ -50,7 +50,7 @@ impl Rule {
 }
 
 /// What a test's repetitions come down to.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selected {
     /// Index into the repetitions of the one kept (median rule).
     pub index: Option<usize>,
@@ -119,37 +119,22 @@ pub fn agreement(reps: &[&Metrics], metric: &str, limit_pct: f64) -> (Option<boo
 /// Applies `rule` to the repetitions' metrics; `metric` is the one the
 /// spread is computed on.
 pub fn select(reps: &[&Metrics], rule: &Rule, metric: &str) -> Selected {
-    let values: Vec<(usize, f64)> = reps
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            m.get(metric)
-                .copied()
-                .filter(|v| v.is_finite())
-                .map(|v| (i, v))
-        })
+    let mut sorted: Vec<(usize, f64)> = (reps.iter().enumerate())
+        .filter_map(|(i, m)| Some((i, m.get(metric).copied().filter(|v| v.is_finite())?)))
         .collect();
-    let mut sorted = values.clone();
     sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let median = (!sorted.is_empty()).then(|| sorted[(sorted.len() - 1) / 2]);
-    // A spread needs at least two repetitions.
-    let spread_pct = match (sorted.first(), sorted.last(), median) {
-        (Some(lo), Some(hi), Some((_, med))) if med > 0.0 && sorted.len() >= 2 => {
-            Some((hi.1 - lo.1) / med * 100.0)
-        }
-        _ => None,
-    };
-    let cpu_spread_pct = spread(reps, mn::CPU_PCT).map(|s| s.0);
+    let median = (!sorted.is_empty()).then(|| sorted[(sorted.len() - 1) / 2].0);
     let (index, metrics) = match rule {
-        Rule::Median(_) => (median.map(|(i, _)| i), median.map(|(i, _)| reps[i].clone())),
+        Rule::Median(_) => (median, median.map(|i| reps[i].clone())),
         Rule::Mean => (None, Some(mean(reps))),
         Rule::All => (None, None),
     };
     Selected {
         index,
         metrics,
-        spread_pct,
-        cpu_spread_pct,
+        // A spread needs at least two repetitions.
+        spread_pct: spread(reps, metric).map(|s| s.0),
+        cpu_spread_pct: spread(reps, mn::CPU_PCT).map(|s| s.0),
         disagree: Vec::new(),
     }
 }

@@ -16,7 +16,6 @@ use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, OnInterference, Options, Sink, SuiteProgress, TestOutcome};
 use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 const SUITE: &str = r#"
 name = "hog"
@@ -38,7 +37,6 @@ struct Quiet;
 impl Progress for Quiet {}
 
 impl SuiteProgress for Quiet {
-    fn test_start(&mut self, _: usize, _: usize, _: &str, _: u32, _: u32, _: Duration) {}
     fn line(&mut self, _: &str) {}
 }
 

@@ -8,21 +8,9 @@ use iotoll_run::Progress;
 use iotoll_suite::file::Job;
 use iotoll_suite::runner::{self, Options, Sink, SuiteProgress, TestOutcome};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
-const SUITE: &str = r#"
-name = "standing"
-reps = 3
-ramp = "0s"
-time = "300ms"
-
-[[test]]
-name = "d"
-kind = "disk"
-bs = ["4k", "64k"]
-read = 100
-size = "4m"
-"#;
+/// Two disk tests of three repetitions each that only read.
+const SUITE: &str = include_str!("fixtures/two-read-tests.toml");
 
 /// Counts the lines the run prints.
 #[derive(Default)]
@@ -31,7 +19,6 @@ struct Lines(Vec<String>);
 impl Progress for Lines {}
 
 impl SuiteProgress for Lines {
-    fn test_start(&mut self, _: usize, _: usize, _: &str, _: u32, _: u32, _: Duration) {}
     fn line(&mut self, msg: &str) {
         self.0.push(msg.to_string());
     }

@@ -1,11 +1,13 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
-use crate::{duration_arg, progress::TermProgress, signals, usage, DbArg, Interrupted};
+use crate::{progress::TermProgress, signals, usage, DbArg, Interrupted};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
+use iotoll_model::{parse_duration, parse_size};
 use iotoll_report::text::suite as text;
 use iotoll_suite::hosts::HostEntry;
+use iotoll_suite::runner::TestStart;
 use iotoll_suite::session::{self, Preflight};
 use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::{Path, PathBuf};
@@ -17,50 +19,56 @@ pub enum SuiteCmd {
     /// The built-in suites.
     List,
     /// A suite's expanded tests and estimated duration.
-    Show {
-        /// A built-in suite name, a suite file, or an Iometer .icf file.
-        suite: String,
-        /// The targets disk tests would run on (an .icf's targets map onto them in order).
-        #[arg(long, value_name = "PATH", value_delimiter = ',')]
-        target: Vec<PathBuf>,
-        #[command(flatten)]
-        durations: Durations,
-        /// Repetitions of every test (as `suite run --reps`).
-        #[arg(long, value_name = "N")]
-        reps: Option<u32>,
-    },
+    Show(ShowArgs),
     /// Run a suite: every test, its repetitions, into the results database.
     Run(Box<RunArgs>),
     /// Write a suite's disk test (access specs, test setup, workers) as an Iometer .icf.
     #[command(
         after_help = "An .icf holds one test setup: a suite with several disk tests needs --test. Access specs run at different queue depths become one group of workers per queue depth, each resting on Iometer's Idle spec while another runs; a queue depth sweep becomes Iometer's queue depth cycling. Read it back with `iotoll suite show|run FILE.icf --target ...`."
     )]
-    ExportIcf {
-        /// A built-in suite name, a suite file, or an .icf.
-        suite: String,
-        /// The disk test to write [default: the suite's only one].
-        #[arg(long, value_name = "NAME")]
-        test: Option<String>,
-        /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
-        #[arg(long, value_name = "NAME", value_delimiter = ',')]
-        target: Vec<String>,
-        /// The manager (Dynamo host) name to write [default: this host's name].
-        #[arg(long, value_name = "NAME")]
-        manager: Option<String>,
-        /// Write here [default: standard output].
-        #[arg(short, long, value_name = "FILE")]
-        out: Option<PathBuf>,
-    },
+    ExportIcf(ExportIcfArgs),
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// A built-in suite name, a suite file, or an Iometer .icf file.
+    suite: String,
+    /// The targets disk tests would run on (an .icf's targets map onto them in order).
+    #[arg(long, value_name = "PATH", value_delimiter = ',')]
+    target: Vec<PathBuf>,
+    #[command(flatten)]
+    durations: Durations,
+    /// Repetitions of every test (as `suite run --reps`).
+    #[arg(long, value_name = "N")]
+    reps: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct ExportIcfArgs {
+    /// A built-in suite name, a suite file, or an .icf.
+    suite: String,
+    /// The disk test to write [default: the suite's only one].
+    #[arg(long, value_name = "NAME")]
+    test: Option<String>,
+    /// Target names to write for the workers, as Iometer shows them (e.g. "PHYSICALDRIVE:1", "E:") [default: PHYSICALDRIVE:1].
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    target: Vec<String>,
+    /// The manager (Dynamo host) name to write [default: this host's name].
+    #[arg(long, value_name = "NAME")]
+    manager: Option<String>,
+    /// Write here [default: standard output].
+    #[arg(short, long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// `--time` / `--ramp`: a smoke run of a long study.
 #[derive(Args, Clone, Copy)]
 pub struct Durations {
     /// Window of every test, overriding the suite's (recorded as a run note).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     time: Option<Duration>,
     /// Ramp-up of every test, overriding the suite's (recorded as a run note).
-    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     ramp: Option<Duration>,
 }
 
@@ -144,7 +152,7 @@ pub struct RunArgs {
     #[command(flatten)]
     durations: Durations,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
-    #[arg(long, value_name = "SIZE", value_parser = crate::size_arg)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     size: Option<u64>,
     #[command(flatten)]
     db: DbArg,
@@ -159,7 +167,7 @@ pub struct RunArgs {
     /// A process of the system under test on this host, by command name or
     /// pid; repeatable, beside the suite's `sut`. Its CPU is its own part
     /// (cpu_sut_pct), not interference.
-    #[arg(long, value_name = "NAME|PID", value_parser = crate::sut_arg)]
+    #[arg(long, value_name = "NAME|PID")]
     sut_process: Vec<iotoll_probe::procs::SutProcess>,
     /// What to do with an interfered repetition: warn (keep it; a clean one
     /// is selected if any), or rerun (also run one more repetition, at most
@@ -174,14 +182,6 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// A target given twice (the same file or device by any path).
-fn check_targets(targets: &[PathBuf]) -> Result<()> {
-    match iotoll_disk::target::given_twice(targets) {
-        Some(t) => Err(usage(format!("--target {} is given twice", t.display()))),
-        None => Ok(()),
-    }
-}
-
 /// `session::load`, with the binary's errors.
 pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
     session::load(which, targets, run).map_err(crate::session_err)
@@ -194,58 +194,39 @@ fn check_reps(reps: Option<u32>) -> Result<()> {
 
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
-        SuiteCmd::List => list(),
-        SuiteCmd::Show {
-            suite,
-            target,
-            durations,
-            reps,
-        } => show(&suite, &target, durations, reps),
+        SuiteCmd::List => {
+            // The built-in suites, a line each.
+            print!("{}", text::list()?);
+            Ok(())
+        }
+        SuiteCmd::Show(a) => show(a),
         SuiteCmd::Run(a) => run(*a),
-        SuiteCmd::ExportIcf {
-            suite,
-            test,
-            target,
-            manager,
-            out,
-        } => export_icf(&suite, test, target, manager, out),
+        SuiteCmd::ExportIcf(a) => export_icf(a),
     }
-}
-
-/// `suite list`: the built-in suites, a line each.
-fn list() -> Result<()> {
-    print!("{}", text::list()?);
-    Ok(())
 }
 
 /// `suite show`: a suite's expanded tests, where they run, and how long.
-fn show(suite: &str, target: &[PathBuf], durations: Durations, reps: Option<u32>) -> Result<()> {
-    check_targets(target)?;
-    let (mut s, mapping) = load_with(suite, target, false)?;
-    check_reps(reps)?;
+fn show(a: ShowArgs) -> Result<()> {
+    let (mut s, mapping) = load_with(&a.suite, &a.target, false)?;
+    check_reps(a.reps)?;
     for m in &mapping {
         println!("{m}");
     }
-    let note = apply_durations(&mut s, durations)?;
-    print!("{}", text::show(&s, reps, note.as_deref()));
+    let note = apply_durations(&mut s, a.durations)?;
+    print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
 
-fn export_icf(
-    which: &str,
-    test: Option<String>,
-    targets: Vec<String>,
-    manager: Option<String>,
-    out: Option<PathBuf>,
-) -> Result<()> {
-    let (suite, _) = load_with(which, &[], false)?;
-    let o = iotoll_suite::icf_export::export_options(test, targets, manager).map_err(usage)?;
+fn export_icf(a: ExportIcfArgs) -> Result<()> {
+    let (suite, _) = load_with(&a.suite, &[], false)?;
+    let o = iotoll_suite::icf_export::export_options(a.test, a.target, a.manager);
+    let o = o.map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
     let text = iotoll_suite::icf::write(&icf);
     for n in &notes {
         eprintln!("note: {n}");
     }
-    match out {
+    match a.out {
         Some(p) => {
             std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
             eprintln!("wrote {}", p.display());
@@ -256,16 +237,9 @@ fn export_icf(
 }
 
 impl iotoll_suite::SuiteProgress for TermProgress {
-    fn test_start(
-        &mut self,
-        index: usize,
-        total: usize,
-        name: &str,
-        rep: u32,
-        reps: u32,
-        eta: Duration,
-    ) {
-        let line = iotoll_report::text::progress::test_start(index, total, name, (rep, reps), eta);
+    fn test_start(&mut self, t: &TestStart) {
+        let rep = (t.rep, t.reps);
+        let line = iotoll_report::text::progress::test_start(t.index, t.total, t.name, rep, t.eta);
         self.line(&line);
     }
 
@@ -278,7 +252,6 @@ impl iotoll_suite::SuiteProgress for TermProgress {
 /// the flags before anything starts: the suite, the notes that say so,
 /// its estimated duration and the hosts its tests are placed on.
 fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
-    check_targets(&a.target)?;
     let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
     check_reps(a.reps)?;
     let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());

@@ -97,6 +97,15 @@ impl Cipher {
     }
 }
 
+impl std::str::FromStr for Cipher {
+    type Err = String;
+
+    /// `--tls-cipher`: as [`Cipher::parse`], or why not.
+    fn from_str(s: &str) -> Result<Cipher, String> {
+        Cipher::parse(s).ok_or_else(|| format!("unknown cipher '{s}': use {}", Cipher::names()))
+    }
+}
+
 impl std::fmt::Display for Cipher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -11,7 +11,7 @@ use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_model::ci::{DISK_UNIT_MBIT_S, DISK_UNIT_MB_S, UNIT_PARAM};
 use iotoll_model::text::printable;
 use iotoll_model::{parse_duration, parse_size, units, Kind};
-use iotoll_net::{ClientSpec, Dir, TestKind};
+use iotoll_net::{ClientSpec, TestKind};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -131,14 +131,7 @@ impl JobSpec {
                 _ => return Err("not a disk parameter".into()),
             },
             JobSpec::Net(s) => match key {
-                "dir" => {
-                    s.dir = match as_str(v)? {
-                        "tx" => Dir::Tx,
-                        "rx" => Dir::Rx,
-                        "bidir" => Dir::Bidir,
-                        d => return Err(format!("unknown direction '{d}': use tx, rx or bidir")),
-                    }
-                }
+                "dir" => s.dir = as_str(v)?.parse()?,
                 "conns" => s.conns = as_u32(v)?,
                 "msg" => s.msg = as_size(v)?,
                 "sockbuf" => s.sockbuf = Some(as_size(v)?),
@@ -309,67 +302,49 @@ pub(crate) struct SuiteKeys {
     pub(crate) hosts: Known,
 }
 
-/// A `[[spec]]` table: an access specification for the file's disk tests.
-/// Its transfer is `lines`, or for a single line `bs`, `read`, `random`
-/// (and `burst_delay`, `burst_len`, `align`) on the table itself.
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SpecTable {
-    pub(crate) name: Option<Raw>,
-    pub(crate) qd: Option<Raw>,
-    pub(crate) lines: Option<Raw>,
-    pub(crate) share: Option<Raw>,
-    pub(crate) bs: Option<Raw>,
-    pub(crate) read: Option<Raw>,
-    pub(crate) random: Option<Raw>,
-    pub(crate) burst_delay: Option<Raw>,
-    pub(crate) burst_len: Option<Raw>,
-    pub(crate) align: Option<Raw>,
-}
-
-impl SpecTable {
-    /// The single line given on the table itself.
-    fn one(&mut self) -> LineKeys {
-        LineKeys {
-            share: self.share.take(),
-            bs: self.bs.take(),
-            read: self.read.take(),
-            random: self.random.take(),
-            burst_delay: self.burst_delay.take(),
-            burst_len: self.burst_len.take(),
-            align: self.align.take(),
+/// The keys of one line of an access spec, written once for the two
+/// tables that take them: a `[[spec]]` (its single line on the table
+/// itself) and each line of its `lines`.
+macro_rules! spec_tables {
+    ($($key:ident),+) => {
+        /// A `[[spec]]` table: an access specification for the file's disk
+        /// tests. Its transfer is `lines`, or for a single line `bs`,
+        /// `read`, `random` (and `burst_delay`, `burst_len`, `align`) on
+        /// the table itself.
+        #[derive(serde::Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct SpecTable {
+            pub(crate) name: Option<Raw>,
+            pub(crate) qd: Option<Raw>,
+            pub(crate) lines: Option<Raw>,
+            $(pub(crate) $key: Option<Raw>,)+
         }
-    }
-}
 
-/// One line of a `[[spec]]`.
-#[derive(serde::Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LineKeys {
-    pub(crate) share: Option<Raw>,
-    pub(crate) bs: Option<Raw>,
-    pub(crate) read: Option<Raw>,
-    pub(crate) random: Option<Raw>,
-    pub(crate) burst_delay: Option<Raw>,
-    pub(crate) burst_len: Option<Raw>,
-    pub(crate) align: Option<Raw>,
-}
+        /// One line of a `[[spec]]`.
+        #[derive(serde::Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct LineKeys {
+            $(pub(crate) $key: Option<Raw>,)+
+        }
 
-impl LineKeys {
-    fn any(&self) -> Option<(&'static str, &Raw)> {
-        [
-            ("share", &self.share),
-            ("bs", &self.bs),
-            ("read", &self.read),
-            ("random", &self.random),
-            ("burst_delay", &self.burst_delay),
-            ("burst_len", &self.burst_len),
-            ("align", &self.align),
-        ]
-        .into_iter()
-        .find_map(|(k, v)| Some((k, v.as_ref()?)))
-    }
+        impl SpecTable {
+            /// The single line given on the table itself.
+            fn one(&mut self) -> LineKeys {
+                LineKeys { $($key: self.$key.take(),)+ }
+            }
+        }
+
+        impl LineKeys {
+            /// The first key given, and its value.
+            fn any(&self) -> Option<(&'static str, &Raw)> {
+                [$((stringify!($key), &self.$key)),+]
+                    .into_iter()
+                    .find_map(|(k, v)| Some((k, v.as_ref()?)))
+            }
+        }
+    };
 }
+spec_tables!(share, bs, read, random, burst_delay, burst_len, align);
 
 /// The keys every test takes (the kind says which others it may have),
 /// and the suite's defaults for them.
@@ -593,8 +568,7 @@ impl<'a> Ctx<'a> {
                     Some(i) => i.to_string(),
                     None => as_str(v)?.to_string(),
                 };
-                iotoll_probe::procs::SutProcess::parse(&text)
-                    .ok_or_else(|| format!("'{text}' is neither a process name nor a pid above 0"))
+                text.parse::<iotoll_probe::procs::SutProcess>()
             };
             items.iter().map(one).collect::<Result<Vec<_>, String>>()
         })?;

@@ -69,7 +69,7 @@ group = "{dir}"
     let JobSpec::Net(c) = &s.jobs[3].spec else {
         panic!()
     };
-    assert_eq!((c.dir, c.conns, c.msg), (Dir::Rx, 10, 65536));
+    assert_eq!((c.dir, c.conns, c.msg), (iotoll_net::Dir::Rx, 10, 65536));
     assert_eq!(s.jobs[3].params["conns"], 10);
 }
 
@@ -237,19 +237,13 @@ fn spaced_test_headers_keep_lines() {
 /// terminal raw. They are refused, and errors quoting them escape them.
 #[test]
 fn control_characters_in_names_are_refused_and_escaped() {
-    // TOML basic strings decode \u001b to ESC.
-    let e = err(r#"name="a\u001b[2J"
-[[test]]
-name="a"
-kind="disk"
-"#);
-    assert!(e.msg.contains("control characters"), "{e}");
-    let e = err(r#"name="t"
-[[test]]
-name="x\u0007"
-kind="disk"
-"#);
-    assert!(e.msg.contains("control characters"), "{e}");
+    // TOML basic strings decode \u001b to ESC: in the suite's name, then a test's.
+    for (suite, test) in [(r"a\u001b[2J", "a"), ("t", r"x\u0007")] {
+        let e = err(&format!(
+            "name=\"{suite}\"\n[[test]]\nname=\"{test}\"\nkind=\"disk\"\n"
+        ));
+        assert!(e.msg.contains("control characters"), "{e}");
+    }
     let e = err(r#"name="t"
 [[test]]
 name="a"

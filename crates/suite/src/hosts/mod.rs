@@ -93,12 +93,8 @@ impl Placement {
             Placement::Disk { on } => format!("on {}", on.join(", ")),
             Placement::Net { pairs } => {
                 let p: Vec<String> = pairs.iter().map(|(c, s)| format!("{c}>{s}")).collect();
-                let n = pairs.len();
-                format!(
-                    "{n} pair{}: {}",
-                    if n == 1 { "" } else { "s" },
-                    p.join(", ")
-                )
+                let n = iotoll_model::text::count(pairs.len(), "pair");
+                format!("{n}: {}", p.join(", "))
             }
         }
     }

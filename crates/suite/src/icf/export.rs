@@ -2,6 +2,12 @@
 
 use super::*;
 
+/// A disk test's job and what it runs.
+type DiskJob<'a> = (&'a crate::Job, &'a iotoll_disk::DiskRequest);
+
+/// (spec, QD) of each step, in the order the test runs them.
+type Steps = Vec<(String, u32)>;
+
 /// What `export` needs besides the suite.
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
@@ -70,15 +76,14 @@ pub fn export(suite: &crate::Suite, o: &ExportOptions) -> Result<(Icf, Vec<Strin
 
 /// The disk test to write (an .icf holds one) and its jobs, one per
 /// access spec and queue depth it sweeps.
-#[allow(clippy::type_complexity)]
 fn chosen_test<'a>(
     suite: &'a crate::Suite,
     o: &ExportOptions,
     notes: &mut Vec<String>,
-) -> Result<(String, Vec<(&'a crate::Job, &'a iotoll_disk::DiskRequest)>), String> {
+) -> Result<(String, Vec<DiskJob<'a>>), String> {
     use crate::JobSpec;
     let base = |n: &str| n.split('/').next().unwrap_or(n).to_string();
-    let disk: Vec<(&crate::Job, &iotoll_disk::DiskRequest)> = (suite.jobs.iter())
+    let disk: Vec<DiskJob> = (suite.jobs.iter())
         .filter_map(|j| match &j.spec {
             JobSpec::Disk(d) => Some((j, d)),
             _ => None,
@@ -108,7 +113,7 @@ fn chosen_test<'a>(
             ))
         }
     };
-    let jobs: Vec<(&crate::Job, &iotoll_disk::DiskRequest)> = disk
+    let jobs: Vec<DiskJob> = disk
         .into_iter()
         .filter(|(j, _)| base(&j.name) == test)
         .collect();
@@ -117,11 +122,7 @@ fn chosen_test<'a>(
 
 /// What one Iometer setup holds for all its tests must be the same in
 /// every job; what Iometer has no place for is a note.
-fn one_setup(
-    test: &str,
-    jobs: &[(&crate::Job, &iotoll_disk::DiskRequest)],
-    notes: &mut Vec<String>,
-) -> Result<(), String> {
+fn one_setup(test: &str, jobs: &[DiskJob], notes: &mut Vec<String>) -> Result<(), String> {
     let d0 = jobs[0].1;
     type Get = fn(&iotoll_disk::DiskRequest) -> String;
     let same: [(&str, Get); 6] = [
@@ -162,20 +163,17 @@ fn one_setup(
 
 /// The access specs, named as iotoll names them, and the (spec, QD) of
 /// each step in the order the test runs them.
-#[allow(clippy::type_complexity)]
 fn access_specs(
     test: &str,
-    jobs: &[(&crate::Job, &iotoll_disk::DiskRequest)],
+    jobs: &[DiskJob],
     notes: &mut Vec<String>,
-) -> Result<(Vec<Spec>, Vec<(String, u32)>), String> {
+) -> Result<(Vec<Spec>, Steps), String> {
     let mut specs: Vec<Spec> = Vec::new();
-    let mut steps: Vec<(String, u32)> = Vec::new();
+    let mut steps = Steps::new();
     for (j, d) in jobs {
-        let name = match &d.spec_name {
-            Some(n) => n.clone(),
-            None => j.name.replacen('/', " ", 1),
-        };
-        let name = name.replace(',', ";");
+        let name = (d.spec_name.clone())
+            .unwrap_or_else(|| j.name.replacen('/', " ", 1))
+            .replace(',', ";");
         let lines: Vec<Line> = (d.lines.iter())
             .map(|l| Line {
                 size: l.bs,

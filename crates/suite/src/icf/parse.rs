@@ -517,20 +517,30 @@ fn managers(r: &mut Reader) -> Result<Vec<Manager>, Stop> {
     }
 }
 
-fn worker(r: &mut Reader, name: &str, at: usize) -> Result<Worker, Stop> {
-    let (tat, tkey, tvat, tv) = r.pair("a worker")?;
-    if !is_ci(tkey, "'Worker type") {
-        return Err((
-            tat,
-            format!("expected 'Worker type after the worker's name, found {tkey}"),
-        ));
+/// The `'Worker type` or `'Target type` line after a worker's or a
+/// target's name (`role`: Worker or Target), read within `what`; `ctx`
+/// begins the message of a wrong key.
+fn kind_line(
+    r: &mut Reader,
+    what: &str,
+    ctx: &str,
+    role: &str,
+    name: &str,
+) -> Result<WorkerKind, Stop> {
+    let (at, key, vat, v) = r.pair(what)?;
+    let lower = role.to_ascii_lowercase();
+    if !is_ci(key, &format!("'{role} type")) {
+        let msg = format!("{ctx}expected '{role} type after the {lower}'s name, found {key}");
+        return Err((at, msg));
     }
-    let kind = WorkerKind::parse(tv).ok_or_else(|| {
-        (
-            tvat,
-            format!("worker '{name}': type '{tv}' is not DISK, NETWORK,TCP or NETWORK,VI"),
-        )
-    })?;
+    WorkerKind::parse(v).ok_or_else(|| {
+        let msg = format!("{lower} '{name}': type '{v}' is not DISK, NETWORK,TCP or NETWORK,VI");
+        (vat, msg)
+    })
+}
+
+fn worker(r: &mut Reader, name: &str, at: usize) -> Result<Worker, Stop> {
+    let kind = kind_line(r, "a worker", "", "Worker", name)?;
     let mut w = Worker::new(name, kind);
     w.data_pattern = None;
     w.at = at;
@@ -630,19 +640,7 @@ fn targets(r: &mut Reader, what: &str) -> Result<Vec<Target>, Stop> {
                 format!("{what}: expected 'Target or 'End target assignments, found {key}"),
             ));
         }
-        let (tat, tkey, tvat, tv) = r.pair(what)?;
-        if !is_ci(tkey, "'Target type") {
-            return Err((
-                tat,
-                format!("{what}: expected 'Target type after the target's name, found {tkey}"),
-            ));
-        }
-        let kind = WorkerKind::parse(tv).ok_or_else(|| {
-            (
-                tvat,
-                format!("target '{name}': type '{tv}' is not DISK, NETWORK,TCP or NETWORK,VI"),
-            )
-        })?;
+        let kind = kind_line(r, what, &format!("{what}: "), "Target", name)?;
         let mut t = Target {
             name: name.to_string(),
             kind,

@@ -185,13 +185,7 @@ impl TestOutcome {
             rule: job.rule.clone(),
             metric: job.metric.clone(),
             reps: Vec::new(),
-            selected: Selected {
-                index: None,
-                metrics: None,
-                spread_pct: None,
-                cpu_spread_pct: None,
-                disagree: Vec::new(),
-            },
+            selected: Selected::default(),
             repeatable: None,
             failures: Vec::new(),
             interfered: Vec::new(),
@@ -214,17 +208,21 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+/// A repetition starting: test `index` (from 1) of `total`, repetition
+/// `rep` of `reps`, and the suite's time left.
+pub struct TestStart<'a> {
+    pub index: usize,
+    pub total: usize,
+    pub name: &'a str,
+    pub rep: u32,
+    pub reps: u32,
+    pub eta: Duration,
+}
+
 /// Progress of the suite as a whole (one line per test and repetition).
 pub trait SuiteProgress: Progress {
-    fn test_start(
-        &mut self,
-        index: usize,
-        total: usize,
-        name: &str,
-        rep: u32,
-        reps: u32,
-        eta: Duration,
-    );
+    /// A repetition starts (nothing shown by default).
+    fn test_start(&mut self, _: &TestStart) {}
     fn line(&mut self, msg: &str);
 }
 
@@ -535,10 +533,14 @@ impl Pass<'_, '_> {
         rep: u32,
         limit: u32,
     ) -> Result<Result<ResultDoc, RepError>, RunError> {
-        let total = self.suite.jobs.len();
-        let left = self.eta.at(i, rep, limit, self.t0.elapsed());
-        self.progress
-            .test_start(i + 1, total, &job.name, rep, limit, left);
+        self.progress.test_start(&TestStart {
+            index: i + 1,
+            total: self.suite.jobs.len(),
+            name: &job.name,
+            rep,
+            reps: limit,
+            eta: self.eta.at(i, rep, limit, self.t0.elapsed()),
+        });
         let ctl = RunControl {
             interrupted: self.interrupted,
             progress: &mut *self.progress,

@@ -17,14 +17,18 @@ fn read(what: &str, p: &Path) -> Result<String, SessionError> {
 
 /// A suite, and for an .icf the lines saying which of its targets became
 /// which `--target` and what it leaves out. `run`: the targets must all
-/// be given (for `show` they may be left out, and are listed).
+/// be given (for `show` they may be left out, and are listed). A target
+/// given twice (the same file or device by any path) is refused first.
 pub fn load(
     which: &str,
     targets: &[PathBuf],
     run: bool,
 ) -> Result<(Suite, Vec<String>), SessionError> {
-    let icf = which.to_ascii_lowercase().ends_with(".icf");
     let usage = SessionError::Usage;
+    if let Some(t) = iotoll_disk::target::given_twice(targets) {
+        return Err(usage(format!("--target {} is given twice", t.display())));
+    }
+    let icf = which.to_ascii_lowercase().ends_with(".icf");
     let text = match builtin::find(which) {
         Some(_) => None,
         None if icf && !Path::new(which).is_file() => {
