@@ -84,7 +84,7 @@ struct Agent {
 
 /// A clock offset: the agent's wall clock minus the console's, with the
 /// round trip of the probe it came from (its uncertainty is half that).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offset {
     pub offset_ns: i64,
     pub rtt_ns: i64,
@@ -210,6 +210,20 @@ struct Part {
     offset: Offset,
     port: Option<u16>,
     report: Option<AgentReport>,
+}
+
+impl Part {
+    /// Host `host`'s part before PREPARE: no offset, port or report yet.
+    fn new(host: usize, role: &'static str, work: Work) -> Part {
+        Part {
+            host,
+            role,
+            work,
+            offset: Offset::default(),
+            port: None,
+            report: None,
+        }
+    }
 }
 
 /// How a phase's wait for every part ended.
@@ -706,28 +720,21 @@ impl Console {
                 }
                 return k;
             }
-            parts.push(Part {
-                host,
-                role: if server { "server" } else { "client" },
-                work: if server {
-                    Work::NetServe {
-                        params: t.params.clone(),
-                        pairs: vec![],
-                        threads: t.threads,
-                    }
-                } else {
-                    Work::NetClient {
-                        params: t.params.clone(),
-                        pairs: vec![],
-                        threads: t.threads,
-                    }
-                },
-                offset: Offset {
-                    offset_ns: 0,
-                    rtt_ns: 0,
-                },
-                port: None,
-                report: None,
+            let (params, pairs, threads) = (t.params.clone(), vec![], t.threads);
+            parts.push(if server {
+                let work = Work::NetServe {
+                    params,
+                    pairs,
+                    threads,
+                };
+                Part::new(host, "server", work)
+            } else {
+                let work = Work::NetClient {
+                    params,
+                    pairs,
+                    threads,
+                };
+                Part::new(host, "client", work)
             });
             parts.len() - 1
         };
@@ -786,23 +793,12 @@ impl Console {
         t: &DiskTest,
         interrupted: &AtomicBool,
     ) -> Result<ResultDoc, ConsoleError> {
-        let mut parts = Vec::new();
-        for name in &t.on {
-            let host = self.index(name)?;
-            parts.push(Part {
-                host,
-                role: "disk",
-                work: Work::Disk {
-                    order: t.order.clone(),
-                },
-                offset: Offset {
-                    offset_ns: 0,
-                    rtt_ns: 0,
-                },
-                port: None,
-                report: None,
-            });
-        }
+        let work = Work::Disk {
+            order: t.order.clone(),
+        };
+        let mut parts = (t.on.iter())
+            .map(|name| Ok(Part::new(self.index(name)?, "disk", work.clone())))
+            .collect::<Result<Vec<_>, ConsoleError>>()?;
         let ramp = Duration::from_millis(t.order.ramp_ms);
         let time = Duration::from_millis(t.order.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
