@@ -158,12 +158,7 @@ fn ethtool_socket() -> Option<OwnedFd> {
 
 /// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
 /// `data`, the ethtool command struct the kernel reads and fills.
-fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
-    ethtool_call(sock, ifname, data).is_ok()
-}
-
-/// [`ethtool`], with the kernel's error.
-fn ethtool_call<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
+fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
         data: (data as *mut T).cast(),
@@ -202,7 +197,7 @@ pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
 pub fn ethtool_value(ifname: &str, cmd: u32, data: u32) -> std::io::Result<u32> {
     let sock = ethtool_socket().ok_or_else(std::io::Error::last_os_error)?;
     let mut v = EthtoolValue { cmd, data };
-    ethtool_call(&sock, ifname, &mut v)?;
+    ethtool(&sock, ifname, &mut v)?;
     Ok(v.data)
 }
 
@@ -252,7 +247,8 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
         cmd: ETHTOOL_GDRVINFO,
         ..Default::default()
     };
-    ethtool(&ethtool_socket()?, ifname, &mut info).then(|| DriverInfo {
+    ethtool(&ethtool_socket()?, ifname, &mut info).ok()?;
+    Some(DriverInfo {
         driver: c_field(&info.driver),
         version: c_field(&info.version),
         firmware: c_field(&info.fw_version),
@@ -268,7 +264,7 @@ fn offloads(ifname: &str) -> Option<Offloads> {
     // device's feature flags, for every driver including lo and veth).
     let get = |cmd| {
         let mut v = EthtoolValue { cmd, data: 0 };
-        ethtool(&sock, ifname, &mut v).then_some(v.data)
+        ethtool(&sock, ifname, &mut v).ok().map(|()| v.data)
     };
     let b = |name: &str| {
         let cmd = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?.1;
@@ -353,9 +349,7 @@ fn speed_ioctl(ifname: &str) -> Option<u64> {
         cmd: ETHTOOL_GSET,
         ..Default::default()
     };
-    if !ethtool(&ethtool_socket()?, ifname, &mut c) {
-        return None;
-    }
+    ethtool(&ethtool_socket()?, ifname, &mut c).ok()?;
     let speed = u32::from(c.speed) | (u32::from(c.speed_hi) << 16);
     (speed > 0 && speed != u32::MAX && speed != 0xffff).then_some(speed as u64)
 }
