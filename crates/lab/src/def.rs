@@ -279,6 +279,16 @@ pub struct TcpSettings {
     pub tcp_wmem: Option<String>,
 }
 
+impl TcpSettings {
+    /// The settings given, as (TCP_KEYS name, value).
+    pub fn given(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let (cc, r, w) = (&self.congestion_control, &self.tcp_rmem, &self.tcp_wmem);
+        let all = [("congestion_control", cc), ("tcp_rmem", r), ("tcp_wmem", w)];
+        all.into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+    }
+}
+
 /// One link (adapter) of a host, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkDef {
@@ -636,14 +646,11 @@ impl Base<'_> {
             tcp_rmem: h.tcp_rmem.or(f.tcp_rmem.clone()),
             tcp_wmem: h.tcp_wmem.or(f.tcp_wmem.clone()),
         };
-        if let Some(cc) = &tcp.congestion_control {
-            check_cc(cc)?;
-        }
-        if let Some(m) = &tcp.tcp_rmem {
-            check_mem("tcp_rmem", m)?;
-        }
-        if let Some(m) = &tcp.tcp_wmem {
-            check_mem("tcp_wmem", m)?;
+        for (key, v) in tcp.given() {
+            match key {
+                "congestion_control" => check_cc(v)?,
+                _ => check_mem(key, v)?,
+            }
         }
         let file_links = if h.links.is_empty() {
             vec![FileLink::default()]
