@@ -117,13 +117,10 @@ pub fn probe_qdiscs(kinds: &[(&str, &str)]) -> Result<Vec<(String, bool)>, LabEr
         .map(|(k, a)| (k.to_string(), a.to_string()))
         .collect();
     std::thread::spawn(move || {
-        // SAFETY: unshare of this thread's network namespace only.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            return Err(sys(format!(
-                "cannot create a namespace to probe the kernel: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
+        // This thread's network namespace only.
+        let what = "cannot create a namespace to probe the kernel";
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| sys(format!("{what}: {}", std::io::Error::from(e))))?;
         let mut res = Vec::new();
         for (k, a) in kinds {
             let mut args = vec!["qdisc", "replace", "dev", "lo", "root"];
@@ -170,9 +167,6 @@ fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
 /// cannot keep (e.g. tso without sg) is an error naming it: bad input, as
 /// the combination asked for cannot be had.
 pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
-    if settings.is_empty() {
-        return Ok(());
-    }
     let at = format!("host '{host}' {ifname}");
     for (name, on) in settings {
         let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
