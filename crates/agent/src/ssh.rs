@@ -23,7 +23,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -154,17 +154,7 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
     if !s.is_empty() && s.chars().all(plain) {
         return Cow::Borrowed(s);
     }
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('\'');
-    for c in s.chars() {
-        if c == '\'' {
-            q.push_str("'\\''");
-        } else {
-            q.push(c);
-        }
-    }
-    q.push('\'');
-    Cow::Owned(q)
+    Cow::Owned(format!("'{}'", s.replace('\'', "'\\''")))
 }
 
 /// The agent program quoted, but with a leading `~/` left unquoted so the
@@ -343,7 +333,7 @@ impl SshAgent {
                 let kind = match kind {
                     LaunchErrorKind::Timeout { after, .. } => LaunchErrorKind::Timeout {
                         after,
-                        stderr: agent.stderr_text(),
+                        stderr: agent.stderr(),
                     },
                     k => k,
                 };
@@ -361,11 +351,6 @@ impl SshAgent {
     /// The local ssh process's id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
-    }
-
-    /// The last few KiB that ssh and the agent wrote on stderr so far.
-    pub fn stderr(&self) -> String {
-        self.stderr_text()
     }
 
     /// Closes ssh's stdin (the agent exits at EOF, and ssh with it), waits
@@ -456,7 +441,7 @@ impl SshAgent {
         self.wait_stderr();
         LaunchErrorKind::Exited {
             status: describe(status),
-            stderr: self.stderr_text(),
+            stderr: self.stderr(),
         }
     }
 
@@ -474,11 +459,9 @@ impl SshAgent {
         }
     }
 
-    fn stderr_text(&self) -> String {
-        let raw = match self.stderr.lock() {
-            Ok(b) => b.clone(),
-            Err(p) => p.into_inner().clone(),
-        };
+    /// The last few KiB that ssh and the agent wrote on stderr so far.
+    pub fn stderr(&self) -> String {
+        let raw = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
         clean_stderr(&String::from_utf8_lossy(&raw))
     }
 
@@ -506,7 +489,7 @@ impl SshAgent {
                     } else {
                         Err(LaunchErrorKind::Exited {
                             status: describe(status),
-                            stderr: self.stderr_text(),
+                            stderr: self.stderr(),
                         })
                     };
                 }
@@ -525,7 +508,7 @@ impl SshAgent {
         let _ = child.wait();
         self.wait_stderr();
         Err(LaunchErrorKind::NotStopped {
-            stderr: self.stderr_text(),
+            stderr: self.stderr(),
         })
     }
 }
@@ -633,10 +616,7 @@ fn readers(child: &mut Child) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHan
             match err.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let mut t = match keep.lock() {
-                        Ok(t) => t,
-                        Err(p) => p.into_inner(),
-                    };
+                    let mut t = keep.lock().unwrap_or_else(PoisonError::into_inner);
                     t.extend_from_slice(&chunk[..n]);
                     if t.len() > STDERR_TAIL {
                         let cut = t.len() - STDERR_TAIL;
