@@ -30,19 +30,12 @@ impl LocalAgent {
         allow: &[String],
         timeout: Duration,
     ) -> Result<LocalAgent, String> {
-        let ns = match netns {
-            Some(p) => Some(
-                std::fs::File::open(p)
-                    .map_err(|e| format!("network namespace {}: {e}", p.display()))?,
-            ),
-            None => None,
+        let open = |p: &Path| {
+            std::fs::File::open(p).map_err(|e| format!("network namespace {}: {e}", p.display()))
         };
+        let ns = netns.map(open).transpose()?;
         let mut cmd = Command::new(exe);
-        cmd.arg("agent")
-            .arg("--listen")
-            .arg(listen.to_string())
-            .arg("--auth-key")
-            .arg("-");
+        cmd.args(["agent", "--listen", &listen.to_string(), "--auth-key", "-"]);
         for a in allow {
             cmd.arg("--allow-target").arg(a);
         }
