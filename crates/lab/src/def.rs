@@ -34,14 +34,9 @@ pub const MAX_MTU: u32 = 65000;
 pub const DEFAULT_MTU: u32 = 1500;
 
 /// On or off: `true`/`false` or `"on"`/`"off"` in a file, `on`/`off`/`true`/`false` with `--set`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct OnOff(pub bool);
-
-impl Serialize for OnOff {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bool(self.0)
-    }
-}
 
 impl<'de> Deserialize<'de> for OnOff {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -477,45 +472,35 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         .split_once('=')
         .ok_or_else(|| format!("--set '{set}' is not KEY=VALUE"))?;
     let (k, v) = (k.trim(), set_value(v.trim()));
-    let hosts = |t: &mut toml::Table| -> Vec<toml::Table> {
-        match t.get("host") {
+    // `f` on each host's table (the array rewritten with its tables only).
+    let each_host = |t: &mut toml::Table, f: &dyn Fn(&mut toml::Table)| {
+        let mut hs: Vec<toml::Table> = match t.get("host") {
             Some(toml::Value::Array(a)) => a.iter().filter_map(|h| h.as_table().cloned()).collect(),
             _ => vec![],
-        }
-    };
-    let put_hosts = |t: &mut toml::Table, hs: Vec<toml::Table>| {
-        t.insert(
-            "host".into(),
-            toml::Value::Array(hs.into_iter().map(toml::Value::Table).collect()),
-        );
+        };
+        hs.iter_mut().for_each(f);
+        let hs = hs.into_iter().map(toml::Value::Table).collect();
+        t.insert("host".into(), toml::Value::Array(hs));
     };
     let each_link = |h: &mut toml::Table, f: &dyn Fn(&mut toml::Table)| {
         if let Some(toml::Value::Array(ls)) = h.get_mut("link") {
-            for l in ls.iter_mut() {
-                if let Some(l) = l.as_table_mut() {
-                    f(l);
-                }
-            }
+            ls.iter_mut().filter_map(|l| l.as_table_mut()).for_each(f);
         }
     };
     if ["name", "description", "subnet"].contains(&k) {
         t.insert(k.into(), v);
     } else if LINK_KEYS.contains(&k) {
         t.insert(k.into(), v);
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             each_link(h, &|l| {
                 l.remove(k);
-            });
-        }
-        put_hosts(t, hs);
+            })
+        });
     } else if TCP_KEYS.contains(&k) {
         t.insert(k.into(), v);
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             h.remove(k);
-        }
-        put_hosts(t, hs);
+        });
     } else if let Some(o) = k.strip_prefix("offloads.") {
         if !OFFLOAD_KEYS.contains(&o) {
             return Err(format!(
@@ -532,15 +517,13 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
             }
             None => return Err("offloads is not a table".into()),
         }
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             each_link(h, &|l| {
                 if let Some(off) = l.get_mut("offloads").and_then(|x| x.as_table_mut()) {
                     off.remove(o);
                 }
-            });
-        }
-        put_hosts(t, hs);
+            })
+        });
     } else {
         return Err(format!(
             "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}})",
