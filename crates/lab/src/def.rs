@@ -113,32 +113,22 @@ impl Offloads {
 }
 
 /// The lab file as written (every key optional but `name` and hosts).
-/// (No `#[serde(flatten)]`: it cannot be combined with deny_unknown_fields.)
+/// (No `#[serde(flatten)]`: it cannot be combined with deny_unknown_fields.
+/// TOML has no null: a `None` is left out when written, absent when read.)
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLab {
     name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     subnet: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     mtu: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     shaper: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     offloads: Option<Offloads>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     loss: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     congestion_control: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_rmem: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_wmem: Option<String>,
     #[serde(default, rename = "host")]
     hosts: Vec<FileHost>,
@@ -148,11 +138,8 @@ struct FileLab {
 #[serde(deny_unknown_fields)]
 struct FileHost {
     name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     congestion_control: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_rmem: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_wmem: Option<String>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
@@ -161,19 +148,12 @@ struct FileHost {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLink {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     address: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     mtu: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     shaper: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     offloads: Option<Offloads>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     loss: Option<String>,
 }
 
