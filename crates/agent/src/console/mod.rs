@@ -377,17 +377,13 @@ impl Console {
     /// Stops every part's load (another host was lost, or Ctrl-C), gives
     /// them [`STOP_WAIT`] to say so, and releases what they hold.
     fn abort(&mut self, parts: &[Part], test: u64, reason: &str, lost: Option<usize>) {
-        let live: Vec<&Part> = parts.iter().filter(|p| Some(p.host) != lost).collect();
-        for p in &live {
-            if let Some(a) = self.agent(p.host) {
-                a.link.send(&ToAgent::Abort {
-                    test,
-                    reason: reason.to_string(),
-                });
-            }
-        }
+        let live = |p: &Part| Some(p.host) != lost;
+        self.send_all(parts, &live, |_| ToAgent::Abort {
+            test,
+            reason: reason.to_string(),
+        });
         let deadline = Instant::now() + STOP_WAIT;
-        for p in &live {
+        for p in parts.iter().filter(|p| live(p)) {
             let Some(a) = self.agent(p.host) else {
                 continue;
             };
@@ -400,11 +396,7 @@ impl Console {
                 }
             }
         }
-        for p in &live {
-            if let Some(a) = self.agent(p.host) {
-                a.link.send(&ToAgent::Release { test });
-            }
-        }
+        self.send_all(parts, &live, |_| ToAgent::Release { test });
         if let Some(i) = lost {
             if let Some(a) = self.agents[i].take() {
                 a.link.close();
