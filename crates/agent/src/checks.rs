@@ -282,7 +282,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             disk_metrics(&d.metrics, e)?;
             series(&d.series)?;
             disk_coherent(&d.metrics, order, &spec, window_s)?;
-            d.spec = iotoll_model::spec::Spec::Disk(Box::new(spec));
+            d.spec = iotoll_model::spec::Spec::Disk(spec.into());
         }
         Work::NetServe { params, pairs, .. } | Work::NetClient { params, pairs, .. } => {
             if r.disk.is_some() {

@@ -5,7 +5,7 @@
 use super::{Console, DiskTest, DriveTimes, NetTest, Part};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, Spec, StreamSpec};
+use iotoll_model::spec::{NetSpec, Spec, StreamSpec, Typed};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -205,7 +205,7 @@ impl Console {
             .filter(|p| matches!(p.work, Work::NetServe { .. }))
             .map(|p| self.hosts[p.host].address.to_string())
             .collect();
-        Spec::Stream(Box::new(StreamSpec {
+        Spec::Stream(Typed::from(StreamSpec {
             net: NetSpec {
                 peer: servers.join(","),
                 conns: t.params.conns,
