@@ -144,11 +144,13 @@ struct EthtoolValue {
     data: u32,
 }
 
+/// struct ifreq: the interface's name, then a union (`u`, padded to its
+/// 24 bytes and more).
 #[repr(C)]
-struct IfReq {
+struct IfReq<U> {
     name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut libc::c_void,
-    _pad: [u8; 16],
+    u: U,
+    _pad: [u8; 24],
 }
 
 /// A datagram socket for ethtool ioctls, closed when dropped.
@@ -156,13 +158,13 @@ fn ethtool_socket() -> Option<OwnedFd> {
     socket(Inet, Datagram, SockFlag::SOCK_CLOEXEC, None).ok()
 }
 
-/// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
-/// `data`, the ethtool command struct the kernel reads and fills.
-fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
+/// One ioctl `request` on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
+/// `u` in the ifreq's union; what the kernel leaves there.
+fn ifreq<U>(sock: &OwnedFd, ifname: &str, request: libc::c_ulong, u: U) -> std::io::Result<U> {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        data: (data as *mut T).cast(),
-        _pad: [0; 16],
+        u,
+        _pad: [0; 24],
     };
     for (d, s) in req
         .name
@@ -171,12 +173,20 @@ fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()>
     {
         *d = s as libc::c_char;
     }
-    // SAFETY: SIOCETHTOOL reads the name and the command struct `data`
-    // points to, and writes at most that struct back.
-    match unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) } {
-        0 => Ok(()),
+    // SAFETY: the interface requests read the name and the union, and
+    // write at most the union back (SIOCETHTOOL: the command struct its
+    // pointer points to; see `ethtool`).
+    match unsafe { libc::ioctl(sock.as_raw_fd(), request as _, &mut req) } {
+        0 => Ok(req.u),
         _ => Err(std::io::Error::last_os_error()),
     }
+}
+
+/// One SIOCETHTOOL on `ifname` with `data`, the ethtool command struct the
+/// kernel reads and fills.
+fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
+    let data: *mut libc::c_void = (data as *mut T).cast();
+    ifreq(sock, ifname, SIOCETHTOOL, data).map(drop)
 }
 
 /// The offloads the legacy ethtool commands get and set, by the name
@@ -302,27 +312,11 @@ fn sysfs_is_ours() -> bool {
 /// The MTU by SIOCGIFMTU, which answers for this thread's namespace.
 fn mtu_ioctl(ifname: &str) -> Option<u64> {
     const SIOCGIFMTU: libc::c_ulong = 0x8921;
-    #[repr(C)]
-    struct IfReqMtu {
-        name: [libc::c_char; libc::IFNAMSIZ],
-        mtu: libc::c_int,
-        _pad: [u8; 20],
-    }
     if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
         return None;
     }
-    let sock = ethtool_socket()?;
-    let mut req = IfReqMtu {
-        name: [0; libc::IFNAMSIZ],
-        mtu: 0,
-        _pad: [0; 20],
-    };
-    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFMTU reads the name and writes the int after it.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCGIFMTU as _, &mut req) };
-    (rc == 0 && req.mtu > 0).then_some(req.mtu as u64)
+    let mtu: libc::c_int = ifreq(&ethtool_socket()?, ifname, SIOCGIFMTU, 0).ok()?;
+    (mtu > 0).then_some(mtu as u64)
 }
 
 /// The link speed by ETHTOOL_GSET, Mbit/s; None when unknown.
