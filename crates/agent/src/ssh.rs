@@ -586,8 +586,11 @@ fn clean_stderr(s: &str) -> String {
 }
 
 /// Threads reading ssh's stdout (lines, to the returned channel, then
-/// drained) and stderr (its last [`STDERR_TAIL`] bytes kept).
-fn readers(child: &mut Child) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
+/// drained) and stderr (its last [`STDERR_TAIL`] bytes kept); a local
+/// agent's too ([`crate::local`]).
+pub(crate) fn readers(
+    child: &mut Child,
+) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
         std::thread::spawn(move || {
