@@ -255,18 +255,13 @@ fn daemonset(y: &mut String, o: &K8sOptions) {
 
 /// The pod spec after `restartPolicy`, at the template's spec indentation.
 fn pod_spec(y: &mut String, o: &K8sOptions) {
-    let mut args = vec![
-        "agent".to_string(),
-        "--listen".into(),
+    let (listen, key) = (
         format!("0.0.0.0:{}", o.port),
-        "--auth-key".into(),
         format!("{KEY_DIR}/{KEY_ITEM}"),
-    ];
-    for t in &o.allow_targets {
-        args.push("--allow-target".into());
-        args.push(t.clone());
-    }
-    let args: Vec<String> = args.iter().map(|a| q(a)).collect();
+    );
+    let args: Vec<String> = crate::agent_args(&listen, &key, &o.allow_targets)
+        .map(q)
+        .collect();
     let _ = writeln!(
         y,
         "      # The node's network: network tests measure its NICs, not an overlay.\n      \

@@ -37,10 +37,7 @@ impl LocalAgent {
         };
         let ns = netns.map(open).transpose()?;
         let mut cmd = Command::new(exe);
-        cmd.args(["agent", "--listen", &listen.to_string(), "--auth-key", "-"]);
-        for a in allow {
-            cmd.arg("--allow-target").arg(a);
-        }
+        cmd.args(crate::agent_args(&listen.to_string(), "-", allow));
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

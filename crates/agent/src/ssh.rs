@@ -89,14 +89,10 @@ impl SshLaunch {
     /// POSIX shell: ssh joins its arguments with spaces and hands the
     /// string to the remote user's shell, which splits it again).
     pub fn remote_command(&self) -> String {
-        let mut words: Vec<Cow<str>> = vec![quote_program(&self.agent)];
-        for w in ["agent", "--listen", &self.listen, "--auth-key", "-"] {
-            words.push(shell_quote(w));
-        }
-        for t in &self.allow_targets {
-            words.push(Cow::Borrowed("--allow-target"));
-            words.push(shell_quote(t));
-        }
+        let args = crate::agent_args(&self.listen, "-", &self.allow_targets).map(shell_quote);
+        let words: Vec<Cow<str>> = std::iter::once(quote_program(&self.agent))
+            .chain(args)
+            .collect();
         words.join(" ")
     }
 
