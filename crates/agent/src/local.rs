@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::PoisonError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What an agent prints once it listens.
 pub const LISTENING: &str = "iotoll agent listening on ";
@@ -96,15 +96,7 @@ impl LocalAgent {
     /// Closes its stdin (it stops serving), waits up to 2 s, then kills it.
     pub fn stop(&mut self) {
         drop(self.stdin.take());
-        let end = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = crate::ssh::wait_or_kill(&mut self.child, Duration::from_secs(2));
     }
 }
 

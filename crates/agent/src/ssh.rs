@@ -475,37 +475,39 @@ impl SshAgent {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
-        let until = Instant::now() + STOP_GRACE;
-        loop {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    self.wait_stderr();
-                    return if status.success() {
-                        Ok(())
-                    } else {
-                        Err(LaunchErrorKind::Exited {
-                            status: describe(status),
-                            stderr: self.stderr(),
-                        })
-                    };
-                }
-                Ok(None) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(LaunchErrorKind::Io(format!("waiting for ssh: {e}")));
-                }
+        let status = wait_or_kill(&mut child, STOP_GRACE)
+            .map_err(|e| LaunchErrorKind::Io(format!("waiting for ssh: {e}")))?;
+        self.wait_stderr();
+        match status {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(LaunchErrorKind::Exited {
+                status: describe(status),
+                stderr: self.stderr(),
+            }),
+            None => Err(LaunchErrorKind::NotStopped {
+                stderr: self.stderr(),
+            }),
+        }
+    }
+}
+
+/// Waits up to `grace` for `child` to exit; after that (None), or when it
+/// cannot be waited for (the error), it is killed and reaped.
+pub(crate) fn wait_or_kill(
+    child: &mut Child,
+    grace: Duration,
+) -> std::io::Result<Option<ExitStatus>> {
+    let until = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Some(status)),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            r => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return r.map(|_| None);
             }
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        self.wait_stderr();
-        Err(LaunchErrorKind::NotStopped {
-            stderr: self.stderr(),
-        })
     }
 }
 
