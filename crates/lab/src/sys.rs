@@ -2,6 +2,7 @@
 //! capability check, kernel probes, sysctls and the SIOCETHTOOL ioctl.
 
 use crate::LabError;
+use iotoll_probe::sysinfo::offload_commands;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
@@ -154,14 +155,6 @@ pub fn sysctl_get(key: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The legacy ethtool (get, set) commands of an offload.
-fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
-    iotoll_probe::sysinfo::OFFLOAD_COMMANDS
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, get, set)| (*get, *set))
-}
-
 /// Sets offloads of `ifname` in the calling thread's namespace (as
 /// `ethtool -K`), then reads each back: a setting the device refuses or
 /// cannot keep (e.g. tso without sg) is an error naming it: bad input, as
@@ -169,7 +162,8 @@ fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
 pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
     let at = format!("host '{host}' {ifname}");
     for (name, on) in settings {
-        let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+        let (_, set) =
+            offload_commands(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
         iotoll_probe::sysinfo::ethtool_value(ifname, set, u32::from(*on))
             .map_err(|e| sys(format!("{at}: setting {name} {}: {e}", onoff(*on))))?;
     }
@@ -187,7 +181,7 @@ pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Resu
 }
 
 fn get_offload(ifname: &str, name: &str) -> Result<bool, LabError> {
-    let (get, _) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+    let (get, _) = offload_commands(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
     iotoll_probe::sysinfo::ethtool_value(ifname, get, 0)
         .map(|v| v != 0)
         .map_err(|e| sys(format!("{ifname}: reading {name}: {e}")))

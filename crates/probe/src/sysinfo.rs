@@ -192,7 +192,7 @@ fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()>
 /// The offloads the legacy ethtool commands get and set, by the name
 /// `ethtool -K` and lab files use: (name, get command, set command)
 /// (include/uapi/linux/ethtool.h).
-pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
+const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
     ("rx_checksum", 0x14, 0x15),
     ("tx_checksum", 0x16, 0x17),
     ("sg", 0x18, 0x19),
@@ -200,6 +200,12 @@ pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
     ("gso", 0x23, 0x24),
     ("gro", 0x2b, 0x2c),
 ];
+
+/// An offload's (get, set) commands, by its name.
+pub fn offload_commands(name: &str) -> Option<(u32, u32)> {
+    let (_, get, set) = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?;
+    Some((*get, *set))
+}
 
 /// One legacy ethtool get or set command (struct ethtool_value) on
 /// `ifname`, in the calling thread's network namespace; the value the
@@ -276,10 +282,7 @@ fn offloads(ifname: &str) -> Option<Offloads> {
         let mut v = EthtoolValue { cmd, data: 0 };
         ethtool(&sock, ifname, &mut v).ok().map(|()| v.data)
     };
-    let b = |name: &str| {
-        let cmd = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?.1;
-        get(cmd).map(|v| v != 0)
-    };
+    let b = |name| get(offload_commands(name)?.0).map(|v| v != 0);
     Some(Offloads {
         tso: b("tso"),
         gso: b("gso"),
