@@ -123,20 +123,13 @@ impl K8sOptions {
 }
 
 fn dns_label(what: &str, s: &str) -> Result<(), String> {
-    let ok = !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} '{s}' is not a DNS label (a-z, 0-9, '-', 1 to 63 characters, \
-             starting and ending with a letter or digit)"
-        ))
+    if iotoll_model::text::is_label(s, 63) {
+        return Ok(());
     }
+    Err(format!(
+        "{what} '{s}' is not a DNS label (a-z, 0-9, '-', 1 to 63 characters, \
+         starting and ending with a letter or digit)"
+    ))
 }
 
 fn dns_subdomain(what: &str, s: &str) -> Result<(), String> {

@@ -396,20 +396,12 @@ pub fn format_rate(bps: u64) -> String {
 }
 
 pub(crate) fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= max
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} name '{name}' must be 1 to {max} characters of a-z, 0-9 and '-' (not first or last)"
-        ))
+    if iotoll_model::text::is_label(name, max) {
+        return Ok(());
     }
+    Err(format!(
+        "{what} name '{name}' must be 1 to {max} characters of a-z, 0-9 and '-' (not first or last)"
+    ))
 }
 
 /// "min default max" bytes, as the kernel's tcp_rmem/tcp_wmem.
