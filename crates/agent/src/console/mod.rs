@@ -597,10 +597,8 @@ impl Console {
         phase: &str,
     ) -> ConsoleError {
         let name = self.hosts[host].name.clone();
-        match self.settle(parts, test, Waited::Refused(host, msg.clone()), phase) {
-            Err(e) => e,
-            Ok(()) => ConsoleError::host_err(&name, msg),
-        }
+        self.abort(parts, test, &format!("host {name} refused"), None);
+        ConsoleError::host_err(&name, format!("{msg} (in {phase})"))
     }
 
     /// Turns a phase's end into the test's error (aborting the others).
@@ -625,11 +623,7 @@ impl Console {
                     msg: format!("in {phase}: {msg}"),
                 })
             }
-            Waited::Refused(i, msg) => {
-                let host = self.hosts[i].name.clone();
-                self.abort(parts, test, &format!("host {host} refused"), None);
-                Err(ConsoleError::host_err(&host, format!("{msg} (in {phase})")))
-            }
+            Waited::Refused(i, msg) => Err(self.refuse(parts, test, i, msg, phase)),
         }
     }
 
