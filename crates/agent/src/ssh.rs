@@ -172,7 +172,8 @@ pub fn run_key() -> std::io::Result<Vec<u8>> {
 }
 
 /// Why an agent could not be started or stopped through ssh.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", who(.host.as_deref(), .destination))]
 pub struct LaunchError {
     /// The hosts file's name for the host, when the caller added it
     /// ([`LaunchError::with_host`]).
@@ -191,16 +192,14 @@ impl LaunchError {
     }
 }
 
-impl fmt::Display for LaunchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.host {
-            Some(h) => write!(f, "host {h} ({}): {}", self.destination, self.kind),
-            None => write!(f, "{}: {}", self.destination, self.kind),
-        }
+/// Who a [`LaunchError`] is about: `host c1 (root@198.18.0.3)`, or the
+/// destination alone.
+fn who(host: Option<&str>, destination: &str) -> String {
+    match host {
+        Some(h) => format!("host {h} ({destination})"),
+        None => destination.to_string(),
     }
 }
-
-impl std::error::Error for LaunchError {}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchErrorKind {
