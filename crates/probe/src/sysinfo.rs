@@ -653,10 +653,7 @@ pub fn warnings(
 /// both ends of a test exactly when they run on the same kernel, whatever
 /// their network namespaces, containers or addresses.
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    read_trim("/proc/sys/kernel/random/boot_id").filter(|s| !s.is_empty())
 }
 
 /// Processes other than `me` that used more than `threshold_pct` of all
