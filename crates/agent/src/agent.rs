@@ -226,13 +226,10 @@ impl Console<'_> {
             ToAgent::Prepare { test: id, work } => self.prepare(id, *work),
             ToAgent::Gather { test: id } => {
                 let reply = match self.test.as_mut().filter(|t| t.id == id) {
-                    Some(t) => match gather(t, &self.interrupt, &self.link) {
-                        Ok(()) => FromAgent::Gathered { test: id },
-                        Err(msg) => FromAgent::Error {
-                            test: Some(id),
-                            msg,
-                        },
-                    },
+                    Some(t) => gather(t, &self.interrupt, &self.link).map_or_else(
+                        |msg| test_error(id, msg),
+                        |()| FromAgent::Gathered { test: id },
+                    ),
                     None => not_prepared(id),
                 };
                 self.link.send(&reply);
@@ -270,10 +267,7 @@ impl Console<'_> {
                 });
                 FromAgent::Prepared { test: id, port }
             }
-            Err(msg) => FromAgent::Error {
-                test: Some(id),
-                msg,
-            },
+            Err(msg) => test_error(id, msg),
         };
         self.link.send(&reply);
     }
@@ -289,12 +283,10 @@ impl Console<'_> {
         let (on, off) = match (local_instant(on_ns), local_instant(off_ns)) {
             (Some(on), Some(off)) if on <= off => (on, off),
             _ => {
-                link.send(&FromAgent::Error {
-                    test: Some(id),
-                    msg: format!(
-                        "START's window ({on_ns} .. {off_ns} ns) is not a window on this host's clock"
-                    ),
-                });
+                link.send(&test_error(
+                    id,
+                    format!("START's window ({on_ns} .. {off_ns} ns) is not a window on this host's clock"),
+                ));
                 return;
             }
         };
@@ -312,29 +304,28 @@ impl Console<'_> {
                         test: id,
                         report: Box::new(report),
                     },
-                    Err(msg) => FromAgent::Error {
-                        test: Some(id),
-                        msg,
-                    },
+                    Err(msg) => test_error(id, msg),
                 };
                 link::send(&w, &reply);
             });
         match spawned {
             Ok(h) => t.worker = Some(h),
             Err(e) => {
-                link.send(&FromAgent::Error {
-                    test: Some(id),
-                    msg: format!("cannot start the workload: {e}"),
-                });
+                link.send(&test_error(id, format!("cannot start the workload: {e}")));
             }
         }
     }
 }
 
 fn not_prepared(id: u64) -> FromAgent {
+    test_error(id, format!("test {id} is not prepared on this agent"))
+}
+
+/// Test `id` failed or was refused here, for `msg`.
+fn test_error(id: u64, msg: String) -> FromAgent {
     FromAgent::Error {
         test: Some(id),
-        msg: format!("test {id} is not prepared on this agent"),
+        msg,
     }
 }
 

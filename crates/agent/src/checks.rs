@@ -111,7 +111,7 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     num(&format!("{what}: window_s"), c.window_s, window_max_s)?;
     pct(&format!("{what}: busy"), c.busy_pct)?;
     let modes = |m: &iotoll_model::CpuModes, at: &str| -> Result<(), String> {
-        for (k, v) in mode_list(m) {
+        for (k, v) in m.list() {
             pct(&format!("{at}: {k}"), v)?;
         }
         Ok(())
@@ -137,8 +137,8 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
             c.busy_pct,
             c.per_core.iter().map(|k| k.busy_pct),
         )?;
-        for (i, (k, v)) in mode_list(&c.modes).into_iter().enumerate() {
-            let each = c.per_core.iter().map(|core| mode_list(&core.modes)[i].1);
+        for (i, (k, v)) in c.modes.list().into_iter().enumerate() {
+            let each = c.per_core.iter().map(|core| core.modes.list()[i].1);
             between(&format!("{what}: {k}"), v, each)?;
         }
     }
@@ -170,19 +170,6 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
         pct(&format!("{what}: interference threshold"), i.threshold_pct)?;
     }
     Ok(())
-}
-
-fn mode_list(m: &iotoll_model::CpuModes) -> [(&'static str, f64); 8] {
-    [
-        ("user", m.user),
-        ("nice", m.nice),
-        ("system", m.system),
-        ("irq", m.irq),
-        ("softirq", m.softirq),
-        ("iowait", m.iowait),
-        ("steal", m.steal),
-        ("idle", m.idle),
-    ]
 }
 
 /// A host's percentage against its CPUs' own: within their range, to
@@ -295,7 +282,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             disk_metrics(&d.metrics, e)?;
             series(&d.series)?;
             disk_coherent(&d.metrics, order, &spec, window_s)?;
-            d.spec = iotoll_model::spec::Spec::Disk(Box::new(spec));
+            d.spec = iotoll_model::spec::Spec::Disk(spec.into());
         }
         Work::NetServe { params, pairs, .. } | Work::NetClient { params, pairs, .. } => {
             if r.disk.is_some() {

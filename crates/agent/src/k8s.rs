@@ -123,20 +123,13 @@ impl K8sOptions {
 }
 
 fn dns_label(what: &str, s: &str) -> Result<(), String> {
-    let ok = !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} '{s}' is not a DNS label (a-z, 0-9, '-', 1 to 63 characters, \
-             starting and ending with a letter or digit)"
-        ))
+    if iotoll_model::text::is_label(s, 63) {
+        return Ok(());
     }
+    Err(format!(
+        "{what} '{s}' is not a DNS label (a-z, 0-9, '-', 1 to 63 characters, \
+         starting and ending with a letter or digit)"
+    ))
 }
 
 fn dns_subdomain(what: &str, s: &str) -> Result<(), String> {
@@ -211,14 +204,20 @@ fn service(y: &mut String, o: &K8sOptions) {
     );
 }
 
-fn job(y: &mut String, o: &K8sOptions) {
+/// A workload's first lines: its kind, name, namespace and labels.
+fn head(y: &mut String, o: &K8sOptions, api: &str) {
     let _ = writeln!(
         y,
-        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {}\n  namespace: {}",
+        "apiVersion: {api}\nkind: {}\nmetadata:\n  name: {}\n  namespace: {}",
+        o.kind(),
         q(&o.name),
         q(&o.namespace)
     );
     metadata(y, o, "  ");
+}
+
+fn job(y: &mut String, o: &K8sOptions) {
+    head(y, o, "batch/v1");
     let _ = writeln!(
         y,
         "spec:\n  # Indexed: pod i is named NAME-i and gets the hostname NAME-i, so with\n  \
@@ -238,13 +237,7 @@ fn job(y: &mut String, o: &K8sOptions) {
 }
 
 fn daemonset(y: &mut String, o: &K8sOptions) {
-    let _ = writeln!(
-        y,
-        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {}\n  namespace: {}",
-        q(&o.name),
-        q(&o.namespace)
-    );
-    metadata(y, o, "  ");
+    head(y, o, "apps/v1");
     let _ = writeln!(y, "spec:\n  selector:\n    matchLabels:");
     labels(y, o, "      ");
     let _ = writeln!(y, "  template:\n    metadata:");
@@ -255,18 +248,13 @@ fn daemonset(y: &mut String, o: &K8sOptions) {
 
 /// The pod spec after `restartPolicy`, at the template's spec indentation.
 fn pod_spec(y: &mut String, o: &K8sOptions) {
-    let mut args = vec![
-        "agent".to_string(),
-        "--listen".into(),
+    let (listen, key) = (
         format!("0.0.0.0:{}", o.port),
-        "--auth-key".into(),
         format!("{KEY_DIR}/{KEY_ITEM}"),
-    ];
-    for t in &o.allow_targets {
-        args.push("--allow-target".into());
-        args.push(t.clone());
-    }
-    let args: Vec<String> = args.iter().map(|a| q(a)).collect();
+    );
+    let args: Vec<String> = crate::agent_args(&listen, &key, &o.allow_targets)
+        .map(q)
+        .collect();
     let _ = writeln!(
         y,
         "      # The node's network: network tests measure its NICs, not an overlay.\n      \
@@ -510,68 +498,35 @@ mod tests {
 
     #[test]
     fn bad_options_name_the_option() {
-        let bad = |o: K8sOptions, want: &str| {
+        type Change = fn(&mut K8sOptions);
+        let cases: [(Change, &str); 8] = [
+            (
+                |o| o.name = "Agent".into(),
+                "name 'Agent' is not a DNS label",
+            ),
+            (
+                |o| (o.name, o.replicas) = ("a".repeat(62), 10),
+                "exceeds 63",
+            ),
+            (|o| o.namespace = "-x".into(), "namespace '-x'"),
+            (|o| o.key_secret = "a..b".into(), "key-secret 'a..b'"),
+            (|o| o.image = "a b".into(), "image 'a b'"),
+            (|o| o.replicas = 0, "replicas"),
+            (|o| o.port = 0, "port"),
+            (|o| o.allow_targets = vec!["dev/sda".into()], "absolute"),
+        ];
+        for (change, want) in cases {
+            let mut o = K8sOptions::default();
+            change(&mut o);
             let e = o.check().unwrap_err();
             assert!(e.contains(want), "{want:?} not in {e}");
+        }
+        let ok = |change: Change| {
+            let mut o = K8sOptions::default();
+            change(&mut o);
+            o.check()
         };
-        let d = K8sOptions::default;
-        bad(
-            K8sOptions {
-                name: "Agent".into(),
-                ..d()
-            },
-            "name 'Agent' is not a DNS label",
-        );
-        bad(
-            K8sOptions {
-                name: "a".repeat(62),
-                replicas: 10,
-                ..d()
-            },
-            "exceeds 63",
-        );
-        bad(
-            K8sOptions {
-                namespace: "-x".into(),
-                ..d()
-            },
-            "namespace '-x'",
-        );
-        bad(
-            K8sOptions {
-                key_secret: "a..b".into(),
-                ..d()
-            },
-            "key-secret 'a..b'",
-        );
-        bad(
-            K8sOptions {
-                image: "a b".into(),
-                ..d()
-            },
-            "image 'a b'",
-        );
-        bad(K8sOptions { replicas: 0, ..d() }, "replicas");
-        bad(K8sOptions { port: 0, ..d() }, "port");
-        bad(
-            K8sOptions {
-                allow_targets: vec!["dev/sda".into()],
-                ..d()
-            },
-            "absolute",
-        );
-        assert!(K8sOptions {
-            replicas: 0,
-            daemonset: true,
-            ..d()
-        }
-        .check()
-        .is_ok());
-        assert!(K8sOptions {
-            key_secret: "a.b-c".into(),
-            ..d()
-        }
-        .check()
-        .is_ok());
+        assert!(ok(|o| (o.replicas, o.daemonset) = (0, true)).is_ok());
+        assert!(ok(|o| o.key_secret = "a.b-c".into()).is_ok());
     }
 }

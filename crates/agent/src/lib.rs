@@ -19,3 +19,17 @@ pub mod series;
 pub mod serve;
 pub mod ssh;
 pub mod wire;
+
+/// An agent's command line after the program (local, through ssh, in a
+/// pod): `agent --listen LISTEN --auth-key KEY`, then `--allow-target` for
+/// each of `allow`.
+pub fn agent_args<'a>(
+    listen: &'a str,
+    key: &'a str,
+    allow: &'a [String],
+) -> impl Iterator<Item = &'a str> {
+    let targets = allow.iter().flat_map(|t| ["--allow-target", t.as_str()]);
+    ["agent", "--listen", listen, "--auth-key", key]
+        .into_iter()
+        .chain(targets)
+}

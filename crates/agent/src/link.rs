@@ -7,7 +7,7 @@
 //! monotonic clock (a wall-clock step neither hides nor fakes a loss).
 
 use crate::wire::{self, Session, WireError};
-use iotoll_net::proto::Control;
+use iotoll_net::proto::{frame, Control};
 use serde::{de::DeserializeOwned, Serialize};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,11 +38,7 @@ pub struct Writer {
 impl Writer {
     pub fn send<T: Serialize>(&mut self, msg: &T) -> std::io::Result<()> {
         use std::io::Write;
-        let body = self.session.seal(msg);
-        let mut out = Vec::with_capacity(body.len() + 4);
-        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        out.extend_from_slice(&body);
-        self.stream.write_all(&out)
+        self.stream.write_all(&frame(&self.session.seal(msg)))
     }
 }
 

@@ -3,11 +3,13 @@
 //! run's key on its stdin. Each is its own process, as on real hosts: its
 //! CPU is accounted like another process's, and killing it is a lost host.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::PoisonError;
+use std::time::Duration;
 
 /// What an agent prints once it listens.
 pub const LISTENING: &str = "iotoll agent listening on ";
@@ -30,22 +32,12 @@ impl LocalAgent {
         allow: &[String],
         timeout: Duration,
     ) -> Result<LocalAgent, String> {
-        let ns = match netns {
-            Some(p) => Some(
-                std::fs::File::open(p)
-                    .map_err(|e| format!("network namespace {}: {e}", p.display()))?,
-            ),
-            None => None,
+        let open = |p: &Path| {
+            std::fs::File::open(p).map_err(|e| format!("network namespace {}: {e}", p.display()))
         };
+        let ns = netns.map(open).transpose()?;
         let mut cmd = Command::new(exe);
-        cmd.arg("agent")
-            .arg("--listen")
-            .arg(listen.to_string())
-            .arg("--auth-key")
-            .arg("-");
-        for a in allow {
-            cmd.arg("--allow-target").arg(a);
-        }
+        cmd.args(crate::agent_args(&listen.to_string(), "-", allow));
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -73,21 +65,20 @@ impl LocalAgent {
                 return Err(format!("agent's stdin: {e}"));
             }
         }
-        let said = tail(&mut child);
-        let address = match wait_listening(&mut child, timeout) {
+        // stdout's lines to `lines` (then drained, so the agent never
+        // blocks on a full pipe), stderr's last few KiB (its log) kept.
+        let (lines, said, _) = crate::ssh::readers(&mut child);
+        let address = match wait_listening(&lines, &mut child, timeout) {
             Ok(a) => a,
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 std::thread::sleep(Duration::from_millis(50));
-                let said = said
-                    .lock()
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default();
-                return Err(if said.is_empty() {
-                    e
-                } else {
-                    format!("{e}: {said}")
+                let said = said.lock().unwrap_or_else(PoisonError::into_inner);
+                let said = String::from_utf8_lossy(&said);
+                return Err(match said.trim() {
+                    "" => e,
+                    said => format!("{e}: {said}"),
                 });
             }
         };
@@ -105,15 +96,7 @@ impl LocalAgent {
     /// Closes its stdin (it stops serving), waits up to 2 s, then kills it.
     pub fn stop(&mut self) {
         drop(self.stdin.take());
-        let end = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = crate::ssh::wait_or_kill(&mut self.child, Duration::from_secs(2));
     }
 }
 
@@ -123,63 +106,29 @@ impl Drop for LocalAgent {
     }
 }
 
-/// The last few KiB the agent wrote on stderr (its log), collected as it
-/// goes so the pipe never fills.
-fn tail(child: &mut Child) -> std::sync::Arc<std::sync::Mutex<String>> {
-    let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    if let Some(err) = child.stderr.take() {
-        let b = buf.clone();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(err);
-            let mut line = String::new();
-            while r.read_line(&mut line).is_ok_and(|n| n > 0) {
-                if let Ok(mut s) = b.lock() {
-                    s.push_str(&line);
-                    if s.len() > 4096 {
-                        let cut = s.len() - 4096;
-                        let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(0);
-                        s.drain(..cut);
-                    }
-                }
-                line.clear();
-            }
-        });
-    }
-    buf
-}
-
-/// Reads the agent's stdout until it says where it listens.
-pub fn wait_listening(child: &mut Child, timeout: Duration) -> Result<SocketAddr, String> {
-    let Some(out) = child.stdout.take() else {
-        return Err("agent has no stdout".into());
+/// Waits for the agent's first line on stdout, which says where it listens.
+fn wait_listening(
+    lines: &Receiver<String>,
+    child: &mut Child,
+    timeout: Duration,
+) -> Result<SocketAddr, String> {
+    let line = match lines.recv_timeout(timeout) {
+        Ok(line) => line,
+        // stdout closed without a line.
+        Err(RecvTimeoutError::Disconnected) => String::new(),
+        Err(RecvTimeoutError::Timeout) => {
+            return Err(format!(
+                "agent did not listen within {} s",
+                timeout.as_secs()
+            ))
+        }
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(out);
-        let mut line = String::new();
-        let got = r.read_line(&mut line).map(|_| line);
-        let _ = tx.send(got);
-        // Drain the rest, so the agent never blocks on a full pipe.
-        let mut sink = String::new();
-        while r.read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(line)) => {
-            let line = line.trim();
-            let Some(a) = line.strip_prefix(LISTENING) else {
-                return Err(match child.try_wait() {
-                    Ok(Some(st)) => format!("agent exited ({st}) before listening"),
-                    _ => format!("agent said '{line}' instead of where it listens"),
-                });
-            };
-            a.parse().map_err(|e| format!("agent's address '{a}': {e}"))
-        }
-        Ok(Err(e)) => Err(format!("agent's stdout: {e}")),
-        Err(_) => Err(format!(
-            "agent did not listen within {} s",
-            timeout.as_secs()
-        )),
-    }
+    let line = line.trim();
+    let Some(a) = line.strip_prefix(LISTENING) else {
+        return Err(match child.try_wait() {
+            Ok(Some(st)) => format!("agent exited ({st}) before listening"),
+            _ => format!("agent said '{line}' instead of where it listens"),
+        });
+    };
+    a.parse().map_err(|e| format!("agent's address '{a}': {e}"))
 }

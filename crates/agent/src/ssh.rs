@@ -23,7 +23,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -89,14 +89,10 @@ impl SshLaunch {
     /// POSIX shell: ssh joins its arguments with spaces and hands the
     /// string to the remote user's shell, which splits it again).
     pub fn remote_command(&self) -> String {
-        let mut words: Vec<Cow<str>> = vec![quote_program(&self.agent)];
-        for w in ["agent", "--listen", &self.listen, "--auth-key", "-"] {
-            words.push(shell_quote(w));
-        }
-        for t in &self.allow_targets {
-            words.push(Cow::Borrowed("--allow-target"));
-            words.push(shell_quote(t));
-        }
+        let args = crate::agent_args(&self.listen, "-", &self.allow_targets).map(shell_quote);
+        let words: Vec<Cow<str>> = std::iter::once(quote_program(&self.agent))
+            .chain(args)
+            .collect();
         words.join(" ")
     }
 
@@ -154,17 +150,7 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
     if !s.is_empty() && s.chars().all(plain) {
         return Cow::Borrowed(s);
     }
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('\'');
-    for c in s.chars() {
-        if c == '\'' {
-            q.push_str("'\\''");
-        } else {
-            q.push(c);
-        }
-    }
-    q.push('\'');
-    Cow::Owned(q)
+    Cow::Owned(format!("'{}'", s.replace('\'', "'\\''")))
 }
 
 /// The agent program quoted, but with a leading `~/` left unquoted so the
@@ -186,7 +172,8 @@ pub fn run_key() -> std::io::Result<Vec<u8>> {
 }
 
 /// Why an agent could not be started or stopped through ssh.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", who(.host.as_deref(), .destination))]
 pub struct LaunchError {
     /// The hosts file's name for the host, when the caller added it
     /// ([`LaunchError::with_host`]).
@@ -205,16 +192,14 @@ impl LaunchError {
     }
 }
 
-impl fmt::Display for LaunchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.host {
-            Some(h) => write!(f, "host {h} ({}): {}", self.destination, self.kind),
-            None => write!(f, "{}: {}", self.destination, self.kind),
-        }
+/// Who a [`LaunchError`] is about: `host c1 (root@198.18.0.3)`, or the
+/// destination alone.
+fn who(host: Option<&str>, destination: &str) -> String {
+    match host {
+        Some(h) => format!("host {h} ({destination})"),
+        None => destination.to_string(),
     }
 }
-
-impl std::error::Error for LaunchError {}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchErrorKind {
@@ -343,7 +328,7 @@ impl SshAgent {
                 let kind = match kind {
                     LaunchErrorKind::Timeout { after, .. } => LaunchErrorKind::Timeout {
                         after,
-                        stderr: agent.stderr_text(),
+                        stderr: agent.stderr(),
                     },
                     k => k,
                 };
@@ -361,11 +346,6 @@ impl SshAgent {
     /// The local ssh process's id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
-    }
-
-    /// The last few KiB that ssh and the agent wrote on stderr so far.
-    pub fn stderr(&self) -> String {
-        self.stderr_text()
     }
 
     /// Closes ssh's stdin (the agent exits at EOF, and ssh with it), waits
@@ -456,7 +436,7 @@ impl SshAgent {
         self.wait_stderr();
         LaunchErrorKind::Exited {
             status: describe(status),
-            stderr: self.stderr_text(),
+            stderr: self.stderr(),
         }
     }
 
@@ -474,11 +454,9 @@ impl SshAgent {
         }
     }
 
-    fn stderr_text(&self) -> String {
-        let raw = match self.stderr.lock() {
-            Ok(b) => b.clone(),
-            Err(p) => p.into_inner().clone(),
-        };
+    /// The last few KiB that ssh and the agent wrote on stderr so far.
+    pub fn stderr(&self) -> String {
+        let raw = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
         clean_stderr(&String::from_utf8_lossy(&raw))
     }
 
@@ -496,37 +474,39 @@ impl SshAgent {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
-        let until = Instant::now() + STOP_GRACE;
-        loop {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    self.wait_stderr();
-                    return if status.success() {
-                        Ok(())
-                    } else {
-                        Err(LaunchErrorKind::Exited {
-                            status: describe(status),
-                            stderr: self.stderr_text(),
-                        })
-                    };
-                }
-                Ok(None) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(LaunchErrorKind::Io(format!("waiting for ssh: {e}")));
-                }
+        let status = wait_or_kill(&mut child, STOP_GRACE)
+            .map_err(|e| LaunchErrorKind::Io(format!("waiting for ssh: {e}")))?;
+        self.wait_stderr();
+        match status {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(LaunchErrorKind::Exited {
+                status: describe(status),
+                stderr: self.stderr(),
+            }),
+            None => Err(LaunchErrorKind::NotStopped {
+                stderr: self.stderr(),
+            }),
+        }
+    }
+}
+
+/// Waits up to `grace` for `child` to exit; after that (None), or when it
+/// cannot be waited for (the error), it is killed and reaped.
+pub(crate) fn wait_or_kill(
+    child: &mut Child,
+    grace: Duration,
+) -> std::io::Result<Option<ExitStatus>> {
+    let until = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Some(status)),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            r => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return r.map(|_| None);
             }
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        self.wait_stderr();
-        Err(LaunchErrorKind::NotStopped {
-            stderr: self.stderr_text(),
-        })
     }
 }
 
@@ -603,8 +583,11 @@ fn clean_stderr(s: &str) -> String {
 }
 
 /// Threads reading ssh's stdout (lines, to the returned channel, then
-/// drained) and stderr (its last [`STDERR_TAIL`] bytes kept).
-fn readers(child: &mut Child) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
+/// drained) and stderr (its last [`STDERR_TAIL`] bytes kept); a local
+/// agent's too ([`crate::local`]).
+pub(crate) fn readers(
+    child: &mut Child,
+) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
         std::thread::spawn(move || {
@@ -633,10 +616,7 @@ fn readers(child: &mut Child) -> (Receiver<String>, Arc<Mutex<Vec<u8>>>, JoinHan
             match err.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let mut t = match keep.lock() {
-                        Ok(t) => t,
-                        Err(p) => p.into_inner(),
-                    };
+                    let mut t = keep.lock().unwrap_or_else(PoisonError::into_inner);
                     t.extend_from_slice(&chunk[..n]);
                     if t.len() > STDERR_TAIL {
                         let cut = t.len() - STDERR_TAIL;

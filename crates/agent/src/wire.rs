@@ -263,9 +263,7 @@ pub fn recv_frame(ctl: &mut Control, timeout: Duration) -> Result<Vec<u8>, Proto
 
 /// The wall clock, ns since the epoch (what clock offsets relate).
 pub fn now_ns() -> i64 {
-    let ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64);
+    let ns = system_time_ns(std::time::SystemTime::now());
     #[cfg(test)]
     let ns = ns + WALL_STEP_NS.with(|s| s.get());
     ns

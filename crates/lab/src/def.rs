@@ -34,14 +34,9 @@ pub const MAX_MTU: u32 = 65000;
 pub const DEFAULT_MTU: u32 = 1500;
 
 /// On or off: `true`/`false` or `"on"`/`"off"` in a file, `on`/`off`/`true`/`false` with `--set`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct OnOff(pub bool);
-
-impl Serialize for OnOff {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bool(self.0)
-    }
-}
 
 impl<'de> Deserialize<'de> for OnOff {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -118,32 +113,22 @@ impl Offloads {
 }
 
 /// The lab file as written (every key optional but `name` and hosts).
-/// (No `#[serde(flatten)]`: it cannot be combined with deny_unknown_fields.)
+/// (No `#[serde(flatten)]`: it cannot be combined with deny_unknown_fields.
+/// TOML has no null: a `None` is left out when written, absent when read.)
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLab {
     name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     subnet: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     mtu: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     shaper: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     offloads: Option<Offloads>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     loss: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     congestion_control: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_rmem: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_wmem: Option<String>,
     #[serde(default, rename = "host")]
     hosts: Vec<FileHost>,
@@ -153,11 +138,8 @@ struct FileLab {
 #[serde(deny_unknown_fields)]
 struct FileHost {
     name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     congestion_control: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_rmem: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     tcp_wmem: Option<String>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
@@ -166,19 +148,12 @@ struct FileHost {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLink {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     address: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     rate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     mtu: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     shaper: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     offloads: Option<Offloads>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     loss: Option<String>,
 }
 
@@ -277,6 +252,16 @@ pub struct TcpSettings {
     pub tcp_rmem: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_wmem: Option<String>,
+}
+
+impl TcpSettings {
+    /// The settings given, as (TCP_KEYS name, value).
+    pub fn given(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let (cc, r, w) = (&self.congestion_control, &self.tcp_rmem, &self.tcp_wmem);
+        let all = [("congestion_control", cc), ("tcp_rmem", r), ("tcp_wmem", w)];
+        all.into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+    }
 }
 
 /// One link (adapter) of a host, resolved.
@@ -411,20 +396,12 @@ pub fn format_rate(bps: u64) -> String {
 }
 
 pub(crate) fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= max
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} name '{name}' must be 1 to {max} characters of a-z, 0-9 and '-' (not first or last)"
-        ))
+    if iotoll_model::text::is_label(name, max) {
+        return Ok(());
     }
+    Err(format!(
+        "{what} name '{name}' must be 1 to {max} characters of a-z, 0-9 and '-' (not first or last)"
+    ))
 }
 
 /// "min default max" bytes, as the kernel's tcp_rmem/tcp_wmem.
@@ -467,45 +444,35 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         .split_once('=')
         .ok_or_else(|| format!("--set '{set}' is not KEY=VALUE"))?;
     let (k, v) = (k.trim(), set_value(v.trim()));
-    let hosts = |t: &mut toml::Table| -> Vec<toml::Table> {
-        match t.get("host") {
+    // `f` on each host's table (the array rewritten with its tables only).
+    let each_host = |t: &mut toml::Table, f: &dyn Fn(&mut toml::Table)| {
+        let mut hs: Vec<toml::Table> = match t.get("host") {
             Some(toml::Value::Array(a)) => a.iter().filter_map(|h| h.as_table().cloned()).collect(),
             _ => vec![],
-        }
-    };
-    let put_hosts = |t: &mut toml::Table, hs: Vec<toml::Table>| {
-        t.insert(
-            "host".into(),
-            toml::Value::Array(hs.into_iter().map(toml::Value::Table).collect()),
-        );
+        };
+        hs.iter_mut().for_each(f);
+        let hs = hs.into_iter().map(toml::Value::Table).collect();
+        t.insert("host".into(), toml::Value::Array(hs));
     };
     let each_link = |h: &mut toml::Table, f: &dyn Fn(&mut toml::Table)| {
         if let Some(toml::Value::Array(ls)) = h.get_mut("link") {
-            for l in ls.iter_mut() {
-                if let Some(l) = l.as_table_mut() {
-                    f(l);
-                }
-            }
+            ls.iter_mut().filter_map(|l| l.as_table_mut()).for_each(f);
         }
     };
     if ["name", "description", "subnet"].contains(&k) {
         t.insert(k.into(), v);
     } else if LINK_KEYS.contains(&k) {
         t.insert(k.into(), v);
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             each_link(h, &|l| {
                 l.remove(k);
-            });
-        }
-        put_hosts(t, hs);
+            })
+        });
     } else if TCP_KEYS.contains(&k) {
         t.insert(k.into(), v);
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             h.remove(k);
-        }
-        put_hosts(t, hs);
+        });
     } else if let Some(o) = k.strip_prefix("offloads.") {
         if !OFFLOAD_KEYS.contains(&o) {
             return Err(format!(
@@ -522,15 +489,13 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
             }
             None => return Err("offloads is not a table".into()),
         }
-        let mut hs = hosts(t);
-        for h in &mut hs {
+        each_host(t, &|h| {
             each_link(h, &|l| {
                 if let Some(off) = l.get_mut("offloads").and_then(|x| x.as_table_mut()) {
                     off.remove(o);
                 }
-            });
-        }
-        put_hosts(t, hs);
+            })
+        });
     } else {
         return Err(format!(
             "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}})",
@@ -636,14 +601,11 @@ impl Base<'_> {
             tcp_rmem: h.tcp_rmem.or(f.tcp_rmem.clone()),
             tcp_wmem: h.tcp_wmem.or(f.tcp_wmem.clone()),
         };
-        if let Some(cc) = &tcp.congestion_control {
-            check_cc(cc)?;
-        }
-        if let Some(m) = &tcp.tcp_rmem {
-            check_mem("tcp_rmem", m)?;
-        }
-        if let Some(m) = &tcp.tcp_wmem {
-            check_mem("tcp_wmem", m)?;
+        for (key, v) in tcp.given() {
+            match key {
+                "congestion_control" => check_cc(v)?,
+                _ => check_mem(key, v)?,
+            }
         }
         let file_links = if h.links.is_empty() {
             vec![FileLink::default()]

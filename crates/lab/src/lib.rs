@@ -381,17 +381,13 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
     if def.wants_netem() {
         probes.push(("netem", "netem delay 1ms"));
     }
-    if def
-        .links()
-        .any(|l| l.rate.is_some() && l.shaper == Shaper::Tbf)
-    {
-        probes.push(("tbf", "tbf rate 1gbit burst 100k limit 200k"));
-    }
-    if def
-        .links()
-        .any(|l| l.rate.is_some() && l.shaper == Shaper::Htb)
-    {
-        probes.push(("htb", "htb default 1"));
+    for (shaper, probe) in [
+        (Shaper::Tbf, "tbf rate 1gbit burst 100k limit 200k"),
+        (Shaper::Htb, "htb default 1"),
+    ] {
+        if def.links().any(|l| l.rate.is_some() && l.shaper == shaper) {
+            probes.push((shaper.name(), probe));
+        }
     }
     for (kind, ok) in sys::probe_qdiscs(&probes)? {
         if !ok {
@@ -682,14 +678,11 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 sys::sysctl("net.ipv4.conf.all.arp_announce", "2")?;
                 sys::sysctl("net.ipv4.conf.all.rp_filter", "0")?;
             }
-            if let Some(cc) = &tcp.congestion_control {
-                sys::sysctl("net.ipv4.tcp_congestion_control", cc)?;
-            }
-            if let Some(m) = &tcp.tcp_rmem {
-                sys::sysctl("net.ipv4.tcp_rmem", m)?;
-            }
-            if let Some(m) = &tcp.tcp_wmem {
-                sys::sysctl("net.ipv4.tcp_wmem", m)?;
+            for (key, v) in tcp.given() {
+                // The lab file's keys are the sysctls' names (tcp_rmem) or
+                // their last part (congestion_control).
+                let key = key.strip_prefix("tcp_").unwrap_or(key);
+                sys::sysctl(&format!("net.ipv4.tcp_{key}"), v)?;
             }
             for (ifname, off) in &links {
                 sys::set_offloads(&host, ifname, &off.list())?;

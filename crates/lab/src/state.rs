@@ -4,11 +4,12 @@
 
 use crate::def::{format_rate, LabDef, Offloads, Subnet, TcpSettings};
 use crate::{host_netns, switch_netns, LabError};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -243,11 +244,13 @@ fn nofollow() -> OpenOptions {
 }
 
 /// An exclusive flock on `<state dir>/lock`, held until dropped.
-pub(crate) struct Lock(File);
+pub(crate) struct Lock {
+    _held: Flock<File>,
+}
 
 pub(crate) fn lock() -> Result<Lock, LabError> {
     let p = ensure_dir()?.join("lock");
-    let f = nofollow()
+    let mut f = nofollow()
         .create(true)
         .truncate(false)
         .write(true)
@@ -255,21 +258,11 @@ pub(crate) fn lock() -> Result<Lock, LabError> {
         .open(&p)
         .map_err(|e| io("cannot open the lock file", &p, e))?;
     loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(Lock(f));
+        match Flock::lock(f, FlockArg::LockExclusive) {
+            Ok(l) => return Ok(Lock { _held: l }),
+            Err((again, Errno::EINTR)) => f = again,
+            Err((_, e)) => return Err(io("cannot lock", &p, e.into())),
         }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(io("cannot lock", &p, e));
-        }
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        // SAFETY: unlocking our own descriptor (closing would too).
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
     }
 }
 
@@ -282,11 +275,7 @@ pub(crate) fn write(st: &LabState) -> Result<(), LabError> {
     let p = path(&st.name);
     let tmp = d.join(format!(".iotoll-{}.json.tmp", st.name));
     let text = serde_json::to_vec_pretty(st).map_err(|e| LabError::System(e.to_string()))?;
-    match std::fs::remove_file(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io("cannot remove", &tmp, e)),
-    }
+    remove_file(&tmp)?;
     let mut f = nofollow()
         .create_new(true)
         .write(true)
@@ -322,11 +311,15 @@ pub(crate) fn read(p: &Path) -> Result<Option<LabState>, LabError> {
 }
 
 pub(crate) fn remove(name: &str) -> Result<(), LabError> {
-    let p = path(name);
-    match std::fs::remove_file(&p) {
+    remove_file(&path(name))
+}
+
+/// Removes `p` if it is there.
+fn remove_file(p: &Path) -> Result<(), LabError> {
+    match std::fs::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io("cannot remove", &p, e)),
+        Err(e) => Err(io("cannot remove", p, e)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! capability check, kernel probes, sysctls and the SIOCETHTOOL ioctl.
 
 use crate::LabError;
+use iotoll_probe::sysinfo::offload_commands;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
@@ -117,13 +118,10 @@ pub fn probe_qdiscs(kinds: &[(&str, &str)]) -> Result<Vec<(String, bool)>, LabEr
         .map(|(k, a)| (k.to_string(), a.to_string()))
         .collect();
     std::thread::spawn(move || {
-        // SAFETY: unshare of this thread's network namespace only.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            return Err(sys(format!(
-                "cannot create a namespace to probe the kernel: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
+        // This thread's network namespace only.
+        let what = "cannot create a namespace to probe the kernel";
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| sys(format!("{what}: {}", std::io::Error::from(e))))?;
         let mut res = Vec::new();
         for (k, a) in kinds {
             let mut args = vec!["qdisc", "replace", "dev", "lo", "root"];
@@ -157,25 +155,15 @@ pub fn sysctl_get(key: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The legacy ethtool (get, set) commands of an offload.
-fn ethtool_cmds(name: &str) -> Option<(u32, u32)> {
-    iotoll_probe::sysinfo::OFFLOAD_COMMANDS
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, get, set)| (*get, *set))
-}
-
 /// Sets offloads of `ifname` in the calling thread's namespace (as
 /// `ethtool -K`), then reads each back: a setting the device refuses or
 /// cannot keep (e.g. tso without sg) is an error naming it: bad input, as
 /// the combination asked for cannot be had.
 pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Result<(), LabError> {
-    if settings.is_empty() {
-        return Ok(());
-    }
     let at = format!("host '{host}' {ifname}");
     for (name, on) in settings {
-        let (_, set) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+        let (_, set) =
+            offload_commands(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
         iotoll_probe::sysinfo::ethtool_value(ifname, set, u32::from(*on))
             .map_err(|e| sys(format!("{at}: setting {name} {}: {e}", onoff(*on))))?;
     }
@@ -193,7 +181,7 @@ pub fn set_offloads(host: &str, ifname: &str, settings: &[(&str, bool)]) -> Resu
 }
 
 fn get_offload(ifname: &str, name: &str) -> Result<bool, LabError> {
-    let (get, _) = ethtool_cmds(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
+    let (get, _) = offload_commands(name).ok_or_else(|| sys(format!("unknown offload {name}")))?;
     iotoll_probe::sysinfo::ethtool_value(ifname, get, 0)
         .map(|v| v != 0)
         .map_err(|e| sys(format!("{ifname}: reading {name}: {e}")))

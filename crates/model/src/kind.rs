@@ -100,12 +100,9 @@ impl Kind {
         }
     }
 
+    /// Its bit in a set of kinds: one per kind, in declaration order.
     pub(crate) const fn bit(self) -> u8 {
-        match self {
-            Kind::Disk => 1,
-            Kind::NetStream => 2,
-            Kind::NetRr => 4,
-        }
+        1 << self as u8
     }
 
     /// The metric that judges a test of this kind unless told otherwise:

@@ -182,7 +182,7 @@ section "Network" {
     PAIR_FAIRNESS = m("pair_fairness", "ratio", "pair fairness (Jain)", STREAM, Higher, "multi-host: Jain's fairness index over the endpoint pairs' rates");
     PAIRS = m("pairs", "count", "endpoint pairs", NET, Neither, "multi-host: endpoint pairs (client host, server host)");
     HOSTS = m("hosts", "count", "hosts", ALL, Neither, "multi-host: hosts whose agents measured the window");
-        RETRANSMITS = m("retransmits", "count", "retransmits", STREAM, Lower, "segments retransmitted by the sending sockets in the window (TCP_INFO)");
+    RETRANSMITS = m("retransmits", "count", "retransmits", STREAM, Lower, "segments retransmitted by the sending sockets in the window (TCP_INFO)");
     SRTT_US = m("srtt_us", "us", "smoothed RTT (µs)", STREAM, Lower, "smoothed RTT of the sending sockets at the end of the window, averaged (TCP_INFO)");
     TRANS_S = m("trans_s", "1/s", "transactions/s", RR, Higher, "request/response transactions per second, all connections").headline(Kind::NetRr);
     RTT_MEAN_US = m("rtt_mean_us", "us", "mean round trip (µs)", RR, Lower, "mean transaction round trip (request issued to whole response)");

@@ -519,39 +519,49 @@ pub fn word<T: Serialize>(v: &T) -> String {
     to_json(v).as_str().unwrap_or_default().to_string()
 }
 
-/// `spec` of a result document: the kind's own (a run of iotoll's), an
-/// import's, one of another shape that still reads as its kind's
-/// ([`AsWritten`]), or, for one that does not (too old, none at all), the
-/// JSON as it was written. A document is typed by its `kind` when it is
-/// read ([`Spec::of`]); whatever its variant, a document read and written
-/// again is the same document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+/// `spec` of a result document: the kind's own (a run of iotoll's, or one
+/// of another shape that still reads as its kind's: [`Typed`]), an
+/// import's, or, for one that does not (too old, none at all), the JSON as
+/// it was written. A document is typed by its `kind` when it is read
+/// ([`Spec::of`]); whatever its variant, a document read and written again
+/// is the same document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, from = "serde_json::Value")]
 pub enum Spec {
-    Disk(Box<DiskSpec>),
-    Stream(Box<StreamSpec>),
-    Rr(Box<RrSpec>),
+    Disk(Typed<DiskSpec>),
+    Stream(Typed<StreamSpec>),
+    Rr(Typed<RrSpec>),
     Import(Box<ImportSpec>),
-    DiskAsWritten(Box<AsWritten<DiskSpec>>),
-    StreamAsWritten(Box<AsWritten<StreamSpec>>),
-    RrAsWritten(Box<AsWritten<RrSpec>>),
     Other(serde_json::Value),
 }
 
-/// A part of another shape than this version writes (another version's,
-/// one edited by hand: a key more, a null for an absent field) that still
-/// reads as its kind's type. Readers get the type, as serde reads it
-/// (keys it does not know are passed over); the document is written back
-/// exactly as it was.
+/// A kind's part as readers get it, and, when the document held it in
+/// another shape than this version writes (another version's, one edited
+/// by hand: a key more, a null for an absent field), that JSON: readers
+/// get the type, as serde reads it (keys it does not know are passed
+/// over); the document is written back exactly as it was.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AsWritten<T> {
-    pub typed: T,
-    pub raw: serde_json::Value,
+pub struct Typed<T> {
+    pub typed: Box<T>,
+    pub as_written: Option<serde_json::Value>,
 }
 
-impl<T> Serialize for AsWritten<T> {
+/// One this version builds, written as its type writes it.
+impl<T> From<T> for Typed<T> {
+    fn from(typed: T) -> Typed<T> {
+        Typed {
+            typed: Box::new(typed),
+            as_written: None,
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Typed<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
+        match &self.as_written {
+            Some(v) => v.serialize(s),
+            None => self.typed.serialize(s),
+        }
     }
 }
 
@@ -562,95 +572,63 @@ impl Default for Spec {
     }
 }
 
-/// A spec as written, untyped ([`Spec::of`] types it).
+/// A spec as written, untyped: read alone, a spec is kept so, for only its
+/// document knows its kind ([`Spec::of`] types it).
 impl From<serde_json::Value> for Spec {
     fn from(v: serde_json::Value) -> Spec {
         Spec::Other(v)
     }
 }
 
-/// Read alone, a spec is kept as written: only its document knows its kind
-/// ([`Spec::of`] types it).
-impl<'de> Deserialize<'de> for Spec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Spec, D::Error> {
-        serde_json::Value::deserialize(d).map(Spec::Other)
-    }
-}
-
 /// Read alone, as written ([`Disclosure::of`] types it).
-impl<'de> Deserialize<'de> for Disclosure {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Disclosure, D::Error> {
-        serde_json::Value::deserialize(d).map(Disclosure::Other)
+impl From<serde_json::Value> for Disclosure {
+    fn from(v: serde_json::Value) -> Disclosure {
+        Disclosure::Other(v)
     }
 }
 
-/// `v` as a `T` that writes back exactly `v`.
-fn exact<T: Serialize + serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<Box<T>> {
-    let t = T::deserialize(v).ok()?;
-    (to_json(&t) == *v).then(|| Box::new(t))
-}
-
-/// `v` read as a `T`, kept as written.
-fn as_written<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<Box<AsWritten<T>>> {
+/// `v` read as a `T`, kept as written unless `T` writes back exactly `v`.
+fn typed<T: Serialize + serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<Typed<T>> {
     let typed = T::deserialize(v).ok()?;
-    Some(Box::new(AsWritten {
-        typed,
-        raw: v.clone(),
-    }))
+    let as_written = (to_json(&typed) != *v).then(|| v.clone());
+    Some(Typed {
+        typed: Box::new(typed),
+        as_written,
+    })
 }
 
 impl Spec {
-    /// The spec a document of `kind` holds, typed.
+    /// The spec a document of `kind` holds, typed. (An import's never reads
+    /// as a kind's: it has no `target` or `peer`.)
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Spec {
         use crate::Kind;
         let native = match kind {
-            Kind::Disk => exact(&v).map(Spec::Disk),
-            Kind::NetStream => exact(&v).map(Spec::Stream),
-            Kind::NetRr => exact(&v).map(Spec::Rr),
+            Kind::Disk => typed(&v).map(Spec::Disk),
+            Kind::NetStream => typed(&v).map(Spec::Stream),
+            Kind::NetRr => typed(&v).map(Spec::Rr),
         };
-        let read = || match kind {
-            Kind::Disk => as_written(&v).map(Spec::DiskAsWritten),
-            Kind::NetStream => as_written(&v).map(Spec::StreamAsWritten),
-            Kind::NetRr => as_written(&v).map(Spec::RrAsWritten),
-        };
-        (native.or_else(|| exact(&v).map(Spec::Import)))
-            .or_else(read)
-            .unwrap_or(Spec::Other(v))
+        let import = || typed(&v).filter(|i| i.as_written.is_none());
+        (native.or_else(|| import().map(|i| Spec::Import(i.typed)))).unwrap_or(Spec::Other(v))
     }
 
     pub fn disk(&self) -> Option<&DiskSpec> {
-        match self {
-            Spec::Disk(s) => Some(s),
-            Spec::DiskAsWritten(s) => Some(&s.typed),
-            _ => None,
-        }
+        let Spec::Disk(s) = self else { return None };
+        Some(&s.typed)
     }
 
     pub fn stream(&self) -> Option<&StreamSpec> {
-        match self {
-            Spec::Stream(s) => Some(s),
-            Spec::StreamAsWritten(s) => Some(&s.typed),
-            _ => None,
-        }
+        let Spec::Stream(s) = self else { return None };
+        Some(&s.typed)
     }
 
     pub fn rr(&self) -> Option<&RrSpec> {
-        match self {
-            Spec::Rr(s) => Some(s),
-            Spec::RrAsWritten(s) => Some(&s.typed),
-            _ => None,
-        }
+        let Spec::Rr(s) = self else { return None };
+        Some(&s.typed)
     }
 
     /// What every network kind's spec holds.
     pub fn net(&self) -> Option<&NetSpec> {
-        match self {
-            Spec::Stream(s) => Some(&s.net),
-            Spec::Rr(s) => Some(&s.net),
-            Spec::StreamAsWritten(s) => Some(&s.typed.net),
-            Spec::RrAsWritten(s) => Some(&s.typed.net),
-            _ => None,
-        }
+        (self.stream().map(|s| &s.net)).or(self.rr().map(|s| &s.net))
     }
 
     /// The JSON a document holds (the parameter tables and test names go
@@ -738,13 +716,11 @@ where
 
 /// `disclosure` of a result document, typed by its `kind` as [`Spec`] is:
 /// a disk run's, a network run's, or one of another shape kept as written.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, from = "serde_json::Value")]
 pub enum Disclosure {
-    Disk(Box<DiskDisclosure>),
-    Net(Box<NetDisclosure>),
-    DiskAsWritten(Box<AsWritten<DiskDisclosure>>),
-    NetAsWritten(Box<AsWritten<NetDisclosure>>),
+    Disk(Typed<DiskDisclosure>),
+    Net(Typed<NetDisclosure>),
     Other(serde_json::Value),
 }
 
@@ -752,38 +728,33 @@ impl Disclosure {
     /// The disclosure a document of `kind` holds, typed.
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Disclosure {
         let typed = match kind {
-            crate::Kind::Disk => (exact(&v).map(Disclosure::Disk))
-                .or_else(|| as_written(&v).map(Disclosure::DiskAsWritten)),
-            crate::Kind::NetStream | crate::Kind::NetRr => (exact(&v).map(Disclosure::Net))
-                .or_else(|| as_written(&v).map(Disclosure::NetAsWritten)),
+            crate::Kind::Disk => typed(&v).map(Disclosure::Disk),
+            crate::Kind::NetStream | crate::Kind::NetRr => typed(&v).map(Disclosure::Net),
         };
         typed.unwrap_or(Disclosure::Other(v))
     }
 
     pub fn disk(&self) -> Option<&DiskDisclosure> {
-        match self {
-            Disclosure::Disk(d) => Some(d),
-            Disclosure::DiskAsWritten(d) => Some(&d.typed),
-            _ => None,
-        }
+        let Disclosure::Disk(d) = self else {
+            return None;
+        };
+        Some(&d.typed)
     }
 
     pub fn net(&self) -> Option<&NetDisclosure> {
-        match self {
-            Disclosure::Net(d) => Some(d),
-            Disclosure::NetAsWritten(d) => Some(&d.typed),
-            _ => None,
-        }
+        let Disclosure::Net(d) = self else {
+            return None;
+        };
+        Some(&d.typed)
     }
 
     /// A network run's endpoint side: the peer's word, in whatever shape
     /// its version (or this document's) wrote it.
     pub fn remote(&self) -> Option<&serde_json::Value> {
         match self {
-            Disclosure::Net(d) => Some(&d.remote),
+            Disclosure::Net(d) => Some(&d.typed.remote),
             Disclosure::Other(v) => v.get("remote"),
-            Disclosure::NetAsWritten(d) => d.raw.get("remote"),
-            Disclosure::Disk(_) | Disclosure::DiskAsWritten(_) => None,
+            Disclosure::Disk(_) => None,
         }
     }
 }

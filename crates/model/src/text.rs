@@ -77,6 +77,16 @@ fn edits(a: &[char], b: &[char]) -> usize {
     d[a.len()][b.len()]
 }
 
+/// Whether `s` has a DNS label's form: 1 to `max` characters of a-z, 0-9
+/// and '-', not starting or ending with '-' (names that become network
+/// namespaces' or Kubernetes objects').
+pub fn is_label(s: &str, max: usize) -> bool {
+    (1..=max).contains(&s.len())
+        && (s.bytes()).all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

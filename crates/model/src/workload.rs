@@ -171,29 +171,25 @@ mod tests {
 
     #[test]
     fn single_run_names_follow_the_suite_scheme() {
-        let s = json!({"dir": "tx", "conns": 4, "msg": 65536, "sockbuf": null, "nodelay": false,
-                       "time_s": 5.0, "ramp_s": 1.0, "peer": "h:1"});
-        assert_eq!(
-            test_name(Kind::NetStream, &s),
-            "stream/dir=tx,conns=4,msg=64k"
-        );
+        let stream = json!({"dir": "tx", "conns": 4, "msg": 65536, "sockbuf": null, "nodelay": false,
+                            "time_s": 5.0, "ramp_s": 1.0, "peer": "h:1"});
         let d = json!({"bs": 8192, "read_pct": 70, "random_pct": 100, "qd": 28, "workers": 1,
                        "engine": "io_uring", "target": "/tmp/x"});
-        assert_eq!(
-            test_name(Kind::Disk, &d),
-            "disk/bs=8k,read=70,random=100,qd=28,workers=1"
-        );
         let r = json!({"req": 1, "resp": 1400, "conns": 1, "burst": 1});
-        assert_eq!(
-            test_name(Kind::NetRr, &r),
-            "rr/req=1,resp=1400,conns=1,burst=1"
-        );
         // Floats from JSON written by another tool read the same.
         let f = json!({"dir": "tx", "conns": 4.0, "msg": 65536.0});
-        assert_eq!(
-            test_name(Kind::NetStream, &f),
-            "stream/dir=tx,conns=4,msg=64k"
-        );
+        for (kind, spec, want) in [
+            (Kind::NetStream, stream, "stream/dir=tx,conns=4,msg=64k"),
+            (
+                Kind::Disk,
+                d,
+                "disk/bs=8k,read=70,random=100,qd=28,workers=1",
+            ),
+            (Kind::NetRr, r, "rr/req=1,resp=1400,conns=1,burst=1"),
+            (Kind::NetStream, f, "stream/dir=tx,conns=4,msg=64k"),
+        ] {
+            assert_eq!(test_name(kind, &spec), want);
+        }
     }
 
     /// The keys read here are fields of the spec type each kind writes.

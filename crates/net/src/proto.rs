@@ -259,10 +259,14 @@ pub fn decode(body: &[u8]) -> Result<Msg, ProtoError> {
 
 pub fn encode(msg: &Msg) -> Vec<u8> {
     // Serializing our own types cannot fail (no maps with non-string keys).
-    let body = serde_json::to_vec(msg).unwrap_or_default();
+    frame(&serde_json::to_vec(msg).unwrap_or_default())
+}
+
+/// `body` behind its 4-byte big-endian length: one frame on the wire.
+pub fn frame(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 4);
     out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     out
 }
 
@@ -372,11 +376,7 @@ impl Control {
 
     /// Sends one frame's body as it is.
     pub fn send_frame(&mut self, body: &[u8]) -> Result<(), ProtoError> {
-        let mut out = Vec::with_capacity(body.len() + 4);
-        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        out.extend_from_slice(body);
-        self.stream.write_all(&out)?;
-        Ok(())
+        Ok(self.stream.write_all(&frame(body))?)
     }
 
     fn read_exact_by(

@@ -387,18 +387,9 @@ pub fn account(
             None => {}
         }
     }
-    let self_pct: f64 = everyone
-        .iter()
-        .filter(|t| is(t, ROLE_SELF))
-        .map(|t| t.cpu_pct)
-        .sum::<f64>()
-        + 0.0;
+    let self_pct = sum_of(&everyone, |t| is(t, ROLE_SELF));
     let room = (busy - steal - self_pct).max(0.0);
-    let rest: f64 = everyone
-        .iter()
-        .filter(|t| !is(t, ROLE_SELF))
-        .map(|t| t.cpu_pct)
-        .sum();
+    let rest = sum_of(&everyone, |t| !is(t, ROLE_SELF));
     let mut notes = Vec::new();
     if rest > room {
         let f = if rest > 0.0 { room / rest } else { 0.0 };
@@ -414,15 +405,7 @@ pub fn account(
         }
     }
     everyone.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
-    // `+ 0.0`: an empty sum is -0.0, which JSON would show as such.
-    let sum = |keep: &dyn Fn(&TopConsumer) -> bool| -> f64 {
-        everyone
-            .iter()
-            .filter(|t| keep(t))
-            .map(|t| t.cpu_pct)
-            .sum::<f64>()
-            + 0.0
-    };
+    let sum = |keep: &dyn Fn(&TopConsumer) -> bool| sum_of(&everyone, keep);
     let is_other = |t: &TopConsumer| {
         !t.kernel_thread
             && !matches!(
@@ -462,6 +445,12 @@ pub fn account(
         interference,
         notes,
     })
+}
+
+/// The CPU of the consumers `keep` selects, %.
+fn sum_of(v: &[TopConsumer], keep: impl Fn(&TopConsumer) -> bool) -> f64 {
+    // `+ 0.0`: an empty sum is -0.0, which JSON would show as such.
+    v.iter().filter(|t| keep(t)).map(|t| t.cpu_pct).sum::<f64>() + 0.0
 }
 
 pub use iotoll_model::os::pid_alive;
@@ -532,11 +521,7 @@ mod tests {
             // pid 3 recycled by a new process: its 20 ticks are all in the window.
             line(3, "new", PF_KTHREAD, 20, 0, 77),
         ]);
-        let nobody = Roles {
-            own_pid: -1,
-            ..Roles::this_process()
-        };
-        let top = figures(&consumers(&start, &end), 4.0, 4, 100.0, &nobody);
+        let top = figures(&consumers(&start, &end), 4.0, 4, 100.0, &own(-1));
         assert_eq!(top.len(), 2);
         assert_eq!(top[0].comm, "busy");
         // 300 ticks = 3 CPU-s over 4 s x 4 CPUs = 18.75 %.
@@ -600,6 +585,21 @@ mod tests {
             steal_pct,
             self_pct,
         }
+    }
+
+    /// Roles with this pid as iotoll's own, none else.
+    fn own(pid: i32) -> Roles {
+        Roles {
+            own_pid: pid,
+            ..Roles::this_process()
+        }
+    }
+
+    /// The account of a window that starts with no process and ends with
+    /// `end`, at a 5 % interference threshold.
+    fn account_of(end: &[String], host: HostBusy, roles: &Roles) -> Accounting {
+        let all = consumers(&snap(&[]), &snap(end));
+        account(&all, &host, 100.0, roles, 5.0).unwrap()
     }
 
     #[test]
@@ -684,13 +684,8 @@ mod tests {
     #[test]
     fn a_reapers_share_is_bounded_by_the_host() {
         // Seen: a subreaper charged 889.75 % with the host 22.07 % busy.
-        let end = snap(&[fam(1057, 1, "reaper", 0, 0, 0, 8900, 1)]);
-        let roles = Roles {
-            own_pid: 9,
-            ..Roles::this_process()
-        };
-        let all = consumers(&snap(&[]), &end);
-        let a = account(&all, &host(22.07, 0.0, Some(2.0)), 100.0, &roles, 5.0).unwrap();
+        let end = [fam(1057, 1, "reaper", 0, 0, 0, 8900, 1)];
+        let a = account_of(&end, host(22.07, 0.0, Some(2.0)), &own(9));
         let reaper = &a.everyone[0];
         assert!((reaper.cpu_pct - 20.07).abs() < 1e-9, "{reaper:?}");
         assert!(a.interference.interfered);
@@ -703,18 +698,17 @@ mod tests {
         // Seen: others 92.2 % beside the endpoint's 41.7 % and iotoll's
         // 7.2 %, the host 99.5 % busy; the processes named summed to more
         // than the others' figure; the top list and the notes disagreed.
-        let end = snap(&[
+        let end = [
             line(1, "hog", 0, 99, 0, 1),
             line(2, "iotoll", 0, 42, 0, 1),
             line(3, "iotoll", 0, 9, 0, 1),
-        ]);
+        ];
         let roles = Roles {
-            own_pid: 3,
             endpoint_pid: Some(2),
             sut: Vec::new(),
+            ..own(3)
         };
-        let all = consumers(&snap(&[]), &end);
-        let a = account(&all, &host(99.5, 0.0, Some(7.2)), 100.0, &roles, 5.0).unwrap();
+        let a = account_of(&end, host(99.5, 0.0, Some(7.2)), &roles);
         let c = &a.account;
         assert_eq!(c.self_pct, 7.2, "iotoll's exact figure, once");
         assert!((c.total() - 99.5).abs() < 1e-9, "{c:?}");
@@ -729,19 +723,14 @@ mod tests {
     fn steal_interferes_like_another_process() {
         // Seen: 14.4 % steal inflated a disk test's whole-host CPU from
         // about 13 % to 27.7 % with no process to blame.
-        let end = snap(&[line(9, "iotoll", 0, 10, 0, 1)]);
-        let roles = Roles {
-            own_pid: 9,
-            ..Roles::this_process()
-        };
-        let all = consumers(&snap(&[]), &end);
-        let a = account(&all, &host(27.7, 14.4, Some(10.3)), 100.0, &roles, 5.0).unwrap();
+        let end = [line(9, "iotoll", 0, 10, 0, 1)];
+        let a = account_of(&end, host(27.7, 14.4, Some(10.3)), &own(9));
         let i = &a.interference;
         assert_eq!(i.steal_pct, 14.4);
         assert!(i.interfered);
         assert!(i.what().contains("14.4 % (steal"), "{}", i.what());
         assert!((a.account.total() - 27.7).abs() < 1e-9);
-        let a = account(&all, &host(13.0, 1.5, Some(10.3)), 100.0, &roles, 5.0).unwrap();
+        let a = account_of(&end, host(13.0, 1.5, Some(10.3)), &own(9));
         assert!(!a.interference.interfered);
     }
 

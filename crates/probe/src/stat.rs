@@ -235,14 +235,7 @@ ctxt 60000
         assert!((r.busy_pct - 540.0 * 100.0 / total).abs() < 1e-9);
         assert!((r.modes.iowait - 100.0 * 100.0 / total).abs() < 1e-9);
         assert!((r.modes.softirq - 30.0 * 100.0 / total).abs() < 1e-9);
-        let sum = r.modes.user
-            + r.modes.nice
-            + r.modes.system
-            + r.modes.irq
-            + r.modes.softirq
-            + r.modes.iowait
-            + r.modes.steal
-            + r.modes.idle;
+        let sum: f64 = r.modes.list().iter().map(|(_, v)| v).sum();
         assert!((sum - 100.0).abs() < 1e-9);
         assert_eq!(r.interrupts_s, Some(10000.0));
         assert_eq!(r.ctx_switches_s, Some(5000.0));

@@ -144,11 +144,13 @@ struct EthtoolValue {
     data: u32,
 }
 
+/// struct ifreq: the interface's name, then a union (`u`, padded to its
+/// 24 bytes and more).
 #[repr(C)]
-struct IfReq {
+struct IfReq<U> {
     name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut libc::c_void,
-    _pad: [u8; 16],
+    u: U,
+    _pad: [u8; 24],
 }
 
 /// A datagram socket for ethtool ioctls, closed when dropped.
@@ -156,18 +158,13 @@ fn ethtool_socket() -> Option<OwnedFd> {
     socket(Inet, Datagram, SockFlag::SOCK_CLOEXEC, None).ok()
 }
 
-/// One SIOCETHTOOL on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
-/// `data`, the ethtool command struct the kernel reads and fills.
-fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> bool {
-    ethtool_call(sock, ifname, data).is_ok()
-}
-
-/// [`ethtool`], with the kernel's error.
-fn ethtool_call<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
+/// One ioctl `request` on `ifname` (truncated to IFNAMSIZ - 1 bytes) with
+/// `u` in the ifreq's union; what the kernel leaves there.
+fn ifreq<U>(sock: &OwnedFd, ifname: &str, request: libc::c_ulong, u: U) -> std::io::Result<U> {
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        data: (data as *mut T).cast(),
-        _pad: [0; 16],
+        u,
+        _pad: [0; 24],
     };
     for (d, s) in req
         .name
@@ -176,18 +173,26 @@ fn ethtool_call<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Resul
     {
         *d = s as libc::c_char;
     }
-    // SAFETY: SIOCETHTOOL reads the name and the command struct `data`
-    // points to, and writes at most that struct back.
-    match unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) } {
-        0 => Ok(()),
+    // SAFETY: the interface requests read the name and the union, and
+    // write at most the union back (SIOCETHTOOL: the command struct its
+    // pointer points to; see `ethtool`).
+    match unsafe { libc::ioctl(sock.as_raw_fd(), request as _, &mut req) } {
+        0 => Ok(req.u),
         _ => Err(std::io::Error::last_os_error()),
     }
+}
+
+/// One SIOCETHTOOL on `ifname` with `data`, the ethtool command struct the
+/// kernel reads and fills.
+fn ethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> std::io::Result<()> {
+    let data: *mut libc::c_void = (data as *mut T).cast();
+    ifreq(sock, ifname, SIOCETHTOOL, data).map(drop)
 }
 
 /// The offloads the legacy ethtool commands get and set, by the name
 /// `ethtool -K` and lab files use: (name, get command, set command)
 /// (include/uapi/linux/ethtool.h).
-pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
+const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
     ("rx_checksum", 0x14, 0x15),
     ("tx_checksum", 0x16, 0x17),
     ("sg", 0x18, 0x19),
@@ -196,13 +201,19 @@ pub const OFFLOAD_COMMANDS: [(&str, u32, u32); 6] = [
     ("gro", 0x2b, 0x2c),
 ];
 
+/// An offload's (get, set) commands, by its name.
+pub fn offload_commands(name: &str) -> Option<(u32, u32)> {
+    let (_, get, set) = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?;
+    Some((*get, *set))
+}
+
 /// One legacy ethtool get or set command (struct ethtool_value) on
 /// `ifname`, in the calling thread's network namespace; the value the
 /// kernel leaves.
 pub fn ethtool_value(ifname: &str, cmd: u32, data: u32) -> std::io::Result<u32> {
     let sock = ethtool_socket().ok_or_else(std::io::Error::last_os_error)?;
     let mut v = EthtoolValue { cmd, data };
-    ethtool_call(&sock, ifname, &mut v)?;
+    ethtool(&sock, ifname, &mut v)?;
     Ok(v.data)
 }
 
@@ -252,7 +263,8 @@ pub fn driver_info(ifname: &str) -> Option<DriverInfo> {
         cmd: ETHTOOL_GDRVINFO,
         ..Default::default()
     };
-    ethtool(&ethtool_socket()?, ifname, &mut info).then(|| DriverInfo {
+    ethtool(&ethtool_socket()?, ifname, &mut info).ok()?;
+    Some(DriverInfo {
         driver: c_field(&info.driver),
         version: c_field(&info.version),
         firmware: c_field(&info.fw_version),
@@ -268,12 +280,9 @@ fn offloads(ifname: &str) -> Option<Offloads> {
     // device's feature flags, for every driver including lo and veth).
     let get = |cmd| {
         let mut v = EthtoolValue { cmd, data: 0 };
-        ethtool(&sock, ifname, &mut v).then_some(v.data)
+        ethtool(&sock, ifname, &mut v).ok().map(|()| v.data)
     };
-    let b = |name: &str| {
-        let cmd = OFFLOAD_COMMANDS.iter().find(|c| c.0 == name)?.1;
-        get(cmd).map(|v| v != 0)
-    };
+    let b = |name| get(offload_commands(name)?.0).map(|v| v != 0);
     Some(Offloads {
         tso: b("tso"),
         gso: b("gso"),
@@ -306,27 +315,11 @@ fn sysfs_is_ours() -> bool {
 /// The MTU by SIOCGIFMTU, which answers for this thread's namespace.
 fn mtu_ioctl(ifname: &str) -> Option<u64> {
     const SIOCGIFMTU: libc::c_ulong = 0x8921;
-    #[repr(C)]
-    struct IfReqMtu {
-        name: [libc::c_char; libc::IFNAMSIZ],
-        mtu: libc::c_int,
-        _pad: [u8; 20],
-    }
     if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
         return None;
     }
-    let sock = ethtool_socket()?;
-    let mut req = IfReqMtu {
-        name: [0; libc::IFNAMSIZ],
-        mtu: 0,
-        _pad: [0; 20],
-    };
-    for (d, s) in req.name.iter_mut().zip(ifname.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: SIOCGIFMTU reads the name and writes the int after it.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCGIFMTU as _, &mut req) };
-    (rc == 0 && req.mtu > 0).then_some(req.mtu as u64)
+    let mtu: libc::c_int = ifreq(&ethtool_socket()?, ifname, SIOCGIFMTU, 0).ok()?;
+    (mtu > 0).then_some(mtu as u64)
 }
 
 /// The link speed by ETHTOOL_GSET, Mbit/s; None when unknown.
@@ -353,9 +346,7 @@ fn speed_ioctl(ifname: &str) -> Option<u64> {
         cmd: ETHTOOL_GSET,
         ..Default::default()
     };
-    if !ethtool(&ethtool_socket()?, ifname, &mut c) {
-        return None;
-    }
+    ethtool(&ethtool_socket()?, ifname, &mut c).ok()?;
     let speed = u32::from(c.speed) | (u32::from(c.speed_hi) << 16);
     (speed > 0 && speed != u32::MAX && speed != 0xffff).then_some(speed as u64)
 }
@@ -662,10 +653,7 @@ pub fn warnings(
 /// both ends of a test exactly when they run on the same kernel, whatever
 /// their network namespaces, containers or addresses.
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    read_trim("/proc/sys/kernel/random/boot_id").filter(|s| !s.is_empty())
 }
 
 /// Processes other than `me` that used more than `threshold_pct` of all

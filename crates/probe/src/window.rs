@@ -28,12 +28,6 @@ fn self_cpu_s() -> f64 {
 }
 
 impl CpuWindow {
-    /// Opens the window and calls `on_open` the moment it is open (the
-    /// caller flips its workload into the measured phase there).
-    pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
-        Self::open(on_open)
-    }
-
     /// [`start_with`](Self::start_with) at an instant: `wait` waits for it
     /// (a ramp-up, a schedule; false: give up, no window), then the window
     /// opens at once, so a window scheduled across hosts opens on time.
@@ -44,15 +38,18 @@ impl CpuWindow {
         if !wait() {
             return Ok(None);
         }
-        Self::open(on_open).map(Some)
+        Self::start_with(on_open).map(Some)
     }
 
+    /// Opens the window and calls `on_open` the moment it is open (the
+    /// caller flips its workload into the measured phase there).
+    ///
     /// The process table is read at each edge right after /proc/stat (and
     /// after `on_open`, so the window opens on time): its window is the
     /// host's, moved by one table read at both ends. Read before a wait,
     /// the ramp-up's CPU was charged to the window (a single-threaded hog
     /// shown at 94 % of a 2-CPU host).
-    fn open(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
+    pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
         let t0 = Instant::now();
@@ -137,16 +134,6 @@ impl ClosedWindow {
     /// counting as interference.
     pub fn mark_endpoint(&mut self, pid: i32) {
         self.roles.endpoint_pid = Some(pid);
-        self.attribute();
-    }
-
-    /// Marks processes as the system under test: their CPU is reported as
-    /// its own part (`sut_pct`), not as interference.
-    pub fn mark_sut(&mut self, sut: &[procs::SutProcess]) {
-        if sut.is_empty() {
-            return;
-        }
-        self.roles.sut.extend(sut.iter().cloned());
         self.attribute();
     }
 
@@ -268,7 +255,8 @@ mod tests {
         assert!(!r.top.is_empty());
         // Ranked among every process, not a top five that a busy host
         // fills with others.
-        let me = everyone(&closed)
+        let me = closed
+            .everyone()
             .into_iter()
             .find(|t| t.pid == std::process::id() as i32);
         assert_eq!(me.and_then(|t| t.role), Some("self".into()));
@@ -279,35 +267,18 @@ mod tests {
             .all(|p| p.pid != std::process::id() as i32));
     }
 
-    /// Every process of a closed window, ranked and given its role.
-    fn everyone(w: &ClosedWindow) -> Vec<iotoll_model::TopConsumer> {
-        w.everyone()
-    }
-
     /// A process that starts and ends inside the window is seen, under the
     /// parent that reaped it: here a shell whose child does a fixed amount
     /// of work and exits, while the shell itself only waits.
     #[test]
     fn a_child_started_and_reaped_inside_the_window_is_seen() {
-        use std::io::BufRead;
         let w = CpuWindow::start().unwrap();
-        let mut parent = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; echo done; exec sleep 30")
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(parent.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "done");
+        let parent = Reap(sh_then_sleep(&format!("sh -c '{SPIN}'")));
         let closed = w.finish_with(|| {});
-        let _ = parent.kill();
-        let _ = parent.wait();
-        let pid = parent.id() as i32;
+        let pid = parent.0.id() as i32;
+        drop(parent);
         let cpus = closed.report.as_ref().unwrap().cpus;
-        let all = everyone(&closed);
+        let all = closed.everyone();
         let seen = all.iter().find(|p| p.pid == pid);
         // 300,000 shell iterations are well over 0.1 CPU-second on any
         // machine; only the reaped child's time can charge the parent, an
@@ -431,7 +402,7 @@ mod tests {
         let closed = w.finish_with(|| {});
         let (hog, ramp_only, in_window) = (&hog.0, &ramp_only.unwrap().0, &in_window.0);
         let r = closed.report.as_ref().unwrap();
-        let all = everyone(&closed);
+        let all = closed.everyone();
         let find = |pid: u32| all.iter().find(|t| t.pid == pid as i32).map(|t| t.cpu_pct);
         // % of all CPUs -> CPU seconds in the window.
         let cpu_s = |pct: f64| pct / 100.0 * closed.window_s * r.cpus as f64;

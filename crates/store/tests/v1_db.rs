@@ -100,9 +100,9 @@ fn every_run_test_and_repetition_of_a_v1_database_loads_unchanged() {
                 assert!(!i.format.is_empty(), "run {run} {name}");
                 continue;
             }
-            (Kind::Disk, Spec::Disk(_))
-            | (Kind::NetStream, Spec::Stream(_))
-            | (Kind::NetRr, Spec::Rr(_)) => true,
+            (Kind::Disk, Spec::Disk(s)) => s.as_written.is_none(),
+            (Kind::NetStream, Spec::Stream(s)) => s.as_written.is_none(),
+            (Kind::NetRr, Spec::Rr(s)) => s.as_written.is_none(),
             _ => false,
         };
         assert!(typed, "run {run} {name}: {:?}", doc.spec);

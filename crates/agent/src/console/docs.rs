@@ -5,7 +5,7 @@
 use super::{Console, DiskTest, DriveTimes, NetTest, Part};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, Spec, StreamSpec};
+use iotoll_model::spec::{NetSpec, Spec, StreamSpec, Typed};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -81,13 +81,7 @@ impl Console {
         times: &DriveTimes,
     ) -> ResultDoc {
         let mut g = self.net_hosts(parts, names, times);
-        let rate = |(b, w): (u64, f64)| {
-            if w > 0.0 {
-                b as f64 * 8.0 / w / 1e6
-            } else {
-                0.0
-            }
-        };
+        let rate = |(b, w): (u64, f64)| mbit_s(b, w);
         let pairs: Vec<PairFigures> = (names.iter().enumerate())
             .map(|(k, (c, s))| PairFigures {
                 client: c.clone(),
@@ -191,13 +185,7 @@ impl Console {
                 ));
             }
             let mut m = Metrics::new();
-            let rate = |b: u64| {
-                if r.window_s > 0.0 {
-                    b as f64 * 8.0 / r.window_s / 1e6
-                } else {
-                    0.0
-                }
-            };
+            let rate = |b: u64| mbit_s(b, r.window_s);
             m.insert(mn::RX_MBIT_S.into(), rate(rx));
             m.insert(mn::TX_MBIT_S.into(), rate(tx));
             m.insert(mn::MBIT_S.into(), rate(rx) + rate(tx));
@@ -217,7 +205,7 @@ impl Console {
             .filter(|p| matches!(p.work, Work::NetServe { .. }))
             .map(|p| self.hosts[p.host].address.to_string())
             .collect();
-        Spec::Stream(Box::new(StreamSpec {
+        Spec::Stream(Typed::from(StreamSpec {
             net: NetSpec {
                 peer: servers.join(","),
                 conns: t.params.conns,
@@ -302,6 +290,8 @@ impl Console {
         if shared_kernel(&hosts) && hosts.len() > 1 {
             notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU".into());
         }
+        let config = t.order.config.clone();
+        let base = multi_host_doc(Kind::Disk, interrupted, times, config, m, notes);
         ResultDoc {
             spec: first_spec.unwrap_or_default(),
             cpu: CpuSection {
@@ -312,14 +302,7 @@ impl Console {
             series: crate::series::merge(&hosts, &seconds),
             hosts,
             skew_us: Some(skew(parts)),
-            ..multi_host_doc(
-                Kind::Disk,
-                interrupted,
-                times,
-                t.order.config.clone(),
-                m,
-                notes,
-            )
+            ..base
         }
     }
 }
@@ -345,6 +328,15 @@ fn multi_host_doc(
         metrics,
         notes,
         ..ResultDoc::new(kind, Default::default())
+    }
+}
+
+/// `bytes` over `window_s`, Mbit/s (0 without a window).
+fn mbit_s(bytes: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        bytes as f64 * 8.0 / window_s / 1e6
+    } else {
+        0.0
     }
 }
 

@@ -84,7 +84,7 @@ struct Agent {
 
 /// A clock offset: the agent's wall clock minus the console's, with the
 /// round trip of the probe it came from (its uncertainty is half that).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offset {
     pub offset_ns: i64,
     pub rtt_ns: i64,
@@ -210,6 +210,20 @@ struct Part {
     offset: Offset,
     port: Option<u16>,
     report: Option<AgentReport>,
+}
+
+impl Part {
+    /// Host `host`'s part before PREPARE: no offset, port or report yet.
+    fn new(host: usize, role: &'static str, work: Work) -> Part {
+        Part {
+            host,
+            role,
+            work,
+            offset: Offset::default(),
+            port: None,
+            report: None,
+        }
+    }
 }
 
 /// How a phase's wait for every part ended.
@@ -363,17 +377,13 @@ impl Console {
     /// Stops every part's load (another host was lost, or Ctrl-C), gives
     /// them [`STOP_WAIT`] to say so, and releases what they hold.
     fn abort(&mut self, parts: &[Part], test: u64, reason: &str, lost: Option<usize>) {
-        let live: Vec<&Part> = parts.iter().filter(|p| Some(p.host) != lost).collect();
-        for p in &live {
-            if let Some(a) = self.agent(p.host) {
-                a.link.send(&ToAgent::Abort {
-                    test,
-                    reason: reason.to_string(),
-                });
-            }
-        }
+        let live = |p: &Part| Some(p.host) != lost;
+        self.send_all(parts, &live, |_| ToAgent::Abort {
+            test,
+            reason: reason.to_string(),
+        });
         let deadline = Instant::now() + STOP_WAIT;
-        for p in &live {
+        for p in parts.iter().filter(|p| live(p)) {
             let Some(a) = self.agent(p.host) else {
                 continue;
             };
@@ -386,11 +396,7 @@ impl Console {
                 }
             }
         }
-        for p in &live {
-            if let Some(a) = self.agent(p.host) {
-                a.link.send(&ToAgent::Release { test });
-            }
-        }
+        self.send_all(parts, &live, |_| ToAgent::Release { test });
         if let Some(i) = lost {
             if let Some(a) = self.agents[i].take() {
                 a.link.close();
@@ -591,10 +597,8 @@ impl Console {
         phase: &str,
     ) -> ConsoleError {
         let name = self.hosts[host].name.clone();
-        match self.settle(parts, test, Waited::Refused(host, msg.clone()), phase) {
-            Err(e) => e,
-            Ok(()) => ConsoleError::host_err(&name, msg),
-        }
+        self.abort(parts, test, &format!("host {name} refused"), None);
+        ConsoleError::host_err(&name, format!("{msg} (in {phase})"))
     }
 
     /// Turns a phase's end into the test's error (aborting the others).
@@ -619,11 +623,7 @@ impl Console {
                     msg: format!("in {phase}: {msg}"),
                 })
             }
-            Waited::Refused(i, msg) => {
-                let host = self.hosts[i].name.clone();
-                self.abort(parts, test, &format!("host {host} refused"), None);
-                Err(ConsoleError::host_err(&host, format!("{msg} (in {phase})")))
-            }
+            Waited::Refused(i, msg) => Err(self.refuse(parts, test, i, msg, phase)),
         }
     }
 
@@ -706,28 +706,21 @@ impl Console {
                 }
                 return k;
             }
-            parts.push(Part {
-                host,
-                role: if server { "server" } else { "client" },
-                work: if server {
-                    Work::NetServe {
-                        params: t.params.clone(),
-                        pairs: vec![],
-                        threads: t.threads,
-                    }
-                } else {
-                    Work::NetClient {
-                        params: t.params.clone(),
-                        pairs: vec![],
-                        threads: t.threads,
-                    }
-                },
-                offset: Offset {
-                    offset_ns: 0,
-                    rtt_ns: 0,
-                },
-                port: None,
-                report: None,
+            let (params, pairs, threads) = (t.params.clone(), vec![], t.threads);
+            parts.push(if server {
+                let work = Work::NetServe {
+                    params,
+                    pairs,
+                    threads,
+                };
+                Part::new(host, "server", work)
+            } else {
+                let work = Work::NetClient {
+                    params,
+                    pairs,
+                    threads,
+                };
+                Part::new(host, "client", work)
             });
             parts.len() - 1
         };
@@ -786,23 +779,12 @@ impl Console {
         t: &DiskTest,
         interrupted: &AtomicBool,
     ) -> Result<ResultDoc, ConsoleError> {
-        let mut parts = Vec::new();
-        for name in &t.on {
-            let host = self.index(name)?;
-            parts.push(Part {
-                host,
-                role: "disk",
-                work: Work::Disk {
-                    order: t.order.clone(),
-                },
-                offset: Offset {
-                    offset_ns: 0,
-                    rtt_ns: 0,
-                },
-                port: None,
-                report: None,
-            });
-        }
+        let work = Work::Disk {
+            order: t.order.clone(),
+        };
+        let mut parts = (t.on.iter())
+            .map(|name| Ok(Part::new(self.index(name)?, "disk", work.clone())))
+            .collect::<Result<Vec<_>, ConsoleError>>()?;
         let ramp = Duration::from_millis(t.order.ramp_ms);
         let time = Duration::from_millis(t.order.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;

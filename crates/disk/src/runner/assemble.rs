@@ -255,14 +255,14 @@ pub(super) fn spec_json(
     assigned: &[Assignment],
     kind: EngineKind,
 ) -> Spec {
-    use iotoll_model::spec::{word, LineSpec, TargetSpec};
+    use iotoll_model::spec::{word, LineSpec, TargetSpec, Typed};
     let t = &targets[0];
     let single = (spec.lines.len() == 1).then(|| &spec.lines[0]);
     let workers = match spec.spread {
         true => assigned.len(),
         false => assigned.len() / targets.len().max(1),
     };
-    Spec::Disk(Box::new(iotoll_model::spec::DiskSpec {
+    Spec::Disk(Typed::from(iotoll_model::spec::DiskSpec {
         spec: spec.spec_name.clone(),
         target: t.path.display().to_string(),
         target_kind: word(&t.kind),

@@ -12,7 +12,7 @@ use crate::topology::{self, Assignment};
 use crate::DiskError;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, Spec};
+use iotoll_model::spec::{Disclosure, Spec, Typed};
 use iotoll_model::{
     derive_metrics, CpuSection, IoCounts, Kind, LineFigures, Metrics, ResultDoc, ResultStatus,
     TargetFigures, WorkerFigures,
@@ -164,7 +164,7 @@ fn run_on<C: Clock>(
         latency: latency_report(&merged.total.hist),
         series: m.series,
         notes,
-        disclosure: Some(Disclosure::Disk(Box::new(disclosure))),
+        disclosure: Some(Disclosure::Disk(Typed::from(disclosure))),
         targets: breakdown.targets,
         workers: breakdown.workers,
         lines: breakdown.lines,

@@ -250,17 +250,22 @@ impl CpuReport {
 }
 
 impl CpuModes {
+    /// Each mode by its name, in the document's order.
+    pub fn list(&self) -> [(&'static str, f64); 8] {
+        [
+            ("user", self.user),
+            ("nice", self.nice),
+            ("system", self.system),
+            ("irq", self.irq),
+            ("softirq", self.softirq),
+            ("iowait", self.iowait),
+            ("steal", self.steal),
+            ("idle", self.idle),
+        ]
+    }
+
     fn is_finite(&self) -> bool {
-        finite(&[
-            self.user,
-            self.nice,
-            self.system,
-            self.irq,
-            self.softirq,
-            self.iowait,
-            self.steal,
-            self.idle,
-        ])
+        self.list().iter().all(|(_, v)| v.is_finite())
     }
 }
 

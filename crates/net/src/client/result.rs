@@ -8,7 +8,7 @@ use crate::tls::{self, Negotiated};
 use crate::NetError;
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Spec};
+use iotoll_model::spec::{Disclosure, NetDisclosure, Spec, Typed};
 use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_run::{
     interrupted_note, jain_fairness, latency_report, take_cpu_report, write_latency_metrics,
@@ -130,7 +130,7 @@ pub(super) fn result_doc(
         latency: latency_report(&out.rtt),
         series: m.series.into_points(),
         notes,
-        disclosure: Some(Disclosure::Net(Box::new(NetDisclosure {
+        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
             local: local_disclosure,
             remote: report.disclosure.clone(),
             tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
@@ -384,12 +384,12 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
         verify: spec.verify,
     };
     match spec.kind {
-        TestKind::Stream => Spec::Stream(Box::new(StreamSpec {
+        TestKind::Stream => Spec::Stream(Typed::from(StreamSpec {
             net,
             dir: iotoll_model::spec::word(&spec.dir),
             msg: spec.msg,
         })),
-        TestKind::Rr => Spec::Rr(Box::new(RrSpec {
+        TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
             net,
             req: spec.req,
             resp: spec.resp,

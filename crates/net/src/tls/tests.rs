@@ -31,12 +31,7 @@ fn tls_pair(cipher: Cipher) -> (TlsConn, TlsConn, Negotiated) {
 
 fn read_all(c: &mut impl Read, n: usize) -> Vec<u8> {
     let mut got = vec![0; n];
-    let mut at = 0;
-    while at < n {
-        let k = c.read(&mut got[at..]).unwrap();
-        assert!(k > 0, "early end after {at} of {n} bytes");
-        at += k;
-    }
+    c.read_exact(&mut got).unwrap();
     got
 }
 

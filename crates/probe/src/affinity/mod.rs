@@ -557,13 +557,9 @@ impl Finder<'_> {
             return;
         };
         self.add_device(&name);
-        let disk_dir = if dir.join("partition").exists() {
-            match dir.parent() {
-                Some(p) => p.to_path_buf(),
-                None => return,
-            }
-        } else {
-            dir.to_path_buf()
+        let partition = dir.join("partition").exists();
+        let Some(disk_dir) = (if partition { dir.parent() } else { Some(dir) }) else {
+            return;
         };
         let Some(disk) = disk_dir
             .file_name()
@@ -576,9 +572,7 @@ impl Finder<'_> {
         if !names.iter().any(|n| n.starts_with("nvme")) {
             names.extend(nvme_controller(&disk));
         }
-        for n in names {
-            self.keys.add_name(n);
-        }
+        names.into_iter().for_each(|n| self.keys.add_name(n));
         if let Some(pci) = pci {
             self.add_pci(&pci);
         }
@@ -620,9 +614,7 @@ impl Finder<'_> {
             self.keys.add_name(ifname.clone());
             if let Ok(p) = std::fs::canonicalize(&d) {
                 let (names, pci) = path_keys(&p.to_string_lossy());
-                for n in names {
-                    self.keys.add_name(n);
-                }
+                names.into_iter().for_each(|n| self.keys.add_name(n));
                 if let Some(pci) = pci {
                     self.add_pci(&pci);
                 }
