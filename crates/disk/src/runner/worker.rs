@@ -263,6 +263,7 @@ struct Loop<'a, C: Clock> {
     mark_end: Option<(Instant, f64)>,
     bursting: bool,
     in_burst: u32,
+    stall: Stall,
     all_ios: u64,
     all_bytes: u64,
     out: WorkerOut,
@@ -306,6 +307,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             mark_end: None,
             bursting: spec.lines.iter().any(|l| !l.burst_delay.is_zero()),
             in_burst: 0,
+            stall: Stall::armed(),
             all_ios: 0,
             all_bytes: 0,
             out: WorkerOut::new(nt, spec.lines.len()),
@@ -404,7 +406,10 @@ impl<'a, C: Clock> Loop<'a, C> {
         let mut failed_slot = None;
         let (clock, shared) = (self.clock, self.shared);
         let reaped = engine.submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-            let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
+            let (t, phase) = *batch.get_or_insert_with(|| {
+                self.stall.fire();
+                (clock.now(), shared.phase.get())
+            });
             n += 1;
             if self.complete(slot, res, t, phase) {
                 failed_slot = Some(slot);
@@ -527,6 +532,34 @@ impl<'a, C: Clock> Loop<'a, C> {
         self.out.ran_on.sort_unstable();
         self.out.engine_note = engine.report();
         self.out
+    }
+}
+
+/// Test-only fault injection, in builds with the `test-hooks` feature (the
+/// test suite's; never a release): with `IOTOLL_INJECT_FAULT=disk-stall@MS`
+/// in its environment, each worker, the first time it wakes to completions
+/// MS ms or more after it started, sleeps 600 ms before it looks at them,
+/// as a worker the scheduler does not run on a busy host would; its I/Os
+/// stay outstanding meanwhile. Tests place the stall across an edge of the
+/// window. Without the variable (and in a release) it is never armed.
+struct Stall(Option<Instant>);
+
+impl Stall {
+    fn armed() -> Self {
+        let ms = cfg!(feature = "test-hooks")
+            .then(|| std::env::var("IOTOLL_INJECT_FAULT").ok())
+            .flatten()
+            .and_then(|v| v.strip_prefix("disk-stall@")?.parse().ok());
+        Stall(ms.map(|ms| Instant::now() + Duration::from_millis(ms)))
+    }
+
+    /// Once per batch, before the batch's time stamp.
+    #[inline]
+    fn fire(&mut self) {
+        if self.0.is_some_and(|at| Instant::now() >= at) {
+            self.0 = None;
+            std::thread::sleep(Duration::from_millis(600));
+        }
     }
 }
 
