@@ -359,7 +359,7 @@ fn disk_metrics(m: &iotoll_model::Metrics, e: &Expect) -> Result<(), String> {
             mn::MB_S | mn::READ_MB_S | mn::WRITE_MB_S | mn::MIB_S => mb_s_max,
             k if k.starts_with("lat_") => elapsed_us,
             k if k.starts_with("cpu_") && k.ends_with("_pct") => PCT_MAX,
-            mn::QD_ACHIEVED => 1e7,
+            mn::QD_ACHIEVED | mn::QD_COMPLETED => 1e7,
             mn::ERRORS => IOPS_MAX * (e.elapsed.as_secs_f64() + 1.0),
             _ => f64::MAX,
         };

@@ -80,9 +80,12 @@ fn requested_depth(doc: &serde_json::Value) -> f64 {
 }
 
 /// Little's law as an invariant: the depth measured directly (integral of
-/// the in-flight count) equals IOPS x mean latency up to the I/Os straddling
-/// the window's edges, whatever the speed of the host; and no more I/Os are
-/// ever outstanding than slots exist.
+/// the in-flight count) less the part of it at the window's edges, which the
+/// tool measures too (`qd_completed`: without the I/Os outstanding across
+/// the window's end, with the latency before its start of those outstanding
+/// then), equals IOPS x mean latency, up to the histogram's rounding of the
+/// mean, whatever the speed or load of the host; and no more I/Os are ever
+/// outstanding than slots exist.
 fn check_littles_law(doc: &serde_json::Value) {
     let qd = metric(doc, "qd_achieved");
     let requested = requested_depth(doc);
@@ -91,10 +94,10 @@ fn check_littles_law(doc: &serde_json::Value) {
         "qd_achieved {qd} of {requested}"
     );
     let little = metric(doc, "iops") * metric(doc, "lat_mean_us") / 1e6;
-    let edges = requested * metric(doc, "lat_max_us") / 1e6 / metric(doc, "window_s");
+    let completed = metric(doc, "qd_completed");
     assert!(
-        (little - qd).abs() <= 0.02 * qd + edges,
-        "Little's law: iops x lat_mean = {little}, qd_achieved = {qd} (edge allowance {edges})"
+        (little - completed).abs() <= 0.02 * qd,
+        "Little's law: iops x lat_mean = {little}, qd_completed = {completed} (qd_achieved {qd})"
     );
     let notes = doc["notes"].to_string();
     assert!(!notes.contains("Little's law check failed"), "{notes}");
@@ -440,4 +443,33 @@ fn the_system_under_test_is_not_interference() {
         .to_string()
         .contains("cannot be split by process"));
     cmd("disk run --sut-process 0").fails(2, "--sut-process");
+}
+
+/// A worker the scheduler does not run across an edge of the window (a
+/// busy host; here a 600 ms stall injected just before it looks at a batch
+/// of completions) keeps its I/Os outstanding all the while: across the
+/// window's end they count in `qd_achieved` but, completing after it, have
+/// no latency in the window; across its start, their latency before it is
+/// measured but not in the window's depth. Little's law still holds with
+/// the edges the tool measures, and its check stays quiet.
+#[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature: run ./test.sh"
+)]
+fn littles_law_holds_when_a_worker_stalls_across_an_edge() {
+    // The stall from 700 ms to 1300 ms after the workers start: across the
+    // end of a 1 s window without ramp-up, across the start of one after a
+    // 1 s ramp-up.
+    for ramp in ["0s", "1s"] {
+        let doc = cmd(&format!("disk run --json --ramp {ramp} --time 1s"))
+            .env("IOTOLL_INJECT_FAULT", "disk-stall@700")
+            .args(words(
+                "--engine io_uring --bs 4k --read 70 --random 100 --qd 8 --size 16m",
+            ))
+            .json();
+        validate(&doc);
+        assert_eq!(doc["status"], "complete");
+        check_accounting(&doc, 4096.0);
+    }
 }

@@ -9,7 +9,9 @@
 //! Little's law (L = λ W) says the same figure follows from IOPS × mean
 //! latency; the two differ only by the I/Os that straddle the window's
 //! edges (and failed I/Os, which have no latency), so their agreement is a
-//! check on the timing itself.
+//! check on the timing itself. The edges are measured too ([`ages`]), not
+//! bounded: a worker descheduled across an edge keeps its I/Os outstanding
+//! for as long as it does not run, longer than any latency it measures.
 
 use std::time::Instant;
 
@@ -73,17 +75,41 @@ pub fn littles_law_depth(iops: f64, lat_mean_us: f64) -> f64 {
     iops * lat_mean_us / 1e6
 }
 
-/// How far the measured depth may be from Little's law when the timing is
-/// right: the I/Os outstanding at an edge of the window (at most `peak`)
-/// are counted by one side and not the other, each for at most `lat_max_us`;
-/// plus 2 % for the histogram's rounding of the mean latency.
+/// The summed ages at `t` (seconds) of the I/Os outstanding then, given
+/// their submission stamps: the edge terms of a worker's view of the
+/// window [t0, t1]. Its occupancy integral over that span is exactly the
+/// summed latencies of the I/Os it saw complete inside it, less the ages
+/// at t0 of those outstanding at t0 (their latency before the span), plus
+/// the ages at t1 of those outstanding at t1 (time in the span without a
+/// latency in it; one outstanding since before t0 is in both terms, which
+/// leaves its t1 - t0), each set taken just before the completions seen
+/// at that instant.
+pub fn ages(t: Instant, stamps: impl Iterator<Item = Instant>) -> f64 {
+    let ns: u128 = stamps
+        .map(|s| t.saturating_duration_since(s).as_nanos())
+        .sum();
+    ns as f64 / 1e9
+}
+
+/// How far IOPS × mean latency may be from the measured depth less its
+/// edges when the timing is right: the histogram's rounding of the mean
+/// latency (3 significant digits), with room to spare.
+pub fn littles_law_rounding(qd_achieved: f64) -> f64 {
+    0.02 * qd_achieved
+}
+
+/// How far IOPS × mean latency may exceed a depth of `peak` kept over a
+/// window: the I/Os outstanding at its start (at most `peak`) bring their
+/// latency before it, each at most `lat_max_us`; plus the rounding. (Across
+/// its end the edge goes the other way, unbounded: a worker descheduled
+/// there keeps its I/Os outstanding without a latency in the window.)
 pub fn littles_law_tolerance(qd_achieved: f64, peak: f64, lat_max_us: f64, window_s: f64) -> f64 {
     let edges = if window_s > 0.0 {
         peak * lat_max_us / 1e6 / window_s
     } else {
         f64::INFINITY
     };
-    0.02 * qd_achieved + edges
+    littles_law_rounding(qd_achieved) + edges
 }
 
 #[cfg(test)]
@@ -194,6 +220,35 @@ mod tests {
             // Peak concurrency bounds what straddles an edge.
             let tol = littles_law_tolerance(measured, ios.len() as f64, max_us, window_s);
             prop_assert!((measured - little).abs() <= tol, "{} vs {} (tol {})", measured, little, tol);
+        }
+
+        /// With I/Os straddling the window's edges, however long, the
+        /// integral over it is the latencies of those completed inside it,
+        /// less the ages at its start of those outstanding then, plus the
+        /// ages at its end of those outstanding then.
+        #[test]
+        fn edges_are_the_ages_at_the_marks(
+            ios in proptest::collection::vec((0u64..2_000_000, 1u64..900_000), 1..300),
+        ) {
+            let b = Instant::now();
+            let (w0, w1) = (500_000u64, 1_500_000u64);
+            let mut o = Occupancy::new(b);
+            let mut a0 = None;
+            let mut a1 = None;
+            for (t, start) in timeline(&ios) {
+                if a0.is_none() && t >= w0 { a0 = Some(o.io_seconds_at(at(b, w0))); }
+                if a1.is_none() && t >= w1 { a1 = Some(o.io_seconds_at(at(b, w1))); }
+                if start { o.started(at(b, t)) } else { o.completed(at(b, t), 1) }
+            }
+            let a0 = a0.unwrap_or_else(|| o.io_seconds_at(at(b, w0)));
+            let a1 = a1.unwrap_or_else(|| o.io_seconds_at(at(b, w1)));
+            // Outstanding at w: started before it, not completed before it.
+            let stamps = |w: u64| ios.iter().filter(move |&&(s, l)| s < w && s + l >= w).map(move |&(s, _)| at(b, s));
+            let (head, tail) = (ages(at(b, w0), stamps(w0)), ages(at(b, w1), stamps(w1)));
+            // The latency side: I/Os that complete inside the window.
+            let lat_s: f64 = ios.iter().filter(|&&(s, l)| s + l >= w0 && s + l < w1).map(|&(_, l)| l as f64 / 1e6).sum();
+            let integral = a1 - a0;
+            prop_assert!((integral - (lat_s - head + tail)).abs() <= 1e-9 * integral.max(1.0), "{} vs {} - {} + {}", integral, lat_s, head, tail);
         }
     }
 }

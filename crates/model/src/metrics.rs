@@ -138,6 +138,7 @@ section "Throughput and latency (disk)" {
     LAT_P999_US = m("lat_p999_us", "us", "p99.9 latency (µs)", DISK, Lower, "99.9th percentile I/O response time");
     LAT_P9999_US = m("lat_p9999_us", "us", "p99.99 latency (µs)", DISK, Lower, "99.99th percentile I/O response time");
     QD_ACHIEVED = m("qd_achieved", "count", "achieved queue depth", DISK, Neither, "mean I/Os outstanding over the window, all workers (measured; by Little's law ~ iops x lat_mean)");
+    QD_COMPLETED = m("qd_completed", "count", "queue depth of the window's I/Os", DISK, Neither, "the I/Os that completed inside the window, each over its whole latency, in the same measured count as qd_achieved, over the window: by Little's law = iops x lat_mean; qd_achieved differs by the I/Os at the window's edges");
     ERRORS = m("errors", "count", "errors", ALL, Lower, "failed or short I/Os, or failed connections");
 }
 section "CPU (whole host, on the window)" {

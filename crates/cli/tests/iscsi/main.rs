@@ -154,13 +154,16 @@ fn read_run_on_a_null_lun_adds_up_and_discloses_the_session() {
     );
     assert_eq!(metric(&doc, "errors"), 0.0);
 
-    // Little's law: I/Os in flight = rate x time each spends in flight.
+    // Little's law: I/Os in flight = rate x time each spends in flight, for
+    // the I/Os completed in the window (the edges are measured: a worker
+    // descheduled across the window's end on a busy host moves them far).
     let qd = metric(&doc, "qd_achieved");
     let little = iops * metric(&doc, "lat_mean_us") / 1e6;
     assert!(qd > 0.0 && qd <= 16.0 + 1e-9, "qd_achieved {qd}");
+    let completed = metric(&doc, "qd_completed");
     assert!(
-        (little - qd).abs() <= 0.1 * qd,
-        "iops x mean latency = {little}, qd_achieved = {qd}"
+        (little - completed).abs() <= 0.02 * qd,
+        "iops x mean latency = {little}, qd_completed = {completed} (qd_achieved {qd})"
     );
 
     let d = disclosed(&doc);

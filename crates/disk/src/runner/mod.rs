@@ -3,7 +3,7 @@
 //! series, and the result document.
 
 use crate::engines::{self, Engine, EngineKind, IoResult, Request};
-use crate::occupancy::{littles_law_depth, littles_law_tolerance, Occupancy};
+use crate::occupancy::{ages, littles_law_depth, littles_law_rounding, Occupancy};
 use crate::pattern::{Io, IoGen, Line};
 use crate::rng::Rng;
 use crate::spec::{DiskRequest, EngineChoice};
@@ -140,7 +140,7 @@ fn run_on<C: Clock>(
         (None, true) => ResultStatus::Complete,
         (None, false) => ResultStatus::Interrupted,
     };
-    let metrics = disk_metrics(&merged.total, merged.qd_achieved, window_s, cpu.as_ref());
+    let metrics = disk_metrics(&merged, window_s, cpu.as_ref());
     let errors = merged.total.errors;
     notes.extend(depth_notes(spec, kind, &assigned, &metrics, errors));
     notes.extend(merged.engine_notes.iter().cloned());

@@ -6,14 +6,16 @@ fn metrics(pairs: &[(&str, f64)]) -> Metrics {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
-/// A 10 s window with a 2 ms maximum latency.
-fn depth_metrics(iops: f64, lat_mean_us: f64, qd: f64) -> Metrics {
+/// A 10 s window with a 2 ms maximum latency, `edge` of the depth `qd` at
+/// its edges (the rest is `qd_completed`).
+fn depth_metrics(iops: f64, lat_mean_us: f64, qd: f64, edge: f64) -> Metrics {
     metrics(&[
         (mn::WINDOW_S, 10.0),
         (mn::IOPS, iops),
         (mn::LAT_MEAN_US, lat_mean_us),
         (mn::LAT_MAX_US, 2_000.0),
         (mn::QD_ACHIEVED, qd),
+        (mn::QD_COMPLETED, qd - edge),
     ])
 }
 
@@ -94,8 +96,15 @@ fn engine_failure_mid_run_fails_the_run_naming_what_failed() {
     assert_eq!(drops, vec![(8, 0)], "(drained, left in flight)");
 }
 
-/// The null engine on a fake clock: each batch takes `.2` to complete.
-struct Timed(crate::engines::null::NullEngine, FakeClock, Duration);
+/// The null engine on a fake clock: each batch takes `.2` to complete;
+/// with a stall `.3` (at, for how long), the first batch due at or after
+/// `at` is seen that much later, as by a worker descheduled then.
+struct Timed(
+    crate::engines::null::NullEngine,
+    FakeClock,
+    Duration,
+    Option<(Instant, Duration)>,
+);
 
 impl Engine for Timed {
     fn depth(&self) -> usize {
@@ -106,6 +115,12 @@ impl Engine for Timed {
     }
     fn submit_and_reap(&mut self, m: usize, f: &mut dyn FnMut(usize, i64)) -> std::io::Result<()> {
         self.1.advance(self.2);
+        if let Some((at, long)) = self.3 {
+            if self.1.now() >= at {
+                self.1.advance(long);
+                self.3 = None;
+            }
+        }
         self.0.submit_and_reap(m, f)
     }
 }
@@ -114,7 +129,17 @@ impl Engine for Timed {
 /// time and the burst delays; the window is from 1 s to 2 s. Returns
 /// what it measured and its live totals (I/Os, bytes).
 fn work_on_fake_clock(spec: DiskRequest, service: Duration) -> (One, (u64, u64)) {
+    work_stalled(spec, service, None)
+}
+
+/// [`work_on_fake_clock`] with a stall of the worker (at, for how long).
+fn work_stalled(
+    spec: DiskRequest,
+    service: Duration,
+    stall: Option<(Duration, Duration)>,
+) -> (One, (u64, u64)) {
     let clock = FakeClock::new(Default::default(), 0);
+    let stall = stall.map(|(at, long)| (clock.now() + at, long));
     let shared = Arc::new(Shared::new(1));
     let bs = spec.lines[0].bs;
     for (t, p) in [(1, Phase::Measure), (2, Phase::Stop)] {
@@ -138,10 +163,11 @@ fn work_on_fake_clock(spec: DiskRequest, service: Duration) -> (One, (u64, u64))
         seed: 1,
         spec,
     };
-    let engine = Box::new(Timed(null, clock.clone(), service));
+    let engine = Box::new(Timed(null, clock.clone(), service, stall));
     let out = work(&plan, engine, &shared, &clock).unwrap();
     let one = One {
         qd_achieved: out.qd_achieved,
+        lat_io_s: out.lat_io_s,
         c: out.targets.into_iter().next().unwrap(),
     };
     (one, Live::totals(&shared.live))
@@ -151,6 +177,7 @@ fn work_on_fake_clock(spec: DiskRequest, service: Duration) -> (One, (u64, u64))
 struct One {
     c: Counts,
     qd_achieved: f64,
+    lat_io_s: f64,
 }
 
 impl std::ops::Deref for One {
@@ -181,10 +208,15 @@ fn a_burst_spec_measures_an_exact_count_on_the_fake_clock() {
     // From the first completion in the window (1000.1 ms) to its end
     // (2000 ms), 399 I/Os of 0.1 ms were outstanding.
     assert!((qd - 39.9 / 999.9).abs() < 1e-9, "{qd}");
-    // Little's law on the exact clock: 400 I/O/s x 100 us.
+    // Little's law on the exact clock: 400 I/O/s x 100 us; the occupancy
+    // count has the same 400 x 100 us of latency, its edges taken off: the
+    // first I/O's 0.1 ms before its batch and the 0 outstanding at the end.
     let little = littles_law_depth(400.0, mean / 1000.0);
-    let tolerance = littles_law_tolerance(qd, 1.0, 100.0, 1.0);
-    assert!((little - qd).abs() <= tolerance, "{little} {qd}");
+    assert!((out.lat_io_s - 0.04).abs() < 1e-12, "{}", out.lat_io_s);
+    assert!(
+        (little - out.lat_io_s).abs() <= littles_law_rounding(qd),
+        "{little} {qd}"
+    );
 }
 
 /// `--burst-delay 10ms --burst-len 2 --qd 4` paces a worker to exactly
@@ -203,8 +235,44 @@ fn a_full_queue_meets_littles_law_exactly() {
     let (out, (all_ios, _)) = work_on_fake_clock(spec(8, 1), Duration::from_micros(100));
     assert_eq!((out.read.ios + out.write.ios, all_ios), (80_000, 160_000));
     assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
+    // 80,000 x 100 us by the occupancy count, edges taken off.
+    assert!((out.lat_io_s - 8.0).abs() < 1e-9, "{}", out.lat_io_s);
     let little = littles_law_depth(80_000.0, out.hist.mean() / 1000.0);
     assert!((little - 8.0).abs() < 0.01, "{little}");
+}
+
+/// A worker descheduled for 100 ms across the window's end (from 1.95 s):
+/// its 8 I/Os are outstanding to 2.05 s, in the depth, but have no latency
+/// in the window. The depth is 8, IOPS x mean latency 7.6: the edge
+/// (0.4) is measured, and Little's law holds with it exactly.
+#[test]
+fn a_stall_across_the_end_is_measured_as_an_edge() {
+    let ms = Duration::from_millis;
+    let (out, _) = work_stalled(
+        spec(8, 1),
+        Duration::from_micros(100),
+        Some((ms(1950), ms(100))),
+    );
+    assert!((out.qd_achieved - 8.0).abs() < 1e-9, "{}", out.qd_achieved);
+    let ios = out.read.ios + out.write.ios;
+    assert_eq!(ios, 76_000);
+    assert!((out.lat_io_s - 7.6).abs() < 1e-9, "{}", out.lat_io_s);
+    let m = metrics(&[
+        (mn::WINDOW_S, 1.0),
+        (mn::IOPS, ios as f64),
+        (mn::LAT_MEAN_US, out.hist.mean() / 1000.0),
+        (mn::LAT_MAX_US, out.hist.max() as f64 / 1000.0),
+        (mn::QD_ACHIEVED, out.qd_achieved),
+        (mn::QD_COMPLETED, out.lat_io_s),
+    ]);
+    let assigned = topology::assign(1, 1, false, None, &[0]);
+    let notes = depth_notes(&spec(8, 1), EngineKind::Null, &assigned, &m, 0);
+    assert!(notes.is_empty(), "{notes:?}");
+    // Without the edge, the check would call the latency wrong.
+    let mut m = m;
+    m.remove(mn::QD_COMPLETED);
+    let notes = depth_notes(&spec(8, 1), EngineKind::Null, &assigned, &m, 0);
+    assert!(notes[0].contains("Little's law check failed"), "{notes:?}");
 }
 
 /// The run's figures are its workers' added up, histogram and depth too.
@@ -225,10 +293,11 @@ fn merged_figures_are_the_workers_sums() {
         .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
         .collect();
     let qd: f64 = outs.iter().map(|o| o.qd_achieved).sum();
+    let lat_io_s: f64 = outs.iter().map(|o| o.lat_io_s).sum();
     let outs: Vec<_> = (outs.into_iter())
         .map(|o| {
             let mut w = WorkerOut::new(0, 1);
-            (w.targets, w.qd_achieved) = (vec![o.c], o.qd_achieved);
+            (w.targets, w.qd_achieved, w.lat_io_s) = (vec![o.c], o.qd_achieved, o.lat_io_s);
             Ok(w)
         })
         .collect();
@@ -236,6 +305,7 @@ fn merged_figures_are_the_workers_sums() {
     let (m, failure) = merge(outs, &assigned, 1, 1);
     assert!(failure.is_none(), "{failure:?}");
     assert_eq!((figures(&m.total).to_vec(), m.qd_achieved), (want, qd));
+    assert_eq!(m.lat_io_s, lat_io_s);
     assert_eq!(figures(&m.targets[0]), figures(&m.total));
 }
 
@@ -518,18 +588,29 @@ fn depth_notes_check_the_queue_and_littles_law() {
     let (uring, psync) = (EngineKind::IoUring, EngineKind::Psync);
     let cases = [
         // 400k IOPS x 79.5 us = 31.8 outstanding, measured 31.9 of 32.
-        (depth_metrics(400_000.0, 79.5, 31.9), 1, uring, vec![]),
-        // 301k IOPS x 73 us = 22 outstanding while 32 were in flight:
-        // the latency was timed over the wrong interval.
+        (depth_metrics(400_000.0, 79.5, 31.9, 0.0), 1, uring, vec![]),
+        // 301k IOPS x 73 us = 22 outstanding while 32 were in flight, none
+        // of them at the edges: the latency was timed over the wrong
+        // interval.
         (
-            depth_metrics(301_000.0, 73.0, 31.9),
+            depth_metrics(301_000.0, 73.0, 31.9, 0.0),
             1,
             uring,
-            vec!["Little's law check failed", "21.97"],
+            vec!["Little's law check failed", "21.97", "measured 31.90"],
+        ),
+        // The same with 9.9 of the 31.9 outstanding across the window's end
+        // (a worker descheduled there): the latency is right.
+        (depth_metrics(301_000.0, 73.0, 31.9, 9.9), 1, uring, vec![]),
+        // 9.9 at the edges but 5 more missing: still wrongly timed.
+        (
+            depth_metrics(251_000.0, 73.0, 31.9, 9.9),
+            1,
+            uring,
+            vec!["Little's law check failed", "18.32", "measured 22.00"],
         ),
         // 22 of 32 outstanding, consistently timed: the queue was not full.
         (
-            depth_metrics(301_000.0, 73.0, 22.0),
+            depth_metrics(301_000.0, 73.0, 22.0, 0.0),
             1,
             uring,
             vec!["below the 32 I/Os requested"],

@@ -121,6 +121,10 @@ pub(super) struct WorkerOut {
     pub(super) first_error: Option<String>,
     /// Mean I/Os outstanding over the worker's view of the window.
     pub(super) qd_achieved: f64,
+    /// The summed latencies (s) of the I/Os it measured as its occupancy
+    /// count has them: the integral over its view of the window, less the
+    /// edges (`occupancy::ages`). Little's law compares it with theirs.
+    pub(super) lat_io_s: f64,
     /// The CPUs it was seen on in the window.
     pub(super) ran_on: Vec<u32>,
     /// What its engine had to say at the end (`Engine::report`).
@@ -134,6 +138,7 @@ impl WorkerOut {
             lines: vec![(0, 0); lines],
             first_error: None,
             qd_achieved: 0.0,
+            lat_io_s: 0.0,
             ran_on: Vec::new(),
             engine_note: None,
         }
@@ -259,10 +264,11 @@ struct Loop<'a, C: Clock> {
     /// I/Os outstanding over time, and its integral at the first batch
     /// seen inside the window and at the first one seen after it.
     occ: Occupancy,
-    mark_start: Option<(Instant, f64)>,
-    mark_end: Option<(Instant, f64)>,
+    mark_start: Option<Mark>,
+    mark_end: Option<Mark>,
     bursting: bool,
     in_burst: u32,
+    stall: Stall,
     all_ios: u64,
     all_bytes: u64,
     out: WorkerOut,
@@ -306,6 +312,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             mark_end: None,
             bursting: spec.lines.iter().any(|l| !l.burst_delay.is_zero()),
             in_burst: 0,
+            stall: Stall::armed(),
             all_ios: 0,
             all_bytes: 0,
             out: WorkerOut::new(nt, spec.lines.len()),
@@ -404,7 +411,10 @@ impl<'a, C: Clock> Loop<'a, C> {
         let mut failed_slot = None;
         let (clock, shared) = (self.clock, self.shared);
         let reaped = engine.submit_and_reap(1, &mut |slot: usize, res: IoResult| {
-            let (t, phase) = *batch.get_or_insert_with(|| (clock.now(), shared.phase.get()));
+            let (t, phase) = *batch.get_or_insert_with(|| {
+                self.stall.fire();
+                (clock.now(), shared.phase.get())
+            });
             n += 1;
             if self.complete(slot, res, t, phase) {
                 failed_slot = Some(slot);
@@ -434,7 +444,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             }
         }
         if let Some((t, phase)) = batch {
-            self.mark(t, phase);
+            self.mark(t, phase, n as usize);
             self.occ.completed(t, n);
         }
         Ok(())
@@ -486,15 +496,14 @@ impl<'a, C: Clock> Loop<'a, C> {
     }
 
     /// Marks the integral of I/Os outstanding at the first batch seen in
-    /// the window and the first seen after it, and the CPU the worker ran
-    /// on in the window.
-    fn mark(&mut self, t: Instant, phase: Phase) {
+    /// the window and the first seen after it, with the edges there, and
+    /// the CPU the worker ran on in the window. `n` completions of the
+    /// batch seen at `t` have freed their slots.
+    fn mark(&mut self, t: Instant, phase: Phase, n: usize) {
         match phase {
-            Phase::Measure if self.mark_start.is_none() => {
-                self.mark_start = Some((t, self.occ.io_seconds_at(t)))
-            }
+            Phase::Measure if self.mark_start.is_none() => self.mark_start = Some(self.at(t, n)),
             Phase::Stop if self.mark_start.is_some() && self.mark_end.is_none() => {
-                self.mark_end = Some((t, self.occ.io_seconds_at(t)))
+                self.mark_end = Some(self.at(t, n))
             }
             _ => {}
         }
@@ -508,25 +517,81 @@ impl<'a, C: Clock> Loop<'a, C> {
         }
     }
 
+    /// The integral and the edge at `t`, the last `n` free slots freed by
+    /// the completions seen then: only at the two marks, so the hot path
+    /// carries nothing for the edges.
+    fn at(&self, t: Instant, n: usize) -> Mark {
+        // Outstanding just before the batch: every slot not free before it.
+        let mut outstanding = vec![true; self.issued_at.len()];
+        for &s in &self.free[..self.free.len() - n] {
+            outstanding[s] = false;
+        }
+        let stamps = (self.issued_at.iter().zip(outstanding))
+            .filter_map(|(stamp, out)| out.then_some(*stamp));
+        Mark {
+            t,
+            io_s: self.occ.io_seconds_at(t),
+            edge_s: ages(t, stamps),
+        }
+    }
+
     /// The worker's figures: its mean queue depth over its view of the
-    /// window, the CPUs it ran on, its engine's note.
+    /// window and its measured I/Os' latencies by that count, the CPUs it
+    /// ran on, its engine's note.
     fn finish(mut self, engine: &dyn Engine) -> WorkerOut {
-        if let Some((t0, a0)) = self.mark_start {
-            let (t1, a1) = self.mark_end.unwrap_or_else(|| {
-                let t = self.clock.now();
-                (t, self.occ.io_seconds_at(t))
-            });
+        if let Some(m0) = self.mark_start {
+            let m1 = (self.mark_end).unwrap_or_else(|| self.at(self.clock.now(), 0));
             // The worker's own view of the window starts and ends a little
             // after the probe's (at the first batch it reaps in each
-            // phase), so its mean is taken over that span.
-            let span = t1.saturating_duration_since(t0).as_secs_f64();
+            // phase), so its mean is taken over that span. A worker
+            // descheduled across the window's end extends it: its I/Os
+            // stay outstanding until it sees them complete.
+            let span = m1.t.saturating_duration_since(m0.t).as_secs_f64();
             if span > 0.0 {
-                self.out.qd_achieved = (a1 - a0) / span;
+                self.out.qd_achieved = (m1.io_s - m0.io_s) / span;
             }
+            self.out.lat_io_s = (m1.io_s - m1.edge_s) - (m0.io_s - m0.edge_s);
         }
         self.out.ran_on.sort_unstable();
         self.out.engine_note = engine.report();
         self.out
+    }
+}
+
+/// The occupancy integral (I/O-seconds) at an instant a worker marks, and
+/// the summed ages then of its I/Os outstanding (`occupancy::ages`).
+#[derive(Clone, Copy)]
+struct Mark {
+    t: Instant,
+    io_s: f64,
+    edge_s: f64,
+}
+
+/// Test-only fault injection, in builds with the `test-hooks` feature (the
+/// test suite's; never a release): with `IOTOLL_INJECT_FAULT=disk-stall@MS`
+/// in its environment, each worker, the first time it wakes to completions
+/// MS ms or more after it started, sleeps 600 ms before it looks at them,
+/// as a worker the scheduler does not run on a busy host would; its I/Os
+/// stay outstanding meanwhile. Tests place the stall across an edge of the
+/// window. Without the variable (and in a release) it is never armed.
+struct Stall(Option<Instant>);
+
+impl Stall {
+    fn armed() -> Self {
+        let ms = cfg!(feature = "test-hooks")
+            .then(|| std::env::var("IOTOLL_INJECT_FAULT").ok())
+            .flatten()
+            .and_then(|v| v.strip_prefix("disk-stall@")?.parse().ok());
+        Stall(ms.map(|ms| Instant::now() + Duration::from_millis(ms)))
+    }
+
+    /// Once per batch, before the batch's time stamp.
+    #[inline]
+    fn fire(&mut self) {
+        if self.0.is_some_and(|at| Instant::now() >= at) {
+            self.0 = None;
+            std::thread::sleep(Duration::from_millis(600));
+        }
     }
 }
 
