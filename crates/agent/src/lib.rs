@@ -18,4 +18,5 @@ pub mod local;
 pub mod series;
 pub mod serve;
 pub mod ssh;
+pub mod start;
 pub mod wire;

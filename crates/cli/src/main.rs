@@ -269,11 +269,16 @@ pub fn pct_arg(s: &str) -> Result<f64, String> {
 
 /// A library error for the binary: the user's to fix (exit 2) or not.
 pub fn usage_or<E: MeasureError>(e: E) -> anyhow::Error {
-    if e.is_usage() {
-        usage(e)
-    } else {
-        e.into()
-    }
+    usage_if(E::is_usage)(e)
+}
+
+/// A library error for the binary: the user's to fix (exit 2) where
+/// `is_usage` says so, else exit 1.
+pub fn usage_if<E>(is_usage: impl Fn(&E) -> bool) -> impl Fn(E) -> anyhow::Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    move |e| if is_usage(&e) { usage(e) } else { e.into() }
 }
 
 /// A session's error for the binary: interrupted (exit 130), the user's

@@ -1,11 +1,11 @@
 //! `iotoll compare` and `iotoll report`.
 
 use crate::{usage, DbArg};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use iotoll_model::metrics::{metric_def, unknown_metric};
+use iotoll_report::files::Files;
 use iotoll_report::{compare, ConfigData, RunInfo};
-use iotoll_store::Store;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -83,30 +83,9 @@ fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)>
     })
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+/// What a command says of a report file it wrote.
+pub fn wrote(path: &Path) {
     eprintln!("iotoll: wrote {}", path.display());
-    Ok(())
-}
-
-/// One stored run's report at `path`: Markdown when the file ends in
-/// `.md`, else HTML (what `suite run --report` writes).
-pub fn write_run_report(
-    store: &Store,
-    run: i64,
-    cpu_threshold: Option<f64>,
-    path: &Path,
-) -> Result<()> {
-    let (config, info) = iotoll_report::load(&store.run_detail(run)?);
-    let (configs, infos) = ([config], [info]);
-    let c = compare(&configs, None, true, cpu_threshold);
-    let md = path.extension().is_some_and(|e| e == "md");
-    let files = ReportFiles {
-        html: (!md).then(|| path.to_owned()),
-        md: md.then(|| path.to_owned()),
-    };
-    files.write(&c, &configs, &infos, "report")?;
-    Ok(())
 }
 
 impl ReportFiles {
@@ -123,14 +102,8 @@ impl ReportFiles {
         infos: &[RunInfo],
         title: &str,
     ) -> Result<String> {
-        let md = iotoll_report::markdown::render(c, configs, infos);
-        if let Some(p) = &self.md {
-            write(p, &md)?;
-        }
-        if let Some(p) = &self.html {
-            write(p, &iotoll_report::html::render(c, configs, infos, title))?;
-        }
-        Ok(md)
+        let (md, html) = (self.md.as_deref(), self.html.as_deref());
+        Ok(Files { md, html }.write(c, configs, infos, title, &mut wrote)?)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod comparable;
 pub mod compare;
 pub mod differs;
 pub mod disclosure;
+pub mod files;
 pub mod findings;
 pub mod fmt;
 pub mod hosts;

@@ -350,7 +350,9 @@ fn run(a: RunArgs) -> Result<()> {
     );
     // The report covers what was stored, complete or not.
     if let (Some(p), Some(store)) = (&a.report, s.store()) {
-        crate::report::write_run_report(store, run_id, suite.cpu_threshold_pct, p)?;
+        let threshold = suite.cpu_threshold_pct;
+        let wrote = &mut crate::report::wrote;
+        iotoll_report::files::write_run_report(store, run_id, threshold, p, wrote)?;
         println!("report written to {}", p.display());
     }
     match outcome.status {
