@@ -1,0 +1,80 @@
+//! `results import`: a file of results from elsewhere (a CSV table, fio
+//! or iperf3 JSON), streamed into the database as one run.
+
+use crate::import::{fio_json, iperf3_json, table_rows};
+use crate::{RunId, Store, StoreError};
+use std::path::Path;
+
+/// Why nothing was imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The user's to fix: the file, its contents or the flags.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an import stored.
+pub struct ImportedRun {
+    pub run: RunId,
+    pub tests: usize,
+    /// Each test's first note, by test name (fio and iperf3 say what they
+    /// could not carry over).
+    pub notes: Vec<(String, String)>,
+}
+
+/// Imports `file` in `format` (`table`, `fio-json` or `iperf3-json`) as a
+/// run labelled `config` into the database at `db`.
+pub fn import_file(
+    db: &Path,
+    file: &Path,
+    format: &str,
+    config: &str,
+) -> Result<ImportedRun, ImportError> {
+    if config.trim().is_empty() {
+        return Err(ImportError::Usage("--config must not be empty".into()));
+    }
+    let src = file.display().to_string();
+    let bad = |e: String| ImportError::Usage(format!("{src}: {e}"));
+    // Streamed: memory follows the results, not the file.
+    let f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
+    // A file or a pipe; a directory or device (/dev/zero) is no input.
+    let kind = f.metadata().map(|m| m.file_type());
+    let readable = kind.is_ok_and(|k| {
+        use std::os::unix::fs::FileTypeExt;
+        k.is_file() || k.is_fifo() || k.is_socket()
+    });
+    if !readable {
+        return Err(bad("not a file or a pipe (a directory or a device)".into()));
+    }
+    let parsed = match format {
+        // Row by row into the database: memory of one row.
+        "table" => {
+            let rows = table_rows(f, &src).map_err(bad)?;
+            let stored = Store::open(db)?.import_stream(format, &src, config, rows);
+            let (run, tests) = stored.map_err(|e| match e {
+                StoreError::Input(m) => bad(m),
+                e => e.into(),
+            })?;
+            let notes = Vec::new();
+            return Ok(ImportedRun { run, tests, notes });
+        }
+        "fio-json" => fio_json(f, &src),
+        "iperf3-json" => iperf3_json(f, &src),
+        _ => return Err(ImportError::Usage(format!("no import format '{format}'"))),
+    };
+    let tests = parsed.map_err(bad)?;
+    let run = Store::open(db)?.import(format, &src, config, &tests)?;
+    let notes = (tests.iter())
+        .flat_map(|t| {
+            t.doc
+                .notes
+                .iter()
+                .take(1)
+                .map(|n| (t.name.clone(), n.clone()))
+        })
+        .collect();
+    let tests = tests.len();
+    Ok(ImportedRun { run, tests, notes })
+}
