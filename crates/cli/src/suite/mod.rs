@@ -8,9 +8,9 @@ use iotoll_model::{parse_duration, parse_size};
 use iotoll_report::text::suite as text;
 use iotoll_suite::hosts::HostEntry;
 use iotoll_suite::runner::TestStart;
-use iotoll_suite::session::{self, Preflight};
+use iotoll_suite::session::{self, Plan, PlanRequest, Preflight};
 use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use text::duration as fmt_dur;
 
@@ -187,11 +187,6 @@ pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, 
     session::load(which, targets, run).map_err(crate::session_err)
 }
 
-fn check_reps(reps: Option<u32>) -> Result<()> {
-    anyhow::ensure!(reps != Some(0), usage("--reps must be at least 1"));
-    Ok(())
-}
-
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
         SuiteCmd::List => {
@@ -208,7 +203,7 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
 /// `suite show`: a suite's expanded tests, where they run, and how long.
 fn show(a: ShowArgs) -> Result<()> {
     let (mut s, mapping) = load_with(&a.suite, &a.target, false)?;
-    check_reps(a.reps)?;
+    session::check_reps(a.reps).map_err(crate::session_err)?;
     for m in &mapping {
         println!("{m}");
     }
@@ -249,45 +244,30 @@ impl iotoll_suite::SuiteProgress for TermProgress {
 }
 
 /// The suite of `suite run` with every override applied, checked against
-/// the flags before anything starts: the suite, the notes that say so,
-/// its estimated duration and the hosts its tests are placed on.
-fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
-    let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
-    check_reps(a.reps)?;
-    let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
-    anyhow::ensure!(!blank, usage("--config must not be empty"));
-    // Every host a test names is found before anything is created or
-    // recorded (a lab is only looked up here, brought up further on).
-    let lab = a.lab.as_deref().map(|l| (l, &a.lab_sets[..]));
-    let hosts = session::placed_hosts(&suite, a.hosts.as_deref(), lab);
-    let hosts = hosts.map_err(crate::session_err)?;
-    // The durations in effect decide the estimate (and so --yes).
-    let mut notes: Vec<String> = apply_durations(&mut suite, a.durations)?
-        .into_iter()
-        .collect();
-    if let Some(size) = a.size {
-        notes.extend(suite.override_size(size).map_err(usage)?);
-    }
-    notes.extend(mapping);
-    let est = iotoll_suite::durations::planned(&suite, a.reps);
+/// the flags before anything starts (`session::plan`).
+fn plan(a: &RunArgs) -> Result<Plan> {
+    let plan = session::plan(&PlanRequest {
+        suite: &a.suite,
+        targets: &a.target,
+        reps: a.reps,
+        config: a.config.as_deref(),
+        hosts_file: a.hosts.as_deref(),
+        lab: a.lab.as_deref().map(|l| (l, &a.lab_sets[..])),
+        ramp: a.durations.ramp,
+        time: a.durations.time,
+        size: a.size,
+    });
+    let plan = plan.map_err(crate::session_err)?;
+    let (name, est) = (&plan.suite.name, fmt_dur(plan.estimate));
     anyhow::ensure!(
-        est <= Duration::from_secs(24 * 3600) || a.yes,
+        plan.estimate <= Duration::from_secs(24 * 3600) || a.yes,
         usage(format!(
-            "suite '{}' is estimated to take {}; add --yes to run it",
-            suite.name,
-            fmt_dur(est)
+            "suite '{name}' is estimated to take {est}; add --yes to run it"
         ))
     );
-    if let Some(p) = &a.report {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        let msg = format!(
-            "--report {}: no such directory, or a directory",
-            p.display()
-        );
-        anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
-    }
-    Ok((suite, notes, est, hosts))
+    let report = a.report.as_deref().map(session::check_report);
+    report.transpose().map_err(crate::session_err)?;
+    Ok(plan)
 }
 
 /// `suite run`: the session's steps in order (`iotoll_suite::session`),
@@ -298,7 +278,12 @@ fn run(a: RunArgs) -> Result<()> {
     // signal's default action (143 and nothing stored).
     let flag = signals::install();
     let e = crate::session_err;
-    let (suite, notes, est, resolved) = plan(&a)?;
+    let Plan {
+        suite,
+        notes,
+        estimate: est,
+        hosts: resolved,
+    } = plan(&a)?;
     let key = crate::net::load_key(&a.auth_key)?;
     let peer = match &a.peer {
         Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),

@@ -22,12 +22,14 @@
 mod lab;
 mod load;
 mod measured;
+mod plan;
 mod single;
 mod sink;
 
 pub use lab::{builtins_with, host_names, SuiteLab};
 pub use load::{load, placed_hosts};
 pub use measured::MeasureError;
+pub use plan::{check_report, check_reps, plan, Plan, PlanRequest};
 pub use single::sut_note;
 
 use crate::file::Suite;
