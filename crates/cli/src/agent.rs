@@ -51,7 +51,7 @@ pub fn main(a: AgentArgs) -> Result<()> {
     };
     let (cfg, listener) = start(&o).map_err(crate::usage_if(StartError::is_usage))?;
     let bound = listener.local_addr().context("listener address")?;
-    let flag = crate::signals::install();
+    let flag = iotoll_run::signals::install();
     if a.auth_key.as_deref() == Some("-") {
         serve::stop_when_stdin_closes(flag.clone());
     }

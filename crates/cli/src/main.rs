@@ -8,21 +8,17 @@ mod lab;
 mod log;
 mod net;
 mod output;
-mod progress;
 mod report;
 mod results;
-mod signals;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::{parse_duration, ResultStatus};
+use iotoll_run::signals::{self, EXIT_INTERRUPTED};
 use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Parser)]
 #[command(
@@ -308,7 +304,7 @@ pub fn measure<E: MeasureError>(
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
-    let mut progress = progress::TermProgress::new(o.quiet);
+    let mut progress = iotoll_report::term::TermProgress::new(o.quiet);
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,

@@ -1,12 +1,13 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{signals, usage};
+use crate::usage;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::tls::Cipher;
 use iotoll_net::{ClientSpec, Dir, Limits, ServerConfig, TestKind, DEFAULT_PORT};
+use iotoll_run::signals;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;

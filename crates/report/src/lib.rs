@@ -21,6 +21,7 @@ pub mod markdown;
 pub mod reps;
 pub mod runs;
 pub mod tables;
+pub mod term;
 pub mod text;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};

@@ -1,13 +1,14 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
-use crate::{progress::TermProgress, signals, usage, DbArg, Interrupted};
+use crate::{usage, DbArg, Interrupted};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
 use iotoll_model::{parse_duration, parse_size};
+use iotoll_report::term::TermProgress;
 use iotoll_report::text::suite as text;
+use iotoll_run::signals;
 use iotoll_suite::hosts::HostEntry;
-use iotoll_suite::runner::TestStart;
 use iotoll_suite::session::{self, Plan, PlanRequest, Preflight};
 use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::PathBuf;
@@ -229,18 +230,6 @@ fn export_icf(a: ExportIcfArgs) -> Result<()> {
         None => print!("{text}"),
     }
     Ok(())
-}
-
-impl iotoll_suite::SuiteProgress for TermProgress {
-    fn test_start(&mut self, t: &TestStart) {
-        let rep = (t.rep, t.reps);
-        let line = iotoll_report::text::progress::test_start(t.index, t.total, t.name, rep, t.eta);
-        self.line(&line);
-    }
-
-    fn line(&mut self, msg: &str) {
-        TermProgress::line(self, msg);
-    }
 }
 
 /// The suite of `suite run` with every override applied, checked against
