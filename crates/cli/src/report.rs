@@ -3,9 +3,8 @@
 use crate::{usage, DbArg};
 use anyhow::Result;
 use clap::Args;
-use iotoll_model::metrics::{metric_def, unknown_metric};
 use iotoll_report::files::Files;
-use iotoll_report::{compare, ConfigData, RunInfo};
+use iotoll_report::{compare, runs, ConfigData, RunInfo};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -77,8 +76,8 @@ struct ReportFiles {
 
 fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let store = crate::results::open_read(&db.path())?;
-    iotoll_report::runs::load(&store, which).map_err(|e| match e {
-        iotoll_report::runs::RunsError::Unknown(e) => usage(e),
+    runs::load(&store, which).map_err(|e| match e {
+        runs::RunsError::Unknown(e) => usage(e),
         e => e.into(),
     })
 }
@@ -107,29 +106,14 @@ impl ReportFiles {
     }
 }
 
-fn check_threshold(t: Option<f64>) -> Result<()> {
-    match t.filter(|t| !(0.0..=100.0).contains(t)) {
-        Some(t) => Err(usage(format!("--cpu-threshold {t} is outside 0-100"))),
-        None => Ok(()),
-    }
-}
-
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    let unknown = a.metric.as_deref().filter(|m| metric_def(m).is_none());
-    if let Some(m) = unknown {
-        return Err(usage(format!("--metric {}", unknown_metric(m))));
-    }
-    check_threshold(a.cpu_threshold)?;
-    let by_group = match a.by.as_str() {
-        "group" => true,
-        "none" => false,
-        other => return Err(usage(format!("--by '{other}': use group or none"))),
-    };
+    let (metric, threshold) = (a.metric.as_deref(), a.cpu_threshold);
+    let by_group = runs::compare_options(metric, &a.by, threshold).map_err(usage)?;
     let mut which = vec![a.baseline.clone()];
     which.extend(a.candidates.iter().cloned());
     which.extend(a.with.iter().cloned());
     let (configs, infos) = load(&a.db, &which)?;
-    let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
+    let c = compare(&configs, metric, by_group, threshold);
     let differing = iotoll_report::comparable::check(&c, &configs, a.strict)?;
     if !differing.is_empty() {
         eprintln!(
@@ -149,7 +133,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 }
 
 pub fn report_cmd(a: ReportArgs) -> Result<()> {
-    check_threshold(a.cpu_threshold)?;
+    runs::check_threshold(a.cpu_threshold).map_err(usage)?;
     let (configs, infos) = load(&a.db, &a.runs)?;
     let threshold = a
         .cpu_threshold
