@@ -124,14 +124,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
 }
 
 fn list(db: &DbArg) -> Result<()> {
-    let s = match Store::open_read_only(&db.path()) {
-        // None yet: it is set up (as a measuring command would), so the
-        // path is known to be usable; where that fails there is still
-        // nothing stored to list.
-        Err(iotoll_store::StoreError::Missing(_)) => Store::open(&db.path()).ok(),
-        r => Some(r?),
-    };
-    let runs = s.map(|s| s.list_runs()).transpose()?.unwrap_or_default();
+    let runs = Store::list_runs_at(&db.path())?;
     if runs.is_empty() {
         eprintln!("iotoll: no runs stored in {}", db.path().display());
         return Ok(());
