@@ -13,7 +13,6 @@ use iotoll_suite::session::{self, Plan, PlanRequest, Preflight};
 use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
 use std::path::PathBuf;
 use std::time::Duration;
-use text::duration as fmt_dur;
 
 #[derive(Subcommand)]
 pub enum SuiteCmd {
@@ -232,33 +231,6 @@ fn export_icf(a: ExportIcfArgs) -> Result<()> {
     Ok(())
 }
 
-/// The suite of `suite run` with every override applied, checked against
-/// the flags before anything starts (`session::plan`).
-fn plan(a: &RunArgs) -> Result<Plan> {
-    let plan = session::plan(&PlanRequest {
-        suite: &a.suite,
-        targets: &a.target,
-        reps: a.reps,
-        config: a.config.as_deref(),
-        hosts_file: a.hosts.as_deref(),
-        lab: a.lab.as_deref().map(|l| (l, &a.lab_sets[..])),
-        ramp: a.durations.ramp,
-        time: a.durations.time,
-        size: a.size,
-    });
-    let plan = plan.map_err(crate::session_err)?;
-    let (name, est) = (&plan.suite.name, fmt_dur(plan.estimate));
-    anyhow::ensure!(
-        plan.estimate <= Duration::from_secs(24 * 3600) || a.yes,
-        usage(format!(
-            "suite '{name}' is estimated to take {est}; add --yes to run it"
-        ))
-    );
-    let report = a.report.as_deref().map(session::check_report);
-    report.transpose().map_err(crate::session_err)?;
-    Ok(plan)
-}
-
 /// `suite run`: the session's steps in order (`iotoll_suite::session`),
 /// then the results table, the notes and the report.
 fn run(a: RunArgs) -> Result<()> {
@@ -272,7 +244,20 @@ fn run(a: RunArgs) -> Result<()> {
         notes,
         estimate: est,
         hosts: resolved,
-    } = plan(&a)?;
+    } = session::plan(&PlanRequest {
+        suite: &a.suite,
+        targets: &a.target,
+        reps: a.reps,
+        config: a.config.as_deref(),
+        hosts_file: a.hosts.as_deref(),
+        lab: a.lab.as_deref().map(|l| (l, &a.lab_sets[..])),
+        ramp: a.durations.ramp,
+        time: a.durations.time,
+        size: a.size,
+        yes: a.yes,
+        report: a.report.as_deref(),
+    })
+    .map_err(e)?;
     let key = crate::net::load_key(&a.auth_key)?;
     let peer = match &a.peer {
         Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
@@ -296,7 +281,12 @@ fn run(a: RunArgs) -> Result<()> {
     let opts = options(&a, key, s.lab_run(), resolved);
     s.check(&suite, &opts, &flag, &mut progress).map_err(e)?;
     let run_id = s
-        .begin(&suite, a.config.as_deref(), &fmt_dur(est), &mut progress)
+        .begin(
+            &suite,
+            a.config.as_deref(),
+            &iotoll_suite::durations::length(est),
+            &mut progress,
+        )
         .map_err(e)?;
     s.watch_system_under_test(&suite, &a.sut_process);
     let res = s.run_tests(&suite, &opts, &flag, &mut progress);
@@ -308,12 +298,7 @@ fn run(a: RunArgs) -> Result<()> {
     let config = a.config.as_deref();
     print!("{}", text::results(run_id, &suite, &outcome.tests, config));
     finished.map_err(e)?;
-    let overridden = s.notes().iter().filter(|n| {
-        n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
-            || n.starts_with(iotoll_suite::file::SIZE_NOTE)
-    });
-    let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
-    for n in text::notes(&all) {
+    for n in text::notes(&s.closing_notes(&outcome)) {
         println!("note: {n}");
     }
     let db = a.db.path();

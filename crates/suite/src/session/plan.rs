@@ -20,6 +20,10 @@ pub struct PlanRequest<'a> {
     pub ramp: Option<Duration>,
     pub time: Option<Duration>,
     pub size: Option<u64>,
+    /// `--yes`: run even if it is estimated to take more than 24 hours.
+    pub yes: bool,
+    /// `--report FILE`.
+    pub report: Option<&'a Path>,
 }
 
 /// The suite to run, the notes that say what was overridden, its
@@ -58,6 +62,12 @@ pub fn plan(r: &PlanRequest) -> Result<Plan, SessionError> {
     }
     notes.extend(mapping);
     let estimate = crate::durations::planned(&suite, r.reps);
+    if estimate > Duration::from_secs(24 * 3600) && !r.yes {
+        let (name, est) = (&suite.name, crate::durations::length(estimate));
+        let msg = format!("suite '{name}' is estimated to take {est}; add --yes to run it");
+        return Err(usage(msg));
+    }
+    r.report.map(check_report).transpose()?;
     Ok(Plan {
         suite,
         notes,
@@ -68,7 +78,7 @@ pub fn plan(r: &PlanRequest) -> Result<Plan, SessionError> {
 
 /// `--report FILE` is refused unless its directory exists and the file is
 /// not one.
-pub fn check_report(p: &Path) -> Result<(), SessionError> {
+fn check_report(p: &Path) -> Result<(), SessionError> {
     let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(Path::new("."));
     if dir.is_dir() && !p.is_dir() {
