@@ -93,16 +93,9 @@ impl ReportFiles {
         self.md.is_none() && self.html.is_none()
     }
 
-    /// The Markdown report, after writing the files asked for.
-    fn write(
-        &self,
-        c: &iotoll_report::Comparison,
-        configs: &[ConfigData],
-        infos: &[RunInfo],
-        title: &str,
-    ) -> Result<String> {
+    fn files(&self) -> Files<'_> {
         let (md, html) = (self.md.as_deref(), self.html.as_deref());
-        Ok(Files { md, html }.write(c, configs, infos, title, &mut wrote)?)
+        Files { md, html }
     }
 }
 
@@ -121,7 +114,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
             differing.len()
         );
     }
-    let md = a.files.write(&c, &configs, &infos, "comparison")?;
+    let md = (a.files.files()).write(&c, &configs, &infos, "comparison", &mut wrote)?;
     // Files asked for are the output: stdout says nothing more than where
     // they went (on stderr), unless JSON is asked for too.
     if a.json {
@@ -139,7 +132,7 @@ pub fn report_cmd(a: ReportArgs) -> Result<()> {
         .cpu_threshold
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
-    let md = a.files.write(&c, &configs, &infos, "report")?;
+    let md = (a.files.files()).write(&c, &configs, &infos, "report", &mut wrote)?;
     if a.files.none() {
         print!("{md}");
     }

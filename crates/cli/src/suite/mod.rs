@@ -244,6 +244,8 @@ fn run(a: RunArgs) -> Result<()> {
         notes,
         estimate: est,
         hosts: resolved,
+        peer,
+        key,
     } = session::plan(&PlanRequest {
         suite: &a.suite,
         targets: &a.target,
@@ -256,13 +258,10 @@ fn run(a: RunArgs) -> Result<()> {
         size: a.size,
         yes: a.yes,
         report: a.report.as_deref(),
+        peer: a.peer.as_deref(),
+        auth_key: a.auth_key.as_deref(),
     })
     .map_err(e)?;
-    let key = crate::net::load_key(&a.auth_key)?;
-    let peer = match &a.peer {
-        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
-        None => None,
-    };
     let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
     if let Some(l) = &a.lab {
         let (server, client) = (a.server.as_deref(), a.client.as_deref());

@@ -4,6 +4,8 @@
 use super::{load, placed_hosts, SessionError};
 use crate::file::Suite;
 use crate::hosts::HostEntry;
+use iotoll_net::auth::Key;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,6 +26,9 @@ pub struct PlanRequest<'a> {
     pub yes: bool,
     /// `--report FILE`.
     pub report: Option<&'a Path>,
+    /// `--peer HOST[:PORT]`.
+    pub peer: Option<&'a str>,
+    pub auth_key: Option<&'a Path>,
 }
 
 /// The suite to run, the notes that say what was overridden, its
@@ -33,6 +38,9 @@ pub struct Plan {
     pub notes: Vec<String>,
     pub estimate: Duration,
     pub hosts: Vec<HostEntry>,
+    /// `--peer`, resolved.
+    pub peer: Option<SocketAddr>,
+    pub key: Option<Key>,
 }
 
 /// `--reps 0` is refused.
@@ -68,11 +76,19 @@ pub fn plan(r: &PlanRequest) -> Result<Plan, SessionError> {
         return Err(usage(msg));
     }
     r.report.map(check_report).transpose()?;
+    let key = r.auth_key.map(Key::load).transpose();
+    let key = key.map_err(|e| usage(e.to_string()))?;
+    let peer = r
+        .peer
+        .map(|p| iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT));
+    let peer = peer.transpose().map_err(|e| usage(e.to_string()))?;
     Ok(Plan {
         suite,
         notes,
         estimate,
         hosts,
+        peer,
+        key,
     })
 }
 
