@@ -202,18 +202,13 @@ pub fn main(cmd: NetCmd) -> Result<()> {
     }
 }
 
-/// The pre-shared key in the file `--auth-key` names, if any.
-pub fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
-    p.as_ref().map(|p| Key::load(p).map_err(usage)).transpose()
-}
-
 fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
     Ok(ClientSpec {
         peer: c.peer.clone(),
         conns: c.conns,
         ramp: c.window.ramp,
         time: c.window.time,
-        key: load_key(&c.auth_key)?,
+        key: (c.auth_key.as_deref().map(Key::load).transpose()).map_err(usage)?,
         config: c.measure.config.clone(),
         threads: c.threads,
         busy_wait: c.busy_wait,

@@ -1,6 +1,6 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
-use crate::{usage, DbArg, Interrupted};
+use crate::{session_err, usage, DbArg, Interrupted};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
@@ -8,9 +8,10 @@ use iotoll_model::{parse_duration, parse_size};
 use iotoll_report::term::TermProgress;
 use iotoll_report::text::suite as text;
 use iotoll_run::signals;
+use iotoll_suite::durations::override_durations;
 use iotoll_suite::hosts::HostEntry;
 use iotoll_suite::session::{self, Plan, PlanRequest, Preflight};
-use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
+use iotoll_suite::{OnHostFailure, OnInterference, Options, Session};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,11 +71,6 @@ pub struct Durations {
     /// Ramp-up of every test, overriding the suite's (recorded as a run note).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     ramp: Option<Duration>,
-}
-
-/// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
-fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
-    iotoll_suite::durations::override_durations(suite, d.ramp, d.time).map_err(usage)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -182,11 +178,6 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// `session::load`, with the binary's errors.
-pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
-    session::load(which, targets, run).map_err(crate::session_err)
-}
-
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
         SuiteCmd::List => {
@@ -202,18 +193,19 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
 
 /// `suite show`: a suite's expanded tests, where they run, and how long.
 fn show(a: ShowArgs) -> Result<()> {
-    let (mut s, mapping) = load_with(&a.suite, &a.target, false)?;
-    session::check_reps(a.reps).map_err(crate::session_err)?;
+    let (mut s, mapping) = session::load(&a.suite, &a.target, false).map_err(session_err)?;
+    session::check_reps(a.reps).map_err(session_err)?;
     for m in &mapping {
         println!("{m}");
     }
-    let note = apply_durations(&mut s, a.durations)?;
+    let (ramp, time) = (a.durations.ramp, a.durations.time);
+    let note = override_durations(&mut s, ramp, time).map_err(usage)?;
     print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
 
 fn export_icf(a: ExportIcfArgs) -> Result<()> {
-    let (suite, _) = load_with(&a.suite, &[], false)?;
+    let (suite, _) = session::load(&a.suite, &[], false).map_err(session_err)?;
     let o = iotoll_suite::icf_export::export_options(a.test, a.target, a.manager);
     let o = o.map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
@@ -238,7 +230,7 @@ fn run(a: RunArgs) -> Result<()> {
     // interrupted (exit 130, the run stored as aborted), never by the
     // signal's default action (143 and nothing stored).
     let flag = signals::install();
-    let e = crate::session_err;
+    let e = session_err;
     let Plan {
         suite,
         notes,
@@ -265,6 +257,8 @@ fn run(a: RunArgs) -> Result<()> {
     let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
     if let Some(l) = &a.lab {
         let (server, client) = (a.server.as_deref(), a.client.as_deref());
+        // What the session says of a lab it brings up or takes down.
+        let say = |msg: &str| eprintln!("iotoll: {msg}");
         s.bring_up_lab(l, &a.lab_sets, server, client, say)
             .map_err(e)?;
     }
@@ -320,11 +314,6 @@ fn run(a: RunArgs) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// What the session says of a lab it brings up or takes down.
-fn say(msg: &str) {
-    eprintln!("iotoll: {msg}");
 }
 
 /// The runner's options from the command line.
