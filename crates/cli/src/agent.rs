@@ -3,7 +3,6 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use iotoll_agent::serve;
-use iotoll_agent::start::{start, StartError, StartOptions};
 
 #[derive(Args)]
 #[command(
@@ -43,13 +42,9 @@ pub fn main(a: AgentArgs) -> Result<()> {
     if let Some(AgentCmd::K8sManifests(k)) = &a.cmd {
         return crate::k8s::run(k);
     }
-    let o = StartOptions {
-        listen: a.listen.as_deref(),
-        auth_key: a.auth_key.as_deref(),
-        allow_targets: &a.allow_target,
-        threads: a.threads,
-    };
-    let (cfg, listener) = start(&o).map_err(crate::usage_if(StartError::is_usage))?;
+    let (listen, key) = (a.listen.as_deref(), a.auth_key.as_deref());
+    let started = iotoll_agent::start::start(listen, key, &a.allow_target, a.threads);
+    let (cfg, listener) = started.map_err(crate::usage_or)?;
     let bound = listener.local_addr().context("listener address")?;
     let flag = iotoll_run::signals::install();
     if a.auth_key.as_deref() == Some("-") {

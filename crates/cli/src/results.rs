@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::{Subcommand, ValueEnum};
 use iotoll_model::text::printable;
 use iotoll_report::text;
-use iotoll_store::import_file::{import_file, ImportError};
-use iotoll_store::{export, Store};
+use iotoll_store::import_file::import_file;
+use iotoll_store::{export, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -153,7 +153,7 @@ fn export(db: &DbArg, run: &str, format: Format) -> Result<()> {
 
 fn import(db: &DbArg, file: &Path, format: ImportFormat, config: &str) -> Result<()> {
     let format = format.to_possible_value().expect("no skipped format");
-    let is_usage = |e: &ImportError| matches!(e, ImportError::Usage(_));
+    let is_usage = |e: &StoreError| matches!(e, StoreError::Input(_));
     let i = import_file(&db.path(), file, format.get_name(), config).map_err(usage_if(is_usage))?;
     for (test, n) in &i.notes {
         eprintln!("iotoll: note: {}: {}", printable(test), printable(n));

@@ -1,19 +1,9 @@
 //! `results import`: a file of results from elsewhere (a CSV table, fio
 //! or iperf3 JSON), streamed into the database as one run.
 
-use crate::import::{fio_json, iperf3_json, table_rows};
+use crate::import::{fio_json, iperf3_json, table_rows, Imported};
 use crate::{RunId, Store, StoreError};
 use std::path::Path;
-
-/// Why nothing was imported.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The user's to fix: the file, its contents or the flags.
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// What an import stored.
 pub struct ImportedRun {
@@ -25,18 +15,19 @@ pub struct ImportedRun {
 }
 
 /// Imports `file` in `format` (`table`, `fio-json` or `iperf3-json`) as a
-/// run labelled `config` into the database at `db`.
+/// run labelled `config` into the database at `db`. What the user fixes
+/// (the flags, the file, its contents) is [`StoreError::Input`].
 pub fn import_file(
     db: &Path,
     file: &Path,
     format: &str,
     config: &str,
-) -> Result<ImportedRun, ImportError> {
+) -> Result<ImportedRun, StoreError> {
     if config.trim().is_empty() {
-        return Err(ImportError::Usage("--config must not be empty".into()));
+        return Err(StoreError::Input("--config must not be empty".into()));
     }
     let src = file.display().to_string();
-    let bad = |e: String| ImportError::Usage(format!("{src}: {e}"));
+    let bad = |e: String| StoreError::Input(format!("{src}: {e}"));
     // Streamed: memory follows the results, not the file.
     let f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
     // A file or a pipe; a directory or device (/dev/zero) is no input.
@@ -55,26 +46,19 @@ pub fn import_file(
             let stored = Store::open(db)?.import_stream(format, &src, config, rows);
             let (run, tests) = stored.map_err(|e| match e {
                 StoreError::Input(m) => bad(m),
-                e => e.into(),
+                e => e,
             })?;
             let notes = Vec::new();
             return Ok(ImportedRun { run, tests, notes });
         }
         "fio-json" => fio_json(f, &src),
         "iperf3-json" => iperf3_json(f, &src),
-        _ => return Err(ImportError::Usage(format!("no import format '{format}'"))),
+        _ => return Err(StoreError::Input(format!("no import format '{format}'"))),
     };
     let tests = parsed.map_err(bad)?;
     let run = Store::open(db)?.import(format, &src, config, &tests)?;
-    let notes = (tests.iter())
-        .flat_map(|t| {
-            t.doc
-                .notes
-                .iter()
-                .take(1)
-                .map(|n| (t.name.clone(), n.clone()))
-        })
-        .collect();
+    let first_note = |t: &Imported| Some((t.name.clone(), t.doc.notes.first()?.clone()));
+    let notes = tests.iter().filter_map(first_note).collect();
     let tests = tests.len();
     Ok(ImportedRun { run, tests, notes })
 }
