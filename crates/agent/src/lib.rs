@@ -18,6 +18,7 @@ pub mod local;
 pub mod series;
 pub mod serve;
 pub mod ssh;
+pub mod start;
 pub mod wire;
 
 /// An agent's command line after the program (local, through ssh, in a

@@ -1,11 +1,8 @@
 //! `iotoll agent`: the endpoint plus console sessions (crates/agent).
 
-use crate::usage;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use iotoll_agent::serve;
-use iotoll_net::auth::Key;
-use iotoll_net::DEFAULT_PORT;
 
 #[derive(Args)]
 #[command(
@@ -45,30 +42,14 @@ pub fn main(a: AgentArgs) -> Result<()> {
     if let Some(AgentCmd::K8sManifests(k)) = &a.cmd {
         return crate::k8s::run(k);
     }
-    let targets = (a.allow_target.iter())
-        .map(|t| iotoll_agent::agent::parse_allow_target(t).map_err(usage))
-        .collect::<Result<Vec<_>>>()?;
-    // Pinned now to see a bad one at once; the hook pins them again as
-    // the agent starts serving, and that pin is the one it holds to.
-    let pins = iotoll_agent::agent::pin_targets(&targets).into_iter();
-    pins.collect::<Result<Vec<_>, _>>().map_err(usage)?;
-    anyhow::ensure!(a.threads != Some(0), usage("--threads must be positive"));
-    let key = match a.auth_key.as_deref() {
-        None => None,
-        Some("-") => Some(serve::key_from_stdin().map_err(usage)?),
-        Some(p) => Some(Key::load(std::path::Path::new(p)).map_err(usage)?),
-    };
-    let listener = listen(a.listen.as_deref(), key.is_some())?;
+    let (listen, key) = (a.listen.as_deref(), a.auth_key.as_deref());
+    let started = iotoll_agent::start::start(listen, key, &a.allow_target, a.threads);
+    let (cfg, listener) = started.map_err(crate::usage_or)?;
     let bound = listener.local_addr().context("listener address")?;
-    let flag = crate::signals::install();
+    let flag = iotoll_run::signals::install();
     if a.auth_key.as_deref() == Some("-") {
         serve::stop_when_stdin_closes(flag.clone());
     }
-    let cfg = iotoll_agent::agent::AgentConfig {
-        key,
-        targets,
-        threads: a.threads,
-    };
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -76,20 +57,4 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = out.flush();
     }
     serve::serve(listener, cfg, &flag).map_err(crate::usage_or)
-}
-
-/// The agent's listener: on `--listen`, else every address with a key
-/// (IPv4 where this host has no IPv6) and loopback only without one.
-fn listen(given: Option<&str>, keyed: bool) -> Result<std::net::TcpListener> {
-    let given = given.map(|s| iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or));
-    let loopback = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, DEFAULT_PORT));
-    let given = given.transpose()?.or((!keyed).then_some(loopback));
-    let ip = given.unwrap_or(iotoll_net::listen::DEFAULT_LISTEN).ip();
-    anyhow::ensure!(
-        keyed || ip.is_loopback(),
-        usage(format!(
-            "an agent takes orders to run workloads: give --auth-key FILE to listen on {ip} (without a key it listens on loopback only)"
-        ))
-    );
-    iotoll_net::listen::bind(given).map_err(crate::usage_or)
 }

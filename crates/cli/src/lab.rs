@@ -1,6 +1,6 @@
 //! `iotoll lab list | up | down | status | exec`.
 
-use crate::{output, usage};
+use crate::output;
 use anyhow::Result;
 use clap::Subcommand;
 use iotoll_lab::LabError;
@@ -79,11 +79,7 @@ The command's exit status is passed through.")]
 
 /// A lab error for the binary: usage (exit 2) or not (exit 1).
 fn lab_err(e: LabError) -> anyhow::Error {
-    if e.is_usage() {
-        usage(e)
-    } else {
-        e.into()
-    }
+    crate::usage_if(LabError::is_usage)(e)
 }
 
 pub fn main(cmd: LabCmd) -> Result<()> {

@@ -8,21 +8,17 @@ mod lab;
 mod log;
 mod net;
 mod output;
-mod progress;
 mod report;
 mod results;
-mod signals;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
 use iotoll_model::{parse_duration, ResultStatus};
+use iotoll_run::signals::{self, EXIT_INTERRUPTED};
 use iotoll_suite::session::MeasureError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Parser)]
 #[command(
@@ -269,11 +265,16 @@ pub fn pct_arg(s: &str) -> Result<f64, String> {
 
 /// A library error for the binary: the user's to fix (exit 2) or not.
 pub fn usage_or<E: MeasureError>(e: E) -> anyhow::Error {
-    if e.is_usage() {
-        usage(e)
-    } else {
-        e.into()
-    }
+    usage_if(E::is_usage)(e)
+}
+
+/// A library error for the binary: the user's to fix (exit 2) where
+/// `is_usage` says so, else exit 1.
+pub fn usage_if<E>(is_usage: impl Fn(&E) -> bool) -> impl Fn(E) -> anyhow::Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    move |e| if is_usage(&e) { usage(e) } else { e.into() }
 }
 
 /// A session's error for the binary: interrupted (exit 130), the user's
@@ -303,7 +304,7 @@ pub fn measure<E: MeasureError>(
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
-    let mut progress = progress::TermProgress::new(o.quiet);
+    let mut progress = iotoll_report::term::TermProgress::new(o.quiet);
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,

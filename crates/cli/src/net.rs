@@ -1,12 +1,14 @@
 //! `iotoll net serve | stream | rr`.
 
-use crate::{signals, usage};
+use crate::usage;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use iotoll_model::{parse_duration, parse_size};
 use iotoll_net::auth::Key;
+use iotoll_net::start::ServeOptions;
 use iotoll_net::tls::Cipher;
-use iotoll_net::{ClientSpec, Dir, Limits, ServerConfig, TestKind, DEFAULT_PORT};
+use iotoll_net::{ClientSpec, Dir, Limits, TestKind};
+use iotoll_run::signals;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -200,18 +202,13 @@ pub fn main(cmd: NetCmd) -> Result<()> {
     }
 }
 
-/// The pre-shared key in the file `--auth-key` names, if any.
-pub fn load_key(p: &Option<PathBuf>) -> Result<Option<Key>> {
-    p.as_ref().map(|p| Key::load(p).map_err(usage)).transpose()
-}
-
 fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
     Ok(ClientSpec {
         peer: c.peer.clone(),
         conns: c.conns,
         ramp: c.window.ramp,
         time: c.window.time,
-        key: load_key(&c.auth_key)?,
+        key: (c.auth_key.as_deref().map(Key::load).transpose()).map_err(usage)?,
         config: c.measure.config.clone(),
         threads: c.threads,
         busy_wait: c.busy_wait,
@@ -228,32 +225,19 @@ fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
 }
 
 fn serve(a: ServeArgs) -> Result<()> {
-    let given = a.listen.as_deref();
-    let given = given.map(|s| iotoll_net::resolve(s, DEFAULT_PORT).map_err(crate::usage_or));
-    let given = given.transpose()?;
-    anyhow::ensure!(
-        !a.handshake_timeout.is_zero(),
-        usage("--handshake-timeout must be positive (0s would refuse every client)")
-    );
-    anyhow::ensure!(
-        a.max_conns > 0 && a.max_msg > 0 && !a.max_time.is_zero(),
-        usage("--max-conns, --max-msg and --max-time must be positive")
-    );
-    let cfg = ServerConfig {
-        listen: given.unwrap_or(iotoll_net::listen::DEFAULT_LISTEN),
-        key: load_key(&a.auth_key)?,
+    let (cfg, listener) = iotoll_net::start::start(&ServeOptions {
+        listen: a.listen.as_deref(),
+        auth_key: a.auth_key.as_deref(),
         once: a.once,
         limits: Limits {
             max_conns: a.max_conns,
             max_time: a.max_time,
             max_msg: a.max_msg,
         },
-        threads: None,
         handshake: a.handshake_timeout,
         tls: !a.no_tls,
-        console: None,
-    };
+    })
+    .map_err(crate::usage_or)?;
     let flag = signals::install();
-    let listener = iotoll_net::listen::bind(given).map_err(crate::usage_or)?;
     iotoll_net::serve_on(listener, &cfg, &flag).map_err(crate::usage_or)
 }

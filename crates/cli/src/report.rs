@@ -1,11 +1,10 @@
 //! `iotoll compare` and `iotoll report`.
 
 use crate::{usage, DbArg};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use iotoll_model::metrics::{metric_def, unknown_metric};
-use iotoll_report::{compare, ConfigData, RunInfo};
-use iotoll_store::Store;
+use iotoll_report::files::Files;
+use iotoll_report::{compare, runs, ConfigData, RunInfo};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -77,36 +76,15 @@ struct ReportFiles {
 
 fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let store = crate::results::open_read(&db.path())?;
-    iotoll_report::runs::load(&store, which).map_err(|e| match e {
-        iotoll_report::runs::RunsError::Unknown(e) => usage(e),
+    runs::load(&store, which).map_err(|e| match e {
+        runs::RunsError::Unknown(e) => usage(e),
         e => e.into(),
     })
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+/// What a command says of a report file it wrote.
+pub fn wrote(path: &Path) {
     eprintln!("iotoll: wrote {}", path.display());
-    Ok(())
-}
-
-/// One stored run's report at `path`: Markdown when the file ends in
-/// `.md`, else HTML (what `suite run --report` writes).
-pub fn write_run_report(
-    store: &Store,
-    run: i64,
-    cpu_threshold: Option<f64>,
-    path: &Path,
-) -> Result<()> {
-    let (config, info) = iotoll_report::load(&store.run_detail(run)?);
-    let (configs, infos) = ([config], [info]);
-    let c = compare(&configs, None, true, cpu_threshold);
-    let md = path.extension().is_some_and(|e| e == "md");
-    let files = ReportFiles {
-        html: (!md).then(|| path.to_owned()),
-        md: md.then(|| path.to_owned()),
-    };
-    files.write(&c, &configs, &infos, "report")?;
-    Ok(())
 }
 
 impl ReportFiles {
@@ -115,48 +93,20 @@ impl ReportFiles {
         self.md.is_none() && self.html.is_none()
     }
 
-    /// The Markdown report, after writing the files asked for.
-    fn write(
-        &self,
-        c: &iotoll_report::Comparison,
-        configs: &[ConfigData],
-        infos: &[RunInfo],
-        title: &str,
-    ) -> Result<String> {
-        let md = iotoll_report::markdown::render(c, configs, infos);
-        if let Some(p) = &self.md {
-            write(p, &md)?;
-        }
-        if let Some(p) = &self.html {
-            write(p, &iotoll_report::html::render(c, configs, infos, title))?;
-        }
-        Ok(md)
-    }
-}
-
-fn check_threshold(t: Option<f64>) -> Result<()> {
-    match t.filter(|t| !(0.0..=100.0).contains(t)) {
-        Some(t) => Err(usage(format!("--cpu-threshold {t} is outside 0-100"))),
-        None => Ok(()),
+    fn files(&self) -> Files<'_> {
+        let (md, html) = (self.md.as_deref(), self.html.as_deref());
+        Files { md, html }
     }
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
-    let unknown = a.metric.as_deref().filter(|m| metric_def(m).is_none());
-    if let Some(m) = unknown {
-        return Err(usage(format!("--metric {}", unknown_metric(m))));
-    }
-    check_threshold(a.cpu_threshold)?;
-    let by_group = match a.by.as_str() {
-        "group" => true,
-        "none" => false,
-        other => return Err(usage(format!("--by '{other}': use group or none"))),
-    };
+    let (metric, threshold) = (a.metric.as_deref(), a.cpu_threshold);
+    let by_group = runs::compare_options(metric, &a.by, threshold).map_err(usage)?;
     let mut which = vec![a.baseline.clone()];
     which.extend(a.candidates.iter().cloned());
     which.extend(a.with.iter().cloned());
     let (configs, infos) = load(&a.db, &which)?;
-    let c = compare(&configs, a.metric.as_deref(), by_group, a.cpu_threshold);
+    let c = compare(&configs, metric, by_group, threshold);
     let differing = iotoll_report::comparable::check(&c, &configs, a.strict)?;
     if !differing.is_empty() {
         eprintln!(
@@ -164,7 +114,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
             differing.len()
         );
     }
-    let md = a.files.write(&c, &configs, &infos, "comparison")?;
+    let md = (a.files.files()).write(&c, &configs, &infos, "comparison", &mut wrote)?;
     // Files asked for are the output: stdout says nothing more than where
     // they went (on stderr), unless JSON is asked for too.
     if a.json {
@@ -176,13 +126,13 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 }
 
 pub fn report_cmd(a: ReportArgs) -> Result<()> {
-    check_threshold(a.cpu_threshold)?;
+    runs::check_threshold(a.cpu_threshold).map_err(usage)?;
     let (configs, infos) = load(&a.db, &a.runs)?;
     let threshold = a
         .cpu_threshold
         .or_else(|| infos.first().and_then(|i| i.cpu_threshold_pct));
     let c = compare(&configs, None, true, threshold);
-    let md = a.files.write(&c, &configs, &infos, "report")?;
+    let md = (a.files.files()).write(&c, &configs, &infos, "report", &mut wrote)?;
     if a.files.none() {
         print!("{md}");
     }

@@ -1,11 +1,12 @@
 //! `iotoll results list | show | export | delete`.
 
-use crate::{usage, DbArg};
+use crate::{usage, usage_if, DbArg};
 use anyhow::Result;
 use clap::{Subcommand, ValueEnum};
 use iotoll_model::text::printable;
 use iotoll_report::text;
-use iotoll_store::{export, import, Store};
+use iotoll_store::import_file::import_file;
+use iotoll_store::{export, Store, StoreError};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -123,14 +124,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
 }
 
 fn list(db: &DbArg) -> Result<()> {
-    let s = match Store::open_read_only(&db.path()) {
-        // None yet: it is set up (as a measuring command would), so the
-        // path is known to be usable; where that fails there is still
-        // nothing stored to list.
-        Err(iotoll_store::StoreError::Missing(_)) => Store::open(&db.path()).ok(),
-        r => Some(r?),
-    };
-    let runs = s.map(|s| s.list_runs()).transpose()?.unwrap_or_default();
+    let runs = Store::list_runs_at(&db.path())?;
     if runs.is_empty() {
         eprintln!("iotoll: no runs stored in {}", db.path().display());
         return Ok(());
@@ -158,49 +152,13 @@ fn export(db: &DbArg, run: &str, format: Format) -> Result<()> {
 }
 
 fn import(db: &DbArg, file: &Path, format: ImportFormat, config: &str) -> Result<()> {
-    anyhow::ensure!(
-        !config.trim().is_empty(),
-        usage("--config must not be empty")
-    );
-    let src = file.display().to_string();
-    let bad = |e: String| usage(format!("{src}: {e}"));
-    // Streamed: memory follows the results, not the file.
-    let f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
-    // A file or a pipe; a directory or device (/dev/zero) is no input.
-    let kind = f.metadata().map(|m| m.file_type());
-    anyhow::ensure!(
-        kind.is_ok_and(|k| {
-            use std::os::unix::fs::FileTypeExt;
-            k.is_file() || k.is_fifo() || k.is_socket()
-        }),
-        bad("not a file or a pipe (a directory or a device)".into())
-    );
-    let (id, n) = match format {
-        // Row by row into the database: memory of one row.
-        ImportFormat::Table => {
-            let rows = import::table_rows(f, &src).map_err(bad)?;
-            open(db)?
-                .import_stream("table", &src, config, rows)
-                .map_err(|e| match e {
-                    iotoll_store::StoreError::Input(m) => bad(m),
-                    e => e.into(),
-                })?
-        }
-        ImportFormat::FioJson | ImportFormat::Iperf3Json => {
-            let (name, parsed) = match format {
-                ImportFormat::FioJson => ("fio-json", import::fio_json(f, &src)),
-                _ => ("iperf3-json", import::iperf3_json(f, &src)),
-            };
-            let tests = parsed.map_err(bad)?;
-            let id = open(db)?.import(name, &src, config, &tests)?;
-            for t in &tests {
-                for n in t.doc.notes.iter().take(1) {
-                    eprintln!("iotoll: note: {}: {}", printable(&t.name), printable(n));
-                }
-            }
-            (id, tests.len())
-        }
-    };
+    let format = format.to_possible_value().expect("no skipped format");
+    let is_usage = |e: &StoreError| matches!(e, StoreError::Input(_));
+    let i = import_file(&db.path(), file, format.get_name(), config).map_err(usage_if(is_usage))?;
+    for (test, n) in &i.notes {
+        eprintln!("iotoll: note: {}: {}", printable(test), printable(n));
+    }
+    let (n, src, id) = (i.tests, file.display(), i.run);
     println!("imported {n} test(s) from {src} as run {id} (config {config})");
     Ok(())
 }

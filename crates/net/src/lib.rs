@@ -11,6 +11,7 @@ pub mod listen;
 pub mod proto;
 pub mod server;
 pub mod sock;
+pub mod start;
 pub mod tls;
 
 pub use client::{run, ClientSpec};

@@ -11,6 +11,7 @@ pub mod comparable;
 pub mod compare;
 pub mod differs;
 pub mod disclosure;
+pub mod files;
 pub mod findings;
 pub mod fmt;
 pub mod hosts;
@@ -20,6 +21,7 @@ pub mod markdown;
 pub mod reps;
 pub mod runs;
 pub mod tables;
+pub mod term;
 pub mod text;
 
 pub use compare::{compare, Comparison, ConfigData, TestData};

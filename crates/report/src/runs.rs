@@ -2,6 +2,7 @@
 //! ids or labels a user names.
 
 use crate::{ConfigData, RunInfo};
+use iotoll_model::metrics::{metric_def, unknown_metric};
 use iotoll_store::{RunDetail, Store, StoreError};
 
 /// A named run that could not be read.
@@ -35,4 +36,30 @@ pub fn load(store: &Store, which: &[String]) -> Result<(Vec<ConfigData>, Vec<Run
 fn suite_threshold(run: &RunDetail) -> Option<f64> {
     let text = run.suite_text.as_deref()?;
     (iotoll_suite::parse(text, &run.run.suite).ok()?).cpu_threshold_pct
+}
+
+/// `--cpu-threshold` is a percentage of the host's CPU.
+pub fn check_threshold(t: Option<f64>) -> Result<(), String> {
+    match t.filter(|t| !(0.0..=100.0).contains(t)) {
+        Some(t) => Err(format!("--cpu-threshold {t} is outside 0-100")),
+        None => Ok(()),
+    }
+}
+
+/// `compare`'s options checked: `--metric` names a metric, the threshold
+/// is a percentage, `--by` is `group` or `none`; whether to group.
+pub fn compare_options(
+    metric: Option<&str>,
+    by: &str,
+    threshold: Option<f64>,
+) -> Result<bool, String> {
+    if let Some(m) = metric.filter(|m| metric_def(m).is_none()) {
+        return Err(format!("--metric {}", unknown_metric(m)));
+    }
+    check_threshold(threshold)?;
+    match by {
+        "group" => Ok(true),
+        "none" => Ok(false),
+        other => Err(format!("--by '{other}': use group or none")),
+    }
 }

@@ -1,8 +1,9 @@
 //! The mechanics every workload run shares: its phases and the pacing of
 //! ramp-up and window (`pacing`), the clock and CPU source it runs on
 //! (`clock`), progress hooks, the live counters behind the one-second
-//! series (`counters`), latency histograms (`latency`) and the bookkeeping
-//! at the window's end. CPU accounting itself is `iotoll_probe`'s.
+//! series (`counters`), latency histograms (`latency`), Ctrl-C and
+//! SIGTERM (`signals`) and the bookkeeping at the window's end. CPU
+//! accounting itself is `iotoll_probe`'s.
 
 #![forbid(unsafe_code)]
 
@@ -10,6 +11,7 @@ mod clock;
 mod counters;
 mod latency;
 mod pacing;
+pub mod signals;
 
 pub use clock::{Clock, FakeClock, HostClock};
 pub use counters::{jain_fairness, Live};

@@ -9,6 +9,7 @@
 
 pub mod export;
 pub mod import;
+pub mod import_file;
 mod open;
 mod query;
 mod schema;

@@ -36,6 +36,18 @@ impl Store {
         self.runs("ORDER BY r.id", [])
     }
 
+    /// The runs stored at `path` (`results list`). None there yet: the
+    /// database is set up (as a measuring command would), so the path is
+    /// known to be usable; where that fails there is still nothing stored
+    /// to list.
+    pub fn list_runs_at(path: &Path) -> Result<Vec<RunRow>, StoreError> {
+        let s = match Store::open_read_only(path) {
+            Err(StoreError::Missing(_)) => Store::open(path).ok(),
+            r => Some(r?),
+        };
+        Ok(s.map(|s| s.list_runs()).transpose()?.unwrap_or_default())
+    }
+
     /// A run id, or a configuration label: its latest complete run. A
     /// label whose runs all failed, were aborted or are unfinished is an
     /// error naming them, never one of them quietly (a report or a

@@ -10,6 +10,16 @@ use std::time::Duration;
 /// The beginning of the run note that records overridden durations.
 pub const OVERRIDE_NOTE: &str = "durations overridden:";
 
+/// A suite's length as `suite list`, `show` and the progress line say it.
+pub fn length(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        _ => format!("{:.1} h", s as f64 / 3600.0),
+    }
+}
+
 /// A duration the way suite files and `--time` write them: `500ms`, `5s`,
 /// `2m`, `1h`, `90s`.
 pub fn dur_label(d: Duration) -> String {

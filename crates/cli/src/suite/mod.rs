@@ -1,18 +1,19 @@
 //! `iotoll suite list | show | run` and `iotoll sysinfo`.
 
-use crate::{progress::TermProgress, signals, usage, DbArg, Interrupted};
+use crate::{session_err, usage, DbArg, Interrupted};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use iotoll_model::RunStatus;
 use iotoll_model::{parse_duration, parse_size};
+use iotoll_report::term::TermProgress;
 use iotoll_report::text::suite as text;
+use iotoll_run::signals;
+use iotoll_suite::durations::override_durations;
 use iotoll_suite::hosts::HostEntry;
-use iotoll_suite::runner::TestStart;
-use iotoll_suite::session::{self, Preflight};
-use iotoll_suite::{OnHostFailure, OnInterference, Options, Session, Suite};
-use std::path::{Path, PathBuf};
+use iotoll_suite::session::{self, Plan, PlanRequest, Preflight};
+use iotoll_suite::{OnHostFailure, OnInterference, Options, Session};
+use std::path::PathBuf;
 use std::time::Duration;
-use text::duration as fmt_dur;
 
 #[derive(Subcommand)]
 pub enum SuiteCmd {
@@ -70,11 +71,6 @@ pub struct Durations {
     /// Ramp-up of every test, overriding the suite's (recorded as a run note).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     ramp: Option<Duration>,
-}
-
-/// Applies `--time`/`--ramp` to every test: the run note saying so, if any.
-fn apply_durations(suite: &mut Suite, d: Durations) -> Result<Option<String>> {
-    iotoll_suite::durations::override_durations(suite, d.ramp, d.time).map_err(usage)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -182,16 +178,6 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// `session::load`, with the binary's errors.
-pub fn load_with(which: &str, targets: &[PathBuf], run: bool) -> Result<(Suite, Vec<String>)> {
-    session::load(which, targets, run).map_err(crate::session_err)
-}
-
-fn check_reps(reps: Option<u32>) -> Result<()> {
-    anyhow::ensure!(reps != Some(0), usage("--reps must be at least 1"));
-    Ok(())
-}
-
 pub fn main(cmd: SuiteCmd) -> Result<()> {
     match cmd {
         SuiteCmd::List => {
@@ -207,18 +193,19 @@ pub fn main(cmd: SuiteCmd) -> Result<()> {
 
 /// `suite show`: a suite's expanded tests, where they run, and how long.
 fn show(a: ShowArgs) -> Result<()> {
-    let (mut s, mapping) = load_with(&a.suite, &a.target, false)?;
-    check_reps(a.reps)?;
+    let (mut s, mapping) = session::load(&a.suite, &a.target, false).map_err(session_err)?;
+    session::check_reps(a.reps).map_err(session_err)?;
     for m in &mapping {
         println!("{m}");
     }
-    let note = apply_durations(&mut s, a.durations)?;
+    let (ramp, time) = (a.durations.ramp, a.durations.time);
+    let note = override_durations(&mut s, ramp, time).map_err(usage)?;
     print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
 
 fn export_icf(a: ExportIcfArgs) -> Result<()> {
-    let (suite, _) = load_with(&a.suite, &[], false)?;
+    let (suite, _) = session::load(&a.suite, &[], false).map_err(session_err)?;
     let o = iotoll_suite::icf_export::export_options(a.test, a.target, a.manager);
     let o = o.map_err(usage)?;
     let (icf, notes) = iotoll_suite::icf::export(&suite, &o).map_err(usage)?;
@@ -236,60 +223,6 @@ fn export_icf(a: ExportIcfArgs) -> Result<()> {
     Ok(())
 }
 
-impl iotoll_suite::SuiteProgress for TermProgress {
-    fn test_start(&mut self, t: &TestStart) {
-        let rep = (t.rep, t.reps);
-        let line = iotoll_report::text::progress::test_start(t.index, t.total, t.name, rep, t.eta);
-        self.line(&line);
-    }
-
-    fn line(&mut self, msg: &str) {
-        TermProgress::line(self, msg);
-    }
-}
-
-/// The suite of `suite run` with every override applied, checked against
-/// the flags before anything starts: the suite, the notes that say so,
-/// its estimated duration and the hosts its tests are placed on.
-fn plan(a: &RunArgs) -> Result<(Suite, Vec<String>, Duration, Vec<HostEntry>)> {
-    let (mut suite, mapping) = load_with(&a.suite, &a.target, true)?;
-    check_reps(a.reps)?;
-    let blank = a.config.as_ref().is_some_and(|c| c.trim().is_empty());
-    anyhow::ensure!(!blank, usage("--config must not be empty"));
-    // Every host a test names is found before anything is created or
-    // recorded (a lab is only looked up here, brought up further on).
-    let lab = a.lab.as_deref().map(|l| (l, &a.lab_sets[..]));
-    let hosts = session::placed_hosts(&suite, a.hosts.as_deref(), lab);
-    let hosts = hosts.map_err(crate::session_err)?;
-    // The durations in effect decide the estimate (and so --yes).
-    let mut notes: Vec<String> = apply_durations(&mut suite, a.durations)?
-        .into_iter()
-        .collect();
-    if let Some(size) = a.size {
-        notes.extend(suite.override_size(size).map_err(usage)?);
-    }
-    notes.extend(mapping);
-    let est = iotoll_suite::durations::planned(&suite, a.reps);
-    anyhow::ensure!(
-        est <= Duration::from_secs(24 * 3600) || a.yes,
-        usage(format!(
-            "suite '{}' is estimated to take {}; add --yes to run it",
-            suite.name,
-            fmt_dur(est)
-        ))
-    );
-    if let Some(p) = &a.report {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        let msg = format!(
-            "--report {}: no such directory, or a directory",
-            p.display()
-        );
-        anyhow::ensure!(dir.is_dir() && !p.is_dir(), usage(msg));
-    }
-    Ok((suite, notes, est, hosts))
-}
-
 /// `suite run`: the session's steps in order (`iotoll_suite::session`),
 /// then the results table, the notes and the report.
 fn run(a: RunArgs) -> Result<()> {
@@ -297,16 +230,35 @@ fn run(a: RunArgs) -> Result<()> {
     // interrupted (exit 130, the run stored as aborted), never by the
     // signal's default action (143 and nothing stored).
     let flag = signals::install();
-    let e = crate::session_err;
-    let (suite, notes, est, resolved) = plan(&a)?;
-    let key = crate::net::load_key(&a.auth_key)?;
-    let peer = match &a.peer {
-        Some(p) => Some(iotoll_net::resolve(p, iotoll_net::DEFAULT_PORT).map_err(usage)?),
-        None => None,
-    };
+    let e = session_err;
+    let Plan {
+        suite,
+        notes,
+        estimate: est,
+        hosts: resolved,
+        peer,
+        key,
+    } = session::plan(&PlanRequest {
+        suite: &a.suite,
+        targets: &a.target,
+        reps: a.reps,
+        config: a.config.as_deref(),
+        hosts_file: a.hosts.as_deref(),
+        lab: a.lab.as_deref().map(|l| (l, &a.lab_sets[..])),
+        ramp: a.durations.ramp,
+        time: a.durations.time,
+        size: a.size,
+        yes: a.yes,
+        report: a.report.as_deref(),
+        peer: a.peer.as_deref(),
+        auth_key: a.auth_key.as_deref(),
+    })
+    .map_err(e)?;
     let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
     if let Some(l) = &a.lab {
         let (server, client) = (a.server.as_deref(), a.client.as_deref());
+        // What the session says of a lab it brings up or takes down.
+        let say = |msg: &str| eprintln!("iotoll: {msg}");
         s.bring_up_lab(l, &a.lab_sets, server, client, say)
             .map_err(e)?;
     }
@@ -322,7 +274,12 @@ fn run(a: RunArgs) -> Result<()> {
     let opts = options(&a, key, s.lab_run(), resolved);
     s.check(&suite, &opts, &flag, &mut progress).map_err(e)?;
     let run_id = s
-        .begin(&suite, a.config.as_deref(), &fmt_dur(est), &mut progress)
+        .begin(
+            &suite,
+            a.config.as_deref(),
+            &iotoll_suite::durations::length(est),
+            &mut progress,
+        )
         .map_err(e)?;
     s.watch_system_under_test(&suite, &a.sut_process);
     let res = s.run_tests(&suite, &opts, &flag, &mut progress);
@@ -334,12 +291,7 @@ fn run(a: RunArgs) -> Result<()> {
     let config = a.config.as_deref();
     print!("{}", text::results(run_id, &suite, &outcome.tests, config));
     finished.map_err(e)?;
-    let overridden = s.notes().iter().filter(|n| {
-        n.starts_with(iotoll_suite::durations::OVERRIDE_NOTE)
-            || n.starts_with(iotoll_suite::file::SIZE_NOTE)
-    });
-    let all: Vec<String> = overridden.chain(&outcome.notes).cloned().collect();
-    for n in text::notes(&all) {
+    for n in text::notes(&s.closing_notes(&outcome)) {
         println!("note: {n}");
     }
     let db = a.db.path();
@@ -350,7 +302,9 @@ fn run(a: RunArgs) -> Result<()> {
     );
     // The report covers what was stored, complete or not.
     if let (Some(p), Some(store)) = (&a.report, s.store()) {
-        crate::report::write_run_report(store, run_id, suite.cpu_threshold_pct, p)?;
+        let threshold = suite.cpu_threshold_pct;
+        let wrote = &mut crate::report::wrote;
+        iotoll_report::files::write_run_report(store, run_id, threshold, p, wrote)?;
         println!("report written to {}", p.display());
     }
     match outcome.status {
@@ -360,11 +314,6 @@ fn run(a: RunArgs) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// What the session says of a lab it brings up or takes down.
-fn say(msg: &str) {
-    eprintln!("iotoll: {msg}");
 }
 
 /// The runner's options from the command line.

@@ -35,7 +35,7 @@ pub fn test_start(
     rep: (u32, u32),
     eta: Duration,
 ) -> String {
-    let eta = super::suite::duration(eta);
+    let eta = iotoll_suite::durations::length(eta);
     format!(
         "[{index}/{total}] {name}  repetition {}/{}  suite ETA {eta}",
         rep.0, rep.1

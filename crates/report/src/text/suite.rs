@@ -5,20 +5,10 @@ use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::text::count;
 use iotoll_model::units::format_number as num;
+use iotoll_suite::durations::length as duration;
 use iotoll_suite::session::host_label;
 use iotoll_suite::{Suite, TestOutcome};
 use std::fmt::Write;
-use std::time::Duration;
-
-/// A suite's length as `suite list`, `show` and the progress line say it.
-pub fn duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=119 => format!("{s} s"),
-        120..=7199 => format!("{} min", s / 60),
-        _ => format!("{:.1} h", s as f64 / 3600.0),
-    }
-}
 
 /// `suite list`: the built-in suites, a line each.
 pub fn list() -> Result<String, iotoll_suite::SuiteError> {

@@ -22,12 +22,14 @@
 mod lab;
 mod load;
 mod measured;
+mod plan;
 mod single;
 mod sink;
 
 pub use lab::{builtins_with, host_names, SuiteLab};
 pub use load::{load, placed_hosts};
 pub use measured::MeasureError;
+pub use plan::{check_reps, plan, Plan, PlanRequest};
 pub use single::sut_note;
 
 use crate::file::Suite;
@@ -148,9 +150,13 @@ impl Session {
         self.store.as_ref()
     }
 
-    /// The run's notes: preflight's, then the runner's once finished.
-    pub fn notes(&self) -> &[String] {
-        &self.notes
+    /// The notes said under a finished run's results: the durations and
+    /// sizes its flags overrode, then the runner's.
+    pub fn closing_notes(&self, outcome: &Outcome) -> Vec<String> {
+        let overridden = self.notes.iter().filter(|n| {
+            n.starts_with(crate::durations::OVERRIDE_NOTE) || n.starts_with(crate::file::SIZE_NOTE)
+        });
+        overridden.chain(&outcome.notes).cloned().collect()
     }
 
     /// The lab the run is in, as the runner's options take it.

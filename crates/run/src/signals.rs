@@ -4,6 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+/// Exit status of a run cut short by Ctrl-C or SIGTERM (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Installs the handlers (once) and returns the flag they set.
@@ -14,7 +17,7 @@ pub fn install() -> Arc<AtomicBool> {
             // A second signal while the flag is set exits immediately.
             let _ = signal_hook::flag::register_conditional_shutdown(
                 sig,
-                crate::EXIT_INTERRUPTED as i32,
+                EXIT_INTERRUPTED as i32,
                 flag.clone(),
             );
             let _ = signal_hook::flag::register(sig, flag.clone());
@@ -24,6 +27,7 @@ pub fn install() -> Arc<AtomicBool> {
     .clone()
 }
 
+/// Whether a Ctrl-C or SIGTERM came.
 pub fn interrupted() -> bool {
     FLAG.get().is_some_and(|f| f.load(Ordering::Relaxed))
 }

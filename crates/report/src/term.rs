@@ -3,6 +3,7 @@
 //! stderr goes (logs, CI, scripts that wait for the measurement to start).
 
 use iotoll_model::SeriesPoint;
+use iotoll_suite::runner::TestStart;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
@@ -72,7 +73,19 @@ impl iotoll_run::Progress for TermProgress {
     }
 
     fn second(&mut self, p: &SeriesPoint, elapsed: Duration, total: Duration) {
-        self.draw(&iotoll_report::text::progress::second(p, elapsed, total));
+        self.draw(&crate::text::progress::second(p, elapsed, total));
+    }
+}
+
+impl iotoll_suite::SuiteProgress for TermProgress {
+    fn test_start(&mut self, t: &TestStart) {
+        let rep = (t.rep, t.reps);
+        let line = crate::text::progress::test_start(t.index, t.total, t.name, rep, t.eta);
+        self.line(&line);
+    }
+
+    fn line(&mut self, msg: &str) {
+        TermProgress::line(self, msg);
     }
 }
 
