@@ -134,6 +134,29 @@ mod tests {
         events
     }
 
+    /// The integral of I/Os outstanding at `w0` and at `w1` (µs after
+    /// `b`), the timeline of `ios` replayed with marks taken as a worker
+    /// takes them: before the first event at or after each mark.
+    fn integrals_at(b: Instant, ios: &[(u64, u64)], w0: u64, w1: u64) -> (f64, f64) {
+        let mut o = Occupancy::new(b);
+        let (mut a0, mut a1) = (None, None);
+        for (t, start) in timeline(ios) {
+            if a0.is_none() && t >= w0 {
+                a0 = Some(o.io_seconds_at(at(b, w0)));
+            }
+            if a1.is_none() && t >= w1 {
+                a1 = Some(o.io_seconds_at(at(b, w1)));
+            }
+            if start {
+                o.started(at(b, t))
+            } else {
+                o.completed(at(b, t), 1)
+            }
+        }
+        let at_mark = |a: Option<f64>, w| a.unwrap_or_else(|| o.io_seconds_at(at(b, w)));
+        (at_mark(a0, w0), at_mark(a1, w1))
+    }
+
     #[test]
     fn integrates_a_known_timeline() {
         let b = Instant::now();
@@ -199,16 +222,7 @@ mod tests {
         ) {
             let b = Instant::now();
             let (w0, w1) = (500_000u64, 1_500_000u64);
-            let mut o = Occupancy::new(b);
-            let mut a0 = None;
-            let mut a1 = None;
-            for (t, start) in timeline(&ios) {
-                if a0.is_none() && t >= w0 { a0 = Some(o.io_seconds_at(at(b, w0))); }
-                if a1.is_none() && t >= w1 { a1 = Some(o.io_seconds_at(at(b, w1))); }
-                if start { o.started(at(b, t)) } else { o.completed(at(b, t), 1) }
-            }
-            let a0 = a0.unwrap_or_else(|| o.io_seconds_at(at(b, w0)));
-            let a1 = a1.unwrap_or_else(|| o.io_seconds_at(at(b, w1)));
+            let (a0, a1) = integrals_at(b, &ios, w0, w1);
             let window_s = (w1 - w0) as f64 / 1e6;
             let measured = (a1 - a0) / window_s;
             // The latency side: I/Os that complete inside the window.
@@ -232,16 +246,7 @@ mod tests {
         ) {
             let b = Instant::now();
             let (w0, w1) = (500_000u64, 1_500_000u64);
-            let mut o = Occupancy::new(b);
-            let mut a0 = None;
-            let mut a1 = None;
-            for (t, start) in timeline(&ios) {
-                if a0.is_none() && t >= w0 { a0 = Some(o.io_seconds_at(at(b, w0))); }
-                if a1.is_none() && t >= w1 { a1 = Some(o.io_seconds_at(at(b, w1))); }
-                if start { o.started(at(b, t)) } else { o.completed(at(b, t), 1) }
-            }
-            let a0 = a0.unwrap_or_else(|| o.io_seconds_at(at(b, w0)));
-            let a1 = a1.unwrap_or_else(|| o.io_seconds_at(at(b, w1)));
+            let (a0, a1) = integrals_at(b, &ios, w0, w1);
             // Outstanding at w: started before it, not completed before it.
             let stamps = |w: u64| ios.iter().filter(move |&&(s, l)| s < w && s + l >= w).map(move |&(s, _)| at(b, s));
             let (head, tail) = (ages(at(b, w0), stamps(w0)), ages(at(b, w1), stamps(w1)));
