@@ -38,20 +38,88 @@ pub struct IoUringEngine {
     /// reaped), and how many.
     busy: Vec<bool>,
     in_flight: usize,
+    /// How the ring is driven (issue 27 §1).
+    mode: Mode,
     #[cfg(test)]
     fault: Option<test_fault::Fault>,
     // Keeps the registered descriptors open.
     _files: Vec<File>,
 }
 
-/// Builds a ring with the cheapest completion mode the kernel offers:
-/// single issuer + deferred task work (6.1+) means completions are run when
-/// we ask for them, not by interrupting the worker.
-fn build_ring(entries: u32) -> io::Result<IoUring> {
-    IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build(entries)
+/// How completions are run in the kernel (the ring's setup flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taskrun {
+    /// SINGLE_ISSUER + DEFER_TASKRUN: completions are run only when the
+    /// worker enters the ring to wait for them.
+    Defer,
+    /// COOP_TASKRUN + TASKRUN_FLAG: run at the worker's next kernel entry,
+    /// without an interrupt.
+    Coop,
+    /// Neither: task work interrupts the worker as soon as it is queued.
+    Plain,
+    /// SQPOLL: a kernel thread polls the submission queue (and costs CPU).
+    Sqpoll,
+}
+
+/// How a worker drives its ring (issue 27 §1, an experiment for now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mode {
+    pub taskrun: Taskrun,
+    /// Each queued I/O is submitted by its own `io_uring_enter` at once
+    /// (fio's default) instead of all refills by the waiting call.
+    pub per_io: bool,
+    /// Completions waited for per call (at most those in flight).
+    pub wait: usize,
+}
+
+impl Default for Mode {
+    fn default() -> Self {
+        Mode {
+            taskrun: Taskrun::Defer,
+            per_io: false,
+            wait: 1,
+        }
+    }
+}
+
+impl Mode {
+    /// EXPERIMENT (issue 27 §1, removed once a default is chosen):
+    /// `IOTOLL_URING_MODE=defer|coop|plain|sqpoll[,each][,wait=N]`.
+    pub fn from_env() -> Mode {
+        let mut m = Mode::default();
+        let Ok(v) = std::env::var("IOTOLL_URING_MODE") else {
+            return m;
+        };
+        for part in v.split(',') {
+            match part {
+                "defer" => m.taskrun = Taskrun::Defer,
+                "coop" => m.taskrun = Taskrun::Coop,
+                "plain" => m.taskrun = Taskrun::Plain,
+                "sqpoll" => m.taskrun = Taskrun::Sqpoll,
+                "each" => m.per_io = true,
+                w => {
+                    if let Some(n) = w.strip_prefix("wait=").and_then(|n| n.parse().ok()) {
+                        m.wait = n;
+                    }
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Builds a ring as `taskrun` asks, or a plain one where the kernel does
+/// not have those flags.
+fn build_ring(entries: u32, taskrun: Taskrun) -> io::Result<IoUring> {
+    let mut b = IoUring::builder();
+    match taskrun {
+        Taskrun::Defer => b.setup_single_issuer().setup_defer_taskrun(),
+        Taskrun::Coop => b.setup_coop_taskrun().setup_taskrun_flag(),
+        Taskrun::Plain => &mut b,
+        // The poller sleeps after 1 s idle; the worker wakes it then.
+        Taskrun::Sqpoll => b.setup_sqpoll(1000),
+    };
+    b.build(entries)
         .or_else(|_| IoUring::builder().build(entries))
 }
 
@@ -78,7 +146,8 @@ impl IoUringEngine {
         }
         let bufs = Buffers::new(qd, bs, seed)?;
         let entries = (qd as u32).next_power_of_two().max(2);
-        let ring = build_ring(entries)?;
+        let mode = Mode::from_env();
+        let ring = build_ring(entries, mode.taskrun)?;
         let fds: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
         ring.submitter().register_files(&fds)?;
         let iovecs: Vec<libc::iovec> = (0..qd)
@@ -102,6 +171,7 @@ impl IoUringEngine {
             fixed_bufs,
             busy: vec![false; qd],
             in_flight: 0,
+            mode,
             #[cfg(test)]
             fault,
             _files: files,
@@ -256,7 +326,14 @@ impl Engine for IoUringEngine {
         }
         self.busy[slot] = true;
         self.in_flight += 1;
+        if self.mode.per_io {
+            self.submit_now()?;
+        }
         Ok(())
+    }
+
+    fn submits_on_queue(&self) -> bool {
+        self.mode.per_io
     }
 
     fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
@@ -267,6 +344,11 @@ impl Engine for IoUringEngine {
             let _ = self.ring.submit();
             return Err(e);
         }
+        let min = if min > 0 {
+            self.mode.wait.clamp(1, self.in_flight.max(1))
+        } else {
+            0
+        };
         loop {
             match self.ring.submit_and_wait(min) {
                 Ok(_) => break,

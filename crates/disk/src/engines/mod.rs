@@ -43,6 +43,11 @@ pub trait Engine {
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
     /// called once per completion.
     fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()>;
+    /// Whether `queue` hands the I/O to the kernel itself (then its start
+    /// time is taken just before `queue`, not before `submit_and_reap`).
+    fn submits_on_queue(&self) -> bool {
+        false
+    }
     /// Cancels and reaps every I/O still in flight (bounded wait), before
     /// an error path gives up on the engine; returns how many completions
     /// were reaped. Dropping an engine drains it too: its buffers are never

@@ -220,6 +220,7 @@ pub(super) fn work(
     clock: &impl Clock,
 ) -> Result<WorkerOut, String> {
     let mut w = Loop::new(plan, engine.depth(), shared, clock);
+    w.eager = engine.submits_on_queue();
     let live = &shared.live[plan.index as usize];
     loop {
         // After a failure (here or in another worker) no new I/O starts;
@@ -252,6 +253,8 @@ struct Loop<'a, C: Clock> {
     /// so the first fill goes round-robin); an engine with fewer slots
     /// than targets (psync) takes the targets in turn.
     fixed: bool,
+    /// The engine submits each I/O as it is queued: stamp it then.
+    eager: bool,
     turn: usize,
     issued_at: Vec<Instant>,
     reqs: Vec<Request>,
@@ -300,6 +303,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             clock,
             gens,
             fixed: depth >= nt,
+            eager: false,
             turn: 0,
             issued_at: vec![t0; depth],
             reqs: vec![Request::default(); depth],
@@ -358,6 +362,12 @@ impl<'a, C: Clock> Loop<'a, C> {
                 offset: io.offset,
                 len: io.len as usize,
             };
+            if self.eager {
+                // Handed to the kernel inside `queue`.
+                let t = self.clock.now();
+                self.issued_at[slot] = t;
+                self.occ.started(t);
+            }
             engine.queue(slot, rq).map_err(|e| {
                 format!(
                     "worker {}: {}: queueing a {} failed: {e}",
@@ -369,7 +379,9 @@ impl<'a, C: Clock> Loop<'a, C> {
             self.reqs[slot] = rq;
             self.line_of[slot] = io.line;
             self.in_burst += 1;
-            self.pending.push(slot);
+            if !self.eager {
+                self.pending.push(slot);
+            }
         }
         Ok(())
     }
