@@ -95,6 +95,9 @@ fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
     IoUring,
+    /// io_uring with a kernel thread polling its submission queue
+    /// (SQPOLL): for users who can spare a core.
+    IoUringSqpoll,
     Psync,
     Null,
     Iscsi,
@@ -117,8 +120,9 @@ pub struct Caps {
 
 impl EngineKind {
     /// Every engine: the one list of their names.
-    pub const ALL: [EngineKind; 4] = [
+    pub const ALL: [EngineKind; 5] = [
         EngineKind::IoUring,
+        EngineKind::IoUringSqpoll,
         EngineKind::Psync,
         EngineKind::Null,
         EngineKind::Iscsi,
@@ -127,6 +131,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::IoUring => "io_uring",
+            EngineKind::IoUringSqpoll => "io_uring_sqpoll",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
             EngineKind::Iscsi => "iscsi",
@@ -137,13 +142,16 @@ impl EngineKind {
     pub fn from_name(s: &str) -> Option<EngineKind> {
         match s {
             "io-uring" | "iouring" => Some(EngineKind::IoUring),
+            "io-uring-sqpoll" | "iouring-sqpoll" => Some(EngineKind::IoUringSqpoll),
             _ => EngineKind::ALL.into_iter().find(|k| k.name() == s),
         }
     }
 
     pub fn caps(self) -> Caps {
         let (queued, max_depth, iscsi_targets) = match self {
-            EngineKind::IoUring => (true, Some(io_uring::MAX_DEPTH), false),
+            EngineKind::IoUring | EngineKind::IoUringSqpoll => {
+                (true, Some(io_uring::MAX_DEPTH), false)
+            }
             EngineKind::Psync => (false, Some(1), false),
             EngineKind::Null => (true, None, false),
             EngineKind::Iscsi => (true, None, true),
@@ -187,9 +195,10 @@ impl EngineKind {
                     .collect::<io::Result<Vec<_>>>()?;
                 Box::new(iscsi::IscsiEngine::new(luns, depth, bs, seed)?)
             }
-            EngineKind::IoUring => {
+            EngineKind::IoUring | EngineKind::IoUringSqpoll => {
                 let files = files(self, opened)?;
-                let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
+                let sqpoll = self == EngineKind::IoUringSqpoll;
+                let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed, sqpoll)?;
                 return Ok((Box::new(e), note));
             }
             EngineKind::Psync => Box::new(psync::PsyncEngine::new(files(self, opened)?, bs, seed)?),
