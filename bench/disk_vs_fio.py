@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 from benchlib import iotoll_run, machine_line, max_rss_kib, rotation, run
 
@@ -196,6 +197,8 @@ def main():
                     help="also run iotoll as NAME in the io_uring cases, side by side with the default;"
                          " TOKENS (space-separated) are environment assignments (UPPER=value) and extra"
                          " iotoll arguments, e.g. 'sqpoll:--sqpoll'. Repeatable.")
+    ap.add_argument("--pause-unless", metavar="FILE",
+                    help="before each run, wait while FILE does not exist (a shared machine's 'quiet' flag)")
     a = ap.parse_args()
     variants = {}
     for v in a.variant:
@@ -270,6 +273,7 @@ def main():
             # Rotate the order every round.
             order = rotation(tools, r)
             for tool in order:
+                wait_for(a.pause_unless)
                 if tool == "iotoll":
                     res[tool].append(iotoll_run_())
                 elif tool in variants:
@@ -316,6 +320,14 @@ def main():
         return
     rss = rss_check(a.iotoll, path, min(a.time, 5))
     print(f"== RSS, 4 workers x QD 256 x 64k: {rss / 1024:.1f} MiB max RSS (I/O buffers: 64.0 MiB)")
+
+
+def wait_for(path):
+    """Waits while `path` (if given) does not exist, polling every 30 s."""
+    if path and not os.path.exists(path):
+        print(f"  (paused: {path} is absent)", file=sys.stderr)
+        while not os.path.exists(path):
+            time.sleep(30)
 
 
 def multi_sanity(res, tools):
