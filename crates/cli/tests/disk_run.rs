@@ -124,7 +124,10 @@ fn io_uring_random_mixed() {
 /// busy host lengthens the former, not the latter, so this holds on a noisy
 /// machine too. The file lives under the target directory, not in $TMPDIR,
 /// which may be tmpfs (where O_DIRECT reads complete inside the submitting
-/// system call and the queue is never full).
+/// system call and the queue is never full). io_uring submits each I/O with
+/// its own system call (issue 27 §1), so the last of the slots freed by one
+/// reap waits for the calls submitting the others: some 2 of 32 at QD 32 on
+/// the 2-CPU VM, 2-3 of 16 here (13.7 seen); hence 80 %, not 90 %.
 #[test]
 fn io_uring_keeps_the_requested_depth_in_flight() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -138,7 +141,7 @@ fn io_uring_keeps_the_requested_depth_in_flight() {
     assert_eq!(doc["spec"]["direct"], true);
     let qd = metric(&doc, "qd_achieved");
     assert!(
-        (qd - 16.0).abs() <= 1.6,
+        (12.8..=16.0).contains(&qd),
         "qd_achieved {qd} of 16; notes: {}",
         doc["notes"]
     );

@@ -47,11 +47,12 @@ impl EngineChoice {
         let kind = EngineKind::from_name(s);
         match s {
             "auto" => Ok(Auto),
-            _ => (([IoUring, IoUringSqpoll, Psync, Null, Iscsi].into_iter()).find(|c| c.kind() == kind))
-                .ok_or_else(|| {
-                    let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-                    format!("unknown engine '{s}': use auto, {}", names.join(", "))
-                }),
+            _ => (([IoUring, IoUringSqpoll, Psync, Null, Iscsi].into_iter())
+                .find(|c| c.kind() == kind))
+            .ok_or_else(|| {
+                let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown engine '{s}': use auto, {}", names.join(", "))
+            }),
         }
     }
 }
@@ -492,7 +493,10 @@ mod tests {
             assert_eq!(EngineChoice::parse(k.name()).unwrap().kind(), Some(k));
         }
         let err = EngineChoice::parse("aio").unwrap_err();
-        assert!(err.contains("io_uring, io_uring_sqpoll, psync, null, iscsi"), "{err}");
+        assert!(
+            err.contains("io_uring, io_uring_sqpoll, psync, null, iscsi"),
+            "{err}"
+        );
         // A synchronous engine asks for one I/O per worker whatever --qd.
         assert_eq!(EngineKind::Psync.requested_depth(32, 4), 1);
         assert_eq!(EngineKind::IoUring.requested_depth(32, 4), 128);

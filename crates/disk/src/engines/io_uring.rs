@@ -38,95 +38,35 @@ pub struct IoUringEngine {
     /// reaped), and how many.
     busy: Vec<bool>,
     in_flight: usize,
-    /// How the ring is driven (issue 27 §1).
-    mode: Mode,
     #[cfg(test)]
     fault: Option<test_fault::Fault>,
     // Keeps the registered descriptors open.
     _files: Vec<File>,
 }
 
-/// How completions are run in the kernel (the ring's setup flags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Taskrun {
-    /// SINGLE_ISSUER + DEFER_TASKRUN: completions are run only when the
-    /// worker enters the ring to wait for them.
-    Defer,
-    /// COOP_TASKRUN + TASKRUN_FLAG: run at the worker's next kernel entry,
-    /// without an interrupt.
-    Coop,
-    /// Neither: task work interrupts the worker as soon as it is queued.
-    Plain,
-    /// SQPOLL: a kernel thread polls the submission queue (and costs CPU).
-    Sqpoll,
-}
-
-/// How a worker drives its ring (issue 27 §1, an experiment for now).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mode {
-    pub taskrun: Taskrun,
-    /// Each queued I/O is submitted by its own `io_uring_enter` at once
-    /// (fio's default) instead of all refills by the waiting call.
-    pub per_io: bool,
-    /// Completions waited for per call (at most those in flight).
-    pub wait: usize,
-}
-
-impl Default for Mode {
-    fn default() -> Self {
-        Mode {
-            taskrun: Taskrun::Defer,
-            per_io: false,
-            wait: 1,
-        }
+/// Builds the ring: with deferred task work (single issuer, 6.1+; a
+/// plain ring where the kernel lacks it), completions are run when the
+/// worker waits for them, not by interrupting it. With `sqpoll`, a kernel
+/// thread polls the submission queue instead, and no fallback: it was
+/// asked for by name.
+fn build_ring(entries: u32, sqpoll: bool) -> io::Result<IoUring> {
+    if sqpoll {
+        // The poller sleeps after 1 s without I/O; the worker wakes it then.
+        return IoUring::builder()
+            .setup_sqpoll(1000)
+            .build(entries)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("a submission-queue polling thread (SQPOLL) cannot be set up: {e}"),
+                )
+            });
     }
-}
-
-impl Mode {
-    /// EXPERIMENT (issue 27 §1, removed once a default is chosen):
-    /// `IOTOLL_URING_MODE=defer|coop|plain|sqpoll[,each][,wait=N]`.
-    pub fn from_env() -> Mode {
-        let mut m = Mode::default();
-        let Ok(v) = std::env::var("IOTOLL_URING_MODE") else {
-            return m;
-        };
-        for part in v.split(',') {
-            match part {
-                "defer" => m.taskrun = Taskrun::Defer,
-                "coop" => m.taskrun = Taskrun::Coop,
-                "plain" => m.taskrun = Taskrun::Plain,
-                "sqpoll" => m.taskrun = Taskrun::Sqpoll,
-                "each" => m.per_io = true,
-                w => {
-                    if let Some(n) = w.strip_prefix("wait=").and_then(|n| n.parse().ok()) {
-                        m.wait = n;
-                    }
-                }
-            }
-        }
-        m
-    }
-}
-
-/// Builds a ring as `taskrun` asks, or a plain one where the kernel does
-/// not have those flags.
-fn build_ring(entries: u32, taskrun: Taskrun) -> io::Result<IoUring> {
-    let mut b = IoUring::builder();
-    match taskrun {
-        Taskrun::Defer => b.setup_single_issuer().setup_defer_taskrun(),
-        Taskrun::Coop => b.setup_coop_taskrun().setup_taskrun_flag(),
-        Taskrun::Plain => &mut b,
-        // The poller sleeps after 1 s idle; the worker wakes it then.
-        Taskrun::Sqpoll => b.setup_sqpoll(1000),
-    };
-    match b.build(entries) {
-        // Asked for by name (--engine io_uring_sqpoll): no silent fallback.
-        Err(e) if taskrun == Taskrun::Sqpoll => Err(io::Error::new(
-            e.kind(),
-            format!("a submission-queue polling thread (SQPOLL) cannot be set up: {e}"),
-        )),
-        r => r.or_else(|_| IoUring::builder().build(entries)),
-    }
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::builder().build(entries))
 }
 
 /// Whether this kernel lets us create a ring at all (seccomp, sysctl
@@ -153,11 +93,7 @@ impl IoUringEngine {
         }
         let bufs = Buffers::new(qd, bs, seed)?;
         let entries = (qd as u32).next_power_of_two().max(2);
-        let mut mode = Mode::from_env();
-        if sqpoll {
-            mode.taskrun = Taskrun::Sqpoll;
-        }
-        let ring = build_ring(entries, mode.taskrun)?;
+        let ring = build_ring(entries, sqpoll)?;
         let fds: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
         ring.submitter().register_files(&fds)?;
         let iovecs: Vec<libc::iovec> = (0..qd)
@@ -175,7 +111,7 @@ impl IoUringEngine {
         if !fixed_bufs {
             notes.push("io_uring: I/O buffers could not be registered (RLIMIT_MEMLOCK?); each I/O maps its buffer, which costs some CPU");
         }
-        if mode.taskrun == Taskrun::Sqpoll {
+        if sqpoll {
             notes.push("io_uring_sqpoll: a kernel thread per worker polls the submission queue (it sleeps after 1 s without I/O); it keeps a CPU busy, and that CPU is in the whole-host figures");
         }
         let note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -188,7 +124,6 @@ impl IoUringEngine {
             fixed_bufs,
             busy: vec![false; qd],
             in_flight: 0,
-            mode,
             #[cfg(test)]
             fault,
             _files: files,
@@ -343,14 +278,15 @@ impl Engine for IoUringEngine {
         }
         self.busy[slot] = true;
         self.in_flight += 1;
-        if self.mode.per_io {
-            self.submit_now()?;
-        }
-        Ok(())
+        // Each I/O goes to the kernel at once with its own io_uring_enter
+        // (with SQPOLL: only a wake-up of the poller when it sleeps), as
+        // fio does by default: on virtio-blk this gave 1.2x the IOPS of one
+        // call submitting every refill (BENCHMARKS.md, issue 27 §1).
+        self.submit_now()
     }
 
     fn submits_on_queue(&self) -> bool {
-        self.mode.per_io
+        true
     }
 
     fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()> {
@@ -361,11 +297,6 @@ impl Engine for IoUringEngine {
             let _ = self.ring.submit();
             return Err(e);
         }
-        let min = if min > 0 {
-            self.mode.wait.clamp(1, self.in_flight.max(1))
-        } else {
-            0
-        };
         loop {
             match self.ring.submit_and_wait(min) {
                 Ok(_) => break,
@@ -512,7 +443,8 @@ pub(crate) mod tests {
             return;
         }
         let (r, mut w) = pipe();
-        let (mut e, _) = IoUringEngine::new(vec![r.try_clone().unwrap()], 4, 4096, 1, false).unwrap();
+        let (mut e, _) =
+            IoUringEngine::new(vec![r.try_clone().unwrap()], 4, 4096, 1, false).unwrap();
         for slot in 0..4 {
             e.queue(slot, read_at_0(4096)).unwrap();
         }
@@ -543,7 +475,8 @@ pub(crate) mod tests {
         }
         let (r, mut w) = pipe();
         test_fault::arm(&r, 0, libc::EIO);
-        let (mut e, _) = IoUringEngine::new(vec![r.try_clone().unwrap()], 8, 512, 1, false).unwrap();
+        let (mut e, _) =
+            IoUringEngine::new(vec![r.try_clone().unwrap()], 8, 512, 1, false).unwrap();
         for slot in 0..8 {
             e.queue(slot, read_at_0(512)).unwrap();
         }
@@ -557,6 +490,33 @@ pub(crate) mod tests {
         let mut got = Vec::new();
         (&r).read_to_end(&mut got).unwrap();
         assert_eq!(got, b"x");
+    }
+
+    /// Each I/O reaches the kernel in `queue`, not later: nothing is left
+    /// in the submission queue, and the worker stamps it before `queue`.
+    #[test]
+    fn queue_submits_each_io_at_once() {
+        if !ring_or_skip() {
+            return;
+        }
+        let (r, mut w) = pipe();
+        let (mut e, _) =
+            IoUringEngine::new(vec![r.try_clone().unwrap()], 4, 512, 1, false).unwrap();
+        assert!(e.submits_on_queue());
+        for slot in 0..4 {
+            e.queue(slot, read_at_0(512)).unwrap();
+            assert!(
+                e.ring.submission().is_empty(),
+                "slot {slot} not submitted by queue"
+            );
+        }
+        assert_eq!(e.in_flight(), 4);
+        w.write_all(&[7; 512]).unwrap();
+        let mut got = Vec::new();
+        e.submit_and_reap(1, &mut |slot, res| got.push((slot, res)))
+            .unwrap();
+        assert_eq!(got.len(), 1, "one pipe write completes one read: {got:?}");
+        assert_eq!(got[0].1, 512);
     }
 
     fn read_at_0(len: usize) -> Request {

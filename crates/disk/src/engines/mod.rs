@@ -33,18 +33,20 @@ pub trait Engine {
     /// How many I/Os this engine keeps in flight at most (buffer slots
     /// `0..depth`).
     fn depth(&self) -> usize;
-    /// Prepares the I/O `rq` on the buffer of `slot` without starting it:
-    /// it is handed to the kernel by the next `submit_and_reap`. The worker
-    /// takes an I/O's start time just before that call, so latency covers
-    /// the submission itself.
+    /// Prepares the I/O `rq` on the buffer of `slot`. An engine whose
+    /// `submits_on_queue` is true hands it to the kernel here (io_uring:
+    /// one `io_uring_enter` per I/O); the others start it in the next
+    /// `submit_and_reap`. The worker takes an I/O's start time just before
+    /// the call that submits it, so latency covers the submission itself.
     fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()>;
-    /// Hands everything queued to the kernel in one go (io_uring: one
-    /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
+    /// Hands everything queued and not yet submitted to the kernel in one
+    /// go (psync: the `pread`/`pwrite` itself) and waits for
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
     /// called once per completion.
     fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()>;
     /// Whether `queue` hands the I/O to the kernel itself (then its start
-    /// time is taken just before `queue`, not before `submit_and_reap`).
+    /// time is taken just before `queue`, not before `submit_and_reap`);
+    /// fixed for an engine's life.
     fn submits_on_queue(&self) -> bool {
         false
     }

@@ -253,7 +253,8 @@ struct Loop<'a, C: Clock> {
     /// so the first fill goes round-robin); an engine with fewer slots
     /// than targets (psync) takes the targets in turn.
     fixed: bool,
-    /// The engine submits each I/O as it is queued: stamp it then.
+    /// The engine submits each I/O as it is queued (io_uring): its start
+    /// is stamped just before `queue`, not in `stamp_pending`.
     eager: bool,
     turn: usize,
     issued_at: Vec<Instant>,
@@ -363,7 +364,8 @@ impl<'a, C: Clock> Loop<'a, C> {
                 len: io.len as usize,
             };
             if self.eager {
-                // Handed to the kernel inside `queue`.
+                // Handed to the kernel inside `queue`: its latency and its
+                // place in the occupancy count start here.
                 let t = self.clock.now();
                 self.issued_at[slot] = t;
                 self.occ.started(t);
@@ -392,13 +394,11 @@ impl<'a, C: Clock> Loop<'a, C> {
     fn stamp_pending(&mut self) -> Option<(usize, usize)> {
         let batch_io = self.pending.first().map(|s| (*s, self.pending.len()));
         if !self.pending.is_empty() {
-            // Every free slot is refilled, and all of them are handed to the
-            // kernel together by the one system call in `reap`, which then
-            // waits for the next completion. Their latency starts just
-            // before that call. (Submitting each I/O with its own call, as
-            // before, kept the last of N refills out of flight for N-1
-            // system calls: at QD 32 some 3-10 slots were idle on average;
-            // docs/disk.md.)
+            // An engine that submits in `submit_and_reap` (iSCSI, psync,
+            // null) starts every refill there: their latency starts just
+            // before that call. io_uring submits each I/O in `queue` and is
+            // stamped in `refill` instead (docs/disk.md, "How iotoll
+            // submits").
             let t = self.clock.now();
             for slot in self.pending.drain(..) {
                 self.issued_at[slot] = t;
