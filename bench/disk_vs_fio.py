@@ -226,11 +226,13 @@ def main():
           f"\nfio {fio_ver}  {a.rounds} rounds x {a.time} s, alternating\n")
 
     # io_uring: fio registers the file and the buffers as iotoll does
-    # (--registerfiles --fixedbufs), and submits the way iotoll does: every
-    # free slot refilled, then one io_uring_enter that submits them all and
-    # waits for a completion (iodepth_batch_submit=QD: fio commits what is
-    # queued before it waits; iodepth_batch_complete_min=1). "fio-each" is
-    # fio's default, one io_uring_enter per I/O, shown for reference.
+    # (--registerfiles --fixedbufs), in two modes. "fio-each" is fio's
+    # default, one io_uring_enter per I/O, which is how iotoll submits since
+    # issue 27 §1. "fio" batches: every free slot refilled, then one
+    # io_uring_enter that submits them all and waits for a completion
+    # (iodepth_batch_submit=QD: fio commits what is queued before it waits;
+    # iodepth_batch_complete_min=1), iotoll's way before. Each iotoll run is
+    # reported against both and against the better of them.
     def uring_fio(qd):
         base = ["--registerfiles", "--fixedbufs"]
         return [("fio", base + [f"--iodepth_batch_submit={qd}", "--iodepth_batch_complete_min=1",
