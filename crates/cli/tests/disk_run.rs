@@ -148,6 +148,29 @@ fn io_uring_keeps_the_requested_depth_in_flight() {
     check_accounting(&doc, 4096.0);
 }
 
+/// `--engine io_uring_sqpoll` (issue 27 §1): the same engine with a
+/// polling kernel thread; the document names it (valid by the schema) and
+/// says what its poller costs. Skipped where the kernel refuses SQPOLL.
+#[test]
+fn io_uring_sqpoll_runs_and_says_what_it_costs() {
+    let out = cmd("disk run --json --ramp 0s --time 1s --size 16m --qd 8")
+        .args(["--engine", "io_uring_sqpoll"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("SQPOLL"), "{err}");
+        eprintln!("SQPOLL unavailable here; test skipped: {err}");
+        return;
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate(&doc);
+    assert_eq!(doc["spec"]["engine"], "io_uring_sqpoll");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("polls the submission queue"), "{notes}");
+    check_accounting(&doc, 4096.0);
+}
+
 #[test]
 fn psync_sequential_write() {
     let doc = disk_json(&words(
