@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import iotoll_run, machine_line, max_rss_kib, rotation, run
+from benchlib import LAST_PROC_CPU_S, iotoll_run, machine_line, max_rss_kib, rotation, run
 
 
 def fio_case(path, size, bs, qd, engine, secs, extra=()):
@@ -38,6 +38,7 @@ def fio_case(path, size, bs, qd, engine, secs, extra=()):
     return {
         "iops": j["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
+        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
         # Little's law on fio's own figures: lat runs from fio's time stamp
         # before it submits (start_time) to the completion it reaps, the
         # interval iotoll's latency covers; clat starts after the submitting
@@ -78,6 +79,7 @@ def fio_jobs(common, jobs, secs, extra=()):
     return {
         "iops": iops,
         "cpu_us_per_io": cpu_s * 1e6 / ios,
+        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
         # Little's law, per job (per worker), on fio's own figures.
         "qd_achieved": iops * lat_ns / 1e9 / len(jobs),
         "qd_clat": iops * (clat_sum / ios) / 1e9 / len(jobs),
@@ -283,17 +285,17 @@ def main():
                 else:
                     res[tool].append(fio_run(fio_args[tool]))
                 x = res[tool][-1]
-                print(f"  round {r + 1} {tool:<14} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO"
+                print(f"  round {r + 1} {tool:<14} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO  {x['proc_us_per_io']:6.2f} own"
                       f"  lat {x['lat_mean_us']:8.1f} us  qd_achieved {x['qd_achieved']:5.2f}", file=sys.stderr)
-        keys = ("iops", "cpu_us_per_io", "lat_mean_us", "qd_achieved")
+        keys = ("iops", "cpu_us_per_io", "proc_us_per_io", "lat_mean_us", "qd_achieved")
         med = {t: {k: statistics.median(x[k] for x in v) for k in keys} for t, v in res.items()}
         inwin = statistics.median(x["in_window_cpu_us_per_io"] for x in res["iotoll"])
         little = statistics.median(x["qd_little"] for x in res["iotoll"])
         print(f"== {name}")
         w = max(len(t) for t in tools) + 2
-        print(f"   {'':{w}}{'median IOPS':>14}{'CPU us/IO (host)':>20}{'lat mean us':>14}{'qd_achieved':>14}")
+        print(f"   {'':{w}}{'median IOPS':>14}{'CPU us/IO (host)':>20}{'(own)':>8}{'lat mean us':>14}{'qd_achieved':>14}")
         for t in tools:
-            print(f"   {t:<{w}}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}"
+            print(f"   {t:<{w}}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}{med[t]['proc_us_per_io']:>8.2f}"
                   f"{med[t]['lat_mean_us']:>14.1f}{med[t]['qd_achieved']:>14.2f}")
         # Each iotoll run against every fio mode, and against the best of
         # them (the highest median IOPS): the bar is the peer in
@@ -304,7 +306,8 @@ def main():
                 f = best if t == "best" else t
                 label = f"best fio ({f})" if t == "best" else t
                 print(f"   ratio {m}/{label}: IOPS {med[m]['iops'] / med[f]['iops']:.3f}   "
-                      f"CPU per I/O {med[m]['cpu_us_per_io'] / med[f]['cpu_us_per_io']:.3f}   "
+                      f"CPU per I/O {med[m]['cpu_us_per_io'] / med[f]['cpu_us_per_io']:.3f}"
+                      f" (own {med[m]['proc_us_per_io'] / med[f]['proc_us_per_io']:.3f})   "
                       f"lat mean {med[m]['lat_mean_us'] / med[f]['lat_mean_us']:.3f}")
         print(f"   (qd_achieved: iotoll measured directly; fio = fio IOPS x fio mean lat"
               f"{'; both per worker (fio job)' if cname == 'multi' else ''}. iotoll's IOPS x mean lat, median: {little:.2f})")
