@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # iotoll vs fio on the same file and access spec, alternating, several rounds,
 # in one run. Prints median IOPS and whole-host CPU per I/O for both and their
-# ratios, and the queue depth each tool kept (qd_achieved). Cases: qd32, qd1, rss
+# ratios (against each fio mode and the best one), and the queue depth each tool kept (qd_achieved). Cases: qd32, qd1, rss
 # (one file), multi (4 files, one worker each), mixed (Iometer File Server).
 # Usage: bench/disk-vs-fio.sh [--rounds N] [--time SECONDS] [--dir DIR] [--size SIZE] [--cases LIST]
 set -euo pipefail

@@ -20,8 +20,9 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
-from benchlib import iotoll_run, machine_line, max_rss_kib, rotation, run
+from benchlib import LAST_PROC_CPU_S, iotoll_run, machine_line, max_rss_kib, rotation, run
 
 
 def fio_case(path, size, bs, qd, engine, secs, extra=()):
@@ -37,6 +38,7 @@ def fio_case(path, size, bs, qd, engine, secs, extra=()):
     return {
         "iops": j["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
+        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
         # Little's law on fio's own figures: lat runs from fio's time stamp
         # before it submits (start_time) to the completion it reaps, the
         # interval iotoll's latency covers; clat starts after the submitting
@@ -77,6 +79,7 @@ def fio_jobs(common, jobs, secs, extra=()):
     return {
         "iops": iops,
         "cpu_us_per_io": cpu_s * 1e6 / ios,
+        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
         # Little's law, per job (per worker), on fio's own figures.
         "qd_achieved": iops * lat_ns / 1e9 / len(jobs),
         "qd_clat": iops * (clat_sum / ios) / 1e9 / len(jobs),
@@ -98,16 +101,25 @@ def fio_mixed(path, size, secs, extra=()):
     return fio_jobs(common, [[f"--filename={path}"]], secs, extra)
 
 
-def iotoll_case(exe, path, bs, qd, engine, secs):
+def variant_cmd(exe, variant):
+    """The start of an iotoll command line for a variant: (env assignments,
+    extra arguments) as `--variant` parsed them."""
+    env, args = variant
+    return (["env", *env] if env else []) + [exe], list(args)
+
+
+def iotoll_case(exe, path, bs, qd, engine, secs, variant=((), ())):
+    pre, extra = variant_cmd(exe, variant)
     cmd = [
-        exe, "disk", "run", "--target", path, "--bs", bs, "--read", "100", "--random", "100",
+        *pre, "disk", "run", *extra, "--target", path, "--bs", bs, "--read", "100", "--random", "100",
         "--qd", str(qd), "--engine", engine, "--align", bs, "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db",
     ]
     return iotoll_run(cmd)
 
 
-def iotoll_multi(exe, paths, secs):
-    cmd = [exe, "disk", "run"]
+def iotoll_multi(exe, paths, secs, variant=((), ())):
+    pre, extra = variant_cmd(exe, variant)
+    cmd = [*pre, "disk", "run", *extra]
     for p in paths:
         cmd += ["--target", p]
     cmd += ["--workers", "1", "--qd", "8", "--bs", "4k", "--read", "100", "--random", "100",
@@ -115,10 +127,11 @@ def iotoll_multi(exe, paths, secs):
     return iotoll_run(cmd)
 
 
-def iotoll_mixed(exe, path, secs):
+def iotoll_mixed(exe, path, secs, variant=((), ())):
     # 20 % writes: the file is ours, hence --allow-destructive. Alignment 512
     # is fio's with this bssplit (blockalign defaults to the smallest size).
-    cmd = [exe, "disk", "run", "--target", path, "--spec", "iometer-file-server", "--qd", "16", "--engine", "io_uring",
+    pre, extra = variant_cmd(exe, variant)
+    cmd = [*pre, "disk", "run", *extra, "--target", path, "--spec", "iometer-file-server", "--qd", "16", "--engine", "io_uring",
            "--align", "512", "--allow-destructive", "--ramp", "0s", "--time", f"{secs}s", "--json", "--quiet", "--no-db"]
     return iotoll_run(cmd)
 
@@ -182,7 +195,19 @@ def main():
     ap.add_argument("--size", default="1g", help="size of each test file")
     ap.add_argument("--cases", default="qd32,qd1,rss,multi,mixed",
                     help="comma list of qd32, qd1, rss, multi, mixed")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:TOKENS",
+                    help="also run iotoll as NAME in the io_uring cases, side by side with the default;"
+                         " TOKENS (space-separated) are environment assignments (UPPER=value) and extra"
+                         " iotoll arguments, e.g. 'sqpoll:--sqpoll'. Repeatable.")
+    ap.add_argument("--pause-unless", metavar="FILE",
+                    help="before each run, wait while FILE does not exist (a shared machine's 'quiet' flag)")
     a = ap.parse_args()
+    variants = {}
+    for v in a.variant:
+        name, _, toks = v.partition(":")
+        toks = toks.split()
+        env = tuple(t for t in toks if "=" in t and t.split("=")[0].isupper())
+        variants["iotoll-" + name] = (env, tuple(t for t in toks if t not in env))
     wanted = a.cases.split(",")
     os.makedirs(a.dir, exist_ok=True)
     path = os.path.join(a.dir, "disk-vs-fio.tst")
@@ -203,11 +228,13 @@ def main():
           f"\nfio {fio_ver}  {a.rounds} rounds x {a.time} s, alternating\n")
 
     # io_uring: fio registers the file and the buffers as iotoll does
-    # (--registerfiles --fixedbufs), and submits the way iotoll does: every
-    # free slot refilled, then one io_uring_enter that submits them all and
-    # waits for a completion (iodepth_batch_submit=QD: fio commits what is
-    # queued before it waits; iodepth_batch_complete_min=1). "fio-each" is
-    # fio's default, one io_uring_enter per I/O, shown for reference.
+    # (--registerfiles --fixedbufs), in two modes. "fio-each" is fio's
+    # default, one io_uring_enter per I/O, which is how iotoll submits since
+    # issue 27 §1. "fio" batches: every free slot refilled, then one
+    # io_uring_enter that submits them all and waits for a completion
+    # (iodepth_batch_submit=QD: fio commits what is queued before it waits;
+    # iodepth_batch_complete_min=1), iotoll's way before. Each iotoll run is
+    # reported against both and against the better of them.
     def uring_fio(qd):
         base = ["--registerfiles", "--fixedbufs"]
         return [("fio", base + [f"--iodepth_batch_submit={qd}", "--iodepth_batch_complete_min=1",
@@ -216,17 +243,17 @@ def main():
 
     def single(bs, qd, fio_engine, engine):
         return (lambda extra: fio_case(path, size, bs, qd, fio_engine, a.time, extra),
-                lambda: iotoll_case(a.iotoll, path, bs, qd, engine, a.time))
+                lambda v=((), ()): iotoll_case(a.iotoll, path, bs, qd, engine, a.time, v))
 
     cases = {
         "qd32": ("4k randread QD32 io_uring",) + single("4k", 32, "io_uring", "io_uring") + (uring_fio(32),),
         "qd1": ("4k randread QD1 psync",) + single("4k", 1, "psync", "psync") + ([("fio", [])],),
         "multi": ("4 files x 1 worker, 4k randread QD8 each, io_uring",
                   lambda extra: fio_multi(multi_paths, sizes.get(multi_paths[0]), a.time, extra),
-                  lambda: iotoll_multi(a.iotoll, multi_paths, a.time), uring_fio(8)),
+                  lambda v=((), ()): iotoll_multi(a.iotoll, multi_paths, a.time, v), uring_fio(8)),
         "mixed": ("Iometer File Server (512B-64k, 80 % read, random) QD16 io_uring",
                   lambda extra: fio_mixed(mixed_path, sizes.get(mixed_path), a.time, extra),
-                  lambda: iotoll_mixed(a.iotoll, mixed_path, a.time), uring_fio(16)),
+                  lambda v=((), ()): iotoll_mixed(a.iotoll, mixed_path, a.time, v), uring_fio(16)),
     }
     if "mixed" in wanted:
         off, mem, how = dio_alignment(mixed_path)
@@ -240,36 +267,52 @@ def main():
             print()
     for cname in (c for c in wanted if c in cases):
         name, fio_run, iotoll_run_, fios = cases[cname]
-        tools = [t for t, _ in fios] + ["iotoll"]
+        fio_tools = [t for t, _ in fios]
+        # Variants only where the engine is io_uring (psync has no modes).
+        mine = ["iotoll"] + (list(variants) if "io_uring" in name else [])
+        tools = fio_tools + mine
         fio_args = dict(fios)
         res = {t: [] for t in tools}
         for r in range(a.rounds):
             # Rotate the order every round.
             order = rotation(tools, r)
             for tool in order:
+                wait_for(a.pause_unless)
                 if tool == "iotoll":
                     res[tool].append(iotoll_run_())
+                elif tool in variants:
+                    res[tool].append(iotoll_run_(variants[tool]))
                 else:
                     res[tool].append(fio_run(fio_args[tool]))
                 x = res[tool][-1]
-                print(f"  round {r + 1} {tool:<8} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO"
+                print(f"  round {r + 1} {tool:<14} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO  {x['proc_us_per_io']:6.2f} own"
                       f"  lat {x['lat_mean_us']:8.1f} us  qd_achieved {x['qd_achieved']:5.2f}", file=sys.stderr)
-        keys = ("iops", "cpu_us_per_io", "lat_mean_us", "qd_achieved")
+        keys = ("iops", "cpu_us_per_io", "proc_us_per_io", "lat_mean_us", "qd_achieved")
         med = {t: {k: statistics.median(x[k] for x in v) for k in keys} for t, v in res.items()}
         inwin = statistics.median(x["in_window_cpu_us_per_io"] for x in res["iotoll"])
         little = statistics.median(x["qd_little"] for x in res["iotoll"])
         print(f"== {name}")
-        print(f"   {'':10}{'median IOPS':>14}{'CPU us/IO (host)':>20}{'lat mean us':>14}{'qd_achieved':>14}")
+        w = max(len(t) for t in tools) + 2
+        print(f"   {'':{w}}{'median IOPS':>14}{'CPU us/IO (host)':>20}{'(own)':>8}{'lat mean us':>14}{'qd_achieved':>14}")
         for t in tools:
-            print(f"   {t:<10}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}"
+            print(f"   {t:<{w}}{med[t]['iops']:>14.0f}{med[t]['cpu_us_per_io']:>20.2f}{med[t]['proc_us_per_io']:>8.2f}"
                   f"{med[t]['lat_mean_us']:>14.1f}{med[t]['qd_achieved']:>14.2f}")
-        for t in tools[:-1]:
-            print(f"   ratio iotoll/{t}: IOPS {med['iotoll']['iops'] / med[t]['iops']:.3f}   "
-                  f"CPU per I/O {med['iotoll']['cpu_us_per_io'] / med[t]['cpu_us_per_io']:.3f}")
+        # Each iotoll run against every fio mode, and against the best of
+        # them (the highest median IOPS): the issue's bar is the peer in
+        # its best mode, not only the like-for-like one.
+        best = max(fio_tools, key=lambda t: med[t]["iops"])
+        for m in mine:
+            for t in fio_tools + (["best"] if len(fio_tools) > 1 else []):
+                f = best if t == "best" else t
+                label = f"best fio ({f})" if t == "best" else t
+                print(f"   ratio {m}/{label}: IOPS {med[m]['iops'] / med[f]['iops']:.3f}   "
+                      f"CPU per I/O {med[m]['cpu_us_per_io'] / med[f]['cpu_us_per_io']:.3f}"
+                      f" (own {med[m]['proc_us_per_io'] / med[f]['proc_us_per_io']:.3f})   "
+                      f"lat mean {med[m]['lat_mean_us'] / med[f]['lat_mean_us']:.3f}")
         print(f"   (qd_achieved: iotoll measured directly; fio = fio IOPS x fio mean lat"
               f"{'; both per worker (fio job)' if cname == 'multi' else ''}. iotoll's IOPS x mean lat, median: {little:.2f})")
         if "qd_clat" in res[tools[0]][0]:
-            clat = {t: statistics.median(x["qd_clat"] for x in res[t]) for t in tools[:-1]}
+            clat = {t: statistics.median(x["qd_clat"] for x in res[t]) for t in fio_tools}
             print("   (fio IOPS x mean clat, median: " + ", ".join(f"{t} {v:.2f}" for t, v in clat.items()) + ")")
         print(f"   (iotoll's own in-window cpu_us_per_io, median: {inwin:.2f})")
         if cname == "multi":
@@ -282,6 +325,14 @@ def main():
         return
     rss = rss_check(a.iotoll, path, min(a.time, 5))
     print(f"== RSS, 4 workers x QD 256 x 64k: {rss / 1024:.1f} MiB max RSS (I/O buffers: 64.0 MiB)")
+
+
+def wait_for(path):
+    """Waits while `path` (if given) does not exist, polling every 30 s."""
+    if path and not os.path.exists(path):
+        print(f"  (paused: {path} is absent)", file=sys.stderr)
+        while not os.path.exists(path):
+            time.sleep(30)
 
 
 def multi_sanity(res, tools):

@@ -87,7 +87,7 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     burst_len: u32,
-    /// I/O engine: io_uring, psync, null (completes every I/O at once, touching nothing) or iscsi (for iscsi:// targets) [default: iscsi for iscsi:// targets, else io_uring, psync with a note if unavailable].
+    /// I/O engine: io_uring, io_uring_sqpoll (a kernel thread polls the submission queue: no system call per I/O, but it keeps a CPU busy, counted in whole-host CPU), psync, null (completes every I/O at once, touching nothing) or iscsi (for iscsi:// targets) [default: iscsi for iscsi:// targets, else io_uring, psync with a note if unavailable].
     #[arg(long, value_name = "ENGINE", value_parser = EngineChoice::parse)]
     engine: Option<EngineChoice>,
     /// Go through the page cache instead of O_DIRECT.

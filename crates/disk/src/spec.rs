@@ -13,6 +13,8 @@ pub enum EngineChoice {
     /// io_uring, or psync with a note if io_uring is unavailable.
     Auto,
     IoUring,
+    /// io_uring with a submission-queue polling kernel thread.
+    IoUringSqpoll,
     Psync,
     /// Completes every I/O at once, touching nothing.
     Null,
@@ -32,6 +34,7 @@ impl EngineChoice {
         match self {
             EngineChoice::Auto => None,
             EngineChoice::IoUring => Some(EngineKind::IoUring),
+            EngineChoice::IoUringSqpoll => Some(EngineKind::IoUringSqpoll),
             EngineChoice::Psync => Some(EngineKind::Psync),
             EngineChoice::Null => Some(EngineKind::Null),
             EngineChoice::Iscsi => Some(EngineKind::Iscsi),
@@ -44,11 +47,12 @@ impl EngineChoice {
         let kind = EngineKind::from_name(s);
         match s {
             "auto" => Ok(Auto),
-            _ => (([IoUring, Psync, Null, Iscsi].into_iter()).find(|c| c.kind() == kind))
-                .ok_or_else(|| {
-                    let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-                    format!("unknown engine '{s}': use auto, {}", names.join(", "))
-                }),
+            _ => (([IoUring, IoUringSqpoll, Psync, Null, Iscsi].into_iter())
+                .find(|c| c.kind() == kind))
+            .ok_or_else(|| {
+                let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown engine '{s}': use auto, {}", names.join(", "))
+            }),
         }
     }
 }
@@ -471,6 +475,7 @@ mod tests {
         let lun = "iscsi://127.0.0.1:3260/iqn.2026-11.test:t/0";
         for e in [
             EngineChoice::IoUring,
+            EngineChoice::IoUringSqpoll,
             EngineChoice::Psync,
             EngineChoice::Null,
         ] {
@@ -488,7 +493,10 @@ mod tests {
             assert_eq!(EngineChoice::parse(k.name()).unwrap().kind(), Some(k));
         }
         let err = EngineChoice::parse("aio").unwrap_err();
-        assert!(err.contains("io_uring, psync, null, iscsi"), "{err}");
+        assert!(
+            err.contains("io_uring, io_uring_sqpoll, psync, null, iscsi"),
+            "{err}"
+        );
         // A synchronous engine asks for one I/O per worker whatever --qd.
         assert_eq!(EngineKind::Psync.requested_depth(32, 4), 1);
         assert_eq!(EngineKind::IoUring.requested_depth(32, 4), 128);

@@ -92,9 +92,9 @@ pub struct DiskSpec {
     #[schemars(range(min = 1))]
     pub burst_len: Option<u32>,
     /// The engine that ran, and what was asked.
-    #[schemars(extend("enum" = ["io_uring", "psync", "null", "iscsi"]))]
+    #[schemars(extend("enum" = ["io_uring", "io_uring_sqpoll", "psync", "null", "iscsi"]))]
     pub engine: String,
-    #[schemars(extend("enum" = ["auto", "io_uring", "psync", "null", "iscsi"]))]
+    #[schemars(extend("enum" = ["auto", "io_uring", "io_uring_sqpoll", "psync", "null", "iscsi"]))]
     pub engine_requested: String,
     /// O_DIRECT (false with `--buffered`).
     pub direct: bool,

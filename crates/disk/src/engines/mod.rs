@@ -33,16 +33,23 @@ pub trait Engine {
     /// How many I/Os this engine keeps in flight at most (buffer slots
     /// `0..depth`).
     fn depth(&self) -> usize;
-    /// Prepares the I/O `rq` on the buffer of `slot` without starting it:
-    /// it is handed to the kernel by the next `submit_and_reap`. The worker
-    /// takes an I/O's start time just before that call, so latency covers
-    /// the submission itself.
+    /// Prepares the I/O `rq` on the buffer of `slot`. An engine whose
+    /// `submits_on_queue` is true hands it to the kernel here (io_uring:
+    /// one `io_uring_enter` per I/O); the others start it in the next
+    /// `submit_and_reap`. The worker takes an I/O's start time just before
+    /// the call that submits it, so latency covers the submission itself.
     fn queue(&mut self, slot: usize, rq: Request) -> io::Result<()>;
-    /// Hands everything queued to the kernel in one go (io_uring: one
-    /// `io_uring_enter`; psync: the `pread`/`pwrite` itself) and waits for
+    /// Hands everything queued and not yet submitted to the kernel in one
+    /// go (psync: the `pread`/`pwrite` itself) and waits for
     /// at least `min` completions (0: do not wait); `done(slot, result)` is
     /// called once per completion.
     fn submit_and_reap(&mut self, min: usize, done: Done) -> io::Result<()>;
+    /// Whether `queue` hands the I/O to the kernel itself (then its start
+    /// time is taken just before `queue`, not before `submit_and_reap`);
+    /// fixed for an engine's life.
+    fn submits_on_queue(&self) -> bool {
+        false
+    }
     /// Cancels and reaps every I/O still in flight (bounded wait), before
     /// an error path gives up on the engine; returns how many completions
     /// were reaped. Dropping an engine drains it too: its buffers are never
@@ -90,6 +97,9 @@ fn files(engine: EngineKind, opened: Vec<Opened>) -> io::Result<Vec<File>> {
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
     IoUring,
+    /// io_uring with a kernel thread polling its submission queue
+    /// (SQPOLL): for users who can spare a core.
+    IoUringSqpoll,
     Psync,
     Null,
     Iscsi,
@@ -112,8 +122,9 @@ pub struct Caps {
 
 impl EngineKind {
     /// Every engine: the one list of their names.
-    pub const ALL: [EngineKind; 4] = [
+    pub const ALL: [EngineKind; 5] = [
         EngineKind::IoUring,
+        EngineKind::IoUringSqpoll,
         EngineKind::Psync,
         EngineKind::Null,
         EngineKind::Iscsi,
@@ -122,6 +133,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::IoUring => "io_uring",
+            EngineKind::IoUringSqpoll => "io_uring_sqpoll",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
             EngineKind::Iscsi => "iscsi",
@@ -132,13 +144,16 @@ impl EngineKind {
     pub fn from_name(s: &str) -> Option<EngineKind> {
         match s {
             "io-uring" | "iouring" => Some(EngineKind::IoUring),
+            "io-uring-sqpoll" | "iouring-sqpoll" => Some(EngineKind::IoUringSqpoll),
             _ => EngineKind::ALL.into_iter().find(|k| k.name() == s),
         }
     }
 
     pub fn caps(self) -> Caps {
         let (queued, max_depth, iscsi_targets) = match self {
-            EngineKind::IoUring => (true, Some(io_uring::MAX_DEPTH), false),
+            EngineKind::IoUring | EngineKind::IoUringSqpoll => {
+                (true, Some(io_uring::MAX_DEPTH), false)
+            }
             EngineKind::Psync => (false, Some(1), false),
             EngineKind::Null => (true, None, false),
             EngineKind::Iscsi => (true, None, true),
@@ -182,9 +197,10 @@ impl EngineKind {
                     .collect::<io::Result<Vec<_>>>()?;
                 Box::new(iscsi::IscsiEngine::new(luns, depth, bs, seed)?)
             }
-            EngineKind::IoUring => {
+            EngineKind::IoUring | EngineKind::IoUringSqpoll => {
                 let files = files(self, opened)?;
-                let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed)?;
+                let sqpoll = self == EngineKind::IoUringSqpoll;
+                let (e, note) = io_uring::IoUringEngine::new(files, depth, bs, seed, sqpoll)?;
                 return Ok((Box::new(e), note));
             }
             EngineKind::Psync => Box::new(psync::PsyncEngine::new(files(self, opened)?, bs, seed)?),

@@ -56,7 +56,7 @@ impl Shared {
 fn choose_engine(spec: &DiskRequest, notes: &mut Vec<String>) -> Result<EngineKind, DiskError> {
     // `validate` has checked that the engine can drive the targets.
     let kind = spec.planned_engine();
-    if kind != EngineKind::IoUring {
+    if !matches!(kind, EngineKind::IoUring | EngineKind::IoUringSqpoll) {
         return Ok(kind);
     }
     match (engines::io_uring::probe(), spec.engine) {

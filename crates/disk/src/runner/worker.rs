@@ -220,6 +220,7 @@ pub(super) fn work(
     clock: &impl Clock,
 ) -> Result<WorkerOut, String> {
     let mut w = Loop::new(plan, engine.depth(), shared, clock);
+    w.eager = engine.submits_on_queue();
     let live = &shared.live[plan.index as usize];
     loop {
         // After a failure (here or in another worker) no new I/O starts;
@@ -252,6 +253,9 @@ struct Loop<'a, C: Clock> {
     /// so the first fill goes round-robin); an engine with fewer slots
     /// than targets (psync) takes the targets in turn.
     fixed: bool,
+    /// The engine submits each I/O as it is queued (io_uring): its start
+    /// is stamped just before `queue`, not in `stamp_pending`.
+    eager: bool,
     turn: usize,
     issued_at: Vec<Instant>,
     reqs: Vec<Request>,
@@ -300,6 +304,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             clock,
             gens,
             fixed: depth >= nt,
+            eager: false,
             turn: 0,
             issued_at: vec![t0; depth],
             reqs: vec![Request::default(); depth],
@@ -358,6 +363,13 @@ impl<'a, C: Clock> Loop<'a, C> {
                 offset: io.offset,
                 len: io.len as usize,
             };
+            if self.eager {
+                // Handed to the kernel inside `queue`: its latency and its
+                // place in the occupancy count start here.
+                let t = self.clock.now();
+                self.issued_at[slot] = t;
+                self.occ.started(t);
+            }
             engine.queue(slot, rq).map_err(|e| {
                 format!(
                     "worker {}: {}: queueing a {} failed: {e}",
@@ -369,7 +381,9 @@ impl<'a, C: Clock> Loop<'a, C> {
             self.reqs[slot] = rq;
             self.line_of[slot] = io.line;
             self.in_burst += 1;
-            self.pending.push(slot);
+            if !self.eager {
+                self.pending.push(slot);
+            }
         }
         Ok(())
     }
@@ -380,13 +394,11 @@ impl<'a, C: Clock> Loop<'a, C> {
     fn stamp_pending(&mut self) -> Option<(usize, usize)> {
         let batch_io = self.pending.first().map(|s| (*s, self.pending.len()));
         if !self.pending.is_empty() {
-            // Every free slot is refilled, and all of them are handed to the
-            // kernel together by the one system call in `reap`, which then
-            // waits for the next completion. Their latency starts just
-            // before that call. (Submitting each I/O with its own call, as
-            // before, kept the last of N refills out of flight for N-1
-            // system calls: at QD 32 some 3-10 slots were idle on average;
-            // docs/disk.md.)
+            // An engine that submits in `submit_and_reap` (iSCSI, psync,
+            // null) starts every refill there: their latency starts just
+            // before that call. io_uring submits each I/O in `queue` and is
+            // stamped in `refill` instead (docs/disk.md, "How iotoll
+            // submits").
             let t = self.clock.now();
             for slot in self.pending.drain(..) {
                 self.issued_at[slot] = t;
