@@ -95,17 +95,13 @@ fn host_metrics(h: &HostFigures) -> Metrics {
 /// the clients sent being what the servers received (as the Iometer
 /// export's endpoint row has it).
 fn servers_metric(m: &str) -> Option<String> {
-    match m {
-        mn::TX_MBIT_S => return Some(mn::RX_MBIT_S.into()),
-        mn::RX_MBIT_S => return Some(mn::TX_MBIT_S.into()),
-        _ => {}
-    }
     let cpu = m == mn::CPU_PCT || m.contains("_per_cpu_pct") || m.starts_with("cpu_us_per_");
-    if !cpu {
-        return Some(m.to_string());
+    match m {
+        mn::TX_MBIT_S => Some(mn::RX_MBIT_S.into()),
+        mn::RX_MBIT_S => Some(mn::TX_MBIT_S.into()),
+        _ if !cpu => Some(m.to_string()),
+        _ => Some(format!("remote_{m}")).filter(|r| mn::metric_def(r).is_some()),
     }
-    let r = format!("remote_{m}");
-    mn::metric_def(&r).is_some().then_some(r)
 }
 
 /// The totals rows, as (servers, role): the document's own figures,
@@ -129,13 +125,6 @@ fn total_value(mh: &MultiHost, servers: bool, m: &str) -> Option<f64> {
         m.to_string()
     };
     mh.totals.get(&key).copied()
-}
-
-/// A CPU-count cell of a totals row: the document's `cpus` (or
-/// `remote_cpus`), machines sharing a kernel counted once.
-fn total_cpus(mh: &MultiHost, servers: bool) -> String {
-    let k = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
-    count(mh.totals.get(k).copied())
 }
 
 /// The per-host table of one configuration: every host's figures over its
@@ -185,7 +174,13 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         })
         .collect();
     for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
-        let mut cells = vec!["total".into(), role.into(), total_cpus(mh, servers)];
+        // The document's CPU count, machines sharing a kernel counted once.
+        let cpus = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
+        let mut cells = vec![
+            "total".into(),
+            role.into(),
+            count(mh.totals.get(cpus).copied()),
+        ];
         cells.extend(
             cols.iter()
                 .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
@@ -220,13 +215,19 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             .flat_map(|h| h.notes.iter().map(move |n| format!("{}: {n}", h.name))),
     );
     Table {
-        title: match label_of {
-            Some(l) => format!("{name}: hosts — {l}"),
-            None => format!("{name}: hosts"),
-        },
+        title: titled(name, "hosts", label_of),
         head,
         rows,
         note: Some(note.join(" ")),
+    }
+}
+
+/// A table's title: the test, what the table shows, and the configuration
+/// when there are several.
+fn titled(name: &str, what: &str, label_of: Option<&str>) -> String {
+    match label_of {
+        Some(l) => format!("{name}: {what} — {l}"),
+        None => format!("{name}: {what}"),
     }
 }
 
@@ -264,43 +265,31 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
     let mut out = Vec::new();
     let t = &mh.totals;
     let hosts = &mh.hosts;
-    let sum_of = |k: &str, hs: &[&HostFigures]| -> Option<f64> {
-        hs.iter().map(|h| h.metrics.get(k).copied()).sum()
+    let sum_of = |k: &str, role: Option<&str>| -> Option<f64> {
+        let hs = hosts.iter().filter(|h| role.is_none_or(|r| h.role == r));
+        hs.map(|h| h.metrics.get(k).copied()).sum()
     };
-    let all: Vec<&HostFigures> = hosts.iter().collect();
     // Every byte is sent by one host: the hosts' sent rates add up to the
     // test's goodput. Disk I/Os and transactions are each one host's.
-    let (what, sum, total) = match kind {
-        Kind::NetStream => (
-            "sent Mbit/s",
-            sum_of(mn::TX_MBIT_S, &all),
-            t.get(mn::MBIT_S),
+    let (what, key, role, of) = match kind {
+        Kind::NetStream => ("hosts' sent Mbit/s", mn::TX_MBIT_S, None, mn::MBIT_S),
+        Kind::Disk => ("hosts' IOPS", mn::IOPS, None, mn::IOPS),
+        Kind::NetRr => (
+            "hosts' clients' transactions/s",
+            mn::TRANS_S,
+            Some("client"),
+            mn::TRANS_S,
         ),
-        Kind::Disk => ("IOPS", sum_of(mn::IOPS, &all), t.get(mn::IOPS)),
-        Kind::NetRr => {
-            let clients: Vec<&HostFigures> = hosts.iter().filter(|h| h.role == "client").collect();
-            (
-                "clients' transactions/s",
-                sum_of(mn::TRANS_S, &clients),
-                t.get(mn::TRANS_S),
-            )
-        }
     };
-    if let (Some(sum), Some(&total)) = (sum, total) {
-        if disagree(sum, total) {
-            out.push(format!(
-                "⚠ The hosts' {what} add up to {}, the total is {}.",
-                num(Some(sum)),
-                num(Some(total))
-            ));
-        }
-    }
-    if !mh.pairs.is_empty() {
-        let sum: f64 = mh.pairs.iter().map(|p| p.mbit_s).sum();
-        if let Some(&total) = t.get(mn::MBIT_S) {
+    let pairs = (!mh.pairs.is_empty()).then(|| mh.pairs.iter().map(|p| p.mbit_s).sum());
+    for (what, sum, total) in [
+        (what, sum_of(key, role), t.get(of)),
+        ("pairs' Mbit/s", pairs, t.get(mn::MBIT_S)),
+    ] {
+        if let (Some(sum), Some(&total)) = (sum, total) {
             if disagree(sum, total) {
                 out.push(format!(
-                    "⚠ The pairs' Mbit/s add up to {}, the total is {}.",
+                    "⚠ The {what} add up to {}, the total is {}.",
                     num(Some(sum)),
                     num(Some(total))
                 ));
@@ -482,16 +471,14 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
         .collect()
 }
 
-/// Width of the bar chart's plot area in pixels (the chart's width less
-/// its axes' label areas and margins), and of a label's character.
-const PLOT_W: usize = charts::W as usize - 80 - 60 - 24;
-const CHAR_W: usize = 7;
-
 /// Every how many bars a host is named so that names do not overlap (the
 /// per-host table names them all).
 pub fn label_every(name_lengths: impl Iterator<Item = usize>, bars: usize) -> usize {
-    let widest = name_lengths.max().unwrap_or(0) * CHAR_W + 10;
-    (bars * widest).div_ceil(PLOT_W).max(1)
+    // The bar chart's plot area: the chart's width less its axes' label
+    // areas and margins.
+    let plot_w = (charts::W as i32 - charts::BARS_PLOT_MARGIN) as usize;
+    let widest = name_lengths.max().unwrap_or(0) * charts::CHAR_W as usize + 10;
+    (bars * widest).div_ceil(plot_w).max(1)
 }
 
 fn median(sorted: &[f64]) -> Option<f64> {
@@ -515,14 +502,6 @@ fn each_way(p: &PairFigures) -> (f64, f64) {
     } else {
         (0.0, 0.0)
     }
-}
-
-/// Jain's fairness index over the pairs' rates: (Σx)² / (n Σx²).
-fn jain(pairs: &[PairFigures]) -> Option<f64> {
-    let n = pairs.len() as f64;
-    let s: f64 = pairs.iter().map(|p| p.mbit_s).sum();
-    let s2: f64 = pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum();
-    (n > 0.0 && s2 > 0.0).then(|| s * s / (n * s2))
 }
 
 /// The endpoint pairs of one configuration's test. `collapse`: past
@@ -586,16 +565,17 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         rows.push(stat("min", &|v| v.first().copied()));
         rows.push(stat("median", &|v| median(v)));
         rows.push(stat("max", &|v| v.last().copied()));
-        let mut sum = vec![format!("sum of {n} pairs"), String::new()];
-        sum.push(count(Some(cols[0].iter().sum())));
-        sum.extend(cols[1..].iter().map(|c| num(Some(c.iter().sum()))));
-        rows.push(total_row(sum));
+        rows.push(stat("sum", &|v| Some(v.iter().sum())));
     }
     let fairness = match mh.totals.get(mn::PAIR_FAIRNESS) {
         Some(f) => format!("Jain's fairness over the pairs' Mbit/s: {:.3}", f),
-        None => jain(&mh.pairs)
-            .map(|f| format!("Jain's fairness over the pairs' Mbit/s (from the pairs): {f:.3}"))
-            .unwrap_or_else(|| "Jain's fairness: – (no pair moved data)".into()),
+        None => iotoll_run::jain_fairness(
+            mh.pairs.len() as f64,
+            mh.pairs.iter().map(|p| p.mbit_s).sum(),
+            mh.pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum(),
+        )
+        .map(|f| format!("Jain's fairness over the pairs' Mbit/s (from the pairs): {f:.3}"))
+        .unwrap_or_else(|| "Jain's fairness: – (no pair moved data)".into()),
     };
     let mut note = format!(
         "{fairness} (1 = every pair the same). Each way: the pair's Mbit/s split by its bytes each way."
@@ -607,10 +587,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         ));
     }
     Table {
-        title: match label_of {
-            Some(l) => format!("{name}: endpoint pairs — {l}"),
-            None => format!("{name}: endpoint pairs"),
-        },
+        title: titled(name, "endpoint pairs", label_of),
         head,
         rows,
         note: Some(note),
