@@ -6,7 +6,7 @@
 //! and role side by side.
 
 use crate::charts;
-use crate::compare::{distinct, first_tests, ConfigData, MultiHost, Row, TestData};
+use crate::compare::{diff_pct, distinct, first_tests, ConfigData, MultiHost, Row, TestData};
 use crate::fmt::{count, num, pct};
 use crate::tables::{metric_cell, TRow, Table};
 use iotoll_model::metrics::{self as mn, label};
@@ -357,12 +357,7 @@ pub fn host_comparison(
                 );
             }
             let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
-            for ci in 1..vals.len() {
-                cells.push(pct(match (of(0), of(ci)) {
-                    (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
-                    _ => None,
-                }));
-            }
+            cells.extend((1..vals.len()).map(|ci| pct(diff_pct(of(0), of(ci)))));
             let mut r = TRow::new(cells);
             r.cell_diff[0] = missing;
             r.total = total;
