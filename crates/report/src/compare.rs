@@ -278,6 +278,8 @@ pub struct Comparison {
     pub run_ids: Vec<i64>,
     pub rows: Vec<Row>,
     pub groups: Vec<GroupSummary>,
+    /// Per class of like tests, one entry per configuration (baseline
+    /// first).
     pub efficiency: Vec<Efficiency>,
     pub cpu_threshold_pct: Option<f64>,
     /// Per configuration: (tests at or under the threshold, tests with CPU).

@@ -526,21 +526,15 @@ fn disagreement(base: &Efficiency, cand: &Efficiency, what: &str) -> Option<Stri
 fn efficiency_findings(c: &Comparison) -> Vec<(u8, String)> {
     let base = &c.configs[0];
     let mut ranked = Vec::new();
-    let classes = distinct(c.efficiency.iter().map(|e| (e.kind, e.class.clone())));
-    for (kind, class) in classes {
-        let of: Vec<&Efficiency> = c
-            .efficiency
-            .iter()
-            .filter(|e| e.kind == kind && e.class == class)
-            .collect();
-        let Some(b) = of.first() else { continue };
+    // Each class's entries, one per configuration (baseline first).
+    for of in c.efficiency.chunks(c.configs.len().max(1)) {
+        let (b, kind) = (&of[0], of[0].kind);
         let Some(e) = kind.efficiency().find(|e| b.means.contains_key(*e)) else {
             continue;
         };
-        let what = if class.is_empty() {
-            format!("{kind} tests")
-        } else {
-            format!("{kind} tests of {class} transfers")
+        let what = match b.class.as_str() {
+            "" => format!("{kind} tests"),
+            class => format!("{kind} tests of {class} transfers"),
         };
         let rows: Vec<&Row> = c
             .rows
