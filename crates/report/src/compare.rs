@@ -52,6 +52,60 @@ pub struct TestData {
     pub multi: Option<MultiHost>,
 }
 
+impl TestData {
+    /// A stored test as a report shows it; None when it has no figures.
+    fn of(t: &iotoll_store::TestRow) -> Option<TestData> {
+        use iotoll_model::result::INTERFERENCE_NOTE as NOTE;
+        let mut m = iotoll_store::export::selected_metrics(t)?.clone();
+        // The row's derived metrics follow from the row's values (a
+        // mean of per-repetition ratios is not the ratio of the means).
+        iotoll_model::rederive_metrics(&mut m);
+        let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
+        let rep = selected.or(t.reps.first());
+        // The repetitions that stand for the test: the selected one,
+        // or those a mean is over (the clean ones when there are any).
+        let clean = t.reps.iter().any(|r| !r.doc.interfered());
+        let kept_reps: Vec<&iotoll_store::RepRow> = match selected {
+            Some(r) => vec![r],
+            None => (t.reps.iter())
+                .filter(|r| !clean || !r.doc.interfered())
+                .collect(),
+        };
+        let kept = kept_reps.iter().map(|r| &r.doc);
+        let interference = (kept.clone().filter(|d| d.interfered()))
+            .flat_map(|d| {
+                let said = d.notes.iter().filter(|n| n.starts_with(NOTE));
+                let said: Vec<String> = said.cloned().collect();
+                if said.is_empty() {
+                    vec![format!("{NOTE} other processes")]
+                } else {
+                    said
+                }
+            })
+            .collect();
+        Some(TestData {
+            name: t.name.clone(),
+            group: t.group.clone().unwrap_or_else(|| t.kind.to_string()),
+            kind: t.kind,
+            metrics: m,
+            repeatable: t.repeatable,
+            main_metric: iotoll_model::ci::rule_metric(&t.select, t.kind).to_string(),
+            params: t.params.clone(),
+            series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
+            spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
+            interference,
+            same_host_peer: kept.clone().any(|d| d.cpu.same_host == Some(true)),
+            setup: rep
+                .map(|r| crate::differs::setup_of(t.kind, &r.doc))
+                .unwrap_or_default(),
+            multi: match selected {
+                Some(r) => MultiHost::of(r, true),
+                None => crate::reps::mean_of(&kept_reps),
+            },
+        })
+    }
+}
+
 /// One repetition's one-second series, and how it stands for its test.
 #[derive(Debug, Clone, Serialize)]
 pub struct RepSeries {
@@ -117,70 +171,7 @@ impl ConfigData {
     }
 
     pub fn from_run(run: &RunDetail) -> ConfigData {
-        let tests: Vec<TestData> = run
-            .tests
-            .iter()
-            .filter_map(|t| {
-                let mut m = iotoll_store::export::selected_metrics(t)?.clone();
-                // The row's derived metrics follow from the row's values (a
-                // mean of per-repetition ratios is not the ratio of the means).
-                iotoll_model::rederive_metrics(&mut m);
-                let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
-                let rep = selected.or(t.reps.first());
-                // The repetitions that stand for the test: the selected one,
-                // or those a mean is over (the clean ones when there are any).
-                let clean = t.reps.iter().any(|r| !r.doc.interfered());
-                let kept_reps: Vec<&iotoll_store::RepRow> = match selected {
-                    Some(r) => vec![r],
-                    None => (t.reps.iter())
-                        .filter(|r| !clean || !r.doc.interfered())
-                        .collect(),
-                };
-                let kept: Vec<&iotoll_model::ResultDoc> =
-                    kept_reps.iter().map(|r| &r.doc).collect();
-                let interference = kept
-                    .iter()
-                    .filter(|d| d.interfered())
-                    .flat_map(|d| {
-                        let said: Vec<String> = d
-                            .notes
-                            .iter()
-                            .filter(|n| n.starts_with(iotoll_model::result::INTERFERENCE_NOTE))
-                            .cloned()
-                            .collect();
-                        if said.is_empty() {
-                            vec![format!(
-                                "{} other processes",
-                                iotoll_model::result::INTERFERENCE_NOTE
-                            )]
-                        } else {
-                            said
-                        }
-                    })
-                    .collect();
-                let same_host_peer = kept.iter().any(|d| d.cpu.same_host == Some(true));
-                Some(TestData {
-                    name: t.name.clone(),
-                    group: t.group.clone().unwrap_or_else(|| t.kind.to_string()),
-                    kind: t.kind,
-                    metrics: m,
-                    repeatable: t.repeatable,
-                    main_metric: iotoll_model::ci::rule_metric(&t.select, t.kind).to_string(),
-                    params: t.params.clone(),
-                    series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
-                    spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
-                    interference,
-                    same_host_peer,
-                    setup: rep
-                        .map(|r| crate::differs::setup_of(t.kind, &r.doc))
-                        .unwrap_or_default(),
-                    multi: match selected {
-                        Some(r) => MultiHost::of(r, true),
-                        None => crate::reps::mean_of(&kept_reps),
-                    },
-                })
-            })
-            .collect();
+        let tests: Vec<TestData> = run.tests.iter().filter_map(TestData::of).collect();
         let same_host_peer = tests.iter().any(|t| t.same_host_peer);
         ConfigData {
             label: run

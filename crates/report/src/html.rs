@@ -292,15 +292,18 @@ fn group_charts(o: &mut Out, c: &Comparison, configs: &[ConfigData]) -> Markup {
 /// round trip and one-way latency, for request/response) against the
 /// parameter it sweeps.
 fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) -> Vec<Markup> {
-    let tests: Vec<&TestData> = configs[0]
-        .tests
-        .iter()
-        .filter(|t| rows.iter().any(|r| r.test == t.name))
+    // Each configuration's tests of the group.
+    let per: Vec<Vec<&TestData>> = (configs.iter())
+        .map(|c| {
+            (c.tests.iter())
+                .filter(|t| rows.iter().any(|r| r.test == t.name))
+                .collect()
+        })
         .collect();
-    let Some(p) = swept_param(&tests) else {
+    let Some(p) = swept_param(&per[0]) else {
         return Vec::new();
     };
-    let kind = tests[0].kind;
+    let kind = per[0][0].kind;
     let eff = kind.headline_efficiency();
     let mut ms = vec![rows[0].metric.clone(), mn::CPU_PCT.into(), eff.into()];
     if kind == Kind::NetRr {
@@ -313,14 +316,9 @@ fn sweep_charts(o: &mut Out, g: &str, rows: &[&Row], configs: &[ConfigData]) -> 
     let xl = param_label(&p);
     let mut out = Vec::new();
     for m in ms {
-        let series: Vec<charts::Line> = configs
-            .iter()
-            .enumerate()
-            .map(|(ci, cfg)| {
-                let mut pts: Vec<(f64, f64)> = cfg
-                    .tests
-                    .iter()
-                    .filter(|t| rows.iter().any(|r| r.test == t.name))
+        let series: Vec<charts::Line> = (configs.iter().zip(&per).enumerate())
+            .map(|(ci, (cfg, tests))| {
+                let mut pts: Vec<(f64, f64)> = (tests.iter())
                     .filter_map(|t| Some((param_num(&t.params[&p])?, *t.metrics.get(&m)?)))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
