@@ -488,12 +488,7 @@ pub fn compare(
 
 /// The largest (or smallest) of per-test values, with its test.
 fn extreme(v: &[(f64, String)], largest: bool) -> Option<(f64, String)> {
-    v.iter()
-        .cloned()
-        .reduce(|a, b| match (largest, a.0 >= b.0) {
-            (true, true) | (false, false) => a,
-            _ => b,
-        })
+    (v.iter().cloned()).reduce(|a, b| if (a.0 >= b.0) == largest { a } else { b })
 }
 
 /// One group's figures for candidate `ci` (1-based among configurations):
@@ -624,17 +619,6 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 means,
             });
         }
-    }
-    out
-}
-
-/// The first few items of a long list, and how many more there are.
-pub(crate) fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
-    const SHOWN: usize = 6;
-    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
-    let mut out = head.join(sep);
-    if items.len() > SHOWN {
-        out.push_str(&format!("{sep}and {} more", items.len() - SHOWN));
     }
     out
 }

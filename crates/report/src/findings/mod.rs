@@ -17,13 +17,20 @@ fn get(t: &TestData, m: &str) -> Option<f64> {
     t.metrics.get(m).copied().filter(|v| v.is_finite())
 }
 
-fn list(names: &[&str]) -> String {
-    const MAX: usize = 6;
-    if names.len() <= MAX {
-        names.join(", ")
+/// The first few items of a long list joined by `sep`, and after `and`
+/// how many more there are.
+fn some<S: AsRef<str>>(items: &[S], sep: &str, and: &str) -> String {
+    const SHOWN: usize = 6;
+    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
+    if items.len() > SHOWN {
+        format!("{}{and}{} more", head.join(sep), items.len() - SHOWN)
     } else {
-        format!("{} and {} more", names[..MAX].join(", "), names.len() - MAX)
+        head.join(sep)
     }
+}
+
+fn list(names: &[&str]) -> String {
+    some(names, ", ", " and ")
 }
 
 /// The efficiency figures of a run's tests of one kind, per class of like
@@ -385,7 +392,7 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
                 "{} of {} tests: {}",
                 interfered.len(),
                 rows.len(),
-                crate::compare::some(&interfered, "; ")
+                some(&interfered, "; ", "; and ")
             )
         };
         s.push_str(&format!(
