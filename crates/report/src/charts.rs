@@ -405,28 +405,20 @@ pub fn lines(
 ) -> Result<String, String> {
     svg(H, 1, |root| {
         let percent = y_label.contains('%') && !y_label.contains(" per ");
-        let fx = |x: f64| scale.to_axis(x);
-        let pts: Vec<Line> = series
-            .iter()
-            .map(|(ci, l, p)| {
-                (
-                    *ci,
-                    l.clone(),
-                    p.iter()
-                        .filter(|(x, y)| y.is_finite() && (scale == XScale::Linear || *x > 0.0))
-                        .map(|(x, y)| (fx(*x), *y))
-                        .collect(),
-                )
+        // Each line's points on the axes (a log axis has no place for 0).
+        let pts: Vec<Vec<(f64, f64)>> = (series.iter())
+            .map(|s| {
+                (s.2.iter())
+                    .filter(|(x, y)| y.is_finite() && (scale == XScale::Linear || *x > 0.0))
+                    .map(|(x, y)| (scale.to_axis(*x), *y))
+                    .collect()
             })
             .collect();
-        let xs = pts.iter().flat_map(|s| s.2.iter().map(|p| p.0));
+        let xs = pts.iter().flatten().map(|p| p.0);
         let (xmin, xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
         });
-        let ymax = pts
-            .iter()
-            .flat_map(|s| s.2.iter().map(|p| p.1))
-            .fold(0.0f64, f64::max);
+        let ymax = pts.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max);
         let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
             let pad = if scale == XScale::Linear {
                 (xmax - xmin) * 0.03
@@ -477,7 +469,7 @@ pub fn lines(
         }
         let mut entries = Vec::new();
         let n = pts.len();
-        for (k, (ci, label, p)) in pts.iter().enumerate() {
+        for (k, ((ci, label, _), p)) in series.iter().zip(&pts).enumerate() {
             let c = color(*ci);
             // Earlier lines are wider, so a line drawn over an equal one
             // leaves it visible on both sides.
