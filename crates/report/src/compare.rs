@@ -188,7 +188,7 @@ impl ConfigData {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Row {
     pub test: String,
     pub group: String,

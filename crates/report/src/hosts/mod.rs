@@ -451,16 +451,12 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
             };
             Row {
                 test: if i % every == 0 { name } else { String::new() },
-                group: String::new(),
                 metric: kind.headline().into(),
                 values: of(kind.headline()),
                 cpu_pct: of(mn::CPU_PCT),
-                diff_pct: Vec::new(),
                 acceptable: vec![None; per.len()],
-                not_repeatable: false,
-                differs: Vec::new(),
                 interfered: vec![false; per.len()],
-                affected: None,
+                ..Row::default()
             }
         })
         .collect()
