@@ -130,12 +130,9 @@ fn total_value(mh: &MultiHost, servers: bool, m: &str) -> Option<f64> {
 /// The per-host table of one configuration: every host's figures over its
 /// window, then the totals rows.
 pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>) -> Table {
-    let cols: Vec<&str> = columns(kind)
-        .iter()
-        .copied()
-        .filter(|m| {
-            mh.totals.contains_key(*m) || mh.hosts.iter().any(|h| host_metrics(h).contains_key(*m))
-        })
+    let hosts: Vec<Metrics> = mh.hosts.iter().map(host_metrics).collect();
+    let cols: Vec<&str> = (columns(kind).iter().copied())
+        .filter(|m| mh.totals.contains_key(*m) || hosts.iter().any(|h| h.contains_key(*m)))
         .collect();
     let mut head = vec!["host".to_string(), "role".into(), "CPUs".into()];
     head.extend(cols.iter().map(|m| label(m).to_string()));
@@ -145,26 +142,19 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         head.extend(["other processes' CPU %".into(), "steal %".into()]);
     }
     head.extend(["window on (µs)".into(), "window off (µs)".into()]);
-    let mut rows: Vec<TRow> = mh
-        .hosts
-        .iter()
-        .map(|h| {
-            let m = host_metrics(h);
+    let mut rows: Vec<TRow> = (mh.hosts.iter().zip(&hosts))
+        .map(|(h, m)| {
             let mut cells = vec![h.name.clone(), h.role.clone(), h.cpus.to_string()];
-            cells.extend(
-                cols.iter()
-                    .map(|c| metric_cell(c, m.get(*c).copied(), false)),
-            );
+            cells.extend((cols.iter()).map(|c| metric_cell(c, m.get(*c).copied(), false)));
             if judged {
                 cells.extend(match interference(h) {
-                    Some(i) => [
-                        format!(
-                            "{}{}",
-                            num(Some(i.others_pct)),
-                            if i.interfered { " ⚑" } else { "" }
-                        ),
-                        num(Some(i.steal_pct)),
-                    ],
+                    Some(i) => {
+                        let flag = if i.interfered { " ⚑" } else { "" };
+                        [
+                            format!("{}{flag}", num(Some(i.others_pct))),
+                            num(Some(i.steal_pct)),
+                        ]
+                    }
                     None => ["–".into(), "–".into()],
                 });
             }
@@ -173,7 +163,8 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             TRow::new(cells)
         })
         .collect();
-    for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
+    let servers_measured = mh.totals.contains_key(mn::REMOTE_CPU_PCT);
+    for &(servers, role) in total_sides(servers_measured) {
         // The document's CPU count, machines sharing a kernel counted once.
         let cpus = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
         let mut cells = vec![
@@ -181,10 +172,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             role.into(),
             count(mh.totals.get(cpus).copied()),
         ];
-        cells.extend(
-            cols.iter()
-                .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
-        );
+        cells.extend((cols.iter()).map(|c| metric_cell(c, total_value(mh, servers, c), false)));
         let blank = if judged { 4 } else { 2 };
         cells.extend(std::iter::repeat_n("–".to_string(), blank));
         rows.push(total_row(cells));
@@ -193,7 +181,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         "Each host over its own window ({}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
         crate::reps::host_table_source(mh)
     )];
-    note.push(if mh.totals.contains_key(mn::REMOTE_CPU_PCT) {
+    note.push(if servers_measured {
         "Totals as the test measured them: throughput of all hosts; the clients' CPU % (and the servers', as remote CPU) weighted by CPU count.".into()
     } else {
         "Totals as the test measured them: throughput of all hosts, CPU % weighted by CPU count.".into()
