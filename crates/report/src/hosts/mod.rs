@@ -334,17 +334,14 @@ pub fn host_comparison(
     }
     let keys = host_keys(per);
     let mut rows = Vec::new();
+    let get = |v: &Option<Metrics>, m: &str| v.as_ref()?.get(m).copied();
     let row =
         |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
             let mut cells = vec![host, role];
             for v in &vals {
-                cells.extend(
-                    shown.iter().map(|m| {
-                        metric_cell(m, v.as_ref().and_then(|v| v.get(*m).copied()), false)
-                    }),
-                );
+                cells.extend(shown.iter().map(|m| metric_cell(m, get(v, m), false)));
             }
-            let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
+            let of = |ci: usize| get(&vals[ci], thr);
             cells.extend((1..vals.len()).map(|ci| pct(diff_pct(of(0), of(ci)))));
             let mut r = TRow::new(cells);
             r.cell_diff[0] = missing;
@@ -356,9 +353,8 @@ pub fn host_comparison(
             .iter()
             .map(|mh| Some(host_metrics((*mh)?.host(&host, &role)?)))
             .collect();
-        let present: Vec<&str> = (0..labels.len())
-            .filter(|ci| vals[*ci].is_some())
-            .map(|ci| labels[ci].as_str())
+        let present: Vec<&str> = (labels.iter().zip(&vals))
+            .filter_map(|(l, v)| v.as_ref().map(|_| l.as_str()))
             .collect();
         let missing = present.len() < labels.len();
         let cell = if missing {
