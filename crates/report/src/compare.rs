@@ -388,7 +388,7 @@ pub(crate) fn diff_pct(base: Option<f64>, cand: Option<f64>) -> Option<f64> {
     ratio(base, cand).map(|r| (r - 1.0) * 100.0)
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
+pub(crate) fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 

@@ -4,7 +4,8 @@
 //! and the run's notes), and the caveats every report states whatever the
 //! number of configurations.
 
-use crate::compare::{distinct, Comparison, ConfigData, Efficiency, GroupSummary, Row, TestData};
+use crate::compare::{distinct, mean, size_class, Comparison, ConfigData, Efficiency};
+use crate::compare::{GroupSummary, Row, TestData};
 use crate::fmt::{num, pct};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
@@ -44,51 +45,39 @@ fn efficiency_parts(kind: iotoll_model::Kind, tests: &[&TestData], info: &RunInf
                 .test(&t.name)
                 .is_some_and(|i| i.same_host == Some(true))
     };
-    let classes = distinct(tests.iter().map(|t| crate::compare::size_class(t)));
+    let classes = distinct(tests.iter().map(|t| size_class(t)));
     let mut out = Vec::new();
     for class in &classes {
-        let like: Vec<&&TestData> = tests
-            .iter()
-            .filter(|t| &crate::compare::size_class(t) == class)
-            .collect();
-        let mut parts = Vec::new();
-        for e in kind.efficiency() {
-            let v: Vec<f64> = like
-                .iter()
-                .filter(|t| !(crate::tables::remote_cpu_metric(e) && same_host(t)))
-                .filter_map(|t| get(t, e))
-                .collect();
-            if v.is_empty() {
-                continue;
-            }
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            if v.len() == 1 {
-                parts.push(format!("{} {}", num(Some(mean)), label(e)));
-            } else {
+        let like = tests.iter().filter(|t| &size_class(t) == class);
+        let parts: Vec<String> = (kind.efficiency())
+            .filter_map(|e| {
+                let v: Vec<f64> = (like.clone())
+                    .filter(|t| !(crate::tables::remote_cpu_metric(e) && same_host(t)))
+                    .filter_map(|t| get(t, e))
+                    .collect();
+                let m = num(Some(mean(&v)?));
                 let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                parts.push(format!(
-                    "{} {} (mean of {} tests, {} to {})",
-                    num(Some(mean)),
-                    label(e),
-                    v.len(),
-                    num(Some(lo)),
-                    num(Some(hi))
-                ));
-            }
-        }
+                Some(match v.len() {
+                    1 => format!("{m} {}", label(e)),
+                    n => format!(
+                        "{m} {} (mean of {n} tests, {} to {})",
+                        label(e),
+                        num(Some(lo)),
+                        num(Some(hi))
+                    ),
+                })
+            })
+            .collect();
         if parts.is_empty() {
             continue;
         }
-        if classes.len() > 1 {
-            let name = match class.as_str() {
-                "" => "other sizes".to_string(),
-                c => format!("{c} transfers"),
-            };
-            out.push(format!("{name}: {}", parts.join(", ")));
-        } else {
-            out.push(parts.join(", "));
-        }
+        let parts = parts.join(", ");
+        out.push(match class.as_str() {
+            _ if classes.len() == 1 => parts,
+            "" => format!("other sizes: {parts}"),
+            c => format!("{c} transfers: {parts}"),
+        });
     }
     if out.is_empty() {
         String::new()
