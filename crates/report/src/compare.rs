@@ -407,6 +407,7 @@ pub fn compare(
     for first in first_tests(configs) {
         let name = &first.name;
         let m = metric.unwrap_or(&first.main_metric);
+        let group: &str = if by_group { &first.group } else { "all" };
         let per: Vec<Option<&TestData>> = configs.iter().map(|c| c.test(name)).collect();
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
@@ -435,11 +436,7 @@ pub fn compare(
             (per.iter().flatten().next()).and_then(|t| crate::differs::affects(&differs, t));
         rows.push(Row {
             test: name.clone(),
-            group: if by_group {
-                first.group.clone()
-            } else {
-                "all".into()
-            },
+            group: group.into(),
             metric: m.to_string(),
             values,
             cpu_pct,
