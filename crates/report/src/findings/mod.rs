@@ -337,11 +337,13 @@ fn rank(rows: &[&Row]) -> u8 {
 /// the baseline and candidate `ci`.
 fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
     let mut s = String::new();
-    let unaffected: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.affected == Some(false))
-        .map(|r| r.test.as_str())
-        .collect();
+    let tests_where = |keep: fn(&Row) -> bool| -> Vec<&str> {
+        rows.iter()
+            .filter(|r| keep(r))
+            .map(|r| r.test.as_str())
+            .collect()
+    };
+    let unaffected = tests_where(|r| r.affected == Some(false));
     let settings = crate::differs::settings_named(&c.differs);
     if !unaffected.is_empty() && unaffected.len() == rows.len() {
         s.push_str(&format!(
@@ -388,11 +390,7 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
             " ⚑ Interfered on {which} (other processes used the host's CPU: their work is in these CPU and efficiency figures)."
         ));
     }
-    let flagged: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.not_repeatable)
-        .map(|r| r.test.as_str())
-        .collect();
+    let flagged = tests_where(|r| r.not_repeatable);
     if !flagged.is_empty() {
         s.push_str(&format!(
             " ⚠ Not repeatable (repetitions disagreed) on {} of {}, read with care: {}.",
