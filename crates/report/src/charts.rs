@@ -748,11 +748,7 @@ mod tests {
             .filter(|el| el.starts_with("polyline"))
             .flat_map(|el| {
                 let points = el.split("points=\"").nth(1).unwrap_or("");
-                let xs: Vec<f64> = points
-                    .split_whitespace()
-                    .filter_map(|p| p.split(',').next()?.parse().ok())
-                    .collect();
-                xs
+                (points.split_whitespace()).filter_map(|p| p.split(',').next()?.parse().ok())
             })
             .collect();
         assert!(!xs.is_empty(), "no threshold tick");
