@@ -436,7 +436,7 @@ const HOSTS_STYLE: &str = "table.hosts td:nth-child(2),table.hosts th:nth-child(
 /// The multi-host tests: per-host tables and chart, skew, pairs (a long
 /// list's every pair folded away under its summary).
 fn multi_host(drawn: &mut usize, configs: &[ConfigData]) -> Markup {
-    let multi = crate::hosts::tests(configs);
+    let multi = crate::hosts::parts(configs);
     if multi.is_empty() {
         return html! {};
     }
@@ -445,34 +445,32 @@ fn multi_host(drawn: &mut usize, configs: &[ConfigData]) -> Markup {
     }];
     let many = configs.len() > 1;
     let labels: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
-    for mt in &multi {
-        for part in crate::hosts::parts(mt, configs) {
-            parts.push(match part {
-                Part::Table(t) => table(&t, "hosts"),
-                Part::Text(s) => html! { p { (s) } "\n" },
-                Part::Chart {
-                    title,
-                    y_label,
-                    rows,
-                    thinned,
-                } => {
-                    let rows: Vec<&Row> = rows.iter().collect();
-                    let colours = if many { ", one colour per configuration" } else { "" };
-                    let thinned = thinned.map(|k| format!(" One host in {k} is named on the axis (hosts in the order of the table, which names them all).")).unwrap_or_default();
-                    figure(
-                        drawn,
-                        charts::bars(&title, y_label, &rows, &labels, None),
-                        &format!(
-                            "Bars: each host's {y_label} over its own window{colours}; circles: its whole-host CPU % (right axis).{thinned}"
-                        ),
-                        "bars",
-                    )
-                }
-                Part::AllPairs { table, pairs } => {
-                    folded(&format!("{}: all {pairs} pairs", table.title), &table, "hosts")
-                }
-            });
-        }
+    for part in multi {
+        parts.push(match part {
+            Part::Table(t) => table(&t, "hosts"),
+            Part::Text(s) => html! { p { (s) } "\n" },
+            Part::Chart {
+                title,
+                y_label,
+                rows,
+                thinned,
+            } => {
+                let rows: Vec<&Row> = rows.iter().collect();
+                let colours = if many { ", one colour per configuration" } else { "" };
+                let thinned = thinned.map(|k| format!(" One host in {k} is named on the axis (hosts in the order of the table, which names them all).")).unwrap_or_default();
+                figure(
+                    drawn,
+                    charts::bars(&title, y_label, &rows, &labels, None),
+                    &format!(
+                        "Bars: each host's {y_label} over its own window{colours}; circles: its whole-host CPU % (right axis).{thinned}"
+                    ),
+                    "bars",
+                )
+            }
+            Part::AllPairs { table, pairs } => {
+                folded(&format!("{}: all {pairs} pairs", table.title), &table, "hosts")
+            }
+        });
     }
     html! { @for p in &parts { (p) } }
 }

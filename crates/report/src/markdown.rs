@@ -42,11 +42,11 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(o, "\n## Efficiency\n");
         put(&mut o, &tables::efficiency(c, configs));
     }
-    let multi = crate::hosts::tests(configs);
+    let multi = crate::hosts::parts(configs);
     if !multi.is_empty() {
         let _ = writeln!(o, "\n## Multi-host tests\n");
     }
-    for part in multi.iter().flat_map(|mt| crate::hosts::parts(mt, configs)) {
+    for part in multi {
         match part {
             Part::Table(t) => put(&mut o, &[t]),
             Part::Text(s) => {

@@ -6,7 +6,7 @@
 //! and role side by side.
 
 use crate::charts;
-use crate::compare::{diff_pct, distinct, first_tests, ConfigData, MultiHost, Row, TestData};
+use crate::compare::{diff_pct, distinct, first_tests, ConfigData, MultiHost, Row};
 use crate::fmt::{count, num, pct};
 use crate::tables::{metric_cell, TRow, Table};
 use iotoll_model::metrics::{self as mn, label};
@@ -27,29 +27,6 @@ fn total_row(cells: Vec<String>) -> TRow {
 /// Relative difference above which a total and the sum of its parts are
 /// said to disagree (display rounding stays well under it).
 const AGREE: f64 = 0.005;
-
-/// A multi-host test and its breakdown in each configuration (None where
-/// the configuration lacks the test or ran it on one host).
-pub struct MultiTest<'a> {
-    pub test: &'a TestData,
-    pub per: Vec<Option<&'a MultiHost>>,
-}
-
-/// The tests some configuration ran on several hosts, in report order.
-pub fn tests(configs: &[ConfigData]) -> Vec<MultiTest<'_>> {
-    first_tests(configs)
-        .into_iter()
-        .filter_map(|first| {
-            let per: Vec<Option<&MultiHost>> = configs
-                .iter()
-                .map(|c| c.test(&first.name)?.multi.as_ref())
-                .collect();
-            per.iter()
-                .any(Option::is_some)
-                .then_some(MultiTest { test: first, per })
-        })
-        .collect()
-}
 
 /// The per-host columns of a kind: throughput, CPU, the headline
 /// efficiency and the service demand.
@@ -603,52 +580,63 @@ pub enum Part {
     },
 }
 
-/// What a report shows of a multi-host test, in order: with several
-/// configurations the hosts side by side first; the per-host chart; then
-/// each configuration's per-host table, skew and pairs.
-pub fn parts(mt: &MultiTest, configs: &[ConfigData]) -> Vec<Part> {
-    let (name, kind) = (mt.test.name.as_str(), mt.test.kind);
+/// What a report shows of the tests some configuration ran on several
+/// hosts, in report order. Of each: with several configurations the hosts
+/// side by side first; the per-host chart; then each configuration's
+/// per-host table, skew and pairs.
+pub fn parts(configs: &[ConfigData]) -> Vec<Part> {
     let labels: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
     let many = configs.len() > 1;
     let mut out = Vec::new();
-    if many {
-        out.push(Part::Table(host_comparison(name, kind, &mt.per, &labels)));
-    }
-    let rows = chart_rows(kind, &mt.per);
-    let named = rows.iter().filter(|r| !r.test.is_empty()).count();
-    out.push(Part::Chart {
-        title: format!("{name}: {} per host", label(kind.headline())),
-        y_label: label(kind.headline()),
-        thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
-        rows,
-    });
-    for (ci, mh) in mt.per.iter().enumerate() {
-        let Some(mh) = mh else {
-            if many {
-                out.push(Part::Text(format!(
-                    "{}: {name} ran on one host (no per-host figures).",
-                    labels[ci]
-                )));
-            }
+    for first in first_tests(configs) {
+        let (name, kind) = (first.name.as_str(), first.kind);
+        // The test's breakdown in each configuration (None where the
+        // configuration lacks the test or ran it on one host).
+        let per: Vec<Option<&MultiHost>> = (configs.iter())
+            .map(|c| c.test(name)?.multi.as_ref())
+            .collect();
+        if per.iter().all(Option::is_none) {
             continue;
-        };
-        let l = many.then_some(labels[ci].as_str());
-        out.push(Part::Table(host_table(name, kind, mh, l)));
-        if let Some(s) = &mh.skew_us {
-            let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
-            out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
         }
-        // Per adapter of multi-homed hosts (crate::tables).
-        if let Some(t) = crate::tables::adapter_table(name, mh, l) {
-            out.push(Part::Table(t));
+        if many {
+            out.push(Part::Table(host_comparison(name, kind, &per, &labels)));
         }
-        if !mh.pairs.is_empty() {
-            out.push(Part::Table(pair_table(name, mh, l, true)));
-            if mh.pairs.len() > PAIRS_SHOWN {
-                out.push(Part::AllPairs {
-                    table: pair_table(name, mh, l, false),
-                    pairs: mh.pairs.len(),
-                });
+        let rows = chart_rows(kind, &per);
+        let named = rows.iter().filter(|r| !r.test.is_empty()).count();
+        out.push(Part::Chart {
+            title: format!("{name}: {} per host", label(kind.headline())),
+            y_label: label(kind.headline()),
+            thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
+            rows,
+        });
+        for (ci, mh) in per.iter().enumerate() {
+            let Some(mh) = mh else {
+                if many {
+                    out.push(Part::Text(format!(
+                        "{}: {name} ran on one host (no per-host figures).",
+                        labels[ci]
+                    )));
+                }
+                continue;
+            };
+            let l = many.then_some(labels[ci].as_str());
+            out.push(Part::Table(host_table(name, kind, mh, l)));
+            if let Some(s) = &mh.skew_us {
+                let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
+                out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
+            }
+            // Per adapter of multi-homed hosts (crate::tables).
+            if let Some(t) = crate::tables::adapter_table(name, mh, l) {
+                out.push(Part::Table(t));
+            }
+            if !mh.pairs.is_empty() {
+                out.push(Part::Table(pair_table(name, mh, l, true)));
+                if mh.pairs.len() > PAIRS_SHOWN {
+                    out.push(Part::AllPairs {
+                        table: pair_table(name, mh, l, false),
+                        pairs: mh.pairs.len(),
+                    });
+                }
             }
         }
     }
