@@ -221,20 +221,13 @@ fn repeatability(cfg: &ConfigData, info: &RunInfo) -> Option<String> {
 /// Caveats for any number of configurations: smoke runs, interference,
 /// a network peer on this host. A caveat that holds for several
 /// configurations is said once, naming them.
-pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> {
+pub fn caveats(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<String> {
     // (sentence, configurations it holds for), in first-seen order.
     let mut said: Vec<(String, Vec<&str>)> = Vec::new();
-    let mut say = |s: String, who: &'a str| {
-        if let Some(x) = said.iter_mut().find(|x| x.0 == s) {
-            x.1.push(who);
-        } else {
-            said.push((s, vec![who]));
-        }
-    };
     for (cfg, info) in configs.iter().zip(infos) {
-        let who = cfg.label.as_str();
+        let mut mine = Vec::new();
         if let Some(n) = &info.overridden {
-            say(format!("Smoke run: {n}."), who);
+            mine.push(format!("Smoke run: {n}."));
         }
         let interfered: Vec<&str> = info
             .tests
@@ -250,44 +243,40 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
         // With several configurations the comparison's findings name the
         // interfered tests per configuration.
         if !interfered.is_empty() && configs.len() == 1 {
-            say(
-                format!(
-                    "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
-                    list(&interfered)
-                ),
-                who,
-            );
+            mine.push(format!(
+                "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
+                list(&interfered)
+            ));
         } else if busy > 0 && interfered.is_empty() {
-            say(
+            mine.push(
                 "Other processes were using the CPU (see Warnings and notes); whole-host CPU counts them too.".into(),
-                who,
             );
         }
         // Other processes cannot use more of the host than the host used:
         // such a figure is an accounting artefact, and says so.
-        let impossible: Vec<&str> = cfg
-            .tests
-            .iter()
-            .filter(|t| match (get(t, "cpu_others_pct"), get(t, mn::CPU_PCT)) {
-                (Some(o), Some(c)) => o > c + 1.0,
-                _ => false,
+        let impossible: Vec<&str> = (cfg.tests.iter())
+            .filter(|t| {
+                let others = get(t, "cpu_others_pct").zip(get(t, mn::CPU_PCT));
+                others.is_some_and(|(o, c)| o > c + 1.0)
             })
             .map(|t| t.name.as_str())
             .collect();
         if !impossible.is_empty() {
-            say(
-                format!(
-                    "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {}, which cannot be: the per-process accounting is wrong there, so their interference figures are not a measurement.",
-                    list(&impossible)
-                ),
-                who,
-            );
+            mine.push(format!(
+                "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {}, which cannot be: the per-process accounting is wrong there, so their interference figures are not a measurement.",
+                list(&impossible)
+            ));
         }
         if info.same_host() {
-            say(
+            mine.push(
                 "The network peer was this host (same kernel): remote CPU is this host's CPU, not a second machine's, and is not shown as one.".into(),
-                who,
             );
+        }
+        for s in mine {
+            match said.iter_mut().find(|x| x.0 == s) {
+                Some(x) => x.1.push(&cfg.label),
+                None => said.push((s, vec![&cfg.label])),
+            }
         }
     }
     said.into_iter()
