@@ -592,21 +592,17 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 .any(|n| c.test(n).is_some_and(|t| t.same_host_peer))
         });
         for c in configs {
-            let mut means = BTreeMap::new();
-            for e in kind.efficiency() {
-                if same_host && crate::tables::remote_cpu_metric(e) {
-                    continue;
-                }
-                let v: Vec<f64> = names
-                    .iter()
-                    .filter_map(|n| c.test(n).and_then(|t| t.metrics.get(e).copied()))
-                    .collect();
-                if v.len() == names.len() {
-                    if let Some(m) = mean(&v) {
-                        means.insert(e.to_string(), m);
-                    }
-                }
-            }
+            // A mean only where every test of the class has the measure.
+            let means = (kind.efficiency())
+                .filter(|e| !(same_host && crate::tables::remote_cpu_metric(e)))
+                .filter_map(|e| {
+                    let v: Option<Vec<f64>> = names
+                        .iter()
+                        .map(|n| c.test(n)?.metrics.get(e).copied())
+                        .collect();
+                    Some((e.to_string(), mean(&v?)?))
+                })
+                .collect();
             out.push(Efficiency {
                 label: c.label.clone(),
                 kind,
