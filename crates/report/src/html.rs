@@ -364,6 +364,10 @@ fn second_charts(drawn: &mut usize, configs: &[ConfigData], infos: &[RunInfo]) -
                 continue;
             };
             let kept = t.series.len();
+            let ramp_s = infos
+                .get(ci)
+                .and_then(|i| i.test(name))
+                .map_or(0.0, |t| t.ramp_s);
             for (k, r) in t.series.iter().filter(|r| !r.points.is_empty()).enumerate() {
                 let rep = crate::reps::rep_label(r, kept);
                 series.push(SecondSeries {
@@ -376,11 +380,7 @@ fn second_charts(drawn: &mut usize, configs: &[ConfigData], infos: &[RunInfo]) -
                     },
                     throughput: at_middles(&r.points, f),
                     cpu: at_middles(&r.points, |p| p.cpu_pct),
-                    ramp_s: infos
-                        .get(ci)
-                        .and_then(|i| i.test(name))
-                        .map(|t| t.ramp_s)
-                        .unwrap_or(0.0),
+                    ramp_s,
                 });
             }
         }
