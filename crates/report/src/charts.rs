@@ -194,19 +194,17 @@ impl XLabels {
     ) -> Result<(), String> {
         use plotters::style::text_anchor::{HPos, Pos, VPos};
         let base = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
-        let style = if self.rotated {
-            let turned = base.transform(FontTransform::Rotate90);
-            turned.pos(Pos::new(HPos::Left, VPos::Center))
-        } else {
-            base.pos(Pos::new(HPos::Center, VPos::Top))
-        };
         for (name, &(x, y)) in names.iter().zip(at) {
-            let name = if self.rotated {
-                shorten(name, ROTATED_MAX)
+            if self.rotated {
+                let style = base
+                    .transform(FontTransform::Rotate90)
+                    .pos(Pos::new(HPos::Left, VPos::Center));
+                root.draw_text(&shorten(name, ROTATED_MAX), &style, (x, y + 8))
+                    .map_err(e)?;
             } else {
-                name.clone()
-            };
-            root.draw_text(&name, &style, (x, y + 8)).map_err(e)?;
+                let style = base.pos(Pos::new(HPos::Center, VPos::Top));
+                root.draw_text(name, &style, (x, y + 8)).map_err(e)?;
+            }
         }
         Ok(())
     }
