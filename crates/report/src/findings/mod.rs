@@ -565,11 +565,7 @@ pub fn comparison(c: &Comparison) -> Vec<String> {
         let Some(s) = group_sentence(c, g) else {
             continue;
         };
-        let ci = c
-            .configs
-            .iter()
-            .position(|l| l == &g.candidate)
-            .unwrap_or(1);
+        let ci = (c.configs.iter().position(|l| l == &g.candidate)).unwrap_or(1);
         let rows: Vec<&Row> = c
             .rows
             .iter()
@@ -582,11 +578,10 @@ pub fn comparison(c: &Comparison) -> Vec<String> {
     ranked.sort_by_key(|x| x.0);
     let mut f: Vec<String> = ranked.into_iter().map(|x| x.1).collect();
     if let Some(th) = c.cpu_threshold_pct {
-        for (i, (ok, n)) in c.threshold_counts.iter().enumerate() {
+        for (label, (ok, n)) in c.configs.iter().zip(&c.threshold_counts) {
             if *n > 0 {
                 f.push(format!(
-                    "{} stayed under {th} % CPU on {ok} of {n} tests.",
-                    c.configs[i]
+                    "{label} stayed under {th} % CPU on {ok} of {n} tests."
                 ));
             }
         }
