@@ -629,15 +629,8 @@ fn lighter(c: RGBColor, k: usize) -> RGBColor {
 
 #[cfg(test)]
 mod tests {
-    use crate::fixtures::{doc, run};
+    use crate::fixtures::{doc, html_of, run};
     use serde_json::json;
-
-    /// The HTML of a report of `run`, with a CPU threshold.
-    fn html_of(run: &iotoll_store::RunDetail, threshold: Option<f64>) -> String {
-        let (configs, infos): (Vec<_>, Vec<_>) = [run].into_iter().map(crate::load).unzip();
-        let c = crate::compare(&configs, None, true, threshold);
-        crate::html::render(&c, &configs, &infos, "report")
-    }
 
     /// The SVG charts of `html` whose title contains `title`.
     fn charts_titled<'a>(html: &'a str, title: &str) -> Vec<&'a str> {

@@ -208,6 +208,13 @@ pub fn render(runs: &[RunDetail]) -> (String, String) {
     (md, html)
 }
 
+/// The HTML report of `run`, with a CPU threshold.
+pub fn html_of(run: &RunDetail, threshold: Option<f64>) -> String {
+    let (configs, infos): (Vec<_>, Vec<_>) = [run].into_iter().map(crate::load).unzip();
+    let c = crate::compare(&configs, None, true, threshold);
+    crate::html::render(&c, &configs, &infos, "report")
+}
+
 /// With `IOTOLL_REPORT_DUMP=DIR`, writes a rendered report into DIR as
 /// `NAME.md` and `NAME.html`, to look at it as a reader would.
 pub fn dump(name: &str, md: &str, html: &str) {
