@@ -173,16 +173,13 @@ impl ConfigData {
     pub fn from_run(run: &RunDetail) -> ConfigData {
         let tests: Vec<TestData> = run.tests.iter().filter_map(TestData::of).collect();
         let same_host_peer = tests.iter().any(|t| t.same_host_peer);
+        let r = &run.run;
         ConfigData {
-            label: run
-                .run
-                .config
-                .clone()
-                .unwrap_or_else(|| format!("run {}", run.run.id)),
-            run_id: run.run.id,
+            label: r.config.clone().unwrap_or_else(|| format!("run {}", r.id)),
+            run_id: r.id,
             tests,
             disclosure: run.disclosure.clone(),
-            notes: run.run.notes.clone(),
+            notes: r.notes.clone(),
             same_host_peer,
         }
     }
