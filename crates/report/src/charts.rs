@@ -537,9 +537,11 @@ pub struct SecondSeries {
 /// Throughput (solid, left axis) and whole-host CPU % (dashed, right axis)
 /// second by second, one colour per configuration, the ramp-up shaded.
 pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<String, String> {
-    let mut texts: Vec<&str> = vec!["ramp-up (not measured)"];
+    const RAMP: &str = "ramp-up (not measured)";
+    const CPU: &str = "CPU % (dashed, in the line's colour)";
+    let mut texts: Vec<&str> = vec![RAMP];
     texts.extend(series.iter().map(|s| s.label.as_str()));
-    texts.push("CPU % (dashed, in the line's colour)");
+    texts.push(CPU);
     svg(320, legend_rows(texts.into_iter()), |root| {
         let tmax = series
             .iter()
@@ -578,17 +580,13 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             .map_err(e)?;
         let mut entries = Vec::new();
         if ramp > 0.0 {
-            let top = nice_max(ymax);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, 0.0), (ramp.min(tmax), top)],
+                    [(0.0, 0.0), (ramp.min(tmax), nice_max(ymax))],
                     BLACK.mix(0.1).filled(),
                 )))
                 .map_err(e)?;
-            entries.push((
-                Mark::Fill(BLACK.mix(0.1)),
-                "ramp-up (not measured)".to_string(),
-            ));
+            entries.push((Mark::Fill(BLACK.mix(0.1)), RAMP.into()));
         }
         for (k, s) in series.iter().enumerate() {
             let c = lighter(color(s.color), s.shade);
@@ -612,10 +610,7 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 ))
                 .map_err(e)?;
         }
-        entries.push((
-            Mark::Dashed(BLACK),
-            "CPU % (dashed, in the line's colour)".into(),
-        ));
+        entries.push((Mark::Dashed(BLACK), CPU.into()));
         Ok(entries)
     })
 }
