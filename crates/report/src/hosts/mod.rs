@@ -246,6 +246,7 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
             mn::TRANS_S,
         ),
     };
+    // So do the endpoint pairs' rates.
     let pairs = (!mh.pairs.is_empty()).then(|| mh.pairs.iter().map(|p| p.mbit_s).sum());
     for (what, sum, total) in [
         (what, sum_of(key, role), t.get(of)),
