@@ -525,12 +525,10 @@ fn efficiency_findings(c: &Comparison) -> Vec<(u8, String)> {
             .filter(|r| b.names.contains(&r.test))
             .collect();
         for (ci, cand) in of.iter().enumerate().skip(1) {
-            let (Some(bv), Some(v)) = (b.means.get(e), cand.means.get(e)) else {
+            let base_value = b.means.get(e).filter(|bv| **bv > 0.0);
+            let (Some(bv), Some(v)) = (base_value, cand.means.get(e)) else {
                 continue;
             };
-            if *bv <= 0.0 {
-                continue;
-            }
             let verb = if mn::lower_is_better(e) {
                 "used"
             } else {
