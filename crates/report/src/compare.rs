@@ -11,8 +11,7 @@
 //! that row's own values, so what is shown always equals its formula on the
 //! shown numbers, whatever selection produced them.
 
-use iotoll_model::metrics as mn;
-use iotoll_model::metrics::{label, lower_is_better};
+use iotoll_model::metrics::{self as mn, label, lower_is_better};
 use iotoll_model::spec::Spec;
 use iotoll_model::{Kind, Metrics};
 use iotoll_store::RunDetail;

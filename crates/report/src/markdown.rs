@@ -3,12 +3,11 @@
 //! differences.
 
 use crate::compare::{Comparison, ConfigData};
+use crate::fmt::md;
 use crate::hosts::Part;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use std::fmt::Write;
-
-use crate::fmt::md;
 
 pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
     let mut o = heading(c, configs, infos);
