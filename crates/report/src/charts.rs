@@ -47,11 +47,11 @@ fn e<T: std::fmt::Display>(x: T) -> String {
 /// A legend entry's mark.
 #[derive(Clone, Copy)]
 enum Mark {
-    Bar(RGBColor),
+    /// A filled square: a bar's colour, or a band's tint.
+    Fill(RGBAColor),
     Line(RGBColor),
     Dashed(RGBColor),
     Ring,
-    Band(RGBColor, f64),
 }
 
 const LEGEND_H: u32 = 30;
@@ -62,17 +62,10 @@ fn legend<DB: DrawingBackend>(
     entries: &[(Mark, String)],
 ) -> Result<(), String> {
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
-    let mut x = LEGEND_X;
-    let mut y = 14i32;
-    for (mark, text) in entries {
-        // A long legend wraps rather than running off the chart.
-        let w = entry_width(text);
-        if x > LEGEND_X && x + w > W as i32 {
-            x = LEGEND_X;
-            y += LEGEND_H as i32 - 8;
-        }
+    let places = legend_places(entries.iter().map(|x| x.1.as_str()));
+    for ((mark, text), (x, y)) in entries.iter().zip(places) {
         match *mark {
-            Mark::Bar(c) => area
+            Mark::Fill(c) => area
                 .draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()))
                 .map_err(e)?,
             Mark::Line(c) => area
@@ -90,15 +83,8 @@ fn legend<DB: DrawingBackend>(
             Mark::Ring => area
                 .draw(&Circle::new((x + 7, y), 5, BLACK.stroke_width(2)))
                 .map_err(e)?,
-            Mark::Band(c, a) => area
-                .draw(&Rectangle::new(
-                    [(x, y - 6), (x + 14, y + 6)],
-                    c.mix(a).filled(),
-                ))
-                .map_err(e)?,
         }
         area.draw_text(text, &style, (x + 24, y - 7)).map_err(e)?;
-        x += w;
     }
     Ok(())
 }
@@ -111,18 +97,28 @@ fn entry_width(text: &str) -> i32 {
     24 + (text.chars().count() as i32) * 7 + 22
 }
 
-/// Rows the legend of entries with these texts takes.
+/// Where the entries with these texts go, left to right: a long legend
+/// wraps rather than running off the chart.
+fn legend_places<'a>(texts: impl Iterator<Item = &'a str>) -> Vec<(i32, i32)> {
+    let (mut x, mut y) = (LEGEND_X, 14);
+    texts
+        .map(|t| {
+            let w = entry_width(t);
+            if x > LEGEND_X && x + w > W as i32 {
+                x = LEGEND_X;
+                y += LEGEND_H as i32 - 8;
+            }
+            x += w;
+            (x - w, y)
+        })
+        .collect()
+}
+
+/// Rows the legend of entries with these texts takes: one for each entry
+/// that starts a row.
 fn legend_rows<'a>(texts: impl Iterator<Item = &'a str>) -> u32 {
-    let (mut rows, mut x) = (1, LEGEND_X);
-    for t in texts {
-        let w = entry_width(t);
-        if x > LEGEND_X && x + w > W as i32 {
-            rows += 1;
-            x = LEGEND_X;
-        }
-        x += w;
-    }
-    rows
+    let places = legend_places(texts);
+    places.iter().filter(|p| p.0 == LEGEND_X).count().max(1) as u32
 }
 
 /// A chart `h` pixels high with the legend strip of `rows` rows under it
@@ -155,9 +151,9 @@ macro_rules! axis_style {
 
 /// Room left and right of a bar chart's plot: the two axes' labels and
 /// the margins.
-const BARS_PLOT_MARGIN: i32 = 80 + 60 + 24;
+pub(crate) const BARS_PLOT_MARGIN: i32 = 80 + 60 + 24;
 /// About 7 px a character at 13 px, as the legend counts.
-const CHAR_W: i32 = 7;
+pub(crate) const CHAR_W: i32 = 7;
 /// Longest rotated label; longer names are shortened in the middle.
 const ROTATED_MAX: usize = 32;
 
@@ -223,11 +219,9 @@ fn shorten(s: &str, max: usize) -> String {
     }
     let head = (max - 1) / 2;
     let tail = max - 1 - head;
-    let chars: Vec<char> = s.chars().collect();
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[n - tail..]);
-    out
+    let ends =
+        |r: std::ops::Range<usize>| s.chars().skip(r.start).take(r.len()).collect::<String>();
+    format!("{}…{}", ends(0..head), ends(n - tail..n))
 }
 
 /// The CPU % point of a configuration: its colour, with a black rim and a
@@ -313,7 +307,7 @@ pub fn bars(
             ))
             .map_err(e)?;
             entries.push((
-                Mark::Band(THRESHOLD, 0.45),
+                Mark::Fill(THRESHOLD.mix(0.45)),
                 format!("CPU ≤ {} % (threshold)", tick(th)),
             ));
         }
@@ -329,7 +323,7 @@ pub fn bars(
                 })
             });
             chart.draw_series(bars).map_err(e)?;
-            entries.push((Mark::Bar(c), label.clone()));
+            entries.push((Mark::Fill(c.to_rgba()), label.clone()));
         }
         // CPU points after every bar, so no bar hides a point.
         for ci in 0..configs.len() {
@@ -409,28 +403,20 @@ pub fn lines(
 ) -> Result<String, String> {
     svg(H, 1, |root| {
         let percent = y_label.contains('%') && !y_label.contains(" per ");
-        let fx = |x: f64| scale.to_axis(x);
-        let pts: Vec<Line> = series
-            .iter()
-            .map(|(ci, l, p)| {
-                (
-                    *ci,
-                    l.clone(),
-                    p.iter()
-                        .filter(|(x, y)| y.is_finite() && (scale == XScale::Linear || *x > 0.0))
-                        .map(|(x, y)| (fx(*x), *y))
-                        .collect(),
-                )
+        // Each line's points on the axes (a log axis has no place for 0).
+        let pts: Vec<Vec<(f64, f64)>> = (series.iter())
+            .map(|s| {
+                (s.2.iter())
+                    .filter(|(x, y)| y.is_finite() && (scale == XScale::Linear || *x > 0.0))
+                    .map(|(x, y)| (scale.to_axis(*x), *y))
+                    .collect()
             })
             .collect();
-        let xs = pts.iter().flat_map(|s| s.2.iter().map(|p| p.0));
+        let xs = pts.iter().flatten().map(|p| p.0);
         let (xmin, xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
         });
-        let ymax = pts
-            .iter()
-            .flat_map(|s| s.2.iter().map(|p| p.1))
-            .fold(0.0f64, f64::max);
+        let ymax = pts.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max);
         let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
             let pad = if scale == XScale::Linear {
                 (xmax - xmin) * 0.03
@@ -447,20 +433,18 @@ pub fn lines(
         // below), not at powers the test never ran: 5 and 100 connections
         // had no label between 4, 8, 64 and 128.
         let ticks = if scale == XScale::Linear { 10 } else { 0 };
+        let ytop = if percent {
+            nice_max(ymax).min(105.0)
+        } else {
+            nice_max(ymax)
+        };
         let xfmt = |x: &f64| tick(*x);
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 18))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .build_cartesian_2d(
-                xmin..xmax,
-                0f64..if percent {
-                    nice_max(ymax).min(105.0)
-                } else {
-                    nice_max(ymax)
-                },
-            )
+            .build_cartesian_2d(xmin..xmax, 0f64..ytop)
             .map_err(e)?;
         axis_style!(chart.configure_mesh())
             .light_line_style(TRANSPARENT)
@@ -483,7 +467,7 @@ pub fn lines(
         }
         let mut entries = Vec::new();
         let n = pts.len();
-        for (k, (ci, label, p)) in pts.iter().enumerate() {
+        for (k, ((ci, label, _), p)) in series.iter().zip(&pts).enumerate() {
             let c = color(*ci);
             // Earlier lines are wider, so a line drawn over an equal one
             // leaves it visible on both sides.
@@ -553,9 +537,11 @@ pub struct SecondSeries {
 /// Throughput (solid, left axis) and whole-host CPU % (dashed, right axis)
 /// second by second, one colour per configuration, the ramp-up shaded.
 pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<String, String> {
-    let mut texts: Vec<&str> = vec!["ramp-up (not measured)"];
+    const RAMP: &str = "ramp-up (not measured)";
+    const CPU: &str = "CPU % (dashed, in the line's colour)";
+    let mut texts: Vec<&str> = vec![RAMP];
     texts.extend(series.iter().map(|s| s.label.as_str()));
-    texts.push("CPU % (dashed, in the line's colour)");
+    texts.push(CPU);
     svg(320, legend_rows(texts.into_iter()), |root| {
         let tmax = series
             .iter()
@@ -594,14 +580,13 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
             .map_err(e)?;
         let mut entries = Vec::new();
         if ramp > 0.0 {
-            let top = nice_max(ymax);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, 0.0), (ramp.min(tmax), top)],
+                    [(0.0, 0.0), (ramp.min(tmax), nice_max(ymax))],
                     BLACK.mix(0.1).filled(),
                 )))
                 .map_err(e)?;
-            entries.push((Mark::Band(BLACK, 0.1), "ramp-up (not measured)".to_string()));
+            entries.push((Mark::Fill(BLACK.mix(0.1)), RAMP.into()));
         }
         for (k, s) in series.iter().enumerate() {
             let c = lighter(color(s.color), s.shade);
@@ -625,10 +610,7 @@ pub fn seconds(title: &str, y_label: &str, series: &[SecondSeries]) -> Result<St
                 ))
                 .map_err(e)?;
         }
-        entries.push((
-            Mark::Dashed(BLACK),
-            "CPU % (dashed, in the line's colour)".into(),
-        ));
+        entries.push((Mark::Dashed(BLACK), CPU.into()));
         Ok(entries)
     })
 }
@@ -642,15 +624,8 @@ fn lighter(c: RGBColor, k: usize) -> RGBColor {
 
 #[cfg(test)]
 mod tests {
-    use crate::fixtures::{doc, run};
+    use crate::fixtures::{doc, html_of, run};
     use serde_json::json;
-
-    /// The HTML of a report of `run`, with a CPU threshold.
-    fn html_of(run: &iotoll_store::RunDetail, threshold: Option<f64>) -> String {
-        let (configs, infos): (Vec<_>, Vec<_>) = [run].into_iter().map(crate::load).unzip();
-        let c = crate::compare(&configs, None, true, threshold);
-        crate::html::render(&c, &configs, &infos, "report")
-    }
 
     /// The SVG charts of `html` whose title contains `title`.
     fn charts_titled<'a>(html: &'a str, title: &str) -> Vec<&'a str> {
@@ -759,11 +734,7 @@ mod tests {
             .filter(|el| el.starts_with("polyline"))
             .flat_map(|el| {
                 let points = el.split("points=\"").nth(1).unwrap_or("");
-                let xs: Vec<f64> = points
-                    .split_whitespace()
-                    .filter_map(|p| p.split(',').next()?.parse().ok())
-                    .collect();
-                xs
+                (points.split_whitespace()).filter_map(|p| p.split(',').next()?.parse().ok())
             })
             .collect();
         assert!(!xs.is_empty(), "no threshold tick");

@@ -11,8 +11,7 @@
 //! that row's own values, so what is shown always equals its formula on the
 //! shown numbers, whatever selection produced them.
 
-use iotoll_model::metrics as mn;
-use iotoll_model::metrics::lower_is_better;
+use iotoll_model::metrics::{self as mn, label, lower_is_better};
 use iotoll_model::spec::Spec;
 use iotoll_model::{Kind, Metrics};
 use iotoll_store::RunDetail;
@@ -50,6 +49,60 @@ pub struct TestData {
     /// and documents made before multi-host tests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multi: Option<MultiHost>,
+}
+
+impl TestData {
+    /// A stored test as a report shows it; None when it has no figures.
+    fn of(t: &iotoll_store::TestRow) -> Option<TestData> {
+        use iotoll_model::result::INTERFERENCE_NOTE as NOTE;
+        let mut m = iotoll_store::export::selected_metrics(t)?.clone();
+        // The row's derived metrics follow from the row's values (a
+        // mean of per-repetition ratios is not the ratio of the means).
+        iotoll_model::rederive_metrics(&mut m);
+        let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
+        let rep = selected.or(t.reps.first());
+        // The repetitions that stand for the test: the selected one,
+        // or those a mean is over (the clean ones when there are any).
+        let clean = t.reps.iter().any(|r| !r.doc.interfered());
+        let kept_reps: Vec<&iotoll_store::RepRow> = match selected {
+            Some(r) => vec![r],
+            None => (t.reps.iter())
+                .filter(|r| !clean || !r.doc.interfered())
+                .collect(),
+        };
+        let kept = kept_reps.iter().map(|r| &r.doc);
+        let interference = (kept.clone().filter(|d| d.interfered()))
+            .flat_map(|d| {
+                let said = d.notes.iter().filter(|n| n.starts_with(NOTE));
+                let said: Vec<String> = said.cloned().collect();
+                if said.is_empty() {
+                    vec![format!("{NOTE} other processes")]
+                } else {
+                    said
+                }
+            })
+            .collect();
+        Some(TestData {
+            name: t.name.clone(),
+            group: t.group.clone().unwrap_or_else(|| t.kind.to_string()),
+            kind: t.kind,
+            metrics: m,
+            repeatable: t.repeatable,
+            main_metric: iotoll_model::ci::rule_metric(&t.select, t.kind).to_string(),
+            params: t.params.clone(),
+            series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
+            spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
+            interference,
+            same_host_peer: kept.clone().any(|d| d.cpu.same_host == Some(true)),
+            setup: rep
+                .map(|r| crate::differs::setup_of(t.kind, &r.doc))
+                .unwrap_or_default(),
+            multi: match selected {
+                Some(r) => MultiHost::of(r, true),
+                None => crate::reps::mean_of(&kept_reps),
+            },
+        })
+    }
 }
 
 /// One repetition's one-second series, and how it stands for its test.
@@ -115,99 +168,23 @@ impl ConfigData {
     pub fn test(&self, name: &str) -> Option<&TestData> {
         self.tests.iter().find(|t| t.name == name)
     }
-}
 
-fn main_metric_of(kind: Kind, select: &str) -> String {
-    select
-        .strip_prefix("median:")
-        .unwrap_or(kind.headline())
-        .to_string()
-}
-
-impl ConfigData {
     pub fn from_run(run: &RunDetail) -> ConfigData {
-        let tests: Vec<TestData> = run
-            .tests
-            .iter()
-            .filter_map(|t| {
-                let mut m = iotoll_store::export::selected_metrics(t)?.clone();
-                // The row's derived metrics follow from the row's values (a
-                // mean of per-repetition ratios is not the ratio of the means).
-                iotoll_model::rederive_metrics(&mut m);
-                let selected = t.reps.iter().find(|r| Some(r.rep) == t.selected_rep);
-                let rep = selected.or(t.reps.first());
-                // The repetitions that stand for the test: the selected one,
-                // or those a mean is over (the clean ones when there are any).
-                let docs = t.reps.iter().map(|r| &r.doc);
-                let clean = docs.clone().any(|d| !d.interfered());
-                let kept_reps: Vec<&iotoll_store::RepRow> = match selected {
-                    Some(r) => vec![r],
-                    None => (t.reps.iter())
-                        .filter(|r| !clean || !r.doc.interfered())
-                        .collect(),
-                };
-                let kept: Vec<&iotoll_model::ResultDoc> =
-                    kept_reps.iter().map(|r| &r.doc).collect();
-                let interference = kept
-                    .iter()
-                    .filter(|d| d.interfered())
-                    .flat_map(|d| {
-                        let said: Vec<String> = d
-                            .notes
-                            .iter()
-                            .filter(|n| n.starts_with(iotoll_model::result::INTERFERENCE_NOTE))
-                            .cloned()
-                            .collect();
-                        if said.is_empty() {
-                            vec![format!(
-                                "{} other processes",
-                                iotoll_model::result::INTERFERENCE_NOTE
-                            )]
-                        } else {
-                            said
-                        }
-                    })
-                    .collect();
-                let same_host_peer = kept.iter().any(|d| d.cpu.same_host == Some(true));
-                Some(TestData {
-                    name: t.name.clone(),
-                    group: t.group.clone().unwrap_or_else(|| t.kind.to_string()),
-                    kind: t.kind,
-                    metrics: m,
-                    repeatable: t.repeatable,
-                    main_metric: main_metric_of(t.kind, &t.select),
-                    params: t.params.clone(),
-                    series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
-                    spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
-                    interference,
-                    same_host_peer,
-                    setup: rep
-                        .map(|r| crate::differs::setup_of(t.kind, &r.doc))
-                        .unwrap_or_default(),
-                    multi: match selected {
-                        Some(r) => MultiHost::of(r, true),
-                        None => crate::reps::mean_of(&kept_reps),
-                    },
-                })
-            })
-            .collect();
+        let tests: Vec<TestData> = run.tests.iter().filter_map(TestData::of).collect();
         let same_host_peer = tests.iter().any(|t| t.same_host_peer);
+        let r = &run.run;
         ConfigData {
-            label: run
-                .run
-                .config
-                .clone()
-                .unwrap_or_else(|| format!("run {}", run.run.id)),
-            run_id: run.run.id,
+            label: r.config.clone().unwrap_or_else(|| format!("run {}", r.id)),
+            run_id: r.id,
             tests,
             disclosure: run.disclosure.clone(),
-            notes: run.run.notes.clone(),
+            notes: r.notes.clone(),
             same_host_peer,
         }
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Row {
     pub test: String,
     pub group: String,
@@ -288,6 +265,8 @@ pub struct Comparison {
     pub run_ids: Vec<i64>,
     pub rows: Vec<Row>,
     pub groups: Vec<GroupSummary>,
+    /// Per class of like tests, one entry per configuration (baseline
+    /// first).
     pub efficiency: Vec<Efficiency>,
     pub cpu_threshold_pct: Option<f64>,
     /// Per configuration: (tests at or under the threshold, tests with CPU).
@@ -318,9 +297,7 @@ impl Comparison {
             .map(|r| format!("{} ({})", r.test, r.differs.join(", ")))
             .collect()
     }
-}
 
-impl Comparison {
     /// The group summary as a table: each candidate's mean of the per-test
     /// differences and ratios, the averages and their ratio, and the
     /// largest per-test ratio, each headed by its formula.
@@ -329,49 +306,35 @@ impl Comparison {
         if self.groups.is_empty() {
             return None;
         }
-        let base = &self.configs[0];
-        let head: Vec<String> = [
-            "group",
-            "candidate",
-            "metric",
-            "tests",
-            &format!("average {base}"),
-            "average candidate",
-            "ratio of averages: mean(cand) ÷ mean(base)",
-            "mean of ratios: mean(cand ÷ base)",
-            "mean Δ",
-            "min Δ",
-            "max Δ",
-            "up to (largest cand ÷ base)",
-            "wins",
-        ]
-        .iter()
-        .map(|h| h.to_string())
-        .collect();
         let x = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.2} ×"));
-        let rows = self
-            .groups
-            .iter()
-            .map(|g| {
-                let cells = vec![
-                    g.group.clone(),
-                    g.candidate.clone(),
-                    iotoll_model::metrics::label(&g.metric).to_string(),
-                    g.tests.to_string(),
-                    num(g.base_mean),
-                    num(g.cand_mean),
-                    x(g.ratio_of_means),
-                    x(g.mean_of_ratios),
-                    pct(g.mean_diff_pct),
-                    pct(g.min_diff_pct),
-                    pct(g.max_diff_pct),
-                    g.max_ratio
-                        .as_ref()
-                        .map_or("–".into(), |(r, t)| format!("{r:.2} × ({t})")),
-                    format!("{} of {}", g.wins, g.tests),
-                ];
-                crate::tables::TRow::new(cells)
-            })
+        let average_base = format!("average {}", self.configs[0]);
+        // Each column: its head (with its formula) and its cell.
+        type Cell<'a> = &'a dyn Fn(&GroupSummary) -> String;
+        let columns: [(&str, Cell); 13] = [
+            ("group", &|g| g.group.clone()),
+            ("candidate", &|g| g.candidate.clone()),
+            ("metric", &|g| label(&g.metric).into()),
+            ("tests", &|g| g.tests.to_string()),
+            (&average_base, &|g| num(g.base_mean)),
+            ("average candidate", &|g| num(g.cand_mean)),
+            ("ratio of averages: mean(cand) ÷ mean(base)", &|g| {
+                x(g.ratio_of_means)
+            }),
+            ("mean of ratios: mean(cand ÷ base)", &|g| {
+                x(g.mean_of_ratios)
+            }),
+            ("mean Δ", &|g| pct(g.mean_diff_pct)),
+            ("min Δ", &|g| pct(g.min_diff_pct)),
+            ("max Δ", &|g| pct(g.max_diff_pct)),
+            ("up to (largest cand ÷ base)", &|g| {
+                let max = g.max_ratio.as_ref();
+                max.map_or("–".into(), |(r, t)| format!("{r:.2} × ({t})"))
+            }),
+            ("wins", &|g| format!("{} of {}", g.wins, g.tests)),
+        ];
+        let head = columns.iter().map(|c| c.0.to_string()).collect();
+        let rows = (self.groups.iter())
+            .map(|g| crate::tables::TRow::new(columns.iter().map(|c| (c.1)(g)).collect()))
             .collect();
         Some(crate::tables::Table {
             title: "By group".into(),
@@ -408,7 +371,20 @@ pub(crate) fn first_tests<'a>(
     out
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
+/// candidate / baseline; None without both, or with a zero baseline.
+fn ratio(base: Option<f64>, cand: Option<f64>) -> Option<f64> {
+    match (base, cand) {
+        (Some(b), Some(c)) if b != 0.0 => Some(c / b),
+        _ => None,
+    }
+}
+
+/// (candidate / baseline − 1) × 100, as `ratio` has it.
+pub(crate) fn diff_pct(base: Option<f64>, cand: Option<f64>) -> Option<f64> {
+    ratio(base, cand).map(|r| (r - 1.0) * 100.0)
+}
+
+pub(crate) fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
@@ -422,61 +398,50 @@ pub fn compare(
     cpu_threshold_pct: Option<f64>,
 ) -> Comparison {
     let differs = crate::differs::differences(configs);
-    let names: Vec<(String, String, String)> = first_tests(configs)
-        .into_iter()
-        .map(|t| {
-            let m = metric.unwrap_or(&t.main_metric).to_string();
-            let g = if by_group { &t.group } else { "all" };
-            (t.name.clone(), g.to_string(), m)
-        })
-        .collect();
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
-    for (name, group, m) in &names {
-        let per: Vec<Option<TestData>> = configs.iter().map(|c| c.test(name).cloned()).collect();
+    for first in first_tests(configs) {
+        let name = &first.name;
+        let m = metric.unwrap_or(&first.main_metric);
+        let group: &str = if by_group { &first.group } else { "all" };
+        let per: Vec<Option<&TestData>> = configs.iter().map(|c| c.test(name)).collect();
         if per.iter().any(|t| t.is_none()) {
             unmatched.push(name.clone());
         }
         let of = |m: &str| -> Vec<Option<f64>> {
-            let get = |t: &Option<TestData>| t.as_ref()?.metrics.get(m).copied();
-            per.iter().map(get).collect()
+            (per.iter())
+                .map(|t| (*t)?.metrics.get(m).copied())
+                .collect()
         };
         let (values, cpu_pct) = (of(m), of(mn::CPU_PCT));
         let diff_pct = values[1..]
             .iter()
-            .map(|v| match (values[0], v) {
-                (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
-                _ => None,
-            })
+            .map(|v| diff_pct(values[0], *v))
             .collect();
         let acceptable = cpu_pct
             .iter()
             .map(|c| cpu_threshold_pct.and_then(|th| c.map(|c| c <= th)))
             .collect();
         let specs: Vec<Option<(Kind, serde_json::Value)>> = (per.iter())
-            .map(|t| t.as_ref().map(|t| (t.kind, t.spec.to_value())))
+            .map(|t| t.map(|t| (t.kind, t.spec.to_value())))
             .collect();
         let specs: Vec<Option<(Kind, &serde_json::Value)>> = (specs.iter())
             .map(|t| t.as_ref().map(|(k, v)| (*k, v)))
             .collect();
-        let affected = per
-            .iter()
-            .flatten()
-            .next()
-            .and_then(|t| crate::differs::affects(&differs, t));
+        let affected =
+            (per.iter().flatten().next()).and_then(|t| crate::differs::affects(&differs, t));
         rows.push(Row {
             test: name.clone(),
-            group: group.clone(),
-            metric: m.clone(),
+            group: group.into(),
+            metric: m.to_string(),
             values,
             cpu_pct,
             diff_pct,
             acceptable,
             not_repeatable: per.iter().flatten().any(|t| t.repeatable == Some(false)),
             differs: iotoll_model::workload::differences(&specs),
-            interfered: per
-                .iter()
-                .map(|t| t.as_ref().is_some_and(|t| !t.interference.is_empty()))
+            interfered: (per.iter())
+                .map(|t| t.is_some_and(|t| !t.interference.is_empty()))
                 .collect(),
             affected,
         });
@@ -516,12 +481,7 @@ pub fn compare(
 
 /// The largest (or smallest) of per-test values, with its test.
 fn extreme(v: &[(f64, String)], largest: bool) -> Option<(f64, String)> {
-    v.iter()
-        .cloned()
-        .reduce(|a, b| match (largest, a.0 >= b.0) {
-            (true, true) | (false, false) => a,
-            _ => b,
-        })
+    (v.iter().cloned()).reduce(|a, b| if (a.0 >= b.0) == largest { a } else { b })
 }
 
 /// One group's figures for candidate `ci` (1-based among configurations):
@@ -541,16 +501,9 @@ fn group_summary(candidate: &str, group: &str, in_group: &[&Row], ci: usize) -> 
         .first()
         .map(|r| r.metric.clone())
         .unwrap_or_default();
-    let wins = diffs
-        .iter()
-        .filter(|d| {
-            if lower_is_better(&metric) {
-                **d < 0.0
-            } else {
-                **d > 0.0
-            }
-        })
-        .count();
+    // Better is lower for latencies and service demand.
+    let better = if lower_is_better(&metric) { -1.0 } else { 1.0 };
+    let wins = diffs.iter().filter(|d| **d * better > 0.0).count();
     // An average of IOPS and Mbit/s (a group of several kinds, `--by none`)
     // is no figure: averages only over one metric.
     let one_metric = both.iter().all(|(r, _, _)| r.metric == metric);
@@ -583,10 +536,7 @@ fn group_summary(candidate: &str, group: &str, in_group: &[&Row], ci: usize) -> 
         wins,
         base_mean,
         cand_mean,
-        ratio_of_means: match (base_mean, cand_mean) {
-            (Some(b), Some(c)) if b != 0.0 => Some(c / b),
-            _ => None,
-        },
+        ratio_of_means: ratio(base_mean, cand_mean),
         mean_of_ratios: mean_diff_pct.map(|d| 1.0 + d / 100.0),
         max_ratio: extreme(&ratios, true),
         cpu_min_ratio: extreme(&cpu, false),
@@ -638,21 +588,17 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 .any(|n| c.test(n).is_some_and(|t| t.same_host_peer))
         });
         for c in configs {
-            let mut means = BTreeMap::new();
-            for e in kind.efficiency() {
-                if same_host && crate::tables::remote_cpu_metric(e) {
-                    continue;
-                }
-                let v: Vec<f64> = names
-                    .iter()
-                    .filter_map(|n| c.test(n).and_then(|t| t.metrics.get(e).copied()))
-                    .collect();
-                if v.len() == names.len() {
-                    if let Some(m) = mean(&v) {
-                        means.insert(e.to_string(), m);
-                    }
-                }
-            }
+            // A mean only where every test of the class has the measure.
+            let means = (kind.efficiency())
+                .filter(|e| !(same_host && crate::tables::remote_cpu_metric(e)))
+                .filter_map(|e| {
+                    let v: Option<Vec<f64>> = names
+                        .iter()
+                        .map(|n| c.test(n)?.metrics.get(e).copied())
+                        .collect();
+                    Some((e.to_string(), mean(&v?)?))
+                })
+                .collect();
             out.push(Efficiency {
                 label: c.label.clone(),
                 kind,
@@ -662,17 +608,6 @@ fn efficiency_classes(configs: &[ConfigData], unmatched: &[String]) -> Vec<Effic
                 means,
             });
         }
-    }
-    out
-}
-
-/// The first few items of a long list, and how many more there are.
-pub(crate) fn some<S: AsRef<str>>(items: &[S], sep: &str) -> String {
-    const SHOWN: usize = 6;
-    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
-    let mut out = head.join(sep);
-    if items.len() > SHOWN {
-        out.push_str(&format!("{sep}and {} more", items.len() - SHOWN));
     }
     out
 }

@@ -60,29 +60,24 @@ pub fn run(id: i64, config: &str, tests: Vec<(&str, ResultDoc)>) -> RunDetail {
 /// A single-host stream and disk run, as documents were before multi-host
 /// tests: what every report rendered before them.
 pub fn single_host_run(id: i64, config: &str, scale: f64) -> RunDetail {
-    let stream = doc(
+    let mut stream = doc(
         "net-stream",
         json!({"dir": "tx", "conns": 4, "msg": 65536, "time_s": 10.0, "ramp_s": 1.0, "peer": "192.0.2.7:7575"}),
         json!({"mbit_s": 9400.0 * scale, "conns": 4.0, "cpu_pct": 23.5, "cpus": 8.0,
                "remote_cpu_pct": 18.25, "fairness": 0.999, "retransmits": 12.0, "window_s": 10.0}),
     );
-    let disk = doc(
+    let mut disk = doc(
         "disk",
         json!({"bs": 4096, "qd": 32, "workers": 4, "read_pct": 100, "random_pct": 100,
                "time_s": 10.0, "ramp_s": 1.0, "target": "/dev/nvme0n1", "engine": "io_uring"}),
         json!({"iops": 412_345.0 * scale, "mb_s": 1689.0 * scale, "lat_mean_us": 310.2,
                "lat_p99_us": 845.0, "cpu_pct": 31.4, "cpus": 8.0, "window_s": 10.0}),
     );
-    let mut r = run(id, config, vec![("stream", stream), ("rr4k", disk)]);
-    for t in &mut r.tests {
-        if let Some(m) = t.summary.as_mut() {
-            iotoll_model::derive_metrics(m);
-        }
-        for rep in &mut t.reps {
-            iotoll_model::derive_metrics(&mut rep.doc.metrics);
-        }
+    // Derived before `run` copies each document's metrics into its summary.
+    for d in [&mut stream, &mut disk] {
+        iotoll_model::derive_metrics(&mut d.metrics);
     }
-    r
+    run(id, config, vec![("stream", stream), ("rr4k", disk)])
 }
 
 /// A multi-host stream test (bidirectional, 60 % of each pair's bytes
@@ -109,23 +104,15 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
         }
     }
     let host = |name: &str, role: &str, cpus: u32, cpu: f64, n: usize| {
-        let mine = |p: &&PairFigures| {
-            if role == "client" {
-                p.client == name
-            } else {
-                p.server == name
-            }
-        };
+        let client = role == "client";
+        let mine = |p: &&PairFigures| name == if client { &p.client } else { &p.server };
         let total: f64 = pairs.iter().filter(mine).map(|p| p.mbit_s).sum();
-        let (tx, rx) = if role == "client" {
-            (total * 0.6, total * 0.4)
-        } else {
-            (total * 0.4, total * 0.6)
-        };
+        // A client sends 60 % of its pairs' bytes, a server 40 %.
+        let (tx, rx) = if client { (0.6, 0.4) } else { (0.4, 0.6) };
         let mut metrics = iotoll_model::metrics::of(&[
             ("mbit_s", total),
-            ("tx_mbit_s", tx),
-            ("rx_mbit_s", rx),
+            ("tx_mbit_s", total * tx),
+            ("rx_mbit_s", total * rx),
             ("cpu_pct", cpu),
             ("cpus", cpus as f64),
             ("window_s", window_s),
@@ -219,6 +206,13 @@ pub fn render(runs: &[RunDetail]) -> (String, String) {
         "iotoll VERSION",
     );
     (md, html)
+}
+
+/// The HTML report of `run`, with a CPU threshold.
+pub fn html_of(run: &RunDetail, threshold: Option<f64>) -> String {
+    let (configs, infos): (Vec<_>, Vec<_>) = [run].into_iter().map(crate::load).unzip();
+    let c = crate::compare(&configs, None, true, threshold);
+    crate::html::render(&c, &configs, &infos, "report")
 }
 
 /// With `IOTOLL_REPORT_DUMP=DIR`, writes a rendered report into DIR as

@@ -3,19 +3,20 @@
 //! differences.
 
 use crate::compare::{Comparison, ConfigData};
+use crate::fmt::md;
 use crate::hosts::Part;
 use crate::info::RunInfo;
 use crate::{disclosure, tables};
 use std::fmt::Write;
 
-pub use crate::fmt::{md, num, pct};
-
 pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String {
     let mut o = heading(c, configs, infos);
     // Everything from a run (names, notes, a peer's disclosure) is text,
     // never Markdown or HTML.
-    let table = |o: &mut String, t: &tables::Table| {
-        let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(t));
+    let put = |o: &mut String, ts: &[tables::Table]| {
+        for t in ts {
+            let _ = writeln!(o, "### {}\n\n{}", md(&t.title), tables::to_md(t));
+        }
     };
     if let Some(t) = crate::differs::table(&c.differs, &c.configs) {
         let _ = writeln!(o, "## {}\n\n{}", md(&t.title), tables::to_md(&t));
@@ -25,14 +26,10 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
         let _ = writeln!(o, "- {}", md(f));
     }
     let _ = writeln!(o, "\n## Test parameters\n");
-    tables::parameters(configs, infos)
-        .iter()
-        .for_each(|t| table(&mut o, t));
+    put(&mut o, &tables::parameters(configs, infos));
     let _ = writeln!(o, "## Results\n");
-    tables::metrics(configs, infos)
-        .iter()
-        .for_each(|t| table(&mut o, t));
-    table(&mut o, &tables::comparison(c));
+    put(&mut o, &tables::metrics(configs, infos));
+    put(&mut o, &[tables::comparison(c)]);
     if let Some(t) = c.group_table() {
         let _ = writeln!(
             o,
@@ -42,15 +39,15 @@ pub fn render(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Stri
     }
     if !c.efficiency.is_empty() {
         let _ = writeln!(o, "\n## Efficiency\n");
-        (tables::efficiency(c, configs).iter()).for_each(|t| table(&mut o, t));
+        put(&mut o, &tables::efficiency(c, configs));
     }
-    let multi = crate::hosts::tests(configs);
+    let multi = crate::hosts::parts(configs);
     if !multi.is_empty() {
         let _ = writeln!(o, "\n## Multi-host tests\n");
     }
-    for part in multi.iter().flat_map(|mt| crate::hosts::parts(mt, configs)) {
+    for part in multi {
         match part {
-            Part::Table(t) => table(&mut o, &t),
+            Part::Table(t) => put(&mut o, &[t]),
             Part::Text(s) => {
                 let _ = writeln!(o, "{}\n", md(&s));
             }

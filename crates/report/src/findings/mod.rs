@@ -4,7 +4,8 @@
 //! and the run's notes), and the caveats every report states whatever the
 //! number of configurations.
 
-use crate::compare::{distinct, Comparison, ConfigData, Efficiency, GroupSummary, Row, TestData};
+use crate::compare::{distinct, mean, size_class, Comparison, ConfigData, Efficiency};
+use crate::compare::{GroupSummary, Row, TestData};
 use crate::fmt::{num, pct};
 use crate::info::RunInfo;
 use iotoll_model::metrics::{self as mn, label};
@@ -17,13 +18,20 @@ fn get(t: &TestData, m: &str) -> Option<f64> {
     t.metrics.get(m).copied().filter(|v| v.is_finite())
 }
 
-fn list(names: &[&str]) -> String {
-    const MAX: usize = 6;
-    if names.len() <= MAX {
-        names.join(", ")
+/// The first few items of a long list joined by `sep`, and after `and`
+/// how many more there are.
+fn some<S: AsRef<str>>(items: &[S], sep: &str, and: &str) -> String {
+    const SHOWN: usize = 6;
+    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
+    if items.len() > SHOWN {
+        format!("{}{and}{} more", head.join(sep), items.len() - SHOWN)
     } else {
-        format!("{} and {} more", names[..MAX].join(", "), names.len() - MAX)
+        head.join(sep)
     }
+}
+
+fn list(names: &[&str]) -> String {
+    some(names, ", ", " and ")
 }
 
 /// The efficiency figures of a run's tests of one kind, per class of like
@@ -37,51 +45,39 @@ fn efficiency_parts(kind: iotoll_model::Kind, tests: &[&TestData], info: &RunInf
                 .test(&t.name)
                 .is_some_and(|i| i.same_host == Some(true))
     };
-    let classes = distinct(tests.iter().map(|t| crate::compare::size_class(t)));
+    let classes = distinct(tests.iter().map(|t| size_class(t)));
     let mut out = Vec::new();
     for class in &classes {
-        let like: Vec<&&TestData> = tests
-            .iter()
-            .filter(|t| &crate::compare::size_class(t) == class)
-            .collect();
-        let mut parts = Vec::new();
-        for e in kind.efficiency() {
-            let v: Vec<f64> = like
-                .iter()
-                .filter(|t| !(crate::tables::remote_cpu_metric(e) && same_host(t)))
-                .filter_map(|t| get(t, e))
-                .collect();
-            if v.is_empty() {
-                continue;
-            }
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            if v.len() == 1 {
-                parts.push(format!("{} {}", num(Some(mean)), label(e)));
-            } else {
+        let like = tests.iter().filter(|t| &size_class(t) == class);
+        let parts: Vec<String> = (kind.efficiency())
+            .filter_map(|e| {
+                let v: Vec<f64> = (like.clone())
+                    .filter(|t| !(crate::tables::remote_cpu_metric(e) && same_host(t)))
+                    .filter_map(|t| get(t, e))
+                    .collect();
+                let m = num(Some(mean(&v)?));
                 let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                parts.push(format!(
-                    "{} {} (mean of {} tests, {} to {})",
-                    num(Some(mean)),
-                    label(e),
-                    v.len(),
-                    num(Some(lo)),
-                    num(Some(hi))
-                ));
-            }
-        }
+                Some(match v.len() {
+                    1 => format!("{m} {}", label(e)),
+                    n => format!(
+                        "{m} {} (mean of {n} tests, {} to {})",
+                        label(e),
+                        num(Some(lo)),
+                        num(Some(hi))
+                    ),
+                })
+            })
+            .collect();
         if parts.is_empty() {
             continue;
         }
-        if classes.len() > 1 {
-            let name = match class.as_str() {
-                "" => "other sizes".to_string(),
-                c => format!("{c} transfers"),
-            };
-            out.push(format!("{name}: {}", parts.join(", ")));
-        } else {
-            out.push(parts.join(", "));
-        }
+        let parts = parts.join(", ");
+        out.push(match class.as_str() {
+            _ if classes.len() == 1 => parts,
+            "" => format!("other sizes: {parts}"),
+            c => format!("{c} transfers: {parts}"),
+        });
     }
     if out.is_empty() {
         String::new()
@@ -225,20 +221,13 @@ fn repeatability(cfg: &ConfigData, info: &RunInfo) -> Option<String> {
 /// Caveats for any number of configurations: smoke runs, interference,
 /// a network peer on this host. A caveat that holds for several
 /// configurations is said once, naming them.
-pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> {
+pub fn caveats(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<String> {
     // (sentence, configurations it holds for), in first-seen order.
     let mut said: Vec<(String, Vec<&str>)> = Vec::new();
-    let mut say = |s: String, who: &'a str| {
-        if let Some(x) = said.iter_mut().find(|x| x.0 == s) {
-            x.1.push(who);
-        } else {
-            said.push((s, vec![who]));
-        }
-    };
     for (cfg, info) in configs.iter().zip(infos) {
-        let who = cfg.label.as_str();
+        let mut mine = Vec::new();
         if let Some(n) = &info.overridden {
-            say(format!("Smoke run: {n}."), who);
+            mine.push(format!("Smoke run: {n}."));
         }
         let interfered: Vec<&str> = info
             .tests
@@ -254,44 +243,40 @@ pub fn caveats<'a>(configs: &'a [ConfigData], infos: &[RunInfo]) -> Vec<String> 
         // With several configurations the comparison's findings name the
         // interfered tests per configuration.
         if !interfered.is_empty() && configs.len() == 1 {
-            say(
-                format!(
-                    "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
-                    list(&interfered)
-                ),
-                who,
-            );
+            mine.push(format!(
+                "Interfered: other processes used more CPU than allowed during {} (their CPU is counted in the whole-host figures).",
+                list(&interfered)
+            ));
         } else if busy > 0 && interfered.is_empty() {
-            say(
+            mine.push(
                 "Other processes were using the CPU (see Warnings and notes); whole-host CPU counts them too.".into(),
-                who,
             );
         }
         // Other processes cannot use more of the host than the host used:
         // such a figure is an accounting artefact, and says so.
-        let impossible: Vec<&str> = cfg
-            .tests
-            .iter()
-            .filter(|t| match (get(t, "cpu_others_pct"), get(t, mn::CPU_PCT)) {
-                (Some(o), Some(c)) => o > c + 1.0,
-                _ => false,
+        let impossible: Vec<&str> = (cfg.tests.iter())
+            .filter(|t| {
+                let others = get(t, "cpu_others_pct").zip(get(t, mn::CPU_PCT));
+                others.is_some_and(|(o, c)| o > c + 1.0)
             })
             .map(|t| t.name.as_str())
             .collect();
         if !impossible.is_empty() {
-            say(
-                format!(
-                    "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {}, which cannot be: the per-process accounting is wrong there, so their interference figures are not a measurement.",
-                    list(&impossible)
-                ),
-                who,
-            );
+            mine.push(format!(
+                "Inconsistent: other processes' CPU % exceeds the whole-host CPU % on {}, which cannot be: the per-process accounting is wrong there, so their interference figures are not a measurement.",
+                list(&impossible)
+            ));
         }
         if info.same_host() {
-            say(
+            mine.push(
                 "The network peer was this host (same kernel): remote CPU is this host's CPU, not a second machine's, and is not shown as one.".into(),
-                who,
             );
+        }
+        for s in mine {
+            match said.iter_mut().find(|x| x.0 == s) {
+                Some(x) => x.1.push(&cfg.label),
+                None => said.push((s, vec![&cfg.label])),
+            }
         }
     }
     said.into_iter()
@@ -341,11 +326,13 @@ fn rank(rows: &[&Row]) -> u8 {
 /// the baseline and candidate `ci`.
 fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
     let mut s = String::new();
-    let unaffected: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.affected == Some(false))
-        .map(|r| r.test.as_str())
-        .collect();
+    let tests_where = |keep: fn(&Row) -> bool| -> Vec<&str> {
+        rows.iter()
+            .filter(|r| keep(r))
+            .map(|r| r.test.as_str())
+            .collect()
+    };
+    let unaffected = tests_where(|r| r.affected == Some(false));
     let settings = crate::differs::settings_named(&c.differs);
     if !unaffected.is_empty() && unaffected.len() == rows.len() {
         s.push_str(&format!(
@@ -385,18 +372,14 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
                 "{} of {} tests: {}",
                 interfered.len(),
                 rows.len(),
-                crate::compare::some(&interfered, "; ")
+                some(&interfered, "; ", "; and ")
             )
         };
         s.push_str(&format!(
             " ⚑ Interfered on {which} (other processes used the host's CPU: their work is in these CPU and efficiency figures)."
         ));
     }
-    let flagged: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.not_repeatable)
-        .map(|r| r.test.as_str())
-        .collect();
+    let flagged = tests_where(|r| r.not_repeatable);
     if !flagged.is_empty() {
         s.push_str(&format!(
             " ⚠ Not repeatable (repetitions disagreed) on {} of {}, read with care: {}.",
@@ -526,21 +509,15 @@ fn disagreement(base: &Efficiency, cand: &Efficiency, what: &str) -> Option<Stri
 fn efficiency_findings(c: &Comparison) -> Vec<(u8, String)> {
     let base = &c.configs[0];
     let mut ranked = Vec::new();
-    let classes = distinct(c.efficiency.iter().map(|e| (e.kind, e.class.clone())));
-    for (kind, class) in classes {
-        let of: Vec<&Efficiency> = c
-            .efficiency
-            .iter()
-            .filter(|e| e.kind == kind && e.class == class)
-            .collect();
-        let Some(b) = of.first() else { continue };
+    // Each class's entries, one per configuration (baseline first).
+    for of in c.efficiency.chunks(c.configs.len().max(1)) {
+        let (b, kind) = (&of[0], of[0].kind);
         let Some(e) = kind.efficiency().find(|e| b.means.contains_key(*e)) else {
             continue;
         };
-        let what = if class.is_empty() {
-            format!("{kind} tests")
-        } else {
-            format!("{kind} tests of {class} transfers")
+        let what = match b.class.as_str() {
+            "" => format!("{kind} tests"),
+            class => format!("{kind} tests of {class} transfers"),
         };
         let rows: Vec<&Row> = c
             .rows
@@ -548,12 +525,10 @@ fn efficiency_findings(c: &Comparison) -> Vec<(u8, String)> {
             .filter(|r| b.names.contains(&r.test))
             .collect();
         for (ci, cand) in of.iter().enumerate().skip(1) {
-            let (Some(bv), Some(v)) = (b.means.get(e), cand.means.get(e)) else {
+            let base_value = b.means.get(e).filter(|bv| **bv > 0.0);
+            let (Some(bv), Some(v)) = (base_value, cand.means.get(e)) else {
                 continue;
             };
-            if *bv <= 0.0 {
-                continue;
-            }
             let verb = if mn::lower_is_better(e) {
                 "used"
             } else {
@@ -588,11 +563,7 @@ pub fn comparison(c: &Comparison) -> Vec<String> {
         let Some(s) = group_sentence(c, g) else {
             continue;
         };
-        let ci = c
-            .configs
-            .iter()
-            .position(|l| l == &g.candidate)
-            .unwrap_or(1);
+        let ci = (c.configs.iter().position(|l| l == &g.candidate)).unwrap_or(1);
         let rows: Vec<&Row> = c
             .rows
             .iter()
@@ -605,11 +576,10 @@ pub fn comparison(c: &Comparison) -> Vec<String> {
     ranked.sort_by_key(|x| x.0);
     let mut f: Vec<String> = ranked.into_iter().map(|x| x.1).collect();
     if let Some(th) = c.cpu_threshold_pct {
-        for (i, (ok, n)) in c.threshold_counts.iter().enumerate() {
+        for (label, (ok, n)) in c.configs.iter().zip(&c.threshold_counts) {
             if *n > 0 {
                 f.push(format!(
-                    "{} stayed under {th} % CPU on {ok} of {n} tests.",
-                    c.configs[i]
+                    "{label} stayed under {th} % CPU on {ok} of {n} tests."
                 ));
             }
         }

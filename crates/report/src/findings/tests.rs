@@ -145,20 +145,15 @@ fn findings_lead_with_what_the_compared_setting_can_affect() {
     assert!(f[0].contains("on net-stream tests"), "{f:#?}");
     assert!(at("on disk tests") > at("On net-stream tests"), "{f:#?}");
     let disk_line = &f[at("on disk tests")];
-    assert!(disk_line.contains("207.1 % higher IOPS"), "{disk_line}");
-    assert!(
-        disk_line.contains("Noise: what differs (lab.sets)"),
-        "{disk_line}"
-    );
-    // Interference and repeatability in the same bullet, not apart.
-    assert!(
-        disk_line.contains("⚑ Interfered on 1 of 1 tests"),
-        "{disk_line}"
-    );
-    assert!(
-        disk_line.contains("disk/spec=db-oltp-8k (mtu1500)"),
-        "{disk_line}"
-    );
+    for want in [
+        "207.1 % higher IOPS",
+        "Noise: what differs (lab.sets)",
+        // Interference and repeatability in the same bullet, not apart.
+        "⚑ Interfered on 1 of 1 tests",
+        "disk/spec=db-oltp-8k (mtu1500)",
+    ] {
+        assert!(disk_line.contains(want), "{want} in {disk_line}");
+    }
     let eff = &f[at("On disk tests")];
     assert!(eff.contains("Noise") && eff.contains("Interfered"), "{eff}");
     assert!(f[0].contains("⚠ Not repeatable"), "{}", f[0]);

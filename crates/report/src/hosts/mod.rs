@@ -6,7 +6,7 @@
 //! and role side by side.
 
 use crate::charts;
-use crate::compare::{distinct, first_tests, ConfigData, MultiHost, Row, TestData};
+use crate::compare::{diff_pct, distinct, first_tests, ConfigData, MultiHost, Row};
 use crate::fmt::{count, num, pct};
 use crate::tables::{metric_cell, TRow, Table};
 use iotoll_model::metrics::{self as mn, label};
@@ -27,29 +27,6 @@ fn total_row(cells: Vec<String>) -> TRow {
 /// Relative difference above which a total and the sum of its parts are
 /// said to disagree (display rounding stays well under it).
 const AGREE: f64 = 0.005;
-
-/// A multi-host test and its breakdown in each configuration (None where
-/// the configuration lacks the test or ran it on one host).
-pub struct MultiTest<'a> {
-    pub test: &'a TestData,
-    pub per: Vec<Option<&'a MultiHost>>,
-}
-
-/// The tests some configuration ran on several hosts, in report order.
-pub fn tests(configs: &[ConfigData]) -> Vec<MultiTest<'_>> {
-    first_tests(configs)
-        .into_iter()
-        .filter_map(|first| {
-            let per: Vec<Option<&MultiHost>> = configs
-                .iter()
-                .map(|c| c.test(&first.name)?.multi.as_ref())
-                .collect();
-            per.iter()
-                .any(Option::is_some)
-                .then_some(MultiTest { test: first, per })
-        })
-        .collect()
-}
 
 /// The per-host columns of a kind: throughput, CPU, the headline
 /// efficiency and the service demand.
@@ -95,17 +72,13 @@ fn host_metrics(h: &HostFigures) -> Metrics {
 /// the clients sent being what the servers received (as the Iometer
 /// export's endpoint row has it).
 fn servers_metric(m: &str) -> Option<String> {
-    match m {
-        mn::TX_MBIT_S => return Some(mn::RX_MBIT_S.into()),
-        mn::RX_MBIT_S => return Some(mn::TX_MBIT_S.into()),
-        _ => {}
-    }
     let cpu = m == mn::CPU_PCT || m.contains("_per_cpu_pct") || m.starts_with("cpu_us_per_");
-    if !cpu {
-        return Some(m.to_string());
+    match m {
+        mn::TX_MBIT_S => Some(mn::RX_MBIT_S.into()),
+        mn::RX_MBIT_S => Some(mn::TX_MBIT_S.into()),
+        _ if !cpu => Some(m.to_string()),
+        _ => Some(format!("remote_{m}")).filter(|r| mn::metric_def(r).is_some()),
     }
-    let r = format!("remote_{m}");
-    mn::metric_def(&r).is_some().then_some(r)
 }
 
 /// The totals rows, as (servers, role): the document's own figures,
@@ -131,22 +104,12 @@ fn total_value(mh: &MultiHost, servers: bool, m: &str) -> Option<f64> {
     mh.totals.get(&key).copied()
 }
 
-/// A CPU-count cell of a totals row: the document's `cpus` (or
-/// `remote_cpus`), machines sharing a kernel counted once.
-fn total_cpus(mh: &MultiHost, servers: bool) -> String {
-    let k = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
-    count(mh.totals.get(k).copied())
-}
-
 /// The per-host table of one configuration: every host's figures over its
 /// window, then the totals rows.
 pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>) -> Table {
-    let cols: Vec<&str> = columns(kind)
-        .iter()
-        .copied()
-        .filter(|m| {
-            mh.totals.contains_key(*m) || mh.hosts.iter().any(|h| host_metrics(h).contains_key(*m))
-        })
+    let hosts: Vec<Metrics> = mh.hosts.iter().map(host_metrics).collect();
+    let cols: Vec<&str> = (columns(kind).iter().copied())
+        .filter(|m| mh.totals.contains_key(*m) || hosts.iter().any(|h| h.contains_key(*m)))
         .collect();
     let mut head = vec!["host".to_string(), "role".into(), "CPUs".into()];
     head.extend(cols.iter().map(|m| label(m).to_string()));
@@ -156,26 +119,19 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         head.extend(["other processes' CPU %".into(), "steal %".into()]);
     }
     head.extend(["window on (µs)".into(), "window off (µs)".into()]);
-    let mut rows: Vec<TRow> = mh
-        .hosts
-        .iter()
-        .map(|h| {
-            let m = host_metrics(h);
+    let mut rows: Vec<TRow> = (mh.hosts.iter().zip(&hosts))
+        .map(|(h, m)| {
             let mut cells = vec![h.name.clone(), h.role.clone(), h.cpus.to_string()];
-            cells.extend(
-                cols.iter()
-                    .map(|c| metric_cell(c, m.get(*c).copied(), false)),
-            );
+            cells.extend((cols.iter()).map(|c| metric_cell(c, m.get(*c).copied(), false)));
             if judged {
                 cells.extend(match interference(h) {
-                    Some(i) => [
-                        format!(
-                            "{}{}",
-                            num(Some(i.others_pct)),
-                            if i.interfered { " ⚑" } else { "" }
-                        ),
-                        num(Some(i.steal_pct)),
-                    ],
+                    Some(i) => {
+                        let flag = if i.interfered { " ⚑" } else { "" };
+                        [
+                            format!("{}{flag}", num(Some(i.others_pct))),
+                            num(Some(i.steal_pct)),
+                        ]
+                    }
                     None => ["–".into(), "–".into()],
                 });
             }
@@ -184,12 +140,16 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             TRow::new(cells)
         })
         .collect();
-    for &(servers, role) in total_sides(mh.totals.contains_key(mn::REMOTE_CPU_PCT)) {
-        let mut cells = vec!["total".into(), role.into(), total_cpus(mh, servers)];
-        cells.extend(
-            cols.iter()
-                .map(|c| metric_cell(c, total_value(mh, servers, c), false)),
-        );
+    let servers_measured = mh.totals.contains_key(mn::REMOTE_CPU_PCT);
+    for &(servers, role) in total_sides(servers_measured) {
+        // The document's CPU count, machines sharing a kernel counted once.
+        let cpus = if servers { mn::REMOTE_CPUS } else { mn::CPUS };
+        let mut cells = vec![
+            "total".into(),
+            role.into(),
+            count(mh.totals.get(cpus).copied()),
+        ];
+        cells.extend((cols.iter()).map(|c| metric_cell(c, total_value(mh, servers, c), false)));
         let blank = if judged { 4 } else { 2 };
         cells.extend(std::iter::repeat_n("–".to_string(), blank));
         rows.push(total_row(cells));
@@ -198,7 +158,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
         "Each host over its own window ({}). Efficiency = the row's throughput / its whole-host CPU %; service demand = its busy CPU-µs per unit. Window on/off: when its window opened and closed against the scheduled instants (console's clock, µs).",
         crate::reps::host_table_source(mh)
     )];
-    note.push(if mh.totals.contains_key(mn::REMOTE_CPU_PCT) {
+    note.push(if servers_measured {
         "Totals as the test measured them: throughput of all hosts; the clients' CPU % (and the servers', as remote CPU) weighted by CPU count.".into()
     } else {
         "Totals as the test measured them: throughput of all hosts, CPU % weighted by CPU count.".into()
@@ -220,13 +180,19 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
             .flat_map(|h| h.notes.iter().map(move |n| format!("{}: {n}", h.name))),
     );
     Table {
-        title: match label_of {
-            Some(l) => format!("{name}: hosts — {l}"),
-            None => format!("{name}: hosts"),
-        },
+        title: titled(name, "hosts", label_of),
         head,
         rows,
         note: Some(note.join(" ")),
+    }
+}
+
+/// A table's title: the test, what the table shows, and the configuration
+/// when there are several.
+fn titled(name: &str, what: &str, label_of: Option<&str>) -> String {
+    match label_of {
+        Some(l) => format!("{name}: {what} — {l}"),
+        None => format!("{name}: {what}"),
     }
 }
 
@@ -264,43 +230,32 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
     let mut out = Vec::new();
     let t = &mh.totals;
     let hosts = &mh.hosts;
-    let sum_of = |k: &str, hs: &[&HostFigures]| -> Option<f64> {
-        hs.iter().map(|h| h.metrics.get(k).copied()).sum()
+    let sum_of = |k: &str, role: Option<&str>| -> Option<f64> {
+        let hs = hosts.iter().filter(|h| role.is_none_or(|r| h.role == r));
+        hs.map(|h| h.metrics.get(k).copied()).sum()
     };
-    let all: Vec<&HostFigures> = hosts.iter().collect();
     // Every byte is sent by one host: the hosts' sent rates add up to the
     // test's goodput. Disk I/Os and transactions are each one host's.
-    let (what, sum, total) = match kind {
-        Kind::NetStream => (
-            "sent Mbit/s",
-            sum_of(mn::TX_MBIT_S, &all),
-            t.get(mn::MBIT_S),
+    let (what, key, role, of) = match kind {
+        Kind::NetStream => ("hosts' sent Mbit/s", mn::TX_MBIT_S, None, mn::MBIT_S),
+        Kind::Disk => ("hosts' IOPS", mn::IOPS, None, mn::IOPS),
+        Kind::NetRr => (
+            "hosts' clients' transactions/s",
+            mn::TRANS_S,
+            Some("client"),
+            mn::TRANS_S,
         ),
-        Kind::Disk => ("IOPS", sum_of(mn::IOPS, &all), t.get(mn::IOPS)),
-        Kind::NetRr => {
-            let clients: Vec<&HostFigures> = hosts.iter().filter(|h| h.role == "client").collect();
-            (
-                "clients' transactions/s",
-                sum_of(mn::TRANS_S, &clients),
-                t.get(mn::TRANS_S),
-            )
-        }
     };
-    if let (Some(sum), Some(&total)) = (sum, total) {
-        if disagree(sum, total) {
-            out.push(format!(
-                "⚠ The hosts' {what} add up to {}, the total is {}.",
-                num(Some(sum)),
-                num(Some(total))
-            ));
-        }
-    }
-    if !mh.pairs.is_empty() {
-        let sum: f64 = mh.pairs.iter().map(|p| p.mbit_s).sum();
-        if let Some(&total) = t.get(mn::MBIT_S) {
+    // So do the endpoint pairs' rates.
+    let pairs = (!mh.pairs.is_empty()).then(|| mh.pairs.iter().map(|p| p.mbit_s).sum());
+    for (what, sum, total) in [
+        (what, sum_of(key, role), t.get(of)),
+        ("pairs' Mbit/s", pairs, t.get(mn::MBIT_S)),
+    ] {
+        if let (Some(sum), Some(&total)) = (sum, total) {
             if disagree(sum, total) {
                 out.push(format!(
-                    "⚠ The pairs' Mbit/s add up to {}, the total is {}.",
+                    "⚠ The {what} add up to {}, the total is {}.",
                     num(Some(sum)),
                     num(Some(total))
                 ));
@@ -357,23 +312,15 @@ pub fn host_comparison(
     }
     let keys = host_keys(per);
     let mut rows = Vec::new();
+    let get = |v: &Option<Metrics>, m: &str| v.as_ref()?.get(m).copied();
     let row =
         |host: String, role: String, vals: Vec<Option<Metrics>>, missing: bool, total: bool| {
             let mut cells = vec![host, role];
             for v in &vals {
-                cells.extend(
-                    shown.iter().map(|m| {
-                        metric_cell(m, v.as_ref().and_then(|v| v.get(*m).copied()), false)
-                    }),
-                );
+                cells.extend(shown.iter().map(|m| metric_cell(m, get(v, m), false)));
             }
-            let of = |ci: usize| vals[ci].as_ref().and_then(|v| v.get(thr).copied());
-            for ci in 1..vals.len() {
-                cells.push(pct(match (of(0), of(ci)) {
-                    (Some(b), Some(c)) if b != 0.0 => Some((c / b - 1.0) * 100.0),
-                    _ => None,
-                }));
-            }
+            let of = |ci: usize| get(&vals[ci], thr);
+            cells.extend((1..vals.len()).map(|ci| pct(diff_pct(of(0), of(ci)))));
             let mut r = TRow::new(cells);
             r.cell_diff[0] = missing;
             r.total = total;
@@ -384,9 +331,8 @@ pub fn host_comparison(
             .iter()
             .map(|mh| Some(host_metrics((*mh)?.host(&host, &role)?)))
             .collect();
-        let present: Vec<&str> = (0..labels.len())
-            .filter(|ci| vals[*ci].is_some())
-            .map(|ci| labels[ci].as_str())
+        let present: Vec<&str> = (labels.iter().zip(&vals))
+            .filter_map(|(l, v)| v.as_ref().map(|_| l.as_str()))
             .collect();
         let missing = present.len() < labels.len();
         let cell = if missing {
@@ -467,31 +413,25 @@ pub fn chart_rows(kind: Kind, per: &[Option<&MultiHost>]) -> Vec<Row> {
             };
             Row {
                 test: if i % every == 0 { name } else { String::new() },
-                group: String::new(),
                 metric: kind.headline().into(),
                 values: of(kind.headline()),
                 cpu_pct: of(mn::CPU_PCT),
-                diff_pct: Vec::new(),
                 acceptable: vec![None; per.len()],
-                not_repeatable: false,
-                differs: Vec::new(),
                 interfered: vec![false; per.len()],
-                affected: None,
+                ..Row::default()
             }
         })
         .collect()
 }
 
-/// Width of the bar chart's plot area in pixels (the chart's width less
-/// its axes' label areas and margins), and of a label's character.
-const PLOT_W: usize = charts::W as usize - 80 - 60 - 24;
-const CHAR_W: usize = 7;
-
 /// Every how many bars a host is named so that names do not overlap (the
 /// per-host table names them all).
 pub fn label_every(name_lengths: impl Iterator<Item = usize>, bars: usize) -> usize {
-    let widest = name_lengths.max().unwrap_or(0) * CHAR_W + 10;
-    (bars * widest).div_ceil(PLOT_W).max(1)
+    // The bar chart's plot area: the chart's width less its axes' label
+    // areas and margins.
+    let plot_w = (charts::W as i32 - charts::BARS_PLOT_MARGIN) as usize;
+    let widest = name_lengths.max().unwrap_or(0) * charts::CHAR_W as usize + 10;
+    (bars * widest).div_ceil(plot_w).max(1)
 }
 
 fn median(sorted: &[f64]) -> Option<f64> {
@@ -515,14 +455,6 @@ fn each_way(p: &PairFigures) -> (f64, f64) {
     } else {
         (0.0, 0.0)
     }
-}
-
-/// Jain's fairness index over the pairs' rates: (Σx)² / (n Σx²).
-fn jain(pairs: &[PairFigures]) -> Option<f64> {
-    let n = pairs.len() as f64;
-    let s: f64 = pairs.iter().map(|p| p.mbit_s).sum();
-    let s2: f64 = pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum();
-    (n > 0.0 && s2 > 0.0).then(|| s * s / (n * s2))
 }
 
 /// The endpoint pairs of one configuration's test. `collapse`: past
@@ -586,16 +518,17 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         rows.push(stat("min", &|v| v.first().copied()));
         rows.push(stat("median", &|v| median(v)));
         rows.push(stat("max", &|v| v.last().copied()));
-        let mut sum = vec![format!("sum of {n} pairs"), String::new()];
-        sum.push(count(Some(cols[0].iter().sum())));
-        sum.extend(cols[1..].iter().map(|c| num(Some(c.iter().sum()))));
-        rows.push(total_row(sum));
+        rows.push(stat("sum", &|v| Some(v.iter().sum())));
     }
     let fairness = match mh.totals.get(mn::PAIR_FAIRNESS) {
         Some(f) => format!("Jain's fairness over the pairs' Mbit/s: {:.3}", f),
-        None => jain(&mh.pairs)
-            .map(|f| format!("Jain's fairness over the pairs' Mbit/s (from the pairs): {f:.3}"))
-            .unwrap_or_else(|| "Jain's fairness: – (no pair moved data)".into()),
+        None => iotoll_run::jain_fairness(
+            mh.pairs.len() as f64,
+            mh.pairs.iter().map(|p| p.mbit_s).sum(),
+            mh.pairs.iter().map(|p| p.mbit_s * p.mbit_s).sum(),
+        )
+        .map(|f| format!("Jain's fairness over the pairs' Mbit/s (from the pairs): {f:.3}"))
+        .unwrap_or_else(|| "Jain's fairness: – (no pair moved data)".into()),
     };
     let mut note = format!(
         "{fairness} (1 = every pair the same). Each way: the pair's Mbit/s split by its bytes each way."
@@ -607,10 +540,7 @@ pub fn pair_table(name: &str, mh: &MultiHost, label_of: Option<&str>, collapse: 
         ));
     }
     Table {
-        title: match label_of {
-            Some(l) => format!("{name}: endpoint pairs — {l}"),
-            None => format!("{name}: endpoint pairs"),
-        },
+        title: titled(name, "endpoint pairs", label_of),
         head,
         rows,
         note: Some(note),
@@ -651,52 +581,63 @@ pub enum Part {
     },
 }
 
-/// What a report shows of a multi-host test, in order: with several
-/// configurations the hosts side by side first; the per-host chart; then
-/// each configuration's per-host table, skew and pairs.
-pub fn parts(mt: &MultiTest, configs: &[ConfigData]) -> Vec<Part> {
-    let (name, kind) = (mt.test.name.as_str(), mt.test.kind);
+/// What a report shows of the tests some configuration ran on several
+/// hosts, in report order. Of each: with several configurations the hosts
+/// side by side first; the per-host chart; then each configuration's
+/// per-host table, skew and pairs.
+pub fn parts(configs: &[ConfigData]) -> Vec<Part> {
     let labels: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
     let many = configs.len() > 1;
     let mut out = Vec::new();
-    if many {
-        out.push(Part::Table(host_comparison(name, kind, &mt.per, &labels)));
-    }
-    let rows = chart_rows(kind, &mt.per);
-    let named = rows.iter().filter(|r| !r.test.is_empty()).count();
-    out.push(Part::Chart {
-        title: format!("{name}: {} per host", label(kind.headline())),
-        y_label: label(kind.headline()),
-        thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
-        rows,
-    });
-    for (ci, mh) in mt.per.iter().enumerate() {
-        let Some(mh) = mh else {
-            if many {
-                out.push(Part::Text(format!(
-                    "{}: {name} ran on one host (no per-host figures).",
-                    labels[ci]
-                )));
-            }
+    for first in first_tests(configs) {
+        let (name, kind) = (first.name.as_str(), first.kind);
+        // The test's breakdown in each configuration (None where the
+        // configuration lacks the test or ran it on one host).
+        let per: Vec<Option<&MultiHost>> = (configs.iter())
+            .map(|c| c.test(name)?.multi.as_ref())
+            .collect();
+        if per.iter().all(Option::is_none) {
             continue;
-        };
-        let l = many.then_some(labels[ci].as_str());
-        out.push(Part::Table(host_table(name, kind, mh, l)));
-        if let Some(s) = &mh.skew_us {
-            let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
-            out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
         }
-        // Per adapter of multi-homed hosts (crate::tables).
-        if let Some(t) = crate::tables::adapter_table(name, mh, l) {
-            out.push(Part::Table(t));
+        if many {
+            out.push(Part::Table(host_comparison(name, kind, &per, &labels)));
         }
-        if !mh.pairs.is_empty() {
-            out.push(Part::Table(pair_table(name, mh, l, true)));
-            if mh.pairs.len() > PAIRS_SHOWN {
-                out.push(Part::AllPairs {
-                    table: pair_table(name, mh, l, false),
-                    pairs: mh.pairs.len(),
-                });
+        let rows = chart_rows(kind, &per);
+        let named = rows.iter().filter(|r| !r.test.is_empty()).count();
+        out.push(Part::Chart {
+            title: format!("{name}: {} per host", label(kind.headline())),
+            y_label: label(kind.headline()),
+            thinned: (named < rows.len()).then(|| rows.len().div_ceil(named.max(1))),
+            rows,
+        });
+        for (ci, mh) in per.iter().enumerate() {
+            let Some(mh) = mh else {
+                if many {
+                    out.push(Part::Text(format!(
+                        "{}: {name} ran on one host (no per-host figures).",
+                        labels[ci]
+                    )));
+                }
+                continue;
+            };
+            let l = many.then_some(labels[ci].as_str());
+            out.push(Part::Table(host_table(name, kind, mh, l)));
+            if let Some(s) = &mh.skew_us {
+                let prefix = l.map(|l| format!("{l}: ")).unwrap_or_default();
+                out.push(Part::Text(format!("{prefix}{}", skew_text(s))));
+            }
+            // Per adapter of multi-homed hosts (crate::tables).
+            if let Some(t) = crate::tables::adapter_table(name, mh, l) {
+                out.push(Part::Table(t));
+            }
+            if !mh.pairs.is_empty() {
+                out.push(Part::Table(pair_table(name, mh, l, true)));
+                if mh.pairs.len() > PAIRS_SHOWN {
+                    out.push(Part::AllPairs {
+                        table: pair_table(name, mh, l, false),
+                        pairs: mh.pairs.len(),
+                    });
+                }
             }
         }
     }
