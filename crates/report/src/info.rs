@@ -317,18 +317,14 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 spec,
                 // Any repetition counts, as in the suite's results table,
                 // and any host of a multi-host test, as this host does.
-                interfered: {
-                    let measured = (t.reps.iter()).filter(|r| {
-                        let c = &r.doc.cpu;
-                        let measured = c.local.as_ref().is_some_and(|l| l.interference.is_some());
-                        measured
-                            || r.doc
-                                .hosts
-                                .iter()
-                                .any(|h| (h.cpu.as_ref()).is_some_and(|c| c.interference.is_some()))
-                    });
-                    measured.map(|r| r.doc.interfered()).reduce(|a, b| a || b)
-                },
+                interfered: (t.reps.iter())
+                    .filter(|r| {
+                        let hosts = r.doc.hosts.iter().map(|h| h.cpu.as_ref());
+                        let mut cpus = hosts.chain([r.doc.cpu.local.as_ref()]);
+                        cpus.any(|c| c.is_some_and(|c| c.interference.is_some()))
+                    })
+                    .map(|r| r.doc.interfered())
+                    .reduce(|a, b| a || b),
                 reps: t.reps.len(),
                 rep: rep.map(|r| r.rep),
                 mean_of_reps: t.selected_rep.is_none() && t.reps.len() > 1,
@@ -382,17 +378,12 @@ fn peer_from<'a>(remotes: impl Iterator<Item = &'a Value>) -> Option<Value> {
             tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
         }
     }
-    if interfaces.is_empty() && tcp.is_none() {
-        return None;
-    }
     let mut peer = serde_json::Map::new();
     if !interfaces.is_empty() {
         peer.insert("interfaces".into(), Value::Array(interfaces));
     }
-    if let Some(t) = tcp {
-        peer.insert("tcp".into(), t);
-    }
-    Some(Value::Object(peer))
+    peer.extend(tcp.map(|t| ("tcp".to_string(), t)));
+    (!peer.is_empty()).then_some(Value::Object(peer))
 }
 
 /// A stored run as a report configuration and its facts. The disclosure
@@ -435,6 +426,8 @@ fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
 
     fn net_doc(name: &str, mtu: u32) -> Value {
         serde_json::json!({
@@ -486,13 +479,6 @@ mod tests {
         }
         assert_eq!(loopback_peer(&serde_json::json!({}).into()), None);
     }
-}
-
-#[cfg(test)]
-mod note_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     fn note(test: Option<&str>, text: &str) -> Note {
         Note {
@@ -682,13 +668,6 @@ mod note_tests {
         let r = run(1, "lo", vec![("a", d.clone()), ("b", d)]);
         assert_eq!(notes_of(&r), vec![note(Some("all 2 tests"), same)]);
     }
-}
-
-#[cfg(test)]
-mod metric_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     /// Runs that lack the metric compared offer the ones they share:
     /// in every configuration, for a test of the same name.
@@ -709,13 +688,6 @@ mod metric_tests {
         assert!(!but_mb_s.contains(&"mb_s"), "{but_mb_s:?}");
         assert!(comparable_metrics(&[], None).is_empty());
     }
-}
-
-#[cfg(test)]
-mod failed_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     /// A run of two tests of two repetitions that all failed: stored with
     /// no repetition.

@@ -58,6 +58,17 @@ pub struct Table {
     pub note: Option<String>,
 }
 
+impl Table {
+    /// A table with a title and head, to be filled with rows.
+    pub(crate) fn new(title: &str, head: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            head: head.iter().map(|h| h.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+}
+
 pub(crate) fn kind_title(kind: Kind) -> &'static str {
     match kind {
         Kind::Disk => "Disk tests",

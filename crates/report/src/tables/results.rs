@@ -297,7 +297,6 @@ pub fn comparison(c: &Comparison) -> Table {
                 r.group.clone(),
                 label(&r.metric).to_string(),
             ];
-            let mut cell_diff = vec![false; 3];
             for (i, v) in r.values.iter().enumerate() {
                 let interfered = r.interfered.get(i).copied().unwrap_or(false);
                 cells.push(format!("{}{}", num(*v), if interfered { " ⚑" } else { "" }));
@@ -310,23 +309,17 @@ pub fn comparison(c: &Comparison) -> Table {
                         ""
                     }
                 ));
-                cell_diff.extend([false, false]);
             }
-            for d in &r.diff_pct {
-                cells.push(pct(*d));
-                cell_diff.push(false);
-            }
+            cells.extend(r.diff_pct.iter().map(|d| pct(*d)));
             if any_differs {
                 cells.push(r.differs.join(", "));
-                cell_diff.push(!r.differs.is_empty());
             }
-            TRow {
-                cells,
-                cell_diff,
-                config: None,
-                warn: r.not_repeatable,
-                total: false,
+            let mut row = TRow::plain(cells, None, r.not_repeatable);
+            // Only the workload's cell, the last, is ever marked.
+            if let Some(d) = row.cell_diff.last_mut() {
+                *d = !r.differs.is_empty();
             }
+            row
         })
         .collect();
     let mut notes = Vec::new();

@@ -3,7 +3,7 @@
 //! multi-host test, its per-host, per-pair and per-adapter tables.
 
 use super::detail::tls_summary;
-use super::{consumer, or_dash, table};
+use super::{consumer, or_dash};
 use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::text::printable;
@@ -15,25 +15,18 @@ use std::fmt::Write;
 /// A header, then one run per line beginning with its id; each column as
 /// wide as its longest cell, so long labels stay aligned.
 pub fn run_list(runs: &[RunRow]) -> String {
-    let t = Table {
-        head: ["id", "config", "suite", "started", "status", "tests"]
-            .map(String::from)
-            .to_vec(),
-        rows: (runs.iter())
-            .map(|r| {
-                let cells = vec![
-                    r.id.to_string(),
-                    printable(r.config.as_deref().unwrap_or("-")).into_owned(),
-                    printable(&r.suite).into_owned(),
-                    printable(&r.started_at).into_owned(),
-                    r.status.label().to_string(),
-                    r.tests.to_string(),
-                ];
-                TRow::new(cells)
-            })
-            .collect(),
-        ..Table::default()
-    };
+    let head = ["id", "config", "suite", "started", "status", "tests"];
+    let mut t = Table::new("", &head);
+    for r in runs {
+        t.rows.push(TRow::new(vec![
+            r.id.to_string(),
+            printable(r.config.as_deref().unwrap_or("-")).into_owned(),
+            printable(&r.suite).into_owned(),
+            printable(&r.started_at).into_owned(),
+            r.status.label().to_string(),
+            r.tests.to_string(),
+        ]));
+    }
     to_text(&t, "", "l")
 }
 
@@ -249,7 +242,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
         true => &[mn::IOPS, mn::MB_S],
         false => &[mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S],
     };
-    let mut hosts = table("per host:", head);
+    let mut hosts = Table::new("per host:", head);
     for h in &doc.hosts {
         let m = &h.metrics;
         let mut r = vec![
@@ -275,7 +268,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             "server->client MB",
             "Mbit/s",
         ];
-        let mut pairs = table("per pair:", &head);
+        let mut pairs = Table::new("per pair:", &head);
         for p in &doc.pairs {
             let cells = vec![
                 printable(&p.client).into_owned(),
@@ -305,7 +298,7 @@ fn adapter_table(doc: &ResultDoc) -> Option<Table> {
     if multi.is_empty() {
         return None;
     }
-    let mut t = table(
+    let mut t = Table::new(
         "per adapter (interface counters over the host's window):",
         &[
             "host",
