@@ -351,12 +351,14 @@ mod tests {
         let mut s = Store::open(&p).unwrap();
         // The third test fails to store: nothing of the import stays.
         let bad = [imported("a", 1.0), imported("b", 2.0), imported("a", 3.0)];
-        assert!(s.import("table", "t.csv", "imp", &bad).is_err());
+        let stored = s.import_stream("table", "t.csv", "imp", bad.into_iter().map(Ok));
+        assert!(stored.is_err());
         assert!(s.list_runs().unwrap().is_empty());
         assert_eq!(number(&s, "SELECT COUNT(*) FROM tests"), 0);
         // And the connection is usable afterwards.
         let good = [imported("a", 1.0), imported("b", 2.0)];
-        let run = s.import("table", "t.csv", "imp", &good).unwrap();
+        let stored = s.import_stream("table", "t.csv", "imp", good.into_iter().map(Ok));
+        let (run, _) = stored.unwrap();
         assert_eq!(s.run_detail(run).unwrap().tests.len(), 2);
     }
 

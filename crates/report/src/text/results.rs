@@ -181,10 +181,8 @@ pub(super) fn test_line(t: &TestRow, widths: (usize, usize)) -> String {
 /// "95 % CI of iops 980 to 1,020 (mean 1,000 ± 20, 3 reps)"; `mbit`
 /// shows a disk MB/s metric in Mbit/s.
 pub fn ci_text(c: &Ci95, mbit: bool) -> String {
-    let (name, f) = match iotoll_model::ci::disk_mbit(&c.metric).filter(|_| mbit) {
-        Some((l, f)) => (l, f),
-        None => (c.metric.as_str(), 1.0),
-    };
+    let in_mbit = iotoll_model::ci::disk_mbit(&c.metric).filter(|_| mbit);
+    let (name, f) = in_mbit.unwrap_or((c.metric.as_str(), 1.0));
     let caveat = c.caveat().map_or(String::new(), |w| format!(": {w}"));
     format!(
         "95 % CI of {name} {} to {} (mean {} ± {}, {} reps){caveat}",

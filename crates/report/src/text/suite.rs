@@ -160,10 +160,8 @@ pub fn notes(all: &[String]) -> Vec<String> {
                 && rest.starts_with(iotoll_model::result::INTERFERENCE_NOTE)
         })
     };
-    let (reps, mut out): (Vec<&String>, Vec<String>) = (
-        all.iter().filter(|n| interference(n)).collect(),
-        all.iter().filter(|n| !interference(n)).cloned().collect(),
-    );
+    let (reps, others): (Vec<&String>, Vec<&String>) = all.iter().partition(|n| interference(n));
+    let mut out: Vec<String> = others.into_iter().cloned().collect();
     // A few are shown whole (they name the processes).
     const WHOLE: usize = 6;
     match reps.as_slice() {
