@@ -231,13 +231,7 @@ fn net_run(kind: &str, metrics: Value, spec: Value) -> RunDetail {
 /// One CSV line split into cells, quotes honoured.
 fn cells(out: &str, line: usize) -> Vec<String> {
     let l = out.lines().nth(line).unwrap();
-    let mut r = csv::ReaderBuilder::new();
-    let rec = r
-        .has_headers(false)
-        .from_reader(l.as_bytes())
-        .into_records()
-        .next();
-    let row: Vec<String> = rec.unwrap().unwrap().iter().map(String::from).collect();
+    let row: Vec<String> = iometer_records(l)[0].iter().map(String::from).collect();
     assert_eq!(row.len(), IOMETER_COLUMNS.len(), "{l}");
     row
 }
