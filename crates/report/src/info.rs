@@ -245,13 +245,9 @@ impl RunInfo {
 /// Each configuration's "Warnings and notes" ([`RunInfo::notes`]), in the
 /// order of `configs`; the one place both renderers take them from.
 pub fn notes(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Vec<Note>> {
-    configs
-        .iter()
-        .enumerate()
-        .map(|(i, c)| match infos.get(i) {
-            Some(info) => info.notes(&c.notes),
-            None => RunInfo::default().notes(&c.notes),
-        })
+    let none = RunInfo::default();
+    (configs.iter().enumerate())
+        .map(|(i, c)| infos.get(i).unwrap_or(&none).notes(&c.notes))
         .collect()
 }
 

@@ -202,7 +202,8 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
     io_rate_cells(&mut c, m);
-    let vals: [(&'static str, Option<f64>); 14] = [
+    // The network columns (packets, connections) stay empty.
+    let vals: [(&'static str, Option<f64>); 9] = [
         ("# Workers", sp.workers),
         ("Bytes Read", bytes(g("read_mb_s"))),
         ("Bytes Written", bytes(g("write_mb_s"))),
@@ -212,11 +213,6 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Maximum Size", sectors(sp.size)),
         ("Queue Depth", sp.qd),
         ("CPU Effectiveness", g("iops_per_cpu_pct")),
-        ("Packets/Second", None),
-        ("Packet Errors", None),
-        ("Segments Retransmitted/Second", None),
-        ("Connections", None),
-        ("Connections per Second", None),
     ];
     for (k, v) in vals {
         put(&mut c, k, v);
@@ -340,12 +336,11 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
 fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
     let mut c = Cells::new();
     io_rate_cells(&mut c, m);
-    let vals: [(&'static str, Option<f64>); 5] = [
+    let vals: [(&'static str, Option<f64>); 4] = [
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
         ("Read I/Os", Some(io.reads as f64)),
         ("Write I/Os", Some(io.writes as f64)),
-        ("Connections", None),
     ];
     for (k, v) in vals {
         put(&mut c, k, v);
