@@ -78,8 +78,9 @@ impl RunInfo {
     /// - any other run note is the run's, once; a single measurement's run
     ///   holds its result's notes again, and these are left out.
     pub fn notes(&self, run_notes: &[String]) -> Vec<Note> {
-        // (text, the tests that said it), in first-seen order.
-        let mut said: Vec<(String, Vec<String>)> = Vec::new();
+        // (text, the tests that said it, the first one's name), in
+        // first-seen order.
+        let mut said: Vec<(String, Vec<String>, &str)> = Vec::new();
         let mut copies: Vec<String> = Vec::new();
         for t in &self.tests {
             let test = match t.rep {
@@ -87,10 +88,10 @@ impl RunInfo {
                 _ => t.name.clone(),
             };
             for n in &t.notes {
-                match said.iter_mut().find(|(text, _)| text == n) {
-                    Some((_, tests)) if tests.contains(&test) => continue,
-                    Some((_, tests)) => tests.push(test.clone()),
-                    None => said.push((n.clone(), vec![test.clone()])),
+                match said.iter_mut().find(|(text, _, _)| text == n) {
+                    Some((_, tests, _)) if tests.contains(&test) => continue,
+                    Some((_, tests, _)) => tests.push(test.clone()),
+                    None => said.push((n.clone(), vec![test.clone()], &t.name)),
                 }
                 copies.push(n.clone());
                 if let Some(rep) = t.rep {
@@ -143,19 +144,11 @@ impl RunInfo {
         let mut folded: Vec<(&str, Note)> = (folded.into_iter())
             .map(|(test, reps)| (test, self.other_repetitions(test, &reps)))
             .collect();
-        // The test a note said by one test belongs to (its label may name
-        // the kept repetition).
-        let owner = |tests: &[String]| -> Option<&str> {
-            let [label] = tests else { return None };
-            let of = |t: &&TestInfo| {
-                label == &t.name
-                    || (label.strip_prefix(t.name.as_str()))
-                        .is_some_and(|r| r.starts_with(" repetition "))
-            };
-            self.tests.iter().find(of).map(|t| t.name.as_str())
-        };
-        let owners: Vec<Option<&str>> = said.iter().map(|(_, tests)| owner(tests)).collect();
-        for (i, (text, tests)) in said.into_iter().enumerate() {
+        // The test a note said by one test belongs to.
+        let owners: Vec<Option<&str>> = (said.iter())
+            .map(|(_, tests, first)| (tests.len() == 1).then_some(*first))
+            .collect();
+        for (i, (text, tests, _)) in said.into_iter().enumerate() {
             let test = match tests.len() {
                 1 => tests.into_iter().next(),
                 n if n == every => Some(format!("all {n} tests")),

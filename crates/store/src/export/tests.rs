@@ -203,28 +203,22 @@ fn iometer_results_csv() {
     insta::assert_snapshot!(out);
 }
 
+/// run() as one network test of `kind`, its repetition 1 selected.
 fn net_run(kind: &str, metrics: Value, spec: Value) -> RunDetail {
     let mut r = run();
     r.run.suite = "net-stream".into();
     r.disclosure = Some(json!({"host": "lab-a"}));
-    r.tests = vec![TestRow {
-        seq: 1,
-        name: if kind == "net-rr" {
-            "rr/req=1k,resp=16k,conns=2,burst=4".into()
-        } else {
-            "stream/dir=bidir,conns=4,msg=64k".into()
-        },
-        kind: kind.parse().unwrap(),
-        group: None,
-        params: json!({}),
-        select: "median".into(),
-        selected_rep: Some(1),
-        spread_pct: None,
-        repeatable: None,
-        summary: None,
-        ci95: None,
-        reps: vec![result(1, kind, "mtu9000", spec, metrics)],
-    }];
+    let t = &mut r.tests[0];
+    t.name = match kind {
+        "net-rr" => "rr/req=1k,resp=16k,conns=2,burst=4".into(),
+        _ => "stream/dir=bidir,conns=4,msg=64k".into(),
+    };
+    t.kind = kind.parse().unwrap();
+    t.group = None;
+    t.params = json!({});
+    t.select = "median".into();
+    (t.spread_pct, t.repeatable) = (None, None);
+    t.reps = vec![result(1, kind, "mtu9000", spec, metrics)];
     r
 }
 
