@@ -221,26 +221,22 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
     }
     let pct = |v: Option<&f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     let disk = doc.kind == Kind::Disk;
-    let head: &[&str] = match disk {
-        true => &[
-            "host",
-            "role",
-            "cpus",
-            "IOPS",
-            "MB/s",
-            "cpu %",
-            "others %",
-            "IOPS per % CPU",
-        ],
+    // The kind's figures, between the host's CPUs and its CPU.
+    let figures: &[(&str, &str)] = match disk {
+        true => &[("IOPS", mn::IOPS), ("MB/s", mn::MB_S)],
         false => &[
-            "host", "role", "cpus", "Mbit/s", "sent", "received", "cpu %", "others %",
+            ("Mbit/s", mn::MBIT_S),
+            ("sent", mn::TX_MBIT_S),
+            ("received", mn::RX_MBIT_S),
         ],
     };
-    let keys: &[&str] = match disk {
-        true => &[mn::IOPS, mn::MB_S],
-        false => &[mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S],
-    };
-    let mut hosts = Table::new("per host:", head);
+    let mut head = vec!["host", "role", "cpus"];
+    head.extend(figures.iter().map(|f| f.0));
+    head.extend(["cpu %", "others %"]);
+    if disk {
+        head.push("IOPS per % CPU");
+    }
+    let mut hosts = Table::new("per host:", &head);
     for h in &doc.hosts {
         let m = &h.metrics;
         let mut r = vec![
@@ -248,7 +244,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             h.role.clone(),
             h.cpus.to_string(),
         ];
-        r.extend(keys.iter().map(|k| or_dash(m.get(*k).copied())));
+        r.extend(figures.iter().map(|(_, k)| or_dash(m.get(*k).copied())));
         r.push(pct(m.get(mn::CPU_PCT)));
         r.push(pct(m.get(mn::CPU_OTHERS_PCT)));
         if disk {
