@@ -233,13 +233,6 @@ fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
     Some(&t.reps.iter().find(|r| r.rep == rep)?.doc)
 }
 
-/// The document of a multi-host test's selected repetition, when the
-/// test's figures are that repetition's (a mean has no hosts to add up to
-/// it).
-fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
-    selected_doc(t).filter(|d| !d.hosts.is_empty())
-}
-
 /// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
 /// each with that CPU's busy % and modes over the window, as Iometer
 /// writes them between a MANAGER row and its WORKER rows.
@@ -529,7 +522,10 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        let lines = match (selected_multi_host(t), t.kind) {
+        // A multi-host test's hosts add up to one repetition's figures (a
+        // mean has none to add up to it).
+        let multi_host = selected_doc(t).filter(|d| !d.hosts.is_empty());
+        let lines = match (multi_host, t.kind) {
             (Some(doc), _) => Ok(multi_host_rows(t, m, doc)),
             (None, Kind::Disk) => Ok(match selected_breakdown(t) {
                 Some(b) => disk_breakdown_rows(disk_cells(t, m), b, host),
