@@ -141,14 +141,10 @@ fn setup_scope(item: &str) -> Scope {
 /// The tests' configuration rows that differ: per item and kind, each
 /// configuration's distinct values.
 fn setup_rows(configs: &[ConfigData]) -> Vec<Difference> {
-    let mut items: Vec<(Kind, String)> = Vec::new();
-    for t in configs.iter().flat_map(|c| &c.tests) {
-        for (k, _) in &t.setup {
-            if !items.contains(&(t.kind, k.clone())) {
-                items.push((t.kind, k.clone()));
-            }
-        }
-    }
+    let tests = configs.iter().flat_map(|c| &c.tests);
+    let items = crate::compare::distinct(
+        tests.flat_map(|t| t.setup.iter().map(|(k, _)| (t.kind, k.clone()))),
+    );
     let mut out = Vec::new();
     for (kind, item) in items {
         let values: Vec<Vec<&str>> = configs
@@ -169,14 +165,10 @@ fn setup_rows(configs: &[ConfigData]) -> Vec<Difference> {
         }
         out.push(Difference {
             item: format!("{item} ({} tests)", kind.noun()),
-            values: values
-                .iter()
-                .map(|v| {
-                    if v.is_empty() {
-                        "–".into()
-                    } else {
-                        v.join(", ")
-                    }
+            values: (values.iter())
+                .map(|v| match v.is_empty() {
+                    true => "–".into(),
+                    false => v.join(", "),
                 })
                 .collect(),
             scope: setup_scope(&item),

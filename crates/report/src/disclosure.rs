@@ -41,23 +41,17 @@ fn group_of(key: &str) -> &'static str {
 /// `a` before `b` as people count: runs of digits by value, so `c2`
 /// comes before `c10` and `eth9` before `eth10`.
 fn natural(a: &str, b: &str) -> std::cmp::Ordering {
-    fn parts(s: &str) -> Vec<(bool, &str)> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        let bytes = s.as_bytes();
-        for i in 1..=bytes.len() {
-            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
-                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
-                start = i;
-            }
-        }
-        out
+    fn parts(s: &str) -> impl Iterator<Item = (bool, &[u8])> {
+        let same = |x: &u8, y: &u8| x.is_ascii_digit() == y.is_ascii_digit();
+        s.as_bytes()
+            .chunk_by(same)
+            .map(|p| (p[0].is_ascii_digit(), p))
     }
-    let (pa, pb) = (parts(a), parts(b));
-    for (x, y) in pa.iter().zip(&pb) {
+    let zeros = |d: &[u8]| d.iter().take_while(|c| **c == b'0').count();
+    for (x, y) in parts(a).zip(parts(b)) {
         let o = match (x, y) {
             ((true, x), (true, y)) => {
-                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                let (x, y) = (&x[zeros(x)..], &y[zeros(y)..]);
                 x.len().cmp(&y.len()).then(x.cmp(y))
             }
             ((_, x), (_, y)) => x.cmp(y),
@@ -66,7 +60,7 @@ fn natural(a: &str, b: &str) -> std::cmp::Ordering {
             return o;
         }
     }
-    pa.len().cmp(&pb.len()).then(a.cmp(b))
+    parts(a).count().cmp(&parts(b).count()).then(a.cmp(b))
 }
 
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {

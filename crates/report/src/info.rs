@@ -78,8 +78,9 @@ impl RunInfo {
     /// - any other run note is the run's, once; a single measurement's run
     ///   holds its result's notes again, and these are left out.
     pub fn notes(&self, run_notes: &[String]) -> Vec<Note> {
-        // (text, the tests that said it), in first-seen order.
-        let mut said: Vec<(String, Vec<String>)> = Vec::new();
+        // (text, the tests that said it, the first one's name), in
+        // first-seen order.
+        let mut said: Vec<(String, Vec<String>, &str)> = Vec::new();
         let mut copies: Vec<String> = Vec::new();
         for t in &self.tests {
             let test = match t.rep {
@@ -87,10 +88,10 @@ impl RunInfo {
                 _ => t.name.clone(),
             };
             for n in &t.notes {
-                match said.iter_mut().find(|(text, _)| text == n) {
-                    Some((_, tests)) if tests.contains(&test) => continue,
-                    Some((_, tests)) => tests.push(test.clone()),
-                    None => said.push((n.clone(), vec![test.clone()])),
+                match said.iter_mut().find(|(text, _, _)| text == n) {
+                    Some((_, tests, _)) if tests.contains(&test) => continue,
+                    Some((_, tests, _)) => tests.push(test.clone()),
+                    None => said.push((n.clone(), vec![test.clone()], &t.name)),
                 }
                 copies.push(n.clone());
                 if let Some(rep) = t.rep {
@@ -143,19 +144,11 @@ impl RunInfo {
         let mut folded: Vec<(&str, Note)> = (folded.into_iter())
             .map(|(test, reps)| (test, self.other_repetitions(test, &reps)))
             .collect();
-        // The test a note said by one test belongs to (its label may name
-        // the kept repetition).
-        let owner = |tests: &[String]| -> Option<&str> {
-            let [label] = tests else { return None };
-            let of = |t: &&TestInfo| {
-                label == &t.name
-                    || (label.strip_prefix(t.name.as_str()))
-                        .is_some_and(|r| r.starts_with(" repetition "))
-            };
-            self.tests.iter().find(of).map(|t| t.name.as_str())
-        };
-        let owners: Vec<Option<&str>> = said.iter().map(|(_, tests)| owner(tests)).collect();
-        for (i, (text, tests)) in said.into_iter().enumerate() {
+        // The test a note said by one test belongs to.
+        let owners: Vec<Option<&str>> = (said.iter())
+            .map(|(_, tests, first)| (tests.len() == 1).then_some(*first))
+            .collect();
+        for (i, (text, tests, _)) in said.into_iter().enumerate() {
             let test = match tests.len() {
                 1 => tests.into_iter().next(),
                 n if n == every => Some(format!("all {n} tests")),
@@ -245,13 +238,9 @@ impl RunInfo {
 /// Each configuration's "Warnings and notes" ([`RunInfo::notes`]), in the
 /// order of `configs`; the one place both renderers take them from.
 pub fn notes(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Vec<Note>> {
-    configs
-        .iter()
-        .enumerate()
-        .map(|(i, c)| match infos.get(i) {
-            Some(info) => info.notes(&c.notes),
-            None => RunInfo::default().notes(&c.notes),
-        })
+    let none = RunInfo::default();
+    (configs.iter().enumerate())
+        .map(|(i, c)| infos.get(i).unwrap_or(&none).notes(&c.notes))
         .collect()
 }
 
@@ -317,18 +306,14 @@ fn from_run(run: &RunDetail) -> RunInfo {
                 spec,
                 // Any repetition counts, as in the suite's results table,
                 // and any host of a multi-host test, as this host does.
-                interfered: {
-                    let measured = (t.reps.iter()).filter(|r| {
-                        let c = &r.doc.cpu;
-                        let measured = c.local.as_ref().is_some_and(|l| l.interference.is_some());
-                        measured
-                            || r.doc
-                                .hosts
-                                .iter()
-                                .any(|h| (h.cpu.as_ref()).is_some_and(|c| c.interference.is_some()))
-                    });
-                    measured.map(|r| r.doc.interfered()).reduce(|a, b| a || b)
-                },
+                interfered: (t.reps.iter())
+                    .filter(|r| {
+                        let hosts = r.doc.hosts.iter().map(|h| h.cpu.as_ref());
+                        let mut cpus = hosts.chain([r.doc.cpu.local.as_ref()]);
+                        cpus.any(|c| c.is_some_and(|c| c.interference.is_some()))
+                    })
+                    .map(|r| r.doc.interfered())
+                    .reduce(|a, b| a || b),
                 reps: t.reps.len(),
                 rep: rep.map(|r| r.rep),
                 mean_of_reps: t.selected_rep.is_none() && t.reps.len() > 1,
@@ -382,17 +367,12 @@ fn peer_from<'a>(remotes: impl Iterator<Item = &'a Value>) -> Option<Value> {
             tcp = remote.get("tcp").filter(|t| t.is_object()).cloned();
         }
     }
-    if interfaces.is_empty() && tcp.is_none() {
-        return None;
-    }
     let mut peer = serde_json::Map::new();
     if !interfaces.is_empty() {
         peer.insert("interfaces".into(), Value::Array(interfaces));
     }
-    if let Some(t) = tcp {
-        peer.insert("tcp".into(), t);
-    }
-    Some(Value::Object(peer))
+    peer.extend(tcp.map(|t| ("tcp".to_string(), t)));
+    (!peer.is_empty()).then_some(Value::Object(peer))
 }
 
 /// A stored run as a report configuration and its facts. The disclosure
@@ -435,6 +415,8 @@ fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{doc, run};
+    use serde_json::json;
 
     fn net_doc(name: &str, mtu: u32) -> Value {
         serde_json::json!({
@@ -486,13 +468,6 @@ mod tests {
         }
         assert_eq!(loopback_peer(&serde_json::json!({}).into()), None);
     }
-}
-
-#[cfg(test)]
-mod note_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     fn note(test: Option<&str>, text: &str) -> Note {
         Note {
@@ -682,13 +657,6 @@ mod note_tests {
         let r = run(1, "lo", vec![("a", d.clone()), ("b", d)]);
         assert_eq!(notes_of(&r), vec![note(Some("all 2 tests"), same)]);
     }
-}
-
-#[cfg(test)]
-mod metric_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     /// Runs that lack the metric compared offer the ones they share:
     /// in every configuration, for a test of the same name.
@@ -709,13 +677,6 @@ mod metric_tests {
         assert!(!but_mb_s.contains(&"mb_s"), "{but_mb_s:?}");
         assert!(comparable_metrics(&[], None).is_empty());
     }
-}
-
-#[cfg(test)]
-mod failed_tests {
-    use super::*;
-    use crate::fixtures::{doc, run};
-    use serde_json::json;
 
     /// A run of two tests of two repetitions that all failed: stored with
     /// no repetition.

@@ -17,26 +17,21 @@ pub struct Imported {
     pub doc: ResultDoc,
 }
 
-/// The workload parameters the source states, in the native spec's keys
-/// (so `compare` can check them and the test gets the native run's name),
-/// and the source's own start time (seconds since the epoch).
-#[derive(Default)]
-struct Origin {
-    spec: ImportSpec,
-    started_s: Option<f64>,
-}
-
+/// An imported result: `spec` the workload parameters the source states,
+/// in the native spec's keys (so `compare` can check them and the test
+/// gets the native run's name), `started_s` the source's own start time
+/// (seconds since the epoch).
 fn doc(
     kind: Kind,
     source: &str,
     format: &str,
     mut metrics: Metrics,
     notes: Vec<String>,
-    origin: Origin,
+    spec: ImportSpec,
+    started_s: Option<f64>,
 ) -> ResultDoc {
     derive_metrics(&mut metrics);
-    let started = origin
-        .started_s
+    let started = started_s
         // Past year 9999 no RFC 3339 date can say it: the import's time then.
         .filter(|s| s.is_finite() && *s > 0.0 && *s < 253_402_300_800.0)
         .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s))
@@ -44,7 +39,7 @@ fn doc(
     let spec = ImportSpec {
         imported_from: source.into(),
         format: format.into(),
-        ..origin.spec
+        ..spec
     };
     // Imports state totals only.
     ResultDoc {
@@ -322,7 +317,8 @@ impl<R> TableRows<R> {
             "table",
             m,
             Vec::new(),
-            Origin::default(),
+            ImportSpec::default(),
+            None,
         );
         all_finite(&d.metrics, &format!("line {n}"))?;
         Ok(Imported {
@@ -435,14 +431,7 @@ pub fn fio_json(input: impl std::io::Read, source: &str) -> Result<Vec<Imported>
                 "fio's engine is synchronous: its queue depth is 1 whatever iodepth says".into(),
             );
         }
-        let d = doc(
-            Kind::Disk,
-            source,
-            "fio-json",
-            m,
-            notes,
-            Origin { spec, started_s },
-        );
+        let d = doc(Kind::Disk, source, "fio-json", m, notes, spec, started_s);
         all_finite(&d.metrics, &format!("jobs[{i}] ({jobname})"))?;
         out.push(Imported {
             name,
@@ -650,7 +639,8 @@ pub fn iperf3_json(input: impl std::io::Read, source: &str) -> Result<Vec<Import
         "iperf3-json",
         m,
         notes,
-        Origin { spec, started_s },
+        spec,
+        started_s,
     );
     all_finite(&d.metrics, "iperf3 result")?;
     Ok(vec![Imported {
@@ -668,11 +658,8 @@ mod tests {
     #[test]
     fn an_impossible_timestamp_is_the_imports_time() {
         for s in [1e308, 253_402_300_800.0, -1.0, f64::NAN] {
-            let o = Origin {
-                started_s: Some(s),
-                ..Default::default()
-            };
-            let d = doc(Kind::Disk, "x", "table", Metrics::new(), vec![], o);
+            let (m, spec) = (Metrics::new(), ImportSpec::default());
+            let d = doc(Kind::Disk, "x", "table", m, vec![], spec, Some(s));
             assert!(d.started_at.starts_with("20"), "{s}: {}", d.started_at);
         }
     }

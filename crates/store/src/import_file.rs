@@ -56,9 +56,9 @@ pub fn import_file(
         _ => return Err(StoreError::Input(format!("no import format '{format}'"))),
     };
     let tests = parsed.map_err(bad)?;
-    let run = Store::open(db)?.import(format, &src, config, &tests)?;
     let first_note = |t: &Imported| Some((t.name.clone(), t.doc.notes.first()?.clone()));
     let notes = tests.iter().filter_map(first_note).collect();
-    let tests = tests.len();
+    let rows = tests.into_iter().map(Ok);
+    let (run, tests) = Store::open(db)?.import_stream(format, &src, config, rows)?;
     Ok(ImportedRun { run, tests, notes })
 }

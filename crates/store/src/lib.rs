@@ -351,29 +351,23 @@ mod tests {
         let mut s = Store::open(&p).unwrap();
         // The third test fails to store: nothing of the import stays.
         let bad = [imported("a", 1.0), imported("b", 2.0), imported("a", 3.0)];
-        assert!(s.import("table", "t.csv", "imp", &bad).is_err());
+        let stored = s.import_stream("table", "t.csv", "imp", bad.into_iter().map(Ok));
+        assert!(stored.is_err());
         assert!(s.list_runs().unwrap().is_empty());
         assert_eq!(number(&s, "SELECT COUNT(*) FROM tests"), 0);
         // And the connection is usable afterwards.
         let good = [imported("a", 1.0), imported("b", 2.0)];
-        let run = s.import("table", "t.csv", "imp", &good).unwrap();
+        let stored = s.import_stream("table", "t.csv", "imp", good.into_iter().map(Ok));
+        let (run, _) = stored.unwrap();
         assert_eq!(s.run_detail(run).unwrap().tests.len(), 2);
     }
 
     #[test]
     fn non_finite_figures_never_damage_a_stored_document() {
-        let (_d, p) = temp_db();
-        let mut s = Store::open(&p).unwrap();
-        let run = running(&s);
-        let t = s
-            .add_test(run, 1, "t", Kind::Disk, None, &serde_json::json!({}), "all")
-            .unwrap();
         let mut bad = doc(1.0);
         bad.metrics.insert("iops".into(), f64::INFINITY);
         bad.metrics.insert("mb_s".into(), f64::NAN);
-        s.add_rep(t, 1, &bad).unwrap();
-        let det = s.run_detail(run).expect("readable");
-        let m = &det.tests[0].reps[0].doc.metrics;
+        let m = &stored(&bad).metrics;
         assert!(!m.contains_key("iops") && !m.contains_key("mb_s"));
         assert_eq!(m["cpu_pct"], 10.0);
     }
@@ -425,6 +419,16 @@ mod tests {
         d
     }
 
+    /// `doc` stored as a new database's one repetition, and read back.
+    fn stored(doc: &ResultDoc) -> ResultDoc {
+        let (_d, p) = temp_db();
+        let mut s = Store::open(&p).unwrap();
+        let (run, t) = mesh_test(&mut s);
+        s.add_rep(t, 1, doc).unwrap();
+        let mut det = s.run_detail(run).expect("readable");
+        det.tests.remove(0).reps.remove(0).doc
+    }
+
     /// A running run with one network test, "mesh".
     fn mesh_test(s: &mut Store) -> (RunId, TestId) {
         let run = running(s);
@@ -472,16 +476,11 @@ mod tests {
 
     #[test]
     fn a_hosts_non_finite_figure_never_damages_a_stored_document() {
-        let (_d, p) = temp_db();
-        let mut s = Store::open(&p).unwrap();
-        let (run, t) = mesh_test(&mut s);
         let mut bad = multi_host_doc();
         bad.hosts[1]
             .metrics
             .insert("mbit_s_per_cpu_pct".into(), f64::INFINITY);
-        s.add_rep(t, 1, &bad).unwrap();
-        let det = s.run_detail(run).expect("readable");
-        let hosts = &det.tests[0].reps[0].doc.hosts;
+        let hosts = &stored(&bad).hosts;
         assert!(!hosts[1].metrics.contains_key("mbit_s_per_cpu_pct"));
         assert_eq!(hosts[1].metrics["mbit_s"], 1000.0);
         assert_eq!(hosts[0], multi_host_doc().hosts[0]);
@@ -492,9 +491,6 @@ mod tests {
     /// stored with `null` and every read of the run failed "damaged".
     #[test]
     fn a_non_finite_cpu_window_never_damages_a_stored_document() {
-        let (_d, p) = temp_db();
-        let mut s = Store::open(&p).unwrap();
-        let (run, t) = mesh_test(&mut s);
         let mut bad = multi_host_doc();
         if let Some(c) = bad.hosts[1].cpu.as_mut() {
             c.busy_pct = 1e308 * 4.0;
@@ -505,9 +501,7 @@ mod tests {
             stop: 0.0,
             clock: 0.0,
         });
-        s.add_rep(t, 1, &bad).unwrap();
-        let det = s.run_detail(run).expect("readable");
-        let doc = &det.tests[0].reps[0].doc;
+        let doc = &stored(&bad);
         assert!(doc.hosts[1].cpu.is_none() && doc.cpu.local.is_none());
         assert!(doc.skew_us.is_none());
         assert_eq!(doc.hosts[0], multi_host_doc().hosts[0]);

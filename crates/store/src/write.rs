@@ -153,22 +153,10 @@ impl Store {
     }
 
     /// Stores imported results as one complete run labelled `config`, in
-    /// one transaction: all of it or nothing.
-    pub fn import(
-        &mut self,
-        format: &str,
-        source: &str,
-        config: &str,
-        tests: &[import::Imported],
-    ) -> Result<RunId, StoreError> {
-        self.import_stream(format, source, config, tests.iter().cloned().map(Ok))
-            .map(|(run, _)| run)
-    }
-
-    /// [`Store::import`] from tests as they are read: memory stays that of
-    /// one test whatever the size of the input. An input error (`Err` from
-    /// `tests`) is [`StoreError::Input`]; either way nothing is stored.
-    /// Returns the run and the number of tests.
+    /// one transaction: all of it or nothing. The tests are stored as they
+    /// are read: memory stays that of one test whatever the size of the
+    /// input. An input error (`Err` from `tests`) is [`StoreError::Input`];
+    /// either way nothing is stored. Returns the run and the number of tests.
     pub fn import_stream(
         &mut self,
         format: &str,

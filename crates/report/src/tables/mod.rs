@@ -58,6 +58,17 @@ pub struct Table {
     pub note: Option<String>,
 }
 
+impl Table {
+    /// A table with a title and head, to be filled with rows.
+    pub(crate) fn new(title: &str, head: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            head: head.iter().map(|h| h.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+}
+
 pub(crate) fn kind_title(kind: Kind) -> &'static str {
     match kind {
         Kind::Disk => "Disk tests",
@@ -123,7 +134,7 @@ pub(crate) fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
 /// "iops 980 – 1,020 (± 2.0 %)": the interval of the selection metric;
 /// `unit` converts a disk MB/s metric to Mbit/s.
 pub(crate) fn ci_cell(c: &iotoll_model::Ci95, unit: Option<(&str, f64)>) -> String {
-    let (name, f) = unit.map_or((label(&c.metric), 1.0), |(l, f)| (l, f));
+    let (name, f) = unit.unwrap_or((label(&c.metric), 1.0));
     let rel = c
         .relative_pct()
         .map_or(String::new(), |r| format!(" (± {r:.1} %)"));

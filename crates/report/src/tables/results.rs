@@ -128,23 +128,21 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
     let mut out = Vec::new();
     for kind in kinds(configs) {
         let names = test_names(configs, kind);
-        let cols: Vec<&str> = metric_columns(kind)
-            .iter()
-            .copied()
+        // Whether `f` holds of some test in some configuration.
+        let any = |f: &dyn Fn(usize, &str) -> bool| {
+            (names.iter()).any(|n| (0..configs.len()).any(|ci| f(ci, n)))
+        };
+        let cols: Vec<&str> = (metric_columns(kind).iter().copied())
             .filter(|m| {
-                names.iter().any(|n| {
-                    (0..configs.len()).any(|ci| {
-                        configs[ci]
-                            .test(n)
-                            .is_some_and(|t| t.metrics.contains_key(*m))
-                            && !(remote_cpu_metric(m) && same_host(infos, ci, n))
-                    })
+                any(&|ci, n| {
+                    let has = configs[ci]
+                        .test(n)
+                        .is_some_and(|t| t.metrics.contains_key(*m));
+                    has && !(remote_cpu_metric(m) && same_host(infos, ci, n))
                 })
             })
             .collect();
-        let any_same_host = names
-            .iter()
-            .any(|n| (0..configs.len()).any(|ci| same_host(infos, ci, n)));
+        let any_same_host = any(&|ci, n| same_host(infos, ci, n));
         // Disk throughput in Mbit/s when every test of the table's
         // configurations asks (suite key unit = "mbit_s").
         let mbit = kind == Kind::Disk
@@ -153,9 +151,7 @@ pub fn metrics(configs: &[ConfigData], infos: &[RunInfo]) -> Vec<Table> {
                 .all(|t| iotoll_model::ci::wants_mbit(t.kind, &t.params));
         let in_unit = |m: &str| iotoll_model::ci::disk_mbit(m).filter(|_| mbit);
         let ci_of = |ci: usize, n: &str| infos.get(ci).and_then(|i| i.test(n)?.ci95.clone());
-        let any_ci = names
-            .iter()
-            .any(|n| (0..configs.len()).any(|ci| ci_of(ci, n).is_some()));
+        let any_ci = any(&|ci, n| ci_of(ci, n).is_some());
         let mut head = vec!["test".to_string()];
         if many {
             head.push("configuration".into());
@@ -297,7 +293,6 @@ pub fn comparison(c: &Comparison) -> Table {
                 r.group.clone(),
                 label(&r.metric).to_string(),
             ];
-            let mut cell_diff = vec![false; 3];
             for (i, v) in r.values.iter().enumerate() {
                 let interfered = r.interfered.get(i).copied().unwrap_or(false);
                 cells.push(format!("{}{}", num(*v), if interfered { " ⚑" } else { "" }));
@@ -310,23 +305,17 @@ pub fn comparison(c: &Comparison) -> Table {
                         ""
                     }
                 ));
-                cell_diff.extend([false, false]);
             }
-            for d in &r.diff_pct {
-                cells.push(pct(*d));
-                cell_diff.push(false);
-            }
+            cells.extend(r.diff_pct.iter().map(|d| pct(*d)));
             if any_differs {
                 cells.push(r.differs.join(", "));
-                cell_diff.push(!r.differs.is_empty());
             }
-            TRow {
-                cells,
-                cell_diff,
-                config: None,
-                warn: r.not_repeatable,
-                total: false,
+            let mut row = TRow::plain(cells, None, r.not_repeatable);
+            // Only the workload's cell, the last, is ever marked.
+            if let Some(d) = row.cell_diff.last_mut() {
+                *d = !r.differs.is_empty();
             }
+            row
         })
         .collect();
     let mut notes = Vec::new();

@@ -2,8 +2,8 @@
 //! per-line figures, its iSCSI sessions and interrupts; a network run's
 //! path (interfaces, TCP settings, TLS).
 
-use super::{or_dash, table};
-use crate::tables::{to_text, TRow};
+use super::or_dash;
+use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{NetDisclosure, TlsDisclosure};
 use iotoll_model::text::printable;
@@ -15,17 +15,17 @@ use std::fmt::Write;
 /// The figures every breakdown row has, after its leading cells and before
 /// its trailing ones.
 const FIGURES: [&str; 5] = ["IOPS", "MB/s", "mean us", "p99 us", "errors"];
+const FIGURE_KEYS: [&str; 5] = [
+    mn::IOPS,
+    mn::MB_S,
+    mn::LAT_MEAN_US,
+    mn::LAT_P99_US,
+    mn::ERRORS,
+];
 
 fn figures_row(lead: String, m: &Metrics, rest: Vec<String>) -> TRow {
     let mut cells = vec![lead];
-    let keys = [
-        mn::IOPS,
-        mn::MB_S,
-        mn::LAT_MEAN_US,
-        mn::LAT_P99_US,
-        mn::ERRORS,
-    ];
-    cells.extend(keys.iter().map(|k| or_dash(m.get(*k).copied())));
+    cells.extend(FIGURE_KEYS.iter().map(|k| or_dash(m.get(*k).copied())));
     cells.extend(rest);
     TRow::new(cells)
 }
@@ -38,7 +38,7 @@ fn ids(v: &[u32]) -> String {
 /// there is more than one of them (or the workers were pinned).
 pub(super) fn breakdown(o: &mut String, doc: &ResultDoc) {
     if doc.targets.len() > 1 {
-        let mut t = table(
+        let mut t = Table::new(
             "per target:",
             &[&["target"][..], &FIGURES, &["workers"]].concat(),
         );
@@ -54,7 +54,7 @@ pub(super) fn breakdown(o: &mut String, doc: &ResultDoc) {
     let pinned = doc.workers.iter().any(|w| w.pinned.is_some());
     if doc.workers.len() > 1 || pinned {
         let rest = ["targets", "pinned to (busy %)", "ran on"];
-        let mut t = table("per worker:", &[&["worker"][..], &FIGURES, &rest].concat());
+        let mut t = Table::new("per worker:", &[&["worker"][..], &FIGURES, &rest].concat());
         for w in &doc.workers {
             let pin = w.pinned.map_or("-".into(), |c| {
                 format!("CPU {c} ({})", or_dash(w.pinned_busy_pct))
@@ -66,7 +66,7 @@ pub(super) fn breakdown(o: &mut String, doc: &ResultDoc) {
     }
     if doc.lines.len() > 1 {
         let head = ["line", "size", "asked %", "I/Os %", "I/Os", "bytes %"];
-        let mut t = table("per line:", &head);
+        let mut t = Table::new("per line:", &head);
         for l in &doc.lines {
             let cells = vec![
                 (l.line + 1).to_string(),
@@ -120,7 +120,7 @@ pub(super) fn iscsi_and_irqs(o: &mut String, doc: &ResultDoc) {
         true => "none local".to_string(),
         false => d.devices.join(", "),
     };
-    let mut t = table(&format!("devices: {devices}"), &[]);
+    let mut t = Table::new(&format!("devices: {devices}"), &[]);
     for i in &d.irqs {
         let affinity = format!("affinity {}", i.affinity.as_deref().unwrap_or("?"));
         let cells = vec![format!("irq {}", i.irq), i.name.clone(), affinity];

@@ -43,11 +43,7 @@ pub fn state(st: &LabState) -> String {
         "lab {}  from {}{}  subnet {}  switch netns {}{}",
         st.name,
         st.source,
-        if st.sets.is_empty() {
-            String::new()
-        } else {
-            format!(" --set {}", st.sets.join(" --set "))
-        },
+        joined(" --set ", &st.sets, " --set "),
         st.subnet,
         st.switch,
         if st.complete {
@@ -72,11 +68,7 @@ pub fn state(st: &LabState) -> String {
             "  {:<10} netns {}{}",
             h.name,
             h.netns,
-            if tcp.is_empty() {
-                String::new()
-            } else {
-                format!("  {}", tcp.join(", "))
-            }
+            joined("  ", &tcp, ", ")
         );
         for l in &h.links {
             let off: Vec<String> = l
@@ -95,13 +87,17 @@ pub fn state(st: &LabState) -> String {
                     (Some(r), Some(s)) => format!("{r} ({s})"),
                     _ => "unshaped".into(),
                 },
-                if off.is_empty() {
-                    String::new()
-                } else {
-                    format!("  {}", off.join(", "))
-                }
+                joined("  ", &off, ", ")
             );
         }
     }
     o
+}
+
+/// `items` joined by `sep` after `lead`; nothing when there are none.
+fn joined(lead: &str, items: &[String], sep: &str) -> String {
+    match items.is_empty() {
+        true => String::new(),
+        false => format!("{lead}{}", items.join(sep)),
+    }
 }

@@ -27,15 +27,6 @@ pub use host::host;
 pub use results::{ci_text, host_tables, run_detail, run_list};
 pub use specs::specs;
 
-/// A table with a title and head, to be filled with rows.
-fn table(title: &str, head: &[&str]) -> crate::tables::Table {
-    crate::tables::Table {
-        title: title.into(),
-        head: head.iter().map(|h| h.to_string()).collect(),
-        ..Default::default()
-    }
-}
-
 /// `-` for a figure that is absent.
 fn or_dash(v: Option<f64>) -> String {
     v.map_or("-".into(), num)

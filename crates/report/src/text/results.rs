@@ -3,7 +3,7 @@
 //! multi-host test, its per-host, per-pair and per-adapter tables.
 
 use super::detail::tls_summary;
-use super::{consumer, or_dash, table};
+use super::{consumer, or_dash};
 use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::text::printable;
@@ -15,25 +15,18 @@ use std::fmt::Write;
 /// A header, then one run per line beginning with its id; each column as
 /// wide as its longest cell, so long labels stay aligned.
 pub fn run_list(runs: &[RunRow]) -> String {
-    let t = Table {
-        head: ["id", "config", "suite", "started", "status", "tests"]
-            .map(String::from)
-            .to_vec(),
-        rows: (runs.iter())
-            .map(|r| {
-                let cells = vec![
-                    r.id.to_string(),
-                    printable(r.config.as_deref().unwrap_or("-")).into_owned(),
-                    printable(&r.suite).into_owned(),
-                    printable(&r.started_at).into_owned(),
-                    r.status.label().to_string(),
-                    r.tests.to_string(),
-                ];
-                TRow::new(cells)
-            })
-            .collect(),
-        ..Table::default()
-    };
+    let head = ["id", "config", "suite", "started", "status", "tests"];
+    let mut t = Table::new("", &head);
+    for r in runs {
+        t.rows.push(TRow::new(vec![
+            r.id.to_string(),
+            printable(r.config.as_deref().unwrap_or("-")).into_owned(),
+            printable(&r.suite).into_owned(),
+            printable(&r.started_at).into_owned(),
+            r.status.label().to_string(),
+            r.tests.to_string(),
+        ]));
+    }
     to_text(&t, "", "l")
 }
 
@@ -188,10 +181,8 @@ pub(super) fn test_line(t: &TestRow, widths: (usize, usize)) -> String {
 /// "95 % CI of iops 980 to 1,020 (mean 1,000 ± 20, 3 reps)"; `mbit`
 /// shows a disk MB/s metric in Mbit/s.
 pub fn ci_text(c: &Ci95, mbit: bool) -> String {
-    let (name, f) = match iotoll_model::ci::disk_mbit(&c.metric).filter(|_| mbit) {
-        Some((l, f)) => (l, f),
-        None => (c.metric.as_str(), 1.0),
-    };
+    let in_mbit = iotoll_model::ci::disk_mbit(&c.metric).filter(|_| mbit);
+    let (name, f) = in_mbit.unwrap_or((c.metric.as_str(), 1.0));
     let caveat = c.caveat().map_or(String::new(), |w| format!(": {w}"));
     format!(
         "95 % CI of {name} {} to {} (mean {} ± {}, {} reps){caveat}",
@@ -230,26 +221,22 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
     }
     let pct = |v: Option<&f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     let disk = doc.kind == Kind::Disk;
-    let head: &[&str] = match disk {
-        true => &[
-            "host",
-            "role",
-            "cpus",
-            "IOPS",
-            "MB/s",
-            "cpu %",
-            "others %",
-            "IOPS per % CPU",
-        ],
+    // The kind's figures, between the host's CPUs and its CPU.
+    let figures: &[(&str, &str)] = match disk {
+        true => &[("IOPS", mn::IOPS), ("MB/s", mn::MB_S)],
         false => &[
-            "host", "role", "cpus", "Mbit/s", "sent", "received", "cpu %", "others %",
+            ("Mbit/s", mn::MBIT_S),
+            ("sent", mn::TX_MBIT_S),
+            ("received", mn::RX_MBIT_S),
         ],
     };
-    let keys: &[&str] = match disk {
-        true => &[mn::IOPS, mn::MB_S],
-        false => &[mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S],
-    };
-    let mut hosts = table("per host:", head);
+    let mut head = vec!["host", "role", "cpus"];
+    head.extend(figures.iter().map(|f| f.0));
+    head.extend(["cpu %", "others %"]);
+    if disk {
+        head.push("IOPS per % CPU");
+    }
+    let mut hosts = Table::new("per host:", &head);
     for h in &doc.hosts {
         let m = &h.metrics;
         let mut r = vec![
@@ -257,7 +244,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             h.role.clone(),
             h.cpus.to_string(),
         ];
-        r.extend(keys.iter().map(|k| or_dash(m.get(*k).copied())));
+        r.extend(figures.iter().map(|(_, k)| or_dash(m.get(*k).copied())));
         r.push(pct(m.get(mn::CPU_PCT)));
         r.push(pct(m.get(mn::CPU_OTHERS_PCT)));
         if disk {
@@ -275,7 +262,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             "server->client MB",
             "Mbit/s",
         ];
-        let mut pairs = table("per pair:", &head);
+        let mut pairs = Table::new("per pair:", &head);
         for p in &doc.pairs {
             let cells = vec![
                 printable(&p.client).into_owned(),
@@ -305,7 +292,7 @@ fn adapter_table(doc: &ResultDoc) -> Option<Table> {
     if multi.is_empty() {
         return None;
     }
-    let mut t = table(
+    let mut t = Table::new(
         "per adapter (interface counters over the host's window):",
         &[
             "host",

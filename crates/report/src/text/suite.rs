@@ -76,8 +76,9 @@ pub fn results(run: i64, suite: &Suite, tests: &[TestOutcome], config: Option<&s
             .any(|j| j.name == name && iotoll_model::ci::wants_mbit(j.kind, &j.params))
     };
     let any_mbit = tests.iter().any(|t| mbit(&t.name));
-    let t = Table {
-        head: [
+    let mut t = Table::new(
+        "",
+        &[
             "test",
             "group",
             "reps",
@@ -89,14 +90,11 @@ pub fn results(run: i64, suite: &Suite, tests: &[TestOutcome], config: Option<&s
             "",
             "spread %",
             "95 % CI (mean)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: (tests.iter())
-            .map(|t| TRow::new(row(t, mbit(&t.name))))
-            .collect(),
-        ..Table::default()
-    };
+        ],
+    );
+    t.rows = (tests.iter())
+        .map(|t| TRow::new(row(t, mbit(&t.name))))
+        .collect();
     head + &to_text(&t, "", "llrrlrrrlrrl")
 }
 
@@ -162,10 +160,8 @@ pub fn notes(all: &[String]) -> Vec<String> {
                 && rest.starts_with(iotoll_model::result::INTERFERENCE_NOTE)
         })
     };
-    let (reps, mut out): (Vec<&String>, Vec<String>) = (
-        all.iter().filter(|n| interference(n)).collect(),
-        all.iter().filter(|n| !interference(n)).cloned().collect(),
-    );
+    let (reps, others): (Vec<&String>, Vec<&String>) = all.iter().partition(|n| interference(n));
+    let mut out: Vec<String> = others.into_iter().cloned().collect();
     // A few are shown whole (they name the processes).
     const WHOLE: usize = 6;
     match reps.as_slice() {

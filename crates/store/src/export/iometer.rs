@@ -91,12 +91,6 @@ pub struct IometerExport {
     pub skipped: Vec<String>,
 }
 
-/// Iometer writes a results header before each test's rows.
-fn header(w: &mut csv::Writer<Vec<u8>>) {
-    row(w, ["'Results"]);
-    row(w, IOMETER_COLUMNS);
-}
-
 /// One row: column name → cell. Columns not named stay empty.
 type Cells = std::collections::HashMap<&'static str, String>;
 
@@ -202,7 +196,8 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
     c.insert("# Managers", "1".into());
     c.insert("# Disks", "1".into());
     io_rate_cells(&mut c, m);
-    let vals: [(&'static str, Option<f64>); 14] = [
+    // The network columns (packets, connections) stay empty.
+    let vals: [(&'static str, Option<f64>); 9] = [
         ("# Workers", sp.workers),
         ("Bytes Read", bytes(g("read_mb_s"))),
         ("Bytes Written", bytes(g("write_mb_s"))),
@@ -212,11 +207,6 @@ fn disk_cells(t: &TestRow, m: &Metrics) -> Cells {
         ("Maximum Size", sectors(sp.size)),
         ("Queue Depth", sp.qd),
         ("CPU Effectiveness", g("iops_per_cpu_pct")),
-        ("Packets/Second", None),
-        ("Packet Errors", None),
-        ("Segments Retransmitted/Second", None),
-        ("Connections", None),
-        ("Connections per Second", None),
     ];
     for (k, v) in vals {
         put(&mut c, k, v);
@@ -241,13 +231,6 @@ fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
     }
     let rep = t.selected_rep?;
     Some(&t.reps.iter().find(|r| r.rep == rep)?.doc)
-}
-
-/// The document of a multi-host test's selected repetition, when the
-/// test's figures are that repetition's (a mean has no hosts to add up to
-/// it).
-fn selected_multi_host(t: &TestRow) -> Option<&ResultDoc> {
-    selected_doc(t).filter(|d| !d.hosts.is_empty())
 }
 
 /// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
@@ -340,12 +323,11 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
 fn io_cells(io: &IoCounts, m: &Metrics) -> Cells {
     let mut c = Cells::new();
     io_rate_cells(&mut c, m);
-    let vals: [(&'static str, Option<f64>); 5] = [
+    let vals: [(&'static str, Option<f64>); 4] = [
         ("Bytes Read", Some(io.read_bytes as f64)),
         ("Bytes Written", Some(io.write_bytes as f64)),
         ("Read I/Os", Some(io.reads as f64)),
         ("Write I/Os", Some(io.writes as f64)),
-        ("Connections", None),
     ];
     for (k, v) in vals {
         put(&mut c, k, v);
@@ -540,27 +522,25 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
             ));
             continue;
         };
-        if let Some(doc) = selected_multi_host(t) {
-            header(&mut w);
-            multi_host_rows(t, m, doc)
-                .iter()
-                .for_each(|c| line(&mut w, c));
-            rows += 1;
-            continue;
-        }
-        if t.kind == Kind::Disk {
-            header(&mut w);
-            let all = disk_cells(t, m);
-            let lines = match selected_breakdown(t) {
-                Some(b) => disk_breakdown_rows(all, b, host),
-                None => vec![all],
-            };
-            lines.iter().for_each(|c| line(&mut w, c));
-            rows += 1;
-            continue;
-        }
-        match net_rows(&mut w, t, m, host) {
-            Ok(()) => rows += 1,
+        // A multi-host test's hosts add up to one repetition's figures (a
+        // mean has none to add up to it).
+        let multi_host = selected_doc(t).filter(|d| !d.hosts.is_empty());
+        let lines = match (multi_host, t.kind) {
+            (Some(doc), _) => Ok(multi_host_rows(t, m, doc)),
+            (None, Kind::Disk) => Ok(match selected_breakdown(t) {
+                Some(b) => disk_breakdown_rows(disk_cells(t, m), b, host),
+                None => vec![disk_cells(t, m)],
+            }),
+            (None, _) => net_rows(t, m, host),
+        };
+        match lines {
+            Ok(lines) => {
+                // Iometer writes a results header before each test's rows.
+                row(&mut w, ["'Results"]);
+                row(&mut w, IOMETER_COLUMNS);
+                lines.iter().for_each(|c| line(&mut w, c));
+                rows += 1;
+            }
             Err(why) => skipped.push(why),
         }
     }
@@ -583,12 +563,7 @@ pub fn iometer_csv(run: &RunDetail) -> Result<IometerExport, IometerEmpty> {
 /// A network test's rows: the totals, this host's manager with its
 /// processors and worker, then the endpoint's when its CPU was measured.
 /// Err: why the test has nothing Iometer's network columns can hold.
-fn net_rows(
-    w: &mut csv::Writer<Vec<u8>>,
-    t: &TestRow,
-    m: &Metrics,
-    host: &str,
-) -> Result<(), String> {
+fn net_rows(t: &TestRow, m: &Metrics, host: &str) -> Result<Vec<Cells>, String> {
     let Some(mut all) = net_cells(t, m, false, "") else {
         return Err(format!(
             "test '{}' ({}) has no throughput or transaction rate",
@@ -601,8 +576,7 @@ fn net_rows(
     target(&mut all, "ALL", "All");
     all.insert("Access Specification Name", t.name.clone());
     all.insert("# Managers", if remote_cpu { "2" } else { "1" }.into());
-    header(w);
-    line(w, &all);
+    let mut rows = vec![all.clone()];
     // This host's manager, then the endpoint's when its CPU was
     // measured (Iometer writes one MANAGER row per Dynamo), each with
     // its PROCESSOR rows (of the selected repetition: a mean has no
@@ -610,20 +584,21 @@ fn net_rows(
     let cpu = selected_doc(t).map(|d| &d.cpu);
     target(&mut all, "MANAGER", host);
     all.remove("# Managers");
-    line(w, &all);
-    (processor_rows(cpu.and_then(|c| c.local.as_ref())).iter()).for_each(|c| line(w, c));
-    line(w, &worker_row(&all, format!("{host} worker")));
+    let worker = worker_row(&all, format!("{host} worker"));
+    rows.push(all);
+    rows.extend(processor_rows(cpu.and_then(|c| c.local.as_ref())));
+    rows.push(worker);
     if remote_cpu {
         if let Some(mut ep) = net_cells(t, m, true, "remote_") {
             target(&mut ep, "MANAGER", peer);
             ep.insert("Access Specification Name", t.name.clone());
-            line(w, &ep);
+            let worker = worker_row(&ep, format!("{peer} worker"));
+            rows.push(ep);
             // The same kernel's CPUs are this host's, listed above.
             let remote = cpu.filter(|c| c.same_host != Some(true));
-            (processor_rows(remote.and_then(|c| c.remote.as_ref())).iter())
-                .for_each(|c| line(w, c));
-            line(w, &worker_row(&ep, format!("{peer} worker")));
+            rows.extend(processor_rows(remote.and_then(|c| c.remote.as_ref())));
+            rows.push(worker);
         }
     }
-    Ok(())
+    Ok(rows)
 }

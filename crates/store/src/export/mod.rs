@@ -39,16 +39,8 @@ fn is_plain_number(s: &str) -> bool {
 }
 
 /// Writes one row, every cell through [`csv_cell`].
-fn row<I, S>(w: &mut csv::Writer<Vec<u8>>, cells: I)
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    let cells: Vec<String> = cells
-        .into_iter()
-        .map(|c| csv_cell(c.as_ref()).into_owned())
-        .collect();
-    let _ = w.write_record(&cells);
+fn row(w: &mut csv::Writer<Vec<u8>>, cells: impl IntoIterator<Item = impl AsRef<str>>) {
+    let _ = w.write_record(cells.into_iter().map(|c| csv_cell(c.as_ref()).into_owned()));
 }
 
 fn text(w: csv::Writer<Vec<u8>>) -> String {
@@ -177,10 +169,7 @@ pub fn csv(run: &RunDetail) -> String {
 }
 
 pub fn json(run: &RunDetail) -> Result<String, serde_json::Error> {
-    serde_json::to_string_pretty(run).map(|mut s| {
-        s.push('\n');
-        s
-    })
+    serde_json::to_string_pretty(run).map(|s| s + "\n")
 }
 
 mod iometer;

@@ -203,41 +203,29 @@ fn iometer_results_csv() {
     insta::assert_snapshot!(out);
 }
 
+/// run() as one network test of `kind`, its repetition 1 selected.
 fn net_run(kind: &str, metrics: Value, spec: Value) -> RunDetail {
     let mut r = run();
     r.run.suite = "net-stream".into();
     r.disclosure = Some(json!({"host": "lab-a"}));
-    r.tests = vec![TestRow {
-        seq: 1,
-        name: if kind == "net-rr" {
-            "rr/req=1k,resp=16k,conns=2,burst=4".into()
-        } else {
-            "stream/dir=bidir,conns=4,msg=64k".into()
-        },
-        kind: kind.parse().unwrap(),
-        group: None,
-        params: json!({}),
-        select: "median".into(),
-        selected_rep: Some(1),
-        spread_pct: None,
-        repeatable: None,
-        summary: None,
-        ci95: None,
-        reps: vec![result(1, kind, "mtu9000", spec, metrics)],
-    }];
+    let t = &mut r.tests[0];
+    t.name = match kind {
+        "net-rr" => "rr/req=1k,resp=16k,conns=2,burst=4".into(),
+        _ => "stream/dir=bidir,conns=4,msg=64k".into(),
+    };
+    t.kind = kind.parse().unwrap();
+    t.group = None;
+    t.params = json!({});
+    t.select = "median".into();
+    (t.spread_pct, t.repeatable) = (None, None);
+    t.reps = vec![result(1, kind, "mtu9000", spec, metrics)];
     r
 }
 
 /// One CSV line split into cells, quotes honoured.
 fn cells(out: &str, line: usize) -> Vec<String> {
     let l = out.lines().nth(line).unwrap();
-    let mut r = csv::ReaderBuilder::new();
-    let rec = r
-        .has_headers(false)
-        .from_reader(l.as_bytes())
-        .into_records()
-        .next();
-    let row: Vec<String> = rec.unwrap().unwrap().iter().map(String::from).collect();
+    let row: Vec<String> = iometer_records(l)[0].iter().map(String::from).collect();
     assert_eq!(row.len(), IOMETER_COLUMNS.len(), "{l}");
     row
 }
@@ -328,24 +316,31 @@ fn iometer_network_rr() {
     insta::assert_snapshot!(out);
 }
 
+/// A host's CPUs, each `busy` % of its time (user, system and softirq
+/// 2:1:1).
+fn cores(busy: &[f64]) -> iotoll_model::CpuReport {
+    let core = |(cpu, busy): (usize, &f64)| iotoll_model::CpuCore {
+        cpu: cpu as u32,
+        busy_pct: *busy,
+        modes: iotoll_model::CpuModes {
+            user: busy / 2.0,
+            system: busy / 4.0,
+            softirq: busy / 4.0,
+            idle: 100.0 - busy,
+            ..Default::default()
+        },
+    };
+    iotoll_model::CpuReport {
+        cpus: busy.len() as u32,
+        per_core: busy.iter().enumerate().map(core).collect(),
+        ..Default::default()
+    }
+}
+
 /// issue 23 §7: PROCESSOR rows per CPU of each manager of a network
 /// test; an endpoint on this very kernel has no CPUs of its own.
 #[test]
 fn iometer_network_managers_have_their_processors() {
-    let cores = |n: u32| iotoll_model::CpuReport {
-        cpus: n,
-        per_core: (0..n)
-            .map(|cpu| iotoll_model::CpuCore {
-                cpu,
-                busy_pct: 10.0 * (cpu + 1) as f64,
-                modes: iotoll_model::CpuModes {
-                    idle: 100.0,
-                    ..Default::default()
-                },
-            })
-            .collect(),
-        ..Default::default()
-    };
     for (same_host, want) in [(Some(false), 2 + 4), (Some(true), 2)] {
         let mut r = net_run(
             "net-stream",
@@ -354,7 +349,8 @@ fn iometer_network_managers_have_their_processors() {
             json!({"peer": "10.0.0.2:7575", "conns": 4, "dir": "tx", "msg": 65536}),
         );
         let cpu = &mut r.tests[0].reps[0].doc.cpu;
-        (cpu.local, cpu.remote, cpu.same_host) = (Some(cores(2)), Some(cores(4)), same_host);
+        let (local, remote) = (cores(&[10.0, 20.0]), cores(&[10.0, 20.0, 30.0, 40.0]));
+        (cpu.local, cpu.remote, cpu.same_host) = (Some(local), Some(remote), same_host);
         let out = iometer_csv(&r).unwrap().text;
         let rows = kinds_and_names(&result_rows(&out));
         let procs: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == "PROCESSOR").collect();
@@ -497,22 +493,9 @@ fn iometer_multi_host_stream_has_a_manager_per_host() {
         host("c2", "client", 800.0, 0.0, 22.0),
     ];
     // The server's two CPUs, each with its own figures.
-    let core = |cpu: u32, busy: f64| iotoll_model::CpuCore {
-        cpu,
-        busy_pct: busy,
-        modes: iotoll_model::CpuModes {
-            user: busy / 2.0,
-            system: busy / 4.0,
-            softirq: busy / 4.0,
-            idle: 100.0 - busy,
-            ..Default::default()
-        },
-    };
     r.tests[0].reps[0].doc.hosts[0].cpu = Some(iotoll_model::CpuReport {
-        cpus: 2,
         busy_pct: 30.0,
-        per_core: vec![core(0, 40.0), core(1, 20.0)],
-        ..Default::default()
+        ..cores(&[40.0, 20.0])
     });
     let out = iometer_csv(&r).unwrap().text;
     // Header block (6), the results header (2), ALL, then per host its
