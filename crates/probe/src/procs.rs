@@ -10,7 +10,7 @@
 //! window shows up under its parent (a shell, a make, a supervisor).
 
 use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF, ROLE_SUT};
-use iotoll_model::{Interference, TopConsumer};
+use iotoll_model::{CpuReport, Interference, TopConsumer};
 use nix::unistd::{sysconf, SysconfVar};
 use std::collections::HashMap;
 
@@ -318,18 +318,6 @@ pub fn figures(
     v
 }
 
-/// The host-wide figures of the window that its processes are accounted in.
-#[derive(Debug, Clone, Copy)]
-pub struct HostBusy {
-    pub window_s: f64,
-    pub cpus: u32,
-    /// Busy % of all CPUs (/proc/stat), steal included.
-    pub busy_pct: f64,
-    pub steal_pct: f64,
-    /// This process's exactly measured CPU (getrusage), when known.
-    pub self_pct: Option<f64>,
-}
-
 /// One accounting of a window: every process's figure, the split of the
 /// host's busy CPU, and the interference, all from the same figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,7 +348,7 @@ impl Accounting {
 /// much. Interference is judged on the accounted figures plus steal.
 pub fn account(
     all: &[Consumer],
-    host: &HostBusy,
+    host: &CpuReport,
     clk_tck: f64,
     roles: &Roles,
     threshold_pct: f64,
@@ -372,7 +360,7 @@ pub fn account(
     }
     let mut everyone = figures(all, host.window_s, host.cpus, clk_tck, roles);
     let busy = host.busy_pct.max(0.0);
-    let steal = host.steal_pct.clamp(0.0, busy);
+    let steal = host.modes.steal.clamp(0.0, busy);
     let is = |t: &TopConsumer, r: &str| t.role.as_deref() == Some(r);
     if let Some(exact) = host.self_pct.filter(|v| v.is_finite()) {
         match everyone.iter_mut().find(|t| is(t, ROLE_SELF)) {
@@ -577,13 +565,18 @@ mod tests {
     }
 
     /// A 1 s window on 1 CPU at 100 ticks/s: ticks are percent.
-    fn host(busy_pct: f64, steal_pct: f64, self_pct: Option<f64>) -> HostBusy {
-        HostBusy {
+    fn host(busy_pct: f64, steal_pct: f64, self_pct: Option<f64>) -> CpuReport {
+        let modes = iotoll_model::CpuModes {
+            steal: steal_pct,
+            ..Default::default()
+        };
+        CpuReport {
             window_s: 1.0,
             cpus: 1,
             busy_pct,
-            steal_pct,
+            modes,
             self_pct,
+            ..Default::default()
         }
     }
 
@@ -597,7 +590,7 @@ mod tests {
 
     /// The account of a window that starts with no process and ends with
     /// `end`, at a 5 % interference threshold.
-    fn account_of(end: &[String], host: HostBusy, roles: &Roles) -> Accounting {
+    fn account_of(end: &[String], host: CpuReport, roles: &Roles) -> Accounting {
         let all = consumers(&snap(&[]), &snap(end));
         account(&all, &host, 100.0, roles, 5.0).unwrap()
     }

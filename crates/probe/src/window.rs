@@ -159,20 +159,9 @@ impl ClosedWindow {
     /// The window's processes accounted in its host figures.
     fn account(&self, threshold_pct: f64) -> Option<procs::Accounting> {
         let r = self.report.as_ref().ok()?;
-        let host = procs::HostBusy {
-            window_s: self.window_s,
-            cpus: r.cpus,
-            busy_pct: r.busy_pct,
-            steal_pct: r.modes.steal,
-            self_pct: r.self_pct,
-        };
-        procs::account(
-            &self.consumers,
-            &host,
-            procs::clk_tck(),
-            &self.roles,
-            threshold_pct,
-        )
+        // The report's window is this one (`finish_with`).
+        let clk_tck = procs::clk_tck();
+        procs::account(&self.consumers, r, clk_tck, &self.roles, threshold_pct)
     }
 
     /// Every process of the window as accounted (tests look beyond the top).
