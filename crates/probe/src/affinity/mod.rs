@@ -126,20 +126,14 @@ fn cpu_number(t: &str, item: &str) -> Result<u32, String> {
 /// human table. Runs are compressed in the order given, not sorted, so
 /// that it reads back through [`parse_cpu_list`] as the same list.
 pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j].checked_add(1) == Some(cpus[j + 1]) {
-            j += 1;
-        }
-        parts.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
+    let runs = cpus.chunk_by(|a, b| a.checked_add(1) == Some(*b));
+    let parts: Vec<String> = runs
+        .map(|run| match run {
+            [first, .., last] => format!("{first}-{last}"),
+            // Runs are never empty: this one is a single CPU.
+            one => one[0].to_string(),
+        })
+        .collect();
     parts.join(",")
 }
 
