@@ -305,16 +305,12 @@ fn parse_interrupts(text: &str) -> Vec<IrqRow> {
             let (num, rest) = l.split_once(':')?;
             let irq = num.trim().parse::<u32>().ok()?;
             let mut words = rest.split_whitespace().peekable();
-            let mut per_cpu = Vec::with_capacity(ncpu);
-            while per_cpu.len() < ncpu {
-                match words.peek().and_then(|w| w.parse::<u64>().ok()) {
-                    Some(n) => {
-                        per_cpu.push(n);
-                        words.next();
-                    }
-                    None => break,
-                }
-            }
+            // The leading numbers, one per CPU at most.
+            let count = |w: &&str| w.parse::<u64>().is_ok();
+            let per_cpu: Vec<u64> = std::iter::from_fn(|| words.next_if(count))
+                .take(ncpu)
+                .filter_map(|w| w.parse().ok())
+                .collect();
             let _chip = words.next();
             let tail: Vec<&str> = words.skip_while(|w| is_hwirq_word(w)).collect();
             Some(IrqRow {
