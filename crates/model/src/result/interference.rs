@@ -169,15 +169,11 @@ impl ResultDoc {
                 };
                 notes.push(verdict.note(&whose, true));
             }
-            let own: Vec<f64> = (same.iter())
-                .map(|&j| {
-                    (self.hosts[j].cpu.as_ref())
-                        .and_then(|c| c.self_pct)
-                        .unwrap_or(0.0)
-                })
-                .collect();
-            let all_agents: f64 = own.iter().sum();
-            for (k, &j) in same.iter().enumerate() {
+            let all_agents: f64 = (same.iter())
+                .map(|&j| (self.hosts[j].cpu.as_ref()).and_then(|c| c.self_pct))
+                .map(|own| own.unwrap_or(0.0))
+                .sum();
+            for &j in &same {
                 let h = &mut self.hosts[j];
                 if let Some(c) = h.cpu.as_mut() {
                     c.interference = Some(verdict.clone());
@@ -185,7 +181,8 @@ impl ResultDoc {
                     // "others" once (judging again must not move them twice),
                     // and the host's metric says what the account says.
                     if let Some(a) = c.account.as_mut().filter(|a| a.agents_pct == 0.0) {
-                        let agents = (all_agents - own[k]).clamp(0.0, a.others_pct);
+                        let own = c.self_pct.unwrap_or(0.0);
+                        let agents = (all_agents - own).clamp(0.0, a.others_pct);
                         a.agents_pct = agents;
                         a.others_pct -= agents;
                         if let Some(m) = h.metrics.get_mut(crate::metrics::CPU_OTHERS_PCT) {
