@@ -66,9 +66,6 @@ impl MetricDef {
     pub fn produced_by(&self, k: Kind) -> bool {
         self.kinds.has(k)
     }
-    pub fn lower_is_better(&self) -> bool {
-        self.better == Better::Lower
-    }
     const fn headline(mut self, k: Kind) -> Self {
         self.headline = Some(k);
         self
@@ -236,7 +233,7 @@ pub fn label(name: &str) -> &str {
 /// Whether less of `metric` is better (the peer's CPU as much as ours).
 /// An unknown name is not.
 pub fn lower_is_better(name: &str) -> bool {
-    metric_def(name).is_some_and(MetricDef::lower_is_better)
+    metric_def(name).is_some_and(|d| d.better == Better::Lower)
 }
 
 /// Whether a result of `kind` carries `metric`.

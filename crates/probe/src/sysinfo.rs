@@ -306,10 +306,8 @@ fn sysfs_is_ours() -> bool {
         .iter()
         .map(|i| i.name().to_string_lossy().into_owned())
         .collect();
-    let mut shown = dir_names("/sys/class/net");
     ours.sort();
-    shown.sort();
-    ours == shown
+    ours == dir_names("/sys/class/net")
 }
 
 /// The MTU by SIOCGIFMTU, which answers for this thread's namespace.
