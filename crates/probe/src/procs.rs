@@ -174,24 +174,6 @@ pub enum SutProcess {
 }
 
 impl SutProcess {
-    /// `1234` is a pid, anything else a command name; names longer than the
-    /// kernel keeps are cut as it cuts them, so `--sut-process
-    /// very-long-daemon-name` still matches.
-    pub fn parse(s: &str) -> Option<SutProcess> {
-        let s = s.trim();
-        if s.is_empty() {
-            return None;
-        }
-        if s.bytes().all(|b| b.is_ascii_digit()) {
-            return s.parse().ok().filter(|p| *p > 0).map(SutProcess::Pid);
-        }
-        let mut end = s.len().min(15);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        Some(SutProcess::Name(s[..end].to_string()))
-    }
-
     /// The namespace a file names (`/run/netns/NAME`), if it exists.
     pub fn netns(path: &std::path::Path) -> Option<SutProcess> {
         use std::os::unix::fs::MetadataExt;
@@ -219,10 +201,24 @@ impl SutProcess {
 impl std::str::FromStr for SutProcess {
     type Err = String;
 
-    /// As [`SutProcess::parse`], or why not (`--sut-process`, a suite's `sut`).
+    /// `1234` is a pid, anything else a command name; names longer than the
+    /// kernel keeps are cut as it cuts them, so `--sut-process
+    /// very-long-daemon-name` still matches.
     fn from_str(s: &str) -> Result<SutProcess, String> {
-        SutProcess::parse(s)
-            .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
+        let bad = || format!("'{s}' is neither a process name nor a pid above 0");
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(bad());
+        }
+        if t.bytes().all(|b| b.is_ascii_digit()) {
+            let pid = t.parse().ok().filter(|p| *p > 0);
+            return pid.map(SutProcess::Pid).ok_or_else(bad);
+        }
+        let mut end = t.len().min(15);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        Ok(SutProcess::Name(t[..end].to_string()))
     }
 }
 
@@ -610,7 +606,7 @@ mod tests {
         let roles = Roles {
             own_pid: 100,
             endpoint_pid: Some(200),
-            sut: vec![SutProcess::parse("tgtd").unwrap()],
+            sut: vec!["tgtd".parse().unwrap()],
         };
         let all = consumers(&start, &end);
         let a = account(&all, &host(140.0, 0.0, None), 100.0, &roles, 10.0).unwrap();
@@ -729,11 +725,12 @@ mod tests {
 
     #[test]
     fn sut_processes_by_name_or_pid() {
-        assert_eq!(SutProcess::parse(" 42 "), Some(SutProcess::Pid(42)));
-        assert_eq!(SutProcess::parse("0"), None);
-        assert_eq!(SutProcess::parse(""), None);
+        let parse = |s: &str| s.parse::<SutProcess>().ok();
+        assert_eq!(parse(" 42 "), Some(SutProcess::Pid(42)));
+        assert_eq!(parse("0"), None);
+        assert_eq!(parse(""), None);
         assert_eq!(
-            SutProcess::parse("a-very-long-daemon-name"),
+            parse("a-very-long-daemon-name"),
             Some(SutProcess::Name("a-very-long-dae".into()))
         );
     }
