@@ -91,10 +91,8 @@ impl CpuWindow {
             Ok(r)
         });
         let mut closed = ClosedWindow {
-            window_s,
-            report,
             consumers,
-            roles: procs::Roles::this_process(),
+            ..ClosedWindow::new(window_s, report)
         };
         closed.attribute();
         closed
