@@ -228,17 +228,14 @@ impl HostFigures {
         hosts: impl IntoIterator<Item = &'a HostFigures>,
     ) -> Vec<&'a HostFigures> {
         let mut seen: Vec<&str> = Vec::new();
-        let mut out = Vec::new();
-        for h in hosts {
-            if let Some(b) = h.boot_id.as_deref() {
-                if seen.contains(&b) {
-                    continue;
-                }
-                seen.push(b);
+        let first_of_its_machine = |h: &&'a HostFigures| match h.boot_id.as_deref() {
+            Some(b) if seen.contains(&b) => false,
+            b => {
+                seen.extend(b);
+                true
             }
-            out.push(h);
-        }
-        out
+        };
+        hosts.into_iter().filter(first_of_its_machine).collect()
     }
 }
 
