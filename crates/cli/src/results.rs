@@ -77,10 +77,6 @@ pub enum ResultsCmd {
     },
 }
 
-fn open(db: &DbArg) -> Result<Store> {
-    Ok(Store::open(&db.path())?)
-}
-
 /// For commands that only read: never creates, migrates or writes, so a
 /// database on a read-only or full filesystem still answers.
 pub fn open_read(path: &Path) -> Result<Store> {
@@ -114,7 +110,7 @@ pub fn main(cmd: ResultsCmd) -> Result<()> {
             db,
         } => import(&db, &file, format, &config),
         ResultsCmd::Delete { run, db } => {
-            let s = open(&db)?;
+            let s = Store::open(&db.path())?;
             let id = resolve(&s, &run)?;
             s.delete_run(id)?;
             eprintln!("iotoll: deleted run {id}");

@@ -66,9 +66,6 @@ impl MetricDef {
     pub fn produced_by(&self, k: Kind) -> bool {
         self.kinds.has(k)
     }
-    pub fn lower_is_better(&self) -> bool {
-        self.better == Better::Lower
-    }
     const fn headline(mut self, k: Kind) -> Self {
         self.headline = Some(k);
         self
@@ -236,7 +233,7 @@ pub fn label(name: &str) -> &str {
 /// Whether less of `metric` is better (the peer's CPU as much as ours).
 /// An unknown name is not.
 pub fn lower_is_better(name: &str) -> bool {
-    metric_def(name).is_some_and(MetricDef::lower_is_better)
+    metric_def(name).is_some_and(|d| d.better == Better::Lower)
 }
 
 /// Whether a result of `kind` carries `metric`.
@@ -287,12 +284,6 @@ fn get(m: &Metrics, k: &str) -> Option<f64> {
     m.get(k).copied().filter(|v| v.is_finite())
 }
 
-fn put(m: &mut Metrics, k: &str, v: Option<f64>) {
-    if let Some(v) = v.filter(|v| v.is_finite()) {
-        m.entry(k.to_string()).or_insert(v);
-    }
-}
-
 /// `a / b` when both exist and `b` is strictly positive.
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -301,27 +292,16 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// Computes every derived metric whose inputs are present: efficiency
-/// (`*_per_cpu_pct`), service demand (`cpu_us_per_*`), cycles, one-way
-/// latency and `mib_s`. Values already present are kept (a measured value wins
-/// over a derived one). Missing inputs or a zero denominator leave the metric
-/// absent.
-pub fn derive_metrics(m: &mut Metrics) {
+/// Every derived metric whose inputs are present in `m` (none is the
+/// input of another): efficiency (`*_per_cpu_pct`), service demand
+/// (`cpu_us_per_*`), cycles, one-way latency and `mib_s`. Missing inputs
+/// or a zero denominator leave the metric out.
+fn derived(m: &Metrics) -> Vec<(&'static str, f64)> {
     let cpu = get(m, CPU_PCT);
     let mb_s = get(m, MB_S);
     let mbit_s = get(m, MBIT_S);
     let iops = get(m, IOPS);
     let trans_s = get(m, TRANS_S);
-
-    put(m, MIB_S, mb_s.map(|v| v * 1e6 / 1048576.0));
-    put(m, IOPS_PER_CPU_PCT, ratio(iops, cpu));
-    put(m, MB_S_PER_CPU_PCT, ratio(mb_s, cpu));
-    put(m, MBIT_S_PER_CPU_PCT, ratio(mbit_s, cpu));
-    put(
-        m,
-        REMOTE_MBIT_S_PER_CPU_PCT,
-        ratio(mbit_s, get(m, REMOTE_CPU_PCT)),
-    );
 
     // Busy CPU-seconds of the whole host per second of window.
     let busy_cpu_s_per_s = match (cpu, get(m, CPUS)) {
@@ -331,39 +311,42 @@ pub fn derive_metrics(m: &mut Metrics) {
     // Payload bytes per second: network goodput if this is a network result.
     let bytes_s = mbit_s.map(|v| v * 1e6 / 8.0).or(mb_s.map(|v| v * 1e6));
     let us = busy_cpu_s_per_s.map(|b| b * 1e6);
-    put(m, CPU_US_PER_IO, ratio(us, iops));
-    put(m, CPU_US_PER_KB, ratio(us, bytes_s.map(|b| b / 1024.0)));
-    put(m, CPU_US_PER_TRANS, ratio(us, trans_s));
-
     let cycles_s = match (busy_cpu_s_per_s, get(m, CPU_NOMINAL_MHZ)) {
         (Some(b), Some(mhz)) if mhz > 0.0 => Some(b * mhz * 1e6),
         _ => None,
     };
-    put(m, CYCLES_PER_IO, ratio(cycles_s, iops));
-    put(m, CYCLES_PER_BYTE, ratio(cycles_s, bytes_s));
-
     let per_conn = ratio(trans_s, get(m, CONNS));
-    put(
-        m,
-        LATENCY_ONE_WAY_US,
-        ratio(Some(1e6), per_conn).map(|v| v / 2.0),
-    );
+    let all = [
+        (MIB_S, mb_s.map(|v| v * 1e6 / 1048576.0)),
+        (IOPS_PER_CPU_PCT, ratio(iops, cpu)),
+        (MB_S_PER_CPU_PCT, ratio(mb_s, cpu)),
+        (MBIT_S_PER_CPU_PCT, ratio(mbit_s, cpu)),
+        (
+            REMOTE_MBIT_S_PER_CPU_PCT,
+            ratio(mbit_s, get(m, REMOTE_CPU_PCT)),
+        ),
+        (CPU_US_PER_IO, ratio(us, iops)),
+        (CPU_US_PER_KB, ratio(us, bytes_s.map(|b| b / 1024.0))),
+        (CPU_US_PER_TRANS, ratio(us, trans_s)),
+        (CYCLES_PER_IO, ratio(cycles_s, iops)),
+        (CYCLES_PER_BYTE, ratio(cycles_s, bytes_s)),
+        (
+            LATENCY_ONE_WAY_US,
+            ratio(Some(1e6), per_conn).map(|v| v / 2.0),
+        ),
+    ];
+    let finite = |(k, v): (&'static str, Option<f64>)| Some((k, v.filter(|v| v.is_finite())?));
+    all.into_iter().filter_map(finite).collect()
 }
 
-/// The metrics `derive_metrics` computes.
-pub const DERIVED: &[&str] = &[
-    MIB_S,
-    IOPS_PER_CPU_PCT,
-    MB_S_PER_CPU_PCT,
-    MBIT_S_PER_CPU_PCT,
-    REMOTE_MBIT_S_PER_CPU_PCT,
-    CPU_US_PER_IO,
-    CPU_US_PER_KB,
-    CPU_US_PER_TRANS,
-    CYCLES_PER_IO,
-    CYCLES_PER_BYTE,
-    LATENCY_ONE_WAY_US,
-];
+/// Computes every derived metric whose inputs are present ([`derived`]).
+/// Values already present are kept (a measured value wins over a derived
+/// one).
+pub fn derive_metrics(m: &mut Metrics) {
+    for (k, v) in derived(m) {
+        m.entry(k.to_string()).or_insert(v);
+    }
+}
 
 /// Recomputes every derived metric from the measured values now in `m`,
 /// replacing what was there: for values that were combined (a mean over
@@ -371,15 +354,8 @@ pub const DERIVED: &[&str] = &[
 /// of the ratios. A derived value whose inputs are absent is kept (a
 /// published table may state an index without its inputs).
 pub fn rederive_metrics(m: &mut Metrics) {
-    let mut fresh = m.clone();
-    for k in DERIVED {
-        fresh.remove(*k);
-    }
-    derive_metrics(&mut fresh);
-    for k in DERIVED {
-        if let Some(v) = fresh.get(*k) {
-            m.insert(k.to_string(), *v);
-        }
+    for (k, v) in derived(m) {
+        m.insert(k.to_string(), v);
     }
 }
 
@@ -460,7 +436,7 @@ mod tests {
     }
 
     #[test]
-    fn derived_list_is_what_derive_metrics_makes() {
+    fn derive_metrics_makes_every_derived_metric() {
         let mut x = m(&[
             (IOPS, 1.0),
             (MB_S, 1.0),
@@ -474,13 +450,24 @@ mod tests {
         ]);
         let before: Vec<String> = x.keys().cloned().collect();
         derive_metrics(&mut x);
-        let mut made: Vec<&str> = x
+        let made: Vec<&str> = x
             .keys()
             .filter(|k| !before.contains(k))
             .map(String::as_str)
             .collect();
-        let mut want = DERIVED.to_vec();
-        made.sort();
+        let mut want = vec![
+            MIB_S,
+            IOPS_PER_CPU_PCT,
+            MB_S_PER_CPU_PCT,
+            MBIT_S_PER_CPU_PCT,
+            REMOTE_MBIT_S_PER_CPU_PCT,
+            CPU_US_PER_IO,
+            CPU_US_PER_KB,
+            CPU_US_PER_TRANS,
+            CYCLES_PER_IO,
+            CYCLES_PER_BYTE,
+            LATENCY_ONE_WAY_US,
+        ];
         want.sort();
         assert_eq!(made, want);
         // Stale derived values are replaced, measured ones kept.

@@ -22,28 +22,17 @@ pub fn result_schema() -> Value {
     // own or an import's; the disclosure is null for an import and for a
     // multi-host result (each host's is in `hosts[].disclosure`).
     let net = g.subschema_for::<Option<NetDisclosure>>();
-    let shapes: Vec<_> = Kind::ALL
-        .iter()
-        .map(|&k| match k {
-            Kind::Disk => {
-                let d = g.subschema_for::<Option<DiskDisclosure>>();
-                (k, g.subschema_for::<SpecOf<DiskSpec>>(), d.to_value())
-            }
-            Kind::NetStream => (
-                k,
-                g.subschema_for::<SpecOf<StreamSpec>>(),
-                net.clone().to_value(),
-            ),
-            Kind::NetRr => (
-                k,
-                g.subschema_for::<SpecOf<RrSpec>>(),
-                net.clone().to_value(),
-            ),
-        })
-        .collect();
-    let all_of: Vec<Value> = shapes
-        .into_iter()
-        .map(|(k, spec, disclosure)| {
+    let mut shape = |k: Kind| match k {
+        Kind::Disk => {
+            let d = g.subschema_for::<Option<DiskDisclosure>>();
+            (g.subschema_for::<SpecOf<DiskSpec>>(), d)
+        }
+        Kind::NetStream => (g.subschema_for::<SpecOf<StreamSpec>>(), net.clone()),
+        Kind::NetRr => (g.subschema_for::<SpecOf<RrSpec>>(), net.clone()),
+    };
+    let all_of: Vec<Value> = (Kind::ALL.iter())
+        .map(|&k| {
+            let (spec, disclosure) = shape(k);
             json!({
                 "if": {"properties": {"kind": {"const": k.as_str()}}},
                 "then": {"properties": {"spec": spec, "disclosure": disclosure}},

@@ -19,12 +19,7 @@ pub enum UnitError {
 /// Zero is accepted here; callers that need a positive size check it, so the
 /// error can name their flag.
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(UnitError::Empty);
-    }
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
+    let (num, suffix) = number_and_unit(s, |c| c.is_ascii_digit())?;
     if num.is_empty() {
         return Err(UnitError::BadSize(s.to_string()));
     }
@@ -41,6 +36,16 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     };
     n.checked_mul(1u64 << shift)
         .ok_or_else(|| UnitError::Overflow(s.to_string()))
+}
+
+/// `s`, trimmed, split where its number (the characters `in_number`
+/// takes) ends: `4k` -> (`4`, `k`).
+fn number_and_unit(s: &str, in_number: impl Fn(char) -> bool) -> Result<(&str, &str), UnitError> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(UnitError::Empty);
+    }
+    Ok(t.split_at(t.find(|c| !in_number(c)).unwrap_or(t.len())))
 }
 
 /// Renders a byte count the way a user would type it back: `4k`, `1m`, `1536`.
@@ -107,14 +112,7 @@ pub fn format_number(v: f64) -> String {
 
 /// Parses `500ms`, `4s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(UnitError::Empty);
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let (num, unit) = number_and_unit(s, |c| c.is_ascii_digit() || c == '.')?;
     let value: f64 = num
         .parse()
         .map_err(|_| UnitError::BadDuration(s.to_string()))?;

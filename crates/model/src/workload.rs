@@ -101,17 +101,15 @@ fn show(fmt: Fmt, v: &Value) -> Option<String> {
     })
 }
 
-/// The workload parameters present in `spec`, as (short name, value shown).
+/// The parameters of a kind that `spec` states, each with its value shown.
 /// Keys the spec lacks (an import that does not know them) are left out.
+fn shown(kind: Kind, spec: &Value) -> impl Iterator<Item = (&'static Param, String)> + '_ {
+    (table(kind).iter()).filter_map(|p| Some((p, show(p.fmt, spec.get(p.key)?)?)))
+}
+
+/// The workload parameters present in `spec`, as (short name, value shown).
 pub fn params(kind: Kind, spec: &Value) -> Vec<(&'static str, String)> {
-    table(kind)
-        .iter()
-        .filter_map(|p| {
-            spec.get(p.key)
-                .and_then(|v| show(p.fmt, v))
-                .map(|s| (p.label, s))
-        })
-        .collect()
+    shown(kind, spec).map(|(p, s)| (p.label, s)).collect()
 }
 
 /// The test name a single run (or an import of the equivalent run) gets:
@@ -119,14 +117,9 @@ pub fn params(kind: Kind, spec: &Value) -> Vec<(&'static str, String)> {
 /// `stream/dir=tx,conns=4,msg=64k`, `rr/req=1,resp=1,conns=1,burst=1`.
 pub fn test_name(kind: Kind, spec: &Value) -> String {
     let prefix = kind.test_prefix();
-    let parts: Vec<String> = table(kind)
-        .iter()
-        .filter(|p| p.in_name)
-        .filter_map(|p| {
-            spec.get(p.key)
-                .and_then(|v| show(p.fmt, v))
-                .map(|s| format!("{}={s}", p.label))
-        })
+    let parts: Vec<String> = shown(kind, spec)
+        .filter(|(p, _)| p.in_name)
+        .map(|(p, s)| format!("{}={s}", p.label))
         .collect();
     if parts.is_empty() {
         prefix.to_string()

@@ -10,7 +10,7 @@
 //! window shows up under its parent (a shell, a make, a supervisor).
 
 use iotoll_model::result::{ROLE_ENDPOINT, ROLE_IOTOLL, ROLE_SELF, ROLE_SUT};
-use iotoll_model::{Interference, TopConsumer};
+use iotoll_model::{CpuReport, Interference, TopConsumer};
 use nix::unistd::{sysconf, SysconfVar};
 use std::collections::HashMap;
 
@@ -174,24 +174,6 @@ pub enum SutProcess {
 }
 
 impl SutProcess {
-    /// `1234` is a pid, anything else a command name; names longer than the
-    /// kernel keeps are cut as it cuts them, so `--sut-process
-    /// very-long-daemon-name` still matches.
-    pub fn parse(s: &str) -> Option<SutProcess> {
-        let s = s.trim();
-        if s.is_empty() {
-            return None;
-        }
-        if s.bytes().all(|b| b.is_ascii_digit()) {
-            return s.parse().ok().filter(|p| *p > 0).map(SutProcess::Pid);
-        }
-        let mut end = s.len().min(15);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        Some(SutProcess::Name(s[..end].to_string()))
-    }
-
     /// The namespace a file names (`/run/netns/NAME`), if it exists.
     pub fn netns(path: &std::path::Path) -> Option<SutProcess> {
         use std::os::unix::fs::MetadataExt;
@@ -219,10 +201,24 @@ impl SutProcess {
 impl std::str::FromStr for SutProcess {
     type Err = String;
 
-    /// As [`SutProcess::parse`], or why not (`--sut-process`, a suite's `sut`).
+    /// `1234` is a pid, anything else a command name; names longer than the
+    /// kernel keeps are cut as it cuts them, so `--sut-process
+    /// very-long-daemon-name` still matches.
     fn from_str(s: &str) -> Result<SutProcess, String> {
-        SutProcess::parse(s)
-            .ok_or_else(|| format!("'{s}' is neither a process name nor a pid above 0"))
+        let bad = || format!("'{s}' is neither a process name nor a pid above 0");
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(bad());
+        }
+        if t.bytes().all(|b| b.is_ascii_digit()) {
+            let pid = t.parse().ok().filter(|p| *p > 0);
+            return pid.map(SutProcess::Pid).ok_or_else(bad);
+        }
+        let mut end = t.len().min(15);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        Ok(SutProcess::Name(t[..end].to_string()))
     }
 }
 
@@ -318,18 +314,6 @@ pub fn figures(
     v
 }
 
-/// The host-wide figures of the window that its processes are accounted in.
-#[derive(Debug, Clone, Copy)]
-pub struct HostBusy {
-    pub window_s: f64,
-    pub cpus: u32,
-    /// Busy % of all CPUs (/proc/stat), steal included.
-    pub busy_pct: f64,
-    pub steal_pct: f64,
-    /// This process's exactly measured CPU (getrusage), when known.
-    pub self_pct: Option<f64>,
-}
-
 /// One accounting of a window: every process's figure, the split of the
 /// host's busy CPU, and the interference, all from the same figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,7 +344,7 @@ impl Accounting {
 /// much. Interference is judged on the accounted figures plus steal.
 pub fn account(
     all: &[Consumer],
-    host: &HostBusy,
+    host: &CpuReport,
     clk_tck: f64,
     roles: &Roles,
     threshold_pct: f64,
@@ -372,7 +356,7 @@ pub fn account(
     }
     let mut everyone = figures(all, host.window_s, host.cpus, clk_tck, roles);
     let busy = host.busy_pct.max(0.0);
-    let steal = host.steal_pct.clamp(0.0, busy);
+    let steal = host.modes.steal.clamp(0.0, busy);
     let is = |t: &TopConsumer, r: &str| t.role.as_deref() == Some(r);
     if let Some(exact) = host.self_pct.filter(|v| v.is_finite()) {
         match everyone.iter_mut().find(|t| is(t, ROLE_SELF)) {
@@ -577,13 +561,18 @@ mod tests {
     }
 
     /// A 1 s window on 1 CPU at 100 ticks/s: ticks are percent.
-    fn host(busy_pct: f64, steal_pct: f64, self_pct: Option<f64>) -> HostBusy {
-        HostBusy {
+    fn host(busy_pct: f64, steal_pct: f64, self_pct: Option<f64>) -> CpuReport {
+        let modes = iotoll_model::CpuModes {
+            steal: steal_pct,
+            ..Default::default()
+        };
+        CpuReport {
             window_s: 1.0,
             cpus: 1,
             busy_pct,
-            steal_pct,
+            modes,
             self_pct,
+            ..Default::default()
         }
     }
 
@@ -597,7 +586,7 @@ mod tests {
 
     /// The account of a window that starts with no process and ends with
     /// `end`, at a 5 % interference threshold.
-    fn account_of(end: &[String], host: HostBusy, roles: &Roles) -> Accounting {
+    fn account_of(end: &[String], host: CpuReport, roles: &Roles) -> Accounting {
         let all = consumers(&snap(&[]), &snap(end));
         account(&all, &host, 100.0, roles, 5.0).unwrap()
     }
@@ -617,7 +606,7 @@ mod tests {
         let roles = Roles {
             own_pid: 100,
             endpoint_pid: Some(200),
-            sut: vec![SutProcess::parse("tgtd").unwrap()],
+            sut: vec!["tgtd".parse().unwrap()],
         };
         let all = consumers(&start, &end);
         let a = account(&all, &host(140.0, 0.0, None), 100.0, &roles, 10.0).unwrap();
@@ -736,11 +725,12 @@ mod tests {
 
     #[test]
     fn sut_processes_by_name_or_pid() {
-        assert_eq!(SutProcess::parse(" 42 "), Some(SutProcess::Pid(42)));
-        assert_eq!(SutProcess::parse("0"), None);
-        assert_eq!(SutProcess::parse(""), None);
+        let parse = |s: &str| s.parse::<SutProcess>().ok();
+        assert_eq!(parse(" 42 "), Some(SutProcess::Pid(42)));
+        assert_eq!(parse("0"), None);
+        assert_eq!(parse(""), None);
         assert_eq!(
-            SutProcess::parse("a-very-long-daemon-name"),
+            parse("a-very-long-daemon-name"),
             Some(SutProcess::Name("a-very-long-dae".into()))
         );
     }

@@ -306,10 +306,8 @@ fn sysfs_is_ours() -> bool {
         .iter()
         .map(|i| i.name().to_string_lossy().into_owned())
         .collect();
-    let mut shown = dir_names("/sys/class/net");
     ours.sort();
-    shown.sort();
-    ours == shown
+    ours == dir_names("/sys/class/net")
 }
 
 /// The MTU by SIOCGIFMTU, which answers for this thread's namespace.
@@ -847,13 +845,11 @@ mod tests {
         assert_eq!(iface.driver.as_deref(), Some("veth"), "{iface:?}");
         assert_eq!(iface.driver_version, info.version);
     }
-}
-#[cfg(test)]
-mod net_dev_tests {
+
     #[test]
     fn parses_proc_net_dev() {
         let t = "Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    lo: 1000      10    0    0    0     0          0         0     2000      20    0    0    0     0       0          0\n  eth0: 5 1 0 0 0 0 0 0 7 1 0 0 0 0 0 0\n";
-        let got = super::parse_net_dev(t);
+        let got = parse_net_dev(t);
         let brief: Vec<_> = (got.iter())
             .map(|i| {
                 (
@@ -869,6 +865,6 @@ mod net_dev_tests {
             brief,
             vec![("lo", 1000, 10, 2000, 20), ("eth0", 5, 1, 7, 1)]
         );
-        assert!(!super::iface_counters().is_empty());
+        assert!(!iface_counters().is_empty());
     }
 }

@@ -63,10 +63,6 @@ impl CpuWindow {
         })
     }
 
-    pub fn start() -> Result<Self, ProbeError> {
-        Self::start_with(|| {})
-    }
-
     /// Closes the window, calls `on_close` the moment it is closed (the
     /// caller stops counting there), then computes the report. The window
     /// length is known even when no CPU figure can be given.
@@ -95,17 +91,11 @@ impl CpuWindow {
             Ok(r)
         });
         let mut closed = ClosedWindow {
-            window_s,
-            report,
             consumers,
-            roles: procs::Roles::this_process(),
+            ..ClosedWindow::new(window_s, report)
         };
         closed.attribute();
         closed
-    }
-
-    pub fn finish(self) -> Result<CpuReport, ProbeError> {
-        self.finish_with(|| {}).report
     }
 }
 
@@ -141,20 +131,15 @@ impl ClosedWindow {
     /// accounted once under the current roles (at the threshold already
     /// set, or the default).
     fn attribute(&mut self) {
-        let Ok(r) = &mut self.report else { return };
+        let Ok(r) = &self.report else { return };
         let threshold = r
             .interference
             .as_ref()
             .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
-        let host = host_busy(self.window_s, r);
+        let accounted = self.account(threshold);
+        let Ok(r) = &mut self.report else { return };
         r.notes.retain(|n| !n.starts_with(procs::SCALED_NOTE));
-        match procs::account(
-            &self.consumers,
-            &host,
-            procs::clk_tck(),
-            &self.roles,
-            threshold,
-        ) {
+        match accounted {
             Some(a) => {
                 r.top = a.top(TOP_N);
                 r.interference = Some(a.interference);
@@ -169,27 +154,18 @@ impl ClosedWindow {
         }
     }
 
+    /// The window's processes accounted in its host figures.
+    fn account(&self, threshold_pct: f64) -> Option<procs::Accounting> {
+        let r = self.report.as_ref().ok()?;
+        // The report's window is this one (`finish_with`).
+        let clk_tck = procs::clk_tck();
+        procs::account(&self.consumers, r, clk_tck, &self.roles, threshold_pct)
+    }
+
     /// Every process of the window as accounted (tests look beyond the top).
     #[cfg(test)]
     fn everyone(&self) -> Vec<iotoll_model::TopConsumer> {
-        let Ok(r) = &self.report else {
-            return Vec::new();
-        };
-        let host = host_busy(self.window_s, r);
-        procs::account(&self.consumers, &host, procs::clk_tck(), &self.roles, 5.0)
-            .map(|a| a.everyone)
-            .unwrap_or_default()
-    }
-}
-
-/// What the accounting needs of a window's whole-host figures.
-fn host_busy(window_s: f64, r: &CpuReport) -> procs::HostBusy {
-    procs::HostBusy {
-        window_s,
-        cpus: r.cpus,
-        busy_pct: r.busy_pct,
-        steal_pct: r.modes.steal,
-        self_pct: r.self_pct,
+        self.account(5.0).map(|a| a.everyone).unwrap_or_default()
     }
 }
 
@@ -229,7 +205,7 @@ mod tests {
     fn a_busy_thread_shows_up_in_self_and_host_cpu() {
         // Spins for 0.3 s of this process's own CPU time (not wall time:
         // on a busy shared machine the thread gets less than a core).
-        let w = CpuWindow::start().unwrap();
+        let w = CpuWindow::start_with(|| {}).unwrap();
         let c0 = self_cpu_s();
         let mut x = 0u64;
         while self_cpu_s() - c0 < 0.3 {
@@ -272,7 +248,7 @@ mod tests {
     /// of work and exits, while the shell itself only waits.
     #[test]
     fn a_child_started_and_reaped_inside_the_window_is_seen() {
-        let w = CpuWindow::start().unwrap();
+        let w = CpuWindow::start_with(|| {}).unwrap();
         let parent = Reap(sh_then_sleep(&format!("sh -c '{SPIN}'")));
         let closed = w.finish_with(|| {});
         let pid = parent.0.id() as i32;

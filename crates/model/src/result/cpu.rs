@@ -170,14 +170,11 @@ impl CpuReport {
             reports.iter().map(|r| f(r)).sum()
         };
         let all = |f: &dyn Fn(&CpuReport) -> Option<f64>| -> Option<f64> {
-            let v: Option<Vec<f64>> = reports
-                .iter()
-                .map(|r| f(r).map(|x| x * r.cpus as f64))
-                .collect();
-            v.map(|v| v.iter().sum::<f64>() / total)
+            let each = reports.iter().map(|r| Some(f(r)? * r.cpus as f64));
+            each.sum::<Option<f64>>().map(|v| v / total)
         };
-        let mhz: Vec<Option<f64>> = reports.iter().map(|r| r.nominal_mhz).collect();
-        let same_mhz = mhz.windows(2).all(|p| p[0] == p[1]);
+        let mhz = reports[0].nominal_mhz;
+        let same_mhz = reports[1..].iter().all(|r| r.nominal_mhz == mhz);
         Some(CpuReport {
             cpus: reports.iter().map(|r| r.cpus).sum(),
             window_s: reports.iter().map(|r| r.window_s).fold(0.0, f64::max),
@@ -197,11 +194,7 @@ impl CpuReport {
             top: Vec::new(),
             interrupts_s: sum_opt(&|r| r.interrupts_s),
             ctx_switches_s: sum_opt(&|r| r.ctx_switches_s),
-            nominal_mhz: if same_mhz {
-                mhz.first().copied().flatten()
-            } else {
-                None
-            },
+            nominal_mhz: mhz.filter(|_| same_mhz),
             nominal_mhz_source: None,
             notes: vec![format!(
                 "{} machine(s), percentages weighted by CPU count",

@@ -41,7 +41,6 @@ impl Interference {
         self.interfered = self.others_pct + self.steal_pct > threshold_pct;
     }
 
-    /// `sh (pid 4242) 48.1 %, rustc (pid 77) 3.0 %`.
     /// What interfered, for a note: "other processes used 7.2 %" and/or
     /// "the hypervisor took 14.4 % (steal)".
     pub fn what(&self) -> String {
@@ -58,23 +57,35 @@ impl Interference {
         parts.join(" and ")
     }
 
-    /// ": " and the processes, or nothing when none are named.
-    fn named_list(&self) -> String {
-        if self.processes.is_empty() {
-            String::new()
+    /// The `interference:` note on `whose` CPU, as last judged, naming
+    /// the processes: "interference: other processes used 7.2 % of this
+    /// host's CPU in the window (threshold 5 %), and whole-host CPU counts
+    /// it: sh (pid 4242) 48.1 %, rustc (pid 77) 3.0 %".
+    fn note(&self, whose: &str, counted: bool) -> String {
+        let counts = if counted {
+            ", and whole-host CPU counts it"
         } else {
-            format!(": {}", self.named())
-        }
-    }
-
-    pub fn named(&self) -> String {
-        let v: Vec<String> = self
-            .processes
-            .iter()
+            ""
+        };
+        let named: Vec<String> = (self.processes.iter())
             .map(|p| format!("{} (pid {}) {:.1} %", p.comm, p.pid, p.cpu_pct))
             .collect();
-        v.join(", ")
+        let named = if named.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", named.join(", "))
+        };
+        format!(
+            "{INTERFERENCE_NOTE} {} of {whose} in the window (threshold {} %){counts}{named}",
+            self.what(),
+            self.threshold_pct
+        )
     }
+}
+
+/// Whether a window was interfered with (as last judged).
+fn window_interfered(c: &Option<CpuReport>) -> bool {
+    (c.as_ref().and_then(|c| c.interference.as_ref())).is_some_and(|i| i.interfered)
 }
 
 impl ResultDoc {
@@ -83,38 +94,24 @@ impl ResultDoc {
     /// its `interference:` note. Returns whether it is interfered.
     pub fn apply_interference_threshold(&mut self, threshold_pct: f64) -> bool {
         self.notes.retain(|n| !n.starts_with(INTERFERENCE_NOTE));
-        let same_host = self.cpu.same_host == Some(true);
+        // The peer's window is this host's when it runs on this kernel.
+        let judge_remote = self.cpu.same_host != Some(true);
         let mut found = Vec::new();
-        if let Some(i) = self
-            .cpu
-            .local
-            .as_mut()
-            .and_then(|c| c.interference.as_mut())
-        {
-            i.set_threshold(threshold_pct);
-            if i.interfered {
-                found.push(format!(
-                    "{INTERFERENCE_NOTE} {} of this host's CPU in the window (threshold {} %), and whole-host CPU counts it{}",
-                    i.what(),
-                    threshold_pct,
-                    i.named_list()
-                ));
-            }
-        }
-        if let Some(i) = self
-            .cpu
-            .remote
-            .as_mut()
-            .and_then(|c| c.interference.as_mut())
-        {
-            i.set_threshold(threshold_pct);
-            if i.interfered && !same_host {
-                found.push(format!(
-                    "{INTERFERENCE_NOTE} {} of the endpoint host's CPU in the window (threshold {} %){}",
-                    i.what(),
-                    threshold_pct,
-                    i.named_list()
-                ));
+        let sides = [
+            (&mut self.cpu.local, "this host's CPU", true, true),
+            (
+                &mut self.cpu.remote,
+                "the endpoint host's CPU",
+                false,
+                judge_remote,
+            ),
+        ];
+        for (cpu, whose, counted, judged) in sides {
+            if let Some(i) = cpu.as_mut().and_then(|c| c.interference.as_mut()) {
+                i.set_threshold(threshold_pct);
+                if i.interfered && judged {
+                    found.push(i.note(whose, counted));
+                }
             }
         }
         found.extend(self.judge_hosts(threshold_pct));
@@ -170,21 +167,13 @@ impl ResultDoc {
                         names.join(", ")
                     ),
                 };
-                notes.push(format!(
-                    "{INTERFERENCE_NOTE} {} of {whose} in the window (threshold {threshold_pct} %), and whole-host CPU counts it{}",
-                    verdict.what(),
-                    verdict.named_list()
-                ));
+                notes.push(verdict.note(&whose, true));
             }
-            let own: Vec<f64> = (same.iter())
-                .map(|&j| {
-                    (self.hosts[j].cpu.as_ref())
-                        .and_then(|c| c.self_pct)
-                        .unwrap_or(0.0)
-                })
-                .collect();
-            let all_agents: f64 = own.iter().sum();
-            for (k, &j) in same.iter().enumerate() {
+            let all_agents: f64 = (same.iter())
+                .map(|&j| (self.hosts[j].cpu.as_ref()).and_then(|c| c.self_pct))
+                .map(|own| own.unwrap_or(0.0))
+                .sum();
+            for &j in &same {
                 let h = &mut self.hosts[j];
                 if let Some(c) = h.cpu.as_mut() {
                     c.interference = Some(verdict.clone());
@@ -192,7 +181,8 @@ impl ResultDoc {
                     // "others" once (judging again must not move them twice),
                     // and the host's metric says what the account says.
                     if let Some(a) = c.account.as_mut().filter(|a| a.agents_pct == 0.0) {
-                        let agents = (all_agents - own[k]).clamp(0.0, a.others_pct);
+                        let own = c.self_pct.unwrap_or(0.0);
+                        let agents = (all_agents - own).clamp(0.0, a.others_pct);
                         a.agents_pct = agents;
                         a.others_pct -= agents;
                         if let Some(m) = h.metrics.get_mut(crate::metrics::CPU_OTHERS_PCT) {
@@ -207,26 +197,15 @@ impl ResultDoc {
 
     /// The hosts of a multi-host test whose machine was interfered with.
     pub fn interfered_hosts(&self) -> Vec<&str> {
-        (self.hosts.iter())
-            .filter(|h| {
-                (h.cpu.as_ref())
-                    .and_then(|c| c.interference.as_ref())
-                    .is_some_and(|i| i.interfered)
-            })
-            .map(|h| h.name.as_str())
-            .collect()
+        let hosts = self.hosts.iter().filter(|h| window_interfered(&h.cpu));
+        hosts.map(|h| h.name.as_str()).collect()
     }
 
     /// Whether this repetition is interfered (as last judged).
     pub fn interfered(&self) -> bool {
         let same_host = self.cpu.same_host == Some(true);
-        let hit = |c: &Option<CpuReport>| {
-            c.as_ref()
-                .and_then(|c| c.interference.as_ref())
-                .is_some_and(|i| i.interfered)
-        };
-        hit(&self.cpu.local)
-            || (!same_host && hit(&self.cpu.remote))
+        window_interfered(&self.cpu.local)
+            || (!same_host && window_interfered(&self.cpu.remote))
             || !self.interfered_hosts().is_empty()
     }
 }

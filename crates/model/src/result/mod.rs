@@ -228,17 +228,14 @@ impl HostFigures {
         hosts: impl IntoIterator<Item = &'a HostFigures>,
     ) -> Vec<&'a HostFigures> {
         let mut seen: Vec<&str> = Vec::new();
-        let mut out = Vec::new();
-        for h in hosts {
-            if let Some(b) = h.boot_id.as_deref() {
-                if seen.contains(&b) {
-                    continue;
-                }
-                seen.push(b);
+        let first_of_its_machine = |h: &&'a HostFigures| match h.boot_id.as_deref() {
+            Some(b) if seen.contains(&b) => false,
+            b => {
+                seen.extend(b);
+                true
             }
-            out.push(h);
-        }
-        out
+        };
+        hosts.into_iter().filter(first_of_its_machine).collect()
     }
 }
 
@@ -370,46 +367,15 @@ impl ResultDoc {
     /// one is dropped whole, any other figure becomes 0; a note names
     /// what was left out. Returns whether anything was.
     pub fn drop_non_finite(&mut self) -> bool {
-        let mut gone: Vec<String> = Vec::new();
-        let metrics = |m: &mut Metrics, at: &str, gone: &mut Vec<String>| {
-            let before: Vec<String> = m.keys().cloned().collect();
-            m.retain(|_, v| v.is_finite());
-            gone.extend(
-                before
-                    .into_iter()
-                    .filter(|k| !m.contains_key(k))
-                    .map(|k| format!("{at}metrics.{k}")),
-            );
-        };
-        let cpu = |c: &mut Option<CpuReport>, at: &str, gone: &mut Vec<String>| {
-            if c.as_ref().is_some_and(|c| !c.is_finite()) {
-                *c = None;
-                gone.push(at.to_string());
-            }
-        };
-        let zero = |v: &mut f64, at: String, gone: &mut Vec<String>| {
-            if !v.is_finite() {
-                *v = 0.0;
-                gone.push(at);
-            }
-        };
-        let none = |v: &mut Option<f64>, at: String, gone: &mut Vec<String>| {
-            if v.is_some_and(|x| !x.is_finite()) {
-                *v = None;
-                gone.push(at);
-            }
-        };
-        metrics(&mut self.metrics, "", &mut gone);
-        cpu(&mut self.cpu.local, "cpu.local", &mut gone);
-        cpu(&mut self.cpu.remote, "cpu.remote", &mut gone);
-        if self.latency.as_ref().is_some_and(|l| !l.is_finite()) {
-            self.latency = None;
-            gone.push("latency".into());
-        }
+        let mut gone = Gone::default();
+        gone.metrics(&mut self.metrics, "");
+        gone.whole(&mut self.cpu.local, CpuReport::is_finite, "cpu.local");
+        gone.whole(&mut self.cpu.remote, CpuReport::is_finite, "cpu.remote");
+        gone.whole(&mut self.latency, LatencyReport::is_finite, "latency");
         let points = self.series.len();
         self.series.retain(|p| p.t_s.is_finite());
         if self.series.len() != points {
-            gone.push("series[].t_s".into());
+            gone.0.push("series[].t_s".into());
         }
         for (i, p) in self.series.iter_mut().enumerate() {
             for v in [
@@ -419,37 +385,33 @@ impl ResultDoc {
                 &mut p.trans_s,
                 &mut p.cpu_pct,
             ] {
-                none(v, format!("series[{i}]"), &mut gone);
+                gone.whole(v, |x| x.is_finite(), &format!("series[{i}]"));
             }
         }
         for (i, t) in self.targets.iter_mut().enumerate() {
-            metrics(&mut t.metrics, &format!("targets[{i}]."), &mut gone);
+            gone.metrics(&mut t.metrics, &format!("targets[{i}]."));
         }
         for (i, w) in self.workers.iter_mut().enumerate() {
-            metrics(&mut w.metrics, &format!("workers[{i}]."), &mut gone);
-            none(
-                &mut w.pinned_busy_pct,
-                format!("workers[{i}].pinned_busy_pct"),
-                &mut gone,
-            );
+            gone.metrics(&mut w.metrics, &format!("workers[{i}]."));
+            let at = format!("workers[{i}].pinned_busy_pct");
+            gone.whole(&mut w.pinned_busy_pct, |x| x.is_finite(), &at);
         }
         for (i, l) in self.lines.iter_mut().enumerate() {
-            zero(&mut l.ios_pct, format!("lines[{i}].ios_pct"), &mut gone);
-            zero(&mut l.bytes_pct, format!("lines[{i}].bytes_pct"), &mut gone);
+            gone.zero(&mut l.ios_pct, format!("lines[{i}].ios_pct"));
+            gone.zero(&mut l.bytes_pct, format!("lines[{i}].bytes_pct"));
         }
         for (i, h) in self.hosts.iter_mut().enumerate() {
-            metrics(&mut h.metrics, &format!("hosts[{i}]."), &mut gone);
-            cpu(&mut h.cpu, &format!("hosts[{i}].cpu"), &mut gone);
-            zero(&mut h.on_us, format!("hosts[{i}].on_us"), &mut gone);
-            zero(&mut h.off_us, format!("hosts[{i}].off_us"), &mut gone);
+            gone.metrics(&mut h.metrics, &format!("hosts[{i}]."));
+            gone.whole(&mut h.cpu, CpuReport::is_finite, &format!("hosts[{i}].cpu"));
+            gone.zero(&mut h.on_us, format!("hosts[{i}].on_us"));
+            gone.zero(&mut h.off_us, format!("hosts[{i}].off_us"));
         }
         for (i, p) in self.pairs.iter_mut().enumerate() {
-            zero(&mut p.mbit_s, format!("pairs[{i}].mbit_s"), &mut gone);
+            gone.zero(&mut p.mbit_s, format!("pairs[{i}].mbit_s"));
         }
-        if (self.skew_us.as_ref()).is_some_and(|s| !finite(&[s.start, s.stop, s.clock])) {
-            self.skew_us = None;
-            gone.push("skew_us".into());
-        }
+        let skew = |s: &Skew| finite(&[s.start, s.stop, s.clock]);
+        gone.whole(&mut self.skew_us, skew, "skew_us");
+        let Gone(mut gone) = gone;
         gone.dedup();
         if gone.is_empty() {
             return false;
@@ -459,6 +421,36 @@ impl ResultDoc {
             gone.join(", ")
         ));
         true
+    }
+}
+
+/// Where [`ResultDoc::drop_non_finite`] left figures out.
+#[derive(Default)]
+struct Gone(Vec<String>);
+
+impl Gone {
+    /// Drops the metrics of `m` that are not finite (`at`: where `m` is).
+    fn metrics(&mut self, m: &mut Metrics, at: &str) {
+        let before: Vec<String> = m.keys().cloned().collect();
+        m.retain(|_, v| v.is_finite());
+        let dropped = before.into_iter().filter(|k| !m.contains_key(k));
+        self.0.extend(dropped.map(|k| format!("{at}metrics.{k}")));
+    }
+
+    /// Drops an optional figure, or a part whole, when `finite` says it is
+    /// (or holds) one that is not finite.
+    fn whole<T>(&mut self, v: &mut Option<T>, finite: impl Fn(&T) -> bool, at: &str) {
+        if v.as_ref().is_some_and(|v| !finite(v)) {
+            *v = None;
+            self.0.push(at.to_string());
+        }
+    }
+
+    fn zero(&mut self, v: &mut f64, at: String) {
+        if !v.is_finite() {
+            *v = 0.0;
+            self.0.push(at);
+        }
     }
 }
 

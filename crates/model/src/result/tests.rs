@@ -82,13 +82,8 @@ fn host(name: &str, boot: &str, others_pct: f64, self_pct: f64) -> HostFigures {
 }
 
 fn doc(hosts: Vec<HostFigures>) -> ResultDoc {
-    let mut d: ResultDoc = serde_json::from_value(
-        serde_json::json!({"iotoll_version": "x", "kind": "net-stream",
-            "status": "complete", "started_at": "2026-01-01T00:00:00Z", "spec": null,
-            "metrics": {}, "cpu": {"local": null, "remote": null}, "latency": null,
-            "series": [], "notes": []}),
-    )
-    .unwrap();
+    let none = serde_json::json!({});
+    let mut d = crate::fixtures::doc("net-stream", serde_json::Value::Null, none);
     d.hosts = hosts;
     d
 }

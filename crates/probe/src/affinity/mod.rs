@@ -126,20 +126,14 @@ fn cpu_number(t: &str, item: &str) -> Result<u32, String> {
 /// human table. Runs are compressed in the order given, not sorted, so
 /// that it reads back through [`parse_cpu_list`] as the same list.
 pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j].checked_add(1) == Some(cpus[j + 1]) {
-            j += 1;
-        }
-        parts.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
+    let runs = cpus.chunk_by(|a, b| a.checked_add(1) == Some(*b));
+    let parts: Vec<String> = runs
+        .map(|run| match run {
+            [first, .., last] => format!("{first}-{last}"),
+            // Runs are never empty: this one is a single CPU.
+            one => one[0].to_string(),
+        })
+        .collect();
     parts.join(",")
 }
 
@@ -311,16 +305,12 @@ fn parse_interrupts(text: &str) -> Vec<IrqRow> {
             let (num, rest) = l.split_once(':')?;
             let irq = num.trim().parse::<u32>().ok()?;
             let mut words = rest.split_whitespace().peekable();
-            let mut per_cpu = Vec::with_capacity(ncpu);
-            while per_cpu.len() < ncpu {
-                match words.peek().and_then(|w| w.parse::<u64>().ok()) {
-                    Some(n) => {
-                        per_cpu.push(n);
-                        words.next();
-                    }
-                    None => break,
-                }
-            }
+            // The leading numbers, one per CPU at most.
+            let count = |w: &&str| w.parse::<u64>().is_ok();
+            let per_cpu: Vec<u64> = std::iter::from_fn(|| words.next_if(count))
+                .take(ncpu)
+                .filter_map(|w| w.parse().ok())
+                .collect();
             let _chip = words.next();
             let tail: Vec<&str> = words.skip_while(|w| is_hwirq_word(w)).collect();
             Some(IrqRow {
