@@ -97,16 +97,13 @@ enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
-    Serve {
+    /// A network test's pairs: a server's data port, until GATHER has
+    /// their connections; a client's connections, opened at PREPARE.
+    Net {
+        serves: bool,
         params: TestParams,
         pairs: Vec<PairSlot>,
         listener: Option<TcpListener>,
-        conns: Vec<Vec<(TcpStream, Role)>>,
-        threads: Option<u32>,
-    },
-    Client {
-        params: TestParams,
-        pairs: Vec<PairSlot>,
         conns: Vec<Vec<(TcpStream, Role)>>,
         threads: Option<u32>,
     },
@@ -408,7 +405,8 @@ fn prepare(
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
             Ok((
-                Prepared::Serve {
+                Prepared::Net {
+                    serves: true,
                     params,
                     pairs,
                     listener: Some(listener),
@@ -444,9 +442,11 @@ fn prepare(
                 conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
             }
             Ok((
-                Prepared::Client {
+                Prepared::Net {
+                    serves: false,
                     params,
                     pairs,
+                    listener: None,
                     conns,
                     threads,
                 },
@@ -540,7 +540,8 @@ fn disk_spec(
 
 /// Servers: every pair's data connections in (or why not).
 fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
-    let Some(Prepared::Serve {
+    let Some(Prepared::Net {
+        serves: true,
         params,
         pairs,
         listener,
@@ -586,18 +587,12 @@ fn run(
     let rt = iotoll_probe::affinity::realtime_edges();
     let r = match work {
         Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
-        Prepared::Serve {
+        Prepared::Net {
             params,
             pairs,
             conns,
             threads: asked,
             ..
-        }
-        | Prepared::Client {
-            params,
-            pairs,
-            conns,
-            threads: asked,
         } => run_net(
             &params,
             &pairs,

@@ -694,35 +694,39 @@ impl Console {
             ));
         }
         let mut parts: Vec<Part> = Vec::new();
-        let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| -> usize {
+        // Host `host`'s part as a server (or a client) of a pair.
+        let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| {
             if let Some(k) = parts.iter().position(|p| p.host == host) {
-                let p = &mut parts[k];
-                let both = matches!(
-                    (&p.work, server),
-                    (Work::NetServe { .. }, false) | (Work::NetClient { .. }, true)
-                );
-                if both {
-                    p.role = "client+server";
+                if matches!(parts[k].work, Work::NetServe { .. }) != server {
+                    return Err(ConsoleError::Invalid(format!(
+                        "host {} is a client in one pair and a server in another: not supported yet",
+                        self.hosts[host].name
+                    )));
                 }
-                return k;
+                return Ok(k);
             }
             let (params, pairs, threads) = (t.params.clone(), vec![], t.threads);
-            parts.push(if server {
-                let work = Work::NetServe {
-                    params,
-                    pairs,
-                    threads,
-                };
-                Part::new(host, "server", work)
-            } else {
-                let work = Work::NetClient {
-                    params,
-                    pairs,
-                    threads,
-                };
-                Part::new(host, "client", work)
+            parts.push(match server {
+                true => Part::new(
+                    host,
+                    "server",
+                    Work::NetServe {
+                        params,
+                        pairs,
+                        threads,
+                    },
+                ),
+                false => Part::new(
+                    host,
+                    "client",
+                    Work::NetClient {
+                        params,
+                        pairs,
+                        threads,
+                    },
+                ),
             });
-            parts.len() - 1
+            Ok(parts.len() - 1)
         };
         let mut names = Vec::new();
         for (k, (c, s)) in t.pairs.iter().enumerate() {
@@ -738,18 +742,8 @@ impl Console {
             })?;
             let data = self.data_ips(si);
             let server_ip = data[k % data.len()];
-            let sk = part_of(si, true, &mut parts);
-            let ck = part_of(ci, false, &mut parts);
-            if parts[sk].role == "client+server" || parts[ck].role == "client+server" {
-                return Err(ConsoleError::Invalid(format!(
-                    "host {} is a client in one pair and a server in another: not supported yet",
-                    if parts[sk].role == "client+server" {
-                        s
-                    } else {
-                        c
-                    }
-                )));
-            }
+            let sk = part_of(si, true, &mut parts)?;
+            let ck = part_of(ci, false, &mut parts)?;
             if let Work::NetServe { pairs, .. } = &mut parts[sk].work {
                 pairs.push(PairSlot {
                     pair: k as u32,

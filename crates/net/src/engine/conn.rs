@@ -289,16 +289,11 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         Turn::More
     }
 
-    pub(super) fn close(
-        &mut self,
-        st: &mut ThreadState,
-        phase: Phase,
-        err: Option<io::Error>,
-    ) -> bool {
+    pub(super) fn close(&mut self, st: &mut ThreadState, phase: Phase, err: Option<io::Error>) {
         let what = err.map(|e| e.to_string());
         self.fail(st, phase, || {
             what.unwrap_or_else(|| "peer closed the connection".into())
-        })
+        });
     }
 
     /// Ends the connection; before the window closes that is a failure,
@@ -309,9 +304,9 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         st: &mut ThreadState,
         phase: Phase,
         what: impl FnOnce() -> String,
-    ) -> bool {
+    ) {
         if !self.open {
-            return false;
+            return;
         }
         self.open = false;
         // The phase read before this I/O may be stale: the other end closes
@@ -328,7 +323,6 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
                 st.first_error = Some(what());
             }
         }
-        false
     }
 
     /// Takes the retransmit baseline when the window opens.
