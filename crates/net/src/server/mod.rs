@@ -270,7 +270,7 @@ pub fn serve_silently(
     tracing::dispatcher::with_default(&none, || serve_on(listener, cfg, stop))
 }
 
-/// Runs the endpoint on a listener the caller bound (`net::listen::bind`,
+/// Runs the endpoint on a listener the caller bound (`net::start::bind`,
 /// or an ephemeral port) until `stop` is set, or after one test with
 /// `once`; `cfg.listen` is ignored. It logs through `tracing`: one event
 /// per client, test and refusal (the client's address in the `peer`
