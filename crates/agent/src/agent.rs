@@ -14,7 +14,7 @@ use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
-use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces};
+use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{
@@ -149,10 +149,7 @@ fn session(
         Ok(l) => l,
         Err(e) => return tracing::warn!(%peer, "console session: {e}"),
     };
-    if busy
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    let Some(_slot) = Slot::take(busy) else {
         link.send(&FromAgent::Error {
             test: None,
             msg: "another console is driving this agent".into(),
@@ -160,14 +157,7 @@ fn session(
         tracing::info!(%peer, "refused, another console is driving this agent");
         std::thread::sleep(Duration::from_millis(200));
         return;
-    }
-    struct Free<'a>(&'a AtomicBool);
-    impl Drop for Free<'_> {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::Release);
-        }
-    }
-    let _free = Free(busy);
+    };
     let mut c = Console {
         link,
         pinned,

@@ -242,18 +242,25 @@ struct Shared {
     dispatch: tracing::Dispatch,
 }
 
-/// Holds the test slot; frees it once, when released or dropped.
-struct Slot(Option<Arc<Shared>>);
+/// Holds a one-at-a-time slot (the endpoint's test, an agent's console);
+/// frees it once, when released or dropped.
+pub struct Slot<'a>(Option<&'a AtomicBool>);
 
-impl Slot {
-    fn release(&mut self) {
-        if let Some(s) = self.0.take() {
-            s.busy.store(false, Ordering::Release);
+impl<'a> Slot<'a> {
+    /// The slot `busy` stands for, unless someone holds it.
+    pub fn take(busy: &'a AtomicBool) -> Option<Slot<'a>> {
+        let taken = busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire);
+        taken.is_ok().then_some(Slot(Some(busy)))
+    }
+
+    pub fn release(&mut self) {
+        if let Some(busy) = self.0.take() {
+            busy.store(false, Ordering::Release);
         }
     }
 }
 
-impl Drop for Slot {
+impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.release();
     }
@@ -413,16 +420,11 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
         },
         Err(e) => return shared.failures.failed(peer, &e),
     };
-    if shared
-        .busy
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    let Some(mut slot) = Slot::take(&shared.busy) else {
         reject_busy(ctl);
         tracing::info!(%peer, "refused, a test is running");
         return;
-    }
-    let mut slot = Slot(Some(shared.clone()));
+    };
     let r = session(&mut ctl, params, cfg, &mut slot, peer);
     // Everything the test held was released when `session` returned: free
     // the slot before telling the client, so its next test finds it free.

@@ -38,7 +38,7 @@ pub(super) fn session(
     ctl: &mut Control,
     params: TestParams,
     cfg: &ServerConfig,
-    slot: &mut Slot,
+    slot: &mut Slot<'_>,
     peer: SocketAddr,
 ) -> Result<String, SessionError> {
     let local_ip = ctl.stream.local_addr()?.ip();
