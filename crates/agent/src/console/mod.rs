@@ -531,10 +531,7 @@ impl Console {
                 }
             })
             .collect::<Result<Vec<_>, _>>();
-        let theirs = match theirs {
-            Ok(t) => t,
-            Err((host, msg)) => return Err(self.refuse(parts, test, host, msg, "START")),
-        };
+        let theirs = theirs.map_err(|(host, msg)| self.refuse(parts, test, host, msg, "START"))?;
         for (p, (a, b)) in parts.iter().zip(&theirs) {
             if let Some(agent) = self.agent(p.host) {
                 agent.link.send(&ToAgent::Start {
