@@ -750,10 +750,8 @@ fn run_net(
     report.on_ns = Some(on_ns);
     report.off_ns = Some(off_ns);
     report.window_s = closed.window_s;
-    match closed.report {
-        Ok(c) => report.cpu = Some(c),
-        Err(e) => report.cpu_error = Some(e.to_string()),
-    }
+    report.cpu_error = closed.report.as_ref().err().map(|e| e.to_string());
+    report.cpu = closed.report.ok();
     report.ifaces = iface_delta(&before, &after);
     report.errors = out.errors;
     report.first_error = out.first_error.clone().or(out.panic.clone());

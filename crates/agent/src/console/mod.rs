@@ -17,7 +17,7 @@
 use crate::checks;
 use crate::link::{Event, Link};
 use crate::wire::{self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, ToAgent, Work};
-use iotoll_model::{CpuReport, ResultDoc};
+use iotoll_model::ResultDoc;
 use iotoll_net::auth::Key;
 use iotoll_net::proto::TestParams;
 use session::reach;
@@ -787,24 +787,19 @@ impl Console {
     /// machine, and each pair's two ends agree on its bytes.
     fn check_across(&self, parts: &[Part], net: Option<&TestParams>) -> Result<(), ConsoleError> {
         let name = |p: &Part| self.hosts[p.host].name.as_str();
-        type Claim<'a> = (Option<&'a str>, (&'a str, u32, Option<&'a CpuReport>));
-        fn claim<'a>(c: &'a Console, p: &'a Part) -> Claim<'a> {
-            let info = c.agent(p.host).map(|a| &a.info);
-            let cpu = p.report.as_ref().and_then(|r| r.cpu.as_ref());
-            (
-                info.and_then(|i| i.boot_id.as_deref()),
-                (
-                    c.hosts[p.host].name.as_str(),
-                    info.map_or(0, |i| i.cpus),
-                    cpu,
-                ),
-            )
-        }
-        for (k, a) in parts.iter().enumerate() {
-            for b in &parts[k + 1..] {
-                let ((ba, ca), (bb, cb)) = (claim(self, a), claim(self, b));
+        // Part `k`'s kernel, and its CPU count in what it said and in its window.
+        let claim = |k: usize| {
+            let info = self.agent(parts[k].host).map(|a| &a.info);
+            let cpu = parts[k].report.as_ref().and_then(|r| r.cpu.as_ref());
+            let cpus = (name(&parts[k]), info.map_or(0, |i| i.cpus), cpu);
+            (info.and_then(|i| i.boot_id.as_deref()), cpus)
+        };
+        for a in 0..parts.len() {
+            for (b, pb) in parts.iter().enumerate().skip(a + 1) {
+                let ((ba, ca), (bb, cb)) = (claim(a), claim(b));
                 if ba.is_some() && ba == bb {
-                    checks::one_machine(ca, cb).map_err(|m| ConsoleError::host_err(name(b), m))?;
+                    let e = |m| ConsoleError::host_err(name(pb), m);
+                    checks::one_machine(ca, cb).map_err(e)?;
                 }
             }
         }
