@@ -691,64 +691,56 @@ fn run_net(
         );
         Some(Instant::now() + Duration::from_millis(50))
     };
-    // At the instants the phase changed (what the window does after is
-    // not measured time).
-    let edge = |(at, counts): (Instant, (u64, u64)), before: Phase| {
+    // An edge: the phase changes, and the counts and the wall clock are
+    // read at that instant (what arrives while the window's own work goes
+    // on after it is not in the window); then, at normal priority (other
+    // agents' edges on these CPUs come first), the interfaces' counters.
+    let mark = |to: Phase| {
+        phase.set(to);
+        let at = (Instant::now(), engine.received(), wire::now_ns());
+        iotoll_probe::affinity::normal_priority();
+        (at, iotoll_probe::sysinfo::iface_counters())
+    };
+    // The series' seconds end at the instants the phase changed.
+    let edge = |(at, counts, _): (Instant, (u64, u64), i64), before: Phase| {
         let mut s = series.borrow_mut();
         s.edge(at, before, || counts, &mut Silent);
     };
-    // Counted at the edge itself: what arrives while the window's own
-    // work goes on after it is not in the window.
-    let mut edge_at = (Instant::now(), (0, 0));
     let mut report = AgentReport::default();
-    let mut before = Vec::new();
-    let mut on_ns = 0;
+    let mut opened = None;
     let window = CpuWindow::start_after(
         || iotoll_run::wait_until(&clock, on, interrupt, tick),
-        || {
-            phase.set(Phase::Measure);
-            edge_at = (Instant::now(), engine.received());
-            on_ns = wire::now_ns();
-            // Other agents' edges on these CPUs come first.
-            iotoll_probe::affinity::normal_priority();
-            before = iotoll_probe::sysinfo::iface_counters();
-        },
+        || opened = Some(mark(Phase::Measure)),
     );
     if rt_edges {
         let _ = iotoll_probe::affinity::realtime_edges();
     }
-    let window = match window {
-        Ok(Some(w)) => w,
-        Ok(None) => {
+    let (window, (on_at, before)) = match (window, opened) {
+        (Ok(Some(w)), Some(opened)) => (w, opened),
+        (Err(e), _) => {
+            phase.set(Phase::Stop);
+            engine.join();
+            return Err(format!("CPU window: {e}"));
+        }
+        _ => {
             // Stopped in the ramp-up: no window.
             report.interrupted = true;
             phase.set(Phase::Stop);
             hold(held, engine.join().sockets);
             return Ok(report);
         }
-        Err(e) => {
-            phase.set(Phase::Stop);
-            engine.join();
-            return Err(format!("CPU window: {e}"));
-        }
     };
-    edge(edge_at, Phase::Ramp);
+    edge(on_at, Phase::Ramp);
     let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
-    let mut off_ns = 0;
-    let mut after = Vec::new();
-    let closed = window.finish_with(|| {
-        phase.set(Phase::Stop);
-        edge_at = (Instant::now(), engine.received());
-        off_ns = wire::now_ns();
-        iotoll_probe::affinity::normal_priority();
-        after = iotoll_probe::sysinfo::iface_counters();
-    });
-    edge(edge_at, Phase::Measure);
+    let mut closing = None;
+    let closed = window.finish_with(|| closing = Some(mark(Phase::Stop)));
+    let (off_at, after) = closing.unwrap_or_else(|| mark(Phase::Stop));
+    edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
     let out = engine.join();
     report.pairs = pair_bytes(pairs, &sizes, &out);
-    report.on_ns = Some(on_ns);
-    report.off_ns = Some(off_ns);
+    report.on_ns = Some(on_at.2);
+    report.off_ns = Some(off_at.2);
     report.window_s = closed.window_s;
     report.cpu_error = closed.report.as_ref().err().map(|e| e.to_string());
     report.cpu = closed.report.ok();
