@@ -12,11 +12,13 @@ struct Curve {
     open: f64,
     at: Vec<(f64, Option<f64>, [f64; FIELDS])>,
     /// Its ramp-up's mean rates and CPU %.
-    ramp: ([f64; FIELDS], Option<f64>),
+    ramp: Figures,
 }
 
 const FIELDS: usize = 4;
 type Field = fn(&SeriesPoint) -> Option<f64>;
+/// Summed figures (rates or running totals) and a CPU %.
+type Figures = ([f64; FIELDS], Option<f64>);
 const SUMMED: [Field; FIELDS] = [|p| p.iops, |p| p.mb_s, |p| p.mbit_s, |p| p.trans_s];
 
 impl Curve {
@@ -57,7 +59,7 @@ impl Curve {
     /// Its running totals `s` seconds after the opening (interpolated
     /// within a point, held after its window's end), and the CPU % of the
     /// point that covers `s`.
-    fn total_at(&self, s: f64) -> ([f64; FIELDS], Option<f64>) {
+    fn total_at(&self, s: f64) -> Figures {
         let mut prev = (0.0, [0.0; FIELDS]);
         for (t, cpu, total) in &self.at {
             if s <= *t {
@@ -109,7 +111,7 @@ pub fn merge(hosts: &[HostFigures], series: &[(usize, Vec<SeriesPoint>)]) -> Vec
     grid.push(end);
     // Every curve's figures added up, and its CPU % weighted by its host's
     // CPU count (each machine once).
-    let add_up = |of: &dyn Fn(&Curve) -> ([f64; FIELDS], Option<f64>)| {
+    let add_up = |of: &dyn Fn(&Curve) -> Figures| {
         let (mut sum, mut w, mut cpu) = ([0.0; FIELDS], 0.0, 0.0);
         for (i, c) in &curves {
             let (v, host_cpu) = of(c);
