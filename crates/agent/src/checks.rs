@@ -110,11 +110,8 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     }
     num(&format!("{what}: window_s"), c.window_s, window_max_s)?;
     pct(&format!("{what}: busy"), c.busy_pct)?;
-    let modes = |m: &iotoll_model::CpuModes, at: &str| -> Result<(), String> {
-        for (k, v) in m.list() {
-            pct(&format!("{at}: {k}"), v)?;
-        }
-        Ok(())
+    let modes = |m: &iotoll_model::CpuModes, at: &str| {
+        (m.list().into_iter()).try_for_each(|(k, v)| pct(&format!("{at}: {k}"), v))
     };
     modes(&c.modes, what)?;
     if c.per_core.len() > c.cpus as usize {
@@ -622,9 +619,10 @@ pub fn one_machine(
     b: (&str, u32, Option<&CpuReport>),
 ) -> Result<(), String> {
     let cpus = |(_, info, c): (&str, u32, Option<&CpuReport>)| {
-        let mut v = vec![info];
-        v.extend(c.map(|c| c.cpus));
-        v
+        [Some(info), c.map(|c| c.cpus)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
     };
     let (ca, cb) = (cpus(a), cpus(b));
     if ca.iter().chain(&cb).any(|n| *n != ca[0]) {
