@@ -61,13 +61,6 @@ pub enum ConsoleError {
 }
 
 impl ConsoleError {
-    pub fn host(&self) -> Option<&str> {
-        match self {
-            ConsoleError::Host { host, .. } | ConsoleError::Lost { host, .. } => Some(host),
-            _ => None,
-        }
-    }
-
     fn host_err(host: &str, msg: impl Into<String>) -> ConsoleError {
         ConsoleError::Host {
             host: host.to_string(),
@@ -134,10 +127,6 @@ impl Console {
     /// The console's wall clock (ns) at the last test's RECORD ON.
     pub fn last_record_on(&self) -> Option<i64> {
         self.record_on
-    }
-
-    pub fn hosts(&self) -> &[HostSpec] {
-        &self.hosts
     }
 
     fn index(&self, name: &str) -> Result<usize, ConsoleError> {

@@ -116,10 +116,6 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         c
     }
 
-    pub(super) fn sends(&self) -> bool {
-        self.role != Role::Recv
-    }
-
     /// One write attempt; true if bytes went out.
     pub(super) fn try_write(
         &mut self,
@@ -330,7 +326,7 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         if st.inject_panic {
             panic!("injected fault ({FAULT_ENV}={FAULT_NET_PANIC})");
         }
-        if self.sends() && self.retrans_base.is_none() {
+        if self.role != Role::Recv && self.retrans_base.is_none() {
             self.retrans_base = sock::tcp_info(self.fd).map(|t| t.0);
         }
     }
