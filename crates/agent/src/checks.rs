@@ -44,8 +44,7 @@ pub struct Expect<'a> {
     pub off_ns: i64,
     /// The host's clock offset (its clock minus the console's) and the
     /// round trip it was measured over.
-    pub offset_ns: i64,
-    pub rtt_ns: i64,
+    pub offset: crate::console::Offset,
     /// From START to the report's arrival, on the console's monotonic clock.
     pub elapsed: Duration,
     /// How long before RECORD OFF (the console's monotonic clock) the
@@ -63,7 +62,7 @@ impl Expect<'_> {
 
     /// The clock offset's uncertainty plus drift over the test.
     fn clock_s(&self) -> f64 {
-        self.rtt_ns.max(0) as f64 / 2e9 + DRIFT * self.elapsed.as_secs_f64()
+        self.offset.rtt_ns.max(0) as f64 / 2e9 + DRIFT * self.elapsed.as_secs_f64()
     }
 
     /// Most bytes any counter can hold: the whole test at [`BYTES_S_MAX`].
@@ -208,7 +207,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
         let Some(ns) = ns else {
             return Err(format!("it does not say when its window {which}"));
         };
-        let d = (i128::from(ns) - i128::from(e.offset_ns) - i128::from(at)) as f64 / 1e9;
+        let d = (i128::from(ns) - i128::from(e.offset.offset_ns) - i128::from(at)) as f64 / 1e9;
         if d.abs() > edge {
             return Err(format!(
                 "its window {which} {d:+.3} s from the schedule (its clock offset applied)"
