@@ -114,29 +114,23 @@ impl SshLaunch {
     }
 
     fn check(&self) -> Result<(), LaunchErrorKind> {
-        let bad = |m: &str| Err(LaunchErrorKind::BadLaunch(m.to_string()));
-        if self.destination.trim().is_empty() {
-            return bad("the ssh destination is empty");
-        }
-        if self.destination.starts_with('-') {
+        let d = &self.destination;
+        let spaced = d.chars().any(|c| c.is_whitespace() || c.is_control());
+        for (bad, why) in [
+            (d.trim().is_empty(), "the ssh destination is empty"),
             // ssh would read it as an option (e.g. -oProxyCommand=...).
-            return bad("the ssh destination starts with '-'");
-        }
-        if self
-            .destination
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-        {
-            return bad("the ssh destination contains white space");
-        }
-        if self.agent.is_empty() {
-            return bad("the remote agent command is empty");
-        }
-        if self.listen.is_empty() {
-            return bad("the agent's listen address is empty");
-        }
-        if self.ssh.is_empty() {
-            return bad("the ssh program is empty");
+            (d.starts_with('-'), "the ssh destination starts with '-'"),
+            (spaced, "the ssh destination contains white space"),
+            (self.agent.is_empty(), "the remote agent command is empty"),
+            (
+                self.listen.is_empty(),
+                "the agent's listen address is empty",
+            ),
+            (self.ssh.is_empty(), "the ssh program is empty"),
+        ] {
+            if bad {
+                return Err(LaunchErrorKind::BadLaunch(why.into()));
+            }
         }
         Ok(())
     }
