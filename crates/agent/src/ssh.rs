@@ -358,12 +358,10 @@ impl SshAgent {
     ) -> Result<String, LaunchErrorKind> {
         let deadline = Instant::now() + timeout;
         if let Some(stdin) = self.stdin.as_mut() {
-            let mut line = key.to_vec();
-            line.push(b'\n');
             // A failed write means ssh is already gone (e.g. refused
             // authentication): its exit status and stderr, read below,
             // say why better than EPIPE would.
-            let _ = write_no_sigpipe(stdin, &line);
+            let _ = write_no_sigpipe(stdin, &[key, b"\n"].concat());
         }
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
