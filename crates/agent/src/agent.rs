@@ -97,16 +97,19 @@ enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
-    /// A network test's pairs: a server's data port, until GATHER has
-    /// their connections; a client's connections, opened at PREPARE.
-    Net {
-        serves: bool,
-        params: TestParams,
-        pairs: Vec<PairSlot>,
-        listener: Option<TcpListener>,
-        conns: Vec<Vec<(TcpStream, Role)>>,
-        threads: Option<u32>,
-    },
+    Net(NetPairs),
+}
+
+/// A network test's pairs on this agent: a server's data port, until
+/// GATHER has their connections; a client's connections, opened at PREPARE.
+struct NetPairs {
+    serves: bool,
+    params: TestParams,
+    pairs: Vec<PairSlot>,
+    listener: Option<TcpListener>,
+    conns: Vec<Vec<(TcpStream, Role)>>,
+    /// Engine threads the console asked for; None: this agent's own.
+    threads: Option<u32>,
 }
 
 struct Test {
@@ -395,14 +398,14 @@ fn prepare(
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
             Ok((
-                Prepared::Net {
+                Prepared::Net(NetPairs {
                     serves: true,
                     params,
                     pairs,
                     listener: Some(listener),
                     conns: Vec::new(),
                     threads,
-                },
+                }),
                 Some(port),
             ))
         }
@@ -432,14 +435,14 @@ fn prepare(
                 conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
             }
             Ok((
-                Prepared::Net {
+                Prepared::Net(NetPairs {
                     serves: false,
                     params,
                     pairs,
                     listener: None,
                     conns,
                     threads,
-                },
+                }),
                 None,
             ))
         }
@@ -530,14 +533,14 @@ fn disk_spec(
 
 /// Servers: every pair's data connections in (or why not).
 fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
-    let Some(Prepared::Net {
+    let Some(Prepared::Net(NetPairs {
         serves: true,
         params,
         pairs,
         listener,
         conns,
         ..
-    }) = t.prepared.as_mut()
+    })) = t.prepared.as_mut()
     else {
         return Err(format!("test {} serves no network pairs here", t.id));
     };
@@ -577,22 +580,10 @@ fn run(
     let rt = iotoll_probe::affinity::realtime_edges();
     let r = match work {
         Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
-        Prepared::Net {
-            params,
-            pairs,
-            conns,
-            threads: asked,
-            ..
-        } => run_net(
-            &params,
-            &pairs,
-            conns,
-            (on, off),
-            interrupt,
-            asked.map(|t| t as usize).or(threads),
-            held,
-            rt.is_ok(),
-        ),
+        Prepared::Net(n) => {
+            let threads = n.threads.map(|t| t as usize).or(threads);
+            run_net(n, (on, off), interrupt, threads, held, rt.is_ok())
+        }
     };
     r.map(|mut report| {
         if let Err(e) = rt {
@@ -661,19 +652,16 @@ fn iface_delta(
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_net(
-    params: &TestParams,
-    pairs: &[PairSlot],
-    conns: Vec<Vec<(TcpStream, Role)>>,
+    n: NetPairs,
     (on, off): (Instant, Instant),
     interrupt: &AtomicBool,
     threads: Option<usize>,
     held: &Mutex<Vec<OwnedFd>>,
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
-    let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
-    let (engine, phase) = start_engine(params, conns, threads)?;
+    let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
+    let (engine, phase) = start_engine(&n.params, n.conns, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -738,7 +726,7 @@ fn run_net(
     edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
     let out = engine.join();
-    report.pairs = pair_bytes(pairs, &sizes, &out);
+    report.pairs = pair_bytes(&n.pairs, &sizes, &out);
     report.on_ns = Some(on_at.2);
     report.off_ns = Some(off_at.2);
     report.window_s = closed.window_s;
