@@ -441,13 +441,11 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
     shared.finished.fetch_add(1, Ordering::AcqRel);
 }
 
-fn expect(
-    ctl: &mut Control,
-    got: Result<Msg, ProtoError>,
-    want: &'static str,
-) -> Result<Msg, SessionError> {
+/// The client's next message, within `t`; what it must not send (stop,
+/// or a frame the endpoint refuses, said to the client) is the error.
+fn expect(ctl: &mut Control, t: Duration, want: &'static str) -> Result<Msg, SessionError> {
     let waiting = |e| SessionError::Waiting(want, e);
-    match got {
+    match ctl.recv(t) {
         Ok(Msg::Stop {}) => Err(SessionError::Stopped),
         Ok(m) => Ok(m),
         Err(
@@ -518,8 +516,7 @@ fn handshake(
         auth: cfg.key.is_some(),
     })?;
 
-    let got = ctl.recv(cfg.handshake);
-    let (cn, mac) = match expect(&mut ctl, got, "auth")? {
+    let (cn, mac) = match expect(&mut ctl, cfg.handshake, "auth")? {
         Msg::Auth { nonce, mac } => (nonce, mac),
         other => return refuse(&mut ctl, SessionError::unexpected("auth", &other)),
     };
@@ -546,8 +543,7 @@ fn handshake(
         ctl.seal_with(Session::new(Some(k), &nonces, Side::Endpoint));
     }
 
-    let got = ctl.recv(cfg.handshake);
-    let params = match expect(&mut ctl, got, "test")? {
+    let params = match expect(&mut ctl, cfg.handshake, "test")? {
         Msg::Test { params } => params,
         Msg::Console { .. } if cfg.console.is_some() => {
             return Ok((ctl, First::Console(nonces)));
