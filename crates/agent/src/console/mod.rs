@@ -270,14 +270,12 @@ impl Console {
 
     /// Waits until `on` has said "done" for every part `of` selects,
     /// handling what they send; watches every part for loss, and Ctrl-C.
-    #[allow(clippy::too_many_arguments)]
     fn wait_all(
         &self,
         parts: &mut [Part],
         of: impl Fn(&Part) -> bool,
-        test: u64,
+        Run { test, interrupted }: Run,
         deadline: Instant,
-        interrupted: &AtomicBool,
         mut on: impl FnMut(&mut Part, FromAgent) -> Result<bool, String>,
     ) -> Waited {
         let mut done: Vec<bool> = parts.iter().map(|p| !of(p)).collect();
@@ -405,18 +403,20 @@ impl Console {
         let hosts: Vec<usize> = parts.iter().map(|p| p.host).collect();
         self.ensure(&hosts)?;
         self.next_test += 1;
-        let test = self.next_test;
-        self.prepare_all(parts, test, interrupted)?;
-        let w = self.start_all(parts, test, ramp, time, interrupted)?;
+        let run = Run {
+            test: self.next_test,
+            interrupted,
+        };
+        self.prepare_all(parts, run)?;
+        let w = self.start_all(parts, run, ramp, time)?;
         // RECORD ON .. OFF happen at the agents; COLLECT their reports,
         // each checked as it comes (crate::checks).
         let collect = Instant::now() + ramp + w.lead + time + Duration::from_secs(60);
         let waited = self.wait_all(
             parts,
             |_| true,
-            test,
+            run,
             collect,
-            interrupted,
             |p, m| match m {
                 FromAgent::Report { mut report, .. } => {
                     let Some(info) = self.agent(p.host).map(|a| &a.info) else {
@@ -440,19 +440,14 @@ impl Console {
                 _ => Ok(false),
             },
         );
-        self.settle(parts, test, waited, "the window")?;
-        self.send_all(parts, &|_| true, |_| ToAgent::Release { test });
+        self.settle(parts, run.test, waited, "the window")?;
+        self.send_all(parts, &|_| true, |_| ToAgent::Release { test: run.test });
         Ok(w)
     }
 
     /// PREPARE: clock offsets, then servers, then clients (who need the
     /// servers' ports), then servers gather the connections.
-    fn prepare_all(
-        &mut self,
-        parts: &mut [Part],
-        test: u64,
-        interrupted: &AtomicBool,
-    ) -> Result<(), ConsoleError> {
+    fn prepare_all(&mut self, parts: &mut [Part], run: Run) -> Result<(), ConsoleError> {
         for p in parts.iter_mut() {
             p.offset = self
                 .probe(p.host)
@@ -461,7 +456,7 @@ impl Console {
         // Making test files can take minutes; a lost host still shows at once.
         let prepare_wait = Instant::now() + Duration::from_secs(3600);
         let serves = |p: &Part| matches!(p.work, Work::NetServe { .. });
-        self.prepare(parts, &serves, test, prepare_wait, interrupted)?;
+        self.prepare(parts, &serves, run, prepare_wait)?;
         // Clients learn their servers' data ports.
         let ports: Vec<(IpAddr, u16)> = (parts.iter())
             .filter_map(|p| Some((p.host, p.port?)))
@@ -476,14 +471,14 @@ impl Console {
                 }
             }
         }
-        self.prepare(parts, &|p| !serves(p), test, prepare_wait, interrupted)?;
+        self.prepare(parts, &|p| !serves(p), run, prepare_wait)?;
         if parts.iter().any(serves) {
-            self.send_all(parts, &serves, |_| ToAgent::Gather { test });
+            self.send_all(parts, &serves, |_| ToAgent::Gather { test: run.test });
             let deadline = Instant::now() + Duration::from_secs(30);
-            let w = self.wait_all(parts, serves, test, deadline, interrupted, |_, m| {
+            let w = self.wait_all(parts, serves, run, deadline, |_, m| {
                 Ok(matches!(m, FromAgent::Gathered { .. }))
             });
-            self.settle(parts, test, w, "PREPARE")?;
+            self.settle(parts, run.test, w, "PREPARE")?;
         }
         Ok(())
     }
@@ -493,11 +488,11 @@ impl Console {
     fn start_all(
         &mut self,
         parts: &mut [Part],
-        test: u64,
+        run: Run,
         ramp: Duration,
         time: Duration,
-        interrupted: &AtomicBool,
     ) -> Result<DriveTimes, ConsoleError> {
+        let test = run.test;
         let max_rtt = parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0);
         let lead = Duration::from_millis(50) + Duration::from_nanos(4 * max_rtt.max(0) as u64);
         let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
@@ -532,9 +527,8 @@ impl Console {
         let w = self.wait_all(
             parts,
             |_| true,
-            test,
+            run,
             Instant::now() + Duration::from_secs(10),
-            interrupted,
             |_, m| Ok(matches!(m, FromAgent::Started { .. })),
         );
         self.settle(parts, test, w, "START")?;
@@ -553,22 +547,21 @@ impl Console {
         &mut self,
         parts: &mut [Part],
         of: &dyn Fn(&Part) -> bool,
-        test: u64,
+        run: Run,
         deadline: Instant,
-        interrupted: &AtomicBool,
     ) -> Result<(), ConsoleError> {
         self.send_all(parts, of, |p| ToAgent::Prepare {
-            test,
+            test: run.test,
             work: Box::new(p.work.clone()),
         });
-        let w = self.wait_all(parts, of, test, deadline, interrupted, |p, m| match m {
+        let w = self.wait_all(parts, of, run, deadline, |p, m| match m {
             FromAgent::Prepared { port, .. } => {
                 p.port = port;
                 Ok(true)
             }
             _ => Ok(false),
         });
-        self.settle(parts, test, w, "PREPARE")
+        self.settle(parts, run.test, w, "PREPARE")
     }
 
     /// Host `host` refused or failed a check: the others are stopped, and
@@ -632,6 +625,14 @@ fn test_of(m: &FromAgent) -> Option<u64> {
         FromAgent::Error { test, .. } => *test,
         FromAgent::Info { .. } | FromAgent::Clock { .. } | FromAgent::Beat {} => None,
     }
+}
+
+/// A test as each of its phases waits on it: its number, and the flag
+/// Ctrl-C sets.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    test: u64,
+    interrupted: &'a AtomicBool,
 }
 
 /// The window START scheduled: RECORD ON and OFF on the console's clock,
