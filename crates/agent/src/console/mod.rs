@@ -370,10 +370,7 @@ impl Console {
             reason: reason.to_string(),
         });
         let deadline = Instant::now() + STOP_WAIT;
-        for p in parts.iter().filter(|p| live(p)) {
-            let Some(a) = self.agent(p.host) else {
-                continue;
-            };
+        for a in (parts.iter().filter(|p| live(p))).filter_map(|p| self.agent(p.host)) {
             while Instant::now() < deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match a.link.rx.recv_timeout(left) {
