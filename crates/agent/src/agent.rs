@@ -14,7 +14,7 @@ use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
 use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
-use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces};
+use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{
@@ -97,19 +97,19 @@ enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
-    Serve {
-        params: TestParams,
-        pairs: Vec<PairSlot>,
-        listener: Option<TcpListener>,
-        conns: Vec<Vec<(TcpStream, Role)>>,
-        threads: Option<u32>,
-    },
-    Client {
-        params: TestParams,
-        pairs: Vec<PairSlot>,
-        conns: Vec<Vec<(TcpStream, Role)>>,
-        threads: Option<u32>,
-    },
+    Net(NetPairs),
+}
+
+/// A network test's pairs on this agent: a server's data port, until
+/// GATHER has their connections; a client's connections, opened at PREPARE.
+struct NetPairs {
+    serves: bool,
+    params: TestParams,
+    pairs: Vec<PairSlot>,
+    listener: Option<TcpListener>,
+    conns: Vec<Vec<(TcpStream, Role)>>,
+    /// Engine threads the console asked for; None: this agent's own.
+    threads: Option<u32>,
 }
 
 struct Test {
@@ -152,10 +152,7 @@ fn session(
         Ok(l) => l,
         Err(e) => return tracing::warn!(%peer, "console session: {e}"),
     };
-    if busy
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    let Some(_slot) = Slot::take(busy) else {
         link.send(&FromAgent::Error {
             test: None,
             msg: "another console is driving this agent".into(),
@@ -163,14 +160,7 @@ fn session(
         tracing::info!(%peer, "refused, another console is driving this agent");
         std::thread::sleep(Duration::from_millis(200));
         return;
-    }
-    struct Free<'a>(&'a AtomicBool);
-    impl Drop for Free<'_> {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::Release);
-        }
-    }
-    let _free = Free(busy);
+    };
     let mut c = Console {
         link,
         pinned,
@@ -408,13 +398,14 @@ fn prepare(
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
             Ok((
-                Prepared::Serve {
+                Prepared::Net(NetPairs {
+                    serves: true,
                     params,
                     pairs,
                     listener: Some(listener),
                     conns: Vec::new(),
                     threads,
-                },
+                }),
                 Some(port),
             ))
         }
@@ -444,12 +435,14 @@ fn prepare(
                 conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
             }
             Ok((
-                Prepared::Client {
+                Prepared::Net(NetPairs {
+                    serves: false,
                     params,
                     pairs,
+                    listener: None,
                     conns,
                     threads,
-                },
+                }),
                 None,
             ))
         }
@@ -540,13 +533,14 @@ fn disk_spec(
 
 /// Servers: every pair's data connections in (or why not).
 fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
-    let Some(Prepared::Serve {
+    let Some(Prepared::Net(NetPairs {
+        serves: true,
         params,
         pairs,
         listener,
         conns,
         ..
-    }) = t.prepared.as_mut()
+    })) = t.prepared.as_mut()
     else {
         return Err(format!("test {} serves no network pairs here", t.id));
     };
@@ -586,28 +580,10 @@ fn run(
     let rt = iotoll_probe::affinity::realtime_edges();
     let r = match work {
         Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
-        Prepared::Serve {
-            params,
-            pairs,
-            conns,
-            threads: asked,
-            ..
+        Prepared::Net(n) => {
+            let threads = n.threads.map(|t| t as usize).or(threads);
+            run_net(n, (on, off), interrupt, threads, held, rt.is_ok())
         }
-        | Prepared::Client {
-            params,
-            pairs,
-            conns,
-            threads: asked,
-        } => run_net(
-            &params,
-            &pairs,
-            conns,
-            (on, off),
-            interrupt,
-            asked.map(|t| t as usize).or(threads),
-            held,
-            rt.is_ok(),
-        ),
     };
     r.map(|mut report| {
         if let Err(e) = rt {
@@ -676,19 +652,16 @@ fn iface_delta(
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_net(
-    params: &TestParams,
-    pairs: &[PairSlot],
-    conns: Vec<Vec<(TcpStream, Role)>>,
+    n: NetPairs,
     (on, off): (Instant, Instant),
     interrupt: &AtomicBool,
     threads: Option<usize>,
     held: &Mutex<Vec<OwnedFd>>,
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
-    let sizes: Vec<usize> = conns.iter().map(Vec::len).collect();
-    let (engine, phase) = start_engine(params, conns, threads)?;
+    let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
+    let (engine, phase) = start_engine(&n.params, n.conns, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -706,69 +679,59 @@ fn run_net(
         );
         Some(Instant::now() + Duration::from_millis(50))
     };
-    // At the instants the phase changed (what the window does after is
-    // not measured time).
-    let edge = |(at, counts): (Instant, (u64, u64)), before: Phase| {
+    // An edge: the phase changes, and the counts and the wall clock are
+    // read at that instant (what arrives while the window's own work goes
+    // on after it is not in the window); then, at normal priority (other
+    // agents' edges on these CPUs come first), the interfaces' counters.
+    let mark = |to: Phase| {
+        phase.set(to);
+        let at = (Instant::now(), engine.received(), wire::now_ns());
+        iotoll_probe::affinity::normal_priority();
+        (at, iotoll_probe::sysinfo::iface_counters())
+    };
+    // The series' seconds end at the instants the phase changed.
+    let edge = |(at, counts, _): (Instant, (u64, u64), i64), before: Phase| {
         let mut s = series.borrow_mut();
         s.edge(at, before, || counts, &mut Silent);
     };
-    // Counted at the edge itself: what arrives while the window's own
-    // work goes on after it is not in the window.
-    let mut edge_at = (Instant::now(), (0, 0));
     let mut report = AgentReport::default();
-    let mut before = Vec::new();
-    let mut on_ns = 0;
+    let mut opened = None;
     let window = CpuWindow::start_after(
         || iotoll_run::wait_until(&clock, on, interrupt, tick),
-        || {
-            phase.set(Phase::Measure);
-            edge_at = (Instant::now(), engine.received());
-            on_ns = wire::now_ns();
-            // Other agents' edges on these CPUs come first.
-            iotoll_probe::affinity::normal_priority();
-            before = iotoll_probe::sysinfo::iface_counters();
-        },
+        || opened = Some(mark(Phase::Measure)),
     );
     if rt_edges {
         let _ = iotoll_probe::affinity::realtime_edges();
     }
-    let window = match window {
-        Ok(Some(w)) => w,
-        Ok(None) => {
+    let (window, (on_at, before)) = match (window, opened) {
+        (Ok(Some(w)), Some(opened)) => (w, opened),
+        (Err(e), _) => {
+            phase.set(Phase::Stop);
+            engine.join();
+            return Err(format!("CPU window: {e}"));
+        }
+        _ => {
             // Stopped in the ramp-up: no window.
             report.interrupted = true;
             phase.set(Phase::Stop);
             hold(held, engine.join().sockets);
             return Ok(report);
         }
-        Err(e) => {
-            phase.set(Phase::Stop);
-            engine.join();
-            return Err(format!("CPU window: {e}"));
-        }
     };
-    edge(edge_at, Phase::Ramp);
+    edge(on_at, Phase::Ramp);
     let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
-    let mut off_ns = 0;
-    let mut after = Vec::new();
-    let closed = window.finish_with(|| {
-        phase.set(Phase::Stop);
-        edge_at = (Instant::now(), engine.received());
-        off_ns = wire::now_ns();
-        iotoll_probe::affinity::normal_priority();
-        after = iotoll_probe::sysinfo::iface_counters();
-    });
-    edge(edge_at, Phase::Measure);
+    let mut closing = None;
+    let closed = window.finish_with(|| closing = Some(mark(Phase::Stop)));
+    let (off_at, after) = closing.unwrap_or_else(|| mark(Phase::Stop));
+    edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
     let out = engine.join();
-    report.pairs = pair_bytes(pairs, &sizes, &out);
-    report.on_ns = Some(on_ns);
-    report.off_ns = Some(off_ns);
+    report.pairs = pair_bytes(&n.pairs, &sizes, &out);
+    report.on_ns = Some(on_at.2);
+    report.off_ns = Some(off_at.2);
     report.window_s = closed.window_s;
-    match closed.report {
-        Ok(c) => report.cpu = Some(c),
-        Err(e) => report.cpu_error = Some(e.to_string()),
-    }
+    report.cpu_error = closed.report.as_ref().err().map(|e| e.to_string());
+    report.cpu = closed.report.ok();
     report.ifaces = iface_delta(&before, &after);
     report.errors = out.errors;
     report.first_error = out.first_error.clone().or(out.panic.clone());

@@ -44,8 +44,7 @@ pub struct Expect<'a> {
     pub off_ns: i64,
     /// The host's clock offset (its clock minus the console's) and the
     /// round trip it was measured over.
-    pub offset_ns: i64,
-    pub rtt_ns: i64,
+    pub offset: crate::console::Offset,
     /// From START to the report's arrival, on the console's monotonic clock.
     pub elapsed: Duration,
     /// How long before RECORD OFF (the console's monotonic clock) the
@@ -63,7 +62,7 @@ impl Expect<'_> {
 
     /// The clock offset's uncertainty plus drift over the test.
     fn clock_s(&self) -> f64 {
-        self.rtt_ns.max(0) as f64 / 2e9 + DRIFT * self.elapsed.as_secs_f64()
+        self.offset.rtt_ns.max(0) as f64 / 2e9 + DRIFT * self.elapsed.as_secs_f64()
     }
 
     /// Most bytes any counter can hold: the whole test at [`BYTES_S_MAX`].
@@ -110,11 +109,8 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     }
     num(&format!("{what}: window_s"), c.window_s, window_max_s)?;
     pct(&format!("{what}: busy"), c.busy_pct)?;
-    let modes = |m: &iotoll_model::CpuModes, at: &str| -> Result<(), String> {
-        for (k, v) in m.list() {
-            pct(&format!("{at}: {k}"), v)?;
-        }
-        Ok(())
+    let modes = |m: &iotoll_model::CpuModes, at: &str| {
+        (m.list().into_iter()).try_for_each(|(k, v)| pct(&format!("{at}: {k}"), v))
     };
     modes(&c.modes, what)?;
     if c.per_core.len() > c.cpus as usize {
@@ -211,7 +207,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
         let Some(ns) = ns else {
             return Err(format!("it does not say when its window {which}"));
         };
-        let d = (i128::from(ns) - i128::from(e.offset_ns) - i128::from(at)) as f64 / 1e9;
+        let d = (i128::from(ns) - i128::from(e.offset.offset_ns) - i128::from(at)) as f64 / 1e9;
         if d.abs() > edge {
             return Err(format!(
                 "its window {which} {d:+.3} s from the schedule (its clock offset applied)"
@@ -622,9 +618,10 @@ pub fn one_machine(
     b: (&str, u32, Option<&CpuReport>),
 ) -> Result<(), String> {
     let cpus = |(_, info, c): (&str, u32, Option<&CpuReport>)| {
-        let mut v = vec![info];
-        v.extend(c.map(|c| c.cpus));
-        v
+        [Some(info), c.map(|c| c.cpus)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
     };
     let (ca, cb) = (cpus(a), cpus(b));
     if ca.iter().chain(&cb).any(|n| *n != ca[0]) {

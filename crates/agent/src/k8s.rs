@@ -12,9 +12,12 @@
 //! The YAML is written by hand, not through a YAML library: its shape is
 //! fixed, and every value that comes from the user is emitted as a JSON
 //! string (a valid YAML double-quoted scalar), so no input can change the
-//! document's structure.
+//! document's structure. The hosts file is written where
+//! `agent k8s-manifests --hosts-out` asks.
 
 use std::fmt::Write;
+use std::io::Write as _;
+use std::path::Path;
 
 /// The agent's default port.
 pub const DEFAULT_PORT: u16 = 7575;
@@ -133,14 +136,12 @@ fn dns_label(what: &str, s: &str) -> Result<(), String> {
 }
 
 fn dns_subdomain(what: &str, s: &str) -> Result<(), String> {
-    let ok = !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| dns_label(what, l).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} '{s}' is not a DNS subdomain (dot-separated labels of a-z, 0-9, '-')"
-        ))
+    if s.len() <= 253 && s.split('.').all(|l| iotoll_model::text::is_label(l, 63)) {
+        return Ok(());
     }
+    Err(format!(
+        "{what} '{s}' is not a DNS subdomain (dot-separated labels of a-z, 0-9, '-')"
+    ))
 }
 
 /// `s` as a YAML scalar that is always a string.
@@ -372,6 +373,37 @@ pub fn hosts_file(o: &K8sOptions) -> String {
         }
     }
     t
+}
+
+/// Why the hosts file was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum HostsFileError {
+    /// The file exists and overwriting it was not asked for.
+    #[error("the file exists")]
+    Exists,
+    #[error(transparent)]
+    Create(std::io::Error),
+    #[error("writing")]
+    Write(#[source] std::io::Error),
+}
+
+/// Writes the fleet's hosts file at `path`, synced, never over an existing
+/// file unless `force`: the check and the creation are one step, so a file
+/// that appears in between is not overwritten either.
+pub fn write_hosts_file(o: &K8sOptions, path: &Path, force: bool) -> Result<(), HostsFileError> {
+    let mut f = std::fs::OpenOptions::new();
+    f.write(true);
+    match force {
+        true => f.create(true).truncate(true),
+        false => f.create_new(true),
+    };
+    let mut file = f.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => HostsFileError::Exists,
+        _ => HostsFileError::Create(e),
+    })?;
+    (file.write_all(hosts_file(o).as_bytes()))
+        .and_then(|()| file.sync_all())
+        .map_err(HostsFileError::Write)
 }
 
 #[cfg(test)]

@@ -68,8 +68,8 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
     /// goes into the channel (an agent answers clock probes and aborts
     /// there, at once, whatever its main thread is doing).
     pub fn start<Out: Serialize + Send + 'static>(
-        ctl: Control,
-        session: Session,
+        mut ctl: Control,
+        mut session: Session,
         beat: Out,
         mut filter: impl FnMut(In, i64, &SharedWriter) -> Option<In> + Send + 'static,
     ) -> std::io::Result<Link<In>> {
@@ -84,8 +84,6 @@ impl<In: DeserializeOwned + Send + 'static> Link<In> {
         let closed = Arc::new(AtomicBool::new(false));
         {
             let (w, heard, closed) = (writer.clone(), last_heard.clone(), closed.clone());
-            let mut ctl = ctl;
-            let mut session = session;
             std::thread::Builder::new()
                 .name("iotoll-link-rx".into())
                 .spawn(move || loop {

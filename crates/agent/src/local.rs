@@ -57,9 +57,7 @@ impl LocalAgent {
             .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
         let mut stdin = child.stdin.take();
         if let Some(s) = stdin.as_mut() {
-            let mut line = key.to_vec();
-            line.push(b'\n');
-            if let Err(e) = s.write_all(&line).and_then(|_| s.flush()) {
+            if let Err(e) = s.write_all(&[key, b"\n"].concat()).and_then(|_| s.flush()) {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!("agent's stdin: {e}"));

@@ -12,11 +12,13 @@ struct Curve {
     open: f64,
     at: Vec<(f64, Option<f64>, [f64; FIELDS])>,
     /// Its ramp-up's mean rates and CPU %.
-    ramp: ([f64; FIELDS], Option<f64>),
+    ramp: Figures,
 }
 
 const FIELDS: usize = 4;
 type Field = fn(&SeriesPoint) -> Option<f64>;
+/// Summed figures (rates or running totals) and a CPU %.
+type Figures = ([f64; FIELDS], Option<f64>);
 const SUMMED: [Field; FIELDS] = [|p| p.iops, |p| p.mb_s, |p| p.mbit_s, |p| p.trans_s];
 
 impl Curve {
@@ -57,7 +59,7 @@ impl Curve {
     /// Its running totals `s` seconds after the opening (interpolated
     /// within a point, held after its window's end), and the CPU % of the
     /// point that covers `s`.
-    fn total_at(&self, s: f64) -> ([f64; FIELDS], Option<f64>) {
+    fn total_at(&self, s: f64) -> Figures {
         let mut prev = (0.0, [0.0; FIELDS]);
         for (t, cpu, total) in &self.at {
             if s <= *t {
@@ -107,55 +109,42 @@ pub fn merge(hosts: &[HostFigures], series: &[(usize, Vec<SeriesPoint>)]) -> Vec
         .take_while(|g| *g < end - 0.01)
         .collect();
     grid.push(end);
-    // The ramp-up as one point, ending where the measured seconds start.
-    let (mut w, mut cpu, mut ramp) = (0.0, 0.0, [0.0; FIELDS]);
-    for (i, c) in &curves {
-        for (r, x) in ramp.iter_mut().zip(c.ramp.0) {
-            *r += x;
-        }
-        if let Some(x) = c.ramp.1.filter(|_| counts(*i)) {
-            let cpus = hosts[*i].cpus.max(1) as f64;
-            (w, cpu) = (w + cpus, cpu + x * cpus);
-        }
-    }
-    let mut out = Vec::new();
-    if open > 0.0 {
-        out.push(SeriesPoint {
-            t_s: open,
-            phase: "ramp".into(),
-            iops: present(0).then_some(ramp[0]),
-            mb_s: present(1).then_some(ramp[1]),
-            mbit_s: present(2).then_some(ramp[2]),
-            trans_s: present(3).then_some(ramp[3]),
-            cpu_pct: (w > 0.0).then(|| cpu / w),
-        });
-    }
-    let mut prev = (0.0, [0.0; FIELDS]);
-    for g in grid {
-        let mut total = [0.0; FIELDS];
-        let (mut w, mut cpu) = (0.0, 0.0);
+    // Every curve's figures added up, and its CPU % weighted by its host's
+    // CPU count (each machine once).
+    let add_up = |of: &dyn Fn(&Curve) -> Figures| {
+        let (mut sum, mut w, mut cpu) = ([0.0; FIELDS], 0.0, 0.0);
         for (i, c) in &curves {
-            let (v, host_cpu) = c.total_at(g);
-            for (t, x) in total.iter_mut().zip(v) {
-                *t += x;
+            let (v, host_cpu) = of(c);
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += x;
             }
             if let Some(x) = host_cpu.filter(|_| counts(*i)) {
                 let cpus = hosts[*i].cpus.max(1) as f64;
-                w += cpus;
-                cpu += x * cpus;
+                (w, cpu) = (w + cpus, cpu + x * cpus);
             }
         }
-        let dt = g - prev.0;
-        let rate = |f: usize| present(f).then(|| (total[f] - prev.1[f]) / dt);
-        out.push(SeriesPoint {
-            t_s: open + g,
-            phase: "measure".into(),
-            iops: rate(0),
-            mb_s: rate(1),
-            mbit_s: rate(2),
-            trans_s: rate(3),
-            cpu_pct: (w > 0.0).then(|| cpu / w),
-        });
+        (sum, (w > 0.0).then(|| cpu / w))
+    };
+    let point = |t_s: f64, phase: &str, v: &dyn Fn(usize) -> Option<f64>, cpu_pct| SeriesPoint {
+        t_s,
+        phase: phase.into(),
+        iops: v(0),
+        mb_s: v(1),
+        mbit_s: v(2),
+        trans_s: v(3),
+        cpu_pct,
+    };
+    let mut out = Vec::new();
+    // The ramp-up as one point, ending where the measured seconds start.
+    let (ramp, cpu) = add_up(&|c| c.ramp);
+    if open > 0.0 {
+        out.push(point(open, "ramp", &|f| present(f).then_some(ramp[f]), cpu));
+    }
+    let mut prev = (0.0, [0.0; FIELDS]);
+    for g in grid {
+        let (total, cpu) = add_up(&|c| c.total_at(g));
+        let rate = |f: usize| present(f).then(|| (total[f] - prev.1[f]) / (g - prev.0));
+        out.push(point(open + g, "measure", &rate, cpu));
         prev = (g, total);
     }
     out

@@ -114,29 +114,23 @@ impl SshLaunch {
     }
 
     fn check(&self) -> Result<(), LaunchErrorKind> {
-        let bad = |m: &str| Err(LaunchErrorKind::BadLaunch(m.to_string()));
-        if self.destination.trim().is_empty() {
-            return bad("the ssh destination is empty");
-        }
-        if self.destination.starts_with('-') {
+        let d = &self.destination;
+        let spaced = d.chars().any(|c| c.is_whitespace() || c.is_control());
+        for (bad, why) in [
+            (d.trim().is_empty(), "the ssh destination is empty"),
             // ssh would read it as an option (e.g. -oProxyCommand=...).
-            return bad("the ssh destination starts with '-'");
-        }
-        if self
-            .destination
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-        {
-            return bad("the ssh destination contains white space");
-        }
-        if self.agent.is_empty() {
-            return bad("the remote agent command is empty");
-        }
-        if self.listen.is_empty() {
-            return bad("the agent's listen address is empty");
-        }
-        if self.ssh.is_empty() {
-            return bad("the ssh program is empty");
+            (d.starts_with('-'), "the ssh destination starts with '-'"),
+            (spaced, "the ssh destination contains white space"),
+            (self.agent.is_empty(), "the remote agent command is empty"),
+            (
+                self.listen.is_empty(),
+                "the agent's listen address is empty",
+            ),
+            (self.ssh.is_empty(), "the ssh program is empty"),
+        ] {
+            if bad {
+                return Err(LaunchErrorKind::BadLaunch(why.into()));
+            }
         }
         Ok(())
     }
@@ -321,17 +315,13 @@ impl SshAgent {
                 // the agent's stdout so it never blocks on a full pipe.
                 Ok(agent)
             }
-            Err(kind) => {
+            Err(mut kind) => {
                 agent.stdin = None;
                 agent.kill();
                 // Whatever the agent wrote, now that ssh is gone.
-                let kind = match kind {
-                    LaunchErrorKind::Timeout { after, .. } => LaunchErrorKind::Timeout {
-                        after,
-                        stderr: agent.stderr(),
-                    },
-                    k => k,
-                };
+                if let LaunchErrorKind::Timeout { stderr, .. } = &mut kind {
+                    *stderr = agent.stderr();
+                }
                 Err(err(kind))
             }
         }
@@ -368,12 +358,10 @@ impl SshAgent {
     ) -> Result<String, LaunchErrorKind> {
         let deadline = Instant::now() + timeout;
         if let Some(stdin) = self.stdin.as_mut() {
-            let mut line = key.to_vec();
-            line.push(b'\n');
             // A failed write means ssh is already gone (e.g. refused
             // authentication): its exit status and stderr, read below,
             // say why better than EPIPE would.
-            let _ = write_no_sigpipe(stdin, &line);
+            let _ = write_no_sigpipe(stdin, &[key, b"\n"].concat());
         }
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -865,41 +853,33 @@ echo bye >&2"#;
         assert!(!alive(pid));
     }
 
+    /// ssh failing (its own refusal, no agent on the remote, an agent
+    /// that ends quietly) names the destination, its status and its
+    /// stderr, at once.
     #[test]
-    fn ssh_failing_names_the_destination_its_status_and_its_stderr() {
-        let f = FakeSsh::new(
-            "echo \"Warning: Permanently added '198.18.0.3' (ED25519) to the list of known hosts.\r\" >&2\n\
-             echo 'root@198.18.0.3: Permission denied (publickey).' >&2\nexit 255",
-        );
-        let t = Instant::now();
-        let e = start_err(&f.launch(), KEY, Duration::from_secs(10)).with_host("c1");
-        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-        assert_eq!(
-            e.to_string(),
-            "host c1 (root@198.18.0.3): ssh exited with 255: \
-             root@198.18.0.3: Permission denied (publickey)."
-        );
-    }
-
-    #[test]
-    fn a_remote_without_the_agent_says_so() {
-        let f = FakeSsh::new("read -r key\necho 'sh: 1: iotoll: not found' >&2\nexit 127");
-        let e = start_err(&f.launch(), KEY, Duration::from_secs(10));
-        assert_eq!(
-            e.to_string(),
-            "root@198.18.0.3: ssh exited with 127: sh: 1: iotoll: not found"
-        );
-    }
-
-    #[test]
-    fn an_agent_that_ends_quietly_before_listening_is_an_error() {
-        let f = FakeSsh::new("read -r key\nexit 0");
-        let e = start_err(&f.launch(), KEY, Duration::from_secs(10));
-        assert!(
-            e.to_string()
-                .contains("ssh exited with 0 before the agent said it was listening"),
-            "{e}"
-        );
+    fn ssh_ending_before_the_agent_listens_says_why() {
+        for (script, want) in [
+            (
+                "echo \"Warning: Permanently added '198.18.0.3' (ED25519) to the list of known hosts.\r\" >&2\n\
+                 echo 'root@198.18.0.3: Permission denied (publickey).' >&2\nexit 255",
+                "host c1 (root@198.18.0.3): ssh exited with 255: \
+                 root@198.18.0.3: Permission denied (publickey).",
+            ),
+            (
+                "read -r key\necho 'sh: 1: iotoll: not found' >&2\nexit 127",
+                "host c1 (root@198.18.0.3): ssh exited with 127: sh: 1: iotoll: not found",
+            ),
+            (
+                "read -r key\nexit 0",
+                "host c1 (root@198.18.0.3): ssh exited with 0 before the agent said it was listening (nothing on stderr)",
+            ),
+        ] {
+            let f = FakeSsh::new(script);
+            let t = Instant::now();
+            let e = start_err(&f.launch(), KEY, Duration::from_secs(10)).with_host("c1");
+            assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+            assert_eq!(e.to_string(), want);
+        }
     }
 
     #[test]

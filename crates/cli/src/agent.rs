@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use iotoll_agent::serve;
+use iotoll_agent::start;
 
 #[derive(Args)]
 #[command(
@@ -43,12 +43,12 @@ pub fn main(a: AgentArgs) -> Result<()> {
         return crate::k8s::run(k);
     }
     let (listen, key) = (a.listen.as_deref(), a.auth_key.as_deref());
-    let started = iotoll_agent::start::start(listen, key, &a.allow_target, a.threads);
+    let started = start::start(listen, key, &a.allow_target, a.threads);
     let (cfg, listener) = started.map_err(crate::usage_or)?;
     let bound = listener.local_addr().context("listener address")?;
     let flag = iotoll_run::signals::install();
     if a.auth_key.as_deref() == Some("-") {
-        serve::stop_when_stdin_closes(flag.clone());
+        start::stop_when_stdin_closes(flag.clone());
     }
     {
         use std::io::Write;
@@ -56,5 +56,5 @@ pub fn main(a: AgentArgs) -> Result<()> {
         let _ = writeln!(out, "iotoll agent listening on {bound}");
         let _ = out.flush();
     }
-    serve::serve(listener, cfg, &flag).map_err(crate::usage_or)
+    start::serve(listener, cfg, &flag).map_err(crate::usage_or)
 }

@@ -3,8 +3,7 @@
 
 use crate::usage;
 use anyhow::{Context, Result};
-use iotoll_agent::k8s::{self, K8sOptions};
-use iotoll_agent::k8s_hosts::{self, HostsFileError};
+use iotoll_agent::k8s::{self, HostsFileError, K8sOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -74,7 +73,7 @@ pub fn run(args: &K8sArgs) -> Result<()> {
     o.check().map_err(|e| usage(format!("--{e}")))?;
     if let Some(path) = &args.hosts_out {
         let at = format!("--hosts-out {}", path.display());
-        k8s_hosts::write_hosts_file(&o, path, args.force).map_err(|e| match e {
+        k8s::write_hosts_file(&o, path, args.force).map_err(|e| match e {
             HostsFileError::Exists => {
                 usage(format!("{at}: the file exists (--force overwrites it)"))
             }

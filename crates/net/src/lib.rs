@@ -7,7 +7,6 @@
 pub mod auth;
 pub mod client;
 pub mod engine;
-pub mod listen;
 pub mod proto;
 pub mod server;
 pub mod sock;

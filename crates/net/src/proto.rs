@@ -466,19 +466,16 @@ mod tests {
             assert_eq!(decode(&f[4..]).unwrap(), m);
         }
         // A cleartext request is what endpoints before TLS knew.
-        let wire =
-            String::from_utf8(encode(&Msg::Test { params: params() })[4..].to_vec()).unwrap();
-        assert!(!wire.contains("tls") && !wire.contains("verify"), "{wire}");
-        let wire = String::from_utf8(
-            encode(&Msg::Accept {
-                data_port: 1,
-                token: 2,
-                cert: None,
-            })[4..]
-                .to_vec(),
-        )
-        .unwrap();
-        assert!(!wire.contains("cert"), "{wire}");
+        let wire = |m: &Msg| String::from_utf8(encode(m)[4..].to_vec()).unwrap();
+        let test = wire(&Msg::Test { params: params() });
+        assert!(!test.contains("tls") && !test.contains("verify"), "{test}");
+        let (data_port, token, cert) = (1, 2, None);
+        let accept = wire(&Msg::Accept {
+            data_port,
+            token,
+            cert,
+        });
+        assert!(!accept.contains("cert"), "{accept}");
         // The name in error messages is the wire's `type`.
         assert_eq!(Msg::AuthOk { mac: None }.name(), "auth_ok");
         assert_eq!(Msg::WindowEnd {}.name(), "window_end");

@@ -184,15 +184,16 @@ impl Console {
                     self.hosts[p.host].name, r.errors
                 ));
             }
-            let mut m = Metrics::new();
             let rate = |b: u64| mbit_s(b, r.window_s);
-            m.insert(mn::RX_MBIT_S.into(), rate(rx));
-            m.insert(mn::TX_MBIT_S.into(), rate(tx));
-            m.insert(mn::MBIT_S.into(), rate(rx) + rate(tx));
-            m.insert(
-                mn::CONNS.into(),
-                r.pairs.iter().map(|p| p.conns as f64).sum(),
-            );
+            let m = Metrics::from([
+                (mn::RX_MBIT_S.into(), rate(rx)),
+                (mn::TX_MBIT_S.into(), rate(tx)),
+                (mn::MBIT_S.into(), rate(rx) + rate(tx)),
+                (
+                    mn::CONNS.into(),
+                    r.pairs.iter().map(|p| p.conns as f64).sum(),
+                ),
+            ]);
             g.seconds.push((g.hosts.len(), r.series.clone()));
             g.hosts.push(self.host_row(p, r, times, m));
         }
@@ -246,22 +247,20 @@ impl Console {
             interrupted |= r.interrupted;
             let mut hm = Metrics::new();
             if let Some(d) = &r.disk {
-                for k in SUMMED.iter().chain(&[
+                let per_host = [
                     mn::LAT_MEAN_US,
                     mn::LAT_P99_US,
                     mn::LAT_MAX_US,
                     mn::QD_ACHIEVED,
-                ]) {
-                    if let Some(v) = d.metrics.get(*k) {
-                        hm.insert(k.to_string(), *v);
-                    }
+                ];
+                for k in SUMMED.iter().chain(&per_host) {
+                    hm.extend(d.metrics.get(*k).map(|v| (k.to_string(), *v)));
                 }
+                let get = |k| d.metrics.get(k).copied().unwrap_or(0.0);
                 for k in SUMMED {
-                    *m.entry(k.to_string()).or_insert(0.0) +=
-                        d.metrics.get(k).copied().unwrap_or(0.0);
+                    *m.entry(k.to_string()).or_insert(0.0) += get(k);
                 }
-                let iops = d.metrics.get(mn::IOPS).copied().unwrap_or(0.0);
-                lat_weighted += iops * d.metrics.get(mn::LAT_MEAN_US).copied().unwrap_or(0.0);
+                lat_weighted += get(mn::IOPS) * get(mn::LAT_MEAN_US);
                 if let Some(v) = d.metrics.get(mn::LAT_MAX_US) {
                     let e = m.entry(mn::LAT_MAX_US.to_string()).or_insert(0.0);
                     *e = e.max(*v);

@@ -17,7 +17,7 @@
 use crate::checks;
 use crate::link::{Event, Link};
 use crate::wire::{self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, ToAgent, Work};
-use iotoll_model::{CpuReport, ResultDoc};
+use iotoll_model::ResultDoc;
 use iotoll_net::auth::Key;
 use iotoll_net::proto::TestParams;
 use session::reach;
@@ -61,13 +61,6 @@ pub enum ConsoleError {
 }
 
 impl ConsoleError {
-    pub fn host(&self) -> Option<&str> {
-        match self {
-            ConsoleError::Host { host, .. } | ConsoleError::Lost { host, .. } => Some(host),
-            _ => None,
-        }
-    }
-
     fn host_err(host: &str, msg: impl Into<String>) -> ConsoleError {
         ConsoleError::Host {
             host: host.to_string(),
@@ -134,10 +127,6 @@ impl Console {
     /// The console's wall clock (ns) at the last test's RECORD ON.
     pub fn last_record_on(&self) -> Option<i64> {
         self.record_on
-    }
-
-    pub fn hosts(&self) -> &[HostSpec] {
-        &self.hosts
     }
 
     fn index(&self, name: &str) -> Result<usize, ConsoleError> {
@@ -281,14 +270,12 @@ impl Console {
 
     /// Waits until `on` has said "done" for every part `of` selects,
     /// handling what they send; watches every part for loss, and Ctrl-C.
-    #[allow(clippy::too_many_arguments)]
     fn wait_all(
         &self,
         parts: &mut [Part],
         of: impl Fn(&Part) -> bool,
-        test: u64,
+        Run { test, interrupted }: Run,
         deadline: Instant,
-        interrupted: &AtomicBool,
         mut on: impl FnMut(&mut Part, FromAgent) -> Result<bool, String>,
     ) -> Waited {
         let mut done: Vec<bool> = parts.iter().map(|p| !of(p)).collect();
@@ -383,10 +370,7 @@ impl Console {
             reason: reason.to_string(),
         });
         let deadline = Instant::now() + STOP_WAIT;
-        for p in parts.iter().filter(|p| live(p)) {
-            let Some(a) = self.agent(p.host) else {
-                continue;
-            };
+        for a in (parts.iter().filter(|p| live(p))).filter_map(|p| self.agent(p.host)) {
             while Instant::now() < deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match a.link.rx.recv_timeout(left) {
@@ -416,18 +400,20 @@ impl Console {
         let hosts: Vec<usize> = parts.iter().map(|p| p.host).collect();
         self.ensure(&hosts)?;
         self.next_test += 1;
-        let test = self.next_test;
-        self.prepare_all(parts, test, interrupted)?;
-        let w = self.start_all(parts, test, ramp, time, interrupted)?;
+        let run = Run {
+            test: self.next_test,
+            interrupted,
+        };
+        self.prepare_all(parts, run)?;
+        let w = self.start_all(parts, run, ramp, time)?;
         // RECORD ON .. OFF happen at the agents; COLLECT their reports,
         // each checked as it comes (crate::checks).
         let collect = Instant::now() + ramp + w.lead + time + Duration::from_secs(60);
         let waited = self.wait_all(
             parts,
             |_| true,
-            test,
+            run,
             collect,
-            interrupted,
             |p, m| match m {
                 FromAgent::Report { mut report, .. } => {
                     let Some(info) = self.agent(p.host).map(|a| &a.info) else {
@@ -438,8 +424,7 @@ impl Console {
                         work: &p.work,
                         on_ns: w.on_ns,
                         off_ns: w.off_ns,
-                        offset_ns: p.offset.offset_ns,
-                        rtt_ns: p.offset.rtt_ns,
+                        offset: p.offset,
                         elapsed: now.saturating_duration_since(w.start_at),
                         early: w.off_at.saturating_duration_since(now),
                         info,
@@ -452,19 +437,14 @@ impl Console {
                 _ => Ok(false),
             },
         );
-        self.settle(parts, test, waited, "the window")?;
-        self.send_all(parts, &|_| true, |_| ToAgent::Release { test });
+        self.settle(parts, run.test, waited, "the window")?;
+        self.send_all(parts, &|_| true, |_| ToAgent::Release { test: run.test });
         Ok(w)
     }
 
     /// PREPARE: clock offsets, then servers, then clients (who need the
     /// servers' ports), then servers gather the connections.
-    fn prepare_all(
-        &mut self,
-        parts: &mut [Part],
-        test: u64,
-        interrupted: &AtomicBool,
-    ) -> Result<(), ConsoleError> {
+    fn prepare_all(&mut self, parts: &mut [Part], run: Run) -> Result<(), ConsoleError> {
         for p in parts.iter_mut() {
             p.offset = self
                 .probe(p.host)
@@ -473,7 +453,7 @@ impl Console {
         // Making test files can take minutes; a lost host still shows at once.
         let prepare_wait = Instant::now() + Duration::from_secs(3600);
         let serves = |p: &Part| matches!(p.work, Work::NetServe { .. });
-        self.prepare(parts, &serves, test, prepare_wait, interrupted)?;
+        self.prepare(parts, &serves, run, prepare_wait)?;
         // Clients learn their servers' data ports.
         let ports: Vec<(IpAddr, u16)> = (parts.iter())
             .filter_map(|p| Some((p.host, p.port?)))
@@ -488,14 +468,14 @@ impl Console {
                 }
             }
         }
-        self.prepare(parts, &|p| !serves(p), test, prepare_wait, interrupted)?;
+        self.prepare(parts, &|p| !serves(p), run, prepare_wait)?;
         if parts.iter().any(serves) {
-            self.send_all(parts, &serves, |_| ToAgent::Gather { test });
+            self.send_all(parts, &serves, |_| ToAgent::Gather { test: run.test });
             let deadline = Instant::now() + Duration::from_secs(30);
-            let w = self.wait_all(parts, serves, test, deadline, interrupted, |_, m| {
+            let w = self.wait_all(parts, serves, run, deadline, |_, m| {
                 Ok(matches!(m, FromAgent::Gathered { .. }))
             });
-            self.settle(parts, test, w, "PREPARE")?;
+            self.settle(parts, run.test, w, "PREPARE")?;
         }
         Ok(())
     }
@@ -505,11 +485,11 @@ impl Console {
     fn start_all(
         &mut self,
         parts: &mut [Part],
-        test: u64,
+        run: Run,
         ramp: Duration,
         time: Duration,
-        interrupted: &AtomicBool,
     ) -> Result<DriveTimes, ConsoleError> {
+        let test = run.test;
         let max_rtt = parts.iter().map(|p| p.offset.rtt_ns).max().unwrap_or(0);
         let lead = Duration::from_millis(50) + Duration::from_nanos(4 * max_rtt.max(0) as u64);
         let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
@@ -531,10 +511,7 @@ impl Console {
                 }
             })
             .collect::<Result<Vec<_>, _>>();
-        let theirs = match theirs {
-            Ok(t) => t,
-            Err((host, msg)) => return Err(self.refuse(parts, test, host, msg, "START")),
-        };
+        let theirs = theirs.map_err(|(host, msg)| self.refuse(parts, test, host, msg, "START"))?;
         for (p, (a, b)) in parts.iter().zip(&theirs) {
             if let Some(agent) = self.agent(p.host) {
                 agent.link.send(&ToAgent::Start {
@@ -547,9 +524,8 @@ impl Console {
         let w = self.wait_all(
             parts,
             |_| true,
-            test,
+            run,
             Instant::now() + Duration::from_secs(10),
-            interrupted,
             |_, m| Ok(matches!(m, FromAgent::Started { .. })),
         );
         self.settle(parts, test, w, "START")?;
@@ -568,22 +544,21 @@ impl Console {
         &mut self,
         parts: &mut [Part],
         of: &dyn Fn(&Part) -> bool,
-        test: u64,
+        run: Run,
         deadline: Instant,
-        interrupted: &AtomicBool,
     ) -> Result<(), ConsoleError> {
         self.send_all(parts, of, |p| ToAgent::Prepare {
-            test,
+            test: run.test,
             work: Box::new(p.work.clone()),
         });
-        let w = self.wait_all(parts, of, test, deadline, interrupted, |p, m| match m {
+        let w = self.wait_all(parts, of, run, deadline, |p, m| match m {
             FromAgent::Prepared { port, .. } => {
                 p.port = port;
                 Ok(true)
             }
             _ => Ok(false),
         });
-        self.settle(parts, test, w, "PREPARE")
+        self.settle(parts, run.test, w, "PREPARE")
     }
 
     /// Host `host` refused or failed a check: the others are stopped, and
@@ -649,6 +624,14 @@ fn test_of(m: &FromAgent) -> Option<u64> {
     }
 }
 
+/// A test as each of its phases waits on it: its number, and the flag
+/// Ctrl-C sets.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    test: u64,
+    interrupted: &'a AtomicBool,
+}
+
 /// The window START scheduled: RECORD ON and OFF on the console's clock,
 /// when START was sent and the window should close here, and the lead
 /// given for every agent to have its order.
@@ -694,35 +677,39 @@ impl Console {
             ));
         }
         let mut parts: Vec<Part> = Vec::new();
-        let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| -> usize {
+        // Host `host`'s part as a server (or a client) of a pair.
+        let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| {
             if let Some(k) = parts.iter().position(|p| p.host == host) {
-                let p = &mut parts[k];
-                let both = matches!(
-                    (&p.work, server),
-                    (Work::NetServe { .. }, false) | (Work::NetClient { .. }, true)
-                );
-                if both {
-                    p.role = "client+server";
+                if matches!(parts[k].work, Work::NetServe { .. }) != server {
+                    return Err(ConsoleError::Invalid(format!(
+                        "host {} is a client in one pair and a server in another: not supported yet",
+                        self.hosts[host].name
+                    )));
                 }
-                return k;
+                return Ok(k);
             }
             let (params, pairs, threads) = (t.params.clone(), vec![], t.threads);
-            parts.push(if server {
-                let work = Work::NetServe {
-                    params,
-                    pairs,
-                    threads,
-                };
-                Part::new(host, "server", work)
-            } else {
-                let work = Work::NetClient {
-                    params,
-                    pairs,
-                    threads,
-                };
-                Part::new(host, "client", work)
+            parts.push(match server {
+                true => Part::new(
+                    host,
+                    "server",
+                    Work::NetServe {
+                        params,
+                        pairs,
+                        threads,
+                    },
+                ),
+                false => Part::new(
+                    host,
+                    "client",
+                    Work::NetClient {
+                        params,
+                        pairs,
+                        threads,
+                    },
+                ),
             });
-            parts.len() - 1
+            Ok(parts.len() - 1)
         };
         let mut names = Vec::new();
         for (k, (c, s)) in t.pairs.iter().enumerate() {
@@ -738,18 +725,8 @@ impl Console {
             })?;
             let data = self.data_ips(si);
             let server_ip = data[k % data.len()];
-            let sk = part_of(si, true, &mut parts);
-            let ck = part_of(ci, false, &mut parts);
-            if parts[sk].role == "client+server" || parts[ck].role == "client+server" {
-                return Err(ConsoleError::Invalid(format!(
-                    "host {} is a client in one pair and a server in another: not supported yet",
-                    if parts[sk].role == "client+server" {
-                        s
-                    } else {
-                        c
-                    }
-                )));
-            }
+            let sk = part_of(si, true, &mut parts)?;
+            let ck = part_of(ci, false, &mut parts)?;
             if let Work::NetServe { pairs, .. } = &mut parts[sk].work {
                 pairs.push(PairSlot {
                     pair: k as u32,
@@ -796,24 +773,19 @@ impl Console {
     /// machine, and each pair's two ends agree on its bytes.
     fn check_across(&self, parts: &[Part], net: Option<&TestParams>) -> Result<(), ConsoleError> {
         let name = |p: &Part| self.hosts[p.host].name.as_str();
-        type Claim<'a> = (Option<&'a str>, (&'a str, u32, Option<&'a CpuReport>));
-        fn claim<'a>(c: &'a Console, p: &'a Part) -> Claim<'a> {
-            let info = c.agent(p.host).map(|a| &a.info);
-            let cpu = p.report.as_ref().and_then(|r| r.cpu.as_ref());
-            (
-                info.and_then(|i| i.boot_id.as_deref()),
-                (
-                    c.hosts[p.host].name.as_str(),
-                    info.map_or(0, |i| i.cpus),
-                    cpu,
-                ),
-            )
-        }
-        for (k, a) in parts.iter().enumerate() {
-            for b in &parts[k + 1..] {
-                let ((ba, ca), (bb, cb)) = (claim(self, a), claim(self, b));
+        // Part `k`'s kernel, and its CPU count in what it said and in its window.
+        let claim = |k: usize| {
+            let info = self.agent(parts[k].host).map(|a| &a.info);
+            let cpu = parts[k].report.as_ref().and_then(|r| r.cpu.as_ref());
+            let cpus = (name(&parts[k]), info.map_or(0, |i| i.cpus), cpu);
+            (info.and_then(|i| i.boot_id.as_deref()), cpus)
+        };
+        for a in 0..parts.len() {
+            for (b, pb) in parts.iter().enumerate().skip(a + 1) {
+                let ((ba, ca), (bb, cb)) = (claim(a), claim(b));
                 if ba.is_some() && ba == bb {
-                    checks::one_machine(ca, cb).map_err(|m| ConsoleError::host_err(name(b), m))?;
+                    let e = |m| ConsoleError::host_err(name(pb), m);
+                    checks::one_machine(ca, cb).map_err(e)?;
                 }
             }
         }

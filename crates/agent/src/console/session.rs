@@ -20,16 +20,11 @@ pub(super) fn reach(h: &HostSpec, key: Option<&Key>) -> Result<Agent, String> {
     std::thread::spawn(move || {
         let _ = tx.send(open_session(addr, key2.as_ref()));
     });
-    let link = match rx.recv_timeout(REACH) {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(format!(
-                "agent at {} unreachable: no answer within {} s",
-                h.address,
-                REACH.as_secs()
-            ))
-        }
+    let unreachable = |_| {
+        let s = REACH.as_secs();
+        format!("agent at {} unreachable: no answer within {s} s", h.address)
     };
+    let link = rx.recv_timeout(REACH).map_err(unreachable)??;
     link.send(&ToAgent::Info {});
     let deadline = Instant::now() + REACH;
     let info = loop {

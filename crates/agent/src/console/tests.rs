@@ -1,7 +1,7 @@
 use super::docs::{shared_kernel, weighted_cpu};
 use super::session::compatible;
 use super::*;
-use iotoll_model::HostFigures;
+use iotoll_model::{CpuReport, HostFigures};
 
 #[test]
 fn offsets_from_four_timestamps() {

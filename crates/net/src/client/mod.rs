@@ -321,16 +321,14 @@ fn too_old(e: NetError, params: &TestParams, version: &str) -> NetError {
     ]
     .into_iter()
     .find(|(field, asked, _)| *asked && msg.contains(&format!("unknown field `{field}`")));
-    match feature {
-        Some((_, _, flag)) => NetError::Peer {
-            peer,
-            msg: format!(
-                "the endpoint's iotoll ({version}) is too old for {flag}: it does not know the request (it said: {msg}); run iotoll {} or later there",
-                iotoll_model::VERSION
-            ),
-        },
-        None => NetError::Peer { peer, msg },
-    }
+    let msg = match feature {
+        Some((_, _, flag)) => format!(
+            "the endpoint's iotoll ({version}) is too old for {flag}: it does not know the request (it said: {msg}); run iotoll {} or later there",
+            iotoll_model::VERSION
+        ),
+        None => msg,
+    };
+    NetError::Peer { peer, msg }
 }
 
 /// [`request_test`], retrying for up to `spec.busy_wait` while the endpoint

@@ -116,10 +116,6 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         c
     }
 
-    pub(super) fn sends(&self) -> bool {
-        self.role != Role::Recv
-    }
-
     /// One write attempt; true if bytes went out.
     pub(super) fn try_write(
         &mut self,
@@ -289,16 +285,11 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         Turn::More
     }
 
-    pub(super) fn close(
-        &mut self,
-        st: &mut ThreadState,
-        phase: Phase,
-        err: Option<io::Error>,
-    ) -> bool {
+    pub(super) fn close(&mut self, st: &mut ThreadState, phase: Phase, err: Option<io::Error>) {
         let what = err.map(|e| e.to_string());
         self.fail(st, phase, || {
             what.unwrap_or_else(|| "peer closed the connection".into())
-        })
+        });
     }
 
     /// Ends the connection; before the window closes that is a failure,
@@ -309,9 +300,9 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         st: &mut ThreadState,
         phase: Phase,
         what: impl FnOnce() -> String,
-    ) -> bool {
+    ) {
         if !self.open {
-            return false;
+            return;
         }
         self.open = false;
         // The phase read before this I/O may be stale: the other end closes
@@ -328,7 +319,6 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
                 st.first_error = Some(what());
             }
         }
-        false
     }
 
     /// Takes the retransmit baseline when the window opens.
@@ -336,7 +326,7 @@ impl<S: Read + Write + AsRawFd> Conn<S> {
         if st.inject_panic {
             panic!("injected fault ({FAULT_ENV}={FAULT_NET_PANIC})");
         }
-        if self.sends() && self.retrans_base.is_none() {
+        if self.role != Role::Recv && self.retrans_base.is_none() {
             self.retrans_base = sock::tcp_info(self.fd).map(|t| t.0);
         }
     }

@@ -179,15 +179,12 @@ pub struct Engine {
     /// Each connection, in the order given: (thread, index in its share).
     order: Vec<(usize, usize)>,
     /// The stream senders' sockets, open until `join` (the threads keep
-    /// every socket until then), for the bytes their peers acknowledged.
-    senders: Vec<RawFd>,
-    /// The stream receivers' sockets, for the bytes they received.
-    receivers: Vec<RawFd>,
-    /// Each sender's bytes acknowledged and each receiver's bytes received
-    /// as last read, so that a socket whose TCP_INFO cannot be read keeps
-    /// its count and the running total never steps back.
-    acked: Vec<AtomicU64>,
-    got: Vec<AtomicU64>,
+    /// every socket until then), with the bytes their peers acknowledged,
+    /// and the stream receivers' sockets with the bytes they received, as
+    /// last read: a socket whose TCP_INFO cannot be read keeps its count,
+    /// and the running total never steps back.
+    senders: Vec<(RawFd, AtomicU64)>,
+    receivers: Vec<(RawFd, AtomicU64)>,
 }
 
 impl Engine {
@@ -211,10 +208,10 @@ impl Engine {
         inject: bool,
     ) -> io::Result<Engine> {
         let n = conns.len();
-        let fds = |role: Role| -> Vec<RawFd> {
+        let fds = |role: Role| -> Vec<(RawFd, AtomicU64)> {
             (conns.iter())
                 .filter(|(_, r)| *r == role)
-                .map(|(c, _)| c.as_raw_fd())
+                .map(|(c, _)| (c.as_raw_fd(), AtomicU64::new(0)))
                 .collect()
         };
         let (senders, receivers) = (fds(Role::Send), fds(Role::Recv));
@@ -246,8 +243,6 @@ impl Engine {
             threads: handles,
             live,
             order,
-            acked: senders.iter().map(|_| AtomicU64::new(0)).collect(),
-            got: receivers.iter().map(|_| AtomicU64::new(0)).collect(),
             senders,
             receivers,
         })
@@ -266,7 +261,7 @@ impl Engine {
     /// stream socket, once a second.
     pub fn totals(&self) -> (u64, u64) {
         let (ops, received) = self.received();
-        let acked = kernel_bytes(&self.senders, &self.acked, |(acked, _)| acked);
+        let acked = kernel_bytes(&self.senders, |(acked, _)| acked);
         (ops, received + acked)
     }
 
@@ -276,7 +271,7 @@ impl Engine {
     pub fn received(&self) -> (u64, u64) {
         // Live bytes: request/response traffic, as the threads count it.
         let (ops, rr) = Live::totals(&self.live);
-        let got = kernel_bytes(&self.receivers, &self.got, |(_, got)| got);
+        let got = kernel_bytes(&self.receivers, |(_, got)| got);
         (ops, rr + got)
     }
 
@@ -351,9 +346,9 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// The sum over `fds` of one of the kernel's byte counters (`pick` of
-/// `sock::tcp_bytes`), each socket's last reading kept in `last`.
-fn kernel_bytes(fds: &[RawFd], last: &[AtomicU64], pick: fn((u64, u64)) -> u64) -> u64 {
-    (fds.iter().zip(last))
+/// `sock::tcp_bytes`), each socket's last reading kept with it.
+fn kernel_bytes(fds: &[(RawFd, AtomicU64)], pick: fn((u64, u64)) -> u64) -> u64 {
+    (fds.iter())
         .map(|(fd, l)| {
             if let Some(b) = crate::sock::tcp_bytes(*fd) {
                 l.fetch_max(pick(b), Ordering::Relaxed);

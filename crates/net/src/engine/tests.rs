@@ -61,34 +61,36 @@ fn send_buffer_fits_every_role_of_the_thread() {
     assert_eq!(send_len([Role::RrServer].into_iter(), &rr), 4 << 20);
 }
 
-/// The bug of issue 9: a thread given a receiver first and then a
-/// sender of 8 MiB messages sized its send buffer for the receiver and
-/// panicked on its first write. Both ends here have one thread with
-/// a receiver and a sender, as the endpoint has in `--dir bidir`.
-#[test]
-fn bidirectional_8m_messages_flow_both_ways() {
-    let p = params(8 << 20);
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for (i, (x, y)) in pairs(2).into_iter().enumerate() {
-        let (ra, rb) = if i == 0 {
-            (Role::Recv, Role::Send)
-        } else {
-            (Role::Send, Role::Recv)
-        };
-        a.push((x.into(), ra));
-        b.push((y.into(), rb));
-    }
+/// Two connections between two ends, each end one engine thread with a
+/// receiver and a sender (as the endpoint has in `--dir bidir`), run
+/// until 64 MiB went through each end (its sender's and its receiver's
+/// bytes); what each end counted. Waits for progress, not a window, so
+/// a busy machine only slows it.
+pub(crate) fn both_ways(conns: [(DataConn, DataConn); 2], p: EngineParams) -> [EngineOut; 2] {
+    let [(a0, b0), (a1, b1)] = conns;
+    let a = vec![(a0, Role::Recv), (a1, Role::Send)];
+    let b = vec![(b0, Role::Send), (b1, Role::Recv)];
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let ea = Engine::start_with(a, p, phase.clone(), 1, false).unwrap();
     let eb = Engine::start_with(b, p, phase.clone(), 1, false).unwrap();
     phase.set(Phase::Measure);
-    // Both directions move (each end's sender and receiver progress).
-    wait_for("32 MiB each way", || {
-        ea.totals().1 > 64 << 20 && eb.totals().1 > 64 << 20
-    });
+    let end = Instant::now() + Duration::from_secs(120);
+    while ea.totals().1 < 64 << 20 || eb.totals().1 < 64 << 20 {
+        assert!(Instant::now() < end, "no 64 MiB through each end in 120 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     phase.set(Phase::Stop);
-    let (oa, ob) = (ea.join(), eb.join());
-    for o in [&oa, &ob] {
+    [ea.join(), eb.join()]
+}
+
+/// The bug of issue 9: a thread given a receiver first and then a
+/// sender of 8 MiB messages sized its send buffer for the receiver and
+/// panicked on its first write.
+#[test]
+fn bidirectional_8m_messages_flow_both_ways() {
+    let [(a0, b0), (a1, b1)]: [_; 2] = pairs(2).try_into().unwrap();
+    let conns = [(a0.into(), b0.into()), (a1.into(), b1.into())];
+    for o in both_ways(conns, params(8 << 20)) {
         assert_eq!(o.errors, 0, "{:?}", o.first_error);
         assert!(o.panic.is_none(), "{:?}", o.panic);
         assert_eq!(o.sockets.len(), 2);

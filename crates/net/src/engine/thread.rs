@@ -144,12 +144,8 @@ fn run_blocking(
                 Err(e) => Err(e),
             };
             match r {
-                Ok(ReadOutcome::Eof) => {
-                    c.close(st, phase, None);
-                }
-                Err(e) => {
-                    c.close(st, phase, Some(e));
-                }
+                Ok(ReadOutcome::Eof) => c.close(st, phase, None),
+                Err(e) => c.close(st, phase, Some(e)),
                 _ => {}
             }
             n = n.wrapping_add(1);

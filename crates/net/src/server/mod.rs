@@ -242,18 +242,25 @@ struct Shared {
     dispatch: tracing::Dispatch,
 }
 
-/// Holds the test slot; frees it once, when released or dropped.
-struct Slot(Option<Arc<Shared>>);
+/// Holds a one-at-a-time slot (the endpoint's test, an agent's console);
+/// frees it once, when released or dropped.
+pub struct Slot<'a>(Option<&'a AtomicBool>);
 
-impl Slot {
-    fn release(&mut self) {
-        if let Some(s) = self.0.take() {
-            s.busy.store(false, Ordering::Release);
+impl<'a> Slot<'a> {
+    /// The slot `busy` stands for, unless someone holds it.
+    pub fn take(busy: &'a AtomicBool) -> Option<Slot<'a>> {
+        let taken = busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire);
+        taken.is_ok().then_some(Slot(Some(busy)))
+    }
+
+    pub fn release(&mut self) {
+        if let Some(busy) = self.0.take() {
+            busy.store(false, Ordering::Release);
         }
     }
 }
 
-impl Drop for Slot {
+impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.release();
     }
@@ -270,7 +277,7 @@ pub fn serve_silently(
     tracing::dispatcher::with_default(&none, || serve_on(listener, cfg, stop))
 }
 
-/// Runs the endpoint on a listener the caller bound (`net::listen::bind`,
+/// Runs the endpoint on a listener the caller bound (`net::start::bind`,
 /// or an ephemeral port) until `stop` is set, or after one test with
 /// `once`; `cfg.listen` is ignored. It logs through `tracing`: one event
 /// per client, test and refusal (the client's address in the `peer`
@@ -413,16 +420,11 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
         },
         Err(e) => return shared.failures.failed(peer, &e),
     };
-    if shared
-        .busy
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
+    let Some(mut slot) = Slot::take(&shared.busy) else {
         reject_busy(ctl);
         tracing::info!(%peer, "refused, a test is running");
         return;
-    }
-    let mut slot = Slot(Some(shared.clone()));
+    };
     let r = session(&mut ctl, params, cfg, &mut slot, peer);
     // Everything the test held was released when `session` returned: free
     // the slot before telling the client, so its next test finds it free.
@@ -439,13 +441,11 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
     shared.finished.fetch_add(1, Ordering::AcqRel);
 }
 
-fn expect(
-    ctl: &mut Control,
-    got: Result<Msg, ProtoError>,
-    want: &'static str,
-) -> Result<Msg, SessionError> {
+/// The client's next message, within `t`; what it must not send (stop,
+/// or a frame the endpoint refuses, said to the client) is the error.
+fn expect(ctl: &mut Control, t: Duration, want: &'static str) -> Result<Msg, SessionError> {
     let waiting = |e| SessionError::Waiting(want, e);
-    match got {
+    match ctl.recv(t) {
         Ok(Msg::Stop {}) => Err(SessionError::Stopped),
         Ok(m) => Ok(m),
         Err(
@@ -516,8 +516,7 @@ fn handshake(
         auth: cfg.key.is_some(),
     })?;
 
-    let got = ctl.recv(cfg.handshake);
-    let (cn, mac) = match expect(&mut ctl, got, "auth")? {
+    let (cn, mac) = match expect(&mut ctl, cfg.handshake, "auth")? {
         Msg::Auth { nonce, mac } => (nonce, mac),
         other => return refuse(&mut ctl, SessionError::unexpected("auth", &other)),
     };
@@ -544,8 +543,7 @@ fn handshake(
         ctl.seal_with(Session::new(Some(k), &nonces, Side::Endpoint));
     }
 
-    let got = ctl.recv(cfg.handshake);
-    let params = match expect(&mut ctl, got, "test")? {
+    let params = match expect(&mut ctl, cfg.handshake, "test")? {
         Msg::Test { params } => params,
         Msg::Console { .. } if cfg.console.is_some() => {
             return Ok((ctl, First::Console(nonces)));

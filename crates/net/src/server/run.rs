@@ -38,7 +38,7 @@ pub(super) fn session(
     ctl: &mut Control,
     params: TestParams,
     cfg: &ServerConfig,
-    slot: &mut Slot,
+    slot: &mut Slot<'_>,
     peer: SocketAddr,
 ) -> Result<String, SessionError> {
     let local_ip = ctl.stream.local_addr()?.ip();
@@ -88,14 +88,13 @@ pub(super) fn session(
         engine: Some(engine),
     };
 
-    let got = ctl.recv(Duration::from_millis(params.ramp_ms) + SLACK);
-    match expect(ctl, got, "window start")? {
+    let slack = |ms| Duration::from_millis(ms) + SLACK;
+    match expect(ctl, slack(params.ramp_ms), "window start")? {
         Msg::WindowStart {} => {}
         other => return Err(SessionError::unexpected("window_start", &other)),
     }
     let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(SessionError::Cpu)?;
-    let got = ctl.recv(Duration::from_millis(params.time_ms) + SLACK);
-    match expect(ctl, got, "window end")? {
+    match expect(ctl, slack(params.time_ms), "window end")? {
         Msg::WindowEnd {} => {}
         other => return Err(SessionError::unexpected("window_end", &other)),
     }
