@@ -107,7 +107,12 @@ pub(crate) fn check_kind(path: &Path) -> Result<bool, String> {
 pub(crate) fn open_rw(p: &Path) -> rusqlite::Result<Connection> {
     use OpenFlags as F;
     let flags = F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_CREATE | F::SQLITE_OPEN_NO_MUTEX;
-    Connection::open_with_flags(p, flags)
+    let conn = Connection::open_with_flags(p, flags)?;
+    // A run writes a few rows, but the quick check at open reads every
+    // page: SQLite's default 2 MiB page cache would keep that much of the
+    // database in the process for the whole run (issue 27 §2).
+    conn.execute_batch("PRAGMA cache_size = -256")?;
+    Ok(conn)
 }
 
 pub(crate) fn remove_db_files(p: &Path) {
