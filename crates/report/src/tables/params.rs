@@ -215,6 +215,9 @@ fn cells(s: &Value, used: &[&(&str, &str)], cols: &[(&str, &str)]) -> Vec<String
                 && !HIDDEN.contains(&k.as_str())
                 && !v.is_null()
                 && v.as_array().is_none_or(|a| !a.is_empty())
+                // The depth asked of all workers says something only where
+                // it is not the QD column's (several workers, or psync).
+                && !(k.as_str() == "qd_requested" && s.get("qd") == Some(*v))
         })
         .map(|(k, v)| format!("{k}={}", show(k, v)))
         .collect();

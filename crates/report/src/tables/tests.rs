@@ -20,7 +20,7 @@ fn info(name: &str, spec: Value, same_host: Option<bool>) -> RunInfo {
 fn parameters_show_sizes_and_mark_differences() {
     let a = cfg("A", vec![t("x", "disk", &[])]);
     let b = cfg("B", vec![t("x", "disk", &[])]);
-    let sa = serde_json::json!({"bs": 4096, "qd": 8, "ramp_s": 1.0, "time_s": 5.0, "target": "/tmp/f", "engine": "io_uring", "odd": 3});
+    let sa = serde_json::json!({"bs": 4096, "qd": 8, "ramp_s": 1.0, "time_s": 5.0, "target": "/tmp/f", "engine": "io_uring", "odd": 3, "qd_requested": 8});
     let mut sb = sa.clone();
     sb["engine"] = "psync".into();
     let p = parameters(&[a, b], &[info("x", sa, None), info("x", sb, None)]);
@@ -39,6 +39,20 @@ fn parameters_show_sizes_and_mark_differences() {
         assert!(note.contains(want), "{want} in {note}");
     }
     assert!(to_md(tab).contains("**psync**"));
+    // The depth asked of all workers is the QD column's here: not repeated.
+    assert!(!note.contains("qd_requested"), "{note}");
+    // Two workers at QD 8 ask for 16: that is said.
+    let mut s2 = serde_json::json!({"bs": 4096, "qd": 8, "workers": 2, "qd_requested": 16});
+    let two = |s: &Value| {
+        parameters(
+            &[cfg("A", vec![t("x", "disk", &[])])],
+            &[info("x", s.clone(), None)],
+        )
+    };
+    let tab = format!("{:?}", two(&s2)[0]);
+    assert!(tab.contains("qd_requested=16"), "{tab}");
+    s2["qd_requested"] = 8.into();
+    assert!(!format!("{:?}", two(&s2)[0]).contains("qd_requested"));
 }
 
 /// A mixed spec on two targets: its `mix` and target count get columns;
