@@ -211,13 +211,14 @@ fn cells(s: &Value, used: &[&(&str, &str)], cols: &[(&str, &str)]) -> Vec<String
         .collect();
     let other: Vec<String> = (s.as_object().into_iter().flatten())
         .filter(|(k, v)| {
+            // The depth asked of all workers says something only where it
+            // is not the QD column's (several workers, or psync).
+            let repeats_qd = k.as_str() == "qd_requested" && s.get("qd") == Some(*v);
             !cols.iter().any(|c| c.0 == k.as_str())
                 && !HIDDEN.contains(&k.as_str())
                 && !v.is_null()
                 && v.as_array().is_none_or(|a| !a.is_empty())
-                // The depth asked of all workers says something only where
-                // it is not the QD column's (several workers, or psync).
-                && !(k.as_str() == "qd_requested" && s.get("qd") == Some(*v))
+                && !repeats_qd
         })
         .map(|(k, v)| format!("{k}={}", show(k, v)))
         .collect();
