@@ -21,7 +21,7 @@ fn builtin_suites_expand_to_the_expected_counts() {
 
 #[test]
 fn iscsi_study_parameters() {
-    let s = parse(crate::builtin::find("iscsi-initiator-study").unwrap(), "x").unwrap();
+    let s = builtin("iscsi-initiator-study");
     assert_eq!(s.cpu_threshold_pct, Some(8.0));
     let j = s
         .jobs
@@ -75,11 +75,7 @@ group = "{dir}"
 
 #[test]
 fn spec_then_explicit_keys() {
-    let s = parse(
-        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n");
     let JobSpec::Disk(d) = &s.jobs[1].spec else {
         panic!()
     };
@@ -89,6 +85,16 @@ fn spec_then_explicit_keys() {
 
 fn err(text: &str) -> SuiteError {
     parse(text, "s.toml").unwrap_err()
+}
+
+/// A suite that parses, as the file `s.toml`.
+pub(crate) fn suite(text: &str) -> Suite {
+    parse(text, "s.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A built-in suite, parsed.
+pub(crate) fn builtin(name: &str) -> Suite {
+    suite(crate::builtin::find(name).unwrap())
 }
 
 /// `e` is told on `line`, about `key`.
@@ -127,11 +133,7 @@ fn every_wrong_test_is_told_at_once() {
 #[test]
 fn the_system_under_test_by_name_or_pid() {
     use iotoll_probe::procs::SutProcess;
-    let s = parse(
-        "name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n");
     assert_eq!(
         s.sut,
         [SutProcess::Name("tgtd".into()), SutProcess::Pid(42)]
@@ -180,11 +182,7 @@ fn bad_suites_name_file_line_and_key() {
     has(&e, "{dir}");
     let e = err("name='t'\ninterference_pct=150\n[[test]]\nname='a'\nkind='disk'\n");
     at(&e, 2, "interference_pct");
-    let s = parse(
-        "name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n");
     assert_eq!(
         (s.jobs[0].interference_pct, s.jobs[1].interference_pct),
         (2.0, 7.5)
@@ -402,11 +400,9 @@ fn bad_file_specs_name_the_key_and_line() {
 
 #[test]
 fn workers_spread_and_cpus_pass_through() {
-    let s = parse(
+    let s = suite(
         "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=0\nspread=true\ncpus='0-3'\nqd=32\n",
-        "t",
-    )
-    .unwrap();
+    );
     let JobSpec::Disk(d) = &s.jobs[0].spec else {
         panic!()
     };
@@ -416,10 +412,6 @@ fn workers_spread_and_cpus_pass_through() {
     );
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ncpus='3-1'\n");
     at(&e, 5, "cpus");
-    let s = parse(
-        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n");
     assert_eq!(s.jobs[1].name, "a/spread=true");
 }

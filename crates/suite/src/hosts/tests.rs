@@ -1,5 +1,5 @@
 use super::*;
-use crate::file::tests::{at, has, key, starts};
+use crate::file::tests::{at, builtin, has, key, starts, suite};
 use crate::parse;
 
 fn err(text: &str) -> SuiteError {
@@ -185,19 +185,13 @@ fn clients_and_server_expand_into_pairs_in_client_order() {
     assert_eq!(s.jobs[1].name, "bidir/conns=4");
     assert_eq!(s.jobs[0].placement.hosts(), ["c1", "srv", "c2"]);
     // pairs_per_client defaults to 1.
-    let s = parse(
-        &format!("{NET}clients = ['c1', 'c2']\nserver = 'srv'\n"),
-        "s",
-    )
-    .unwrap();
+    let s = suite(&format!("{NET}clients = ['c1', 'c2']\nserver = 'srv'\n"));
     assert_eq!(s.jobs[0].placement.label(), "2 pairs: c1>srv, c2>srv");
-    let s = parse(
-        &format!("{NET}pairs = [['c1', 's1'], ['c2', 's1'], ['c1', 's2']]\n"),
-        "s",
-    )
-    .unwrap();
+    let s = suite(&format!(
+        "{NET}pairs = [['c1', 's1'], ['c2', 's1'], ['c1', 's2']]\n"
+    ));
     assert_eq!(s.jobs[0].placement.hosts(), ["c1", "s1", "c2", "s2"]);
-    let s = parse(&format!("{DISK}on = ['h1', 'h2']\n"), "s").unwrap();
+    let s = suite(&format!("{DISK}on = ['h1', 'h2']\n"));
     assert_eq!(
         s.jobs[0].placement,
         Placement::Disk {
@@ -206,7 +200,7 @@ fn clients_and_server_expand_into_pairs_in_client_order() {
     );
     assert_eq!(s.jobs[0].params["on"], serde_json::json!(["h1", "h2"]));
     assert_eq!(s.jobs[0].placement.label(), "on h1, h2");
-    let s = parse(DISK, "s").unwrap();
+    let s = suite(DISK);
     assert!(s.jobs[0].placement.is_local() && s.jobs[0].params.get("on").is_none());
 }
 
@@ -275,10 +269,6 @@ fn bad_placements_name_the_key() {
     // The known keys of a kind include its placement keys.
     let e = err(&format!("{DISK}bogus = 1\n"));
     assert!(e.msg.ends_with("and to place it on hosts: on"), "{e}");
-}
-
-fn suite(text: &str) -> Suite {
-    parse(text, "s.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
 const PAIRS: &str = "name='t'\n[hosts]\nc1 = '10.0.0.1'\nsrv = { address = '10.0.0.9', ssh = 'me@srv' }\n[[test]]\nname='bidir'\nkind='net-stream'\npairs = [['c1', 'srv'], ['c2', 'srv'], ['c9', 'srv']]\n[[test]]\nname='d'\nkind='disk'\non = ['c2', 'c1']\n";
@@ -379,11 +369,7 @@ fn lab_hosts_fill_in_undefined_names() {
 
 #[test]
 fn the_bidirectional_study_runs_in_quad_100m() {
-    let s = parse(
-        crate::builtin::find("bidirectional-transfer-study").unwrap(),
-        "b",
-    )
-    .unwrap();
+    let s = builtin("bidirectional-transfer-study");
     let j = &s.jobs[0];
     let Placement::Net { pairs } = &j.placement else {
         panic!("{:?}", j.placement)

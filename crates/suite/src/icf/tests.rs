@@ -290,7 +290,7 @@ fn round_trip(s: &crate::Suite, test: Option<&str>, targets: &[&str]) -> (crate:
 #[test]
 fn built_in_studies_round_trip() {
     for (name, test) in [("iscsi-initiator-study", "small-block"), ("quick", "disk")] {
-        let s = crate::parse(crate::builtin::find(name).unwrap(), name).unwrap();
+        let s = crate::file::tests::builtin(name);
         let (back, text) = round_trip(&s, Some(test), &[]);
         let want: Vec<_> = expanded(&s)
             .into_iter()
@@ -299,7 +299,7 @@ fn built_in_studies_round_trip() {
         assert_eq!(expanded(&back), want, "{name}\n{text}");
     }
     // Per-spec queue depths: a group of workers per QD, idle in turn.
-    let s = crate::parse(crate::builtin::find("quick").unwrap(), "quick").unwrap();
+    let s = crate::file::tests::builtin("quick");
     let (_, text) = round_trip(&s, None, &[]);
     assert!(
         text.contains(
@@ -331,7 +331,7 @@ fn the_fixture_round_trips() {
 
 #[test]
 fn exports_refuse_what_an_icf_cannot_hold() {
-    let s = crate::parse(crate::builtin::find("adapter-vs-hba-study").unwrap(), "a").unwrap();
+    let s = crate::file::tests::builtin("adapter-vs-hba-study");
     let e = export(&s, &ExportOptions::default()).unwrap_err();
     assert!(
         e.contains("3 disk tests (read, write, rw)") && e.contains("--test"),
