@@ -102,14 +102,8 @@ pub fn override_durations(
 /// Planned time of the whole suite: ramp + window of every repetition,
 /// with `reps` (the `--reps` override) in place of each test's own.
 pub fn planned(suite: &Suite, reps: Option<u32>) -> Duration {
-    suite
-        .jobs
-        .iter()
-        .map(|j| {
-            let (r, t) = j.ramp_time();
-            (r + t) * reps.unwrap_or(j.reps).max(1)
-        })
-        .sum()
+    let plan = Eta::new(suite, reps).plan;
+    plan.iter().map(|(d, n)| *d * *n).sum()
 }
 
 /// Time left: the planned ramp + window of the repetitions still to run,

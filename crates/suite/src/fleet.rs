@@ -61,19 +61,14 @@ pub fn start(
     if !s.ssh.is_empty() {
         progress(&format!("started {} agent(s) through ssh", s.ssh.len()));
     }
-    let Starting {
-        agents,
-        ssh,
-        files,
-        specs,
-        ..
-    } = s;
-    let console = Console::connect(specs, Some(key)).map_err(|e| RunError::Hosts(e.to_string()))?;
+    let (_agents, _ssh, _files) = (s.agents, s.ssh, s.files);
+    let console =
+        Console::connect(s.specs, Some(key)).map_err(|e| RunError::Hosts(e.to_string()))?;
     Ok(Some(Fleet {
         console,
-        _agents: agents,
-        _ssh: ssh,
-        _files: files,
+        _agents,
+        _ssh,
+        _files,
     }))
 }
 

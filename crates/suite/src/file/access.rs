@@ -127,25 +127,17 @@ impl<'a> Ctx<'a> {
             }
             None => {}
         }
-        match self.check(k.bs.as_ref(), "bs", as_size)? {
-            Some(bs) => l.bs = bs,
-            None => {
-                let msg = format!("a line of {what} has no bs (transfer size)");
-                return Err(self.err(Some(at), Some("bs"), msg));
-            }
-        }
-        if let Some(p) = self.check(k.read.as_ref(), "read", pct)? {
-            l.read_pct = p;
-        }
-        if let Some(p) = self.check(k.random.as_ref(), "random", pct)? {
-            l.random_pct = p;
-        }
-        if let Some(d) = self.check(k.burst_delay.as_ref(), "burst_delay", as_duration)? {
-            l.burst_delay = d;
-        }
-        if let Some(b) = self.check(k.burst_len.as_ref(), "burst_len", as_u32)? {
-            l.burst_len = b;
-        }
+        l.bs = self.check(k.bs.as_ref(), "bs", as_size)?.ok_or_else(|| {
+            let msg = format!("a line of {what} has no bs (transfer size)");
+            self.err(Some(at.clone()), Some("bs"), msg)
+        })?;
+        // What a line leaves out keeps `AccessLine`'s default.
+        l.read_pct = (self.check(k.read.as_ref(), "read", pct)?).unwrap_or(l.read_pct);
+        l.random_pct = (self.check(k.random.as_ref(), "random", pct)?).unwrap_or(l.random_pct);
+        let delay = self.check(k.burst_delay.as_ref(), "burst_delay", as_duration)?;
+        l.burst_delay = delay.unwrap_or(l.burst_delay);
+        let len = self.check(k.burst_len.as_ref(), "burst_len", as_u32)?;
+        l.burst_len = len.unwrap_or(l.burst_len);
         l.align = self.check(k.align.as_ref(), "align", as_size)?;
         // The engine's checks of one line, told on the line's key.
         let probe = DiskRequest {
@@ -157,13 +149,13 @@ impl<'a> Ctx<'a> {
         };
         if let Err(e) = probe.validate() {
             let msg = flags_as_keys(&e.to_string());
-            let key = ["bs", "align", "burst_len"]
-                .into_iter()
-                .find(|k| msg.starts_with(k));
-            let (key, raw) = match key {
-                Some("bs") => (Some("bs"), k.bs.as_ref()),
-                Some("align") => (Some("align"), k.align.as_ref()),
-                Some(_) => (Some("burst_len"), k.burst_len.as_ref()),
+            let keys = [
+                ("bs", &k.bs),
+                ("align", &k.align),
+                ("burst_len", &k.burst_len),
+            ];
+            let (key, raw) = match keys.into_iter().find(|(n, _)| msg.starts_with(n)) {
+                Some((n, raw)) => (Some(n), raw.as_ref()),
                 None => (None, None),
             };
             let msg = format!("{what}: {msg}");

@@ -756,4 +756,4 @@ mod access;
 mod jobs;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

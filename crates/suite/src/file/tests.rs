@@ -21,7 +21,7 @@ fn builtin_suites_expand_to_the_expected_counts() {
 
 #[test]
 fn iscsi_study_parameters() {
-    let s = parse(crate::builtin::find("iscsi-initiator-study").unwrap(), "x").unwrap();
+    let s = builtin("iscsi-initiator-study");
     assert_eq!(s.cpu_threshold_pct, Some(8.0));
     let j = s
         .jobs
@@ -75,11 +75,7 @@ group = "{dir}"
 
 #[test]
 fn spec_then_explicit_keys() {
-    let s = parse(
-        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n");
     let JobSpec::Disk(d) = &s.jobs[1].spec else {
         panic!()
     };
@@ -89,6 +85,33 @@ fn spec_then_explicit_keys() {
 
 fn err(text: &str) -> SuiteError {
     parse(text, "s.toml").unwrap_err()
+}
+
+/// A suite that parses, as the file `s.toml`.
+pub(crate) fn suite(text: &str) -> Suite {
+    parse(text, "s.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A built-in suite, parsed.
+pub(crate) fn builtin(name: &str) -> Suite {
+    suite(crate::builtin::find(name).unwrap())
+}
+
+/// `e` is told on `line`, about `key`.
+pub(crate) fn at(e: &SuiteError, line: usize, key: &str) {
+    assert_eq!((e.line, e.key.as_deref()), (Some(line), Some(key)), "{e}");
+}
+
+pub(crate) fn key(e: &SuiteError, key: &str) {
+    assert_eq!(e.key.as_deref(), Some(key), "{e}");
+}
+
+pub(crate) fn has(e: &SuiteError, part: &str) {
+    assert!(e.msg.contains(part), "{e}");
+}
+
+pub(crate) fn starts(e: &SuiteError, part: &str) {
+    assert!(e.msg.starts_with(part), "{e}");
 }
 
 /// Each wrong [[test]] is told, not only the first.
@@ -110,11 +133,7 @@ fn every_wrong_test_is_told_at_once() {
 #[test]
 fn the_system_under_test_by_name_or_pid() {
     use iotoll_probe::procs::SutProcess;
-    let s = parse(
-        "name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n",
-        "t",
-    )
-    .unwrap();
+    let s = suite("name='t'\nsut=['tgtd', 42]\n[[test]]\nname='a'\nkind='disk'\n");
     assert_eq!(
         s.sut,
         [SutProcess::Name("tgtd".into()), SutProcess::Pid(42)]
@@ -123,7 +142,7 @@ fn the_system_under_test_by_name_or_pid() {
         let e = err(&format!(
             "name='t'\n{bad}\n[[test]]\nname='a'\nkind='disk'\n"
         ));
-        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("sut")), "{e}");
+        at(&e, 2, "sut");
     }
 }
 
@@ -132,9 +151,9 @@ fn bad_suites_name_file_line_and_key() {
     let e = err("name = 't'\n[[test]\n");
     assert_eq!((e.file.as_str(), e.line), ("s.toml", Some(2)), "{e}");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbogus=1\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
+    at(&e, 5, "bogus");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd='deep'\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("qd")), "{e}");
+    at(&e, 5, "qd");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nspec=['nope']\n");
     assert!(
         e.msg.contains("unknown spec 'nope'") && e.line == Some(5),
@@ -148,34 +167,22 @@ fn bad_suites_name_file_line_and_key() {
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='a'\nkind='net-rr'\n");
     assert!(e.msg.contains("duplicate") && e.line == Some(6), "{e}");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nread=150\n");
-    assert!(e.msg.contains("outside 0-100"), "{e}");
+    has(&e, "outside 0-100");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='net-rr'\ndir='tx'\n");
-    assert_eq!(e.key.as_deref(), Some("dir"), "{e}");
+    key(&e, "dir");
     let e = err("name='t'\nwhatever=1\n[[test]]\nname='a'\nkind='disk'\n");
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(2), Some("whatever")),
-        "{e}"
-    );
+    at(&e, 2, "whatever");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='tape'\n");
-    assert!(e.msg.contains("unknown kind"), "{e}");
+    has(&e, "unknown kind");
     let e = err("name='t'\nselect='best'\n[[test]]\nname='a'\nkind='disk'\n");
-    assert_eq!(e.key.as_deref(), Some("select"), "{e}");
+    key(&e, "select");
     let e = err("name='t'\n");
-    assert!(e.msg.contains("no [[test]]"), "{e}");
+    has(&e, "no [[test]]");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ngroup='{dir}'\n");
-    assert!(e.msg.contains("{dir}"), "{e}");
+    has(&e, "{dir}");
     let e = err("name='t'\ninterference_pct=150\n[[test]]\nname='a'\nkind='disk'\n");
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(2), Some("interference_pct")),
-        "{e}"
-    );
-    let s = parse(
-        "name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n",
-        "t",
-    )
-    .unwrap();
+    at(&e, 2, "interference_pct");
+    let s = suite("name='t'\ninterference_pct=2\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='disk'\ninterference_pct=7.5\n");
     assert_eq!(
         (s.jobs[0].interference_pct, s.jobs[1].interference_pct),
         (2.0, 7.5)
@@ -187,20 +194,16 @@ fn bad_suites_name_file_line_and_key() {
 #[test]
 fn engine_limits_name_the_key_and_its_line() {
     let e = err("name='t'\n\n[[test]]\nname='a'\nkind='disk'\nqd=0\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("qd")), "{e}");
-    assert!(e.msg.starts_with("qd must be between 1 and"), "{e}");
+    at(&e, 6, "qd");
+    starts(&e, "qd must be between 1 and");
     assert!(!e.to_string().contains("--"), "{e}");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='net-stream'\ntime='2s'\nconns=[1, 0]\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("conns")), "{e}");
+    at(&e, 6, "conns");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nbs='4k'\nburst_len=0\n");
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(6), Some("burst_len")),
-        "{e}"
-    );
+    at(&e, 6, "burst_len");
     // A limit broken by two keys together names both in the file's terms.
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\nsize='4k'\nbs='64k'\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("size")), "{e}");
+    at(&e, 5, "size");
     assert!(
         e.msg.contains("(bs 65536)") || e.msg.contains("(bs 64k)"),
         "{e}"
@@ -223,14 +226,14 @@ fn spaced_test_headers_keep_lines() {
     let e = err(
         "name='t'\n[[ test ]]\nname='a'\nkind='disk'\n\n[[ test ]]\nname='b'\nkind='disk'\nqd=0\n",
     );
-    assert_eq!((e.line, e.key.as_deref()), (Some(9), Some("qd")), "{e}");
+    at(&e, 9, "qd");
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\n[[ test ]]\nkind='disk'\n");
     assert_eq!(
         (e.line, e.msg.as_str()),
         (Some(5), "this [[test]] has no name")
     );
     let e = err("name='t'\n[[ test ]]\nname='a'\nkind='disk'\nbogus=1\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("bogus")), "{e}");
+    at(&e, 5, "bogus");
 }
 
 /// Seen: control characters in suite and test names reached the
@@ -242,7 +245,7 @@ fn control_characters_in_names_are_refused_and_escaped() {
         let e = err(&format!(
             "name=\"{suite}\"\n[[test]]\nname=\"{test}\"\nkind=\"disk\"\n"
         ));
-        assert!(e.msg.contains("control characters"), "{e}");
+        has(&e, "control characters");
     }
     let e = err(r#"name="t"
 [[test]]
@@ -266,8 +269,8 @@ fn huge_sweeps_are_refused_before_expanding() {
     let text =
         format!("name='t'\n[[test]]\nname='a'\nkind='disk'\nqd=[{list}]\nworkers=[{list}]\n");
     let e = err(&text);
-    assert!(e.msg.contains("1,000,000 combinations"), "{e}");
-    assert!(e.msg.contains("qd: 1000 x workers: 1000"), "{e}");
+    has(&e, "1,000,000 combinations");
+    has(&e, "qd: 1000 x workers: 1000");
     assert_eq!(e.line, Some(2), "{e}");
     // Counted over the whole suite, not per test.
     let half: Vec<String> = (1..=6000).map(|v| format!("'{v}k'")).collect();
@@ -364,49 +367,42 @@ fn file_specs_with_lines() {
 #[test]
 fn bad_file_specs_name_the_key_and_line() {
     let e = err(&MIXED.replace("share = 10,", "share = 5,"));
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("lines")), "{e}");
-    assert!(e.msg.contains("add up to 95 %"), "{e}");
+    at(&e, 5, "lines");
+    has(&e, "add up to 95 %");
     // bs beside a mixed spec: the key is named on its line.
     let e = err(&MIXED.replace(
         "spec = [\"mail\", \"seq-read\", \"db-oltp-8k\"]",
         "spec = \"mail\"\nbs = \"8k\"",
     ));
-    assert_eq!((e.line, e.key.as_deref()), (Some(21), Some("bs")), "{e}");
-    assert!(
-        e.msg
-            .starts_with("bs sets the transfer of a single-line spec; spec 'mail' has 3 lines"),
-        "{e}"
+    at(&e, 21, "bs");
+    starts(
+        &e,
+        "bs sets the transfer of a single-line spec; spec 'mail' has 3 lines",
     );
     let e = err(&MIXED.replace("read = 70,", "read = 70, colour = 1,"));
-    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("colour")), "{e}");
+    at(&e, 6, "colour");
     let e = err(&MIXED.replace("{ share = 60, bs = \"4k\",", "{ bs = \"4k\","));
-    assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("share")), "{e}");
+    at(&e, 6, "share");
     let e = err(&MIXED.replace("bs = \"1m\"", "bs = \"2g\""));
-    assert_eq!((e.line, e.key.as_deref()), (Some(13), Some("bs")), "{e}");
+    at(&e, 13, "bs");
     let e = err(&MIXED.replace("burst_len = 4", "burst_len = 0"));
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(8), Some("burst_len")),
-        "{e}"
-    );
+    at(&e, 8, "burst_len");
     let e = err(&MIXED.replace("name = \"seq-read\"", "name = \"mail\""));
     assert!(
         e.msg.contains("a second [[spec]] named 'mail'") && e.line == Some(12),
         "{e}"
     );
     let e = err(&MIXED.replace("lines = [", "bs = 1\nlines = ["));
-    assert_eq!(e.key.as_deref(), Some("bs"), "{e}");
+    key(&e, "bs");
     let e = err(&MIXED.replace("\"db-oltp-8k\"]", "\"nope\"]"));
-    assert!(e.msg.contains("unknown spec 'nope'; the file's [[spec]]s and the built-ins: mail, seq-read, web-file-server-4k"), "{e}");
+    has(&e, "unknown spec 'nope'; the file's [[spec]]s and the built-ins: mail, seq-read, web-file-server-4k");
 }
 
 #[test]
 fn workers_spread_and_cpus_pass_through() {
-    let s = parse(
+    let s = suite(
         "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=0\nspread=true\ncpus='0-3'\nqd=32\n",
-        "t",
-    )
-    .unwrap();
+    );
     let JobSpec::Disk(d) = &s.jobs[0].spec else {
         panic!()
     };
@@ -415,11 +411,7 @@ fn workers_spread_and_cpus_pass_through() {
         (0, true, Some(&[0, 1, 2, 3][..]))
     );
     let e = err("name='t'\n[[test]]\nname='a'\nkind='disk'\ncpus='3-1'\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("cpus")), "{e}");
-    let s = parse(
-        "name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n",
-        "t",
-    )
-    .unwrap();
+    at(&e, 5, "cpus");
+    let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n");
     assert_eq!(s.jobs[1].name, "a/spread=true");
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::file::tests::{at, builtin, has, key, starts, suite};
 use crate::parse;
 
 fn err(text: &str) -> SuiteError {
@@ -53,32 +54,26 @@ kind = "disk"
 #[test]
 fn bad_host_entries_name_the_host_and_key() {
     let e = err("name='t'\n[hosts]\nc1 = { address = '10.0.0.1', colour = 'red' }\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("colour")), "{e}");
+    at(&e, 3, "colour");
     assert_eq!(
         e.msg,
         "unknown key for host 'c1'; known: address, ssh, data, or lab"
     );
     let e = err("name='t'\n[hosts]\n'bad name' = '10.0.0.1'\n");
-    assert!(e.msg.contains("'bad name' is not a host name"), "{e}");
+    has(&e, "'bad name' is not a host name");
     let long = "h".repeat(33);
     let e = err(&format!("name='t'\n[hosts]\n{long} = '10.0.0.1'\n"));
-    assert!(e.msg.contains("1-32 characters"), "{e}");
+    has(&e, "1-32 characters");
     let e = err("name='t'\n[hosts]\nc1 = '10.0.0.1:99999'\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("c1")), "{e}");
+    at(&e, 3, "c1");
     assert_eq!(
         e.msg,
         "'10.0.0.1:99999' is not ADDR[:PORT] (the port must be 1-65535)"
     );
     let e = err("name='t'\n[hosts]\nc1 = 'a b'\n");
-    assert!(
-        e.msg.contains("expected an IP address or a host name"),
-        "{e}"
-    );
+    has(&e, "expected an IP address or a host name");
     let e = err("name='t'\n[hosts]\nc1 = 7\n");
-    assert!(
-        e.msg.starts_with("host 'c1': expected \"ADDR[:PORT]\""),
-        "{e}"
-    );
+    starts(&e, "host 'c1': expected \"ADDR[:PORT]\"");
     let e = err("name='t'\n[hosts]\nc1 = { ssh = 'u@c1' }\n");
     assert_eq!(
         e.msg,
@@ -93,19 +88,19 @@ fn bad_host_entries_name_the_host_and_key() {
         )
     );
     let e = err("name='t'\n[hosts]\nc1 = { lab = 'c1', ssh = 'u@x' }\n");
-    assert!(e.msg.contains("ssh does not apply"), "{e}");
+    has(&e, "ssh does not apply");
     let e = err("name='t'\n[hosts]\nc1 = { address = 'x', ssh = '-oProxyCommand=sh' }\n");
-    assert_eq!(e.key.as_deref(), Some("c1.ssh"), "{e}");
-    assert!(e.msg.contains("not starting with '-'"), "{e}");
+    key(&e, "c1.ssh");
+    has(&e, "not starting with '-'");
     let e = err("name='t'\n[hosts]\nc1 = { address = 'x', data = ['10.0.0.1', 'eth0'] }\n");
     assert_eq!(
         (e.key.as_deref(), e.msg.as_str()),
         (Some("c1.data"), "'eth0' is not an IP address")
     );
     let e = err("name='t'\n[hosts]\nc1 = { address = 'x', data = [] }\n");
-    assert!(e.msg.starts_with("expected a list of IP addresses"), "{e}");
+    starts(&e, "expected a list of IP addresses");
     let e = err("name='t'\nhosts = 3\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("hosts")), "{e}");
+    at(&e, 2, "hosts");
 }
 
 #[test]
@@ -141,10 +136,7 @@ fn two_hosts_at_one_address_name_both() {
         "hosts 'a' and 'b' are the same agent (10.0.0.1:7575)"
     );
     let e = file_err("[hosts]\na = 'Srv.Lab'\nb = 'srv.lab:7575'\n");
-    assert!(
-        e.msg.starts_with("hosts 'a' and 'b' are the same agent"),
-        "{e}"
-    );
+    starts(&e, "hosts 'a' and 'b' are the same agent");
     let e = file_err("[hosts]\na = '::1'\nb = '[::1]'\n");
     assert_eq!(e.msg, "hosts 'a' and 'b' are the same agent ([::1]:7575)");
     // Another port is another agent.
@@ -159,11 +151,8 @@ fn two_hosts_at_one_address_name_both() {
 #[test]
 fn hosts_files_hold_hosts_only() {
     let e = file_err("name = 'x'\n[hosts]\na = '10.0.0.1'\n");
-    assert_eq!((e.line, e.key.as_deref()), (Some(1), Some("name")), "{e}");
-    assert!(
-        e.msg.starts_with("a hosts file has only a [hosts] table"),
-        "{e}"
-    );
+    at(&e, 1, "name");
+    starts(&e, "a hosts file has only a [hosts] table");
     let e = file_err("# nothing\n");
     assert_eq!(e.msg, "the hosts file defines no host ([hosts] table)");
     let e = file_err("[hosts]\na = '10.0.0.1\n");
@@ -196,19 +185,13 @@ fn clients_and_server_expand_into_pairs_in_client_order() {
     assert_eq!(s.jobs[1].name, "bidir/conns=4");
     assert_eq!(s.jobs[0].placement.hosts(), ["c1", "srv", "c2"]);
     // pairs_per_client defaults to 1.
-    let s = parse(
-        &format!("{NET}clients = ['c1', 'c2']\nserver = 'srv'\n"),
-        "s",
-    )
-    .unwrap();
+    let s = suite(&format!("{NET}clients = ['c1', 'c2']\nserver = 'srv'\n"));
     assert_eq!(s.jobs[0].placement.label(), "2 pairs: c1>srv, c2>srv");
-    let s = parse(
-        &format!("{NET}pairs = [['c1', 's1'], ['c2', 's1'], ['c1', 's2']]\n"),
-        "s",
-    )
-    .unwrap();
+    let s = suite(&format!(
+        "{NET}pairs = [['c1', 's1'], ['c2', 's1'], ['c1', 's2']]\n"
+    ));
     assert_eq!(s.jobs[0].placement.hosts(), ["c1", "s1", "c2", "s2"]);
-    let s = parse(&format!("{DISK}on = ['h1', 'h2']\n"), "s").unwrap();
+    let s = suite(&format!("{DISK}on = ['h1', 'h2']\n"));
     assert_eq!(
         s.jobs[0].placement,
         Placement::Disk {
@@ -217,58 +200,41 @@ fn clients_and_server_expand_into_pairs_in_client_order() {
     );
     assert_eq!(s.jobs[0].params["on"], serde_json::json!(["h1", "h2"]));
     assert_eq!(s.jobs[0].placement.label(), "on h1, h2");
-    let s = parse(DISK, "s").unwrap();
+    let s = suite(DISK);
     assert!(s.jobs[0].placement.is_local() && s.jobs[0].params.get("on").is_none());
 }
 
 #[test]
 fn bad_placements_name_the_key() {
     let e = err(&format!("{NET}on = ['h1']\n"));
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("on")), "{e}");
-    assert!(
-        e.msg
-            .starts_with("on places a disk test; a net-stream test is placed with pairs"),
-        "{e}"
+    at(&e, 5, "on");
+    starts(
+        &e,
+        "on places a disk test; a net-stream test is placed with pairs",
     );
     let e = err(&format!("{DISK}pairs = [['a', 'b']]\n"));
-    assert_eq!((e.line, e.key.as_deref()), (Some(5), Some("pairs")), "{e}");
+    at(&e, 5, "pairs");
     assert_eq!(
         e.msg,
         "pairs places a network test; a disk test runs on hosts with on = [\"h1\", ...]"
     );
     let e = err(&format!("{DISK}server = 'b'\n"));
-    assert_eq!(e.key.as_deref(), Some("server"), "{e}");
+    key(&e, "server");
     let e = err(&format!(
         "{NET}pairs = [['a', 'b']]\nclients = ['c']\nserver = 's'\n"
     ));
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(6), Some("clients")),
-        "{e}"
-    );
-    assert!(
-        e.msg
-            .starts_with("pairs and clients both give the test's pairs"),
-        "{e}"
-    );
+    at(&e, 6, "clients");
+    starts(&e, "pairs and clients both give the test's pairs");
     let e = err(&format!("{NET}pairs = [['a', 'b'], ['c', 'c']]\n"));
-    assert_eq!(e.key.as_deref(), Some("pairs"), "{e}");
+    key(&e, "pairs");
     assert_eq!(
         e.msg,
         "pair 2 has 'c' as both client and server: a pair needs two hosts"
     );
     let e = err(&format!("{NET}pairs = [['a', 'b', 'c']]\n"));
-    assert!(
-        e.msg
-            .starts_with("pair 1: expected a list of [client, server] pairs"),
-        "{e}"
-    );
+    starts(&e, "pair 1: expected a list of [client, server] pairs");
     let e = err(&format!("{NET}pairs = []\n"));
-    assert!(
-        e.msg
-            .starts_with("expected a list of [client, server] pairs"),
-        "{e}"
-    );
+    starts(&e, "expected a list of [client, server] pairs");
     let e = err(&format!("{NET}clients = ['a', 's']\nserver = 's'\n"));
     assert_eq!(
         (e.key.as_deref(), e.msg.as_str()),
@@ -278,42 +244,31 @@ fn bad_placements_name_the_key() {
         )
     );
     let e = err(&format!("{NET}clients = ['a']\n"));
-    assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("server")), "{e}");
+    at(&e, 2, "server");
     let e = err(&format!("{NET}server = 's'\n"));
-    assert_eq!(e.key.as_deref(), Some("clients"), "{e}");
+    key(&e, "clients");
     let e = err(&format!("{NET}pairs_per_client = 2\n"));
-    assert_eq!(e.key.as_deref(), Some("pairs_per_client"), "{e}");
+    key(&e, "pairs_per_client");
     let e = err(&format!(
         "{NET}clients = ['a']\nserver = 's'\npairs_per_client = 0\n"
     ));
-    assert_eq!(
-        (e.line, e.key.as_deref()),
-        (Some(7), Some("pairs_per_client")),
-        "{e}"
-    );
+    at(&e, 7, "pairs_per_client");
     let e = err(&format!(
         "{NET}clients = ['a', 'b']\nserver = 's'\npairs_per_client = 4000000000\n"
     ));
-    assert!(e.msg.contains("more than 10000 pairs"), "{e}");
+    has(&e, "more than 10000 pairs");
     let e = err(&format!("{DISK}on = ['h1', 'h1']\n"));
     assert_eq!(
         (e.key.as_deref(), e.msg.as_str()),
         (Some("on"), "host 'h1' is named twice")
     );
     let e = err(&format!("{DISK}on = 'h1'\n"));
-    assert!(
-        e.msg.starts_with("expected a list of host names: on = "),
-        "{e}"
-    );
+    starts(&e, "expected a list of host names: on = ");
     let e = err(&format!("{DISK}on = ['no way']\n"));
-    assert!(e.msg.contains("is not a host name"), "{e}");
+    has(&e, "is not a host name");
     // The known keys of a kind include its placement keys.
     let e = err(&format!("{DISK}bogus = 1\n"));
     assert!(e.msg.ends_with("and to place it on hosts: on"), "{e}");
-}
-
-fn suite(text: &str) -> Suite {
-    parse(text, "s.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
 const PAIRS: &str = "name='t'\n[hosts]\nc1 = '10.0.0.1'\nsrv = { address = '10.0.0.9', ssh = 'me@srv' }\n[[test]]\nname='bidir'\nkind='net-stream'\npairs = [['c1', 'srv'], ['c2', 'srv'], ['c9', 'srv']]\n[[test]]\nname='d'\nkind='disk'\non = ['c2', 'c1']\n";
@@ -414,11 +369,7 @@ fn lab_hosts_fill_in_undefined_names() {
 
 #[test]
 fn the_bidirectional_study_runs_in_quad_100m() {
-    let s = parse(
-        crate::builtin::find("bidirectional-transfer-study").unwrap(),
-        "b",
-    )
-    .unwrap();
+    let s = builtin("bidirectional-transfer-study");
     let j = &s.jobs[0];
     let Placement::Net { pairs } = &j.placement else {
         panic!("{:?}", j.placement)

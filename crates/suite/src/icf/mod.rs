@@ -230,17 +230,12 @@ impl WorkerKind {
             WorkerKind::NetVi => "NETWORK,VI",
         }
     }
+    /// As written, blanks around its commas and case aside.
     fn parse(s: &str) -> Option<Self> {
-        let tokens: Vec<String> = s
-            .split(',')
-            .map(|t| t.trim().to_ascii_uppercase())
-            .collect();
-        match tokens.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-            ["DISK"] => Some(WorkerKind::Disk),
-            ["NETWORK", "TCP"] => Some(WorkerKind::NetTcp),
-            ["NETWORK", "VI"] => Some(WorkerKind::NetVi),
-            _ => None,
-        }
+        let words: Vec<&str> = s.split(',').map(str::trim).collect();
+        let all = [WorkerKind::Disk, WorkerKind::NetTcp, WorkerKind::NetVi];
+        all.into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(&words.join(",")))
     }
 }
 

@@ -95,6 +95,17 @@ impl<'a> Reader<'a> {
         self.problems
             .push((Some(at), format!("unknown key '{}' in {what}", &key[1..])));
     }
+
+    /// A key the reader of `within` does not take: a misplaced end
+    /// (`'End...`, `'Version`) stops it, said as `expected`; any other is
+    /// listed as unknown and reading goes on.
+    fn other(&mut self, at: usize, key: &str, expected: &str, within: &str) -> Result<(), Stop> {
+        if starts_with_ci(key, "'End") || starts_with_ci(key, "'Version") {
+            return Err((at, format!("{expected}, found {key}")));
+        }
+        self.unknown(at, within, key);
+        Ok(())
+    }
 }
 
 fn num<T: std::str::FromStr>(s: &str, at: usize, what: &str) -> Result<T, Stop> {
@@ -133,9 +144,10 @@ pub fn parse(text: &str, file: &str) -> Result<Icf, IcfError> {
         problems: Vec::new(),
     };
     let mut icf = Icf::default();
-    let fail = |r: Reader, stop: Stop| {
+    // Every problem listed, with the one that stopped the reading if any.
+    let fail = |r: Reader, stop: Option<Stop>| {
         let mut problems = r.problems;
-        problems.push((Some(stop.0), stop.1));
+        problems.extend(stop.map(|(at, msg)| (Some(at), msg)));
         problems.sort_by_key(|(l, _)| *l);
         IcfError {
             file: file.into(),
@@ -191,7 +203,7 @@ pub fn parse(text: &str, file: &str) -> Result<Icf, IcfError> {
         };
         if seen.contains(section) {
             let msg = format!("a second {} section", &section[1..]);
-            return Err(fail(r, (at, msg)));
+            return Err(fail(r, Some((at, msg))));
         }
         seen.push(section);
         r.i += 1;
@@ -202,16 +214,11 @@ pub fn parse(text: &str, file: &str) -> Result<Icf, IcfError> {
             _ => managers(&mut r).map(|m| icf.managers = Some(m)),
         };
         if let Err(stop) = read {
-            return Err(fail(r, stop));
+            return Err(fail(r, Some(stop)));
         }
     }
     if !r.problems.is_empty() {
-        let mut problems = r.problems;
-        problems.sort_by_key(|(l, _)| *l);
-        return Err(IcfError {
-            file: file.into(),
-            problems,
-        });
+        return Err(fail(r, None));
     }
     Ok(icf)
 }
@@ -337,10 +344,7 @@ fn test_setup(r: &mut Reader, section_at: usize) -> Result<Setup, Stop> {
                 })?;
                 s.test_type_at = at;
             }
-            _ if starts_with_ci(k, "End") || starts_with_ci(k, "Version") => {
-                return Err((at, format!("expected 'END test setup, found {key}")));
-            }
-            _ => r.unknown(at, "TEST SETUP", key),
+            _ => r.other(at, key, "expected 'END test setup", "TEST SETUP")?,
         }
     }
 }
@@ -358,10 +362,8 @@ fn display(r: &mut Reader) -> Result<Vec<(String, String)>, Stop> {
             || k.starts_with("bar chart ");
         if known {
             out.push((key.to_string(), v.to_string()));
-        } else if k.starts_with("end") || k.starts_with("version") {
-            return Err((at, format!("expected 'END results display, found {key}")));
         } else {
-            r.unknown(at, "RESULTS DISPLAY", key);
+            r.other(at, key, "expected 'END results display", "RESULTS DISPLAY")?;
         }
     }
 }
@@ -375,13 +377,8 @@ fn access_specs(r: &mut Reader) -> Result<Vec<Spec>, Stop> {
             return Ok(specs);
         }
         if k != "access specification name,default assignment" {
-            if k.starts_with("end") || k.starts_with("version") {
-                return Err((
-                    at,
-                    format!("expected 'END access specifications, found {key}"),
-                ));
-            }
-            r.unknown(at, "ACCESS SPECIFICATIONS", key);
+            let expected = "expected 'END access specifications";
+            r.other(at, key, expected, "ACCESS SPECIFICATIONS")?;
             continue;
         }
         let (name, assignment) = v.rsplit_once(',').unwrap_or((v, "NONE"));
@@ -479,10 +476,7 @@ fn managers(r: &mut Reader) -> Result<Vec<Manager>, Stop> {
             return Ok(out);
         }
         if k != "manager id, manager name" {
-            if k.starts_with("end") || k.starts_with("version") {
-                return Err((at, format!("expected 'END manager list, found {key}")));
-            }
-            r.unknown(at, "MANAGER LIST", key);
+            r.other(at, key, "expected 'END manager list", "MANAGER LIST")?;
             continue;
         }
         let (id, name) = v.split_once(',').unwrap_or((v, ""));
@@ -505,10 +499,7 @@ fn managers(r: &mut Reader) -> Result<Vec<Manager>, Stop> {
                 break;
             }
             if k != "worker" {
-                if k.starts_with("end") || k.starts_with("version") {
-                    return Err((at, format!("expected 'End manager, found {key}")));
-                }
-                r.unknown(at, "a manager", key);
+                r.other(at, key, "expected 'End manager", "a manager")?;
                 continue;
             }
             m.workers.push(worker(r, v, vat)?);
@@ -619,10 +610,12 @@ fn defaults(r: &mut Reader, w: &mut Worker, what: &str) -> Result<(), Stop> {
             }
             "local network interface" => w.local_interface = Some(v.to_string()),
             "vi outstanding ios" => w.vi_outstanding = Some(num(v, vat, "VI outstanding IOs")?),
-            _ if k.starts_with("end") || k.starts_with("version") => {
-                return Err((at, format!("{what}: expected 'End default target settings for worker, found {key}")));
-            }
-            _ => r.unknown(at, &format!("the default target settings of {what}"), key),
+            _ => r.other(
+                at,
+                key,
+                &format!("{what}: expected 'End default target settings for worker"),
+                &format!("the default target settings of {what}"),
+            )?,
         }
     }
 }
@@ -658,10 +651,9 @@ fn targets(r: &mut Reader, what: &str) -> Result<Vec<Target>, Stop> {
                     num(id, mvat, "target manager ID")?,
                     mname.trim().to_string(),
                 ));
-            } else if starts_with_ci(k, "'End") || starts_with_ci(k, "'Version") {
-                return Err((kat, format!("{what}: expected 'End target, found {k}")));
             } else {
-                r.unknown(kat, &format!("target '{name}' of {what}"), k);
+                let expected = format!("{what}: expected 'End target");
+                r.other(kat, k, &expected, &format!("target '{name}' of {what}"))?;
             }
         }
         out.push(t);

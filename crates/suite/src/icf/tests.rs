@@ -2,6 +2,11 @@ use super::*;
 
 const TWO: &str = include_str!("../../tests/fixtures/icf/two-workers.icf");
 
+/// `e` says `part`.
+fn says(e: &impl std::fmt::Display, part: &str) {
+    assert!(e.to_string().contains(part), "{e}");
+}
+
 fn fixture(name: &str) -> String {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/icf/");
     std::fs::read_to_string(format!("{dir}{name}")).unwrap()
@@ -141,30 +146,20 @@ fn unknown_sections_and_keys_are_all_listed() {
 #[test]
 fn malformed_files_say_where() {
     let e = parse("name = 'x'\n", "x").unwrap_err();
-    assert!(
-        e.to_string().contains("first line should be 'Version"),
-        "{e}"
-    );
+    says(&e, "first line should be 'Version");
     let e = parse(
         &TWO.replace("\t4096,60,70,100,0,1,0,0", "\t4096,60,170,100,0,1,0,0"),
         "x",
     )
     .unwrap_err();
-    assert!(
-        e.to_string().contains("% reads 170 is outside 0-100"),
-        "{e}"
-    );
+    says(&e, "% reads 170 is outside 0-100");
     let e = parse(&TWO.replace("'END test setup\n", ""), "x").unwrap_err();
-    assert!(e.to_string().contains("expected 'END test setup"), "{e}");
+    says(&e, "expected 'END test setup");
     let e = parse(&TWO.replace("\tCYCLE_OUTSTANDING_IOS", "\tSOMETIMES"), "x").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("x:26: Test Type: expected one of NORMAL"),
-        "{e}"
-    );
+    says(&e, "x:26: Test Type: expected one of NORMAL");
     let cut = &TWO[..TWO.find("'End worker").unwrap()];
     let e = parse(cut, "x").unwrap_err();
-    assert!(e.to_string().contains("ends inside"), "{e}");
+    says(&e, "ends inside");
 }
 
 #[test]
@@ -243,7 +238,7 @@ fn one_worker_on_every_target_is_spread() {
     // Worker 2 keeps only PHYSICALDRIVE:2: not expressible.
     let icf = parse(&text, "x.icf").unwrap();
     let e = import(&icf, &text, "x.icf", "x").unwrap_err();
-    assert!(e.to_string().contains("cannot be expressed ('Worker 1' on E: \"DATA1\" + PHYSICALDRIVE:2, 'Worker 2' on PHYSICALDRIVE:2)"), "{e}");
+    says(&e, "cannot be expressed ('Worker 1' on E: \"DATA1\" + PHYSICALDRIVE:2, 'Worker 2' on PHYSICALDRIVE:2)");
     // Without worker 2, worker 1 is spread over both.
     let cut = text.find("'Worker\n\tWorker 2").unwrap();
     let end = text.find("'End manager").unwrap();
@@ -295,7 +290,7 @@ fn round_trip(s: &crate::Suite, test: Option<&str>, targets: &[&str]) -> (crate:
 #[test]
 fn built_in_studies_round_trip() {
     for (name, test) in [("iscsi-initiator-study", "small-block"), ("quick", "disk")] {
-        let s = crate::parse(crate::builtin::find(name).unwrap(), name).unwrap();
+        let s = crate::file::tests::builtin(name);
         let (back, text) = round_trip(&s, Some(test), &[]);
         let want: Vec<_> = expanded(&s)
             .into_iter()
@@ -304,7 +299,7 @@ fn built_in_studies_round_trip() {
         assert_eq!(expanded(&back), want, "{name}\n{text}");
     }
     // Per-spec queue depths: a group of workers per QD, idle in turn.
-    let s = crate::parse(crate::builtin::find("quick").unwrap(), "quick").unwrap();
+    let s = crate::file::tests::builtin("quick");
     let (_, text) = round_trip(&s, None, &[]);
     assert!(
         text.contains(
@@ -336,7 +331,7 @@ fn the_fixture_round_trips() {
 
 #[test]
 fn exports_refuse_what_an_icf_cannot_hold() {
-    let s = crate::parse(crate::builtin::find("adapter-vs-hba-study").unwrap(), "a").unwrap();
+    let s = crate::file::tests::builtin("adapter-vs-hba-study");
     let e = export(&s, &ExportOptions::default()).unwrap_err();
     assert!(
         e.contains("3 disk tests (read, write, rw)") && e.contains("--test"),
@@ -350,14 +345,14 @@ fn exports_refuse_what_an_icf_cannot_hold() {
         },
     )
     .unwrap_err();
-    assert!(e.contains("no disk test 'nope'"), "{e}");
+    says(&e, "no disk test 'nope'");
     let s = crate::parse(
         "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=[1,2]\n",
         "t",
     )
     .unwrap();
     let e = export(&s, &ExportOptions::default()).unwrap_err();
-    assert!(e.contains("workers differs"), "{e}");
+    says(&e, "workers differs");
 }
 
 /// An .icf of one manager with `workers` (name, QD, specs, targets).
@@ -407,11 +402,7 @@ fn worker_cycling_over_spread_workers() {
         ("B", 4, &["seq"][..], &["F:"][..]),
     ];
     let e = suite(&setup_with("CYCLE_WORKERS", &w), "w.icf").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("Test Type CYCLE_WORKERS: iotoll cannot express it"),
-        "{e}"
-    );
+    says(&e, "Test Type CYCLE_WORKERS: iotoll cannot express it");
 }
 
 #[test]
@@ -442,37 +433,24 @@ fn specs_in_turn_with_idle_and_their_own_qd() {
         ("B", 8, &["seq"][..], &["F:"][..]),
     ];
     let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("worker 'A' has 4 outstanding I/Os, worker 'B' 8"),
-        "{e}"
-    );
+    says(&e, "worker 'A' has 4 outstanding I/Os, worker 'B' 8");
     // Different specs at once: refused.
     let w = [
         ("A", 4, &["seq"][..], &["E:"][..]),
         ("B", 4, &["mail store"][..], &["F:"][..]),
     ];
     let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("an iotoll test runs one access spec on all its workers"),
-        "{e}"
-    );
+    says(&e, "an iotoll test runs one access spec on all its workers");
     // A target twice on one worker.
     let w = [("A", 4, &["seq"][..], &["E:", "e: \"DATA\""][..])];
     let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("worker 'A' has target 'e: \"DATA\"' twice"),
-        "{e}"
-    );
+    says(&e, "worker 'A' has target 'e: \"DATA\"' twice");
     // A spec the file does not define.
     let w = [("A", 4, &["Default"][..], &["E:"][..])];
     let e = suite(&setup_with("NORMAL", &w), "i.icf").unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("'Default', which the file's ACCESS SPECIFICATIONS do not define"),
-        "{e}"
+    says(
+        &e,
+        "'Default', which the file's ACCESS SPECIFICATIONS do not define",
     );
 }
 

@@ -1,85 +1,59 @@
 //! Writing the model in the layout Iometer saves.
 
 use super::*;
+use std::fmt::{Display, Write};
 
 /// The version iotoll writes: the release whose format it follows.
 pub const WRITE_VERSION: &str = "1.1.0";
 
-fn header(name: &str) -> String {
-    let mut h = format!("'{name} ");
-    while h.len() < 80 {
-        h.push('=');
+/// The text being written, line by line.
+struct Out(String);
+
+impl Out {
+    fn line(&mut self, l: impl Display) {
+        let _ = writeln!(self.0, "{l}");
     }
-    h
+
+    /// An item: its key's comment line, then its value tab-indented.
+    fn item(&mut self, key: &str, value: impl Display) {
+        self.line(format_args!("'{key}\n\t{value}"));
+    }
+
+    /// An item of columns: a comment line of captions over the values,
+    /// each but the last padded to 11 columns.
+    fn columns(&mut self, key: &str, captions: &[&str], values: &[String]) {
+        let row = |cells: Vec<&str>| {
+            let (last, padded) = cells.split_last().unwrap_or((&"", &[]));
+            let padded: String = padded.iter().map(|c| format!("{c:<11}")).collect();
+            format!("\t{padded}{last}")
+        };
+        let values = row(values.iter().map(String::as_str).collect());
+        self.line(format_args!(
+            "'{key}\n'{}\n{values}",
+            row(captions.to_vec())
+        ));
+    }
+
+    /// A section's header line: its name, filled with `=` to 80 columns.
+    fn header(&mut self, name: &str) {
+        self.line(format_args!("{:=<80}", format!("'{name} ")));
+    }
 }
 
 /// The file in the layout Iometer saves (sections in its order: TEST
 /// SETUP, RESULTS DISPLAY, ACCESS SPECIFICATIONS, MANAGER LIST).
 pub fn write(icf: &Icf) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
+    let mut o = Out(String::new());
     let version = format!("Version {WRITE_VERSION}");
-    let _ = writeln!(o, "{version}");
+    o.line(&version);
     if let Some(s) = &icf.setup {
-        let cyc = |e: bool| if e { "EXPONENTIAL" } else { "LINEAR" };
-        let spawn = |s: Spawn| match s {
-            Spawn::Cpus => "NUMBER_OF_CPUS".to_string(),
-            Spawn::N(n) => n.to_string(),
-        };
-        let (h, m, sec) = s.run_time;
-        let _ = writeln!(o, "{}", header("TEST SETUP"));
-        let _ = writeln!(o, "'Test Description\n\t{}", s.description);
-        let _ = writeln!(
-            o,
-            "'Run Time\n'\t{:<11}{:<11}seconds\n\t{h:<11}{m:<11}{sec}",
-            "hours", "minutes"
-        );
-        let _ = writeln!(o, "'Ramp Up Time (s)\n\t{}", s.ramp_s);
-        let _ = writeln!(
-            o,
-            "'Default Disk Workers to Spawn\n\t{}",
-            spawn(s.disk_workers)
-        );
-        let _ = writeln!(
-            o,
-            "'Default Network Workers to Spawn\n\t{}",
-            spawn(s.net_workers)
-        );
-        let _ = writeln!(o, "'Record Results\n\t{}", s.record);
-        for (name, c) in [
-            ("Worker Cycling", s.worker_cycling),
-            ("Disk Cycling", s.disk_cycling),
-        ] {
-            let _ = writeln!(
-                o,
-                "'{name}\n'\t{:<11}{:<11}step type\n\t{:<11}{:<11}{}",
-                "start",
-                "step",
-                c.start,
-                c.step,
-                cyc(c.exponential)
-            );
-        }
-        let q = s.queue_cycling;
-        let _ = writeln!(
-            o,
-            "'Queue Depth Cycling\n'\t{:<11}{:<11}{:<11}step type\n\t{:<11}{:<11}{:<11}{}",
-            "start",
-            "end",
-            "step",
-            q.start,
-            q.end,
-            q.step,
-            cyc(q.exponential)
-        );
-        let _ = writeln!(o, "'Test Type\n\t{}", s.test_type.as_str());
-        let _ = writeln!(o, "'END test setup");
+        write_setup(&mut o, s);
     }
-    let _ = writeln!(o, "{}", header("RESULTS DISPLAY"));
+    o.header("RESULTS DISPLAY");
     if icf.display.is_empty() {
-        let _ = writeln!(
-            o,
-            "'Record Last Update Results,Update Frequency,Update Type\n\tDISABLED,1,WHOLE_TEST"
+        o.item(
+            "Record Last Update Results,Update Frequency,Update Type",
+            "DISABLED,1,WHOLE_TEST",
         );
         let bars = [
             "Total I/Os per Second",
@@ -90,116 +64,126 @@ pub fn write(icf: &Icf) -> String {
             "Total Error Count",
         ];
         for (i, b) in bars.iter().enumerate() {
-            let _ = writeln!(o, "'Bar chart {} statistic\n\t{b}", i + 1);
+            o.item(&format!("Bar chart {} statistic", i + 1), b);
         }
     } else {
         for (k, v) in &icf.display {
-            let _ = writeln!(o, "{k}\n\t{v}");
+            o.line(format_args!("{k}\n\t{v}"));
         }
     }
-    let _ = writeln!(o, "'END results display");
-    let _ = writeln!(o, "{}", header("ACCESS SPECIFICATIONS"));
+    o.line("'END results display");
+    o.header("ACCESS SPECIFICATIONS");
     for s in &icf.specs {
-        let _ = writeln!(
-            o,
-            "'Access specification name,default assignment\n\t{},{}",
-            s.name, s.assignment
-        );
-        let _ = writeln!(
-            o,
-            "'size,% of size,% reads,% random,delay,burst,align,reply"
-        );
+        let name = "Access specification name,default assignment";
+        o.item(name, format_args!("{},{}", s.name, s.assignment));
+        o.line("'size,% of size,% reads,% random,delay,burst,align,reply");
         for l in &s.lines {
-            let _ = writeln!(
-                o,
+            o.line(format_args!(
                 "\t{},{},{},{},{},{},{},{}",
                 l.size, l.share, l.reads, l.random, l.delay_ms, l.burst, l.align, l.reply
-            );
+            ));
         }
     }
-    let _ = writeln!(o, "'END access specifications");
+    o.line("'END access specifications");
     if let Some(managers) = &icf.managers {
-        let _ = writeln!(o, "{}", header("MANAGER LIST"));
+        o.header("MANAGER LIST");
         for m in managers {
-            let _ = writeln!(o, "'Manager ID, manager name\n\t{},{}", m.id, m.name);
-            let _ = writeln!(o, "'Manager network address\n\t{}", m.address);
+            o.item(
+                "Manager ID, manager name",
+                format_args!("{},{}", m.id, m.name),
+            );
+            o.item("Manager network address", &m.address);
             for w in &m.workers {
                 write_worker(&mut o, w);
             }
-            let _ = writeln!(o, "'End manager");
+            o.line("'End manager");
         }
-        let _ = writeln!(o, "'END manager list");
+        o.line("'END manager list");
     }
-    let _ = writeln!(o, "{version}");
-    o
+    o.line(&version);
+    o.0
 }
 
-fn write_worker(o: &mut String, w: &Worker) {
-    use std::fmt::Write;
+fn write_setup(o: &mut Out, s: &Setup) {
+    let cyc = |e: bool| if e { "EXPONENTIAL" } else { "LINEAR" }.to_string();
+    let spawn = |s: Spawn| match s {
+        Spawn::Cpus => "NUMBER_OF_CPUS".to_string(),
+        Spawn::N(n) => n.to_string(),
+    };
+    let (h, m, sec) = s.run_time;
+    o.header("TEST SETUP");
+    o.item("Test Description", &s.description);
+    let hms = [h, m, sec].map(|n| n.to_string());
+    o.columns("Run Time", &["hours", "minutes", "seconds"], &hms);
+    o.item("Ramp Up Time (s)", s.ramp_s);
+    o.item("Default Disk Workers to Spawn", spawn(s.disk_workers));
+    o.item("Default Network Workers to Spawn", spawn(s.net_workers));
+    o.item("Record Results", &s.record);
+    for (name, c) in [
+        ("Worker Cycling", s.worker_cycling),
+        ("Disk Cycling", s.disk_cycling),
+    ] {
+        let values = [c.start.to_string(), c.step.to_string(), cyc(c.exponential)];
+        o.columns(name, &["start", "step", "step type"], &values);
+    }
+    let q = s.queue_cycling;
+    let values = [q.start, q.end, q.step].map(|n| n.to_string());
+    let values = [&values[..], &[cyc(q.exponential)]].concat();
+    let captions = ["start", "end", "step", "step type"];
+    o.columns("Queue Depth Cycling", &captions, &values);
+    o.item("Test Type", s.test_type.as_str());
+    o.line("'END test setup");
+}
+
+fn write_worker(o: &mut Out, w: &Worker) {
     let on = |b: bool| if b { "ENABLED" } else { "DISABLED" };
-    let _ = writeln!(
-        o,
-        "'Worker\n\t{}\n'Worker type\n\t{}",
-        w.name,
-        w.kind.as_str()
-    );
-    let _ = writeln!(o, "'Default target settings for worker");
-    let _ = writeln!(o, "'Number of outstanding IOs,test connection rate,transactions per connection,use fixed seed,fixed seed value");
-    let _ = writeln!(
-        o,
-        "\t{},{},{},{},{}",
-        w.qd,
-        on(w.test_connection_rate),
-        w.trans_per_conn,
-        on(w.fixed_seed.is_some()),
-        w.fixed_seed.unwrap_or(0)
+    o.item("Worker", &w.name);
+    o.item("Worker type", w.kind.as_str());
+    o.line("'Default target settings for worker");
+    o.item(
+        "Number of outstanding IOs,test connection rate,transactions per connection,use fixed seed,fixed seed value",
+        format_args!(
+            "{},{},{},{},{}",
+            w.qd,
+            on(w.test_connection_rate),
+            w.trans_per_conn,
+            on(w.fixed_seed.is_some()),
+            w.fixed_seed.unwrap_or(0)
+        ),
     );
     if w.kind == WorkerKind::Disk {
-        let _ = writeln!(o, "'Disk maximum size,starting sector,Data pattern");
-        let _ = writeln!(
-            o,
-            "\t{},{},{}",
-            w.disk_size,
-            w.start_sector,
-            w.data_pattern.unwrap_or(0)
-        );
+        let pattern = w.data_pattern.unwrap_or(0);
+        let values = format_args!("{},{},{pattern}", w.disk_size, w.start_sector);
+        o.item("Disk maximum size,starting sector,Data pattern", values);
     } else {
-        let _ = writeln!(
-            o,
-            "'Local network interface\n\t{}",
-            w.local_interface.as_deref().unwrap_or("")
-        );
+        let interface = w.local_interface.as_deref().unwrap_or("");
+        o.item("Local network interface", interface);
         if w.kind == WorkerKind::NetVi {
-            let _ = writeln!(
-                o,
-                "'VI outstanding IOs\n\t{}",
-                w.vi_outstanding.unwrap_or(1)
-            );
+            o.item("VI outstanding IOs", w.vi_outstanding.unwrap_or(1));
         }
     }
-    let _ = writeln!(o, "'End default target settings for worker");
+    o.line("'End default target settings for worker");
     if let Some(specs) = &w.specs {
-        let _ = writeln!(o, "'Assigned access specs");
+        o.line("'Assigned access specs");
         for s in specs {
-            let _ = writeln!(o, "\t{s}");
+            o.line(format_args!("\t{s}"));
         }
-        let _ = writeln!(o, "'End assigned access specs");
+        o.line("'End assigned access specs");
     }
     if let Some(targets) = &w.targets {
-        let _ = writeln!(o, "'Target assignments");
+        o.line("'Target assignments");
         for t in targets {
-            let _ = writeln!(
-                o,
-                "'Target\n\t{}\n'Target type\n\t{}",
-                t.name,
-                t.kind.as_str()
-            );
+            o.item("Target", &t.name);
+            o.item("Target type", t.kind.as_str());
             if let Some((id, name)) = &t.manager {
-                let _ = writeln!(o, "'Target manager ID, manager name\n\t{id},{name}");
+                o.item(
+                    "Target manager ID, manager name",
+                    format_args!("{id},{name}"),
+                );
             }
-            let _ = writeln!(o, "'End target");
+            o.line("'End target");
         }
-        let _ = writeln!(o, "'End target assignments");
+        o.line("'End target assignments");
     }
-    let _ = writeln!(o, "'End worker");
+    o.line("'End worker");
 }

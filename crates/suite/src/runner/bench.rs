@@ -228,7 +228,12 @@ impl<'a> Bench<'a> {
         };
         let local = Self::start_endpoint(opts, needs_net && opts.peer.is_none())?;
         let client_host = opts.lab.as_ref().map(|l| l.host(&l.client)).transpose()?;
-        let fleet = Self::start_fleet(suite, opts, client_host, progress)?;
+        let fleet = {
+            // The console reaches a lab's agents from inside the lab (its
+            // client host); its sessions keep that namespace.
+            let _inside = enter(client_host)?;
+            crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))?
+        };
         let endpoint = (opts.peer.clone()).or_else(|| local.as_ref().map(|l| l.addr.clone()));
         Ok(Some(Bench {
             _local: local,
@@ -251,19 +256,6 @@ impl<'a> Bench<'a> {
             )?),
             (None, true) => Some(LocalEndpoint::start(opts.auth_key.clone())?),
         })
-    }
-
-    /// The agents of the tests placed on hosts, and their console. The
-    /// console reaches a lab's agents from inside the lab (its client
-    /// host); its sessions keep that namespace.
-    fn start_fleet(
-        suite: &Suite,
-        opts: &Options,
-        client_host: Option<&iotoll_lab::HostState>,
-        progress: &mut dyn SuiteProgress,
-    ) -> Result<Option<crate::fleet::Fleet>, RunError> {
-        let _inside = enter(client_host)?;
-        crate::fleet::start(opts, &suite.jobs, &mut |m| progress.line(m))
     }
 
     /// One repetition of `job`. In a lab, the test runs inside the client

@@ -496,8 +496,7 @@ impl Pass<'_, '_> {
                 }
                 Err(RepError::Standing(e)) => {
                     let line = self.standing.note(&job.name, t.rep, t.limit, &e);
-                    self.progress.line(&line);
-                    self.notes.push(line);
+                    self.say(line);
                     t.out.failures.push(format!("repetition {}: {e}", t.rep));
                     t.out.not_run = t.limit - t.rep;
                     self.status = RunStatus::Failed;
@@ -575,10 +574,7 @@ impl Pass<'_, '_> {
                 .iter()
                 .filter(|n| n.starts_with(INTERFERENCE_NOTE));
             for n in interfered {
-                self.progress
-                    .line(&format!("{} repetition {rep}: {n}", job.name));
-                self.notes
-                    .push(format!("{} repetition {rep}: {n}", job.name));
+                self.say(format!("{} repetition {rep}: {n}", job.name));
             }
             if self.opts.on_interference == OnInterference::Rerun
                 && t.interference_reruns < MAX_INTERFERENCE_RERUNS
@@ -598,11 +594,15 @@ impl Pass<'_, '_> {
 
     /// A repetition that failed (or lost a host): said, noted, counted.
     fn failed(&mut self, job: &Job, t: &mut Reps, e: &str) {
-        let line = format!("{} repetition {} failed: {e}", job.name, t.rep);
-        self.progress.line(&line);
-        self.notes.push(line);
+        self.say(format!("{} repetition {} failed: {e}", job.name, t.rep));
         t.out.failures.push(format!("repetition {}: {e}", t.rep));
         self.status = RunStatus::Failed;
+    }
+
+    /// A line shown now and kept in the run's notes.
+    fn say(&mut self, line: String) {
+        self.progress.line(&line);
+        self.notes.push(line);
     }
 
     /// The test's selection, recorded, and the test kept.

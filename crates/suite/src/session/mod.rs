@@ -21,25 +21,23 @@
 
 mod lab;
 mod load;
-mod measured;
 mod plan;
 mod single;
-mod sink;
 
 pub use lab::{builtins_with, host_names, SuiteLab};
 pub use load::{load, placed_hosts};
-pub use measured::MeasureError;
 pub use plan::{check_reps, plan, Plan, PlanRequest};
-pub use single::sut_note;
+pub use single::{sut_note, MeasureError};
 
+use crate::file::Job;
 use crate::file::Suite;
 use crate::hosts::{HostAt, HostEntry};
-use crate::runner::{self, LabRun, Options, Outcome, RunError};
+use crate::runner::{self, LabRun, Options, Outcome, RunError, Sink, SinkError, TestOutcome};
 use crate::SuiteProgress;
 use iotoll_lab::LabError;
-use iotoll_model::{Kind, RunStatus};
+use iotoll_model::{Kind, ResultDoc, RunStatus};
 use iotoll_probe::sysinfo::{Host, PeerPlace};
-use iotoll_store::{Store, StoreError};
+use iotoll_store::{Selection, Store, StoreError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -332,7 +330,7 @@ impl Session {
         let run = self.run_id()?;
         let store = (self.store.as_mut())
             .ok_or_else(|| SessionError::Failed("no results database".into()))?;
-        let mut sink = sink::StoreSink { store, run };
+        let mut sink = StoreSink { store, run };
         let res = runner::run(suite, opts, flag, progress, &mut sink);
         res.map_err(|e| self.rescue(run, e))
     }
@@ -364,5 +362,52 @@ impl Session {
                     "run {run}: its repetitions are stored, but it could not be marked {status}: {e}"
                 ))
             })
+    }
+}
+
+/// The runner's [`Sink`] on the results database: each test and each
+/// repetition recorded the moment it exists.
+struct StoreSink<'a> {
+    pub store: &'a mut Store,
+    pub run: i64,
+}
+
+impl Sink for StoreSink<'_> {
+    fn begin_test(&mut self, seq: usize, job: &Job) -> Result<i64, SinkError> {
+        let (kind, group, rule) = (job.kind, Some(job.group.as_str()), job.rule.label());
+        let id = self.store.add_test(
+            self.run,
+            seq as i64,
+            &job.name,
+            kind,
+            group,
+            &job.params,
+            &rule,
+        )?;
+        Ok(id)
+    }
+
+    fn rep(&mut self, test: i64, rep: u32, doc: &ResultDoc) -> Result<(), SinkError> {
+        // A measured repetition the database cannot take is kept in a file
+        // and named, never just lost.
+        self.store.add_rep(test, rep as i64, doc).map_err(|e| {
+            match iotoll_store::keep_unstored(self.store.path(), doc) {
+                Ok(p) => format!("{e}; the repetition's result is kept in {}", p.display()),
+                Err(k) => format!("{e}; the result could not be kept either: {k}"),
+            }
+            .into()
+        })
+    }
+
+    fn end_test(&mut self, test: i64, job: &Job, o: &TestOutcome) -> Result<(), SinkError> {
+        let selection = Selection {
+            rule: job.rule.label(),
+            selected_rep: o.selected_rep().map(i64::from),
+            spread_pct: o.selected.spread_pct,
+            repeatable: o.repeatable,
+            summary: o.selected.metrics.clone(),
+        };
+        self.store.finish_test(test, &selection)?;
+        Ok(())
     }
 }
