@@ -17,7 +17,7 @@ pub use state::{state_dir, HostState, LabState, LinkState};
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// What went wrong with a lab.
@@ -825,9 +825,4 @@ pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>
 pub fn host_sysctl(host: &HostState, key: &str) -> Result<Option<String>, LabError> {
     let key = key.to_string();
     sys::in_netns(&netns_path(host)?, move || Ok(sys::sysctl_get(&key)))
-}
-
-/// The address of a host's link `k` (first: its main address).
-pub fn address(state: &LabState, host: &str, k: usize) -> Option<IpAddr> {
-    state.host(host)?.addresses.get(k).copied()
 }

@@ -6,7 +6,7 @@
 use super::exchange::{exchange, Deadline};
 use super::{protocol, Config};
 use crate::conn::Conn;
-use crate::pdu::{self, op, Bhs, CmdSn, In, Itt, LoginRequest, Sn, Stage, StatSn};
+use crate::pdu::{self, op, Bhs, CmdSn, Digests, In, Itt, LoginRequest, Sn, Stage, StatSn};
 use crate::{chap, text, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -90,6 +90,11 @@ pub(super) fn login_phase(
     let auth = login.security(cfg)?;
     let (neg, last) = login.operational(cfg)?;
     let params = neg.params();
+    // Digests start with the full-feature phase: login PDUs carry none.
+    login.conn.dec.digests = Digests {
+        header: params.header_digest,
+        data: params.data_digest,
+    };
     let negotiated = text::params_pairs(&params);
     Ok(LoggedIn {
         params,
