@@ -290,16 +290,14 @@ pub fn running() -> Result<Vec<LabState>, LabError> {
     state::list()
 }
 
-/// Running a command in a lab host (`lab exec`) needs CAP_SYS_ADMIN
-/// (setns): an error saying so, instead of `ip`'s.
-pub fn need_enter() -> Result<(), LabError> {
-    if sys::has_sys_admin() {
-        return Ok(());
-    }
-    Err(LabError::Permission(
-        "entering a lab host needs CAP_SYS_ADMIN (run as root): this process does not have it"
-            .into(),
-    ))
+/// An error unless this process has the capability `need` names ("labs
+/// need CAP_NET_ADMIN"), so the user reads that instead of `ip`'s error.
+fn need(has: bool, need: &str) -> Result<(), LabError> {
+    has.then_some(()).ok_or_else(|| {
+        LabError::Permission(format!(
+            "{need} (run as root): this process does not have it"
+        ))
+    })
 }
 
 /// `lab exec`: this process becomes `command` run in host `host` of lab
@@ -309,7 +307,11 @@ pub fn need_enter() -> Result<(), LabError> {
 /// reason it could not.
 pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&str)) -> LabError {
     use std::os::unix::process::CommandExt;
-    if let Err(e) = need_enter() {
+    // setns, which `ip netns exec` does.
+    if let Err(e) = need(
+        sys::has_sys_admin(),
+        "entering a lab host needs CAP_SYS_ADMIN",
+    ) {
         return e;
     }
     let st = match status(name) {
@@ -338,12 +340,7 @@ pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&st
 
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
 fn need_net_admin() -> Result<(), LabError> {
-    if sys::has_net_admin() {
-        return Ok(());
-    }
-    Err(LabError::Permission(
-        "labs need CAP_NET_ADMIN (run as root): this process does not have it".into(),
-    ))
+    need(sys::has_net_admin(), "labs need CAP_NET_ADMIN")
 }
 
 /// Checks what the lab needs from the kernel before anything is created:

@@ -227,13 +227,7 @@ impl Login<'_> {
                 ));
             }
         }
-        if r.next != Some(Stage::Operational.code()) {
-            return Err(protocol(
-                &self.portal,
-                SECURITY,
-                "the target did not move on to operational negotiation",
-            ));
-        }
+        self.on_to_operational(&r, SECURITY)?;
         Ok("None".to_string())
     }
 
@@ -264,19 +258,24 @@ impl Login<'_> {
             chap::check_target_response(secrets, ours, &r.keys)
                 .map_err(|e| auth_err(format!("iSCSI {}: {e}", self.portal)))?;
         }
-        if r.next != Some(Stage::Operational.code()) {
-            return Err(protocol(
-                &self.portal,
-                CHAP,
-                "the target did not move on to operational negotiation after CHAP",
-            ));
-        }
+        self.on_to_operational(&r, CHAP)?;
         Ok(if ours.is_some() {
             "CHAP (mutual)"
         } else {
             "CHAP"
         }
         .to_string())
+    }
+
+    /// An error unless the security stage's last answer `r` moves on to
+    /// operational negotiation.
+    fn on_to_operational(&self, r: &Answer, state: &str) -> Result<()> {
+        if r.next == Some(Stage::Operational.code()) {
+            return Ok(());
+        }
+        let after = if state == CHAP { " after CHAP" } else { "" };
+        let what = format!("the target did not move on to operational negotiation{after}");
+        Err(protocol(&self.portal, state, what))
     }
 
     /// Operational negotiation, up to 8 rounds; the negotiation and the
