@@ -797,7 +797,7 @@ fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
     if !errors.is_empty() {
         return Err(LabError::System(errors.join("; ")));
     }
-    state::remove(&st.name)?;
+    state::remove_file(&state::path(&st.name))?;
     Ok(Skipped(skipped))
 }
 

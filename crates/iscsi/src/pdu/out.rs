@@ -40,7 +40,7 @@ pub struct ScsiCommand<'a> {
 
 impl ScsiCommand<'_> {
     pub fn bhs(&self) -> Bhs {
-        let mut flags = ATTR_SIMPLE | FINAL * u8::from(self.final_);
+        let mut flags = ATTR_SIMPLE | (FINAL * u8::from(self.final_));
         if self.read {
             flags |= CMD_READ;
         }
