@@ -249,7 +249,7 @@ impl Login<'_> {
                 ))
             }
         }
-        let challenge = self.step(&[("CHAP_A", "5")], Stage::Security, None, CHAP)?;
+        let challenge = self.step(&[("CHAP_A", chap::CHAP_A_MD5)], Stage::Security, None, CHAP)?;
         let auth_err = |e: String| Error::new(ErrorKind::Auth, e);
         let (answer, ours) = chap::initiator_reply(secrets, &challenge.keys)
             .map_err(|e| auth_err(format!("iSCSI {}: CHAP: {e}", self.portal)))?;
