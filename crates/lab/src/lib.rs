@@ -659,15 +659,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
         }
         sys::batch("tc", &hs.netns, &tc_host)?;
         sys::batch("tc", &sw, &tc_sw)?;
-        let tcp = h.tcp.clone();
-        let host = h.name.clone();
-        let links: Vec<(String, Offloads)> = h
-            .links
-            .iter()
-            .zip(&hs.links)
-            .map(|(l, ls)| (ls.ifname.clone(), l.offloads))
-            .collect();
-        sys::in_netns(&netns_file(&hs.netns)?, move || {
+        sys::in_netns(&netns_file(&hs.netns)?, || {
             if multi {
                 // Multi-homing: each adapter answers ARP for its own
                 // address only and announces it as the source.
@@ -675,14 +667,14 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 sys::sysctl("net.ipv4.conf.all.arp_announce", "2")?;
                 sys::sysctl("net.ipv4.conf.all.rp_filter", "0")?;
             }
-            for (key, v) in tcp.given() {
+            for (key, v) in h.tcp.given() {
                 // The lab file's keys are the sysctls' names (tcp_rmem) or
                 // their last part (congestion_control).
                 let key = key.strip_prefix("tcp_").unwrap_or(key);
                 sys::sysctl(&format!("net.ipv4.tcp_{key}"), v)?;
             }
-            for (ifname, off) in &links {
-                sys::set_offloads(&host, ifname, &off.list())?;
+            for (l, ls) in h.links.iter().zip(&hs.links) {
+                sys::set_offloads(&h.name, &ls.ifname, &l.offloads.list())?;
             }
             Ok(())
         })?;
@@ -807,8 +799,7 @@ pub fn link_offloads(
     host: &HostState,
     ifname: &str,
 ) -> Result<Vec<(&'static str, bool)>, LabError> {
-    let ifname = ifname.to_string();
-    sys::in_netns(&netns_path(host)?, move || sys::offloads(&ifname))
+    sys::in_netns(&netns_path(host)?, || sys::offloads(ifname))
 }
 
 /// Every interface's byte and packet counters in a host's namespace now.
@@ -820,6 +811,5 @@ pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>
 
 /// A sysctl of a host's namespace as the kernel has it now (`net.ipv4.tcp_rmem`).
 pub fn host_sysctl(host: &HostState, key: &str) -> Result<Option<String>, LabError> {
-    let key = key.to_string();
-    sys::in_netns(&netns_path(host)?, move || Ok(sys::sysctl_get(&key)))
+    sys::in_netns(&netns_path(host)?, || Ok(sys::sysctl_get(key)))
 }
