@@ -285,22 +285,16 @@ impl Decoder {
             return Ok(None);
         }
         let bhs = Bhs::at(buf);
-        let what = op_name(bhs.opcode());
         let ahs_end = BHS_LEN + bhs.ahs_len();
         let ahs = &buf[BHS_LEN..ahs_end];
-        let mut at = ahs_end;
-        if self.digests.header {
-            if crc32c(&buf[..ahs_end]) != digest_at(buf, at) {
-                return Err(PduError::HeaderDigest(what));
-            }
-            at += DIGEST_LEN;
-        }
+        // The header digest, if any, is behind the AHS; frame_len checked it.
+        let at = ahs_end + if self.digests.header { DIGEST_LEN } else { 0 };
         let dl = bhs.data_len() as usize;
         let data = &buf[at..at + dl];
         if dl > 0 && self.digests.data {
             let d = at + dl + pad4(dl);
             if crc32c(&buf[at..d]) != digest_at(buf, d) {
-                return Err(PduError::DataDigest(what));
+                return Err(PduError::DataDigest(op_name(bhs.opcode())));
             }
         }
         Ok(Some((Pdu { bhs, ahs, data }, total)))
