@@ -35,7 +35,6 @@ pub(super) struct LoggedIn {
     pub exp_cmd_sn: CmdSn,
     pub max_cmd_sn: CmdSn,
     pub auth: String,
-    pub negotiated: Vec<(String, String)>,
 }
 
 /// A Login Response that did not refuse the login.
@@ -95,7 +94,6 @@ pub(super) fn login_phase(
         header: params.header_digest,
         data: params.data_digest,
     };
-    let negotiated = text::params_pairs(&params);
     Ok(LoggedIn {
         params,
         tsih: last.tsih,
@@ -104,7 +102,6 @@ pub(super) fn login_phase(
         exp_cmd_sn: last.sn.exp_cmd_sn,
         max_cmd_sn: last.sn.max_cmd_sn,
         auth,
-        negotiated,
     })
 }
 

@@ -228,7 +228,7 @@ impl Session {
             auth: li.auth,
             header_digest: digest_name(p.header_digest),
             data_digest: digest_name(p.data_digest),
-            negotiated: li.negotiated,
+            negotiated: text::params_pairs(p),
         };
         Ok(Session {
             conn,
