@@ -568,16 +568,16 @@ mod tests {
         assert!(missing.to_string().contains("/nonexistent/chap"));
     }
 
+    /// A target's CHAP_A (MD5), CHAP_I and CHAP_C.
+    fn challenge(id: &str, c: &str) -> Vec<(String, String)> {
+        pairs(&[("CHAP_A", CHAP_A_MD5), ("CHAP_I", id), ("CHAP_C", c)])
+    }
+
     #[test]
     fn one_way_exchange() {
         let s = secrets(false);
         let c: Vec<u8> = (0..16).collect();
-        let target = pairs(&[
-            ("CHAP_A", "5"),
-            ("CHAP_I", "1"),
-            ("CHAP_C", &encode_base64(&c)),
-        ]);
-        let (out, ours) = initiator_reply(&s, &target).unwrap();
+        let (out, ours) = initiator_reply(&s, &challenge("1", &encode_base64(&c))).unwrap();
         assert_eq!(ours, None);
         assert_eq!(
             out,
@@ -591,12 +591,7 @@ mod tests {
     #[test]
     fn mutual_exchange() {
         let s = secrets(true);
-        let target = pairs(&[
-            ("CHAP_A", "5"),
-            ("CHAP_I", "0x07"),
-            ("CHAP_C", "0x00112233"),
-        ]);
-        let (out, ours) = initiator_reply(&s, &target).unwrap();
+        let (out, ours) = initiator_reply(&s, &challenge("0x07", "0x00112233")).unwrap();
         let (id, c) = ours.clone().unwrap();
         assert_eq!(out[2], ("CHAP_I".to_string(), id.to_string()));
         assert_eq!(out[3], ("CHAP_C".to_string(), encode_hex(&c)));
@@ -615,12 +610,7 @@ mod tests {
         assert!(check(&[("CHAP_N", "tgtuser"), ("CHAP_R", "0x00")]).is_err());
 
         // Reflection: a target presenting the challenge we just issued.
-        let reflected = pairs(&[
-            ("CHAP_A", "5"),
-            ("CHAP_I", "1"),
-            ("CHAP_C", &encode_hex(&c)),
-        ]);
-        let e = initiator_reply(&s, &reflected).unwrap_err();
+        let e = initiator_reply(&s, &challenge("1", &encode_hex(&c))).unwrap_err();
         assert!(e.to_string().contains("reflection"), "{e}");
     }
 
@@ -629,8 +619,7 @@ mod tests {
     #[test]
     fn a_target_chap_name_is_shown_escaped() {
         let s = secrets(true);
-        let target = pairs(&[("CHAP_A", "5"), ("CHAP_I", "7"), ("CHAP_C", "0x00112233")]);
-        let (_, ours) = initiator_reply(&s, &target).unwrap();
+        let (_, ours) = initiator_reply(&s, &challenge("7", "0x00112233")).unwrap();
         let ours = ours.unwrap();
         let evil = "\u{1b}]0;PWN\u{7}\u{1b}[2J";
         let e = check_target_response(&s, &ours, &pairs(&[("CHAP_N", evil), ("CHAP_R", "0x00")]))

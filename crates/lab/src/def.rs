@@ -634,8 +634,9 @@ impl Base<'_> {
     /// has none.
     fn link(&mut self, l: FileLink, at: String) -> Result<LinkDef, String> {
         let d = self.file;
+        let here = |e: String| format!("{at}: {e}");
         let rate = match &l.rate {
-            Some(r) => parse_rate(r).map_err(|e| format!("{at}: {e}"))?,
+            Some(r) => parse_rate(r).map_err(here)?,
             None => self.rate,
         };
         let mtu = l.mtu.or(d.mtu).unwrap_or(DEFAULT_MTU);
@@ -645,20 +646,19 @@ impl Base<'_> {
             ));
         }
         let shaper = match &l.shaper {
-            Some(s) => parse_shaper(s).map_err(|e| format!("{at}: {e}"))?,
+            Some(s) => parse_shaper(s).map_err(here)?,
             None => self.shaper.unwrap_or(Shaper::Tbf),
         };
-        let address = match &l.address {
-            None => None,
-            Some(a) => Some(self.address(a, &at)?),
-        };
-        let delay = l.delay.clone().or(d.delay.clone());
-        let loss = l.loss.clone().or(d.loss.clone());
-        if let Some(dl) = &delay {
-            check_delay(dl).map_err(|e| format!("{at}: {e}"))?;
+        let address = (l.address.as_deref())
+            .map(|a| self.address(a, &at))
+            .transpose()?;
+        let delay = l.delay.or(d.delay.clone());
+        let loss = l.loss.or(d.loss.clone());
+        if let Some(v) = &delay {
+            check_delay(v).map_err(here)?;
         }
-        if let Some(ls) = &loss {
-            check_loss(ls).map_err(|e| format!("{at}: {e}"))?;
+        if let Some(v) = &loss {
+            check_loss(v).map_err(here)?;
         }
         Ok(LinkDef {
             address,

@@ -17,7 +17,7 @@ pub use state::{state_dir, HostState, LabState, LinkState};
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// What went wrong with a lab.
@@ -290,16 +290,14 @@ pub fn running() -> Result<Vec<LabState>, LabError> {
     state::list()
 }
 
-/// Running a command in a lab host (`lab exec`) needs CAP_SYS_ADMIN
-/// (setns): an error saying so, instead of `ip`'s.
-pub fn need_enter() -> Result<(), LabError> {
-    if sys::has_sys_admin() {
-        return Ok(());
-    }
-    Err(LabError::Permission(
-        "entering a lab host needs CAP_SYS_ADMIN (run as root): this process does not have it"
-            .into(),
-    ))
+/// An error unless this process has the capability `need` names ("labs
+/// need CAP_NET_ADMIN"), so the user reads that instead of `ip`'s error.
+fn need(has: bool, need: &str) -> Result<(), LabError> {
+    has.then_some(()).ok_or_else(|| {
+        LabError::Permission(format!(
+            "{need} (run as root): this process does not have it"
+        ))
+    })
 }
 
 /// `lab exec`: this process becomes `command` run in host `host` of lab
@@ -309,7 +307,11 @@ pub fn need_enter() -> Result<(), LabError> {
 /// reason it could not.
 pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&str)) -> LabError {
     use std::os::unix::process::CommandExt;
-    if let Err(e) = need_enter() {
+    // setns, which `ip netns exec` does.
+    if let Err(e) = need(
+        sys::has_sys_admin(),
+        "entering a lab host needs CAP_SYS_ADMIN",
+    ) {
         return e;
     }
     let st = match status(name) {
@@ -338,12 +340,7 @@ pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&st
 
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
 fn need_net_admin() -> Result<(), LabError> {
-    if sys::has_net_admin() {
-        return Ok(());
-    }
-    Err(LabError::Permission(
-        "labs need CAP_NET_ADMIN (run as root): this process does not have it".into(),
-    ))
+    need(sys::has_net_admin(), "labs need CAP_NET_ADMIN")
 }
 
 /// Checks what the lab needs from the kernel before anything is created:
@@ -662,15 +659,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
         }
         sys::batch("tc", &hs.netns, &tc_host)?;
         sys::batch("tc", &sw, &tc_sw)?;
-        let tcp = h.tcp.clone();
-        let host = h.name.clone();
-        let links: Vec<(String, Offloads)> = h
-            .links
-            .iter()
-            .zip(&hs.links)
-            .map(|(l, ls)| (ls.ifname.clone(), l.offloads))
-            .collect();
-        sys::in_netns(&netns_file(&hs.netns)?, move || {
+        sys::in_netns(&netns_file(&hs.netns)?, || {
             if multi {
                 // Multi-homing: each adapter answers ARP for its own
                 // address only and announces it as the source.
@@ -678,14 +667,14 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 sys::sysctl("net.ipv4.conf.all.arp_announce", "2")?;
                 sys::sysctl("net.ipv4.conf.all.rp_filter", "0")?;
             }
-            for (key, v) in tcp.given() {
+            for (key, v) in h.tcp.given() {
                 // The lab file's keys are the sysctls' names (tcp_rmem) or
                 // their last part (congestion_control).
                 let key = key.strip_prefix("tcp_").unwrap_or(key);
                 sys::sysctl(&format!("net.ipv4.tcp_{key}"), v)?;
             }
-            for (ifname, off) in &links {
-                sys::set_offloads(&host, ifname, &off.list())?;
+            for (l, ls) in h.links.iter().zip(&hs.links) {
+                sys::set_offloads(&h.name, &ls.ifname, &l.offloads.list())?;
             }
             Ok(())
         })?;
@@ -800,7 +789,7 @@ fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
     if !errors.is_empty() {
         return Err(LabError::System(errors.join("; ")));
     }
-    state::remove(&st.name)?;
+    state::remove_file(&state::path(&st.name))?;
     Ok(Skipped(skipped))
 }
 
@@ -810,8 +799,7 @@ pub fn link_offloads(
     host: &HostState,
     ifname: &str,
 ) -> Result<Vec<(&'static str, bool)>, LabError> {
-    let ifname = ifname.to_string();
-    sys::in_netns(&netns_path(host)?, move || sys::offloads(&ifname))
+    sys::in_netns(&netns_path(host)?, || sys::offloads(ifname))
 }
 
 /// Every interface's byte and packet counters in a host's namespace now.
@@ -823,11 +811,5 @@ pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>
 
 /// A sysctl of a host's namespace as the kernel has it now (`net.ipv4.tcp_rmem`).
 pub fn host_sysctl(host: &HostState, key: &str) -> Result<Option<String>, LabError> {
-    let key = key.to_string();
-    sys::in_netns(&netns_path(host)?, move || Ok(sys::sysctl_get(&key)))
-}
-
-/// The address of a host's link `k` (first: its main address).
-pub fn address(state: &LabState, host: &str, k: usize) -> Option<IpAddr> {
-    state.host(host)?.addresses.get(k).copied()
+    sys::in_netns(&netns_path(host)?, || Ok(sys::sysctl_get(key)))
 }

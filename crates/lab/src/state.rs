@@ -310,12 +310,8 @@ pub(crate) fn read(p: &Path) -> Result<Option<LabState>, LabError> {
         .map_err(|e| LabError::System(format!("state file {} is damaged: {e}", p.display())))
 }
 
-pub(crate) fn remove(name: &str) -> Result<(), LabError> {
-    remove_file(&path(name))
-}
-
 /// Removes `p` if it is there.
-fn remove_file(p: &Path) -> Result<(), LabError> {
+pub(crate) fn remove_file(p: &Path) -> Result<(), LabError> {
     match std::fs::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -112,18 +112,14 @@ pub fn in_netns<T: Send>(
 /// Whether the kernel can attach qdisc `kind` (with `args`): tried on `lo`
 /// of a throwaway namespace (a thread that unshares its network namespace;
 /// `tc` inherits it), so nothing outside is touched.
-pub fn probe_qdiscs(kinds: &[(&str, &str)]) -> Result<Vec<(String, bool)>, LabError> {
-    let kinds: Vec<(String, String)> = kinds
-        .iter()
-        .map(|(k, a)| (k.to_string(), a.to_string()))
-        .collect();
-    std::thread::spawn(move || {
+pub fn probe_qdiscs<'a>(kinds: &[(&'a str, &str)]) -> Result<Vec<(&'a str, bool)>, LabError> {
+    let probe = || {
         // This thread's network namespace only.
         let what = "cannot create a namespace to probe the kernel";
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
             .map_err(|e| sys(format!("{what}: {}", std::io::Error::from(e))))?;
         let mut res = Vec::new();
-        for (k, a) in kinds {
+        for &(k, a) in kinds {
             let mut args = vec!["qdisc", "replace", "dev", "lo", "root"];
             args.extend(a.split_whitespace());
             let ok = Command::new("tc")
@@ -136,9 +132,9 @@ pub fn probe_qdiscs(kinds: &[(&str, &str)]) -> Result<Vec<(String, bool)>, LabEr
             res.push((k, ok));
         }
         Ok(res)
-    })
-    .join()
-    .unwrap_or_else(|_| Err(sys("the probe thread panicked")))
+    };
+    std::thread::scope(|s| s.spawn(probe).join())
+        .unwrap_or_else(|_| Err(sys("the probe thread panicked")))
 }
 
 /// Writes a sysctl of the calling thread's network namespace (`net/ipv4/...`).

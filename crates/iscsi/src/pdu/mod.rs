@@ -21,52 +21,46 @@ pub const BHS_LEN: usize = 48;
 pub const MAX_AHS_LEN: usize = 255 * 4;
 const DIGEST_LEN: usize = 4;
 
-/// Initiator opcodes.
-pub mod op {
-    pub const NOP_OUT: u8 = 0x00;
-    pub const SCSI_COMMAND: u8 = 0x01;
-    pub const TASK_MGMT: u8 = 0x02;
-    pub const LOGIN_REQ: u8 = 0x03;
-    pub const TEXT_REQ: u8 = 0x04;
-    pub const DATA_OUT: u8 = 0x05;
-    pub const LOGOUT_REQ: u8 = 0x06;
-    pub const SNACK: u8 = 0x10;
-    // Target opcodes.
-    pub const NOP_IN: u8 = 0x20;
-    pub const SCSI_RESPONSE: u8 = 0x21;
-    pub const TASK_MGMT_RESP: u8 = 0x22;
-    pub const LOGIN_RESP: u8 = 0x23;
-    pub const TEXT_RESP: u8 = 0x24;
-    pub const DATA_IN: u8 = 0x25;
-    pub const LOGOUT_RESP: u8 = 0x26;
-    pub const R2T: u8 = 0x31;
-    pub const ASYNC: u8 = 0x32;
-    pub const REJECT: u8 = 0x3f;
+/// The opcodes, each with the name errors give a PDU that went wrong:
+/// `op::NOP_OUT` and `op_name(op::NOP_OUT)`.
+macro_rules! opcodes {
+    ($($name:ident = $code:literal, $text:literal;)*) => {
+        /// The PDU opcodes.
+        pub mod op {
+            $(pub const $name: u8 = $code;)*
+        }
+
+        /// The name of an opcode, for errors that name the PDU that went wrong.
+        pub fn op_name(opcode: u8) -> &'static str {
+            match opcode {
+                $(op::$name => $text,)*
+                _ => "unknown PDU",
+            }
+        }
+    };
 }
 
-/// The name of an opcode, for errors that name the PDU that went wrong.
-pub fn op_name(opcode: u8) -> &'static str {
-    match opcode {
-        op::NOP_OUT => "NOP-Out",
-        op::SCSI_COMMAND => "SCSI Command",
-        op::TASK_MGMT => "Task Management Request",
-        op::LOGIN_REQ => "Login Request",
-        op::TEXT_REQ => "Text Request",
-        op::DATA_OUT => "Data-Out",
-        op::LOGOUT_REQ => "Logout Request",
-        op::SNACK => "SNACK",
-        op::NOP_IN => "NOP-In",
-        op::SCSI_RESPONSE => "SCSI Response",
-        op::TASK_MGMT_RESP => "Task Management Response",
-        op::LOGIN_RESP => "Login Response",
-        op::TEXT_RESP => "Text Response",
-        op::DATA_IN => "Data-In",
-        op::LOGOUT_RESP => "Logout Response",
-        op::R2T => "R2T",
-        op::ASYNC => "Async Message",
-        op::REJECT => "Reject",
-        _ => "unknown PDU",
-    }
+opcodes! {
+    // Initiator opcodes.
+    NOP_OUT = 0x00, "NOP-Out";
+    SCSI_COMMAND = 0x01, "SCSI Command";
+    TASK_MGMT = 0x02, "Task Management Request";
+    LOGIN_REQ = 0x03, "Login Request";
+    TEXT_REQ = 0x04, "Text Request";
+    DATA_OUT = 0x05, "Data-Out";
+    LOGOUT_REQ = 0x06, "Logout Request";
+    SNACK = 0x10, "SNACK";
+    // Target opcodes.
+    NOP_IN = 0x20, "NOP-In";
+    SCSI_RESPONSE = 0x21, "SCSI Response";
+    TASK_MGMT_RESP = 0x22, "Task Management Response";
+    LOGIN_RESP = 0x23, "Login Response";
+    TEXT_RESP = 0x24, "Text Response";
+    DATA_IN = 0x25, "Data-In";
+    LOGOUT_RESP = 0x26, "Logout Response";
+    R2T = 0x31, "R2T";
+    ASYNC = 0x32, "Async Message";
+    REJECT = 0x3f, "Reject";
 }
 
 /// The reserved "no tag" value of ITT and TTT.
@@ -291,22 +285,16 @@ impl Decoder {
             return Ok(None);
         }
         let bhs = Bhs::at(buf);
-        let what = op_name(bhs.opcode());
         let ahs_end = BHS_LEN + bhs.ahs_len();
         let ahs = &buf[BHS_LEN..ahs_end];
-        let mut at = ahs_end;
-        if self.digests.header {
-            if crc32c(&buf[..ahs_end]) != digest_at(buf, at) {
-                return Err(PduError::HeaderDigest(what));
-            }
-            at += DIGEST_LEN;
-        }
+        // The header digest, if any, is behind the AHS; frame_len checked it.
+        let at = ahs_end + if self.digests.header { DIGEST_LEN } else { 0 };
         let dl = bhs.data_len() as usize;
         let data = &buf[at..at + dl];
         if dl > 0 && self.digests.data {
             let d = at + dl + pad4(dl);
             if crc32c(&buf[at..d]) != digest_at(buf, d) {
-                return Err(PduError::DataDigest(what));
+                return Err(PduError::DataDigest(op_name(bhs.opcode())));
             }
         }
         Ok(Some((Pdu { bhs, ahs, data }, total)))

@@ -11,14 +11,6 @@ pub const ATTR_SIMPLE: u8 = 0x01;
 /// The F (final) bit.
 const FINAL: u8 = 0x80;
 
-fn final_flag(final_: bool) -> u8 {
-    if final_ {
-        FINAL
-    } else {
-        0
-    }
-}
-
 /// The fields at 20..32 most initiator PDUs share: a tag (TTT or EDTL),
 /// CmdSN and ExpStatSN.
 fn numbered(mut b: Bhs, itt: Itt, at20: u32, cmd_sn: CmdSn, exp_stat_sn: StatSn) -> Bhs {
@@ -48,7 +40,7 @@ pub struct ScsiCommand<'a> {
 
 impl ScsiCommand<'_> {
     pub fn bhs(&self) -> Bhs {
-        let mut flags = ATTR_SIMPLE | final_flag(self.final_);
+        let mut flags = ATTR_SIMPLE | (FINAL * u8::from(self.final_));
         if self.read {
             flags |= CMD_READ;
         }
@@ -81,7 +73,7 @@ pub struct DataOut {
 
 impl DataOut {
     pub fn bhs(&self) -> Bhs {
-        let mut b = Bhs::new(op::DATA_OUT, false, final_flag(self.final_));
+        let mut b = Bhs::new(op::DATA_OUT, false, FINAL * u8::from(self.final_));
         b.set_lun(self.lun);
         let mut b = numbered(b, self.itt, self.ttt.0, CmdSn(0), self.exp_stat_sn);
         b.set_u32(36, self.data_sn.0);

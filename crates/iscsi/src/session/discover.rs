@@ -5,7 +5,7 @@ use super::exchange::{exchange, Deadline, MAX_DISCOVERY_TEXT};
 use super::login::{login_phase, new_isid, LoggedIn};
 use super::{protocol, Config, Discovered};
 use crate::conn::Conn;
-use crate::pdu::{self, Digests, In, Itt, LogoutRequest, StatSn, TextRequest, Ttt};
+use crate::pdu::{self, In, Itt, LogoutRequest, StatSn, TextRequest, Ttt};
 use crate::{text, Result};
 use std::time::Duration;
 
@@ -15,10 +15,6 @@ const STATE: &str = "discovery (SendTargets)";
 pub fn discover(portal: &str, cfg: &Config) -> Result<Vec<Discovered>> {
     let mut conn = Conn::connect(portal, cfg.timeout)?;
     let li = login_phase(&mut conn, cfg, None, new_isid()?, None)?;
-    conn.dec.digests = Digests {
-        header: li.params.header_digest,
-        data: li.params.data_digest,
-    };
     conn.dec.max_data = li.params.max_recv_dsl_initiator.max(8192);
     let (body, itt, exp_stat_sn) = send_targets(&mut conn, &li, cfg)?;
     let pairs = text::decode(&body).map_err(|e| protocol(portal, STATE, e))?;

@@ -6,7 +6,7 @@
 use super::exchange::{exchange, Deadline};
 use super::{protocol, Config};
 use crate::conn::Conn;
-use crate::pdu::{self, op, Bhs, CmdSn, In, Itt, LoginRequest, Sn, Stage, StatSn};
+use crate::pdu::{self, op, Bhs, CmdSn, Digests, In, Itt, LoginRequest, Sn, Stage, StatSn};
 use crate::{chap, text, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -35,7 +35,6 @@ pub(super) struct LoggedIn {
     pub exp_cmd_sn: CmdSn,
     pub max_cmd_sn: CmdSn,
     pub auth: String,
-    pub negotiated: Vec<(String, String)>,
 }
 
 /// A Login Response that did not refuse the login.
@@ -90,7 +89,11 @@ pub(super) fn login_phase(
     let auth = login.security(cfg)?;
     let (neg, last) = login.operational(cfg)?;
     let params = neg.params();
-    let negotiated = text::params_pairs(&params);
+    // Digests start with the full-feature phase: login PDUs carry none.
+    login.conn.dec.digests = Digests {
+        header: params.header_digest,
+        data: params.data_digest,
+    };
     Ok(LoggedIn {
         params,
         tsih: last.tsih,
@@ -99,7 +102,6 @@ pub(super) fn login_phase(
         exp_cmd_sn: last.sn.exp_cmd_sn,
         max_cmd_sn: last.sn.max_cmd_sn,
         auth,
-        negotiated,
     })
 }
 
@@ -222,13 +224,7 @@ impl Login<'_> {
                 ));
             }
         }
-        if r.next != Some(Stage::Operational.code()) {
-            return Err(protocol(
-                &self.portal,
-                SECURITY,
-                "the target did not move on to operational negotiation",
-            ));
-        }
+        self.on_to_operational(&r, SECURITY)?;
         Ok("None".to_string())
     }
 
@@ -250,7 +246,7 @@ impl Login<'_> {
                 ))
             }
         }
-        let challenge = self.step(&[("CHAP_A", "5")], Stage::Security, None, CHAP)?;
+        let challenge = self.step(&[("CHAP_A", chap::CHAP_A_MD5)], Stage::Security, None, CHAP)?;
         let auth_err = |e: String| Error::new(ErrorKind::Auth, e);
         let (answer, ours) = chap::initiator_reply(secrets, &challenge.keys)
             .map_err(|e| auth_err(format!("iSCSI {}: CHAP: {e}", self.portal)))?;
@@ -259,19 +255,24 @@ impl Login<'_> {
             chap::check_target_response(secrets, ours, &r.keys)
                 .map_err(|e| auth_err(format!("iSCSI {}: {e}", self.portal)))?;
         }
-        if r.next != Some(Stage::Operational.code()) {
-            return Err(protocol(
-                &self.portal,
-                CHAP,
-                "the target did not move on to operational negotiation after CHAP",
-            ));
-        }
+        self.on_to_operational(&r, CHAP)?;
         Ok(if ours.is_some() {
             "CHAP (mutual)"
         } else {
             "CHAP"
         }
         .to_string())
+    }
+
+    /// An error unless the security stage's last answer `r` moves on to
+    /// operational negotiation.
+    fn on_to_operational(&self, r: &Answer, state: &str) -> Result<()> {
+        if r.next == Some(Stage::Operational.code()) {
+            return Ok(());
+        }
+        let after = if state == CHAP { " after CHAP" } else { "" };
+        let what = format!("the target did not move on to operational negotiation{after}");
+        Err(protocol(&self.portal, state, what))
     }
 
     /// Operational negotiation, up to 8 rounds; the negotiation and the

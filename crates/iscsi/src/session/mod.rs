@@ -23,7 +23,7 @@ mod window;
 
 use crate::conn::{self, secs, Conn};
 pub use crate::conn::{MAX_SEGMENT, TX_LIMIT};
-use crate::pdu::{op, CmdSn, Digests, Itt, LogoutRequest, StatSn};
+use crate::pdu::{op, CmdSn, Itt, LogoutRequest, StatSn};
 use crate::{chap, scsi, text, Error, ErrorKind, Result};
 pub use discover::discover;
 pub use exchange::MAX_DISCOVERY_TEXT;
@@ -63,23 +63,14 @@ impl Default for Config {
 /// `iqn.2026-11.org.iotoll:HOSTNAME`: the host is named so a target's logs
 /// and ACLs can tell initiators apart.
 pub fn default_initiator_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
-        let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..n])
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
+    let host: String = match nix::sys::utsname::uname() {
+        Ok(u) => (u.nodename().to_string_lossy().chars())
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '.' => c.to_ascii_lowercase(),
+                _ => '-',
             })
-            .collect()
-    } else {
-        "host".to_string()
+            .collect(),
+        Err(_) => "host".to_string(),
     };
     format!("iqn.2026-11.org.iotoll:{host}")
 }
@@ -225,10 +216,6 @@ impl Session {
                 ));
             }
         }
-        conn.dec.digests = Digests {
-            header: p.header_digest,
-            data: p.data_digest,
-        };
         conn.dec.max_data = p.max_recv_dsl_initiator.max(512);
         let now = Instant::now();
         let transfers = (slots + 1) * (p.max_outstanding_r2t.min(16) as usize + 1);
@@ -241,7 +228,7 @@ impl Session {
             auth: li.auth,
             header_digest: digest_name(p.header_digest),
             data_digest: digest_name(p.data_digest),
-            negotiated: li.negotiated,
+            negotiated: text::params_pairs(p),
         };
         Ok(Session {
             conn,
@@ -285,10 +272,6 @@ impl Session {
 
     pub fn outstanding(&self) -> usize {
         self.live
-    }
-
-    pub fn fd(&self) -> i32 {
-        self.conn.fd()
     }
 
     pub fn pollfd(&self) -> libc::pollfd {

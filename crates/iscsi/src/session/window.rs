@@ -2,7 +2,7 @@
 //! MaxCmdSN or the send buffer is full, encoded with their immediate data,
 //! and the Data-Out that follows them; the numbers target PDUs carry.
 
-use super::{closed_err, secs, Session, Transfer, MAX_SEGMENT};
+use super::{closed_err, secs, Session, Task, Transfer, MAX_SEGMENT};
 use crate::pdu::{self, Bhs, CmdSn, DataOut, DataSn, R2tSn, ScsiCommand, StatSn, Ttt};
 use crate::{scsi, Error, ErrorKind, Result};
 use std::time::{Duration, Instant};
@@ -73,19 +73,16 @@ impl Session {
                 format!("task slot {slot} is busy"),
             ));
         }
-        t.live = true;
-        t.sent = false;
-        t.gen = t.gen.wrapping_add(1);
-        t.read = read;
-        t.lun = lun;
-        t.cdb = cdb;
-        t.len = len;
-        t.buf = buf;
-        t.since = now;
-        t.retries = 0;
-        t.status = 0;
-        t.sense = None;
-        t.error = None;
+        *t = Task {
+            live: true,
+            gen: t.gen.wrapping_add(1),
+            read,
+            lun,
+            cdb,
+            len,
+            buf,
+            ..Task::new(now)
+        };
         self.live += 1;
         self.stats.commands += 1;
         let sn = self.cmd_sn.plus(self.waiting.len() as u32);

@@ -263,24 +263,32 @@ fn special_values() {
     assert!(matches!(e, NegotiationError::NotUnderstood { .. }));
 
     // A special value for a key we never sent gets no answer.
-    let mut n = Negotiation::new(Offer::default());
-    assert_eq!(
-        n.apply_response(&pairs(&[("X-foo", "Reject")])).unwrap(),
-        vec![]
-    );
+    let (_, ans) = answering(Offer::default(), &[("X-foo", "Reject")]);
+    assert_eq!(ans, vec![]);
+}
+
+/// A negotiation of `offer` that did not send the keys of `theirs`, and
+/// its answers to the target offering them.
+fn answering(offer: Offer, theirs: &[(&str, &str)]) -> (Negotiation, Vec<(String, String)>) {
+    let mut n = Negotiation::new(offer);
+    for (k, _) in theirs {
+        n.pending.remove(*k);
+    }
+    let ans = n.apply_response(&pairs(theirs)).unwrap();
+    (n, ans)
 }
 
 #[test]
 fn target_offers_answered() {
-    let mut n = Negotiation::new(Offer::default());
-    let ans = n
-        .apply_response(&pairs(&[
+    let (_, ans) = answering(
+        Offer::default(),
+        &[
             ("X-com.example.Thing", "1"),
             ("IFMarker", "Yes"),
             ("OFMarkInt", "2048~8192"),
             ("TargetAddress", "10.0.0.1:3260,1"),
-        ]))
-        .unwrap();
+        ],
+    );
     assert_eq!(
         ans,
         pairs(&[
@@ -293,28 +301,20 @@ fn target_offers_answered() {
 
 #[test]
 fn target_offers_a_key_we_did_not_send() {
-    let mut n = Negotiation::new(Offer {
+    let offer = Offer {
         data_digest: true,
         ..Offer::default()
-    });
-    for k in [
-        "MaxBurstLength",
-        "DataDigest",
-        "InitialR2T",
-        "ImmediateData",
-        "DefaultTime2Wait",
-    ] {
-        n.pending.remove(k);
-    }
-    let ans = n
-        .apply_response(&pairs(&[
+    };
+    let (n, ans) = answering(
+        offer,
+        &[
             ("MaxBurstLength", "131072"),
             ("DataDigest", "None,CRC32C"),
             ("InitialR2T", "Yes"),
             ("ImmediateData", "No"),
             ("DefaultTime2Wait", "0"),
-        ]))
-        .unwrap();
+        ],
+    );
     assert_eq!(
         ans,
         pairs(&[
@@ -330,15 +330,8 @@ fn target_offers_a_key_we_did_not_send() {
     assert!(!p.data_digest && p.initial_r2t && !p.immediate_data);
     assert_eq!(p.default_time2wait, 2);
 
-    let mut n = Negotiation::new(Offer::default());
-    n.pending.remove("MaxBurstLength");
-    n.pending.remove("HeaderDigest");
-    let ans = n
-        .apply_response(&pairs(&[
-            ("MaxBurstLength", "1"),
-            ("HeaderDigest", "CRC32C"),
-        ]))
-        .unwrap();
+    let theirs = [("MaxBurstLength", "1"), ("HeaderDigest", "CRC32C")];
+    let (n, ans) = answering(Offer::default(), &theirs);
     assert_eq!(
         ans,
         pairs(&[("MaxBurstLength", "Reject"), ("HeaderDigest", "Reject")])
