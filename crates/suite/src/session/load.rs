@@ -29,30 +29,25 @@ pub fn load(
         return Err(usage(format!("--target {} is given twice", t.display())));
     }
     let icf = which.to_ascii_lowercase().ends_with(".icf");
-    let text = match builtin::find(which) {
-        Some(_) => None,
-        None if icf && !Path::new(which).is_file() => {
-            return Err(usage(format!("{which}: no such file")));
+    let (path, builtin) = (Path::new(which), builtin::find(which));
+    let text = match builtin {
+        Some(t) => t.to_string(),
+        None if icf && !path.is_file() => return Err(usage(format!("{which}: no such file"))),
+        None if !icf && !path.exists() => {
+            let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
+            let names = names.join(", ");
+            let msg = format!("'{which}' is neither a built-in suite ({names}) nor a file");
+            return Err(usage(msg));
         }
-        None if icf || Path::new(which).is_file() => Some(read(which, Path::new(which))?),
-        None => None,
+        None => read(which, path)?,
     };
-    if let Some(text) = text.filter(|t| icf || icf::looks_like_icf(t)) {
+    // A file is an .icf by its name or, whatever its name, by its text.
+    if builtin.is_none() && (icf || icf::looks_like_icf(&text)) {
         return load_icf(which, &text, targets, run);
     }
-    let (text, file) = match builtin::find(which) {
-        Some(t) => (t.to_string(), format!("built-in suite '{which}'")),
-        None => {
-            let p = PathBuf::from(which);
-            if !p.exists() {
-                let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _)| *n).collect();
-                let names = names.join(", ");
-                let msg = format!("'{which}' is neither a built-in suite ({names}) nor a file");
-                return Err(usage(msg));
-            }
-            let shown = p.display().to_string();
-            (read(&shown, &p)?, shown)
-        }
+    let file = match builtin {
+        Some(_) => format!("built-in suite '{which}'"),
+        None => which.to_string(),
     };
     Ok((
         parse(&text, &file).map_err(|e| usage(e.to_string()))?,
