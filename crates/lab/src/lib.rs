@@ -54,9 +54,9 @@ impl LabError {
     }
 }
 
-/// The built-in labs' names.
-pub fn builtin_names() -> &'static [&'static str] {
-    &["pair", "pair-1g", "pair-10g", "quad-100m", "iscsi-1g"]
+/// The built-in labs' names, in the order of their table.
+pub fn builtin_names() -> Vec<&'static str> {
+    def::BUILTINS.iter().map(|(n, _)| *n).collect()
 }
 
 /// A built-in lab's TOML text.

@@ -172,7 +172,7 @@ pub fn host_names(lab: &str, sets: &[String]) -> Result<Vec<String>, SessionErro
 
 /// The built-in labs that have every one of `hosts`, for hints.
 pub fn builtins_with(hosts: &[&str]) -> Vec<&'static str> {
-    (iotoll_lab::builtin_names().iter().copied())
+    (iotoll_lab::builtin_names().into_iter())
         .filter(|n| {
             iotoll_lab::load(n, &[])
                 .is_ok_and(|d| (hosts.iter()).all(|h| d.hosts.iter().any(|x| x.name == *h)))
