@@ -52,31 +52,28 @@ def machine_line():
     return f"machine: {platform.node()}  {os.cpu_count()} CPUs  {cpu}  kernel {platform.release()}"
 
 
-# The CPU seconds (user + system) the last `run`'s process used, from
-# getrusage(RUSAGE_CHILDREN): unlike whole-host CPU it holds on a busy
-# machine, though it misses kernel work charged to other tasks.
-LAST_PROC_CPU_S = [0.0]
-
-
 def children_cpu_s():
+    """User + system CPU seconds of this process's waited-for children."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
 
 
 def run(cmd):
-    """Runs cmd; returns (stdout, busy host CPU seconds, wall s), the CPU
-    measured from /proc/stat over the whole run (the process's own CPU in
-    LAST_PROC_CPU_S[0]). Exits on failure."""
+    """Runs cmd; returns (stdout, busy host CPU seconds, wall s, own CPU
+    seconds): host CPU from /proc/stat over the whole run; own CPU the
+    process's user + system time, which other load on a busy machine does
+    not inflate (though it misses kernel work charged to other tasks).
+    Exits on failure."""
     c0 = children_cpu_s()
     b0, t0 = host_busy_ticks(), time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = p.communicate()
     t1, b1 = time.monotonic(), host_busy_ticks()
-    LAST_PROC_CPU_S[0] = children_cpu_s() - c0
+    own_s = children_cpu_s() - c0
     ru = p.returncode
     if ru != 0:
         sys.exit(f"command failed ({ru}): {' '.join(cmd)}\n{err.decode()}")
-    return out, (b1 - b0) / CLK_TCK, t1 - t0
+    return out, (b1 - b0) / CLK_TCK, t1 - t0, own_s
 
 
 def max_rss_kib(cmd, on_start=None):
@@ -93,16 +90,17 @@ def max_rss_kib(cmd, on_start=None):
     return ru.ru_maxrss  # KiB on Linux
 
 
-def iotoll_result(d, cpu_s, wall):
-    """The figures the benchmarks compare, from an iotoll --json document d
-    and the whole-host busy CPU seconds cpu_s measured over its whole run."""
+def iotoll_result(d, cpu_s, wall, own_s):
+    """The figures the benchmarks compare, from an iotoll --json document d,
+    the whole-host busy CPU seconds cpu_s measured over its whole run and
+    its own CPU seconds own_s."""
     m = d["metrics"]
     ios = m["iops"] * m["window_s"]
     x = {
         "iops": m["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
         "in_window_cpu_us_per_io": m.get("cpu_us_per_io"),
-        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
+        "proc_us_per_io": own_s * 1e6 / ios,
         # Measured directly (integral of the in-flight count), and by
         # Little's law from iotoll's IOPS and mean latency.
         "qd_achieved": m["qd_achieved"],
@@ -133,8 +131,8 @@ def iotoll_result(d, cpu_s, wall):
 
 def iotoll_run(cmd):
     """Runs an `iotoll ... --json` command line; iotoll_result of it."""
-    out, cpu_s, wall = run(cmd)
-    return iotoll_result(json.loads(out), cpu_s, wall)
+    out, cpu_s, wall, own_s = run(cmd)
+    return iotoll_result(json.loads(out), cpu_s, wall, own_s)
 
 
 def rotation(tools, r):

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import LAST_PROC_CPU_S, iotoll_run, machine_line, max_rss_kib, rotation, run
+from benchlib import iotoll_run, machine_line, max_rss_kib, rotation, run
 
 
 def fio_case(path, size, bs, qd, engine, secs, extra=()):
@@ -32,13 +32,13 @@ def fio_case(path, size, bs, qd, engine, secs, extra=()):
         "--time_based", f"--runtime={secs}", "--ramp_time=0", "--norandommap",
         "--randrepeat=0", "--output-format=json", *extra,
     ]
-    out, cpu_s, wall = run(cmd)
+    out, cpu_s, wall, own_s = run(cmd)
     j = json.loads(out)["jobs"][0]["read"]
     ios = j["total_ios"]
     return {
         "iops": j["iops"],
         "cpu_us_per_io": cpu_s * 1e6 / ios,
-        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
+        "proc_us_per_io": own_s * 1e6 / ios,
         # Little's law on fio's own figures: lat runs from fio's time stamp
         # before it submits (start_time) to the completion it reaps, the
         # interval iotoll's latency covers; clat starts after the submitting
@@ -63,7 +63,7 @@ def fio_jobs(common, jobs, secs, extra=()):
            "--randrepeat=0", "--output-format=json", *extra]
     for i, opts in enumerate(jobs):
         cmd += [f"--name=j{i + 1}", *opts]
-    out, cpu_s, wall = run(cmd)
+    out, cpu_s, wall, own_s = run(cmd)
     per_job, ios, reads, lat_sum, clat_sum, runtime_ms = [], 0, 0, 0.0, 0.0, 0
     for j in json.loads(out)["jobs"]:
         n = sum(j[d]["total_ios"] for d in ("read", "write"))
@@ -79,7 +79,7 @@ def fio_jobs(common, jobs, secs, extra=()):
     return {
         "iops": iops,
         "cpu_us_per_io": cpu_s * 1e6 / ios,
-        "proc_us_per_io": LAST_PROC_CPU_S[0] * 1e6 / ios,
+        "proc_us_per_io": own_s * 1e6 / ios,
         # Little's law, per job (per worker), on fio's own figures.
         "qd_achieved": iops * lat_ns / 1e9 / len(jobs),
         "qd_clat": iops * (clat_sum / ios) / 1e9 / len(jobs),

@@ -147,7 +147,7 @@ class Tgtd:
 def iotoll_case(exe, url, bs, qd, random, secs):
     cmd = [exe, "disk", "run", "--target", url, "--bs", bs, "--read", "100", "--random", "100" if random else "0",
            "--qd", str(qd), "--time", f"{secs}s", "--ramp", "1s", "--json", "--no-db", "--quiet"]
-    out, _, wall = run(cmd)
+    out, _, wall, _ = run(cmd)
     d = json.loads(out)
     if d.get("status") != "complete":
         sys.exit(f"iotoll run {d.get('status')}: {d.get('notes')}")

@@ -26,7 +26,7 @@ def stream(binary, port, secs):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        out, cpu_s, wall = bl.run([binary, "net", "stream", f"127.0.0.1:{port}", "--time",
+        out, cpu_s, wall, _ = bl.run([binary, "net", "stream", f"127.0.0.1:{port}", "--time",
                                    f"{secs}s", "--ramp", "1s", "--json", "--quiet", "--no-db"])
         m = json.loads(out)["metrics"]
         mb = m["mbit_s"] * m["window_s"] / 8

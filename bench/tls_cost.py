@@ -28,7 +28,7 @@ from benchlib import free_port, machine_line, median, report, rotation, run, sto
 
 def openssl_gbit(cipher, seconds):
     """Bytes/s of `openssl speed -evp cipher` at 16384 bytes, in Gbit/s."""
-    out, _, _ = run(["openssl", "speed", "-evp", cipher, "-seconds", str(seconds), "-bytes", "16384"])
+    out, _, _, _ = run(["openssl", "speed", "-evp", cipher, "-seconds", str(seconds), "-bytes", "16384"])
     lines = out.decode().splitlines()
     for i, ln in enumerate(lines):
         if ln.startswith("type") and "16384 bytes" in ln:
@@ -76,7 +76,7 @@ def main():
                        "--time", f"{a.time}s", "--json", "--quiet", "--no-db"]
                 if it != "clear":
                     cmd += ["--tls-cipher", it.split()[1]]
-                out, _, _ = run(cmd)
+                out, _, _, _ = run(cmd)
                 d = json.loads(out)
                 m = d["metrics"]
                 spg = 1000 * m["cpu_pct"] / 100 * m["cpus"] / (m["mbit_s"] / 1000)
