@@ -4,7 +4,7 @@
 
 use crate::pdu::{Bhs, Decoder, Digests, PduError, BHS_LEN, MAX_AHS_LEN};
 use crate::Error;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSliceMut, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::ops::Range;
 use std::os::unix::io::AsRawFd;
@@ -26,6 +26,22 @@ pub const TX_LIMIT: usize = 1 << 20;
 /// allowed, and it bounds what one PDU adds past [`TX_LIMIT`].
 pub const MAX_SEGMENT: u32 = 256 * 1024;
 
+/// A Data-In data segment at least this long is read from the socket
+/// straight into the I/O buffer: copying it out of the receive buffer
+/// again costs more than the extra `recv` for its header.
+pub const DIRECT_MIN: usize = 16 * 1024;
+
+/// While large data segments arrive, the receive buffer takes this much
+/// per `recv` at most: the next PDU's header and small PDUs, leaving the
+/// next large segment in the socket for its own buffer.
+const RX_SMALL: usize = 4096;
+
+/// The part of a data segment still to come, and where it goes.
+struct Direct {
+    dst: *mut u8,
+    left: usize,
+}
+
 pub(crate) struct Conn {
     sock: TcpStream,
     pub portal: String,
@@ -35,6 +51,10 @@ pub(crate) struct Conn {
     pub tx: Vec<u8>,
     tx_pos: usize,
     pub dec: Decoder,
+    direct: Option<Direct>,
+    /// The last data segment was large: read small, so the next one can
+    /// go straight to its buffer too.
+    large: bool,
 }
 
 impl Conn {
@@ -62,6 +82,8 @@ impl Conn {
                             digests: Digests::default(),
                             max_data: 8192,
                         },
+                        direct: None,
+                        large: false,
                     });
                 }
                 Err(e) => last = Some(e),
@@ -124,7 +146,9 @@ impl Conn {
 
     /// Reads what the socket has without blocking; false when nothing was
     /// there. The end of the stream is an error: a target never closes a
-    /// connection we did not log out.
+    /// connection we did not log out. A data segment being read straight
+    /// into its buffer takes the bytes first; what follows it goes to the
+    /// receive buffer.
     pub fn fill(&mut self) -> std::io::Result<bool> {
         let need = match self.dec.frame_len(&self.rx[self.rx_start..self.rx_end]) {
             Ok(Some(n)) => n,
@@ -140,10 +164,35 @@ impl Conn {
                 self.rx.resize(need + RX_CHUNK, 0);
             }
         }
+        let room = if self.large || self.direct.is_some() {
+            (self.rx.len() - self.rx_end).min(RX_SMALL)
+        } else {
+            self.rx.len() - self.rx_end
+        };
+        let rx = &mut self.rx[self.rx_end..self.rx_end + room];
         loop {
-            match (&self.sock).read(&mut self.rx[self.rx_end..]) {
+            let r = match &self.direct {
+                // SAFETY: `dst` is valid for `left` bytes (`read_into`'s
+                // contract), and nothing else refers to them meanwhile.
+                Some(d) => (&self.sock).read_vectored(&mut [
+                    IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(d.dst, d.left) }),
+                    IoSliceMut::new(rx),
+                ]),
+                None => (&self.sock).read(rx),
+            };
+            match r {
                 Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
-                Ok(n) => {
+                Ok(mut n) => {
+                    if let Some(d) = &mut self.direct {
+                        let k = n.min(d.left);
+                        // SAFETY: k <= left, inside the buffer.
+                        d.dst = unsafe { d.dst.add(k) };
+                        d.left -= k;
+                        n -= k;
+                        if d.left == 0 {
+                            self.direct = None;
+                        }
+                    }
                     self.rx_end += n;
                     return Ok(true);
                 }
@@ -152,6 +201,57 @@ impl Conn {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The header of the PDU at the front of the receive buffer when its
+    /// data segment is not all in yet: the header, the header's length
+    /// (with AHS and digest) and the whole PDU's.
+    pub fn header(&self) -> Result<Option<(Bhs, usize, usize)>, PduError> {
+        let buf = &self.rx[self.rx_start..self.rx_end];
+        let Some(total) = self.dec.frame_len(buf)? else {
+            return Ok(None);
+        };
+        let bhs = Bhs::at(buf);
+        let digest = if self.dec.digests.header { 4 } else { 0 };
+        let hdr = BHS_LEN + bhs.ahs_len() + digest;
+        // frame_len checks the header digest once it is in: wait for it.
+        Ok((buf.len() >= hdr && buf.len() < total).then_some((bhs, hdr, total)))
+    }
+
+    /// Takes the PDU at the front (whose header is `hdr` bytes) as one
+    /// whose `n`-byte data segment goes to `dst`: the part already received
+    /// is copied there now, the rest `fill` reads into place. Its padding
+    /// and digest stay in the receive buffer. Returns the bytes copied.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes, and not otherwise used,
+    /// until [`Conn::direct_left`] is 0 or the connection is dropped.
+    pub unsafe fn read_into(&mut self, hdr: usize, dst: *mut u8, n: usize) -> usize {
+        self.consume(hdr);
+        let have = (self.rx_end - self.rx_start).min(n);
+        // SAFETY: `have` <= n bytes, from the receive buffer into `dst`
+        // (the caller's contract); the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.rx[self.rx_start..].as_ptr(), dst, have);
+        }
+        self.consume(have);
+        self.large = true;
+        self.direct = (have < n).then(|| Direct {
+            // SAFETY: have < n, inside the caller's buffer.
+            dst: unsafe { dst.add(have) },
+            left: n - have,
+        });
+        have
+    }
+
+    /// Bytes of the data segment being read into place still to come.
+    pub fn direct_left(&self) -> usize {
+        self.direct.as_ref().map_or(0, |d| d.left)
+    }
+
+    /// Whether the last data segment was large (so `fill` reads small).
+    pub fn set_large(&mut self, large: bool) {
+        self.large = large;
     }
 
     /// The next whole PDU in the receive buffer: its header and where its
@@ -169,6 +269,11 @@ impl Conn {
 
     pub fn rx(&self) -> &[u8] {
         &self.rx
+    }
+
+    /// What is received and not yet consumed.
+    pub fn received(&self) -> &[u8] {
+        &self.rx[self.rx_start..self.rx_end]
     }
 
     pub fn consume(&mut self, n: usize) {

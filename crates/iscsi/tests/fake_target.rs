@@ -10,7 +10,7 @@ mod fake;
 mod start;
 
 use fake::{fake, serve, Peer, IQN};
-use iotoll_iscsi::pdu::{op, Bhs, NO_TAG};
+use iotoll_iscsi::pdu::{op, Bhs, Digests, NO_TAG};
 use iotoll_iscsi::session::{self, Config, Session};
 use iotoll_iscsi::{Error, ErrorKind};
 use std::io::Write;
@@ -660,4 +660,113 @@ fn a_write_answered_good_before_its_data_was_sent_is_short() {
     );
     drop(s);
     h.join().expect("target script");
+}
+
+const MIB: usize = 1 << 20;
+const SEG: usize = 65536;
+
+/// What a target does to the `k`-th of a 1 MiB read's sixteen 64 KiB
+/// Data-In PDUs (encoded, digests included) before it sends it.
+type Mangle = fn(k: usize, frame: &mut Vec<u8>);
+
+/// A 1 MiB read answered by sixteen 64 KiB Data-In PDUs (the last with
+/// status), with or without digests, each PDU passed through `mangle`:
+/// the result, the session's statistics, and whether the 4 KiB past the
+/// read's buffer stayed untouched.
+fn large_read(digests: bool, mangle: Mangle) -> (Result<i64, Error>, session::WindowStats, bool) {
+    let (portal, h) = serve(move |p| {
+        if digests {
+            p.keys = vec![
+                ("HeaderDigest", "CRC32C".into()),
+                ("DataDigest", "CRC32C".into()),
+            ];
+        }
+        p.login();
+        p.digests = Digests {
+            header: digests,
+            data: digests,
+        };
+        let (c, _) = p.command().expect("command");
+        let d = pattern(MIB);
+        for k in 0..MIB / SEG {
+            let mut b = Bhs::new(op::DATA_IN, false, if k == 15 { 0x81 } else { 0 });
+            b.set_itt(c.itt());
+            b.set_u32(20, NO_TAG);
+            b.set_u32(36, k as u32);
+            b.set_u32(40, (k * SEG) as u32);
+            if k == 15 {
+                b.set_u32(24, p.stat_sn);
+            }
+            let mut f = p.frame(b, &d[k * SEG..(k + 1) * SEG]);
+            mangle(k, &mut f);
+            if p.sock.write_all(&f).is_err() {
+                return;
+            }
+        }
+        while p.recv().is_some() {}
+    });
+    let mut cfg = cfg();
+    cfg.offer.header_digest = digests;
+    cfg.offer.data_digest = digests;
+    let mut s = Session::login(&portal, IQN, &cfg, 4).expect("login");
+    let mut buf = vec![0u8; MIB + 4096];
+    let r = read_one(&mut s, 0, &mut buf[..MIB]);
+    if r.is_ok() {
+        assert!(buf[..MIB] == pattern(MIB), "the data read differs");
+    }
+    let st = s.stats();
+    drop(s);
+    h.join().expect("target script");
+    (r, st, buf[MIB..].iter().all(|&b| b == 0))
+}
+
+/// Large Data-In segments are read from the socket straight into the
+/// read's buffer: every byte lands once, where it belongs, with the data
+/// digest checked where it landed. Only the first receive (at most the
+/// ~265 KiB receive buffer) and a few KiB around each later header can be
+/// copied, however the bytes are timed.
+#[test]
+fn large_data_in_lands_in_place_each_byte_once() {
+    for digests in [false, true] {
+        let (r, st, guard) = large_read(digests, |_, _| {});
+        assert_eq!(r.expect("the read"), MIB as i64, "digests {digests}");
+        assert!(guard, "a byte past the buffer was written");
+        assert_eq!(st.data_in_copied + st.data_in_direct, MIB as u64, "{st:?}");
+        let most_copied = 272 * 1024 + 16 * 8192;
+        assert!(
+            st.data_in_copied <= most_copied,
+            "digests {digests}: {st:?}"
+        );
+    }
+}
+
+/// On the in-place path as on the other, a corrupted segment fails its
+/// data digest, and a Data-In that would run past the read is refused
+/// before a byte of it is written.
+#[test]
+fn large_data_in_is_checked_before_and_after_it_lands() {
+    // The last PDUs go in place (see above); a payload byte flipped.
+    let (r, _, _) = large_read(true, |k, f| {
+        if k == 12 {
+            f[48 + 4 + 1000] ^= 1;
+        }
+    });
+    let e = r.expect_err("a flipped byte");
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(
+        e.msg.contains("data digest") || e.msg.contains("Data digest"),
+        "{e}"
+    );
+    // The last PDU moved to end 48 KiB past the read.
+    let (r, _, guard) = large_read(false, |k, f| {
+        if k == 15 {
+            f[40..44].copy_from_slice(&((15 * SEG + 49152) as u32).to_be_bytes());
+        }
+    });
+    let e = r.expect_err("past the read");
+    assert!(
+        e.msg.contains("Data-In of 65536 bytes at offset 1032192"),
+        "{e}"
+    );
+    assert!(guard, "a byte past the buffer was written");
 }

@@ -3,11 +3,23 @@
 //! Rejects, each checked against the task it names.
 
 use super::{closed_err, Done, Session, Transfer};
-use crate::pdu::{self, op, Bhs, DataSn, In, Itt, NopOut, R2tSn, Residual, Ttt};
+use crate::conn::DIRECT_MIN;
+use crate::pdu::{self, op, Bhs, DataSn, In, Itt, NopOut, PduError, R2tSn, Residual, Ttt};
 use crate::{scsi, Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::time::Instant;
+
+/// A Data-In whose data segment is being read straight into its read's
+/// buffer: what its header said, for when the segment is in.
+#[derive(Clone, Copy)]
+pub(super) struct DirectIn {
+    slot: usize,
+    offset: u32,
+    len: u32,
+    status: Option<u8>,
+    residual: Residual,
+}
 
 impl Session {
     /// The slot of the outstanding command `itt` names; a PDU of kind
@@ -79,7 +91,21 @@ impl Session {
             } => {
                 self.note_sn(&bhs, status.is_some())?;
                 let slot = self.task_of(itt, op::DATA_IN)?;
-                self.data_in(slot, data, offset, data_sn)?;
+                let n = data.len() as u32;
+                self.check_data_in(slot, n, offset, data_sn)?;
+                self.conn.set_large(data.len() >= DIRECT_MIN);
+                let t = &mut self.tasks[slot];
+                // SAFETY: offset + n <= len (checked), and buf is valid for
+                // len bytes while the task is live (submit's contract).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.conn.rx()[data].as_ptr(),
+                        t.buf.add(offset as usize),
+                        n as usize,
+                    );
+                }
+                t.got += n;
+                self.stats.data_in_copied += n as u64;
                 if let Some(s) = status {
                     self.tasks[slot].status = s;
                     self.finish(slot, residual, done);
@@ -146,16 +172,9 @@ impl Session {
         Ok(())
     }
 
-    /// Data-In for the read on `slot`: checked to be the next in order and
-    /// inside the read, then copied into the caller's buffer.
-    fn data_in(
-        &mut self,
-        slot: usize,
-        data: Range<usize>,
-        offset: u32,
-        data_sn: DataSn,
-    ) -> Result<()> {
-        let n = data.len() as u32;
+    /// Checks that `n` bytes of Data-In at `offset` for the read on `slot`
+    /// are the next in order and inside the read, and counts the PDU.
+    fn check_data_in(&mut self, slot: usize, n: u32, offset: u32, data_sn: DataSn) -> Result<()> {
         let t = &mut self.tasks[slot];
         let bad = if !t.read || offset.checked_add(n).is_none_or(|end| end > t.len) {
             Some(format!(
@@ -186,16 +205,86 @@ impl Session {
             return Err(self.fault(what));
         }
         t.data_sn = t.data_sn.next();
-        // SAFETY: offset + n <= len, and buf is valid for len bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.conn.rx()[data].as_ptr(),
-                t.buf.add(offset as usize),
-                n as usize,
-            );
-        }
-        t.got += n;
         Ok(())
+    }
+
+    /// The PDU at the front is a Data-In with a large data segment not all
+    /// received yet: checked like any Data-In, then its segment is read
+    /// straight into the read's buffer (see `end_direct`). False for any
+    /// other PDU, left to the whole-PDU path.
+    fn start_direct(&mut self) -> Result<bool> {
+        let header = self.conn.header().map_err(|e| self.fault(e))?;
+        let Some((bhs, hdr, _)) = header else {
+            return Ok(false);
+        };
+        let len = bhs.data_len();
+        if bhs.opcode() != op::DATA_IN || (len as usize) < DIRECT_MIN {
+            return Ok(false);
+        }
+        let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
+        let In::DataIn {
+            itt,
+            status,
+            residual,
+            offset,
+            data_sn,
+            ..
+        } = parsed
+        else {
+            return Ok(false);
+        };
+        self.note_sn(&bhs, status.is_some())?;
+        let slot = self.task_of(itt, op::DATA_IN)?;
+        self.check_data_in(slot, len, offset, data_sn)?;
+        // SAFETY: offset + len <= the read's length (checked), buf is valid
+        // for it while the task is live (submit's contract), and the task
+        // stays live until `end_direct`: no other PDU is read before.
+        let copied = unsafe {
+            let dst = self.tasks[slot].buf.add(offset as usize);
+            self.conn.read_into(hdr, dst, len as usize)
+        };
+        self.stats.data_in_copied += copied as u64;
+        self.stats.data_in_direct += (len as usize - copied) as u64;
+        self.direct = Some(DirectIn {
+            slot,
+            offset,
+            len,
+            status,
+            residual,
+        });
+        Ok(true)
+    }
+
+    /// Ends the Data-In `d` once its segment and its padding and digest are
+    /// in: the digest checked over the segment where it landed. False while
+    /// bytes are still to come.
+    fn end_direct(&mut self, d: DirectIn, done: Done) -> Result<bool> {
+        let pad = pdu::pad4(d.len as usize);
+        let digest = self.conn.dec.digests.data;
+        let tail = pad + if digest { 4 } else { 0 };
+        let rx = self.conn.received();
+        if self.conn.direct_left() > 0 || rx.len() < tail {
+            return Ok(false);
+        }
+        if digest {
+            let t = &self.tasks[d.slot];
+            // SAFETY: the segment was read into buf[offset..offset + len],
+            // inside the read (checked at `start_direct`).
+            let seg =
+                unsafe { std::slice::from_raw_parts(t.buf.add(d.offset as usize), d.len as usize) };
+            let crc = crc32c::crc32c_append(pdu::crc32c(seg), &rx[..pad]);
+            if crc.to_le_bytes()[..] != rx[pad..tail] {
+                return Err(self.fault(PduError::DataDigest(pdu::op_name(op::DATA_IN))));
+            }
+        }
+        self.conn.consume(tail);
+        self.direct = None;
+        self.tasks[d.slot].got += d.len;
+        if let Some(s) = d.status {
+            self.tasks[d.slot].status = s;
+            self.finish(d.slot, d.residual, done);
+        }
+        Ok(true)
     }
 
     /// The SCSI Response that ends the command on `slot`, unless it is a
@@ -365,8 +454,18 @@ impl Session {
             self.stalled = false;
             let mut handled = false;
             loop {
+                if let Some(d) = self.direct {
+                    if !self.end_direct(d, &mut counting)? {
+                        break;
+                    }
+                    handled = true;
+                    continue;
+                }
                 let next = self.conn.next_pdu().map_err(|e| self.fault(e))?;
-                let Some((bhs, range, len)) = next else { break };
+                let Some((bhs, range, len)) = next else {
+                    handled |= self.start_direct()?;
+                    break;
+                };
                 // A ping needs an answer in the send buffer: with no room,
                 // reading stops here until the target takes what is
                 // queued (backpressure, rather than a buffer that grows

@@ -28,6 +28,7 @@ use crate::{chap, scsi, text, Error, ErrorKind, Result};
 pub use discover::discover;
 pub use exchange::MAX_DISCOVERY_TEXT;
 use exchange::{exchange, receive, Deadline};
+use inbound::DirectIn;
 use login::{login_phase, new_isid};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -112,6 +113,11 @@ pub struct WindowStats {
     pub unit_attentions: u64,
     /// Async messages of SCSI events (event 0) received.
     pub async_events: u64,
+    /// Data-In payload bytes copied from the receive buffer into the I/O
+    /// buffers, and bytes the socket read straight into them (large
+    /// segments): together, every byte read.
+    pub data_in_copied: u64,
+    pub data_in_direct: u64,
 }
 
 /// Outcome of a command run to completion by [`Session::command`].
@@ -151,6 +157,8 @@ pub struct Session {
     /// PDUs are left unread until the send buffer has room again: the one
     /// at the front needs an answer (a NOP-Out) that would not fit.
     stalled: bool,
+    /// A Data-In whose data segment is being read into its buffer.
+    direct: Option<DirectIn>,
     live: usize,
     stats: WindowStats,
     now: Instant,
@@ -243,6 +251,7 @@ impl Session {
             waiting: VecDeque::with_capacity(slots + 1),
             transfers: VecDeque::with_capacity(transfers),
             stalled: false,
+            direct: None,
             live: 0,
             stats: WindowStats {
                 min_window: u32::MAX,

@@ -37,6 +37,8 @@ pub struct Peer {
     pub window: u32,
     /// Operational keys answered other than [`Peer::login`]'s defaults.
     pub keys: Vec<(&'static str, String)>,
+    /// Digests on the PDUs after the login (set them once it is over).
+    pub digests: Digests,
 }
 
 impl Peer {
@@ -48,12 +50,13 @@ impl Peer {
             exp_cmd_sn: 0,
             window,
             keys: Vec::new(),
+            digests: Digests::default(),
         }
     }
 
     pub fn recv(&mut self) -> Option<(Bhs, Vec<u8>)> {
         let dec = Decoder {
-            digests: Digests::default(),
+            digests: self.digests,
             max_data: 1 << 20,
         };
         loop {
@@ -78,7 +81,7 @@ impl Peer {
             self.exp_cmd_sn.wrapping_add(self.window).wrapping_sub(1),
         );
         let mut out = Vec::new();
-        pdu::encode(&mut out, bhs, data, Digests::default());
+        pdu::encode(&mut out, bhs, data, self.digests);
         out
     }
 
