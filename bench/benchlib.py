@@ -10,6 +10,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -77,17 +78,35 @@ def run(cmd):
 
 
 def max_rss_kib(cmd, on_start=None):
-    """Runs cmd (output discarded); its peak RSS in KiB (wait4 ru_maxrss,
-    the kernel's VmHWM of the process at exit). on_start(pid), if given, is
-    called once it started (e.g. to start sampling /proc/PID). Exits on
+    """Runs cmd (output discarded); its peak RSS in KiB, as GNU time's %M
+    reports it. Not wait4's ru_maxrss of a child of this script: the kernel
+    carries the RSS of the image a process had before its exec into that
+    figure, so a command started from Python reports at least Python's own
+    RSS (about 17 MiB here) however little it used; GNU time's child starts
+    from GNU time's 2 MiB. on_start(pid), if given, is called once the
+    command started, with its own pid (e.g. to sample /proc/PID). Exits on
     failure."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if on_start:
-        on_start(p.pid)
-    _, status, ru = os.wait4(p.pid, 0)
-    if status != 0:
-        sys.exit(f"command failed ({status}): {' '.join(cmd)}\n" + p.stderr.read().decode())
-    return ru.ru_maxrss  # KiB on Linux
+    if not os.access("/usr/bin/time", os.X_OK):
+        sys.exit("the RSS case needs GNU time: apt-get install time")
+    with tempfile.NamedTemporaryFile("r", prefix="iotoll-bench-rss-") as out:
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", out.name] + cmd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if on_start:
+            kids = f"/proc/{p.pid}/task/{p.pid}/children"
+            until = time.monotonic() + 5
+            pid = None
+            while pid is None and p.poll() is None and time.monotonic() < until:
+                try:
+                    with open(kids) as f:
+                        pid = int(f.read().split()[0])
+                except (OSError, ValueError, IndexError):
+                    time.sleep(0.01)
+            if pid is not None:
+                on_start(pid)
+        err = p.stderr.read().decode()
+        if p.wait() != 0:
+            sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n" + err)
+        return int(out.read().split()[-1])
 
 
 def iotoll_result(d, cpu_s, wall, own_s):

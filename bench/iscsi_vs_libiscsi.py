@@ -25,7 +25,7 @@ every round.
   The two windows differ slightly; the target's CPU (tgtd, same host) is in
   both, as is everything else running on the host.
 - RSS: iotoll, 4k random read QD 32, --workers 4 (one session each), on the
-  null LUN: peak RSS (wait4 ru_maxrss, = VmHWM) against "I/O buffers
+  null LUN: peak RSS (GNU time %M: see benchlib.max_rss_kib) against "I/O buffers
   (4 x 32 x 4 KiB) + at most 8 MiB".
 """
 import argparse

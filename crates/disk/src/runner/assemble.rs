@@ -8,7 +8,9 @@ use super::*;
 pub(super) struct Merged {
     pub(super) total: Counts,
     pub(super) targets: Vec<Counts>,
-    pub(super) workers: Vec<Counts>,
+    /// Each worker's counts and metrics, worked out as it is merged: a
+    /// latency histogram is 270 KiB, and a worker's is not kept past that.
+    pub(super) workers: Vec<(IoCounts, Metrics)>,
     pub(super) ran_on: Vec<Vec<u32>>,
     pub(super) lines: Vec<(u64, u64)>,
     pub(super) qd_achieved: f64,
@@ -26,6 +28,7 @@ pub(super) fn merge(
     assigned: &[Assignment],
     ntargets: usize,
     nlines: usize,
+    window_s: f64,
 ) -> (Merged, Option<String>) {
     let mut failure = None;
     let mut first_error = None;
@@ -40,12 +43,24 @@ pub(super) fn merge(
         engine_notes: Vec::new(),
     };
     for (o, a) in outs.into_iter().zip(assigned) {
-        let mut mine = Counts::new();
+        let mut several = None;
+        let mut one = None;
         match o {
-            Ok(o) => {
+            Ok(mut o) => {
                 for (c, &t) in o.targets.iter().zip(&a.targets) {
-                    mine.add(c);
+                    m.total.add(c);
                     m.targets[t].add(c);
+                }
+                // A worker of one target is that target's counts: no
+                // histogram of its own to build.
+                match o.targets.len() {
+                    1 => one = o.targets.pop(),
+                    _ => {
+                        several = Some(o.targets.iter().fold(Counts::new(), |mut w, c| {
+                            w.add(c);
+                            w
+                        }))
+                    }
                 }
                 for (l, o) in m.lines.iter_mut().zip(&o.lines) {
                     (l.0, l.1) = (l.0 + o.0, l.1 + o.1);
@@ -65,8 +80,8 @@ pub(super) fn merge(
                 m.ran_on.push(Vec::new());
             }
         }
-        m.total.add(&mine);
-        m.workers.push(mine);
+        let mine = one.or(several).unwrap_or_else(Counts::new);
+        m.workers.push((mine.counts(), mine.metrics(window_s)));
     }
     if m.total.errors > 0 {
         let (n, first) = (m.total.errors, first_error.as_deref());
@@ -141,7 +156,7 @@ pub(super) fn breakdown(
             })
             .collect(),
         workers: (assigned.iter().zip(&m.workers).zip(&m.ran_on).enumerate())
-            .map(|(w, ((a, c), ran_on))| WorkerFigures {
+            .map(|(w, ((a, (counts, metrics)), ran_on))| WorkerFigures {
                 id: w as u32,
                 cpu: match ran_on.as_slice() {
                     [one] => Some(*one),
@@ -151,8 +166,8 @@ pub(super) fn breakdown(
                 pinned: a.cpu,
                 pinned_busy_pct: a.cpu.and_then(busy),
                 targets: a.targets.iter().map(|t| *t as u32).collect(),
-                counts: c.counts(),
-                metrics: c.metrics(window_s),
+                counts: counts.clone(),
+                metrics: metrics.clone(),
             })
             .collect(),
         lines: (spec.lines.iter().zip(&m.lines).enumerate())

@@ -124,13 +124,13 @@ fn run_on<C: Clock>(
     if !ramped && !shared.failed.load(Ordering::Acquire) {
         return Err(DiskError::Interrupted("during ramp-up"));
     }
-    let (merged, failure) = merge(outs, &assigned, targets.len(), spec.lines.len());
+    let window_s = closed.as_ref().map_or(0.0, |c| c.window_s);
+    let (merged, failure) = merge(outs, &assigned, targets.len(), spec.lines.len(), window_s);
     // A worker that failed before the window leaves no figures but the failure.
     let failure = match ramped {
         true => failure,
         false => Some(failure.unwrap_or_else(|| "a worker failed".into())),
     };
-    let window_s = closed.as_ref().map_or(0.0, |c| c.window_s);
     if !completed && failure.is_none() {
         notes.push(interrupted_note(window_s, spec.time));
     }

@@ -311,6 +311,10 @@ fn merged_figures_are_the_workers_sums() {
     let want: Vec<u64> = (0..5)
         .map(|i| outs.iter().map(|o| figures(o)[i]).sum())
         .collect();
+    let per_worker: Vec<_> = outs
+        .iter()
+        .map(|o| (o.c.counts(), o.c.metrics(2.0)))
+        .collect();
     let qd: f64 = outs.iter().map(|o| o.qd_achieved).sum();
     let lat_io_s: f64 = outs.iter().map(|o| o.lat_io_s).sum();
     let outs: Vec<_> = (outs.into_iter())
@@ -321,8 +325,9 @@ fn merged_figures_are_the_workers_sums() {
         })
         .collect();
     let assigned = topology::assign(1, 2, false, None, &[0]);
-    let (m, failure) = merge(outs, &assigned, 1, 1);
+    let (m, failure) = merge(outs, &assigned, 1, 1, 2.0);
     assert!(failure.is_none(), "{failure:?}");
+    assert_eq!(m.workers, per_worker);
     assert_eq!((figures(&m.total).to_vec(), m.qd_achieved), (want, qd));
     assert_eq!(m.lat_io_s, lat_io_s);
     assert_eq!(figures(&m.targets[0]), figures(&m.total));
