@@ -273,6 +273,8 @@ def on_signal(signum, _frame):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iotoll", required=True)
+    ap.add_argument("--baseline", metavar="BIN",
+                    help="another iotoll build run in the same rotation (reported as iotoll-base), e.g. the build before a change")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--time", type=int, default=10, help="seconds per run (at least 2)")
     ap.add_argument("--cases", default=",".join(CASES) + ",rss", help="comma list of " + ", ".join(CASES) + ", rss")
@@ -320,14 +322,15 @@ def main():
         for cname in (c for c in wanted if c in CASES):
             title, bs, qd, random, lun = CASES[cname]
             url = tgt.url(lun)
-            tools = ["iotoll", "iscsi-perf"]
+            tools = ["iotoll", "iscsi-perf"] + (["iotoll-base"] if a.baseline else [])
             res = {t: [] for t in tools}
             for r in range(a.reps):
                 for tool in rotation(tools, r):
-                    if tool == "iotoll":
-                        x = iotoll_case(a.iotoll, url, bs, qd, random, a.time)
-                    else:
+                    if tool == "iscsi-perf":
                         x = perf_case(url, bs, qd, random, a.time)
+                    else:
+                        exe = a.iotoll if tool == "iotoll" else a.baseline
+                        x = iotoll_case(exe, url, bs, qd, random, a.time)
                     res[tool].append(x)
                     print(f"  {cname} rep {r + 1} {tool:<10} {x['iops']:>10.0f} IOPS  {x['cpu_us_per_io']:7.2f} us CPU/IO"
                           f"  (CPU window {x['window_s']:.2f} s)", file=sys.stderr, flush=True)

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import machine_line, median, report, stop
+from benchlib import machine_line, median, report, rotation, stop
 
 PAIRS = 16
 BASE_PORT = 5201
@@ -46,10 +46,11 @@ def lab_file(name):
     return f"name = \"{name}\"\ndescription = \"bench: a server and {PAIRS} clients, unshaped\"\n{hosts}"
 
 
-def suite_file(a):
+def suite_file(a, threads):
     pairs = ", ".join(f'["c{k}", "server"]' for k in range(1, PAIRS + 1))
+    threads = f"threads = {threads}\n" if threads else ""
     return (f'name = "multihost-bench"\nreps = 1\n[[test]]\nname = "pairs16"\nkind = "net-stream"\n'
-            f'dir = "tx"\nconns = 1\nmsg = "128k"\nthreads = {a.threads}\nramp = "{a.ramp}s"\ntime = "{a.time}s"\npairs = [{pairs}]\n')
+            f'dir = "tx"\nconns = 1\nmsg = "128k"\n{threads}ramp = "{a.ramp}s"\ntime = "{a.time}s"\npairs = [{pairs}]\n')
 
 
 def run_iotoll(a, name, lab_path, suite, db):
@@ -74,7 +75,8 @@ def run_iotoll(a, name, lab_path, suite, db):
     return {"mbit_s": m["mbit_s"], "skew_start_us": doc["skew_us"]["start"],
             "skew_stop_us": doc["skew_us"]["stop"], "clock_us": doc["skew_us"]["clock"],
             "to_record_on_s": on - t0, "cpu_pct": m.get("cpu_pct", float("nan")),
-            "fairness": m.get("pair_fairness", float("nan"))}
+            "fairness": m.get("pair_fairness", float("nan")),
+            "threads": next((n for n in doc.get("notes", []) if n.startswith("engine threads")), "")}
 
 
 def run_iperf3(a, name, server_ip):
@@ -101,9 +103,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time", type=int, default=10)
     ap.add_argument("--ramp", type=int, default=2)
-    # Engine threads per agent: iperf3 runs a process per stream, so the
-    # like-for-like default is a thread per pair on the server.
-    ap.add_argument("--threads", type=int, default=PAIRS)
+    # Engine threads per agent; by default none are set, and each agent
+    # chooses (one per CPU, or per pair when it has more pairs).
+    ap.add_argument("--threads", default="auto",
+                    help="engine threads of every agent, or 'auto' for the agents' own choice; a comma list runs"
+                         " each setting in the same rotation (e.g. auto,2)")
     a = ap.parse_args()
     ex = a.iotoll
     print(machine_line())
@@ -112,9 +116,15 @@ def main():
     lab_path = os.path.join(tmp, "lab.toml")
     with open(lab_path, "w") as f:
         f.write(lab_file(name))
-    suite = os.path.join(tmp, "pairs16.toml")
-    with open(suite, "w") as f:
-        f.write(suite_file(a))
+    settings = a.threads.split(",")
+    if any(t != "auto" and not t.isdigit() for t in settings):
+        sys.exit(f"--threads: 'auto' or a number, comma-separated; not {a.threads}")
+    suites = {}
+    for t in settings:
+        tool = "iotoll" if t == settings[0] else f"iotoll-t{t}"
+        suites[tool] = os.path.join(tmp, f"pairs16-{t}.toml")
+        with open(suites[tool], "w") as f:
+            f.write(suite_file(a, None if t == "auto" else int(t)))
     db = os.path.join(tmp, "r.db")
     lab("up", lab_path)
     try:
@@ -127,16 +137,17 @@ def main():
         time.sleep(1.0)
         print(f"== lab {name}: server {server_ip} and c1..c{PAIRS}, unshaped; {PAIRS} pairs c_k -> server, "
               f"1 stream each, 128 KiB writes, ramp {a.ramp} s, window {a.time} s", file=sys.stderr)
-        res = {"iotoll": [], "iperf3": []}
+        tools = list(suites) + ["iperf3"]
+        res = {t: [] for t in tools}
         for r in range(a.rounds):
-            for tool in (["iotoll", "iperf3"] if r % 2 == 0 else ["iperf3", "iotoll"]):
-                x = run_iotoll(a, name, lab_path, suite, db) if tool == "iotoll" else run_iperf3(a, name, server_ip)
+            for tool in rotation(tools, r):
+                x = run_iotoll(a, name, lab_path, suites[tool], db) if tool in suites else run_iperf3(a, name, server_ip)
                 res[tool].append(x)
                 extra = ""
-                if tool == "iotoll":
+                if tool in suites:
                     extra = (f"  skew start {x['skew_start_us']:.0f} us stop {x['skew_stop_us']:.0f} us "
                              f"(clock +-{x['clock_us']:.0f} us)  RECORD ON {x['to_record_on_s']:.2f} s after launch  "
-                             f"fairness {x['fairness']:.3f}")
+                             f"fairness {x['fairness']:.3f}  {x['threads']}")
                 print(f"  round {r + 1} {tool:<7} {x['mbit_s']:10.1f} Mbit/s{extra}", file=sys.stderr)
     finally:
         while servers:

@@ -7,7 +7,7 @@
 # across the 17 agents; the time from `suite run` to RECORD ON.
 # Prints medians, ratios and PASS/FAIL against the targets (>= 1.00 x iperf3;
 # start skew < 1 ms).
-# Usage: bench/multihost.sh [--rounds N] [--time SECONDS] [--ramp SECONDS]
+# Usage: bench/multihost.sh [--rounds N] [--time SECONDS] [--ramp SECONDS] [--threads auto,2]
 # Needs root (network namespaces) and iperf3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -661,7 +661,7 @@ fn run_net(
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
-    let (engine, phase) = start_engine(&n.params, n.conns, threads)?;
+    let (engine, phase, threads) = start_engine(&n.params, n.conns, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -694,7 +694,10 @@ fn run_net(
         let mut s = series.borrow_mut();
         s.edge(at, before, || counts, &mut Silent);
     };
-    let mut report = AgentReport::default();
+    let mut report = AgentReport {
+        threads: threads as u32,
+        ..AgentReport::default()
+    };
     let mut opened = None;
     let window = CpuWindow::start_after(
         || iotoll_run::wait_until(&clock, on, interrupt, tick),
@@ -742,12 +745,17 @@ fn run_net(
     Ok(report)
 }
 
-/// The engine over every pair's connections, in the ramp-up.
+/// The engine over every pair's connections, in the ramp-up, and its
+/// threads: as asked, else [`iotoll_net::server::threads_for`] this
+/// host's pairs.
 fn start_engine(
     params: &TestParams,
     conns: Vec<Vec<(TcpStream, Role)>>,
     threads: Option<usize>,
-) -> Result<(Engine, Arc<PhaseCell>), String> {
+) -> Result<(Engine, Arc<PhaseCell>, usize), String> {
+    let all_conns = conns.iter().map(Vec::len).sum();
+    let threads =
+        threads.unwrap_or_else(|| iotoll_net::server::threads_for(conns.len(), all_conns));
     let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
         .map(|(s, r)| (DataConn::from(s), r))
         .collect();
@@ -756,10 +764,10 @@ fn start_engine(
         all,
         iotoll_net::server::engine_params(params),
         phase.clone(),
-        threads.unwrap_or_else(iotoll_net::server::default_threads),
+        threads,
     )
     .map_err(|e| format!("cannot start the network engine: {e}"))?;
-    Ok((engine, phase))
+    Ok((engine, phase, threads))
 }
 
 /// Keeps a test's sockets open until it is released.

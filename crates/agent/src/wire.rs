@@ -249,6 +249,9 @@ pub struct AgentReport {
     pub retransmits: u64,
     /// The window was cut short (abort).
     pub interrupted: bool,
+    /// A network test: the engine threads this host ran.
+    #[serde(default)]
+    pub threads: u32,
     pub notes: Vec<String>,
     /// A network test: its bytes received second by second (the disk
     /// document carries its own), the seconds counted from RECORD ON.

@@ -56,6 +56,14 @@ fn pairs_add_up_and_windows_align() {
     assert_eq!(m["pairs"], 3.0);
     // One kernel: all hosts share a boot id.
     assert_eq!(doc.cpu.same_host, Some(true));
+    // The engine threads each host ran (these agents were started with
+    // one: the rule for none is net's `threads_for`), said per host; the
+    // spec has the most any host ran.
+    let note = (doc.notes.iter())
+        .find_map(|n| n.strip_prefix("engine threads: "))
+        .unwrap_or_else(|| panic!("no threads note: {:?}", doc.notes));
+    assert_eq!(note, "1 on c1, c2, srv");
+    assert_eq!(doc.spec.net().map(|n| n.threads), Some(1));
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();
     assert_eq!(doc2.pairs.len(), 3);

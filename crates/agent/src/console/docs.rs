@@ -22,6 +22,8 @@ struct NetHosts {
     c2s: Vec<(u64, f64)>,
     s2c: Vec<(u64, f64)>,
     conns: Vec<u32>,
+    /// The most engine threads a host ran.
+    threads: u32,
     errors: u64,
     retransmits: u64,
     interrupted: bool,
@@ -128,7 +130,7 @@ impl Console {
         let config = t.config.clone();
         let base = multi_host_doc(Kind::NetStream, g.interrupted, times, config, m, g.notes);
         ResultDoc {
-            spec: self.net_spec(t, parts),
+            spec: self.net_spec(t, parts, g.threads),
             cpu: CpuSection {
                 local,
                 remote,
@@ -157,6 +159,7 @@ impl Console {
             conns: vec![0; n],
             ..Default::default()
         };
+        let mut threads = Vec::new();
         for p in parts {
             let Some(r) = &p.report else { continue };
             let server = matches!(p.work, Work::NetServe { .. });
@@ -176,6 +179,9 @@ impl Console {
                 }
             }
             g.errors += r.errors;
+            if r.threads > 0 {
+                threads.push((r.threads, self.hosts[p.host].name.as_str()));
+            }
             g.retransmits += r.retransmits;
             g.interrupted |= r.interrupted;
             if let Some(e) = &r.first_error {
@@ -197,11 +203,24 @@ impl Console {
             g.seconds.push((g.hosts.len(), r.series.clone()));
             g.hosts.push(self.host_row(p, r, times, m));
         }
+        threads.sort();
+        g.threads = threads.last().map_or(0, |t| t.0);
+        let by_count = threads.chunk_by(|a, b| a.0 == b.0).rev();
+        let said: Vec<String> = by_count
+            .map(|c| {
+                let hosts: Vec<&str> = c.iter().map(|t| t.1).collect();
+                format!("{} on {}", c[0].0, hosts.join(", "))
+            })
+            .collect();
+        if !said.is_empty() {
+            g.notes.push(format!("engine threads: {}", said.join("; ")));
+        }
         g
     }
 
     /// The spec of a network test across hosts: its servers are its peer.
-    fn net_spec(&self, t: &NetTest, parts: &[Part]) -> Spec {
+    /// `threads`: the most any host ran.
+    fn net_spec(&self, t: &NetTest, parts: &[Part], threads: u32) -> Spec {
         let servers: Vec<String> = (parts.iter())
             .filter(|p| matches!(p.work, Work::NetServe { .. }))
             .map(|p| self.hosts[p.host].address.to_string())
@@ -215,7 +234,7 @@ impl Console {
                 bind: vec![],
                 ramp_s: t.params.ramp_ms as f64 / 1e3,
                 time_s: t.params.time_ms as f64 / 1e3,
-                threads: iotoll_net::server::default_threads(),
+                threads: threads as usize,
                 auth: self.key.is_some(),
                 tls: None,
                 verify: t.params.verify,

@@ -221,6 +221,16 @@ pub fn engine_params(p: &TestParams) -> EngineParams {
     }
 }
 
+/// Engine threads for `pairs` endpoint pairs with `conns` connections in
+/// all at one host, when none were asked for: one per CPU, or one per pair
+/// when there are more pairs than CPUs, and never more than there are
+/// connections. A thread per pair gives each stream its own share of a
+/// busy machine's scheduler, as the peer tools' one process per stream
+/// has (16 pairs on 2 CPUs: 1.12× the goodput of 2 threads).
+pub fn threads_for(pairs: usize, conns: usize) -> usize {
+    pairs.max(default_threads()).min(conns).max(1)
+}
+
 pub fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -574,4 +584,20 @@ fn reject_busy(mut ctl: Control) {
     let _ = ctl.send(&Msg::Busy {
         msg: "a test is running; try again when it ends".into(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_one_per_cpu_or_per_pair_and_never_past_the_connections() {
+        let cpus = default_threads();
+        assert_eq!(threads_for(1, 1), 1);
+        assert_eq!(threads_for(0, 0), 1);
+        assert_eq!(threads_for(1, 64), cpus.min(64));
+        assert_eq!(threads_for(cpus + 14, cpus + 14), cpus + 14);
+        assert_eq!(threads_for(3, 2), 2);
+        assert_eq!(threads_for(100, 1000), 100.max(cpus));
+    }
 }
