@@ -226,7 +226,7 @@ pub fn engine_params(p: &TestParams) -> EngineParams {
 /// when there are more pairs than CPUs, and never more than there are
 /// connections. A thread per pair gives each stream its own share of a
 /// busy machine's scheduler, as the peer tools' one process per stream
-/// has (16 pairs on 2 CPUs: 1.12× the goodput of 2 threads).
+/// has (16 pairs on 2 CPUs: 1.29× the goodput of 2 threads, BENCHMARKS.md).
 pub fn threads_for(pairs: usize, conns: usize) -> usize {
     pairs.max(default_threads()).min(conns).max(1)
 }

@@ -288,7 +288,37 @@ pub enum HandshakeError {
 struct Pending {
     sock: TcpStream,
     conn: rustls::Connection,
+    secrets: Arc<TrafficSecrets>,
     done: bool,
+}
+
+/// A connection's application traffic secrets as its handshake derives
+/// them (rustls hands them to a key log; `dangerous_extract_secrets`
+/// gives only the keys, and a KeyUpdate needs the secrets): client's,
+/// server's.
+#[derive(Debug, Default)]
+struct TrafficSecrets(std::sync::Mutex<[Option<Vec<u8>>; 2]>);
+
+impl TrafficSecrets {
+    const LABELS: [&'static str; 2] = ["CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"];
+
+    /// The secret of the client's direction (true) or the server's.
+    fn take(&self, client: bool) -> Option<Vec<u8>> {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        s[usize::from(!client)].take()
+    }
+}
+
+impl rustls::KeyLog for TrafficSecrets {
+    fn will_log(&self, label: &str) -> bool {
+        Self::LABELS.contains(&label)
+    }
+
+    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+        if let Some(i) = Self::LABELS.iter().position(|l| *l == label) {
+            self.0.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(secret.to_vec());
+        }
+    }
 }
 
 /// Writes and reads until the handshake is over (true), or the socket
@@ -358,19 +388,27 @@ pub fn handshake_all(
 fn begin(i: usize, sock: TcpStream, side: &Side) -> Result<Pending, HandshakeError> {
     sock.set_nonblocking(true)?;
     let failed = |e: rustls::Error| HandshakeError::Failed(i + 1, e.to_string());
+    // A key log of its own per connection: it then holds that
+    // connection's secrets and no other's.
+    let secrets = Arc::new(TrafficSecrets::default());
     let conn: rustls::Connection = match side {
         Side::Client(c) => {
             let name = ServerName::try_from(SERVER_NAME)
                 .map_err(|e| HandshakeError::Failed(i + 1, e.to_string()))?;
-            (rustls::ClientConnection::new(c.config.clone(), name).map_err(failed)?).into()
+            let mut config = (*c.config).clone();
+            config.key_log = secrets.clone();
+            (rustls::ClientConnection::new(Arc::new(config), name).map_err(failed)?).into()
         }
         Side::Server(s) => {
-            (rustls::ServerConnection::new(s.config.clone()).map_err(failed)?).into()
+            let mut config = (*s.config).clone();
+            config.key_log = secrets.clone();
+            (rustls::ServerConnection::new(Arc::new(config)).map_err(failed)?).into()
         }
     };
     Ok(Pending {
         sock,
         conn,
+        secrets,
         done: false,
     })
 }
@@ -452,8 +490,13 @@ fn take_over(
     }
     .map_err(|e| failed(format!("taking over the traffic keys: {e}")))?;
     p.sock.set_nonblocking(false)?;
-    let tx = RecordKey::new(cipher, secrets.tx).map_err(&failed)?;
-    let rx = RecordKey::new(cipher, secrets.rx).map_err(&failed)?;
+    let client = matches!(side, Side::Client(_));
+    let secret = |client: bool| {
+        (p.secrets.take(client))
+            .ok_or_else(|| failed("the handshake logged no traffic secret".into()))
+    };
+    let tx = RecordKey::new(cipher, secrets.tx, secret(client)?).map_err(&failed)?;
+    let rx = RecordKey::new(cipher, secrets.rx, secret(!client)?).map_err(&failed)?;
     let agreed = Negotiated {
         cipher,
         group,

@@ -4,42 +4,117 @@
 
 use super::Cipher;
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use ring::hkdf;
 use rustls::ConnectionTrafficSecrets;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
-/// One direction's key, static IV and record sequence number.
+/// Records sent under one key before the sender updates it (RFC 8446
+/// 5.5: AES-GCM keys are good for 2^24.5 full-size records; the same
+/// limit is kept for every cipher).
+pub(super) const KEY_UPDATE_AFTER: u64 = 1 << 24;
+
+/// The handshake message type of a KeyUpdate (RFC 8446 4.6.3).
+const KEY_UPDATE: u8 = 24;
+
+/// One direction's key, static IV and record sequence number, and the
+/// traffic secret they come from (the next key is derived from it).
 pub(super) struct RecordKey {
     key: LessSafeKey,
     iv: [u8; aead::NONCE_LEN],
     seq: u64,
+    cipher: Cipher,
+    secret: Vec<u8>,
+    /// Updates so far.
+    pub(super) generation: u64,
+}
+
+impl Cipher {
+    /// The AEAD, the suite's hash for HKDF, and the key length.
+    fn algorithms(self) -> (&'static aead::Algorithm, hkdf::Algorithm) {
+        match self {
+            Cipher::Aes128Gcm => (&aead::AES_128_GCM, hkdf::HKDF_SHA256),
+            Cipher::Aes256Gcm => (&aead::AES_256_GCM, hkdf::HKDF_SHA384),
+            Cipher::Chacha20Poly1305 => (&aead::CHACHA20_POLY1305, hkdf::HKDF_SHA256),
+        }
+    }
+}
+
+/// HKDF-Expand-Label(secret, label, "", len) (RFC 8446 7.1).
+fn expand_label(alg: hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) -> Vec<u8> {
+    struct Len(usize);
+    impl hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let (out_len, label_len) = ((len as u16).to_be_bytes(), [6 + label.len() as u8]);
+    let info = [&out_len[..], &label_len, b"tls13 ", label, &[0]];
+    let mut out = vec![0; len];
+    // Only a length over 255 hashes fails; these are at most 48 bytes.
+    let prk = hkdf::Prk::new_less_safe(alg, secret);
+    if let Ok(okm) = prk.expand(&info, Len(len)) {
+        let _ = okm.fill(&mut out);
+    }
+    out
 }
 
 impl RecordKey {
+    /// The key of `secret`, a traffic secret of `cipher`'s suite.
+    pub(super) fn from_secret(cipher: Cipher, secret: Vec<u8>) -> Result<Self, String> {
+        let (aead_alg, hkdf_alg) = cipher.algorithms();
+        let key = expand_label(hkdf_alg, &secret, b"key", aead_alg.key_len());
+        let iv = expand_label(hkdf_alg, &secret, b"iv", aead::NONCE_LEN);
+        let key = UnboundKey::new(aead_alg, &key).map_err(|_| "bad traffic key length")?;
+        Ok(RecordKey {
+            key: LessSafeKey::new(key),
+            iv: iv.try_into().map_err(|_| "bad IV length")?,
+            seq: 0,
+            cipher,
+            secret,
+            generation: 0,
+        })
+    }
+
+    /// The key of `secret` at sequence number `seq`, checked against the
+    /// key and IV the handshake gave: a secret that is not this
+    /// connection's, or a derivation that differs from rustls', would
+    /// only show later as records that fail or a KeyUpdate the peer cannot
+    /// follow.
     pub(super) fn new(
         cipher: Cipher,
-        (seq, secrets): (u64, ConnectionTrafficSecrets),
+        (seq, extracted): (u64, ConnectionTrafficSecrets),
+        secret: Vec<u8>,
     ) -> Result<Self, String> {
-        let (alg, key, iv) = match (cipher, secrets) {
-            (Cipher::Aes128Gcm, ConnectionTrafficSecrets::Aes128Gcm { key, iv }) => {
-                (&aead::AES_128_GCM, key, iv)
-            }
-            (Cipher::Aes256Gcm, ConnectionTrafficSecrets::Aes256Gcm { key, iv }) => {
-                (&aead::AES_256_GCM, key, iv)
-            }
-            (Cipher::Chacha20Poly1305, ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv }) => {
-                (&aead::CHACHA20_POLY1305, key, iv)
+        let (key, iv) = match (cipher, extracted) {
+            (Cipher::Aes128Gcm, ConnectionTrafficSecrets::Aes128Gcm { key, iv })
+            | (Cipher::Aes256Gcm, ConnectionTrafficSecrets::Aes256Gcm { key, iv })
+            | (Cipher::Chacha20Poly1305, ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv }) => {
+                (key, iv)
             }
             _ => return Err(format!("the traffic keys are not {cipher}'s")),
         };
-        let key = UnboundKey::new(alg, key.as_ref()).map_err(|_| "bad traffic key length")?;
-        let iv: [u8; aead::NONCE_LEN] = iv.as_ref().try_into().map_err(|_| "bad IV length")?;
-        Ok(RecordKey {
-            key: LessSafeKey::new(key),
-            iv,
-            seq,
-        })
+        let mut k = RecordKey::from_secret(cipher, secret)?;
+        let (aead_alg, hkdf_alg) = cipher.algorithms();
+        let derived = expand_label(hkdf_alg, &k.secret, b"key", aead_alg.key_len());
+        if derived != key.as_ref() || k.iv[..] != *iv.as_ref() {
+            return Err("the traffic secret does not give the handshake's keys".into());
+        }
+        k.seq = seq;
+        Ok(k)
+    }
+
+    /// The next generation's key (RFC 8446 7.2): the secret expanded with
+    /// "traffic upd", its key and IV, sequence numbers from 0.
+    fn update(&mut self) -> Result<(), String> {
+        let (_, hkdf_alg) = self.cipher.algorithms();
+        let len = hkdf::KeyType::len(&hkdf_alg);
+        let next = expand_label(hkdf_alg, &self.secret, b"traffic upd", len);
+        let generation = self.generation + 1;
+        *self = RecordKey::from_secret(self.cipher, next)?;
+        self.generation = generation;
+        Ok(())
     }
 
     /// The per-record nonce (RFC 8446 5.3): the sequence number, padded
@@ -88,8 +163,12 @@ fn invalid(msg: impl Into<String>) -> io::Error {
 /// payload; `WouldBlock` when the socket would block).
 pub struct TlsConn {
     pub(super) sock: TcpStream,
-    tx: RecordKey,
-    rx: RecordKey,
+    pub(super) tx: RecordKey,
+    pub(super) rx: RecordKey,
+    /// Records sent under one key before it is updated.
+    pub(super) update_after: u64,
+    /// The peer asked for a KeyUpdate: ours goes before our next record.
+    update_asked: bool,
     /// Ciphertext read from the socket: `rbuf[rpos..rend]` is not yet
     /// decrypted.
     rbuf: Vec<u8>,
@@ -114,6 +193,8 @@ impl TlsConn {
             sock,
             tx,
             rx,
+            update_after: KEY_UPDATE_AFTER,
+            update_asked: false,
             batch,
             // Allocated by the first read (a sender never reads).
             rbuf: Vec::new(),
@@ -187,8 +268,19 @@ impl TlsConn {
                     inner.get(1).copied().unwrap_or(0)
                 )))
             }
-            // A session ticket is of no use here; anything else after the
-            // handshake (a KeyUpdate) is not followed by this record layer.
+            // The peer's next records are under its next key; it may ask
+            // for ours to change too. Nothing may follow a KeyUpdate in its
+            // record (RFC 8446 5.1: no handshake message spans a key
+            // change).
+            HANDSHAKE if inner.first() == Some(&KEY_UPDATE) => {
+                let request = match inner[..t] {
+                    [KEY_UPDATE, 0, 0, 1, r @ (0 | 1)] => r,
+                    _ => return Err(invalid("malformed TLS KeyUpdate from the peer")),
+                };
+                self.rx.update().map_err(invalid)?;
+                self.update_asked |= request == 1;
+            }
+            // A session ticket is of no use here.
             HANDSHAKE if inner.first() == Some(&4) => {}
             other => {
                 return Err(invalid(format!(
@@ -229,36 +321,66 @@ impl TlsConn {
         Ok(())
     }
 
-    /// Encrypts `data` as records into the (empty) write buffer.
+    /// Encrypts `data` as records into the (empty) write buffer, each
+    /// record's key updated first when it is due.
     pub(super) fn seal(&mut self, data: &[u8]) -> io::Result<()> {
         let records = data.len().div_ceil(MAX_PLAIN);
-        let need = data.len() + records * (HEADER + 1 + TAG);
+        // At worst a KeyUpdate before every record.
+        let need = data.len() + records * (2 * (HEADER + 1 + TAG) + KEY_UPDATE_MSG.len());
         if self.wbuf.len() < need {
             self.wbuf.resize(need, 0);
         }
         let mut at = 0;
         for chunk in data.chunks(MAX_PLAIN) {
-            let len = chunk.len() + 1 + TAG;
-            let len16 = (len as u16).to_be_bytes();
-            let h = [APPLICATION_DATA, 3, 3, len16[0], len16[1]];
-            self.wbuf[at..at + HEADER].copy_from_slice(&h);
-            let body = at + HEADER..at + HEADER + chunk.len() + 1;
-            self.wbuf[body.start..body.end - 1].copy_from_slice(chunk);
-            self.wbuf[body.end - 1] = APPLICATION_DATA;
-            let nonce = self.tx.next_nonce();
-            let tag = self
-                .tx
-                .key
-                .seal_in_place_separate_tag(nonce, Aad::from(h), &mut self.wbuf[body.clone()])
-                .map_err(|_| invalid("TLS record encryption failed"))?;
-            self.wbuf[body.end..body.end + TAG].copy_from_slice(tag.as_ref());
-            at = body.end + TAG;
+            // The KeyUpdate is the old key's last record.
+            if self.update_asked || self.tx.seq + 1 >= self.update_after {
+                at = self.seal_record(at, &KEY_UPDATE_MSG, HANDSHAKE)?;
+                self.tx.update().map_err(invalid)?;
+                self.update_asked = false;
+            }
+            at = self.seal_record(at, chunk, APPLICATION_DATA)?;
         }
         self.wpos = 0;
         self.wend = at;
         Ok(())
     }
+
+    /// Encrypts one record of `content` of type `ctype` into the write
+    /// buffer at `at`; where it ends.
+    fn seal_record(&mut self, at: usize, content: &[u8], ctype: u8) -> io::Result<usize> {
+        let len = content.len() + 1 + TAG;
+        let len16 = (len as u16).to_be_bytes();
+        let h = [APPLICATION_DATA, 3, 3, len16[0], len16[1]];
+        self.wbuf[at..at + HEADER].copy_from_slice(&h);
+        let body = at + HEADER..at + HEADER + content.len() + 1;
+        self.wbuf[body.start..body.end - 1].copy_from_slice(content);
+        self.wbuf[body.end - 1] = ctype;
+        let nonce = self.tx.next_nonce();
+        let tag = self
+            .tx
+            .key
+            .seal_in_place_separate_tag(nonce, Aad::from(h), &mut self.wbuf[body.clone()])
+            .map_err(|_| invalid("TLS record encryption failed"))?;
+        self.wbuf[body.end..body.end + TAG].copy_from_slice(tag.as_ref());
+        Ok(body.end + TAG)
+    }
 }
+
+#[cfg(test)]
+impl TlsConn {
+    /// Sends a KeyUpdate asking the peer to update its key too (iotoll
+    /// never asks; a peer may), and its raw bytes as sent.
+    pub(super) fn ask_key_update(&mut self, msg: [u8; 5]) -> io::Result<()> {
+        self.wbuf.resize(HEADER + msg.len() + 1 + TAG, 0);
+        let end = self.seal_record(0, &msg, HANDSHAKE)?;
+        self.tx.update().map_err(invalid)?;
+        self.sock.write_all(&self.wbuf[..end])
+    }
+}
+
+/// Our KeyUpdate: update_not_requested (we never ask the peer to change
+/// its key; each side updates its own before its limit).
+const KEY_UPDATE_MSG: [u8; 5] = [KEY_UPDATE, 0, 0, 1, 0];
 
 impl Read for TlsConn {
     /// Hands out decrypted payload of every whole record already read;

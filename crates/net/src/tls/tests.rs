@@ -64,29 +64,44 @@ fn every_cipher_carries_data_both_ways_intact() {
 /// endpoint reads what it writes and the other way round.
 #[test]
 fn records_interoperate_with_rustls() {
-    let server = ServerTls::generate().unwrap();
-    let client = ClientTls::pinned(Cipher::Aes128Gcm, &server.cert_hex()).unwrap();
-    let (c, s) = pair();
-    let config = server.config.clone();
-    let data = payload(200_000);
-    let expect = data.clone();
-    let t = std::thread::spawn(move || {
-        let conn = rustls::ServerConnection::new(config).unwrap();
-        let mut tls = rustls::StreamOwned::new(conn, s);
-        let got = read_all(&mut tls, expect.len());
-        assert!(got == expect, "rustls read other bytes than were sent");
-        tls.write_all(b"reply from rustls").unwrap();
-        tls.flush().unwrap();
-        tls.conn.send_close_notify();
-        tls.flush().unwrap();
-    });
-    let (mut cc, _) = handshake_all(vec![c], Side::Client(&client), soon(), &|| false).unwrap();
-    let mut c = cc.remove(0);
-    c.write_all(&data).unwrap();
-    assert_eq!(read_all(&mut c, 17), b"reply from rustls");
-    // close_notify is the end of the stream.
-    assert_eq!(c.read(&mut [0; 16]).unwrap(), 0);
-    t.join().unwrap();
+    // Each cipher, and keys updated every 3rd record each way: rustls
+    // follows our KeyUpdates, we follow its.
+    for (cipher, update_after) in Cipher::ALL
+        .map(|c| (c, 3))
+        .into_iter()
+        .chain([(DEFAULT_CIPHER, KEY_UPDATE_AFTER)])
+    {
+        let server = ServerTls::generate().unwrap();
+        let client = ClientTls::pinned(cipher, &server.cert_hex()).unwrap();
+        let (c, s) = pair();
+        let config = server.config.clone();
+        let data = payload(200_000);
+        let expect = data.clone();
+        let t = std::thread::spawn(move || {
+            let conn = rustls::ServerConnection::new(config).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            let got = read_all(&mut tls, expect.len());
+            assert!(got == expect, "rustls read other bytes than were sent");
+            if update_after < KEY_UPDATE_AFTER {
+                tls.conn.refresh_traffic_keys().unwrap();
+            }
+            tls.write_all(b"reply from rustls").unwrap();
+            tls.flush().unwrap();
+            tls.conn.send_close_notify();
+            tls.flush().unwrap();
+        });
+        let (mut cc, _) = handshake_all(vec![c], Side::Client(&client), soon(), &|| false).unwrap();
+        let mut c = cc.remove(0);
+        c.update_after = update_after;
+        c.write_all(&data).unwrap();
+        assert_eq!(read_all(&mut c, 17), b"reply from rustls", "{cipher}");
+        // close_notify is the end of the stream.
+        assert_eq!(c.read(&mut [0; 16]).unwrap(), 0);
+        t.join().unwrap();
+        // 13 records: an update after every 2.
+        let updates = if update_after == 3 { (6, 1) } else { (0, 0) };
+        assert_eq!((c.tx.generation, c.rx.generation), updates, "{cipher}");
+    }
 }
 
 #[test]
@@ -193,4 +208,51 @@ fn cipher_names() {
     );
     assert_eq!(Cipher::parse("rc4"), None);
     assert!(ClientTls::pinned(Cipher::Aes128Gcm, "zz").is_err());
+}
+
+/// Sends `data` from `a` to `b` (a thread writes, this one reads) and
+/// checks it arrived intact; both ends back.
+fn carry(a: TlsConn, mut b: TlsConn, data: &[u8]) -> (TlsConn, TlsConn) {
+    let writer = {
+        let (data, mut a) = (data.to_vec(), a);
+        std::thread::spawn(move || {
+            a.write_all(&data).unwrap();
+            a
+        })
+    };
+    assert!(read_all(&mut b, data.len()) == data, "data differs");
+    (writer.join().unwrap(), b)
+}
+
+#[test]
+fn keys_are_updated_before_their_limit_and_the_peer_follows() {
+    for cipher in Cipher::ALL {
+        let (mut c, mut s, _) = tls_pair(cipher);
+        // Every 3rd record under a key: the 2 before it and the KeyUpdate.
+        c.update_after = 3;
+        s.update_after = 5;
+        let data = payload(20 * MAX_PLAIN + 17);
+        let (c, s) = carry(c, s, &data);
+        let (s, c) = carry(s, c, &data);
+        // 21 records, two data records per key: 10 updates one way; four
+        // per key: 5 the other.
+        assert_eq!((c.tx.generation, s.rx.generation), (10, 10), "{cipher}");
+        assert_eq!((s.tx.generation, c.rx.generation), (5, 5), "{cipher}");
+    }
+}
+
+#[test]
+fn a_key_update_the_peer_asks_for_is_sent_before_the_next_record() {
+    let (mut c, s, _) = tls_pair(DEFAULT_CIPHER);
+    c.ask_key_update([24, 0, 0, 1, 1]).unwrap();
+    let data = payload(MAX_PLAIN + 1);
+    let (c, s) = carry(c, s, &data);
+    assert_eq!((c.tx.generation, s.rx.generation), (1, 1));
+    let (s, c) = carry(s, c, &data);
+    assert_eq!((s.tx.generation, c.rx.generation), (1, 1));
+    // A malformed one (request_update 2) ends the stream with its name.
+    let (mut c, mut s) = (c, s);
+    c.ask_key_update([24, 0, 0, 1, 2]).unwrap();
+    let e = s.read(&mut [0; 16]).unwrap_err();
+    assert!(e.to_string().contains("malformed TLS KeyUpdate"), "{e}");
 }
