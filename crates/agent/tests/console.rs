@@ -62,7 +62,7 @@ fn pairs_add_up_and_windows_align() {
     let note = (doc.notes.iter())
         .find_map(|n| n.strip_prefix("engine threads: "))
         .unwrap_or_else(|| panic!("no threads note: {:?}", doc.notes));
-    assert_eq!(note, "1 on c1, c2, srv");
+    assert_eq!(note, "1 on srv, c1, c2");
     assert_eq!(doc.spec.net().map(|n| n.threads), Some(1));
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();

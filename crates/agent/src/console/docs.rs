@@ -203,10 +203,10 @@ impl Console {
             g.seconds.push((g.hosts.len(), r.series.clone()));
             g.hosts.push(self.host_row(p, r, times, m));
         }
-        threads.sort();
-        g.threads = threads.last().map_or(0, |t| t.0);
-        let by_count = threads.chunk_by(|a, b| a.0 == b.0).rev();
-        let said: Vec<String> = by_count
+        // Most threads first; hosts in the test's order within a count.
+        threads.sort_by_key(|t| std::cmp::Reverse(t.0));
+        g.threads = threads.first().map_or(0, |t| t.0);
+        let said: Vec<String> = (threads.chunk_by(|a, b| a.0 == b.0))
             .map(|c| {
                 let hosts: Vec<&str> = c.iter().map(|t| t.1).collect();
                 format!("{} on {}", c[0].0, hosts.join(", "))
