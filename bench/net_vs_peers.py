@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 from benchlib import CLK_TCK, host_busy_s, free_port, machine_line, median, report as report_
@@ -26,8 +27,14 @@ def proc_utime_s(pid):
     return int(fields[11]) / CLK_TCK  # field 14 (utime), counted from field 3
 
 
-def run(cmd, server_pid):
-    """Runs a client; returns (stdout, host busy s, user CPU s of client+server)."""
+def run(cmd, server_pid, rss=False):
+    """Runs a client; returns (stdout, host busy s, user CPU s of client+server,
+    the client's peak RSS in KiB when rss is set, else None). The RSS is GNU
+    time's %M: wait4's ru_maxrss would include this Python's own RSS (see
+    benchlib.max_rss_kib)."""
+    tmp = tempfile.NamedTemporaryFile("r", prefix="iotoll-bench-rss-") if rss else None
+    if tmp:
+        cmd = ["/usr/bin/time", "-f", "%M", "-o", tmp.name] + cmd
     b0, u0 = host_busy_s(), proc_utime_s(server_pid)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read()
@@ -36,7 +43,8 @@ def run(cmd, server_pid):
     b1, u1 = host_busy_s(), proc_utime_s(server_pid)
     if status != 0:
         sys.exit(f"failed ({status}): {' '.join(cmd)}\n{err.decode()[-2000:]}")
-    return out.decode(), b1 - b0, ru.ru_utime + (u1 - u0), ru.ru_maxrss
+    peak = int(tmp.read().split()[-1]) if tmp else None
+    return out.decode(), b1 - b0, ru.ru_utime + (u1 - u0), peak
 
 
 def start(cmd):
@@ -153,7 +161,8 @@ def main():
             port = free_port()
             srv = start([ex, "net", "serve", "--listen", f"127.0.0.1:{port}"])
             out, busy, user, client_rss = run([ex, "net", "stream", f"127.0.0.1:{port}", "--conns", "10000", "--msg", "64k",
-                                               "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], srv.pid)
+                                               "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], srv.pid,
+                                              rss=True)
             with open(f"/proc/{srv.pid}/status") as f:
                 hwm = int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1))
             m = json.loads(out)["metrics"]
