@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--ramp", type=int, default=2)
     ap.add_argument("--openssl-seconds", type=int, default=3)
     ap.add_argument("--ciphers", default="aes-128-gcm,chacha20-poly1305")
+    ap.add_argument("--baseline", metavar="BIN",
+                    help="another iotoll build whose TLS streams run in the same rotation (its own endpoint), e.g."
+                         " the build before a change of crypto provider")
     a = ap.parse_args()
     ex = a.iotoll
     ciphers = a.ciphers.split(",")
@@ -55,13 +58,18 @@ def main():
     print(f"{a.rounds} rounds x ({a.ramp} s ramp + {a.time} s), alternating; loopback, 1 stream, 128 KiB writes; "
           f"openssl speed -evp CIPHER -bytes 16384 -seconds {a.openssl_seconds} (one core)\n")
 
-    port = free_port()
-    srv = subprocess.Popen([ex, "net", "serve", "--listen", f"127.0.0.1:{port}"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    if srv.poll() is not None:
-        sys.exit("iotoll net serve did not start")
+    endpoints = {}
+    for name, exe in [("iotoll", ex)] + ([("base", a.baseline)] if a.baseline else []):
+        port = free_port()
+        srv = subprocess.Popen([exe, "net", "serve", "--listen", f"127.0.0.1:{port}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        endpoints[name] = (exe, port, srv)
+        time.sleep(0.5)
+        if srv.poll() is not None:
+            sys.exit(f"{exe} net serve did not start")
     items = ["clear"] + [f"tls {c}" for c in ciphers] + [f"openssl {c}" for c in ciphers]
+    if a.baseline:
+        items += [f"base {c}" for c in ciphers]
     res = {k: [] for k in items}
     interfered = {}
     try:
@@ -72,7 +80,8 @@ def main():
                     res[it].append({"gbit_s": g})
                     print(f"  round {r + 1} {it:<30} {g:8.2f} Gbit/s", file=sys.stderr)
                     continue
-                cmd = [ex, "net", "stream", f"127.0.0.1:{port}", "--msg", "128k", "--ramp", f"{a.ramp}s",
+                exe, port, _ = endpoints["base" if it.startswith("base ") else "iotoll"]
+                cmd = [exe, "net", "stream", f"127.0.0.1:{port}", "--msg", "128k", "--ramp", f"{a.ramp}s",
                        "--time", f"{a.time}s", "--json", "--quiet", "--no-db"]
                 if it != "clear":
                     cmd += ["--tls-cipher", it.split()[1]]
@@ -87,7 +96,8 @@ def main():
                 print(f"  round {r + 1} {it:<30} {m['mbit_s']:8.0f} Mbit/s  CPU {m['cpu_pct']:5.1f} %  "
                       f"{spg:.1f} CPU ms/Gbit{'  (interfered)' if intf.get('interfered') else ''}", file=sys.stderr)
     finally:
-        stop(srv)
+        for _, _, srv in endpoints.values():
+            stop(srv)
 
     keys = [("mbit_s", "goodput Mbit/s"), ("cpu_pct", "CPU %"), ("cpu_ms_per_gbit", "CPU ms/Gbit")]
     for c in ciphers:
@@ -101,6 +111,8 @@ def main():
         print(f"   => goodput tls/clear {med['tls']['mbit_s'] / med['clear']['mbit_s']:.3f}   "
               f"CPU per Gbit tls/clear {med['tls']['cpu_ms_per_gbit'] / med['clear']['cpu_ms_per_gbit']:.3f}   "
               f"TLS goodput / openssl ceiling {tls_g:.2f} / {ceil:.2f} = {tls_g / ceil:.3f}")
+        if a.baseline:
+            report(f"TLS {c}: this build vs the baseline", {"tls": res[t], "base": res[f"base {c}"]}, keys)
         extra = med["tls"]["cpu_ms_per_gbit"] - med["clear"]["cpu_ms_per_gbit"]
         print(f"   TLS's extra CPU over cleartext {extra:.1f} ms/Gbit; the cipher at openssl's speed, "
               f"encrypt + decrypt: {2000 / ceil:.1f} ms/Gbit")

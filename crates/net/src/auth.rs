@@ -14,7 +14,7 @@
 //! of its own.
 
 use crate::proto::ProtoError;
-use ring::{hkdf, hmac};
+use aws_lc_rs::{hkdf, hmac};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! certificate or the data port; without a key anyone on the path can, and
 //! can then read and rewrite the data and the endpoint's report.
 //! Then, as kernel TLS would, the traffic keys are taken over and the
-//! record layer (RFC 8446 section 5) runs here on ring's AEAD: the socket
+//! record layer (RFC 8446 section 5) runs here on aws-lc-rs' AEAD: the socket
 //! is read in large pieces and records are decrypted in place and encrypted
 //! into one reused buffer, with no allocation per record. What a test pays
 //! for TLS is then the cipher and the framing, not a library's buffering.
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// Who does what, for the disclosure.
 pub const IMPLEMENTATION: &str =
-    "handshake: rustls 0.23 (ring provider); record layer: iotoll's, on ring 0.17's AEAD";
+    "handshake: rustls 0.23 (aws-lc-rs provider); record layer: iotoll's, on aws-lc-rs 1's AEAD";
 
 /// The AEAD of a test's TLS 1.3 cipher suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl Cipher {
     }
 
     fn suite(self) -> rustls::SupportedCipherSuite {
-        use rustls::crypto::ring::cipher_suite as cs;
+        use rustls::crypto::aws_lc_rs::cipher_suite as cs;
         match self {
             Cipher::Aes128Gcm => cs::TLS13_AES_128_GCM_SHA256,
             Cipher::Aes256Gcm => cs::TLS13_AES_256_GCM_SHA384,
@@ -132,7 +132,7 @@ const SERVER_NAME: &str = "iotoll-endpoint";
 fn provider(suites: Vec<rustls::SupportedCipherSuite>) -> Arc<CryptoProvider> {
     Arc::new(CryptoProvider {
         cipher_suites: suites,
-        ..rustls::crypto::ring::default_provider()
+        ..rustls::crypto::aws_lc_rs::default_provider()
     })
 }
 

@@ -1,10 +1,10 @@
-//! The TLS 1.3 record layer (RFC 8446 section 5) on ring's AEAD, once the
+//! The TLS 1.3 record layer (RFC 8446 section 5) on aws-lc-rs' AEAD, once the
 //! handshake's traffic keys are taken over: records decrypted in place
 //! and encrypted into one reused buffer, no allocation per record.
 
 use super::Cipher;
-use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
-use ring::hkdf;
+use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use aws_lc_rs::hkdf;
 use rustls::ConnectionTrafficSecrets;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
