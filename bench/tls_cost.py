@@ -12,7 +12,9 @@ Goodput is metrics.mbit_s (payload only), CPU metrics.cpu_pct (whole host,
 CPU covers the sender's encryption and the receiver's decryption, and the
 TCP stack of both. "CPU ms/Gbit" is busy CPU-milliseconds of the whole host
 per Gbit of payload (1000 x cpu_pct / 100 x cpus / Gbit/s; a service
-demand). Since each byte is encrypted and decrypted here, the cipher alone
+demand); "own CPU ms/Gbit" the same of the client's and the endpoint's own
+threads only (cpu.local.account self_pct + endpoint_pct), which other
+processes on a busy host do not change. Since each byte is encrypted and decrypted here, the cipher alone
 at openssl's speed would cost 2 x 1000 / ceiling CPU-ms per Gbit; that is
 printed beside the extra CPU TLS costs over cleartext.
 """
@@ -89,17 +91,25 @@ def main():
                 d = json.loads(out)
                 m = d["metrics"]
                 spg = 1000 * m["cpu_pct"] / 100 * m["cpus"] / (m["mbit_s"] / 1000)
+                # The client's and the endpoint's own CPU (their threads,
+                # user and system): what other processes on a busy host
+                # do not change.
+                acct = ((d.get("cpu") or {}).get("local") or {}).get("account") or {}
+                own = acct.get("self_pct", 0) + acct.get("endpoint_pct", 0)
+                own_pg = 1000 * own / 100 * m["cpus"] / (m["mbit_s"] / 1000)
                 intf = ((d.get("cpu") or {}).get("local") or {}).get("interference") or {}
                 if intf.get("interfered"):
                     interfered[it] = interfered.get(it, 0) + 1
-                res[it].append({"mbit_s": m["mbit_s"], "cpu_pct": m["cpu_pct"], "cpu_ms_per_gbit": spg})
+                res[it].append({"mbit_s": m["mbit_s"], "cpu_pct": m["cpu_pct"], "cpu_ms_per_gbit": spg,
+                                "own_ms_per_gbit": own_pg})
                 print(f"  round {r + 1} {it:<30} {m['mbit_s']:8.0f} Mbit/s  CPU {m['cpu_pct']:5.1f} %  "
-                      f"{spg:.1f} CPU ms/Gbit{'  (interfered)' if intf.get('interfered') else ''}", file=sys.stderr)
+                      f"{spg:.1f} CPU ms/Gbit  own {own_pg:.1f}{'  (interfered)' if intf.get('interfered') else ''}", file=sys.stderr)
     finally:
         for _, _, srv in endpoints.values():
             stop(srv)
 
-    keys = [("mbit_s", "goodput Mbit/s"), ("cpu_pct", "CPU %"), ("cpu_ms_per_gbit", "CPU ms/Gbit")]
+    keys = [("mbit_s", "goodput Mbit/s"), ("cpu_pct", "CPU %"), ("cpu_ms_per_gbit", "CPU ms/Gbit"),
+            ("own_ms_per_gbit", "own CPU ms/Gbit")]
     for c in ciphers:
         t = f"tls {c}"
         med = report(f"TLS {c} vs cleartext, 1 stream, loopback (medians of {a.rounds})",
