@@ -333,6 +333,12 @@ fn whole_lun_in_one_command() {
     let mut got = vec![0u8; LUN_BYTES as usize];
     run_ios(&mut s, 1, &[(true, 0, len)], 1, &mut got);
     assert_same("read back through the initiator", &got, &want);
+    // 32 Data-In PDUs of 256 KiB: past the first receive, they are read
+    // straight into the buffer (digests checked there), and every byte is
+    // counted once either way.
+    let st = s.stats();
+    assert_eq!(st.data_in_copied + st.data_in_direct, LUN_BYTES, "{st:?}");
+    assert!(st.data_in_direct >= LUN_BYTES / 2, "{st:?}");
     s.logout().unwrap();
     assert_same("the backing file", &tgt::read_file(file.path()), &want);
 }
