@@ -3,6 +3,7 @@
 
 use crate::LabError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 /// The built-in labs: name and TOML text (embedded, documented examples).
@@ -10,6 +11,10 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("pair", include_str!("builtins/pair.toml")),
     ("pair-1g", include_str!("builtins/pair-1g.toml")),
     ("pair-10g", include_str!("builtins/pair-10g.toml")),
+    (
+        "pair-10g-tuned",
+        include_str!("builtins/pair-10g-tuned.toml"),
+    ),
     ("quad-100m", include_str!("builtins/quad-100m.toml")),
     ("iscsi-1g", include_str!("builtins/iscsi-1g.toml")),
 ];
@@ -141,8 +146,29 @@ struct FileHost {
     congestion_control: Option<String>,
     tcp_rmem: Option<String>,
     tcp_wmem: Option<String>,
+    /// `net.*` sysctls of the host's namespace (`[host.sysctl]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    sysctl: BTreeMap<String, SysctlValue>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
+}
+
+/// A sysctl's value as written: `"0"`, `0` or `"4096 87380 16777216"`
+/// (the kernel takes text; a number is its decimal form).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum SysctlValue {
+    Int(i64),
+    Text(String),
+}
+
+impl SysctlValue {
+    fn text(&self) -> String {
+        match self {
+            SysctlValue::Int(i) => i.to_string(),
+            SysctlValue::Text(s) => s.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -277,11 +303,18 @@ pub struct LinkDef {
     pub loss: Option<String>,
 }
 
+/// Longest sysctl value accepted (the kernel's vectors are a few numbers).
+pub const MAX_SYSCTL_VALUE: usize = 256;
+
 /// One host, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostDef {
     pub name: String,
     pub tcp: TcpSettings,
+    /// `net.*` sysctls set in its namespace, by full name: checked here
+    /// for form only; whether the kernel keeps each per namespace and
+    /// takes the value is [`crate::check_kernel`]'s.
+    pub sysctl: BTreeMap<String, String>,
     pub links: Vec<LinkDef>,
 }
 
@@ -324,6 +357,9 @@ impl LabDef {
                     congestion_control: h.tcp.congestion_control.clone(),
                     tcp_rmem: h.tcp.tcp_rmem.clone(),
                     tcp_wmem: h.tcp.tcp_wmem.clone(),
+                    sysctl: (h.sysctl.iter())
+                        .map(|(k, v)| (k.clone(), SysctlValue::Text(v.clone())))
+                        .collect(),
                     links: h
                         .links
                         .iter()
@@ -419,6 +455,47 @@ fn check_mem(key: &str, v: &str) -> Result<(), String> {
     }
 }
 
+/// The form of a `[host.sysctl]` entry: a `net.*` name of the kernel's
+/// characters and a one-line value. The name's being per namespace and
+/// the value's being taken are the kernel's to say (at `up`, in a
+/// throwaway namespace, before anything is created).
+fn check_sysctl(host: &str, key: &str, v: &str, tcp: &TcpSettings) -> Result<(), String> {
+    let at = format!("host '{host}' sysctl {key}");
+    let Some(rest) = key.strip_prefix("net.") else {
+        return Err(format!(
+            "{at}: only net.* sysctls can be set per host (a lab host is a network namespace; other sysctls are the whole machine's)"
+        ));
+    };
+    let part_ok = |p: &str| {
+        !p.is_empty() && (p.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    if key.len() > 128 || !rest.split('.').all(part_ok) {
+        return Err(format!(
+            "{at}: not a sysctl name (dot-separated parts of a-z, 0-9, '_' and '-', e.g. net.ipv4.tcp_sack)"
+        ));
+    }
+    if v.trim().is_empty() || v.len() > MAX_SYSCTL_VALUE || v.contains(['\n', '\r', '\0']) {
+        return Err(format!(
+            "{at}: value '{}' must be one line of 1 to {MAX_SYSCTL_VALUE} characters",
+            v.escape_debug()
+        ));
+    }
+    // One setting, one place: the host's TCP keys already write these.
+    for (k, _) in tcp.given() {
+        let full = format!("net.ipv4.tcp_{}", k.strip_prefix("tcp_").unwrap_or(k));
+        if full == key {
+            return Err(format!(
+                "{at}: also set as {k} (lab-wide or the host's); set it in one place"
+            ));
+        }
+    }
+    // The kernel takes a partial vector ("1 2" sets two of three): refuse it here.
+    if let Some(k @ ("tcp_rmem" | "tcp_wmem")) = rest.strip_prefix("ipv4.") {
+        check_mem(k, v).map_err(|e| format!("host '{host}' sysctl: {e}"))?;
+    }
+    Ok(())
+}
+
 fn check_cc(v: &str) -> Result<(), String> {
     if v.is_empty() || v.len() > 15 || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return Err(format!(
@@ -496,15 +573,50 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
                 }
             })
         });
+    } else if let Some(hk) = k.strip_prefix("sysctl.") {
+        set_sysctl(t, hk, v)?;
     } else {
         return Err(format!(
-            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}})",
+            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}}, sysctl.HOST.KEY)",
             LINK_KEYS.join(", "),
             TCP_KEYS.join(", "),
             OFFLOAD_KEYS.join(",")
         ));
     }
     Ok(())
+}
+
+/// `--set sysctl.HOST.KEY=VALUE`: host names have no dot, so the first
+/// part is the host and the rest the sysctl's name.
+fn set_sysctl(t: &mut toml::Table, hk: &str, v: toml::Value) -> Result<(), String> {
+    let usage = || {
+        format!("--set sysctl.{hk}: use sysctl.HOST.KEY=VALUE (e.g. sysctl.a.net.ipv4.tcp_sack=0)")
+    };
+    let (host, key) = hk.split_once('.').ok_or_else(usage)?;
+    let Some(toml::Value::Array(hosts)) = t.get_mut("host") else {
+        return Err(usage());
+    };
+    let name = |h: &toml::Value| h.get("name").and_then(|n| n.as_str()).map(str::to_string);
+    let names: Vec<String> = hosts.iter().filter_map(name).collect();
+    let h = (hosts.iter_mut())
+        .find(|h| name(h).as_deref() == Some(host))
+        .and_then(|h| h.as_table_mut());
+    let Some(h) = h else {
+        return Err(format!(
+            "--set sysctl.{hk}: the lab has no host '{host}' (hosts: {})",
+            names.join(", ")
+        ));
+    };
+    let table = h
+        .entry("sysctl")
+        .or_insert_with(|| toml::Value::Table(Default::default()));
+    match table.as_table_mut() {
+        Some(tb) => {
+            tb.insert(key.to_string(), v);
+            Ok(())
+        }
+        None => Err(format!("host '{host}': sysctl is not a table")),
+    }
 }
 
 /// Parses, overrides and validates a lab; `source` names it in errors.
@@ -607,6 +719,12 @@ impl Base<'_> {
                 _ => check_mem(key, v)?,
             }
         }
+        let mut sysctl = BTreeMap::new();
+        for (k, v) in &h.sysctl {
+            let v = v.text();
+            check_sysctl(&h.name, k, &v, &tcp)?;
+            sysctl.insert(k.clone(), v);
+        }
         let file_links = if h.links.is_empty() {
             vec![FileLink::default()]
         } else {
@@ -626,6 +744,7 @@ impl Base<'_> {
         Ok(HostDef {
             name: h.name,
             tcp,
+            sysctl,
             links,
         })
     }

@@ -15,7 +15,7 @@ pub use def::{
 };
 pub use state::{state_dir, HostState, LabState, LinkState};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -374,6 +374,7 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
             }
         }
     }
+    check_sysctls(def)?;
     let mut probes: Vec<(&str, &str)> = Vec::new();
     if def.wants_netem() {
         probes.push(("netem", "netem delay 1ms"));
@@ -399,6 +400,54 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
         }
     }
     Ok(())
+}
+
+/// Each host's `[host.sysctl]` tried in a throwaway namespace: keys the
+/// kernel keeps global are refused by name (a lab must not change the
+/// machine), as are unknown keys and values the kernel does not take.
+fn check_sysctls(def: &LabDef) -> Result<(), LabError> {
+    let pairs: Vec<(&str, &str, &str)> = (def.hosts.iter())
+        .flat_map(|h| (h.sysctl.iter()).map(|(k, v)| (h.name.as_str(), k.as_str(), v.as_str())))
+        .collect();
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let kv: Vec<(&str, &str)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
+    let mut global = BTreeSet::new();
+    let mut errors = Vec::new();
+    for ((host, k, v), r) in pairs.iter().zip(sys::probe_sysctls(&kv)?) {
+        match r {
+            sys::SysctlProbe::Taken => {}
+            sys::SysctlProbe::Global => {
+                global.insert(*k);
+            }
+            sys::SysctlProbe::Unknown => errors.push(format!(
+                "host '{host}': sysctl {k}: no such sysctl in this kernel"
+            )),
+            sys::SysctlProbe::Refused(e) => errors.push(format!(
+                "host '{host}': sysctl {k} = \"{v}\": the kernel refuses it ({e})"
+            )),
+            sys::SysctlProbe::Kept(got) => errors.push(format!(
+                "host '{host}': sysctl {k} = \"{v}\": the kernel keeps \"{got}\" instead"
+            )),
+        }
+    }
+    if !global.is_empty() {
+        let verb = if global.len() > 1 { "are" } else { "is" };
+        errors.insert(0, format!(
+            "{} {} the whole machine's on this kernel, not per network namespace: a lab host cannot have its own (set it on the machine with sysctl -w, where it is disclosed as the host's tcp)",
+            global.into_iter().collect::<Vec<_>>().join(", "),
+            verb
+        ));
+    }
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(LabError::Usage(format!(
+            "{}: {}",
+            def.source,
+            errors.join("; ")
+        ))),
+    }
 }
 
 /// Progress of [`up_with_progress`]: hosts done, of how many.
@@ -673,6 +722,11 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 let key = key.strip_prefix("tcp_").unwrap_or(key);
                 sys::sysctl(&format!("net.ipv4.tcp_{key}"), v)?;
             }
+            // After the lab's own, so the table has the last word.
+            for (key, v) in &h.sysctl {
+                sys::sysctl(key, v)
+                    .map_err(|e| LabError::System(format!("host '{}': {e}", h.name)))?;
+            }
             for (l, ls) in h.links.iter().zip(&hs.links) {
                 sys::set_offloads(&h.name, &ls.ifname, &l.offloads.list())?;
             }
@@ -806,6 +860,25 @@ pub fn link_offloads(
 pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>, LabError> {
     sys::in_netns(&netns_path(host)?, || {
         Ok(iotoll_probe::sysinfo::iface_counters())
+    })
+}
+
+/// The sysctls in force in a host's namespace now, for disclosure: the
+/// ones every run discloses for the machine (`tcp`, by short name, as
+/// the host's `tcp`) and, by full name, each its lab set.
+/// A global sysctl (absent in a namespace, e.g. tcp_mem) is the machine's
+/// value, read outside.
+pub fn host_in_force(host: &HostState) -> Result<serde_json::Value, LabError> {
+    let machine = iotoll_probe::sysinfo::tcp_sysctls();
+    sys::in_netns(&netns_path(host)?, || {
+        let mut tcp = iotoll_probe::sysinfo::tcp_sysctls();
+        for (k, v) in tcp.iter_mut().filter(|(_, v)| v.is_none()) {
+            *v = machine.get(k).cloned().flatten();
+        }
+        let set: BTreeMap<&String, Option<String>> = (host.sysctl.keys())
+            .map(|k| (k, sys::sysctl_get(k)))
+            .collect();
+        Ok(serde_json::json!({ "tcp": tcp, "sysctl": set }))
     })
 }
 

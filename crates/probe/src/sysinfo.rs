@@ -28,6 +28,13 @@ const TCP_SYSCTLS: &[&str] = &[
     "net/core/rmem_max",
     "net/core/wmem_max",
     "net/core/default_qdisc",
+    // Study 004's 10 GbE tuning: buffers and queues.
+    "net/ipv4/tcp_mem",
+    "net/ipv4/tcp_max_syn_backlog",
+    "net/core/rmem_default",
+    "net/core/wmem_default",
+    "net/core/optmem_max",
+    "net/core/netdev_max_backlog",
 ];
 
 /// The whole host: what `iotoll sysinfo` shows and every run stores. A
@@ -529,7 +536,9 @@ fn block_device(name: String) -> BlockDevice {
     }
 }
 
-fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
+/// The TCP and socket-buffer sysctls of the calling thread's network
+/// namespace, by last name part (a global one reads the machine's).
+pub fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
     TCP_SYSCTLS
         .iter()
         .map(|k| {
