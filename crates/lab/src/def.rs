@@ -868,11 +868,14 @@ mod tests {
             let d = parse(t, n, &[]).unwrap();
             assert_eq!(&d.name, n);
         }
-        let q = parse(BUILTINS[3].1, "quad-100m", &[]).unwrap();
+        let quad = BUILTINS.iter().find(|(n, _)| *n == "quad-100m").unwrap();
+        let q = parse(quad.1, "quad-100m", &[]).unwrap();
         assert_eq!(q.hosts.len(), 17);
         assert_eq!(q.hosts[0].links.len(), 4);
         assert_eq!(q.hosts[16].name, "c16");
         assert!(q.links().all(|l| l.rate == Some(100_000_000)));
+        let t = parse(include_str!("builtins/pair-10g-tuned.toml"), "t", &[]).unwrap();
+        assert!(t.hosts.iter().all(|h| h.sysctl["net.ipv4.tcp_sack"] == "0"));
     }
 
     #[test]
@@ -933,6 +936,50 @@ mod tests {
             assert!(e.is_usage());
             assert!(e.to_string().contains(needle), "{needle:?} not in {e}");
         }
+    }
+
+    #[test]
+    fn sysctl_table_is_checked_for_form_and_set_per_host() {
+        let text = "name = \"x\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_sack\" = 0\n\"net.core.optmem_max\" = \"65536\"\n[[host]]\nname = \"b\"\n";
+        let d = p(text, &[]).unwrap();
+        assert_eq!(d.hosts[0].sysctl["net.ipv4.tcp_sack"], "0");
+        assert_eq!(d.hosts[0].sysctl["net.core.optmem_max"], "65536");
+        assert!(d.hosts[1].sysctl.is_empty());
+        let d = p(
+            text,
+            &[
+                "sysctl.b.net.ipv4.tcp_timestamps=0",
+                "sysctl.a.net.ipv4.tcp_sack=1",
+            ],
+        )
+        .unwrap();
+        assert_eq!(d.hosts[1].sysctl["net.ipv4.tcp_timestamps"], "0");
+        assert_eq!(d.hosts[0].sysctl["net.ipv4.tcp_sack"], "1");
+        assert_eq!(d.hosts[0].sysctl.len(), 2);
+        let again = parse(&d.to_toml(None, None), "t.toml", &[]).unwrap();
+        assert_eq!(again.hosts, d.hosts);
+        let bad_sets = [
+            ("sysctl.c.net.ipv4.tcp_sack=0", "no host 'c' (hosts: a, b)"),
+            ("sysctl.a=0", "sysctl.HOST.KEY"),
+            ("sysctl.a.kernel.pid_max=9", "only net.* sysctls"),
+            ("sysctl.a.net.ipv4/../x=1", "not a sysctl name"),
+            ("sysctl.a.net..x=1", "not a sysctl name"),
+            ("sysctl.a.net.ipv4.tcp_rmem=1 2", "tcp_rmem '1 2'"),
+        ];
+        for (set, needle) in bad_sets {
+            let e = p(text, &[set]).unwrap_err();
+            assert!(e.is_usage() && e.to_string().contains(needle), "{set}: {e}");
+        }
+        let clash = "name = \"x\"\ntcp_wmem = \"4096 4096 4096\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_wmem\" = \"4096 8192 8192\"\n";
+        let e = p(clash, &[]).unwrap_err().to_string();
+        assert!(e.contains("also set as tcp_wmem"), "{e}");
+        let e = p(
+            "name = \"x\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_sack\" = \"\"\n",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("one line"), "{e}");
     }
 
     #[test]
