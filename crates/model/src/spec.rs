@@ -425,6 +425,24 @@ pub struct Link {
     /// so that an interface without these details reads back without them.
     #[serde(deserialize_with = "Option::deserialize")]
     pub offloads: Option<Offloads>,
+    /// Interrupt coalescing (`ethtool -c`); absent where the driver has
+    /// none (veth, loopback) and in results of versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalescing: Option<Coalescing>,
+}
+
+/// Interrupt coalescing as ETHTOOL_GCOALESCE reports it: how long (µs) and
+/// how many frames a NIC waits before interrupting, per direction, and
+/// whether it adapts them to the load. Changes CPU per packet and latency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Coalescing {
+    pub rx_usecs: u32,
+    pub rx_frames: u32,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    pub adaptive_rx: bool,
+    pub adaptive_tx: bool,
 }
 
 /// The ethtool feature flags; null where the driver does not answer.
