@@ -413,14 +413,13 @@ fn check_sysctls(def: &LabDef) -> Result<(), LabError> {
         return Ok(());
     }
     let kv: Vec<(&str, &str)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
-    let mut global = BTreeSet::new();
+    // Each global key with the hosts that ask for it.
+    let mut global: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut errors = Vec::new();
     for ((host, k, v), r) in pairs.iter().zip(sys::probe_sysctls(&kv)?) {
         match r {
             sys::SysctlProbe::Taken => {}
-            sys::SysctlProbe::Global => {
-                global.insert(*k);
-            }
+            sys::SysctlProbe::Global => global.entry(k).or_default().push(host),
             sys::SysctlProbe::Unknown => errors.push(format!(
                 "host '{host}': sysctl {k}: no such sysctl in this kernel"
             )),
@@ -436,7 +435,10 @@ fn check_sysctls(def: &LabDef) -> Result<(), LabError> {
         let verb = if global.len() > 1 { "are" } else { "is" };
         errors.insert(0, format!(
             "{} {} the whole machine's on this kernel, not per network namespace: a lab host cannot have its own (set it on the machine with sysctl -w, where it is disclosed as the host's tcp)",
-            global.into_iter().collect::<Vec<_>>().join(", "),
+            (global.iter())
+                .map(|(k, hs)| format!("{k} (host {})", hs.join(", ")))
+                .collect::<Vec<_>>()
+                .join(", "),
             verb
         ));
     }

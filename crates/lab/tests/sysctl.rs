@@ -116,11 +116,11 @@ fn global_unknown_and_refused_sysctls_are_refused_before_anything_is_created() {
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["sysctl.a.net.core.rmem_max=16777216", "sysctl.b.net.ipv4.tcp_mem=1 2 3"],
-            &["net.core.rmem_max, net.ipv4.tcp_mem are the whole machine's"],
+            &["net.core.rmem_max (host a), net.ipv4.tcp_mem (host b) are the whole machine's"],
         ),
         (
             &["sysctl.a.net.core.netdev_max_backlog=250000"],
-            &["net.core.netdev_max_backlog is the whole machine's"],
+            &["net.core.netdev_max_backlog (host a) is the whole machine's"],
         ),
         (&["sysctl.a.net.ipv4.no_such_knob=1"], &["net.ipv4.no_such_knob: no such sysctl"]),
         (
