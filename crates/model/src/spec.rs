@@ -789,7 +789,11 @@ mod tests {
         let bare = json!({"name": null, "address": "192.0.2.1"});
         let full = json!({"name": "lo", "address": "127.0.0.1", "mtu": 65536, "speed_mbit": null,
             "driver": null, "driver_version": null, "firmware": null, "bus_info": null, "offloads": null});
-        for v in [bare, full] {
+        // A NIC with interrupt coalescing (absent above: older results and veth).
+        let mut nic = full.clone();
+        nic["coalescing"] = json!({"rx_usecs": 50, "rx_frames": 0, "tx_usecs": 50,
+            "tx_frames": 0, "adaptive_rx": true, "adaptive_tx": false});
+        for v in [bare, full, nic] {
             let i: Interface = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(i.link.is_some(), v.get("mtu").is_some());
             assert_eq!(to_json(&i), v);
