@@ -148,27 +148,9 @@ struct FileHost {
     tcp_wmem: Option<String>,
     /// `net.*` sysctls of the host's namespace (`[host.sysctl]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    sysctl: BTreeMap<String, SysctlValue>,
+    sysctl: BTreeMap<String, crate::sysctl::SysctlValue>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
-}
-
-/// A sysctl's value as written: `"0"`, `0` or `"4096 87380 16777216"`
-/// (the kernel takes text; a number is its decimal form).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-enum SysctlValue {
-    Int(i64),
-    Text(String),
-}
-
-impl SysctlValue {
-    fn text(&self) -> String {
-        match self {
-            SysctlValue::Int(i) => i.to_string(),
-            SysctlValue::Text(s) => s.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -303,9 +285,6 @@ pub struct LinkDef {
     pub loss: Option<String>,
 }
 
-/// Longest sysctl value accepted (the kernel's vectors are a few numbers).
-pub const MAX_SYSCTL_VALUE: usize = 256;
-
 /// One host, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostDef {
@@ -358,7 +337,7 @@ impl LabDef {
                     tcp_rmem: h.tcp.tcp_rmem.clone(),
                     tcp_wmem: h.tcp.tcp_wmem.clone(),
                     sysctl: (h.sysctl.iter())
-                        .map(|(k, v)| (k.clone(), SysctlValue::Text(v.clone())))
+                        .map(|(k, v)| (k.clone(), crate::sysctl::SysctlValue::Text(v.clone())))
                         .collect(),
                     links: h
                         .links
@@ -441,7 +420,7 @@ pub(crate) fn check_name(what: &str, name: &str, max: usize) -> Result<(), Strin
 }
 
 /// "min default max" bytes, as the kernel's tcp_rmem/tcp_wmem.
-fn check_mem(key: &str, v: &str) -> Result<(), String> {
+pub(crate) fn check_mem(key: &str, v: &str) -> Result<(), String> {
     let n: Vec<u64> = v
         .split_whitespace()
         .map(|x| x.parse::<u64>())
@@ -453,47 +432,6 @@ fn check_mem(key: &str, v: &str) -> Result<(), String> {
             "{key} '{v}' must be three byte counts \"MIN DEFAULT MAX\" with 0 < MIN <= DEFAULT <= MAX"
         )),
     }
-}
-
-/// The form of a `[host.sysctl]` entry: a `net.*` name of the kernel's
-/// characters and a one-line value. The name's being per namespace and
-/// the value's being taken are the kernel's to say (at `up`, in a
-/// throwaway namespace, before anything is created).
-fn check_sysctl(host: &str, key: &str, v: &str, tcp: &TcpSettings) -> Result<(), String> {
-    let at = format!("host '{host}' sysctl {key}");
-    let Some(rest) = key.strip_prefix("net.") else {
-        return Err(format!(
-            "{at}: only net.* sysctls can be set per host (a lab host is a network namespace; other sysctls are the whole machine's)"
-        ));
-    };
-    let part_ok = |p: &str| {
-        !p.is_empty() && (p.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    };
-    if key.len() > 128 || !rest.split('.').all(part_ok) {
-        return Err(format!(
-            "{at}: not a sysctl name (dot-separated parts of a-z, 0-9, '_' and '-', e.g. net.ipv4.tcp_sack)"
-        ));
-    }
-    if v.trim().is_empty() || v.len() > MAX_SYSCTL_VALUE || v.contains(['\n', '\r', '\0']) {
-        return Err(format!(
-            "{at}: value '{}' must be one line of 1 to {MAX_SYSCTL_VALUE} characters",
-            v.escape_debug()
-        ));
-    }
-    // One setting, one place: the host's TCP keys already write these.
-    for (k, _) in tcp.given() {
-        let full = format!("net.ipv4.tcp_{}", k.strip_prefix("tcp_").unwrap_or(k));
-        if full == key {
-            return Err(format!(
-                "{at}: also set as {k} (lab-wide or the host's); set it in one place"
-            ));
-        }
-    }
-    // The kernel takes a partial vector ("1 2" sets two of three): refuse it here.
-    if let Some(k @ ("tcp_rmem" | "tcp_wmem")) = rest.strip_prefix("ipv4.") {
-        check_mem(k, v).map_err(|e| format!("host '{host}' sysctl: {e}"))?;
-    }
-    Ok(())
 }
 
 fn check_cc(v: &str) -> Result<(), String> {
@@ -574,7 +512,7 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
             })
         });
     } else if let Some(hk) = k.strip_prefix("sysctl.") {
-        set_sysctl(t, hk, v)?;
+        crate::sysctl::set(t, hk, v)?;
     } else {
         return Err(format!(
             "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}}, sysctl.HOST.KEY)",
@@ -584,39 +522,6 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// `--set sysctl.HOST.KEY=VALUE`: host names have no dot, so the first
-/// part is the host and the rest the sysctl's name.
-fn set_sysctl(t: &mut toml::Table, hk: &str, v: toml::Value) -> Result<(), String> {
-    let usage = || {
-        format!("--set sysctl.{hk}: use sysctl.HOST.KEY=VALUE (e.g. sysctl.a.net.ipv4.tcp_sack=0)")
-    };
-    let (host, key) = hk.split_once('.').ok_or_else(usage)?;
-    let Some(toml::Value::Array(hosts)) = t.get_mut("host") else {
-        return Err(usage());
-    };
-    let name = |h: &toml::Value| h.get("name").and_then(|n| n.as_str()).map(str::to_string);
-    let names: Vec<String> = hosts.iter().filter_map(name).collect();
-    let h = (hosts.iter_mut())
-        .find(|h| name(h).as_deref() == Some(host))
-        .and_then(|h| h.as_table_mut());
-    let Some(h) = h else {
-        return Err(format!(
-            "--set sysctl.{hk}: the lab has no host '{host}' (hosts: {})",
-            names.join(", ")
-        ));
-    };
-    let table = h
-        .entry("sysctl")
-        .or_insert_with(|| toml::Value::Table(Default::default()));
-    match table.as_table_mut() {
-        Some(tb) => {
-            tb.insert(key.to_string(), v);
-            Ok(())
-        }
-        None => Err(format!("host '{host}': sysctl is not a table")),
-    }
 }
 
 /// Parses, overrides and validates a lab; `source` names it in errors.
@@ -722,7 +627,7 @@ impl Base<'_> {
         let mut sysctl = BTreeMap::new();
         for (k, v) in &h.sysctl {
             let v = v.text();
-            check_sysctl(&h.name, k, &v, &tcp)?;
+            crate::sysctl::check_form(&h.name, k, &v, &tcp)?;
             sysctl.insert(k.clone(), v);
         }
         let file_links = if h.links.is_empty() {
@@ -936,50 +841,6 @@ mod tests {
             assert!(e.is_usage());
             assert!(e.to_string().contains(needle), "{needle:?} not in {e}");
         }
-    }
-
-    #[test]
-    fn sysctl_table_is_checked_for_form_and_set_per_host() {
-        let text = "name = \"x\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_sack\" = 0\n\"net.core.optmem_max\" = \"65536\"\n[[host]]\nname = \"b\"\n";
-        let d = p(text, &[]).unwrap();
-        assert_eq!(d.hosts[0].sysctl["net.ipv4.tcp_sack"], "0");
-        assert_eq!(d.hosts[0].sysctl["net.core.optmem_max"], "65536");
-        assert!(d.hosts[1].sysctl.is_empty());
-        let d = p(
-            text,
-            &[
-                "sysctl.b.net.ipv4.tcp_timestamps=0",
-                "sysctl.a.net.ipv4.tcp_sack=1",
-            ],
-        )
-        .unwrap();
-        assert_eq!(d.hosts[1].sysctl["net.ipv4.tcp_timestamps"], "0");
-        assert_eq!(d.hosts[0].sysctl["net.ipv4.tcp_sack"], "1");
-        assert_eq!(d.hosts[0].sysctl.len(), 2);
-        let again = parse(&d.to_toml(None, None), "t.toml", &[]).unwrap();
-        assert_eq!(again.hosts, d.hosts);
-        let bad_sets = [
-            ("sysctl.c.net.ipv4.tcp_sack=0", "no host 'c' (hosts: a, b)"),
-            ("sysctl.a=0", "sysctl.HOST.KEY"),
-            ("sysctl.a.kernel.pid_max=9", "only net.* sysctls"),
-            ("sysctl.a.net.ipv4/../x=1", "not a sysctl name"),
-            ("sysctl.a.net..x=1", "not a sysctl name"),
-            ("sysctl.a.net.ipv4.tcp_rmem=1 2", "tcp_rmem '1 2'"),
-        ];
-        for (set, needle) in bad_sets {
-            let e = p(text, &[set]).unwrap_err();
-            assert!(e.is_usage() && e.to_string().contains(needle), "{set}: {e}");
-        }
-        let clash = "name = \"x\"\ntcp_wmem = \"4096 4096 4096\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_wmem\" = \"4096 8192 8192\"\n";
-        let e = p(clash, &[]).unwrap_err().to_string();
-        assert!(e.contains("also set as tcp_wmem"), "{e}");
-        let e = p(
-            "name = \"x\"\n[[host]]\nname = \"a\"\n[host.sysctl]\n\"net.ipv4.tcp_sack\" = \"\"\n",
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("one line"), "{e}");
     }
 
     #[test]

@@ -8,14 +8,16 @@
 mod def;
 mod state;
 mod sys;
+mod sysctl;
 
 pub use def::{
     format_rate, parse_rate, HostDef, LabDef, LinkDef, Offloads, OnOff, Shaper, Subnet,
     TcpSettings, BENCH_NET, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MAX_MTU, MIN_MTU,
 };
 pub use state::{state_dir, HostState, LabState, LinkState};
+pub use sysctl::host_in_force;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -374,7 +376,7 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
             }
         }
     }
-    check_sysctls(def)?;
+    sysctl::check_kernel(def)?;
     let mut probes: Vec<(&str, &str)> = Vec::new();
     if def.wants_netem() {
         probes.push(("netem", "netem delay 1ms"));
@@ -400,56 +402,6 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
         }
     }
     Ok(())
-}
-
-/// Each host's `[host.sysctl]` tried in a throwaway namespace: keys the
-/// kernel keeps global are refused by name (a lab must not change the
-/// machine), as are unknown keys and values the kernel does not take.
-fn check_sysctls(def: &LabDef) -> Result<(), LabError> {
-    let pairs: Vec<(&str, &str, &str)> = (def.hosts.iter())
-        .flat_map(|h| (h.sysctl.iter()).map(|(k, v)| (h.name.as_str(), k.as_str(), v.as_str())))
-        .collect();
-    if pairs.is_empty() {
-        return Ok(());
-    }
-    let kv: Vec<(&str, &str)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
-    // Each global key with the hosts that ask for it.
-    let mut global: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut errors = Vec::new();
-    for ((host, k, v), r) in pairs.iter().zip(sys::probe_sysctls(&kv)?) {
-        match r {
-            sys::SysctlProbe::Taken => {}
-            sys::SysctlProbe::Global => global.entry(k).or_default().push(host),
-            sys::SysctlProbe::Unknown => errors.push(format!(
-                "host '{host}': sysctl {k}: no such sysctl in this kernel"
-            )),
-            sys::SysctlProbe::Refused(e) => errors.push(format!(
-                "host '{host}': sysctl {k} = \"{v}\": the kernel refuses it ({e})"
-            )),
-            sys::SysctlProbe::Kept(got) => errors.push(format!(
-                "host '{host}': sysctl {k} = \"{v}\": the kernel keeps \"{got}\" instead"
-            )),
-        }
-    }
-    if !global.is_empty() {
-        let verb = if global.len() > 1 { "are" } else { "is" };
-        errors.insert(0, format!(
-            "{} {} the whole machine's on this kernel, not per network namespace: a lab host cannot have its own (set it on the machine with sysctl -w, where it is disclosed as the host's tcp)",
-            (global.iter())
-                .map(|(k, hs)| format!("{k} (host {})", hs.join(", ")))
-                .collect::<Vec<_>>()
-                .join(", "),
-            verb
-        ));
-    }
-    match errors.is_empty() {
-        true => Ok(()),
-        false => Err(LabError::Usage(format!(
-            "{}: {}",
-            def.source,
-            errors.join("; ")
-        ))),
-    }
 }
 
 /// Progress of [`up_with_progress`]: hosts done, of how many.
@@ -862,25 +814,6 @@ pub fn link_offloads(
 pub fn host_counters(host: &HostState) -> Result<Vec<iotoll_model::IfaceFigures>, LabError> {
     sys::in_netns(&netns_path(host)?, || {
         Ok(iotoll_probe::sysinfo::iface_counters())
-    })
-}
-
-/// The sysctls in force in a host's namespace now, for disclosure: the
-/// ones every run discloses for the machine (`tcp`, by short name, as
-/// the host's `tcp`) and, by full name, each its lab set.
-/// A global sysctl (absent in a namespace, e.g. tcp_mem) is the machine's
-/// value, read outside.
-pub fn host_in_force(host: &HostState) -> Result<serde_json::Value, LabError> {
-    let machine = iotoll_probe::sysinfo::tcp_sysctls();
-    sys::in_netns(&netns_path(host)?, || {
-        let mut tcp = iotoll_probe::sysinfo::tcp_sysctls();
-        for (k, v) in tcp.iter_mut().filter(|(_, v)| v.is_none()) {
-            *v = machine.get(k).cloned().flatten();
-        }
-        let set: BTreeMap<&String, Option<String>> = (host.sysctl.keys())
-            .map(|k| (k, sys::sysctl_get(k)))
-            .collect();
-        Ok(serde_json::json!({ "tcp": tcp, "sysctl": set }))
     })
 }
 
