@@ -344,6 +344,58 @@ fn mtu_9000_is_disclosed_at_both_ends() {
     lab.cmd(&["down", &name]).assert().success();
 }
 
+/// `pair-10g-tuned`'s sysctls (and one `--lab-set sysctl.…`) are in force
+/// where the test ran: at both ends of the document and in the run's lab
+/// record; a global key is refused by name with exit 2, creating nothing.
+#[test]
+fn tuned_sysctls_are_in_force_in_the_run_and_global_ones_refused() {
+    let Some(lab) = Lab::new() else { return };
+    let name = format!("q-{}", unique("tuned"));
+    let set = format!("name={name}");
+    let out = lab
+        .cmd(&[
+            "up",
+            "pair",
+            "--set",
+            &set,
+            "--set",
+            "sysctl.b.net.core.wmem_max=1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("net.core.wmem_max (host b) is the whole machine's"));
+    assert!(namespaces(&name).is_empty() && !lab.state_file(&name).exists());
+    let run = lab.suite(&[
+        "--lab",
+        "pair-10g-tuned",
+        "--lab-set",
+        &set,
+        "--lab-set",
+        "sysctl.a.net.ipv4.tcp_ecn=1",
+    ]);
+    assert!(
+        namespaces(&name).is_empty(),
+        "the lab it brought up is down"
+    );
+    let d = only_doc(&run);
+    for end in ["local", "remote"] {
+        let tcp = &d["disclosure"][end]["tcp"];
+        assert_eq!(tcp["tcp_sack"], "0", "{end}: {tcp}");
+        assert_eq!(tcp["tcp_timestamps"], "0", "{end}: {tcp}");
+        assert_eq!(tcp["optmem_max"], "16777216", "{end}: {tcp}");
+    }
+    let hosts = &run["disclosure"]["lab"]["hosts"];
+    let a = &hosts[0];
+    assert_eq!(a["name"], "a");
+    assert_eq!(a["sysctl"]["net.ipv4.tcp_ecn"], "1", "{a}");
+    assert_eq!(a["in_force"]["sysctl"]["net.ipv4.tcp_ecn"], "1", "{a}");
+    assert_eq!(a["in_force"]["tcp"]["tcp_max_syn_backlog"], "8192", "{a}");
+    assert!(hosts[1]["in_force"]["sysctl"]
+        .get("net.ipv4.tcp_ecn")
+        .is_none());
+}
+
 #[test]
 fn suite_lab_hosts_are_checked_before_anything_runs() {
     let Some(lab) = Lab::new() else { return };

@@ -3,6 +3,7 @@
 
 use crate::LabError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 /// The built-in labs: name and TOML text (embedded, documented examples).
@@ -10,6 +11,10 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("pair", include_str!("builtins/pair.toml")),
     ("pair-1g", include_str!("builtins/pair-1g.toml")),
     ("pair-10g", include_str!("builtins/pair-10g.toml")),
+    (
+        "pair-10g-tuned",
+        include_str!("builtins/pair-10g-tuned.toml"),
+    ),
     ("quad-100m", include_str!("builtins/quad-100m.toml")),
     ("iscsi-1g", include_str!("builtins/iscsi-1g.toml")),
 ];
@@ -141,6 +146,9 @@ struct FileHost {
     congestion_control: Option<String>,
     tcp_rmem: Option<String>,
     tcp_wmem: Option<String>,
+    /// `net.*` sysctls of the host's namespace (`[host.sysctl]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    sysctl: BTreeMap<String, crate::sysctl::SysctlValue>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
 }
@@ -282,6 +290,10 @@ pub struct LinkDef {
 pub struct HostDef {
     pub name: String,
     pub tcp: TcpSettings,
+    /// `net.*` sysctls set in its namespace, by full name: checked here
+    /// for form only; whether the kernel keeps each per namespace and
+    /// takes the value is [`crate::check_kernel`]'s.
+    pub sysctl: BTreeMap<String, String>,
     pub links: Vec<LinkDef>,
 }
 
@@ -324,6 +336,9 @@ impl LabDef {
                     congestion_control: h.tcp.congestion_control.clone(),
                     tcp_rmem: h.tcp.tcp_rmem.clone(),
                     tcp_wmem: h.tcp.tcp_wmem.clone(),
+                    sysctl: (h.sysctl.iter())
+                        .map(|(k, v)| (k.clone(), crate::sysctl::SysctlValue::Text(v.clone())))
+                        .collect(),
                     links: h
                         .links
                         .iter()
@@ -405,7 +420,7 @@ pub(crate) fn check_name(what: &str, name: &str, max: usize) -> Result<(), Strin
 }
 
 /// "min default max" bytes, as the kernel's tcp_rmem/tcp_wmem.
-fn check_mem(key: &str, v: &str) -> Result<(), String> {
+pub(crate) fn check_mem(key: &str, v: &str) -> Result<(), String> {
     let n: Vec<u64> = v
         .split_whitespace()
         .map(|x| x.parse::<u64>())
@@ -496,9 +511,11 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
                 }
             })
         });
+    } else if let Some(hk) = k.strip_prefix("sysctl.") {
+        crate::sysctl::set(t, hk, v)?;
     } else {
         return Err(format!(
-            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}})",
+            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}}, sysctl.HOST.KEY)",
             LINK_KEYS.join(", "),
             TCP_KEYS.join(", "),
             OFFLOAD_KEYS.join(",")
@@ -607,6 +624,12 @@ impl Base<'_> {
                 _ => check_mem(key, v)?,
             }
         }
+        let mut sysctl = BTreeMap::new();
+        for (k, v) in &h.sysctl {
+            let v = v.text();
+            crate::sysctl::check_form(&h.name, k, &v, &tcp)?;
+            sysctl.insert(k.clone(), v);
+        }
         let file_links = if h.links.is_empty() {
             vec![FileLink::default()]
         } else {
@@ -626,6 +649,7 @@ impl Base<'_> {
         Ok(HostDef {
             name: h.name,
             tcp,
+            sysctl,
             links,
         })
     }
@@ -749,11 +773,14 @@ mod tests {
             let d = parse(t, n, &[]).unwrap();
             assert_eq!(&d.name, n);
         }
-        let q = parse(BUILTINS[3].1, "quad-100m", &[]).unwrap();
+        let quad = BUILTINS.iter().find(|(n, _)| *n == "quad-100m").unwrap();
+        let q = parse(quad.1, "quad-100m", &[]).unwrap();
         assert_eq!(q.hosts.len(), 17);
         assert_eq!(q.hosts[0].links.len(), 4);
         assert_eq!(q.hosts[16].name, "c16");
         assert!(q.links().all(|l| l.rate == Some(100_000_000)));
+        let t = parse(include_str!("builtins/pair-10g-tuned.toml"), "t", &[]).unwrap();
+        assert!(t.hosts.iter().all(|h| h.sysctl["net.ipv4.tcp_sack"] == "0"));
     }
 
     #[test]

@@ -8,12 +8,14 @@
 mod def;
 mod state;
 mod sys;
+mod sysctl;
 
 pub use def::{
     format_rate, parse_rate, HostDef, LabDef, LinkDef, Offloads, OnOff, Shaper, Subnet,
     TcpSettings, BENCH_NET, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MAX_MTU, MIN_MTU,
 };
 pub use state::{state_dir, HostState, LabState, LinkState};
+pub use sysctl::host_in_force;
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -374,6 +376,7 @@ pub fn check_kernel(def: &LabDef) -> Result<(), LabError> {
             }
         }
     }
+    sysctl::check_kernel(def)?;
     let mut probes: Vec<(&str, &str)> = Vec::new();
     if def.wants_netem() {
         probes.push(("netem", "netem delay 1ms"));
@@ -672,6 +675,11 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
                 // their last part (congestion_control).
                 let key = key.strip_prefix("tcp_").unwrap_or(key);
                 sys::sysctl(&format!("net.ipv4.tcp_{key}"), v)?;
+            }
+            // After the lab's own, so the table has the last word.
+            for (key, v) in &h.sysctl {
+                sys::sysctl(key, v)
+                    .map_err(|e| LabError::System(format!("host '{}': {e}", h.name)))?;
             }
             for (l, ls) in h.links.iter().zip(&hs.links) {
                 sys::set_offloads(&h.name, &ls.ifname, &l.offloads.list())?;

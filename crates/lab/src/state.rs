@@ -7,6 +7,7 @@ use crate::{host_netns, switch_netns, LabError};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
@@ -59,6 +60,10 @@ pub struct HostState {
     pub links: Vec<LinkState>,
     /// TCP settings the lab set in its namespace (absent: the kernel's defaults).
     pub tcp: TcpSettings,
+    /// The `[host.sysctl]` table set in its namespace, by full name
+    /// (absent in state files of older versions: none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctl: BTreeMap<String, String>,
 }
 
 /// A lab that is up (or whose `up` did not finish: `complete` false).
@@ -94,7 +99,8 @@ impl LabState {
 
     /// What a result discloses about the lab: name, source, overrides,
     /// the effective definition, and per host its links (address, MTU,
-    /// rate, shaper, offloads) and TCP settings.
+    /// rate, shaper, offloads), the TCP settings and sysctls it set, and
+    /// the values in force in its namespace (null if unreadable).
     pub fn disclosure(&self) -> serde_json::Value {
         serde_json::json!({
             "name": self.name,
@@ -116,6 +122,9 @@ impl LabState {
                     "loss": l.loss,
                 })).collect::<Vec<_>>(),
                 "tcp": h.tcp,
+                "sysctl": h.sysctl,
+                // Read now, in the namespace: what the run ran with.
+                "in_force": crate::host_in_force(h).unwrap_or(serde_json::Value::Null),
             })).collect::<Vec<_>>(),
         })
     }
@@ -152,6 +161,7 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
                 })
                 .collect(),
             tcp: h.tcp.clone(),
+            sysctl: h.sysctl.clone(),
         })
         .collect();
     LabState {

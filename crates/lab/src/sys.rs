@@ -137,6 +137,71 @@ pub fn probe_qdiscs<'a>(kinds: &[(&'a str, &str)]) -> Result<Vec<(&'a str, bool)
         .unwrap_or_else(|_| Err(sys("the probe thread panicked")))
 }
 
+/// What the kernel said to a sysctl tried in a throwaway namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SysctlProbe {
+    /// Kept per network namespace, and the value taken as written.
+    Taken,
+    /// The whole machine's: not in a new namespace's /proc/sys, or there
+    /// read-only (the kernel shows some global values, e.g.
+    /// net.core.rmem_max, to a namespace that cannot change them).
+    Global,
+    /// No such sysctl in this kernel, inside a namespace or out.
+    Unknown,
+    /// Per namespace, but the write failed (the kernel's error).
+    Refused(String),
+    /// Per namespace, but it reads back other than written.
+    Kept(String),
+}
+
+/// Tries each `(key, value)` in a throwaway network namespace (a thread
+/// that unshares its own; nothing outside is touched): per namespace or
+/// global, and whether the kernel takes the value. A key is per
+/// namespace exactly when a new namespace has it writable: the kernel
+/// registers per-namespace sysctls for each namespace and leaves the
+/// global ones out or read-only there (on 6.18: tcp_mem and
+/// netdev_max_backlog absent, core rmem/wmem max/default read-only).
+pub fn probe_sysctls(pairs: &[(&str, &str)]) -> Result<Vec<SysctlProbe>, LabError> {
+    let path = |k: &str| format!("/proc/sys/{}", k.replace('.', "/"));
+    // Outside first (this thread's namespace): unknown or global.
+    let outside: Vec<bool> = pairs
+        .iter()
+        .map(|(k, _)| Path::new(&path(k)).exists())
+        .collect();
+    let probe = || {
+        let what = "cannot create a namespace to probe the kernel";
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| sys(format!("{what}: {}", std::io::Error::from(e))))?;
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let res = (pairs.iter().zip(&outside))
+            .map(|(&(k, v), &outside)| {
+                use std::os::unix::fs::PermissionsExt;
+                let p = path(k);
+                let Ok(meta) = std::fs::metadata(&p) else {
+                    return if outside {
+                        SysctlProbe::Global
+                    } else {
+                        SysctlProbe::Unknown
+                    };
+                };
+                if meta.permissions().mode() & 0o200 == 0 {
+                    return SysctlProbe::Global;
+                }
+                if let Err(e) = std::fs::write(&p, v) {
+                    return SysctlProbe::Refused(e.to_string());
+                }
+                match sysctl_get(k) {
+                    Some(got) if words(&got) == words(v) => SysctlProbe::Taken,
+                    got => SysctlProbe::Kept(got.unwrap_or_else(|| "(unreadable)".into())),
+                }
+            })
+            .collect();
+        Ok(res)
+    };
+    std::thread::scope(|s| s.spawn(probe).join())
+        .unwrap_or_else(|_| Err(sys("the probe thread panicked")))
+}
+
 /// Writes a sysctl of the calling thread's network namespace (`net/ipv4/...`).
 pub fn sysctl(key: &str, value: &str) -> Result<(), LabError> {
     let p = format!("/proc/sys/{}", key.replace('.', "/"));

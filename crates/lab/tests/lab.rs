@@ -438,6 +438,7 @@ fn a_host_namespace_edited_in_the_state_file_is_never_entered() {
         addresses: vec![],
         links: vec![],
         tcp: Default::default(),
+        sysctl: Default::default(),
     };
     let e = iotoll_lab::enter(&h).err().unwrap().to_string();
     assert!(e.contains("not a plain name"), "{e}");

@@ -425,6 +425,24 @@ pub struct Link {
     /// so that an interface without these details reads back without them.
     #[serde(deserialize_with = "Option::deserialize")]
     pub offloads: Option<Offloads>,
+    /// Interrupt coalescing (`ethtool -c`); absent where the driver has
+    /// none (veth, loopback) and in results of versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalescing: Option<Coalescing>,
+}
+
+/// Interrupt coalescing as ETHTOOL_GCOALESCE reports it: how long (µs) and
+/// how many frames a NIC waits before interrupting, per direction, and
+/// whether it adapts them to the load. Changes CPU per packet and latency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Coalescing {
+    pub rx_usecs: u32,
+    pub rx_frames: u32,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    pub adaptive_rx: bool,
+    pub adaptive_tx: bool,
 }
 
 /// The ethtool feature flags; null where the driver does not answer.
@@ -771,7 +789,11 @@ mod tests {
         let bare = json!({"name": null, "address": "192.0.2.1"});
         let full = json!({"name": "lo", "address": "127.0.0.1", "mtu": 65536, "speed_mbit": null,
             "driver": null, "driver_version": null, "firmware": null, "bus_info": null, "offloads": null});
-        for v in [bare, full] {
+        // A NIC with interrupt coalescing (absent above: older results and veth).
+        let mut nic = full.clone();
+        nic["coalescing"] = json!({"rx_usecs": 50, "rx_frames": 0, "tx_usecs": 50,
+            "tx_frames": 0, "adaptive_rx": true, "adaptive_tx": false});
+        for v in [bare, full, nic] {
             let i: Interface = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(i.link.is_some(), v.get("mtu").is_some());
             assert_eq!(to_json(&i), v);

@@ -4,7 +4,7 @@
 //! path of one run (`network`), and the warnings worth reading before a
 //! suite starts.
 
-use iotoll_model::spec::{Identity, Interface, Link, NetSide, Offloads};
+use iotoll_model::spec::{Coalescing, Identity, Interface, Link, NetSide, Offloads};
 use nix::ifaddrs::InterfaceAddress;
 use nix::sys::socket::{socket, SockFlag, SockaddrStorage};
 use nix::sys::socket::{AddressFamily::Inet, SockType::Datagram};
@@ -28,6 +28,13 @@ const TCP_SYSCTLS: &[&str] = &[
     "net/core/rmem_max",
     "net/core/wmem_max",
     "net/core/default_qdisc",
+    // Study 004's 10 GbE tuning: buffers and queues.
+    "net/ipv4/tcp_mem",
+    "net/ipv4/tcp_max_syn_backlog",
+    "net/core/rmem_default",
+    "net/core/wmem_default",
+    "net/core/optmem_max",
+    "net/core/netdev_max_backlog",
 ];
 
 /// The whole host: what `iotoll sysinfo` shows and every run stores. A
@@ -376,7 +383,33 @@ fn link(name: &str) -> Link {
         firmware: info.firmware,
         bus_info: info.bus_info,
         offloads: offloads(name),
+        coalescing: coalescing(name),
     }
+}
+
+/// Interrupt coalescing of `ifname` (ETHTOOL_GCOALESCE, as `ethtool -c`);
+/// None where the driver has none (veth, bridge, loopback answer
+/// EOPNOTSUPP): absent, not an error.
+pub fn coalescing(ifname: &str) -> Option<Coalescing> {
+    const ETHTOOL_GCOALESCE: u32 = 0x0e;
+    // struct ethtool_coalesce (linux/ethtool.h): cmd, then 22 u32 fields;
+    // rx_coalesce_usecs is [1], rx_max_coalesced_frames [2],
+    // tx_coalesce_usecs [5], tx_max_coalesced_frames [6],
+    // use_adaptive_rx_coalesce [10], use_adaptive_tx_coalesce [11].
+    let mut c = [0u32; 23];
+    c[0] = ETHTOOL_GCOALESCE;
+    if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    ethtool(&ethtool_socket()?, ifname, &mut c).ok()?;
+    Some(Coalescing {
+        rx_usecs: c[1],
+        rx_frames: c[2],
+        tx_usecs: c[5],
+        tx_frames: c[6],
+        adaptive_rx: c[10] != 0,
+        adaptive_tx: c[11] != 0,
+    })
 }
 
 /// Everything about the path through `local_ip` that affects results, and
@@ -529,7 +562,9 @@ fn block_device(name: String) -> BlockDevice {
     }
 }
 
-fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
+/// The TCP and socket-buffer sysctls of the calling thread's network
+/// namespace, by last name part (a global one reads the machine's).
+pub fn tcp_sysctls() -> BTreeMap<String, Option<String>> {
     TCP_SYSCTLS
         .iter()
         .map(|k| {
@@ -762,7 +797,10 @@ mod tests {
         let link = d.interface.link.expect("lo is described");
         assert!(link.mtu.unwrap() >= 1500);
         assert!(d.tcp["tcp_rmem"].is_some());
+        assert!(d.tcp["tcp_max_syn_backlog"].is_some());
         assert!(link.offloads.unwrap().gso.is_some());
+        // Loopback has no interrupts to coalesce: absent, not an error.
+        assert_eq!(link.coalescing, None);
         assert_eq!(d.identity, Some(identity()));
     }
 

@@ -196,6 +196,33 @@ mod tests {
     }
 
     #[test]
+    fn lab_sysctls_in_force_and_coalescing_that_differ_are_shown() {
+        // The shapes LabState::disclosure and sysinfo record.
+        let run = |sack: &str, table: serde_json::Value, rx_usecs: u32| {
+            cfg(serde_json::json!({
+                "interfaces": [{"name": "eth0", "coalescing": {"rx_usecs": rx_usecs, "adaptive_rx": false}}],
+                "lab": {"hosts": [{"name": "a", "sysctl": table.clone(),
+                    "in_force": {"tcp": {"tcp_sack": sack, "tcp_mem": "1 2 3"}, "sysctl": table}}]}
+            }))
+        };
+        let t = table(&[
+            run("1", serde_json::json!({}), 0),
+            run("0", serde_json::json!({"net.ipv4.tcp_sack": "0"}), 50),
+        ]);
+        let row = |k: &str| t.iter().find(|r| r.key == k).unwrap();
+        let sack = row("lab.hosts[a].in_force.tcp.tcp_sack");
+        assert!(sack.differs && sack.group == "lab");
+        assert_eq!(sack.values, vec!["1", "0"]);
+        let set = row("lab.hosts[a].in_force.sysctl.net.ipv4.tcp_sack");
+        assert_eq!(set.values, vec!["–", "0"]);
+        assert!(set.differs);
+        assert!(!row("lab.hosts[a].in_force.tcp.tcp_mem").differs);
+        let coal = row("interfaces[eth0].coalescing.rx_usecs");
+        assert!(coal.differs && coal.group == "NICs");
+        assert!(!row("interfaces[eth0].coalescing.adaptive_rx").differs);
+    }
+
+    #[test]
     fn empty_block_devices_are_left_out() {
         let d = serde_json::json!({"cpu": {"caches": [{"level": "1", "size": "32K", "type": "Data"}]}, "block_devices": [
             {"name": "loop0", "size_bytes": 0, "scheduler": "none"},

@@ -75,7 +75,8 @@ pub fn host(h: &Host) -> String {
     o
 }
 
-/// A line an adapter: MTU, speed, driver, the offloads on, addresses.
+/// A line an adapter: MTU, speed, driver, the offloads on, interrupt
+/// coalescing where the driver has it, addresses.
 fn interfaces(o: &mut String, all: &[HostInterface]) {
     for i in all {
         let l = &i.link;
@@ -86,9 +87,21 @@ fn interfaces(o: &mut String, all: &[HostInterface]) {
             .filter_map(|(k, on)| (on == Some(true)).then_some(k))
             .collect();
         offs.sort_unstable();
+        let adaptive = |a: bool| if a { " adaptive" } else { "" };
+        let coal = l.coalescing.as_ref().map_or(String::new(), |c| {
+            format!(
+                " coalesce rx {}us/{}{} tx {}us/{}{}",
+                c.rx_usecs,
+                c.rx_frames,
+                adaptive(c.adaptive_rx),
+                c.tx_usecs,
+                c.tx_frames,
+                adaptive(c.adaptive_tx)
+            )
+        });
         let _ = writeln!(
             o,
-            "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}] {}",
+            "interface    {:<10} mtu {:<6} speed {:<6} driver {:<10} [{}]{coal} {}",
             i.name,
             s(&l.mtu),
             s(&l.speed_mbit),

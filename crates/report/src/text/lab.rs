@@ -63,6 +63,7 @@ pub fn state(st: &LabState) -> String {
         if let Some(m) = &h.tcp.tcp_wmem {
             tcp.push(format!("wmem {m}"));
         }
+        tcp.extend(h.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
         let _ = writeln!(
             o,
             "  {:<10} netns {}{}",
