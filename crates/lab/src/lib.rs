@@ -5,6 +5,7 @@
 //! a write-ahead state file so `down` removes exactly that, also after a
 //! crash. No measurement here. Format and behaviour: docs/lab.md.
 
+pub mod cpus;
 mod def;
 mod state;
 mod sys;
@@ -237,11 +238,17 @@ pub fn switch_netns(lab: &str) -> String {
 /// thread that entered.
 pub struct NetnsGuard {
     previous: File,
+    /// The thread's CPUs before it took the host's (restored on drop).
+    previous_cpus: Option<Vec<u32>>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
+        if let Some(c) = &self.previous_cpus {
+            // Best effort: the thread keeps running either way.
+            let _ = cpus::pin_thread(c);
+        }
         if let Err(e) = sys::setns(&self.previous) {
             // Nothing sane to continue with on this thread.
             panic!("cannot return to the previous network namespace: {e}");
@@ -252,10 +259,19 @@ impl Drop for NetnsGuard {
 /// Moves the calling thread (only) into `host`'s network namespace
 /// (setns CLONE_NEWNET); sockets it opens then live there. Children it
 /// spawns inherit it (but /sys stays the caller's: use `ip netns exec`
-/// for commands that read /sys/class/net).
+/// for commands that read /sys/class/net). A host with its own CPUs also
+/// pins the thread (and so its children) to them until the guard drops.
 pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     let previous = sys::current_netns()
         .map_err(|e| LabError::System(format!("cannot open this thread's namespace: {e}")))?;
+    let previous_cpus = match &host.cpus {
+        Some(c) => {
+            let before = cpus::allowed()?;
+            cpus::pin_thread(c)?;
+            Some(before)
+        }
+        None => None,
+    };
     let p = netns_path(host)?;
     let ns = File::open(&p).map_err(|e| {
         LabError::System(format!(
@@ -267,6 +283,7 @@ pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     sys::setns(&ns).map_err(|e| LabError::System(format!("setns into {}: {e}", p.display())))?;
     Ok(NetnsGuard {
         previous,
+        previous_cpus,
         _not_send: std::marker::PhantomData,
     })
 }
@@ -331,11 +348,42 @@ pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&st
             "lab {name} is incomplete (its `up` did not finish)"
         ));
     }
+    if let Err(e) = confine_process(h) {
+        return e;
+    }
     let e = std::process::Command::new("ip")
         .args(["netns", "exec", &h.netns])
         .args(command)
         .exec();
     LabError::System(format!("cannot run ip netns exec: {e}"))
+}
+
+/// Holds this process (and what it execs) to `host`'s CPUs: its cgroup
+/// when it has one, and its affinity.
+fn confine_process(host: &HostState) -> Result<(), LabError> {
+    let Some(c) = &host.cpus else { return Ok(()) };
+    if let Some(dir) = &host.cgroup {
+        cpus::join_cgroup(dir)?;
+    }
+    cpus::pin_thread(c)
+}
+
+/// Each host's CPUs for `def` on this machine, checked (online, allowed
+/// to this process, no overlap, enough for `auto`) before anything exists.
+pub fn cpu_assignment(def: &LabDef) -> Result<cpus::Assignment, LabError> {
+    let reqs: Vec<cpus::HostReq> = def
+        .hosts
+        .iter()
+        .map(|h| (h.name.as_str(), &h.cpus, h.shared))
+        .collect();
+    if reqs.iter().all(|r| *r.1 == cpus::CpuReq::Rest) {
+        return Ok(cpus::Assignment {
+            cpus: vec![None; reqs.len()],
+            notes: Vec::new(),
+        });
+    }
+    cpus::assign(&reqs, &cpus::online()?, &cpus::allowed()?)
+        .map_err(|e| LabError::Usage(format!("{}: {e}", def.source)))
 }
 
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
@@ -420,6 +468,7 @@ pub fn up_with_progress(
     progress: Progress,
 ) -> Result<LabState, LabError> {
     check_kernel(def)?;
+    let assignment = cpu_assignment(def)?;
     let mut st = {
         let _lock = state::lock()?;
         if let Some(old) = status(&def.name)? {
@@ -460,7 +509,7 @@ pub fn up_with_progress(
             None => allocate(need, &others)?,
         };
         let addrs = assign(def, subnet)?;
-        let st = state::plan(def, subnet, &addrs);
+        let st = state::plan(def, subnet, &addrs, &assignment);
         state::write(&st)?;
         st
     };
@@ -678,9 +727,99 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
             }
             Ok(())
         })?;
+        confine_host(st, i)?;
         progress(i + 1, total, &h.name);
     }
     Ok(())
+}
+
+/// Host `i`'s CPU set made real: its cgroup (recorded, then created)
+/// where cgroup v2 has cpuset, and the RPS/XPS masks of its interfaces
+/// (written inside its namespace, where /sys shows its interfaces).
+fn confine_host(st: &mut LabState, i: usize) -> Result<(), LabError> {
+    let Some(c) = st.hosts[i].cpus.clone() else {
+        return Ok(());
+    };
+    let conf = cpus::detect();
+    st.hosts[i].confinement = Some(conf.name().to_string());
+    if let cpus::Confinement::CgroupV2(root) = &conf {
+        st.hosts[i].cgroup = Some(cpus::cgroup_dir(root, &st.hosts[i].netns));
+        state::write(st)?;
+        cpus::make_cgroup(root, &st.hosts[i].netns, &c)?;
+    }
+    let mask = cpus::mask_hex(&c);
+    let files: Vec<String> = st.hosts[i]
+        .links
+        .iter()
+        .map(|l| cpus::queue_files(&l.ifname))
+        .collect();
+    let script = format!(
+        "for f in {}; do echo {mask} > $f && echo $f || exit 1; done",
+        files.join(" ")
+    );
+    let out = sys::run(
+        "ip",
+        &["netns", "exec", &st.hosts[i].netns, "sh", "-c", &script],
+    )?;
+    st.hosts[i].queue_masks = out.lines().map(|f| (f.to_string(), mask.clone())).collect();
+    state::write(st)
+}
+
+/// What drifted of a lab's CPU sets since `up`: each RPS/XPS mask that
+/// no longer is the recorded one, each cgroup whose CPUs changed or
+/// that is gone. Empty: as recorded.
+pub fn cpu_drift(st: &LabState) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in st.hosts.iter().filter(|h| h.cpus.is_some()) {
+        let want = h.cpus.clone().unwrap_or_default();
+        if let Some(dir) = &h.cgroup {
+            let p = dir.join("cpuset.cpus");
+            match std::fs::read_to_string(&p).map(|t| cpus::parse_list(t.trim())) {
+                Ok(Ok(got)) if got == want => {}
+                Ok(Ok(got)) => out.push(format!(
+                    "host '{}': cgroup {} has CPUs {}, not {}",
+                    h.name,
+                    dir.display(),
+                    cpus::format_list(&got),
+                    cpus::format_list(&want)
+                )),
+                _ => out.push(format!(
+                    "host '{}': cgroup {} is gone",
+                    h.name,
+                    dir.display()
+                )),
+            }
+        }
+        if h.queue_masks.is_empty() {
+            continue;
+        }
+        let files: Vec<&str> = h.queue_masks.iter().map(|(f, _)| f.as_str()).collect();
+        let got = sys::run(
+            "ip",
+            &[&["netns", "exec", &h.netns, "cat"][..], &files].concat(),
+        );
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => {
+                out.push(format!(
+                    "host '{}': cannot read its RPS/XPS masks: {e}",
+                    h.name
+                ));
+                continue;
+            }
+        };
+        for ((f, m), g) in h.queue_masks.iter().zip(got.lines()) {
+            let (want, now) = (cpus::parse_mask(m), cpus::parse_mask(g));
+            if want.is_err() || want != now {
+                out.push(format!(
+                    "host '{}': {f} is {} (the lab set {m})",
+                    h.name,
+                    g.trim()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Records `ns` in the state file (fsynced), then creates it.
@@ -784,6 +923,24 @@ fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
         }
         if let Err(e) = sys::run("ip", &["netns", "del", ns]) {
             errors.push(e.to_string());
+        }
+    }
+    for h in &st.hosts {
+        let Some(dir) = &h.cgroup else { continue };
+        // Only the directory the lab's own naming gives (a cgroup named
+        // after the host's namespace); anything else is left alone.
+        if !own.namespaces.contains(&h.netns)
+            || dir.file_name().and_then(|n| n.to_str()) != Some(h.netns.as_str())
+        {
+            skipped.push(format!("cgroup '{}'", dir.display()));
+            continue;
+        }
+        if dir.exists() {
+            // Its processes died with the namespace; an empty cgroup
+            // is removed with rmdir.
+            if let Err(e) = std::fs::remove_dir(dir) {
+                errors.push(format!("cgroup {}: {e}", dir.display()));
+            }
         }
     }
     if !errors.is_empty() {

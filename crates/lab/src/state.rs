@@ -2,6 +2,7 @@
 //! directory, written (and fsynced) before each namespace is created, and
 //! the lock file that serializes `up` and `down`.
 
+use crate::cpus::Assignment;
 use crate::def::{format_rate, LabDef, Offloads, Subnet, TcpSettings};
 use crate::{host_netns, switch_netns, LabError};
 use nix::errno::Errno;
@@ -59,6 +60,20 @@ pub struct HostState {
     pub links: Vec<LinkState>,
     /// TCP settings the lab set in its namespace (absent: the kernel's defaults).
     pub tcp: TcpSettings,
+    /// Its own CPUs (absent: the machine's, shared with every host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// How what runs as the host is held to `cpus`: `cgroup-v2-cpuset`
+    /// or `affinity` (inherited by children).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
+    /// The host's cpuset cgroup, recorded before it is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+    /// The RPS/XPS mask files written (paths inside the host's
+    /// namespace) and the mask, to check at `status`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_masks: Vec<(String, String)>,
 }
 
 /// A lab that is up (or whose `up` did not finish: `complete` false).
@@ -85,6 +100,9 @@ pub struct LabState {
     pub pid: u32,
     /// When `up` began (seconds since the epoch).
     pub started: u64,
+    /// What the CPU assignment had to say (a fallback to shared CPUs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_notes: Vec<String>,
 }
 
 impl LabState {
@@ -116,19 +134,28 @@ impl LabState {
                     "loss": l.loss,
                 })).collect::<Vec<_>>(),
                 "tcp": h.tcp,
+                "cpus": h.cpus.as_deref().map(crate::cpus::format_list),
+                "cpu_confinement": h.confinement,
             })).collect::<Vec<_>>(),
+            "cpu_notes": self.cpu_notes,
         })
     }
 }
 
 /// The state of `def` about to be created: every host and link planned,
 /// no namespace created yet, not complete.
-pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> LabState {
+pub(crate) fn plan(
+    def: &LabDef,
+    subnet: Subnet,
+    addrs: &[Vec<Ipv4Addr>],
+    cpus: &Assignment,
+) -> LabState {
     let hosts = def
         .hosts
         .iter()
         .zip(addrs)
-        .map(|(h, a)| HostState {
+        .zip(&cpus.cpus)
+        .map(|((h, a), c)| HostState {
             name: h.name.clone(),
             netns: host_netns(&def.name, &h.name),
             addresses: a.iter().map(|a| IpAddr::V4(*a)).collect(),
@@ -152,6 +179,10 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
                 })
                 .collect(),
             tcp: h.tcp.clone(),
+            cpus: c.clone(),
+            confinement: None,
+            cgroup: None,
+            queue_masks: Vec::new(),
         })
         .collect();
     LabState {
@@ -168,6 +199,7 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
         started: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        cpu_notes: cpus.notes.clone(),
     }
 }
 
