@@ -63,6 +63,13 @@ pub fn state(st: &LabState) -> String {
         if let Some(m) = &h.tcp.tcp_wmem {
             tcp.push(format!("wmem {m}"));
         }
+        if let Some(c) = &h.cpus {
+            tcp.push(format!(
+                "cpus {} ({})",
+                iotoll_lab::cpus::format_list(c),
+                h.confinement.as_deref().unwrap_or("not yet confined")
+            ));
+        }
         let _ = writeln!(
             o,
             "  {:<10} netns {}{}",
@@ -90,6 +97,9 @@ pub fn state(st: &LabState) -> String {
                 joined("  ", &off, ", ")
             );
         }
+    }
+    for n in &st.cpu_notes {
+        let _ = writeln!(o, "  note: {n}");
     }
     o
 }
