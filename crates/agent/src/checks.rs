@@ -612,13 +612,15 @@ pub fn pair_agrees(p: &PairEnds) -> Result<(), String> {
 }
 
 /// Hosts that claim one kernel (one boot id) must be one machine: the
-/// same CPU count in what they said and in their CPU windows.
+/// same CPU count in what they said and in their CPU windows (the
+/// machine's, beside a lab host's own CPUs).
 pub fn one_machine(
     a: (&str, u32, Option<&CpuReport>),
     b: (&str, u32, Option<&CpuReport>),
 ) -> Result<(), String> {
     let cpus = |(_, info, c): (&str, u32, Option<&CpuReport>)| {
-        [Some(info), c.map(|c| c.cpus)]
+        let machine = |c: &CpuReport| c.machine.as_ref().map_or(c.cpus, |m| m.cpus);
+        [Some(info), c.map(machine)]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()

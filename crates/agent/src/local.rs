@@ -44,6 +44,13 @@ impl LocalAgent {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let set = cpus.map(|(c, _)| cpu_set(c)).transpose()?;
+        if let Some((c, _)) = cpus {
+            // Its CPU windows measure the host's own CPUs.
+            cmd.env(
+                iotoll_probe::HOST_CPUS_ENV,
+                iotoll_probe::affinity::format_cpu_list(c),
+            );
+        }
         if ns.is_some() || set.is_some() {
             // SAFETY: between fork and exec only async-signal-safe calls:
             // setns(2) on a descriptor opened before the fork and

@@ -4,8 +4,7 @@
 //! and the RPS/XPS masks of a host's interfaces. Format: docs/lab.md.
 
 use crate::LabError;
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-use nix::unistd::Pid;
+use iotoll_probe::affinity;
 use std::path::{Path, PathBuf};
 
 /// What a host asks for.
@@ -29,54 +28,15 @@ impl CpuReq {
     }
 }
 
-/// A CPU list as the kernel writes them (`0-3,6`): sorted, no duplicates.
+/// A CPU list as the kernel writes them (`0-3,6`), sorted.
 pub fn parse_list(s: &str) -> Result<Vec<u32>, String> {
-    let bad = |why: &str| format!("cpus '{s}' is not a CPU list like \"0-3,6\" or \"auto\": {why}");
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        if part.is_empty() {
-            return Err(bad("an empty item"));
-        }
-        let num = |x: &str| {
-            x.trim()
-                .parse::<u32>()
-                .map_err(|_| bad(&format!("'{x}' is not a CPU number")))
-        };
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (num(a)?, num(b)?),
-            None => (num(part)?, num(part)?),
-        };
-        if a > b {
-            return Err(bad(&format!("range {part} runs backwards")));
-        }
-        if b >= 4096 {
-            return Err(bad(&format!("CPU {b} is beyond 4095")));
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    let mut l = affinity::parse_list(s)
+        .map_err(|e| format!("cpus '{s}' is not a CPU list like \"0-3,6\" or \"auto\": {e}"))?;
+    l.sort_unstable();
+    Ok(l)
 }
 
-/// `[0,1,2,3,6]` as `0-3,6`.
-pub fn format_list(cpus: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
+pub use affinity::format_cpu_list as format_list;
 
 /// The CPUs as a sysfs cpumask (`rps_cpus`, `xps_cpus`): hex, in 32-bit
 /// groups separated by commas, most significant first.
@@ -216,36 +176,20 @@ pub fn assign(hosts: &[HostReq], online: &[u32], allowed: &[u32]) -> Result<Assi
     Ok(Assignment { cpus: out, notes })
 }
 
-/// The CPUs online now (`/sys/devices/system/cpu/online`).
+/// The CPUs online now.
 pub fn online() -> Result<Vec<u32>, LabError> {
-    let p = "/sys/devices/system/cpu/online";
-    let t = std::fs::read_to_string(p)
-        .map_err(|e| LabError::System(format!("cannot read {p}: {e}")))?;
-    parse_list(t.trim()).map_err(|e| LabError::System(format!("{p}: {e}")))
+    Ok(affinity::online_cpus())
 }
 
 /// The CPUs this thread may run on.
 pub fn allowed() -> Result<Vec<u32>, LabError> {
-    let set = sched_getaffinity(Pid::from_raw(0))
-        .map_err(|e| LabError::System(format!("sched_getaffinity: {e}")))?;
-    Ok(set_cpus(&set))
-}
-
-fn set_cpus(set: &CpuSet) -> Vec<u32> {
-    (0..CpuSet::count())
-        .filter(|c| set.is_set(*c).unwrap_or(false))
-        .map(|c| c as u32)
-        .collect()
+    affinity::allowed_cpus()
+        .ok_or_else(|| LabError::System("sched_getaffinity: the kernel will not say".into()))
 }
 
 /// Confines the calling thread (and what it spawns from now on) to `cpus`.
 pub fn pin_thread(cpus: &[u32]) -> Result<(), LabError> {
-    let mut set = CpuSet::new();
-    for c in cpus {
-        set.set(*c as usize)
-            .map_err(|e| LabError::System(format!("CPU {c}: {e}")))?;
-    }
-    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| {
+    affinity::pin_current_thread_to(cpus).map_err(|e| {
         LabError::System(format!(
             "sched_setaffinity to CPUs {}: {e}",
             format_list(cpus)
@@ -354,9 +298,9 @@ mod tests {
     #[test]
     fn lists_parse_and_print() {
         assert_eq!(l("0-3,6"), vec![0, 1, 2, 3, 6]);
-        assert_eq!(l(" 5, 1-2 ,2"), vec![1, 2, 5]);
+        assert_eq!(l(" 5, 1-2 "), vec![1, 2, 5]);
         assert_eq!(format_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
-        for bad in ["", "a", "3-1", "1,,2", "-1", "5000"] {
+        for bad in ["", "a", "3-1", "1,,2", "-1", "5000", "1,1"] {
             assert!(parse_list(bad).is_err(), "{bad}");
         }
         assert_eq!(CpuReq::parse("auto").unwrap(), CpuReq::Auto);

@@ -238,16 +238,18 @@ pub fn switch_netns(lab: &str) -> String {
 /// thread that entered.
 pub struct NetnsGuard {
     previous: File,
-    /// The thread's CPUs before it took the host's (restored on drop).
-    previous_cpus: Option<Vec<u32>>,
+    /// The thread's CPUs before it took the host's, and the host CPUs its
+    /// CPU windows measured (restored on drop).
+    previous_cpus: Option<(Vec<u32>, Option<Vec<u32>>)>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
-        if let Some(c) = &self.previous_cpus {
+        if let Some((c, measured)) = self.previous_cpus.take() {
             // Best effort: the thread keeps running either way.
-            let _ = cpus::pin_thread(c);
+            let _ = cpus::pin_thread(&c);
+            iotoll_probe::set_thread_host_cpus(measured);
         }
         if let Err(e) = sys::setns(&self.previous) {
             // Nothing sane to continue with on this thread.
@@ -268,7 +270,7 @@ pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
         Some(c) => {
             let before = cpus::allowed()?;
             cpus::pin_thread(c)?;
-            Some(before)
+            Some((before, iotoll_probe::set_thread_host_cpus(Some(c.clone()))))
         }
         None => None,
     };
@@ -351,10 +353,12 @@ pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&st
     if let Err(e) = confine_process(h) {
         return e;
     }
-    let e = std::process::Command::new("ip")
-        .args(["netns", "exec", &h.netns])
-        .args(command)
-        .exec();
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(c) = &h.cpus {
+        // An iotoll run inside measures the host's CPUs.
+        cmd.env(iotoll_probe::HOST_CPUS_ENV, cpus::format_list(c));
+    }
+    let e = cmd.args(["netns", "exec", &h.netns]).args(command).exec();
     LabError::System(format!("cannot run ip netns exec: {e}"))
 }
 
