@@ -231,3 +231,81 @@ fn bad_cpu_sets_are_refused_and_create_nothing() {
         assert!(iotoll_lab::status(&name).unwrap().is_none());
     }
 }
+
+/// A stream a -> b with a on one CPU and b on another: each host's CPU
+/// window measures its own CPU only, the machine's stays beside it, and
+/// on a 2-CPU machine the two hosts' busy time adds up to the machine's.
+#[test]
+fn each_host_is_measured_on_its_own_cpu() {
+    if !setup() {
+        return;
+    }
+    let (c0, c1) = two();
+    let name = unique("meas");
+    let sets = [
+        format!("name={name}"),
+        format!("cpus.a={c0}"),
+        format!("cpus.b={c1}"),
+    ];
+    let st = iotoll_lab::up(&iotoll_lab::load("pair", &sets).unwrap(), false).unwrap();
+    let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
+    let baddr = b.addresses[0];
+    let bh = b.clone();
+    let listener = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        TcpListener::bind(SocketAddr::new(baddr, 0)).unwrap()
+    })
+    .join()
+    .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let (bh, gb) = (b.clone(), go.clone());
+    let reader = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        gb.wait();
+        let w = iotoll_probe::CpuWindow::start_with(|| {}).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        while s.read(&mut buf).unwrap() > 0 {}
+        w.finish_with(|| {}).report.unwrap()
+    });
+    let ah = a.clone();
+    let writer = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&ah).unwrap();
+        let mut s = TcpStream::connect(SocketAddr::new(baddr, port)).unwrap();
+        go.wait();
+        let w = iotoll_probe::CpuWindow::start_with(|| {}).unwrap();
+        let buf = vec![0u8; 1 << 16];
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(3) {
+            s.write_all(&buf).unwrap();
+        }
+        drop(s);
+        w.finish_with(|| {}).report.unwrap()
+    });
+    let ra = writer.join().unwrap();
+    let rb = reader.join().unwrap();
+    iotoll_lab::down(&name).unwrap();
+    assert_eq!((ra.cpus, ra.own_cpus.clone()), (1, Some(vec![c0])));
+    assert_eq!((rb.cpus, rb.own_cpus.clone()), (1, Some(vec![c1])));
+    let core = |r: &iotoll_model::CpuReport| r.per_core.iter().map(|c| c.cpu).collect::<Vec<_>>();
+    assert_eq!((core(&ra), core(&rb)), (vec![c0], vec![c1]));
+    let (ma, mb) = (ra.machine.clone().unwrap(), rb.machine.clone().unwrap());
+    assert!(ma.cpus >= 2 && ma.cpus == mb.cpus);
+    // The receiver's kernel work (RPS) is on b's CPU.
+    assert!(rb.modes.softirq > 0.0, "{:?}", rb.modes);
+    if ma.cpus == 2 {
+        let hosts = (ra.busy_pct + rb.busy_pct) / 2.0;
+        let machine = (ma.busy_pct + mb.busy_pct) / 2.0;
+        assert!(
+            (hosts - machine).abs() <= 2.0,
+            "a {:.1} % + b {:.1} % of one CPU each = {hosts:.1} % of 2, the machine {machine:.1} %",
+            ra.busy_pct,
+            rb.busy_pct
+        );
+        eprintln!(
+            "a (CPU {c0}) {:.1} % busy, softirq {:.1} %; b (CPU {c1}) {:.1} % busy, softirq {:.1} %; machine {machine:.1} %",
+            ra.busy_pct, ra.modes.softirq, rb.busy_pct, rb.modes.softirq
+        );
+    }
+}
