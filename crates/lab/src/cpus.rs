@@ -23,6 +23,8 @@ impl CpuReq {
     pub fn parse(s: &str) -> Result<CpuReq, String> {
         match s.trim() {
             "auto" => Ok(CpuReq::Auto),
+            // A built-in's `auto` turned off (`--set cpus.a=none`).
+            "none" => Ok(CpuReq::Rest),
             t => parse_list(t).map(CpuReq::List),
         }
     }
@@ -176,6 +178,25 @@ pub fn assign(hosts: &[HostReq], online: &[u32], allowed: &[u32]) -> Result<Assi
     Ok(Assignment { cpus: out, notes })
 }
 
+/// [`assign`], except that a built-in lab asking for `auto` only runs
+/// shared on a machine with too few CPUs, as before CPU sets, and says so.
+pub fn assign_or_share(
+    builtin: bool,
+    hosts: &[HostReq],
+    online: &[u32],
+    allowed: &[u32],
+) -> Result<Assignment, String> {
+    match assign(hosts, online, allowed) {
+        Err(e) if builtin && !hosts.iter().any(|h| matches!(h.1, CpuReq::List(_))) => {
+            Ok(Assignment {
+                cpus: vec![None; hosts.len()],
+                notes: vec![format!("CPUs shared by every host: {e}")],
+            })
+        }
+        r => r,
+    }
+}
+
 /// The CPUs online now.
 pub fn online() -> Result<Vec<u32>, LabError> {
     Ok(affinity::online_cpus())
@@ -304,6 +325,7 @@ mod tests {
             assert!(parse_list(bad).is_err(), "{bad}");
         }
         assert_eq!(CpuReq::parse("auto").unwrap(), CpuReq::Auto);
+        assert_eq!(CpuReq::parse("none").unwrap(), CpuReq::Rest);
     }
 
     #[test]
@@ -390,6 +412,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("3 hosts") && e.contains("a, b, c"), "{e}");
+    }
+
+    #[test]
+    fn builtins_fall_back_to_shared_on_too_few_cpus() {
+        let (auto, one) = (CpuReq::Auto, l("0"));
+        let hosts = [("a", &auto, false), ("b", &auto, false)];
+        let a = assign_or_share(true, &hosts, &one, &one).unwrap();
+        assert_eq!(a.cpus, vec![None, None]);
+        assert!(a.notes[0].contains("shared by every host"), "{:?}", a.notes);
+        // A lab file (or an explicit set) is refused instead.
+        assert!(assign_or_share(false, &hosts, &one, &one).is_err());
+        let x = CpuReq::List(l("0"));
+        let hosts = [("a", &auto, false), ("b", &x, false)];
+        assert!(assign_or_share(true, &hosts, &one, &one).is_err());
     }
 
     #[test]

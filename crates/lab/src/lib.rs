@@ -386,7 +386,8 @@ pub fn cpu_assignment(def: &LabDef) -> Result<cpus::Assignment, LabError> {
             notes: Vec::new(),
         });
     }
-    cpus::assign(&reqs, &cpus::online()?, &cpus::allowed()?)
+    let builtin = builtin_text(&def.source).is_some();
+    cpus::assign_or_share(builtin, &reqs, &cpus::online()?, &cpus::allowed()?)
         .map_err(|e| LabError::Usage(format!("{}: {e}", def.source)))
 }
 
