@@ -3,7 +3,7 @@
 //! cgroup v2 cpuset where the kernel offers one, CPU affinity otherwise)
 //! and the RPS/XPS masks of a host's interfaces. Format: docs/lab.md.
 
-use crate::LabError;
+use crate::{state, sys, LabError, LabState};
 use iotoll_probe::affinity;
 use std::path::{Path, PathBuf};
 
@@ -306,6 +306,95 @@ pub fn queue_files(ifname: &str) -> String {
     format!(
         "/sys/class/net/{ifname}/queues/rx-*/rps_cpus /sys/class/net/{ifname}/queues/tx-*/xps_cpus"
     )
+}
+
+/// Host `i`'s CPU set made real: its cgroup (recorded, then created)
+/// where cgroup v2 has cpuset, and the RPS/XPS masks of its interfaces
+/// (written inside its namespace, where /sys shows its interfaces).
+pub(crate) fn confine_host(st: &mut LabState, i: usize) -> Result<(), LabError> {
+    let Some(c) = st.hosts[i].cpus.clone() else {
+        return Ok(());
+    };
+    let conf = detect();
+    st.hosts[i].confinement = Some(conf.name().to_string());
+    if let Confinement::CgroupV2(root) = &conf {
+        st.hosts[i].cgroup = Some(cgroup_dir(root, &st.hosts[i].netns));
+        state::write(st)?;
+        make_cgroup(root, &st.hosts[i].netns, &c)?;
+    }
+    let mask = mask_hex(&c);
+    let files: Vec<String> = st.hosts[i]
+        .links
+        .iter()
+        .map(|l| queue_files(&l.ifname))
+        .collect();
+    let script = format!(
+        "for f in {}; do echo {mask} > $f && echo $f || exit 1; done",
+        files.join(" ")
+    );
+    let out = sys::run(
+        "ip",
+        &["netns", "exec", &st.hosts[i].netns, "sh", "-c", &script],
+    )?;
+    st.hosts[i].queue_masks = out.lines().map(|f| (f.to_string(), mask.clone())).collect();
+    state::write(st)
+}
+
+/// What drifted of a lab's CPU sets since `up`: each RPS/XPS mask that
+/// no longer is the recorded one, each cgroup whose CPUs changed or
+/// that is gone. Empty: as recorded.
+pub fn cpu_drift(st: &LabState) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in st.hosts.iter().filter(|h| h.cpus.is_some()) {
+        let want = h.cpus.clone().unwrap_or_default();
+        if let Some(dir) = &h.cgroup {
+            let p = dir.join("cpuset.cpus");
+            match std::fs::read_to_string(&p).map(|t| parse_list(t.trim())) {
+                Ok(Ok(got)) if got == want => {}
+                Ok(Ok(got)) => out.push(format!(
+                    "host '{}': cgroup {} has CPUs {}, not {}",
+                    h.name,
+                    dir.display(),
+                    format_list(&got),
+                    format_list(&want)
+                )),
+                _ => out.push(format!(
+                    "host '{}': cgroup {} is gone",
+                    h.name,
+                    dir.display()
+                )),
+            }
+        }
+        if h.queue_masks.is_empty() {
+            continue;
+        }
+        let files: Vec<&str> = h.queue_masks.iter().map(|(f, _)| f.as_str()).collect();
+        let got = sys::run(
+            "ip",
+            &[&["netns", "exec", &h.netns, "cat"][..], &files].concat(),
+        );
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => {
+                out.push(format!(
+                    "host '{}': cannot read its RPS/XPS masks: {e}",
+                    h.name
+                ));
+                continue;
+            }
+        };
+        for ((f, m), g) in h.queue_masks.iter().zip(got.lines()) {
+            let (want, now) = (parse_mask(m), parse_mask(g));
+            if want.is_err() || want != now {
+                out.push(format!(
+                    "host '{}': {f} is {} (the lab set {m})",
+                    h.name,
+                    g.trim()
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod def;
 mod state;
 mod sys;
 
+pub use cpus::cpu_drift;
 pub use def::{
     format_rate, parse_rate, HostDef, LabDef, LinkDef, Offloads, OnOff, Shaper, Subnet,
     TcpSettings, BENCH_NET, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MAX_MTU, MIN_MTU,
@@ -732,99 +733,10 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
             }
             Ok(())
         })?;
-        confine_host(st, i)?;
+        cpus::confine_host(st, i)?;
         progress(i + 1, total, &h.name);
     }
     Ok(())
-}
-
-/// Host `i`'s CPU set made real: its cgroup (recorded, then created)
-/// where cgroup v2 has cpuset, and the RPS/XPS masks of its interfaces
-/// (written inside its namespace, where /sys shows its interfaces).
-fn confine_host(st: &mut LabState, i: usize) -> Result<(), LabError> {
-    let Some(c) = st.hosts[i].cpus.clone() else {
-        return Ok(());
-    };
-    let conf = cpus::detect();
-    st.hosts[i].confinement = Some(conf.name().to_string());
-    if let cpus::Confinement::CgroupV2(root) = &conf {
-        st.hosts[i].cgroup = Some(cpus::cgroup_dir(root, &st.hosts[i].netns));
-        state::write(st)?;
-        cpus::make_cgroup(root, &st.hosts[i].netns, &c)?;
-    }
-    let mask = cpus::mask_hex(&c);
-    let files: Vec<String> = st.hosts[i]
-        .links
-        .iter()
-        .map(|l| cpus::queue_files(&l.ifname))
-        .collect();
-    let script = format!(
-        "for f in {}; do echo {mask} > $f && echo $f || exit 1; done",
-        files.join(" ")
-    );
-    let out = sys::run(
-        "ip",
-        &["netns", "exec", &st.hosts[i].netns, "sh", "-c", &script],
-    )?;
-    st.hosts[i].queue_masks = out.lines().map(|f| (f.to_string(), mask.clone())).collect();
-    state::write(st)
-}
-
-/// What drifted of a lab's CPU sets since `up`: each RPS/XPS mask that
-/// no longer is the recorded one, each cgroup whose CPUs changed or
-/// that is gone. Empty: as recorded.
-pub fn cpu_drift(st: &LabState) -> Vec<String> {
-    let mut out = Vec::new();
-    for h in st.hosts.iter().filter(|h| h.cpus.is_some()) {
-        let want = h.cpus.clone().unwrap_or_default();
-        if let Some(dir) = &h.cgroup {
-            let p = dir.join("cpuset.cpus");
-            match std::fs::read_to_string(&p).map(|t| cpus::parse_list(t.trim())) {
-                Ok(Ok(got)) if got == want => {}
-                Ok(Ok(got)) => out.push(format!(
-                    "host '{}': cgroup {} has CPUs {}, not {}",
-                    h.name,
-                    dir.display(),
-                    cpus::format_list(&got),
-                    cpus::format_list(&want)
-                )),
-                _ => out.push(format!(
-                    "host '{}': cgroup {} is gone",
-                    h.name,
-                    dir.display()
-                )),
-            }
-        }
-        if h.queue_masks.is_empty() {
-            continue;
-        }
-        let files: Vec<&str> = h.queue_masks.iter().map(|(f, _)| f.as_str()).collect();
-        let got = sys::run(
-            "ip",
-            &[&["netns", "exec", &h.netns, "cat"][..], &files].concat(),
-        );
-        let got = match got {
-            Ok(g) => g,
-            Err(e) => {
-                out.push(format!(
-                    "host '{}': cannot read its RPS/XPS masks: {e}",
-                    h.name
-                ));
-                continue;
-            }
-        };
-        for ((f, m), g) in h.queue_masks.iter().zip(got.lines()) {
-            let (want, now) = (cpus::parse_mask(m), cpus::parse_mask(g));
-            if want.is_err() || want != now {
-                out.push(format!(
-                    "host '{}': {f} is {} (the lab set {m})",
-                    h.name,
-                    g.trim()
-                ));
-            }
-        }
-    }
-    out
 }
 
 /// Records `ns` in the state file (fsynced), then creates it.
