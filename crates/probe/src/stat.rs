@@ -315,12 +315,12 @@ ctxt 60000
         let c0 = cpu_report_on(&a, &b, 2.0, Some(&[0])).unwrap();
         let c1 = cpu_report_on(&a, &b, 2.0, Some(&[1])).unwrap();
         assert_eq!((c0.cpus, c1.cpus), (1, 1));
-        // cpu0: busy 200+100+5+15=320 of 570; cpu1: 100+100+5+15=220 of 620.
+        // cpu0: busy 200+100+5+15=320 of 570; cpu1: 100+100+5+15=220 of 870.
         assert!((c0.busy_pct - 320.0 * 100.0 / 570.0).abs() < 1e-9);
-        assert!((c1.busy_pct - 220.0 * 100.0 / 620.0).abs() < 1e-9);
+        assert!((c1.busy_pct - 220.0 * 100.0 / 870.0).abs() < 1e-9);
         assert_eq!(c0.per_core.len(), 1);
         // The two halves, weighted by their ticks, are the whole.
-        let whole = (c0.busy_pct * 570.0 + c1.busy_pct * 620.0) / 1190.0;
+        let whole = (c0.busy_pct * 570.0 + c1.busy_pct * 870.0) / 1440.0;
         assert!((whole - all.busy_pct).abs() < 1e-9);
         assert!(cpu_report_on(&a, &b, 2.0, Some(&[7])).is_err());
     }
