@@ -234,11 +234,23 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
     }
     if let Some(c) = &r.cpu {
         cpu(c, "its CPU window", time + span)?;
-        if c.cpus != e.info.cpus {
+        // A lab host with CPUs of its own measures those; the machine's
+        // count is beside them.
+        let machine = c.machine.as_ref().map_or(c.cpus, |m| m.cpus);
+        if machine != e.info.cpus {
             return Err(format!(
-                "its CPU window counts {} CPUs, and it said it has {} when the console connected",
-                c.cpus, e.info.cpus
+                "its CPU window counts {machine} CPUs, and it said it has {} when the console connected",
+                e.info.cpus
             ));
+        }
+        if let Some(own) = &c.own_cpus {
+            if own.len() != c.cpus as usize || c.machine.is_none() || c.cpus > machine {
+                return Err(format!(
+                    "its CPU window is of its own {} CPUs but counts {} of a machine of {machine}",
+                    own.len(),
+                    c.cpus
+                ));
+            }
         }
     }
     series(&r.series)?;
