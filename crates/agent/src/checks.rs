@@ -170,6 +170,28 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
 
 /// A host's percentage against its CPUs' own: within their range, to
 /// float rounding.
+/// The CPU count of a window against what the agent said of itself: the
+/// machine's, which a lab host with CPUs of its own reports beside the
+/// count of its own CPUs (which its list must match).
+fn cpu_count(c: &CpuReport, said: u32) -> Result<(), String> {
+    let machine = c.machine.as_ref().map_or(c.cpus, |m| m.cpus);
+    if machine != said {
+        return Err(format!(
+            "its CPU window counts {machine} CPUs, and it said it has {said} when the console connected"
+        ));
+    }
+    if let Some(own) = &c.own_cpus {
+        if own.len() != c.cpus as usize || c.machine.is_none() || c.cpus > machine {
+            return Err(format!(
+                "its CPU window is of its own {} CPUs but counts {} of a machine of {machine}",
+                own.len(),
+                c.cpus
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn between(what: &str, v: f64, each: impl Iterator<Item = f64>) -> Result<(), String> {
     let (lo, hi) = each.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
@@ -234,12 +256,7 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
     }
     if let Some(c) = &r.cpu {
         cpu(c, "its CPU window", time + span)?;
-        if c.cpus != e.info.cpus {
-            return Err(format!(
-                "its CPU window counts {} CPUs, and it said it has {} when the console connected",
-                c.cpus, e.info.cpus
-            ));
-        }
+        cpu_count(c, e.info.cpus)?;
     }
     series(&r.series)?;
     let bytes_max = e.bytes_max();
@@ -612,13 +629,15 @@ pub fn pair_agrees(p: &PairEnds) -> Result<(), String> {
 }
 
 /// Hosts that claim one kernel (one boot id) must be one machine: the
-/// same CPU count in what they said and in their CPU windows.
+/// same CPU count in what they said and in their CPU windows (the
+/// machine's, beside a lab host's own CPUs).
 pub fn one_machine(
     a: (&str, u32, Option<&CpuReport>),
     b: (&str, u32, Option<&CpuReport>),
 ) -> Result<(), String> {
     let cpus = |(_, info, c): (&str, u32, Option<&CpuReport>)| {
-        [Some(info), c.map(|c| c.cpus)]
+        let machine = |c: &CpuReport| c.machine.as_ref().map_or(c.cpus, |m| m.cpus);
+        [Some(info), c.map(machine)]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()
@@ -692,6 +711,30 @@ mod tests {
         assert!(cpu(&c, "cpu", 2.0).is_ok());
         c.cpus = 0;
         assert!(cpu(&c, "cpu", 2.0).is_err());
+    }
+
+    /// issue 28: a lab host on CPUs of its own counts them, the machine's
+    /// beside them matching what it said; inconsistent counts are refused.
+    #[test]
+    fn own_cpus_are_checked_against_the_machine() {
+        let mut c = CpuReport {
+            cpus: 1,
+            own_cpus: Some(vec![1]),
+            machine: Some(iotoll_model::MachineCpu {
+                cpus: 2,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(cpu_count(&c, 2).is_ok());
+        assert!(cpu_count(&c, 1).unwrap_err().contains("counts 2 CPUs"));
+        c.own_cpus = Some(vec![0, 1]);
+        assert!(cpu_count(&c, 2).unwrap_err().contains("own 2 CPUs"));
+        c.machine = None;
+        c.own_cpus = None;
+        assert!(cpu_count(&c, 2).is_err());
+        c.cpus = 2;
+        assert!(cpu_count(&c, 2).is_ok());
     }
 
     /// IOPS x transfer size against MB/s: exact for one size, between

@@ -23,10 +23,12 @@ pub struct LocalAgent {
 
 impl LocalAgent {
     /// Starts `exe agent --listen LISTEN --auth-key -` in the network
-    /// namespace at `netns` (None: this one) and waits for it to listen.
+    /// namespace at `netns` (None: this one), held to `cpus` (affinity,
+    /// and the host's cgroup when it has one), and waits for it to listen.
     pub fn spawn(
         exe: &Path,
         netns: Option<&Path>,
+        cpus: Option<(&[u32], Option<&Path>)>,
         listen: SocketAddr,
         key: &[u8],
         allow: &[String],
@@ -41,20 +43,42 @@ impl LocalAgent {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(f) = ns {
+        let set = cpus.map(|(c, _)| cpu_set(c)).transpose()?;
+        if let Some((c, _)) = cpus {
+            // Its CPU windows measure the host's own CPUs.
+            cmd.env(
+                iotoll_probe::HOST_CPUS_ENV,
+                iotoll_probe::affinity::format_cpu_list(c),
+            );
+        }
+        if ns.is_some() || set.is_some() {
             // SAFETY: between fork and exec only async-signal-safe calls:
-            // setns(2) on a descriptor opened before the fork (nix's
-            // wrapper neither allocates nor locks).
+            // setns(2) on a descriptor opened before the fork and
+            // sched_setaffinity(2) of a set built before it (nix's
+            // wrappers neither allocate nor lock).
             unsafe {
                 std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                    nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET)
-                        .map_err(std::io::Error::from)
+                    if let Some(f) = &ns {
+                        nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)?;
+                    }
+                    if let Some(s) = &set {
+                        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), s)?;
+                    }
+                    Ok(())
                 });
             }
         }
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        if let Some((_, Some(dir))) = cpus {
+            let p = dir.join("cgroup.procs");
+            if let Err(e) = std::fs::write(&p, child.id().to_string()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("agent into {}: {e}", p.display()));
+            }
+        }
         let mut stdin = child.stdin.take();
         if let Some(s) = stdin.as_mut() {
             if let Err(e) = s.write_all(&[key, b"\n"].concat()).and_then(|_| s.flush()) {
@@ -102,6 +126,14 @@ impl Drop for LocalAgent {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn cpu_set(cpus: &[u32]) -> Result<nix::sched::CpuSet, String> {
+    let mut s = nix::sched::CpuSet::new();
+    for c in cpus {
+        s.set(*c as usize).map_err(|e| format!("CPU {c}: {e}"))?;
+    }
+    Ok(s)
 }
 
 /// Waits for the agent's first line on stdout, which says where it listens.

@@ -144,6 +144,9 @@ fn status(name: Option<&str>, json: bool) -> Result<()> {
         let st = iotoll_lab::status(n)
             .map_err(lab_err)?
             .ok_or_else(|| anyhow::anyhow!("lab '{n}' is not up"))?;
+        for d in iotoll_lab::cpu_drift(&st) {
+            eprintln!("iotoll: lab {n}: CPU set drifted: {d}");
+        }
         return output::show(json, &st, text::state);
     }
     let all = iotoll_lab::running().map_err(lab_err)?;

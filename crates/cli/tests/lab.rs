@@ -812,3 +812,75 @@ fn a_stream_s_seconds_add_up_to_its_goodput_and_stay_under_the_shaped_rate() {
         "the seconds add up to {sum} B, the window's goodput is {window_bytes} B: {series:?}"
     );
 }
+
+/// `--set cpus.HOST=LIST`: `lab exec` in `a` runs on a's CPU only, status
+/// shows the CPUs and warns of a drifted RPS mask, an overlap is refused.
+#[test]
+fn cpus_confine_lab_exec_and_status_sees_drift() {
+    let Some(lab) = Lab::new() else { return };
+    let allowed = iotoll_lab::cpus::allowed().unwrap();
+    if allowed.len() < 2 {
+        eprintln!("skipped: needs two usable CPUs");
+        return;
+    }
+    let (c0, c1) = (allowed[0], allowed[1]);
+    let name = format!("p{}-cpu", std::process::id() % 100_000);
+    let (sa, sb) = (format!("cpus.a={c0}"), format!("cpus.b={c1}"));
+    lab.cmd(&[
+        "up",
+        "pair",
+        "--set",
+        &format!("name={name}"),
+        "--set",
+        &sa,
+        "--set",
+        &sb,
+    ])
+    .succeeds();
+    let out = lab
+        .cmd(&[
+            "exec",
+            &name,
+            "a",
+            "--",
+            "grep",
+            "Cpus_allowed_list",
+            "/proc/self/status",
+        ])
+        .succeeds();
+    assert_eq!(
+        out.split(':').nth(1).map(str::trim),
+        Some(c0.to_string().as_str()),
+        "{out}"
+    );
+    let st = lab.cmd(&["status", &name]).succeeds();
+    assert!(st.contains(&format!("cpus {c1} (")), "{st}");
+    lab.cmd(&[
+        "exec",
+        &name,
+        "b",
+        "--",
+        "sh",
+        "-c",
+        "echo 0 > /sys/class/net/eth0/queues/rx-0/rps_cpus",
+    ])
+    .succeeds();
+    let o = lab.cmd(&["status", &name]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("drifted") && err.contains("host 'b'"), "{err}");
+    lab.cmd(&["down", &name]).succeeds();
+    assert!(namespaces(&name).is_empty());
+    let bad = format!("p{}-cpx", std::process::id() % 100_000);
+    lab.cmd(&[
+        "up",
+        "pair",
+        "--set",
+        &format!("name={bad}"),
+        "--set",
+        &sa,
+        "--set",
+        &format!("cpus.b={c0}"),
+    ])
+    .fails(2, "also host 'a'");
+    assert!(namespaces(&bad).is_empty() && !lab.state_file(&bad).exists());
+}

@@ -1,6 +1,7 @@
 //! Lab files: the TOML format, the built-ins, `--set KEY=VALUE` overrides
 //! and validation (everything that can be checked without the kernel).
 
+use crate::cpus::{format_list, CpuReq};
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -149,6 +150,10 @@ struct FileHost {
     /// `net.*` sysctls of the host's namespace (`[host.sysctl]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     sysctl: BTreeMap<String, crate::sysctl::SysctlValue>,
+    /// `"0-3"`, `"auto"`; absent: the CPUs no host has (docs/lab.md).
+    cpus: Option<String>,
+    /// Whether this host's explicit `cpus` may overlap another's.
+    shared: Option<bool>,
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     links: Vec<FileLink>,
 }
@@ -294,6 +299,8 @@ pub struct HostDef {
     /// for form only; whether the kernel keeps each per namespace and
     /// takes the value is [`crate::check_kernel`]'s.
     pub sysctl: BTreeMap<String, String>,
+    pub cpus: CpuReq,
+    pub shared: bool,
     pub links: Vec<LinkDef>,
 }
 
@@ -339,6 +346,12 @@ impl LabDef {
                     sysctl: (h.sysctl.iter())
                         .map(|(k, v)| (k.clone(), crate::sysctl::SysctlValue::Text(v.clone())))
                         .collect(),
+                    cpus: match &h.cpus {
+                        CpuReq::Rest => None,
+                        CpuReq::Auto => Some("auto".into()),
+                        CpuReq::List(l) => Some(format_list(l)),
+                    },
+                    shared: h.shared.then_some(true),
                     links: h
                         .links
                         .iter()
@@ -458,6 +471,8 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
     let (k, v) = set
         .split_once('=')
         .ok_or_else(|| format!("--set '{set}' is not KEY=VALUE"))?;
+    // A CPU list stays text (`0` would otherwise become an integer).
+    let raw = v.trim().trim_matches('"').to_string();
     let (k, v) = (k.trim(), set_value(v.trim()));
     // `f` on each host's table (the array rewritten with its tables only).
     let each_host = |t: &mut toml::Table, f: &dyn Fn(&mut toml::Table)| {
@@ -488,6 +503,19 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         each_host(t, &|h| {
             h.remove(k);
         });
+    } else if let Some(host) = k.strip_prefix("cpus.") {
+        let mut found = false;
+        if let Some(toml::Value::Array(hs)) = t.get_mut("host") {
+            for h in hs.iter_mut().filter_map(|h| h.as_table_mut()) {
+                if h.get("name").and_then(|n| n.as_str()) == Some(host) {
+                    h.insert("cpus".into(), toml::Value::String(raw.clone()));
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            return Err(format!("--set {k}: the lab has no host '{host}'"));
+        }
     } else if let Some(o) = k.strip_prefix("offloads.") {
         if !OFFLOAD_KEYS.contains(&o) {
             return Err(format!(
@@ -515,7 +543,7 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
         crate::sysctl::set(t, hk, v)?;
     } else {
         return Err(format!(
-            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}}, sysctl.HOST.KEY)",
+            "--set: unknown key '{k}' (one of name, description, subnet, {}, {}, offloads.{{{}}}, sysctl.HOST.KEY, cpus.HOST)",
             LINK_KEYS.join(", "),
             TCP_KEYS.join(", "),
             OFFLOAD_KEYS.join(",")
@@ -630,6 +658,10 @@ impl Base<'_> {
             crate::sysctl::check_form(&h.name, k, &v, &tcp)?;
             sysctl.insert(k.clone(), v);
         }
+        let cpus = match &h.cpus {
+            Some(c) => CpuReq::parse(c).map_err(|e| format!("host '{}': {e}", h.name))?,
+            None => CpuReq::Rest,
+        };
         let file_links = if h.links.is_empty() {
             vec![FileLink::default()]
         } else {
@@ -650,6 +682,8 @@ impl Base<'_> {
             name: h.name,
             tcp,
             sysctl,
+            cpus,
+            shared: h.shared.unwrap_or(false),
             links,
         })
     }
@@ -813,6 +847,25 @@ mod tests {
         assert!(e.contains("foo"), "{e}");
         let e = p(PAIR, &["mtu=100"]).unwrap_err().to_string();
         assert!(e.contains("MTU 100 "), "{e}");
+    }
+
+    #[test]
+    fn cpus_from_file_and_set() {
+        let f = "name = \"x\"\n[[host]]\nname = \"a\"\ncpus = \"0-1\"\n[[host]]\nname = \"b\"\ncpus = \"auto\"\nshared = true\n";
+        let d = p(f, &[]).unwrap();
+        assert_eq!(d.hosts[0].cpus, CpuReq::List(vec![0, 1]));
+        assert_eq!((&d.hosts[1].cpus, d.hosts[1].shared), (&CpuReq::Auto, true));
+        let d = p(PAIR, &["cpus.a=0", "cpus.b=auto"]).unwrap();
+        assert_eq!(d.hosts[0].cpus, CpuReq::List(vec![0]));
+        assert_eq!(d.hosts[1].cpus, CpuReq::Auto);
+        assert_eq!(p(PAIR, &[]).unwrap().hosts[0].cpus, CpuReq::Rest);
+        let e = p(PAIR, &["cpus.z=0"]).unwrap_err().to_string();
+        assert!(e.contains("no host 'z'"), "{e}");
+        let e = p(PAIR, &["cpus.a=0-x"]).unwrap_err().to_string();
+        assert!(e.contains("host 'a'") && e.contains("0-x"), "{e}");
+        // The effective definition keeps the request.
+        let d = p(PAIR, &["cpus.a=0-1"]).unwrap();
+        assert!(d.to_toml(None, None).contains("cpus = \"0-1\""));
     }
 
     #[test]

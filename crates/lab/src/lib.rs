@@ -5,11 +5,13 @@
 //! a write-ahead state file so `down` removes exactly that, also after a
 //! crash. No measurement here. Format and behaviour: docs/lab.md.
 
+pub mod cpus;
 mod def;
 mod state;
 mod sys;
 mod sysctl;
 
+pub use cpus::cpu_drift;
 pub use def::{
     format_rate, parse_rate, HostDef, LabDef, LinkDef, Offloads, OnOff, Shaper, Subnet,
     TcpSettings, BENCH_NET, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MAX_MTU, MIN_MTU,
@@ -239,11 +241,19 @@ pub fn switch_netns(lab: &str) -> String {
 /// thread that entered.
 pub struct NetnsGuard {
     previous: File,
+    /// The thread's CPUs before it took the host's, and the host CPUs its
+    /// CPU windows measured (restored on drop).
+    previous_cpus: Option<(Vec<u32>, Option<Vec<u32>>)>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
+        if let Some((c, measured)) = self.previous_cpus.take() {
+            // Best effort: the thread keeps running either way.
+            let _ = cpus::pin_thread(&c);
+            iotoll_probe::set_thread_host_cpus(measured);
+        }
         if let Err(e) = sys::setns(&self.previous) {
             // Nothing sane to continue with on this thread.
             panic!("cannot return to the previous network namespace: {e}");
@@ -254,10 +264,19 @@ impl Drop for NetnsGuard {
 /// Moves the calling thread (only) into `host`'s network namespace
 /// (setns CLONE_NEWNET); sockets it opens then live there. Children it
 /// spawns inherit it (but /sys stays the caller's: use `ip netns exec`
-/// for commands that read /sys/class/net).
+/// for commands that read /sys/class/net). A host with its own CPUs also
+/// pins the thread (and so its children) to them until the guard drops.
 pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     let previous = sys::current_netns()
         .map_err(|e| LabError::System(format!("cannot open this thread's namespace: {e}")))?;
+    let previous_cpus = match &host.cpus {
+        Some(c) => {
+            let before = cpus::allowed()?;
+            cpus::pin_thread(c)?;
+            Some((before, iotoll_probe::set_thread_host_cpus(Some(c.clone()))))
+        }
+        None => None,
+    };
     let p = netns_path(host)?;
     let ns = File::open(&p).map_err(|e| {
         LabError::System(format!(
@@ -269,6 +288,7 @@ pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
     sys::setns(&ns).map_err(|e| LabError::System(format!("setns into {}: {e}", p.display())))?;
     Ok(NetnsGuard {
         previous,
+        previous_cpus,
         _not_send: std::marker::PhantomData,
     })
 }
@@ -333,11 +353,45 @@ pub fn exec(name: &str, host: &str, command: &[String], warn: &mut dyn FnMut(&st
             "lab {name} is incomplete (its `up` did not finish)"
         ));
     }
-    let e = std::process::Command::new("ip")
-        .args(["netns", "exec", &h.netns])
-        .args(command)
-        .exec();
+    if let Err(e) = confine_process(h) {
+        return e;
+    }
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(c) = &h.cpus {
+        // An iotoll run inside measures the host's CPUs.
+        cmd.env(iotoll_probe::HOST_CPUS_ENV, cpus::format_list(c));
+    }
+    let e = cmd.args(["netns", "exec", &h.netns]).args(command).exec();
     LabError::System(format!("cannot run ip netns exec: {e}"))
+}
+
+/// Holds this process (and what it execs) to `host`'s CPUs: its cgroup
+/// when it has one, and its affinity.
+fn confine_process(host: &HostState) -> Result<(), LabError> {
+    let Some(c) = &host.cpus else { return Ok(()) };
+    if let Some(dir) = &host.cgroup {
+        cpus::join_cgroup(dir)?;
+    }
+    cpus::pin_thread(c)
+}
+
+/// Each host's CPUs for `def` on this machine, checked (online, allowed
+/// to this process, no overlap, enough for `auto`) before anything exists.
+pub fn cpu_assignment(def: &LabDef) -> Result<cpus::Assignment, LabError> {
+    let reqs: Vec<cpus::HostReq> = def
+        .hosts
+        .iter()
+        .map(|h| (h.name.as_str(), &h.cpus, h.shared))
+        .collect();
+    if reqs.iter().all(|r| *r.1 == cpus::CpuReq::Rest) {
+        return Ok(cpus::Assignment {
+            cpus: vec![None; reqs.len()],
+            notes: Vec::new(),
+        });
+    }
+    let builtin = builtin_text(&def.source).is_some();
+    cpus::assign_or_share(builtin, &reqs, &cpus::online()?, &cpus::allowed()?)
+        .map_err(|e| LabError::Usage(format!("{}: {e}", def.source)))
 }
 
 /// Creating or removing a lab's namespaces and links needs CAP_NET_ADMIN.
@@ -423,6 +477,7 @@ pub fn up_with_progress(
     progress: Progress,
 ) -> Result<LabState, LabError> {
     check_kernel(def)?;
+    let assignment = cpu_assignment(def)?;
     let mut st = {
         let _lock = state::lock()?;
         if let Some(old) = status(&def.name)? {
@@ -463,7 +518,7 @@ pub fn up_with_progress(
             None => allocate(need, &others)?,
         };
         let addrs = assign(def, subnet)?;
-        let st = state::plan(def, subnet, &addrs);
+        let st = state::plan(def, subnet, &addrs, &assignment);
         state::write(&st)?;
         st
     };
@@ -686,6 +741,7 @@ fn build(def: &LabDef, st: &mut LabState, progress: Progress) -> Result<(), LabE
             }
             Ok(())
         })?;
+        cpus::confine_host(st, i)?;
         progress(i + 1, total, &h.name);
     }
     Ok(())
@@ -792,6 +848,24 @@ fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
         }
         if let Err(e) = sys::run("ip", &["netns", "del", ns]) {
             errors.push(e.to_string());
+        }
+    }
+    for h in &st.hosts {
+        let Some(dir) = &h.cgroup else { continue };
+        // Only the directory the lab's own naming gives (a cgroup named
+        // after the host's namespace); anything else is left alone.
+        if !own.namespaces.contains(&h.netns)
+            || dir.file_name().and_then(|n| n.to_str()) != Some(h.netns.as_str())
+        {
+            skipped.push(format!("cgroup '{}'", dir.display()));
+            continue;
+        }
+        if dir.exists() {
+            // Its processes died with the namespace; an empty cgroup
+            // is removed with rmdir.
+            if let Err(e) = std::fs::remove_dir(dir) {
+                errors.push(format!("cgroup {}: {e}", dir.display()));
+            }
         }
     }
     if !errors.is_empty() {

@@ -2,6 +2,7 @@
 //! directory, written (and fsynced) before each namespace is created, and
 //! the lock file that serializes `up` and `down`.
 
+use crate::cpus::Assignment;
 use crate::def::{format_rate, LabDef, Offloads, Subnet, TcpSettings};
 use crate::{host_netns, switch_netns, LabError};
 use nix::errno::Errno;
@@ -64,6 +65,20 @@ pub struct HostState {
     /// (absent in state files of older versions: none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctl: BTreeMap<String, String>,
+    /// Its own CPUs (absent: the machine's, shared with every host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// How what runs as the host is held to `cpus`: `cgroup-v2-cpuset`
+    /// or `affinity` (inherited by children).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
+    /// The host's cpuset cgroup, recorded before it is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+    /// The RPS/XPS mask files written (paths inside the host's
+    /// namespace) and the mask, to check at `status`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_masks: Vec<(String, String)>,
 }
 
 /// A lab that is up (or whose `up` did not finish: `complete` false).
@@ -90,6 +105,9 @@ pub struct LabState {
     pub pid: u32,
     /// When `up` began (seconds since the epoch).
     pub started: u64,
+    /// What the CPU assignment had to say (a fallback to shared CPUs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_notes: Vec<String>,
 }
 
 impl LabState {
@@ -125,19 +143,28 @@ impl LabState {
                 "sysctl": h.sysctl,
                 // Read now, in the namespace: what the run ran with.
                 "in_force": crate::host_in_force(h).unwrap_or(serde_json::Value::Null),
+                "cpus": h.cpus.as_deref().map(crate::cpus::format_list),
+                "cpu_confinement": h.confinement,
             })).collect::<Vec<_>>(),
+            "cpu_notes": self.cpu_notes,
         })
     }
 }
 
 /// The state of `def` about to be created: every host and link planned,
 /// no namespace created yet, not complete.
-pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> LabState {
+pub(crate) fn plan(
+    def: &LabDef,
+    subnet: Subnet,
+    addrs: &[Vec<Ipv4Addr>],
+    cpus: &Assignment,
+) -> LabState {
     let hosts = def
         .hosts
         .iter()
         .zip(addrs)
-        .map(|(h, a)| HostState {
+        .zip(&cpus.cpus)
+        .map(|((h, a), c)| HostState {
             name: h.name.clone(),
             netns: host_netns(&def.name, &h.name),
             addresses: a.iter().map(|a| IpAddr::V4(*a)).collect(),
@@ -162,6 +189,10 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
                 .collect(),
             tcp: h.tcp.clone(),
             sysctl: h.sysctl.clone(),
+            cpus: c.clone(),
+            confinement: None,
+            cgroup: None,
+            queue_masks: Vec::new(),
         })
         .collect();
     LabState {
@@ -178,6 +209,7 @@ pub(crate) fn plan(def: &LabDef, subnet: Subnet, addrs: &[Vec<Ipv4Addr>]) -> Lab
         started: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        cpu_notes: cpus.notes.clone(),
     }
 }
 

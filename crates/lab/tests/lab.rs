@@ -439,6 +439,10 @@ fn a_host_namespace_edited_in_the_state_file_is_never_entered() {
         links: vec![],
         tcp: Default::default(),
         sysctl: Default::default(),
+        cpus: None,
+        confinement: None,
+        cgroup: None,
+        queue_masks: vec![],
     };
     let e = iotoll_lab::enter(&h).err().unwrap().to_string();
     assert!(e.contains("not a plain name"), "{e}");

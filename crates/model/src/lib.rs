@@ -22,8 +22,8 @@ pub use kind::{Kind, ResultStatus, RunStatus};
 pub use metrics::{derive_metrics, rederive_metrics, Metrics};
 pub use result::{
     CpuAccount, CpuCore, CpuModes, CpuReport, CpuSection, HostFigures, IfaceFigures, Interference,
-    IoCounts, LatencyReport, LineFigures, PairFigures, ResultDoc, SeriesPoint, Skew, TargetFigures,
-    TopConsumer, WorkerFigures, HOST_ROLES,
+    IoCounts, LatencyReport, LineFigures, MachineCpu, PairFigures, ResultDoc, SeriesPoint, Skew,
+    TargetFigures, TopConsumer, WorkerFigures, HOST_ROLES,
 };
 pub use units::{format_size, parse_duration, parse_size, UnitError};
 

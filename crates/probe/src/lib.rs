@@ -16,7 +16,9 @@ pub mod sysinfo;
 mod window;
 
 pub use iotoll_model::CpuReport;
-pub use window::{ClosedWindow, CpuWindow, HostSampler};
+pub use window::{
+    host_cpus, set_thread_host_cpus, ClosedWindow, CpuWindow, HostSampler, HOST_CPUS_ENV,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

@@ -140,6 +140,17 @@ pub fn cpu_report(
     end: &StatSnapshot,
     window_s: f64,
 ) -> Result<CpuReport, ProbeError> {
+    cpu_report_on(start, end, window_s, None)
+}
+
+/// [`cpu_report`] of the CPUs `only` (a lab host's own CPUs) from their
+/// per-CPU lines, over the same two snapshots; `None`: every CPU.
+pub fn cpu_report_on(
+    start: &StatSnapshot,
+    end: &StatSnapshot,
+    window_s: f64,
+    only: Option<&[u32]>,
+) -> Result<CpuReport, ProbeError> {
     let mut notes = Vec::new();
     let mut host = CpuTimes::default();
     let mut per_core = Vec::new();
@@ -147,8 +158,12 @@ pub fn cpu_report(
         .per_cpu
         .keys()
         .filter(|k| end.per_cpu.contains_key(k))
+        .filter(|k| only.is_none_or(|o| o.contains(k)))
         .copied()
         .collect();
+    if common.is_empty() && only.is_some() {
+        return Err(ProbeError::EmptyWindow);
+    }
     if common.is_empty() {
         host = start.all.delta_to(&end.all);
     } else {
@@ -288,6 +303,26 @@ ctxt 60000
         assert!((r.busy_pct - 320.0 * 100.0 / 570.0).abs() < 1e-9);
         assert!(r.notes[0].contains("offline: [1]"), "{:?}", r.notes);
         assert_eq!(r.interrupts_s, None);
+    }
+
+    #[test]
+    fn own_cpus_from_their_lines_only() {
+        let (a, b) = (
+            StatSnapshot::parse(A).unwrap(),
+            StatSnapshot::parse(B).unwrap(),
+        );
+        let all = cpu_report(&a, &b, 2.0).unwrap();
+        let c0 = cpu_report_on(&a, &b, 2.0, Some(&[0])).unwrap();
+        let c1 = cpu_report_on(&a, &b, 2.0, Some(&[1])).unwrap();
+        assert_eq!((c0.cpus, c1.cpus), (1, 1));
+        // cpu0: busy 200+100+5+15=320 of 570; cpu1: 100+100+5+15=220 of 870.
+        assert!((c0.busy_pct - 320.0 * 100.0 / 570.0).abs() < 1e-9);
+        assert!((c1.busy_pct - 220.0 * 100.0 / 870.0).abs() < 1e-9);
+        assert_eq!(c0.per_core.len(), 1);
+        // The two halves, weighted by their ticks, are the whole.
+        let whole = (c0.busy_pct * 570.0 + c1.busy_pct * 870.0) / 1440.0;
+        assert!((whole - all.busy_pct).abs() < 1e-9);
+        assert!(cpu_report_on(&a, &b, 2.0, Some(&[7])).is_err());
     }
 
     #[test]

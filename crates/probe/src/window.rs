@@ -10,9 +10,37 @@ use std::time::Instant;
 /// How many top consumers a report lists.
 const TOP_N: usize = 5;
 
+/// The environment variable a lab sets on what it starts in a host with
+/// its own CPUs (`0-3`): windows opened there measure those CPUs.
+pub const HOST_CPUS_ENV: &str = "IOTOLL_HOST_CPUS";
+
+thread_local! {
+    /// The CPUs of the lab host this thread entered (`iotoll_lab::enter`).
+    static HOST_CPUS: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets the lab host CPUs of this thread (None: none); returns the old.
+pub fn set_thread_host_cpus(cpus: Option<Vec<u32>>) -> Option<Vec<u32>> {
+    HOST_CPUS.with(|h| h.replace(cpus))
+}
+
+/// The CPUs of the lab host this thread runs as, if it has its own: the
+/// thread's entered host, else [`HOST_CPUS_ENV`]. A window opened here
+/// measures those CPUs (the machine's stay beside them).
+pub fn host_cpus() -> Option<Vec<u32>> {
+    HOST_CPUS.with(|h| h.borrow().clone()).or_else(|| {
+        let v = std::env::var(HOST_CPUS_ENV).ok()?;
+        crate::affinity::parse_list(&v)
+            .ok()
+            .filter(|l| !l.is_empty())
+    })
+}
+
 /// Whole-host CPU over one window. Start it the moment the measurement
 /// window opens (after ramp-up) and finish it the moment it closes.
+/// In a lab host with its own CPUs ([`host_cpus`]) "host" is those CPUs.
 pub struct CpuWindow {
+    own: Option<Vec<u32>>,
     procs: procs::ProcSnapshot,
     stat: stat::StatSnapshot,
     self_cpu_s: f64,
@@ -56,6 +84,7 @@ impl CpuWindow {
         on_open();
         let procs = procs::snapshot();
         Ok(CpuWindow {
+            own: host_cpus(),
             procs,
             stat,
             self_cpu_s,
@@ -72,9 +101,26 @@ impl CpuWindow {
         let self_end = self_cpu_s();
         on_close();
         let mut consumers = Vec::new();
+        let mut machine = None;
         let report = end.and_then(|end| {
             let end_procs = procs::snapshot();
             let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
+            if let Some(own) = &self.own {
+                let mut o = stat::cpu_report_on(&self.stat, &end, window_s, Some(own))?;
+                o.own_cpus = Some(own.clone());
+                o.machine = Some(iotoll_model::MachineCpu {
+                    cpus: r.cpus,
+                    busy_pct: r.busy_pct,
+                    modes: r.modes.clone(),
+                });
+                o.notes.push(format!(
+                    "measured on this lab host's own CPUs {} ({} of the machine's {}); top consumers and interference are the whole machine's (processes are not placed per CPU)",
+                    crate::affinity::format_cpu_list(own),
+                    o.cpus,
+                    r.cpus
+                ));
+                machine = Some(std::mem::replace(&mut r, o));
+            }
             let self_s = self_end - self.self_cpu_s;
             if self_s.is_finite() && window_s > 0.0 {
                 let self_pct = self_s / (window_s * r.cpus as f64) * 100.0;
@@ -92,6 +138,7 @@ impl CpuWindow {
         });
         let mut closed = ClosedWindow {
             consumers,
+            machine,
             ..ClosedWindow::new(window_s, report)
         };
         closed.attribute();
@@ -106,6 +153,9 @@ pub struct ClosedWindow {
     /// Every process's CPU in the window, most first.
     consumers: Vec<procs::Consumer>,
     roles: procs::Roles,
+    /// The whole machine's report when `report` is a host's own CPUs':
+    /// processes are accounted against it.
+    machine: Option<CpuReport>,
 }
 
 impl ClosedWindow {
@@ -116,6 +166,7 @@ impl ClosedWindow {
             report,
             consumers: Vec::new(),
             roles: procs::Roles::this_process(),
+            machine: None,
         }
     }
 
@@ -137,13 +188,16 @@ impl ClosedWindow {
             .as_ref()
             .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
         let accounted = self.account(threshold);
+        let own = self.machine.is_some();
         let Ok(r) = &mut self.report else { return };
         r.notes.retain(|n| !n.starts_with(procs::SCALED_NOTE));
         match accounted {
             Some(a) => {
                 r.top = a.top(TOP_N);
                 r.interference = Some(a.interference);
-                r.account = Some(a.account);
+                // The split adds up to the machine's busy CPU, not to the
+                // host's own CPUs': left out rather than not adding up.
+                r.account = (!own).then_some(a.account);
                 r.notes.extend(a.notes);
             }
             None => {
@@ -157,6 +211,7 @@ impl ClosedWindow {
     /// The window's processes accounted in its host figures.
     fn account(&self, threshold_pct: f64) -> Option<procs::Accounting> {
         let r = self.report.as_ref().ok()?;
+        let r = self.machine.as_ref().unwrap_or(r);
         // The report's window is this one (`finish_with`).
         let clk_tck = procs::clk_tck();
         procs::account(&self.consumers, r, clk_tck, &self.roles, threshold_pct)

@@ -149,8 +149,16 @@ impl Starting<'_> {
         })?;
         let netns = iotoll_lab::netns_path(state).map_err(|e| hosts(e.to_string()))?;
         let key = self.key.bytes();
-        let a = LocalAgent::spawn(&exe, Some(&netns), listen, key, &allow, SPAWN_WAIT)
-            .map_err(|e| hosts(format!("host {}: {e}", h.name)))?;
+        let a = LocalAgent::spawn(
+            &exe,
+            Some(&netns),
+            state.cpus.as_deref().map(|c| (c, state.cgroup.as_deref())),
+            listen,
+            key,
+            &allow,
+            SPAWN_WAIT,
+        )
+        .map_err(|e| hosts(format!("host {}: {e}", h.name)))?;
         let data = match h.data.is_empty() {
             true => state.addresses.clone(),
             false => h.data.clone(),

@@ -121,7 +121,10 @@ impl Console {
         iotoll_model::derive_metrics(&mut m);
         let same_host = shared_kernel(&g.hosts);
         if same_host {
-            g.notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU, and the clients' and servers' CPU are the same figure".into());
+            g.notes.push(one_kernel_note(
+                &g.hosts,
+                ", and the clients' and servers' CPU are the same figure",
+            ));
         }
         if g.interrupted {
             g.notes
@@ -306,7 +309,7 @@ impl Console {
         }
         iotoll_model::derive_metrics(&mut m);
         if shared_kernel(&hosts) && hosts.len() > 1 {
-            notes.push("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU".into());
+            notes.push(one_kernel_note(&hosts, ""));
         }
         let config = t.order.config.clone();
         let base = multi_host_doc(Kind::Disk, interrupted, times, config, m, notes);
@@ -380,6 +383,28 @@ pub(super) fn weighted_cpu(
         .filter_map(|h| h.cpu.as_ref())
         .collect();
     CpuReport::weighted(&reports)
+}
+
+/// What is and is not separate when every host runs on one kernel;
+/// `shared_tail` finishes the sentence when no host has CPUs of its own.
+pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> String {
+    let own: Vec<String> = (hosts.iter())
+        .filter_map(|h| {
+            let c = h.cpu.as_ref()?.own_cpus.as_deref()?;
+            Some(format!("{} on CPUs {}", h.name, fmt_cpus(c)))
+        })
+        .collect();
+    if own.is_empty() {
+        return format!("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU{shared_tail}");
+    }
+    format!(
+        "every host runs on one kernel (a lab on one machine); hosts with CPUs of their own ({}) are measured on those CPUs and count separately in the totals, weighted by their CPU counts, but memory bandwidth, caches and the veth path between hosts stay shared; hosts without own CPUs report the machine's CPU",
+        own.join(", ")
+    )
+}
+
+fn fmt_cpus(c: &[u32]) -> String {
+    iotoll_probe::affinity::format_cpu_list(c)
 }
 
 /// Every host on one kernel (all boot ids known and equal).

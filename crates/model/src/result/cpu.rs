@@ -58,6 +58,25 @@ pub struct CpuReport {
     /// taken together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<CpuAccount>,
+    /// The lab host's own CPUs (docs/lab.md), when it has them: `cpus`,
+    /// `busy_pct`, `modes` and `per_core` are then of these CPUs only.
+    /// Absent: every CPU of the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_cpus: Option<Vec<u32>>,
+    /// The whole machine over the same window, beside a host's own CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineCpu>,
+}
+
+/// Every CPU of the machine over a window measured on a host's own CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MachineCpu {
+    #[schemars(range(min = 1))]
+    pub cpus: u32,
+    #[schemars(schema_with = "crate::schema::pct")]
+    pub busy_pct: f64,
+    pub modes: CpuModes,
 }
 
 /// The window's busy CPU split by who used it, each % of all CPUs. The
@@ -202,6 +221,8 @@ impl CpuReport {
             )],
             interference: None,
             account: None,
+            own_cpus: None,
+            machine: None,
         })
     }
 
@@ -279,5 +300,6 @@ impl CpuReport {
                 finite(&[i.threshold_pct, i.others_pct, i.steal_pct])
                     && i.processes.iter().all(|t| t.cpu_pct.is_finite())
             })
+            && (self.machine.as_ref()).is_none_or(|m| m.busy_pct.is_finite() && m.modes.is_finite())
     }
 }

@@ -223,16 +223,21 @@ pub const HOST_ROLES: &[&str] = &["client", "server", "client+server", "disk"];
 impl HostFigures {
     /// The hosts, each machine once: a host whose kernel boot id an
     /// earlier one has shares that machine's CPU and is left out (a host
-    /// without a boot id counts on its own). What CPU totals weigh.
+    /// without a boot id counts on its own), unless it was measured on
+    /// CPUs of its own (a lab host's `cpus`): those count as a machine of
+    /// their own. What CPU totals weigh.
     pub fn one_per_machine<'a>(
         hosts: impl IntoIterator<Item = &'a HostFigures>,
     ) -> Vec<&'a HostFigures> {
-        let mut seen: Vec<&str> = Vec::new();
-        let first_of_its_machine = |h: &&'a HostFigures| match h.boot_id.as_deref() {
-            Some(b) if seen.contains(&b) => false,
-            b => {
-                seen.extend(b);
-                true
+        let mut seen: Vec<(&str, Option<&[u32]>)> = Vec::new();
+        let first_of_its_machine = |h: &&'a HostFigures| {
+            let own = h.cpu.as_ref().and_then(|c| c.own_cpus.as_deref());
+            match h.boot_id.as_deref() {
+                Some(b) if seen.contains(&(b, own)) => false,
+                b => {
+                    seen.extend(b.map(|b| (b, own)));
+                    true
+                }
             }
         };
         hosts.into_iter().filter(first_of_its_machine).collect()

@@ -189,3 +189,32 @@ fn a_document_of_another_shape_reads_typed_and_writes_back_as_it_was() {
         (&v["spec"], &v["disclosure"])
     );
 }
+
+/// issue 28: lab hosts measured on CPUs of their own count as machines of
+/// their own in totals; hosts sharing a set (or none) count once.
+#[test]
+fn hosts_with_own_cpus_count_separately() {
+    let host = |name: &str, own: Option<Vec<u32>>| HostFigures {
+        name: name.into(),
+        boot_id: Some("k".into()),
+        cpu: Some(CpuReport {
+            cpus: own.as_ref().map_or(4, |o| o.len() as u32),
+            own_cpus: own,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let hs = [
+        host("a", Some(vec![0, 1])),
+        host("b", Some(vec![2])),
+        host("c1", Some(vec![3])),
+        host("c2", Some(vec![3])),
+        host("x", None),
+        host("y", None),
+    ];
+    let names: Vec<&str> = HostFigures::one_per_machine(&hs)
+        .iter()
+        .map(|h| h.name.as_str())
+        .collect();
+    assert_eq!(names, ["a", "b", "c1", "x"]);
+}

@@ -40,8 +40,8 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
 }
 
 /// [`parse_cpu_list`] without the `--cpus` context, for lists the kernel
-/// writes.
-fn parse_list(s: &str) -> Result<Vec<u32>, String> {
+/// writes and a lab host's `cpus`.
+pub fn parse_list(s: &str) -> Result<Vec<u32>, String> {
     if s.trim().is_empty() {
         return Err("the list is empty".into());
     }
@@ -242,17 +242,25 @@ fn check_against(cpus: &[u32], online: &[u32], allowed: Option<&[u32]>) -> Resul
 /// Pins the calling thread (not the process: other workers keep their own
 /// CPUs) to `cpu`. The kernel moves the thread before this returns.
 pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
-    let bit = usize::try_from(cpu)
-        .ok()
-        .filter(|c| *c < MASK_BITS)
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("CPU {cpu} is beyond the largest supported, {MAX_CPU}"),
-            )
-        })?;
+    pin_current_thread_to(&[cpu])
+}
+
+/// Pins the calling thread to the CPUs `cpus` (a lab host's); threads
+/// and processes it starts afterwards inherit them.
+pub fn pin_current_thread_to(cpus: &[u32]) -> std::io::Result<()> {
     let mut m = Mask::empty();
-    m.set(bit);
+    for &cpu in cpus {
+        let bit = usize::try_from(cpu)
+            .ok()
+            .filter(|c| *c < MASK_BITS)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("CPU {cpu} is beyond the largest supported, {MAX_CPU}"),
+                )
+            })?;
+        m.set(bit);
+    }
     // SAFETY: the kernel reads `size_of::<Mask>()` bytes from `m`; tid 0
     // is the calling thread.
     let r = unsafe {

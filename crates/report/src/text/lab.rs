@@ -64,6 +64,13 @@ pub fn state(st: &LabState) -> String {
             tcp.push(format!("wmem {m}"));
         }
         tcp.extend(h.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
+        if let Some(c) = &h.cpus {
+            tcp.push(format!(
+                "cpus {} ({})",
+                iotoll_lab::cpus::format_list(c),
+                h.confinement.as_deref().unwrap_or("not yet confined")
+            ));
+        }
         let _ = writeln!(
             o,
             "  {:<10} netns {}{}",
@@ -91,6 +98,9 @@ pub fn state(st: &LabState) -> String {
                 joined("  ", &off, ", ")
             );
         }
+    }
+    for n in &st.cpu_notes {
+        let _ = writeln!(o, "  note: {n}");
     }
     o
 }

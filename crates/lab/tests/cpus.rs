@@ -1,0 +1,311 @@
+//! Lab hosts with their own CPUs, for real: a pair with `a` on one CPU
+//! and `b` on another (the RPS/XPS masks, the threads and children that
+//! enter a host, status's drift check, `down`), and refusals that create
+//! nothing. Needs root and two online CPUs; skipped otherwise (failed
+//! under CI when not root).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+
+fn setup() -> bool {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("lab-cpus-state-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::env::set_var("IOTOLL_LAB_DIR", &d);
+        d
+    });
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this as root");
+        eprintln!("skipped: needs root");
+        return false;
+    }
+    let usable = iotoll_lab::cpus::allowed().unwrap();
+    if usable.len() < 2 {
+        eprintln!("skipped: needs two usable CPUs, this process has {usable:?}");
+        return false;
+    }
+    true
+}
+
+/// The two lowest usable CPUs.
+fn two() -> (u32, u32) {
+    let u = iotoll_lab::cpus::allowed().unwrap();
+    (u[0], u[1])
+}
+
+/// A lab name unique to this process (names of this test start with `p`).
+fn unique(tag: &str) -> String {
+    format!("p{}-{tag}", std::process::id() % 100_000)
+}
+
+fn netns_with(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+fn in_ns(ns: &str, cmd: &str) -> String {
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-c", cmd])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Packets each CPU's backlog processed (first column of softnet_stat,
+/// one line per online CPU in order).
+fn softnet_processed() -> Vec<u64> {
+    std::fs::read_to_string("/proc/net/softnet_stat")
+        .unwrap()
+        .lines()
+        .map(|l| u64::from_str_radix(l.split_whitespace().next().unwrap(), 16).unwrap())
+        .collect()
+}
+
+fn cpus_allowed_list(status: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn pair_on_separate_cpus() {
+    if !setup() {
+        return;
+    }
+    let (c0, c1) = two();
+    let name = unique("pair");
+    let sets = [
+        format!("name={name}"),
+        format!("cpus.a={c0}"),
+        format!("cpus.b={c1}"),
+    ];
+    let def = iotoll_lab::load("pair", &sets).unwrap();
+    let st = iotoll_lab::up(&def, false).unwrap();
+    let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
+    assert_eq!(a.cpus, Some(vec![c0]));
+    assert_eq!(b.cpus, Some(vec![c1]));
+    assert!(a.confinement.is_some());
+    // The masks as recorded and as the kernel has them.
+    assert!(a.queue_masks.iter().any(|(f, _)| f.contains("rps_cpus")));
+    assert!(a.queue_masks.iter().any(|(f, _)| f.contains("xps_cpus")));
+    let rps = in_ns(&b.netns, "cat /sys/class/net/eth0/queues/rx-0/rps_cpus");
+    assert_eq!(iotoll_lab::cpus::parse_mask(&rps).unwrap(), vec![c1]);
+    assert!(
+        iotoll_lab::cpu_drift(&st).is_empty(),
+        "{:?}",
+        iotoll_lab::cpu_drift(&st)
+    );
+
+    // A thread that enters a runs on a's CPU only, and so do its children;
+    // leaving restores what it had.
+    let before = iotoll_lab::cpus::allowed().unwrap();
+    let ah = a.clone();
+    let (inside, child) = std::thread::spawn(move || {
+        let g = iotoll_lab::enter(&ah).unwrap();
+        let inside = iotoll_lab::cpus::allowed().unwrap();
+        let out = std::process::Command::new("cat")
+            .arg("/proc/self/status")
+            .output()
+            .unwrap();
+        drop(g);
+        assert_eq!(iotoll_lab::cpus::allowed().unwrap(), before);
+        (
+            inside,
+            cpus_allowed_list(&String::from_utf8_lossy(&out.stdout)),
+        )
+    })
+    .join()
+    .unwrap();
+    assert_eq!(inside, vec![c0]);
+    assert_eq!(child, c0.to_string());
+
+    // A stream a -> b: each packet b's eth0 receives is processed on b's
+    // CPU (RPS), whatever else the machine's CPUs process meanwhile.
+    let rx = |h: &iotoll_lab::HostState| -> u64 {
+        in_ns(&h.netns, "cat /sys/class/net/eth0/statistics/rx_packets")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let baddr = b.addresses[0];
+    let bh = b.clone();
+    let listener = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        TcpListener::bind(SocketAddr::new(baddr, 0)).unwrap()
+    })
+    .join()
+    .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (rx0, soft0) = (rx(&b), softnet_processed());
+    let bh = b.clone();
+    let reader = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        while s.read(&mut buf).unwrap() > 0 {}
+    });
+    let ah = a.clone();
+    std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&ah).unwrap();
+        let mut s = TcpStream::connect(SocketAddr::new(baddr, port)).unwrap();
+        let buf = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            s.write_all(&buf).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    reader.join().unwrap();
+    let (rx1, soft1) = (rx(&b), softnet_processed());
+    let received = rx1 - rx0;
+    let on_c1 = soft1[c1 as usize] - soft0[c1 as usize];
+    assert!(received > 1000, "b received {received} packets");
+    assert!(
+        on_c1 >= received,
+        "CPU {c1} processed {on_c1} packets; b's eth0 received {received}: RPS did not take effect"
+    );
+
+    // A mask changed behind the lab's back is reported by name.
+    in_ns(
+        &b.netns,
+        "echo 0 > /sys/class/net/eth0/queues/rx-0/rps_cpus",
+    );
+    let drift = iotoll_lab::cpu_drift(&st);
+    assert!(
+        drift
+            .iter()
+            .any(|d| d.contains("host 'b'") && d.contains("rps_cpus")),
+        "{drift:?}"
+    );
+
+    iotoll_lab::down(&name).unwrap();
+    assert!(netns_with(&format!("iotoll-{name}-")).is_empty());
+    for h in [&a, &b] {
+        if let Some(c) = &h.cgroup {
+            assert!(!c.exists(), "{} left behind", c.display());
+        }
+    }
+}
+
+#[test]
+fn bad_cpu_sets_are_refused_and_create_nothing() {
+    if !setup() {
+        return;
+    }
+    let (c0, _) = two();
+    let offline = iotoll_lab::cpus::online().unwrap().last().unwrap() + 1;
+    let cases = [
+        (
+            vec![format!("cpus.a={c0}"), format!("cpus.b={c0}")],
+            "also host 'a'",
+        ),
+        (vec![format!("cpus.a={offline}")], "not online"),
+    ];
+    for (k, (sets, want)) in cases.into_iter().enumerate() {
+        let name = unique(&format!("bad{k}"));
+        let mut s = vec![format!("name={name}")];
+        s.extend(sets);
+        let def = iotoll_lab::load("pair", &s).unwrap();
+        let e = iotoll_lab::up(&def, false).unwrap_err();
+        assert!(e.is_usage(), "{e}");
+        let e = e.to_string();
+        assert!(e.contains(want) && e.contains("CPU"), "{e}");
+        assert!(netns_with(&format!("iotoll-{name}-")).is_empty());
+        assert!(iotoll_lab::status(&name).unwrap().is_none());
+    }
+}
+
+/// A stream a -> b with a on one CPU and b on another: each host's CPU
+/// window measures its own CPU only, the machine's stays beside it, and
+/// on a 2-CPU machine the two hosts' busy time adds up to the machine's.
+#[test]
+fn each_host_is_measured_on_its_own_cpu() {
+    if !setup() {
+        return;
+    }
+    let (c0, c1) = two();
+    let name = unique("meas");
+    let sets = [
+        format!("name={name}"),
+        format!("cpus.a={c0}"),
+        format!("cpus.b={c1}"),
+    ];
+    let st = iotoll_lab::up(&iotoll_lab::load("pair", &sets).unwrap(), false).unwrap();
+    let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
+    let baddr = b.addresses[0];
+    let bh = b.clone();
+    let listener = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        TcpListener::bind(SocketAddr::new(baddr, 0)).unwrap()
+    })
+    .join()
+    .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let (bh, gb) = (b.clone(), go.clone());
+    let reader = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&bh).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        gb.wait();
+        let w = iotoll_probe::CpuWindow::start_with(|| {}).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        while s.read(&mut buf).unwrap() > 0 {}
+        w.finish_with(|| {}).report.unwrap()
+    });
+    let ah = a.clone();
+    let writer = std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&ah).unwrap();
+        let mut s = TcpStream::connect(SocketAddr::new(baddr, port)).unwrap();
+        go.wait();
+        let w = iotoll_probe::CpuWindow::start_with(|| {}).unwrap();
+        let buf = vec![0u8; 1 << 16];
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(3) {
+            s.write_all(&buf).unwrap();
+        }
+        drop(s);
+        w.finish_with(|| {}).report.unwrap()
+    });
+    let ra = writer.join().unwrap();
+    let rb = reader.join().unwrap();
+    iotoll_lab::down(&name).unwrap();
+    assert_eq!((ra.cpus, ra.own_cpus.clone()), (1, Some(vec![c0])));
+    assert_eq!((rb.cpus, rb.own_cpus.clone()), (1, Some(vec![c1])));
+    let core = |r: &iotoll_model::CpuReport| r.per_core.iter().map(|c| c.cpu).collect::<Vec<_>>();
+    assert_eq!((core(&ra), core(&rb)), (vec![c0], vec![c1]));
+    let (ma, mb) = (ra.machine.clone().unwrap(), rb.machine.clone().unwrap());
+    assert!(ma.cpus >= 2 && ma.cpus == mb.cpus);
+    // The receiver's kernel work (RPS) is on b's CPU.
+    assert!(rb.modes.softirq > 0.0, "{:?}", rb.modes);
+    if ma.cpus == 2 {
+        let hosts = (ra.busy_pct + rb.busy_pct) / 2.0;
+        let machine = (ma.busy_pct + mb.busy_pct) / 2.0;
+        assert!(
+            (hosts - machine).abs() <= 2.0,
+            "a {:.1} % + b {:.1} % of one CPU each = {hosts:.1} % of 2, the machine {machine:.1} %",
+            ra.busy_pct,
+            rb.busy_pct
+        );
+        eprintln!(
+            "a (CPU {c0}) {:.1} % busy, softirq {:.1} %; b (CPU {c1}) {:.1} % busy, softirq {:.1} %; machine {machine:.1} %",
+            ra.busy_pct, ra.modes.softirq, rb.busy_pct, rb.modes.softirq
+        );
+    }
+}
