@@ -145,6 +145,13 @@ pub struct RunArgs {
     /// Repetitions of every test (overrides the suite).
     #[arg(long, value_name = "N")]
     reps: Option<u32>,
+    /// Repeat each test (at least 3, at most --reps times) until the
+    /// Student t interval of its selected metric at LEVEL % (90, 95 or 99)
+    /// is at most WIDTH % of the mean wide, e.g. 95,5 (±2.5 %); overrides
+    /// the suite's `confidence`. A test that does not get there is flagged
+    /// as not repeatable.
+    #[arg(long, value_name = "LEVEL,WIDTH", value_parser = iotoll_model::ci::Confidence::parse)]
+    confidence: Option<iotoll_model::ci::Confidence>,
     #[command(flatten)]
     durations: Durations,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
@@ -252,6 +259,7 @@ fn run(a: RunArgs) -> Result<()> {
         report: a.report.as_deref(),
         peer: a.peer.as_deref(),
         auth_key: a.auth_key.as_deref(),
+        confidence: a.confidence,
     })
     .map_err(e)?;
     let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
