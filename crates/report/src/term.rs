@@ -13,6 +13,9 @@ pub struct TermProgress {
     quiet: bool,
     /// One line each time instead of redrawing one line.
     lines: bool,
+    /// `--interval`: its period, and whether its lines go to stdout
+    /// (without --json, as iperf prints them) or stderr.
+    interval: Option<(Duration, bool)>,
 }
 
 /// The environment variable that asks for progress as plain lines.
@@ -26,7 +29,15 @@ impl TermProgress {
             drawn: false,
             quiet,
             lines,
+            interval: None,
         }
+    }
+
+    /// `--interval DUR`: one line per interval, on stdout (`to_stdout`, the
+    /// table's output) or on stderr (beside `--json`'s one document).
+    pub fn with_interval(mut self, period: Option<Duration>, to_stdout: bool) -> Self {
+        self.interval = period.map(|d| (d, to_stdout));
+        self
     }
 
     fn draw(&mut self, line: &str) {
@@ -74,6 +85,20 @@ impl iotoll_run::Progress for TermProgress {
 
     fn second(&mut self, p: &SeriesPoint, elapsed: Duration, total: Duration) {
         self.draw(&crate::text::progress::second(p, elapsed, total));
+    }
+
+    fn interval_period(&self) -> Option<Duration> {
+        self.interval.map(|(d, _)| d)
+    }
+
+    fn interval(&mut self, l: &iotoll_run::interval::IntervalLine) {
+        let line = crate::text::progress::interval(l);
+        self.clear();
+        if self.interval.is_some_and(|(_, out)| out) {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
     }
 }
 
