@@ -183,7 +183,7 @@ pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// `--interval DUR`: at least [`iotoll_run::interval::MIN_INTERVAL`].
-fn interval_arg(s: &str) -> Result<std::time::Duration, String> {
+pub fn interval_arg(s: &str) -> Result<std::time::Duration, String> {
     let d = parse_duration(s).map_err(|e| e.to_string())?;
     let min = iotoll_run::interval::MIN_INTERVAL;
     if d < min {
@@ -323,8 +323,13 @@ pub fn measure<E: MeasureError>(
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
-    let mut progress =
-        iotoll_report::term::TermProgress::new(o.quiet).with_interval(o.interval, !o.json);
+    use iotoll_report::term::{IntervalTo, TermProgress};
+    let to = if o.json {
+        IntervalTo::Stderr
+    } else {
+        IntervalTo::Stdout
+    };
+    let mut progress = TermProgress::new(o.quiet).with_interval(o.interval, to);
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,

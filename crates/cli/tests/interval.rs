@@ -146,3 +146,30 @@ fn bad_intervals_are_refused() {
     cmd("disk run --no-db --size 4m --interval 0s").fails(2, "at least 100 ms");
     cmd("disk run --no-db --size 4m --interval soon").fails(2, "--interval");
 }
+
+/// `suite run --interval`: the live line shows the current test's last
+/// interval (as lines with IOTOLL_PROGRESS=lines), not its last second.
+#[test]
+fn a_suite_shows_the_last_interval_on_its_progress_line() {
+    let t = Tmp::new();
+    let file = t.file(
+        "s.toml",
+        "name='i'\nramp='0s'\ntime='1s'\n[[test]]\nname='d'\nkind='disk'\nsize='4m'\n",
+    );
+    let out = t
+        .cmd("suite run --interval 250ms")
+        .arg(&file)
+        .env("IOTOLL_PROGRESS", "lines")
+        .out();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let shown: String = (err.lines())
+        .filter_map(|l| l.strip_prefix("iotoll: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ls = lines(&shown);
+    well_formed(&ls);
+    assert!((3..=6).contains(&ls.len()), "{err}");
+    assert!(ls.iter().all(|l| fig(l, "IOPS") > 0.0), "{err}");
+    assert!(!err.contains("[measure]"), "no per-second line: {err}");
+}

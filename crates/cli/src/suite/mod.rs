@@ -154,6 +154,10 @@ pub struct RunArgs {
     confidence: Option<iotoll_model::ci::Confidence>,
     #[command(flatten)]
     durations: Durations,
+    /// The live progress line shows each test's last interval of this
+    /// length (e.g. 500ms; at least 100ms) instead of its last second.
+    #[arg(long, value_name = "DUR", value_parser = crate::interval_arg)]
+    interval: Option<std::time::Duration>,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     size: Option<u64>,
@@ -270,7 +274,8 @@ fn run(a: RunArgs) -> Result<()> {
         s.bring_up_lab(l, &a.lab_sets, server, client, say)
             .map_err(e)?;
     }
-    let mut progress = TermProgress::new(a.quiet);
+    let mut progress = TermProgress::new(a.quiet)
+        .with_interval(a.interval, iotoll_report::term::IntervalTo::ProgressLine);
     let pre = Preflight {
         targets: &a.target,
         peer,
