@@ -26,6 +26,11 @@ fn a_test_that_repeats_exactly_converges_at_three() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("repetition 3/6"), "{err}");
     assert!(!err.contains("repetition 4/6"), "{err}");
+    let shown = cmd("suite show").arg(&file).succeeds();
+    assert!(
+        shown.contains("until its 95 % interval is ±2.5 % of the mean: 3 to 6 repetitions"),
+        "{shown}"
+    );
     let v = run1(&t);
     let test = &v["tests"][0];
     assert_eq!(test["reps"].as_array().unwrap().len(), 3, "{test}");
@@ -87,6 +92,13 @@ fn bad_confidence_is_refused_before_anything_runs() {
     t.cmd("suite run --confidence 95,5 --reps 2")
         .arg(&file)
         .fails(2, "confidence needs at least 3 repetitions");
+    let conf = t.file(
+        "conf.toml",
+        "name='c'\nreps=5\nconfidence='95,5'\n[[test]]\nname='d'\nkind='disk'\n",
+    );
+    cmd("suite show --reps 2")
+        .arg(&conf)
+        .fails(2, "--reps is 2");
     let low = t.file(
         "low.toml",
         "name='c'\nconfidence='95,5'\n[[test]]\nname='d'\nkind='disk'\n",

@@ -211,6 +211,8 @@ fn show(a: ShowArgs) -> Result<()> {
     }
     let (ramp, time) = (a.durations.ramp, a.durations.time);
     let note = override_durations(&mut s, ramp, time).map_err(usage)?;
+    // What `suite run` would refuse (confidence with fewer than 3 reps).
+    s.apply_confidence(None, a.reps).map_err(usage)?;
     print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
