@@ -36,6 +36,16 @@ fn a_test_that_repeats_exactly_converges_at_three() {
     assert_eq!(test["reps"].as_array().unwrap().len(), 3, "{test}");
     assert_eq!(test["params"]["confidence"], "95,5");
     assert_ne!(test["repeatable"], false, "{test}");
+    let c = &test["confidence"];
+    assert_eq!(
+        (&c["level"], &c["width_pct"], &c["n"]),
+        (&95.into(), &5.0.into(), &3.into())
+    );
+    assert_eq!(
+        (&c["half_pct"], &c["converged"]),
+        (&0.0.into(), &true.into()),
+        "{c}"
+    );
     let notes = v["notes"].to_string();
     assert!(
         notes.contains(
@@ -67,6 +77,13 @@ fn a_noisy_test_does_not_converge_and_is_flagged() {
     assert_eq!(test["reps"].as_array().unwrap().len(), 4, "{test}");
     assert_eq!(test["repeatable"], false);
     assert_eq!(test["params"]["confidence"], "95,5");
+    let c = &test["confidence"];
+    assert_eq!(
+        (&c["n"], &c["converged"]),
+        (&4.into(), &false.into()),
+        "{c}"
+    );
+    assert!(c["half_pct"].as_f64().unwrap() > 2.5, "{c}");
     let notes = v["notes"].to_string();
     assert!(
         notes.contains("d: not converged after 4 repetitions: 95 % interval ±"),

@@ -139,8 +139,12 @@ pub struct Confidence {
 }
 
 /// What the repetitions so far say under a [`Confidence`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
+    /// The confidence asked for: its level (%) and the interval's whole
+    /// width (% of the mean).
+    pub level: u32,
+    pub width_pct: f64,
     /// Repetitions with a finite value of the metric.
     pub n: u32,
     pub mean: f64,
@@ -191,6 +195,8 @@ impl Confidence {
         let t = t_quantile(self.level, v.len() as u32 - 1)?;
         let half_pct = (mean != 0.0).then(|| t * var.sqrt() / n.sqrt() / mean.abs() * 100.0);
         Some(Verdict {
+            level: self.level,
+            width_pct: self.width_pct,
             n: v.len() as u32,
             mean,
             half_pct,
