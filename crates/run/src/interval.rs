@@ -2,6 +2,12 @@
 //! them, from the same running totals the one-second series samples (no
 //! work in the engines' hot path) and their own whole-host CPU delta from
 //! /proc/stat. The one-second series in the result is untouched.
+//!
+//! An engine gets the lines for free by pacing its run through
+//! [`crate::SeriesRecorder`] (`wait`, and `edge` at the window's opening and
+//! closing) with its `RunControl`'s progress, as disk, stream and rr do; a
+//! command gets `--interval` with the CLI's shared measuring flags
+//! (`MeasureOpts`). `net udp` needs nothing more than those two.
 
 use crate::pacing::{Counting, Phase, Progress};
 use iotoll_model::SeriesPoint;
