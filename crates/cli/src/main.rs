@@ -182,6 +182,19 @@ pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
     UsageError(msg.to_string()).into()
 }
 
+/// `--interval DUR`: at least [`iotoll_run::interval::MIN_INTERVAL`].
+pub fn interval_arg(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    let min = iotoll_run::interval::MIN_INTERVAL;
+    if d < min {
+        return Err(format!(
+            "{s}: an interval must be at least {} ms (shorter ones are CPU tick noise)",
+            min.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
 /// A run that was interrupted after printing what it measured.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
@@ -199,6 +212,12 @@ pub struct MeasureOpts {
     /// No progress line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print one line per interval while the test runs, as `iperf -i`
+    /// does (e.g. 1s, 500ms; at least 100ms): its throughput, IOPS or
+    /// transactions/s and whole-host CPU %. On stdout before the table; on
+    /// stderr with --json, which stays one document.
+    #[arg(long, value_name = "DUR", value_parser = interval_arg)]
+    pub interval: Option<std::time::Duration>,
     /// Other processes using more than this % of the host's CPU in the
     /// window make the result "interfered" (a warning; see docs/json.md).
     #[arg(long, value_name = "PCT", value_parser = pct_arg, default_value = "5")]
@@ -304,7 +323,13 @@ pub fn measure<E: MeasureError>(
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
-    let mut progress = iotoll_report::term::TermProgress::new(o.quiet);
+    use iotoll_report::term::{IntervalTo, TermProgress};
+    let to = if o.json {
+        IntervalTo::Stderr
+    } else {
+        IntervalTo::Stdout
+    };
+    let mut progress = TermProgress::new(o.quiet).with_interval(o.interval, to);
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,

@@ -46,6 +46,7 @@ pub fn run(id: i64, config: &str, tests: Vec<(&str, ResultDoc)>) -> RunDetail {
                     repeatable: Some(true),
                     summary: Some(doc.metrics.clone()),
                     ci95: None,
+                    confidence: None,
                     reps: vec![RepRow {
                         rep: 1,
                         status: doc.status,

@@ -13,6 +13,19 @@ pub struct TermProgress {
     quiet: bool,
     /// One line each time instead of redrawing one line.
     lines: bool,
+    /// `--interval`: its period, and where its lines go.
+    interval: Option<(Duration, IntervalTo)>,
+}
+
+/// Where `--interval`'s lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalTo {
+    /// Lines on stdout before the table, as iperf prints them.
+    Stdout,
+    /// Lines on stderr, beside `--json`'s one document on stdout.
+    Stderr,
+    /// The live progress line shows the last interval (`suite run`).
+    ProgressLine,
 }
 
 /// The environment variable that asks for progress as plain lines.
@@ -26,7 +39,14 @@ impl TermProgress {
             drawn: false,
             quiet,
             lines,
+            interval: None,
         }
+    }
+
+    /// `--interval DUR`: one line per interval, shown `to`.
+    pub fn with_interval(mut self, period: Option<Duration>, to: IntervalTo) -> Self {
+        self.interval = period.map(|d| (d, to));
+        self
     }
 
     fn draw(&mut self, line: &str) {
@@ -73,7 +93,33 @@ impl iotoll_run::Progress for TermProgress {
     }
 
     fn second(&mut self, p: &SeriesPoint, elapsed: Duration, total: Duration) {
+        if self
+            .interval
+            .is_some_and(|(_, to)| to == IntervalTo::ProgressLine)
+        {
+            // The live line shows the intervals instead.
+            return;
+        }
         self.draw(&crate::text::progress::second(p, elapsed, total));
+    }
+
+    fn interval_period(&self) -> Option<Duration> {
+        self.interval.map(|(d, _)| d)
+    }
+
+    fn interval(&mut self, l: &iotoll_run::interval::IntervalLine) {
+        let line = crate::text::progress::interval(l);
+        match self.interval.map(|(_, to)| to) {
+            Some(IntervalTo::Stdout) => {
+                self.clear();
+                println!("{line}");
+            }
+            Some(IntervalTo::Stderr) => {
+                self.clear();
+                eprintln!("{line}");
+            }
+            _ => self.draw(&line),
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod clock;
 mod counters;
+pub mod interval;
 mod latency;
 mod pacing;
 pub mod signals;

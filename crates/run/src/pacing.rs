@@ -2,6 +2,7 @@
 //! workers read, the one-second series, progress hooks, and the wait that
 //! paces ramp-up and window while watching for Ctrl-C.
 
+use crate::interval::Ticker;
 use crate::Clock;
 use iotoll_model::SeriesPoint;
 use iotoll_probe::HostSampler;
@@ -60,6 +61,12 @@ pub trait Progress {
     fn preparing(&mut self, _done: u64, _total: u64) {}
     /// One second of the run has passed.
     fn second(&mut self, _point: &SeriesPoint, _elapsed: Duration, _total: Duration) {}
+    /// `--interval`: how often [`Progress::interval`] is wanted (None: never).
+    fn interval_period(&self) -> Option<Duration> {
+        None
+    }
+    /// An interval of the run has passed (`--interval`).
+    fn interval(&mut self, _line: &crate::interval::IntervalLine) {}
 }
 
 /// Progress that shows nothing.
@@ -153,6 +160,36 @@ pub struct SeriesRecorder {
     /// started in the ramp-up is labelled `ramp` even if measuring began
     /// during it.
     interval_phase: Option<Phase>,
+    /// `--interval`'s lines, once progress has been asked for its period.
+    ticker: Option<Option<Ticker>>,
+}
+
+/// A point of `counting`'s rates: `delta` (operations, bytes) over `dt`
+/// seconds ending `t` after the workload's start.
+pub(crate) fn point(
+    counting: Counting,
+    t: Duration,
+    phase: Phase,
+    delta: (u64, u64),
+    dt: f64,
+    cpu_pct: Option<f64>,
+) -> SeriesPoint {
+    let d_ops = delta.0 as f64 / dt;
+    let d_bytes = delta.1 as f64 / dt;
+    let (iops, mb_s, mbit_s, trans_s) = match counting {
+        Counting::DiskIo => (Some(d_ops), Some(d_bytes / 1e6), None, None),
+        Counting::NetBytes => (None, None, Some(d_bytes * 8.0 / 1e6), None),
+        Counting::Transactions => (None, None, Some(d_bytes * 8.0 / 1e6), Some(d_ops)),
+    };
+    SeriesPoint {
+        t_s: t.as_secs_f64(),
+        phase: phase.label().to_string(),
+        iops,
+        mb_s,
+        mbit_s,
+        trans_s,
+        cpu_pct,
+    }
 }
 
 impl SeriesRecorder {
@@ -169,6 +206,7 @@ impl SeriesRecorder {
             before_last: ((0, 0), now),
             points: Vec::new(),
             interval_phase: None,
+            ticker: None,
         }
     }
 
@@ -187,12 +225,32 @@ impl SeriesRecorder {
         progress: &mut dyn Progress,
     ) {
         let began = *self.interval_phase.get_or_insert(phase);
+        let t_run = self.t_run;
+        let ticker = (self.ticker)
+            .get_or_insert_with(|| progress.interval_period().map(|d| Ticker::new(d, t_run)));
+        // After the window has closed there is nothing more to show.
+        let tick = phase != Phase::Stop && ticker.as_ref().is_some_and(|t| t.due(now));
+        if now < self.next && !tick {
+            return;
+        }
+        let counts = counters();
+        if let (true, Some(t)) = (tick, ticker.as_mut()) {
+            t.emit(now, phase, self.counting, counts, progress);
+        }
         if now < self.next {
             return;
         }
         self.next += Duration::from_secs(1);
         self.interval_phase = None;
-        self.record(now, began, counters(), progress);
+        self.record(now, began, counts, progress);
+    }
+
+    /// When the series or an interval line is next due.
+    fn next_due(&self) -> Instant {
+        match &self.ticker {
+            Some(Some(t)) => self.next.min(t.next),
+            _ => self.next,
+        }
     }
 
     /// Ends the interval being sampled at a window's edge (`now`, just
@@ -211,6 +269,11 @@ impl SeriesRecorder {
     ) {
         let began = self.interval_phase.take().unwrap_or(phase);
         self.next = now + Duration::from_secs(1);
+        let counts = counters();
+        if let Some(Some(t)) = &mut self.ticker {
+            t.emit(now, phase, self.counting, counts, progress);
+        }
+        let counters = || counts;
         let since = now.duration_since(self.last_t);
         // A sliver (a window opened at the workload's start) is not a
         // point: its rate would be noise. The next point covers it.
@@ -251,22 +314,12 @@ impl SeriesRecorder {
         progress: &mut dyn Progress,
     ) {
         let dt = now.duration_since(self.last_t).as_secs_f64();
-        let d_ops = ops.saturating_sub(self.last.0) as f64 / dt;
-        let d_bytes = bytes.saturating_sub(self.last.1) as f64 / dt;
-        let (iops, mb_s, mbit_s, trans_s) = match self.counting {
-            Counting::DiskIo => (Some(d_ops), Some(d_bytes / 1e6), None, None),
-            Counting::NetBytes => (None, None, Some(d_bytes * 8.0 / 1e6), None),
-            Counting::Transactions => (None, None, Some(d_bytes * 8.0 / 1e6), Some(d_ops)),
-        };
-        let p = SeriesPoint {
-            t_s: now.duration_since(self.t_run).as_secs_f64(),
-            phase: began.label().to_string(),
-            iops,
-            mb_s,
-            mbit_s,
-            trans_s,
-            cpu_pct: self.sampler.sample(),
-        };
+        let delta = (
+            ops.saturating_sub(self.last.0),
+            bytes.saturating_sub(self.last.1),
+        );
+        let t = now.duration_since(self.t_run);
+        let p = point(self.counting, t, began, delta, dt, self.sampler.sample());
         self.before_last = (self.last, self.last_t);
         self.last = (ops, bytes);
         self.last_t = now;
@@ -288,7 +341,7 @@ impl SeriesRecorder {
     ) -> bool {
         wait_until(clock, until, ctl.interrupted, || {
             self.poll(clock.now(), phase.get(), &counters, ctl.progress);
-            go_on().then_some(self.next)
+            go_on().then_some(self.next_due())
         })
     }
 
@@ -433,5 +486,60 @@ mod tests {
             .map(|w| w[1].mbit_s.unwrap() * (w[1].t_s - w[0].t_s) * 1e6 / 8.0)
             .sum();
         assert!((measured - 2.1e6).abs() < 1.0, "{measured}");
+    }
+
+    /// Collects `--interval` lines.
+    struct Lines(Duration, Vec<(f64, SeriesPoint)>);
+    impl Progress for Lines {
+        fn interval_period(&self) -> Option<Duration> {
+            Some(self.0)
+        }
+        fn interval(&mut self, l: &crate::interval::IntervalLine) {
+            self.1.push((l.from_s, l.point.clone()));
+        }
+    }
+
+    /// 500 ms intervals over a 0.7 s ramp-up and a 1.2 s window: a line
+    /// every 500 ms, cut at both edges, so the window's lines cover it
+    /// exactly and add up to its bytes; nothing after it closes; the
+    /// one-second series is what it is without them.
+    #[test]
+    fn interval_lines_are_cut_at_the_window_edges() {
+        let clock = FakeClock::new(CpuReport::default(), 0);
+        let t0 = clock.now();
+        let mut s = SeriesRecorder::new(Counting::NetBytes, Duration::from_secs(2), t0);
+        let mut lines = Lines(Duration::from_millis(500), Vec::new());
+        let at = |t: Instant| (0, t.duration_since(t0).as_millis() as u64 * 1000);
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        for m in (50..700).step_by(50) {
+            s.poll(ms(m), Phase::Ramp, || at(ms(m)), &mut lines);
+        }
+        s.edge(ms(700), Phase::Ramp, || at(ms(700)), &mut lines);
+        for m in (750..1900).step_by(50) {
+            s.poll(ms(m), Phase::Measure, || at(ms(m)), &mut lines);
+        }
+        s.edge(ms(1900), Phase::Measure, || at(ms(1900)), &mut lines);
+        s.poll(ms(2500), Phase::Stop, || at(ms(2500)), &mut lines);
+        let spans: Vec<(f64, f64, &str)> = (lines.1.iter())
+            .map(|(f, p)| (*f, p.t_s, p.phase.as_str()))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (0.0, 0.5, "ramp"),
+                (0.5, 0.7, "ramp"),
+                (0.7, 1.2, "measure"),
+                (1.2, 1.7, "measure"),
+                (1.7, 1.9, "measure")
+            ]
+        );
+        let bytes: f64 = (lines.1.iter())
+            .filter(|(_, p)| p.phase == "measure")
+            .map(|(f, p)| p.mbit_s.unwrap() * (p.t_s - f) * 1e6 / 8.0)
+            .sum();
+        assert!((bytes - 1.2e6).abs() < 1.0, "{bytes}");
+        let t: Vec<f64> = s.into_points().iter().map(|p| p.t_s).collect();
+        // (The 0.2 s closing edge joins the second before it, as always.)
+        assert_eq!(t, [0.7, 1.9]);
     }
 }

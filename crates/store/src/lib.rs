@@ -118,6 +118,10 @@ pub struct TestRow {
     /// The 95 % confidence interval of the selection metric over the
     /// complete repetitions, with 3 or more of them ([`TestRow::compute_ci95`]).
     pub ci95: Option<iotoll_model::Ci95>,
+    /// A test repeated under `confidence` (its `params` say so): what its
+    /// complete repetitions came to ([`TestRow::compute_confidence`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<iotoll_model::ci::Verdict>,
     pub reps: Vec<RepRow>,
 }
 
@@ -136,6 +140,19 @@ impl TestRow {
             .filter(|r| r.status == ResultStatus::Complete)
             .filter_map(|r| r.doc.metrics.get(m).copied());
         iotoll_model::Ci95::of(m, values)
+    }
+
+    /// Under the `confidence` of its parameters, whether the complete
+    /// repetitions' [`TestRow::select_metric`] converged; None without
+    /// one, or with fewer than 3 repetitions.
+    pub fn compute_confidence(&self) -> Option<iotoll_model::ci::Verdict> {
+        let c = self.params.get("confidence")?.as_str()?;
+        let c = iotoll_model::ci::Confidence::parse(c).ok()?;
+        let m = self.select_metric();
+        let values = (self.reps.iter())
+            .filter(|r| r.status == ResultStatus::Complete)
+            .filter_map(|r| r.doc.metrics.get(m).copied());
+        c.judge(values)
     }
 }
 

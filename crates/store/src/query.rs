@@ -128,6 +128,7 @@ impl Store {
                     repeatable: r.get(9)?,
                     summary: None,
                     ci95: None,
+                    confidence: None,
                     reps: Vec::new(),
                 };
                 Ok((r.get::<_, i64>(0)?, json, t))
@@ -149,6 +150,7 @@ impl Store {
             t.params = serde_json::from_str(params)?;
             t.summary = summary.as_deref().map(serde_json::from_str).transpose()?;
             t.ci95 = t.compute_ci95();
+            t.confidence = t.compute_confidence();
         }
         Ok(RunDetail {
             run,

@@ -145,8 +145,19 @@ pub struct RunArgs {
     /// Repetitions of every test (overrides the suite).
     #[arg(long, value_name = "N")]
     reps: Option<u32>,
+    /// Repeat each test (at least 3, at most --reps times) until the
+    /// Student t interval of its selected metric at LEVEL % (90, 95 or 99)
+    /// is at most WIDTH % of the mean wide, e.g. 95,5 (±2.5 %); overrides
+    /// the suite's `confidence`. A test that does not get there is flagged
+    /// as not repeatable.
+    #[arg(long, value_name = "LEVEL,WIDTH", value_parser = iotoll_model::ci::Confidence::parse)]
+    confidence: Option<iotoll_model::ci::Confidence>,
     #[command(flatten)]
     durations: Durations,
+    /// The live progress line shows each test's last interval of this
+    /// length (e.g. 500ms; at least 100ms) instead of its last second.
+    #[arg(long, value_name = "DUR", value_parser = crate::interval_arg)]
+    interval: Option<std::time::Duration>,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     size: Option<u64>,
@@ -200,6 +211,8 @@ fn show(a: ShowArgs) -> Result<()> {
     }
     let (ramp, time) = (a.durations.ramp, a.durations.time);
     let note = override_durations(&mut s, ramp, time).map_err(usage)?;
+    // What `suite run` would refuse (confidence with fewer than 3 reps).
+    s.apply_confidence(None, a.reps).map_err(usage)?;
     print!("{}", text::show(&s, a.reps, note.as_deref()));
     Ok(())
 }
@@ -252,6 +265,7 @@ fn run(a: RunArgs) -> Result<()> {
         report: a.report.as_deref(),
         peer: a.peer.as_deref(),
         auth_key: a.auth_key.as_deref(),
+        confidence: a.confidence,
     })
     .map_err(e)?;
     let mut s = Session::open(Some(&a.db.path())).map_err(e)?;
@@ -262,7 +276,8 @@ fn run(a: RunArgs) -> Result<()> {
         s.bring_up_lab(l, &a.lab_sets, server, client, say)
             .map_err(e)?;
     }
-    let mut progress = TermProgress::new(a.quiet);
+    let mut progress = TermProgress::new(a.quiet)
+        .with_interval(a.interval, iotoll_report::term::IntervalTo::ProgressLine);
     let pre = Preflight {
         targets: &a.target,
         peer,

@@ -273,6 +273,8 @@ struct Loop<'a, C: Clock> {
     bursting: bool,
     in_burst: u32,
     stall: Stall,
+    /// The burst delay's multiplier ([`noise_scale`]; 1 outside tests).
+    delay_scale: u32,
     all_ios: u64,
     all_bytes: u64,
     out: WorkerOut,
@@ -318,6 +320,7 @@ impl<'a, C: Clock> Loop<'a, C> {
             bursting: spec.lines.iter().any(|l| !l.burst_delay.is_zero()),
             in_burst: 0,
             stall: Stall::armed(),
+            delay_scale: noise_scale(),
             all_ios: 0,
             all_bytes: 0,
             out: WorkerOut::new(nt, spec.lines.len()),
@@ -349,7 +352,8 @@ impl<'a, C: Clock> Loop<'a, C> {
                     self.free.push(slot);
                     break;
                 }
-                sleep_unless_stopped(line.burst_delay, self.shared, self.clock);
+                let delay = line.burst_delay * self.delay_scale;
+                sleep_unless_stopped(delay, self.shared, self.clock);
                 self.in_burst = 0;
                 if self.shared.phase.get() == Phase::Stop {
                     self.free.push(slot);
@@ -605,6 +609,23 @@ impl Stall {
             std::thread::sleep(Duration::from_millis(600));
         }
     }
+}
+
+/// Test-only noise, in builds with the `test-hooks` feature: with
+/// `IOTOLL_INJECT_FAULT=disk-noise`, the burst delay of each worker started
+/// in this process is scaled by the next of 1, 3, 2, 4 (then again), so
+/// runs of one spec with a burst delay differ by up to 4× in IOPS, as on a
+/// host whose load comes and goes: `--confidence` must not converge on
+/// them. Without the variable (and in a release) the scale is 1.
+fn noise_scale() -> u32 {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let armed = cfg!(feature = "test-hooks")
+        && std::env::var("IOTOLL_INJECT_FAULT").is_ok_and(|v| v == "disk-noise");
+    if !armed {
+        return 1;
+    }
+    [1, 3, 2, 4][RUNS.fetch_add(1, Ordering::Relaxed) % 4]
 }
 
 pub(super) fn sleep_unless_stopped(d: Duration, shared: &Shared, clock: &impl Clock) {

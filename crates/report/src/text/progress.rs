@@ -26,6 +26,29 @@ pub fn second(p: &SeriesPoint, elapsed: Duration, total: Duration) -> String {
     line
 }
 
+/// An `--interval` line, as iperf prints them: the interval (seconds since
+/// the workload started), its phase, its rates and whole-host CPU.
+pub fn interval(l: &iotoll_run::interval::IntervalLine) -> String {
+    let p = l.point;
+    let span = format!("{:.2}-{:.2}", l.from_s, p.t_s);
+    let mut line = format!("[{span:>13} s] {:<7}", p.phase);
+    line.extend(
+        [
+            p.iops.map(|v| format!("  {v:>10.0} IOPS")),
+            p.mb_s.map(|v| format!("  {v:>10.2} MB/s")),
+            p.trans_s.map(|v| format!("  {v:>10.0} trans/s")),
+            p.mbit_s.map(|v| format!("  {v:>10.2} Mbit/s")),
+            Some(
+                p.cpu_pct
+                    .map_or("  cpu     - %".into(), |v| format!("  cpu {v:>5.1} %")),
+            ),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    line
+}
+
 /// A suite's repetition starting: which test of how many, and how long
 /// the suite has left.
 pub fn test_start(

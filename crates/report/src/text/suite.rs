@@ -60,6 +60,14 @@ pub fn show(s: &Suite, reps: Option<u32>, note: Option<&str>) -> String {
         if !j.placement.is_local() {
             let _ = writeln!(o, "  {}", j.placement.label());
         }
+        if let Some(c) = &j.confidence {
+            let _ = writeln!(
+                o,
+                "  until its {} % interval is ±{} % of the mean: 3 to {n} repetitions (estimated at {n})",
+                c.level,
+                c.width_pct / 2.0
+            );
+        }
     }
     o
 }

@@ -62,6 +62,7 @@ fn row(kind: &str, metrics: serde_json::Value) -> iotoll_store::TestRow {
         repeatable: Some(true),
         summary: serde_json::from_value(metrics).ok(),
         ci95: None,
+        confidence: None,
         reps: vec![],
     }
 }

@@ -84,6 +84,7 @@ fn run() -> RunDetail {
             repeatable: Some(false),
             summary: None,
             ci95: None,
+            confidence: None,
             reps,
         }],
     }

@@ -116,6 +116,17 @@ impl<'a> Ctx<'a> {
             r.ok_or_else(|| "expected a whole number of at least 1".into())
         })?;
         let rerun = self.check(get(|d| &d.rerun), "rerun", as_u32)?;
+        let confidence = self.check(get(|d| &d.confidence), "confidence", |v| {
+            iotoll_model::ci::Confidence::parse(as_str(v)?)
+        })?;
+        let at = || (test.confidence.as_ref().or(suite.confidence.as_ref())).map(Raw::span);
+        if confidence.is_some() && reps.unwrap_or(1) < 3 {
+            let msg = format!(
+                "confidence needs reps of at least 3 (the most repetitions it may run, e.g. reps = 10), got {}",
+                reps.unwrap_or(1)
+            );
+            return Err(self.err(at(), Some("confidence"), msg));
+        }
         let repeatability_pct =
             self.check(get(|d| &d.repeatability_pct), "repeatability_pct", |v| {
                 let x = as_number(v).filter(|x| *x >= 0.0);
@@ -169,6 +180,7 @@ impl<'a> Ctx<'a> {
             metric,
             repeatability_pct: repeatability_pct.unwrap_or(5.0),
             rerun: rerun.unwrap_or(0),
+            confidence,
             interference_pct: interference_pct
                 .unwrap_or(iotoll_model::result::DEFAULT_INTERFERENCE_PCT),
             placement: Placement::Local,
@@ -243,6 +255,11 @@ impl<'a> Ctx<'a> {
         if let Some(open) = job.group.find('{') {
             let msg = format!("'{}' names no parameter of this test", &job.group[open..]);
             return Err(self.err(Some(test.group_at.clone()), Some("group"), msg));
+        }
+        // Stored with the results, so the test says it was repeated to a
+        // confidence interval.
+        if let Some(c) = &job.confidence {
+            params.insert("confidence".into(), c.label().into());
         }
         // Stored with the results: where the test ran is one of its parameters.
         if let Some((k, v)) = job.placement.param() {

@@ -167,6 +167,9 @@ pub struct Job {
     pub metric: String,
     pub repeatability_pct: f64,
     pub rerun: u32,
+    /// `confidence = "95,5"`: repetitions stop once the interval is that
+    /// narrow (at least 3, at most `reps`).
+    pub confidence: Option<iotoll_model::ci::Confidence>,
     /// Other processes above this % of the host's CPU in a repetition's
     /// window make it interfered.
     pub interference_pct: f64,
@@ -248,6 +251,35 @@ impl Suite {
     }
 }
 
+impl Suite {
+    /// `suite run --confidence` sets every test's (None: the file's stay),
+    /// then each test under one is checked against the repetitions it may
+    /// have (`--reps` over the file's): at least 3, the most it may run.
+    pub fn apply_confidence(
+        &mut self,
+        c: Option<iotoll_model::ci::Confidence>,
+        reps: Option<u32>,
+    ) -> Result<(), String> {
+        for j in &mut self.jobs {
+            if let Some(c) = c {
+                j.confidence = Some(c);
+                if let Some(p) = j.params.as_object_mut() {
+                    p.insert("confidence".into(), c.label().into());
+                }
+            }
+            let most = reps.unwrap_or(j.reps);
+            if j.confidence.is_some() && most < 3 {
+                let whose = if reps.is_some() { "--reps" } else { "its reps" };
+                return Err(format!(
+                    "test '{}': confidence needs at least 3 repetitions (the most it may run), {whose} is {most}: give e.g. --reps 10",
+                    j.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Most tests a suite may expand to. Beyond it a sweep is almost surely a
 /// mistake (10,000 tests of even 10 s are a day), and the expansion itself
 /// would take memory and time before anything runs.
@@ -291,6 +323,7 @@ pub(crate) struct SuiteKeys {
     pub(crate) select: Known,
     pub(crate) repeatability_pct: Known,
     pub(crate) rerun: Known,
+    pub(crate) confidence: Known,
     pub(crate) interference_pct: Known,
     pub(crate) cpu_threshold_pct: Option<Raw>,
     pub(crate) sut: Option<Raw>,
@@ -357,6 +390,7 @@ pub(crate) struct Common {
     pub(crate) select: Option<Raw>,
     pub(crate) repeatability_pct: Option<Raw>,
     pub(crate) rerun: Option<Raw>,
+    pub(crate) confidence: Option<Raw>,
     pub(crate) interference_pct: Option<Raw>,
     pub(crate) ramp: Option<Raw>,
     pub(crate) time: Option<Raw>,
@@ -373,7 +407,7 @@ macro_rules! kind_table {
         struct $ty {
             name: Known, kind: Known, group: Known, reps: Known, select: Known,
             repeatability_pct: Known, rerun: Known, interference_pct: Known,
-            ramp: Known, time: Known,
+            ramp: Known, time: Known, confidence: Known,
             // Placement: read by `hosts::placement`, which refuses a kind's wrong ones.
             on: Known, pairs: Known, clients: Known, server: Known, pairs_per_client: Known,
             $($param: Option<Sweep>,)+

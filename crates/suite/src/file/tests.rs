@@ -415,3 +415,36 @@ fn workers_spread_and_cpus_pass_through() {
     let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspread=[false,true]\n");
     assert_eq!(s.jobs[1].name, "a/spread=true");
 }
+
+/// `confidence`: the suite's for every test, a test's over it, recorded in
+/// the params; bad values and too few `reps` refused at their line;
+/// `--confidence` over all, refused with `--reps` under 3.
+#[test]
+fn confidence_keys() {
+    let s = suite(
+        "name='c'\nreps=5\nconfidence='95,5'\n[[test]]\nname='a'\nkind='disk'\n[[test]]\nname='b'\nkind='net-rr'\nconfidence='99, 2'\n",
+    );
+    let c: Vec<_> = s.jobs.iter().map(|j| j.confidence.unwrap()).collect();
+    assert_eq!((c[0].level, c[0].width_pct), (95, 5.0));
+    assert_eq!((c[1].level, c[1].width_pct), (99, 2.0));
+    assert_eq!(s.jobs[0].params["confidence"], "95,5");
+    assert_eq!(s.jobs[1].params["confidence"], "99,2");
+    assert!(suite("name='c'\n[[test]]\nname='a'\nkind='disk'\n").jobs[0]
+        .confidence
+        .is_none());
+    let e = err("name='c'\nreps=5\n[[test]]\nname='a'\nkind='disk'\nconfidence='80,5'\n");
+    at(&e, 6, "confidence");
+    assert!(e.to_string().contains("90, 95 or 99"), "{e}");
+    let e = err("name='c'\nconfidence='95,5'\n[[test]]\nname='a'\nkind='disk'\n");
+    at(&e, 2, "confidence");
+    assert!(e.to_string().contains("reps of at least 3"), "{e}");
+    let mut s = suite("name='c'\nreps=2\n[[test]]\nname='a'\nkind='disk'\n");
+    let c = iotoll_model::ci::Confidence::parse("90,10").unwrap();
+    let e = s.apply_confidence(Some(c), None).unwrap_err();
+    assert!(e.contains("its reps is 2"), "{e}");
+    let e = s.clone().apply_confidence(Some(c), Some(1)).unwrap_err();
+    assert!(e.contains("--reps is 1"), "{e}");
+    s.apply_confidence(Some(c), Some(3)).unwrap();
+    assert_eq!(s.jobs[0].confidence, Some(c));
+    assert_eq!(s.jobs[0].params["confidence"], "90,10");
+}

@@ -173,6 +173,9 @@ pub struct TestOutcome {
     /// Repetitions not run: a failure they would all meet again stopped
     /// the test.
     pub not_run: u32,
+    /// Under `confidence`: what the repetitions came to (None with fewer
+    /// than 3 of them, or without `confidence`).
+    pub confidence: Option<iotoll_model::ci::Verdict>,
 }
 
 impl TestOutcome {
@@ -190,6 +193,7 @@ impl TestOutcome {
             failures: Vec::new(),
             interfered: Vec::new(),
             not_run: 0,
+            confidence: None,
         }
     }
 
@@ -475,7 +479,13 @@ impl Pass<'_, '_> {
             t.rep += 1;
             let r = self.run_rep(i, job, t.rep, t.limit)?;
             match r {
-                Ok(doc) => self.keep(job, &mut t, doc)?,
+                Ok(doc) => {
+                    self.keep(job, &mut t, doc)?;
+                    if converged(&t.out, job) {
+                        // Pinned down: the repetitions left are not needed.
+                        t.limit = t.rep;
+                    }
+                }
                 Err(RepError::Interrupted) => {
                     self.status = RunStatus::Aborted;
                     let note = format!("interrupted during {} repetition {}", job.name, t.rep);
@@ -516,6 +526,17 @@ impl Pass<'_, '_> {
             }
         }
         self.end_test(job, t.out, t.id)?;
+        if let Some(c) = &job.confidence {
+            let n = self.tests.last().map_or(0, |o| o.reps.len());
+            let line = match self.tests.last().and_then(|o| o.confidence) {
+                Some(v) => v.note(&job.name, c),
+                None => format!(
+                    "{}: not converged: {} % interval needs 3 measured repetitions, {} measured",
+                    job.name, c.level, n
+                ),
+            };
+            self.say(line);
+        }
         if let Some(last) = self.tests.last().filter(|o| o.repeatable == Some(false)) {
             let disagree = last.selected.disagree.join("; ");
             self.notes
@@ -665,6 +686,18 @@ pub fn judge(
     (sel, ok)
 }
 
+/// The values of the test's selection metric in its measured repetitions.
+fn metric_values<'a>(out: &'a TestOutcome, job: &'a Job) -> impl Iterator<Item = f64> + 'a {
+    (out.reps.iter()).filter_map(|(_, d)| d.metrics.get(&job.metric).copied())
+}
+
+/// Whether a test under `confidence` has its interval narrow enough.
+fn converged(out: &TestOutcome, job: &Job) -> bool {
+    (job.confidence.as_ref())
+        .and_then(|c| c.judge(metric_values(out, job)))
+        .is_some_and(|v| v.converged)
+}
+
 /// Applies the selection rule and the repeatability check; with a test id
 /// the result is recorded.
 fn finish(
@@ -688,6 +721,21 @@ fn finish(
         &job.metric,
         job.repeatability_pct,
     );
+    if let Some(c) = &job.confidence {
+        out.confidence = c.judge(metric_values(out, job));
+        if out.confidence.is_some_and(|v| !v.converged) {
+            // An unconverged test is flagged as a not repeatable one is.
+            out.repeatable = Some(false);
+            let half = (out.confidence.and_then(|v| v.half_pct))
+                .map_or("undefined".into(), |h| format!("±{h:.2} %"));
+            out.selected.disagree.push(format!(
+                "{} {} % interval {half} of the mean, wanted ±{} % (not converged)",
+                job.metric,
+                c.level,
+                c.width_pct / 2.0
+            ));
+        }
+    }
     if let Some(id) = id.into() {
         sink.end_test(id, job, out)?;
     }

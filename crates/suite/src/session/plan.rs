@@ -29,6 +29,8 @@ pub struct PlanRequest<'a> {
     /// `--peer HOST[:PORT]`.
     pub peer: Option<&'a str>,
     pub auth_key: Option<&'a Path>,
+    /// `--confidence LEVEL,WIDTH` over every test's `confidence`.
+    pub confidence: Option<iotoll_model::ci::Confidence>,
 }
 
 /// The suite to run, the notes that say what was overridden, its
@@ -65,6 +67,9 @@ pub fn plan(r: &PlanRequest) -> Result<Plan, SessionError> {
     // The durations in effect decide the estimate.
     let durations = crate::durations::override_durations(&mut suite, r.ramp, r.time);
     let mut notes: Vec<String> = durations.map_err(usage)?.into_iter().collect();
+    suite
+        .apply_confidence(r.confidence, r.reps)
+        .map_err(usage)?;
     if let Some(size) = r.size {
         notes.extend(suite.override_size(size).map_err(usage)?);
     }

@@ -1,0 +1,88 @@
+//! `--interval DUR`: live lines, one per interval, as `iperf -i` prints
+//! them, from the same running totals the one-second series samples (no
+//! work in the engines' hot path) and their own whole-host CPU delta from
+//! /proc/stat. The one-second series in the result is untouched.
+//!
+//! An engine gets the lines for free by pacing its run through
+//! [`crate::SeriesRecorder`] (`wait`, and `edge` at the window's opening and
+//! closing) with its `RunControl`'s progress, as disk, stream and rr do; a
+//! command gets `--interval` with the CLI's shared measuring flags
+//! (`MeasureOpts`). `net udp` needs nothing more than those two.
+
+use crate::pacing::{Counting, Phase, Progress};
+use iotoll_model::SeriesPoint;
+use iotoll_probe::HostSampler;
+use std::time::{Duration, Instant};
+
+/// Shortest interval `--interval` takes: shorter ones would be tick noise
+/// in the CPU figure (USER_HZ is 100: 10 ms per tick per CPU).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// One interval line: the point (rates over the interval, its CPU) and
+/// where the interval began, seconds since the workload started.
+pub struct IntervalLine<'a> {
+    pub from_s: f64,
+    pub point: &'a SeriesPoint,
+}
+
+/// The intervals of one run: due every `period` from the workload's
+/// start, restarted at the window's edges so no interval straddles
+/// ramp-up and window (the window's lines add up to its totals).
+pub(crate) struct Ticker {
+    period: Duration,
+    pub(crate) next: Instant,
+    last: (u64, u64),
+    last_t: Instant,
+    sampler: HostSampler,
+    t_run: Instant,
+}
+
+impl Ticker {
+    pub(crate) fn new(period: Duration, t_run: Instant) -> Ticker {
+        Ticker {
+            period,
+            next: t_run + period,
+            last: (0, 0),
+            last_t: t_run,
+            sampler: HostSampler::new(),
+            t_run,
+        }
+    }
+
+    pub(crate) fn due(&self, now: Instant) -> bool {
+        now >= self.next
+    }
+
+    /// Ends the interval at `now` with the running totals `counts`,
+    /// shows it, and starts the next. An interval under 10 ms (a window
+    /// that opened at the start) is not shown: its rate would be noise.
+    pub(crate) fn emit(
+        &mut self,
+        now: Instant,
+        phase: Phase,
+        counting: Counting,
+        counts: (u64, u64),
+        progress: &mut dyn Progress,
+    ) {
+        self.next = now + self.period;
+        let dt = now.duration_since(self.last_t).as_secs_f64();
+        if dt < 0.01 {
+            return;
+        }
+        let p = crate::pacing::point(
+            counting,
+            now.duration_since(self.t_run),
+            phase,
+            (
+                counts.0.saturating_sub(self.last.0),
+                counts.1.saturating_sub(self.last.1),
+            ),
+            dt,
+            self.sampler.sample(),
+        );
+        let from_s = self.last_t.duration_since(self.t_run).as_secs_f64();
+        progress.interval(&IntervalLine { from_s, point: &p });
+        self.last = counts;
+        self.last_t = now;
+    }
+}
