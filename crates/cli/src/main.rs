@@ -182,19 +182,6 @@ pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
     UsageError(msg.to_string()).into()
 }
 
-/// `--interval DUR`: at least [`iotoll_run::interval::MIN_INTERVAL`].
-pub fn interval_arg(s: &str) -> Result<std::time::Duration, String> {
-    let d = parse_duration(s).map_err(|e| e.to_string())?;
-    let min = iotoll_run::interval::MIN_INTERVAL;
-    if d < min {
-        return Err(format!(
-            "{s}: an interval must be at least {} ms (shorter ones are CPU tick noise)",
-            min.as_millis()
-        ));
-    }
-    Ok(d)
-}
-
 /// A run that was interrupted after printing what it measured.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
@@ -216,7 +203,7 @@ pub struct MeasureOpts {
     /// does (e.g. 1s, 500ms; at least 100ms): its throughput, IOPS or
     /// transactions/s and whole-host CPU %. On stdout before the table; on
     /// stderr with --json, which stays one document.
-    #[arg(long, value_name = "DUR", value_parser = interval_arg)]
+    #[arg(long, value_name = "DUR", value_parser = iotoll_run::interval::parse)]
     pub interval: Option<std::time::Duration>,
     /// Other processes using more than this % of the host's CPU in the
     /// window make the result "interfered" (a warning; see docs/json.md).
@@ -323,13 +310,9 @@ pub fn measure<E: MeasureError>(
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
     iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
-    use iotoll_report::term::{IntervalTo, TermProgress};
-    let to = if o.json {
-        IntervalTo::Stderr
-    } else {
-        IntervalTo::Stdout
-    };
-    let mut progress = TermProgress::new(o.quiet).with_interval(o.interval, to);
+    let to = iotoll_report::term::IntervalTo::beside(o.json);
+    let mut progress =
+        iotoll_report::term::TermProgress::new(o.quiet).with_interval(o.interval, to);
     let res = run(iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,

@@ -28,6 +28,17 @@ pub enum IntervalTo {
     ProgressLine,
 }
 
+impl IntervalTo {
+    /// A single run's lines: on stdout, or beside `--json`'s document.
+    pub fn beside(json: bool) -> IntervalTo {
+        if json {
+            IntervalTo::Stderr
+        } else {
+            IntervalTo::Stdout
+        }
+    }
+}
+
 /// The environment variable that asks for progress as plain lines.
 pub const PROGRESS_ENV: &str = "IOTOLL_PROGRESS";
 

@@ -18,6 +18,18 @@ use std::time::{Duration, Instant};
 /// in the CPU figure (USER_HZ is 100: 10 ms per tick per CPU).
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// `--interval DUR`: a duration of at least [`MIN_INTERVAL`].
+pub fn parse(s: &str) -> Result<Duration, String> {
+    let d = iotoll_model::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < MIN_INTERVAL {
+        return Err(format!(
+            "{s}: an interval must be at least {} ms (shorter ones are CPU tick noise)",
+            MIN_INTERVAL.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
 /// One interval line: the point (rates over the interval, its CPU) and
 /// where the interval began, seconds since the workload started.
 pub struct IntervalLine<'a> {

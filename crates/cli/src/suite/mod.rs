@@ -156,7 +156,7 @@ pub struct RunArgs {
     durations: Durations,
     /// The live progress line shows each test's last interval of this
     /// length (e.g. 500ms; at least 100ms) instead of its last second.
-    #[arg(long, value_name = "DUR", value_parser = crate::interval_arg)]
+    #[arg(long, value_name = "DUR", value_parser = iotoll_run::interval::parse)]
     interval: Option<std::time::Duration>,
     /// Test file or region size of every disk test, overriding the suite's (e.g. 1g for a LUN smaller than the study's; recorded as a run note).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
