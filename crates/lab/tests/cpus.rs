@@ -6,21 +6,13 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+
+mod common;
+
+use common::netns_with;
 
 fn setup() -> bool {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("lab-cpus-state-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        std::env::set_var("IOTOLL_LAB_DIR", &d);
-        d
-    });
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this as root");
-        eprintln!("skipped: needs root");
+    if !common::setup("cpus") {
         return false;
     }
     let usable = iotoll_lab::cpus::allowed().unwrap();
@@ -39,17 +31,24 @@ fn two() -> (u32, u32) {
 
 /// A lab name unique to this process (names of this test start with `p`).
 fn unique(tag: &str) -> String {
-    format!("p{}-{tag}", std::process::id() % 100_000)
+    common::unique("p", tag)
 }
 
-fn netns_with(prefix: &str) -> Vec<String> {
-    std::fs::read_dir("/run/netns")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with(prefix))
-        .collect()
+/// The built-in pair up as `unique(tag)`, a on the lowest usable CPU and
+/// b on the next: its name, the two CPUs and its state; None when skipped.
+fn pair_up(tag: &str) -> Option<(String, (u32, u32), iotoll_lab::LabState)> {
+    if !setup() {
+        return None;
+    }
+    let (c0, c1) = two();
+    let name = unique(tag);
+    let sets = [
+        format!("name={name}"),
+        format!("cpus.a={c0}"),
+        format!("cpus.b={c1}"),
+    ];
+    let st = iotoll_lab::up(&iotoll_lab::load("pair", &sets).unwrap(), false).unwrap();
+    Some((name, (c0, c1), st))
 }
 
 fn in_ns(ns: &str, cmd: &str) -> String {
@@ -86,18 +85,9 @@ fn cpus_allowed_list(status: &str) -> String {
 
 #[test]
 fn pair_on_separate_cpus() {
-    if !setup() {
+    let Some((name, (c0, c1), st)) = pair_up("pair") else {
         return;
-    }
-    let (c0, c1) = two();
-    let name = unique("pair");
-    let sets = [
-        format!("name={name}"),
-        format!("cpus.a={c0}"),
-        format!("cpus.b={c1}"),
-    ];
-    let def = iotoll_lab::load("pair", &sets).unwrap();
-    let st = iotoll_lab::up(&def, false).unwrap();
+    };
     let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
     assert_eq!(a.cpus, Some(vec![c0]));
     assert_eq!(b.cpus, Some(vec![c1]));
@@ -237,17 +227,9 @@ fn bad_cpu_sets_are_refused_and_create_nothing() {
 /// on a 2-CPU machine the two hosts' busy time adds up to the machine's.
 #[test]
 fn each_host_is_measured_on_its_own_cpu() {
-    if !setup() {
+    let Some((name, (c0, c1), st)) = pair_up("meas") else {
         return;
-    }
-    let (c0, c1) = two();
-    let name = unique("meas");
-    let sets = [
-        format!("name={name}"),
-        format!("cpus.a={c0}"),
-        format!("cpus.b={c1}"),
-    ];
-    let st = iotoll_lab::up(&iotoll_lab::load("pair", &sets).unwrap(), false).unwrap();
+    };
     let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
     let baddr = b.addresses[0];
     let bh = b.clone();

@@ -8,43 +8,18 @@ use iotoll_lab::{HostState, LabState};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+
+mod common;
+
+use common::netns_with;
 
 fn setup() -> bool {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("lab-state-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        // Set once, before any test uses the library (all go through here).
-        std::env::set_var("IOTOLL_LAB_DIR", &d);
-        d
-    });
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "root is needed, but CI must run this test"
-        );
-        eprintln!("skipped: needs root");
-    }
-    root
+    common::setup("lab")
 }
 
 /// A lab name unique to this process and test.
 fn unique(tag: &str) -> String {
-    format!("t{}-{tag}", std::process::id() % 100_000)
-}
-
-fn netns_with(prefix: &str) -> BTreeSet<String> {
-    std::fs::read_dir("/run/netns")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with(prefix))
-        .collect()
+    common::unique("t", tag)
 }
 
 fn root_links() -> BTreeSet<String> {

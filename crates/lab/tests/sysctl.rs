@@ -3,39 +3,20 @@
 //! kernel keeps for the whole machine are refused by name before
 //! anything is created. Needs root; skipped otherwise, failed under CI.
 
-use std::path::PathBuf;
+mod common;
 
 fn setup() -> bool {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("lab-state-sysctl-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        std::env::set_var("IOTOLL_LAB_DIR", &d);
-        d
-    });
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        assert!(std::env::var_os("CI").is_none(), "root is needed under CI");
-        eprintln!("skipped: needs root");
-    }
-    root
+    common::setup("sysctl")
 }
 
 /// A lab name of this process ("q-" for the engineer running these).
 fn unique(tag: &str) -> String {
-    format!("q-{}-{tag}", std::process::id() % 100_000)
+    common::unique("q-", tag)
 }
 
 fn namespaces_of(lab: &str) -> Vec<String> {
-    let prefix = format!("iotoll-{lab}-");
-    std::fs::read_dir("/run/netns")
+    common::netns_with(&format!("iotoll-{lab}-"))
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with(&prefix))
         .collect()
 }
 

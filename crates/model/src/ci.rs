@@ -85,22 +85,29 @@ pub fn t_975(df: u32) -> Option<f64> {
     t_quantile(95, df)
 }
 
+/// The Student t interval at `level` % of `values` (the finite ones): their
+/// count, mean, the half width and t; None with fewer than
+/// [`CI_MIN_REPS`] or a level without a table.
+fn student_t(level: u32, values: impl IntoIterator<Item = f64>) -> Option<(u32, f64, f64, f64)> {
+    let v: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    if v.len() < CI_MIN_REPS {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = t_quantile(level, v.len() as u32 - 1)?;
+    Some((v.len() as u32, mean, t * var.sqrt() / n.sqrt(), t))
+}
+
 impl Ci95 {
     /// The interval of `values` (the finite ones); None with fewer than
     /// [`CI_MIN_REPS`].
     pub fn of(metric: &str, values: impl IntoIterator<Item = f64>) -> Option<Ci95> {
-        let v: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
-        if v.len() < CI_MIN_REPS {
-            return None;
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let t = t_975(v.len() as u32 - 1)?;
-        let half_width = t * var.sqrt() / n.sqrt();
+        let (n, mean, half_width, t) = student_t(95, values)?;
         Some(Ci95 {
             metric: metric.to_string(),
-            n: v.len() as u32,
+            n,
             mean,
             half_width,
             low: mean - half_width,
@@ -185,19 +192,12 @@ impl Confidence {
     /// [`CI_MIN_REPS`] of them, `t × s / √n` is at most half the width (in
     /// % of the mean). None with fewer: no verdict yet.
     pub fn judge(&self, values: impl IntoIterator<Item = f64>) -> Option<Verdict> {
-        let v: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
-        if v.len() < CI_MIN_REPS {
-            return None;
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let t = t_quantile(self.level, v.len() as u32 - 1)?;
-        let half_pct = (mean != 0.0).then(|| t * var.sqrt() / n.sqrt() / mean.abs() * 100.0);
+        let (n, mean, half, _) = student_t(self.level, values)?;
+        let half_pct = (mean != 0.0).then(|| half / mean.abs() * 100.0);
         Some(Verdict {
             level: self.level,
             width_pct: self.width_pct,
-            n: v.len() as u32,
+            n,
             mean,
             half_pct,
             converged: half_pct.is_some_and(|h| h <= self.width_pct / 2.0),
