@@ -51,6 +51,17 @@ fn pair_up(tag: &str) -> Option<(String, (u32, u32), iotoll_lab::LabState)> {
     Some((name, (c0, c1), st))
 }
 
+/// A listener on `h`'s first address, bound from inside its namespace.
+fn listen_in(h: &iotoll_lab::HostState) -> TcpListener {
+    let (addr, h) = (h.addresses[0], h.clone());
+    std::thread::spawn(move || {
+        let _g = iotoll_lab::enter(&h).unwrap();
+        TcpListener::bind(SocketAddr::new(addr, 0)).unwrap()
+    })
+    .join()
+    .unwrap()
+}
+
 fn in_ns(ns: &str, cmd: &str) -> String {
     let o = std::process::Command::new("ip")
         .args(["netns", "exec", ns, "sh", "-c", cmd])
@@ -134,14 +145,7 @@ fn pair_on_separate_cpus() {
             .parse()
             .unwrap()
     };
-    let baddr = b.addresses[0];
-    let bh = b.clone();
-    let listener = std::thread::spawn(move || {
-        let _g = iotoll_lab::enter(&bh).unwrap();
-        TcpListener::bind(SocketAddr::new(baddr, 0)).unwrap()
-    })
-    .join()
-    .unwrap();
+    let (listener, baddr) = (listen_in(&b), b.addresses[0]);
     let port = listener.local_addr().unwrap().port();
     let (rx0, soft0) = (rx(&b), softnet_processed());
     let bh = b.clone();
@@ -231,14 +235,7 @@ fn each_host_is_measured_on_its_own_cpu() {
         return;
     };
     let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
-    let baddr = b.addresses[0];
-    let bh = b.clone();
-    let listener = std::thread::spawn(move || {
-        let _g = iotoll_lab::enter(&bh).unwrap();
-        TcpListener::bind(SocketAddr::new(baddr, 0)).unwrap()
-    })
-    .join()
-    .unwrap();
+    let (listener, baddr) = (listen_in(&b), b.addresses[0]);
     let port = listener.local_addr().unwrap().port();
     let go = std::sync::Arc::new(std::sync::Barrier::new(2));
     let (bh, gb) = (b.clone(), go.clone());
