@@ -50,6 +50,15 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
             ],
             NET,
         ),
+        Kind::NetUdp => (
+            &[
+                ("dir", "direction"),
+                ("conns", "flows"),
+                ("size", "datagram"),
+                ("rate", "rate (bit/s)"),
+            ],
+            NET,
+        ),
         Kind::NetRr => (
             &[
                 ("conns", "connections"),

@@ -31,6 +31,19 @@ pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
             );
             net(doc.kind, &s.net, what)
         }
+        Kind::NetUdp => {
+            let s = doc.spec.udp()?;
+            let rate = s.rate.map_or("unlimited".into(), |r| {
+                format!("{}bit/s", iotoll_model::format_rate(r))
+            });
+            let what = format!(
+                "UDP {}  datagram {} bytes  rate {rate}  sockbuf {}",
+                s.dir,
+                s.size,
+                s.net.sockbuf.map(format_size).unwrap_or("default".into()),
+            );
+            net(doc.kind, &s.net, what)
+        }
     })
 }
 
