@@ -85,10 +85,14 @@ fn disk(s: &DiskSpec) -> String {
 }
 
 fn net(kind: Kind, net: &NetSpec, what: String) -> String {
+    let (conns, threads) = match kind {
+        // One sending and one receiving thread per end, whatever the flows.
+        Kind::NetUdp => ("flow(s)", String::new()),
+        _ => ("connection(s)", format!("  {} thread(s)", net.threads)),
+    };
     format!(
-        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}{}",
+        "{kind}  {what}  {} {conns}{threads}\npeer {}{}{}",
         net.conns,
-        net.threads,
         net.peer,
         if net.auth { " (authenticated)" } else { "" },
         net.tls
