@@ -3,10 +3,11 @@
 
 use super::account::{Received, Sent};
 use super::client::Measured;
+use super::engine::UdpOut;
 use crate::client::result::{
     conn_rates, mbit_s, same_host_note, spec_json, unauthenticated_note, windows_disagree,
 };
-use crate::proto::Identity;
+use crate::proto::{Identity, ServerReport};
 use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
@@ -105,6 +106,37 @@ pub(super) fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
     put(mn::FAIRNESS, fairness);
 }
 
+/// What a reader of the counts must know: how loss is counted, and what
+/// was refused, ignored or failed at either end.
+fn count_notes(t: &Totals, out: &UdpOut, report: &ServerReport) -> Vec<String> {
+    let mut notes = vec![format!(
+        "UDP loss is counted exactly: each sender numbers its datagrams and marks those it sends inside its window; the receiver counts the marked ones that arrive (until the flows go quiet after the window), so lost = sent - received ({} - {} = {}); goodput is what arrived over the sender's window",
+        t.sent, t.received, t.lost
+    )];
+    if t.refused > 0 {
+        notes.push(format!(
+            "{} sends were refused by a full socket or device queue (ENOBUFS/EAGAIN) and retried: not sent, not counted; the offered rate is what went out",
+            t.refused
+        ));
+    }
+    if t.ignored > 0 {
+        notes.push(format!(
+            "{} datagrams were not counted: too short, not iotoll's, another test's cookie, an unknown flow, or an absurd sequence jump",
+            t.ignored
+        ));
+    }
+    for (end, n, first) in [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", report.errors, &report.first_error),
+    ] {
+        if n > 0 {
+            let first = first.as_deref().unwrap_or("unknown");
+            notes.push(format!("{n} sends failed at {end}; first error: {first}"));
+        }
+    }
+    notes
+}
+
 /// Merges both ends' counts into the result; a failed test is an error
 /// that carries it.
 pub(super) fn result_doc(
@@ -146,32 +178,8 @@ pub(super) fn result_doc(
     notes.extend(unauthenticated_note(spec, addr));
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
-    notes.push(format!(
-        "UDP loss is counted exactly: each sender numbers its datagrams and marks those it sends inside its window; the receiver counts the marked ones that arrive (until the flows go quiet after the window), so lost = sent - received ({} - {} = {}); goodput is what arrived over the sender's window",
-        t.sent, t.received, t.lost
-    ));
-    if t.refused > 0 {
-        notes.push(format!(
-            "{} sends were refused by a full socket or device queue (ENOBUFS/EAGAIN) and retried: not sent, not counted; the offered rate is what went out",
-            t.refused
-        ));
-    }
-    if t.ignored > 0 {
-        notes.push(format!(
-            "{} datagrams were not counted: too short, not iotoll's, another test's cookie, an unknown flow, or an absurd sequence jump",
-            t.ignored
-        ));
-    }
+    notes.extend(count_notes(&t, &out, &report));
     let errors = out.errors + report.errors;
-    for (end, n, first) in [
-        ("this host", out.errors, &out.first_error),
-        ("the endpoint", report.errors, &report.first_error),
-    ] {
-        if n > 0 {
-            let first = first.as_deref().unwrap_or("unknown");
-            notes.push(format!("{n} sends failed at {end}; first error: {first}"));
-        }
-    }
     let named: Vec<(&str, Way)> = [
         ("this host to the endpoint", tx),
         ("the endpoint to this host", rx),
@@ -281,7 +289,7 @@ mod tests {
         assert_eq!(m[mn::LOSS_PCT], 100.0 * 300.0 / 4000.0);
         assert_eq!(m[mn::OFFERED_MBIT_S], 4.0 + 16.0);
         assert_eq!(m[mn::MBIT_S], 4.0 + 14.4);
-        assert_eq!(m[mn::FAIRNESS] < 1.0, true);
+        assert!(m[mn::FAIRNESS] < 1.0);
         // Nothing sent: no loss figure, never 0 %.
         let mut m = Metrics::new();
         udp_metrics(Some(way(0, 0, 1000, 1.0)), None, &mut m);
