@@ -6,11 +6,13 @@
 //! what it actually offered.
 
 /// Time the bucket holds at most, ns, beside its floor of two datagrams:
-/// 500 µs of the rate (21 datagrams of 1472 bytes at 500 Mbit/s), so a
+/// 1 ms of the rate (42 datagrams of 1472 bytes at 500 Mbit/s), so a
 /// wake-up that a busy host delays by up to that much costs no rate, and
-/// no burst is longer (iperf3 bursts per 1 ms timer tick by default, and
-/// per 100 ms before it had one).
-const DEPTH_NS: u128 = 500_000;
+/// no burst is longer. On time, the sender sends a datagram or two per
+/// wake-up; only a late one finds more. (iperf3 sends whatever it is behind
+/// at each 1 ms timer tick, however far behind; on this shared 2-CPU host,
+/// 500 µs held 73-98 % of 100 Mbit/s, 1 ms 73-99 %, 2 ms 99-100 %.)
+const DEPTH_NS: u128 = 1_000_000;
 
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
@@ -96,7 +98,7 @@ mod tests {
             assert!(sent.abs_diff(want) <= 2, "{rate}: {sent} vs {want}");
             // No burst: a millisecond holds its share, plus the bucket.
             let per_ms = rate / 1000 / (size * 8);
-            let depth = (rate / 2000 / (size * 8)).max(2);
+            let depth = (rate / 1000 / (size * 8)).max(2);
             assert!(
                 most <= per_ms + depth + 1,
                 "{rate}: {most} in 1 ms, {per_ms} due"
@@ -106,8 +108,8 @@ mod tests {
 
     #[test]
     fn a_late_sender_uses_the_bucket_and_never_bursts_to_catch_up() {
-        // 300 µs of oversleep on every wait: the bucket's depth absorbs it.
-        let (sent, _) = run(500_000_000, 1472, 1, 300_000);
+        // 800 µs of oversleep on every wait: the bucket's depth absorbs it.
+        let (sent, _) = run(500_000_000, 1472, 1, 800_000);
         let want = 500_000_000 / (1472 * 8);
         assert!(sent.abs_diff(want) * 100 <= want, "{sent} vs {want}");
         // A sender stalled for 10 ms finds at most the bucket's depth.
@@ -116,7 +118,7 @@ mod tests {
         while b.take(1472, 10_000_000).is_none() {
             burst += 1;
         }
-        assert!(burst <= 22, "{burst} datagrams at once after a stall");
+        assert!(burst <= 43, "{burst} datagrams at once after a stall");
         // The clock never runs backwards for the bucket.
         assert!(b.take(1472, 0).is_some());
     }

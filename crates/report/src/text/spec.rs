@@ -34,7 +34,7 @@ pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
         Kind::NetUdp => {
             let s = doc.spec.udp()?;
             let rate = s.rate.map_or("unlimited".into(), |r| {
-                format!("{}bit/s", iotoll_model::format_rate(r))
+                format!("{} bit/s", iotoll_model::format_rate(r))
             });
             let what = format!(
                 "UDP {}  datagram {} bytes  rate {rate}  sockbuf {}",
