@@ -151,6 +151,7 @@ fn bad_input_is_refused_before_anything_runs() {
         ("udp 127.0.0.1 --conns 0", "--conns"),
         ("udp 127.0.0.1 --conns 1025", "1024"),
         ("udp 127.0.0.1 --tls", "--tls"),
+        ("udp 127.0.0.1 --threads 2", "--threads"),
         ("udp 127.0.0.1 --dir up", "unknown direction"),
     ] {
         let args: Vec<&str> = words.split_whitespace().collect();

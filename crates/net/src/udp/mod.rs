@@ -57,6 +57,9 @@ pub fn validate(s: &ClientSpec) -> Result<(), String> {
     if s.nodelay {
         return Err("--nodelay is a TCP option; UDP has no Nagle delay".into());
     }
+    if s.threads.is_some() {
+        return Err("--threads applies to TCP tests: a UDP test runs one sending and one receiving thread at each end".into());
+    }
     Ok(())
 }
 
@@ -122,6 +125,11 @@ mod tests {
             ..ClientSpec::udp()
         })
         .contains("--rate"));
+        let two = ClientSpec {
+            threads: Some(2),
+            ..ClientSpec::udp()
+        };
+        assert!(err(two).contains("--threads"));
         let tls = ClientSpec {
             tls: Some(crate::tls::DEFAULT_CIPHER),
             ..ClientSpec::udp()

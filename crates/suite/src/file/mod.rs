@@ -401,7 +401,7 @@ macro_rules! kind_table {
 kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, offset, align, burst_delay, burst_len, engine, buffered);
 kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
 kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
-kind_table!(UdpTest: dir, conns, size, rate, sockbuf, threads);
+kind_table!(UdpTest: dir, conns, size, rate, sockbuf);
 
 pub(crate) fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
     T::deserialize(ValueDeserializer::from(v.clone()))
