@@ -1,9 +1,9 @@
-//! `iotoll net serve | stream | rr`.
+//! `iotoll net serve | stream | rr | udp`.
 
 use crate::usage;
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use iotoll_model::{parse_duration, parse_size};
+use iotoll_model::{parse_duration, parse_rate, parse_size};
 use iotoll_net::auth::Key;
 use iotoll_net::start::ServeOptions;
 use iotoll_net::tls::Cipher;
@@ -21,6 +21,8 @@ pub enum NetCmd {
     Stream(Box<StreamArgs>),
     /// Request/response: transaction rate and round-trip latency.
     Rr(Box<RrArgs>),
+    /// UDP: offered rate, goodput, loss, jitter, out-of-order and duplicates, with CPU at both ends.
+    Udp(Box<UdpArgs>),
 }
 
 /// A comma-separated list of local addresses.
@@ -173,6 +175,36 @@ pub struct RrArgs {
     burst: u32,
 }
 
+#[derive(Args)]
+#[command(after_help = concat!(
+    "Each datagram carries iotoll's 32-byte header (flow, sequence number, send time, the test's cookie); the receiver counts the datagrams each sender sent inside its window, so loss is the sender's count minus the receiver's, exactly. Jitter is RFC 3550's (as iperf3 reports it). Rates are bits per second of UDP payload (the header included, IP and UDP headers not), decimal: 500m = 500,000,000 bit/s.
+Examples:
+  iotoll net udp 192.0.2.10 --rate 500m
+  iotoll net udp 192.0.2.10 --dir bidir --conns 4 --rate 1g --size 8000
+  iotoll net udp 192.0.2.10 --size 64 --time 30s --json > small.json
+",
+    net_exit!()
+))]
+pub struct UdpArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// tx: this host sends; rx: the endpoint sends; bidir: both, on the same flows.
+    #[arg(long, value_name = "DIR", default_value = "tx")]
+    dir: Dir,
+    /// Offered rate per direction, all flows together: bits/s of UDP payload (500m, 1g; decimal). Paced by a token bucket on the monotonic clock [default: unlimited].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate: Option<u64>,
+    /// Datagram payload, 32 to 65507 bytes (1472: a 1500-byte MTU less the IPv4 and UDP headers).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1472", allow_hyphen_values = true)]
+    size: u64,
+    /// SO_SNDBUF and SO_RCVBUF of every flow socket at both ends [default: the kernel's].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
+    sockbuf: Option<u64>,
+    /// Local addresses to spread the flows over, round-robin.
+    #[arg(long, value_name = "ADDR[,ADDR...]", value_parser = bind_arg)]
+    bind: Option<BindList>,
+}
+
 pub fn main(cmd: NetCmd) -> Result<()> {
     match cmd {
         NetCmd::Serve(a) => serve(a),
@@ -195,6 +227,18 @@ pub fn main(cmd: NetCmd) -> Result<()> {
                 req: a.req,
                 resp: a.resp,
                 burst: a.burst,
+                ..base_spec(&a.common)?
+            },
+            &a.common,
+        ),
+        NetCmd::Udp(a) => client(
+            ClientSpec {
+                kind: TestKind::Udp,
+                dir: a.dir,
+                msg: a.size,
+                rate: a.rate,
+                sockbuf: a.sockbuf,
+                bind: a.bind.map(|b| b.0).unwrap_or_default(),
                 ..base_spec(&a.common)?
             },
             &a.common,

@@ -884,3 +884,83 @@ fn cpus_confine_lab_exec_and_status_sees_drift() {
     .fails(2, "also host 'a'");
     assert!(namespaces(&bad).is_empty() && !lab.state_file(&bad).exists());
 }
+
+/// A UDP test at three times the link's rate, with no ramp-up: every
+/// datagram the client sends is of the window.
+const UDP_OVER_RATE: &str = r#"name = "lab-udp"
+[[test]]
+name = "udp"
+kind = "net-udp"
+rate = "300m"
+time = "2s"
+ramp = "0s"
+"#;
+
+/// Hosts a and b, only b's link shaped: the switch's port toward b drops
+/// what exceeds 100 Mbit/s. (With a's own link shaped, its qdisc would
+/// hold a's socket back instead: a sender on the shaped host blocks, it
+/// does not lose.)
+const B_SHAPED: &str = r#"name = "NAME"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+link = [{ rate = "100mbit" }]
+"#;
+
+/// Through a 100 Mbit/s shaper, a sender at 300 Mbit/s loses what the link
+/// cannot carry, and the loss is counted exactly: sent - received, the
+/// receiver's count being what crossed the link (the endpoint's interface
+/// received each counted datagram as one frame; beyond them only the
+/// control connection's segments and the datagrams sent in the instant
+/// before the window opened).
+#[test]
+fn udp_over_a_shaped_link_counts_its_loss_against_the_senders_count() {
+    let Some(lab) = Lab::new() else { return };
+    let name = format!("r-udp{}", std::process::id() % 10_000);
+    let file = lab.file("b-shaped.toml", &B_SHAPED.replace("NAME", &name));
+    lab.cmd(&["up", &file]).assert().success();
+    let before = counters(&lab, &name, "b", "eth0");
+    let suite = lab.file("udp.toml", UDP_OVER_RATE);
+    let db = lab.dir.path().join("udp.db");
+    let db = db.to_str().unwrap();
+    let out = common::iotoll()
+        .env("IOTOLL_LAB_DIR", lab.dir.path())
+        .args([
+            "suite", "run", &suite, "--quiet", "--db", db, "--lab", &name,
+        ])
+        .output()
+        .unwrap();
+    let after = counters(&lab, &name, "b", "eth0");
+    lab.cmd(&["down", &name]).assert().success();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let run = common::show(db, "1");
+    let d = only_doc(&run);
+    let m = |k: &str| d["metrics"][k].as_f64().unwrap_or_else(|| panic!("{k}"));
+    let (sent, got, lost) = (
+        m("datagrams_sent"),
+        m("datagrams_received"),
+        m("datagrams_lost"),
+    );
+    assert_eq!(lost, sent - got, "lost is sent - received, exactly");
+    assert!((m("loss_pct") - 100.0 * lost / sent).abs() < 1e-9);
+    // Goodput is at most the link's rate, plus what the shaper's bucket
+    // and queue held past the window (a few ms at 100 Mbit/s).
+    assert!(m("mbit_s") <= 105.0, "{} Mbit/s through 100", m("mbit_s"));
+    // Whatever this busy host managed to offer above the link's rate is lost.
+    let offered = m("offered_mbit_s");
+    if offered > 110.0 {
+        let floor = 100.0 * (1.0 - 105.0 / offered);
+        assert!(
+            m("loss_pct") >= floor,
+            "{} % lost of {offered} Mbit/s",
+            m("loss_pct")
+        );
+    }
+    let frames = (after.rx_packets - before.rx_packets) as f64;
+    eprintln!("frames at b {frames}, datagrams counted {got}, sent {sent}");
+    assert!(
+        frames >= got && frames - got <= 2000.0,
+        "{frames} frames at the endpoint, {got} datagrams counted"
+    );
+}

@@ -31,7 +31,7 @@ macro_rules! words {
 
 words! {
     /// What a result measured.
-    Kind { Disk = "disk", NetStream = "net-stream", NetRr = "net-rr", }
+    Kind { Disk = "disk", NetStream = "net-stream", NetRr = "net-rr", NetUdp = "net-udp", }
 }
 
 words! {
@@ -73,7 +73,7 @@ impl RunStatus {
 }
 
 impl Kind {
-    /// "disk, net-stream or net-rr", for errors.
+    /// "disk, net-stream, net-rr or net-udp", for errors.
     pub fn names() -> String {
         let v: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         match v.split_last() {
@@ -88,6 +88,7 @@ impl Kind {
             Kind::Disk => "disk",
             Kind::NetStream => "stream",
             Kind::NetRr => "request/response",
+            Kind::NetUdp => "UDP",
         }
     }
 
@@ -97,6 +98,7 @@ impl Kind {
             Kind::Disk => "disk",
             Kind::NetStream => "stream",
             Kind::NetRr => "rr",
+            Kind::NetUdp => "udp",
         }
     }
 
@@ -129,7 +131,7 @@ impl Kind {
     fn headline_def(self, efficiency: bool) -> &'static str {
         METRICS
             .iter()
-            .find(|d| d.headline == Some(self) && d.efficiency_of.is_some() == efficiency)
+            .find(|d| d.headline.has(self) && d.efficiency_of.is_some() == efficiency)
             .map_or("", |d| d.name)
     }
 
@@ -181,7 +183,7 @@ mod tests {
         );
         assert_eq!(
             "tape".parse::<Kind>().unwrap_err(),
-            "unknown kind 'tape': use disk, net-stream or net-rr"
+            "unknown kind 'tape': use disk, net-stream, net-rr or net-udp"
         );
     }
 
@@ -191,6 +193,7 @@ mod tests {
             (Kind::Disk, "iops", "iops_per_cpu_pct"),
             (Kind::NetStream, "mbit_s", "mbit_s_per_cpu_pct"),
             (Kind::NetRr, "trans_s", "cpu_us_per_trans"),
+            (Kind::NetUdp, "mbit_s", "mbit_s_per_cpu_pct"),
         ];
         for (k, head, eff) in want {
             assert_eq!(k.headline(), head);

@@ -25,7 +25,7 @@ pub use result::{
     IoCounts, LatencyReport, LineFigures, MachineCpu, PairFigures, ResultDoc, SeriesPoint, Skew,
     TargetFigures, TopConsumer, WorkerFigures, HOST_ROLES,
 };
-pub use units::{format_size, parse_duration, parse_size, UnitError};
+pub use units::{format_rate, format_size, parse_duration, parse_rate, parse_size, UnitError};
 
 /// The version string stamped into every JSON document.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -29,8 +29,11 @@ pub struct Kinds(u8);
 pub const DISK: Kinds = Kinds(Kind::Disk.bit());
 pub const STREAM: Kinds = Kinds(Kind::NetStream.bit());
 pub const RR: Kinds = Kinds(Kind::NetRr.bit());
-pub const NET: Kinds = Kinds(STREAM.0 | RR.0);
-pub const DISK_STREAM: Kinds = Kinds(DISK.0 | STREAM.0);
+pub const UDP: Kinds = Kinds(Kind::NetUdp.bit());
+pub const NET: Kinds = Kinds(STREAM.0 | RR.0 | UDP.0);
+/// Payload moved one way: TCP streams and UDP flows.
+pub const BULK: Kinds = Kinds(STREAM.0 | UDP.0);
+pub const DISK_BULK: Kinds = Kinds(DISK.0 | BULK.0);
 pub const ALL: Kinds = Kinds(DISK.0 | NET.0);
 
 impl Kinds {
@@ -55,9 +58,9 @@ pub struct MetricDef {
     /// For an efficiency index or a service demand: the throughput metric
     /// it is the efficiency of.
     pub efficiency_of: Option<&'static str>,
-    /// The kind this metric is the headline of (the throughput, or with
+    /// The kinds this metric is the headline of (the throughput, or with
     /// `efficiency_of`, the efficiency index a report leads with).
-    pub headline: Option<Kind>,
+    pub headline: Kinds,
     /// The section of docs/metrics.md it is listed in.
     pub section: &'static str,
 }
@@ -67,7 +70,7 @@ impl MetricDef {
         self.kinds.has(k)
     }
     const fn headline(mut self, k: Kind) -> Self {
-        self.headline = Some(k);
+        self.headline = Kinds(self.headline.0 | k.bit());
         self
     }
     const fn efficiency_of(mut self, of: &'static str) -> Self {
@@ -96,7 +99,7 @@ const fn m(
         kinds,
         better,
         efficiency_of: None,
-        headline: None,
+        headline: Kinds(0),
         section: "",
     }
 }
@@ -158,25 +161,25 @@ section "CPU (whole host, on the window)" {
 section "Efficiency and service demand (derived)" {
     IOPS_PER_CPU_PCT = m("iops_per_cpu_pct", "1/s/%", "IOPS per % CPU", DISK, Higher, "Iometer CPU Effectiveness: iops / cpu_pct").efficiency_of("iops").headline(Kind::Disk);
     MB_S_PER_CPU_PCT = m("mb_s_per_cpu_pct", "MB/s/%", "MB/s per % CPU", DISK, Higher, "mb_s / cpu_pct").efficiency_of("mb_s");
-    MBIT_S_PER_CPU_PCT = m("mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % CPU", STREAM, Higher, "Performance/Efficiency index: mbit_s / cpu_pct").efficiency_of("mbit_s").headline(Kind::NetStream);
-    REMOTE_MBIT_S_PER_CPU_PCT = m("remote_mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % remote CPU", STREAM, Higher, "P/E index of the peer: mbit_s / remote_cpu_pct").efficiency_of("mbit_s");
+    MBIT_S_PER_CPU_PCT = m("mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % CPU", BULK, Higher, "Performance/Efficiency index: mbit_s / cpu_pct").efficiency_of("mbit_s").headline(Kind::NetStream).headline(Kind::NetUdp);
+    REMOTE_MBIT_S_PER_CPU_PCT = m("remote_mbit_s_per_cpu_pct", "Mbit/s/%", "Mbit/s per % remote CPU", BULK, Higher, "P/E index of the peer: mbit_s / remote_cpu_pct").efficiency_of("mbit_s");
     CPU_US_PER_IO = m("cpu_us_per_io", "us", "CPU µs per I/O", DISK, Lower, "service demand: cpu_pct / 100 x cpus x 10^6 / iops, busy CPU-microseconds of the whole host per I/O").efficiency_of("iops");
-    CPU_US_PER_KB = m("cpu_us_per_kb", "us", "CPU µs per KB", DISK_STREAM, Lower, "service demand per KB (1024 bytes) of payload: network goodput when there is one, else disk bytes").efficiency_of("mb_s");
+    CPU_US_PER_KB = m("cpu_us_per_kb", "us", "CPU µs per KB", DISK_BULK, Lower, "service demand per KB (1024 bytes) of payload: network goodput when there is one, else disk bytes").efficiency_of("mb_s");
     CPU_US_PER_TRANS = m("cpu_us_per_trans", "us", "CPU µs per transaction", RR, Lower, "service demand per request/response transaction").efficiency_of("trans_s").headline(Kind::NetRr);
     CYCLES_PER_IO = m("cycles_per_io", "cycles", "cycles per I/O", DISK, Lower, "cpu_pct / 100 x cpus x cpu_nominal_mhz x 10^6 / iops");
-    CYCLES_PER_BYTE = m("cycles_per_byte", "cycles", "cycles per byte", DISK_STREAM, Lower, "the same per byte of payload");
+    CYCLES_PER_BYTE = m("cycles_per_byte", "cycles", "cycles per byte", DISK_BULK, Lower, "the same per byte of payload");
     LATENCY_ONE_WAY_US = m("latency_one_way_us", "us", "one-way latency (µs)", RR, Lower, "10^6 / (trans_s / conns) / 2 (netperf TCP_RR convention)");
 }
 section "Network" {
-    MBIT_S = m("mbit_s", "Mbit/s", "Mbit/s", STREAM, Higher, "TCP goodput (payload) counted by the receiving end inside its window, tx + rx").headline(Kind::NetStream);
-    TX_MBIT_S = m("tx_mbit_s", "Mbit/s", "sent Mbit/s", STREAM, Higher, "TCP goodput sent");
-    RX_MBIT_S = m("rx_mbit_s", "Mbit/s", "received Mbit/s", STREAM, Higher, "TCP goodput received");
+    MBIT_S = m("mbit_s", "Mbit/s", "Mbit/s", BULK, Higher, "goodput (payload: TCP's, or UDP datagrams' past iotoll's header) counted by the receiving end inside its window, tx + rx").headline(Kind::NetStream).headline(Kind::NetUdp);
+    TX_MBIT_S = m("tx_mbit_s", "Mbit/s", "sent Mbit/s", BULK, Higher, "goodput of what this host sent, counted by the endpoint");
+    RX_MBIT_S = m("rx_mbit_s", "Mbit/s", "received Mbit/s", BULK, Higher, "goodput of what the endpoint sent, counted by this host");
     SENT_MBIT_S = m("sent_mbit_s", "Mbit/s", "written Mbit/s", STREAM, Higher, "payload the sending ends wrote into their sockets in their windows (goodput counts what arrived)");
     CONNS = m("conns", "count", "connections", NET, Neither, "data connections (both directions for bidir)");
     CONNECT_S = m("connect_s", "s", "connect time (s)", NET, Lower, "time to establish all data connections");
-    CONN_MBIT_S_MIN = m("conn_mbit_s_min", "Mbit/s", "slowest connection (Mbit/s)", STREAM, Higher, "slowest connection");
-    CONN_MBIT_S_MAX = m("conn_mbit_s_max", "Mbit/s", "fastest connection (Mbit/s)", STREAM, Higher, "fastest connection");
-    FAIRNESS = m("fairness", "ratio", "fairness (Jain)", STREAM, Higher, "Jain's fairness index over the connections' rates: (sum x)^2 / (n sum x^2)");
+    CONN_MBIT_S_MIN = m("conn_mbit_s_min", "Mbit/s", "slowest connection (Mbit/s)", BULK, Higher, "slowest connection");
+    CONN_MBIT_S_MAX = m("conn_mbit_s_max", "Mbit/s", "fastest connection (Mbit/s)", BULK, Higher, "fastest connection");
+    FAIRNESS = m("fairness", "ratio", "fairness (Jain)", BULK, Higher, "Jain's fairness index over the connections' rates: (sum x)^2 / (n sum x^2)");
     PAIR_FAIRNESS = m("pair_fairness", "ratio", "pair fairness (Jain)", STREAM, Higher, "multi-host: Jain's fairness index over the endpoint pairs' rates");
     PAIRS = m("pairs", "count", "endpoint pairs", NET, Neither, "multi-host: endpoint pairs (client host, server host)");
     HOSTS = m("hosts", "count", "hosts", ALL, Neither, "multi-host: hosts whose agents measured the window");
@@ -189,6 +192,17 @@ section "Network" {
     RTT_P99_US = m("rtt_p99_us", "us", "p99 round trip (µs)", RR, Lower, "99th percentile transaction round trip");
     RTT_P999_US = m("rtt_p999_us", "us", "p99.9 round trip (µs)", RR, Lower, "99.9th percentile transaction round trip");
     RTT_MAX_US = m("rtt_max_us", "us", "max round trip (µs)", RR, Lower, "maximum transaction round trip");
+}
+section "UDP" {
+    OFFERED_MBIT_S = m("offered_mbit_s", "Mbit/s", "offered Mbit/s", UDP, Neither, "payload the senders handed to their sockets in their windows (the sender's count, what --rate achieved), tx + rx");
+    LOSS_PCT = m("loss_pct", "%", "loss %", UDP, Lower, "datagrams lost: 100 x (expected - received) / expected, expected from each flow's sequence numbers in the receiver's window");
+    JITTER_US = m("jitter_us", "us", "jitter (µs)", UDP, Lower, "RFC 3550 interarrival jitter (J += (|D| - J) / 16 over transit-time differences) at the window's end, mean over flows");
+    OUT_OF_ORDER = m("out_of_order", "count", "out of order", UDP, Lower, "datagrams that arrived after one with a higher sequence number of their flow");
+    DUPLICATES = m("duplicates", "count", "duplicates", UDP, Lower, "datagrams whose sequence number the receiver had counted already");
+    DATAGRAMS_SENT = m("datagrams_sent", "count", "datagrams sent", UDP, Neither, "datagrams the senders sent in their windows");
+    DATAGRAMS_RECEIVED = m("datagrams_received", "count", "datagrams received", UDP, Neither, "datagrams of the test counted by the receivers in their windows, duplicates excluded");
+    DATAGRAMS_LOST = m("datagrams_lost", "count", "datagrams lost", UDP, Lower, "expected minus received, over the flows");
+    DATAGRAMS_IGNORED = m("datagrams_ignored", "count", "datagrams ignored", UDP, Lower, "datagrams the receivers did not count: too short, not iotoll's, another test's cookie, an unknown flow, or an absurd sequence jump");
 }
 section "The peer (network tests)" {
     REMOTE_CPU_PCT = m("remote_cpu_pct", "%", "remote CPU %", NET, Lower, "the peer's whole-host busy %");
@@ -266,8 +280,12 @@ pub fn markdown_table() -> String {
         if let Some(of) = d.efficiency_of {
             meaning.push_str(&format!(" (efficiency of `{of}`)"));
         }
-        if let Some(k) = d.headline {
-            meaning.push_str(&format!(" (**headline** of {k})"));
+        let heads: Vec<&str> = (Kind::ALL.iter())
+            .filter(|k| d.headline.has(**k))
+            .map(|k| k.as_str())
+            .collect();
+        if !heads.is_empty() {
+            meaning.push_str(&format!(" (**headline** of {})", heads.join(", ")));
         }
         out.push_str(&format!(
             "| `{}` | {} | {} | {better} | {} |\n",

@@ -3,7 +3,7 @@
 //! fails when they differ; `IOTOLL_BLESS=1` rewrites it).
 
 use crate::metrics::{MetricDef, METRICS};
-use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, SpecOf, StreamSpec};
+use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, SpecOf, StreamSpec, UdpSpec};
 use crate::{Kind, ResultDoc};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{RecursiveTransform, Transform};
@@ -29,6 +29,7 @@ pub fn result_schema() -> Value {
         }
         Kind::NetStream => (g.subschema_for::<SpecOf<StreamSpec>>(), net.clone()),
         Kind::NetRr => (g.subschema_for::<SpecOf<RrSpec>>(), net.clone()),
+        Kind::NetUdp => (g.subschema_for::<SpecOf<UdpSpec>>(), net.clone()),
     };
     let all_of: Vec<Value> = (Kind::ALL.iter())
         .map(|&k| {

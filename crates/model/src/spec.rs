@@ -343,6 +343,23 @@ pub struct RrSpec {
     pub burst: u32,
 }
 
+/// `spec` of a `net-udp` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UdpSpec {
+    #[serde(flatten)]
+    pub net: NetSpec,
+    #[schemars(extend("enum" = ["tx", "rx", "bidir"]))]
+    pub dir: String,
+    /// Datagram payload, bytes (iotoll's 32-byte header included).
+    #[schemars(range(min = 32, max = 65507))]
+    pub size: u64,
+    /// Offered rate per direction, bits per second of UDP payload over all
+    /// flows (`--rate`); null: unlimited.
+    #[schemars(range(min = 1))]
+    pub rate: Option<u64>,
+}
+
 /// `disclosure` of a network run: this end, and the endpoint's as it
 /// reported it (the same shape, from the peer: kept as sent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -549,6 +566,7 @@ pub enum Spec {
     Disk(Typed<DiskSpec>),
     Stream(Typed<StreamSpec>),
     Rr(Typed<RrSpec>),
+    Udp(Typed<UdpSpec>),
     Import(Box<ImportSpec>),
     Other(serde_json::Value),
 }
@@ -624,6 +642,7 @@ impl Spec {
             Kind::Disk => typed(&v).map(Spec::Disk),
             Kind::NetStream => typed(&v).map(Spec::Stream),
             Kind::NetRr => typed(&v).map(Spec::Rr),
+            Kind::NetUdp => typed(&v).map(Spec::Udp),
         };
         let import = || typed(&v).filter(|i| i.as_written.is_none());
         (native.or_else(|| import().map(|i| Spec::Import(i.typed)))).unwrap_or(Spec::Other(v))
@@ -644,9 +663,16 @@ impl Spec {
         Some(&s.typed)
     }
 
+    pub fn udp(&self) -> Option<&UdpSpec> {
+        let Spec::Udp(s) = self else { return None };
+        Some(&s.typed)
+    }
+
     /// What every network kind's spec holds.
     pub fn net(&self) -> Option<&NetSpec> {
-        (self.stream().map(|s| &s.net)).or(self.rr().map(|s| &s.net))
+        (self.stream().map(|s| &s.net))
+            .or(self.rr().map(|s| &s.net))
+            .or(self.udp().map(|s| &s.net))
     }
 
     /// The JSON a document holds (the parameter tables and test names go
@@ -713,6 +739,8 @@ pub struct Stated {
     pub size: Option<f64>,
     #[serde(default, deserialize_with = "lenient")]
     pub qd: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub rate: Option<f64>,
 }
 
 /// One line of a [`Stated`] spec.
@@ -747,7 +775,9 @@ impl Disclosure {
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Disclosure {
         let typed = match kind {
             crate::Kind::Disk => typed(&v).map(Disclosure::Disk),
-            crate::Kind::NetStream | crate::Kind::NetRr => typed(&v).map(Disclosure::Net),
+            crate::Kind::NetStream | crate::Kind::NetRr | crate::Kind::NetUdp => {
+                typed(&v).map(Disclosure::Net)
+            }
         };
         typed.unwrap_or(Disclosure::Other(v))
     }
@@ -807,12 +837,13 @@ mod tests {
             schemars::schema_for!(DiskSpec),
             schemars::schema_for!(StreamSpec),
             schemars::schema_for!(RrSpec),
+            schemars::schema_for!(UdpSpec),
             schemars::schema_for!(ImportSpec),
         ];
         let full = json!({"spec": "s", "peer": "a", "ramp_s": 1, "target": "t", "target_kind": "k",
             "engine": "e", "direct": true, "auth": true, "tls": "x", "verify": true, "bs": 1,
             "lines": [{"bs": 2}], "msg": 1, "req": 1, "resp": 1, "burst": 1,
-            "logical_block_size": 1, "workers": 1, "offset": 1, "size": 1, "qd": 1});
+            "logical_block_size": 1, "workers": 1, "offset": 1, "size": 1, "qd": 1, "rate": 1});
         let keys: Vec<&String> = full.as_object().unwrap().keys().collect();
         let s = format!("{:?}", Stated::deserialize(&full).unwrap());
         assert!(!s.contains("None"), "every key read: {s}");

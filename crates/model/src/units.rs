@@ -11,6 +11,8 @@ pub enum UnitError {
     BadSize(String),
     #[error("'{0}' is too large")]
     Overflow(String),
+    #[error("'{0}' is not a rate: use bits per second with an optional suffix k, m or g (decimal, as iperf's -b: 500m = 500,000,000 bit/s), e.g. 100m, 1.5g")]
+    BadRate(String),
     #[error("'{0}' is not a duration: use a whole number with a unit, e.g. 500ms, 4s, 2m, 1h")]
     BadDuration(String),
 }
@@ -46,6 +48,41 @@ fn number_and_unit(s: &str, in_number: impl Fn(char) -> bool) -> Result<(&str, &
         return Err(UnitError::Empty);
     }
     Ok(t.split_at(t.find(|c| !in_number(c)).unwrap_or(t.len())))
+}
+
+/// Parses a rate in bits per second: `500m`, `1.5g`, `64k`, `1000000`
+/// (decimal multiples, as iperf's `-b`, unlike sizes: a link's rate is
+/// decimal). Zero and fractions of a bit are refused.
+pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
+    let bad = || UnitError::BadRate(s.to_string());
+    let (num, suffix) = number_and_unit(s, |c| c.is_ascii_digit() || c == '.')?;
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let mult = match suffix.to_ascii_lowercase().as_str() {
+        "" => 1e0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        _ => return Err(bad()),
+    };
+    let bits = n * mult;
+    if !bits.is_finite() || bits < 1.0 || bits.fract() != 0.0 {
+        return Err(bad());
+    }
+    if bits > u64::MAX as f64 / 2.0 {
+        return Err(UnitError::Overflow(s.to_string()));
+    }
+    Ok(bits as u64)
+}
+
+/// Renders a rate in bits per second the way a user would type it back:
+/// `500m`, `1g`, `1500k`, `123`.
+pub fn format_rate(bits: u64) -> String {
+    for (unit, suffix) in [(1_000_000_000, "g"), (1_000_000, "m"), (1_000, "k")] {
+        if bits >= unit && bits % unit == 0 {
+            return format!("{}{suffix}", bits / unit);
+        }
+    }
+    bits.to_string()
 }
 
 /// Renders a byte count the way a user would type it back: `4k`, `1m`, `1536`.
@@ -188,6 +225,22 @@ mod tests {
         assert_eq!(format_figure(-1500.0).as_deref(), Some("-1,500"));
         assert_eq!(format_figure(0.001234).as_deref(), Some("0.0012"));
         assert_eq!(format_figure(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn rates_are_decimal_bits() {
+        assert_eq!(parse_rate("500m"), Ok(500_000_000));
+        assert_eq!(parse_rate("1.5g"), Ok(1_500_000_000));
+        assert_eq!(parse_rate("64K"), Ok(64_000));
+        assert_eq!(parse_rate("1000"), Ok(1000));
+        for bad in ["0", "0m", "x", "1.5", "5q", "-1m", "0.0001k", "."] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert!(matches!(parse_rate("1e30g"), Err(UnitError::BadRate(_))));
+        for r in [500_000_000, 1_000_000_000, 1_500_000, 123] {
+            assert_eq!(parse_rate(&format_rate(r)), Ok(r));
+        }
+        assert_eq!(format_rate(950_000_000), "950m");
     }
 
     #[test]

@@ -20,6 +20,8 @@ enum Fmt {
     Text,
     Secs,
     OnOff,
+    /// Bits per second; null: unlimited.
+    Rate,
 }
 
 /// One workload parameter: its key in `spec`, the short name shown, how its
@@ -79,17 +81,29 @@ const RR: &[Param] = &[
     p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
+const UDP: &[Param] = &[
+    p("dir", "dir", Fmt::Text, true),
+    p("conns", "conns", Fmt::Int, true),
+    p("size", "size", Fmt::Int, true),
+    p("rate", "rate", Fmt::Rate, true),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
 /// The parameters of a kind.
 fn table(kind: Kind) -> &'static [Param] {
     match kind {
         Kind::Disk => DISK,
         Kind::NetStream => STREAM,
         Kind::NetRr => RR,
+        Kind::NetUdp => UDP,
     }
 }
 
 fn show(fmt: Fmt, v: &Value) -> Option<String> {
     Some(match (fmt, v) {
+        (Fmt::Rate, Value::Null) => "unlimited".to_string(),
+        (Fmt::Rate, v) => crate::units::format_rate(v.as_f64().filter(|x| *x >= 1.0)? as u64),
         // An unset socket buffer is the kernel's autotuning.
         (_, Value::Null) => "default".to_string(),
         (Fmt::Size, v) => format_size(v.as_f64().filter(|x| *x >= 0.0)?.round() as u64),
@@ -194,6 +208,7 @@ mod tests {
                 Kind::Disk => schemars::schema_for!(DiskSpec),
                 Kind::NetStream => schemars::schema_for!(StreamSpec),
                 Kind::NetRr => schemars::schema_for!(RrSpec),
+                Kind::NetUdp => schemars::schema_for!(crate::spec::UdpSpec),
             };
             for p in table(*kind) {
                 assert!(

@@ -12,6 +12,7 @@ pub mod server;
 pub mod sock;
 pub mod start;
 pub mod tls;
+pub mod udp;
 
 pub use client::{run, ClientSpec};
 pub use proto::{Dir, TestKind};

@@ -31,6 +31,9 @@ pub const MAX_SEALED_FRAME: usize = 2 * MAX_FRAME + 256;
 pub enum TestKind {
     Stream,
     Rr,
+    /// Datagrams over UDP, one socket per flow at each end (`msg` is the
+    /// datagram's size).
+    Udp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +89,14 @@ pub struct TestParams {
     /// Receivers check every byte against the senders' pattern (stream).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify: bool,
+    /// UDP: bits per second each sending end offers over its flows; None:
+    /// unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
+    /// UDP: the client's flow sockets' ports, in flow order (the endpoint
+    /// sends to them at the control connection's address).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_ports: Vec<u16>,
 }
 
 /// The server's side of the window.
@@ -106,6 +117,19 @@ pub struct ServerReport {
     pub errors: u64,
     pub first_error: Option<String>,
     pub disclosure: serde_json::Value,
+    /// UDP: what the endpoint's sender and receiver counted. Sent only for
+    /// a UDP test, so older clients never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpEnd>,
+}
+
+/// One end's counts of a UDP test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpEnd {
+    pub sent: crate::udp::Sent,
+    /// None when this end received nothing by design (it only sent).
+    pub received: Option<crate::udp::Received>,
 }
 
 /// Aggregates over per-connection byte counts, so a report's size does not
@@ -425,6 +449,8 @@ mod tests {
             time_ms: 1000,
             tls: None,
             verify: false,
+            rate: None,
+            udp_ports: Vec::new(),
         }
     }
 

@@ -554,6 +554,7 @@ pub(crate) fn size_class(t: &TestData) -> String {
             lines.filter_map(|l| l.bs).reduce(f64::max)
         }),
         Kind::NetStream => s.msg,
+        Kind::NetUdp => s.size,
         Kind::NetRr => match (s.req, s.resp) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

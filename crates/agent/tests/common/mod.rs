@@ -217,5 +217,7 @@ pub fn stream(conns: u32) -> iotoll_net::proto::TestParams {
         time_ms: 1000,
         tls: None,
         verify: false,
+        rate: None,
+        udp_ports: Vec::new(),
     }
 }

@@ -3,7 +3,7 @@
 //! window and tells the endpoint to open its own, then closes both and
 //! merges the endpoint's report into one result.
 
-mod result;
+pub(crate) mod result;
 
 use crate::auth::{nonce, Key, Nonces, Session, Side};
 use crate::engine::{DataConn, Engine, EngineOut, Role};
@@ -52,6 +52,9 @@ pub struct ClientSpec {
     pub tls: Option<Cipher>,
     /// Receivers check every byte against the senders' pattern (stream).
     pub verify: bool,
+    /// UDP: bits per second of datagrams each sending end offers over its
+    /// flows; None: unlimited. (`msg` is the datagram's size.)
+    pub rate: Option<u64>,
 }
 
 /// Default for [`ClientSpec::busy_wait`].
@@ -79,6 +82,7 @@ impl Default for ClientSpec {
             busy_wait: BUSY_WAIT,
             tls: None,
             verify: false,
+            rate: None,
         }
     }
 }
@@ -88,8 +92,20 @@ pub const MAX_CONNS: u32 = 10_000;
 pub const MAX_MSG: u64 = 16 << 20;
 
 impl ClientSpec {
+    /// A UDP test's defaults: datagrams that fill a 1500-byte MTU.
+    pub fn udp() -> ClientSpec {
+        ClientSpec {
+            kind: TestKind::Udp,
+            msg: crate::udp::DEFAULT_DATAGRAM,
+            ..ClientSpec::default()
+        }
+    }
+
     pub fn validate(&self) -> Result<(), NetError> {
         let bad = |m: String| Err(NetError::Invalid(m));
+        if self.kind == TestKind::Udp {
+            crate::udp::validate(self).map_err(NetError::Invalid)?;
+        }
         if self.conns == 0 || self.conns > MAX_CONNS {
             return bad(format!(
                 "--conns must be between 1 and {MAX_CONNS}, got {}",
@@ -99,6 +115,7 @@ impl ClientSpec {
         let sizes: &[(&str, u64)] = match self.kind {
             TestKind::Stream => &[("--msg", self.msg)],
             TestKind::Rr => &[("--req", self.req), ("--resp", self.resp)],
+            TestKind::Udp => &[],
         };
         for (flag, v) in sizes {
             if *v == 0 || *v > MAX_MSG {
@@ -145,23 +162,30 @@ impl ClientSpec {
             time_ms: self.time.as_millis() as u64,
             tls: self.tls.map(|c| c.name().to_string()),
             verify: self.verify,
+            rate: self.rate,
+            udp_ports: Vec::new(),
         }
     }
 }
 
-fn peer_err(peer: &SocketAddr, msg: impl Into<String>) -> NetError {
+pub(crate) fn peer_err(peer: &SocketAddr, msg: impl Into<String>) -> NetError {
     NetError::Peer {
         peer: peer.to_string(),
         msg: msg.into(),
     }
 }
 
-fn proto_err(peer: &SocketAddr, what: &str, e: ProtoError) -> NetError {
+pub(crate) fn proto_err(peer: &SocketAddr, what: &str, e: ProtoError) -> NetError {
     peer_err(peer, format!("{what}: {e}"))
 }
 
 /// Reads the next message, turning the endpoint's `error` into ours.
-fn recv(ctl: &mut Control, peer: &SocketAddr, what: &str, t: Duration) -> Result<Msg, NetError> {
+pub(crate) fn recv(
+    ctl: &mut Control,
+    peer: &SocketAddr,
+    what: &str,
+    t: Duration,
+) -> Result<Msg, NetError> {
     match ctl.recv(t) {
         Ok(Msg::Error { msg }) => Err(peer_err(peer, msg)),
         Ok(Msg::Busy { msg }) => Err(NetError::Busy {
@@ -173,15 +197,15 @@ fn recv(ctl: &mut Control, peer: &SocketAddr, what: &str, t: Duration) -> Result
     }
 }
 
-fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
+pub(crate) fn unexpected(peer: &SocketAddr, want: &str, got: &Msg) -> NetError {
     let msg = format!("protocol error: expected {want}, got {got:?}");
     peer_err(peer, msg)
 }
 
-const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The endpoint ended the test on its own: its error message, or that it left.
-fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
+pub(crate) fn endpoint_ended(ctl: &mut Control, addr: &SocketAddr) -> NetError {
     match ctl.recv(Duration::from_secs(1)) {
         Ok(Msg::Error { msg }) => peer_err(addr, format!("the endpoint ended the test: {msg}")),
         Ok(other) => unexpected(addr, "nothing during the test", &other),
@@ -273,11 +297,11 @@ pub struct Handshake {
 
 /// What the endpoint accepted: where to open the data connections, and
 /// with TLS its certificate.
-struct Accepted {
-    ctl: Control,
-    data_port: u16,
-    token: u64,
-    cert: Option<String>,
+pub(crate) struct Accepted {
+    pub(crate) ctl: Control,
+    pub(crate) data_port: u16,
+    pub(crate) token: u64,
+    pub(crate) cert: Option<String>,
 }
 
 /// Connects, authenticates and asks for the test.
@@ -335,7 +359,7 @@ fn too_old(e: NetError, params: &TestParams, version: &str) -> NetError {
 /// is busy with another test (saying so once, as a warning), so two users of one
 /// endpoint queue instead of failing. The one retry loop of every client
 /// (`net stream`, `net rr`, suites).
-fn request_test_waiting(
+pub(crate) fn request_test_waiting(
     addr: &SocketAddr,
     spec: &ClientSpec,
     params: &TestParams,
@@ -424,8 +448,11 @@ pub fn open_data(
     Ok(out)
 }
 
-/// Runs a stream or request/response test against an endpoint.
+/// Runs a stream, request/response or UDP test against an endpoint.
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
+    if spec.kind == TestKind::Udp {
+        return crate::udp::client::run(spec, rc);
+    }
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
     let mut setup = set_up(spec, &addr, rc.interrupted)?;
@@ -563,7 +590,7 @@ fn measure(
     let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
         .map_err(|e| NetError::io("cannot start engine", e))?;
     let counting = match spec.kind {
-        TestKind::Stream => Counting::NetBytes,
+        TestKind::Stream | TestKind::Udp => Counting::NetBytes,
         TestKind::Rr => Counting::Transactions,
     };
     let clock = HostClock;

@@ -16,7 +16,7 @@ use iotoll_run::{
 use std::net::{IpAddr, SocketAddr};
 
 /// Says where the endpoint runs when it is this host.
-fn same_host_note(
+pub(crate) fn same_host_note(
     me: &Identity,
     same_host: Option<bool>,
     addr: &SocketAddr,
@@ -43,7 +43,7 @@ fn same_host_note(
 /// Says that nothing the endpoint sent can be trusted when the control
 /// connection is not keyed and leaves this host (loopback has no path to
 /// stand on).
-fn unauthenticated_note(spec: &ClientSpec, addr: &SocketAddr) -> Option<String> {
+pub(crate) fn unauthenticated_note(spec: &ClientSpec, addr: &SocketAddr) -> Option<String> {
     if spec.key.is_some() || addr.ip().is_loopback() {
         return None;
     }
@@ -112,6 +112,7 @@ pub(super) fn result_doc(
     let kind = match spec.kind {
         TestKind::Stream => Kind::NetStream,
         TestKind::Rr => Kind::NetRr,
+        TestKind::Udp => Kind::NetUdp,
     };
     let mut doc = ResultDoc {
         status: if completed {
@@ -201,7 +202,7 @@ fn failure(out: &EngineOut, report: &ServerReport, data_conns: usize) -> Option<
 /// host's word): lengths further apart than half the window, or a second,
 /// mean a control message held back on the way, and its figures cover
 /// another interval. The agents' console holds hosts to the same rule.
-fn windows_disagree(mine_s: f64, endpoint_s: f64) -> Option<String> {
+pub(crate) fn windows_disagree(mine_s: f64, endpoint_s: f64) -> Option<String> {
     let allowed = (mine_s / 2.0).max(1.0);
     ((endpoint_s - mine_s).abs() > allowed).then(|| {
         format!(
@@ -290,7 +291,7 @@ fn received_beyond_sent(
 
 /// Per-connection rates in Mbit/s, each end's connections over that end's
 /// window: how many, the slowest, the fastest, and Jain's fairness.
-fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
+pub(crate) fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
     let (mut n, mut sum, mut sum_sq, mut min, mut max) = (0.0, 0.0, 0.0, f64::INFINITY, 0f64);
     for (b, window_s) in ends.into_iter().filter(|(b, w)| b.conns > 0 && *w > 0.0) {
         let (k, c) = (8.0 / 1e6 / window_s, b.conns as f64);
@@ -301,7 +302,7 @@ fn conn_rates(ends: [(&ByteStats, f64); 2]) -> (f64, f64, f64, Option<f64>) {
 }
 
 /// `bytes` over `window_s` in Mbit/s; None without a window.
-fn mbit_s(bytes: u64, window_s: f64) -> Option<f64> {
+pub(crate) fn mbit_s(bytes: u64, window_s: f64) -> Option<f64> {
     (window_s > 0.0).then(|| bytes as f64 * 8.0 / 1e6 / window_s)
 }
 
@@ -348,7 +349,7 @@ fn net_metrics(
             let srtt = srtts.iter().sum::<f64>() / srtts.len() as f64;
             put(mn::SRTT_US, (!srtts.is_empty()).then_some(srtt));
         }
-        TestKind::Rr => {
+        TestKind::Rr | TestKind::Udp => {
             put(mn::CONNS, Some(spec.conns as f64));
             put(
                 mn::TRANS_S,
@@ -368,7 +369,7 @@ fn net_metrics(
     m
 }
 
-fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
+pub(crate) fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
     use iotoll_model::spec::{NetSpec, RrSpec, StreamSpec};
     let net = NetSpec {
         peer: addr.to_string(),
@@ -395,10 +396,16 @@ fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
             resp: spec.resp,
             burst: spec.burst,
         })),
+        TestKind::Udp => Spec::Udp(Typed::from(iotoll_model::spec::UdpSpec {
+            net,
+            dir: iotoll_model::spec::word(&spec.dir),
+            size: spec.msg,
+            rate: spec.rate,
+        })),
     }
 }
 
-fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec::TlsDisclosure {
+pub(crate) fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec::TlsDisclosure {
     iotoll_model::spec::TlsDisclosure {
         protocol: "TLS 1.3".into(),
         cipher_suite: n.cipher.suite_name().into(),

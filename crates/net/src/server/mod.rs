@@ -93,7 +93,7 @@ enum First {
 pub const HANDSHAKE: Duration = Duration::from_secs(5);
 
 /// Slack beyond the announced ramp/time before the server gives up.
-const SLACK: Duration = Duration::from_secs(10);
+pub(crate) const SLACK: Duration = Duration::from_secs(10);
 /// Data-connection header: token (8), index (4), client role (1).
 pub const DATA_HEADER: usize = 13;
 
@@ -129,11 +129,11 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    fn io(context: impl Into<String>, source: std::io::Error) -> SessionError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> SessionError {
         SessionError::IoIn(context.into(), source)
     }
 
-    fn unexpected(want: &'static str, got: &Msg) -> SessionError {
+    pub(crate) fn unexpected(want: &'static str, got: &Msg) -> SessionError {
         SessionError::Unexpected(want, got.name())
     }
 
@@ -161,9 +161,16 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
             l.max_time.as_secs()
         ));
     }
+    if p.kind == TestKind::Udp {
+        return crate::udp::validate_params(p).map_err(SessionError::Refused);
+    }
+    if p.rate.is_some() || !p.udp_ports.is_empty() {
+        return refused("rate and udp_ports apply to UDP tests only".into());
+    }
     let sizes: &[(&str, u64)] = match p.kind {
         TestKind::Stream => &[("msg", p.msg)],
         TestKind::Rr => &[("req", p.req), ("resp", p.resp)],
+        TestKind::Udp => &[],
     };
     for (name, v) in sizes {
         if *v == 0 || *v > l.max_msg {
@@ -200,6 +207,8 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
 pub fn server_roles(p: &TestParams) -> Vec<Role> {
     let n = p.conns as usize;
     match (p.kind, p.dir) {
+        // Datagrams: no data connections.
+        (TestKind::Udp, _) => Vec::new(),
         (TestKind::Rr, _) => vec![Role::RrServer; n],
         (TestKind::Stream, Dir::Tx) => vec![Role::Recv; n],
         (TestKind::Stream, Dir::Rx) => vec![Role::Send; n],
@@ -435,7 +444,10 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
         tracing::info!(%peer, "refused, a test is running");
         return;
     };
-    let r = session(&mut ctl, params, cfg, &mut slot, peer);
+    let r = match params.kind {
+        TestKind::Udp => crate::udp::server::session(&mut ctl, params, &mut slot, peer),
+        _ => session(&mut ctl, params, cfg, &mut slot, peer),
+    };
     // Everything the test held was released when `session` returned: free
     // the slot before telling the client, so its next test finds it free.
     slot.release();
@@ -453,7 +465,11 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
 
 /// The client's next message, within `t`; what it must not send (stop,
 /// or a frame the endpoint refuses, said to the client) is the error.
-fn expect(ctl: &mut Control, t: Duration, want: &'static str) -> Result<Msg, SessionError> {
+pub(crate) fn expect(
+    ctl: &mut Control,
+    t: Duration,
+    want: &'static str,
+) -> Result<Msg, SessionError> {
     let waiting = |e| SessionError::Waiting(want, e);
     match ctl.recv(t) {
         Ok(Msg::Stop {}) => Err(SessionError::Stopped),

@@ -116,6 +116,7 @@ pub(super) fn session(
         errors: out.errors,
         first_error: out.first_error.clone(),
         disclosure: iotoll_model::spec::to_json(&iotoll_probe::sysinfo::network(local_ip)),
+        udp: None,
     };
     // Everything the test held is released before the report goes out: the
     // engine's threads have ended, its data sockets close now (the client's

@@ -32,7 +32,7 @@ const AGREE: f64 = 0.005;
 /// efficiency and the service demand.
 fn columns(kind: Kind) -> &'static [&'static str] {
     match kind {
-        Kind::NetStream => &[
+        Kind::NetStream | Kind::NetUdp => &[
             mn::MBIT_S,
             mn::TX_MBIT_S,
             mn::RX_MBIT_S,
@@ -237,7 +237,7 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
     // Every byte is sent by one host: the hosts' sent rates add up to the
     // test's goodput. Disk I/Os and transactions are each one host's.
     let (what, key, role, of) = match kind {
-        Kind::NetStream => ("hosts' sent Mbit/s", mn::TX_MBIT_S, None, mn::MBIT_S),
+        Kind::NetStream | Kind::NetUdp => ("hosts' sent Mbit/s", mn::TX_MBIT_S, None, mn::MBIT_S),
         Kind::Disk => ("hosts' IOPS", mn::IOPS, None, mn::IOPS),
         Kind::NetRr => (
             "hosts' clients' transactions/s",

@@ -74,6 +74,7 @@ pub(crate) fn kind_title(kind: Kind) -> &'static str {
         Kind::Disk => "Disk tests",
         Kind::NetStream => "Network stream tests",
         Kind::NetRr => "Network request/response tests",
+        Kind::NetUdp => "Network UDP tests",
     }
 }
 

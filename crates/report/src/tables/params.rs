@@ -20,6 +20,14 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
         ("time_s", "time (s)"),
         ("peer", "peer"),
     ];
+    // No Nagle for datagrams.
+    const UDP_NET: &[(&str, &str)] = &[
+        ("sockbuf", "socket buffer"),
+        ("threads", "threads"),
+        ("ramp_s", "ramp (s)"),
+        ("time_s", "time (s)"),
+        ("peer", "peer"),
+    ];
     let (own, shared): (&[_], &[_]) = match kind {
         Kind::Disk => (
             &[
@@ -50,6 +58,15 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
             ],
             NET,
         ),
+        Kind::NetUdp => (
+            &[
+                ("dir", "direction"),
+                ("conns", "flows"),
+                ("size", "datagram"),
+                ("rate", "rate (bit/s)"),
+            ],
+            UDP_NET,
+        ),
         Kind::NetRr => (
             &[
                 ("conns", "connections"),
@@ -65,8 +82,10 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
 
 /// Keys left out of "other": internal or repeated elsewhere (a spec's
 /// `lines` are its bs/read/random or its `mix`; `targets` are `target`
-/// and `ntargets`).
+/// and `ntargets`; `nodelay` is a column where it means something, and every
+/// network spec states it, UDP's too).
 const HIDDEN: &[&str] = &[
+    "nodelay",
     "lines",
     "targets",
     "engine_requested",
@@ -85,7 +104,12 @@ fn is_size(key: &str) -> bool {
 
 fn show(key: &str, v: &Value) -> String {
     match v {
+        // A UDP test without --rate sent as fast as it could.
+        Value::Null if key == "rate" => "unlimited".into(),
         Value::Null => "–".into(),
+        Value::Number(n) if key == "rate" => (n.as_u64())
+            .map(iotoll_model::format_rate)
+            .unwrap_or_else(|| n.to_string()),
         Value::Number(n) if is_size(key) => n.as_f64().map(size).unwrap_or_default(),
         Value::Number(n) => n.as_f64().map(num_plain).unwrap_or_default(),
         Value::String(s) => s.clone(),

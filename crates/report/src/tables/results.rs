@@ -40,6 +40,17 @@ fn metric_columns(kind: Kind) -> &'static [&'static str] {
             mn::REMOTE_MBIT_S_PER_CPU_PCT,
             mn::CPU_US_PER_KB,
         ],
+        Kind::NetUdp => &[
+            mn::MBIT_S,
+            mn::OFFERED_MBIT_S,
+            mn::LOSS_PCT,
+            mn::JITTER_US,
+            mn::OUT_OF_ORDER,
+            mn::CPU_PCT,
+            mn::REMOTE_CPU_PCT,
+            mn::MBIT_S_PER_CPU_PCT,
+            mn::CPU_US_PER_KB,
+        ],
         Kind::NetRr => &[
             mn::TRANS_S,
             mn::CONNS,

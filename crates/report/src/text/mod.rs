@@ -89,13 +89,21 @@ fn throughput(o: &mut String, doc: &ResultDoc) {
         if let (Some(tx), Some(rx)) = (get(mn::TX_MBIT_S), get(mn::RX_MBIT_S)) {
             let _ = write!(l, " (tx {}, rx {})", num(tx), num(rx));
         }
+        let per = if doc.kind == Kind::NetUdp {
+            "flow"
+        } else {
+            "connection"
+        };
         if let (Some(lo), Some(hi)) = (get(mn::CONN_MBIT_S_MIN), get(mn::CONN_MBIT_S_MAX)) {
-            let _ = write!(l, "   per connection {} to {}", num(lo), num(hi));
+            let _ = write!(l, "   per {per} {} to {}", num(lo), num(hi));
         }
         if let Some(f) = get(mn::FAIRNESS) {
             let _ = write!(l, "   fairness {f:.3}");
         }
         let _ = writeln!(o, "{l}");
+        if doc.kind == Kind::NetUdp {
+            return udp_lines(o, doc, &errors);
+        }
         let _ = writeln!(
             o,
             "  {:<12} {} retransmits   srtt {} us   connections up in {} s   errors {errors}",
@@ -114,6 +122,30 @@ fn throughput(o: &mut String, doc: &ResultDoc) {
             or_dash(get(mn::LATENCY_ONE_WAY_US)),
         );
     }
+}
+
+/// A UDP test's offered rate, loss and arrival order.
+fn udp_lines(o: &mut String, doc: &ResultDoc, errors: &str) {
+    let get = |k: &str| doc.metrics.get(k).copied();
+    let n = |k: &str| or_dash(get(k));
+    let _ = writeln!(
+        o,
+        "  {:<12} offered {} Mbit/s   loss {} % ({} of {} datagrams)   jitter {} us",
+        "udp",
+        n(mn::OFFERED_MBIT_S),
+        n(mn::LOSS_PCT),
+        n(mn::DATAGRAMS_LOST),
+        n(mn::DATAGRAMS_SENT),
+        n(mn::JITTER_US),
+    );
+    let _ = writeln!(
+        o,
+        "  {:<12} {} out of order   {} duplicates   {} ignored   errors {errors}",
+        "",
+        n(mn::OUT_OF_ORDER),
+        n(mn::DUPLICATES),
+        n(mn::DATAGRAMS_IGNORED),
+    );
 }
 
 /// Round-trip and I/O latency percentiles, and the queue depth kept.

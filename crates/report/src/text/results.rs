@@ -133,6 +133,7 @@ fn shown_metrics(kind: Kind) -> &'static [(&'static str, &'static str)] {
         ],
         Kind::NetStream => &[("mbit/s", mn::MBIT_S)],
         Kind::NetRr => &[("trans/s", mn::TRANS_S), ("rtt us", mn::RTT_MEAN_US)],
+        Kind::NetUdp => &[("mbit/s", mn::MBIT_S), ("loss %", mn::LOSS_PCT)],
     }
 }
 

@@ -31,6 +31,19 @@ pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
             );
             net(doc.kind, &s.net, what)
         }
+        Kind::NetUdp => {
+            let s = doc.spec.udp()?;
+            let rate = s.rate.map_or("unlimited".into(), |r| {
+                format!("{} bit/s", iotoll_model::format_rate(r))
+            });
+            let what = format!(
+                "UDP {}  datagram {} bytes  rate {rate}  sockbuf {}",
+                s.dir,
+                s.size,
+                s.net.sockbuf.map(format_size).unwrap_or("default".into()),
+            );
+            net(doc.kind, &s.net, what)
+        }
     })
 }
 
@@ -72,10 +85,14 @@ fn disk(s: &DiskSpec) -> String {
 }
 
 fn net(kind: Kind, net: &NetSpec, what: String) -> String {
+    let (conns, threads) = match kind {
+        // One sending and one receiving thread per end, whatever the flows.
+        Kind::NetUdp => ("flow(s)", String::new()),
+        _ => ("connection(s)", format!("  {} thread(s)", net.threads)),
+    };
     format!(
-        "{kind}  {what}  {} connection(s)  {} thread(s)\npeer {}{}{}",
+        "{kind}  {what}  {} {conns}{threads}\npeer {}{}{}",
         net.conns,
-        net.threads,
         net.peer,
         if net.auth { " (authenticated)" } else { "" },
         net.tls

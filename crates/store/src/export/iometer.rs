@@ -427,7 +427,7 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<C
     let mut c = Cells::new();
     // (read MB/s, write MB/s, read I/Os per s, write I/Os per s) as the client saw them.
     let (mut read_mb, mut write_mb, mut read_ios, mut write_ios) = match t.kind {
-        Kind::NetStream => {
+        Kind::NetStream | Kind::NetUdp => {
             // Goodput as the receivers counted it; iotoll counts bytes, not
             // send()/recv() calls, so the I/O counts stay empty.
             let write_mb = g("tx_mbit_s").map(|v| v / 8.0);

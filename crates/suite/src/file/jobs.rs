@@ -33,6 +33,7 @@ impl<'a> Ctx<'a> {
                 Kind::Disk => DiskTest::params(t),
                 Kind::NetStream => StreamTest::params(t),
                 Kind::NetRr => RrTest::params(t),
+                Kind::NetUdp => UdpTest::params(t),
             };
             params.map_err(|(e, known)| {
                 self.de_err(e, |_| {
@@ -167,6 +168,7 @@ impl<'a> Ctx<'a> {
             Kind::Disk => JobSpec::Disk(DiskRequest::default()),
             Kind::NetStream => net(TestKind::Stream),
             Kind::NetRr => net(TestKind::Rr),
+            Kind::NetUdp => JobSpec::Net(ClientSpec::udp()),
         };
         spec.set_durations(ramp, time);
         Ok(Job {

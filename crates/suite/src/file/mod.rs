@@ -139,9 +139,19 @@ impl JobSpec {
                 "threads" => s.threads = Some(as_u32(v)? as usize).filter(|t| *t > 0),
                 "req" => s.req = as_size(v)?,
                 "resp" => s.resp = as_size(v)?,
+                // A UDP test's datagram size.
+                "size" if s.kind == TestKind::Udp => s.msg = as_size(v)?,
                 "size" => {
                     s.req = as_size(v)?;
                     s.resp = s.req;
+                }
+                // Bits per second: 500000000 or "500m" (decimal, as --rate).
+                "rate" => {
+                    let r = match v {
+                        Value::Integer(i) => i.to_string(),
+                        _ => as_str(v)?.to_string(),
+                    };
+                    s.rate = Some(iotoll_model::parse_rate(&r).map_err(|e| e.to_string())?);
                 }
                 "burst" => s.burst = as_u32(v)?,
                 _ => return Err("not a network parameter".into()),
@@ -425,6 +435,7 @@ macro_rules! kind_table {
 kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, offset, align, burst_delay, burst_len, engine, buffered);
 kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
 kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
+kind_table!(UdpTest: dir, conns, size, rate, sockbuf);
 
 pub(crate) fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
     T::deserialize(ValueDeserializer::from(v.clone()))

@@ -448,3 +448,41 @@ fn confidence_keys() {
     assert_eq!(s.jobs[0].confidence, Some(c));
     assert_eq!(s.jobs[0].params["confidence"], "90,10");
 }
+
+/// `net-udp`: its keys become the client's UDP spec (size is the
+/// datagram's, rate bits per second as a string or a number); wrong values
+/// and placing it on hosts name the key and line.
+#[test]
+fn udp_tests_take_size_and_rate() {
+    let s = suite("name='t'\n[[test]]\nname='u'\nkind='net-udp'\ndir='bidir'\nconns=2\nsize=512\nrate=['500m', 1000000]\n");
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["u/rate=500m", "u/rate=1000000"]);
+    let JobSpec::Net(c) = &s.jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!(c.kind, TestKind::Udp);
+    assert_eq!((c.msg, c.rate, c.conns), (512, Some(500_000_000), 2));
+    assert_eq!(s.jobs[0].metric, "mbit_s");
+    let JobSpec::Net(c) = &s.jobs[1].spec else {
+        panic!()
+    };
+    assert_eq!(c.rate, Some(1_000_000));
+    // Defaults: 1472-byte datagrams, unlimited.
+    let d = suite("name='t'\n[[test]]\nname='u'\nkind='net-udp'\n");
+    let JobSpec::Net(c) = &d.jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!((c.msg, c.rate), (1472, None));
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nrate='fast'\n");
+    at(&e, 5, "rate");
+    has(&e, "not a rate");
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\n\nsize=16\n");
+    at(&e, 6, "size");
+    has(&e, "65507");
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nmsg='1k'\n");
+    has(&e, "unknown key");
+    has(&e, "rate");
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b']]\n");
+    at(&e, 5, "pairs");
+    has(&e, "cannot be placed on hosts");
+}

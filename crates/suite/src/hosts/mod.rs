@@ -392,6 +392,8 @@ pub(crate) fn placement_keys(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Disk => &["on"],
         Kind::NetStream | Kind::NetRr => &["pairs", "clients", "server", "pairs_per_client"],
+        // Runs from this host to the suite's peer only (for now).
+        Kind::NetUdp => &[],
     }
 }
 
@@ -443,6 +445,14 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
         }
         let on = cx.check(k.on.as_ref(), "on", |v| host_list(v, "on"))?;
         return Ok(on.map_or(Placement::Local, |on| Placement::Disk { on }));
+    }
+    if kind == Kind::NetUdp {
+        let keys = [("on", &k.on), net[0], net[1], net[2], net[3]];
+        if let Some((key, v)) = given(&keys) {
+            let msg = format!("{key}: a {kind} test runs from this host to the suite's peer (--peer, or the endpoint the suite starts); it cannot be placed on hosts yet");
+            return Err(cx.at(v, key, msg));
+        }
+        return Ok(Placement::Local);
     }
     if let Some(v) = &k.on {
         let msg = format!("on places a disk test; a {kind} test is placed with pairs = [[\"client\", \"server\"], ...] or clients, server and pairs_per_client");

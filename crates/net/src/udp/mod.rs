@@ -1,0 +1,146 @@
+//! UDP tests (`iotoll net udp`): datagrams of a fixed size on one socket per
+//! flow at each end, paced by a token bucket or unlimited, counted by the
+//! receiver by sequence number (loss against the sender's own count,
+//! out-of-order, duplicates) with RFC 3550 jitter. The control connection,
+//! the window and both ends' CPU are the stream tests'.
+
+mod account;
+pub(crate) mod client;
+mod engine;
+mod pace;
+mod result;
+pub(crate) mod server;
+mod wire;
+
+pub use account::{Received, Sent};
+pub use wire::{DEFAULT_DATAGRAM, HEADER, MAX_DATAGRAM};
+
+use crate::proto::{Dir, TestParams};
+use crate::ClientSpec;
+
+/// Most flows per direction: each is a socket at both ends, and the
+/// endpoint's report holds their totals only.
+pub const MAX_FLOWS: u32 = 1024;
+
+/// The datagram size's bounds, named by `flag`.
+fn check_size(flag: &str, size: u64) -> Result<(), String> {
+    if !(HEADER as u64..=MAX_DATAGRAM).contains(&size) {
+        return Err(format!(
+            "{flag} must be between {HEADER} bytes (iotoll's datagram header: flow, sequence number, timestamp, test cookie) and {MAX_DATAGRAM} (the largest UDP payload over IPv4), got {size}"
+        ));
+    }
+    Ok(())
+}
+
+fn check_flows(flag: &str, conns: u32) -> Result<(), String> {
+    if conns == 0 || conns > MAX_FLOWS {
+        return Err(format!(
+            "{flag} must be between 1 and {MAX_FLOWS} for UDP, got {conns}"
+        ));
+    }
+    Ok(())
+}
+
+/// The client's checks of a UDP test, in its flags' words.
+pub fn validate(s: &ClientSpec) -> Result<(), String> {
+    check_size("--size", s.msg)?;
+    check_flows("--conns", s.conns)?;
+    if s.tls.is_some() {
+        return Err("--tls applies to TCP tests (net stream, net rr), not UDP".into());
+    }
+    if s.verify {
+        return Err("--verify applies to stream tests only".into());
+    }
+    if s.rate == Some(0) {
+        return Err("--rate must be positive (leave it out for unlimited)".into());
+    }
+    if s.nodelay {
+        return Err("--nodelay is a TCP option; UDP has no Nagle delay".into());
+    }
+    if s.threads.is_some() {
+        return Err("--threads applies to TCP tests: a UDP test runs one sending and one receiving thread at each end".into());
+    }
+    Ok(())
+}
+
+/// The endpoint's checks of a UDP test request.
+pub(crate) fn validate_params(p: &TestParams) -> Result<(), String> {
+    check_size("size", p.msg)?;
+    check_flows("conns", p.conns)?;
+    if p.tls.is_some() || p.verify || p.nodelay {
+        return Err("tls, verify and nodelay do not apply to UDP tests".into());
+    }
+    if p.rate == Some(0) {
+        return Err("rate must be positive".into());
+    }
+    if p.udp_ports.len() != p.conns as usize || p.udp_ports.contains(&0) {
+        return Err(format!(
+            "a UDP test needs the client's {} flow port(s), got {}",
+            p.conns,
+            p.udp_ports.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the client sends (tx, bidir) and receives (rx, bidir).
+pub(crate) fn client_sends_receives(dir: Dir) -> (bool, bool) {
+    (dir != Dir::Rx, dir != Dir::Tx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_flows_and_options_are_checked_with_the_flag_named() {
+        let ok = ClientSpec::udp();
+        assert_eq!(validate(&ok), Ok(()));
+        assert_eq!(ok.msg, 1472);
+        let err = |s: ClientSpec| validate(&s).unwrap_err();
+        for (size, ok_) in [(31, false), (32, true), (65507, true), (65508, false)] {
+            let s = ClientSpec {
+                msg: size,
+                ..ClientSpec::udp()
+            };
+            assert_eq!(validate(&s).is_ok(), ok_, "{size}");
+        }
+        assert!(err(ClientSpec {
+            msg: 70000,
+            ..ClientSpec::udp()
+        })
+        .contains("--size"));
+        assert!(err(ClientSpec {
+            conns: 0,
+            ..ClientSpec::udp()
+        })
+        .contains("--conns"));
+        assert!(err(ClientSpec {
+            conns: 1025,
+            ..ClientSpec::udp()
+        })
+        .contains("1024"));
+        assert!(err(ClientSpec {
+            rate: Some(0),
+            ..ClientSpec::udp()
+        })
+        .contains("--rate"));
+        let two = ClientSpec {
+            threads: Some(2),
+            ..ClientSpec::udp()
+        };
+        assert!(err(two).contains("--threads"));
+        let tls = ClientSpec {
+            tls: Some(crate::tls::DEFAULT_CIPHER),
+            ..ClientSpec::udp()
+        };
+        assert!(err(tls).contains("--tls"));
+        // The endpoint refuses a request without the client's ports.
+        let mut p = ClientSpec::udp().params();
+        assert!(validate_params(&p).unwrap_err().contains("flow port"));
+        p.udp_ports = vec![4000];
+        assert_eq!(validate_params(&p), Ok(()));
+        p.msg = 10;
+        assert!(validate_params(&p).is_err());
+    }
+}

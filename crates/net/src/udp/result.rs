@@ -1,0 +1,306 @@
+//! A UDP test's result: each direction's sender's count against its
+//! receiver's, both ends' CPU, and the notes that say how to read them.
+
+use super::account::{Received, Sent};
+use super::client::Measured;
+use super::engine::UdpOut;
+use crate::client::result::{
+    conn_rates, mbit_s, same_host_note, spec_json, unauthenticated_note, windows_disagree,
+};
+use crate::proto::{Identity, ServerReport};
+use crate::{ClientSpec, NetError};
+use iotoll_model::metrics as mn;
+use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
+use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
+use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_run::{interrupted_note, take_cpu_report};
+use std::net::SocketAddr;
+
+/// One direction of a test: what its sender counted in its window (of
+/// `window_s`), and what its receiver counted of those datagrams.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Way {
+    pub sent: Sent,
+    pub window_s: f64,
+    pub received: Received,
+}
+
+/// The directions' figures summed.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Totals {
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub refused: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    pub ignored: u64,
+}
+
+pub(super) fn totals(ways: &[Way]) -> Totals {
+    let mut t = Totals::default();
+    for w in ways {
+        t.sent += w.sent.datagrams;
+        t.received += w.received.datagrams;
+        t.lost += w.sent.datagrams.saturating_sub(w.received.datagrams);
+        t.refused += w.sent.refused;
+        t.out_of_order += w.received.out_of_order;
+        t.duplicates += w.received.duplicates;
+        t.ignored += w.received.ignored;
+    }
+    t
+}
+
+/// A receiver that counted more distinct datagrams of a sender's window
+/// than the sender sent in it counted datagrams nobody sent.
+fn received_beyond_sent(ways: &[(&str, Way)]) -> Option<String> {
+    ways.iter()
+        .find(|(_, w)| w.received.datagrams > w.sent.datagrams)
+        .map(|(what, w)| format!(
+            "the test is void: {what}: the receiver counted {} distinct datagrams of the sender's window, the sender sent {} (datagrams nobody sent carried this test's cookie)",
+            w.received.datagrams, w.sent.datagrams
+        ))
+}
+
+/// The UDP metrics of `ways` (tx first, then rx, each present or not).
+pub(super) fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
+    let mut put = |k: &str, v: Option<f64>| m.extend(v.map(|v| (k.to_string(), v)));
+    let goodput = |w: &Option<Way>| w.and_then(|w| mbit_s(w.received.bytes, w.window_s));
+    let offered = |w: &Option<Way>| w.and_then(|w| mbit_s(w.sent.bytes, w.window_s));
+    let (tx_g, rx_g) = (goodput(&tx), goodput(&rx));
+    put(mn::TX_MBIT_S, tx_g);
+    put(mn::RX_MBIT_S, rx_g);
+    put(mn::MBIT_S, Some(tx_g.unwrap_or(0.0) + rx_g.unwrap_or(0.0)));
+    put(
+        mn::OFFERED_MBIT_S,
+        Some(offered(&tx).unwrap_or(0.0) + offered(&rx).unwrap_or(0.0)),
+    );
+    let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
+    let t = totals(&ways);
+    put(mn::DATAGRAMS_SENT, Some(t.sent as f64));
+    put(mn::DATAGRAMS_RECEIVED, Some(t.received as f64));
+    put(mn::DATAGRAMS_LOST, Some(t.lost as f64));
+    put(mn::DATAGRAMS_IGNORED, Some(t.ignored as f64));
+    put(
+        mn::LOSS_PCT,
+        (t.sent > 0).then(|| 100.0 * t.lost as f64 / t.sent as f64),
+    );
+    put(mn::OUT_OF_ORDER, Some(t.out_of_order as f64));
+    put(mn::DUPLICATES, Some(t.duplicates as f64));
+    let (j_sum, j_n) = (ways.iter()).fold((0.0, 0), |(s, n), w| {
+        (s + w.received.jitter_ns_sum, n + w.received.jitter_flows)
+    });
+    put(
+        mn::JITTER_US,
+        (j_n > 0).then(|| j_sum / j_n as f64 / 1000.0),
+    );
+    let flows = |w: &Option<Way>| w.map(|w| (w.received.flows, w.window_s));
+    let ends: Vec<_> = [flows(&tx), flows(&rx)].into_iter().flatten().collect();
+    let none = (Default::default(), 0.0);
+    let (n, min, max, fairness) = conn_rates([
+        ends.first().map_or((&none.0, none.1), |(b, w)| (b, *w)),
+        ends.get(1).map_or((&none.0, none.1), |(b, w)| (b, *w)),
+    ]);
+    put(mn::CONN_MBIT_S_MIN, (n > 0.0).then_some(min));
+    put(mn::CONN_MBIT_S_MAX, (n > 0.0).then_some(max));
+    put(mn::FAIRNESS, fairness);
+}
+
+/// What a reader of the counts must know: how loss is counted, and what
+/// was refused, ignored or failed at either end.
+fn count_notes(t: &Totals, out: &UdpOut, report: &ServerReport) -> Vec<String> {
+    let mut notes = vec![format!(
+        "UDP loss is counted exactly: each sender numbers its datagrams and marks those it sends inside its window; the receiver counts the marked ones that arrive (until the flows go quiet after the window), so lost = sent - received ({} - {} = {}); goodput is what arrived over the sender's window",
+        t.sent, t.received, t.lost
+    )];
+    if t.refused > 0 {
+        notes.push(format!(
+            "{} sends were refused by a full socket or device queue (ENOBUFS/EAGAIN) and retried: not sent, not counted; the offered rate is what went out",
+            t.refused
+        ));
+    }
+    if t.ignored > 0 {
+        notes.push(format!(
+            "{} datagrams were not counted: too short, not iotoll's, another test's cookie, an unknown flow, or an absurd sequence jump",
+            t.ignored
+        ));
+    }
+    for (end, n, first) in [
+        ("this host", out.errors, &out.first_error),
+        ("the endpoint", report.errors, &report.first_error),
+    ] {
+        if n > 0 {
+            let first = first.as_deref().unwrap_or("unknown");
+            notes.push(format!("{n} sends failed at {end}; first error: {first}"));
+        }
+    }
+    notes
+}
+
+/// Merges both ends' counts into the result; a failed test is an error
+/// that carries it.
+pub(super) fn result_doc(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    m: Measured,
+) -> Result<ResultDoc, NetError> {
+    let Measured {
+        mut closed,
+        out,
+        report,
+        ..
+    } = m;
+    let local_disclosure = iotoll_probe::sysinfo::network(m.local_ip);
+    let me = local_disclosure.identity.clone().unwrap_or_default();
+    let peer = Identity::from_disclosure(&report.disclosure);
+    let same_host = me.same_host(&peer);
+    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
+        closed.mark_endpoint(pid);
+    }
+    let end = report.udp.unwrap_or_default();
+    let (sends, receives) = super::client_sends_receives(spec.dir);
+    let tx = sends.then(|| Way {
+        sent: out.sent,
+        window_s: closed.window_s,
+        received: end.received.unwrap_or_default(),
+    });
+    let rx = receives.then(|| Way {
+        sent: end.sent,
+        window_s: report.window_s,
+        received: out.received.unwrap_or_default(),
+    });
+
+    let mut notes = Vec::new();
+    if !m.completed {
+        notes.push(interrupted_note(closed.window_s, spec.time));
+    }
+    notes.extend(same_host_note(&me, same_host, addr, m.local_ip));
+    notes.extend(unauthenticated_note(spec, addr));
+    let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
+    let t = totals(&ways);
+    notes.extend(count_notes(&t, &out, &report));
+    let errors = out.errors + report.errors;
+    let named: Vec<(&str, Way)> = [
+        ("this host to the endpoint", tx),
+        ("the endpoint to this host", rx),
+    ]
+    .into_iter()
+    .filter_map(|(n, w)| Some((n, w?)))
+    .collect();
+    let failure = windows_disagree(closed.window_s, report.window_s)
+        .or_else(|| received_beyond_sent(&named))
+        .or_else(|| {
+            (t.sent == 0 && m.completed)
+                .then(|| "the test failed: no datagram was sent in the window".to_string())
+        });
+    if let Some(f) = &failure {
+        notes.insert(0, format!("failed: {f}"));
+    }
+    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
+    if let Some(e) = &report.cpu_error {
+        notes.push(format!("endpoint CPU not measured: {e}"));
+    }
+    let mut metrics = Metrics::new();
+    metrics.insert(mn::WINDOW_S.into(), closed.window_s);
+    metrics.insert(mn::ERRORS.into(), errors as f64);
+    metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
+    udp_metrics(tx, rx, &mut metrics);
+    if let Some(c) = &cpu {
+        c.write_metrics(&mut metrics, "");
+    }
+    if let Some(c) = report.cpu.as_ref().filter(|_| same_host != Some(true)) {
+        c.write_metrics(&mut metrics, "remote_");
+    }
+    derive_metrics(&mut metrics);
+    let mut doc = ResultDoc {
+        status: if m.completed {
+            ResultStatus::Complete
+        } else {
+            ResultStatus::Interrupted
+        },
+        started_at: m.started_at,
+        config: spec.config.clone(),
+        metrics,
+        cpu: CpuSection {
+            local: cpu,
+            remote: report.cpu.clone(),
+            same_host,
+        },
+        series: m.series.into_points(),
+        notes,
+        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
+            local: local_disclosure,
+            remote: report.disclosure.clone(),
+            tls: None,
+        }))),
+        ..ResultDoc::new(Kind::NetUdp, spec_json(spec, addr, 1))
+    };
+    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+    if let Some(msg) = failure {
+        doc.status = ResultStatus::Failed;
+        return Err(NetError::Failed {
+            msg,
+            doc: Box::new(doc),
+        });
+    }
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::ByteStats;
+
+    fn way(sent: u64, got: u64, size: u64, window_s: f64) -> Way {
+        Way {
+            sent: Sent {
+                datagrams: sent,
+                bytes: sent * size,
+                refused: 0,
+            },
+            window_s,
+            received: Received {
+                datagrams: got,
+                bytes: got * size,
+                flows: ByteStats::from_counts([got * size]),
+                jitter_ns_sum: 2000.0,
+                jitter_flows: 1,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn loss_goodput_and_offered_rate_from_both_counts() {
+        let mut m = Metrics::new();
+        // 10,000 datagrams of 1250 bytes in 1 s: 100 Mbit/s offered, 9,900 arrived.
+        udp_metrics(Some(way(10_000, 9_900, 1250, 1.0)), None, &mut m);
+        assert_eq!(m[mn::OFFERED_MBIT_S], 100.0);
+        assert_eq!(m[mn::MBIT_S], 99.0);
+        assert_eq!(m[mn::TX_MBIT_S], 99.0);
+        assert!(!m.contains_key(mn::RX_MBIT_S));
+        assert_eq!(m[mn::LOSS_PCT], 1.0);
+        assert_eq!(m[mn::DATAGRAMS_LOST], 100.0);
+        assert_eq!(m[mn::JITTER_US], 2.0);
+        // Both ways: summed, loss over all datagrams sent.
+        let mut m = Metrics::new();
+        let (tx, rx) = (way(1000, 1000, 1000, 2.0), way(3000, 2700, 1000, 1.5));
+        udp_metrics(Some(tx), Some(rx), &mut m);
+        assert_eq!(m[mn::LOSS_PCT], 100.0 * 300.0 / 4000.0);
+        assert_eq!(m[mn::OFFERED_MBIT_S], 4.0 + 16.0);
+        assert_eq!(m[mn::MBIT_S], 4.0 + 14.4);
+        assert!(m[mn::FAIRNESS] < 1.0);
+        // Nothing sent: no loss figure, never 0 %.
+        let mut m = Metrics::new();
+        udp_metrics(Some(way(0, 0, 1000, 1.0)), None, &mut m);
+        assert!(!m.contains_key(mn::LOSS_PCT));
+    }
+
+    #[test]
+    fn a_receiver_that_counted_more_than_was_sent_voids_the_test() {
+        let ok = [("a", way(10, 10, 100, 1.0))];
+        assert_eq!(received_beyond_sent(&ok), None);
+        let bad = [("a", way(10, 10, 100, 1.0)), ("b", way(10, 11, 100, 1.0))];
+        assert!(received_beyond_sent(&bad).unwrap().contains("void"));
+    }
+}
