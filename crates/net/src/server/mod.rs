@@ -14,6 +14,7 @@ use crate::engine::{EngineParams, Role};
 use crate::proto::{Control, Dir, Msg, ProtoError, TestKind, TestParams, PROTO_VERSION};
 use crate::tls::Cipher;
 use crate::{sock, NetError};
+use iotoll_run::{Phase, PhaseCell};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
@@ -461,6 +462,29 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
         }
     }
     shared.finished.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The endpoint's side of a test's window, its data already flowing:
+/// waits for the client's window start (within the ramp-up and
+/// [`SLACK`]), measures until its window end, and sets `phase` at each
+/// edge.
+pub(crate) fn serve_window(
+    ctl: &mut Control,
+    params: &TestParams,
+    phase: &PhaseCell,
+) -> Result<iotoll_probe::ClosedWindow, SessionError> {
+    let slack = |ms| Duration::from_millis(ms) + SLACK;
+    match expect(ctl, slack(params.ramp_ms), "window start")? {
+        Msg::WindowStart {} => {}
+        other => return Err(SessionError::unexpected("window_start", &other)),
+    }
+    let window = iotoll_probe::CpuWindow::start_with(|| phase.set(Phase::Measure))
+        .map_err(SessionError::Cpu)?;
+    match expect(ctl, slack(params.time_ms), "window end")? {
+        Msg::WindowEnd {} => {}
+        other => return Err(SessionError::unexpected("window_end", &other)),
+    }
+    Ok(window.finish_with(|| phase.set(Phase::Stop)))
 }
 
 /// The client's next message, within `t`; what it must not send (stop,

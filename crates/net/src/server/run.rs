@@ -3,13 +3,13 @@
 use super::data::{accept_data, data_listener, data_token, MAX_HALF_OPEN};
 use super::pending::MAX_PENDING;
 use super::{
-    default_threads, engine_params, expect, server_roles, ServerConfig, SessionError, Slot, SLACK,
+    default_threads, engine_params, serve_window, server_roles, ServerConfig, SessionError, Slot,
+    SLACK,
 };
 use crate::engine::{DataConn, Engine, Role};
 use crate::proto::{Control, Msg, ServerReport, TestParams};
 use crate::sock;
 use crate::tls::{self, ServerTls};
-use iotoll_probe::CpuWindow;
 use iotoll_run::{Phase, PhaseCell};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -88,17 +88,7 @@ pub(super) fn session(
         engine: Some(engine),
     };
 
-    let slack = |ms| Duration::from_millis(ms) + SLACK;
-    match expect(ctl, slack(params.ramp_ms), "window start")? {
-        Msg::WindowStart {} => {}
-        other => return Err(SessionError::unexpected("window_start", &other)),
-    }
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(SessionError::Cpu)?;
-    match expect(ctl, slack(params.time_ms), "window end")? {
-        Msg::WindowEnd {} => {}
-        other => return Err(SessionError::unexpected("window_end", &other)),
-    }
-    let closed = window.finish_with(|| phase.set(Phase::Stop));
+    let closed = serve_window(ctl, &params, &phase)?;
     let out = guard.engine.take().map(|e| e.join());
     drop(guard);
     let Some(out) = out else {

@@ -2,9 +2,8 @@
 
 use super::engine::{UdpEngine, UdpParams};
 use crate::proto::{Control, Dir, Msg, ServerReport, TestParams, UdpEnd};
-use crate::server::{data_token, expect, SessionError, Slot, SLACK};
+use crate::server::{data_token, serve_window, SessionError, Slot};
 use crate::sock;
-use iotoll_probe::CpuWindow;
 use iotoll_run::{Phase, PhaseCell};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -64,17 +63,7 @@ pub(crate) fn session(
     };
     let engine = UdpEngine::start(send, recv, p, phase.clone())
         .map_err(|e| SessionError::io("cannot start the UDP engine", e))?;
-    let slack = |ms| Duration::from_millis(ms) + SLACK;
-    match expect(ctl, slack(params.ramp_ms), "window start")? {
-        Msg::WindowStart {} => {}
-        other => return Err(SessionError::unexpected("window_start", &other)),
-    }
-    let window = CpuWindow::start_with(|| phase.set(Phase::Measure)).map_err(SessionError::Cpu)?;
-    match expect(ctl, slack(params.time_ms), "window end")? {
-        Msg::WindowEnd {} => {}
-        other => return Err(SessionError::unexpected("window_end", &other)),
-    }
-    let closed = window.finish_with(|| phase.set(Phase::Stop));
+    let closed = serve_window(ctl, &params, &phase)?;
     // The receiver counts what is still on the way before it reports.
     let out = engine.join();
     let received = out.received.unwrap_or_default();
