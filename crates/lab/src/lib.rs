@@ -241,18 +241,25 @@ pub fn switch_netns(lab: &str) -> String {
 /// thread that entered.
 pub struct NetnsGuard {
     previous: File,
-    /// The thread's CPUs before it took the host's, and the host CPUs its
-    /// CPU windows measured (restored on drop).
-    previous_cpus: Option<(Vec<u32>, Option<Vec<u32>>)>,
+    /// The host's CPUs and namespace, the thread's CPUs before it took
+    /// them, and the host CPUs its CPU windows measured (restored on drop).
+    previous_cpus: Option<Entered>,
     _not_send: std::marker::PhantomData<*const ()>,
+}
+
+struct Entered {
+    cpus: Vec<u32>,
+    netns: u64,
+    before: Vec<u32>,
+    measured: Option<Vec<u32>>,
 }
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
-        if let Some((c, measured)) = self.previous_cpus.take() {
+        if let Some(e) = self.previous_cpus.take() {
             // Best effort: the thread keeps running either way.
-            let _ = cpus::pin_thread(&c);
-            iotoll_probe::set_thread_host_cpus(measured);
+            let _ = cpus::pin_thread(&e.before);
+            iotoll_probe::leave_host_cpus(e.netns, &e.cpus, e.measured);
         }
         if let Err(e) = sys::setns(&self.previous) {
             // Nothing sane to continue with on this thread.
@@ -265,18 +272,13 @@ impl Drop for NetnsGuard {
 /// (setns CLONE_NEWNET); sockets it opens then live there. Children it
 /// spawns inherit it (but /sys stays the caller's: use `ip netns exec`
 /// for commands that read /sys/class/net). A host with its own CPUs also
-/// pins the thread (and so its children) to them until the guard drops.
+/// pins the thread (and so its children and the threads it starts) to
+/// them until the guard drops, and CPU windows opened by those threads
+/// measure them.
 pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
+    use std::os::unix::fs::MetadataExt;
     let previous = sys::current_netns()
         .map_err(|e| LabError::System(format!("cannot open this thread's namespace: {e}")))?;
-    let previous_cpus = match &host.cpus {
-        Some(c) => {
-            let before = cpus::allowed()?;
-            cpus::pin_thread(c)?;
-            Some((before, iotoll_probe::set_thread_host_cpus(Some(c.clone()))))
-        }
-        None => None,
-    };
     let p = netns_path(host)?;
     let ns = File::open(&p).map_err(|e| {
         LabError::System(format!(
@@ -285,12 +287,32 @@ pub fn enter(host: &HostState) -> Result<NetnsGuard, LabError> {
             p.display()
         ))
     })?;
-    sys::setns(&ns).map_err(|e| LabError::System(format!("setns into {}: {e}", p.display())))?;
-    Ok(NetnsGuard {
+    let netns = (ns.metadata())
+        .map_err(|e| LabError::System(format!("cannot stat {}: {e}", p.display())))?
+        .ino();
+    let previous_cpus = match &host.cpus {
+        Some(c) => {
+            let before = cpus::allowed()?;
+            cpus::pin_thread(c)?;
+            let measured = iotoll_probe::enter_host_cpus(netns, c.clone());
+            Some(Entered {
+                cpus: c.clone(),
+                netns,
+                before,
+                measured,
+            })
+        }
+        None => None,
+    };
+    let guard = NetnsGuard {
         previous,
         previous_cpus,
         _not_send: std::marker::PhantomData,
-    })
+    };
+    // On failure the guard's drop unpins the thread (and setns back to
+    // where it is is harmless).
+    sys::setns(&ns).map_err(|e| LabError::System(format!("setns into {}: {e}", p.display())))?;
+    Ok(guard)
 }
 
 /// The lab's state if it is up (complete or not), checked to name only

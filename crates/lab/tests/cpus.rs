@@ -226,14 +226,12 @@ fn bad_cpu_sets_are_refused_and_create_nothing() {
     }
 }
 
-/// A stream a -> b with a on one CPU and b on another: each host's CPU
-/// window measures its own CPU only, the machine's stays beside it, and
-/// on a 2-CPU machine the two hosts' busy time adds up to the machine's.
-#[test]
-fn each_host_is_measured_on_its_own_cpu() {
-    let Some((name, (c0, c1), st)) = pair_up("meas") else {
-        return;
-    };
+/// The two measuring tests run one at a time: each loads the other's CPUs.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A 3 s stream from a to b of lab `st`, each end's CPU window opened as
+/// its host: (a's report, b's report).
+fn stream_a_to_b(st: &iotoll_lab::LabState) -> (iotoll_model::CpuReport, iotoll_model::CpuReport) {
     let (a, b) = (st.host("a").unwrap().clone(), st.host("b").unwrap().clone());
     let (listener, baddr) = (listen_in(&b), b.addresses[0]);
     let port = listener.local_addr().unwrap().port();
@@ -262,8 +260,21 @@ fn each_host_is_measured_on_its_own_cpu() {
         drop(s);
         w.finish_with(|| {}).report.unwrap()
     });
-    let ra = writer.join().unwrap();
-    let rb = reader.join().unwrap();
+    (writer.join().unwrap(), reader.join().unwrap())
+}
+
+/// A stream a -> b with a on one CPU and b on another: each host's CPU
+/// window measures its own CPU only, the machine's stays beside it, and
+/// on a 2-CPU machine the two hosts' busy time adds up to the machine's.
+#[test]
+fn each_host_is_measured_on_its_own_cpu() {
+    let _one = MEASURING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some((name, (c0, c1), st)) = pair_up("meas") else {
+        return;
+    };
+    let (ra, rb) = stream_a_to_b(&st);
     iotoll_lab::down(&name).unwrap();
     assert_eq!((ra.cpus, ra.own_cpus.clone()), (1, Some(vec![c0])));
     assert_eq!((rb.cpus, rb.own_cpus.clone()), (1, Some(vec![c1])));
@@ -286,5 +297,69 @@ fn each_host_is_measured_on_its_own_cpu() {
             "a (CPU {c0}) {:.1} % busy, softirq {:.1} %; b (CPU {c1}) {:.1} % busy, softirq {:.1} %; machine {machine:.1} %",
             ra.busy_pct, ra.modes.softirq, rb.busy_pct, rb.modes.softirq
         );
+    }
+}
+
+/// issue 28: interference is judged on a host's own CPUs. A hog confined
+/// to b's CPU interferes with b and is named there, and is never on a's
+/// CPU; each host's account adds up to its own busy time.
+#[test]
+fn a_hog_on_bs_cpu_interferes_with_b_only() {
+    let _one = MEASURING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some((name, (c0, c1), st)) = pair_up("hog") else {
+        return;
+    };
+    let hog = Hog(std::process::Command::new("taskset")
+        .args(["-c", &c1.to_string(), "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset (util-linux)"));
+    let (ra, rb) = stream_a_to_b(&st);
+    let hog_pid = hog.0.id() as i32;
+    drop(hog);
+    iotoll_lab::down(&name).unwrap();
+    let named = |r: &iotoll_model::CpuReport| {
+        let i = r.interference.as_ref().expect("interference judged");
+        (r.top.iter().map(|t| t.pid))
+            .chain(i.processes.iter().map(|t| t.pid))
+            .any(|p| p == hog_pid)
+    };
+    assert!(
+        !named(&ra),
+        "a hog on CPU {c1} named on a's CPU {c0}: {:?}",
+        ra.top
+    );
+    assert!(
+        named(&rb),
+        "the hog on b's CPU not named: {:?}",
+        rb.interference
+    );
+    assert!(
+        rb.interference.as_ref().is_some_and(|i| i.interfered),
+        "{:?}",
+        rb.interference
+    );
+    for r in [&ra, &rb] {
+        let a = r
+            .account
+            .as_ref()
+            .expect("an account on the host's own CPU");
+        let tickless = r.notes.iter().any(|n| n.contains("tickless"));
+        assert!(
+            tickless || (a.total() - r.busy_pct).abs() < 1e-6,
+            "{a:?} vs {}",
+            r.busy_pct
+        );
+    }
+}
+
+/// Ends a child process when the test ends, passed or failed.
+struct Hog(std::process::Child);
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

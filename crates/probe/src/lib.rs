@@ -10,6 +10,7 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod owncpus;
 pub mod procs;
 pub mod stat;
 pub mod sysinfo;
@@ -17,7 +18,8 @@ mod window;
 
 pub use iotoll_model::CpuReport;
 pub use window::{
-    host_cpus, set_thread_host_cpus, ClosedWindow, CpuWindow, HostSampler, HOST_CPUS_ENV,
+    enter_host_cpus, host_cpus, leave_host_cpus, set_thread_host_cpus, ClosedWindow, CpuWindow,
+    HostSampler, HOST_CPUS_ENV,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! A measurement window: CPU snapshots at its start and end.
 
-use crate::{clock, procs, stat, ProbeError};
+use crate::{clock, owncpus, procs, stat, ProbeError};
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::CpuReport;
 use nix::sys::resource::{getrusage, UsageWho};
@@ -19,21 +19,78 @@ thread_local! {
     static HOST_CPUS: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Lab hosts entered by some thread of this process, by network namespace
+/// (its inode), with how many threads are inside: a thread that an entered
+/// thread starts (an endpoint's session) inherits the namespace and the
+/// affinity but not the thread-local, and finds its host's CPUs here.
+/// Counted so that a namespace freed at `down`, whose inode the kernel
+/// may give to a new one, stays no longer than its last thread inside.
+static ENTERED: std::sync::Mutex<Vec<(u64, Vec<u32>, usize)>> = std::sync::Mutex::new(Vec::new());
+
+fn entered() -> std::sync::MutexGuard<'static, Vec<(u64, Vec<u32>, usize)>> {
+    ENTERED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The network namespace of the calling thread, by inode.
+fn thread_netns() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .ok()
+        .map(|m| m.ino())
+}
+
 /// Sets the lab host CPUs of this thread (None: none); returns the old.
 pub fn set_thread_host_cpus(cpus: Option<Vec<u32>>) -> Option<Vec<u32>> {
     HOST_CPUS.with(|h| h.replace(cpus))
 }
 
+/// This thread enters the lab host in namespace `netns` with CPUs `cpus`:
+/// windows opened by it, and by threads it starts there, measure them.
+/// Returns what [`leave_host_cpus`] restores.
+pub fn enter_host_cpus(netns: u64, cpus: Vec<u32>) -> Option<Vec<u32>> {
+    let mut e = entered();
+    match e.iter_mut().find(|(ino, c, _)| *ino == netns && *c == cpus) {
+        Some(x) => x.2 += 1,
+        None => e.push((netns, cpus.clone(), 1)),
+    }
+    set_thread_host_cpus(Some(cpus))
+}
+
+/// Undoes [`enter_host_cpus`] for this thread.
+pub fn leave_host_cpus(netns: u64, cpus: &[u32], previous: Option<Vec<u32>>) {
+    let mut e = entered();
+    if let Some(i) = e.iter().position(|(ino, c, _)| *ino == netns && c == cpus) {
+        e[i].2 -= 1;
+        if e[i].2 == 0 {
+            e.swap_remove(i);
+        }
+    }
+    set_thread_host_cpus(previous);
+}
+
 /// The CPUs of the lab host this thread runs as, if it has its own: the
-/// thread's entered host, else [`HOST_CPUS_ENV`]. A window opened here
+/// thread's entered host, the host whose namespace it inherited from a
+/// thread that entered it, else [`HOST_CPUS_ENV`]. A window opened here
 /// measures those CPUs (the machine's stay beside them).
 pub fn host_cpus() -> Option<Vec<u32>> {
-    HOST_CPUS.with(|h| h.borrow().clone()).or_else(|| {
-        let v = std::env::var(HOST_CPUS_ENV).ok()?;
-        crate::affinity::parse_list(&v)
-            .ok()
-            .filter(|l| !l.is_empty())
-    })
+    let inherited = || {
+        let ns = thread_netns()?;
+        let e = entered();
+        e.iter()
+            .find(|(ino, ..)| *ino == ns)
+            .map(|(_, c, _)| c.clone())
+    };
+    HOST_CPUS
+        .with(|h| h.borrow().clone())
+        .or_else(inherited)
+        .or_else(|| {
+            let v = std::env::var(HOST_CPUS_ENV).ok()?;
+            crate::affinity::parse_list(&v)
+                .ok()
+                .filter(|l| !l.is_empty())
+        })
 }
 
 /// Whole-host CPU over one window. Start it the moment the measurement
@@ -41,6 +98,8 @@ pub fn host_cpus() -> Option<Vec<u32>> {
 /// In a lab host with its own CPUs ([`host_cpus`]) "host" is those CPUs.
 pub struct CpuWindow {
     own: Option<Vec<u32>>,
+    /// This process's threads' CPU time at the start, when `own` is set.
+    threads: std::collections::HashMap<i32, u64>,
     procs: procs::ProcSnapshot,
     stat: stat::StatSnapshot,
     self_cpu_s: f64,
@@ -78,13 +137,16 @@ impl CpuWindow {
     /// the ramp-up's CPU was charged to the window (a single-threaded hog
     /// shown at 94 % of a 2-CPU host).
     pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
+        let own = host_cpus();
+        let threads = own.as_ref().map(|_| owncpus::thread_times());
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
         let t0 = Instant::now();
         on_open();
         let procs = procs::snapshot();
         Ok(CpuWindow {
-            own: host_cpus(),
+            own,
+            threads: threads.unwrap_or_default(),
             procs,
             stat,
             self_cpu_s,
@@ -100,8 +162,12 @@ impl CpuWindow {
         let window_s = self.t0.elapsed().as_secs_f64();
         let self_end = self_cpu_s();
         on_close();
+        // This process's time on other hosts' CPUs (an in-process endpoint
+        // in another lab host) is not this host's: its total less its
+        // threads confined elsewhere, or its threads here, whichever is
+        // less (a thread that ended in the window is in neither sum).
+        let split = (self.own.as_ref()).map(|o| owncpus::self_split_s(&self.threads, o));
         let mut consumers = Vec::new();
-        let mut machine = None;
         let report = end.and_then(|end| {
             let end_procs = procs::snapshot();
             let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
@@ -114,20 +180,31 @@ impl CpuWindow {
                     modes: r.modes.clone(),
                 });
                 o.notes.push(format!(
-                    "measured on this lab host's own CPUs {} ({} of the machine's {}); top consumers and interference are the whole machine's (processes are not placed per CPU)",
+                    "measured on this lab host's own CPUs {} ({} of the machine's {}); top consumers, the account and interference are of these CPUs (see docs/lab.md for how processes are placed on them)",
                     crate::affinity::format_cpu_list(own),
                     o.cpus,
                     r.cpus
                 ));
-                machine = Some(std::mem::replace(&mut r, o));
+                r = o;
             }
-            let self_s = self_end - self.self_cpu_s;
+            let total_s = self_end - self.self_cpu_s;
+            let self_s = split.map_or(total_s, |(here, elsewhere)| here.min(total_s - elsewhere));
             if self_s.is_finite() && window_s > 0.0 {
+                let self_s = self_s.max(0.0);
                 let self_pct = self_s / (window_s * r.cpus as f64) * 100.0;
                 r.self_pct = Some(self_pct);
-                if self_pct > r.busy_pct + 1.0 {
+                // Steal is busy time nothing ran in; but iotoll's exact
+                // figure is the scheduler's, which counts time stolen from
+                // its threads as theirs.
+                let steal = r.modes.steal;
+                if self_pct > r.busy_pct - steal + 1.0 {
+                    let of_which = if steal > 0.0 {
+                        format!(", {steal:.1} % of it steal")
+                    } else {
+                        String::new()
+                    };
                     r.notes.push(format!(
-                        "the host's tick-sampled counters (/proc/stat: {:.1} % busy) read below iotoll's own exactly accounted CPU ({self_pct:.1} %): with tickless idle, short bursts of work between idle periods are under-sampled, so whole-host CPU and service demand are understated here",
+                        "the host's tick-sampled counters (/proc/stat: {:.1} % busy{of_which}) read below iotoll's own exactly accounted CPU ({self_pct:.1} %): with tickless idle, short bursts of work between idle periods are under-sampled (and time a hypervisor stole while iotoll ran is in both its figure and steal), so whole-host CPU and service demand are understated here",
                         r.busy_pct
                     ));
                 }
@@ -136,9 +213,10 @@ impl CpuWindow {
             (r.nominal_mhz, r.nominal_mhz_source) = clock::nominal_mhz().unzip();
             Ok(r)
         });
+        let allowed = (self.own.as_ref()).map(|_| owncpus::allowed(&consumers));
         let mut closed = ClosedWindow {
+            allowed: self.own.zip(allowed),
             consumers,
-            machine,
             ..ClosedWindow::new(window_s, report)
         };
         closed.attribute();
@@ -153,9 +231,9 @@ pub struct ClosedWindow {
     /// Every process's CPU in the window, most first.
     consumers: Vec<procs::Consumer>,
     roles: procs::Roles,
-    /// The whole machine's report when `report` is a host's own CPUs':
-    /// processes are accounted against it.
-    machine: Option<CpuReport>,
+    /// The host's own CPUs, and where each consumer may run: processes are
+    /// placed on those CPUs (`owncpus`) and accounted against them.
+    allowed: Option<(Vec<u32>, owncpus::Allowed)>,
 }
 
 impl ClosedWindow {
@@ -166,7 +244,7 @@ impl ClosedWindow {
             report,
             consumers: Vec::new(),
             roles: procs::Roles::this_process(),
-            machine: None,
+            allowed: None,
         }
     }
 
@@ -188,16 +266,14 @@ impl ClosedWindow {
             .as_ref()
             .map_or(DEFAULT_INTERFERENCE_PCT, |i| i.threshold_pct);
         let accounted = self.account(threshold);
-        let own = self.machine.is_some();
         let Ok(r) = &mut self.report else { return };
-        r.notes.retain(|n| !n.starts_with(procs::SCALED_NOTE));
+        r.notes
+            .retain(|n| !n.starts_with(procs::SCALED_NOTE) && !n.starts_with(owncpus::PLACED_NOTE));
         match accounted {
             Some(a) => {
                 r.top = a.top(TOP_N);
                 r.interference = Some(a.interference);
-                // The split adds up to the machine's busy CPU, not to the
-                // host's own CPUs': left out rather than not adding up.
-                r.account = (!own).then_some(a.account);
+                r.account = Some(a.account);
                 r.notes.extend(a.notes);
             }
             None => {
@@ -211,10 +287,16 @@ impl ClosedWindow {
     /// The window's processes accounted in its host figures.
     fn account(&self, threshold_pct: f64) -> Option<procs::Accounting> {
         let r = self.report.as_ref().ok()?;
-        let r = self.machine.as_ref().unwrap_or(r);
         // The report's window is this one (`finish_with`).
         let clk_tck = procs::clk_tck();
-        procs::account(&self.consumers, r, clk_tck, &self.roles, threshold_pct)
+        let Some((own, allowed)) = &self.allowed else {
+            return procs::account(&self.consumers, r, clk_tck, &self.roles, threshold_pct);
+        };
+        let (placed, note) =
+            owncpus::on_host(&self.consumers, allowed, own, r, clk_tck, &self.roles);
+        let mut a = procs::account(&placed, r, clk_tck, &self.roles, threshold_pct)?;
+        a.notes.extend(note);
+        Some(a)
     }
 
     /// Every process of the window as accounted (tests look beyond the top).
@@ -296,6 +378,60 @@ mod tests {
             .processes
             .iter()
             .all(|p| p.pid != std::process::id() as i32));
+    }
+
+    /// issue 28: a window opened as a lab host with CPUs of its own counts
+    /// this process's time there only. Seen: an in-process pair's client
+    /// on CPU 0 charged with its endpoint's threads on CPU 1 (165 % of one
+    /// CPU). A thread confined to another CPU spins for 0.3 s of its own
+    /// CPU time in the window: none of it is this host's.
+    #[test]
+    fn threads_on_other_cpus_are_not_this_hosts() {
+        let cpus = crate::affinity::allowed_cpus().unwrap_or_default();
+        let [here, there, ..] = cpus[..] else {
+            eprintln!("skipped: needs two usable CPUs, has {cpus:?}");
+            return;
+        };
+        let before = set_thread_host_cpus(Some(vec![here]));
+        let outer0 = self_cpu_s();
+        let w = CpuWindow::start_with(|| {}).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let spinner = std::thread::spawn(move || {
+            crate::affinity::pin_current_thread_to(&[there]).unwrap();
+            let t0 = thread_cpu_s();
+            let mut x = 0u64;
+            while thread_cpu_s() - t0 < 0.3 {
+                for _ in 0..10_000 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+            }
+            std::hint::black_box(x);
+            tx.send(thread_cpu_s() - t0).unwrap();
+            // Alive at the window's end, as an endpoint's threads are.
+            let _ = done_rx.recv();
+        });
+        let spun = rx.recv().unwrap();
+        let closed = w.finish_with(|| {});
+        let outer = self_cpu_s() - outer0;
+        drop(done_tx);
+        spinner.join().unwrap();
+        set_thread_host_cpus(before);
+        let r = closed.report.as_ref().unwrap();
+        assert_eq!(r.own_cpus, Some(vec![here]));
+        let self_s = r.self_pct.unwrap() / 100.0 * r.window_s * r.cpus as f64;
+        // Other tests' threads run beside this one and may run here: the
+        // bound is this process's whole time less the spinner's.
+        assert!(
+            self_s <= outer - spun + 0.02,
+            "this host's self {self_s:.3} s of the process's {outer:.3} s, the spinner on CPU {there} {spun:.3} s"
+        );
+    }
+
+    /// This thread's CPU seconds.
+    fn thread_cpu_s() -> f64 {
+        let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+        t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9
     }
 
     /// A process that starts and ends inside the window is seen, under the

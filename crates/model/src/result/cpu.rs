@@ -21,6 +21,26 @@ pub struct CpuSection {
     pub same_host: Option<bool>,
 }
 
+impl CpuSection {
+    /// Whether the peer's CPU is not this host's: another kernel, or lab
+    /// hosts of one machine measured each on CPUs of its own that do not
+    /// overlap. Then its figures are its own (the `remote_*` metrics, its
+    /// interference); otherwise they would count this host's CPU twice.
+    pub fn remote_separate(&self) -> bool {
+        self.same_host != Some(true) || separate_cpus(self.local.as_ref(), self.remote.as_ref())
+    }
+}
+
+/// Whether two windows were measured on lab hosts' own CPUs, and those
+/// do not overlap.
+pub fn separate_cpus(a: Option<&CpuReport>, b: Option<&CpuReport>) -> bool {
+    let own = |r: Option<&CpuReport>| r.and_then(|r| r.own_cpus.clone());
+    match (own(a), own(b)) {
+        (Some(x), Some(y)) => !x.iter().any(|c| y.contains(c)),
+        _ => false,
+    }
+}
+
 /// Whole-host CPU over one measurement window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

@@ -1,5 +1,6 @@
 //! Other tenants' CPU over a window and the verdict on it: for one host,
-//! its peer, and a multi-host test's machines each judged once.
+//! its peer, and a multi-host test's machines each judged once (a lab
+//! host with CPUs of its own on those CPUs).
 
 use super::{CpuReport, ResultDoc, TopConsumer, ROLE_SELF};
 use schemars::JsonSchema;
@@ -94,8 +95,9 @@ impl ResultDoc {
     /// its `interference:` note. Returns whether it is interfered.
     pub fn apply_interference_threshold(&mut self, threshold_pct: f64) -> bool {
         self.notes.retain(|n| !n.starts_with(INTERFERENCE_NOTE));
-        // The peer's window is this host's when it runs on this kernel.
-        let judge_remote = self.cpu.same_host != Some(true);
+        // The peer's window is this host's when it runs on this kernel,
+        // unless each is a lab host's on CPUs of its own.
+        let judge_remote = self.cpu.remote_separate();
         let mut found = Vec::new();
         let sides = [
             (&mut self.cpu.local, "this host's CPU", true, true),
@@ -121,7 +123,8 @@ impl ResultDoc {
     }
 
     /// A multi-host test's interference, judged once per machine (hosts
-    /// that share a kernel boot id, a lab's, are one machine): the first
+    /// that share a kernel boot id, a lab's, are one machine; lab hosts
+    /// with CPUs of their own are each judged on theirs): the first
     /// host's window, less what the test's other agents on that machine
     /// used (each agent sees the others as another iotoll), is every one
     /// of its hosts' verdict. Returns a note for each interfered machine.
@@ -133,8 +136,12 @@ impl ResultDoc {
                 continue;
             }
             let boot = self.hosts[i].boot_id.clone();
+            let cpus = |j: usize| (self.hosts[j].cpu.as_ref()).and_then(|c| c.own_cpus.clone());
             let same: Vec<usize> = (i..self.hosts.len())
-                .filter(|&j| j == i || (boot.is_some() && self.hosts[j].boot_id == boot))
+                .filter(|&j| {
+                    j == i
+                        || (boot.is_some() && self.hosts[j].boot_id == boot && cpus(j) == cpus(i))
+                })
                 .collect();
             done.extend(&same);
             let Some(cpu) = self.hosts[i].cpu.as_ref() else {
@@ -203,9 +210,8 @@ impl ResultDoc {
 
     /// Whether this repetition is interfered (as last judged).
     pub fn interfered(&self) -> bool {
-        let same_host = self.cpu.same_host == Some(true);
         window_interfered(&self.cpu.local)
-            || (!same_host && window_interfered(&self.cpu.remote))
+            || (self.cpu.remote_separate() && window_interfered(&self.cpu.remote))
             || !self.interfered_hosts().is_empty()
     }
 }

@@ -150,6 +150,43 @@ fn a_labs_own_agents_do_not_interfere() {
     }
 }
 
+/// issue 28: lab hosts with CPUs of their own are judged each on theirs:
+/// a hog confined to the server's CPU flags the server, not the clients
+/// that share the rest of the machine (judged together, as before).
+#[test]
+fn hosts_with_own_cpus_are_judged_on_them() {
+    let mut d = doc(vec![
+        host("server", "lab", 40.0, 10.0),
+        host("c1", "lab", 1.0, 10.0),
+        host("c2", "lab", 1.0, 10.0),
+    ]);
+    for (h, own) in d.hosts.iter_mut().zip([vec![0], vec![1], vec![1]]) {
+        h.cpu.as_mut().unwrap().own_cpus = Some(own);
+    }
+    assert!(d.apply_interference_threshold(5.0));
+    assert_eq!(d.interfered_hosts(), ["server"]);
+    let notes: Vec<&String> = (d.notes.iter())
+        .filter(|n| n.starts_with(INTERFERENCE_NOTE))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("host server's CPU"), "{}", notes[0]);
+    // The clients share CPU 1: each sees the other's agent (10 %), which
+    // is the test's own; the server's agent, on CPU 0, is not on theirs.
+    let c1 = d.hosts[1].cpu.as_ref().unwrap();
+    assert_eq!(c1.account.as_ref().unwrap().others_pct, 0.0);
+    assert_eq!(
+        d.hosts[0]
+            .cpu
+            .as_ref()
+            .unwrap()
+            .interference
+            .as_ref()
+            .unwrap()
+            .others_pct,
+        40.0
+    );
+}
+
 /// A document this version writes reads back typed by its kind, and its
 /// spec and disclosure write back exactly as they were.
 #[test]

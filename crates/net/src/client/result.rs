@@ -19,11 +19,19 @@ use std::net::{IpAddr, SocketAddr};
 pub(crate) fn same_host_note(
     me: &Identity,
     same_host: Option<bool>,
+    own_cpus: Option<&(Vec<u32>, Vec<u32>)>,
     addr: &SocketAddr,
     local_ip: IpAddr,
 ) -> Option<String> {
     let local = addr.ip().is_loopback() || local_ip == addr.ip();
-    if same_host == Some(true) {
+    if let Some((here, there)) = own_cpus.filter(|_| same_host == Some(true)) {
+        let list = iotoll_probe::affinity::format_cpu_list;
+        Some(format!(
+            "the endpoint is a lab host on this machine with CPUs of its own ({}; this host's {}): each end's CPU is measured on its own CPUs, so the remote_* metrics are kept; one kernel still shares memory bandwidth, caches and the veth path",
+            list(there),
+            list(here)
+        ))
+    } else if same_host == Some(true) {
         Some(format!(
             "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
             me.boot_id.as_deref().unwrap_or("?"),
@@ -38,6 +46,18 @@ pub(crate) fn same_host_note(
     } else {
         None
     }
+}
+
+/// Both ends' own CPUs when each was measured on a lab host's own CPUs
+/// and they do not overlap: then the endpoint's CPU is not this host's.
+pub(crate) fn own_cpus_of(
+    local: &Result<iotoll_model::CpuReport, iotoll_probe::ProbeError>,
+    r: &ServerReport,
+) -> Option<(Vec<u32>, Vec<u32>)> {
+    let (l, e) = (local.as_ref().ok(), r.cpu.as_ref());
+    let own = |c: Option<&iotoll_model::CpuReport>| c.and_then(|c| c.own_cpus.clone());
+    iotoll_model::result::separate_cpus(l, e)
+        .then(|| (own(l).unwrap_or_default(), own(e).unwrap_or_default()))
 }
 
 /// Says that nothing the endpoint sent can be trusted when the control
@@ -80,12 +100,19 @@ pub(super) fn result_doc(
     if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
         closed.mark_endpoint(pid);
     }
+    let own_cpus = own_cpus_of(&closed.report, &report);
 
     let mut notes = Vec::new();
     if !completed {
         notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    notes.extend(same_host_note(&me, same_host, addr, local_ip));
+    notes.extend(same_host_note(
+        &me,
+        same_host,
+        own_cpus.as_ref(),
+        addr,
+        local_ip,
+    ));
     notes.extend(unauthenticated_note(spec, addr));
     notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
         format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
@@ -107,7 +134,7 @@ pub(super) fn result_doc(
         &report,
         cpu.as_ref(),
         setup.connect_s,
-        same_host == Some(true),
+        same_host == Some(true) && own_cpus.is_none(),
     );
     let kind = match spec.kind {
         TestKind::Stream => Kind::NetStream,

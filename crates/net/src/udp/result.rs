@@ -5,7 +5,8 @@ use super::account::{Received, Sent};
 use super::client::Measured;
 use super::engine::UdpOut;
 use crate::client::result::{
-    conn_rates, mbit_s, same_host_note, spec_json, unauthenticated_note, windows_disagree,
+    conn_rates, mbit_s, own_cpus_of, same_host_note, spec_json, unauthenticated_note,
+    windows_disagree,
 };
 use crate::proto::{Identity, ServerReport};
 use crate::{ClientSpec, NetError};
@@ -174,7 +175,14 @@ pub(super) fn result_doc(
     if !m.completed {
         notes.push(interrupted_note(closed.window_s, spec.time));
     }
-    notes.extend(same_host_note(&me, same_host, addr, m.local_ip));
+    let own_cpus = own_cpus_of(&closed.report, &report);
+    notes.extend(same_host_note(
+        &me,
+        same_host,
+        own_cpus.as_ref(),
+        addr,
+        m.local_ip,
+    ));
     notes.extend(unauthenticated_note(spec, addr));
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
@@ -208,7 +216,8 @@ pub(super) fn result_doc(
     if let Some(c) = &cpu {
         c.write_metrics(&mut metrics, "");
     }
-    if let Some(c) = report.cpu.as_ref().filter(|_| same_host != Some(true)) {
+    if let Some(c) = (report.cpu.as_ref()).filter(|_| same_host != Some(true) || own_cpus.is_some())
+    {
         c.write_metrics(&mut metrics, "remote_");
     }
     derive_metrics(&mut metrics);

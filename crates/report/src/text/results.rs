@@ -88,7 +88,7 @@ fn interfered(o: &mut String, t: &TestRow, r: &RepRow) {
             .join(", ")
     };
     let cpu = &r.doc.cpu;
-    let remote = cpu.remote.as_ref().filter(|_| cpu.same_host != Some(true));
+    let remote = cpu.remote.as_ref().filter(|_| cpu.remote_separate());
     for (side, c) in [("", cpu.local.as_ref()), ("endpoint host: ", remote)] {
         let Some(i) = c
             .and_then(|c| c.interference.as_ref())
