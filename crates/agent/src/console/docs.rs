@@ -388,17 +388,28 @@ pub(super) fn weighted_cpu(
 /// What is and is not separate when every host runs on one kernel;
 /// `shared_tail` finishes the sentence when no host has CPUs of its own.
 pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> String {
-    let own: Vec<String> = (hosts.iter())
-        .filter_map(|h| {
-            let c = h.cpu.as_ref()?.own_cpus.as_deref()?;
-            Some(format!("{} on CPUs {}", h.name, fmt_cpus(c)))
+    // Grouped by set: 16 clients sharing one CPU are one phrase, not 16.
+    let mut sets: Vec<(&[u32], Vec<&str>)> = Vec::new();
+    for h in hosts {
+        let Some(c) = h.cpu.as_ref().and_then(|c| c.own_cpus.as_deref()) else {
+            continue;
+        };
+        match sets.iter_mut().find(|(s, _)| *s == c) {
+            Some((_, names)) => names.push(&h.name),
+            None => sets.push((c, vec![&h.name])),
+        }
+    }
+    let own: Vec<String> = (sets.iter())
+        .map(|(c, names)| match names[..] {
+            [one] => format!("{one} on CPUs {}", fmt_cpus(c)),
+            _ => format!("{} sharing CPUs {}", names.join(", "), fmt_cpus(c)),
         })
         .collect();
     if own.is_empty() {
         return format!("every host runs on one kernel (a lab on one machine): each host's CPU is that machine's CPU{shared_tail}");
     }
     format!(
-        "every host runs on one kernel (a lab on one machine); hosts with CPUs of their own ({}) are measured on those CPUs and count separately in the totals, weighted by their CPU counts, but memory bandwidth, caches and the veth path between hosts stay shared; hosts without own CPUs report the machine's CPU",
+        "every host runs on one kernel (a lab on one machine); hosts with CPUs of their own ({}) are measured on those CPUs and count separately in the totals (a shared set once), weighted by their CPU counts, but memory bandwidth, caches and the veth path between hosts stay shared; hosts without own CPUs report the machine's CPU",
         own.join(", ")
     )
 }

@@ -1,4 +1,4 @@
-use super::docs::{shared_kernel, weighted_cpu};
+use super::docs::{one_kernel_note, shared_kernel, weighted_cpu};
 use super::session::compatible;
 use super::*;
 use iotoll_model::{CpuReport, HostFigures};
@@ -88,4 +88,29 @@ fn cpu_weighted_once_per_machine() {
     assert_eq!(all.cpus, 40);
     assert!((all.busy_pct - (320.0 + 180.0 + 60.0) / 40.0).abs() < 1e-9);
     assert!(!shared_kernel(&hosts));
+}
+
+/// issue 28: quad-100m's 16 clients sharing one CPU are one phrase of the
+/// one-kernel note, beside the server on its own.
+#[test]
+fn one_kernel_note_groups_hosts_by_cpu_set() {
+    let host = |name: &str, own: Vec<u32>| HostFigures {
+        name: name.into(),
+        boot_id: Some("k".into()),
+        cpu: Some(CpuReport {
+            own_cpus: Some(own),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let hosts = [
+        host("server", vec![0]),
+        host("c1", vec![1]),
+        host("c2", vec![1]),
+    ];
+    let n = one_kernel_note(&hosts, "");
+    assert!(
+        n.contains("(server on CPUs 0, c1, c2 sharing CPUs 1)"),
+        "{n}"
+    );
 }
