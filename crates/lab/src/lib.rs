@@ -874,11 +874,13 @@ fn down_locked(st: &LabState) -> Result<Skipped, LabError> {
     }
     for h in &st.hosts {
         let Some(dir) = &h.cgroup else { continue };
-        // Only the directory the lab's own naming gives (a cgroup named
-        // after the host's namespace); anything else is left alone.
-        if !own.namespaces.contains(&h.netns)
-            || dir.file_name().and_then(|n| n.to_str()) != Some(h.netns.as_str())
-        {
+        // Only a cgroup the lab's own naming gives (named after one of
+        // its namespaces); anything else is left alone. Judged on the
+        // directory itself: an edited `netns` beside it must not leave
+        // the lab's cgroup behind.
+        let named = dir.file_name().and_then(|n| n.to_str());
+        let is_cgroup = !dir.exists() || dir.join("cgroup.procs").is_file();
+        if !named.is_some_and(|n| own.namespaces.contains(n)) || !is_cgroup {
             skipped.push(format!("cgroup '{}'", dir.display()));
             continue;
         }
