@@ -5,7 +5,6 @@ mod disk;
 mod iscsi;
 mod k8s;
 mod lab;
-mod log;
 mod net;
 mod output;
 mod report;
@@ -377,7 +376,7 @@ fn main() -> ExitCode {
     // unaffected: every socket write passes MSG_NOSIGNAL.
     // SAFETY: restoring the default disposition of one signal at start-up.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    log::install();
+    iotoll_run::log::install();
     let cli = Cli::try_parse().unwrap_or_else(|e| suggest_subcommand(e).exit());
     let result = match cli.cmd {
         Cmd::Agent(a) => agent::main(a),

@@ -10,6 +10,7 @@
 mod clock;
 mod counters;
 pub mod interval;
+pub mod log;
 mod latency;
 mod pacing;
 pub mod signals;

@@ -1,4 +1,5 @@
-//! Where the libraries' `tracing` events go: one line each on stderr,
+//! The process's logger, installed by the binary at start: where the
+//! libraries' `tracing` events go, one line each on stderr,
 //! `iotoll: [PEER: ]MESSAGE`, like everything else the tool says there.
 //! The endpoint and the agent (`net serve`, `agent`) log this way, and a
 //! client warns this way. `RUST_LOG` sets the level (default `info`;
