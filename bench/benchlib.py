@@ -30,6 +30,38 @@ def host_busy_s():
     return host_busy_ticks() / CLK_TCK
 
 
+def tree_cpu_s(pid):
+    """CPU seconds (user + system) of process pid and its live descendants.
+    /proc/PID/stat's times are the kernel's tick samples scaled to the
+    scheduler's exact runtime, so a process that runs in short bursts
+    between ticks is counted, unlike in /proc/stat's per-CPU ticks."""
+    parent, own = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(f[1])
+        own[int(d)] = (int(f[11]) + int(f[12])) / CLK_TCK
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p in tree:
+            continue
+        tree.add(p)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return sum(own.get(p, 0.0) for p in tree)
+
+
+def children_cpu_s():
+    """CPU seconds of the children this process has waited for (and their
+    waited-for descendants): exact, as tree_cpu_s."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def stop(p):
     """Ends the child process p by its PID: SIGTERM, then SIGKILL after 5 s."""
     if p.poll() is None:

@@ -14,7 +14,12 @@ iperf3's end.sum_received.bits_per_second), the rate the sender achieved
 iperf3's end.sum.lost_percent) and CPU per payload: the whole host's busy
 CPU over the client's whole run (ramp-up or omitted seconds included, the
 same for both) per KB received. On loopback and in a lab both ends are this
-host's kernel, so that covers both ends and the shaper.
+host's kernel, so that covers both ends and the shaper. Beside it, the two
+tools' own CPU per KB: the client's and its endpoint's processes over the
+same run, exact (the scheduler's runtime). Whole-host CPU comes from
+/proc/stat's tick samples, which miss work done in short bursts between
+ticks on a tickless kernel: iperf3's sender wakes every 1 ms and on this VM
+its whole-host figure read below its own processes' exact CPU.
 """
 import argparse
 import json
@@ -23,7 +28,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import (host_busy_s, free_port, machine_line, median, report, rotation, stop)
+from benchlib import (children_cpu_s, host_busy_s, free_port, machine_line, median, report, rotation, stop,
+                      tree_cpu_s)
 
 SIZE = 1472
 # (case, lab or None, rate in Mbit/s or None for unlimited)
@@ -58,36 +64,38 @@ def start(cmd, where, port):
     sys.exit(f"endpoint not listening on {port}: {' '.join(cmd)}")
 
 
-def timed(cmd):
-    """Runs a client; (stdout, host busy CPU seconds over its run)."""
-    b0 = host_busy_s()
+def timed(cmd, server):
+    """Runs a client; (stdout, host busy CPU seconds over its run, the
+    client's and its endpoint's own CPU seconds over it)."""
+    b0, c0, s0 = host_busy_s(), children_cpu_s(), tree_cpu_s(server.pid)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    busy = host_busy_s() - b0
+    busy, own = host_busy_s() - b0, children_cpu_s() - c0 + tree_cpu_s(server.pid) - s0
     if p.returncode != 0:
         sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
-    return p.stdout, busy
+    return p.stdout, busy, own
 
 
-def one(tool, a, where, addr, rate):
-    """One run of `tool` toward addr: its figures."""
+def one(tool, a, where, addr, rate, server):
+    """One run of `tool` toward addr (its endpoint `server`): its figures."""
     if tool == "iotoll":
         cmd = [ex, "net", "udp", f"{addr}:{IOTOLL_PORT}", "--size", str(SIZE), "--ramp", f"{a.ramp}s",
                "--time", f"{a.time}s", "--json", "--quiet", "--no-db"]
         if rate:
             cmd += ["--rate", f"{rate}m"]
-        out, busy = timed(where + cmd)
+        out, busy, own = timed(where + cmd, server)
         m = json.loads(out)["metrics"]
         good, offered, loss = m["mbit_s"], m["offered_mbit_s"], m["loss_pct"]
         received = m["datagrams_received"] * SIZE
     else:
         cmd = ["iperf3", "-c", addr, "-p", str(IPERF3_PORT), "-u", "-l", str(SIZE), "-b",
                f"{rate}M" if rate else "0", "-t", str(a.time), "-O", str(a.ramp), "-J"]
-        out, busy = timed(where + cmd)
+        out, busy, own = timed(where + cmd, server)
         e = json.loads(out)["end"]
         good, offered = e["sum_received"]["bits_per_second"] / 1e6, e["sum_sent"]["bits_per_second"] / 1e6
         loss, received = e["sum"]["lost_percent"], e["sum_received"]["bytes"]
+    per_kb = lambda s: s * 1e6 / (received / 1024) if received else float("nan")
     return {"mbit_s": good, "offered": offered, "loss_pct": loss,
-            "cpu_us_per_kb": busy * 1e6 / (received / 1024) if received else float("nan")}
+            "cpu_us_per_kb": per_kb(busy), "own_us_per_kb": per_kb(own)}
 
 
 def run_case(a, key, builtin, rate):
@@ -105,15 +113,16 @@ def run_case(a, key, builtin, rate):
         IOTOLL_PORT, IPERF3_PORT = free_port(), free_port()
         where_b = []
     try:
-        start([ex, "net", "serve", "--listen", f"{addr}:{IOTOLL_PORT}"], where_b, IOTOLL_PORT)
-        start(["iperf3", "-s", "-B", addr, "-p", str(IPERF3_PORT)], where_b, IPERF3_PORT)
+        srv = {"iotoll": start([ex, "net", "serve", "--listen", f"{addr}:{IOTOLL_PORT}"], where_b, IOTOLL_PORT),
+               "iperf3": start(["iperf3", "-s", "-B", addr, "-p", str(IPERF3_PORT)], where_b, IPERF3_PORT)}
         res = {"iotoll": [], "iperf3": []}
         for r in range(a.rounds):
             for tool in rotation(["iotoll", "iperf3"], r):
-                x = one(tool, a, where, addr, rate)
+                x = one(tool, a, where, addr, rate, srv[tool])
                 res[tool].append(x)
                 print(f"  {key} round {r + 1} {tool:<7} goodput {x['mbit_s']:8.1f} Mbit/s  offered {x['offered']:8.1f}"
-                      f"  loss {x['loss_pct']:6.3f} %  {x['cpu_us_per_kb']:6.2f} CPU us/KB", file=sys.stderr)
+                      f"  loss {x['loss_pct']:6.3f} %  {x['cpu_us_per_kb']:6.2f} CPU us/KB (own {x['own_us_per_kb']:6.2f})",
+                      file=sys.stderr)
     finally:
         while servers:
             stop(servers.pop())
@@ -124,7 +133,7 @@ def run_case(a, key, builtin, rate):
     med = report(f"{where_s}, {f'{rate} Mbit/s' if rate else 'unlimited'}, 1 flow of {SIZE}-byte datagrams "
                  f"(medians of {a.rounds})", res,
                  [("mbit_s", "goodput Mbit/s"), ("offered", "offered Mbit/s"), ("loss_pct", "loss %"),
-                  ("cpu_us_per_kb", "CPU us/KB")])
+                  ("cpu_us_per_kb", "CPU us/KB"), ("own_us_per_kb", "own CPU us/KB")])
     d_loss = med["iotoll"]["loss_pct"] - med["iperf3"]["loss_pct"]
     print(f"   loss iotoll - iperf3: {d_loss:+.3f} points\n")
 

@@ -157,9 +157,6 @@ fn send_loop(
     phase: &PhaseCell,
     live: &Live,
 ) -> SenderOut {
-    if p.rate.is_some() {
-        tight_timer_slack();
-    }
     let mut buf = vec![0u8; p.size as usize];
     let mut seqs = vec![0u64; flows.len()];
     let mut bucket = p.rate.map(|r| TokenBucket::new(r, p.size, mono_ns()));
@@ -180,7 +177,7 @@ fn send_loop(
         }
         let now = mono_ns();
         if let Some(wait) = bucket.as_mut().and_then(|b| b.take(p.size, now)) {
-            pause(wait);
+            std::thread::sleep(Duration::from_nanos(super::pace::sleep_ns(wait)));
             continue;
         }
         let in_window = ph == Phase::Measure;
@@ -234,28 +231,6 @@ fn is_full(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     ) || e.raw_os_error() == Some(libc::ENOBUFS)
-}
-
-/// Waits `ns`: sleeps (the thread's timer slack is 1 µs, and the bucket's
-/// depth absorbs the scheduler's lateness), or for a few µs yields, as a
-/// sleep could not be that short.
-fn pause(ns: u64) {
-    if ns >= 5_000 {
-        std::thread::sleep(Duration::from_nanos(ns));
-    } else {
-        std::thread::yield_now();
-    }
-}
-
-/// Asks the kernel to wake this thread's sleeps within 1 µs of their
-/// deadline instead of the default 50 µs slack, which would make every
-/// paced wait late by up to a datagram's time at 200 Mbit/s.
-fn tight_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of
-    // ours; a failure leaves the default slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong);
-    }
 }
 
 fn recv_loop(

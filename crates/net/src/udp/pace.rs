@@ -1,21 +1,32 @@
 //! The sender's pacing: two token buckets on the monotonic clock, as tbf
-//! with a peak rate. The first fills at the offered rate and holds up to
-//! [`CREDIT_NS`] of it: a sender the host delays keeps its credit and
-//! catches up, so the rate holds. The second fills at twice the rate and
-//! holds a couple of datagrams: on time the sender sends a datagram or two
-//! per wake-up, and after a delay it catches up at twice the rate, never in
-//! a burst (iperf3 sends whatever it is behind at once at each 1 ms tick,
-//! however far behind). A delay longer than the credit is not made up:
-//! the result states what the sender actually offered.
+//! with a peak rate, read every [`PACING_TIMER_NS`]. The first fills at
+//! the offered rate and holds up to [`CREDIT_NS`] of it: a sender the host
+//! delays keeps its credit and catches up, so the rate holds. The second
+//! fills at twice the rate and holds two timer periods of the rate: on time
+//! the sender sends a period's worth per wake-up, as iperf3 does, and after
+//! a delay it catches up at twice the rate, never in a larger burst
+//! (iperf3 sends whatever it is behind at once at each 1 ms tick, however
+//! far behind). A delay longer than the credit is not made up: the result
+//! states what the sender actually offered.
 
 /// Credit a delayed sender keeps, ns of the rate. On this shared 2-CPU
 /// host, a single bucket 500 µs deep held 73-98 % of 100 Mbit/s, 1 ms
 /// 73-99 %, 2 ms 99-100 % (and 97-98 % in a lab under load).
 const CREDIT_NS: u128 = 100_000_000;
-/// Depth of the peak bucket, ns of the peak rate (at least two datagrams):
-/// what a wake-up the host delayed may send at once, 500 µs of the rate
-/// (21 datagrams of 1472 bytes at 500 Mbit/s).
-const PEAK_DEPTH_NS: u128 = 250_000;
+/// The sender sleeps at least this long between wake-ups, then sends what
+/// the buckets allow: iperf3's default `--pacing-timer`. A wake-up per
+/// datagram (every 24 µs at 500 Mbit/s) cost the sender 10.8 µs of CPU per
+/// datagram against 5.2 µs with this timer, on this VM (a sleep and a
+/// wake-up are about 5 µs); iperf3's sender costs 6.6 µs.
+pub const PACING_TIMER_NS: u64 = 1_000_000;
+/// Depth of the peak bucket, ns of the peak rate: one timer period of
+/// twice the rate, what a wake-up after a delay may send at once.
+const PEAK_DEPTH_NS: u128 = PACING_TIMER_NS as u128;
+
+/// How long the sender sleeps when the buckets say `wait` ns.
+pub fn sleep_ns(wait: u64) -> u64 {
+    wait.max(PACING_TIMER_NS)
+}
 
 /// One bucket: tokens in bit-nanoseconds per second (bits x 1e9), so that
 /// integer arithmetic loses nothing between refills.
@@ -124,7 +135,7 @@ mod tests {
                     in_ms += 1;
                     most_ms = most_ms.max(in_ms);
                 }
-                Some(wait) => now += wait + late_ns,
+                Some(wait) => now += sleep_ns(wait) + late_ns,
             }
         }
         (sent, at_once, most_ms)
@@ -140,11 +151,12 @@ mod tests {
         ] {
             let (sent, at_once, most) = run(rate, size, 2, 0, (0, 0));
             let want = 2 * rate / (size * 8);
-            assert!(sent.abs_diff(want) <= 2, "{rate}: {sent} vs {want}");
-            // On time, one datagram per wake-up, and a millisecond holds
-            // its share.
-            assert_eq!(at_once, 1, "{rate}");
+            // The sends due in the last timer period fall at the end.
             let per_ms = rate / 1000 / (size * 8);
+            assert!(sent.abs_diff(want) <= per_ms + 2, "{rate}: {sent} vs {want}");
+            // On time, a timer period's share per wake-up, and a
+            // millisecond holds its share.
+            assert!(at_once <= per_ms + 2, "{rate}: {at_once} at once, {per_ms} per ms");
             assert!(most <= per_ms + 2, "{rate}: {most} in 1 ms, {per_ms} due");
         }
     }
@@ -152,27 +164,27 @@ mod tests {
     #[test]
     fn a_late_sender_catches_up_at_twice_the_rate_never_in_a_burst() {
         let want = 500_000_000 / (1472 * 8);
+        let per_ms = 500_000_000 / 1000 / (1472 * 8);
         // 200 µs of oversleep on every wait: the credit covers it.
         let (sent, at_once, _) = run(500_000_000, 1472, 1, 200_000, (0, 0));
         assert!(sent.abs_diff(want) * 100 <= want, "{sent} vs {want}");
-        // A peak bucket's worth at once at most (250 µs at 1 Gbit/s: 21
-        // datagrams).
-        assert!(at_once <= 22, "{at_once} at once");
+        // A peak bucket's worth at once at most (1 ms at 1 Gbit/s).
+        assert!(at_once <= 2 * per_ms + 2, "{at_once} at once");
         // Stalled for 20 ms: the whole rate still, caught up at most at
-        // twice the rate, a few datagrams at once.
+        // twice the rate.
         let (sent, at_once, most) = run(500_000_000, 1472, 1, 0, (300_000_000, 20_000_000));
-        assert!(sent.abs_diff(want) <= 3, "{sent} vs {want}");
-        assert!(at_once <= 22, "{at_once} at once");
-        let per_ms = 500_000_000 / 1000 / (1472 * 8);
+        assert!(sent.abs_diff(want) <= per_ms + 2, "{sent} vs {want}");
+        assert!(at_once <= 2 * per_ms + 2, "{at_once} at once");
         assert!(
-            most <= 2 * per_ms + 22,
+            most <= 2 * per_ms + 2,
             "{most} in 1 ms, twice the rate is {}",
             2 * per_ms
         );
         // Stalled for 300 ms: 100 ms of credit, the rest is not made up.
         let (sent, _, _) = run(500_000_000, 1472, 1, 0, (100_000_000, 300_000_000));
+        // (Give or take the timer periods at the stall's two ends.)
         let kept = want * 8 / 10;
-        assert!(sent.abs_diff(kept) <= 3, "{sent} vs {kept}");
+        assert!(sent.abs_diff(kept) <= 2 * per_ms + 2, "{sent} vs {kept}");
         // The clock never runs backwards for the buckets.
         let mut b = TokenBucket::new(500_000_000, 1472, 1_000);
         while b.take(1472, 1_000).is_none() {}
