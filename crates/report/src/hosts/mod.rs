@@ -197,27 +197,42 @@ fn titled(name: &str, what: &str, label_of: Option<&str>) -> String {
 }
 
 /// Hosts that share a kernel (one boot id): one machine, whose CPU the
-/// totals count once.
+/// totals count once; or, where lab hosts have CPUs of their own, each
+/// set of CPUs once.
 fn shared_kernels(hosts: &[HostFigures]) -> Option<String> {
+    let own = |h: &HostFigures| h.cpu.as_ref().and_then(|c| c.own_cpus.clone());
     let ids = distinct(hosts.iter().filter_map(|h| h.boot_id.as_deref()));
-    let groups: Vec<String> = ids
-        .iter()
-        .map(|id| {
-            let names: Vec<&str> = hosts
-                .iter()
+    let notes: Vec<String> = (ids.iter())
+        .filter_map(|id| {
+            let on: Vec<&HostFigures> = (hosts.iter())
                 .filter(|h| h.boot_id.as_deref() == Some(*id))
-                .map(|h| h.name.as_str())
                 .collect();
-            names.join(", ")
+            let names = |hs: &[&HostFigures]| hs.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ");
+            if on.len() < 2 {
+                return None;
+            }
+            if on.iter().all(|h| own(h).is_none()) {
+                return Some(format!(
+                    "One machine (same kernel boot id), its CPU counted once in the totals: {}.",
+                    names(&on)
+                ));
+            }
+            let sets: Vec<String> = (distinct(on.iter().map(|h| own(h))).into_iter())
+                .map(|set| {
+                    let hs: Vec<&HostFigures> = on.iter().copied().filter(|h| own(h) == set).collect();
+                    match &set {
+                        Some(c) => format!("{} (CPUs {})", names(&hs), iotoll_probe::affinity::format_cpu_list(c)),
+                        None => format!("{} (the machine's CPUs)", names(&hs)),
+                    }
+                })
+                .collect();
+            Some(format!(
+                "One machine (same kernel boot id) whose lab hosts have CPUs of their own: each set counted once in the totals: {}.",
+                sets.join("; ")
+            ))
         })
-        .filter(|g| g.contains(", "))
         .collect();
-    (!groups.is_empty()).then(|| {
-        format!(
-            "One machine (same kernel boot id), its CPU counted once in the totals: {}.",
-            groups.join("; ")
-        )
-    })
+    (!notes.is_empty()).then(|| notes.join(" "))
 }
 
 fn disagree(sum: f64, total: f64) -> bool {

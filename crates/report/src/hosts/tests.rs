@@ -298,3 +298,33 @@ fn a_multi_host_report() {
     assert!(html.contains("Window skew: the hosts' windows opened within 48.5 µs"));
     crate::fixtures::dump("multihost", &md, &html);
 }
+
+/// issue 28: on one machine whose lab hosts have CPUs of their own, the
+/// note says which sets are counted once, not that the machine is.
+#[test]
+fn one_machine_with_own_cpus_counts_each_set_once() {
+    let host = |name: &str, own: Option<Vec<u32>>| HostFigures {
+        name: name.into(),
+        boot_id: Some("k".into()),
+        cpu: Some(iotoll_model::CpuReport {
+            own_cpus: own,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let shared = [host("a", None), host("b", None)];
+    assert_eq!(
+        shared_kernels(&shared).as_deref(),
+        Some("One machine (same kernel boot id), its CPU counted once in the totals: a, b.")
+    );
+    let own = [
+        host("server", Some(vec![0])),
+        host("c1", Some(vec![1])),
+        host("c2", Some(vec![1])),
+    ];
+    let n = shared_kernels(&own).unwrap();
+    assert!(
+        n.ends_with("each set counted once in the totals: server (CPUs 0); c1, c2 (CPUs 1)."),
+        "{n}"
+    );
+}
