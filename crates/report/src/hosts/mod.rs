@@ -166,7 +166,7 @@ pub fn host_table(name: &str, kind: Kind, mh: &MultiHost, label_of: Option<&str>
     note.extend(shared_kernels(&mh.hosts));
     if judged {
         note.push(format!(
-            "Other processes' CPU %: processes other than the test's own iotoll (and its system under test) on the host's machine in its window, judged once per machine (hosts sharing a kernel carry one verdict); steal: the hypervisor's. ⚑: above the interference threshold{}.",
+            "Other processes' CPU %: processes other than the test's own iotoll (and its system under test) on the host's machine (or its own CPUs) in its window, judged once per machine (hosts sharing a kernel carry one verdict; lab hosts with CPUs of their own, one per set); steal: the hypervisor's. ⚑: above the interference threshold{}.",
             match mh.hosts.iter().find_map(|h| interference(h).filter(|i| i.interfered)) {
                 Some(i) => format!(" ({} %): the test is INTERFERED", num(Some(i.threshold_pct))),
                 None => String::new(),
