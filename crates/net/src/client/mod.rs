@@ -56,6 +56,8 @@ pub struct ClientSpec {
     /// UDP: bits per second of datagrams each sending end offers over its
     /// flows; None: unlimited. (`msg` is the datagram's size.)
     pub rate: Option<u64>,
+    /// crr/cc: close with a reset (SO_LINGER 0), so no TIME_WAIT is left.
+    pub linger0: bool,
 }
 
 /// Default for [`ClientSpec::busy_wait`].
@@ -84,6 +86,7 @@ impl Default for ClientSpec {
             tls: None,
             verify: false,
             rate: None,
+            linger0: false,
         }
     }
 }
@@ -107,6 +110,12 @@ impl ClientSpec {
         if self.kind == TestKind::Udp {
             crate::udp::validate(self).map_err(NetError::Invalid)?;
         }
+        if matches!(self.kind, TestKind::Crr | TestKind::Cc) {
+            crate::crr::client::validate(self).map_err(NetError::Invalid)?;
+        }
+        if self.linger0 && !matches!(self.kind, TestKind::Crr | TestKind::Cc) {
+            return bad("--linger0 applies to crr and cc tests only".into());
+        }
         if self.conns == 0 || self.conns > MAX_CONNS {
             return bad(format!(
                 "--conns must be between 1 and {MAX_CONNS}, got {}",
@@ -115,8 +124,8 @@ impl ClientSpec {
         }
         let sizes: &[(&str, u64)] = match self.kind {
             TestKind::Stream => &[("--msg", self.msg)],
-            TestKind::Rr => &[("--req", self.req), ("--resp", self.resp)],
-            TestKind::Udp => &[],
+            TestKind::Rr | TestKind::Crr => &[("--req", self.req), ("--resp", self.resp)],
+            TestKind::Udp | TestKind::Cc => &[],
         };
         for (flag, v) in sizes {
             if *v == 0 || *v > MAX_MSG {
@@ -147,7 +156,7 @@ impl ClientSpec {
     pub fn params(&self) -> TestParams {
         TestParams {
             kind: self.kind,
-            dir: if self.kind == TestKind::Rr {
+            dir: if matches!(self.kind, TestKind::Rr | TestKind::Crr | TestKind::Cc) {
                 Dir::Tx
             } else {
                 self.dir
@@ -453,6 +462,7 @@ pub fn open_data(
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
     match spec.kind {
         TestKind::Udp => return crate::udp::client::run(spec, rc),
+        TestKind::Crr | TestKind::Cc => return crate::crr::client::run(spec, rc),
         _ => {}
     }
     spec.validate()?;
