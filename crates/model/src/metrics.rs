@@ -199,8 +199,8 @@ section "Network" {
 section "Connection rates (crr, cc)" {
     CONN_S = m("conn_s", "1/s", "connections/s", CONNRATE, Higher, "connections completed per second in the window, all clients: for crr each is one transaction (connect, request, whole response, close), for cc a connect and close").headline(Kind::NetCrr).headline(Kind::NetCc);
     SERVED_CONN_S = m("served_conn_s", "1/s", "served connections/s", CONNRATE, Higher, "what the endpoint served per second of its own window (crr: requests answered, cc: connections accepted and closed): the check that both ends counted the same");
-    CONN_S_PER_CPU_PCT = m("conn_s_per_cpu_pct", "1/s/%", "connections/s per % CPU", CONNRATE, Higher, "Performance/Efficiency index: conn_s / cpu_pct").efficiency_of("conn_s");
     CPU_US_PER_CONN = m("cpu_us_per_conn", "us", "CPU µs per connection", CONNRATE, Lower, "service demand: busy CPU-microseconds of the whole host per connection (crr: per transaction)").efficiency_of("conn_s").headline(Kind::NetCrr).headline(Kind::NetCc);
+    CONN_S_PER_CPU_PCT = m("conn_s_per_cpu_pct", "1/s/%", "connections/s per % CPU", CONNRATE, Higher, "Performance/Efficiency index: conn_s / cpu_pct").efficiency_of("conn_s");
     CONNECT_MEAN_US = m("connect_mean_us", "us", "mean connect (µs)", CONNRATE, Lower, "mean time from socket() to an established connection (the SYN, SYN-ACK round trip)");
     CONNECT_P50_US = m("connect_p50_us", "us", "p50 connect (µs)", CONNRATE, Lower, "median connect time");
     CONNECT_P90_US = m("connect_p90_us", "us", "p90 connect (µs)", CONNRATE, Lower, "90th percentile connect time");
