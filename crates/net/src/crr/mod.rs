@@ -151,6 +151,9 @@ pub fn time_wait_note(rate: f64) -> String {
             rate,
             if rate > 0.0 { ports as f64 / rate } else { f64::INFINITY }
         );
+        if tw.is_some_and(|tw| tw >= ports * 9 / 10) {
+            s += "; the range is (nearly) full of TIME_WAIT sockets, so connects wait for a port the kernel may reuse, and that bounds the rate: --linger0 shows the rate without it";
+        }
     }
     if let Ok(r) = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse") {
         let how = match r.trim() {
