@@ -142,7 +142,7 @@ pub fn time_wait_note(rate: f64) -> String {
         "connections closed normally (no --linger0): this host, which closes first, keeps each one in TIME_WAIT for 60 s",
     );
     if let Some(tw) = tw {
-        s += &format!(", {tw} socket(s) in TIME_WAIT at the window's end");
+        s += &format!(", {tw} socket(s) in TIME_WAIT (this network namespace) at the test's end");
     }
     if let Some((lo, hi)) = range {
         let ports = u64::from(hi - lo) + 1;
