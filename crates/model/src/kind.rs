@@ -31,7 +31,7 @@ macro_rules! words {
 
 words! {
     /// What a result measured.
-    Kind { Disk = "disk", NetStream = "net-stream", NetRr = "net-rr", NetUdp = "net-udp", }
+    Kind { Disk = "disk", NetStream = "net-stream", NetRr = "net-rr", NetUdp = "net-udp", NetCrr = "net-crr", NetCc = "net-cc", }
 }
 
 words! {
@@ -73,7 +73,7 @@ impl RunStatus {
 }
 
 impl Kind {
-    /// "disk, net-stream, net-rr or net-udp", for errors.
+    /// "disk, net-stream, net-rr, ... or net-cc", for errors.
     pub fn names() -> String {
         let v: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         match v.split_last() {
@@ -89,6 +89,8 @@ impl Kind {
             Kind::NetStream => "stream",
             Kind::NetRr => "request/response",
             Kind::NetUdp => "UDP",
+            Kind::NetCrr => "connect/request/response",
+            Kind::NetCc => "connect/close",
         }
     }
 
@@ -99,6 +101,8 @@ impl Kind {
             Kind::NetStream => "stream",
             Kind::NetRr => "rr",
             Kind::NetUdp => "udp",
+            Kind::NetCrr => "crr",
+            Kind::NetCc => "cc",
         }
     }
 
@@ -183,7 +187,7 @@ mod tests {
         );
         assert_eq!(
             "tape".parse::<Kind>().unwrap_err(),
-            "unknown kind 'tape': use disk, net-stream, net-rr or net-udp"
+            "unknown kind 'tape': use disk, net-stream, net-rr, net-udp, net-crr or net-cc"
         );
     }
 
@@ -194,6 +198,8 @@ mod tests {
             (Kind::NetStream, "mbit_s", "mbit_s_per_cpu_pct"),
             (Kind::NetRr, "trans_s", "cpu_us_per_trans"),
             (Kind::NetUdp, "mbit_s", "mbit_s_per_cpu_pct"),
+            (Kind::NetCrr, "conn_s", "cpu_us_per_conn"),
+            (Kind::NetCc, "conn_s", "cpu_us_per_conn"),
         ];
         for (k, head, eff) in want {
             assert_eq!(k.headline(), head);

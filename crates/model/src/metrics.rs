@@ -30,7 +30,10 @@ pub const DISK: Kinds = Kinds(Kind::Disk.bit());
 pub const STREAM: Kinds = Kinds(Kind::NetStream.bit());
 pub const RR: Kinds = Kinds(Kind::NetRr.bit());
 pub const UDP: Kinds = Kinds(Kind::NetUdp.bit());
-pub const NET: Kinds = Kinds(STREAM.0 | RR.0 | UDP.0);
+/// Connection rates: crr and cc.
+pub const CONNRATE: Kinds = Kinds(Kind::NetCrr.bit() | Kind::NetCc.bit());
+pub const CRR: Kinds = Kinds(Kind::NetCrr.bit());
+pub const NET: Kinds = Kinds(STREAM.0 | RR.0 | UDP.0 | CONNRATE.0);
 /// Payload moved one way: TCP streams and UDP flows.
 pub const BULK: Kinds = Kinds(STREAM.0 | UDP.0);
 pub const DISK_BULK: Kinds = Kinds(DISK.0 | BULK.0);
@@ -193,6 +196,31 @@ section "Network" {
     RTT_P999_US = m("rtt_p999_us", "us", "p99.9 round trip (µs)", RR, Lower, "99.9th percentile transaction round trip");
     RTT_MAX_US = m("rtt_max_us", "us", "max round trip (µs)", RR, Lower, "maximum transaction round trip");
 }
+section "Connection rates (crr, cc)" {
+    CONN_S = m("conn_s", "1/s", "connections/s", CONNRATE, Higher, "connections completed per second in the window, all clients: for crr each is one transaction (connect, request, whole response, close), for cc a connect and close").headline(Kind::NetCrr).headline(Kind::NetCc);
+    SERVED_CONN_S = m("served_conn_s", "1/s", "served connections/s", CONNRATE, Higher, "what the endpoint served per second of its own window (crr: requests answered, cc: connections accepted and closed): the check that both ends counted the same");
+    CPU_US_PER_CONN = m("cpu_us_per_conn", "us", "CPU µs per connection", CONNRATE, Lower, "service demand: busy CPU-microseconds of the whole host per connection (crr: per transaction)").efficiency_of("conn_s").headline(Kind::NetCrr).headline(Kind::NetCc);
+    CONN_S_PER_CPU_PCT = m("conn_s_per_cpu_pct", "1/s/%", "connections/s per % CPU", CONNRATE, Higher, "Performance/Efficiency index: conn_s / cpu_pct").efficiency_of("conn_s");
+    CONNECT_MEAN_US = m("connect_mean_us", "us", "mean connect (µs)", CONNRATE, Lower, "mean time from socket() to an established connection (the SYN, SYN-ACK round trip)");
+    CONNECT_P50_US = m("connect_p50_us", "us", "p50 connect (µs)", CONNRATE, Lower, "median connect time");
+    CONNECT_P90_US = m("connect_p90_us", "us", "p90 connect (µs)", CONNRATE, Lower, "90th percentile connect time");
+    CONNECT_P99_US = m("connect_p99_us", "us", "p99 connect (µs)", CONNRATE, Lower, "99th percentile connect time");
+    CONNECT_P999_US = m("connect_p999_us", "us", "p99.9 connect (µs)", CONNRATE, Lower, "99.9th percentile connect time");
+    CONNECT_MAX_US = m("connect_max_us", "us", "max connect (µs)", CONNRATE, Lower, "maximum connect time");
+    TRANS_MEAN_US = m("trans_mean_us", "us", "mean transaction (µs)", CRR, Lower, "mean crr transaction time: socket() to the whole response (the close after is not in it)");
+    TRANS_P50_US = m("trans_p50_us", "us", "p50 transaction (µs)", CRR, Lower, "median crr transaction time");
+    TRANS_P90_US = m("trans_p90_us", "us", "p90 transaction (µs)", CRR, Lower, "90th percentile crr transaction time");
+    TRANS_P99_US = m("trans_p99_us", "us", "p99 transaction (µs)", CRR, Lower, "99th percentile crr transaction time");
+    TRANS_P999_US = m("trans_p999_us", "us", "p99.9 transaction (µs)", CRR, Lower, "99.9th percentile crr transaction time");
+    TRANS_MAX_US = m("trans_max_us", "us", "max transaction (µs)", CRR, Lower, "maximum crr transaction time");
+    FAILURES = m("failures", "count", "failed connections", CONNRATE, Lower, "connections that failed in the window (the failures_* metrics name the causes)");
+    FAILURES_REFUSED = m("failures_refused", "count", "refused", CONNRATE, Lower, "connects refused (RST to the SYN: nothing listening)");
+    FAILURES_RESET = m("failures_reset", "count", "reset", CONNRATE, Lower, "established connections the peer reset");
+    FAILURES_TIMEOUT = m("failures_timeout", "count", "timed out", CONNRATE, Lower, "connect, request or response that took over 2 s");
+    FAILURES_PORTS_EXHAUSTED = m("failures_ports_exhausted", "count", "ports exhausted", CONNRATE, Lower, "connects that found no free local port (EADDRNOTAVAIL): TIME_WAIT holds the range");
+    FAILURES_SHORT_RESPONSE = m("failures_short_response", "count", "short responses", CONNRATE, Lower, "crr: the endpoint closed before the whole response");
+    FAILURES_OTHER = m("failures_other", "count", "other failures", CONNRATE, Lower, "failures of any other cause (the result's notes give the first)");
+}
 section "UDP" {
     OFFERED_MBIT_S = m("offered_mbit_s", "Mbit/s", "offered Mbit/s", UDP, Neither, "payload the senders handed to their sockets in their windows (the sender's count, what --rate achieved), tx + rx");
     LOSS_PCT = m("loss_pct", "%", "loss %", UDP, Lower, "datagrams lost: 100 x (expected - received) / expected, expected from each flow's sequence numbers in the receiver's window");
@@ -320,6 +348,7 @@ fn derived(m: &Metrics) -> Vec<(&'static str, f64)> {
     let mbit_s = get(m, MBIT_S);
     let iops = get(m, IOPS);
     let trans_s = get(m, TRANS_S);
+    let conn_s = get(m, CONN_S);
 
     // Busy CPU-seconds of the whole host per second of window.
     let busy_cpu_s_per_s = match (cpu, get(m, CPUS)) {
@@ -346,6 +375,8 @@ fn derived(m: &Metrics) -> Vec<(&'static str, f64)> {
         (CPU_US_PER_IO, ratio(us, iops)),
         (CPU_US_PER_KB, ratio(us, bytes_s.map(|b| b / 1024.0))),
         (CPU_US_PER_TRANS, ratio(us, trans_s)),
+        (CONN_S_PER_CPU_PCT, ratio(conn_s, cpu)),
+        (CPU_US_PER_CONN, ratio(us, conn_s)),
         (CYCLES_PER_IO, ratio(cycles_s, iops)),
         (CYCLES_PER_BYTE, ratio(cycles_s, bytes_s)),
         (

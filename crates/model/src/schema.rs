@@ -3,7 +3,9 @@
 //! fails when they differ; `IOTOLL_BLESS=1` rewrites it).
 
 use crate::metrics::{MetricDef, METRICS};
-use crate::spec::{DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, SpecOf, StreamSpec, UdpSpec};
+use crate::spec::{
+    CrrSpec, DiskDisclosure, DiskSpec, NetDisclosure, RrSpec, SpecOf, StreamSpec, UdpSpec,
+};
 use crate::{Kind, ResultDoc};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{RecursiveTransform, Transform};
@@ -30,6 +32,7 @@ pub fn result_schema() -> Value {
         Kind::NetStream => (g.subschema_for::<SpecOf<StreamSpec>>(), net.clone()),
         Kind::NetRr => (g.subschema_for::<SpecOf<RrSpec>>(), net.clone()),
         Kind::NetUdp => (g.subschema_for::<SpecOf<UdpSpec>>(), net.clone()),
+        Kind::NetCrr | Kind::NetCc => (g.subschema_for::<SpecOf<CrrSpec>>(), net.clone()),
     };
     let all_of: Vec<Value> = (Kind::ALL.iter())
         .map(|&k| {

@@ -343,6 +343,20 @@ pub struct RrSpec {
     pub burst: u32,
 }
 
+/// `spec` of a `net-crr` or `net-cc` run: `conns` concurrent clients,
+/// each opening one connection after another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CrrSpec {
+    #[serde(flatten)]
+    pub net: NetSpec,
+    /// Request and response sizes, bytes (0 for cc: no data).
+    pub req: u64,
+    pub resp: u64,
+    /// Closed with a reset (SO_LINGER 0): no TIME_WAIT.
+    pub linger0: bool,
+}
+
 /// `spec` of a `net-udp` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -567,6 +581,7 @@ pub enum Spec {
     Stream(Typed<StreamSpec>),
     Rr(Typed<RrSpec>),
     Udp(Typed<UdpSpec>),
+    Crr(Typed<CrrSpec>),
     Import(Box<ImportSpec>),
     Other(serde_json::Value),
 }
@@ -643,6 +658,7 @@ impl Spec {
             Kind::NetStream => typed(&v).map(Spec::Stream),
             Kind::NetRr => typed(&v).map(Spec::Rr),
             Kind::NetUdp => typed(&v).map(Spec::Udp),
+            Kind::NetCrr | Kind::NetCc => typed(&v).map(Spec::Crr),
         };
         let import = || typed(&v).filter(|i| i.as_written.is_none());
         (native.or_else(|| import().map(|i| Spec::Import(i.typed)))).unwrap_or(Spec::Other(v))
@@ -660,6 +676,11 @@ impl Spec {
 
     pub fn rr(&self) -> Option<&RrSpec> {
         let Spec::Rr(s) = self else { return None };
+        Some(&s.typed)
+    }
+
+    pub fn crr(&self) -> Option<&CrrSpec> {
+        let Spec::Crr(s) = self else { return None };
         Some(&s.typed)
     }
 
@@ -775,9 +796,11 @@ impl Disclosure {
     pub fn of(kind: crate::Kind, v: serde_json::Value) -> Disclosure {
         let typed = match kind {
             crate::Kind::Disk => typed(&v).map(Disclosure::Disk),
-            crate::Kind::NetStream | crate::Kind::NetRr | crate::Kind::NetUdp => {
-                typed(&v).map(Disclosure::Net)
-            }
+            crate::Kind::NetStream
+            | crate::Kind::NetRr
+            | crate::Kind::NetUdp
+            | crate::Kind::NetCrr
+            | crate::Kind::NetCc => typed(&v).map(Disclosure::Net),
         };
         typed.unwrap_or(Disclosure::Other(v))
     }

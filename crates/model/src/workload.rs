@@ -81,6 +81,22 @@ const RR: &[Param] = &[
     p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
+const CRR: &[Param] = &[
+    p("req", "req", Fmt::Size, true),
+    p("resp", "resp", Fmt::Size, true),
+    p("conns", "conns", Fmt::Int, true),
+    p("linger0", "linger0", Fmt::OnOff, false),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
+const CC: &[Param] = &[
+    p("conns", "conns", Fmt::Int, true),
+    p("linger0", "linger0", Fmt::OnOff, false),
+    p("time_s", "time", Fmt::Secs, false),
+    p("ramp_s", "ramp", Fmt::Secs, false),
+];
+
 const UDP: &[Param] = &[
     p("dir", "dir", Fmt::Text, true),
     p("conns", "conns", Fmt::Int, true),
@@ -97,6 +113,8 @@ fn table(kind: Kind) -> &'static [Param] {
         Kind::NetStream => STREAM,
         Kind::NetRr => RR,
         Kind::NetUdp => UDP,
+        Kind::NetCrr => CRR,
+        Kind::NetCc => CC,
     }
 }
 
@@ -209,6 +227,7 @@ mod tests {
                 Kind::NetStream => schemars::schema_for!(StreamSpec),
                 Kind::NetRr => schemars::schema_for!(RrSpec),
                 Kind::NetUdp => schemars::schema_for!(crate::spec::UdpSpec),
+                Kind::NetCrr | Kind::NetCc => schemars::schema_for!(crate::spec::CrrSpec),
             };
             for p in table(*kind) {
                 assert!(

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod crr;
 pub mod engine;
 pub mod proto;
 pub mod server;

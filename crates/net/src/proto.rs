@@ -34,6 +34,10 @@ pub enum TestKind {
     /// Datagrams over UDP, one socket per flow at each end (`msg` is the
     /// datagram's size).
     Udp,
+    /// Connect, request, response, close per transaction (netperf TCP_CRR).
+    Crr,
+    /// Connect and close (netperf TCP_CC).
+    Cc,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +125,22 @@ pub struct ServerReport {
     /// a UDP test, so older clients never see it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpEnd>,
+    /// Connection rates: the endpoint's counts over the whole test. Sent
+    /// only for crr/cc tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crr: Option<CrrEnd>,
+}
+
+/// The endpoint's counts of a crr/cc test, ramp-up and drain included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrrEnd {
+    /// Connections accepted on the test's port.
+    pub accepted: u64,
+    /// Responses sent in full (crr).
+    pub responded: u64,
+    /// Connections whose request did not start with the test's token.
+    pub bad_token: u64,
 }
 
 /// One end's counts of a UDP test.

@@ -555,7 +555,8 @@ pub(crate) fn size_class(t: &TestData) -> String {
         }),
         Kind::NetStream => s.msg,
         Kind::NetUdp => s.size,
-        Kind::NetRr => match (s.req, s.resp) {
+        Kind::NetCc => None,
+        Kind::NetRr | Kind::NetCrr => match (s.req, s.resp) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         },

@@ -116,6 +116,7 @@ pub(crate) fn setup_of(kind: Kind, doc: &iotoll_model::ResultDoc) -> Vec<(String
             put("target", s.target.filter(|t| !t.contains("iotoll-suite-")));
         }
         Kind::NetUdp => put("rate", s.rate.map(|r| iotoll_model::format_rate(r as u64))),
+        Kind::NetCrr | Kind::NetCc => {}
         Kind::NetStream | Kind::NetRr => {
             // A native result states every key; an import's silence is not
             // cleartext.

@@ -3,6 +3,7 @@
 //! window and tells the endpoint to open its own, then closes both and
 //! merges the endpoint's report into one result.
 
+pub(crate) mod drive;
 pub(crate) mod result;
 
 use crate::auth::{nonce, Key, Nonces, Session, Side};
@@ -15,14 +16,14 @@ use crate::tls::{self, Cipher, ClientTls, Negotiated};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_probe::ClosedWindow;
-use iotoll_run::{Clock, Counting, HostClock, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{Counting, Phase, PhaseCell, RunControl, SeriesRecorder};
 use result::result_doc;
 pub use result::tolerated_failures;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct ClientSpec {
@@ -55,6 +56,8 @@ pub struct ClientSpec {
     /// UDP: bits per second of datagrams each sending end offers over its
     /// flows; None: unlimited. (`msg` is the datagram's size.)
     pub rate: Option<u64>,
+    /// crr/cc: close with a reset (SO_LINGER 0), so no TIME_WAIT is left.
+    pub linger0: bool,
 }
 
 /// Default for [`ClientSpec::busy_wait`].
@@ -83,6 +86,7 @@ impl Default for ClientSpec {
             tls: None,
             verify: false,
             rate: None,
+            linger0: false,
         }
     }
 }
@@ -106,6 +110,12 @@ impl ClientSpec {
         if self.kind == TestKind::Udp {
             crate::udp::validate(self).map_err(NetError::Invalid)?;
         }
+        if matches!(self.kind, TestKind::Crr | TestKind::Cc) {
+            crate::crr::client::validate(self).map_err(NetError::Invalid)?;
+        }
+        if self.linger0 && !matches!(self.kind, TestKind::Crr | TestKind::Cc) {
+            return bad("--linger0 applies to crr and cc tests only".into());
+        }
         if self.conns == 0 || self.conns > MAX_CONNS {
             return bad(format!(
                 "--conns must be between 1 and {MAX_CONNS}, got {}",
@@ -114,8 +124,8 @@ impl ClientSpec {
         }
         let sizes: &[(&str, u64)] = match self.kind {
             TestKind::Stream => &[("--msg", self.msg)],
-            TestKind::Rr => &[("--req", self.req), ("--resp", self.resp)],
-            TestKind::Udp => &[],
+            TestKind::Rr | TestKind::Crr => &[("--req", self.req), ("--resp", self.resp)],
+            TestKind::Udp | TestKind::Cc => &[],
         };
         for (flag, v) in sizes {
             if *v == 0 || *v > MAX_MSG {
@@ -146,7 +156,7 @@ impl ClientSpec {
     pub fn params(&self) -> TestParams {
         TestParams {
             kind: self.kind,
-            dir: if self.kind == TestKind::Rr {
+            dir: if matches!(self.kind, TestKind::Rr | TestKind::Crr | TestKind::Cc) {
                 Dir::Tx
             } else {
                 self.dir
@@ -450,8 +460,10 @@ pub fn open_data(
 
 /// Runs a stream, request/response or UDP test against an endpoint.
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
-    if spec.kind == TestKind::Udp {
-        return crate::udp::client::run(spec, rc);
+    match spec.kind {
+        TestKind::Udp => return crate::udp::client::run(spec, rc),
+        TestKind::Crr | TestKind::Cc => return crate::crr::client::run(spec, rc),
+        _ => {}
     }
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
@@ -575,6 +587,21 @@ pub(super) struct Measured {
     pub(super) report_after_s: f64,
 }
 
+/// The stream/rr engine under the shared window driver: on an early exit
+/// it is stopped and joined, so its threads never outlive the test.
+impl drive::Driven for Engine {
+    type Out = EngineOut;
+    fn totals(&self) -> (u64, u64) {
+        Engine::totals(self)
+    }
+    fn finish(self) -> EngineOut {
+        self.join()
+    }
+    fn abandon(self) {
+        self.join();
+    }
+}
+
 /// Runs the ramp-up and the window at both ends, then collects the
 /// endpoint's report.
 fn measure(
@@ -584,80 +611,30 @@ fn measure(
     rc: &mut RunControl,
 ) -> Result<Measured, NetError> {
     let conns = std::mem::take(&mut setup.conns);
-    let ctl = &mut setup.ctl;
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
         .map_err(|e| NetError::io("cannot start engine", e))?;
     let counting = match spec.kind {
-        TestKind::Stream | TestKind::Udp => Counting::NetBytes,
         TestKind::Rr => Counting::Transactions,
+        _ => Counting::NetBytes,
     };
-    let clock = HostClock;
-    let mut series = SeriesRecorder::new(counting, spec.ramp + spec.time, clock.now());
-    // Each wait samples the series and watches the control connection: an
-    // endpoint that closes it or speaks unasked has ended the test.
-    let wait = |series: &mut SeriesRecorder, until, rc: &mut RunControl, ctl: &Control| {
-        let go_on = || !ctl.peer_spoke();
-        series.wait(&clock, until, rc, &phase, || engine.totals(), go_on)
+    let plan = drive::Plan {
+        addr,
+        ramp: spec.ramp,
+        time: spec.time,
+        counting,
+        phase: &phase,
     };
-    let ramp_end = series.t_run() + spec.ramp;
-    if !wait(&mut series, ramp_end, rc, ctl) {
-        phase.set(Phase::Stop);
-        engine.join();
-        if ctl.peer_spoke() {
-            return Err(endpoint_ended(ctl, addr));
-        }
-        let _ = ctl.send(&Msg::Stop {});
-        return Err(NetError::Interrupted("during ramp-up"));
-    }
-    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    // The series' seconds start at the window's edge, and end at it: the
-    // instants the phase changed (the window's own work after is not
-    // measured time).
-    let edge_at = std::cell::Cell::new((clock.now(), (0, 0)));
-    let window = clock.open_window(|| {
-        phase.set(Phase::Measure);
-        edge_at.set((clock.now(), engine.totals()));
-    })?;
-    let (at, counts) = edge_at.get();
-    series.edge(at, Phase::Ramp, || counts, rc.progress);
-    ctl.send(&Msg::WindowStart {})
-        .map_err(|e| proto_err(addr, "window start", e))?;
-    let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
-    let closed = clock.close_window(window, || {
-        phase.set(Phase::Stop);
-        edge_at.set((clock.now(), engine.totals()));
-    });
-    let (at, counts) = edge_at.get();
-    series.edge(at, Phase::Measure, || counts, rc.progress);
-    let window_closed = std::time::Instant::now();
-    if !completed && ctl.peer_spoke() {
-        engine.join();
-        return Err(endpoint_ended(ctl, addr));
-    }
-    let ended = ctl
-        .send(&Msg::WindowEnd {})
-        .map_err(|e| proto_err(addr, "window end", e));
-    // `out` keeps the data sockets open until the endpoint has reported.
-    let out = engine.join();
-    ended?;
-    let report = match recv(ctl, addr, "report", CONTROL_TIMEOUT)? {
-        Msg::Report { report } => *report,
-        other => return Err(unexpected(addr, "report", &other)),
-    };
-    // The endpoint closed its window after this host did and before its
-    // report came: how much later, at most.
-    let report_after_s = window_closed.elapsed().as_secs_f64();
-    let _ = ctl.send(&Msg::Stop {});
+    let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
     Ok(Measured {
         threads,
-        started_at,
-        completed,
-        closed,
-        out,
-        report,
-        series,
-        report_after_s,
+        started_at: w.started_at,
+        completed: w.completed,
+        closed: w.closed,
+        out: w.out,
+        report: w.report,
+        series: w.series,
+        report_after_s: w.report_after_s,
     })
 }

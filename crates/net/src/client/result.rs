@@ -140,6 +140,8 @@ pub(super) fn result_doc(
         TestKind::Stream => Kind::NetStream,
         TestKind::Rr => Kind::NetRr,
         TestKind::Udp => Kind::NetUdp,
+        TestKind::Crr => Kind::NetCrr,
+        TestKind::Cc => Kind::NetCc,
     };
     let mut doc = ResultDoc {
         status: if completed {
@@ -376,7 +378,7 @@ fn net_metrics(
             let srtt = srtts.iter().sum::<f64>() / srtts.len() as f64;
             put(mn::SRTT_US, (!srtts.is_empty()).then_some(srtt));
         }
-        TestKind::Rr | TestKind::Udp => {
+        TestKind::Rr | TestKind::Udp | TestKind::Crr | TestKind::Cc => {
             put(mn::CONNS, Some(spec.conns as f64));
             put(
                 mn::TRANS_S,
@@ -429,6 +431,15 @@ pub(crate) fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) ->
             size: spec.msg,
             rate: spec.rate,
         })),
+        TestKind::Crr | TestKind::Cc => {
+            let crr = spec.kind == TestKind::Crr;
+            Spec::Crr(Typed::from(iotoll_model::spec::CrrSpec {
+                net,
+                req: if crr { spec.req } else { 0 },
+                resp: if crr { spec.resp } else { 0 },
+                linger0: spec.linger0,
+            }))
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! a deadline, every failure ends the session and frees its sockets, and
 //! the accept loop never waits on a client.
 
-mod data;
+pub(crate) mod data;
 mod pending;
 mod run;
 
@@ -165,13 +165,22 @@ pub fn validate(p: &TestParams, l: &Limits) -> Result<(), SessionError> {
     if p.kind == TestKind::Udp {
         return crate::udp::validate_params(p).map_err(SessionError::Refused);
     }
+    if matches!(p.kind, TestKind::Crr | TestKind::Cc) && p.conns > crate::crr::MAX_CLIENTS {
+        return refused(format!(
+            "a connection-rate test has at most {} concurrent clients",
+            crate::crr::MAX_CLIENTS
+        ));
+    }
+    if matches!(p.kind, TestKind::Crr | TestKind::Cc) && p.tls.is_some() {
+        return refused("TLS applies to stream and request/response tests only".into());
+    }
     if p.rate.is_some() || !p.udp_ports.is_empty() {
         return refused("rate and udp_ports apply to UDP tests only".into());
     }
     let sizes: &[(&str, u64)] = match p.kind {
         TestKind::Stream => &[("msg", p.msg)],
-        TestKind::Rr => &[("req", p.req), ("resp", p.resp)],
-        TestKind::Udp => &[],
+        TestKind::Rr | TestKind::Crr => &[("req", p.req), ("resp", p.resp)],
+        TestKind::Udp | TestKind::Cc => &[],
     };
     for (name, v) in sizes {
         if *v == 0 || *v > l.max_msg {
@@ -209,7 +218,7 @@ pub fn server_roles(p: &TestParams) -> Vec<Role> {
     let n = p.conns as usize;
     match (p.kind, p.dir) {
         // Datagrams: no data connections.
-        (TestKind::Udp, _) => Vec::new(),
+        (TestKind::Udp | TestKind::Crr | TestKind::Cc, _) => Vec::new(),
         (TestKind::Rr, _) => vec![Role::RrServer; n],
         (TestKind::Stream, Dir::Tx) => vec![Role::Recv; n],
         (TestKind::Stream, Dir::Rx) => vec![Role::Send; n],
@@ -440,6 +449,17 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
         },
         Err(e) => return shared.failures.failed(peer, &e),
     };
+    // A rate test holds no slot: it runs beside the others.
+    if matches!(params.kind, TestKind::Crr | TestKind::Cc) {
+        let Some(rate_slot) = crate::crr::server::RateSlot::take() else {
+            reject_busy(ctl);
+            tracing::info!(%peer, "refused, {} connection-rate tests are running", crate::crr::server::MAX_RATE_TESTS);
+            return;
+        };
+        let r = crate::crr::server::session(&mut ctl, params, peer);
+        drop(rate_slot);
+        return finished(&mut ctl, r, peer, shared);
+    }
     let Some(mut slot) = Slot::take(&shared.busy) else {
         reject_busy(ctl);
         tracing::info!(%peer, "refused, a test is running");
@@ -452,6 +472,12 @@ fn connection(stream: TcpStream, peer: SocketAddr, hs: &Pending, shared: &Arc<Sh
     // Everything the test held was released when `session` returned: free
     // the slot before telling the client, so its next test finds it free.
     slot.release();
+    finished(&mut ctl, r, peer, shared);
+}
+
+/// Logs how a test ended (telling the client what it must know) and
+/// counts it.
+fn finished(ctl: &mut Control, r: Result<String, SessionError>, peer: SocketAddr, shared: &Shared) {
     match r {
         Ok(summary) => tracing::info!(%peer, "{summary}"),
         Err(e) => {

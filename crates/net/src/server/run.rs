@@ -107,6 +107,7 @@ pub(super) fn session(
         first_error: out.first_error.clone(),
         disclosure: iotoll_model::spec::to_json(&iotoll_probe::sysinfo::network(local_ip)),
         udp: None,
+        crr: None,
     };
     // Everything the test held is released before the report goes out: the
     // engine's threads have ended, its data sockets close now (the client's

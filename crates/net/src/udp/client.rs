@@ -5,18 +5,15 @@
 
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
-use crate::client::{
-    endpoint_ended, peer_err, proto_err, recv, request_test_waiting, unexpected, Accepted,
-    CONTROL_TIMEOUT,
-};
+use crate::client::drive::{drive, Driven, Plan};
+use crate::client::{peer_err, recv, request_test_waiting, unexpected, Accepted, CONTROL_TIMEOUT};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_probe::ClosedWindow;
-use iotoll_run::{Clock, Counting, HostClock, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{Counting, Phase, PhaseCell, RunControl, SeriesRecorder};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
 
 /// What both ends measured.
 pub(super) struct Measured {
@@ -94,6 +91,23 @@ fn flow_sockets(spec: &ClientSpec, addr: &SocketAddr) -> Result<Vec<Arc<UdpSocke
         .collect()
 }
 
+/// The UDP engine under the shared window driver: on an early exit it is
+/// dropped, which stops its threads without draining what is in flight.
+impl Driven for UdpEngine {
+    type Out = UdpOut;
+    fn totals(&self) -> (u64, u64) {
+        UdpEngine::totals(self)
+    }
+    fn finish(self) -> UdpOut {
+        // The receiver drains what the endpoint sent in its window while
+        // the endpoint drains what this host sent.
+        self.join()
+    }
+    fn abandon(self) {
+        drop(self);
+    }
+}
+
 /// Runs the ramp-up and the window at both ends, then collects the
 /// endpoint's report.
 fn measure(
@@ -105,69 +119,28 @@ fn measure(
     rc: &mut RunControl,
     local_ip: IpAddr,
 ) -> Result<Measured, NetError> {
-    let clock = HostClock;
-    let mut series = SeriesRecorder::new(Counting::NetBytes, spec.ramp + spec.time, clock.now());
-    let wait = |series: &mut SeriesRecorder, until, rc: &mut RunControl, ctl: &Control| {
-        let go_on = || !ctl.peer_spoke();
-        series.wait(&clock, until, rc, phase, || engine.totals(), go_on)
+    let plan = Plan {
+        addr,
+        ramp: spec.ramp,
+        time: spec.time,
+        counting: Counting::NetBytes,
+        phase,
     };
-    let ramp_end = series.t_run() + spec.ramp;
-    if !wait(&mut series, ramp_end, rc, ctl) {
-        drop(engine);
-        if ctl.peer_spoke() {
-            return Err(endpoint_ended(ctl, addr));
-        }
-        let _ = ctl.send(&Msg::Stop {});
-        return Err(NetError::Interrupted("during ramp-up"));
-    }
-    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let edge_at = std::cell::Cell::new((clock.now(), (0, 0)));
-    let window = clock.open_window(|| {
-        phase.set(Phase::Measure);
-        edge_at.set((clock.now(), engine.totals()));
-    })?;
-    let (at, counts) = edge_at.get();
-    series.edge(at, Phase::Ramp, || counts, rc.progress);
-    ctl.send(&Msg::WindowStart {})
-        .map_err(|e| proto_err(addr, "window start", e))?;
-    let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
-    let closed = clock.close_window(window, || {
-        phase.set(Phase::Stop);
-        edge_at.set((clock.now(), engine.totals()));
-    });
-    let (at, counts) = edge_at.get();
-    series.edge(at, Phase::Measure, || counts, rc.progress);
-    if !completed && ctl.peer_spoke() {
-        drop(engine);
-        return Err(endpoint_ended(ctl, addr));
-    }
-    let ended = ctl
-        .send(&Msg::WindowEnd {})
-        .map_err(|e| proto_err(addr, "window end", e));
-    // The receiver drains what the endpoint sent in its window while the
-    // endpoint drains what this host sent.
-    let out = engine.join();
-    ended?;
-    let t0 = Instant::now();
-    let report = match recv(ctl, addr, "report", CONTROL_TIMEOUT)? {
-        Msg::Report { report } => *report,
-        other => return Err(unexpected(addr, "report", &other)),
-    };
-    let _ = ctl.send(&Msg::Stop {});
-    if report.udp.is_none() {
+    let w = drive(&plan, ctl, engine, rc)?;
+    if w.report.udp.is_none() {
         let msg = format!(
-            "the endpoint's report has no UDP counts (it answered in {:.1} s): is it an older iotoll?",
-            t0.elapsed().as_secs_f64()
+            "the endpoint's report has no UDP counts (it answered {:.1} s after the window): is it an older iotoll?",
+            w.report_after_s
         );
         return Err(peer_err(addr, msg));
     }
     Ok(Measured {
-        started_at,
-        completed,
-        closed,
-        out,
-        report,
-        series,
+        started_at: w.started_at,
+        completed: w.completed,
+        closed: w.closed,
+        out: w.out,
+        report: w.report,
+        series: w.series,
         local_ip,
     })
 }

@@ -48,6 +48,13 @@ fn columns(kind: Kind) -> &'static [&'static str] {
             mn::IOPS_PER_CPU_PCT,
             mn::CPU_US_PER_IO,
         ],
+        Kind::NetCrr | Kind::NetCc => &[
+            mn::CONN_S,
+            mn::CONNECT_MEAN_US,
+            mn::CPU_PCT,
+            mn::CONN_S_PER_CPU_PCT,
+            mn::CPU_US_PER_CONN,
+        ],
         Kind::NetRr => &[
             mn::TRANS_S,
             mn::RTT_MEAN_US,
@@ -254,6 +261,12 @@ pub fn checks(kind: Kind, mh: &MultiHost) -> Vec<String> {
     let (what, key, role, of) = match kind {
         Kind::NetStream | Kind::NetUdp => ("hosts' sent Mbit/s", mn::TX_MBIT_S, None, mn::MBIT_S),
         Kind::Disk => ("hosts' IOPS", mn::IOPS, None, mn::IOPS),
+        Kind::NetCrr | Kind::NetCc => (
+            "hosts' clients' connections/s",
+            mn::CONN_S,
+            Some("client"),
+            mn::CONN_S,
+        ),
         Kind::NetRr => (
             "hosts' clients' transactions/s",
             mn::TRANS_S,

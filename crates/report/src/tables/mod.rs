@@ -75,6 +75,8 @@ pub(crate) fn kind_title(kind: Kind) -> &'static str {
         Kind::NetStream => "Network stream tests",
         Kind::NetRr => "Network request/response tests",
         Kind::NetUdp => "Network UDP tests",
+        Kind::NetCrr => "Network connect/request/response tests",
+        Kind::NetCc => "Network connect/close tests",
     }
 }
 

@@ -76,6 +76,16 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
             ],
             NET,
         ),
+        Kind::NetCrr => (
+            &[
+                ("conns", "clients"),
+                ("req", "request"),
+                ("resp", "response"),
+                ("linger0", "linger0"),
+            ],
+            NET,
+        ),
+        Kind::NetCc => (&[("conns", "clients"), ("linger0", "linger0")], NET),
     };
     own.iter().chain(shared).copied().collect()
 }

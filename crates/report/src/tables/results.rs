@@ -62,6 +62,17 @@ fn metric_columns(kind: Kind) -> &'static [&'static str] {
             mn::REMOTE_CPU_PCT,
             mn::CPU_US_PER_TRANS,
         ],
+        Kind::NetCrr | Kind::NetCc => &[
+            mn::CONN_S,
+            mn::CONNS,
+            mn::CONNECT_P99_US,
+            mn::TRANS_MEAN_US,
+            mn::FAILURES,
+            mn::CPU_PCT,
+            mn::REMOTE_CPU_PCT,
+            mn::CONN_S_PER_CPU_PCT,
+            mn::CPU_US_PER_CONN,
+        ],
     }
 }
 

@@ -124,6 +124,56 @@ fn throughput(o: &mut String, doc: &ResultDoc) {
     }
 }
 
+/// A connection-rate test's rate and its failures, named.
+fn conn_lines(o: &mut String, doc: &ResultDoc) {
+    let m = &doc.metrics;
+    let Some(rate) = m.get(mn::CONN_S) else {
+        return;
+    };
+    let named: Vec<String> = (mn::METRICS.iter())
+        .filter(|d| d.name.starts_with("failures_"))
+        .filter_map(|d| Some((d.label, *m.get(d.name).filter(|v| **v > 0.0)?)))
+        .map(|(l, v)| format!("{v} {l}"))
+        .collect();
+    let what = if doc.kind == Kind::NetCrr {
+        "crr"
+    } else {
+        "cc"
+    };
+    let _ = writeln!(
+        o,
+        "  {:<12} {} connections/s   failed {}{}",
+        what,
+        num(*rate),
+        or_dash(m.get(mn::FAILURES).copied()),
+        if named.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", named.join(", "))
+        },
+    );
+    let connect = [
+        ("mean", mn::CONNECT_MEAN_US),
+        ("p50", mn::CONNECT_P50_US),
+        ("p90", mn::CONNECT_P90_US),
+        ("p99", mn::CONNECT_P99_US),
+        ("p99.9", mn::CONNECT_P999_US),
+        ("max", mn::CONNECT_MAX_US),
+    ];
+    value_line(o, "connect us", &connect, m);
+    if m.contains_key(mn::TRANS_MEAN_US) {
+        let trans = [
+            ("mean", mn::TRANS_MEAN_US),
+            ("p50", mn::TRANS_P50_US),
+            ("p90", mn::TRANS_P90_US),
+            ("p99", mn::TRANS_P99_US),
+            ("p99.9", mn::TRANS_P999_US),
+            ("max", mn::TRANS_MAX_US),
+        ];
+        value_line(o, "trans us", &trans, m);
+    }
+}
+
 /// A UDP test's offered rate, loss and arrival order.
 fn udp_lines(o: &mut String, doc: &ResultDoc, errors: &str) {
     let get = |k: &str| doc.metrics.get(k).copied();
@@ -150,6 +200,7 @@ fn udp_lines(o: &mut String, doc: &ResultDoc, errors: &str) {
 
 /// Round-trip and I/O latency percentiles, and the queue depth kept.
 fn latency(o: &mut String, doc: &ResultDoc) {
+    conn_lines(o, doc);
     let m = &doc.metrics;
     if m.contains_key(mn::TRANS_S) {
         let rtt = [

@@ -134,6 +134,8 @@ fn shown_metrics(kind: Kind) -> &'static [(&'static str, &'static str)] {
         Kind::NetStream => &[("mbit/s", mn::MBIT_S)],
         Kind::NetRr => &[("trans/s", mn::TRANS_S), ("rtt us", mn::RTT_MEAN_US)],
         Kind::NetUdp => &[("mbit/s", mn::MBIT_S), ("loss %", mn::LOSS_PCT)],
+        Kind::NetCrr => &[("conn/s", mn::CONN_S), ("trans us", mn::TRANS_MEAN_US)],
+        Kind::NetCc => &[("conn/s", mn::CONN_S), ("connect us", mn::CONNECT_MEAN_US)],
     }
 }
 

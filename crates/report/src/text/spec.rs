@@ -44,6 +44,23 @@ pub(super) fn lines(doc: &ResultDoc) -> Option<String> {
             );
             net(doc.kind, &s.net, what)
         }
+        Kind::NetCrr | Kind::NetCc => {
+            let s = doc.spec.crr()?;
+            let close = if s.linger0 {
+                "reset (linger0)"
+            } else {
+                "FIN (TIME_WAIT here)"
+            };
+            let what = match doc.kind {
+                Kind::NetCrr => format!(
+                    "connect/request/response {} / {}  close by {close}",
+                    format_size(s.req),
+                    format_size(s.resp)
+                ),
+                _ => format!("connect/close  close by {close}"),
+            };
+            net(doc.kind, &s.net, what)
+        }
     })
 }
 
@@ -88,6 +105,8 @@ fn net(kind: Kind, net: &NetSpec, what: String) -> String {
     let (conns, threads) = match kind {
         // One sending and one receiving thread per end, whatever the flows.
         Kind::NetUdp => ("flow(s)", String::new()),
+        // One thread per client.
+        Kind::NetCrr | Kind::NetCc => ("client(s)", String::new()),
         _ => ("connection(s)", format!("  {} thread(s)", net.threads)),
     };
     format!(

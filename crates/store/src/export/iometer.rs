@@ -458,6 +458,19 @@ fn net_cells(t: &TestRow, m: &Metrics, endpoint: bool, prefix: &str) -> Option<C
                 Some(tps),
             )
         }
+        Kind::NetCrr => {
+            // One transaction per connection: Iometer's transaction columns.
+            let tps = g("conn_s")?;
+            put(&mut c, "Transactions per Second", Some(tps));
+            put(&mut c, "Connections per Second", Some(tps));
+            put(&mut c, "Average Transaction Time", ms(g("trans_mean_us")));
+            put(&mut c, "Maximum Transaction Time", ms(g("trans_max_us")));
+            (None, None, Some(tps), Some(tps))
+        }
+        Kind::NetCc => {
+            put(&mut c, "Connections per Second", Some(g("conn_s")?));
+            (None, None, None, None)
+        }
         Kind::Disk => return None,
     };
     if endpoint {

@@ -34,6 +34,8 @@ impl<'a> Ctx<'a> {
                 Kind::NetStream => StreamTest::params(t),
                 Kind::NetRr => RrTest::params(t),
                 Kind::NetUdp => UdpTest::params(t),
+                Kind::NetCrr => CrrTest::params(t),
+                Kind::NetCc => CcTest::params(t),
             };
             params.map_err(|(e, known)| {
                 self.de_err(e, |_| {
@@ -169,6 +171,8 @@ impl<'a> Ctx<'a> {
             Kind::NetStream => net(TestKind::Stream),
             Kind::NetRr => net(TestKind::Rr),
             Kind::NetUdp => JobSpec::Net(ClientSpec::udp()),
+            Kind::NetCrr => net(TestKind::Crr),
+            Kind::NetCc => net(TestKind::Cc),
         };
         spec.set_durations(ramp, time);
         Ok(Job {

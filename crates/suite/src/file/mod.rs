@@ -154,6 +154,7 @@ impl JobSpec {
                     s.rate = Some(iotoll_model::parse_rate(&r).map_err(|e| e.to_string())?);
                 }
                 "burst" => s.burst = as_u32(v)?,
+                "linger0" => s.linger0 = as_bool(v)?,
                 _ => return Err("not a network parameter".into()),
             },
         }
@@ -436,6 +437,8 @@ kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, o
 kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
 kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
 kind_table!(UdpTest: dir, conns, size, rate, sockbuf);
+kind_table!(CrrTest: conns, req, resp, size, linger0);
+kind_table!(CcTest: conns, linger0);
 
 pub(crate) fn read<T: DeserializeOwned>(v: &Node) -> Result<T, toml::de::Error> {
     T::deserialize(ValueDeserializer::from(v.clone()))

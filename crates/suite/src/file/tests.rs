@@ -486,3 +486,34 @@ fn udp_tests_take_size_and_rate() {
     at(&e, 5, "pairs");
     has(&e, "cannot be placed on hosts");
 }
+
+/// `net-crr` and `net-cc`: their keys become the client's spec; keys of
+/// other kinds and placing them on hosts are refused by name.
+#[test]
+fn connection_rate_tests_take_their_keys() {
+    let s = suite(
+        "name='t'\n[[test]]\nname='c'\nkind='net-crr'\nconns=[2, 8]\nsize='1k'\nlinger0=true\n",
+    );
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["c/conns=2", "c/conns=8"]);
+    let JobSpec::Net(c) = &s.jobs[1].spec else {
+        panic!()
+    };
+    assert_eq!(c.kind, TestKind::Crr);
+    assert_eq!((c.conns, c.req, c.resp, c.linger0), (8, 1024, 1024, true));
+    assert_eq!(s.jobs[0].metric, "conn_s");
+    let d = suite("name='t'\n[[test]]\nname='c'\nkind='net-cc'\n");
+    let JobSpec::Net(c) = &d.jobs[0].spec else {
+        panic!()
+    };
+    assert_eq!((c.kind, c.linger0), (TestKind::Cc, false));
+    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-cc'\nreq=10\n");
+    has(&e, "unknown key");
+    has(&e, "linger0");
+    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\nconns=5000\n");
+    at(&e, 5, "conns");
+    has(&e, "between 1 and 1000");
+    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\npairs=[['a','b']]\n");
+    at(&e, 5, "pairs");
+    has(&e, "cannot be placed on hosts");
+}

@@ -393,7 +393,7 @@ pub(crate) fn placement_keys(kind: Kind) -> &'static [&'static str] {
         Kind::Disk => &["on"],
         Kind::NetStream | Kind::NetRr => &["pairs", "clients", "server", "pairs_per_client"],
         // Runs from this host to the suite's peer only (for now).
-        Kind::NetUdp => &[],
+        Kind::NetUdp | Kind::NetCrr | Kind::NetCc => &[],
     }
 }
 
@@ -446,7 +446,7 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
         let on = cx.check(k.on.as_ref(), "on", |v| host_list(v, "on"))?;
         return Ok(on.map_or(Placement::Local, |on| Placement::Disk { on }));
     }
-    if kind == Kind::NetUdp {
+    if matches!(kind, Kind::NetUdp | Kind::NetCrr | Kind::NetCc) {
         let keys = [("on", &k.on), net[0], net[1], net[2], net[3]];
         if let Some((key, v)) = given(&keys) {
             let msg = format!("{key}: a {kind} test runs from this host to the suite's peer (--peer, or the endpoint the suite starts); it cannot be placed on hosts yet");

@@ -1,0 +1,84 @@
+//! `iotoll net crr` and `iotoll net cc`: the client's side. It asks the
+//! endpoint for the test, starts one worker per concurrent client, and
+//! runs the window with the shared driver.
+
+use super::engine::{CrrEngine, Params};
+use super::MAX_CLIENTS;
+use crate::client::drive::{drive, Plan, Window};
+use crate::client::{recv, request_test_waiting, unexpected, Accepted, CONTROL_TIMEOUT};
+use crate::proto::{Msg, TestKind};
+use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
+use iotoll_model::ResultDoc;
+use iotoll_run::{Counting, Phase, PhaseCell, RunControl};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The client's checks of a crr/cc test beyond the common ones.
+pub fn validate(s: &ClientSpec) -> Result<(), String> {
+    if s.conns > MAX_CLIENTS {
+        return Err(format!(
+            "--conns must be between 1 and {MAX_CLIENTS} for a connection-rate test (one thread each at both ends), got {}",
+            s.conns
+        ));
+    }
+    if s.tls.is_some() {
+        return Err("--tls applies to net stream and net rr, not to connection-rate tests".into());
+    }
+    if s.verify {
+        return Err("--verify applies to stream tests only".into());
+    }
+    if s.threads.is_some() {
+        return Err(
+            "--threads does not apply: a connection-rate test runs one thread per --conns client"
+                .into(),
+        );
+    }
+    if s.burst != 1 {
+        return Err("--burst does not apply: each connection carries one transaction".into());
+    }
+    Ok(())
+}
+
+/// Runs a crr or cc test against an endpoint.
+pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
+    spec.validate()?;
+    let addr = resolve(&spec.peer, DEFAULT_PORT)?;
+    // Each worker holds one socket at a time; the margin covers the
+    // control connection and the CPU probe's files.
+    sock::ensure_nofile(u64::from(spec.conns) + 64)?;
+    let params = spec.params();
+    let Accepted {
+        mut ctl,
+        data_port,
+        token,
+        ..
+    } = request_test_waiting(&addr, spec, &params, rc.interrupted)?;
+    match recv(&mut ctl, &addr, "ready", CONTROL_TIMEOUT)? {
+        Msg::Ready {} => {}
+        other => return Err(unexpected(&addr, "ready", &other)),
+    }
+    let local_ip = (ctl.stream.local_addr())
+        .map_err(|e| NetError::io("control connection: local address", e))?
+        .ip();
+    let p = Params {
+        server: SocketAddr::new(addr.ip(), data_port),
+        token,
+        exchange: (spec.kind == TestKind::Crr).then_some((spec.req, spec.resp)),
+        linger0: spec.linger0,
+        bind: spec.bind.clone(),
+    };
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = CrrEngine::start(p, spec.conns as usize, phase.clone())
+        .map_err(|e| NetError::io("cannot start the connection workers", e))?;
+    let plan = Plan {
+        addr: &addr,
+        ramp: spec.ramp,
+        time: spec.time,
+        counting: Counting::Transactions,
+        phase: &phase,
+    };
+    let w = drive(&plan, &mut ctl, engine, &mut rc)?;
+    super::result::result_doc(spec, &addr, local_ip, w)
+}
+
+pub(super) type Measured = Window<super::engine::Out>;

@@ -1,0 +1,206 @@
+//! A crr/cc test's result: both ends' counts merged, failures named, and
+//! the checks that the ends agree.
+
+use super::client::Measured;
+use super::{time_wait_note, Cause};
+use crate::client::result::{same_host_note, spec_json, unauthenticated_note, windows_disagree};
+use crate::proto::{CrrEnd, Identity};
+use crate::{ClientSpec, NetError, TestKind};
+use iotoll_model::metrics as mn;
+use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
+use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
+use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_run::{interrupted_note, latency_report, take_cpu_report, write_latency_metrics};
+use std::net::{IpAddr, SocketAddr};
+
+/// Why both ends' totals (ramp-up and drain included) cannot be the same
+/// test: the endpoint answered fewer requests than this host completed, or
+/// more than it completed and failed; or it saw foreign connections.
+pub(crate) fn totals_disagree(
+    kind: TestKind,
+    done: u64,
+    failed: u64,
+    end: &CrrEnd,
+) -> Option<String> {
+    let served = match kind {
+        TestKind::Crr => end.responded,
+        _ => end.accepted,
+    };
+    if served < done || served > done + failed {
+        return Some(format!(
+            "the ends disagree: this host completed {done} connection(s) and saw {failed} fail, the endpoint served {served}"
+        ));
+    }
+    (end.bad_token > 0).then(|| {
+        format!(
+            "the endpoint dropped {} connection(s) to this test's port without its token: something else connected there",
+            end.bad_token
+        )
+    })
+}
+
+pub(super) fn result_doc(
+    spec: &ClientSpec,
+    addr: &SocketAddr,
+    local_ip: IpAddr,
+    m: Measured,
+) -> Result<ResultDoc, NetError> {
+    let Measured {
+        mut closed,
+        out,
+        report,
+        ..
+    } = m;
+    let local_disclosure = iotoll_probe::sysinfo::network(local_ip);
+    let me = local_disclosure.identity.clone().unwrap_or_default();
+    let peer = Identity::from_disclosure(&report.disclosure);
+    let same_host = me.same_host(&peer);
+    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
+        closed.mark_endpoint(pid);
+    }
+    let window_s = closed.window_s;
+    let rate = (window_s > 0.0).then(|| out.window_done as f64 / window_s);
+    let mut notes = Vec::new();
+    if !m.completed {
+        notes.push(interrupted_note(window_s, spec.time));
+    }
+    notes.extend(same_host_note(&me, same_host, addr, local_ip));
+    notes.extend(unauthenticated_note(spec, addr));
+    if let Some(f) = out.failures.describe() {
+        let first = out.first_error.as_deref().unwrap_or("?");
+        notes.push(format!(
+            "failed connections in the window: {f}; first: {first}"
+        ));
+    }
+    if out.failures.get(Cause::PortsExhausted) > 0 {
+        notes.push("the local port range ran out (EADDRNOTAVAIL): TIME_WAIT holds the ports; --linger0 closes with a reset and leaves none".into());
+    }
+    if !spec.linger0 {
+        notes.push(time_wait_note(rate.unwrap_or(0.0)));
+    }
+    if report.errors > 0 {
+        let first = report.first_error.as_deref().unwrap_or("?");
+        notes.push(format!(
+            "the endpoint saw {} connection(s) fail in its window; first: {first}",
+            report.errors
+        ));
+    }
+    let failure = match &report.crr {
+        Some(end) => totals_disagree(spec.kind, out.total_done, out.total_failed, end),
+        None => {
+            Some("the endpoint's report has no connection counts: is it an older iotoll?".into())
+        }
+    }
+    .or_else(|| windows_disagree(window_s, report.window_s))
+    .or_else(|| {
+        (out.window_done == 0 && m.completed)
+            .then(|| "no connection completed in the window".to_string())
+    });
+    if let Some(f) = &failure {
+        notes.insert(0, format!("failed: {f}"));
+    }
+    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
+    if let Some(e) = &report.cpu_error {
+        notes.push(format!("endpoint CPU not measured: {e}"));
+    }
+    let mut metrics = Metrics::new();
+    let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
+    put(mn::WINDOW_S, window_s);
+    put(mn::CONNS, f64::from(spec.conns));
+    if let Some(r) = rate {
+        put(mn::CONN_S, r);
+    }
+    if report.window_s > 0.0 {
+        put(
+            mn::SERVED_CONN_S,
+            report.transactions as f64 / report.window_s,
+        );
+    }
+    put(mn::FAILURES, out.failures.total() as f64);
+    for c in Cause::ALL {
+        put(
+            &format!("failures_{}", c.name()),
+            out.failures.get(c) as f64,
+        );
+    }
+    put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
+    write_latency_metrics(&out.connect, "connect", &mut metrics);
+    write_latency_metrics(&out.trans, "trans", &mut metrics);
+    if let Some(c) = &cpu {
+        c.write_metrics(&mut metrics, "");
+    }
+    if let Some(c) = report.cpu.as_ref().filter(|_| same_host != Some(true)) {
+        c.write_metrics(&mut metrics, "remote_");
+    }
+    derive_metrics(&mut metrics);
+    let kind = match spec.kind {
+        TestKind::Crr => Kind::NetCrr,
+        _ => Kind::NetCc,
+    };
+    // The latency section is the transaction's for crr, the connect's for cc.
+    let latency = match spec.kind {
+        TestKind::Crr => latency_report(&out.trans),
+        _ => latency_report(&out.connect),
+    };
+    let mut doc = ResultDoc {
+        status: if m.completed {
+            ResultStatus::Complete
+        } else {
+            ResultStatus::Interrupted
+        },
+        started_at: m.started_at,
+        config: spec.config.clone(),
+        metrics,
+        cpu: CpuSection {
+            local: cpu,
+            remote: report.cpu.clone(),
+            same_host,
+        },
+        latency,
+        series: m.series.into_points(),
+        notes,
+        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
+            local: local_disclosure,
+            remote: report.disclosure.clone(),
+            tls: None,
+        }))),
+        ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))
+    };
+    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+    if let Some(msg) = failure {
+        doc.status = ResultStatus::Failed;
+        return Err(NetError::Failed {
+            msg,
+            doc: Box::new(doc),
+        });
+    }
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_ends_totals_must_agree() {
+        let end = |accepted, responded| CrrEnd {
+            accepted,
+            responded,
+            bad_token: 0,
+        };
+        assert_eq!(totals_disagree(TestKind::Crr, 100, 0, &end(100, 100)), None);
+        // A response sent whose reading failed at the client: allowed.
+        assert_eq!(totals_disagree(TestKind::Crr, 99, 1, &end(100, 100)), None);
+        assert!(totals_disagree(TestKind::Crr, 100, 0, &end(100, 99)).is_some());
+        assert!(totals_disagree(TestKind::Crr, 90, 1, &end(100, 100)).is_some());
+        assert_eq!(totals_disagree(TestKind::Cc, 50, 0, &end(50, 0)), None);
+        assert!(totals_disagree(TestKind::Cc, 50, 0, &end(49, 0)).is_some());
+        let foreign = CrrEnd {
+            bad_token: 2,
+            ..end(10, 10)
+        };
+        assert!(totals_disagree(TestKind::Crr, 10, 0, &foreign)
+            .unwrap()
+            .contains("without its token"));
+    }
+}

@@ -1,0 +1,237 @@
+//! The endpoint's side of a connection-rate test. It holds no slot: a
+//! crr/cc test is a listener of its own and a few threads, so the endpoint
+//! keeps serving a stream, rr or UDP test (or another rate test) meanwhile.
+
+use super::{IO_TIMEOUT, TOKEN_LEN};
+use crate::proto::{Control, CrrEnd, Msg, ServerReport, TestKind, TestParams};
+use crate::server::data::{data_listener, data_token};
+use crate::server::{serve_window, SessionError};
+use crate::sock;
+use iotoll_run::{Phase, PhaseCell};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Rate tests the endpoint runs at once; beyond it a client is told busy.
+pub(crate) const MAX_RATE_TESTS: usize = 4;
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// A place among the running rate tests, freed on drop.
+pub(crate) struct RateSlot(());
+
+impl RateSlot {
+    pub(crate) fn take() -> Option<RateSlot> {
+        let n = RUNNING.fetch_add(1, Ordering::AcqRel);
+        if n >= MAX_RATE_TESTS {
+            RUNNING.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(RateSlot(()))
+    }
+}
+
+impl Drop for RateSlot {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// After the window, the endpoint serves until no connection has arrived
+/// for this long: the client's workers each finish the transaction they
+/// are in, and those must be answered for both ends' totals to agree.
+const QUIET: Duration = Duration::from_millis(500);
+
+#[derive(Default)]
+struct Counts {
+    accepted: AtomicU64,
+    responded: AtomicU64,
+    bad_token: AtomicU64,
+    window_done: AtomicU64,
+    window_errors: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+pub(crate) fn session(
+    ctl: &mut Control,
+    params: TestParams,
+    peer: SocketAddr,
+) -> Result<String, SessionError> {
+    let local_ip = ctl.stream.local_addr()?.ip();
+    let threads = params.conns as usize;
+    sock::ensure_nofile(2 * threads as u64 + 64)?;
+    let listener = data_listener(local_ip, params.sockbuf)
+        .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
+    listener.set_nonblocking(true)?;
+    let data_port = listener.local_addr()?.port();
+    let token = data_token()?;
+    ctl.send(&Msg::Accept {
+        data_port,
+        token,
+        cert: None,
+    })?;
+    ctl.send(&Msg::Ready {})?;
+    tracing::info!(%peer, "{:?} test with {threads} client(s) accepted, data port {data_port}", params.kind);
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let counts = Arc::new(Counts::default());
+    let last = Arc::new(Mutex::new(Instant::now()));
+    let listener = Arc::new(listener);
+    let exchange = (params.kind == TestKind::Crr).then_some((params.req, params.resp));
+    let mut workers = Vec::new();
+    for _ in 0..threads {
+        let (l, ph, c, last) = (
+            listener.clone(),
+            phase.clone(),
+            counts.clone(),
+            last.clone(),
+        );
+        let w = std::thread::Builder::new()
+            .name("iotoll-crr-serve".into())
+            .stack_size(256 << 10)
+            .spawn(move || acceptor(&l, &ph, &c, &last, token, exchange));
+        match w {
+            Ok(w) => workers.push(w),
+            Err(e) => {
+                phase.set(Phase::Stop);
+                workers.into_iter().for_each(|w| drop(w.join()));
+                return Err(SessionError::io("cannot start the endpoint's workers", e));
+            }
+        }
+    }
+    let closed = serve_window(ctl, &params, &phase);
+    // However the window ended, the workers stop (after the drain).
+    phase.set(Phase::Stop);
+    for w in workers {
+        let _ = w.join();
+    }
+    drop(listener);
+    let closed = closed?;
+    let first_error = counts
+        .first_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let report = ServerReport {
+        window_s: closed.window_s,
+        cpu: closed.report.as_ref().ok().cloned(),
+        cpu_error: closed.report.as_ref().err().map(|e| e.to_string()),
+        transactions: counts.window_done.load(Ordering::Acquire),
+        errors: counts.window_errors.load(Ordering::Acquire),
+        first_error,
+        disclosure: iotoll_model::spec::to_json(&iotoll_probe::sysinfo::network(local_ip)),
+        crr: Some(CrrEnd {
+            accepted: counts.accepted.load(Ordering::Acquire),
+            responded: counts.responded.load(Ordering::Acquire),
+            bad_token: counts.bad_token.load(Ordering::Acquire),
+        }),
+        ..Default::default()
+    };
+    ctl.send(&Msg::Report {
+        report: Box::new(report),
+    })?;
+    let _ = ctl.recv(Duration::from_secs(2));
+    Ok(format!(
+        "{:?} test done in a {:.1} s window: {} connection(s) accepted",
+        params.kind,
+        closed.window_s,
+        counts.accepted.load(Ordering::Acquire)
+    ))
+}
+
+/// Accepts and serves one connection at a time until the phase is `Stop`
+/// and no connection has come for [`QUIET`].
+fn acceptor(
+    l: &TcpListener,
+    phase: &PhaseCell,
+    c: &Counts,
+    last: &Mutex<Instant>,
+    token: u64,
+    exchange: Option<(u64, u64)>,
+) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                *last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+                c.accepted.fetch_add(1, Ordering::AcqRel);
+                let r = serve(s, token, exchange, &mut buf, c);
+                let measuring = phase.get() == Phase::Measure;
+                match r {
+                    Ok(()) if measuring => {
+                        c.window_done.fetch_add(1, Ordering::AcqRel);
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        if measuring {
+                            c.window_errors.fetch_add(1, Ordering::AcqRel);
+                        }
+                        let mut f = c.first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        f.get_or_insert(e);
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let quiet = last.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= QUIET;
+                if phase.get() == Phase::Stop && quiet {
+                    return;
+                }
+                sock::wait_readable(l.as_raw_fd(), Duration::from_millis(50));
+            }
+            Err(e) => {
+                // EMFILE and the like: back off, keep serving.
+                tracing::warn!("crr accept: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// One connection: for crr the request (checked to start with the test's
+/// token) and the response; then the client's close.
+fn serve(
+    mut s: TcpStream,
+    token: u64,
+    exchange: Option<(u64, u64)>,
+    buf: &mut [u8],
+    c: &Counts,
+) -> Result<(), String> {
+    s.set_nonblocking(false).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    if let Some((req, resp)) = exchange {
+        let mut head = [0u8; TOKEN_LEN];
+        s.read_exact(&mut head)
+            .map_err(|e| format!("request: {e}"))?;
+        if u64::from_be_bytes(head) != token {
+            c.bad_token.fetch_add(1, Ordering::AcqRel);
+            return Err("a connection without the test's token was dropped".into());
+        }
+        let mut left = req as usize;
+        while left > 0 {
+            let n = left.min(buf.len());
+            match s.read(&mut buf[..n]) {
+                Ok(0) => return Err("the client closed mid-request".into()),
+                Ok(got) => left -= got,
+                Err(e) => return Err(format!("request: {e}")),
+            }
+        }
+        let _ = s.set_nodelay(true);
+        let mut left = resp as usize;
+        while left > 0 {
+            let n = left.min(buf.len());
+            std::io::Write::write_all(&mut s, &buf[..n]).map_err(|e| format!("response: {e}"))?;
+            left -= n;
+        }
+        c.responded.fetch_add(1, Ordering::AcqRel);
+    }
+    // The client closes first (the TIME_WAIT is its); a reset from
+    // --linger0 is its close too.
+    match s.read(buf) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err("the client sent more than its request".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(()),
+        Err(e) => Err(format!("waiting for the close: {e}")),
+    }
+}
