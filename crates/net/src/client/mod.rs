@@ -4,6 +4,7 @@
 //! merges the endpoint's report into one result.
 
 pub(crate) mod drive;
+pub(crate) mod ends;
 pub(crate) mod result;
 
 use crate::auth::{nonce, Key, Nonces, Session, Side};

@@ -1,80 +1,17 @@
 //! The result of a client's test: both ends' figures merged into one
 //! document, with the notes that say how to read them.
 
+use super::ends::{finish, status, Ends};
 use super::{ClientSpec, Measured, Setup};
 use crate::engine::EngineOut;
-use crate::proto::{ByteStats, Identity, ServerReport, TestKind};
+use crate::proto::{ByteStats, ServerReport, TestKind};
 use crate::tls::{self, Negotiated};
 use crate::NetError;
 use iotoll_model::metrics as mn;
-use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Spec, Typed};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
-use iotoll_run::{
-    interrupted_note, jain_fairness, latency_report, take_cpu_report, write_latency_metrics,
-};
-use std::net::{IpAddr, SocketAddr};
-
-/// Says where the endpoint runs when it is this host.
-pub(crate) fn same_host_note(
-    me: &Identity,
-    same_host: Option<bool>,
-    own_cpus: Option<&(Vec<u32>, Vec<u32>)>,
-    addr: &SocketAddr,
-    local_ip: IpAddr,
-) -> Option<String> {
-    let local = addr.ip().is_loopback() || local_ip == addr.ip();
-    if let Some((here, there)) = own_cpus.filter(|_| same_host == Some(true)) {
-        let list = iotoll_probe::affinity::format_cpu_list;
-        Some(format!(
-            "the endpoint is a lab host on this machine with CPUs of its own ({}; this host's {}): each end's CPU is measured on its own CPUs, so the remote_* metrics are kept; one kernel still shares memory bandwidth, caches and the veth path",
-            list(there),
-            list(here)
-        ))
-    } else if same_host == Some(true) {
-        Some(format!(
-            "the endpoint is on this host (same kernel boot id {}{}): its traffic is host-internal copying, not a NIC, and its CPU is this host's CPU, so the remote_* CPU metrics are left out of metrics (they would count the same kernel twice); cpu.remote is kept for transparency",
-            me.boot_id.as_deref().unwrap_or("?"),
-            if local {
-                ""
-            } else {
-                ", though at another address: a network namespace or container"
-            }
-        ))
-    } else if local {
-        Some("the endpoint is on this host: loopback traffic is host-internal copying, not a NIC, and both ends' CPU is the same host's".into())
-    } else {
-        None
-    }
-}
-
-/// Both ends' own CPUs when each was measured on a lab host's own CPUs
-/// and they do not overlap: then the endpoint's CPU is not this host's.
-pub(crate) fn own_cpus_of(
-    local: &Result<iotoll_model::CpuReport, iotoll_probe::ProbeError>,
-    r: &ServerReport,
-) -> Option<(Vec<u32>, Vec<u32>)> {
-    let (l, e) = (local.as_ref().ok(), r.cpu.as_ref());
-    let own = |c: Option<&iotoll_model::CpuReport>| c.and_then(|c| c.own_cpus.clone());
-    iotoll_model::result::separate_cpus(l, e)
-        .then(|| (own(l).unwrap_or_default(), own(e).unwrap_or_default()))
-}
-
-/// Says that nothing the endpoint sent can be trusted when the control
-/// connection is not keyed and leaves this host (loopback has no path to
-/// stand on).
-pub(crate) fn unauthenticated_note(spec: &ClientSpec, addr: &SocketAddr) -> Option<String> {
-    if spec.key.is_some() || addr.ip().is_loopback() {
-        return None;
-    }
-    let pin = match spec.tls {
-        Some(_) => ", and the certificate this host pinned for TLS,",
-        None => "",
-    };
-    Some(format!(
-        "not authenticated (no --auth-key): the endpoint's figures in this result{pin} came over a control connection that anyone on the path could have rewritten; run both ends with --auth-key to rule that out"
-    ))
-}
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use iotoll_run::{jain_fairness, latency_report, write_latency_metrics};
+use std::net::SocketAddr;
 
 /// Merges both ends' figures into the result, with the notes that say how
 /// to read them; a failed test is an error that carries it.
@@ -90,30 +27,9 @@ pub(super) fn result_doc(
         report,
         ..
     } = m;
-    let (local_ip, completed) = (setup.local_ip, m.completed);
-    // Same kernel at both ends (loopback, another network namespace or a
-    // container of this host): the boot ids say so, whatever the addresses.
-    let local_disclosure = iotoll_probe::sysinfo::network(local_ip);
-    let me = local_disclosure.identity.clone().unwrap_or_default();
-    let peer = Identity::from_disclosure(&report.disclosure);
-    let same_host = me.same_host(&peer);
-    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
-        closed.mark_endpoint(pid);
-    }
-    let own_cpus = own_cpus_of(&closed.report, &report);
-
-    let mut notes = Vec::new();
-    if !completed {
-        notes.push(interrupted_note(closed.window_s, spec.time));
-    }
-    notes.extend(same_host_note(
-        &me,
-        same_host,
-        own_cpus.as_ref(),
-        addr,
-        local_ip,
-    ));
-    notes.extend(unauthenticated_note(spec, addr));
+    let completed = m.completed;
+    let ends = Ends::of(spec, addr, setup.local_ip, &mut closed, &report, completed);
+    let mut notes = ends.notes.clone();
     notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
         format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
     }));
@@ -123,19 +39,10 @@ pub(super) fn result_doc(
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
-    if let Some(e) = &report.cpu_error {
-        notes.push(format!("endpoint CPU not measured: {e}"));
-    }
-    let metrics = net_metrics(
-        spec,
-        &out,
-        closed.window_s,
-        &report,
-        cpu.as_ref(),
-        setup.connect_s,
-        same_host == Some(true) && own_cpus.is_none(),
-    );
+    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
+    let mut metrics = net_metrics(spec, &out, closed.window_s, &report, setup.connect_s);
+    let cpu = ends.cpu(cpu, &report, &mut metrics);
+    derive_metrics(&mut metrics);
     let kind = match spec.kind {
         TestKind::Stream => Kind::NetStream,
         TestKind::Rr => Kind::NetRr,
@@ -143,39 +50,23 @@ pub(super) fn result_doc(
         TestKind::Crr => Kind::NetCrr,
         TestKind::Cc => Kind::NetCc,
     };
-    let mut doc = ResultDoc {
-        status: if completed {
-            ResultStatus::Complete
-        } else {
-            ResultStatus::Interrupted
-        },
+    let doc = ResultDoc {
+        status: status(completed),
         started_at: m.started_at,
         config: spec.config.clone(),
         metrics,
-        cpu: CpuSection {
-            local: cpu,
-            remote: report.cpu.clone(),
-            same_host,
-        },
+        cpu,
         latency: latency_report(&out.rtt),
         series: m.series.into_points(),
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: local_disclosure,
+            local: ends.local,
             remote: report.disclosure.clone(),
             tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
         }))),
         ..ResultDoc::new(kind, spec_json(spec, addr, m.threads))
     };
-    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
-    if let Some(msg) = failure {
-        doc.status = ResultStatus::Failed;
-        return Err(NetError::Failed {
-            msg,
-            doc: Box::new(doc),
-        });
-    }
-    Ok(doc)
+    finish(doc, failure)
 }
 
 /// Connections that may fail before a test is failed: 1 % of its data
@@ -340,9 +231,7 @@ fn net_metrics(
     out: &EngineOut,
     window_s: f64,
     report: &ServerReport,
-    cpu: Option<&iotoll_model::CpuReport>,
     connect_s: f64,
-    same_host: bool,
 ) -> Metrics {
     let mut m = Metrics::new();
     let mut put = |k: &str, v: Option<f64>| m.extend(v.map(|v| (k.to_string(), v)));
@@ -387,14 +276,6 @@ fn net_metrics(
             write_latency_metrics(&out.rtt, "rtt", &mut m);
         }
     }
-    if let Some(c) = cpu {
-        c.write_metrics(&mut m, "");
-    }
-    // A peer on this kernel is this host: its CPU is already in ours.
-    if let Some(c) = report.cpu.as_ref().filter(|_| !same_host) {
-        c.write_metrics(&mut m, "remote_");
-    }
-    derive_metrics(&mut m);
     m
 }
 
@@ -464,6 +345,7 @@ pub(crate) fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec:
 mod tests {
     use super::*;
     use crate::auth::Key;
+    use crate::client::ends::unauthenticated_note;
 
     #[test]
     fn an_unkeyed_result_says_the_path_could_forge_it() {

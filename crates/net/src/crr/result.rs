@@ -3,14 +3,14 @@
 
 use super::client::Measured;
 use super::{time_wait_note, Cause};
-use crate::client::result::{same_host_note, spec_json, unauthenticated_note, windows_disagree};
-use crate::proto::{CrrEnd, Identity};
+use crate::client::ends::{finish, status, Ends};
+use crate::client::result::{spec_json, windows_disagree};
+use crate::proto::CrrEnd;
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
-use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
-use iotoll_run::{interrupted_note, latency_report, take_cpu_report, write_latency_metrics};
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use iotoll_run::{latency_report, write_latency_metrics};
 use std::net::{IpAddr, SocketAddr};
 
 /// Why both ends' totals (ramp-up and drain included) cannot be the same
@@ -51,21 +51,10 @@ pub(super) fn result_doc(
         report,
         ..
     } = m;
-    let local_disclosure = iotoll_probe::sysinfo::network(local_ip);
-    let me = local_disclosure.identity.clone().unwrap_or_default();
-    let peer = Identity::from_disclosure(&report.disclosure);
-    let same_host = me.same_host(&peer);
-    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
-        closed.mark_endpoint(pid);
-    }
+    let ends = Ends::of(spec, addr, local_ip, &mut closed, &report, m.completed);
     let window_s = closed.window_s;
     let rate = (window_s > 0.0).then(|| out.window_done as f64 / window_s);
-    let mut notes = Vec::new();
-    if !m.completed {
-        notes.push(interrupted_note(window_s, spec.time));
-    }
-    notes.extend(same_host_note(&me, same_host, addr, local_ip));
-    notes.extend(unauthenticated_note(spec, addr));
+    let mut notes = ends.notes.clone();
     if let Some(f) = out.failures.describe() {
         let first = out.first_error.as_deref().unwrap_or("?");
         notes.push(format!(
@@ -99,10 +88,7 @@ pub(super) fn result_doc(
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
-    if let Some(e) = &report.cpu_error {
-        notes.push(format!("endpoint CPU not measured: {e}"));
-    }
+    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
     let mut metrics = Metrics::new();
     let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
     put(mn::WINDOW_S, window_s);
@@ -126,12 +112,7 @@ pub(super) fn result_doc(
     put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
     write_latency_metrics(&out.connect, "connect", &mut metrics);
     write_latency_metrics(&out.trans, "trans", &mut metrics);
-    if let Some(c) = &cpu {
-        c.write_metrics(&mut metrics, "");
-    }
-    if let Some(c) = report.cpu.as_ref().filter(|_| same_host != Some(true)) {
-        c.write_metrics(&mut metrics, "remote_");
-    }
+    let cpu = ends.cpu(cpu, &report, &mut metrics);
     derive_metrics(&mut metrics);
     let kind = match spec.kind {
         TestKind::Crr => Kind::NetCrr,
@@ -142,39 +123,23 @@ pub(super) fn result_doc(
         TestKind::Crr => latency_report(&out.trans),
         _ => latency_report(&out.connect),
     };
-    let mut doc = ResultDoc {
-        status: if m.completed {
-            ResultStatus::Complete
-        } else {
-            ResultStatus::Interrupted
-        },
+    let doc = ResultDoc {
+        status: status(m.completed),
         started_at: m.started_at,
         config: spec.config.clone(),
         metrics,
-        cpu: CpuSection {
-            local: cpu,
-            remote: report.cpu.clone(),
-            same_host,
-        },
+        cpu,
         latency,
         series: m.series.into_points(),
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: local_disclosure,
+            local: ends.local,
             remote: report.disclosure.clone(),
             tls: None,
         }))),
         ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))
     };
-    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
-    if let Some(msg) = failure {
-        doc.status = ResultStatus::Failed;
-        return Err(NetError::Failed {
-            msg,
-            doc: Box::new(doc),
-        });
-    }
-    Ok(doc)
+    finish(doc, failure)
 }
 
 #[cfg(test)]

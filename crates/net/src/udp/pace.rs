@@ -153,10 +153,16 @@ mod tests {
             let want = 2 * rate / (size * 8);
             // The sends due in the last timer period fall at the end.
             let per_ms = rate / 1000 / (size * 8);
-            assert!(sent.abs_diff(want) <= per_ms + 2, "{rate}: {sent} vs {want}");
+            assert!(
+                sent.abs_diff(want) <= per_ms + 2,
+                "{rate}: {sent} vs {want}"
+            );
             // On time, a timer period's share per wake-up, and a
             // millisecond holds its share.
-            assert!(at_once <= per_ms + 2, "{rate}: {at_once} at once, {per_ms} per ms");
+            assert!(
+                at_once <= per_ms + 2,
+                "{rate}: {at_once} at once, {per_ms} per ms"
+            );
             assert!(most <= per_ms + 2, "{rate}: {most} in 1 ms, {per_ms} due");
         }
     }

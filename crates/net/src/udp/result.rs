@@ -4,17 +4,13 @@
 use super::account::{Received, Sent};
 use super::client::Measured;
 use super::engine::UdpOut;
-use crate::client::result::{
-    conn_rates, mbit_s, own_cpus_of, same_host_note, spec_json, unauthenticated_note,
-    windows_disagree,
-};
-use crate::proto::{Identity, ServerReport};
+use crate::client::ends::{finish, status, Ends};
+use crate::client::result::{conn_rates, mbit_s, spec_json, windows_disagree};
+use crate::proto::ServerReport;
 use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
-use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
-use iotoll_run::{interrupted_note, take_cpu_report};
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
 use std::net::SocketAddr;
 
 /// One direction of a test: what its sender counted in its window (of
@@ -151,13 +147,7 @@ pub(super) fn result_doc(
         report,
         ..
     } = m;
-    let local_disclosure = iotoll_probe::sysinfo::network(m.local_ip);
-    let me = local_disclosure.identity.clone().unwrap_or_default();
-    let peer = Identity::from_disclosure(&report.disclosure);
-    let same_host = me.same_host(&peer);
-    if let Some(pid) = crate::proto::local_pid_of(&me, &peer) {
-        closed.mark_endpoint(pid);
-    }
+    let ends = Ends::of(spec, addr, m.local_ip, &mut closed, &report, m.completed);
     let end = report.udp.unwrap_or_default();
     let (sends, receives) = super::client_sends_receives(spec.dir);
     let tx = sends.then(|| Way {
@@ -171,19 +161,7 @@ pub(super) fn result_doc(
         received: out.received.unwrap_or_default(),
     });
 
-    let mut notes = Vec::new();
-    if !m.completed {
-        notes.push(interrupted_note(closed.window_s, spec.time));
-    }
-    let own_cpus = own_cpus_of(&closed.report, &report);
-    notes.extend(same_host_note(
-        &me,
-        same_host,
-        own_cpus.as_ref(),
-        addr,
-        m.local_ip,
-    ));
-    notes.extend(unauthenticated_note(spec, addr));
+    let mut notes = ends.notes.clone();
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
     notes.extend(count_notes(&t, &out, &report));
@@ -204,55 +182,30 @@ pub(super) fn result_doc(
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = take_cpu_report(closed.report, "local CPU", &mut notes);
-    if let Some(e) = &report.cpu_error {
-        notes.push(format!("endpoint CPU not measured: {e}"));
-    }
+    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
     let mut metrics = Metrics::new();
     metrics.insert(mn::WINDOW_S.into(), closed.window_s);
     metrics.insert(mn::ERRORS.into(), errors as f64);
     metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
     udp_metrics(tx, rx, &mut metrics);
-    if let Some(c) = &cpu {
-        c.write_metrics(&mut metrics, "");
-    }
-    if let Some(c) = (report.cpu.as_ref()).filter(|_| same_host != Some(true) || own_cpus.is_some())
-    {
-        c.write_metrics(&mut metrics, "remote_");
-    }
+    let cpu = ends.cpu(cpu, &report, &mut metrics);
     derive_metrics(&mut metrics);
-    let mut doc = ResultDoc {
-        status: if m.completed {
-            ResultStatus::Complete
-        } else {
-            ResultStatus::Interrupted
-        },
+    let doc = ResultDoc {
+        status: status(m.completed),
         started_at: m.started_at,
         config: spec.config.clone(),
         metrics,
-        cpu: CpuSection {
-            local: cpu,
-            remote: report.cpu.clone(),
-            same_host,
-        },
+        cpu,
         series: m.series.into_points(),
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: local_disclosure,
+            local: ends.local,
             remote: report.disclosure.clone(),
             tls: None,
         }))),
         ..ResultDoc::new(Kind::NetUdp, spec_json(spec, addr, 1))
     };
-    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
-    if let Some(msg) = failure {
-        doc.status = ResultStatus::Failed;
-        return Err(NetError::Failed {
-            msg,
-            doc: Box::new(doc),
-        });
-    }
-    Ok(doc)
+    finish(doc, failure)
 }
 
 #[cfg(test)]
