@@ -150,7 +150,10 @@ fn acceptor(
     token: u64,
     exchange: Option<(u64, u64)>,
 ) {
-    let mut buf = vec![0u8; 64 << 10];
+    // Sized to the exchange: a thousand clients of 1-byte requests must
+    // not cost the endpoint 64 MiB of buffers (a client sets the count).
+    let need = exchange.map_or(1, |(req, resp)| req.max(resp).max(TOKEN_LEN as u64));
+    let mut buf = vec![0u8; need.min(64 << 10) as usize];
     loop {
         match l.accept() {
             Ok((s, _)) => {
