@@ -10,8 +10,8 @@
 mod clock;
 mod counters;
 pub mod interval;
-pub mod log;
 mod latency;
+pub mod log;
 mod pacing;
 pub mod signals;
 

@@ -301,19 +301,27 @@ fn run(a: RunArgs) -> Result<()> {
     progress.clear();
     let outcome = res.map_err(e)?;
     let finished = s.finish(&outcome);
-    // Every repetition is stored: shown before saying the run could not
-    // be marked finished.
+    end(&a, &s, &suite, &outcome, run_id, finished.map_err(e))
+}
+
+/// The end of `suite run`: the results table (every repetition is stored,
+/// so it is shown before saying the run could not be marked finished),
+/// the notes, the report, and the exit status.
+fn end(
+    a: &RunArgs,
+    s: &Session,
+    suite: &iotoll_suite::Suite,
+    outcome: &iotoll_suite::runner::Outcome,
+    run_id: i64,
+    finished: Result<()>,
+) -> Result<()> {
     let config = a.config.as_deref();
-    print!("{}", text::results(run_id, &suite, &outcome.tests, config));
-    finished.map_err(e)?;
-    for n in text::notes(&s.closing_notes(&outcome)) {
-        println!("note: {n}");
-    }
-    let db = a.db.path();
-    println!(
-        "\nrun {run_id} {} — stored in {}",
-        outcome.status.label(),
-        db.display()
+    print!("{}", text::results(run_id, suite, &outcome.tests, config));
+    finished?;
+    let (notes, status) = (s.closing_notes(outcome), outcome.status.label());
+    print!(
+        "{}",
+        text::run_end_notes(run_id, &notes, status, &a.db.path())
     );
     // The report covers what was stored, complete or not.
     if let (Some(p), Some(store)) = (&a.report, s.store()) {

@@ -157,6 +157,25 @@ fn row(t: &TestOutcome, in_mbit: bool) -> Vec<String> {
     ]
 }
 
+/// What `suite run` prints after the results table: the run's notes, and
+/// where the run is stored with its status.
+pub fn run_end_notes(
+    run: i64,
+    closing_notes: &[String],
+    status: &str,
+    db: &std::path::Path,
+) -> String {
+    let mut out = String::new();
+    for n in notes(closing_notes) {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out.push_str(&format!(
+        "\nrun {run} {status} — stored in {}\n",
+        db.display()
+    ));
+    out
+}
+
 /// The run's notes under its results table, readable however long the
 /// study: each repetition's interference (printed as it happened, flagged
 /// INTERFERED in the table) is one count when there are more than a few,
