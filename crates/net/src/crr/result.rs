@@ -2,14 +2,15 @@
 //! the checks that the ends agree.
 
 use super::client::Measured;
+use super::engine::Out;
 use super::{time_wait_note, Cause};
 use crate::client::result::{same_host_note, spec_json, unauthenticated_note, windows_disagree};
-use crate::proto::{CrrEnd, Identity};
+use crate::proto::{CrrEnd, Identity, ServerReport};
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::{derive_metrics, CpuReport, CpuSection, Kind, Metrics, ResultDoc, ResultStatus};
 use iotoll_run::{interrupted_note, latency_report, take_cpu_report, write_latency_metrics};
 use std::net::{IpAddr, SocketAddr};
 
@@ -103,36 +104,8 @@ pub(super) fn result_doc(
     if let Some(e) = &report.cpu_error {
         notes.push(format!("endpoint CPU not measured: {e}"));
     }
-    let mut metrics = Metrics::new();
-    let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
-    put(mn::WINDOW_S, window_s);
-    put(mn::CONNS, f64::from(spec.conns));
-    if let Some(r) = rate {
-        put(mn::CONN_S, r);
-    }
-    if report.window_s > 0.0 {
-        put(
-            mn::SERVED_CONN_S,
-            report.transactions as f64 / report.window_s,
-        );
-    }
-    put(mn::FAILURES, out.failures.total() as f64);
-    for c in Cause::ALL {
-        put(
-            &format!("failures_{}", c.name()),
-            out.failures.get(c) as f64,
-        );
-    }
-    put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
-    write_latency_metrics(&out.connect, "connect", &mut metrics);
-    write_latency_metrics(&out.trans, "trans", &mut metrics);
-    if let Some(c) = &cpu {
-        c.write_metrics(&mut metrics, "");
-    }
-    if let Some(c) = report.cpu.as_ref().filter(|_| same_host != Some(true)) {
-        c.write_metrics(&mut metrics, "remote_");
-    }
-    derive_metrics(&mut metrics);
+    let remote_cpu = report.cpu.as_ref().filter(|_| same_host != Some(true));
+    let metrics = metrics(spec, &out, &report, window_s, cpu.as_ref(), remote_cpu);
     let kind = match spec.kind {
         TestKind::Crr => Kind::NetCrr,
         _ => Kind::NetCc,
@@ -175,6 +148,50 @@ pub(super) fn result_doc(
         });
     }
     Ok(doc)
+}
+
+/// Both ends' counts, this host's latencies and failures by cause, and
+/// the CPU figures (the endpoint's only when it is another host).
+fn metrics(
+    spec: &ClientSpec,
+    out: &Out,
+    report: &ServerReport,
+    window_s: f64,
+    cpu: Option<&CpuReport>,
+    remote_cpu: Option<&CpuReport>,
+) -> Metrics {
+    let rate = (window_s > 0.0).then(|| out.window_done as f64 / window_s);
+    let mut metrics = Metrics::new();
+    let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
+    put(mn::WINDOW_S, window_s);
+    put(mn::CONNS, f64::from(spec.conns));
+    if let Some(r) = rate {
+        put(mn::CONN_S, r);
+    }
+    if report.window_s > 0.0 {
+        put(
+            mn::SERVED_CONN_S,
+            report.transactions as f64 / report.window_s,
+        );
+    }
+    put(mn::FAILURES, out.failures.total() as f64);
+    for c in Cause::ALL {
+        put(
+            &format!("failures_{}", c.name()),
+            out.failures.get(c) as f64,
+        );
+    }
+    put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
+    write_latency_metrics(&out.connect, "connect", &mut metrics);
+    write_latency_metrics(&out.trans, "trans", &mut metrics);
+    if let Some(c) = cpu {
+        c.write_metrics(&mut metrics, "");
+    }
+    if let Some(c) = remote_cpu {
+        c.write_metrics(&mut metrics, "remote_");
+    }
+    derive_metrics(&mut metrics);
+    metrics
 }
 
 #[cfg(test)]
