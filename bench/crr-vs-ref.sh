@@ -5,7 +5,7 @@
 # rounds, in one run; prints medians of connections/s and whole-host CPU per
 # connection, and their ratios.
 # Usage: bench/crr-vs-ref.sh [--rounds N] [--time S] [--ramp S] [--conns N]
-#        [--req BYTES] [--resp BYTES] [--kinds crr,cc]
+#        [--req BYTES] [--resp BYTES] [--kinds crr,cc] [--linger0]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."

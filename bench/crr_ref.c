@@ -5,12 +5,13 @@
  *       CONNS threads, each accepting one connection after another on one
  *       listener: read REQ bytes, write RESP bytes, read until the client
  *       closes, close.
- *   crr_ref client HOST PORT CONNS REQ RESP RAMP_S TIME_S
+ *   crr_ref client HOST PORT CONNS REQ RESP RAMP_S TIME_S [linger0]
  *       CONNS processes (fork), each looping socket, connect, write REQ,
  *       read RESP, close for RAMP_S + TIME_S seconds; transactions that
  *       end in the last TIME_S seconds are counted. Prints
  *       "transactions N window_s T trans_s R failures F".
- * REQ 0 and RESP 0: connect and close only (TCP_CC).
+ * REQ 0 and RESP 0: connect and close only (TCP_CC). linger0: SO_LINGER 0,
+ * close sends a reset and leaves no TIME_WAIT (iotoll's --linger0).
  * Build: cc -O2 -pthread -o crr_ref crr_ref.c
  */
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 static long req_n, resp_n;
+static int linger0;
 static int lfd;
 
 static double now(void) {
@@ -88,6 +90,10 @@ static void client_loop(struct sockaddr_in *a, double ramp, double time_s, int o
         double t = now();
         if (t >= end) break;
         int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0 && linger0) {
+            struct linger l = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        }
         int ok = fd >= 0 && connect(fd, (struct sockaddr *)a, sizeof *a) == 0;
         if (ok && req_n > 0) {
             int one = 1;
@@ -132,11 +138,12 @@ int main(int argc, char **argv) {
         resp_n = atol(argv[5]);
         return server(atoi(argv[2]), atoi(argv[3]));
     }
-    if (argc == 9 && !strcmp(argv[1], "client")) {
+    if ((argc == 9 || (argc == 10 && !strcmp(argv[9], "linger0"))) && !strcmp(argv[1], "client")) {
+        linger0 = argc == 10;
         req_n = atol(argv[5]);
         resp_n = atol(argv[6]);
         return client(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[7]), atof(argv[8]));
     }
-    fprintf(stderr, "usage: crr_ref server PORT CONNS REQ RESP | client HOST PORT CONNS REQ RESP RAMP_S TIME_S\n");
+    fprintf(stderr, "usage: crr_ref server PORT CONNS REQ RESP | client HOST PORT CONNS REQ RESP RAMP_S TIME_S [linger0]\n");
     return 2;
 }

@@ -57,12 +57,14 @@ def one(tool, a, kind, ports):
                "--ramp", f"{a.ramp}s", "--time", f"{a.time}s", "--json", "--quiet", "--no-db"]
         if kind == "crr":
             cmd += ["--req", str(req), "--resp", str(resp)]
+        if a.linger0:
+            cmd += ["--linger0"]
         out, busy = timed(cmd)
         d = json.loads(out)
         rate, failures = d["metrics"]["conn_s"], d["metrics"]["failures"]
     else:
         cmd = [a.ref, "client", "127.0.0.1", str(ports["ref"]), str(a.conns), str(req), str(resp),
-               str(a.ramp), str(a.time)]
+               str(a.ramp), str(a.time)] + (["linger0"] if a.linger0 else [])
         out, busy = timed(cmd)
         w = out.split()
         rate, failures = float(w[w.index("trans_s") + 1]), float(w[w.index("failures") + 1])
@@ -88,6 +90,7 @@ def run_kind(a, kind):
         while servers:
             stop(servers.pop())
     what = f"request {req} B, response {resp} B" if kind == "crr" else "connect/close"
+    what += ", SO_LINGER 0" if a.linger0 else ", FIN (TIME_WAIT at the client)"
     report(f"{kind} on loopback, {a.conns} clients, {what} (medians of {a.rounds})", res,
            [("conn_s", "conn/s"), ("cpu_us_per_conn", "CPU us/conn"), ("failures", "failures")])
     print()
@@ -108,6 +111,8 @@ def main():
     ap.add_argument("--req", type=int, default=1)
     ap.add_argument("--resp", type=int, default=1)
     ap.add_argument("--kinds", default="crr,cc")
+    ap.add_argument("--linger0", action="store_true",
+                    help="both close with a reset (SO_LINGER 0): no TIME_WAIT, so the port range does not bound the rate")
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)

@@ -2,10 +2,11 @@
 //! the checks that the ends agree.
 
 use super::client::Measured;
+use super::engine::Out;
 use super::{time_wait_note, Cause};
 use crate::client::ends::{finish, status, Ends};
 use crate::client::result::{spec_json, windows_disagree};
-use crate::proto::CrrEnd;
+use crate::proto::{CrrEnd, ServerReport};
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
@@ -89,29 +90,7 @@ pub(super) fn result_doc(
         notes.insert(0, format!("failed: {f}"));
     }
     let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
-    let mut metrics = Metrics::new();
-    let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
-    put(mn::WINDOW_S, window_s);
-    put(mn::CONNS, f64::from(spec.conns));
-    if let Some(r) = rate {
-        put(mn::CONN_S, r);
-    }
-    if report.window_s > 0.0 {
-        put(
-            mn::SERVED_CONN_S,
-            report.transactions as f64 / report.window_s,
-        );
-    }
-    put(mn::FAILURES, out.failures.total() as f64);
-    for c in Cause::ALL {
-        put(
-            &format!("failures_{}", c.name()),
-            out.failures.get(c) as f64,
-        );
-    }
-    put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
-    write_latency_metrics(&out.connect, "connect", &mut metrics);
-    write_latency_metrics(&out.trans, "trans", &mut metrics);
+    let mut metrics = metrics(spec, &out, &report, window_s);
     let cpu = ends.cpu(cpu, &report, &mut metrics);
     derive_metrics(&mut metrics);
     let kind = match spec.kind {
@@ -140,6 +119,36 @@ pub(super) fn result_doc(
         ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))
     };
     finish(doc, failure)
+}
+
+/// Both ends' counts, and this host's latencies and failures by cause
+/// (the CPU figures are the ends', `Ends::cpu`).
+fn metrics(spec: &ClientSpec, out: &Out, report: &ServerReport, window_s: f64) -> Metrics {
+    let rate = (window_s > 0.0).then(|| out.window_done as f64 / window_s);
+    let mut metrics = Metrics::new();
+    let mut put = |k: &str, v: f64| metrics.insert(k.to_string(), v);
+    put(mn::WINDOW_S, window_s);
+    put(mn::CONNS, f64::from(spec.conns));
+    if let Some(r) = rate {
+        put(mn::CONN_S, r);
+    }
+    if report.window_s > 0.0 {
+        put(
+            mn::SERVED_CONN_S,
+            report.transactions as f64 / report.window_s,
+        );
+    }
+    put(mn::FAILURES, out.failures.total() as f64);
+    for c in Cause::ALL {
+        put(
+            &format!("failures_{}", c.name()),
+            out.failures.get(c) as f64,
+        );
+    }
+    put(mn::ERRORS, (out.failures.total() + report.errors) as f64);
+    write_latency_metrics(&out.connect, "connect", &mut metrics);
+    write_latency_metrics(&out.trans, "trans", &mut metrics);
+    metrics
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@ use crate::server::data::{data_listener, data_token};
 use crate::server::{serve_window, SessionError};
 use crate::sock;
 use iotoll_run::{Phase, PhaseCell};
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,6 +42,8 @@ impl Drop for RateSlot {
 /// for this long: the client's workers each finish the transaction they
 /// are in, and those must be answered for both ends' totals to agree.
 const QUIET: Duration = Duration::from_millis(500);
+/// How long an accepting thread waits before it looks at the phase.
+const ACCEPT_WAIT: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct Counts {
@@ -64,7 +65,10 @@ pub(crate) fn session(
     sock::ensure_nofile(2 * threads as u64 + 64)?;
     let listener = data_listener(local_ip, params.sockbuf)
         .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
-    listener.set_nonblocking(true)?;
+    // A blocking accept wakes one waiting thread per connection (a
+    // non-blocking one polled by every thread would wake them all); the
+    // timeout lets each see the end of the test.
+    socket2::SockRef::from(&listener).set_read_timeout(Some(ACCEPT_WAIT))?;
     let data_port = listener.local_addr()?.port();
     let token = data_token()?;
     ctl.send(&Msg::Accept {
@@ -76,21 +80,15 @@ pub(crate) fn session(
     tracing::info!(%peer, "{:?} test with {threads} client(s) accepted, data port {data_port}", params.kind);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let counts = Arc::new(Counts::default());
-    let last = Arc::new(Mutex::new(Instant::now()));
     let listener = Arc::new(listener);
     let exchange = (params.kind == TestKind::Crr).then_some((params.req, params.resp));
     let mut workers = Vec::new();
     for _ in 0..threads {
-        let (l, ph, c, last) = (
-            listener.clone(),
-            phase.clone(),
-            counts.clone(),
-            last.clone(),
-        );
+        let (l, ph, c) = (listener.clone(), phase.clone(), counts.clone());
         let w = std::thread::Builder::new()
             .name("iotoll-crr-serve".into())
             .stack_size(256 << 10)
-            .spawn(move || acceptor(&l, &ph, &c, &last, token, exchange));
+            .spawn(move || acceptor(&l, &ph, &c, token, exchange));
         match w {
             Ok(w) => workers.push(w),
             Err(e) => {
@@ -141,12 +139,12 @@ pub(crate) fn session(
 }
 
 /// Accepts and serves one connection at a time until the phase is `Stop`
-/// and no connection has come for [`QUIET`].
+/// and no connection has come to this thread for [`QUIET`] (the others
+/// serve whatever still comes).
 fn acceptor(
     l: &TcpListener,
     phase: &PhaseCell,
     c: &Counts,
-    last: &Mutex<Instant>,
     token: u64,
     exchange: Option<(u64, u64)>,
 ) {
@@ -154,10 +152,11 @@ fn acceptor(
     // not cost the endpoint 64 MiB of buffers (a client sets the count).
     let need = exchange.map_or(1, |(req, resp)| req.max(resp).max(TOKEN_LEN as u64));
     let mut buf = vec![0u8; need.min(64 << 10) as usize];
+    let mut last = Instant::now();
     loop {
         match l.accept() {
             Ok((s, _)) => {
-                *last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+                last = Instant::now();
                 c.accepted.fetch_add(1, Ordering::AcqRel);
                 let r = serve(s, token, exchange, &mut buf, c);
                 let measuring = phase.get() == Phase::Measure;
@@ -175,12 +174,10 @@ fn acceptor(
                     }
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let quiet = last.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= QUIET;
-                if phase.get() == Phase::Stop && quiet {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if phase.get() == Phase::Stop && last.elapsed() >= QUIET {
                     return;
                 }
-                sock::wait_readable(l.as_raw_fd(), Duration::from_millis(50));
             }
             Err(e) => {
                 // EMFILE and the like: back off, keep serving.
@@ -200,7 +197,6 @@ fn serve(
     buf: &mut [u8],
     c: &Counts,
 ) -> Result<(), String> {
-    s.set_nonblocking(false).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(IO_TIMEOUT))
         .map_err(|e| e.to_string())?;
     if let Some((req, resp)) = exchange {
