@@ -4,22 +4,21 @@
 //! the console is gone. It runs only the workloads of this crate's
 //! protocol, never a command, and writes only targets its own flags allow.
 
+use crate::engines::{Engines, EnginesOut};
 use crate::link::{self, Event, Link};
 use crate::wire::{
     self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairBytes,
-    PairSlot, Session, Side, ToAgent, Work,
+    PairRr, PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
-use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
+use iotoll_net::engine::{EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
 use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
-use iotoll_run::{
-    Counting, HostClock, Phase, PhaseCell, RunControl, Schedule, SeriesRecorder, Silent,
-};
+use iotoll_run::{Counting, HostClock, Phase, RunControl, Schedule, SeriesRecorder, Silent};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -451,8 +450,11 @@ fn prepare(
 
 fn check_params(p: &TestParams) -> Result<(), String> {
     iotoll_net::server::validate(p, &iotoll_net::Limits::default()).map_err(|e| e.to_string())?;
-    if p.kind != TestKind::Stream {
-        return Err("multi-host tests run stream workloads only (request/response across hosts is not built yet)".into());
+    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) {
+        return Err(format!(
+            "multi-host tests run stream and request/response workloads, not {:?}",
+            p.kind
+        ));
     }
     if p.tls.is_some() {
         return Err("multi-host tests do not run TLS yet".into());
@@ -661,7 +663,7 @@ fn run_net(
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
-    let (engine, phase, threads) = start_engine(&n.params, n.conns, threads)?;
+    let (engine, phase, threads) = Engines::start(&n.params, n.conns, n.serves, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -717,7 +719,7 @@ fn run_net(
             // Stopped in the ramp-up: no window.
             report.interrupted = true;
             phase.set(Phase::Stop);
-            hold(held, engine.join().sockets);
+            hold(held, engine.join().out.sockets);
             return Ok(report);
         }
     };
@@ -728,8 +730,11 @@ fn run_net(
     let (off_at, after) = closing.unwrap_or_else(|| mark(Phase::Stop));
     edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
-    let out = engine.join();
+    let EnginesOut { out, per_pair } = engine.join();
     report.pairs = pair_bytes(&n.pairs, &sizes, &out);
+    if n.params.kind == TestKind::Rr && !n.serves {
+        report.rr = pair_rr(&n.pairs, per_pair);
+    }
     report.on_ns = Some(on_at.2);
     report.off_ns = Some(off_at.2);
     report.window_s = closed.window_s;
@@ -745,36 +750,29 @@ fn run_net(
     Ok(report)
 }
 
-/// The engine over every pair's connections, in the ramp-up, and its
-/// threads: as asked, else [`iotoll_net::server::threads_for`] this
-/// host's pairs.
-fn start_engine(
-    params: &TestParams,
-    conns: Vec<Vec<(TcpStream, Role)>>,
-    threads: Option<usize>,
-) -> Result<(Engine, Arc<PhaseCell>, usize), String> {
-    let all_conns = conns.iter().map(Vec::len).sum();
-    let threads =
-        threads.unwrap_or_else(|| iotoll_net::server::threads_for(conns.len(), all_conns));
-    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
-        .map(|(s, r)| (DataConn::from(s), r))
-        .collect();
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(
-        all,
-        iotoll_net::server::engine_params(params),
-        phase.clone(),
-        threads,
-    )
-    .map_err(|e| format!("cannot start the network engine: {e}"))?;
-    Ok((engine, phase, threads))
-}
-
 /// Keeps a test's sockets open until it is released.
 fn hold(held: &Mutex<Vec<OwnedFd>>, sockets: Vec<OwnedFd>) {
     held.lock()
         .unwrap_or_else(|p| p.into_inner())
         .extend(sockets);
+}
+
+/// A request/response client's round trips per pair: one engine per pair
+/// when it has several, else its one engine's.
+fn pair_rr(
+    pairs: &[PairSlot],
+    per_engine: Vec<(u64, hdrhistogram::Histogram<u64>)>,
+) -> Vec<PairRr> {
+    if per_engine.len() != pairs.len() {
+        return Vec::new();
+    }
+    (pairs.iter().zip(per_engine))
+        .map(|(p, (transactions, h))| PairRr {
+            pair: p.pair,
+            transactions,
+            rtt_hist: crate::histwire::encode(&h),
+        })
+        .collect()
 }
 
 /// Each pair's bytes in the window; `sizes` are the pairs' connection

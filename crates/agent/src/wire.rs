@@ -228,6 +228,17 @@ pub struct PairBytes {
     pub tx: u64,
 }
 
+/// A request/response client's pair in its window: its transactions and
+/// their round trips ([`crate::histwire`]), which the console checks and
+/// merges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairRr {
+    pub pair: u32,
+    pub transactions: u64,
+    pub rtt_hist: String,
+}
+
 /// An agent's side of one test's window.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -257,6 +268,9 @@ pub struct AgentReport {
     /// document carries its own), the seconds counted from RECORD ON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<iotoll_model::SeriesPoint>,
+    /// A request/response client: each of its pairs' round trips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rr: Vec<PairRr>,
 }
 
 /// Reads one frame of a session (the caller opens it).

@@ -5,7 +5,7 @@
 use super::{Console, DiskTest, DriveTimes, NetTest, Part};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, Spec, StreamSpec, Typed};
+use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -81,10 +81,11 @@ impl Console {
         parts: &[Part],
         names: &[(String, String)],
         times: &DriveTimes,
+        rtts: Option<&super::rr::PairRtts>,
     ) -> ResultDoc {
         let mut g = self.net_hosts(parts, names, times);
         let rate = |(b, w): (u64, f64)| mbit_s(b, w);
-        let pairs: Vec<PairFigures> = (names.iter().enumerate())
+        let mut pairs: Vec<PairFigures> = (names.iter().enumerate())
             .map(|(k, (c, s))| PairFigures {
                 client: c.clone(),
                 server: s.clone(),
@@ -92,6 +93,7 @@ impl Console {
                 client_to_server_bytes: g.c2s[k].0,
                 server_to_client_bytes: g.s2c[k].0,
                 mbit_s: rate(g.c2s[k]) + rate(g.s2c[k]),
+                ..Default::default()
             })
             .collect();
         let mut m = Metrics::new();
@@ -110,6 +112,11 @@ impl Console {
             m.insert(mn::PAIR_FAIRNESS.into(), f);
         }
         m.insert(mn::WINDOW_S.into(), mean_window(&g.hosts));
+        if let Some(rtts) = rtts {
+            // A pair's transactions are its client's, over its client's window.
+            let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
+            super::rr::write(rtts, &windows, &mut pairs, &mut m);
+        }
         let local = weighted_cpu(&g.hosts, |h| h.role == "client");
         let remote = weighted_cpu(&g.hosts, |h| h.role == "server");
         if let Some(c) = &local {
@@ -131,7 +138,11 @@ impl Console {
                 .push("a window was cut short (the test was stopped)".into());
         }
         let config = t.config.clone();
-        let base = multi_host_doc(Kind::NetStream, g.interrupted, times, config, m, g.notes);
+        let kind = match rtts {
+            Some(_) => Kind::NetRr,
+            None => Kind::NetStream,
+        };
+        let base = multi_host_doc(kind, g.interrupted, times, config, m, g.notes);
         ResultDoc {
             spec: self.net_spec(t, parts, g.threads),
             cpu: CpuSection {
@@ -228,20 +239,29 @@ impl Console {
             .filter(|p| matches!(p.work, Work::NetServe { .. }))
             .map(|p| self.hosts[p.host].address.to_string())
             .collect();
+        let net = NetSpec {
+            peer: servers.join(","),
+            conns: t.params.conns,
+            sockbuf: t.params.sockbuf,
+            nodelay: t.params.nodelay,
+            bind: vec![],
+            ramp_s: t.params.ramp_ms as f64 / 1e3,
+            time_s: t.params.time_ms as f64 / 1e3,
+            threads: threads as usize,
+            auth: self.key.is_some(),
+            tls: None,
+            verify: t.params.verify,
+        };
+        if t.params.kind == iotoll_net::TestKind::Rr {
+            return Spec::Rr(Typed::from(RrSpec {
+                net,
+                req: t.params.req,
+                resp: t.params.resp,
+                burst: t.params.burst,
+            }));
+        }
         Spec::Stream(Typed::from(StreamSpec {
-            net: NetSpec {
-                peer: servers.join(","),
-                conns: t.params.conns,
-                sockbuf: t.params.sockbuf,
-                nodelay: t.params.nodelay,
-                bind: vec![],
-                ramp_s: t.params.ramp_ms as f64 / 1e3,
-                time_s: t.params.time_ms as f64 / 1e3,
-                threads: threads as usize,
-                auth: self.key.is_some(),
-                tls: None,
-                verify: t.params.verify,
-            },
+            net,
             dir: iotoll_model::spec::word(&t.params.dir),
             msg: t.params.msg,
         }))

@@ -747,7 +747,11 @@ impl Console {
         let time = Duration::from_millis(t.params.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
         self.check_across(&parts, Some(&t.params))?;
-        Ok(self.net_doc(t, &parts, &names, &times))
+        let rtts = match t.params.kind {
+            iotoll_net::TestKind::Rr => Some(self.pair_rtts(&parts, names.len())?),
+            _ => None,
+        };
+        Ok(self.net_doc(t, &parts, &names, &times, rtts.as_ref()))
     }
 
     /// Runs a disk test on every host of `t.on` at once.
@@ -836,6 +840,7 @@ impl Console {
 }
 
 mod docs;
+mod rr;
 mod session;
 #[cfg(test)]
 mod tests;
