@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{agent, disk_order, endpoint, host, key, stream};
+use common::{agent, disk_order, endpoint, host, key, rr, stream};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
@@ -67,6 +67,62 @@ fn pairs_add_up_and_windows_align() {
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();
     assert_eq!(doc2.pairs.len(), 3);
+}
+
+/// Request/response over three pairs (two from c1): each pair's
+/// transactions and percentiles, the totals' added up and merged.
+#[test]
+fn rr_pairs_have_their_percentiles_and_the_totals_are_merged() {
+    let srv = agent(vec![]);
+    let (c1, c2) = (agent(vec![]), agent(vec![]));
+    let hosts = vec![host("srv", srv), host("c1", c1), host("c2", c2)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![
+            ("c1".into(), "srv".into()),
+            ("c2".into(), "srv".into()),
+            ("c1".into(), "srv".into()),
+        ],
+        params: rr(2),
+        threads: None,
+        config: None,
+    };
+    let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+    assert_eq!(doc.kind, iotoll_model::Kind::NetRr);
+    assert!(matches!(doc.spec, iotoll_model::spec::Spec::Rr(_)));
+    let m = &doc.metrics;
+    let mut trans = 0;
+    for p in &doc.pairs {
+        let n = p.transactions.unwrap_or_else(|| panic!("{p:?}"));
+        assert!(n > 0, "{p:?}");
+        trans += n;
+        for k in [
+            "trans_s",
+            "rtt_p50_us",
+            "rtt_p90_us",
+            "rtt_p99_us",
+            "rtt_p999_us",
+        ] {
+            assert!(p.metrics.get(k).is_some_and(|v| *v > 0.0), "{k}: {p:?}");
+        }
+        let pm = &p.metrics;
+        assert!(pm["rtt_p50_us"] <= pm["rtt_p99_us"] && pm["rtt_p99_us"] <= pm["rtt_p999_us"]);
+    }
+    let sum: f64 = doc.pairs.iter().map(|p| p.metrics["trans_s"]).sum();
+    assert!((sum - m["trans_s"]).abs() < 1e-9 * sum, "{sum} {m:?}");
+    assert!(trans > 0);
+    // Merged, the totals' percentiles lie within the pairs'.
+    for k in ["rtt_p50_us", "rtt_p99_us"] {
+        let each = doc.pairs.iter().map(|p| p.metrics[k]);
+        let (lo, hi) = each.fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        assert!(
+            m[k] >= lo && m[k] <= hi,
+            "{k}: {} not in [{lo}, {hi}]",
+            m[k]
+        );
+    }
+    assert!(m["cpu_pct"] > 0.0 && m["remote_cpu_pct"] > 0.0, "{m:?}");
+    assert!(m["cpu_us_per_trans"] > 0.0, "{m:?}");
 }
 
 #[test]

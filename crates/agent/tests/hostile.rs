@@ -5,7 +5,7 @@
 mod common;
 
 use common::{
-    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, stream, Rewrite,
+    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, rr, stream, Rewrite,
 };
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{self, AgentReport, FromAgent, ToAgent, Work};
@@ -247,6 +247,41 @@ fn a_pairs_ends_that_disagree_are_refused() {
         "srv",
         "more apart than could be in flight",
     );
+}
+
+/// A request/response client whose round trips are garbage, claim more
+/// transactions than its histogram holds, or name a pair it is not the
+/// client of: the test is invalid, naming the host.
+#[test]
+fn a_clients_bad_round_trips_are_refused() {
+    let cases: [(fn(&mut AgentReport), &str); 3] = [
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.rtt_hist.push_str("ff")),
+            "truncated",
+        ),
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.transactions += 1),
+            "holds",
+        ),
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.pair = 7),
+            "not the client of",
+        ),
+    ];
+    for (rewrite, what) in cases {
+        let stop = AtomicBool::new(false);
+        let srv = agent(vec![]);
+        let cli = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+        let hosts = vec![host("srv", srv), host("cli", cli)];
+        let mut console = Console::connect(hosts, Some(key())).unwrap();
+        let t = NetTest {
+            pairs: vec![("cli".into(), "srv".into())],
+            params: rr(1),
+            threads: None,
+            config: None,
+        };
+        refused(console.run_net(&t, &stop), "cli", what);
+    }
 }
 
 /// A host that claims another's boot id (one kernel) with another CPU
