@@ -1,0 +1,137 @@
+//! Request/response across lab hosts (issue 29 section 5): the console
+//! starts an `iotoll agent` per host; each pair reports its transactions
+//! and percentiles, the totals add the transactions up and take the
+//! percentiles of the merged histograms. Needs root; skipped otherwise,
+//! failed under CI.
+
+mod common;
+
+use common::{can_run, is_root};
+use serde_json::Value;
+
+struct Dir {
+    dir: tempfile::TempDir,
+}
+
+impl Dir {
+    fn new() -> Option<Dir> {
+        if !can_run("root", is_root()) {
+            return None;
+        }
+        Some(Dir {
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+
+    fn db(&self) -> String {
+        self.dir.path().join("r.db").to_str().unwrap().to_string()
+    }
+
+    /// `suite run SUITE --lab LAB` of a lab of `hosts` (a lab name of this
+    /// process, its first letter from IOTOLL_TEST_LAB_TAG, default `c`);
+    /// the stored run, checked against the published schema.
+    fn run(&self, tag: &str, hosts: &[&str], suite: &str) -> Result<Value, String> {
+        let first = std::env::var("IOTOLL_TEST_LAB_TAG")
+            .ok()
+            .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
+            .unwrap_or('c');
+        let name = format!("{first}{}-{tag}", std::process::id() % 100_000);
+        let lab: String = (hosts.iter())
+            .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
+            .collect();
+        let lab = self.file("lab.toml", &format!("name = \"{name}\"\n{lab}"));
+        let suite = self.file("s.toml", suite);
+        let out = common::raw()
+            .env("IOTOLL_LAB_DIR", self.dir.path())
+            .args(["suite", "run", "--db", &self.db(), &suite, "--lab", &lab])
+            .args(["--quiet"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        let runs = common::list(&self.db());
+        let last = (runs.lines())
+            .filter_map(|l| l.split_whitespace().next())
+            .filter_map(|id| id.parse::<u32>().ok())
+            .max()
+            .expect("a run");
+        let run = common::show(&self.db(), &last.to_string());
+        common::validate_run(&run);
+        Ok(run)
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+const RR: &str = r#"
+name = "rr-hosts"
+reps = 1
+[[test]]
+name = "rr"
+kind = "net-rr"
+conns = 2
+ramp = "1s"
+time = "3s"
+pairs = [["c1", "server"], ["c2", "server"], ["c1", "server"]]
+"#;
+
+/// Three hosts, three pairs (c1 a client twice): each pair's percentiles;
+/// the totals' transactions are the pairs', and their p99 lies within the
+/// pairs' (a merged histogram's percentile can be no lower than the
+/// lowest pair's and no higher than the highest's).
+#[test]
+fn rr_over_three_hosts_has_per_pair_percentiles() {
+    let Some(d) = Dir::new() else { return };
+    let run = d
+        .run("rr", &["server", "c1", "c2"], RR)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = &run["tests"][0]["reps"][0]["doc"];
+    assert_eq!(doc["kind"], "net-rr", "{doc}");
+    let m = &doc["metrics"];
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    let mut trans = 0.0;
+    for p in pairs {
+        let pm = &p["metrics"];
+        assert!(p["transactions"].as_u64().unwrap() > 0, "{p}");
+        for k in ["rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_p999_us"] {
+            assert!(f(&pm[k]) > 0.0, "{k}: {p}");
+        }
+        assert!(f(&pm["rtt_p50_us"]) <= f(&pm["rtt_p99_us"]), "{p}");
+        trans += f(&pm["trans_s"]);
+    }
+    assert!(
+        (trans - f(&m["trans_s"])).abs() <= 1e-6 * trans,
+        "{trans} {m}"
+    );
+    let p99s: Vec<f64> = pairs
+        .iter()
+        .map(|p| f(&p["metrics"]["rtt_p99_us"]))
+        .collect();
+    let (lo, hi) = (
+        p99s.iter().cloned().fold(f64::MAX, f64::min),
+        p99s.iter().cloned().fold(0.0, f64::max),
+    );
+    let p99 = f(&m["rtt_p99_us"]);
+    assert!(p99 >= lo && p99 <= hi, "{p99} not within {p99s:?}");
+    // Both ends' CPU, per host as streams have it.
+    let hosts = doc["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    for h in hosts {
+        assert!(f(&h["cpu"]["busy_pct"]) > 0.0, "{h}");
+    }
+    assert!(f(&m["cpu_us_per_trans"]) > 0.0, "{m}");
+    println!(
+        "rr over 3 hosts: {:.0} trans/s, p99 {p99:.1} us (pairs {p99s:?})",
+        f(&m["trans_s"])
+    );
+}
