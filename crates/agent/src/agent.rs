@@ -107,6 +107,11 @@ struct NetPairs {
     pairs: Vec<PairSlot>,
     listener: Option<TcpListener>,
     conns: Vec<Vec<(TcpStream, Role)>>,
+    /// A server that is also a client in this test: its client pairs (as
+    /// PREPARE named them, then as GATHER gave them) and their
+    /// connections, opened at GATHER.
+    clients: Vec<PairSlot>,
+    client_conns: Vec<Vec<(TcpStream, Role)>>,
     /// Engine threads the console asked for; None: this agent's own.
     threads: Option<u32>,
 }
@@ -213,9 +218,9 @@ impl Console<'_> {
             }
             ToAgent::Clock { .. } | ToAgent::Beat {} => {}
             ToAgent::Prepare { test: id, work } => self.prepare(id, *work),
-            ToAgent::Gather { test: id } => {
+            ToAgent::Gather { test: id, clients } => {
                 let reply = match self.test.as_mut().filter(|t| t.id == id) {
-                    Some(t) => gather(t, &self.interrupt, &self.link).map_or_else(
+                    Some(t) => gather(t, clients, &self.interrupt, &self.link).map_or_else(
                         |msg| test_error(id, msg),
                         |()| FromAgent::Gathered { test: id },
                     ),
@@ -383,6 +388,7 @@ fn prepare(
             params,
             pairs,
             threads,
+            clients,
         } => {
             check_params(&params)?;
             // Every address of this host: pairs may come to any adapter.
@@ -403,6 +409,8 @@ fn prepare(
                     pairs,
                     listener: Some(listener),
                     conns: Vec::new(),
+                    clients,
+                    client_conns: Vec::new(),
                     threads,
                 }),
                 Some(port),
@@ -414,25 +422,7 @@ fn prepare(
             threads,
         } => {
             check_params(&params)?;
-            let roles: Vec<Role> = server_roles(&params)
-                .into_iter()
-                .map(Role::opposite)
-                .collect();
-            let _ = iotoll_net::sock::ensure_nofile((pairs.len() * roles.len()) as u64 + 256);
-            let spec = ClientSpec {
-                sockbuf: params.sockbuf,
-                nodelay: params.nodelay,
-                ..Default::default()
-            };
-            let mut conns = Vec::with_capacity(pairs.len());
-            for p in &pairs {
-                let Some(server) = p.server else {
-                    return Err(format!("pair {}: no server address", p.pair));
-                };
-                let socks = iotoll_net::client::open_data(&spec, server, p.token, &roles)
-                    .map_err(|e| format!("pair {}: {e}", p.pair))?;
-                conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
-            }
+            let conns = open_pairs(&params, &pairs)?;
             Ok((
                 Prepared::Net(NetPairs {
                     serves: false,
@@ -440,12 +430,41 @@ fn prepare(
                     pairs,
                     listener: None,
                     conns,
+                    clients: Vec::new(),
+                    client_conns: Vec::new(),
                     threads,
                 }),
                 None,
             ))
         }
     }
+}
+
+/// A client's data connections, pair by pair, to the pairs' servers.
+fn open_pairs(
+    params: &TestParams,
+    pairs: &[PairSlot],
+) -> Result<Vec<Vec<(TcpStream, Role)>>, String> {
+    let roles: Vec<Role> = server_roles(params)
+        .into_iter()
+        .map(Role::opposite)
+        .collect();
+    let _ = iotoll_net::sock::ensure_nofile((pairs.len() * roles.len()) as u64 + 256);
+    let spec = ClientSpec {
+        sockbuf: params.sockbuf,
+        nodelay: params.nodelay,
+        ..Default::default()
+    };
+    let mut conns = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        let Some(server) = p.server else {
+            return Err(format!("pair {}: no server address", p.pair));
+        };
+        let socks = iotoll_net::client::open_data(&spec, server, p.token, &roles)
+            .map_err(|e| format!("pair {}: {e}", p.pair))?;
+        conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
+    }
+    Ok(conns)
 }
 
 fn check_params(p: &TestParams) -> Result<(), String> {
@@ -533,14 +552,22 @@ fn disk_spec(
     Ok((spec, chosen))
 }
 
-/// Servers: every pair's data connections in (or why not).
-fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
+/// Servers: their own client pairs' connections opened (a host in two
+/// roles), then every served pair's data connections in (or why not).
+fn gather(
+    t: &mut Test,
+    given: Vec<PairSlot>,
+    interrupt: &AtomicBool,
+    link: &Link<ToAgent>,
+) -> Result<(), String> {
     let Some(Prepared::Net(NetPairs {
         serves: true,
         params,
         pairs,
         listener,
         conns,
+        clients,
+        client_conns,
         ..
     })) = t.prepared.as_mut()
     else {
@@ -549,6 +576,14 @@ fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<
     let Some(l) = listener.take() else {
         return Ok(());
     };
+    let ids = |v: &[PairSlot]| v.iter().map(|p| (p.pair, p.token)).collect::<Vec<_>>();
+    if ids(&given) != ids(clients) {
+        return Err("GATHER's client pairs are not the ones PREPARE named".into());
+    }
+    // Connecting needs only the other servers' listening sockets (their
+    // backlog), so two hosts that serve each other cannot wait on each other.
+    *client_conns = open_pairs(params, &given)?;
+    *clients = given;
     let roles = server_roles(params);
     let groups: Vec<(u64, &[Role])> = pairs.iter().map(|p| (p.token, &roles[..])).collect();
     let n = groups.len() * roles.len();
@@ -662,8 +697,17 @@ fn run_net(
     held: &Mutex<Vec<OwnedFd>>,
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
-    let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
-    let (engine, phase, threads) = Engines::start(&n.params, n.conns, n.serves, threads)?;
+    // Served pairs, then client pairs: the engines' connection order.
+    let pairs: Vec<PairSlot> = n.pairs.iter().chain(&n.clients).cloned().collect();
+    let sizes: Vec<usize> = (n.conns.iter().chain(&n.client_conns))
+        .map(Vec::len)
+        .collect();
+    let (served, client) = match n.serves {
+        true => (n.conns, n.client_conns),
+        false => (Vec::new(), n.conns),
+    };
+    let client_pairs = if n.serves { &n.clients } else { &n.pairs };
+    let (engine, phase, threads) = Engines::start(&n.params, served, client, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -731,9 +775,9 @@ fn run_net(
     edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
     let EnginesOut { out, per_pair } = engine.join();
-    report.pairs = pair_bytes(&n.pairs, &sizes, &out);
-    if n.params.kind == TestKind::Rr && !n.serves {
-        report.rr = pair_rr(&n.pairs, per_pair);
+    report.pairs = pair_bytes(&pairs, &sizes, &out);
+    if n.params.kind == TestKind::Rr {
+        report.rr = pair_rr(client_pairs, per_pair);
     }
     report.on_ns = Some(on_at.2);
     report.off_ns = Some(off_at.2);
@@ -757,8 +801,8 @@ fn hold(held: &Mutex<Vec<OwnedFd>>, sockets: Vec<OwnedFd>) {
         .extend(sockets);
 }
 
-/// A request/response client's round trips per pair: one engine per pair
-/// when it has several, else its one engine's.
+/// A request/response client's round trips per client pair (one engine
+/// each).
 fn pair_rr(
     pairs: &[PairSlot],
     per_engine: Vec<(u64, hdrhistogram::Histogram<u64>)>,

@@ -1,8 +1,9 @@
 //! The network engines of one agent's side of a test. A request/response
-//! client runs one engine per pair: the engine keeps one round-trip
-//! histogram for all its connections, and the console reports each
-//! pair's percentiles and merges the pairs' histograms for the totals.
-//! Every other side runs one engine over all its pairs' connections.
+//! client runs one engine per pair it is the client of: an engine keeps
+//! one round-trip histogram for all its connections, and the console
+//! reports each pair's percentiles and merges the pairs' histograms for
+//! the totals. The rest (the pairs it serves, and every pair of a stream
+//! test) run in one engine.
 
 use hdrhistogram::Histogram;
 use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
@@ -14,6 +15,9 @@ use std::sync::Arc;
 
 pub(crate) struct Engines {
     all: Vec<Engine>,
+    /// The engines from this one on are a request/response client's, one
+    /// per pair.
+    first_pair: usize,
 }
 
 /// What the engines did, and for a request/response client each pair's
@@ -24,25 +28,33 @@ pub(crate) struct EnginesOut {
 }
 
 impl Engines {
-    /// Engines over every pair's connections, in the ramp-up, and the
-    /// threads they run: as asked, else [`iotoll_net::server::threads_for`]
-    /// this host's pairs; a client's per-pair engines share them out.
+    /// Engines over every pair's connections (the pairs it serves, then
+    /// the pairs it is the client of), in the ramp-up, and the threads
+    /// they run: as asked, else [`iotoll_net::server::threads_for`] this
+    /// host's pairs, shared out among the engines.
     pub fn start(
         params: &TestParams,
-        conns: Vec<Vec<(TcpStream, Role)>>,
-        serves: bool,
+        served: Vec<Vec<(TcpStream, Role)>>,
+        client: Vec<Vec<(TcpStream, Role)>>,
         threads: Option<usize>,
     ) -> Result<(Engines, Arc<PhaseCell>, usize), String> {
-        let all_conns = conns.iter().map(Vec::len).sum();
-        let threads =
-            threads.unwrap_or_else(|| iotoll_net::server::threads_for(conns.len(), all_conns));
-        let groups: Vec<Vec<(TcpStream, Role)>> =
-            if params.kind == TestKind::Rr && !serves && conns.len() > 1 {
-                conns
-            } else {
-                vec![conns.into_iter().flatten().collect()]
-            };
-        let (one, share) = (groups.len() == 1, (threads / groups.len()).max(1));
+        let pairs = served.len() + client.len();
+        let all_conns = served.iter().chain(&client).map(Vec::len).sum();
+        let threads = threads.unwrap_or_else(|| iotoll_net::server::threads_for(pairs, all_conns));
+        let flat = |v: Vec<Vec<(TcpStream, Role)>>| v.into_iter().flatten().collect::<Vec<_>>();
+        let mut groups: Vec<Vec<(TcpStream, Role)>> = Vec::new();
+        let mut first_pair = 0;
+        if params.kind == TestKind::Rr {
+            if !served.is_empty() {
+                groups.push(flat(served));
+                first_pair = 1;
+            }
+            groups.extend(client);
+        } else {
+            groups.push(flat(served.into_iter().chain(client).collect()));
+            first_pair = 1;
+        }
+        let (one, share) = (groups.len() == 1, (threads / groups.len().max(1)).max(1));
         let phase = Arc::new(PhaseCell::new(Phase::Ramp));
         let mut all = Vec::with_capacity(groups.len());
         let mut ran = 0;
@@ -59,7 +71,7 @@ impl Engines {
             .map_err(|e| format!("cannot start the network engine: {e}"))?;
             all.push(e);
         }
-        Ok((Engines { all }, phase, ran))
+        Ok((Engines { all, first_pair }, phase, ran))
     }
 
     /// Running totals (operations, bytes received) of every engine.
@@ -73,9 +85,11 @@ impl Engines {
         let mut per_pair = Vec::with_capacity(self.all.len());
         let mut merged: Option<EngineOut> = None;
         let (mut srtt_sum, mut srtt_n) = (0.0, 0u32);
-        for e in self.all {
+        for (k, e) in self.all.into_iter().enumerate() {
             let o = e.join();
-            per_pair.push((o.transactions, o.rtt.clone()));
+            if k >= self.first_pair {
+                per_pair.push((o.transactions, o.rtt.clone()));
+            }
             if let Some(s) = o.srtt_us {
                 srtt_sum += s;
                 srtt_n += 1;

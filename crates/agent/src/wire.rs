@@ -37,9 +37,14 @@ pub enum ToAgent {
         test: u64,
         work: Box<Work>,
     },
-    /// Servers: wait until every data connection of the test is in.
+    /// Servers: wait until every data connection of the test is in. A
+    /// server that is also a client in this test first opens `clients`
+    /// (its NetServe's client pairs, with their servers' ports, which
+    /// were not known at its PREPARE).
     Gather {
         test: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        clients: Vec<PairSlot>,
     },
     /// START the load now; RECORD ON and OFF at these instants of the
     /// agent's own wall clock (the console applied its measured offset).
@@ -135,6 +140,10 @@ pub enum Work {
         /// the agent's own setting.
         #[serde(default)]
         threads: Option<u32>,
+        /// Pairs this host is the client of in the same test (a host in
+        /// two roles): opened at GATHER.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        clients: Vec<PairSlot>,
     },
     /// Open these pairs' data connections to their servers.
     NetClient {

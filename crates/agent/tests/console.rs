@@ -125,6 +125,44 @@ fn rr_pairs_have_their_percentiles_and_the_totals_are_merged() {
     assert!(m["cpu_us_per_trans"] > 0.0, "{m:?}");
 }
 
+/// A ring (a serves c, is the client of b, ...): every host is a client
+/// in one pair and the server of another, in one test, stream and rr.
+#[test]
+fn a_host_is_client_and_server_at_once() {
+    let (a, b, c) = (agent(vec![]), agent(vec![]), agent(vec![]));
+    let hosts = vec![host("a", a), host("b", b), host("c", c)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    for params in [stream(1), rr(1)] {
+        let t = NetTest {
+            pairs: vec![
+                ("a".into(), "b".into()),
+                ("b".into(), "c".into()),
+                ("c".into(), "a".into()),
+            ],
+            params,
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(doc.hosts.len(), 3);
+        for h in &doc.hosts {
+            assert_eq!(h.role, "client+server", "{}", h.name);
+        }
+        for p in &doc.pairs {
+            assert!(
+                p.client_to_server_bytes > 0 && p.server_to_client_bytes > 0,
+                "{p:?}"
+            );
+            if doc.kind == iotoll_model::Kind::NetRr {
+                assert!(p.transactions.is_some_and(|n| n > 0), "{p:?}");
+                assert!(p.metrics["rtt_p99_us"] > 0.0, "{p:?}");
+            }
+        }
+        let m = &doc.metrics;
+        assert!(m["cpu_pct"] > 0.0 && m["remote_cpu_pct"] > 0.0, "{m:?}");
+    }
+}
+
 #[test]
 fn wrong_key_and_unreachable_are_named() {
     let a = agent(vec![]);

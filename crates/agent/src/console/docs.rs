@@ -117,8 +117,9 @@ impl Console {
             let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
             super::rr::write(rtts, &windows, &mut pairs, &mut m);
         }
-        let local = weighted_cpu(&g.hosts, |h| h.role == "client");
-        let remote = weighted_cpu(&g.hosts, |h| h.role == "server");
+        // A host in both roles is in both figures.
+        let local = weighted_cpu(&g.hosts, |h| h.role != "server");
+        let remote = weighted_cpu(&g.hosts, |h| h.role != "client");
         if let Some(c) = &local {
             c.write_metrics(&mut m, "");
         }
@@ -176,7 +177,6 @@ impl Console {
         let mut threads = Vec::new();
         for p in parts {
             let Some(r) = &p.report else { continue };
-            let server = matches!(p.work, Work::NetServe { .. });
             let (mut rx, mut tx) = (0u64, 0u64);
             for pb in &r.pairs {
                 let k = pb.pair as usize;
@@ -185,7 +185,7 @@ impl Console {
                 }
                 rx += pb.rx;
                 tx += pb.tx;
-                if server {
+                if p.serves_pair(pb.pair) {
                     g.c2s[k] = (pb.rx, r.window_s);
                     g.conns[k] = pb.conns;
                 } else {

@@ -5,7 +5,6 @@
 
 use super::{Console, Part};
 use crate::histwire;
-use crate::wire::Work;
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
 use iotoll_model::{Metrics, PairFigures};
@@ -25,9 +24,7 @@ impl Console {
     ) -> Result<PairRtts, super::ConsoleError> {
         let mut got: Vec<Option<(u64, Histogram<u64>)>> = vec![None; pairs];
         for p in parts {
-            let Work::NetClient { pairs: mine, .. } = &p.work else {
-                continue;
-            };
+            let mine = p.slots().1;
             let Some(r) = &p.report else { continue };
             let host = self.hosts[p.host].name.as_str();
             let err = |m: String| super::ConsoleError::host_err(host, m);
