@@ -135,3 +135,35 @@ fn rr_over_three_hosts_has_per_pair_percentiles() {
         f(&m["trans_s"])
     );
 }
+
+const RING: &str = r#"
+name = "ring"
+reps = 1
+[[test]]
+name = "ring"
+kind = "net-rr"
+conns = 1
+ramp = "1s"
+time = "2s"
+pairs = [["h1", "h2"], ["h2", "h3"], ["h3", "h1"]]
+"#;
+
+/// Each host the client of one pair and the server of another, in one
+/// test: every pair has its transactions, every host both roles.
+#[test]
+fn a_host_is_client_and_server_in_one_test() {
+    let Some(d) = Dir::new() else { return };
+    let run = d
+        .run("ring", &["h1", "h2", "h3"], RING)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = &run["tests"][0]["reps"][0]["doc"];
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    for p in pairs {
+        assert!(p["transactions"].as_u64().unwrap() > 0, "{p}");
+        assert!(f(&p["metrics"]["rtt_p99_us"]) > 0.0, "{p}");
+    }
+    for h in doc["hosts"].as_array().unwrap() {
+        assert_eq!(h["role"], "client+server", "{h}");
+    }
+}
