@@ -145,7 +145,7 @@ kind = "net-rr"
 conns = 1
 ramp = "1s"
 time = "2s"
-pairs = [["h1", "h2"], ["h2", "h3"], ["h3", "h1"]]
+pairs = [["c1", "server"], ["server", "c2"], ["c2", "c1"]]
 "#;
 
 /// Each host the client of one pair and the server of another, in one
@@ -154,7 +154,7 @@ pairs = [["h1", "h2"], ["h2", "h3"], ["h3", "h1"]]
 fn a_host_is_client_and_server_in_one_test() {
     let Some(d) = Dir::new() else { return };
     let run = d
-        .run("ring", &["h1", "h2", "h3"], RING)
+        .run("ring", &["server", "c1", "c2"], RING)
         .unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     let pairs = doc["pairs"].as_array().unwrap();
