@@ -96,7 +96,7 @@ enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
-    Net(NetPairs),
+    Net(Box<NetPairs>),
 }
 
 /// A network test's pairs on this agent: a server's data port, until
@@ -403,7 +403,7 @@ fn prepare(
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
             Ok((
-                Prepared::Net(NetPairs {
+                Prepared::Net(Box::new(NetPairs {
                     serves: true,
                     params,
                     pairs,
@@ -412,7 +412,7 @@ fn prepare(
                     clients,
                     client_conns: Vec::new(),
                     threads,
-                }),
+                })),
                 Some(port),
             ))
         }
@@ -424,7 +424,7 @@ fn prepare(
             check_params(&params)?;
             let conns = open_pairs(&params, &pairs)?;
             Ok((
-                Prepared::Net(NetPairs {
+                Prepared::Net(Box::new(NetPairs {
                     serves: false,
                     params,
                     pairs,
@@ -433,7 +433,7 @@ fn prepare(
                     clients: Vec::new(),
                     client_conns: Vec::new(),
                     threads,
-                }),
+                })),
                 None,
             ))
         }
@@ -560,8 +560,14 @@ fn gather(
     interrupt: &AtomicBool,
     link: &Link<ToAgent>,
 ) -> Result<(), String> {
-    let Some(Prepared::Net(NetPairs {
-        serves: true,
+    let Some(Prepared::Net(n)) = t
+        .prepared
+        .as_mut()
+        .filter(|p| matches!(p, Prepared::Net(n) if n.serves))
+    else {
+        return Err(format!("test {} serves no network pairs here", t.id));
+    };
+    let NetPairs {
         params,
         pairs,
         listener,
@@ -569,10 +575,7 @@ fn gather(
         clients,
         client_conns,
         ..
-    })) = t.prepared.as_mut()
-    else {
-        return Err(format!("test {} serves no network pairs here", t.id));
-    };
+    } = &mut **n;
     let Some(l) = listener.take() else {
         return Ok(());
     };
@@ -619,7 +622,7 @@ fn run(
         Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
         Prepared::Net(n) => {
             let threads = n.threads.map(|t| t as usize).or(threads);
-            run_net(n, (on, off), interrupt, threads, held, rt.is_ok())
+            run_net(*n, (on, off), interrupt, threads, held, rt.is_ok())
         }
     };
     r.map(|mut report| {

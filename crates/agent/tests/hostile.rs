@@ -254,7 +254,8 @@ fn a_pairs_ends_that_disagree_are_refused() {
 /// client of: the test is invalid, naming the host.
 #[test]
 fn a_clients_bad_round_trips_are_refused() {
-    let cases: [(fn(&mut AgentReport), &str); 3] = [
+    type Tamper = fn(&mut AgentReport);
+    let cases: [(Tamper, &str); 3] = [
         (
             |r| r.rr.iter_mut().for_each(|p| p.rtt_hist.push_str("ff")),
             "truncated",
