@@ -16,6 +16,7 @@ use iotoll_net::auth::Key;
 use iotoll_net::engine::{EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
 use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
+use iotoll_net::tls::ServerTls;
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
 use iotoll_run::{Counting, HostClock, Phase, RunControl, Schedule, SeriesRecorder, Silent};
@@ -112,6 +113,8 @@ struct NetPairs {
     /// connections, opened at GATHER.
     clients: Vec<PairSlot>,
     client_conns: Vec<Vec<(TcpStream, Role)>>,
+    /// A TLS test's server: its certificate and key, made for the test.
+    tls: Option<ServerTls>,
     /// Engine threads the console asked for; None: this agent's own.
     threads: Option<u32>,
 }
@@ -253,13 +256,21 @@ impl Console<'_> {
         self.interrupt.store(false, Ordering::Release);
         let reply = match prepare(work, self.pinned, &self.interrupt) {
             Ok((p, port)) => {
+                let cert = match &p {
+                    Prepared::Net(n) => n.tls.as_ref().map(ServerTls::cert_hex),
+                    Prepared::Disk(..) => None,
+                };
                 self.test = Some(Test {
                     id,
                     prepared: Some(p),
                     held: Default::default(),
                     worker: None,
                 });
-                FromAgent::Prepared { test: id, port }
+                FromAgent::Prepared {
+                    test: id,
+                    port,
+                    cert,
+                }
             }
             Err(msg) => test_error(id, msg),
         };
@@ -402,6 +413,10 @@ fn prepare(
                 .local_addr()
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
+            let tls = (params.tls.as_ref())
+                .map(|_| ServerTls::generate())
+                .transpose()
+                .map_err(|e| format!("TLS: {e}"))?;
             Ok((
                 Prepared::Net(Box::new(NetPairs {
                     serves: true,
@@ -411,6 +426,7 @@ fn prepare(
                     conns: Vec::new(),
                     clients,
                     client_conns: Vec::new(),
+                    tls,
                     threads,
                 })),
                 Some(port),
@@ -432,6 +448,7 @@ fn prepare(
                     conns,
                     clients: Vec::new(),
                     client_conns: Vec::new(),
+                    tls: None,
                     threads,
                 })),
                 None,
@@ -474,9 +491,6 @@ fn check_params(p: &TestParams) -> Result<(), String> {
             "multi-host tests run stream and request/response workloads, not {:?}",
             p.kind
         ));
-    }
-    if p.tls.is_some() {
-        return Err("multi-host tests do not run TLS yet".into());
     }
     Ok(())
 }
@@ -710,6 +724,14 @@ fn run_net(
         false => (Vec::new(), n.conns),
     };
     let client_pairs = if n.serves { &n.clients } else { &n.pairs };
+    let (served, client) = crate::engines::secure(
+        &n.params,
+        n.tls.as_ref(),
+        served,
+        client_pairs,
+        client,
+        interrupt,
+    )?;
     let (engine, phase, threads) = Engines::start(&n.params, served, client, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.

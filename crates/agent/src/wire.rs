@@ -83,6 +83,10 @@ pub enum FromAgent {
     Prepared {
         test: u64,
         port: Option<u16>,
+        /// A TLS test's server: the certificate it generated for the test
+        /// (hex, DER), which the console hands to the pairs' clients to pin.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert: Option<String>,
     },
     Gathered {
         test: u64,
@@ -163,6 +167,10 @@ pub struct PairSlot {
     pub token: u64,
     /// Clients: where the pair's server listens.
     pub server: Option<SocketAddr>,
+    /// Clients of a TLS test: the certificate to pin, the one the pair's
+    /// server sent the console over its authenticated session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
 }
 
 /// A disk test as the console asks an agent for it: the workload, never

@@ -163,6 +163,37 @@ fn a_host_is_client_and_server_at_once() {
     }
 }
 
+/// TLS on the data connections across agents, a host in two roles among
+/// them: each client pins the certificate its server sent the console.
+#[test]
+fn tls_across_agents_pins_the_servers_certificate() {
+    let (a, b, c) = (agent(vec![]), agent(vec![]), agent(vec![]));
+    let hosts = vec![host("a", a), host("b", b), host("c", c)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    for params in [stream(1), rr(1)] {
+        let t = NetTest {
+            pairs: vec![("a".into(), "b".into()), ("b".into(), "c".into())],
+            params: iotoll_net::proto::TestParams {
+                tls: Some("aes-128-gcm".into()),
+                ..params
+            },
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(
+            doc.spec.net().and_then(|n| n.tls.as_deref()),
+            Some("aes-128-gcm")
+        );
+        for p in &doc.pairs {
+            assert!(
+                p.client_to_server_bytes > 0 && p.server_to_client_bytes > 0,
+                "{p:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn wrong_key_and_unreachable_are_named() {
     let a = agent(vec![]);

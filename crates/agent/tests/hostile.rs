@@ -285,6 +285,48 @@ fn a_clients_bad_round_trips_are_refused() {
     }
 }
 
+/// A server whose certificate is swapped on its way to the console (a
+/// test-only mismatch: the client pins another certificate than the one
+/// the server presents): the pair fails, saying why.
+#[test]
+fn a_tls_pin_mismatch_fails_the_pair() {
+    let stop = AtomicBool::new(false);
+    let other = iotoll_net::tls::ServerTls::generate().unwrap().cert_hex();
+    let srv = hostile_agent(vec![], move || {
+        let other = other.clone();
+        Rewrite::from_agent(move |m| match m {
+            FromAgent::Prepared { test, port, cert } => vec![FromAgent::Prepared {
+                test,
+                port,
+                cert: cert.map(|_| other.clone()),
+            }],
+            m => vec![m],
+        })
+    });
+    let cli = agent(vec![]);
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("cli", cli)], Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("cli".into(), "srv".into())],
+        params: iotoll_net::proto::TestParams {
+            tls: Some("aes-128-gcm".into()),
+            ..rr(1)
+        },
+        threads: None,
+        config: None,
+    };
+    match console.run_net(&t, &stop) {
+        Err(ConsoleError::Host { host, msg }) => {
+            assert!(
+                msg.contains("TLS") && msg.contains("certificate") && host == "cli",
+                "host {host}: {msg}"
+            )
+        }
+        Err(e) => panic!("{e}"),
+        Ok(doc) => panic!("a pin mismatch ran: {:?}", doc.metrics),
+    }
+}
+
 /// A host that claims another's boot id (one kernel) with another CPU
 /// count: the hosts are not what they say, and the test is invalid.
 #[test]

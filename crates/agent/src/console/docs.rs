@@ -249,7 +249,7 @@ impl Console {
             time_s: t.params.time_ms as f64 / 1e3,
             threads: threads as usize,
             auth: self.key.is_some(),
-            tls: None,
+            tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
         if t.params.kind == iotoll_net::TestKind::Rr {

@@ -198,6 +198,8 @@ struct Part {
     work: Work,
     offset: Offset,
     port: Option<u16>,
+    /// A TLS test's server: the certificate it sent at PREPARE.
+    cert: Option<String>,
     report: Option<AgentReport>,
 }
 
@@ -224,6 +226,7 @@ impl Part {
             work,
             offset: Offset::default(),
             port: None,
+            cert: None,
             report: None,
         }
     }
@@ -470,18 +473,24 @@ impl Console {
         self.prepare(parts, &serves, run, prepare_wait)?;
         // Clients learn their servers' data ports, pair by pair (hosts
         // may share an address: agents on one machine).
-        let ports: Vec<(u32, u16)> = (parts.iter())
-            .filter_map(|p| Some((p.slots().0, p.port?)))
-            .flat_map(|(served, port)| served.iter().map(move |s| (s.pair, port)))
+        // A TLS test's clients pin the certificate each server sent over
+        // its authenticated session with the console.
+        let ports: Vec<(u32, u16, Option<&String>)> = (parts.iter())
+            .filter_map(|p| Some((p.slots().0, p.port?, p.cert.as_ref())))
+            .flat_map(|(served, port, cert)| served.iter().map(move |s| (s.pair, port, cert)))
+            .collect();
+        let ports: Vec<(u32, u16, Option<String>)> = (ports.into_iter())
+            .map(|(k, port, cert)| (k, port, cert.cloned()))
             .collect();
         for p in parts.iter_mut() {
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
                 &mut p.work
             {
                 for slot in pairs.iter_mut() {
-                    let port = ports.iter().find(|(k, _)| *k == slot.pair);
-                    if let (Some(s), Some((_, port))) = (slot.server.as_mut(), port) {
+                    let port = ports.iter().find(|(k, ..)| *k == slot.pair);
+                    if let (Some(s), Some((_, port, cert))) = (slot.server.as_mut(), port) {
                         s.set_port(*port);
+                        slot.cert = cert.clone();
                     }
                 }
             }
@@ -573,8 +582,9 @@ impl Console {
             work: Box::new(p.work.clone()),
         });
         let w = self.wait_all(parts, of, run, deadline, |p, m| match m {
-            FromAgent::Prepared { port, .. } => {
+            FromAgent::Prepared { port, cert, .. } => {
                 p.port = port;
+                p.cert = cert;
                 Ok(true)
             }
             _ => Ok(false),
@@ -763,6 +773,7 @@ impl Console {
                     pair: k as u32,
                     token: tok,
                     server: None,
+                    cert: None,
                 });
             }
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
@@ -772,6 +783,7 @@ impl Console {
                     pair: k as u32,
                     token: tok,
                     server: Some(SocketAddr::new(server_ip, 0)),
+                    cert: None,
                 });
             }
             names.push((c.clone(), s.clone()));
