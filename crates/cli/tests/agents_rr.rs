@@ -167,3 +167,31 @@ fn a_host_is_client_and_server_in_one_test() {
         assert_eq!(h["role"], "client+server", "{h}");
     }
 }
+
+const TLS: &str = r#"
+name = "tls-hosts"
+reps = 1
+[[test]]
+name = "tls"
+kind = "net-rr"
+tls = true
+conns = 1
+ramp = "1s"
+time = "2s"
+pairs = [["c1", "server"], ["server", "c2"]]
+"#;
+
+/// TLS across lab hosts (the server host also a client): every pair ran,
+/// and the stored spec says TLS with the cipher the suite asked for.
+#[test]
+fn tls_across_hosts_runs_pinned() {
+    let Some(d) = Dir::new() else { return };
+    let run = d
+        .run("tls", &["server", "c1", "c2"], TLS)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = &run["tests"][0]["reps"][0]["doc"];
+    assert_eq!(doc["spec"]["tls"], "aes-128-gcm", "{}", doc["spec"]);
+    for p in doc["pairs"].as_array().unwrap() {
+        assert!(p["transactions"].as_u64().unwrap() > 0, "{p}");
+    }
+}
