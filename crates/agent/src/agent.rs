@@ -92,6 +92,18 @@ fn my_version() -> String {
     fake.unwrap_or_else(|| iotoll_model::VERSION.into())
 }
 
+/// The certificate a TLS test's server sends the console to pin. In
+/// builds with the `test-hooks` feature, `IOTOLL_TEST_WRONG_CERT` makes it
+/// send another than it presents: how the tests get a pin mismatch.
+fn sent_cert(tls: &ServerTls) -> String {
+    let wrong =
+        cfg!(feature = "test-hooks") && std::env::var_os("IOTOLL_TEST_WRONG_CERT").is_some();
+    match wrong.then(ServerTls::generate) {
+        Some(Ok(other)) => other.cert_hex(),
+        _ => tls.cert_hex(),
+    }
+}
+
 /// One prepared test, until it is released.
 enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
@@ -257,7 +269,7 @@ impl Console<'_> {
         let reply = match prepare(work, self.pinned, &self.interrupt) {
             Ok((p, port)) => {
                 let cert = match &p {
-                    Prepared::Net(n) => n.tls.as_ref().map(ServerTls::cert_hex),
+                    Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
                     Prepared::Disk(..) => None,
                 };
                 self.test = Some(Test {

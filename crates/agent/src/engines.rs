@@ -57,8 +57,13 @@ pub(crate) fn secure(
                     format!("pair {k}: TLS test without its server's certificate")
                 })?;
                 let pin = ClientTls::pinned(cipher, cert).map_err(|e| format!("pair {k}: {e}"))?;
-                shake(g, tls::Side::Client(&pin))
-                    .map_err(|e| format!("pair {k}: TLS with its server: {e}"))
+                shake(g, tls::Side::Client(&pin)).map_err(|e| {
+                    let e = e.to_string();
+                    match e.contains("invalid peer certificate") {
+                        true => format!("pair {k}: TLS: the server presented another certificate than the one it sent the console, which this host pinned ({e})"),
+                        false => format!("pair {k}: TLS with its server: {e}"),
+                    }
+                })
             })
             .collect()
     };

@@ -318,7 +318,7 @@ fn a_tls_pin_mismatch_fails_the_pair() {
     match console.run_net(&t, &stop) {
         Err(ConsoleError::Host { host, msg }) => {
             assert!(
-                msg.contains("TLS") && msg.contains("certificate") && host == "cli",
+                msg.contains("TLS") && msg.contains("another certificate") && host == "cli",
                 "host {host}: {msg}"
             )
         }

@@ -37,6 +37,16 @@ impl Dir {
     /// process, its first letter from IOTOLL_TEST_LAB_TAG, default `c`);
     /// the stored run, checked against the published schema.
     fn run(&self, tag: &str, hosts: &[&str], suite: &str) -> Result<Value, String> {
+        self.run_env(tag, hosts, suite, &[])
+    }
+
+    fn run_env(
+        &self,
+        tag: &str,
+        hosts: &[&str],
+        suite: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Value, String> {
         let first = std::env::var("IOTOLL_TEST_LAB_TAG")
             .ok()
             .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
@@ -51,12 +61,23 @@ impl Dir {
             .env("IOTOLL_LAB_DIR", self.dir.path())
             .args(["suite", "run", "--db", &self.db(), &suite, "--lab", &lab])
             .args(["--quiet"])
+            .envs(env.iter().copied())
             .output()
             .unwrap();
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
         let runs = common::list(&self.db());
+        if !out.status.success() {
+            // What failed is stored with the run (`--quiet` prints only the end).
+            let last = runs
+                .lines()
+                .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
+                .max();
+            let stored = last.map(|r| common::show(&self.db(), &r.to_string()).to_string());
+            return Err(format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                stored.unwrap_or_default()
+            ));
+        }
         let last = (runs.lines())
             .filter_map(|l| l.split_whitespace().next())
             .filter_map(|id| id.parse::<u32>().ok())
@@ -194,4 +215,24 @@ fn tls_across_hosts_runs_pinned() {
     for p in doc["pairs"].as_array().unwrap() {
         assert!(p["transactions"].as_u64().unwrap() > 0, "{p}");
     }
+}
+
+/// Every serving agent sends the console another certificate than the one
+/// it presents (test hook): the client's pin refuses it, the test fails
+/// and the error says so.
+#[test]
+fn a_pinned_certificate_mismatch_across_hosts_is_refused() {
+    let Some(d) = Dir::new() else { return };
+    let e = d
+        .run_env(
+            "pin",
+            &["server", "c1"],
+            &TLS.replace(r#", ["server", "c2"]"#, ""),
+            &[("IOTOLL_TEST_WRONG_CERT", "1")],
+        )
+        .err()
+        .expect("a test whose certificates were swapped ran");
+    assert!(e.contains("another certificate") && e.contains("c1"), "{e}");
+    let at = e.find("host c1").unwrap_or(0);
+    println!("refused: {}", e[at..].chars().take(200).collect::<String>());
 }
