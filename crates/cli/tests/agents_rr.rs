@@ -230,8 +230,7 @@ fn a_pinned_certificate_mismatch_across_hosts_is_refused() {
             &TLS.replace(r#", ["server", "c2"]"#, ""),
             &[("IOTOLL_TEST_WRONG_CERT", "1")],
         )
-        .err()
-        .expect("a test whose certificates were swapped ran");
+        .expect_err("a test whose certificates were swapped ran");
     assert!(e.contains("another certificate") && e.contains("c1"), "{e}");
     let at = e.find("host c1").unwrap_or(0);
     println!("refused: {}", e[at..].chars().take(200).collect::<String>());
