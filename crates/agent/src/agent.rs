@@ -4,22 +4,22 @@
 //! the console is gone. It runs only the workloads of this crate's
 //! protocol, never a command, and writes only targets its own flags allow.
 
+use crate::engines::{Engines, EnginesOut};
 use crate::link::{self, Event, Link};
 use crate::wire::{
     self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairBytes,
-    PairSlot, Session, Side, ToAgent, Work,
+    PairRr, PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
-use iotoll_net::engine::{DataConn, Engine, EngineOut, Role};
+use iotoll_net::engine::{EngineOut, Role};
 use iotoll_net::proto::{Control, TestParams};
 use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
+use iotoll_net::tls::ServerTls;
 use iotoll_net::{ClientSpec, TestKind};
 use iotoll_probe::CpuWindow;
-use iotoll_run::{
-    Counting, HostClock, Phase, PhaseCell, RunControl, Schedule, SeriesRecorder, Silent,
-};
+use iotoll_run::{Counting, HostClock, Phase, RunControl, Schedule, SeriesRecorder, Silent};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -92,12 +92,24 @@ fn my_version() -> String {
     fake.unwrap_or_else(|| iotoll_model::VERSION.into())
 }
 
+/// The certificate a TLS test's server sends the console to pin. In
+/// builds with the `test-hooks` feature, `IOTOLL_TEST_WRONG_CERT` makes it
+/// send another than it presents: how the tests get a pin mismatch.
+fn sent_cert(tls: &ServerTls) -> String {
+    let wrong =
+        cfg!(feature = "test-hooks") && std::env::var_os("IOTOLL_TEST_WRONG_CERT").is_some();
+    match wrong.then(ServerTls::generate) {
+        Some(Ok(other)) => other.cert_hex(),
+        _ => tls.cert_hex(),
+    }
+}
+
 /// One prepared test, until it is released.
 enum Prepared {
     /// The spec, and its targets opened and checked at PREPARE: START
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
-    Net(NetPairs),
+    Net(Box<NetPairs>),
 }
 
 /// A network test's pairs on this agent: a server's data port, until
@@ -108,6 +120,13 @@ struct NetPairs {
     pairs: Vec<PairSlot>,
     listener: Option<TcpListener>,
     conns: Vec<Vec<(TcpStream, Role)>>,
+    /// A server that is also a client in this test: its client pairs (as
+    /// PREPARE named them, then as GATHER gave them) and their
+    /// connections, opened at GATHER.
+    clients: Vec<PairSlot>,
+    client_conns: Vec<Vec<(TcpStream, Role)>>,
+    /// A TLS test's server: its certificate and key, made for the test.
+    tls: Option<ServerTls>,
     /// Engine threads the console asked for; None: this agent's own.
     threads: Option<u32>,
 }
@@ -214,9 +233,9 @@ impl Console<'_> {
             }
             ToAgent::Clock { .. } | ToAgent::Beat {} => {}
             ToAgent::Prepare { test: id, work } => self.prepare(id, *work),
-            ToAgent::Gather { test: id } => {
+            ToAgent::Gather { test: id, clients } => {
                 let reply = match self.test.as_mut().filter(|t| t.id == id) {
-                    Some(t) => gather(t, &self.interrupt, &self.link).map_or_else(
+                    Some(t) => gather(t, clients, &self.interrupt, &self.link).map_or_else(
                         |msg| test_error(id, msg),
                         |()| FromAgent::Gathered { test: id },
                     ),
@@ -249,13 +268,21 @@ impl Console<'_> {
         self.interrupt.store(false, Ordering::Release);
         let reply = match prepare(work, self.pinned, &self.interrupt) {
             Ok((p, port)) => {
+                let cert = match &p {
+                    Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
+                    Prepared::Disk(..) => None,
+                };
                 self.test = Some(Test {
                     id,
                     prepared: Some(p),
                     held: Default::default(),
                     worker: None,
                 });
-                FromAgent::Prepared { test: id, port }
+                FromAgent::Prepared {
+                    test: id,
+                    port,
+                    cert,
+                }
             }
             Err(msg) => test_error(id, msg),
         };
@@ -384,6 +411,7 @@ fn prepare(
             params,
             pairs,
             threads,
+            clients,
         } => {
             check_params(&params)?;
             // Every address of this host: pairs may come to any adapter.
@@ -397,15 +425,22 @@ fn prepare(
                 .local_addr()
                 .map_err(|e| format!("data port: {e}"))?
                 .port();
+            let tls = (params.tls.as_ref())
+                .map(|_| ServerTls::generate())
+                .transpose()
+                .map_err(|e| format!("TLS: {e}"))?;
             Ok((
-                Prepared::Net(NetPairs {
+                Prepared::Net(Box::new(NetPairs {
                     serves: true,
                     params,
                     pairs,
                     listener: Some(listener),
                     conns: Vec::new(),
+                    clients,
+                    client_conns: Vec::new(),
+                    tls,
                     threads,
-                }),
+                })),
                 Some(port),
             ))
         }
@@ -415,47 +450,59 @@ fn prepare(
             threads,
         } => {
             check_params(&params)?;
-            let roles: Vec<Role> = server_roles(&params)
-                .into_iter()
-                .map(Role::opposite)
-                .collect();
-            let _ = iotoll_net::sock::ensure_nofile((pairs.len() * roles.len()) as u64 + 256);
-            let spec = ClientSpec {
-                sockbuf: params.sockbuf,
-                nodelay: params.nodelay,
-                ..Default::default()
-            };
-            let mut conns = Vec::with_capacity(pairs.len());
-            for p in &pairs {
-                let Some(server) = p.server else {
-                    return Err(format!("pair {}: no server address", p.pair));
-                };
-                let socks = iotoll_net::client::open_data(&spec, server, p.token, &roles)
-                    .map_err(|e| format!("pair {}: {e}", p.pair))?;
-                conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
-            }
+            let conns = open_pairs(&params, &pairs)?;
             Ok((
-                Prepared::Net(NetPairs {
+                Prepared::Net(Box::new(NetPairs {
                     serves: false,
                     params,
                     pairs,
                     listener: None,
                     conns,
+                    clients: Vec::new(),
+                    client_conns: Vec::new(),
+                    tls: None,
                     threads,
-                }),
+                })),
                 None,
             ))
         }
     }
 }
 
+/// A client's data connections, pair by pair, to the pairs' servers.
+fn open_pairs(
+    params: &TestParams,
+    pairs: &[PairSlot],
+) -> Result<Vec<Vec<(TcpStream, Role)>>, String> {
+    let roles: Vec<Role> = server_roles(params)
+        .into_iter()
+        .map(Role::opposite)
+        .collect();
+    let _ = iotoll_net::sock::ensure_nofile((pairs.len() * roles.len()) as u64 + 256);
+    let spec = ClientSpec {
+        sockbuf: params.sockbuf,
+        nodelay: params.nodelay,
+        ..Default::default()
+    };
+    let mut conns = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        let Some(server) = p.server else {
+            return Err(format!("pair {}: no server address", p.pair));
+        };
+        let socks = iotoll_net::client::open_data(&spec, server, p.token, &roles)
+            .map_err(|e| format!("pair {}: {e}", p.pair))?;
+        conns.push(socks.into_iter().zip(roles.iter().copied()).collect());
+    }
+    Ok(conns)
+}
+
 fn check_params(p: &TestParams) -> Result<(), String> {
     iotoll_net::server::validate(p, &iotoll_net::Limits::default()).map_err(|e| e.to_string())?;
-    if p.kind != TestKind::Stream {
-        return Err("multi-host tests run stream workloads only (request/response across hosts is not built yet)".into());
-    }
-    if p.tls.is_some() {
-        return Err("multi-host tests do not run TLS yet".into());
+    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) {
+        return Err(format!(
+            "multi-host tests run stream and request/response workloads, not {:?}",
+            p.kind
+        ));
     }
     Ok(())
 }
@@ -531,22 +578,41 @@ fn disk_spec(
     Ok((spec, chosen))
 }
 
-/// Servers: every pair's data connections in (or why not).
-fn gather(t: &mut Test, interrupt: &AtomicBool, link: &Link<ToAgent>) -> Result<(), String> {
-    let Some(Prepared::Net(NetPairs {
-        serves: true,
+/// Servers: their own client pairs' connections opened (a host in two
+/// roles), then every served pair's data connections in (or why not).
+fn gather(
+    t: &mut Test,
+    given: Vec<PairSlot>,
+    interrupt: &AtomicBool,
+    link: &Link<ToAgent>,
+) -> Result<(), String> {
+    let Some(Prepared::Net(n)) = t
+        .prepared
+        .as_mut()
+        .filter(|p| matches!(p, Prepared::Net(n) if n.serves))
+    else {
+        return Err(format!("test {} serves no network pairs here", t.id));
+    };
+    let NetPairs {
         params,
         pairs,
         listener,
         conns,
+        clients,
+        client_conns,
         ..
-    })) = t.prepared.as_mut()
-    else {
-        return Err(format!("test {} serves no network pairs here", t.id));
-    };
+    } = &mut **n;
     let Some(l) = listener.take() else {
         return Ok(());
     };
+    let ids = |v: &[PairSlot]| v.iter().map(|p| (p.pair, p.token)).collect::<Vec<_>>();
+    if ids(&given) != ids(clients) {
+        return Err("GATHER's client pairs are not the ones PREPARE named".into());
+    }
+    // Connecting needs only the other servers' listening sockets (their
+    // backlog), so two hosts that serve each other cannot wait on each other.
+    *client_conns = open_pairs(params, &given)?;
+    *clients = given;
     let roles = server_roles(params);
     let groups: Vec<(u64, &[Role])> = pairs.iter().map(|p| (p.token, &roles[..])).collect();
     let n = groups.len() * roles.len();
@@ -582,7 +648,7 @@ fn run(
         Prepared::Disk(spec, targets) => run_disk(&spec, targets, on, off, interrupt),
         Prepared::Net(n) => {
             let threads = n.threads.map(|t| t as usize).or(threads);
-            run_net(n, (on, off), interrupt, threads, held, rt.is_ok())
+            run_net(*n, (on, off), interrupt, threads, held, rt.is_ok())
         }
     };
     r.map(|mut report| {
@@ -660,8 +726,25 @@ fn run_net(
     held: &Mutex<Vec<OwnedFd>>,
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
-    let sizes: Vec<usize> = n.conns.iter().map(Vec::len).collect();
-    let (engine, phase, threads) = start_engine(&n.params, n.conns, threads)?;
+    // Served pairs, then client pairs: the engines' connection order.
+    let pairs: Vec<PairSlot> = n.pairs.iter().chain(&n.clients).cloned().collect();
+    let sizes: Vec<usize> = (n.conns.iter().chain(&n.client_conns))
+        .map(Vec::len)
+        .collect();
+    let (served, client) = match n.serves {
+        true => (n.conns, n.client_conns),
+        false => (Vec::new(), n.conns),
+    };
+    let client_pairs = if n.serves { &n.clients } else { &n.pairs };
+    let (served, client) = crate::engines::secure(
+        &n.params,
+        n.tls.as_ref(),
+        served,
+        client_pairs,
+        client,
+        interrupt,
+    )?;
+    let (engine, phase, threads) = Engines::start(&n.params, served, client, threads)?;
     let clock = HostClock;
     // Bytes received, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
@@ -717,7 +800,7 @@ fn run_net(
             // Stopped in the ramp-up: no window.
             report.interrupted = true;
             phase.set(Phase::Stop);
-            hold(held, engine.join().sockets);
+            hold(held, engine.join().out.sockets);
             return Ok(report);
         }
     };
@@ -728,8 +811,11 @@ fn run_net(
     let (off_at, after) = closing.unwrap_or_else(|| mark(Phase::Stop));
     edge(off_at, Phase::Measure);
     report.series = series.into_inner().into_points();
-    let out = engine.join();
-    report.pairs = pair_bytes(&n.pairs, &sizes, &out);
+    let EnginesOut { out, per_pair } = engine.join();
+    report.pairs = pair_bytes(&pairs, &sizes, &out);
+    if n.params.kind == TestKind::Rr {
+        report.rr = pair_rr(client_pairs, per_pair);
+    }
     report.on_ns = Some(on_at.2);
     report.off_ns = Some(off_at.2);
     report.window_s = closed.window_s;
@@ -745,36 +831,29 @@ fn run_net(
     Ok(report)
 }
 
-/// The engine over every pair's connections, in the ramp-up, and its
-/// threads: as asked, else [`iotoll_net::server::threads_for`] this
-/// host's pairs.
-fn start_engine(
-    params: &TestParams,
-    conns: Vec<Vec<(TcpStream, Role)>>,
-    threads: Option<usize>,
-) -> Result<(Engine, Arc<PhaseCell>, usize), String> {
-    let all_conns = conns.iter().map(Vec::len).sum();
-    let threads =
-        threads.unwrap_or_else(|| iotoll_net::server::threads_for(conns.len(), all_conns));
-    let all: Vec<(DataConn, Role)> = (conns.into_iter().flatten())
-        .map(|(s, r)| (DataConn::from(s), r))
-        .collect();
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(
-        all,
-        iotoll_net::server::engine_params(params),
-        phase.clone(),
-        threads,
-    )
-    .map_err(|e| format!("cannot start the network engine: {e}"))?;
-    Ok((engine, phase, threads))
-}
-
 /// Keeps a test's sockets open until it is released.
 fn hold(held: &Mutex<Vec<OwnedFd>>, sockets: Vec<OwnedFd>) {
     held.lock()
         .unwrap_or_else(|p| p.into_inner())
         .extend(sockets);
+}
+
+/// A request/response client's round trips per client pair (one engine
+/// each).
+fn pair_rr(
+    pairs: &[PairSlot],
+    per_engine: Vec<(u64, hdrhistogram::Histogram<u64>)>,
+) -> Vec<PairRr> {
+    if per_engine.len() != pairs.len() {
+        return Vec::new();
+    }
+    (pairs.iter().zip(per_engine))
+        .map(|(p, (transactions, h))| PairRr {
+            pair: p.pair,
+            transactions,
+            rtt_hist: crate::histwire::encode(&h),
+        })
+        .collect()
 }
 
 /// Each pair's bytes in the window; `sizes` are the pairs' connection

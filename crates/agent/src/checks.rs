@@ -297,12 +297,19 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             disk_coherent(&d.metrics, order, &spec, window_s)?;
             d.spec = iotoll_model::spec::Spec::Disk(spec.into());
         }
-        Work::NetServe { params, pairs, .. } | Work::NetClient { params, pairs, .. } => {
+        Work::NetServe { params, .. } | Work::NetClient { params, .. } => {
             if r.disk.is_some() {
                 return Err("a network test's report has a disk result".into());
             }
             let conns = iotoll_net::server::server_roles(params).len() as u32;
-            let mut want: Vec<u32> = pairs.iter().map(|p| p.pair).collect();
+            // Both its roles' pairs (a host may serve some and be the client of others).
+            let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) =
+                match e.work {
+                    Work::NetServe { pairs, clients, .. } => (pairs, clients),
+                    Work::NetClient { pairs, .. } => (&[], pairs),
+                    Work::Disk { .. } => (&[], &[]),
+                };
+            let mut want: Vec<u32> = served.iter().chain(clients).map(|p| p.pair).collect();
             let mut got: Vec<u32> = r.pairs.iter().map(|p| p.pair).collect();
             want.sort_unstable();
             got.sort_unstable();

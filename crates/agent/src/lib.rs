@@ -11,6 +11,8 @@
 pub mod agent;
 pub mod checks;
 pub mod console;
+mod engines;
+pub mod histwire;
 pub mod k8s;
 pub mod link;
 pub mod local;

@@ -37,9 +37,14 @@ pub enum ToAgent {
         test: u64,
         work: Box<Work>,
     },
-    /// Servers: wait until every data connection of the test is in.
+    /// Servers: wait until every data connection of the test is in. A
+    /// server that is also a client in this test first opens `clients`
+    /// (its NetServe's client pairs, with their servers' ports, which
+    /// were not known at its PREPARE).
     Gather {
         test: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        clients: Vec<PairSlot>,
     },
     /// START the load now; RECORD ON and OFF at these instants of the
     /// agent's own wall clock (the console applied its measured offset).
@@ -78,6 +83,10 @@ pub enum FromAgent {
     Prepared {
         test: u64,
         port: Option<u16>,
+        /// A TLS test's server: the certificate it generated for the test
+        /// (hex, DER), which the console hands to the pairs' clients to pin.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert: Option<String>,
     },
     Gathered {
         test: u64,
@@ -135,6 +144,10 @@ pub enum Work {
         /// the agent's own setting.
         #[serde(default)]
         threads: Option<u32>,
+        /// Pairs this host is the client of in the same test (a host in
+        /// two roles): opened at GATHER.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        clients: Vec<PairSlot>,
     },
     /// Open these pairs' data connections to their servers.
     NetClient {
@@ -154,6 +167,10 @@ pub struct PairSlot {
     pub token: u64,
     /// Clients: where the pair's server listens.
     pub server: Option<SocketAddr>,
+    /// Clients of a TLS test: the certificate to pin, the one the pair's
+    /// server sent the console over its authenticated session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
 }
 
 /// A disk test as the console asks an agent for it: the workload, never
@@ -228,6 +245,17 @@ pub struct PairBytes {
     pub tx: u64,
 }
 
+/// A request/response client's pair in its window: its transactions and
+/// their round trips ([`crate::histwire`]), which the console checks and
+/// merges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairRr {
+    pub pair: u32,
+    pub transactions: u64,
+    pub rtt_hist: String,
+}
+
 /// An agent's side of one test's window.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -257,6 +285,9 @@ pub struct AgentReport {
     /// document carries its own), the seconds counted from RECORD ON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<iotoll_model::SeriesPoint>,
+    /// A request/response client: each of its pairs' round trips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rr: Vec<PairRr>,
 }
 
 /// Reads one frame of a session (the caller opens it).

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{agent, disk_order, endpoint, host, key, stream};
+use common::{agent, disk_order, endpoint, host, key, rr, stream};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
@@ -67,6 +67,131 @@ fn pairs_add_up_and_windows_align() {
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();
     assert_eq!(doc2.pairs.len(), 3);
+}
+
+/// Request/response over three pairs (two from c1): each pair's
+/// transactions and percentiles, the totals' added up and merged.
+#[test]
+fn rr_pairs_have_their_percentiles_and_the_totals_are_merged() {
+    let srv = agent(vec![]);
+    let (c1, c2) = (agent(vec![]), agent(vec![]));
+    let hosts = vec![host("srv", srv), host("c1", c1), host("c2", c2)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![
+            ("c1".into(), "srv".into()),
+            ("c2".into(), "srv".into()),
+            ("c1".into(), "srv".into()),
+        ],
+        params: rr(2),
+        threads: None,
+        config: None,
+    };
+    let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+    assert_eq!(doc.kind, iotoll_model::Kind::NetRr);
+    assert!(matches!(doc.spec, iotoll_model::spec::Spec::Rr(_)));
+    let m = &doc.metrics;
+    let mut trans = 0;
+    for p in &doc.pairs {
+        let n = p.transactions.unwrap_or_else(|| panic!("{p:?}"));
+        assert!(n > 0, "{p:?}");
+        trans += n;
+        for k in [
+            "trans_s",
+            "rtt_p50_us",
+            "rtt_p90_us",
+            "rtt_p99_us",
+            "rtt_p999_us",
+        ] {
+            assert!(p.metrics.get(k).is_some_and(|v| *v > 0.0), "{k}: {p:?}");
+        }
+        let pm = &p.metrics;
+        assert!(pm["rtt_p50_us"] <= pm["rtt_p99_us"] && pm["rtt_p99_us"] <= pm["rtt_p999_us"]);
+    }
+    let sum: f64 = doc.pairs.iter().map(|p| p.metrics["trans_s"]).sum();
+    assert!((sum - m["trans_s"]).abs() < 1e-9 * sum, "{sum} {m:?}");
+    assert!(trans > 0);
+    // Merged, the totals' percentiles lie within the pairs'.
+    for k in ["rtt_p50_us", "rtt_p99_us"] {
+        let each = doc.pairs.iter().map(|p| p.metrics[k]);
+        let (lo, hi) = each.fold((f64::MAX, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        assert!(
+            m[k] >= lo && m[k] <= hi,
+            "{k}: {} not in [{lo}, {hi}]",
+            m[k]
+        );
+    }
+    assert!(m["cpu_pct"] > 0.0 && m["remote_cpu_pct"] > 0.0, "{m:?}");
+    assert!(m["cpu_us_per_trans"] > 0.0, "{m:?}");
+}
+
+/// A ring (a serves c, is the client of b, ...): every host is a client
+/// in one pair and the server of another, in one test, stream and rr.
+#[test]
+fn a_host_is_client_and_server_at_once() {
+    let (a, b, c) = (agent(vec![]), agent(vec![]), agent(vec![]));
+    let hosts = vec![host("a", a), host("b", b), host("c", c)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    for params in [stream(1), rr(1)] {
+        let t = NetTest {
+            pairs: vec![
+                ("a".into(), "b".into()),
+                ("b".into(), "c".into()),
+                ("c".into(), "a".into()),
+            ],
+            params,
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(doc.hosts.len(), 3);
+        for h in &doc.hosts {
+            assert_eq!(h.role, "client+server", "{}", h.name);
+        }
+        for p in &doc.pairs {
+            assert!(
+                p.client_to_server_bytes > 0 && p.server_to_client_bytes > 0,
+                "{p:?}"
+            );
+            if doc.kind == iotoll_model::Kind::NetRr {
+                assert!(p.transactions.is_some_and(|n| n > 0), "{p:?}");
+                assert!(p.metrics["rtt_p99_us"] > 0.0, "{p:?}");
+            }
+        }
+        let m = &doc.metrics;
+        assert!(m["cpu_pct"] > 0.0 && m["remote_cpu_pct"] > 0.0, "{m:?}");
+    }
+}
+
+/// TLS on the data connections across agents, a host in two roles among
+/// them: each client pins the certificate its server sent the console.
+#[test]
+fn tls_across_agents_pins_the_servers_certificate() {
+    let (a, b, c) = (agent(vec![]), agent(vec![]), agent(vec![]));
+    let hosts = vec![host("a", a), host("b", b), host("c", c)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    for params in [stream(1), rr(1)] {
+        let t = NetTest {
+            pairs: vec![("a".into(), "b".into()), ("b".into(), "c".into())],
+            params: iotoll_net::proto::TestParams {
+                tls: Some("aes-128-gcm".into()),
+                ..params
+            },
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(
+            doc.spec.net().and_then(|n| n.tls.as_deref()),
+            Some("aes-128-gcm")
+        );
+        for p in &doc.pairs {
+            assert!(
+                p.client_to_server_bytes > 0 && p.server_to_client_bytes > 0,
+                "{p:?}"
+            );
+        }
+    }
 }
 
 #[test]

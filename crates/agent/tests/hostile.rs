@@ -5,7 +5,7 @@
 mod common;
 
 use common::{
-    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, stream, Rewrite,
+    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, rr, stream, Rewrite,
 };
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{self, AgentReport, FromAgent, ToAgent, Work};
@@ -247,6 +247,84 @@ fn a_pairs_ends_that_disagree_are_refused() {
         "srv",
         "more apart than could be in flight",
     );
+}
+
+/// A request/response client whose round trips are garbage, claim more
+/// transactions than its histogram holds, or name a pair it is not the
+/// client of: the test is invalid, naming the host.
+#[test]
+fn a_clients_bad_round_trips_are_refused() {
+    type Tamper = fn(&mut AgentReport);
+    let cases: [(Tamper, &str); 3] = [
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.rtt_hist.push_str("ff")),
+            "truncated",
+        ),
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.transactions += 1),
+            "holds",
+        ),
+        (
+            |r| r.rr.iter_mut().for_each(|p| p.pair = 7),
+            "not the client of",
+        ),
+    ];
+    for (rewrite, what) in cases {
+        let stop = AtomicBool::new(false);
+        let srv = agent(vec![]);
+        let cli = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+        let hosts = vec![host("srv", srv), host("cli", cli)];
+        let mut console = Console::connect(hosts, Some(key())).unwrap();
+        let t = NetTest {
+            pairs: vec![("cli".into(), "srv".into())],
+            params: rr(1),
+            threads: None,
+            config: None,
+        };
+        refused(console.run_net(&t, &stop), "cli", what);
+    }
+}
+
+/// A server whose certificate is swapped on its way to the console (a
+/// test-only mismatch: the client pins another certificate than the one
+/// the server presents): the pair fails, saying why.
+#[test]
+fn a_tls_pin_mismatch_fails_the_pair() {
+    let stop = AtomicBool::new(false);
+    let other = iotoll_net::tls::ServerTls::generate().unwrap().cert_hex();
+    let srv = hostile_agent(vec![], move || {
+        let other = other.clone();
+        Rewrite::from_agent(move |m| match m {
+            FromAgent::Prepared { test, port, cert } => vec![FromAgent::Prepared {
+                test,
+                port,
+                cert: cert.map(|_| other.clone()),
+            }],
+            m => vec![m],
+        })
+    });
+    let cli = agent(vec![]);
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("cli", cli)], Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("cli".into(), "srv".into())],
+        params: iotoll_net::proto::TestParams {
+            tls: Some("aes-128-gcm".into()),
+            ..rr(1)
+        },
+        threads: None,
+        config: None,
+    };
+    match console.run_net(&t, &stop) {
+        Err(ConsoleError::Host { host, msg }) => {
+            assert!(
+                msg.contains("TLS") && msg.contains("another certificate") && host == "cli",
+                "host {host}: {msg}"
+            )
+        }
+        Err(e) => panic!("{e}"),
+        Ok(doc) => panic!("a pin mismatch ran: {:?}", doc.metrics),
+    }
 }
 
 /// A host that claims another's boot id (one kernel) with another CPU

@@ -42,6 +42,7 @@ pub fn pair(client: &str, server: &str, mbit_s: f64) -> PairFigures {
         client_to_server_bytes: (mbit_s * 1e6 / 8.0 * 10.0) as u64,
         server_to_client_bytes: 0,
         mbit_s,
+        ..Default::default()
     }
 }
 

@@ -101,6 +101,7 @@ pub fn multi_stream_doc(clients: &[&str], servers: &[&str], scale: f64) -> Resul
                 client_to_server_bytes: (bytes * 0.6).round() as u64,
                 server_to_client_bytes: (bytes * 0.4).round() as u64,
                 mbit_s: rate,
+                ..Default::default()
             });
         }
     }

@@ -5,7 +5,7 @@
 use super::{Console, DiskTest, DriveTimes, NetTest, Part};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, Spec, StreamSpec, Typed};
+use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -81,10 +81,11 @@ impl Console {
         parts: &[Part],
         names: &[(String, String)],
         times: &DriveTimes,
+        rtts: Option<&super::rr::PairRtts>,
     ) -> ResultDoc {
         let mut g = self.net_hosts(parts, names, times);
         let rate = |(b, w): (u64, f64)| mbit_s(b, w);
-        let pairs: Vec<PairFigures> = (names.iter().enumerate())
+        let mut pairs: Vec<PairFigures> = (names.iter().enumerate())
             .map(|(k, (c, s))| PairFigures {
                 client: c.clone(),
                 server: s.clone(),
@@ -92,6 +93,7 @@ impl Console {
                 client_to_server_bytes: g.c2s[k].0,
                 server_to_client_bytes: g.s2c[k].0,
                 mbit_s: rate(g.c2s[k]) + rate(g.s2c[k]),
+                ..Default::default()
             })
             .collect();
         let mut m = Metrics::new();
@@ -110,8 +112,14 @@ impl Console {
             m.insert(mn::PAIR_FAIRNESS.into(), f);
         }
         m.insert(mn::WINDOW_S.into(), mean_window(&g.hosts));
-        let local = weighted_cpu(&g.hosts, |h| h.role == "client");
-        let remote = weighted_cpu(&g.hosts, |h| h.role == "server");
+        if let Some(rtts) = rtts {
+            // A pair's transactions are its client's, over its client's window.
+            let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
+            super::rr::write(rtts, &windows, &mut pairs, &mut m);
+        }
+        // A host in both roles is in both figures.
+        let local = weighted_cpu(&g.hosts, |h| h.role != "server");
+        let remote = weighted_cpu(&g.hosts, |h| h.role != "client");
         if let Some(c) = &local {
             c.write_metrics(&mut m, "");
         }
@@ -131,7 +139,11 @@ impl Console {
                 .push("a window was cut short (the test was stopped)".into());
         }
         let config = t.config.clone();
-        let base = multi_host_doc(Kind::NetStream, g.interrupted, times, config, m, g.notes);
+        let kind = match rtts {
+            Some(_) => Kind::NetRr,
+            None => Kind::NetStream,
+        };
+        let base = multi_host_doc(kind, g.interrupted, times, config, m, g.notes);
         ResultDoc {
             spec: self.net_spec(t, parts, g.threads),
             cpu: CpuSection {
@@ -165,7 +177,6 @@ impl Console {
         let mut threads = Vec::new();
         for p in parts {
             let Some(r) = &p.report else { continue };
-            let server = matches!(p.work, Work::NetServe { .. });
             let (mut rx, mut tx) = (0u64, 0u64);
             for pb in &r.pairs {
                 let k = pb.pair as usize;
@@ -174,7 +185,7 @@ impl Console {
                 }
                 rx += pb.rx;
                 tx += pb.tx;
-                if server {
+                if p.serves_pair(pb.pair) {
                     g.c2s[k] = (pb.rx, r.window_s);
                     g.conns[k] = pb.conns;
                 } else {
@@ -228,20 +239,29 @@ impl Console {
             .filter(|p| matches!(p.work, Work::NetServe { .. }))
             .map(|p| self.hosts[p.host].address.to_string())
             .collect();
+        let net = NetSpec {
+            peer: servers.join(","),
+            conns: t.params.conns,
+            sockbuf: t.params.sockbuf,
+            nodelay: t.params.nodelay,
+            bind: vec![],
+            ramp_s: t.params.ramp_ms as f64 / 1e3,
+            time_s: t.params.time_ms as f64 / 1e3,
+            threads: threads as usize,
+            auth: self.key.is_some(),
+            tls: t.params.tls.clone(),
+            verify: t.params.verify,
+        };
+        if t.params.kind == iotoll_net::TestKind::Rr {
+            return Spec::Rr(Typed::from(RrSpec {
+                net,
+                req: t.params.req,
+                resp: t.params.resp,
+                burst: t.params.burst,
+            }));
+        }
         Spec::Stream(Typed::from(StreamSpec {
-            net: NetSpec {
-                peer: servers.join(","),
-                conns: t.params.conns,
-                sockbuf: t.params.sockbuf,
-                nodelay: t.params.nodelay,
-                bind: vec![],
-                ramp_s: t.params.ramp_ms as f64 / 1e3,
-                time_s: t.params.time_ms as f64 / 1e3,
-                threads: threads as usize,
-                auth: self.key.is_some(),
-                tls: None,
-                verify: t.params.verify,
-            },
+            net,
             dir: iotoll_model::spec::word(&t.params.dir),
             msg: t.params.msg,
         }))

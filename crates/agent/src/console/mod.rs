@@ -198,10 +198,26 @@ struct Part {
     work: Work,
     offset: Offset,
     port: Option<u16>,
+    /// A TLS test's server: the certificate it sent at PREPARE.
+    cert: Option<String>,
     report: Option<AgentReport>,
 }
 
 impl Part {
+    /// The pairs this host serves and those it is the client of.
+    fn slots(&self) -> (&[PairSlot], &[PairSlot]) {
+        match &self.work {
+            Work::NetServe { pairs, clients, .. } => (pairs, clients),
+            Work::NetClient { pairs, .. } => (&[], pairs),
+            Work::Disk { .. } => (&[], &[]),
+        }
+    }
+
+    /// Whether this host is pair `pair`'s server.
+    fn serves_pair(&self, pair: u32) -> bool {
+        self.slots().0.iter().any(|s| s.pair == pair)
+    }
+
     /// Host `host`'s part before PREPARE: no offset, port or report yet.
     fn new(host: usize, role: &'static str, work: Work) -> Part {
         Part {
@@ -210,6 +226,7 @@ impl Part {
             work,
             offset: Offset::default(),
             port: None,
+            cert: None,
             report: None,
         }
     }
@@ -454,23 +471,36 @@ impl Console {
         let prepare_wait = Instant::now() + Duration::from_secs(3600);
         let serves = |p: &Part| matches!(p.work, Work::NetServe { .. });
         self.prepare(parts, &serves, run, prepare_wait)?;
-        // Clients learn their servers' data ports.
-        let ports: Vec<(IpAddr, u16)> = (parts.iter())
-            .filter_map(|p| Some((p.host, p.port?)))
-            .flat_map(|(h, port)| self.data_ips(h).into_iter().map(move |ip| (ip, port)))
+        // Clients learn their servers' data ports, pair by pair (hosts
+        // may share an address: agents on one machine).
+        // A TLS test's clients pin the certificate each server sent over
+        // its authenticated session with the console.
+        let ports: Vec<(u32, u16, Option<&String>)> = (parts.iter())
+            .filter_map(|p| Some((p.slots().0, p.port?, p.cert.as_ref())))
+            .flat_map(|(served, port, cert)| served.iter().map(move |s| (s.pair, port, cert)))
+            .collect();
+        let ports: Vec<(u32, u16, Option<String>)> = (ports.into_iter())
+            .map(|(k, port, cert)| (k, port, cert.cloned()))
             .collect();
         for p in parts.iter_mut() {
-            if let Work::NetClient { pairs, .. } = &mut p.work {
-                for s in pairs.iter_mut().filter_map(|slot| slot.server.as_mut()) {
-                    if let Some((_, port)) = ports.iter().find(|(ip, _)| *ip == s.ip()) {
+            if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
+                &mut p.work
+            {
+                for slot in pairs.iter_mut() {
+                    let port = ports.iter().find(|(k, ..)| *k == slot.pair);
+                    if let (Some(s), Some((_, port, cert))) = (slot.server.as_mut(), port) {
                         s.set_port(*port);
+                        slot.cert = cert.clone();
                     }
                 }
             }
         }
         self.prepare(parts, &|p| !serves(p), run, prepare_wait)?;
         if parts.iter().any(serves) {
-            self.send_all(parts, &serves, |_| ToAgent::Gather { test: run.test });
+            self.send_all(parts, &serves, |p| ToAgent::Gather {
+                test: run.test,
+                clients: p.slots().1.to_vec(),
+            });
             let deadline = Instant::now() + Duration::from_secs(30);
             let w = self.wait_all(parts, serves, run, deadline, |_, m| {
                 Ok(matches!(m, FromAgent::Gathered { .. }))
@@ -552,8 +582,9 @@ impl Console {
             work: Box::new(p.work.clone()),
         });
         let w = self.wait_all(parts, of, run, deadline, |p, m| match m {
-            FromAgent::Prepared { port, .. } => {
+            FromAgent::Prepared { port, cert, .. } => {
                 p.port = port;
+                p.cert = cert;
                 Ok(true)
             }
             _ => Ok(false),
@@ -677,14 +708,23 @@ impl Console {
             ));
         }
         let mut parts: Vec<Part> = Vec::new();
-        // Host `host`'s part as a server (or a client) of a pair.
+        // Host `host`'s part as a server (or a client) of a pair. A host
+        // in both roles is one part: it serves, and opens its client pairs
+        // once every server listens (at GATHER).
         let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| {
             if let Some(k) = parts.iter().position(|p| p.host == host) {
-                if matches!(parts[k].work, Work::NetServe { .. }) != server {
-                    return Err(ConsoleError::Invalid(format!(
-                        "host {} is a client in one pair and a server in another: not supported yet",
-                        self.hosts[host].name
-                    )));
+                let p = &mut parts[k];
+                if let (Work::NetClient { pairs, .. }, true) = (&mut p.work, server) {
+                    let (params, clients) = (t.params.clone(), std::mem::take(pairs));
+                    p.work = Work::NetServe {
+                        params,
+                        pairs: vec![],
+                        threads: t.threads,
+                        clients,
+                    };
+                }
+                if p.role != if server { "server" } else { "client" } {
+                    p.role = "client+server";
                 }
                 return Ok(k);
             }
@@ -697,6 +737,7 @@ impl Console {
                         params,
                         pairs,
                         threads,
+                        clients: vec![],
                     },
                 ),
                 false => Part::new(
@@ -732,13 +773,17 @@ impl Console {
                     pair: k as u32,
                     token: tok,
                     server: None,
+                    cert: None,
                 });
             }
-            if let Work::NetClient { pairs, .. } = &mut parts[ck].work {
+            if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
+                &mut parts[ck].work
+            {
                 pairs.push(PairSlot {
                     pair: k as u32,
                     token: tok,
                     server: Some(SocketAddr::new(server_ip, 0)),
+                    cert: None,
                 });
             }
             names.push((c.clone(), s.clone()));
@@ -747,7 +792,11 @@ impl Console {
         let time = Duration::from_millis(t.params.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
         self.check_across(&parts, Some(&t.params))?;
-        Ok(self.net_doc(t, &parts, &names, &times))
+        let rtts = match t.params.kind {
+            iotoll_net::TestKind::Rr => Some(self.pair_rtts(&parts, names.len())?),
+            _ => None,
+        };
+        Ok(self.net_doc(t, &parts, &names, &times, rtts.as_ref()))
     }
 
     /// Runs a disk test on every host of `t.on` at once.
@@ -800,9 +849,9 @@ impl Console {
         };
         let ends = |server: bool| {
             (parts.iter())
-                .filter(move |p| matches!(p.work, Work::NetServe { .. }) == server)
                 .filter_map(|p| Some((p, p.report.as_ref()?)))
                 .flat_map(|(p, r)| r.pairs.iter().map(move |b| (p, r, b)))
+                .filter(move |(p, _, b)| p.serves_pair(b.pair) == server)
         };
         for (sp, sr, s) in ends(true) {
             let Some((cp, cr, c)) = ends(false).find(|(_, _, c)| c.pair == s.pair) else {
@@ -836,6 +885,7 @@ impl Console {
 }
 
 mod docs;
+mod rr;
 mod session;
 #[cfg(test)]
 mod tests;

@@ -202,6 +202,17 @@ pub fn host(name: &str, address: SocketAddr) -> iotoll_agent::console::HostSpec 
 }
 
 /// A bidirectional stream test of `conns` connections per direction.
+/// A request/response test of `conns` connections per pair.
+#[allow(dead_code)]
+pub fn rr(conns: u32) -> iotoll_net::proto::TestParams {
+    iotoll_net::proto::TestParams {
+        kind: iotoll_net::proto::TestKind::Rr,
+        dir: iotoll_net::proto::Dir::Tx,
+        msg: 1,
+        ..stream(conns)
+    }
+}
+
 pub fn stream(conns: u32) -> iotoll_net::proto::TestParams {
     iotoll_net::proto::TestParams {
         kind: iotoll_net::proto::TestKind::Stream,

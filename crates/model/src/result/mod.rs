@@ -258,6 +258,13 @@ pub struct PairFigures {
     pub server_to_client_bytes: u64,
     /// Both directions, over the window.
     pub mbit_s: f64,
+    /// Request/response: the transactions its client completed in its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// Request/response: the pair's `trans_s` and round trips (`rtt_p50_us`,
+    /// `rtt_p99_us`, ...), as a local `net rr` reports them.
+    #[serde(default, skip_serializing_if = "Metrics::is_empty")]
+    pub metrics: Metrics,
 }
 
 /// Measured spread of the agents' windows.

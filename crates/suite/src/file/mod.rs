@@ -155,6 +155,16 @@ impl JobSpec {
                 }
                 "burst" => s.burst = as_u32(v)?,
                 "linger0" => s.linger0 = as_bool(v)?,
+                // As --tls: true for the default cipher, or a cipher's name.
+                "tls" => {
+                    use iotoll_net::tls::{Cipher, DEFAULT_CIPHER};
+                    s.tls = match v {
+                        Value::Boolean(on) => on.then_some(DEFAULT_CIPHER),
+                        _ => Some(Cipher::parse(as_str(v)?).ok_or_else(|| {
+                            format!("expected true, false or one of {}", Cipher::names())
+                        })?),
+                    };
+                }
                 _ => return Err("not a network parameter".into()),
             },
         }
@@ -434,8 +444,8 @@ macro_rules! kind_table {
     };
 }
 kind_table!(DiskTest: spec, bs, read, random, qd, workers, spread, cpus, size, offset, align, burst_delay, burst_len, engine, buffered);
-kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads);
-kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads);
+kind_table!(StreamTest: dir, conns, msg, sockbuf, nodelay, threads, tls);
+kind_table!(RrTest: conns, req, resp, size, burst, sockbuf, nodelay, threads, tls);
 kind_table!(UdpTest: dir, conns, size, rate, sockbuf);
 kind_table!(CrrTest: conns, req, resp, size, linger0);
 kind_table!(CcTest: conns, linger0);

@@ -517,3 +517,29 @@ fn connection_rate_tests_take_their_keys() {
     at(&e, 5, "pairs");
     has(&e, "cannot be placed on hosts");
 }
+
+/// `tls` on stream and rr tests, as `--tls`: true for the default cipher
+/// or a cipher's name; anything else names the ciphers; udp has no TLS.
+#[test]
+fn tls_takes_true_or_a_cipher() {
+    use iotoll_net::tls::Cipher;
+    let s = suite("name='t'\n[[test]]\nname='a'\nkind='net-rr'\ntls=true\n[[test]]\nname='b'\nkind='net-stream'\ntls='chacha20-poly1305'\n[[test]]\nname='c'\nkind='net-stream'\ntls=false\n");
+    let tls: Vec<Option<Cipher>> = (s.jobs.iter())
+        .map(|j| match &j.spec {
+            JobSpec::Net(c) => c.tls,
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(
+        tls,
+        [
+            Some(Cipher::Aes128Gcm),
+            Some(Cipher::Chacha20Poly1305),
+            None
+        ]
+    );
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='net-rr'\ntls='rot13'\n");
+    assert!(e.msg.contains("aes-128-gcm"), "{}", e.msg);
+    let e = err("name='t'\n[[test]]\nname='a'\nkind='net-udp'\ntls=true\n");
+    assert!(e.msg.contains("unknown key"), "{}", e.msg);
+}
