@@ -514,6 +514,15 @@ fn host_failure_then(
         "{what}: lost after {took:?}:\n{}",
         lines.text()
     );
+    // A killed agent's connection closes at once: the console says so,
+    // not that its heartbeat went silent (which takes link::LOST_AFTER).
+    if what.starts_with("kill -9") {
+        assert!(
+            lines.text().contains("closed by peer"),
+            "{what}: not seen as a closed connection:\n{}",
+            lines.text()
+        );
+    }
     // The other agents stopped their load within 2 s of the loss: the
     // server's interfaces carry almost nothing more (heartbeats only).
     let wait = (t_cut + within + Duration::from_secs(2)).saturating_duration_since(Instant::now());
@@ -574,8 +583,9 @@ fn a_killed_agent_fails_its_test_and_the_suite_goes_on() {
             assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
             "kill -9 of c2's agent"
         },
-        // A killed process's connection closes at once.
-        Duration::from_secs(1),
+        // A killed process's connection closes at once (seen as such,
+        // above); a loaded machine may take a moment to say so.
+        Duration::from_secs(2),
     );
 }
 
@@ -589,7 +599,7 @@ fn on_host_failure_stop_ends_the_run_at_the_lost_host() {
             assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
             "kill -9 of c2's agent"
         },
-        Duration::from_secs(1),
+        Duration::from_secs(2),
         true,
     );
 }

@@ -47,6 +47,12 @@ fn disk(targets: &[&str], line: &str) -> std::process::Command {
         c.args(["--target", t]);
     }
     c.args(words(line));
+    // A target starved by a loaded machine (tgtd is a user process too)
+    // must not fail a test about something else; the fault tests set
+    // their own, short, timeout.
+    if !line.contains("--io-timeout") {
+        c.args(["--io-timeout", "45s"]);
+    }
     c
 }
 
