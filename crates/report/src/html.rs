@@ -19,18 +19,23 @@ fn swept_param(tests: &[&TestData]) -> Option<String> {
     keys.find(|k| {
         let vals: Vec<f64> = tests
             .iter()
-            .filter_map(|t| param_num(&t.params[k.as_str()]))
+            .filter_map(|t| param_num(k, &t.params[k.as_str()]))
             .collect();
         vals.len() == tests.len() && vals.iter().any(|v| *v != vals[0])
     })
     .cloned()
 }
 
-fn param_num(v: &serde_json::Value) -> Option<f64> {
+/// A parameter's number: sizes are binary (`64k` = 65,536 bytes), a UDP
+/// `rate` decimal as iperf's `-b` (`500m` = 500,000,000 bits/s).
+fn param_num(key: &str, v: &serde_json::Value) -> Option<f64> {
     v.as_f64().or_else(|| {
-        v.as_str()
-            .and_then(|s| iotoll_model::parse_size(s).ok())
-            .map(|b| b as f64)
+        let s = v.as_str()?;
+        let n = match key {
+            "rate" => iotoll_model::parse_rate(s).ok()?,
+            _ => iotoll_model::parse_size(s).ok()?,
+        };
+        Some(n as f64)
     })
 }
 
@@ -314,7 +319,7 @@ fn sweep_charts(drawn: &mut usize, g: &str, rows: &[&Row], configs: &[ConfigData
         let series: Vec<charts::Line> = (configs.iter().zip(&per).enumerate())
             .map(|(ci, (cfg, tests))| {
                 let mut pts: Vec<(f64, f64)> = (tests.iter())
-                    .filter_map(|t| Some((param_num(&t.params[&p])?, *t.metrics.get(&m)?)))
+                    .filter_map(|t| Some((param_num(&p, &t.params[&p])?, *t.metrics.get(&m)?)))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 (ci, cfg.label.clone(), pts)
@@ -545,6 +550,18 @@ fn disclosure_table(c: &Comparison, configs: &[ConfigData]) -> Markup {
 
 #[cfg(test)]
 mod tests {
+
+    /// A tester saw `rate = "500m"` on a chart's axis as 524,288,000: a UDP
+    /// rate is decimal, as iperf's `-b`; sizes stay binary.
+    #[test]
+    fn a_rate_parameter_is_decimal_and_a_size_binary() {
+        let v = |s: &str| serde_json::Value::String(s.into());
+        use super::param_num;
+        assert_eq!(param_num("rate", &v("500m")), Some(500e6));
+        assert_eq!(param_num("bs", &v("64k")), Some(65_536.0));
+        assert_eq!(param_num("conns", &serde_json::json!(8)), Some(8.0));
+    }
+
     use crate::fixtures::{doc, run};
     use serde_json::json;
 
