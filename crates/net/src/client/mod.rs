@@ -506,11 +506,7 @@ fn set_up(
         token,
         cert,
     } = request_test_waiting(addr, spec, &params, interrupted)?;
-    let local_ip = ctl
-        .stream
-        .local_addr()
-        .map_err(|e| NetError::io("control connection: local address", e))?
-        .ip();
+    let local_ip = local_ip(&ctl)?;
     let t_connect = Instant::now();
     let socks = open_data(spec, SocketAddr::new(addr.ip(), data_port), token, &roles)?;
     let connect_s = t_connect.elapsed().as_secs_f64();
@@ -523,10 +519,7 @@ fn set_up(
         None => (socks.into_iter().map(DataConn::from).collect(), None),
     };
     let conns: Vec<(DataConn, Role)> = conns.into_iter().zip(roles).collect();
-    match recv(&mut ctl, addr, "ready", t)? {
-        Msg::Ready {} => {}
-        other => return Err(unexpected(addr, "ready", &other)),
-    }
+    expect_ready(&mut ctl, addr, t)?;
     Ok(Setup {
         ctl,
         params,
@@ -536,6 +529,28 @@ fn set_up(
         connect_s,
         tls,
     })
+}
+
+/// This host's address on the control connection: where its data
+/// connections and datagrams leave from.
+pub(crate) fn local_ip(ctl: &Control) -> Result<IpAddr, NetError> {
+    let a = ctl.stream.local_addr();
+    Ok(
+        a.map_err(|e| NetError::io("control connection: local address", e))?
+            .ip(),
+    )
+}
+
+/// Waits up to `t` for the endpoint's word that it is ready to start.
+pub(crate) fn expect_ready(
+    ctl: &mut Control,
+    addr: &SocketAddr,
+    t: Duration,
+) -> Result<(), NetError> {
+    match recv(ctl, addr, "ready", t)? {
+        Msg::Ready {} => Ok(()),
+        other => Err(unexpected(addr, "ready", &other)),
+    }
 }
 
 /// The TLS handshakes of the data connections, the endpoint's certificate

@@ -5,8 +5,8 @@
 use super::engine::{CrrEngine, Params};
 use super::MAX_CLIENTS;
 use crate::client::drive::{drive, Plan, Window};
-use crate::client::{recv, request_test_waiting, unexpected, Accepted, CONTROL_TIMEOUT};
-use crate::proto::{Msg, TestKind};
+use crate::client::{expect_ready, local_ip, request_test_waiting, Accepted, CONTROL_TIMEOUT};
+use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_run::{Counting, Phase, PhaseCell, RunControl};
@@ -53,13 +53,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         token,
         ..
     } = request_test_waiting(&addr, spec, &params, rc.interrupted)?;
-    match recv(&mut ctl, &addr, "ready", CONTROL_TIMEOUT)? {
-        Msg::Ready {} => {}
-        other => return Err(unexpected(&addr, "ready", &other)),
-    }
-    let local_ip = (ctl.stream.local_addr())
-        .map_err(|e| NetError::io("control connection: local address", e))?
-        .ip();
+    expect_ready(&mut ctl, &addr, CONTROL_TIMEOUT)?;
+    let local_ip = local_ip(&ctl)?;
     let p = Params {
         server: SocketAddr::new(addr.ip(), data_port),
         token,

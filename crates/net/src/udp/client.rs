@@ -6,8 +6,10 @@
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
 use crate::client::drive::{drive, Driven, Plan};
-use crate::client::{peer_err, recv, request_test_waiting, unexpected, Accepted, CONTROL_TIMEOUT};
-use crate::proto::{Control, Msg, ServerReport};
+use crate::client::{
+    expect_ready, local_ip, peer_err, request_test_waiting, Accepted, CONTROL_TIMEOUT,
+};
+use crate::proto::{Control, ServerReport};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_probe::ClosedWindow;
@@ -44,13 +46,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         token,
         ..
     } = request_test_waiting(&addr, spec, &params, rc.interrupted)?;
-    match recv(&mut ctl, &addr, "ready", CONTROL_TIMEOUT)? {
-        Msg::Ready {} => {}
-        other => return Err(unexpected(&addr, "ready", &other)),
-    }
-    let local_ip = (ctl.stream.local_addr())
-        .map_err(|e| NetError::io("control connection: local address", e))?
-        .ip();
+    expect_ready(&mut ctl, &addr, CONTROL_TIMEOUT)?;
+    let local_ip = local_ip(&ctl)?;
     let (sends, receives) = super::client_sends_receives(spec.dir);
     let to = SocketAddr::new(addr.ip(), data_port);
     let send = match sends {
