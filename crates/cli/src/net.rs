@@ -163,12 +163,8 @@ Examples:
 pub struct RrArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// Request size.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
-    req: u64,
-    /// Response size.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
-    resp: u64,
+    #[command(flatten)]
+    sizes: Exchange,
     /// Outstanding transactions per connection.
     #[arg(
         long,
@@ -221,14 +217,21 @@ Examples:
 pub struct CrrArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// Request size (the 8-byte token is sent before it).
+    #[command(flatten)]
+    sizes: Exchange,
+    #[command(flatten)]
+    conn: ConnArgs,
+}
+
+/// A transaction's sizes (rr and crr; crr sends its 8-byte token before the request).
+#[derive(Args)]
+pub struct Exchange {
+    /// Request size.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
     req: u64,
     /// Response size.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1", allow_hyphen_values = true)]
     resp: u64,
-    #[command(flatten)]
-    conn: ConnArgs,
 }
 
 #[derive(Args)]
@@ -276,8 +279,8 @@ pub fn main(cmd: NetCmd) -> Result<()> {
         NetCmd::Rr(a) => client(
             ClientSpec {
                 kind: TestKind::Rr,
-                req: a.req,
-                resp: a.resp,
+                req: a.sizes.req,
+                resp: a.sizes.resp,
                 burst: a.burst,
                 ..base_spec(&a.common)?
             },
@@ -298,8 +301,8 @@ pub fn main(cmd: NetCmd) -> Result<()> {
         NetCmd::Crr(a) => client(
             ClientSpec {
                 kind: TestKind::Crr,
-                req: a.req,
-                resp: a.resp,
+                req: a.sizes.req,
+                resp: a.sizes.resp,
                 linger0: a.conn.linger0,
                 bind: a.conn.bind.map(|b| b.0).unwrap_or_default(),
                 ..base_spec(&a.common)?

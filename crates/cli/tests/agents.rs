@@ -8,69 +8,15 @@
 
 mod common;
 
-use common::{can_run, is_root};
+use common::Tmp;
 use serde_json::Value;
 use std::io::BufRead;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-struct Dir {
-    dir: tempfile::TempDir,
-}
-
-impl Dir {
-    fn new() -> Option<Dir> {
-        if !can_run("root", is_root()) {
-            return None;
-        }
-        Some(Dir {
-            dir: tempfile::tempdir().unwrap(),
-        })
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-
-    fn db(&self) -> String {
-        self.dir.path().join("r.db").to_str().unwrap().to_string()
-    }
-
-    /// `iotoll suite run ARGS` with this directory's labs and database.
-    fn suite(&self, args: &[&str]) -> std::process::Command {
-        let mut c = common::raw();
-        c.env("IOTOLL_LAB_DIR", self.dir.path())
-            .args(["suite", "run", "--db", &self.db()])
-            .args(args);
-        c
-    }
-
-    fn last_run(&self) -> Value {
-        let runs = common::list(&self.db());
-        let last = (runs.lines())
-            .filter_map(|l| l.split_whitespace().next())
-            .filter_map(|id| id.parse::<u32>().ok())
-            .max()
-            .expect("a run");
-        let run = common::show(&self.db(), &last.to_string());
-        // issue 30: every multi-host document these tests store, the
-        // published schema accepts.
-        common::validate_run(&run);
-        run
-    }
-}
-
-/// A lab name of this process; its first letter from IOTOLL_TEST_LAB_TAG
-/// (default `a`), so that test runs side by side on one machine keep apart.
 fn unique(tag: &str) -> String {
-    let first = std::env::var("IOTOLL_TEST_LAB_TAG")
-        .ok()
-        .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
-        .unwrap_or('a');
-    format!("{first}{}-{tag}", std::process::id() % 100_000)
+    common::lab_name(tag, 'a')
 }
 
 fn f(v: &Value) -> f64 {
@@ -124,10 +70,10 @@ fn in_flight_bound(conns: u64, shaped: u64) -> f64 {
 /// held to a percentage).
 #[test]
 fn sixteen_pairs_add_up_and_agree_with_the_interfaces() {
-    let Some(d) = Dir::new() else { return };
+    let Some(d) = Tmp::as_root() else { return };
     let name = unique("16");
     let out = d
-        .suite(&[
+        .suite_run(&[
             "bidirectional-transfer-study",
             "--lab",
             "quad-100m",
@@ -179,7 +125,7 @@ fn sixteen_pairs_add_up_and_agree_with_the_interfaces() {
     bytes_agree(m, pairs, server, &clients);
     adapters_within_their_links(server);
     let show = common::raw()
-        .args(["results", "show", "--db", &d.db()])
+        .args(["results", "show", "--db", &d.db])
         .arg(run["id"].to_string())
         .output()
         .unwrap();
@@ -326,10 +272,10 @@ fn seconds_add_up(doc: &Value) {
 }
 
 /// A small lab: a server and three clients on one unshaped switch.
-fn trio(d: &Dir, name: &str) -> String {
+fn trio(d: &Tmp, name: &str) -> String {
     d.file(
         "trio.toml",
-        &format!(
+        format!(
             "name = \"{name}\"\n[[host]]\nname = \"server\"\n[[host]]\nname = \"c1\"\n[[host]]\nname = \"c2\"\n[[host]]\nname = \"c3\"\n"
         ),
     )
@@ -402,10 +348,10 @@ impl Lines {
 
 /// Starts `suite run` of [`TWO_TESTS`] in `lab` and returns 3 s into test
 /// `a` (its window has opened).
-fn two_tests(d: &Dir, lab: &str, more: &[&str]) -> (std::process::Child, Lines) {
+fn two_tests(d: &Tmp, lab: &str, more: &[&str]) -> (std::process::Child, Lines) {
     let suite = d.file("two.toml", TWO_TESTS);
     let mut child = d
-        .suite(&[&[suite.as_str(), "--lab", lab][..], more].concat())
+        .suite_run(&[&[suite.as_str(), "--lab", lab][..], more].concat())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -493,7 +439,7 @@ fn host_failure_then(
     within: Duration,
     stop: bool,
 ) {
-    let Some(d) = Dir::new() else { return };
+    let Some(d) = Tmp::as_root() else { return };
     let name = unique(tag);
     let lab = trio(&d, &name);
     let policy = if stop { "stop" } else { "continue" };
@@ -640,7 +586,7 @@ fn a_cut_link_is_detected_within_3_s() {
     ignore = "needs the test-hooks feature: run ./test.sh"
 )]
 fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
-    let Some(d) = Dir::new() else { return };
+    let Some(d) = Tmp::as_root() else { return };
     let key = d.file("k", "incompatible-agent-key-0123\n");
     common::owner_only(&key);
     let mut agent = common::raw()
@@ -667,13 +613,13 @@ fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap();
     assert!(rss_kib < 16 * 1024, "idle agent RSS {rss_kib} KiB");
-    let hosts = d.file("hosts.toml", &format!("[hosts]\nh1 = \"{addr}\"\n"));
+    let hosts = d.file("hosts.toml", format!("[hosts]\nh1 = \"{addr}\"\n"));
     let suite = d.file(
         "one.toml",
         "name = \"one\"\n[[test]]\nname = \"d\"\nkind = \"disk\"\ntime = \"1s\"\non = [\"h1\"]\n",
     );
     let out = d
-        .suite(&[&suite, "--hosts", &hosts, "--auth-key", &key])
+        .suite_run(&[&suite, "--hosts", &hosts, "--auth-key", &key])
         .output()
         .unwrap();
     let _ = agent.kill();
@@ -689,7 +635,7 @@ fn an_incompatible_agent_is_named_and_an_idle_one_is_small() {
 /// up to be looked at.
 #[test]
 fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
-    let Some(d) = Dir::new() else { return };
+    let Some(d) = Tmp::as_root() else { return };
     let name = unique("int");
     let lab = trio(&d, &name);
     let up = common::raw()
@@ -742,7 +688,7 @@ fn ctrl_c_at_the_console_stops_every_agent_within_2_s() {
 /// the same build, the agent's peak is at most 4 MiB above it.
 #[test]
 fn an_agent_serving_10000_connections_stays_within_the_endpoint() {
-    let Some(d) = Dir::new() else { return };
+    let Some(d) = Tmp::as_root() else { return };
     let key = d.file("k", "ten-thousand-agent-key-0123\n");
     common::owner_only(&key);
     let peak = |cmd: &[&str]| -> u64 {

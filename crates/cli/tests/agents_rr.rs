@@ -6,89 +6,42 @@
 
 mod common;
 
-use common::{can_run, is_root};
+use common::Tmp;
 use serde_json::Value;
 
-struct Dir {
-    dir: tempfile::TempDir,
+/// `suite run SUITE --lab LAB` of a lab of `hosts`; the stored run, checked against the published schema.
+fn run(d: &Tmp, tag: &str, hosts: &[&str], suite: &str) -> Result<Value, String> {
+    run_env(d, tag, hosts, suite, &[])
 }
 
-impl Dir {
-    fn new() -> Option<Dir> {
-        if !can_run("root", is_root()) {
-            return None;
-        }
-        Some(Dir {
-            dir: tempfile::tempdir().unwrap(),
-        })
+fn run_env(
+    d: &Tmp,
+    tag: &str,
+    hosts: &[&str],
+    suite: &str,
+    env: &[(&str, &str)],
+) -> Result<Value, String> {
+    let name = common::lab_name(tag, 'c');
+    let lab: String = (hosts.iter())
+        .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
+        .collect();
+    let lab = d.file("lab.toml", format!("name = \"{name}\"\n{lab}"));
+    let suite = d.file("s.toml", suite);
+    let out = (d.suite_run(&[&suite, "--lab", &lab, "--quiet"]))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        // What failed is stored with the run (`--quiet` prints only the end).
+        let stored = d.last_run_id().map(|r| d.show(&r.to_string()).to_string());
+        return Err(format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            stored.unwrap_or_default()
+        ));
     }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-
-    fn db(&self) -> String {
-        self.dir.path().join("r.db").to_str().unwrap().to_string()
-    }
-
-    /// `suite run SUITE --lab LAB` of a lab of `hosts` (a lab name of this
-    /// process, its first letter from IOTOLL_TEST_LAB_TAG, default `c`);
-    /// the stored run, checked against the published schema.
-    fn run(&self, tag: &str, hosts: &[&str], suite: &str) -> Result<Value, String> {
-        self.run_env(tag, hosts, suite, &[])
-    }
-
-    fn run_env(
-        &self,
-        tag: &str,
-        hosts: &[&str],
-        suite: &str,
-        env: &[(&str, &str)],
-    ) -> Result<Value, String> {
-        let first = std::env::var("IOTOLL_TEST_LAB_TAG")
-            .ok()
-            .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
-            .unwrap_or('c');
-        let name = format!("{first}{}-{tag}", std::process::id() % 100_000);
-        let lab: String = (hosts.iter())
-            .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
-            .collect();
-        let lab = self.file("lab.toml", &format!("name = \"{name}\"\n{lab}"));
-        let suite = self.file("s.toml", suite);
-        let out = common::raw()
-            .env("IOTOLL_LAB_DIR", self.dir.path())
-            .args(["suite", "run", "--db", &self.db(), &suite, "--lab", &lab])
-            .args(["--quiet"])
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        let runs = common::list(&self.db());
-        if !out.status.success() {
-            // What failed is stored with the run (`--quiet` prints only the end).
-            let last = runs
-                .lines()
-                .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
-                .max();
-            let stored = last.map(|r| common::show(&self.db(), &r.to_string()).to_string());
-            return Err(format!(
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                stored.unwrap_or_default()
-            ));
-        }
-        let last = (runs.lines())
-            .filter_map(|l| l.split_whitespace().next())
-            .filter_map(|id| id.parse::<u32>().ok())
-            .max()
-            .expect("a run");
-        let run = common::show(&self.db(), &last.to_string());
-        common::validate_run(&run);
-        Ok(run)
-    }
+    Ok(d.last_run())
 }
-
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -111,10 +64,8 @@ pairs = [["c1", "server"], ["c2", "server"], ["c1", "server"]]
 /// lowest pair's and no higher than the highest's).
 #[test]
 fn rr_over_three_hosts_has_per_pair_percentiles() {
-    let Some(d) = Dir::new() else { return };
-    let run = d
-        .run("rr", &["server", "c1", "c2"], RR)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(d) = Tmp::as_root() else { return };
+    let run = run(&d, "rr", &["server", "c1", "c2"], RR).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     assert_eq!(doc["kind"], "net-rr", "{doc}");
     let m = &doc["metrics"];
@@ -173,10 +124,8 @@ pairs = [["c1", "server"], ["server", "c2"], ["c2", "c1"]]
 /// test: every pair has its transactions, every host both roles.
 #[test]
 fn a_host_is_client_and_server_in_one_test() {
-    let Some(d) = Dir::new() else { return };
-    let run = d
-        .run("ring", &["server", "c1", "c2"], RING)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(d) = Tmp::as_root() else { return };
+    let run = run(&d, "ring", &["server", "c1", "c2"], RING).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     let pairs = doc["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 3);
@@ -206,10 +155,8 @@ pairs = [["c1", "server"], ["server", "c2"]]
 /// and the stored spec says TLS with the cipher the suite asked for.
 #[test]
 fn tls_across_hosts_runs_pinned() {
-    let Some(d) = Dir::new() else { return };
-    let run = d
-        .run("tls", &["server", "c1", "c2"], TLS)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(d) = Tmp::as_root() else { return };
+    let run = run(&d, "tls", &["server", "c1", "c2"], TLS).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     assert_eq!(doc["spec"]["tls"], "aes-128-gcm", "{}", doc["spec"]);
     for p in doc["pairs"].as_array().unwrap() {
@@ -222,15 +169,15 @@ fn tls_across_hosts_runs_pinned() {
 /// and the error says so.
 #[test]
 fn a_pinned_certificate_mismatch_across_hosts_is_refused() {
-    let Some(d) = Dir::new() else { return };
-    let e = d
-        .run_env(
-            "pin",
-            &["server", "c1"],
-            &TLS.replace(r#", ["server", "c2"]"#, ""),
-            &[("IOTOLL_TEST_WRONG_CERT", "1")],
-        )
-        .expect_err("a test whose certificates were swapped ran");
+    let Some(d) = Tmp::as_root() else { return };
+    let e = run_env(
+        &d,
+        "pin",
+        &["server", "c1"],
+        &TLS.replace(r#", ["server", "c2"]"#, ""),
+        &[("IOTOLL_TEST_WRONG_CERT", "1")],
+    )
+    .expect_err("a test whose certificates were swapped ran");
     assert!(e.contains("another certificate") && e.contains("c1"), "{e}");
     let at = e.find("host c1").unwrap_or(0);
     println!("refused: {}", e[at..].chars().take(200).collect::<String>());

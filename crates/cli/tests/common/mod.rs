@@ -236,6 +236,47 @@ impl Tmp {
     pub fn list(&self) -> String {
         list(&self.db)
     }
+
+    /// A directory for a test that needs root (labs, agents): `None`
+    /// where it is skipped (see [`can_run`]).
+    pub fn as_root() -> Option<Tmp> {
+        can_run("root", is_root()).then(Tmp::new)
+    }
+
+    /// `iotoll suite run --db DB ARGS`, with the labs' state kept here.
+    pub fn suite_run(&self, args: &[&str]) -> std::process::Command {
+        let mut c = raw();
+        c.env("IOTOLL_LAB_DIR", self.dir.path())
+            .args(["suite", "run", "--db", &self.db])
+            .args(args);
+        c
+    }
+
+    /// The newest stored run's id, if any.
+    pub fn last_run_id(&self) -> Option<u32> {
+        (self.list().lines())
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
+            .max()
+    }
+
+    /// The newest stored run, checked against the published schema.
+    pub fn last_run(&self) -> Value {
+        let last = self.last_run_id().expect("a stored run");
+        let run = self.show(&last.to_string());
+        validate_run(&run);
+        run
+    }
+}
+
+/// A lab name of this test process, first letter from
+/// IOTOLL_TEST_LAB_TAG (else `default`), so that test runs side by side
+/// on one machine keep their labs apart.
+pub fn lab_name(tag: &str, default: char) -> String {
+    let first = std::env::var("IOTOLL_TEST_LAB_TAG")
+        .ok()
+        .and_then(|t| t.chars().next().filter(char::is_ascii_lowercase))
+        .unwrap_or(default);
+    format!("{first}{}-{tag}", std::process::id() % 100_000)
 }
 
 pub fn metric(doc: &Value, k: &str) -> f64 {
