@@ -5,7 +5,6 @@ use anyhow::Result;
 use clap::Subcommand;
 use iotoll_lab::LabError;
 use iotoll_report::text::lab as text;
-use std::io::IsTerminal;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
@@ -122,19 +121,9 @@ fn list() -> Result<()> {
 
 fn up(lab: &str, sets: &[String], replace: bool, json: bool) -> Result<()> {
     let def = iotoll_lab::load(lab, sets).map_err(lab_err)?;
-    let tty = std::io::stderr().is_terminal();
-    let big = def.hosts.len() > 4;
-    let mut progress = |done: usize, total: usize, host: &str| {
-        if big && tty {
-            eprint!(
-                "\r\x1b[Kiotoll: lab {}: host {done}/{total} ({host})",
-                def.name
-            );
-            if done == total {
-                eprintln!();
-            }
-        }
-    };
+    // A small lab is up before a progress line would be read.
+    let mut term = iotoll_report::term::TermProgress::new(def.hosts.len() <= 4);
+    let mut progress = |done, total, host: &str| term.lab_host(&def.name, done, total, host);
     let st = iotoll_lab::up_with_progress(&def, replace, &mut progress).map_err(lab_err)?;
     output::show(json, &st, text::state)
 }

@@ -80,23 +80,6 @@ enum Cmd {
     Man,
 }
 
-/// An error and its causes, each said once: library errors that print
-/// their source in their own message (`{context}: {source}`) also hand it
-/// on as their cause, and `{:#}` would repeat it.
-fn chain(e: &anyhow::Error) -> String {
-    e.chain()
-        .map(|c| c.to_string())
-        .fold(String::new(), |msg, s| {
-            if msg.contains(&s) {
-                msg
-            } else if msg.is_empty() {
-                s
-            } else {
-                format!("{msg}: {s}")
-            }
-        })
-}
-
 /// clap suggests a subcommand only for near spellings (`rnu` gets
 /// nothing); this adds the closest one by edits where clap found none.
 fn suggest_subcommand(mut e: clap::Error) -> clap::Error {
@@ -396,7 +379,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Interrupted>() => ExitCode::from(EXIT_INTERRUPTED),
         Err(e) => {
-            eprintln!("iotoll: error: {}", chain(&e));
+            eprintln!(
+                "iotoll: error: {}",
+                iotoll_model::text::error_chain(e.as_ref())
+            );
             if e.is::<UsageError>() {
                 ExitCode::from(2)
             } else if signals::interrupted() {

@@ -22,6 +22,22 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 }
 
 /// `n` and the noun, singular for one: "1 test", "3 tests".
+/// An error and its causes, each said once: library errors that print
+/// their source in their own message (`{context}: {source}`) also hand it
+/// on as their cause, and printing every link would repeat it.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !msg.contains(&s) {
+            msg = format!("{msg}: {s}");
+        }
+        cause = c.source();
+    }
+    msg
+}
+
 pub fn count(n: usize, noun: &str) -> String {
     match n {
         1 => format!("1 {noun}"),
@@ -90,6 +106,30 @@ pub fn is_label(s: &str, max: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let io = E("Permission denied", None);
+        let ctx = E("opening r.db: Permission denied", Some(Box::new(io)));
+        let top = E("the results database", Some(Box::new(ctx)));
+        assert_eq!(
+            error_chain(&top),
+            "the results database: opening r.db: Permission denied"
+        );
+    }
 
     #[test]
     fn counts_say_one_test_and_two_tests() {

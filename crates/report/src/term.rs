@@ -81,6 +81,14 @@ impl TermProgress {
         eprintln!("iotoll: {msg}");
     }
 
+    /// `lab up`: the host being created, out of how many.
+    pub fn lab_host(&mut self, lab: &str, done: usize, total: usize, host: &str) {
+        self.draw(&format!("lab {lab}: host {done}/{total} ({host})"));
+        if done == total {
+            self.clear();
+        }
+    }
+
     /// Erases the line before results are printed.
     pub fn clear(&mut self) {
         if self.drawn {
