@@ -19,6 +19,8 @@ pub mod local;
 pub mod series;
 pub mod ssh;
 pub mod start;
+pub mod udp;
+mod window;
 pub mod wire;
 
 /// An agent's command line after the program (local, through ssh, in a

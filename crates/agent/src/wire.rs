@@ -87,6 +87,10 @@ pub enum FromAgent {
         /// (hex, DER), which the console hands to the pairs' clients to pin.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cert: Option<String>,
+        /// A UDP test's server: the port each pair it serves sends to (one
+        /// socket per pair, so each pair's receiver counts its own).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<PairPort>,
     },
     Gathered {
         test: u64,
@@ -256,6 +260,27 @@ pub struct PairRr {
     pub rtt_hist: String,
 }
 
+/// Where a UDP pair's datagrams go on its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairPort {
+    pub pair: u32,
+    pub port: u16,
+}
+
+/// A UDP pair at one end, in its window: what its client sent, or what
+/// its server received of those datagrams (net's own counts, as a local
+/// `net udp` has them), which the console checks against each other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairUdp {
+    pub pair: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<iotoll_net::udp::Sent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<iotoll_net::udp::Received>,
+}
+
 /// An agent's side of one test's window.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -288,6 +313,9 @@ pub struct AgentReport {
     /// A request/response client: each of its pairs' round trips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rr: Vec<PairRr>,
+    /// A UDP test: each of its pairs' counts at this end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<PairUdp>,
 }
 
 /// Reads one frame of a session (the caller opens it).

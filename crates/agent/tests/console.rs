@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{agent, disk_order, endpoint, host, key, rr, stream};
+use common::{agent, disk_order, endpoint, host, key, rr, stream, udp};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
@@ -67,6 +67,104 @@ fn pairs_add_up_and_windows_align() {
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();
     assert_eq!(doc2.pairs.len(), 3);
+}
+
+/// UDP over two pairs at 20 Mbit/s each (c1 serves one and is the client
+/// of the other): each pair's counts add up (sent = received + lost), the
+/// totals are the pairs', no pair offered more than its rate, and both
+/// ends' CPU is there.
+#[test]
+fn udp_pairs_count_their_loss_and_add_up() {
+    let (srv, c1) = (agent(vec![]), agent(vec![]));
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("c1", c1)], Some(key())).unwrap();
+    let rate = 20_000_000;
+    let t = NetTest {
+        pairs: vec![("c1".into(), "srv".into()), ("srv".into(), "c1".into())],
+        params: udp(2, rate),
+        threads: None,
+        config: None,
+    };
+    let stop = AtomicBool::new(false);
+    let doc = console.run_net(&t, &stop).unwrap();
+    assert_eq!(doc.kind, iotoll_model::Kind::NetUdp);
+    let m = &doc.metrics;
+    let (mut sent, mut got, mut lost, mut goodput) = (0.0, 0.0, 0.0, 0.0);
+    for p in &doc.pairs {
+        let pm = &p.metrics;
+        assert!(pm["datagrams_received"] > 0.0, "{p:?}");
+        assert_eq!(
+            pm["datagrams_sent"],
+            pm["datagrams_received"] + pm["datagrams_lost"],
+            "{p:?}"
+        );
+        // The pacer holds the rate; its credit is 100 ms of it.
+        let most = rate as f64 / 1e6 * (1.0 + 0.2 / pm_window(&doc));
+        assert!(pm["offered_mbit_s"] <= most, "{p:?}");
+        assert!(pm["mbit_s"] <= pm["offered_mbit_s"] + 1e-9, "{p:?}");
+        assert_eq!(p.mbit_s, pm["mbit_s"]);
+        assert_eq!(p.conns, 2);
+        sent += pm["datagrams_sent"];
+        got += pm["datagrams_received"];
+        lost += pm["datagrams_lost"];
+        goodput += pm["mbit_s"];
+    }
+    assert_eq!(m["datagrams_sent"], sent);
+    assert_eq!(m["datagrams_received"], got);
+    assert_eq!(m["datagrams_lost"], lost);
+    assert!((m["mbit_s"] - goodput).abs() < 1e-9 * goodput);
+    assert!((m["loss_pct"] - 100.0 * lost / sent).abs() < 1e-9);
+    for h in &doc.hosts {
+        assert_eq!(h.role, "client+server");
+        assert!(h.cpu.as_ref().is_some_and(|c| c.busy_pct > 0.0), "{h:?}");
+    }
+    assert_eq!(doc.spec.udp().and_then(|u| u.rate), Some(rate));
+    assert!(doc
+        .notes
+        .iter()
+        .any(|n| n.contains("lost = sent - received")));
+}
+
+/// The window a test's hosts measured, mean, seconds.
+fn pm_window(doc: &iotoll_model::ResultDoc) -> f64 {
+    doc.metrics["window_s"]
+}
+
+/// What the agents would refuse of a UDP test is refused before any of
+/// them is asked: another direction than client to server, TLS.
+#[test]
+fn udp_tests_agents_cannot_run_are_refused_first() {
+    let (srv, c1) = (agent(vec![]), agent(vec![]));
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("c1", c1)], Some(key())).unwrap();
+    let stop = AtomicBool::new(false);
+    for (params, what) in [
+        (
+            iotoll_net::proto::TestParams {
+                dir: iotoll_net::Dir::Bidir,
+                ..udp(1, 1_000_000)
+            },
+            "swap the pair's hosts",
+        ),
+        (
+            iotoll_net::proto::TestParams {
+                tls: Some("aes-128-gcm".into()),
+                ..udp(1, 1_000_000)
+            },
+            "tls applies to TCP",
+        ),
+    ] {
+        let t = NetTest {
+            pairs: vec![("c1".into(), "srv".into())],
+            params,
+            threads: None,
+            config: None,
+        };
+        match console.run_net(&t, &stop) {
+            Err(ConsoleError::Invalid(m)) => assert!(m.contains(what), "{m}"),
+            other => panic!("{:?}", other.map(|d| d.metrics)),
+        }
+    }
 }
 
 /// Request/response over three pairs (two from c1): each pair's

@@ -2,10 +2,10 @@
 //! checked reports: per-host rows, pairs, totals and the CPU weighted by
 //! machine.
 
-use super::{Console, DiskTest, DriveTimes, NetTest, Part};
+use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed};
+use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -81,7 +81,7 @@ impl Console {
         parts: &[Part],
         names: &[(String, String)],
         times: &DriveTimes,
-        rtts: Option<&super::rr::PairRtts>,
+        per_pair: &PerPair,
     ) -> ResultDoc {
         let mut g = self.net_hosts(parts, names, times);
         let rate = |(b, w): (u64, f64)| mbit_s(b, w);
@@ -96,6 +96,9 @@ impl Console {
                 ..Default::default()
             })
             .collect();
+        if let PerPair::Udp(ways) = per_pair {
+            super::udp::write_pairs(ways, &mut pairs);
+        }
         let mut m = Metrics::new();
         m.insert(mn::TX_MBIT_S.into(), g.c2s.iter().map(|x| rate(*x)).sum());
         m.insert(mn::RX_MBIT_S.into(), g.s2c.iter().map(|x| rate(*x)).sum());
@@ -112,10 +115,16 @@ impl Console {
             m.insert(mn::PAIR_FAIRNESS.into(), f);
         }
         m.insert(mn::WINDOW_S.into(), mean_window(&g.hosts));
-        if let Some(rtts) = rtts {
-            // A pair's transactions are its client's, over its client's window.
-            let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
-            super::rr::write(rtts, &windows, &mut pairs, &mut m);
+        match per_pair {
+            PerPair::Rr(rtts) => {
+                // A pair's transactions are its client's, over its client's window.
+                let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
+                super::rr::write(rtts, &windows, &mut pairs, &mut m);
+            }
+            PerPair::Udp(ways) => g
+                .notes
+                .extend(super::udp::write_totals(ways, &pairs, &mut m)),
+            PerPair::Bytes => {}
         }
         // A host in both roles is in both figures.
         let local = weighted_cpu(&g.hosts, |h| h.role != "server");
@@ -139,9 +148,10 @@ impl Console {
                 .push("a window was cut short (the test was stopped)".into());
         }
         let config = t.config.clone();
-        let kind = match rtts {
-            Some(_) => Kind::NetRr,
-            None => Kind::NetStream,
+        let kind = match per_pair {
+            PerPair::Rr(_) => Kind::NetRr,
+            PerPair::Udp(_) => Kind::NetUdp,
+            PerPair::Bytes => Kind::NetStream,
         };
         let base = multi_host_doc(kind, g.interrupted, times, config, m, g.notes);
         ResultDoc {
@@ -252,6 +262,15 @@ impl Console {
             tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
+        if t.params.kind == iotoll_net::TestKind::Udp {
+            // `rate` is each pair's, as `conns` is.
+            return Spec::Udp(Typed::from(UdpSpec {
+                net,
+                dir: iotoll_model::spec::word(&t.params.dir),
+                size: t.params.msg,
+                rate: t.params.rate,
+            }));
+        }
         if t.params.kind == iotoll_net::TestKind::Rr {
             return Spec::Rr(Typed::from(RrSpec {
                 net,

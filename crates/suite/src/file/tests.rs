@@ -482,9 +482,19 @@ fn udp_tests_take_size_and_rate() {
     let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nmsg='1k'\n");
     has(&e, "unknown key");
     has(&e, "rate");
-    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b']]\n");
-    at(&e, 5, "pairs");
-    has(&e, "cannot be placed on hosts");
+    // On hosts: each pair's client sends to its server.
+    let s = suite(
+        "name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b'],['b','a']]\nrate='100m'\n",
+    );
+    let Placement::Net { pairs } = &s.jobs[0].placement else {
+        panic!()
+    };
+    assert_eq!(pairs.len(), 2);
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b']]\ndir='bidir'\n");
+    at(&e, 6, "dir");
+    has(&e, "swap the pair's hosts");
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nclients=['a']\nserver='b'\ndir=['tx','rx']\n");
+    at(&e, 7, "dir");
 }
 
 /// `net-crr` and `net-cc`: their keys become the client's spec; keys of

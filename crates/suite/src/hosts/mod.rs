@@ -391,9 +391,11 @@ pub(crate) struct PlaceKeys {
 pub(crate) fn placement_keys(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Disk => &["on"],
-        Kind::NetStream | Kind::NetRr => &["pairs", "clients", "server", "pairs_per_client"],
+        Kind::NetStream | Kind::NetRr | Kind::NetUdp => {
+            &["pairs", "clients", "server", "pairs_per_client"]
+        }
         // Runs from this host to the suite's peer only (for now).
-        Kind::NetUdp | Kind::NetCrr | Kind::NetCc => &[],
+        Kind::NetCrr | Kind::NetCc => &[],
     }
 }
 
@@ -446,7 +448,7 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
         let on = cx.check(k.on.as_ref(), "on", |v| host_list(v, "on"))?;
         return Ok(on.map_or(Placement::Local, |on| Placement::Disk { on }));
     }
-    if matches!(kind, Kind::NetUdp | Kind::NetCrr | Kind::NetCc) {
+    if matches!(kind, Kind::NetCrr | Kind::NetCc) {
         let keys = [("on", &k.on), net[0], net[1], net[2], net[3]];
         if let Some((key, v)) = given(&keys) {
             let msg = format!("{key}: a {kind} test runs from this host to the suite's peer (--peer, or the endpoint the suite starts); it cannot be placed on hosts yet");
@@ -511,7 +513,23 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
             None
         }
     };
+    if kind == Kind::NetUdp && pairs.is_some() {
+        udp_dir(cx, t)?;
+    }
     Ok(pairs.map_or(Placement::Local, |pairs| Placement::Net { pairs }))
+}
+
+/// A UDP test on hosts sends from each pair's client to its server: its
+/// `dir`, if given, is "tx" (the receiver counts the loss, on the server).
+fn udp_dir(cx: &Ctx, t: &Node) -> Checked<()> {
+    let Some(v) = t.get_ref().as_table().and_then(|t| t.get("dir")) else {
+        return Ok(());
+    };
+    if matches!(v.get_ref(), DeValue::String(d) if d == "tx") {
+        return Ok(());
+    }
+    let msg = "a net-udp test placed on hosts sends from each pair's client to its server (dir = \"tx\"): for the other way, swap the pair's hosts; for both ways, give a pair each way";
+    Err(cx.err(Some(v.span()), Some("dir"), msg))
 }
 
 /// `pairs = [["c1", "srv"], ...]`: each a client host and a server host.
