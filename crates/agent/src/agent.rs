@@ -4,6 +4,7 @@
 //! the console is gone. It runs only the workloads of this crate's
 //! protocol, never a command, and writes only targets its own flags allow.
 
+use crate::crr::CrrPairs;
 use crate::engines::Engines;
 use crate::link::{self, Event, Link};
 use crate::udp::UdpPairs;
@@ -112,6 +113,7 @@ enum Prepared {
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
     Net(Box<NetPairs>),
     Udp(Box<UdpPairs>),
+    Crr(Box<CrrPairs>),
 }
 
 /// A network test's pairs on this agent: a server's data port, until
@@ -269,17 +271,18 @@ impl Console<'_> {
         release(&mut self.test, &self.interrupt);
         self.interrupt.store(false, Ordering::Release);
         let prepared = prepare(work, self.pinned, &self.interrupt).and_then(|(p, port)| {
-            let udp_ports = match &p {
+            let pair_ports = match &p {
                 Prepared::Udp(u) => u.ports()?,
+                Prepared::Crr(c) => c.ports()?,
                 _ => Vec::new(),
             };
-            Ok((p, port, udp_ports))
+            Ok((p, port, pair_ports))
         });
         let reply = match prepared {
-            Ok((p, port, udp_ports)) => {
+            Ok((p, port, pair_ports)) => {
                 let cert = match &p {
                     Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
-                    Prepared::Disk(..) | Prepared::Udp(..) => None,
+                    Prepared::Disk(..) | Prepared::Udp(..) | Prepared::Crr(..) => None,
                 };
                 self.test = Some(Test {
                     id,
@@ -291,7 +294,7 @@ impl Console<'_> {
                     test: id,
                     port,
                     cert,
-                    udp_ports,
+                    pair_ports,
                 }
             }
             Err(msg) => test_error(id, msg),
@@ -435,6 +438,21 @@ fn prepare(
         Work::NetServe {
             params,
             pairs,
+            clients,
+            ..
+        } if is_rate(&params) => {
+            check_params(&params)?;
+            let c = CrrPairs::prepare(params, pairs, clients)?;
+            Ok((Prepared::Crr(Box::new(c)), None))
+        }
+        Work::NetClient { params, pairs, .. } if is_rate(&params) => {
+            check_params(&params)?;
+            let c = CrrPairs::prepare(params, Vec::new(), pairs)?;
+            Ok((Prepared::Crr(Box::new(c)), None))
+        }
+        Work::NetServe {
+            params,
+            pairs,
             threads,
             clients,
         } => {
@@ -521,6 +539,11 @@ fn open_pairs(
     Ok(conns)
 }
 
+/// A connection-rate test (crr, cc).
+fn is_rate(p: &TestParams) -> bool {
+    matches!(p.kind, TestKind::Crr | TestKind::Cc)
+}
+
 fn check_params(p: &TestParams) -> Result<(), String> {
     if p.kind == TestKind::Udp {
         // The endpoint's checks want a local client's flow ports; agents
@@ -536,9 +559,9 @@ fn check_params(p: &TestParams) -> Result<(), String> {
         return iotoll_net::udp::validate_placed(p);
     }
     iotoll_net::server::validate(p, &iotoll_net::Limits::default()).map_err(|e| e.to_string())?;
-    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) {
+    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) && !is_rate(p) {
         return Err(format!(
-            "multi-host tests run stream, request/response and UDP workloads, not {:?}",
+            "multi-host tests run stream, request/response, UDP and connection-rate workloads, not {:?}",
             p.kind
         ));
     }
@@ -624,8 +647,10 @@ fn gather(
     interrupt: &AtomicBool,
     link: &Link<ToAgent>,
 ) -> Result<(), String> {
-    if let Some(Prepared::Udp(u)) = t.prepared.as_mut() {
-        return u.gather(given);
+    match t.prepared.as_mut() {
+        Some(Prepared::Udp(u)) => return u.gather(given),
+        Some(Prepared::Crr(c)) => return c.gather(given),
+        _ => {}
     }
     let Some(Prepared::Net(n)) = t
         .prepared
@@ -692,6 +717,9 @@ fn run(
             run_net(*n, (on, off), interrupt, threads, held, rt.is_ok())
         }
         Prepared::Udp(u) => u.start().and_then(|(load, phase, threads)| {
+            window::run(load, phase, threads, (on, off), interrupt, held, rt.is_ok())
+        }),
+        Prepared::Crr(c) => c.start().and_then(|(load, phase, threads)| {
             window::run(load, phase, threads, (on, off), interrupt, held, rt.is_ok())
         }),
     };

@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod checks;
 pub mod console;
+pub mod crr;
 mod engines;
 pub mod histwire;
 pub mod k8s;

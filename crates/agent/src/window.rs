@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 pub(crate) trait Load {
     /// Running totals (operations, bytes) of what this host received.
     fn received(&self) -> (u64, u64);
+    /// What its seconds count: bytes, unless it says otherwise.
+    fn counting(&self) -> Counting {
+        Counting::NetBytes
+    }
     /// Stops the load and writes what it counted into `report`; returns
     /// the sockets to keep open until the test is released.
     fn finish(self, report: &mut AgentReport) -> Vec<OwnedFd>;
@@ -85,9 +89,9 @@ pub(crate) fn run(
     rt_edges: bool,
 ) -> Result<AgentReport, String> {
     let clock = HostClock;
-    // Bytes received, second by second: the console adds the hosts' up.
+    // What arrived, second by second: the console adds the hosts' up.
     let series = std::cell::RefCell::new(SeriesRecorder::new(
-        Counting::NetBytes,
+        load.counting(),
         on.saturating_duration_since(Instant::now()) + off.saturating_duration_since(on),
         Instant::now(),
     ));

@@ -87,10 +87,11 @@ pub enum FromAgent {
         /// (hex, DER), which the console hands to the pairs' clients to pin.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cert: Option<String>,
-        /// A UDP test's server: the port each pair it serves sends to (one
-        /// socket per pair, so each pair's receiver counts its own).
+        /// A UDP or connection-rate test's server: the port each pair it
+        /// serves goes to (a socket or listener per pair, so each pair's
+        /// counts are its own).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        udp_ports: Vec<PairPort>,
+        pair_ports: Vec<PairPort>,
     },
     Gathered {
         test: u64,
@@ -260,7 +261,7 @@ pub struct PairRr {
     pub rtt_hist: String,
 }
 
-/// Where a UDP pair's datagrams go on its server.
+/// Where a UDP or connection-rate pair's traffic goes on its server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PairPort {
@@ -279,6 +280,49 @@ pub struct PairUdp {
     pub sent: Option<iotoll_net::udp::Sent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received: Option<iotoll_net::udp::Received>,
+}
+
+/// A connection-rate (crr/cc) pair at one end: its client's counts, or
+/// its server's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairCrr {
+    pub pair: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<CrrClient>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<CrrServed>,
+}
+
+/// A crr/cc pair's client: what its workers counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrrClient {
+    /// Connections (cc) or transactions (crr) completed in its window.
+    pub window_done: u64,
+    /// Failures in its window by cause, in `iotoll_net::crr::Cause::ALL`'s
+    /// order.
+    pub failures: [u64; 6],
+    /// Over the whole test, ramp-up and drain included (what the server's
+    /// totals are checked against).
+    pub total_done: u64,
+    pub total_failed: u64,
+    /// Connect times and (crr) transaction times of the window's
+    /// connections ([`crate::histwire`]), each holding `window_done`.
+    pub connect_hist: String,
+    pub trans_hist: String,
+}
+
+/// A crr/cc pair's server: what its acceptors counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrrServed {
+    pub accepted: u64,
+    pub responded: u64,
+    pub bad_token: u64,
+    /// Served, and failed, in its window.
+    pub window_done: u64,
+    pub window_errors: u64,
 }
 
 /// An agent's side of one test's window.
@@ -316,6 +360,9 @@ pub struct AgentReport {
     /// A UDP test: each of its pairs' counts at this end.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<PairUdp>,
+    /// A connection-rate test: each of its pairs' counts at this end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crr: Vec<PairCrr>,
 }
 
 /// Reads one frame of a session (the caller opens it).

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{agent, disk_order, endpoint, host, key, rr, stream, udp};
+use common::{agent, disk_order, endpoint, host, key, rate, rr, stream, udp};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
@@ -164,6 +164,77 @@ fn udp_tests_agents_cannot_run_are_refused_first() {
             Err(ConsoleError::Invalid(m)) => assert!(m.contains(what), "{m}"),
             other => panic!("{:?}", other.map(|d| d.metrics)),
         }
+    }
+}
+
+/// crr and cc over two pairs into one server: each pair's rate and
+/// connect (and transaction) percentiles, Little's law per pair (its
+/// clients, each one connection at a time, are its rate times the mean
+/// time of one), both ends agreeing (else the test fails), the totals'
+/// rates added up and percentiles within the pairs', CPU per connection
+/// per host.
+#[test]
+fn connection_rates_across_hosts_have_per_pair_figures() {
+    use iotoll_net::proto::TestKind;
+    let srv = agent(vec![]);
+    let (c1, c2) = (agent(vec![]), agent(vec![]));
+    let hosts = vec![host("srv", srv), host("c1", c1), host("c2", c2)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    let stop = AtomicBool::new(false);
+    for (kind, lat) in [(TestKind::Crr, "trans"), (TestKind::Cc, "connect")] {
+        let t = NetTest {
+            pairs: vec![("c1".into(), "srv".into()), ("c2".into(), "srv".into())],
+            params: rate(kind, 2),
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &stop).unwrap();
+        let m = &doc.metrics;
+        let mut sum = 0.0;
+        for p in &doc.pairs {
+            let pm = &p.metrics;
+            let (conn_s, mean_s) = (pm["conn_s"], pm[&format!("{lat}_mean_us")] / 1e6);
+            assert!(conn_s > 0.0 && p.transactions.unwrap() > 0, "{p:?}");
+            // Little's law: 2 clients busy all the time, with the gap
+            // between one connection and the next outside the measured time.
+            let busy = conn_s * mean_s;
+            assert!(
+                busy > 0.3 && busy <= 2.0 * 1.05,
+                "{kind:?}: {busy} clients busy: {pm:?}"
+            );
+            println!(
+                "{kind:?} pair {}>{}: {conn_s:.0}/s, {busy:.2} clients busy",
+                p.client, p.server
+            );
+            assert!(pm["connect_p50_us"] <= pm["connect_p99_us"]);
+            assert_eq!(pm["failures"], 0.0, "{pm:?}");
+            sum += conn_s;
+        }
+        assert!((m["conn_s"] - sum).abs() <= 1e-9 * sum, "{m:?}");
+        let p99s: Vec<f64> = doc
+            .pairs
+            .iter()
+            .map(|p| p.metrics["connect_p99_us"])
+            .collect();
+        let p99 = m["connect_p99_us"];
+        assert!(
+            p99 >= p99s[0].min(p99s[1]) && p99 <= p99s[0].max(p99s[1]),
+            "{p99} {p99s:?}"
+        );
+        for h in &doc.hosts {
+            assert!(h.metrics["cpu_us_per_conn"] > 0.0, "{h:?}");
+        }
+        let want = if kind == TestKind::Crr {
+            iotoll_model::Kind::NetCrr
+        } else {
+            iotoll_model::Kind::NetCc
+        };
+        assert_eq!(doc.kind, want);
+        assert_eq!(
+            m.contains_key("trans_p99_us"),
+            kind == TestKind::Crr,
+            "{m:?}"
+        );
     }
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{
-    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, rr, stream, udp,
+    agent, allow, disk_order, expect, host, hostile_agent, key, rate, raw_console, rr, stream, udp,
     Rewrite,
 };
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
@@ -353,6 +353,65 @@ fn a_udp_ends_impossible_counts_are_refused() {
     }
 }
 
+/// A connection-rate pair's end whose counts cannot be: a client whose
+/// histogram does not hold its connections, a server that served fewer
+/// than its client completed (the ends disagree). The test is invalid,
+/// the host named.
+#[test]
+fn a_rate_pairs_impossible_counts_are_refused() {
+    type Tamper = fn(&mut AgentReport);
+    let cases: [(Tamper, bool, &str); 3] = [
+        (
+            |r| {
+                for c in r.crr.iter_mut().filter_map(|c| c.client.as_mut()) {
+                    c.window_done += 1;
+                    c.total_done += 1;
+                }
+            },
+            false,
+            "connect times",
+        ),
+        (
+            |r| {
+                for s in r.crr.iter_mut().filter_map(|c| c.server.as_mut()) {
+                    s.responded /= 2;
+                }
+            },
+            true,
+            "the ends disagree",
+        ),
+        (
+            |r| {
+                for s in r.crr.iter_mut().filter_map(|c| c.server.as_mut()) {
+                    s.window_done = s.accepted + 1;
+                }
+            },
+            true,
+            "do not fit",
+        ),
+    ];
+    for (rewrite, on_server, what) in cases {
+        let stop = AtomicBool::new(false);
+        let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+        let good = agent(vec![]);
+        let (srv, cli) = if on_server {
+            (evil, good)
+        } else {
+            (good, evil)
+        };
+        let hosts = vec![host("srv", srv), host("cli", cli)];
+        let mut console = Console::connect(hosts, Some(key())).unwrap();
+        let t = NetTest {
+            pairs: vec![("cli".into(), "srv".into())],
+            params: rate(iotoll_net::proto::TestKind::Crr, 1),
+            threads: None,
+            config: None,
+        };
+        let name = if on_server { "srv" } else { "cli" };
+        refused(console.run_net(&t, &stop), name, what);
+    }
+}
+
 /// A server whose certificate is swapped on its way to the console (a
 /// test-only mismatch: the client pins another certificate than the one
 /// the server presents): the pair fails, saying why.
@@ -367,12 +426,12 @@ fn a_tls_pin_mismatch_fails_the_pair() {
                 test,
                 port,
                 cert,
-                udp_ports,
+                pair_ports,
             } => vec![FromAgent::Prepared {
                 test,
                 port,
                 cert: cert.map(|_| other.clone()),
-                udp_ports,
+                pair_ports,
             }],
             m => vec![m],
         })

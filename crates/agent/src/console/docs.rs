@@ -5,7 +5,7 @@
 use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
+use iotoll_model::spec::{CrrSpec, NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -124,6 +124,7 @@ impl Console {
             PerPair::Udp(ways) => g
                 .notes
                 .extend(super::udp::write_totals(ways, &pairs, &mut m)),
+            PerPair::Rate(rates) => g.notes.extend(super::crr::write(rates, &mut pairs, &mut m)),
             PerPair::Bytes => {}
         }
         // A host in both roles is in both figures.
@@ -151,6 +152,8 @@ impl Console {
         let kind = match per_pair {
             PerPair::Rr(_) => Kind::NetRr,
             PerPair::Udp(_) => Kind::NetUdp,
+            PerPair::Rate(_) if t.params.kind == iotoll_net::TestKind::Cc => Kind::NetCc,
+            PerPair::Rate(_) => Kind::NetCrr,
             PerPair::Bytes => Kind::NetStream,
         };
         let base = multi_host_doc(kind, g.interrupted, times, config, m, g.notes);
@@ -215,7 +218,7 @@ impl Console {
                 ));
             }
             let rate = |b: u64| mbit_s(b, r.window_s);
-            let m = Metrics::from([
+            let mut m = Metrics::from([
                 (mn::RX_MBIT_S.into(), rate(rx)),
                 (mn::TX_MBIT_S.into(), rate(tx)),
                 (mn::MBIT_S.into(), rate(rx) + rate(tx)),
@@ -224,6 +227,24 @@ impl Console {
                     r.pairs.iter().map(|p| p.conns as f64).sum(),
                 ),
             ]);
+            if !r.crr.is_empty() {
+                // The connections this host took part in, either end: its
+                // CPU per connection (cpu_us_per_conn) is of those.
+                let ends = r.crr.iter().map(|c| {
+                    c.client.as_ref().map_or(0, |c| c.window_done)
+                        + c.server.as_ref().map_or(0, |s| s.window_done)
+                });
+                let n: u64 = ends.sum();
+                let per_s = if r.window_s > 0.0 {
+                    n as f64 / r.window_s
+                } else {
+                    0.0
+                };
+                m.insert(mn::CONN_S.into(), per_s);
+                for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
+                    m.remove(k);
+                }
+            }
             g.seconds.push((g.hosts.len(), r.series.clone()));
             g.hosts.push(self.host_row(p, r, times, m));
         }
@@ -269,6 +290,18 @@ impl Console {
                 dir: iotoll_model::spec::word(&t.params.dir),
                 size: t.params.msg,
                 rate: t.params.rate,
+            }));
+        }
+        if matches!(
+            t.params.kind,
+            iotoll_net::TestKind::Crr | iotoll_net::TestKind::Cc
+        ) {
+            let crr = t.params.kind == iotoll_net::TestKind::Crr;
+            return Spec::Crr(Typed::from(CrrSpec {
+                net,
+                req: if crr { t.params.req } else { 0 },
+                resp: if crr { t.params.resp } else { 0 },
+                linger0: false,
             }));
         }
         if t.params.kind == iotoll_net::TestKind::Rr {

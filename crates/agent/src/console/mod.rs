@@ -204,7 +204,7 @@ struct Part {
     /// A TLS test's server: the certificate it sent at PREPARE.
     cert: Option<String>,
     /// A UDP test's server: each served pair's port, sent at PREPARE.
-    udp_ports: Vec<PairPort>,
+    pair_ports: Vec<PairPort>,
     report: Option<AgentReport>,
 }
 
@@ -240,7 +240,7 @@ impl Part {
             offset: Offset::default(),
             port: None,
             cert: None,
-            udp_ports: Vec::new(),
+            pair_ports: Vec::new(),
             report: None,
         }
     }
@@ -493,11 +493,11 @@ impl Console {
             .filter_map(|p| Some((p.slots().0, p.port?, p.cert.as_ref())))
             .flat_map(|(served, port, cert)| served.iter().map(move |s| (s.pair, port, cert)))
             .collect();
-        let udp_ports =
-            (parts.iter()).flat_map(|p| p.udp_ports.iter().map(|u| (u.pair, u.port, None)));
+        let pair_ports =
+            (parts.iter()).flat_map(|p| p.pair_ports.iter().map(|u| (u.pair, u.port, None)));
         let ports: Vec<(u32, u16, Option<String>)> = (ports.into_iter())
             .map(|(k, port, cert)| (k, port, cert.cloned()))
-            .chain(udp_ports)
+            .chain(pair_ports)
             .collect();
         for p in parts.iter_mut() {
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
@@ -602,14 +602,17 @@ impl Console {
             FromAgent::Prepared {
                 port,
                 cert,
-                udp_ports,
+                pair_ports,
                 ..
             } => {
-                let udp = p.params().is_some_and(|t| t.kind == TestKind::Udp);
-                udp::check_ports(p.slots().0, &udp_ports, udp)?;
+                // A port per pair: UDP and connection-rate tests.
+                let per_pair = (p.params()).is_some_and(|t| {
+                    matches!(t.kind, TestKind::Udp | TestKind::Crr | TestKind::Cc)
+                });
+                udp::check_ports(p.slots().0, &pair_ports, per_pair)?;
                 p.port = port;
                 p.cert = cert;
-                p.udp_ports = udp_ports;
+                p.pair_ports = pair_ports;
                 Ok(true)
             }
             _ => Ok(false),
@@ -733,6 +736,7 @@ impl Console {
             ));
         }
         udp::check_test(t).map_err(ConsoleError::Invalid)?;
+        crr::check_test(t).map_err(ConsoleError::Invalid)?;
         let mut parts: Vec<Part> = Vec::new();
         // Host `host`'s part as a server (or a client) of a pair. A host
         // in both roles is one part: it serves, and opens its client pairs
@@ -821,6 +825,9 @@ impl Console {
         let per_pair = match t.params.kind {
             TestKind::Rr => PerPair::Rr(self.pair_rtts(&parts, names.len())?),
             TestKind::Udp => PerPair::Udp(self.pair_ways(&parts, &t.params, names.len())?),
+            TestKind::Crr | TestKind::Cc => {
+                PerPair::Rate(self.pair_rates(&parts, &t.params, names.len())?)
+            }
             _ => PerPair::Bytes,
         };
         Ok(self.net_doc(t, &parts, &names, &times, &per_pair))
@@ -920,8 +927,10 @@ enum PerPair {
     Bytes,
     Rr(rr::PairRtts),
     Udp(Vec<iotoll_net::udp::Way>),
+    Rate(Vec<crr::PairRate>),
 }
 
+mod crr;
 mod docs;
 mod rr;
 mod session;

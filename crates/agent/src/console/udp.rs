@@ -19,13 +19,18 @@ use iotoll_net::TestKind;
 /// rate (its bucket holds 100 ms; a margin on top for the edges).
 const PACING_CREDIT_S: f64 = 0.2;
 
-/// A serving host's UDP ports as it sent them at PREPARE: one per pair it
-/// serves in a UDP test, none in another test.
-pub(super) fn check_ports(served: &[PairSlot], got: &[PairPort], udp: bool) -> Result<(), String> {
-    if !udp {
+/// A serving host's ports per pair as it sent them at PREPARE: one per
+/// pair it serves in a test with a port per pair (UDP, crr, cc), none in
+/// another test.
+pub(super) fn check_ports(
+    served: &[PairSlot],
+    got: &[PairPort],
+    per_pair: bool,
+) -> Result<(), String> {
+    if !per_pair {
         return match got.is_empty() {
             true => Ok(()),
-            false => Err("it sent UDP ports for a test that is not UDP".into()),
+            false => Err("it sent ports per pair for a test that has one data port".into()),
         };
     }
     let mut want: Vec<u32> = served.iter().map(|s| s.pair).collect();
@@ -38,7 +43,7 @@ pub(super) fn check_ports(served: &[PairSlot], got: &[PairPort], udp: bool) -> R
             v.join(", ")
         };
         return Err(format!(
-            "it sent UDP ports for pairs [{}]; it serves pairs [{}]",
+            "it sent ports for pairs [{}]; it serves pairs [{}]",
             shown(&have),
             shown(&want)
         ));

@@ -43,16 +43,16 @@ impl Drop for RateSlot {
 /// are in, and those must be answered for both ends' totals to agree.
 const QUIET: Duration = Duration::from_millis(500);
 /// How long an accepting thread waits before it looks at the phase.
-const ACCEPT_WAIT: Duration = Duration::from_millis(50);
+pub(crate) const ACCEPT_WAIT: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
-struct Counts {
-    accepted: AtomicU64,
-    responded: AtomicU64,
-    bad_token: AtomicU64,
-    window_done: AtomicU64,
-    window_errors: AtomicU64,
-    first_error: Mutex<Option<String>>,
+pub(crate) struct Counts {
+    pub(crate) accepted: AtomicU64,
+    pub(crate) responded: AtomicU64,
+    pub(crate) bad_token: AtomicU64,
+    pub(crate) window_done: AtomicU64,
+    pub(crate) window_errors: AtomicU64,
+    pub(crate) first_error: Mutex<Option<String>>,
 }
 
 pub(crate) fn session(
@@ -141,7 +141,7 @@ pub(crate) fn session(
 /// Accepts and serves one connection at a time until the phase is `Stop`
 /// and no connection has come to this thread for [`QUIET`] (the others
 /// serve whatever still comes).
-fn acceptor(
+pub(crate) fn acceptor(
     l: &TcpListener,
     phase: &PhaseCell,
     c: &Counts,

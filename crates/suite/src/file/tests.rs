@@ -523,9 +523,11 @@ fn connection_rate_tests_take_their_keys() {
     let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\nconns=5000\n");
     at(&e, 5, "conns");
     has(&e, "between 1 and 1000");
-    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\npairs=[['a','b']]\n");
-    at(&e, 5, "pairs");
-    has(&e, "cannot be placed on hosts");
+    let s = suite("name='t'\n[[test]]\nname='c'\nkind='net-crr'\npairs=[['a','b']]\n");
+    assert!(matches!(&s.jobs[0].placement, Placement::Net { pairs } if pairs.len() == 1));
+    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-cc'\npairs=[['a','b']]\nlinger0=true\n");
+    at(&e, 6, "linger0");
+    has(&e, "FIN");
 }
 
 /// `tls` on stream and rr tests, as `--tls`: true for the default cipher
