@@ -1,9 +1,11 @@
-//! UDP across lab hosts (issue 29 section 5): `suite run --lab` starts an
-//! agent per host; each pair's server counts its client's datagrams by
-//! sequence number. Over a shaped link the loss is counted exactly: what
-//! the link cannot carry is lost, sent = received + lost per pair and in
-//! total, and no goodput is above the link's rate. Needs root; skipped
-//! otherwise, failed under CI. Invariants only: the machine is shared.
+//! UDP and connection rates across lab hosts (issue 29 section 5):
+//! `suite run --lab` starts an agent per host. UDP: each pair's server
+//! counts its client's datagrams by sequence number; over a shaped link
+//! the loss is counted exactly: what the link cannot carry is lost, sent =
+//! received + lost per pair and in total, and no goodput is above the
+//! link's rate. crr/cc: each pair's rate and percentiles, Little's law,
+//! both ends agreeing. Needs root; skipped otherwise, failed under CI.
+//! Invariants only: the machine is shared.
 
 mod common;
 
@@ -180,11 +182,11 @@ fn udp_over_a_shaped_link_counts_every_lost_datagram() {
     );
 }
 
-/// What a UDP test across hosts cannot be is refused when the suite is
-/// read, naming the key, before any lab or agent: TLS, and another
-/// direction than each pair's client to its server.
+/// What a UDP or connection-rate test across hosts cannot be is refused
+/// when the suite is read, naming the key, before any lab or agent: TLS,
+/// a UDP direction other than each pair's client to its server, linger0.
 #[test]
-fn udp_across_hosts_refusals_name_the_key() {
+fn refusals_across_hosts_name_the_key() {
     let Some(lab) = Lab::new("udpref") else {
         return;
     };
@@ -198,8 +200,86 @@ fn udp_across_hosts_refusals_name_the_key() {
             .expect_err("an impossible UDP test ran");
         assert!(e.contains(what), "{extra}: {e}");
     }
+    for (extra, what) in [("linger0 = true", "FIN"), ("tls = true", "unknown key")] {
+        let suite = RATES
+            .replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-cc\"")
+            .replace("conns = 4", &format!("conns = 4\n{extra}"));
+        let e = lab
+            .run(&["server", "c1", "c2"], "", &suite)
+            .expect_err("an impossible connection-rate test ran");
+        assert!(e.contains(what), "{extra}: {e}");
+    }
     assert!(
         !std::path::Path::new(&format!("/run/netns/iotoll-{}-server", lab.name)).exists(),
         "a refused suite brought the lab up"
     );
+}
+
+const RATES: &str = r#"
+name = "crr-hosts"
+reps = 1
+[[test]]
+name = "rate"
+kind = ["net-crr", "net-cc"]
+conns = 4
+ramp = "1s"
+time = "3s"
+pairs = [["c1", "server"], ["c2", "server"]]
+"#;
+
+/// crr and cc over two pairs into one server (4 clients each): each pair
+/// has its rate and percentiles, and by Little's law its 4 clients, one
+/// connection at a time each, are its rate times the mean time of one
+/// (generous margins: the gap between connections is not timed, and a
+/// connection begun before the window is counted in it); both
+/// ends agreed (a disagreement fails the test); the totals' rate is the
+/// pairs' sum and their p99 lies within the pairs'; every host has its
+/// CPU per connection.
+#[test]
+fn crr_and_cc_over_two_pairs_obey_littles_law() {
+    let Some(lab) = Lab::new("crr") else { return };
+    let suite = RATES.replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-crr\"");
+    let cc = RATES
+        .replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-cc\"")
+        .replace("name = \"rate\"", "name = \"cc\"");
+    let suite = format!("{suite}{}", &cc[cc.find("[[test]]").unwrap()..]);
+    let run = lab
+        .run(&["server", "c1", "c2"], "", &suite)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (t, kind, lat) in [(0, "net-crr", "trans"), (1, "net-cc", "connect")] {
+        let doc = &run["tests"][t]["reps"][0]["doc"];
+        assert_eq!(doc["kind"], kind, "{doc}");
+        let m = &doc["metrics"];
+        let pairs = doc["pairs"].as_array().unwrap();
+        assert_eq!(pairs.len(), 2);
+        let mut sum = 0.0;
+        let mut p99s = Vec::new();
+        for p in pairs {
+            let pm = &p["metrics"];
+            let (rate, mean_s) = (f(&pm["conn_s"]), f(&pm[&format!("{lat}_mean_us")]) / 1e6);
+            assert!(rate > 0.0, "{p}");
+            // A connection is counted in the window it ended in: one per
+            // client may have begun before it, by at most the longest.
+            let busy = rate * mean_s;
+            let straddle = f(&pm[&format!("{lat}_max_us")]) / 1e6 / f(&m["window_s"]);
+            let most = 4.0 * (1.0 + straddle) * 1.02;
+            assert!(
+                busy > 0.25 * 4.0 && busy <= most,
+                "{kind}: {busy:.2} of 4 clients busy (at most {most:.2}): {p}"
+            );
+            assert!(f(&pm["connect_p50_us"]) <= f(&pm["connect_p99_us"]), "{p}");
+            p99s.push(f(&pm["connect_p99_us"]));
+            sum += rate;
+            println!("{kind} {}>{}: {rate:.0} conn/s, {busy:.2} of 4 clients busy, connect p99 {:.0} us, failures {}", p["client"].as_str().unwrap(), p["server"].as_str().unwrap(), f(&pm["connect_p99_us"]), f(&pm["failures"]));
+        }
+        assert!((f(&m["conn_s"]) - sum).abs() <= 1e-9 * sum, "{m}");
+        let p99 = f(&m["connect_p99_us"]);
+        assert!(
+            p99 >= p99s[0].min(p99s[1]) && p99 <= p99s[0].max(p99s[1]),
+            "{p99} {p99s:?}"
+        );
+        for h in doc["hosts"].as_array().unwrap() {
+            assert!(f(&h["metrics"]["cpu_us_per_conn"]) > 0.0, "{h}");
+        }
+    }
 }
