@@ -1,6 +1,6 @@
 //! A connection-rate test's serving side on its own listener, started and
-//! joined by its caller: what an agent runs for each pair it serves (the
-//! endpoint's session, `server.rs`, runs the same acceptors).
+//! joined by its caller: the endpoint's session (`server.rs`) runs one,
+//! an agent one for each pair it serves.
 
 use super::server::{acceptor, Counts};
 use crate::proto::{CrrEnd, TestKind};
@@ -39,6 +39,9 @@ impl CrrServer {
         threads: usize,
         phase: Arc<PhaseCell>,
     ) -> std::io::Result<CrrServer> {
+        // A blocking accept wakes one waiting thread per connection (a
+        // non-blocking one polled by every thread would wake them all);
+        // the timeout lets each see the end of the test.
         socket2::SockRef::from(&listener).set_read_timeout(Some(super::server::ACCEPT_WAIT))?;
         let counts = Arc::new(Counts::default());
         let listener = Arc::new(listener);
