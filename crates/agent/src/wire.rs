@@ -481,6 +481,77 @@ mod tests {
         ));
     }
 
+    /// A UDP or connection-rate pair's counts, and a server's ports per
+    /// pair: what arrives round-trips; truncated, with a field unknown, a
+    /// figure of the wrong type or sign, or failures not six causes, it is
+    /// refused when read, never half-taken.
+    #[test]
+    fn pair_counts_on_the_wire_are_strict() {
+        let report = AgentReport {
+            udp: vec![PairUdp {
+                pair: 1,
+                sent: Some(iotoll_net::udp::Sent {
+                    datagrams: 10,
+                    bytes: 10_000,
+                    refused: 0,
+                }),
+                received: None,
+            }],
+            crr: vec![PairCrr {
+                pair: 0,
+                client: Some(CrrClient {
+                    window_done: 3,
+                    failures: [0, 1, 0, 0, 0, 0],
+                    total_done: 5,
+                    total_failed: 1,
+                    connect_hist: "0103".into(),
+                    trans_hist: String::new(),
+                }),
+                server: None,
+            }],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&report).unwrap();
+        let back: AgentReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (back.udp, back.crr),
+            (report.udp.clone(), report.crr.clone())
+        );
+        let read = |t: &str| serde_json::from_str::<AgentReport>(t);
+        for cut in [1, text.len() / 2, text.len() - 1] {
+            assert!(read(&text[..cut]).is_err(), "truncated at {cut}");
+        }
+        for (from, to) in [
+            ("\"refused\":0", "\"refused\":0,\"extra\":1"),
+            ("\"datagrams\":10", "\"datagrams\":-10"),
+            ("\"datagrams\":10", "\"datagrams\":\"10\""),
+            ("[0,1,0,0,0,0]", "[0,1,0,0,0]"),
+            ("[0,1,0,0,0,0]", "[0,1,0,0,0,0,0]"),
+            ("\"pair\":1", "\"pair\":4294967296"),
+        ] {
+            assert!(text.contains(from), "{from}");
+            assert!(read(&text.replacen(from, to, 1)).is_err(), "{to}");
+        }
+        let prepared = FromAgent::Prepared {
+            test: 1,
+            port: None,
+            cert: None,
+            pair_ports: vec![PairPort {
+                pair: 0,
+                port: 5000,
+            }],
+        };
+        let text = serde_json::to_string(&prepared).unwrap();
+        assert!(serde_json::from_str::<FromAgent>(&text).is_ok());
+        for bad in [
+            text.replace("5000", "70000"),
+            text.replace("5000", "-1"),
+            text.replace("\"port\":5000", "\"port\":5000,\"x\":0"),
+        ] {
+            assert!(serde_json::from_str::<FromAgent>(&bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         let (_, mut agent) = pair(None);

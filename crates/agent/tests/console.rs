@@ -241,6 +241,27 @@ fn connection_rates_across_hosts_have_per_pair_figures() {
     }
 }
 
+/// A connection-rate test where each host serves one pair and is the
+/// client of the other: both pairs ran, each host in both roles.
+#[test]
+fn a_host_serves_and_connects_in_one_rate_test() {
+    let (a, b) = (agent(vec![]), agent(vec![]));
+    let mut console = Console::connect(vec![host("a", a), host("b", b)], Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("a".into(), "b".into()), ("b".into(), "a".into())],
+        params: rate(iotoll_net::proto::TestKind::Cc, 1),
+        threads: None,
+        config: None,
+    };
+    let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+    for p in &doc.pairs {
+        assert!(p.metrics["conn_s"] > 0.0, "{p:?}");
+    }
+    for h in &doc.hosts {
+        assert_eq!(h.role, "client+server");
+    }
+}
+
 /// Request/response over three pairs (two from c1): each pair's
 /// transactions and percentiles, the totals' added up and merged.
 #[test]
