@@ -210,7 +210,12 @@ fn connection_rates_across_hosts_have_per_pair_figures() {
                 p.client, p.server
             );
             assert!(pm["connect_p50_us"] <= pm["connect_p99_us"]);
-            assert_eq!(pm["failures"], 0.0, "{pm:?}");
+            // A loaded host may time a connection out: named, and counted.
+            let causes: f64 = (pm.iter())
+                .filter(|(k, _)| k.starts_with("failures_"))
+                .map(|(_, v)| v)
+                .sum();
+            assert_eq!(pm["failures"], causes, "{pm:?}");
             sum += conn_s;
         }
         assert!((m["conn_s"] - sum).abs() <= 1e-9 * sum, "{m:?}");
