@@ -4,22 +4,24 @@
 //! the console is gone. It runs only the workloads of this crate's
 //! protocol, never a command, and writes only targets its own flags allow.
 
-use crate::engines::{Engines, EnginesOut};
+use crate::crr::CrrPairs;
+use crate::engines::Engines;
 use crate::link::{self, Event, Link};
+use crate::udp::UdpPairs;
+use crate::window::{self, TcpLoad};
 use crate::wire::{
-    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairBytes,
-    PairRr, PairSlot, Session, Side, ToAgent, Work,
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairSlot,
+    Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
 use iotoll_net::auth::Key;
-use iotoll_net::engine::{EngineOut, Role};
+use iotoll_net::engine::Role;
 use iotoll_net::proto::{Control, TestParams};
 use iotoll_net::server::{data_listener, server_roles, ConsoleHook, Nonces, Slot};
 use iotoll_net::tls::ServerTls;
 use iotoll_net::{ClientSpec, TestKind};
-use iotoll_probe::CpuWindow;
-use iotoll_run::{Counting, HostClock, Phase, RunControl, Schedule, SeriesRecorder, Silent};
+use iotoll_run::{RunControl, Schedule, Silent};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -110,6 +112,8 @@ enum Prepared {
     /// runs on these descriptors, never on the paths again.
     Disk(Box<DiskRequest>, Vec<iotoll_disk::target::Target>),
     Net(Box<NetPairs>),
+    Udp(Box<UdpPairs>),
+    Crr(Box<CrrPairs>),
 }
 
 /// A network test's pairs on this agent: a server's data port, until
@@ -266,11 +270,19 @@ impl Console<'_> {
     fn prepare(&mut self, id: u64, work: Work) {
         release(&mut self.test, &self.interrupt);
         self.interrupt.store(false, Ordering::Release);
-        let reply = match prepare(work, self.pinned, &self.interrupt) {
-            Ok((p, port)) => {
+        let prepared = prepare(work, self.pinned, &self.interrupt).and_then(|(p, port)| {
+            let pair_ports = match &p {
+                Prepared::Udp(u) => u.ports()?,
+                Prepared::Crr(c) => c.ports()?,
+                _ => Vec::new(),
+            };
+            Ok((p, port, pair_ports))
+        });
+        let reply = match prepared {
+            Ok((p, port, pair_ports)) => {
                 let cert = match &p {
                     Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
-                    Prepared::Disk(..) => None,
+                    Prepared::Disk(..) | Prepared::Udp(..) | Prepared::Crr(..) => None,
                 };
                 self.test = Some(Test {
                     id,
@@ -282,6 +294,7 @@ impl Console<'_> {
                     test: id,
                     port,
                     cert,
+                    pair_ports,
                 }
             }
             Err(msg) => test_error(id, msg),
@@ -410,6 +423,36 @@ fn prepare(
         Work::NetServe {
             params,
             pairs,
+            clients,
+            ..
+        } if params.kind == TestKind::Udp => {
+            check_params(&params)?;
+            let u = UdpPairs::prepare(params, pairs, clients)?;
+            Ok((Prepared::Udp(Box::new(u)), None))
+        }
+        Work::NetClient { params, pairs, .. } if params.kind == TestKind::Udp => {
+            check_params(&params)?;
+            let u = UdpPairs::prepare(params, Vec::new(), pairs)?;
+            Ok((Prepared::Udp(Box::new(u)), None))
+        }
+        Work::NetServe {
+            params,
+            pairs,
+            clients,
+            ..
+        } if is_rate(&params) => {
+            check_params(&params)?;
+            let c = CrrPairs::prepare(params, pairs, clients)?;
+            Ok((Prepared::Crr(Box::new(c)), None))
+        }
+        Work::NetClient { params, pairs, .. } if is_rate(&params) => {
+            check_params(&params)?;
+            let c = CrrPairs::prepare(params, Vec::new(), pairs)?;
+            Ok((Prepared::Crr(Box::new(c)), None))
+        }
+        Work::NetServe {
+            params,
+            pairs,
             threads,
             clients,
         } => {
@@ -496,11 +539,29 @@ fn open_pairs(
     Ok(conns)
 }
 
+/// A connection-rate test (crr, cc).
+fn is_rate(p: &TestParams) -> bool {
+    matches!(p.kind, TestKind::Crr | TestKind::Cc)
+}
+
 fn check_params(p: &TestParams) -> Result<(), String> {
+    if p.kind == TestKind::Udp {
+        // The endpoint's checks want a local client's flow ports; agents
+        // open their own.
+        let max = iotoll_net::Limits::default().max_time;
+        let time = Duration::from_millis(p.time_ms.saturating_add(p.ramp_ms));
+        if p.time_ms == 0 || time > max {
+            return Err(format!(
+                "ramp + time must be positive and at most {} s",
+                max.as_secs()
+            ));
+        }
+        return iotoll_net::udp::validate_placed(p);
+    }
     iotoll_net::server::validate(p, &iotoll_net::Limits::default()).map_err(|e| e.to_string())?;
-    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) {
+    if !matches!(p.kind, TestKind::Stream | TestKind::Rr) && !is_rate(p) {
         return Err(format!(
-            "multi-host tests run stream and request/response workloads, not {:?}",
+            "multi-host tests run stream, request/response, UDP and connection-rate workloads, not {:?}",
             p.kind
         ));
     }
@@ -586,6 +647,11 @@ fn gather(
     interrupt: &AtomicBool,
     link: &Link<ToAgent>,
 ) -> Result<(), String> {
+    match t.prepared.as_mut() {
+        Some(Prepared::Udp(u)) => return u.gather(given),
+        Some(Prepared::Crr(c)) => return c.gather(given),
+        _ => {}
+    }
     let Some(Prepared::Net(n)) = t
         .prepared
         .as_mut()
@@ -650,6 +716,12 @@ fn run(
             let threads = n.threads.map(|t| t as usize).or(threads);
             run_net(*n, (on, off), interrupt, threads, held, rt.is_ok())
         }
+        Prepared::Udp(u) => u.start().and_then(|(load, phase, threads)| {
+            window::run(load, phase, threads, (on, off), interrupt, held, rt.is_ok())
+        }),
+        Prepared::Crr(c) => c.start().and_then(|(load, phase, threads)| {
+            window::run(load, phase, threads, (on, off), interrupt, held, rt.is_ok())
+        }),
     };
     r.map(|mut report| {
         if let Err(e) = rt {
@@ -690,7 +762,7 @@ fn run_disk(
         off_ns: closed.map(wire::system_time_ns),
         window_s: metric(iotoll_model::metrics::WINDOW_S),
         cpu: doc.cpu.local.clone(),
-        ifaces: iface_delta(&before, &after),
+        ifaces: window::iface_delta(&before, &after),
         interrupted: doc.status == iotoll_model::ResultStatus::Interrupted,
         errors: metric(iotoll_model::metrics::ERRORS) as u64,
         disk: Some(Box::new(doc)),
@@ -698,29 +770,9 @@ fn run_disk(
     })
 }
 
-fn iface_delta(
-    before: &[iotoll_model::IfaceFigures],
-    after: &[iotoll_model::IfaceFigures],
-) -> Vec<iotoll_model::IfaceFigures> {
-    (after.iter())
-        .filter(|a| a.name != "lo")
-        .filter_map(|a| {
-            let b = before.iter().find(|b| b.name == a.name)?;
-            Some(iotoll_model::IfaceFigures {
-                name: a.name.clone(),
-                rx_bytes: a.rx_bytes.saturating_sub(b.rx_bytes),
-                rx_packets: a.rx_packets.saturating_sub(b.rx_packets),
-                tx_bytes: a.tx_bytes.saturating_sub(b.tx_bytes),
-                tx_packets: a.tx_packets.saturating_sub(b.tx_packets),
-                ..Default::default()
-            })
-        })
-        .collect()
-}
-
 fn run_net(
     n: NetPairs,
-    (on, off): (Instant, Instant),
+    window: (Instant, Instant),
     interrupt: &AtomicBool,
     threads: Option<usize>,
     held: &Mutex<Vec<OwnedFd>>,
@@ -735,144 +787,24 @@ fn run_net(
         true => (n.conns, n.client_conns),
         false => (Vec::new(), n.conns),
     };
-    let client_pairs = if n.serves { &n.clients } else { &n.pairs };
+    let client_pairs = if n.serves { n.clients } else { n.pairs };
     let (served, client) = crate::engines::secure(
         &n.params,
         n.tls.as_ref(),
         served,
-        client_pairs,
+        &client_pairs,
         client,
         interrupt,
     )?;
-    let (engine, phase, threads) = Engines::start(&n.params, served, client, threads)?;
-    let clock = HostClock;
-    // Bytes received, second by second: the console adds the hosts' up.
-    let series = std::cell::RefCell::new(SeriesRecorder::new(
-        Counting::NetBytes,
-        on.saturating_duration_since(Instant::now()) + off.saturating_duration_since(on),
-        Instant::now(),
-    ));
-    let tick = || {
-        let mut s = series.borrow_mut();
-        s.poll(
-            Instant::now(),
-            phase.get(),
-            || engine.received(),
-            &mut Silent,
-        );
-        Some(Instant::now() + Duration::from_millis(50))
+    let (engines, phase, threads) = Engines::start(&n.params, served, client, threads)?;
+    let load = TcpLoad {
+        engines,
+        kind: n.params.kind,
+        pairs,
+        sizes,
+        client_pairs,
     };
-    // An edge: the phase changes, and the counts and the wall clock are
-    // read at that instant (what arrives while the window's own work goes
-    // on after it is not in the window); then, at normal priority (other
-    // agents' edges on these CPUs come first), the interfaces' counters.
-    let mark = |to: Phase| {
-        phase.set(to);
-        let at = (Instant::now(), engine.received(), wire::now_ns());
-        iotoll_probe::affinity::normal_priority();
-        (at, iotoll_probe::sysinfo::iface_counters())
-    };
-    // The series' seconds end at the instants the phase changed.
-    let edge = |(at, counts, _): (Instant, (u64, u64), i64), before: Phase| {
-        let mut s = series.borrow_mut();
-        s.edge(at, before, || counts, &mut Silent);
-    };
-    let mut report = AgentReport {
-        threads: threads as u32,
-        ..AgentReport::default()
-    };
-    let mut opened = None;
-    let window = CpuWindow::start_after(
-        || iotoll_run::wait_until(&clock, on, interrupt, tick),
-        || opened = Some(mark(Phase::Measure)),
-    );
-    if rt_edges {
-        let _ = iotoll_probe::affinity::realtime_edges();
-    }
-    let (window, (on_at, before)) = match (window, opened) {
-        (Ok(Some(w)), Some(opened)) => (w, opened),
-        (Err(e), _) => {
-            phase.set(Phase::Stop);
-            engine.join();
-            return Err(format!("CPU window: {e}"));
-        }
-        _ => {
-            // Stopped in the ramp-up: no window.
-            report.interrupted = true;
-            phase.set(Phase::Stop);
-            hold(held, engine.join().out.sockets);
-            return Ok(report);
-        }
-    };
-    edge(on_at, Phase::Ramp);
-    let completed = iotoll_run::wait_until(&clock, off, interrupt, tick);
-    let mut closing = None;
-    let closed = window.finish_with(|| closing = Some(mark(Phase::Stop)));
-    let (off_at, after) = closing.unwrap_or_else(|| mark(Phase::Stop));
-    edge(off_at, Phase::Measure);
-    report.series = series.into_inner().into_points();
-    let EnginesOut { out, per_pair } = engine.join();
-    report.pairs = pair_bytes(&pairs, &sizes, &out);
-    if n.params.kind == TestKind::Rr {
-        report.rr = pair_rr(client_pairs, per_pair);
-    }
-    report.on_ns = Some(on_at.2);
-    report.off_ns = Some(off_at.2);
-    report.window_s = closed.window_s;
-    report.cpu_error = closed.report.as_ref().err().map(|e| e.to_string());
-    report.cpu = closed.report.ok();
-    report.ifaces = iface_delta(&before, &after);
-    report.errors = out.errors;
-    report.first_error = out.first_error.clone().or(out.panic.clone());
-    report.retransmits = out.retransmits;
-    report.interrupted = !completed;
-    // The sockets stay open until every end has closed its window.
-    hold(held, out.sockets);
-    Ok(report)
-}
-
-/// Keeps a test's sockets open until it is released.
-fn hold(held: &Mutex<Vec<OwnedFd>>, sockets: Vec<OwnedFd>) {
-    held.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .extend(sockets);
-}
-
-/// A request/response client's round trips per client pair (one engine
-/// each).
-fn pair_rr(
-    pairs: &[PairSlot],
-    per_engine: Vec<(u64, hdrhistogram::Histogram<u64>)>,
-) -> Vec<PairRr> {
-    if per_engine.len() != pairs.len() {
-        return Vec::new();
-    }
-    (pairs.iter().zip(per_engine))
-        .map(|(p, (transactions, h))| PairRr {
-            pair: p.pair,
-            transactions,
-            rtt_hist: crate::histwire::encode(&h),
-        })
-        .collect()
-}
-
-/// Each pair's bytes in the window; `sizes` are the pairs' connection
-/// counts, in the engine's order.
-fn pair_bytes(pairs: &[PairSlot], sizes: &[usize], out: &EngineOut) -> Vec<PairBytes> {
-    let mut at = 0;
-    (pairs.iter().zip(sizes))
-        .map(|(p, n)| {
-            let all = out.per_conn.len();
-            let mine = &out.per_conn[at.min(all)..(at + n).min(all)];
-            at += n;
-            PairBytes {
-                pair: p.pair,
-                conns: *n as u32,
-                rx: mine.iter().map(|(_, c)| c.rx).sum(),
-                tx: mine.iter().map(|(_, c)| c.tx).sum(),
-            }
-        })
-        .collect()
+    window::run(load, phase, threads, window, interrupt, held, rt_edges)
 }
 
 #[cfg(test)]

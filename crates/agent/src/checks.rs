@@ -301,7 +301,15 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
             if r.disk.is_some() {
                 return Err("a network test's report has a disk result".into());
             }
-            let conns = iotoll_net::server::server_roles(params).len() as u32;
+            // A UDP pair's flows are sockets, and a connection-rate pair's
+            // clients open one connection after another: not the data
+            // connections the endpoint holds.
+            let conns = match params.kind {
+                iotoll_net::TestKind::Udp
+                | iotoll_net::TestKind::Crr
+                | iotoll_net::TestKind::Cc => params.conns,
+                _ => iotoll_net::server::server_roles(params).len() as u32,
+            };
             // Both its roles' pairs (a host may serve some and be the client of others).
             let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) =
                 match e.work {

@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod checks;
 pub mod console;
+pub mod crr;
 mod engines;
 pub mod histwire;
 pub mod k8s;
@@ -19,6 +20,8 @@ pub mod local;
 pub mod series;
 pub mod ssh;
 pub mod start;
+pub mod udp;
+mod window;
 pub mod wire;
 
 /// An agent's command line after the program (local, through ssh, in a

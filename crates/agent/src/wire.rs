@@ -87,6 +87,11 @@ pub enum FromAgent {
         /// (hex, DER), which the console hands to the pairs' clients to pin.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cert: Option<String>,
+        /// A UDP or connection-rate test's server: the port each pair it
+        /// serves goes to (a socket or listener per pair, so each pair's
+        /// counts are its own).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pair_ports: Vec<PairPort>,
     },
     Gathered {
         test: u64,
@@ -256,6 +261,70 @@ pub struct PairRr {
     pub rtt_hist: String,
 }
 
+/// Where a UDP or connection-rate pair's traffic goes on its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairPort {
+    pub pair: u32,
+    pub port: u16,
+}
+
+/// A UDP pair at one end, in its window: what its client sent, or what
+/// its server received of those datagrams (net's own counts, as a local
+/// `net udp` has them), which the console checks against each other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairUdp {
+    pub pair: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<iotoll_net::udp::Sent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<iotoll_net::udp::Received>,
+}
+
+/// A connection-rate (crr/cc) pair at one end: its client's counts, or
+/// its server's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairCrr {
+    pub pair: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<CrrClient>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<CrrServed>,
+}
+
+/// A crr/cc pair's client: what its workers counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrrClient {
+    /// Connections (cc) or transactions (crr) completed in its window.
+    pub window_done: u64,
+    /// Failures in its window by cause, in `iotoll_net::crr::Cause::ALL`'s
+    /// order.
+    pub failures: [u64; 6],
+    /// Over the whole test, ramp-up and drain included (what the server's
+    /// totals are checked against).
+    pub total_done: u64,
+    pub total_failed: u64,
+    /// Connect times and (crr) transaction times of the window's
+    /// connections ([`crate::histwire`]), each holding `window_done`.
+    pub connect_hist: String,
+    pub trans_hist: String,
+}
+
+/// A crr/cc pair's server: what its acceptors counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrrServed {
+    pub accepted: u64,
+    pub responded: u64,
+    pub bad_token: u64,
+    /// Served, and failed, in its window.
+    pub window_done: u64,
+    pub window_errors: u64,
+}
+
 /// An agent's side of one test's window.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -288,6 +357,12 @@ pub struct AgentReport {
     /// A request/response client: each of its pairs' round trips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rr: Vec<PairRr>,
+    /// A UDP test: each of its pairs' counts at this end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<PairUdp>,
+    /// A connection-rate test: each of its pairs' counts at this end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crr: Vec<PairCrr>,
 }
 
 /// Reads one frame of a session (the caller opens it).
@@ -404,6 +479,77 @@ mod tests {
             agent.open::<ToAgent>(f.as_bytes()),
             Err(WireError::BadMac(1))
         ));
+    }
+
+    /// A UDP or connection-rate pair's counts, and a server's ports per
+    /// pair: what arrives round-trips; truncated, with a field unknown, a
+    /// figure of the wrong type or sign, or failures not six causes, it is
+    /// refused when read, never half-taken.
+    #[test]
+    fn pair_counts_on_the_wire_are_strict() {
+        let report = AgentReport {
+            udp: vec![PairUdp {
+                pair: 1,
+                sent: Some(iotoll_net::udp::Sent {
+                    datagrams: 10,
+                    bytes: 10_000,
+                    refused: 0,
+                }),
+                received: None,
+            }],
+            crr: vec![PairCrr {
+                pair: 0,
+                client: Some(CrrClient {
+                    window_done: 3,
+                    failures: [0, 1, 0, 0, 0, 0],
+                    total_done: 5,
+                    total_failed: 1,
+                    connect_hist: "0103".into(),
+                    trans_hist: String::new(),
+                }),
+                server: None,
+            }],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&report).unwrap();
+        let back: AgentReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (back.udp, back.crr),
+            (report.udp.clone(), report.crr.clone())
+        );
+        let read = |t: &str| serde_json::from_str::<AgentReport>(t);
+        for cut in [1, text.len() / 2, text.len() - 1] {
+            assert!(read(&text[..cut]).is_err(), "truncated at {cut}");
+        }
+        for (from, to) in [
+            ("\"refused\":0", "\"refused\":0,\"extra\":1"),
+            ("\"datagrams\":10", "\"datagrams\":-10"),
+            ("\"datagrams\":10", "\"datagrams\":\"10\""),
+            ("[0,1,0,0,0,0]", "[0,1,0,0,0]"),
+            ("[0,1,0,0,0,0]", "[0,1,0,0,0,0,0]"),
+            ("\"pair\":1", "\"pair\":4294967296"),
+        ] {
+            assert!(text.contains(from), "{from}");
+            assert!(read(&text.replacen(from, to, 1)).is_err(), "{to}");
+        }
+        let prepared = FromAgent::Prepared {
+            test: 1,
+            port: None,
+            cert: None,
+            pair_ports: vec![PairPort {
+                pair: 0,
+                port: 5000,
+            }],
+        };
+        let text = serde_json::to_string(&prepared).unwrap();
+        assert!(serde_json::from_str::<FromAgent>(&text).is_ok());
+        for bad in [
+            text.replace("5000", "70000"),
+            text.replace("5000", "-1"),
+            text.replace("\"port\":5000", "\"port\":5000,\"x\":0"),
+        ] {
+            assert!(serde_json::from_str::<FromAgent>(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{agent, disk_order, endpoint, host, key, rr, stream};
+use common::{agent, disk_order, endpoint, host, key, rate, rr, stream, udp};
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::AllowedTarget;
 use iotoll_net::auth::Key;
@@ -67,6 +67,204 @@ fn pairs_add_up_and_windows_align() {
     // The next test reuses the sessions.
     let doc2 = console.run_net(&t, &stop).unwrap();
     assert_eq!(doc2.pairs.len(), 3);
+}
+
+/// UDP over two pairs at 20 Mbit/s each (c1 serves one and is the client
+/// of the other): each pair's counts add up (sent = received + lost), the
+/// totals are the pairs', no pair offered more than its rate, and both
+/// ends' CPU is there.
+#[test]
+fn udp_pairs_count_their_loss_and_add_up() {
+    let (srv, c1) = (agent(vec![]), agent(vec![]));
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("c1", c1)], Some(key())).unwrap();
+    let rate = 20_000_000;
+    let t = NetTest {
+        pairs: vec![("c1".into(), "srv".into()), ("srv".into(), "c1".into())],
+        params: udp(2, rate),
+        threads: None,
+        config: None,
+    };
+    let stop = AtomicBool::new(false);
+    let doc = console.run_net(&t, &stop).unwrap();
+    assert_eq!(doc.kind, iotoll_model::Kind::NetUdp);
+    let m = &doc.metrics;
+    let (mut sent, mut got, mut lost, mut goodput) = (0.0, 0.0, 0.0, 0.0);
+    for p in &doc.pairs {
+        let pm = &p.metrics;
+        assert!(pm["datagrams_received"] > 0.0, "{p:?}");
+        assert_eq!(
+            pm["datagrams_sent"],
+            pm["datagrams_received"] + pm["datagrams_lost"],
+            "{p:?}"
+        );
+        // The pacer holds the rate; its credit is 100 ms of it.
+        let most = rate as f64 / 1e6 * (1.0 + 0.2 / pm_window(&doc));
+        assert!(pm["offered_mbit_s"] <= most, "{p:?}");
+        assert!(pm["mbit_s"] <= pm["offered_mbit_s"] + 1e-9, "{p:?}");
+        assert_eq!(p.mbit_s, pm["mbit_s"]);
+        assert_eq!(p.conns, 2);
+        sent += pm["datagrams_sent"];
+        got += pm["datagrams_received"];
+        lost += pm["datagrams_lost"];
+        goodput += pm["mbit_s"];
+    }
+    assert_eq!(m["datagrams_sent"], sent);
+    assert_eq!(m["datagrams_received"], got);
+    assert_eq!(m["datagrams_lost"], lost);
+    assert!((m["mbit_s"] - goodput).abs() < 1e-9 * goodput);
+    assert!((m["loss_pct"] - 100.0 * lost / sent).abs() < 1e-9);
+    for h in &doc.hosts {
+        assert_eq!(h.role, "client+server");
+        assert!(h.cpu.as_ref().is_some_and(|c| c.busy_pct > 0.0), "{h:?}");
+    }
+    assert_eq!(doc.spec.udp().and_then(|u| u.rate), Some(rate));
+    assert!(doc
+        .notes
+        .iter()
+        .any(|n| n.contains("lost = sent - received")));
+}
+
+/// The window a test's hosts measured, mean, seconds.
+fn pm_window(doc: &iotoll_model::ResultDoc) -> f64 {
+    doc.metrics["window_s"]
+}
+
+/// What the agents would refuse of a UDP test is refused before any of
+/// them is asked: another direction than client to server, TLS.
+#[test]
+fn udp_tests_agents_cannot_run_are_refused_first() {
+    let (srv, c1) = (agent(vec![]), agent(vec![]));
+    let mut console =
+        Console::connect(vec![host("srv", srv), host("c1", c1)], Some(key())).unwrap();
+    let stop = AtomicBool::new(false);
+    for (params, what) in [
+        (
+            iotoll_net::proto::TestParams {
+                dir: iotoll_net::Dir::Bidir,
+                ..udp(1, 1_000_000)
+            },
+            "swap the pair's hosts",
+        ),
+        (
+            iotoll_net::proto::TestParams {
+                tls: Some("aes-128-gcm".into()),
+                ..udp(1, 1_000_000)
+            },
+            "tls applies to TCP",
+        ),
+    ] {
+        let t = NetTest {
+            pairs: vec![("c1".into(), "srv".into())],
+            params,
+            threads: None,
+            config: None,
+        };
+        match console.run_net(&t, &stop) {
+            Err(ConsoleError::Invalid(m)) => assert!(m.contains(what), "{m}"),
+            other => panic!("{:?}", other.map(|d| d.metrics)),
+        }
+    }
+}
+
+/// crr and cc over two pairs into one server: each pair's rate and
+/// connect (and transaction) percentiles, Little's law per pair (its
+/// clients, each one connection at a time, are its rate times the mean
+/// time of one), both ends agreeing (else the test fails), the totals'
+/// rates added up and percentiles within the pairs', CPU per connection
+/// per host.
+#[test]
+fn connection_rates_across_hosts_have_per_pair_figures() {
+    use iotoll_net::proto::TestKind;
+    let srv = agent(vec![]);
+    let (c1, c2) = (agent(vec![]), agent(vec![]));
+    let hosts = vec![host("srv", srv), host("c1", c1), host("c2", c2)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    let stop = AtomicBool::new(false);
+    for (kind, lat) in [(TestKind::Crr, "trans"), (TestKind::Cc, "connect")] {
+        let t = NetTest {
+            pairs: vec![("c1".into(), "srv".into()), ("c2".into(), "srv".into())],
+            params: rate(kind, 2),
+            threads: None,
+            config: None,
+        };
+        let doc = console.run_net(&t, &stop).unwrap();
+        let m = &doc.metrics;
+        let mut sum = 0.0;
+        for p in &doc.pairs {
+            let pm = &p.metrics;
+            let (conn_s, mean_s) = (pm["conn_s"], pm[&format!("{lat}_mean_us")] / 1e6);
+            assert!(conn_s > 0.0 && p.transactions.unwrap() > 0, "{p:?}");
+            // Little's law: 2 clients busy all the time, with the gap
+            // between one connection and the next outside the measured time.
+            // Counted in the window it ended in: one per client may have
+            // begun before it, by at most the longest.
+            let busy = conn_s * mean_s;
+            let straddle = pm[&format!("{lat}_max_us")] / 1e6 / m["window_s"];
+            assert!(
+                busy > 0.3 && busy <= 2.0 * (1.0 + straddle) * 1.02,
+                "{kind:?}: {busy} clients busy: {pm:?}"
+            );
+            println!(
+                "{kind:?} pair {}>{}: {conn_s:.0}/s, {busy:.2} clients busy",
+                p.client, p.server
+            );
+            assert!(pm["connect_p50_us"] <= pm["connect_p99_us"]);
+            // A loaded host may time a connection out: named, and counted.
+            let causes: f64 = (pm.iter())
+                .filter(|(k, _)| k.starts_with("failures_"))
+                .map(|(_, v)| v)
+                .sum();
+            assert_eq!(pm["failures"], causes, "{pm:?}");
+            sum += conn_s;
+        }
+        assert!((m["conn_s"] - sum).abs() <= 1e-9 * sum, "{m:?}");
+        let p99s: Vec<f64> = doc
+            .pairs
+            .iter()
+            .map(|p| p.metrics["connect_p99_us"])
+            .collect();
+        let p99 = m["connect_p99_us"];
+        assert!(
+            p99 >= p99s[0].min(p99s[1]) && p99 <= p99s[0].max(p99s[1]),
+            "{p99} {p99s:?}"
+        );
+        for h in &doc.hosts {
+            assert!(h.metrics["cpu_us_per_conn"] > 0.0, "{h:?}");
+        }
+        let want = if kind == TestKind::Crr {
+            iotoll_model::Kind::NetCrr
+        } else {
+            iotoll_model::Kind::NetCc
+        };
+        assert_eq!(doc.kind, want);
+        assert_eq!(
+            m.contains_key("trans_p99_us"),
+            kind == TestKind::Crr,
+            "{m:?}"
+        );
+    }
+}
+
+/// A connection-rate test where each host serves one pair and is the
+/// client of the other: both pairs ran, each host in both roles.
+#[test]
+fn a_host_serves_and_connects_in_one_rate_test() {
+    let (a, b) = (agent(vec![]), agent(vec![]));
+    let mut console = Console::connect(vec![host("a", a), host("b", b)], Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("a".into(), "b".into()), ("b".into(), "a".into())],
+        params: rate(iotoll_net::proto::TestKind::Cc, 1),
+        threads: None,
+        config: None,
+    };
+    let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+    for p in &doc.pairs {
+        assert!(p.metrics["conn_s"] > 0.0, "{p:?}");
+    }
+    for h in &doc.hosts {
+        assert_eq!(h.role, "client+server");
+    }
 }
 
 /// Request/response over three pairs (two from c1): each pair's

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    agent, allow, disk_order, expect, host, hostile_agent, key, raw_console, rr, stream, Rewrite,
+    agent, allow, disk_order, expect, host, hostile_agent, key, rate, raw_console, rr, stream, udp,
+    Rewrite,
 };
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{self, AgentReport, FromAgent, ToAgent, Work};
@@ -285,6 +286,132 @@ fn a_clients_bad_round_trips_are_refused() {
     }
 }
 
+/// A UDP pair's end whose counts cannot be: a server that counted more
+/// than its client sent, a client that offered over the test's rate, a
+/// count of a pair it is not that end of. The test is invalid, the host
+/// named.
+#[test]
+fn a_udp_ends_impossible_counts_are_refused() {
+    type Tamper = fn(&mut AgentReport);
+    let cases: [(Tamper, bool, &str); 4] = [
+        (
+            |r| {
+                for u in r.udp.iter_mut().filter_map(|u| u.received.as_mut()) {
+                    u.datagrams += 1_000_000;
+                    u.bytes += 1_000_000 * 1000;
+                    u.flows.sum += 1_000_000 * 1000;
+                    u.flows.max += 1_000_000 * 1000;
+                }
+            },
+            true,
+            "distinct datagrams of its client's window",
+        ),
+        (
+            |r| {
+                for u in r.udp.iter_mut().filter_map(|u| u.sent.as_mut()) {
+                    u.datagrams *= 10;
+                    u.bytes *= 10;
+                }
+            },
+            false,
+            "over the 2.000 Mbit/s the test paces at",
+        ),
+        (
+            |r| r.udp.iter_mut().for_each(|u| u.pair = 3),
+            false,
+            "which the test does not have",
+        ),
+        (
+            |r| {
+                for u in r.udp.iter_mut() {
+                    (u.sent, u.received) = (None, u.sent.map(|_| Default::default()));
+                }
+            },
+            false,
+            "which it does not serve",
+        ),
+    ];
+    for (rewrite, on_server, what) in cases {
+        let stop = AtomicBool::new(false);
+        let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+        let good = agent(vec![]);
+        let (srv, cli) = if on_server {
+            (evil, good)
+        } else {
+            (good, evil)
+        };
+        let hosts = vec![host("srv", srv), host("cli", cli)];
+        let mut console = Console::connect(hosts, Some(key())).unwrap();
+        let t = NetTest {
+            pairs: vec![("cli".into(), "srv".into())],
+            params: udp(1, 2_000_000),
+            threads: None,
+            config: None,
+        };
+        let name = if on_server { "srv" } else { "cli" };
+        refused(console.run_net(&t, &stop), name, what);
+    }
+}
+
+/// A connection-rate pair's end whose counts cannot be: a client whose
+/// histogram does not hold its connections, a server that served fewer
+/// than its client completed (the ends disagree). The test is invalid,
+/// the host named.
+#[test]
+fn a_rate_pairs_impossible_counts_are_refused() {
+    type Tamper = fn(&mut AgentReport);
+    let cases: [(Tamper, bool, &str); 3] = [
+        (
+            |r| {
+                for c in r.crr.iter_mut().filter_map(|c| c.client.as_mut()) {
+                    c.window_done += 1;
+                    c.total_done += 1;
+                }
+            },
+            false,
+            "connect times",
+        ),
+        (
+            |r| {
+                for s in r.crr.iter_mut().filter_map(|c| c.server.as_mut()) {
+                    s.responded /= 2;
+                }
+            },
+            true,
+            "the ends disagree",
+        ),
+        (
+            |r| {
+                for s in r.crr.iter_mut().filter_map(|c| c.server.as_mut()) {
+                    s.window_done = s.accepted + 1;
+                }
+            },
+            true,
+            "do not fit",
+        ),
+    ];
+    for (rewrite, on_server, what) in cases {
+        let stop = AtomicBool::new(false);
+        let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+        let good = agent(vec![]);
+        let (srv, cli) = if on_server {
+            (evil, good)
+        } else {
+            (good, evil)
+        };
+        let hosts = vec![host("srv", srv), host("cli", cli)];
+        let mut console = Console::connect(hosts, Some(key())).unwrap();
+        let t = NetTest {
+            pairs: vec![("cli".into(), "srv".into())],
+            params: rate(iotoll_net::proto::TestKind::Crr, 1),
+            threads: None,
+            config: None,
+        };
+        let name = if on_server { "srv" } else { "cli" };
+        refused(console.run_net(&t, &stop), name, what);
+    }
+}
+
 /// A server whose certificate is swapped on its way to the console (a
 /// test-only mismatch: the client pins another certificate than the one
 /// the server presents): the pair fails, saying why.
@@ -295,10 +422,16 @@ fn a_tls_pin_mismatch_fails_the_pair() {
     let srv = hostile_agent(vec![], move || {
         let other = other.clone();
         Rewrite::from_agent(move |m| match m {
-            FromAgent::Prepared { test, port, cert } => vec![FromAgent::Prepared {
+            FromAgent::Prepared {
+                test,
+                port,
+                cert,
+                pair_ports,
+            } => vec![FromAgent::Prepared {
                 test,
                 port,
                 cert: cert.map(|_| other.clone()),
+                pair_ports,
             }],
             m => vec![m],
         })

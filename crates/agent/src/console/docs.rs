@@ -2,10 +2,10 @@
 //! checked reports: per-host rows, pairs, totals and the CPU weighted by
 //! machine.
 
-use super::{Console, DiskTest, DriveTimes, NetTest, Part};
+use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetSpec, RrSpec, Spec, StreamSpec, Typed};
+use iotoll_model::spec::{CrrSpec, NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -81,7 +81,7 @@ impl Console {
         parts: &[Part],
         names: &[(String, String)],
         times: &DriveTimes,
-        rtts: Option<&super::rr::PairRtts>,
+        per_pair: &PerPair,
     ) -> ResultDoc {
         let mut g = self.net_hosts(parts, names, times);
         let rate = |(b, w): (u64, f64)| mbit_s(b, w);
@@ -96,6 +96,9 @@ impl Console {
                 ..Default::default()
             })
             .collect();
+        if let PerPair::Udp(ways) = per_pair {
+            super::udp::write_pairs(ways, &mut pairs);
+        }
         let mut m = Metrics::new();
         m.insert(mn::TX_MBIT_S.into(), g.c2s.iter().map(|x| rate(*x)).sum());
         m.insert(mn::RX_MBIT_S.into(), g.s2c.iter().map(|x| rate(*x)).sum());
@@ -112,10 +115,17 @@ impl Console {
             m.insert(mn::PAIR_FAIRNESS.into(), f);
         }
         m.insert(mn::WINDOW_S.into(), mean_window(&g.hosts));
-        if let Some(rtts) = rtts {
-            // A pair's transactions are its client's, over its client's window.
-            let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
-            super::rr::write(rtts, &windows, &mut pairs, &mut m);
+        match per_pair {
+            PerPair::Rr(rtts) => {
+                // A pair's transactions are its client's, over its client's window.
+                let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
+                super::rr::write(rtts, &windows, &mut pairs, &mut m);
+            }
+            PerPair::Udp(ways) => g
+                .notes
+                .extend(super::udp::write_totals(ways, &pairs, &mut m)),
+            PerPair::Rate(rates) => g.notes.extend(super::crr::write(rates, &mut pairs, &mut m)),
+            PerPair::Bytes => {}
         }
         // A host in both roles is in both figures.
         let local = weighted_cpu(&g.hosts, |h| h.role != "server");
@@ -139,9 +149,12 @@ impl Console {
                 .push("a window was cut short (the test was stopped)".into());
         }
         let config = t.config.clone();
-        let kind = match rtts {
-            Some(_) => Kind::NetRr,
-            None => Kind::NetStream,
+        let kind = match per_pair {
+            PerPair::Rr(_) => Kind::NetRr,
+            PerPair::Udp(_) => Kind::NetUdp,
+            PerPair::Rate(_) if t.params.kind == iotoll_net::TestKind::Cc => Kind::NetCc,
+            PerPair::Rate(_) => Kind::NetCrr,
+            PerPair::Bytes => Kind::NetStream,
         };
         let base = multi_host_doc(kind, g.interrupted, times, config, m, g.notes);
         ResultDoc {
@@ -205,7 +218,7 @@ impl Console {
                 ));
             }
             let rate = |b: u64| mbit_s(b, r.window_s);
-            let m = Metrics::from([
+            let mut m = Metrics::from([
                 (mn::RX_MBIT_S.into(), rate(rx)),
                 (mn::TX_MBIT_S.into(), rate(tx)),
                 (mn::MBIT_S.into(), rate(rx) + rate(tx)),
@@ -214,6 +227,24 @@ impl Console {
                     r.pairs.iter().map(|p| p.conns as f64).sum(),
                 ),
             ]);
+            if !r.crr.is_empty() {
+                // The connections this host took part in, either end: its
+                // CPU per connection (cpu_us_per_conn) is of those.
+                let ends = r.crr.iter().map(|c| {
+                    c.client.as_ref().map_or(0, |c| c.window_done)
+                        + c.server.as_ref().map_or(0, |s| s.window_done)
+                });
+                let n: u64 = ends.sum();
+                let per_s = if r.window_s > 0.0 {
+                    n as f64 / r.window_s
+                } else {
+                    0.0
+                };
+                m.insert(mn::CONN_S.into(), per_s);
+                for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
+                    m.remove(k);
+                }
+            }
             g.seconds.push((g.hosts.len(), r.series.clone()));
             g.hosts.push(self.host_row(p, r, times, m));
         }
@@ -252,6 +283,27 @@ impl Console {
             tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
+        if t.params.kind == iotoll_net::TestKind::Udp {
+            // `rate` is each pair's, as `conns` is.
+            return Spec::Udp(Typed::from(UdpSpec {
+                net,
+                dir: iotoll_model::spec::word(&t.params.dir),
+                size: t.params.msg,
+                rate: t.params.rate,
+            }));
+        }
+        if matches!(
+            t.params.kind,
+            iotoll_net::TestKind::Crr | iotoll_net::TestKind::Cc
+        ) {
+            let crr = t.params.kind == iotoll_net::TestKind::Crr;
+            return Spec::Crr(Typed::from(CrrSpec {
+                net,
+                req: if crr { t.params.req } else { 0 },
+                resp: if crr { t.params.resp } else { 0 },
+                linger0: false,
+            }));
+        }
         if t.params.kind == iotoll_net::TestKind::Rr {
             return Spec::Rr(Typed::from(RrSpec {
                 net,

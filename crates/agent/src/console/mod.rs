@@ -16,10 +16,13 @@
 
 use crate::checks;
 use crate::link::{Event, Link};
-use crate::wire::{self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairSlot, ToAgent, Work};
+use crate::wire::{
+    self, AgentInfo, AgentReport, DiskOrder, FromAgent, PairPort, PairSlot, ToAgent, Work,
+};
 use iotoll_model::ResultDoc;
 use iotoll_net::auth::Key;
 use iotoll_net::proto::TestParams;
+use iotoll_net::TestKind;
 use session::reach;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,6 +203,8 @@ struct Part {
     port: Option<u16>,
     /// A TLS test's server: the certificate it sent at PREPARE.
     cert: Option<String>,
+    /// A UDP test's server: each served pair's port, sent at PREPARE.
+    pair_ports: Vec<PairPort>,
     report: Option<AgentReport>,
 }
 
@@ -210,6 +215,14 @@ impl Part {
             Work::NetServe { pairs, clients, .. } => (pairs, clients),
             Work::NetClient { pairs, .. } => (&[], pairs),
             Work::Disk { .. } => (&[], &[]),
+        }
+    }
+
+    /// A network test's parameters.
+    fn params(&self) -> Option<&TestParams> {
+        match &self.work {
+            Work::NetServe { params, .. } | Work::NetClient { params, .. } => Some(params),
+            Work::Disk { .. } => None,
         }
     }
 
@@ -227,6 +240,7 @@ impl Part {
             offset: Offset::default(),
             port: None,
             cert: None,
+            pair_ports: Vec::new(),
             report: None,
         }
     }
@@ -479,8 +493,11 @@ impl Console {
             .filter_map(|p| Some((p.slots().0, p.port?, p.cert.as_ref())))
             .flat_map(|(served, port, cert)| served.iter().map(move |s| (s.pair, port, cert)))
             .collect();
+        let pair_ports =
+            (parts.iter()).flat_map(|p| p.pair_ports.iter().map(|u| (u.pair, u.port, None)));
         let ports: Vec<(u32, u16, Option<String>)> = (ports.into_iter())
             .map(|(k, port, cert)| (k, port, cert.cloned()))
+            .chain(pair_ports)
             .collect();
         for p in parts.iter_mut() {
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
@@ -582,9 +599,20 @@ impl Console {
             work: Box::new(p.work.clone()),
         });
         let w = self.wait_all(parts, of, run, deadline, |p, m| match m {
-            FromAgent::Prepared { port, cert, .. } => {
+            FromAgent::Prepared {
+                port,
+                cert,
+                pair_ports,
+                ..
+            } => {
+                // A port per pair: UDP and connection-rate tests.
+                let per_pair = (p.params()).is_some_and(|t| {
+                    matches!(t.kind, TestKind::Udp | TestKind::Crr | TestKind::Cc)
+                });
+                udp::check_ports(p.slots().0, &pair_ports, per_pair)?;
                 p.port = port;
                 p.cert = cert;
+                p.pair_ports = pair_ports;
                 Ok(true)
             }
             _ => Ok(false),
@@ -707,6 +735,8 @@ impl Console {
                 "a multi-host network test needs at least one pair".into(),
             ));
         }
+        udp::check_test(t).map_err(ConsoleError::Invalid)?;
+        crr::check_test(t).map_err(ConsoleError::Invalid)?;
         let mut parts: Vec<Part> = Vec::new();
         // Host `host`'s part as a server (or a client) of a pair. A host
         // in both roles is one part: it serves, and opens its client pairs
@@ -792,11 +822,15 @@ impl Console {
         let time = Duration::from_millis(t.params.time_ms);
         let times = self.drive(&mut parts, ramp, time, interrupted)?;
         self.check_across(&parts, Some(&t.params))?;
-        let rtts = match t.params.kind {
-            iotoll_net::TestKind::Rr => Some(self.pair_rtts(&parts, names.len())?),
-            _ => None,
+        let per_pair = match t.params.kind {
+            TestKind::Rr => PerPair::Rr(self.pair_rtts(&parts, names.len())?),
+            TestKind::Udp => PerPair::Udp(self.pair_ways(&parts, &t.params, names.len())?),
+            TestKind::Crr | TestKind::Cc => {
+                PerPair::Rate(self.pair_rates(&parts, &t.params, names.len())?)
+            }
+            _ => PerPair::Bytes,
         };
-        Ok(self.net_doc(t, &parts, &names, &times, rtts.as_ref()))
+        Ok(self.net_doc(t, &parts, &names, &times, &per_pair))
     }
 
     /// Runs a disk test on every host of `t.on` at once.
@@ -841,6 +875,10 @@ impl Console {
         let Some(params) = net else {
             return Ok(());
         };
+        if params.kind == TestKind::Udp {
+            // Loss parts a UDP pair's ends: udp::pair_ways checks them.
+            return Ok(());
+        }
         // Its window's edges on the console's clock, ns.
         let edges = |p: &Part| -> Option<(i128, i128)> {
             let r = p.report.as_ref()?;
@@ -884,8 +922,18 @@ impl Console {
     }
 }
 
+/// What a network test reports per pair beyond its bytes.
+enum PerPair {
+    Bytes,
+    Rr(rr::PairRtts),
+    Udp(Vec<iotoll_net::udp::Way>),
+    Rate(Vec<crr::PairRate>),
+}
+
+mod crr;
 mod docs;
 mod rr;
 mod session;
 #[cfg(test)]
 mod tests;
+mod udp;

@@ -213,6 +213,31 @@ pub fn rr(conns: u32) -> iotoll_net::proto::TestParams {
     }
 }
 
+/// A UDP test of `conns` flows per pair, each pair's client sending at
+/// `rate` bits per second.
+#[allow(dead_code)]
+pub fn udp(conns: u32, rate: u64) -> iotoll_net::proto::TestParams {
+    iotoll_net::proto::TestParams {
+        kind: iotoll_net::proto::TestKind::Udp,
+        dir: iotoll_net::proto::Dir::Tx,
+        msg: 1000,
+        rate: Some(rate),
+        ..stream(conns)
+    }
+}
+
+/// A connection-rate test (`kind` crr or cc) of `conns` concurrent
+/// clients per pair, 1-byte request and response.
+#[allow(dead_code)]
+pub fn rate(kind: iotoll_net::proto::TestKind, conns: u32) -> iotoll_net::proto::TestParams {
+    iotoll_net::proto::TestParams {
+        kind,
+        dir: iotoll_net::proto::Dir::Tx,
+        msg: 1,
+        ..stream(conns)
+    }
+}
+
 pub fn stream(conns: u32) -> iotoll_net::proto::TestParams {
     iotoll_net::proto::TestParams {
         kind: iotoll_net::proto::TestKind::Stream,

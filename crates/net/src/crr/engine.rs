@@ -14,28 +14,28 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
-pub(crate) struct Params {
-    pub(crate) server: SocketAddr,
-    pub(crate) token: u64,
+pub struct Params {
+    pub server: SocketAddr,
+    pub token: u64,
     /// None: connect and close only (cc).
-    pub(crate) exchange: Option<(u64, u64)>,
-    pub(crate) linger0: bool,
-    pub(crate) bind: Vec<IpAddr>,
+    pub exchange: Option<(u64, u64)>,
+    pub linger0: bool,
+    pub bind: Vec<IpAddr>,
 }
 
 /// One worker's counts.
-pub(crate) struct Out {
+pub struct Out {
     /// Transactions (connections for cc) completed in the window.
-    pub(crate) window_done: u64,
+    pub window_done: u64,
     /// Failures in the window, by cause.
-    pub(crate) failures: Failures,
+    pub failures: Failures,
     /// Over the whole test, ramp-up and drain included: what the endpoint's
     /// totals are checked against.
-    pub(crate) total_done: u64,
-    pub(crate) total_failed: u64,
-    pub(crate) connect: Histogram<u64>,
-    pub(crate) trans: Histogram<u64>,
-    pub(crate) first_error: Option<String>,
+    pub total_done: u64,
+    pub total_failed: u64,
+    pub connect: Histogram<u64>,
+    pub trans: Histogram<u64>,
+    pub first_error: Option<String>,
 }
 
 impl Out {
@@ -64,7 +64,7 @@ impl Out {
     }
 }
 
-pub(crate) struct CrrEngine {
+pub struct CrrEngine {
     phase: Arc<PhaseCell>,
     done: Arc<AtomicU64>,
     bytes_each: u64,
@@ -72,7 +72,7 @@ pub(crate) struct CrrEngine {
 }
 
 impl CrrEngine {
-    pub(crate) fn start(p: Params, n: usize, phase: Arc<PhaseCell>) -> io::Result<CrrEngine> {
+    pub fn start(p: Params, n: usize, phase: Arc<PhaseCell>) -> io::Result<CrrEngine> {
         let p = Arc::new(p);
         let done = Arc::new(AtomicU64::new(0));
         let mut workers = Vec::with_capacity(n);
@@ -98,6 +98,19 @@ impl CrrEngine {
             bytes_each,
             workers,
         })
+    }
+}
+
+impl CrrEngine {
+    /// Connections (transactions for crr) completed so far, all phases.
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// Stops the workers once each has finished its transaction, and
+    /// their counts.
+    pub fn join(self) -> Out {
+        Driven::finish(self)
     }
 }
 

@@ -10,7 +10,12 @@
 pub mod client;
 mod engine;
 mod result;
+mod serve;
 pub(crate) mod server;
+
+pub use engine::{CrrEngine, Out as ClientOut, Params as ClientParams};
+pub use result::totals_disagree;
+pub use serve::{CrrServer, Served};
 
 use std::io;
 

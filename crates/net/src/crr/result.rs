@@ -28,7 +28,7 @@ fn served(kind: TestKind, end: &CrrEnd) -> u64 {
 /// A cc connection closed with a reset (`--linger0`) may be reset before
 /// the endpoint accepts it (the kernel then drops it from the accept
 /// queue): there the endpoint may serve fewer than this host completed.
-pub(crate) fn totals_disagree(
+pub fn totals_disagree(
     kind: TestKind,
     linger0: bool,
     done: u64,

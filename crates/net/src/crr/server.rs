@@ -2,8 +2,9 @@
 //! crr/cc test is a listener of its own and a few threads, so the endpoint
 //! keeps serving a stream, rr or UDP test (or another rate test) meanwhile.
 
+use super::serve::CrrServer;
 use super::{IO_TIMEOUT, TOKEN_LEN};
-use crate::proto::{Control, CrrEnd, Msg, ServerReport, TestKind, TestParams};
+use crate::proto::{Control, Msg, ServerReport, TestParams};
 use crate::server::data::{data_listener, data_token};
 use crate::server::{serve_window, SessionError};
 use crate::sock;
@@ -43,16 +44,16 @@ impl Drop for RateSlot {
 /// are in, and those must be answered for both ends' totals to agree.
 const QUIET: Duration = Duration::from_millis(500);
 /// How long an accepting thread waits before it looks at the phase.
-const ACCEPT_WAIT: Duration = Duration::from_millis(50);
+pub(crate) const ACCEPT_WAIT: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
-struct Counts {
-    accepted: AtomicU64,
-    responded: AtomicU64,
-    bad_token: AtomicU64,
-    window_done: AtomicU64,
-    window_errors: AtomicU64,
-    first_error: Mutex<Option<String>>,
+pub(crate) struct Counts {
+    pub(crate) accepted: AtomicU64,
+    pub(crate) responded: AtomicU64,
+    pub(crate) bad_token: AtomicU64,
+    pub(crate) window_done: AtomicU64,
+    pub(crate) window_errors: AtomicU64,
+    pub(crate) first_error: Mutex<Option<String>>,
 }
 
 pub(crate) fn session(
@@ -65,10 +66,6 @@ pub(crate) fn session(
     sock::ensure_nofile(2 * threads as u64 + 64)?;
     let listener = data_listener(local_ip, params.sockbuf)
         .map_err(|e| SessionError::io("endpoint cannot open a data port", e))?;
-    // A blocking accept wakes one waiting thread per connection (a
-    // non-blocking one polled by every thread would wake them all); the
-    // timeout lets each see the end of the test.
-    socket2::SockRef::from(&listener).set_read_timeout(Some(ACCEPT_WAIT))?;
     let data_port = listener.local_addr()?.port();
     let token = data_token()?;
     ctl.send(&Msg::Accept {
@@ -79,51 +76,29 @@ pub(crate) fn session(
     ctl.send(&Msg::Ready {})?;
     tracing::info!(%peer, "{:?} test with {threads} client(s) accepted, data port {data_port}", params.kind);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let counts = Arc::new(Counts::default());
-    let listener = Arc::new(listener);
-    let exchange = (params.kind == TestKind::Crr).then_some((params.req, params.resp));
-    let mut workers = Vec::new();
-    for _ in 0..threads {
-        let (l, ph, c) = (listener.clone(), phase.clone(), counts.clone());
-        let w = std::thread::Builder::new()
-            .name("iotoll-crr-serve".into())
-            .stack_size(256 << 10)
-            .spawn(move || acceptor(&l, &ph, &c, token, exchange));
-        match w {
-            Ok(w) => workers.push(w),
-            Err(e) => {
-                phase.set(Phase::Stop);
-                workers.into_iter().for_each(|w| drop(w.join()));
-                return Err(SessionError::io("cannot start the endpoint's workers", e));
-            }
-        }
-    }
+    let exchange = (params.req, params.resp);
+    let server = CrrServer::start(
+        listener,
+        params.kind,
+        exchange,
+        token,
+        threads,
+        phase.clone(),
+    )
+    .map_err(|e| SessionError::io("cannot start the endpoint's workers", e))?;
     let closed = serve_window(ctl, &params, &phase);
     // However the window ended, the workers stop (after the drain).
-    phase.set(Phase::Stop);
-    for w in workers {
-        let _ = w.join();
-    }
-    drop(listener);
+    let served = server.join();
     let closed = closed?;
-    let first_error = counts
-        .first_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
     let report = ServerReport {
         window_s: closed.window_s,
         cpu: closed.report.as_ref().ok().cloned(),
         cpu_error: closed.report.as_ref().err().map(|e| e.to_string()),
-        transactions: counts.window_done.load(Ordering::Acquire),
-        errors: counts.window_errors.load(Ordering::Acquire),
-        first_error,
+        transactions: served.window_done,
+        errors: served.window_errors,
+        first_error: served.first_error,
         disclosure: iotoll_model::spec::to_json(&iotoll_probe::sysinfo::network(local_ip)),
-        crr: Some(CrrEnd {
-            accepted: counts.accepted.load(Ordering::Acquire),
-            responded: counts.responded.load(Ordering::Acquire),
-            bad_token: counts.bad_token.load(Ordering::Acquire),
-        }),
+        crr: Some(served.end),
         ..Default::default()
     };
     ctl.send(&Msg::Report {
@@ -132,16 +107,14 @@ pub(crate) fn session(
     let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(
         "{:?} test done in a {:.1} s window: {} connection(s) accepted",
-        params.kind,
-        closed.window_s,
-        counts.accepted.load(Ordering::Acquire)
+        params.kind, closed.window_s, served.end.accepted
     ))
 }
 
 /// Accepts and serves one connection at a time until the phase is `Stop`
 /// and no connection has come to this thread for [`QUIET`] (the others
 /// serve whatever still comes).
-fn acceptor(
+pub(crate) fn acceptor(
     l: &TcpListener,
     phase: &PhaseCell,
     c: &Counts,

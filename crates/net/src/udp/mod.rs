@@ -13,6 +13,9 @@ pub(crate) mod server;
 mod wire;
 
 pub use account::{Received, Sent};
+pub use engine::{UdpEngine, UdpOut, UdpParams};
+pub use result::{udp_metrics, Way};
+pub use server::udp_socket;
 pub use wire::{DEFAULT_DATAGRAM, HEADER, MAX_DATAGRAM};
 
 use crate::proto::{Dir, TestParams};
@@ -79,6 +82,34 @@ pub(crate) fn validate_params(p: &TestParams) -> Result<(), String> {
             p.conns,
             p.udp_ports.len()
         ));
+    }
+    Ok(())
+}
+
+/// The checks of a UDP test placed on agents (suite `pairs`): each pair's
+/// client sends to its server, `rate` per pair; the ports are the agents'.
+pub fn validate_placed(p: &TestParams) -> Result<(), String> {
+    check_size("size", p.msg)?;
+    check_flows("conns", p.conns)?;
+    if p.tls.is_some() {
+        return Err("tls applies to TCP tests (net-stream, net-rr), not UDP".into());
+    }
+    if p.verify || p.nodelay {
+        return Err("verify and nodelay do not apply to UDP tests".into());
+    }
+    if p.rate == Some(0) {
+        return Err("rate must be positive (leave it out for unlimited)".into());
+    }
+    if p.dir != Dir::Tx {
+        // The receiver counts loss; one direction per pair keeps each
+        // pair's sender and receiver on the hosts the pair names.
+        return Err(format!(
+            "a UDP test across hosts sends from each pair's client to its server (dir = \"tx\"), not {}: for the other way, swap the pair's hosts; for both ways, give a pair each way",
+            iotoll_model::spec::word(&p.dir)
+        ));
+    }
+    if !p.udp_ports.is_empty() {
+        return Err("udp_ports are a local test's; agents open their own".into());
     }
     Ok(())
 }

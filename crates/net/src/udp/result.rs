@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 /// One direction of a test: what its sender counted in its window (of
 /// `window_s`), and what its receiver counted of those datagrams.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Way {
+pub struct Way {
     pub sent: Sent,
     pub window_s: f64,
     pub received: Received,
@@ -60,7 +60,7 @@ fn received_beyond_sent(ways: &[(&str, Way)]) -> Option<String> {
 }
 
 /// The UDP metrics of `ways` (tx first, then rx, each present or not).
-pub(super) fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
+pub fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
     let mut put = |k: &str, v: Option<f64>| m.extend(v.map(|v| (k.to_string(), v)));
     let goodput = |w: &Option<Way>| w.and_then(|w| mbit_s(w.received.bytes, w.window_s));
     let offered = |w: &Option<Way>| w.and_then(|w| mbit_s(w.sent.bytes, w.window_s));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A UDP socket on `ip`, any port, with the test's buffers.
-pub(super) fn udp_socket(ip: IpAddr, sockbuf: Option<u64>) -> std::io::Result<Arc<UdpSocket>> {
+pub fn udp_socket(ip: IpAddr, sockbuf: Option<u64>) -> std::io::Result<Arc<UdpSocket>> {
     let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
     if let Some(b) = sockbuf {
         sock::set_sockbuf(&s, b)?;

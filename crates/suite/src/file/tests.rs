@@ -482,9 +482,19 @@ fn udp_tests_take_size_and_rate() {
     let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nmsg='1k'\n");
     has(&e, "unknown key");
     has(&e, "rate");
-    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b']]\n");
-    at(&e, 5, "pairs");
-    has(&e, "cannot be placed on hosts");
+    // On hosts: each pair's client sends to its server.
+    let s = suite(
+        "name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b'],['b','a']]\nrate='100m'\n",
+    );
+    let Placement::Net { pairs } = &s.jobs[0].placement else {
+        panic!()
+    };
+    assert_eq!(pairs.len(), 2);
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\npairs=[['a','b']]\ndir='bidir'\n");
+    at(&e, 6, "dir");
+    has(&e, "swap the pair's hosts");
+    let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nclients=['a']\nserver='b'\ndir=['tx','rx']\n");
+    at(&e, 7, "dir");
 }
 
 /// `net-crr` and `net-cc`: their keys become the client's spec; keys of
@@ -513,9 +523,11 @@ fn connection_rate_tests_take_their_keys() {
     let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\nconns=5000\n");
     at(&e, 5, "conns");
     has(&e, "between 1 and 1000");
-    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-crr'\npairs=[['a','b']]\n");
-    at(&e, 5, "pairs");
-    has(&e, "cannot be placed on hosts");
+    let s = suite("name='t'\n[[test]]\nname='c'\nkind='net-crr'\npairs=[['a','b']]\n");
+    assert!(matches!(&s.jobs[0].placement, Placement::Net { pairs } if pairs.len() == 1));
+    let e = err("name='t'\n[[test]]\nname='c'\nkind='net-cc'\npairs=[['a','b']]\nlinger0=true\n");
+    at(&e, 6, "linger0");
+    has(&e, "FIN");
 }
 
 /// `tls` on stream and rr tests, as `--tls`: true for the default cipher

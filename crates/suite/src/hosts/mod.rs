@@ -391,9 +391,9 @@ pub(crate) struct PlaceKeys {
 pub(crate) fn placement_keys(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Disk => &["on"],
-        Kind::NetStream | Kind::NetRr => &["pairs", "clients", "server", "pairs_per_client"],
-        // Runs from this host to the suite's peer only (for now).
-        Kind::NetUdp | Kind::NetCrr | Kind::NetCc => &[],
+        Kind::NetStream | Kind::NetRr | Kind::NetUdp | Kind::NetCrr | Kind::NetCc => {
+            &["pairs", "clients", "server", "pairs_per_client"]
+        }
     }
 }
 
@@ -445,14 +445,6 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
         }
         let on = cx.check(k.on.as_ref(), "on", |v| host_list(v, "on"))?;
         return Ok(on.map_or(Placement::Local, |on| Placement::Disk { on }));
-    }
-    if matches!(kind, Kind::NetUdp | Kind::NetCrr | Kind::NetCc) {
-        let keys = [("on", &k.on), net[0], net[1], net[2], net[3]];
-        if let Some((key, v)) = given(&keys) {
-            let msg = format!("{key}: a {kind} test runs from this host to the suite's peer (--peer, or the endpoint the suite starts); it cannot be placed on hosts yet");
-            return Err(cx.at(v, key, msg));
-        }
-        return Ok(Placement::Local);
     }
     if let Some(v) = &k.on {
         let msg = format!("on places a disk test; a {kind} test is placed with pairs = [[\"client\", \"server\"], ...] or clients, server and pairs_per_client");
@@ -511,7 +503,39 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
             None
         }
     };
+    if kind == Kind::NetUdp && pairs.is_some() {
+        udp_dir(cx, t)?;
+    }
+    if matches!(kind, Kind::NetCrr | Kind::NetCc) && pairs.is_some() {
+        no_linger0(cx, t)?;
+    }
     Ok(pairs.map_or(Placement::Local, |pairs| Placement::Net { pairs }))
+}
+
+/// A connection-rate test on hosts closes its connections with a FIN:
+/// `linger0 = true` is this host's (a local test's) only.
+fn no_linger0(cx: &Ctx, t: &Node) -> Checked<()> {
+    let Some(v) = t.get_ref().as_table().and_then(|t| t.get("linger0")) else {
+        return Ok(());
+    };
+    if matches!(v.get_ref(), DeValue::Boolean(false)) {
+        return Ok(());
+    }
+    let msg = "linger0 applies to a connection-rate test from this host; placed on hosts, each pair's clients close with a FIN (the TIME_WAIT is the client host's)";
+    Err(cx.err(Some(v.span()), Some("linger0"), msg))
+}
+
+/// A UDP test on hosts sends from each pair's client to its server: its
+/// `dir`, if given, is "tx" (the receiver counts the loss, on the server).
+fn udp_dir(cx: &Ctx, t: &Node) -> Checked<()> {
+    let Some(v) = t.get_ref().as_table().and_then(|t| t.get("dir")) else {
+        return Ok(());
+    };
+    if matches!(v.get_ref(), DeValue::String(d) if d == "tx") {
+        return Ok(());
+    }
+    let msg = "a net-udp test placed on hosts sends from each pair's client to its server (dir = \"tx\"): for the other way, swap the pair's hosts; for both ways, give a pair each way";
+    Err(cx.err(Some(v.span()), Some("dir"), msg))
 }
 
 /// `pairs = [["c1", "srv"], ...]`: each a client host and a server host.

@@ -1,0 +1,287 @@
+//! Connection rates across hosts (crr, cc): each pair's counts from its
+//! client's report (connections or transactions in its window, failures
+//! by cause, connect and transaction times as histograms) and its
+//! server's (accepted, answered), each checked on its own, the two ends'
+//! whole-test totals checked against each other as a local `net crr`
+//! checks them; the totals' percentiles from the pairs' histograms merged.
+
+use super::{Console, ConsoleError, Part};
+use crate::checks::IOPS_MAX;
+use crate::crr::{threads_needed, MAX_CRR_THREADS_PER_HOST};
+use crate::histwire;
+use crate::wire::{CrrClient, CrrServed};
+use hdrhistogram::Histogram;
+use iotoll_model::metrics as mn;
+use iotoll_model::{Metrics, PairFigures};
+use iotoll_net::crr::{totals_disagree, Cause};
+use iotoll_net::proto::{CrrEnd, TestParams};
+use iotoll_net::TestKind;
+use iotoll_run::{new_histogram, write_latency_metrics};
+
+/// One pair's counts, checked: its client's (with its window and its
+/// histograms decoded) and its server's (with its window).
+pub(super) struct PairRate {
+    client: CrrClient,
+    client_window_s: f64,
+    connect: Histogram<u64>,
+    trans: Histogram<u64>,
+    server: CrrServed,
+    server_window_s: f64,
+}
+
+/// A client's count of one pair: window figures within the whole test's,
+/// histograms holding its window's connections (crr: transactions too).
+fn client_ok(
+    c: &CrrClient,
+    kind: TestKind,
+    window_s: f64,
+) -> Result<(Histogram<u64>, Histogram<u64>), String> {
+    let failed: u64 = c
+        .failures
+        .iter()
+        .try_fold(0u64, |a, b| a.checked_add(*b))
+        .ok_or("its failures overflow")?;
+    if c.window_done > c.total_done || failed > c.total_failed {
+        return Err(format!(
+            "its window's {} connections and {failed} failures are more than its whole test's {} and {}",
+            c.window_done, c.total_done, c.total_failed
+        ));
+    }
+    if c.total_done as f64 > IOPS_MAX * (window_s + 1.0) {
+        return Err(format!("it says it completed {} connections", c.total_done));
+    }
+    let connect = histwire::decode(&c.connect_hist, c.window_done)
+        .map_err(|m| format!("connect times: {m}"))?;
+    let want = if kind == TestKind::Crr {
+        c.window_done
+    } else {
+        0
+    };
+    let trans =
+        histwire::decode(&c.trans_hist, want).map_err(|m| format!("transaction times: {m}"))?;
+    Ok((connect, trans))
+}
+
+/// A server's count of one pair: answered and in-window within accepted,
+/// nothing answered in a cc test.
+fn server_ok(s: &CrrServed, kind: TestKind) -> Result<(), String> {
+    let within = s.responded <= s.accepted
+        && s.bad_token <= s.accepted
+        && s.window_done.saturating_add(s.window_errors) <= s.accepted;
+    if !within {
+        return Err(format!(
+            "its counts (accepted {}, answered {}, without the token {}, in its window {} served and {} failed) do not fit in what it accepted",
+            s.accepted, s.responded, s.bad_token, s.window_done, s.window_errors
+        ));
+    }
+    if kind == TestKind::Cc && s.responded > 0 {
+        return Err(format!(
+            "it answered {} requests in a cc test, which has none",
+            s.responded
+        ));
+    }
+    Ok(())
+}
+
+type Ends = (Option<(usize, CrrClient)>, Option<(usize, CrrServed)>);
+
+/// A connection-rate test's pairs, before any host is asked: each host
+/// runs a thread per concurrent client of each of its pairs, at either
+/// end, at most [`MAX_CRR_THREADS_PER_HOST`].
+pub(super) fn check_test(t: &super::NetTest) -> Result<(), String> {
+    if !matches!(t.params.kind, TestKind::Crr | TestKind::Cc) {
+        return Ok(());
+    }
+    let mut per_host: Vec<(&str, usize)> = Vec::new();
+    for h in t.pairs.iter().flat_map(|(c, s)| [c.as_str(), s.as_str()]) {
+        match per_host.iter_mut().find(|(n, _)| *n == h) {
+            Some((_, k)) => *k += 1,
+            None => per_host.push((h, 1)),
+        }
+    }
+    for (h, k) in per_host {
+        let n = threads_needed(k, t.params.conns);
+        if n > MAX_CRR_THREADS_PER_HOST {
+            return Err(format!(
+                "host {h} would run {n} connection threads ({k} pairs x {} conns); at most {MAX_CRR_THREADS_PER_HOST}",
+                t.params.conns
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Console {
+    /// Every pair's counts from its two ends' reports: each end reported
+    /// once, by the host that is that end, checked; the ends' totals
+    /// agreeing, or the pair is named.
+    pub(super) fn pair_rates(
+        &self,
+        parts: &[Part],
+        params: &TestParams,
+        pairs: usize,
+    ) -> Result<Vec<PairRate>, ConsoleError> {
+        let mut got: Vec<Ends> = vec![(None, None); pairs];
+        for (i, p) in parts.iter().enumerate() {
+            let Some(r) = &p.report else { continue };
+            let host = self.hosts[p.host].name.as_str();
+            let err =
+                |m: String| ConsoleError::host_err(host, format!("its report is refused: {m}"));
+            let (served, clients) = p.slots();
+            for u in &r.crr {
+                let k = u.pair + 1;
+                let Some(slot) = got.get_mut(u.pair as usize) else {
+                    return Err(err(format!(
+                        "it reported connections of pair {k}, which the test does not have"
+                    )));
+                };
+                match (&u.client, &u.server) {
+                    (Some(c), None) if clients.iter().any(|s| s.pair == u.pair) => {
+                        if slot.0.replace((i, c.clone())).is_some() {
+                            return Err(err(format!("it reported pair {k}'s client twice")));
+                        }
+                    }
+                    (None, Some(s)) if served.iter().any(|x| x.pair == u.pair) => {
+                        if slot.1.replace((i, s.clone())).is_some() {
+                            return Err(err(format!("it reported pair {k}'s server twice")));
+                        }
+                        server_ok(s, params.kind).map_err(|m| err(format!("pair {k}: {m}")))?;
+                    }
+                    (Some(_), None) => {
+                        return Err(err(format!(
+                        "it reported a client's counts of pair {k}, which it is not the client of"
+                    )))
+                    }
+                    (None, Some(_)) => {
+                        return Err(err(format!(
+                            "it reported a server's counts of pair {k}, which it does not serve"
+                        )))
+                    }
+                    _ => {
+                        return Err(err(format!(
+                            "its count of pair {k} is neither a client's nor a server's"
+                        )))
+                    }
+                }
+            }
+        }
+        let name = |i: usize| self.hosts[parts[i].host].name.as_str();
+        let window = |i: usize| parts[i].report.as_ref().map_or(0.0, |r| r.window_s);
+        (got.into_iter().enumerate())
+            .map(|(k, g)| {
+                let missing = |end: &str| {
+                    ConsoleError::Invalid(format!(
+                        "pair {} has no connection counts from its {end}",
+                        k + 1
+                    ))
+                };
+                let ((ci, c), (si, s)) = (
+                    g.0.ok_or_else(|| missing("client"))?,
+                    g.1.ok_or_else(|| missing("server"))?,
+                );
+                let (connect, trans) = client_ok(&c, params.kind, window(ci)).map_err(|m| {
+                    ConsoleError::host_err(
+                        name(ci),
+                        format!("its report is refused: pair {}: {m}", k + 1),
+                    )
+                })?;
+                let end = CrrEnd {
+                    accepted: s.accepted,
+                    responded: s.responded,
+                    bad_token: s.bad_token,
+                };
+                if let Some(m) =
+                    totals_disagree(params.kind, false, c.total_done, c.total_failed, &end)
+                {
+                    // The local test's words are the client's ("this host").
+                    let m = m
+                        .replace("this host", &format!("its client {}", name(ci)))
+                        .replace("the endpoint", "it");
+                    return Err(ConsoleError::host_err(
+                        name(si),
+                        format!("pair {}: {m}; the test is invalid", k + 1),
+                    ));
+                }
+                Ok(PairRate {
+                    client: c,
+                    client_window_s: window(ci),
+                    connect,
+                    trans,
+                    server: s,
+                    server_window_s: window(si),
+                })
+            })
+            .collect()
+    }
+}
+
+fn per_s(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        n as f64 / window_s
+    } else {
+        0.0
+    }
+}
+
+/// The figures a local `net crr|cc` has, written into `m`: rates,
+/// failures by cause, connect and transaction times.
+fn rate_metrics(
+    done: (u64, f64),
+    served: (u64, f64),
+    failures: &[u64; 6],
+    connect: &Histogram<u64>,
+    trans: &Histogram<u64>,
+    m: &mut Metrics,
+) {
+    m.insert(mn::CONN_S.into(), per_s(done.0, done.1));
+    m.insert(mn::SERVED_CONN_S.into(), per_s(served.0, served.1));
+    m.insert(mn::FAILURES.into(), failures.iter().sum::<u64>() as f64);
+    for (c, n) in Cause::ALL.iter().zip(failures) {
+        m.insert(format!("failures_{}", c.name()), *n as f64);
+    }
+    write_latency_metrics(connect, "connect", m);
+    if !trans.is_empty() {
+        write_latency_metrics(trans, "trans", m);
+    }
+}
+
+/// Each pair's figures, and the test's: rates and failures added up,
+/// percentiles of the merged histograms.
+pub(super) fn write(rates: &[PairRate], pairs: &mut [PairFigures], m: &mut Metrics) -> Vec<String> {
+    let (mut connect, mut trans) = (new_histogram(), new_histogram());
+    let mut failures = [0u64; 6];
+    let (mut conn_s, mut served_s) = (0.0, 0.0);
+    for (r, p) in rates.iter().zip(pairs.iter_mut()) {
+        let c = &r.client;
+        let done = (c.window_done, r.client_window_s);
+        let served = (r.server.window_done, r.server_window_s);
+        rate_metrics(
+            done,
+            served,
+            &c.failures,
+            &r.connect,
+            &r.trans,
+            &mut p.metrics,
+        );
+        p.transactions = Some(c.window_done);
+        conn_s += per_s(done.0, done.1);
+        served_s += per_s(served.0, served.1);
+        for (a, b) in failures.iter_mut().zip(c.failures) {
+            *a += b;
+        }
+        // Same bounds on both: adding cannot fail.
+        let _ = connect.add(&r.connect);
+        let _ = trans.add(&r.trans);
+    }
+    rate_metrics((0, 0.0), (0, 0.0), &failures, &connect, &trans, m);
+    m.insert(mn::CONN_S.into(), conn_s);
+    m.insert(mn::SERVED_CONN_S.into(), served_s);
+    for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
+        m.remove(k);
+    }
+    let mut notes = vec!["connection rates across hosts: each pair's clients close first with a FIN (the TIME_WAIT is the client host's; linger0 is not offered across hosts); each pair's conn_s is its client's over its client's window, the totals' the pairs' sum, and the totals' connect and transaction percentiles are read from the pairs' histograms merged".to_string()];
+    if let Some(f) = iotoll_net::crr::Failures(failures).describe() {
+        notes.push(format!("failed connections in the windows: {f}"));
+    }
+    notes
+}

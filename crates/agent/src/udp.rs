@@ -1,0 +1,218 @@
+//! UDP across hosts, an agent's side: each pair it serves has a socket of
+//! its own and a receiver counting that pair's datagrams by sequence
+//! number (iotoll_net's, as a local `net udp` counts them); each pair it is
+//! the client of has its flows' sockets and a sender paced at the test's
+//! rate. One engine (one thread) per pair, so each pair's counts are its
+//! own and its rate is its own.
+
+use crate::window::Load;
+use crate::wire::{AgentReport, PairBytes, PairPort, PairSlot, PairUdp};
+use iotoll_net::proto::TestParams;
+use iotoll_net::udp::{udp_socket, UdpEngine, UdpOut, UdpParams};
+use iotoll_run::{Phase, PhaseCell};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// Most UDP pairs one host takes part in: each is a thread here.
+pub const MAX_UDP_PAIRS_PER_HOST: usize = 256;
+
+/// A UDP test's pairs on this agent, from PREPARE to START.
+pub(crate) struct UdpPairs {
+    params: TestParams,
+    /// Each pair it serves, with the socket its datagrams come to.
+    served: Vec<(PairSlot, Arc<UdpSocket>)>,
+    /// Each pair it is the client of, with its flows' sockets (a server's
+    /// client pairs learn their servers' ports at GATHER).
+    clients: Vec<(PairSlot, Vec<Arc<UdpSocket>>)>,
+}
+
+/// A socket on any address of `family`'s, with the test's buffers.
+fn any_socket(family: IpAddr, sockbuf: Option<u64>) -> Result<Arc<UdpSocket>, String> {
+    let any = match family {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    udp_socket(any, sockbuf).map_err(|e| format!("cannot open a UDP socket: {e}"))
+}
+
+impl UdpPairs {
+    /// Opens every socket of this host's pairs.
+    pub fn prepare(
+        params: TestParams,
+        served: Vec<PairSlot>,
+        clients: Vec<PairSlot>,
+    ) -> Result<UdpPairs, String> {
+        iotoll_net::udp::validate_placed(&params)?;
+        let n = served.len() + clients.len();
+        if n > MAX_UDP_PAIRS_PER_HOST {
+            return Err(format!(
+                "this host is in {n} UDP pairs of the test; an agent runs one thread per UDP pair, at most {MAX_UDP_PAIRS_PER_HOST}"
+            ));
+        }
+        let _ = iotoll_net::sock::ensure_nofile((n * params.conns as usize) as u64 + 256);
+        // Every address of this host, as TCP pairs come to any adapter.
+        let served = (served.into_iter())
+            .map(|s| {
+                let sock = any_socket(Ipv6Addr::UNSPECIFIED.into(), params.sockbuf)
+                    .or_else(|_| any_socket(Ipv4Addr::UNSPECIFIED.into(), params.sockbuf))?;
+                Ok((s, sock))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let clients = (clients.into_iter())
+            .map(|s| {
+                let Some(server) = s.server else {
+                    return Err(format!("pair {}: no server address", s.pair + 1));
+                };
+                let socks = (0..params.conns)
+                    .map(|_| any_socket(server.ip(), params.sockbuf))
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok((s, socks))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(UdpPairs {
+            params,
+            served,
+            clients,
+        })
+    }
+
+    /// The port each served pair's datagrams go to.
+    pub fn ports(&self) -> Result<Vec<PairPort>, String> {
+        (self.served.iter())
+            .map(|(s, sock)| {
+                let port = (sock.local_addr())
+                    .map_err(|e| format!("UDP socket of pair {}: {e}", s.pair + 1))?
+                    .port();
+                Ok(PairPort { pair: s.pair, port })
+            })
+            .collect()
+    }
+
+    /// GATHER: the client pairs of a host that also serves, with their
+    /// servers' ports now known; the pairs must be the ones PREPARE named.
+    pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
+        let ids = |v: &mut dyn Iterator<Item = &PairSlot>| {
+            v.map(|p| (p.pair, p.token)).collect::<Vec<_>>()
+        };
+        if ids(&mut given.iter()) != ids(&mut self.clients.iter().map(|c| &c.0)) {
+            return Err("GATHER's client pairs are not the ones PREPARE named".into());
+        }
+        for ((slot, _), g) in self.clients.iter_mut().zip(given) {
+            *slot = g;
+        }
+        Ok(())
+    }
+
+    /// START: every pair's engine, on one phase.
+    pub fn start(self) -> Result<(UdpLoad, Arc<PhaseCell>, usize), String> {
+        let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+        let p = &self.params;
+        let params = |cookie| UdpParams {
+            size: p.msg,
+            rate: p.rate,
+            cookie,
+            flows: p.conns as usize,
+        };
+        let mut load = UdpLoad {
+            conns: p.conns,
+            served: Vec::new(),
+            clients: Vec::new(),
+        };
+        let cannot = |k: u32, e: std::io::Error| format!("pair {}: cannot start: {e}", k + 1);
+        for (s, socks) in self.clients {
+            let to = s.server.filter(|a| a.port() != 0).ok_or_else(|| {
+                format!("pair {}: its server's UDP port is not known", s.pair + 1)
+            })?;
+            let send: Vec<(Arc<UdpSocket>, SocketAddr)> =
+                socks.into_iter().map(|s| (s, to)).collect();
+            let e = UdpEngine::start(send, Vec::new(), params(s.token), phase.clone())
+                .map_err(|e| cannot(s.pair, e))?;
+            load.clients.push((s.pair, e));
+        }
+        for (s, sock) in self.served {
+            let e = UdpEngine::start(Vec::new(), vec![sock], params(s.token), phase.clone())
+                .map_err(|e| cannot(s.pair, e))?;
+            load.served.push((s.pair, e));
+        }
+        let threads = load.served.len() + load.clients.len();
+        Ok((load, phase, threads))
+    }
+}
+
+/// A UDP test's engines on this agent, by pair.
+pub(crate) struct UdpLoad {
+    conns: u32,
+    served: Vec<(u32, UdpEngine)>,
+    clients: Vec<(u32, UdpEngine)>,
+}
+
+/// Joins engines at once: each receiver waits for the datagrams still on
+/// the way, and they wait together, not one after another.
+fn join_all(engines: Vec<(u32, UdpEngine)>) -> Vec<(u32, UdpOut)> {
+    std::thread::scope(|sc| {
+        let joins: Vec<_> = (engines.into_iter())
+            .map(|(k, e)| (k, sc.spawn(move || e.join())))
+            .collect();
+        (joins.into_iter())
+            .map(|(k, h)| {
+                let out = h.join().unwrap_or_else(|_| UdpOut {
+                    errors: 1,
+                    first_error: Some("a UDP engine panicked".into()),
+                    ..Default::default()
+                });
+                (k, out)
+            })
+            .collect()
+    })
+}
+
+impl Load for UdpLoad {
+    /// The served pairs' receivers (a client's engines only send).
+    fn received(&self) -> (u64, u64) {
+        (self.served.iter().map(|(_, e)| e.totals())).fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+    }
+
+    fn finish(self, report: &mut AgentReport) -> Vec<OwnedFd> {
+        // Senders first: a host in both roles stops sending before its
+        // receivers wait for the quiet that ends their count.
+        let sent = join_all(self.clients);
+        let received = join_all(self.served);
+        let conns = self.conns;
+        for (k, out) in &received {
+            let r = out.received.unwrap_or_default();
+            report.pairs.push(PairBytes {
+                pair: *k,
+                conns,
+                rx: r.bytes,
+                tx: 0,
+            });
+            report.udp.push(PairUdp {
+                pair: *k,
+                sent: None,
+                received: Some(r),
+            });
+        }
+        for (k, out) in &sent {
+            report.pairs.push(PairBytes {
+                pair: *k,
+                conns,
+                rx: 0,
+                tx: out.sent.bytes,
+            });
+            report.udp.push(PairUdp {
+                pair: *k,
+                sent: Some(out.sent),
+                received: None,
+            });
+        }
+        for (_, out) in sent.iter().chain(&received) {
+            report.errors += out.errors;
+            if report.first_error.is_none() {
+                report.first_error = out.first_error.clone();
+            }
+        }
+        // A UDP socket holds no connection the peer needs open.
+        Vec::new()
+    }
+}

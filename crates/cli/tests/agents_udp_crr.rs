@@ -1,0 +1,285 @@
+//! UDP and connection rates across lab hosts (issue 29 section 5):
+//! `suite run --lab` starts an agent per host. UDP: each pair's server
+//! counts its client's datagrams by sequence number; over a shaped link
+//! the loss is counted exactly: what the link cannot carry is lost, sent =
+//! received + lost per pair and in total, and no goodput is above the
+//! link's rate. crr/cc: each pair's rate and percentiles, Little's law,
+//! both ends agreeing. Needs root; skipped otherwise, failed under CI.
+//! Invariants only: the machine is shared.
+
+mod common;
+
+use common::{can_run, is_root};
+use serde_json::Value;
+
+/// A lab of this process (its name starts with `b-`), taken down when the
+/// test ends however it ends: `suite run --lab` takes down a lab it
+/// brought up, and this guard covers a run that did not get that far.
+struct Lab {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl Lab {
+    fn new(tag: &str) -> Option<Lab> {
+        if !can_run("root", is_root()) {
+            return None;
+        }
+        Some(Lab {
+            dir: tempfile::tempdir().unwrap(),
+            name: format!("b-{}-{tag}", std::process::id() % 100_000),
+        })
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+
+    fn db(&self) -> String {
+        self.dir.path().join("r.db").to_str().unwrap().to_string()
+    }
+
+    /// `suite run SUITE --lab LAB` over a lab of `hosts` with the lab-wide
+    /// `keys`: the stored run, checked against the published schema, or
+    /// what the run said and stored when it failed.
+    fn run(&self, hosts: &[&str], keys: &str, suite: &str) -> Result<Value, String> {
+        let lab: String = (hosts.iter())
+            .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
+            .collect();
+        let lab = self.file(
+            "lab.toml",
+            &format!("name = \"{}\"\n{keys}\n{lab}", self.name),
+        );
+        let suite = self.file("s.toml", suite);
+        let out = common::raw()
+            .env("IOTOLL_LAB_DIR", self.dir.path())
+            .args(["suite", "run", "--db", &self.db(), &suite, "--lab", &lab])
+            .args(["--quiet"])
+            .output()
+            .unwrap();
+        let runs = common::list(&self.db());
+        let last = (runs.lines())
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
+            .max();
+        if !out.status.success() {
+            let stored = last.map(|r| common::show(&self.db(), &r.to_string()).to_string());
+            return Err(format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                stored.unwrap_or_default()
+            ));
+        }
+        let run = common::show(&self.db(), &last.expect("a run").to_string());
+        common::validate_run(&run);
+        Ok(run)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Already down after a complete run: "is not up" is fine here.
+        let _ = common::raw()
+            .env("IOTOLL_LAB_DIR", self.dir.path())
+            .args(["lab", "down", &self.name])
+            .output();
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The lab's links, bits per second: what no goodput may be above.
+const LINK_BPS: f64 = 50e6;
+/// Each pair's client offers this, bits per second: the two pairs offer
+/// 1.6 times what the server's link carries.
+const PAIR_RATE: f64 = 40e6;
+const UDP: &str = r#"
+name = "udp-hosts"
+reps = 1
+[[test]]
+name = "udp"
+kind = "net-udp"
+conns = 2
+size = 1000
+rate = "40m"
+ramp = "1s"
+time = "3s"
+pairs = [["c1", "server"], ["c2", "server"]]
+"#;
+
+/// Two pairs into one server over 50 Mbit/s links, each offering 40: per
+/// pair and in total sent = received + lost; goodput no more than offered
+/// and no more than the link; offered no more than the rate (the pacer's
+/// 100 ms of credit allowed); what the server's link could not carry is
+/// counted lost; both ends' CPU per host.
+#[test]
+fn udp_over_a_shaped_link_counts_every_lost_datagram() {
+    let Some(lab) = Lab::new("udp") else { return };
+    let run = lab
+        .run(&["server", "c1", "c2"], "rate = \"50mbit\"", UDP)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = &run["tests"][0]["reps"][0]["doc"];
+    assert_eq!(doc["kind"], "net-udp", "{doc}");
+    let m = &doc["metrics"];
+    let window = f(&m["window_s"]);
+    let link = LINK_BPS / 1e6 * 1.05;
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    let (mut sent, mut got, mut lost, mut goodput) = (0.0, 0.0, 0.0, 0.0);
+    for p in pairs {
+        let pm = &p["metrics"];
+        let (s, r, l) = (
+            f(&pm["datagrams_sent"]),
+            f(&pm["datagrams_received"]),
+            f(&pm["datagrams_lost"]),
+        );
+        assert!(r > 0.0, "{p}");
+        assert_eq!(s, r + l, "{p}");
+        let offered = f(&pm["offered_mbit_s"]);
+        assert!(
+            offered <= PAIR_RATE / 1e6 * (1.0 + 0.2 / window),
+            "{offered} {p}"
+        );
+        assert!(f(&pm["mbit_s"]) <= offered + 1e-9, "{p}");
+        assert!(f(&pm["mbit_s"]) <= link, "{p}");
+        assert!(f(&pm["loss_pct"]) >= 0.0 && f(&pm["loss_pct"]) <= 100.0);
+        sent += s;
+        got += r;
+        lost += l;
+        goodput += f(&pm["mbit_s"]);
+    }
+    assert_eq!(f(&m["datagrams_sent"]), sent, "{m}");
+    assert_eq!(f(&m["datagrams_received"]), got, "{m}");
+    assert_eq!(f(&m["datagrams_lost"]), lost, "{m}");
+    assert!((f(&m["mbit_s"]) - goodput).abs() <= 1e-9 * goodput, "{m}");
+    assert!(f(&m["mbit_s"]) <= link, "{m}");
+    // The server's link carries at most its rate over the window: every
+    // datagram beyond it was lost, and counted so.
+    let carried = LINK_BPS * 1.05 * (window + 0.1) / 8.0 / 1000.0;
+    assert!(
+        lost >= sent - carried,
+        "{sent} sent, {lost} lost: the link carries at most {carried:.0}"
+    );
+    assert!(
+        (f(&m["loss_pct"]) - 100.0 * lost / sent).abs() < 1e-9,
+        "{m}"
+    );
+    let hosts = doc["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    for h in hosts {
+        assert!(f(&h["cpu"]["busy_pct"]) > 0.0, "{h}");
+    }
+    assert!(f(&m["remote_cpu_pct"]) > 0.0, "{m}");
+    println!(
+        "udp over 2 pairs into a 50 Mbit/s link: offered {:.1} Mbit/s, goodput {:.1}, loss {:.1} % ({lost} of {sent}), jitter {:.0} us",
+        f(&m["offered_mbit_s"]),
+        f(&m["mbit_s"]),
+        f(&m["loss_pct"]),
+        f(&m["jitter_us"]),
+    );
+}
+
+/// What a UDP or connection-rate test across hosts cannot be is refused
+/// when the suite is read, naming the key, before any lab or agent: TLS,
+/// a UDP direction other than each pair's client to its server, linger0.
+#[test]
+fn refusals_across_hosts_name_the_key() {
+    let Some(lab) = Lab::new("udpref") else {
+        return;
+    };
+    for (extra, what) in [
+        ("tls = true", "unknown key"),
+        ("dir = \"bidir\"", "swap the pair's hosts"),
+    ] {
+        let suite = UDP.replace("conns = 2", &format!("conns = 2\n{extra}"));
+        let e = lab
+            .run(&["server", "c1", "c2"], "", &suite)
+            .expect_err("an impossible UDP test ran");
+        assert!(e.contains(what), "{extra}: {e}");
+    }
+    for (extra, what) in [("linger0 = true", "FIN"), ("tls = true", "unknown key")] {
+        let suite = RATES
+            .replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-cc\"")
+            .replace("conns = 4", &format!("conns = 4\n{extra}"));
+        let e = lab
+            .run(&["server", "c1", "c2"], "", &suite)
+            .expect_err("an impossible connection-rate test ran");
+        assert!(e.contains(what), "{extra}: {e}");
+    }
+    assert!(
+        !std::path::Path::new(&format!("/run/netns/iotoll-{}-server", lab.name)).exists(),
+        "a refused suite brought the lab up"
+    );
+}
+
+const RATES: &str = r#"
+name = "crr-hosts"
+reps = 1
+[[test]]
+name = "rate"
+kind = ["net-crr", "net-cc"]
+conns = 4
+ramp = "1s"
+time = "3s"
+pairs = [["c1", "server"], ["c2", "server"]]
+"#;
+
+/// crr and cc over two pairs into one server (4 clients each): each pair
+/// has its rate and percentiles, and by Little's law its 4 clients, one
+/// connection at a time each, are its rate times the mean time of one
+/// (generous margins: the gap between connections is not timed, and a
+/// connection begun before the window is counted in it); both
+/// ends agreed (a disagreement fails the test); the totals' rate is the
+/// pairs' sum and their p99 lies within the pairs'; every host has its
+/// CPU per connection.
+#[test]
+fn crr_and_cc_over_two_pairs_obey_littles_law() {
+    let Some(lab) = Lab::new("crr") else { return };
+    let suite = RATES.replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-crr\"");
+    let cc = RATES
+        .replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-cc\"")
+        .replace("name = \"rate\"", "name = \"cc\"");
+    let suite = format!("{suite}{}", &cc[cc.find("[[test]]").unwrap()..]);
+    let run = lab
+        .run(&["server", "c1", "c2"], "", &suite)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (t, kind, lat) in [(0, "net-crr", "trans"), (1, "net-cc", "connect")] {
+        let doc = &run["tests"][t]["reps"][0]["doc"];
+        assert_eq!(doc["kind"], kind, "{doc}");
+        let m = &doc["metrics"];
+        let pairs = doc["pairs"].as_array().unwrap();
+        assert_eq!(pairs.len(), 2);
+        let mut sum = 0.0;
+        let mut p99s = Vec::new();
+        for p in pairs {
+            let pm = &p["metrics"];
+            let (rate, mean_s) = (f(&pm["conn_s"]), f(&pm[&format!("{lat}_mean_us")]) / 1e6);
+            assert!(rate > 0.0, "{p}");
+            // A connection is counted in the window it ended in: one per
+            // client may have begun before it, by at most the longest.
+            let busy = rate * mean_s;
+            let straddle = f(&pm[&format!("{lat}_max_us")]) / 1e6 / f(&m["window_s"]);
+            let most = 4.0 * (1.0 + straddle) * 1.02;
+            assert!(
+                busy > 0.25 * 4.0 && busy <= most,
+                "{kind}: {busy:.2} of 4 clients busy (at most {most:.2}): {p}"
+            );
+            assert!(f(&pm["connect_p50_us"]) <= f(&pm["connect_p99_us"]), "{p}");
+            p99s.push(f(&pm["connect_p99_us"]));
+            sum += rate;
+            println!("{kind} {}>{}: {rate:.0} conn/s, {busy:.2} of 4 clients busy, connect p99 {:.0} us, failures {}", p["client"].as_str().unwrap(), p["server"].as_str().unwrap(), f(&pm["connect_p99_us"]), f(&pm["failures"]));
+        }
+        assert!((f(&m["conn_s"]) - sum).abs() <= 1e-9 * sum, "{m}");
+        let p99 = f(&m["connect_p99_us"]);
+        assert!(
+            p99 >= p99s[0].min(p99s[1]) && p99 <= p99s[0].max(p99s[1]),
+            "{p99} {p99s:?}"
+        );
+        for h in doc["hosts"].as_array().unwrap() {
+            assert!(f(&h["metrics"]["cpu_us_per_conn"]) > 0.0, "{h}");
+        }
+    }
+}
