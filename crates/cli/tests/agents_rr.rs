@@ -6,42 +6,9 @@
 
 mod common;
 
-use common::Tmp;
+use common::lab_suite::LabSuite;
 use serde_json::Value;
 
-/// `suite run SUITE --lab LAB` of a lab of `hosts`; the stored run, checked against the published schema.
-fn run(d: &Tmp, tag: &str, hosts: &[&str], suite: &str) -> Result<Value, String> {
-    run_env(d, tag, hosts, suite, &[])
-}
-
-fn run_env(
-    d: &Tmp,
-    tag: &str,
-    hosts: &[&str],
-    suite: &str,
-    env: &[(&str, &str)],
-) -> Result<Value, String> {
-    let name = common::lab_name(tag, 'c');
-    let lab: String = (hosts.iter())
-        .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
-        .collect();
-    let lab = d.file("lab.toml", format!("name = \"{name}\"\n{lab}"));
-    let suite = d.file("s.toml", suite);
-    let out = (d.suite_run(&[&suite, "--lab", &lab, "--quiet"]))
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        // What failed is stored with the run (`--quiet` prints only the end).
-        let stored = d.last_run_id().map(|r| d.show(&r.to_string()).to_string());
-        return Err(format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            stored.unwrap_or_default()
-        ));
-    }
-    Ok(d.last_run())
-}
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -64,8 +31,10 @@ pairs = [["c1", "server"], ["c2", "server"], ["c1", "server"]]
 /// lowest pair's and no higher than the highest's).
 #[test]
 fn rr_over_three_hosts_has_per_pair_percentiles() {
-    let Some(d) = Tmp::as_root() else { return };
-    let run = run(&d, "rr", &["server", "c1", "c2"], RR).unwrap_or_else(|e| panic!("{e}"));
+    let Some(lab) = LabSuite::new("rr", 'c') else {
+        return;
+    };
+    let run = (lab.run(&["server", "c1", "c2"], "", RR)).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     assert_eq!(doc["kind"], "net-rr", "{doc}");
     let m = &doc["metrics"];
@@ -124,8 +93,10 @@ pairs = [["c1", "server"], ["server", "c2"], ["c2", "c1"]]
 /// test: every pair has its transactions, every host both roles.
 #[test]
 fn a_host_is_client_and_server_in_one_test() {
-    let Some(d) = Tmp::as_root() else { return };
-    let run = run(&d, "ring", &["server", "c1", "c2"], RING).unwrap_or_else(|e| panic!("{e}"));
+    let Some(lab) = LabSuite::new("ring", 'c') else {
+        return;
+    };
+    let run = (lab.run(&["server", "c1", "c2"], "", RING)).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     let pairs = doc["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 3);
@@ -155,8 +126,10 @@ pairs = [["c1", "server"], ["server", "c2"]]
 /// and the stored spec says TLS with the cipher the suite asked for.
 #[test]
 fn tls_across_hosts_runs_pinned() {
-    let Some(d) = Tmp::as_root() else { return };
-    let run = run(&d, "tls", &["server", "c1", "c2"], TLS).unwrap_or_else(|e| panic!("{e}"));
+    let Some(lab) = LabSuite::new("tls", 'c') else {
+        return;
+    };
+    let run = (lab.run(&["server", "c1", "c2"], "", TLS)).unwrap_or_else(|e| panic!("{e}"));
     let doc = &run["tests"][0]["reps"][0]["doc"];
     assert_eq!(doc["spec"]["tls"], "aes-128-gcm", "{}", doc["spec"]);
     for p in doc["pairs"].as_array().unwrap() {
@@ -169,14 +142,15 @@ fn tls_across_hosts_runs_pinned() {
 /// and the error says so.
 #[test]
 fn a_pinned_certificate_mismatch_across_hosts_is_refused() {
-    let Some(d) = Tmp::as_root() else { return };
-    let e = run_env(
-        &d,
-        "pin",
+    let Some(lab) = LabSuite::new("pin", 'c') else {
+        return;
+    };
+    let e = (lab.run_env(
         &["server", "c1"],
+        "",
         &TLS.replace(r#", ["server", "c2"]"#, ""),
         &[("IOTOLL_TEST_WRONG_CERT", "1")],
-    )
+    ))
     .expect_err("a test whose certificates were swapped ran");
     assert!(e.contains("another certificate") && e.contains("c1"), "{e}");
     let at = e.find("host c1").unwrap_or(0);

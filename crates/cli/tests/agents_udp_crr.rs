@@ -9,83 +9,8 @@
 
 mod common;
 
-use common::{can_run, is_root};
+use common::lab_suite::LabSuite;
 use serde_json::Value;
-
-/// A lab of this process (its name starts with `b-`), taken down when the
-/// test ends however it ends: `suite run --lab` takes down a lab it
-/// brought up, and this guard covers a run that did not get that far.
-struct Lab {
-    dir: tempfile::TempDir,
-    name: String,
-}
-
-impl Lab {
-    fn new(tag: &str) -> Option<Lab> {
-        if !can_run("root", is_root()) {
-            return None;
-        }
-        Some(Lab {
-            dir: tempfile::tempdir().unwrap(),
-            name: format!("b-{}-{tag}", std::process::id() % 100_000),
-        })
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-
-    fn db(&self) -> String {
-        self.dir.path().join("r.db").to_str().unwrap().to_string()
-    }
-
-    /// `suite run SUITE --lab LAB` over a lab of `hosts` with the lab-wide
-    /// `keys`: the stored run, checked against the published schema, or
-    /// what the run said and stored when it failed.
-    fn run(&self, hosts: &[&str], keys: &str, suite: &str) -> Result<Value, String> {
-        let lab: String = (hosts.iter())
-            .map(|h| format!("[[host]]\nname = \"{h}\"\n"))
-            .collect();
-        let lab = self.file(
-            "lab.toml",
-            &format!("name = \"{}\"\n{keys}\n{lab}", self.name),
-        );
-        let suite = self.file("s.toml", suite);
-        let out = common::raw()
-            .env("IOTOLL_LAB_DIR", self.dir.path())
-            .args(["suite", "run", "--db", &self.db(), &suite, "--lab", &lab])
-            .args(["--quiet"])
-            .output()
-            .unwrap();
-        let runs = common::list(&self.db());
-        let last = (runs.lines())
-            .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
-            .max();
-        if !out.status.success() {
-            let stored = last.map(|r| common::show(&self.db(), &r.to_string()).to_string());
-            return Err(format!(
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                stored.unwrap_or_default()
-            ));
-        }
-        let run = common::show(&self.db(), &last.expect("a run").to_string());
-        common::validate_run(&run);
-        Ok(run)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Already down after a complete run: "is not up" is fine here.
-        let _ = common::raw()
-            .env("IOTOLL_LAB_DIR", self.dir.path())
-            .args(["lab", "down", &self.name])
-            .output();
-    }
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -117,7 +42,9 @@ pairs = [["c1", "server"], ["c2", "server"]]
 /// counted lost; both ends' CPU per host.
 #[test]
 fn udp_over_a_shaped_link_counts_every_lost_datagram() {
-    let Some(lab) = Lab::new("udp") else { return };
+    let Some(lab) = LabSuite::new("udp", 'b') else {
+        return;
+    };
     let run = lab
         .run(&["server", "c1", "c2"], "rate = \"50mbit\"", UDP)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -187,7 +114,7 @@ fn udp_over_a_shaped_link_counts_every_lost_datagram() {
 /// a UDP direction other than each pair's client to its server, linger0.
 #[test]
 fn refusals_across_hosts_name_the_key() {
-    let Some(lab) = Lab::new("udpref") else {
+    let Some(lab) = LabSuite::new("udpref", 'b') else {
         return;
     };
     for (extra, what) in [
@@ -237,7 +164,9 @@ pairs = [["c1", "server"], ["c2", "server"]]
 /// CPU per connection.
 #[test]
 fn crr_and_cc_over_two_pairs_obey_littles_law() {
-    let Some(lab) = Lab::new("crr") else { return };
+    let Some(lab) = LabSuite::new("crr", 'b') else {
+        return;
+    };
     let suite = RATES.replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-crr\"");
     let cc = RATES
         .replace("kind = [\"net-crr\", \"net-cc\"]", "kind = \"net-cc\"")

@@ -285,6 +285,7 @@ pub fn metric(doc: &Value, k: &str) -> f64 {
         .unwrap_or_else(|| panic!("metric {k} missing in {}", doc["metrics"]))
 }
 
+pub mod lab_suite;
 pub mod proxy;
 pub mod server;
 
