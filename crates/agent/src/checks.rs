@@ -8,6 +8,7 @@ use crate::wire::{AgentInfo, AgentReport, DiskOrder, OrderLine, PairBytes, Work}
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{to_json, word};
 use iotoll_model::{CpuReport, Kind, Metrics, ResultStatus};
+use iotoll_net::proto::TestParams;
 use std::time::Duration;
 
 /// Largest percentage of all CPUs a figure may be: 100, with room for the
@@ -215,6 +216,32 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
     if r.interrupted {
         return Err("it says its window was cut short, and the console stopped nothing".into());
     }
+    window(r, e)?;
+    series(&r.series)?;
+    let bytes_max = e.bytes_max();
+    if r.ifaces.len() > 4096 {
+        return Err(format!("it lists {} interfaces", r.ifaces.len()));
+    }
+    for i in &r.ifaces {
+        for (k, v) in [
+            ("rx_bytes", i.rx_bytes),
+            ("tx_bytes", i.tx_bytes),
+            ("rx_packets", i.rx_packets),
+            ("tx_packets", i.tx_packets),
+        ] {
+            num(&format!("interface {}: {k}", i.name), v as f64, bytes_max)?;
+        }
+    }
+    match e.work {
+        Work::Disk { order } => disk_report(r, order, e),
+        Work::NetServe { params, .. } | Work::NetClient { params, .. } => net_report(r, params, e),
+    }
+}
+
+/// Its window: reported in time, its edges where the console scheduled
+/// them (on the console's clock), as long as scheduled, and its CPU
+/// window within it.
+fn window(r: &AgentReport, e: &Expect) -> Result<(), String> {
     let clock = e.clock_s();
     if e.early.as_secs_f64() > EARLY_SLACK.as_secs_f64() + clock {
         return Err(format!(
@@ -224,7 +251,6 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
     }
     let time = e.time_s();
     let edge = EDGE_SLACK.as_secs_f64() + clock;
-    // Its edges on the console's clock, against the schedule.
     let console = |ns: Option<i64>, at: i64, which: &str| -> Result<(), String> {
         let Some(ns) = ns else {
             return Err(format!("it does not say when its window {which}"));
@@ -258,86 +284,77 @@ pub fn report(r: &mut AgentReport, e: &Expect) -> Result<(), String> {
         cpu(c, "its CPU window", time + span)?;
         cpu_count(c, e.info.cpus)?;
     }
-    series(&r.series)?;
+    Ok(())
+}
+
+/// A disk test's report: a complete disk result whose spec is the
+/// order's; the spec is replaced by the one the console ordered.
+fn disk_report(r: &mut AgentReport, order: &DiskOrder, e: &Expect) -> Result<(), String> {
+    if !r.pairs.is_empty() {
+        return Err("a disk test's report has network pairs".into());
+    }
+    let window_s = r.window_s;
+    let Some(d) = r.disk.as_mut() else {
+        return Err("a disk test's report has no disk result".into());
+    };
+    if d.kind != Kind::Disk {
+        return Err(format!("its disk result is of kind {}", word(&d.kind)));
+    }
+    if d.status != ResultStatus::Complete {
+        return Err(format!(
+            "its disk result says {}: only a complete one is stored as complete",
+            word(&d.status)
+        ));
+    }
+    let spec = disk_spec(order, e.info, &d.spec.to_value())?;
+    disk_metrics(&d.metrics, e)?;
+    series(&d.series)?;
+    disk_coherent(&d.metrics, order, &spec, window_s)?;
+    d.spec = iotoll_model::spec::Spec::Disk(spec.into());
+    Ok(())
+}
+
+/// A network test's report: exactly its pairs (a host may serve some and
+/// be the client of others), each with the test's connections and bytes
+/// within what its links move.
+fn net_report(r: &AgentReport, params: &TestParams, e: &Expect) -> Result<(), String> {
+    if r.disk.is_some() {
+        return Err("a network test's report has a disk result".into());
+    }
+    // A UDP pair's flows are sockets, and a connection-rate pair's
+    // clients open one connection after another: not the data
+    // connections the endpoint holds.
+    let conns = match params.kind {
+        iotoll_net::TestKind::Udp | iotoll_net::TestKind::Crr | iotoll_net::TestKind::Cc => {
+            params.conns
+        }
+        _ => iotoll_net::server::server_roles(params).len() as u32,
+    };
+    let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) = match e.work {
+        Work::NetServe { pairs, clients, .. } => (pairs, clients),
+        Work::NetClient { pairs, .. } => (&[], pairs),
+        Work::Disk { .. } => (&[], &[]),
+    };
+    let mut want: Vec<u32> = served.iter().chain(clients).map(|p| p.pair).collect();
+    let mut got: Vec<u32> = r.pairs.iter().map(|p| p.pair).collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    if want != got {
+        return Err(format!(
+            "it reports pairs {got:?}; its pairs in this test are {want:?}"
+        ));
+    }
     let bytes_max = e.bytes_max();
-    if r.ifaces.len() > 4096 {
-        return Err(format!("it lists {} interfaces", r.ifaces.len()));
-    }
-    for i in &r.ifaces {
-        for (k, v) in [
-            ("rx_bytes", i.rx_bytes),
-            ("tx_bytes", i.tx_bytes),
-            ("rx_packets", i.rx_packets),
-            ("tx_packets", i.tx_packets),
-        ] {
-            num(&format!("interface {}: {k}", i.name), v as f64, bytes_max)?;
+    for p in &r.pairs {
+        if p.conns != conns {
+            return Err(format!(
+                "pair {}: {} connections, the test has {conns}",
+                p.pair + 1,
+                p.conns
+            ));
         }
-    }
-    match e.work {
-        Work::Disk { order } => {
-            if !r.pairs.is_empty() {
-                return Err("a disk test's report has network pairs".into());
-            }
-            let window_s = r.window_s;
-            let Some(d) = r.disk.as_mut() else {
-                return Err("a disk test's report has no disk result".into());
-            };
-            if d.kind != Kind::Disk {
-                return Err(format!("its disk result is of kind {}", word(&d.kind)));
-            }
-            if d.status != ResultStatus::Complete {
-                return Err(format!(
-                    "its disk result says {}: only a complete one is stored as complete",
-                    word(&d.status)
-                ));
-            }
-            let spec = disk_spec(order, e.info, &d.spec.to_value())?;
-            disk_metrics(&d.metrics, e)?;
-            series(&d.series)?;
-            disk_coherent(&d.metrics, order, &spec, window_s)?;
-            d.spec = iotoll_model::spec::Spec::Disk(spec.into());
-        }
-        Work::NetServe { params, .. } | Work::NetClient { params, .. } => {
-            if r.disk.is_some() {
-                return Err("a network test's report has a disk result".into());
-            }
-            // A UDP pair's flows are sockets, and a connection-rate pair's
-            // clients open one connection after another: not the data
-            // connections the endpoint holds.
-            let conns = match params.kind {
-                iotoll_net::TestKind::Udp
-                | iotoll_net::TestKind::Crr
-                | iotoll_net::TestKind::Cc => params.conns,
-                _ => iotoll_net::server::server_roles(params).len() as u32,
-            };
-            // Both its roles' pairs (a host may serve some and be the client of others).
-            let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) =
-                match e.work {
-                    Work::NetServe { pairs, clients, .. } => (pairs, clients),
-                    Work::NetClient { pairs, .. } => (&[], pairs),
-                    Work::Disk { .. } => (&[], &[]),
-                };
-            let mut want: Vec<u32> = served.iter().chain(clients).map(|p| p.pair).collect();
-            let mut got: Vec<u32> = r.pairs.iter().map(|p| p.pair).collect();
-            want.sort_unstable();
-            got.sort_unstable();
-            if want != got {
-                return Err(format!(
-                    "it reports pairs {got:?}; its pairs in this test are {want:?}"
-                ));
-            }
-            for p in &r.pairs {
-                if p.conns != conns {
-                    return Err(format!(
-                        "pair {}: {} connections, the test has {conns}",
-                        p.pair + 1,
-                        p.conns
-                    ));
-                }
-                num(&format!("pair {} rx", p.pair + 1), p.rx as f64, bytes_max)?;
-                num(&format!("pair {} tx", p.pair + 1), p.tx as f64, bytes_max)?;
-            }
-        }
+        num(&format!("pair {} rx", p.pair + 1), p.rx as f64, bytes_max)?;
+        num(&format!("pair {} tx", p.pair + 1), p.tx as f64, bytes_max)?;
     }
     Ok(())
 }
