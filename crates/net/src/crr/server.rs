@@ -2,10 +2,10 @@
 //! crr/cc test is a listener of its own and a few threads, so the endpoint
 //! keeps serving a stream, rr or UDP test (or another rate test) meanwhile.
 
-use super::{IO_TIMEOUT, TOKEN_LEN};
+use super::{Gate, IO_TIMEOUT, TOKEN_LEN};
 use crate::proto::{Control, CrrEnd, Msg, ServerReport, TestKind, TestParams};
 use crate::server::data::{data_listener, data_token};
-use crate::server::{serve_window, SessionError};
+use crate::server::{serve_window, SessionError, SLACK};
 use crate::sock;
 use iotoll_run::{Phase, PhaseCell};
 use std::io::{ErrorKind, Read};
@@ -83,22 +83,35 @@ pub(crate) fn session(
     let listener = Arc::new(listener);
     let exchange = (params.kind == TestKind::Crr).then_some((params.req, params.resp));
     let mut workers = Vec::new();
+    // Connections wait in the listener's backlog meanwhile.
+    let gate = Arc::new(Gate::new());
     for _ in 0..threads {
-        let (l, ph, c) = (listener.clone(), phase.clone(), counts.clone());
+        let (l, ph, c, g) = (
+            listener.clone(),
+            phase.clone(),
+            counts.clone(),
+            gate.clone(),
+        );
         let w = std::thread::Builder::new()
             .name("iotoll-crr-serve".into())
             .stack_size(256 << 10)
-            .spawn(move || acceptor(&l, &ph, &c, token, exchange));
+            .spawn(move || {
+                g.wait();
+                acceptor(&l, &ph, &c, token, exchange)
+            });
         match w {
             Ok(w) => workers.push(w),
             Err(e) => {
                 phase.set(Phase::Stop);
+                gate.open();
                 workers.into_iter().for_each(|w| drop(w.join()));
                 return Err(SessionError::io("cannot start the endpoint's workers", e));
             }
         }
     }
-    let closed = serve_window(ctl, &params, &phase);
+    gate.open();
+    let closed =
+        await_window_start(ctl, &params, &counts).and_then(|()| serve_window(ctl, &params, &phase));
     // However the window ended, the workers stop (after the drain).
     phase.set(Phase::Stop);
     for w in workers {
@@ -136,6 +149,54 @@ pub(crate) fn session(
         closed.window_s,
         counts.accepted.load(Ordering::Acquire)
     ))
+}
+
+/// How long the client's workers may take to make their first connection
+/// to the test's port: generous, as a loaded machine starts a thousand
+/// threads slowly, and a client that died closes its control connection
+/// at once anyway (this bounds only a client that hangs).
+const FIRST_CONN_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until the client's window start has come (it is then read by
+/// `serve_window`). Its ramp-up is counted from its workers' first
+/// connection, not from the test's acceptance: the workers start after
+/// the endpoint's `ready`, and however long a loaded machine takes to
+/// start them must not end the test. Gives up with an error the client
+/// is told.
+fn await_window_start(
+    ctl: &mut Control,
+    params: &TestParams,
+    counts: &Counts,
+) -> Result<(), SessionError> {
+    let ready = Instant::now();
+    let ramp = Duration::from_millis(params.ramp_ms);
+    let mut first: Option<Instant> = None;
+    while !ctl.peer_spoke() {
+        let now = Instant::now();
+        if first.is_none() && counts.accepted.load(Ordering::Acquire) > 0 {
+            first = Some(now);
+        }
+        let late = match first {
+            Some(t) => (now >= t + ramp + SLACK).then(|| {
+                format!(
+                    "the endpoint gave up waiting for the window start: none came within the {:.1} s ramp-up and {} s of the client's first connection",
+                    ramp.as_secs_f64(),
+                    SLACK.as_secs()
+                )
+            }),
+            None => (now >= ready + FIRST_CONN_WAIT).then(|| {
+                format!(
+                    "the endpoint gave up on the test: no connection from the client's workers within {} s of its acceptance",
+                    FIRST_CONN_WAIT.as_secs()
+                )
+            }),
+        };
+        if let Some(m) = late {
+            return Err(SessionError::Refused(m));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// Accepts and serves one connection at a time until the phase is `Stop`
