@@ -39,7 +39,7 @@ pub(crate) struct Out {
 }
 
 impl Out {
-    fn new() -> Out {
+    pub(crate) fn new() -> Out {
         Out {
             window_done: 0,
             failures: Failures::default(),

@@ -28,18 +28,23 @@ fn served(kind: TestKind, end: &CrrEnd) -> u64 {
 /// A cc connection closed with a reset (`--linger0`) may be reset before
 /// the endpoint accepts it (the kernel then drops it from the accept
 /// queue): there the endpoint may serve fewer than this host completed.
+/// The check is over the whole test (the endpoint counts no window of its
+/// own per connection); the message gives the window's part too, which
+/// the result's figures (`failures` among them) are.
 pub(crate) fn totals_disagree(
     kind: TestKind,
     linger0: bool,
-    done: u64,
-    failed: u64,
+    out: &Out,
     end: &CrrEnd,
 ) -> Option<String> {
+    let (done, failed) = (out.total_done, out.total_failed);
     let served = served(kind, end);
     let may_miss = kind == TestKind::Cc && linger0;
     if (served < done && !may_miss) || served > done + failed {
         return Some(format!(
-            "the ends disagree: over the whole test (ramp-up and drain included) this host completed {done} connection(s) and saw {failed} fail, the endpoint served {served}"
+            "the ends disagree over the whole test, ramp-up and drain included: this host completed {done} connection(s) and saw {failed} fail, the endpoint served {served} (of these, the window's, which the result's figures count: {} completed, {} failed)",
+            out.window_done,
+            out.failures.total()
         ));
     }
     (end.bad_token > 0).then(|| {
@@ -91,7 +96,7 @@ pub(super) fn result_doc(
             if missed > 0 && spec.kind == TestKind::Cc && spec.linger0 {
                 notes.push(format!("{missed} connection(s) this host completed were reset (--linger0) before the endpoint accepted them: the kernel dropped them from its accept queue"));
             }
-            totals_disagree(spec.kind, spec.linger0, out.total_done, out.total_failed, end)
+            totals_disagree(spec.kind, spec.linger0, &out, end)
         }
         None => {
             Some("the endpoint's report has no connection counts: is it an older iotoll?".into())
@@ -171,6 +176,17 @@ fn metrics(spec: &ClientSpec, out: &Out, report: &ServerReport, window_s: f64) -
 mod tests {
     use super::*;
 
+    /// This host's counts: `done` and `failed` over the whole test, 90 %
+    /// of the completed and one failure in the window.
+    fn out(done: u64, failed: u64) -> Out {
+        let mut o = Out::new();
+        (o.total_done, o.total_failed, o.window_done) = (done, failed, done * 9 / 10);
+        if failed > 0 {
+            o.failures.add(Cause::Timeout);
+        }
+        o
+    }
+
     #[test]
     fn both_ends_totals_must_agree() {
         let end = |accepted, responded| CrrEnd {
@@ -178,6 +194,8 @@ mod tests {
             responded,
             bad_token: 0,
         };
+        let totals_disagree =
+            |k, l, done, failed, end: &CrrEnd| totals_disagree(k, l, &out(done, failed), end);
         assert_eq!(
             totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 100)),
             None
@@ -188,6 +206,18 @@ mod tests {
             None
         );
         assert!(totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 99)).is_some());
+        // The message says which counts are the whole test's and gives
+        // the window's, which the result's table shows.
+        let m = totals_disagree(TestKind::Crr, false, 100, 3, &end(110, 110)).unwrap();
+        assert!(m.contains("over the whole test"), "{m}");
+        assert!(
+            m.contains("completed 100 connection(s) and saw 3 fail"),
+            "{m}"
+        );
+        assert!(
+            m.contains("the window's, which the result's figures count: 90 completed, 1 failed"),
+            "{m}"
+        );
         assert!(totals_disagree(TestKind::Crr, false, 90, 1, &end(100, 100)).is_some());
         assert_eq!(
             totals_disagree(TestKind::Cc, false, 50, 0, &end(50, 0)),
