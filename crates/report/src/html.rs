@@ -102,6 +102,9 @@ fn second_metric(kind: Kind, main: &str) -> (Pick, &'static str) {
             mn::MB_S => (|p| p.mb_s, mn::MB_S),
             mn::IOPS => (|p| p.iops, mn::IOPS),
             mn::TRANS_S => (|p| p.trans_s, mn::TRANS_S),
+            // A rate test's series counts its connections (each one
+            // transaction) in `trans_s`; its Mbit/s is only the payload.
+            mn::CONN_S | mn::SERVED_CONN_S => (|p| p.trans_s, mn::CONN_S),
             mn::MBIT_S => (|p| p.mbit_s, mn::MBIT_S),
             _ => return None,
         })
@@ -564,6 +567,36 @@ mod tests {
 
     use crate::fixtures::{doc, run};
     use serde_json::json;
+
+    /// A tester saw crr's per-second chart in Mbit/s: a rate test's is in
+    /// connections/s, from the series' transactions, whatever selects it.
+    #[test]
+    fn a_rate_tests_seconds_are_connections_per_second() {
+        use super::second_metric;
+        use iotoll_model::metrics as mn;
+        use iotoll_model::Kind;
+        let p = iotoll_model::SeriesPoint {
+            t_s: 1.0,
+            phase: "measure".into(),
+            iops: None,
+            mb_s: None,
+            mbit_s: Some(9.0),
+            trans_s: Some(1234.0),
+            cpu_pct: None,
+        };
+        for (kind, main) in [
+            (Kind::NetCrr, mn::CONN_S),
+            (Kind::NetCc, mn::CONN_S),
+            (Kind::NetCrr, mn::SERVED_CONN_S),
+            (Kind::NetCc, mn::CONNECT_P99_US),
+        ] {
+            let (pick, m) = second_metric(kind, main);
+            assert_eq!((pick(&p), m), (Some(1234.0), mn::CONN_S), "{kind:?} {main}");
+        }
+        assert_eq!(super::label(mn::CONN_S), "connections/s");
+        let (pick, m) = second_metric(Kind::NetStream, mn::MBIT_S);
+        assert_eq!((pick(&p), m), (Some(9.0), mn::MBIT_S));
+    }
 
     /// Text from a run is text: a hostile configuration label, test name,
     /// note or disclosure value adds no element or attribute to the report.
