@@ -656,6 +656,7 @@ fn measure(
         ramp: spec.ramp,
         time: spec.time,
         counting,
+        labels: Default::default(),
         phase: &phase,
     };
     let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
