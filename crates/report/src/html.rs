@@ -598,6 +598,34 @@ mod tests {
         assert_eq!((pick(&p), m), (Some(9.0), mn::MBIT_S));
     }
 
+    /// A tester saw a suite's report leave out the peer's CPU as "(same
+    /// host)" for lab hosts on CPUs of their own, where a single run keeps
+    /// it: a report follows the single run's rule.
+    #[test]
+    fn lab_hosts_on_cpus_of_their_own_keep_the_peers_cpu() {
+        let with_cpus = |local: Vec<u32>, remote: Vec<u32>| {
+            let metrics = json!({"mbit_s": 900.0, "cpu_pct": 30.0, "cpus": 2.0,
+                "remote_cpu_pct": 40.0, "window_s": 3.0});
+            let mut d = doc("net-stream", json!({"peer": "10.9.0.2:7575"}), metrics);
+            let cpu = |own| iotoll_model::CpuReport {
+                own_cpus: Some(own),
+                ..Default::default()
+            };
+            d.cpu = iotoll_model::CpuSection {
+                local: Some(cpu(local)),
+                remote: Some(cpu(remote)),
+                same_host: Some(true),
+            };
+            let (md, _) = crate::fixtures::render(&[run(1, "lab", vec![("s", d)])]);
+            md
+        };
+        let own = with_cpus(vec![0], vec![1]);
+        assert!(!own.contains("(same host)"), "{own}");
+        assert!(own.contains("40"), "{own}");
+        let shared = with_cpus(vec![0, 1], vec![1]);
+        assert!(shared.contains("(same host)"), "{shared}");
+    }
+
     /// Text from a run is text: a hostile configuration label, test name,
     /// note or disclosure value adds no element or attribute to the report.
     #[test]
