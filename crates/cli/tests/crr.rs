@@ -132,6 +132,13 @@ fn bad_rate_test_input_is_refused_by_name() {
     // Validated before anything connects: no endpoint needed.
     let addr = "127.0.0.1:9";
     net_fails(&net_args("crr", addr, "--conns 5000"), 2, "--conns");
+    // The range stated as it is (clap said "not in 0..=4294967295").
+    let e = net_fails(&net_args("crr", addr, "--conns -1"), 2, "at least 1");
+    assert!(
+        e.contains("1000 crr/cc clients") && !e.contains("4294967295"),
+        "{e}"
+    );
+    net_fails(&net_args("cc", addr, "--conns 0"), 2, "at least 1");
     net_fails(&net_args("cc", addr, "--tls"), 2, "--tls");
     net_fails(&net_args("crr", addr, "--threads 2"), 2, "--threads");
     net_fails(&net_args("crr", addr, "--req 0"), 2, "--req");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The client's checks of a crr/cc test beyond the common ones.
 pub fn validate(s: &ClientSpec) -> Result<(), String> {
-    if s.conns > MAX_CLIENTS {
+    if s.conns == 0 || s.conns > MAX_CLIENTS {
         return Err(format!(
             "--conns must be between 1 and {MAX_CLIENTS} for a connection-rate test (one thread each at both ends), got {}",
             s.conns
