@@ -33,6 +33,17 @@ pub enum NetCmd {
 #[derive(Clone)]
 pub struct BindList(Vec<IpAddr>);
 
+/// `--conns N`: a count of at least 1; each kind states its maximum
+/// (clap's own message was "-1 is not in 0..=4294967295").
+fn conns_arg(s: &str) -> Result<u32, String> {
+    let most = "at most 10000 for stream and rr, 1024 UDP flows, 1000 crr/cc clients";
+    match s.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => u32::try_from(n).map_err(|_| format!("{n}: {most}")),
+        Ok(n) => Err(format!("{n}: at least 1 ({most})")),
+        Err(_) => Err(format!("{s}: not a whole number")),
+    }
+}
+
 fn bind_arg(s: &str) -> Result<BindList, String> {
     let ip = |a: &str| {
         a.trim()
@@ -86,7 +97,8 @@ pub struct CommonArgs {
         long,
         value_name = "N",
         default_value_t = 1,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = conns_arg
     )]
     conns: u32,
     #[command(flatten)]

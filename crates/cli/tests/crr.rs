@@ -4,6 +4,7 @@
 //! and a rate floor this shared 2-CPU machine clears with a wide margin.
 
 mod common;
+use common::proxy::{type_of, Proxy, Way};
 use common::server::Server;
 use common::*;
 
@@ -131,8 +132,34 @@ fn bad_rate_test_input_is_refused_by_name() {
     // Validated before anything connects: no endpoint needed.
     let addr = "127.0.0.1:9";
     net_fails(&net_args("crr", addr, "--conns 5000"), 2, "--conns");
+    // The range stated as it is (clap said "not in 0..=4294967295").
+    let e = net_fails(&net_args("crr", addr, "--conns -1"), 2, "at least 1");
+    assert!(
+        e.contains("1000 crr/cc clients") && !e.contains("4294967295"),
+        "{e}"
+    );
+    net_fails(&net_args("cc", addr, "--conns 0"), 2, "at least 1");
     net_fails(&net_args("cc", addr, "--tls"), 2, "--tls");
     net_fails(&net_args("crr", addr, "--threads 2"), 2, "--threads");
     net_fails(&net_args("crr", addr, "--req 0"), 2, "--req");
     net_fails(&net_args("rr", addr, "--linger0"), 2, "--linger0");
+}
+
+/// An endpoint that gives up on a test tells the client why, and the
+/// client says so (a tester saw only "report: Connection reset by
+/// peer"). A proxy loses the client's window start and end: the endpoint
+/// waits the ramp-up and its slack from the workers' first connection,
+/// then ends the test.
+#[test]
+fn an_endpoint_that_gives_up_says_why() {
+    let s = Server::start("127.0.0.1", &[]);
+    let lose = Proxy::start(&s.addr, |way, f| match way {
+        Way::ToEndpoint if matches!(type_of(&f).as_str(), "window_start" | "window_end") => {
+            vec![]
+        }
+        _ => vec![f],
+    });
+    let a = net_args("cc", &lose.addr, "--conns 2 --ramp 0s --time 5s --linger0");
+    let err = net_fails(&a, 1, "the endpoint gave up waiting for the window start");
+    assert!(err.contains("first connection"), "{err}");
 }

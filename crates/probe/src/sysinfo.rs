@@ -420,7 +420,9 @@ pub fn network(local_ip: IpAddr) -> NetSide {
         interface: Interface {
             link: name.as_deref().map(link),
             name,
-            address: local_ip.to_string(),
+            // A dual-stack endpoint's IPv4 client arrives as ::ffff:a.b.c.d:
+            // shown as users wrote it.
+            address: local_ip.to_canonical().to_string(),
         },
         tcp: tcp_sysctls(),
         identity: Some(identity()),
@@ -794,6 +796,9 @@ mod tests {
         assert_eq!(d.interface.name.as_deref(), Some("lo"));
         let mapped = interface_of("::ffff:127.0.0.1".parse().unwrap());
         assert_eq!(mapped.as_deref(), Some("lo"), "IPv4-mapped is IPv4");
+        // And shown as IPv4 (a tester saw ::ffff:127.0.0.1).
+        let d6 = network("::ffff:127.0.0.1".parse().unwrap());
+        assert_eq!(d6.interface.address, "127.0.0.1");
         let link = d.interface.link.expect("lo is described");
         assert!(link.mtu.unwrap() >= 1500);
         assert!(d.tcp["tcp_rmem"].is_some());

@@ -93,7 +93,9 @@ impl TestData {
             series: crate::reps::kept_series(&kept_reps, t.reps.len(), &t.select),
             spec: rep.map(|r| r.doc.spec.clone()).unwrap_or_default(),
             interference,
-            same_host_peer: kept.clone().any(|d| d.cpu.same_host == Some(true)),
+            // The rule single runs follow: lab hosts on CPUs of their own
+            // keep the peer's CPU.
+            same_host_peer: kept.clone().any(|d| !d.cpu.remote_separate()),
             setup: rep
                 .map(|r| crate::differs::setup_of(t.kind, &r.doc))
                 .unwrap_or_default(),

@@ -102,6 +102,9 @@ fn second_metric(kind: Kind, main: &str) -> (Pick, &'static str) {
             mn::MB_S => (|p| p.mb_s, mn::MB_S),
             mn::IOPS => (|p| p.iops, mn::IOPS),
             mn::TRANS_S => (|p| p.trans_s, mn::TRANS_S),
+            // A rate test's series counts its connections (each one
+            // transaction) in `trans_s`; its Mbit/s is only the payload.
+            mn::CONN_S | mn::SERVED_CONN_S => (|p| p.trans_s, mn::CONN_S),
             mn::MBIT_S => (|p| p.mbit_s, mn::MBIT_S),
             _ => return None,
         })
@@ -564,6 +567,64 @@ mod tests {
 
     use crate::fixtures::{doc, run};
     use serde_json::json;
+
+    /// A tester saw crr's per-second chart in Mbit/s: a rate test's is in
+    /// connections/s, from the series' transactions, whatever selects it.
+    #[test]
+    fn a_rate_tests_seconds_are_connections_per_second() {
+        use super::second_metric;
+        use iotoll_model::metrics as mn;
+        use iotoll_model::Kind;
+        let p = iotoll_model::SeriesPoint {
+            t_s: 1.0,
+            phase: "measure".into(),
+            iops: None,
+            mb_s: None,
+            mbit_s: Some(9.0),
+            trans_s: Some(1234.0),
+            cpu_pct: None,
+        };
+        for (kind, main) in [
+            (Kind::NetCrr, mn::CONN_S),
+            (Kind::NetCc, mn::CONN_S),
+            (Kind::NetCrr, mn::SERVED_CONN_S),
+            (Kind::NetCc, mn::CONNECT_P99_US),
+        ] {
+            let (pick, m) = second_metric(kind, main);
+            assert_eq!((pick(&p), m), (Some(1234.0), mn::CONN_S), "{kind:?} {main}");
+        }
+        assert_eq!(super::label(mn::CONN_S), "connections/s");
+        let (pick, m) = second_metric(Kind::NetStream, mn::MBIT_S);
+        assert_eq!((pick(&p), m), (Some(9.0), mn::MBIT_S));
+    }
+
+    /// A tester saw a suite's report leave out the peer's CPU as "(same
+    /// host)" for lab hosts on CPUs of their own, where a single run keeps
+    /// it: a report follows the single run's rule.
+    #[test]
+    fn lab_hosts_on_cpus_of_their_own_keep_the_peers_cpu() {
+        let with_cpus = |local: Vec<u32>, remote: Vec<u32>| {
+            let metrics = json!({"mbit_s": 900.0, "cpu_pct": 30.0, "cpus": 2.0,
+                "remote_cpu_pct": 40.0, "window_s": 3.0});
+            let mut d = doc("net-stream", json!({"peer": "10.9.0.2:7575"}), metrics);
+            let cpu = |own| iotoll_model::CpuReport {
+                own_cpus: Some(own),
+                ..Default::default()
+            };
+            d.cpu = iotoll_model::CpuSection {
+                local: Some(cpu(local)),
+                remote: Some(cpu(remote)),
+                same_host: Some(true),
+            };
+            let (md, _) = crate::fixtures::render(&[run(1, "lab", vec![("s", d)])]);
+            md
+        };
+        let own = with_cpus(vec![0], vec![1]);
+        assert!(!own.contains("(same host)"), "{own}");
+        assert!(own.contains("40"), "{own}");
+        let shared = with_cpus(vec![0, 1], vec![1]);
+        assert!(shared.contains("(same host)"), "{shared}");
+    }
 
     /// Text from a run is text: a hostile configuration label, test name,
     /// note or disclosure value adds no element or attribute to the report.

@@ -16,7 +16,9 @@ pub struct TestInfo {
     pub spec: Spec,
     /// Ramp-up, seconds (0 when none).
     pub ramp_s: f64,
-    /// `cpu.same_host`: the network peer ran on this host (same kernel).
+    /// The network peer ran on this host and its CPU is this host's: the
+    /// same kernel (`cpu.same_host`), not on lab CPUs of its own
+    /// (`CpuSection::remote_separate`).
     pub same_host: Option<bool>,
     /// Whether any repetition was interfered (`cpu.local.interference`, or
     /// any host's), as the suite's results table marks it; None when no
@@ -298,8 +300,11 @@ fn from_run(run: &RunDetail) -> RunInfo {
             let spec = rep.map(|r| r.doc.spec.clone()).unwrap_or_default();
             TestInfo {
                 name: t.name.clone(),
+                // Whether the peer's CPU is this host's, as a single run
+                // decides (`CpuSection::remote_separate`): a lab host on
+                // CPUs of its own is a peer of its own.
                 same_host: cpu
-                    .and_then(|c| c.same_host)
+                    .and_then(|c| c.same_host.map(|_| !c.remote_separate()))
                     .or_else(|| loopback_peer(&spec)),
                 // An import's spec may not say.
                 ramp_s: spec.stated().ramp_s.unwrap_or(0.0),

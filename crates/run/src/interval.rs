@@ -30,11 +30,34 @@ pub fn parse(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// One interval line: the point (rates over the interval, its CPU) and
-/// where the interval began, seconds since the workload started.
+/// What an interval line's figures are, beyond their units: a tester
+/// could not tell a UDP line's sent rate from its received one, and read
+/// a cc test's connections as transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Labels {
+    /// The operations' unit: `trans/s`, `conn/s`.
+    pub ops: &'static str,
+    /// Whose bytes the throughput is: `sent`, `received`; None where
+    /// it goes without saying (a stream's payload).
+    pub rate_of: Option<&'static str>,
+}
+
+impl Default for Labels {
+    fn default() -> Self {
+        Labels {
+            ops: "trans/s",
+            rate_of: None,
+        }
+    }
+}
+
+/// One interval line: the point (rates over the interval, its CPU),
+/// where the interval began, seconds since the workload started, and what
+/// its figures are.
 pub struct IntervalLine<'a> {
     pub from_s: f64,
     pub point: &'a SeriesPoint,
+    pub labels: Labels,
 }
 
 /// The intervals of one run: due every `period` from the workload's
@@ -66,19 +89,25 @@ impl Ticker {
     }
 
     /// Ends the interval at `now` with the running totals `counts`,
-    /// shows it, and starts the next. An interval under 10 ms (a window
-    /// that opened at the start) is not shown: its rate would be noise.
+    /// shows it, and starts the next. A sliver under a tenth of the
+    /// period (or 10 ms), such as the window's last few milliseconds after
+    /// the last whole interval, is not shown, as iperf3 leaves out a short
+    /// last interval: its rate would be noise. It is dropped, not carried
+    /// into the next line, which would then straddle a window edge; the
+    /// result's series and totals still count it.
     pub(crate) fn emit(
         &mut self,
         now: Instant,
         phase: Phase,
-        counting: Counting,
+        (counting, labels): (Counting, Labels),
         counts: (u64, u64),
         progress: &mut dyn Progress,
     ) {
         self.next = now + self.period;
         let dt = now.duration_since(self.last_t).as_secs_f64();
-        if dt < 0.01 {
+        if dt < (self.period.as_secs_f64() / 10.0).max(0.01) {
+            self.last = counts;
+            self.last_t = now;
             return;
         }
         let p = crate::pacing::point(
@@ -93,7 +122,11 @@ impl Ticker {
             self.sampler.sample(),
         );
         let from_s = self.last_t.duration_since(self.t_run).as_secs_f64();
-        progress.interval(&IntervalLine { from_s, point: &p });
+        progress.interval(&IntervalLine {
+            from_s,
+            point: &p,
+            labels,
+        });
         self.last = counts;
         self.last_t = now;
     }

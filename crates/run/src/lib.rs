@@ -17,6 +17,7 @@ pub mod signals;
 
 pub use clock::{Clock, FakeClock, HostClock};
 pub use counters::{jain_fairness, Live};
+pub use interval::Labels;
 pub use latency::{latency_report, new_histogram, write_latency_metrics};
 pub use pacing::{
     wait_until, Counting, Phase, PhaseCell, Progress, RunControl, Schedule, SeriesRecorder, Silent,

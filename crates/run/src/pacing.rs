@@ -2,7 +2,7 @@
 //! workers read, the one-second series, progress hooks, and the wait that
 //! paces ramp-up and window while watching for Ctrl-C.
 
-use crate::interval::Ticker;
+use crate::interval::{Labels, Ticker};
 use crate::Clock;
 use iotoll_model::SeriesPoint;
 use iotoll_probe::HostSampler;
@@ -162,6 +162,7 @@ pub struct SeriesRecorder {
     interval_phase: Option<Phase>,
     /// `--interval`'s lines, once progress has been asked for its period.
     ticker: Option<Option<Ticker>>,
+    labels: Labels,
 }
 
 /// A point of `counting`'s rates: `delta` (operations, bytes) over `dt`
@@ -207,7 +208,14 @@ impl SeriesRecorder {
             points: Vec::new(),
             interval_phase: None,
             ticker: None,
+            labels: Labels::default(),
         }
+    }
+
+    /// What the `--interval` lines' figures are (trans/s by default).
+    pub fn with_labels(mut self, labels: Labels) -> Self {
+        self.labels = labels;
+        self
     }
 
     /// When the run started (the series' time zero).
@@ -235,7 +243,7 @@ impl SeriesRecorder {
         }
         let counts = counters();
         if let (true, Some(t)) = (tick, ticker.as_mut()) {
-            t.emit(now, phase, self.counting, counts, progress);
+            t.emit(now, phase, (self.counting, self.labels), counts, progress);
         }
         if now < self.next {
             return;
@@ -271,7 +279,7 @@ impl SeriesRecorder {
         self.next = now + Duration::from_secs(1);
         let counts = counters();
         if let Some(Some(t)) = &mut self.ticker {
-            t.emit(now, phase, self.counting, counts, progress);
+            t.emit(now, phase, (self.counting, self.labels), counts, progress);
         }
         let counters = || counts;
         let since = now.duration_since(self.last_t);
@@ -541,5 +549,40 @@ mod tests {
         let t: Vec<f64> = s.into_points().iter().map(|p| p.t_s).collect();
         // (The 0.2 s closing edge joins the second before it, as always.)
         assert_eq!(t, [0.7, 1.9]);
+    }
+
+    /// A tester saw a 10 ms line at a window's end: a last interval under
+    /// a tenth of the period is left out (as iperf3 does), and not carried
+    /// into a line across the edge either.
+    #[test]
+    fn a_sliver_of_an_interval_is_left_out() {
+        let clock = FakeClock::new(CpuReport::default(), 0);
+        let t0 = clock.now();
+        let mut s = SeriesRecorder::new(Counting::NetBytes, Duration::from_secs(3), t0);
+        let mut lines = Lines(Duration::from_secs(1), Vec::new());
+        let at = |t: Instant| (0, t.duration_since(t0).as_millis() as u64 * 1000);
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        // The ramp-up ends 30 ms after a line, the window 40 ms after one
+        // (lines are due every second from the window's opening, and come
+        // at the next 50 ms poll).
+        for m in (50..1030).step_by(50) {
+            s.poll(ms(m), Phase::Ramp, || at(ms(m)), &mut lines);
+        }
+        s.edge(ms(1030), Phase::Ramp, || at(ms(1030)), &mut lines);
+        for m in (1050..3090).step_by(50) {
+            s.poll(ms(m), Phase::Measure, || at(ms(m)), &mut lines);
+        }
+        s.edge(ms(3090), Phase::Measure, || at(ms(3090)), &mut lines);
+        let spans: Vec<(f64, f64, &str)> = (lines.1.iter())
+            .map(|(f, p)| (*f, p.t_s, p.phase.as_str()))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (0.0, 1.0, "ramp"),
+                (1.03, 2.05, "measure"),
+                (2.05, 3.05, "measure")
+            ]
+        );
     }
 }

@@ -190,9 +190,13 @@ impl Console {
                     responded: s.responded,
                     bad_token: s.bad_token,
                 };
-                if let Some(m) =
-                    totals_disagree(params.kind, false, c.total_done, c.total_failed, &end)
-                {
+                if let Some(m) = totals_disagree(
+                    params.kind,
+                    false,
+                    (c.total_done, c.total_failed),
+                    (c.window_done, c.failures.iter().sum()),
+                    &end,
+                ) {
                     // The local test's words are the client's ("this host").
                     let m = m
                         .replace("this host", &format!("its client {}", name(ci)))

@@ -7,7 +7,9 @@ use super::{endpoint_ended, proto_err, recv, unexpected, CONTROL_TIMEOUT};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::NetError;
 use iotoll_probe::ClosedWindow;
-use iotoll_run::{Clock, Counting, HostClock, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{
+    Clock, Counting, HostClock, Labels, Phase, PhaseCell, RunControl, SeriesRecorder,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -43,6 +45,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) ramp: Duration,
     pub(crate) time: Duration,
     pub(crate) counting: Counting,
+    /// What the `--interval` lines' figures are.
+    pub(crate) labels: Labels,
     pub(crate) phase: &'a Arc<PhaseCell>,
 }
 
@@ -56,7 +60,8 @@ pub(crate) fn drive<E: Driven>(
 ) -> Result<Window<E::Out>, NetError> {
     let (addr, phase) = (plan.addr, plan.phase);
     let clock = HostClock;
-    let mut series = SeriesRecorder::new(plan.counting, plan.ramp + plan.time, clock.now());
+    let mut series = SeriesRecorder::new(plan.counting, plan.ramp + plan.time, clock.now())
+        .with_labels(plan.labels);
     // Each wait samples the series and watches the control connection: an
     // endpoint that closes it or speaks unasked has ended the test.
     let wait = |series: &mut SeriesRecorder, until, rc: &mut RunControl, ctl: &Control| {

@@ -187,7 +187,23 @@ pub(crate) fn peer_err(peer: &SocketAddr, msg: impl Into<String>) -> NetError {
 }
 
 pub(crate) fn proto_err(peer: &SocketAddr, what: &str, e: ProtoError) -> NetError {
-    peer_err(peer, format!("{what}: {e}"))
+    use std::io::ErrorKind as K;
+    // A bare "report: Connection reset by peer" left a tester guessing
+    // which end had given up.
+    let gone = match &e {
+        ProtoError::Closed => true,
+        ProtoError::Io(io) => matches!(
+            io.kind(),
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
+        ),
+        _ => false,
+    };
+    let hint = if gone {
+        " (the endpoint closed the control connection without a word: it stopped, or ended the test; its log says why)"
+    } else {
+        ""
+    };
+    peer_err(peer, format!("{what}: {e}{hint}"))
 }
 
 /// Reads the next message, turning the endpoint's `error` into ours.
@@ -640,6 +656,7 @@ fn measure(
         ramp: spec.ramp,
         time: spec.time,
         counting,
+        labels: Default::default(),
         phase: &phase,
     };
     let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;

@@ -9,13 +9,13 @@ use crate::client::{expect_ready, local_ip, request_test_waiting, Accepted, CONT
 use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
-use iotoll_run::{Counting, Phase, PhaseCell, RunControl};
+use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// The client's checks of a crr/cc test beyond the common ones.
 pub fn validate(s: &ClientSpec) -> Result<(), String> {
-    if s.conns > MAX_CLIENTS {
+    if s.conns == 0 || s.conns > MAX_CLIENTS {
         return Err(format!(
             "--conns must be between 1 and {MAX_CLIENTS} for a connection-rate test (one thread each at both ends), got {}",
             s.conns
@@ -70,6 +70,11 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         ramp: spec.ramp,
         time: spec.time,
         counting: Counting::Transactions,
+        // Each connection is the transaction (and cc has no other).
+        labels: Labels {
+            ops: "conn/s",
+            rate_of: None,
+        },
         phase: &phase,
     };
     let w = drive(&plan, &mut ctl, engine, &mut rc)?;

@@ -28,18 +28,23 @@ fn served(kind: TestKind, end: &CrrEnd) -> u64 {
 /// A cc connection closed with a reset (`--linger0`) may be reset before
 /// the endpoint accepts it (the kernel then drops it from the accept
 /// queue): there the endpoint may serve fewer than this host completed.
+/// The check is over the whole test (the endpoint counts no window of its
+/// own per connection); the message gives the window's part too
+/// (`window`: completed and failed), which the result's figures
+/// (`failures` among them) are.
 pub fn totals_disagree(
     kind: TestKind,
     linger0: bool,
-    done: u64,
-    failed: u64,
+    (done, failed): (u64, u64),
+    window: (u64, u64),
     end: &CrrEnd,
 ) -> Option<String> {
     let served = served(kind, end);
     let may_miss = kind == TestKind::Cc && linger0;
     if (served < done && !may_miss) || served > done + failed {
         return Some(format!(
-            "the ends disagree: over the whole test (ramp-up and drain included) this host completed {done} connection(s) and saw {failed} fail, the endpoint served {served}"
+            "the ends disagree over the whole test, ramp-up and drain included: this host completed {done} connection(s) and saw {failed} fail, the endpoint served {served} (of these, the window's, which the result's figures count: {} completed, {} failed)",
+            window.0, window.1
         ));
     }
     (end.bad_token > 0).then(|| {
@@ -91,7 +96,13 @@ pub(super) fn result_doc(
             if missed > 0 && spec.kind == TestKind::Cc && spec.linger0 {
                 notes.push(format!("{missed} connection(s) this host completed were reset (--linger0) before the endpoint accepted them: the kernel dropped them from its accept queue"));
             }
-            totals_disagree(spec.kind, spec.linger0, out.total_done, out.total_failed, end)
+            totals_disagree(
+                spec.kind,
+                spec.linger0,
+                (out.total_done, out.total_failed),
+                (out.window_done, out.failures.total()),
+                end,
+            )
         }
         None => {
             Some("the endpoint's report has no connection counts: is it an older iotoll?".into())
@@ -178,6 +189,10 @@ mod tests {
             responded,
             bad_token: 0,
         };
+        // The window's part: 90 % of the completed, one failure.
+        let totals_disagree = |k, l, done: u64, failed: u64, end: &CrrEnd| {
+            totals_disagree(k, l, (done, failed), (done * 9 / 10, failed.min(1)), end)
+        };
         assert_eq!(
             totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 100)),
             None
@@ -188,6 +203,18 @@ mod tests {
             None
         );
         assert!(totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 99)).is_some());
+        // The message says which counts are the whole test's and gives
+        // the window's, which the result's table shows.
+        let m = totals_disagree(TestKind::Crr, false, 100, 3, &end(110, 110)).unwrap();
+        assert!(m.contains("over the whole test"), "{m}");
+        assert!(
+            m.contains("completed 100 connection(s) and saw 3 fail"),
+            "{m}"
+        );
+        assert!(
+            m.contains("the window's, which the result's figures count: 90 completed, 1 failed"),
+            "{m}"
+        );
         assert!(totals_disagree(TestKind::Crr, false, 90, 1, &end(100, 100)).is_some());
         assert_eq!(
             totals_disagree(TestKind::Cc, false, 50, 0, &end(50, 0)),

@@ -6,7 +6,7 @@ use super::serve::CrrServer;
 use super::{IO_TIMEOUT, TOKEN_LEN};
 use crate::proto::{Control, Msg, ServerReport, TestParams};
 use crate::server::data::{data_listener, data_token};
-use crate::server::{serve_window, SessionError};
+use crate::server::{serve_window, SessionError, SLACK};
 use crate::sock;
 use iotoll_run::{Phase, PhaseCell};
 use std::io::{ErrorKind, Read};
@@ -86,7 +86,8 @@ pub(crate) fn session(
         phase.clone(),
     )
     .map_err(|e| SessionError::io("cannot start the endpoint's workers", e))?;
-    let closed = serve_window(ctl, &params, &phase);
+    let closed =
+        await_window_start(ctl, &params, &server).and_then(|()| serve_window(ctl, &params, &phase));
     // However the window ended, the workers stop (after the drain).
     let served = server.join();
     let closed = closed?;
@@ -109,6 +110,54 @@ pub(crate) fn session(
         "{:?} test done in a {:.1} s window: {} connection(s) accepted",
         params.kind, closed.window_s, served.end.accepted
     ))
+}
+
+/// How long the client's workers may take to make their first connection
+/// to the test's port: generous, as a loaded machine starts a thousand
+/// threads slowly, and a client that died closes its control connection
+/// at once anyway (this bounds only a client that hangs).
+const FIRST_CONN_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until the client's window start has come (it is then read by
+/// `serve_window`). Its ramp-up is counted from its workers' first
+/// connection, not from the test's acceptance: the workers start after
+/// the endpoint's `ready`, and however long a loaded machine takes to
+/// start them must not end the test. Gives up with an error the client
+/// is told.
+fn await_window_start(
+    ctl: &mut Control,
+    params: &TestParams,
+    server: &CrrServer,
+) -> Result<(), SessionError> {
+    let ready = Instant::now();
+    let ramp = Duration::from_millis(params.ramp_ms);
+    let mut first: Option<Instant> = None;
+    while !ctl.peer_spoke() {
+        let now = Instant::now();
+        if first.is_none() && server.accepted() > 0 {
+            first = Some(now);
+        }
+        let late = match first {
+            Some(t) => (now >= t + ramp + SLACK).then(|| {
+                format!(
+                    "the endpoint gave up waiting for the window start: none came within the {:.1} s ramp-up and {} s of the client's first connection",
+                    ramp.as_secs_f64(),
+                    SLACK.as_secs()
+                )
+            }),
+            None => (now >= ready + FIRST_CONN_WAIT).then(|| {
+                format!(
+                    "the endpoint gave up on the test: no connection from the client's workers within {} s of its acceptance",
+                    FIRST_CONN_WAIT.as_secs()
+                )
+            }),
+        };
+        if let Some(m) = late {
+            return Err(SessionError::Refused(m));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// Accepts and serves one connection at a time until the phase is `Stop`

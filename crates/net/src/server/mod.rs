@@ -397,6 +397,9 @@ fn admit(
     shared: &Arc<Shared>,
 ) -> u64 {
     let _ = stream.set_nonblocking(false);
+    // The log names an IPv4 client of a dual-stack listener as users
+    // write it, not as ::ffff:a.b.c.d.
+    let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
     let source = source_of(peer.ip());
     let dropped = make_room(pending, source);
     let sock = match stream.try_clone() {

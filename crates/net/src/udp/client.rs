@@ -9,11 +9,11 @@ use crate::client::drive::{drive, Driven, Plan};
 use crate::client::{
     expect_ready, local_ip, peer_err, request_test_waiting, Accepted, CONTROL_TIMEOUT,
 };
-use crate::proto::{Control, ServerReport};
+use crate::proto::{Control, Dir, ServerReport};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_probe::ClosedWindow;
-use iotoll_run::{Counting, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl, SeriesRecorder};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 
@@ -121,6 +121,15 @@ fn measure(
         ramp: spec.ramp,
         time: spec.time,
         counting: Counting::NetBytes,
+        // The live totals are what this host sent, received, or both.
+        labels: Labels {
+            rate_of: Some(match spec.dir {
+                Dir::Tx => "sent",
+                Dir::Rx => "received",
+                Dir::Bidir => "sent+received",
+            }),
+            ..Labels::default()
+        },
         phase,
     };
     let w = drive(&plan, ctl, engine, rc)?;

@@ -170,12 +170,19 @@ fn send_loop(
         // A blocked send must not outlive the test.
         let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
     }
+    let mut opened = false;
     loop {
         let ph = phase.get();
         if ph == Phase::Stop {
             break;
         }
         let now = mono_ns();
+        if ph == Phase::Measure && !opened {
+            opened = true;
+            if let Some(b) = bucket.as_mut() {
+                b.window_start(now);
+            }
+        }
         if let Some(wait) = bucket.as_mut().and_then(|b| b.take(p.size, now)) {
             std::thread::sleep(Duration::from_nanos(super::pace::sleep_ns(wait)));
             continue;

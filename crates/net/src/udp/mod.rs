@@ -57,6 +57,18 @@ pub fn validate(s: &ClientSpec) -> Result<(), String> {
     if s.rate == Some(0) {
         return Err("--rate must be positive (leave it out for unlimited)".into());
     }
+    if let Some(rate) = s.rate {
+        // Below one datagram per window the offered rate is whatever one
+        // datagram or none makes it: 6 times --rate 1k in a 2 s window.
+        let every_s = (s.msg * 8) as f64 / rate as f64;
+        if every_s > s.time.as_secs_f64() {
+            return Err(format!(
+                "--rate {rate} bit/s sends one {}-byte datagram every {every_s:.1} s, longer than the {:.1} s window: raise --rate or --time, or lower --size",
+                s.msg,
+                s.time.as_secs_f64()
+            ));
+        }
+    }
     if s.nodelay {
         return Err("--nodelay is a TCP option; UDP has no Nagle delay".into());
     }
@@ -156,6 +168,14 @@ mod tests {
             ..ClientSpec::udp()
         })
         .contains("--rate"));
+        // 1,472 bytes at 1 kbit/s is one datagram every 11.8 s.
+        let slow = |ms| ClientSpec {
+            rate: Some(1000),
+            time: std::time::Duration::from_millis(ms),
+            ..ClientSpec::udp()
+        };
+        assert!(err(slow(2000)).contains("every 11.8 s, longer than the 2.0 s window"));
+        assert_eq!(validate(&slow(12_000)), Ok(()));
         let two = ClientSpec {
             threads: Some(2),
             ..ClientSpec::udp()

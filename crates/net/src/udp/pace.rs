@@ -23,9 +23,14 @@ pub const PACING_TIMER_NS: u64 = 1_000_000;
 /// twice the rate, what a wake-up after a delay may send at once.
 const PEAK_DEPTH_NS: u128 = PACING_TIMER_NS as u128;
 
+/// Longest sleep: at a low rate a datagram is due seconds apart (11.8 s
+/// for 1,472 bytes at 1 kbit/s), and the sender must see the window open
+/// and close in time.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+
 /// How long the sender sleeps when the buckets say `wait` ns.
 pub fn sleep_ns(wait: u64) -> u64 {
-    wait.max(PACING_TIMER_NS)
+    wait.clamp(PACING_TIMER_NS, MAX_SLEEP_NS)
 }
 
 /// One bucket: tokens in bit-nanoseconds per second (bits x 1e9), so that
@@ -64,18 +69,22 @@ impl Bucket {
 pub struct TokenBucket {
     avg: Bucket,
     peak: Bucket,
+    /// One datagram, in the buckets' units.
+    per_datagram: u128,
 }
 
 impl TokenBucket {
     /// Buckets for `rate` bits per second of datagrams of `size` bytes,
-    /// holding one datagram at `now_ns`.
+    /// holding one datagram at `now_ns`. The average bucket holds at least
+    /// one datagram (else none could be sent) and no more than the credit:
+    /// at 1 kbit/s two datagrams of credit were 6 times a 2 s window's share.
     pub fn new(rate: u64, size: u64, now_ns: u64) -> Self {
         let per_datagram = size as u128 * 8 * 1_000_000_000;
         let (rate, peak) = (rate as u128, 2 * rate as u128);
         TokenBucket {
             avg: Bucket::new(
                 rate,
-                (rate * CREDIT_NS).max(2 * per_datagram),
+                (rate * CREDIT_NS).max(per_datagram),
                 per_datagram,
                 now_ns,
             ),
@@ -85,7 +94,18 @@ impl TokenBucket {
                 per_datagram,
                 now_ns,
             ),
+            per_datagram,
         }
+    }
+
+    /// The window opens at `now_ns`: credit left from the ramp-up (a
+    /// sender the host delayed there) is not spent in the window, so the
+    /// window's datagrams never exceed its share of the rate by more than
+    /// the one datagram the bucket must hold.
+    pub fn window_start(&mut self, now_ns: u64) {
+        self.avg.refill(now_ns);
+        self.peak.refill(now_ns);
+        self.avg.tokens = self.avg.tokens.min(self.per_datagram);
     }
 
     /// Takes a datagram of `size` bytes if both buckets hold it: None;
@@ -165,6 +185,52 @@ mod tests {
             );
             assert!(most <= per_ms + 2, "{rate}: {most} in 1 ms, {per_ms} due");
         }
+    }
+
+    /// Bits sent in a window of `window_ns` opened after `ramp_ns` of
+    /// ramp-up, the sender stalled for `stall_ns` just before it opens
+    /// (its credit piling up).
+    fn window_bits(rate: u64, size: u64, ramp_ns: u64, stall_ns: u64, window_ns: u64) -> u64 {
+        let mut now = 0u64;
+        let mut b = TokenBucket::new(rate, size, now);
+        let (mut opened, mut sent) = (false, 0u64);
+        let end = ramp_ns + window_ns;
+        while now < end {
+            if !opened && now >= ramp_ns.saturating_sub(stall_ns) {
+                now = now.max(ramp_ns);
+                b.window_start(now);
+                opened = true;
+            }
+            match b.take(size, now) {
+                None => sent += u64::from(opened),
+                Some(wait) => now += sleep_ns(wait),
+            }
+        }
+        sent * size * 8
+    }
+
+    /// Over the window the sender never offers more than the rate allows
+    /// plus one datagram, however low the rate or late the sender.
+    #[test]
+    fn a_window_never_gets_more_than_its_share_and_one_datagram() {
+        for (rate, size, ramp, stall, window) in [
+            // A tester's `--rate 1k`: 6 times the rate before.
+            (1_000, 1472, 1_000_000_000, 0, 2_000_000_000),
+            (1_000, 1472, 3_000_000_000, 0, 20_000_000_000),
+            (64_000, 1472, 1_000_000_000, 0, 2_000_000_000),
+            // Credit piled up by a stall at the window's opening.
+            (500_000_000, 1472, 1_000_000_000, 80_000_000, 1_000_000_000),
+            (100_000_000, 9000, 300_000_000, 200_000_000, 2_000_000_000),
+        ] {
+            let bits = window_bits(rate, size, ramp, stall, window);
+            let share = u128::from(rate) * u128::from(window) / 1_000_000_000;
+            assert!(
+                u128::from(bits) <= share + u128::from(size * 8),
+                "{rate} bit/s, {size} B: {bits} bits in a window whose share is {share}"
+            );
+        }
+        // Sleeps are short enough to see the window open and close.
+        assert_eq!(sleep_ns(11_776_000_000), MAX_SLEEP_NS);
     }
 
     #[test]

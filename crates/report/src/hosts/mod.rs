@@ -660,6 +660,10 @@ pub fn parts(configs: &[ConfigData]) -> Vec<Part> {
             }
             if !mh.pairs.is_empty() {
                 out.push(Part::Table(pair_table(name, mh, l, true)));
+                let title = titled(name, "endpoint pairs' transactions", l);
+                if let Some(t) = rr::pair_table(title, &mh.pairs, &mh.totals) {
+                    out.push(Part::Table(t));
+                }
                 if mh.pairs.len() > PAIRS_SHOWN {
                     out.push(Part::AllPairs {
                         table: pair_table(name, mh, l, false),
@@ -672,5 +676,6 @@ pub fn parts(configs: &[ConfigData]) -> Vec<Part> {
     out
 }
 
+pub mod rr;
 #[cfg(test)]
 mod tests;

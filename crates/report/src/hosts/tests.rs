@@ -328,3 +328,55 @@ fn one_machine_with_own_cpus_counts_each_set_once() {
         "{n}"
     );
 }
+
+/// rr across hosts: each pair's transactions/s and round-trip
+/// percentiles, and the test's (the merged histogram's, which the result
+/// states), in the Markdown and HTML reports and `results show`; a stream
+/// test has no such table.
+#[test]
+fn rr_pairs_show_their_transactions_and_round_trips() {
+    let mut d = multi_stream_doc(&["c1", "c2"], &["srv"], 1.0);
+    assert!(rr::pair_table(String::new(), &d.pairs, &d.metrics).is_none());
+    d.kind = Kind::NetRr;
+    let figures = [
+        (12_345.0, 61.0, 180.0, 950.0),
+        (6_789.0, 75.0, 2_400.0, 9_100.0),
+    ];
+    for (p, (t, p50, p99, p999)) in d.pairs.iter_mut().zip(figures) {
+        p.transactions = Some((t * 10.0) as u64);
+        p.metrics = iotoll_model::metrics::of(&[
+            (mn::TRANS_S, t),
+            (mn::RTT_P50_US, p50),
+            (mn::RTT_P99_US, p99),
+            (mn::RTT_P999_US, p999),
+        ]);
+    }
+    // The merged histogram's: not the pairs' means (120.5, 1,290, 5,025).
+    for (k, v) in [
+        (mn::TRANS_S, 19_134.0),
+        (mn::RTT_P50_US, 64.0),
+        (mn::RTT_P99_US, 1_700.0),
+        (mn::RTT_P999_US, 8_800.0),
+    ] {
+        d.metrics.insert(k.into(), v);
+    }
+    let text = crate::text::host_tables(&d, "");
+    let (md, html) = render(&[multi_host_run(1, "rr", d)]);
+    let rows = [
+        "| 1 | c1 → srv | 12,345 | 61.0 | 180 | 950 |",
+        "| 2 | c2 → srv | 6,789 | 75.0 | 2,400 | 9,100 |",
+        "| all 2 pairs |  | 19,134 | 64.0 | 1,700 | 8,800 |",
+    ];
+    for r in rows {
+        assert!(md.contains(r), "{r} not in:\n{md}");
+    }
+    assert!(md.contains("| pair | client → server | trans/s | p50 µs | p99 µs | p99.9 µs |"));
+    assert!(
+        html.contains("c2 → srv") && html.contains("9,100"),
+        "{html}"
+    );
+    assert!(text.contains("per pair, request/response:"), "{text}");
+    for want in ["c1 → srv", "12,345", "2,400", "all 2 pairs", "8,800"] {
+        assert!(text.contains(want), "{want} not in:\n{text}");
+    }
+}

@@ -5,7 +5,7 @@
 use super::or_dash;
 use crate::tables::{to_text, TRow, Table};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{NetDisclosure, TlsDisclosure};
+use iotoll_model::spec::{NetDisclosure, NetSide, TlsDisclosure};
 use iotoll_model::text::printable;
 use iotoll_model::units::format_number as num;
 use iotoll_model::{format_size, Metrics, ResultDoc};
@@ -134,37 +134,63 @@ pub(super) fn network_path(o: &mut String, doc: &ResultDoc) {
     let Some(d) = doc.net_disclosure() else {
         return;
     };
-    let _ = writeln!(o, "\nnetwork path:");
-    sides(o, d);
+    let remote = d.remote_side();
+    let lo = |s: &NetSide| address(&s.interface.address).is_some_and(|ip| ip.is_loopback());
+    if lo(&d.local) && remote.as_ref().is_none_or(lo) {
+        // An interface line of loopback says nothing (no link, speed or
+        // driver): a tester read it as an empty path.
+        let _ = writeln!(
+            o,
+            "\nnetwork path: loopback (host-internal copying, no NIC)"
+        );
+        let _ = writeln!(o, "  {:<12} {}", "tcp:", tcp_line(&d.local));
+    } else {
+        let _ = writeln!(o, "\nnetwork path:");
+        sides(o, d, remote.as_ref());
+    }
     if let Some(t) = &d.tls {
         let _ = writeln!(o, "  {:<12} {}", "tls:", tls_summary(t));
         let _ = writeln!(o, "  {:<12} {}", "", t.implementation);
     }
 }
 
-fn sides(o: &mut String, d: &NetDisclosure) {
-    let remote = d.remote_side();
-    for (side, s) in [("local", Some(&d.local)), ("remote", remote.as_ref())] {
+/// An interface's address as users write it: an IPv4-mapped IPv6 address
+/// (`::ffff:10.0.0.2`, what a dual-stack listener saw) in its IPv4 form.
+fn address(a: &str) -> Option<std::net::IpAddr> {
+    a.parse::<std::net::IpAddr>()
+        .ok()
+        .map(|ip| ip.to_canonical())
+}
+
+fn tcp_line(s: &NetSide) -> String {
+    let t = |k: &str| s.tcp.get(k).cloned().flatten().unwrap_or("?".into());
+    format!(
+        "{} rmem {} wmem {}",
+        t("tcp_congestion_control"),
+        t("tcp_rmem"),
+        t("tcp_wmem")
+    )
+}
+
+fn sides(o: &mut String, d: &NetDisclosure, remote: Option<&NetSide>) {
+    for (side, s) in [("local", Some(&d.local)), ("remote", remote)] {
         let Some(s) = s else { continue };
         let i = &s.interface;
         let link = i.link.clone().unwrap_or_default();
         let offs: Vec<String> = (link.offloads.map(|f| f.flags()).into_iter().flatten())
             .filter_map(|(k, on)| on.map(|on| if on { k.to_string() } else { format!("-{k}") }))
             .collect();
-        let t = |k: &str| s.tcp.get(k).cloned().flatten().unwrap_or("?".into());
         let _ = writeln!(
             o,
-            "  {:<12} {} {}  mtu {}  speed {}  driver {}  [{}]  {} rmem {} wmem {}",
+            "  {:<12} {} {}  mtu {}  speed {}  driver {}  [{}]  {}",
             side,
             i.name.as_deref().unwrap_or("?"),
-            i.address,
+            address(&i.address).map_or(i.address.clone(), |ip| ip.to_string()),
             link.mtu.map_or("null".into(), |m| m.to_string()),
             (link.speed_mbit).map_or("-".into(), |v| format!("{v} Mbit/s")),
             link.driver.as_deref().unwrap_or("-"),
             offs.join(" "),
-            t("tcp_congestion_control"),
-            t("tcp_rmem"),
-            t("tcp_wmem"),
+            tcp_line(s),
         );
     }
 }

@@ -27,17 +27,19 @@ pub fn second(p: &SeriesPoint, elapsed: Duration, total: Duration) -> String {
 }
 
 /// An `--interval` line, as iperf prints them: the interval (seconds since
-/// the workload started), its phase, its rates and whole-host CPU.
+/// the workload started), its phase, its rates (named as `l.labels` says)
+/// and whole-host CPU.
 pub fn interval(l: &iotoll_run::interval::IntervalLine) -> String {
     let p = l.point;
     let span = format!("{:.2}-{:.2}", l.from_s, p.t_s);
     let mut line = format!("[{span:>13} s] {:<7}", p.phase);
+    let of = l.labels.rate_of.map_or(String::new(), |w| format!(" {w}"));
     line.extend(
         [
             p.iops.map(|v| format!("  {v:>10.0} IOPS")),
             p.mb_s.map(|v| format!("  {v:>10.2} MB/s")),
-            p.trans_s.map(|v| format!("  {v:>10.0} trans/s")),
-            p.mbit_s.map(|v| format!("  {v:>10.2} Mbit/s")),
+            p.trans_s.map(|v| format!("  {v:>10.0} {}", l.labels.ops)),
+            p.mbit_s.map(|v| format!("  {v:>10.2} Mbit/s{of}")),
             Some(
                 p.cpu_pct
                     .map_or("  cpu     - %".into(), |v| format!("  cpu {v:>5.1} %")),

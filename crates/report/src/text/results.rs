@@ -278,6 +278,10 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             pairs.rows.push(TRow::new(cells));
         }
         o.push_str(&to_text(&pairs, indent, "llr"));
+        let title = "per pair, request/response:".to_string();
+        if let Some(t) = crate::hosts::rr::pair_table(title, &doc.pairs, &doc.metrics) {
+            o.push_str(&to_text(&t, indent, "llr"));
+        }
     }
     if let Some(t) = adapter_table(doc) {
         o.push_str(&to_text(&t, indent, "llr"));

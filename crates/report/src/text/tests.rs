@@ -206,3 +206,37 @@ fn show_prints_only_the_fields_of_the_kind() {
     // A metric of the kind that was not measured is shown as missing.
     assert!(disk.contains("lat us -"), "{disk}");
 }
+
+/// A loopback path says so (a tester saw an empty-looking `network path:`
+/// of "lo ... speed - driver -"); an IPv4-mapped address is shown as IPv4.
+#[test]
+fn a_network_path_is_loopback_or_named_in_ipv4() {
+    use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
+    let with = |local: &str, remote: &str| {
+        let mut d = iotoll_model::fixtures::doc(
+            "net-stream",
+            serde_json::json!({}),
+            serde_json::json!({"mbit_s": 10.0}),
+        );
+        let side = |ip: &str| {
+            let mut s = iotoll_probe::sysinfo::network("127.0.0.1".parse().unwrap());
+            s.interface.address = ip.into();
+            s
+        };
+        d.disclosure = Some(Disclosure::Net(Typed::from(NetDisclosure {
+            local: side(local),
+            remote: serde_json::to_value(side(remote)).unwrap(),
+            tls: None,
+        })));
+        super::result(&d)
+    };
+    let lo = with("127.0.0.1", "::ffff:127.0.0.1");
+    assert!(lo.contains("network path: loopback"), "{lo}");
+    assert!(lo.contains("rmem"), "the TCP settings stay: {lo}");
+    let far = with("10.0.0.1", "::ffff:10.0.0.2");
+    assert!(far.contains("network path:\n"), "{far}");
+    assert!(
+        far.contains(" 10.0.0.2 ") && !far.contains("::ffff:"),
+        "{far}"
+    );
+}
