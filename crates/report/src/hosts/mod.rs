@@ -658,24 +658,25 @@ pub fn parts(configs: &[ConfigData]) -> Vec<Part> {
             if let Some(t) = crate::tables::adapter_table(name, mh, l) {
                 out.push(Part::Table(t));
             }
-            if !mh.pairs.is_empty() {
+            let bytes = pair_figures::moves_bytes(&mh.pairs);
+            if !mh.pairs.is_empty() && bytes {
                 out.push(Part::Table(pair_table(name, mh, l, true)));
-                let title = titled(name, "endpoint pairs' transactions", l);
-                if let Some(t) = rr::pair_table(title, &mh.pairs, &mh.totals) {
-                    out.push(Part::Table(t));
-                }
-                if mh.pairs.len() > PAIRS_SHOWN {
-                    out.push(Part::AllPairs {
-                        table: pair_table(name, mh, l, false),
-                        pairs: mh.pairs.len(),
-                    });
-                }
+            }
+            let title = titled(name, "endpoint pairs' {what}", l);
+            if let Some(t) = pair_figures::pair_table(&title, &mh.pairs, &mh.totals) {
+                out.push(Part::Table(t));
+            }
+            if bytes && mh.pairs.len() > PAIRS_SHOWN {
+                out.push(Part::AllPairs {
+                    table: pair_table(name, mh, l, false),
+                    pairs: mh.pairs.len(),
+                });
             }
         }
     }
     out
 }
 
-pub mod rr;
+pub mod pair_figures;
 #[cfg(test)]
 mod tests;

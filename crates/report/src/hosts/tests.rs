@@ -336,7 +336,7 @@ fn one_machine_with_own_cpus_counts_each_set_once() {
 #[test]
 fn rr_pairs_show_their_transactions_and_round_trips() {
     let mut d = multi_stream_doc(&["c1", "c2"], &["srv"], 1.0);
-    assert!(rr::pair_table(String::new(), &d.pairs, &d.metrics).is_none());
+    assert!(pair_figures::pair_table("", &d.pairs, &d.metrics).is_none());
     d.kind = Kind::NetRr;
     let figures = [
         (12_345.0, 61.0, 180.0, 950.0),
@@ -375,8 +375,60 @@ fn rr_pairs_show_their_transactions_and_round_trips() {
         html.contains("c2 → srv") && html.contains("9,100"),
         "{html}"
     );
-    assert!(text.contains("per pair, request/response:"), "{text}");
+    assert!(text.contains("per pair, transactions:"), "{text}");
     for want in ["c1 → srv", "12,345", "2,400", "all 2 pairs", "8,800"] {
         assert!(text.contains(want), "{want} not in:\n{text}");
     }
+}
+
+/// crr and UDP across hosts: each pair's own figures in their kind's
+/// columns (connections/s and connect times; offered, goodput, loss),
+/// and a connection-rate test has no bytes-per-pair table, whose
+/// megabytes and Mbit/s would all be 0.
+#[test]
+fn crr_and_udp_pairs_show_their_own_figures() {
+    let mut d = multi_stream_doc(&["c1", "c2"], &["srv"], 1.0);
+    d.kind = Kind::NetCrr;
+    for (p, conn_s) in d.pairs.iter_mut().zip([731.0, 783.0]) {
+        p.metrics = iotoll_model::metrics::of(&[
+            (mn::CONN_S, conn_s),
+            (mn::SERVED_CONN_S, conn_s),
+            (mn::CONNECT_P50_US, 410.0),
+            (mn::CONNECT_P99_US, 12_300.0),
+            (mn::TRANS_P50_US, 900.0),
+            (mn::TRANS_P99_US, 15_000.0),
+            (mn::FAILURES, 0.0),
+        ]);
+    }
+    d.metrics.insert(mn::CONN_S.into(), 1_514.0);
+    let text = crate::text::host_tables(&d, "");
+    assert!(text.contains("per pair, connections (crr):"), "{text}");
+    assert!(
+        text.contains("connect p99 µs") && text.contains("12,300"),
+        "{text}"
+    );
+    assert!(text.contains("1,514"), "{text}");
+    assert!(!text.contains("client->server MB"), "{text}");
+    let (md, _) = render(&[multi_host_run(1, "crr", d.clone())]);
+    assert!(md.contains("| 1 | c1 → srv | 731 | 731 |"), "{md}");
+    assert!(!md.contains("client → server Mbit/s"), "{md}");
+
+    d.kind = Kind::NetUdp;
+    for p in d.pairs.iter_mut() {
+        p.metrics = iotoll_model::metrics::of(&[
+            (mn::OFFERED_MBIT_S, 40.0),
+            (mn::MBIT_S, 25.0),
+            (mn::DATAGRAMS_SENT, 15_000.0),
+            (mn::DATAGRAMS_LOST, 5_625.0),
+            (mn::LOSS_PCT, 37.5),
+            (mn::JITTER_US, 120.0),
+        ]);
+    }
+    let text = crate::text::host_tables(&d, "");
+    assert!(text.contains("per pair, datagrams:"), "{text}");
+    assert!(
+        text.contains("37.5") && text.contains("offered Mbit/s"),
+        "{text}"
+    );
+    assert!(text.contains("client->server MB"), "{text}");
 }

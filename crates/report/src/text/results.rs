@@ -256,7 +256,7 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
         hosts.rows.push(TRow::new(r));
     }
     let mut o = to_text(&hosts, indent, "llr");
-    if !doc.pairs.is_empty() {
+    if crate::hosts::pair_figures::moves_bytes(&doc.pairs) && !doc.pairs.is_empty() {
         let head = [
             "client",
             "server",
@@ -278,10 +278,10 @@ pub fn host_tables(doc: &ResultDoc, indent: &str) -> String {
             pairs.rows.push(TRow::new(cells));
         }
         o.push_str(&to_text(&pairs, indent, "llr"));
-        let title = "per pair, request/response:".to_string();
-        if let Some(t) = crate::hosts::rr::pair_table(title, &doc.pairs, &doc.metrics) {
-            o.push_str(&to_text(&t, indent, "llr"));
-        }
+    }
+    let title = "per pair, {what}:";
+    if let Some(t) = crate::hosts::pair_figures::pair_table(title, &doc.pairs, &doc.metrics) {
+        o.push_str(&to_text(&t, indent, "llr"));
     }
     if let Some(t) = adapter_table(doc) {
         o.push_str(&to_text(&t, indent, "llr"));
