@@ -5,11 +5,12 @@
 //! whole-test totals checked against each other as a local `net crr`
 //! checks them; the totals' percentiles from the pairs' histograms merged.
 
+use super::ends::{Reported, Words};
 use super::{Console, ConsoleError, Part};
 use crate::checks::IOPS_MAX;
 use crate::crr::{threads_needed, MAX_CRR_THREADS_PER_HOST};
 use crate::histwire;
-use crate::wire::{CrrClient, CrrServed};
+use crate::wire::{AgentReport, CrrClient, CrrServed};
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
 use iotoll_model::{Metrics, PairFigures};
@@ -83,8 +84,6 @@ fn server_ok(s: &CrrServed, kind: TestKind) -> Result<(), String> {
     Ok(())
 }
 
-type Ends = (Option<(usize, CrrClient)>, Option<(usize, CrrServed)>);
-
 /// A connection-rate test's pairs, before any host is asked: each host
 /// runs a thread per concurrent client of each of its pairs, at either
 /// end, at most [`MAX_CRR_THREADS_PER_HOST`].
@@ -121,64 +120,22 @@ impl Console {
         params: &TestParams,
         pairs: usize,
     ) -> Result<Vec<PairRate>, ConsoleError> {
-        let mut got: Vec<Ends> = vec![(None, None); pairs];
-        for (i, p) in parts.iter().enumerate() {
-            let Some(r) = &p.report else { continue };
-            let host = self.hosts[p.host].name.as_str();
-            let err =
-                |m: String| ConsoleError::host_err(host, format!("its report is refused: {m}"));
-            let (served, clients) = p.slots();
-            for u in &r.crr {
-                let k = u.pair + 1;
-                let Some(slot) = got.get_mut(u.pair as usize) else {
-                    return Err(err(format!(
-                        "it reported connections of pair {k}, which the test does not have"
-                    )));
-                };
-                match (&u.client, &u.server) {
-                    (Some(c), None) if clients.iter().any(|s| s.pair == u.pair) => {
-                        if slot.0.replace((i, c.clone())).is_some() {
-                            return Err(err(format!("it reported pair {k}'s client twice")));
-                        }
-                    }
-                    (None, Some(s)) if served.iter().any(|x| x.pair == u.pair) => {
-                        if slot.1.replace((i, s.clone())).is_some() {
-                            return Err(err(format!("it reported pair {k}'s server twice")));
-                        }
-                        server_ok(s, params.kind).map_err(|m| err(format!("pair {k}: {m}")))?;
-                    }
-                    (Some(_), None) => {
-                        return Err(err(format!(
-                        "it reported a client's counts of pair {k}, which it is not the client of"
-                    )))
-                    }
-                    (None, Some(_)) => {
-                        return Err(err(format!(
-                            "it reported a server's counts of pair {k}, which it does not serve"
-                        )))
-                    }
-                    _ => {
-                        return Err(err(format!(
-                            "its count of pair {k} is neither a client's nor a server's"
-                        )))
-                    }
-                }
-            }
-        }
+        let words = Words {
+            counts: "connection",
+            client: "a client's counts",
+            server: "a server's counts",
+        };
+        let of = |r: &AgentReport| -> Vec<Reported<CrrClient, CrrServed>> {
+            (r.crr.iter())
+                .map(|u| (u.pair, u.client.clone(), u.server.clone()))
+                .collect()
+        };
+        let server_ok = |s: &CrrServed| server_ok(s, params.kind);
+        let got = self.pair_ends(parts, pairs, &words, of, |_, _| Ok(()), server_ok)?;
         let name = |i: usize| self.hosts[parts[i].host].name.as_str();
         let window = |i: usize| parts[i].report.as_ref().map_or(0.0, |r| r.window_s);
         (got.into_iter().enumerate())
-            .map(|(k, g)| {
-                let missing = |end: &str| {
-                    ConsoleError::Invalid(format!(
-                        "pair {} has no connection counts from its {end}",
-                        k + 1
-                    ))
-                };
-                let ((ci, c), (si, s)) = (
-                    g.0.ok_or_else(|| missing("client"))?,
-                    g.1.ok_or_else(|| missing("server"))?,
-                );
+            .map(|(k, ((ci, c), (si, s)))| {
                 let (connect, trans) = client_ok(&c, params.kind, window(ci)).map_err(|m| {
                     ConsoleError::host_err(
                         name(ci),

@@ -932,6 +932,7 @@ enum PerPair {
 
 mod crr;
 mod docs;
+mod ends;
 mod rr;
 mod session;
 #[cfg(test)]

@@ -5,10 +5,11 @@
 //! figures, and the totals added up so that they agree with the pairs'
 //! (datagrams sent = received + lost, goodput = the pairs' goodput).
 
+use super::ends::{Reported, Words};
 use super::{Console, ConsoleError, Part};
 use crate::checks::{BYTES_S_MAX, IOPS_MAX};
 use crate::udp::MAX_UDP_PAIRS_PER_HOST;
-use crate::wire::{PairPort, PairSlot};
+use crate::wire::{AgentReport, PairPort, PairSlot};
 use iotoll_model::metrics as mn;
 use iotoll_model::{Metrics, PairFigures};
 use iotoll_net::proto::TestParams;
@@ -148,10 +149,6 @@ fn check_received(r: &Received, p: &TestParams) -> Result<(), String> {
     Ok(())
 }
 
-/// One pair's counts as its ends reported them: (client part, sent),
-/// (server part, received).
-type Ends = (Option<(usize, Sent)>, Option<(usize, Received)>);
-
 impl Console {
     /// Every pair's datagrams from its two ends' reports: each end's count
     /// reported once, by the host that is that end, checked, and the
@@ -162,63 +159,23 @@ impl Console {
         params: &TestParams,
         pairs: usize,
     ) -> Result<Vec<Way>, ConsoleError> {
-        let mut got: Vec<Ends> = vec![(None, None); pairs];
-        for (i, p) in parts.iter().enumerate() {
-            let Some(r) = &p.report else { continue };
-            let host = self.hosts[p.host].name.as_str();
-            let err =
-                |m: String| ConsoleError::host_err(host, format!("its report is refused: {m}"));
-            let (served, clients) = p.slots();
-            for u in &r.udp {
-                let k = u.pair + 1;
-                let Some(slot) = got.get_mut(u.pair as usize) else {
-                    return Err(err(format!(
-                        "it reported datagrams of pair {k}, which the test does not have"
-                    )));
-                };
-                match (u.sent, u.received) {
-                    (Some(s), None) if clients.iter().any(|c| c.pair == u.pair) => {
-                        if slot.0.replace((i, s)).is_some() {
-                            return Err(err(format!(
-                                "it reported pair {k}'s datagrams sent twice"
-                            )));
-                        }
-                        check_sent(&s, params, r.window_s)
-                            .map_err(|m| err(format!("pair {k}: {m}")))?;
-                    }
-                    (None, Some(rc)) if served.iter().any(|c| c.pair == u.pair) => {
-                        if slot.1.replace((i, rc)).is_some() {
-                            return Err(err(format!(
-                                "it reported pair {k}'s datagrams received twice"
-                            )));
-                        }
-                        check_received(&rc, params).map_err(|m| err(format!("pair {k}: {m}")))?;
-                    }
-                    (Some(_), None) => {
-                        return Err(err(format!(
-                            "it reported datagrams sent on pair {k}, which it is not the client of"
-                        )))
-                    }
-                    (None, Some(_)) => {
-                        return Err(err(format!(
-                            "it reported datagrams received on pair {k}, which it does not serve"
-                        )))
-                    }
-                    _ => {
-                        return Err(err(format!(
-                            "its count of pair {k} is neither a sender's nor a receiver's"
-                        )))
-                    }
-                }
-            }
-        }
+        let words = Words {
+            counts: "datagram",
+            client: "datagrams sent",
+            server: "datagrams received",
+        };
+        let of = |r: &AgentReport| -> Vec<Reported<Sent, Received>> {
+            (r.udp.iter())
+                .map(|u| (u.pair, u.sent, u.received))
+                .collect()
+        };
+        let sent_ok = |s: &Sent, window_s: f64| check_sent(s, params, window_s);
+        let got = self.pair_ends(parts, pairs, &words, of, sent_ok, |r| {
+            check_received(r, params)
+        })?;
         let name = |i: usize| self.hosts[parts[i].host].name.as_str();
         (got.into_iter().enumerate())
-            .map(|(k, g)| {
-                let missing = |end: &str| {
-                    ConsoleError::Invalid(format!("pair {} has no datagram counts from its {end}", k + 1))
-                };
-                let (c, s) = (g.0.ok_or_else(|| missing("client"))?, g.1.ok_or_else(|| missing("server"))?);
+            .map(|(k, (c, s))| {
                 if s.1.datagrams > c.1.datagrams {
                     return Err(ConsoleError::host_err(
                         name(s.0),
