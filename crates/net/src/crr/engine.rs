@@ -1,7 +1,7 @@
 //! The client's workers: each opens one connection after another, as
 //! netperf's TCP_CRR and TCP_CC clients do, with blocking sockets.
 
-use super::{Cause, Failures, Gate, IO_TIMEOUT, TOKEN_LEN};
+use super::{start_held, Cause, Failures, IO_TIMEOUT, TOKEN_LEN};
 use crate::client::drive::Driven;
 use hdrhistogram::Histogram;
 use iotoll_run::{new_histogram, Phase, PhaseCell};
@@ -75,28 +75,10 @@ impl CrrEngine {
     pub fn start(p: Params, n: usize, phase: Arc<PhaseCell>) -> io::Result<CrrEngine> {
         let p = Arc::new(p);
         let done = Arc::new(AtomicU64::new(0));
-        let mut workers = Vec::with_capacity(n);
-        let gate = Arc::new(Gate::new());
-        for i in 0..n {
-            let (p, ph, done, g) = (p.clone(), phase.clone(), done.clone(), gate.clone());
-            let w = std::thread::Builder::new()
-                .name("iotoll-crr".into())
-                .stack_size(256 << 10)
-                .spawn(move || {
-                    g.wait();
-                    worker(&p, i, &ph, &done)
-                });
-            match w {
-                Ok(w) => workers.push(w),
-                Err(e) => {
-                    phase.set(Phase::Stop);
-                    gate.open();
-                    workers.into_iter().for_each(|w| drop(w.join()));
-                    return Err(e);
-                }
-            }
-        }
-        gate.open();
+        let workers = {
+            let (p, ph, done) = (p.clone(), phase.clone(), done.clone());
+            start_held(n, "iotoll-crr", &phase, move |i| worker(&p, i, &ph, &done))?
+        };
         let bytes_each = p.exchange.map_or(0, |(q, r)| q + r);
         Ok(CrrEngine {
             phase,

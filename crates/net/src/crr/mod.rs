@@ -17,7 +17,10 @@ pub use engine::{CrrEngine, Out as ClientOut, Params as ClientParams};
 pub use result::totals_disagree;
 pub use serve::{CrrServer, Served};
 
+use iotoll_run::{Phase, PhaseCell};
 use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Most concurrent clients of a rate test: one thread each at both ends.
 pub const MAX_CLIENTS: u32 = 1000;
@@ -27,18 +30,57 @@ pub const TOKEN_LEN: usize = 8;
 /// counted as a timeout.
 pub const IO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Starts `n` workers named `name`, each running `work(i)`, held until
+/// all are started (see [`Gate`]). If one cannot be started, the test's
+/// `phase` is set to `Stop` and those started are let go and joined.
+pub(crate) fn start_held<T, F>(
+    n: usize,
+    name: &str,
+    phase: &PhaseCell,
+    work: F,
+) -> io::Result<Vec<JoinHandle<T>>>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> T + Send + Sync + 'static,
+{
+    let work = Arc::new(work);
+    let gate = Arc::new(Gate::new());
+    let mut workers = Vec::with_capacity(n);
+    for i in 0..n {
+        let (g, w) = (gate.clone(), work.clone());
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(256 << 10)
+            .spawn(move || {
+                g.wait();
+                w(i)
+            });
+        match spawned {
+            Ok(h) => workers.push(h),
+            Err(e) => {
+                phase.set(Phase::Stop);
+                gate.open();
+                workers.into_iter().for_each(|w| drop(w.join()));
+                return Err(e);
+            }
+        }
+    }
+    gate.open();
+    Ok(workers)
+}
+
 /// Holds a test's workers until all are started. A worker that ran at
 /// once competed with the thread still starting the others: on this
 /// 2-CPU machine 1,000 of them took 6-9 s to start at each end (each new
 /// thread waited behind the busy ones), and the endpoint gave up waiting
 /// for the window; held back, they start in well under a second.
-pub(crate) struct Gate {
+struct Gate {
     open: std::sync::Mutex<bool>,
     cv: std::sync::Condvar,
 }
 
 impl Gate {
-    pub(crate) fn new() -> Gate {
+    fn new() -> Gate {
         Gate {
             open: std::sync::Mutex::new(false),
             cv: std::sync::Condvar::new(),
@@ -46,14 +88,14 @@ impl Gate {
     }
 
     /// Lets every worker go (also those that must only see the test end).
-    pub(crate) fn open(&self) {
+    fn open(&self) {
         *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.cv.notify_all();
     }
 
     /// Waits until the gate opens, the calling worker made to yield to
     /// the thread that times the window first.
-    pub(crate) fn wait(&self) {
+    fn wait(&self) {
         yield_to_control();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         while !*open {

@@ -3,7 +3,7 @@
 //! an agent one for each pair it serves.
 
 use super::server::{acceptor, Counts};
-use super::Gate;
+use super::start_held;
 use crate::proto::{CrrEnd, TestKind};
 use iotoll_run::{Phase, PhaseCell};
 use std::net::TcpListener;
@@ -47,34 +47,13 @@ impl CrrServer {
         let counts = Arc::new(Counts::default());
         let listener = Arc::new(listener);
         let exchange = (kind == TestKind::Crr).then_some((req, resp));
-        let mut workers = Vec::with_capacity(threads);
         // Connections wait in the listener's backlog meanwhile.
-        let gate = Arc::new(Gate::new());
-        for _ in 0..threads {
-            let (l, ph, c, g) = (
-                listener.clone(),
-                phase.clone(),
-                counts.clone(),
-                gate.clone(),
-            );
-            let w = std::thread::Builder::new()
-                .name("iotoll-crr-serve".into())
-                .stack_size(256 << 10)
-                .spawn(move || {
-                    g.wait();
-                    acceptor(&l, &ph, &c, token, exchange)
-                });
-            match w {
-                Ok(w) => workers.push(w),
-                Err(e) => {
-                    phase.set(Phase::Stop);
-                    gate.open();
-                    workers.into_iter().for_each(|w| drop(w.join()));
-                    return Err(e);
-                }
-            }
-        }
-        gate.open();
+        let workers = {
+            let (l, ph, c) = (listener.clone(), phase.clone(), counts.clone());
+            start_held(threads, "iotoll-crr-serve", &phase, move |_| {
+                acceptor(&l, &ph, &c, token, exchange)
+            })?
+        };
         Ok(CrrServer {
             phase,
             counts,
