@@ -3,6 +3,8 @@
 //! traffic ended and the endpoint's report collected. The engines differ
 //! only in how they count and how they stop.
 
+use super::ends::Ends;
+use super::ClientSpec;
 use super::{endpoint_ended, proto_err, recv, unexpected, CONTROL_TIMEOUT};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::NetError;
@@ -10,7 +12,7 @@ use iotoll_probe::ClosedWindow;
 use iotoll_run::{
     Clock, Counting, HostClock, Labels, Phase, PhaseCell, RunControl, SeriesRecorder,
 };
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -37,6 +39,21 @@ pub(crate) struct Window<O> {
     pub(crate) series: SeriesRecorder,
     /// Seconds from this host's window closing to the endpoint's report.
     pub(crate) report_after_s: f64,
+}
+
+impl<O> Window<O> {
+    /// Both ends of the test `spec` ran against `addr` from `local_ip`
+    /// ([`Ends::of`]).
+    pub(crate) fn ends(&mut self, spec: &ClientSpec, addr: &SocketAddr, local_ip: IpAddr) -> Ends {
+        Ends::of(
+            spec,
+            addr,
+            local_ip,
+            &mut self.closed,
+            &self.report,
+            self.completed,
+        )
+    }
 }
 
 /// What a test's window needs besides its engine.

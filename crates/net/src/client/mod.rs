@@ -9,15 +9,12 @@ pub(crate) mod result;
 
 use crate::auth::{nonce, Key, Nonces, Session, Side};
 use crate::engine::{DataConn, Engine, EngineOut, Role};
-use crate::proto::{
-    Control, Dir, Msg, ProtoError, ServerReport, TestKind, TestParams, PROTO_VERSION,
-};
+use crate::proto::{Control, Dir, Msg, ProtoError, TestKind, TestParams, PROTO_VERSION};
 use crate::server::{default_threads, engine_params, server_roles, DATA_HEADER};
 use crate::tls::{self, Cipher, ClientTls, Negotiated};
 use crate::{resolve, sock, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
-use iotoll_probe::ClosedWindow;
-use iotoll_run::{Counting, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{Counting, Phase, PhaseCell, RunControl};
 use result::result_doc;
 pub use result::tolerated_failures;
 use std::io::Write;
@@ -485,8 +482,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
     let mut setup = set_up(spec, &addr, rc.interrupted)?;
-    let measured = measure(spec, &addr, &mut setup, &mut rc)?;
-    result_doc(spec, &addr, &setup, measured)
+    let (threads, measured) = measure(spec, &addr, &mut setup, &mut rc)?;
+    result_doc(spec, &addr, &setup, threads, measured)
 }
 
 /// A test the endpoint accepted, with its data connections open.
@@ -606,18 +603,7 @@ fn start_tls(
     }
 }
 
-/// What both ends measured.
-pub(super) struct Measured {
-    pub(super) threads: usize,
-    pub(super) started_at: String,
-    pub(super) completed: bool,
-    pub(super) closed: ClosedWindow,
-    pub(super) out: EngineOut,
-    pub(super) report: ServerReport,
-    pub(super) series: SeriesRecorder,
-    /// Seconds from this host's window closing to the endpoint's report.
-    pub(super) report_after_s: f64,
-}
+pub(super) type Measured = drive::Window<EngineOut>;
 
 /// The stream/rr engine under the shared window driver: on an early exit
 /// it is stopped and joined, so its threads never outlive the test.
@@ -641,7 +627,7 @@ fn measure(
     addr: &SocketAddr,
     setup: &mut Setup,
     rc: &mut RunControl,
-) -> Result<Measured, NetError> {
+) -> Result<(usize, Measured), NetError> {
     let conns = std::mem::take(&mut setup.conns);
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
@@ -660,14 +646,5 @@ fn measure(
         phase: &phase,
     };
     let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
-    Ok(Measured {
-        threads,
-        started_at: w.started_at,
-        completed: w.completed,
-        closed: w.closed,
-        out: w.out,
-        report: w.report,
-        series: w.series,
-        report_after_s: w.report_after_s,
-    })
+    Ok((threads, w))
 }

@@ -19,29 +19,26 @@ pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
     setup: &Setup,
-    m: Measured,
+    threads: usize,
+    mut m: Measured,
 ) -> Result<ResultDoc, NetError> {
-    let Measured {
-        mut closed,
-        out,
-        report,
-        ..
-    } = m;
     let completed = m.completed;
-    let ends = Ends::of(spec, addr, setup.local_ip, &mut closed, &report, completed);
+    let ends = m.ends(spec, addr, setup.local_ip);
     let mut notes = ends.notes.clone();
-    notes.extend(failed_ends(&out, &report).map(|(end, errors, first)| {
+    notes.extend(failed_ends(&m.out, &m.report).map(|(end, errors, first)| {
         format!("{errors} connection(s) failed before {end}'s window closed; first error: {first}")
     }));
-    let failure = failure(&out, &report, setup.data_conns)
-        .or_else(|| windows_disagree(closed.window_s, report.window_s))
-        .or_else(|| received_beyond_sent(spec, &out, closed.window_s, &report, m.report_after_s));
+    let failure = failure(&m.out, &m.report, setup.data_conns)
+        .or_else(|| windows_disagree(m.closed.window_s, m.report.window_s))
+        .or_else(|| {
+            received_beyond_sent(spec, &m.out, m.closed.window_s, &m.report, m.report_after_s)
+        });
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
-    let mut metrics = net_metrics(spec, &out, closed.window_s, &report, setup.connect_s);
-    let cpu = ends.cpu(cpu, &report, &mut metrics);
+    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
+    let mut metrics = net_metrics(spec, &m.out, m.closed.window_s, &m.report, setup.connect_s);
+    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
     derive_metrics(&mut metrics);
     let kind = match spec.kind {
         TestKind::Stream => Kind::NetStream,
@@ -56,15 +53,15 @@ pub(super) fn result_doc(
         config: spec.config.clone(),
         metrics,
         cpu,
-        latency: latency_report(&out.rtt),
+        latency: latency_report(&m.out.rtt),
         series: m.series.into_points(),
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
             local: ends.local,
-            remote: report.disclosure.clone(),
+            remote: m.report.disclosure.clone(),
             tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
         }))),
-        ..ResultDoc::new(kind, spec_json(spec, addr, m.threads))
+        ..ResultDoc::new(kind, spec_json(spec, addr, threads))
     };
     finish(doc, failure)
 }

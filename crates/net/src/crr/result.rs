@@ -59,48 +59,42 @@ pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
     local_ip: IpAddr,
-    m: Measured,
+    mut m: Measured,
 ) -> Result<ResultDoc, NetError> {
-    let Measured {
-        mut closed,
-        out,
-        report,
-        ..
-    } = m;
-    let ends = Ends::of(spec, addr, local_ip, &mut closed, &report, m.completed);
-    let window_s = closed.window_s;
-    let rate = (window_s > 0.0).then(|| out.window_done as f64 / window_s);
+    let ends = m.ends(spec, addr, local_ip);
+    let window_s = m.closed.window_s;
+    let rate = (window_s > 0.0).then(|| m.out.window_done as f64 / window_s);
     let mut notes = ends.notes.clone();
-    if let Some(f) = out.failures.describe() {
-        let first = out.first_error.as_deref().unwrap_or("?");
+    if let Some(f) = m.out.failures.describe() {
+        let first = m.out.first_error.as_deref().unwrap_or("?");
         notes.push(format!(
             "failed connections in the window: {f}; first: {first}"
         ));
     }
-    if out.failures.get(Cause::PortsExhausted) > 0 {
+    if m.out.failures.get(Cause::PortsExhausted) > 0 {
         notes.push("the local port range ran out (EADDRNOTAVAIL): TIME_WAIT holds the ports; --linger0 closes with a reset and leaves none".into());
     }
     if !spec.linger0 {
         notes.push(time_wait_note(rate.unwrap_or(0.0)));
     }
-    if report.errors > 0 {
-        let first = report.first_error.as_deref().unwrap_or("?");
+    if m.report.errors > 0 {
+        let first = m.report.first_error.as_deref().unwrap_or("?");
         notes.push(format!(
             "the endpoint saw {} connection(s) fail in its window; first: {first}",
-            report.errors
+            m.report.errors
         ));
     }
-    let failure = match &report.crr {
+    let failure = match &m.report.crr {
         Some(end) => {
-            let missed = out.total_done.saturating_sub(served(spec.kind, end));
+            let missed = m.out.total_done.saturating_sub(served(spec.kind, end));
             if missed > 0 && spec.kind == TestKind::Cc && spec.linger0 {
                 notes.push(format!("{missed} connection(s) this host completed were reset (--linger0) before the endpoint accepted them: the kernel dropped them from its accept queue"));
             }
             totals_disagree(
                 spec.kind,
                 spec.linger0,
-                (out.total_done, out.total_failed),
-                (out.window_done, out.failures.total()),
+                (m.out.total_done, m.out.total_failed),
+                (m.out.window_done, m.out.failures.total()),
                 end,
             )
         }
@@ -108,17 +102,17 @@ pub(super) fn result_doc(
             Some("the endpoint's report has no connection counts: is it an older iotoll?".into())
         }
     }
-    .or_else(|| windows_disagree(window_s, report.window_s))
+    .or_else(|| windows_disagree(window_s, m.report.window_s))
     .or_else(|| {
-        (out.window_done == 0 && m.completed)
+        (m.out.window_done == 0 && m.completed)
             .then(|| "no connection completed in the window".to_string())
     });
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
-    let mut metrics = metrics(spec, &out, &report, window_s);
-    let cpu = ends.cpu(cpu, &report, &mut metrics);
+    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
+    let mut metrics = metrics(spec, &m.out, &m.report, window_s);
+    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
     derive_metrics(&mut metrics);
     let kind = match spec.kind {
         TestKind::Crr => Kind::NetCrr,
@@ -126,8 +120,8 @@ pub(super) fn result_doc(
     };
     // The latency section is the transaction's for crr, the connect's for cc.
     let latency = match spec.kind {
-        TestKind::Crr => latency_report(&out.trans),
-        _ => latency_report(&out.connect),
+        TestKind::Crr => latency_report(&m.out.trans),
+        _ => latency_report(&m.out.connect),
     };
     let doc = ResultDoc {
         status: status(m.completed),
@@ -140,7 +134,7 @@ pub(super) fn result_doc(
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
             local: ends.local,
-            remote: report.disclosure.clone(),
+            remote: m.report.disclosure.clone(),
             tls: None,
         }))),
         ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))

@@ -5,28 +5,18 @@
 
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
-use crate::client::drive::{drive, Driven, Plan};
+use crate::client::drive::{drive, Driven, Plan, Window};
 use crate::client::{
     expect_ready, local_ip, peer_err, request_test_waiting, Accepted, CONTROL_TIMEOUT,
 };
-use crate::proto::{Control, Dir, ServerReport};
+use crate::proto::{Control, Dir};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
-use iotoll_probe::ClosedWindow;
-use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl, SeriesRecorder};
+use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 
-/// What both ends measured.
-pub(super) struct Measured {
-    pub(super) started_at: String,
-    pub(super) completed: bool,
-    pub(super) closed: ClosedWindow,
-    pub(super) out: UdpOut,
-    pub(super) report: ServerReport,
-    pub(super) series: SeriesRecorder,
-    pub(super) local_ip: IpAddr,
-}
+pub(super) type Measured = Window<UdpOut>;
 
 /// Runs a UDP test against an endpoint.
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
@@ -64,8 +54,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = UdpEngine::start(send, recv_socks, p, phase.clone())
         .map_err(|e| NetError::io("cannot start the UDP engine", e))?;
-    let measured = measure(spec, &addr, &mut ctl, engine, &phase, &mut rc, local_ip)?;
-    super::result::result_doc(spec, &addr, measured)
+    let measured = measure(spec, &addr, &mut ctl, engine, &phase, &mut rc)?;
+    super::result::result_doc(spec, &addr, local_ip, measured)
 }
 
 /// One socket per flow, bound to `--bind`'s addresses round-robin (else
@@ -114,7 +104,6 @@ fn measure(
     engine: UdpEngine,
     phase: &Arc<PhaseCell>,
     rc: &mut RunControl,
-    local_ip: IpAddr,
 ) -> Result<Measured, NetError> {
     let plan = Plan {
         addr,
@@ -140,13 +129,5 @@ fn measure(
         );
         return Err(peer_err(addr, msg));
     }
-    Ok(Measured {
-        started_at: w.started_at,
-        completed: w.completed,
-        closed: w.closed,
-        out: w.out,
-        report: w.report,
-        series: w.series,
-        local_ip,
-    })
+    Ok(w)
 }

@@ -11,6 +11,7 @@ use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
 use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use std::net::IpAddr;
 use std::net::SocketAddr;
 
 /// One direction of a test: what its sender counted in its window (of
@@ -139,33 +140,28 @@ fn count_notes(t: &Totals, out: &UdpOut, report: &ServerReport) -> Vec<String> {
 pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
-    m: Measured,
+    local_ip: IpAddr,
+    mut m: Measured,
 ) -> Result<ResultDoc, NetError> {
-    let Measured {
-        mut closed,
-        out,
-        report,
-        ..
-    } = m;
-    let ends = Ends::of(spec, addr, m.local_ip, &mut closed, &report, m.completed);
-    let end = report.udp.unwrap_or_default();
+    let ends = m.ends(spec, addr, local_ip);
+    let end = m.report.udp.unwrap_or_default();
     let (sends, receives) = super::client_sends_receives(spec.dir);
     let tx = sends.then(|| Way {
-        sent: out.sent,
-        window_s: closed.window_s,
+        sent: m.out.sent,
+        window_s: m.closed.window_s,
         received: end.received.unwrap_or_default(),
     });
     let rx = receives.then(|| Way {
         sent: end.sent,
-        window_s: report.window_s,
-        received: out.received.unwrap_or_default(),
+        window_s: m.report.window_s,
+        received: m.out.received.unwrap_or_default(),
     });
 
     let mut notes = ends.notes.clone();
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
-    notes.extend(count_notes(&t, &out, &report));
-    let errors = out.errors + report.errors;
+    notes.extend(count_notes(&t, &m.out, &m.report));
+    let errors = m.out.errors + m.report.errors;
     let named: Vec<(&str, Way)> = [
         ("this host to the endpoint", tx),
         ("the endpoint to this host", rx),
@@ -173,7 +169,7 @@ pub(super) fn result_doc(
     .into_iter()
     .filter_map(|(n, w)| Some((n, w?)))
     .collect();
-    let failure = windows_disagree(closed.window_s, report.window_s)
+    let failure = windows_disagree(m.closed.window_s, m.report.window_s)
         .or_else(|| received_beyond_sent(&named))
         .or_else(|| {
             (t.sent == 0 && m.completed)
@@ -182,13 +178,13 @@ pub(super) fn result_doc(
     if let Some(f) = &failure {
         notes.insert(0, format!("failed: {f}"));
     }
-    let cpu = Ends::local_cpu(closed.report, &report, &mut notes);
+    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
     let mut metrics = Metrics::new();
-    metrics.insert(mn::WINDOW_S.into(), closed.window_s);
+    metrics.insert(mn::WINDOW_S.into(), m.closed.window_s);
     metrics.insert(mn::ERRORS.into(), errors as f64);
     metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
     udp_metrics(tx, rx, &mut metrics);
-    let cpu = ends.cpu(cpu, &report, &mut metrics);
+    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
     derive_metrics(&mut metrics);
     let doc = ResultDoc {
         status: status(m.completed),
@@ -200,7 +196,7 @@ pub(super) fn result_doc(
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
             local: ends.local,
-            remote: report.disclosure.clone(),
+            remote: m.report.disclosure.clone(),
             tls: None,
         }))),
         ..ResultDoc::new(Kind::NetUdp, spec_json(spec, addr, 1))
