@@ -379,6 +379,21 @@ fn too_old(e: NetError, params: &TestParams, version: &str) -> NetError {
     NetError::Peer { peer, msg }
 }
 
+/// A test the endpoint accepted and is ready for, and this host's address
+/// on the control connection: for the tests (UDP, crr, cc) whose data
+/// paths open after the endpoint's ready.
+pub(crate) fn accepted_ready(
+    addr: &SocketAddr,
+    spec: &ClientSpec,
+    params: &TestParams,
+    interrupted: &AtomicBool,
+) -> Result<(Accepted, IpAddr), NetError> {
+    let mut a = request_test_waiting(addr, spec, params, interrupted)?;
+    expect_ready(&mut a.ctl, addr, CONTROL_TIMEOUT)?;
+    let local_ip = local_ip(&a.ctl)?;
+    Ok((a, local_ip))
+}
+
 /// [`request_test`], retrying for up to `spec.busy_wait` while the endpoint
 /// is busy with another test (saying so once, as a warning), so two users of one
 /// endpoint queue instead of failing. The one retry loop of every client

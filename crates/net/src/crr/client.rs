@@ -4,8 +4,8 @@
 
 use super::engine::{CrrEngine, Params};
 use super::MAX_CLIENTS;
+use crate::client::accepted_ready;
 use crate::client::drive::{drive, Plan, Window};
-use crate::client::{expect_ready, local_ip, request_test_waiting, Accepted, CONTROL_TIMEOUT};
 use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
@@ -47,14 +47,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     // control connection and the CPU probe's files.
     sock::ensure_nofile(u64::from(spec.conns) + 64)?;
     let params = spec.params();
-    let Accepted {
-        mut ctl,
-        data_port,
-        token,
-        ..
-    } = request_test_waiting(&addr, spec, &params, rc.interrupted)?;
-    expect_ready(&mut ctl, &addr, CONTROL_TIMEOUT)?;
-    let local_ip = local_ip(&ctl)?;
+    let (accepted, local_ip) = accepted_ready(&addr, spec, &params, rc.interrupted)?;
+    let (mut ctl, data_port, token) = (accepted.ctl, accepted.data_port, accepted.token);
     let p = Params {
         server: SocketAddr::new(addr.ip(), data_port),
         token,

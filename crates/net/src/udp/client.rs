@@ -6,9 +6,7 @@
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
 use crate::client::drive::{drive, Driven, Plan, Window};
-use crate::client::{
-    expect_ready, local_ip, peer_err, request_test_waiting, Accepted, CONTROL_TIMEOUT,
-};
+use crate::client::{accepted_ready, peer_err};
 use crate::proto::{Control, Dir};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
@@ -30,14 +28,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
             .map_err(|e| NetError::io("UDP flow socket", e))?;
         params.udp_ports.push(port.port());
     }
-    let Accepted {
-        mut ctl,
-        data_port,
-        token,
-        ..
-    } = request_test_waiting(&addr, spec, &params, rc.interrupted)?;
-    expect_ready(&mut ctl, &addr, CONTROL_TIMEOUT)?;
-    let local_ip = local_ip(&ctl)?;
+    let (accepted, local_ip) = accepted_ready(&addr, spec, &params, rc.interrupted)?;
+    let (mut ctl, data_port, token) = (accepted.ctl, accepted.data_port, accepted.token);
     let (sends, receives) = super::client_sends_receives(spec.dir);
     let to = SocketAddr::new(addr.ip(), data_port);
     let send = match sends {
