@@ -10,6 +10,7 @@ use common::{
 };
 use iotoll_agent::console::{Console, ConsoleError, DiskTest, NetTest};
 use iotoll_agent::wire::{self, AgentReport, FromAgent, ToAgent, Work};
+use iotoll_net::proto::TestParams;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -222,6 +223,32 @@ fn an_agent_clock_near_i64_max_is_refused_not_wrapped() {
     );
 }
 
+type Tamper = fn(&mut AgentReport);
+
+/// A test of `params` over one pair (cli → srv) whose server's reports
+/// (`on_server`) or client's `rewrite` tampers with: refused, naming that
+/// host and saying `what`.
+fn pair_refused(params: TestParams, rewrite: Tamper, on_server: bool, what: &str) {
+    let stop = AtomicBool::new(false);
+    let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
+    let good = agent(vec![]);
+    let (srv, cli) = if on_server {
+        (evil, good)
+    } else {
+        (good, evil)
+    };
+    let hosts = vec![host("srv", srv), host("cli", cli)];
+    let mut console = Console::connect(hosts, Some(key())).unwrap();
+    let t = NetTest {
+        pairs: vec![("cli".into(), "srv".into())],
+        params,
+        threads: None,
+        config: None,
+    };
+    let name = if on_server { "srv" } else { "cli" };
+    refused(console.run_net(&t, &stop), name, what);
+}
+
 /// The server of a pair claims three times the bytes its client sent:
 /// the two ends disagree by more than could be in flight.
 #[test]
@@ -255,7 +282,6 @@ fn a_pairs_ends_that_disagree_are_refused() {
 /// client of: the test is invalid, naming the host.
 #[test]
 fn a_clients_bad_round_trips_are_refused() {
-    type Tamper = fn(&mut AgentReport);
     let cases: [(Tamper, &str); 3] = [
         (
             |r| r.rr.iter_mut().for_each(|p| p.rtt_hist.push_str("ff")),
@@ -271,18 +297,7 @@ fn a_clients_bad_round_trips_are_refused() {
         ),
     ];
     for (rewrite, what) in cases {
-        let stop = AtomicBool::new(false);
-        let srv = agent(vec![]);
-        let cli = hostile_agent(vec![], move || Rewrite::reports(rewrite));
-        let hosts = vec![host("srv", srv), host("cli", cli)];
-        let mut console = Console::connect(hosts, Some(key())).unwrap();
-        let t = NetTest {
-            pairs: vec![("cli".into(), "srv".into())],
-            params: rr(1),
-            threads: None,
-            config: None,
-        };
-        refused(console.run_net(&t, &stop), "cli", what);
+        pair_refused(rr(1), rewrite, false, what);
     }
 }
 
@@ -292,7 +307,6 @@ fn a_clients_bad_round_trips_are_refused() {
 /// named.
 #[test]
 fn a_udp_ends_impossible_counts_are_refused() {
-    type Tamper = fn(&mut AgentReport);
     let cases: [(Tamper, bool, &str); 4] = [
         (
             |r| {
@@ -332,24 +346,7 @@ fn a_udp_ends_impossible_counts_are_refused() {
         ),
     ];
     for (rewrite, on_server, what) in cases {
-        let stop = AtomicBool::new(false);
-        let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
-        let good = agent(vec![]);
-        let (srv, cli) = if on_server {
-            (evil, good)
-        } else {
-            (good, evil)
-        };
-        let hosts = vec![host("srv", srv), host("cli", cli)];
-        let mut console = Console::connect(hosts, Some(key())).unwrap();
-        let t = NetTest {
-            pairs: vec![("cli".into(), "srv".into())],
-            params: udp(1, 2_000_000),
-            threads: None,
-            config: None,
-        };
-        let name = if on_server { "srv" } else { "cli" };
-        refused(console.run_net(&t, &stop), name, what);
+        pair_refused(udp(1, 2_000_000), rewrite, on_server, what);
     }
 }
 
@@ -359,7 +356,6 @@ fn a_udp_ends_impossible_counts_are_refused() {
 /// the host named.
 #[test]
 fn a_rate_pairs_impossible_counts_are_refused() {
-    type Tamper = fn(&mut AgentReport);
     let cases: [(Tamper, bool, &str); 3] = [
         (
             |r| {
@@ -391,24 +387,12 @@ fn a_rate_pairs_impossible_counts_are_refused() {
         ),
     ];
     for (rewrite, on_server, what) in cases {
-        let stop = AtomicBool::new(false);
-        let evil = hostile_agent(vec![], move || Rewrite::reports(rewrite));
-        let good = agent(vec![]);
-        let (srv, cli) = if on_server {
-            (evil, good)
-        } else {
-            (good, evil)
-        };
-        let hosts = vec![host("srv", srv), host("cli", cli)];
-        let mut console = Console::connect(hosts, Some(key())).unwrap();
-        let t = NetTest {
-            pairs: vec![("cli".into(), "srv".into())],
-            params: rate(iotoll_net::proto::TestKind::Crr, 1),
-            threads: None,
-            config: None,
-        };
-        let name = if on_server { "srv" } else { "cli" };
-        refused(console.run_net(&t, &stop), name, what);
+        pair_refused(
+            rate(iotoll_net::proto::TestKind::Crr, 1),
+            rewrite,
+            on_server,
+            what,
+        );
     }
 }
 
