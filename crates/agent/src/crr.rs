@@ -110,7 +110,7 @@ impl CrrPairs {
                 server,
                 token: s.token,
                 exchange: (p.kind == TestKind::Crr).then_some((p.req, p.resp)),
-                linger0: false,
+                linger0: p.linger0,
                 bind: Vec::new(),
             };
             let e = CrrEngine::start(cp, p.conns as usize, phase.clone())

@@ -101,6 +101,11 @@ pub struct TestParams {
     /// sends to them at the control connection's address).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp_ports: Vec<u16>,
+    /// crr/cc: the clients close with a reset (SO_LINGER 0). The endpoint
+    /// needs it only to read the counts (a reset connection may be gone
+    /// before its accept); an agent client closes so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linger0: bool,
 }
 
 /// The server's side of the window.
@@ -471,6 +476,7 @@ mod tests {
             verify: false,
             rate: None,
             udp_ports: Vec::new(),
+            linger0: false,
         }
     }
 

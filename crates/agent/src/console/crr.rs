@@ -149,7 +149,7 @@ impl Console {
                 };
                 if let Some(m) = totals_disagree(
                     params.kind,
-                    false,
+                    params.linger0,
                     (c.total_done, c.total_failed),
                     (c.window_done, c.failures.iter().sum()),
                     &end,
@@ -208,7 +208,12 @@ fn rate_metrics(
 
 /// Each pair's figures, and the test's: rates and failures added up,
 /// percentiles of the merged histograms.
-pub(super) fn write(rates: &[PairRate], pairs: &mut [PairFigures], m: &mut Metrics) -> Vec<String> {
+pub(super) fn write(
+    rates: &[PairRate],
+    linger0: bool,
+    pairs: &mut [PairFigures],
+    m: &mut Metrics,
+) -> Vec<String> {
     let (mut connect, mut trans) = (new_histogram(), new_histogram());
     let mut failures = [0u64; 6];
     let (mut conn_s, mut served_s) = (0.0, 0.0);
@@ -240,7 +245,11 @@ pub(super) fn write(rates: &[PairRate], pairs: &mut [PairFigures], m: &mut Metri
     for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
         m.remove(k);
     }
-    let mut notes = vec!["connection rates across hosts: each pair's clients close first with a FIN (the TIME_WAIT is the client host's; linger0 is not offered across hosts); each pair's conn_s is its client's over its client's window, the totals' the pairs' sum, and the totals' connect and transaction percentiles are read from the pairs' histograms merged".to_string()];
+    let close = match linger0 {
+        true => "with a reset (linger0: no TIME_WAIT)",
+        false => "with a FIN (the TIME_WAIT is the client host's)",
+    };
+    let mut notes = vec![format!("connection rates across hosts: each pair's clients close first {close}; each pair's conn_s is its client's over its client's window, the totals' the pairs' sum, and the totals' connect and transaction percentiles are read from the pairs' histograms merged")];
     if let Some(f) = iotoll_net::crr::Failures(failures).describe() {
         notes.push(format!("failed connections in the windows: {f}"));
     }

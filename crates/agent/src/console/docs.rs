@@ -124,7 +124,11 @@ impl Console {
             PerPair::Udp(ways) => g
                 .notes
                 .extend(super::udp::write_totals(ways, &pairs, &mut m)),
-            PerPair::Rate(rates) => g.notes.extend(super::crr::write(rates, &mut pairs, &mut m)),
+            PerPair::Rate(rates) => {
+                let linger0 = t.params.linger0;
+                g.notes
+                    .extend(super::crr::write(rates, linger0, &mut pairs, &mut m))
+            }
             PerPair::Bytes => {}
         }
         // A host in both roles is in both figures.

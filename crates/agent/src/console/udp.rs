@@ -309,6 +309,7 @@ mod tests {
             verify: false,
             rate,
             udp_ports: vec![],
+            linger0: false,
         }
     }
 

@@ -255,5 +255,6 @@ pub fn stream(conns: u32) -> iotoll_net::proto::TestParams {
         verify: false,
         rate: None,
         udp_ports: Vec::new(),
+        linger0: false,
     }
 }

@@ -172,6 +172,7 @@ impl ClientSpec {
             verify: self.verify,
             rate: self.rate,
             udp_ports: Vec::new(),
+            linger0: self.linger0,
         }
     }
 }

@@ -506,23 +506,7 @@ pub(crate) fn placement(cx: &Ctx, kind: Kind, t: &Node, header: &Span) -> Checke
     if kind == Kind::NetUdp && pairs.is_some() {
         udp_dir(cx, t)?;
     }
-    if matches!(kind, Kind::NetCrr | Kind::NetCc) && pairs.is_some() {
-        no_linger0(cx, t)?;
-    }
     Ok(pairs.map_or(Placement::Local, |pairs| Placement::Net { pairs }))
-}
-
-/// A connection-rate test on hosts closes its connections with a FIN:
-/// `linger0 = true` is this host's (a local test's) only.
-fn no_linger0(cx: &Ctx, t: &Node) -> Checked<()> {
-    let Some(v) = t.get_ref().as_table().and_then(|t| t.get("linger0")) else {
-        return Ok(());
-    };
-    if matches!(v.get_ref(), DeValue::Boolean(false)) {
-        return Ok(());
-    }
-    let msg = "linger0 applies to a connection-rate test from this host; placed on hosts, each pair's clients close with a FIN (the TIME_WAIT is the client host's)";
-    Err(cx.err(Some(v.span()), Some("linger0"), msg))
 }
 
 /// A UDP test on hosts sends from each pair's client to its server: its
