@@ -292,25 +292,18 @@ mod tests {
         assert!(!m.contains_key(mn::RX_MBIT_S));
     }
 
+    /// One flow of 1,000-byte datagrams at `rate` for 1 s, no ramp-up.
     fn udp(rate: Option<u64>) -> TestParams {
-        TestParams {
+        iotoll_net::ClientSpec {
             kind: iotoll_net::TestKind::Udp,
-            dir: iotoll_net::Dir::Tx,
             conns: 1,
             msg: 1000,
-            sockbuf: None,
-            nodelay: false,
-            req: 1,
-            resp: 1,
-            burst: 1,
-            ramp_ms: 0,
-            time_ms: 1000,
-            tls: None,
-            verify: false,
             rate,
-            udp_ports: vec![],
-            linger0: false,
+            ramp: std::time::Duration::ZERO,
+            time: std::time::Duration::from_secs(1),
+            ..Default::default()
         }
+        .params()
     }
 
     /// A lying end's counts are refused with what is wrong.
