@@ -93,10 +93,13 @@ fn sixteen_pairs_add_up_and_agree_with_the_interfaces() {
         ])
         .output()
         .unwrap();
+    // What failed is stored with the run (`--quiet` prints only the end).
+    let stored = || d.last_run_id().map(|r| d.show(&r.to_string()).to_string());
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        stored().unwrap_or_default()
     );
     let run = d.last_run();
     let doc = &run["tests"][0]["reps"][0]["doc"];
