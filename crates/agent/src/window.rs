@@ -43,6 +43,14 @@ impl Load for TcpLoad {
         self.engines.received()
     }
 
+    /// A request/response test's seconds are its transactions.
+    fn counting(&self) -> Counting {
+        match self.kind {
+            TestKind::Rr => Counting::Transactions,
+            _ => Counting::NetBytes,
+        }
+    }
+
     fn finish(self, report: &mut AgentReport) -> Vec<OwnedFd> {
         let EnginesOut { out, per_pair } = self.engines.join();
         report.pairs = pair_bytes(&self.pairs, &self.sizes, &out);

@@ -67,10 +67,41 @@ fn rr_over_three_hosts_has_per_pair_percentiles() {
     // Both ends' CPU, per host as streams have it.
     let hosts = doc["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 3);
+    // Each host's transactions are those of its pairs, either end (the
+    // server's are all three pairs'), and so is its CPU per transaction.
     for h in hosts {
         assert!(f(&h["cpu"]["busy_pct"]) > 0.0, "{h}");
+        let hm = &h["metrics"];
+        assert!(
+            f(&hm["trans_s"]) > 0.0 && f(&hm["cpu_us_per_trans"]) > 0.0,
+            "{h}"
+        );
     }
+    let server = hosts.iter().find(|h| h["name"] == "server").unwrap();
+    let st = f(&server["metrics"]["trans_s"]);
+    assert!(
+        (st - trans).abs() <= 0.05 * trans,
+        "server {st} of {trans} trans/s"
+    );
     assert!(f(&m["cpu_us_per_trans"]) > 0.0, "{m}");
+    // The test's seconds count each transaction once (at its client):
+    // their mean over the window (each point over its own span) is the
+    // total's, within what the hosts' window edges move.
+    let points = doc["series"].as_array().unwrap();
+    let (mut sum, mut span, mut prev) = (0.0, 0.0, None);
+    for p in points {
+        let t = f(&p["t_s"]);
+        if p["phase"] == "measure" {
+            let dt = t - prev.unwrap_or(t - 1.0);
+            (sum, span) = (sum + f(&p["trans_s"]) * dt, span + dt);
+        }
+        prev = Some(t);
+    }
+    let mean = sum / span.max(1e-9);
+    assert!(
+        span > 0.0 && (mean - trans).abs() <= 0.25 * trans,
+        "series mean {mean} against {trans} trans/s: {points:?}"
+    );
     println!(
         "rr over 3 hosts: {:.0} trans/s, p99 {p99:.1} us (pairs {p99s:?})",
         f(&m["trans_s"])

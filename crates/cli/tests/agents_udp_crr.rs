@@ -220,5 +220,7 @@ fn crr_and_cc_over_two_pairs_obey_littles_law() {
             "{kind}: {}",
             doc["notes"]
         );
+        let linger0 = kind == "net-cc";
+        assert_eq!(doc["spec"]["linger0"], linger0, "{kind}: {}", doc["spec"]);
     }
 }

@@ -192,6 +192,16 @@ impl Console {
             ..Default::default()
         };
         let mut threads = Vec::new();
+        // Request/response: each pair's transactions, from its client.
+        let mut pair_trans = vec![0u64; n];
+        for r in parts.iter().filter_map(|p| p.report.as_ref()) {
+            for rr in r.rr.iter().filter(|rr| (rr.pair as usize) < n) {
+                pair_trans[rr.pair as usize] = rr.transactions;
+            }
+        }
+        let rr = parts
+            .iter()
+            .any(|p| p.report.as_ref().is_some_and(|r| !r.rr.is_empty()));
         for p in parts {
             let Some(r) = &p.report else { continue };
             let (mut rx, mut tx) = (0u64, 0u64);
@@ -231,6 +241,14 @@ impl Console {
                     r.pairs.iter().map(|p| p.conns as f64).sum(),
                 ),
             ]);
+            if rr && r.window_s > 0.0 {
+                // The transactions this host took part in, either end: its
+                // CPU per transaction (cpu_us_per_trans) is of those.
+                let n: u64 = (r.pairs.iter())
+                    .filter_map(|pb| pair_trans.get(pb.pair as usize))
+                    .sum();
+                m.insert(mn::TRANS_S.into(), n as f64 / r.window_s);
+            }
             if !r.crr.is_empty() {
                 // The connections this host took part in, either end: its
                 // CPU per connection (cpu_us_per_conn) is of those.
@@ -305,7 +323,7 @@ impl Console {
                 net,
                 req: if crr { t.params.req } else { 0 },
                 resp: if crr { t.params.resp } else { 0 },
-                linger0: false,
+                linger0: t.params.linger0,
             }));
         }
         if t.params.kind == iotoll_net::TestKind::Rr {
