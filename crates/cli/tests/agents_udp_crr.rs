@@ -99,6 +99,24 @@ fn udp_over_a_shaped_link_counts_every_lost_datagram() {
     for h in hosts {
         assert!(f(&h["cpu"]["busy_pct"]) > 0.0, "{h}");
     }
+    // The hosts' sent and received goodput add up to the totals (a
+    // client's sent is what its server counted; what it handed its
+    // sockets is its offered rate).
+    let sum = |k: &str| hosts.iter().map(|h| f(&h["metrics"][k])).sum::<f64>();
+    for k in ["tx_mbit_s", "mbit_s"] {
+        assert!(
+            (sum(k) - f(&m["mbit_s"]) * if k == "mbit_s" { 2.0 } else { 1.0 }).abs()
+                < 1e-6 * sum(k).max(1.0),
+            "{k}: {hosts:?} {m}"
+        );
+    }
+    let offered: f64 = (hosts.iter())
+        .filter_map(|h| h["metrics"]["offered_mbit_s"].as_f64())
+        .sum();
+    assert!(
+        (offered - f(&m["offered_mbit_s"])).abs() < 1e-6 * offered,
+        "{hosts:?}"
+    );
     assert!(f(&m["remote_cpu_pct"]) > 0.0, "{m}");
     println!(
         "udp over 2 pairs into a 50 Mbit/s link: offered {:.1} Mbit/s, goodput {:.1}, loss {:.1} % ({lost} of {sent}), jitter {:.0} us",

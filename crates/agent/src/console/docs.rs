@@ -121,9 +121,11 @@ impl Console {
                 let windows: Vec<f64> = g.s2c.iter().map(|(_, w)| *w).collect();
                 super::rr::write(rtts, &windows, &mut pairs, &mut m);
             }
-            PerPair::Udp(ways) => g
-                .notes
-                .extend(super::udp::write_totals(ways, &pairs, &mut m)),
+            PerPair::Udp(ways) => {
+                super::udp::host_rates(&pairs, &mut g.hosts);
+                g.notes
+                    .extend(super::udp::write_totals(ways, &pairs, &mut m))
+            }
             PerPair::Rate(rates) => {
                 let linger0 = t.params.linger0;
                 g.notes

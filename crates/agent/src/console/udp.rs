@@ -11,7 +11,7 @@ use crate::checks::{BYTES_S_MAX, IOPS_MAX};
 use crate::udp::MAX_UDP_PAIRS_PER_HOST;
 use crate::wire::{AgentReport, PairPort, PairSlot};
 use iotoll_model::metrics as mn;
-use iotoll_model::{Metrics, PairFigures};
+use iotoll_model::{HostFigures, Metrics, PairFigures};
 use iotoll_net::proto::TestParams;
 use iotoll_net::udp::{udp_metrics, Received, Sent, Way};
 use iotoll_net::TestKind;
@@ -201,6 +201,33 @@ pub(super) fn write_pairs(ways: &[Way], pairs: &mut [PairFigures]) {
         p.mbit_s = m.get(mn::MBIT_S).copied().unwrap_or(0.0);
         p.client_to_server_bytes = w.received.bytes;
         p.metrics.extend(m);
+    }
+}
+
+/// Each host's rates as the totals count them: what it sent is the
+/// goodput of the pairs it is the client of (the receiver's count, which
+/// `tx_mbit_s` is everywhere), what it received its served pairs'; what
+/// its senders handed their sockets is its `offered_mbit_s`.
+pub(super) fn host_rates(pairs: &[PairFigures], hosts: &mut [HostFigures]) {
+    for h in hosts {
+        let (mut tx, mut rx, mut offered) = (0.0, 0.0, 0.0);
+        for p in pairs {
+            if p.client == h.name {
+                tx += p.mbit_s;
+                offered += p.metrics.get(mn::OFFERED_MBIT_S).copied().unwrap_or(0.0);
+            }
+            if p.server == h.name {
+                rx += p.mbit_s;
+            }
+        }
+        let m = &mut h.metrics;
+        m.insert(mn::TX_MBIT_S.into(), tx);
+        m.insert(mn::RX_MBIT_S.into(), rx);
+        m.insert(mn::MBIT_S.into(), tx + rx);
+        if offered > 0.0 {
+            m.insert(mn::OFFERED_MBIT_S.into(), offered);
+        }
+        iotoll_model::derive_metrics(m);
     }
 }
 
