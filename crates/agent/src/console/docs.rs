@@ -124,7 +124,12 @@ impl Console {
             PerPair::Udp(ways) => {
                 super::udp::host_rates(&pairs, &mut g.hosts);
                 g.notes
-                    .extend(super::udp::write_totals(ways, &pairs, &mut m))
+                    .extend(super::udp::write_totals(ways, &pairs, &mut m));
+                // Each pair's client offers `rate` on its own.
+                g.notes.extend(ways.iter().zip(&pairs).filter_map(|(w, p)| {
+                    let who = format!("pair {} > {}: {}", p.client, p.server, p.client);
+                    w.short_of_rate(&who, t.params.rate)
+                }))
             }
             PerPair::Rate(rates) => {
                 let linger0 = t.params.linger0;

@@ -104,6 +104,23 @@ pub fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
     put(mn::FAIRNESS, fairness);
 }
 
+/// Below this share of `--rate`, a sender is said to have fallen short
+/// (pacing holds it within one datagram of the rate otherwise).
+const SHORT_OF_RATE: f64 = 0.97;
+
+impl Way {
+    /// A note when its sender (`who`) offered less than `rate` asked: the
+    /// figures are then of what it could send, which iperf3 leaves the
+    /// user to notice.
+    pub fn short_of_rate(&self, who: &str, rate: Option<u64>) -> Option<String> {
+        let asked = rate? as f64 / 1e6;
+        let offered = mbit_s(self.sent.bytes, self.window_s)?;
+        (offered < SHORT_OF_RATE * asked).then(|| {
+            format!("{who} offered {offered:.1} Mbit/s of the {asked:.1} asked (rate): the sender could not keep up (its CPU, socket buffer or device queue), so the figures are of what it offered")
+        })
+    }
+}
+
 /// What a reader of the counts must know: how loss is counted, and what
 /// was refused, ignored or failed at either end.
 fn count_notes(t: &Totals, out: &UdpOut, report: &ServerReport) -> Vec<String> {
@@ -161,6 +178,9 @@ pub(super) fn result_doc(
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
     notes.extend(count_notes(&t, &m.out, &m.report));
+    let (tx_who, rx_who) = ("this host", "the endpoint");
+    notes.extend(tx.and_then(|w| w.short_of_rate(tx_who, spec.rate)));
+    notes.extend(rx.and_then(|w| w.short_of_rate(rx_who, spec.rate)));
     let errors = m.out.errors + m.report.errors;
     let named: Vec<(&str, Way)> = [
         ("this host to the endpoint", tx),
@@ -252,6 +272,19 @@ mod tests {
         let mut m = Metrics::new();
         udp_metrics(Some(way(0, 0, 1000, 1.0)), None, &mut m);
         assert!(!m.contains_key(mn::LOSS_PCT));
+    }
+
+    /// A sender that offered less than the rate asked is said to; one
+    /// within the pacer's datagram of it, or unpaced, is not.
+    #[test]
+    fn a_sender_short_of_its_rate_is_noted() {
+        // 100 Mbit/s offered (10,000 datagrams of 1250 bytes in 1 s).
+        let w = way(10_000, 10_000, 1250, 1.0);
+        let m = w.short_of_rate("this host", Some(120_000_000)).unwrap();
+        assert!(m.contains("offered 100.0 Mbit/s of the 120.0 asked"), "{m}");
+        assert_eq!(w.short_of_rate("this host", Some(100_000_000)), None);
+        assert_eq!(w.short_of_rate("this host", Some(101_000_000)), None);
+        assert_eq!(w.short_of_rate("this host", None), None);
     }
 
     #[test]
