@@ -98,6 +98,13 @@ fn udp_over_a_shaped_link_counts_every_lost_datagram() {
     assert_eq!(hosts.len(), 3);
     for h in hosts {
         assert!(f(&h["cpu"]["busy_pct"]) > 0.0, "{h}");
+        // Its P/E index is of its goodput (the formula, on its figures).
+        let hm = &h["metrics"];
+        let pe = f(&hm["mbit_s"]) / f(&hm["cpu_pct"]);
+        assert!(
+            (f(&hm["mbit_s_per_cpu_pct"]) - pe).abs() <= 1e-9 * pe,
+            "{h}"
+        );
     }
     // The hosts' sent and received goodput add up to the totals (a
     // client's sent is what its server counted; what it handed its

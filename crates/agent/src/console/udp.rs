@@ -227,7 +227,8 @@ pub(super) fn host_rates(pairs: &[PairFigures], hosts: &mut [HostFigures]) {
         if offered > 0.0 {
             m.insert(mn::OFFERED_MBIT_S.into(), offered);
         }
-        iotoll_model::derive_metrics(m);
+        // Its efficiency is of these rates, not of the ones it was built with.
+        iotoll_model::rederive_metrics(m);
     }
 }
 

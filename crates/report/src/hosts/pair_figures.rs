@@ -5,7 +5,7 @@
 //! pair's histogram merged, never a mean of the pairs' percentiles.
 
 use super::total_row;
-use crate::fmt::num;
+use crate::fmt::{count, num};
 use crate::tables::{TRow, Table};
 use iotoll_model::metrics as mn;
 use iotoll_model::text::printable;
@@ -72,6 +72,7 @@ const KINDS: [(&str, Columns); 4] = [
                 (mn::OFFERED_MBIT_S, "offered Mbit/s"),
                 (mn::MBIT_S, "goodput Mbit/s"),
                 (mn::DATAGRAMS_SENT, "sent"),
+                (mn::DATAGRAMS_RECEIVED, "received"),
                 (mn::DATAGRAMS_LOST, "lost"),
                 (mn::LOSS_PCT, "loss %"),
                 (mn::JITTER_US, "jitter µs"),
@@ -87,10 +88,14 @@ const KINDS: [(&str, Columns); 4] = [
 pub fn pair_table(title: &str, pairs: &[PairFigures], totals: &Metrics) -> Option<Table> {
     let has = |k: &str| pairs.iter().any(|p| p.metrics.contains_key(k));
     let (_, c) = KINDS.iter().find(|(key, _)| has(key))?;
+    // Datagrams and failures are whole numbers.
+    let is_count = |k: &str| mn::metric_def(k).is_some_and(|d| d.unit == "count");
     let figures = |m: &Metrics| -> Vec<String> {
-        c.cols
-            .iter()
-            .map(|(k, _)| num(m.get(*k).copied()))
+        (c.cols.iter())
+            .map(|(k, _)| match is_count(k) {
+                true => count(m.get(*k).copied()),
+                false => num(m.get(*k).copied()),
+            })
             .collect()
     };
     let mut rows: Vec<TRow> = (pairs.iter().enumerate())

@@ -411,6 +411,8 @@ fn crr_and_udp_pairs_show_their_own_figures() {
     assert!(!text.contains("client->server MB"), "{text}");
     let (md, _) = render(&[multi_host_run(1, "crr", d.clone())]);
     assert!(md.contains("| 1 | c1 → srv | 731 | 731 |"), "{md}");
+    // Failures are a count: 0, not 0.00.
+    assert!(md.contains("| 900 | 15,000 | 0 |"), "{md}");
     assert!(!md.contains("client → server Mbit/s"), "{md}");
 
     d.kind = Kind::NetUdp;
@@ -419,6 +421,7 @@ fn crr_and_udp_pairs_show_their_own_figures() {
             (mn::OFFERED_MBIT_S, 40.0),
             (mn::MBIT_S, 25.0),
             (mn::DATAGRAMS_SENT, 15_000.0),
+            (mn::DATAGRAMS_RECEIVED, 9_375.0),
             (mn::DATAGRAMS_LOST, 5_625.0),
             (mn::LOSS_PCT, 37.5),
             (mn::JITTER_US, 120.0),
