@@ -10,7 +10,7 @@ use crate::proto::{CrrEnd, ServerReport};
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc, SeriesPoint};
 use iotoll_run::{latency_report, write_latency_metrics};
 use std::net::{IpAddr, SocketAddr};
 
@@ -55,6 +55,25 @@ pub fn totals_disagree(
     })
 }
 
+/// How much faster than the window the ramp-up ran before it is said.
+const FELL: f64 = 1.5;
+
+/// A note when the ramp-up ran well above the window's `rate` (its
+/// seconds' mean): closed connections filled the port range with TIME_WAIT
+/// before the window opened, and the window measures the rate port reuse
+/// allows. A longer ramp-up does not change that; `--linger0` does.
+fn fell_at_window(points: &[SeriesPoint], rate: f64) -> Option<String> {
+    let (mut n, mut span, mut prev) = (0.0, 0.0, 0.0);
+    for p in points.iter().take_while(|p| p.phase == "ramp") {
+        let dt = p.t_s - prev;
+        (n, span, prev) = (n + p.trans_s.unwrap_or(0.0) * dt, span + dt, p.t_s);
+    }
+    let ramp = (span > 0.0).then(|| n / span)?;
+    (ramp > FELL * rate).then(|| {
+        format!("the ramp-up ran at {ramp:.0} connections/s and the window at {rate:.0}: TIME_WAIT filled the local port range before the window opened, so the window measures the rate at which the kernel frees or reuses ports (a longer ramp-up measures the same; --linger0 measures without TIME_WAIT)")
+    })
+}
+
 pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
@@ -74,8 +93,10 @@ pub(super) fn result_doc(
     if m.out.failures.get(Cause::PortsExhausted) > 0 {
         notes.push("the local port range ran out (EADDRNOTAVAIL): TIME_WAIT holds the ports; --linger0 closes with a reset and leaves none".into());
     }
+    let series = m.series.into_points();
     if !spec.linger0 {
         notes.push(time_wait_note(rate.unwrap_or(0.0)));
+        notes.extend(rate.and_then(|r| fell_at_window(&series, r)));
     }
     if m.report.errors > 0 {
         let first = m.report.first_error.as_deref().unwrap_or("?");
@@ -130,7 +151,7 @@ pub(super) fn result_doc(
         metrics,
         cpu,
         latency,
-        series: m.series.into_points(),
+        series,
         notes,
         disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
             local: ends.local,
@@ -175,6 +196,33 @@ fn metrics(spec: &ClientSpec, out: &Out, report: &ServerReport, window_s: f64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ramp-up that ran well above the window is said (TIME_WAIT filled
+    /// the ports), one near it is not.
+    #[test]
+    fn a_rate_that_fell_at_the_window_is_said() {
+        let point = |t_s: f64, phase: &str, trans_s: f64| SeriesPoint {
+            t_s,
+            phase: phase.into(),
+            trans_s: Some(trans_s),
+            iops: None,
+            mb_s: None,
+            mbit_s: None,
+            cpu_pct: None,
+        };
+        let points = [
+            point(0.5, "ramp", 20_000.0),
+            point(1.0, "ramp", 10_000.0),
+            point(2.0, "measure", 640.0),
+        ];
+        let m = fell_at_window(&points, 640.0).unwrap();
+        assert!(
+            m.contains("ramp-up ran at 15000 connections/s and the window at 640"),
+            "{m}"
+        );
+        assert_eq!(fell_at_window(&points, 12_000.0), None);
+        assert_eq!(fell_at_window(&points[2..], 640.0), None);
+    }
 
     #[test]
     fn both_ends_totals_must_agree() {
