@@ -204,7 +204,7 @@ pub struct UdpArgs {
     #[arg(long, value_name = "DIR", default_value = "tx")]
     dir: Dir,
     /// Offered rate per direction, all flows together: bits/s of UDP payload (500m, 1g; decimal). Paced by a token bucket on the monotonic clock [default: unlimited].
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, allow_hyphen_values = true)]
     rate: Option<u64>,
     /// Datagram payload, 32 to 65507 bytes (1472: a 1500-byte MTU less the IPv4 and UDP headers).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1472", allow_hyphen_values = true)]

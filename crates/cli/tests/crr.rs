@@ -111,7 +111,7 @@ fn a_stream_test_runs_beside_a_rate_test() {
     });
     assert!(
         s.wait_log(
-            "Crr test with 2 client(s) accepted",
+            "crr test with 2 client(s) accepted",
             std::time::Duration::from_secs(10)
         ),
         "the rate test did not start"

@@ -11,7 +11,7 @@ pub enum UnitError {
     BadSize(String),
     #[error("'{0}' is too large")]
     Overflow(String),
-    #[error("'{0}' is not a rate: use bits per second with an optional suffix k, m or g (decimal, as iperf's -b: 500m = 500,000,000 bit/s), e.g. 100m, 1.5g")]
+    #[error("'{0}' is not a rate: use bits per second with an optional suffix k, m or g (decimal, as iperf's -b: 500m = 500,000,000 bit/s), e.g. 100m, 1.5g; leave it out for an unlimited sender")]
     BadRate(String),
     #[error("'{0}' is not a duration: use a whole number with a unit, e.g. 500ms, 4s, 2m, 1h")]
     BadDuration(String),

@@ -74,7 +74,8 @@ pub(crate) fn session(
         cert: None,
     })?;
     ctl.send(&Msg::Ready {})?;
-    tracing::info!(%peer, "{:?} test with {threads} client(s) accepted, data port {data_port}", params.kind);
+    let kind = iotoll_model::spec::word(&params.kind);
+    tracing::info!(%peer, "{kind} test with {threads} client(s) accepted, data port {data_port}");
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let exchange = (params.req, params.resp);
     let server = CrrServer::start(
@@ -107,8 +108,8 @@ pub(crate) fn session(
     })?;
     let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(
-        "{:?} test done in a {:.1} s window: {} connection(s) accepted",
-        params.kind, closed.window_s, served.end.accepted
+        "{kind} test done in a {:.1} s window: {} connection(s) accepted",
+        closed.window_s, served.end.accepted
     ))
 }
 

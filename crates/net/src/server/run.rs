@@ -10,6 +10,7 @@ use crate::engine::{DataConn, Engine, Role};
 use crate::proto::{Control, Msg, ServerReport, TestParams};
 use crate::sock;
 use crate::tls::{self, ServerTls};
+use iotoll_model::spec::word;
 use iotoll_run::{Phase, PhaseCell};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -61,9 +62,9 @@ pub(super) fn session(
     })?;
     tracing::info!(
         %peer,
-        "{:?} {:?} test with {} connection(s) accepted, data port {data_port}",
-        params.kind,
-        params.dir,
+        "{} {} test with {} connection(s) accepted, data port {data_port}",
+        word(&params.kind),
+        word(&params.dir),
         params.conns
     );
 
@@ -121,8 +122,11 @@ pub(super) fn session(
     // The client acknowledges with stop, or just closes.
     let _ = ctl.recv(Duration::from_secs(2));
     Ok(format!(
-        "{:?} {:?} test with {} connection(s) done in a {:.1} s window",
-        params.kind, params.dir, params.conns, closed.window_s
+        "{} {} test with {} connection(s) done in a {:.1} s window",
+        word(&params.kind),
+        word(&params.dir),
+        params.conns,
+        closed.window_s
     ))
 }
 

@@ -1,7 +1,7 @@
 //! A UDP test at the endpoint: its sockets, its window, its report.
 
 use super::engine::{UdpEngine, UdpParams};
-use crate::proto::{Control, Dir, Msg, ServerReport, TestParams, UdpEnd};
+use crate::proto::{Control, Msg, ServerReport, TestParams, UdpEnd};
 use crate::server::{data_token, serve_window, SessionError, Slot};
 use crate::sock;
 use iotoll_run::{Phase, PhaseCell};
@@ -50,8 +50,8 @@ pub(crate) fn session(
     ctl.send(&Msg::Ready {})?;
     tracing::info!(
         %peer,
-        "UDP {:?} test with {} flow(s) accepted, data port {data_port}",
-        params.dir,
+        "udp {} test with {} flow(s) accepted, data port {data_port}",
+        iotoll_model::spec::word(&params.dir),
         params.conns
     );
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
@@ -87,13 +87,9 @@ pub(crate) fn session(
         report: Box::new(report),
     })?;
     let _ = ctl.recv(Duration::from_secs(2));
-    let dir = match params.dir {
-        Dir::Tx => "tx",
-        Dir::Rx => "rx",
-        Dir::Bidir => "bidir",
-    };
+    let dir = iotoll_model::spec::word(&params.dir);
     Ok(format!(
-        "UDP {dir} test with {} flow(s) done in a {:.1} s window",
+        "udp {dir} test with {} flow(s) done in a {:.1} s window",
         params.conns, closed.window_s
     ))
 }
