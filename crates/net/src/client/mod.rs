@@ -248,7 +248,7 @@ pub fn handshake(addr: &SocketAddr, key: Option<&Key>) -> Result<Handshake, NetE
     let s = TcpStream::connect_timeout(addr, Duration::from_secs(5)).map_err(|e| {
         let hint = match e.kind() {
             std::io::ErrorKind::ConnectionRefused => {
-                " (nothing listens there: start `iotoll net serve` on that host, or give its port)"
+                " (nothing listens there: start `iotoll net serve` on that host, or give its port; a suite's agent on it may have stopped)"
             }
             _ => "",
         };
