@@ -166,12 +166,7 @@ impl Drop for UdpEngine {
 /// connected to it.
 type Flow = (Arc<UdpSocket>, SocketAddr, bool);
 
-fn send_loop(
-    flows: &[Flow],
-    p: UdpParams,
-    phase: &PhaseCell,
-    live: &Live,
-) -> SenderOut {
+fn send_loop(flows: &[Flow], p: UdpParams, phase: &PhaseCell, live: &Live) -> SenderOut {
     let mut buf = vec![0u8; p.size as usize];
     let mut seqs = vec![0u64; flows.len()];
     let mut bucket = p.rate.map(|r| TokenBucket::new(r, p.size, mono_ns()));
