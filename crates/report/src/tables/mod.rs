@@ -125,7 +125,7 @@ pub(crate) fn test_cell(name: &str, not_repeatable: bool) -> String {
 pub(crate) fn metric_cell(m: &str, v: Option<f64>, same_host: bool) -> String {
     if same_host && remote_cpu_metric(m) {
         "(same host)".into()
-    } else if m.ends_with("_pct") && !m.contains("_per_") {
+    } else if m.ends_with("_pct") && m.contains("cpu") && !m.contains("_per_") {
         cpu_cell(v)
     } else if mn::metric_def(m).is_some_and(|d| d.unit == "count") {
         count(v)

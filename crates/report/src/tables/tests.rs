@@ -276,3 +276,15 @@ fn text_columns_fit_their_content() {
     (t.title, t.note) = (String::new(), None);
     assert!(to_text(&t, "", "l").starts_with("host         role    Mbit/s\n"));
 }
+
+/// CPU % cells keep two decimals (the efficiency beside them is checked
+/// against them); a small UDP loss keeps its significant digits instead
+/// of reading 0.00 (a tester saw 0.00 % where `results show` said
+/// 0.0013 %).
+#[test]
+fn loss_keeps_its_digits_and_cpu_two_decimals() {
+    assert_eq!(metric_cell(mn::LOSS_PCT, Some(0.0013), false), "0.0013");
+    assert_eq!(metric_cell(mn::LOSS_PCT, Some(1.5), false), "1.50");
+    assert_eq!(metric_cell(mn::CPU_PCT, Some(12.345), false), "12.35");
+    assert_eq!(metric_cell(mn::CPU_PCT, Some(0.0013), false), "0.00");
+}
