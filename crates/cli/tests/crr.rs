@@ -58,8 +58,16 @@ fn crr_on_loopback_accounts_for_every_connection() {
     invariants(&d, "net-crr", 4.0);
     let rate = metric(&d, "conn_s");
     // Issue 29's bar is 1,000 connections/s; this busy 2-CPU machine
-    // managed over 10,000 on loopback.
-    assert!(rate >= 1000.0, "{rate} connections/s");
+    // managed over 10,000 on loopback. The workers run at the lowest
+    // priority, so beside other processes (CPU hogs: the result says it
+    // was interfered with) the rate is theirs to take, and only the
+    // accounting above is asserted.
+    let interfered = d["cpu"]["local"]["interference"]["interfered"] == true;
+    assert!(
+        rate >= 1000.0 || interfered,
+        "{rate} connections/s, not interfered with: {}",
+        d["cpu"]["local"]["interference"]
+    );
     // Little's law: clients busy = rate x time per transaction. Each
     // client is in a transaction but for its close and the loop around
     // it, and never in two.
