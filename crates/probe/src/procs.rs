@@ -283,7 +283,7 @@ pub const INTERFERENCE_N: usize = 5;
 /// Every consumer's CPU in the window, % of all CPUs, with its role, most
 /// first. A process's own time is bounded by its threads (one thread
 /// cannot use more than one CPU for the window); the children it reaped
-/// are added on top, as they ran on threads of their own.
+/// are added on top, as they ran on threads of their own, up to all CPUs.
 pub fn figures(
     all: &[Consumer],
     window_s: f64,
@@ -298,9 +298,12 @@ pub fn figures(
     let mut v: Vec<TopConsumer> = all
         .iter()
         .map(|c| {
-            let bound = 100.0 * f64::from(c.threads.max(1)) / cpus as f64;
+            let bound = (100.0 * f64::from(c.threads.max(1)) / cpus as f64).min(100.0);
             let own = pct(c.own).min(bound);
-            let kids = pct(c.ticks.saturating_sub(c.own));
+            // Nothing uses more than all CPUs for the window: the table
+            // is read a little after each edge, and a read delayed at the
+            // end adds ticks the window did not have.
+            let kids = pct(c.ticks.saturating_sub(c.own)).min(100.0 - own);
             TopConsumer {
                 pid: c.pid,
                 comm: c.comm.clone(),
@@ -490,6 +493,18 @@ mod tests {
         assert_eq!(t.ppid, 1);
         assert!(t.kernel_thread);
         assert!(parse_proc_stat("garbage").is_none());
+    }
+
+    /// A table read late at the window's end counts ticks past it: no
+    /// process, with the children it reaped, is shown above all CPUs.
+    #[test]
+    fn no_process_is_shown_above_all_cpus() {
+        let start = snap(&[fam(5, 1, "sh", 0, 0, 0, 0, 9)]);
+        let end = snap(&[fam(5, 1, "sh", 0, 100, 0, 900, 9)]);
+        // 10 CPU-s in a window of 4 s x 2 CPUs at 100 ticks/s.
+        let top = figures(&consumers(&start, &end), 4.0, 2, 100.0, &own(-1));
+        assert_eq!(top.len(), 1);
+        assert!((top[0].cpu_pct - 100.0).abs() < 1e-9, "{top:?}");
     }
 
     #[test]

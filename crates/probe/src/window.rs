@@ -103,6 +103,12 @@ pub struct CpuWindow {
     procs: procs::ProcSnapshot,
     stat: stat::StatSnapshot,
     self_cpu_s: f64,
+    /// Just before this process's time was read at the start: its own
+    /// figure is a rate over the span between its two reads, which
+    /// brackets the window. Over the window's length, a read delayed by
+    /// the scheduler while the other threads ran put it above 100 % of
+    /// the CPUs (100.67 % in CI, beside CPU hogs).
+    self_t0: Instant,
     t0: Instant,
 }
 
@@ -138,6 +144,7 @@ impl CpuWindow {
     /// shown at 94 % of a 2-CPU host).
     pub fn start_with(on_open: impl FnOnce()) -> Result<Self, ProbeError> {
         let own = host_cpus();
+        let self_t0 = Instant::now();
         let threads = own.as_ref().map(|_| owncpus::thread_times());
         let self_cpu_s = self_cpu_s();
         let stat = stat::StatSnapshot::read()?;
@@ -150,6 +157,7 @@ impl CpuWindow {
             procs,
             stat,
             self_cpu_s,
+            self_t0,
             t0,
         })
     }
@@ -161,6 +169,7 @@ impl CpuWindow {
         let end = stat::StatSnapshot::read();
         let window_s = self.t0.elapsed().as_secs_f64();
         let self_end = self_cpu_s();
+        let self_span_s = self.self_t0.elapsed().as_secs_f64().max(window_s);
         on_close();
         // This process's time on other hosts' CPUs (an in-process endpoint
         // in another lab host) is not this host's: its total less its
@@ -191,7 +200,7 @@ impl CpuWindow {
             let self_s = split.map_or(total_s, |(here, elsewhere)| here.min(total_s - elsewhere));
             if self_s.is_finite() && window_s > 0.0 {
                 let self_s = self_s.max(0.0);
-                let self_pct = self_s / (window_s * r.cpus as f64) * 100.0;
+                let self_pct = self_s / (self_span_s * r.cpus as f64) * 100.0;
                 r.self_pct = Some(self_pct);
                 // Steal is busy time nothing ran in; but iotoll's exact
                 // figure is the scheduler's, which counts time stolen from
