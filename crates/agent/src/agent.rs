@@ -671,10 +671,7 @@ fn gather(
     let Some(l) = listener.take() else {
         return Ok(());
     };
-    let ids = |v: &[PairSlot]| v.iter().map(|p| (p.pair, p.token)).collect::<Vec<_>>();
-    if ids(&given) != ids(clients) {
-        return Err("GATHER's client pairs are not the ones PREPARE named".into());
-    }
+    PairSlot::same_pairs(&given, clients.iter())?;
     // Connecting needs only the other servers' listening sockets (their
     // backlog), so two hosts that serve each other cannot wait on each other.
     *client_conns = open_pairs(params, &given)?;

@@ -65,22 +65,12 @@ impl CrrPairs {
 
     /// The port each served pair's connections go to.
     pub fn ports(&self) -> Result<Vec<PairPort>, String> {
-        (self.served.iter())
-            .map(|(s, l)| {
-                let port = (l.local_addr())
-                    .map_err(|e| format!("data port of pair {}: {e}", s.pair + 1))?
-                    .port();
-                Ok(PairPort { pair: s.pair, port })
-            })
-            .collect()
+        PairPort::of_served(&self.served, TcpListener::local_addr)
     }
 
     /// GATHER: a serving host's client pairs, with their servers' ports.
     pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
-        let ids = |v: &[PairSlot]| v.iter().map(|p| (p.pair, p.token)).collect::<Vec<_>>();
-        if ids(&given) != ids(&self.clients) {
-            return Err("GATHER's client pairs are not the ones PREPARE named".into());
-        }
+        PairSlot::same_pairs(&given, self.clients.iter())?;
         self.clients = given;
         Ok(())
     }
@@ -149,13 +139,18 @@ impl Load for CrrLoad {
         let served: Vec<_> = (self.served.into_iter())
             .map(|(k, s)| (k, s.join()))
             .collect();
+        let zero = |pair: u32| PairBytes {
+            pair,
+            conns: self.conns,
+            rx: 0,
+            tx: 0,
+        };
+        let keys = served
+            .iter()
+            .map(|s| s.0)
+            .chain(clients.iter().map(|c| c.0));
+        report.pairs.extend(keys.map(zero));
         for (k, s) in served {
-            report.pairs.push(PairBytes {
-                pair: k,
-                conns: self.conns,
-                rx: 0,
-                tx: 0,
-            });
             report.errors += s.window_errors;
             report.first_error = report.first_error.take().or(s.first_error);
             report.crr.push(PairCrr {
@@ -171,12 +166,6 @@ impl Load for CrrLoad {
             });
         }
         for (k, o) in clients {
-            report.pairs.push(PairBytes {
-                pair: k,
-                conns: self.conns,
-                rx: 0,
-                tx: 0,
-            });
             report.errors += o.failures.total();
             report.first_error = report.first_error.take().or(o.first_error);
             report.crr.push(PairCrr {

@@ -79,25 +79,13 @@ impl UdpPairs {
 
     /// The port each served pair's datagrams go to.
     pub fn ports(&self) -> Result<Vec<PairPort>, String> {
-        (self.served.iter())
-            .map(|(s, sock)| {
-                let port = (sock.local_addr())
-                    .map_err(|e| format!("UDP socket of pair {}: {e}", s.pair + 1))?
-                    .port();
-                Ok(PairPort { pair: s.pair, port })
-            })
-            .collect()
+        PairPort::of_served(&self.served, |s| s.local_addr())
     }
 
     /// GATHER: the client pairs of a host that also serves, with their
-    /// servers' ports now known; the pairs must be the ones PREPARE named.
+    /// servers' ports now known.
     pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
-        let ids = |v: &mut dyn Iterator<Item = &PairSlot>| {
-            v.map(|p| (p.pair, p.token)).collect::<Vec<_>>()
-        };
-        if ids(&mut given.iter()) != ids(&mut self.clients.iter().map(|c| &c.0)) {
-            return Err("GATHER's client pairs are not the ones PREPARE named".into());
-        }
+        PairSlot::same_pairs(&given, self.clients.iter().map(|c| &c.0))?;
         for ((slot, _), g) in self.clients.iter_mut().zip(given) {
             *slot = g;
         }

@@ -178,6 +178,21 @@ pub struct PairSlot {
     pub cert: Option<String>,
 }
 
+impl PairSlot {
+    /// GATHER's client pairs against PREPARE's: the same pairs with the
+    /// same tokens, in order (only their servers' ports are new).
+    pub fn same_pairs<'a>(
+        given: &[PairSlot],
+        prepared: impl Iterator<Item = &'a PairSlot>,
+    ) -> Result<(), String> {
+        let ids = given.iter().map(|p| (p.pair, p.token));
+        if !ids.eq(prepared.map(|p| (p.pair, p.token))) {
+            return Err("GATHER's client pairs are not the ones PREPARE named".into());
+        }
+        Ok(())
+    }
+}
+
 /// A disk test as the console asks an agent for it: the workload, never
 /// where it may write (the agent's own `--allow-target` flags decide).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -267,6 +282,23 @@ pub struct PairRr {
 pub struct PairPort {
     pub pair: u32,
     pub port: u16,
+}
+
+impl PairPort {
+    /// The port of each pair a host serves, from its socket's address.
+    pub fn of_served<S>(
+        served: &[(PairSlot, S)],
+        local: impl Fn(&S) -> std::io::Result<SocketAddr>,
+    ) -> Result<Vec<PairPort>, String> {
+        (served.iter())
+            .map(|(s, sock)| {
+                let port = local(sock)
+                    .map_err(|e| format!("the data port of pair {}: {e}", s.pair + 1))?
+                    .port();
+                Ok(PairPort { pair: s.pair, port })
+            })
+            .collect()
+    }
 }
 
 /// A UDP pair at one end, in its window: what its client sent, or what

@@ -99,6 +99,7 @@ impl Console {
         if let PerPair::Udp(ways) = per_pair {
             super::udp::write_pairs(ways, &mut pairs);
         }
+        let series = crate::series::merge(&g.hosts, &g.seconds);
         let mut m = Metrics::new();
         m.insert(mn::TX_MBIT_S.into(), g.c2s.iter().map(|x| rate(*x)).sum());
         m.insert(mn::RX_MBIT_S.into(), g.s2c.iter().map(|x| rate(*x)).sum());
@@ -134,7 +135,12 @@ impl Console {
             PerPair::Rate(rates) => {
                 let linger0 = t.params.linger0;
                 g.notes
-                    .extend(super::crr::write(rates, linger0, &mut pairs, &mut m))
+                    .extend(super::crr::write(rates, linger0, &mut pairs, &mut m));
+                if !linger0 {
+                    let rate = m.get(mn::CONN_S).copied().unwrap_or(0.0);
+                    g.notes
+                        .extend(iotoll_net::crr::fell_at_window(&series, rate));
+                }
             }
             PerPair::Bytes => {}
         }
@@ -175,7 +181,7 @@ impl Console {
                 remote,
                 same_host: Some(same_host),
             },
-            series: crate::series::merge(&g.hosts, &g.seconds),
+            series,
             hosts: g.hosts,
             pairs,
             skew_us: Some(skew(parts)),

@@ -14,7 +14,7 @@ mod serve;
 pub(crate) mod server;
 
 pub use engine::{CrrEngine, Out as ClientOut, Params as ClientParams};
-pub use result::totals_disagree;
+pub use result::{fell_at_window, totals_disagree};
 pub use serve::{CrrServer, Served};
 
 use iotoll_run::{Phase, PhaseCell};

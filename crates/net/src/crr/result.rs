@@ -62,7 +62,7 @@ const FELL: f64 = 1.5;
 /// seconds' mean): closed connections filled the port range with TIME_WAIT
 /// before the window opened, and the window measures the rate port reuse
 /// allows. A longer ramp-up does not change that; `--linger0` does.
-fn fell_at_window(points: &[SeriesPoint], rate: f64) -> Option<String> {
+pub fn fell_at_window(points: &[SeriesPoint], rate: f64) -> Option<String> {
     let (mut n, mut span, mut prev) = (0.0, 0.0, 0.0);
     for p in points.iter().take_while(|p| p.phase == "ramp") {
         let dt = p.t_s - prev;
