@@ -290,68 +290,34 @@ pub fn measure<E: MeasureError>(
 ) -> anyhow::Result<()> {
     let db = (!o.no_db).then(|| o.db.clone().unwrap_or_else(iotoll_store::default_path));
     let mut session = iotoll_suite::Session::open(db.as_deref()).map_err(session_err)?;
-    iotoll_probe::procs::set_sut_processes(o.sut_process.clone());
     let flag = signals::install();
     let to = iotoll_report::term::IntervalTo::beside(o.json);
     let mut progress =
         iotoll_report::term::TermProgress::new(o.quiet).with_interval(o.interval, to);
-    let res = run(iotoll_run::RunControl {
+    let ctl = iotoll_run::RunControl {
         interrupted: &flag,
         progress: &mut progress,
         schedule: None,
-    });
-    progress.clear();
-    let mut doc = match res {
-        Ok(doc) => doc,
-        Err(e) if e.is_usage() => return Err(usage(e)),
-        Err(e) => {
-            let (msg, doc) = e.into_failed()?;
-            return Err(failed_run(o, &mut session, msg, doc));
-        }
     };
-    doc.apply_interference_threshold(o.interference_pct);
-    doc.notes
-        .extend(iotoll_suite::session::sut_note(&o.sut_process, &doc));
+    let res = session.measure(&o.sut_process, o.interference_pct, ctl, run);
+    progress.clear();
+    let m = res.map_err(usage_or)?;
     // On stdout: one JSON document with `--json`, else the table.
-    output::show(o.json, &doc, iotoll_report::text::result)?;
-    let stored = session.record_single(&doc, host).map_err(session_err)?;
-    if let (Some(id), Some(db), false) = (stored, session.db_path(), o.quiet) {
-        eprintln!("iotoll: stored as run {id} in {}", db.display());
+    output::show(o.json, &m.doc, iotoll_report::text::result)?;
+    let said = session.record_measured(&m, host).map_err(session_err)?;
+    if let Some(line) = said.filter(|_| !o.quiet || m.failure.is_some()) {
+        eprintln!("iotoll: {line}");
     }
-    if doc.status == ResultStatus::Interrupted {
+    if let Some(msg) = m.failure {
+        anyhow::bail!("{msg} (the figures printed are partial and not a result)");
+    }
+    if m.doc.status == ResultStatus::Interrupted {
         eprintln!(
             "iotoll: interrupted; the figures above cover the part of the window that was measured"
         );
         return Err(Interrupted.into());
     }
     Ok(())
-}
-
-/// Prints a failed run's partial figures (stdout, marked failed) and stores
-/// the run as failed, with its test and the failure but no result.
-fn failed_run(
-    o: &MeasureOpts,
-    session: &mut iotoll_suite::Session,
-    msg: String,
-    doc: iotoll_model::ResultDoc,
-) -> anyhow::Error {
-    if let Err(e) = output::show(o.json, &doc, iotoll_report::text::result) {
-        return e;
-    }
-    let recorded = session.record_failed(&doc, host);
-    let db = session.db_path().map(|p| p.display().to_string());
-    match recorded {
-        Some(Ok(id)) => eprintln!(
-            "iotoll: stored as failed run {id} in {} (no result kept)",
-            db.unwrap_or_default()
-        ),
-        Some(Err(e)) => eprintln!(
-            "iotoll: the failed run could not be recorded: {:#}",
-            anyhow::Error::from(e)
-        ),
-        None => {}
-    }
-    anyhow::anyhow!("{msg} (the figures printed are partial and not a result)")
 }
 
 fn main() -> ExitCode {

@@ -152,10 +152,11 @@ fn udp_and_cc_intervals_say_what_they_count() {
     a.extend(["--ramp", "0s", "--time", "1s"]);
     let out = iotoll().arg("net").args(&a).succeeds();
     let ls = lines(&out);
-    assert!(
-        !ls.is_empty() && ls.iter().all(|l| fig(l, "conn/s") > 0.0),
-        "{out}"
-    );
+    // The workers run at the lowest priority: beside CPU hogs an interval
+    // may see none finish, but every line counts connections.
+    let rates: Vec<f64> = ls.iter().map(|l| fig(l, "conn/s")).collect();
+    assert!(rates.iter().any(|r| *r > 0.0), "{out}");
+    assert!(rates.iter().all(|r| *r >= 0.0), "{out}");
     assert!(!out.contains("trans/s"), "{out}");
 }
 

@@ -15,9 +15,9 @@
 //!    run failed when the runner stops;
 //! 8. [`Session::finish`] it.
 //!
-//! A single measurement (`disk run`, `net stream|rr`) is a session of one
-//! test: [`Session::open`], measure, [`Session::record_single`] (or
-//! [`Session::record_failed`]).
+//! A single measurement (`disk run`, `net stream|rr|udp|crr|cc`) is a
+//! session of one test: [`Session::open`], [`Session::measure`], and once
+//! the binary has shown it, [`Session::record_measured`].
 
 mod lab;
 mod load;
@@ -27,7 +27,7 @@ mod single;
 pub use lab::{builtins_with, host_names, SuiteLab};
 pub use load::{load, placed_hosts};
 pub use plan::{check_reps, plan, Plan, PlanRequest};
-pub use single::{sut_note, MeasureError};
+pub use single::{MeasureError, Measured};
 
 use crate::file::Job;
 use crate::file::Suite;

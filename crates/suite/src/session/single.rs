@@ -10,6 +10,7 @@ use super::{Session, SessionError};
 use iotoll_model::{ResultDoc, ResultStatus, RunStatus};
 use iotoll_probe::procs::SutProcess;
 use iotoll_probe::sysinfo::Host;
+use iotoll_run::RunControl;
 use iotoll_store::{Selection, Store, StoreError};
 
 /// An error of `iotoll_disk::run` or `iotoll_net::run`, as a session of
@@ -44,7 +45,7 @@ macro_rules! measure_error {
 measure_error!(iotoll_net::NetError, iotoll_disk::DiskError);
 
 /// What the system under test's figure is, and what it cannot include.
-pub fn sut_note(sut: &[SutProcess], doc: &ResultDoc) -> Option<String> {
+fn sut_note(sut: &[SutProcess], doc: &ResultDoc) -> Option<String> {
     if sut.is_empty() {
         return None;
     }
@@ -87,25 +88,76 @@ fn begin_single(store: &mut Store, doc: &ResultDoc, host: &Host) -> Result<(i64,
     Ok((run, test))
 }
 
-/// `e` and its causes as one line (as anyhow's `{:#}` says them).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    s
+/// A single measurement as it ended: its document, and the failure if
+/// its workload failed after it started (the document then holds the
+/// partial figures, marked `failed`, and is no result).
+pub struct Measured {
+    pub doc: ResultDoc,
+    pub failure: Option<String>,
 }
 
 impl Session {
+    /// Runs one measurement as this session's one test: the system under
+    /// test's processes (`--sut-process`) are told apart in the CPU
+    /// account, the result is held to the interference threshold, and a
+    /// note says what the system under test's figure is. An error is the
+    /// library's, the user's to fix or not ([`MeasureError::is_usage`]).
+    pub fn measure<E: MeasureError>(
+        &self,
+        sut: &[SutProcess],
+        interference_pct: f64,
+        ctl: RunControl,
+        run: impl FnOnce(RunControl) -> Result<ResultDoc, E>,
+    ) -> Result<Measured, E> {
+        iotoll_probe::procs::set_sut_processes(sut.to_vec());
+        let mut doc = match run(ctl) {
+            Ok(doc) => doc,
+            Err(e) if e.is_usage() => return Err(e),
+            Err(e) => {
+                let (msg, doc) = e.into_failed()?;
+                return Ok(Measured {
+                    doc,
+                    failure: Some(msg),
+                });
+            }
+        };
+        doc.apply_interference_threshold(interference_pct);
+        doc.notes.extend(sut_note(sut, &doc));
+        Ok(Measured { doc, failure: None })
+    }
+
+    /// Stores what [`Session::measure`] returned, once it has been shown:
+    /// a result as [`Session::record_single`] stores it, a failure as
+    /// [`Session::record_failed`] does. What to say of it, if anything:
+    /// where it went, or why a failed run could not be recorded (that is
+    /// never an error of its own: the failure is the error).
+    pub fn record_measured(
+        &mut self,
+        m: &Measured,
+        host: impl FnOnce() -> Host,
+    ) -> Result<Option<String>, SessionError> {
+        let db = self.db_path().map(|p| p.display().to_string());
+        let db = db.unwrap_or_default();
+        if m.failure.is_none() {
+            let id = self.record_single(&m.doc, host)?;
+            return Ok(id.map(|id| format!("stored as run {id} in {db}")));
+        }
+        Ok(self.record_failed(&m.doc, host).map(|r| match r {
+            Ok(id) => format!("stored as failed run {id} in {db} (no result kept)"),
+            Err(e) => format!(
+                "the failed run could not be recorded: {}",
+                iotoll_model::text::error_chain(&e)
+            ),
+        }))
+    }
+
     /// Stores a single measurement as a run of one test and one
     /// repetition (all of it or none: never a run left `running`), and
     /// its id (None without a database). A result the database refuses is
     /// kept in a file beside it and the error says where: a finished
     /// result is never printed and then lost. `host`: this host's
     /// disclosure, read only if there is a database.
-    pub fn record_single(
+    fn record_single(
         &mut self,
         doc: &ResultDoc,
         host: impl FnOnce() -> Host,
@@ -138,7 +190,10 @@ impl Session {
                     "the result could not be kept in a file either ({why}); the figures printed above are all there is"
                 ),
             };
-            SessionError::Failed(format!("{}; the result was not stored: {kept}", with_causes(&e)))
+            SessionError::Failed(format!(
+                "{}; the result was not stored: {kept}",
+                iotoll_model::text::error_chain(&e)
+            ))
         })
     }
 
@@ -146,7 +201,7 @@ impl Session {
     /// (named as [`Session::record_single`] names it) with no repetition
     /// and no summary, so no command ever takes its figures for a result;
     /// the notes (the failure first) say why. None without a database.
-    pub fn record_failed(
+    fn record_failed(
         &mut self,
         doc: &ResultDoc,
         host: impl FnOnce() -> Host,
@@ -161,7 +216,7 @@ impl Session {
     }
 
     /// Where the results go, if anywhere.
-    pub fn db_path(&self) -> Option<&std::path::Path> {
+    fn db_path(&self) -> Option<&std::path::Path> {
         self.store.as_ref().map(Store::path)
     }
 }
