@@ -234,6 +234,10 @@ fn crr_and_cc_over_two_pairs_obey_littles_law() {
         );
         for h in doc["hosts"].as_array().unwrap() {
             assert!(f(&h["metrics"]["cpu_us_per_conn"]) > 0.0, "{h}");
+            // A client host's connect times are its one pair's.
+            let mine = pairs.iter().find(|p| p["client"] == h["name"]);
+            let mean = |m: &Value| m["metrics"]["connect_mean_us"].as_f64();
+            assert_eq!(mean(h), mine.and_then(mean), "{h}");
         }
         let close = if kind == "net-cc" {
             "with a reset"

@@ -13,7 +13,7 @@ use crate::histwire;
 use crate::wire::{AgentReport, CrrClient, CrrServed};
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
-use iotoll_model::{Metrics, PairFigures};
+use iotoll_model::{HostFigures, Metrics, PairFigures};
 use iotoll_net::crr::{totals_disagree, Cause};
 use iotoll_net::proto::{CrrEnd, TestParams};
 use iotoll_net::TestKind;
@@ -254,4 +254,23 @@ pub(super) fn write(
         notes.push(format!("failed connections in the windows: {f}"));
     }
     notes
+}
+
+/// Each client host's connect (crr: and transaction) times: its pairs'
+/// histograms merged, as the totals' are, so its row is not "–".
+pub(super) fn host_latencies(rates: &[PairRate], pairs: &[PairFigures], hosts: &mut [HostFigures]) {
+    for h in hosts {
+        let (mut connect, mut trans) = (new_histogram(), new_histogram());
+        for (r, _) in (rates.iter().zip(pairs)).filter(|(_, p)| p.client == h.name) {
+            // Same bounds on both: adding cannot fail.
+            let _ = connect.add(&r.connect);
+            let _ = trans.add(&r.trans);
+        }
+        if !connect.is_empty() {
+            write_latency_metrics(&connect, "connect", &mut h.metrics);
+        }
+        if !trans.is_empty() {
+            write_latency_metrics(&trans, "trans", &mut h.metrics);
+        }
+    }
 }

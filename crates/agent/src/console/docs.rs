@@ -136,6 +136,7 @@ impl Console {
                 let linger0 = t.params.linger0;
                 g.notes
                     .extend(super::crr::write(rates, linger0, &mut pairs, &mut m));
+                super::crr::host_latencies(rates, &pairs, &mut g.hosts);
                 if !linger0 {
                     let rate = m.get(mn::CONN_S).copied().unwrap_or(0.0);
                     g.notes
