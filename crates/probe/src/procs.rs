@@ -190,7 +190,7 @@ impl SutProcess {
             // The test's own agents in a lab host stay iotoll's.
             SutProcess::NetNs(ino) => {
                 !c.kernel_thread
-                    && c.comm != "iotoll"
+                    && !is_iotoll(c)
                     && std::fs::metadata(format!("/proc/{}/ns/net", c.pid))
                         .is_ok_and(|m| m.ino() == *ino)
             }
@@ -266,12 +266,24 @@ impl Roles {
             Some(ROLE_ENDPOINT)
         } else if self.sut.iter().any(|s| s.matches(c)) {
             Some(ROLE_SUT)
-        } else if !c.kernel_thread && c.comm == "iotoll" {
+        } else if is_iotoll(c) {
             Some(ROLE_IOTOLL)
         } else {
             None
         }
     }
+}
+
+/// An iotoll process: named so, or named as this process is (agents and
+/// endpoints started from its own binary, whatever the binary is called:
+/// a tester's renamed build was shown as interference).
+fn is_iotoll(c: &Consumer) -> bool {
+    static OWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let own = OWN.get_or_init(|| {
+        let c = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        c.trim_end_matches('\n').to_string()
+    });
+    !c.kernel_thread && (c.comm == "iotoll" || (!own.is_empty() && c.comm == *own))
 }
 
 /// How the note on scaled per-process figures begins.
@@ -604,6 +616,25 @@ mod tests {
     fn account_of(end: &[String], host: CpuReport, roles: &Roles) -> Accounting {
         let all = consumers(&snap(&[]), &snap(end));
         account(&all, &host, 100.0, roles, 5.0).unwrap()
+    }
+
+    /// Agents and endpoints a renamed build started are named as it is.
+    #[test]
+    fn processes_named_as_this_one_are_iotoll() {
+        let me = std::fs::read_to_string("/proc/self/comm").unwrap();
+        let end = [
+            line(800, me.trim(), 0, 2, 0, 1),
+            line(900, "iotoll-x", 0, 2, 0, 1),
+        ];
+        let a = account_of(&end, host(10.0, 0.0, None), &own(-1));
+        let role = |pid: i32| {
+            a.everyone
+                .iter()
+                .find(|t| t.pid == pid)
+                .map(|t| t.role.clone())
+        };
+        assert_eq!(role(800), Some(Some("iotoll".to_string())));
+        assert_eq!(role(900), Some(None));
     }
 
     #[test]
