@@ -5,7 +5,7 @@
 
 use super::ends::Ends;
 use super::ClientSpec;
-use super::{endpoint_ended, proto_err, recv, unexpected, CONTROL_TIMEOUT};
+use super::{endpoint_ended, proto_err, recv, unexpected};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::NetError;
 use iotoll_probe::ClosedWindow;
@@ -65,6 +65,10 @@ pub(crate) struct Plan<'a> {
     /// What the `--interval` lines' figures are.
     pub(crate) labels: Labels,
     pub(crate) phase: &'a Arc<PhaseCell>,
+    /// How long the endpoint's report may take after the window: longer
+    /// than the endpoint waits before it gives up on the test, so the
+    /// client hears why rather than timing out first.
+    pub(crate) report_wait: Duration,
 }
 
 /// Runs the ramp-up and the window at both ends, then collects the
@@ -126,7 +130,7 @@ pub(crate) fn drive<E: Driven>(
     // `out` keeps the data sockets open until the endpoint has reported.
     let out = engine.finish();
     ended?;
-    let report = match recv(ctl, addr, "report", CONTROL_TIMEOUT)? {
+    let report = match recv(ctl, addr, "report", plan.report_wait)? {
         Msg::Report { report } => *report,
         other => return Err(unexpected(addr, "report", &other)),
     };

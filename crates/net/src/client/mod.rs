@@ -660,6 +660,7 @@ fn measure(
         counting,
         labels: Default::default(),
         phase: &phase,
+        report_wait: CONTROL_TIMEOUT,
     };
     let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
     Ok((threads, w))

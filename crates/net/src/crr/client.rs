@@ -4,8 +4,8 @@
 
 use super::engine::{CrrEngine, Params};
 use super::MAX_CLIENTS;
-use crate::client::accepted_ready;
 use crate::client::drive::{drive, Plan, Window};
+use crate::client::{accepted_ready, CONTROL_TIMEOUT};
 use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
@@ -70,6 +70,8 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
             rate_of: None,
         },
         phase: &phase,
+        // The endpoint gives up SLACK after the workers' last connection.
+        report_wait: CONTROL_TIMEOUT + crate::server::SLACK,
     };
     let w = drive(&plan, &mut ctl, engine, &mut rc)?;
     super::result::result_doc(spec, &addr, local_ip, w)

@@ -6,7 +6,7 @@
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
 use crate::client::drive::{drive, Driven, Plan, Window};
-use crate::client::{accepted_ready, peer_err};
+use crate::client::{accepted_ready, peer_err, CONTROL_TIMEOUT};
 use crate::proto::{Control, Dir};
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
@@ -112,6 +112,7 @@ fn measure(
             ..Labels::default()
         },
         phase,
+        report_wait: CONTROL_TIMEOUT,
     };
     let w = drive(&plan, ctl, engine, rc)?;
     if w.report.udp.is_none() {
