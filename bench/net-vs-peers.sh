@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # iotoll's network engine against iperf3, iperf2 and sockperf on loopback,
 # alternating, several rounds, in one run; prints medians and ratios.
-# Usage: bench/net-vs-peers.sh [--rounds N] [--time SECONDS] [--cases a,b,...]
+# Usage: bench/net-vs-peers.sh [--rounds N] [--time SECONDS] [--cases a,b,...] [--iperf2-conns N]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."

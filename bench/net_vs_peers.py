@@ -70,6 +70,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time", type=int, default=5)
     ap.add_argument("--cases", default="iperf3,iperf2,sockperf,memory")
+    ap.add_argument("--iperf2-conns", type=int, default=1000,
+                    help="connections of the iperf2 case (iperf -P N against --conns N)")
     a = ap.parse_args()
     wanted = a.cases.split(",")
     ex = a.iotoll
@@ -112,12 +114,12 @@ def main():
             for r in range(a.rounds):
                 for tool in (["iperf2", "iotoll"] if r % 2 == 0 else ["iotoll", "iperf2"]):
                     if tool == "iperf2":
-                        out, busy, user, _ = run(["iperf", "-c", "127.0.0.1", "-p", str(ports["iperf2"]), "-P", "1000",
+                        out, busy, user, _ = run(["iperf", "-c", "127.0.0.1", "-p", str(ports["iperf2"]), "-P", str(a.iperf2_conns),
                                                   "-l", "64K", "-t", str(T), "-f", "m"], servers["iperf2"].pid)
                         sums = re.findall(r"\[SUM\].*?([\d.]+) Mbits/sec", out)
                         if not sums:
                             # iperf2 prints its sum only when every one of
-                            # the 1,000 threads reported; on a loaded host
+                            # the -P threads reported; on a loaded host
                             # some do not. The peer's round is lost, not
                             # guessed; the benchmark goes on.
                             peer_failed["iperf2"] = peer_failed.get("iperf2", 0) + 1
@@ -125,16 +127,17 @@ def main():
                             continue
                         mbit = float(sums[-1])
                     else:
-                        out, busy, user, _ = run([ex, "net", "stream", io_addr, "--conns", "1000", "--msg", "64k",
+                        out, busy, user, _ = run([ex, "net", "stream", io_addr, "--conns", str(a.iperf2_conns), "--msg", "64k",
                                                   "--ramp", "0s", "--time", f"{T}s", "--json", "--quiet", "--no-db"], servers["iotoll"].pid)
                         m = json.loads(out)["metrics"]
                         mbit = m["mbit_s"]
                         connect.append(m["connect_s"])
                     res[tool].append({"mbit_s": mbit, "user_cpu_s": user})
                     print(f"  iperf2 case round {r + 1} {tool:<7} {mbit:10.0f} Mbit/s  user {user:.2f} s", file=sys.stderr)
-            report("1,000 connections, 64 KiB messages, tx (vs iperf2 -P 1000)", res,
+            n = a.iperf2_conns
+            report(f"{n:,} connections, 64 KiB messages, tx (vs iperf2 -P {n})", res,
                    [("mbit_s", "goodput"), ("user_cpu_s", "user CPU s")])
-            print(f"   iotoll: 1,000 connections established in {median(connect):.3f} s (median; max {max(connect):.3f} s)\n")
+            print(f"   iotoll: {n:,} connections established in {median(connect):.3f} s (median; max {max(connect):.3f} s)\n")
 
         if "sockperf" in wanted:
             for size in (1, 14):
