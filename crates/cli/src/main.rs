@@ -120,38 +120,10 @@ fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
 /// `iotoll man`: iotoll(1), with every subcommand's options in it.
 fn man() -> anyhow::Result<()> {
     use clap::CommandFactory;
-    let cmd = Cli::command();
-    let mut out = std::io::stdout().lock();
-    let man = clap_mangen::Man::new(cmd.clone());
-    man.render_title(&mut out)?;
-    man.render_name_section(&mut out)?;
-    man.render_synopsis_section(&mut out)?;
-    man.render_description_section(&mut out)?;
-    man.render_options_section(&mut out)?;
-    // No SUBCOMMANDS section: clap_mangen's names a page per subcommand
-    // (iotoll-disk(1), ...), and this one page holds them all below.
-    // Each subcommand and its own subcommands, with their options.
-    fn sub(out: &mut impl std::io::Write, cmd: &clap::Command, path: &str) -> std::io::Result<()> {
-        for c in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
-            let name = format!("{path} {}", c.get_name());
-            writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
-            if let Some(a) = c.get_about() {
-                // Escaped as clap_mangen escapes the rest of the page.
-                let about = roff::Roff::new()
-                    .text([roff::roman(a.to_string())])
-                    .to_roff();
-                write!(out, "{about}")?;
-            }
-            let page = clap_mangen::Man::new(c.clone().bin_name(name.clone()));
-            page.render_synopsis_section(&mut *out)?;
-            page.render_options_section(&mut *out)?;
-            sub(out, c, &name)?;
-        }
-        Ok(())
-    }
-    sub(&mut out, &cmd, "iotoll")?;
-    man.render_version_section(&mut out)?;
-    Ok(())
+    Ok(iotoll_report::man::page(
+        &Cli::command(),
+        &mut std::io::stdout().lock(),
+    )?)
 }
 
 /// An error that is the user's to fix on the command line: exit status 2.

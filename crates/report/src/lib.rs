@@ -17,6 +17,7 @@ pub mod fmt;
 pub mod hosts;
 pub mod html;
 pub mod info;
+pub mod man;
 pub mod markdown;
 pub mod reps;
 pub mod runs;
