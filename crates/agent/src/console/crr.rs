@@ -200,10 +200,9 @@ fn rate_metrics(
     for (c, n) in Cause::ALL.iter().zip(failures) {
         m.insert(format!("failures_{}", c.name()), *n as f64);
     }
+    // An empty histogram (cc has no transactions) writes nothing.
     write_latency_metrics(connect, "connect", m);
-    if !trans.is_empty() {
-        write_latency_metrics(trans, "trans", m);
-    }
+    write_latency_metrics(trans, "trans", m);
 }
 
 /// Each pair's figures, and the test's: rates and failures added up,
@@ -214,7 +213,6 @@ pub(super) fn write(
     pairs: &mut [PairFigures],
     m: &mut Metrics,
 ) -> Vec<String> {
-    let (mut connect, mut trans) = (new_histogram(), new_histogram());
     let mut failures = [0u64; 6];
     let (mut conn_s, mut served_s) = (0.0, 0.0);
     for (r, p) in rates.iter().zip(pairs.iter_mut()) {
@@ -235,10 +233,8 @@ pub(super) fn write(
         for (a, b) in failures.iter_mut().zip(c.failures) {
             *a += b;
         }
-        // Same bounds on both: adding cannot fail.
-        let _ = connect.add(&r.connect);
-        let _ = trans.add(&r.trans);
     }
+    let (connect, trans) = merged(rates.iter());
     rate_metrics((0, 0.0), (0, 0.0), &failures, &connect, &trans, m);
     m.insert(mn::CONN_S.into(), conn_s);
     m.insert(mn::SERVED_CONN_S.into(), served_s);
@@ -256,21 +252,25 @@ pub(super) fn write(
     notes
 }
 
+/// The connect and transaction times of `rates`, their histograms merged.
+fn merged<'a>(rates: impl Iterator<Item = &'a PairRate>) -> (Histogram<u64>, Histogram<u64>) {
+    let (mut connect, mut trans) = (new_histogram(), new_histogram());
+    for r in rates {
+        // Same bounds on both: adding cannot fail.
+        let _ = connect.add(&r.connect);
+        let _ = trans.add(&r.trans);
+    }
+    (connect, trans)
+}
+
 /// Each client host's connect (crr: and transaction) times: its pairs'
-/// histograms merged, as the totals' are, so its row is not "–".
+/// histograms merged, as the totals' are, so its row is not "–" (a host
+/// with no client pair gets none).
 pub(super) fn host_latencies(rates: &[PairRate], pairs: &[PairFigures], hosts: &mut [HostFigures]) {
     for h in hosts {
-        let (mut connect, mut trans) = (new_histogram(), new_histogram());
-        for (r, _) in (rates.iter().zip(pairs)).filter(|(_, p)| p.client == h.name) {
-            // Same bounds on both: adding cannot fail.
-            let _ = connect.add(&r.connect);
-            let _ = trans.add(&r.trans);
-        }
-        if !connect.is_empty() {
-            write_latency_metrics(&connect, "connect", &mut h.metrics);
-        }
-        if !trans.is_empty() {
-            write_latency_metrics(&trans, "trans", &mut h.metrics);
-        }
+        let mine = (rates.iter().zip(pairs)).filter(|(_, p)| p.client == h.name);
+        let (connect, trans) = merged(mine.map(|(r, _)| r));
+        write_latency_metrics(&connect, "connect", &mut h.metrics);
+        write_latency_metrics(&trans, "trans", &mut h.metrics);
     }
 }
