@@ -152,25 +152,9 @@ fn conn_lines(o: &mut String, doc: &ResultDoc) {
             format!(" ({})", named.join(", "))
         },
     );
-    let connect = [
-        ("mean", mn::CONNECT_MEAN_US),
-        ("p50", mn::CONNECT_P50_US),
-        ("p90", mn::CONNECT_P90_US),
-        ("p99", mn::CONNECT_P99_US),
-        ("p99.9", mn::CONNECT_P999_US),
-        ("max", mn::CONNECT_MAX_US),
-    ];
-    value_line(o, "connect us", &connect, m);
+    value_line(o, "connect us", "connect", m);
     if m.contains_key(mn::TRANS_MEAN_US) {
-        let trans = [
-            ("mean", mn::TRANS_MEAN_US),
-            ("p50", mn::TRANS_P50_US),
-            ("p90", mn::TRANS_P90_US),
-            ("p99", mn::TRANS_P99_US),
-            ("p99.9", mn::TRANS_P999_US),
-            ("max", mn::TRANS_MAX_US),
-        ];
-        value_line(o, "trans us", &trans, m);
+        value_line(o, "trans us", "trans", m);
     }
 }
 
@@ -203,39 +187,34 @@ fn latency(o: &mut String, doc: &ResultDoc) {
     conn_lines(o, doc);
     let m = &doc.metrics;
     if m.contains_key(mn::TRANS_S) {
-        let rtt = [
-            ("mean", mn::RTT_MEAN_US),
-            ("p50", mn::RTT_P50_US),
-            ("p90", mn::RTT_P90_US),
-            ("p99", mn::RTT_P99_US),
-            ("p99.9", mn::RTT_P999_US),
-            ("max", mn::RTT_MAX_US),
-        ];
-        value_line(o, "rtt us", &rtt, m);
+        value_line(o, "rtt us", "rtt", m);
     }
     if m.contains_key(mn::LAT_MEAN_US) {
-        let lat = [
-            ("mean", mn::LAT_MEAN_US),
-            ("min", mn::LAT_MIN_US),
-            ("p50", mn::LAT_P50_US),
-            ("p90", mn::LAT_P90_US),
-            ("p99", mn::LAT_P99_US),
-            ("p99.9", mn::LAT_P999_US),
-            ("p99.99", mn::LAT_P9999_US),
-            ("max", mn::LAT_MAX_US),
-        ];
-        value_line(o, "latency us", &lat, m);
+        value_line(o, "latency us", "lat", m);
     }
     if let Some(qd) = m.get(mn::QD_ACHIEVED) {
         queue_line(o, doc, *qd);
     }
 }
 
-/// One labelled line of the metrics present among `keys`.
-fn value_line(o: &mut String, title: &str, keys: &[(&str, &str)], m: &iotoll_model::Metrics) {
+/// One labelled line of a family's times (`rtt` for `rtt_mean_us`,
+/// `rtt_p50_us`, ...): the points the registry defines for it, those
+/// present, in this order.
+fn value_line(o: &mut String, title: &str, family: &str, m: &iotoll_model::Metrics) {
+    const POINTS: [(&str, &str); 8] = [
+        ("mean", "mean"),
+        ("min", "min"),
+        ("p50", "p50"),
+        ("p90", "p90"),
+        ("p99", "p99"),
+        ("p99.9", "p999"),
+        ("p99.99", "p9999"),
+        ("max", "max"),
+    ];
     let mut l = format!("  {title:<12}");
-    for (label, k) in keys {
-        if let Some(v) = m.get(*k) {
+    for (label, point) in POINTS {
+        let k = format!("{family}_{point}_us");
+        if let Some(v) = m.get(&k).filter(|_| mn::metric_def(&k).is_some()) {
             let _ = write!(l, " {label} {}", num(*v));
         }
     }
