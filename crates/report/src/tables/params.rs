@@ -20,14 +20,6 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
         ("time_s", "time (s)"),
         ("peer", "peer"),
     ];
-    // No Nagle for datagrams.
-    const UDP_NET: &[(&str, &str)] = &[
-        ("sockbuf", "socket buffer"),
-        ("threads", "threads"),
-        ("ramp_s", "ramp (s)"),
-        ("time_s", "time (s)"),
-        ("peer", "peer"),
-    ];
     let (own, shared): (&[_], &[_]) = match kind {
         Kind::Disk => (
             &[
@@ -65,7 +57,7 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
                 ("size", "datagram"),
                 ("rate", "rate (bit/s)"),
             ],
-            UDP_NET,
+            NET,
         ),
         Kind::NetRr => (
             &[
@@ -87,7 +79,9 @@ fn param_columns(kind: Kind) -> Vec<(&'static str, &'static str)> {
         ),
         Kind::NetCc => (&[("conns", "clients"), ("linger0", "linger0")], NET),
     };
-    own.iter().chain(shared).copied().collect()
+    // No Nagle for datagrams.
+    let nagle = |c: &(&str, &str)| kind != Kind::NetUdp || c.0 != "nodelay";
+    own.iter().chain(shared).copied().filter(nagle).collect()
 }
 
 /// Keys left out of "other": internal or repeated elsewhere (a spec's
