@@ -398,11 +398,7 @@ pub fn efficiency(c: &Comparison, configs: &[ConfigData]) -> Vec<Table> {
                         let b = of[0].means.get(*m).copied();
                         let hide = remote_cpu_metric(m)
                             && (sh || same_host_label(configs, &of[0].label));
-                        cells.push(if sh && remote_cpu_metric(m) {
-                            "(same host)".into()
-                        } else {
-                            num(v)
-                        });
+                        cells.push(metric_cell(m, v, sh));
                         if many {
                             cells.push(match (v, b) {
                                 (Some(v), Some(b)) if b > 0.0 && ci > 0 && !hide => {
