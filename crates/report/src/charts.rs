@@ -224,17 +224,6 @@ fn shorten(s: &str, max: usize) -> String {
     format!("{}…{}", ends(0..head), ends(n - tail..n))
 }
 
-/// The CPU % point of a configuration: its colour, with a black rim and a
-/// white centre so it shows on a bar of the same colour.
-macro_rules! cpu_point {
-    ($at:expr, $c:expr) => {
-        EmptyElement::at($at)
-            + Circle::new((0, 0), 8, BLACK.filled())
-            + Circle::new((0, 0), 6, $c.filled())
-            + Circle::new((0, 0), 2, WHITE.filled())
-    };
-}
-
 /// Grouped bars of `rows`' metric per configuration (left axis, `y_label`),
 /// whole-host CPU % of each as a point in the configuration's colour (right
 /// axis), and the CPU threshold as a dashed line with a band along the CPU
@@ -331,7 +320,12 @@ pub fn bars(
             let points = rows.iter().enumerate().filter_map(|(i, r)| {
                 r.cpu_pct[ci].map(|v| {
                     let x = i as f64 + start + (ci as f64 + 0.46) * w;
-                    cpu_point!((x, v), c)
+                    // In its colour, with a black rim and a white centre so
+                    // it shows on a bar of the same colour.
+                    EmptyElement::at((x, v))
+                        + Circle::new((0, 0), 8, BLACK.filled())
+                        + Circle::new((0, 0), 6, c.filled())
+                        + Circle::new((0, 0), 2, WHITE.filled())
                 })
             });
             chart.draw_secondary_series(points).map_err(e)?;
