@@ -19,7 +19,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// One test of one configuration.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TestData {
     pub name: String,
     pub group: String,
@@ -43,11 +43,9 @@ pub struct TestData {
     /// The test's configuration as run, what is meant to differ between
     /// runs of one workload: (item, value), e.g. ("engine", "psync"),
     /// ("header digest", "CRC32C").
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<(String, String)>,
     /// A multi-host test's per-host figures; None for single-host tests
     /// and documents made before multi-host tests.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub multi: Option<MultiHost>,
 }
 
@@ -108,7 +106,7 @@ impl TestData {
 }
 
 /// One repetition's one-second series, and how it stands for its test.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RepSeries {
     pub rep: i64,
     /// Repetitions the test has.
@@ -121,7 +119,7 @@ pub struct RepSeries {
 /// A multi-host test's breakdown, all of one repetition (the selected one,
 /// or the first when the test keeps a mean, which has no breakdown), so
 /// that its hosts, pairs and totals belong together.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct MultiHost {
     pub rep: i64,
     pub selected: bool,
@@ -153,7 +151,7 @@ impl MultiHost {
 }
 
 /// One configuration: a stored run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ConfigData {
     pub label: String,
     pub run_id: i64,
@@ -166,7 +164,6 @@ pub struct ConfigData {
 }
 
 impl ConfigData {
-    /// The configuration's test named `name`.
     pub fn test(&self, name: &str) -> Option<&TestData> {
         self.tests.iter().find(|t| t.name == name)
     }
