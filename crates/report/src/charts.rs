@@ -368,7 +368,6 @@ impl XScale {
     }
 }
 
-/// The scale for a swept parameter's values.
 pub fn scale_for(param: &str, xs: &[f64]) -> XScale {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().copied().fold(0.0f64, f64::max);

@@ -234,7 +234,6 @@ fn findings(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> Markup
     }
 }
 
-/// The parameters of every test.
 fn parameters(configs: &[ConfigData], infos: &[RunInfo]) -> Markup {
     html! {
         h2 #parameters { "Test parameters" } "\n"

@@ -32,7 +32,6 @@ pub fn load(store: &Store, which: &[String]) -> Result<(Vec<ConfigData>, Vec<Run
     Ok((configs, infos))
 }
 
-/// The CPU threshold the run's suite file states, if any.
 fn suite_threshold(run: &RunDetail) -> Option<f64> {
     let text = run.suite_text.as_deref()?;
     (iotoll_suite::parse(text, &run.run.suite).ok()?).cpu_threshold_pct

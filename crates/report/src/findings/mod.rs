@@ -86,7 +86,6 @@ fn efficiency_parts(kind: iotoll_model::Kind, tests: &[&TestData], info: &RunInf
     }
 }
 
-/// The findings of one run.
 pub fn single_run(cfg: &ConfigData, info: &RunInfo, cpu_threshold: Option<f64>) -> Vec<String> {
     // Tests that failed outright come first: they have no figures below.
     let mut f: Vec<String> = info.failures_finding().into_iter().collect();

@@ -101,7 +101,6 @@ fn total_sides(servers_measured: bool) -> &'static [(bool, &'static str)] {
     }
 }
 
-/// The value a totals row shows in column `m`.
 fn total_value(mh: &MultiHost, servers: bool, m: &str) -> Option<f64> {
     let key = if servers {
         servers_metric(m)?

@@ -173,7 +173,6 @@ fn spec_of(configs: &[ConfigData], infos: &[RunInfo], ci: usize, name: &str) -> 
         .unwrap_or(Value::Null)
 }
 
-/// The parameters of one kind's tests.
 fn kind_parameters(configs: &[ConfigData], infos: &[RunInfo], kind: Kind) -> Table {
     let many = configs.len() > 1;
     let cols = param_columns(kind);

@@ -13,7 +13,6 @@ use iotoll_model::metrics::{self as mn, label};
 use iotoll_model::Kind;
 use std::collections::BTreeSet;
 
-/// The columns of a kind's metrics table.
 fn metric_columns(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Disk => &[

@@ -27,7 +27,6 @@ pub use host::host;
 pub use results::{ci_text, host_tables, run_detail, run_list};
 pub use specs::specs;
 
-/// `-` for a figure that is absent.
 fn or_dash(v: Option<f64>) -> String {
     v.map_or("-".into(), num)
 }
