@@ -103,11 +103,8 @@ pub fn mean_of(kept: &[&RepRow]) -> Option<MultiHost> {
                     Some((f.rx_mbit_s?, f.tx_mbit_s?))
                 })
                 .collect();
-            let n = rates.len() as f64;
-            if n > 0.0 {
-                i.rx_mbit_s = Some(rates.iter().map(|r| r.0).sum::<f64>() / n);
-                i.tx_mbit_s = Some(rates.iter().map(|r| r.1).sum::<f64>() / n);
-            }
+            i.rx_mbit_s = mean_all(rates.iter().map(|r| Some(r.0))).or(i.rx_mbit_s);
+            i.tx_mbit_s = mean_all(rates.iter().map(|r| Some(r.1))).or(i.tx_mbit_s);
         }
         if let Some(i) = h.cpu.as_mut().and_then(|c| c.interference.as_mut()) {
             i.others_pct = mean_all(judged.iter().map(|j| Some(j.others_pct))).unwrap_or(0.0);
