@@ -231,10 +231,7 @@ pub fn settings_named(diffs: &[Difference]) -> String {
         .filter(|d| !d.state)
         .map(|d| d.item.as_str())
         .collect();
-    match names.len() {
-        0..=3 => names.join(", "),
-        n => format!("{}, and {} more", names[..3].join(", "), n - 3),
-    }
+    crate::findings::some(&names, 3, ", ", ", and ")
 }
 
 /// The opening table: item, then each configuration's value.

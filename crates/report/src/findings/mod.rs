@@ -18,20 +18,19 @@ fn get(t: &TestData, m: &str) -> Option<f64> {
     t.metrics.get(m).copied().filter(|v| v.is_finite())
 }
 
-/// The first few items of a long list joined by `sep`, and after `and`
-/// how many more there are.
-fn some<S: AsRef<str>>(items: &[S], sep: &str, and: &str) -> String {
-    const SHOWN: usize = 6;
-    let head: Vec<&str> = items.iter().take(SHOWN).map(AsRef::as_ref).collect();
-    if items.len() > SHOWN {
-        format!("{}{and}{} more", head.join(sep), items.len() - SHOWN)
+/// The first `shown` items of a long list joined by `sep`, and after
+/// `and` how many more there are.
+pub(crate) fn some<S: AsRef<str>>(items: &[S], shown: usize, sep: &str, and: &str) -> String {
+    let head: Vec<&str> = items.iter().take(shown).map(AsRef::as_ref).collect();
+    if items.len() > shown {
+        format!("{}{and}{} more", head.join(sep), items.len() - shown)
     } else {
         head.join(sep)
     }
 }
 
 fn list(names: &[&str]) -> String {
-    some(names, ", ", " and ")
+    some(names, 6, ", ", " and ")
 }
 
 /// The efficiency figures of a run's tests of one kind, per class of like
@@ -371,7 +370,7 @@ fn marks(c: &Comparison, rows: &[&Row], ci: usize) -> String {
                 "{} of {} tests: {}",
                 interfered.len(),
                 rows.len(),
-                some(&interfered, "; ", "; and ")
+                some(&interfered, 6, "; ", "; and ")
             )
         };
         s.push_str(&format!(
