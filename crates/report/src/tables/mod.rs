@@ -69,14 +69,11 @@ impl Table {
     }
 }
 
-pub(crate) fn kind_title(kind: Kind) -> &'static str {
+/// "Disk tests", "Network stream tests": the kind's noun.
+pub(crate) fn kind_title(kind: Kind) -> String {
     match kind {
-        Kind::Disk => "Disk tests",
-        Kind::NetStream => "Network stream tests",
-        Kind::NetRr => "Network request/response tests",
-        Kind::NetUdp => "Network UDP tests",
-        Kind::NetCrr => "Network connect/request/response tests",
-        Kind::NetCc => "Network connect/close tests",
+        Kind::Disk => "Disk tests".into(),
+        net => format!("Network {} tests", net.noun()),
     }
 }
 
