@@ -64,26 +64,17 @@ fn legend<DB: DrawingBackend>(
     let style = TextStyle::from((FONT, 13).into_font()).color(&BLACK);
     let places = legend_places(entries.iter().map(|x| x.1.as_str()));
     for ((mark, text), (x, y)) in entries.iter().zip(places) {
+        let line =
+            |a: (i32, i32), b: (i32, i32), c: RGBColor| PathElement::new([a, b], c.stroke_width(2));
         match *mark {
-            Mark::Fill(c) => area
-                .draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()))
-                .map_err(e)?,
-            Mark::Line(c) => area
-                .draw(&PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)))
-                .map_err(e)?,
-            Mark::Dashed(c) => {
-                for dx in [0, 8, 16] {
-                    area.draw(&PathElement::new(
-                        [(x + dx, y), (x + dx + 4, y)],
-                        c.stroke_width(2),
-                    ))
-                    .map_err(e)?;
-                }
-            }
-            Mark::Ring => area
-                .draw(&Circle::new((x + 7, y), 5, BLACK.stroke_width(2)))
-                .map_err(e)?,
+            Mark::Fill(c) => area.draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled())),
+            Mark::Line(c) => area.draw(&line((x, y), (x + 18, y), c)),
+            Mark::Dashed(c) => [0, 8, 16]
+                .into_iter()
+                .try_for_each(|dx| area.draw(&line((x + dx, y), (x + dx + 4, y), c))),
+            Mark::Ring => area.draw(&Circle::new((x + 7, y), 5, BLACK.stroke_width(2))),
         }
+        .map_err(e)?;
         area.draw_text(text, &style, (x + 24, y - 7)).map_err(e)?;
     }
     Ok(())
