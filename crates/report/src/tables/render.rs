@@ -54,22 +54,14 @@ pub fn to_md(t: &Table) -> String {
         "| {} |\n",
         t.head.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
     );
-    o.push('|');
-    for (i, _) in t.head.iter().enumerate() {
-        o.push_str(if i == 0 { "---|" } else { "---:|" });
-    }
-    o.push('\n');
+    // The first column to the left, the figures to the right.
+    let align = (0..t.head.len()).map(|i| if i == 0 { "---|" } else { "---:|" });
+    o.push_str(&format!("|{}\n", align.collect::<String>()));
     for r in &t.rows {
-        let cells: Vec<String> = r
-            .cells
-            .iter()
-            .enumerate()
-            .map(|(j, c)| {
-                if r.cell_diff.get(j).copied().unwrap_or(false) {
-                    format!("**{}**", md(c))
-                } else {
-                    md(c)
-                }
+        let cells: Vec<String> = (r.cells.iter().enumerate())
+            .map(|(j, c)| match r.cell_diff.get(j) == Some(&true) {
+                true => format!("**{}**", md(c)),
+                false => md(c),
             })
             .collect();
         o.push_str(&format!("| {} |\n", cells.join(" | ")));
