@@ -73,11 +73,7 @@ fn heading(c: &Comparison, configs: &[ConfigData], infos: &[RunInfo]) -> String 
                 md(&info.suite),
                 md(&info.started_at),
                 md(info.status.label()),
-                if info.overridden.is_some() {
-                    ", **smoke run**"
-                } else {
-                    ""
-                }
+                info.overridden.as_ref().map_or("", |_| ", **smoke run**")
             )
         })
         .collect();
