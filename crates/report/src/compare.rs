@@ -119,7 +119,7 @@ pub struct RepSeries {
 /// A multi-host test's breakdown, all of one repetition (the selected one,
 /// or the first when the test keeps a mean, which has no breakdown), so
 /// that its hosts, pairs and totals belong together.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct MultiHost {
     pub rep: i64,
     pub selected: bool,
@@ -151,7 +151,7 @@ impl MultiHost {
 }
 
 /// One configuration: a stored run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ConfigData {
     pub label: String,
     pub run_id: i64,
@@ -656,9 +656,7 @@ pub(crate) mod test_data {
             label: label.into(),
             run_id: 1,
             tests,
-            disclosure: None,
-            notes: Vec::new(),
-            same_host_peer: false,
+            ..Default::default()
         }
     }
 }

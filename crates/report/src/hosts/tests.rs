@@ -268,11 +268,9 @@ fn disk_hosts_have_one_totals_row_and_their_iops_per_cpu() {
     let m = MultiHost {
         rep: 2,
         selected: true,
-        mean_of: Vec::new(),
         totals,
         hosts: vec![host("d1", 100_000.0, 20.0), host("d2", 200_000.0, 30.0)],
-        pairs: Vec::new(),
-        skew_us: None,
+        ..Default::default()
     };
     let t = host_table("rr4k", Kind::Disk, &m, None);
     assert_eq!(t.rows.len(), 3);
