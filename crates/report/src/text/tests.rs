@@ -3,10 +3,6 @@
 use super::results::{multi_host, test_line};
 use super::{consumer, split};
 
-fn show_line(t: &iotoll_store::TestRow) -> String {
-    test_line(t, (0, 0))
-}
-
 #[test]
 fn top_consumers_show_pids_and_iotoll_roles() {
     let t = |pid: i32, comm: &str, k: bool, role: Option<&str>| iotoll_model::TopConsumer {
@@ -67,10 +63,6 @@ fn row(kind: &str, metrics: serde_json::Value) -> iotoll_store::TestRow {
     }
 }
 
-fn doc(metrics: serde_json::Value) -> iotoll_model::ResultDoc {
-    iotoll_model::fixtures::doc("net-stream", serde_json::json!({}), metrics)
-}
-
 /// issue 23 §7: `results show` of a multi-host run prints its
 /// per-host and per-pair tables (and §6: a multi-homed host's adapters,
 /// and the 95 % CI of 3+ repetitions).
@@ -78,7 +70,8 @@ fn doc(metrics: serde_json::Value) -> iotoll_model::ResultDoc {
 fn show_prints_a_multi_host_tests_hosts_pairs_and_adapters() {
     let mut t = row("net-stream", serde_json::json!({"mbit_s": 1600.0}));
     t.select = "median:mbit_s".into();
-    let mut d = doc(serde_json::json!({"mbit_s": 1600.0, "window_s": 10.0}));
+    let m = serde_json::json!({"mbit_s": 1600.0, "window_s": 10.0});
+    let mut d = iotoll_model::fixtures::doc("net-stream", serde_json::json!({}), m);
     let host =
         |name: &str, role: &str, tx: f64, rx: f64, ifaces: usize| iotoll_model::HostFigures {
             ifaces: (0..ifaces)
@@ -177,24 +170,23 @@ fn show_prints_disk_mbit_s_where_the_suite_asks() {
 
 #[test]
 fn show_prints_only_the_fields_of_the_kind() {
-    let net = show_line(&row(
-        "net-stream",
-        serde_json::json!({"mbit_s": 940.0, "cpu_pct": 12.0}),
-    ));
+    let net = serde_json::json!({"mbit_s": 940.0, "cpu_pct": 12.0});
+    let net = test_line(&row("net-stream", net), (0, 0));
     assert!(
         net.contains("mbit/s 940 ") && net.contains("cpu % 12"),
         "{net}"
     );
     assert!(!net.contains("iops") && !net.contains("trans/s"), "{net}");
-    let rr = show_line(&row("net-rr", serde_json::json!({"trans_s": 5000.0})));
+    let rr = test_line(
+        &row("net-rr", serde_json::json!({"trans_s": 5000.0})),
+        (0, 0),
+    );
     assert!(
         rr.contains("trans/s 5,000") && !rr.contains("mbit/s"),
         "{rr}"
     );
-    let disk = show_line(&row(
-        "disk",
-        serde_json::json!({"iops": 1000.0, "mb_s": 4.096, "cpu_pct": 3.0}),
-    ));
+    let disk = serde_json::json!({"iops": 1000.0, "mb_s": 4.096, "cpu_pct": 3.0});
+    let disk = test_line(&row("disk", disk), (0, 0));
     assert!(
         disk.contains("iops 1,000") && disk.contains("MB/s 4.10"),
         "{disk}"
