@@ -343,20 +343,11 @@ fn from_run(run: &RunDetail) -> RunInfo {
     }
 }
 
-/// The peer's side of the network tests' disclosure (interface, MTU,
-/// offloads, TCP settings), as a `peer` object with its interfaces keyed
-/// by name, so a changed peer MTU shows among the system differences.
-fn peer_disclosure(run: &RunDetail) -> Option<Value> {
-    peer_from(
-        run.tests
-            .iter()
-            .flat_map(|t| &t.reps)
-            .filter_map(|r| r.doc.disclosure.as_ref()?.remote()),
-    )
-}
-
-/// `peer_disclosure` over the endpoints' sides of the disclosures.
-fn peer_from<'a>(remotes: impl Iterator<Item = &'a Value>) -> Option<Value> {
+/// Adds to `cfg`'s disclosure the peer's side of the network tests'
+/// (interface, MTU, offloads, TCP settings), from the endpoints' sides of
+/// the disclosures, as a `peer` object with its interfaces keyed by name,
+/// so a changed peer MTU shows among the system differences.
+fn add_peer<'a>(cfg: &mut ConfigData, remotes: impl Iterator<Item = &'a Value>) {
     let mut interfaces: Vec<Value> = Vec::new();
     let mut tcp: Option<Value> = None;
     for remote in remotes {
@@ -377,14 +368,26 @@ fn peer_from<'a>(remotes: impl Iterator<Item = &'a Value>) -> Option<Value> {
         peer.insert("interfaces".into(), Value::Array(interfaces));
     }
     peer.extend(tcp.map(|t| ("tcp".to_string(), t)));
-    (!peer.is_empty()).then_some(Value::Object(peer))
+    if peer.is_empty() {
+        return;
+    }
+    match cfg.disclosure.as_mut() {
+        Some(Value::Object(m)) => {
+            m.insert("peer".into(), Value::Object(peer));
+        }
+        _ => cfg.disclosure = Some(serde_json::json!({ "peer": peer })),
+    }
 }
 
 /// A stored run as a report configuration and its facts. The disclosure
 /// gains the peer's side (`peer.…`) from the network tests.
 pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     let mut cfg = ConfigData::from_run(run);
-    add_peer(&mut cfg, peer_disclosure(run));
+    let reps = run.tests.iter().flat_map(|t| &t.reps);
+    add_peer(
+        &mut cfg,
+        reps.filter_map(|r| r.doc.disclosure.as_ref()?.remote()),
+    );
     let mut info = from_run(run);
     // One answer for "same host" and "interfered" whoever looked.
     for t in &mut info.tests {
@@ -404,17 +407,6 @@ pub fn load(run: &RunDetail) -> (ConfigData, RunInfo) {
     }
     cfg.same_host_peer |= info.same_host();
     (cfg, info)
-}
-
-fn add_peer(cfg: &mut ConfigData, peer: Option<Value>) {
-    if let Some(peer) = peer {
-        match cfg.disclosure.as_mut() {
-            Some(Value::Object(m)) => {
-                m.insert("peer".into(), peer);
-            }
-            _ => cfg.disclosure = Some(serde_json::json!({ "peer": peer })),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -437,7 +429,7 @@ mod tests {
             ..crate::compare::test_data::cfg(&format!("mtu{peer_mtu}"), Vec::new())
         };
         let docs = [net_doc("eth1", peer_mtu), net_doc("eth1", peer_mtu)];
-        add_peer(&mut c, peer_from(docs.iter().map(|d| &d["remote"])));
+        add_peer(&mut c, docs.iter().map(|d| &d["remote"]));
         c
     }
 
