@@ -8,6 +8,7 @@ use super::ClientSpec;
 use super::{endpoint_ended, proto_err, recv, unexpected};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::NetError;
+use iotoll_model::SeriesPoint;
 use iotoll_probe::ClosedWindow;
 use iotoll_run::{
     Clock, Counting, HostClock, Labels, Phase, PhaseCell, RunControl, SeriesRecorder,
@@ -36,7 +37,7 @@ pub(crate) struct Window<O> {
     pub(crate) closed: ClosedWindow,
     pub(crate) out: O,
     pub(crate) report: ServerReport,
-    pub(crate) series: SeriesRecorder,
+    pub(crate) series: Vec<SeriesPoint>,
     /// Seconds from this host's window closing to the endpoint's report.
     pub(crate) report_after_s: f64,
 }
@@ -144,7 +145,7 @@ pub(crate) fn drive<E: Driven>(
         closed,
         out,
         report,
-        series,
+        series: series.into_points(),
         report_after_s,
     })
 }

@@ -4,13 +4,11 @@
 use super::client::Measured;
 use super::engine::Out;
 use super::{time_wait_note, Cause};
-use crate::client::ends::{finish, status, Ends};
-use crate::client::result::{spec_json, windows_disagree};
+use crate::client::result::{kind, spec_json, windows_disagree};
 use crate::proto::{CrrEnd, ServerReport};
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc, SeriesPoint};
+use iotoll_model::{Metrics, ResultDoc, SeriesPoint};
 use iotoll_run::{latency_report, write_latency_metrics};
 use std::net::{IpAddr, SocketAddr};
 
@@ -93,10 +91,9 @@ pub(super) fn result_doc(
     if m.out.failures.get(Cause::PortsExhausted) > 0 {
         notes.push("the local port range ran out (EADDRNOTAVAIL): TIME_WAIT holds the ports; --linger0 closes with a reset and leaves none".into());
     }
-    let series = m.series.into_points();
     if !spec.linger0 {
         notes.push(time_wait_note(rate.unwrap_or(0.0)));
-        notes.extend(rate.and_then(|r| fell_at_window(&series, r)));
+        notes.extend(rate.and_then(|r| fell_at_window(&m.series, r)));
     }
     if m.report.errors > 0 {
         let first = m.report.first_error.as_deref().unwrap_or("?");
@@ -128,39 +125,19 @@ pub(super) fn result_doc(
         (m.out.window_done == 0 && m.completed)
             .then(|| "no connection completed in the window".to_string())
     });
-    if let Some(f) = &failure {
-        notes.insert(0, format!("failed: {f}"));
-    }
-    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
-    let mut metrics = metrics(spec, &m.out, &m.report, window_s);
-    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
-    derive_metrics(&mut metrics);
-    let kind = match spec.kind {
-        TestKind::Crr => Kind::NetCrr,
-        _ => Kind::NetCc,
-    };
     // The latency section is the transaction's for crr, the connect's for cc.
     let latency = match spec.kind {
         TestKind::Crr => latency_report(&m.out.trans),
         _ => latency_report(&m.out.connect),
     };
     let doc = ResultDoc {
-        status: status(m.completed),
-        started_at: m.started_at,
         config: spec.config.clone(),
-        metrics,
-        cpu,
+        metrics: metrics(spec, &m.out, &m.report, window_s),
         latency,
-        series,
         notes,
-        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: ends.local,
-            remote: m.report.disclosure.clone(),
-            tls: None,
-        }))),
-        ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))
+        ..ResultDoc::new(kind(spec.kind), spec_json(spec, addr, spec.conns as usize))
     };
-    finish(doc, failure)
+    ends.document(m, doc, failure, None)
 }
 
 /// Both ends' counts, and this host's latencies and failures by cause

@@ -4,13 +4,11 @@
 use super::account::{Received, Sent};
 use super::client::Measured;
 use super::engine::UdpOut;
-use crate::client::ends::{finish, status, Ends};
 use crate::client::result::{conn_rates, mbit_s, spec_json, windows_disagree};
 use crate::proto::ServerReport;
 use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use iotoll_model::{Kind, Metrics, ResultDoc};
 use std::net::IpAddr;
 use std::net::SocketAddr;
 
@@ -195,33 +193,18 @@ pub(super) fn result_doc(
             (t.sent == 0 && m.completed)
                 .then(|| "the test failed: no datagram was sent in the window".to_string())
         });
-    if let Some(f) = &failure {
-        notes.insert(0, format!("failed: {f}"));
-    }
-    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
     let mut metrics = Metrics::new();
     metrics.insert(mn::WINDOW_S.into(), m.closed.window_s);
     metrics.insert(mn::ERRORS.into(), errors as f64);
     metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
     udp_metrics(tx, rx, &mut metrics);
-    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
-    derive_metrics(&mut metrics);
     let doc = ResultDoc {
-        status: status(m.completed),
-        started_at: m.started_at,
         config: spec.config.clone(),
         metrics,
-        cpu,
-        series: m.series.into_points(),
         notes,
-        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: ends.local,
-            remote: m.report.disclosure.clone(),
-            tls: None,
-        }))),
         ..ResultDoc::new(Kind::NetUdp, spec_json(spec, addr, 1))
     };
-    finish(doc, failure)
+    ends.document(m, doc, failure, None)
 }
 
 #[cfg(test)]
