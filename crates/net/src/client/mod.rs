@@ -564,10 +564,8 @@ fn set_up(
 /// connections and datagrams leave from.
 pub(crate) fn local_ip(ctl: &Control) -> Result<IpAddr, NetError> {
     let a = ctl.stream.local_addr();
-    Ok(
-        a.map_err(|e| NetError::io("control connection: local address", e))?
-            .ip(),
-    )
+    a.map(|a| a.ip())
+        .map_err(|e| NetError::io("control connection: local address", e))
 }
 
 /// Waits up to `t` for the endpoint's word that it is ready to start.
