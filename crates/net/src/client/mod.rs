@@ -617,8 +617,6 @@ fn start_tls(
     }
 }
 
-pub(super) type Measured = drive::Window<EngineOut>;
-
 /// The stream/rr engine under the shared window driver: on an early exit
 /// it is stopped and joined, so its threads never outlive the test.
 impl drive::Driven for Engine {
@@ -641,7 +639,7 @@ fn measure(
     addr: &SocketAddr,
     setup: &mut Setup,
     rc: &mut RunControl,
-) -> Result<(usize, Measured), NetError> {
+) -> Result<(usize, drive::Window<EngineOut>), NetError> {
     let conns = std::mem::take(&mut setup.conns);
     let threads = spec.threads.unwrap_or_else(default_threads);
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));

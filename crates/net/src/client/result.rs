@@ -1,7 +1,8 @@
 //! The result of a client's test: both ends' figures merged into one
 //! document, with the notes that say how to read them.
 
-use super::{ClientSpec, Measured, Setup};
+use super::drive::Window;
+use super::{ClientSpec, Setup};
 use crate::engine::EngineOut;
 use crate::proto::{ByteStats, ServerReport, TestKind};
 use crate::tls::{self, Negotiated};
@@ -19,7 +20,7 @@ pub(super) fn result_doc(
     addr: &SocketAddr,
     setup: &Setup,
     threads: usize,
-    mut m: Measured,
+    mut m: Window<EngineOut>,
 ) -> Result<ResultDoc, NetError> {
     let ends = m.ends(spec, addr, setup.local_ip);
     let mut notes = ends.notes.clone();

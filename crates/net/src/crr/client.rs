@@ -4,7 +4,7 @@
 
 use super::engine::{CrrEngine, Params};
 use super::MAX_CLIENTS;
-use crate::client::drive::{drive, Plan, Window};
+use crate::client::drive::{drive, Plan};
 use crate::client::{accepted_ready, CONTROL_TIMEOUT};
 use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
@@ -76,5 +76,3 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     let w = drive(&plan, &mut ctl, engine, &mut rc)?;
     super::result::result_doc(spec, &addr, local_ip, w)
 }
-
-pub(super) type Measured = Window<super::engine::Out>;

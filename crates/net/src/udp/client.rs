@@ -14,8 +14,6 @@ use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 
-pub(super) type Measured = Window<UdpOut>;
-
 /// Runs a UDP test against an endpoint.
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
     spec.validate()?;
@@ -96,7 +94,7 @@ fn measure(
     engine: UdpEngine,
     phase: &Arc<PhaseCell>,
     rc: &mut RunControl,
-) -> Result<Measured, NetError> {
+) -> Result<Window<UdpOut>, NetError> {
     let plan = Plan {
         addr,
         ramp: spec.ramp,

@@ -2,15 +2,14 @@
 //! receiver's, both ends' CPU, and the notes that say how to read them.
 
 use super::account::{Received, Sent};
-use super::client::Measured;
 use super::engine::UdpOut;
+use crate::client::drive::Window;
 use crate::client::result::{conn_rates, mbit_s, spec_json, windows_disagree};
 use crate::proto::ServerReport;
 use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
 use iotoll_model::{Kind, Metrics, ResultDoc};
-use std::net::IpAddr;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// One direction of a test: what its sender counted in its window (of
 /// `window_s`), and what its receiver counted of those datagrams.
@@ -156,7 +155,7 @@ pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
     local_ip: IpAddr,
-    mut m: Measured,
+    mut m: Window<UdpOut>,
 ) -> Result<ResultDoc, NetError> {
     let ends = m.ends(spec, addr, local_ip);
     let end = m.report.udp.unwrap_or_default();
