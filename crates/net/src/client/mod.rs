@@ -498,8 +498,26 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
     let mut setup = set_up(spec, &addr, rc.interrupted)?;
-    let (threads, measured) = measure(spec, &addr, &mut setup, &mut rc)?;
-    result_doc(spec, &addr, &setup, threads, measured)
+    let conns = std::mem::take(&mut setup.conns);
+    let threads = spec.threads.unwrap_or_else(default_threads);
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
+        .map_err(|e| NetError::io("cannot start engine", e))?;
+    let counting = match spec.kind {
+        TestKind::Rr => Counting::Transactions,
+        _ => Counting::NetBytes,
+    };
+    let plan = drive::Plan {
+        addr: &addr,
+        ramp: spec.ramp,
+        time: spec.time,
+        counting,
+        labels: Default::default(),
+        phase: &phase,
+        report_wait: CONTROL_TIMEOUT,
+    };
+    let w = drive::drive(&plan, &mut setup.ctl, engine, &mut rc)?;
+    result_doc(spec, &addr, &setup, threads, w)
 }
 
 /// A test the endpoint accepted, with its data connections open.
@@ -630,34 +648,4 @@ impl drive::Driven for Engine {
     fn abandon(self) {
         self.join();
     }
-}
-
-/// Runs the ramp-up and the window at both ends, then collects the
-/// endpoint's report.
-fn measure(
-    spec: &ClientSpec,
-    addr: &SocketAddr,
-    setup: &mut Setup,
-    rc: &mut RunControl,
-) -> Result<(usize, drive::Window<EngineOut>), NetError> {
-    let conns = std::mem::take(&mut setup.conns);
-    let threads = spec.threads.unwrap_or_else(default_threads);
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
-        .map_err(|e| NetError::io("cannot start engine", e))?;
-    let counting = match spec.kind {
-        TestKind::Rr => Counting::Transactions,
-        _ => Counting::NetBytes,
-    };
-    let plan = drive::Plan {
-        addr,
-        ramp: spec.ramp,
-        time: spec.time,
-        counting,
-        labels: Default::default(),
-        phase: &phase,
-        report_wait: CONTROL_TIMEOUT,
-    };
-    let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
-    Ok((threads, w))
 }
