@@ -509,8 +509,7 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     };
     let plan = drive::Plan {
         addr: &addr,
-        ramp: spec.ramp,
-        time: spec.time,
+        spec,
         counting,
         labels: Default::default(),
         phase: &phase,

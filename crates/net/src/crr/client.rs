@@ -61,8 +61,7 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         .map_err(|e| NetError::io("cannot start the connection workers", e))?;
     let plan = Plan {
         addr: &addr,
-        ramp: spec.ramp,
-        time: spec.time,
+        spec,
         counting: Counting::Transactions,
         // Each connection is the transaction (and cc has no other).
         labels: Labels {

@@ -46,8 +46,7 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         .map_err(|e| NetError::io("cannot start the UDP engine", e))?;
     let plan = Plan {
         addr: &addr,
-        ramp: spec.ramp,
-        time: spec.time,
+        spec,
         counting: Counting::NetBytes,
         // The live totals are what this host sent, received, or both.
         labels: Labels {

@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 
 /// One direction of a test: what its sender counted in its window (of
 /// `window_s`), and what its receiver counted of those datagrams.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Way {
     pub sent: Sent,
     pub window_s: f64,
@@ -89,12 +89,11 @@ pub fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
         mn::JITTER_US,
         (j_n > 0).then(|| j_sum / j_n as f64 / 1000.0),
     );
-    let flows = |w: &Option<Way>| w.map(|w| (w.received.flows, w.window_s));
-    let ends: Vec<_> = [flows(&tx), flows(&rx)].into_iter().flatten().collect();
-    let none = (Default::default(), 0.0);
+    // An absent direction has no connections: conn_rates passes over it.
+    let [t, r] = [tx, rx].map(Option::unwrap_or_default);
     let (n, min, max, fairness) = conn_rates([
-        ends.first().map_or((&none.0, none.1), |(b, w)| (b, *w)),
-        ends.get(1).map_or((&none.0, none.1), |(b, w)| (b, *w)),
+        (&t.received.flows, t.window_s),
+        (&r.received.flows, r.window_s),
     ]);
     put(mn::CONN_MBIT_S_MIN, (n > 0.0).then_some(min));
     put(mn::CONN_MBIT_S_MAX, (n > 0.0).then_some(max));
