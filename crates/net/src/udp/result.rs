@@ -174,10 +174,9 @@ pub(super) fn result_doc(
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
     notes.extend(count_notes(&t, &m.out, &m.report));
-    let (tx_who, rx_who) = ("this host", "the endpoint");
-    notes.extend(tx.and_then(|w| w.short_of_rate(tx_who, spec.rate)));
-    notes.extend(rx.and_then(|w| w.short_of_rate(rx_who, spec.rate)));
-    let errors = m.out.errors + m.report.errors;
+    for (who, w) in [("this host", tx), ("the endpoint", rx)] {
+        notes.extend(w.and_then(|w| w.short_of_rate(who, spec.rate)));
+    }
     let named: Vec<(&str, Way)> = [
         ("this host to the endpoint", tx),
         ("the endpoint to this host", rx),
@@ -193,7 +192,7 @@ pub(super) fn result_doc(
         });
     let mut metrics = Metrics::new();
     metrics.insert(mn::WINDOW_S.into(), m.closed.window_s);
-    metrics.insert(mn::ERRORS.into(), errors as f64);
+    metrics.insert(mn::ERRORS.into(), (m.out.errors + m.report.errors) as f64);
     metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
     udp_metrics(tx, rx, &mut metrics);
     let doc = ResultDoc {
