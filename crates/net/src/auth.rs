@@ -147,32 +147,29 @@ pub enum Side {
 }
 
 impl Side {
-    fn label(self) -> &'static str {
+    /// (its label in the MAC, the side at the other end, and what the
+    /// session key is derived for). The control protocol and the agent
+    /// protocol that follows it on a console's connection never share a
+    /// key, so a frame of one never verifies in the other.
+    fn row(self) -> (&'static str, Side, &'static str) {
         match self {
-            Side::Client => "client",
-            Side::Endpoint => "endpoint",
-            Side::Console => "console",
-            Side::Agent => "agent",
+            Side::Client => ("client", Side::Endpoint, "control-session"),
+            Side::Endpoint => ("endpoint", Side::Client, "control-session"),
+            Side::Console => ("console", Side::Agent, "agent-session"),
+            Side::Agent => ("agent", Side::Console, "agent-session"),
         }
+    }
+
+    fn label(self) -> &'static str {
+        self.row().0
     }
 
     fn peer(self) -> Side {
-        match self {
-            Side::Client => Side::Endpoint,
-            Side::Endpoint => Side::Client,
-            Side::Console => Side::Agent,
-            Side::Agent => Side::Console,
-        }
+        self.row().1
     }
 
-    /// What the session key is derived for: the control protocol and the
-    /// agent protocol that follows it on a console's connection never share
-    /// a key, so a frame of one never verifies in the other.
     fn purpose(self) -> &'static str {
-        match self {
-            Side::Client | Side::Endpoint => "control-session",
-            Side::Console | Side::Agent => "agent-session",
-        }
+        self.row().2
     }
 }
 

@@ -8,6 +8,7 @@ use super::ClientSpec;
 use super::{endpoint_ended, proto_err, recv, unexpected};
 use crate::proto::{Control, Msg, ServerReport};
 use crate::NetError;
+use iotoll_model::SeriesPoint;
 use iotoll_probe::ClosedWindow;
 use iotoll_run::{
     Clock, Counting, HostClock, Labels, Phase, PhaseCell, RunControl, SeriesRecorder,
@@ -36,7 +37,7 @@ pub(crate) struct Window<O> {
     pub(crate) closed: ClosedWindow,
     pub(crate) out: O,
     pub(crate) report: ServerReport,
-    pub(crate) series: SeriesRecorder,
+    pub(crate) series: Vec<SeriesPoint>,
     /// Seconds from this host's window closing to the endpoint's report.
     pub(crate) report_after_s: f64,
 }
@@ -58,9 +59,9 @@ impl<O> Window<O> {
 
 /// What a test's window needs besides its engine.
 pub(crate) struct Plan<'a> {
+    /// Its ramp-up and time are the window's.
+    pub(crate) spec: &'a ClientSpec,
     pub(crate) addr: &'a SocketAddr,
-    pub(crate) ramp: Duration,
-    pub(crate) time: Duration,
     pub(crate) counting: Counting,
     /// What the `--interval` lines' figures are.
     pub(crate) labels: Labels,
@@ -79,9 +80,9 @@ pub(crate) fn drive<E: Driven>(
     engine: E,
     rc: &mut RunControl,
 ) -> Result<Window<E::Out>, NetError> {
-    let (addr, phase) = (plan.addr, plan.phase);
+    let (addr, phase, spec) = (plan.addr, plan.phase, plan.spec);
     let clock = HostClock;
-    let mut series = SeriesRecorder::new(plan.counting, plan.ramp + plan.time, clock.now())
+    let mut series = SeriesRecorder::new(plan.counting, spec.ramp + spec.time, clock.now())
         .with_labels(plan.labels);
     // Each wait samples the series and watches the control connection: an
     // endpoint that closes it or speaks unasked has ended the test.
@@ -89,7 +90,7 @@ pub(crate) fn drive<E: Driven>(
         let go_on = || !ctl.peer_spoke();
         series.wait(&clock, until, rc, phase, || engine.totals(), go_on)
     };
-    let ramp_end = series.t_run() + plan.ramp;
+    let ramp_end = series.t_run() + spec.ramp;
     if !wait(&mut series, ramp_end, rc, ctl) {
         phase.set(Phase::Stop);
         engine.abandon();
@@ -112,7 +113,7 @@ pub(crate) fn drive<E: Driven>(
     series.edge(at, Phase::Ramp, || counts, rc.progress);
     ctl.send(&Msg::WindowStart {})
         .map_err(|e| proto_err(addr, "window start", e))?;
-    let completed = wait(&mut series, clock.now() + plan.time, rc, ctl);
+    let completed = wait(&mut series, clock.now() + spec.time, rc, ctl);
     let closed = clock.close_window(window, || {
         phase.set(Phase::Stop);
         edge_at.set((clock.now(), engine.totals()));
@@ -144,7 +145,7 @@ pub(crate) fn drive<E: Driven>(
         closed,
         out,
         report,
-        series,
+        series: series.into_points(),
         report_after_s,
     })
 }

@@ -3,12 +3,13 @@
 //! notes that follow from that, and the document's status at the end. The
 //! stream/rr, UDP and connection-rate results are built on it.
 
+use super::drive::Window;
 use super::ClientSpec;
 use crate::proto::{Identity, ServerReport};
 use crate::NetError;
 use iotoll_model::result::DEFAULT_INTERFERENCE_PCT;
-use iotoll_model::spec::NetSide;
-use iotoll_model::{CpuReport, CpuSection, Metrics, ResultDoc, ResultStatus};
+use iotoll_model::spec::{Disclosure, NetDisclosure, NetSide, TlsDisclosure, Typed};
+use iotoll_model::{derive_metrics, CpuSection, ResultDoc, ResultStatus};
 use iotoll_probe::ClosedWindow;
 use iotoll_run::{interrupted_note, take_cpu_report};
 use std::net::{IpAddr, SocketAddr};
@@ -66,70 +67,64 @@ impl Ends {
         }
     }
 
-    /// Whether the endpoint's CPU is its own, not this host's: then its
-    /// `remote_*` metrics are kept (otherwise they would count this
-    /// kernel twice; `cpu.remote` stays for transparency either way).
-    pub(crate) fn remote_own(&self) -> bool {
-        self.same_host != Some(true) || self.own_cpus.is_some()
-    }
-
-    /// This host's CPU report (its error as a note) and the endpoint's
-    /// (its error as a note).
-    pub(crate) fn local_cpu(
-        closed: Result<CpuReport, iotoll_probe::ProbeError>,
-        report: &ServerReport,
-        notes: &mut Vec<String>,
-    ) -> Option<CpuReport> {
-        let cpu = take_cpu_report(closed, "local CPU", notes);
-        if let Some(e) = &report.cpu_error {
-            notes.push(format!("endpoint CPU not measured: {e}"));
+    /// Completes `doc` (its kind, spec, config, notes and the test's own
+    /// metrics) from the window `m`, as every client's result is: the
+    /// failure first among the notes, both ends' CPU (each one's error as
+    /// a note), the derived metrics, the series, the status and the
+    /// disclosure (`tls` in it); then its interference judged. A failed
+    /// test is an error that carries its document.
+    pub(crate) fn document<O>(
+        self,
+        m: Window<O>,
+        mut doc: ResultDoc,
+        failure: Option<String>,
+        tls: Option<TlsDisclosure>,
+    ) -> Result<ResultDoc, NetError> {
+        if let Some(f) = &failure {
+            doc.notes.insert(0, format!("failed: {f}"));
         }
-        cpu
-    }
-
-    /// Both ends' CPU metrics into `metrics`, and the document's section.
-    pub(crate) fn cpu(
-        &self,
-        local: Option<CpuReport>,
-        report: &ServerReport,
-        metrics: &mut Metrics,
-    ) -> CpuSection {
+        let local = take_cpu_report(m.closed.report, "local CPU", &mut doc.notes);
+        if let Some(e) = &m.report.cpu_error {
+            doc.notes.push(format!("endpoint CPU not measured: {e}"));
+        }
         if let Some(c) = &local {
-            c.write_metrics(metrics, "");
+            c.write_metrics(&mut doc.metrics, "");
         }
-        if let Some(c) = report.cpu.as_ref().filter(|_| self.remote_own()) {
-            c.write_metrics(metrics, "remote_");
+        // The endpoint's `remote_*` metrics only when its CPU is its own,
+        // not this host's: otherwise they would count this kernel twice
+        // (`cpu.remote` stays for transparency either way).
+        let remote_own = self.same_host != Some(true) || self.own_cpus.is_some();
+        if let Some(c) = m.report.cpu.as_ref().filter(|_| remote_own) {
+            c.write_metrics(&mut doc.metrics, "remote_");
         }
-        CpuSection {
+        doc.cpu = CpuSection {
             local,
-            remote: report.cpu.clone(),
+            remote: m.report.cpu,
             same_host: self.same_host,
+        };
+        derive_metrics(&mut doc.metrics);
+        doc.status = match m.completed {
+            true => ResultStatus::Complete,
+            false => ResultStatus::Interrupted,
+        };
+        doc.started_at = m.started_at;
+        doc.series = m.series;
+        doc.disclosure = Some(Disclosure::Net(Typed::from(NetDisclosure {
+            local: self.local,
+            remote: m.report.disclosure,
+            tls,
+        })));
+        doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
+        match failure {
+            Some(msg) => {
+                doc.status = ResultStatus::Failed;
+                Err(NetError::Failed {
+                    msg,
+                    doc: Box::new(doc),
+                })
+            }
+            None => Ok(doc),
         }
-    }
-}
-
-/// A document's status from whether its window ran to the end.
-pub(crate) fn status(completed: bool) -> ResultStatus {
-    if completed {
-        ResultStatus::Complete
-    } else {
-        ResultStatus::Interrupted
-    }
-}
-
-/// Judges the document's interference, and fails it when `failure` says
-/// why: a failed test is an error that carries its document.
-pub(crate) fn finish(mut doc: ResultDoc, failure: Option<String>) -> Result<ResultDoc, NetError> {
-    doc.apply_interference_threshold(DEFAULT_INTERFERENCE_PCT);
-    match failure {
-        Some(msg) => {
-            doc.status = ResultStatus::Failed;
-            Err(NetError::Failed {
-                msg,
-                doc: Box::new(doc),
-            })
-        }
-        None => Ok(doc),
     }
 }
 

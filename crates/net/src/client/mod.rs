@@ -498,8 +498,25 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     spec.validate()?;
     let addr = resolve(&spec.peer, DEFAULT_PORT)?;
     let mut setup = set_up(spec, &addr, rc.interrupted)?;
-    let (threads, measured) = measure(spec, &addr, &mut setup, &mut rc)?;
-    result_doc(spec, &addr, &setup, threads, measured)
+    let conns = std::mem::take(&mut setup.conns);
+    let threads = spec.threads.unwrap_or_else(default_threads);
+    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
+    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
+        .map_err(|e| NetError::io("cannot start engine", e))?;
+    let counting = match spec.kind {
+        TestKind::Rr => Counting::Transactions,
+        _ => Counting::NetBytes,
+    };
+    let plan = drive::Plan {
+        addr: &addr,
+        spec,
+        counting,
+        labels: Default::default(),
+        phase: &phase,
+        report_wait: CONTROL_TIMEOUT,
+    };
+    let w = drive::drive(&plan, &mut setup.ctl, engine, &mut rc)?;
+    result_doc(spec, &addr, &setup, threads, w)
 }
 
 /// A test the endpoint accepted, with its data connections open.
@@ -564,10 +581,8 @@ fn set_up(
 /// connections and datagrams leave from.
 pub(crate) fn local_ip(ctl: &Control) -> Result<IpAddr, NetError> {
     let a = ctl.stream.local_addr();
-    Ok(
-        a.map_err(|e| NetError::io("control connection: local address", e))?
-            .ip(),
-    )
+    a.map(|a| a.ip())
+        .map_err(|e| NetError::io("control connection: local address", e))
 }
 
 /// Waits up to `t` for the endpoint's word that it is ready to start.
@@ -619,8 +634,6 @@ fn start_tls(
     }
 }
 
-pub(super) type Measured = drive::Window<EngineOut>;
-
 /// The stream/rr engine under the shared window driver: on an early exit
 /// it is stopped and joined, so its threads never outlive the test.
 impl drive::Driven for Engine {
@@ -634,34 +647,4 @@ impl drive::Driven for Engine {
     fn abandon(self) {
         self.join();
     }
-}
-
-/// Runs the ramp-up and the window at both ends, then collects the
-/// endpoint's report.
-fn measure(
-    spec: &ClientSpec,
-    addr: &SocketAddr,
-    setup: &mut Setup,
-    rc: &mut RunControl,
-) -> Result<(usize, Measured), NetError> {
-    let conns = std::mem::take(&mut setup.conns);
-    let threads = spec.threads.unwrap_or_else(default_threads);
-    let phase = Arc::new(PhaseCell::new(Phase::Ramp));
-    let engine = Engine::start(conns, engine_params(&setup.params), phase.clone(), threads)
-        .map_err(|e| NetError::io("cannot start engine", e))?;
-    let counting = match spec.kind {
-        TestKind::Rr => Counting::Transactions,
-        _ => Counting::NetBytes,
-    };
-    let plan = drive::Plan {
-        addr,
-        ramp: spec.ramp,
-        time: spec.time,
-        counting,
-        labels: Default::default(),
-        phase: &phase,
-        report_wait: CONTROL_TIMEOUT,
-    };
-    let w = drive::drive(&plan, &mut setup.ctl, engine, rc)?;
-    Ok((threads, w))
 }

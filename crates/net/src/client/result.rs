@@ -1,15 +1,15 @@
 //! The result of a client's test: both ends' figures merged into one
 //! document, with the notes that say how to read them.
 
-use super::ends::{finish, status, Ends};
-use super::{ClientSpec, Measured, Setup};
+use super::drive::Window;
+use super::{ClientSpec, Setup};
 use crate::engine::EngineOut;
 use crate::proto::{ByteStats, ServerReport, TestKind};
 use crate::tls::{self, Negotiated};
 use crate::NetError;
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Spec, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
+use iotoll_model::spec::{Spec, Typed};
+use iotoll_model::{Kind, Metrics, ResultDoc};
 use iotoll_run::{jain_fairness, latency_report, write_latency_metrics};
 use std::net::SocketAddr;
 
@@ -20,9 +20,8 @@ pub(super) fn result_doc(
     addr: &SocketAddr,
     setup: &Setup,
     threads: usize,
-    mut m: Measured,
+    mut m: Window<EngineOut>,
 ) -> Result<ResultDoc, NetError> {
-    let completed = m.completed;
     let ends = m.ends(spec, addr, setup.local_ip);
     let mut notes = ends.notes.clone();
     notes.extend(failed_ends(&m.out, &m.report).map(|(end, errors, first)| {
@@ -33,37 +32,26 @@ pub(super) fn result_doc(
         .or_else(|| {
             received_beyond_sent(spec, &m.out, m.closed.window_s, &m.report, m.report_after_s)
         });
-    if let Some(f) = &failure {
-        notes.insert(0, format!("failed: {f}"));
-    }
-    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
-    let mut metrics = net_metrics(spec, &m.out, m.closed.window_s, &m.report, setup.connect_s);
-    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
-    derive_metrics(&mut metrics);
-    let kind = match spec.kind {
+    let doc = ResultDoc {
+        config: spec.config.clone(),
+        metrics: net_metrics(spec, &m.out, m.closed.window_s, &m.report, setup.connect_s),
+        latency: latency_report(&m.out.rtt),
+        notes,
+        ..ResultDoc::new(kind(spec.kind), spec_json(spec, addr, threads))
+    };
+    let tls = (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some()));
+    ends.document(m, doc, failure, tls)
+}
+
+/// The result's kind of a test of `kind`.
+pub(crate) fn kind(kind: TestKind) -> Kind {
+    match kind {
         TestKind::Stream => Kind::NetStream,
         TestKind::Rr => Kind::NetRr,
         TestKind::Udp => Kind::NetUdp,
         TestKind::Crr => Kind::NetCrr,
         TestKind::Cc => Kind::NetCc,
-    };
-    let doc = ResultDoc {
-        status: status(completed),
-        started_at: m.started_at,
-        config: spec.config.clone(),
-        metrics,
-        cpu,
-        latency: latency_report(&m.out.rtt),
-        series: m.series.into_points(),
-        notes,
-        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: ends.local,
-            remote: m.report.disclosure.clone(),
-            tls: (setup.tls.as_ref()).map(|n| tls_disclosure(n, spec.key.is_some())),
-        }))),
-        ..ResultDoc::new(kind, spec_json(spec, addr, threads))
-    };
-    finish(doc, failure)
+    }
 }
 
 /// Connections that may fail before a test is failed: 1 % of its data

@@ -4,7 +4,7 @@
 
 use super::engine::{CrrEngine, Params};
 use super::MAX_CLIENTS;
-use crate::client::drive::{drive, Plan, Window};
+use crate::client::drive::{drive, Plan};
 use crate::client::{accepted_ready, CONTROL_TIMEOUT};
 use crate::proto::TestKind;
 use crate::{resolve, sock, ClientSpec, NetError, DEFAULT_PORT};
@@ -61,8 +61,7 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
         .map_err(|e| NetError::io("cannot start the connection workers", e))?;
     let plan = Plan {
         addr: &addr,
-        ramp: spec.ramp,
-        time: spec.time,
+        spec,
         counting: Counting::Transactions,
         // Each connection is the transaction (and cc has no other).
         labels: Labels {
@@ -76,5 +75,3 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     let w = drive(&plan, &mut ctl, engine, &mut rc)?;
     super::result::result_doc(spec, &addr, local_ip, w)
 }
-
-pub(super) type Measured = Window<super::engine::Out>;

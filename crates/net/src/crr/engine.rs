@@ -87,9 +87,7 @@ impl CrrEngine {
             workers,
         })
     }
-}
 
-impl CrrEngine {
     /// Connections (transactions for crr) completed so far, all phases.
     pub fn done(&self) -> u64 {
         self.done.load(Ordering::Relaxed)

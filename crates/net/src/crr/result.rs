@@ -1,16 +1,14 @@
 //! A crr/cc test's result: both ends' counts merged, failures named, and
 //! the checks that the ends agree.
 
-use super::client::Measured;
 use super::engine::Out;
 use super::{time_wait_note, Cause};
-use crate::client::ends::{finish, status, Ends};
-use crate::client::result::{spec_json, windows_disagree};
+use crate::client::drive::Window;
+use crate::client::result::{kind, spec_json, windows_disagree};
 use crate::proto::{CrrEnd, ServerReport};
 use crate::{ClientSpec, NetError, TestKind};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc, SeriesPoint};
+use iotoll_model::{Metrics, ResultDoc, SeriesPoint};
 use iotoll_run::{latency_report, write_latency_metrics};
 use std::net::{IpAddr, SocketAddr};
 
@@ -78,7 +76,7 @@ pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
     local_ip: IpAddr,
-    mut m: Measured,
+    mut m: Window<Out>,
 ) -> Result<ResultDoc, NetError> {
     let ends = m.ends(spec, addr, local_ip);
     let window_s = m.closed.window_s;
@@ -93,10 +91,9 @@ pub(super) fn result_doc(
     if m.out.failures.get(Cause::PortsExhausted) > 0 {
         notes.push("the local port range ran out (EADDRNOTAVAIL): TIME_WAIT holds the ports; --linger0 closes with a reset and leaves none".into());
     }
-    let series = m.series.into_points();
     if !spec.linger0 {
         notes.push(time_wait_note(rate.unwrap_or(0.0)));
-        notes.extend(rate.and_then(|r| fell_at_window(&series, r)));
+        notes.extend(rate.and_then(|r| fell_at_window(&m.series, r)));
     }
     if m.report.errors > 0 {
         let first = m.report.first_error.as_deref().unwrap_or("?");
@@ -128,39 +125,19 @@ pub(super) fn result_doc(
         (m.out.window_done == 0 && m.completed)
             .then(|| "no connection completed in the window".to_string())
     });
-    if let Some(f) = &failure {
-        notes.insert(0, format!("failed: {f}"));
-    }
-    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
-    let mut metrics = metrics(spec, &m.out, &m.report, window_s);
-    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
-    derive_metrics(&mut metrics);
-    let kind = match spec.kind {
-        TestKind::Crr => Kind::NetCrr,
-        _ => Kind::NetCc,
-    };
     // The latency section is the transaction's for crr, the connect's for cc.
     let latency = match spec.kind {
         TestKind::Crr => latency_report(&m.out.trans),
         _ => latency_report(&m.out.connect),
     };
     let doc = ResultDoc {
-        status: status(m.completed),
-        started_at: m.started_at,
         config: spec.config.clone(),
-        metrics,
-        cpu,
+        metrics: metrics(spec, &m.out, &m.report, window_s),
         latency,
-        series,
         notes,
-        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: ends.local,
-            remote: m.report.disclosure.clone(),
-            tls: None,
-        }))),
-        ..ResultDoc::new(kind, spec_json(spec, addr, spec.conns as usize))
+        ..ResultDoc::new(kind(spec.kind), spec_json(spec, addr, spec.conns as usize))
     };
-    finish(doc, failure)
+    ends.document(m, doc, failure, None)
 }
 
 /// Both ends' counts, and this host's latencies and failures by cause
@@ -235,16 +212,26 @@ mod tests {
         let totals_disagree = |k, l, done: u64, failed: u64, end: &CrrEnd| {
             totals_disagree(k, l, (done, failed), (done * 9 / 10, failed.min(1)), end)
         };
-        assert_eq!(
-            totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 100)),
-            None
-        );
-        // A response sent whose reading failed at the client: allowed.
-        assert_eq!(
-            totals_disagree(TestKind::Crr, false, 99, 1, &end(100, 100)),
-            None
-        );
-        assert!(totals_disagree(TestKind::Crr, false, 100, 0, &end(100, 99)).is_some());
+        // (kind, --linger0, completed, failed, the endpoint's counts, agree)
+        for (kind, linger0, done, failed, served, agree) in [
+            (TestKind::Crr, false, 100, 0, end(100, 100), true),
+            // A response sent whose reading failed at the client: allowed.
+            (TestKind::Crr, false, 99, 1, end(100, 100), true),
+            (TestKind::Crr, false, 100, 0, end(100, 99), false),
+            (TestKind::Crr, false, 90, 1, end(100, 100), false),
+            (TestKind::Cc, false, 50, 0, end(50, 0), true),
+            (TestKind::Cc, false, 50, 0, end(49, 0), false),
+            // With resets, a cc connection can be gone before its accept.
+            (TestKind::Cc, true, 50, 0, end(49, 0), true),
+            (TestKind::Cc, true, 50, 0, end(51, 0), false),
+        ] {
+            let r = totals_disagree(kind, linger0, done, failed, &served);
+            assert_eq!(
+                r.is_none(),
+                agree,
+                "{kind:?} {done} {failed} {served:?}: {r:?}"
+            );
+        }
         // The message says which counts are the whole test's and gives
         // the window's, which the result's table shows.
         let m = totals_disagree(TestKind::Crr, false, 100, 3, &end(110, 110)).unwrap();
@@ -257,18 +244,6 @@ mod tests {
             m.contains("the window's, which the result's figures count: 90 completed, 1 failed"),
             "{m}"
         );
-        assert!(totals_disagree(TestKind::Crr, false, 90, 1, &end(100, 100)).is_some());
-        assert_eq!(
-            totals_disagree(TestKind::Cc, false, 50, 0, &end(50, 0)),
-            None
-        );
-        assert!(totals_disagree(TestKind::Cc, false, 50, 0, &end(49, 0)).is_some());
-        // With resets, a cc connection can be gone before its accept.
-        assert_eq!(
-            totals_disagree(TestKind::Cc, true, 50, 0, &end(49, 0)),
-            None
-        );
-        assert!(totals_disagree(TestKind::Cc, true, 50, 0, &end(51, 0)).is_some());
         let foreign = CrrEnd {
             bad_token: 2,
             ..end(10, 10)

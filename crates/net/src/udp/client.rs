@@ -5,16 +5,14 @@
 
 use super::engine::{UdpEngine, UdpOut, UdpParams};
 use super::server::udp_socket;
-use crate::client::drive::{drive, Driven, Plan, Window};
+use crate::client::drive::{drive, Driven, Plan};
 use crate::client::{accepted_ready, peer_err, CONTROL_TIMEOUT};
-use crate::proto::{Control, Dir};
+use crate::proto::Dir;
 use crate::{resolve, ClientSpec, NetError, DEFAULT_PORT};
 use iotoll_model::ResultDoc;
 use iotoll_run::{Counting, Labels, Phase, PhaseCell, RunControl};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
-
-pub(super) type Measured = Window<UdpOut>;
 
 /// Runs a UDP test against an endpoint.
 pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError> {
@@ -46,8 +44,31 @@ pub fn run(spec: &ClientSpec, mut rc: RunControl) -> Result<ResultDoc, NetError>
     let phase = Arc::new(PhaseCell::new(Phase::Ramp));
     let engine = UdpEngine::start(send, recv_socks, p, phase.clone())
         .map_err(|e| NetError::io("cannot start the UDP engine", e))?;
-    let measured = measure(spec, &addr, &mut ctl, engine, &phase, &mut rc)?;
-    super::result::result_doc(spec, &addr, local_ip, measured)
+    let plan = Plan {
+        addr: &addr,
+        spec,
+        counting: Counting::NetBytes,
+        // The live totals are what this host sent, received, or both.
+        labels: Labels {
+            rate_of: Some(match spec.dir {
+                Dir::Tx => "sent",
+                Dir::Rx => "received",
+                Dir::Bidir => "sent+received",
+            }),
+            ..Labels::default()
+        },
+        phase: &phase,
+        report_wait: CONTROL_TIMEOUT,
+    };
+    let w = drive(&plan, &mut ctl, engine, &mut rc)?;
+    if w.report.udp.is_none() {
+        let msg = format!(
+            "the endpoint's report has no UDP counts (it answered {:.1} s after the window): is it an older iotoll?",
+            w.report_after_s
+        );
+        return Err(peer_err(&addr, msg));
+    }
+    super::result::result_doc(spec, &addr, local_ip, w)
 }
 
 /// One socket per flow, bound to `--bind`'s addresses round-robin (else
@@ -85,42 +106,4 @@ impl Driven for UdpEngine {
     fn abandon(self) {
         drop(self);
     }
-}
-
-/// Runs the ramp-up and the window at both ends, then collects the
-/// endpoint's report.
-fn measure(
-    spec: &ClientSpec,
-    addr: &SocketAddr,
-    ctl: &mut Control,
-    engine: UdpEngine,
-    phase: &Arc<PhaseCell>,
-    rc: &mut RunControl,
-) -> Result<Measured, NetError> {
-    let plan = Plan {
-        addr,
-        ramp: spec.ramp,
-        time: spec.time,
-        counting: Counting::NetBytes,
-        // The live totals are what this host sent, received, or both.
-        labels: Labels {
-            rate_of: Some(match spec.dir {
-                Dir::Tx => "sent",
-                Dir::Rx => "received",
-                Dir::Bidir => "sent+received",
-            }),
-            ..Labels::default()
-        },
-        phase,
-        report_wait: CONTROL_TIMEOUT,
-    };
-    let w = drive(&plan, ctl, engine, rc)?;
-    if w.report.udp.is_none() {
-        let msg = format!(
-            "the endpoint's report has no UDP counts (it answered {:.1} s after the window): is it an older iotoll?",
-            w.report_after_s
-        );
-        return Err(peer_err(addr, msg));
-    }
-    Ok(w)
 }

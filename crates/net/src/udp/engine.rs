@@ -49,14 +49,8 @@ pub struct UdpOut {
     pub first_error: Option<String>,
 }
 
-struct SenderOut {
-    sent: Sent,
-    errors: u64,
-    first_error: Option<String>,
-}
-
 pub struct UdpEngine {
-    sender: Option<JoinHandle<SenderOut>>,
+    sender: Option<JoinHandle<UdpOut>>,
     receiver: Option<JoinHandle<Receiver>>,
     draining: Arc<AtomicBool>,
     live: Arc<[Live; 2]>,
@@ -134,9 +128,7 @@ impl UdpEngine {
         let panicked = |what: &str| Some(format!("the UDP {what} thread panicked"));
         if let Some(s) = self.sender.take() {
             match s.join() {
-                Ok(s) => {
-                    (out.sent, out.errors, out.first_error) = (s.sent, s.errors, s.first_error)
-                }
+                Ok(s) => out = s,
                 Err(_) => (out.errors, out.first_error) = (1, panicked("sending")),
             }
         }
@@ -166,15 +158,12 @@ impl Drop for UdpEngine {
 /// connected to it.
 type Flow = (Arc<UdpSocket>, SocketAddr, bool);
 
-fn send_loop(flows: &[Flow], p: UdpParams, phase: &PhaseCell, live: &Live) -> SenderOut {
+/// The sender's counts (`received` None).
+fn send_loop(flows: &[Flow], p: UdpParams, phase: &PhaseCell, live: &Live) -> UdpOut {
     let mut buf = vec![0u8; p.size as usize];
     let mut seqs = vec![0u64; flows.len()];
     let mut bucket = p.rate.map(|r| TokenBucket::new(r, p.size, mono_ns()));
-    let mut out = SenderOut {
-        sent: Sent::default(),
-        errors: 0,
-        first_error: None,
-    };
+    let mut out = UdpOut::default();
     let (mut all, mut all_bytes, mut i) = (0u64, 0u64, 0usize);
     for (s, _, _) in flows {
         // A blocked send must not outlive the test.

@@ -148,26 +148,19 @@ mod tests {
             };
             assert_eq!(validate(&s).is_ok(), ok_, "{size}");
         }
-        assert!(err(ClientSpec {
-            msg: 70000,
-            ..ClientSpec::udp()
-        })
-        .contains("--size"));
-        assert!(err(ClientSpec {
-            conns: 0,
-            ..ClientSpec::udp()
-        })
-        .contains("--conns"));
-        assert!(err(ClientSpec {
-            conns: 1025,
-            ..ClientSpec::udp()
-        })
-        .contains("1024"));
-        assert!(err(ClientSpec {
-            rate: Some(0),
-            ..ClientSpec::udp()
-        })
-        .contains("--rate"));
+        // Each flag's refusal names it.
+        for (set, want) in [
+            ((|s| s.msg = 70000) as fn(&mut ClientSpec), "--size"),
+            (|s| s.conns = 0, "--conns"),
+            (|s| s.conns = 1025, "1024"),
+            (|s| s.rate = Some(0), "--rate"),
+            (|s| s.threads = Some(2), "--threads"),
+            (|s| s.tls = Some(crate::tls::DEFAULT_CIPHER), "--tls"),
+        ] {
+            let mut s = ClientSpec::udp();
+            set(&mut s);
+            assert!(err(s).contains(want), "{want}");
+        }
         // 1,472 bytes at 1 kbit/s is one datagram every 11.8 s.
         let slow = |ms| ClientSpec {
             rate: Some(1000),
@@ -176,16 +169,6 @@ mod tests {
         };
         assert!(err(slow(2000)).contains("every 11.8 s, longer than the 2.0 s window"));
         assert_eq!(validate(&slow(12_000)), Ok(()));
-        let two = ClientSpec {
-            threads: Some(2),
-            ..ClientSpec::udp()
-        };
-        assert!(err(two).contains("--threads"));
-        let tls = ClientSpec {
-            tls: Some(crate::tls::DEFAULT_CIPHER),
-            ..ClientSpec::udp()
-        };
-        assert!(err(tls).contains("--tls"));
         // The endpoint refuses a request without the client's ports.
         let mut p = ClientSpec::udp().params();
         assert!(validate_params(&p).unwrap_err().contains("flow port"));

@@ -2,21 +2,18 @@
 //! receiver's, both ends' CPU, and the notes that say how to read them.
 
 use super::account::{Received, Sent};
-use super::client::Measured;
 use super::engine::UdpOut;
-use crate::client::ends::{finish, status, Ends};
+use crate::client::drive::Window;
 use crate::client::result::{conn_rates, mbit_s, spec_json, windows_disagree};
 use crate::proto::ServerReport;
 use crate::{ClientSpec, NetError};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Disclosure, NetDisclosure, Typed};
-use iotoll_model::{derive_metrics, Kind, Metrics, ResultDoc};
-use std::net::IpAddr;
-use std::net::SocketAddr;
+use iotoll_model::{Kind, Metrics, ResultDoc};
+use std::net::{IpAddr, SocketAddr};
 
 /// One direction of a test: what its sender counted in its window (of
 /// `window_s`), and what its receiver counted of those datagrams.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Way {
     pub sent: Sent,
     pub window_s: f64,
@@ -92,12 +89,11 @@ pub fn udp_metrics(tx: Option<Way>, rx: Option<Way>, m: &mut Metrics) {
         mn::JITTER_US,
         (j_n > 0).then(|| j_sum / j_n as f64 / 1000.0),
     );
-    let flows = |w: &Option<Way>| w.map(|w| (w.received.flows, w.window_s));
-    let ends: Vec<_> = [flows(&tx), flows(&rx)].into_iter().flatten().collect();
-    let none = (Default::default(), 0.0);
+    // An absent direction has no connections: conn_rates passes over it.
+    let [t, r] = [tx, rx].map(Option::unwrap_or_default);
     let (n, min, max, fairness) = conn_rates([
-        ends.first().map_or((&none.0, none.1), |(b, w)| (b, *w)),
-        ends.get(1).map_or((&none.0, none.1), |(b, w)| (b, *w)),
+        (&t.received.flows, t.window_s),
+        (&r.received.flows, r.window_s),
     ]);
     put(mn::CONN_MBIT_S_MIN, (n > 0.0).then_some(min));
     put(mn::CONN_MBIT_S_MAX, (n > 0.0).then_some(max));
@@ -158,7 +154,7 @@ pub(super) fn result_doc(
     spec: &ClientSpec,
     addr: &SocketAddr,
     local_ip: IpAddr,
-    mut m: Measured,
+    mut m: Window<UdpOut>,
 ) -> Result<ResultDoc, NetError> {
     let ends = m.ends(spec, addr, local_ip);
     let end = m.report.udp.unwrap_or_default();
@@ -178,10 +174,9 @@ pub(super) fn result_doc(
     let ways: Vec<Way> = [tx, rx].into_iter().flatten().collect();
     let t = totals(&ways);
     notes.extend(count_notes(&t, &m.out, &m.report));
-    let (tx_who, rx_who) = ("this host", "the endpoint");
-    notes.extend(tx.and_then(|w| w.short_of_rate(tx_who, spec.rate)));
-    notes.extend(rx.and_then(|w| w.short_of_rate(rx_who, spec.rate)));
-    let errors = m.out.errors + m.report.errors;
+    for (who, w) in [("this host", tx), ("the endpoint", rx)] {
+        notes.extend(w.and_then(|w| w.short_of_rate(who, spec.rate)));
+    }
     let named: Vec<(&str, Way)> = [
         ("this host to the endpoint", tx),
         ("the endpoint to this host", rx),
@@ -195,33 +190,18 @@ pub(super) fn result_doc(
             (t.sent == 0 && m.completed)
                 .then(|| "the test failed: no datagram was sent in the window".to_string())
         });
-    if let Some(f) = &failure {
-        notes.insert(0, format!("failed: {f}"));
-    }
-    let cpu = Ends::local_cpu(m.closed.report, &m.report, &mut notes);
     let mut metrics = Metrics::new();
     metrics.insert(mn::WINDOW_S.into(), m.closed.window_s);
-    metrics.insert(mn::ERRORS.into(), errors as f64);
+    metrics.insert(mn::ERRORS.into(), (m.out.errors + m.report.errors) as f64);
     metrics.insert(mn::CONNS.into(), (spec.conns as usize * ways.len()) as f64);
     udp_metrics(tx, rx, &mut metrics);
-    let cpu = ends.cpu(cpu, &m.report, &mut metrics);
-    derive_metrics(&mut metrics);
     let doc = ResultDoc {
-        status: status(m.completed),
-        started_at: m.started_at,
         config: spec.config.clone(),
         metrics,
-        cpu,
-        series: m.series.into_points(),
         notes,
-        disclosure: Some(Disclosure::Net(Typed::from(NetDisclosure {
-            local: ends.local,
-            remote: m.report.disclosure.clone(),
-            tls: None,
-        }))),
         ..ResultDoc::new(Kind::NetUdp, spec_json(spec, addr, 1))
     };
-    finish(doc, failure)
+    ends.document(m, doc, failure, None)
 }
 
 #[cfg(test)]

@@ -43,16 +43,11 @@ impl Header {
         if buf.len() < HEADER || buf[0..4] != MAGIC {
             return None;
         }
-        let u64_at = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&buf[i..i + 8]);
-            u64::from_be_bytes(b)
-        };
-        let mut flow = [0u8; 4];
-        flow.copy_from_slice(&buf[4..8]);
+        // In bounds: the length is checked above.
+        let u64_at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().unwrap_or_default());
         let seq = u64_at(16);
         Some(Header {
-            flow: u32::from_be_bytes(flow),
+            flow: u32::from_be_bytes(buf[4..8].try_into().unwrap_or_default()),
             cookie: u64_at(8),
             seq: seq & !IN_WINDOW,
             send_ns: u64_at(24),
