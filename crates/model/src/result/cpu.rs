@@ -228,21 +228,15 @@ impl CpuReport {
                 steal: w(&|r| r.modes.steal),
                 idle: w(&|r| r.modes.idle),
             },
-            per_core: Vec::new(),
             self_pct: all(&|r| r.self_pct),
-            top: Vec::new(),
             interrupts_s: sum_opt(&|r| r.interrupts_s),
             ctx_switches_s: sum_opt(&|r| r.ctx_switches_s),
             nominal_mhz: mhz.filter(|_| same_mhz),
-            nominal_mhz_source: None,
             notes: vec![format!(
                 "{} machine(s), percentages weighted by CPU count",
                 reports.len()
             )],
-            interference: None,
-            account: None,
-            own_cpus: None,
-            machine: None,
+            ..CpuReport::default()
         })
     }
 
