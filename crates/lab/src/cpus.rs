@@ -197,11 +197,6 @@ pub fn assign_or_share(
     }
 }
 
-/// The CPUs online now.
-pub fn online() -> Result<Vec<u32>, LabError> {
-    Ok(affinity::online_cpus())
-}
-
 /// The CPUs this thread may run on.
 pub fn allowed() -> Result<Vec<u32>, LabError> {
     affinity::allowed_cpus()
@@ -540,7 +535,7 @@ mod tests {
 
     #[test]
     fn this_process() {
-        let on = online().unwrap();
+        let on = affinity::online_cpus();
         let al = allowed().unwrap();
         assert!(!on.is_empty() && al.iter().all(|c| on.contains(c)));
     }
