@@ -179,9 +179,9 @@ impl CpuWindow {
         let mut consumers = Vec::new();
         let report = end.and_then(|end| {
             let end_procs = procs::snapshot();
-            let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
+            let mut r = stat::cpu_report(&self.stat, &end, window_s, None)?;
             if let Some(own) = &self.own {
-                let mut o = stat::cpu_report_on(&self.stat, &end, window_s, Some(own))?;
+                let mut o = stat::cpu_report(&self.stat, &end, window_s, Some(own))?;
                 o.own_cpus = Some(own.clone());
                 o.machine = Some(iotoll_model::MachineCpu {
                     cpus: r.cpus,
@@ -331,7 +331,9 @@ impl HostSampler {
     pub fn sample(&mut self) -> Option<f64> {
         let now = stat::StatSnapshot::read().ok()?;
         let prev = self.last.replace(now.clone())?;
-        stat::cpu_report(&prev, &now, 1.0).ok().map(|r| r.busy_pct)
+        stat::cpu_report(&prev, &now, 1.0, None)
+            .ok()
+            .map(|r| r.busy_pct)
     }
 }
 
