@@ -465,6 +465,16 @@ fn set_value(v: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(v.to_string()))
 }
 
+/// Sets `key` in `t`'s table `name` (made when absent); `None` when
+/// `name` is there but not a table.
+pub(crate) fn set_in(t: &mut toml::Table, name: &str, key: &str, v: toml::Value) -> Option<()> {
+    let sub = t
+        .entry(name)
+        .or_insert_with(|| toml::Value::Table(Default::default()));
+    sub.as_table_mut()?.insert(key.into(), v);
+    Some(())
+}
+
 /// Applies `KEY=VALUE` to the file's table: lab-wide default and every
 /// host or link that names the key itself.
 fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
@@ -523,15 +533,7 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
                 OFFLOAD_KEYS.join(", ")
             ));
         }
-        let off = t
-            .entry("offloads")
-            .or_insert_with(|| toml::Value::Table(Default::default()));
-        match off.as_table_mut() {
-            Some(off) => {
-                off.insert(o.into(), v);
-            }
-            None => return Err("offloads is not a table".into()),
-        }
+        set_in(t, "offloads", o, v).ok_or("offloads is not a table")?;
         each_host(t, &|h| {
             each_link(h, &|l| {
                 if let Some(off) = l.get_mut("offloads").and_then(|x| x.as_table_mut()) {

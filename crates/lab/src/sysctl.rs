@@ -90,16 +90,8 @@ pub(crate) fn set(t: &mut toml::Table, hk: &str, v: toml::Value) -> Result<(), S
             names.join(", ")
         ));
     };
-    let table = h
-        .entry("sysctl")
-        .or_insert_with(|| toml::Value::Table(Default::default()));
-    match table.as_table_mut() {
-        Some(tb) => {
-            tb.insert(key.to_string(), v);
-            Ok(())
-        }
-        None => Err(format!("host '{host}': sysctl is not a table")),
-    }
+    crate::def::set_in(h, "sysctl", key, v)
+        .ok_or_else(|| format!("host '{host}': sysctl is not a table"))
 }
 
 /// Each host's `[host.sysctl]` tried in a throwaway namespace: keys the
