@@ -255,32 +255,18 @@ pub fn choose(mounts: &str, controllers: impl Fn(&Path) -> Option<String>) -> Co
     }
 }
 
-/// This machine's confinement.
-pub fn detect() -> Confinement {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    choose(&mounts, |p| std::fs::read_to_string(p).ok())
-}
-
-/// A host's cgroup directory under the cgroup v2 root.
-pub fn cgroup_dir(root: &Path, netns: &str) -> PathBuf {
-    root.join(netns)
-}
-
-/// The writes that make a host's cpuset cgroup, in order: the controller
-/// enabled for the root's children, then the host's CPUs.
+/// The writes that make a host's cpuset cgroup (`ROOT/NETNS`), in order:
+/// the controller enabled for the root's children, then the host's CPUs.
 pub fn cgroup_writes(root: &Path, netns: &str, cpus: &[u32]) -> Vec<(PathBuf, String)> {
     vec![
         (root.join("cgroup.subtree_control"), "+cpuset".into()),
-        (
-            cgroup_dir(root, netns).join("cpuset.cpus"),
-            format_list(cpus),
-        ),
+        (root.join(netns).join("cpuset.cpus"), format_list(cpus)),
     ]
 }
 
 /// Creates a host's cpuset cgroup.
 pub fn make_cgroup(root: &Path, netns: &str, cpus: &[u32]) -> Result<PathBuf, LabError> {
-    let dir = cgroup_dir(root, netns);
+    let dir = root.join(netns);
     let fail = |p: &Path, e: std::io::Error| LabError::System(format!("{}: {e}", p.display()));
     std::fs::create_dir(&dir).map_err(|e| fail(&dir, e))?;
     for (p, v) in cgroup_writes(root, netns, cpus) {
@@ -310,10 +296,12 @@ pub(crate) fn confine_host(st: &mut LabState, i: usize) -> Result<(), LabError> 
     let Some(c) = st.hosts[i].cpus.clone() else {
         return Ok(());
     };
-    let conf = detect();
+    // This machine's confinement.
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let conf = choose(&mounts, |p| std::fs::read_to_string(p).ok());
     st.hosts[i].confinement = Some(conf.name().to_string());
     if let Confinement::CgroupV2(root) = &conf {
-        st.hosts[i].cgroup = Some(cgroup_dir(root, &st.hosts[i].netns));
+        st.hosts[i].cgroup = Some(root.join(&st.hosts[i].netns));
         state::write(st)?;
         make_cgroup(root, &st.hosts[i].netns, &c)?;
     }
