@@ -475,6 +475,14 @@ pub(crate) fn set_in(t: &mut toml::Table, name: &str, key: &str, v: toml::Value)
     Some(())
 }
 
+/// Host `name`'s table in the file's `[[host]]` array (the first of two
+/// named alike, which [`resolve`] refuses).
+pub(crate) fn host_table<'a>(t: &'a mut toml::Table, name: &str) -> Option<&'a mut toml::Table> {
+    let hs = t.get_mut("host")?.as_array_mut()?;
+    (hs.iter_mut().filter_map(|h| h.as_table_mut()))
+        .find(|h| h.get("name").and_then(|n| n.as_str()) == Some(name))
+}
+
 /// Applies `KEY=VALUE` to the file's table: lab-wide default and every
 /// host or link that names the key itself.
 fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
@@ -514,18 +522,8 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
             h.remove(k);
         });
     } else if let Some(host) = k.strip_prefix("cpus.") {
-        let mut found = false;
-        if let Some(toml::Value::Array(hs)) = t.get_mut("host") {
-            for h in hs.iter_mut().filter_map(|h| h.as_table_mut()) {
-                if h.get("name").and_then(|n| n.as_str()) == Some(host) {
-                    h.insert("cpus".into(), toml::Value::String(raw.clone()));
-                    found = true;
-                }
-            }
-        }
-        if !found {
-            return Err(format!("--set {k}: the lab has no host '{host}'"));
-        }
+        let h = host_table(t, host).ok_or(format!("--set {k}: the lab has no host '{host}'"))?;
+        h.insert("cpus".into(), toml::Value::String(raw));
     } else if let Some(o) = k.strip_prefix("offloads.") {
         if !OFFLOAD_KEYS.contains(&o) {
             return Err(format!(
