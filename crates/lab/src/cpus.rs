@@ -415,16 +415,12 @@ mod tests {
         let all: Vec<u32> = (0..8).collect();
         let (auto, rest) = (CpuReq::Auto, CpuReq::Rest);
         // Two auto hosts and a host without cpus: the rest host keeps one.
-        let a = assign(
-            &[
-                ("s", &auto, false),
-                ("t", &auto, false),
-                ("c", &rest, false),
-            ],
-            &all,
-            &all,
-        )
-        .unwrap();
+        let hosts = [
+            ("s", &auto, false),
+            ("t", &auto, false),
+            ("c", &rest, false),
+        ];
+        let a = assign(&hosts, &all, &all).unwrap();
         assert_eq!(a.cpus[0], Some(l("0-3")));
         assert_eq!(a.cpus[1], Some(l("4-6")));
         assert_eq!(a.cpus[2], Some(l("7")));
@@ -437,16 +433,12 @@ mod tests {
         assert_eq!(a.cpus, vec![None]);
         // Hosts without cpus when nothing is left share all, and hear so.
         let two = l("0-1");
-        let a = assign(
-            &[
-                ("a", &auto, false),
-                ("b", &auto, false),
-                ("c", &rest, false),
-            ],
-            &two,
-            &two,
-        )
-        .unwrap();
+        let hosts = [
+            ("a", &auto, false),
+            ("b", &auto, false),
+            ("c", &rest, false),
+        ];
+        let a = assign(&hosts, &two, &two).unwrap();
         assert_eq!(a.cpus[2], Some(two.clone()));
         assert!(a.notes[0].contains("share all"), "{:?}", a.notes);
     }
@@ -473,16 +465,12 @@ mod tests {
         let e = assign(&[("a", &c1, false)], &two, &l("0")).unwrap_err();
         assert!(e.contains("CPU 1") && e.contains("allowed"), "{e}");
         let auto = CpuReq::Auto;
-        let e = assign(
-            &[
-                ("a", &auto, false),
-                ("b", &auto, false),
-                ("c", &auto, false),
-            ],
-            &two,
-            &two,
-        )
-        .unwrap_err();
+        let hosts = [
+            ("a", &auto, false),
+            ("b", &auto, false),
+            ("c", &auto, false),
+        ];
+        let e = assign(&hosts, &two, &two).unwrap_err();
         assert!(e.contains("3 hosts") && e.contains("a, b, c"), "{e}");
     }
 
