@@ -760,11 +760,10 @@ impl Base<'_> {
 }
 
 fn parse_shaper(s: &str) -> Result<Shaper, String> {
-    match s {
-        "tbf" => Ok(Shaper::Tbf),
-        "htb" => Ok(Shaper::Htb),
-        _ => Err(format!("shaper '{s}' is not tbf or htb")),
-    }
+    let by_name = [Shaper::Tbf, Shaper::Htb]
+        .into_iter()
+        .find(|x| x.name() == s);
+    by_name.ok_or_else(|| format!("shaper '{s}' is not tbf or htb"))
 }
 
 fn check_delay(s: &str) -> Result<(), String> {
@@ -791,10 +790,11 @@ fn check_loss(s: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn p(text: &str, sets: &[&str]) -> Result<LabDef, LabError> {
+    /// Lab file `text` parsed with `sets` (in tests of `sysctl` too).
+    pub(crate) fn p(text: &str, sets: &[&str]) -> Result<LabDef, LabError> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         parse(text, "t.toml", &sets)
     }

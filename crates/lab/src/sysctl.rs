@@ -162,13 +162,7 @@ pub fn host_in_force(host: &HostState) -> Result<serde_json::Value, LabError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::def::parse;
-    use crate::LabError;
-
-    fn p(text: &str, sets: &[&str]) -> Result<crate::LabDef, LabError> {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        parse(text, "t.toml", &sets)
-    }
+    use crate::def::{parse, tests::p};
 
     #[test]
     fn sysctl_table_is_checked_for_form_and_set_per_host() {
