@@ -548,10 +548,8 @@ impl Identity {
     /// Whether `peer` runs on the same kernel as `self`: None unless both
     /// boot ids are known.
     pub fn same_host(&self, peer: &Identity) -> Option<bool> {
-        match (&self.boot_id, &peer.boot_id) {
-            (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
-            _ => None,
-        }
+        let (a, b) = (self.boot_id.as_ref()?, peer.boot_id.as_ref()?);
+        Some(a.eq_ignore_ascii_case(b))
     }
 }
 

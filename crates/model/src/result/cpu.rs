@@ -35,10 +35,9 @@ impl CpuSection {
 /// do not overlap.
 pub fn separate_cpus(a: Option<&CpuReport>, b: Option<&CpuReport>) -> bool {
     let own = |r: Option<&CpuReport>| r.and_then(|r| r.own_cpus.clone());
-    match (own(a), own(b)) {
-        (Some(x), Some(y)) => !x.iter().any(|c| y.contains(c)),
-        _ => false,
-    }
+    own(a)
+        .zip(own(b))
+        .is_some_and(|(x, y)| !x.iter().any(|c| y.contains(c)))
 }
 
 /// Whole-host CPU over one measurement window.
