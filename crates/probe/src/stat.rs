@@ -63,18 +63,12 @@ pub const PROC_STAT: &str = "/proc/stat";
 
 impl StatSnapshot {
     pub fn read() -> Result<Self, ProbeError> {
-        let text = std::fs::read_to_string(PROC_STAT).map_err(|source| ProbeError::Read {
-            path: PROC_STAT.into(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(PROC_STAT).map_err(ProbeError::Read)?;
         Self::parse(&text)
     }
 
     pub fn parse(text: &str) -> Result<Self, ProbeError> {
-        let bad = |what: String| ProbeError::Format {
-            path: PROC_STAT.into(),
-            what,
-        };
+        let bad = ProbeError::Format;
         let mut snap = StatSnapshot::default();
         let mut saw_all = false;
         for line in text.lines() {
