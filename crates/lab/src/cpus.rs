@@ -197,11 +197,6 @@ pub fn assign_or_share(
     }
 }
 
-/// The CPUs online now.
-pub fn online() -> Result<Vec<u32>, LabError> {
-    Ok(affinity::online_cpus())
-}
-
 /// The CPUs this thread may run on.
 pub fn allowed() -> Result<Vec<u32>, LabError> {
     affinity::allowed_cpus()
@@ -260,32 +255,18 @@ pub fn choose(mounts: &str, controllers: impl Fn(&Path) -> Option<String>) -> Co
     }
 }
 
-/// This machine's confinement.
-pub fn detect() -> Confinement {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    choose(&mounts, |p| std::fs::read_to_string(p).ok())
-}
-
-/// A host's cgroup directory under the cgroup v2 root.
-pub fn cgroup_dir(root: &Path, netns: &str) -> PathBuf {
-    root.join(netns)
-}
-
-/// The writes that make a host's cpuset cgroup, in order: the controller
-/// enabled for the root's children, then the host's CPUs.
+/// The writes that make a host's cpuset cgroup (`ROOT/NETNS`), in order:
+/// the controller enabled for the root's children, then the host's CPUs.
 pub fn cgroup_writes(root: &Path, netns: &str, cpus: &[u32]) -> Vec<(PathBuf, String)> {
     vec![
         (root.join("cgroup.subtree_control"), "+cpuset".into()),
-        (
-            cgroup_dir(root, netns).join("cpuset.cpus"),
-            format_list(cpus),
-        ),
+        (root.join(netns).join("cpuset.cpus"), format_list(cpus)),
     ]
 }
 
 /// Creates a host's cpuset cgroup.
 pub fn make_cgroup(root: &Path, netns: &str, cpus: &[u32]) -> Result<PathBuf, LabError> {
-    let dir = cgroup_dir(root, netns);
+    let dir = root.join(netns);
     let fail = |p: &Path, e: std::io::Error| LabError::System(format!("{}: {e}", p.display()));
     std::fs::create_dir(&dir).map_err(|e| fail(&dir, e))?;
     for (p, v) in cgroup_writes(root, netns, cpus) {
@@ -315,10 +296,12 @@ pub(crate) fn confine_host(st: &mut LabState, i: usize) -> Result<(), LabError> 
     let Some(c) = st.hosts[i].cpus.clone() else {
         return Ok(());
     };
-    let conf = detect();
+    // This machine's confinement.
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let conf = choose(&mounts, |p| std::fs::read_to_string(p).ok());
     st.hosts[i].confinement = Some(conf.name().to_string());
     if let Confinement::CgroupV2(root) = &conf {
-        st.hosts[i].cgroup = Some(cgroup_dir(root, &st.hosts[i].netns));
+        st.hosts[i].cgroup = Some(root.join(&st.hosts[i].netns));
         state::write(st)?;
         make_cgroup(root, &st.hosts[i].netns, &c)?;
     }
@@ -432,16 +415,12 @@ mod tests {
         let all: Vec<u32> = (0..8).collect();
         let (auto, rest) = (CpuReq::Auto, CpuReq::Rest);
         // Two auto hosts and a host without cpus: the rest host keeps one.
-        let a = assign(
-            &[
-                ("s", &auto, false),
-                ("t", &auto, false),
-                ("c", &rest, false),
-            ],
-            &all,
-            &all,
-        )
-        .unwrap();
+        let hosts = [
+            ("s", &auto, false),
+            ("t", &auto, false),
+            ("c", &rest, false),
+        ];
+        let a = assign(&hosts, &all, &all).unwrap();
         assert_eq!(a.cpus[0], Some(l("0-3")));
         assert_eq!(a.cpus[1], Some(l("4-6")));
         assert_eq!(a.cpus[2], Some(l("7")));
@@ -454,16 +433,12 @@ mod tests {
         assert_eq!(a.cpus, vec![None]);
         // Hosts without cpus when nothing is left share all, and hear so.
         let two = l("0-1");
-        let a = assign(
-            &[
-                ("a", &auto, false),
-                ("b", &auto, false),
-                ("c", &rest, false),
-            ],
-            &two,
-            &two,
-        )
-        .unwrap();
+        let hosts = [
+            ("a", &auto, false),
+            ("b", &auto, false),
+            ("c", &rest, false),
+        ];
+        let a = assign(&hosts, &two, &two).unwrap();
         assert_eq!(a.cpus[2], Some(two.clone()));
         assert!(a.notes[0].contains("share all"), "{:?}", a.notes);
     }
@@ -490,16 +465,12 @@ mod tests {
         let e = assign(&[("a", &c1, false)], &two, &l("0")).unwrap_err();
         assert!(e.contains("CPU 1") && e.contains("allowed"), "{e}");
         let auto = CpuReq::Auto;
-        let e = assign(
-            &[
-                ("a", &auto, false),
-                ("b", &auto, false),
-                ("c", &auto, false),
-            ],
-            &two,
-            &two,
-        )
-        .unwrap_err();
+        let hosts = [
+            ("a", &auto, false),
+            ("b", &auto, false),
+            ("c", &auto, false),
+        ];
+        let e = assign(&hosts, &two, &two).unwrap_err();
         assert!(e.contains("3 hosts") && e.contains("a, b, c"), "{e}");
     }
 
@@ -540,7 +511,7 @@ mod tests {
 
     #[test]
     fn this_process() {
-        let on = online().unwrap();
+        let on = affinity::online_cpus();
         let al = allowed().unwrap();
         assert!(!on.is_empty() && al.iter().all(|c| on.contains(c)));
     }

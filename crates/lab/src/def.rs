@@ -465,6 +465,24 @@ fn set_value(v: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(v.to_string()))
 }
 
+/// Sets `key` in `t`'s table `name` (made when absent); `None` when
+/// `name` is there but not a table.
+pub(crate) fn set_in(t: &mut toml::Table, name: &str, key: &str, v: toml::Value) -> Option<()> {
+    let sub = t
+        .entry(name)
+        .or_insert_with(|| toml::Value::Table(Default::default()));
+    sub.as_table_mut()?.insert(key.into(), v);
+    Some(())
+}
+
+/// Host `name`'s table in the file's `[[host]]` array (the first of two
+/// named alike, which [`resolve`] refuses).
+pub(crate) fn host_table<'a>(t: &'a mut toml::Table, name: &str) -> Option<&'a mut toml::Table> {
+    let hs = t.get_mut("host")?.as_array_mut()?;
+    (hs.iter_mut().filter_map(|h| h.as_table_mut()))
+        .find(|h| h.get("name").and_then(|n| n.as_str()) == Some(name))
+}
+
 /// Applies `KEY=VALUE` to the file's table: lab-wide default and every
 /// host or link that names the key itself.
 fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
@@ -504,18 +522,8 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
             h.remove(k);
         });
     } else if let Some(host) = k.strip_prefix("cpus.") {
-        let mut found = false;
-        if let Some(toml::Value::Array(hs)) = t.get_mut("host") {
-            for h in hs.iter_mut().filter_map(|h| h.as_table_mut()) {
-                if h.get("name").and_then(|n| n.as_str()) == Some(host) {
-                    h.insert("cpus".into(), toml::Value::String(raw.clone()));
-                    found = true;
-                }
-            }
-        }
-        if !found {
-            return Err(format!("--set {k}: the lab has no host '{host}'"));
-        }
+        let h = host_table(t, host).ok_or(format!("--set {k}: the lab has no host '{host}'"))?;
+        h.insert("cpus".into(), toml::Value::String(raw));
     } else if let Some(o) = k.strip_prefix("offloads.") {
         if !OFFLOAD_KEYS.contains(&o) {
             return Err(format!(
@@ -523,15 +531,7 @@ fn apply_set(t: &mut toml::Table, set: &str) -> Result<(), String> {
                 OFFLOAD_KEYS.join(", ")
             ));
         }
-        let off = t
-            .entry("offloads")
-            .or_insert_with(|| toml::Value::Table(Default::default()));
-        match off.as_table_mut() {
-            Some(off) => {
-                off.insert(o.into(), v);
-            }
-            None => return Err("offloads is not a table".into()),
-        }
+        set_in(t, "offloads", o, v).ok_or("offloads is not a table")?;
         each_host(t, &|h| {
             each_link(h, &|l| {
                 if let Some(off) = l.get_mut("offloads").and_then(|x| x.as_table_mut()) {
@@ -760,11 +760,10 @@ impl Base<'_> {
 }
 
 fn parse_shaper(s: &str) -> Result<Shaper, String> {
-    match s {
-        "tbf" => Ok(Shaper::Tbf),
-        "htb" => Ok(Shaper::Htb),
-        _ => Err(format!("shaper '{s}' is not tbf or htb")),
-    }
+    let by_name = [Shaper::Tbf, Shaper::Htb]
+        .into_iter()
+        .find(|x| x.name() == s);
+    by_name.ok_or_else(|| format!("shaper '{s}' is not tbf or htb"))
 }
 
 fn check_delay(s: &str) -> Result<(), String> {
@@ -791,10 +790,11 @@ fn check_loss(s: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn p(text: &str, sets: &[&str]) -> Result<LabDef, LabError> {
+    /// Lab file `text` parsed with `sets` (in tests of `sysctl` too).
+    pub(crate) fn p(text: &str, sets: &[&str]) -> Result<LabDef, LabError> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         parse(text, "t.toml", &sets)
     }

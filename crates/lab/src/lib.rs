@@ -412,7 +412,8 @@ pub fn cpu_assignment(def: &LabDef) -> Result<cpus::Assignment, LabError> {
         });
     }
     let builtin = builtin_text(&def.source).is_some();
-    cpus::assign_or_share(builtin, &reqs, &cpus::online()?, &cpus::allowed()?)
+    let online = iotoll_probe::affinity::online_cpus();
+    cpus::assign_or_share(builtin, &reqs, &online, &cpus::allowed()?)
         .map_err(|e| LabError::Usage(format!("{}: {e}", def.source)))
 }
 

@@ -232,8 +232,7 @@ fn io(what: &str, p: &Path, e: std::io::Error) -> LabError {
 /// directory such as /tmp is refused too: the sticky bit stops others
 /// removing our files, not creating theirs under the names we use.
 fn dir_is_safe(uid: u32, mode: u32) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = iotoll_model::os::euid();
     (uid == me || uid == 0) && mode & 0o022 == 0
 }
 

@@ -76,30 +76,19 @@ pub(crate) fn set(t: &mut toml::Table, hk: &str, v: toml::Value) -> Result<(), S
         format!("--set sysctl.{hk}: use sysctl.HOST.KEY=VALUE (e.g. sysctl.a.net.ipv4.tcp_sack=0)")
     };
     let (host, key) = hk.split_once('.').ok_or_else(usage)?;
-    let Some(toml::Value::Array(hosts)) = t.get_mut("host") else {
+    let Some(toml::Value::Array(hosts)) = t.get("host") else {
         return Err(usage());
     };
-    let name = |h: &toml::Value| h.get("name").and_then(|n| n.as_str()).map(str::to_string);
-    let names: Vec<String> = hosts.iter().filter_map(name).collect();
-    let h = (hosts.iter_mut())
-        .find(|h| name(h).as_deref() == Some(host))
-        .and_then(|h| h.as_table_mut());
-    let Some(h) = h else {
-        return Err(format!(
-            "--set sysctl.{hk}: the lab has no host '{host}' (hosts: {})",
-            names.join(", ")
-        ));
-    };
-    let table = h
-        .entry("sysctl")
-        .or_insert_with(|| toml::Value::Table(Default::default()));
-    match table.as_table_mut() {
-        Some(tb) => {
-            tb.insert(key.to_string(), v);
-            Ok(())
-        }
-        None => Err(format!("host '{host}': sysctl is not a table")),
-    }
+    let names: Vec<&str> = hosts
+        .iter()
+        .filter_map(|h| h.get("name")?.as_str())
+        .collect();
+    let names = names.join(", ");
+    let h = crate::def::host_table(t, host).ok_or_else(|| {
+        format!("--set sysctl.{hk}: the lab has no host '{host}' (hosts: {names})")
+    })?;
+    crate::def::set_in(h, "sysctl", key, v)
+        .ok_or_else(|| format!("host '{host}': sysctl is not a table"))
 }
 
 /// Each host's `[host.sysctl]` tried in a throwaway namespace: keys the
@@ -173,13 +162,7 @@ pub fn host_in_force(host: &HostState) -> Result<serde_json::Value, LabError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::def::parse;
-    use crate::LabError;
-
-    fn p(text: &str, sets: &[&str]) -> Result<crate::LabDef, LabError> {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        parse(text, "t.toml", &sets)
-    }
+    use crate::def::{parse, tests::p};
 
     #[test]
     fn sysctl_table_is_checked_for_form_and_set_per_host() {

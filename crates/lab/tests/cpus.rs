@@ -204,7 +204,7 @@ fn bad_cpu_sets_are_refused_and_create_nothing() {
         return;
     }
     let (c0, _) = two();
-    let offline = iotoll_lab::cpus::online().unwrap().last().unwrap() + 1;
+    let offline = iotoll_probe::affinity::online_cpus().last().unwrap() + 1;
     let cases = [
         (
             vec![format!("cpus.a={c0}"), format!("cpus.b={c0}")],

@@ -332,10 +332,7 @@ fn get(m: &Metrics, k: &str) -> Option<f64> {
 
 /// `a / b` when both exist and `b` is strictly positive.
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
+    a.zip(b.filter(|b| *b > 0.0)).map(|(a, b)| a / b)
 }
 
 /// Every derived metric whose inputs are present in `m` (none is the
@@ -351,17 +348,13 @@ fn derived(m: &Metrics) -> Vec<(&'static str, f64)> {
     let conn_s = get(m, CONN_S);
 
     // Busy CPU-seconds of the whole host per second of window.
-    let busy_cpu_s_per_s = match (cpu, get(m, CPUS)) {
-        (Some(c), Some(n)) if n > 0.0 => Some(c / 100.0 * n),
-        _ => None,
-    };
+    let cpus = get(m, CPUS).filter(|n| *n > 0.0);
+    let busy_cpu_s_per_s = cpu.zip(cpus).map(|(c, n)| c / 100.0 * n);
     // Payload bytes per second: network goodput if this is a network result.
     let bytes_s = mbit_s.map(|v| v * 1e6 / 8.0).or(mb_s.map(|v| v * 1e6));
     let us = busy_cpu_s_per_s.map(|b| b * 1e6);
-    let cycles_s = match (busy_cpu_s_per_s, get(m, CPU_NOMINAL_MHZ)) {
-        (Some(b), Some(mhz)) if mhz > 0.0 => Some(b * mhz * 1e6),
-        _ => None,
-    };
+    let mhz = get(m, CPU_NOMINAL_MHZ).filter(|v| *v > 0.0);
+    let cycles_s = busy_cpu_s_per_s.zip(mhz).map(|(b, mhz)| b * mhz * 1e6);
     let per_conn = ratio(trans_s, get(m, CONNS));
     let all = [
         (MIB_S, mb_s.map(|v| v * 1e6 / 1048576.0)),

@@ -548,10 +548,8 @@ impl Identity {
     /// Whether `peer` runs on the same kernel as `self`: None unless both
     /// boot ids are known.
     pub fn same_host(&self, peer: &Identity) -> Option<bool> {
-        match (&self.boot_id, &peer.boot_id) {
-            (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
-            _ => None,
-        }
+        let (a, b) = (self.boot_id.as_ref()?, peer.boot_id.as_ref()?);
+        Some(a.eq_ignore_ascii_case(b))
     }
 }
 
@@ -702,9 +700,14 @@ impl Spec {
         to_json(self)
     }
 
-    /// What it states that readers of every kind ask about.
+    /// What it states that readers of every kind ask about. Each key is
+    /// read alone: one of another type than [`Stated`]'s is not stated.
     pub fn stated(&self) -> Stated {
-        Stated::deserialize(self.to_value()).unwrap_or_default()
+        let mut v = self.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.retain(|k, x| Stated::deserialize(serde_json::json!({ k.clone(): x })).is_ok());
+        }
+        Stated::deserialize(v).unwrap_or_default()
     }
 }
 
@@ -713,54 +716,34 @@ impl Spec {
 /// does not say (or says it in another type). Each field is a key of the
 /// spec types (a test checks it).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct Stated {
     /// A disk run's built-in access specification.
-    #[serde(rename = "spec", default, deserialize_with = "lenient")]
+    #[serde(rename = "spec")]
     pub spec_name: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub peer: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub ramp_s: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub target: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub target_kind: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub engine: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub direct: Option<bool>,
     /// Written by every native network spec: a network spec without it
     /// is an import's.
-    #[serde(default, deserialize_with = "lenient")]
     pub auth: Option<bool>,
-    #[serde(default, deserialize_with = "lenient")]
     pub tls: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     pub verify: Option<bool>,
-    #[serde(default, deserialize_with = "lenient")]
     pub bs: Option<f64>,
     /// The transfer sizes of a mixed spec's lines.
-    #[serde(default, deserialize_with = "lenient")]
     pub lines: Option<Vec<StatedLine>>,
-    #[serde(default, deserialize_with = "lenient")]
     pub msg: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub req: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub resp: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub burst: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub logical_block_size: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub workers: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub offset: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub size: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub qd: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
     pub rate: Option<f64>,
 }
 
@@ -771,7 +754,8 @@ pub struct StatedLine {
     pub bs: Option<f64>,
 }
 
-/// A value of another type than asked is not stated.
+/// A value of another type than asked is not stated (in a line of a
+/// spec, which [`Spec::stated`] reads whole).
 fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -887,6 +871,11 @@ mod tests {
         assert!(matches!(s, Spec::Other(_)));
         assert_eq!(s.to_value(), partial);
         assert_eq!(s.stated().peer.as_deref(), Some("h:1"));
+        // A key of another type is not stated; the others still are.
+        let odd = Spec::Other(json!({"peer": 5, "qd": null, "bs": 4096, "lines": [{"bs": "x"}]}));
+        let st = odd.stated();
+        assert_eq!((st.peer, st.qd, st.bs), (None, None, Some(4096.0)));
+        assert!(st.lines.is_some_and(|l| l.len() == 1 && l[0].bs.is_none()));
         let import = json!({"format": "table", "imported_from": "t.csv"});
         assert!(matches!(Spec::of(Kind::Disk, import), Spec::Import(_)));
         assert_eq!(Spec::default().to_value(), serde_json::Value::Null);

@@ -56,8 +56,6 @@ const DISK: &[Param] = &[
     p("align", "align", Fmt::Size, false),
     p("burst_delay_s", "burst-delay", Fmt::Secs, false),
     p("burst_len", "burst-len", Fmt::Int, false),
-    p("time_s", "time", Fmt::Secs, false),
-    p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 const STREAM: &[Param] = &[
@@ -66,8 +64,6 @@ const STREAM: &[Param] = &[
     p("msg", "msg", Fmt::Size, true),
     p("sockbuf", "sockbuf", Fmt::Size, false),
     p("nodelay", "nodelay", Fmt::OnOff, false),
-    p("time_s", "time", Fmt::Secs, false),
-    p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 const RR: &[Param] = &[
@@ -77,8 +73,6 @@ const RR: &[Param] = &[
     p("burst", "burst", Fmt::Int, true),
     p("sockbuf", "sockbuf", Fmt::Size, false),
     p("nodelay", "nodelay", Fmt::OnOff, false),
-    p("time_s", "time", Fmt::Secs, false),
-    p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 const CRR: &[Param] = &[
@@ -86,15 +80,11 @@ const CRR: &[Param] = &[
     p("resp", "resp", Fmt::Size, true),
     p("conns", "conns", Fmt::Int, true),
     p("linger0", "linger0", Fmt::OnOff, false),
-    p("time_s", "time", Fmt::Secs, false),
-    p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 const CC: &[Param] = &[
     p("conns", "conns", Fmt::Int, true),
     p("linger0", "linger0", Fmt::OnOff, false),
-    p("time_s", "time", Fmt::Secs, false),
-    p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 const UDP: &[Param] = &[
@@ -102,20 +92,25 @@ const UDP: &[Param] = &[
     p("conns", "conns", Fmt::Int, true),
     p("size", "size", Fmt::Int, true),
     p("rate", "rate", Fmt::Rate, true),
+];
+
+/// What every kind has last: the window and the ramp-up before it.
+const WINDOW: &[Param] = &[
     p("time_s", "time", Fmt::Secs, false),
     p("ramp_s", "ramp", Fmt::Secs, false),
 ];
 
 /// The parameters of a kind.
-fn table(kind: Kind) -> &'static [Param] {
-    match kind {
+fn table(kind: Kind) -> impl Iterator<Item = &'static Param> {
+    let own = match kind {
         Kind::Disk => DISK,
         Kind::NetStream => STREAM,
         Kind::NetRr => RR,
         Kind::NetUdp => UDP,
         Kind::NetCrr => CRR,
         Kind::NetCc => CC,
-    }
+    };
+    own.iter().chain(WINDOW)
 }
 
 fn show(fmt: Fmt, v: &Value) -> Option<String> {
@@ -136,7 +131,7 @@ fn show(fmt: Fmt, v: &Value) -> Option<String> {
 /// The parameters of a kind that `spec` states, each with its value shown.
 /// Keys the spec lacks (an import that does not know them) are left out.
 fn shown(kind: Kind, spec: &Value) -> impl Iterator<Item = (&'static Param, String)> + '_ {
-    (table(kind).iter()).filter_map(|p| Some((p, show(p.fmt, spec.get(p.key)?)?)))
+    table(kind).filter_map(|p| Some((p, show(p.fmt, spec.get(p.key)?)?)))
 }
 
 /// The workload parameters present in `spec`, as (short name, value shown).

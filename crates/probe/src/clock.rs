@@ -86,44 +86,39 @@ mod tests {
 
     const CF: &str = "/cf";
 
+    /// Each source in its turn: base_frequency before all; the model
+    /// name's rated clock; cpu MHz only when it is not a live reading (a
+    /// VM's constant TSC without APERF/MPERF or a cpufreq driver).
     #[test]
-    fn prefers_base_frequency() {
-        let r = nominal_mhz_from(
-            Path::new(CF),
-            fake(&[
-                ("/cf/base_frequency", "2100000\n"),
-                ("/cf/cpuinfo_max_freq", "3900000\n"),
-                ("/proc/cpuinfo", "model name : X @ 2.00GHz\n"),
-            ]),
-        );
-        assert_eq!(r.map(|x| x.0), Some(2100.0));
-    }
-
-    #[test]
-    fn model_name_clock() {
-        let r = nominal_mhz_from(
-            Path::new(CF),
-            fake(&[("/proc/cpuinfo", "model name\t: Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz\ncpu MHz : 1200.0\nflags : fpu constant_tsc aperfmperf\n")]),
-        );
-        assert_eq!(r.map(|x| x.0), Some(2400.0));
-    }
-
-    #[test]
-    fn cpu_mhz_only_when_it_is_not_a_live_reading() {
+    fn nominal_clock_by_source() {
         let vm = "model name : Intel(R) Xeon(R) Processor\ncpu MHz : 2600.000\nflags : fpu constant_tsc nonstop_tsc\n";
-        assert_eq!(
-            nominal_mhz_from(Path::new(CF), fake(&[("/proc/cpuinfo", vm)])).map(|x| x.0),
-            Some(2600.0)
-        );
         let bare = "model name : Some CPU\ncpu MHz : 1796.2\nflags : fpu constant_tsc aperfmperf\n";
-        assert_eq!(
-            nominal_mhz_from(Path::new(CF), fake(&[("/proc/cpuinfo", bare)])),
-            None
-        );
-        let scaled = [
-            ("/proc/cpuinfo", vm),
-            ("/cf/scaling_driver", "acpi-cpufreq\n"),
+        let cases: [(&[_], _); 5] = [
+            (
+                &[
+                    ("/cf/base_frequency", "2100000\n"),
+                    ("/cf/cpuinfo_max_freq", "3900000\n"),
+                    ("/proc/cpuinfo", "model name : X @ 2.00GHz\n"),
+                ],
+                Some(2100.0),
+            ),
+            (
+                &[("/proc/cpuinfo", "model name\t: Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz\ncpu MHz : 1200.0\nflags : fpu constant_tsc aperfmperf\n")],
+                Some(2400.0),
+            ),
+            (&[("/proc/cpuinfo", vm)], Some(2600.0)),
+            (&[("/proc/cpuinfo", bare)], None),
+            (
+                &[
+                    ("/proc/cpuinfo", vm),
+                    ("/cf/scaling_driver", "acpi-cpufreq\n"),
+                ],
+                None,
+            ),
         ];
-        assert_eq!(nominal_mhz_from(Path::new(CF), fake(&scaled)), None);
+        for (files, want) in cases {
+            let got = nominal_mhz_from(Path::new(CF), fake(files));
+            assert_eq!(got.map(|x| x.0), want, "{files:?}");
+        }
     }
 }

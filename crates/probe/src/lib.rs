@@ -24,13 +24,10 @@ pub use window::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: unexpected format: {what}")]
-    Format { path: String, what: String },
+    #[error("cannot read /proc/stat: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("/proc/stat: unexpected format: {0}")]
+    Format(String),
     #[error("the window was shorter than one clock tick; no CPU figure can be given")]
     EmptyWindow,
 }

@@ -63,18 +63,12 @@ pub const PROC_STAT: &str = "/proc/stat";
 
 impl StatSnapshot {
     pub fn read() -> Result<Self, ProbeError> {
-        let text = std::fs::read_to_string(PROC_STAT).map_err(|source| ProbeError::Read {
-            path: PROC_STAT.into(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(PROC_STAT).map_err(ProbeError::Read)?;
         Self::parse(&text)
     }
 
     pub fn parse(text: &str) -> Result<Self, ProbeError> {
-        let bad = |what: String| ProbeError::Format {
-            path: PROC_STAT.into(),
-            what,
-        };
+        let bad = ProbeError::Format;
         let mut snap = StatSnapshot::default();
         let mut saw_all = false;
         for line in text.lines() {
@@ -130,22 +124,14 @@ fn modes_pct(d: &CpuTimes, total: u64) -> CpuModes {
     }
 }
 
-/// The whole-host CPU report between two snapshots taken `window_s` apart.
+/// The whole-host CPU report between two snapshots taken `window_s` apart,
+/// of the CPUs `only` (a lab host's own CPUs) from their per-CPU lines;
+/// `None`: every CPU.
 ///
 /// Host totals are the sum over CPUs present in both snapshots, not the
 /// aggregate line: a CPU that goes offline takes its counters out of the
 /// aggregate, which would make it run backwards.
 pub fn cpu_report(
-    start: &StatSnapshot,
-    end: &StatSnapshot,
-    window_s: f64,
-) -> Result<CpuReport, ProbeError> {
-    cpu_report_on(start, end, window_s, None)
-}
-
-/// [`cpu_report`] of the CPUs `only` (a lab host's own CPUs) from their
-/// per-CPU lines, over the same two snapshots; `None`: every CPU.
-pub fn cpu_report_on(
     start: &StatSnapshot,
     end: &StatSnapshot,
     window_s: f64,
@@ -243,7 +229,7 @@ ctxt 60000
         let b = StatSnapshot::parse(B).unwrap();
         assert_eq!(a.per_cpu.len(), 2);
         assert_eq!(a.intr, Some(100000));
-        let r = cpu_report(&a, &b, 2.0).unwrap();
+        let r = cpu_report(&a, &b, 2.0, None).unwrap();
         // deltas: user 300, system 200, idle 800, iowait 100, irq 10, softirq 30 -> total 1440
         let total = 1440.0;
         assert_eq!(r.cpus, 2);
@@ -264,7 +250,7 @@ ctxt 60000
     fn iowait_counts_as_idle() {
         let a = StatSnapshot::parse("cpu 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\n").unwrap();
         let b = StatSnapshot::parse("cpu 0 0 0 50 50 0 0 0\ncpu0 0 0 0 50 50 0 0 0\n").unwrap();
-        let r = cpu_report(&a, &b, 1.0).unwrap();
+        let r = cpu_report(&a, &b, 1.0, None).unwrap();
         assert_eq!(r.busy_pct, 0.0);
         assert_eq!(r.modes.iowait, 50.0);
     }
@@ -283,7 +269,7 @@ ctxt 60000
         .unwrap();
         let b = StatSnapshot::parse("cpu0 100 0 0 300 0 0 0 0\ncpu 100 0 0 300 0 0 0 0\nctxt 5\n")
             .unwrap();
-        let r = cpu_report(&a, &b, 1.0).unwrap();
+        let r = cpu_report(&a, &b, 1.0, None).unwrap();
         // user +200, idle +400
         assert!((r.busy_pct - 200.0 / 6.0).abs() < 1e-9);
         assert_eq!(r.ctx_switches_s, Some(10.0));
@@ -297,7 +283,7 @@ ctxt 60000
             "cpu  700 5 350 4200 100 15 30 0 0 0\ncpu0 700 5 350 4200 100 15 30 0 0 0\n",
         )
         .unwrap();
-        let r = cpu_report(&a, &b, 1.0).unwrap();
+        let r = cpu_report(&a, &b, 1.0, None).unwrap();
         assert_eq!(r.cpus, 1);
         assert_eq!(r.per_core.len(), 1);
         assert!((r.busy_pct - 320.0 * 100.0 / 570.0).abs() < 1e-9);
@@ -311,9 +297,9 @@ ctxt 60000
             StatSnapshot::parse(A).unwrap(),
             StatSnapshot::parse(B).unwrap(),
         );
-        let all = cpu_report(&a, &b, 2.0).unwrap();
-        let c0 = cpu_report_on(&a, &b, 2.0, Some(&[0])).unwrap();
-        let c1 = cpu_report_on(&a, &b, 2.0, Some(&[1])).unwrap();
+        let all = cpu_report(&a, &b, 2.0, None).unwrap();
+        let c0 = cpu_report(&a, &b, 2.0, Some(&[0])).unwrap();
+        let c1 = cpu_report(&a, &b, 2.0, Some(&[1])).unwrap();
         assert_eq!((c0.cpus, c1.cpus), (1, 1));
         // cpu0: busy 200+100+5+15=320 of 570; cpu1: 100+100+5+15=220 of 870.
         assert!((c0.busy_pct - 320.0 * 100.0 / 570.0).abs() < 1e-9);
@@ -322,14 +308,14 @@ ctxt 60000
         // The two halves, weighted by their ticks, are the whole.
         let whole = (c0.busy_pct * 570.0 + c1.busy_pct * 870.0) / 1440.0;
         assert!((whole - all.busy_pct).abs() < 1e-9);
-        assert!(cpu_report_on(&a, &b, 2.0, Some(&[7])).is_err());
+        assert!(cpu_report(&a, &b, 2.0, Some(&[7])).is_err());
     }
 
     #[test]
     fn empty_window_is_an_error_not_zero() {
         let a = StatSnapshot::parse(A).unwrap();
         assert!(matches!(
-            cpu_report(&a, &a, 0.001),
+            cpu_report(&a, &a, 0.001, None),
             Err(ProbeError::EmptyWindow)
         ));
     }

@@ -179,9 +179,9 @@ impl CpuWindow {
         let mut consumers = Vec::new();
         let report = end.and_then(|end| {
             let end_procs = procs::snapshot();
-            let mut r = stat::cpu_report(&self.stat, &end, window_s)?;
+            let mut r = stat::cpu_report(&self.stat, &end, window_s, None)?;
             if let Some(own) = &self.own {
-                let mut o = stat::cpu_report_on(&self.stat, &end, window_s, Some(own))?;
+                let mut o = stat::cpu_report(&self.stat, &end, window_s, Some(own))?;
                 o.own_cpus = Some(own.clone());
                 o.machine = Some(iotoll_model::MachineCpu {
                     cpus: r.cpus,
@@ -331,7 +331,9 @@ impl HostSampler {
     pub fn sample(&mut self) -> Option<f64> {
         let now = stat::StatSnapshot::read().ok()?;
         let prev = self.last.replace(now.clone())?;
-        stat::cpu_report(&prev, &now, 1.0).ok().map(|r| r.busy_pct)
+        stat::cpu_report(&prev, &now, 1.0, None)
+            .ok()
+            .map(|r| r.busy_pct)
     }
 }
 
@@ -353,13 +355,7 @@ mod tests {
         // on a busy shared machine the thread gets less than a core).
         let w = CpuWindow::start_with(|| {}).unwrap();
         let c0 = self_cpu_s();
-        let mut x = 0u64;
-        while self_cpu_s() - c0 < 0.3 {
-            for _ in 0..10_000 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            }
-        }
-        std::hint::black_box(x);
+        spin_until(|| self_cpu_s() - c0 >= 0.3);
         let closed = w.finish_with(|| {});
         let r = closed.report.as_ref().unwrap();
         let self_pct = r.self_pct.unwrap();
@@ -409,13 +405,7 @@ mod tests {
         let spinner = std::thread::spawn(move || {
             crate::affinity::pin_current_thread_to(&[there]).unwrap();
             let t0 = thread_cpu_s();
-            let mut x = 0u64;
-            while thread_cpu_s() - t0 < 0.3 {
-                for _ in 0..10_000 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-            }
-            std::hint::black_box(x);
+            spin_until(|| thread_cpu_s() - t0 >= 0.3);
             tx.send(thread_cpu_s() - t0).unwrap();
             // Alive at the window's end, as an endpoint's threads are.
             let _ = done_rx.recv();
@@ -435,6 +425,16 @@ mod tests {
             self_s <= outer - spun + 0.02,
             "this host's self {self_s:.3} s of the process's {outer:.3} s, the spinner on CPU {there} {spun:.3} s"
         );
+    }
+
+    /// Busy work until `done` (asked every 10,000 steps).
+    fn spin_until(done: impl Fn() -> bool) {
+        let mut x = 0u64;
+        while !done() {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
     }
 
     /// This thread's CPU seconds.
@@ -501,10 +501,7 @@ mod tests {
         for _ in 0..n {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
+                spin_until(|| stop.load(std::sync::atomic::Ordering::Relaxed))
             });
         }
         println!("hog ready");

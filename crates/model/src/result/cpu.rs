@@ -35,10 +35,9 @@ impl CpuSection {
 /// do not overlap.
 pub fn separate_cpus(a: Option<&CpuReport>, b: Option<&CpuReport>) -> bool {
     let own = |r: Option<&CpuReport>| r.and_then(|r| r.own_cpus.clone());
-    match (own(a), own(b)) {
-        (Some(x), Some(y)) => !x.iter().any(|c| y.contains(c)),
-        _ => false,
-    }
+    own(a)
+        .zip(own(b))
+        .is_some_and(|(x, y)| !x.iter().any(|c| y.contains(c)))
 }
 
 /// Whole-host CPU over one measurement window.
@@ -228,21 +227,15 @@ impl CpuReport {
                 steal: w(&|r| r.modes.steal),
                 idle: w(&|r| r.modes.idle),
             },
-            per_core: Vec::new(),
             self_pct: all(&|r| r.self_pct),
-            top: Vec::new(),
             interrupts_s: sum_opt(&|r| r.interrupts_s),
             ctx_switches_s: sum_opt(&|r| r.ctx_switches_s),
             nominal_mhz: mhz.filter(|_| same_mhz),
-            nominal_mhz_source: None,
             notes: vec![format!(
                 "{} machine(s), percentages weighted by CPU count",
                 reports.len()
             )],
-            interference: None,
-            account: None,
-            own_cpus: None,
-            machine: None,
+            ..CpuReport::default()
         })
     }
 

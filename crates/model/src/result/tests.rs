@@ -81,6 +81,13 @@ fn host(name: &str, boot: &str, others_pct: f64, self_pct: f64) -> HostFigures {
     }
 }
 
+/// A host's verdict (every host [`host`] makes has one).
+fn interference(h: &HostFigures) -> &Interference {
+    (h.cpu.as_ref())
+        .and_then(|c| c.interference.as_ref())
+        .unwrap()
+}
+
 fn doc(hosts: Vec<HostFigures>) -> ResultDoc {
     let none = serde_json::json!({});
     let mut d = crate::fixtures::doc("net-stream", serde_json::Value::Null, none);
@@ -127,14 +134,7 @@ fn a_labs_own_agents_do_not_interfere() {
     }
     assert!(!d.apply_interference_threshold(5.0), "{:?}", d.notes);
     assert!(!d.interfered());
-    let i = d.hosts[1]
-        .cpu
-        .as_ref()
-        .unwrap()
-        .interference
-        .as_ref()
-        .unwrap();
-    assert_eq!(i.others_pct, 0.0);
+    assert_eq!(interference(&d.hosts[1]).others_pct, 0.0);
     // Every host's account says the same: the other two agents are
     // the test's, not others, and the parts still add up; judging
     // again moves nothing twice.
@@ -174,17 +174,7 @@ fn hosts_with_own_cpus_are_judged_on_them() {
     // is the test's own; the server's agent, on CPU 0, is not on theirs.
     let c1 = d.hosts[1].cpu.as_ref().unwrap();
     assert_eq!(c1.account.as_ref().unwrap().others_pct, 0.0);
-    assert_eq!(
-        d.hosts[0]
-            .cpu
-            .as_ref()
-            .unwrap()
-            .interference
-            .as_ref()
-            .unwrap()
-            .others_pct,
-        40.0
-    );
+    assert_eq!(interference(&d.hosts[0]).others_pct, 40.0);
 }
 
 /// A document this version writes reads back typed by its kind, and its
