@@ -318,10 +318,6 @@ pub fn parse_iscsi_sense(data: &[u8]) -> Option<Sense> {
     Sense::parse(&body[..body.len().min(len)])
 }
 
-pub fn is_unit_attention(s: &Sense) -> bool {
-    s.key == SENSE_UNIT_ATTENTION
-}
-
 pub fn sense_key_name(key: u8) -> &'static str {
     match key & 0x0f {
         0x0 => "NO SENSE",
@@ -587,7 +583,7 @@ mod tests {
 
         let d = [0x73, 0x06, 0x29, 0x00, 0, 0, 0, 0];
         let s = Sense::parse(&d).unwrap();
-        assert!(is_unit_attention(&s) && s.deferred);
+        assert!(s.key == SENSE_UNIT_ATTENTION && s.deferred);
         assert_eq!(
             s.to_string(),
             "deferred UNIT ATTENTION: power on, reset, or bus device reset occurred (29/00)"
@@ -618,7 +614,7 @@ mod tests {
         // SenseLength larger than the segment: parse what is there.
         let s = parse_iscsi_sense(&[0, 100, 0x72, 0x02, 0x3a, 0x00]).unwrap();
         assert_eq!(s.to_string(), "NOT READY: medium not present (3a/00)");
-        assert!(!is_unit_attention(&s));
+        assert_ne!(s.key, SENSE_UNIT_ATTENTION);
     }
 
     #[test]

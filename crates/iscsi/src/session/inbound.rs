@@ -316,7 +316,7 @@ impl Session {
             done(slot, -(libc::EIO as i64));
             return;
         }
-        if sense.as_ref().is_some_and(scsi::is_unit_attention) && t.retries < 3 {
+        if sense.is_some_and(|s| s.key == scsi::SENSE_UNIT_ATTENTION) && t.retries < 3 {
             // A unit attention (reset, LUN inventory changed) is a
             // notice, not a failure: the command runs again.
             t.retries += 1;
