@@ -334,7 +334,7 @@ impl DiskRequest {
                 "{} targets given; at most {MAX_TARGETS}",
                 self.targets.len()
             )
-        } else if let Some(t) = self.twice() {
+        } else if let Some(t) = crate::target::given_twice(&self.targets) {
             format!("--target {} is given twice", t.display())
         } else if self.cpus.as_ref().is_some_and(|c| c.is_empty()) {
             "--cpus must name at least one CPU".to_string()
@@ -347,10 +347,6 @@ impl DiskRequest {
             return Ok(());
         };
         Err(DiskError::Invalid(problem))
-    }
-
-    fn twice(&self) -> Option<&PathBuf> {
-        crate::target::given_twice(&self.targets)
     }
 }
 
