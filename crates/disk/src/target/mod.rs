@@ -827,16 +827,13 @@ impl Target {
         if let Some(p) = &self.iscsi {
             return Ok(crate::engines::Opened::Iscsi(p.lun.clone()));
         }
-        self.open_file().map(crate::engines::Opened::File)
-    }
-
-    /// A duplicate of the one descriptor opened and checked at prepare:
-    /// the same open file, its access mode and O_DIRECT included.
-    fn open_file(&self) -> Result<File> {
+        // A duplicate of the one descriptor opened and checked at prepare:
+        // the same open file, its access mode and O_DIRECT included.
         let Some(f) = &self.file else {
             return Err(DiskError::target(&self.path, "has no open descriptor"));
         };
-        f.try_clone().map_err(io_err(&self.path))
+        let f = f.try_clone().map_err(io_err(&self.path))?;
+        Ok(crate::engines::Opened::File(f))
     }
 }
 
