@@ -246,13 +246,8 @@ pub(super) fn depth_notes(
 }
 
 /// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
-/// built-in's name.
-pub(super) fn mix_word(spec: &DiskRequest) -> Option<String> {
-    mix_word_of(spec.spec_name.as_deref(), &spec.lines)
-}
-
-/// [`mix_word`] of a spec's name and lines (a console rebuilding the
-/// spec it ordered from an agent).
+/// built-in's name (also for a console rebuilding the spec it ordered from
+/// an agent).
 pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Option<String> {
     if lines.len() < 2 {
         return None;
@@ -308,7 +303,7 @@ pub(super) fn spec_json(
                 align,
             })
             .collect(),
-        mix: mix_word(spec),
+        mix: mix_word_of(spec.spec_name.as_deref(), &spec.lines),
         qd: spec.qd,
         qd_requested: Some(requested_depth(spec, kind, assigned)),
         workers: workers as u32,
