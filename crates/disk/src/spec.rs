@@ -184,7 +184,6 @@ impl DiskRequest {
         self.qd = spec.qd;
     }
 
-    /// Applies a built-in access specification.
     pub fn apply_builtin(&mut self, name: &str) -> Result<(), DiskError> {
         let s = specs::find(name).ok_or_else(|| {
             DiskError::Invalid(format!(
@@ -225,7 +224,6 @@ impl DiskRequest {
         }
     }
 
-    /// How many targets are `iscsi://` LUNs.
     fn iscsi_targets(&self) -> usize {
         (self.targets.iter())
             .filter(|p| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url))

@@ -177,7 +177,6 @@ pub struct Capacity {
 }
 
 impl Capacity {
-    /// Parses READ CAPACITY(16) parameter data.
     pub fn parse(data: &[u8]) -> Result<Capacity, ScsiError> {
         let (Some(lba), Some(bs)) = (data.get(0..8), data.get(8..12)) else {
             return Err(ScsiError::Short {

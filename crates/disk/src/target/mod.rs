@@ -745,7 +745,6 @@ fn probe_iscsi(spec: &DiskRequest, path: &Path, interrupted: &AtomicBool) -> Res
     })
 }
 
-/// What the run discloses of an iSCSI target.
 pub fn iscsi_disclosure(t: &Target) -> Option<iotoll_model::spec::IscsiDisclosure> {
     let p = t.iscsi.as_ref()?;
     let s = &p.session;

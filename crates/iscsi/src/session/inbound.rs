@@ -77,7 +77,6 @@ impl Session {
         done(slot, res);
     }
 
-    /// Handles one PDU from the target.
     fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<()> {
         let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {

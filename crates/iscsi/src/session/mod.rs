@@ -385,14 +385,12 @@ impl Session {
         Ok(out.data)
     }
 
-    /// Standard INQUIRY of `lun`.
     pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry> {
         let d = self.command_ok(lun, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
         scsi::Inquiry::parse(&d)
             .map_err(|e| Error::new(ErrorKind::Scsi, format!("INQUIRY of LUN {lun}: {e}")))
     }
 
-    /// READ CAPACITY(16) of `lun`.
     pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity> {
         let what = "READ CAPACITY(16)";
         let d = self.command_ok(lun, scsi::read_capacity16(32), 32, what)?;
