@@ -194,14 +194,9 @@ fn digest_name(on: bool) -> String {
 
 impl Session {
     /// Connects to `portal`, logs in to `target` and gets `slots` task slots
-    /// ready.
-    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session> {
-        Session::login_cancellable(portal, target, cfg, slots, None)
-    }
-
-    /// [`Session::login`] that gives up (ErrorKind::Interrupted) within
-    /// 100 ms of `cancel` being set, rather than at the timeout.
-    pub fn login_cancellable(
+    /// ready; gives up (ErrorKind::Interrupted) within 100 ms of `cancel`
+    /// being set, rather than at the timeout.
+    pub fn login(
         portal: &str,
         target: &str,
         cfg: &Config,
