@@ -55,7 +55,6 @@ impl Occupancy {
         self.outstanding = self.outstanding.saturating_sub(n);
     }
 
-    /// I/Os outstanding now.
     pub fn outstanding(&self) -> u64 {
         self.outstanding
     }

@@ -184,7 +184,6 @@ impl DiskRequest {
         self.qd = spec.qd;
     }
 
-    /// Applies a built-in access specification.
     pub fn apply_builtin(&mut self, name: &str) -> Result<(), DiskError> {
         let s = specs::find(name).ok_or_else(|| {
             DiskError::Invalid(format!(
@@ -225,7 +224,6 @@ impl DiskRequest {
         }
     }
 
-    /// How many targets are `iscsi://` LUNs.
     fn iscsi_targets(&self) -> usize {
         (self.targets.iter())
             .filter(|p| p.to_str().is_some_and(iotoll_iscsi::url::is_iscsi_url))
@@ -334,7 +332,7 @@ impl DiskRequest {
                 "{} targets given; at most {MAX_TARGETS}",
                 self.targets.len()
             )
-        } else if let Some(t) = self.twice() {
+        } else if let Some(t) = crate::target::given_twice(&self.targets) {
             format!("--target {} is given twice", t.display())
         } else if self.cpus.as_ref().is_some_and(|c| c.is_empty()) {
             "--cpus must name at least one CPU".to_string()
@@ -347,10 +345,6 @@ impl DiskRequest {
             return Ok(());
         };
         Err(DiskError::Invalid(problem))
-    }
-
-    fn twice(&self) -> Option<&PathBuf> {
-        crate::target::given_twice(&self.targets)
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) struct Conn {
     direct: Option<Direct>,
     /// The last data segment was large: read small, so the next one can
     /// go straight to its buffer too.
-    large: bool,
+    pub large: bool,
 }
 
 impl Conn {
@@ -247,11 +247,6 @@ impl Conn {
     /// Bytes of the data segment being read into place still to come.
     pub fn direct_left(&self) -> usize {
         self.direct.as_ref().map_or(0, |d| d.left)
-    }
-
-    /// Whether the last data segment was large (so `fill` reads small).
-    pub fn set_large(&mut self, large: bool) {
-        self.large = large;
     }
 
     /// The next whole PDU in the receive buffer: its header and where its

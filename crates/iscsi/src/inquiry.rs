@@ -50,7 +50,7 @@ pub struct LunList {
 /// Logs in to the target of `u` and describes its LUNs (the one `u`
 /// names, else every LUN REPORT LUNS lists), then logs out.
 pub fn luns(u: &IscsiUrl, cfg: &Config) -> Result<LunList> {
-    let mut s = Session::login(&u.portal(), &u.iqn, cfg, 1)?;
+    let mut s = Session::login(&u.portal(), &u.iqn, cfg, 1, None)?;
     let named = |e: Error| Error::new(e.kind, format!("{u}: {e}"));
     let numbers = match u.lun {
         Some(l) => vec![l],

@@ -177,7 +177,6 @@ pub struct Capacity {
 }
 
 impl Capacity {
-    /// Parses READ CAPACITY(16) parameter data.
     pub fn parse(data: &[u8]) -> Result<Capacity, ScsiError> {
         let (Some(lba), Some(bs)) = (data.get(0..8), data.get(8..12)) else {
             return Err(ScsiError::Short {
@@ -316,10 +315,6 @@ pub fn parse_iscsi_sense(data: &[u8]) -> Option<Sense> {
     }
     let body = &data[2..];
     Sense::parse(&body[..body.len().min(len)])
-}
-
-pub fn is_unit_attention(s: &Sense) -> bool {
-    s.key == SENSE_UNIT_ATTENTION
 }
 
 pub fn sense_key_name(key: u8) -> &'static str {
@@ -587,7 +582,7 @@ mod tests {
 
         let d = [0x73, 0x06, 0x29, 0x00, 0, 0, 0, 0];
         let s = Sense::parse(&d).unwrap();
-        assert!(is_unit_attention(&s) && s.deferred);
+        assert!(s.key == SENSE_UNIT_ATTENTION && s.deferred);
         assert_eq!(
             s.to_string(),
             "deferred UNIT ATTENTION: power on, reset, or bus device reset occurred (29/00)"
@@ -618,7 +613,7 @@ mod tests {
         // SenseLength larger than the segment: parse what is there.
         let s = parse_iscsi_sense(&[0, 100, 0x72, 0x02, 0x3a, 0x00]).unwrap();
         assert_eq!(s.to_string(), "NOT READY: medium not present (3a/00)");
-        assert!(!is_unit_attention(&s));
+        assert_ne!(s.key, SENSE_UNIT_ATTENTION);
     }
 
     #[test]

@@ -21,9 +21,10 @@ mod codec;
 use codec::*;
 // Ours, not proptest's.
 use codec::Rng;
+use crc32c::crc32c;
 use iotoll_iscsi::pdu::{
-    crc32c, encode, op, op_name, pad4, parse_in, Bhs, CmdSn, DataSn, Decoder, In, Itt, PduError,
-    R2tSn, Sn, StatSn, Ttt, BHS_LEN,
+    encode, op, op_name, pad4, parse_in, Bhs, CmdSn, DataSn, Decoder, In, Itt, PduError, R2tSn, Sn,
+    StatSn, Ttt, BHS_LEN,
 };
 use proptest::prelude::*;
 

@@ -66,7 +66,7 @@ fn read_meets(
         script(p, &cmd);
         while p.recv().is_some() {}
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; len];
     let r = read_one(&mut s, 0, &mut buf);
     if r.is_ok() {
@@ -95,7 +95,7 @@ fn a_nop_in_ping_is_answered_at_once_with_its_tag() {
         p.read_done(&cmd, 0);
         let _ = p.recv();
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; 4096];
     assert_eq!(read_one(&mut s, 0, &mut buf).expect("read"), 4096);
     assert!(buf.iter().all(|&b| b == 0xab));
@@ -154,7 +154,7 @@ fn commands_stay_inside_a_one_command_window() {
         }
         let _ = p.recv();
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), N).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), N, None).expect("login");
     let mut bufs = vec![vec![0u8; 4096]; N];
     // One command first: the window a login grants opens with the first
     // answer, and only waits after it count.
@@ -205,7 +205,7 @@ fn a_check_condition_fails_the_io_with_its_sense_and_a_short_read_is_short() {
         p.read_done(&cmd, 1024);
         let _ = p.recv();
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; 4096];
     let r = read_one(&mut s, 0, &mut buf).expect("completes");
     assert_eq!(r, -(libc::EIO as i64));
@@ -237,7 +237,7 @@ fn a_dropped_connection_and_a_silent_target_are_named_errors() {
         // Says nothing more, keeps the connection open past the timeout.
         std::thread::sleep(Duration::from_secs(5));
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; 4096];
     let t = Instant::now();
     let e = read_one(&mut s, 0, &mut buf).expect_err("must time out");
@@ -304,7 +304,7 @@ fn a_write_sends_each_byte_once_as_asked() {
         p.good(&cmd);
         let _ = p.recv();
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = want;
     submit(&mut s, 0, false, &mut buf).expect("submit");
     assert_eq!(complete(&mut s, 0).expect("write"), LEN as i64);
@@ -320,7 +320,7 @@ fn write_fails(script: impl FnOnce(&mut Peer, &Bhs) + Send + 'static) -> String 
         script(p, &cmd);
         while p.recv().is_some() {}
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; 1 << 20];
     submit(&mut s, 0, false, &mut buf).expect("submit");
     let e = complete(&mut s, 0).expect_err("must fail");
@@ -410,7 +410,7 @@ fn a_target_that_stops_reading_holds_a_write_back_not_the_memory() {
         p.good(&cmd);
         let _ = p.recv();
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = pattern(LEN);
     submit(&mut s, 0, false, &mut buf).expect("submit");
     let bound = session::TX_LIMIT + session::MAX_SEGMENT as usize + 64;
@@ -462,7 +462,7 @@ fn a_target_that_pings_and_stops_reading_is_held_back() {
         done2.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = p.sock.shutdown(std::net::Shutdown::Both);
     });
-    let mut s = Session::login(&portal, IQN, &cfg_timeout(120), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg_timeout(120), 4, None).expect("login");
     let mut buf = vec![0u8; 4096];
     submit(&mut s, 0, true, &mut buf).expect("submit");
     let bound = session::TX_LIMIT + 64;
@@ -591,7 +591,7 @@ fn a_dribbled_login_ends_at_the_timeout() {
             p.login_answer(&req, &data, !operational);
         }
     });
-    let e = Session::login(&portal, IQN, &cfg_timeout(1), 4)
+    let e = Session::login(&portal, IQN, &cfg_timeout(1), 4, None)
         .err()
         .expect("must time out");
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
@@ -615,7 +615,7 @@ fn an_r2t_for_a_command_not_yet_sent_is_a_protocol_error() {
         p.sock.write_all(&r).expect("R2T");
         while p.recv().is_some() {}
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
     submit(&mut s, 0, false, &mut a).expect("submit");
     submit(&mut s, 1, false, &mut b).expect("submit");
@@ -648,7 +648,7 @@ fn a_write_answered_good_before_its_data_was_sent_is_short() {
         p.sock.write_all(&batch).expect("R2T and GOOD");
         while p.recv().is_some() {}
     });
-    let mut s = Session::login(&portal, IQN, &cfg(), 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg(), 4, None).expect("login");
     let mut buf = vec![0u8; LEN as usize];
     submit(&mut s, 0, false, &mut buf).expect("submit");
     let got = complete(&mut s, 0).expect("a short write, not a session error");
@@ -708,7 +708,7 @@ fn large_read(digests: bool, mangle: Mangle) -> (Result<i64, Error>, session::Wi
     let mut cfg = cfg();
     cfg.offer.header_digest = digests;
     cfg.offer.data_digest = digests;
-    let mut s = Session::login(&portal, IQN, &cfg, 4).expect("login");
+    let mut s = Session::login(&portal, IQN, &cfg, 4, None).expect("login");
     let mut buf = vec![0u8; MIB + 4096];
     let r = read_one(&mut s, 0, &mut buf[..MIB]);
     if r.is_ok() {

@@ -32,7 +32,7 @@ impl Lun {
         cancel: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<Session, iotoll_iscsi::Error> {
         let portal = self.url.portal();
-        Session::login_cancellable(&portal, &self.url.iqn, &self.config, slots, cancel)
+        Session::login(&portal, &self.url.iqn, &self.config, slots, cancel)
     }
 }
 

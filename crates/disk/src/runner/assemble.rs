@@ -43,24 +43,11 @@ pub(super) fn merge(
         engine_notes: Vec::new(),
     };
     for (o, a) in outs.into_iter().zip(assigned) {
-        let mut several = None;
-        let mut one = None;
-        match o {
-            Ok(mut o) => {
+        let mine = match o {
+            Ok(o) => {
                 for (c, &t) in o.targets.iter().zip(&a.targets) {
                     m.total.add(c);
                     m.targets[t].add(c);
-                }
-                // A worker of one target is that target's counts: no
-                // histogram of its own to build.
-                match o.targets.len() {
-                    1 => one = o.targets.pop(),
-                    _ => {
-                        several = Some(o.targets.iter().fold(Counts::new(), |mut w, c| {
-                            w.add(c);
-                            w
-                        }))
-                    }
                 }
                 for (l, o) in m.lines.iter_mut().zip(&o.lines) {
                     (l.0, l.1) = (l.0 + o.0, l.1 + o.1);
@@ -74,13 +61,20 @@ pub(super) fn merge(
                         m.engine_notes.push(n);
                     }
                 }
+                // The worker's targets added up, onto the first: a worker
+                // of one target is that target's counts, and no histogram
+                // of its own is built.
+                let mut targets = o.targets.into_iter();
+                let mut mine = targets.next().unwrap_or_else(Counts::new);
+                targets.for_each(|c| mine.add(&c));
+                mine
             }
             Err(e) => {
                 failure = failure.or(Some(e));
                 m.ran_on.push(Vec::new());
+                Counts::new()
             }
-        }
-        let mine = one.or(several).unwrap_or_else(Counts::new);
+        };
         m.workers.push((mine.counts(), mine.metrics(window_s)));
     }
     if m.total.errors > 0 {
@@ -252,13 +246,8 @@ pub(super) fn depth_notes(
 }
 
 /// A mixed spec's lines in one word: `10%512+5%1k+...r80x100`, or the
-/// built-in's name.
-pub(super) fn mix_word(spec: &DiskRequest) -> Option<String> {
-    mix_word_of(spec.spec_name.as_deref(), &spec.lines)
-}
-
-/// [`mix_word`] of a spec's name and lines (a console rebuilding the
-/// spec it ordered from an agent).
+/// built-in's name (also for a console rebuilding the spec it ordered from
+/// an agent).
 pub fn mix_word_of(spec_name: Option<&str>, lines: &[crate::AccessLine]) -> Option<String> {
     if lines.len() < 2 {
         return None;
@@ -314,7 +303,7 @@ pub(super) fn spec_json(
                 align,
             })
             .collect(),
-        mix: mix_word(spec),
+        mix: mix_word_of(spec.spec_name.as_deref(), &spec.lines),
         qd: spec.qd,
         qd_requested: Some(requested_depth(spec, kind, assigned)),
         workers: workers as u32,

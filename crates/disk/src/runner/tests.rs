@@ -390,7 +390,6 @@ fn run_fake_with(
     r
 }
 
-/// Two CPUs, half busy.
 fn half_busy() -> iotoll_model::CpuReport {
     iotoll_model::CpuReport {
         cpus: 2,

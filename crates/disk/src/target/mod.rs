@@ -745,7 +745,6 @@ fn probe_iscsi(spec: &DiskRequest, path: &Path, interrupted: &AtomicBool) -> Res
     })
 }
 
-/// What the run discloses of an iSCSI target.
 pub fn iscsi_disclosure(t: &Target) -> Option<iotoll_model::spec::IscsiDisclosure> {
     let p = t.iscsi.as_ref()?;
     let s = &p.session;
@@ -827,16 +826,13 @@ impl Target {
         if let Some(p) = &self.iscsi {
             return Ok(crate::engines::Opened::Iscsi(p.lun.clone()));
         }
-        self.open_file().map(crate::engines::Opened::File)
-    }
-
-    /// A duplicate of the one descriptor opened and checked at prepare:
-    /// the same open file, its access mode and O_DIRECT included.
-    fn open_file(&self) -> Result<File> {
+        // A duplicate of the one descriptor opened and checked at prepare:
+        // the same open file, its access mode and O_DIRECT included.
         let Some(f) = &self.file else {
             return Err(DiskError::target(&self.path, "has no open descriptor"));
         };
-        f.try_clone().map_err(io_err(&self.path))
+        let f = f.try_clone().map_err(io_err(&self.path))?;
+        Ok(crate::engines::Opened::File(f))
     }
 }
 

@@ -92,10 +92,6 @@ pub struct Digests {
     pub data: bool,
 }
 
-pub fn crc32c(bytes: &[u8]) -> u32 {
-    crc32c::crc32c(bytes)
-}
-
 /// Data segments are padded to a multiple of 4 bytes.
 pub fn pad4(n: usize) -> usize {
     (4 - n % 4) % 4
@@ -205,7 +201,7 @@ pub fn encode(out: &mut Vec<u8>, mut bhs: Bhs, data: &[u8], digests: Digests) {
     bhs.0[4] = 0;
     out.extend_from_slice(&bhs.0);
     if digests.header {
-        out.extend_from_slice(&crc32c(&bhs.0).to_le_bytes());
+        out.extend_from_slice(&crc32c::crc32c(&bhs.0).to_le_bytes());
     }
     if data.is_empty() {
         return;
@@ -214,7 +210,7 @@ pub fn encode(out: &mut Vec<u8>, mut bhs: Bhs, data: &[u8], digests: Digests) {
     out.extend_from_slice(data);
     out.extend_from_slice(&[0u8; 3][..pad4(data.len())]);
     if digests.data {
-        let d = crc32c(&out[start..]);
+        let d = crc32c::crc32c(&out[start..]);
         out.extend_from_slice(&d.to_le_bytes());
     }
 }
@@ -252,7 +248,7 @@ impl Decoder {
         let hd_end = BHS_LEN + bhs.ahs_len();
         if self.digests.header
             && buf.len() >= hd_end + DIGEST_LEN
-            && crc32c(&buf[..hd_end]) != digest_at(buf, hd_end)
+            && crc32c::crc32c(&buf[..hd_end]) != digest_at(buf, hd_end)
         {
             return Err(PduError::HeaderDigest(op_name(bhs.opcode())));
         }
@@ -293,7 +289,7 @@ impl Decoder {
         let data = &buf[at..at + dl];
         if dl > 0 && self.digests.data {
             let d = at + dl + pad4(dl);
-            if crc32c(&buf[at..d]) != digest_at(buf, d) {
+            if crc32c::crc32c(&buf[at..d]) != digest_at(buf, d) {
                 return Err(PduError::DataDigest(op_name(bhs.opcode())));
             }
         }

@@ -101,19 +101,12 @@ impl NopOut {
     }
 }
 
-/// Login stages (CSG/NSG, §11.12.3).
+/// Login stages, as their two bits in CSG and NSG (§11.12.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     Security = 0,
     Operational = 1,
     FullFeature = 3,
-}
-
-impl Stage {
-    /// The stage's two bits in CSG and NSG.
-    pub fn code(self) -> u8 {
-        self as u8
-    }
 }
 
 /// Login Request (§11.12), immediate; version 0 (RFC 7143 keeps 0 for
@@ -134,9 +127,9 @@ pub struct LoginRequest {
 
 impl LoginRequest {
     pub fn bhs(&self) -> Bhs {
-        let mut flags = self.csg.code() << 2;
+        let mut flags = (self.csg as u8) << 2;
         if let Some(nsg) = self.transit {
-            flags |= FINAL | nsg.code();
+            flags |= FINAL | nsg as u8;
         }
         let mut b = Bhs::new(op::LOGIN_REQ, true, flags);
         b.0[8..14].copy_from_slice(&self.isid);

@@ -77,7 +77,6 @@ impl Session {
         done(slot, res);
     }
 
-    /// Handles one PDU from the target.
     fn handle(&mut self, bhs: Bhs, data: Range<usize>, done: Done) -> Result<()> {
         let parsed = pdu::parse_in(&bhs).map_err(|e| self.fault(e))?;
         match parsed {
@@ -93,7 +92,7 @@ impl Session {
                 let slot = self.task_of(itt, op::DATA_IN)?;
                 let n = data.len() as u32;
                 self.check_data_in(slot, n, offset, data_sn)?;
-                self.conn.set_large(data.len() >= DIRECT_MIN);
+                self.conn.large = data.len() >= DIRECT_MIN;
                 let t = &mut self.tasks[slot];
                 // SAFETY: offset + n <= len (checked), and buf is valid for
                 // len bytes while the task is live (submit's contract).
@@ -272,7 +271,7 @@ impl Session {
             // inside the read (checked at `start_direct`).
             let seg =
                 unsafe { std::slice::from_raw_parts(t.buf.add(d.offset as usize), d.len as usize) };
-            let crc = crc32c::crc32c_append(pdu::crc32c(seg), &rx[..pad]);
+            let crc = crc32c::crc32c_append(crc32c::crc32c(seg), &rx[..pad]);
             if crc.to_le_bytes()[..] != rx[pad..tail] {
                 return Err(self.fault(PduError::DataDigest(pdu::op_name(op::DATA_IN))));
             }
@@ -316,7 +315,7 @@ impl Session {
             done(slot, -(libc::EIO as i64));
             return;
         }
-        if sense.as_ref().is_some_and(scsi::is_unit_attention) && t.retries < 3 {
+        if sense.is_some_and(|s| s.key == scsi::SENSE_UNIT_ATTENTION) && t.retries < 3 {
             // A unit attention (reset, LUN inventory changed) is a
             // notice, not a failure: the command runs again.
             t.retries += 1;

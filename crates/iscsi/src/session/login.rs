@@ -267,7 +267,7 @@ impl Login<'_> {
     /// An error unless the security stage's last answer `r` moves on to
     /// operational negotiation.
     fn on_to_operational(&self, r: &Answer, state: &str) -> Result<()> {
-        if r.next == Some(Stage::Operational.code()) {
+        if r.next == Some(Stage::Operational as u8) {
             return Ok(());
         }
         let after = if state == CHAP { " after CHAP" } else { "" };
@@ -296,7 +296,7 @@ impl Login<'_> {
                 let msg = format!("iSCSI {}: {OPERATIONAL}: {e}", self.portal);
                 Error::new(ErrorKind::Login, msg)
             })?;
-            if r.next == Some(Stage::FullFeature.code()) {
+            if r.next == Some(Stage::FullFeature as u8) {
                 return Ok((neg, r));
             }
         }

@@ -194,14 +194,9 @@ fn digest_name(on: bool) -> String {
 
 impl Session {
     /// Connects to `portal`, logs in to `target` and gets `slots` task slots
-    /// ready.
-    pub fn login(portal: &str, target: &str, cfg: &Config, slots: usize) -> Result<Session> {
-        Session::login_cancellable(portal, target, cfg, slots, None)
-    }
-
-    /// [`Session::login`] that gives up (ErrorKind::Interrupted) within
-    /// 100 ms of `cancel` being set, rather than at the timeout.
-    pub fn login_cancellable(
+    /// ready; gives up (ErrorKind::Interrupted) within 100 ms of `cancel`
+    /// being set, rather than at the timeout.
+    pub fn login(
         portal: &str,
         target: &str,
         cfg: &Config,
@@ -385,14 +380,12 @@ impl Session {
         Ok(out.data)
     }
 
-    /// Standard INQUIRY of `lun`.
     pub fn inquiry(&mut self, lun: u64) -> Result<scsi::Inquiry> {
         let d = self.command_ok(lun, scsi::cdb16(&scsi::inquiry(96)), 96, "INQUIRY")?;
         scsi::Inquiry::parse(&d)
             .map_err(|e| Error::new(ErrorKind::Scsi, format!("INQUIRY of LUN {lun}: {e}")))
     }
 
-    /// READ CAPACITY(16) of `lun`.
     pub fn read_capacity(&mut self, lun: u64) -> Result<scsi::Capacity> {
         let what = "READ CAPACITY(16)";
         let d = self.command_ok(lun, scsi::read_capacity16(32), 32, what)?;

@@ -4,10 +4,11 @@
 
 #![allow(dead_code)]
 
+use crc32c::crc32c;
 use std::ops::Range;
 
 use iotoll_iscsi::pdu::{
-    crc32c, encode, op, op_name, pad4, Bhs, Decoder, Digests, PduError, BHS_LEN, MAX_AHS_LEN,
+    encode, op, op_name, pad4, Bhs, Decoder, Digests, PduError, BHS_LEN, MAX_AHS_LEN,
 };
 pub const INITIATOR_OPS: [u8; 8] = [
     op::NOP_OUT,

@@ -23,6 +23,7 @@ fn login_wrong_iqn() {
             "iqn.2026-11.test.iotoll:nope",
             &fault_cfg(),
             1,
+            None,
         )
     });
     assert_eq!(e.kind, ErrorKind::Login, "{e:?}");
@@ -35,7 +36,7 @@ fn connect_refused() {
     let port = tgt::free_port_nothing_listening();
     let portal = format!("127.0.0.1:{port}");
     let e = fails_in_bound("login to a closed port", || {
-        Session::login(&portal, IQN, &fault_cfg(), 1)
+        Session::login(&portal, IQN, &fault_cfg(), 1, None)
     });
     assert_eq!(e.kind, ErrorKind::Connect, "{e:?}");
     assert!(e.msg.contains(&portal), "{e:?}");
@@ -50,7 +51,7 @@ fn silent_peer_login_times_out() {
     let peer = SilentPeer::start();
     let t0 = Instant::now();
     let e = fails_in_bound("login to a silent peer", || {
-        Session::login(&peer.portal(), IQN, &fault_cfg(), 1)
+        Session::login(&peer.portal(), IQN, &fault_cfg(), 1, None)
     });
     assert!(t0.elapsed() >= Duration::from_millis(1900), "{e:?}");
     assert_eq!(e.kind, ErrorKind::Timeout, "{e:?}");

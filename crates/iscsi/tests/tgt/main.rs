@@ -47,7 +47,7 @@ fn fault_cfg() -> Config {
 }
 
 fn login(tgt: &Tgt, c: &Config, slots: usize) -> Session {
-    Session::login(&tgt.portal(), IQN, c, slots).unwrap_or_else(|e| {
+    Session::login(&tgt.portal(), IQN, c, slots, None).unwrap_or_else(|e| {
         panic!(
             "login to {IQN} at {}: {e:?}\ntgtd log:\n{}",
             tgt.portal(),
@@ -424,7 +424,7 @@ fn digests_refused_by_target() {
     tgt.set_param(1, "HeaderDigest", "None").unwrap();
     let mut c = fault_cfg();
     c.offer.header_digest = true;
-    let e = Session::login(&tgt.portal(), IQN, &c, 1)
+    let e = Session::login(&tgt.portal(), IQN, &c, 1, None)
         .err()
         .expect("login must fail");
     assert_eq!(e.kind, ErrorKind::Login, "{e:?}");
@@ -506,7 +506,7 @@ fn chap_one_way() {
         &format!("username = {USER}\npassword = not-the-secret\n"),
     );
     let t0 = Instant::now();
-    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1)
+    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1, None)
         .err()
         .expect("a wrong secret must not log in");
     assert_eq!(e.kind, ErrorKind::Auth, "{e:?}");
@@ -518,7 +518,7 @@ fn chap_one_way() {
         "baduser",
         &format!("username = nobody\npassword = {SECRET}\n"),
     );
-    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1)
+    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1, None)
         .err()
         .expect("an unknown user must not log in");
     assert_eq!(e.kind, ErrorKind::Auth, "{e:?}");
@@ -530,7 +530,7 @@ fn chap_required_but_none_given() {
         return;
     };
     let t0 = Instant::now();
-    let e = Session::login(&tgt.portal(), IQN, &fault_cfg(), 1)
+    let e = Session::login(&tgt.portal(), IQN, &fault_cfg(), 1, None)
         .err()
         .expect("a target requiring CHAP must refuse a login without it");
     assert!(t0.elapsed() < FAULT_BOUND);
@@ -558,7 +558,7 @@ fn chap_mutual() {
     // The target proves a secret other than the one we expect: we refuse.
     let bad = secrets(dir.path(), "bad", &body("wrong-target-secret"));
     let t0 = Instant::now();
-    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1)
+    let e = Session::login(&tgt.portal(), IQN, &with_secrets(bad, secs(2)), 1, None)
         .err()
         .expect("a target with the wrong secret must be refused");
     assert!(t0.elapsed() < FAULT_BOUND);
@@ -606,7 +606,7 @@ fn discovery_lists_both_targets() {
         );
     }
     // Both are real: a login to the second works.
-    let s = Session::login(&tgt.portal(), IQN2, &ok_cfg(), 1).unwrap();
+    let s = Session::login(&tgt.portal(), IQN2, &ok_cfg(), 1, None).unwrap();
     s.logout().unwrap();
 }
 

@@ -6,7 +6,7 @@ use super::{num, row, selected_metrics, text, writer};
 use crate::{RunDetail, TestRow};
 use iotoll_model::metrics as mn;
 use iotoll_model::result::WorkerFigures;
-use iotoll_model::{IoCounts, Kind, Metrics, ResultDoc};
+use iotoll_model::{CpuReport, IoCounts, Kind, Metrics, ResultDoc};
 
 /// Iometer 1.1.0 results.csv: its header block, then its results header
 /// row with one `ALL` row per disk test (the selected repetition, or the
@@ -236,7 +236,7 @@ fn selected_doc(t: &TestRow) -> Option<&ResultDoc> {
 /// Iometer's PROCESSOR rows of one manager: one per CPU (`CPU 0`, ...),
 /// each with that CPU's busy % and modes over the window, as Iometer
 /// writes them between a MANAGER row and its WORKER rows.
-fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
+fn processor_rows(cpu: Option<&CpuReport>) -> Vec<Cells> {
     let Some(c) = cpu else { return Vec::new() };
     (c.per_core.iter())
         .map(|core| {
@@ -256,17 +256,23 @@ fn processor_rows(cpu: Option<&iotoll_model::CpuReport>) -> Vec<Cells> {
         .collect()
 }
 
-/// A manager's WORKER row: its figures without the CPU columns, which
-/// Iometer leaves empty on worker rows (CPU is the manager's).
-fn worker_row(manager: &Cells, name: String) -> Cells {
-    let mut w = manager.clone();
+/// A manager as Iometer writes a Dynamo running one worker: its MANAGER
+/// row (`c`, named `name`), its PROCESSOR rows, then its WORKER row, the
+/// manager's figures without the CPU columns, which Iometer leaves empty
+/// on worker rows (CPU is the manager's).
+fn one_worker_manager(rows: &mut Vec<Cells>, mut c: Cells, name: &str, cpu: Option<&CpuReport>) {
+    target(&mut c, "MANAGER", name);
+    c.remove("# Managers");
+    let mut w = c.clone();
     // The CPU columns: "% CPU Utilization" to "CPU Effectiveness".
-    let cpu = (IOMETER_COLUMNS.iter()).skip_while(|c| **c != "% CPU Utilization");
-    for k in cpu.take_while(|c| **c != "Packets/Second") {
+    let cpu_cols = (IOMETER_COLUMNS.iter()).skip_while(|c| **c != "% CPU Utilization");
+    for k in cpu_cols.take_while(|c| **c != "Packets/Second") {
         w.remove(k);
     }
-    target(&mut w, "WORKER", name);
-    w
+    target(&mut w, "WORKER", format!("{name} worker"));
+    rows.push(c);
+    rows.extend(processor_rows(cpu));
+    rows.push(w);
 }
 
 /// A multi-host test as Iometer writes a test of several managers (one
@@ -298,16 +304,11 @@ fn multi_host_rows(t: &TestRow, m: &Metrics, doc: &ResultDoc) -> Vec<Cells> {
         }
         let endpoint = t.kind == Kind::NetRr && h.role == "server";
         if let Some(mut c) = cells(&hm, endpoint) {
-            target(&mut c, "MANAGER", h.name.clone());
             c.entry("Access Specification Name")
                 .or_insert_with(|| t.name.clone());
-            c.remove("# Managers");
             // Each host runs its share as one worker (its engine's threads
             // are not reported apart): the worker's figures are the host's.
-            let worker = worker_row(&c, format!("{} worker", h.name));
-            rows.push(c);
-            rows.extend(processor_rows(h.cpu.as_ref()));
-            rows.push(worker);
+            one_worker_manager(&mut rows, c, &h.name, h.cpu.as_ref());
         }
     }
     rows
@@ -595,22 +596,14 @@ fn net_rows(t: &TestRow, m: &Metrics, host: &str) -> Result<Vec<Cells>, String> 
     // its PROCESSOR rows (of the selected repetition: a mean has no
     // one window per CPU) and its one network worker.
     let cpu = selected_doc(t).map(|d| &d.cpu);
-    target(&mut all, "MANAGER", host);
-    all.remove("# Managers");
-    let worker = worker_row(&all, format!("{host} worker"));
-    rows.push(all);
-    rows.extend(processor_rows(cpu.and_then(|c| c.local.as_ref())));
-    rows.push(worker);
+    one_worker_manager(&mut rows, all, host, cpu.and_then(|c| c.local.as_ref()));
     if remote_cpu {
         if let Some(mut ep) = net_cells(t, m, true, "remote_") {
-            target(&mut ep, "MANAGER", peer);
             ep.insert("Access Specification Name", t.name.clone());
-            let worker = worker_row(&ep, format!("{peer} worker"));
-            rows.push(ep);
             // The same kernel's CPUs are this host's, listed above.
             let remote = cpu.filter(|c| c.same_host != Some(true));
-            rows.extend(processor_rows(remote.and_then(|c| c.remote.as_ref())));
-            rows.push(worker);
+            let remote = remote.and_then(|c| c.remote.as_ref());
+            one_worker_manager(&mut rows, ep, peer, remote);
         }
     }
     Ok(rows)
