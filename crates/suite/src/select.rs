@@ -163,12 +163,6 @@ pub fn select_clean(reps: &[&Metrics], interfered: &[bool], rule: &Rule, metric:
 /// derived metric (efficiency, service demand, one-way latency) is computed
 /// again from the means, since a mean of ratios is not the ratio of means.
 pub fn mean(reps: &[&Metrics]) -> Metrics {
-    let mut m = mean_each(reps);
-    iotoll_model::rederive_metrics(&mut m);
-    m
-}
-
-fn mean_each(reps: &[&Metrics]) -> Metrics {
     let mut sum: Metrics = Metrics::new();
     let mut n: std::collections::BTreeMap<String, f64> = Default::default();
     for m in reps {
@@ -180,6 +174,7 @@ fn mean_each(reps: &[&Metrics]) -> Metrics {
     for (k, v) in sum.iter_mut() {
         *v /= n[k];
     }
+    iotoll_model::rederive_metrics(&mut sum);
     sum
 }
 
