@@ -270,9 +270,7 @@ impl Suite {
             )
         }))
     }
-}
 
-impl Suite {
     /// `suite run --confidence` sets every test's (None: the file's stay),
     /// then each test under one is checked against the repetitions it may
     /// have (`--reps` over the file's): at least 3, the most it may run.
