@@ -1,5 +1,4 @@
 use super::*;
-use crate::builtin::BUILTIN;
 
 #[test]
 fn builtin_suites_expand_to_the_expected_counts() {
@@ -12,8 +11,7 @@ fn builtin_suites_expand_to_the_expected_counts() {
         ("bidirectional-transfer-study", 1),
     ];
     for (name, n) in want {
-        let text = BUILTIN.iter().find(|(b, _)| *b == name).unwrap().1;
-        let s = parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        let s = builtin(name);
         assert_eq!(s.name, name);
         assert_eq!(s.jobs.len(), n, "{name}");
     }
@@ -83,7 +81,7 @@ fn spec_then_explicit_keys() {
     assert_eq!(s.jobs[1].name, "a/qd=4");
 }
 
-fn err(text: &str) -> SuiteError {
+pub(crate) fn err(text: &str) -> SuiteError {
     parse(text, "s.toml").unwrap_err()
 }
 

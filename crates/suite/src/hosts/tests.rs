@@ -1,10 +1,6 @@
 use super::*;
-use crate::file::tests::{at, builtin, has, key, starts, suite};
+use crate::file::tests::{at, builtin, err, has, key, starts, suite};
 use crate::parse;
-
-fn err(text: &str) -> SuiteError {
-    parse(text, "s.toml").unwrap_err()
-}
 
 fn file_err(text: &str) -> SuiteError {
     parse_hosts_file(text, "h.toml").unwrap_err()
