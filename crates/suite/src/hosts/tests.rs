@@ -1,5 +1,5 @@
 use super::*;
-use crate::file::tests::{at, builtin, err, has, key, starts, suite};
+use crate::file::tests::{at, builtin, err, has, key, net, starts, suite};
 use crate::parse;
 
 fn file_err(text: &str) -> SuiteError {
@@ -372,9 +372,7 @@ fn the_bidirectional_study_runs_in_quad_100m() {
     };
     assert_eq!(pairs.len(), 16);
     assert_eq!(pairs[15], ("c16".to_string(), "server".to_string()));
-    let crate::JobSpec::Net(c) = &j.spec else {
-        panic!()
-    };
+    let c = net(j);
     assert_eq!(
         (c.conns, c.dir, c.time),
         (
