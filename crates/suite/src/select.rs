@@ -243,20 +243,19 @@ mod tests {
 
     #[test]
     fn cpu_must_agree_too() {
-        let rep = |iops: f64, cpu: f64| m(iops, cpu);
         // The reported case: the headline agrees (0.2 %), CPU does not.
-        let reps = [rep(1000.0, 93.7), rep(1002.0, 5.7)];
+        let reps = [m(1000.0, 93.7), m(1002.0, 5.7)];
         let r: Vec<&Metrics> = reps.iter().collect();
         let (ok, why) = agreement(&r, "iops", 5.0);
         assert_eq!(ok, Some(false));
         assert_eq!(why.len(), 1, "{why:?}");
         assert!(why[0].starts_with("cpu_pct"), "{why:?}");
         // Small CPU figures within a point agree, though 100 % apart.
-        let reps = [rep(1000.0, 0.5), rep(1002.0, 1.0)];
+        let reps = [m(1000.0, 0.5), m(1002.0, 1.0)];
         let r: Vec<&Metrics> = reps.iter().collect();
         assert_eq!(agreement(&r, "iops", 5.0), (Some(true), vec![]));
         // Both disagree: both named.
-        let reps = [rep(1000.0, 10.0), rep(2000.0, 40.0)];
+        let reps = [m(1000.0, 10.0), m(2000.0, 40.0)];
         let r: Vec<&Metrics> = reps.iter().collect();
         let (ok, why) = agreement(&r, "iops", 5.0);
         assert_eq!(ok, Some(false));

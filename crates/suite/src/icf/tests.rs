@@ -358,8 +358,7 @@ fn exports_refuse_what_an_icf_cannot_hold() {
 fn setup_with(test_type: &str, workers: &[(&str, u32, &[&str], &[&str])]) -> String {
     let mut t = TWO[..TWO.find("'Worker\n").unwrap()].replace("CYCLE_OUTSTANDING_IOS", test_type);
     t = t.replace("'END access specifications", "'Access specification name,default assignment\n\tseq,NONE\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t65536,100,100,0,0,1,0,0\n'END access specifications");
-    let icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
-    let mut icf = icf;
+    let mut icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
     let m = &mut icf.managers.as_mut().unwrap()[0];
     for (name, qd, specs, targets) in workers {
         let mut w = Worker::new(name, WorkerKind::Disk);
