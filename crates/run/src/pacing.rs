@@ -283,7 +283,6 @@ impl SeriesRecorder {
         if let Some(Some(t)) = &mut self.ticker {
             t.emit(now, phase, (self.counting, self.labels), counts, progress);
         }
-        let counters = || counts;
         let since = now.duration_since(self.last.1);
         // A sliver (a window opened at the workload's start) is not a
         // point: its rate would be noise. The next point covers it.
@@ -301,7 +300,6 @@ impl SeriesRecorder {
                 let folded = now.duration_since(t).as_secs_f64();
                 let prev = self.last.1.duration_since(t).as_secs_f64();
                 self.last = self.before_last;
-                let counts = counters();
                 self.record(now, began, counts, progress);
                 // The merged point's CPU: both parts' by their lengths.
                 let b = self.points.last().and_then(|q| q.cpu_pct);
@@ -312,7 +310,7 @@ impl SeriesRecorder {
                 return;
             }
         }
-        self.record(now, began, counters(), progress);
+        self.record(now, began, counts, progress);
     }
 
     fn record(
