@@ -159,13 +159,9 @@ fn hosts_files_hold_hosts_only() {
 
 #[test]
 fn clients_and_server_expand_into_pairs_in_client_order() {
-    let s = parse(
-        &format!(
-            "{NET}clients = ['c1', 'c2']\nserver = 'srv'\npairs_per_client = 3\nconns = [1, 4]\n"
-        ),
-        "s",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let s = suite(&format!(
+        "{NET}clients = ['c1', 'c2']\nserver = 'srv'\npairs_per_client = 3\nconns = [1, 4]\n"
+    ));
     assert_eq!(s.jobs.len(), 2, "placement is not swept");
     let p = |c: &str| (c.to_string(), "srv".to_string());
     let want = vec![p("c1"), p("c1"), p("c1"), p("c2"), p("c2"), p("c2")];
