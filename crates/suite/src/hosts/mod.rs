@@ -259,13 +259,11 @@ pub(crate) fn hosts_table(cx: &Ctx, root: &Node) -> Checked<Vec<HostEntry>> {
     let mut spans: Vec<Span> = Vec::with_capacity(entries.len());
     for (key, value) in entries {
         let name = key.get_ref().to_string();
-        let at_key = Some(key.span());
-        check_host_name(&name).map_err(|m| cx.err(at_key.clone(), Some(&name), m))?;
-        let e = entry(cx, &name, value)?;
-        let line = cx.line_of(key.span().start);
+        check_host_name(&name).map_err(|m| cx.err(Some(key.span()), Some(&name), m))?;
+        let origin = format!("{}:{}", cx.file, cx.line_of(key.span().start));
         out.push(HostEntry {
-            origin: format!("{}:{line}", cx.file),
-            ..e
+            origin,
+            ..entry(cx, &name, value)?
         });
         spans.push(key.span());
     }
