@@ -275,61 +275,46 @@ pub struct ConnArgs {
 pub fn main(cmd: NetCmd) -> Result<()> {
     match cmd {
         NetCmd::Serve(a) => serve(a),
-        NetCmd::Stream(a) => client(
-            ClientSpec {
-                kind: TestKind::Stream,
-                dir: a.dir,
-                msg: a.msg,
-                sockbuf: a.sockbuf,
-                nodelay: a.nodelay,
-                bind: a.bind.map(|b| b.0).unwrap_or_default(),
-                verify: a.verify,
-                ..base_spec(&a.common)?
-            },
-            &a.common,
-        ),
-        NetCmd::Rr(a) => client(
-            ClientSpec {
-                kind: TestKind::Rr,
-                req: a.sizes.req,
-                resp: a.sizes.resp,
-                burst: a.burst,
-                ..base_spec(&a.common)?
-            },
-            &a.common,
-        ),
-        NetCmd::Udp(a) => client(
-            ClientSpec {
-                kind: TestKind::Udp,
-                dir: a.dir,
-                msg: a.size,
-                rate: a.rate,
-                sockbuf: a.sockbuf,
-                bind: a.bind.map(|b| b.0).unwrap_or_default(),
-                ..base_spec(&a.common)?
-            },
-            &a.common,
-        ),
-        NetCmd::Crr(a) => client(
-            ClientSpec {
-                kind: TestKind::Crr,
-                req: a.sizes.req,
-                resp: a.sizes.resp,
-                linger0: a.conn.linger0,
-                bind: a.conn.bind.map(|b| b.0).unwrap_or_default(),
-                ..base_spec(&a.common)?
-            },
-            &a.common,
-        ),
-        NetCmd::Cc(a) => client(
-            ClientSpec {
-                kind: TestKind::Cc,
-                linger0: a.conn.linger0,
-                bind: a.conn.bind.map(|b| b.0).unwrap_or_default(),
-                ..base_spec(&a.common)?
-            },
-            &a.common,
-        ),
+        NetCmd::Stream(a) => client(&a.common, |base| ClientSpec {
+            kind: TestKind::Stream,
+            dir: a.dir,
+            msg: a.msg,
+            sockbuf: a.sockbuf,
+            nodelay: a.nodelay,
+            bind: a.bind.clone().map(|b| b.0).unwrap_or_default(),
+            verify: a.verify,
+            ..base
+        }),
+        NetCmd::Rr(a) => client(&a.common, |base| ClientSpec {
+            kind: TestKind::Rr,
+            req: a.sizes.req,
+            resp: a.sizes.resp,
+            burst: a.burst,
+            ..base
+        }),
+        NetCmd::Udp(a) => client(&a.common, |base| ClientSpec {
+            kind: TestKind::Udp,
+            dir: a.dir,
+            msg: a.size,
+            rate: a.rate,
+            sockbuf: a.sockbuf,
+            bind: a.bind.clone().map(|b| b.0).unwrap_or_default(),
+            ..base
+        }),
+        NetCmd::Crr(a) => client(&a.common, |base| ClientSpec {
+            kind: TestKind::Crr,
+            req: a.sizes.req,
+            resp: a.sizes.resp,
+            linger0: a.conn.linger0,
+            bind: a.conn.bind.clone().map(|b| b.0).unwrap_or_default(),
+            ..base
+        }),
+        NetCmd::Cc(a) => client(&a.common, |base| ClientSpec {
+            kind: TestKind::Cc,
+            linger0: a.conn.linger0,
+            bind: a.conn.bind.clone().map(|b| b.0).unwrap_or_default(),
+            ..base
+        }),
     }
 }
 
@@ -350,7 +335,10 @@ fn base_spec(c: &CommonArgs) -> Result<ClientSpec> {
     })
 }
 
-fn client(spec: ClientSpec, c: &CommonArgs) -> Result<()> {
+/// A client test: `spec` sets the test's own flags over the common ones
+/// (whose key file is read first).
+fn client(c: &CommonArgs, spec: impl FnOnce(ClientSpec) -> ClientSpec) -> Result<()> {
+    let spec = spec(base_spec(c)?);
     anyhow::ensure!(c.threads != Some(0), usage("--threads must be positive"));
     crate::measure(&c.measure, |ctl| iotoll_net::run(&spec, ctl))
 }

@@ -76,10 +76,8 @@ struct ReportFiles {
 
 fn load(db: &DbArg, which: &[String]) -> Result<(Vec<ConfigData>, Vec<RunInfo>)> {
     let store = crate::results::open_read(&db.path())?;
-    runs::load(&store, which).map_err(|e| match e {
-        runs::RunsError::Unknown(e) => usage(e),
-        e => e.into(),
-    })
+    let unknown = |e: &runs::RunsError| matches!(e, runs::RunsError::Unknown(_));
+    runs::load(&store, which).map_err(crate::usage_if(unknown))
 }
 
 /// What a command says of a report file it wrote.

@@ -80,10 +80,7 @@ pub enum ResultsCmd {
 /// For commands that only read: never creates, migrates or writes, so a
 /// database on a read-only or full filesystem still answers.
 pub fn open_read(path: &Path) -> Result<Store> {
-    Store::open_read_only(path).map_err(|e| match e {
-        iotoll_store::StoreError::Missing(_) => usage(e),
-        e => e.into(),
-    })
+    Store::open_read_only(path).map_err(usage_if(|e| matches!(e, StoreError::Missing(_))))
 }
 
 fn resolve(store: &Store, run: &str) -> Result<i64> {

@@ -66,8 +66,8 @@ pub struct IntervalLine<'a> {
 pub(crate) struct Ticker {
     period: Duration,
     pub(crate) next: Instant,
-    last: (u64, u64),
-    last_t: Instant,
+    /// The running totals and the instant the interval began.
+    last: crate::pacing::Mark,
     sampler: HostSampler,
     t_run: Instant,
 }
@@ -77,8 +77,7 @@ impl Ticker {
         Ticker {
             period,
             next: t_run + period,
-            last: (0, 0),
-            last_t: t_run,
+            last: ((0, 0), t_run),
             sampler: HostSampler::new(),
             t_run,
         }
@@ -104,30 +103,18 @@ impl Ticker {
         progress: &mut dyn Progress,
     ) {
         self.next = now + self.period;
-        let dt = now.duration_since(self.last_t).as_secs_f64();
+        let from = std::mem::replace(&mut self.last, (counts, now));
+        let dt = now.duration_since(from.1).as_secs_f64();
         if dt < (self.period.as_secs_f64() / 10.0).max(0.01) {
-            self.last = counts;
-            self.last_t = now;
             return;
         }
-        let p = crate::pacing::point(
-            counting,
-            now.duration_since(self.t_run),
-            phase,
-            (
-                counts.0.saturating_sub(self.last.0),
-                counts.1.saturating_sub(self.last.1),
-            ),
-            dt,
-            self.sampler.sample(),
-        );
-        let from_s = self.last_t.duration_since(self.t_run).as_secs_f64();
+        let span = (from, (counts, now));
+        let p = crate::pacing::point(counting, self.t_run, phase, span, self.sampler.sample());
+        let from_s = from.1.duration_since(self.t_run).as_secs_f64();
         progress.interval(&IntervalLine {
             from_s,
             point: &p,
             labels,
         });
-        self.last = counts;
-        self.last_t = now;
     }
 }

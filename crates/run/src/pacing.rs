@@ -150,11 +150,11 @@ pub struct SeriesRecorder {
     sampler: HostSampler,
     t_run: Instant,
     next: Instant,
-    last: (u64, u64),
-    last_t: Instant,
-    /// `last` and `last_t` before the last point: where a short edge
-    /// folded into that point starts.
-    before_last: ((u64, u64), Instant),
+    /// The running totals and the instant of the last point.
+    last: Mark,
+    /// `last` before the last point: where a short edge folded into that
+    /// point starts.
+    before_last: Mark,
     points: Vec<SeriesPoint>,
     /// The phase when the second being sampled began: a second that
     /// started in the ramp-up is labelled `ramp` even if measuring began
@@ -165,25 +165,28 @@ pub struct SeriesRecorder {
     labels: Labels,
 }
 
-/// A point of `counting`'s rates: `delta` (operations, bytes) over `dt`
-/// seconds ending `t` after the workload's start.
+/// Running totals (operations, bytes) at an instant.
+pub(crate) type Mark = ((u64, u64), Instant);
+
+/// A point of `counting`'s rates between two marks, stamped with the
+/// second's time since the workload's start `t_run`.
 pub(crate) fn point(
     counting: Counting,
-    t: Duration,
+    t_run: Instant,
     phase: Phase,
-    delta: (u64, u64),
-    dt: f64,
+    (((ops0, bytes0), t0), ((ops, bytes), t)): (Mark, Mark),
     cpu_pct: Option<f64>,
 ) -> SeriesPoint {
-    let d_ops = delta.0 as f64 / dt;
-    let d_bytes = delta.1 as f64 / dt;
+    let dt = t.duration_since(t0).as_secs_f64();
+    let d_ops = ops.saturating_sub(ops0) as f64 / dt;
+    let d_bytes = bytes.saturating_sub(bytes0) as f64 / dt;
     let (iops, mb_s, mbit_s, trans_s) = match counting {
         Counting::DiskIo => (Some(d_ops), Some(d_bytes / 1e6), None, None),
         Counting::NetBytes => (None, None, Some(d_bytes * 8.0 / 1e6), None),
         Counting::Transactions => (None, None, Some(d_bytes * 8.0 / 1e6), Some(d_ops)),
     };
     SeriesPoint {
-        t_s: t.as_secs_f64(),
+        t_s: t.duration_since(t_run).as_secs_f64(),
         phase: phase.label().to_string(),
         iops,
         mb_s,
@@ -202,8 +205,7 @@ impl SeriesRecorder {
             sampler: HostSampler::new(),
             t_run: now,
             next: now + Duration::from_secs(1),
-            last: (0, 0),
-            last_t: now,
+            last: ((0, 0), now),
             before_last: ((0, 0), now),
             points: Vec::new(),
             interval_phase: None,
@@ -281,8 +283,7 @@ impl SeriesRecorder {
         if let Some(Some(t)) = &mut self.ticker {
             t.emit(now, phase, (self.counting, self.labels), counts, progress);
         }
-        let counters = || counts;
-        let since = now.duration_since(self.last_t);
+        let since = now.duration_since(self.last.1);
         // A sliver (a window opened at the workload's start) is not a
         // point: its rate would be noise. The next point covers it.
         if since < Duration::from_millis(10) {
@@ -295,12 +296,10 @@ impl SeriesRecorder {
         let same = self.points.last().is_some_and(|p| p.phase == began.label());
         if since < FOLD_BELOW && same {
             if let Some(p) = self.points.pop() {
-                let (last, t) = self.before_last;
+                let t = self.before_last.1;
                 let folded = now.duration_since(t).as_secs_f64();
-                let prev = self.last_t.duration_since(t).as_secs_f64();
-                self.last = last;
-                self.last_t = t;
-                let counts = counters();
+                let prev = self.last.1.duration_since(t).as_secs_f64();
+                self.last = self.before_last;
                 self.record(now, began, counts, progress);
                 // The merged point's CPU: both parts' by their lengths.
                 let b = self.points.last().and_then(|q| q.cpu_pct);
@@ -311,26 +310,25 @@ impl SeriesRecorder {
                 return;
             }
         }
-        self.record(now, began, counters(), progress);
+        self.record(now, began, counts, progress);
     }
 
     fn record(
         &mut self,
         now: Instant,
         began: Phase,
-        (ops, bytes): (u64, u64),
+        counts: (u64, u64),
         progress: &mut dyn Progress,
     ) {
-        let dt = now.duration_since(self.last_t).as_secs_f64();
-        let delta = (
-            ops.saturating_sub(self.last.0),
-            bytes.saturating_sub(self.last.1),
+        let span = (self.last, (counts, now));
+        let p = point(
+            self.counting,
+            self.t_run,
+            began,
+            span,
+            self.sampler.sample(),
         );
-        let t = now.duration_since(self.t_run);
-        let p = point(self.counting, t, began, delta, dt, self.sampler.sample());
-        self.before_last = (self.last, self.last_t);
-        self.last = (ops, bytes);
-        self.last_t = now;
+        self.before_last = std::mem::replace(&mut self.last, (counts, now));
         progress.second(&p, now.duration_since(self.t_run), self.total);
         self.points.push(p);
     }

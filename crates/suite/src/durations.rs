@@ -163,17 +163,14 @@ impl Eta {
     /// Time left when repetition `rep` (1-based) of `limit` of test `job`
     /// is about to start, `elapsed` since the suite's first test began.
     pub fn at(&self, job: usize, rep: u32, limit: u32, elapsed: Duration) -> Duration {
-        let mut planned_left = Duration::ZERO;
-        let mut reps_left = 0u32;
-        if let Some((d, _)) = self.plan.get(job) {
-            let n = limit.saturating_sub(rep.saturating_sub(1));
-            planned_left += *d * n;
-            reps_left += n;
-        }
-        for (d, n) in self.plan.iter().skip(job + 1) {
-            planned_left += *d * *n;
-            reps_left += n;
-        }
+        // This test's repetitions from `rep` on, then every later test's.
+        let this =
+            (self.plan.get(job)).map(|(d, _)| (*d, limit.saturating_sub(rep.saturating_sub(1))));
+        let left = this
+            .into_iter()
+            .chain(self.plan.iter().skip(job + 1).copied());
+        let (planned_left, reps_left) =
+            left.fold((Duration::ZERO, 0u32), |(p, r), (d, n)| (p + d * n, r + n));
         remaining(
             planned_left,
             reps_left,

@@ -182,12 +182,7 @@ impl Starting<'_> {
         let tmp = std::env::temp_dir();
         if self.files.is_empty() {
             // Files of agents of runs that were killed go first.
-            for p in crate::runner::reclaim_stale_test_files(&tmp) {
-                progress(&format!(
-                    "removed {}, the test file of a run that was killed",
-                    p.display()
-                ));
-            }
+            crate::runner::reclaim_and_say(progress);
         }
         let (prefix, suffix) = (crate::runner::TEMP_PREFIX, crate::runner::TEMP_SUFFIX);
         let f = tmp.join(format!("{prefix}{}-{}{suffix}", std::process::id(), h.name));

@@ -163,12 +163,6 @@ pub fn select_clean(reps: &[&Metrics], interfered: &[bool], rule: &Rule, metric:
 /// derived metric (efficiency, service demand, one-way latency) is computed
 /// again from the means, since a mean of ratios is not the ratio of means.
 pub fn mean(reps: &[&Metrics]) -> Metrics {
-    let mut m = mean_each(reps);
-    iotoll_model::rederive_metrics(&mut m);
-    m
-}
-
-fn mean_each(reps: &[&Metrics]) -> Metrics {
     let mut sum: Metrics = Metrics::new();
     let mut n: std::collections::BTreeMap<String, f64> = Default::default();
     for m in reps {
@@ -180,6 +174,7 @@ fn mean_each(reps: &[&Metrics]) -> Metrics {
     for (k, v) in sum.iter_mut() {
         *v /= n[k];
     }
+    iotoll_model::rederive_metrics(&mut sum);
     sum
 }
 
@@ -248,20 +243,19 @@ mod tests {
 
     #[test]
     fn cpu_must_agree_too() {
-        let rep = |iops: f64, cpu: f64| m(iops, cpu);
         // The reported case: the headline agrees (0.2 %), CPU does not.
-        let reps = [rep(1000.0, 93.7), rep(1002.0, 5.7)];
+        let reps = [m(1000.0, 93.7), m(1002.0, 5.7)];
         let r: Vec<&Metrics> = reps.iter().collect();
         let (ok, why) = agreement(&r, "iops", 5.0);
         assert_eq!(ok, Some(false));
         assert_eq!(why.len(), 1, "{why:?}");
         assert!(why[0].starts_with("cpu_pct"), "{why:?}");
         // Small CPU figures within a point agree, though 100 % apart.
-        let reps = [rep(1000.0, 0.5), rep(1002.0, 1.0)];
+        let reps = [m(1000.0, 0.5), m(1002.0, 1.0)];
         let r: Vec<&Metrics> = reps.iter().collect();
         assert_eq!(agreement(&r, "iops", 5.0), (Some(true), vec![]));
         // Both disagree: both named.
-        let reps = [rep(1000.0, 10.0), rep(2000.0, 40.0)];
+        let reps = [m(1000.0, 10.0), m(2000.0, 40.0)];
         let r: Vec<&Metrics> = reps.iter().collect();
         let (ok, why) = agreement(&r, "iops", 5.0);
         assert_eq!(ok, Some(false));

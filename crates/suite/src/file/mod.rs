@@ -114,18 +114,9 @@ impl JobSpec {
                 "size" => s.size = Some(as_size(v)?),
                 "offset" => s.offset = as_size(v)?,
                 // These apply to every line of a mixed spec.
-                "align" => {
-                    let a = as_size(v)?;
-                    s.lines.iter_mut().for_each(|l| l.align = Some(a));
-                }
-                "burst_delay" => {
-                    let d = as_duration(v)?;
-                    s.lines.iter_mut().for_each(|l| l.burst_delay = d);
-                }
-                "burst_len" => {
-                    let n = as_u32(v)?;
-                    s.lines.iter_mut().for_each(|l| l.burst_len = n);
-                }
+                "align" => every_line(s, as_size(v)?, |l, a| l.align = Some(a)),
+                "burst_delay" => every_line(s, as_duration(v)?, |l, d| l.burst_delay = d),
+                "burst_len" => every_line(s, as_u32(v)?, |l, n| l.burst_len = n),
                 "engine" => s.engine = EngineChoice::parse(as_str(v)?)?,
                 "buffered" => s.buffered = as_bool(v)?,
                 _ => return Err("not a disk parameter".into()),
@@ -270,9 +261,7 @@ impl Suite {
             )
         }))
     }
-}
 
-impl Suite {
     /// `suite run --confidence` sets every test's (None: the file's stay),
     /// then each test under one is checked against the repetitions it may
     /// have (`--reps` over the file's): at least 3, the most it may run.
@@ -474,6 +463,11 @@ fn flags_as_keys(msg: &str) -> String {
 /// The single line of a disk test's spec, for `key` to set.
 fn line<'a>(s: &'a mut DiskRequest, key: &str) -> Result<&'a mut iotoll_disk::AccessLine, String> {
     s.single_line(key).map_err(|e| e.to_string())
+}
+
+/// `set` with `v` on every line of a disk test's spec.
+fn every_line<T: Copy>(s: &mut DiskRequest, v: T, set: fn(&mut AccessLine, T)) {
+    s.lines.iter_mut().for_each(|l| set(l, v));
 }
 
 fn as_size(v: &Value) -> Result<u64, String> {

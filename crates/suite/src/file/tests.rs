@@ -1,5 +1,4 @@
 use super::*;
-use crate::builtin::BUILTIN;
 
 #[test]
 fn builtin_suites_expand_to_the_expected_counts() {
@@ -12,8 +11,7 @@ fn builtin_suites_expand_to_the_expected_counts() {
         ("bidirectional-transfer-study", 1),
     ];
     for (name, n) in want {
-        let text = BUILTIN.iter().find(|(b, _)| *b == name).unwrap().1;
-        let s = parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        let s = builtin(name);
         assert_eq!(s.name, name);
         assert_eq!(s.jobs.len(), n, "{name}");
     }
@@ -30,7 +28,7 @@ fn iscsi_study_parameters() {
         .unwrap();
     assert_eq!(j.rule, Rule::Median("mb_s".into()));
     assert_eq!(j.reps, 3);
-    let JobSpec::Disk(d) = &j.spec else { panic!() };
+    let d = disk(j);
     assert_eq!(
         (d.lines[0].bs, d.qd, d.workers, d.size),
         (1 << 20, 4, 1, Some(4 << 30))
@@ -66,9 +64,7 @@ group = "{dir}"
         ]
     );
     assert_eq!(s.jobs[2].group, "rx");
-    let JobSpec::Net(c) = &s.jobs[3].spec else {
-        panic!()
-    };
+    let c = net(&s.jobs[3]);
     assert_eq!((c.dir, c.conns, c.msg), (iotoll_net::Dir::Rx, 10, 65536));
     assert_eq!(s.jobs[3].params["conns"], 10);
 }
@@ -76,14 +72,12 @@ group = "{dir}"
 #[test]
 fn spec_then_explicit_keys() {
     let s = suite("name='t'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\nqd=[1,4]\n");
-    let JobSpec::Disk(d) = &s.jobs[1].spec else {
-        panic!()
-    };
+    let d = disk(&s.jobs[1]);
     assert_eq!((d.lines[0].bs, d.qd), (8192, 4));
     assert_eq!(s.jobs[1].name, "a/qd=4");
 }
 
-fn err(text: &str) -> SuiteError {
+pub(crate) fn err(text: &str) -> SuiteError {
     parse(text, "s.toml").unwrap_err()
 }
 
@@ -95,6 +89,22 @@ pub(crate) fn suite(text: &str) -> Suite {
 /// A built-in suite, parsed.
 pub(crate) fn builtin(name: &str) -> Suite {
     suite(crate::builtin::find(name).unwrap())
+}
+
+/// A disk job's request.
+pub(crate) fn disk(j: &Job) -> &DiskRequest {
+    let JobSpec::Disk(d) = &j.spec else {
+        panic!("{}: {:?}", j.name, j.spec)
+    };
+    d
+}
+
+/// A network job's client spec.
+pub(crate) fn net(j: &Job) -> &ClientSpec {
+    let JobSpec::Net(c) = &j.spec else {
+        panic!("{}: {:?}", j.name, j.spec)
+    };
+    c
 }
 
 /// `e` is told on `line`, about `key`.
@@ -334,9 +344,7 @@ fn file_specs_with_lines() {
         names,
         ["t/spec=mail", "t/spec=seq-read", "t/spec=db-oltp-8k"]
     );
-    let JobSpec::Disk(d) = &s.jobs[0].spec else {
-        panic!()
-    };
+    let d = disk(&s.jobs[0]);
     assert_eq!((d.spec_name.as_deref(), d.qd), (Some("mail"), 8));
     let shares: Vec<u32> = d.lines.iter().map(|l| l.share_pct).collect();
     assert_eq!(shares, [60, 30, 10]);
@@ -345,22 +353,17 @@ fn file_specs_with_lines() {
         (d.lines[2].burst_delay, d.lines[2].burst_len),
         (Duration::from_millis(2), 4)
     );
-    let JobSpec::Disk(d) = &s.jobs[1].spec else {
-        panic!()
-    };
+    let d = disk(&s.jobs[1]);
     assert_eq!(
         (d.lines.len(), d.lines[0].bs, d.lines[0].random_pct, d.qd),
         (1, 1 << 20, 0, 1)
     );
-    let JobSpec::Disk(d) = &s.jobs[2].spec else {
-        panic!()
-    };
+    let d = disk(&s.jobs[2]);
     assert_eq!((d.lines[0].bs, d.qd), (8192, 28));
     // A file spec shadows a built-in of its name.
     let t = "name='x'\n[[spec]]\nname='db-oltp-8k'\nbs='512'\n[[test]]\nname='a'\nkind='disk'\nspec='db-oltp-8k'\n";
-    let JobSpec::Disk(d) = &parse(t, "x").unwrap().jobs[0].spec else {
-        panic!()
-    };
+    let s = parse(t, "x").unwrap();
+    let d = disk(&s.jobs[0]);
     assert_eq!((d.lines[0].bs, d.qd), (512, 1));
 }
 
@@ -403,9 +406,7 @@ fn workers_spread_and_cpus_pass_through() {
     let s = suite(
         "name='t'\n[[test]]\nname='a'\nkind='disk'\nworkers=0\nspread=true\ncpus='0-3'\nqd=32\n",
     );
-    let JobSpec::Disk(d) = &s.jobs[0].spec else {
-        panic!()
-    };
+    let d = disk(&s.jobs[0]);
     assert_eq!(
         (d.workers, d.spread, d.cpus.as_deref()),
         (0, true, Some(&[0, 1, 2, 3][..]))
@@ -457,21 +458,15 @@ fn udp_tests_take_size_and_rate() {
     let s = suite("name='t'\n[[test]]\nname='u'\nkind='net-udp'\ndir='bidir'\nconns=2\nsize=512\nrate=['500m', 1000000]\n");
     let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["u/rate=500m", "u/rate=1000000"]);
-    let JobSpec::Net(c) = &s.jobs[0].spec else {
-        panic!()
-    };
+    let c = net(&s.jobs[0]);
     assert_eq!(c.kind, TestKind::Udp);
     assert_eq!((c.msg, c.rate, c.conns), (512, Some(500_000_000), 2));
     assert_eq!(s.jobs[0].metric, "mbit_s");
-    let JobSpec::Net(c) = &s.jobs[1].spec else {
-        panic!()
-    };
+    let c = net(&s.jobs[1]);
     assert_eq!(c.rate, Some(1_000_000));
     // Defaults: 1472-byte datagrams, unlimited.
     let d = suite("name='t'\n[[test]]\nname='u'\nkind='net-udp'\n");
-    let JobSpec::Net(c) = &d.jobs[0].spec else {
-        panic!()
-    };
+    let c = net(&d.jobs[0]);
     assert_eq!((c.msg, c.rate), (1472, None));
     let e = err("name='t'\n[[test]]\nname='u'\nkind='net-udp'\nrate='fast'\n");
     at(&e, 5, "rate");
@@ -506,16 +501,12 @@ fn connection_rate_tests_take_their_keys() {
     );
     let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["c/conns=2", "c/conns=8"]);
-    let JobSpec::Net(c) = &s.jobs[1].spec else {
-        panic!()
-    };
+    let c = net(&s.jobs[1]);
     assert_eq!(c.kind, TestKind::Crr);
     assert_eq!((c.conns, c.req, c.resp, c.linger0), (8, 1024, 1024, true));
     assert_eq!(s.jobs[0].metric, "conn_s");
     let d = suite("name='t'\n[[test]]\nname='c'\nkind='net-cc'\n");
-    let JobSpec::Net(c) = &d.jobs[0].spec else {
-        panic!()
-    };
+    let c = net(&d.jobs[0]);
     assert_eq!((c.kind, c.linger0), (TestKind::Cc, false));
     let e = err("name='t'\n[[test]]\nname='c'\nkind='net-cc'\nreq=10\n");
     has(&e, "unknown key");
@@ -528,9 +519,7 @@ fn connection_rate_tests_take_their_keys() {
     // Placed on hosts, linger0 reaches the pairs' clients in the test's
     // parameters.
     let s = suite("name='t'\n[[test]]\nname='c'\nkind='net-cc'\npairs=[['a','b']]\nlinger0=true\n");
-    let JobSpec::Net(c) = &s.jobs[0].spec else {
-        panic!()
-    };
+    let c = net(&s.jobs[0]);
     assert!(c.params().linger0);
 }
 
@@ -540,12 +529,7 @@ fn connection_rate_tests_take_their_keys() {
 fn tls_takes_true_or_a_cipher() {
     use iotoll_net::tls::Cipher;
     let s = suite("name='t'\n[[test]]\nname='a'\nkind='net-rr'\ntls=true\n[[test]]\nname='b'\nkind='net-stream'\ntls='chacha20-poly1305'\n[[test]]\nname='c'\nkind='net-stream'\ntls=false\n");
-    let tls: Vec<Option<Cipher>> = (s.jobs.iter())
-        .map(|j| match &j.spec {
-            JobSpec::Net(c) => c.tls,
-            _ => panic!(),
-        })
-        .collect();
+    let tls: Vec<Option<Cipher>> = s.jobs.iter().map(|j| net(j).tls).collect();
     assert_eq!(
         tls,
         [

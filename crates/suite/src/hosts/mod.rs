@@ -115,13 +115,9 @@ pub fn check_host_name(name: &str) -> Result<(), String> {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "'{name}' is not a host name: 1-{MAX_HOST_NAME} characters of A-Z, a-z, 0-9, '_', '.', '-'"
-        ))
-    }
+    ok.then_some(()).ok_or_else(|| {
+        format!("'{name}' is not a host name: 1-{MAX_HOST_NAME} characters of A-Z, a-z, 0-9, '_', '.', '-'")
+    })
 }
 
 /// `"ADDR[:PORT]"` checked (not resolved: that is the console's, when the
@@ -176,28 +172,39 @@ fn check_ssh(s: &str) -> Result<String, String> {
         && !s.contains(|c: char| c.is_whitespace() || c.is_control())
         && s.matches('@').count() <= 1
         && !s.ends_with('@');
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "'{s}' is not an ssh destination (user@host, no spaces, not starting with '-')"
-        ))
-    }
+    ok.then(|| s.to_string()).ok_or_else(|| {
+        format!("'{s}' is not an ssh destination (user@host, no spaces, not starting with '-')")
+    })
 }
 
 fn check_data(v: &Value) -> Result<Vec<IpAddr>, String> {
+    let ip = |i: &Value| {
+        let s = as_str(i)?;
+        s.parse().map_err(|_| format!("'{s}' is not an IP address"))
+    };
+    let shape = "expected a list of IP addresses: data = [\"10.0.1.5\", ...]";
+    unique_list(v, shape, ip, |ip| format!("{ip} is listed twice"))
+}
+
+/// A list of at least one item (else `shape`), each read by `one`, none
+/// given twice (`twice` says which).
+fn unique_list<T: PartialEq>(
+    v: &Value,
+    shape: &str,
+    one: impl Fn(&Value) -> Result<T, String>,
+    twice: impl Fn(&T) -> String,
+) -> Result<Vec<T>, String> {
     let items = match v {
         Value::Array(a) if !a.is_empty() => a,
-        _ => return Err("expected a list of IP addresses: data = [\"10.0.1.5\", ...]".into()),
+        _ => return Err(shape.into()),
     };
-    let mut out: Vec<IpAddr> = Vec::with_capacity(items.len());
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
     for i in items {
-        let s = as_str(i)?;
-        let ip: IpAddr = (s.parse()).map_err(|_| format!("'{s}' is not an IP address"))?;
-        if out.contains(&ip) {
-            return Err(format!("{ip} is listed twice"));
+        let x = one(i)?;
+        if out.contains(&x) {
+            return Err(twice(&x));
         }
-        out.push(ip);
+        out.push(x);
     }
     Ok(out)
 }
@@ -252,13 +259,11 @@ pub(crate) fn hosts_table(cx: &Ctx, root: &Node) -> Checked<Vec<HostEntry>> {
     let mut spans: Vec<Span> = Vec::with_capacity(entries.len());
     for (key, value) in entries {
         let name = key.get_ref().to_string();
-        let at_key = Some(key.span());
-        check_host_name(&name).map_err(|m| cx.err(at_key.clone(), Some(&name), m))?;
-        let e = entry(cx, &name, value)?;
-        let line = cx.line_of(key.span().start);
+        check_host_name(&name).map_err(|m| cx.err(Some(key.span()), Some(&name), m))?;
+        let origin = format!("{}:{}", cx.file, cx.line_of(key.span().start));
         out.push(HostEntry {
-            origin: format!("{}:{line}", cx.file),
-            ..e
+            origin,
+            ..entry(cx, &name, value)?
         });
         spans.push(key.span());
     }
@@ -311,11 +316,7 @@ fn entry(cx: &Ctx, name: &str, value: &Node) -> Checked<HostEntry> {
                 check_ssh(as_str(v)?)
             })?;
             let data = cx.check(keys.data.as_ref(), &in_host("data"), check_data)?;
-            let lab = cx.check(keys.lab.as_ref(), &in_host("lab"), |v| {
-                let s = as_str(v)?;
-                check_host_name(s)?;
-                Ok(s.to_string())
-            })?;
+            let lab = cx.check(keys.lab.as_ref(), &in_host("lab"), one_host)?;
             match (address, lab) {
                 (Some((a, ip)), None) => {
                     let data = data.unwrap_or_else(|| ip.into_iter().collect());
@@ -398,24 +399,10 @@ pub(crate) fn placement_keys(kind: Kind) -> &'static [&'static str] {
 }
 
 fn host_list(v: &Value, what: &str) -> Result<Vec<String>, String> {
-    let items = match v {
-        Value::Array(a) if !a.is_empty() => a,
-        _ => {
-            return Err(format!(
-                "expected a list of host names: {what} = [\"h1\", ...]"
-            ))
-        }
-    };
-    let mut out: Vec<String> = Vec::with_capacity(items.len());
-    for i in items {
-        let h = as_str(i)?;
-        check_host_name(h)?;
-        if out.iter().any(|o| o == h) {
-            return Err(format!("host '{h}' is named twice"));
-        }
-        out.push(h.to_string());
-    }
-    Ok(out)
+    let shape = format!("expected a list of host names: {what} = [\"h1\", ...]");
+    unique_list(v, &shape, one_host, |h| {
+        format!("host '{h}' is named twice")
+    })
 }
 
 fn one_host(v: &Value) -> Result<String, String> {
@@ -538,11 +525,8 @@ fn pair_list(v: &Value) -> Result<Vec<(String, String)>, String> {
         let [c, s] = p.as_array().map(Vec::as_slice).unwrap_or_default() else {
             return Err(format!("pair {n}: {shape}"));
         };
-        let (c, s) = (one_host(c), one_host(s));
-        let (c, s) = (
-            c.map_err(|m| format!("pair {n}: {m}"))?,
-            s.map_err(|m| format!("pair {n}: {m}"))?,
-        );
+        let host = |v| one_host(v).map_err(|m| format!("pair {n}: {m}"));
+        let (c, s) = (host(c)?, host(s)?);
         if c == s {
             return Err(format!(
                 "pair {n} has '{c}' as both client and server: a pair needs two hosts"

@@ -1,10 +1,6 @@
 use super::*;
-use crate::file::tests::{at, builtin, has, key, starts, suite};
+use crate::file::tests::{at, builtin, err, has, key, net, starts, suite};
 use crate::parse;
-
-fn err(text: &str) -> SuiteError {
-    parse(text, "s.toml").unwrap_err()
-}
 
 fn file_err(text: &str) -> SuiteError {
     parse_hosts_file(text, "h.toml").unwrap_err()
@@ -163,13 +159,9 @@ fn hosts_files_hold_hosts_only() {
 
 #[test]
 fn clients_and_server_expand_into_pairs_in_client_order() {
-    let s = parse(
-        &format!(
-            "{NET}clients = ['c1', 'c2']\nserver = 'srv'\npairs_per_client = 3\nconns = [1, 4]\n"
-        ),
-        "s",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let s = suite(&format!(
+        "{NET}clients = ['c1', 'c2']\nserver = 'srv'\npairs_per_client = 3\nconns = [1, 4]\n"
+    ));
     assert_eq!(s.jobs.len(), 2, "placement is not swept");
     let p = |c: &str| (c.to_string(), "srv".to_string());
     let want = vec![p("c1"), p("c1"), p("c1"), p("c2"), p("c2"), p("c2")];
@@ -376,9 +368,7 @@ fn the_bidirectional_study_runs_in_quad_100m() {
     };
     assert_eq!(pairs.len(), 16);
     assert_eq!(pairs[15], ("c16".to_string(), "server".to_string()));
-    let crate::JobSpec::Net(c) = &j.spec else {
-        panic!()
-    };
+    let c = net(j);
     assert_eq!(
         (c.conns, c.dir, c.time),
         (

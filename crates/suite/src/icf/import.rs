@@ -553,14 +553,10 @@ impl TestValues {
         stem: &str,
     ) -> Result<TestValues, IcfError> {
         let setup = &m.setup;
-        let name = Some(test_name(&setup.description))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| test_name(stem));
-        let name = if name.is_empty() {
-            "icf".to_string()
-        } else {
-            name
-        };
+        let name = [test_name(&setup.description), test_name(stem)]
+            .into_iter()
+            .find(|n| !n.is_empty())
+            .unwrap_or_else(|| "icf".into());
         let specs: Vec<Value> = match icf.managers {
             Some(_) => m.steps.iter().map(|s| s.spec.into()).collect(),
             None => icf.specs.iter().map(|s| s.name.as_str().into()).collect(),

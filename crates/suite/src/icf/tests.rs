@@ -1,4 +1,5 @@
 use super::*;
+use crate::file::tests::disk;
 
 const TWO: &str = include_str!("../../tests/fixtures/icf/two-workers.icf");
 
@@ -180,9 +181,7 @@ fn imports_the_two_workers_fixture() {
         s.jobs[0].ramp_time(),
         (Duration::from_secs(5), Duration::from_secs(30))
     );
-    let crate::JobSpec::Disk(d) = &s.jobs[4].spec else {
-        panic!("{:?}", s.jobs[4].spec)
-    };
+    let d = disk(&s.jobs[4]);
     assert_eq!((d.qd, d.workers, d.size), (16, 1, Some(1 << 30)));
     let lines: Vec<_> = (d.lines.iter())
         .map(|l| {
@@ -359,8 +358,7 @@ fn exports_refuse_what_an_icf_cannot_hold() {
 fn setup_with(test_type: &str, workers: &[(&str, u32, &[&str], &[&str])]) -> String {
     let mut t = TWO[..TWO.find("'Worker\n").unwrap()].replace("CYCLE_OUTSTANDING_IOS", test_type);
     t = t.replace("'END access specifications", "'Access specification name,default assignment\n\tseq,NONE\n'size,% of size,% reads,% random,delay,burst,align,reply\n\t65536,100,100,0,0,1,0,0\n'END access specifications");
-    let icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
-    let mut icf = icf;
+    let mut icf = parse(&format!("{t}'End manager\n'END manager list\n"), "x").unwrap();
     let m = &mut icf.managers.as_mut().unwrap()[0];
     for (name, qd, specs, targets) in workers {
         let mut w = Worker::new(name, WorkerKind::Disk);
@@ -414,9 +412,7 @@ fn specs_in_turn_with_idle_and_their_own_qd() {
     let (s, _) = suite(&setup_with("NORMAL", &w), "i.icf").unwrap();
     let got: Vec<(String, u32, usize)> = (s.jobs.iter())
         .map(|j| {
-            let crate::JobSpec::Disk(d) = &j.spec else {
-                panic!()
-            };
+            let d = disk(j);
             (j.name.clone(), d.qd, d.lines.len())
         })
         .collect();

@@ -141,6 +141,17 @@ pub fn reclaim_stale_test_files(dir: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// [`reclaim_stale_test_files`] in the temporary directory, each file
+/// removed said.
+pub(crate) fn reclaim_and_say(say: &mut dyn FnMut(&str)) {
+    for p in reclaim_stale_test_files(&std::env::temp_dir()) {
+        say(&format!(
+            "removed {}, the test file of a run that was killed",
+            p.display()
+        ));
+    }
+}
+
 impl Drop for TempTarget {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -164,12 +175,7 @@ fn temp_target(
         })
         .max()
         .unwrap_or(iotoll_disk::spec::DEFAULT_TEST_FILE_SIZE);
-    for p in reclaim_stale_test_files(&std::env::temp_dir()) {
-        progress.line(&format!(
-            "removed {}, the test file of a run that was killed",
-            p.display()
-        ));
-    }
+    reclaim_and_say(&mut |m| progress.line(m));
     let path =
         std::env::temp_dir().join(format!("{TEMP_PREFIX}{}{TEMP_SUFFIX}", std::process::id()));
     let prep = iotoll_disk::DiskRequest {

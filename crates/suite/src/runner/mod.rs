@@ -20,7 +20,7 @@ mod tests;
 
 pub use bench::reclaim_stale_test_files;
 use bench::Bench;
-pub(crate) use bench::{TempTarget, TEMP_PREFIX, TEMP_SUFFIX};
+pub(crate) use bench::{reclaim_and_say, TempTarget, TEMP_PREFIX, TEMP_SUFFIX};
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {

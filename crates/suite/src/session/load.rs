@@ -67,14 +67,14 @@ fn load_icf(
     let names: Vec<String> = imp.targets.iter().map(|t| format!("'{t}'")).collect();
     let names = names.join(", ");
     let (want, given) = (imp.targets.len(), targets.len());
-    if given < want && (given > 0 || run) {
+    let short = given < want && (given > 0 || run);
+    if short || want > 0 && given > want {
+        let give = match short {
+            true => "give one --target for each, in this order",
+            false => "give one for each",
+        };
         return Err(usage(format!(
-            "{which} names {want} Iometer target(s) ({names}), {given} --target given: give one --target for each, in this order"
-        )));
-    }
-    if want > 0 && given > want {
-        return Err(usage(format!(
-            "{which} names {want} Iometer target(s) ({names}), {given} --target given: give one for each"
+            "{which} names {want} Iometer target(s) ({names}), {given} --target given: {give}"
         )));
     }
     let mut lines: Vec<String> = (imp.targets.iter().enumerate())

@@ -136,8 +136,7 @@ impl Session {
         m: &Measured,
         host: impl FnOnce() -> Host,
     ) -> Result<Option<String>, SessionError> {
-        let db = self.db_path().map(|p| p.display().to_string());
-        let db = db.unwrap_or_default();
+        let db = (self.store.as_ref()).map_or(String::new(), |s| s.path().display().to_string());
         if m.failure.is_none() {
             let id = self.record_single(&m.doc, host)?;
             return Ok(id.map(|id| format!("stored as run {id} in {db}")));
@@ -213,10 +212,5 @@ impl Session {
                 .map(|_| run)
         });
         Some(run.map_err(Into::into))
-    }
-
-    /// Where the results go, if anywhere.
-    fn db_path(&self) -> Option<&std::path::Path> {
-        self.store.as_ref().map(Store::path)
     }
 }
