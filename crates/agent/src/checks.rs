@@ -330,11 +330,7 @@ fn net_report(r: &AgentReport, params: &TestParams, e: &Expect) -> Result<(), St
         }
         _ => iotoll_net::server::server_roles(params).len() as u32,
     };
-    let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) = match e.work {
-        Work::NetServe { pairs, clients, .. } => (pairs, clients),
-        Work::NetClient { pairs, .. } => (&[], pairs),
-        Work::Disk { .. } => (&[], &[]),
-    };
+    let (served, clients) = e.work.slots();
     let mut want: Vec<u32> = served.iter().chain(clients).map(|p| p.pair).collect();
     let mut got: Vec<u32> = r.pairs.iter().map(|p| p.pair).collect();
     want.sort_unstable();
@@ -644,12 +640,7 @@ pub fn pair_agrees(p: &PairEnds) -> Result<(), String> {
     ] {
         let (sent, got) = (sent as f64, got as f64);
         let most = sent.max(got);
-        let rate = if p.window_s > 0.0 {
-            most / p.window_s
-        } else {
-            0.0
-        };
-        let allowed = buffers + rate * p.edges_s;
+        let allowed = buffers + crate::per_s(most, p.window_s) * p.edges_s;
         if (sent - got).abs() > allowed {
             return Err(format!(
                 "pair {}, {way}: {sent} bytes sent and {got} received, more apart than could be in flight ({allowed:.0})",

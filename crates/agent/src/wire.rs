@@ -163,6 +163,17 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// The pairs this host serves and those it is the client of.
+    pub fn slots(&self) -> (&[PairSlot], &[PairSlot]) {
+        match self {
+            Work::NetServe { pairs, clients, .. } => (pairs, clients),
+            Work::NetClient { pairs, .. } => (&[], pairs),
+            Work::Disk { .. } => (&[], &[]),
+        }
+    }
+}
+
 /// One endpoint pair as one of its ends sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

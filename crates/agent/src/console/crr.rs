@@ -10,6 +10,7 @@ use super::{Console, ConsoleError, Part};
 use crate::checks::IOPS_MAX;
 use crate::crr::{threads_needed, MAX_CRR_THREADS_PER_HOST};
 use crate::histwire;
+use crate::per_s;
 use crate::wire::{AgentReport, CrrClient, CrrServed};
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
@@ -91,14 +92,7 @@ pub(super) fn check_test(t: &super::NetTest) -> Result<(), String> {
     if !matches!(t.params.kind, TestKind::Crr | TestKind::Cc) {
         return Ok(());
     }
-    let mut per_host: Vec<(&str, usize)> = Vec::new();
-    for h in t.pairs.iter().flat_map(|(c, s)| [c.as_str(), s.as_str()]) {
-        match per_host.iter_mut().find(|(n, _)| *n == h) {
-            Some((_, k)) => *k += 1,
-            None => per_host.push((h, 1)),
-        }
-    }
-    for (h, k) in per_host {
+    for (h, k) in t.pairs_per_host() {
         let n = threads_needed(k, t.params.conns);
         if n > MAX_CRR_THREADS_PER_HOST {
             return Err(format!(
@@ -176,14 +170,6 @@ impl Console {
     }
 }
 
-fn per_s(n: u64, window_s: f64) -> f64 {
-    if window_s > 0.0 {
-        n as f64 / window_s
-    } else {
-        0.0
-    }
-}
-
 /// The figures a local `net crr|cc` has, written into `m`: rates,
 /// failures by cause, connect and transaction times.
 fn rate_metrics(
@@ -194,8 +180,8 @@ fn rate_metrics(
     trans: &Histogram<u64>,
     m: &mut Metrics,
 ) {
-    m.insert(mn::CONN_S.into(), per_s(done.0, done.1));
-    m.insert(mn::SERVED_CONN_S.into(), per_s(served.0, served.1));
+    m.insert(mn::CONN_S.into(), per_s(done.0 as f64, done.1));
+    m.insert(mn::SERVED_CONN_S.into(), per_s(served.0 as f64, served.1));
     m.insert(mn::FAILURES.into(), failures.iter().sum::<u64>() as f64);
     for (c, n) in Cause::ALL.iter().zip(failures) {
         m.insert(format!("failures_{}", c.name()), *n as f64);
@@ -228,8 +214,8 @@ pub(super) fn write(
             &mut p.metrics,
         );
         p.transactions = Some(c.window_done);
-        conn_s += per_s(done.0, done.1);
-        served_s += per_s(served.0, served.1);
+        conn_s += per_s(done.0 as f64, done.1);
+        served_s += per_s(served.0 as f64, served.1);
         for (a, b) in failures.iter_mut().zip(c.failures) {
             *a += b;
         }

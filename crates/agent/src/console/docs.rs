@@ -3,6 +3,7 @@
 //! machine.
 
 use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
+use crate::per_s;
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{CrrSpec, NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
@@ -271,12 +272,7 @@ impl Console {
                         + c.server.as_ref().map_or(0, |s| s.window_done)
                 });
                 let n: u64 = ends.sum();
-                let per_s = if r.window_s > 0.0 {
-                    n as f64 / r.window_s
-                } else {
-                    0.0
-                };
-                m.insert(mn::CONN_S.into(), per_s);
+                m.insert(mn::CONN_S.into(), per_s(n as f64, r.window_s));
                 for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
                     m.remove(k);
                 }
@@ -462,11 +458,7 @@ fn multi_host_doc(
 
 /// `bytes` over `window_s`, Mbit/s (0 without a window).
 fn mbit_s(bytes: u64, window_s: f64) -> f64 {
-    if window_s > 0.0 {
-        bytes as f64 * 8.0 / window_s / 1e6
-    } else {
-        0.0
-    }
+    per_s(bytes as f64 * 8.0, window_s) / 1e6
 }
 
 /// The hosts' mean window, seconds (0 without hosts).
