@@ -124,9 +124,9 @@ struct NetPairs {
     pairs: Vec<PairSlot>,
     listener: Option<TcpListener>,
     conns: Vec<Vec<(TcpStream, Role)>>,
-    /// A server that is also a client in this test: its client pairs (as
-    /// PREPARE named them, then as GATHER gave them) and their
-    /// connections, opened at GATHER.
+    /// The pairs it is the client of and their connections: a client's
+    /// opened at PREPARE; a server's (a host in two roles) as PREPARE
+    /// named them, then as GATHER gave them, opened at GATHER.
     clients: Vec<PairSlot>,
     client_conns: Vec<Vec<(TcpStream, Role)>>,
     /// A TLS test's server: its certificate and key, made for the test.
@@ -420,96 +420,74 @@ fn prepare(
                     .map_err(|e| e.to_string())?;
             Ok((Prepared::Disk(Box::new(spec), targets), None))
         }
-        Work::NetServe {
-            params,
-            pairs,
-            clients,
-            ..
-        } if params.kind == TestKind::Udp => {
-            check_params(&params)?;
-            let u = UdpPairs::prepare(params, pairs, clients)?;
-            Ok((Prepared::Udp(Box::new(u)), None))
-        }
-        Work::NetClient { params, pairs, .. } if params.kind == TestKind::Udp => {
-            check_params(&params)?;
-            let u = UdpPairs::prepare(params, Vec::new(), pairs)?;
-            Ok((Prepared::Udp(Box::new(u)), None))
-        }
-        Work::NetServe {
-            params,
-            pairs,
-            clients,
-            ..
-        } if is_rate(&params) => {
-            check_params(&params)?;
-            let c = CrrPairs::prepare(params, pairs, clients)?;
-            Ok((Prepared::Crr(Box::new(c)), None))
-        }
-        Work::NetClient { params, pairs, .. } if is_rate(&params) => {
-            check_params(&params)?;
-            let c = CrrPairs::prepare(params, Vec::new(), pairs)?;
-            Ok((Prepared::Crr(Box::new(c)), None))
-        }
+        // A client-only host's pairs are its client pairs, as a server's
+        // own client pairs are.
         Work::NetServe {
             params,
             pairs,
             threads,
             clients,
-        } => {
-            check_params(&params)?;
-            // Every address of this host: pairs may come to any adapter.
-            let listen = |ip: std::net::IpAddr| data_listener(ip, params.sockbuf);
-            let listener = listen(std::net::Ipv6Addr::UNSPECIFIED.into())
-                .or_else(|_| listen(std::net::Ipv4Addr::UNSPECIFIED.into()))
-                .map_err(|e| format!("cannot open a data port: {e}"))?;
-            let n: usize = pairs.len() * server_roles(&params).len();
-            let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
-            let port = listener
-                .local_addr()
-                .map_err(|e| format!("data port: {e}"))?
-                .port();
-            let tls = (params.tls.as_ref())
-                .map(|_| ServerTls::generate())
-                .transpose()
-                .map_err(|e| format!("TLS: {e}"))?;
-            Ok((
-                Prepared::Net(Box::new(NetPairs {
-                    serves: true,
-                    params,
-                    pairs,
-                    listener: Some(listener),
-                    conns: Vec::new(),
-                    clients,
-                    client_conns: Vec::new(),
-                    tls,
-                    threads,
-                })),
-                Some(port),
-            ))
-        }
+        } => prepare_net(true, params, pairs, clients, threads),
         Work::NetClient {
             params,
             pairs,
             threads,
-        } => {
-            check_params(&params)?;
-            let conns = open_pairs(&params, &pairs)?;
-            Ok((
-                Prepared::Net(Box::new(NetPairs {
-                    serves: false,
-                    params,
-                    pairs,
-                    listener: None,
-                    conns,
-                    clients: Vec::new(),
-                    client_conns: Vec::new(),
-                    tls: None,
-                    threads,
-                })),
-                None,
-            ))
-        }
+        } => prepare_net(false, params, Vec::new(), pairs, threads),
     }
+}
+
+/// A network test's pairs on this host: those it serves and those it is
+/// the client of (`serves`: it has a data port, even if it serves none).
+fn prepare_net(
+    serves: bool,
+    params: TestParams,
+    pairs: Vec<PairSlot>,
+    clients: Vec<PairSlot>,
+    threads: Option<u32>,
+) -> Result<(Prepared, Option<u16>), String> {
+    check_params(&params)?;
+    if params.kind == TestKind::Udp {
+        let u = UdpPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Udp(Box::new(u)), None));
+    }
+    if is_rate(&params) {
+        let c = CrrPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Crr(Box::new(c)), None));
+    }
+    let (mut listener, mut port, mut tls, mut client_conns) = (None, None, None, Vec::new());
+    if serves {
+        // Every address of this host: pairs may come to any adapter.
+        let listen = |ip: std::net::IpAddr| data_listener(ip, params.sockbuf);
+        let l = listen(std::net::Ipv6Addr::UNSPECIFIED.into())
+            .or_else(|_| listen(std::net::Ipv4Addr::UNSPECIFIED.into()))
+            .map_err(|e| format!("cannot open a data port: {e}"))?;
+        let n: usize = pairs.len() * server_roles(&params).len();
+        let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
+        port = Some(
+            l.local_addr()
+                .map_err(|e| format!("data port: {e}"))?
+                .port(),
+        );
+        listener = Some(l);
+        tls = (params.tls.as_ref())
+            .map(|_| ServerTls::generate())
+            .transpose()
+            .map_err(|e| format!("TLS: {e}"))?;
+    } else {
+        client_conns = open_pairs(&params, &clients)?;
+    }
+    let n = NetPairs {
+        serves,
+        params,
+        pairs,
+        listener,
+        conns: Vec::new(),
+        clients,
+        client_conns,
+        tls,
+        threads,
+    };
+    Ok((Prepared::Net(Box::new(n)), port))
 }
 
 /// A client's data connections, pair by pair, to the pairs' servers.
@@ -780,17 +758,13 @@ fn run_net(
     let sizes: Vec<usize> = (n.conns.iter().chain(&n.client_conns))
         .map(Vec::len)
         .collect();
-    let (served, client) = match n.serves {
-        true => (n.conns, n.client_conns),
-        false => (Vec::new(), n.conns),
-    };
-    let client_pairs = if n.serves { n.clients } else { n.pairs };
+    let client_pairs = n.clients;
     let (served, client) = crate::engines::secure(
         &n.params,
         n.tls.as_ref(),
-        served,
+        n.conns,
         &client_pairs,
-        client,
+        n.client_conns,
         interrupt,
     )?;
     let (engines, phase, threads) = Engines::start(&n.params, served, client, threads)?;
