@@ -10,8 +10,8 @@ use crate::link::{self, Event, Link};
 use crate::udp::UdpPairs;
 use crate::window::{self, TcpLoad};
 use crate::wire::{
-    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairSlot,
-    Session, Side, ToAgent, Work,
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairPort,
+    PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
@@ -270,15 +270,7 @@ impl Console<'_> {
     fn prepare(&mut self, id: u64, work: Work) {
         release(&mut self.test, &self.interrupt);
         self.interrupt.store(false, Ordering::Release);
-        let prepared = prepare(work, self.pinned, &self.interrupt).and_then(|(p, port)| {
-            let pair_ports = match &p {
-                Prepared::Udp(u) => u.ports()?,
-                Prepared::Crr(c) => c.ports()?,
-                _ => Vec::new(),
-            };
-            Ok((p, port, pair_ports))
-        });
-        let reply = match prepared {
+        let reply = match prepare(work, self.pinned, &self.interrupt) {
             Ok((p, port, pair_ports)) => {
                 let cert = match &p {
                     Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
@@ -406,7 +398,7 @@ fn prepare(
     work: Work,
     pinned: &Pinned,
     interrupt: &AtomicBool,
-) -> Result<(Prepared, Option<u16>), String> {
+) -> Result<(Prepared, Option<u16>, Vec<PairPort>), String> {
     match work {
         Work::Disk { order } => {
             let (spec, chosen) = disk_spec(&order, &pinned.cfg.targets)?;
@@ -418,7 +410,7 @@ fn prepare(
             let targets =
                 iotoll_disk::target::prepare_pinned(&spec, &pins, interrupt, &mut |_, _| {})
                     .map_err(|e| e.to_string())?;
-            Ok((Prepared::Disk(Box::new(spec), targets), None))
+            Ok((Prepared::Disk(Box::new(spec), targets), None, Vec::new()))
         }
         // A client-only host's pairs are its client pairs, as a server's
         // own client pairs are.
@@ -444,15 +436,15 @@ fn prepare_net(
     pairs: Vec<PairSlot>,
     clients: Vec<PairSlot>,
     threads: Option<u32>,
-) -> Result<(Prepared, Option<u16>), String> {
+) -> Result<(Prepared, Option<u16>, Vec<PairPort>), String> {
     check_params(&params)?;
     if params.kind == TestKind::Udp {
-        let u = UdpPairs::prepare(params, pairs, clients)?;
-        return Ok((Prepared::Udp(Box::new(u)), None));
+        let (u, ports) = UdpPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Udp(Box::new(u)), None, ports));
     }
     if is_rate(&params) {
-        let c = CrrPairs::prepare(params, pairs, clients)?;
-        return Ok((Prepared::Crr(Box::new(c)), None));
+        let (c, ports) = CrrPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Crr(Box::new(c)), None, ports));
     }
     let (mut listener, mut port, mut tls, mut client_conns) = (None, None, None, Vec::new());
     if serves {
@@ -487,7 +479,7 @@ fn prepare_net(
         tls,
         threads,
     };
-    Ok((Prepared::Net(Box::new(n)), port))
+    Ok((Prepared::Net(Box::new(n)), port, Vec::new()))
 }
 
 /// A client's data connections, pair by pair, to the pairs' servers.

@@ -295,23 +295,6 @@ pub struct PairPort {
     pub port: u16,
 }
 
-impl PairPort {
-    /// The port of each pair a host serves, from its socket's address.
-    pub fn of_served<S>(
-        served: &[(PairSlot, S)],
-        local: impl Fn(&S) -> std::io::Result<SocketAddr>,
-    ) -> Result<Vec<PairPort>, String> {
-        (served.iter())
-            .map(|(s, sock)| {
-                let port = local(sock)
-                    .map_err(|e| format!("the data port of pair {}: {e}", s.pair + 1))?
-                    .port();
-                Ok(PairPort { pair: s.pair, port })
-            })
-            .collect()
-    }
-}
-
 /// A UDP pair at one end, in its window: what its client sent, or what
 /// its server received of those datagrams (net's own counts, as a local
 /// `net udp` has them), which the console checks against each other.
