@@ -11,6 +11,7 @@ use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
 };
+use iotoll_net::TestKind;
 use std::time::Duration;
 
 /// What a network test's hosts reported: their rows and series, and per
@@ -171,7 +172,7 @@ impl Console {
         let kind = match per_pair {
             PerPair::Rr(_) => Kind::NetRr,
             PerPair::Udp(_) => Kind::NetUdp,
-            PerPair::Rate(_) if t.params.kind == iotoll_net::TestKind::Cc => Kind::NetCc,
+            PerPair::Rate(_) if t.params.kind == TestKind::Cc => Kind::NetCc,
             PerPair::Rate(_) => Kind::NetCrr,
             PerPair::Bytes => Kind::NetStream,
         };
@@ -315,40 +316,36 @@ impl Console {
             tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
-        if t.params.kind == iotoll_net::TestKind::Udp {
+        let p = &t.params;
+        match p.kind {
             // `rate` is each pair's, as `conns` is.
-            return Spec::Udp(Typed::from(UdpSpec {
+            TestKind::Udp => Spec::Udp(Typed::from(UdpSpec {
                 net,
-                dir: iotoll_model::spec::word(&t.params.dir),
-                size: t.params.msg,
-                rate: t.params.rate,
-            }));
-        }
-        if matches!(
-            t.params.kind,
-            iotoll_net::TestKind::Crr | iotoll_net::TestKind::Cc
-        ) {
-            let crr = t.params.kind == iotoll_net::TestKind::Crr;
-            return Spec::Crr(Typed::from(CrrSpec {
+                dir: iotoll_model::spec::word(&p.dir),
+                size: p.msg,
+                rate: p.rate,
+            })),
+            TestKind::Crr | TestKind::Cc => {
+                let crr = p.kind == TestKind::Crr;
+                Spec::Crr(Typed::from(CrrSpec {
+                    net,
+                    req: if crr { p.req } else { 0 },
+                    resp: if crr { p.resp } else { 0 },
+                    linger0: p.linger0,
+                }))
+            }
+            TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
                 net,
-                req: if crr { t.params.req } else { 0 },
-                resp: if crr { t.params.resp } else { 0 },
-                linger0: t.params.linger0,
-            }));
-        }
-        if t.params.kind == iotoll_net::TestKind::Rr {
-            return Spec::Rr(Typed::from(RrSpec {
+                req: p.req,
+                resp: p.resp,
+                burst: p.burst,
+            })),
+            _ => Spec::Stream(Typed::from(StreamSpec {
                 net,
-                req: t.params.req,
-                resp: t.params.resp,
-                burst: t.params.burst,
-            }));
+                dir: iotoll_model::spec::word(&p.dir),
+                msg: p.msg,
+            })),
         }
-        Spec::Stream(Typed::from(StreamSpec {
-            net,
-            dir: iotoll_model::spec::word(&t.params.dir),
-            msg: t.params.msg,
-        }))
     }
 
     pub(super) fn disk_doc(&self, t: &DiskTest, parts: &[Part], times: &DriveTimes) -> ResultDoc {
