@@ -146,31 +146,24 @@ impl Load for UdpLoad {
         let sent = join_all(self.clients);
         let received = join_all(self.served);
         let conns = self.conns;
-        for (k, out) in &received {
+        // Each end's bytes as its receiver or its sender counted them.
+        let served = (received.iter()).map(|(k, out)| {
             let r = out.received.unwrap_or_default();
+            (*k, r.bytes, 0, None, Some(r))
+        });
+        let ends =
+            served.chain((sent.iter()).map(|(k, o)| (*k, 0, o.sent.bytes, Some(o.sent), None)));
+        for (pair, rx, tx, sent, received) in ends {
             report.pairs.push(PairBytes {
-                pair: *k,
+                pair,
                 conns,
-                rx: r.bytes,
-                tx: 0,
+                rx,
+                tx,
             });
             report.udp.push(PairUdp {
-                pair: *k,
-                sent: None,
-                received: Some(r),
-            });
-        }
-        for (k, out) in &sent {
-            report.pairs.push(PairBytes {
-                pair: *k,
-                conns,
-                rx: 0,
-                tx: out.sent.bytes,
-            });
-            report.udp.push(PairUdp {
-                pair: *k,
-                sent: Some(out.sent),
-                received: None,
+                pair,
+                sent,
+                received,
             });
         }
         for (_, out) in sent.iter().chain(&received) {
