@@ -617,17 +617,11 @@ fn gather(
     interrupt: &AtomicBool,
     link: &Link<ToAgent>,
 ) -> Result<(), String> {
-    match t.prepared.as_mut() {
+    let n = match t.prepared.as_mut() {
         Some(Prepared::Udp(u)) => return u.gather(given),
         Some(Prepared::Crr(c)) => return c.gather(given),
-        _ => {}
-    }
-    let Some(Prepared::Net(n)) = t
-        .prepared
-        .as_mut()
-        .filter(|p| matches!(p, Prepared::Net(n) if n.serves))
-    else {
-        return Err(format!("test {} serves no network pairs here", t.id));
+        Some(Prepared::Net(n)) if n.serves => n,
+        _ => return Err(format!("test {} serves no network pairs here", t.id)),
     };
     let NetPairs {
         params,
