@@ -792,23 +792,20 @@ impl Console {
             let server_ip = data[k % data.len()];
             let sk = part_of(si, true, &mut parts);
             let ck = part_of(ci, false, &mut parts);
+            let slot = PairSlot {
+                pair: k as u32,
+                token: tok,
+                server: None,
+                cert: None,
+            };
             if let Work::NetServe { pairs, .. } = &mut parts[sk].work {
-                pairs.push(PairSlot {
-                    pair: k as u32,
-                    token: tok,
-                    server: None,
-                    cert: None,
-                });
+                pairs.push(slot.clone());
             }
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
                 &mut parts[ck].work
             {
-                pairs.push(PairSlot {
-                    pair: k as u32,
-                    token: tok,
-                    server: Some(SocketAddr::new(server_ip, 0)),
-                    cert: None,
-                });
+                let server = Some(SocketAddr::new(server_ip, 0));
+                pairs.push(PairSlot { server, ..slot });
             }
             names.push((c.clone(), s.clone()));
         }
