@@ -209,15 +209,13 @@ impl Console {
         };
         let mut threads = Vec::new();
         // Request/response: each pair's transactions, from its client.
-        let mut pair_trans = vec![0u64; n];
+        let (mut pair_trans, mut rr) = (vec![0u64; n], false);
         for r in parts.iter().filter_map(|p| p.report.as_ref()) {
-            for rr in r.rr.iter().filter(|rr| (rr.pair as usize) < n) {
-                pair_trans[rr.pair as usize] = rr.transactions;
+            rr |= !r.rr.is_empty();
+            for x in r.rr.iter().filter(|x| (x.pair as usize) < n) {
+                pair_trans[x.pair as usize] = x.transactions;
             }
         }
-        let rr = parts
-            .iter()
-            .any(|p| p.report.as_ref().is_some_and(|r| !r.rr.is_empty()));
         for p in parts {
             let Some(r) = &p.report else { continue };
             let (mut rx, mut tx) = (0u64, 0u64);
