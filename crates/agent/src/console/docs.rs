@@ -12,6 +12,7 @@ use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
 };
 use iotoll_net::TestKind;
+use iotoll_probe::affinity::format_cpu_list;
 use std::time::Duration;
 
 /// What a network test's hosts reported: their rows and series, and per
@@ -496,8 +497,8 @@ pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> Strin
     }
     let own: Vec<String> = (sets.iter())
         .map(|(c, names)| match names[..] {
-            [one] => format!("{one} on CPUs {}", fmt_cpus(c)),
-            _ => format!("{} sharing CPUs {}", names.join(", "), fmt_cpus(c)),
+            [one] => format!("{one} on CPUs {}", format_cpu_list(c)),
+            _ => format!("{} sharing CPUs {}", names.join(", "), format_cpu_list(c)),
         })
         .collect();
     if own.is_empty() {
@@ -507,10 +508,6 @@ pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> Strin
         "every host runs on one kernel (a lab on one machine); hosts with CPUs of their own ({}) are measured on those CPUs and count separately in the totals (a shared set once), weighted by their CPU counts, but memory bandwidth, caches and the veth path between hosts stay shared; hosts without own CPUs report the machine's CPU",
         own.join(", ")
     )
-}
-
-fn fmt_cpus(c: &[u32]) -> String {
-    iotoll_probe::affinity::format_cpu_list(c)
 }
 
 /// Every host on one kernel (all boot ids known and equal).
