@@ -10,8 +10,8 @@ use crate::link::{self, Event, Link};
 use crate::udp::UdpPairs;
 use crate::window::{self, TcpLoad};
 use crate::wire::{
-    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairSlot,
-    Session, Side, ToAgent, Work,
+    self, AgentInfo, AgentReport, AllowedTarget, DiskOrder, FromAgent, OrderLine, PairPort,
+    PairSlot, Session, Side, ToAgent, Work,
 };
 use iotoll_disk::target::Pin;
 use iotoll_disk::{DiskRequest, EngineChoice};
@@ -124,9 +124,9 @@ struct NetPairs {
     pairs: Vec<PairSlot>,
     listener: Option<TcpListener>,
     conns: Vec<Vec<(TcpStream, Role)>>,
-    /// A server that is also a client in this test: its client pairs (as
-    /// PREPARE named them, then as GATHER gave them) and their
-    /// connections, opened at GATHER.
+    /// The pairs it is the client of and their connections: a client's
+    /// opened at PREPARE; a server's (a host in two roles) as PREPARE
+    /// named them, then as GATHER gave them, opened at GATHER.
     clients: Vec<PairSlot>,
     client_conns: Vec<Vec<(TcpStream, Role)>>,
     /// A TLS test's server: its certificate and key, made for the test.
@@ -270,15 +270,7 @@ impl Console<'_> {
     fn prepare(&mut self, id: u64, work: Work) {
         release(&mut self.test, &self.interrupt);
         self.interrupt.store(false, Ordering::Release);
-        let prepared = prepare(work, self.pinned, &self.interrupt).and_then(|(p, port)| {
-            let pair_ports = match &p {
-                Prepared::Udp(u) => u.ports()?,
-                Prepared::Crr(c) => c.ports()?,
-                _ => Vec::new(),
-            };
-            Ok((p, port, pair_ports))
-        });
-        let reply = match prepared {
+        let reply = match prepare(work, self.pinned, &self.interrupt) {
             Ok((p, port, pair_ports)) => {
                 let cert = match &p {
                     Prepared::Net(n) => n.tls.as_ref().map(sent_cert),
@@ -406,7 +398,7 @@ fn prepare(
     work: Work,
     pinned: &Pinned,
     interrupt: &AtomicBool,
-) -> Result<(Prepared, Option<u16>), String> {
+) -> Result<(Prepared, Option<u16>, Vec<PairPort>), String> {
     match work {
         Work::Disk { order } => {
             let (spec, chosen) = disk_spec(&order, &pinned.cfg.targets)?;
@@ -418,98 +410,76 @@ fn prepare(
             let targets =
                 iotoll_disk::target::prepare_pinned(&spec, &pins, interrupt, &mut |_, _| {})
                     .map_err(|e| e.to_string())?;
-            Ok((Prepared::Disk(Box::new(spec), targets), None))
+            Ok((Prepared::Disk(Box::new(spec), targets), None, Vec::new()))
         }
-        Work::NetServe {
-            params,
-            pairs,
-            clients,
-            ..
-        } if params.kind == TestKind::Udp => {
-            check_params(&params)?;
-            let u = UdpPairs::prepare(params, pairs, clients)?;
-            Ok((Prepared::Udp(Box::new(u)), None))
-        }
-        Work::NetClient { params, pairs, .. } if params.kind == TestKind::Udp => {
-            check_params(&params)?;
-            let u = UdpPairs::prepare(params, Vec::new(), pairs)?;
-            Ok((Prepared::Udp(Box::new(u)), None))
-        }
-        Work::NetServe {
-            params,
-            pairs,
-            clients,
-            ..
-        } if is_rate(&params) => {
-            check_params(&params)?;
-            let c = CrrPairs::prepare(params, pairs, clients)?;
-            Ok((Prepared::Crr(Box::new(c)), None))
-        }
-        Work::NetClient { params, pairs, .. } if is_rate(&params) => {
-            check_params(&params)?;
-            let c = CrrPairs::prepare(params, Vec::new(), pairs)?;
-            Ok((Prepared::Crr(Box::new(c)), None))
-        }
+        // A client-only host's pairs are its client pairs, as a server's
+        // own client pairs are.
         Work::NetServe {
             params,
             pairs,
             threads,
             clients,
-        } => {
-            check_params(&params)?;
-            // Every address of this host: pairs may come to any adapter.
-            let listen = |ip: std::net::IpAddr| data_listener(ip, params.sockbuf);
-            let listener = listen(std::net::Ipv6Addr::UNSPECIFIED.into())
-                .or_else(|_| listen(std::net::Ipv4Addr::UNSPECIFIED.into()))
-                .map_err(|e| format!("cannot open a data port: {e}"))?;
-            let n: usize = pairs.len() * server_roles(&params).len();
-            let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
-            let port = listener
-                .local_addr()
-                .map_err(|e| format!("data port: {e}"))?
-                .port();
-            let tls = (params.tls.as_ref())
-                .map(|_| ServerTls::generate())
-                .transpose()
-                .map_err(|e| format!("TLS: {e}"))?;
-            Ok((
-                Prepared::Net(Box::new(NetPairs {
-                    serves: true,
-                    params,
-                    pairs,
-                    listener: Some(listener),
-                    conns: Vec::new(),
-                    clients,
-                    client_conns: Vec::new(),
-                    tls,
-                    threads,
-                })),
-                Some(port),
-            ))
-        }
+        } => prepare_net(true, params, pairs, clients, threads),
         Work::NetClient {
             params,
             pairs,
             threads,
-        } => {
-            check_params(&params)?;
-            let conns = open_pairs(&params, &pairs)?;
-            Ok((
-                Prepared::Net(Box::new(NetPairs {
-                    serves: false,
-                    params,
-                    pairs,
-                    listener: None,
-                    conns,
-                    clients: Vec::new(),
-                    client_conns: Vec::new(),
-                    tls: None,
-                    threads,
-                })),
-                None,
-            ))
-        }
+        } => prepare_net(false, params, Vec::new(), pairs, threads),
     }
+}
+
+/// A network test's pairs on this host: those it serves and those it is
+/// the client of (`serves`: it has a data port, even if it serves none).
+fn prepare_net(
+    serves: bool,
+    params: TestParams,
+    pairs: Vec<PairSlot>,
+    clients: Vec<PairSlot>,
+    threads: Option<u32>,
+) -> Result<(Prepared, Option<u16>, Vec<PairPort>), String> {
+    check_params(&params)?;
+    if params.kind == TestKind::Udp {
+        let (u, ports) = UdpPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Udp(Box::new(u)), None, ports));
+    }
+    if is_rate(&params) {
+        let (c, ports) = CrrPairs::prepare(params, pairs, clients)?;
+        return Ok((Prepared::Crr(Box::new(c)), None, ports));
+    }
+    let (mut listener, mut port, mut tls, mut client_conns) = (None, None, None, Vec::new());
+    if serves {
+        // Every address of this host: pairs may come to any adapter.
+        let listen = |ip: std::net::IpAddr| data_listener(ip, params.sockbuf);
+        let l = listen(std::net::Ipv6Addr::UNSPECIFIED.into())
+            .or_else(|_| listen(std::net::Ipv4Addr::UNSPECIFIED.into()))
+            .map_err(|e| format!("cannot open a data port: {e}"))?;
+        let n: usize = pairs.len() * server_roles(&params).len();
+        let _ = iotoll_net::sock::ensure_nofile(n as u64 + 256);
+        port = Some(
+            l.local_addr()
+                .map_err(|e| format!("data port: {e}"))?
+                .port(),
+        );
+        listener = Some(l);
+        tls = (params.tls.as_ref())
+            .map(|_| ServerTls::generate())
+            .transpose()
+            .map_err(|e| format!("TLS: {e}"))?;
+    } else {
+        client_conns = open_pairs(&params, &clients)?;
+    }
+    let n = NetPairs {
+        serves,
+        params,
+        pairs,
+        listener,
+        conns: Vec::new(),
+        clients,
+        client_conns,
+        tls,
+        threads,
+    };
+    Ok((Prepared::Net(Box::new(n)), port, Vec::new()))
 }
 
 /// A client's data connections, pair by pair, to the pairs' servers.
@@ -647,17 +617,11 @@ fn gather(
     interrupt: &AtomicBool,
     link: &Link<ToAgent>,
 ) -> Result<(), String> {
-    match t.prepared.as_mut() {
+    let n = match t.prepared.as_mut() {
         Some(Prepared::Udp(u)) => return u.gather(given),
         Some(Prepared::Crr(c)) => return c.gather(given),
-        _ => {}
-    }
-    let Some(Prepared::Net(n)) = t
-        .prepared
-        .as_mut()
-        .filter(|p| matches!(p, Prepared::Net(n) if n.serves))
-    else {
-        return Err(format!("test {} serves no network pairs here", t.id));
+        Some(Prepared::Net(n)) if n.serves => n,
+        _ => return Err(format!("test {} serves no network pairs here", t.id)),
     };
     let NetPairs {
         params,
@@ -780,17 +744,13 @@ fn run_net(
     let sizes: Vec<usize> = (n.conns.iter().chain(&n.client_conns))
         .map(Vec::len)
         .collect();
-    let (served, client) = match n.serves {
-        true => (n.conns, n.client_conns),
-        false => (Vec::new(), n.conns),
-    };
-    let client_pairs = if n.serves { n.clients } else { n.pairs };
+    let client_pairs = n.clients;
     let (served, client) = crate::engines::secure(
         &n.params,
         n.tls.as_ref(),
-        served,
+        n.conns,
         &client_pairs,
-        client,
+        n.client_conns,
         interrupt,
     )?;
     let (engines, phase, threads) = Engines::start(&n.params, served, client, threads)?;

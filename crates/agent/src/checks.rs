@@ -143,16 +143,14 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
         pct(&format!("{what}: self"), v)?;
     }
     let per_cpu_s = 1e9 * c.cpus as f64;
-    for (k, v) in [
-        ("interrupts_s", c.interrupts_s),
-        ("ctx_switches_s", c.ctx_switches_s),
+    for (k, v, max) in [
+        ("interrupts_s", c.interrupts_s, per_cpu_s),
+        ("ctx_switches_s", c.ctx_switches_s, per_cpu_s),
+        ("nominal_mhz", c.nominal_mhz, 1e5),
     ] {
         if let Some(v) = v {
-            num(&format!("{what}: {k}"), v, per_cpu_s)?;
+            num(&format!("{what}: {k}"), v, max)?;
         }
-    }
-    if let Some(v) = c.nominal_mhz {
-        num(&format!("{what}: nominal_mhz"), v, 1e5)?;
     }
     for t in c
         .top
@@ -169,8 +167,6 @@ pub fn cpu(c: &CpuReport, what: &str, window_max_s: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// A host's percentage against its CPUs' own: within their range, to
-/// float rounding.
 /// The CPU count of a window against what the agent said of itself: the
 /// machine's, which a lab host with CPUs of its own reports beside the
 /// count of its own CPUs (which its list must match).
@@ -193,6 +189,8 @@ fn cpu_count(c: &CpuReport, said: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// A host's percentage against its CPUs' own: within their range, to
+/// float rounding.
 fn between(what: &str, v: f64, each: impl Iterator<Item = f64>) -> Result<(), String> {
     let (lo, hi) = each.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
@@ -330,11 +328,7 @@ fn net_report(r: &AgentReport, params: &TestParams, e: &Expect) -> Result<(), St
         }
         _ => iotoll_net::server::server_roles(params).len() as u32,
     };
-    let (served, clients): (&[crate::wire::PairSlot], &[crate::wire::PairSlot]) = match e.work {
-        Work::NetServe { pairs, clients, .. } => (pairs, clients),
-        Work::NetClient { pairs, .. } => (&[], pairs),
-        Work::Disk { .. } => (&[], &[]),
-    };
+    let (served, clients) = e.work.slots();
     let mut want: Vec<u32> = served.iter().chain(clients).map(|p| p.pair).collect();
     let mut got: Vec<u32> = r.pairs.iter().map(|p| p.pair).collect();
     want.sort_unstable();
@@ -644,12 +638,7 @@ pub fn pair_agrees(p: &PairEnds) -> Result<(), String> {
     ] {
         let (sent, got) = (sent as f64, got as f64);
         let most = sent.max(got);
-        let rate = if p.window_s > 0.0 {
-            most / p.window_s
-        } else {
-            0.0
-        };
-        let allowed = buffers + rate * p.edges_s;
+        let allowed = buffers + crate::per_s(most, p.window_s) * p.edges_s;
         if (sent - got).abs() > allowed {
             return Err(format!(
                 "pair {}, {way}: {sent} bytes sent and {got} received, more apart than could be in flight ({allowed:.0})",

@@ -6,7 +6,7 @@
 //! `net crr|cc` runs them. Connections close normally (FIN), the client
 //! first: the TIME_WAIT is the client host's.
 
-use crate::window::Load;
+use crate::window::{cannot_start, known_server, Load, Placed};
 use crate::wire::{AgentReport, CrrClient, CrrServed, PairBytes, PairCrr, PairPort, PairSlot};
 use iotoll_net::crr::{ClientParams, CrrEngine, CrrServer, MAX_CLIENTS};
 use iotoll_net::proto::TestParams;
@@ -21,12 +21,9 @@ use std::sync::Arc;
 /// workers and its servers' acceptors): the local test's limit.
 pub const MAX_CRR_THREADS_PER_HOST: usize = MAX_CLIENTS as usize;
 
-/// A connection-rate test's pairs on this agent, from PREPARE to START.
-pub(crate) struct CrrPairs {
-    params: TestParams,
-    served: Vec<(PairSlot, TcpListener)>,
-    clients: Vec<PairSlot>,
-}
+/// A connection-rate test's pairs on this agent: each pair it serves with
+/// its listener (its clients' workers open their connections at START).
+pub(crate) type CrrPairs = Placed<TcpListener, ()>;
 
 /// The threads a host runs for `pairs` pairs of `conns` clients each.
 pub fn threads_needed(pairs: usize, conns: u32) -> usize {
@@ -34,12 +31,12 @@ pub fn threads_needed(pairs: usize, conns: u32) -> usize {
 }
 
 impl CrrPairs {
-    /// Opens a listener for each pair this host serves.
+    /// Opens a listener for each pair this host serves; the port of each.
     pub fn prepare(
         params: TestParams,
         served: Vec<PairSlot>,
         clients: Vec<PairSlot>,
-    ) -> Result<CrrPairs, String> {
+    ) -> Result<(CrrPairs, Vec<PairPort>), String> {
         let n = threads_needed(served.len() + clients.len(), params.conns);
         if n > MAX_CRR_THREADS_PER_HOST {
             return Err(format!(
@@ -56,23 +53,13 @@ impl CrrPairs {
                 Ok((s, l))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(CrrPairs {
+        let c = CrrPairs {
             params,
             served,
-            clients,
-        })
-    }
-
-    /// The port each served pair's connections go to.
-    pub fn ports(&self) -> Result<Vec<PairPort>, String> {
-        PairPort::of_served(&self.served, TcpListener::local_addr)
-    }
-
-    /// GATHER: a serving host's client pairs, with their servers' ports.
-    pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
-        PairSlot::same_pairs(&given, self.clients.iter())?;
-        self.clients = given;
-        Ok(())
+            clients: clients.into_iter().map(|s| (s, ())).collect(),
+        };
+        let ports = c.ports(TcpListener::local_addr)?;
+        Ok((c, ports))
     }
 
     /// START: every served pair's acceptors, then every client pair's
@@ -85,26 +72,22 @@ impl CrrPairs {
             served: Vec::new(),
             clients: Vec::new(),
         };
-        let cannot = |k: u32, e: std::io::Error| format!("pair {}: cannot start: {e}", k + 1);
         for (s, l) in self.served {
             let n = p.conns as usize;
             let srv = CrrServer::start(l, p.kind, (p.req, p.resp), s.token, n, phase.clone())
-                .map_err(|e| cannot(s.pair, e))?;
+                .map_err(|e| cannot_start(s.pair, e))?;
             load.served.push((s.pair, srv));
         }
-        for s in self.clients {
-            let server = s.server.filter(|a| a.port() != 0).ok_or_else(|| {
-                format!("pair {}: its server's data port is not known", s.pair + 1)
-            })?;
+        for (s, ()) in self.clients {
             let cp = ClientParams {
-                server,
+                server: known_server(&s, "data port")?,
                 token: s.token,
                 exchange: (p.kind == TestKind::Crr).then_some((p.req, p.resp)),
                 linger0: p.linger0,
                 bind: Vec::new(),
             };
             let e = CrrEngine::start(cp, p.conns as usize, phase.clone())
-                .map_err(|e| cannot(s.pair, e))?;
+                .map_err(|e| cannot_start(s.pair, e))?;
             load.clients.push((s.pair, e));
         }
         let threads = threads_needed(load.served.len() + load.clients.len(), p.conns);

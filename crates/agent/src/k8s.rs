@@ -115,14 +115,6 @@ impl K8sOptions {
         }
         Ok(())
     }
-
-    fn kind(&self) -> &'static str {
-        if self.daemonset {
-            "DaemonSet"
-        } else {
-            "Job"
-        }
-    }
 }
 
 fn dns_label(what: &str, s: &str) -> Result<(), String> {
@@ -152,7 +144,7 @@ fn q(s: &str) -> String {
 /// The Service, then the Job or the DaemonSet, as YAML documents.
 pub fn manifests(o: &K8sOptions) -> String {
     let mut y = String::new();
-    let kind = o.kind();
+    let kind = if o.daemonset { "DaemonSet" } else { "Job" };
     let _ = writeln!(
         y,
         "# iotoll agents: {} {} in namespace {}, port {}.\n\
@@ -189,13 +181,8 @@ fn service(y: &mut String, o: &K8sOptions) {
          # (NAME-INDEX.NAME.NAMESPACE.svc.cluster.local for the Job's pods,\n\
          # which name this Service as theirs)."
     };
-    let _ = writeln!(
-        y,
-        "---\n{why}\napiVersion: v1\nkind: Service\nmetadata:\n  name: {}\n  namespace: {}",
-        q(&o.name),
-        q(&o.namespace)
-    );
-    metadata(y, o, "  ");
+    let _ = writeln!(y, "---\n{why}");
+    head(y, o, "v1", "Service");
     let _ = writeln!(y, "spec:\n  clusterIP: None\n  selector:");
     labels(y, o, "    ");
     let _ = writeln!(
@@ -205,12 +192,11 @@ fn service(y: &mut String, o: &K8sOptions) {
     );
 }
 
-/// A workload's first lines: its kind, name, namespace and labels.
-fn head(y: &mut String, o: &K8sOptions, api: &str) {
+/// A document's first lines: its kind, name, namespace and labels.
+fn head(y: &mut String, o: &K8sOptions, api: &str, kind: &str) {
     let _ = writeln!(
         y,
-        "apiVersion: {api}\nkind: {}\nmetadata:\n  name: {}\n  namespace: {}",
-        o.kind(),
+        "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {}\n  namespace: {}",
         q(&o.name),
         q(&o.namespace)
     );
@@ -218,7 +204,7 @@ fn head(y: &mut String, o: &K8sOptions, api: &str) {
 }
 
 fn job(y: &mut String, o: &K8sOptions) {
-    head(y, o, "batch/v1");
+    head(y, o, "batch/v1", "Job");
     let _ = writeln!(
         y,
         "spec:\n  # Indexed: pod i is named NAME-i and gets the hostname NAME-i, so with\n  \
@@ -238,7 +224,7 @@ fn job(y: &mut String, o: &K8sOptions) {
 }
 
 fn daemonset(y: &mut String, o: &K8sOptions) {
-    head(y, o, "apps/v1");
+    head(y, o, "apps/v1", "DaemonSet");
     let _ = writeln!(y, "spec:\n  selector:\n    matchLabels:");
     labels(y, o, "      ");
     let _ = writeln!(y, "  template:\n    metadata:");

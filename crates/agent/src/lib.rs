@@ -37,3 +37,12 @@ pub fn agent_args<'a>(
         .into_iter()
         .chain(targets)
 }
+
+/// `n` over `window_s`, per second (0 without a window).
+pub(crate) fn per_s(n: f64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        n / window_s
+    } else {
+        0.0
+    }
+}

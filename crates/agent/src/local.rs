@@ -111,10 +111,6 @@ impl LocalAgent {
         })
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Closes its stdin (it stops serving), waits up to 2 s, then kills it.
     pub fn stop(&mut self) {
         drop(self.stdin.take());

@@ -357,6 +357,10 @@ impl SshAgent {
         timeout: Duration,
     ) -> Result<String, LaunchErrorKind> {
         let deadline = Instant::now() + timeout;
+        let timed_out = || LaunchErrorKind::Timeout {
+            after: timeout,
+            stderr: String::new(),
+        };
         if let Some(stdin) = self.stdin.as_mut() {
             // A failed write means ssh is already gone (e.g. refused
             // authentication): its exit status and stderr, read below,
@@ -366,10 +370,7 @@ impl SshAgent {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(LaunchErrorKind::Timeout {
-                    after: timeout,
-                    stderr: String::new(),
-                });
+                return Err(timed_out());
             }
             match lines.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok(line) => {
@@ -400,10 +401,7 @@ impl SshAgent {
                         }
                         std::thread::sleep(Duration::from_millis(20));
                     }
-                    return Err(LaunchErrorKind::Timeout {
-                        after: timeout,
-                        stderr: String::new(),
-                    });
+                    return Err(timed_out());
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! rate. One engine (one thread) per pair, so each pair's counts are its
 //! own and its rate is its own.
 
-use crate::window::Load;
+use crate::window::{cannot_start, known_server, Load, Placed};
 use crate::wire::{AgentReport, PairBytes, PairPort, PairSlot, PairUdp};
 use iotoll_net::proto::TestParams;
 use iotoll_net::udp::{udp_socket, UdpEngine, UdpOut, UdpParams};
@@ -17,15 +17,10 @@ use std::sync::Arc;
 /// Most UDP pairs one host takes part in: each is a thread here.
 pub const MAX_UDP_PAIRS_PER_HOST: usize = 256;
 
-/// A UDP test's pairs on this agent, from PREPARE to START.
-pub(crate) struct UdpPairs {
-    params: TestParams,
-    /// Each pair it serves, with the socket its datagrams come to.
-    served: Vec<(PairSlot, Arc<UdpSocket>)>,
-    /// Each pair it is the client of, with its flows' sockets (a server's
-    /// client pairs learn their servers' ports at GATHER).
-    clients: Vec<(PairSlot, Vec<Arc<UdpSocket>>)>,
-}
+/// A UDP test's pairs on this agent: each pair it serves with the socket
+/// its datagrams come to, each pair it is the client of with its flows'
+/// sockets.
+pub(crate) type UdpPairs = Placed<Arc<UdpSocket>, Vec<Arc<UdpSocket>>>;
 
 /// A socket on any address of `family`'s, with the test's buffers.
 fn any_socket(family: IpAddr, sockbuf: Option<u64>) -> Result<Arc<UdpSocket>, String> {
@@ -37,12 +32,12 @@ fn any_socket(family: IpAddr, sockbuf: Option<u64>) -> Result<Arc<UdpSocket>, St
 }
 
 impl UdpPairs {
-    /// Opens every socket of this host's pairs.
+    /// Opens every socket of this host's pairs; the port of each it serves.
     pub fn prepare(
         params: TestParams,
         served: Vec<PairSlot>,
         clients: Vec<PairSlot>,
-    ) -> Result<UdpPairs, String> {
+    ) -> Result<(UdpPairs, Vec<PairPort>), String> {
         iotoll_net::udp::validate_placed(&params)?;
         let n = served.len() + clients.len();
         if n > MAX_UDP_PAIRS_PER_HOST {
@@ -70,26 +65,13 @@ impl UdpPairs {
                 Ok((s, socks))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(UdpPairs {
+        let u = UdpPairs {
             params,
             served,
             clients,
-        })
-    }
-
-    /// The port each served pair's datagrams go to.
-    pub fn ports(&self) -> Result<Vec<PairPort>, String> {
-        PairPort::of_served(&self.served, |s| s.local_addr())
-    }
-
-    /// GATHER: the client pairs of a host that also serves, with their
-    /// servers' ports now known.
-    pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
-        PairSlot::same_pairs(&given, self.clients.iter().map(|c| &c.0))?;
-        for ((slot, _), g) in self.clients.iter_mut().zip(given) {
-            *slot = g;
-        }
-        Ok(())
+        };
+        let ports = u.ports(|s| s.local_addr())?;
+        Ok((u, ports))
     }
 
     /// START: every pair's engine, on one phase.
@@ -107,20 +89,17 @@ impl UdpPairs {
             served: Vec::new(),
             clients: Vec::new(),
         };
-        let cannot = |k: u32, e: std::io::Error| format!("pair {}: cannot start: {e}", k + 1);
         for (s, socks) in self.clients {
-            let to = s.server.filter(|a| a.port() != 0).ok_or_else(|| {
-                format!("pair {}: its server's UDP port is not known", s.pair + 1)
-            })?;
+            let to = known_server(&s, "UDP port")?;
             let send: Vec<(Arc<UdpSocket>, SocketAddr)> =
                 socks.into_iter().map(|s| (s, to)).collect();
             let e = UdpEngine::start(send, Vec::new(), params(s.token), phase.clone())
-                .map_err(|e| cannot(s.pair, e))?;
+                .map_err(|e| cannot_start(s.pair, e))?;
             load.clients.push((s.pair, e));
         }
         for (s, sock) in self.served {
             let e = UdpEngine::start(Vec::new(), vec![sock], params(s.token), phase.clone())
-                .map_err(|e| cannot(s.pair, e))?;
+                .map_err(|e| cannot_start(s.pair, e))?;
             load.served.push((s.pair, e));
         }
         let threads = load.served.len() + load.clients.len();
@@ -167,31 +146,24 @@ impl Load for UdpLoad {
         let sent = join_all(self.clients);
         let received = join_all(self.served);
         let conns = self.conns;
-        for (k, out) in &received {
+        // Each end's bytes as its receiver or its sender counted them.
+        let served = (received.iter()).map(|(k, out)| {
             let r = out.received.unwrap_or_default();
+            (*k, r.bytes, 0, None, Some(r))
+        });
+        let ends =
+            served.chain((sent.iter()).map(|(k, o)| (*k, 0, o.sent.bytes, Some(o.sent), None)));
+        for (pair, rx, tx, sent, received) in ends {
             report.pairs.push(PairBytes {
-                pair: *k,
+                pair,
                 conns,
-                rx: r.bytes,
-                tx: 0,
+                rx,
+                tx,
             });
             report.udp.push(PairUdp {
-                pair: *k,
-                sent: None,
-                received: Some(r),
-            });
-        }
-        for (k, out) in &sent {
-            report.pairs.push(PairBytes {
-                pair: *k,
-                conns,
-                rx: 0,
-                tx: out.sent.bytes,
-            });
-            report.udp.push(PairUdp {
-                pair: *k,
-                sent: Some(out.sent),
-                received: None,
+                pair,
+                sent,
+                received,
             });
         }
         for (_, out) in sent.iter().chain(&received) {

@@ -5,11 +5,13 @@
 //! into the report.
 
 use crate::engines::{Engines, EnginesOut};
-use crate::wire::{self, AgentReport, PairBytes, PairRr, PairSlot};
+use crate::wire::{self, AgentReport, PairBytes, PairPort, PairRr, PairSlot};
 use iotoll_net::engine::EngineOut;
+use iotoll_net::proto::TestParams;
 use iotoll_net::TestKind;
 use iotoll_probe::CpuWindow;
 use iotoll_run::{Counting, HostClock, Phase, PhaseCell, SeriesRecorder, Silent};
+use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -26,6 +28,54 @@ pub(crate) trait Load {
     /// Stops the load and writes what it counted into `report`; returns
     /// the sockets to keep open until the test is released.
     fn finish(self, report: &mut AgentReport) -> Vec<OwnedFd>;
+}
+
+/// A UDP or connection-rate test's pairs on this agent, from PREPARE to
+/// START: each pair it serves with a socket of its own (`S`), each pair it
+/// is the client of with what it opened for it (`C`; a server's client
+/// pairs learn their servers' ports at GATHER).
+pub(crate) struct Placed<S, C> {
+    pub params: TestParams,
+    pub served: Vec<(PairSlot, S)>,
+    pub clients: Vec<(PairSlot, C)>,
+}
+
+impl<S, C> Placed<S, C> {
+    /// The port of each pair it serves, from its socket's address.
+    pub fn ports(
+        &self,
+        local: impl Fn(&S) -> std::io::Result<SocketAddr>,
+    ) -> Result<Vec<PairPort>, String> {
+        (self.served.iter())
+            .map(|(s, sock)| {
+                let port = local(sock)
+                    .map_err(|e| format!("the data port of pair {}: {e}", s.pair + 1))?
+                    .port();
+                Ok(PairPort { pair: s.pair, port })
+            })
+            .collect()
+    }
+
+    /// GATHER: the client pairs of a host that also serves, with their
+    /// servers' ports now known.
+    pub fn gather(&mut self, given: Vec<PairSlot>) -> Result<(), String> {
+        PairSlot::same_pairs(&given, self.clients.iter().map(|c| &c.0))?;
+        for ((slot, _), g) in self.clients.iter_mut().zip(given) {
+            *slot = g;
+        }
+        Ok(())
+    }
+}
+
+/// A client pair's server, once its port is known (`port` names it).
+pub(crate) fn known_server(s: &PairSlot, port: &str) -> Result<SocketAddr, String> {
+    (s.server.filter(|a| a.port() != 0))
+        .ok_or_else(|| format!("pair {}: its server's {port} is not known", s.pair + 1))
+}
+
+/// A pair's engine could not start.
+pub(crate) fn cannot_start(pair: u32, e: std::io::Error) -> String {
+    format!("pair {}: cannot start: {e}", pair + 1)
 }
 
 /// A stream or request/response test's engines, with the pairs in their

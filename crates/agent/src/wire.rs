@@ -163,6 +163,17 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// The pairs this host serves and those it is the client of.
+    pub fn slots(&self) -> (&[PairSlot], &[PairSlot]) {
+        match self {
+            Work::NetServe { pairs, clients, .. } => (pairs, clients),
+            Work::NetClient { pairs, .. } => (&[], pairs),
+            Work::Disk { .. } => (&[], &[]),
+        }
+    }
+}
+
 /// One endpoint pair as one of its ends sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -282,23 +293,6 @@ pub struct PairRr {
 pub struct PairPort {
     pub pair: u32,
     pub port: u16,
-}
-
-impl PairPort {
-    /// The port of each pair a host serves, from its socket's address.
-    pub fn of_served<S>(
-        served: &[(PairSlot, S)],
-        local: impl Fn(&S) -> std::io::Result<SocketAddr>,
-    ) -> Result<Vec<PairPort>, String> {
-        (served.iter())
-            .map(|(s, sock)| {
-                let port = local(sock)
-                    .map_err(|e| format!("the data port of pair {}: {e}", s.pair + 1))?
-                    .port();
-                Ok(PairPort { pair: s.pair, port })
-            })
-            .collect()
-    }
 }
 
 /// A UDP pair at one end, in its window: what its client sent, or what

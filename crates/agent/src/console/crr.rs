@@ -10,6 +10,7 @@ use super::{Console, ConsoleError, Part};
 use crate::checks::IOPS_MAX;
 use crate::crr::{threads_needed, MAX_CRR_THREADS_PER_HOST};
 use crate::histwire;
+use crate::per_s;
 use crate::wire::{AgentReport, CrrClient, CrrServed};
 use hdrhistogram::Histogram;
 use iotoll_model::metrics as mn;
@@ -91,14 +92,7 @@ pub(super) fn check_test(t: &super::NetTest) -> Result<(), String> {
     if !matches!(t.params.kind, TestKind::Crr | TestKind::Cc) {
         return Ok(());
     }
-    let mut per_host: Vec<(&str, usize)> = Vec::new();
-    for h in t.pairs.iter().flat_map(|(c, s)| [c.as_str(), s.as_str()]) {
-        match per_host.iter_mut().find(|(n, _)| *n == h) {
-            Some((_, k)) => *k += 1,
-            None => per_host.push((h, 1)),
-        }
-    }
-    for (h, k) in per_host {
+    for (h, k) in t.pairs_per_host() {
         let n = threads_needed(k, t.params.conns);
         if n > MAX_CRR_THREADS_PER_HOST {
             return Err(format!(
@@ -176,26 +170,18 @@ impl Console {
     }
 }
 
-fn per_s(n: u64, window_s: f64) -> f64 {
-    if window_s > 0.0 {
-        n as f64 / window_s
-    } else {
-        0.0
-    }
-}
-
-/// The figures a local `net crr|cc` has, written into `m`: rates,
+/// The figures a local `net crr|cc` has, written into `m`: rates
+/// (connections/s, as its clients and its servers counted them),
 /// failures by cause, connect and transaction times.
 fn rate_metrics(
-    done: (u64, f64),
-    served: (u64, f64),
+    (conn_s, served_s): (f64, f64),
     failures: &[u64; 6],
     connect: &Histogram<u64>,
     trans: &Histogram<u64>,
     m: &mut Metrics,
 ) {
-    m.insert(mn::CONN_S.into(), per_s(done.0, done.1));
-    m.insert(mn::SERVED_CONN_S.into(), per_s(served.0, served.1));
+    m.insert(mn::CONN_S.into(), conn_s);
+    m.insert(mn::SERVED_CONN_S.into(), served_s);
     m.insert(mn::FAILURES.into(), failures.iter().sum::<u64>() as f64);
     for (c, n) in Cause::ALL.iter().zip(failures) {
         m.insert(format!("failures_{}", c.name()), *n as f64);
@@ -214,30 +200,23 @@ pub(super) fn write(
     m: &mut Metrics,
 ) -> Vec<String> {
     let mut failures = [0u64; 6];
-    let (mut conn_s, mut served_s) = (0.0, 0.0);
     for (r, p) in rates.iter().zip(pairs.iter_mut()) {
         let c = &r.client;
-        let done = (c.window_done, r.client_window_s);
-        let served = (r.server.window_done, r.server_window_s);
-        rate_metrics(
-            done,
-            served,
-            &c.failures,
-            &r.connect,
-            &r.trans,
-            &mut p.metrics,
+        let rates = (
+            per_s(c.window_done as f64, r.client_window_s),
+            per_s(r.server.window_done as f64, r.server_window_s),
         );
+        rate_metrics(rates, &c.failures, &r.connect, &r.trans, &mut p.metrics);
         p.transactions = Some(c.window_done);
-        conn_s += per_s(done.0, done.1);
-        served_s += per_s(served.0, served.1);
         for (a, b) in failures.iter_mut().zip(c.failures) {
             *a += b;
         }
     }
+    // The pairs' rates added up, in the pairs' order.
+    let sum = |k: &str| pairs.iter().map(|p| p.metrics[k]).fold(0.0, |a, b| a + b);
     let (connect, trans) = merged(rates.iter());
-    rate_metrics((0, 0.0), (0, 0.0), &failures, &connect, &trans, m);
-    m.insert(mn::CONN_S.into(), conn_s);
-    m.insert(mn::SERVED_CONN_S.into(), served_s);
+    let total = (sum(mn::CONN_S), sum(mn::SERVED_CONN_S));
+    rate_metrics(total, &failures, &connect, &trans, m);
     for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
         m.remove(k);
     }

@@ -3,6 +3,7 @@
 //! machine.
 
 use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
+use crate::per_s;
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
 use iotoll_model::spec::{CrrSpec, NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
@@ -10,6 +11,8 @@ use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
 };
+use iotoll_net::TestKind;
+use iotoll_probe::affinity::format_cpu_list;
 use std::time::Duration;
 
 /// What a network test's hosts reported: their rows and series, and per
@@ -170,7 +173,7 @@ impl Console {
         let kind = match per_pair {
             PerPair::Rr(_) => Kind::NetRr,
             PerPair::Udp(_) => Kind::NetUdp,
-            PerPair::Rate(_) if t.params.kind == iotoll_net::TestKind::Cc => Kind::NetCc,
+            PerPair::Rate(_) if t.params.kind == TestKind::Cc => Kind::NetCc,
             PerPair::Rate(_) => Kind::NetCrr,
             PerPair::Bytes => Kind::NetStream,
         };
@@ -207,15 +210,13 @@ impl Console {
         };
         let mut threads = Vec::new();
         // Request/response: each pair's transactions, from its client.
-        let mut pair_trans = vec![0u64; n];
+        let (mut pair_trans, mut rr) = (vec![0u64; n], false);
         for r in parts.iter().filter_map(|p| p.report.as_ref()) {
-            for rr in r.rr.iter().filter(|rr| (rr.pair as usize) < n) {
-                pair_trans[rr.pair as usize] = rr.transactions;
+            rr |= !r.rr.is_empty();
+            for x in r.rr.iter().filter(|x| (x.pair as usize) < n) {
+                pair_trans[x.pair as usize] = x.transactions;
             }
         }
-        let rr = parts
-            .iter()
-            .any(|p| p.report.as_ref().is_some_and(|r| !r.rr.is_empty()));
         for p in parts {
             let Some(r) = &p.report else { continue };
             let (mut rx, mut tx) = (0u64, 0u64);
@@ -271,12 +272,7 @@ impl Console {
                         + c.server.as_ref().map_or(0, |s| s.window_done)
                 });
                 let n: u64 = ends.sum();
-                let per_s = if r.window_s > 0.0 {
-                    n as f64 / r.window_s
-                } else {
-                    0.0
-                };
-                m.insert(mn::CONN_S.into(), per_s);
+                m.insert(mn::CONN_S.into(), per_s(n as f64, r.window_s));
                 for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
                     m.remove(k);
                 }
@@ -319,40 +315,36 @@ impl Console {
             tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
-        if t.params.kind == iotoll_net::TestKind::Udp {
+        let p = &t.params;
+        match p.kind {
             // `rate` is each pair's, as `conns` is.
-            return Spec::Udp(Typed::from(UdpSpec {
+            TestKind::Udp => Spec::Udp(Typed::from(UdpSpec {
                 net,
-                dir: iotoll_model::spec::word(&t.params.dir),
-                size: t.params.msg,
-                rate: t.params.rate,
-            }));
-        }
-        if matches!(
-            t.params.kind,
-            iotoll_net::TestKind::Crr | iotoll_net::TestKind::Cc
-        ) {
-            let crr = t.params.kind == iotoll_net::TestKind::Crr;
-            return Spec::Crr(Typed::from(CrrSpec {
+                dir: iotoll_model::spec::word(&p.dir),
+                size: p.msg,
+                rate: p.rate,
+            })),
+            TestKind::Crr | TestKind::Cc => {
+                let crr = p.kind == TestKind::Crr;
+                Spec::Crr(Typed::from(CrrSpec {
+                    net,
+                    req: if crr { p.req } else { 0 },
+                    resp: if crr { p.resp } else { 0 },
+                    linger0: p.linger0,
+                }))
+            }
+            TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
                 net,
-                req: if crr { t.params.req } else { 0 },
-                resp: if crr { t.params.resp } else { 0 },
-                linger0: t.params.linger0,
-            }));
-        }
-        if t.params.kind == iotoll_net::TestKind::Rr {
-            return Spec::Rr(Typed::from(RrSpec {
+                req: p.req,
+                resp: p.resp,
+                burst: p.burst,
+            })),
+            _ => Spec::Stream(Typed::from(StreamSpec {
                 net,
-                req: t.params.req,
-                resp: t.params.resp,
-                burst: t.params.burst,
-            }));
+                dir: iotoll_model::spec::word(&p.dir),
+                msg: p.msg,
+            })),
         }
-        Spec::Stream(Typed::from(StreamSpec {
-            net,
-            dir: iotoll_model::spec::word(&t.params.dir),
-            msg: t.params.msg,
-        }))
     }
 
     pub(super) fn disk_doc(&self, t: &DiskTest, parts: &[Part], times: &DriveTimes) -> ResultDoc {
@@ -462,11 +454,7 @@ fn multi_host_doc(
 
 /// `bytes` over `window_s`, Mbit/s (0 without a window).
 fn mbit_s(bytes: u64, window_s: f64) -> f64 {
-    if window_s > 0.0 {
-        bytes as f64 * 8.0 / window_s / 1e6
-    } else {
-        0.0
-    }
+    per_s(bytes as f64 * 8.0, window_s) / 1e6
 }
 
 /// The hosts' mean window, seconds (0 without hosts).
@@ -509,8 +497,8 @@ pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> Strin
     }
     let own: Vec<String> = (sets.iter())
         .map(|(c, names)| match names[..] {
-            [one] => format!("{one} on CPUs {}", fmt_cpus(c)),
-            _ => format!("{} sharing CPUs {}", names.join(", "), fmt_cpus(c)),
+            [one] => format!("{one} on CPUs {}", format_cpu_list(c)),
+            _ => format!("{} sharing CPUs {}", names.join(", "), format_cpu_list(c)),
         })
         .collect();
     if own.is_empty() {
@@ -520,10 +508,6 @@ pub(super) fn one_kernel_note(hosts: &[HostFigures], shared_tail: &str) -> Strin
         "every host runs on one kernel (a lab on one machine); hosts with CPUs of their own ({}) are measured on those CPUs and count separately in the totals (a shared set once), weighted by their CPU counts, but memory bandwidth, caches and the veth path between hosts stay shared; hosts without own CPUs report the machine's CPU",
         own.join(", ")
     )
-}
-
-fn fmt_cpus(c: &[u32]) -> String {
-    iotoll_probe::affinity::format_cpu_list(c)
 }
 
 /// Every host on one kernel (all boot ids known and equal).

@@ -43,7 +43,7 @@ impl Console {
             let host = self.hosts[p.host].name.as_str();
             let err =
                 |m: String| ConsoleError::host_err(host, format!("its report is refused: {m}"));
-            let (served, clients) = p.slots();
+            let (served, clients) = p.work.slots();
             let Words {
                 counts,
                 client,

@@ -209,15 +209,6 @@ struct Part {
 }
 
 impl Part {
-    /// The pairs this host serves and those it is the client of.
-    fn slots(&self) -> (&[PairSlot], &[PairSlot]) {
-        match &self.work {
-            Work::NetServe { pairs, clients, .. } => (pairs, clients),
-            Work::NetClient { pairs, .. } => (&[], pairs),
-            Work::Disk { .. } => (&[], &[]),
-        }
-    }
-
     /// A network test's parameters.
     fn params(&self) -> Option<&TestParams> {
         match &self.work {
@@ -228,7 +219,7 @@ impl Part {
 
     /// Whether this host is pair `pair`'s server.
     fn serves_pair(&self, pair: u32) -> bool {
-        self.slots().0.iter().any(|s| s.pair == pair)
+        self.work.slots().0.iter().any(|s| s.pair == pair)
     }
 
     /// Host `host`'s part before PREPARE: no offset, port or report yet.
@@ -489,14 +480,13 @@ impl Console {
         // may share an address: agents on one machine).
         // A TLS test's clients pin the certificate each server sent over
         // its authenticated session with the console.
-        let ports: Vec<(u32, u16, Option<&String>)> = (parts.iter())
-            .filter_map(|p| Some((p.slots().0, p.port?, p.cert.as_ref())))
-            .flat_map(|(served, port, cert)| served.iter().map(move |s| (s.pair, port, cert)))
-            .collect();
         let pair_ports =
             (parts.iter()).flat_map(|p| p.pair_ports.iter().map(|u| (u.pair, u.port, None)));
-        let ports: Vec<(u32, u16, Option<String>)> = (ports.into_iter())
-            .map(|(k, port, cert)| (k, port, cert.cloned()))
+        let ports: Vec<(u32, u16, Option<String>)> = (parts.iter())
+            .filter_map(|p| Some((p.work.slots().0, p.port?, &p.cert)))
+            .flat_map(|(served, port, cert)| {
+                served.iter().map(move |s| (s.pair, port, cert.clone()))
+            })
             .chain(pair_ports)
             .collect();
         for p in parts.iter_mut() {
@@ -516,7 +506,7 @@ impl Console {
         if parts.iter().any(serves) {
             self.send_all(parts, &serves, |p| ToAgent::Gather {
                 test: run.test,
-                clients: p.slots().1.to_vec(),
+                clients: p.work.slots().1.to_vec(),
             });
             let deadline = Instant::now() + Duration::from_secs(30);
             let w = self.wait_all(parts, serves, run, deadline, |_, m| {
@@ -609,7 +599,7 @@ impl Console {
                 let per_pair = (p.params()).is_some_and(|t| {
                     matches!(t.kind, TestKind::Udp | TestKind::Crr | TestKind::Cc)
                 });
-                udp::check_ports(p.slots().0, &pair_ports, per_pair)?;
+                udp::check_ports(p.work.slots().0, &pair_ports, per_pair)?;
                 p.port = port;
                 p.cert = cert;
                 p.pair_ports = pair_ports;
@@ -715,6 +705,21 @@ pub struct NetTest {
     pub config: Option<String>,
 }
 
+impl NetTest {
+    /// Each host of the test with the number of pairs it is an end of, in
+    /// the order the pairs name them.
+    fn pairs_per_host(&self) -> Vec<(&str, usize)> {
+        let mut per_host: Vec<(&str, usize)> = Vec::new();
+        for h in (self.pairs.iter()).flat_map(|(c, s)| [c.as_str(), s.as_str()]) {
+            match per_host.iter_mut().find(|(n, _)| *n == h) {
+                Some((_, k)) => *k += 1,
+                None => per_host.push((h, 1)),
+            }
+        }
+        per_host
+    }
+}
+
 /// A disk test on several hosts at once.
 #[derive(Debug, Clone)]
 pub struct DiskTest {
@@ -742,45 +747,34 @@ impl Console {
         // in both roles is one part: it serves, and opens its client pairs
         // once every server listens (at GATHER).
         let part_of = |host: usize, server: bool, parts: &mut Vec<Part>| {
-            if let Some(k) = parts.iter().position(|p| p.host == host) {
-                let p = &mut parts[k];
-                if let (Work::NetClient { pairs, .. }, true) = (&mut p.work, server) {
-                    let (params, clients) = (t.params.clone(), std::mem::take(pairs));
-                    p.work = Work::NetServe {
+            let role = if server { "server" } else { "client" };
+            let k = parts
+                .iter()
+                .position(|p| p.host == host)
+                .unwrap_or_else(|| {
+                    let (params, threads) = (t.params.clone(), t.threads);
+                    let work = Work::NetClient {
                         params,
                         pairs: vec![],
-                        threads: t.threads,
-                        clients,
+                        threads,
                     };
-                }
-                if p.role != if server { "server" } else { "client" } {
-                    p.role = "client+server";
-                }
-                return Ok(k);
+                    parts.push(Part::new(host, role, work));
+                    parts.len() - 1
+                });
+            let p = &mut parts[k];
+            if let (Work::NetClient { pairs, .. }, true) = (&mut p.work, server) {
+                let (params, clients) = (t.params.clone(), std::mem::take(pairs));
+                p.work = Work::NetServe {
+                    params,
+                    pairs: vec![],
+                    threads: t.threads,
+                    clients,
+                };
             }
-            let (params, pairs, threads) = (t.params.clone(), vec![], t.threads);
-            parts.push(match server {
-                true => Part::new(
-                    host,
-                    "server",
-                    Work::NetServe {
-                        params,
-                        pairs,
-                        threads,
-                        clients: vec![],
-                    },
-                ),
-                false => Part::new(
-                    host,
-                    "client",
-                    Work::NetClient {
-                        params,
-                        pairs,
-                        threads,
-                    },
-                ),
-            });
-            Ok(parts.len() - 1)
+            if p.role != role {
+                p.role = "client+server";
+            }
+            k
         };
         let mut names = Vec::new();
         for (k, (c, s)) in t.pairs.iter().enumerate() {
@@ -796,25 +790,22 @@ impl Console {
             })?;
             let data = self.data_ips(si);
             let server_ip = data[k % data.len()];
-            let sk = part_of(si, true, &mut parts)?;
-            let ck = part_of(ci, false, &mut parts)?;
+            let sk = part_of(si, true, &mut parts);
+            let ck = part_of(ci, false, &mut parts);
+            let slot = PairSlot {
+                pair: k as u32,
+                token: tok,
+                server: None,
+                cert: None,
+            };
             if let Work::NetServe { pairs, .. } = &mut parts[sk].work {
-                pairs.push(PairSlot {
-                    pair: k as u32,
-                    token: tok,
-                    server: None,
-                    cert: None,
-                });
+                pairs.push(slot.clone());
             }
             if let Work::NetClient { pairs, .. } | Work::NetServe { clients: pairs, .. } =
                 &mut parts[ck].work
             {
-                pairs.push(PairSlot {
-                    pair: k as u32,
-                    token: tok,
-                    server: Some(SocketAddr::new(server_ip, 0)),
-                    cert: None,
-                });
+                let server = Some(SocketAddr::new(server_ip, 0));
+                pairs.push(PairSlot { server, ..slot });
             }
             names.push((c.clone(), s.clone()));
         }

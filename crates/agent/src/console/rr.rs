@@ -24,7 +24,7 @@ impl Console {
     ) -> Result<PairRtts, super::ConsoleError> {
         let mut got: Vec<Option<(u64, Histogram<u64>)>> = vec![None; pairs];
         for p in parts {
-            let mine = p.slots().1;
+            let mine = p.work.slots().1;
             let Some(r) = &p.report else { continue };
             let host = self.hosts[p.host].name.as_str();
             let err = |m: String| super::ConsoleError::host_err(host, m);
@@ -66,8 +66,7 @@ pub(super) fn write(rtts: &PairRtts, window_s: &[f64], pairs: &mut [PairFigures]
     let mut all = new_histogram();
     let mut trans_s = 0.0;
     for ((k, (n, h)), p) in rtts.iter().enumerate().zip(pairs.iter_mut()) {
-        let w = window_s.get(k).copied().unwrap_or(0.0);
-        let rate = if w > 0.0 { *n as f64 / w } else { 0.0 };
+        let rate = crate::per_s(*n as f64, window_s.get(k).copied().unwrap_or(0.0));
         trans_s += rate;
         p.transactions = Some(*n);
         p.metrics.insert(mn::TRANS_S.into(), rate);

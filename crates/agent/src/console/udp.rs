@@ -62,14 +62,7 @@ pub(super) fn check_test(t: &super::NetTest) -> Result<(), String> {
         return Ok(());
     }
     iotoll_net::udp::validate_placed(&t.params)?;
-    let mut per_host: Vec<(&str, usize)> = Vec::new();
-    for h in t.pairs.iter().flat_map(|(c, s)| [c.as_str(), s.as_str()]) {
-        match per_host.iter_mut().find(|(n, _)| *n == h) {
-            Some((_, k)) => *k += 1,
-            None => per_host.push((h, 1)),
-        }
-    }
-    match per_host.iter().find(|(_, k)| *k > MAX_UDP_PAIRS_PER_HOST) {
+    match (t.pairs_per_host().into_iter()).find(|(_, k)| *k > MAX_UDP_PAIRS_PER_HOST) {
         Some((h, k)) => Err(format!(
             "host {h} is in {k} UDP pairs of the test; an agent runs one thread per UDP pair, at most {MAX_UDP_PAIRS_PER_HOST}"
         )),
