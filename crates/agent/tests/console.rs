@@ -259,8 +259,16 @@ fn a_host_serves_and_connects_in_one_rate_test() {
         config: None,
     };
     let doc = console.run_net(&t, &AtomicBool::new(false)).unwrap();
+    // Its workers run at the lowest priority: beside other load a pair may
+    // complete no connection in a one-second window, and the hosts' CPU
+    // then says the test was interfered with.
+    let interfered = doc.hosts.iter().any(|h| {
+        let i = h.cpu.as_ref().and_then(|c| c.interference.as_ref());
+        i.is_some_and(|i| i.interfered)
+    });
     for p in &doc.pairs {
-        assert!(p.metrics["conn_s"] > 0.0, "{p:?}");
+        let n = p.metrics["conn_s"];
+        assert!(n > 0.0 || (n == 0.0 && interfered), "{p:?} {:?}", doc.hosts);
     }
     for h in &doc.hosts {
         assert_eq!(h.role, "client+server");
