@@ -108,6 +108,44 @@ pub struct TestParams {
     pub linger0: bool,
 }
 
+impl TestParams {
+    /// The result's typed spec of a test of these parameters, `net` holding
+    /// what every network kind shares; a local client's and a test across
+    /// hosts' alike.
+    pub fn spec(&self, net: iotoll_model::spec::NetSpec) -> iotoll_model::spec::Spec {
+        use iotoll_model::spec::{word, CrrSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
+        match self.kind {
+            TestKind::Stream => Spec::Stream(Typed::from(StreamSpec {
+                net,
+                dir: word(&self.dir),
+                msg: self.msg,
+            })),
+            TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
+                net,
+                req: self.req,
+                resp: self.resp,
+                burst: self.burst,
+            })),
+            // `rate` is each pair's, as `conns` is.
+            TestKind::Udp => Spec::Udp(Typed::from(UdpSpec {
+                net,
+                dir: word(&self.dir),
+                size: self.msg,
+                rate: self.rate,
+            })),
+            TestKind::Crr | TestKind::Cc => {
+                let crr = self.kind == TestKind::Crr;
+                Spec::Crr(Typed::from(CrrSpec {
+                    net,
+                    req: if crr { self.req } else { 0 },
+                    resp: if crr { self.resp } else { 0 },
+                    linger0: self.linger0,
+                }))
+            }
+        }
+    }
+}
+
 /// The server's side of the window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,7 +6,7 @@ use super::{Console, DiskTest, DriveTimes, NetTest, Part, PerPair};
 use crate::per_s;
 use crate::wire::{AgentReport, Work};
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{CrrSpec, NetSpec, RrSpec, Spec, StreamSpec, Typed, UdpSpec};
+use iotoll_model::spec::{NetSpec, Spec};
 use iotoll_model::SeriesPoint;
 use iotoll_model::{
     CpuReport, CpuSection, HostFigures, Kind, Metrics, PairFigures, ResultDoc, ResultStatus, Skew,
@@ -315,36 +315,7 @@ impl Console {
             tls: t.params.tls.clone(),
             verify: t.params.verify,
         };
-        let p = &t.params;
-        match p.kind {
-            // `rate` is each pair's, as `conns` is.
-            TestKind::Udp => Spec::Udp(Typed::from(UdpSpec {
-                net,
-                dir: iotoll_model::spec::word(&p.dir),
-                size: p.msg,
-                rate: p.rate,
-            })),
-            TestKind::Crr | TestKind::Cc => {
-                let crr = p.kind == TestKind::Crr;
-                Spec::Crr(Typed::from(CrrSpec {
-                    net,
-                    req: if crr { p.req } else { 0 },
-                    resp: if crr { p.resp } else { 0 },
-                    linger0: p.linger0,
-                }))
-            }
-            TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
-                net,
-                req: p.req,
-                resp: p.resp,
-                burst: p.burst,
-            })),
-            _ => Spec::Stream(Typed::from(StreamSpec {
-                net,
-                dir: iotoll_model::spec::word(&p.dir),
-                msg: p.msg,
-            })),
-        }
+        t.params.spec(net)
     }
 
     pub(super) fn disk_doc(&self, t: &DiskTest, parts: &[Part], times: &DriveTimes) -> ResultDoc {

@@ -8,7 +8,7 @@ use crate::proto::{ByteStats, ServerReport, TestKind};
 use crate::tls::{self, Negotiated};
 use crate::NetError;
 use iotoll_model::metrics as mn;
-use iotoll_model::spec::{Spec, Typed};
+use iotoll_model::spec::Spec;
 use iotoll_model::{Kind, Metrics, ResultDoc};
 use iotoll_run::{jain_fairness, latency_report, write_latency_metrics};
 use std::net::SocketAddr;
@@ -265,8 +265,7 @@ fn net_metrics(
 }
 
 pub(crate) fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) -> Spec {
-    use iotoll_model::spec::{NetSpec, RrSpec, StreamSpec};
-    let net = NetSpec {
+    let net = iotoll_model::spec::NetSpec {
         peer: addr.to_string(),
         conns: spec.conns,
         sockbuf: spec.sockbuf,
@@ -279,34 +278,7 @@ pub(crate) fn spec_json(spec: &ClientSpec, addr: &SocketAddr, threads: usize) ->
         tls: spec.tls.map(|c| c.name().to_string()),
         verify: spec.verify,
     };
-    match spec.kind {
-        TestKind::Stream => Spec::Stream(Typed::from(StreamSpec {
-            net,
-            dir: iotoll_model::spec::word(&spec.dir),
-            msg: spec.msg,
-        })),
-        TestKind::Rr => Spec::Rr(Typed::from(RrSpec {
-            net,
-            req: spec.req,
-            resp: spec.resp,
-            burst: spec.burst,
-        })),
-        TestKind::Udp => Spec::Udp(Typed::from(iotoll_model::spec::UdpSpec {
-            net,
-            dir: iotoll_model::spec::word(&spec.dir),
-            size: spec.msg,
-            rate: spec.rate,
-        })),
-        TestKind::Crr | TestKind::Cc => {
-            let crr = spec.kind == TestKind::Crr;
-            Spec::Crr(Typed::from(iotoll_model::spec::CrrSpec {
-                net,
-                req: if crr { spec.req } else { 0 },
-                resp: if crr { spec.resp } else { 0 },
-                linger0: spec.linger0,
-            }))
-        }
-    }
+    spec.params().spec(net)
 }
 
 pub(crate) fn tls_disclosure(n: &Negotiated, keyed: bool) -> iotoll_model::spec::TlsDisclosure {
