@@ -13,13 +13,16 @@ fn run1(t: &Tmp) -> serde_json::Value {
 /// connections a stream opens: 2, exactly, however busy the host) has an
 /// interval of width 0: it converges at the third repetition and the
 /// other three of the six allowed are not run. The progress line counts
-/// the six (the worst case) until then.
+/// the six (the worst case) until then. The repetitions' whole-host CPU,
+/// which a busy machine moves by more than the default 5 % (a test.sh run
+/// saw 93 % and 100 %, and so a test not repeatable run on to six), is
+/// left out of the agreement: this test is about the interval.
 #[test]
 fn a_test_that_repeats_exactly_converges_at_three() {
     let t = Tmp::new();
     let file = t.file(
         "s.toml",
-        "name='c'\nreps=6\nconfidence='95,5'\nramp='0s'\ntime='300ms'\n[[test]]\nname='s'\nkind='net-stream'\nconns=2\nselect='median:conns'\n",
+        "name='c'\nreps=6\nconfidence='95,5'\nrepeatability_pct=1000\nramp='0s'\ntime='300ms'\n[[test]]\nname='s'\nkind='net-stream'\nconns=2\nselect='median:conns'\n",
     );
     let out = t.cmd("suite run").arg(&file).out();
     let err = stderr(&out);
