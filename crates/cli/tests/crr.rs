@@ -28,11 +28,20 @@ fn invariants(d: &serde_json::Value, kind: &str, conns: f64) {
     assert_eq!(metric(d, "failures_ports_exhausted"), 0.0);
     assert_eq!(metric(d, "conns"), conns);
     let rate = metric(d, "conn_s");
-    // Both ends' windows differ by the control connection's round trip.
+    // The endpoint opens and closes its window on this host's word, so
+    // their lengths differ by the control messages' delays: on a busy
+    // machine by up to the second the client accepts (a test.sh run beside
+    // another saw 4,027/s here and 2,745/s served). What each end counted
+    // agrees within 10 % plus what the difference in length can hold.
     let served = metric(d, "served_conn_s");
+    let (w, ew) = (
+        metric(d, "window_s"),
+        d["cpu"]["remote"]["window_s"].as_f64().unwrap(),
+    );
+    let (mine, theirs) = (rate * w, served * ew);
     assert!(
-        (served - rate).abs() <= 0.1 * rate,
-        "client {rate}/s, endpoint {served}/s"
+        (theirs - mine).abs() <= 0.1 * mine + rate * (ew - w).abs(),
+        "client {rate}/s over {w} s, endpoint {served}/s over {ew} s"
     );
     let cpu = metric(d, "cpu_pct");
     let per_conn = metric(d, "cpu_us_per_conn");
