@@ -70,17 +70,15 @@ fn a_thousand_clients_complete_with_every_connection_accounted_for() {
     let m = |k: &str| d.metrics.get(k).copied().unwrap_or(f64::NAN);
     assert_eq!(m("conns"), 1000.0);
     assert!(m("conn_s") > 0.0, "{:?}", d.notes);
-    // Both ends counted the same connections, give or take those in
-    // flight at the windows' edges and what the difference in the windows'
-    // lengths (the control messages' delays, up to a second on a loaded
-    // host) can hold.
+    // Both ends measured the same window's connections, give or take
+    // those in flight at its edges and the control round trip; beside
+    // other processes that trip moves the endpoint's window by up to the
+    // second the client accepts while the rate swings, and what holds is
+    // the whole test's totals agreeing (the status).
     let (c, s) = (m("conn_s"), m("served_conn_s"));
-    let (w, ew) = (
-        m("window_s"),
-        d.cpu.remote.as_ref().map_or(f64::NAN, |r| r.window_s),
-    );
+    let interfered = d.interfered();
     assert!(
-        (s * ew - c * w).abs() <= 0.2 * c * w + c * (ew - w).abs(),
-        "client {c}/s over {w} s, endpoint {s}/s over {ew} s"
+        (s - c).abs() <= 0.2 * c || (interfered && s > 0.0),
+        "client {c}/s, endpoint {s}/s, not interfered with"
     );
 }
