@@ -199,23 +199,22 @@ pub(super) fn write(
     pairs: &mut [PairFigures],
     m: &mut Metrics,
 ) -> Vec<String> {
-    let mut failures = [0u64; 6];
+    let (mut failures, mut total) = ([0u64; 6], (0.0, 0.0));
     for (r, p) in rates.iter().zip(pairs.iter_mut()) {
         let c = &r.client;
         let rates = (
             per_s(c.window_done as f64, r.client_window_s),
             per_s(r.server.window_done as f64, r.server_window_s),
         );
+        // The totals are the pairs' rates added up, in the pairs' order.
+        total = (total.0 + rates.0, total.1 + rates.1);
         rate_metrics(rates, &c.failures, &r.connect, &r.trans, &mut p.metrics);
         p.transactions = Some(c.window_done);
         for (a, b) in failures.iter_mut().zip(c.failures) {
             *a += b;
         }
     }
-    // The pairs' rates added up, in the pairs' order.
-    let sum = |k: &str| pairs.iter().map(|p| p.metrics[k]).fold(0.0, |a, b| a + b);
     let (connect, trans) = merged(rates.iter());
-    let total = (sum(mn::CONN_S), sum(mn::SERVED_CONN_S));
     rate_metrics(total, &failures, &connect, &trans, m);
     for k in [mn::MBIT_S, mn::TX_MBIT_S, mn::RX_MBIT_S] {
         m.remove(k);
